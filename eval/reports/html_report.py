@@ -26,12 +26,13 @@ from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
 from eval.reports.run_files import load_predictions, load_records, missing_note
-from eval.reports.report import (BIDI_CONTROLS, SPLIT_TITLES, ci_percent, constant_judge_score, fmt_share, p_phrase,
-                                 random_labelling_note, references_note, regression_note, run_notes, summary_why,
-                                 why_sentences)
+from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent, constant_judge_score,
+                                 fmt_share, model_means_cells, p_phrase, pollux_official_cells, random_labelling_note,
+                                 references_note, regression_note, run_notes, summary_why, why_sentences)
 from eval.scoring.comparison import Comparison, Paired
+from eval.validity.render import compare_html as compare_validity
 from eval.validity.render import html_blocks as validity_blocks
-from eval.validity.render import lead_html
+from eval.validity.render import html_table, lead_html
 from judge.metrics_json.metrics import Cell, Confusion, Metrics
 
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
@@ -60,7 +61,8 @@ _BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bo
                        "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")
 
 _GROUP_TITLES = {"model": "evaluated model", "task_type": "task type", "criterion": "criterion"}
-# The parts of a split the page renders as tables and plots; any other is shown as JSON (Table 10's means).
+# The parts of a split the page renders as tables and plots, and Table 10's means where the split has models; any
+# other is shown as JSON, so that nothing written is hidden.
 _SPLIT_RENDERED = {"overall", "failures", "confusion", "by_model", "by_task_type", "by_criterion"}
 
 
@@ -241,6 +243,20 @@ def _other_keys(result: Metrics, known: set[str]) -> list[str]:
             f'<pre class="json">{_e(json.dumps(extra, ensure_ascii=False, indent=1))}</pre>']
 
 
+def _pollux_official(result: Metrics) -> list[str]:
+    """POLLUX's evaluator as report.md shows it (its note and table, from the same cells), then the fields the table
+    does not show as they are (the regression counts it sums, the per-test notes) as JSON: nothing written is hidden."""
+    official = result.pollux_official
+    if official is None:
+        return []
+    note, header, rows = pollux_official_cells(official)
+    rest = {split: {k: v for k, v in b.items() if k not in OFFICIAL_SHOWN} for split, b in official.splits.items()}
+    return [f'<h2 id="pollux">{_e(official.title)}</h2>', f'<p class="note">{_md_text(note)}</p>',
+            html_table(header, rows, _e, "pollux-official"),
+            f'<details class="block"><summary>Other figures of POLLUX\'s evaluator</summary><pre class="json">'
+            f'{_e(json.dumps(_as_written(rest.items()), ensure_ascii=False, indent=1))}</pre></details>']
+
+
 # ----------------------------------------------------------------------------------------------- report
 
 
@@ -286,13 +302,19 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
         if block.failures:
             body.append('<p class="note">Failures by reason: ' + ", ".join(
                 f"<code>{_e(k)}</code> {_e(v)}" for k, v in block.failures.items()) + "</p>")
+        means = block.model_means is not None and bool(block.model_means.by_model)
+        if means:  # report.md's Table 10, from the same cells (the judge's name among them, escaped by the table)
+            note, header, rows = model_means_cells(block.model_means, result.judge, str, "Avg. (items pooled)")
+            body += [f"<h3>{_e(title)}: mean score per evaluated model (the paper's Table 10)</h3>",
+                     f'<p class="note">{_md_text(note)}</p>', html_table(header, rows, _e, f"model-means-{split}")]
         for name, group_title in _GROUP_TITLES.items():
             cells = block.by(name)
             if cells:
                 body.append(f"<h3>{_e(title)}: by {_e(group_title)}</h3>")
                 body.append(_metric_table(group_title.capitalize(), cells, block.overall, f"table-{split}-{name}"))
                 body.append(_why_list(why_sentences(cells, constant_judge_score(block, result.target))))
-        other = _as_written((k, v) for k, v in block.items() if k not in _SPLIT_RENDERED)
+        other = _as_written((k, v) for k, v in block.items()
+                            if k not in _SPLIT_RENDERED and not (means and k == "model_means"))
         if other:
             body.append(f'<details class="block"><summary>Other figures of this split</summary><pre class="json">'
                         f'{_e(json.dumps(other, ensure_ascii=False, indent=1))}</pre></details>')
@@ -306,10 +328,13 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
             body.append("</div>")
         body.append(f"<h3>{_e(title)}: MAE by criterion</h3>")
         body.append(_mae_svg(block.by_criterion, str(result.target), bool(s.n_boot)))
-    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "validity"}
+    body += _pollux_official(result)
+    known = {"judge", "target", "settings", "levels", "splits", "data", "predictions", "notes", "run", "validity",
+             "pollux_official"}
     body += _other_keys(result, known)
     nav = ([("summary", "Summary")] + [("validity", "Validity")] * bool(result.validity)
-           + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")])
+           + [(f"tables-{k}", SPLIT_TITLES.get(k, k)) for k in splits] + [("plots", "Plots")]
+           + [("pollux", "POLLUX evaluator")] * bool(result.pollux_official))
     data = None
     if explorer is not None:
         nav.append(("explorer", "Items"))
@@ -418,6 +443,9 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
         if cells:
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_metric_table("Judge", cells, None, f"side-{split}"))
+    # compare.md's validity sections, from the same rows: each run's own, then each against the baseline, paired
+    validity = compare_validity(result, _e)
+    body += validity
     for k, comp in enumerate(result.comparisons):
         body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(result.baseline)}</h2>')
         body.append(f'<p class="note">{_e(comp.n_common)} items in both runs.</p>')
@@ -434,7 +462,8 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                                 + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}",
                                                 result.n_boot, level)
                                 + "</details>")
-    nav = [("side", "Side by side")] + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)]
+    nav = ([("side", "Side by side")] + [("validity", "Validity")] * bool(validity)
+           + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)])
     data = None
     if explorer is not None:
         nav.append(("explorer-title", "Items"))

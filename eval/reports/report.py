@@ -30,7 +30,7 @@ from judge.splits import SPLIT_TITLES  # one definition in the contract; re-expo
 
 __all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt",
            "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why", "why_no_spearman",
-           "why_sentences", "bootstrap_unit_phrase"]
+           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -291,35 +291,44 @@ def run_notes(result: Metrics) -> list[str]:
     return notes
 
 
-def _model_means_table(means: ModelMeans, judge_name: str) -> str:
-    """The paper's Table 10 layout: model, experts' mean score, the judge's mean score (MAE in brackets, over the
-    ``scored`` items: those of the judged ones with a defined reference, as in the other tables)."""
+def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,
+                      pooled: str = "**Avg.** (items pooled)") -> tuple[str, list[str], list[list[str]]]:
+    """The paper's Table 10 (model, experts' mean score, the judge's with its MAE) for report.md and report.html: its
+    note, header and rows. ``text`` writes a name from the data for the page (report.html escapes every cell
+    itself); ``pooled`` labels the pooled row."""
     def row(label: str, m: ModelMeansRow) -> list[str]:
         judged = f"{fmt(m.judge_mean)} ({fmt(m.mae)})"
         return [label, str(m.n_items), fmt(m.experts_mean), str(m.n_judged), judged, str(m.n_scored),
                 fmt(m.experts_mean_on_judged), str(m.n_out_of_scale)]
 
-    rows = [row(md_text(label), m) for label, m in means.by_model.items()] + [row("**Avg.** (items pooled)", means.all)]
-    header = ["Evaluated model", "n", "Experts", "n judged", f"{md_text(judge_name or 'Judge')} (MAE)", "scored",
+    note = ("Experts: the mean over the model's labelled items of each item's mean expert score (the paper's "
+            "aggregate, an unweighted average of the point estimates); the judge: the mean of its scores on those "
+            "items, out-of-scale ones included; MAE in brackets, over the `scored` items (those with a defined "
+            "reference).")
+    rows = [row(text(label), m) for label, m in means.by_model.items()] + [row(pooled, means.all)]
+    header = ["Evaluated model", "n", "Experts", "n judged", f"{text(judge_name or 'Judge')} (MAE)", "scored",
               "Experts on judged items", "out of scale"]
-    return markdown_table(header, rows)
+    return note, header, rows
 
 
-def _pollux_official_lines(official: PolluxOfficial) -> list[str]:
-    """The clearly labelled section with POLLUX's repository figures."""
-    out = [f"## {official.title}", "",
-           "What the POLLUX repository's judge evaluator reports, reproduced for comparison with its published "
-           f"figures. Score extraction: {official.extraction}. Reference: {official.reference}. "
-           "`format_acc`: share of outputs with a score; `score_acc`: exact match with the reference (an output "
-           "without a score is wrong); `mse` over outputs with a score. The paper's metrics above are the headline.",
-           ""]
+#: The fields of POLLUX's evaluator its table shows as they are (report.html shows the rest beside it).
+OFFICIAL_SHOWN = ("n", "n_parsed", "format_acc", "score_acc", "mse", "n_no_prediction", "n_request_failed",
+                  "n_no_reference")
+
+
+def pollux_official_cells(official: PolluxOfficial) -> tuple[str, list[str], list[list[str]]]:
+    """POLLUX's repository figures for report.md and report.html: the note that labels them, the header, the rows."""
+    note = ("What the POLLUX repository's judge evaluator reports, reproduced for comparison with its published "
+            f"figures. Score extraction: {official.extraction}. Reference: {official.reference}. "
+            "`format_acc`: share of outputs with a score; `score_acc`: exact match with the reference (an output "
+            "without a score is wrong); `mse` over outputs with a score. The paper's metrics above are the headline.")
     header = ["Test", "outputs", "with a score", "format_acc", "score_acc", "mse", "no prediction",
               "request failed", "no reference", "regression (raw head value)"]
     rows = [[SPLIT_TITLES.get(split, split), str(b.n), str(b.n_parsed), fmt(b.format_acc),
              fmt(b.score_acc), fmt(b.mse), str(b.n_no_prediction), str(b.n_request_failed),
              str(b.n_no_reference), str(b.n_regression + b.n_regression_clipped)]
             for split, b in official.splits.items()]
-    return out + [markdown_table(header, rows), ""]
+    return note, header, rows
 
 
 _REFERENCES = {"mode": "the mode of the expert scores (items without a unique mode excluded)",
@@ -430,12 +439,9 @@ def render_markdown(result: Metrics) -> str:
         if block.failures:
             out += ["Failures by reason: " + ", ".join(f"{_md_code(k)} {v}" for k, v in block.failures.items()), ""]
         if block.model_means is not None and block.model_means.by_model:
+            note, header, rows = model_means_cells(block.model_means, result.judge)
             out += [f"### {SPLIT_TITLES[split]}: mean score per evaluated model (the paper's Table 10)", "",
-                    "Experts: the mean over the model's labelled items of each item's mean expert score (the paper's "
-                    "aggregate, an unweighted average of the point estimates); the judge: the mean of its scores on "
-                    "those items, out-of-scale ones included; MAE in brackets, over the `scored` items (those with a "
-                    "defined reference).", "",
-                    _model_means_table(block.model_means, result.judge), ""]
+                    note, "", markdown_table(header, rows), ""]
         for name, title in GROUP_TITLES.items():
             cells = block.by(name)
             if not cells:
@@ -448,7 +454,8 @@ def render_markdown(result: Metrics) -> str:
             out += [f"### {SPLIT_TITLES[split]}: by {title}", "", markdown_table(head, rows), ""]
             out += _why_lines(why_sentences(cells, constant_judge_score(block, result.target)))
     if result.pollux_official is not None:
-        out += _pollux_official_lines(result.pollux_official)
+        note, header, rows = pollux_official_cells(result.pollux_official)
+        out += [f"## {result.pollux_official.title}", "", note, "", markdown_table(header, rows), ""]
     elif result.run is not None and result.run.verdict_format == "integer":
         out += ["## POLLUX repository evaluator (not the paper's metrics)", "",
                 "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer "

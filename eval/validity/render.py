@@ -1,8 +1,8 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
-summary; ``judge-eval compare`` sets two runs side by side with ``compare_rows``. How to read every figure:
-docs/validity.md.
+summary; ``judge-eval compare`` sets two runs side by side with ``compare_rows`` and ``paired_rows`` (compare.md) and
+``compare_html`` (compare.html, from the same rows). How to read every figure: docs/validity.md.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, Mar
                                          Unavailable, ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["compare_rows", "counted", "html_blocks", "lead_html", "lead_lines", "markdown_lines", "paired_rows",
-           "signed"]
+__all__ = ["compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
+           "markdown_lines", "paired_rows", "signed"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -235,19 +235,22 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     return out
 
 
+def html_table(head: list[str], rows: list[list[str]], escape: Callable[[Any], str], css_id: str = "") -> str:
+    """A table of the pages' own style, every cell (a heading too) through ``escape``; ``css_id``: its id, if any."""
+    cells = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    id_attr = f' id="{escape(css_id)}"' if css_id else ""
+    # in a box that scrolls sideways rather than widening the page
+    return (f'<div class="scroll"><table class="grid"{id_attr}><thead><tr>{cells}</tr></thead><tbody>{body}</tbody>'
+            "</table></div>")
+
+
 def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
     """The same as ``markdown_lines``, as HTML blocks for report.html (the lead sentences first); ``escape`` is the
     page's own escaping of every cell (``eval.reports.html_report``'s, which also drops bidirectional controls)."""
     splits = _splits(result)
     if not splits:
         return []
-
-    def table(head: list[str], rows: list[list[str]]) -> str:
-        cells = "".join(f"<th>{escape(h)}</th>" for h in head)
-        body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
-        # the page's own table style, in a box that scrolls sideways rather than widening the page
-        return (f'<div class="scroll"><table class="grid"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody>'
-                "</table></div>")
 
     out = ['<h2 id="validity">Validity: can the judge stand in for an expert?</h2>',
            '<p class="note">How to read these figures: docs/validity.md.</p>']
@@ -256,15 +259,16 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
         out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
         if _empty(block):
             continue
-        out.append(table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)))
+        overall = _overall_rows(block, result.validity.settings.ceiling_failures)
+        out.append(html_table(["Figure", "Value"], overall, escape))
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
             out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"
-                       f"{table(_ALT_HEAD, _alt_rows(alt, _plain))}</details>")
+                       f"{html_table(_ALT_HEAD, _alt_rows(alt, _plain), escape)}</details>")
         rows = _criterion_rows(block, _plain)
         if rows:
             out.append(f"<details class=\"block\"><summary>{html.escape(title)}: validity by criterion</summary>"
-                       f"{table(_CRITERION_HEAD, rows)}</details>")
+                       f"{html_table(_CRITERION_HEAD, rows, escape)}</details>")
     return out
 
 
@@ -278,14 +282,16 @@ def lead_html(result: Metrics) -> str:
     return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
 
 
-def compare_rows(runs: Mapping[str, Metrics],
-                 markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
-    """Two or more runs' validity side by side per split (Markdown lines): omega, rho, the ceiling gap, alpha with
-    the judge, leniency (``markdown_table`` as for ``markdown_lines``)."""
+_SIDE_HEAD = ["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in a sentence"]
+_PAIRED_HEAD = ["Run", "Test", "Figure", "baseline", "run", "delta", "note"]
+
+
+def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]]]]:
+    """Per split every run shares, its title and one row per run with a validity section (``compare_rows``)."""
     names = [name for name, result in runs.items() if _splits(result)]
     if not names:
         return []
-    out = ["## Validity side by side", ""]
+    tables = []
     splits = [s for s in _splits(runs[names[0]]) if all(s in _splits(runs[n]) for n in names)]
     for split in splits:
         rows = []
@@ -300,15 +306,25 @@ def compare_rows(runs: Mapping[str, Metrics],
                          _num(block.overall.alpha_with_judge),
                          _num(block.overall.leniency.mean_signed_error, 3),
                          block.sentence])
-        out += [f"### {SPLIT_TITLES.get(split, split)}", "",
-                markdown_table(["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in a sentence"], rows),
-                ""]
+        tables.append((SPLIT_TITLES.get(split, split), rows))
+    return tables
+
+
+def compare_rows(runs: Mapping[str, Metrics],
+                 markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
+    """Two or more runs' validity side by side per split (Markdown lines): omega, rho, the ceiling gap, alpha with
+    the judge, leniency (``markdown_table`` as for ``markdown_lines``)."""
+    tables = _side_by_side(runs)
+    if not tables:
+        return []
+    out = ["## Validity side by side", ""]
+    for title, rows in tables:
+        out += [f"### {title}", "", markdown_table(_SIDE_HEAD, rows), ""]
     return out
 
 
-def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
-    """``judge-eval compare``'s paired validity: per run and split, rho and the ceiling gap against the baseline's on
-    the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``)."""
+def _paired(result: Comparison) -> list[list[str]]:
+    """The rows of ``paired_rows``: per run, split and figure, baseline, run and the delta with its interval."""
     rows = []
     for comp in result.comparisons:
         for split, paired in comp.validity.items():
@@ -318,11 +334,36 @@ def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[li
                     continue
                 rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
                              _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3), ""])
-    if not rows:
-        return []
-    return ["## Validity, paired", "",
-            f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over "
+    return rows
+
+
+def _paired_lead(result: Comparison) -> str:
+    return (f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over "
             f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
-            f"is better) against {result.baseline}.", "",
-            markdown_table(["Run", "Test", "Figure", "baseline", "run", "delta", "note"], rows), ""]
+            f"is better) against {result.baseline}.")
+
+
+def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
+    """``judge-eval compare``'s paired validity: per run and split, rho and the ceiling gap against the baseline's on
+    the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``)."""
+    rows = _paired(result)
+    if not rows:
+        return []
+    return ["## Validity, paired", "", _paired_lead(result), "", markdown_table(_PAIRED_HEAD, rows), ""]
+
+
+def compare_html(result: Comparison, escape: Callable[[Any], str]) -> list[str]:
+    """compare.md's two validity sections (``compare_rows``, ``paired_rows``) as HTML blocks for compare.html, from
+    the same rows; ``escape`` is the page's own (run names and the sentences are the data's, escaped cell by cell)."""
+    tables, paired = _side_by_side(dict(zip(result.runs, result.metrics))), _paired(result)
+    out = []
+    if tables:
+        out += ['<h2 id="validity">Validity side by side</h2>',
+                '<p class="note">How to read these figures: docs/validity.md.</p>']
+        out += [f"<h3>{escape(title)}</h3>" + html_table(_SIDE_HEAD, rows, escape, f"validity-{k}")
+                for k, (title, rows) in enumerate(tables)]
+    if paired:
+        out += ['<h2 id="validity-paired">Validity, paired</h2>', f'<p class="note">{escape(_paired_lead(result))}</p>',
+                html_table(_PAIRED_HEAD, paired, escape, "validity-paired-table")]
+    return out

@@ -1,0 +1,82 @@
+"""compare.html's validity sections: compare.md's "Validity side by side" and "Validity, paired", from the same rows,
+every figure as compare.md shows it. Two runs of the bundled sample (whose experts are named, so that the alternative
+annotator test and the paired rho have figures), compared by ``judge-eval compare``."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+import judge
+from eval.cli import main
+from judge.splits import SPLIT_TITLES
+from tests.unit.test_report_html_paper_tables import html_tables, markdown_table_after
+from tests.unit.test_validity_report import _run
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare-validity")
+    records, data = judge.load_records(judge.sample_data_path()), judge.sample_data_path()
+    runs = {"exact": _run(root, "exact", records, 0, data), "lenient": _run(root, "lenient", records, 1, data)}
+    assert main(["compare", str(root / "exact"), str(root / "lenient"), "--out", str(root / "cmp"),
+                 "--n-boot", "20"]) == 0
+    return {"root": root, "runs": runs, "markdown": (root / "cmp" / "compare.md").read_text(encoding="utf-8"),
+            "page": (root / "cmp" / "compare.html").read_text(encoding="utf-8")}
+
+
+def test_compare_page_sets_validity_side_by_side_as_compare_md_does(compared):
+    """Per split, the page's table holds compare.md's rows cell for cell (ω, ρ, the ceiling gap with its interval,
+    α with the judge, leniency, the sentence), and its ρ is each run's metrics.json figure."""
+    tables = html_tables(compared["page"])
+    markdown = compared["markdown"].split("## Validity side by side")[1].split("\n## ")[0]
+    splits = list(compared["runs"]["exact"]["validity"]["splits"])
+    assert splits
+    for k, split in enumerate(splits):
+        shown = tables[f"validity-{k}"]
+        assert shown == markdown_table_after(markdown, f"### {SPLIT_TITLES[split]}")
+        # both judges are named "j": compare tells them apart by their folders
+        assert [row[0] for row in shown[1:]] == ["j (exact)", "j (lenient)"]
+        for row, name in zip(shown[1:], ("exact", "lenient")):
+            alt = compared["runs"][name]["validity"]["splits"][split]["overall"]["alt_test"]
+            assert row[2] == f"{alt['advantage_probability']:.2f}"
+
+
+def test_compare_page_shows_the_paired_validity_as_compare_md_does(compared):
+    """The paired rho and ceiling gap per split: baseline, run and the delta with its interval, as compare.md has
+    them, and the sentence that says what they are against."""
+    shown = html_tables(compared["page"])["validity-paired-table"]
+    assert shown == markdown_table_after(compared["markdown"], "## Validity, paired")
+    figures = {(row[1], row[2]) for row in shown[1:]}
+    assert (SPLIT_TITLES["all"], "ρ (advantage probability)") in figures and len(shown) > 2
+    assert all(row[3] != "—" for row in shown[1:])  # every figure computed on the sample, not left out
+    exact = compared["runs"]["exact"]["validity"]["splits"]["all"]["overall"]["alt_test"]
+    rho = next(row for row in shown if row[1:3] == [SPLIT_TITLES["all"], "ρ (advantage probability)"])
+    assert rho[3] == f"{exact['advantage_probability']:.3f}"
+    lines = compared["markdown"].splitlines()
+    said = lines[lines.index("## Validity, paired") + 2]
+    assert said.endswith("against j (exact).")
+    note = compared["page"].split('id="validity-paired">')[1].split("</p>")[0]
+    assert html.unescape(note.split('<p class="note">')[1]) == said
+
+
+def test_compare_pages_validity_escapes_run_names_as_the_rest_of_the_page(compared):
+    """A run name with markup and a bidirectional override: the validity tables show it as text, without the
+    override (the page's own escaping, ``_e``), never as a tag."""
+    import json
+    from dataclasses import replace
+
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.comparison import Comparison
+
+    result = Comparison.from_json(json.loads((compared["root"] / "cmp" / "compare.json").read_text(encoding="utf-8")))
+    names = ["<img src=x onerror=alert(1)>\u202ea", "b</td>"]
+    result = replace(result, baseline=names[0], runs=names,
+                     comparisons=[replace(c, run=names[1]) for c in result.comparisons])
+    page = render_compare_page(result, None)
+    validity = page.split('<h2 id="validity">')[1].split('<h2 id="cmp-0">')[0]
+    assert "<img" not in validity and "b</td>" not in validity and "\u202e" not in validity
+    tables = html_tables(page)
+    assert tables["validity-0"][1][0] == "<img src=x onerror=alert(1)>a"
+    assert tables["validity-paired-table"][1][0] == "b</td>"
