@@ -30,7 +30,8 @@ from judge.splits import SPLIT_TITLES  # one definition in the contract; re-expo
 
 __all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt",
            "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why", "why_no_spearman",
-           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN"]
+           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN",
+           "OFFICIAL_NOT_COMPUTED"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -311,6 +312,8 @@ def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,
     return note, header, rows
 
 
+OFFICIAL_NOT_COMPUTED = ("POLLUX repository evaluator (not the paper's metrics)", "Not computed: it reads the score after "
+                         "a `[RESULT]` tag; this judge answers with a bare integer (Pollux-4B-Judge's format).")
 #: The fields of POLLUX's evaluator its table shows as they are (report.html shows the rest beside it).
 OFFICIAL_SHOWN = ("n", "n_parsed", "format_acc", "score_acc", "mse", "n_no_prediction", "n_request_failed",
                   "n_no_reference")
@@ -457,9 +460,7 @@ def render_markdown(result: Metrics) -> str:
         note, header, rows = pollux_official_cells(result.pollux_official)
         out += [f"## {result.pollux_official.title}", "", note, "", markdown_table(header, rows), ""]
     elif result.run is not None and result.run.verdict_format == "integer":
-        out += ["## POLLUX repository evaluator (not the paper's metrics)", "",
-                "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer "
-                "(Pollux-4B-Judge's format), so every output would read as unscored.", ""]
+        out += [f"## {OFFICIAL_NOT_COMPUTED[0]}", "", OFFICIAL_NOT_COMPUTED[1], ""]
     return "\n".join(out)
 
 

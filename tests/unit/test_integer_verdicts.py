@@ -496,7 +496,10 @@ def test_judge_eval_run_reads_every_pollux_4b_verdict_with_no_extra_flag(tmp_pat
     assert metrics["run"]["prompt_version"] == "pollux-ru-4b-v1"
     assert metrics["splits"]["all"]["overall"]["n_failed"] == 1
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
-    assert "Not computed: it reads the score after a `[RESULT]` tag, and this judge answers with a bare integer" in report
+    said = "Not computed: it reads the score after a `[RESULT]` tag; this judge answers with a bare integer"
+    assert said in report
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")  # the page says it too, not silence
+    assert '<h2 id="pollux">POLLUX repository evaluator' in page and "this judge answers with a bare integer" in page
 
 
 def test_judge_eval_through_judge_serve_records_the_prompt_judge_serve_says_it_renders(tmp_path):
