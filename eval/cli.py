@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "e.g. ai-forever/POLLUX or a folder of its Parquet shards).")
     exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv, experts.md and experts.html.")
     exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
+    exp_p.add_argument("--critical-in-means", choices=("include", "exclude"), default="include",
+                       help="The two Critical criteria (0 best) in the mean scores' pooled figures (Tables 10, 1, 9): "
+                            "the paper does not say; POLLUX's src/metrics.py leaves two-level criteria out.")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     for name, codes in EXIT_CODES.items():  # each subcommand's --help ends with the exit codes it uses
@@ -201,7 +204,10 @@ def resolve_run_config(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from eval.judging.config import RunConfig
     from eval.judging.run import run
+    from judge.plumbing.config_files import chosen_fields
+    from judge.plumbing.provenance import redact
     from judge.plumbing.run_folder import refuse_file
 
     config = resolve_run_config(args)
@@ -209,12 +215,7 @@ def _run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, data="")
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
-    from judge.plumbing.provenance import redact
-
     log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
-    from eval.judging.config import RunConfig
-    from judge.plumbing.config_files import chosen_fields
-
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3
@@ -226,12 +227,12 @@ def _score(args: argparse.Namespace) -> int:
     refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
     refuse_out_of_bounds(args)
     args.data = sample_or(args.data)
-
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
         return 0
     from eval.reports.report import SPLIT_TITLES, constant_judge_score, fmt, fmt_ci, run_notes, why_no_spearman
+    from eval.scoring.pollux_official import official_not_computed
     from eval.scoring.score import score
     from eval.validity.alt_test import AltTestSettings
 
@@ -255,9 +256,10 @@ def _score(args: argparse.Namespace) -> int:
     for note in run_notes(result):  # report.md's sentences: an unfinished run must not read as a complete one
         print(note.replace("**", "").replace("`", ""))
     official = result.pollux_official.splits.get("all") if result.pollux_official else None
-    if official:
-        print(f"{'POLLUX repository eval':>22}: format_acc {fmt(official.format_acc)}, score_acc "
-              f"{fmt(official.score_acc)}, mse {fmt(official.mse)} (not the paper's metrics)")
+    if official or (why := official_not_computed(result)):  # a section left out (integer, -r judges) says why
+        print(f"{'POLLUX repository eval':>22}: " + (f"format_acc {fmt(official.format_acc)}, score_acc "
+              f"{fmt(official.score_acc)}, mse {fmt(official.mse)} (not the paper's metrics)" if official
+              else why.replace("`", "")))
     return 0
 
 
@@ -285,10 +287,9 @@ def _experts(args: argparse.Namespace) -> int:
     records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
-    result = expert_tables(records)
+    result = expert_tables(records, critical_in_means=args.critical_in_means)
     paths = write_expert_tables(result, args.out)
-    print(summary_line(result))
-    print("\n".join(str(path) for path in paths.values()))
+    print(summary_line(result), *paths.values(), sep="\n")
     return 0
 
 
@@ -319,7 +320,7 @@ def _compare(args: argparse.Namespace) -> int:
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
-    from eval.scoring.compare import compare, render_markdown
+    from eval.scoring.compare import compare, headline, render_markdown
     from eval.scoring.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
@@ -333,7 +334,6 @@ def _compare(args: argparse.Namespace) -> int:
     # compare.json is what a later step reads: replaced whole (a kill mid-write leaves the earlier one).
     write_atomically(out / "compare.json", (dumps(result) + "\n").encode("utf-8"))
     (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    from eval.scoring.compare import headline
     from eval.reports.html_report import write_compare_page
 
     page = write_compare_page(result, out)

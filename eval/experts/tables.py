@@ -25,8 +25,18 @@ How they aggregate, as far as the paper says:
 - the "Avg." row is the mean over **all items** of the column, not the mean of the rows: Table 10's seven model
   rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
   Tables 14, 15 and 16 group the same items three ways and all give Avg. 0.888, which only an item-pooled mean
-  does (Table 14's rows average to 0.887). Every criterion counts, the two Critical ones included (Table 9 lists
-  them). ``Avg.`` in the outputs is that pooled mean.
+  does (Table 14's rows average to 0.887). ``Avg.`` in the outputs is that pooled mean.
+
+Whether the two Critical criteria (0 best: "0" means no critical violation, Appendix P.1) count in the mean scores
+that pool over criteria is a choice: the paper does not say. Table 9 lists them as rows, which says nothing of Tables
+10 and 1 or of the Avg. row; POLLUX's own aggregation (``src/metrics.py`` of ai-forever/POLLUX: ``grand_mean`` and the
+``mean_over_criteria`` row) leaves out every two-level criterion, these two among them. ``critical_in_means``
+(``judge-eval experts --critical-in-means``) names it: ``include`` (the default, the figures this module always gave)
+counts them like any criterion; ``exclude`` leaves their items out of Table 10's and Table 1's cells and of every
+``Avg.`` row of the mean-score tables, while Table 9 keeps each Critical criterion's own row (as POLLUX's matrix keeps
+its rows and leaves them out of the means only). Only the two Critical criteria: POLLUX's rule (any rubric with two
+levels) also drops best-at-top two-level criteria such as Operability. The experts' VC tables are unaffected. The
+outputs say which was used.
 
 Task types are shown by their English taxonomy name where the taxonomy knows the record's (Russian) one, criteria
 by the record's name with the taxonomy's English name beside it. Items of a task type the taxonomy does not know
@@ -46,10 +56,12 @@ from eval.scoring.metrics import expert_mean, verdict_confidence_experts
 from judge.record_columns import as_columns
 from eval.reports.report import fmt, markdown_table
 
-__all__ = ["AVG", "PAPER", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
+__all__ = ["AVG", "CRITICAL_IN_MEANS", "PAPER", "critical_in_means_sentence", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
 
 #: The pooled row's name, as the paper's tables write it.
 AVG = "Avg."
+#: ``critical_in_means``'s settings (module docstring): the paper is silent, ``include`` is the default.
+CRITICAL_IN_MEANS = ("include", "exclude")
 _SPLITS = ("zero_shot", "standard", "unknown", "all")
 _SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "unknown": "split unknown",
                  "all": "Full test (Zero-Shot + Standard)"}
@@ -132,18 +144,26 @@ def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tupl
     return out
 
 
-def expert_tables(records) -> dict[str, Any]:
+def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]:
     """The experts' tables of labelled records, judge-independent.
 
     Args:
         records: the labelled records as columns (``judge.load_record_columns``), or a ``JudgeRecord`` list.
+        critical_in_means: ``include`` or ``exclude`` the two Critical criteria's items from the mean scores that
+            pool over criteria (module docstring: the paper does not say).
 
     Returns:
         ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
         (n_items, value)}}}}}``. ``mean_by_*`` are cross tables (columns: evaluated models and ``AVG``, all models
         pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
-        Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—").
+        Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—"). Also
+        ``"critical_in_means": {"setting", "n_items"}``: the setting and how many items it concerns (Critical
+        criteria with an expert score, every split).
     """
+    if critical_in_means not in CRITICAL_IN_MEANS:
+        raise ValueError(f"critical_in_means: {critical_in_means!r}; one of {', '.join(CRITICAL_IN_MEANS)}")
+    import judge
+
     columns = as_columns(records)
     split, tasks, criteria, english = _labels(columns)
     experts = columns.expert_matrix()
@@ -154,11 +174,23 @@ def expert_tables(records) -> dict[str, Any]:
                 "criterion": _codes(criteria.tolist())}
     index = {name: np.flatnonzero(split == name) for name in _SPLITS if name != "all"}
     index["all"] = np.flatnonzero((split == "zero_shot") | (split == "standard"))
+    names, codes = group_of["criterion"]
+    taxonomy = judge.load_taxonomy()
+    critical = np.array([taxonomy.is_best_at_lowest(name) for name in names], dtype=bool)[codes]
+    # The mean over criteria with the Critical ones left out, where so chosen (NaN: not in any cell).
+    pooled_mean = np.where(critical, np.nan, item_mean) if critical_in_means == "exclude" else item_mean
     tables: dict[str, dict] = {}
     for key, value, by, _ in _TABLES:
-        values = item_mean if value == "mean" else item_vc
+        values = item_vc if value == "vc" else item_mean if by == "criterion" else pooled_mean
         cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
         tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
+        if value == "mean" and by == "criterion" and pooled_mean is not item_mean:
+            # Each criterion keeps its own row; the Avg. row pools without the Critical ones.
+            for name, idx in index.items():
+                if name in tables[key]:
+                    rows = {row: cells for row, cells in tables[key][name].items() if row != AVG}
+                    pooled = _cells(pooled_mean, group_of[by], cross, idx).get(AVG)
+                    tables[key][name] = {**rows, **({AVG: pooled} if pooled else {})}
     n_experts = np.isfinite(experts).sum(axis=1)
     released = columns.criteria_score
     differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
@@ -172,6 +204,8 @@ def expert_tables(records) -> dict[str, Any]:
         "n_criteria_score_differs": int(differs.sum()),
     }
     return {"counts": counts,
+            "critical_in_means": {"setting": critical_in_means,
+                                  "n_items": int((critical & np.isfinite(item_mean)).sum())},
             "english_names": dict(sorted({c: e for c, e in zip(criteria.tolist(), english.tolist()) if e}.items())),
             "tables": tables}
 
@@ -226,6 +260,17 @@ def _column_table(by_split: dict, splits: Sequence[str], english: dict[str, str]
     return header, body
 
 
+def critical_in_means_sentence(result: dict[str, Any]) -> str:
+    """Which ``critical_in_means`` the tables were made with, for every output (the paper does not say)."""
+    chosen = result.get("critical_in_means") or {"setting": "include", "n_items": None}
+    items = "" if chosen["n_items"] is None else f" ({chosen['n_items']} items)"
+    how = ("included in every mean" if chosen["setting"] == "include" else
+           "left out of the means by model (Table 10), by task type (Table 1) and of every Avg. row; Table 9 keeps "
+           "their own rows")
+    return (f"Critical criteria (0 best){items}: {how} (--critical-in-means {chosen['setting']}; the paper does not "
+            "say; POLLUX's src/metrics.py leaves two-level criteria out of its means).")
+
+
 def _blocks(result: dict[str, Any]) -> list[tuple]:
     """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows) blocks, for both renderers."""
     c = result["counts"]
@@ -243,6 +288,7 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
               "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), a cell the "
               "mean over its items, Avg. the mean over all items of the column (not of the rows). Cells: value "
               "(items)."),
+        ("p", critical_in_means_sentence(result)),
         ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),
         ("table", *_column_table(tables["mean_by_model"], splits, None)),
         ("p", "Paper, Table 10, Experts (Zero-Shot): " + ", ".join(
@@ -300,6 +346,8 @@ def summary_line(result: dict[str, Any]) -> str:
         vc = result["tables"]["vc_by_model"].get(split, {}).get(AVG, {}).get("Experts")
         vc_text = f"{vc[1]:.3f} over {vc[0]}" if vc else "\u2014"
         parts.append(f"{_SPLIT_TITLES[split]}: mean {mean:.3f} over {n} items, experts VC {vc_text}")
+    setting = (result.get("critical_in_means") or {}).get("setting", "include")
     if not parts:
         return "no item with an expert score"
-    return "; ".join(parts + [f"{_SPLIT_TITLES[split]}: no item with an expert score" for split in empty])
+    return "; ".join(parts + [f"{_SPLIT_TITLES[split]}: no item with an expert score" for split in empty]
+                     + [f"Critical criteria in the means: {setting}"])

@@ -26,11 +26,12 @@ from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
 from eval.reports.run_files import load_predictions, load_records, missing_note
-from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_NOT_COMPUTED, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent,
+from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent,
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
 from eval.scoring.comparison import Comparison, Paired
+from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.validity.render import compare_html as compare_validity
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import html_table, lead_html
@@ -249,10 +250,8 @@ def _pollux_official(result: Metrics) -> list[str]:
     does not show as they are (the regression counts it sums, the per-test notes) as JSON: nothing written is hidden."""
     official = result.pollux_official
     if official is None:
-        if result.run is not None and result.run.verdict_format == "integer":  # said, as report.md says it
-            return [f'<h2 id="pollux">{_e(OFFICIAL_NOT_COMPUTED[0])}</h2>',
-                    f'<p class="note">{_md_text(OFFICIAL_NOT_COMPUTED[1])}</p>']
-        return []
+        why = official_not_computed(result)  # an integer judge's run, a regression head's: said, as report.md says it
+        return [f'<h2 id="pollux">{_e(OFFICIAL_TITLE)}</h2>', f'<p class="note">{_md_text(why)}</p>'] if why else []
     note, header, rows = pollux_official_cells(official)
     rest = {split: {k: v for k, v in b.items() if k not in OFFICIAL_SHOWN} for split, b in official.splits.items()}
     return [f'<h2 id="pollux">{_e(official.title)}</h2>', f'<p class="note">{_md_text(note)}</p>',

@@ -22,6 +22,7 @@ from typing import Any
 
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
+from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.validity.render import counted, lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
 from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial,
@@ -30,8 +31,7 @@ from judge.splits import SPLIT_TITLES  # one definition in the contract; re-expo
 
 __all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt",
            "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why", "why_no_spearman",
-           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN",
-           "OFFICIAL_NOT_COMPUTED"]
+           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -312,8 +312,6 @@ def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,
     return note, header, rows
 
 
-OFFICIAL_NOT_COMPUTED = ("POLLUX repository evaluator (not the paper's metrics)", "Not computed: it reads the score after "
-                         "a `[RESULT]` tag; this judge answers with a bare integer (Pollux-4B-Judge's format).")
 #: The fields of POLLUX's evaluator its table shows as they are (report.html shows the rest beside it).
 OFFICIAL_SHOWN = ("n", "n_parsed", "format_acc", "score_acc", "mse", "n_no_prediction", "n_request_failed",
                   "n_no_reference")
@@ -323,14 +321,14 @@ def pollux_official_cells(official: PolluxOfficial) -> tuple[str, list[str], lis
     """POLLUX's repository figures for report.md and report.html: the note that labels them, the header, the rows."""
     note = ("What the POLLUX repository's judge evaluator reports, reproduced for comparison with its published "
             f"figures. Score extraction: {official.extraction}. Reference: {official.reference}. "
-            "`format_acc`: share of outputs with a score; `score_acc`: exact match with the reference (an output "
-            "without a score is wrong); `mse` over outputs with a score. The paper's metrics above are the headline.")
+            "`format_acc`: share of outputs with a score (a failed request is an empty output, as POLLUX's client "
+            "makes it); `score_acc`: exact match with the reference (an output without a score is wrong); `mse` over "
+            "outputs with a score. The paper's metrics above are the headline.")
     header = ["Test", "outputs", "with a score", "format_acc", "score_acc", "mse", "no prediction",
-              "request failed", "no reference", "regression (raw head value)"]
+              "request failed", "no reference"]
     rows = [[SPLIT_TITLES.get(split, split), str(b.n), str(b.n_parsed), fmt(b.format_acc),
              fmt(b.score_acc), fmt(b.mse), str(b.n_no_prediction), str(b.n_request_failed),
-             str(b.n_no_reference), str(b.n_regression + b.n_regression_clipped)]
-            for split, b in official.splits.items()]
+             str(b.n_no_reference)] for split, b in official.splits.items()]
     return note, header, rows
 
 
@@ -372,11 +370,11 @@ def regression_note(result: Metrics) -> str:
         return older.strip()
     outside = notes.n_regression_out_of_scale or 0
     if result.settings.regression_scores == "clipped":
-        how = ("the head's value clipped into the scale (`--clip-regression`, this toolkit's choice: the paper and "
-               "POLLUX's evaluator score the raw value)")
+        how = ("the head's value clipped into the scale (`--clip-regression`, this toolkit's choice: the paper "
+               "scores the raw value)")
     else:
-        how = ("the head's raw value, as the paper and POLLUX's evaluator score it (judge-serve's `score` clips it "
-               "into the scale; `--clip-regression` scores that instead)")
+        how = ("the head's raw value, as the paper scores it (judge-serve's `score` clips it into the scale; "
+               "`--clip-regression` scores that instead)")
     return (f"Regression head: {n} scores, each {how}. {outside} of the {n} raw values fell outside their scale "
             f"(counted in `out of scale`).{older}")
 
@@ -459,8 +457,8 @@ def render_markdown(result: Metrics) -> str:
     if result.pollux_official is not None:
         note, header, rows = pollux_official_cells(result.pollux_official)
         out += [f"## {result.pollux_official.title}", "", note, "", markdown_table(header, rows), ""]
-    elif result.run is not None and result.run.verdict_format == "integer":
-        out += [f"## {OFFICIAL_NOT_COMPUTED[0]}", "", OFFICIAL_NOT_COMPUTED[1], ""]
+    elif why := official_not_computed(result):  # an integer judge's run, a regression head's: said, not silent
+        out += [f"## {OFFICIAL_TITLE}", "", why, ""]
     return "\n".join(out)
 
 

@@ -182,7 +182,7 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     """Join records (the expert labels) with a run's predictions by id, column-wise.
 
     A regression head's score (``score_source`` ``regression_head``) is its raw value (``regression_score``), as
-    the paper and POLLUX's evaluator score it: judge-serve clips the head into the scale for ``score``, which would
+    the paper scores it: judge-serve clips the head into the scale for ``score``, which would
     hide the low scores the paper finds regression judges give. ``in_scale`` says whether that raw value lies
     within the scale, whichever value is scored.
 

@@ -36,13 +36,23 @@ not say which it was; the load's report does (``judge.LoadReport.derived_criteri
 score`` hands those positions here, so ``n_reference_from_experts`` counts them, together with the records handed
 here without an aggregate (built in Python), whose reference this module derives the same way.
 
+A request that failed is an empty output, as POLLUX's pipeline makes it: its client returns "" for any exception
+(``src/utils/openai_runner.py``, ``run_async``), and ``compute_metrics`` reads no score from "", so the item is in
+``n`` with ``format_acc`` and ``score_acc`` 0 (``n_request_failed`` still counts them). An item with no prediction at
+all (an unfinished run) was never asked: it is left out (``n_no_prediction``).
+
 Where the original cannot give a number this module says why instead: with no output at all ``compute_metrics``
 raises (line 82 builds an empty float array and line 83 inverts it), here every figure is NaN and ``note`` says so.
 
-Regression (``-r``) judges: POLLUX scores them with the head's raw value (the released ``-r`` judges' scoring
-code), not with a number parsed from text. A prediction that carries ``regression_score`` (judge-serve's
-raw, unclipped head value) is scored with it; an older prediction of a regression head without it falls back to
-its ``score`` (clipped into the scale by judge-serve), and ``n_regression_clipped`` counts those.
+Regression (``-r``) judges: no figure. ``compute_metrics`` reads a score from text, and an ``-r`` judge's text
+("[FEEDBACK] ... [END]", no ``[RESULT]``) gives none: every output would read as a format failure, while its score is
+the head's value, which no POLLUX code puts through ``compute_metrics`` (fed in, ``format_acc`` is 1 by construction
+and ``score_acc`` a float equality that is almost never true). A figure no POLLUX code computes is not offered (as
+above), so ``pollux_official`` gives None for a run in which any item's score is a regression head's
+(``regression_score``, or ``score_source`` ``regression_head``), and ``official_not_computed`` says why. A mixed run
+(some items scored from a verdict, some by a head: predictions of two judges in one file) is left out whole, by the
+same rule: over all its outputs the figure would count the head's items as format failures, and over the verdict
+items alone it would be a figure for part of the run under a title that presents it as the run's.
 """
 
 from __future__ import annotations
@@ -58,9 +68,16 @@ from judge.metrics_json.metrics import OfficialSplit, PolluxOfficial
 from judge.record_columns import as_columns
 from judge.wire import ScoreSource
 
-__all__ = ["extract_score", "official_metrics", "pollux_official", "POLLUX_PATTERNS", "TITLE"]
+__all__ = ["extract_score", "official_metrics", "official_not_computed", "pollux_official", "NOT_COMPUTED_INTEGER", "NOT_COMPUTED_REGRESSION",
+           "POLLUX_PATTERNS", "TITLE"]
 
 TITLE = "POLLUX repository evaluator (not the paper's metrics)"
+#: Why a run has no section: an integer judge writes no ``[RESULT]`` tag; a regression head's scores are no text
+#: (module docstring, "Regression"). report.md, report.html and the console say it (``official_not_computed``).
+NOT_COMPUTED_INTEGER = ("Not computed: it reads the score after a `[RESULT]` tag; this judge answers with a bare "
+                        "integer (Pollux-4B-Judge's format).")
+NOT_COMPUTED_REGRESSION = ("Not computed: it reads the score after a `[RESULT]` tag; this run's scores are (some or "
+                           "all) a regression head's value, which no POLLUX code puts through its evaluator.")
 
 # evaluation.py:27 and :31: a lookbehind for "[RESULT] " (one space, upper case, no IGNORECASE), then any whitespace
 # (newlines, NBSP, a second space: Python's Unicode \s), then a decimal "\d+\.\d+" (line 27) or one digit (line 31).
@@ -158,8 +175,8 @@ def _references(columns, derived: Iterable[int] = ()) -> tuple[np.ndarray, np.nd
     return references, from_experts
 
 
-#: The prediction fields POLLUX's evaluator reads (its extraction, the head's raw value, the failures).
-OFFICIAL_FIELDS = ("id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score")
+#: The prediction fields POLLUX's evaluator reads (its extraction, the failures) and those that mark a head's score.
+OFFICIAL_FIELDS = ("id", "raw_output", "error", "score_source", "regression_score")
 
 
 def _prediction_columns(predictions) -> dict[str, list]:
@@ -175,7 +192,7 @@ def _prediction_columns(predictions) -> dict[str, list]:
 
 
 def pollux_official(records, predictions, splits: Mapping[str, Any], derived_references: Iterable[int] = ()
-                    ) -> PolluxOfficial:
+                    ) -> PolluxOfficial | None:
     """POLLUX's evaluator over a run, per test (Zero-Shot, Standard, both).
 
     Args:
@@ -187,14 +204,15 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
             from the experts (``judge.LoadReport.derived_criteria_records`` of the load that gave ``records``).
 
     Returns:
+        None where any item's score is a regression head's (module docstring, "Regression"); else
         ``judge.metrics_json.metrics.PolluxOfficial``: ``title``, ``extraction``, ``reference`` and ``splits`` (split ->
         ``OfficialSplit``), where each split holds
-        ``official_metrics``'s keys over the outputs (rows whose request failed have no output and are left out:
-        ``n_request_failed``), ``n_no_prediction``, ``n_no_reference`` (no criteria_score and no expert score:
+        ``official_metrics``'s keys over the outputs (a row whose request failed is an empty output, as POLLUX's
+        client makes it: in ``n`` with no score, and counted in ``n_request_failed``), ``n_no_prediction`` (left
+        out), ``n_no_reference`` (no criteria_score and no expert score:
         left out), ``n_reference_from_experts`` (references that are the experts' mean: ``derived_references``,
         and records handed in without criteria_score; ``_references``),
-        ``n_regression`` (scored with the head's raw value) and
-        ``n_regression_clipped``.
+        ``n_regression`` and ``n_regression_clipped`` (0: a run with a head's scores gets None).
     """
     columns = as_columns(records)
     rows = _prediction_columns(predictions)
@@ -202,10 +220,10 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
     for j, rid in enumerate(rows["id"]):
         first.setdefault(str(rid), j)
     error, regression, source = rows["error"], rows["regression_score"], rows["score_source"]
-    score_of_row, parse_ok, raw_output = rows["score"], rows["parse_ok"], rows["raw_output"]
+    raw_output = rows["raw_output"]
     n = len(columns)
     scores = np.full(n, np.nan)  # NaN: nothing extracted
-    kind = np.empty(n, dtype=object)  # "output", "regression", "clipped", "no_prediction", "request_failed"
+    kind = np.empty(n, dtype=object)  # "output", "no_prediction", "request_failed"
     references, from_experts = _references(columns, derived_references)
     for i, rid in enumerate(columns.ids.tolist()):
         # The score POLLUX's evaluator takes from the item's prediction, and which kind of prediction it was.
@@ -214,18 +232,18 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
         if j is None:
             kind[i] = "no_prediction"
         elif error[j] == REQUEST_FAILED:
+            # POLLUX's client turns a failed request into "" (src/utils/openai_runner.py, run_async's request_one:
+            # `except Exception: ... return ""`) and compute_metrics reads nothing from "": an output without a
+            # score, format_acc 0 and score_acc 0 (evaluation.py:76-77), so it is in n, as there.
             kind[i] = "request_failed"
-        elif regression[j] is not None:
-            score, kind[i] = float(regression[j]), "regression"
-        elif source[j] == ScoreSource.REGRESSION_HEAD:
-            value = score_of_row[j]
-            score, kind[i] = (float(value) if value is not None and parse_ok[j] else None), "clipped"
+        elif regression[j] is not None or source[j] == ScoreSource.REGRESSION_HEAD:
+            return None  # a regression head's score: no POLLUX figure (module docstring, "Regression")
         else:
             score, kind[i] = extract_score(raw_output[j]), "output"
         if score is not None:
             scores[i] = score
 
-    no_output = (kind == "no_prediction") | (kind == "request_failed")
+    no_output = kind == "no_prediction"  # an unfinished run's missing item: no output, not even ""
     usable = ~no_output & np.isfinite(references)
     blocks: dict[str, OfficialSplit] = {}
     for split, index in splits.items():
@@ -237,8 +255,7 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
             n_request_failed=int((kind[index] == "request_failed").sum()),
             n_no_reference=int((~no_output[index] & ~np.isfinite(references[index])).sum()),
             n_reference_from_experts=int(from_experts[used].sum()),
-            n_regression=int((kind[used] == "regression").sum()),
-            n_regression_clipped=int((kind[used] == "clipped").sum()),
+            n_regression=0, n_regression_clipped=0,  # kept in metrics.json's schema; such runs get no section
         )
     return PolluxOfficial(
         title=TITLE,
@@ -247,9 +264,25 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
                    "at ai-forever/POLLUX 65ff121e, the reading its compute_metrics uses; bugs kept: '10' reads as "
                    "1, '1,5' as 1, a later decimal beats an earlier integer; not score_utils.py's '[RESULT] n "
                    "[END]' reading of its metrics.py, which `judge-eval rank --verdict-reader pollux` uses); "
-                   "regression judges: the head's raw value",
+                   "a failed request is an empty output, no score (POLLUX's client returns '', "
+                   "src/utils/openai_runner.py)",
         reference="criteria_score; a data row without one has the mean of its experts' scores, filled in by the "
                   "loader (n_reference_from_experts counts these, as the load reported them, and records handed to "
                   "the evaluator without one)",
         splits=blocks,
     )
+
+
+def official_not_computed(result) -> str:
+    """Why a scored run (``judge.metrics_json.metrics.Metrics``) has no POLLUX section: "" where it has one.
+
+    The same tests as ``judge-eval score``'s: an integer judge (no ``[RESULT]`` tag to read), a regression head's
+    scores (``Notes.n_regression_scores``, ``n_regression_without_raw``: the head rows ``build_table`` counted)."""
+    if result.pollux_official is not None:
+        return ""
+    if result.run is not None and result.run.verdict_format == "integer":
+        return NOT_COMPUTED_INTEGER
+    notes = result.notes
+    if notes is not None and ((notes.n_regression_scores or 0) + (notes.n_regression_without_raw or 0)):
+        return NOT_COMPUTED_REGRESSION
+    return ""

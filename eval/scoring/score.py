@@ -100,7 +100,7 @@ def score(
         png: also draw the PNG plots (matplotlib, ~4 s CPU on the full test; report.html draws the same figures as
             SVG). Always drawn when ``wandb_project`` is set, since W&B shows them.
         clip_regression: score regression (``-r``) judges on their head's value clipped into the scale, instead of
-            its raw value (the default, as the paper and POLLUX's evaluator); named in ``metrics.json``
+            its raw value (the default, as the paper); named in ``metrics.json``
             (``settings.regression_scores``) and the report.
         wandb_project: log to this W&B project ("" for none).
         name: the judge's label (default: from the predictions).
@@ -118,7 +118,7 @@ def score(
     import judge
     import numpy as np
 
-    from eval.scoring.pollux_official import pollux_official
+    from eval.scoring.pollux_official import official_not_computed, pollux_official
     from eval.judging.predictions import read_prediction_table, refuse_repeated_ids
     from judge.plumbing.provenance import read_provenance
 
@@ -170,7 +170,8 @@ def score(
         notes=Notes(**notes),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
-        # report says why.
+        # report says why. A run with a regression head's scores gets None from pollux_official itself (no POLLUX
+        # code puts a head's value through its evaluator; eval.scoring.pollux_official, "Regression").
         # The records whose criteria_score the loader derived from the experts: the records do not say so, the
         # load report does, and POLLUX's section counts them (n_reference_from_experts).
         pollux_official=None if verdict_format == "integer" else pollux_official(
@@ -179,6 +180,8 @@ def score(
                         "verdict_format": verdict_format} if run_info else None),
     )
 
+    if why := official_not_computed(result):
+        log.info("POLLUX repository evaluator: %s", why.replace("`", ""))
     # ---- files, all from the item table and the metrics; the folder only now, once every input has been read
     # (a predictions file or --data refused above leaves no empty output folder behind)
     out.mkdir(parents=True, exist_ok=True)

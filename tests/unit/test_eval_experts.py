@@ -147,3 +147,56 @@ def test_a_split_without_an_expert_score_says_so_on_the_console(tmp_path, capsys
     only_abstentions = write_released_dataset(tmp_path / "ABSTAINED", [_rows()[5]])
     assert main(["experts", "--data", str(only_abstentions), "--out", str(tmp_path / "out2")]) == 0
     assert "no item with an expert score" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def tables_without_critical(tmp_path_factory):
+    folder = write_released_dataset(tmp_path_factory.mktemp("release") / "POLLUX", _rows())
+    return expert_tables(judge.load_records(folder), critical_in_means="exclude")
+
+
+def test_critical_criteria_in_the_means_is_a_named_choice_both_ways(tables, tables_without_critical):
+    """The paper does not say whether the two Critical criteria count in the mean scores; POLLUX's src/metrics.py
+    leaves two-level criteria out of its means. Item 8 (the Critical format criterion, gpt4, Standard, mean 0.2) is
+    the only Critical item. include (the default): the figures above. exclude, by hand: Standard gpt4 {1, 2}
+    (5/3 + 0)/2 = 5/6, Avg. {1, 2, 5} (5/3 + 0 + 1)/3 = 8/9; Full test gpt4 {1, 2, 3} (5/3 + 0 + 1.5)/3 = 19/18,
+    Avg. of 6 items (5/3 + 0 + 1.5 + 2 + 1 + 0)/6 = 37/36; Zero-Shot unchanged (7/6); Table 1 Editing gpt4 {1, 2} 5/6;
+    Table 9 keeps the criterion's own row (0.2) and its Avg. row is gpt4 19/18, all 37/36; the VC tables unchanged."""
+    assert tables["critical_in_means"] == {"setting": "include", "n_items": 1}
+    assert tables["tables"]["mean_by_model"]["standard"][AVG]["Experts"] == (4, pytest.approx(43 / 60))
+    out = tables_without_critical
+    assert out["critical_in_means"] == {"setting": "exclude", "n_items": 1}
+    by_model = out["tables"]["mean_by_model"]
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 1.0), AVG: (3, 7 / 6)},
+                "standard": {"gpt4": (2, 5 / 6), "llama": (1, 1.0), AVG: (3, 8 / 9)},
+                "all": {"gpt4": (3, 19 / 18), "llama": (3, 1.0), AVG: (6, 37 / 36)}}
+    for split, rows in expected.items():
+        got = {row: cols["Experts"] for row, cols in by_model[split].items()}
+        assert got.keys() == rows.keys()
+        for row, (n, value) in rows.items():
+            assert got[row][0] == n and got[row][1] == pytest.approx(value), (split, row)
+    assert out["tables"]["mean_by_task_type"]["all"]["Editing"] == {"gpt4": (2, pytest.approx(5 / 6)),
+                                                                    AVG: (2, pytest.approx(5 / 6))}
+    by_criterion = out["tables"]["mean_by_criterion"]["all"]
+    assert by_criterion[_name("narushenie_formata")] == {"gpt4": (1, pytest.approx(0.2)), AVG: (1, pytest.approx(0.2))}
+    assert by_criterion[AVG] == {"gpt4": (3, pytest.approx(19 / 18)), "llama": (3, 1.0), AVG: (6, pytest.approx(37 / 36))}
+    assert list(by_criterion)[-1] == AVG
+    for key in ("vc_by_model", "vc_by_task_type", "vc_by_criterion"):
+        assert out["tables"][key] == tables["tables"][key]
+
+
+def test_the_experts_command_names_its_critical_in_means_choice(tmp_path, capsys):
+    """`judge-eval experts --critical-in-means exclude` writes the figures without the Critical item (Standard Avg.
+    8/9 in the CSV) and says which was used in experts.md and on the console; without the flag: include (43/60)."""
+    folder = write_released_dataset(tmp_path / "POLLUX", _rows())
+    for flag, standard_avg in (("exclude", 8 / 9), (None, 43 / 60)):
+        out = tmp_path / (flag or "default")
+        assert main(["experts", "--data", str(folder), "--out", str(out),
+                     *(["--critical-in-means", flag] if flag else [])]) == 0
+        setting = flag or "include"
+        with (out / "experts_tables.csv").open(encoding="utf-8") as f:
+            avg = [r for r in csv.DictReader(f) if (r["table"], r["split"], r["row"]) == ("mean_by_model", "standard", AVG)]
+        assert float(avg[0]["value"]) == pytest.approx(standard_avg)
+        assert f"(--critical-in-means {setting};" in (out / "experts.md").read_text(encoding="utf-8")
+        assert f"(--critical-in-means {setting};" in (out / "experts.html").read_text(encoding="utf-8")
+        assert f"Critical criteria in the means: {setting}" in capsys.readouterr().out

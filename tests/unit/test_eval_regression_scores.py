@@ -1,5 +1,5 @@
-"""Regression (``-r``) judges are scored on the head's raw value by default, as the paper and POLLUX's evaluator
-score them; clipping into the scale is an explicit option named in metrics.json and the report,
+"""Regression (``-r``) judges are scored on the head's raw value by default, as the paper
+scores them; clipping into the scale is an explicit option named in metrics.json and the report,
 and the report counts the raw values outside the scale. Figures derived by hand below."""
 
 from __future__ import annotations

@@ -106,16 +106,15 @@ def _records():
 
 def test_pollux_official_over_a_run_by_hand():
     """a '[RESULT] 2' -> 2 vs 2 (exact, se 0); b '[RESULT] 10' -> 1 (the bug) vs 1 (exact, se 0); c '[RESULT] 1,5'
-    -> 1 vs 1.5 (se 0.25); d no tag -> no score (wrong); e a regression head's raw value 1.3 vs 1 (se 0.09), used
-    instead of any text; f request failed -> not an output. Outputs a-e: 5, with a score 4 -> format_acc 4/5;
-    exact a, b -> score_acc 2/5; mse (0 + 0 + 0.25 + 0.09) / 4 = 0.085."""
+    -> 1 vs 1.5 (se 0.25); d no tag -> no score (wrong); e '[RESULT] 0' -> 0 vs 1 (se 1); f request failed -> "" as
+    POLLUX's client returns it: no score (wrong). Outputs a-f: 6, with a score 4 -> format_acc 4/6; exact a, b ->
+    score_acc 2/6; mse (0 + 0 + 0.25 + 1) / 4 = 0.3125."""
     predictions = [
         {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]", "parse_ok": True, "score": 2},
         {"id": "b", "raw_output": "[FEEDBACK] x [RESULT] 10 [END]", "parse_ok": True, "score": 10},
         {"id": "c", "raw_output": "[FEEDBACK] x [RESULT] 1,5 [END]", "parse_ok": True, "score": 1.5},
         {"id": "d", "raw_output": "Хороший ответ.", "parse_ok": False, "score": None, "error": "no_result"},
-        {"id": "e", "raw_output": "[FEEDBACK] x [END]", "parse_ok": True, "score": 1.3, "regression_score": 1.3,
-         "score_source": "regression_head"},
+        {"id": "e", "raw_output": "[FEEDBACK] x [RESULT] 0 [END]", "parse_ok": True, "score": 0},
         {"id": "f", "raw_output": None, "parse_ok": False, "score": None, "error": "request_failed"},
     ]
     records = _records()
@@ -124,9 +123,9 @@ def test_pollux_official_over_a_run_by_hand():
     records[3] = dataclasses.replace(records[3], criteria_score=None)
     out = pollux_official(records, predictions, {"all": np.arange(6), "standard": np.array([0, 1])}).to_json()
     block = out["splits"]["all"]
-    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_regression"]) == (5, 4, 1, 1)
-    assert block["format_acc"] == pytest.approx(4 / 5) and block["score_acc"] == pytest.approx(2 / 5)
-    assert block["mse"] == pytest.approx(0.085)
+    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_regression"]) == (6, 4, 1, 0)
+    assert block["format_acc"] == pytest.approx(4 / 6) and block["score_acc"] == pytest.approx(2 / 6)
+    assert block["mse"] == pytest.approx(0.3125)
     assert block["score_format_acc"] == pytest.approx(2 / 4)  # a, b exact among the 4 with a score
     assert block["n_reference_from_experts"] == 1
     # Items a and b only: both exact -> 1, 1, mse 0.
@@ -144,15 +143,15 @@ def test_the_prediction_table_and_its_rows_give_the_same_figures():
         {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 0 [END]", "parse_ok": True, "score": 0.0},  # repeated: unused
         {"id": "b", "raw_output": "[FEEDBACK] x [RESULT] 1.5 [END]"},
         {"id": "c", "raw_output": None, "error": "request_failed"},
-        {"id": "e", "raw_output": "x", "parse_ok": True, "score": 1.0, "score_source": "regression_head"},
+        {"id": "e", "raw_output": "[FEEDBACK] x [RESULT] 1 [END]", "parse_ok": True, "score": 1.0},
     ]
     fields = ["id", "raw_output", "score", "parse_ok", "error", "score_source", "regression_score"]
     table = pa.Table.from_pylist([{name: row.get(name) for name in fields} for row in rows])
     splits = {"all": np.arange(6), "standard": np.array([0, 4])}
     from_rows = pollux_official(_records(), rows, splits).to_json()
     assert pollux_official(_records(), table, splits).to_json() == from_rows
-    block = from_rows["splits"]["all"]  # a 2 (first row), b 1.5, e the head's clipped 1.0; c failed; d, f no row
-    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_no_prediction"]) == (3, 3, 1, 2)
+    block = from_rows["splits"]["all"]  # a 2 (first row), b 1.5, e 1; c failed: "", no score; d, f no row
+    assert (block["n"], block["n_parsed"], block["n_request_failed"], block["n_no_prediction"]) == (4, 3, 1, 2)
 
 
 _SEGMENTS = st.tuples(
@@ -304,3 +303,64 @@ def test_score_counts_the_references_the_loader_took_from_the_experts(tmp_path, 
         assert {split: splits[split]["n_reference_from_experts"] for split in _FROM_EXPERTS} == _FROM_EXPERTS, loader
         assert splits["all"]["n_no_reference"] == 1, loader  # row 100: every expert abstained
     assert sections["column-wise"] == sections["row by row"]
+
+
+def test_a_failed_request_is_an_empty_output_as_polluxs_client_makes_it():
+    """POLLUX's client returns "" for a request that raised (ai-forever/POLLUX src/utils/openai_runner.py,
+    ``run_async``), and compute_metrics reads no score from "" (evaluation.py:76-77): a format failure and a wrong
+    score, in n. By hand, a '[RESULT] 2' against 2 (exact) and b's failed request against 1: n 2, one with a score ->
+    format_acc 1/2, score_acc 1/2, score_format_acc 1/1, mse 0 over a alone; c has no prediction at all (an unfinished
+    run): left out of n and counted. The same figures as b written as the "" POLLUX's client would have kept."""
+    records = _records()[:3]  # a (criteria_score 2), b (1), c (1.5)
+    a = {"id": "a", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]", "parse_ok": True, "score": 2.0}
+    failed = {"id": "b", "raw_output": None, "parse_ok": False, "score": None, "error": "request_failed"}
+    block = pollux_official(records, [a, failed], {"all": np.arange(3)}).splits["all"]
+    assert (block.n, block.n_parsed, block.n_request_failed, block.n_no_prediction) == (2, 1, 1, 1)
+    assert (block.format_acc, block.score_acc, block.score_format_acc, block.mse) == (0.5, 0.5, 1.0, 0.0)
+    empty = {"id": "b", "raw_output": "", "parse_ok": False, "score": None, "error": "no_result"}
+    as_pollux = pollux_official(records, [a, empty], {"all": np.arange(3)}).splits["all"]
+    assert (as_pollux.n, as_pollux.format_acc, as_pollux.score_acc) == (block.n, block.format_acc, block.score_acc)
+
+
+def test_a_run_with_a_regression_heads_scores_gets_no_pollux_figures():
+    """compute_metrics reads a score from text; an -r judge's text "[FEEDBACK] ... [END]" has none, and its score is
+    the head's value, which no POLLUX code puts through compute_metrics (fed in, format_acc read 1 and score_acc ~0).
+    A run whose scores are all a head's gets None (rows or Arrow table alike), and so does a mixed run (a verdict and
+    a head's score in one file, the stated choice: left out whole), old head rows without the raw value included."""
+    import pyarrow as pa
+
+    assert extract_score("[FEEDBACK] Обоснование. [END]") is None  # what POLLUX's evaluator reads from -r text
+    head = {"id": "a", "raw_output": "[FEEDBACK] x [END]", "parse_ok": True, "score": 2.0, "regression_score": 2.0,
+            "score_source": "regression_head", "error": None}
+    old_head = {**head, "id": "b", "regression_score": None}  # written before the raw value was kept
+    verdict = {"id": "c", "raw_output": "[FEEDBACK] x [RESULT] 2 [END]", "parse_ok": True, "score": 2.0,
+               "score_source": "verdict", "regression_score": None, "error": None}
+    splits = {"all": np.arange(6)}
+    for rows in ([head, old_head], [head, verdict], [old_head, verdict]):
+        assert pollux_official(_records(), rows, splits) is None, rows
+        assert pollux_official(_records(), pa.Table.from_pylist(rows), splits) is None, rows
+    assert pollux_official(_records(), [verdict], splits).splits["all"].n == 1  # verdicts alone: the section
+
+
+def test_score_leaves_the_section_out_for_a_regression_run_and_says_why(tmp_path, capsys):
+    """``judge-eval score`` on a regression judge's run (every item a head's raw value): no ``pollux_official`` in
+    metrics.json (before, format_acc 1.0 over every item), and the console says why, as it does for an integer
+    judge; ``official_not_computed`` gives the sentence for the run's metrics."""
+    from eval.cli import main
+    from eval.scoring.pollux_official import NOT_COMPUTED_REGRESSION, official_not_computed
+    from judge.metrics_json.metrics import Metrics
+
+    data = judge.sample_data_path()
+    records = judge.load_records(data)[:40]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(
+        {"id": r.id, "judge": "j-r", "raw_output": "[FEEDBACK] x [END]", "feedback": "x", "score": 1.0,
+         "parse_ok": True, "error": None, "score_source": "regression_head", "in_scale": True,
+         "regression_score": 1.25, "latency_s": 0.0}, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    assert main(["score", "--predictions", str(path), "--data", str(data), "--out", str(tmp_path / "out"),
+                 "--n-boot", "0", "--vc-repeats", "2", "--no-plots"]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert "pollux_official" not in metrics and metrics["notes"]["n_regression_scores"] == len(records)
+    assert official_not_computed(Metrics.from_json(metrics)) == NOT_COMPUTED_REGRESSION
+    said = capsys.readouterr().out
+    assert "POLLUX repository eval: " + NOT_COMPUTED_REGRESSION.replace("`", "") in said

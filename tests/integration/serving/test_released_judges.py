@@ -70,15 +70,14 @@ def test_served_released_r_score_is_the_head_over_the_generated_text(released_re
 
 def test_released_data_judged_by_the_released_regression_judge_and_scored(released_regression_server, tmp_path, monkeypatch):
     """The -r layout served under its hub id: every item gets the head's raw value (regression_score), `score`
-    compares with the experts' mean, and POLLUX's evaluator scores the raw head values."""
+    compares with the experts' mean, and POLLUX's evaluator, which reads a score from text, gives no figure."""
     from eval.judging.predictions import read_predictions
     from tests.support.release_artifacts import write_released_dataset
-    from tests.support.release_artifacts import N_ITEMS, assert_paper_and_pollux_figures, judge_and_score
+    from tests.support.release_artifacts import assert_paper_and_pollux_figures, judge_and_score
 
     data = write_released_dataset(tmp_path / "POLLUX")
     metrics = judge_and_score(released_regression_server, data, tmp_path / "r", monkeypatch)
     assert metrics["target"] == "mean"
-    official = assert_paper_and_pollux_figures(metrics)
+    assert_paper_and_pollux_figures(metrics, regression=True)  # POLLUX's evaluator reads text: no -r figure
     rows = read_predictions(tmp_path / "r")
     assert all(r["score_source"] == "regression_head" and isinstance(r["regression_score"], float) for r in rows)
-    assert official["n_regression"] == N_ITEMS - 1 and official["format_acc"] == 1.0
