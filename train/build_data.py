@@ -76,6 +76,9 @@ class BuildReport:
         n_rows: rows kept.
         dropped: reason -> number of verdicts dropped for it.
         zero_shot_ids: ids of the Zero-Shot records dropped (first 20).
+        cut_by_max_rows: training rows left out by ``max_rows`` (None where the recipe does not count them).
+        eval: the validation rows: their ``source``, ``n_rows`` and what was ``dropped`` from them (None where the
+            recipe holds none out), so that the training and validation counts add up to the rows built.
     """
 
     n_records: int = 0
@@ -84,6 +87,8 @@ class BuildReport:
     dropped: Counter = field(default_factory=Counter)
     zero_shot_ids: list[str] = field(default_factory=list)
     validation_split: str = "instruction"  # what the held-out rows are drawn by (``split_rows``)
+    cut_by_max_rows: int | None = None
+    eval: dict[str, Any] | None = None
 
     def summary(self) -> str:
         """One line: kept and dropped counts with their reasons."""
@@ -100,7 +105,26 @@ class BuildReport:
             "n_rows": self.n_rows,
             "dropped": dict(sorted(self.dropped.items())),
             "validation_split": self.validation_split,
+            **({} if self.cut_by_max_rows is None else {"cut_by_max_rows": self.cut_by_max_rows}),
+            **({} if self.eval is None else {"eval": self.eval}),
         }
+
+    def count_held_out(self, config, held_out: Sequence[dict[str, Any]], eval_report: BuildReport | None) -> None:
+        """Fill ``eval``: the validation rows built from ``config.eval_data`` (``eval_report``: what they dropped),
+        or held out of ``config.data`` by ``validation_split``."""
+        if eval_report is not None:
+            self.eval = {"source": config.eval_data, "n_records": eval_report.n_records,
+                         "n_verdicts": eval_report.n_verdicts, "n_rows": len(held_out),
+                         "dropped": dict(sorted(eval_report.dropped.items()))}  # fmt: skip
+        else:
+            self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
+                                   f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}
+
+    def cut_to_max_rows(self, train: list[dict[str, Any]], max_rows: int | None) -> list[dict[str, Any]]:
+        """The first ``max_rows`` training rows, counting the rest in ``cut_by_max_rows``."""
+        kept = train if max_rows is None else train[:max_rows]
+        self.cut_by_max_rows = len(train) - len(kept)
+        return kept
 
 
 def russian_share(text: str) -> float:
@@ -361,6 +385,7 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
         return rows, report
 
     rows, report = build(config.data)
+    eval_report = None
     if config.eval_data:
         train = rows
         held_out, eval_report = build(config.eval_data)
@@ -368,10 +393,14 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
     else:
         report.validation_split = validation_unit(config)
         train, held_out = split_rows(rows, config.eval_fraction, report.validation_split)
-    if config.max_rows is not None:
-        train = train[: config.max_rows]
+    report.count_held_out(config, held_out, eval_report)
+    train = report.cut_to_max_rows(train, config.max_rows)
     if not train:
-        raise ValueError(f"no training rows left: {report.summary()}")
+        # ConfigError: a data/config choice (judge-train exits 2 with this line), not a failure of the run.
+        from train.config import ConfigError
+
+        raise ConfigError(f"data: no training rows left in {config.data} (max_length {config.max_length}, eval "
+                          f"rows held out, max_rows {config.max_rows}): {report.summary()}")
     logger.info("%d training rows, %d validation rows", len(train), len(held_out))
     return train, held_out, report
 

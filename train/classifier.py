@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.config import ClassifierConfig
+from train.config import ClassifierConfig, ConfigError
 from train.provenance import RunResult
 
 __all__ = ["main", "train_classifier", "export_classifier", "classifier_rows", "classifier_examples",
@@ -70,16 +70,23 @@ def classifier_examples(tokenizer, pairs: Sequence[dict], label2id: dict[str, in
     """The training examples (``input_ids``, ``labels``) of labelled pairs, tokenized as the head method reads an
     instruction (``judge.criteria_auto.head.input_ids`` with ``TRAINING_INPUT``), and how many rows were longer
     than ``max_length`` tokens (dropped and counted, as the judge recipes do)."""
+    examples, kept = _examples_and_kept_pairs(tokenizer, pairs, label2id, max_length)
+    return examples, len(pairs) - len(kept)
+
+
+def _examples_and_kept_pairs(tokenizer, pairs: Sequence[dict], label2id: dict[str, int],
+                             max_length: int) -> tuple[list[dict], list[dict]]:
+    """``classifier_examples``' examples, and the pairs they come from (what run.json counts as trained)."""
     from judge.criteria_auto.head import TRAINING_INPUT, input_ids
 
-    examples, too_long = [], 0
+    examples, kept = [], []
     for pair in pairs:
         ids = input_ids(tokenizer, pair["instruction"], TRAINING_INPUT["add_special_tokens"])
         if len(ids) > max_length:
-            too_long += 1
             continue
         examples.append({"input_ids": ids, "labels": label2id[pair["label"]]})
-    return examples, too_long
+        kept.append(pair)
+    return examples, kept
 
 
 @dataclass
@@ -152,10 +159,13 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
     label2id = {lab: i for i, lab in enumerate(labels)}
     pairs, report = classifier_rows(config)
-    examples, too_long = classifier_examples(run.tokenizer, pairs, label2id, config.max_length)
-    report["dropped_too_long"] = too_long
+    examples, kept = _examples_and_kept_pairs(run.tokenizer, pairs, label2id, config.max_length)
+    report["dropped_too_long"] = len(pairs) - len(kept)
+    if not examples:  # a data choice, named on one line (judge-train exits 2), not the Trainer's empty-dataset error
+        raise ConfigError(f"data: no training rows left in {config.data} within max_length {config.max_length} "
+                          f"tokens ({report['dropped_too_long']} longer)")
     train_dataset = Dataset.from_list(examples)
-    run.record_data(report)
+    run.record_data(report, train_rows=kept)  # n_train: the rows trained on, after the too-long ones went
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~570 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~600 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -352,11 +352,36 @@ class ClassifierConfig(TrainConfig):
         "trains on them, 'refuse' stops when any are present.",
     )
     taxonomy_text: bool = option(True, "Add one taxonomy-text row per leaf (names, description) to the training rows.")
+    eval_data: str | None = option(
+        None,
+        "Must be unset: the classifier recipe holds no validation set (measure the export on the bundled held-out "
+        "set: bench/criteria_auto.py).",
+    )
+    eval_fraction: float = option(
+        0.0,
+        "Must be 0: the classifier recipe holds no validation set out (measure the export on the bundled held-out "
+        "set: bench/criteria_auto.py).",
+    )
+    min_russian_share: float = option(
+        0.5,
+        "Not applied: the classifier's rows are instructions, with no rationale whose Cyrillic share it would check; "
+        "any other value than the default is refused.",
+    )
 
     def validate(self) -> None:
         super().validate()
         if self.lora:
             raise ConfigError("the classifier recipe trains all weights; lora is not supported for it")
+        # The classifier reads neither (train.classifier.classifier_rows): accepted, run.json and the model card
+        # recorded a validation set and a filter that never existed, as the grpo recipe refuses what it ignores.
+        if self.eval_fraction or self.eval_data:
+            raise ConfigError(f"eval_data {self.eval_data!r} / eval_fraction {self.eval_fraction}: the classifier "
+                              "recipe takes no validation set (eval_fraction 0, no eval_data); measure the export on "
+                              "the bundled held-out set (bench/criteria_auto.py)")
+        default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "min_russian_share")
+        if self.min_russian_share != default:
+            raise ConfigError(f"min_russian_share {self.min_russian_share}: the classifier recipe does not apply it "
+                              f"(its rows are instructions, with no rationale); leave it at {default}")
 
 
 #: The loss types trl 1.16's GRPOTrainer computes (trl/trainer/grpo_config.py, ``loss_type``).

@@ -41,7 +41,8 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
                     "optim", "bf16", "gradient_checkpointing", "deepspeed", "lora", "lora_r", "lora_alpha",
                     "lora_dropout", "lora_target_modules", "packing", "score_target", "score_loss_weight",
                     "lm_loss_weight", "verdict_format", "num_generations", "beta", "loss_type",
-                    "max_completion_length", "temperature", "no_unique_mode", "use_vllm", "vllm_mode", "seed")
+                    "max_completion_length", "temperature", "no_unique_mode", "use_vllm", "vllm_mode", "seed",
+                    "trainer_args")
 # The evaluation table's rows, in this order; the "unknown" split (task types the taxonomy does not know) stays in
 # judge-eval's own report.
 _CARD_SPLITS = (ZERO_SHOT, STANDARD, "all")
@@ -71,6 +72,30 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
     return (["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
             + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows])
+
+
+def _setting(key: str, config: dict[str, Any], launch: dict[str, Any], result: dict[str, Any]) -> str:
+    """A hyperparameter as the config set it, with what training made of it where the two differ.
+
+    ``bf16: auto`` is resolved when the run starts (on where CUDA was; run.json's launch records it); a max_steps
+    that ends training before ``num_train_epochs`` leaves the epochs trained at the last logged epoch; trainer_args
+    (any TrainingArguments key) are shown as JSON, as the config file spells them.
+    """
+    import json
+
+    value = config[key]
+    if key == "trainer_args":
+        return f"`{json.dumps(value, ensure_ascii=False, sort_keys=True)}`"
+    if key == "bf16" and isinstance(launch.get("bf16"), bool) and str(value).lower() != str(launch["bf16"]).lower():
+        return f"`{value}` (resolved: `{str(launch['bf16']).lower()}`)"
+    if key == "num_train_epochs":
+        epochs = [e["epoch"] for e in result.get("log_history") or [] if isinstance(e, dict)
+                  and isinstance(e.get("epoch"), (int, float))]  # fmt: skip
+        max_steps = config.get("max_steps")
+        if (epochs and isinstance(max_steps, int) and max_steps > 0 and isinstance(value, (int, float))
+                and max(epochs) < value):
+            return f"`{value}` (max_steps {max_steps} ended training at epoch {_num(max(epochs), 2)})"
+    return f"`{value}`"
 
 
 def _losses(history: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -213,7 +238,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     out += ["", "### Hyperparameters", ""]
     # LoRA's settings only when LoRA was used (they have defaults either way).
     shown = [k for k in _HYPERPARAMETERS if k in config and (config.get("lora") or not k.startswith("lora_"))]
-    rows = [[key, f"`{config[key]}`"] for key in shown]
+    rows = [[key, _setting(key, config, launch, result)] for key in shown]
     out += _table(["setting", "value"], rows) if rows else [f"Training config {NOT_RECORDED}."]
 
     model_path = "PATH/TO/THIS/FOLDER"

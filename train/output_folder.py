@@ -2,10 +2,10 @@
 to do (a finished run).
 
 ``check_output_dir`` decides before anything loads: ``--resume`` needs a complete checkpoint (``latest_checkpoint``)
-and a config that keeps what the checkpoint was trained with (``check_resumed_config``: ``RESUME_KEEPS`` against
-``RESUME_FREE``); a resume of a run whose export is complete at its last step ends with nothing to do
-(``RunFinished``); a fresh run needs a folder without a checkpoint or a finished export, or ``--overwrite-output-dir``,
-whose deletion waits for ``clear_earlier_run``, right before training starts.
+that holds the optimizer and schedule (``check_resumable``), and a config that keeps what the checkpoint was trained
+with (``check_resumed_config``: ``RESUME_KEEPS`` against ``RESUME_FREE``); a resume of a run whose export is complete
+at its last step ends with nothing to do (``RunFinished``); a fresh run needs a folder without a checkpoint or a
+finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear_earlier_run``, right before training starts.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from train.config import ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import is_main_process
 
-__all__ = ["latest_checkpoint", "check_output_dir", "finished_export", "RunFinished", "RESUME_KEEPS", "RESUME_FREE",
-           "check_resumed_config", "clear_earlier_run"]
+__all__ = ["latest_checkpoint", "check_resumable", "check_output_dir", "finished_export", "RunFinished", "RESUME_KEEPS",
+           "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,29 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
         logger.warning("%s: %s have no trainer_state.json (a save that did not finish): not resumed from", folder,
                        ", ".join(cut))
     return complete[-1] if complete else None
+
+
+def check_resumable(checkpoint: Path) -> None:
+    """Refuse to resume from a checkpoint that holds the weights but not the optimizer and learning-rate schedule.
+
+    ``Trainer.train(resume_from_checkpoint=...)`` loads ``optimizer.pt`` and ``scheduler.pt`` only when they are
+    there: without them (a checkpoint saved with ``save_only_model``, or copied by hand without them) it restarts
+    the schedule from its first step and AdamW from zero moments while the step count goes on, silently training
+    neither run's schedule. Under DeepSpeed the optimizer (and the schedule) are in its own ``global_step*`` folder.
+
+    Raises:
+        ConfigError: naming the checkpoint and what it lacks.
+    """
+    if any(p.is_dir() for p in checkpoint.glob("global_step*")):
+        return
+    missing = [name for name in ("optimizer.pt", "scheduler.pt") if not (checkpoint / name).is_file()]
+    if missing:
+        raise ConfigError(
+            f"--resume: {checkpoint} has no {' or '.join(missing)} (saved with the weights alone, e.g. trainer_args "
+            "save_only_model): resuming from it would restart the learning-rate schedule and the optimizer mid-run. "
+            "Start over with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`), or "
+            "train into a fresh --output-dir"
+        )
 
 
 class RunFinished(SystemExit):
@@ -119,6 +142,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
             if is_main_process():
                 print(f"judge-train: {message}", flush=True)
             raise RunFinished(0)
+        check_resumable(checkpoint)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"

@@ -30,11 +30,40 @@ def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: di
     import judge
     from judge.plumbing.provenance import write_provenance
 
+    _set_aside_unreadable(Path(output_dir))
     # The task classifier has its own subcommand and renders no judge prompt; the judges run under `judge-train run`.
     classifier = config.get("recipe") == "classifier"
     return write_provenance(output_dir, "judge-train classifier" if classifier else "judge-train run", config,
                             prompt_version=None if classifier else judge.PROMPT_VERSION, launch=launch,
                             seed=config.get("seed"))
+
+
+def _set_aside_unreadable(output_dir: Path) -> None:
+    """Move a run.json that cannot be read (cut by a kill in an older version's copy, or edited by hand) to
+    ``run.json.unreadable`` beside it, so that this launch writes a fresh one.
+
+    Left in place, every launch into the folder failed where ``write_provenance`` reads the earlier launches back, and
+    a Slurm job requeued after each preemption crashed the same way each time. A resume of it goes on:
+    ``train.output_folder.check_resumed_config`` (which has already warned that the run.json cannot be read) treats it
+    as a run.json without a config, as for a run that recorded none, and the data check
+    (``train.recipe_steps.check_resumed_data``) as one without a fingerprint. The bytes are kept for a person to read;
+    only the list of earlier launches is lost, and the warning says so.
+    """
+    import logging
+
+    from judge.plumbing.provenance import read_provenance
+
+    path = output_dir / "run.json"
+    if not path.is_file():
+        return
+    try:
+        read_provenance(path)
+    except ValueError as error:
+        aside = path.with_name("run.json.unreadable")
+        path.replace(aside)
+        logging.getLogger(__name__).warning("%s cannot be read (%s): moved to %s; this launch writes a fresh run.json "
+                                            "(the earlier launches it listed are in the unreadable copy only)",
+                                            path, error, aside)
 
 
 @dataclass
@@ -74,10 +103,17 @@ def stage_result(staging: str | Path, output_dir: str | Path, result: RunResult)
 
 def put_export_in_place(staging: str | Path, export_dir: str | Path, output_dir: str | Path) -> None:
     """Swap the staged export in for ``export_dir`` whole (``judge.plumbing.atomic_write.replace_folder``), then give
-    the run folder the run.json the export now holds."""
-    import shutil
+    the run folder the run.json the export now holds.
 
-    from judge.plumbing.atomic_write import replace_folder
+    The run folder's run.json is replaced atomically (``write_atomically``): a copy in place, cut by a kill, left a
+    truncated run.json that every later launch (a requeue) failed to read. Its permission bits are the export's copy's
+    (owner-only, as every run.json is written), as a copy would have kept them.
+    """
+    import os
+    import stat
+
+    from judge.plumbing.atomic_write import replace_folder, write_atomically
 
     replace_folder(staging, export_dir)
-    shutil.copy2(Path(export_dir) / "run.json", Path(output_dir) / "run.json")
+    exported = Path(export_dir) / "run.json"
+    write_atomically(Path(output_dir) / "run.json", exported.read_bytes(), mode=stat.S_IMODE(os.stat(exported).st_mode))

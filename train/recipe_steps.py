@@ -28,12 +28,14 @@ from typing import Any
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
 from train.output_folder import check_output_dir, clear_earlier_run
 from train.training_arguments import (Launch, init_distributed, is_main_process, launch_arithmetic, stand_in_for_a_launcher,
-                                      training_kwargs, weights_dtype)
+                                      training_kwargs, use_bf16, weights_dtype)
 
 __all__ = [
     "labelled_positions_only_on_cpu",
     "PreparedRun",
     "prepare",
+    "rows_fingerprint",
+    "check_resumed_data",
     "resolve_base_model",
     "load_tokenizer",
     "drop_build_copies",
@@ -120,6 +122,60 @@ def setup_logging() -> None:
     transformers.utils.logging.set_verbosity_warning()
 
 
+#: The row fields that decide what a step trains on: the id (with the rows' order, the data position a checkpoint
+#: resumes from), the text the loss reads (prompt, completion; a classifier's instruction) and the label (regression,
+#: classifier). Other fields (record ids, the feedback and score a completion is rendered from, report notes) either
+#: follow from these or do not train.
+_TRAINED_FIELDS = ("id", "prompt", "completion", "label", "instruction")
+
+
+def rows_fingerprint(rows: Sequence[dict[str, Any]]) -> str:
+    """sha256 over the rows' ``_TRAINED_FIELDS``, in order.
+
+    A resume checks the data by it: the config records only the data's path, and a file rewritten at that path (a
+    rerun of the data pipeline, another filter) would train the rest of the run on other rows from the checkpoint's
+    data position, which counts rows of the earlier file; the rows rather than the file's bytes, so that a change
+    that does not reach the trained rows (a column no recipe reads) does not refuse a resume.
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256()
+    for row in rows:
+        fields = [row.get(name) for name in _TRAINED_FIELDS]
+        digest.update(json.dumps(fields, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def check_resumed_data(output_dir: str | Path, report: dict[str, Any]) -> None:
+    """Refuse a resume whose training rows are not those of the launch it continues (run.json's ``data`` section:
+    ``n_train`` and ``train_fingerprint``, ``rows_fingerprint``). An earlier run.json without a fingerprint (an older
+    version, or no run.json) goes on with a warning.
+
+    Raises:
+        ConfigError: naming the data source and the row counts, old and new.
+    """
+    from judge.plumbing.provenance import read_provenance
+
+    try:
+        earlier = read_provenance(output_dir, missing_ok=True).get("data")
+    except ValueError:  # check_resumed_config has already refused or warned about an unreadable run.json
+        earlier = None
+    before = earlier.get("train_fingerprint") if isinstance(earlier, dict) else None
+    if not before:
+        logger.warning("--resume: %s/run.json records no fingerprint of the training rows: cannot check that the "
+                       "data is the earlier launch's", output_dir)
+        return
+    if before != report["train_fingerprint"]:
+        raise ConfigError(
+            f"--resume: the training rows differ from those of the run in {output_dir} (n_train "
+            f"{earlier.get('n_train')} -> {report['n_train']}, fingerprint {before[:12]} -> "
+            f"{report['train_fingerprint'][:12]}): the data file changed since that launch, and the checkpoint's data "
+            "position counts rows of the earlier one. Restore the earlier data, or train on the new data into a "
+            "fresh --output-dir (or start over here with --overwrite-output-dir)"
+        )
+
+
 def _keep_last_checkpoint(stopper):
     """A callback that keeps the checkpoint a run ends at: the one a signal stop saves (the requeued job resumes from
     it) and the final step's (what tells a later ``--resume`` that the run is finished, and what a requeue during
@@ -177,13 +233,27 @@ class PreparedRun:
     stopper: Any = field(repr=False)
     export_under_stopper: bool = True
 
-    def record_data(self, report: dict[str, Any]) -> None:
-        """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0."""
+    def record_data(self, report: dict[str, Any], train_rows: Sequence[dict[str, Any]] | None = None) -> None:
+        """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0.
+
+        With ``train_rows``, the report gets their ``n_train`` and ``train_fingerprint`` (``rows_fingerprint``), and
+        a resumed run's are compared first with what the launch it continues recorded (``check_resumed_data``), on
+        every rank (rank 0's write comes after its own check, and an unchanged fingerprint reads the same either way).
+
+        Raises:
+            ConfigError: a resume whose training rows differ from the earlier launch's.
+        """
         from train import provenance
 
+        if train_rows is not None:
+            report = {**report, "n_train": len(train_rows), "train_fingerprint": rows_fingerprint(train_rows)}
+            if self.resume_from is not None:
+                check_resumed_data(self.config.output_dir, report)
         if not is_main_process():
             return
-        launch = {**self.launch.__dict__, "base_model": self.base_model,
+        # bf16 as resolved here ('auto' follows whether CUDA is available), what the model card reports beside the
+        # config's spelling.
+        launch = {**self.launch.__dict__, "base_model": self.base_model, "bf16": use_bf16(self.config),
                   "resume_from": str(self.resume_from) if self.resume_from else None}  # fmt: skip
         folder = Path(self.config.output_dir)
         if self.config.overwrite_output_dir and not self.config.resume and any(folder.glob("checkpoint-*")):

@@ -136,7 +136,7 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
     train_dataset = Dataset.from_list(tokenize_rows(train_rows, run.tokenizer))
     eval_dataset = Dataset.from_list(tokenize_rows(eval_rows, run.tokenizer)) if eval_rows else None
-    run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
+    run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

@@ -20,7 +20,7 @@ again covers the whole assistant turn through the end-of-turn token. Its rows co
 ``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer`` and
 records the lengths it was trained within (``trained_lengths``), so that judge-serve gives it room to reason.
 
-Why one module of ~520 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~530 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``); what the integer format adds (its rows from reasoning traces and the rules that
 keep a trace, ~250 lines) is read with the step that trains on it.
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
-from train.config import Seq2SeqConfig
+from train.config import ConfigError, Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
@@ -400,15 +400,18 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
                        "validation rows are %.0f%% of the training traces' instructions, held out with all their "
                        "traces", config.eval_data,
                        100 * config.eval_fraction)
+    eval_report = None
     if eval_traces:
-        train, (held_out, _) = rows, build(config.eval_data)
+        train, (held_out, eval_report) = rows, build(config.eval_data)
     else:
         report.validation_split = build_data.validation_unit(config)
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
-    if config.max_rows is not None:
-        train = train[: config.max_rows]
+    report.count_held_out(config, held_out, eval_report)
+    train = report.cut_to_max_rows(train, config.max_rows)
     if not train:
-        raise ValueError(f"no integer-format training rows left: {report.summary()}")
+        # ConfigError: a data/config choice (judge-train exits 2 with this line), not a failure of the run.
+        raise ConfigError(f"data: no integer-format training rows left in {config.data} (max_length "
+                          f"{config.max_length}, eval rows held out, max_rows {config.max_rows}): {report.summary()}")
     return train, held_out, report
 
 
@@ -477,14 +480,19 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         data_report.n_rows -= n_long
         logger.info("dropped %d training rows longer than max_length=%d tokens", n_long, config.max_length)
         if not train_rows:
-            raise ValueError(f"no training rows left: {data_report.summary()}")
+            raise ConfigError(f"data: no training rows left in {config.data} within max_length {config.max_length} "
+                              f"tokens: {data_report.summary()}")
     eval_rows, eval_examples, n_long = within_max_length(
         eval_rows, sft_examples(eval_rows, run.tokenizer, thinking=thinking), config.max_length)
     if n_long:
         logger.info("dropped %d validation rows longer than max_length=%d tokens", n_long, config.max_length)
+        if data_report.eval is not None:  # counted with the validation rows' other drops, as the training rows'
+            dropped = data_report.eval["dropped"]
+            dropped["too_long"] = dropped.get("too_long", 0) + n_long
+            data_report.eval["n_rows"] -= n_long
     train_dataset = Dataset.from_list(train_examples)
     eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
-    run.record_data({**data_report.to_dict(), "n_train": len(train_rows), "n_eval": len(eval_rows)})
+    run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

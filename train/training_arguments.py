@@ -196,6 +196,22 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
                               f"global batch than global_batch_size {config.global_batch_size}; lower "
                               "per_device_train_batch_size instead (the accumulation is derived to keep the global "
                               "batch), or turn on gradient_checkpointing or a DeepSpeed config")
+        # A checkpoint saved with only the weights holds no optimizer, scheduler or RNG state: a --resume from it
+        # restarts the learning-rate schedule from its first step and AdamW from zero moments, while the run's
+        # step count goes on (docs/training.md promises all of these come back from the checkpoint).
+        if key == "save_only_model" and config.trainer_args[key] not in (False, None):
+            raise ConfigError("trainer_args: 'save_only_model' saves checkpoints without the optimizer, learning-rate "
+                              "schedule and RNG state, so a --resume (slurm/train.sbatch passes one after every "
+                              "preemption) would restart the schedule and the optimizer mid-run; remove it (the "
+                              "export holds the weights alone; save_total_limit bounds the checkpoints kept)")
+        # transformers reloads the best checkpoint at the end only while it knows one, and the recipes forget it
+        # once the last checkpoint is saved (train.recipe_steps._keep_last_checkpoint), so that rotation keeps the
+        # checkpoint a --resume needs: the key would be recorded in run.json and the model card and do nothing.
+        if key == "load_best_model_at_end" and config.trainer_args[key] not in (False, None):
+            raise ConfigError("trainer_args: 'load_best_model_at_end' has no effect here: the export is always the "
+                              "model of the last step (the final checkpoint is kept for --resume); pick another "
+                              "step's weights from its checkpoint-N folder (trainer_state.json's "
+                              "best_model_checkpoint names the best), or set max_steps to end training there")
         if key not in accepted and key not in sft_fields:
             close = difflib.get_close_matches(key, sorted(accepted | sft_fields), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -37,7 +37,7 @@ def _run_the_recipe(folder, monkeypatch, *, save, check):
         def __init__(self):
             self.tokenizer = tokenizer
 
-        def record_data(self, report):
+        def record_data(self, report, train_rows=None):
             pass
 
         def training_arguments(self, cls, **kwargs):
@@ -69,7 +69,8 @@ def _run_the_recipe(folder, monkeypatch, *, save, check):
 
     monkeypatch.setattr(recipe_steps, "prepare", prepare)
     monkeypatch.setattr(classifier, "classifier_rows", lambda config: ([{"instruction": "x", "label": "?"}], {}))
-    monkeypatch.setattr(classifier, "classifier_examples", lambda *args: ([{"input_ids": [1], "labels": 0}], 0))
+    monkeypatch.setattr(classifier, "_examples_and_kept_pairs",
+                        lambda *args: ([{"input_ids": [1], "labels": 0}], [{"instruction": "x", "label": "?"}]))
     monkeypatch.setattr(classifier, "_check_export", check)
     return classifier.train_classifier(config)
 

@@ -212,7 +212,8 @@ def test_output_dir_rules_keep_runs_apart(tmp_path):
     for step in (5, 10, 12):
         (folder / f"checkpoint-{step}").mkdir(parents=True)
         if step != 12:  # checkpoint-12: a save cut off before the Trainer wrote its state, which it writes last
-            (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+            for name in ("trainer_state.json", "optimizer.pt", "scheduler.pt"):
+                (folder / f"checkpoint-{step}" / name).write_text("{}")
     with pytest.raises(ConfigError, match="already holds checkpoint-10; pass --resume"):
         check_output_dir(fresh)
     assert check_output_dir(Seq2SeqConfig(output_dir=str(folder), resume=True)) == folder / "checkpoint-10"

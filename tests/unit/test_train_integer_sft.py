@@ -325,7 +325,7 @@ def test_the_agreement_rule_for_your_own_records_is_set_from_the_config(tmp_path
         train, _, report = integer_rows_for_config(dataclasses.replace(base, **settings), qwen3_tokenizer)
         return sorted(row["id"] for row in train), dict(report.dropped)
 
-    with pytest.raises(ValueError, match="no integer-format training rows left: .* disagrees=3, no_unique_mode=1"):
+    with pytest.raises(ConfigError, match="no integer-format training rows left in .* disagrees=3, no_unique_mode=1"):
         trained()  # the stage's defaults: the mode exactly, ties left out
     assert trained(tolerance=1.0) == (["a#0", "c#0"], {"disagrees": 1, "no_unique_mode": 1})
     assert trained(no_unique_mode="any") == (["b#0"], {"disagrees": 3})

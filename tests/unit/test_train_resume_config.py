@@ -26,6 +26,8 @@ def _earlier_run(folder, config, *, record_config=True):
     """A run folder as a signal-stopped run leaves it: checkpoint-4 (with its trainer_state.json) and run.json."""
     (folder / "checkpoint-4").mkdir(parents=True)
     (folder / "checkpoint-4" / "trainer_state.json").write_text('{"global_step": 4}', encoding="utf-8")
+    for name in ("optimizer.pt", "scheduler.pt"):  # what check_resumable looks for
+        (folder / "checkpoint-4" / name).write_bytes(b"")
     write_run_json(folder, config=config_to_dict(config) if record_config else {}, launch={"world_size": 1})
     if not record_config:  # an older run.json: no config section at all
         import json
@@ -158,6 +160,8 @@ def test_a_resume_after_an_overwrite_that_never_deleted_the_earlier_run_is_refus
     assert not (folder / "checkpoint-4").exists()
     (folder / "checkpoint-2").mkdir()
     (folder / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2}', encoding="utf-8")
+    for name in ("optimizer.pt", "scheduler.pt"):  # what check_resumable looks for
+        (folder / "checkpoint-2" / name).write_bytes(b"")
     assert check_output_dir(resumed) == folder / "checkpoint-2"
 
 
