@@ -373,8 +373,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
                        "(global_batch_size %d / num_generations %d)", len(rows) - n_per_epoch, len(rows), per_step,
                        config.global_batch_size, config.num_generations)  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
-    run.record_data({**report.to_dict(), "n_train": len(rows), "prompts_per_step": per_step,
-                     "n_train_per_epoch": n_per_epoch, "n_eval": 0})  # fmt: skip
+    run.record_data({**report.to_dict(), "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
+                     "n_eval": 0}, train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
 
     # ---- model --------------------------------------------------------------------------------------------------
     from transformers import AutoModelForCausalLM

@@ -124,9 +124,9 @@ def setup_logging() -> None:
 
 #: The row fields that decide what a step trains on: the id (with the rows' order, the data position a checkpoint
 #: resumes from), the text the loss reads (prompt, completion; a classifier's instruction) and the label (regression,
-#: classifier). Other fields (record ids, the feedback and score a completion is rendered from, report notes) either
-#: follow from these or do not train.
-_TRAINED_FIELDS = ("id", "prompt", "completion", "label", "instruction")
+#: classifier; GRPO's rewards read the experts' scores). Other fields (record ids, the feedback and score a completion
+#: is rendered from, report notes) either follow from these or do not train.
+_TRAINED_FIELDS = ("id", "prompt", "completion", "label", "instruction", "expert_scores", "reference_scores")
 
 
 def rows_fingerprint(rows: Sequence[dict[str, Any]]) -> str:

@@ -105,8 +105,8 @@ def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3
 
     record_data = recipe_steps.PreparedRun.record_data
 
-    def record_then_stop(run, report):
-        record_data(run, report)
+    def record_then_stop(run, report, train_rows=None):
+        record_data(run, report, train_rows=train_rows)
         raise Stop
 
     monkeypatch.setattr(recipe_steps.PreparedRun, "record_data", record_then_stop)

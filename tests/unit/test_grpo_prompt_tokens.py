@@ -74,8 +74,8 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
 
     record_data = recipe_steps.PreparedRun.record_data
 
-    def record_then_stop(run, report):
-        record_data(run, report)
+    def record_then_stop(run, report, train_rows=None):
+        record_data(run, report, train_rows=train_rows)
         raise Stop
 
     monkeypatch.setattr(grpo, "grpo_dataset", keep_dataset)

@@ -51,6 +51,19 @@ def test_a_resume_on_training_rows_that_changed_is_refused(tmp_path, monkeypatch
     assert json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["data"] == data
 
 
+def test_a_grpo_resume_on_relabelled_rows_is_refused(tmp_path, monkeypatch):
+    """GRPO's rows have no completion: its rewards read the experts' scores, so a label changed on disk (the same
+    prompts) is other training too."""
+    monkeypatch.delenv("RANK", raising=False)
+    rows = [{"id": f"r{i}", "prompt": f"prompt {i}", "expert_scores": [1.0, 2.0], "reference_scores": [1.0, 2.0]}
+            for i in range(4)]  # fmt: skip
+    _launch(tmp_path, rows)
+    relabelled = [dict(row) for row in rows]
+    relabelled[1]["expert_scores"] = [0.0, 0.0]
+    with pytest.raises(ConfigError, match="the training rows differ"):
+        _launch(tmp_path, relabelled, resume_from=tmp_path / "checkpoint-2")
+
+
 def test_a_resume_on_the_same_rows_goes_on_and_fields_that_do_not_train_may_change(tmp_path, monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     data = _launch(tmp_path, _rows(4))
