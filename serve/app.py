@@ -63,7 +63,7 @@ from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
-from serve.engine_client import EngineFailure, EngineUnavailable, unless_dead
+from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
@@ -293,7 +293,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     def unavailable(state: ServerState, role: str, message: str) -> JSONResponse:
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
-                              headers={"Retry-After": state.retry_after_s([role])})
+                              headers=state.retry_headers([role]))
 
     def served_names(state) -> tuple[str, ...]:
         """The names judge-serve answers to: the generating engine's and its own ``model_name``."""
@@ -400,9 +400,16 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         listed = await proxy(request, "generator", "/v1/models")
         if listed.status_code != 200 or not isinstance(listed, StreamingResponse):
             return None, listed
-        raw = b"".join([chunk async for chunk in listed.body_iterator])
+        parts, size = [], 0
+        async for chunk in listed.body_iterator:  # read whole to add judge-serve's fields: so at most this much
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:  # the engine's connection is released as the iterator is closed
+                await listed.body_iterator.aclose()
+                return None, error_response(502, f"the generator engine's model list could not be read (over "
+                                            f"{MAX_ANSWER_BYTES} bytes)", "server_error", code="engine_error")
         try:
-            body = json.loads(raw)
+            body = json.loads(b"".join(parts))
             entries = body["data"]
             for entry in entries:
                 if isinstance(entry, dict):
@@ -473,7 +480,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             problem = state.engine_problem(role)
             if problem:
                 return error_response(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
-                                      headers={"Retry-After": state.retry_after_s(state.engines)})
+                                      headers=state.retry_headers(state.engines))
         try:
             assert state.judge is not None
             # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import signal
 import sys
 import threading
@@ -246,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=config.port,
             log_level=config.log_level.lower(),
             access_log=config.access_log,
-            timeout_graceful_shutdown=int(round(config.shutdown_grace_s)),
+            timeout_graceful_shutdown=math.ceil(config.shutdown_grace_s),  # never shorter than asked (0.4 s was 0)
             timeout_keep_alive=5,
             # Bounds for clients, so slow ones cannot hold every descriptor: headers within header_timeout_s, at most max_connections.
             http=header_deadline_protocol(config.header_timeout_s, body_timeout_s=config.body_timeout_s),

@@ -44,6 +44,8 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
     "cpu_kv_cache_gib": (0, True, None, False),
     "engine_keepalive_s": (0, False, None, False),
     "attached_probe_interval_s": (0, False, None, False),
+    "engine_probe_interval_s": (0, False, None, False),
+    "engine_hang_probes": (0, True, None, False),
     "engine_start_timeout_s": (0, False, None, False),
     "engine_stop_grace_s": (0, True, None, False),
     "engine_max_restarts": (0, True, None, False),
@@ -154,6 +156,17 @@ class ServeConfig:
         "the name and max_model_len its /v1/models lists then (kept as they were when that list cannot be read "
         "within 5 s).",
     )
+    engine_probe_interval_s: float = _f(
+        10.0,
+        "Seconds between judge-serve's /health probes of an engine it started, once ready (each probe waits at most "
+        "5 s, or this interval when shorter).",
+    )
+    engine_hang_probes: int = _f(
+        3,
+        "Failed /health probes in a row (engine_probe_interval_s apart) after which an engine judge-serve started, "
+        "alive but not answering, counts as dead: its process tree is stopped and it is restarted like an engine "
+        "that exited. 0: started engines are not probed (only their exit is watched).",
+    )
     engine_start_timeout_s: float = _f(900.0, "Seconds an engine may take to answer /health after starting.")
     engine_stop_grace_s: float = _f(
         30.0, "Seconds an engine's process tree gets between SIGINT (engines start with SIGTERM blocked) and SIGKILL "
@@ -258,7 +271,12 @@ class ServeConfig:
         "max_model_len (vLLM refuses more).",
     )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
-    request_timeout_s: float = _f(600.0, "Seconds one request may take end to end before it gets 504.")
+    request_timeout_s: float = _f(
+        600.0,
+        "Seconds a /v1/judge or /get_reward request may take end to end before it gets 504. On the proxied routes "
+        "it bounds the wait for a connection to the engine and each wait for more of its answer, not the whole "
+        "answer: a stream runs as long as the engine keeps sending.",
+    )
     shutdown_grace_s: float = _f(60.0, "On SIGTERM/SIGINT: seconds in-flight requests get to finish.")
     log_level: str = _f("info", "judge-serve log level (debug, info, warning, error).")
     access_log: bool = _f(True, "Log every HTTP request (uvicorn's access log).")

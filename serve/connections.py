@@ -250,11 +250,32 @@ class RefuseWhileDrainingMiddleware:
         self.app, self.state = app, state
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and self.state.status == "draining" and scope["path"] not in self.PROBES:
-            response = error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
-                                      headers={"Retry-After": "5"})
-            return await response(scope, receive, send)
-        return await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.state.status == "draining" and scope["path"] not in self.PROBES:
+            return await self._refused()(scope, receive, send)
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            return await self.app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            # shutdown_grace_s is over and uvicorn cancels what still runs: without an answer here, uvicorn's own
+            # would be a plain-text 500 (and a traceback) for a request that merely outlived the drain. It still
+            # logs the cancellation; the client gets the drain's 503 first, when nothing of an answer went out yet.
+            if self.state.status == "draining" and not started:
+                with contextlib.suppress(Exception):  # the client may be gone; the cancellation goes on regardless
+                    await self._refused()(scope, receive, send)
+            raise
+
+    @staticmethod
+    def _refused():
+        return error_response(503, "judge-serve is shutting down", "server_error", code="shutting_down",
+                              headers={"Retry-After": "5"})
 
 
 class RequestIdMiddleware:

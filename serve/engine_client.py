@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from typing import Any, Awaitable, Callable, TypeVar
 
@@ -20,8 +21,9 @@ import aiohttp
 
 T = TypeVar("T")
 
-__all__ = ["EngineClient", "EngineHttp", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S", "EngineUnavailable",
-           "EngineFailure", "unreadable_answer"]
+__all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S",
+           "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineUnavailable", "EngineFailure", "unreadable_answer",
+           "read_capped"]
 
 
 class EngineUnavailable(Exception):
@@ -63,7 +65,7 @@ class EngineClient:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
         response = await self.http.request("POST", self.url + path, json=payload, headers=headers)
         try:
-            return response.status, await response.read()
+            return response.status, await read_capped(response, path)
         finally:
             response.release()
 
@@ -110,6 +112,28 @@ def unreadable_answer(path: str, answer: Any, why: str) -> EngineFailure:
                          public=f"the engine's answer to {path} could not be read ({why}); judge-serve's log has it")
 
 
+#: The most bytes of an engine's answer judge-serve reads into memory. A completion of vLLM's, logprobs included, is
+#: kilobytes; an answer past this is no answer (an engine or a proxy in front of it gone wrong), and reading it
+#: whole would let one answer take judge-serve's memory.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+
+async def read_capped(response: aiohttp.ClientResponse, path: str) -> bytes:
+    """The body of ``response`` (an answer to ``path``); ``unreadable_answer`` ("too large", a 502) past
+    ``MAX_ANSWER_BYTES``, told by its Content-Length before anything is read, else by reading at most one byte
+    more."""
+    cap = MAX_ANSWER_BYTES
+    if response.content_length is not None and response.content_length > cap:
+        raise unreadable_answer(path, f"{response.content_length} bytes (Content-Length)", "too large")
+    parts, size = [], 0
+    while chunk := await response.content.read(cap + 1 - size):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > cap:
+            raise unreadable_answer(path, f"more than {cap} bytes", "too large")
+    return b"".join(parts)
+
+
 _IDENTITY = {"Accept-Encoding": "identity"}
 
 
@@ -140,25 +164,59 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
 ENGINE_KEEPALIVE_S = 3.0
 
 
+#: Seconds after a request's last byte is written within which a pooled connection found closed counts as the
+#: keep-alive race (the engine closed it with the request unread) and the request is resent. The race's drop
+#: arrives one round trip after the write (well under a millisecond on one machine or one cluster network); an
+#: engine's work on a request it read takes longer than this before it could drop it.
+KEEPALIVE_RACE_WINDOW_S = 0.25
+
+#: Connections of the probe session (``EngineHttp.probes``): one probe per engine at a time, plus reads of an
+#: engine's model list; a few are plenty.
+PROBE_CONNECTIONS = 8
+
+_now = time.monotonic  # the clock of the window (a test moves it instead of waiting)
+
+
 async def _mark_reused(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
     # aiohttp's trace signal: the request is about to go out on a connection taken from the pool.
     context.trace_request_ctx.reused = True
+
+
+async def _mark_written(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    # aiohttp's trace signals: the request's headers, then each chunk of its body, went to the socket.
+    if isinstance(context.trace_request_ctx, Hop):
+        context.trace_request_ctx.written_at = _now()
+
+
+async def _mark_queued(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    if isinstance(context.trace_request_ctx, Hop):
+        context.trace_request_ctx.queued = True
+
+
+async def _mark_dequeued(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    if isinstance(context.trace_request_ctx, Hop):
+        context.trace_request_ctx.queued = False
 
 
 class EngineHttp:
     """The one HTTP client judge-serve talks to its engines with (judgments, health, the proxied OpenAI routes).
 
     ``request`` is ``aiohttp.ClientSession.request`` (the caller releases the response) plus one safe retry: a
-    request that went out on a *pooled* connection and found it closed before any byte of an answer came back
-    (``ServerDisconnectedError``, a reset or a broken pipe) is sent once more on a fresh connection. That is the
-    keep-alive race: vLLM's server (uvicorn on uvloop) closes a connection whose keep-alive timer is due
-    even when the next request already sits in its socket buffer unread (uvloop runs due timers before it reads
-    ready sockets), so the request never reached the engine. aiohttp retries such a request itself only for
-    idempotent methods, and every engine call here is a POST. A failure on a fresh connection is not retried: the
-    engine is then really gone, and the watcher decides.
+    request that went out on a *pooled* connection and found it closed before its answer's headers came back
+    (``ServerDisconnectedError``, a reset or a broken pipe) within ``KEEPALIVE_RACE_WINDOW_S`` of its last byte
+    written is sent once more on a fresh connection. That is the keep-alive race: vLLM's server (uvicorn on uvloop)
+    closes a connection whose keep-alive timer is due even when the next request already sits in its socket buffer
+    unread (uvloop runs due timers before it reads ready sockets), so the request never reached the engine.
+    aiohttp retries such a request itself only for idempotent methods, and every engine call here is a POST. A drop
+    later than that, or on a fresh connection, is not retried: the engine may have read the request and worked on
+    it (a POST sent twice is a judgment made twice), or it is really gone; the watcher decides.
 
-    Timeouts: connecting 10 s; each read ``request_timeout_s`` (a streamed proxy response may run longer in all,
-    as long as bytes keep coming). Bodies are not decompressed: the proxy forwards them as sent. Create it inside
+    ``probes`` is a small session of its own for ``/health`` and ``/v1/models``: proxied generations may hold every
+    connection of the pooled session for minutes, and a probe queued behind them would find a healthy engine dead.
+
+    Timeouts: getting a connection ``request_timeout_s`` (waiting for a free one of the pool included; opening one
+    10 s of it); each read ``request_timeout_s`` (a streamed proxy response may run longer in all, as long as bytes
+    keep coming). Bodies are not decompressed: the proxy forwards them as sent. Create it inside
     the running event loop; close it with ``close()`` or ``async with``.
 
     Args:
@@ -168,9 +226,14 @@ class EngineHttp:
     """
 
     def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S):
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=request_timeout_s)
+        # ``connect`` bounds the wait for a free pooled connection too: without it, a call queued behind
+        # max_connections long generations waited unbounded, outside every timeout request_timeout_s names.
+        timeout = aiohttp.ClientTimeout(total=None, connect=request_timeout_s, sock_connect=10.0,
+                                        sock_read=request_timeout_s)
         tracing = aiohttp.TraceConfig()
         tracing.on_connection_reuseconn.append(_mark_reused)
+        tracing.on_request_headers_sent.append(_mark_written)
+        tracing.on_request_chunk_sent.append(_mark_written)
         self.pooled = aiohttp.ClientSession(
             timeout=timeout, auto_decompress=False, trace_configs=[tracing],
             connector=aiohttp.TCPConnector(limit=max_connections, keepalive_timeout=keepalive_s),
@@ -178,22 +241,44 @@ class EngineHttp:
         self.fresh = aiohttp.ClientSession(
             timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=max_connections, force_close=True)
         )
+        probing = aiohttp.TraceConfig()
+        probing.on_connection_queued_start.append(_mark_queued)
+        probing.on_connection_queued_end.append(_mark_dequeued)
+        # A fresh connection per probe (one every few seconds): no keep-alive race to resend around.
+        self.probes = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, trace_configs=[probing],
+            connector=aiohttp.TCPConnector(limit=PROBE_CONNECTIONS, force_close=True),
+        )  # fmt: skip
         self.retries = 0  # requests re-sent after a pooled connection turned out closed
 
     async def request(self, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
         """Send one request; its response once the status line and headers are in (release it when done)."""
-        hop = _Hop()
+        hop = Hop()
         try:
             return await self.pooled.request(method, url, trace_request_ctx=hop, **kwargs)
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
             if not hop.reused or isinstance(err, aiohttp.ClientConnectorError):
                 raise
+            # Only the keep-alive race is resent: the engine closed the connection as the request arrived, so the
+            # drop comes back within a round trip of the last byte written (or before anything was written). A
+            # drop later than that may follow an engine that read the request and worked on it (a proxy cutting
+            # a long call, a worker crash): resending would have the engine judge it twice, so it is a 503. A
+            # busy event loop here only makes the drop look later: the error is then a 503, never a duplicate.
+            if hop.written_at is not None and _now() - hop.written_at > KEEPALIVE_RACE_WINDOW_S:
+                raise
         self.retries += 1
         return await self.fresh.request(method, url, **kwargs)
+
+    async def probe_request(self, method: str, url: str, hop: Hop | None = None, **kwargs: Any) -> aiohttp.ClientResponse:
+        """A request of judge-serve's own about an engine (``/health``, ``/v1/models``) on the ``probes`` session,
+        never queued behind proxied generations; ``hop.queued`` tells whether it is still waiting for one of that
+        session's few connections (a timeout then is judge-serve's own congestion, no news about the engine)."""
+        return await self.probes.request(method, url, trace_request_ctx=hop or Hop(), **kwargs)
 
     async def close(self) -> None:
         await self.pooled.close()
         await self.fresh.close()
+        await self.probes.close()
 
     async def __aenter__(self) -> EngineHttp:
         return self
@@ -202,11 +287,13 @@ class EngineHttp:
         await self.close()
 
 
-class _Hop:
-    __slots__ = ("reused",)
+class Hop:
+    __slots__ = ("reused", "written_at", "queued")
 
     def __init__(self) -> None:
         self.reused = False
+        self.written_at: float | None = None  # _now() when the request's last byte was handed to the socket
+        self.queued = False  # waiting for a free connection of its session's pool
 
 
 def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S) -> EngineHttp:

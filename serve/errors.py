@@ -134,7 +134,7 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
             if engine.url in message:
                 message = f"the {role} engine is unavailable"
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
-                              headers={"Retry-After": state.retry_after_s(state.engines)})
+                              headers=state.retry_headers(state.engines))
     log.error("engine failure during a judgment: %s", err)
     status, public = err.status, err.public
     if public is None and 400 <= status < 500 and status != 401:
@@ -160,27 +160,55 @@ def _error_event(event: bytes, role: str) -> bytes:
     return b"data: " + json.dumps(_engine_error_body(status, message, param, None, role)[1]).encode()
 
 
+#: The most bytes of one event of an engine's stream held while its end (a blank line) is awaited. vLLM's events
+#: are a chunk of text each, kilobytes at most; a stream past this without a blank line is no event stream.
+MAX_PENDING_EVENT_BYTES = 1024 * 1024
+
+
 async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
-    the engine breaks it off (it died, its connection dropped, a read timed out) it ends with an error event and
-    ``data: [DONE]``, the event cut in two dropped; any other body goes byte for byte, a break raised (its
-    Content-Length then tells the client the body is short)."""
-    pending = b""
+    the engine breaks it off (it died, its connection dropped, a read timed out) or sends an event longer than
+    ``MAX_PENDING_EVENT_BYTES`` it ends with an error event and ``data: [DONE]``, the event cut in two dropped; any
+    other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short)."""
+    # The event not yet ended, as received: its parts, their size, its last byte. Each chunk is searched for the
+    # blank line alone (with that byte: a "\n\n" may straddle two chunks), and the parts joined once, when it
+    # ends: joining and searching all of it on every chunk was quadratic in a stream without blank lines.
+    parts: list[bytes] = []
+    size, last = 0, b""
     try:
         async for chunk in chunks:
             if not event_stream:
                 yield chunk
                 continue
-            *events, pending = (pending + chunk).split(b"\n\n")
-            if events:
+            cut = (last + chunk).rfind(b"\n\n")
+            if cut >= 0:
+                end = cut - len(last) + 2  # in chunk: just past the last blank line
+                *events, _ = b"".join([*parts, chunk[:end]]).split(b"\n\n")
                 yield b"".join(_error_event(event, role) + b"\n\n" for event in events)
+                chunk, parts, size = chunk[end:], [], 0
+            if chunk:
+                parts.append(chunk)
+                size += len(chunk)
+                last = chunk[-1:]
+            elif cut >= 0:
+                last = b""
+            if size > MAX_PENDING_EVENT_BYTES:
+                log.warning("the %s engine's stream holds an event longer than %d bytes: cut off", role,
+                            MAX_PENDING_EVENT_BYTES)
+                yield _stream_error(f"the {role} engine sent an event longer than {MAX_PENDING_EVENT_BYTES} bytes; "
+                                    "the reply is incomplete")
+                return
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise
         log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, err)
-        body = error_body(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete",
-                          "server_error", code="engine_error")
-        yield b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"
+        yield _stream_error(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
-    if pending:
-        yield pending
+    if parts:
+        yield b"".join(parts)
+
+
+def _stream_error(message: str) -> bytes:
+    """The end of a stream judge-serve cuts short: an error event in OpenAI's shape, then ``data: [DONE]``."""
+    body = error_body(message, "server_error", code="engine_error")
+    return b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"

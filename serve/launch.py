@@ -284,8 +284,9 @@ class Engine:
         log.info("%s engine ready at %s", self.role, self.url)
 
     def stop(self, grace_s: float | None = None) -> int | None:
-        """Stop the engine's whole process tree (SIGTERM, then SIGKILL after ``grace_s``, default
-        ``engine_stop_grace_s``); also after it died, to take down what it left. No-op when attached.
+        """Stop the engine's whole process tree (SIGINT, as engines start with SIGTERM blocked; then SIGKILL after
+        ``grace_s``, default ``engine_stop_grace_s``); also after it died, to take down what it left. No-op when
+        attached.
 
         Returns:
             Its exit status, or None when attached.

@@ -5,7 +5,8 @@ State: ``ServerState`` is what the routes and the supervisor share; ``status`` r
 starting -> failed.
 
 Self-healing: an engine judge-serve started that dies (its whole process tree is taken down with it,
-``judge.plumbing.processes``) is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
+``judge.plumbing.processes``), or that hangs (alive, but ``engine_hang_probes`` ``/health`` probes in a row failed once
+judge-serve is ready; its tree is then stopped), is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
 ``engine_restart_backoff_max_s``); a restart that fails to come up, or cannot even be started for want of
 descriptors, processes, memory or disk, counts as another death. Past ``engine_max_restarts`` deaths within
 ``engine_restart_window_s``, or on a start that no retry can mend (the engine's program missing, a permission
@@ -36,7 +37,7 @@ from judge.plumbing.provenance import make_private_dir
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
-from serve.engine_client import EngineClient, EngineHttp, engine_session
+from serve.engine_client import EngineClient, EngineFailure, EngineHttp, Hop, engine_session, read_capped
 from serve.judging import Judge, JudgeSettings
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CheckpointLayout
@@ -68,6 +69,7 @@ class ServerState:
     restarts: dict[str, int] = field(default_factory=dict)  # role -> restarts since judge-serve started
     restart_times: dict[str, list[float]] = field(default_factory=dict)  # role -> time.monotonic() of each
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
+    hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
     engine_key: str | None = field(default=None, repr=False)  # the engines' per-launch key (serve.launch.engine_key)
     #: role -> the model name and the context window (max_model_len) its engine lists on /v1/models, read once the
@@ -101,6 +103,10 @@ class ServerState:
     def retry_after_s(self, roles) -> str:
         """The ``Retry-After`` header value for requests refused because of ``roles``' engines."""
         return str(max([self.retry_after.get(role, 5) for role in roles] or [5]))
+
+    def retry_headers(self, roles) -> dict[str, str]:
+        """A 503's headers for ``roles``' engines: ``Retry-After``, unless judge-serve failed for good (it exits)."""
+        return {} if self.status == "failed" else {"Retry-After": self.retry_after_s(roles)}
 
 
 def _write_run_record(state: ServerState) -> None:
@@ -196,10 +202,12 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
 async def _listed_model(http: EngineHttp, engine: Engine) -> tuple[str | None, int | None]:
     """The name and window of the first entry of the engine's ``/v1/models``, each None where it could not be read."""
     name, window = None, None
-    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError):
-        response = await http.request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
+    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError,
+                             EngineFailure):  # EngineFailure: a list too large to read
+        # On the probe session: the pooled one may be full of proxied generations for minutes.
+        response = await http.probe_request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
         try:
-            entry = json.loads(await response.read())["data"][0]
+            entry = json.loads(await read_capped(response, "/v1/models"))["data"][0]
         finally:
             response.release()
         entry = entry if isinstance(entry, dict) else {}
@@ -282,24 +290,34 @@ _OWN_TROUBLE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | None:
     """Whether the engine at ``url`` answers ``GET /health`` with 200 now; None when judge-serve itself could not
-    ask (out of descriptors or memory), which is no news about the engine."""
+    ask (out of descriptors or memory, or every connection of its probe session busy), which is no news about the
+    engine. Probes go on a session of their own (``EngineHttp.probe_request``): on the pooled one, proxied
+    generations holding every connection made a healthy engine's probes time out, and the engine "dead"."""
+    hop = Hop()
     try:
-        response = await asyncio.wait_for(http.request("GET", url + "/health"), timeout_s)
+        response = await asyncio.wait_for(http.probe_request("GET", url + "/health", hop), timeout_s)
+    except asyncio.TimeoutError:  # before OSError: a TimeoutError is one
+        return None if hop.queued else False  # the time went waiting for a connection of judge-serve's own
     except OSError as err:  # aiohttp's ClientOSError and ClientConnectorError are OSErrors with the errno
         own = err.errno in _OWN_TROUBLE or getattr(getattr(err, "os_error", None), "errno", None) in _OWN_TROUBLE
         return None if own else False
-    except (aiohttp.ClientError, asyncio.TimeoutError):
+    except aiohttp.ClientError:
         return False
     response.release()
     return response.status == 200
 
 
 async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
-    """Notice a dead engine: a started one as soon as its process exits (then heal it, once judge-serve is ready),
-    an attached one when its /health fails twice (probed every ``attached_probe_interval_s``). An attached engine
-    marked dead is probed on the same schedule and taken back as soon as it answers; a probe judge-serve could not
-    send (its own descriptors or memory ran out) counts neither way."""
-    attached_every = max(1, round(state.config.attached_probe_interval_s / interval_s))
+    """Notice a dead engine: a started one as soon as its process exits, or, once judge-serve is ready, when its
+    /health fails ``engine_hang_probes`` times in a row (probed every ``engine_probe_interval_s``: an engine alive
+    but hung exits never), then heal it; an attached one when its /health fails twice (probed every
+    ``attached_probe_interval_s``). An attached engine marked dead is probed on the same schedule and taken back as
+    soon as it answers; a probe judge-serve could not send (its own descriptors or memory ran out, its probe
+    connections all busy) counts neither way."""
+    config = state.config
+    attached_every = max(1, round(config.attached_probe_interval_s / interval_s))
+    owned_every = max(1, round(config.engine_probe_interval_s / interval_s))
+    owned_probe_s = min(5.0, config.engine_probe_interval_s)  # a probe may not outlast the interval between probes
     misses: dict[str, int] = {}
     tick = 0
     while True:
@@ -307,6 +325,8 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
         tick += 1
         for role, engine in list(state.engines.items()):
             attached_turn = not engine.owned and state.status == "ready" and tick % attached_every == 0
+            owned_turn = (engine.owned and state.status == "ready" and config.engine_hang_probes > 0
+                          and tick % owned_every == 0)
             if role in state.dead_reason:
                 if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
                     await _follow_the_engine(state, role)
@@ -324,13 +344,30 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
             elif attached_turn and state.http is not None:
                 healthy = await probe(state.http, engine.url)
                 if healthy is None:
-                    log.warning("could not probe the attached %s engine: judge-serve is out of descriptors or memory", role)
+                    log.warning("could not probe the attached %s engine: judge-serve is out of descriptors or memory, or "
+                                "its probe connections are all busy", role)
                     continue
                 misses[role] = 0 if healthy else misses.get(role, 0) + 1
                 if misses[role] >= 2:
                     reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
                     log.error("%s (%s)", reason, engine.url)
+            elif owned_turn and state.http is not None:
+                # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits: without
+                # this, every call to it would wait out request_timeout_s for ever. Its tree is stopped and it is
+                # restarted as if it had died.
+                healthy = await probe(state.http, engine.url, owned_probe_s)
+                if healthy is None:
+                    log.warning("could not probe the %s engine: judge-serve is out of descriptors or memory, or its "
+                                "probe connections are all busy", role)
+                    continue
+                misses[role] = 0 if healthy else misses.get(role, 0) + 1
+                if misses[role] >= config.engine_hang_probes:
+                    reason = state.hung[role] = (
+                        f"the {role} engine stopped answering /health ({misses[role]} probes "
+                        f"{config.engine_probe_interval_s:g} s apart)")
+                    log.error("%s (log: %s)", reason, engine.log_path)
             if reason:
+                misses.pop(role, None)  # its successor starts with a clean count
                 healing = engine.owned and state.status == "ready"
                 # Restarting from now on, before the restart task first runs: /health says so, and so does every
                 # 503 meanwhile (the task then names the attempt), not only the death.
@@ -364,8 +401,10 @@ async def _heal(state: ServerState, role: str) -> None:
     """Restart ``role``'s dead engine with backoff until it answers, or give judge-serve up past the limit."""
     config = state.config
     state.retry_after[role] = 5
+    hung = state.hung.pop(role, None)  # why it counts as dead when it did not exit; None: it exited
     try:
-        # Its supervisor already took its process tree down; stop() reaps it and SIGKILLs any straggler.
+        # An engine that exited: its supervisor already took its process tree down; stop() reaps it and SIGKILLs
+        # any straggler. A hung one: stop() takes its tree down (SIGINT, then SIGKILL).
         await asyncio.to_thread(state.engines[role].stop)
         while state.status == "ready":
             now = time.monotonic()
@@ -380,14 +419,13 @@ async def _heal(state: ServerState, role: str) -> None:
                 return
             attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
-            state.dead_reason[role] = (
-                f"the {role} engine exited with code {state.last_exit.get(role)}; judge-serve is restarting it "
-                f"({attempt}); retry later"
-            )
+            died = hung or f"the {role} engine exited with code {state.last_exit.get(role)}"
+            state.dead_reason[role] = f"{died}; judge-serve is restarting it ({attempt}); retry later"
             log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
             await asyncio.sleep(backoff)
             if state.status != "ready":
                 return
+            hung = None  # from here on, a failed restart is what the message names
             state.restart_times[role].append(time.monotonic())
             state.restarts[role] = state.restarts.get(role, 0) + 1
             try:

@@ -6,6 +6,7 @@ TimeoutError → 504), against a scripted engine on 127.0.0.1 (the network bound
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import re
@@ -264,3 +265,152 @@ def test_the_pool_drops_a_connection_before_the_engine_would(monkeypatch):
         asyncio.run(go(engine.url))
     assert engine.connections == 2
 
+
+
+class WorkThenDropEngine:
+    """An HTTP/1.1 engine on 127.0.0.1 that answers the first request of a connection, then reads the second one
+    whole, runs ``work`` (the engine working on it) and closes the connection unanswered: a proxy cutting a long
+    call, or an engine worker crashing mid-judgment. ``received`` holds every request body it read."""
+
+    def __init__(self, work):
+        self.received: list[bytes] = []
+        self.work = work
+        self._server = socket.socket()
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(8)
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> bytes | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head)[1])
+        while len(body) < length:
+            body += conn.recv(65536)
+        return body
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            served = 0
+            while (body := self._read(conn)) is not None:
+                self.received.append(body)
+                if served:
+                    self.work()
+                    return  # closed with the request read and worked on, unanswered
+                served += 1
+                data = json.dumps(COMPLETION).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(data), data))
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self._server.accept()
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._server.close()
+
+
+def test_a_request_the_engine_read_and_worked_on_before_the_drop_is_never_sent_again(monkeypatch):
+    """The engine reads the second call on the pooled connection, works on it for longer than the keep-alive race's
+    window (the window's clock is moved forward instead of waiting), then drops the connection: the call is one
+    EngineUnavailable (503), and the engine received it exactly once. (Before: it was resent on a fresh connection
+    and the engine judged it twice.)"""
+    import serve.engine_client as engine_client
+
+    now = [1000.0]
+    monkeypatch.setattr(engine_client, "_now", lambda: now[0], raising=False)
+
+    def work():
+        now[0] += 10 * getattr(engine_client, "KEEPALIVE_RACE_WINDOW_S", 1.0)
+
+    with WorkThenDropEngine(work) as engine:
+        outcomes, retries = _post_twice(engine.url)
+    assert outcomes[0] == COMPLETION and isinstance(outcomes[1], EngineUnavailable)
+    assert retries == 0
+    assert len(engine.received) == 2  # the first call and the dropped one: once each
+
+
+class BigAnswerEngine:
+    """An engine whose every answer is a 200 of valid JSON, ``size`` bytes long, sent with a Content-Length or in
+    chunks without one (``chunked``); ``sent`` counts the bytes it managed to send."""
+
+    def __init__(self, size: int, chunked: bool):
+        body = json.dumps({**COMPLETION, "pad": "x" * (size - len(json.dumps({**COMPLETION, "pad": ""})))}).encode()
+        engine = self
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if not chunked:
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    with contextlib.suppress(OSError):
+                        self.wfile.write(body)
+                    return
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                with contextlib.suppress(OSError):
+                    for start in range(0, len(body), 4096):
+                        part = body[start:start + 4096]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                        engine.sent += len(part)
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_an_answer_larger_than_the_cap_is_a_502_saying_so_not_read_whole(monkeypatch, chunked):
+    """A 200 of valid JSON past ``MAX_ANSWER_BYTES`` (20 KiB here): an EngineFailure (502) saying the answer is too
+    large, told by its Content-Length or by reading one byte past the cap; one within the cap is read as before.
+    (Before: any answer was read whole into memory, however large.)"""
+    import serve.engine_client as engine_client
+
+    monkeypatch.setattr(engine_client, "MAX_ANSWER_BYTES", 20_000, raising=False)
+    with BigAnswerEngine(15_000, chunked) as engine:
+        assert _post(engine.url)["pad"] == "x" * (15_000 - len(json.dumps({**COMPLETION, "pad": ""}).encode()))
+    with BigAnswerEngine(200_000, chunked) as engine, pytest.raises(EngineFailure) as caught:
+        _post(engine.url)
+    assert caught.value.status == 502 and "could not be read (too large)" in caught.value.public
+
+
+def test_the_wait_for_a_pooled_connection_is_bounded_by_request_timeout_s():
+    """Getting a connection (waiting for a free one of the pool included) is bounded by ``request_timeout_s``, as
+    its help says; each read is too. (Before: only opening one was, 10 s; a call queued behind every pooled
+    connection waited without bound.)"""
+
+    async def go():
+        async with engine_session(42.0, max_connections=4) as http:
+            return http.pooled.timeout, http.fresh.timeout
+
+    for timeout in asyncio.run(go()):
+        assert (timeout.connect, timeout.sock_read, timeout.sock_connect) == (42.0, 42.0, 10.0)

@@ -221,13 +221,14 @@ def test_an_engine_back_whose_model_list_cannot_be_read_keeps_what_judge_serve_k
     from serve.supervision import _follow_the_engine
 
     class Http:
-        async def request(self, method, url, **kwargs):
+        async def probe_request(self, method, url, hop=None, **kwargs):  # the probe session: never queued behind generations
             assert (method, url) == ("GET", "http://engine/v1/models")
             if listing == "unreachable":
                 raise aiohttp.ClientConnectionError("refused")
             if listing == "hangs":
                 await asyncio.Event().wait()
-            return SimpleNamespace(read=lambda: asyncio.sleep(0, b'{"data": []}'), release=lambda: None)
+            content = SimpleNamespace(read=lambda n: asyncio.sleep(0, b'{"data": []}' if n > 1 else b""))
+            return SimpleNamespace(content_length=None, content=content, release=lambda: None)
 
     settings = SimpleNamespace(engine_models={"generator": ENGINE_MODEL}, max_model_len=2048)
     state = SimpleNamespace(http=Http(), engines={"generator": SimpleNamespace(url="http://engine", auth_headers={})},
@@ -278,3 +279,16 @@ def test_a_request_that_can_never_succeed_is_refused_while_the_engine_restarts(t
     assert answers["unknown model"].json()["error"]["code"] == "model_not_found"
     assert rewarded.status_code == 400 and rewarded.json()["error"]["param"] == "labels[0].criteria[0]", rewarded.text
     assert engine.bodies("/v1/completions") == []
+
+
+def test_a_model_list_larger_than_the_cap_is_a_502_saying_so(tiny_causal_dir, monkeypatch):
+    """``GET /v1/models`` reads the engine's list whole (to add judge-serve's fields): past ``MAX_ANSWER_BYTES`` (a
+    few hundred bytes here, the engine's list a little more) it is a 502 in OpenAI's shape saying the list is too
+    large, not a list read into memory however large. (Before: read whole.)"""
+    import serve.app
+
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        monkeypatch.setattr(serve.app, "MAX_ANSWER_BYTES", 100, raising=False)
+        listed = http.get("/v1/models", headers=AUTH)
+    assert listed.status_code == 502, listed.text
+    assert listed.json()["error"]["code"] == "engine_error" and "over 100 bytes" in listed.json()["error"]["message"]

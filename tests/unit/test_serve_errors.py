@@ -25,3 +25,70 @@ def test_an_unknown_model_name_of_any_length_is_echoed_clipped():
     assert json.loads(answer.body)["error"] == {"message": expected, "type": "not_found_error", "param": "model",
                                                 "code": "model_not_found"}
     assert unknown_model_message("gpt-4", ["a"]) == "model: the model `gpt-4` does not exist; this server serves `a`"
+
+
+def _relayed(chunks: list[bytes], consumed: list[int] | None = None) -> list[bytes]:
+    """What ``relayed_stream`` sends the client for an engine's event stream arriving in ``chunks``."""
+    import asyncio
+
+    from serve.errors import relayed_stream
+
+    async def engine():
+        for chunk in chunks:
+            if consumed is not None:
+                consumed.append(len(chunk))
+            yield chunk
+
+    async def go():
+        return [part async for part in relayed_stream(engine(), "generator", event_stream=True)]
+
+    return asyncio.run(go())
+
+
+def test_an_event_stream_is_relayed_byte_for_byte_however_it_is_cut():
+    """A normal stream (events, a blank line splitting two chunks, a last event without its blank line) reaches the
+    client byte-identical, whether it comes in one chunk, byte by byte, or cut at every place around its blank
+    lines."""
+    events = [b'data: {"choices": [{"text": "\\u0414\\u0430", "index": 0}]}', b"data: {\"choices\": []}",
+              b": keep-alive", b"data: [DONE]"]
+    stream = b"\n\n".join(events) + b"\n\n" + b"data: tail"
+    assert b"".join(_relayed([stream])) == stream
+    assert b"".join(_relayed([stream[i:i + 1] for i in range(len(stream))])) == stream
+    for cut in range(1, len(stream)):
+        for second in (cut + 1, cut + 7):
+            assert b"".join(_relayed([stream[:cut], stream[cut:second], stream[second:]])) == stream
+
+
+def test_an_event_longer_than_the_cap_ends_the_stream_with_an_error_event():
+    """2 MiB without a blank line, in 4 KiB chunks: once past ``MAX_PENDING_EVENT_BYTES`` (1 MiB) the client gets
+    an error event in OpenAI's shape and ``data: [DONE]``, and no more of the engine's stream is read. The events
+    that ended before it are sent as they were. (Before: all of it was held, and searched again on every chunk.)"""
+    import serve.errors
+
+    cap = getattr(serve.errors, "MAX_PENDING_EVENT_BYTES", 1024 * 1024)
+    consumed: list[int] = []
+    chunks = [b"data: first\n\n" + b"x" * 4083] + [b"x" * 4096] * 511
+    sent = b"".join(_relayed(chunks, consumed))
+    assert sent.startswith(b"data: first\n\n")
+    error, done = sent[len(b"data: first\n\n"):].split(b"\n\n")[:2]
+    assert done == b"data: [DONE]" and sent.endswith(b"data: [DONE]\n\n")
+    body = json.loads(error.removeprefix(b"data: "))
+    assert body["error"]["code"] == "engine_error" and "longer than 1048576 bytes" in body["error"]["message"]
+    assert cap == 1024 * 1024 and sum(consumed) <= cap + 2 * 4096 and b"xxxx" not in sent
+
+
+def test_a_503_tells_clients_to_retry_only_while_judge_serve_can_still_serve():
+    """An engine unavailable while judge-serve serves (or restarts it): 503 with Retry-After. Once judge-serve has
+    failed for good (it is exiting, exit 1), the 503 carries no Retry-After: a retry would meet no judge-serve."""
+    from types import SimpleNamespace
+
+    from serve.engine_client import EngineUnavailable
+    from serve.errors import judgment_failed
+    from serve.supervision import ServerState
+
+    state = ServerState(config=None, layout=None, status="ready",
+                        engines={"generator": SimpleNamespace(url="http://127.0.0.1:9")})
+    assert judgment_failed(EngineUnavailable("gone"), state).headers["retry-after"] == "5"
+    state.status = "failed"
+    refused = judgment_failed(EngineUnavailable("gone"), state)
+    assert refused.status_code == 503 and "retry-after" not in refused.headers

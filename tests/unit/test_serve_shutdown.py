@@ -81,3 +81,59 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
     assert process.exit_code() == 0, log[-3000:]
     assert "removed the temporary log folder" in log, log[-3000:]
     assert list(scratch.glob("judge-serve-*")) == []
+
+
+def _cancelled_mid_request(status_after_entry: str, answer_started: bool) -> list[dict]:
+    """A request inside ``RefuseWhileDrainingMiddleware`` whose route is cancelled (uvicorn at the end of
+    ``shutdown_grace_s``) once it runs, judge-serve's status then ``status_after_entry``; what the client was sent.
+    The cancellation must still reach uvicorn."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import pytest
+
+    from serve.connections import RefuseWhileDrainingMiddleware
+
+    state = SimpleNamespace(status="ready")
+    entered = asyncio.Event()
+    sent: list[dict] = []
+
+    async def route(scope, receive, send):
+        if answer_started:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        entered.set()
+        await asyncio.Event().wait()  # a judgment still running
+
+    async def send(message):
+        sent.append(message)
+
+    async def go():
+        scope = {"type": "http", "path": "/v1/judge", "method": "POST", "headers": []}
+        task = asyncio.ensure_future(RefuseWhileDrainingMiddleware(route, state)(scope, None, send))
+        await entered.wait()
+        state.status = status_after_entry
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    return sent
+
+
+def test_a_request_cut_off_by_the_end_of_the_drain_gets_the_drains_503_not_a_plain_500():
+    """A request still running when ``shutdown_grace_s`` ends is cancelled: its client gets the 503 ``shutting_down``
+    in OpenAI's shape with Retry-After, and the cancellation goes on to uvicorn. (Before: uvicorn's text/plain
+    500 "Internal Server Error" and a traceback.)"""
+
+    sent = _cancelled_mid_request("draining", answer_started=False)
+    start, body = sent
+    assert start["status"] == 503 and (b"retry-after", b"5") in start["headers"]
+    assert json.loads(body["body"])["error"]["code"] == "shutting_down"
+
+
+def test_a_cancelled_request_whose_answer_began_or_that_is_not_draining_gets_nothing_more():
+    """An answer already started cannot become a 503 (only the cancellation goes on), nor is a request cancelled
+    while judge-serve is not draining (a client gone) sent one."""
+    assert _cancelled_mid_request("draining", answer_started=True) == [
+        {"type": "http.response.start", "status": 200, "headers": []}]
+    assert _cancelled_mid_request("ready", answer_started=False) == []
