@@ -8,19 +8,24 @@ of different data are refused; two copies of one data set at different paths are
 item: each run's binary gate is first decided from its own verdicts, then only the (instruction, criterion) items
 **both** runs scored enter the cells, so a verdict that failed on one side takes the item out of both (an item one
 side lost would otherwise leave the other side's score of it in, and a side whose hard items fail to parse would
-look better). Per cell, ``n`` counts the paired items, ``n_a`` / ``n_b`` the items each run scored there among the
+look better). The gate is no item like the others: it zeroes its whole instruction, so an instruction whose binary
+(gate) criterion one run scored and the other did not (its verdict failed) is left out of both sides, every item of
+it (else the side whose Critical verdict failed would keep the scores the other side's gate zeroed, and look
+better). Per cell, ``n`` counts the paired items, ``n_a`` / ``n_b`` the items each run scored there among the
 instructions both hold, and ``n_dropped_a`` / ``n_dropped_b`` those of them left out because the other run has no
-score for the item. The instructions compared are those with a paired item (every other instruction of either run
-is listed per side with why: ``excluded`` in the result): for each bootstrap resample, one draw of those
-instructions (with replacement) feeds both matrices, so what an instruction makes easy or hard cancels out of the
-difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over instructions instead of items). A cell
-is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval excludes 0, drawn from at least 2 / alpha
-resamples (``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
-(``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval); else no interval or
-no call, "—", and the cell's ``why_no_call`` says why. Its two-sided p-value is twice the smaller share of
-resampled differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of
-empty and failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings
-differ (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
+score for the item (or for its instruction's gate). The instructions compared are those with a paired item (every
+other instruction of either run is listed per side with why: ``excluded`` in the result): for each bootstrap
+resample, one draw of those instructions (with replacement) feeds both matrices, so what an instruction makes easy or
+hard cancels out of the difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over
+instructions instead of items). A cell is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval
+excludes 0, drawn from at least 2 / alpha resamples (``eval.scoring.compare.resamples_to_call``) over at least 2
+instructions behind the cell (``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width
+interval); else no interval or no call, "—", and the cell's ``why_no_call`` says why. Each cell is tested on its own,
+with no correction for the number of cells: the report says how many were tested and how many calls chance alone
+would make (``eval.ranking.report.calls_line``). A cell's two-sided p-value is twice the smaller share of resampled
+differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of empty and
+failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
+(``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
 ``allow_other_judge``.
 """
 
@@ -69,9 +74,29 @@ def _load(folder: Path) -> tuple[dict[str, Any], list]:
         info = json.loads(text)
     except (ValueError, RecursionError) as err:  # a bare json error named no file; deep nesting was a traceback
         raise ValueError(f"{path}: {unreadable_json(err, whole_file=True)}") from None
+    _check_result(info, path)
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
     return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"),
                               unjudged=folder / UNJUDGED)
+
+
+def _check_result(info: Any, path: Path) -> None:
+    """ValueError naming the file and field when ``bench.json`` lacks what a comparison reads of it (a file cut or
+    edited by hand was a KeyError or AttributeError traceback)."""
+    from eval.ranking.matrix import EMPTY_ANSWER, NORMALIZE
+
+    if not isinstance(info, dict):
+        raise ValueError(f"{path}: expected a JSON object (judge-eval rank's result), got {type(info).__name__}")
+    matrix = info.get("matrix")
+    if not isinstance(matrix, dict):
+        raise ValueError(f"{path}: field 'matrix' is missing or not an object; rerun judge-eval rank on the folder")
+    if matrix.get("normalize") not in NORMALIZE:
+        raise ValueError(f"{path}: field 'matrix.normalize' is {matrix.get('normalize')!r}, not one of "
+                         f"{', '.join(NORMALIZE)}; rerun judge-eval rank on the folder")
+    for name in UNJUDGED_SETTINGS:  # absent: a result before the setting (``_unjudged_setting``)
+        if name in matrix and matrix[name] not in EMPTY_ANSWER:
+            raise ValueError(f"{path}: field 'matrix.{name}' is {matrix[name]!r}, not one of "
+                             f"{', '.join(EMPTY_ANSWER)}; rerun judge-eval rank on the folder")
 
 
 #: How a run scored the items its judge was not asked about (``bench.json``'s ``matrix``), with the flag that sets it.
@@ -100,13 +125,13 @@ def _instructions(folder: Path) -> dict[Any, dict[str, Any]]:
     """What a run's judge read (or would have read) of each instruction it selected: text, reference answer, meta
     and criteria; those it was not asked about from ``unjudged.jsonl``."""
     import judge
-    from eval.ranking.rank import ITEMS, UNJUDGED, read_unjudged
+    from eval.ranking.rank import ITEMS, UNJUDGED, item_origin, read_unjudged
 
     found: dict[Any, dict[str, Any]] = {}
-    rows = [(record.extra["prompt_id"], record.instruction, record.reference_answer, record.extra["meta"],
-             record.criteria_name, record.rubrics)
+    rows = [(prompt_id, record.instruction, record.reference_answer, meta, record.criteria_name, record.rubrics)
             for record in judge.load_records(folder / ITEMS)
-            if record.extra.get("selected") is not False]  # not another selection's item, kept for its verdict
+            if record.extra.get("selected") is not False  # not another selection's item, kept for its verdict
+            for prompt_id, meta in [item_origin(record, folder / ITEMS)]]
     rows += [(row["prompt_id"], row["instruction"], row["reference_answer"], row["meta"], row["criteria_name"],
               row["rubrics"]) for row in read_unjudged(folder / UNJUDGED)]
     for prompt_id, instruction, reference_answer, meta, name, rubrics in rows:
@@ -169,7 +194,15 @@ def _sorted_ids(ids) -> list[Any]:
     return sorted(ids, key=lambda p: (isinstance(p, str), p))
 
 
-def _excluded(items: list, scored: set[Any], shared: set[Any]) -> dict[str, Any]:
+def _gate_keys(items: list, keys: list[tuple[Any, str, int]]) -> set[tuple[Any, str, int]]:
+    """The keys of a run's binary (gate) items, by ``matrix.matrix_arrays``' rule: a rubric of levels {0, 1}, or one
+    without a readable scale whose (meta, criterion) is binary elsewhere."""
+    pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
+    return {key for key, it in zip(keys, items)
+            if (it.binary if it.binary is not None else (it.meta, it.criteria_name) in pairs)}
+
+
+def _excluded(items: list, scored: set[Any], shared: set[Any], gate_one_side: set[Any]) -> dict[str, Any]:
     """The instructions of one run left out of the comparison, by why (``eval.ranking.report.EXCLUDED``), and their
     number."""
     by_status: dict[str, set[Any]] = {}
@@ -179,7 +212,8 @@ def _excluded(items: list, scored: set[Any], shared: set[Any]) -> dict[str, Any]
     no_answer = by_status.get("no_answer", set()) - scored
     empty = by_status.get("empty_answer", set()) - scored
     out = {"no_answer": no_answer, "empty_answer": empty, "no_score": held - scored - no_answer - empty,
-           "not_scored_by_other": scored - shared}
+           "gate_scored_by_one": (scored - shared) & gate_one_side,
+           "not_scored_by_other": scored - shared - gate_one_side}
     return {"n": len(held - shared), **{why: _sorted_ids(ids) for why, ids in out.items()}}
 
 
@@ -266,6 +300,11 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs)]
     scored_a, scored_b = ({k[0] for k in side} for side in scored_keys)
     paired = scored_keys[0] & scored_keys[1]
+    # A gate scored by one run only: that run's gate is decided and the other's stays open (a failed Critical verdict
+    # keeps every score the first run's gate may have zeroed), so the instruction leaves both sides.
+    gates = _gate_keys(items_a, keys[0]) | _gate_keys(items_b, keys[1])
+    gate_one_side = {k[0] for k in gates & (scored_keys[0] ^ scored_keys[1])} & scored_a & scored_b
+    paired = {k for k in paired if k[0] not in gate_one_side}
     paired_ids = {k[0] for k in paired}
     shared = [p for p in dict.fromkeys(it.prompt_id for it in items_a) if p in paired_ids]
     if not shared:
@@ -329,7 +368,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                                    ("b", folders[1], info_b, items_b, scored_b, alone[1])):
         sides[side] = {"run": str(folder), "model": info.get("model", ""),
                        "n_instructions": len({it.prompt_id for it in items}),
-                       "excluded": _excluded(items, scored, set(shared)),
+                       "excluded": _excluded(items, scored, set(shared), gate_one_side),
                        "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences,
@@ -345,7 +384,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
-    from eval.ranking.report import exclusion_lines
+    from eval.ranking.report import calls_line, exclusion_lines
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
     from eval.reports.report import markdown_table, md_text
@@ -364,5 +403,5 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
                       f"{md_text(result['judge'])}; {result['n_boot']} paired resamples over instructions; alpha "
-                      f"{result['alpha']}.", *exclusion_lines(result), "",
+                      f"{result['alpha']}.", *exclusion_lines(result), *filter(None, [calls_line(result)]), "",
                       markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

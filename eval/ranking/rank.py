@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~850 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~880 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -353,7 +353,9 @@ class AnswerRow:
     def from_json(cls, data: Mapping[str, Any], where: str) -> AnswerRow:
         from judge.wire import checked_json_fields
 
-        return cls(**checked_json_fields(cls, data, where, noun="answer field"))
+        # Typed: a prompt_id that is a list was a TypeError traceback, and an answer that is a number an
+        # AttributeError far from the file; each is now an error naming the file, the line and the field.
+        return cls(**checked_json_fields(cls, data, where, noun="answer field", typed=True))
 
 
 REQUEST_FAILED = "request_failed"
@@ -612,6 +614,27 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
     return {**counts, "n_items": len(records), "n_kept": len(kept)}
 
 
+def _bad_prompt_id(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, (int, str))
+
+
+def item_origin(record: Any, path: Path) -> tuple[int | str, str]:
+    """The ``prompt_id`` and ``meta`` a record of ``items.jsonl`` carries (``write_items``).
+
+    Raises:
+        ValueError: one missing or of the wrong type, naming the file, the item's id and the field (a file edited by
+            hand was a KeyError traceback).
+    """
+    prompt_id, meta = record.extra.get("prompt_id"), record.extra.get("meta")
+    if _bad_prompt_id(prompt_id):
+        raise ValueError(f"{path}: item {record.id!r}: field 'prompt_id' must be an integer or text, got "
+                         f"{prompt_id!r}; items.jsonl is written by judge-eval rank: rerun it on the folder")
+    if not isinstance(meta, str):
+        raise ValueError(f"{path}: item {record.id!r}: field 'meta' must be text, got {meta!r}; items.jsonl is "
+                         "written by judge-eval rank: rerun it on the folder")
+    return prompt_id, meta
+
+
 def read_unjudged(path: Path) -> list[dict[str, Any]]:
     """The rows ``write_items`` wrote to ``unjudged.jsonl``; none when the file is absent (a run written before it).
 
@@ -633,9 +656,10 @@ def read_unjudged(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}:{k}: {unreadable_json(err)}") from None
         fields = ("prompt_id", "meta", "instruction", "reference_answer", "criteria_name", "rubrics")
         if (not isinstance(row, dict) or any(name not in row for name in fields)
-                or row.get("status") not in UNJUDGED_STATUSES):
-            raise ValueError(f"{path}:{k}: not an unjudged item (fields {', '.join(fields)} and a status "
-                             f"{' or '.join(UNJUDGED_STATUSES)})")
+                or row.get("status") not in UNJUDGED_STATUSES or _bad_prompt_id(row["prompt_id"])
+                or not all(isinstance(row[name], str) for name in fields[1:])):
+            raise ValueError(f"{path}:{k}: not an unjudged item (fields {', '.join(fields)}: prompt_id an integer or "
+                             f"text, the others text; and a status {' or '.join(UNJUDGED_STATUSES)})")
         rows.append(row)
     return rows
 
@@ -707,9 +731,10 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
             continue
         if record.rubrics not in levels_of:
             levels_of[record.rubrics] = pollux_scale_levels(record.rubrics)
+        prompt_id, meta = item_origin(record, items_path)
         pred = by_id.get(record.id)
         if pred is None:
-            items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
+            items.append(RankedItem(prompt_id=prompt_id, meta=meta,
                                     criteria_name=record.criteria_name, levels=levels_of[record.rubrics], score=None,
                                     status="no_prediction"))
             continue
@@ -723,7 +748,7 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
             status = "unparsed"
         else:
             status = "ok"
-        items.append(RankedItem(prompt_id=record.extra["prompt_id"], meta=record.extra["meta"],
+        items.append(RankedItem(prompt_id=prompt_id, meta=meta,
                                criteria_name=record.criteria_name, levels=levels_of[record.rubrics],
                                score=float(score) if status == "ok" else None, status=status,
                                source=ScoreSource.REGRESSION_HEAD if head else ScoreSource.VERDICT))

@@ -17,7 +17,8 @@ from typing import Any, Mapping
 
 from eval.reports.report import p_phrase
 
-__all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines"]
+__all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
+           "calls_line"]
 
 #: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
@@ -31,7 +32,10 @@ SCORES = {"minmax": "scores normalised to 0–1 by their rubric's scale, (s − 
 
 #: Why an instruction of one run is left out of the comparison, as ``excluded`` names it and a line says it.
 EXCLUDED = {"no_answer": "no answer (request failed), not scored", "empty_answer": "empty answer, not scored",
-            "no_score": "no verdict scored", "not_scored_by_other": "not scored by {other}"}
+            "no_score": "no verdict scored",
+            "gate_scored_by_one": ("its binary (gate) criterion scored by one run only, so its gate is known on one "
+                                   "side"),
+            "not_scored_by_other": "not scored by {other}"}
 
 _EXTRA_CSS = """
 table.heat td { min-width: 88px; }
@@ -183,7 +187,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
             tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], cell.get('n_resamples', result['n_boot']))}"
             if cell.get("n_dropped_a") or cell.get("n_dropped_b"):
-                tip += f", dropped A {cell['n_dropped_a']}, B {cell['n_dropped_b']} (the other run has no score)"
+                tip += (f", dropped A {cell['n_dropped_a']}, B {cell['n_dropped_b']} (the other run has no score for "
+                        "them or their gate)")
             if cell.get("why_no_call"):
                 tip += f"; no call: {cell['why_no_call']}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
@@ -195,19 +200,37 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
                 f"{result['n_instructions']} instructions with an item scored by both; {result['n_boot']} paired "
                 f"resamples (seed {_e(result['seed'])}), alpha {_e(result['alpha'])}",
-                *(_e(line) for line in exclusion_lines(result))]
+                *(_e(line) for line in [*exclusion_lines(result), calls_line(result)] if line)]
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
             "criterion) items both runs scored, each run's gate decided from its own verdicts, its paired "
             f"{100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same resampled instructions "
             "feed both), and the call when the interval excludes 0; — where no interval could be drawn (a cell "
             "resting on fewer than 2 instructions both runs scored, or no resamples); the tooltip says why, and how "
-            "many items a cell left out because the other run has no score for them.</p>", "".join(table)]
+            "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
+            "</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
 
 
 def _id_list(ids: list[Any], most: int = 10) -> str:
     return ", ".join(map(str, ids[:most])) + (", …" if len(ids) > most else "")
+
+
+def calls_line(result: Mapping[str, Any]) -> str | None:
+    """How many cells were called, out of how many could be, and that each call is made on its own: a matrix of K
+    cells tested at alpha calls about alpha x K of them by chance when nothing differs (no correction is applied, so
+    a count of calls alone is no evidence); None when no cell could be called."""
+    cells = [cell for row in result["cells"].values() for cell in row.values()]
+    tested = sum(cell["verdict"] != "—" for cell in cells)  # "—": no interval, so no test
+    if not tested:
+        return None
+    higher = sum(cell["verdict"] == "B higher" for cell in cells)
+    lower = sum(cell["verdict"] == "B lower" for cell in cells)
+    alpha = result["alpha"]
+    return (f"Calls: {higher + lower} of the {tested} cells with an interval (B higher {higher}, B lower {lower}), "
+            f"each cell tested on its own at alpha {alpha:g} with no correction for the {tested} tests: were nothing "
+            f"different, about {alpha * tested:.1f} calls would be expected by chance (the margins share their "
+            "rows' and columns' items, so the tests are not independent either).")
 
 
 def exclusion_lines(result: dict[str, Any]) -> list[str]:
@@ -232,9 +255,9 @@ def exclusion_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"Failed answers (request failed): {scored}; --no-answer {result['no_answer']}.")
     dropped = [result[side].get("n_dropped") for side in ("a", "b")]
     if None not in dropped:  # a result before items were paired says nothing of them
-        lines.append(f"Items scored by one run only, left out of both sides (paired per item; the other run's verdict "
-                     f"failed or was not scored): A {dropped[0]}, B {dropped[1]}; per cell n_dropped_a / n_dropped_b "
-                     "in compare.json.")
+        lines.append("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
+                     f"instruction's gate, failed or was not scored): A {dropped[0]}, B {dropped[1]}; per cell "
+                     "n_dropped_a / n_dropped_b in compare.json.")
     differences = result.get("judge_differences") or {}
     if differences:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differences.items())

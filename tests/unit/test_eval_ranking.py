@@ -436,9 +436,9 @@ def test_compare_pairs_only_instructions_both_runs_scored(tmp_path: Path, data: 
     result = compare_rankings(tmp_path / "a", tmp_path / "b", n_boot=0)
     assert result["n_instructions"] == 6
     assert result["a"]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [],
-                                       "not_scored_by_other": [7]}
+                                       "gate_scored_by_one": [], "not_scored_by_other": [7]}
     assert result["b"]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [7],
-                                       "not_scored_by_other": []}
+                                       "gate_scored_by_one": [], "not_scored_by_other": []}
 
 
 def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
+from eval.ranking.report import render_ranking_compare_page
 from eval.ranking.matrix import RankedItem, pollux_matrix
 
 SCALE = "0: плохо\n\n1: средне\n\n2: хорошо"  # 0..2
@@ -65,24 +66,39 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
     md = render_ranking_compare_markdown(result)
     assert "+0.000 [+0.000, +0.000] (dropped A 10, B 0)" in md
-    assert ("Items scored by one run only, left out of both sides (paired per item; the other run's verdict failed or "
-            "was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in compare.json.") in md
+    assert ("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
+            "instruction's gate, failed or was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in "
+            "compare.json.") in md
 
 
-def test_each_runs_gate_is_decided_before_pairing(tmp_path: Path) -> None:
-    """P1: A scores X 2 and the binary C 1 (its gate closes: X 0); B scores X 2 and C has no score. P2, P3: both X 2,
-    C 0. C of P1 is unpaired, yet A's gate still holds: X is A (0 + 1 + 1) / 3 = 2/3 vs B 1, delta 1/3; C pairs P2
-    and P3 (0 and 0), A's P1 C dropped (n_dropped_a 1)."""
+def test_an_instruction_whose_gate_one_run_failed_leaves_both_sides(tmp_path: Path) -> None:
+    """P1: A scores X 2 and the binary C 1 (its gate closes: X 0); B scores X 2 and C has no score, so B's gate stays
+    open. P2, P3: both X 2, C 0. P4: A X 2, C 1 (closed); B X 2, C 0 (open): a gate both scored, kept.
+
+    Before, P1 stayed in with each run's own gate: X was A (0 + 1 + 1 + 0) / 4 = 1/2 vs B 1, delta 1/2, B higher for
+    its failed Critical verdict. Now P1 leaves both sides: X is A (1 + 1 + 0) / 3 = 2/3 vs B 1, delta 1/3, n 3, each
+    side dropping its X of P1; C pairs P2-P4 (A's P4 C gated to 0: 0 vs 0), A's C of P1 dropped. P1 is listed on
+    both sides, with why."""
     rows_a = [(1, "m", "X", SCALE, 2.0), (1, "m", "C", BINARY, 1.0)]
     rows_b = [(1, "m", "X", SCALE, 2.0), (1, "m", "C", BINARY, None)]
     for p in (2, 3):
         rows_a += [(p, "m", "X", SCALE, 2.0), (p, "m", "C", BINARY, 0.0)]
         rows_b += [(p, "m", "X", SCALE, 2.0), (p, "m", "C", BINARY, 0.0)]
+    rows_a += [(4, "m", "X", SCALE, 2.0), (4, "m", "C", BINARY, 1.0)]
+    rows_b += [(4, "m", "X", SCALE, 2.0), (4, "m", "C", BINARY, 0.0)]
     result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=0,
                               allow_other_judge=True)
     x, c = result["cells"]["X"]["m"], result["cells"]["C"]["m"]
-    assert (x["a"], x["b"], x["delta"]) == (pytest.approx(2 / 3), 1.0, pytest.approx(1 / 3)) and x["n"] == 3
-    assert (c["delta"], c["n"], c["n_dropped_a"], c["n_dropped_b"]) == (0.0, 2, 1, 0)
+    assert (x["a"], x["b"], x["delta"]) == (pytest.approx(2 / 3), 1.0, pytest.approx(1 / 3))
+    assert (x["n"], x["n_a"], x["n_b"], x["n_dropped_a"], x["n_dropped_b"]) == (3, 4, 4, 1, 1)
+    assert (c["delta"], c["n"], c["n_dropped_a"], c["n_dropped_b"]) == (0.0, 3, 1, 0)
+    assert result["n_instructions"] == 3
+    for side in "ab":
+        assert result[side]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [],
+                                            "gate_scored_by_one": [1], "not_scored_by_other": []}
+    md = render_ranking_compare_markdown(result)
+    assert ("A 1 of 4 (its binary (gate) criterion scored by one run only, so its gate is known on one side: 1 "
+            "(prompt_id 1))") in md
 
 
 def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) -> None:
@@ -108,3 +124,22 @@ def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) 
     assert single.cell("G", "mean_over_meta")["n_instructions"] == 20
     assert single.cell("mean_over_criteria", "mean_over_meta")["n_instructions"] == 21
     assert "n_instructions" in single.cells_csv().splitlines()[0].split(",")
+
+
+def test_compare_says_how_many_cells_it_tested_and_that_calls_are_uncorrected(tmp_path: Path) -> None:
+    """20 instructions of meta m: G is A 0, B 2 (normalised 0 vs 1), H is 1 on both (0.5). Six cells have an
+    interval: G x m, G x mean_over_meta, mean_over_criteria x m and the corner differ in every resample (B higher);
+    H x m and H x mean_over_meta do not (no difference). Each is tested at alpha 0.05 on its own, so about
+    0.05 x 6 = 0.3 calls are expected by chance: said beside the count. Without resamples no line."""
+    rows_a = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 0.0), ("H", 1.0))]
+    rows_b = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 2.0), ("H", 1.0))]
+    a, b = _run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b)
+    result = compare_rankings(a, b, n_boot=100, allow_other_judge=True)
+    assert result["cells"]["G"]["m"]["verdict"] == "B higher"
+    assert result["cells"]["H"]["m"]["verdict"] == "no difference"
+    md = render_ranking_compare_markdown(result)
+    assert ("Calls: 4 of the 6 cells with an interval (B higher 4, B lower 0), each cell tested on its own at alpha "
+            "0.05 with no correction for the 6 tests: were nothing different, about 0.3 calls would be expected by "
+            "chance") in md
+    assert "Calls: 4 of the 6 cells" in render_ranking_compare_page(result)
+    assert "Calls:" not in render_ranking_compare_markdown(compare_rankings(a, b, n_boot=0, allow_other_judge=True))

@@ -113,9 +113,9 @@ def test_unscored_empty_answers_are_counted_and_compare_names_what_it_left_out(t
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
     assert result["n_instructions"] == 5
     assert result["a"]["excluded"] == {"n": 2, "no_answer": [], "empty_answer": [6], "no_score": [],
-                                       "not_scored_by_other": [4]}
+                                       "gate_scored_by_one": [], "not_scored_by_other": [4]}
     assert result["b"]["excluded"] == {"n": 2, "no_answer": [], "empty_answer": [4, 6], "no_score": [],
-                                       "not_scored_by_other": []}
+                                       "gate_scored_by_one": [], "not_scored_by_other": []}
     line = ("Instructions left out of the comparison: A 2 of 7 (empty answer, not scored: 1 (prompt_id 6); not "
             "scored by B: 1 (prompt_id 4)), B 2 of 7 (empty answer, not scored: 2 (prompt_id 4, 6)).")
     assert line in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8") and line in printed
