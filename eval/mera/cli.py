@@ -71,6 +71,7 @@ EXIT_SANDBOX_ERRORS = 3
 
 GENERATIONS_FILE = "generations.jsonl"
 EXECUTIONS_FILE = "executions.jsonl"
+METRICS_FILE = "metrics.json"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -173,7 +174,8 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
         "self_check": config.self_check, "mode": config.mode, "n": n, "temperature": config.temperature,
         "max_tokens": config.max_tokens, "seed": config.seed, "sampling": config.sampling,
     }  # fmt: skip
-    resumed = claim_run_folder(out, run_key, [GENERATIONS_FILE], overwrite=config.overwrite)
+    outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
+    resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite)
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
@@ -292,7 +294,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
                    extraction=config.extraction, **resolved.describe())  # fmt: skip
     metrics.setdefault("benchmark", "ruHumanEval (MERA)")
-    write_json(out / "metrics.json", metrics)
+    write_json(out / METRICS_FILE, metrics)
     scores = "; ".join(part for part in [", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items()),
                                          *(f"{k} omitted: {why}" for k, why in metrics["pass@k_omitted"].items())]
                        if part)  # fmt: skip
@@ -351,7 +353,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
         # --context-overflow fail.
         **({"context_overflow": config.context_overflow} if config.context_overflow != "fail" else {}),
     }  # fmt: skip
-    resumed = claim_run_folder(out, run_key, [PROGRESS_FILE], overwrite=config.overwrite)
+    resumed = claim_run_folder(out, run_key, [PROGRESS_FILE, METRICS_FILE], overwrite=config.overwrite)  # as above
     check_prompt_format(dialogues, out, settings)
     write_run_record(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
@@ -366,7 +368,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     # The protocol beside the score (run.json holds every setting): which of MERA's two runs this is, if either.
     protocol = describe_protocol(settings)
     metrics = rutie_metrics(records, max_model_len=max_model_len) | {"protocol": protocol} | resolved.describe()
-    write_json(out / "metrics.json", metrics)
+    write_json(out / METRICS_FILE, metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
     ties = (f"{metrics['n_ties']} exact ties of the two log-probabilities (answered 1, as the harness's argmax); "

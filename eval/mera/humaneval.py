@@ -156,6 +156,8 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     inputs = _require(row, "inputs", Mapping, where)
     _require(row, "inputs.function", str, where)
     entry_point = _require(row, "meta.entry_point", str, where)
+    if not entry_point.isidentifier():  # no sample could define it: the task would fail for every model, silently
+        raise DataError(f"{where}: field 'meta.entry_point' is not a Python function name: {entry_point!r}")
     raw_tests = _require(row, "inputs.tests", (str, list), where)
     if isinstance(raw_tests, str):
         if len(raw_tests) > MAX_TESTS_CHARS:  # bounded before parsing: deep nesting costs memory and recursion
@@ -184,6 +186,9 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
         outputs = outputs[0]
     if any(isinstance(o, (list, dict)) for o in outputs):
         raise DataError(f"{where}: field 'outputs' should be a flat list of strings (or of identical rows)")
+    if None in outputs:  # read as "None", it would pass a sample that returns None there
+        raise DataError(f"{where}: field 'outputs' holds null (test {outputs.index(None)}): an expected output is "
+                        "the str() of a result")  # fmt: skip
     if len(outputs) != len(raw_tests):
         raise DataError(f"{where}: {len(raw_tests)} tests but {len(outputs)} outputs")
     if not raw_tests:  # no test to fail: any program, a syntax error included, would pass
@@ -244,15 +249,20 @@ def load_tasks(path: str | Path) -> list[CodeTask]:
     """Load ``.jsonl`` or ``.jsonl.gz`` in either format; blank lines are skipped, nothing else is.
 
     Raises:
-        DataError: a bad row (named), duplicate ids, or MERA rows without gold outputs (an empty ``outputs`` list,
-            or every output ``""``: the closed test, which only MERA's site scores).
+        DataError: no row, a bad row (named with the file), duplicate ids, or MERA rows without gold outputs (an
+            empty ``outputs`` list, or every output ``""``: the closed test, which only MERA's site scores).
     """
     tasks, closed = [], []
     for line_no, row in iter_task_rows(path):
-        task = parse_row(row, line_no)
+        try:
+            task = parse_row(row, line_no)
+        except DataError as err:  # the row says which row and field; the file is named here, as ruTiE's loader does
+            raise DataError(f"{path}: {err}") from None
         tasks.append(task)
         if task.source == "mera" and not has_gold_outputs(task.expected or ()):
             closed.append(_where(line_no, row))
+    if not tasks:  # nothing to score: a run on it would exit 0 with no figure
+        raise DataError(f"{path}: no rows (an empty file, or blank lines only)")
     if closed:
         raise DataError(f"{path}: {len(closed)} of {len(tasks)} rows have no gold outputs (no outputs, or every "
                         f"expected output empty, first {closed[0]}): MERA's closed test, which only MERA's site "

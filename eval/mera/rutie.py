@@ -74,7 +74,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~820 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~830 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -216,20 +216,36 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
     return item
 
 
+def _as_int(value: int | str) -> int | str:
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
 def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
     """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error).
 
     Raises:
-        DataError: ``{path}: row {n}: ...``, a bad row (a closed test's row, with no answer, among them), or a
-            repeated ``question_id``.
+        DataError: ``{path}: no rows``; ``{path}: row {n}: ...``, a bad row (a closed test's row, with no answer,
+            among them), one dialogue's ``dialog_id`` written two ways (0 and "0"), or a repeated ``question_id``.
     """
     by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
+    spelled: dict[Any, tuple[int | str, int]] = {}  # int(dialog_id) -> (dialog_id as first written, its row)
     for line_no, row in iter_task_rows(path):
         try:
             item = parse_rutie_row(row, line_no)
         except DataError as err:  # the row says which row and field; the file is named here (a closed test's too)
             raise DataError(f"{path}: {err}") from None
+        # The harness reads int(dialog_id) (utils.py process_docs): 0 and "0" are one dialogue there, and two here
+        # would ask the second one's questions without their earlier turns.
+        first, first_row = spelled.setdefault(_as_int(item.dialog_id), (item.dialog_id, line_no))
+        if first != item.dialog_id:
+            raise DataError(f"{path}: row {line_no}: field 'meta.dialog_id' is {item.dialog_id!r}, row {first_row}'s "
+                            f"is {first!r}: one dialogue written two ways; write it one way throughout")
         by_dialog[item.dialog_id].append(item)
+    if not by_dialog:  # nothing to score: a run on it would exit 0 with no figure
+        raise DataError(f"{path}: no rows (an empty file, or blank lines only)")
     dialogues: dict[int | str, list[RutieItem]] = {}
     for dialog_id in sorted(by_dialog, key=lambda d: (isinstance(d, str), d)):
         items = sorted(by_dialog[dialog_id], key=lambda it: it.question_id)

@@ -38,7 +38,7 @@ inside). This protects the machine, not the score, against a model that is adver
 
 Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
 
-Why one module of ~840 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~850 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
 reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
@@ -592,6 +592,19 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _started(runner: Callable[[ExecJob], ExecResult], job: ExecJob) -> ExecResult:
+    """``runner(job)``, where the OS refusing to start the sample (``OSError`` from ``Popen``, a memfd or a temporary
+    folder: EAGAIN, ENOMEM, EMFILE) is a ``sandbox_error`` of that sample, counted as one, never an exception that
+    ends the whole run and loses the results of the samples already run."""
+    started = time.monotonic()
+    try:
+        return runner(job)
+    except OSError as err:
+        nones = (None,) * len(job.tests or ())
+        return ExecResult(SANDBOX_ERROR, _short(f"the sandbox could not start the sample: {type(err).__name__}: "
+                                                f"{err}", 300), nones, time.monotonic() - started, "", 0, nones)
+
+
 class Sandbox:
     """Runs ``ExecJob`` s in isolated child processes.
 
@@ -650,7 +663,10 @@ class Sandbox:
         if find_bwrap() is None:
             return False, "bwrap is not installed"
         probe = ExecJob(program="def f():\n    return 1\n", entry_point="f", tests=[{}], expected=["1"])
-        result = self._run_bwrap(probe)
+        try:
+            result = self._run_bwrap(probe)
+        except OSError as err:  # the OS, not bubblewrap: falling back to no isolation would hide it
+            raise SandboxUnavailable(f"the sandbox's probe could not start: {type(err).__name__}: {err}") from None
         if result.passed:
             return True, ""
         return False, f"probe failed: {result.status}: {result.detail}"
@@ -660,9 +676,9 @@ class Sandbox:
     def run(self, job: ExecJob) -> ExecResult:
         """Run one sample; an infrastructure failure to start is retried once."""
         runner = self._run_bwrap if self.isolation == "bubblewrap" else self._run_plain
-        result = runner(job)
+        result = _started(runner, job)
         if result.status == SANDBOX_ERROR:
-            result = runner(job)
+            result = _started(runner, job)
         return result
 
     def run_many(

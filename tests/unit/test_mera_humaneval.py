@@ -10,6 +10,7 @@ The tests of this subject that start heavy components are in tests/integration/m
 from __future__ import annotations
 
 import json
+import re
 from math import comb
 from pathlib import Path
 
@@ -189,6 +190,11 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(inputs__tests="[{'a': {[1]: 2}}, {'a': 2}]"), "not a Python literal"),  # unhashable: TypeError
         (_row(inputs__tests="[{'a': " + "-" * 20_000 + "1}]"), "not a Python literal"),  # MemoryError inside
         (_row(inputs__tests="[" * (MAX_TESTS_CHARS + 1)), "more than the limit"),  # bounded before parsing
+        # No function of these names can be defined: every sample of the task would fail, for every model.
+        (_row(meta__entry_point=""), "field 'meta.entry_point' is not a Python function name: ''"),
+        (_row(meta__entry_point="add two"), "field 'meta.entry_point' is not a Python function name: 'add two'"),
+        # null is no expected output: read as "None", it would pass a sample that returns None for that test.
+        (_row(outputs=["3", None]), "field 'outputs' holds null (test 1)"),
     ],
 )
 def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -218,6 +224,18 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
     # One output that is "" among others is an answer (has_gold_outputs), and loads.
     path.write_text(json.dumps({**MERA_ROW, "outputs": ["", "0"]}) + "\n", encoding="utf-8")
     assert load_tasks(path)[0].expected == ("", "0")
+
+
+def test_a_bad_row_names_the_file_too(tmp_path, caplog):
+    """A row that cannot be used is named with its file, as a line that is not JSON is: the command logs it and exits
+    1, and the user learns which file to fix (MERA-evaluation/MERA resolves to a path in the hub cache)."""
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(_row(meta__entry_point=KeyError)) + "\n",
+                    encoding="utf-8")  # fmt: skip
+    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: row 2 \\(id 7\\): field 'meta.entry_point'"):
+        load_tasks(path)
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+    assert f"{path}: row 2 (id 7)" in caplog.text
 
 
 def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
@@ -824,3 +842,23 @@ def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys):
     assert not (tmp_path / "run" / "metrics.json").exists()
     saved = (tmp_path / "run" / "generations.jsonl").read_text().splitlines()
     assert [json.loads(line)["task_id"] for line in saved] == ["0"]
+
+
+def test_overwrite_leaves_no_earlier_runs_figures_beside_the_new_runs_settings(tmp_path, sandbox_user, capsys):
+    """--overwrite discards the earlier run's metrics.json and executions.jsonl with its progress: a new run that then
+    stops (here the endpoint fails mid-run, exit 4) must not leave the old model's pass@k beside its own run.json and
+    run_key.json, where it reads as the new run's."""
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, out) == 0
+    assert (out / "metrics.json").exists() and (out / cli.EXECUTIONS_FILE).exists()
+
+    def down_for_strlen(path, body):
+        if "def strlen(" in body["prompt"]:
+            return 503, {"error": {"message": "scripted outage"}}
+        return _scripted(path, body)
+
+    with ScriptedEndpoint(down_for_strlen) as endpoint:
+        assert _run(endpoint, out, "--concurrency", "1", "--temperature", "0.5", "--overwrite") == 4
+    assert not (out / "metrics.json").exists() and not (out / cli.EXECUTIONS_FILE).exists()
+    assert json.loads((out / "run_key.json").read_text())["temperature"] == 0.5

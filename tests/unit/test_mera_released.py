@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,18 @@ def _decompressed_length(prefix: bytes) -> int:
     import zlib
 
     return len(zlib.decompressobj(wbits=31).decompress(prefix))
+
+
+
+@pytest.mark.parametrize("loader", [load_tasks, load_dialogues])
+def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, caplog):
+    """A file given directly that holds no row (empty, or blank lines only: a failed download, a placeholder) is a
+    data error naming it, exit 1, never a run that scores nothing and exits 0; a folder's such file is never chosen
+    either (released._choose)."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: no rows"):
+        loader(path)
+    if loader is load_tasks:
+        assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+        assert f"{path}: no rows" in caplog.text

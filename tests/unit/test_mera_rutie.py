@@ -415,6 +415,20 @@ def test_load_dialogues_orders_by_question_id_and_rejects_repeats(tmp_path):
         load_dialogues(path)
 
 
+def test_one_dialogue_written_both_as_a_number_and_as_a_string_is_refused_naming_the_rows(tmp_path):
+    """MERA's harness reads ``int(dialog_id)`` (benchmark_tasks/rutie/utils.py process_docs), so 0 and "0" are one
+    dialogue there; read as two, the "0" question would be asked alone, without its earlier turns, silently."""
+    rows = [_with("meta.question_id", 0), _with("meta.question_id", 1)]
+    rows[1]["meta"]["dialog_id"] = "0"
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=r"d\.jsonl: row 2: field 'meta.dialog_id' is '0', row 1's is 0"):
+        load_dialogues(path)
+    rows[0]["meta"]["dialog_id"] = "0"  # written one way throughout: one dialogue, as before
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [it.question_id for it in load_dialogues(path)["0"]] == [0, 1]
+
+
 def test_sample_dialogues_have_context_dependent_questions():
     """The bundled sample is valid, in order, and has questions that need the dialogue's context."""
     dialogues = load_dialogues(SAMPLE)
@@ -835,6 +849,20 @@ def test_rutie_resumes_after_interruption(tmp_path, capsys):
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out, "--mode", "chat") == 1  # other settings: refused, nothing asked
     assert endpoint.requests == []
+
+
+def test_rutie_overwrite_discards_the_earlier_runs_metrics(tmp_path):
+    """--overwrite discards the earlier run's metrics.json with its answers: a new run that then stops (the endpoint
+    failing mid-run, exit 4) leaves no earlier accuracy beside its own settings, where it reads as the new run's."""
+    data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
+    out = tmp_path / "run"
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out) == 0
+    assert (out / "metrics.json").exists()
+    with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"Кто из них меньше?"})) as endpoint:
+        assert _run(endpoint, data, out, "--overwrite", "--temperature", "0.5") == 4
+    assert not (out / "metrics.json").exists()
+    assert json.loads((out / "run_key.json").read_text())["temperature"] == 0.5
 
 
 def test_rutie_counts_prompts_that_hit_the_context_limit(tmp_path):

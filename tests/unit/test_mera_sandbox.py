@@ -361,3 +361,42 @@ def test_the_run_record_names_the_interpreters_version():
     assert described["python_version"] == ".".join(map(str, sandbox_mod.interpreter_version(sandbox.python)))
     assert tuple(int(p) for p in described["python_version"].split(".")[:2]) >= sandbox_mod.MIN_PYTHON
     assert "fork bomb is bounded only by the timeout" not in described["identity"]
+
+
+
+def test_a_sample_the_os_refuses_to_start_is_a_counted_sandbox_error(monkeypatch, sandbox_user):
+    """Popen failing (EAGAIN: the machine could make no process) is the sandbox's own failure: that sample is a
+    sandbox_error, retried once, and the others still run; it never ends the run in a traceback that loses every
+    result so far."""
+    box = Sandbox(LIMITS, isolation="none")
+    real_popen = sandbox_mod.subprocess.Popen
+    refusals = []
+
+    def popen(argv, **kwargs):
+        if "return 2" in Path(argv[4]).read_text():  # the job file: the refused sample's
+            refusals.append(argv)
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_popen(argv, **kwargs)
+
+    monkeypatch.setattr(sandbox_mod.subprocess, "Popen", popen)
+    good = ExecJob(program="def f():\n    return 1\n", entry_point="f", tests=[{}, {}], expected=["1", "1"])
+    refused = ExecJob(program="def f():\n    return 2\n", entry_point="f", tests=[{}, {}], expected=["2", "2"])
+    results = box.run_many([good, refused, good], workers=1)
+    assert [r.status for r in results] == [PASSED, SANDBOX_ERROR, PASSED]
+    assert "Resource temporarily unavailable" in results[1].detail
+    assert results[1].outputs == (None, None) and results[1].output_chars == (None, None)
+    assert len(refusals) == 2  # retried once, as every sandbox_error is
+
+
+def test_a_probe_the_os_refuses_to_start_is_a_clear_error_not_a_fall_back(monkeypatch):
+    """The OS refusing to start bubblewrap's probe (no memfd, no process) says so (exit 1 in the command) rather than
+    ending in a traceback, and never falls back to running samples without isolation as if bubblewrap were missing."""
+    monkeypatch.setattr(sandbox_mod, "find_bwrap", lambda: "/usr/bin/bwrap")
+
+    def refused(self, job):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(Sandbox, "_run_bwrap", refused)
+    for isolation in ("auto", "bwrap"):
+        with pytest.raises(SandboxUnavailable, match="probe could not start: BlockingIOError"):
+            Sandbox(LIMITS, isolation=isolation)
