@@ -21,6 +21,9 @@ the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordi
 ``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
+
+Why one module of ~520 lines: every check here guards the one rendered script, against the same parsed flags and
+config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
 from __future__ import annotations
@@ -174,15 +177,17 @@ def _refuse_control(values: dict[str, object]) -> None:
 
 def _sbatch_line(key: str, value: str) -> str:
     """One header line. sbatch splits a directive at whitespace and refuses the leftover word ("Invalid directive
-    found in batch script"), but keeps a double-quoted value whole: a value with a space (a run folder, a job name)
-    is quoted, and one that also holds a double quote cannot be written and is refused."""
+    found in batch script"), and an unpaired quote ("Unmatched `'`"), but keeps a quoted value whole: a value with a
+    space or a quote (a run folder, a job name) is quoted with the quote it does not hold; one holding both kinds
+    cannot be written and is refused."""
     if value == "":
         return f"#SBATCH --{key}"
-    if any(c.isspace() for c in value):
-        if '"' in value:
-            raise SubmitError(f"#SBATCH --{key}: a value with both a space and a double quote cannot be written in "
+    if any(c.isspace() or c in "'\"" for c in value):
+        quote = next((q for q in "\"'" if q not in value), None)
+        if quote is None:
+            raise SubmitError(f"#SBATCH --{key}: a value with both a single and a double quote cannot be written in "
                               f"an #SBATCH line: {value!r}")
-        value = f'"{value}"'
+        value = f"{quote}{value}{quote}"
     return f"#SBATCH --{key}={value}"
 
 
@@ -257,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
         "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job. Exit codes: 0 submitted (or "
         "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
-        "the config does not take, a missing file); sbatch's own status when it refuses the job (1 if it gives none).",
+        "the config does not take, a missing file) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
+        "own status when it refuses the job (1 if it gives none).",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
     parser.add_argument("--nodes", type=int, required=True, help="Nodes to allocate.")
@@ -301,10 +307,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(script)
         return 0
     slurm_dir = output_dir / "slurm"
-    slurm_dir.mkdir(parents=True, exist_ok=True)
     path = slurm_dir / f"train-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}.sbatch"
-    path.write_text(script)
-    proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, env=_sbatch_env())
+    try:
+        slurm_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(script)
+    except OSError as err:
+        print(f"judge-train submit: cannot keep the job script in {slurm_dir}: {err}", file=sys.stderr)
+        return 2
+    try:
+        proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, env=_sbatch_env())
+    except FileNotFoundError:
+        print(f"judge-train submit: no sbatch on PATH; run on a Slurm login node, or --dry-run ({path} kept)",
+              file=sys.stderr)
+        return 127
     if proc.returncode != 0:
         print(f"judge-train submit: sbatch {path} failed ({proc.returncode}): {proc.stderr.strip()}", file=sys.stderr)
         return proc.returncode or 1
@@ -397,6 +412,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     # The job runs the config with the arguments after -- applied: plan the batch, the vLLM server and the exports
     # from that one, or a job planned for the file would wait in the queue and then fail (or train another model).
     config = check_judge_args(config_path, judge_args) or config
+    if args.output_dir and any(a.split("=", 1)[0] in ("--output-dir", "--output_dir") for a in judge_args):
+        # judge-train takes the later one and trains there, while the job locks, resumes and logs in --output-dir's:
+        # a requeue finds no checkpoint, and with overwrite_output_dir deletes the run's progress and starts over.
+        raise SubmitError("--output-dir and an --output-dir after --: give the run folder once, with --output-dir")
     from train.training_arguments import check_training_arguments
 
     try:
@@ -420,6 +439,15 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                      f"output_dir in {config_path}": config.output_dir})
     output_dir = Path(args.output_dir or config.output_dir).resolve()
     job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
+    # The log path (below) goes through Slurm's filename patterns: a backslash turns them off and is dropped, a / in
+    # %x (the job name) names a folder no one made. Either way the job fails at launch and leaves no log at all.
+    for setting, value, bad in (("--output-dir", str(output_dir), "\\"), ("--job-name", job_name, "/\\")):
+        if any(c in value for c in bad):
+            raise SubmitError(f"{setting} '{value}': Slurm cannot write the job log <output dir>/slurm/<job name>-"
+                              f"<job id>.out with a {' or '.join(bad)} there (the job would fail at launch with no "
+                              "log); choose a name without one")
+    if args.env_script and not Path(args.env_script).is_file():
+        raise SubmitError(f"--env-script {args.env_script} is not a file (the job would stop at its start)")
     script_path = Path(args.script)
     if not script_path.is_file():
         raise SubmitError(f"sbatch template {script_path} not found")
@@ -438,7 +466,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         "nodes": str(args.nodes),
         "gpus-per-node": str(args.gpus_per_node) if args.gpus_per_node else None,
         "signal": f"USR1@{args.signal_before_s}",
-        "output": str(output_dir / "slurm" / "%x-%j.out"),
+        "output": str(output_dir / "slurm").replace("%", "%%") + "/%x-%j.out",  # a % of the folder's is no pattern
     }
     for key in ("partition", "account", "time", "cpus_per_task"):
         value = getattr(args, key)

@@ -16,14 +16,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "slurm"
 
-# srun: the server step (--ntasks=1) runs its command as a child, and (srun(1), --ignore-signals) forwards a SIGTERM
-# it receives as SIGKILL; a node step records its arguments and the files it holds open, then reads the fake server's
+# srun: the server step (--ntasks=1, no --ntasks-per-node) runs its command as a child, and (srun(1),
+# --ignore-signals) forwards a SIGTERM it receives as SIGKILL; a node step records its arguments and the files it holds open, then reads the fake server's
 # one line from a FIFO (when there is one), so the training step "ends" only after the server has said it.
 FAKE_SRUN = r"""#!/bin/bash
 if [[ -n ${FAKE_SRUN_CALLS:-} ]]; then all="$*"; echo "${all//$'\n'/ }" >>"$FAKE_SRUN_CALLS"; fi  # a line a call
 command=("$@")
 while [[ ${command[0]} == --* ]]; do command=("${command[@]:1}"); done
-if [[ " $* " == *" --ntasks=1 "* ]]; then
+if [[ " $* " == *" --ntasks=1 "* && " $* " != *" --ntasks-per-node="* ]]; then
     "${command[@]}" &
     child=$!
     trap 'kill -KILL "$child"; wait "$child"; exit 143' TERM
@@ -389,3 +389,85 @@ def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (submit_dir / "judge-serve-77.endpoint").read_text() == "http://localhost:8123/v1\n"
     assert not list(work_dir.glob("*.endpoint"))
+
+
+@pytest.mark.parametrize("flags", [["--port", "9000"], ["--port=9000"], ["--host", "127.0.0.1"]])
+def test_serve_sbatch_refuses_a_port_or_host_its_endpoint_file_would_not_name(tmp_path, flags):
+    """`sbatch slurm/serve.sbatch --port 9000`: judge-serve took the last --port (9000) while the endpoint file named
+    the script's own, and an eval array pointed at it polled a port nothing listened on for an hour. The job stops
+    at once instead, naming JUDGE_PORT, before it publishes an endpoint or starts judge-serve."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-serve": "exit 0\n",
+                       "scontrol": 'echo "${@: -1}"\n'}.items():  # fmt: skip
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "model").mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "55", "SLURM_JOB_NODELIST": "localhost",
+        "JUDGE_MODEL": str(tmp_path / "model"), "JUDGE_ENDPOINT_DIR": str(tmp_path / "endpoints"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), "FAKE_SRUN_RAN": str(tmp_path / "srun_ran"),
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(SLURM_DIR / "serve.sbatch"), *flags], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"serve.sbatch: {flags[0]} after the script: ")
+    assert ("JUDGE_PORT" in proc.stderr) == flags[0].startswith("--port")
+    assert not (tmp_path / "endpoints").exists() and not (tmp_path / "srun_ran").exists()
+
+
+@pytest.mark.parametrize(("script", "flags", "named"), [
+    ("eval.sbatch", ["--data", "/shared/all.jsonl"], "--data"),  # every task would judge the whole file
+    ("eval.sbatch", ["--out=/shared/one"], "--out"),  # every task would write one folder
+    ("rank.sbatch", ["--model", "/shared/models/a"], "--model"),  # every task would rank one candidate
+    ("rank.sbatch", ["--out", "/shared/one"], "--out"),
+])  # fmt: skip
+def test_array_scripts_refuse_a_flag_each_task_sets_itself(tmp_path, script, flags, named):
+    """judge-eval takes the last of a flag given twice: `sbatch --array=0-3 slurm/eval.sbatch --data all.jsonl` had
+    each of the 4 tasks judge all of it (the merge then held every record 4 times). The task stops before srun."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"}.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    data, models = tmp_path / "test.jsonl", tmp_path / "models.txt"
+    data.write_text('{"id": 1}\n{"id": 2}\n')
+    models.write_text("/shared/models/a\n/shared/models/b\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_RAN": str(tmp_path / "srun_ran"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
+        "JUDGE_RANK_MODELS": str(models), "JUDGE_RANK_JUDGE": "http://n1:8000/v1", "JUDGE_RANK_DATA": str(data),
+        "JUDGE_RANK_OUT": str(tmp_path / "rank"), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    assert _run(script, env, tmp_path).returncode == 0  # the same task without the flag runs
+    (tmp_path / "srun_ran").unlink()
+    proc = subprocess.run(["bash", str(SLURM_DIR / script), *flags], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"{script}: {named} after the script: each task sets its own")
+    assert not (tmp_path / "srun_ran").exists()
+
+
+@pytest.mark.parametrize(("flags", "accepted"), [
+    (["--output_dir", "{other}"], False),
+    (["--output-dir={other}"], False),
+    (["--output_dir", "{out}/"], True),  # the same folder, spelt otherwise
+    (["--max_steps", "9"], True),
+])  # fmt: skip
+def test_train_sbatch_refuses_a_second_run_folder_in_its_arguments(tmp_path, config_file, flags, accepted):
+    """`JUDGE_OUTPUT_DIR=A sbatch slurm/train.sbatch --output_dir B`: judge-train trained in B (the later flag) while the
+    script locked A and looked for checkpoints there, so a requeue found none to resume. It stops before any srun."""
+    out, other = tmp_path / "run", tmp_path / "elsewhere"
+    env = _train_env(tmp_path, config_file, out, JUDGE_MASTER_PORT="29500")
+    words = [flag.format(out=out, other=other) for flag in flags]
+    proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch"), *words], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    assert (proc.returncode == 0) == accepted, proc.stderr
+    assert (tmp_path / "srun_args").exists() == accepted
+    if not accepted:
+        assert proc.stderr == (f"train.sbatch: {words[0].split('=')[0]} {other} after the script is not "
+                               f"JUDGE_OUTPUT_DIR={out}; give the run folder once, as JUDGE_OUTPUT_DIR\n")
+        assert not out.exists()

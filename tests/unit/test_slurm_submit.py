@@ -117,8 +117,9 @@ def test_dry_run_script_is_valid_bash(capsys, config_file, tmp_path):
 
 def test_header_values_with_a_space_are_quoted_for_sbatch(capsys, config_file, tmp_path):
     """sbatch splits an #SBATCH line at whitespace and refuses the leftover word ("Invalid directive found in batch
-    script"), but keeps a double-quoted value whole: a run folder or job name with a space is quoted; a value with
-    a space and a double quote cannot be written and is refused before anything is submitted."""
+    script"), and an unpaired quote, but keeps a quoted value whole: a run folder or job name with a space or a quote
+    is quoted with the other quote; a value with both quotes cannot be written and is refused before anything is
+    submitted."""
     out = tmp_path / "my runs" / "x"
     script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
                       str(out), "--job-name", "my judge", "--sbatch-arg=--comment=two words")
@@ -126,8 +127,12 @@ def test_header_values_with_a_space_are_quoted_for_sbatch(capsys, config_file, t
     assert '#SBATCH --job-name="my judge"' in header and '#SBATCH --comment="two words"' in header
     assert f'#SBATCH --output="{out}/slurm/%x-%j.out"' in header
     assert "#SBATCH --nodes=1" in header  # values without a space are written as they were
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
+                      str(tmp_path / "o'brien"), '--sbatch-arg=--comment=a "b" c')
+    assert f'#SBATCH --output="{tmp_path}/o\'brien/slurm/%x-%j.out"' in _header(script)
+    assert "#SBATCH --comment='a \"b\" c'" in _header(script)
     assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8",
-                              '--sbatch-arg=--comment=a "b" c']) == 2
+                              "--sbatch-arg=--comment=it's \"b\""]) == 2
     assert "cannot be written in an #SBATCH line" in capsys.readouterr().err
 
 
@@ -201,7 +206,8 @@ def _fake_slurm_bin(bin_dir: Path) -> Path:
     bin_dir.mkdir()
     scripts = {
         # a one-task step (the rendezvous port probe) runs its command, as on the node it names
-        "srun": 'if [[ " $* " == *" --ntasks=1 "* ]]; then while [[ $1 == --* ]]; do shift; done; exec "$@"; fi\n'
+        "srun": 'if [[ " $* " == *" --ntasks=1 "* && " $* " != *" --ntasks-per-node="* ]]; then\n'
+                '    while [[ $1 == --* ]]; do shift; done; exec "$@"\nfi\n'
                 'printf "%s\\0" "$@" >"$FAKE_SRUN_ARGS"\n',
         "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "nx-node-1\\nnx-node-2\\n";;\n'
                     '  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;\nesac\n',
@@ -237,10 +243,11 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
     assert re.search(r"^    rendezvous  10\.0\.0\.5:\d+$", proc.stdout, re.M)  # the port: test_slurm_scripts.py
     assert not (out / "checkpoint-6").exists() and len(list(out.glob("incomplete-checkpoint-6-job1234-*"))) == 1
     srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
-    assert srun[:5] == ["--kill-on-bad-exit=1", "--label", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16"]
-    assert srun[5:7] == ["bash", "-c"] and 'trap "" USR1' in srun[7] and "--no-python judge-train" in srun[7]
-    assert srun[8] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
-    assert srun[9:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
+    assert srun[:6] == ["--kill-on-bad-exit=1", "--label", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                        "--cpus-per-task=16"]
+    assert srun[6:8] == ["bash", "-c"] and 'trap "" USR1' in srun[8] and "--no-python judge-train" in srun[8]
+    assert srun[9] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
+    assert srun[10:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
 
 
 # --- a newline in a value must not become a command line in the script ----------------------------------------

@@ -1,0 +1,46 @@
+"""`judge-train submit` into run folders with odd names, on a real Slurm: the job log is where submit says it is.
+
+sbatch reads `--output` as a filename pattern: unescaped, a folder's `%x` became the job name, the log's folder did
+not exist, and the job failed at launch (JobLaunchFailure) without a line of log. An unquoted `'` or `"` in an
+#SBATCH line made sbatch refuse the script ("Unmatched `'`")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+TEMPLATE = """#!/bin/bash
+#SBATCH --job-name=judge-train
+#SBATCH --nodes=1
+#SBATCH --cpus-per-task=1
+#SBATCH --time=00:05:00
+echo "logged by job $SLURM_JOB_ID"
+"""
+
+
+@pytest.mark.parametrize("folder", ["run 100%x", "o'brien", 'say "hi" there'])
+def test_submit_into_an_oddly_named_folder_logs_where_it_says(slurm_cluster, tmp_path, folder):
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 1\nglobal_batch_size: 1\n"
+                      f"output_dir: {tmp_path / 'unused'}\n")  # fmt: skip
+    template = tmp_path / "tiny.sbatch"
+    template.write_text(TEMPLATE)
+    out = tmp_path / folder
+    proc = subprocess.run(
+        [sys.executable, "-c", "from train.slurm_submit import main; raise SystemExit(main())",
+         "--config", str(config), "--nodes", "1", "--gpus-per-node", "0", "--signal-before-s", "60",
+         "--job-name", "pct", "--output-dir", str(out), "--script", str(template)],
+        cwd=REPO, env=slurm_cluster.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job_id = proc.stdout.split("submitted job ", 1)[1].split(":", 1)[0]
+    log = Path(proc.stdout.split("log: ", 1)[1].strip())
+    assert log == out / "slurm" / f"pct-{job_id}.out"
+    record = slurm_cluster.wait(job_id, timeout_s=120)
+    assert record["JobState"] == "COMPLETED", record
+    assert log.read_text() == f"logged by job {job_id}\n"

@@ -1,0 +1,85 @@
+"""`judge-train submit` refuses, at submit time and in one line, what would otherwise fail inside the job or as a
+traceback: a job log Slurm cannot write, a missing env script, a run folder it cannot write, no sbatch. The log's
+path as sbatch reads it (``%`` patterns) is also checked on a real Slurm: tests/integration/slurm/
+test_slurm_submit_log_path.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from train import slurm_submit
+
+
+@pytest.fixture
+def config_file(tmp_path) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    return path
+
+
+def _submit(config_file: Path, *argv: str) -> int:
+    return slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", *argv])
+
+
+@pytest.mark.parametrize(("flag", "value", "named"), [
+    # a backslash turns off Slurm's filename patterns and is dropped: the log's folder does not exist
+    ("--output-dir", "runs\\a", "--output-dir '{tmp}/runs\\a'"),
+    # %x is the job name: a / in it names a folder below slurm/ that no one made
+    ("--job-name", "exp/1", "--job-name 'exp/1'"),
+])  # fmt: skip
+def test_a_job_log_slurm_cannot_write_is_refused_before_submitting(tmp_path, config_file, capsys, monkeypatch, flag,
+                                                                    value, named):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert _submit(config_file, flag, value, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"judge-train submit: {named.format(tmp=tmp_path)}: Slurm cannot write the job log")
+
+
+def test_the_run_folders_percent_signs_are_escaped_in_the_log_pattern(tmp_path, config_file, capsys):
+    """`%x` in a folder's name would be read as the job name (the job then fails at launch, no log); `%%` is a %."""
+    out = tmp_path / "run 100%x"
+    assert _submit(config_file, "--output-dir", str(out), "--dry-run") == 0
+    header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#SBATCH --output=")]
+    assert header == [f'#SBATCH --output="{tmp_path}/run 100%%x/slurm/%x-%j.out"']
+
+
+def test_a_missing_env_script_is_refused_at_submit(tmp_path, config_file, capsys):
+    assert _submit(config_file, "--env-script", str(tmp_path / "env.sh"), "--dry-run") == 2
+    assert capsys.readouterr().err == (f"judge-train submit: --env-script {tmp_path / 'env.sh'} is not a file (the "
+                                       "job would stop at its start)\n")  # fmt: skip
+
+
+def test_a_run_folder_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, config_file, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")  # a file where the run folder's parent should be
+    assert _submit(config_file, "--output-dir", str(blocker / "run")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"judge-train submit: cannot keep the job script in {blocker / 'run' / 'slurm'}: ")
+    assert err.count("\n") == 1
+
+
+def test_no_sbatch_on_path_is_one_line_and_keeps_the_script(tmp_path, config_file, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    out = tmp_path / "run"
+    assert _submit(config_file, "--output-dir", str(out)) == 127
+    (script,) = (out / "slurm").glob("train-*.sbatch")
+    assert capsys.readouterr().err == (f"judge-train submit: no sbatch on PATH; run on a Slurm login node, or "
+                                       f"--dry-run ({script} kept)\n")  # fmt: skip
+    assert os.access(script, os.R_OK)
+
+
+@pytest.mark.parametrize("spelling", [["--output_dir", "{b}"], ["--output-dir={b}"]])
+def test_a_second_run_folder_after_the_double_dash_is_refused(tmp_path, config_file, capsys, spelling):
+    """judge-train in the job took the folder after -- (the later flag) while train.sbatch locked, looked for
+    checkpoints and logged in --output-dir's: a requeued job found nothing to resume there."""
+    judge_args = [word.format(b=tmp_path / "b") for word in spelling]
+    assert _submit(config_file, "--output-dir", str(tmp_path / "a"), "--dry-run", "--", *judge_args) == 2
+    assert capsys.readouterr().err == ("judge-train submit: --output-dir and an --output-dir after --: give the run "
+                                       "folder once, with --output-dir\n")  # fmt: skip
+    # alone after --, it is the run folder for both
+    assert _submit(config_file, "--dry-run", "--", *judge_args) == 0
+    assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'b'}\n" in capsys.readouterr().out
