@@ -133,10 +133,10 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
         share = max_total // n if max_model_len is None else min(max_total // n, max_model_len)
         return {**body, fields[-1]: share}, None
     for name in named:  # every one set: which the engine obeys is its choice, so none may ask too much
-        tokens = body[name]
+        tokens = max(body[name], 1)  # echo with max_tokens 0 still generates one each (vLLM: echo_without_generation)
         if tokens * n > max_total:
             return body, error_response(
-                400, f"{name}: {tokens} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
+                400, f"{name}: {body[name]} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
                 param=name, code="too_many_tokens",
             )  # fmt: skip
     return body, None

@@ -37,7 +37,7 @@ from serve.chat_tokens import tokenize_sharing_prefixes
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
 
 __all__ = ["Job", "JobPlan", "build_jobs", "check_criteria", "plan_jobs", "build_pair_jobs", "PAIRWISE_SCALE",
-           "check_sizes", "max_token_chars", "refuse_over_bound"]
+           "check_pair_sizes", "check_sizes", "max_token_chars", "refuse_over_bound"]
 
 
 @dataclass(frozen=True)
@@ -432,6 +432,25 @@ def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: in
 PAIRWISE_SCALE = Scale((-1, 0, 1))
 
 
+def check_pair_sizes(request: PairwiseRequest, *, max_model_len: int, max_tokens: int, chars_per_token: int) -> None:
+    """Refuse a pair whose texts hold more characters than the prompt's tokens could stand for, before anything is
+    rendered: ``check_sizes``' bound for pairs, which ``serve.judging.Judge.check`` asks before the engines' health.
+
+    Raises:
+        RequestError: naming the pair, ``context_length_exceeded``.
+    """
+    limit = (max_model_len - max_tokens) * chars_per_token
+    for i, pair in enumerate(request.pairs):
+        chars = len(pair.instruction) + len(pair.answer_1) + len(pair.answer_2) + len(pair.rubrics)
+        if chars > limit:
+            raise RequestError(
+                f"pairs[{i}]: {chars} characters of instruction, answers and rubrics cannot fit the "
+                f"{max_model_len - max_tokens} prompt tokens left of the model's context of {max_model_len} "
+                f"(max_tokens {max_tokens}); at most {limit} characters.",
+                param=f"pairs[{i}]", code="context_length_exceeded",
+            )  # fmt: skip
+
+
 def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: int, max_tokens: int,
                     thinking: bool, chars_per_token: int | None = None) -> list[Job]:
     """Render and tokenize every pair of a pairwise request (``judge.render_pairwise_prompt``), in request order.
@@ -443,16 +462,7 @@ def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: 
         RequestError: a prompt that does not fit the context, naming the pair.
     """
     if chars_per_token is not None:
-        limit = (max_model_len - max_tokens) * chars_per_token
-        for i, pair in enumerate(request.pairs):
-            chars = len(pair.instruction) + len(pair.answer_1) + len(pair.answer_2) + len(pair.rubrics)
-            if chars > limit:
-                raise RequestError(
-                    f"pairs[{i}]: {chars} characters of instruction, answers and rubrics cannot fit the "
-                    f"{max_model_len - max_tokens} prompt tokens left of the model's context of {max_model_len} "
-                    f"(max_tokens {max_tokens}); at most {limit} characters.",
-                    param=f"pairs[{i}]", code="context_length_exceeded",
-                )  # fmt: skip
+        check_pair_sizes(request, max_model_len=max_model_len, max_tokens=max_tokens, chars_per_token=chars_per_token)
     prompts = [render_pairwise_prompt(pair) for pair in request.pairs]
     texts = [apply_chat(tokenizer, prompt, thinking=thinking) for prompt in prompts]
     opening, closing = template_wrapping(tokenizer, thinking) if texts else (None, None)

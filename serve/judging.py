@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~575 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~585 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -55,7 +55,7 @@ from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, Jud
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
-from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_sizes,
+from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError
 from serve.score_reading import level_token_ids, seq2seq_verdict
@@ -212,14 +212,17 @@ def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str
         tokens, top = logprobs.get("tokens") or [], logprobs.get("top_logprobs") or []
         if (isinstance(tokens, list) and isinstance(top, list) and len(top) >= len(tokens)
                 and all(isinstance(token, str) for token in tokens)
-                and all(position is None or (isinstance(position, dict) and all(map(_is_number, position.values())))
+                and all(position is None or (isinstance(position, dict) and all(map(_is_logprob, position.values())))
                         for position in top)):
             return logprobs
     raise unreadable_answer("/v1/completions", completion, "choices[0].logprobs are not vLLM's")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _is_logprob(value: Any) -> bool:
+    """A log-probability: a finite number, at most 0 (1 allows for rounding). Python's JSON reader takes ``NaN`` and
+    ``Infinity``: a NaN made a NaN expected score, which no JSON response can carry (a bare 500), and a value past
+    709 overflowed ``math.exp``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value <= 1
 
 
 def _token_count(value: Any) -> int:
@@ -293,6 +296,11 @@ class Judge:
             if s.kind != JudgeKind.SEQ2SEQ:
                 raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
                                    f"is a {s.kind} judge", "pairs")  # fmt: skip
+            if self._chars_per_token is None:
+                self._chars_per_token = max_token_chars(self.tokenizer)
+            # a pair too long for the context is refused here, before the engines' health, as an item is
+            check_pair_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens,
+                             chars_per_token=self._chars_per_token)
             return CheckedRequest(request, max_tokens, None, {})
         options = JudgeOptions(
             max_tokens=max_tokens,
