@@ -215,8 +215,14 @@ class ChatBackend:
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
                 return [too_long_outcome(refusal.said)]
             raise refusal from err
-        choice = response.choices[0] if response.choices else None
-        message = choice.message if choice is not None else None
+        if not response.choices:
+            # No choice is no answer of the judge's (a proxy's HTTP 200 carrying {"error": ...}, or an empty list):
+            # a failed request with the server's words, asked again by the next run, not a final "empty" verdict.
+            said = (getattr(response, "model_extra", None) or {}).get("error")
+            said = said.get("message", said) if isinstance(said, dict) else said
+            raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+        choice = response.choices[0]
+        message = choice.message
         text = message.content if message is not None else None
         return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
                                 reasoning=reasoning_of(message) if integer else None,
@@ -331,6 +337,13 @@ class JudgeServeBackend:
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
+        # Results are matched to records by position: one answered in another order (or for another criterion) would
+        # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again.
+        # Compared stripped: judge-serve strips a custom criterion's name (judge.criteria.resolve_criterion).
+        named, asked = [result.criterion for result in results], [record.criteria_name for record in batch]
+        if [name.strip() for name in named] != [name.strip() for name in asked]:
+            raise Refused(f"judge-serve answered for the criteria {short(str(named), 200)}, asked for "
+                          f"{short(str(asked), 200)} in that order")
         return [self._outcome(result) for result in results]
 
     @staticmethod

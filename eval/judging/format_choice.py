@@ -27,7 +27,8 @@ from judge.verdicts import VerdictFormat
 
 __all__ = ["SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
-           "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model"]
+           "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
+           "FormatWatch", "N_FIRST_MISREAD"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -212,6 +213,29 @@ def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, ask
                       "--overwrite, or use another --out")
 
 
+def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool) -> str | None:
+    """The checkpoint this launch records as its server's ``root`` (vLLM's model entry names the weights it loaded;
+    run.json's ``server_limits.root``), held to the one the ``n_written`` verdicts already in ``out`` were asked of.
+    ``held_model`` compares served names only, and ``vllm serve B --served-model-name judge`` is named as A was: a
+    resume against it would add B's verdicts to A's under one name. Either side not saying (a server that lists no
+    ``root``, a run.json from before it was kept) is no evidence and passes; the recorded one is kept where this
+    launch's server says none (nothing to ask: no server was asked).
+
+    Raises:
+        ConfigError: a launch that would ask the judge finds other weights loaded than the recorded ones (naming
+            both), before any item is asked.
+    """
+    limits = earlier_record(out).get("server_limits") if n_written else None
+    earlier = limits.get("root") if isinstance(limits, dict) else None
+    if not isinstance(earlier, str) or not earlier or earlier == root:
+        return root
+    if not asking or root is None:
+        return earlier
+    raise ConfigError(f"judge: the {n_written} verdicts already in {out} were asked of a server that loaded "
+                      f"{earlier!r}, but {judge_ref} now serves {root!r} under the same name: resume against the "
+                      "judge that started the folder, or start again with --overwrite, or use another --out")
+
+
 def earlier_verdict_format(out: Path) -> str | None:
     """The verdict format an earlier launch recorded for the verdicts it wrote (its run.json's config, written after
     the format was resolved); None without a readable one."""
@@ -230,3 +254,46 @@ def earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
 
     return (positive((record.get("config") or {}).get("max_tokens")),
             positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
+
+
+#: How many of a chat run's first answers, all unreadable in the format the run guessed and all readable in the other,
+#: stop it (``FormatWatch``).
+N_FIRST_MISREAD = 5
+
+
+class FormatWatch:
+    """Stops a run whose guessed verdict format is the wrong one, before it writes a parse failure per item.
+
+    A judge behind a plain URL (vLLM, an OpenAI-compatible API) whose model id and ``root`` do not say ``Pollux-4B``
+    is read as ``tagged`` (``chosen_verdict_format``): a renamed 4B copy then failed every verdict, final rows a
+    rerun never asks again, and the run exited 0. ``offer`` reads each row as it is written; once the first
+    ``n_first`` answers all failed in the run's format and all read in the other, ``misread`` is the sentence to stop
+    with. For a ``tagged`` run only answers with no ``[RESULT]`` at all count: a tagged verdict cut before its
+    ``[END]`` ends with its score, which the integer reader would take.
+
+    Args:
+        verdict_format: the run's.
+        n_first: how many alike answers stop it (0: never).
+    """
+
+    def __init__(self, verdict_format: str, n_first: int = N_FIRST_MISREAD):
+        self.verdict_format, self.n_first, self.seen = verdict_format, n_first, 0
+        self.other = VerdictFormat.TAGGED if verdict_format == VerdictFormat.INTEGER else VerdictFormat.INTEGER
+        self.misread: str | None = None
+
+    def offer(self, rows: list[Any]) -> str | None:
+        """``misread`` once the rule holds; None while it may, or after an answer that breaks it."""
+        from judge.verdicts import VerdictError, parse_judge_output
+
+        for row in rows:
+            if self.seen >= self.n_first or row.raw_output is None:  # decided, or no answer to read
+                continue
+            wrong = (not row.parse_ok and parse_judge_output(self.other, row.raw_output).ok
+                     and (self.verdict_format == VerdictFormat.INTEGER or row.error == VerdictError.NO_RESULT))
+            self.seen = self.seen + 1 if wrong else self.n_first
+            if wrong and self.seen == self.n_first:
+                self.misread = (f"verdict_format: the judge's first {self.n_first} answers do not read as "
+                                f"{self.verdict_format} verdicts but do as {self.other} ones; {self.verdict_format} "
+                                f"was guessed from the model id: start again with --overwrite --verdict-format "
+                                f"{self.other}")
+        return self.misread

@@ -386,10 +386,14 @@ def resume_predictions(path: str | Path, ids: Sequence[str] | Mapping[str, str],
     kept: set[str] = set()
     torn: list[bytes] = []
     n_rows = 0
-    for row in _iter_rows(path, torn):
-        n_rows += 1
-        if not keep(row, kept) and failed is not None and row.error == REQUEST_FAILED and row.id in keys:
-            failed.add(row.id)
+    try:
+        for row in _iter_rows(path, torn):
+            n_rows += 1
+            if not keep(row, kept) and failed is not None and row.error == REQUEST_FAILED and row.id in keys:
+                failed.add(row.id)
+    except ValueError as err:  # a line no run of this version writes (a half row an older run left mid-file)
+        raise ValueError(f"{err}; the run cannot resume from this file: mend or delete that line (its item is then "
+                         "asked again), or start again with --overwrite") from None
     if failed is not None:
         failed -= kept
     if torn or len(kept) != n_rows:

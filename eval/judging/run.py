@@ -17,7 +17,8 @@ head's raw value; the latency is that of the request that produced the row, shar
 (resolved config, git revision, package versions, prompt version). A rerun resumes: rows already written are kept,
 a line cut by a kill is dropped, items whose *request* failed are retried, so are items edited in place (a row's
 ``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
-records is refused (``eval.judging.format_choice.held_model``). A verdict that does not parse is a final answer
+records is refused (``eval.judging.format_choice.held_model``), so is one whose model entry names other weights
+(``held_root``). A verdict that does not parse is a final answer
 (``parse_ok: false`` with the parser's error); it is never a score.
 
 Before any item is sent, the server's model list is asked (``eval.judging.contact.first_contact``: retried while the server
@@ -30,7 +31,8 @@ absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any d
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) is the one a
 judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set otherwise is refused before any item), else
 ``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
-run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run. The Russian
+run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run, as do first chat
+answers that read only in the other format than the one guessed from a URL's model id (``FormatWatch``). The Russian
 prompt's template is the one ``prompt_version`` names when set (a judge-serve naming another is refused), else
 follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the released
 Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.json records it and why. Data
@@ -55,8 +57,9 @@ from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    Refused, ServerChanged, short, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of
-from eval.judging.format_choice import (earlier_max_tokens, earlier_prompt_version, earlier_record, held_model,
-                                        resolve_prompt_template, resolve_verdict_format, run_verdict_format)
+from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_prompt_version,
+                                        earlier_record, held_model, held_root, resolve_prompt_template,
+                                        resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
@@ -81,9 +84,10 @@ log = logging.getLogger("judge_eval.run")
 
 
 async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig, path: Path,
-                     content_keys: Mapping[str, str]) -> dict[str, int]:
+                     content_keys: Mapping[str, str], watch: FormatWatch | None = None) -> dict[str, int]:
     """Send every batch with ``concurrency`` workers, append one row per record as its batch finishes, each with its
-    record's ``record_content_key`` from ``content_keys`` (by id: computed once per record, for the resume too)."""
+    record's ``record_content_key`` from ``content_keys`` (by id: computed once per record, for the resume too);
+    stop when ``watch`` finds the guessed verdict format misread (``ConfigError``)."""
     from tqdm import tqdm
 
     batches = backend.batches(records)
@@ -111,9 +115,11 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
             elif not row.parse_ok:
                 counts["parse_failed"] += 1
         bar.update(len(batch))
+        if watch is not None:
+            watch.offer(rows)
 
     async def worker() -> None:
-        while first.stopped is None and not changed:
+        while first.stopped is None and not changed and not (watch and watch.misread):
             try:
                 batch = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -135,6 +141,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     finally:
         bar.close()
         await backend.aclose()
+    if watch is not None and watch.misread:  # the rows written are kept: the folder is started again anyway
+        raise ConfigError(watch.misread)
     if changed:
         raise EndpointUnusable(changed[0].stopped(len(batches) - queue.qsize(), len(batches), counts["written"]))
     if first.stopped is not None:  # the refused items as counted failures, asked again after the others
@@ -195,7 +203,11 @@ def _select(records: list, config: RunConfig) -> list:
         spec = judge.load_split_spec()
         # An item whose task type the taxonomy does not know is in neither test: it runs only under --split all
         # (score then reports it as the "unknown" split), never silently as Standard, and never aborts the run.
+        n_read = len(records)
         records = [r for r in records if judge.split_of(r, spec, allow_unknown=True) == config.split]
+        if n_read and not records:  # said, not refused: a Slurm shard of one split's rows has none of the other's
+            log.warning("split: none of the %d records of %s is in the %s test (judge.split_of): nothing to judge; "
+                        "--split all judges them", n_read, config.data or "the bundled sample", config.split)
     if config.limit:
         records = records[: config.limit]
     return records
@@ -367,6 +379,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
                                           policy=first_contact_policy(config))
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
+        limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo)))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits)
@@ -430,6 +443,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # A judge-serve says which format it serves (what its engine writes and its /v1/judge parses): that, not a
         # guess from the served name, is what the folder's rows are, and what `score` reads run.json for. A resume
         # keeps the format of the verdicts already here, as it keeps their prompt template and max_tokens.
+        guessed = config.verdict_format == "auto" and not limits.verdict_format and not checkpoint_folder(judge_ref)
         config.verdict_format, _ = run_verdict_format(config.verdict_format, judge_ref, model, limits.verdict_format,
                                                       out, n_written, asking=bool(todo), root=limits.root)
         template, why = resolve_prompt_template(config.verdict_format, judge_ref, limits.prompt_version,
@@ -471,7 +485,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config, template))
-            counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys))
+            watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" and config.prompt == "ru" else None
+            counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch))
     if not predictions.exists():
         predictions.touch()
     return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),

@@ -55,3 +55,17 @@ def test_resume_warns_once_about_a_torn_last_line(tmp_path, caplog):
         assert resume_predictions(path, ["a", "b"]) == {"a"}
     assert sum("dropped its last line" in r.getMessage() for r in caplog.records) == 1
     assert [r["id"] for r in read_predictions(path)] == ["a"] and path.read_text(encoding="utf-8").endswith("\n")
+
+
+def test_a_half_row_an_older_run_left_mid_file_says_how_to_resume(tmp_path):
+    """A half row followed by whole ones (left by a run that appended after a cut line) stops the resume naming the
+    line and what to do: mend or delete it, or --overwrite; the file is left as it was."""
+    path = tmp_path / "predictions.jsonl"
+    text = _row("a") + "\n" + _row("b")[:12] + _row("c") + "\n"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as raised:
+        resume_predictions(path, ["a", "b", "c"])
+    assert str(raised.value).startswith(f"{path}:2: not a JSON line (")
+    assert str(raised.value).endswith("; the run cannot resume from this file: mend or delete that line (its item is "
+                                      "then asked again), or start again with --overwrite")
+    assert path.read_text(encoding="utf-8") == text
