@@ -26,8 +26,9 @@ the packages it exercises: it imports the contract (``judge``), and ``train.tiny
 tiny models (built in this process so that the stage can render a prompt through their tokenizer); training,
 serving and evaluation run as subprocesses, and nothing is imported from ``serve`` or ``eval``.
 
-A mistake in how it was asked to run (a ``--data`` that is missing or empty, ``--stages serve`` on an ``--out`` with
-no trained judge, a judge-serve that does not start) stops it with one line on stderr and exit code 2. It runs
+A mistake in how it was asked to run (a ``--data`` that is missing or empty, a ``--stages`` that names no stage,
+``--stages serve``, ``eval`` or ``mera`` on an ``--out`` with no trained judge, said before any stage runs, a
+judge-serve that does not start) stops it with one line on stderr and exit code 2. It runs
 offline: ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set to 1 unless already set.
 """
 
@@ -103,7 +104,26 @@ def _parse_args(argv):
     unknown = sorted(set(args.stages) - set(names))
     if unknown:
         parser.error(f"unknown stages {unknown}; choose from {names}")
+    if not args.stages:  # `--stages ""` or `--stages ,` once ran nothing and said "make demo finished"
+        parser.error(f"--stages names no stage; choose from {names}")
     return args
+
+
+def missing_judges(out: Path, chosen) -> DemoError | None:
+    """The mistake of a plan whose stages serve a trained judge that neither ``--out`` holds nor its train stage
+    will write: said before any stage runs (``--stages mera`` once ran the sandbox self-check first)."""
+    if any(stage.name == "train" for stage in chosen):
+        return None
+    for stage in chosen:
+        for recipe in stage.judges:
+            if not (out / "train" / recipe / "export").is_dir():
+                return no_trained_judge(out, recipe)
+    return None
+
+
+def no_trained_judge(out: Path, recipe: str) -> DemoError:
+    return DemoError(f"--out {out}: no trained {recipe} judge at {out / 'train' / recipe / 'export'}; run the train "
+                     "stage first (add train to --stages, or leave --stages out for every stage)")
 
 
 def main(argv=None) -> int:
@@ -111,9 +131,12 @@ def main(argv=None) -> int:
     for name, value in OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
     out = Path(args.out).resolve()
+    chosen = [stage for stage in STAGES if stage.name in args.stages]
+    if error := missing_judges(out, chosen):
+        print(f"demo: {error}", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    chosen = [stage for stage in STAGES if stage.name in args.stages]
     print("Stages:")
     for number, stage in enumerate(chosen, 1):
         print(f"  {number}. {stage.name:<8} {stage.summary}")
@@ -166,7 +189,8 @@ def stage_contract(out: Path, args, servers) -> int:
     try:
         records = load_records(source)
     except (OSError, ValueError) as error:  # the loader's message names the file and the row
-        raise DemoError(f"--data {source}: {error}") from None
+        said = str(error).removeprefix(f"{source}: ")  # the path once, after the flag
+        raise DemoError(f"--data {source}: {said}") from None
     if not records:
         raise DemoError(f"--data {source}: no records; the contract stage needs at least one labelled row")
 
@@ -317,21 +341,26 @@ def stage_mera(out: Path, args, servers) -> int:
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of the demo: its name (for ``--stages``), what it shows (printed in the plan) and the function that
-    runs it, ``run(out, args, servers) -> exit code`` (0 is success; anything else stops the demo)."""
+    """One step of the demo: its name (for ``--stages``), what it shows (printed in the plan), the function that
+    runs it, ``run(out, args, servers) -> exit code`` (0 is success; anything else stops the demo), and the trained
+    judges (recipes) it serves, which the train stage writes under ``--out``."""
 
     name: str
     summary: str
     run: Callable[[Path, argparse.Namespace, "_Servers"], int]
+    judges: tuple[str, ...] = ()
 
 
 STAGES = (
     Stage("contract", "tiny judge models, the sample data, a prompt through the chat template, verdict parsing",
           stage_contract),
     Stage("train", "judge-train: tiny seq2seq and regression judges on the sample's Standard rows", stage_train),
-    Stage("serve", "judge-serve: a few sample items judged through /v1/judge with the openai SDK", stage_serve),
-    Stage("eval", "judge-eval run, score and compare for both trained judges", stage_eval),
-    Stage("mera", "judge-eval mera ruhumaneval: sandbox self-check, then the served judge", stage_mera),
+    Stage("serve", "judge-serve: a few sample items judged through /v1/judge with the openai SDK", stage_serve,
+          judges=("seq2seq",)),
+    Stage("eval", "judge-eval run, score and compare for both trained judges", stage_eval,
+          judges=("seq2seq", "regression")),
+    Stage("mera", "judge-eval mera ruhumaneval: sandbox self-check, then the served judge", stage_mera,
+          judges=("seq2seq",)),
 )
 
 
@@ -408,8 +437,7 @@ class _Servers:
     def _launch(self, recipe: str) -> tuple[ManagedProcess, int, float]:
         model = self.out / "train" / recipe / "export"
         if not model.is_dir():  # said before a judge-serve is started only to refuse the folder
-            raise DemoError(f"--out {self.out}: no trained {recipe} judge at {model}; run the train stage first "
-                            "(add train to --stages, or leave --stages out for every stage)")
+            raise no_trained_judge(self.out, recipe)
         log_dir = self.out / "serve" / recipe
         port = free_port()
         cmd = ["judge-serve", "--model", str(model), "--port", str(port), "--api-key-env", "JUDGE_DEMO_KEY",

@@ -354,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = ExactArgumentParser(prog="python scripts/make_sample.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.out.is_dir():  # refused before any work, not a traceback from the final rename
+        parser.error(f"--out {args.out}: a folder, not a file; give the JSONL file to write")
     records = build_records(SEED)
     write_jsonl(records, args.out)
     counts = summary(records)

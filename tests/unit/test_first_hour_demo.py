@@ -1,0 +1,86 @@
+"""A newcomer's first mistakes with `make demo`'s script (scripts/demo.py) and the sample's generator
+(scripts/make_sample.py): each is one line on stderr and exit code 2, said before any work, naming the flag and the
+file once.
+
+The stage behaviour itself is tests/unit/test_demo.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scripts import demo
+
+
+def _record_commands(monkeypatch) -> list[list[str]]:
+    """The console scripts the demo would run, recorded instead of run."""
+    commands: list[list[str]] = []
+    monkeypatch.setattr(demo, "_run", lambda cmd, env=None: commands.append(cmd) or 0)
+    return commands
+
+
+@pytest.mark.parametrize("stages", [",", "", " , "])
+def test_a_stages_list_naming_no_stage_is_refused(tmp_path, capsys, stages):
+    """`--stages ,` once ran nothing, exit 0, and printed "make demo finished": a silent no-op."""
+    with pytest.raises(SystemExit) as exited:
+        demo.main(["--out", str(tmp_path / "out"), "--stages", stages])
+    assert exited.value.code == 2
+    assert "--stages names no stage; choose from ['contract', 'train', 'serve', 'eval', 'mera']" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stages, trained, missing", [
+    ("mera", (), "seq2seq"),                  # once ran the sandbox self-check (~10 s) before refusing
+    ("contract,mera", (), "seq2seq"),         # once built the tiny models and read the sample first
+    ("contract,serve", (), "seq2seq"),
+    ("eval", ("seq2seq",), "regression"),     # eval serves both judges
+])
+def test_a_stage_that_serves_a_missing_judge_is_refused_before_any_stage_runs(tmp_path, capsys, monkeypatch, stages,
+                                                                            trained, missing):
+    out = tmp_path / "out"
+    for recipe in trained:
+        (out / "train" / recipe / "export").mkdir(parents=True)
+    commands = _record_commands(monkeypatch)
+    assert demo.main(["--out", str(out), "--stages", stages]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (f"demo: --out {out}: no trained {missing} judge at {out / 'train' / missing / 'export'}; "
+                            "run the train stage first (add train to --stages, or leave --stages out for every "
+                            "stage)\n")
+    assert commands == [] and "========" not in captured.out  # no stage began
+    assert not (out / "models").exists() and not (out / "contract_summary.json").exists()
+
+
+def test_a_plan_whose_judges_are_there_or_trained_first_is_not_refused(tmp_path):
+    """With the train stage in the plan the judges are written before they are served, and an --out that holds both
+    exports serves them: nothing refused up front."""
+    assert demo.missing_judges(tmp_path, [s for s in demo.STAGES if s.name in ("train", "mera")]) is None
+    assert demo.missing_judges(tmp_path, [s for s in demo.STAGES if s.name == "contract"]) is None
+    for recipe in ("seq2seq", "regression"):
+        (tmp_path / "train" / recipe / "export").mkdir(parents=True)
+    assert demo.missing_judges(tmp_path, list(demo.STAGES[2:])) is None
+
+
+def test_a_bad_data_file_is_named_once_after_the_flag(tmp_path, capsys):
+    """`--data` missing, or with a bad row: the path once (it was printed twice, `--data X: X: ...`), then the
+    loader's words with the row."""
+    missing = tmp_path / "nothere.jsonl"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a"}\n{"id": \n', encoding="utf-8")
+    for path, said in ((missing, "no such file or folder"), (bad, "row 0: field 'instruction': is missing")):
+        assert demo.main(["--out", str(tmp_path / "out"), "--stages", "contract", "--data", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"demo: --data {path}: {said}\n", err
+
+
+def test_make_sample_refuses_a_folder_as_out_before_building(tmp_path, capsys, monkeypatch):
+    """`python -m scripts.make_sample --out DIR`: one line naming the flag, exit 2, instead of an IsADirectoryError
+    traceback from the final rename after the whole sample was built."""
+    from scripts import make_sample
+
+    built = []
+    monkeypatch.setattr(make_sample, "build_records", lambda seed: built.append(seed) or [])
+    with pytest.raises(SystemExit) as exited:
+        make_sample.main(["--out", str(tmp_path)])
+    assert exited.value.code == 2 and built == []
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python scripts/make_sample.py: error: --out {tmp_path}: a folder, not a file; give the JSONL file to write")
