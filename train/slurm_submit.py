@@ -22,7 +22,7 @@ the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordi
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~520 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~550 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import shlex
 import subprocess
@@ -76,6 +77,25 @@ class BatchPlan:
         )
 
 
+FITS_SHOWN = 12  # the per-device batch sizes an error names: the smallest ones, then how many there are
+FITS_SCAN = 10**6  # the divisor search stops here: a tenth of a second of Python
+
+
+def _batch_sizes_that_fit(quotient: int) -> tuple[list[int], bool]:
+    """The per-device batch sizes b with b x ranks = a divisor of the batch (the divisors of ``quotient``, the batch
+    over the ranks), ascending, and whether the list is whole. Divisors come in pairs around the square root: a scan
+    of every b up to the batch stalled the submit for minutes on a batch of 10^9; past a square root of
+    ``FITS_SCAN`` (a batch that size is a typo) only the smallest are found, which are the ones that fit a GPU."""
+    small, large = [], []
+    root = math.isqrt(quotient)
+    for b in range(1, min(root, FITS_SCAN) + 1):
+        if quotient % b == 0:
+            small.append(b)
+            if b != quotient // b:
+                large.append(quotient // b)
+    return (small + large[::-1], True) if root <= FITS_SCAN else (small, False)
+
+
 def plan_batch(global_batch_size: int, per_device_batch_size: int, nodes: int, ranks_per_node: int) -> BatchPlan:
     """Derive the gradient accumulation that keeps ``global_batch_size`` on ``nodes x ranks_per_node`` ranks.
 
@@ -102,9 +122,13 @@ def plan_batch(global_batch_size: int, per_device_batch_size: int, nodes: int, r
             raise SubmitError(f"{name} must be positive, got {value}")
     per_step = per_device_batch_size * nodes * ranks_per_node
     if global_batch_size % per_step:
-        fits = [b for b in range(1, global_batch_size + 1) if global_batch_size % (b * nodes * ranks_per_node) == 0]
+        ranks = nodes * ranks_per_node
+        fits, complete = ([], True) if global_batch_size % ranks else _batch_sizes_that_fit(global_batch_size // ranks)
+        shown = ", ".join(map(str, fits[:FITS_SHOWN]))
+        if len(fits) > FITS_SHOWN or not complete:
+            shown += ", ..." + (f" ({len(fits)} in all)" if complete else "")
         hint = (
-            f"or set per_device_train_batch_size to one of {fits}"
+            f"or set per_device_train_batch_size to one of [{shown}]"
             if fits
             else "no per-device batch size fits this many ranks"
         )

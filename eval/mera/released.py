@@ -168,6 +168,10 @@ def resolve_task_data(task: str, data: str) -> TaskData:
         return TaskData(path, data, f"the file {path}")
     if path.is_dir():
         return _choose(task, path, data)
+    if data.lower().endswith((".jsonl", ".jsonl.gz")):
+        # a file's name, not a hub id: mydata/x.jsonl has the owner/name form and was looked up on the hub, and
+        # the error said "no such folder"
+        raise FileNotFoundError(f"--data {data}: no such file ({path.absolute()})")
     from judge.checkpoints import CheckpointNotFound, is_hub_id, resolve_checkpoint
 
     if not is_hub_id(data):

@@ -74,7 +74,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~830 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~840 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -174,9 +174,12 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
     def need(container: Any, key: str, dotted: str, kind: type | tuple[type, ...]) -> Any:
         if not isinstance(container, Mapping) or key not in container:
             raise DataError(f"{where}: field {dotted!r} is missing")
-        if not isinstance(container[key], kind):
-            raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(container[key]).__name__}")
-        return container[key]
+        value = container[key]
+        # a JSON true is an int to isinstance: read as a choice it became the answer text "True"
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(value).__name__}")
+        return value
 
     instruction = need(row, "instruction", "instruction", str)
     if CONTEXT_PLACEHOLDER not in instruction:
@@ -199,8 +202,10 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         raise DataError(f"{where}: field 'meta.question_id' is not an integer: {question_id!r}") from None
     dialog_id = need(meta, "dialog_id", "meta.dialog_id", (int, str))
     use_context = meta.get("use_context", False)
-    if isinstance(use_context, str):
+    if isinstance(use_context, str) and use_context.strip().lower() in ("true", "false"):
         use_context = use_context.strip().lower() == "true"
+    if not isinstance(use_context, bool):  # MERA writes a JSON bool; a 5 or "yes" was read as true without a word
+        raise DataError(f"{where}: field 'meta.use_context' should be true or false, got {use_context!r}")
     item = RutieItem(
         dialog_id=dialog_id,
         question_id=question_id,
@@ -210,7 +215,7 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         choice2=str(need(inputs, "choice2", "inputs.choice2", (str, int, float))),
         gold=gold,
         category=_as_list(meta.get("category"), where, "meta.category"),
-        use_context=bool(use_context),
+        use_context=use_context,
         turing_imitation=_as_list(meta.get("turing_imitation"), where, "meta.turing_imitation"),
     )
     return item

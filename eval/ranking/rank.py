@@ -366,7 +366,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import FirstRefusals, Refused, refusal_of
+    from eval.judging.backends import FirstRefusals, Refused, refusal_of, short
     from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
@@ -411,8 +411,14 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             refusal = None
             try:
                 response = await policy.acall(lambda row=row: ask(row))
-                choice = response.choices[0] if response.choices else None
-                text = choice.message.content if choice is not None else None
+                if not response.choices:
+                    # No choice is no answer of the candidate's (a proxy's HTTP 200 carrying {"error": ...}, or an
+                    # empty list): a failed request with the server's words, asked again by the next run.
+                    said = (getattr(response, "model_extra", None) or {}).get("error")
+                    said = said.get("message", said) if isinstance(said, dict) else said
+                    raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+                choice = response.choices[0]
+                text = choice.message.content if choice.message is not None else None
                 answer, cut = strip_think(text or "")
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
                                    finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,

@@ -307,3 +307,19 @@ def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, caplog):
     if loader is load_tasks:
         assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
         assert f"{path}: no rows" in caplog.text
+
+
+@pytest.mark.parametrize("data", ["mydata/x.jsonl", "mydata/x.JSONL", "mydata/x.jsonl.gz", "x.jsonl"])
+def test_a_missing_jsonl_file_is_no_such_file_not_a_hub_id(tmp_path, monkeypatch, data):
+    """A mistyped file path of the owner/name form (mydata/x.jsonl) was looked up as a hub dataset and the error
+    said "no such folder": a name ending in .jsonl or .jsonl.gz is a file, missing, and the hub is never asked."""
+    import judge.checkpoints
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("a file path was looked up on the hub")
+
+    monkeypatch.setattr(judge.checkpoints, "resolve_checkpoint", no_hub)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as err:
+        resolve_task_data("rutie", data)
+    assert str(err.value) == f"--data {data}: no such file ({tmp_path / data})"

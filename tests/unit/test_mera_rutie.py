@@ -341,6 +341,10 @@ def test_parse_rutie_row_reads_the_documented_format():
     item = parse_rutie_row(GOOD_ROW, 1)
     assert (item.dialog_id, item.question_id, item.gold, item.use_context) == (0, 3, "2", True)
     assert (item.category, item.turing_imitation) == (("memory",), ("facts",))
+    # use_context as written by a converter that keeps strings, and left out: read as the bool it names
+    assert parse_rutie_row(_with("meta.use_context", " False"), 1).use_context is False
+    assert parse_rutie_row(_with("meta.use_context", "TRUE"), 1).use_context is True
+    assert parse_rutie_row(_with("meta.use_context", KeyError), 1).use_context is False
 
 
 @pytest.mark.parametrize(
@@ -357,6 +361,15 @@ def test_parse_rutie_row_reads_the_documented_format():
         (_with("meta.category", 3), "field 'meta.category' should be a list or a string, got int"),
         (_with("meta.turing_imitation", {"facts": 1}),
          "field 'meta.turing_imitation' should be a list or a string, got dict"),
+        # MERA writes use_context as a JSON bool: 5 or "yes" were read as true, 0 or "no" as false, without a word
+        (_with("meta.use_context", 5), "field 'meta.use_context' should be true or false, got 5"),
+        (_with("meta.use_context", "yes"), "field 'meta.use_context' should be true or false, got 'yes'"),
+        (_with("meta.use_context", None), "field 'meta.use_context' should be true or false, got None"),
+        # a JSON true is an int to isinstance: it became the answer text "True"
+        (_with("inputs.choice1", True), "field 'inputs.choice1' should be (<class 'str'>, <class 'int'>, "
+                                        "<class 'float'>), got bool"),
+        (_with("inputs.choice2", False), "field 'inputs.choice2' should be"),
+        (_with("meta.question_id", True), "field 'meta.question_id' should be"),
     ],
 )
 def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):

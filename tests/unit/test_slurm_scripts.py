@@ -340,7 +340,8 @@ def test_serve_sbatch_takes_a_free_port_not_one_a_job_id_shares(tmp_path):
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in {"srun": "exit 0\n", "judge-serve": "exit 0\n",
+    # the endpoint file lives while the job runs: the fake srun (the server's step) keeps what it says
+    for name, body in {"srun": 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n', "judge-serve": "exit 0\n",
                        "scontrol": 'echo "${@: -1}"\n'}.items():  # `scontrol show hostnames X`: X
         (bin_dir / name).write_text("#!/bin/bash\n" + body)
         (bin_dir / name).chmod(0o755)
@@ -350,9 +351,9 @@ def test_serve_sbatch_takes_a_free_port_not_one_a_job_id_shares(tmp_path):
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "localhost",
         "JUDGE_MODEL": str(model), "JUDGE_ENDPOINT_DIR": str(tmp_path / "endpoints"),
-        "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), "FAKE_SEEN": str(tmp_path / "seen"),
     }  # fmt: skip
-    endpoint = tmp_path / "endpoints" / "judge-serve-1234.endpoint"
+    endpoint = tmp_path / "seen"
     with socket.socket() as other_job:
         other_job.bind(("", 9234 - 1000))  # 8234: what job 1234 took before
         other_job.listen()
@@ -373,7 +374,8 @@ def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
     the submit folder polled for an hour."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in {"srun": "exit 0\n", "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
+    srun = 'cat "$SLURM_SUBMIT_DIR"/*.endpoint >"$FAKE_SEEN"; ls "$PWD" >"$FAKE_LS"\n'  # while the job runs
+    for name, body in {"srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
         (bin_dir / name).write_text("#!/bin/bash\n" + body)
         (bin_dir / name).chmod(0o755)
     model, submit_dir, work_dir = tmp_path / "model", tmp_path / "submit", tmp_path / "chdir"
@@ -383,12 +385,12 @@ def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "localhost",
         "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_MODEL": str(model), "JUDGE_PORT": "8123",
-        "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), "FAKE_SEEN": str(tmp_path / "seen"), "FAKE_LS": str(tmp_path / "ls"),
     }  # fmt: skip
     proc = _run("serve.sbatch", env, work_dir)
     assert proc.returncode == 0, proc.stderr
-    assert (submit_dir / "judge-serve-77.endpoint").read_text() == "http://localhost:8123/v1\n"
-    assert not list(work_dir.glob("*.endpoint"))
+    assert (tmp_path / "seen").read_text() == "http://localhost:8123/v1\n"
+    assert ".endpoint" not in (tmp_path / "ls").read_text()
 
 
 @pytest.mark.parametrize("flags", [["--port", "9000"], ["--port=9000"], ["--host", "127.0.0.1"]])
@@ -471,3 +473,82 @@ def test_train_sbatch_refuses_a_second_run_folder_in_its_arguments(tmp_path, con
         assert proc.stderr == (f"train.sbatch: {words[0].split('=')[0]} {other} after the script is not "
                                f"JUDGE_OUTPUT_DIR={out}; give the run folder once, as JUDGE_OUTPUT_DIR\n")
         assert not out.exists()
+
+
+def _serve_env(tmp_path: Path, srun: str, **extra: str) -> dict[str, str]:
+    """A serve job's environment with a fake srun (``srun``: its bash body) and judge-serve on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in {"srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "model").mkdir(exist_ok=True)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "91", "SLURM_JOB_NODELIST": "localhost",
+        "JUDGE_MODEL": str(tmp_path / "model"), "JUDGE_ENDPOINT_DIR": str(tmp_path / "endpoints"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), **extra,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("port", ["80x", "0", "65536", "-1", "8000 ", "123456", "1e3"])
+def test_serve_sbatch_refuses_a_port_that_is_not_one(tmp_path, port):
+    """JUDGE_PORT=80x went into the endpoint file as http://node:80x/v1, and every eval array polled it for an hour:
+    anything but an integer 1-65535 stops the job before an endpoint is written or srun runs."""
+    env = _serve_env(tmp_path, 'touch "$FAKE_SRUN_RAN"\n', JUDGE_PORT=port, FAKE_SRUN_RAN=str(tmp_path / "ran"))
+    proc = _run("serve.sbatch", env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"serve.sbatch: JUDGE_PORT={port} is not a port: an integer from 1 to 65535\n"
+    assert not (tmp_path / "endpoints").exists() and not (tmp_path / "ran").exists()
+
+
+def test_serve_sbatch_reads_a_port_with_leading_zeros_as_decimal(tmp_path):
+    """08080 is port 8080 (not octal, which bash arithmetic would refuse for an 8), and 65535 is the last port."""
+    env = _serve_env(tmp_path, 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n', FAKE_SEEN=str(tmp_path / "s"))
+    assert _run("serve.sbatch", {**env, "JUDGE_PORT": "08080"}, tmp_path).returncode == 0
+    assert (tmp_path / "s").read_text() == "http://localhost:8080/v1\n"
+    assert _run("serve.sbatch", {**env, "JUDGE_PORT": "65535"}, tmp_path).returncode == 0
+    assert (tmp_path / "s").read_text() == "http://localhost:65535/v1\n"
+
+
+@pytest.mark.parametrize(("srun", "code"), [("exit 0\n", 0), ("exit 7\n", 7), ('kill -TERM "$PPID"\n', 143)])
+def test_serve_sbatch_removes_its_endpoint_file_when_the_job_ends(tmp_path, srun, code):
+    """The endpoint file outlived the job: an eval array pointed at a finished serve job polled its dead URL until
+    JUDGE_EVAL_WAIT_S. It exists while the server's step runs, and is gone once the job ends, whether judge-serve
+    returned, failed (its exit status kept), or the job got SIGTERM (scancel, the time limit)."""
+    seen = 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n'
+    env = _serve_env(tmp_path, seen + srun, JUDGE_PORT="8123", FAKE_SEEN=str(tmp_path / "seen"))
+    proc = _run("serve.sbatch", env, tmp_path)
+    assert proc.returncode == code, proc.stderr
+    assert (tmp_path / "seen").read_text() == "http://localhost:8123/v1\n"
+    assert list((tmp_path / "endpoints").iterdir()) == []
+
+
+def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
+    """`sbatch --chdir /scratch slurm/rank.sbatch` with JUDGE_RANK_DATA=data.jsonl JUDGE_RANK_OUT=runs: the task
+    looked for the data and wrote its results under the job's working folder; as eval.sbatch does, a relative path
+    is the submitter's, read against SLURM_SUBMIT_DIR."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n', "judge-eval": "exit 0\n"}.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    submit_dir, work_dir = tmp_path / "submit", tmp_path / "chdir"
+    for folder in (submit_dir, work_dir):
+        folder.mkdir()
+    (submit_dir / "data.jsonl").write_text('{"id": 1}\n')
+    (tmp_path / "models.txt").write_text("/shared/models/a\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_RANK_MODELS": str(tmp_path / "models.txt"),
+        "JUDGE_RANK_JUDGE": "http://n1:8000/v1", "JUDGE_RANK_DATA": "data.jsonl", "JUDGE_RANK_OUT": "runs",
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    proc = _run("rank.sbatch", env, work_dir)
+    assert proc.returncode == 0, proc.stderr
+    args = (tmp_path / "srun_args").read_text().splitlines()
+    assert args[args.index("--data") + 1] == f"{submit_dir}/data.jsonl"
+    assert args[args.index("--out") + 1] == f"{submit_dir}/runs/0"
+    assert (submit_dir / "runs" / "0").is_dir() and not (work_dir / "runs").exists()

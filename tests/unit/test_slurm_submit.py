@@ -531,3 +531,29 @@ def test_srun_args_followed_by_a_submit_flag_is_still_a_missing_value(capsys, co
                            "--dry-run"])  # fmt: skip
     assert exit_info.value.code == 2
     assert "--srun-args: expected one argument" in capsys.readouterr().err
+
+
+def test_the_hint_names_the_per_device_batches_that_fit():
+    """256 over 3 x 8 = 24 ranks: 24 does not divide 256, so none fits. 96 over 1 x 8 ranks at per-device 5: 96 / 8 =
+    12, whose divisors 1, 2, 3, 4, 6, 12 are the per-device batches that fit, all six named."""
+    with pytest.raises(SubmitError, match=r"no per-device batch size fits this many ranks\)$"):
+        plan_batch(256, 4, 3, 8)
+    with pytest.raises(SubmitError, match=r"one of \[1, 2, 3, 4, 6, 12\]\)$"):
+        plan_batch(96, 5, 1, 8)
+
+
+def test_a_huge_batch_that_does_not_divide_is_refused_at_once():
+    """global_batch_size: 1000000007 (a prime) on 2 x 1 ranks with per-device 4 scanned every b up to 10^9 before
+    refusing; it refuses at once. 2 does not divide it: no fit. 10^12 on 1 rank has 169 divisors (2^12 x 5^12: 13 x
+    13): the 12 smallest are named (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 40, 50), then the count. 2^61 - 1 (a prime past
+    the scan) names the divisors the scan found, 1, and says there may be more."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(SubmitError, match=r"no per-device batch size fits this many ranks\)$"):
+        plan_batch(1_000_000_007, 4, 2, 1)
+    with pytest.raises(SubmitError, match=r"one of \[1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 40, 50, \.\.\. \(169 in all\)\]"):
+        plan_batch(10**12, 3, 1, 1)
+    with pytest.raises(SubmitError, match=r"one of \[1, \.\.\.\]\)$"):
+        plan_batch(2**61 - 1, 2, 1, 1)
+    assert time.perf_counter() - start < 5
