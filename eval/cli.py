@@ -12,7 +12,7 @@
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
 Exit codes: 0 done; 2 a usage, configuration or input error (named on stderr); 3 run/rank: some requests failed;
-4 run/rank: the server cannot be used (`judge-eval SUBCOMMAND --help` lists each one's).
+4 run/rank: the server cannot be used; 130 interrupted (`judge-eval SUBCOMMAND --help` lists each one's).
 
 Example override: ``judge-eval run --config configs/eval/gpt-4o.yaml --concurrency 4 --limit 100 ...`` (flags
 override the YAML, which overrides the defaults). Without ``--data`` the bundled sample data is judged.
@@ -451,15 +451,12 @@ def refuse_missing_predictions(predictions: str) -> None:
 def _has_content(path) -> bool:
     """Whether a text file has a character other than white space (read until the first one)."""
     with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                return True
-    return False
+        return any(line.strip() for line in handle)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
-    server cannot be used: ``CLIENT_EPILOG``)."""
+    server cannot be used: ``CLIENT_EPILOG``; 130 interrupted)."""
     from judge.plumbing.console_logging import split_log_level
 
     # --log-level before or after the subcommand (judge.plumbing.console_logging.split_log_level)
@@ -488,12 +485,13 @@ def main(argv: list[str] | None = None) -> int:
                 "experts": _experts}
     try:
         return handlers[args.command](args)
-    except EndpointUnusable as err:
+    except (EndpointUnusable, ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    except (ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
-        print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE if isinstance(err, EndpointUnusable) else 2
+    except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback
+        print(f"judge-eval {args.command}: interrupted" + ("; the rows written are kept, a rerun resumes" if
+                                                          args.command in ("run", "rank") else ""), file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

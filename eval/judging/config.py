@@ -86,8 +86,9 @@ class RunConfig:
                               "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")
     progress: bool = _f(True, "Show a progress bar.")
-    overwrite: bool = _f(False, "Discard the predictions already in out (and criteria auto's items) instead of "
-                                "resuming; without it, a resume with other settings (run_key) is refused.")
+    overwrite: bool = _f(False, "Discard the predictions already in out (and criteria auto's items, and the scores "
+                                "`score` wrote there) instead of resuming; without it, a resume with other settings "
+                                "(run_key) is refused.")
     # ---- criteria: auto --------------------------------------------------------------------------------------------
     criteria: str = _f("", "auto: rows without criteria_name are (instruction, answer) pairs, expanded into one item "
                            "per criterion of the task a classifier chooses (judge.criteria_auto); empty: every row "

@@ -19,7 +19,7 @@ from judge.plumbing.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["local_server"]
+__all__ = ["local_server", "served_name"]
 
 log = logging.getLogger("judge_eval.local_server")
 
@@ -32,22 +32,38 @@ def _judge_serve_command() -> list[str] | None:
     return [found] if found else None
 
 
+def served_name(checkpoint: str | Path) -> str:
+    """The name a checkpoint is served under when no model name is set, as judge-serve names it alone
+    (``serve.cli.default_served_name``, which eval does not import): a judge-train export (``runs/NAME/export``,
+    beside its run's ``run.json``) as its run, ``NAME``, not as the ``export`` every export shares; anything else,
+    a hub id included, as its folder's name."""
+    path = Path(checkpoint)
+    if path.name == "export" and path.parent.name and (path.parent / "run.json").is_file():
+        return path.parent.resolve().name
+    return path.name
+
+
 @contextlib.contextmanager
-def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tuple[str, str]]:
+def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "") -> Iterator[tuple[str, str]]:
     """Start judge-serve (or vLLM's OpenAI server) on a checkpoint folder or hub id; stop it on exit.
+
+    Args:
+        name: the name to serve it under; "" for ``config.model``, else ``served_name``.
 
     Yields:
         ``(base_url, served model name)``.
 
     Raises:
         ConfigError: a regression checkpoint without judge-serve (vLLM alone cannot produce its verdicts).
-        RuntimeError: the server exited or did not answer within ``server_timeout_s`` (with its log tail).
+        EndpointUnusable: the server exited or did not answer within ``server_timeout_s``: one line naming its
+            log (``judge-eval`` prints it, exit code 4).
     """
     from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
     from judge.plumbing.processes import ProcessStartError, free_port, start_process
     from judge.plumbing.provenance import redact_argv
+    from judge.plumbing.retry import EndpointUnusable
 
-    name = config.model or Path(checkpoint).name  # a hub id's name, not its snapshot's revision
+    name = name or config.model or served_name(checkpoint)  # a hub id's name, not its snapshot's revision
     try:
         checkpoint = resolve_checkpoint(checkpoint)
     except CheckpointNotFound as err:
@@ -79,7 +95,8 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path) -> Iterator[tup
         try:
             server.wait_ready(root + ready_path, config.server_timeout_s, interval_s=1.0)
         except ProcessStartError as err:
-            raise RuntimeError(str(err)) from err
+            # One line and the log to read (appended to by every launch), not its tail as a traceback's message.
+            raise EndpointUnusable(f"{str(err).splitlines()[0]} See its log: {out / 'server.log'}") from err
         yield root + "/v1", name
     finally:
         server.stop()

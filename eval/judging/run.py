@@ -57,12 +57,13 @@ from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    Refused, ServerChanged, short, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of
-from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_prompt_version,
-                                        earlier_record, held_model, held_root, resolve_prompt_template,
-                                        resolve_verdict_format, run_verdict_format)
-from eval.judging.local_server import local_server
+from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
+                                        earlier_prompt_version, earlier_record, held_model, held_root,
+                                        resolve_prompt_template, resolve_verdict_format, run_verdict_format)
+from eval.judging.local_server import local_server, served_name
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
+from eval.judging.run_settings import RESUME_FREE, clear_score_outputs, resolved_paths, run_key  # noqa: F401
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
                                    selected_pairs)
 from judge.plumbing.api_keys import client_api_key
@@ -181,9 +182,10 @@ async def _judged(backend: JudgeBackend, batch: Sequence,
     except ServerChanged:
         raise  # the server's, not this batch's: the runner stops (_judge_all)
     except Refused as err:
-        if len(batch) > 1 and err.status is not None:
+        if len(batch) > 1 and err.status in (400, 422):
             # A server refuses a whole /v1/judge request for one criterion it cannot take (a rubric without a
             # readable scale): asked alone, only that record fails, where its batchmates failed with it on every rerun.
+            # A wrong key (401), a forbidden model (403) or a missing route (404) is no criterion's fault: not split.
             parts = [await _judged(backend, [record], policy) for record in batch]
             refusals = [part_refusal for _, part_refusal in parts]
             return [outcome for outcomes, _ in parts for outcome in outcomes], (
@@ -244,12 +246,16 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
             When not, a judge-serve judge trained by GRPO is asked for the completion length it was trained with,
             where that is more (``trained_max_completion_length`` in its ``GET /v1/models`` entry).
 
+    With ``overwrite``, the predictions, criteria auto's items and the scores ``judge-eval score`` wrote into ``out``
+    (``eval.judging.run_settings.SCORE_OUTPUTS``, each named in the log) are deleted once the folder is claimed,
+    before the judge is reached: a launch whose judge then cannot be reached leaves no scores of the discarded run.
+
     Returns:
         A summary: ``n_items``, ``n_done_before`` (resumed), ``written``, ``parse_failed``, ``request_failed``,
         ``predictions`` (path) and ``judge`` (label).
 
     Raises:
-        ConfigError: a bad key; RecordError: bad data; RuntimeError: a local server that does not start;
+        ConfigError: a bad key; RecordError: bad data; EndpointUnusable: a local server that does not start;
         RunFolderBusy: another process writes to ``out``; ResumeMismatch: ``out`` holds progress made with other
         settings (``run_key``) and ``overwrite`` is off.
     """
@@ -282,38 +288,6 @@ def _refuse_unreachable_judge(config: RunConfig) -> None:
         raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
 
 
-#: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part
-#: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
-RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
-               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite",
-               "connect_timeout_s")  # fmt: skip
-
-
-def run_key(config: RunConfig) -> dict[str, Any]:
-    """The settings a resume must share with the run that started the folder (``judge.plumbing.run_folder``).
-
-    A judge given as a URL is left out: a requeued Slurm shard reaches its server at a new address, and the served
-    model's name is checked against the rows already written instead.
-    """
-    key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
-    if key["prompt_version"] == "auto":  # today's rule: folders keyed before the setting existed resume as they were
-        del key["prompt_version"]
-    if str(key["judge"]).startswith(("http://", "https://")):
-        key["judge"] = "<url>"
-    return key
-
-
-def resolved_paths(config: RunConfig) -> dict[str, str]:
-    """The config's local paths made absolute (``data``, ``out``, a checkpoint ``judge``, the classifier's folder);
-    a dataset name, a hub id or a URL is left as given."""
-    out = {"out": str(Path(config.out).expanduser().resolve())} if config.out else {}
-    for name in ("data", "judge", "criteria_classifier_path"):
-        value = getattr(config, name)
-        if value and not value.startswith(("http://", "https://")) and Path(value).expanduser().exists():
-            out[name] = str(Path(value).expanduser().resolve())
-    return out
-
-
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                  data: tuple[bool, list] | None = None) -> dict[str, Any]:
     import judge
@@ -325,6 +299,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
                      overwrite=config.overwrite)
+    if config.overwrite:  # with the predictions: their scores, never left to stand for the next run's
+        clear_score_outputs(out)
     # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows
     # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
     levels = {}
@@ -363,18 +339,21 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         if not judge_ref:
             raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
 
+    n_written = n_done if pairwise else len(done)
     with contextlib.ExitStack() as stack:
         if judge_ref.startswith(("http://", "https://")):
             base_url, model = base_of(judge_ref), config.model
         elif Path(judge_ref).is_dir() or is_hub_id(judge_ref):
+            # A resume serves the checkpoint under the name its verdicts were asked of (the run key holds its path):
+            # a folder started before exports were served as their run still names them "export".
+            name = config.model or (earlier_model(out) if n_written else None) or served_name(judge_ref)
             if not todo:
-                base_url, model = "", config.model or Path(judge_ref).name  # nothing to do: no server needed
+                base_url, model = "", name  # nothing to do: no server needed
             else:
-                base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out))
+                base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out, name))
         else:
             raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
         limits = ModelLimits()
-        n_written = n_done if pairwise else len(done)
         if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
                                           policy=first_contact_policy(config))

@@ -11,7 +11,8 @@ Files written to the output folder:
   Table 10, ``why_empty`` where a cell has no scored item), ``validity`` (``eval.validity.section``: the alternative
   annotator test, the experts' ceiling, agreement and bias, per test and cell; docs/validity.md) plus
   ``pollux_official`` (POLLUX's repository evaluator,
-  ``eval.scoring.pollux_official``: not the paper's metrics) and the run's provenance;
+  ``eval.scoring.pollux_official``: not the paper's metrics), the run's provenance; ``notes.n_stale_predictions`` when
+  the data was edited after the run (``stale_rows``: predictions of a text no longer there, scored as none);
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
@@ -61,10 +62,81 @@ def _one_blas_thread(function):
 
 def _absolute(data: str | Path) -> str:
     """``data`` as an absolute path when it names a local file or folder (a dataset name is kept as given), as
-    ``eval.judging.run.resolved_paths`` records run.json's: report.html and ``judge-eval compare`` read the files
+    ``eval.judging.run_settings.resolved_paths`` records run.json's: report.html and ``judge-eval compare`` read the files
     metrics.json names back, from whatever directory they run in."""
     path = Path(data).expanduser()
     return str(path.resolve()) if path.exists() else str(data)
+
+
+def stale_rows(records, rows):
+    """Which prediction rows judged a text their item no longer has: a row's ``content_key`` (what ``run`` sent,
+    ``eval.judging.predictions.record_content_key``) differs from its record's now (the data was edited in place
+    after the run, under the same ids). A row without a key (written before rows kept one) or of an id not in the
+    records is not stale: it cannot be checked.
+
+    One pass over the keyed rows only (a run's rows written before keys cost nothing): each distinct text is
+    JSON-encoded once, as ``judge.plumbing.run_folder.content_key`` encodes it (its list's items joined by ", "; the
+    records' columns share one string per distinct text), then one SHA-256 per row. Numbering the texts column-wise
+    (pandas) and joining them with numpy's object +, tried, took twice as long: it hashes and copies whole texts.
+
+    Returns:
+        A boolean numpy mask over ``rows``.
+    """
+    import hashlib
+
+    import numpy as np
+
+    keys = rows.column("content_key")
+    stale = np.zeros(rows.num_rows, dtype=bool)
+    if keys.null_count == rows.num_rows:
+        return stale
+    keyed = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
+    ids = records.ids.tolist()
+    row_of = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))  # an id's first record
+    texts = [records.text(name) for name in ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")]
+    encoded: dict[str, bytes] = {}
+
+    def piece(text) -> bytes:
+        text = text or ""  # record_content_key's reference answer: None is ""
+        found = encoded.get(text)
+        if found is None:
+            found = encoded[text] = json.dumps(text, ensure_ascii=False).encode("utf-8")
+        return found
+
+    for position, rid, key in zip(keyed.tolist(), rows.column("id").take(keyed).to_pylist(),
+                                  keys.take(keyed).to_pylist()):
+        i = row_of.get(rid)
+        if i is not None:
+            now = b"[" + b", ".join([piece(column[i]) for column in texts]) + b"]"
+            stale[position] = hashlib.sha256(now).hexdigest()[:16] != key
+    return stale
+
+
+def _without_stale(rows, records, predictions: Path, data):
+    """``rows`` without the stale ones (``stale_rows``): their items count as having no prediction (``n_missing``,
+    ``no_prediction``), with a warning naming how many and one id. Every row stale: refused, the data changed.
+
+    Returns:
+        ``(rows, n_stale)``: the rows kept and how many were left out.
+
+    Raises:
+        ValueError: every prediction row of an item in the records is stale.
+    """
+    import pyarrow as pa
+
+    stale = stale_rows(records, rows)
+    n_stale = int(stale.sum())
+    if not n_stale:
+        return rows, 0
+    example = rows.column("id")[int(stale.argmax())].as_py()
+    known = set(records.ids.tolist())
+    if not any(rid in known for rid, old in zip(rows.column("id").to_pylist(), stale.tolist()) if not old):
+        raise ValueError(f"--predictions {predictions}: every one of its {n_stale} predictions judged a text that "
+                         f"is no longer in --data {data} (e.g. id {example!r}): the data changed since the run; "
+                         "rerun `judge-eval run` on it (it resumes: the edited items are asked again)")
+    log.warning("%d predictions judged a text their item no longer has in %s (e.g. id %r: the data changed since "
+                "the run): counted as no prediction; rerun `judge-eval run` to ask them again", n_stale, data, example)
+    return rows.filter(pa.array(~stale)), n_stale
 
 
 @_one_blas_thread
@@ -120,6 +192,7 @@ def score(
 
     from eval.scoring.pollux_official import official_not_computed, pollux_official
     from eval.judging.predictions import read_prediction_table, refuse_repeated_ids
+    from judge.plumbing.journal import JournalError
     from judge.plumbing.provenance import read_provenance
 
     predictions = Path(predictions)
@@ -132,11 +205,18 @@ def score(
     out = Path(out) if out else run_dir
 
     # ---- inputs: the predictions as one Arrow table, the records, joined by id into the item table's columns
-    rows = read_prediction_table(predictions)
+    try:
+        rows = read_prediction_table(predictions)
+    except JournalError as err:  # a half row mid-file (an older run's cut write, a hand edit): say what to do
+        raise JournalError(f"{err}; mend or delete that line (`judge-eval run` on the same --out then asks its item "
+                           "again), or rerun `judge-eval run --overwrite`") from None
     if not allow_repeated_ids:
         refuse_repeated_ids(rows.column("id"), predictions)
     records, load_report = judge.load_record_columns(data)  # columns, not an object per record
     log.info("%s", load_report.summary())
+    if not len(records):  # every figure would be over no items (numpy's broadcasting error deep in the table)
+        raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
+    rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
     if notes["n_unknown_ids"]:
         import pyarrow.compute as pc
@@ -167,7 +247,8 @@ def score(
         settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
         validity=validity_section(table, target, tests, validity), data=_absolute(data),
         predictions=str(predictions.resolve()),
-        notes=Notes(**notes),
+        # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
+        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {})),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
         # report says why. A run with a regression head's scores gets None from pollux_official itself (no POLLUX

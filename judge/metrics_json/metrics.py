@@ -254,6 +254,9 @@ class Notes(_MetricsRecord):
     #: regression-head rows without the raw value (older predictions): scored on judge-serve's clipped score
     n_regression_without_raw: int | None = optional_field()
     n_out_of_scale_reparsed: int | None = optional_field()
+    #: predictions of a text their item no longer has (the data edited after the run; ``eval.scoring.score.stale_rows``):
+    #: left out, so their items are among the ones without a prediction (``n_missing``)
+    n_stale_predictions: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Notes:

@@ -226,9 +226,12 @@ def test_pollux_4b_served_by_vllm_under_another_name_is_known_by_its_root(data, 
     with ScriptedEndpoint(vllm_chat("Ответ верен.\n1"), model="judge", respond_get=respond_get) as server:
         assert eval_main(_run_args(server.base_url, data, tmp_path / "run")) == 0
         sent = server.bodies("/v1/chat/completions")
-    record = judge.load_records(data)[0]
-    assert sent[0]["messages"] == [{"role": "user", "content": judge.prompts.POLLUX_4B_PROMPT.render(record)}]
-    assert "chat_template_kwargs" not in sent[0]  # thinking left on, as the 4B answers
+    # Batches go out concurrently: the requests arrive in no fixed order, so each is matched to its record's prompt.
+    prompts = [judge.prompts.POLLUX_4B_PROMPT.render(record) for record in judge.load_records(data)]
+    assert sent and all(body["messages"] == [{"role": "user", "content": body["messages"][0]["content"]}]
+                        and body["messages"][0]["content"] in prompts for body in sent)
+    assert prompts[0] in [body["messages"][0]["content"] for body in sent]
+    assert all("chat_template_kwargs" not in body for body in sent)  # thinking left on, as the 4B answers
     run_json = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
     assert (run_json["config"]["verdict_format"], run_json["prompt_version"]) == ("integer", "pollux-ru-4b-v1")
     assert {row["score"] for row in map(json.loads, (tmp_path / "run" / "predictions.jsonl").read_text().splitlines())} == {1.0}

@@ -1,0 +1,78 @@
+"""What ties a ``judge-eval run`` folder to its settings: the run key a resume must match, the paths run.json
+records, and what ``--overwrite`` clears besides the progress files (``eval.judging.run``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eval.judging.config import RunConfig
+
+__all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "run_key", "resolved_paths", "clear_score_outputs"]
+
+log = logging.getLogger("judge_eval.run")
+
+#: Settings that say how a run goes, not what it computes: a resume may change them. Every other setting is part
+#: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
+RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
+               "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite",
+               "connect_timeout_s")  # fmt: skip
+
+#: What ``judge-eval score`` writes into a run folder (``eval.scoring.score``, ``eval.pairwise.metrics``): figures of
+#: the predictions ``--overwrite`` discards, so discarded with them (the plots by the names ``eval.reports.plots``
+#: gives them; anything else in the folder is left).
+SCORE_OUTPUTS = ("metrics.json", "report.md", "report.html", "items.parquet", "plots/confusion_*.png",
+                 "plots/mae_by_criterion_*.png")
+
+
+def run_key(config: RunConfig) -> dict[str, Any]:
+    """The settings a resume must share with the run that started the folder (``judge.plumbing.run_folder``).
+
+    A judge given as a URL is left out: a requeued Slurm shard reaches its server at a new address, and the served
+    model's name is checked against the rows already written instead. The bundled sample is one key (""), however
+    ``data`` names it: unset, ``sample`` or its path (the one run.json records).
+    """
+    key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
+    if key["prompt_version"] == "auto":  # today's rule: folders keyed before the setting existed resume as they were
+        del key["prompt_version"]
+    if str(key["judge"]).startswith(("http://", "https://")):
+        key["judge"] = "<url>"
+    if key["data"] and _is_sample(key["data"]):
+        key["data"] = ""
+    return key
+
+
+def _is_sample(data: str) -> bool:
+    import judge
+
+    return Path(data).expanduser().resolve() == Path(judge.sample_data_path()).resolve()
+
+
+def resolved_paths(config: RunConfig) -> dict[str, str]:
+    """The config's local paths made absolute (``data``, ``out``, a checkpoint ``judge``, the classifier's folder);
+    a dataset name, a hub id or a URL is left as given."""
+    out = {"out": str(Path(config.out).expanduser().resolve())} if config.out else {}
+    for name in ("data", "judge", "criteria_classifier_path"):
+        value = getattr(config, name)
+        if value and not value.startswith(("http://", "https://")) and Path(value).expanduser().exists():
+            out[name] = str(Path(value).expanduser().resolve())
+    return out
+
+
+def clear_score_outputs(out: Path) -> list[Path]:
+    """Delete the ``SCORE_OUTPUTS`` in ``out`` (an ``--overwrite`` discards the predictions they were computed
+    from: left, they would stand for a run that no longer exists, or beside another's predictions), saying which.
+
+    Returns:
+        The files deleted.
+    """
+    gone = sorted(path for pattern in SCORE_OUTPUTS for path in out.glob(pattern) if path.is_file())
+    for path in gone:
+        path.unlink()
+    if gone:
+        log.info("overwrite: deleted the scores of the discarded predictions: %s",
+                 ", ".join(str(p.relative_to(out)) for p in gone))
+    return gone

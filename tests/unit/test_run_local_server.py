@@ -1,0 +1,87 @@
+"""`judge-eval run --judge CHECKPOINT_DIR`: the local server it starts, named and failing as judge-serve alone would.
+
+A server that does not come up is one line naming its log, exit code 4 (the server cannot be used), where it was a
+RuntimeError's traceback and exit 1. A judge-train export (``runs/NAME/export`` beside its run.json) is served as
+its run ``NAME``, as judge-serve names it, not as ``export``; a folder whose verdicts were asked of ``export`` (an
+earlier release) resumes under that name. judge-serve is a scripted stand-in: a script that exits, or a
+``tests.support.scripted_endpoint`` server in place of ``local_server``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+
+import judge
+from eval.cli import main
+from eval.judging import local_server as local_server_module
+from eval.judging import run as run_module
+from eval.judging.predictions import read_predictions
+from tests.support.eval_cli import cut_predictions_to
+from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
+
+
+def _export(tmp_path):
+    """``runs/tiny-judge/export``: a seq2seq checkpoint folder beside its run's run.json, as judge-train leaves it."""
+    export = tmp_path / "runs" / "tiny-judge" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}))
+    (export.parent / "run.json").write_text("{}")
+    return export
+
+
+def _args(export, data, out, *extra):
+    return ["run", "--judge", str(export), "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens",
+            "32", "--backoff-s", "0.01", *extra]
+
+
+def test_a_local_server_that_exits_is_one_line_naming_its_log_and_exit_4(tmp_path, monkeypatch, capsys):
+    argv_file = tmp_path / "argv.json"
+    script = tmp_path / "judge_serve.py"
+    script.write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+                      "print('ERROR: no accelerator for this engine', file=sys.stderr)\nsys.exit(1)\n")
+    monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: [sys.executable, str(script)])
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main(_args(_export(tmp_path), data, out, "--server-timeout-s", "60")) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("judge-eval run: error: the judge server exited with code 1 while starting.")
+    assert err.rstrip("\n").endswith(f"See its log: {out / 'server.log'}") and err.count("\n") == 1, err
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--served-model-name") + 1] == "tiny-judge"  # the run's name, as judge-serve's
+
+
+def _scripted_local_server(names: list, serve_as: str | None = None):
+    """A ``local_server`` stand-in serving a chat judge under the name it is given (``serve_as``: under that one,
+    as a release that named every export ``export`` did), recording the names it was given."""
+
+    @contextlib.contextmanager
+    def fake(checkpoint, config, out, name=None):
+        names.append(name)
+        with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]"), model=serve_as or name) as server:
+            yield server.base_url, serve_as or name
+
+    return fake
+
+
+def test_an_export_is_served_as_its_run_and_a_folder_judged_as_export_resumes(tmp_path, monkeypatch, capsys):
+    export = _export(tmp_path)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], tmp_path / "data.jsonl")
+    names: list = []
+    monkeypatch.setattr(run_module, "local_server", _scripted_local_server(names))
+    assert main(_args(export, data, tmp_path / "new")) == 0
+    assert names == ["tiny-judge"] and {r["judge"] for r in read_predictions(tmp_path / "new")} == {"tiny-judge"}
+
+    old = tmp_path / "old"  # started by a release that served every export as "export"
+    monkeypatch.setattr(run_module, "local_server", _scripted_local_server(names, serve_as="export"))
+    assert main(_args(export, data, old)) == 0
+    cut_predictions_to(old, 2)
+    names.clear()
+    monkeypatch.setattr(run_module, "local_server", _scripted_local_server(names))
+    capsys.readouterr()
+    assert main(_args(export, data, old)) == 0, capsys.readouterr().err
+    assert names == ["export"]  # the resume keeps the name its verdicts were asked of
+    rows = read_predictions(old)
+    assert len(rows) == 4 and {r["judge"] for r in rows} == {"export"}
