@@ -169,9 +169,11 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     try:
         return Path(snapshot_download(text, cache_dir=cache_dir, repo_type=repo_type))
     except (HfHubHTTPError, OSError, ValueError) as err:
+        # huggingface_hub's messages run over several lines (the cause, then advice): the first keeps ours one line
+        cause = (str(err).strip().splitlines() or [""])[0]
         raise CheckpointNotFound(
             f"{text}: no such folder, not in the Hugging Face cache {cache_dir}, and downloading it failed "
-            f"({type(err).__name__}: {err}). {remedy}"
+            f"({type(err).__name__}: {cause}). {remedy}"
         ) from err
 
 

@@ -29,8 +29,8 @@ from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)
-from serve.launch import engines_drain_on_sigterm
-from serve.layout import CheckpointLayout, LayoutError, resolve_layout
+from serve.launch import engine_specs, engines_drain_on_sigterm
+from serve.layout import CheckpointLayout, LayoutError, require_weights, resolve_layout
 
 __all__ = ["main", "build_parser", "resolve_config", "fit_trained_lengths", "configure_logging", "CHATTY_LOGGERS"]
 
@@ -201,6 +201,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         listening = bind_listening_socket(config.host, config.port)
     except (PortInUse, OSError) as err:  # OSError: a host name that does not resolve
+        print(f"judge-serve: {err}", file=sys.stderr)
+        return 2
+    try:  # a folder with no weights would start an engine that dies a minute later (serve.layout.require_weights)
+        for spec in engine_specs(config, layout):
+            if not spec.url:
+                require_weights(spec.model_dir, spec.role)
+    except LayoutError as err:
+        listening.close()
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
 

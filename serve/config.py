@@ -26,6 +26,9 @@ SERVE_DEFAULT_RULE = {"on_failure": "zero"}
 #: (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``: ``aiohttp.ClientTimeout(total=180)``, then 5 tries 1 s
 #: apart), so an answer must leave judge-serve before that; 10 s are left for the network and the client's own work.
 REWARD_DEADLINE_S = 170.0
+#: What vLLM 0.32's ``--dtype`` accepts (``ModelDType`` in ``vllm/config/model.py``): anything else would start an
+#: engine that exits half a minute later with vLLM's usage text.
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
 
 #: The bounds of every numeric setting, checked by ``ServeConfig.validate``: name -> (lowest, whether the lowest
@@ -123,7 +126,8 @@ class ServeConfig:
     pooling_memory_fraction: float = _f(
         0.3, "Regression checkpoints: the pooling engine's part of gpu_memory_share (the generator gets the rest)."
     )
-    dtype: str = _f("auto", "vLLM --dtype (auto, bfloat16, float16, float32; CPU with enforce_eager needs float32).")
+    dtype: str = _f("auto", "vLLM --dtype (auto, half, float16, bfloat16, float, float32; CPU with enforce_eager "
+                            "needs float32).")
     enable_prefix_caching: bool = _f(True, "vLLM prefix caching (the criteria of one answer share their prompt).")
     enforce_eager: bool = _f(False, "vLLM --enforce-eager: no CUDA graphs / torch.compile; starts faster.")
     max_num_seqs: int = _f(0, "vLLM --max-num-seqs (sequences batched per step); 0 keeps vLLM's default.")
@@ -325,6 +329,8 @@ class ServeConfig:
             raise ConfigError("allowed_hosts: must be a list of host names")
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):
             raise ConfigError("engine_args: must be a list of strings")
+        if self.dtype not in VLLM_DTYPES:
+            raise ConfigError(f"dtype (--dtype): {self.dtype!r} is not one of {', '.join(VLLM_DTYPES)} (vLLM's --dtype)")
         if self.verdict_format not in ("auto", "tagged", "integer"):
             raise ConfigError(f"verdict_format: {self.verdict_format!r} is not one of auto, tagged, integer")
         from judge.rewards import RewardRule, RewardRuleError

@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~585 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~595 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -57,7 +57,7 @@ from serve.errors import unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
-from serve.schema import JudgeRequest, RequestError
+from serve.schema import JudgeRequest, RequestError, named_as_sent
 from serve.score_reading import level_token_ids, seq2seq_verdict
 
 __all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "unknown_model", "verdict_regex",
@@ -316,18 +316,23 @@ class Judge:
         oversize = request.oversize or "refuse"
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
-        too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
-                               chars_per_token=self._chars_per_token, oversize=oversize)
-        if resolved is not None and not isinstance(request, PairwiseRequest):
-            if len(resolved) != len(request.items):  # another request's, or a subset: items would be judged wrongly
-                raise ValueError(f"resolved criteria for {len(resolved)} items given with a request of "
-                                 f"{len(request.items)}")
-            # the bound the caller's resolving did not apply, before any wait for an engine (a 503 would say retry)
-            refuse_over_bound(sum(len(c) for c in resolved if c is not None), s.max_judgments)
-        if resolved is None or (self.classifier is None and any(c is None for c in resolved)):
-            # Resolved here, or again where the caller's resolving counted on a classifier this judge lacks: its
-            # "auto" items then get their 400, not a judging that has nobody to classify them.
-            resolved = check_criteria(request, max_judgments=s.max_judgments, classifying=self.classifier is not None)
+        try:  # an inline body's errors name its fields as sent (``answer``, not ``items[0].answer``)
+            too_long = check_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens, reserve=reserve,
+                                   chars_per_token=self._chars_per_token, oversize=oversize)
+            too_long = {i: named_as_sent(error, request) for i, error in too_long.items()}
+            if resolved is not None and not isinstance(request, PairwiseRequest):
+                if len(resolved) != len(request.items):  # another request's, or a subset: items would be judged wrongly
+                    raise ValueError(f"resolved criteria for {len(resolved)} items given with a request of "
+                                     f"{len(request.items)}")
+                # the bound the caller's resolving did not apply, before any wait for an engine (a 503 would say retry)
+                refuse_over_bound(sum(len(c) for c in resolved if c is not None), s.max_judgments)
+            if resolved is None or (self.classifier is None and any(c is None for c in resolved)):
+                # Resolved here, or again where the caller's resolving counted on a classifier this judge lacks: its
+                # "auto" items then get their 400, not a judging that has nobody to classify them.
+                resolved = check_criteria(request, max_judgments=s.max_judgments,
+                                          classifying=self.classifier is not None)
+        except RequestError as err:
+            raise named_as_sent(err, request) from None
         return CheckedRequest(request, max_tokens, options, too_long, list(resolved), reserve, oversize)
 
     async def run(self, request: JudgeRequest | PairwiseRequest | CheckedRequest, request_id: str = "") -> JudgeResponse:
@@ -351,21 +356,24 @@ class Judge:
         options = dataclasses.replace(checked.options, request_id=request_id)
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
         # unknown criterion, a prompt too long) is refused before any item is classified.
-        plan = await asyncio.to_thread(
-            plan_jobs,
-            request,
-            self.tokenizer,
-            max_model_len=s.max_model_len,
-            max_tokens=max_tokens,
-            reserve=checked.reserve,
-            max_judgments=s.max_judgments,
-            classifying=self.classifier is not None,
-            thinking=s.verdict_format == VerdictFormat.INTEGER,
-            oversize=checked.oversize,
-            too_long=checked.too_long,
-            template=s.template,
-            resolved=checked.resolved,
-        )
+        try:
+            plan = await asyncio.to_thread(
+                plan_jobs,
+                request,
+                self.tokenizer,
+                max_model_len=s.max_model_len,
+                max_tokens=max_tokens,
+                reserve=checked.reserve,
+                max_judgments=s.max_judgments,
+                classifying=self.classifier is not None,
+                thinking=s.verdict_format == VerdictFormat.INTEGER,
+                oversize=checked.oversize,
+                too_long=checked.too_long,
+                template=s.template,
+                resolved=checked.resolved,
+            )
+        except RequestError as err:  # as check's: an inline body's fields as sent
+            raise named_as_sent(err, request) from None
         if plan.to_classify:
             choices = await self._choices(request, plan.to_classify)
             jobs = await asyncio.to_thread(plan.complete, choices)

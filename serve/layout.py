@@ -50,11 +50,15 @@ from judge.checkpoints import (
     resolve_checkpoint,
 )
 
-__all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "GENERATOR_SUBFOLDERS", "EXPORT_MANIFEST"]
+__all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
+           "EXPORT_MANIFEST", "WEIGHT_FILES"]
 
 #: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
 HeadInput = Literal["generated_text", "rationale_target"]
+
+#: The files a folder's weights come in: save_pretrained's safetensors or PyTorch files, or a sharded index.
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.index.json")
 
 #: Subfolders of a regression export searched for the generating model.
 GENERATOR_SUBFOLDERS = (GENERATOR_SUBDIR,)
@@ -169,6 +173,24 @@ def resolve_layout(
         f"classifier. Export it with judge-train (which writes {'/'.join(GENERATOR_SUBFOLDERS)}/ and "
         f"{EXPORT_MANIFEST}), or pass --generator-model"
     )
+
+
+def require_weights(folder: Path, role: str) -> None:
+    """Refuse a folder an engine is to load that holds no weights file (``WEIGHT_FILES``).
+
+    vLLM would start on its ``config.json`` and die a minute later with a traceback; a folder (or a hub snapshot)
+    with only its configuration and tokenizer is refused at once instead. An attached engine's folder is not
+    checked: judge-serve then reads only its tokenizer.
+
+    Raises:
+        LayoutError: naming the folder and the engine (``role``) that would load it.
+    """
+    if not any(any(Path(folder).glob(pattern)) for pattern in WEIGHT_FILES):
+        raise LayoutError(
+            f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}), so the {role} engine would have nothing "
+            "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
+            "attach a running engine with --generator-url / --pooling-url"
+        )
 
 
 def _released_regression(

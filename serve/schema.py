@@ -61,6 +61,8 @@ __all__ = [
     "PairwiseRequest",
     "ResolvedCriterion",
     "parse_judge_request",
+    "InlineJudgeRequest",
+    "named_as_sent",
     "check_bounds",
     "resolve_criteria",
     "param_of",
@@ -69,6 +71,30 @@ __all__ = [
 ]
 
 _ITEM_FIELDS = ("id", "instruction", "answer", "reference_answer", "criteria", "task_type", "task_subtype", "task_subsubtype")
+
+
+class InlineJudgeRequest(JudgeRequest):
+    """A ``/v1/judge`` body that sent its one item's fields at the top level (no ``items``): the same record, marked
+    so that an error found later names a field as the body sent it (``named_as_sent``)."""
+
+
+def named_as_sent(err: RequestError, request: Any) -> RequestError:
+    """``err`` with its field named as ``request``'s body sent it: an inline body (``InlineJudgeRequest``, or True
+    while it is parsed) has no ``items``, so its ``items[0].answer`` is ``answer`` and ``items[0]`` (the item as a
+    whole) is the ``body``; ``err`` itself for any other request."""
+    if not (request is True or isinstance(request, InlineJudgeRequest)):
+        return err
+
+    def as_sent(path: str) -> str:
+        return "body" if path == "items[0]" else path.removeprefix("items[0].")
+
+    message = err.message
+    for path in (err.param, "items[0]"):  # the message opens with its path, which is the param or the whole item
+        if path and path.startswith("items[0]") and message.startswith(f"{path}:"):
+            message = as_sent(path) + message[len(path):]
+            break
+    param = as_sent(err.param) if err.param else err.param
+    return RequestError(message, param=param, status=err.status, code=err.code)
 
 
 class RequestError(Exception):
@@ -315,7 +341,16 @@ def parse_judge_request(body: Any, *, max_items: int | None = None,
         if not inline:
             raise RequestError("items: required field is missing", param="items")
         data["items"] = [{k: data.pop(k) for k in inline}]
-    request = _validated(JudgeRequest, data)
+    model = InlineJudgeRequest if inline else JudgeRequest
+    try:
+        return _checked_items(_validated(model, data))
+    except RequestError as err:
+        raise named_as_sent(err, bool(inline)) from None
+
+
+def _checked_items(request: JudgeRequest) -> JudgeRequest:
+    """What the record's types allow but a judgment cannot use: empty text, an empty criteria list, no criteria and
+    no task to take them from."""
     for i, item in enumerate(request.items):
         for name in ("instruction", "answer"):
             if not getattr(item, name).strip():

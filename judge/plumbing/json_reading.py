@@ -41,7 +41,8 @@ def unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) 
     limit."""
     if isinstance(err, json.JSONDecodeError):
         where = f"line {err.lineno}, column {err.colno}" if whole_file else f"column {err.colno}"
-        return f"invalid JSON ({err.msg} at {where})"
+        # the C scanner's "Invalid control character at" already ends in "at"
+        return f"invalid JSON ({err.msg.removesuffix(' at')} at {where})"
     if isinstance(err, RecursionError):
         return "unreadable JSON: nested too deeply"
     # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use

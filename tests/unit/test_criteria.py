@@ -19,7 +19,7 @@ RUBRIC = "0: плохо\n\n1: хорошо"
 def _serve_refusal(spec, task: dict) -> RequestError:
     """judge-serve's refusal of a one-item request judging on ``spec``."""
     with pytest.raises(RequestError) as refused:
-        request = parse_judge_request({"instruction": "Q", "answer": "A", "criteria": [spec], **task})
+        request = parse_judge_request({"items": [{"instruction": "Q", "answer": "A", "criteria": [spec], **task}]})
         resolve_criteria(request.items[0], 0)
     return refused.value
 

@@ -1,0 +1,200 @@
+"""What judge-serve refuses before any engine starts, and the names its refusals give: a ``--dtype`` vLLM refuses, a
+model folder with no weights, an inline ``/v1/judge`` body's fields as the body sent them; with them two messages of
+the shared plumbing (a hub id that cannot be downloaded, a control character in JSON) kept to one line of plain
+words."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+import serve.cli as serve_cli
+import serve.config
+import serve.layout
+from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+from judge.plumbing.json_reading import unreadable_json
+from serve.config import ServeConfig
+from serve.launch import engine_specs
+from serve.layout import LayoutError, resolve_layout
+from serve.schema import RequestError, parse_judge_request
+from tests.support.fixtures_serve import RELEASED_R_ID
+
+CAUSAL = {"architectures": ["Qwen2ForCausalLM"]}
+CLASSIFIER = {"architectures": ["Qwen2ForSequenceClassification"], "num_labels": 1, "problem_type": "regression"}
+
+
+def _folder(path: Path, config: dict, *weights: str) -> Path:
+    """A checkpoint folder holding ``config.json`` and, empty, the named weight files."""
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name in weights:
+        (path / name).write_bytes(b"")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------------------------ --dtype
+
+
+def test_a_dtype_vllm_refuses_is_named_with_the_choices(tmp_path, capsys):
+    """--dtype float64 started an engine that exited half a minute later with vLLM's usage text: now exit 2 at once,
+    naming the flag and what vLLM takes. Every value vLLM takes still passes."""
+    folder = _folder(tmp_path / "ckpt", CAUSAL, "model.safetensors")
+    assert serve_cli.main(["--model", str(folder), "--dtype", "float64", "--print-config"]) == 2
+    assert capsys.readouterr().err == ("judge-serve: dtype (--dtype): 'float64' is not one of auto, half, float16, "
+                                       "bfloat16, float, float32 (vLLM's --dtype)\n")
+    for dtype in ("auto", "half", "float16", "bfloat16", "float", "float32"):
+        assert ServeConfig(model="m", dtype=dtype).validate().dtype == dtype
+
+
+def test_the_dtypes_are_those_of_the_installed_vllm():
+    """VLLM_DTYPES is vLLM's own list (``ModelDType`` in ``vllm/config/model.py``), read without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vLLM is not installed")
+    text = (Path(list(spec.submodule_search_locations)[0]) / "config" / "model.py").read_text(encoding="utf-8")
+    found = re.search(r"^ModelDType = Literal\[(.*?)\]", text, re.MULTILINE)
+    assert found, "vllm/config/model.py defines no ModelDType"
+    assert tuple(re.findall(r'"([^"]+)"', found.group(1))) == serve.config.VLLM_DTYPES
+
+
+# ------------------------------------------------------------------------------------------------ weights
+
+
+def test_a_folder_without_weights_is_refused_before_any_engine(tmp_path, capsys, monkeypatch):
+    """A folder holding config.json but no weights started an engine that died ~50 s later with a traceback: now
+    exit 2 at once, naming the folder, with no log folder made and the port let go."""
+    monkeypatch.setattr(serve_cli, "check_installed_vllm", lambda: None)  # whichever vLLM this machine has
+    folder, logs, port = _folder(tmp_path / "ckpt", CAUSAL), tmp_path / "logs", _free_port()
+    assert serve_cli.main(["--model", str(folder), "--port", str(port), "--log-dir", str(logs)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"judge-serve: model: {folder} holds no weights (*.safetensors, *.bin, *.pt, *.index.json), "
+                          "so the generator engine would have nothing to load;"), err
+    assert err.count("\n") == 1 and not logs.exists()
+    with socket.socket() as again:  # the listening socket was closed
+        again.bind(("127.0.0.1", port))
+
+
+def test_a_regression_export_whose_generator_has_no_weights_names_that_folder(tmp_path, capsys, monkeypatch):
+    """The pooling engine's folder has weights, the generating one's (generator/) none: the refusal names generator/."""
+    monkeypatch.setattr(serve_cli, "check_installed_vllm", lambda: None)
+    root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors")
+    _folder(root / "generator", CAUSAL)
+    assert serve_cli.main(["--model", str(root), "--port", str(_free_port())]) == 2
+    assert capsys.readouterr().err.startswith(f"judge-serve: model: {root / 'generator'} holds no weights")
+
+
+@pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin", "model.pt",
+                                     "model.safetensors.index.json"])
+def test_each_kind_of_weights_file_is_enough(tmp_path, weights):
+    """save_pretrained's single files, PyTorch files and a sharded index each count as weights."""
+    serve.layout.require_weights(_folder(tmp_path / "ckpt", CAUSAL, weights), "generator")
+    with pytest.raises(LayoutError, match="holds no weights"):
+        serve.layout.require_weights(_folder(tmp_path / "bare", CAUSAL, "tokenizer.json"), "generator")
+
+
+def test_a_released_regression_judge_from_the_hub_cache_passes(tmp_path, monkeypatch, released_hub_cache):
+    """The released -r layout (docs/released-pollux.md) served by hub id: both derived views hold weights."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    layout = resolve_layout(RELEASED_R_ID, derived_cache_dir=tmp_path / "views")
+    specs = engine_specs(ServeConfig(model=RELEASED_R_ID), layout)
+    assert [spec.role for spec in specs] == ["generator", "pooler"]
+    for spec in specs:
+        serve.layout.require_weights(spec.model_dir, spec.role)
+
+
+# ------------------------------------------------------------------------------------------------ one-line messages
+
+
+def test_a_failed_download_is_named_in_one_line(tmp_path, monkeypatch):
+    """huggingface_hub's error runs over two lines (cause, then advice); the refusal keeps its first, in one line."""
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def snapshot_download(repo_id, *, local_files_only=False, **_):
+        if local_files_only:
+            raise LocalEntryNotFoundError("not in the cache")
+        raise OSError("Got: ConnectError: [Errno -2] Name or service not known\nAn error happened while trying ...")
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    with pytest.raises(CheckpointNotFound) as refused:
+        resolve_checkpoint("nobody-here/no-model")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "downloading it failed (OSError: Got: ConnectError: [Errno -2] Name or service not known). " in message
+
+
+def test_a_control_character_is_named_without_a_doubled_word():
+    """Python's message for a control character already ends in "at": it was read "at at column 9"."""
+    try:
+        json.loads('{"a": "x\ty"}')  # the tab is the 9th character
+    except json.JSONDecodeError as err:
+        assert unreadable_json(err) == "invalid JSON (Invalid control character at column 9)"
+        assert unreadable_json(err, whole_file=True) == "invalid JSON (Invalid control character at line 1, column 9)"
+    else:
+        pytest.fail("json.loads took a raw tab inside a string")
+
+
+# ------------------------------------------------------------------------------------------------ inline /v1/judge
+
+
+def _refusal(body: dict) -> RequestError:
+    with pytest.raises(RequestError) as refused:
+        parse_judge_request(body)
+    return refused.value
+
+
+@pytest.mark.parametrize(("body", "param", "message"), [
+    ({"instruction": "q", "criteria": ["x"]}, "answer", "answer: required field is missing"),
+    ({"instruction": "q", "answer": " ", "criteria": ["x"]}, "answer", "answer: must not be empty"),
+    ({"instruction": "q", "answer": "a", "criteria": []}, "criteria",
+     "criteria: must not be empty (leave it out to use the task type's criteria)"),
+    ({"instruction": "q", "answer": "a"}, "criteria",
+     "criteria: required unless task_type names a task whose criteria set to use"),
+    ({"items": [{"instruction": "q", "criteria": ["x"]}]}, "items[0].answer", "items[0].answer: required field is missing"),
+])  # fmt: skip
+def test_an_inline_body_is_refused_naming_its_fields_as_sent(body, param, message):
+    """An inline body (the item's fields at the top level) has no items[0]: its errors name ``answer``; a body
+    with ``items`` keeps ``items[0].answer``."""
+    refused = _refusal(body)
+    assert (refused.param, refused.message) == (param, message)
+
+
+def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokenizer):
+    """Judge.check (and run, which checks first) name an inline body's criterion ``criteria[0]`` and the item as a
+    whole ``body``, where a body with ``items`` gets ``items[0].criteria[0]`` / ``items[0]``."""
+    from serve.judging import Judge, JudgeSettings
+
+    settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=64,
+                             max_tokens=16, temperature=0.0, score_logprobs=True, lenient=False, constrained=False,
+                             feedback_max_chars=0, max_judgments=512)
+    judge_ = Judge(settings, qwen_tokenizer, generator=None, pooler=None, limit=asyncio.Semaphore(1))
+    unknown = {"instruction": "q", "answer": "a", "criteria": ["Нет такого критерия"]}
+    for body, where in ((unknown, "criteria[0]"), ({"items": [unknown]}, "items[0].criteria[0]")):
+        with pytest.raises(RequestError) as refused:
+            judge_.check(parse_judge_request(body))
+        assert refused.value.param == where and refused.value.message.startswith(f"{where}: "), refused.value.message
+        with pytest.raises(RequestError) as refused:
+            asyncio.run(judge_.run(parse_judge_request(body)))
+        assert refused.value.param == where
+    long = {"instruction": "q" * 10000, "answer": "a", "criteria": ["x"]}  # past 48 tokens of at most 128 characters
+    for body, where in ((long, "body"), ({"items": [long]}, "items[0]")):
+        with pytest.raises(RequestError) as refused:
+            judge_.check(parse_judge_request(body))
+        assert refused.value.param == where and refused.value.message.startswith(f"{where}: 10001 characters"), \
+            refused.value.message
