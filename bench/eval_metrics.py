@@ -115,10 +115,13 @@ _RATIONALE_WORDS = "Ответ по существу верен, но рассу
 
 
 def _write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Path]:
-    """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes); each raw output's
+    """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes, each row's
+    ``content_key`` included, which `score` checks against the data); each raw output's
     rationale is one short sentence, or ``rationale_chars`` characters of one repeated."""
     rationale = "Обоснование." if not rationale_chars else (
         _RATIONALE_WORDS * (rationale_chars // len(_RATIONALE_WORDS) + 1))[:rationale_chars]
+    from judge.plumbing.run_folder import content_key
+
     data, preds = folder / "data.jsonl", folder / "predictions.jsonl"
     rubric = "0: плохо\n\n1: средне\n\n2: хорошо\n\n3: очень хорошо\n\n4: отлично"
     with data.open("w", encoding="utf-8") as d, preds.open("w", encoding="utf-8") as p:
@@ -143,6 +146,8 @@ def _write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, P
                 "error": None if ok else "no_result", "reason": "", "score_source": table.score_source[i],
                 "in_scale": True if ok else None,
                 "regression_score": float(table.judge[i]) if ok and regression else None, "latency_s": 0.0,
+                # as `run` writes it (eval.judging.predictions.record_content_key): score checks it against the data
+                "content_key": content_key(row["instruction"], "", row["answer"], row["criteria_name"], rubric),
             }, ensure_ascii=False) + "\n")
     return data, preds
 

@@ -281,7 +281,7 @@ def run_notes(result: Metrics) -> list[str]:
         among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
                  if unknown is not None and unknown.n_missing else "")
         have, they = ("has", "it is") if missing == 1 else ("have", "they are")
-        stale = (result.notes.n_stale_predictions if result.notes else None) or 0  # the data edited after the run
+        stale = getattr(getattr(result, "notes", None), "n_stale_predictions", None) or 0  # data edited after the run
         why = f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
         notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({why}{among}): {they} not in `n`.")
     abstained = sum(c.n_abstained or 0 for c in tests)

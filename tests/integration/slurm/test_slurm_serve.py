@@ -197,6 +197,7 @@ def serve_flow(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path_factory):
     print(f"\nserve job + eval array (one task killed, rerun) + merge took {eval_s:.0f} s")
     return {
         "root": root, "data": data, "serve": serve, "array": array, "merge": merge, "endpoint_file": endpoint_file,
+        "endpoint": base_url,  # read while the serve job ran: the job removes the file as it ends
         "port": port, "killed_record": killed_record, "rerun_record": rerun_record, "rows_at_kill": rows_at_kill, "rows_after_kill": rows_after_kill,
         "merge_record": merge_record, "serve_record": serve_record, "in_flight": results, "cancelled_at": cancelled_at,
         "answered_before_cancel": answered_before_cancel, "held_at_engine": held, "refusal": refusal, "engine_pids": engine_pids, "n_items": len(judge.load_records(data)),
@@ -213,7 +214,7 @@ def test_eval_array_waits_for_the_serve_job_and_judges_through_it(serve_flow, sl
     root = serve_flow["root"]
     logs = _logs(root)
     assert serve_flow["merge_record"]["JobState"] == "COMPLETED", f"{serve_flow['merge_record']}\n{logs[-6000:]}"
-    assert serve_flow["endpoint_file"].read_text().strip() == f"http://127.0.0.1:{serve_flow['port']}/v1"
+    assert serve_flow["endpoint"] == f"http://127.0.0.1:{serve_flow['port']}/v1"
     for task in range(N_SHARDS):
         assert slurm_cluster.job(f"{serve_flow['array']}_{task}")["JobState"] == "COMPLETED"
     assert re.search(r"eval\.sbatch: judge-serve ready at http://127\.0\.0\.1:\d+/v1 after \d+ s", logs)
