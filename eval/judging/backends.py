@@ -215,12 +215,7 @@ class ChatBackend:
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
                 return [too_long_outcome(refusal.said)]
             raise refusal from err
-        if not response.choices:
-            # No choice is no answer of the judge's (a proxy's HTTP 200 carrying {"error": ...}, or an empty list):
-            # a failed request with the server's words, asked again by the next run, not a final "empty" verdict.
-            said = (getattr(response, "model_extra", None) or {}).get("error")
-            said = said.get("message", said) if isinstance(said, dict) else said
-            raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+        refuse_without_choice(response)
         choice = response.choices[0]
         message = choice.message
         text = message.content if message is not None else None
@@ -383,6 +378,18 @@ def reasoning_of(message: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+
+def refuse_without_choice(response: Any) -> None:
+    """``Refused`` for a chat completion with no choice (a proxy's HTTP 200 carrying ``{"error": ...}``, or an empty
+    list), with the server's words: no answer of the model's, so a failed request the next run asks again, never a
+    final "empty" verdict or answer (``judge-eval run``, pairwise judging and ``rank`` alike)."""
+    if response.choices:
+        return
+    said = (getattr(response, "model_extra", None) or {}).get("error")
+    said = said.get("message", said) if isinstance(said, dict) else said
+    raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
 
 
 def short(text: str, limit: int = 300) -> str:

@@ -302,7 +302,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
 
     from eval.judging.backends import (CONTEXT_LIMIT, N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged,
                                        chat_extra_body, reasoning_of, refusal_of, refuse_format_change,
-                                       retryable_status, short)
+                                       refuse_without_choice, retryable_status, short)
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
@@ -353,12 +353,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 return {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
                         "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": refusal.said}
             raise refusal from err
-        if not reply.choices:
-            # No choice is no answer of the judge's (a proxy's HTTP 200 carrying {"error": ...}, or an empty list):
-            # a failed request with the server's words, asked again by the next run, as the pointwise chat backend.
-            said = (getattr(reply, "model_extra", None) or {}).get("error")
-            said = said.get("message", said) if isinstance(said, dict) else said
-            raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+        refuse_without_choice(reply)
         message = reply.choices[0].message
         return _outcome(message.content if message else None, reasoning_of(message) if integer else None,
                         config.verdict_format, config.lenient)

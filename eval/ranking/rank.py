@@ -366,7 +366,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import FirstRefusals, Refused, refusal_of, short
+    from eval.judging.backends import FirstRefusals, Refused, refusal_of, refuse_without_choice
     from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
@@ -411,12 +411,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             refusal = None
             try:
                 response = await policy.acall(lambda row=row: ask(row))
-                if not response.choices:
-                    # No choice is no answer of the candidate's (a proxy's HTTP 200 carrying {"error": ...}, or an
-                    # empty list): a failed request with the server's words, asked again by the next run.
-                    said = (getattr(response, "model_extra", None) or {}).get("error")
-                    said = said.get("message", said) if isinstance(said, dict) else said
-                    raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+                refuse_without_choice(response)
                 choice = response.choices[0]
                 text = choice.message.content if choice.message is not None else None
                 answer, cut = strip_think(text or "")
