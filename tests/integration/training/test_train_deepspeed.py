@@ -41,8 +41,9 @@ def test_zero3_one_process_trains_like_the_plain_trainer(seq2seq_run, overfit_ba
                                                          train_subprocess_env, tmp_path):  # fmt: skip
     """ZeRO-3 (one rank, no launcher: none of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set, where
     DeepSpeed would look for MPI) runs the seq2seq recipe to an export that reloads and matches the live model, the
-    learning rate ends at 0, and its first two losses equal the plain trainer's on the same data (the first two
-    learning rates of a linear decay do not depend on the run length)."""
+    learning rate ends at 0, its first loss equals the plain trainer's on the same data and its first step lowers
+    the loss as the plain trainer's does (the first two learning rates of a linear decay do not depend on the run
+    length)."""
     overrides = [f"--{key}={value}" for key, value in OVERFIT_OVERRIDES.items() if value is not None]
     cmd = [
         sys.executable, "-m", "train.cli", "--config", "configs/train/tiny/seq2seq.yaml", *overrides,
@@ -59,7 +60,13 @@ def test_zero3_one_process_trains_like_the_plain_trainer(seq2seq_run, overfit_ba
     losses = _losses(record)
     assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
     plain = [e["loss"] for e in seq2seq_run.log_history if "loss" in e and "train_loss" not in e][:2]
-    assert losses == pytest.approx(plain, rel=1e-4)
+    # The first loss is the same forward pass on the same weights. The second follows one Adam step at lr 1e-2,
+    # which is about lr * sign(gradient): a coordinate whose gradient is near Adam's eps turns a summation-order
+    # difference (DeepSpeed reduces flattened fp32 partitions, torch each tensor) into a visible one. Another CI
+    # machine measured 2.8e-4 relative on the second loss, so it is held to the plain trainer's step instead: the
+    # same drop within 1 % (a run that skipped or mis-scaled the step is off by far more).
+    assert losses[0] == pytest.approx(plain[0], rel=1e-4)
+    assert abs((losses[0] - losses[1]) - (plain[0] - plain[1])) <= 0.01 * abs(plain[0] - plain[1])
 
 
 def test_zero3_two_processes_through_torchrun(tiny_causal_dir, train_subprocess_env, tmp_path):
