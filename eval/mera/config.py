@@ -71,8 +71,8 @@ class HumanEvalConfig(MeraConfig):
     limit: int | None = _f(None, "Only the first N tasks.")
     self_check: bool = _f(False, "Execute the canonical solutions instead of querying a model (no endpoint needed).")
     extraction: str = _f("mera", "mera: MERA's harness (cut at stops, strip a whole ```python...``` cover, append to "
-                                 "the stub); lenient: take code out of fences anywhere, accept a redefined function "
-                                 "(chat).", choices=("mera", "lenient"))
+                                 "the stub); lenient: leave <think> reasoning out, take code out of ``` or ~~~ fences "
+                                 "anywhere, accept a redefined function (chat).", choices=("mera", "lenient"))
     exec_workers: int = _f(2, "Sandboxed executions at once.")
     exec_timeout: float = _f(3.0, "Seconds per test call; a sample gets this x its number of tests, one deadline "
                                   "fixed when it starts.")
@@ -102,7 +102,8 @@ class RutieConfig(MeraConfig):
                                    "already ends in it (the card's 'Ответ:'); '' builds the harness's prompt, which "
                                    "adds none (docs/mera.md: the flags that reproduce rutie_gen and rutie).")
     answer_parser: str = _f("mera", "mera: MERA's harness, first standalone digit 0-9, '-1' in later context when "
-                                    "none; choice: first standalone 1 or 2, the model's own words in later context "
+                                    "none; choice: first standalone 1 or 2 after any <think> reasoning (one never "
+                                    "closed, or a hedge '1 или 2': unparsed), the model's own words in later context "
                                     "when none.", choices=("mera", "choice"))
     context_overflow: str = _f("truncate", "A prompt the endpoint refuses as over its context window: truncate "
                                            "(as MERA's harness, which truncates it from the left) leaves out the "

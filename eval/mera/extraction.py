@@ -8,8 +8,9 @@ Code from a completion (``build_program``), one named option ``extraction``:
   ``~~~python ...~~~``, nothing else: no prose around, no other language tag, no leading whitespace), and the
   result is appended to the stub as it is (``inputs.function + completion``, no newline added). A chat answer
   that opens with prose or a fence and ``def`` is therefore cut at its ``\\ndef`` and fails, as in the harness.
-* ``"lenient"``, this toolkit's deviation for chat models (not MERA's): code is taken out of the first suitable
-  markdown fence anywhere in the answer (``extract_code``), and a fenced block is taken whole, never cut at the
+* ``"lenient"``, this toolkit's deviation for chat models (not MERA's): reasoning (``<think>...</think>``) is left
+  out (``after_reasoning``), then code is taken out of the first suitable markdown fence anywhere in the answer
+  (``extract_code``: backticks or tildes, three or more), and a fenced block is taken whole, never cut at the
   stops (MERA's ``until`` ends a continuation of the stub; a chat answer's helper after the entry point is code).
   An answer that (re)defines the entry point replaces the stub's definition of it: the rest of the stub (its
   imports and helper functions, as the task's prompt defines them) goes on top, then the answer's code; unfenced,
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MERA_STOPS", "EXTRACTIONS", "truncate_at_stops", "extract_code", "strip_markdown_cover", "build_program"]
+__all__ = ["MERA_STOPS", "EXTRACTIONS", "truncate_at_stops", "extract_code", "strip_markdown_cover", "after_reasoning",
+           "build_program"]
 
 #: MERA's stop strings for ruHumanEval (benchmark_tasks/ruhumaneval/ruhumaneval.yaml).
 MERA_STOPS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -44,12 +47,69 @@ def truncate_at_stops(text: str, stops: Iterable[str]) -> str:
     return text[:cut]
 
 
-_FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+#: A markdown code fence's opening (CommonMark "Fenced code blocks"): three or more backticks or tildes, then an
+#: info string whose first word is the language (a tilde fence ``~~~python``, a four-backtick fence, ...); a backtick
+#: fence's info string holds no backtick, so an inline span of three backticks opens nothing. Leniently, prose may
+#: precede the fence on its line.
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([^\n]*)$")
 _PYTHON_LANGS = {"", "python", "py", "python3"}
+
+
+def _fence_blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block in ``text``: (language, code).
+
+    A block closes on a line that is a run of its fence character at least as long as its opening (CommonMark),
+    or, leniently, that starts with such a run (prose after it: "``` Готово") or ends a line of code with it
+    (``return x`` then the fence); a shorter run is code. An unclosed fence runs to the end of the text, as
+    CommonMark's does at the end of a document: it is a generation cut by ``--max-tokens``, and the code written so
+    far is the answer (cut mid-statement, it fails as the model's syntax error). Its last line, when it holds only
+    that fence character with no newline after it, is a closing fence cut short and is dropped.
+    """
+    lines = text.splitlines(keepends=True)
+    blocks: list[tuple[str, str]] = []
+    i = 0
+    while i < len(lines):
+        opening = _FENCE_OPEN.search(lines[i].rstrip("\r\n"))
+        i += 1
+        if not opening or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            continue
+        fence = opening.group(1)
+        words = opening.group(2).split()
+        lang = words[0].lower() if words else ""
+        run = rf"{re.escape(fence[0])}{{{len(fence)},}}"
+        closing = re.compile(rf"^[ \t]*{run}|{run}[ \t]*$")
+        body: list[str] = []
+        closed = False
+        while i < len(lines):
+            line = lines[i]
+            i += 1
+            end = closing.search(line.rstrip("\r\n"))
+            if end:
+                before = line[: end.start()]
+                if before.strip():
+                    body.append(before + "\n")
+                closed = True
+                break
+            body.append(line)
+        if not closed and body and not body[-1].endswith("\n") and set(body[-1].strip()) == {fence[0]}:
+            body.pop()
+        blocks.append((lang, "".join(body)))
+    return blocks
 
 
 def _defines(code: str, entry_point: str) -> re.Match[str] | None:
     return re.search(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", code, re.M)
+
+
+def _unindented(code: str, entry_point: str | None) -> str:
+    """A block indented as a whole (a fence inside a markdown list item, whose indentation CommonMark strips from
+    its lines) that defines the entry point once dedented is that program, dedented; kept indented, its first line
+    is an IndentationError. A continuation of the stub (no ``def`` of the entry point) keeps its indentation."""
+    if entry_point is not None and not _defines(code, entry_point):
+        dedented = textwrap.dedent(code)
+        if _defines(dedented, entry_point):
+            return dedented
+    return code
 
 
 def extract_code(completion: str, entry_point: str | None = None) -> str:
@@ -64,7 +124,7 @@ def extract_code(completion: str, entry_point: str | None = None) -> str:
 
 def _fenced_code(completion: str, entry_point: str | None) -> tuple[str, bool]:
     """``extract_code``'s code, and whether it came out of a fence (then it is the model's whole program)."""
-    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(completion)]
+    blocks = [(lang, _unindented(code, entry_point)) for lang, code in _fence_blocks(completion)]
     if not blocks:
         return completion, False
     python = [code for lang, code in blocks if lang in _PYTHON_LANGS]
@@ -127,6 +187,23 @@ def strip_markdown_cover(generation: str) -> str:
     return generation
 
 
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_THINK_OPEN = re.compile(r"<think>", re.I)
+
+
+def after_reasoning(completion: str) -> str:
+    """A chat answer without its reasoning: ``<think>...</think>`` blocks removed, and the text before a ``</think>``
+    whose opening was in the prompt (templates that open the block themselves) too; a ``<think>`` never closed
+    (cut by ``--max-tokens``) leaves nothing, as the answer never came. The reasoning's drafts, fenced as often as
+    not, are never the program: the first fence defining the entry point would otherwise be a discarded draft."""
+    visible = _THINK_BLOCK.sub("", completion)
+    closes = list(_THINK_CLOSE.finditer(visible))
+    if closes:
+        visible = visible[closes[-1].end() :]
+    return "" if _THINK_OPEN.search(visible) else visible
+
+
 def build_program(
     completion: str,
     function: str,
@@ -157,7 +234,7 @@ def build_program(
         return function + strip_markdown_cover(truncate_at_stops(completion, stops))
     if extraction != "lenient":
         raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
-    code, fenced = _fenced_code(completion, entry_point)
+    code, fenced = _fenced_code(after_reasoning(completion), entry_point)
     match = _defines(code, entry_point)
     if match:
         stub = _stub_without_entry_point(function, entry_point)

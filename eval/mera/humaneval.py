@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import keyword
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -156,7 +157,8 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     inputs = _require(row, "inputs", Mapping, where)
     _require(row, "inputs.function", str, where)
     entry_point = _require(row, "meta.entry_point", str, where)
-    if not entry_point.isidentifier():  # no sample could define it: the task would fail for every model, silently
+    # No sample could define it ("class", "def" are identifiers, and keywords): every model would fail, silently.
+    if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
         raise DataError(f"{where}: field 'meta.entry_point' is not a Python function name: {entry_point!r}")
     raw_tests = _require(row, "inputs.tests", (str, list), where)
     if isinstance(raw_tests, str):

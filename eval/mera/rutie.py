@@ -56,8 +56,10 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
   fallback ``"-1"``): the first standalone digit 0-9 is the answer, so "3" is a parsed, wrong answer; a reply
   with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it.
 * ``"choice"`` (deviation): the first standalone 1 or 2 (not part of a number or a word, after any ``<think>``
-  block); anything else is unparsed, and later context shows what the model said instead (whitespace
-  collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1 here.
+  block; a reply whose reasoning never closed is unparsed, "reasoning not finished"; a hedge naming both, "1 или
+  2", is no answer, "both choices named"); anything else is unparsed, and later context shows what the model said
+  instead (whitespace collapsed, cut to ``MAX_CONTEXT_ANSWER_CHARS``). "3, нет, 1" is wrong under ``mera`` and 1
+  here.
 
 Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
 So is a question the endpoint refused ("request refused": HTTP 400, 413, 422), whose prompt did not fit its
@@ -74,7 +76,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~840 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~860 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -105,9 +107,9 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY = (
+NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY, UNFINISHED_THINK, HEDGED = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
-    "request refused", "no reply returned",
+    "request refused", "no reply returned", "reasoning not finished", "both choices named",
 )  # fmt: skip
 #: What a prompt over the context window does (``RutieSettings.context_overflow``).
 CONTEXT_OVERFLOWS = ("truncate", "fail")
@@ -347,18 +349,35 @@ def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> 
 # ---------------------------------------------------------------------------------------------------------------
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_THINK_OPEN = re.compile(r"<think>", re.I)
 # A 1 or 2 that is not part of a word or number: "1", "1.", "(2)", "ответ 2"; not "12", "1.5", "x1", "2-й".
 _STANDALONE = re.compile(r"(?<![\w.,\-])([12])(?![\w\-])(?![.,]\d)")
+# Both choices named as alternatives ("1 или 2", "2 or 1", "1/2"): a hedge, no answer; read as its first digit, a
+# model answering so to every question would score as often as the gold answer is "1".
+_HEDGE = re.compile(r"(?<![\w.,\-])([12])[ \t]*(?:или|либо|or|/)[ \t]*(?!\1)[12](?![\w\-])(?![.,]\d)", re.I)
 
 
 def parse_answer(text: str) -> Answer:
-    """The first standalone digit 1 or 2 in a reply (after any ``<think>`` block), else a failure with a reason."""
+    """The first standalone digit 1 or 2 in a reply (after any ``<think>`` block), not one of a hedge naming both
+    ("1 или 2": left out, unparsed ``HEDGED`` when nothing else answers), else a failure with a reason.
+
+    Reasoning is never read as the answer: a closing ``</think>`` whose opening was in the prompt (chat templates
+    that open the block themselves) ends the reasoning, and a ``<think>`` never closed (cut by ``max_tokens``) is a
+    reply that gave no answer yet (``UNFINISHED_THINK``), not one whose first digit in the reasoning is it.
+    """
     if text is None or not text.strip():
         return Answer(None, EMPTY)
     visible = _THINK.sub(" ", text)
-    match = _STANDALONE.search(visible)
+    closes = list(_THINK_CLOSE.finditer(visible))
+    if closes:
+        visible = visible[closes[-1].end() :]
+    if _THINK_OPEN.search(visible):
+        return Answer(None, UNFINISHED_THINK)
+    unhedged = _HEDGE.sub(" ", visible)
+    match = _STANDALONE.search(unhedged)
     if match is None:
-        return Answer(None, NO_DIGIT)
+        return Answer(None, HEDGED if unhedged != visible else NO_DIGIT)
     return Answer(match.group(1))
 
 

@@ -193,6 +193,7 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         # No function of these names can be defined: every sample of the task would fail, for every model.
         (_row(meta__entry_point=""), "field 'meta.entry_point' is not a Python function name: ''"),
         (_row(meta__entry_point="add two"), "field 'meta.entry_point' is not a Python function name: 'add two'"),
+        (_row(meta__entry_point="lambda"), "field 'meta.entry_point' is not a Python function name: 'lambda'"),
         # null is no expected output: read as "None", it would pass a sample that returns None for that test.
         (_row(outputs=["3", None]), "field 'outputs' holds null (test 1)"),
     ],
@@ -307,6 +308,54 @@ def test_extract_code_from_markdown(completion, expected):
     assert extract_code(completion, "f") == expected
 
 
+F1 = "def f():\n    return 1\n"
+TRIPLE_QUOTED = 'def f():\n    s = """\n```\n"""\n    return 1\n'
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # CommonMark's fences are ``` and ~~~, three or more, with an info string whose first word is the language.
+        ("Вот решение:\n~~~python\n" + F1 + "~~~\nГотово.", F1),
+        ("~~~ python title=sol.py\n" + F1 + "~~~", F1),
+        ("~~~bash\npip install x\n~~~\n~~~py\n" + F1 + "~~~", F1),
+        # A longer fence closes only on a run at least as long, so a ``` line inside it is code.
+        ("````python\n" + TRIPLE_QUOTED + "````", TRIPLE_QUOTED),
+        ("````text\nnot code\n````\n````python\n" + F1 + "````", F1),  # its language is "text", not "`text"
+        ("~~~~python\n" + F1 + "~~~\n~~~~", F1 + "~~~\n"),
+        # A ``` line does not close a ~~~ fence.
+        ("~~~python\n" + F1 + "```\n~~~", F1 + "```\n"),
+        # Unclosed (cut by --max-tokens): the code so far, a closing fence cut short at the very end dropped.
+        ("~~~python\n" + F1, F1),
+        ("````python\n" + F1 + "``", F1),
+        ("~~~python\n" + F1 + "~", F1),
+        ("```python\ndef f():\n    return (1 +", "def f():\n    return (1 +"),  # the model's syntax error
+        # The fence closing at the end of the last line of code.
+        ("```python\n" + F1 + "    pass```\nГотово.", F1 + "    pass\n"),
+        # A closing fence with prose after it on its line.
+        ("```python\n" + F1 + "``` Готово.\nЕщё текст", F1),
+        # Three backticks inline in prose open nothing; the fence after them is read.
+        ("Используйте ```x``` в тексте.\n```python\n" + F1 + "```", F1),
+        # A fence inside a markdown list item, indented as a whole: the program is dedented.
+        ("1. Код:\n   ```python\n   def f():\n       return 1\n   ```\n", F1),
+    ],
+)
+def test_extract_code_reads_every_markdown_fence(completion, expected):
+    """--extraction lenient reads ~~~ fences, fences longer than three characters (closed only by a run as long),
+    an unclosed fence to the end (a cut-short answer's code is all it wrote), and a list item's indented fence."""
+    assert extract_code(completion, "f") == expected
+
+
+def test_lenient_tilde_fenced_answer_runs():
+    """A ~~~ fenced chat answer redefining the entry point runs under --extraction lenient (it used to be appended
+    to the stub, fences and prose included: a syntax error scored as the model's)."""
+    completion = "Вот решение:\n~~~python\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n~~~\n"
+    program = build_program(completion, STUB, "total", extraction="lenient")
+    namespace: dict = {}
+    exec(compile(program, "<program>", "exec"), namespace)
+    assert namespace["total"]([1, 2, 3]) == 6
+
+
 STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Сумма."""\n'
 
 
@@ -334,6 +383,31 @@ STUB = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """С
 def test_build_program_lenient(completion, expected):
     """extraction="lenient": appended to the stub, or a redefinition used whole."""
     assert build_program(completion, STUB, "total", extraction="lenient") == expected
+
+
+DRAFT = "def total(xs: List[int]) -> int:\n    return 0\n"
+FINAL = "def total(xs: List[int]) -> int:\n    return sum(xs)\n"
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # The reasoning's fenced draft defines the entry point too; the answer after </think> is the program.
+        ("<think>Черновик:\n```python\n" + DRAFT + "```\nНет, не так.</think>\n```python\n" + FINAL + "```",
+         "from typing import List\n" + FINAL),
+        # The template opened the block in the prompt: the reply is reasoning up to its </think>.
+        ("Черновик:\n```python\n" + DRAFT + "```\n</think>\nОтвет:\n```python\n" + FINAL + "```",
+         "from typing import List\n" + FINAL),
+        # Cut inside its reasoning (--max-tokens): no answer came, only the stub runs (and fails).
+        ("<think>Попробую:\n```python\n" + FINAL + "```\nПроверю ещё", STUB),
+    ],
+)
+def test_lenient_never_runs_the_reasoning(completion, expected):
+    """--extraction lenient leaves <think> reasoning out: its drafts were taken as the program (the first fence that
+    defines the entry point), and a reply cut inside its reasoning ran a draft as the answer."""
+    assert build_program(completion, STUB, "total", extraction="lenient") == expected
+    # MERA's extraction has no notion of reasoning (benchmark_tasks/ruhumaneval/utils.py): the stops cut it.
+    assert build_program(completion, STUB, "total") == STUB + truncate_at_stops(completion, MERA_STOPS)
 
 
 PALINDROME_STUB = (
@@ -391,8 +465,8 @@ EXTRACTION_TABLE = [
     ("\n" + BODY, STUB + "\n" + BODY, STUB + "\n" + BODY),
     # A whole ```python ... ``` cover: the harness strips it (preprocess_generation), keeping what was inside.
     ("```python\n" + BODY + "```", STUB + "\n" + BODY, STUB + BODY),
-    # Same cover with ~~~: the harness's pattern is "first character x3 + python".
-    ("~~~python\n" + BODY + "~~~", STUB + "\n" + BODY, STUB + "~~~python\n" + BODY + "~~~"),
+    # Same cover with ~~~: the harness's pattern is "first character x3 + python"; lenient reads a ~~~ fence too.
+    ("~~~python\n" + BODY + "~~~", STUB + "\n" + BODY, STUB + BODY),
     # A cover with another tag, or text after the closing fence: the harness leaves it (a syntax error).
     ("```py\n" + BODY + "```", STUB + "```py\n" + BODY + "```", STUB + BODY),
     ("```python\n" + BODY + "```\nГотово.", STUB + "```python\n" + BODY + "```\nГотово.", STUB + BODY),

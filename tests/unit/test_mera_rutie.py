@@ -105,6 +105,49 @@ def test_parse_answer_takes_first_standalone_1_or_2(reply, expected):
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
+        # Reasoning cut by max_tokens before it closed: no answer yet, whatever digits the reasoning holds.
+        ("<think>Сначала вариант 1: он кажется верным, но", "reasoning not finished"),
+        ("<think>да</think> <THINK>вариант 1, потом", "reasoning not finished"),
+        # The template opened the block in the prompt: the reply is reasoning up to its </think>.
+        ("вариант 1 неверен, значит</think>Ответ: 2", "2"),
+        ("вариант 1?</think><think>нет</think> 2", "2"),
+    ],
+)
+def test_choice_parser_never_reads_reasoning_as_the_answer(reply, expected):
+    """--answer-parser choice skips reasoning: an unclosed <think> is unparsed ("reasoning not finished"), and
+    text before a closing </think> whose opening was in the prompt is reasoning (it used to answer "1" in each)."""
+    answer = parse_reply(reply, "choice")
+    if expected in ("1", "2"):
+        assert answer == Answer(expected)
+    else:
+        assert answer == Answer(None, expected)
+    # MERA's harness parser reads the raw reply, reasoning and all (benchmark_tasks/rutie/utils.py): unchanged.
+    assert parse_reply(reply, "mera") == Answer("1")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("1 или 2", Answer(None, "both choices named")),
+        ("Наверное, 2 либо 1", Answer(None, "both choices named")),
+        ("2 OR 1", Answer(None, "both choices named")),
+        ("1/2", Answer(None, "both choices named")),
+        ("Вы спросили «1 или 2?» Ответ: 2", Answer("2")),  # the hedge restated, then an answer
+        ("1 или 1", Answer("1")),  # the same choice twice is an answer
+        ("1.5 или 2", Answer("2")),  # no hedge: 1.5 is a number
+    ],
+)
+def test_choice_parser_reads_a_hedge_as_no_answer(reply, expected):
+    """--answer-parser choice: a reply naming both choices as alternatives answers nothing (it was read as "1", so a
+    model hedging on every question scored as often as the gold answer is "1"); MERA's parser, as the harness's
+    regex, still takes the first digit."""
+    assert parse_reply(reply, "choice") == expected
+    assert parse_reply("1 или 2", "mera") == Answer("1")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
         # MERA's RegexFilter r"(\b([0-9])\b)", first match, on the stripped reply (benchmark_tasks/rutie/utils.py).
         ("1", Answer("1")),
         (" Ответ: 2.", Answer("2")),
