@@ -6,7 +6,7 @@
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
     judge-eval rank --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 --data INSTRUCTIONS --out runs/rank/m
-    judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b   (two rank runs: paired)
+    judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b   (rank runs: 2 paired, 3+ ranked)
     judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
     judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="A failed verdict in the experts' ceiling: its largest error on the scale, or left out.")
 
     cmp_p = sub.add_parser("compare", help="Scored runs side by side with paired-bootstrap significance.",
-                           description="Compare scored runs (folders written by `score`) with the first one, or two "
-                                       "ranking runs (folders written by `rank`).")
+                           description="Compare scored runs (folders written by `score`) with the first one, two "
+                                       "ranking runs (folders written by `rank`), or three or more (a leaderboard).")
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
-                       help="Two rank runs: compare them even when their judge settings (run.json) differ.")
+                       help="Rank runs: compare them even when their judge settings (run.json) differ.")
 
     rank_p = sub.add_parser("rank", aliases=["bench"],
                             help="Rank a candidate LLM with a judge: answers, verdicts, POLLUX's matrix.",
@@ -347,11 +347,12 @@ def _compare_rankings(args: argparse.Namespace) -> int:
     from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
     from eval.ranking.report import render_ranking_compare_page
 
-    if len(args.runs) != 2:
-        raise ValueError(f"rank runs are compared two at a time (A, then B); got {len(args.runs)}")
     if args.bootstrap_unit == "item":  # the matrix's binary gate lives inside an instruction: it cannot be split
         raise ValueError("bootstrap_unit: rank runs are compared by instruction (their matrices' gate holds within an "
                          "instruction); leave --bootstrap-unit out or give instruction")
+    if len(args.runs) != 2:  # three or more: one leaderboard (one run alone is refused there)
+        from eval.ranking.leaderboard import leaderboard_command
+        return leaderboard_command(args)
     result = compare_rankings(*args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                            allow_other_judge=args.allow_other_judge)
     markdown = render_ranking_compare_markdown(result)

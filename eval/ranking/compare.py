@@ -41,7 +41,7 @@ import numpy as np
 
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings",
+__all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS"]
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
@@ -93,6 +93,11 @@ def _check_result(info: Any, path: Path) -> None:
     if matrix.get("normalize") not in NORMALIZE:
         raise ValueError(f"{path}: field 'matrix.normalize' is {matrix.get('normalize')!r}, not one of "
                          f"{', '.join(NORMALIZE)}; rerun judge-eval rank on the folder")
+    pairs = matrix.get("binary_criteria", [])
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                              for p in pairs):
+        raise ValueError(f"{path}: field 'matrix.binary_criteria' must be a list of [meta, criterion] pairs of text; "
+                         "rerun judge-eval rank on the folder")
     for name in UNJUDGED_SETTINGS:  # absent: a result before the setting (``_unjudged_setting``)
         if name in matrix and matrix[name] not in EMPTY_ANSWER:
             raise ValueError(f"{path}: field 'matrix.{name}' is {matrix[name]!r}, not one of "
@@ -194,10 +199,17 @@ def _sorted_ids(ids) -> list[Any]:
     return sorted(ids, key=lambda p: (isinstance(p, str), p))
 
 
-def _gate_keys(items: list, keys: list[tuple[Any, str, int]]) -> set[tuple[Any, str, int]]:
+def binary_criteria(info: dict[str, Any]) -> set[tuple[str, str]]:
+    """The data's binary (meta, criterion) pairs a run's ``bench.json`` keeps (``matrix.pollux_matrix``); none in a
+    result written before the field (its gate read its own selection's rubrics only)."""
+    return {(meta, name) for meta, name in info["matrix"].get("binary_criteria", ())}
+
+
+def _gate_keys(items: list, keys: list[tuple[Any, str, int]],
+               data_pairs: set[tuple[str, str]] = frozenset()) -> set[tuple[Any, str, int]]:
     """The keys of a run's binary (gate) items, by ``matrix.matrix_arrays``' rule: a rubric of levels {0, 1}, or one
-    without a readable scale whose (meta, criterion) is binary elsewhere."""
-    pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
+    without a readable scale whose (meta, criterion) is binary elsewhere (in the run or its data: ``data_pairs``)."""
+    pairs = {(it.meta, it.criteria_name) for it in items if it.binary} | data_pairs
     return {key for key, it in zip(keys, items)
             if (it.binary if it.binary is not None else (it.meta, it.criteria_name) in pairs)}
 
@@ -295,14 +307,16 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     differences = _judge_differences(folders, info_a, info_b, allow_other_judge)
     _refuse_other_data(info_a, info_b, folders)
     runs = (items_a, items_b)
-    full_a, full_b = (matrix_arrays(items, normalize, **settings) for items in runs)
+    binaries = [binary_criteria(info) for info in (info_a, info_b)]  # each run's gate by its own data's rubrics
+    full_a, full_b = (matrix_arrays(items, normalize, **settings, binary_criteria=b)
+                      for items, b in zip(runs, binaries))
     keys = [_item_keys(items) for items in runs]
     scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs)]
     scored_a, scored_b = ({k[0] for k in side} for side in scored_keys)
     paired = scored_keys[0] & scored_keys[1]
     # A gate scored by one run only: that run's gate is decided and the other's stays open (a failed Critical verdict
     # keeps every score the first run's gate may have zeroed), so the instruction leaves both sides.
-    gates = _gate_keys(items_a, keys[0]) | _gate_keys(items_b, keys[1])
+    gates = _gate_keys(items_a, keys[0], binaries[0]) | _gate_keys(items_b, keys[1], binaries[1])
     gate_one_side = {k[0] for k in gates & (scored_keys[0] ^ scored_keys[1])} & scored_a & scored_b
     paired = {k for k in paired if k[0] not in gate_one_side}
     paired_ids = {k[0] for k in paired}
@@ -312,13 +326,14 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
     # Each run's gate is decided over all its items inside matrix_arrays; then only the paired items are kept.
-    arrays = [matrix_arrays(items, normalize, **settings, layout=layout, prompt_ids=shared,
-                            paired=[k for k, key in enumerate(ks) if key in paired]) for items, ks in zip(runs, keys)]
+    arrays = [matrix_arrays(items, normalize, **settings, layout=layout, prompt_ids=shared, binary_criteria=b,
+                            paired=[k for k, key in enumerate(ks) if key in paired])
+              for items, ks, b in zip(runs, keys, binaries)]
     # What each run scored in the instructions both hold, before pairing: the counts a cell lost to pairing.
     held = {it.prompt_id for it in items_a} & {it.prompt_id for it in items_b}
-    alone = [matrix_arrays(items, normalize, **settings, layout=layout,
+    alone = [matrix_arrays(items, normalize, **settings, layout=layout, binary_criteria=b,
                            prompt_ids=[p for p in dict.fromkeys(it.prompt_id for it in items) if p in held])
-             for items in runs]
+             for items, b in zip(runs, binaries)]
     n_paired, n_alone = cell_counts(arrays[0]), [cell_counts(a) for a in alone]
     instructions = cell_instructions(arrays[0])
     instructions_alone = [cell_instructions(a) for a in alone]
@@ -384,7 +399,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
-    from eval.ranking.report import calls_line, exclusion_lines
+    from eval.ranking.report import calls_line, exclusion_lines, resamples_phrase
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
     from eval.reports.report import markdown_table, md_text
@@ -402,6 +417,6 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
         rows.append([md_text(r), *parts])
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
-                      f"{md_text(result['judge'])}; {result['n_boot']} paired resamples over instructions; alpha "
-                      f"{result['alpha']}.", *exclusion_lines(result), *filter(None, [calls_line(result)]), "",
+                      f"{md_text(result['judge'])}; {resamples_phrase(result)}; alpha {result['alpha']}.",
+                      *exclusion_lines(result), *filter(None, [calls_line(result)]), "",
                       markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

@@ -9,11 +9,12 @@ into POLLUX's matrix; its docstring gives the rules with their sources).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["RankedItem", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER", "NO_ANSWER", "VERDICT", "REGRESSION_HEAD",
-           "pollux_scale_levels", "gate_score", "item_status", "is_scored", "unnormalisable"]
+           "pollux_scale_levels", "gate_score", "item_status", "is_scored", "unnormalisable", "data_binary_criteria"]
 
 #: What became of one (instruction, criterion): ``ok`` is scored; the others are counted per cell (``no_prediction``:
 #: the item has no row in the judge's predictions at all, as a run cut short leaves it; ``no_answer``: the
@@ -98,6 +99,14 @@ class RankedItem:
     def binary(self) -> bool | None:
         """POLLUX's binary criterion: levels exactly {0, 1}; None when the rubric has no readable scale."""
         return set(self.levels) == {0, 1} if self.levels else None
+
+
+def data_binary_criteria(criteria: Iterable[tuple[str, str, str]]) -> list[list[str]]:
+    """The ``[meta, criterion]`` pairs, sorted, with a binary rubric among ``(meta, criterion, rubrics)`` triples: the
+    whole data set's, as POLLUX's metrics.py collects ``binary_criteria`` from every row of the data (not only those
+    scored), so that a rubric without a readable scale gates by the same rule whatever ``--limit`` selected."""
+    pairs = {(meta, name) for meta, name, rubrics in criteria if set(pollux_scale_levels(rubrics)) == {0, 1}}
+    return [list(pair) for pair in sorted(pairs)]
 
 
 def unnormalisable(levels: tuple[float, ...], normalize: str) -> str | None:

@@ -124,7 +124,8 @@ def _normalised(score: float, levels: tuple[float, ...], normalize: str, where: 
 
 def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, empty_answer: str = "zero",
                   no_answer: str = "zero", layout: MatrixArrays | None = None, prompt_ids: list[Any] | None = None,
-                  paired: Collection[int] | None = None) -> MatrixArrays:
+                  paired: Collection[int] | None = None,
+                  binary_criteria: Iterable[Collection[str]] = ()) -> MatrixArrays:
     """Apply POLLUX's per-item rules (drop, normalise, gate) and fold the items per (instruction, cell).
 
     Args:
@@ -136,6 +137,9 @@ def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, emp
         prompt_ids: the instructions, in this order (a comparison's shared ones; items of others are left out).
         paired: the positions in ``items`` of the scored items to keep (a comparison keeps the items both runs
             scored); the gate is decided first, over every item of the run.
+        binary_criteria: (meta, criterion) pairs with a binary rubric in the whole data set (``data_binary_criteria``),
+            besides those of ``items``: metrics.py reads them from the whole data, so a ``--limit`` that leaves the
+            binary rubric's instructions out does not turn a scale-less rubric's gate off.
 
     Raises:
         ValueError: an unknown ``normalize``, ``empty_answer`` or ``no_answer``, or a scale that cannot normalise
@@ -149,7 +153,7 @@ def matrix_arrays(items: Iterable[RankedItem], normalize: str = "minmax", *, emp
     items = list(items)
     # A rubric without a readable scale is binary when the same (meta, criterion) has a binary rubric elsewhere
     # (metrics.py: the fallback to ``binary_criteria``).
-    binary_pairs = {(it.meta, it.criteria_name) for it in items if it.binary}
+    binary_pairs = {(it.meta, it.criteria_name) for it in items if it.binary} | {tuple(p) for p in binary_criteria}
     # The gate, over every item of the run: a binary criterion scored anything but 0 zeroes every score of its
     # instruction (an unjudged item scored 0 closes nothing).
     rejected = {it.prompt_id for it in items if item_status(it) == "ok" and gate_score(it) != 0
@@ -314,6 +318,7 @@ class RankingMatrix:
     scale: tuple[float, float] = (0.0, 1.0)
     no_answer: str = "zero"
     instructions: np.ndarray | None = None
+    binary_criteria: list[list[str]] = field(default_factory=list)  # the data's, given to pollux_matrix
 
     @property
     def grand_mean(self) -> float:
@@ -326,11 +331,13 @@ class RankingMatrix:
         """Why cell (i, j) has no interval; None when it has one."""
         if math.isfinite(self.ci_low[i, j]):
             return None
-        if self.n_boot == 0:
-            return "no resamples"
+        # The instructions first: a matrix of one instruction draws no resample (n_boot is 0 then, whatever
+        # --n-boot asked), and "no resamples" sent the reader to a flag that was not the cause.
         k = self._instructions(i, j)
         if k < MIN_INSTRUCTIONS:
             return f"rests on {k} instruction{'s' * (k != 1)}; an interval needs at least {MIN_INSTRUCTIONS}"
+        if self.n_boot == 0:
+            return "no resamples"
         return "no resample defined it"
 
     def cell(self, row: str, column: str) -> dict[str, Any]:
@@ -374,7 +381,7 @@ class RankingMatrix:
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "columns": self.columns, "normalize": self.normalize, "n_boot": self.n_boot,
                 "seed": self.seed, "empty_answer": self.empty_answer, "no_answer": self.no_answer,
-                "scale": list(self.scale),
+                "scale": list(self.scale), "binary_criteria": self.binary_criteria,
                 "n_instructions": self.n_instructions, "grand_mean": _json_float(self.grand_mean),
                 "cells": {r: {c: self.cell(r, c) for c in self.columns} for r in self.rows},
                 "why_empty": "an empty cell has no scored item: no instruction of that meta has that criterion, or "
@@ -418,7 +425,8 @@ def cell_instructions(arrays: MatrixArrays) -> np.ndarray:
 
 
 def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot: int = 1000, seed: int = 0,
-                  level: float = 0.95, empty_answer: str = "zero", no_answer: str = "zero") -> RankingMatrix:
+                  level: float = 0.95, empty_answer: str = "zero", no_answer: str = "zero",
+                  binary_criteria: Iterable[Collection[str]] = ()) -> RankingMatrix:
     """POLLUX's criteria x meta matrix of a ranking run, with bootstrap intervals over instructions.
 
     Args:
@@ -429,11 +437,14 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
             instructions).
         seed: the resamples' seed.
         level: the intervals' coverage.
+        binary_criteria: the data's binary (meta, criterion) pairs (``matrix_arrays``), kept in ``to_json``.
 
     Raises:
         ValueError: nothing was scored (POLLUX: "No valid scores parsed"), or as ``matrix_arrays``.
     """
-    arrays = matrix_arrays(items, normalize, empty_answer=empty_answer, no_answer=no_answer)
+    binary_criteria = sorted(map(list, binary_criteria))
+    arrays = matrix_arrays(items, normalize, empty_answer=empty_answer, no_answer=no_answer,
+                           binary_criteria=binary_criteria)
     if not arrays.counts.nnz:
         counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
@@ -467,7 +478,8 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
                        failed={s: _margins(a, arrays.failures_elsewhere.get(s, 0)) for s, a in arrays.failures.items()},
                        n_instructions=n_i,
                        n_boot=n_boot if n_i >= 2 else 0, normalize=normalize, seed=seed, empty_answer=empty_answer,
-                       scale=arrays.scale, no_answer=no_answer, instructions=instructions)
+                       scale=arrays.scale, no_answer=no_answer, instructions=instructions,
+                       binary_criteria=binary_criteria)
 
 
 def _json_float(value: float) -> float | None:

@@ -34,7 +34,8 @@ Three stages, each resumable, all in ``--out``:
    the verdicts that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
    drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it), and the items
    of instructions the judge was not asked about (``n_no_answer``, ``n_empty_answer``; listed in ``unjudged.jsonl``);
-   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``.
+   ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``,
+   of three or more ``eval.ranking.leaderboard``.
 
 Departures from POLLUX, each counted in the matrix: an instruction whose answer request failed is not judged
 (``no_answer``, retried by the next run, exit code 3; POLLUX's ``src/utils/openai_runner.py`` at 2e8eb789 turns a
@@ -761,13 +762,21 @@ def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "too
     return items
 
 
-def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]]) -> str:
-    """The log's line: the grand mean, what it rests on, the verdicts not scored and the instructions not judged."""
-    from eval.ranking.matrix import UNJUDGED_STATUSES
+def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Mapping[str, Any] | None = None,
+                  n_selected: int = 0) -> str:
+    """The log's line: the grand mean, what it rests on (a selection of the data named as one), the verdicts not
+    scored and the instructions not judged."""
+    from eval.ranking.matrix import MIN_INSTRUCTIONS, UNJUDGED_STATUSES
 
     failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items() if s not in UNJUDGED_STATUSES}
     head = (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} non-binary scores of "
             f"{matrix.n_instructions} instructions" if math.isfinite(matrix.grand_mean) else "no grand mean")
+    if matrix.n_instructions < MIN_INSTRUCTIONS:
+        head += f" (no interval: one instruction redrawn is always itself, an interval needs {MIN_INSTRUCTIONS})"
+    total = (selection or {}).get("n_data_instructions", 0)
+    if n_selected < total:
+        flags = ", ".join(f"--{k} {selection[k]}" for k in ("limit", "meta") if selection.get(k))
+        head += f" (a selection: {n_selected} of the data's {total} instructions, {flags})"
     empty, failed_answers = unanswered["empty_answer"], unanswered["no_answer"]
 
     def how(setting: str) -> str:
@@ -814,6 +823,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
         ConfigError: a bad key, or a selected rubric that cannot normalise (``unnormalisable_rubric``);
             InstructionError (a RecordError): bad data; ValueError: nothing scored.
     """
+    from eval.ranking.items import data_binary_criteria
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
     from eval.judging.run import run
@@ -851,8 +861,11 @@ def rank(config: RankConfig) -> dict[str, Any]:
     judge_counts = run(judge_config(config, out / ITEMS, out))
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
+    # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a
+    # --limit that left out an instruction's binary rubric turned a scale-less rubric's gate off without a word.
+    binary = data_binary_criteria((r.meta, name, rubrics) for r in data_rows for name, rubrics in r.criteria)
     matrix = pollux_matrix(items, normalize=config.normalize, n_boot=config.n_boot, seed=config.seed,
-                           empty_answer=config.empty_answer, no_answer=config.no_answer)
+                           empty_answer=config.empty_answer, no_answer=config.no_answer, binary_criteria=binary)
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]
@@ -863,16 +876,18 @@ def rank(config: RankConfig) -> dict[str, Any]:
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,
               "n_no_prediction": int(matrix.failed["no_prediction"][-1, -1])}
+    # What the selection cut: a matrix of a --limit or --meta subset is not the data set's, and its page says so.
+    selection = {"n_data_instructions": len(data_rows), "limit": config.limit, "meta": config.meta}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
-              "verdict_reader": config.verdict_reader, "counts": counts, "answers": answer_counts,
-              "verdicts": judge_counts, "matrix": matrix.to_json()}
+              "selection": selection, "verdict_reader": config.verdict_reader, "counts": counts,
+              "answers": answer_counts, "verdicts": judge_counts, "matrix": matrix.to_json()}
     # ``compare`` and the ranking page read it back: replaced whole, never left cut by a kill.
     write_atomically(out / RANKING_RESULT,
                      (json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode("utf-8"))
     page = write_ranking_page(result, out)
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
     update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
-    log.info("rank: %s", _summary_line(matrix, unanswered))
+    log.info("rank: %s", _summary_line(matrix, unanswered, selection, len(rows)))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],
             **counts, "request_failed": judge_counts.get("request_failed", 0) + counts["n_no_prediction"],

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from eval.reports.report import p_phrase
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
-           "calls_line"]
+           "calls_line", "resamples_phrase"]
 
 #: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
@@ -122,6 +122,28 @@ def _sent(counts: Mapping[str, Any]) -> str:
         f" ({unanswered} of them without a verdict: see Not judged)" if unanswered else "")
 
 
+def _resampled(matrix: Mapping[str, Any]) -> str:
+    """What the intervals rest on: the resamples and instructions, or why there are none."""
+    from eval.ranking.matrix import MIN_INSTRUCTIONS
+
+    k = matrix["n_instructions"]
+    if k < MIN_INSTRUCTIONS:  # n_boot is 0 then: say why, not "0 resamples", which reads as --n-boot 0
+        return (f"no interval: the matrix rests on {k} instruction{'s' * (k != 1)} and an interval needs at least "
+                f"{MIN_INSTRUCTIONS} (one instruction redrawn is always itself)")
+    return f"{matrix['n_boot']} bootstrap resamples over {k} instructions (seed {_e(matrix['seed'])})"
+
+
+def _selection(result: Mapping[str, Any]) -> list[str]:
+    """A line when --limit or --meta ranked a part of the data: its matrix is that part's, not the data set's."""
+    selection = result.get("selection") or {}  # a bench.json before the field says nothing of it
+    total, chosen = selection.get("n_data_instructions"), result["counts"]["n_instructions"]
+    if not total or chosen >= total:
+        return []
+    flags = ", ".join(f"--{k} {_e(selection[k])}" for k in ("limit", "meta") if selection.get(k))
+    return [f"<b>a selection</b>: {chosen} of the data's {total} instructions ({flags}); the matrix is theirs, not "
+            "the data set's (the binary criteria that gate a rubric without a scale are read from all of them)"]
+
+
 def render_ranking_page(result: Mapping[str, Any]) -> str:
     """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
@@ -129,8 +151,7 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (the mean of every non-binary score, pooled); "
                 f"{counts['n_instructions']} instructions, {_sent(counts)}; normalisation "
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
-                f"reader; {matrix['n_boot']} bootstrap resamples over {matrix['n_instructions']} "
-                "instructions (seed " + _e(matrix["seed"]) + ")"]
+                f"reader; {_resampled(matrix)}", *_selection(result)]
     not_scored = [f"{k} {counts[k]}" for k in NOT_SCORED if counts.get(k)]
     answers = [f"{k} {counts[k]}" for k in ANSWER_COUNTS if counts.get(k)]
     normalize = matrix["normalize"]
@@ -198,8 +219,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     table.append("</tbody></table></div>")
     subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
                 f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
-                f"{result['n_instructions']} instructions with an item scored by both; {result['n_boot']} paired "
-                f"resamples (seed {_e(result['seed'])}), alpha {_e(result['alpha'])}",
+                f"{result['n_instructions']} instructions with an item scored by both; {_e(resamples_phrase(result))}"
+                f", alpha {_e(result['alpha'])}",
                 *(_e(line) for line in [*exclusion_lines(result), calls_line(result)] if line)]
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
@@ -210,6 +231,17 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
+
+
+def resamples_phrase(result: dict[str, Any]) -> str:
+    """What a comparison's intervals rest on; with one shared instruction, why there are none (its ``n_boot`` is 0
+    then, and "0 paired resamples" read as --n-boot 0)."""
+    from eval.ranking.matrix import MIN_INSTRUCTIONS
+
+    if result["n_instructions"] < MIN_INSTRUCTIONS:
+        return (f"no paired resamples: an interval needs at least {MIN_INSTRUCTIONS} instructions both runs scored "
+                "(one instruction redrawn is always itself)")
+    return f"{result['n_boot']} paired resamples over instructions (seed {result['seed']})"
 
 
 def _id_list(ids: list[Any], most: int = 10) -> str:

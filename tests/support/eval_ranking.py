@@ -86,3 +86,33 @@ class Judge(ScriptedEndpoint):
 
 def scores_by_output() -> dict[tuple[str, str], int | None]:
     return {(strip_think(out)[0], c): s for meta, crits, out, scores in CASES.values() for c, s in scores.items()}
+
+
+def write_rank_run(folder: Path, model: str, rows: list[tuple], matrix: dict | None = None,
+                   run_json: bool = True) -> Path:
+    """A folder as ``judge-eval rank`` leaves it, from ``(prompt_id, meta, criterion, rubric, score)`` rows (score
+    None: a verdict without [RESULT]): ``items.jsonl``, ``predictions.jsonl``, ``bench.json`` (its ``matrix`` fields
+    updated by ``matrix``) and, with ``run_json``, a ``run.json`` of one URL judge."""
+    import json
+
+    import judge
+
+    folder.mkdir()
+    records, predictions, position = [], [], {}
+    for prompt_id, meta, name, rubrics, score in rows:
+        k = position[prompt_id] = position.get(prompt_id, -1) + 1
+        item_id = f"{prompt_id}#{k}#x"
+        records.append(judge.JudgeRecord(id=item_id, instruction=f"Задание {prompt_id}", answer="Ответ",
+                                         criteria_name=name, rubrics=rubrics, extra={"prompt_id": prompt_id,
+                                                                                     "meta": meta}))
+        predictions.append({"id": item_id, "raw_output": "[FEEDBACK] ...", "score": score, "parse_ok": score is not None,
+                            "error": None if score is not None else "no_result", "score_source": "verdict"})
+    judge.write_jsonl(records, folder / "items.jsonl")
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
+    bench = {"model": model, "judge": "j", "verdict_reader": "toolkit",
+             "matrix": {"normalize": "minmax", "empty_answer": "zero", "no_answer": "zero", **(matrix or {})}}
+    (folder / "bench.json").write_text(json.dumps(bench), encoding="utf-8")
+    if run_json:
+        (folder / "run.json").write_text(json.dumps({"config": {"name": "j", "judge": "http://judge/v1"},
+                                                     "model": "j"}), encoding="utf-8")
+    return folder

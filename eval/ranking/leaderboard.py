@@ -1,0 +1,307 @@
+"""``judge-eval compare`` of three or more ranking runs: one leaderboard of the candidates, paired over instructions.
+
+    judge-eval compare runs/rank/model-a runs/rank/model-b runs/rank/model-c --out runs/rank/board
+
+What the paper does: POLLUX ranks LLMs by their mean scores (arXiv 2505.24616, Table 10 over the whole test, Table 1
+per task type; §4 notes that the ranking depends on that aggregation) and gives no interval, test or tie rule for a
+ranking. The intervals, the win rate and the rule for "not distinguishable" below are this toolkit's.
+
+The runs must be of one data set and scored alike, as two runs ``eval.ranking.compare`` compares (every run is
+checked against the first, and the data of every pair). Pairing, as there but over all K runs: each run's gate is
+decided from its own verdicts, then only the (instruction, criterion) items **every** run scored count, and an
+instruction whose binary (gate) criterion some runs scored and others did not leaves every run. Per candidate:
+
+- ``mean``: the matrix's corner (every non-binary score pooled, after the gate) over those items;
+- ``win_rate``: per instruction, the candidate's score (the mean of its non-binary scores there) against each other
+  candidate's: 1 higher, 1/2 a tie, 0 lower (its average rank minus one, ``scipy.stats.rankdata``), over the K - 1
+  others, then the mean over the instructions with a non-binary score;
+- both with a percentile ``1 - alpha`` bootstrap interval over instructions: each resample is one draw of the shared
+  instructions (with replacement) that feeds every candidate, so what an instruction makes easy or hard is shared.
+
+Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its paired interval at level
+``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), called
+when it excludes 0 from at least 2m / alpha resamples (``eval.scoring.compare.resamples_to_call``) over at least 2
+instructions. A candidate's ``rank`` is 1 + the number of candidates called above it; ``indistinguishable_from``
+names those whose pair has no call, so rank 1 may be held by several.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MIN_RUNS", "leaderboard", "render_leaderboard_markdown", "render_leaderboard_page", "leaderboard_command"]
+
+#: Two runs are ``compare_rankings``' paired matrix of differences; a leaderboard starts at three.
+MIN_RUNS = 3
+
+
+def _check_alike(folders: list[Path], infos: list[dict[str, Any]], allow_other_judge: bool) -> tuple[str, dict, list]:
+    """Every run against the first (normalisation, verdict reading, unjudged settings, judge), the data of every pair.
+
+    Returns the normalisation, the unjudged settings and each run's judge differences from the first."""
+    from eval.ranking.compare import UNJUDGED_SETTINGS, _judge_differences, _refuse_other_data, _unjudged_setting
+
+    normalize = infos[0]["matrix"]["normalize"]
+    settings = {name: _unjudged_setting(infos[0], name) for name in UNJUDGED_SETTINGS}
+    differences = [{}]
+    for folder, info in zip(folders[1:], infos[1:]):
+        if info["matrix"]["normalize"] != normalize:
+            raise ValueError(f"{folder} normalises differently from {folders[0]} ({info['matrix']['normalize']} vs "
+                             f"{normalize}); rerun one with --normalize to match")
+        readers = [i.get("verdict_reader", "toolkit") for i in (infos[0], info)]
+        if readers[0] != readers[1]:
+            raise ValueError(f"{folder} reads verdicts differently from {folders[0]} ({readers[1]} vs {readers[0]}); "
+                             "rerun one with --verdict-reader to match")
+        for name, (what, flag) in UNJUDGED_SETTINGS.items():
+            if _unjudged_setting(info, name) != settings[name]:
+                raise ValueError(f"{folder} scores {what} differently from {folders[0]} "
+                                 f"({_unjudged_setting(info, name)} vs {settings[name]}); rerun one with {flag}")
+        differences.append(_judge_differences([folders[0], folder], infos[0], info, allow_other_judge))
+    for a, b in combinations(range(len(folders)), 2):
+        _refuse_other_data(infos[a], infos[b], [folders[a], folders[b]])
+    return normalize, settings, differences
+
+
+def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
+                allow_other_judge: bool = False) -> dict[str, Any]:
+    """The leaderboard of K >= 3 ranking runs (module docstring).
+
+    Returns:
+        ``{"kind": "leaderboard", "models": [{run, model, rank, mean, ci, win_rate, win_rate_ci,
+        indistinguishable_from, n_instructions, excluded, judge_differences}] (by mean, highest first), "pairs":
+        [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}], "n_instructions",
+        "n_items", "n_boot", "seed", "alpha", "pair_level", "judge", "normalize", "empty_answer", "no_answer"}``.
+
+    Raises:
+        ValueError: fewer than ``MIN_RUNS`` runs, one folder twice, a folder that is no ranking run, runs not of one
+            data set or not scored alike (as ``compare_rankings``), or no item every run scored.
+    """
+    from scipy.stats import rankdata
+
+    from eval.ranking.compare import (_excluded, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
+                                      is_ranking_run)
+    from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
+    from eval.scoring.compare import resamples_to_call
+
+    folders = [Path(run) for run in runs]
+    if len(folders) < MIN_RUNS:
+        raise ValueError(f"a leaderboard takes at least {MIN_RUNS} rank runs, got {len(folders)} (two are compared "
+                         "as A and B)")
+    seen = [folder.resolve() for folder in folders]
+    twice = sorted({str(f) for f, r in zip(folders, seen) if seen.count(r) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)}: the same run given twice; a leaderboard ranks distinct runs")
+    for folder in folders:
+        if not is_ranking_run(folder):
+            raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
+    loaded = [_load(folder) for folder in folders]
+    infos, runs_items = [info for info, _ in loaded], [items for _, items in loaded]
+    normalize, settings, differences = _check_alike(folders, infos, allow_other_judge)
+
+    keys = [_item_keys(items) for items in runs_items]
+    binaries = [binary_criteria(info) for info in infos]  # each run's gate by its own data's rubrics
+    scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs_items)]
+    scored_ids = [{k[0] for k in side} for side in scored_keys]
+    every = set.intersection(*scored_keys)
+    # A gate some runs scored and others did not: known on some sides only, so its instruction leaves every run.
+    gates = set().union(*(_gate_keys(items, ks, b) for items, ks, b in zip(runs_items, keys, binaries)))
+    gate_partial = {k[0] for k in gates & (set.union(*scored_keys) - every)} & set.intersection(*scored_ids)
+    paired = {k for k in every if k[0] not in gate_partial}
+    paired_ids = {k[0] for k in paired}
+    shared = [p for p in dict.fromkeys(it.prompt_id for it in runs_items[0]) if p in paired_ids]
+    if not shared:
+        raise ValueError("the runs have no item (instruction, criterion) that every one of them scored")
+    arrays = [matrix_arrays(items, normalize, **settings, prompt_ids=shared, binary_criteria=b,
+                            paired=[k for k, key in enumerate(ks) if key in paired])
+              for items, ks, b in zip(runs_items, keys, binaries)]
+    # Per (instruction, candidate): the non-binary scores' total and count; the corner of a resample is their
+    # weighted totals' ratio, the same pooled mean ``matrix.resampled_matrices`` gives.
+    sums = np.column_stack([np.asarray(a.nb_sums.sum(axis=1)).ravel() for a in arrays])
+    counts = np.column_stack([np.asarray(a.nb_counts.sum(axis=1)).ravel() for a in arrays])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_instruction = sums / counts
+    rated = np.isfinite(per_instruction).all(axis=1)  # instructions with a non-binary score (every candidate's)
+    k_runs = len(folders)
+    wins = np.zeros_like(per_instruction)
+    if rated.any():  # average rank - 1: the others beaten, a tie counting 1/2
+        wins[rated] = (rankdata(per_instruction[rated], axis=1, method="average") - 1.0) / (k_runs - 1)
+
+    def stats(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(b, K) means and win rates for (b, n) instruction weights."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (weights @ sums) / (weights @ counts)
+            win_rates = (weights @ wins) / (weights @ rated.astype(np.float64))[:, None]
+        return means, win_rates
+
+    point_means, point_wins = (x[0] for x in stats(np.ones((1, len(shared)))))
+    n_pairs = k_runs * (k_runs - 1) // 2
+    pair_alpha = alpha / n_pairs
+    resampled = len(shared) >= MIN_INSTRUCTIONS and n_boot > 0
+    if resampled:
+        blocks = [stats(w) for w in instruction_weights(len(shared), n_boot, seed, key="bench/leaderboard")]
+        boot_means = np.concatenate([m for m, _ in blocks])
+        boot_wins = np.concatenate([w for _, w in blocks])
+    order = sorted(range(k_runs), key=lambda k: (-point_means[k] if math.isfinite(point_means[k]) else math.inf, k))
+    pairs, above = [], {k: set() for k in range(k_runs)}
+    same = {k: [] for k in range(k_runs)}
+    needed = resamples_to_call(pair_alpha)
+    for a, b in combinations(order, 2):  # b below a in the table: delta = B - A, A's mean the higher
+        delta = float(point_means[b] - point_means[a])
+        low = high = p_value = math.nan
+        n_resamples = 0
+        if resampled:
+            d = boot_means[:, b] - boot_means[:, a]
+            d = d[np.isfinite(d)]
+            n_resamples = len(d)
+            low, high = percentile_interval(d, 1.0 - pair_alpha)
+            if len(d):
+                p_value = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
+        why = _why_no_call(delta, len(shared), n_boot, n_resamples, needed)
+        why = why and why.replace("both runs", "every run")
+        verdict = "—"
+        if why is None and math.isfinite(low) and math.isfinite(high):
+            verdict = "B higher" if low > 0 else "B lower" if high < 0 else "no difference"
+        if verdict == "B higher":
+            above[a].add(b)
+        elif verdict == "B lower":
+            above[b].add(a)
+        else:
+            same[a].append(b)
+            same[b].append(a)
+        x_a, x_b = per_instruction[rated, a], per_instruction[rated, b]
+        head_to_head = float(np.mean((x_b > x_a) + 0.5 * (x_b == x_a))) if rated.any() else None
+        pairs.append({"a": str(folders[a]), "b": str(folders[b]), "delta": _f(delta), "ci": [_f(low), _f(high)],
+                      "level": 1.0 - pair_alpha, "p_value": _f(p_value), "n_resamples": n_resamples,
+                      "win_rate_b": head_to_head, "verdict": verdict, "why_no_call": why})
+    models = []
+    for k in order:
+        ci = percentile_interval(boot_means[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
+        win_ci = percentile_interval(boot_wins[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
+        models.append({"run": str(folders[k]), "model": infos[k].get("model", ""), "rank": 1 + len(above[k]),
+                       "mean": _f(point_means[k]), "ci": [_f(v) for v in ci], "win_rate": _f(point_wins[k]),
+                       "win_rate_ci": [_f(v) for v in win_ci],
+                       "indistinguishable_from": [str(folders[j]) for j in order if j in same[k]],
+                       "n_instructions": len({it.prompt_id for it in runs_items[k]}),
+                       "excluded": _excluded(runs_items[k], scored_ids[k], set(shared), gate_partial),
+                       "judge_differences": differences[k]})
+    return {"kind": "leaderboard", "models": models, "pairs": pairs, "n_instructions": len(shared),
+            "n_rated_instructions": int(rated.sum()), "n_items": len(paired), "n_boot": n_boot if resampled else 0,
+            "why_no_interval": None if resampled else _why_no_interval(len(shared), n_boot),
+            "seed": seed, "alpha": alpha, "pair_level": 1.0 - pair_alpha, "n_pairs": n_pairs,
+            "judge": infos[0].get("judge", ""), "normalize": normalize, **settings}
+
+
+def _why_no_interval(instructions: int, n_boot: int) -> str:
+    from eval.ranking.matrix import MIN_INSTRUCTIONS
+
+    if instructions < MIN_INSTRUCTIONS:
+        return (f"the runs share {instructions} instruction{'s' * (instructions != 1)} with an item every one scored; "
+                f"an interval needs at least {MIN_INSTRUCTIONS}")
+    return "no resamples (--n-boot 0)"
+
+
+def _f(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _num(value: Any) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _interval(ci: list[Any]) -> str:
+    return "—" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _excluded_line(model: dict[str, Any]) -> str:
+    from eval.ranking.report import EXCLUDED
+
+    excluded = model["excluded"]
+    reasons = [f"{EXCLUDED[why].format(other='another run')}: {len(ids)}" for why, ids in excluded.items()
+               if why != "n" and ids]
+    return f"{excluded['n']} of {model['n_instructions']}" + (f" ({'; '.join(reasons)})" if reasons else "")
+
+
+def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """The summary sentences, the leaderboard's rows and the pairs' rows; ``esc`` makes what the runs name (models,
+    folders, the judge) inert for the page being written (Markdown or HTML)."""
+    names = {m["run"]: esc(f"{m['model']} ({m['run']})") for m in result["models"]}
+    intervals = (f"{result['n_boot']} paired resamples over instructions (seed {result['seed']}): each candidate's "
+                 f"{100 * (1 - result['alpha']):g}% interval, and each pair's at {100 * result['pair_level']:.4g}% "
+                 f"(alpha {result['alpha']:g} shared by the {result['n_pairs']} pairs, Bonferroni)"
+                 if result["n_boot"] else f"no intervals: {result['why_no_interval']}")
+    summary = [f"{len(result['models'])} candidates on {result['n_instructions']} instructions with an item every run "
+               f"scored ({result['n_items']} items; {result['n_rated_instructions']} with a non-binary score, the win "
+               f"rates' instructions); judge {esc(result['judge'])}; normalisation {result['normalize']}; {intervals}.",
+               "Rank: 1 + the candidates called above; candidates of one rank, or named under 'not distinguishable "
+               "from', are not told apart by these instructions.",
+               "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
+                                                               for m in result["models"]) + "."]
+    for m in result["models"]:
+        if m["judge_differences"]:
+            said = esc("; ".join(f"{n} {a!r} vs {b!r}" for n, (a, b) in m["judge_differences"].items()))
+            summary.append(f"Judged differently from the first run (--allow-other-judge): {names[m['run']]}: {said}.")
+    board = [[str(m["rank"]), names[m["run"]], _num(m["mean"]), _interval(m["ci"]), _num(m["win_rate"]),
+              _interval(m["win_rate_ci"]), ", ".join(names[r] for r in m["indistinguishable_from"]) or "—"]
+             for m in result["models"]]
+    pairs = [[names[p["a"]], names[p["b"]], f"{p['delta']:+.3f}" if p["delta"] is not None else "—",
+              _interval(p["ci"]), _num(p["win_rate_b"]), p["verdict"], esc(p["why_no_call"] or "")]
+             for p in result["pairs"]]
+    return summary, board, pairs
+
+
+BOARD_HEADER = ["rank", "candidate (run)", "mean", "interval", "win rate", "interval", "not distinguishable from"]
+PAIRS_HEADER = ["A", "B", "B − A", "interval", "B's win rate over A", "call", "why no call"]
+
+
+def render_leaderboard_markdown(result: dict[str, Any]) -> str:
+    """compare.md of a leaderboard: the summary, the board, then every pair."""
+    from eval.reports.report import markdown_table, md_text
+
+    summary, board, pairs = _lines(result, md_text)
+    return "\n".join(["# Leaderboard: POLLUX matrix corner, paired over instructions", "",
+                      *(line + "\n" for line in summary), markdown_table(BOARD_HEADER, board), "", "## Pairs", "",
+                      markdown_table(PAIRS_HEADER, pairs)])
+
+
+def render_leaderboard_page(result: dict[str, Any]) -> str:
+    """compare.html of a leaderboard: the same tables as compare.md."""
+    from eval.ranking.report import _e, _page
+
+    summary, board, pairs = _lines(result, _e)
+
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        head = "".join(f"<th>{_e(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)  # escaped
+        return (f'<div class="scroll"><table class="grid"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+                "</table></div>")
+
+    return _page("judge-eval compare: leaderboard of ranking runs", summary,
+                 ["<h2>Leaderboard</h2>", table(BOARD_HEADER, board), "<h2>Pairs</h2>", table(PAIRS_HEADER, pairs)])
+
+
+def leaderboard_command(args: Any) -> int:
+    """``judge-eval compare`` of K >= 3 rank runs (``eval.cli``): compare.json, compare.md, compare.html in
+    ``--out``, else compare.md on stdout."""
+    from judge.plumbing.atomic_write import write_atomically
+
+    result = leaderboard(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
+                         allow_other_judge=args.allow_other_judge)
+    markdown = render_leaderboard_markdown(result)
+    if not args.out:
+        print(markdown)
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    (out / "compare.html").write_text(render_leaderboard_page(result), encoding="utf-8")
+    print("\n".join([*(f"{m['rank']}. {m['model']} ({m['run']}): {_num(m['mean'])} {_interval(m['ci'])}"
+                       for m in result["models"]),
+                     f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]))
+    return 0
