@@ -527,7 +527,7 @@ def test_serve_sbatch_removes_its_endpoint_file_when_the_job_ends(tmp_path, srun
 def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     """`sbatch --chdir /scratch slurm/rank.sbatch` with JUDGE_RANK_DATA=data.jsonl JUDGE_RANK_OUT=runs: the task
     looked for the data and wrote its results under the job's working folder; as eval.sbatch does, a relative path
-    is the submitter's, read against SLURM_SUBMIT_DIR."""
+    is the submitter's, read against SLURM_SUBMIT_DIR — the candidates' file and the YAML config too."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in {"srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n', "judge-eval": "exit 0\n"}.items():
@@ -537,12 +537,13 @@ def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     for folder in (submit_dir, work_dir):
         folder.mkdir()
     (submit_dir / "data.jsonl").write_text('{"id": 1}\n')
-    (tmp_path / "models.txt").write_text("/shared/models/a\n")
+    (submit_dir / "models.txt").write_text("/shared/models/a\n")
+    (submit_dir / "rank.yaml").write_text("n_boot: 10\n")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
         "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
-        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_RANK_MODELS": str(tmp_path / "models.txt"),
+        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_RANK_MODELS": "models.txt", "JUDGE_RANK_CONFIG": "rank.yaml",
         "JUDGE_RANK_JUDGE": "http://n1:8000/v1", "JUDGE_RANK_DATA": "data.jsonl", "JUDGE_RANK_OUT": "runs",
         "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
     }  # fmt: skip
@@ -550,5 +551,7 @@ def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     args = (tmp_path / "srun_args").read_text().splitlines()
     assert args[args.index("--data") + 1] == f"{submit_dir}/data.jsonl"
+    assert args[args.index("--config") + 1] == f"{submit_dir}/rank.yaml"
+    assert args[args.index("--model") + 1] == "/shared/models/a"
     assert args[args.index("--out") + 1] == f"{submit_dir}/runs/0"
     assert (submit_dir / "runs" / "0").is_dir() and not (work_dir / "runs").exists()
