@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from judge.record_columns import TEXT_FIELDS, RecordColumns, _per_row, _values
-from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, LoadReport,
-                           _duplicate_of, content_id, is_benchmark_row, log_report)  # fmt: skip
+from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, LineIndex,
+                           LoadReport, RowIndex, _duplicate_of, content_id, is_benchmark_row, log_report,
+                           note_off_scale, scale_bounds)  # fmt: skip
 
 __all__ = ["columns_from_tables"]
 
@@ -191,7 +192,25 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         "feedback_given": experts["feedback_given"], "expert_ids": expert_ids,
         "is_provocative": provocative, "extra": {name: table.column(name) for name in extra_names},
         "derived": rid is None, "benchmark": benchmark, "aggregate_derived": missing,
+        "off_scale": _off_scale(texts["rubrics"], experts["scores"], experts["lengths"], aggregates),
     }
+
+
+def _off_scale(rubrics, scores: np.ndarray, lengths: np.ndarray, aggregates: np.ndarray) -> np.ndarray:
+    """Per row: an expert score (flat, ``lengths`` per row; NaN an abstention) or the aggregate lies outside the
+    row's rubric scale (``judge.records.off_scale``'s rule; ``scale_bounds`` read once per distinct rubric)."""
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(rubrics)
+    bounds = [scale_bounds(text) or (-np.inf, np.inf) for text in distinct.to_pylist()]
+    if not bounds:
+        return np.zeros(len(aggregates), dtype=bool)
+    low, high = (np.array(side, dtype=np.float64) for side in zip(*bounds))
+    which = pc.index_in(rubrics, value_set=distinct).to_numpy(zero_copy_only=False)
+    row_low, row_high = low[which], high[which]
+    with np.errstate(invalid="ignore"):  # NaN (an abstention, no aggregate) compares false: never off the scale
+        bad = (scores < np.repeat(row_low, lengths)) | (scores > np.repeat(row_high, lengths))
+        return (_per_row(bad, lengths) > 0) | (aggregates < row_low) | (aggregates > row_high)
 
 
 def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
@@ -343,14 +362,23 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
         origin_names=[p["where"] for p in parts],
         origin_part=np.repeat(np.arange(len(parts), dtype=np.int32), [p["n"] for p in parts]),
         origin_row=np.concatenate([np.arange(p["n"], dtype=np.int64) for p in parts]) if parts else np.zeros(0, np.int64),
+        # a JSONL table's row i is line i + 1 (a file with blank lines is read row by row); a Parquet table's, row index i
+        origin_kinds=[LineIndex if jsonl else RowIndex] * len(parts),
     )  # fmt: skip
     derived = np.repeat([p["derived"] for p in parts], [p["n"] for p in parts]).astype(bool)
     benchmark = np.repeat([p["benchmark"] for p in parts], [p["n"] for p in parts]).astype(bool)
     aggregate_derived = np.concatenate([p["aggregate_derived"] for p in parts]) if parts else np.zeros(0, dtype=bool)
+    flagged = np.concatenate([p["off_scale"] for p in parts]) if parts else np.zeros(0, dtype=bool)
     report = LoadReport(source=source, n_rows=n, n_derived_ids=int(derived.sum()))
     keep = _without_duplicates(columns, report)
     if keep is not None:
         columns, benchmark, aggregate_derived = columns.take(keep), benchmark[keep], aggregate_derived[keep]
+        flagged = flagged & np.isin(np.arange(n), keep)
+    kinds = LineIndex if jsonl else RowIndex
+    for i in np.flatnonzero(flagged)[:20].tolist():  # the first ones named, in source order, as the row path does
+        part = int(np.searchsorted(starts, i, side="right")) - 1
+        note_off_scale(report, parts[part]["where"], kinds(i - int(starts[part])))
+    report.n_off_scale = int(flagged.sum())
     n_experts, n_abstained = columns.n_experts, columns.n_abstained
     unlabelled = n_experts - n_abstained == 0
     report.n_records = len(columns)

@@ -43,7 +43,7 @@ class RecordColumns:
                  expert_ids: np.ndarray | None, is_provocative: Any,
                  extra: Sequence[tuple[int, dict[str, Any]]] | Sequence[dict[str, Any]],
                  origin_names: Sequence[str], origin_part: np.ndarray, origin_row: np.ndarray,
-                 records: Sequence[JudgeRecord] | None = None):
+                 records: Sequence[JudgeRecord] | None = None, origin_kinds: Sequence[type] | None = None):
         self.source = source
         self.ids = ids
         self.criteria_score = criteria_score
@@ -58,6 +58,9 @@ class RecordColumns:
         # (first record, {column: values}) per part of the source, in order; or one dict per record
         self._extra = list(extra)
         self._origin_names, self._origin_part, self._origin_row = list(origin_names), origin_part, origin_row
+        # per part, how its rows are numbered (judge.records.LineIndex for a JSONL file, RowIndex for a table): the
+        # row kept in a record's origin, which an error about the record names as a line or a row index
+        self._origin_kinds = list(origin_kinds) if origin_kinds is not None else [int] * len(self._origin_names)
         self._records = records  # the records themselves, when built from them
         self._text_cache: dict[str, np.ndarray] = {}
         self._row_of: dict[str, int] | None = None
@@ -208,9 +211,8 @@ class RecordColumns:
         out["expert_ids"] = None if self.expert_ids is None else (self.expert_ids if every else self.expert_ids[flat]).tolist()
         out["is_provocative"] = ([None] * len(index) if self._provocative is None
                                  else _taken(self._provocative, None if every else index))
-        names = self._origin_names
-        out["origin"] = list(zip(map(names.__getitem__, self._origin_part[index].tolist()),
-                                 self._origin_row[index].tolist()))
+        names, kinds, parts = self._origin_names, self._origin_kinds, self._origin_part[index].tolist()
+        out["origin"] = [(names[p], kinds[p](r)) for p, r in zip(parts, self._origin_row[index].tolist())]
         out["extra"] = self._extras(index)
         return out
 
@@ -249,6 +251,7 @@ class RecordColumns:
             extra=rows["extra"],
             origin_names=self._origin_names, origin_part=self._origin_part[index], origin_row=self._origin_row[index],
             records=None if self._records is None else [self._records[j] for j in np.asarray(index).tolist()],
+            origin_kinds=self._origin_kinds,
         )  # fmt: skip
 
     @classmethod
@@ -260,6 +263,10 @@ class RecordColumns:
         named = any(a.expert_id is not None for a in flat)
         names = sorted({r.origin[0] for r in records if r.origin is not None}) or [source]
         part_of = {name: k for k, name in enumerate(names)}
+        kinds: dict[str, type] = {}  # how each source numbers its rows (the type of its records' origin rows)
+        for r in records:
+            if r.origin is not None:
+                kinds.setdefault(r.origin[0], type(r.origin[1]))
         return cls(
             source, ids=np.array([r.id for r in records], dtype=object),
             texts={name: [getattr(r, name) for r in records] for name in TEXT_FIELDS},
@@ -273,7 +280,7 @@ class RecordColumns:
             origin_names=names,
             origin_part=np.array([part_of[r.origin[0]] if r.origin else 0 for r in records], dtype=np.int32),
             origin_row=np.array([r.origin[1] if r.origin else i for i, r in enumerate(records)], dtype=np.int64),
-            records=records,
+            records=records, origin_kinds=[kinds.get(name, int) for name in names],
         )  # fmt: skip
 
 

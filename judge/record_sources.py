@@ -20,7 +20,7 @@ from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
-from judge.records import JudgeRecord, LoadReport, RecordError, _validated
+from judge.records import JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex, _validated
 
 __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
 
@@ -90,7 +90,7 @@ def _repeated_key(source: str, row: int | None, text: str) -> RecordError:
     value = json.loads(text, object_pairs_hook=note)
     rows = [value] if row is not None else value if isinstance(value, list) else []
     for k, item in enumerate(rows):
-        where = row if row is not None else k
+        where = row if row is not None else RowIndex(k)
         if isinstance(item, dict) and id(item) in found:
             return RecordError(source, where, found[id(item)], "is given twice in the row (JSON would keep the last "
                                                                "value without a word): give it once")
@@ -143,10 +143,14 @@ def _jsonl_table(path: Path):
 
 def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
     """(the file, the 0-based row, the parsed value) of each non-blank line of a JSONL file, read strictly: a line
-    that is not UTF-8 or not JSON, or an object giving a key twice, is a ``RecordError`` naming the file and row (and
-    the field), as ``load_records`` names one. A byte order mark at the file's start is skipped."""
+    that is not UTF-8 or not JSON, or an object giving a key twice, is a ``RecordError`` naming the file and line (and
+    the field), as ``load_records`` names one. A byte order mark at the file's start is skipped.
+
+    The row is a ``judge.records.LineIndex``: the line number minus one, blank lines counted (they are skipped, the
+    others keep their numbers), so that an error names the line an editor shows."""
     with path.open("rb") as handle:  # bytes, decoded per line: a byte that is not UTF-8 is named with its line
         for number, raw in enumerate(handle):
+            number = LineIndex(number)
             if number == 0 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
             try:
@@ -191,7 +195,7 @@ def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:
         # first such one, then its error naming the row and field, as a JSONL line's bytes are named.
         yield from _rows_to_bad_text(name, table)
         return
-    yield from ((name, index, row) for index, row in enumerate(rows))
+    yield from ((name, RowIndex(index), row) for index, row in enumerate(rows))
 
 
 def _rows_to_bad_text(name: str, table, block: int = 1024) -> Iterator[tuple[str, int, dict]]:
@@ -201,7 +205,7 @@ def _rows_to_bad_text(name: str, table, block: int = 1024) -> Iterator[tuple[str
             rows = table.slice(start, block).to_pylist()
         except UnicodeDecodeError:
             break
-        yield from ((name, start + k, row) for k, row in enumerate(rows))
+        yield from ((name, RowIndex(start + k), row) for k, row in enumerate(rows))
     else:
         return
     for index in range(start, min(start + block, table.num_rows)):
@@ -209,9 +213,9 @@ def _rows_to_bad_text(name: str, table, block: int = 1024) -> Iterator[tuple[str
             try:
                 table.column(column).slice(index, 1).to_pylist()
             except UnicodeDecodeError as err:
-                raise RecordError(name, index, column, f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte "
+                raise RecordError(name, RowIndex(index), column, f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte "
                                                        f"{err.start + 1} of a text)") from None
-        yield name, index, table.slice(index, 1).to_pylist()[0]
+        yield name, RowIndex(index), table.slice(index, 1).to_pylist()[0]
 
 
 def _drained(tables: list[tuple[str, Any]]) -> Iterator[tuple[str, int, dict]]:
@@ -299,7 +303,7 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
         if split not in loaded:
             raise ValueError(f"{source}: no split {split!r}; available: {sorted(loaded)}")
         loaded = loaded[split]
-    return ((source, index, row) for index, row in enumerate(loaded))
+    return ((source, RowIndex(index), row) for index, row in enumerate(loaded))
 
 
 def load_record_columns(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[RecordColumns, LoadReport]:
@@ -380,8 +384,8 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
         if suffix == ".json":
             rows = _json_file(path)
             if not isinstance(rows, list):
-                raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            return _validated(((name, index, row) for index, row in enumerate(rows)), name, make_id)
+                raise RecordError(name, None, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
+            return _validated(((name, RowIndex(index), row) for index, row in enumerate(rows)), name, make_id)
         if suffix == ".parquet":
             return _validated(_parquet_rows(path), name, make_id)
         raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
@@ -415,7 +419,8 @@ def _json_file(path: Path) -> Any:
 
 
 def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
-    """Every row of a data source, unvalidated, as ``(where, row index, row)``: the sources ``load_records_report``
+    """Every row of a data source, unvalidated, as ``(where, row index, row)`` (the index a ``LineIndex`` for a JSONL
+    line, a ``RowIndex`` for a table's row: ``judge.records.row_place`` names it): the sources ``load_records_report``
     reads (a JSONL / JSON / Parquet file, a folder of hub shards, a ``save_to_disk`` folder, a dataset name), for
     tables whose rows are not judged items (``ai-forever/POLLUX-instructions``: ``eval.ranking.rank``).
 
@@ -432,8 +437,8 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
         elif suffix == ".json":
             rows = _json_file(path)
             if not isinstance(rows, list):
-                raise RecordError(name, 0, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            yield from ((name, index, row) for index, row in enumerate(rows))
+                raise RecordError(name, None, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
+            yield from ((name, RowIndex(index), row) for index, row in enumerate(rows))
         elif suffix == ".parquet":
             yield from _parquet_rows(path)
         else:

@@ -24,7 +24,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~700 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~850 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -40,7 +40,10 @@ import operator
 import re
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
+
+from judge.scales import ScaleError, scale_of
 
 __all__ = [
     "ABSTENTION_SCORE",
@@ -49,8 +52,11 @@ __all__ = [
     "Annotation",
     "JudgeRecord",
     "LoadReport",
+    "LineIndex",
     "RecordError",
+    "RowIndex",
     "content_id",
+    "row_place",
     "records_from_rows",
 ]
 
@@ -76,19 +82,50 @@ def is_benchmark_row(row: Container[str]) -> bool:
 # A hub shard name: "<split>-00000-of-00003.parquet".
 
 
+class LineIndex(int):
+    """A JSONL row's place: its line number minus one, blank lines counted (the reader skips them but keeps the
+    numbers of the others). An int, so ``RecordError.row`` stays the 0-based index and arithmetic on it gives a
+    plain int; an error shows it as the line an editor shows, from 1 ("line 2")."""
+
+    __slots__ = ()
+
+
+class RowIndex(int):
+    """A table row's place (Parquet, Arrow, a ``datasets`` split, a .json list): its 0-based index, as pandas and
+    ``datasets`` number rows; an error shows it as "row index 1", so that no one reads it as a line from 1."""
+
+    __slots__ = ()
+
+
+def row_place(row: int | None) -> str | None:
+    """How an error names a row: "line 2" (``LineIndex`` 1), "row index 1" (``RowIndex`` 1), or "row 1" for an
+    index of unknown kind (numbered as its producer numbers it); None for no row."""
+    if row is None:
+        return None
+    if isinstance(row, LineIndex):
+        return f"line {row + 1}"
+    if isinstance(row, RowIndex):
+        return f"row index {int(row)}"
+    return f"row {row}"
+
+
 class RecordError(ValueError):
     """A row that is not a valid judged item.
 
     Attributes:
         source: where the row came from (a path or dataset name).
-        row: the 0-based row index (the line number minus one for JSONL); None for a record built in code.
+        row: the 0-based row index (the line number minus one for JSONL); None for a record built in code. A
+            ``LineIndex`` (a JSONL line) or ``RowIndex`` (a table row) says which, and the message names it so:
+            "data.jsonl: line 2: ..." for the row at index 1 of a JSONL file, "data.parquet: row index 1: ...".
         field: the offending field, or None for a whole-row problem.
         message: what is wrong, without the location.
+        place: the row as the message names it ("line 2", "row index 1"), None for no row.
     """
 
     def __init__(self, source: str, row: int | None, field: str | None, message: str):
         self.source, self.row, self.field, self.message = source, row, field, message
-        where = source + (f": row {row}" if row is not None else "") + (f": field {field!r}" if field else "")
+        self.place = row_place(row)
+        where = source + (f": {self.place}" if self.place else "") + (f": field {field!r}" if field else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -133,7 +170,8 @@ class JudgeRecord:
             (``dataclasses.replace`` a record's scores with ``annotations=()`` to rebuild it).
         criteria_description, rubrics_example: the released columns ("" if absent).
         is_provocative: the released flag; None when the source does not say.
-        origin: (source, row) the record was read from, for error messages; not part of its value.
+        origin: (source, row) the record was read from, for error messages; not part of its value. The row is a
+            ``LineIndex`` for a JSONL line, a ``RowIndex`` for a table's row (``RecordError`` names it so).
         expert_ids: the non-abstaining experts' ids, parallel to ``expert_scores``; None when the source names no
             experts (an abstaining expert's id stays in ``annotations``).
     """
@@ -360,6 +398,30 @@ class JudgeRecord:
 
         values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
         return cls(**values, origin=(source, index))  # __post_init__ checks the experts' fields agree
+
+
+@lru_cache(maxsize=4096)  # a data set has a few hundred rubrics, each on thousands of rows
+def scale_bounds(rubrics: str) -> tuple[int, int] | None:
+    """The lowest and highest score a rubric allows (``judge.scales.scale_of``), or None when no scale can be read
+    from it."""
+    try:
+        scale = scale_of(rubrics)
+    except ScaleError:
+        return None
+    return scale.min, scale.max
+
+
+def off_scale(record: JudgeRecord) -> bool:
+    """Whether an expert's score or the aggregate of ``record`` lies outside its rubric's scale (``scale_bounds``).
+    Kept, not refused: training skips such an item and counts it (``score_out_of_scale``); the load counts it too
+    (``LoadReport.n_off_scale``), so that a 7 on a 0..2 criterion is never taken as a reference without a word."""
+    bounds = scale_bounds(record.rubrics)
+    if bounds is None:
+        return False
+    low, high = bounds
+    scores, aggregate = record.expert_scores, record.criteria_score
+    return bool(scores) and (min(scores) < low or max(scores) > high) or (
+        aggregate is not None and not low <= aggregate <= high)
 
 
 _KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", "annotations",
@@ -595,8 +657,8 @@ class LoadReport:
         n_rows: rows read.
         n_records: records kept (``n_rows - n_duplicates``).
         n_duplicates: exact duplicate rows (same id, same content) left out; the first copy is kept.
-        duplicate_rows: the first 20 duplicates, as "row 7 = row 2" (each side prefixed with its shard when the
-            two rows come from different shards).
+        duplicate_rows: the first 20 duplicates, as "line 8 = line 3" (a JSONL file) or "row index 7 = row index 2"
+            (``row_place``; each side prefixed with its shard when the two rows come from different shards).
         n_derived_ids: rows whose id was derived from their content (``content_id``), duplicates included.
         n_abstentions: expert verdicts that are abstentions (kept in ``annotations``, out of ``expert_scores``).
         n_all_abstained: records with experts, every one of whom abstained (kept, unlabelled for metrics).
@@ -609,6 +671,11 @@ class LoadReport:
         derived_criteria_records: the positions of those records among the records returned (0-based, in order):
             the record does not say that its ``criteria_score`` was derived, and POLLUX's evaluator reports per
             test how many of its references came from the experts (``judge-eval score`` hands it these).
+        n_off_scale: records kept with an expert score or an aggregate outside their rubric's scale (``off_scale``;
+            a 7 on a 0..2 criterion), warned about: the experts score on the rubric's levels (arXiv 2505.24616v3,
+            Section 2.2).
+        off_scale_rows: the first 20 of them, as "line 2" or "row index 1" (``row_place``; prefixed with the shard
+            when the source has several).
     """
 
     source: str
@@ -623,12 +690,14 @@ class LoadReport:
     n_benchmark_rows: int = 0
     n_derived_criteria_scores: int = 0
     derived_criteria_records: tuple[int, ...] = field(default=(), repr=False)
+    n_off_scale: int = 0
+    off_scale_rows: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line: rows, records and every count that is not zero."""
         parts = [f"{self.source}: {self.n_rows} rows -> {self.n_records} records"]
         for name in ("n_duplicates", "n_derived_ids", "n_derived_criteria_scores", "n_abstentions", "n_all_abstained",
-                     "n_unlabelled", "n_benchmark_rows"):
+                     "n_unlabelled", "n_benchmark_rows", "n_off_scale"):
             if getattr(self, name):
                 parts.append(f"{name[2:]}={getattr(self, name)}")
         return "; ".join(parts)
@@ -684,6 +753,8 @@ def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool, bool]]
             if abstained:
                 report.n_all_abstained += 1
         report.n_benchmark_rows += benchmark
+        if off_scale(record):
+            note_off_scale(report, where, index)
     report.n_records = len(records)
     report.derived_criteria_records = tuple(aggregates_derived)
     report.n_derived_criteria_scores = len(aggregates_derived)
@@ -698,11 +769,11 @@ def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport)
         RecordError: the same id with different content, naming both rows.
     """
     (where, index), (e_source, e_row) = record.origin, earlier.origin
-    other = f"row {e_row}" if e_source == where else f"{e_source}: row {e_row}"
+    other = row_place(e_row) if e_source == where else f"{e_source}: {row_place(e_row)}"
     if record == earlier and _same_values(record.extra, earlier.extra):
         report.n_duplicates += 1
         if len(report.duplicate_rows) < 20:
-            here = f"row {index}" if e_source == where else f"{where}: row {index}"
+            here = row_place(index) if e_source == where else f"{where}: {row_place(index)}"
             report.duplicate_rows.append(f"{here} = {other}")
         return
     raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
@@ -720,14 +791,25 @@ def _same_values(a: Any, b: Any) -> bool:
     return a == b
 
 
+def note_off_scale(report: LoadReport, where: str, index: int) -> None:
+    """Count a record off its rubric's scale (``off_scale``), read from row ``index`` of ``where``."""
+    report.n_off_scale += 1
+    if len(report.off_scale_rows) < 20:
+        place = row_place(index)
+        report.off_scale_rows.append(place if where == report.source else f"{where}: {place}")
+
+
 def log_report(report: LoadReport) -> None:
-    """Warn about what a load left out or kept without a score."""
+    """Warn about what a load left out, kept without a score, or kept with a score off its rubric's scale."""
     if report.n_duplicates:
         shown = "; ".join(report.duplicate_rows[:5])
         logger.warning("%s: %d exact duplicate rows left out (%s)", report.source, report.n_duplicates, shown)
     if report.n_all_abstained:
         logger.warning("%s: %d items whose experts all abstained are kept without a score", report.source,
                        report.n_all_abstained)
+    if report.n_off_scale:
+        logger.warning("%s: %d items have an expert score or criteria_score outside their rubric's scale, kept as "
+                       "given (%s)", report.source, report.n_off_scale, "; ".join(report.off_scale_rows[:5]))
 
 
 def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>", make_id: bool = False,
@@ -736,13 +818,14 @@ def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>",
 
     Rows without an ``id`` get one from ``content_id`` when the first row has no ``id`` key, or with ``make_id``.
     ``row_index``: each row's index in ``source`` (a JSONL file's line number minus one, where blank lines were
-    skipped), as an error names it; default: positions in ``rows``.
+    skipped: a ``LineIndex``, so that an error names the line), as an error names it (``row_place``); default:
+    positions in ``rows``, named "row index N".
 
     Raises:
         RecordError: for the first bad row (naming the row and field), or an id repeated with different content
             (naming both rows).
     """
-    indices = row_index if row_index is not None else itertools.count()
+    indices = row_index if row_index is not None else map(RowIndex, itertools.count())
     return _validated(((source, index, row) for index, row in zip(indices, rows)), source, make_id)[0]
 
 

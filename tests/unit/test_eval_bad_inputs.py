@@ -348,7 +348,7 @@ def test_run_names_the_file_and_row_of_a_byte_that_is_not_utf8(runs, tmp_path, c
     data.write_bytes(lines[0] + lines[1][:9] + b"\xff" + lines[1][10:])
     capsys.readouterr()
     assert main(["run", "--judge", URL, "--data", str(data), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
-    said = f"{data}: row 1: not UTF-8 text (byte 0xff at column 10)"
+    said = f"{data}: line 2: not UTF-8 text (byte 0xff at column 10)"
     assert _said(capsys)[1].endswith(f"judge-eval run: error: {said}\n")
     assert main(["convert", "--data", str(data), "--out", str(tmp_path / "c.jsonl")]) == 2
     assert _said(capsys)[1].endswith(f"judge-eval convert: error: {said}\n")

@@ -66,7 +66,7 @@ def test_a_bad_data_file_is_named_once_after_the_flag(tmp_path, capsys):
     missing = tmp_path / "nothere.jsonl"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a"}\n{"id": \n', encoding="utf-8")
-    for path, said in ((missing, "no such file or folder"), (bad, "row 0: field 'instruction': is missing")):
+    for path, said in ((missing, "no such file or folder"), (bad, "line 1: field 'instruction': is missing")):
         assert demo.main(["--out", str(tmp_path / "out"), "--stages", "contract", "--data", str(path)]) == 2
         err = capsys.readouterr().err
         assert err == f"demo: --data {path}: {said}\n", err

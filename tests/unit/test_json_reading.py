@@ -50,7 +50,7 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
         expand_file(lines, tmp_path / "out", classifier=None)
     with pytest.raises(ValueError, match=f"rows.jsonl:1: {SAID[value]}"):  # a synthetic stage's input
         read_rows(lines)
-    with pytest.raises(RecordError, match=f"rows.jsonl: row 0: {SAID[value]}"):  # its first row's keys tell
+    with pytest.raises(RecordError, match=f"rows.jsonl: line 1: {SAID[value]}"):  # its first row's keys tell
         refuse_benchmark_sources([lines], allow=False)
     first = tmp_path / "first.jsonl"
     first.write_text(f'{{"answer_1": {value}}}\n', encoding="utf-8")

@@ -69,25 +69,27 @@ BAD = [
 
 @pytest.mark.parametrize("mutation,field,fragment", BAD, ids=[b[1] + ":" + b[2] for b in BAD])
 def test_bad_row_names_row_and_field(mutation, field, fragment):
-    """Each malformed row raises a RecordError naming the source, the row index and the field."""
+    """Each malformed row raises a RecordError naming the source, the row index and the field (rows handed over in
+    code are named by their 0-based index in the list, "row index 1")."""
     rows = [GOOD | {"id": "first"}, GOOD | mutation]
     with pytest.raises(RecordError) as info:
         records_from_rows(rows, source="data.jsonl")
     err = info.value
     assert (err.source, err.row, err.field) == ("data.jsonl", 1, field)
-    assert fragment in str(err) and "data.jsonl: row 1" in str(err)
+    assert fragment in str(err) and "data.jsonl: row index 1: " in str(err)
 
 
 def test_an_integer_too_long_for_repr_is_named_without_its_digits():
     """An integer past Python's 4,300-digit limit for str() (a row built in code) is named by its size: the message
     itself must not raise."""
-    with pytest.raises(RecordError, match=r"row 0: field 'expert_scores': item 1 \(an integer of about 5001 digits\)"):
+    with pytest.raises(RecordError, match=r"row index 0: field 'expert_scores': item 1 \(an integer of about 5001 digits\)"):
         records_from_rows([GOOD | {"expert_scores": [1, -(10**5_000), 2]}])
 
 
 def test_duplicate_ids_name_both_rows():
     """An id repeated with different content is an error naming both rows, not a silent overwrite."""
-    with pytest.raises(RecordError, match="repeats the id of row 0 with different content") as info:
+    with pytest.raises(RecordError, match="row index 1: field 'id': 'a1' repeats the id of row index 0 with different "
+                                          "content") as info:
         records_from_rows([GOOD, GOOD | {"answer": "Другой ответ."}])
     assert (info.value.row, info.value.field) == (1, "id")
 
@@ -100,7 +102,7 @@ def test_exact_duplicate_rows_are_counted_not_fatal(tmp_path):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [GOOD, GOOD, GOOD | {"id": "b"}]), encoding="utf-8")
     records, report = load_records_report(path)
     assert [r.id for r in records] == ["a1", "b"]
-    assert (report.n_rows, report.n_records, report.n_duplicates, report.duplicate_rows) == (3, 2, 1, ["row 1 = row 0"])
+    assert (report.n_rows, report.n_records, report.n_duplicates, report.duplicate_rows) == (3, 2, 1, ["line 2 = line 1"])
 
 
 def test_make_id_derives_stable_ids():
@@ -111,13 +113,13 @@ def test_make_id_derives_stable_ids():
 
 
 def test_jsonl_round_trip_and_bad_json_line(tmp_path):
-    """write_jsonl/load_records round-trip; a broken line is reported with its row number."""
+    """write_jsonl/load_records round-trip; a broken line is reported with its line number (the third line)."""
     records = records_from_rows([GOOD, GOOD | {"id": "a2", "expert_scores": [0, 2], "expert_feedback": None}])
     path = write_jsonl(records, tmp_path / "d.jsonl")
     assert load_records(path) == records
     with path.open("a", encoding="utf-8") as handle:
         handle.write("{not json\n")
-    with pytest.raises(RecordError, match="row 2: invalid JSON"):
+    with pytest.raises(RecordError, match="d.jsonl: line 3: invalid JSON"):
         load_records(path)
 
 
@@ -157,7 +159,7 @@ def test_a_score_written_as_text_reads_only_as_ascii_digits():
     (record,) = records_from_rows([{**row, "expert_scores": ["2", " 1,5 ", "+1"]}], source="x.jsonl")
     assert record.expert_scores == (2.0, 1.5, 1.0)
     for bad in ("1_0", "١", "1e3"):
-        with pytest.raises(RecordError, match=r"x\.jsonl: row 0: field 'expert_scores': item 1"):
+        with pytest.raises(RecordError, match=r"x\.jsonl: row index 0: field 'expert_scores': item 1"):
             records_from_rows([{**row, "expert_scores": ["2", bad]}], source="x.jsonl")
 
 
@@ -175,5 +177,5 @@ def test_an_unreadable_file_is_named_with_where_it_breaks(tmp_path):
     for load in (load_records, judge.load_record_columns):
         with pytest.raises(RecordError, match=rf"^{broken}: invalid JSON \(.* at line 1, column"):
             load(broken)
-        with pytest.raises(RecordError, match=rf"^{binary}: row 1: not UTF-8 text \(byte 0xff at column 18\)"):
+        with pytest.raises(RecordError, match=rf"^{binary}: line 2: not UTF-8 text \(byte 0xff at column 18\)"):
             load(binary)

@@ -41,8 +41,10 @@ def _jsonl(path, rows, blank_after: int | None = None):
 
 
 def _row_path(path, rows, make_id=False):
-    """What the row-by-row validator makes of ``rows`` read from ``path``."""
-    return records_module._validated(((str(path), i, r) for i, r in enumerate(rows)), str(path), make_id)
+    """What the row-by-row validator makes of ``rows`` read from ``path`` (a JSONL file's rows numbered by line, a
+    table's by row index, as the loaders number them)."""
+    kind = records_module.LineIndex if str(path).endswith(".jsonl") else records_module.RowIndex
+    return records_module._validated(((str(path), kind(i), r) for i, r in enumerate(rows)), str(path), make_id)
 
 
 def _forbid_row_path(monkeypatch):
@@ -56,6 +58,8 @@ def _same(loaded, expected):
     (records, report), (want, want_report) = loaded, expected
     assert records == want and report == want_report
     assert [(r.extra, r.origin, r.annotations) for r in records] == [(r.extra, r.origin, r.annotations) for r in want]
+    # the row's kind too (a JSONL line or a table's row index): an error about the record names it so
+    assert [type(r.origin[1]) for r in records] == [type(r.origin[1]) for r in want]
 
 
 ABSTAINING = GOOD | {"id": "a3", "expert_scores": [None, 2, 1], "expert_feedback": ["Не применимо.", "Хорошо.", "Так себе."]}
@@ -82,7 +86,7 @@ def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatc
     expected = _row_path(tmp_path / "d.parquet", pa.Table.from_pylist(rows).to_pylist())
     folder = write_released_dataset(tmp_path / "POLLUX")
     expected_released = records_module._validated(
-        ((str(shard), i, r) for shard in sorted((folder / "data").glob("*.parquet"))
+        ((str(shard), records_module.RowIndex(i), r) for shard in sorted((folder / "data").glob("*.parquet"))
          for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
     _forbid_row_path(monkeypatch)
     _same(load_records_report(tmp_path / "d.parquet"), expected)
@@ -129,7 +133,7 @@ def test_both_loaders_count_the_aggregates_derived_from_the_experts(tmp_path, mo
     released[4] = released[4] | {"criteria_score": None}  # every expert abstained: stays without one, not counted
     folder = write_released_dataset(tmp_path / "POLLUX", released)
     expected_released = records_module._validated(
-        ((str(shard), i, r) for shard in sorted((folder / "data").glob("*.parquet"))
+        ((str(shard), records_module.RowIndex(i), r) for shard in sorted((folder / "data").glob("*.parquet"))
          for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
     assert expected_released[1].derived_criteria_records == (0, 1)
 
@@ -191,7 +195,7 @@ def test_annotations_beside_expert_feedback_are_refused_by_both_loaders(tmp_path
                 load(path)
             assert (info.value.source, info.value.row, info.value.field) == (str(path), 1, "expert_feedback"), path
             assert "both annotations and expert_feedback; keep one of them" in str(info.value)
-    with pytest.raises(RecordError, match="row 1: field 'expert_feedback': a row gives both annotations and"):
+    with pytest.raises(RecordError, match="row index 1: field 'expert_feedback': a row gives both annotations and"):
         records_from_rows(rows)
 
 
@@ -205,7 +209,7 @@ def test_a_jsonl_number_past_pythons_digit_limit_is_named_with_its_row(value, tm
     lines = [_line(GOOD | {"id": "first"}), _line(GOOD | {"id": "second"})[:-1] + f', "{field}": {value}}}']
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for load in (judge.load_records, judge.load_record_columns, lambda p: list(read_source_rows(p))):
-        with pytest.raises(RecordError, match=r"d.jsonl: row 1: unreadable JSON: a number too long to read "
+        with pytest.raises(RecordError, match=r"d.jsonl: line 2: unreadable JSON: a number too long to read "
                                               r"\(Exceeds the limit \(4300 digits\)") as info:
             load(path)
         assert "set_int_max_str_digits" not in str(info.value)
@@ -225,7 +229,7 @@ def test_json_nested_past_the_recursion_limit_is_named_with_its_row(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for load in (judge.load_records, judge.load_record_columns, lambda p: list(read_source_rows(p))):
-        with pytest.raises(RecordError, match=r"d.jsonl: row 2: unreadable JSON: nested too deeply"):
+        with pytest.raises(RecordError, match=r"d.jsonl: line 3: unreadable JSON: nested too deeply"):
             load(path)
     document = tmp_path / "d.json"
     document.write_text(f"[{deep}]", encoding="utf-8")
@@ -256,7 +260,7 @@ for load in (judge.load_records, judge.load_record_columns, read_prediction_tabl
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines() == [f"{records}: row 1: unreadable JSON: nested too deeply"] * 2 + [
+    assert done.stdout.splitlines() == [f"{records}: line 2: unreadable JSON: nested too deeply"] * 2 + [
         f"{predictions}:2: unreadable JSON: nested too deeply"]
 
 
@@ -298,11 +302,11 @@ def test_a_flagged_parquet_source_is_read_once(tmp_path, monkeypatch):
     opened = []
     real = pq.read_table
     monkeypatch.setattr(pq, "read_table", lambda path, *a, **k: opened.append(Path(path).name) or real(path, *a, **k))
-    with pytest.raises(RecordError, match=r"d.parquet: row 1: field 'expert_scores'"):
+    with pytest.raises(RecordError, match=r"d.parquet: row index 1: field 'expert_scores'"):
         load_records_report(tmp_path / "d.parquet")
     assert opened == ["d.parquet"]
     opened.clear()
-    with pytest.raises(RecordError, match=r"test-00001-of-00002.parquet: row 0: field 'expert_scores'"):
+    with pytest.raises(RecordError, match=r"test-00001-of-00002.parquet: row index 0: field 'expert_scores'"):
         load_records_report(tmp_path / "shards")
     assert opened == ["test-00000-of-00002.parquet", "test-00001-of-00002.parquet"]
 
@@ -311,7 +315,7 @@ def test_nan_score_in_parquet_is_named(tmp_path):
     """A NaN expert score (Parquet can hold one) is refused naming row 1 and the field, as row by row."""
     rows = [GOOD | {"id": "first", "expert_feedback": None}, GOOD | {"id": "x", "expert_scores": [1.0, math.nan], "expert_feedback": None}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
-    with pytest.raises(RecordError, match=r"d.parquet: row 1: field 'expert_scores': item 1 \(nan\) is not a finite number"):
+    with pytest.raises(RecordError, match=r"d.parquet: row index 1: field 'expert_scores': item 1 \(nan\) is not a finite number"):
         load_records_report(tmp_path / "d.parquet")
 
 
@@ -319,7 +323,7 @@ def test_jsonl_that_arrow_would_read_differently_takes_the_row_path(tmp_path):
     """Blank lines keep the row numbers of the lines after them; absent and null unknown columns stay apart;
     a first row without an id derives ids for every row; an id repeated with different content names both rows."""
     path = _jsonl(tmp_path / "blank.jsonl", [GOOD | {"id": "x"}, GOOD | {"id": "y", "answer": " "}], blank_after=0)
-    with pytest.raises(RecordError, match=r"blank.jsonl: row 2: field 'answer': is empty"):
+    with pytest.raises(RecordError, match=r"blank.jsonl: line 3: field 'answer': is empty"):
         load_records_report(path)
 
     sparse = [GOOD, {k: v for k, v in GOOD.items() if k != "source_batch"} | {"id": "b"}, GOOD | {"id": "c", "source_batch": None}]
@@ -330,7 +334,7 @@ def test_jsonl_that_arrow_would_read_differently_takes_the_row_path(tmp_path):
     records, report = load_records_report(_jsonl(tmp_path / "ids.jsonl", [no_id, GOOD | {"answer": "Другой."}]))
     assert records == records_from_rows([no_id, GOOD | {"answer": "Другой."}]) and report.n_derived_ids == 1
 
-    with pytest.raises(RecordError, match="row 1: field 'id': 'a1' repeats the id of row 0 with different content"):
+    with pytest.raises(RecordError, match="line 2: field 'id': 'a1' repeats the id of line 1 with different content"):
         load_records_report(_jsonl(tmp_path / "dup.jsonl", [GOOD, GOOD | {"answer": "Другой."}]))
 
 
@@ -348,7 +352,7 @@ def test_a_file_whose_first_list_starts_with_an_abstention_loads_as_row_by_row(t
     bad.write_bytes(json.dumps(GOOD | {"answer": "Four"}, ensure_ascii=False).encode().replace(b"Four", b"F\xf6ur")
                     + b"\n")  # a Latin-1 byte in the answer
     for load in (judge.load_records, judge.load_record_columns):
-        with pytest.raises(RecordError, match=r"latin1.jsonl: row 0: not UTF-8 text \(byte 0xf6"):
+        with pytest.raises(RecordError, match=r"latin1.jsonl: line 1: not UTF-8 text \(byte 0xf6"):
             load(bad)
 
 
@@ -374,7 +378,8 @@ def test_a_boolean_metadata_or_id_column_is_refused_by_both_loaders(tmp_path):
         files.append(tmp_path / f"{field}.parquet")
         for path in files:
             for load in (load_records_report, judge.load_record_columns):
-                with pytest.raises(RecordError, match=rf"row 0: field '{field}': must be text.*, got bool"):
+                place = "line 1" if path.suffix == ".jsonl" else "row index 0"
+                with pytest.raises(RecordError, match=rf"{path.name}: {place}: field '{field}': must be text.*, got bool"):
                     load(path)
 
 
@@ -400,7 +405,7 @@ def test_parquet_text_that_is_not_utf8_is_named_by_both_loaders(tmp_path):
         for load in _loaders():
             with pytest.raises(RecordError) as info:
                 load(path)
-            assert str(info.value) == f"{path}: row {row}: field '{field}': not UTF-8 text (byte {byte} of a text)"
+            assert str(info.value) == f"{path}: row index {row}: field '{field}': not UTF-8 text (byte {byte} of a text)"
 
 
 def test_a_parquet_file_cut_short_is_named_by_both_loaders(tmp_path):
@@ -459,7 +464,7 @@ def test_a_byte_order_mark_at_the_start_of_a_file_is_skipped(tmp_path, monkeypat
     later = tmp_path / "later.jsonl"
     later.write_bytes(plain.read_bytes().replace(b"\n{", b"\n\xef\xbb\xbf{", 1))
     for load in (load_records_report, judge.load_record_columns):
-        with pytest.raises(RecordError, match=r"later.jsonl: row 1: .*BOM"):
+        with pytest.raises(RecordError, match=r"later.jsonl: line 2: .*BOM"):
             load(later)
     _forbid_row_path(monkeypatch)
     _same(load_records_report(marked), expected)
@@ -477,5 +482,6 @@ def test_an_exact_duplicate_row_with_nan_in_an_unknown_column_is_counted(tmp_pat
         for load in (load_records_report, judge.load_record_columns):
             _, report = load(source)
             assert (report.n_rows, report.n_records, report.n_duplicates) == (2, 1, 1), source
-    with pytest.raises(RecordError, match="row 1: field 'id': 'a1' repeats the id of row 0 with different content"):
+    with pytest.raises(RecordError, match="row index 1: field 'id': 'a1' repeats the id of row index 0 with different "
+                                          "content"):
         records_from_rows([rows[0], rows[0] | {"weight": 0.5}])

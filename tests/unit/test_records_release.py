@@ -36,8 +36,8 @@ def test_shard_folder_loads_with_experts_abstentions_and_a_report(released):
     records, report = load_records_report(released)
     assert len(records) == 8
     assert (report.n_rows, report.n_records, report.n_duplicates) == (9, 8, 1)
-    assert report.duplicate_rows == [f"{released}/data/test-00002-of-00003.parquet: row 2 = "
-                                     f"{released}/data/test-00000-of-00003.parquet: row 0"]  # fmt: skip
+    assert report.duplicate_rows == [f"{released}/data/test-00002-of-00003.parquet: row index 2 = "
+                                     f"{released}/data/test-00000-of-00003.parquet: row index 0"]  # fmt: skip
     # Abstentions: 1 (row 0) + 1 (the five-expert row) + 2 (the all-abstained row) = 4; the duplicate is not counted.
     assert (report.n_abstentions, report.n_all_abstained, report.n_unlabelled) == (4, 1, 1)
     assert report.n_derived_ids == 9 and report.n_benchmark_rows == 8
@@ -201,7 +201,8 @@ def test_same_item_with_different_annotations_is_an_error_naming_both_rows():
     """Two rows with the same derived id but different content are not silently merged."""
     first = released_rows()[0]
     second = first | {"annotations": [{"comment": "Иначе.", "score": 1.0}]}
-    with pytest.raises(RecordError, match="repeats the id of row 0 with different content") as info:
+    with pytest.raises(RecordError, match="x.parquet: row index 1: field 'id': .* repeats the id of row index 0 "
+                                          "with different content") as info:
         judge.records_from_rows([first, second], source="x.parquet")
     assert (info.value.row, info.value.field) == (1, "id")
 
@@ -285,7 +286,7 @@ def test_convert_names_the_row_and_column_of_an_extra_value_json_cannot_hold(tmp
     out.write_text("earlier\n", encoding="utf-8")
     with pytest.raises(RecordError) as info:
         write_jsonl(load_records(path), out)
-    assert str(info.value) == f"{path}: row 2: field 'seen': {message}"
+    assert str(info.value) == f"{path}: row index 2: field 'seen': {message}"
     assert out.read_text(encoding="utf-8") == "earlier\n"
 
 
@@ -303,5 +304,5 @@ def test_convert_names_the_row_and_column_of_an_extra_value_utf8_or_json_cannot_
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(RecordError) as info:
         write_jsonl(load_records(path), out)
-    assert str(info.value) == f"{path}: row 1: field 'seen': {message}"
+    assert str(info.value) == f"{path}: line 2: field 'seen': {message}"
     assert not out.exists()

@@ -399,15 +399,15 @@ def test_load_labelled_reads_jsonl_and_records(tmp_path):
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b'{"instruction": "x", "label": "a"}\n\n[1, 2]\n', "row 2: a JSON list, not an object"),
-        (b'{"instruction": "x", "label": "a"}\n{bad\n', r"row 1: invalid JSON \(Expecting property name"),
-        (b"abc\xff\n", "row 0: not UTF-8 text"),
-        (b'{"instruction": "x", "label": "a"}\n\xff\n', "row 1: not UTF-8 text"),
+        (b'{"instruction": "x", "label": "a"}\n\n[1, 2]\n', "line 3: a JSON list, not an object"),
+        (b'{"instruction": "x", "label": "a"}\n{bad\n', r"line 2: invalid JSON \(Expecting property name"),
+        (b"abc\xff\n", "line 1: not UTF-8 text"),
+        (b'{"instruction": "x", "label": "a"}\n\xff\n', "line 2: not UTF-8 text"),
     ],
 )
 def test_criteria_classifier_names_the_file_and_row_of_an_unreadable_jsonl_line(tmp_path, capsys, data, message):
     """judge-train criteria-classifier's --data JSONL: a line that is not a UTF-8 JSON object is refused with exit 2
-    naming the file and its row (0-based, blank lines counted), before any training; a bare json.loads message
+    naming the file and its line (from 1, blank lines counted), before any training; a bare json.loads message
     named neither, a list row was a TypeError traceback, a non-UTF-8 byte a codec message without the file."""
     from train.criteria_classifier import main
 

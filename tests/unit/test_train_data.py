@@ -234,7 +234,7 @@ def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
     for mode in ("refuse", "drop"):
         assert build_data_main(["--data", str(path), "--zero-shot", mode]) == 2
         printed = capsys.readouterr().out
-        assert f"{path}: row 0: field 'task_type'" in printed and "'Неизвестная задача'" in printed
+        assert f"{path}: line 1: field 'task_type'" in printed and "'Неизвестная задача'" in printed
         assert "zero_shot: allow" in printed
     assert build_data_main(["--data", str(path), "--zero-shot", "allow"]) == 0
 

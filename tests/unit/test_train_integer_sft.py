@@ -8,6 +8,7 @@ The tests that train or serve are in tests/integration/training/test_train_integ
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -377,7 +378,11 @@ def test_judge_train_refuses_rows_without_reasoning_before_writing_anything(tmp_
     assert main(["run", "--config", "configs/train/tiny/seq2seq.yaml", "--verdict-format", "integer",
                  "--output-dir", str(out)]) == 2  # fmt: skip
     err = capsys.readouterr().err
-    assert f"{judge.sample_data_path()}: row " in err and "field 'reasoning'" in err and "judge-train data traces" in err
+    assert "field 'reasoning'" in err and "judge-train data traces" in err
+    # the line named is the one that holds the record named (from 1, as an editor numbers it)
+    named = re.search(rf"{re.escape(str(judge.sample_data_path()))}: line (\d+): field 'reasoning': record '([^']+)'", err)
+    lines = judge.sample_data_path().read_text(encoding="utf-8").splitlines()
+    assert named and json.loads(lines[int(named[1]) - 1])["id"] == named[2], err
     assert not out.exists()
 
 
