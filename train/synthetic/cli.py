@@ -253,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     line = f"{args.stage}: kept {summary['kept']}, dropped {summary['dropped']} ({counts(summary['dropped_by_reason'])})"
     if "failed_by_reason" in summary:  # the traces stage: teacher answers that gave no verdict
         line += f", failed {summary['failed']} ({counts(summary['failed_by_reason'])})"
+    if summary.get("items_without_a_kept_trace"):
+        # Items asked that give SFT no trace: unsaid, the hardest items would vanish from the training data unnoticed.
+        line += (f"; items without a kept trace {summary['items_without_a_kept_trace']} of {summary['items']} "
+                 f"(every trace failed {summary['items_every_trace_failed']})")
     if summary.get("cut_traces_asked_again"):
         line += f"; cut traces asked again {summary['cut_traces_asked_again']}"
     if summary.get("skipped_items"):

@@ -21,8 +21,9 @@ under one reason:
 - kept: the score agrees (at most ``max_kept_per_item`` per item, in sample order; the rest ``over_item_cap``);
 - dropped (a verdict was read, but it is no training example): ``disagrees``, ``answer_not_bare`` (the answer after
   the reasoning is more than an integer: the serving parser reads the last one, and "Оценка 1 из 2" is read as 2
-  while the trace argued for 1), ``out_of_scale`` (an integer outside the rubric's range), ``score_not_a_level`` (an
-  integer between the rubric's levels: 2 on levels 0, 1, 3), ``no_reasoning`` (an integer with no reasoning before
+  while the trace argued for 1; a second reasoning block, which the trace would leave out, too), ``out_of_scale``
+  (an integer outside the rubric's range), ``score_not_a_level`` (an integer between the rubric's levels: 2 on
+  levels 0, 1, 3), ``no_reasoning`` (an integer with no reasoning before
   it, or one under two words: ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule),
   ``think_tags_in_reasoning`` and ``not_russian`` (the seq2seq recipe's own filters, applied here before
   ``max_kept_per_item`` so that the cap counts only traces SFT trains on), ``duplicate_trace`` (an agreeing trace whose
@@ -75,15 +76,25 @@ from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
 
-__all__ = ["experts_reference", "reference_within_reach", "bare_answer", "trace_outcome", "cut_by_max_tokens",
-           "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE"]
+__all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
+           "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE"]
 
 #: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
 #: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
 MIN_RUSSIAN_SHARE = 0.5
 _THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 _BARE_INTEGER = re.compile(r"[+\-\u2212]?\d+")
+#: Slack on ``|score - reference| <= tolerance``: a mean is a float, and experts 1, 1, 1 and seven 2s give 1.7,
+#: from which 2 lies 0.30000000000000004 away, past a tolerance of 0.3 by a rounding error. Scores and levels are
+#: integers and experts few, so no distance they give lies this close past a tolerance unless meant to equal it.
+_ROUNDING = 1e-9
+
+
+def within_tolerance(score: float, reference: float, tolerance: float) -> bool:
+    """``|score - reference| <= tolerance``, as the rule reads in exact arithmetic (see ``_ROUNDING``)."""
+    return abs(score - reference) <= tolerance + _ROUNDING
 
 
 def experts_reference(scores, agreement: str) -> tuple[float, ...]:
@@ -113,22 +124,36 @@ def reference_within_reach(scale, references: tuple[float, ...], tolerance: floa
     experts' 1 and 2 give 1.5, which at the default tolerance 0 no trace can equal, so every request for the item
     would be paid for and dropped as ``disagrees``.
     """
-    return any(abs(level - reference) <= tolerance for level in scale.levels for reference in references)
+    return any(within_tolerance(level, reference, tolerance) for level in scale.levels for reference in references)
 
 
-def bare_answer(content: str | None) -> bool:
-    """Whether a teacher's answer after its reasoning (after its last ``</think>``, or all of it when the reasoning
-    came apart) is one integer and nothing else, whitespace around it allowed.
+def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
+    """Whether a teacher's answer after its reasoning is one integer and nothing else, whitespace around it allowed.
 
-    The serving parser reads the integer that ends an answer (``judge.parse_integer_verdict``): "Оценка 1 из 2" reads
-    as 2, and a trace that argued for 1 would be kept as a trace for 2. Serving keeps that reading (Pollux-4B-Judge's
-    own client's); as training data only a bare integer is sure to be the verdict the reasoning reached.
+    The reasoning is the one block the parser reads as the trace (``judge.parse_integer_verdict``): the server's
+    separate ``reasoning`` when it returned one (the ``content`` is then the answer, after a copy of that reasoning
+    in a block, if the server left one), else the ``content``'s first ``<think>...</think>`` block at its start, or
+    all before its first ``</think>`` (a template that opened the block in the prompt). A second block after it
+    ("<think>A</think> <think>B</think>2") or text before it is part of the answer: the parser keeps only the first
+    block as the trace, so B's reasoning, which reached the 2, would be lost and A trained as the reasoning behind a
+    2 it may not have reached.
+
+    The serving parser reads the integer that ends an answer: "Оценка 1 из 2" reads as 2, and a trace that argued
+    for 1 would be kept as a trace for 2. Serving keeps that reading (Pollux-4B-Judge's own client's); as training
+    data only a bare integer is sure to be the verdict the reasoning reached.
     """
-    text = content or ""
-    last = None
-    for last in _THINK_CLOSE.finditer(text):
-        pass
-    answer = text[last.end():] if last is not None else text
+    answer = (content or "").strip()
+    apart = (reasoning or "").strip()
+    close = _THINK_CLOSE.search(answer)
+    if close is not None:
+        opens = list(_THINK_OPEN.finditer(answer, 0, close.start()))
+        if len(opens) > 1 or (opens and opens[0].start() != 0):
+            return False  # text before the reasoning block, or a block opened inside it: more than one trace
+        block = answer[opens[0].end() if opens else 0: close.start()].strip()
+        if apart and block != apart:
+            return False  # a block beside the reasoning returned apart, which alone is the trace
+        # (a server that returns the reasoning apart and leaves the same block in the content repeats one trace)
+        answer = answer[close.end():]
     return _BARE_INTEGER.fullmatch(answer.strip()) is not None
 
 
@@ -172,7 +197,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
         # first digit of an answer still being written), not the teacher's verdict.
         return "failed", "verdict_cut", verdict
-    if not bare_answer(done["content"]):
+    if not bare_answer(done["content"], done["reasoning"]):
         return "dropped", "answer_not_bare", verdict
     if not verdict.in_scale:
         return "dropped", "out_of_scale", verdict
@@ -186,7 +211,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         return "dropped", "think_tags_in_reasoning", verdict
     if russian_share(verdict.feedback) < min_russian_share:
         return "dropped", "not_russian", verdict
-    if not any(abs(verdict.score - reference) <= tolerance for reference in references):
+    if not any(within_tolerance(verdict.score, reference, tolerance) for reference in references):
         return "dropped", "disagrees", verdict
     return "kept", "agrees", verdict
 
@@ -317,9 +342,9 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
              redo_why=f"whose answer a smaller max_tokens cut (now {teacher.max_tokens})")
 
     kept, dropped, failed = [], [], []
-    items_kept = 0
+    items_kept = items_all_failed = 0
     for record, scale, references in items:
-        n_kept = 0
+        n_kept = n_failed = 0
         traces_kept = set()  # (reasoning, integer) of the item's agreeing traces so far
         for sample in range(k):
             key = f"{record.id}#{sample}"
@@ -353,8 +378,12 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             elif outcome == "dropped":
                 dropped.append({**row, "drop_reason": reason})
             else:
+                n_failed += 1
                 failed.append({**row, "fail_reason": reason, "error": done["error"] or (verdict.reason if verdict else "")})
         items_kept += n_kept > 0
+        # No verdict from any of its k samples (an outage, every answer cut): the item is missing from the traces for
+        # want of answers, not because the teacher disagreed, and a rerun (a larger max_tokens) may recover it.
+        items_all_failed += n_failed == k
 
     skipped_rows = [{**record.to_dict(), "skip_reason": reason} for record, reason in skipped]
     extra = {
@@ -366,6 +395,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "no_unique_mode": config.no_unique_mode,
         "items": len(items),
         "items_with_a_kept_trace": items_kept,
+        "items_without_a_kept_trace": len(items) - items_kept,
+        "items_every_trace_failed": items_all_failed,
         "traces": len(jobs),
         "failed": len(failed),
         "failed_by_reason": dict(sorted(Counter(row["fail_reason"] for row in failed).items())),

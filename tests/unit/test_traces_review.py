@@ -1,0 +1,113 @@
+"""The traces stage's decisions on teacher answers a quick reading gets wrong (``train.synthetic.traces``).
+
+Run: .venv/bin/python -m pytest tests/unit/test_traces_review.py -q
+"""
+
+from __future__ import annotations
+
+import judge
+from train.synthetic.traces import bare_answer, trace_outcome
+
+SCALE = judge.Scale((0, 1, 2))
+FIRST = "Ответ содержит одну ошибку, значит оценка 1."
+SECOND = "Перечитал: ошибки нет, значит оценка 2."
+
+
+def outcome(content: str, reasoning: str | None = None):
+    done = {"ok": True, "content": content, "reasoning": reasoning, "finish_reason": "stop", "error": None}
+    return trace_outcome(done, SCALE, (2.0,), 0.0)
+
+
+def test_an_answer_with_a_second_reasoning_block_is_not_kept_as_the_first_block_s_trace():
+    """The parser keeps only the first <think> block as the trace (or the server's reasoning field, when it returned
+    one), and reads the integer the answer ends with. A teacher that reasoned twice (first for 1, then for 2) and
+    answered 2 was kept as a trace whose reasoning argued for 1 and whose verdict is 2: the reasoning that reached the
+    2 was silently cut out of the training row. Such an answer is more than an integer after its reasoning."""
+    two_blocks = f"<think>\n{FIRST}\n</think>\n\n<think>\n{SECOND}\n</think>\n\n2"
+    verdict = judge.parse_integer_verdict(two_blocks, None, SCALE)
+    assert (verdict.score, verdict.feedback) == (2.0, FIRST)  # what would have been trained: FIRST, then 2
+    assert outcome(two_blocks)[:2] == ("dropped", "answer_not_bare")
+    # The reasoning came apart and the content holds another block: the field is the trace, the block is lost.
+    assert outcome(f"<think>{SECOND}</think>2", reasoning=FIRST)[:2] == ("dropped", "answer_not_bare")
+    # Text before the block is part of the answer the parser reads ("Хм 2"), no bare integer.
+    assert outcome(f"Хм <think>{SECOND}</think>2")[:2] == ("dropped", "answer_not_bare")
+    # One block, inline, opened by the teacher or by the prompt, or the reasoning apart: kept as before.
+    assert outcome(f"<think>\n{SECOND}\n</think>\n\n2")[:2] == ("kept", "agrees")
+    assert outcome(f"{SECOND}\n</think>\n\n2")[:2] == ("kept", "agrees")
+    assert outcome("2", reasoning=SECOND)[:2] == ("kept", "agrees")
+
+
+def test_bare_answer_reads_the_answer_after_the_one_reasoning_block():
+    """Content-only (as the integer SFT reads a row's ``teacher_content``) and with the reasoning apart."""
+    assert bare_answer(f"<think>{SECOND}</think> 2") is True
+    assert bare_answer(f"<think>{FIRST}</think> <think>{SECOND}</think>2") is False
+    assert bare_answer(f"<think>{SECOND}</think>2", reasoning=FIRST) is False
+    assert bare_answer("2", reasoning=FIRST) is True
+
+
+def test_items_that_give_no_trace_are_counted_and_said(tmp_path, capsys):
+    """An item asked k times that yields no kept trace leaves the SFT data; when every one of its answers failed (an
+    outage, every answer cut), it left for want of answers, not because the teacher disagreed. Both were unsaid:
+    the summary held only ``items_with_a_kept_trace`` and the last line neither. By hand, 3 items x 2 samples:
+    A (mode 2) "2" kept; B (mode 1) "0" and "2" disagree; C (mode 0) two 500s. Items 3, with a trace 1, without 2,
+    every trace failed 1 (C)."""
+    import json
+
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+    from train.synthetic.cli import main
+
+    rubrics = "0: много ошибок\n\n1: есть ошибки\n\n2: ошибок нет"
+    base = {"reference_answer": "", "criteria_name": "Грамотность", "rubrics": rubrics, "task_type": "Editing"}
+    records = [{"id": item, "instruction": f"Исправьте текст {item}.", "answer": f"Ответ {item}.",
+                "expert_scores": [score], **base} for item, score in (("A", 2), ("B", 1), ("C", 0))]  # fmt: skip
+    script = {"A": [("2", "Ошибок нет, всё верно."), ("2", "Ошибок нет, всё верно.")],
+              "B": [("0", "Ошибок очень много."), ("2", "Ошибок нет вовсе.")], "C": [500, 500]}  # fmt: skip
+    prompts = {judge.render_prompt(row): row["id"] for row in records}
+
+    def respond(path: str, body: dict):
+        answer = script[prompts[body["messages"][-1]["content"]]].pop(0)
+        if isinstance(answer, int):
+            return answer, {"error": {"message": "scripted failure", "type": "server_error"}}
+        body = chat_completion(answer[0], "teacher", "stop")
+        body["choices"][0]["message"]["reasoning"] = answer[1]
+        return 200, body
+
+    inputs = tmp_path / "records.jsonl"
+    inputs.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in records), encoding="utf-8")
+    out = tmp_path / "traces"
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = tmp_path / "traces.yaml"
+        config.write_text(json.dumps({"teacher": {"model": "teacher", "base_url": server.base_url, "max_tokens": 64},
+                                      "samples_per_item": 2, "concurrency": 1, "max_retries": 0, "backoff_s": 0.0}),
+                          encoding="utf-8")  # fmt: skip
+        assert main(["traces", "--config", str(config), "--input", str(inputs), "--output", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["items"], summary["items_with_a_kept_trace"]) == (3, 1)
+    assert (summary["items_without_a_kept_trace"], summary["items_every_trace_failed"]) == (2, 1)
+    assert "items without a kept trace 2 of 3 (every trace failed 1)" in capsys.readouterr().out
+
+
+def test_a_mean_reference_agrees_within_the_tolerance_despite_float_rounding():
+    """``agreement: mean``: experts 1, 1, 1 and seven 2s give 17/10 = 1.7, and a trace of 2 lies 0.3 from it, within
+    ``tolerance: 0.3`` by the documented rule ``|score - reference| <= tolerance``; in floats 2 - 1.7 is
+    0.30000000000000004 and the trace was dropped as ``disagrees`` (and an item with only such a level within reach
+    was not asked: ``reference_not_a_level``). A trace of 1 (0.7 away) still disagrees."""
+    from train.synthetic.traces import experts_reference, reference_within_reach
+
+    (mean,) = experts_reference([1, 1, 1] + [2] * 7, "mean")
+    assert 2 - mean > 0.3  # the rounding the rule must not see
+    assert trace_outcome({"ok": True, "content": "2", "reasoning": SECOND, "finish_reason": "stop", "error": None},
+                         SCALE, (mean,), 0.3)[:2] == ("kept", "agrees")  # fmt: skip
+    assert trace_outcome({"ok": True, "content": "1", "reasoning": FIRST, "finish_reason": "stop", "error": None},
+                         SCALE, (mean,), 0.3)[:2] == ("dropped", "disagrees")  # fmt: skip
+    # experts 0, 1, 1: mean 2/3, 1 lies 1/3 away; within a tolerance of 1/3, so the item is within reach.
+    (two_thirds,) = experts_reference([0, 1, 1], "mean")
+    assert reference_within_reach(judge.Scale((0, 2)), (two_thirds,), 2 / 3)  # 0 lies 2/3 away
+    assert reference_within_reach(SCALE, (two_thirds,), 1 / 3)
+    assert not reference_within_reach(judge.Scale((0, 2)), (two_thirds,), 0.5)
+
+
+def test_a_server_that_repeats_the_reasoning_apart_in_the_content_keeps_its_trace():
+    """The same block apart and inline is one trace, kept; a different one is not (the first test)."""
+    assert outcome(f"<think>\n{SECOND}\n</think>\n\n2", reasoning=SECOND)[:2] == ("kept", "agrees")
+    assert bare_answer(f"<think>{SECOND}</think>2", reasoning=SECOND) is True
