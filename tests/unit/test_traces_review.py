@@ -111,3 +111,16 @@ def test_a_server_that_repeats_the_reasoning_apart_in_the_content_keeps_its_trac
     """The same block apart and inline is one trace, kept; a different one is not (the first test)."""
     assert outcome(f"<think>\n{SECOND}\n</think>\n\n2", reasoning=SECOND)[:2] == ("kept", "agrees")
     assert bare_answer(f"<think>{SECOND}</think>2", reasoning=SECOND) is True
+
+
+def test_a_turn_the_teacher_did_not_end_is_a_failure_not_a_trace():
+    """Only ``stop`` (the teacher ended its turn) and ``length`` (cut, failed as verdict_cut) were told apart; an
+    ``abort`` or ``content_filter`` answer was kept like a finished one, though its integer is wherever the
+    generation stopped. An endpoint or an old journal row that reports no finish_reason keeps today's reading."""
+    answer = f"<think>\n{SECOND}\n</think>\n\n2"
+    for finish in ("abort", "content_filter", "tool_calls"):
+        done = {"ok": True, "content": answer, "reasoning": None, "finish_reason": finish, "error": None}
+        assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("failed", "turn_not_ended"), finish
+    for finish in ("", None, "stop"):
+        done = {"ok": True, "content": answer, "reasoning": None, "finish_reason": finish, "error": None}
+        assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("kept", "agrees"), finish

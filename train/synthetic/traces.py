@@ -32,8 +32,9 @@ under one reason:
 - failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
   cut inside its reasoning, ``verdict_no_score``, ``verdict_empty`` for nothing, or nothing after a reasoning the
   teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
-  (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``). A failure is never
-  a score.
+  (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``), and
+  ``turn_not_ended`` (any other reported ``finish_reason``: ``abort``, ``content_filter``, ``tool_calls``; the
+  teacher did not end its turn, so the integer read may not be its verdict). A failure is never a score.
 
 The k requests of an item send the same prompt; a teacher configured with a ``seed`` (``extra_body: {seed: s}``) is
 asked sample ``i`` with seed ``s + i``, so that its k samples can differ (one seed for all k returns one trace k
@@ -193,6 +194,10 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
             # The reasoning closed and the limit cut the answer before its first character: cut, as verdict_cut.
             return "failed", "verdict_cut", verdict
         return "failed", f"verdict_{verdict.error}", verdict
+    if done.get("finish_reason") not in (None, "", "stop", "length"):
+        # Aborted, filtered or turned into a tool call: the teacher never ended its turn, and the integer read is
+        # wherever the generation stopped. ("" or None: an endpoint, or a row journalled, that does not report it.)
+        return "failed", "turn_not_ended", verdict
     if done.get("finish_reason") == "length":
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
         # first digit of an answer still being written), not the teacher's verdict.
