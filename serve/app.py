@@ -7,7 +7,8 @@ Routes:
   judge-serve's shape: ``serve.errors``), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
   ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
-  ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
+  ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``, and the
+  ``weights_fingerprint`` of what its own engines load: ``serve.layout.weights_fingerprint``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
   tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``, at most
   the generating engine's ``max_model_len``.
@@ -66,18 +67,18 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
 from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import unknown_model
-from serve.layout import CheckpointLayout, LayoutError, resolve_layout
+from serve.layout import CheckpointLayout, LayoutError, resolve_layout, weights_fingerprint
 from serve.rewards import install_reward_routes
-from serve.schema import (RequestError, check_values, decode_json_body, json_type_name, parse_judge_request,
-                          read_off_loop)
+from serve.proxy_bounds import proxied_token_bound
+from serve.schema import RequestError, check_values, decode_json_body, parse_judge_request, read_off_loop
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
 __all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
 
 log = logging.getLogger("judge_serve")
 
-# Request headers passed to the engine; everything else (Authorization included) stays here.
-_FORWARD_REQUEST_HEADERS = {"content-type", "accept", "accept-encoding", "user-agent", "x-request-id"}
+# Request headers passed to the engine; everything else (Authorization and Accept-Encoding included) stays here.
+_FORWARD_REQUEST_HEADERS = {"content-type", "accept", "user-agent", "x-request-id"}
 # Hop-by-hop and per-connection response headers that must not be copied.
 _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "server", "date"}
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
@@ -88,58 +89,6 @@ def _refused(err: RequestError) -> JSONResponse:
     """A request refused by validation or by the judge: its status, message and field, OpenAI-shaped."""
     kind = "not_found_error" if err.status == 404 else "invalid_request_error"
     return error_response(err.status, err.message, kind, err.param, err.code)
-
-
-def proxied_token_bound(body: Any, path: str, max_total: int,
-                        max_model_len: int | None = None) -> tuple[Any, JSONResponse | None]:
-    """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
-
-    Returns the body to send (``max_tokens`` = ``min(max_total // n, max_model_len)`` added when it named none) and
-    None, or the body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or
-    null): vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only
-    integers. ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
-
-    The added value stays within ``max_model_len`` (the generating engine's window): vLLM refuses any request whose
-    ``max_tokens`` (``max_output_tokens``) exceeds its ``max_model_len`` (``vllm/renderers/params.py``), so with the
-    defaults (8192 over a 4096 window) a plain ``chat.completions.create`` that vLLM alone serves was refused. Up to
-    the window is fine: vLLM cuts ``max_tokens`` to what the prompt leaves (``get_max_tokens``). ``best_of`` is not
-    counted: vLLM 0.32's chat and completion requests have no such field and ignore it (it generates ``n``).
-    """
-    if not isinstance(body, dict):
-        return body, None
-    counted = ("max_output_tokens",) if path == "/v1/responses" else ("max_completion_tokens", "max_tokens", "n")
-    for name in counted:
-        value = body.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            return body, error_response(400, f"{name}: must be an integer, got {json_type_name(value)}", param=name,
-                                        code="invalid_type")
-    if path == "/v1/responses":
-        fields, n = ("max_output_tokens",), 1
-    else:
-        # The fields the engine reads: chat prefers max_completion_tokens to max_tokens; completions read max_tokens
-        # only (vLLM ignores a max_completion_tokens there, so it bounds nothing).
-        fields = ("max_tokens",) if path == "/v1/completions" else ("max_completion_tokens", "max_tokens")
-        n = body.get("n") if body.get("n") is not None else 1
-        prompt = body.get("prompt") if path == "/v1/completions" else None
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
-            n *= len(prompt)
-    if n < 1:
-        return body, None  # the engine refuses it with its own message
-    named = [f for f in fields if body.get(f) is not None]
-    if not named:
-        if max_total // n < 1:
-            return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",
-                                        param="n", code="too_many_tokens")
-        share = max_total // n if max_model_len is None else min(max_total // n, max_model_len)
-        return {**body, fields[-1]: share}, None
-    for name in named:  # every one set: which the engine obeys is its choice, so none may ask too much
-        tokens = max(body[name], 1)  # echo with max_tokens 0 still generates one each (vLLM: echo_without_generation)
-        if tokens * n > max_total:
-            return body, error_response(
-                400, f"{name}: {body[name]} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
-                param=name, code="too_many_tokens",
-            )  # fmt: skip
-    return body, None
 
 
 def resolved_verdict_format(config: ServeConfig, layout: CheckpointLayout) -> ServeConfig:
@@ -334,8 +283,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)
-        # Without the client's own Accept-Encoding, ask for the body as is (the session passes bytes through).
-        headers.setdefault("accept-encoding", "identity")
+        # Every body asked for as is, whatever the client accepts: judge-serve reads some itself (the model list, an
+        # engine's error), and answers them anew as plain JSON; a compressed one was read as JSON (a 502, or an error
+        # message of compressed bytes). The session passes the others through byte for byte, headers and all.
+        headers["accept-encoding"] = "identity"
         # A generation the client gives up on is cancelled, its connection to the engine closed (vLLM then aborts it).
         sending = await unless_disconnected(request, unless_dead(state.http.request(
             request.method, engine.url + path, data=data, headers=headers,
@@ -395,6 +346,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     limits = ModelLimits(judge_max_tokens=config.max_tokens, max_proxy_tokens=config.max_proxy_tokens,
                          trained_max_completion_length=trained and trained.max_completion_length,
                          prompt_version=template.version, verdict_format=config.verdict_format).advertised()
+    # Which weights its own engines load: a client's resume tells a judge retrained into the same folder from the one
+    # its verdicts were asked of. An attached engine loaded what it loaded: judge-serve cannot say, so says nothing.
+    fingerprint = None if config.generator_url or config.pooling_url else weights_fingerprint(layout)
+    limits.update({"weights_fingerprint": fingerprint} if fingerprint else {})
 
     async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
         listed = await proxy(request, "generator", "/v1/models")

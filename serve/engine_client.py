@@ -245,8 +245,8 @@ class EngineHttp:
         probing.on_connection_queued_start.append(_mark_queued)
         probing.on_connection_queued_end.append(_mark_dequeued)
         # A fresh connection per probe (one every few seconds): no keep-alive race to resend around.
-        self.probes = aiohttp.ClientSession(
-            timeout=timeout, auto_decompress=False, trace_configs=[probing],
+        self.probes = aiohttp.ClientSession(  # read as sent (_IDENTITY): a compressed model list read as JSON failed
+            timeout=timeout, auto_decompress=False, trace_configs=[probing], headers=_IDENTITY,
             connector=aiohttp.TCPConnector(limit=PROBE_CONNECTIONS, force_close=True),
         )  # fmt: skip
         self.retries = 0  # requests re-sent after a pooled connection turned out closed

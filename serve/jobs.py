@@ -34,7 +34,7 @@ from judge.prompts import POLLUX_PROMPT, PromptTemplate, render_pairwise_prompt
 from judge.wire import PAIRWISE_CRITERION, PairwiseRequest
 from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
 from serve.chat_tokens import tokenize_sharing_prefixes
-from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, resolve_criteria
+from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, named_as_sent, resolve_criteria
 
 __all__ = ["Job", "JobPlan", "build_jobs", "check_criteria", "plan_jobs", "build_pair_jobs", "PAIRWISE_SCALE",
            "check_pair_sizes", "check_sizes", "max_token_chars", "refuse_over_bound"]
@@ -247,7 +247,9 @@ def plan_jobs(
                                                                           classifying=classifying)
     budget = max_model_len - max_tokens - reserve
     prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long, template=template)
-    too_long.update(_items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize))
+    # kept as the results' error_reason under "oversize": "fail": an inline body's named as it was sent
+    over_budget = _items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize)
+    too_long.update({i: named_as_sent(error, request) for i, error in over_budget.items()})
     # An "auto" item too long for the context is that item's failure, as any too long item is, never the request's
     # refusal; it is not classified (a classifier would read the text that cannot fit). It stands on the criteria a
     # failed choice gives (those that apply to any text), each a failed result.
@@ -327,14 +329,14 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
         if len(ids) > budget:
             item = plan.request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
-            error = RequestError(
+            error = named_as_sent(RequestError(  # a failed result's error_reason too: an inline body's fields as sent
                 f"{where}: the prompt for criterion {_named(crit.name)} is {len(ids)} tokens; with max_tokens "
                 f"{plan.max_tokens}{f' and {plan.reserve} reserved' if plan.reserve else ''} it needs "
                 f"{len(ids) + plan.max_tokens + plan.reserve} > the model's context of {plan.max_model_len} tokens. "
                 f"Shorten the answer or ask for fewer max_tokens.",
                 param=where,
                 code="context_length_exceeded",
-            )
+            ), plan.request)
             if plan.oversize != "fail":
                 raise error
             jobs.append(Job(i, j, crit, fields, [], too_long=error.message, template=plan.template))

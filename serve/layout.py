@@ -51,7 +51,7 @@ from judge.checkpoints import (
 )
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
-           "EXPORT_MANIFEST", "WEIGHT_FILES"]
+           "EXPORT_MANIFEST", "WEIGHT_FILES", "weights_fingerprint"]
 
 #: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
@@ -191,6 +191,31 @@ def require_weights(folder: Path, role: str) -> None:
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
             "attach a running engine with --generator-url / --pooling-url"
         )
+
+
+def weights_fingerprint(layout: CheckpointLayout) -> str | None:
+    """What identifies the weights judge-serve's engines load from ``layout`` (its ``GET /v1/models`` entry's
+    ``weights_fingerprint``): a SHA-256 over each weights file's (``WEIGHT_FILES``) name, size and modification time in
+    nanoseconds, folder by folder (the root, the generating and the pooling engine's). A client that resumes a run
+    compares it with the one its verdicts were asked of: a judge retrained into the same folder and served under
+    the same name differs in nothing else it can see.
+
+    Nothing is read but each file's metadata (a stat per file; the files are gigabytes). Not a hash of the
+    safetensors headers: those hold the tensors' names, dtypes, shapes and offsets, equal for a retrained model of
+    the same architecture. A copy or a ``touch`` changes it too: a resume is then refused, loudly, where a missed
+    retraining would have mixed two judges' verdicts in one folder silently. None when no folder holds a weights file.
+    """
+    import hashlib
+
+    digest, found = hashlib.sha256(), False
+    folders = dict.fromkeys(d for d in (layout.root, layout.generator_dir, layout.pooler_dir) if d is not None)
+    for position, folder in enumerate(folders):
+        files = sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
+        for path in files:  # stat follows a hub snapshot's symlinks to the blobs they name
+            info = path.stat()
+            digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+            found = True
+    return digest.hexdigest() if found else None
 
 
 def _released_regression(

@@ -80,17 +80,18 @@ class InlineJudgeRequest(JudgeRequest):
 
 def named_as_sent(err: RequestError, request: Any) -> RequestError:
     """``err`` with its field named as ``request``'s body sent it: an inline body (``InlineJudgeRequest``, or True
-    while it is parsed) has no ``items``, so its ``items[0].answer`` is ``answer`` and ``items[0]`` (the item as a
-    whole) is the ``body``; ``err`` itself for any other request."""
+    while it is parsed) has no ``items``, so its ``items[0].answer`` is ``answer``, ``items[0]`` (the item as a
+    whole) is the ``body`` and ``items`` (the judgments asked, bounded by ``max_judgments_per_request``) is its
+    ``criteria``; ``err`` itself for any other request."""
     if not (request is True or isinstance(request, InlineJudgeRequest)):
         return err
 
     def as_sent(path: str) -> str:
-        return "body" if path == "items[0]" else path.removeprefix("items[0].")
+        return {"items": "criteria", "items[0]": "body"}.get(path) or path.removeprefix("items[0].")
 
     message = err.message
     for path in (err.param, "items[0]"):  # the message opens with its path, which is the param or the whole item
-        if path and path.startswith("items[0]") and message.startswith(f"{path}:"):
+        if path and (path == "items" or path.startswith("items[0]")) and message.startswith(f"{path}:"):
             message = as_sent(path) + message[len(path):]
             break
     param = as_sent(err.param) if err.param else err.param
@@ -373,7 +374,7 @@ def check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments: 
     ``parse_judge_request``'s first step, and ``/get_reward``'s on its labels (``serve.rewards``).
 
     Raises:
-        RequestError: naming ``items`` (or ``pairs``).
+        RequestError: naming ``items`` (or ``pairs``; an inline body's ``criteria``, the judgments it asks for).
     """
     for key in ("items", "pairs"):  # pairs: the pairwise variant, bounded alike
         entries = body.get(key)
@@ -395,8 +396,9 @@ def check_bounds(body: Mapping[str, Any], max_items: int | None, max_judgments: 
     named = sum(len(item["criteria"]) for item in items if isinstance(item, Mapping)
                 and isinstance(item.get("criteria"), list))
     if named > max_judgments:  # the wording build_jobs uses for the same bound once task sets are resolved
-        raise RequestError(f"items: {named} (item, criterion) judgments requested; this server takes at most "
-                           f"{max_judgments} per request. Split the batch.", param="items")
+        field = "items" if "items" in body else "criteria"  # an inline body has no items: its criteria are asked
+        raise RequestError(f"{field}: {named} (item, criterion) judgments requested; this server takes at most "
+                           f"{max_judgments} per request. Split the batch.", param=field)
 
 
 def _validated(model: type[T], data: dict[str, Any]) -> T:

@@ -14,7 +14,8 @@ from eval.judging.backends import short
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, list_models, retryable_status, server_message
 from judge.wire import ModelLimits
 
-__all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_model", "first_contact", "fit_max_tokens"]
+__all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_model", "first_contact", "fit_max_tokens",
+           "weights_fingerprint"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -84,7 +85,8 @@ def first_model(base_url: str, api_key: str) -> str:
 
 
 def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = "", what: str = "the judge",
-                  policy: RetryPolicy | None = None, key_rule: str = "") -> tuple[str, ModelLimits]:
+                  policy: RetryPolicy | None = None, key_rule: str = "",
+                  entry: dict[str, Any] | None = None) -> tuple[str, ModelLimits]:
     """The model to ask and what the server allows, from its ``GET /v1/models`` (``judge.plumbing.retry.list_models``).
 
     Args:
@@ -94,6 +96,8 @@ def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = 
         what: the server's role, for messages.
         policy: the first contact's retry policy (its ``max_wait_s`` the bound).
         key_rule: the key rule a 401's message states.
+        entry: when given, receives the model's entry as the server lists it (nothing when it lists none), for what
+            ``ModelLimits`` does not hold (``weights_fingerprint``).
 
     Returns:
         (the model name, its ``ModelLimits``; empty when the list does not hold it).
@@ -117,8 +121,17 @@ def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = 
         if not models or not models[0].get("id"):
             raise EndpointUnusable(f"{what} at {base_of(base_url)} lists no models; name one with --model")
         model = str(models[0]["id"])
-    entry = next((m for m in models if m.get("id") == model), None)
-    return model, ModelLimits.from_entry(entry)
+    found = next((m for m in models if m.get("id") == model), None)
+    if entry is not None and isinstance(found, dict):
+        entry.update(found)
+    return model, ModelLimits.from_entry(found)
+
+
+def weights_fingerprint(entry: dict[str, Any]) -> str | None:
+    """What a judge-serve's model entry says identifies the weights it serves (``serve.layout.weights_fingerprint``);
+    None from any other server, or from a judge-serve that cannot say (an attached engine's)."""
+    value = entry.get("weights_fingerprint")
+    return value if isinstance(value, str) and value else None
 
 
 def fit_max_tokens(requested: int, limits: ModelLimits, *, route: str) -> tuple[int, str]:

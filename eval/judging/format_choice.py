@@ -28,6 +28,7 @@ from judge.verdicts import VerdictFormat
 __all__ = ["SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
+           "held_fingerprint",
            "FormatWatch", "N_FIRST_MISREAD"]
 
 log = logging.getLogger("judge_eval.run")
@@ -234,6 +235,35 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
     raise ConfigError(f"judge: the {n_written} verdicts already in {out} were asked of a server that loaded "
                       f"{earlier!r}, but {judge_ref} now serves {root!r} under the same name: resume against the "
                       "judge that started the folder, or start again with --overwrite, or use another --out")
+
+
+def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_ref: str, asking: bool) -> str | None:
+    """The ``weights_fingerprint`` this launch records in run.json (what a judge-serve's model entry says identifies
+    the weights it serves), held to the one the ``n_written`` verdicts already in ``out`` were asked of. A judge
+    retrained into the same folder and served again under the same name differs from the first in nothing else:
+    ``held_model`` and ``held_root`` compare names and paths. A resume is refused, as one against another model is,
+    not re-judged: the run keeps a folder to one judge's verdicts, and which to keep is the user's choice. A server
+    that gives none (any OpenAI server; a judge-serve over an attached engine) resumes as before, with a note; a
+    folder that recorded none holds nothing to compare. The recorded one is kept where this launch has none.
+
+    Raises:
+        ConfigError: a launch that would ask the judge finds other weights served than the recorded ones (naming
+            both fingerprints), before any item is asked.
+    """
+    earlier = earlier_record(out).get("weights_fingerprint") if n_written else None
+    earlier = earlier if isinstance(earlier, str) and earlier else None
+    if n_written and asking and fingerprint is None:
+        log.warning("note: %s gives no weights_fingerprint in its GET /v1/models entry (only judge-serve does): the %d "
+                    "verdicts already in %s are kept without telling whether the weights it serves are the ones that "
+                    "judged them", judge_ref, n_written, out)
+    if earlier is None or earlier == fingerprint:
+        return fingerprint
+    if not asking or fingerprint is None:
+        return earlier
+    raise ConfigError(f"judge: the {n_written} verdicts already in {out} were asked of weights with fingerprint "
+                      f"{earlier}, but {judge_ref} now serves weights with fingerprint {fingerprint} (retrained or "
+                      "replaced in place): start again with --overwrite, or use another --out, or resume against the "
+                      "weights that started the folder")
 
 
 def earlier_verdict_format(out: Path) -> str | None:

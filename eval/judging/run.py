@@ -18,7 +18,8 @@ head's raw value; the latency is that of the request that produced the row, shar
 a line cut by a kill is dropped, items whose *request* failed are retried, so are items edited in place (a row's
 ``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
 records is refused (``eval.judging.format_choice.held_model``), so is one whose model entry names other weights
-(``held_root``). A verdict that does not parse is a final answer
+(``held_root``) or whose judge-serve fingerprints other weights files (``held_fingerprint``: a judge retrained into the
+same folder). A verdict that does not parse is a final answer
 (``parse_ok: false`` with the parser's error); it is never a score.
 
 Before any item is sent, the server's model list is asked (``eval.judging.contact.first_contact``: retried while the server
@@ -56,9 +57,9 @@ from typing import Any
 from eval.judging.config import RunConfig
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    Refused, ServerChanged, short, unasked_first)
-from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of
+from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
-                                        earlier_prompt_version, earlier_record, held_model, held_root,
+                                        earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server, served_name
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
@@ -353,12 +354,13 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                 base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out, name))
         else:
             raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
-        limits = ModelLimits()
+        limits, entry = ModelLimits(), {}
         if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
-                                          policy=first_contact_policy(config))
+                                          policy=first_contact_policy(config), entry=entry)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo)))
+        fingerprint = held_fingerprint(out, n_written, weights_fingerprint(entry), judge_ref, asking=bool(todo))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits)
@@ -453,7 +455,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                          n_items=len(records), server_limits={**dataclasses.asdict(limits),
                                                               "max_tokens_requested": requested_max_tokens,
                                                               "max_tokens_adopted": adopted_max_tokens},
-                         prompt_version=asked_with, prompt_version_why=asked_why, **levels)
+                         prompt_version=asked_with, prompt_version_why=asked_why, weights_fingerprint=fingerprint,
+                         **levels)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)

@@ -60,6 +60,20 @@ def test_models_and_completions_pass_through_with_the_openai_sdk(seq2seq_server)
     assert chunks[-1].usage.completion_tokens == 5
 
 
+def test_model_entries_fingerprint_the_weights_their_own_engines_load(seq2seq_server, regression_server,
+                                                                      tiny_causal_dir):
+    """The seq2seq judge-serve started its engine on the tiny judge's folder: its entry carries that folder's
+    ``weights_fingerprint`` (what a resumed `judge-eval run` compares), whatever encoding the client accepts; the
+    regression one's generating engine is attached (the seq2seq's): it says none rather than vouch for it."""
+    from serve.layout import resolve_layout, weights_fingerprint
+
+    entries = [httpx.get(server.base_url + "/models", timeout=30, headers={"Authorization": f"Bearer {server.api_key}",
+                                                                          "Accept-Encoding": "gzip"}).json()["data"][0]
+               for server in (seq2seq_server, regression_server)]
+    assert entries[0]["weights_fingerprint"] == weights_fingerprint(resolve_layout(tiny_causal_dir)) is not None
+    assert "weights_fingerprint" not in entries[1]
+
+
 def test_passthrough_is_byte_for_byte(seq2seq_server):
     """A proxied response is the engine's own (same body for the same greedy request)."""
     body = {"model": seq2seq_server.model, "prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0}

@@ -1,0 +1,66 @@
+"""The bound judge-serve puts on a proxied generation request (``/v1/chat/completions``, ``/v1/completions``,
+``/v1/responses``) before the generating engine sees it: ``max_proxy_tokens`` in all, so that one request cannot buy
+unbounded work (``serve.app``'s proxy asks it of every such body)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from serve.errors import error_response
+from serve.schema import json_type_name
+
+__all__ = ["proxied_token_bound"]
+
+
+def proxied_token_bound(body: Any, path: str, max_total: int,
+                        max_model_len: int | None = None) -> tuple[Any, JSONResponse | None]:
+    """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
+
+    Returns the body to send (``max_tokens`` = ``min(max_total // n, max_model_len)`` added when it named none) and
+    None, or the body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or
+    null): vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only
+    integers. ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
+
+    The added value stays within ``max_model_len`` (the generating engine's window): vLLM refuses any request whose
+    ``max_tokens`` (``max_output_tokens``) exceeds its ``max_model_len`` (``vllm/renderers/params.py``), so with the
+    defaults (8192 over a 4096 window) a plain ``chat.completions.create`` that vLLM alone serves was refused. Up to
+    the window is fine: vLLM cuts ``max_tokens`` to what the prompt leaves (``get_max_tokens``). ``best_of`` is not
+    counted: vLLM 0.32's chat and completion requests have no such field and ignore it (it generates ``n``).
+    """
+    if not isinstance(body, dict):
+        return body, None
+    counted = ("max_output_tokens",) if path == "/v1/responses" else ("max_completion_tokens", "max_tokens", "n")
+    for name in counted:
+        value = body.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return body, error_response(400, f"{name}: must be an integer, got {json_type_name(value)}", param=name,
+                                        code="invalid_type")
+    if path == "/v1/responses":
+        fields, n = ("max_output_tokens",), 1
+    else:
+        # The fields the engine reads: chat prefers max_completion_tokens to max_tokens; completions read max_tokens
+        # only (vLLM ignores a max_completion_tokens there, so it bounds nothing).
+        fields = ("max_tokens",) if path == "/v1/completions" else ("max_completion_tokens", "max_tokens")
+        n = body.get("n") if body.get("n") is not None else 1
+        prompt = body.get("prompt") if path == "/v1/completions" else None
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
+            n *= len(prompt)
+    if n < 1:
+        return body, None  # the engine refuses it with its own message
+    named = [f for f in fields if body.get(f) is not None]
+    if not named:
+        if max_total // n < 1:
+            return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",
+                                        param="n", code="too_many_tokens")
+        share = max_total // n if max_model_len is None else min(max_total // n, max_model_len)
+        return {**body, fields[-1]: share}, None
+    for name in named:  # every one set: which the engine obeys is its choice, so none may ask too much
+        tokens = max(body[name], 1)  # echo with max_tokens 0 still generates one each (vLLM: echo_without_generation)
+        if tokens * n > max_total:
+            return body, error_response(
+                400, f"{name}: {body[name]} tokens x {n} completions = {tokens * n} > this server's max_proxy_tokens={max_total}",
+                param=name, code="too_many_tokens",
+            )  # fmt: skip
+    return body, None
