@@ -51,8 +51,8 @@ logger = logging.getLogger("eval.mera")
 EPILOG = """\
 API keys: the first set of the variables --api-key-env names: by default $JUDGE_SERVE_API_KEY (the key judge-serve
 is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be set; --api-key-env '' sends no
-key. The endpoint's model list (GET /v1/models) is asked first, retried for up to 120 s while it is unreachable or
-loading (5xx, Retry-After honoured).
+key. The endpoint's model list (GET /v1/models) is asked once the data, the run folder and the flags are checked,
+retried for up to 120 s while it is unreachable or loading (5xx, Retry-After honoured).
 
 exit codes: 0 done; 1 a task error (bad data, resume mismatch, sandbox unavailable), named on stderr; 2 a usage or
 configuration error; 3 ruhumaneval finished, but some samples never ran in the sandbox (sandbox_error: the
@@ -63,7 +63,8 @@ retries (the answers so far are kept: rerunning resumes), or refused the run's f
 questions) alike (the same status and message, e.g. --mode chat on a model without a chat template: nothing is
 saved for them, rerunning asks them again), named on stderr. Any other request the endpoint refuses for what it
 holds (HTTP 400, 413, 422, a prompt over the context window included) is not a run error: that item fails and is
-counted (ruhumaneval: not_generated; rutie: unparsed, "request refused" or "context limit").
+counted (ruhumaneval: not_generated; rutie: unparsed, "request refused" or "context limit"); 130 interrupted
+(Ctrl+C): the answers saved so far are kept, rerunning the same command resumes.
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
@@ -150,6 +151,7 @@ def _client(config: MeraConfig):
 
 def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
+    from eval.mera.client import check_endpoint
     from eval.mera.extraction import MERA_STOPS, build_program
     from eval.mera.humaneval import NOT_GENERATED, chat_messages, load_tasks, not_generated, summarize
     from eval.mera.progress import claim_run_folder
@@ -179,6 +181,8 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
+    if not config.self_check:  # every local input checked: now the endpoint (a loading one is waited for)
+        check_endpoint(config)
 
     # -- generation -----------------------------------------------------------------------------------------
     gen_path = out / GENERATIONS_FILE
@@ -316,6 +320,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
 
 def run_rutie(config: RutieConfig) -> dict[str, Any]:
     """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics."""
+    from eval.mera.client import check_endpoint
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import resolve_task_data
     from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_prompt_format, describe_protocol, load_dialogues,
@@ -326,19 +331,20 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     resolved = resolve_task_data("rutie", config.data)
     data = resolved.path
     dialogues = load_dialogues(data)
-    client = _client(config)
-    max_model_len = config.max_model_len or client.max_model_len()
-    if config.scoring == "generate" and max_model_len is not None and config.max_tokens >= max_model_len:
-        # vLLM refuses max_tokens above the window on every request; at the window, an endpoint that counts prompt
-        # plus max_tokens (OpenAI's) has no room for any prompt.
-        window = "--max-model-len" if config.max_model_len else "the endpoint's /v1/models"
-        raise ConfigError(f"--max-tokens {config.max_tokens} leaves no room for a prompt in the model's context window "
-                          f"of {max_model_len} tokens ({window}): every question would be refused; use a --max-tokens "
-                          f"below {max_model_len}")
+
+    def check_window(max_model_len: int | None, source: str) -> None:
+        if config.scoring == "generate" and max_model_len is not None and config.max_tokens >= max_model_len:
+            # vLLM refuses max_tokens above the window on every request; at the window, an endpoint that counts
+            # prompt plus max_tokens (OpenAI's) has no room for any prompt.
+            raise ConfigError(f"--max-tokens {config.max_tokens} leaves no room for a prompt in the model's context "
+                              f"window of {max_model_len} tokens ({source}): every question would be refused; use a "
+                              f"--max-tokens below {max_model_len}")  # fmt: skip
+
+    check_window(config.max_model_len, "--max-model-len")
     stop = list(config.stop) if config.stop is not None else (["\n"] if config.mode == "completion" else [])
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
                              stop=tuple(stop), temperature=config.temperature, seed=config.seed,
-                             max_model_len=max_model_len, answer_cue=config.answer_cue,
+                             max_model_len=config.max_model_len, answer_cue=config.answer_cue,
                              answer_parser=config.answer_parser,
                              context_overflow=config.context_overflow)  # fmt: skip
     run_key = {
@@ -353,9 +359,18 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
         # --context-overflow fail.
         **({"context_overflow": config.context_overflow} if config.context_overflow != "fail" else {}),
     }  # fmt: skip
-    resumed = claim_run_folder(out, run_key, [PROGRESS_FILE, METRICS_FILE], overwrite=config.overwrite)  # as above
+    progress = [PROGRESS_FILE, METRICS_FILE]
+    if not config.overwrite and any((out / name).exists() for name in progress):  # a resume: checked before the
+        claim_run_folder(out, run_key, progress)  # endpoint is asked; a fresh folder is written only once it answers
+        check_prompt_format(dialogues, out, settings)
+    check_endpoint(config)  # every local input checked: now the endpoint (a loading one is waited for)
+    client = _client(config)
+    if not config.max_model_len:  # the endpoint's window, once it is known to answer
+        settings = dataclasses.replace(settings, max_model_len=client.max_model_len())
+        check_window(settings.max_model_len, "the endpoint's /v1/models")
+    resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite)  # as above
     check_prompt_format(dialogues, out, settings)
-    write_run_record(out, config, resolved, max_model_len=max_model_len, resumed=resumed,
+    write_run_record(out, config, resolved, max_model_len=settings.max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),
                 sum(len(d) for d in dialogues.values()), resolved.note, config.mode, config.scoring,
@@ -367,7 +382,8 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     # -- metrics --------------------------------------------------------------------------------------------
     # The protocol beside the score (run.json holds every setting): which of MERA's two runs this is, if either.
     protocol = describe_protocol(settings)
-    metrics = rutie_metrics(records, max_model_len=max_model_len) | {"protocol": protocol} | resolved.describe()
+    metrics = rutie_metrics(records, max_model_len=settings.max_model_len) | {"protocol": protocol}
+    metrics |= resolved.describe()
     write_json(out / METRICS_FILE, metrics)
     acc = "n/a" if metrics["accuracy"] is None else f"{metrics['accuracy']:.4f}"
     acc_parsed = "n/a" if metrics["accuracy_parsed"] is None else f"{metrics['accuracy_parsed']:.4f}"
@@ -401,15 +417,11 @@ def checked_config(parser: argparse.ArgumentParser, argv: list[str] | None) -> M
         parser.error(str(err))
     if not config.out:
         parser.error(f"{config.task} needs --out (or `out:` in --config)")
-    if _needs_endpoint(config) and not (config.endpoint and config.model):
+    if not (config.task == "ruhumaneval" and config.self_check) and not (config.endpoint and config.model):
         parser.error(f"{config.task} needs --endpoint and --model (or --self-check for ruhumaneval)")
     if config.task == "ruhumaneval" and not config.self_check and any(not 1 <= k <= config.n for k in config.k):
         parser.error(f"every --k must be between 1 and --n ({config.n}); got {config.k}")
     return config
-
-
-def _needs_endpoint(config: MeraConfig) -> bool:
-    return not (config.task == "ruhumaneval" and config.self_check)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,7 +434,6 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(config.log_level)  # HTTP request lines at debug only (judge.plumbing.console_logging)
     except ValueError as err:
         parser.error(str(err))
-    needs_endpoint = _needs_endpoint(config)
 
     from eval.mera.progress import ResumeMismatch
     from eval.mera.sandbox import SandboxUnavailable
@@ -432,26 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder, refuse_file
 
     try:
-        refuse_file(config.out, "--out")  # before the endpoint is asked anything
+        refuse_file(config.out, "--out")
     except ConfigError as err:
         parser.error(str(err))
-    if needs_endpoint:  # first contact: a loading server is waited for, a wrong key or URL said plainly
-        from judge.plumbing.api_keys import KEY_RULE, client_api_key
-        from judge.plumbing.retry import RetryPolicy, list_models
-
-        try:  # where config_from_args's key came from, for a 401's message: the variables', else typed
-            source = client_api_key("", config.api_key_env, command=f"judge-eval mera {config.task}")
-        except ConfigError:
-            source = None
-        key_source = source.source if source is not None and source.key == config.api_key else "--api-key"
-        try:
-            list_models(config.endpoint, api_key=config.api_key, key_source=key_source, what="the endpoint",
-                        policy=RetryPolicy(max_retries=10**6, max_backoff_s=10.0, max_wait_s=120.0),
-                        bound_flag="", key_rule=KEY_RULE)
-        except EndpointUnusable as err:
-            print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
-            return EXIT_UNUSABLE
-
+    # The endpoint is first asked (eval.mera.client.check_endpoint) inside the task, once its data, run folder and
+    # sandbox are checked: an error in them is said at once, not after up to 120 s of waiting for the endpoint.
     try:
         with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder
             if config.task == "ruhumaneval":
@@ -461,13 +457,17 @@ def main(argv: list[str] | None = None) -> int:
                 run_rutie(config)
     except ConfigError as err:  # a setting the endpoint's window cannot take (--max-tokens), found once it is known
         parser.error(str(err))
-    except EndpointUnusable as err:  # the first requests all refused alike: the server's words
+    except EndpointUnusable as err:  # unusable at first contact, or its first requests all refused alike
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
-    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, FileNotFoundError,
+    except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, OSError,  # an --out it cannot make too
             ValueError) as err:
         logger.error("%s", err)
         return 1
+    except KeyboardInterrupt:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
+        print(f"judge-eval mera {config.task}: interrupted; the answers saved so far in {config.out} are kept, "
+              "rerunning the same command resumes", file=sys.stderr)  # fmt: skip
+        return 130
     except Exception as err:  # the endpoint failing mid-run: one line, never a traceback
         message = _endpoint_failure(err, config)
         if message is None:

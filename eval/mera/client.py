@@ -321,3 +321,26 @@ def _continuation_score(logprobs: Any, start: int | None, end: int | None) -> fl
     if any(value is None for value in span):
         return None
     return float(sum(span))
+
+
+def check_endpoint(config: Any) -> None:
+    """The first contact with a ``judge-eval mera`` task's endpoint (``config``, a ``MeraConfig``): its model list,
+    waited for up to 120 s while it is unreachable or loading; a wrong key or URL is said plainly. Called once the
+    local inputs (data, run folder, flags) are checked, so an error in them is never found only after that wait.
+
+    Raises:
+        judge.plumbing.retry.EndpointUnusable: the endpoint cannot be used, saying why.
+    """
+    from judge.plumbing.api_keys import KEY_RULE, client_api_key
+    from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.retry import list_models
+
+    command = f"judge-eval mera {config.task}"
+    try:  # where the config's key came from, for a 401's message: the variables', else typed
+        source = client_api_key("", config.api_key_env, command=command)
+    except ConfigError:
+        source = None
+    key_source = source.source if source is not None and source.key == config.api_key else "--api-key"
+    list_models(config.endpoint, api_key=config.api_key, key_source=key_source, what="the endpoint",
+                policy=RetryPolicy(max_retries=10**6, max_backoff_s=10.0, max_wait_s=120.0), bound_flag="",
+                key_rule=KEY_RULE)  # fmt: skip

@@ -49,29 +49,40 @@ def truncate_at_stops(text: str, stops: Iterable[str]) -> str:
 
 #: A markdown code fence's opening (CommonMark "Fenced code blocks"): three or more backticks or tildes, then an
 #: info string whose first word is the language (a tilde fence ``~~~python``, a four-backtick fence, ...); a backtick
-#: fence's info string holds no backtick, so an inline span of three backticks opens nothing. Leniently, prose may
-#: precede the fence on its line.
+#: fence's info string holds no backtick, so an inline span of three backticks opens nothing.
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([^\n]*)$")
+#: What may stand before an opening fence on its line, as in CommonMark: indentation (any depth, as a list item
+#: nests it) and list markers ("1. ```python"). Code such as ``return "```" + s`` or ``~~~x`` never opens a block.
+_FENCE_LEAD = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*")
 _PYTHON_LANGS = {"", "python", "py", "python3"}
 
 
 def _fence_blocks(text: str) -> list[tuple[str, str]]:
     """Every fenced block in ``text``: (language, code).
 
-    A block closes on a line that is a run of its fence character at least as long as its opening (CommonMark),
-    or, leniently, that starts with such a run (prose after it: "``` Готово") or ends a line of code with it
-    (``return x`` then the fence); a shorter run is code. An unclosed fence runs to the end of the text, as
-    CommonMark's does at the end of a document: it is a generation cut by ``--max-tokens``, and the code written so
-    far is the answer (cut mid-statement, it fails as the model's syntax error). Its last line, when it holds only
-    that fence character with no newline after it, is a closing fence cut short and is dropped.
+    A block opens on a line that starts with a fence (CommonMark: after indentation or a list marker), or, leniently,
+    on a line of prose ending in a fence and a Python tag alone ("Вот код: ```python"), or in a colon and a bare
+    fence ("Вот код: ```"); a fence after code on its line (``return "```" + s``) opens nothing. It closes on a
+    line that is a run of its fence character at least as long as its opening (CommonMark), or, leniently, that
+    starts with such a run (prose after it: "``` Готово") or ends a line of code with it (``return x`` then the
+    fence); a shorter run is code. An unclosed fence runs to the end of the text, as CommonMark's does at the end
+    of a document: it is a generation cut by ``--max-tokens``, and the code written so far is the answer (cut
+    mid-statement, it fails as the model's syntax error). Its last line, when it holds only that fence character
+    with no newline after it, is a closing fence cut short and is dropped.
     """
     lines = text.splitlines(keepends=True)
     blocks: list[tuple[str, str]] = []
     i = 0
     while i < len(lines):
-        opening = _FENCE_OPEN.search(lines[i].rstrip("\r\n"))
+        line = lines[i].rstrip("\r\n")
+        opening = _FENCE_OPEN.search(line)
         i += 1
         if not opening or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            continue
+        # Leniently, prose may stand before the fence when a Python tag alone follows it ("Вот код: ```python"), or
+        # nothing after a colon ("Вот код: ```"); after code ("return '```' + s", "~~~x") no fence opens.
+        lead, tag = line[: opening.start()], opening.group(2).strip().lower()
+        if not (_FENCE_LEAD.fullmatch(lead) or tag in _PYTHON_LANGS - {""} or (not tag and lead.rstrip()[-1:] == ":")):
             continue
         fence = opening.group(1)
         words = opening.group(2).split()

@@ -346,6 +346,38 @@ def test_extract_code_reads_every_markdown_fence(completion, expected):
     assert extract_code(completion, "f") == expected
 
 
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        # CommonMark's places for an opening fence: a line's start, after any indentation (a list item nests it)
+        # or a list marker.
+        ("1. Код:\n\n    ```python\n    def f():\n        return 1\n    ```\n", F1),
+        ("- ```python\n" + F1 + "```", F1),
+        # Leniently, after prose on its line when a Python tag alone follows it, as chat models sometimes write.
+        ("Вот код: ```python\n" + F1 + "```\nГотово.", F1),
+        ("Вот код: ~~~py\n" + F1 + "~~~", F1),
+        ("Вот код:```\n" + F1 + "```", F1),
+    ],
+)
+def test_extract_code_opens_a_fence_where_markdown_does(completion, expected):
+    """Lenient extraction opens a fence at a line's start (indented or after a list marker), or after prose when a
+    Python tag alone follows it."""
+    assert extract_code(completion, "f") == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['    return "```" + s', "    return s + '```' + s", '    fence = "~~~" * 2', "    return ~~~n", '    x = "```py"',
+     "    return n  # ```"],
+)
+def test_a_fence_in_a_line_of_code_opens_no_block(line):
+    """An unfenced answer whose code holds a fence after other text on its line (a string, ``~~~n``) is code: it
+    opened a block running to the end, and the program was the stub alone, the answer silently dropped."""
+    completion = "def total(xs: List[int]) -> int:\n    s = str(sum(xs))\n    n = len(xs)\n" + line + "\n"
+    assert extract_code(completion, "total") == completion
+    assert build_program(completion, STUB, "total", extraction="lenient") == "from typing import List\n" + completion
+
+
 def test_lenient_tilde_fenced_answer_runs():
     """A ~~~ fenced chat answer redefining the entry point runs under --extraction lenient (it used to be appended
     to the stub, fences and prose included: a syntax error scored as the model's)."""
@@ -631,8 +663,8 @@ def test_a_rerun_stopped_while_writing_executions_leaves_the_earlier_file_whole(
         return real(self)
 
     monkeypatch.setattr(ExecResult, "to_json", stop_at_the_third)
-    with ScriptedEndpoint(_scripted) as endpoint, pytest.raises(KeyboardInterrupt):
-        _run(endpoint, out)
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, out) == 130  # Ctrl+C's exit code, said in one line
     assert len(written) == 3 and (out / "executions.jsonl").read_bytes() == before
     assert sorted(p.name for p in out.glob("executions.jsonl*")) == ["executions.jsonl"]
 
