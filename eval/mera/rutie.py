@@ -650,7 +650,7 @@ def run_dialogues(
     Raises:
         judge.plumbing.retry.EndpointUnusable: the first questions were all refused alike; the server's words.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     from eval.judging.backends import FirstRefusals
     from eval.judging.run import N_FIRST_REFUSALS
@@ -693,9 +693,13 @@ def run_dialogues(
         # records on a resume, so a resumed run asks what an uninterrupted one would.
         dropped = max((int(r.get("context_turns_dropped") or 0) for r in results[dialog_id]), default=0)
         for item in dialogues[dialog_id][len(history) :]:
-            if first.stopped is not None:
+            if first.stopped is not None or abort.is_set():
                 return
-            record, refusal = ask(client, item, history, settings, dropped=dropped)
+            try:
+                record, refusal = ask(client, item, history, settings, dropped=dropped)
+            except BaseException:
+                abort.set()  # here, not in the waiting thread: a queued dialogue starts before that one wakes
+                raise
             dropped = max(dropped, record["context_turns_dropped"])
             history.append((item, record["context_answer"]))
             with lock:
@@ -705,9 +709,22 @@ def run_dialogues(
                 for rec in saved:
                     on_record(rec)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        for future in [pool.submit(run_one, d) for d in dialogues]:
-            future.result()
+    # One dialogue's failure (an endpoint down past its retries) or Ctrl+C ends the run: the other dialogues finish
+    # the question each is asking (its answer saved) and ask no more, and the queued ones never start. Waiting on
+    # the futures in order instead let every other dialogue run to its end, each through its own retries.
+    abort = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    try:
+        futures = [pool.submit(run_one, d) for d in dialogues]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+    except BaseException:
+        abort.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     if first.stopped is not None:
         raise EndpointUnusable(_stopped_message(first, asked[0], n_todo))
     return [rec for d in dialogues for rec in results[d]]

@@ -1466,3 +1466,20 @@ def test_log_probability_scoring_of_a_reply_with_no_choice_is_unparsed(tmp_path,
         assert _run(endpoint, data, tmp_path / "run", "--mode", mode, "--scoring", "logprobs") == 0
     answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
     assert [(a["answer"], a["reason"]) for a in answers] == [("1", ""), (None, NO_LOGPROBS), ("1", "")]
+
+
+def test_a_dialogue_that_fails_ends_the_run_without_asking_the_others(tmp_path):
+    """The first question fails for good (HTTP 503, no retries): the run ends there (exit 4, the answers so far
+    kept). The dialogues queued behind it used to run to their ends first, 13 more questions of the bundled sample,
+    each through its own retries against an endpoint that is down."""
+    def respond(path, body):
+        if len([b for p, b in endpoint.requests if p.endswith("/completions")]) == 1:
+            return 503, {"error": {"message": "down"}}
+        return 200, completion_body(body["model"], ["1"], prompt_tokens=10)
+
+    with ScriptedEndpoint(respond) as endpoint:
+        code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", "sample",
+                         "--out", str(tmp_path / "run"), "--max-retries", "0", "--concurrency", "1"])  # fmt: skip
+        asked = [b for p, b in endpoint.requests if p.endswith("/completions")]
+    assert code == 4
+    assert len(asked) == 1
