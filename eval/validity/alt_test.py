@@ -87,7 +87,9 @@ def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settin
     asked = np.ones(len(judge), dtype=bool) if missing is None else ~np.asarray(missing, dtype=bool)
     enough = (n_experts >= settings.min_experts_per_item) & asked
     failed = ~np.isfinite(judge)
-    counts = {"n_items_few_experts": int(((n_experts > 0) & ~enough & asked).sum()),
+    # an item whose experts are all unnamed has too few named experts too: left out, so counted
+    rated = (~np.isnan(experts)).any(axis=1)
+    counts = {"n_items_few_experts": int((rated & ~enough & asked).sum()),
               "n_items_judge_failed": int((enough & failed).sum())}
     kept = enough & ~failed if settings.failures == "drop" else enough
     rows = np.flatnonzero(kept)
@@ -182,8 +184,8 @@ def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert
     import pandas as pd
 
     # ids and groups arrive as integer codes with their names (``prepare`` / ``summarise_by_domain``) or as labels
-    if groups is None:
-        groups = np.zeros(len(item), dtype=np.int64)
+    if groups is None:  # one group, named even when no pair is in it (its experts are then all untested)
+        groups = (np.zeros(len(item), dtype=np.int64), np.array([None], dtype=object))
     group_codes, group_names = groups if isinstance(groups, tuple) else pd.factorize(groups)
     expert_codes, expert_names = ids if isinstance(ids, tuple) else pd.factorize(ids)
     width = max(len(expert_names), 1)
@@ -246,7 +248,7 @@ class Indicators:
     Attributes:
         item, expert: the item index and the left-out expert's code of each pair (``expert_names[code]``).
         w_judge, w_expert: the indicators W_f and W_h (0/1 floats).
-        few_experts: ``(n,)`` items left out for too few named experts (but with some).
+        few_experts: ``(n,)`` items left out for too few named experts (but with some expert score, named or not).
         judge_failed: ``(n,)`` items with enough experts that the judge failed on.
         scored_item, scored_expert: every (item, named expert) score of the asked items, pairs or not (the
             expert's code as in ``expert``): whose experts a cell has, to list the ones without pairs as untested.
@@ -283,6 +285,10 @@ def prepare(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | Non
     if missing is not None:
         n_named = np.where(missing, 0, n_named)  # no pairs, no counts: as if the item were not in the table
     enough = n_named >= settings.min_experts_per_item
+    # items with expert scores, named or not (``indicators``' count): those not ``enough`` are left out, counted
+    rated = (~np.isnan(experts)).any(axis=1)
+    if missing is not None:
+        rated &= ~np.asarray(missing, dtype=bool)
     scored = ~np.isnan(experts) & named
     if missing is not None:
         scored &= ~np.asarray(missing, dtype=bool)[:, None]
@@ -297,7 +303,7 @@ def prepare(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | Non
         renumber[present] = np.arange(len(present))
         codes, names = renumber[given], expert_codes[1][present]
     return Indicators(item, codes[:len(item)], np.asarray(names, dtype=object), w_judge, w_expert,
-                      (n_named > 0) & ~enough, enough & ~np.isfinite(judge), scored_item, codes[len(item):])
+                      rated & ~enough, enough & ~np.isfinite(judge), scored_item, codes[len(item):])
 
 
 def _unavailable() -> dict[str, Any]:
@@ -364,7 +370,7 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
     item = found.item[pairs]
     # per item, not per pair; the caller may pass them factorised already (codes, names), once for every split
     domain_codes, domain_names = (domains if isinstance(domains, tuple)
-                                  else pd.factorize(np.asarray(domains, dtype=object)))
+                                  else pd.factorize(np.asarray(domains, dtype=object), use_na_sentinel=False))
     scored = _pairs_in_scored(found, items)
     rows = _per_expert((found.expert[pairs], found.expert_names), item, found.w_judge[pairs], found.w_expert[pairs],
                        (domain_codes[item], domain_names), settings,

@@ -44,9 +44,10 @@ The judge's failed verdicts (unparseable, failed requests) count in the alt-test
 ``loss`` by default) and in the ceiling as the largest error the judge could have on the item's scale
 (``ceiling_failures``, ``worst`` by default; ``ceiling``): the two figures then read the same failures the same way,
 and a judge cannot look inside the experts' range by failing on the disputed items. An item without a readable
-scale takes its criterion's lowest and highest expert scores as the ends. Krippendorff's alpha with the judge and the
-kappas against the experts' mode are over the judge's readable verdicts: a failure is no rating of the scale, so
-alpha cannot take it; ``agreement.n_items_judge_failed`` counts the items left out, and the report shows it.
+scale takes its criterion's lowest and highest expert scores as the ends (one level: the table's lowest and highest).
+Krippendorff's alpha with the judge and the kappas against the experts' mode are over the judge's readable verdicts:
+a failure is no rating of the scale, so alpha cannot take it; ``agreement.n_items_judge_failed`` counts the items
+left out, and the report shows it.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray |
 
 def _scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends for the ceiling's ``worst`` failures: its own where readable, else the lowest and
-    highest expert score of its criterion over the table (NaN where its criterion has none)."""
+    highest expert score of its criterion over the table (NaN where its criterion has none, or only one level)."""
     import pandas as pd
 
     n = len(table)
@@ -164,7 +165,10 @@ def _scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
                        "high": np.where(valid, experts, -np.inf).max(axis=1)}).groupby("c")
     seen_low, seen_high = (np.asarray(by[end].transform(how), dtype=float) for end, how in (("low", "min"),
                                                                                           ("high", "max")))
-    seen_low, seen_high = (np.where(np.isfinite(e), e, np.nan) for e in (seen_low, seen_high))  # no expert: +-inf
+    # No expert (+-inf), or experts who all gave one level (a unanimous criterion): that tells no scale, and as ends
+    # it would make a failure cost 0 against them; NaN leaves ``CeilingPairs`` the ends of the table's levels.
+    spread = np.isfinite(seen_low) & np.isfinite(seen_high) & (seen_high > seen_low)
+    seen_low, seen_high = (np.where(spread, e, np.nan) for e in (seen_low, seen_high))
     return np.where(known, low, seen_low), np.where(known, high, seen_high)
 
 
@@ -260,6 +264,14 @@ def _coded_counts(table, levels: np.ndarray, values: np.ndarray
     return agreement_module.CodedCounts(expert_counts, values), agreement_module.CodedCounts(with_judge, values)
 
 
+def _group_codes(groups: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, names)`` as ``pandas.factorize`` gives them, of the groups ``item_table._groups`` made."""
+    codes = np.full(n, -1, dtype=np.int64)
+    for code, members in enumerate(groups.values()):
+        codes[members] = code
+    return codes, np.array(list(groups), dtype=object)
+
+
 def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -279,8 +291,12 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     if not isinstance(alt, AltTest):
         parts.append("the alternative annotator test needs named experts (the data names none)")
     elif not alt.n_experts_tested:
-        parts.append(f"no expert scored the {counted(alt.min_items_per_expert, 'item')} the alternative annotator "
-                     "test needs")
+        # The items an expert needs are those the test keeps (enough named experts): an expert of 40 items, each
+        # scored by no one else, did score 30 items, just none the test can compare on.
+        per_item = (f" (each with at least {alt.min_experts_per_item} named experts)"
+                    if alt.min_experts_per_item is not None else "")
+        parts.append(f"no expert scored the {counted(alt.min_items_per_expert, 'item')}{per_item} the alternative "
+                     "annotator test needs")
     else:
         # Every named expert is tested or untested (``alt_test``): the sentence says how many were not, so that
         # "1 of 1 experts" does not read as the whole panel; below MIN_EXPERTS_TESTED it gives no verdict (the
@@ -319,10 +335,18 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
         where = ("inconclusive against the experts' range" if ceiling.verdict == "inconclusive"
                  else f"{ceiling.verdict} the experts' range")
         parts.append(f"overall {where} (gap {signed(ceiling.gap, ceiling.gap_ci)})")
-    failed = overall.ceiling.n_items_judge_failed
+    in_ceiling = overall.ceiling.n_items_judge_failed
+    # Every failed item of the split, not only those with a ceiling pair (an item with one expert has none): the
+    # agreement counts them all (a file written before it did: the ceiling's count).
+    agreement = overall.agreement
+    failed = (agreement.n_items_judge_failed if agreement is not None and agreement.n_items_judge_failed is not None
+              else in_ceiling)
     if failed:  # a judge that fails on the hard items: say how many, and how the ceiling read them
         how = ("each counted as its largest error in the ceiling" if ceiling_failures == "worst"
                else "left out of the ceiling")
+        if in_ceiling is not None and in_ceiling != failed:  # None: a file whose ceiling counted pairs only
+            how = (f"{in_ceiling} of them with a ceiling pair, {how}" if in_ceiling
+                   else "none of them with a ceiling pair")
         parts.append(f"the judge failed on {failed} item{'s' if failed != 1 else ''} ({how})")
     if overall.leniency.direction != "neither":
         parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
@@ -371,8 +395,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
                     missing=missing)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
-    factorised = {name: pd.factorize(np.asarray(getattr(table, column), dtype=object))
-                  for name, column in _GROUPINGS.items()} if found is not None else {}
+    # The alt-test's domains numbered from the cells' own groups, so that a domain is named as its cell is: a missing
+    # label (None) is a cell named by its text, where pandas' codes gave it -1 (read as the last domain, or failing).
+    factorised = {name: _group_codes(groups[name], len(table)) for name in _GROUPINGS} if found is not None else {}
     # Each cell's value domain first, so that the items' value counts are taken once over all of them.
     plan = []
     for split, index in split_index.items():
