@@ -63,14 +63,20 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
 
     Raises:
         RunFolderBusy: another process holds it; the message names its pid, host, command and start time.
-        ConfigError: ``out_dir`` is a file, or lies under one.
+        ConfigError: ``out_dir`` is a file, or lies under one, or cannot be made or written (read-only, no permission).
     """
     import fcntl
 
+    from judge.plumbing.config_files import ConfigError
+
     refuse_file(out_dir)
-    folder = make_private_dir(out_dir)
-    path = folder / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        folder = make_private_dir(out_dir)
+        path = folder / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
+        raise ConfigError(f"{out_dir}: the run folder cannot be made or written there "
+                          f"({err.strerror or err}); choose another output folder") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -176,3 +176,15 @@ def test_refuse_repeated_ids_names_the_first_few():
     refuse_repeated_ids(["a", "b", "c"], "p.jsonl")
     with pytest.raises(ValueError, match=r"p.jsonl: 4 ids appear more than once \('a' x2, 'b' x3, 'c' x2, \.\.\.\)"):
         refuse_repeated_ids(["a", "a", "b", "b", "b", "c", "c", "d", "d", "e"], "p.jsonl")
+
+
+@pytest.mark.parametrize("where", ["/sys/pollux-judge-run", "/proc/pollux-judge-run/deeper"])
+def test_a_run_folder_that_cannot_be_made_is_one_config_error_naming_it(where):
+    """A read-only place (sysfs refuses mkdir even to root) or a parent that cannot hold folders: mkdir's
+    PermissionError / FileNotFoundError went through every command's error handling as a traceback."""
+    from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.run_folder import hold_run_folder
+
+    with pytest.raises(ConfigError, match=rf"^{where}: the run folder cannot be made or written there \("):
+        with hold_run_folder(where, "judge-eval run"):
+            pass
