@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.reports.notes import run_notes  # re-exported: eval.cli and report.html import it from here
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
-from eval.validity.render import counted, lead_lines
+from eval.validity.render import lead_lines
 from eval.validity.render import markdown_lines as validity_markdown
 from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow, Notes, PolluxOfficial,
                                         SplitMetrics)
@@ -264,33 +265,6 @@ def _why_lines(found: list[tuple[str, str]]) -> list[str]:
 def _apart(cells: list[Cell]) -> bool:
     """Whether any of these cells' correlations cover their own pairs (``--spearman-target`` apart from MAE's)."""
     return any(c.n_spearman is not None for c in cells)
-
-
-def run_notes(result: Metrics) -> list[str]:
-    """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
-    prediction (an unfinished run) and the experts' abstentions, over every item of the run: the Zero-Shot +
-    Standard cell and the items of unknown task type, which are in neither test. report.md, report.html and the
-    score command's console summary all print these."""
-    tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
-    if not tests:
-        return []
-    unknown = result.splits["unknown"].overall if "unknown" in result.splits else None
-    notes = []
-    missing = sum(c.n_missing or 0 for c in tests)
-    if missing:
-        among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
-                 if unknown is not None and unknown.n_missing else "")
-        have, they = ("has", "it is") if missing == 1 else ("have", "they are")
-        stale = getattr(getattr(result, "notes", None), "n_stale_predictions", None) or 0  # data edited after the run
-        why = f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
-        notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({why}{among}): {they} not in `n`.")
-    abstained = sum(c.n_abstained or 0 for c in tests)
-    if abstained:
-        unlabelled = sum(c.n_all_abstained or 0 for c in tests)
-        notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
-                     f"score: {abstained} in all; {counted(unlabelled, 'item')} had every expert abstain and "
-                     f"{'is' if unlabelled == 1 else 'are'} unlabelled (not errors).")
-    return notes
 
 
 def model_means_cells(means: ModelMeans, judge_name: str, text=md_text,

@@ -13,6 +13,9 @@ Files written to the output folder:
   ``pollux_official`` (POLLUX's repository evaluator,
   ``eval.scoring.pollux_official``: not the paper's metrics), the run's provenance; ``notes.n_stale_predictions`` when
   the data was edited after the run (``stale_rows``: predictions of a text no longer there, scored as none);
+  ``notes.n_off_scale`` and ``notes.off_scale_rows`` when records have an expert score off their rubric's scale
+  (counted by the load, scored as given), ``notes.n_duplicate_rows`` and ``notes.duplicate_rows`` when exact
+  duplicate rows were left out; report.md and report.html say both under the summary;
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
@@ -139,6 +142,19 @@ def _without_stale(rows, records, predictions: Path, data):
     return rows.filter(pa.array(~stale)), n_stale
 
 
+def _load_notes(load_report) -> dict:
+    """What the load of the records counted that the figures do not show, for metrics.json's notes (each only when
+    not zero): records off their rubric's scale, scored as given (``eval.reports.notes.off_scale_note`` says why),
+    and exact duplicate rows, left out: so that a 7 on a 0..2 criterion is never a reference, nor 1,000 rows 990
+    items, with a word in the log only."""
+    notes = {}
+    if load_report.n_off_scale:
+        notes.update(n_off_scale=load_report.n_off_scale, off_scale_rows=list(load_report.off_scale_rows))
+    if load_report.n_duplicates:
+        notes.update(n_duplicate_rows=load_report.n_duplicates, duplicate_rows=list(load_report.duplicate_rows))
+    return notes
+
+
 @_one_blas_thread
 def score(
     predictions: str | Path,
@@ -248,7 +264,7 @@ def score(
         validity=validity_section(table, target, tests, validity), data=_absolute(data),
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
-        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {})),
+        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **_load_notes(load_report)),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
         # report says why. A run with a regression head's scores gets None from pollux_official itself (no POLLUX

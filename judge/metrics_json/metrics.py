@@ -245,7 +245,8 @@ class Settings(_MetricsRecord):
 
 @dataclass(frozen=True)
 class Notes(_MetricsRecord):
-    """What joining the predictions with the records counted (``item_table.build_table``)."""
+    """What joining the predictions with the records counted (``item_table.build_table``), and what the load of the
+    records counted that the scores do not show (``n_off_scale``, ``n_duplicate_rows``)."""
 
     n_unknown_ids: int = 0
     n_repeated_ids: int | None = optional_field()
@@ -257,6 +258,15 @@ class Notes(_MetricsRecord):
     #: predictions of a text their item no longer has (the data edited after the run; ``eval.scoring.score.stale_rows``):
     #: left out, so their items are among the ones without a prediction (``n_missing``)
     n_stale_predictions: int | None = optional_field()
+    #: records whose expert score or aggregate lies outside their rubric's scale (the load's
+    #: ``judge.records.LoadReport.n_off_scale``): scored as given, against that reference
+    n_off_scale: int | None = optional_field()
+    #: the first 20 of them as the load names them ("line 2" of a JSONL file, "row index 1" of a table)
+    off_scale_rows: list[str] | None = optional_field()
+    #: exact duplicate rows of the records (same id, same content) the load left out, the first copy scored
+    #: (``judge.records.LoadReport.n_duplicates``); duplicate_rows: the first 20, as "line 8 = line 3"
+    n_duplicate_rows: int | None = optional_field()
+    duplicate_rows: list[str] | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Notes:

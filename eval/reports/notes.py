@@ -1,0 +1,84 @@
+"""The sentences report.md, report.html and ``judge-eval score``'s console summary print beside the summary table:
+what the tables alone would hide about the run (items without a prediction, the experts' abstentions) and about
+the data scored (expert scores off their rubric's scale, exact duplicate rows left out). ``eval.reports.report``
+re-exports ``run_notes``."""
+
+from __future__ import annotations
+
+import re
+
+from eval.validity.render import counted
+from judge.metrics_json.metrics import Metrics
+
+__all__ = ["duplicates_note", "off_scale_note", "run_notes"]
+
+# A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
+# same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
+# code span, which both show as it is, on one line and without the backticks a span cannot hold.
+_PLAIN_PLACE = re.compile(r"[\w .:/-]+")
+
+
+def _place(place: str) -> str:
+    return place if _PLAIN_PLACE.fullmatch(place) else "`" + " ".join(place.replace("`", "'").split()) + "`"
+
+
+def off_scale_note(result: Metrics) -> str | None:
+    """The sentence on the items whose expert score or aggregate lies outside their rubric's scale
+    (``judge.records.off_scale``, counted by the load: ``notes.n_off_scale``), naming the places the file keeps; None
+    when there are none. Scored as given: the paper has the experts score on the rubric's levels (arXiv
+    2505.24616v3, Section 2.2) and says nothing of a score off them, and POLLUX's evaluator compares a verdict with
+    the reference as the data gives it; so a data error is shown, not corrected or dropped here."""
+    notes = getattr(result, "notes", None)  # as run_notes reads it: a result without notes has none to say
+    n = getattr(notes, "n_off_scale", None) or 0
+    if not n:
+        return None
+    places = [_place(p) for p in getattr(notes, "off_scale_rows", None) or []]
+    shown = ", ".join(places + (["…"] if len(places) < n else []))
+    have = "has" if n == 1 else "have"
+    their = "its" if n == 1 else "their"
+    return (f"**{counted(n, 'item')} {have} an expert score or `criteria_score` off {their} rubric's scale**"
+            f"{f' ({shown})' if shown else ''}: scored as given.")
+
+
+def duplicates_note(result: Metrics) -> str | None:
+    """The sentence on the exact duplicate rows the load left out (``notes.n_duplicate_rows``), naming the pairs the
+    file keeps; None when there were none. Each item is scored once, on its first copy: the rows are the same
+    item, so nothing is scored twice, but the data's row count is not the report's ``n``."""
+    notes = getattr(result, "notes", None)
+    n = getattr(notes, "n_duplicate_rows", None) or 0
+    if not n:
+        return None
+    named = getattr(notes, "duplicate_rows", None) or []
+    pairs = [" = ".join(_place(place) for place in pair.split(" = ")) for pair in named]
+    shown = ", ".join(pairs + (["…"] if len(pairs) < n else []))
+    return (f"**{counted(n, 'exact duplicate row')} of the data {'was' if n == 1 else 'were'} left out**"
+            f"{f' ({shown})' if shown else ''}: each item is scored once.")
+
+
+def run_notes(result: Metrics) -> list[str]:
+    """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
+    prediction (an unfinished run) and the experts' abstentions, over every item of the run: the Zero-Shot +
+    Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
+    their rubric's scale (``off_scale_note``) and its duplicate rows left out (``duplicates_note``). report.md,
+    report.html and the score command's console summary all print these."""
+    tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
+    data = [note for note in (off_scale_note(result), duplicates_note(result)) if note]
+    if not tests:
+        return data
+    unknown = result.splits["unknown"].overall if "unknown" in result.splits else None
+    notes = []
+    missing = sum(c.n_missing or 0 for c in tests)
+    if missing:
+        among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
+                 if unknown is not None and unknown.n_missing else "")
+        have, they = ("has", "it is") if missing == 1 else ("have", "they are")
+        stale = getattr(getattr(result, "notes", None), "n_stale_predictions", None) or 0  # data edited after the run
+        why = f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
+        notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({why}{among}): {they} not in `n`.")
+    abstained = sum(c.n_abstained or 0 for c in tests)
+    if abstained:
+        unlabelled = sum(c.n_all_abstained or 0 for c in tests)
+        notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
+                     f"score: {abstained} in all; {counted(unlabelled, 'item')} had every expert abstain and "
+                     f"{'is' if unlabelled == 1 else 'are'} unlabelled (not errors).")
+    return notes + data
