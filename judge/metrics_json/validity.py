@@ -62,6 +62,10 @@ class AltTestSettings:
             raise ValueError(f"alt-test failures must be one of {FAILURES}, got {self.failures!r}")
         if not 0 < self.q < 1:
             raise ValueError(f"alt-test q must lie in (0, 1), got {self.q}")
+        # The tested difference of two advantage probabilities lies in [-1, 1]: an epsilon of 1 or more rejects
+        # every expert whatever the judge does (a judge wrong on most items passes), and NaN fails in scipy.
+        if not 0 <= self.epsilon < 1:
+            raise ValueError(f"alt-test epsilon must lie in [0, 1), got {self.epsilon}")
         if self.min_experts_per_item < 2 or self.min_items_per_expert < 1:
             raise ValueError("alt-test needs at least 2 experts per item and 1 item per expert")
 

@@ -4,6 +4,7 @@ traceback, or a figure that did not say what it was)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def _table(judge, experts, ids=None, *, status=None, low=None, high=None, criteria=None):
@@ -144,3 +145,14 @@ def test_a_failure_on_a_unanimous_criterion_without_a_scale_is_no_exact_answer()
     assert (overall.n_pairs, overall.n_judge_failed, overall.expert_mae) == (80, 20, 0.0)
     assert overall.judge_mae == overall.gap == 0.25
     assert abs(criterion.judge_mae - 1 / 3) < 1e-12
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1.5, -0.1, float("nan")])
+def test_an_epsilon_outside_zero_to_one_is_refused(epsilon):
+    """The alt-test's difference of advantage probabilities lies in [-1, 1]: epsilon 1.5 passed a judge wrong on
+    most items (every expert rejected), and NaN reached scipy's false_discovery_control as a bare ValueError."""
+    from judge.metrics_json.validity import AltTestSettings
+
+    with pytest.raises(ValueError, match=r"^alt-test epsilon must lie in \[0, 1\)"):
+        AltTestSettings(epsilon=epsilon)
+    assert AltTestSettings(epsilon=0.0).epsilon == 0.0
