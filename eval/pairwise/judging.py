@@ -38,6 +38,7 @@ from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
+from judge.records import row_place
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
 from judge.verdicts import VerdictError, parse_judge_output
@@ -143,12 +144,13 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
 
     Raises:
         ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
-            a bad ``winner`` or a repeated id, naming the file, row (its line, from 1) and field.
+            a bad ``winner`` or a repeated id, naming the file, row (its line, from 1, as ``judge.load_records``
+            names it: "line 2") and field.
     """
     pairs: list[PairRecord] = []
     seen: set[str] = set()
-    for number, row in _numbered_rows(path):
-        where = f"{path}: row {number}"
+    for index, row in _numbered_rows(path):
+        where = f"{path}: {row_place(index)}"
         if not isinstance(row, dict):
             raise ConfigError(f"{where}: expected a JSON object")
         for name in PAIRWISE_FIELDS:
@@ -167,17 +169,17 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
 
 
 def _numbered_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(the line number, the parsed value) of each non-blank line, read as the pointwise loader reads
+    """(the ``LineIndex``, the parsed value) of each non-blank line, read as the pointwise loader reads
     (``judge.record_sources.jsonl_rows``: bytes decoded a line at a time, so a byte that is not UTF-8 is named with its
-    line and column, not as a bare UnicodeDecodeError), its refusal a ``ConfigError`` naming the file and row."""
+    line and column, not as a bare UnicodeDecodeError), its refusal a ``ConfigError`` naming the file and line
+    as that loader names it."""
     from judge.record_sources import jsonl_rows
     from judge.records import RecordError
 
     try:
-        for _, index, row in jsonl_rows(Path(path)):
-            yield index + 1, row
-    except RecordError as err:  # jsonl_rows counts rows from 0; this loader names them by line, from 1
-        raise ConfigError(f"{path}: row {err.row + 1}: {err.message}") from None
+        yield from ((index, row) for _, index, row in jsonl_rows(Path(path)))
+    except RecordError as err:  # its place ("line 2") as the pointwise loader says it
+        raise ConfigError(f"{path}: {err.place}: {err.message}") from None
 
 
 def selected_pairs(config) -> list[PairRecord]:

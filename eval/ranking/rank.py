@@ -73,7 +73,7 @@ from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.plumbing.run_folder import content_key
-from judge.records import RecordError
+from judge.records import RecordError, row_place
 
 __all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionError",
            "InstructionRow", "RankConfig", "load_instructions", "rank", "strip_think", "unnormalisable_rubric"]
@@ -219,19 +219,20 @@ def _text(row: Mapping[str, Any], name: str, fail, *, required: bool) -> str:
 
 
 class InstructionError(RecordError):
-    """A POLLUX-instructions row that cannot be ranked. Its ``row`` is the row's number from 1 (a JSONL file's line),
-    as the pairwise loader (``eval.pairwise.judging``) names its rows, not ``RecordError``'s index from 0."""
+    """A POLLUX-instructions row that cannot be ranked. Its ``row`` is the index the source gave (0-based, a
+    ``LineIndex`` or ``RowIndex``), named as the record loader names it: "line 2" for a JSONL file's second line,
+    "row index 1" for a table's."""
 
 
-def instruction_from_row(row: Any, source: str, number: int) -> InstructionRow:
-    """Validate one POLLUX-instructions row, the ``number``-th of ``source`` (from 1).
+def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
+    """Validate one POLLUX-instructions row, at ``index`` of ``source`` (as ``source_rows`` yields it).
 
     Raises:
         InstructionError: naming the source, row and field; a row without criteria too (its answer would be paid
             for and never judged).
     """
     def fail(name: str | None, message: str) -> RecordError:
-        return InstructionError(source, number, name, message)
+        return InstructionError(source, index, name, message)
 
     if not isinstance(row, Mapping):
         raise fail(None, f"expected an object, got {type(row).__name__}")
@@ -267,22 +268,23 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
     """POLLUX-instructions rows from any source ``judge.load_records`` reads (``judge.record_sources.source_rows``).
 
     Raises:
-        InstructionError: a bad row (source, row from 1, field), or a ``prompt_id`` repeated (naming both rows);
+        InstructionError: a bad row (source, row as ``row_place`` names it, field), or a ``prompt_id`` repeated
+            (naming both rows);
             ``1`` and ``"1"`` count as the same id.
         FileNotFoundError: as ``judge.load_records``.
     """
     from judge.record_sources import source_rows
 
-    def numbered() -> Iterator[tuple[str, int, Any]]:
+    # The index as the source gives it (a JSONL line, a table's row index), named as load_records names it: a +1
+    # here once made a Parquet row "row 2" where pandas and the loader say index 1.
+    def indexed() -> Iterator[tuple[str, int, Any]]:
         try:
-            for where, index, row in source_rows(source, split=split):
-                yield where, index + 1, row
-        except RecordError as err:  # an unreadable line, named by source_rows from 0
-            raise InstructionError(err.source, None if err.row is None else err.row + 1, err.field,
-                                   err.message) from None
+            yield from source_rows(source, split=split)
+        except RecordError as err:  # an unreadable line: its place kept, the type this loader raises
+            raise InstructionError(err.source, err.row, err.field, err.message) from None
 
     rows, seen = [], {}
-    for where, index, row in numbered():
+    for where, index, row in indexed():
         parsed = instruction_from_row(row, where, index)
         # Keyed by the id's text: item ids and the judge's predictions hold it as text, so 1 and "1" would share
         # their items after the candidate had been paid for both answers.
@@ -290,7 +292,7 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
         if key in seen:
             first_row, first_id = seen[key]
             same = "repeats" if first_id == parsed.prompt_id else f"is the same id as {first_id!r} of"
-            raise InstructionError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} row {first_row}")
+            raise InstructionError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} {row_place(first_row)}")
         seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
     return rows

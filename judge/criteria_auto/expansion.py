@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from judge.plumbing.json_reading import unreadable_json
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of
+from judge.records import RecordError, row_place
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
@@ -270,19 +270,20 @@ def _reusable(record: Mapping | None, instruction: str) -> TaskChoice | None:
     return TaskChoice.from_dict({k: v for k, v in record.items() if k not in ("row", "id", INSTRUCTION_KEY)})
 
 
-def _claim_item_id(item_ids: dict[str, int], item_id: str, i: int, source: str) -> None:
-    """Record that row ``i`` gives an item ``item_id``; refuse an id an earlier row's item has (a pass-through
-    row's own id ``1::censor`` and row ``1``'s expanded item), which would otherwise surface only when the items
-    file is loaded, naming the generated file rather than the rows."""
+def _claim_item_id(item_ids: dict[str, int], item_id: str, index: int, source: str) -> None:
+    """Record that the row at ``index`` (named by ``row_place``) gives an item ``item_id``; refuse an id an earlier
+    row's item has (a pass-through row's own id ``1::censor`` and row ``1``'s expanded item), which would otherwise
+    surface only when the items file is loaded, naming the generated file rather than the rows."""
     if item_id in item_ids:
-        raise ValueError(f"{source} row {i}: item id {item_id!r} is also the id of an item of row "
-                         f"{item_ids[item_id]} (expanded items are <row id>::<criterion id>): give one of the rows "
-                         "another id")
-    item_ids[item_id] = i
+        raise ValueError(f"{source}: {row_place(index)}: item id {item_id!r} is also the id of an item of "
+                         f"{row_place(item_ids[item_id])} (expanded items are <row id>::<criterion id>): give one of "
+                         "the rows another id")
+    item_ids[item_id] = index
 
 
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data",
-                recorded: Mapping[int, Mapping] | None = None) -> tuple[list[dict], list[dict]]:
+                recorded: Mapping[int, Mapping] | None = None,
+                indices: Sequence[int] | None = None) -> tuple[list[dict], list[dict]]:
     """``criteria: auto`` over a dataset: every (instruction, answer) row becomes one item per chosen criterion.
 
     Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both. A row that
@@ -303,6 +304,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             recorded choice, found by its row id, is reused when it did not fail (``TaskChoice.is_failure``) and
             was made for the row's current instruction (``instruction_key``); new or edited rows, failed choices
             and records without the key are classified anew. How many were reused is logged.
+        indices: each row's index as its reader gave it (a ``judge.records.LineIndex`` for a JSONL line), so that
+            an error names the row as the record loader does ("line 3": blank lines counted); default its position
+            ("row 0"). Row ids, choice records and ``recorded`` stay by position.
 
     Returns:
         (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
@@ -327,26 +331,28 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     n_rows = 0
     for i, row in enumerate(rows):
         n_rows += 1
+        index = indices[i] if indices is not None else i
+        where = f"{source}: {row_place(index)}"
         if row.get("criteria_name"):
             if row.get("id") not in (None, ""):  # a row without one gets its id when loaded, not here
-                _claim_item_id(item_ids, str(row["id"]), i, source)
+                _claim_item_id(item_ids, str(row["id"]), index, source)
             items.append(dict(row))
             continue
         for key in ("instruction", "answer"):
             if not isinstance(row.get(key), str) or not row[key].strip():
-                raise ValueError(f"{source} row {i}: '{key}' must be a non-empty string for criteria: auto")
+                raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")
         labelled = [k for k in _PER_CRITERION if row.get(k) not in (None, [], ())]
         if labelled:
-            raise ValueError(f"{source} row {i}: field '{labelled[0]}' labels one criterion, but the row names none "
+            raise ValueError(f"{where}: field '{labelled[0]}' labels one criterion, but the row names none "
                              "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
         given = row.get("id")
         row_id = str(i) if given is None or given == "" else str(given)  # an id of 0 is an id, not "none given"
         if row_id in seen:
-            raise ValueError(f"{source} row {i}: id {row_id!r} repeats the id of row {seen[row_id]}: its items' ids "
+            raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(seen[row_id])}: its items' ids "
                              "(<row id>::<criterion id>) would collide")
-        seen[row_id] = i
+        seen[row_id] = index
         carried = {k: v for k, v in row.items() if k not in _SET}  # nothing of the row lost on the way
-        chosen = _given_task(row, taxonomy, f"{source} row {i}")
+        chosen = _given_task(row, taxonomy, where)
         if chosen is None:
             asked += 1
             chosen = _reusable(by_id.get(row_id), row["instruction"])
@@ -355,11 +361,11 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             else:
                 chosen = _choice_or_failure(classifier, row)
             if chosen.is_failure:
-                failed.append((i, chosen.reason))
+                failed.append((index, chosen.reason))
         got, record = expand_criteria(row["instruction"], row["answer"], chosen, extra=carried)
         for item in got:
             item["id"] = f"{row_id}::{item['criterion_id']}"
-            _claim_item_id(item_ids, item["id"], i, source)
+            _claim_item_id(item_ids, item["id"], index, source)
         items.extend(got)
         choices.append({"row": i, "id": row_id, INSTRUCTION_KEY: instruction_key(row["instruction"]), **record})
     if recorded:
@@ -367,7 +373,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                  "instructions, failed choices, records without an instruction key)", reused, asked - reused)
     if failed:
         name = getattr(classifier, "name", "classifier")
-        first = f"row {failed[0][0]}: {failed[0][1]}"
+        first = f"{row_place(failed[0][0])}: {failed[0][1]}"
         # Refused only when nothing else would be judged: a failed row among rows naming their criteria or task
         # (or classified) is one row's fallback, not the end of the run.
         if len(failed) == n_rows:
@@ -401,32 +407,31 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
             classified before keep their choice (and the predictions made of their items).
 
     Raises:
-        ValueError: a line that is not a JSON object, or a row ``expand_rows`` refuses (naming file and row);
+        ValueError: a line that is not UTF-8 JSON or not an object (a ``judge.RecordError``, as ``load_records``
+            refuses it), or a row ``expand_rows`` refuses (naming file and line);
             ``ChoicesFailed`` when every row is a failed choice. Nothing is written then.
     """
+    from judge.record_sources import jsonl_rows
+
     source, out = Path(source), Path(out_dir)
     if source.suffix.lower() != ".jsonl":
         raise ValueError(f"{source}: criteria: auto reads (instruction, answer) rows from a .jsonl file "
                          "(judge-eval convert writes one from any source)")
-    rows = []
-    # Lines end at "\n" only: str.splitlines would also split inside a string holding U+2028 or U+0085, which
-    # json.dumps(ensure_ascii=False) writes raw (as write_jsonl and judge-eval convert do).
-    for i, line in enumerate(source.read_text(encoding="utf-8").split("\n")):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{source} line {i + 1}: invalid JSON ({err.msg})") from None
-            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
-                raise ValueError(f"{source} line {i + 1}: {unreadable_json(err)}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{source} line {i + 1}: not a JSON object")
-            rows.append(row)
+    rows, indices = [], []
+    # Read as load_records reads JSONL (lines end at b"\n" only, not at a U+2028 json.dumps writes raw; a byte
+    # order mark skipped; a byte that is not UTF-8 named with its line), keeping each row's LineIndex so that an
+    # error names the line. Its own reading refused a BOM file load_records takes and let a bad byte out as a bare
+    # UnicodeDecodeError naming neither file nor line.
+    for where, index, row in jsonl_rows(source):
+        if not isinstance(row, dict):
+            raise RecordError(where, index, None, "not a JSON object")
+        rows.append(row)
+        indices.append(index)
     recorded = {}
     if resume and (out / "task_choices.jsonl").is_file():
         with (out / "task_choices.jsonl").open(encoding="utf-8") as fh:
             recorded = {int(r["row"]): r for r in map(json.loads, filter(str.strip, fh))}
-    items, choices = expand_rows(rows, classifier, str(source), recorded)
+    items, choices = expand_rows(rows, classifier, str(source), recorded, indices)
     out.mkdir(parents=True, exist_ok=True)
     # Each file replaced whole (a kill leaves the old one or the new one), the choices last: a kill between the two
     # leaves either no choices (a first expansion: done again) or the old ones, whose failed rows a resume asks

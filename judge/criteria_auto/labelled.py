@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
+from judge.records import row_place
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -132,6 +133,7 @@ def labelled_rows(
     source: str,
     include_zero_shot: bool = False,
     taxonomy: Taxonomy | None = None,
+    indices: Sequence[int] | None = None,
 ) -> tuple[list[dict], dict]:
     """(instruction, leaf label) pairs from rows with task columns, de-duplicated by instruction.
 
@@ -144,6 +146,9 @@ def labelled_rows(
         source: named in errors.
         include_zero_shot: keep rows of the Zero-Shot task types (``judge/data/zero_shot.yaml``); off by default
             so that the classifier's Zero-Shot figures stay zero-shot, as the judges' do.
+        indices: each row's index as its reader gave it (``judge.record_sources.jsonl_rows``' ``LineIndex``), so
+            that an error names the row as the loader does ("line 3": blank lines counted); a loaded record's own
+            ``origin`` is used without it, else the row's position ("row 0").
 
     Returns:
         (pairs ``{"instruction", "label", "split"}``, counts ``{"rows", "kept", "duplicates", "zero_shot_dropped"}``).
@@ -156,17 +161,19 @@ def labelled_rows(
     out, seen = [], set()
     counts = {"rows": 0, "kept": 0, "duplicates": 0, "zero_shot_dropped": 0}
     for i, row in enumerate(rows):
+        index = indices[i] if indices is not None else (getattr(row, "origin", None) or (None, i))[1]
         if not isinstance(row, Mapping):  # a record (JudgeRecord has slots: no __dict__ for vars())
             row = ({f.name: getattr(row, f.name) for f in dataclasses.fields(row)} if dataclasses.is_dataclass(row)
                    else vars(row))
         counts["rows"] += 1
         instruction = str(row.get("instruction") or "").strip()
         if not instruction:
-            raise ValueError(f"{source} row {i}: empty or missing 'instruction'")
+            raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
         try:
             label = label_of(leaf_of(row["label"], taxonomy)) if row.get("label") else _label_from_columns(row, taxonomy)
         except TaxonomyError as err:
-            raise ValueError(f"{source} row {i}: task columns do not name one leaf of the taxonomy: {err}") from err
+            raise ValueError(f"{source}: {row_place(index)}: task columns do not name one leaf of the taxonomy: "
+                             f"{err}") from err
         split = ZERO_SHOT if label.split(LABEL_SEPARATOR)[0] in held_out else STANDARD
         if split == ZERO_SHOT and not include_zero_shot:
             counts["zero_shot_dropped"] += 1
@@ -192,11 +199,12 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     seen = set()
     for path in paths:
         path = Path(path)
+        indices = None  # a record names its own row (its origin)
         if path.suffix == ".jsonl":
-            rows = _read_jsonl_objects(path)
+            indices, rows = _read_jsonl_objects(path)
         else:
             rows = load_records(path, make_id=True)
-        got, counts = labelled_rows(rows, str(path), include_zero_shot)
+        got, counts = labelled_rows(rows, str(path), include_zero_shot, indices=indices)
         for key in totals:
             totals[key] += counts[key]
         for pair in got:
@@ -209,18 +217,20 @@ def load_labelled(paths: Sequence[str | Path], include_zero_shot: bool = False) 
     return pairs, totals
 
 
-def _read_jsonl_objects(path: Path) -> list[dict]:
-    """A labelled JSONL file's rows (``judge.record_sources.jsonl_rows``: a line that is not UTF-8 JSON is refused
-    naming the file and row), every one a JSON object: a list row reached ``vars`` as a ``TypeError`` traceback."""
+def _read_jsonl_objects(path: Path) -> tuple[list[int], list[dict]]:
+    """A labelled JSONL file's rows and their indices (``judge.record_sources.jsonl_rows``: a line that is not UTF-8
+    JSON is refused naming the file and line), every one a JSON object: a list row reached ``vars`` as a
+    ``TypeError`` traceback. The indices are kept so that a bad label is named by its line, blank lines counted."""
     from judge.record_sources import jsonl_rows
     from judge.records import RecordError
 
-    rows = []
+    indices, rows = [], []
     for source, index, row in jsonl_rows(path):
         if not isinstance(row, dict):
             raise RecordError(source, index, None, f"a JSON {type(row).__name__}, not an object")
+        indices.append(index)
         rows.append(row)
-    return rows
+    return indices, rows
 
 
 def heldout_path() -> Path:

@@ -32,14 +32,14 @@ class _Counting:
 
 
 @pytest.mark.parametrize("columns, message", [
-    ({"task_type": 5}, "data.jsonl row 0: field 'task_type' must be text, got int"),
-    ({"task_type": ["Literary text"]}, "data.jsonl row 0: field 'task_type' must be text, got list"),
-    ({"task_type": "Literary text", "task_subtype": 5}, "data.jsonl row 0: field 'task_subtype' must be text"),
+    ({"task_type": 5}, "data.jsonl: row 0: field 'task_type' must be text, got int"),
+    ({"task_type": ["Literary text"]}, "data.jsonl: row 0: field 'task_type' must be text, got list"),
+    ({"task_type": "Literary text", "task_subtype": 5}, "data.jsonl: row 0: field 'task_subtype' must be text"),
     ({"task_type": "Code creation", "task_subtype": "Python", "task_subsubtype": {"a": 1}},
-     "data.jsonl row 0: field 'task_subsubtype' must be text, got dict"),
-    ({"task_subtype": "Python"}, "data.jsonl row 0: field 'task_subtype' is 'Python' but field 'task_type' is empty"),
+     "data.jsonl: row 0: field 'task_subsubtype' must be text, got dict"),
+    ({"task_subtype": "Python"}, "data.jsonl: row 0: field 'task_subtype' is 'Python' but field 'task_type' is empty"),
     ({"task_type": "Literary text", "task_subsubtype": "x"},
-     "data.jsonl row 0: field 'task_subsubtype' is 'x' but field 'task_subtype' is empty"),
+     "data.jsonl: row 0: field 'task_subsubtype' is 'x' but field 'task_subtype' is empty"),
 ], ids=["type int", "type list", "subtype int", "subsubtype dict", "subtype alone", "subsubtype without subtype"])
 def test_a_task_column_that_is_no_text_or_has_no_parent_is_refused(columns, message):
     """A task_type of 5 or a list was taken for "no task" and the row classified; a subtype without its task type was
@@ -62,7 +62,7 @@ def test_an_unknown_task_level_is_named_by_its_own_field(columns, field, said):
     leaf without sub-subtypes listed "options: []"."""
     with pytest.raises(ValueError) as err:
         expand_rows([{**BASE, **columns}], TfidfClassifier.load(), "data.jsonl")
-    assert str(err.value) == f"data.jsonl row 0: field '{field}': {said}"
+    assert str(err.value) == f"data.jsonl: row 0: field '{field}': {said}"
 
 
 def test_a_long_unknown_task_level_is_clipped_in_the_error():
@@ -92,9 +92,9 @@ def test_an_item_id_two_rows_give_is_refused_naming_both_rows():
     """A pass-through row (criteria_name) of id "1::censor" and an expanded row of id 1 gave two items of one id,
     found only when the generated file was loaded. Refused at expansion, naming the rows, whichever comes first."""
     explicit = {**BASE, "criteria_name": "Грамотность", "rubrics": "0: плохо\n\n1: хорошо", "id": "1::censor"}
-    with pytest.raises(ValueError, match=r"data.jsonl row 1: item id '1::censor' is also the id of an item of row 0"):
+    with pytest.raises(ValueError, match=r"data.jsonl: row 1: item id '1::censor' is also the id of an item of row 0"):
         expand_rows([explicit, {**BASE, "id": "1"}], TfidfClassifier.load(), "data.jsonl")
-    with pytest.raises(ValueError, match=r"data.jsonl row 1: item id '1::censor' is also the id of an item of row 0"):
+    with pytest.raises(ValueError, match=r"data.jsonl: row 1: item id '1::censor' is also the id of an item of row 0"):
         expand_rows([{**BASE, "id": 1}, explicit], TfidfClassifier.load(), "data.jsonl")
     items, _ = expand_rows([{**explicit, "id": "2::censor"}, {**BASE, "id": "1"}], TfidfClassifier.load())
     assert len({i["id"] for i in items}) == len(items)

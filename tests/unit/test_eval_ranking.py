@@ -242,14 +242,14 @@ def test_meta_filter_benches_one_column(tmp_path: Path, data: Path) -> None:
 
 
 def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
-    """A row without its criteria list is refused, naming the source, row (from 1) and field."""
+    """A row without its criteria list is refused, naming the source, row (its line, from 1) and field."""
     path = tmp_path / "instructions.jsonl"
     crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
     path.write_text(json.dumps({"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": crit}) + "\n"
                     + json.dumps({"prompt_id": 2, "instruction": "y", "meta": "m"}) + "\n", encoding="utf-8")
     with pytest.raises(RecordError) as caught:
         load_instructions(path)
-    assert caught.value.row == 2 and caught.value.field == "criteria"
+    assert caught.value.place == "line 2" and caught.value.row == 1 and caught.value.field == "criteria"
 
 
 @pytest.mark.parametrize("argv", [["rank", "--help"], ["compare", "--help"]])
@@ -447,10 +447,10 @@ def test_prompt_ids_one_and_text_one_are_refused(tmp_path: Path) -> None:
     crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
     path.write_text("".join(json.dumps({"prompt_id": pid, "instruction": f"x{k}", "meta": "m", "criteria": crit}) + "\n"
                             for k, pid in enumerate([1, "1"])), encoding="utf-8")
-    with pytest.raises(RecordError, match="instructions.jsonl: row 2: field 'prompt_id': '1' is the same id as 1 of "
-                                          "row 1$") as caught:  # rows named from 1, as the pairwise loader names them
+    with pytest.raises(RecordError, match="instructions.jsonl: line 2: field 'prompt_id': '1' is the same id as 1 of "
+                                          "line 1$") as caught:  # JSONL rows named by line, as load_records names them
         load_instructions(path)
-    assert caught.value.row == 2 and caught.value.field == "prompt_id"
+    assert caught.value.row == 1 and caught.value.field == "prompt_id"
 
 
 def test_report_tells_answer_counts_from_items_not_scored() -> None:

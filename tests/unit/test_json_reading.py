@@ -44,9 +44,9 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
     lines.write_text(f'{{"id": "1", "x": {value}}}\n' + '{"id": "2"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=f"rows.jsonl: row 1: {SAID[value]}"):
         list(iter_task_rows(lines))
-    with pytest.raises(ConfigError, match=f"rows.jsonl: row 1: {SAID[value]}"):
+    with pytest.raises(ConfigError, match=f"rows.jsonl: line 1: {SAID[value]}"):
         load_pairs(lines)
-    with pytest.raises(ValueError, match=f"rows.jsonl line 1: {SAID[value]}"):
+    with pytest.raises(ValueError, match=f"rows.jsonl: line 1: {SAID[value]}"):
         expand_file(lines, tmp_path / "out", classifier=None)
     with pytest.raises(ValueError, match=f"rows.jsonl:1: {SAID[value]}"):  # a synthetic stage's input
         read_rows(lines)

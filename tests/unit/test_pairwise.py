@@ -68,20 +68,20 @@ PAIRS = [
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"answer_2": ""}, r"row 1\.answer_2: required text is missing or empty"),
-    ({"winner": 2}, r"row 1\.winner: 2 is not one of"),
-    ({"winner": True}, r"row 1\.winner: True is not one of"),
-    ({"winner": False}, r"row 1\.winner: False is not one of"),
-    ({"winner": 0.5}, r"row 1\.winner: 0\.5 is not one of"),
-    ({"winner": "1"}, r"row 1\.winner: '1' is not one of"),
-    ({"rubrics": None}, r"row 1\.rubrics: required text"),
+    ({"answer_2": ""}, r"line 1\.answer_2: required text is missing or empty"),
+    ({"winner": 2}, r"line 1\.winner: 2 is not one of"),
+    ({"winner": True}, r"line 1\.winner: True is not one of"),
+    ({"winner": False}, r"line 1\.winner: False is not one of"),
+    ({"winner": 0.5}, r"line 1\.winner: 0\.5 is not one of"),
+    ({"winner": "1"}, r"line 1\.winner: '1' is not one of"),
+    ({"rubrics": None}, r"line 1\.rubrics: required text"),
 ])  # fmt: skip
 def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
-    """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row and
-    field; a repeated id too."""
+    """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row (its
+    line, as load_records names it) and field; a repeated id too."""
     with pytest.raises(ConfigError, match=message):
         load_pairs(_write([{**PAIRS[0], **change}], tmp_path / "pairs.jsonl"))
-    with pytest.raises(ConfigError, match=r"row 2\.id: 'p1' appears twice"):
+    with pytest.raises(ConfigError, match=r"twice.jsonl: line 2\.id: 'p1' appears twice"):
         load_pairs(_write([PAIRS[0], PAIRS[0]], tmp_path / "twice.jsonl"))
 
 
@@ -92,7 +92,19 @@ def test_a_pairwise_line_that_is_not_utf8_is_named_with_its_file_and_row(tmp_pat
     path.write_bytes(json.dumps(PAIRS[0]).encode() + b'\n{"id": "p2", "instruction": "\xff"}\n')
     with pytest.raises(ConfigError) as refused:
         load_pairs(path)
-    assert str(refused.value) == f"{path}: row 2: not UTF-8 text (byte 0xff at column 30)"
+    assert str(refused.value) == f"{path}: line 2: not UTF-8 text (byte 0xff at column 30)"
+
+
+def test_a_pairwise_row_after_a_blank_line_is_named_by_its_line(tmp_path):
+    """A blank line counts, as an editor and load_records count it: the bad pair on line 3 is "line 3" whether its
+    fault is a field or its JSON."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(PAIRS[0]) + "\n\n" + json.dumps({**PAIRS[1], "winner": 2}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}: line 3\.winner: 2 is not one of"):
+        load_pairs(path)
+    path.write_text(json.dumps(PAIRS[0]) + "\n\n{bad\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}: line 3: invalid JSON"):
+        load_pairs(path)
 
 
 def test_a_split_on_pairwise_data_is_refused_before_any_request(tmp_path, capsys):

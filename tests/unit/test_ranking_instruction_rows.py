@@ -1,5 +1,6 @@
 """`judge-eval rank` refuses, before any answer is paid for, instructions it could never rank: a row without criteria,
-and a rubric whose one level cannot normalise a score. Data errors name rows from 1, as the pairwise loader does."""
+and a rubric whose one level cannot normalise a score. Data errors name rows as load_records does: a JSONL row by its
+line from 1 (blank lines counted), a table's by its 0-based row index."""
 
 from __future__ import annotations
 
@@ -22,24 +23,24 @@ def _jsonl(path: Path, rows: list) -> Path:
 
 
 def test_an_instruction_without_criteria_is_refused_naming_its_row(tmp_path: Path) -> None:
-    """``criteria: []`` was accepted, its answer paid for and never judged; now refused: row 2, field criteria."""
+    """``criteria: []`` was accepted, its answer paid for and never judged; now refused: line 2, field criteria."""
     good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
     path = _jsonl(tmp_path / "instructions.jsonl", [good, {**good, "prompt_id": 2, "criteria": []}])
-    with pytest.raises(RecordError, match=r"instructions.jsonl: row 2: field 'criteria': is empty") as caught:
+    with pytest.raises(RecordError, match=r"instructions.jsonl: line 2: field 'criteria': is empty") as caught:
         load_instructions(path)
-    assert (caught.value.row, caught.value.field) == (2, "criteria")
+    assert (caught.value.row, caught.value.field) == (1, "criteria")
 
 
-def test_rows_are_named_from_one(tmp_path: Path) -> None:
-    """The first row is row 1, a line that is not JSON is named by its line too (source_rows counts from 0)."""
+def test_jsonl_rows_are_named_by_their_line(tmp_path: Path) -> None:
+    """The first row is line 1, a line that is not JSON is named by its line too."""
     path = _jsonl(tmp_path / "instructions.jsonl", [{"prompt_id": 1, "instruction": "x", "meta": "m"}])
-    with pytest.raises(RecordError, match=r"instructions.jsonl: row 1: field 'criteria': must be a list"):
+    with pytest.raises(RecordError, match=r"instructions.jsonl: line 1: field 'criteria': must be a list"):
         load_instructions(path)
     good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
     path = _jsonl(tmp_path / "broken.jsonl", [good, "{not json"])
-    with pytest.raises(RecordError, match=r"broken.jsonl: row 2: ") as caught:
+    with pytest.raises(RecordError, match=r"broken.jsonl: line 2: ") as caught:
         load_instructions(path)
-    assert caught.value.row == 2
+    assert caught.value.row == 1
 
 
 def test_a_rubric_with_one_level_is_refused_before_any_answer(tmp_path: Path, capsys) -> None:
@@ -56,3 +57,26 @@ def test_a_rubric_with_one_level_is_refused_before_any_answer(tmp_path: Path, ca
         assert (f"prompt_id 7, criterion '{LITERACY}': its rubric cannot normalise a score on a scale with one level "
                 "((1.0,))") in err and "--normalize none" in err and "Traceback" not in err
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "raw", "--normalize", "none")) == 0
+
+
+def test_a_row_after_a_blank_line_is_named_by_its_line(tmp_path: Path) -> None:
+    """A blank line counts, as an editor and load_records count it: the bad row on line 3 is "line 3" (it was "row 2",
+    its place among the non-blank rows)."""
+    good = {"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": [{"criteria_name": "c", "rubrics": "0: a"}]}
+    path = _jsonl(tmp_path / "instructions.jsonl", [good, "", {**good, "prompt_id": 1}])
+    with pytest.raises(RecordError, match=r"instructions.jsonl: line 3: field 'prompt_id': 1 repeats line 1$"):
+        load_instructions(path)
+
+
+def test_a_parquet_row_is_named_by_its_row_index(tmp_path: Path) -> None:
+    """A Parquet row is named by its 0-based index, as pandas and load_records name it: the second row is "row index
+    1" (it was "row 2", a +1 meant for JSONL lines applied to every source)."""
+    pd = pytest.importorskip("pandas")
+    crit = [{"criteria_name": "c", "rubrics": "0: a"}]
+    path = tmp_path / "instructions.parquet"
+    pd.DataFrame([{"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": crit},
+                  {"prompt_id": 2, "instruction": "", "meta": "m", "criteria": crit}]).to_parquet(path)
+    said = r"instructions.parquet: row index 1: field 'instruction': is empty$"
+    with pytest.raises(RecordError, match=said) as caught:
+        load_instructions(path)
+    assert caught.value.row == 1

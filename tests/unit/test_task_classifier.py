@@ -376,9 +376,9 @@ def test_zero_shot_task_types_stay_out_unless_asked():
 @pytest.mark.parametrize(
     "row, message",
     [
-        ({"instruction": "", "task_type": "Advice"}, "row 0: empty or missing 'instruction'"),
-        ({"instruction": "x", "task_type": "Code creation"}, "row 0: task columns do not name one leaf"),
-        ({"instruction": "x", "task_type": "Cooking"}, "row 0: .*unknown task type"),
+        ({"instruction": "", "task_type": "Advice"}, "src: row 0: empty or missing 'instruction'"),
+        ({"instruction": "x", "task_type": "Code creation"}, "src: row 0: task columns do not name one leaf"),
+        ({"instruction": "x", "task_type": "Cooking"}, "src: row 0: .*unknown task type"),
     ],
 )
 def test_labelled_rows_name_the_bad_row(row, message):
@@ -641,7 +641,7 @@ def test_expand_rows_item_ids_never_collide():
     items, _ = expand_rows(rows, _Fixed({"Advice": 0.9}))
     ids = [item["id"] for item in items]
     assert len(ids) == len(set(ids)) and {i.split("::")[0] for i in ids} == {"1", "0"}
-    with pytest.raises(ValueError, match=r"data.jsonl row 1: id 'q' repeats the id of row 0"):
+    with pytest.raises(ValueError, match=r"data.jsonl: row 1: id 'q' repeats the id of row 0"):
         expand_rows([{"id": "q", "instruction": "a", "answer": "b"}] * 2, _Fixed({"Advice": 0.9}), "data.jsonl")
 
 
@@ -661,7 +661,7 @@ def test_expand_rows_names_a_row_without_answer():
     """A row with no answer is an error naming the source and row, not a silently dropped item."""
     from judge.criteria_auto import expand_rows
 
-    with pytest.raises(ValueError, match="data.jsonl row 1: 'answer'"):
+    with pytest.raises(ValueError, match="data.jsonl: row 1: 'answer'"):
         expand_rows([{"instruction": "a", "answer": "b"}, {"instruction": "a"}], _Fixed({"Advice": 0.9}), "data.jsonl")
 
 
@@ -672,7 +672,7 @@ def test_expand_rows_refuses_labels_without_a_criterion(field):
     from judge.criteria_auto import expand_rows
 
     value = {"expert_scores": [2, 2], "criteria_score": 2.0, "annotations": [{"comment": "", "score": 2.0}]}[field]
-    with pytest.raises(ValueError, match=f"data.jsonl row 0: field '{field}' labels one criterion"):
+    with pytest.raises(ValueError, match=f"data.jsonl: row 0: field '{field}' labels one criterion"):
         expand_rows([{"instruction": "a", "answer": "b", field: value}], _Fixed({"Advice": 0.9}), "data.jsonl")
 
 
@@ -845,7 +845,7 @@ def test_expand_rows_keeps_the_rows_own_task_and_columns():
     first = [i for i in items if i["id"].startswith("p::")]
     assert {(i["task_type"], i["task_subtype"], i["my_col"]) for i in first} == {("Literary text", "Poetry", "kept")}
     assert {i["task_type"] for i in items if i["id"].startswith("t::")} == {"Literary text"}
-    with pytest.raises(ValueError, match=r"data row 0: field 'task_type'"):
+    with pytest.raises(ValueError, match=r"data: row 0: field 'task_type'"):
         expand_rows([{"instruction": "a", "answer": "b", "task_type": "Нет такого типа"}], clf)
 
 
@@ -899,7 +899,7 @@ def test_every_choice_failing_is_refused_and_nothing_written(tmp_path):
     src = tmp_path / "pairs.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _PAIRS[:2]), encoding="utf-8")
     with pytest.raises(ChoicesFailed, match=r"pairs.jsonl: the task classifier \(flaky\) failed on all 2 rows .*"
-                                            r"row 0: the classifier failed: ConnectionError"):
+                                            r"line 1: the classifier failed: ConnectionError"):
         expand_file(src, tmp_path / "out", _Flaky(down={"Дай совет", "Ещё совет"}))
     assert issubclass(ChoicesFailed, ValueError) and not (tmp_path / "out").exists()
 
@@ -939,7 +939,7 @@ def test_a_row_naming_only_a_task_type_whose_leaves_share_nothing_is_refused(tas
     leaves = load_taxonomy().find_tasks(task_type)
     row = {"id": "r", "instruction": "Реши задачу", "answer": "42", "task_type": task_type}
     clf = _Flaky()
-    with pytest.raises(ValueError, match=rf"pairs.jsonl row 1: field 'task_subtype': the row names task type "
+    with pytest.raises(ValueError, match=rf"pairs.jsonl: row 1: field 'task_subtype': the row names task type "
                                          rf"'{task_type}' only.*name the leaf, one of: {label_of(leaves[0])}; "):
         expand_rows([_PAIRS[2], row], clf, "pairs.jsonl")
     assert clf.asked == []  # not guessed over by the classifier either
