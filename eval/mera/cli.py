@@ -86,10 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
-    parser = ExactArgumentParser(
-        prog="judge-eval mera", description=__doc__.split("\n\n")[0], epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    parser = ExactArgumentParser(prog="judge-eval mera", description=__doc__.split("\n\n")[0], epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = parser.add_subparsers(dest="task", required=True, metavar="{ruhumaneval,rutie}")
     helps = {"ruhumaneval": "code generation, pass@k over sandboxed executions",
              "rutie": "dialogue accuracy with the model's own earlier answers in context"}  # fmt: skip
@@ -438,9 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.progress import ResumeMismatch
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
-
     from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
-    from judge.plumbing.run_folder import RunFolderBusy, hold_run_folder, refuse_file
+    from judge.plumbing.run_folder import RunFolderBusy, RunFolderUnwritable, hold_run_folder, refuse_file
 
     try:
         refuse_file(config.out, "--out")
@@ -456,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 run_rutie(config)
     except ConfigError as err:  # a setting the endpoint's window cannot take (--max-tokens), found once it is known
+        if isinstance(err, RunFolderUnwritable):  # a run-folder error, as the others below: exit 1
+            logger.error("%s", err)
+            return 1
         parser.error(str(err))
     except EndpointUnusable as err:  # unusable at first contact, or its first requests all refused alike
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)

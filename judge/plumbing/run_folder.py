@@ -30,10 +30,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from judge.plumbing.config_files import ConfigError
 from judge.plumbing.json_reading import unreadable_json
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
-__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
+__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
            "refuse_file", "content_key"]
 
 #: The lock every writer of a run folder holds.
@@ -48,6 +49,12 @@ class RunFolderBusy(RuntimeError):
 
 class ResumeMismatch(RuntimeError):
     """The output folder holds progress made with different settings."""
+
+
+class RunFolderUnwritable(ConfigError):
+    """A run folder that cannot be made or written (read-only, no permission): a ``ConfigError`` (a bad output
+    option, exit 2 for judge-eval run and judge-train), which judge-eval mera, whose run-folder errors exit 1,
+    tells from its flag errors."""
 
 
 @contextlib.contextmanager
@@ -67,15 +74,13 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
     """
     import fcntl
 
-    from judge.plumbing.config_files import ConfigError
-
     refuse_file(out_dir)
     try:
         folder = make_private_dir(out_dir)
         path = folder / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
-        raise ConfigError(f"{out_dir}: the run folder cannot be made or written there "
+        raise RunFolderUnwritable(f"{out_dir}: the run folder cannot be made or written there "
                           f"({err.strerror or err}); choose another output folder") from None
     try:
         try:
