@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+#: What torchrun gives each rank. A test that leaves one set makes every later test on its worker run as a launched
+#: rank (judge-train skips its pre-flight TrainingArguments check under a launcher), and which tests come later on a
+#: worker differs from machine to machine.
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture(autouse=True)
+def no_launcher_variables_left_behind():
+    """Fails the test (at its teardown, after monkeypatch's undo) that changed a launcher variable for good, and puts
+    the variables back so that the tests after it are not misjudged."""
+    before = {name: os.environ.get(name) for name in LAUNCHER_VARIABLES}
+    yield
+    after = {name: os.environ.get(name) for name in LAUNCHER_VARIABLES}
+    if after != before:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        changed = {name: (before[name], after[name]) for name in LAUNCHER_VARIABLES if before[name] != after[name]}
+        pytest.fail(f"the test left launcher variables changed (before, after): {changed}")
 
 
 @pytest.fixture(scope="session", autouse=True)

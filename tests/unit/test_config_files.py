@@ -129,8 +129,11 @@ def test_a_flag_of_another_config_is_refused():
         resolve_config(Demo, None, {"score_loss_weight": 2}, label="the seq2seq recipe")
 
 
-def test_help_shows_dashes_only():
+def test_help_shows_dashes_only(monkeypatch):
     """--help lists the dash spelling and the boolean's --no- form; the underscore aliases are hidden."""
+    # argparse wraps at $COLUMNS, else at the width of the terminal pytest was started from: a narrow one (or a CI
+    # that sets COLUMNS=50) split "--no-resume sets it false" over two lines. One line per help text, everywhere.
+    monkeypatch.setenv("COLUMNS", "1000")
     parser = argparse.ArgumentParser()
     add_config_flags(parser, Demo)
     text = parser.format_help()

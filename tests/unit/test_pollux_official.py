@@ -9,12 +9,13 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import judge
 from eval.scoring.pollux_official import POLLUX_PATTERNS, extract_score, official_metrics, pollux_official
 from judge.verdicts import parse_pollux_result
+from tests.support.bad_requests import deterministic_settings
 
 # Each expectation follows by hand from POLLUX's extract_score (src/utils/evaluation.py:26-35 at 65ff121e): first
 # search the whole text for "[RESULT] " + whitespace* + "\d+\.\d+" (line 27); only if none, for "[RESULT] " +
@@ -162,7 +163,10 @@ _SEGMENTS = st.tuples(
 )
 
 
-@settings(max_examples=300, deadline=None)
+# Derandomized, as the suite's other property tests: a fresh draw every run makes CI's examples differ from every
+# run here, and the example database Hypothesis keeps in the checkout (.hypothesis/) replays one machine's past
+# failures on that machine only. The same 300 examples everywhere, no database, no health check on a loaded machine.
+@deterministic_settings(max_examples=300)
 @given(st.lists(_SEGMENTS, max_size=4))
 def test_the_patterns_searched_find_what_pollux_lookbehinds_find(segments):
     """The literal-prefix patterns extract_score searches find, in any text, the match POLLUX's own lookbehind
