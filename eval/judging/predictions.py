@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.json_reading import arrow_may_read
-from judge.plumbing.journal import iter_journal, log_torn_tail, rewrite_journal
+from judge.plumbing.journal import is_whole_last_line, iter_journal_lines, log_torn_tail, rewrite_journal
+from judge.records import LineIndex, row_place
 from judge.wire import checked_json_fields
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
@@ -145,11 +146,11 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     stops it. Absent fields take ``PredictionRow``'s defaults (null; "" for ``feedback`` and ``reason``, false for
 ``parse_ok``);
     ``score_probs`` is a struct column (each row's object, a key absent from it null). A last line without its
-    newline (the process was killed while writing it) is dropped, with ``judge.plumbing.journal``'s warning; blank lines
-    are skipped.
+    newline is read when it is a whole row, else (the process was killed while writing it) dropped, with
+    ``judge.plumbing.journal``'s warning, as ``iter_predictions`` reads it; blank lines are skipped.
 
     Raises:
-        ValueError: naming ``file: row N`` (rows counted from 1 without blank lines) and the field, for the first
+        ValueError: naming ``file: line N`` (blank lines counted) and the field, for the first
             row that is not a prediction row (``PredictionRow.from_json``'s checks) or holds a string that is not
             UTF-8, or ``file:line`` for a line that is not a JSON object (``judge.plumbing.journal``'s wording).
     """
@@ -163,7 +164,9 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1  # as judge.plumbing.journal: complete lines end with a newline
     body, tail = data[:end], data[end:]
-    if tail.strip():
+    if is_whole_last_line(tail):  # a row without its newline (written by hand): read, as iter_predictions reads it
+        body = data + b"\n"
+    elif tail.strip():
         log_torn_tail(path, tail)
     # Read as the line-by-line reader (judge.plumbing.journal, json.loads) reads: a UTF-8 byte order mark and CRLF
     # line ends (a file saved on Windows) are taken; a raw CR can be nothing else in JSON, whose strings escape it.
@@ -242,8 +245,8 @@ def _raise_first_bad_row(path: Path, arrow_error: Exception | None) -> None:
 
 
 def _raise_bad_text(path: Path, table: pa.Table) -> None:
-    """Raise naming the file, row and field of the first value that is not UTF-8 (rows counted as
-    ``read_prediction_table`` counts them); the line reader's error when no column can be blamed (a key)."""
+    """Raise naming the file, line and field of the first value that is not UTF-8 (the table's row, counted without
+    blank lines, mapped back to its line); the line reader's error when no column can be blamed (a key)."""
     import pyarrow as pa
 
     for name in table.column_names:
@@ -253,14 +256,26 @@ def _raise_bad_text(path: Path, table: pa.Table) -> None:
         try:
             column.validate(full=True)
         except pa.ArrowInvalid:
-            for row, value in enumerate(column.cast(pa.binary()).to_pylist(), start=1):
+            for row, value in enumerate(column.cast(pa.binary()).to_pylist()):
                 try:
                     if value is not None:
                         value.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    raise ValueError(f"{path}: row {row}.{name}: not UTF-8 text ({err.reason} at byte "
+                    place = row_place(_line_of_row(path, row))
+                    raise ValueError(f"{path}: {place}.{name}: not UTF-8 text ({err.reason} at byte "
                                      f"{err.start}: {value[max(err.start - 20, 0):err.start + 1]!r})") from None
     _raise_first_bad_row(path, None)
+
+
+def _line_of_row(path: Path, row: int) -> LineIndex:
+    """The line of the table's ``row`` (0-based, blank lines not counted, as Arrow reads them)."""
+    with path.open("rb") as handle:
+        for index, line in enumerate(handle):
+            if line.strip():
+                if row == 0:
+                    return LineIndex(index)
+                row -= 1
+    raise AssertionError(f"{path}: fewer rows than the table read from it")
 
 
 @functools.cache
@@ -336,8 +351,8 @@ def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    for number, data in enumerate(iter_journal(path, torn, quiet=quiet), start=1):
-        yield PredictionRow.from_json(data, where=f"{path}: row {number}")
+    for number, data in iter_journal_lines(path, torn, quiet=quiet):
+        yield PredictionRow.from_json(data, where=f"{path}: {row_place(LineIndex(number - 1))}")
 
 
 def record_content_key(record: Any) -> str:

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, SANDBOX_ERROR, STATUSES, ExecJob, tests_as_literal
-from eval.mera.task_rows import DataError, iter_task_rows
+from eval.mera.task_rows import DataError, iter_task_rows, line_place
 
 
 #: The instruction that wraps OpenAI HumanEval stubs (MERA rows carry their own): one of the two wordings of the
@@ -136,7 +136,7 @@ def openai_humaneval_path() -> Path:
 def _where(line_no: int, row: Mapping[str, Any]) -> str:
     meta = row.get("meta") if isinstance(row.get("meta"), Mapping) else {}
     ident = row.get("task_id", meta.get("id"))
-    return f"row {line_no}" + (f" (id {ident})" if ident is not None else "")
+    return line_place(line_no) + (f" (id {ident})" if ident is not None else "")
 
 
 def _require(row: Mapping[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -229,12 +229,12 @@ def parse_openai_row(row: Mapping[str, Any], line_no: int = 0, instruction: str 
 def parse_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     """Detect the format of one row (MERA has ``instruction``/``inputs``; HumanEval has ``prompt``/``test``)."""
     if not isinstance(row, Mapping):
-        raise DataError(f"row {line_no}: not a JSON object")
+        raise DataError(f"{line_place(line_no)}: not a JSON object")
     if "inputs" in row or "instruction" in row:
         return parse_mera_row(row, line_no)
     if "prompt" in row and "test" in row:
         return parse_openai_row(row, line_no)
-    raise DataError(f"row {line_no}: neither a MERA row (instruction, inputs) nor a HumanEval row (prompt, test)")
+    raise DataError(f"{line_place(line_no)}: neither a MERA row (instruction, inputs) nor a HumanEval row (prompt, test)")
 
 
 def has_gold_outputs(outputs: Sequence[Any]) -> bool:

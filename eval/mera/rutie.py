@@ -91,7 +91,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.mera.task_rows import DataError, iter_task_rows
+from eval.mera.task_rows import DataError, iter_task_rows, line_place
 from judge.plumbing.journal import JournalWriter, open_journal
 
 CHOICES = ("1", "2")
@@ -171,7 +171,7 @@ def _as_list(value: Any, where: str, dotted: str) -> tuple[str, ...]:
 
 def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
     """One ruTiE row; a bad field raises ``DataError`` naming the row and the field."""
-    where = f"row {line_no}"
+    where = line_place(line_no)
 
     def need(container: Any, key: str, dotted: str, kind: type | tuple[type, ...]) -> Any:
         if not isinstance(container, Mapping) or key not in container:
@@ -234,7 +234,7 @@ def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
     """Rows grouped by ``dialog_id``, each dialogue sorted by ``question_id`` (duplicates are an error).
 
     Raises:
-        DataError: ``{path}: no rows``; ``{path}: row {n}: ...``, a bad row (a closed test's row, with no answer,
+        DataError: ``{path}: no rows``; ``{path}: line {n}: ...``, a bad row (a closed test's row, with no answer,
             among them), one dialogue's ``dialog_id`` written two ways (0 and "0"), or a repeated ``question_id``.
     """
     by_dialog: dict[int | str, list[RutieItem]] = defaultdict(list)
@@ -248,7 +248,8 @@ def load_dialogues(path: str | Path) -> dict[int | str, list[RutieItem]]:
         # would ask the second one's questions without their earlier turns.
         first, first_row = spelled.setdefault(_as_int(item.dialog_id), (item.dialog_id, line_no))
         if first != item.dialog_id:
-            raise DataError(f"{path}: row {line_no}: field 'meta.dialog_id' is {item.dialog_id!r}, row {first_row}'s "
+            raise DataError(f"{path}: {line_place(line_no)}: field 'meta.dialog_id' is {item.dialog_id!r}, "
+                            f"{line_place(first_row)}'s "
                             f"is {first!r}: one dialogue written two ways; write it one way throughout")
         by_dialog[item.dialog_id].append(item)
     if not by_dialog:  # nothing to score: a run on it would exit 0 with no figure

@@ -2,8 +2,9 @@
 
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
 input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
-lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the row; so
-is a ``.gz`` file cut short or not gzip at all, naming the row its reading reached.
+lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the line (from
+1, blank lines counted: "line 3", as the record loader names a JSONL row); so is a ``.gz`` file cut short or not gzip
+at all, naming the line its reading reached.
 """
 
 from __future__ import annotations
@@ -16,20 +17,27 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.json_reading import unreadable_json
+from judge.records import LineIndex, row_place
 
-__all__ = ["DataError", "iter_task_rows"]
+__all__ = ["DataError", "iter_task_rows", "line_place"]
 
 
 class DataError(ValueError):
     """A data row that cannot be used; the message names the row and the field."""
 
 
+def line_place(line_no: int) -> str:
+    """How an error names the row on line ``line_no`` (from 1): "line 3", as ``judge.records.row_place`` names a
+    JSONL row; "a row given alone" for 0, a row parsed without its file."""
+    return row_place(LineIndex(line_no - 1)) if line_no > 0 else "a row given alone"
+
+
 def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Raises:
-        DataError: ``{path}: row {n}: not JSON: ...`` or ``{path}: row {n}: not UTF-8: ...``; for a ``.gz`` file
-            that is cut short or not gzip data, ``{path}: row {n}: ...`` naming the row its reading reached.
+        DataError: ``{path}: line {n}: not JSON: ...`` or ``{path}: line {n}: not UTF-8: ...``; for a ``.gz`` file
+            that is cut short or not gzip data, ``{path}: line {n}: ...`` naming the line its reading reached.
     """
     path = Path(path)
     compressed = path.suffix == ".gz"
@@ -40,19 +48,19 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise DataError(f"{path}: row {line_no}: not UTF-8: {err}") from None
+                raise DataError(f"{path}: {line_place(line_no)}: not UTF-8: {err}") from None
             if not line.strip():
                 continue
             try:
                 yield line_no, json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"{path}: row {line_no}: not JSON: {err}") from None
+                raise DataError(f"{path}: {line_place(line_no)}: not JSON: {err}") from None
             except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
-                raise DataError(f"{path}: row {line_no}: {unreadable_json(err)}") from None
+                raise DataError(f"{path}: {line_place(line_no)}: {unreadable_json(err)}") from None
 
 
 def _gzip_lines(f: Any, path: Path) -> Iterator[bytes]:
-    """The lines of an open gzip file, its decompression failure a ``DataError`` naming the file and the row reached.
+    """The lines of an open gzip file, its decompression failure a ``DataError`` naming the file and the line reached.
 
     The gzip module raises EOFError for a file cut short (an interrupted download), BadGzipFile for bytes that are
     not gzip at all and zlib.error for a damaged stream: each would otherwise end the command in a traceback that
@@ -63,11 +71,11 @@ def _gzip_lines(f: Any, path: Path) -> Iterator[bytes]:
         try:
             raw = f.readline()
         except EOFError as err:
-            raise DataError(f"{path}: row {line_no + 1}: the gzip data ends there, before its end marker: the file "
-                            f"is cut short (an interrupted download?); fetch it again ({err})") from None
+            raise DataError(f"{path}: {line_place(line_no + 1)}: the gzip data ends there, before its end marker: "
+                            f"the file is cut short (an interrupted download?); fetch it again ({err})") from None
         except (OSError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
-            raise DataError(f"{path}: row {line_no + 1}: not readable as gzip data ({err}); a file named .gz must "
-                            "be gzip-compressed JSON lines") from None
+            raise DataError(f"{path}: {line_place(line_no + 1)}: not readable as gzip data ({err}); a file named .gz "
+                            "must be gzip-compressed JSON lines") from None
         if not raw:
             return
         line_no += raw.endswith(b"\n")

@@ -34,7 +34,8 @@ from typing import Any
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "json_utf8", "log_torn_tail",
+__all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
+           "is_whole_last_line", "json_utf8", "log_torn_tail",
            "read_journal", "read_jsonl", "open_journal", "rewrite_journal"]
 
 log = logging.getLogger("judge.plumbing.journal")
@@ -67,6 +68,18 @@ class JournalContents:
 def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[dict[str, Any]]:
     """A journal's rows one at a time, by ``read_journal``'s rules; memory does not grow with the file.
 
+    Args and errors as ``iter_journal_lines``, which also gives each row's line number.
+    """
+    for _, row in iter_journal_lines(path, torn, quiet=quiet):
+        yield row
+
+
+def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
+                       quiet: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``iter_journal``'s rows, each with its line number from 1, blank lines counted: the line an editor shows,
+    so that an error about a row's content can name it as the reader's own errors do
+    (``judge.records.LineIndex(number - 1)``); counting the rows instead is off by one after each blank line.
+
     Args:
         path: the journal (a missing file has no rows).
         torn: when given, a torn last line's bytes are appended to it (the rows it dropped, for the caller). A last
@@ -87,7 +100,7 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
                 except _RepeatedKey as err:
                     raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
                 if row is not None:
-                    yield row
+                    yield number, row
                 elif line.strip():
                     if not quiet:
                         log_torn_tail(path, line)
@@ -110,7 +123,7 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
                 raise JournalError(f"{path}:{number}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
-            yield row
+            yield number, row
 
 
 class _RepeatedKey(ValueError):
@@ -252,6 +265,17 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to read is taken for a cut
         return None
     return row if isinstance(row, dict) else None
+
+
+def is_whole_last_line(data: bytes) -> bool:
+    """Whether ``data``, a last line without its newline, is a row by ``iter_journal``'s rule (a whole JSON object,
+    one giving a key twice included, for its reader to refuse by name) rather than a write cut by a kill: for a
+    reader of a journal's bytes that does not go through ``iter_journal`` (Arrow's, in ``eval.judging.predictions``)
+    to keep the row every other reader keeps."""
+    try:
+        return _whole_row(data) is not None
+    except _RepeatedKey:
+        return True
 
 
 def _end_cleanly(handle: Any, path: Path, *, say: bool = True) -> str | None:

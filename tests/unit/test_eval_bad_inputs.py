@@ -218,7 +218,7 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
                  "--n-boot", "0", "--no-plots"])
     got = f"int {huge!r:.40}" if field == "score" else f"dict {rows[4][field]!r:.40}"
     kind = "a finite number" if field == "score" else "an object of finite numbers"
-    assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {run / 'predictions.jsonl'}: row 5.{field}: "
+    assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {run / 'predictions.jsonl'}: line 5.{field}: "
                                              f"expected {kind}, got {got}\n"))
     assert not (tmp_path / "out").exists()  # inputs are read before the output folder is made
 

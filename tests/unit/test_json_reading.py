@@ -42,7 +42,7 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
 
     lines = tmp_path / "rows.jsonl"
     lines.write_text(f'{{"id": "1", "x": {value}}}\n' + '{"id": "2"}\n', encoding="utf-8")
-    with pytest.raises(DataError, match=f"rows.jsonl: row 1: {SAID[value]}"):
+    with pytest.raises(DataError, match=f"rows.jsonl: line 1: {SAID[value]}"):
         list(iter_task_rows(lines))
     with pytest.raises(ConfigError, match=f"rows.jsonl: line 1: {SAID[value]}"):
         load_pairs(lines)

@@ -25,8 +25,8 @@ def _contacts(endpoint: ScriptedEndpoint) -> list[str]:
 
 
 @pytest.mark.parametrize(("task", "data", "said"), [
-    ("rutie", HUMANEVAL_SAMPLE, "row 1: field 'instruction' has no {context} placeholder"),
-    ("ruhumaneval", RUTIE_SAMPLE, "row 1: field 'inputs.function' is missing"),
+    ("rutie", HUMANEVAL_SAMPLE, "line 1: field 'instruction' has no {context} placeholder"),
+    ("ruhumaneval", RUTIE_SAMPLE, "line 1: field 'inputs.function' is missing"),
 ])  # fmt: skip
 def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, caplog, task, data, said):
     """The other task's sample given as --data: exit 1 naming the row and the field, and not one request (the

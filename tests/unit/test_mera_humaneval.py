@@ -200,7 +200,7 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
 )
 def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
     """A bad row raises DataError naming the row, its id and the field."""
-    with pytest.raises(DataError, match=r"row 4") as err:
+    with pytest.raises(DataError, match=r"line 4") as err:
         parse_mera_row(row, 4)
     assert message in str(err.value)
 
@@ -214,7 +214,7 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
     path.write_text(json.dumps(closed, ensure_ascii=False) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="1 of 1 rows have no gold outputs") as err:
         load_tasks(path)
-    assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "row 1 (id 7)" in str(err.value)
+    assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "line 1 (id 7)" in str(err.value)
     assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
     assert "no gold outputs" in caplog.text
     # A closed-test row with no outputs at all (an empty list) is the same closed test, not a count mismatch.
@@ -233,10 +233,10 @@ def test_a_bad_row_names_the_file_too(tmp_path, caplog):
     path = tmp_path / "tasks.jsonl"
     path.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(_row(meta__entry_point=KeyError)) + "\n",
                     encoding="utf-8")  # fmt: skip
-    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: row 2 \\(id 7\\): field 'meta.entry_point'"):
+    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: line 2 \\(id 7\\): field 'meta.entry_point'"):
         load_tasks(path)
     assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
-    assert f"{path}: row 2 (id 7)" in caplog.text
+    assert f"{path}: line 2 (id 7)" in caplog.text
 
 
 def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
@@ -251,7 +251,7 @@ def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(MERA_ROW) + "\n\n{oops\n", encoding="utf-8")
-    with pytest.raises(DataError, match="row 3: not JSON"):
+    with pytest.raises(DataError, match="line 3: not JSON"):
         load_tasks(bad)
     bad.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(MERA_ROW) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"duplicate task ids \['7'\]"):

@@ -270,16 +270,16 @@ def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, ca
         cut = next(n for n in range(len(whole)) if _decompressed_length(whole[:n]) > first_two)
         assert _decompressed_length(whole[:cut]) < len(gzip.decompress(whole))  # the third row begun, not ended
         path.write_bytes(whole[:cut])
-        expected = f"{path}: row 3: the gzip data ends there, before its end marker: the file is cut short"
+        expected = f"{path}: line 3: the gzip data ends there, before its end marker: the file is cut short"
     else:
         path.write_bytes(b"these bytes are not gzip\n")
-        expected = f"{path}: row 1: not readable as gzip data"
+        expected = f"{path}: line 1: not readable as gzip data"
     with pytest.raises(DataError) as err:
         load_tasks(path)
     assert str(err.value).startswith(expected), str(err.value)
     rutie = tmp_path / "rutie.jsonl.gz"
     rutie.write_bytes(path.read_bytes())
-    with pytest.raises(DataError, match=f"^{rutie}: row "):
+    with pytest.raises(DataError, match=f"^{rutie}: line "):
         load_dialogues(rutie)
     with caplog.at_level("ERROR"):
         assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", str(path),

@@ -417,7 +417,7 @@ def test_parse_rutie_row_reads_the_documented_format():
 )
 def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
     """A bad row is an error that names the row and the field."""
-    with pytest.raises(DataError, match="row 7") as err:
+    with pytest.raises(DataError, match="line 7") as err:
         parse_rutie_row(row, 7)
     assert message in str(err.value)
 
@@ -434,7 +434,7 @@ def test_a_label_field_of_another_type_is_refused_naming_the_file_and_row(tmp_pa
     path.write_text(json.dumps(GOOD_ROW) + "\n" + json.dumps(_with("meta.category", 3)) + "\n", encoding="utf-8")
     with pytest.raises(DataError) as err:
         load_dialogues(path)
-    assert str(err.value) == f"{path}: row 2: field 'meta.category' should be a list or a string, got int"
+    assert str(err.value) == f"{path}: line 2: field 'meta.category' should be a list or a string, got int"
 
 
 def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
@@ -443,11 +443,11 @@ def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
     closed = tmp_path / "test.jsonl"
     rows = [json.loads(line) for line in _write_dialogs(tmp_path / "d.jsonl").read_text().splitlines()]
     closed.write_text("".join(json.dumps({**r, "outputs": ""}, ensure_ascii=False) + "\n" for r in rows))
-    with pytest.raises(DataError, match=rf"^{re.escape(str(closed))}: row 1: field 'outputs' is empty: no gold "):
+    with pytest.raises(DataError, match=rf"^{re.escape(str(closed))}: line 1: field 'outputs' is empty: no gold "):
         load_dialogues(closed)
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, closed, tmp_path / "run") == 1
-    assert f"{closed}: row 1: field 'outputs' is empty" in caplog.text
+    assert f"{closed}: line 1: field 'outputs' is empty" in caplog.text
     assert endpoint.bodies("/v1/completions") == []
 
 
@@ -478,7 +478,7 @@ def test_one_dialogue_written_both_as_a_number_and_as_a_string_is_refused_naming
     rows[1]["meta"]["dialog_id"] = "0"
     path = tmp_path / "d.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    with pytest.raises(DataError, match=r"d\.jsonl: row 2: field 'meta.dialog_id' is '0', row 1's is 0"):
+    with pytest.raises(DataError, match=r"d\.jsonl: line 2: field 'meta.dialog_id' is '0', line 1's is 0"):
         load_dialogues(path)
     rows[0]["meta"]["dialog_id"] = "0"  # written one way throughout: one dialogue, as before
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

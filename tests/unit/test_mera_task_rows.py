@@ -26,7 +26,7 @@ def test_a_line_that_is_not_json_names_the_file_and_row(tmp_path):
     """Any non-blank line that is not JSON is a DataError naming the file and its row; both tasks raise that class."""
     path = tmp_path / "task.jsonl"
     path.write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
-    with pytest.raises(DataError, match=rf"{path}: row 2: not JSON"):
+    with pytest.raises(DataError, match=rf"{path}: line 2: not JSON"):
         list(iter_task_rows(path))
     assert humaneval.DataError is DataError and rutie.DataError is DataError
 
@@ -40,5 +40,5 @@ def test_a_line_that_is_not_utf8_names_the_file_and_row(tmp_path, suffix):
     path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
     with pytest.raises(DataError) as err:
         list(iter_task_rows(path))
-    assert str(err.value) == (f"{path}: row 3: not UTF-8: 'utf-8' codec can't decode byte 0xe9 in position 10: "
+    assert str(err.value) == (f"{path}: line 3: not UTF-8: 'utf-8' codec can't decode byte 0xe9 in position 10: "
                               "invalid continuation byte")

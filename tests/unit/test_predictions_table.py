@@ -65,23 +65,23 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ('{"id": "x", "scroe": 1}', r"predictions.jsonl: row 4: unknown prediction field\(s\) \['scroe'\]"),
-    ('{"score": 1}', r"predictions.jsonl: row 4.id: required field is missing"),
-    ('{"id": null}', r"predictions.jsonl: row 4.id: required field is missing"),
-    ('{"id": 7}', r"predictions.jsonl: row 4.id: expected a string, got int 7"),
-    ('{"id": "x", "score": "2"}', r"predictions.jsonl: row 4.score: expected a finite number, got str '2'"),
-    ('{"id": "x", "score": NaN}', r"predictions.jsonl: row 4.score: expected a finite number, got float nan"),
-    ('{"id": "x", "latency_s": Infinity}', r"predictions.jsonl: row 4.latency_s: expected a finite number, got float inf"),
-    ('{"id": "x", "score_probs": {"1": NaN}}', r"predictions.jsonl: row 4.score_probs: expected an object of finite"),
-    ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: row 4.parse_ok: expected a boolean, got int 1"),
-    ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: row 4.score_probs: expected an object of finite numbers"),
+    ('{"id": "x", "scroe": 1}', r"predictions.jsonl: line 5: unknown prediction field\(s\) \['scroe'\]"),
+    ('{"score": 1}', r"predictions.jsonl: line 5.id: required field is missing"),
+    ('{"id": null}', r"predictions.jsonl: line 5.id: required field is missing"),
+    ('{"id": 7}', r"predictions.jsonl: line 5.id: expected a string, got int 7"),
+    ('{"id": "x", "score": "2"}', r"predictions.jsonl: line 5.score: expected a finite number, got str '2'"),
+    ('{"id": "x", "score": NaN}', r"predictions.jsonl: line 5.score: expected a finite number, got float nan"),
+    ('{"id": "x", "latency_s": Infinity}', r"predictions.jsonl: line 5.latency_s: expected a finite number, got float inf"),
+    ('{"id": "x", "score_probs": {"1": NaN}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite"),
+    ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: line 5.parse_ok: expected a boolean, got int 1"),
+    ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite numbers"),
     ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
     ('[1, 2]', r"predictions.jsonl:5: a JSON list, not an object"),
     ('null', r"predictions.jsonl:5: a JSON NoneType, not an object"),
 ])
 def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, message):
-    """A bad row between good ones: the error names the file, the row and the field (rows count from 1 without
-    blank lines, file lines with them: row 4 is line 5 here); the streaming reader says the same."""
+    """A bad row between good ones: the error names the file, the line and the field (blank lines counted, as the
+    record loader names a JSONL row: the fourth row is line 5 here); the streaming reader says the same."""
     path = tmp_path / "predictions.jsonl"
     rows = _seeded_rows(6)
     lines = [json.dumps(r) for r in rows[:3]] + [bad] + [json.dumps(r) for r in rows[3:]]
@@ -125,10 +125,10 @@ def test_an_empty_file_is_an_empty_table(tmp_path):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("feedback", b"ok\xff", r"row 4.feedback: not UTF-8 text (invalid start byte at byte 2: b'ok\xff')"),
-    ("judge", b"J\xff", r"row 4.judge: not UTF-8 text (invalid start byte at byte 1: b'J\xff')"),
-    ("id", b"\xffx", r"row 4.id: not UTF-8 text (invalid start byte at byte 0: b'\xff')"),
-    ("error", b"\xc3(", r"row 4.error: not UTF-8 text (invalid continuation byte at byte 0: b'\xc3')"),
+    ("feedback", b"ok\xff", r"line 5.feedback: not UTF-8 text (invalid start byte at byte 2: b'ok\xff')"),
+    ("judge", b"J\xff", r"line 5.judge: not UTF-8 text (invalid start byte at byte 1: b'J\xff')"),
+    ("id", b"\xffx", r"line 5.id: not UTF-8 text (invalid start byte at byte 0: b'\xff')"),
+    ("error", b"\xc3(", r"line 5.error: not UTF-8 text (invalid continuation byte at byte 0: b'\xc3')"),
 ])
 def test_a_value_that_is_not_utf8_is_named_by_file_row_and_field(tmp_path, field, value, message):
     """Arrow's JSON reader does not check UTF-8: a byte that is not (a file another tool wrote in Latin-1) failed

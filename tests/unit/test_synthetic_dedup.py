@@ -670,7 +670,7 @@ def test_a_reference_row_without_a_known_task_type_is_refused_by_file_and_line(t
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError) as err:
         run_dedup(config, inputs, tmp_path / "out")
-    assert str(err.value).startswith(f"{reference}: row 2: {message}")
+    assert str(err.value).startswith(f"{reference}: line 3: {message}")
 
 
 @pytest.mark.parametrize("field", ["task_type", "task_subtype", "task_subsubtype"])
@@ -687,6 +687,6 @@ def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(t
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError, match=None) as err:
         run_dedup(config, inputs, tmp_path / "out")
-    assert str(err.value) == f"{inputs}: row 2: field {field!r}: not a string (int)"
+    assert str(err.value) == f"{inputs}: line 3: field {field!r}: not a string (int)"
     with pytest.raises(RecordError, match="rows: row 0: field 'task_type': not a string"):
         deduplicate([{"id": "a", "instruction": "x", "task_type": 5}], [], DedupConfig(reference="x"), _table_embedder({}))

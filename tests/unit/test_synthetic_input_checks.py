@@ -39,7 +39,7 @@ def test_annotate_refuses_a_non_string_task_field_by_file_line_and_field(tmp_pat
     config = AnnotateConfig(teacher={"model": "t", "base_url": "http://127.0.0.1:9/v1"}, max_retries=0)
     with pytest.raises(RecordError) as err:
         run_annotate(config, inputs, tmp_path / "out")
-    assert str(err.value) == f"{inputs}: row 2: field {field!r}: not a string (int)"
+    assert str(err.value) == f"{inputs}: line 3: field {field!r}: not a string (int)"
     with pytest.raises(RecordError) as err:
         annotation_items([_answer(**{field: 3})], config, source="answers.jsonl")
     assert str(err.value) == f"answers.jsonl: row 0: field {field!r}: not a string (int)"
@@ -93,16 +93,16 @@ def _annotated(instruction_id: str, **fields) -> dict:
 
 def test_split_names_a_bad_row_by_its_file_and_line(tmp_path):
     """A bad row at the split stage was "annotate: row 1" (its position, and no file); the other stages name the
-    file and the line. Line 3 here, after a blank line: row 2."""
+    file and the line. Line 3 here, after a blank line, as the record loader names it."""
     from train.synthetic.splitting import run_split, split_records
 
     path = _write_jsonl(tmp_path / "annotate.jsonl", [_annotated("i0"), None, _annotated("i1", expert_scores="1")])
     with pytest.raises(RecordError) as err:
         run_split(SplitConfig(), path, tmp_path / "out")
-    assert str(err.value) == f"{path}: row 2: field 'expert_scores': must be a list of numbers, got str"
+    assert str(err.value) == f"{path}: line 3: field 'expert_scores': must be a list of numbers, got str"
     (tmp_path / "folder").mkdir()
     _write_jsonl(tmp_path / "folder" / "annotate.jsonl", [None, _annotated("i1", expert_scores="1")])
-    with pytest.raises(RecordError, match=r"folder: row 1: field 'expert_scores'"):
+    with pytest.raises(RecordError, match=r"folder: line 2: field 'expert_scores'"):
         run_split(SplitConfig(), tmp_path / "folder", tmp_path / "out2")
     with pytest.raises(RecordError, match=r"^annotate: row 0: field 'expert_scores'"):  # rows built in code
         split_records([_annotated("i1", expert_scores="1")], SplitConfig())

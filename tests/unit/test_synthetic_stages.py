@@ -876,8 +876,8 @@ def test_a_repeated_id_in_a_stage_input_is_refused_naming_both_rows():
 
 
 def test_a_bad_row_after_a_blank_line_is_named_by_its_line(tmp_path):
-    """The row named is the line's (0-based, the line number minus one, as judge.RecordError's rows and this
-    module's other errors count): a blank line skipped by the reader shifted it onto the row before."""
+    """The row named is the line's (its index the line number minus one, shown as "line 5" as the record loader
+    shows a JSONL row): a blank line skipped by the reader shifted it onto the row before."""
     from judge import RecordError
     from train.synthetic.journal import read_input, require_fields
 
@@ -888,10 +888,10 @@ def test_a_bad_row_after_a_blank_line_is_named_by_its_line(tmp_path):
     assert inputs.row_index == [1, 2, 4]
     with pytest.raises(RecordError) as error:
         require_fields(inputs.rows, ("id", "instruction"), path, row_index=inputs.row_index)
-    assert str(error.value) == f"{path}: row 4: field 'id': 'ins-1' repeats the id of row 1"
+    assert str(error.value) == f"{path}: line 5: field 'id': 'ins-1' repeats the id of line 2"
     path.write_text('{"id": "ins-1", "instruction": "а"}\n\n{"id": "ins-2"}\n', encoding="utf-8")
     inputs = read_input(path)
-    with pytest.raises(RecordError, match=r"row 2: field 'instruction': missing"):
+    with pytest.raises(RecordError, match=r": line 3: field 'instruction': missing"):
         require_fields(inputs.rows, ("id", "instruction"), path, row_index=inputs.row_index)
 
 
@@ -917,14 +917,14 @@ def test_row_indices_travel_explicitly_and_a_mismatch_is_refused(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"id": "a", "instruction": "а"}, {"id": "b", "instruction": None}]), table)
     inputs = read_input(table)
     assert inputs.row_index == [0, 1]
-    with pytest.raises(RecordError, match=r"instructions\.parquet: row 1: field 'instruction': missing"):
+    with pytest.raises(RecordError, match=r"instructions\.parquet: row index 1: field 'instruction': missing"):
         require_fields(inputs.rows, ("id", "instruction"), table, row_index=inputs.row_index)
 
 
 @pytest.mark.parametrize("stage, which", [("dedup", "input"), ("dedup", "reference"), ("answers", "input"),
                                           ("annotate", "input")])
 def test_each_stage_names_the_line_of_a_bad_row_after_blank_lines(stage, which, tmp_path, capsys):
-    """Every stage that checks its input's fields (and dedup its reference's) names a bad row by its line, 0-based
+    """Every stage that checks its input's fields (and dedup its reference's) names a bad row by its line, from 1
     with blank lines counted: the stage hands the reader's row indices to require_fields, before any request."""
     good = {**_answer_rows()[0], "id": "ins-1"}
     bad = {"id": "ins-2", "task_type": "Editing"}  # no instruction
@@ -939,7 +939,7 @@ def test_each_stage_names_the_line_of_a_bad_row_after_blank_lines(stage, which, 
     assert main([stage, "--config", str(config), "--input", str(source), "--output", str(tmp_path / "out")]) == 2
     named = source if which == "input" else reference
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"judge-train data {stage}: error: {named}: row 4: field 'instruction': missing")
+        f"judge-train data {stage}: error: {named}: line 5: field 'instruction': missing")
 
 
 def test_a_rerun_that_keeps_nothing_leaves_no_dataset_and_replaces_its_files(tmp_path, capsys):
@@ -1079,12 +1079,12 @@ def test_a_stage_input_without_its_final_newline_keeps_its_last_row(tmp_path):
 
 @pytest.mark.parametrize("stage, rows, message", [
     ("dedup", [{"id": "ins-1", "task_type": "Editing", "text": "Исправьте ошибки"}],
-     r"row 0: field 'instruction': missing"),
-    ("answers", [{"id": "ins-1", "task_type": "Editing"}], r"row 0: field 'instruction': missing"),
-    ("annotate", [{**_answer_rows()[0], "answer": None}], r"row 0: field 'answer': missing"),
+     r"line 1: field 'instruction': missing"),
+    ("answers", [{"id": "ins-1", "task_type": "Editing"}], r"line 1: field 'instruction': missing"),
+    ("annotate", [{**_answer_rows()[0], "answer": None}], r"line 1: field 'answer': missing"),
     ("annotate", [_answer_rows()[0], {**_answer_rows()[0], "id": "ans-2", "task_type": "Nope"}],
-     r"row 1: field 'task_type': unknown task type"),
-    ("answers", [*_instruction_rows(), _instruction_rows()[0]], r"row 3: field 'id': 'ins-1' repeats the id of row 0$"),
+     r"line 2: field 'task_type': unknown task type"),
+    ("answers", [*_instruction_rows(), _instruction_rows()[0]], r"line 4: field 'id': 'ins-1' repeats the id of line 1$"),
 ])
 def test_a_malformed_input_row_is_an_error_naming_file_row_and_field(stage, rows, message, tmp_path, capsys):
     """A stage's input is checked before any request: a missing field or an unknown task is exit 2 with the file, the

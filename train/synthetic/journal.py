@@ -225,7 +225,9 @@ class InputRows:
     Attributes:
         rows: the rows, in file order.
         row_index: ``rows[i]``'s 0-based index in its source: the line number minus one for JSONL (a blank line is
-            skipped but counted, so it differs from ``i`` after one), the position for Parquet and ``datasets``.
+            skipped but counted, so it differs from ``i`` after one), the position for Parquet and ``datasets``; a
+            ``judge.records.LineIndex`` or ``RowIndex``, so that an error names it as the record loader does ("line 3",
+            "row index 2").
     """
 
     rows: list[dict]
@@ -272,7 +274,9 @@ def read_rows(source: str | Path, stage: str | None = None) -> list[dict]:
 
 
 def _positions(rows: list[dict]) -> InputRows:
-    return InputRows(rows, list(range(len(rows))))
+    from judge.records import RowIndex
+
+    return InputRows(rows, [RowIndex(i) for i in range(len(rows))])
 
 
 def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path, *,
@@ -293,6 +297,7 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
         ValueError: ``row_index`` not one index per row.
     """
     from judge import RecordError
+    from judge.records import row_place
 
     if row_index is None:
         row_index = range(len(rows))
@@ -311,7 +316,7 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
             # job, whose answer was written for both and the other row's never asked.
             earlier = first_row.setdefault(str(row["id"]), index)
             if earlier != index:
-                raise RecordError(str(source), index, "id", f"{row['id']!r} repeats the id of row {earlier}")
+                raise RecordError(str(source), index, "id", f"{row['id']!r} repeats the id of {row_place(earlier)}")
     return rows
 
 
@@ -320,6 +325,8 @@ def _read_input_jsonl(path: Path) -> InputRows:
     written by hand or with "\n".join). A journal reads such a line as a row too when it is a whole object, but
     drops a cut one as a write cut by a kill; an input is no journal, so a cut last line here is an error naming it.
     """
+    from judge.records import LineIndex
+
     rows: list[dict] = []
     row_index: list[int] = []
     for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
@@ -336,5 +343,5 @@ def _read_input_jsonl(path: Path) -> InputRows:
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{number}: not a JSON object")
         rows.append(row)
-        row_index.append(number - 1)
+        row_index.append(LineIndex(number - 1))
     return InputRows(rows, row_index)
