@@ -157,3 +157,15 @@ def test_dedup_task_fields_are_named_by_line(tmp_path):
     with pytest.raises(RecordError) as err:
         task_types_of(inputs.rows, path, inputs.row_index)
     assert str(err.value) == f"{path}: line 3: field 'task_type': not a string (int)"
+
+
+def test_a_pairwise_prediction_after_a_blank_line_is_named_by_its_line(tmp_path):
+    """pairwise_predictions.jsonl counted the rows read from 1 and called them rows: a bad row on line 3 after a
+    blank line was "row 2"."""
+    from eval.pairwise.judging import read_pairwise_rows
+
+    good = {"id": "p1", "order": "ab", "judge": "j", "raw_output": "x", "feedback": "", "score": 1.0, "verdict": 1.0,
+            "parse_ok": True, "error": None, "reason": "", "latency_s": 0.1}
+    path = _lines(tmp_path / "pairwise_predictions.jsonl", [good, None, {k: v for k, v in good.items() if k != "order"}])
+    with pytest.raises(ValueError, match=r"pairwise_predictions\.jsonl: line 3"):
+        read_pairwise_rows(path)
