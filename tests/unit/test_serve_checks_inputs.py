@@ -83,6 +83,9 @@ def test_a_folder_without_weights_is_refused_before_any_engine(tmp_path, capsys,
                           "so the generator engine would have nothing to load;"), err
     assert err.count("\n") == 1 and not logs.exists()
     with socket.socket() as again:  # the listening socket was closed
+        # SO_REUSEADDR: a bind still fails while anything listens on the port (what is checked), but not because
+        # another process's connection took the freed port as its local one meanwhile (the other xdist worker's)
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))
 
 
