@@ -7,7 +7,6 @@ written from a table of scores; expected values are derived by hand in each docs
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
 from eval.ranking.report import render_ranking_compare_page
 from eval.ranking.matrix import RankedItem, pollux_matrix
+from tests.support.eval_ranking import write_rank_run
 
 SCALE = "0: плохо\n\n1: средне\n\n2: хорошо"  # 0..2
 BINARY = "0: нет нарушения\n\n1: есть нарушение"  # {0, 1}: a gate
@@ -22,24 +22,7 @@ BINARY = "0: нет нарушения\n\n1: есть нарушение"  # {0,
 
 def _run(folder: Path, model: str, rows: list[tuple[int, str, str, str, float | None]]) -> Path:
     """A ranking folder: one judged item per (prompt_id, meta, criterion, rubric, score); None: no [RESULT]."""
-    import judge
-
-    folder.mkdir()
-    records, predictions, position = [], [], {}
-    for prompt_id, meta, name, rubrics, score in rows:
-        k = position[prompt_id] = position.get(prompt_id, -1) + 1
-        item_id = f"{prompt_id}#{k}#x"
-        records.append(judge.JudgeRecord(id=item_id, instruction=f"Задание {prompt_id}", answer="Ответ",
-                                         criteria_name=name, rubrics=rubrics, extra={"prompt_id": prompt_id,
-                                                                                     "meta": meta}))
-        predictions.append({"id": item_id, "raw_output": "[FEEDBACK] ...", "score": score, "parse_ok": score is not None,
-                            "error": None if score is not None else "no_result", "score_source": "verdict"})
-    judge.write_jsonl(records, folder / "items.jsonl")
-    (folder / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
-    bench = {"model": model, "judge": "j", "verdict_reader": "toolkit",
-             "matrix": {"normalize": "minmax", "empty_answer": "zero", "no_answer": "zero"}}
-    (folder / "bench.json").write_text(json.dumps(bench), encoding="utf-8")
-    return folder
+    return write_rank_run(folder, model, rows, run_json=False)
 
 
 def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:

@@ -6,11 +6,13 @@ used. No cluster, no server."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.fake_commands import write_executables
 
 REPO = Path(__file__).resolve().parents[2]
 SERVE_JOB = "4242"
@@ -29,18 +31,15 @@ echo "$state"
 
 
 def _eval_env(tmp_path: Path, squeue_states: list[str], *, sacct: str = "", **extra: str) -> dict[str, str]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    scripts = {
+    bin_dir = write_executables(tmp_path / "bin", {
         "squeue": FAKE_SQUEUE,
         "sacct": sacct or 'echo "Slurm accounting storage is disabled" >&2; exit 1\n',
         "curl": 'echo "${@: -1}" >>"$FAKE_CURL_CALLS"\n',  # /ready answers 200
         "srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n',
         "judge-eval": "exit 0\n",
-    }
-    for name, body in scripts.items():
-        (bin_dir / name).write_text(body if body.startswith("#!") else "#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+        # the poll interval's sleep, recorded, then slept for real (this folder is PATH's first entry)
+        "sleep": 'echo "$*" >>"$FAKE_SLEEPS"\nPATH=${PATH#*:} exec sleep "$@"\n',
+    })
     (tmp_path / "states").write_text("".join(f"{state}\n" for state in squeue_states))
     data = tmp_path / "test.jsonl"
     data.write_text('{"id": 1}\n{"id": 2}\n')
@@ -49,6 +48,7 @@ def _eval_env(tmp_path: Path, squeue_states: list[str], *, sacct: str = "", **ex
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_SQUEUE_STATE": str(tmp_path / "states"), "FAKE_SQUEUE_CALLS": str(tmp_path / "squeue_calls"),
         "FAKE_CURL_CALLS": str(tmp_path / "curl_calls"), "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
+        "FAKE_SLEEPS": str(tmp_path / "sleeps"),
         "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
         "JUDGE_EVAL_ENDPOINT_FILE": str(tmp_path / "endpoints" / f"judge-serve-{SERVE_JOB}.endpoint"),
         "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"), "JUDGE_CACHE_DIR": str(tmp_path / "c"),
@@ -56,11 +56,9 @@ def _eval_env(tmp_path: Path, squeue_states: list[str], *, sacct: str = "", **ex
     }  # fmt: skip
 
 
-def _run_eval(env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
-    started = time.monotonic()
-    proc = subprocess.run(["bash", str(REPO / "slurm/eval.sbatch")], env=env, capture_output=True, text=True,
+def _run_eval(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(REPO / "slurm/eval.sbatch")], env=env, capture_output=True, text=True,
                           timeout=60, cwd=cwd)  # fmt: skip
-    return proc, time.monotonic() - started
 
 
 def _leave_endpoint_file(env: dict[str, str]) -> None:
@@ -78,10 +76,10 @@ def test_an_ended_serve_job_stops_the_wait_at_once_and_its_left_file_is_not_used
     and its state, before /ready is asked or anything is judged."""
     env = _eval_env(tmp_path, [state], JUDGE_EVAL_WAIT_S="10")
     _leave_endpoint_file(env)
-    proc, took_s = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"eval.sbatch: serve job {SERVE_JOB} is {state}: it serves no judge ("), proc.stderr
-    assert took_s < 4  # no poll interval (5 s) slept
+    assert not (tmp_path / "sleeps").exists()  # no poll interval slept
     assert (tmp_path / "squeue_calls").read_text() == f"-h -t all -j {SERVE_JOB} -o %T\n"
     assert not (tmp_path / "curl_calls").exists() and not (tmp_path / "srun_args").exists()
 
@@ -94,10 +92,10 @@ def test_a_serve_job_slurm_no_longer_lists_stops_the_wait(tmp_path, sacct, named
     """Past MinJobAge an ended job is "Invalid job id" to squeue (exit 1): it is not a job that may still start."""
     env = _eval_env(tmp_path, ["error: Invalid job id specified"], sacct=sacct, JUDGE_EVAL_WAIT_S="10")
     _leave_endpoint_file(env)
-    proc, took_s = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"eval.sbatch: serve job {SERVE_JOB} {named} and serves no judge"), proc.stderr
-    assert took_s < 4 and not (tmp_path / "srun_args").exists()
+    assert not (tmp_path / "sleeps").exists() and not (tmp_path / "srun_args").exists()
 
 
 def test_a_pending_serve_job_is_waited_for_and_a_running_one_judged_through(tmp_path):
@@ -105,9 +103,11 @@ def test_a_pending_serve_job_is_waited_for_and_a_running_one_judged_through(tmp_
     answering, the task judges through the file's URL."""
     env = _eval_env(tmp_path, ["PENDING", "RUNNING"])
     _leave_endpoint_file(env)  # a running job's own file
-    proc, _ = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert f"judge-serve ready at {URL} after 5 s (serve job {SERVE_JOB})" in proc.stdout
+    assert (tmp_path / "sleeps").read_text() == "5\n"  # one poll interval, for the PENDING answer
+    # whole seconds of the shell's clock ($SECONDS) across that 5 s sleep and the polls: 5, or 6 past a tick
+    assert re.search(rf"judge-serve ready at {re.escape(URL)} after [56] s \(serve job {SERVE_JOB}\)", proc.stdout)
     assert (tmp_path / "curl_calls").read_text() == "http://n2:41234/ready\n"  # asked only once RUNNING
     args = (tmp_path / "srun_args").read_text().splitlines()
     assert args[args.index("--judge") + 1] == URL
@@ -117,7 +117,7 @@ def test_a_warning_squeue_prints_beside_the_state_is_not_taken_for_it(tmp_path):
     """squeue may print a warning on stderr and still answer (exit 0): the state is its one-word line."""
     env = _eval_env(tmp_path, ["RUNNING"], FAKE_SQUEUE_WARNING="squeue: error: Invalid user for SlurmUser slurm")
     _leave_endpoint_file(env)  # the running job's own file
-    proc, _ = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"judge-serve ready at {URL} after 0 s (serve job {SERVE_JOB})" in proc.stdout
 
@@ -126,7 +126,7 @@ def test_a_squeue_failure_is_not_taken_for_an_ended_job(tmp_path):
     """A busy controller (squeue exits 1 with another error) is polled again until JUDGE_EVAL_WAIT_S; the task's
     message then says the state could not be read."""
     env = _eval_env(tmp_path, ["error: Socket timed out on send/recv operation"], JUDGE_EVAL_WAIT_S="0")
-    proc, _ = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith("eval.sbatch: no ready judge-serve at "), proc.stderr
     assert f"serve job {SERVE_JOB} is unknown (squeue failed: slurm_load_jobs error: Socket timed out" in proc.stderr
@@ -136,7 +136,7 @@ def test_a_squeue_failure_is_not_taken_for_an_ended_job(tmp_path):
 def test_an_endpoint_file_without_a_job_id_in_its_name_is_refused(tmp_path, name):
     """The job id in the name is what ties the URL to a running job: a file named otherwise is refused at once."""
     env = _eval_env(tmp_path, ["RUNNING"], JUDGE_EVAL_ENDPOINT_FILE=str(tmp_path / name))
-    proc, _ = _run_eval(env, tmp_path)
+    proc = _run_eval(env, tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"eval.sbatch: JUDGE_EVAL_ENDPOINT_FILE={tmp_path / name} is not named <job name>-")
     assert not (tmp_path / "squeue_calls").exists()
@@ -175,13 +175,9 @@ def test_relative_endpoint_paths_are_the_submit_folders_on_both_sides(tmp_path):
         "JUDGE_MODEL": str(tmp_path / "model"), "JUDGE_CACHE_DIR": str(tmp_path / "c"),
         "FAKE_SEEN": str(tmp_path / "seen"),
     }  # fmt: skip
-    serve_bin = tmp_path / "serve-bin"
-    serve_bin.mkdir()
     # srun: the server's step; it copies the endpoint file the job published while it runs
-    scripts = {"srun": 'cat "$FAKE_WATCHED" >"$FAKE_SEEN"\n', "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}
-    for name, body in scripts.items():
-        (serve_bin / name).write_text("#!/bin/bash\n" + body)
-        (serve_bin / name).chmod(0o755)
+    serve_bin = write_executables(tmp_path / "serve-bin", {"srun": 'cat "$FAKE_WATCHED" >"$FAKE_SEEN"\n',
+                                                           "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})
     published = submit_dir / "endpoints" / f"judge-serve-{SERVE_JOB}.endpoint"
     serve_env.update(PATH=f"{serve_bin}{os.pathsep}{os.environ['PATH']}", FAKE_WATCHED=str(published))
     proc = subprocess.run(["bash", str(REPO / "slurm/serve.sbatch")], env=serve_env, capture_output=True, text=True,
@@ -193,7 +189,7 @@ def test_relative_endpoint_paths_are_the_submit_folders_on_both_sides(tmp_path):
     published.write_text(URL + "\n")  # as while the serve job runs
     env = _eval_env(tmp_path, ["RUNNING"], SLURM_SUBMIT_DIR=str(submit_dir), JUDGE_EVAL_WAIT_S="10",
                     JUDGE_EVAL_ENDPOINT_FILE=f"endpoints/judge-serve-{SERVE_JOB}.endpoint")  # fmt: skip
-    proc, _ = _run_eval(env, work_dir)
+    proc = _run_eval(env, work_dir)
     assert proc.returncode == 0, proc.stderr
     args = (tmp_path / "srun_args").read_text().splitlines()
     assert args[args.index("--judge") + 1] == URL

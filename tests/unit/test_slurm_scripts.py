@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_commands import write_executables
+
 REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "slurm"
 
@@ -89,14 +91,10 @@ def config_file(tmp_path) -> Path:
 
 
 def _fake_bin(tmp_path: Path) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     trl_main = "from trl.scripts.vllm_serve import make_parser, main; main(*make_parser().parse_args_and_config())"
-    scripts = {"srun": FAKE_SRUN, "scontrol": FAKE_SCONTROL, "torchrun": "exit 0\n", "judge-train": "exit 0\n",
-               "trl": f'[ "$1" = vllm-serve ] && shift\nexec python3 -c "{trl_main}" "$@"\n'}
-    for name, body in scripts.items():
-        (bin_dir / name).write_text(body if body.startswith("#!") else "#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": FAKE_SRUN, "scontrol": FAKE_SCONTROL, "torchrun": "exit 0\n", "judge-train": "exit 0\n",
+        "trl": f'[ "$1" = vllm-serve ] && shift\nexec python3 -c "{trl_main}" "$@"\n'})
     (bin_dir / "python3").symlink_to(sys.executable)
     return bin_dir
 
@@ -296,11 +294,8 @@ def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
 def test_eval_sbatch_hands_judge_api_key_to_judge_eval(tmp_path, given, sent):
     """docs/slurm.md tells users to set JUDGE_API_KEY for a served judge; serve.sbatch gives it to judge-serve as
     JUDGE_SERVE_API_KEY, the variable judge-eval sends first: the array's tasks must do the same."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in {"srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"}.items():
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"})
     data = tmp_path / "test.jsonl"
     data.write_text('{"id": 1}\n{"id": 2}\n')
     env = {
@@ -338,13 +333,10 @@ def test_serve_sbatch_takes_a_free_port_not_one_a_job_id_shares(tmp_path):
     the other job's server would hold it, job 1234 publishes another port, one that was free; JUDGE_PORT still wins."""
     import socket
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     # the endpoint file lives while the job runs: the fake srun (the server's step) keeps what it says
-    for name, body in {"srun": 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n', "judge-serve": "exit 0\n",
-                       "scontrol": 'echo "${@: -1}"\n'}.items():  # `scontrol show hostnames X`: X
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n', "judge-serve": "exit 0\n",
+        "scontrol": 'echo "${@: -1}"\n'})  # `scontrol show hostnames X`: X
     model = tmp_path / "model"
     model.mkdir()
     env = {
@@ -372,12 +364,9 @@ def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
     """Without JUDGE_ENDPOINT_DIR the endpoint file goes to the folder sbatch ran in (SLURM_SUBMIT_DIR), as the
     header says, not to the job's working folder: under `sbatch --chdir` it landed there, and an eval array pointed at
     the submit folder polled for an hour."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     srun = 'cat "$SLURM_SUBMIT_DIR"/*.endpoint >"$FAKE_SEEN"; ls "$PWD" >"$FAKE_LS"\n'  # while the job runs
-    for name, body in {"srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})
     model, submit_dir, work_dir = tmp_path / "model", tmp_path / "submit", tmp_path / "chdir"
     for folder in (model, submit_dir, work_dir):
         folder.mkdir()
@@ -398,12 +387,8 @@ def test_serve_sbatch_refuses_a_port_or_host_its_endpoint_file_would_not_name(tm
     """`sbatch slurm/serve.sbatch --port 9000`: judge-serve took the last --port (9000) while the endpoint file named
     the script's own, and an eval array pointed at it polled a port nothing listened on for an hour. The job stops
     at once instead, naming JUDGE_PORT, before it publishes an endpoint or starts judge-serve."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-serve": "exit 0\n",
-                       "scontrol": 'echo "${@: -1}"\n'}.items():  # fmt: skip
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})  # fmt: skip
     (tmp_path / "model").mkdir()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
@@ -428,11 +413,7 @@ def test_serve_sbatch_refuses_a_port_or_host_its_endpoint_file_would_not_name(tm
 def test_array_scripts_refuse_a_flag_each_task_sets_itself(tmp_path, script, flags, named):
     """judge-eval takes the last of a flag given twice: `sbatch --array=0-3 slurm/eval.sbatch --data all.jsonl` had
     each of the 4 tasks judge all of it (the merge then held every record 4 times). The task stops before srun."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"}.items():
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"})
     data, models = tmp_path / "test.jsonl", tmp_path / "models.txt"
     data.write_text('{"id": 1}\n{"id": 2}\n')
     models.write_text("/shared/models/a\n/shared/models/b\n")
@@ -477,11 +458,8 @@ def test_train_sbatch_refuses_a_second_run_folder_in_its_arguments(tmp_path, con
 
 def _serve_env(tmp_path: Path, srun: str, **extra: str) -> dict[str, str]:
     """A serve job's environment with a fake srun (``srun``: its bash body) and judge-serve on PATH."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    for name, body in {"srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'}.items():
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": srun, "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})
     (tmp_path / "model").mkdir(exist_ok=True)
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
@@ -528,11 +506,8 @@ def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     """`sbatch --chdir /scratch slurm/rank.sbatch` with JUDGE_RANK_DATA=data.jsonl JUDGE_RANK_OUT=runs: the task
     looked for the data and wrote its results under the job's working folder; as eval.sbatch does, a relative path
     is the submitter's, read against SLURM_SUBMIT_DIR — the candidates' file and the YAML config too."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in {"srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n', "judge-eval": "exit 0\n"}.items():
-        (bin_dir / name).write_text("#!/bin/bash\n" + body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n', "judge-eval": "exit 0\n"})
     submit_dir, work_dir = tmp_path / "submit", tmp_path / "chdir"
     for folder in (submit_dir, work_dir):
         folder.mkdir()

@@ -39,10 +39,8 @@ def test_an_eval_task_stops_at_once_on_a_sigkilled_serve_jobs_left_file(slurm_cl
     serve = slurm_cluster.sbatch(["--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out",
                                   str(REPO / "slurm/serve.sbatch")], cwd=tmp_path, env=env)  # fmt: skip
     endpoint_file = tmp_path / "endpoints" / f"judge-serve-{serve}.endpoint"
-    deadline = time.monotonic() + 120
-    while not endpoint_file.exists():
-        assert time.monotonic() < deadline, slurm_cluster.output_tail(serve)
-        time.sleep(0.2)
+    # The job writes its file before it starts judge-serve (the stand-in then sleeps): the kill below comes after.
+    slurm_cluster.wait_for(serve, lambda record: endpoint_file.exists())
     # The batch shell SIGKILLed (the OOM killer; or Slurm's SIGKILL KillWait after a scancel, with judge-serve still
     # draining): its EXIT trap never runs, so the file stays, naming a port nobody holds. (`scancel --signal=KILL`
     # is a cancel: the shell gets SIGTERM first and removes the file.)
