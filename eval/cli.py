@@ -345,7 +345,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _compare_rankings(args: argparse.Namespace) -> int:
     from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown
-    from eval.ranking.report import render_ranking_compare_page
+    from eval.ranking.report import render_ranking_compare_page, write_ranking_compare
 
     if args.bootstrap_unit == "item":  # the matrix's binary gate lives inside an instruction: it cannot be split
         raise ValueError("bootstrap_unit: rank runs are compared by instruction (their matrices' gate holds within an "
@@ -359,15 +359,11 @@ def _compare_rankings(args: argparse.Namespace) -> int:
     if not args.out:
         print(markdown)
         return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    (out / "compare.html").write_text(render_ranking_compare_page(result), encoding="utf-8")
+    written = write_ranking_compare(args.out, result, markdown, render_ranking_compare_page(result))
     # The matrix of deltas is in the files; the console gets its title and summary lines (what was left out too).
     calls = sum(cell["verdict"].startswith("B ") for row in result["cells"].values() for cell in row.values())
     print("\n".join([*markdown.split("\n\n|", 1)[0].splitlines(), f"{calls} cells with a significant difference",
-                     f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]))
+                      *written]))
     return 0
 
 

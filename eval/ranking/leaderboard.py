@@ -27,7 +27,6 @@ names those whose pair has no call, so rank 1 may be held by several.
 
 from __future__ import annotations
 
-import json
 import math
 from itertools import combinations
 from pathlib import Path
@@ -288,7 +287,7 @@ def render_leaderboard_page(result: dict[str, Any]) -> str:
 def leaderboard_command(args: Any) -> int:
     """``judge-eval compare`` of K >= 3 rank runs (``eval.cli``): compare.json, compare.md, compare.html in
     ``--out``, else compare.md on stdout."""
-    from judge.plumbing.atomic_write import write_atomically
+    from eval.ranking.report import write_ranking_compare
 
     result = leaderboard(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
                          allow_other_judge=args.allow_other_judge)
@@ -296,12 +295,7 @@ def leaderboard_command(args: Any) -> int:
     if not args.out:
         print(markdown)
         return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    (out / "compare.html").write_text(render_leaderboard_page(result), encoding="utf-8")
+    written = write_ranking_compare(args.out, result, markdown, render_leaderboard_page(result))
     print("\n".join([*(f"{m['rank']}. {m['model']} ({m['run']}): {_num(m['mean'])} {_interval(m['ci'])}"
-                       for m in result["models"]),
-                     f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]))
+                       for m in result["models"]), *written]))
     return 0

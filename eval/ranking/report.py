@@ -295,3 +295,18 @@ def exclusion_lines(result: dict[str, Any]) -> list[str]:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differences.items())
         lines.append(f"Judged differently (compared with --allow-other-judge): {said}.")
     return lines
+
+
+def write_ranking_compare(out: str | Path, result: Mapping[str, Any], markdown: str, page: str) -> list[str]:
+    """Write a comparison of rank runs (two paired, or a leaderboard) into ``out``: compare.json (replaced whole: a
+    kill mid-write leaves the earlier one), compare.md and compare.html. Returns the console lines naming them."""
+    import json
+
+    from judge.plumbing.atomic_write import write_atomically
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    (out / "compare.html").write_text(page, encoding="utf-8")
+    return [f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]
