@@ -38,7 +38,7 @@ from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lines, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
-from judge.records import row_place
+from judge.records import LineIndex, row_place
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
 from judge.verdicts import VerdictError, parse_judge_output
@@ -200,8 +200,6 @@ def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
     """The rows of a ``pairwise_predictions.jsonl`` (a torn last line, from a kill, is dropped), the last row of each
     (id, order) winning, as a resumed run leaves them."""
     rows: dict[tuple[str, str], PairwiseRow] = {}
-    from judge.records import LineIndex, row_place
-
     for number, data in iter_journal_lines(path, quiet=True):  # named by the line an editor shows, blanks counted
         row = PairwiseRow.from_json(data, f"{path}: {row_place(LineIndex(number - 1))}")
         rows[(row.id, row.order)] = row

@@ -241,14 +241,16 @@ def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: 
                              "each; compare runs of one data set")
 
 
-def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int) -> str | None:
-    """Why a cell has no call ("—"); None when it has one."""
+def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int,
+                 scored_by: str = "both runs") -> str | None:
+    """Why a cell has no call ("—"); None when it has one. ``scored_by``: whose items pair ("every run" for a
+    leaderboard)."""
     from eval.ranking.matrix import MIN_INSTRUCTIONS
 
     if not math.isfinite(delta):
-        return "no item of the cell was scored by both runs"
+        return f"no item of the cell was scored by {scored_by}"
     if instructions < MIN_INSTRUCTIONS:
-        return (f"rests on {instructions} instruction{'s' * (instructions != 1)} scored by both runs; an interval "
+        return (f"rests on {instructions} instruction{'s' * (instructions != 1)} scored by {scored_by}; an interval "
                 f"needs at least {MIN_INSTRUCTIONS}")
     if n_boot == 0:
         return "no resamples"

@@ -83,7 +83,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     """
     from scipy.stats import rankdata
 
-    from eval.ranking.compare import (_excluded, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
+    from eval.ranking.compare import (_excluded, _f, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
                                       is_ranking_run)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
     from eval.scoring.compare import resamples_to_call
@@ -161,8 +161,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
             low, high = percentile_interval(d, 1.0 - pair_alpha)
             if len(d):
                 p_value = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
-        why = _why_no_call(delta, len(shared), n_boot, n_resamples, needed)
-        why = why and why.replace("both runs", "every run")
+        why = _why_no_call(delta, len(shared), n_boot, n_resamples, needed, scored_by="every run")
         verdict = "—"
         if why is None and math.isfinite(low) and math.isfinite(high):
             verdict = "B higher" if low > 0 else "B lower" if high < 0 else "no difference"
@@ -203,10 +202,6 @@ def _why_no_interval(instructions: int, n_boot: int) -> str:
         return (f"the runs share {instructions} instruction{'s' * (instructions != 1)} with an item every one scored; "
                 f"an interval needs at least {MIN_INSTRUCTIONS}")
     return "no resamples (--n-boot 0)"
-
-
-def _f(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
 
 
 def _num(value: Any) -> str:
