@@ -346,6 +346,8 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     if any(p["is_provocative"] is not None for p in parts):
         provocative = [v for p in parts for v in (p["is_provocative"].to_pylist() if p["is_provocative"] is not None
                                                   else [None] * p["n"])]
+    # a JSONL table's row i is line i + 1 (a file with blank lines is read row by row); a Parquet table's, row index i
+    kinds = LineIndex if jsonl else RowIndex
     columns = RecordColumns(
         source, ids=np.concatenate([p["ids"] for p in parts]) if parts else np.zeros(0, dtype=object),
         texts={name: _joined_texts([p["texts"][name] for p in parts]) for name in TEXT_FIELDS},
@@ -362,8 +364,7 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
         origin_names=[p["where"] for p in parts],
         origin_part=np.repeat(np.arange(len(parts), dtype=np.int32), [p["n"] for p in parts]),
         origin_row=np.concatenate([np.arange(p["n"], dtype=np.int64) for p in parts]) if parts else np.zeros(0, np.int64),
-        # a JSONL table's row i is line i + 1 (a file with blank lines is read row by row); a Parquet table's, row index i
-        origin_kinds=[LineIndex if jsonl else RowIndex] * len(parts),
+        origin_kinds=[kinds] * len(parts),
     )  # fmt: skip
     derived = np.repeat([p["derived"] for p in parts], [p["n"] for p in parts]).astype(bool)
     benchmark = np.repeat([p["benchmark"] for p in parts], [p["n"] for p in parts]).astype(bool)
@@ -373,8 +374,9 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     keep = _without_duplicates(columns, report)
     if keep is not None:
         columns, benchmark, aggregate_derived = columns.take(keep), benchmark[keep], aggregate_derived[keep]
-        flagged = flagged & np.isin(np.arange(n), keep)
-    kinds = LineIndex if jsonl else RowIndex
+        kept = np.zeros(n, dtype=bool)
+        kept[keep] = True
+        flagged &= kept
     for i in np.flatnonzero(flagged)[:20].tolist():  # the first ones named, in source order, as the row path does
         part = int(np.searchsorted(starts, i, side="right")) - 1
         note_off_scale(report, parts[part]["where"], kinds(i - int(starts[part])))

@@ -452,10 +452,10 @@ def main(argv: list[str] | None = None) -> int:
                     return EXIT_SANDBOX_ERRORS
             else:
                 run_rutie(config)
+    except RunFolderUnwritable as err:  # a ConfigError, but of the run folder: exit 1, as the others below
+        logger.error("%s", err)
+        return 1
     except ConfigError as err:  # a setting the endpoint's window cannot take (--max-tokens), found once it is known
-        if isinstance(err, RunFolderUnwritable):  # a run-folder error, as the others below: exit 1
-            logger.error("%s", err)
-            return 1
         parser.error(str(err))
     except EndpointUnusable as err:  # unusable at first contact, or its first requests all refused alike
         print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)

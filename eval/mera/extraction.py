@@ -203,16 +203,15 @@ _THINK_CLOSE = re.compile(r"</think>", re.I)
 _THINK_OPEN = re.compile(r"<think>", re.I)
 
 
-def after_reasoning(completion: str) -> str:
-    """A chat answer without its reasoning: ``<think>...</think>`` blocks removed, and the text before a ``</think>``
-    whose opening was in the prompt (templates that open the block themselves) too; a ``<think>`` never closed
-    (cut by ``--max-tokens``) leaves nothing, as the answer never came. The reasoning's drafts, fenced as often as
-    not, are never the program: the first fence defining the entry point would otherwise be a discarded draft."""
-    visible = _THINK_BLOCK.sub("", completion)
-    closes = list(_THINK_CLOSE.finditer(visible))
-    if closes:
-        visible = visible[closes[-1].end() :]
-    return "" if _THINK_OPEN.search(visible) else visible
+def after_reasoning(completion: str, gap: str = "") -> str | None:
+    """A chat answer without its reasoning: ``<think>...</think>`` blocks replaced by ``gap``, and the text before a
+    ``</think>`` whose opening was in the prompt (templates that open the block themselves) left out; None for a
+    ``<think>`` never closed (cut by ``--max-tokens``): the answer never came. The reasoning's drafts, fenced as often
+    as not, are never the program (the first fence defining the entry point would otherwise be a discarded draft),
+    and a digit in it is never ruTiE's answer (``eval.mera.rutie.parse_answer``, whose ``gap`` " " keeps "1<think>
+    ...</think>2" two answers, not 12)."""
+    visible = _THINK_CLOSE.split(_THINK_BLOCK.sub(gap, completion))[-1]
+    return None if _THINK_OPEN.search(visible) else visible
 
 
 def build_program(
@@ -245,7 +244,7 @@ def build_program(
         return function + strip_markdown_cover(truncate_at_stops(completion, stops))
     if extraction != "lenient":
         raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
-    code, fenced = _fenced_code(after_reasoning(completion), entry_point)
+    code, fenced = _fenced_code(after_reasoning(completion) or "", entry_point)
     match = _defines(code, entry_point)
     if match:
         stub = _stub_without_entry_point(function, entry_point)

@@ -91,6 +91,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.mera.extraction import after_reasoning
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
 from judge.plumbing.journal import JournalWriter, open_journal
 
@@ -349,9 +350,6 @@ def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> 
 # Answers (pure)
 # ---------------------------------------------------------------------------------------------------------------
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</think>", re.I)
-_THINK_OPEN = re.compile(r"<think>", re.I)
 # A 1 or 2 that is not part of a word or number: "1", "1.", "(2)", "ответ 2"; not "12", "1.5", "x1", "2-й".
 _STANDALONE = re.compile(r"(?<![\w.,\-])([12])(?![\w\-])(?![.,]\d)")
 # Both choices named as alternatives ("1 или 2", "2 or 1", "1/2"): a hedge, no answer; read as its first digit, a
@@ -369,11 +367,8 @@ def parse_answer(text: str) -> Answer:
     """
     if text is None or not text.strip():
         return Answer(None, EMPTY)
-    visible = _THINK.sub(" ", text)
-    closes = list(_THINK_CLOSE.finditer(visible))
-    if closes:
-        visible = visible[closes[-1].end() :]
-    if _THINK_OPEN.search(visible):
+    visible = after_reasoning(text, gap=" ")
+    if visible is None:
         return Answer(None, UNFINISHED_THINK)
     unhedged = _HEDGE.sub(" ", visible)
     match = _STANDALONE.search(unhedged)

@@ -94,8 +94,6 @@ def stale_rows(records, rows):
     if keys.null_count == rows.num_rows:
         return stale
     keyed = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
-    ids = records.ids.tolist()
-    row_of = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))  # an id's first record
     texts = [records.text(name) for name in ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")]
     encoded: dict[str, bytes] = {}
 
@@ -108,7 +106,7 @@ def stale_rows(records, rows):
 
     for position, rid, key in zip(keyed.tolist(), rows.column("id").take(keyed).to_pylist(),
                                   keys.take(keyed).to_pylist()):
-        i = row_of.get(rid)
+        i = records.index_of(rid)  # ids are unique once loaded (a repeat is dropped, or refused)
         if i is not None:
             now = b"[" + b", ".join([piece(column[i]) for column in texts]) + b"]"
             stale[position] = hashlib.sha256(now).hexdigest()[:16] != key
@@ -132,8 +130,8 @@ def _without_stale(rows, records, predictions: Path, data):
     if not n_stale:
         return rows, 0
     example = rows.column("id")[int(stale.argmax())].as_py()
-    known = set(records.ids.tolist())
-    if not any(rid in known for rid, old in zip(rows.column("id").to_pylist(), stale.tolist()) if not old):
+    if not any(records.index_of(rid) is not None
+               for rid, old in zip(rows.column("id").to_pylist(), stale.tolist()) if not old):
         raise ValueError(f"--predictions {predictions}: every one of its {n_stale} predictions judged a text that "
                          f"is no longer in --data {data} (e.g. id {example!r}): the data changed since the run; "
                          "rerun `judge-eval run` on it (it resumes: the edited items are asked again)")
