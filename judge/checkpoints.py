@@ -51,6 +51,7 @@ __all__ = [
     "write_manifest",
     "read_manifest",
     "is_hub_id",
+    "export_run_name",
     "resolve_checkpoint",
     "read_config",
     "judge_kind",
@@ -107,6 +108,16 @@ def is_hub_id(ref: str | Path) -> bool:
     """Whether ``ref`` is spelled like a hub repository id (``owner/name``) and is not an existing path."""
     text = str(ref)
     return bool(_HUB_ID.match(text)) and not Path(text).exists()
+
+
+def export_run_name(model: str | Path) -> str:
+    """The run a judge-train export belongs to (``runs/NAME/export``, beside its run's ``run.json``): ``NAME``, the
+    name it is served under when none is given, so that predictions and reports name the judge rather than the
+    ``export`` every export shares. "" for anything else (another folder, a hub id)."""
+    path = Path(model)
+    if path.name == "export" and path.parent.name and (path.parent / "run.json").is_file():
+        return path.parent.resolve().name
+    return ""
 
 
 def _offline() -> bool:

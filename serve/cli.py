@@ -122,12 +122,9 @@ def default_served_name(model: str) -> str:
     (``runs/NAME/export``, beside its run's ``run.json``) is served as its run, ``NAME``, so that predictions and
     reports name the judge rather than the folder every export shares; anything else keeps the folder's name
     (``ServeConfig.model_name``). Returns "" for the latter."""
-    from pathlib import Path
+    from judge.checkpoints import export_run_name
 
-    path = Path(model)
-    if path.name == "export" and path.parent.name and (path.parent / "run.json").is_file():
-        return path.parent.resolve().name
-    return ""
+    return export_run_name(model)
 
 
 class PortInUse(Exception):

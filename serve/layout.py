@@ -175,6 +175,11 @@ def resolve_layout(
     )
 
 
+def _weight_files(folder: str | Path) -> list[Path]:
+    """The weights files (``WEIGHT_FILES``) directly in ``folder``, sorted."""
+    return sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
+
+
 def require_weights(folder: Path, role: str) -> None:
     """Refuse a folder an engine is to load that holds no weights file (``WEIGHT_FILES``).
 
@@ -185,7 +190,7 @@ def require_weights(folder: Path, role: str) -> None:
     Raises:
         LayoutError: naming the folder and the engine (``role``) that would load it.
     """
-    if not any(any(Path(folder).glob(pattern)) for pattern in WEIGHT_FILES):
+    if not _weight_files(folder):
         raise LayoutError(
             f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}), so the {role} engine would have nothing "
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
@@ -210,8 +215,7 @@ def weights_fingerprint(layout: CheckpointLayout) -> str | None:
     digest, found = hashlib.sha256(), False
     folders = dict.fromkeys(d for d in (layout.root, layout.generator_dir, layout.pooler_dir) if d is not None)
     for position, folder in enumerate(folders):
-        files = sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
-        for path in files:  # stat follows a hub snapshot's symlinks to the blobs they name
+        for path in _weight_files(folder):  # stat follows a hub snapshot's symlinks to the blobs they name
             info = path.stat()
             digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
             found = True

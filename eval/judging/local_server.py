@@ -33,14 +33,12 @@ def _judge_serve_command() -> list[str] | None:
 
 
 def served_name(checkpoint: str | Path) -> str:
-    """The name a checkpoint is served under when no model name is set, as judge-serve names it alone
-    (``serve.cli.default_served_name``, which eval does not import): a judge-train export (``runs/NAME/export``,
-    beside its run's ``run.json``) as its run, ``NAME``, not as the ``export`` every export shares; anything else,
-    a hub id included, as its folder's name."""
-    path = Path(checkpoint)
-    if path.name == "export" and path.parent.name and (path.parent / "run.json").is_file():
-        return path.parent.resolve().name
-    return path.name
+    """The name a checkpoint is served under when no model name is set, as judge-serve names it alone: a judge-train
+    export as its run (``judge.checkpoints.export_run_name``); anything else, a hub id included, as its folder's
+    name."""
+    from judge.checkpoints import export_run_name
+
+    return export_run_name(checkpoint) or Path(checkpoint).name
 
 
 @contextlib.contextmanager

@@ -64,7 +64,7 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
 from eval.judging.local_server import local_server, served_name
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
-from eval.judging.run_settings import RESUME_FREE, clear_score_outputs, resolved_paths, run_key  # noqa: F401
+from eval.judging.run_settings import clear_score_outputs, resolved_paths, run_key
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
                                    selected_pairs)
 from judge.plumbing.api_keys import client_api_key
