@@ -57,7 +57,9 @@ def _jsonl_with_blank_line(tmp_path: Path, records, edit) -> Path:
 def test_an_off_scale_expert_score_is_named_in_metrics_and_reports(tmp_path, capsys):
     """The second record (line 3, after a blank line 2) has an expert score of 7 on its 0..2 criterion: metrics.json
     notes 1 record off scale at "line 3", reading back typed; report.md, report.html and the console say it in one
-    sentence; the item is scored as given (its reference is the 7 written, so MAE counts it)."""
+    sentence; the item is scored as given (its reference is the 7 written, so MAE counts it): the paper, Section 2.2,
+    says "All criteria are equipped with corresponding scale and rubrics" and nothing of scores off them, so the
+    toolkit neither clips nor drops one, and says so."""
     records = _records()
     assert all(max(r.expert_scores) <= 2 and min(r.expert_scores) >= 0 for r in records)
     run = _write_run(tmp_path / "run", records)
