@@ -374,11 +374,11 @@ class Judge:
             )
         except RequestError as err:  # as check's: an inline body's fields as sent
             raise named_as_sent(err, request) from None
-        if plan.to_classify:
-            choices = await self._choices(request, plan.to_classify)
-            jobs = await asyncio.to_thread(plan.complete, choices)
-        else:
-            choices, jobs = {}, plan.complete({})
+        choices = await self._choices(request, plan.to_classify) if plan.to_classify else {}
+        try:  # the bound counted once the choices' criteria are known: an inline body's fields as sent too
+            jobs = await asyncio.to_thread(plan.complete, choices) if choices else plan.complete({})
+        except RequestError as err:
+            raise named_as_sent(err, request) from None
         choices = {**plan.unclassified, **choices}  # an "auto" item too long to classify: the failed choice
         results = await self._judge_jobs(jobs, options)
         n_criteria: dict[int, int] = {}

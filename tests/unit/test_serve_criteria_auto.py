@@ -274,3 +274,26 @@ def test_a_cancelled_request_stops_waiting_for_its_classifier_call_at_once(qwen_
     judged = following.items[0].results
     assert len(judged) == len(engine.prompts) > 0 and all(result.parse_ok for result in judged)
     assert following.items[0].task_choice["method"] == "stand-in"
+
+
+def test_an_inline_auto_body_over_max_judgments_once_classified_hears_of_its_criteria(qwen_tokenizer):
+    """The bound counted once the classifier's choice resolves an ``"auto"`` item's criteria (``JobPlan.complete``,
+    after classifying) names what the body sent: an inline body's ``criteria``, a body with ``items`` its ``items``.
+    Nothing reaches the engine."""
+    from judge.criteria_auto.policy import fallback_criteria
+    from serve.judging import Judge, JudgeSettings
+    from serve.schema import RequestError, parse_judge_request
+
+    bound = len(fallback_criteria(None)) - 1  # the chosen criteria (those for any text) are one too many
+    settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=2048,
+                             max_tokens=16, temperature=0.0, score_logprobs=False, lenient=False, constrained=False,
+                             feedback_max_chars=0, max_judgments=bound)
+    engine = _Engine()
+    judge = Judge(settings, qwen_tokenizer, engine, None, asyncio.Semaphore(1), classifier=_Chooser())
+    refusals = []
+    for body in (_auto("Сколько будет 2+2?"), {"items": [_auto("Сколько будет 2+2?")]}):
+        with pytest.raises(RequestError) as refused:
+            asyncio.run(judge.run(parse_judge_request(body)))
+        refusals.append((refused.value.status, refused.value.param, refused.value.message.split(":")[0]))
+    assert refusals == [(400, "criteria", "criteria"), (400, "items", "items")]
+    assert engine.prompts == []
