@@ -15,23 +15,25 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~650 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~750 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.reports.report import SPLIT_TITLES
 from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DEFAULT_TEXT_BYTES", "DEFAULT_TEXT_ITEMS", "MAX_TEXT_CHARS", "MODE_LABELS", "SCALE_LABELS",
            "STATUS_LABELS", "compare_items", "compare_status", "explorer_json", "item_columns", "item_status",
@@ -179,13 +181,14 @@ def _round_column(values: Sequence[Any]) -> list[float | int | None]:
         return [_round(v) for v in values]
     if x.ndim != 1:
         return [_round(v) for v in values]
-    out: list[Any] = [None] * len(x)
     finite = np.isfinite(x)
     whole = finite & (np.floor(x) == x) & (np.abs(x) < 2.0**53)  # exact as int64
-    for i, v in zip(np.flatnonzero(whole).tolist(), x[whole].astype(np.int64).tolist()):
-        out[i] = v
-    for i in np.flatnonzero(finite & ~whole).tolist():
-        out[i] = _round(x[i].item())
+    column = np.full(len(x), None, dtype=object)
+    column[whole] = x[whole].astype(np.int64)  # Python ints in an object array
+    out: list[Any] = column.tolist()
+    rest = np.flatnonzero(finite & ~whole)
+    for i, v in zip(rest.tolist(), x[rest].tolist()):
+        out[i] = _round(v)
     return out
 
 
@@ -248,15 +251,33 @@ class _Verdicts:
         self._table = predictions if isinstance(predictions, pa.Table) else None
         self._rows: dict[str, Any] = {}
         if self._table is not None:
-            for position, rid in enumerate(self._table.column("id").to_pylist()):
-                self._rows.setdefault(rid, position)
+            if not pa.types.is_string(self._table.column("id").type):
+                for position, rid in enumerate(self._table.column("id").to_pylist()):
+                    self._rows.setdefault(rid, position)
         else:
             for row in predictions or ():
                 self._rows.setdefault(str(row["id"]), row)
 
+    def _first_rows(self, item_ids: Sequence[str]) -> dict[str, int]:
+        """The position of each id's first row in the table, for the ids asked only (a page asks a few thousand of
+        160,000): the table's ids matched against them in one Arrow pass."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        asked = list(dict.fromkeys(item_ids))
+        which = pc.index_in(self._table.column("id"), value_set=pa.array(asked, type=pa.string()))
+        which = which.combine_chunks() if isinstance(which, pa.ChunkedArray) else which
+        rows = np.flatnonzero(which.is_valid().to_numpy(zero_copy_only=False))
+        found, first = np.unique(which.drop_null().to_numpy(zero_copy_only=False), return_index=True)
+        return dict(zip([asked[k] for k in found.tolist()], rows[first].tolist()))
+
     def of(self, item_ids: Sequence[str]) -> list[dict[str, Any] | None]:
         """``_verdict`` of each id's first row (None for an id without one)."""
-        found = [self._rows.get(item_id) for item_id in item_ids]
+        rows = self._rows
+        if self._table is not None and not rows and self._table.num_rows:
+            rows = self._first_rows(item_ids)
+        found = [rows.get(item_id) for item_id in item_ids]
         if self._table is not None:
             import pyarrow as pa
 
@@ -323,15 +344,69 @@ def read_item_columns(path: Path) -> dict[str, Any]:
 def item_columns(items) -> dict[str, Any]:
     """The columns of an item table (``eval.scoring.item_table.arrow_table``, as ``items.parquet`` holds it) that
     ``report_items`` reads: the float columns as numpy arrays (null -> NaN, which rounds to None), the expert
-    scores as their Arrow list column, the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
+    scores as their Arrow list column, the text columns as Arrow arrays too (``report_items`` labels their distinct
+    values, not 160k Python strings each), the others as lists (``to_pydict`` of every column took ~1 s on 160k)."""
     import pyarrow as pa
 
     def values(column):
         if pa.types.is_floating(column.type):
             return column.to_numpy()
-        return column if pa.types.is_list(column.type) else column.to_pylist()  # lists: read flat by report_items
+        if pa.types.is_list(column.type) or _is_text(column):  # read flat, or by distinct value, by report_items
+            return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        return column.to_pylist()
 
     return {name: values(column) for name, column in zip(items.column_names, items.columns) if name in _ITEM_COLUMNS}
+
+
+def _is_text(column) -> bool:
+    """Whether ``column`` is an Arrow column of texts."""
+    import pyarrow as pa
+
+    return isinstance(column, (pa.Array, pa.ChunkedArray)) and (pa.types.is_string(column.type)
+                                                                or pa.types.is_large_string(column.type))
+
+
+def _python_values(column) -> list:
+    """A column's values as a Python list (an Arrow column's ``to_pylist``)."""
+    return column.to_pylist() if _is_text(column) else list(column)
+
+
+def _labelled(column, label=str) -> tuple[list, np.ndarray]:
+    """``[label(v) for v in column]`` as its distinct labels and each row's position among them: an Arrow text
+    column is labelled once per distinct text (null: ``label(None)``), a sequence value by value.
+
+    Returns:
+        ``(labels, index)``: the distinct labels (a label is listed once) and an ``(n,)`` integer array.
+    """
+    import numpy as np
+
+    if _is_text(column):
+        import pyarrow as pa
+
+        # one dictionary for the whole column (a chunked column's chunks would each number their own)
+        encoded = (column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).dictionary_encode()
+        labels = [label(v) for v in encoded.dictionary.to_pylist()] + [label(None)]
+        index = encoded.indices.fill_null(len(labels) - 1).to_numpy(zero_copy_only=False).astype(np.intp)
+    else:
+        labels, index = [label(v) for v in column], None
+    # One position per distinct label (two texts, or values, may read as one label)
+    position: dict = {}
+    merged = np.fromiter((position.setdefault(text, len(position)) for text in labels), dtype=np.intp,
+                         count=len(labels))
+    return list(position), merged if index is None else merged[index]
+
+
+def _coded(labels: Sequence, index: np.ndarray, order: Sequence[str] | None = None) -> tuple[list, list[int]]:
+    """A filter's options and each row's option: the labels rows have (``labels[index]``), in ``order`` where
+    given, else sorted; each row as its label's position among them."""
+    import numpy as np
+
+    used = np.bincount(index, minlength=len(labels)) > 0 if len(index) else np.zeros(len(labels), dtype=bool)
+    present = {label for label, taken in zip(labels, used.tolist()) if taken}
+    values = [s for s in order if s in present] if order is not None else sorted(present)
+    position = {label: k for k, label in enumerate(values)}
+    code_of = np.array([position.get(label, -1) for label in labels], dtype=np.int64)
+    return values, code_of[index].tolist()
 
 
 def _flat_lists(lists: Any, n: int) -> tuple[list, list[int]]:
@@ -347,7 +422,9 @@ def _flat_lists(lists: Any, n: int) -> tuple[list, list[int]]:
     else:
         lengths = [len(v) if v is not None else 0 for v in lists]
         values = [x for v in lists if v is not None for x in v]
-    return values, [0] + list(itertools.accumulate(int(k) for k in lengths))[:n]
+    import numpy as np
+
+    return values, [0] + np.cumsum(np.asarray(lengths, dtype=np.int64))[:n].tolist()
 
 
 class _ItemRows(Sequence):
@@ -377,10 +454,15 @@ class _ItemRows(Sequence):
         ids, codes, judge, reference, diff, flat, starts, detail = self._columns
 
         def numbers(values):  # json.dumps writes an int or a float by its repr, None as null
-            return ["null" if v is None else repr(v) for v in values]
+            return list(map(repr, values)) if None not in values else ["null" if v is None else repr(v)
+                                                                           for v in values]
+
+        def code_texts(column):  # each code's text made once per filter option, not once per row
+            text = [str(k) for k in range(max(column, default=-1) + 1)]
+            return [text[k] for k in column] if min(column, default=0) >= 0 else list(map(str, column))
 
         flat_text = numbers(flat)
-        cats = [",".join(map(str, row)) for row in zip(*codes)] if codes else [""] * len(ids)
+        cats = list(map(",".join, zip(*map(code_texts, codes)))) if codes else [""] * len(ids)
         experts = [",".join(flat_text[a:b]) for a, b in zip(starts, starts[1:])]
         return "[" + ",".join(
             f"[{encode_basestring(i)},[{c}],[{j}],{r},{d},[{e}],{t}]"
@@ -388,22 +470,25 @@ class _ItemRows(Sequence):
                                            detail)) + "]"
 
 
-def _text_order(diffs: Sequence[float | None], groups: Sequence[Any], cap: int) -> list[int]:
+def _text_order(diffs: Sequence[float | None], groups: Sequence[Any] | None, cap: int,
+                group: np.ndarray | None = None) -> list[int]:
     """Row indices whose texts are embedded, in the order they are: the worst items of every group first, round by
     round (the order the byte budget takes them in).
 
     Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
     last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
     Sorted with ``numpy.lexsort`` on the same keys (group, no difference, −difference, index): the 160k-item sort
-    by Python tuples took a second.
+    by Python tuples took a second. ``group``: each row's group as an integer in the groups' sorted order, when the
+    caller has it (``groups`` is then not read).
     """
     import numpy as np
 
     n = len(diffs)
     if n == 0 or cap == 0:
         return []
-    group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
-    group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
+    if group is None:
+        group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
+        group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
     missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
     minus = np.fromiter((-(d or 0.0) for d in diffs), dtype=float, count=n)
     index = np.arange(n)
@@ -426,9 +511,10 @@ def _no_text_note(n_text: int, n: int, budget_note: str = "") -> str:
             "more.")
 
 
-def _mode_labels(flat_scores: Any, starts: Sequence[int], present: Sequence[bool]) -> list[str]:
-    """Each item's ``MODE_LABELS`` label, from its expert scores as items.parquet holds them (abstentions left out)
-    and whether it has a prediction: ``eval.scoring.metrics.expert_mode``, as metrics.json's count reads it."""
+def _mode_codes(flat_scores: Any, starts: Sequence[int], present: Sequence[bool]) -> np.ndarray:
+    """Each item's ``MODE_LABELS`` label as its position there, from its expert scores as items.parquet holds them
+    (abstentions left out) and whether it has a prediction: ``eval.scoring.metrics.expert_mode``, as metrics.json's
+    count reads it."""
     import numpy as np
 
     from eval.scoring.metrics import expert_mode
@@ -442,8 +528,8 @@ def _mode_labels(flat_scores: Any, starts: Sequence[int], present: Sequence[bool
         padded[row, column] = np.asarray(flat_scores, dtype=float)
     has_experts = (~np.isnan(padded)).any(axis=1)
     _, unique = expert_mode(padded)
-    return [MODE_LABELS[3] if not p else MODE_LABELS[2] if not h else MODE_LABELS[0] if u else MODE_LABELS[1]
-            for p, h, u in zip(present, has_experts.tolist(), unique.tolist())]
+    present = np.asarray(present, dtype=bool).reshape(-1)
+    return np.where(~present, 3, np.where(~has_experts, 2, np.where(unique, 0, 1))).astype(np.intp)
 
 
 def report_items(items: Mapping[str, Sequence], records: Sequence | None,
@@ -465,7 +551,9 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
             page instead of empty texts or "no prediction".
         text_bytes: see ``DEFAULT_TEXT_BYTES``.
     """
-    ids = [str(v) for v in items["id"]]
+    import numpy as np
+
+    ids = [str(v) for v in _python_values(items["id"])]
     n = len(ids)
     texts = _Texts(records)
     verdicts = _Verdicts(predictions)
@@ -482,39 +570,53 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     flat_scores, starts = _flat_lists(items["expert_scores"], n)
     flat = _round_column(flat_scores)
 
+    # Every filter is labelled once per distinct value, or combination of values, and its rows coded from there:
+    # a Python string per row and filter cost ~0.4 CPU-s on the full test.
+    status_labels, status_index = _labelled(items["status"])
     # The status of an item depends on these four values only: computed once per distinct combination.
-    known: dict[tuple, str] = {}
-    statuses = []
-    for i in range(n):
-        key = (str(items["status"][i]), references[i] is None, starts[i + 1] > starts[i],
-               why_unscored[i] if why_unscored is not None else None)
-        status = known.get(key)
-        if status is None:
-            status = known[key] = item_status(key[0], references[i], key[2], key[3])
-        statuses.append(status)
-    labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
-              "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
-              "criterion": [str(v) for v in items["criteria_name"]], "status": statuses,
-              "mode": _mode_labels(flat_scores, starts, [str(v) != "missing" for v in items["status"]])}
+    has_experts = np.diff(np.asarray(starts, dtype=np.int64)) > 0
+    no_reference = np.fromiter((r is None for r in references), dtype=bool, count=n)
+    why_labels, why_index = (_labelled(why_unscored, label=lambda v: v) if why_unscored is not None
+                             else ([None], np.zeros(n, dtype=np.intp)))
+    combination = ((status_index * 2 + no_reference) * 2 + has_experts) * len(why_labels) + why_index
+    _, first, status_of = np.unique(combination, return_index=True, return_inverse=True)
+    statuses = [item_status(status_labels[status_index[i]], None if no_reference[i] else 0.0, bool(has_experts[i]),
+                            why_labels[why_index[i]]) for i in first.tolist()]
+    present = np.array([label != "missing" for label in status_labels], dtype=bool)[status_index]
+    labelled = {"split": _labelled(items["split"], lambda v: SPLIT_TITLES.get(str(v), str(v))),
+                "model": _labelled(items["model_id"]), "task": _labelled(items["task_type"]),
+                "criterion": _labelled(items["criteria_name"]), "status": (statuses, status_of.reshape(-1)),
+                "mode": (list(MODE_LABELS), _mode_codes(flat_scores, starts, present))}
     if in_scale is not None:
         # items.parquet's in_scale of a verdict the judge gave (true / false; null: a rubric without a readable
-        # scale); any other item is not checked. A dict lookup per item: 1.0 and 0.0 find True and False too.
+        # scale); any other item is not checked. A dict lookup per distinct (status, in_scale): 1.0 and 0.0 find
+        # True and False too.
         scale_of = {("ok", True): "in scale", ("ok", False): "out of scale"}
-        labels["scale"] = [scale_of.get((str(status), flag), "not checked")
-                           for status, flag in zip(items["status"], in_scale)]
+        flags, flag_index = _labelled(in_scale, label=lambda v: v)
+        _, first, scale_index = np.unique(status_index * len(flags) + flag_index, return_index=True,
+                                          return_inverse=True)
+        labelled["scale"] = ([scale_of.get((status_labels[status_index[i]], flags[flag_index[i]]), "not checked")
+                              for i in first.tolist()], scale_index.reshape(-1))
     # Filter options in a readable order (labels sorted, statuses and scale labels in their own order), rows coded
     # by position.
     ordered = {"status": STATUS_LABELS, "scale": SCALE_LABELS, "mode": MODE_LABELS}
     values: dict[str, list[str]] = {}
     codes = []
     for key, _ in filters:
-        present = set(labels[key])
-        values[key] = [s for s in ordered[key] if s in present] if key in ordered else sorted(present)
-        position = {label: k for k, label in enumerate(values[key])}
-        codes.append([position[label] for label in labels[key]])
+        values[key], coded = _coded(*labelled[key], ordered.get(key))
+        codes.append(coded)
 
-    groups = list(zip(items["criteria_name"], items["model_id"]))
-    with_text = _text_order(diffs, groups, text_items) if records is not None else []
+    if records is None:
+        with_text = []
+    elif _is_text(items["criteria_name"]) and _is_text(items["model_id"]) and not (
+            items["criteria_name"].null_count or items["model_id"].null_count):
+        # (criterion, model) in sorted order is (criterion's code, model's code): their filters' options are the
+        # texts themselves, sorted
+        group = np.asarray(codes[3], dtype=np.int64) * max(len(values["model"]), 1) + np.asarray(codes[1])
+        with_text = _text_order(diffs, None, text_items, group)
+    else:
+        groups = list(zip(_python_values(items["criteria_name"]), _python_values(items["model_id"])))
+        with_text = _text_order(diffs, groups, text_items)
     strings = _Strings()
     budget = _TextBudget(strings, text_bytes)
     detail = [-1] * n

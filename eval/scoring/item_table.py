@@ -11,6 +11,7 @@ arrays through public signatures for no reader's gain.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -208,14 +209,14 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     columns = as_columns(records)
     if not isinstance(predictions, pa.Table):
         predictions = prediction_table(predictions)
-    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record.
-    first: dict[str, int] = {}
-    for position, rid in enumerate(predictions.column("id").to_pylist()):
-        first.setdefault(rid, position)
+    # The first row of each id counts, as in `run`'s resume: its position in the predictions, per record (the
+    # rows from the last to the first, so that an id's first row is the one its key keeps).
+    prediction_ids = predictions.column("id").to_pylist()
+    first: dict[str, int] = dict(zip(reversed(prediction_ids), range(len(prediction_ids) - 1, -1, -1)))
     repeated = predictions.num_rows - len(first)
     record_ids = columns.ids.tolist()
     n = len(columns)
-    match = np.fromiter((first.get(rid, -1) for rid in record_ids), dtype=np.int64, count=n)
+    match = np.fromiter(map(first.get, record_ids, itertools.repeat(-1)), dtype=np.int64, count=n)
     found = match >= 0
     # Only the fields read here are taken: the outputs and rationales are most of a run's bytes.
     rows = predictions.select(_TABLE_FIELDS).take(pa.array(match[found]))
@@ -265,7 +266,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
     inside[no_scale] = [np.nan if flag is None else float(bool(flag)) for flag in row_in_scale[no_scale]]
     in_scale = np.where(ok, inside, np.nan)
     splits, groups = _labels(columns)
-    names = Counter(predictions.column("judge").take(pa.array(sorted(first.values()))).to_pylist())
+    first_rows = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
+    names = Counter(predictions.column("judge").take(pa.array(first_rows)).to_pylist())
     names = Counter({name or "": count for name, count in names.items()})  # None and "" are one label
     label = judge_name or (max(names, key=names.__getitem__) if names else "")
 
@@ -386,18 +388,19 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     valid = ~np.isnan(table.experts)
     offsets = np.r_[0, np.cumsum(valid.sum(axis=1))].astype(np.int32)
     experts = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.experts[valid]))
+    # numpy columns straight to Arrow (the same types and values as from their lists, without a list of 160k)
     columns = {
-        "id": table.ids.tolist(),
-        "judge_score": table.judge.tolist(),
-        "status": table.status.tolist(),
-        "error": table.error.tolist(),
-        "score_source": table.score_source.tolist(),
+        "id": pa.array(table.ids),
+        "judge_score": pa.array(table.judge),
+        "status": pa.array(table.status),
+        "error": pa.array(table.error),
+        "score_source": pa.array(table.score_source),
         "expert_scores": experts,
-        "split": table.split.tolist(),
-        "model_id": table.model_id.tolist(),
-        "task_type": table.task_type.tolist(),
-        "task_group": table.task_group.tolist(),
-        "criteria_name": table.criteria_name.tolist(),
+        "split": pa.array(table.split),
+        "model_id": pa.array(table.model_id),
+        "task_type": pa.array(table.task_type),
+        "task_group": pa.array(table.task_group),
+        "criteria_name": pa.array(table.criteria_name),
         # true / false for a scored item (false: outside its scale, scored as the paper does), null otherwise
         "in_scale": pa.array(np.where(np.isnan(table.in_scale), False, table.in_scale == 1.0),
                              mask=np.isnan(table.in_scale)),
@@ -409,7 +412,7 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
         columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
                                                                                      type=pa.string()))
     for name, values in (extra or {}).items():
-        columns[name] = np.asarray(values).tolist()
+        columns[name] = pa.array(np.asarray(values))
     arrow = pa.table(columns)
     return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 

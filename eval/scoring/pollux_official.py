@@ -57,6 +57,7 @@ items alone it would be a figure for part of the run under a title that presents
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -216,32 +217,37 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
     """
     columns = as_columns(records)
     rows = _prediction_columns(predictions)
-    first: dict[str, int] = {}
-    for j, rid in enumerate(rows["id"]):
-        first.setdefault(str(rid), j)
-    error, regression, source = rows["error"], rows["regression_score"], rows["score_source"]
-    raw_output = rows["raw_output"]
+    # each id's first row (from the last row to the first: the first one written last)
+    first: dict[str, int] = dict(zip(map(str, reversed(rows["id"])), range(len(rows["id"]) - 1, -1, -1)))
     n = len(columns)
-    scores = np.full(n, np.nan)  # NaN: nothing extracted
-    kind = np.empty(n, dtype=object)  # "output", "no_prediction", "request_failed"
+    # Each record's prediction row (-1: none), then every check of the rows at once, as numpy object columns; the
+    # extraction is the one step taken row by row.
+    match = np.fromiter(map(first.get, columns.ids.tolist(), itertools.repeat(-1)), dtype=np.int64, count=n)
+    predicted = np.flatnonzero(match >= 0)
+    row = match[predicted]
+
+    def at_rows(name: str) -> np.ndarray:
+        values = np.empty(len(rows[name]), dtype=object)
+        values[:] = rows[name]
+        return values[row]
+
+    # POLLUX's client turns a failed request into "" (src/utils/openai_runner.py, run_async's request_one:
+    # `except Exception: ... return ""`) and compute_metrics reads nothing from "": an output without a score,
+    # format_acc 0 and score_acc 0 (evaluation.py:76-77), so it is in n, as there.
+    request_failed = (at_rows("error") == REQUEST_FAILED).astype(bool)
+    head = (at_rows("regression_score") != None) | (at_rows("score_source") == ScoreSource.REGRESSION_HEAD)  # noqa: E711
+    if (head.astype(bool) & ~request_failed).any():
+        return None  # a regression head's score: no POLLUX figure (module docstring, "Regression")
+    kind = np.full(n, "no_prediction", dtype=object)  # "output", "no_prediction", "request_failed"
+    kind[predicted[request_failed]] = "request_failed"
+    output = predicted[~request_failed]
+    kind[output] = "output"
+    raw_output = rows["raw_output"]
+    # The score POLLUX's evaluator takes from the item's prediction (NaN: nothing extracted).
+    scores = np.full(n, np.nan)
+    scores[output] = [np.nan if score is None else score
+                      for score in map(extract_score, [raw_output[j] for j in row[~request_failed].tolist()])]
     references, from_experts = _references(columns, derived_references)
-    for i, rid in enumerate(columns.ids.tolist()):
-        # The score POLLUX's evaluator takes from the item's prediction, and which kind of prediction it was.
-        j = first.get(rid)
-        score = None
-        if j is None:
-            kind[i] = "no_prediction"
-        elif error[j] == REQUEST_FAILED:
-            # POLLUX's client turns a failed request into "" (src/utils/openai_runner.py, run_async's request_one:
-            # `except Exception: ... return ""`) and compute_metrics reads nothing from "": an output without a
-            # score, format_acc 0 and score_acc 0 (evaluation.py:76-77), so it is in n, as there.
-            kind[i] = "request_failed"
-        elif regression[j] is not None or source[j] == ScoreSource.REGRESSION_HEAD:
-            return None  # a regression head's score: no POLLUX figure (module docstring, "Regression")
-        else:
-            score, kind[i] = extract_score(raw_output[j]), "output"
-        if score is not None:
-            scores[i] = score
 
     no_output = kind == "no_prediction"  # an unfinished run's missing item: no output, not even ""
     usable = ~no_output & np.isfinite(references)

@@ -77,15 +77,17 @@ def stale_rows(records, rows):
     after the run, under the same ids). A row without a key (written before rows kept one) or of an id not in the
     records is not stale: it cannot be checked.
 
-    One pass over the keyed rows only (a run's rows written before keys cost nothing): each distinct text is
-    JSON-encoded once, as ``judge.plumbing.run_folder.content_key`` encodes it (its list's items joined by ", "; the
-    records' columns share one string per distinct text), then one SHA-256 per row. Numbering the texts column-wise
-    (pandas) and joining them with numpy's object +, tried, took twice as long: it hashes and copies whole texts.
+    Each distinct text is JSON-encoded once, by the encoder ``json.dumps(..., ensure_ascii=False)`` itself calls for
+    a string, so that a row's JSON list is one format of its five encoded texts, the bytes
+    ``judge.plumbing.run_folder.content_key`` hashes (items joined by ", "); then one SHA-256 per keyed row, the one
+    step hashlib cannot take for a column, and the keys compared as one array. A Python function call per text and
+    row, and a record lookup per row, took twice as long on the 160,000-row bench table (bench/eval_metrics.py).
 
     Returns:
         A boolean numpy mask over ``rows``.
     """
     import hashlib
+    from json.encoder import encode_basestring  # json.dumps' own string encoder when ensure_ascii is off
 
     import numpy as np
 
@@ -94,22 +96,21 @@ def stale_rows(records, rows):
     if keys.null_count == rows.num_rows:
         return stale
     keyed = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
-    texts = [records.text(name) for name in ("instruction", "reference_answer", "answer", "criteria_name", "rubrics")]
-    encoded: dict[str, bytes] = {}
-
-    def piece(text) -> bytes:
-        text = text or ""  # record_content_key's reference answer: None is ""
-        found = encoded.get(text)
-        if found is None:
-            found = encoded[text] = json.dumps(text, ensure_ascii=False).encode("utf-8")
-        return found
-
-    for position, rid, key in zip(keyed.tolist(), rows.column("id").take(keyed).to_pylist(),
-                                  keys.take(keyed).to_pylist()):
-        i = records.index_of(rid)  # ids are unique once loaded (a repeat is dropped, or refused)
-        if i is not None:
-            now = b"[" + b", ".join([piece(column[i]) for column in texts]) + b"]"
-            stale[position] = hashlib.sha256(now).hexdigest()[:16] != key
+    # ids are unique once loaded (a repeat is dropped, or refused); -1: not in the records
+    where = np.fromiter((-1 if i is None else i for i in map(records.index_of, rows.column("id").take(keyed)
+                                                                               .to_pylist())),
+                        dtype=np.int64, count=len(keyed))
+    checked = where >= 0
+    keyed, where = keyed[checked], where[checked]
+    pieces = []
+    for name in ("instruction", "reference_answer", "answer", "criteria_name", "rubrics"):
+        encoded: dict = {}  # a text's JSON, by the text (its hash is cached on the one string of each distinct text)
+        # a missing text (record_content_key's reference answer None) is ""
+        pieces.append([encoded.get(text) or encoded.setdefault(text, encode_basestring(text or ""))
+                       for text in records.text(name)[where].tolist()])
+    sha256 = hashlib.sha256
+    now = [sha256(f"[{a}, {b}, {c}, {d}, {e}]".encode("utf-8")).hexdigest()[:16] for a, b, c, d, e in zip(*pieces)]
+    stale[keyed] = np.array(now, dtype=object) != np.array(keys.take(keyed).to_pylist(), dtype=object)
     return stale
 
 

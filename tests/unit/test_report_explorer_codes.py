@@ -1,0 +1,105 @@
+"""report.html's explorer codes its filters once per distinct value (``eval.reports.html_explorer.report_items``):
+each row's option is the one the per-row definitions give (a label per row, the options sorted or in their own
+order, a row coded by its label's position), whether items.parquet's text columns arrive as Arrow arrays
+(``item_columns``) or as lists; the rows' JSON is ``json.dumps``' of the rows; the texts' order from the filters'
+codes is the order from the (criterion, model) pairs."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from eval.reports.html_explorer import (MODE_LABELS, SCALE_LABELS, STATUS_LABELS, _text_order, item_columns,
+                                        item_status, report_items)
+from eval.reports.report import SPLIT_TITLES
+from eval.scoring.metrics import expert_mode
+
+
+def _items(n: int, seed: int, nulls: bool) -> dict[str, list]:
+    rng = random.Random(seed)
+    maybe = (lambda v: None if nulls and rng.random() < 0.1 else v)
+
+    def number():
+        return rng.choice([0.0, 1.0, 2.0, 0.5, None, math.nan, 3.0])
+
+    return {
+        "id": [f"i{k}" for k in range(n)],
+        "judge_score": [number() for _ in range(n)],
+        "reference": [number() for _ in range(n)],
+        "status": [rng.choice(["ok", "ok", "parse_failed", "request_failed", "missing", "odd"]) for _ in range(n)],
+        "expert_scores": [rng.choice([None, [], [number() or 0.0 for _ in range(rng.randint(1, 4))]])
+                          for _ in range(n)],
+        "split": [maybe(rng.choice(["zero_shot", "standard", "unknown", "other", "None"])) for _ in range(n)],
+        "model_id": [maybe(rng.choice(["m-b", "m-a", "Я", "None"])) for _ in range(n)],
+        "task_type": [maybe(rng.choice(["t1", "t2", "т3"])) for _ in range(n)],
+        "criteria_name": [maybe(rng.choice(["c", "d", "е", "b"])) for _ in range(n)],
+        "in_scale": [rng.choice([True, False, None]) for _ in range(n)],
+        "why_unscored": [maybe(rng.choice(["", "", "no_unique_mode", "parse_failed", "no_expert_scores", "odd"]))
+                         for _ in range(n)],
+    }
+
+
+def _expected_filters(items: dict[str, list]) -> tuple[dict[str, list], list[list[int]]]:
+    """The filters' options and each row's codes, row by row (as the explorer defined them before it coded each
+    distinct value once)."""
+    n = len(items["id"])
+    references = [None if r is None or r != r else r for r in items["reference"]]
+    listed = [bool(e) for e in items["expert_scores"]]  # a status reads the list, a NaN in it too
+    has = [bool(e) and any(v == v for v in e) for e in items["expert_scores"]]  # the mode: scores only
+    status = [item_status(str(s), r, h, w) for s, r, h, w in zip(items["status"], references, listed,
+                                                                  items["why_unscored"])]
+    width = max((len(e) for e in items["expert_scores"] if e), default=1)
+    padded = np.full((n, width), np.nan)
+    for i, e in enumerate(items["expert_scores"]):
+        for k, v in enumerate([v for v in (e or []) if v == v]):
+            padded[i, k] = v
+    _, unique = expert_mode(padded)
+    mode = [MODE_LABELS[3] if str(s) == "missing" else MODE_LABELS[2] if not h else
+            MODE_LABELS[0] if u else MODE_LABELS[1] for s, h, u in zip(items["status"], has, unique.tolist())]
+    scale_of = {("ok", True): "in scale", ("ok", False): "out of scale"}
+    labels = {"split": [SPLIT_TITLES.get(str(v), str(v)) for v in items["split"]],
+              "model": [str(v) for v in items["model_id"]], "task": [str(v) for v in items["task_type"]],
+              "criterion": [str(v) for v in items["criteria_name"]], "status": status, "mode": mode,
+              "scale": [scale_of.get((str(s), f), "not checked") for s, f in zip(items["status"], items["in_scale"])]}
+    ordered = {"status": STATUS_LABELS, "scale": SCALE_LABELS, "mode": MODE_LABELS}
+    values, codes = {}, []
+    for key in ("split", "model", "task", "criterion", "status", "mode", "scale"):
+        present = set(labels[key])
+        values[key] = [s for s in ordered[key] if s in present] if key in ordered else sorted(present)
+        codes.append([values[key].index(label) for label in labels[key]])
+    return values, codes
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("nulls", [False, True])
+def test_filters_are_coded_as_row_by_row(seed, nulls):
+    items = _items(300, seed, nulls)
+    values, codes = _expected_filters(items)
+    arrow = pa.table({**{k: v for k, v in items.items() if k != "expert_scores"},
+                      "expert_scores": pa.array(items["expert_scores"], pa.list_(pa.float64()))})
+    for given in (items, item_columns(arrow)):
+        data = report_items(given, None, None, "j", "mode")
+        assert {f["key"]: f["values"] for f in data["filters"]} == values
+        rows = list(data["rows"])
+        assert [[row[1][k] for row in rows] for k in range(len(codes))] == codes
+        assert json.loads(data["rows"].json_text()) == json.loads(json.dumps(rows, ensure_ascii=False))
+        assert data["rows"].json_text() == json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_text_order_from_codes_is_the_order_from_pairs(seed):
+    rng = random.Random(seed)
+    n = 400
+    criteria = [rng.choice(["c", "d", "е", "b"]) for _ in range(n)]
+    models = [rng.choice(["m-b", "m-a", "Я"]) for _ in range(n)]
+    diffs = [rng.choice([None, 0.0, 1.0, 0.5, 2.0]) for _ in range(n)]
+    sorted_models = sorted(set(models))
+    group = np.array([sorted(set(criteria)).index(c) * len(sorted_models) + sorted_models.index(m)
+                      for c, m in zip(criteria, models)])
+    for cap in (0, 7, 50, -1):
+        assert _text_order(diffs, None, cap, group) == _text_order(diffs, list(zip(criteria, models)), cap)
