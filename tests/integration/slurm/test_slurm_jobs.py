@@ -19,7 +19,6 @@ import math
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,8 +69,7 @@ def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, m
             *, partition: str | None = None, extra: tuple[str, ...] = ()) -> int:
     # A one-hour limit: the template's --signal=USR1@600 must not fire on its own (a 15-minute limit did, on a ZeRO-3
     # run slowed by a load average of 20, before the test could requeue it).
-    cmd = [
-        sys.executable, "-m", "train.cli", "submit",
+    argv = [
         *(["--partition", partition] if partition else []),
         "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
         "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "01:00:00",
@@ -81,11 +79,12 @@ def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, m
     ]  # fmt: skip
     # A free rendezvous port per job: the script's default (29500 + job id) collides with other torchruns on a
     # shared host, and job ids restart at 1 with every fresh test cluster.
-    job_env = {**cluster.env, **env, "JUDGE_MASTER_PORT": str(free_port())}
-    proc = subprocess.run(cmd, cwd=cwd, env=job_env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    match = re.search(r"submitted job (\d+)", proc.stdout)
-    assert match, proc.stdout
+    # `judge-train submit` in the test's own process (SlurmCluster.judge_train_submit): the same submission without a
+    # fresh interpreter importing transformers for the config check.
+    status, stdout, stderr = cluster.judge_train_submit(argv, cwd=cwd, env={**env, "JUDGE_MASTER_PORT": str(free_port())})
+    assert status == 0, stderr
+    match = re.search(r"submitted job (\d+)", stdout)
+    assert match, stdout
     return int(match.group(1))
 
 
@@ -258,7 +257,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     started = time.monotonic()
     # The ZeRO-3 run first: it is frozen at its first logged step (below), so it is still RUNNING whenever the other
     # logs its own, however long the second submission takes (`judge-train submit` checks the config by building
-    # TrainingArguments: seconds of imports, tens on a loaded machine, in which a first-submitted run could finish).
+    # TrainingArguments; on a loaded machine that, and sbatch, can take long enough for a first-submitted run to finish).
     zero3 = _submit(slurm_cluster, env, runs["zero3"], data, tiny_causal_dir, root, extra=("--deepspeed", ZERO3))
     # Frozen at its first step before the other run is even submitted: its steps take about half a second, and the
     # second submission seconds, so a run left going would finish first (it did, every run on a loaded machine).

@@ -6,8 +6,6 @@ not exist, and the job failed at launch (JobLaunchFailure) without a line of log
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,15 +29,16 @@ def test_submit_into_an_oddly_named_folder_logs_where_it_says(slurm_cluster, tmp
     template = tmp_path / "tiny.sbatch"
     template.write_text(TEMPLATE)
     out = tmp_path / folder
-    proc = subprocess.run(
-        [sys.executable, "-c", "from train.slurm_submit import main; raise SystemExit(main())",
-         "--config", str(config), "--nodes", "1", "--gpus-per-node", "0", "--signal-before-s", "60",
+    # In the test's process (SlurmCluster.judge_train_submit): a fresh interpreter would import transformers again
+    # for the config check, seconds of CPU per folder.
+    status, stdout, stderr = slurm_cluster.judge_train_submit(
+        ["--config", str(config), "--nodes", "1", "--gpus-per-node", "0", "--signal-before-s", "60",
          "--job-name", "pct", "--output-dir", str(out), "--script", str(template)],
-        cwd=REPO, env=slurm_cluster.env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    job_id = proc.stdout.split("submitted job ", 1)[1].split(":", 1)[0]
-    log = Path(proc.stdout.split("log: ", 1)[1].strip())
+    assert status == 0, stderr
+    job_id = stdout.split("submitted job ", 1)[1].split(":", 1)[0]
+    log = Path(stdout.split("log: ", 1)[1].strip())
     assert log == out / "slurm" / f"pct-{job_id}.out"
     record = slurm_cluster.wait(job_id, timeout_s=120)
     assert record["JobState"] == "COMPLETED", record
