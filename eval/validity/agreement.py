@@ -133,6 +133,7 @@ class CodedCounts:
         else:
             self.rows, inverse = np.unique(counts, axis=0, return_inverse=True)
         self.codes = inverse.reshape(-1)
+        self._per_domain: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # ``_coincidences``
 
     def draws(self, items: np.ndarray) -> np.ndarray:
         """``(b, p)``: how many of each row of ``items`` (``(m,)`` or ``(b, m)`` item indices) has."""
@@ -152,11 +153,9 @@ class CodedCounts:
         size, n = len(domain), len(draws)
         if not len(self.rows) or size < 2:
             return np.full(n, np.nan)
-        rows = self.rows[:, np.searchsorted(self.values, domain)]
-        m = rows.sum(axis=1)
+        m, per_row = self._coincidences(domain)
         eye = np.eye(size)
-        per_row = (rows[:, :, None] * rows[:, None, :] - rows[:, :, None] * eye) / (np.maximum(m, 2) - 1)[:, None, None]
-        o = (draws @ per_row.reshape(len(rows), -1)).reshape(n, size, size)
+        o = (draws @ per_row).reshape(n, size, size)
         n_v = o.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * eye) / (n_v.sum(axis=1) - 1)[:, None, None]
@@ -169,10 +168,22 @@ class CodedCounts:
         pairable = draws[:, m >= 2].sum(axis=1) > 0  # the package refuses a set with no item rated twice
         return np.where(pairable & np.isfinite(alphas), alphas, np.nan)
 
+    def _coincidences(self, domain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each distinct row's number of values in ``domain`` and its coincidences, ``(p, size * size)``: once per
+        domain (the cells of one scale share it; the section asks for every cell's alphas)."""
+        key = domain.tobytes()
+        if key not in self._per_domain:
+            rows = self.rows[:, np.searchsorted(self.values, domain)]
+            m = rows.sum(axis=1)
+            eye = np.eye(len(domain))
+            scale = (np.maximum(m, 2) - 1)[:, None, None]
+            per_row = (rows[:, :, None] * rows[:, None, :] - rows[:, :, None] * eye) / scale
+            self._per_domain[key] = (m, per_row.reshape(len(rows), len(domain) ** 2))
+        return self._per_domain[key]
+
     def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Whether each of ``items`` has at least 2 values in ``domain``."""
-        return (self.rows[:, np.searchsorted(self.values, np.asarray(domain, dtype=float))].sum(axis=1) >= 2)[
-            self.codes[items]]
+        return (self._coincidences(np.asarray(domain, dtype=float))[0] >= 2)[self.codes[items]]
 
 
 def resampled_alphas(counts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> np.ndarray:

@@ -95,19 +95,25 @@ def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settin
     rows = np.flatnonzero(kept)
     x, ok = experts[rows], valid[rows]
     k = x.shape[1]
-    others = ok[:, None, :] & ~np.eye(k, dtype=bool)[None]  # [item, left out, other]
-    n_others = others.sum(axis=2)
-    j = judge[rows][:, None, None]
+    # per (item, left-out expert) pair, the item's scores and which of them are the others': a row per pair rather
+    # than an item x expert x expert array, whose rows for the empty slots were computed only to be dropped
+    item, slot = np.nonzero(ok)
+    scores = x[item]
+    others = ok[item] & (np.arange(k)[None, :] != slot[:, None])
+    n_others = others.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         if settings.scoring == "neg_rmse":
+            empty = ~others
+
             def align(pred):  # -sqrt(mean((pred - other)^2)), the reference's neg_rmse
-                return -np.sqrt(np.where(others, (pred - x[:, None, :]) ** 2, 0.0).sum(axis=2) / n_others)
+                squared = pred - scores  # squared and masked in place: one array per call
+                np.square(squared, out=squared)
+                np.copyto(squared, 0.0, where=empty)
+                return -np.sqrt(squared.sum(axis=1) / n_others)
         else:
             def align(pred):  # mean(pred == other), the reference's accuracy
-                return np.where(others, pred == x[:, None, :], False).sum(axis=2) / n_others
-        expert_align, judge_align = align(x[:, :, None]), align(j)
-    item, slot = np.nonzero(ok)
-    expert_align, judge_align = expert_align[item, slot], judge_align[item, slot]
+                return ((pred == scores) & others).sum(axis=1) / n_others
+        expert_align, judge_align = align(x[item, slot][:, None]), align(judge[rows][item][:, None])
     lost = failed[rows][item]
     w_judge = np.where(lost, 0.0, (judge_align >= expert_align).astype(float))
     w_expert = np.where(lost, 1.0, (expert_align >= judge_align).astype(float))
@@ -203,32 +209,35 @@ def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert
         unpaired = np.zeros(0, dtype=np.int64)
     tested = lengths >= settings.min_items_per_expert
     runs = np.flatnonzero(tested)
-    # the tested runs, back to back, with their own bounds
-    take = np.concatenate([order[bounds[u]:bounds[u + 1]] for u in runs]) if len(runs) else np.zeros(0, dtype=int)
+    # the tested runs, back to back, with their own bounds: the runs tile ``order``, so a mask per run keeps them in
+    # their order (one slice per run cost a Python step per (domain, expert))
+    take = order[np.repeat(tested, lengths)]
     run_bounds = np.r_[0, np.cumsum(lengths[runs])]
     p, constant = _p_values(w_judge[take] - w_expert[take], run_bounds, settings.epsilon)
     advantage = np.add.reduceat(w_judge[take], run_bounds[:-1]) / lengths[runs] if len(runs) else np.zeros(0)
-    found = {int(u): k for k, u in enumerate(runs)}
+    # plain Python values once, rather than a numpy scalar per row and field
+    groups_of, names = list(group_names), [str(name) for name in expert_names]
+    results = zip(advantage.tolist(), p.tolist(), constant.tolist())  # the tested runs', in the runs' order
     out = []
-    for u, code in enumerate(keys.tolist()):
-        row: dict[str, Any] = {"group": group_names[code // width], "expert": str(expert_names[code % width]),
-                               "n_items": int(lengths[u]), "tested": bool(tested[u])}
-        if tested[u]:
-            k = found[u]
-            row.update(advantage_probability=float(advantage[k]), p_value=float(p[k]),
-                       constant_difference=bool(constant[k]))
+    for code, n_items, is_tested in zip(keys.tolist(), lengths.tolist(), tested.tolist()):
+        row: dict[str, Any] = {"group": groups_of[code // width], "expert": names[code % width], "n_items": n_items,
+                               "tested": is_tested}
+        if is_tested:
+            advantage_probability, p_value, constant_difference = next(results)
+            row.update(advantage_probability=advantage_probability, p_value=p_value,
+                       constant_difference=constant_difference)
         out.append(row)
     for code in unpaired.tolist():
-        out.append({"group": group_names[code // width], "expert": str(expert_names[code % width]), "n_items": 0,
-                    "tested": False})
+        out.append({"group": groups_of[code // width], "expert": names[code % width], "n_items": 0, "tested": False})
     return out
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tested = [r for r in rows if r["tested"]]
     untested = [{"expert": r["expert"], "n_items": r["n_items"]} for r in rows if not r["tested"]]
-    experts = [{k: r[k] for k in ("expert", "n_items", "advantage_probability", "p_value", "p_adjusted",
-                                  "rejected", "constant_difference")} for r in tested]  # fmt: skip
+    experts = [{"expert": r["expert"], "n_items": r["n_items"], "advantage_probability": r["advantage_probability"],
+                "p_value": r["p_value"], "p_adjusted": r["p_adjusted"], "rejected": r["rejected"],
+                "constant_difference": r["constant_difference"]} for r in tested]
     omega = sum(r["rejected"] for r in tested) / len(tested) if tested else None
     return {
         "n_experts_tested": len(tested),

@@ -86,8 +86,8 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
     from eval.scoring.metrics import level_counts
 
     valid = ~np.isnan(experts)
-    x = np.where(valid, experts, 0.0)
     if target == "mean":
+        x = np.where(valid, experts, 0.0)
         k = experts.shape[1]
         others = valid[:, None, :] & valid[:, :, None] & ~np.eye(k, dtype=bool)[None]  # [item, slot, other]
         n_others = others.sum(axis=2)
@@ -95,17 +95,23 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
             return np.where(n_others > 0, (others * x[:, None, :]).sum(axis=2) / np.maximum(n_others, 1), np.nan)
     if target != "mode":
         raise ValueError(f"target must be mode or mean, got {target!r}")
-    # The others' level counts of slot j: the item's counts less slot j's own score (one (n, k, levels) array, not
-    # a comparison of every pair of others); a unique mode is a single level at the top count.
+    # The others' level counts of slot j: the item's counts less slot j's own score (not a comparison of every pair
+    # of others); a unique mode is a single level at the top count.
     counts, levels = level_counts(experts) if counts is None else counts
     if not len(levels):
         return np.full(experts.shape, np.nan)
     n_others = valid.sum(axis=1, keepdims=True) - 1  # of a valid slot
-    position = np.minimum(np.searchsorted(levels, x), len(levels) - 1)
-    rest = counts[:, None, :] - ((position[:, :, None] == np.arange(len(levels))[None, None, :]) & valid[:, :, None])
-    top = rest.max(axis=2)
-    unique = (top > 0) & ((rest == top[:, :, None]).sum(axis=2) == 1)
-    return np.where(valid & (n_others > 0) & unique, levels[rest.argmax(axis=2)], np.nan)
+    # a row of counts per slot with a score and another expert beside it, the only slots with a reference (not an
+    # (n, k, levels) array over the empty slots too)
+    item, slot = np.nonzero(valid & (n_others > 0))
+    position = np.minimum(np.searchsorted(levels, experts[item, slot]), len(levels) - 1)
+    rest = counts[item]
+    rest[np.arange(len(item)), position] -= 1
+    top = rest.max(axis=1)
+    unique = (top > 0) & ((rest == top[:, None]).sum(axis=1) == 1)
+    out = np.full(experts.shape, np.nan)
+    out[item[unique], slot[unique]] = levels[rest[unique].argmax(axis=1)]
+    return out
 
 
 class CeilingPairs:

@@ -210,10 +210,12 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     out["leniency"] = None  # all cells' at once, after (``validity_section``)
     if kind == "task_type":  # agreement pools a cell's levels on one domain: read per criterion (one rubric's
         return out           # scale), and overall as the headline's summary; a task type would be one more pooling
+    alpha_boot = settings.alpha_boot if kind == "overall" else 0
     out["agreement"] = agreement_module.agreement(
         cell_levels, experts, mode[index], domain, off_scale=off_scale[index], classes=classes[index],
-        level=settings.level, n_boot=settings.alpha_boot if kind == "overall" else 0,
-        rng=cell_rng(settings.seed, f"validity/alpha/{key}"),
+        level=settings.level, n_boot=alpha_boot,
+        # a generator only where it draws (a criterion's cell draws none): seeding one is not free
+        rng=cell_rng(settings.seed, f"validity/alpha/{key}") if alpha_boot else None,
         coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index])
     out["alpha_experts"] = out["agreement"]["alpha_experts"]
     out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
