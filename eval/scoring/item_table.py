@@ -412,7 +412,7 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
         columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
                                                                                      type=pa.string()))
     for name, values in (extra or {}).items():
-        columns[name] = pa.array(np.asarray(values))
+        columns[name] = np.asarray(values).tolist()  # as lists: a narrow numpy type would change the file's schema
     arrow = pa.table(columns)
     return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 

@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
+from unittest import mock
 
 from judge.plumbing.processes import free_port
 
@@ -145,25 +146,32 @@ class SlurmCluster:
 
         In this process rather than a new one: the check of the config builds ``TrainingArguments``, and a fresh
         interpreter importing transformers for it spent ~6 s of CPU per submission (9-18 s of wall time on a
-        loaded 2-core host) where the test process has transformers imported already. The submission is the one the
+        loaded 2-core host); here transformers is imported once per test process. The submission is the one the
         console script makes: while it runs, ``os.environ`` is the environment a subprocess would have been given
-        (sbatch exports it to the job) and the working directory is ``cwd``; both are restored after.
+        (sbatch exports it to the job) and the working directory is ``cwd``. After it, the environment, the folder
+        and accelerate's process state (``TrainingArguments`` sets it up) are as they were. A hung ``sbatch`` is
+        bounded by the test's own timeout (pytest-timeout), which names the test.
         """
+        from accelerate.state import AcceleratorState
+        from transformers.utils import logging as transformers_logging
+
         from train import slurm_submit
 
+        # transformers' log handler keeps the sys.stderr it finds when first configured: made here, before stderr is
+        # redirected, it writes to the real one rather than to a buffer dropped after this call
+        transformers_logging.get_logger("transformers")
         stdout, stderr = io.StringIO(), io.StringIO()
-        saved_env, submit_env = dict(os.environ), {**self.env, **(env or {})}  # both read before the clear below
+        submit_env = {**self.env, **(env or {})}
         try:
-            os.environ.clear()
-            os.environ.update(submit_env)
-            with contextlib.chdir(cwd), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            with (mock.patch.dict(os.environ, submit_env, clear=True), contextlib.chdir(cwd),
+                  contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr)):
                 try:
                     status = int(slurm_submit.main(list(argv)) or 0)
                 except SystemExit as exit_:  # argparse's refusals exit, as the console script would
-                    status = exit_.code if isinstance(exit_.code, int) else 1
+                    code = exit_.code
+                    status = 0 if code is None else code if isinstance(code, int) else 1
         finally:
-            os.environ.clear()
-            os.environ.update(saved_env)
+            AcceleratorState._reset_state(reset_partial_state=True)  # as a finished subprocess leaves none
         return status, stdout.getvalue(), stderr.getvalue()
 
     def job(self, job_id: int | str) -> dict[str, str]:
