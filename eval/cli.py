@@ -320,6 +320,7 @@ def _compare(args: argparse.Namespace) -> int:
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
+    from eval.reports.notes import runs_notes
     from eval.scoring.compare import compare, headline, render_markdown
     from eval.scoring.item_table import dumps
 
@@ -339,6 +340,7 @@ def _compare(args: argparse.Namespace) -> int:
     page = write_compare_page(result, out)
     # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
     print("\n".join([f"Judge comparison (baseline: {result.baseline})", *(f"- {line}" for line in headline(result)),
+                     *(f"- {name}: {note.replace('**', '').replace('`', '')}" for name, note in runs_notes(result)),
                      f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {page}"]))
     return 0
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
+from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent,
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
@@ -446,6 +447,7 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
         if cells:
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_metric_table("Judge", cells, None, f"side-{split}"))
+    body += [f'<p class="warn"><b>{_e(name)}</b>: {_md_text(note)}</p>' for name, note in runs_notes(result)]
     # compare.md's validity sections, from the same rows: each run's own, then each against the baseline, paired
     validity = compare_validity(result, _e)
     body += validity

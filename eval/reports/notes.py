@@ -10,7 +10,7 @@ import re
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["duplicates_note", "off_scale_note", "run_notes"]
+__all__ = ["duplicates_note", "off_scale_note", "run_notes", "runs_notes"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -82,3 +82,12 @@ def run_notes(result: Metrics) -> list[str]:
                      f"score: {abstained} in all; {counted(unlabelled, 'item')} had every expert abstain and "
                      f"{'is' if unlabelled == 1 else 'are'} unlabelled (not errors).")
     return notes + data
+
+
+def runs_notes(result) -> list[tuple[str, str]]:
+    """(run, sentence), in run order, for a comparison (``eval.scoring.comparison.Comparison``): what each run's own
+    report says beside its numbers (``run_notes``: an unfinished run, predictions of texts edited since, the experts'
+    abstentions, the data's off-scale scores and duplicate rows left out). A comparison is often read alone, and its
+    paired rows count only the items both runs scored: a run judged on a tenth of its data must be said, not only
+    counted."""
+    return [(name, note) for name, metrics in zip(result.runs, result.metrics) for note in run_notes(metrics)]

@@ -29,6 +29,7 @@ import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
+from eval.reports.notes import runs_notes
 from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
@@ -483,6 +484,10 @@ def render_markdown(result: Comparison) -> str:
         rows.append([title, "out of scale / n"] + [f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"
                                                    for c in cells])
     out += [markdown_table(header, rows), ""]
+    notes = runs_notes(result)
+    if notes:
+        out += ["What each run's report says beside its numbers:", ""]
+        out += [f"- **{name}**: {note}" for name, note in notes] + [""]
     out += _side_by_side(result)
     out += validity_rows(dict(zip(result.runs, result.metrics)), markdown_table)  # each run's own section
     out += paired_rows(result, markdown_table)

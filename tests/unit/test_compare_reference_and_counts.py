@@ -94,3 +94,35 @@ def test_no_resamples_are_said_so_not_shown_as_empty_intervals(tmp_path):
     text = render_markdown(result)
     assert "Paired: delta = run − baseline on items both scored; no intervals or calls (--n-boot 0)." in text
     assert "paired bootstrap resamples" not in text and "better/worse at p <" not in text
+
+
+def test_what_a_runs_report_says_beside_its_numbers_is_said_in_the_comparison_too(tmp_path, capsys):
+    """An unfinished run beside a finished one: the sentence its own report.md leads with (``run_notes``) is in
+    compare.md, compare.html and the console, under the run's name; the finished run, with nothing to say, gets no
+    line, and two finished runs no section. A comparison read alone once counted the unfinished run's items in a
+    table row only, while its headline paired the runs on the items both scored."""
+    from eval.cli import main
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, render_markdown
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    status = ["missing"] * 10 + ["ok"] * 30
+    b = _scored_run(tmp_path / "B", "b", [NAN] * 10 + JUDGE[10:], EXPERTS, status=status)
+    note = "**10 items have no prediction** (the run is unfinished): they are not in `n`."
+    result = compare([a, b], n_boot=50)
+    lines = render_markdown(result).splitlines()
+    start = lines.index("What each run's report says beside its numbers:")
+    assert lines[start + 1:start + 4] == ["", f"- **b**: {note}", ""]
+    page = render_compare_page(result, None)
+    assert ('<p class="warn"><b>b</b>: <b>10 items have no prediction</b> (the run is unfinished): they '
+            "are not in <code>n</code>.</p>") in page
+    assert '<p class="warn"><b>a</b>' not in page
+
+    assert main(["compare", str(a), str(b), "--n-boot", "50", "--out", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "- b: 10 items have no prediction (the run is unfinished): they are not in n." in printed
+    assert not [line for line in printed if line.startswith("- a: ")]
+
+    finished = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
+    assert "What each run's report says" not in render_markdown(finished)
+    assert 'class="warn"><b>' not in render_compare_page(finished, None)
