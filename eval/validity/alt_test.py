@@ -40,7 +40,10 @@ Three stated rules where the reference leaves a gap:
   or 1 for such a vector (scipy 1.17; NaN, never rejected, only when the constant equals ``epsilon`` exactly). Here
   that outcome is a stated rule rather than scipy's handling of zero variance: p = 0 when the constant exceeds
   ``-epsilon`` (H0 is false on every item), else 1; on the indicators' differences (-1, 0, 1) it is the reference's
-  outcome.
+  outcome. The rule needs two items or more: **one item** (an expert that scored a single item, possible only under
+  ``--alt-test-min-items 1``) leaves the t-test no degree of freedom, and its p-value is NaN, as scipy's
+  ``ttest_1samp`` gives the reference; the expert counts among the tested and is never rejected (``by_rejected``),
+  as the reference's Benjamini–Yekutieli step, which never selects a NaN, treats it.
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
@@ -123,31 +126,44 @@ def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settin
 def difference_p_value(difference: np.ndarray, epsilon: float) -> tuple[float, bool]:
     """The one-sided p-value of H0 "mean(W_f - W_h) <= -epsilon", and whether the difference vector is constant.
 
-    A constant vector gets the stated rule (module docstring): p = 0 when its value exceeds -epsilon, else 1.
+    A constant vector of two items or more gets the stated rule (module docstring): p = 0 when its value exceeds
+    -epsilon, else 1. One item gives the t-test no degree of freedom: p is NaN (never rejected: ``by_rejected``).
     """
     from scipy.stats import ttest_1samp
 
+    if len(difference) < 2:
+        return float("nan"), False
     if np.ptp(difference) == 0:
         return (0.0 if difference[0] > -epsilon else 1.0), True
     return float(ttest_1samp(difference, -epsilon, alternative="greater").pvalue), False
 
 
 def by_rejected(p_values: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """Benjamini–Yekutieli at ``q``: the adjusted p-values and which hypotheses are rejected."""
+    """Benjamini–Yekutieli at ``q``: the adjusted p-values and which hypotheses are rejected.
+
+    An undefined p-value (NaN: an expert with one item, ``difference_p_value``) counts among the hypotheses and is
+    never rejected, its adjusted value NaN: the reference's step-up procedure (``alt_test_example.ipynb``) counts it
+    in ``m`` and never selects it. scipy's ``false_discovery_control`` refuses NaN, so it is handed 1 there: the same
+    number of hypotheses, last in the order, and a p-value no ``q`` below 1 rejects, so the others' adjusted values
+    and rejections are the reference's.
+    """
     from scipy.stats import false_discovery_control
 
     p_values = np.asarray(p_values, dtype=float)
     if not len(p_values):
         return p_values, np.zeros(0, dtype=bool)
-    adjusted = false_discovery_control(p_values, method="by")
-    return adjusted, adjusted <= q
+    undefined = np.isnan(p_values)
+    adjusted = false_discovery_control(np.where(undefined, 1.0, p_values), method="by")
+    adjusted = np.where(undefined, np.nan, adjusted)
+    return adjusted, ~undefined & (adjusted <= q)
 
 
 def _p_values(difference: np.ndarray, bounds: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
     """``difference_p_value`` of each run ``difference[bounds[g]:bounds[g + 1]]``, in one vectorised call.
 
     The runs are the rows of one masked matrix and ``scipy.stats.mstats.ttest_1samp`` tests them all at once (the
-    same statistic as ``scipy.stats.ttest_1samp``, a row per expert); constant runs get the stated rule.
+    same statistic as ``scipy.stats.ttest_1samp``, a row per expert); constant runs of two items or more get the
+    stated rule, one-item runs a NaN p-value.
     """
     from scipy.stats import mstats
 
@@ -162,12 +178,13 @@ def _p_values(difference: np.ndarray, bounds: np.ndarray, epsilon: float) -> tup
     mask = np.arange(width)[None, :] >= lengths[:, None]
     low = np.where(mask, np.inf, values).min(axis=1)
     high = np.where(mask, -np.inf, values).max(axis=1)
-    constant = low == high
+    single = lengths < 2  # no degree of freedom: the masked t-test's value there is no p-value
+    constant = (low == high) & ~single
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.asarray(mstats.ttest_1samp(np.ma.masked_array(values, mask), -epsilon, axis=1,
-                                          alternative="greater").pvalue, dtype=float)
+        p = np.ma.filled(mstats.ttest_1samp(np.ma.masked_array(values, mask), -epsilon, axis=1,
+                                            alternative="greater").pvalue, np.nan).astype(float)
     p = np.where(constant, np.where(low > -epsilon, 0.0, 1.0), p)
-    return p, constant
+    return np.where(single, np.nan, p), constant
 
 
 def stable_order(codes: np.ndarray) -> np.ndarray:

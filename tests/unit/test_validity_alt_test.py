@@ -344,3 +344,42 @@ def test_an_expert_without_any_pair_is_listed_untested():
     assert (family["n_passed"], family["n_domains"]) == (1, 1)
     missing = np.r_[np.zeros(40, dtype=bool), np.ones(20, dtype=bool)]
     assert alt_test(judge, experts, ids, missing=missing)["untested"] == []
+
+
+def test_an_expert_with_one_item_is_tested_never_rejected_and_counted_in_the_correction():
+    """Under ``--alt-test-min-items 1`` an expert can have one item: the t-test then has no degree of freedom, and the
+    reference's ``ttest_1samp`` gives p = NaN, which its Benjamini–Yekutieli step counts in m and never selects. The
+    constant rule once gave such an expert p = 0 (a judge tying one item "beat" it).
+
+    The five items (A, B, C; p = .173, .5, .281 from their t, ``test_five_items_by_hand``) and a sixth that only D
+    and E scored, 1 and 1, the judge 1: each of D and E has one item, a tie (d = 0, advantage 1), p NaN. Five
+    hypotheses at q = 0.9, H_5 = 2.2833: thresholds i/5 * .9 / H_5 = .0788, .1577, .2365 for the three defined
+    p-values (.173, .281, .5 in order): none is under its threshold, nothing is rejected, omega = 0/5. Counted as
+    three hypotheses (the NaN left out) A and C would be rejected (.281 <= .3273 at i = 2 of 3, with q/H_3 = .4909)
+    and omega would be 2/3; with the constant rule D and E at p = 0 made four rejections (omega .8)."""
+    experts = np.vstack([np.c_[FIVE, np.full((5, 2), np.nan)], [[np.nan, np.nan, np.nan, 1, 1]]])
+    ids = np.array([["A", "B", "C", None, None]] * 5 + [[None, None, None, "D", "E"]], dtype=object)
+    settings = AltTestSettings(min_items_per_expert=1, q=0.9)
+    result = alt_test(np.r_[JUDGE, 1.0], experts, ids, settings)
+    rows = {r["expert"]: r for r in result["experts"]}
+    assert sorted(rows) == ["A", "B", "C", "D", "E"] and result["untested"] == []
+    for name in ("D", "E"):
+        assert rows[name]["n_items"] == 1 and rows[name]["advantage_probability"] == 1.0
+        assert math.isnan(rows[name]["p_value"]) and math.isnan(rows[name]["p_adjusted"])
+        assert rows[name]["rejected"] is False and rows[name]["constant_difference"] is False
+    by_hand = [student_t.sf(1.069045, 4), 0.5, student_t.sf(0.632456, 4)]  # t of each, 4 degrees of freedom
+    assert [rows[name]["p_value"] for name in ("A", "B", "C")] == pytest.approx(by_hand, rel=1e-5)
+    assert not any(r["rejected"] for r in rows.values()) and result["winning_rate"] == 0.0
+
+    from eval.validity.alt_test import difference_p_value
+
+    p, constant = difference_p_value(np.array([0.0]), 0.2)
+    assert math.isnan(p) and constant is False
+
+
+def test_benjamini_yekutieli_counts_an_undefined_p_value_and_never_rejects_it():
+    """BY over (.001, NaN) at q = .05: m = 2, H_2 = 1.5, the adjusted .001 is 2 * 1.5 * .001 / 1 = .003 (it would
+    be .001 with the NaN left out), rejected; the NaN stays NaN, not rejected (scipy refuses NaN outright)."""
+    adjusted, rejected = by_rejected(np.array([0.001, np.nan]), 0.05)
+    assert adjusted[0] == pytest.approx(0.003) and math.isnan(adjusted[1])
+    assert rejected.tolist() == [True, False]
