@@ -152,16 +152,23 @@ class SlurmCluster:
         and accelerate's process state (``TrainingArguments`` sets it up) are as they were. A hung ``sbatch`` is
         bounded by the test's own timeout (pytest-timeout), which names the test.
         """
-        from accelerate.state import AcceleratorState
+        from accelerate.state import AcceleratorState, PartialState
         from transformers.utils import logging as transformers_logging
 
         from train import slurm_submit
 
-        # transformers' log handler keeps the sys.stderr it finds when first configured: made here, before stderr is
-        # redirected, it writes to the real one rather than to a buffer dropped after this call
+        # transformers' log handlers keep the sys.stderr they find when made: its root handler when first configured,
+        # and one a module attaches at import (generation's continuous batching logger, imported with
+        # TrainingArguments, which the config check builds). Made here, before stderr is redirected, they write to
+        # the real one rather than to a buffer dropped after this call.
         transformers_logging.get_logger("transformers")
+        from transformers import TrainingArguments  # noqa: F401
+
         stdout, stderr = io.StringIO(), io.StringIO()
         submit_env = {**self.env, **(env or {})}
+        # accelerate's state is shared by every instance (a Borg): the state TrainingArguments sets up is taken out
+        # after the call, and any state held before it put back, not wiped
+        held = {state: dict(state._shared_state) for state in (PartialState, AcceleratorState)}
         try:
             with (mock.patch.dict(os.environ, submit_env, clear=True), contextlib.chdir(cwd),
                   contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr)):
@@ -171,7 +178,9 @@ class SlurmCluster:
                     code = exit_.code
                     status = 0 if code is None else code if isinstance(code, int) else 1
         finally:
-            AcceleratorState._reset_state(reset_partial_state=True)  # as a finished subprocess leaves none
+            AcceleratorState._reset_state(reset_partial_state=True)  # what the call set up, as a subprocess leaves none
+            for state, shared in held.items():
+                state._shared_state.update(shared)
         return status, stdout.getvalue(), stderr.getvalue()
 
     def job(self, job_id: int | str) -> dict[str, str]:
