@@ -25,9 +25,10 @@ __all__ = ["compare_html", "compare_rows", "counted", "html_blocks", "html_table
 
 
 def _num(value: Any, digits: int = 2) -> str:
-    """A figure at ``digits`` decimals; "—" for None. A value that rounds to zero from below reads "0.00", not
+    """A figure at ``digits`` decimals; "—" for None or NaN (undefined: metrics.json writes it as null, and a result
+    rendered before that round trip must read the same). A value that rounds to zero from below reads "0.00", not
     "-0.00": the sign of a rounded-away difference says nothing."""
-    if value is None:
+    if value is None or value != value:
         return "—"
     shown = f"{value:.{digits}f}"
     return shown[1:] if shown.startswith("-") and not shown.strip("-0.") else shown
@@ -81,8 +82,9 @@ def _plain(text: str) -> str:
 
 
 def _exact_p(value: float | None) -> str:
-    """The alt-test's p-values at three significant digits (they reach 1e-20 on a large panel); "—" when absent."""
-    return "—" if value is None else f"{value:.3g}"
+    """The alt-test's p-values at three significant digits (they reach 1e-20 on a large panel); "—" when absent or
+    undefined (NaN: an expert with one item)."""
+    return "—" if value is None or value != value else f"{value:.3g}"
 
 
 def _alt_rows(alt: AltTest, text: Callable[[str], str]) -> list[list[str]]:

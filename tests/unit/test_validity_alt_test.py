@@ -383,3 +383,18 @@ def test_benjamini_yekutieli_counts_an_undefined_p_value_and_never_rejects_it():
     adjusted, rejected = by_rejected(np.array([0.001, np.nan]), 0.05)
     assert adjusted[0] == pytest.approx(0.003) and math.isnan(adjusted[1])
     assert rejected.tolist() == [True, False]
+
+
+def test_an_undefined_p_value_reads_as_a_dash_before_and_after_metrics_json():
+    """The one-item expert's NaN p-value is null in metrics.json, which the reports render as "—"; a result rendered
+    before that round trip (a library caller's) reads the same, not "nan"."""
+    from eval.validity.render import _alt_rows
+    from judge.metrics_json.validity import AltTest
+
+    experts = np.vstack([np.c_[FIVE, np.full((5, 2), np.nan)], [[np.nan, np.nan, np.nan, 1, 1]]])
+    ids = np.array([["A", "B", "C", None, None]] * 5 + [[None, None, None, "D", "E"]], dtype=object)
+    result = alt_test(np.r_[JUDGE, 1.0], experts, ids, AltTestSettings(min_items_per_expert=1, q=0.9))
+    in_memory = _alt_rows(AltTest.from_json(result), str)
+    written = _alt_rows(AltTest.from_json(json.loads(json.dumps(result).replace("NaN", "null"))), str)
+    assert in_memory == written
+    assert [row[3:] for row in in_memory if row[0] in ("D", "E")] == [["—", "—", "no"]] * 2
