@@ -118,10 +118,21 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
 
 
 def _md_text(text: str) -> str:
-    """A sentence of report.md as HTML: escaped, its `code` spans as <code>, its **bold** as <b>."""
-    parts = _e(text).split("`")
-    text = "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
-    return "".join(f"<b>{p}</b>" if k % 2 else p for k, p in enumerate(text.split("**")))
+    """A sentence of report.md as HTML: escaped, its `code` spans as <code>, its **bold** as <b>.
+
+    A ``**`` inside a code span is the characters it is, as Markdown reads it (a data file's name may hold one):
+    only the text outside code spans toggles bold, so the tags nest as the sentence does."""
+    out, bold = [], False
+    for k, part in enumerate(_e(text).split("`")):
+        if k % 2:
+            out.append(f"<code>{part}</code>")
+            continue
+        for j, piece in enumerate(part.split("**")):
+            if j:
+                bold = not bold
+                out.append("<b>" if bold else "</b>")
+            out.append(piece)
+    return "".join(out) + ("</b>" if bold else "")
 
 
 def _why_list(found: list[tuple[str, str]]) -> str:

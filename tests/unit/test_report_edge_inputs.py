@@ -206,3 +206,17 @@ def test_one_missing_item_is_one_item():
     cell = SimpleNamespace(n_missing=1, n_abstained=0, n_all_abstained=0)
     result = SimpleNamespace(splits={"all": SimpleNamespace(overall=cell)})
     assert run_notes(result) == ["**1 item has no prediction** (the run is unfinished): it is not in `n`."]
+
+
+
+def test_a_double_asterisk_inside_a_code_span_is_text_on_the_pages():
+    """report.md's sentences name data files and rows in code spans; a ``**`` in one is its characters, as Markdown
+    reads it, not the start of bold: the page's bold tags open and close where the sentence's own ``**`` are, and
+    HTML in the text stays escaped."""
+    from eval.reports.html_report import _md_text
+
+    assert _md_text("**3 scores** off scale (`sh**ard<b>.parquet: row 3`, `a`): scored as given.") == (
+        "<b>3 scores</b> off scale (<code>sh**ard&lt;b&gt;.parquet: row 3</code>, <code>a</code>): scored as given.")
+    assert _md_text("**10 items have no prediction** (the run is unfinished): they are not in `n`.") == (
+        "<b>10 items have no prediction</b> (the run is unfinished): they are not in <code>n</code>.")
+    assert _md_text("an odd ** opens bold to the end") == "an odd <b> opens bold to the end</b>"
