@@ -232,6 +232,7 @@ def _score(args: argparse.Namespace) -> int:
                                                seed=args.seed, name=args.name)))
         return 0
     from eval.reports.report import SPLIT_TITLES, constant_judge_score, fmt, fmt_ci, run_notes, why_no_spearman
+    from eval.reports.notes import console_text
     from eval.scoring.pollux_official import official_not_computed
     from eval.scoring.score import score
     from eval.validity.alt_test import AltTestSettings
@@ -254,7 +255,7 @@ def _score(args: argparse.Namespace) -> int:
               f"{fmt(c.vc_experts)} (n VC {c.n_vc})" + (f"; {c.why_empty_text}" if c.why_empty_text else "")
               + (f"; Spearman —: {why_dash}" if why_dash else ""))
     for note in run_notes(result):  # report.md's sentences: an unfinished run must not read as a complete one
-        print(note.replace("**", "").replace("`", ""))
+        print(console_text(note))
     official = result.pollux_official.splits.get("all") if result.pollux_official else None
     if official or (why := official_not_computed(result)):  # a section left out (integer, -r judges) says why
         print(f"{'POLLUX repository eval':>22}: " + (f"format_acc {fmt(official.format_acc)}, score_acc "
@@ -320,7 +321,7 @@ def _compare(args: argparse.Namespace) -> int:
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
-    from eval.reports.notes import runs_notes
+    from eval.reports.notes import console_text, runs_notes
     from eval.scoring.compare import compare, headline, render_markdown
     from eval.scoring.item_table import dumps
 
@@ -340,7 +341,7 @@ def _compare(args: argparse.Namespace) -> int:
     page = write_compare_page(result, out)
     # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
     print("\n".join([f"Judge comparison (baseline: {result.baseline})", *(f"- {line}" for line in headline(result)),
-                     *(f"- {name}: {note.replace('**', '').replace('`', '')}" for name, note in runs_notes(result)),
+                     *(f"- {name}: {console_text(note)}" for name, note in runs_notes(result)),
                      f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {page}"]))
     return 0
 

@@ -10,7 +10,7 @@ import re
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["duplicates_note", "off_scale_note", "run_notes", "runs_notes"]
+__all__ = ["console_text", "duplicates_note", "off_scale_note", "run_notes", "runs_notes"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -91,3 +91,8 @@ def runs_notes(result) -> list[tuple[str, str]]:
     paired rows count only the items both runs scored: a run judged on a tenth of its data must be said, not only
     counted."""
     return [(name, note) for name, metrics in zip(result.runs, result.metrics) for note in run_notes(metrics)]
+
+
+def console_text(sentence: str) -> str:
+    """One of these sentences for a terminal: its Markdown marks (bold, code spans) dropped, the words kept."""
+    return sentence.replace("**", "").replace("`", "")

@@ -248,6 +248,12 @@ def test_vectorised_t_tests_equal_scipys_one_sample_test():
     assert p == pytest.approx([e[0] for e in expected], abs=1e-12)
     assert constant.tolist() == [e[1] for e in expected] == [False] * 4 + [True, True]
     assert p[-2:].tolist() == [0.0, 1.0]
+    # a one-item run beside them: no degree of freedom, NaN on both paths, not the constant rule's 0
+    single = [np.ones(1), *runs[:2]]
+    p, constant = _p_values(np.concatenate(single), np.r_[0, np.cumsum([len(r) for r in single])], 0.2)
+    expected = [difference_p_value(r, 0.2) for r in single]
+    assert p == pytest.approx([e[0] for e in expected], abs=1e-12, nan_ok=True) and np.isnan(p[0])
+    assert constant.tolist() == [e[1] for e in expected] == [False] * 3
 
 
 def test_the_constant_rule_is_the_references_outcome_on_indicator_differences():
