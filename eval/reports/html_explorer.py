@@ -470,25 +470,21 @@ class _ItemRows(Sequence):
                                            detail)) + "]"
 
 
-def _text_order(diffs: Sequence[float | None], groups: Sequence[Any] | None, cap: int,
-                group: np.ndarray | None = None) -> list[int]:
+def _text_order(diffs: Sequence[float | None], group: np.ndarray, cap: int) -> list[int]:
     """Row indices whose texts are embedded, in the order they are: the worst items of every group first, round by
     round (the order the byte budget takes them in).
 
     Within a group (a criterion of an evaluated model) items rank by difference, largest first, items without one
     last; the 1st of every group come before the 2nd of any, so a filtered view also opens to its own worst items.
     Sorted with ``numpy.lexsort`` on the same keys (group, no difference, −difference, index): the 160k-item sort
-    by Python tuples took a second. ``group``: each row's group as an integer in the groups' sorted order, when the
-    caller has it (``groups`` is then not read).
+    by Python tuples took a second. ``group``: each row's group as an integer in the groups' sorted order.
     """
     import numpy as np
 
     n = len(diffs)
     if n == 0 or cap == 0:
         return []
-    if group is None:
-        group_code = {g: k for k, g in enumerate(sorted(set(groups)))}
-        group = np.fromiter((group_code[g] for g in groups), dtype=np.int64, count=n)
+    group = np.asarray(group, dtype=np.int64)
     missing = np.fromiter((d is None for d in diffs), dtype=bool, count=n)
     minus = np.fromiter((-(d or 0.0) for d in diffs), dtype=float, count=n)
     index = np.arange(n)
@@ -608,15 +604,12 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 
     if records is None:
         with_text = []
-    elif _is_text(items["criteria_name"]) and _is_text(items["model_id"]) and not (
-            items["criteria_name"].null_count or items["model_id"].null_count):
-        # (criterion, model) in sorted order is (criterion's code, model's code): their filters' options are the
-        # texts themselves, sorted
-        group = np.asarray(codes[3], dtype=np.int64) * max(len(values["model"]), 1) + np.asarray(codes[1])
-        with_text = _text_order(diffs, None, text_items, group)
     else:
-        groups = list(zip(_python_values(items["criteria_name"]), _python_values(items["model_id"])))
-        with_text = _text_order(diffs, groups, text_items)
+        # (criterion, model) in sorted order is (criterion's code, model's code): their filters' options are their
+        # labels, sorted. A null criterion or model is labelled too, so a foreign items.parquet with gaps in those
+        # columns groups them under their label instead of failing to sort None against a text.
+        group = np.asarray(codes[3], dtype=np.int64) * max(len(values["model"]), 1) + np.asarray(codes[1])
+        with_text = _text_order(diffs, group, text_items)
     strings = _Strings()
     budget = _TextBudget(strings, text_bytes)
     detail = [-1] * n

@@ -2,7 +2,7 @@
 each row's option is the one the per-row definitions give (a label per row, the options sorted or in their own
 order, a row coded by its label's position), whether items.parquet's text columns arrive as Arrow arrays
 (``item_columns``) or as lists; the rows' JSON is ``json.dumps``' of the rows; the texts' order from the filters'
-codes is the order from the (criterion, model) pairs."""
+codes is the order the (criterion, model) pairs define, a null among them included."""
 
 from __future__ import annotations
 
@@ -91,8 +91,22 @@ def test_filters_are_coded_as_row_by_row(seed, nulls):
         assert data["rows"].json_text() == json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
+def _text_order_by_definition(diffs, pairs, cap):
+    """The docstring's order, computed the slow obvious way: rank each item within its (criterion, model) pair by
+    difference (largest first, none last, then position), then take every pair's 1st, then every pair's 2nd, ..."""
+    def key(i):
+        return (diffs[i] is None, -(diffs[i] or 0.0), i)
+
+    rank = {}
+    for pair in set(pairs):
+        for r, i in enumerate(sorted((i for i, p in enumerate(pairs) if p == pair), key=key)):
+            rank[i] = r
+    order = sorted(range(len(diffs)), key=lambda i: (rank[i], *key(i)))
+    return order if cap < 0 else order[:cap]
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_text_order_from_codes_is_the_order_from_pairs(seed):
+def test_text_order_from_codes_is_the_order_the_docstring_defines(seed):
     rng = random.Random(seed)
     n = 400
     criteria = [rng.choice(["c", "d", "е", "b"]) for _ in range(n)]
@@ -102,4 +116,26 @@ def test_text_order_from_codes_is_the_order_from_pairs(seed):
     group = np.array([sorted(set(criteria)).index(c) * len(sorted_models) + sorted_models.index(m)
                       for c, m in zip(criteria, models)])
     for cap in (0, 7, 50, -1):
-        assert _text_order(diffs, None, cap, group) == _text_order(diffs, list(zip(criteria, models)), cap)
+        assert _text_order(diffs, group, cap) == _text_order_by_definition(diffs, list(zip(criteria, models)), cap)
+
+
+def test_a_null_model_or_criterion_groups_under_its_label_when_texts_are_embedded():
+    """A foreign items.parquet may leave model_id or criteria_name null: the page still embeds texts, the null
+    grouped under its filter label, never a TypeError from sorting None against a text."""
+    import judge
+
+    ids = ["a", "b", "c", "d"]
+    items = {"id": pa.array(ids), "judge_score": np.array([1.0, 2.0, 0.0, 1.0]),
+             "reference": np.array([0.0, 0.0, 0.0, 2.0]), "status": ["ok"] * 4,
+             "expert_scores": pa.array([[0.0], [0.0], [0.0], [2.0]]), "split": pa.array(["standard"] * 4),
+             "model_id": pa.array(["m", None, "m", None]), "task_type": pa.array(["t"] * 4),
+             "criteria_name": pa.array(["k", "k", None, "k"])}
+    records = judge.records_from_rows([{"id": i, "instruction": f"instruction {i}", "answer": "answer",
+                                        "criteria_name": "k", "rubrics": "0: нет\n\n1: частично\n\n2: да",
+                                        "expert_scores": [0]} for i in ids])
+    data = report_items(items, records, None, "j", "mode")
+    assert {f["key"]: f["values"] for f in data["filters"]}["model"] == ["None", "m"]
+    # every item's text embedded: groups (k, m) a=1.0; (k, None) b=2.0, d=1.0; (None, m) c=0.0 -> first round
+    # a, b, c, then d
+    assert sorted(row[6] for row in data["rows"]) == [0, 1, 2, 3]
+    assert [row[0] for row in sorted(data["rows"], key=lambda row: row[6])] == ["b", "a", "c", "d"]
