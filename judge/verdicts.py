@@ -16,6 +16,10 @@ verdicts (arXiv 2505.24616v3, Table 11: M-Prometheus-14B's MAE of 2.36-2.69 on m
 produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
+
+Why one module of ~500 lines: both formats' rendering and parsing, and the rules every training step applies to an
+integer answer (``bare_answer``, ``has_think_tag``), read the same tag and think-block patterns; split, they would be
+defined twice and could drift apart.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ __all__ = [
     "format_score",
     "VerdictReader",
     "parse_pollux_result",
+    "bare_answer",
+    "has_think_tag",
 ]
 
 
@@ -259,6 +265,49 @@ def _feedback(body: str, result_at: int) -> str:
     if start >= 0:
         head = head[start + len("[FEEDBACK]"):]
     return head.strip()
+
+
+_THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
+_BARE_INTEGER = re.compile(r"[+\-\u2212]?\d+")
+
+
+def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
+    """Whether a teacher's answer after its reasoning is one integer and nothing else, whitespace around it allowed.
+
+    The reasoning is the one block the parser reads as the trace (``judge.parse_integer_verdict``): the server's
+    separate ``reasoning`` when it returned one (the ``content`` is then the answer, after a copy of that reasoning
+    in a block, if the server left one), else the ``content``'s first ``<think>...</think>`` block at its start, or
+    all before its first ``</think>`` (a template that opened the block in the prompt). A second block after it
+    ("<think>A</think> <think>B</think>2") or text before it is part of the answer: the parser keeps only the first
+    block as the trace, so B's reasoning, which reached the 2, would be lost and A trained as the reasoning behind a
+    2 it may not have reached.
+
+    The serving parser reads the integer that ends an answer: "Оценка 1 из 2" reads as 2, and a trace that argued
+    for 1 would be kept as a trace for 2. Serving keeps that reading (Pollux-4B-Judge's own client's); as training
+    data only a bare integer is sure to be the verdict the reasoning reached. The one rule for every training step:
+    the traces stage's ``answer_not_bare`` (``train.synthetic.traces.trace_outcome``), the integer-format rows'
+    (``train.seq2seq.integer_rows``) and GRPO's ``format_reward`` (``train.grpo_rewards``), which would otherwise
+    pay a policy for the answers the two steps before it never trained on.
+    """
+    answer = (content or "").strip()
+    apart = (reasoning or "").strip()
+    close = _THINK_CLOSE.search(answer)
+    if close is not None:
+        opens = list(_THINK_OPEN.finditer(answer, 0, close.start()))
+        if len(opens) > 1 or (opens and opens[0].start() != 0):
+            return False  # text before the reasoning block, or a block opened inside it: more than one trace
+        block = answer[opens[0].end() if opens else 0: close.start()].strip()
+        if apart and block != apart:
+            return False  # a block beside the reasoning returned apart, which alone is the trace
+        # (a server that returns the reasoning apart and leaves the same block in the content repeats one trace)
+        answer = answer[close.end():]
+    return _BARE_INTEGER.fullmatch(answer.strip()) is not None
+
+
+def has_think_tag(text: str) -> bool:
+    """Whether ``text`` (a reasoning read as the trace) holds a ``<think>`` or ``</think>`` of its own: a judge
+    trained on it would learn to open or close reasoning inside its reasoning."""
+    return _THINK_TAG.search(text) is not None
 
 
 # ---------------------------------------------------------------------------------------------------------------

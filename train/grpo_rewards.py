@@ -42,7 +42,8 @@ from typing import Any
 
 from judge.rewards import prompt_opens_reasoning
 from judge.scales import Scale
-from judge.verdicts import Verdict, VerdictError, cut_short, parse_judge_output
+from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, cut_short, has_think_tag,
+                            parse_judge_output)
 
 __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
            "gives_reasons", "CUT"]
@@ -86,11 +87,14 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
         cut: the length limit stopped the completion: a verdict read from it fails as :data:`CUT`.
     """
     scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
-    text = _text(completion)
-    if isinstance(prompt, str) and prompt_opens_reasoning(prompt):
-        text = "<think>\n" + text
-    verdict = parse_judge_output(verdict_format, text, scale=scale)
+    verdict = parse_judge_output(verdict_format, _read_text(completion, prompt), scale=scale)
     return cut_short(verdict, "max_completion_length") if cut else verdict
+
+
+def _read_text(completion: Any, prompt: Any) -> str:
+    """The completion as its verdict is read: after the ``<think>`` its prompt opened, where it opened one."""
+    text = _text(completion)
+    return "<think>\n" + text if isinstance(prompt, str) and prompt_opens_reasoning(prompt) else text
 
 
 def _verdicts(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
@@ -123,20 +127,33 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
     return max(1.0 - abs(score - reference) / span for reference in references)
 
 
+def _answers_as_trained(verdict_format: str, text: str, verdict: Verdict) -> bool:
+    """Whether an integer-format completion ends as the traces the two steps before GRPO trained on do: one
+    reasoning block, then a bare integer (``judge.verdicts.bare_answer``: "Оценка 1 из 2" reads as 2 whatever the
+    reasoning reached), no ``<think>`` inside the reasoning (``judge.verdicts.has_think_tag``). The traces stage
+    and the integer-format rows drop any other answer; rewarded here as well-formed, it would let RL drift from the
+    format SFT taught. A tagged verdict has its own closing tags and passes."""
+    return verdict_format != VerdictFormat.INTEGER or (bare_answer(text) and not has_think_tag(verdict.feedback or ""))
+
+
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
                   prompts: Sequence[Any] | None = None, completion_ids: Sequence[Sequence[int]] | None = None,
                   end_token_ids: Collection[int] | None = None, **_: Any) -> list[float]:  # fmt: skip
-    """1.0 for a verdict that parses, is one of the rubric's levels and gives its reasons (a reasoning, or
-    ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`), else 0.0. A
+    """1.0 for a verdict that parses, is one of the rubric's levels, gives its reasons (a reasoning, or
+    ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`) and, in the integer
+    format, answers with a bare integer after one reasoning block (:func:`_answers_as_trained`), else 0.0. A
     bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
     rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
-    ``agreement_reward``).
+    ``agreement_reward``). Nor is ``<think>…</think>Оценка 1 из 2``, read as 2. The reasoning's language is not
+    checked here (the integer-format rows' ``min_russian_share`` is): ``verdicts/`` metrics do not show a drift
+    to another language.
 
     Also logs, per generation batch, the share of completions whose verdict failed to parse
     (``verdicts/failed_share``), the share that parsed to a number off the scale (``verdicts/out_of_scale_share``)
-    or between two of its levels (``verdicts/between_levels_share``), and the share of scored verdicts without
-    reasons (``verdicts/no_reasoning_share``).
+    or between two of its levels (``verdicts/between_levels_share``), the share of scored verdicts without
+    reasons (``verdicts/no_reasoning_share``), and the share of scored integer verdicts with reasons whose answer
+    is not a bare integer after one reasoning block (``verdicts/answer_not_bare_share``).
 
     Args:
         completions: the generated texts; ``verdict_format``, ``scale_levels`` and ``scale_best`` are dataset
@@ -147,6 +164,10 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
             recipe); None: cuts are not told.
     """
     verdicts = _verdicts(completions, verdict_format, scale_levels, scale_best, prompts, completion_ids, end_token_ids)
+    reasoned = [_scored(v, levels) and gives_reasons(v.feedback) for v, levels in zip(verdicts, scale_levels)]
+    texts = [_read_text(c, p) for c, p in zip(completions, prompts if prompts is not None else [None] * len(verdicts))]
+    as_trained = [r and _answers_as_trained(f, t, v)
+                  for r, f, t, v in zip(reasoned, verdict_format, texts, verdicts, strict=True)]  # fmt: skip
     if log_metric is not None and verdicts:
         _log_failed_share(log_metric, verdicts)
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
@@ -156,8 +177,9 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
         log_metric("verdicts/no_reasoning_share",
                    sum(_scored(v, levels) and not gives_reasons(v.feedback)
                        for v, levels in zip(verdicts, scale_levels)) / len(verdicts))
-    return [1.0 if _scored(v, levels) and gives_reasons(v.feedback) else 0.0
-            for v, levels in zip(verdicts, scale_levels)]
+        log_metric("verdicts/answer_not_bare_share",
+                   sum(r and not t for r, t in zip(reasoned, as_trained)) / len(verdicts))
+    return [1.0 if ok else 0.0 for ok in as_trained]
 
 
 def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],

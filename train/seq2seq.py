@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.verdicts import bare_answer, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
@@ -120,9 +120,6 @@ def within_max_length(rows: list[dict[str, Any]], examples: list[dict[str, list[
 # ---------------------------------------------------------------------------------------------------------------
 # the integer format: reasoning, then the bare integer (Pollux-4B-Judge)
 # ---------------------------------------------------------------------------------------------------------------
-
-_THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
-
 
 def integer_target(reasoning: str, score: float) -> str:
     """The integer-format training target: ``<think>\\n{reasoning}\\n</think>\\n\\n{score}``.
@@ -247,7 +244,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         the traces stage wrote one, so every trace of an item lands on the same side of the train/eval split),
         ``prompt``, ``reasoning``, ``score`` and ``completion`` (``integer_target``). Also dropped and counted:
         ``no_scale``, ``answer_not_bare`` (the row's recorded answer, ``teacher_content``, is more than the integer:
-        the score read from it may not be the one the reasoning reached, ``train.synthetic.traces.bare_answer``),
+        the score read from it may not be the one the reasoning reached, ``judge.verdicts.bare_answer``),
         ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``score_not_a_level`` (between
         its levels), ``too_few_words``
         (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
@@ -269,7 +266,6 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     """
     from train.build_data import BuildReport, russian_share, zero_shot_records
     from train.grpo_rewards import gives_reasons
-    from train.synthetic.traces import bare_answer
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
@@ -322,7 +318,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             report.dropped["score_not_a_level"] += 1
         elif not gives_reasons(reasoning):
             report.dropped["too_few_words"] += 1
-        elif _THINK_TAG.search(reasoning):
+        elif has_think_tag(reasoning):
             report.dropped["think_tags_in_reasoning"] += 1
         elif russian_share(reasoning) < min_russian_share:
             # The judge learns to reason in the language it is trained on: an English trace teaches English

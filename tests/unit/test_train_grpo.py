@@ -133,7 +133,28 @@ def test_the_format_reward_logs_the_failed_and_off_scale_shares():
     formats, _, logged = rewards_for(rows * 5, completions)
     assert formats == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert logged == [("verdicts/failed_share", 0.4), ("verdicts/out_of_scale_share", 0.2),
-                      ("verdicts/between_levels_share", 0.0), ("verdicts/no_reasoning_share", 0.2)]
+                      ("verdicts/between_levels_share", 0.0), ("verdicts/no_reasoning_share", 0.2),
+                      ("verdicts/answer_not_bare_share", 0.0)]
+
+
+def test_the_format_reward_pays_only_for_answers_the_trace_steps_train_on():
+    """An integer verdict is well-formed as the traces stage and the integer-format rows keep one: one reasoning
+    block, then a bare integer. "Оценка 1 из 2" reads as 2 (the serving parser's trailing integer) and a listing
+    "0 1 2" as 2: both agree with the experts' 2 and earn agreement, not format; a second block or a <think> inside
+    the reasoning neither. The same answers dropped by the traces stage's rule (judge.verdicts.bare_answer) alike."""
+    from judge.verdicts import bare_answer
+
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    completions = ["<think>Ответ полностью верный.</think>\n\n2",
+                   "<think>Ответ частично верный.</think>\n\nОценка 1 из 2",
+                   "<think>Ответ частично верный.</think>\n\n0 1 2",
+                   "<think>Сначала так.</think> <think>Потом иначе.</think>2",
+                   "<think>Ответ <think>верный</think> полностью.</think>2"]
+    formats, agreements, logged = rewards_for(rows * 5, completions)
+    assert formats == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert agreements[:3] == [1.0, 1.0, 1.0]
+    assert dict(logged)["verdicts/answer_not_bare_share"] == pytest.approx(4 / 5)
+    assert [bare_answer(c) for c in completions] == [True, False, False, False, False]
 
 
 def test_the_agreement_reward_alone_counts_failed_verdicts():

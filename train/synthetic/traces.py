@@ -68,11 +68,11 @@ experts' scores unchanged) with ``id`` ``<item id>#<sample>``, ``item_id``, ``re
 from __future__ import annotations
 
 import dataclasses
-import re
 import statistics
 from collections import Counter
 from pathlib import Path
 
+from judge.verdicts import bare_answer, has_think_tag
 from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
@@ -83,10 +83,6 @@ __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "b
 #: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
 #: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
 MIN_RUSSIAN_SHARE = 0.5
-_THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
-_BARE_INTEGER = re.compile(r"[+\-\u2212]?\d+")
 #: Slack on ``|score - reference| <= tolerance``: a mean is a float, and experts 1, 1, 1 and seven 2s give 1.7,
 #: from which 2 lies 0.30000000000000004 away, past a tolerance of 0.3 by a rounding error. Scores and levels are
 #: integers and experts few, so no distance they give lies this close past a tolerance unless meant to equal it.
@@ -126,36 +122,6 @@ def reference_within_reach(scale, references: tuple[float, ...], tolerance: floa
     would be paid for and dropped as ``disagrees``.
     """
     return any(within_tolerance(level, reference, tolerance) for level in scale.levels for reference in references)
-
-
-def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
-    """Whether a teacher's answer after its reasoning is one integer and nothing else, whitespace around it allowed.
-
-    The reasoning is the one block the parser reads as the trace (``judge.parse_integer_verdict``): the server's
-    separate ``reasoning`` when it returned one (the ``content`` is then the answer, after a copy of that reasoning
-    in a block, if the server left one), else the ``content``'s first ``<think>...</think>`` block at its start, or
-    all before its first ``</think>`` (a template that opened the block in the prompt). A second block after it
-    ("<think>A</think> <think>B</think>2") or text before it is part of the answer: the parser keeps only the first
-    block as the trace, so B's reasoning, which reached the 2, would be lost and A trained as the reasoning behind a
-    2 it may not have reached.
-
-    The serving parser reads the integer that ends an answer: "Оценка 1 из 2" reads as 2, and a trace that argued
-    for 1 would be kept as a trace for 2. Serving keeps that reading (Pollux-4B-Judge's own client's); as training
-    data only a bare integer is sure to be the verdict the reasoning reached.
-    """
-    answer = (content or "").strip()
-    apart = (reasoning or "").strip()
-    close = _THINK_CLOSE.search(answer)
-    if close is not None:
-        opens = list(_THINK_OPEN.finditer(answer, 0, close.start()))
-        if len(opens) > 1 or (opens and opens[0].start() != 0):
-            return False  # text before the reasoning block, or a block opened inside it: more than one trace
-        block = answer[opens[0].end() if opens else 0: close.start()].strip()
-        if apart and block != apart:
-            return False  # a block beside the reasoning returned apart, which alone is the trace
-        # (a server that returns the reasoning apart and leaves the same block in the content repeats one trace)
-        answer = answer[close.end():]
-    return _BARE_INTEGER.fullmatch(answer.strip()) is not None
 
 
 def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float, *,
@@ -212,7 +178,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         return "dropped", "no_reasoning", verdict
     # The seq2seq recipe's filters (train.seq2seq.integer_rows), here too: a trace it would drop must not take one
     # of the item's max_kept_per_item places from one it trains on.
-    if _THINK_TAG.search(verdict.feedback):
+    if has_think_tag(verdict.feedback):
         return "dropped", "think_tags_in_reasoning", verdict
     if russian_share(verdict.feedback) < min_russian_share:
         return "dropped", "not_russian", verdict
