@@ -497,12 +497,42 @@ class GRPORecipeConfig(TrainConfig):
         if self.global_batch_size % self.num_generations:
             raise ConfigError(f"global_batch_size {self.global_batch_size} (completions per step) must be a multiple "
                               f"of num_generations {self.num_generations}")
+        self._validate_generation_batch()
         if self.eval_fraction or self.eval_data:
             raise ConfigError("the grpo recipe takes no validation set (eval_fraction 0, no eval_data): score the "
                               "export with judge-eval")
         if self.max_completion_length <= 0 or self.max_completion_length >= self.max_length:
             raise ConfigError(f"max_completion_length must be positive and below max_length {self.max_length}, got "
                               f"{self.max_completion_length}")
+
+    def _validate_generation_batch(self) -> None:
+        """trl's checks of a generation batch set in ``trainer_args``, as far as they go without the number of ranks.
+
+        trl makes them in trl/trainer/grpo_config.py, GRPOConfig.__post_init__: ``generation_batch_size`` and
+        ``steps_per_generation`` not both; a ``generation_batch_size`` divisible by per-device batch x ranks and by
+        ``num_generations``. There they run after the run folder is made and the tokenizer read; here, at load.
+        The part that needs the ranks (per-device batch x ranks, and a ``steps_per_generation``'s batch over the
+        group) is checked by ``train.grpo.prompts_per_step``, still before anything loads.
+        """
+        given = {key: self.trainer_args[key] for key in ("generation_batch_size", "steps_per_generation")
+                 if self.trainer_args.get(key) is not None}  # fmt: skip
+        for key, value in given.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"trainer_args {key} must be a positive integer, got {value!r}")
+        if len(given) == 2:
+            raise ConfigError(f"trainer_args sets both generation_batch_size {given['generation_batch_size']} and "
+                              f"steps_per_generation {given['steps_per_generation']}: each sizes the generation batch "
+                              "(trl refuses both at once); keep one")
+        batch = given.get("generation_batch_size")
+        if batch is None:
+            return
+        if batch % self.num_generations:
+            raise ConfigError(f"trainer_args generation_batch_size {batch} (completions per generation) must be a "
+                              f"multiple of num_generations {self.num_generations}: trl samples whole groups")
+        # per-device batch x ranks must divide it: with any number of ranks, the per-device batch must.
+        if batch % self.per_device_train_batch_size:
+            raise ConfigError(f"trainer_args generation_batch_size {batch} must be a multiple of "
+                              f"per_device_train_batch_size {self.per_device_train_batch_size} x the ranks")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """trl ``GRPOConfig``'s own keys (the grpo recipe's trainer arguments)."""

@@ -24,7 +24,14 @@ The data rules are the other recipes': rows in the released POLLUX benchmark's s
 special-token string (an answer that writes ``<|im_end|>``) is dropped and counted (:func:`screen_prompts`): trl
 would tokenize it as a control token, judge-serve sends it as text. trl trains on whole steps of
 prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before anything loads, and the
-prompts an epoch leaves over are logged and recorded in run.json.
+prompts an epoch leaves over are logged and recorded in run.json. A base model that is a judge-train export is held
+to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less completion room than it was
+trained with is a warning.
+
+Why one module of ~570 lines: every step here is one of the recipe's and reads the others' results (the rows the
+screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
+anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
+recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import logging
 import statistics
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import judge
@@ -41,7 +49,7 @@ from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_recor
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
-__all__ = ["TRAINING_VLLM", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step", "check_prompt_count",
+__all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step", "check_prompt_count",
            "completion_end_ids", "reward_functions", "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
@@ -57,8 +65,29 @@ TRAINING_VLLM = ">=0.22.0,<=0.31.0"
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class GRPOReport(BuildReport):
+    """The GRPO data report: one prompt per item, so every count is of items.
+
+    ``n_verdicts`` is the items read (each gives one reference, its experts' mode) and ``dropped`` counts items, so
+    ``n_rows + sum(dropped) == n_verdicts == n_records``, the contract every recipe's ``BuildReport`` keeps; the
+    expert scores those items carry (several per item on human-labelled data) are ``n_expert_scores``, counted beside
+    them and never against the drops.
+    """
+
+    n_expert_scores: int = 0
+
+    def summary(self) -> str:
+        reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
+        return (f"{self.n_records} items ({self.n_expert_scores} expert scores) -> {self.n_rows} prompts kept; "
+                f"dropped {sum(self.dropped.values())} items: {reasons}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "n_expert_scores": self.n_expert_scores}
+
+
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
-              verdict_format: str = "integer") -> tuple[list[dict[str, Any]], BuildReport]:  # fmt: skip
+              verdict_format: str = "integer") -> tuple[list[dict[str, Any]], GRPOReport]:  # fmt: skip
     """Records as GRPO rows: the POLLUX prompt, the criterion's scale and the experts' reference score(s).
 
     Args:
@@ -71,15 +100,16 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
 
     Returns:
         (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
-        ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. Dropped items
-        are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
+        ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. The report
+        counts items (:class:`GRPOReport`); dropped items are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
         it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``.
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
     """
     records = list(records)
-    report = BuildReport(n_records=len(records), n_verdicts=sum(len(r.expert_scores) for r in records))
+    report = GRPOReport(n_records=len(records), n_verdicts=len(records),
+                        n_expert_scores=sum(len(r.expert_scores) for r in records))  # fmt: skip
     kept, held_out = zero_shot_records(records, zero_shot)
     report.dropped["zero_shot"] += len(held_out)
     report.zero_shot_ids = [record.id for record in held_out[:20]]
@@ -92,7 +122,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         rows.append(row)
     report.dropped = +report.dropped  # no zero_shot key when nothing was held out
     report.n_rows = len(rows)
-    logger.info("GRPO prompts: %s", report.summary().replace("verdicts", "expert scores"))
+    logger.info("GRPO prompts: %s", report.summary())
     return rows, report
 
 
@@ -231,14 +261,35 @@ def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
     accumulation: ``global_batch_size`` completions); ``_get_train_sampler`` (trl/trainer/grpo_trainer.py) divides
     it by the group. Computed from the config and the launch arithmetic, so that it is known before anything loads.
 
+    The config refuses what it can without the number of ranks (``GRPORecipeConfig.validate``); the two checks that
+    need it are trl's (trl/trainer/grpo_config.py, GRPOConfig.__post_init__), made here so that a generation batch
+    trl would refuse is refused before the run folder, the tokenizer or the model, not after.
+
     Args:
         config: the resolved config.
         launch: ``train.training_arguments.launch_arithmetic(config)``.
+
+    Raises:
+        ConfigError: a ``generation_batch_size`` that is not a multiple of per-device batch x ranks, or a
+            generation batch (given or made by ``steps_per_generation``) that is not a multiple of the group.
     """
+    per_ranks = launch.per_device_train_batch_size * launch.world_size
     generation_batch = config.trainer_args.get("generation_batch_size")
     if generation_batch is None:
         steps = config.trainer_args.get("steps_per_generation") or launch.gradient_accumulation_steps
-        generation_batch = launch.per_device_train_batch_size * launch.world_size * steps
+        generation_batch = per_ranks * steps
+        sized = (f"trainer_args steps_per_generation {steps} x per_device_train_batch_size "
+                 f"{launch.per_device_train_batch_size} x {launch.world_size} ranks"
+                 if "steps_per_generation" in config.trainer_args else "global_batch_size")  # fmt: skip
+    else:
+        sized = "trainer_args generation_batch_size"
+        if generation_batch % per_ranks:
+            raise ConfigError(f"trainer_args generation_batch_size {generation_batch} must be a multiple of "
+                              f"per_device_train_batch_size {launch.per_device_train_batch_size} x "
+                              f"{launch.world_size} ranks = {per_ranks} (trl refuses it otherwise)")  # fmt: skip
+    if generation_batch % config.num_generations:  # whole groups only; global_batch_size's own is checked by the config
+        raise ConfigError(f"{sized} = {generation_batch} completions must be a multiple of num_generations "
+                          f"{config.num_generations}: a generation batch holds whole groups (trl refuses it otherwise)")
     return int(generation_batch) // config.num_generations
 
 
@@ -271,6 +322,85 @@ def check_prompt_count(n_prompts: int, per_step: int, config: GRPORecipeConfig, 
             f"= {per_step} prompts{sized}; trl drops a smaller last chunk, so no step would train. Lower "
             "global_batch_size (or raise num_generations), or give more prompts")
     return n_prompts // per_step * per_step
+
+
+@dataclass(frozen=True)
+class BaseCheckpoint:
+    """What the base model's export manifest says that GRPO must agree with (:func:`check_base_checkpoint`).
+
+    Attributes:
+        read: what was read, in words (the log line and run.json say it).
+        verdict_format: the format the manifest declares (None: no manifest read).
+        trained_lengths: the manifest's ``trained_lengths`` (None: none recorded, or no manifest read).
+        warnings: what the run goes on with but should not (each logged as a warning and kept in run.json).
+    """
+
+    read: str
+    verdict_format: str | None = None
+    trained_lengths: TrainedLengths | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"read": self.read, "verdict_format": self.verdict_format,
+                "trained_lengths": self.trained_lengths.to_manifest() if self.trained_lengths else None,
+                "warnings": list(self.warnings)}  # fmt: skip
+
+
+def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
+    """Hold the config against what the base model's export manifest says, before anything loads.
+
+    A base that is a judge-train export (its ``pollux_judge.json``: the integer-format SFT export the shipped t-lite
+    config starts from) says which verdict format it writes and the completion lengths it was trained on
+    (``judge.checkpoints.checkpoint_verdict_format``, ``checkpoint_trained_lengths``):
+
+    - a ``verdict_format`` other than the config's is refused: every prompt would be rendered for the other format
+      (thinking on or off), and the rewards would parse verdicts the policy was never taught to write;
+    - a ``max_completion_length`` below the completions it was trained on is a warning: a reasoning as long as the
+      ones it learned is cut, fails to parse and earns 0 from both rewards, so GRPO teaches it to reason shorter
+      (perhaps the intent), and the export then records the shorter length as the one it was trained within.
+
+    A hub id, a tiny model the recipe builds, or a folder without a manifest (a plain or released checkpoint) has
+    nothing to read: nothing is refused, and the log says so.
+
+    Raises:
+        ConfigError: a format that differs from the manifest's, naming both and ``verdict_format``; a manifest
+            that does not read (not a JSON object, malformed ``trained_lengths``), naming the file.
+    """
+    from pathlib import Path
+
+    from judge.checkpoints import (EXPORT_MANIFEST, checkpoint_trained_lengths, is_hub_id, read_manifest,
+                                   verdict_format_and_why)  # fmt: skip
+
+    base = config.model_name_or_path
+    if not Path(base).is_dir():
+        what = "a hub id" if is_hub_id(base) else "not a local folder"
+        return BaseCheckpoint(f"{base} is {what}: no export manifest to check the config against")
+    try:
+        if not read_manifest(base):
+            return BaseCheckpoint(f"{base} has no export manifest ({EXPORT_MANIFEST}): a plain or released "
+                                  "checkpoint, nothing to check the config against")
+        declared, why = verdict_format_and_why(base)
+        trained = checkpoint_trained_lengths(base)
+    except ValueError as err:  # a manifest that does not read: judge-serve would refuse the export too
+        raise ConfigError(f"model_name_or_path: {err}") from None
+    if declared != config.verdict_format:
+        raise ConfigError(
+            f"model_name_or_path {base} is a {declared} judge ({why}), but verdict_format is "
+            f"{config.verdict_format}: GRPO would prompt it as a {config.verdict_format} judge and reward verdicts it "
+            f"was never taught to write. Set verdict_format: {declared}, or start from a {config.verdict_format} "
+            "export")
+    warnings = []
+    if trained is not None and config.max_completion_length < trained.max_completion_length:
+        warnings.append(
+            f"max_completion_length {config.max_completion_length} is below the {trained.max_completion_length}-token "
+            f"completions {base} was trained on (its {EXPORT_MANIFEST} trained_lengths): a reasoning longer than "
+            f"{config.max_completion_length} tokens is cut, earns 0 from both rewards, and the export records "
+            f"{config.max_completion_length} as its trained length. Raise max_completion_length to "
+            f"{trained.max_completion_length} (and max_length with it) to keep the room it learned")
+    lengths = (f", trained_lengths {trained.max_completion_length} of {trained.max_length} tokens" if trained
+               else ", no trained_lengths")
+    return BaseCheckpoint(f"{base}'s {EXPORT_MANIFEST}: verdict_format {declared}{lengths}", declared, trained,
+                          tuple(warnings))
 
 
 def completion_end_ids(generation_eos: int | list[int] | None, tokenizer) -> frozenset[int]:
@@ -350,6 +480,12 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # ---- config -------------------------------------------------------------------------------------------------
     if config.use_vllm:
         check_training_vllm(installed_vllm())
+    # The base export's manifest is a few bytes of JSON: a format it was not trained in is refused before any data,
+    # tokenizer or model is read.
+    base_checkpoint = check_base_checkpoint(config)
+    logger.info("GRPO base model: %s", base_checkpoint.read)
+    for warning in base_checkpoint.warnings:
+        logger.warning("%s", warning)
     # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
     records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
     per_step = prompts_per_step(config, launch_arithmetic(config))
@@ -366,7 +502,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     if dropped:
         report.dropped.update(dropped)
         report.n_rows = len(rows)
-    rows = rows[: config.max_rows]
+        logger.info("GRPO prompts after screening: %s", report.summary())
+    rows = report.cut_to_max_rows(rows, config.max_rows)  # n_rows stays the prompts kept: n_train + cut_by_max_rows
     n_per_epoch = check_prompt_count(len(rows), per_step, config, report.summary())
     if n_per_epoch < len(rows):
         logger.warning("%d of %d training prompts are left out of each epoch: trl samples whole steps of %d prompts "
@@ -374,7 +511,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
                        config.global_batch_size, config.num_generations)  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
     run.record_data({**report.to_dict(), "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
-                     "n_eval": 0}, train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
+                     "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict()},
+                    train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
 
     # ---- model --------------------------------------------------------------------------------------------------
     from transformers import AutoModelForCausalLM

@@ -182,3 +182,161 @@ def test_skipping_tied_items_without_a_format_reward_is_refused(rewards):
         load_config(TINY_GRPO, {"no_unique_mode": "skip", "rewards": rewards})
     config = load_config(TINY_GRPO, {"no_unique_mode": "skip", "rewards": {**rewards, "format_reward": 0.5}})
     assert config.no_unique_mode == "skip"
+
+
+# ---- the base export's manifest ------------------------------------------------------------------------------------
+
+
+def _base_export(folder: Path, **manifest) -> Path:
+    """A base model folder holding a judge-train export manifest only (no weights, no tokenizer: a test that reaches
+    them fails there, not in the check)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pollux_judge.json").write_text(json.dumps({"mode": "seq2seq", "prompt_version": "pollux-ru-v2",
+                                                          **manifest}))  # fmt: skip
+    return folder
+
+
+@pytest.mark.parametrize("manifest, declared", [({"verdict_format": "tagged"}, "tagged"),
+                                                ({}, "tagged")])  # an export naming no format is tagged  # fmt: skip
+def test_a_base_export_of_another_verdict_format_is_refused_before_anything_loads(tmp_path, manifest, declared):
+    """An integer-format GRPO run from a tagged export would prompt it with thinking on and reward integer verdicts it
+    was never taught: refused with a ConfigError naming both formats and verdict_format, before the data, the
+    tokenizer (the folder holds none) or the run folder."""
+    base = _base_export(tmp_path / "base", **manifest)
+    config = load_config(TINY_GRPO, {"model_name_or_path": str(base), "output_dir": str(tmp_path / "run")})
+    assert config.verdict_format == "integer"
+    with pytest.raises(ConfigError, match=rf"is a {declared} judge .*but verdict_format is integer.*"
+                                          rf"verdict_format: {declared}"):
+        grpo.main(config)
+    assert not (tmp_path / "run").exists()
+    tagged = load_config(TINY_GRPO, {"model_name_or_path": str(base), "verdict_format": "tagged"})
+    assert grpo.check_base_checkpoint(tagged).verdict_format == "tagged"
+
+
+@pytest.mark.parametrize("model, read", [("t-tech/T-lite-it-1.0", "a hub id"), ("tiny-qwen3", "not a local folder")])
+def test_a_hub_id_or_a_built_tiny_model_has_no_manifest_to_check(model, read):
+    base = grpo.check_base_checkpoint(load_config(TINY_GRPO, {"model_name_or_path": model}))
+    assert read in base.read and (base.verdict_format, base.trained_lengths, base.warnings) == (None, None, ())
+
+
+def test_a_folder_without_a_manifest_is_not_held_to_a_format(tmp_path):
+    """A plain Qwen2.5 checkpoint is read as tagged by the serving rules (judge.checkpoints.verdict_format_and_why,
+    rule 4), but it is no judge yet: an integer-format run from it is not refused, and the log line says why."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"]}))
+    base = grpo.check_base_checkpoint(load_config(TINY_GRPO, {"model_name_or_path": str(tmp_path)}))
+    assert "no export manifest" in base.read and base.verdict_format is None and base.warnings == ()
+
+
+def test_a_malformed_manifest_is_a_config_error_naming_it(tmp_path):
+    base = _base_export(tmp_path, verdict_format="integer", trained_lengths={"max_length": 64, "max_completion_length": 0})
+    with pytest.raises(ConfigError, match=r"model_name_or_path: .*pollux_judge.json: trained_lengths.max_completion"):
+        grpo.check_base_checkpoint(load_config(TINY_GRPO, {"model_name_or_path": str(base)}))
+
+
+def _run_until_data_recorded(config, monkeypatch) -> dict:
+    """Run the recipe until its data report is in run.json, then stop (before trl is imported or a model loads);
+    return that report."""
+    from train import recipe_steps
+
+    class Stop(Exception):
+        pass
+
+    record_data = recipe_steps.PreparedRun.record_data
+
+    def record_then_stop(run, report, train_rows=None):
+        record_data(run, report, train_rows=train_rows)
+        raise Stop
+
+    monkeypatch.setattr(recipe_steps.PreparedRun, "record_data", record_then_stop)
+    with pytest.raises(Stop):
+        grpo.main(config)
+    return json.loads((Path(config.output_dir) / "run.json").read_text())["data"]
+
+
+@pytest.mark.parametrize("max_completion_length, warned", [(32, True), (40, False), (48, False)])
+def test_less_completion_room_than_the_base_trained_with_is_warned_and_recorded(tmp_path, monkeypatch, caplog,
+                                                                                qwen3_tokenizer, max_completion_length,
+                                                                                warned):  # fmt: skip
+    """The base export records completions of up to 40 tokens (trained_lengths 40 of 256): a GRPO run sampling at most
+    32 cuts what it learned, so it is a warning in the log and in run.json's data report (base_checkpoint.warnings);
+    40 (the same) and 48 are not. Nothing is refused: a shorter budget may be the intent."""
+    base = _base_export(tmp_path / "base", verdict_format="integer",
+                        trained_lengths={"max_length": 256, "max_completion_length": 40})
+    qwen3_tokenizer.save_pretrained(base)
+    config = load_config(TINY_GRPO, {"model_name_or_path": str(base), "output_dir": str(tmp_path / "run"),
+                                     "max_length": 320, "max_completion_length": max_completion_length})  # fmt: skip
+    with caplog.at_level("INFO", logger="train.grpo"):
+        data = _run_until_data_recorded(config, monkeypatch)
+    recorded = data["base_checkpoint"]
+    assert (recorded["verdict_format"], recorded["trained_lengths"]) == ("integer", {"max_length": 256,
+                                                                                     "max_completion_length": 40})
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "trained on" in r.getMessage()]
+    assert recorded["warnings"] == warnings
+    assert len(warnings) == warned
+    if warned:
+        assert warnings[0].startswith("max_completion_length 32 is below the 40-token completions")
+
+
+def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypatch, qwen3_tokenizer):
+    """run.json's GRPO data report counts items: every item read is a prompt kept or a drop (the screen's too_long
+    prompts included), n_verdicts is that count (one reference per item), the experts' scores are n_expert_scores,
+    and the prompts kept are those trained plus those max_rows cut."""
+    qwen3_tokenizer.save_pretrained(tmp_path / "base")
+    config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
+                                     "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
+    data = _run_until_data_recorded(config, monkeypatch)
+    assert data["n_rows"] + sum(data["dropped"].values()) == data["n_verdicts"] == data["n_records"]
+    assert data["dropped"]["too_long"] > 0 and data["dropped"]["zero_shot"] > 0  # both stages' drops are in it
+    assert data["n_expert_scores"] > data["n_records"]  # the sample's items carry several experts' scores
+    assert data["n_rows"] == data["n_train"] + data["cut_by_max_rows"] and data["n_train"] == 3
+
+
+# ---- the generation batch ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overrides, message", [
+    # 10 completions are 2.5 groups of 4: trl refuses; floor-divided they were 2 prompts
+    ({"trainer_args": {"generation_batch_size": 10}}, r"generation_batch_size 10 .*num_generations 4"),
+    # groups of 2 divide 6, the per-device batch of 4 does not (with any number of ranks)
+    ({"num_generations": 2, "trainer_args": {"generation_batch_size": 6}},
+     r"generation_batch_size 6 .*per_device_train_batch_size 4"),
+    ({"trainer_args": {"generation_batch_size": 16, "steps_per_generation": 2}},
+     r"both generation_batch_size 16 and steps_per_generation 2"),
+    ({"trainer_args": {"generation_batch_size": 0}}, r"generation_batch_size must be a positive integer, got 0"),
+    ({"trainer_args": {"steps_per_generation": 1.5}}, r"steps_per_generation must be a positive integer, got 1.5"),
+])  # fmt: skip
+def test_a_generation_batch_trl_would_refuse_is_refused_at_load(overrides, message):
+    """trl's own checks (trl/trainer/grpo_config.py, GRPOConfig.__post_init__) ran after the run folder and the
+    tokenizer; the config now refuses each at load, naming the keys. The tiny config: per-device 4, group 4."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(TINY_GRPO, overrides)
+
+
+@pytest.mark.parametrize("trainer_args", [{"generation_batch_size": 10}, {"generation_batch_size": 16,
+                                                                            "steps_per_generation": 2}])
+def test_trl_refuses_what_the_config_refuses(trainer_args):
+    """The config's refusals are trl's: the same values make GRPOConfig raise (one process, per-device 4, group 4)."""
+    from trl import GRPOConfig
+
+    with pytest.raises(ValueError):
+        GRPOConfig(output_dir="unused", use_cpu=True, bf16=False, per_device_train_batch_size=4,
+                   gradient_accumulation_steps=2, num_generations=4, report_to="none", **trainer_args)  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides, world, message", [
+    # 12 = 3 x a per-device 4 on one rank, but not a multiple of 4 x 2 ranks = 8
+    ({"trainer_args": {"generation_batch_size": 12}}, 2, r"generation_batch_size 12 .*4 x 2 ranks = 8"),
+    # per-device 2 x 1 rank x 1 step = 2 completions: half a group of 4 (floor-divided, 0 prompts a step)
+    ({"per_device_train_batch_size": 2, "trainer_args": {"steps_per_generation": 1}}, 1,
+     r"steps_per_generation 1 x per_device_train_batch_size 2 x 1 ranks = 2 completions .*num_generations 4"),
+])  # fmt: skip
+def test_a_generation_batch_that_needs_the_ranks_is_refused_before_the_run_folder(tmp_path, monkeypatch, overrides,
+                                                                                 world, message):
+    """What the config cannot know without the ranks is checked with the launch arithmetic, before the tokenizer (the
+    base folder does not exist) or the run folder."""
+    monkeypatch.setenv("WORLD_SIZE", str(world))
+    config = load_config(TINY_GRPO, {**overrides, "model_name_or_path": str(tmp_path / "no-such-model"),
+                                     "output_dir": str(tmp_path / "run")})  # fmt: skip
+    with pytest.raises(ConfigError, match=message):
+        grpo.main(config)
+    assert not (tmp_path / "run").exists()

@@ -202,7 +202,7 @@ def test_zero_shot_items_are_refused_or_dropped_and_bad_labels_counted():
     rows, report = grpo.grpo_rows(items, zero_shot="drop")
     assert [row["id"] for row in rows] == ["std"]
     assert dict(report.dropped) == {"zero_shot": 1, "score_out_of_scale": 1, "no_scale": 1, "score_not_a_level": 1}
-    assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (5, 6, 1)
+    assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (5, 5, 1)
 
 
 def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenizer):
@@ -485,3 +485,39 @@ def test_gives_reasons_counts_words_not_pieces_between_spaces():
 
     assert not gives_reasons(". .") and not gives_reasons("— —") and not gives_reasons("что-то")
     assert gives_reasons("Ошибок,нет.") and gives_reasons("Ответ верен") and not gives_reasons("Верно.")
+
+
+# ---- the data report counts items; the t-lite config keeps the integer SFT's room --------------------------------
+
+
+def test_the_data_report_counts_items_in_every_field_the_log_and_run_json_read(caplog):
+    """One prompt per item, so the report counts items: kept + dropped is the items read, which n_verdicts (one
+    reference each) is; the six expert scores of the five items are n_expert_scores, beside them. By hand: std
+    kept; zs (zero_shot), off (3 on 0..2), noscale, between (1.5) dropped: 1 + 4 = 5 items, 1+1+1+1+2 = 6 scores."""
+    zero_shot = dataclasses.replace(record("zs", [1], task_type="Code modification"),
+                                    instruction="Перепиши функцию на Python без рекурсии.")
+    items = [record("std", [2]), zero_shot, record("off", [3]), record("noscale", [1], rubrics="Оцените ответ."),
+             record("between", [1.5, 2])]
+    with caplog.at_level("INFO", logger="train.grpo"):
+        _, report = grpo.grpo_rows(items, zero_shot="drop")
+    assert report.n_rows + sum(report.dropped.values()) == report.n_verdicts == report.n_records == 5
+    assert report.to_dict()["n_expert_scores"] == 6
+    summary = ("5 items (6 expert scores) -> 1 prompts kept; dropped 4 items: no_scale=1, score_not_a_level=1, "
+               "score_out_of_scale=1, zero_shot=1")
+    assert report.summary() == summary
+    assert f"GRPO prompts: {summary}" in [r.getMessage() for r in caplog.records]
+
+
+def test_the_t_lite_grpo_config_samples_as_long_as_its_base_learned():
+    """The t-lite GRPO run starts from the integer SFT export (configs/train/t-lite/seq2seq.yaml with --verdict-format
+    integer), trained on teacher traces of up to configs/data/traces.yaml's max_tokens (4096) in rows of up to its
+    max_length (4096): its completions are shorter than both. GRPO samples up to 4096 completion tokens, so none of
+    them is cut, and keeps the room for prompts of up to 4096 tokens it had (8192 - 4096)."""
+    from judge.plumbing.config_files import read_config_file
+
+    grpo_config = load_config(COLOCATE_GRPO, {"deepspeed": None})
+    sft = load_config(REPO / "configs" / "train" / "t-lite" / "seq2seq.yaml", {"deepspeed": None})
+    traces_max_tokens = read_config_file(REPO / "configs" / "data" / "traces.yaml")["teacher"]["max_tokens"]
+    assert grpo_config.max_completion_length >= min(traces_max_tokens, sft.max_length) == 4096
+    assert grpo_config.max_length - grpo_config.max_completion_length == 4096
+    assert grpo_config.model_name_or_path == "runs/t-lite-integer/export" and grpo_config.verdict_format == "integer"
