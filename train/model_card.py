@@ -48,6 +48,12 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
 _CARD_SPLITS = (ZERO_SHOT, STANDARD, "all")
 
 
+def _expert_scores(data: dict[str, Any]) -> Any:
+    """The experts' verdicts a run's data held: ``n_expert_scores`` where the recipe counts items in ``n_verdicts``
+    (GRPO: one prompt per item), else ``n_verdicts`` (the SFT recipes: a row per verdict)."""
+    return data["n_expert_scores"] if data.get("n_expert_scores") is not None else data.get("n_verdicts")
+
+
 def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
@@ -210,7 +216,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"- data: `{config.get('data', NOT_RECORDED)}`; Zero-Shot rows: `{config.get('zero_shot', NOT_RECORDED)}`; "
             f"{_num(data.get('n_train')) if data else NOT_RECORDED} training rows, "
             f"{_num(data.get('n_eval')) if data else NOT_RECORDED} validation rows"
-            + (f" (from {_num(data.get('n_records'))} records, {_num(data.get('n_verdicts'))} expert verdicts)"
+            + (f" (from {_num(data.get('n_records'))} records, {_num(_expert_scores(data))} expert verdicts)"
                if data.get("n_records") is not None else "")]
     if config.get("rewards"):
         # The GRPO recipe: which rewards, weighted how, and how they moved (trl logs their means per step).

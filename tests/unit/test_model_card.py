@@ -135,3 +135,14 @@ def test_a_regression_card_says_its_generator_writes_no_score(tmp_path):
     assert "writes a rationale, `[FEEDBACK] ... [END]`, and its score head scores it." in regression
     assert "[RESULT]" not in regression
     assert "writes a rationale and a score: `[FEEDBACK] ... [RESULT] <score> [END]`." in seq2seq
+
+
+def test_a_grpo_card_counts_the_experts_verdicts_not_its_items(tmp_path):
+    """The GRPO recipe's report counts items in n_verdicts (one prompt per item) and the experts' scores in
+    n_expert_scores: the card's "expert verdicts" are the latter (5 items with 12 scores, not "5 expert verdicts")."""
+    folder = _fake_export(tmp_path)
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["data"].update({"n_records": 5, "n_verdicts": 5, "n_expert_scores": 12})
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    assert "(from 5 records, 12 expert verdicts)" in render_card(folder)
+
