@@ -24,12 +24,13 @@ the judge. A request judge-serve refuses (a 4xx other than 408/409/429: a wrong 
 sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
-whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3 or Gemma chat template) or
-the prompt itself (plain text), or the dataset column
-``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the column
-``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
-``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when it
-has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer judged is ``judge.rewards.policy_answer`` of the completion's text.
+whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat
+template) or the prompt itself (plain text: a prompt rendered through another template needs ``instruction_column``),
+or the dataset column ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the
+column ``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
+``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when
+it has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer
+judged is ``judge.rewards.policy_answer`` of the completion's text.
 
 **verl** (``custom_reward_function`` in its trainer config)::
 
@@ -57,7 +58,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~650 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~690 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -75,7 +76,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
-from judge.rewards import (CriterionReward, Reward, RewardRule, policy_answer, pollux_named,
+from judge.rewards import (CriterionReward, Reward, RewardRule, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
 from judge.verdicts import format_score
 from judge.wire import JudgeResponse
@@ -429,11 +430,13 @@ def _text(message_or_text: Any) -> str:
 
 
 #: How the chat templates whose end-of-turn markers ``judge.rewards.END_OF_TURN_MARKERS`` names open a user turn,
-#: and the marker each closes it with: ChatML (Qwen2/2.5/3), Llama 3, Gemma. A text prompt trl was given already
-#: templated carries them. Only the template's own closer ends the turn: another template's marker in the user's text
-#: ("<s>1000</s>" is HTML strikethrough) is the instruction's.
+#: and the marker each closes it with: ChatML (Qwen2/2.5/3), Llama 3, Gemma, and the DeepSeek-R1 distills (``<｜User｜>``
+#: up to ``<｜Assistant｜>``: full-width bars, U+FF5C, as in ``judge.rewards``' next-turn opening). A text prompt trl was
+#: given already templated carries them; another template's needs ``instruction_column``. Only the template's own
+#: closer ends the turn: another template's marker in the user's text ("<s>1000</s>" is HTML strikethrough) is the
+#: instruction's.
 _USER_TURNS = {"<|im_start|>user\n": "<|im_end|>", "<|start_header_id|>user<|end_header_id|>\n\n": "<|eot_id|>",
-               "<start_of_turn>user\n": "<end_of_turn>"}
+               "<start_of_turn>user\n": "<end_of_turn>", "<\uff5cUser\uff5c>": "<\uff5cAssistant\uff5c>"}
 _USER_TURN = re.compile("|".join(re.escape(opener) for opener in _USER_TURNS))
 
 
@@ -469,8 +472,8 @@ def _criteria(value: Any, where: str) -> tuple[Any, ...]:
             value = [value]  # one criterion's name
     if not isinstance(value, (list, tuple)) or not value:
         raise ValueError(f"{where}: expected a non-empty list of criteria (names, ids or {{name, rubrics}} objects)")
-    # POLLUX-instructions rows' {criteria_name, rubrics}, as /get_reward's labels read them.
-    return tuple(pollux_named(spec, f"{where}[{j}]") for j, spec in enumerate(value))
+    # Read as /get_reward's labels are: POLLUX-instructions rows' {criteria_name, rubrics}, Arrow's None keys dropped.
+    return tuple(label_criterion(spec, f"{where}[{j}]") for j, spec in enumerate(value))
 
 
 def _verdict_text(part: CriterionReward) -> str:

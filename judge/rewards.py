@@ -25,7 +25,9 @@ The rule, step by step (``reward_of``):
    lowest level, which on a Critical criterion is its best: a failure there would read "no violation"). The count
    of failures travels beside the reward (``Reward.failed``).
 4. **Combined** by the mean of the criteria (``combine="mean"``), or a weighted mean (``"weighted"``: ``weights``
-   by criterion name or taxonomy id, ``default_weight`` for the others).
+   by taxonomy id, by a taxonomy criterion's Russian or English name (every variant that carries it), or by
+   ``custom:<name>`` for a custom criterion; ``default_weight`` for the others). A key that names no taxonomy
+   criterion is refused when the rule is built: a misspelt or unknown name would otherwise weigh nothing, silently.
 5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
    binary criterion) that is not at its best level closes the gate and the reward is 0.0. A verdict's score is one
    of the levels (step 3), so its normalised value is exactly 0 or 1. A regression head's value
@@ -66,14 +68,18 @@ from judge.scales import Scale
 from judge.wire import JudgeResult, ScoreSource
 
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
-           "HEAD_VALUES", "normalised", "oriented_result_scale", "criterion_reward", "reward_of", "OUT_OF_SCALE",
-           "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning", "pollux_named"]
+           "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
+           "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
+           "label_criterion"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
 #: Older names of an ``on_failure`` value, accepted so that existing rules load (the module docstring, step 3).
 ON_FAILURE_ALIASES = {"scale_min": "zero"}
 HEAD_VALUES = ("clipped", "raw")
+#: How a ``weights`` key names a custom criterion (a label's ``{name, rubrics}`` object): ``custom:Краткость``. Any
+#: other key must be a taxonomy id or name, so that a misspelling is refused rather than weighing nothing.
+CUSTOM_WEIGHT_PREFIX = "custom:"
 #: The failure code of a seq2seq score outside its rubric's scale (``judge.VerdictError.OUT_OF_SCALE``'s value).
 OUT_OF_SCALE = "out_of_scale"
 #: The failure code of a judge's own score inside its rubric's range but on none of its levels (a 0.5 on 0/1).
@@ -152,16 +158,27 @@ def policy_answer(text: str, reasoning_opened: bool | None = None) -> str:
     return body[close.end():].strip() if close else ""  # no close: cut inside its reasoning
 
 
-def pollux_named(spec: Any, where: str) -> Any:
-    """A label's criterion with POLLUX's field name read as ours: POLLUX-instructions rows write a custom
-    criterion as ``{"criteria_name", "rubrics"}`` (POLLUX's ``src/metrics.py``; ``eval.ranking.rank`` reads them so),
-    the wire's ``CustomCriterion`` as ``{"name", "rubrics"}``. Anything else is returned as it is, for the strict
-    model to judge.
+def label_criterion(spec: Any, where: str) -> Any:
+    """A label's criterion as the wire reads it, on every reward path (``/get_reward``'s labels, the trl and verl
+    clients' criteria): in a criterion object and in its rubric mapping, a key holding None is absent, and POLLUX's
+    field name is read as ours. Anything else is returned as it is, for the strict model to judge.
+
+    None is dropped because Arrow and Parquet (``datasets.Dataset.from_list``, a Parquet file, verl's ``extra_info``)
+    give every row every key of its column's struct: a rubric mapping of two levels beside another row's three
+    arrives with ``"2": None``, a ``criteria_name`` row beside a ``name`` row with ``"name": None``; the row never
+    wrote them. POLLUX-instructions rows write a custom criterion as ``{"criteria_name", "rubrics"}`` (POLLUX's
+    ``src/metrics.py``; ``eval.ranking.rank`` reads them so), the wire's ``CustomCriterion`` as ``{"name",
+    "rubrics"}``.
 
     Raises:
         ValueError: naming ``where``: both names given (which one the judge should see is the client's to say).
     """
-    if not isinstance(spec, Mapping) or "criteria_name" not in spec:
+    if not isinstance(spec, Mapping):
+        return spec
+    spec = {k: v for k, v in spec.items() if v is not None}
+    if isinstance(spec.get("rubrics"), Mapping):
+        spec["rubrics"] = {level: text for level, text in spec["rubrics"].items() if text is not None}
+    if "criteria_name" not in spec:
         return spec
     if "name" in spec:
         raise ValueError(f"{where}: both name and criteria_name (POLLUX's name for it); give one")
@@ -185,7 +202,10 @@ class RewardRule:
 
     Attributes:
         combine: ``mean`` or ``weighted``.
-        weights: ``weighted``: criterion name or taxonomy id -> positive weight (the id is looked up first).
+        weights: ``weighted``: criterion -> positive weight. A key is a taxonomy id (that criterion alone), a
+            taxonomy criterion's Russian or English name, in any case (every variant carrying it), or
+            ``custom:<name>`` (a custom criterion of that name); any other key is refused. A result is weighted by
+            its id's key first, then its name's.
         default_weight: ``weighted``: the weight of a criterion ``weights`` does not name.
         gate: POLLUX's binary gate.
         on_failure: ``zero`` (the criterion's worst level; the default) or ``skip`` (reward None); ``scale_min``
@@ -219,6 +239,8 @@ class RewardRule:
                 raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {weight!r}")
         if self.weights and self.combine != "weighted":
             raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
+        # Not dataclass fields: derived from weights, so equality, to_dict and from_dict see only what was given.
+        object.__setattr__(self, "_resolved_weights", _weight_tables(self.weights) if self.weights else ({}, {}, {}))
         if self.empty_answer is not None and (isinstance(self.empty_answer, bool)
                                               or not isinstance(self.empty_answer, (int, float))
                                               or not math.isfinite(self.empty_answer)):
@@ -253,9 +275,62 @@ class RewardRule:
         """The weight of a criterion (1 for every criterion under ``mean``)."""
         if self.combine == "mean":
             return 1.0
-        if criterion_id is not None and criterion_id in self.weights:
-            return float(self.weights[criterion_id])
-        return float(self.weights.get(name, self.default_weight))
+        by_id, by_name, custom = self._resolved_weights
+        if criterion_id is not None and criterion_id in by_id:
+            return by_id[criterion_id]
+        if criterion_id is None and name.strip() in custom:
+            return custom[name.strip()]
+        if by_name:  # a result without an id (a custom criterion named as a taxonomy one, an older server's)
+            from judge.taxonomy import _norm
+
+            return by_name.get(_norm(name), self.default_weight)
+        return self.default_weight
+
+
+def _weight_tables(weights: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """``weights`` resolved through the taxonomy: by criterion id (an id key, and every id a name key names), by name
+    as the taxonomy looks names up (for a result that carries no id), and by custom criterion name.
+
+    Raises:
+        RewardRuleError: naming the key: one that names no taxonomy criterion and is not ``custom:<name>``, or two
+            keys that give one criterion different weights (its Russian and its English name).
+    """
+    from judge.taxonomy import TaxonomyError, _norm, load_taxonomy
+
+    taxonomy = load_taxonomy()
+    names = {cid: {_norm(c.name[lang]) for lang in c.name} for cid, c in taxonomy.criteria.items()}
+    ids: dict[str, float] = {}
+    by_name: dict[str, float] = {}
+    custom: dict[str, float] = {}
+    named_by: dict[str, str] = {}  # id -> the name key that weighted it
+    for key, weight in weights.items():
+        where = f"weights[{key!r}]"
+        if not isinstance(key, str):
+            raise RewardRuleError(f"{where}: a key must be a criterion's id or name")
+        if key.startswith(CUSTOM_WEIGHT_PREFIX):
+            name = key[len(CUSTOM_WEIGHT_PREFIX):].strip()  # the resolver strips a custom criterion's name too
+            if not name:
+                raise RewardRuleError(f"{where}: no custom criterion's name after {CUSTOM_WEIGHT_PREFIX!r}")
+            custom[name] = float(weight)
+            continue
+        if key in taxonomy.criteria:
+            continue  # ids are placed last: an id's own key outranks a name key over it
+        try:
+            taxonomy.criterion(key)
+        except TaxonomyError as err:
+            raise RewardRuleError(f"{where}: {err} (a key is a taxonomy criterion's id or its Russian or English name, "
+                                  f"or {CUSTOM_WEIGHT_PREFIX}<name> for a custom criterion, a {{name, rubrics}} "
+                                  f"object)") from None
+        by_name[_norm(key)] = float(weight)
+        for cid, its in names.items():
+            if _norm(key) not in its:
+                continue
+            if cid in named_by and ids[cid] != float(weight):
+                raise RewardRuleError(f"{where}: criterion {cid} is also weighted {ids[cid]:g} as "
+                                      f"{named_by[cid]!r}; give it one weight")
+            ids[cid], named_by[cid] = float(weight), key
+    ids.update((key, float(weight)) for key, weight in weights.items() if key in taxonomy.criteria)
+    return ids, by_name, custom
 
 
 @dataclass(frozen=True)

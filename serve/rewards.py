@@ -15,10 +15,11 @@ and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}
 ``labels[i]``. Every label is checked in full (its fields, criteria names, task and rubric scales) before any work,
 whether or not its sample has an answer to judge: one label gets one answer.
 
-**The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut
-a long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed (a query that starts
-with none of these is refused naming ``query[i]``), then
-``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
+**The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut a
+long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed, and last on the
+characters other than whitespace when it gave the prompt back spaced otherwise (``clean_up_tokenization_spaces``, a
+SentencePiece decoder's space after ``<s>``); a query that starts with none of these is refused naming ``query[i]``.
+Then ``judge.rewards.policy_answer``'s rule: cut where the turn ends (an end-of-turn token, ``END_OF_TURN_MARKERS``,
 followed only by padding, more markers or the next turn: a ``</s>`` or ``<eos>`` with the answer's text after it is
 that text), and after the ``</think>`` closing a reasoning block that the prompt's end or the output's start opened
 (Qwen3's reasoning is not the answer the judge rates); such a block never closed leaves nothing to judge. An empty
@@ -53,7 +54,7 @@ applies, as to every route). The key in the path is compared in constant time an
 uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
 the body of an answer it cannot use.
 
-Why one module of ~540 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~580 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -74,7 +75,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
-from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, pollux_named,
+from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
@@ -141,13 +142,22 @@ def answer_of(query: str, prompt: str) -> str | None:
     "и" and a combining breve) in its composed form: where the query starts with neither the prompt nor a tail of
     it as sent, both are compared in NFC (``_nfc_response``).
 
+    A tokenizer may also give the prompt back spaced otherwise: ``clean_up_tokenization_spaces`` drops the space
+    before ``. , ? ! '`` ("там ?" comes back "там?"), a SentencePiece decoder adds one after a special token
+    ("<s>[INST]" comes back "<s> [INST]"). Where nothing above matches, the query and the whole prompt are compared
+    on their characters other than whitespace (``_spaced_response``).
+
     Returns:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
-        a tail of it, as sent or in NFC.
+        a tail of it, as sent or in NFC, nor with the prompt's characters spaced otherwise.
     """
-    response = _response_of(query, prompt)
-    if response is None:
-        response = _nfc_response(query, prompt)
+    response = None
+    for match in (_response_of, _spaced_response):  # exact first: the spacing-blind match is the last resort
+        response = match(query, prompt)
+        if response is None:
+            response = _nfc_response(query, prompt, match)
+        if response is not None:
+            break
     if response is None:
         return None
     return policy_answer(response, prompt_opens_reasoning(prompt))  # a thinking template's prompt ends in "<think>\n"
@@ -173,14 +183,39 @@ def _response_of(query: str, prompt: str) -> str | None:
     return body[kept:] if kept >= MIN_PROMPT_TAIL else None
 
 
-def _nfc_response(query: str, prompt: str) -> str | None:
-    """``_response_of`` with the query and the prompt both in NFC, given back as the query's own characters where
-    they are the same text (only the prompt's form differed: the usual case, the policy's output decoded as it was
-    sampled), else in NFC; None when they do not match in NFC either."""
+_SPACE = re.compile(r"\s+")
+#: Characters of the query and the prompt compared first by ``_spaced_response``, before the whole prompt is walked.
+_SPACED_HEAD = 1024
+
+
+def _spaced_response(query: str, prompt: str) -> str | None:
+    """What follows ``prompt`` at the start of ``query`` when the two are compared on their characters other than
+    whitespace, which either may have more or fewer of (a suffix of ``query``); None when the query's first
+    non-whitespace characters are not the prompt's. Linear: one possessive regular-expression pass over the
+    query's start finds where the prompt's last non-whitespace character falls, one comparison checks it; no
+    backtracking, since each step's whitespace and character cannot overlap."""
+    heads = _SPACE.sub("", query[:_SPACED_HEAD]), _SPACE.sub("", prompt[:_SPACED_HEAD])
+    shorter = min(map(len, heads))
+    if heads[0][:shorter] != heads[1][:shorter]:
+        return None  # the usual refusal (another prompt) decided on the first characters, not the whole prompt
+    bare = _SPACE.sub("", prompt)
+    if not bare:
+        return None  # nothing to align on: only the exact match can place a whitespace prompt
+    end = re.match(r"(?:\s*+\S){%d}" % len(bare), query)
+    if end is None or _SPACE.sub("", end.group()) != bare:
+        return None
+    return query[end.end():]
+
+
+def _nfc_response(query: str, prompt: str,
+                  match: Callable[[str, str], str | None] = _response_of) -> str | None:
+    """``match`` (``_response_of`` or ``_spaced_response``) with the query and the prompt both in NFC, given back as
+    the query's own characters where they are the same text (only the prompt's form differed: the usual case, the
+    policy's output decoded as it was sampled), else in NFC; None when they do not match in NFC either."""
     nfc_query, nfc_prompt = unicodedata.normalize("NFC", query), unicodedata.normalize("NFC", prompt)
     if (nfc_query, nfc_prompt) == (query, prompt):
         return None  # already NFC: the match already failed
-    response = _response_of(nfc_query, nfc_prompt)
+    response = match(nfc_query, nfc_prompt)
     if not response:
         return response
     own = query[len(query) - len(response):]  # the response is a suffix of the query in NFC: the same in the query?
@@ -258,12 +293,13 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
         raise RequestError(f"{where}: unknown field(s) {clip_message(str(unknown[:_UNKNOWN_SHOWN]))}{more}; a label has "
                            f"{', '.join(LABEL_FIELDS)}", param=where)
     criteria = raw.get("criteria")
-    if isinstance(criteria, list) and any(isinstance(c, dict) and "criteria_name" in c for c in criteria):
-        # POLLUX-instructions rows name a custom criterion criteria_name: read as the wire's name.
+    if isinstance(criteria, list) and any(isinstance(c, dict) for c in criteria):
+        # Read as the trl and verl clients read them: POLLUX-instructions rows' criteria_name as the wire's name, a
+        # key Arrow/Parquet filled with None (a label column written through datasets) as absent.
         named = []
         for j, spec in enumerate(criteria):
             try:
-                named.append(pollux_named(spec, f"{where}.criteria[{j}]"))
+                named.append(label_criterion(spec, f"{where}.criteria[{j}]"))
             except ValueError as err:
                 raise RequestError(str(err), param=f"{where}.criteria[{j}]") from None
         raw = {**raw, "criteria": named}
@@ -354,7 +390,7 @@ class RewardRoute:
         latency = time.monotonic() - started
         rewards = [reward_of(r, self.rule) if r else None for r in results]
         body_out = self._body(rewards, latency)
-        self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
+        await self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
 
     def _read(self, data: bytes, sample_of: list[int]) -> tuple[list[str], list[str], Any, list | None]:
@@ -378,8 +414,11 @@ class RewardRoute:
             raise RequestError(f"query, prompts, labels: {len(queries)}, {len(prompts)} and {len(labels)} entries; "
                                "one each per sample", param="query")  # fmt: skip
         if len(queries) > self.config.max_batch_items:
+            # OpenRLHF before 0.10.0 posts a whole rollout in one request: the refusal says which version to use.
             raise RequestError(f"query: {len(queries)} samples; this server takes at most "
-                               f"{self.config.max_batch_items} per request", param="query", code="too_many_items")
+                               f"{self.config.max_batch_items} per request (OpenRLHF >= 0.10.0 posts one sample per "
+                               "request; earlier versions post the whole rollout at once)", param="query",
+                               code="too_many_items")  # fmt: skip
         labelled, answers = [], []
         for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
             labelled.append(_label(raw, i))
@@ -502,7 +541,11 @@ class RewardRoute:
         }
         return {"rewards": values, "scores": list(values), "extra_logs": extra}
 
-    def _write_journal(self, state, request_id: str, answers, results, rewards, latency: float) -> None:
+    async def _write_journal(self, state, request_id: str, answers, results, rewards, latency: float) -> None:
+        """The request's rows appended to the rewards journal in a worker thread (an fsync takes milliseconds, and
+        every other request's reading and answering waits while the event loop does), in one ``append``: a
+        request's rows stay together and in order (``JournalWriter`` appends under a lock). Awaited before the
+        answer, so a row is on disk once its reward is sent."""
         journal = self.journal(getattr(state, "log_dir", None))
         if journal is None:
             return
@@ -518,7 +561,7 @@ class RewardRoute:
                              for part, result in zip(reward.criteria, sample)] if reward else [],
             })  # fmt: skip
         try:
-            journal.append(*rows)
+            await asyncio.to_thread(journal.append, *rows)
         except OSError as err:  # a full disk must not cost the trainer its rewards
             log.error("could not write the rewards journal: %s", err)
 

@@ -585,3 +585,51 @@ def test_a_label_of_many_or_long_unknown_fields_is_refused_in_a_short_answer(tin
                    "has id, instruction, criteria, reference_answer, task_type, task_subtype, task_subsubtype",
         "type": "invalid_request_error", "param": "labels[0]", "code": "invalid_request"}
     assert engine.bodies("/v1/completions") == []
+
+
+def test_a_rollout_in_one_request_is_refused_naming_the_openrlhf_version_that_sends_one_sample():
+    """OpenRLHF before 0.10.0 posts the whole rollout in one request: the refusal says which version posts one
+    sample per request (OpenRLHF never reads it, but judge-serve's log keeps it)."""
+    from serve.schema import RequestError
+
+    route = RewardRoute(ServeConfig(model="x", max_batch_items=2), error=lambda *a, **k: None)
+    body = {"query": [PROMPT + "Весна."] * 3, "prompts": [PROMPT] * 3,
+            "labels": [{"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}] * 3}
+    with pytest.raises(RequestError) as refused:
+        route._read(json.dumps(body, ensure_ascii=False).encode(), [])
+    assert (refused.value.code, refused.value.param) == ("too_many_items", "query")
+    assert refused.value.message.startswith("query: 3 samples; this server takes at most 2 per request (OpenRLHF >= "
+                                            "0.10.0 posts one sample per request")
+
+
+def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_answer(tiny_causal_dir, monkeypatch,
+                                                                                        tmp_path):
+    """The journal's append (open, write, fsync) runs in a worker thread, not on the event loop every request
+    waits on; it is awaited, so the request's rows are on disk, together and in order, once the answer is read."""
+    import asyncio
+
+    from judge.plumbing.journal import JournalWriter, read_jsonl
+
+    on_loop: list[bool] = []
+    append = JournalWriter.append
+
+    def recorded(self, *rows):
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # a worker thread runs no loop
+            on_loop.append(False)
+        append(self, *rows)
+
+    monkeypatch.setattr(JournalWriter, "append", recorded)
+    body = {"query": [PROMPT + "Весна.<|im_end|>", PROMPT + "<|im_end|>"], "prompts": [PROMPT, PROMPT],
+            "labels": [{"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}] * 2}
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, log_dir=str(tmp_path)) as (http, _):
+        rewarded = http.post("/get_reward", json=body, headers={**AUTH, "X-Request-Id": "req-1"})
+        rows = read_jsonl(tmp_path / "rewards.jsonl")  # read as soon as the answer is: nothing left to wait for
+    assert rewarded.status_code == 200, rewarded.text
+    assert on_loop == [False]
+    # The first answer judged 2 of 0-2 (the scripted verdict): 1.0; the second has nothing to judge: empty_answer 0.0.
+    assert [(r["request_id"], r["index"], r["reward"], r["empty_answer"]) for r in rows] == [
+        ("req-1", 0, 1.0, False), ("req-1", 1, 0.0, True)]
+    assert [c["criterion"] for c in rows[0]["criteria"]] == ["Креативность"] and rows[1]["criteria"] == []

@@ -71,9 +71,10 @@ def test_mean_of_criteria():
 
 
 def test_weighted_mean_by_name_and_id():
-    """Weights by taxonomy id first, then name, else default_weight."""
+    """Weights by taxonomy id first, then name (a custom criterion's as custom:<name>), else default_weight."""
     results = [ok("a", 2), ok("b", 0), ok("c", 1, criterion_id="repeats")]
-    rule = RewardRule(combine="weighted", weights={"b": 3.0, "repeats": 2.0, "c": 100.0}, default_weight=1.0)
+    rule = RewardRule(combine="weighted", weights={"custom:b": 3.0, "repeats": 2.0, "custom:c": 100.0},
+                      default_weight=1.0)
     # a: 1.0 x 1; b: 0.0 x 3; c (id repeats): 0.5 x 2. (1 + 0 + 1) / (1 + 3 + 2) = 2 / 6
     assert reward_of(results, rule).value == pytest.approx(2 / 6)
 
@@ -263,7 +264,8 @@ def test_bad_rules_are_refused_naming_the_field(fields, message):
 
 def test_rule_from_dict_is_strict_and_round_trips():
     """A rule read from JSON refuses unknown keys and reads back what to_dict wrote."""
-    rule = RewardRule.from_dict({"combine": "weighted", "weights": {"a": 2.0}, "gate": True, "on_failure": "zero"})
+    rule = RewardRule.from_dict({"combine": "weighted", "weights": {"custom:a": 2.0}, "gate": True,
+                                 "on_failure": "zero"})
     assert RewardRule.from_dict(rule.to_dict()) == rule
     with pytest.raises(RewardRuleError, match=r"unknown field\(s\) \['gates'\]"):
         RewardRule.from_dict({"gates": True})

@@ -159,8 +159,8 @@ def test_trl_text_prompts_that_open_the_reasoning_send_only_answers(monkeypatch)
 
 def test_trl_text_prompts_rendered_by_a_chat_template_send_the_last_user_turn(qwen3_tokenizer):
     """A text prompt trl was given already templated (system turn, earlier turns, markers) sends the last user turn's
-    content as the instruction, never the template's text: Qwen3's own template (ChatML), Llama 3's and Gemma's
-    markers; an untemplated text prompt is the instruction as it is."""
+    content as the instruction, never the template's text: Qwen3's own template (ChatML), Llama 3's, Gemma's and a
+    DeepSeek-R1 distill's markers; an untemplated text prompt is the instruction as it is."""
     def respond(path, body):
         return 200, judge_response([[scored("A", 2)]] * len(body["items"]))
 
@@ -173,12 +173,17 @@ def test_trl_text_prompts_rendered_by_a_chat_template_send_the_last_user_turn(qw
               "<|start_header_id|>user<|end_header_id|>\n\nНапиши стих<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n")  # fmt: skip
     gemma = "<bos><start_of_turn>user\nНапиши стих<end_of_turn>\n<start_of_turn>model\n"
-    prompts = [qwen3, llama3, gemma, "Напиши стих о весне"]
+    # A DeepSeek-R1 distill's template: full-width bars (U+FF5C), U+2581 for spaces, its prompt opening the reasoning.
+    r1 = ("<\uff5cbegin\u2581of\u2581sentence\uff5c>Ты поэт.<\uff5cUser\uff5c>Привет<\uff5cAssistant\uff5c>Здравствуй."
+          "<\uff5cend\u2581of\u2581sentence\uff5c><\uff5cUser\uff5c>Напиши стих<\uff5cAssistant\uff5c><think>\n")
+    prompts = [qwen3, llama3, gemma, r1, "Напиши стих о весне"]
+    completions = ["Стих."] * 3 + ["Думаю.\n</think>\n\nСтих."] + ["Стих."]
     with ScriptedEndpoint(respond) as endpoint:
         reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"])
-        asyncio.run(reward(prompts=prompts, completions=["Стих."] * 4, completion_ids=[[1]] * 4, trainer_state=None))
+        asyncio.run(reward(prompts=prompts, completions=completions, completion_ids=[[1]] * 5, trainer_state=None))
     (items,) = [body["items"] for _, body in endpoint.requests]
-    assert [item["instruction"] for item in items] == ["Напиши стих"] * 3 + ["Напиши стих о весне"]
+    assert [item["instruction"] for item in items] == ["Напиши стих"] * 4 + ["Напиши стих о весне"]
+    assert [item["answer"] for item in items] == ["Стих."] * 5
 
 
 def test_request_chunks_keep_each_request_within_both_bounds():
