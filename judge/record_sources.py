@@ -5,6 +5,10 @@
 reader of Arrow tables (JSONL and Parquet); this module only finds the rows or tables and hands them to them.
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
+
+Why one module of ~540 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
+to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
 
 from __future__ import annotations
@@ -278,8 +282,48 @@ def _refuse_missing_shards(folder: Path, shards: list[Path]) -> None:
                          f"missing: {shown} (an interrupted download? fetch it again)")
 
 
+#: The released datasets by their name on the hub (docs/released-pollux.md): what a missing local folder of the
+#: same name (``data/POLLUX``, as the README lays the download out) was most likely meant to hold.
+_RELEASED_DATASETS = {name.lower(): f"ai-forever/{name}" for name in ("POLLUX", "POLLUX-instructions")}
+
+
+#: The folders the docs download to and write in (``data/POLLUX``, ``runs/eval/...``): a name under one is a path
+#: not made yet on a fresh clone too, where the folder itself does not exist.
+_PROJECT_FOLDERS = ("data", "runs")
+
+
 def _looks_like_dataset_name(name: str, path: Path) -> bool:
-    return "/" in name and not name.startswith((".", "/")) and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}
+    """Whether a source that is no file or folder is a hub dataset's ``owner/name``: one slash, no data file's suffix,
+    not a path's start (``./``, ``../``, ``/``, ``~``), and an owner that is no local folder nor one of
+    ``_PROJECT_FOLDERS`` (``data/POLLUX`` is a path not yet downloaded; asking the hub for it cost ~24 s of retries)."""
+    owner = name.split("/", 1)[0]
+    return (name.count("/") == 1 and not name.startswith((".", "/", "~"))
+            and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}
+            and owner not in _PROJECT_FOLDERS and not Path(owner).is_dir())
+
+
+def _missing(name: str) -> FileNotFoundError:
+    """The error of a source that is not there, with the download command when its last part names a released
+    dataset (a missing ``data/POLLUX`` is the benchmark not downloaded yet)."""
+    released = _RELEASED_DATASETS.get(Path(name).name.lower())
+    if released is None:
+        return FileNotFoundError(f"{name}: no such file or folder")
+    return FileNotFoundError(f"{name}: no such file or folder; to read the released {released}, download it first "
+                             f"(hf download {released} --repo-type dataset --local-dir {name}) or pass {released} "
+                             "itself on a machine with hub access (docs/released-pollux.md)")
+
+
+def _refuse_split_of_a_file(path: Path, split: str | None) -> None:
+    """ValueError for a ``split`` asked of a single file, which holds one split: a ``--split`` it cannot honour was
+    ignored, and the whole file read as the split asked for. Its own split is taken: the shard name's
+    (``test-00000-of-00001.parquet``) or the file's stem (``train.jsonl``, as the synthetic split stage writes it)."""
+    if split is None or not path.is_file():
+        return
+    shard = _SHARD_NAME.match(path.name)
+    own = shard.group("split") if shard else path.stem
+    if split != own:
+        raise ValueError(f"{path}: a single file, which holds no split {split!r} (a split is chosen from a folder of "
+                         "shards, a datasets folder or a dataset name); leave out the split to read the whole file")
 
 
 def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[str, int, Mapping]]:
@@ -291,11 +335,13 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
         try:
             loaded = datasets.load_dataset(source, split=split)
         except Exception as err:  # noqa: BLE001 - any failure here means the name could not be loaded; say how to fix it
+            released = _RELEASED_DATASETS.get(source.split("/")[-1].lower())
+            hint = (f"; the released dataset is {released}" if released and released != source else "")
             raise FileNotFoundError(
                 f"{source}: not a local file or folder, and datasets.load_dataset({source!r}) failed "
-                f"({type(err).__name__}: {err}). If the hub is unreachable from this machine, download the dataset "
-                f"where it is reachable (huggingface-cli download {source} --repo-type dataset --local-dir DIR) and "
-                "pass DIR, or set HF_HUB_OFFLINE=1 with a populated Hugging Face cache"
+                f"({type(err).__name__}: {err}){hint}. If the hub is unreachable from this machine, download the "
+                f"dataset where it is reachable (hf download {released if hint else source} --repo-type "
+                "dataset --local-dir DIR) and pass DIR, or set HF_HUB_OFFLINE=1 with a populated Hugging Face cache"
             ) from err
     if isinstance(loaded, datasets.DatasetDict):
         if split is None:
@@ -313,6 +359,7 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
     record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
     arguments, errors and report as ``load_records_report``.
     """
+    _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
@@ -333,7 +380,7 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
             ``datasets.load_dataset`` can reach (a hub name on machines that have access, or with
             ``HF_HUB_OFFLINE=1`` and a populated cache).
         split: the split to take from a shard folder, a ``DatasetDict`` or a named dataset (default: the only
-            split, or "test").
+            split, or "test"); a single file holds one split, and any other is refused (``_refuse_split_of_a_file``).
         make_id: derive ids for rows that have none even when other rows have one (a source with no ``id`` column
             at all gets derived ids without it).
 
@@ -344,7 +391,10 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
         RecordError: a bad row, naming the source, row and field.
         FileNotFoundError: a path that does not exist and is not a dataset name, or a dataset name that
             ``datasets.load_dataset`` cannot load (the message says how to fix it).
+        ValueError: an unknown file type, a split the source does not hold (or any split but its own asked of a
+            single file), a shard folder missing shards.
     """
+    _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
     if found is not None:
@@ -399,7 +449,7 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
         return _validated(_dataset_rows(name, path, split), name, make_id)
     if _looks_like_dataset_name(name, path):
         return _validated(_dataset_rows(name, path, split), name, make_id)
-    raise FileNotFoundError(f"{name}: no such file or folder")
+    raise _missing(name)
 
 
 def _json_file(path: Path) -> Any:
@@ -430,6 +480,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
     """
     path = Path(source)
     name = str(source)
+    _refuse_split_of_a_file(path, split)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
@@ -453,7 +504,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
     elif path.is_dir() or _looks_like_dataset_name(name, path):
         yield from _dataset_rows(name, path, split)
     else:
-        raise FileNotFoundError(f"{name}: no such file or folder")
+        raise _missing(name)
 
 
 def load_records(source: str | Path, split: str | None = None, make_id: bool = False) -> list[JudgeRecord]:

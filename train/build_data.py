@@ -28,6 +28,10 @@ The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``
 The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict's own score; the regression row
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
+
+Why one module of ~530 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
+(``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -455,8 +461,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ExactArgumentParser(
         prog="judge-train build-data",
         description="Turn POLLUX-format records into training rows and report what was dropped and why.",
-        epilog="Exit codes: 0 rows built (the report printed, and written with --out); 2 a usage error, held-out or "
-        "released-benchmark rows in the data, or a malformed row (the message names it).",
+        epilog="Exit codes: 0 rows built (the report printed, and written with --out); 2 a usage error, a missing or "
+        "unreadable --data or --out, held-out or released-benchmark rows in the data, a malformed row, or no row "
+        "left (the report printed first; the message on stderr names what).",
     )
     parser.add_argument("--data", default="sample", help="Records: JSONL, Parquet, datasets folder/name, or 'sample'.")
     parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")
@@ -471,7 +478,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "default: the dataset card asks that POLLUX not be used for training).")  # fmt: skip
     parser.add_argument("--out", default=None, help="Write the rows to this JSONL file.")
     args = parser.parse_args(argv)
+    prog = parser.prog
     try:
+        refuse_bad_arguments(args)
         records = load_training_records(args.data, allow_benchmark_rows=args.allow_benchmark_rows)
         rows, report = build_rows(
             records,
@@ -480,10 +489,47 @@ def main(argv: Sequence[str] | None = None) -> int:
             min_russian_share=args.min_russian_share,
             score_target=args.score_target,
         )
-    except (judge.LeakageError, judge.RecordError) as err:
-        print(f"error: {err}")
+    except (judge.LeakageError, judge.RecordError, OSError, ValueError) as err:
+        # ValueError: an unknown file type, a shard folder missing shards, a bound refused; OSError: a source that is
+        # not there (judge.record_sources) or not readable. One line, as `judge-train run` says them.
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     print(report.summary())
+    if not rows:
+        # What `judge-train run` refuses with the same data (train.cli.check_training_data): an empty rows file
+        # would only move the failure to the first training step.
+        what = (f"--data {args.data} holds no records" if not report.n_records else
+                f"no training rows left in --data {args.data}: {_what_dropped(report)}")
+        print(f"{prog}: error: {what}" + ("; nothing written" if args.out else ""), file=sys.stderr)
+        return 2
     if args.out:
-        print(f"wrote {write_rows(rows, args.out)}")
+        try:
+            written = write_rows(rows, args.out)
+        except OSError as err:  # no permission, a read-only disk, a parent that is a file: named, the old file kept
+            print(f"{prog}: error: --out {args.out}: cannot write ({err.strerror or err})", file=sys.stderr)
+            return 2
+        print(f"wrote {written}")
     return 0
+
+
+def refuse_bad_arguments(args: Any) -> None:
+    """Refuse, before the data is read, a ``--min-russian-share`` that is not a share (NaN compares false with every
+    share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder.
+
+    Raises:
+        ValueError: naming the flag and the value.
+    """
+    share = args.min_russian_share
+    if not (math.isfinite(share) and 0 <= share <= 1):
+        raise ValueError(f"--min-russian-share: must be a share between 0 and 1, got {share}")
+    if args.out and Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: a folder; give the JSONL file to write (e.g. {Path(args.out) / 'rows.jsonl'})")
+
+
+def _what_dropped(report: BuildReport) -> str:
+    """Which filters dropped how many verdicts, most first, with the flag that sets a threshold where there is one."""
+    flags = {"not_russian": "--min-russian-share"}
+    parts = [f"{reason} {n}" + (f" ({flags[reason]})" if reason in flags else "")
+             for reason, n in sorted(report.dropped.items(), key=lambda item: -item[1])]
+    return (f"every one of the {report.n_verdicts} verdicts of {report.n_records} records was dropped: "
+            + (", ".join(parts) or "none"))

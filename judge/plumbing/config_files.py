@@ -110,6 +110,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     import yaml
 
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder, not a YAML file (give the .yaml file in it)")
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
     try:
@@ -250,6 +252,8 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
         raise ValueError(f"{path}: not found")
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:  # a ValueError too, which unreadable_json would call a number too long
+        raise ValueError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from err
     except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold

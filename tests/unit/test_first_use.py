@@ -288,8 +288,8 @@ def _collected_parsers():
 
 #: Flags of other programs that messages name, with the program.
 FOREIGN_FLAGS = {
-    "--repo-type": "huggingface-cli download",
-    "--local-dir": "huggingface-cli download",
+    "--repo-type": "hf download",
+    "--local-dir": "hf download",
     "--mem": "sbatch (given through --sbatch-arg)",
     "--exclusive": "sbatch (given through --sbatch-arg)",
     "--nproc_per_node": "torchrun (one judge-train process per GPU)",

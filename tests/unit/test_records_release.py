@@ -237,7 +237,7 @@ def test_unreachable_dataset_name_is_a_clear_error(monkeypatch):
         load_records("ai-forever/POLLUX")
     message = str(info.value)
     assert "ai-forever/POLLUX" in message and "ConnectionError" in message
-    assert "HF_HUB_OFFLINE=1" in message and "huggingface-cli download ai-forever/POLLUX --repo-type dataset" in message
+    assert "HF_HUB_OFFLINE=1" in message and "hf download ai-forever/POLLUX --repo-type dataset" in message
 
 
 def test_a_folder_with_no_data_is_named(tmp_path):

@@ -198,7 +198,7 @@ def test_build_data_command_writes_rows_and_refuses_leakage(tmp_path, capsys):
     first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert first["completion"].startswith("[FEEDBACK] ") and first["completion"].endswith(" [END]")
     assert build_data_main(["--data", "sample"]) == 2
-    assert "Zero-Shot" in capsys.readouterr().out
+    assert "Zero-Shot" in capsys.readouterr().err
 
 
 def test_build_data_refuses_the_released_benchmark_unless_told(tmp_path, capsys):
@@ -210,7 +210,7 @@ def test_build_data_refuses_the_released_benchmark_unless_told(tmp_path, capsys)
     converted = judge.write_jsonl(judge.load_records(released), tmp_path / "converted.jsonl")
     for source in (released, converted):
         assert build_data_main(["--data", str(source), "--zero-shot", "drop"]) == 2
-        printed = capsys.readouterr().out
+        printed = capsys.readouterr().err
         assert "8 of " in printed and "released POLLUX benchmark" in printed and "asks that it not be used for training" in printed
         assert "--allow-benchmark-rows" in printed
     out = tmp_path / "rows.jsonl"
@@ -233,7 +233,7 @@ def test_unknown_task_type_stops_the_build_naming_the_row(tmp_path, capsys):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     for mode in ("refuse", "drop"):
         assert build_data_main(["--data", str(path), "--zero-shot", mode]) == 2
-        printed = capsys.readouterr().out
+        printed = capsys.readouterr().err
         assert f"{path}: line 1: field 'task_type'" in printed and "'Неизвестная задача'" in printed
         assert "zero_shot: allow" in printed
     assert build_data_main(["--data", str(path), "--zero-shot", "allow"]) == 0

@@ -78,9 +78,18 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
 
 
 def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dict:
-    """Run stage 5 on the annotations at ``input_path`` into ``out_dir``. Returns the summary."""
+    """Run stage 5 on the annotations at ``input_path`` into ``out_dir``. Returns the summary.
+
+    Raises:
+        ValueError: the input holds no records.
+    """
     inputs = read_input(input_path, "annotate")
     rows = inputs.rows
+    if not rows:
+        # Empty train and validation files would pass for a finished stage, and the failure would wait for training
+        # (which refuses a source with no records).
+        raise ValueError(f"--input {input_path}: holds no records (an empty file, or a folder whose annotate stage "
+                         "kept none); nothing to split")
     splits, dropped = split_records(rows, config, source=input_path, row_index=inputs.row_index)
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]

@@ -1,0 +1,246 @@
+"""The first hour's loading mistakes, each a value: `judge-train build-data`, `judge-train data split` and the record
+sources refuse a missing, empty or mistyped input (or a flag out of bounds) with one line naming the flag, file or
+field and exit 2, never a traceback and never a run that keeps nothing while saying it finished."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import judge
+from judge.plumbing.config_files import ConfigError, read_config_file, read_json_object
+from judge.record_sources import load_record_columns, load_records, source_rows
+from train.build_data import main as build_data_main
+
+PROG = "judge-train build-data: error: "
+RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично верный.\n\n2: Ответ полностью верный."
+
+
+def _record(rid: str, feedback: str) -> dict:
+    return judge.JudgeRecord(id=rid, instruction=f"Сколько будет два плюс два? ({rid})", answer="Четыре.",
+                             criteria_name="Грамотность", rubrics=RUBRIC, expert_scores=(2.0,),
+                             expert_feedback=(feedback,), criteria_score=2.0, task_type="Editing").to_dict()
+
+
+def _jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _one_error_line(capsys) -> tuple[str, str]:
+    """(stdout, the one stderr line), checking stderr is that one line with the command's prefix."""
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert err.startswith(PROG) and err.count("\n") == 1, err
+    return out, err
+
+
+# --- judge-train build-data ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["missing", "csv", "folder"])
+def test_build_data_refuses_a_data_source_it_cannot_read_in_one_line(tmp_path, capsys, kind):
+    """A --data that is not there, a file type the loader does not read, a folder with no shards: exit 2 with one
+    line naming it (was a FileNotFoundError or ValueError traceback, exit 1)."""
+    if kind == "missing":
+        source, said = tmp_path / "nope.jsonl", "no such file or folder"
+    elif kind == "csv":
+        source, said = tmp_path / "x.csv", "unknown file type '.csv'"
+        source.write_text("id,instruction\n1,a\n", encoding="utf-8")
+    else:
+        source, said = tmp_path / "empty-folder", "neither Parquet shards"
+        source.mkdir()
+    assert build_data_main(["--data", str(source)]) == 2
+    _, err = _one_error_line(capsys)
+    assert str(source) in err and said in err
+
+
+def test_build_data_refuses_an_out_folder_before_reading_the_data(tmp_path, capsys):
+    """--out a folder: refused at once (was an IsADirectoryError traceback after the whole build)."""
+    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(tmp_path)]) == 2
+    out, err = _one_error_line(capsys)
+    assert f"--out {tmp_path}: a folder" in err and out == ""
+
+
+def test_build_data_names_an_out_it_cannot_write(tmp_path, capsys):
+    """An --out under a file (no folder can be made there) is named, exit 2, not an OSError traceback; the report
+    is printed first, since the rows were built."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(blocker / "rows.jsonl")]) == 2
+    out, err = _one_error_line(capsys)
+    assert "rows kept" in out and f"--out {blocker / 'rows.jsonl'}: cannot write" in err
+
+
+def test_build_data_says_a_bad_row_on_stderr_with_its_prefix(tmp_path, capsys):
+    """A handled error (a row that is not an object) goes to stderr as `judge-train build-data: error: ...`, as
+    `judge-train run` says it (was `error: ...` on stdout)."""
+    source = tmp_path / "rows.jsonl"
+    source.write_text('"just a string"\n', encoding="utf-8")
+    assert build_data_main(["--data", str(source)]) == 2
+    out, err = _one_error_line(capsys)
+    assert out == "" and f"{source}: line 1" in err
+
+
+def test_build_data_refuses_a_source_with_no_records(tmp_path, capsys):
+    """An empty file builds no row: exit 2 as `judge-train run` refuses it (was "0 rows kept", exit 0), the report
+    printed first, nothing written."""
+    source = tmp_path / "empty.jsonl"
+    source.write_text("", encoding="utf-8")
+    out_file = tmp_path / "rows.jsonl"
+    assert build_data_main(["--data", str(source), "--out", str(out_file)]) == 2
+    out, err = _one_error_line(capsys)
+    assert "0 rows kept" in out and f"--data {source} holds no records" in err and "nothing written" in err
+    assert not out_file.exists()
+
+
+def test_build_data_names_the_filters_that_dropped_every_row(tmp_path, capsys):
+    """Records whose every verdict a filter drops: exit 2 naming each filter, its count and its flag (was exit 0 with
+    an empty rows file)."""
+    source = _jsonl(tmp_path / "english.jsonl", [_record("a", "The answer is correct and complete."),
+                                                 _record("b", "Fine, the arithmetic is right here.")])
+    assert build_data_main(["--data", str(source), "--zero-shot", "drop"]) == 2
+    out, err = _one_error_line(capsys)
+    assert "0 rows kept" in out
+    assert f"no training rows left in --data {source}" in err and "every one of the 2 verdicts of 2 records was dropped: not_russian 2 (--min-russian-share)" in err
+
+
+@pytest.mark.parametrize("share", ["5", "nan", "-0.1", "inf"])
+def test_build_data_refuses_a_russian_share_that_is_not_a_share(capsys, share):
+    """--min-russian-share 5 kept no row, nan switched the filter off without a word: both refused, exit 2."""
+    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--min-russian-share", share]) == 2
+    out, err = _one_error_line(capsys)
+    assert out == "" and "--min-russian-share: must be a share between 0 and 1" in err
+
+
+def test_build_data_still_builds_with_a_share_at_its_bounds(tmp_path, capsys):
+    """0 and 1 are shares: the bounds are included."""
+    for share in ("0", "1"):
+        assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--min-russian-share", share]) == 0
+        assert "rows kept" in capsys.readouterr().out
+
+
+# --- record sources: a missing path is not a hub name -------------------------------------------------------------
+
+
+@pytest.fixture
+def no_hub(monkeypatch):
+    """Fails the test if the hub loader is called: the cases below must be answered locally."""
+    import datasets
+
+    def called(*args, **kwargs):
+        raise AssertionError(f"datasets.load_dataset was called with {args} {kwargs}")
+
+    monkeypatch.setattr(datasets, "load_dataset", called)
+
+
+@pytest.mark.parametrize("name", ["data/POLLUX", "runs/POLLUX", "./POLLUX", "../x/POLLUX", "~/POLLUX", "a/b/POLLUX",
+                                  "here/POLLUX"])
+def test_a_missing_local_path_is_not_asked_of_the_hub(tmp_path, monkeypatch, no_hub, name):
+    """A path under a local folder (or data/, runs/ on a fresh clone), one with more than one slash, or one starting
+    like a path, is a missing path at once (asking the hub for `data/POLLUX` cost ~24 s of connection warnings), and
+    the hint names the released dataset's hub id, not the path, as the repository to download."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    for load in (load_records, load_record_columns, lambda source: list(source_rows(source))):
+        with pytest.raises(FileNotFoundError) as info:
+            load(name)
+        message = str(info.value)
+        assert message.startswith(f"{name}: no such file or folder")
+        assert f"hf download ai-forever/POLLUX --repo-type dataset --local-dir {name}" in message
+
+
+def test_a_missing_path_that_names_no_released_dataset_gets_no_download_hint(tmp_path, monkeypatch, no_hub):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(FileNotFoundError) as info:
+        load_records("runs/my-data")
+    assert str(info.value) == "runs/my-data: no such file or folder"
+
+
+def test_a_hub_name_that_fails_suggests_the_released_id_when_it_names_a_released_dataset(tmp_path, monkeypatch):
+    """`someone/POLLUX` unreachable: the hint to download names ai-forever/POLLUX, not the name given."""
+    import datasets
+
+    def offline(name, split=None):
+        raise ConnectionError(f"Couldn't reach '{name}' on the Hub")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(FileNotFoundError) as info:
+        load_records("someone/pollux")
+    message = str(info.value)
+    assert "the released dataset is ai-forever/POLLUX" in message
+    assert "hf download ai-forever/POLLUX --repo-type dataset" in message
+
+
+# --- record sources: a split asked of a single file ----------------------------------------------------------------
+
+
+def test_a_split_asked_of_a_single_file_is_refused_naming_the_file(tmp_path):
+    """A file holds one split: `--split nope` on it was ignored (exit 0, the whole file read as `nope`)."""
+    source = _jsonl(tmp_path / "items.jsonl", [_record("a", "Ответ верный и полный.")])
+    for load in (load_records, load_record_columns, lambda s, split: list(source_rows(s, split=split))):
+        with pytest.raises(ValueError, match=f"{source}: a single file, which holds no split 'nope'"):
+            load(source, split="nope")
+    assert [r.id for r in load_records(source)] == ["a"]  # no split asked: the whole file, as before
+
+
+def test_a_files_own_split_is_accepted(tmp_path):
+    """The split a file's name gives (the synthetic split stage's train.jsonl, a hub shard's name) is its own."""
+    train = _jsonl(tmp_path / "train.jsonl", [_record("a", "Ответ верный и полный.")])
+    assert [r.id for r in load_records(train, split="train")] == ["a"]
+    shard = tmp_path / "test-00000-of-00001.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([_record("a", "Ответ верный и полный.")]), shard)
+    assert [r.id for r in load_records(shard, split="test")] == ["a"]
+    with pytest.raises(ValueError, match="holds no split 'train'"):
+        load_records(shard, split="train")
+
+
+def test_judge_eval_experts_refuses_a_split_of_the_sample(tmp_path, capsys):
+    """`judge-eval experts --data sample --split nope` exited 0; now 2, naming the file."""
+    from eval.cli import main as eval_main
+
+    assert eval_main(["experts", "--data", "sample", "--split", "nope", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("judge-eval experts: error: ") and "sample.jsonl: a single file" in err
+
+
+# --- config files --------------------------------------------------------------------------------------------------
+
+
+def test_a_json_object_file_that_is_not_utf8_says_so(tmp_path):
+    """Bytes that are not UTF-8 were reported as "a number too long to read"."""
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(ValueError) as info:
+        read_json_object(path)
+    assert str(info.value) == f"{path}: not UTF-8 text (byte 0xff at byte 7)"
+
+
+def test_a_config_that_is_a_folder_says_so(tmp_path):
+    """--config a folder was "not found"."""
+    with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
+        read_config_file(tmp_path)
+    with pytest.raises(ConfigError, match="not found"):
+        read_config_file(tmp_path / "missing.yaml")
+
+
+# --- judge-train data split ----------------------------------------------------------------------------------------
+
+
+def test_data_split_refuses_an_input_with_no_records(tmp_path, capsys):
+    """An empty input split into empty train and validation files, exit 0 ("kept 0"); now exit 2, named."""
+    from train.synthetic.cli import main as data_main
+
+    source = tmp_path / "empty.jsonl"
+    source.write_text("", encoding="utf-8")
+    assert data_main(["split", "--input", str(source), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"judge-train data split: error: --input {source}: holds no records" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "train.jsonl").exists()
