@@ -158,7 +158,8 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     Returns:
         ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row: an unfinished
         run, scored on what it has and said so), ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
-        ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_pairs_combined``,
+        ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_unasked_order``
+        (judgments in an order the run did not ask, not scored), ``n_pairs_combined``,
         ``n_orders_disagree`` (pairs combined to a tie because their orders disagree), ``n_pairs_uncombined`` and,
         ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected judgments; no interval: it describes the
         run, not a sample) and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
@@ -172,10 +173,13 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     flip_num, flip_den = np.zeros(m), np.zeros(m)
     first_num, first_den = np.zeros(m), np.zeros(m)
     failures: Counter = Counter()
-    n_judgments = 0
+    n_judgments = n_unasked = 0
     for k, pair in enumerate(pairs):
         judged = by_pair.get(pair.id, {})
-        for row in judged.values():
+        # Only the orders the run asked are scored: a judgment of another (a predictions file merged by hand) would
+        # lift coverage past 1 and count a pair twice; it is counted apart (n_unasked_order).
+        n_unasked += sum(1 for order in judged if order not in orders)
+        for row in (judged[order] for order in orders if order in judged):
             n_judgments += 1
             if not row.parse_ok or row.verdict is None:
                 failures[row.error or "unknown"] += 1
@@ -188,7 +192,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
             if row.score != 0:
                 first_den[k] += 1
                 first_num[k] += row.score == -1
-        both = [judged.get(o) for o in ("original", "swapped")]
+        both = [judged.get(o) if o in orders else None for o in ("original", "swapped")]
         if all(r is not None and r.parse_ok and r.verdict is not None for r in both):
             flip_den[k] = 1
             flip_num[k] = both[0].verdict == both[1].verdict
@@ -205,6 +209,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         "failures": dict(sorted(failures.items())),
         "n_both_orders": int(flip_den.sum()),
         "n_stale": n_stale,
+        "n_unasked_order": n_unasked,
         "n_pairs_combined": sum(1 for c in combined if c["combined"] is not None),
         "n_orders_disagree": sum(1 for c in combined if c["combined_status"] == DISAGREE),
         "n_pairs_uncombined": sum(1 for c in combined if c["combined"] is None),
@@ -243,6 +248,8 @@ def _combined_text(metrics: dict[str, Any]) -> str:
     if metrics.get("n_stale"):
         text += (f" {metrics['n_stale']} judgments are of an older text of their pair and are not scored (rerun to "
                  "judge the current text).")
+    if metrics.get("n_unasked_order"):
+        text += (f" {metrics['n_unasked_order']} judgments are in an order this run did not ask and are not scored.")
     return text
 
 

@@ -463,3 +463,23 @@ def test_coverage_says_what_share_of_the_expected_judgments_the_rates_stand_on()
     assert lines[at + 1] == "| Coverage (parsed / expected judgments) | 0.875 (7 of 8) | 8 |"
     assert "<td>Coverage (parsed / expected judgments)</td><td>0.875 (7 of 8)</td><td>8</td>" in pairwise_html(metrics)
     assert pairwise_metrics([], [], n_boot=0)["coverage"]["value"] is None
+
+
+def test_judgments_in_an_order_the_run_did_not_ask_are_counted_apart_not_scored():
+    """A run asked in the original order only, whose file also holds swapped rows (merged by hand): two pairs, two
+    expected judgments, both parsed and both agreeing with the label. By hand: coverage 2/2 = 1 (not 4/2), agreement
+    on 2 judgments, no position consistency (one order asked), and the 2 swapped rows counted as n_unasked_order."""
+    from eval.pairwise.metrics import _combined_text
+
+    pairs = [PairRecord("a", "i", "x", "y", "s", 1), PairRecord("b", "i", "x", "y", "s", 1)]
+
+    def row(pair_id, order, verdict):
+        return PairwiseRow(pair_id, order, "j", "1", "", verdict if order == "original" else -verdict, verdict, True,
+                           None, "", 0.1, content_key=pairs[0].content_key)
+
+    rows = [row(p, o, 1.0) for p in ("a", "b") for o in ("original", "swapped")]
+    metrics = pairwise_metrics(pairs, rows, n_boot=0, orders=("original",))
+    assert metrics["coverage"] == {"value": 1.0, "n": 2, "n_parsed": 2}
+    assert (metrics["n_judgments"], metrics["n_unasked_order"], metrics["agreement"]["n"]) == (2, 2, 2)
+    assert metrics["position_consistency"]["value"] is None
+    assert "2 judgments are in an order this run did not ask" in _combined_text(metrics)

@@ -106,3 +106,20 @@ def test_an_instruction_whose_gate_some_runs_failed_leaves_every_run(tmp_path: P
     assert [(m["model"], m["mean"]) for m in result["models"]] == [("A", 1.0), ("B", 0.5), ("C", 0.0)]
     assert (result["n_instructions"], result["n_items"]) == (2, 4)  # P2, P3 x (X, G)
     assert [m["excluded"]["gate_scored_by_one"] for m in result["models"]] == [[1], [1], [1]]
+
+
+def test_equal_means_summed_in_another_order_tie(tmp_path: Path) -> None:
+    """Three runs deal the same scores {0, 0, 1, 2, 3, 3} on a 0..3 rubric to six criteria in three orders, on three
+    instructions: every per-instruction mean is (0 + 0 + 1/3 + 2/3 + 1 + 1) / 6 = 1/2 exactly, but the float totals
+    of 1/3 and 2/3 in another order differ in their last bit (B's 0.4999999999999999). By hand: every pair ties on
+    every instruction, so each win rate is 1/2, each delta 0, no call, all three ranked 1."""
+    scale = "0: плохо\n1: так себе\n2: средне\n3: хорошо"
+
+    def run(name: str, scores: tuple[int, ...]) -> str:
+        return str(write_rank_run(tmp_path / name, name, [(p, "m", c, scale, s) for p in (1, 2, 3)
+                                                          for c, s in zip("UVWXYZ", scores)]))
+
+    runs = [run("A", (1, 0, 2, 0, 3, 3)), run("B", (2, 3, 1, 0, 3, 0)), run("C", (3, 3, 2, 1, 0, 0))]
+    result = leaderboard(runs, n_boot=200)
+    assert [(m["rank"], m["mean"], m["win_rate"]) for m in result["models"]] == [(1, 0.5, 0.5)] * 3
+    assert [(p["delta"], p["win_rate_b"], p["verdict"]) for p in result["pairs"]] == [(0.0, 0.5, "no difference")] * 3
