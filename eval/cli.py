@@ -26,12 +26,12 @@ import argparse
 import dataclasses
 import json
 import logging
-import math
 import sys
 from pathlib import Path
 
 __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "CHATTY_LOGGERS"]
 
+from eval.input_checks import os_error_text, refuse_empty_data, refuse_missing_predictions, refuse_out_of_bounds
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 
@@ -225,7 +225,8 @@ def _score(args: argparse.Namespace) -> int:
     from eval.pairwise.metrics import is_pairwise_run, pairwise_markdown, score_pairwise
 
     refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
-    refuse_out_of_bounds(args)
+    predictions = Path(args.predictions)
+    refuse_out_of_bounds(args, default_out=predictions if predictions.is_dir() else predictions.parent)
     args.data = sample_or(args.data)
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
@@ -266,11 +267,12 @@ def _score(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     import judge
-    from judge.plumbing.run_folder import refuse_file
+    from judge.plumbing.run_folder import refuse_file, refuse_unwritable
 
     if Path(args.out).is_dir():  # open() stopped in IsADirectoryError, a traceback, after the records were read
         raise ValueError(f"--out: {args.out} is a folder, not a file; give the JSONL file to write")
     refuse_file(Path(args.out).parent, "--out")  # FILE/x.jsonl: mkdir of FILE stopped in FileExistsError
+    refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
     records, report = judge.load_records_report(sample_or(args.data), split=args.split)
     if not records:
         raise ValueError(f"--data {args.data}: no records ({report.summary()}); nothing to convert")
@@ -282,9 +284,9 @@ def _convert(args: argparse.Namespace) -> int:
 def _experts(args: argparse.Namespace) -> int:
     import judge
     from eval.experts.tables import expert_tables, summary_line, write_expert_tables
-    from judge.plumbing.run_folder import refuse_file
+    from judge.plumbing.run_folder import refuse_unwritable
 
-    refuse_file(args.out, "--out")
+    refuse_unwritable(args.out, "--out", "output folder")
     records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
@@ -383,77 +385,6 @@ def sample_or(data: str | None) -> str | None:
     return data
 
 
-def refuse_empty_data(data: str) -> None:
-    """Refuse, before any request is sent or any folder made, a ``--data`` file that is not there (a name with a
-    data file's suffix; other names may be datasets) or holds no records (empty, or blank lines only).
-
-    Raises:
-        ValueError: naming the file.
-    """
-    if not data:
-        return
-    path = Path(data)
-    if not path.exists() and path.suffix in (".jsonl", ".json", ".parquet"):
-        raise ValueError(f"--data {data}: no such file")
-    if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path):
-        raise ValueError(f"--data {data}: the file is empty (no records to judge)")
-
-
-#: score's and compare's numeric flags: what each must be (NaN is none of them). Out of bounds, --vc-repeats -3 wrote
-#: "vc_judge": 0.0 (a figure never computed), --alpha 2 called p = 0.7 "better", --n-boot -1 read as 0.
-_OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
-FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v: v >= 1, "at least 1"),
-               "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (math.isfinite, "a finite number"),
-               "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
-               "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
-
-
-def refuse_out_of_bounds(args: argparse.Namespace) -> None:
-    """Refuse, before a run is read or anything written, a flag out of its bounds (``FLAG_BOUNDS``, and ``--n-boot``'s
-    ``N_BOOT_BOUND``), or an ``--out`` that is a file (a folder made after the work stopped in ``mkdir``).
-
-    Raises:
-        ValueError: naming the flag, its bound and the value (or the file).
-    """
-    from eval.scoring.compare import N_BOOT_BOUND  # here, not at import: numpy and the reports are no part of --help
-    from judge.plumbing.run_folder import refuse_file
-
-    for dest, (within, bound) in {"n_boot": N_BOOT_BOUND, **FLAG_BOUNDS}.items():
-        if hasattr(args, dest) and not within(getattr(args, dest)):
-            raise ValueError(f"--{dest.replace('_', '-')}: must be {bound}, got {getattr(args, dest)}")
-    refuse_file(args.out, "--out")
-
-
-def refuse_missing_predictions(predictions: str) -> None:
-    """Refuse a ``--predictions`` that is not there, or holds no prediction, before anything is read or written.
-
-    Raises:
-        ValueError: naming the path and what to do.
-    """
-    from eval.pairwise.judging import PAIRWISE_PREDICTIONS
-
-    path = Path(predictions)
-    if not path.exists():
-        raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
-                         "(or its predictions.jsonl)")
-    # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's
-    # predictions.
-    names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
-    file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
-    if not file.is_file():
-        raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
-                         "folder; give a run folder written by `judge-eval run`")
-    if not _has_content(file):
-        raise ValueError(f"{file}: no predictions (the file is empty); run `judge-eval run --out "
-                         f"{file.parent}` first, or rerun it if it stopped")
-
-
-def _has_content(path) -> bool:
-    """Whether a text file has a character other than white space (read until the first one)."""
-    with open(path, "rb") as handle:
-        return any(line.strip() for line in handle)
-
-
 def main(argv: list[str] | None = None) -> int:
     """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
     server cannot be used: ``CLIENT_EPILOG``; 130 interrupted)."""
@@ -485,9 +416,14 @@ def main(argv: list[str] | None = None) -> int:
                 "experts": _experts}
     try:
         return handlers[args.command](args)
-    except (EndpointUnusable, ConfigError, FileNotFoundError, ValueError, ResumeMismatch, RunFolderBusy) as err:
+    except (EndpointUnusable, ConfigError, ValueError, ResumeMismatch, RunFolderBusy) as err:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE if isinstance(err, EndpointUnusable) else 2
+    except OSError as err:  # a missing input; or, a backstop, the output checked up front failing (a full disk)
+        if args.command in ("run", "rank") and not isinstance(err, FileNotFoundError):
+            raise  # a connection's or the server's OSError is no input error (exit 2)
+        print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback
         print(f"judge-eval {args.command}: interrupted" + ("; the rows written are kept, a rerun resumes" if
                                                           args.command in ("run", "rank") else ""), file=sys.stderr)

@@ -223,6 +223,11 @@ def read_config(folder: str | Path) -> dict[str, Any]:
         if (Path(folder) / "export" / "config.json").is_file():  # a judge-train run folder: its judge is in export/
             raise ValueError(f"{folder}: a judge-train run folder, not a checkpoint; its judge is "
                              f"{Path(folder) / 'export'} (pass that folder)")
+        if any(Path(folder).glob("checkpoint-*/")):  # a judge-train run that stopped before its export
+            raise ValueError(f"{folder}: a judge-train run folder that has not exported its model (only training "
+                             f"checkpoints, checkpoint-*/, in it); its judge will be {Path(folder) / 'export'} once "
+                             "the training ends: resume it with `judge-train run --resume` (same config and "
+                             "--output-dir)")
         raise ValueError(f"{folder}: no config.json; a judge checkpoint is a folder written by save_pretrained")
     return read_json_object(path)
 

@@ -93,6 +93,9 @@ class PredictionRow:
                 continue
             if not _is_kind(value, kind):
                 raise ValueError(f"{where}.{key}: expected {kind}, got {type(value).__name__} {value!r:.40}")
+            if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
+                raise ValueError(f"{where}.{key}: {value!r:.40} is not a judge's score (its size is over "
+                                 f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""
@@ -114,6 +117,12 @@ _JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TE
                "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER, "score_probs": _PROBS,
                "latency_s": _NUMBER, "content_key": _TEXT}
 assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
+
+
+#: The fields holding a score on the rubric's scale (or a regression head's value near it), and the size none of
+#: them reaches: 1e300 passed as finite and the metrics overflowed in numpy (warnings, infinite MAEs). A head's raw
+#: value may leave the scale, so the bound is far from any scale, not the scale itself.
+_SCORE_FIELDS, _SCORE_BOUND = ("score", "regression_score", "expected_score"), 1e6
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -158,10 +167,11 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     import pyarrow.compute as pc
     import pyarrow.json as pj
 
-    path = _file(path)
+    given, path = path, _file(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no predictions file")
     data = path.read_bytes()
+    _refuse_not_jsonl(given, path, data)
     end = data.rfind(b"\n") + 1  # as judge.plumbing.journal: complete lines end with a newline
     body, tail = data[:end], data[end:]
     if is_whole_last_line(tail):  # a row without its newline (written by hand): read, as iter_predictions reads it
@@ -217,6 +227,9 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         numbers += [pc.struct_field(probs, [k]) for k in range(probs.type.num_fields)]
     if any(pa.types.is_floating(c.type) and not pc.all(pc.is_finite(c)).as_py() in (True, None) for c in numbers):
         _raise_first_bad_row(path, None)  # a NaN or infinity (Arrow reads them as Python's json writes them)
+    scores = [table.column(n) for n in _SCORE_FIELDS if n in table.column_names]
+    if any(pa.types.is_floating(c.type) and (pc.max(pc.abs(c)).as_py() or 0) > _SCORE_BOUND for c in scores):
+        _raise_first_bad_row(path, None)  # a number no judge's score reaches: the row checks name it
     columns = {}
     for name in PREDICTION_FIELDS:
         if name in table.column_names:
@@ -234,6 +247,24 @@ def read_prediction_table(path: str | Path) -> pa.Table:
 def _file(path: str | Path) -> Path:
     path = Path(path)
     return path / "predictions.jsonl" if path.is_dir() else path
+
+
+#: Bytes no JSONL text holds near its start: Parquet's magic number, and NUL (any binary file: Arrow IPC, a zip).
+_PARQUET_MAGIC, _NUL = b"PAR1", b"\x00"
+
+
+def _refuse_not_jsonl(given: str | Path, path: Path, data: bytes) -> None:
+    """Refuse a file that is no JSONL (a file named with another suffix; Parquet or other binary content, whatever
+    its name): read as lines, an items.parquet or a CSV stopped at its first line with a "torn line" warning and
+    advice to rerun the judge.
+
+    Raises:
+        ValueError: naming the file (the one in the folder when ``--predictions`` gave a folder).
+    """
+    head = data[:4096]
+    foreign = (Path(given).is_file() and path.suffix.lower() != ".jsonl") or head.startswith(_PARQUET_MAGIC)
+    if foreign or _NUL in head:
+        raise ValueError(f"--predictions {path}: not a predictions.jsonl (JSONL rows written by judge-eval run)")
 
 
 def _raise_first_bad_row(path: Path, arrow_error: Exception | None) -> None:

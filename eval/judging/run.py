@@ -77,7 +77,7 @@ from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
+           "not_a_model_ref", "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
 log = logging.getLogger("judge_eval.run")
 
@@ -286,7 +286,22 @@ def _refuse_unreachable_judge(config: RunConfig) -> None:
             raise ConfigError(f"base_url_env: the environment variable {config.base_url_env} is not set")
         return
     if not (judge_ref.startswith(("http://", "https://")) or Path(judge_ref).is_dir() or is_hub_id(judge_ref)):
-        raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
+        raise not_a_model_ref(judge_ref, "judge")
+
+
+def not_a_model_ref(ref: str, field: str) -> ConfigError:
+    """The error for a ``--judge`` / ``--model`` that is no http(s) URL, no folder and not spelled as a hub id, in
+    judge-serve's words (``judge.checkpoints.resolve_checkpoint``'s, which such a ref stops in before any hub call):
+    most often a checkpoint path mistyped or not there yet."""
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    if Path(ref).exists():  # a file: no checkpoint is one file
+        return ConfigError(f"{field}: {ref}: a file, not a checkpoint folder (nor a hub id or an http(s) URL)")
+    try:
+        resolve_checkpoint(ref, allow_download=False)
+    except CheckpointNotFound as err:
+        return ConfigError(f"{field}: {err} (nor an http(s) URL)")
+    return ConfigError(f"{field}: {ref}: no such folder, and not an http(s) URL")
 
 
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
@@ -353,7 +368,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             else:
                 base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out, name))
         else:
-            raise ConfigError(f"judge: {judge_ref!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
+            raise not_a_model_ref(judge_ref, "judge")
         limits, entry = ModelLimits(), {}
         if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",

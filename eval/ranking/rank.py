@@ -461,7 +461,9 @@ def _candidate(config: RankConfig, out: Path) -> Iterator[tuple[str, str]]:
         yield base_of(config.model), config.model_name
         return
     if not (Path(config.model).is_dir() or is_hub_id(config.model)):
-        raise ConfigError(f"model: {config.model!r} is neither an http(s) URL, a checkpoint folder nor a hub id")
+        from eval.judging.run import not_a_model_ref  # judge-eval run's words (judge-serve's) for the same mistake
+
+        raise not_a_model_ref(config.model, "model")
     from eval.judging.local_server import local_server
     from eval.judging.config import RunConfig
 

@@ -105,7 +105,10 @@ def load_run(folder: str | Path) -> ScoredRun:
             f"{folder}: no items.parquet / metrics.json; score the run first: "
             f"judge-eval score --predictions {folder} --out {folder}"
         )
-    table, extra = item_table.read_table(items)
+    try:
+        table, extra = item_table.read_table(items)
+    except ValueError as err:  # damaged, cut short or another tool's: the run's score writes it anew
+        raise ValueError(f"{err}; {_score_again(given)}") from None
     try:
         result = Metrics.from_json(written)
     except JsonRecordError as err:  # alone it said "metrics.json: Cell.mae ...": not which run, nor which cell

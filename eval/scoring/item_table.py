@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~800 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~900 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -372,12 +372,14 @@ def write_table(table: ItemTable, path: str | Path, extra: Mapping[str, np.ndarr
 
 
 def write_arrow(items, path: str | Path) -> Path:
-    """Write ``arrow_table``'s table as ``items.parquet``."""
+    """Write ``arrow_table``'s table as ``items.parquet``, replacing it whole (``judge.plumbing.atomic_write``): a
+    re-score stopped mid-write (Ctrl-C, a full disk) leaves the earlier file, never a truncated one compare cannot
+    read."""
     import pyarrow.parquet as pq
 
-    path = Path(path)
-    pq.write_table(items, path)
-    return path
+    from judge.plumbing.atomic_write import write_atomically
+
+    return write_atomically(Path(path), lambda handle: pq.write_table(items, handle))
 
 
 def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None):
@@ -417,15 +419,60 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     return arrow.replace_schema_metadata({"judge_name": table.judge_name})
 
 
+#: ``items.parquet``'s columns every reader needs, and the Arrow types each typed column may have (a file written by
+#: another tool or damaged by hand is refused naming the column, not met as a KeyError or numpy's conversion error).
+_REQUIRED_COLUMNS = ("id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
+                     "task_type", "task_group", "criteria_name")
+
+
+def _column_type_error(name: str, kind) -> str | None:
+    """What is wrong with column ``name`` of Arrow type ``kind`` (None: nothing)."""
+    import pyarrow as pa
+
+    def number(t):
+        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)
+
+    def text(t):
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+    def listed(test):
+        return lambda t: pa.types.is_null(t) or (pa.types.is_list(t) or pa.types.is_large_list(t)) and test(t.value_type)
+
+    expected = {"judge_score": (number, "numbers"), "n_abstained": (pa.types.is_integer, "integers"),
+                "instruction_key": (pa.types.is_integer, "integers"),
+                "in_scale": (lambda t: pa.types.is_boolean(t) or number(t), "booleans"),
+                "expert_scores": (listed(number), "lists of numbers"), "expert_ids": (listed(text), "lists of strings"),
+                **{name: (text, "strings") for name in _REQUIRED_COLUMNS if name not in ("judge_score", "expert_scores")}}
+    test, what = expected.get(name, (lambda t: number(t) or pa.types.is_boolean(t), "numbers"))
+    return None if test(kind) else f"expected {what}, got {kind}"
+
+
 def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
     """Read an item table written by ``write_table``.
 
     Returns:
         ``(table, extra)``: the table and the extra per-item columns written beside it.
+
+    Raises:
+        ValueError: a file that is not Parquet (truncated, another format), lacks a column or holds one of another
+            type, naming the file and the column.
     """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrow = pq.read_table(path)
+    try:
+        arrow = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, OSError) and not isinstance(err, pa.ArrowException) and err.errno is not None:
+            raise  # the file system's error (no permission): its own words name the file
+        why = str(err).replace(f"Could not open Parquet input source '{path}': ", "")  # the path said once
+        raise ValueError(f"{path}: not a readable Parquet file ({why or type(err).__name__})") from None
+    missing = [name for name in _REQUIRED_COLUMNS if name not in arrow.column_names]
+    if missing:
+        raise ValueError(f"{path}: no column {', '.join(missing)} (not an items.parquet written by judge-eval score)")
+    for field in arrow.schema:
+        if field.name != "why_unscored" and (problem := _column_type_error(field.name, field.type)):
+            raise ValueError(f"{path}: column {field.name}: {problem}")
     data = arrow.to_pydict()
     meta = arrow.schema.metadata or {}
 

@@ -154,6 +154,25 @@ def _load_notes(load_report) -> dict:
     return notes
 
 
+def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
+    """The data a run judged, as its run.json's ``config.data`` records it (None when it records none).
+
+    Raises:
+        ValueError: ``config`` or ``config.data`` is not what ``judge-eval run`` writes (a hand edit, another tool's
+            file), naming the file and the field.
+    """
+    config = run_info.get("config")
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise ValueError(f"{run_dir / 'run.json'}: config.data: expected a path, got config "
+                         f"{json.dumps(config)[:80]} (not an object); pass --data")
+    data = config.get("data")
+    if data is None or isinstance(data, str):
+        return data
+    raise ValueError(f"{run_dir / 'run.json'}: config.data: expected a path, got {json.dumps(data)[:80]}; pass --data")
+
+
 @_one_blas_thread
 def score(
     predictions: str | Path,
@@ -213,8 +232,10 @@ def score(
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent
     run_info = read_provenance(run_dir, missing_ok=True)
-    data = data or (run_info.get("config") or {}).get("data") or None
-    verdict_format = (run_info.get("config") or {}).get("verdict_format")
+    config = run_info.get("config") if isinstance(run_info.get("config"), dict) else {}
+    data_from_run = not data
+    data = data or _data_of_run(run_info, run_dir) or None
+    verdict_format = config.get("verdict_format")
     if not data:
         raise ValueError("score: no --data given and the run folder has no run.json naming its data")
     out = Path(out) if out else run_dir
@@ -227,7 +248,14 @@ def score(
                            "again), or rerun `judge-eval run --overwrite`") from None
     if not allow_repeated_ids:
         refuse_repeated_ids(rows.column("id"), predictions)
-    records, load_report = judge.load_record_columns(data)  # columns, not an object per record
+    try:
+        records, load_report = judge.load_record_columns(data)  # columns, not an object per record
+    except FileNotFoundError as err:
+        lost = f"{data}: no such file or folder"  # the loader's own words for a path that is not there
+        if data_from_run and str(err).startswith(lost):
+            raise FileNotFoundError(f"{run_dir / 'run.json'} names --data {data}, which is not here (moved, or "
+                                    f"judged on another machine); pass --data{str(err)[len(lost):]}") from None
+        raise
     log.info("%s", load_report.summary())
     if not len(records):  # every figure would be over no items (numpy's broadcasting error deep in the table)
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")

@@ -35,7 +35,7 @@ from judge.plumbing.json_reading import unreadable_json
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
-           "refuse_file", "content_key"]
+           "refuse_file", "refuse_unwritable", "content_key"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"
@@ -80,8 +80,7 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         path = folder / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
-        raise RunFolderUnwritable(f"{out_dir}: the run folder cannot be made or written there "
-                          f"({err.strerror or err}); choose another output folder") from None
+        raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -121,6 +120,53 @@ def refuse_file(out_dir: str | Path | None, flag: str = "") -> None:
             if not path.is_dir():
                 raise ConfigError(f"{flag + ': ' if flag else ''}{path} is a file, not a folder")
             return
+
+
+def refuse_unwritable(out_dir: str | Path | None, flag: str = "", what: str = "run folder") -> None:
+    """Refuse, before any work, an output folder that cannot be made or written (read-only, no permission, a place
+    such as /proc or /sys): otherwise the command computes everything first and stops at its first write, in a
+    traceback or an error naming a temporary file.
+
+    The folder is made and a file created and dropped in it; the folders made for the check are removed again, so that
+    a refusal that comes later (a bad input) leaves no empty output folder behind.
+
+    Args:
+        out_dir: the folder (nothing is checked when empty).
+        flag: the option that named it, said first (judge-eval's ``--out``).
+        what: the folder's name in the message.
+
+    Raises:
+        ConfigError: ``out_dir`` is a file, or lies under one.
+        RunFolderUnwritable: it cannot be made or written; the message names it and the reason.
+    """
+    import tempfile
+
+    refuse_file(out_dir, flag)
+    if not out_dir:
+        return
+    folder = Path(out_dir)
+    for attempt in range(3):  # a parent another job's check removed meanwhile (jobs writing beside each other): again
+        missing = [path for path in (folder, *folder.parents) if not (path.is_symlink() or path.exists())]
+        made: list[Path] = []
+        try:
+            for path in reversed(missing):  # the outermost first
+                with contextlib.suppress(FileExistsError):  # made meanwhile by another job: not ours to remove
+                    path.mkdir()
+                    made.append(path)
+            tempfile.TemporaryFile(dir=folder).close()
+            return
+        except OSError as err:
+            if not (isinstance(err, FileNotFoundError) and attempt < 2):
+                raise RunFolderUnwritable(_unwritable_message(out_dir, err, flag, what)) from None
+        finally:
+            for path in reversed(made):
+                with contextlib.suppress(OSError):  # not empty: another job writes in it now
+                    path.rmdir()
+
+
+def _unwritable_message(out_dir: str | Path, err: OSError, flag: str = "", what: str = "run folder") -> str:
+    return (f"{flag + ' ' if flag else ''}{out_dir}: the {what} cannot be made or written there "
+            f"({err.strerror or err}); choose another output folder")
 
 
 def _describe_holder(path: Path) -> str:

@@ -158,8 +158,8 @@ def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
     expected = {
         "run_empty": "judge-eval run: error: --data blank.jsonl: the file is empty (no records to judge)",
         "run_missing": "judge-eval run: error: --data missing.jsonl: no such file",
-        "run_bad_judge": "judge-eval run: error: judge: 'no-such-judge' is neither an http(s) URL, a checkpoint folder "
-                         "nor a hub id",
+        "run_bad_judge": "judge-eval run: error: judge: no-such-judge: no such folder, and not a hub id of the form "
+                         "owner/name (nor an http(s) URL)",
         "convert_empty": "judge-eval convert: error: --data empty.jsonl: no records (empty.jsonl: 0 rows -> 0 "
                          "records); nothing to convert",
         "experts_empty": "judge-eval experts: error: --data empty.jsonl: no records; the experts' tables need "

@@ -1,0 +1,100 @@
+"""judge-eval's up-front checks of its inputs and outputs: each refuses, before any record is read, request sent or
+file written, an input that is not there or empty, a flag out of its bounds, or an output folder that cannot be made
+or written, in one line naming the flag or the file (``eval.cli`` prints it and exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+__all__ = ["FLAG_BOUNDS", "refuse_empty_data", "refuse_out_of_bounds", "refuse_missing_predictions", "os_error_text"]
+
+
+def refuse_empty_data(data: str) -> None:
+    """Refuse, before any request is sent or any folder made, a ``--data`` file that is not there (a name with a
+    data file's suffix; other names may be datasets) or holds no records (empty, or blank lines only).
+
+    Raises:
+        ValueError: naming the file.
+    """
+    if not data:
+        return
+    path = Path(data)
+    if not path.exists() and path.suffix in (".jsonl", ".json", ".parquet"):
+        raise ValueError(f"--data {data}: no such file")
+    if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path):
+        raise ValueError(f"--data {data}: the file is empty (no records to judge)")
+
+
+#: score's and compare's numeric flags: what each must be (NaN is none of them). Out of bounds, --vc-repeats -3 wrote
+#: "vc_judge": 0.0 (a figure never computed), --alpha 2 called p = 0.7 "better", --n-boot -1 read as 0.
+_OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
+FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v: v >= 1, "at least 1"),
+               "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (math.isfinite, "a finite number"),
+               "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
+               "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
+
+
+def refuse_out_of_bounds(args: argparse.Namespace, default_out: Path | None = None) -> None:
+    """Refuse, before a run is read or anything written, a flag out of its bounds (``FLAG_BOUNDS``, and ``--n-boot``'s
+    ``N_BOOT_BOUND``), or an output folder (``--out``, else ``default_out``) that is a file or cannot be made or
+    written (the work, done first, stopped at its first write: a traceback, or an error naming a temporary file).
+
+    Raises:
+        ValueError: naming the flag, its bound and the value; ConfigError: naming the output folder.
+    """
+    from eval.scoring.compare import N_BOOT_BOUND  # here, not at import: numpy and the reports are no part of --help
+    from judge.plumbing.run_folder import refuse_unwritable
+
+    for dest, (within, bound) in {"n_boot": N_BOOT_BOUND, **FLAG_BOUNDS}.items():
+        if hasattr(args, dest) and not within(getattr(args, dest)):
+            raise ValueError(f"--{dest.replace('_', '-')}: must be {bound}, got {getattr(args, dest)}")
+    if args.out:
+        refuse_unwritable(args.out, "--out", "output folder")
+    else:
+        refuse_unwritable(default_out, what="predictions' folder (the default --out)")
+
+
+def os_error_text(err: OSError, out: str | Path | None) -> str:
+    """An OSError in one line: a write into the output folder (or, convert's, beside the output file) that failed
+    after the up-front checks (a full disk, a folder made read-only meanwhile) names ``--out`` and what to do, not
+    the temporary file it stopped in."""
+    if err.errno is None or not err.filename:  # raised with a message of the project's own
+        return str(err)
+    where, target = Path(err.filename).resolve(), Path(out or ".").resolve()
+    if out and (where.is_relative_to(target) or (where.parent == target.parent
+                                                  and where.name.startswith(f"{target.name}."))):
+        return f"--out {out}: cannot write there ({err.strerror}); choose another output folder"
+    return str(err) if isinstance(err, FileNotFoundError) else f"{err.filename}: {err.strerror}"
+
+
+def refuse_missing_predictions(predictions: str) -> None:
+    """Refuse a ``--predictions`` that is not there, or holds no prediction, before anything is read or written.
+
+    Raises:
+        ValueError: naming the path and what to do.
+    """
+    from eval.pairwise.judging import PAIRWISE_PREDICTIONS
+
+    path = Path(predictions)
+    if not path.exists():
+        raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
+                         "(or its predictions.jsonl)")
+    # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's
+    # predictions.
+    names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
+    file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
+    if not file.is_file():
+        raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
+                         "folder; give a run folder written by `judge-eval run`")
+    if not _has_content(file):
+        raise ValueError(f"{file}: no predictions (the file is empty); run `judge-eval run --out "
+                         f"{file.parent}` first, or rerun it if it stopped")
+
+
+def _has_content(path) -> bool:
+    """Whether a text file has a character other than white space (read until the first one)."""
+    with open(path, "rb") as handle:
+        return any(line.strip() for line in handle)
