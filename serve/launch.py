@@ -49,6 +49,7 @@ from judge import JUDGE_CHAT_TEMPLATE_KWARGS
 from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, http_status, log_tail, start_process
 from judge.plumbing.provenance import redact_argv
 from serve.config import ServeConfig
+from serve.engine_auth import ENGINE_KEY_ENV, EngineKeyMiddleware
 from serve.layout import CheckpointLayout
 
 __all__ = ["EngineSpec", "Engine", "EngineStartError", "engine_specs", "engine_command", "engines_drain_on_sigterm",
@@ -112,6 +113,8 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         "--dtype", config.dtype,
         "--enable-prefix-caching" if config.enable_prefix_caching else "--no-enable-prefix-caching",
         "--disable-uvicorn-access-log",
+        # the engine's key on every route, not only vLLM's /v1 ones (serve.engine_auth says which others generate)
+        "--middleware", f"{EngineKeyMiddleware.__module__}.{EngineKeyMiddleware.__qualname__}",
     ]  # fmt: skip
     if spec.role == "pooler":
         cmd += ["--runner", "pooling"]
@@ -151,15 +154,14 @@ def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
     return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
 
 
-#: The environment variable vLLM reads its API key from (vllm/envs.py); judge-serve gives its engines their key
-#: there, never on a command line (``ps`` shows those to every local user) nor in run.json.
-ENGINE_KEY_ENV = "VLLM_API_KEY"
 
 
 def engine_key() -> str:
     """The key judge-serve's engines are started with and judge-serve sends them: ``$VLLM_API_KEY`` when set (so
     several judge-serves, or an attached engine, can share one), else a fresh secret for this launch only, known to
-    no one but this process, so another local user cannot use the engine directly. vLLM checks it on its ``/v1`` routes."""
+    no one but this process, so another local user cannot use the engine directly. vLLM checks it on its ``/v1`` routes,
+    ``serve.engine_auth.EngineKeyMiddleware`` on every other route but ``/health`` and
+    ``/version``."""
     return os.environ.get(ENGINE_KEY_ENV) or secrets.token_urlsafe(32)
 
 

@@ -332,12 +332,20 @@ def test_timeout_then_graceful_shutdown(seq2seq_server, tmp_path):
 
 
 def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server):
-    """The vLLM engine judge-serve started refuses a caller without its key (401 on /v1, where vLLM checks it), so
+    """The vLLM engine judge-serve started refuses a caller without its key (401 on /v1, where vLLM checks it, and
+    on the routes vLLM leaves open, SageMaker's /invocations, which generates, among them: serve.engine_auth), so
     a local user who reads its URL from run.json cannot bypass judge-serve's auth; the key is on no command line
     of the engine's processes and in no file judge-serve wrote."""
     engine_url = seq2seq_server.engine_url("generator")
     assert httpx.get(engine_url + "/v1/models", timeout=30).status_code == 401
     assert httpx.get(engine_url + "/v1/models", timeout=30, headers={"Authorization": f"Bearer {ENGINE_KEY}"}).status_code == 200
+    completion = {"model": seq2seq_server.model, "prompt": "Оцени ответ.", "max_tokens": 1}
+    for path in ("/invocations", "/tokenize"):
+        assert httpx.post(engine_url + path, json=completion, timeout=30).status_code == 401, path
+    keyed = httpx.post(engine_url + "/invocations", json=completion, timeout=60,
+                       headers={"Authorization": f"Bearer {ENGINE_KEY}"})
+    assert keyed.status_code == 200 and keyed.json()["usage"]["completion_tokens"] == 1, keyed.text
+    assert httpx.get(engine_url + "/health", timeout=30).status_code == 200  # judge-serve's probe: no key
     pgid = seq2seq_server.run_record()["engines"]["generator"]["pid"]
     for pid in group_members(pgid):
         with contextlib.suppress(OSError):
