@@ -142,7 +142,8 @@ def server_metric(url: str, name: str) -> float:
     generating engine's) is behind its key: read the engine's."""
     import httpx
 
-    response = httpx.get(url + "/metrics", timeout=30)
+    # judge-serve's engines answer /metrics only with their key (serve.engine_auth); one started otherwise ignores it
+    response = httpx.get(url + "/metrics", timeout=30, headers={"Authorization": f"Bearer {ENGINE_KEY}"})
     response.raise_for_status()  # a 401 must not read as a counter of 0
     text = response.text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))

@@ -245,7 +245,7 @@ def test_criteria_of_one_answer_reuse_the_prefix_cache(seq2seq_server):
     prefix-cache hits grow by at least (criteria - 1) x the shared full blocks."""
     answer = "Первая строка ответа про осенний лес. " * 60  # ~600 shared tokens: several 128-token blocks
     crits = ["Креативность", "Грамотность", "Полезность", "facts__3"]
-    generator = seq2seq_server.engine_url("generator")  # its /metrics is open on 127.0.0.1; judge-serve's needs the key
+    generator = seq2seq_server.engine_url("generator")  # the engine's own counters (server_metric sends its key)
     hits_before = server_metric(generator, "vllm:prefix_cache_hits_total")
     response = _post(seq2seq_server, "/v1/judge", {**ITEM, "answer": answer, "criteria": crits, "max_tokens": 2})
     assert response.status_code == 200
