@@ -24,7 +24,7 @@ A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,19 +51,34 @@ class Job:
         text: the rendered prompt (no chat wrapping), or the fields it is rendered from when asked (``prompt``):
             an item's criteria share one answer, which rendered into every criterion's prompt up front held the
             answer once per criterion (a 500,000-character answer on 512 criteria: hundreds of MB).
-        prompt_ids: the chat-wrapped prompt's token ids, as sent to vLLM.
+        own_ids: the chat-wrapped prompt's token ids after ``prefix_ids``: the criterion's own part and the chat
+            template's closing (all of them, where nothing is shared).
         too_long: with ``oversize`` ``fail``: why the prompt cannot fit the context (the refusal's message); such
             a job is answered as a failed result and never sent.
         template: the pointwise template ``text``'s fields are rendered with.
+        prefix_ids: the ids the item's criteria share (the chat template's opening, the instruction, answer and
+            reference), one list per item that every job of it holds, not a copy each. Jobs wait for the engine
+            up to the request's timeout: a copy of a 30,000-token prefix per criterion held 126 MiB for 512 of
+            them; the whole prompt (``prompt_ids``) is made only when it is sent.
     """
 
     item: int
     slot: int
     criterion: ResolvedCriterion
     text: str | Mapping[str, str]
-    prompt_ids: list[int]
+    own_ids: list[int]
     too_long: str | None = None
     template: PromptTemplate = POLLUX_PROMPT
+    prefix_ids: Sequence[int] = ()
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        """The chat-wrapped prompt's token ids, as sent to vLLM (a new list at each call)."""
+        return [*self.prefix_ids, *self.own_ids]
+
+    @property
+    def n_prompt_tokens(self) -> int:
+        return len(self.prefix_ids) + len(self.own_ids)
 
     @property
     def prompt(self) -> str:
@@ -325,14 +340,15 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
             pending.append((i, j, crit, fields))
     all_ids = (_criteria_ids(plan.tokenizer, pending, plan.prefixes, thinking=plan.thinking, template=plan.template)
                if pending else [])
-    for (i, j, crit, fields), ids in zip(pending, all_ids):
-        if len(ids) > budget:
+    for (i, j, crit, fields), (prefix_ids, ids) in zip(pending, all_ids):
+        n_ids = len(prefix_ids) + len(ids)
+        if n_ids > budget:
             item = plan.request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
             error = named_as_sent(RequestError(  # a failed result's error_reason too: an inline body's fields as sent
-                f"{where}: the prompt for criterion {_named(crit.name)} is {len(ids)} tokens; with max_tokens "
+                f"{where}: the prompt for criterion {_named(crit.name)} is {n_ids} tokens; with max_tokens "
                 f"{plan.max_tokens}{f' and {plan.reserve} reserved' if plan.reserve else ''} it needs "
-                f"{len(ids) + plan.max_tokens + plan.reserve} > the model's context of {plan.max_model_len} tokens. "
+                f"{n_ids + plan.max_tokens + plan.reserve} > the model's context of {plan.max_model_len} tokens. "
                 f"Shorten the answer or ask for fewer max_tokens.",
                 param=where,
                 code="context_length_exceeded",
@@ -341,18 +357,19 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
                 raise error
             jobs.append(Job(i, j, crit, fields, [], too_long=error.message, template=plan.template))
             continue
-        jobs.append(Job(i, j, crit, fields, ids, template=plan.template))
+        jobs.append(Job(i, j, crit, fields, ids, template=plan.template, prefix_ids=prefix_ids))
     return jobs
 
 
 def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterion, dict[str, str]]],
                   prefixes: Mapping[int, tuple[str, list[int]]], *, thinking: bool,
-                  template: PromptTemplate) -> list[list[int]]:
-    """Each pending judgment's chat-wrapped prompt ids, without rendering any whole prompt but one per item.
+                  template: PromptTemplate) -> list[tuple[Sequence[int], list[int]]]:
+    """Each pending judgment's chat-wrapped prompt ids as ``(shared prefix, own ids)``, without rendering any whole
+    prompt but one per item.
 
     An item's shared part is tokenized already (``_shared_prefixes``); each criterion adds only its own part and the
-    chat template's closing, tokenized in one batch, and the ids are the prefix's + the part's (the split is a
-    pre-token boundary: ``tokenize_sharing_prefixes``). One whole prompt per item is rendered and compared, so an
+    chat template's closing, tokenized in one batch, and the ids are the prefix's (the item's one list, not copied:
+    ``Job.prefix_ids``) then the part's (the split is a pre-token boundary: ``tokenize_sharing_prefixes``). One whole prompt per item is rendered and compared, so an
     item whose chat template does not wrap the prompt verbatim goes the whole-text way (``tokenize_sharing_prefixes``).
     """
     opening, closing = template_wrapping(tokenizer, thinking)
@@ -372,18 +389,18 @@ def _criteria_ids(tokenizer: Any, pending: list[tuple[int, int, ResolvedCriterio
             parts[k] = part  # the chat template's closing goes after it (chat_ids)
         else:
             whole.append(k)
-    ids: list[list[int] | None] = [None] * len(pending)
+    ids: list[tuple[Sequence[int], list[int]] | None] = [None] * len(pending)
     order = sorted(parts)
     if order:
         for k, part_ids in zip(order, chat_ids(tokenizer, [["", parts[k], closing or ""] for k in order])):
-            ids[k] = prefixes[pending[k][0]][1] + part_ids
+            ids[k] = (prefixes[pending[k][0]][1], part_ids)
     if whole:
         prompts = {k: template.render(pending[k][3]) for k in whole}
         texts = [apply_chat(tokenizer, prompts[k], thinking=thinking) for k in whole]
         jobs = [(pending[k][0], pending[k][2], prompts[k]) for k in whole]
         for k, whole_ids in zip(whole, tokenize_sharing_prefixes(tokenizer, texts, jobs, known=prefixes,
                                                                  template=template, thinking=thinking)):
-            ids[k] = whole_ids
+            ids[k] = ((), whole_ids)
     return ids  # type: ignore[return-value]
 
 

@@ -364,6 +364,13 @@ def test_the_shared_prefix_tokenized_once_gives_the_whole_prompts_ids(request, m
         chat = judge.apply_chat(qwen_tokenizer, job.prompt, thinking=thinking)
         whole = qwen_tokenizer(chat, add_special_tokens=False)["input_ids"]
         assert job.prompt_ids == whole, job.criterion.name
+    # one list of the shared part per item, held by each of its jobs (not a copy per criterion while they wait for
+    # the engine), and each job's own ids only what follows it
+    for item in (0, 1):
+        first, *others = [job for job in jobs if job.item == item]
+        assert first.prefix_ids and all(job.prefix_ids is first.prefix_ids for job in others)
+        assert all(job.n_prompt_tokens == len(job.prefix_ids) + len(job.own_ids) == len(job.prompt_ids)
+                   for job in (first, *others))
 
 
 def test_a_custom_criterions_name_counts_in_the_character_bound_and_is_clipped_in_messages(qwen_tokenizer):
