@@ -446,7 +446,8 @@ def pollux_matrix(items: Iterable[RankedItem], normalize: str = "minmax", n_boot
     arrays = matrix_arrays(items, normalize, empty_answer=empty_answer, no_answer=no_answer,
                            binary_criteria=binary_criteria)
     if not arrays.counts.nnz:
-        counts = {s: int(a.sum()) for s, a in arrays.failures.items()}
+        # With nothing scored the matrix has no cell: every failure was counted outside one (failures_elsewhere).
+        counts = {s: int(a.sum()) + arrays.failures_elsewhere.get(s, 0) for s, a in arrays.failures.items()}
         raise ValueError(f"no verdict was scored ({counts}); POLLUX's matrix needs at least one score")
     point = resampled_matrices(arrays, np.ones((1, len(arrays.prompt_ids))))[0]
     # Resampled are the instructions with a score: one whose every verdict failed (or was never written) adds

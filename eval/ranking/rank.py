@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~880 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~920 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -28,7 +28,8 @@ Three stages, each resumable, all in ``--out``:
    the judge reads, so a verdict is reused only for the same (instruction, answer, criterion); items outside the
    selection that already have a verdict are written marked ``selected: false``, so the judge keeps their verdicts
    and asks nothing for them. ``--judge-config`` is a ``judge-eval run`` YAML; keys that select items
-   (``SELECTION_KEYS``) are refused, the ranking selects them.
+   (``SELECTION_KEYS``) are refused, the ranking selects them. With no answer to judge (every one empty or failed)
+   the stage is skipped (``unasked_judge``) and the matrix holds the unjudged items alone.
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
    ``metrics.csv``; ``bench.json`` (its ``matrix``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
    the verdicts that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
@@ -817,6 +818,25 @@ def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source
                                   "instruction out (--meta, --limit), or rank with --normalize none")
 
 
+def unasked_judge(config: RankConfig, out: Path) -> dict[str, Any]:
+    """The verdict stage's summary when no item reaches the judge: nothing asked, no server contacted. The folder's
+    run.json is kept when an earlier run wrote one (its verdicts, of another selection, stay with their settings);
+    otherwise, or with ``overwrite`` (which discards those verdicts, as the stage would), one is written holding the
+    judge's config, so that the ranking's settings have a record to join."""
+    from judge.plumbing.provenance import PROVENANCE_FILE, write_provenance
+
+    run_config = judge_config(config, out / ITEMS, out)
+    predictions = out / "predictions.jsonl"
+    if config.overwrite:
+        predictions.unlink(missing_ok=True)
+    if config.overwrite or not (out / PROVENANCE_FILE).is_file():
+        write_provenance(out, "judge-eval rank", dataclasses.asdict(run_config), n_items=0)
+    # No predictions file is made: one without the verdict stage's run_key.json would have the next run, with
+    # answers to judge, refuse the folder as progress of unknown settings (a missing file reads as no verdicts).
+    return {"n_items": 0, "n_done_before": 0, "written": 0, "parse_failed": 0, "request_failed": 0,
+            "predictions": str(predictions), "judge": run_config.name}
+
+
 def rank(config: RankConfig) -> dict[str, Any]:
     """Run the three stages (each resumes) and write the matrix and its report.
 
@@ -825,7 +845,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
 
     Raises:
         ConfigError: a bad key, or a selected rubric that cannot normalise (``unnormalisable_rubric``);
-            InstructionError (a RecordError): bad data; ValueError: nothing scored.
+            InstructionError (a RecordError): bad data; ValueError: nothing scored (``pollux_matrix``;
+            every answer empty or failed, and those left unscored).
     """
     from eval.ranking.items import data_binary_criteria
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
@@ -858,11 +879,13 @@ def rank(config: RankConfig) -> dict[str, Any]:
     others = [r for r in data_rows if r.prompt_id not in chosen]
     item_counts = write_items(rows, answers, out / ITEMS, others=others,
                               judged=judged_ids(out / "predictions.jsonl") if others else (), unjudged=out / UNJUDGED)
-    if not item_counts["n_items"]:
-        raise ValueError(f"no answer to judge: {item_counts['n_no_answer']} items lack an answer (failed requests, "
-                         f"retried by the next run; see {out / ANSWERS}) and {item_counts['n_empty_answer']} have an "
-                         "empty one")
-    judge_counts = run(judge_config(config, out / ITEMS, out))
+    if item_counts["n_items"]:
+        judge_counts = run(judge_config(config, out / ITEMS, out))
+    else:
+        # Every selected answer is empty or failed (a reasoning candidate always cut inside <think>): no verdict to
+        # ask for, and the matrix is the unjudged items' alone, scored by --empty-answer and --no-answer. Refusing
+        # here left no bench.json, and every rerun refused again, since an empty answer is final.
+        judge_counts = unasked_judge(config, out)
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
     # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a

@@ -1,7 +1,7 @@
 """The sentences report.md, report.html and ``judge-eval score``'s console summary print beside the summary table:
 what the tables alone would hide about the run (items without a prediction, the experts' abstentions) and about
-the data scored (expert scores off their rubric's scale, exact duplicate rows left out). ``eval.reports.report``
-re-exports ``run_notes``."""
+the data scored (expert scores off their rubric's scale, exact duplicate rows left out, rubrics without a readable
+scale). ``eval.reports.report`` re-exports ``run_notes``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["console_text", "duplicates_note", "off_scale_note", "run_notes", "runs_notes"]
+__all__ = ["console_text", "duplicates_note", "no_scale_note", "off_scale_note", "run_notes", "runs_notes"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -55,14 +55,28 @@ def duplicates_note(result: Metrics) -> str | None:
             f"{f' ({shown})' if shown else ''}: each item is scored once.")
 
 
+def no_scale_note(result: Metrics) -> str | None:
+    """The sentence on the scored items whose rubric has no readable scale (``notes.n_no_scale``, counted by
+    ``eval.scoring.item_table.build_table``); None when there are none. Without a scale a verdict cannot be found
+    off it, so these items count as in scale in ``n_out_of_scale`` and the in-scale figures (unless the prediction's
+    own ``in_scale`` says not): said here, since no table shows it."""
+    n = getattr(getattr(result, "notes", None), "n_no_scale", None) or 0
+    if not n:
+        return None
+    have, their, scores, were = ("has", "its", "score", "was") if n == 1 else ("have", "their", "scores", "were")
+    return (f"**{counted(n, 'scored item')} {have} a rubric without a readable scale**: {their} judge's {scores} "
+            f"{were} not checked against a scale (counted as in scale unless the prediction's `in_scale` says not).")
+
+
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run) and the experts' abstentions, over every item of the run: the Zero-Shot +
     Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
-    their rubric's scale (``off_scale_note``) and its duplicate rows left out (``duplicates_note``). report.md,
+    their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
+    items whose rubric has no readable scale (``no_scale_note``). report.md,
     report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
-    data = [note for note in (off_scale_note(result), duplicates_note(result)) if note]
+    data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result)) if note]
     if not tests:
         return data
     unknown = result.splits["unknown"].overall if "unknown" in result.splits else None

@@ -198,7 +198,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
-        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored) and repeated ids.
+        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored), repeated ids and the
+        scored items whose rubric has no readable scale (``n_no_scale``, when any).
     """
     import pyarrow as pa
 
@@ -308,6 +309,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         notes["n_regression_without_raw"] = int(without_raw.sum())
     if len(rescue):
         notes["n_out_of_scale_reparsed"] = len(rescue)
+    if no_scale.any():  # their scores count as in scale (n_out_of_scale cannot flag them): said, not left silent
+        notes["n_no_scale"] = int(no_scale.sum())
     return table, notes
 
 

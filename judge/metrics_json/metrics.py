@@ -255,6 +255,9 @@ class Notes(_MetricsRecord):
     #: regression-head rows without the raw value (older predictions): scored on judge-serve's clipped score
     n_regression_without_raw: int | None = optional_field()
     n_out_of_scale_reparsed: int | None = optional_field()
+    #: items the judge scored whose rubric has no readable scale (``judge.scale_of``): their scores were not
+    #: checked against a scale, so they count as in scale unless the prediction's own ``in_scale`` flag says not
+    n_no_scale: int | None = optional_field()
     #: predictions of a text their item no longer has (the data edited after the run; ``eval.scoring.score.stale_rows``):
     #: left out, so their items are among the ones without a prediction (``n_missing``)
     n_stale_predictions: int | None = optional_field()
