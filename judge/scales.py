@@ -182,13 +182,24 @@ def _rubric_scale(levels: tuple[int, ...], rubrics) -> Scale:
 
 
 def _levels_from_keys(keys) -> tuple[int, ...]:
-    levels = []
+    """The levels of a rubric mapping's keys, each an integer in ASCII digits, no two naming one level.
+
+    "0" and "00" (or "1" and "+1", " 0" and "0") are one level with two descriptions, which the judge would be shown
+    both of: refused, as a rubric text repeating a level is (``_level_values``). Digits other than ASCII ones (the
+    Arabic-Indic "\u0660", which ``int()`` reads as 0) are no level: the judge is shown the key as written and answers
+    in ASCII digits.
+    """
+    keys_of: dict[int, str] = {}
     for key in keys:
         written = str(key).strip().replace("\u2212", "-")  # the typographic minus, as in level lines
-        if not re.fullmatch(r"[+-]?\d+", written):
-            raise ScaleError(f"rubric level {written[:20]!r} is not an integer")
-        levels.append(_level(written))
-    return _capped(levels)
+        if not re.fullmatch(r"[+-]?[0-9]+", written):
+            raise ScaleError(f"rubric level {written[:20]!r} is not an integer (ASCII digits, an optional sign)")
+        level = _level(written)
+        if level in keys_of:
+            raise ScaleError(f"rubric levels {keys_of[level][:20]!r} and {str(key)[:20]!r} are both level {level}: "
+                             "give each level one key")
+        keys_of[level] = str(key)
+    return _capped(keys_of)
 
 
 @dataclass(frozen=True)

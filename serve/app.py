@@ -199,7 +199,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         """Whether the caller holds the key (always, when judge-serve has none: then everything is open)."""
         if not config.api_key:
             return True
-        return hmac.compare_digest(request.headers.get("authorization", "").encode(), expected_key)
+        # The header's raw bytes (Starlette decoded them as Latin-1), as ApiKeyMiddleware compares them
+        return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), expected_key)
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
@@ -312,7 +313,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 raw = await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES)
             finally:
                 upstream_response.release()
-            return engine_error(upstream_response.status, raw, role, names=served_names(state), asked_model=asked)
+            return engine_error(upstream_response.status, raw, role, names=served_names(state), asked_model=asked,
+                                retry_headers=state.retry_headers([role]))
         event_stream = upstream_response.headers.get("content-type", "").startswith("text/event-stream")
 
         async def body():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,24 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
 }
 
 
+def _bearer_token_problem(key: str, in_path: bool = False) -> str | None:
+    """Why ``key`` cannot be a bearer token, or None. A token is visible ASCII (RFC 6750, Section 2.1: ``b64token``,
+    letters, digits and ``-._~+/=``): HTTP carries header bytes that the ASGI server hands on as they came and
+    Starlette reads as Latin-1, so a non-ASCII key is one set of bytes in UTF-8 and another in the client's encoding,
+    and which of them a route would accept depends on how it compares. The key itself is never shown (a secret)."""
+    for at, char in enumerate(key):
+        if not "!" <= char <= "~":
+            kind = "a space or control character" if char.isascii() else "not ASCII"
+            return (f"character {at + 1} of the key is {kind}: a bearer token is visible ASCII (RFC 6750, Section 2.1: "
+                    "letters, digits and -._~+/=); choose one such, e.g. `python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(32))'`")
+        if in_path and char in "/?#%":
+            # /get_reward/<key> is one path segment, read after percent-decoding: these end or change it
+            return (f"character {at + 1} of the key is one of / ? # %, which a URL path segment cannot carry as "
+                    "written (POST /get_reward/<key>); choose letters, digits and -._~ (secrets.token_urlsafe)")
+    return None
+
+
 @dataclass
 class ServeConfig:
     """Everything judge-serve needs to start its engines and answer requests."""
@@ -103,7 +122,8 @@ class ServeConfig:
     api_key: str = _f(
         "", "Bearer token required on every route but /health, /ready and /get_reward (whose details it also "
             "unlocks; /metrics included); works, with a warning (a command line is visible to every user "
-            "of the node): prefer the variable api_key_env names. Empty and that variable unset: no auth."
+            "of the node): prefer the variable api_key_env names. Empty and that variable unset: no auth. Visible "
+            "ASCII only (a bearer token, RFC 6750)."
     )
     api_key_env: str = _f("JUDGE_SERVE_API_KEY",
                           "Environment variable holding the bearer token (judge.plumbing.api_keys).")
@@ -236,7 +256,8 @@ class ServeConfig:
     reward_key_env: str = _f(
         "JUDGE_SERVE_REWARD_KEY",
         "Environment variable holding the reward key: POST /get_reward/<key> needs no Authorization header "
-        "(OpenRLHF's --reward.remote_url); unset: that route refuses every request.",
+        "(OpenRLHF's --reward.remote_url); unset: that route refuses every request. Visible ASCII, no / ? # % (it "
+        "travels in the URL path; secrets.token_urlsafe makes one).",
     )
 
     # --- bounds and timeouts
@@ -325,6 +346,12 @@ class ServeConfig:
             raise ConfigError(
                 f"max_tokens: {self.max_tokens} leaves no room for the prompt in max_model_len {self.max_model_len}"
             )
+        for name, key, in_path in (("api_key", self.api_key, False),
+                                   (f"the reward key (${self.reward_key_env})",
+                                    os.environ.get(self.reward_key_env, "") if self.reward_key_env else "", True)):
+            problem = _bearer_token_problem(key, in_path)
+            if problem:
+                raise ConfigError(f"{name}: {problem}")
         if not isinstance(self.allowed_hosts, list) or not all(isinstance(h, str) and h for h in self.allowed_hosts):
             raise ConfigError("allowed_hosts: must be a list of host names")
         if not isinstance(self.engine_args, list) or not all(isinstance(a, str) for a in self.engine_args):

@@ -197,7 +197,10 @@ class ApiKeyMiddleware:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and not scope["path"].startswith(self.OPEN):
-            given = dict(scope["headers"]).get(b"authorization", b"")
+            # The first Authorization header's raw bytes, as the routes that check the key themselves read it
+            # (serve.app's health and readiness details, serve.rewards): Starlette's request.headers.get gives the
+            # first, decoded as Latin-1, which they encode back to these bytes.
+            given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
             if not hmac.compare_digest(given, self.expected):
                 response = error_response(
                     401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",

@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -24,9 +24,13 @@ from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.schema import clip_message
 
 __all__ = ["engine_error", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
-           "relayed_stream"]
+           "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S"]
 
 log = logging.getLogger("judge_serve")
+
+#: ``Retry-After`` of the 503 for an engine that no longer serves judge-serve's model name, when the caller gives
+#: none: the seconds judge-serve's own 503s for an engine under way default to (serve.supervision.ServerState).
+RENAMED_ENGINE_RETRY_AFTER_S = 5
 
 # OpenAI's error types and codes by status, for errors that arrive without a string code of their own.
 _TYPE_OF_STATUS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -97,6 +101,14 @@ def _engine_error_body(status: int, message: str, param: Any, code: Any, role: s
         log.error("the %s engine refused judge-serve's key (401)", role)
         return 502, error_body(f"the {role} engine refused judge-serve's credentials", "server_error",
                                code="engine_auth_error")
+    if status == 404 and param == "model" and isinstance(asked_model, str) and asked_model in names:
+        # A name judge-serve serves, which the engine no longer does: an attached engine restarted under another
+        # name. "model X does not exist; this server serves X" would contradict itself; the client's request is
+        # right, and it may succeed once the engine serves the name again.
+        log.error("the %s engine answered 404 for the model `%s`, one of judge-serve's names: it no longer serves "
+                  "it (restarted under another name?)", role, asked_model)
+        return 503, error_body(renamed_engine_message(role, [asked_model]), "service_unavailable",
+                               code="engine_unavailable")
     if status == 404 and param == "model" and isinstance(asked_model, str) and names:
         # vLLM's 404 for a model it does not serve (vllm/entrypoints/serve/engine/serving.py ``_check_model``) has an
         # integer code and lists the engine's names only: answered as /v1/judge and GET /v1/models/{id} answer it.
@@ -107,25 +119,40 @@ def _engine_error_body(status: int, message: str, param: Any, code: Any, role: s
 
 
 def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (),
-                 asked_model: Any = None) -> JSONResponse:
+                 asked_model: Any = None, retry_headers: Mapping[str, str] | None = None) -> JSONResponse:
     """An engine's error answer in OpenAI's shape with a string ``code``: a 4xx keeps the engine's message (its
     internals replaced, ``sanitized``), a 5xx says only that the engine failed (its text goes to judge-serve's log).
     vLLM's 404 for a model it lacks, given the ``asked_model`` and judge-serve's served ``names``, is OpenAI's
-    ``model_not_found`` naming them."""
+    ``model_not_found`` naming them, unless ``asked_model`` is one of those names: then the engine no longer serves
+    what judge-serve does, a 503 with ``retry_headers`` (by default ``Retry-After: RENAMED_ENGINE_RETRY_AFTER_S``)."""
     try:
         detail = json.loads(raw)
     except ValueError:
         detail = None
     message, param, code = _engine_detail(detail, raw)
     status, body = _engine_error_body(status, message, param, code, role, names, asked_model)
+    if status == 503:
+        if retry_headers is None:
+            retry_headers = {"Retry-After": str(RENAMED_ENGINE_RETRY_AFTER_S)}
+        return JSONResponse(body, status_code=status, headers=dict(retry_headers))
     return JSONResponse(body, status_code=status)
+
+
+def renamed_engine_message(role: str | None, expected: Sequence[str]) -> str:
+    """The 503's message for an engine (``role``; None: unknown) that answers 404 for the model name judge-serve
+    expects it to serve (``expected``)."""
+    shown = " or ".join(f"`{clip_message(name)}`" for name in expected)
+    engine = f"the {role} engine" if role else "an engine"
+    return (f"{engine} no longer serves the model name judge-serve expects{f' ({shown})' if shown else ''}: it was "
+            "restarted under another name; retry later")
 
 
 def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONResponse:
     """A judgment an engine could not complete, on ``/v1/judge`` and ``/get_reward`` alike (``state``: the server's
-    ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine; an engine's refusal (4xx but 401)
-    with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its message left in
-    judge-serve's log) or refused judge-serve's own key (401)."""
+    ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers 404 (it no
+    longer serves the model name judge-serve sends: an attached engine restarted under another); an engine's refusal
+    (4xx but 401 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
+    message left in judge-serve's log) or refused judge-serve's own key (401)."""
     if isinstance(err, EngineUnavailable):
         # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
         log.warning("engine unavailable during a judgment: %s", err)
@@ -137,6 +164,13 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
                               headers=state.retry_headers(state.engines))
     log.error("engine failure during a judgment: %s", err)
     status, public = err.status, err.public
+    if status == 404 and public is None:
+        # judge-serve names its engines' models itself (serve.judging.JudgeSettings.engine_models): a 404 is an
+        # engine that no longer serves that name (an attached one restarted under another), not the client's fault
+        judge = getattr(state, "judge", None)
+        expected = sorted(set(judge.settings.engine_models.values())) if judge is not None else []
+        return error_response(503, renamed_engine_message(None, expected), "service_unavailable",
+                              code="engine_unavailable", headers=state.retry_headers(state.engines))
     if public is None and 400 <= status < 500 and status != 401:
         # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
         # on the proxied routes (engine_error). A 502 would be retried by every client to the same end.

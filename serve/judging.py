@@ -58,7 +58,7 @@ from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
-from serve.score_reading import level_token_ids, seq2seq_verdict
+from serve.score_reading import level_token_ids, logprobs_fit, seq2seq_verdict
 
 __all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "unknown_model", "verdict_regex",
            "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
@@ -493,7 +493,7 @@ class Judge:
         # The score token's position is known for the tagged format only (after [RESULT]).
         tagged = s.verdict_format == VerdictFormat.TAGGED
         level_ids = self._levels(scale) if (s.kind == JudgeKind.SEQ2SEQ and s.score_logprobs and tagged) else None
-        if level_ids:
+        if level_ids and logprobs_fit(level_ids):  # more than vLLM returns: no distribution, or no answer at all
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
         if options.constrained:
@@ -506,10 +506,11 @@ class Judge:
         if job.too_long is not None:  # ``oversize: fail``: a failed result, never sent
             return JudgeResult(criterion=job.criterion.name, criterion_id=job.criterion.id, scale=list(scale.levels),
                                error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=job.too_long)
-        payload = self.completion_payload(job, options)
-        asked_logprobs = "logprob_token_ids" in payload
-        async with self.limit:
+        async with self.limit:  # the whole prompt's ids made only now (serve.jobs.Job.prefix_ids)
+            payload = self.completion_payload(job, options)
+            asked_logprobs = "logprob_token_ids" in payload
             completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
+            del payload
         choice, text, usage = _completion_parts(completion)
         finish_reason = choice.get("finish_reason")
         finish_reason = finish_reason if isinstance(finish_reason, str) else None
@@ -530,7 +531,7 @@ class Judge:
             output=text,
             finish_reason=finish_reason,
             usage=JudgmentUsage(
-                prompt_tokens=_token_count(usage.get("prompt_tokens")) or len(job.prompt_ids),
+                prompt_tokens=_token_count(usage.get("prompt_tokens")) or job.n_prompt_tokens,
                 completion_tokens=_token_count(usage.get("completion_tokens")),
             ),
         )

@@ -344,7 +344,8 @@ class RewardRoute:
             return bool(self.reward_key) and hmac.compare_digest(secret.encode(), self.reward_key.encode())
         if not self.config.api_key:
             return True
-        return hmac.compare_digest(request.headers.get("authorization", "").encode(), self.expected_bearer)
+        # The header's raw bytes (Starlette decoded them as Latin-1), as serve.connections.ApiKeyMiddleware reads them
+        return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), self.expected_bearer)
 
     def journal(self, log_dir: Path | None) -> JournalWriter | None:
         if self._journal is None and log_dir is not None:
