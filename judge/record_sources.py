@@ -31,6 +31,8 @@ __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_re
 logger = logging.getLogger(__name__)
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)-(?P<k>\d+)-of-(?P<n>\d+)\.parquet$")
+#: A shard as ``datasets`` pushes it with a fingerprint after its number (``train-00000-of-00001-5f3c….parquet``).
+_HASHED_SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+-[0-9a-f]+\.parquet$")
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
 #: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
 #: taken as the file's first bytes and nothing else, at byte 0 only (anywhere else it is a character of a row).
@@ -294,12 +296,13 @@ _PROJECT_FOLDERS = ("data", "runs")
 
 def _looks_like_dataset_name(name: str, path: Path) -> bool:
     """Whether a source that is no file or folder is a hub dataset's ``owner/name``: one slash, no data file's suffix,
-    not a path's start (``./``, ``../``, ``/``, ``~``), and an owner that is no local folder nor one of
-    ``_PROJECT_FOLDERS`` (``data/POLLUX`` is a path not yet downloaded; asking the hub for it cost ~24 s of retries)."""
+    not a path's start (``./``, ``../``, ``/``, ``~``), and an owner that is none of ``_PROJECT_FOLDERS``
+    (``data/POLLUX`` is a path not yet downloaded; asking the hub for it cost ~24 s of retries). A local folder named
+    like the owner does not make it a path: one dataset downloaded hub-style (``--local-dir ai-forever/POLLUX``)
+    would keep its sibling ``ai-forever/POLLUX-instructions`` from ever reaching the hub."""
     owner = name.split("/", 1)[0]
     return (name.count("/") == 1 and not name.startswith((".", "/", "~"))
-            and path.suffix.lower() not in {".jsonl", ".json", ".parquet"}
-            and owner not in _PROJECT_FOLDERS and not Path(owner).is_dir())
+            and path.suffix.lower() not in {".jsonl", ".json", ".parquet"} and owner not in _PROJECT_FOLDERS)
 
 
 def _missing(name: str) -> FileNotFoundError:
@@ -316,11 +319,14 @@ def _missing(name: str) -> FileNotFoundError:
 def _refuse_split_of_a_file(path: Path, split: str | None) -> None:
     """ValueError for a ``split`` asked of a single file, which holds one split: a ``--split`` it cannot honour was
     ignored, and the whole file read as the split asked for. Its own split is taken: the shard name's
-    (``test-00000-of-00001.parquet``) or the file's stem (``train.jsonl``, as the synthetic split stage writes it)."""
+    (``test-00000-of-00001.parquet``, with or without a fingerprint after it), the folder's for a file named by a
+    number (``train/0000.parquet``), or the file's stem (``train.jsonl``, as the synthetic split stage writes it)."""
     if split is None or not path.is_file():
         return
-    shard = _SHARD_NAME.match(path.name)
-    own = shard.group("split") if shard else path.stem
+    shard = _SHARD_NAME.match(path.name) or _HASHED_SHARD_NAME.match(path.name)
+    # the hub's Parquet conversion names its files by number inside a folder named after their split
+    # (``default/train/0000.parquet``)
+    own = shard.group("split") if shard else path.parent.name if path.stem.isdigit() else path.stem
     if split != own:
         raise ValueError(f"{path}: a single file, which holds no split {split!r} (a split is chosen from a folder of "
                          "shards, a datasets folder or a dataset name); leave out the split to read the whole file")

@@ -136,11 +136,10 @@ def no_hub(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", called)
 
 
-@pytest.mark.parametrize("name", ["data/POLLUX", "runs/POLLUX", "./POLLUX", "../x/POLLUX", "~/POLLUX", "a/b/POLLUX",
-                                  "here/POLLUX"])
+@pytest.mark.parametrize("name", ["data/POLLUX", "runs/POLLUX", "./POLLUX", "../x/POLLUX", "~/POLLUX", "a/b/POLLUX"])
 def test_a_missing_local_path_is_not_asked_of_the_hub(tmp_path, monkeypatch, no_hub, name):
-    """A path under a local folder (or data/, runs/ on a fresh clone), one with more than one slash, or one starting
-    like a path, is a missing path at once (asking the hub for `data/POLLUX` cost ~24 s of connection warnings), and
+    """A path under data/ or runs/ (the folders the docs download to, absent on a fresh clone), one with more than
+    one slash, or one starting like a path, is a missing path at once (asking the hub for `data/POLLUX` cost ~24 s of connection warnings), and
     the hint names the released dataset's hub id, not the path, as the repository to download."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "here").mkdir()
@@ -158,6 +157,26 @@ def test_a_missing_path_that_names_no_released_dataset_gets_no_download_hint(tmp
     with pytest.raises(FileNotFoundError) as info:
         load_records("runs/my-data")
     assert str(info.value) == "runs/my-data: no such file or folder"
+
+
+def test_a_local_folder_named_like_the_owner_does_not_keep_a_hub_id_from_the_hub(tmp_path, monkeypatch):
+    """One dataset downloaded hub-style (``--local-dir ai-forever/POLLUX``) leaves a folder ``ai-forever/``: its
+    sibling ``ai-forever/POLLUX-instructions`` is still a hub id, asked of the hub, not a missing path."""
+    import datasets
+
+    asked = []
+
+    def offline(name, split=None):
+        asked.append(name)
+        raise ConnectionError(f"Couldn't reach '{name}' on the Hub")
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ai-forever" / "POLLUX").mkdir(parents=True)
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(FileNotFoundError) as info:
+        load_records("ai-forever/POLLUX-instructions")
+    assert asked == ["ai-forever/POLLUX-instructions"]
+    assert "not a local file or folder, and datasets.load_dataset" in str(info.value)
 
 
 def test_a_hub_name_that_fails_suggests_the_released_id_when_it_names_a_released_dataset(tmp_path, monkeypatch):
@@ -200,6 +219,13 @@ def test_a_files_own_split_is_accepted(tmp_path):
     assert [r.id for r in load_records(shard, split="test")] == ["a"]
     with pytest.raises(ValueError, match="holds no split 'train'"):
         load_records(shard, split="train")
+    # a shard pushed with its fingerprint, and the hub's Parquet conversion (a numbered file in its split's folder)
+    for name in ("train-00000-of-00001-5f3c9a0b1d2e.parquet", "train/0000.parquet"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        pq.write_table(pa.Table.from_pylist([_record("b", "Ответ верный и полный.")]), tmp_path / name)
+        assert [r.id for r in load_records(tmp_path / name, split="train")] == ["b"], name
+        with pytest.raises(ValueError, match="holds no split 'test'"):
+            load_records(tmp_path / name, split="test")
 
 
 def test_judge_eval_experts_refuses_a_split_of_the_sample(tmp_path, capsys):
