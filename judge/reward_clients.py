@@ -446,11 +446,14 @@ def _instruction(prompt: Any) -> str:
     itself. Sent whole, a templated prompt would reach the judge with its system turn and template markers as the
     user's request."""
     if isinstance(prompt, str):
-        turns = list(_USER_TURN.finditer(prompt))
-        if not turns:
+        first = _USER_TURN.search(prompt)
+        if first is None:
             return prompt
-        content = prompt[turns[-1].end():]
-        end = content.find(_USER_TURNS[turns[-1].group()])
+        # The template is the one whose opener comes first (its own first user turn); another template's opener
+        # later in the text is something the user wrote ("what does <｜User｜> mean in DeepSeek's template?")
+        opener = first.group()
+        content = prompt[prompt.rindex(opener) + len(opener):]
+        end = content.find(_USER_TURNS[opener])
         return content[:end] if end >= 0 else content
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]

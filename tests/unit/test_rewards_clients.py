@@ -186,6 +186,20 @@ def test_trl_text_prompts_rendered_by_a_chat_template_send_the_last_user_turn(qw
     assert [item["answer"] for item in items] == ["Стих."] * 5
 
 
+def test_another_templates_opener_in_the_users_text_is_the_users_text():
+    """The template is the one whose user-turn opener comes first: a ChatML prompt asking about DeepSeek's
+    ``<｜User｜>`` marker, or an R1 prompt quoting Gemma's, keeps its whole question (cut at the quoted marker, the
+    judge got half of it)."""
+    from judge.reward_clients import _instruction
+
+    chatml = ("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nЧто значит строка \uff1c\uff5cUser\uff5c> и "
+              "<\uff5cUser\uff5c> в шаблоне DeepSeek?<|im_end|>\n<|im_start|>assistant\n")
+    assert _instruction(chatml) == "Что значит строка \uff1c\uff5cUser\uff5c> и <\uff5cUser\uff5c> в шаблоне DeepSeek?"
+    r1 = ("<\uff5cbegin\u2581of\u2581sentence\uff5c><\uff5cUser\uff5c>Что значит <start_of_turn>user\n в шаблоне "
+          "Gemma?<\uff5cAssistant\uff5c><think>\n")
+    assert _instruction(r1) == "Что значит <start_of_turn>user\n в шаблоне Gemma?"
+
+
 def test_request_chunks_keep_each_request_within_both_bounds():
     """At most 3 sent samples and 5 judgments per request: criteria counts 2, 2, (no answer), 2, 1, 6 cut into
     [2, 2, -] (4 judgments; the next 2 would make 6), [2, 1] (3; the next 6 would make 9), [6] alone (over the bound
