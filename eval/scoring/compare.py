@@ -108,12 +108,13 @@ def load_run(folder: str | Path) -> ScoredRun:
     try:
         table, extra = item_table.read_table(items)
     except ValueError as err:  # damaged, cut short or another tool's: the run's score writes it anew
-        raise ValueError(f"{err}; {_score_again(given)}") from None
+        raise ValueError(f"{err}; {_score_again(given, written.get('predictions'))}") from None
     try:
         result = Metrics.from_json(written)
     except JsonRecordError as err:  # alone it said "metrics.json: Cell.mae ...": not which run, nor which cell
         at = f"{err.field}: " if err.field else ""
-        raise ValueError(f"{given}: {metrics_path.name}: {at}{err.problem}; {_score_again(given)}") from None
+        raise ValueError(f"{given}: {metrics_path.name}: {at}{err.problem}; "
+                         f"{_score_again(given, written.get('predictions'))}") from None
     return ScoredRun(str(folder), result.judge or folder.name, result, table, extra)
 
 
@@ -137,8 +138,15 @@ def _read_metrics(path: Path, run: str) -> dict:
     return data
 
 
-def _score_again(run: str) -> str:
-    return f"score the run again: judge-eval score --predictions {run} --out {run}"
+def _score_again(run: str, predictions: object = None) -> str:
+    """The command that writes a scored folder anew: from the folder itself when it holds its predictions, else from
+    the predictions its metrics.json names, where they still are (a run scored with ``--out`` elsewhere has none of
+    its own)."""
+    source = run
+    if (not (Path(run) / "predictions.jsonl").exists() and isinstance(predictions, str) and predictions
+            and Path(predictions).exists()):
+        source = predictions
+    return f"score the run again: judge-eval score --predictions {source} --out {run}"
 
 
 def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: int | None = None,

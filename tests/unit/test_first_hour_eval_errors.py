@@ -363,3 +363,16 @@ def test_a_score_field_over_the_bound_is_refused_row_by_row(field):
         PredictionRow.from_json({"id": "a", field: -2e6}, where="row 1")
     assert getattr(PredictionRow.from_json({"id": "a", field: 1e6}), field) == 1e6  # the bound itself: kept
     assert PredictionRow.from_json({"id": "a", "latency_s": 3e6}).latency_s == 3e6  # seconds: no score
+
+
+def test_the_way_to_score_again_names_the_predictions_a_run_scored_elsewhere_was_scored_from(scored, tmp_path, capsys):
+    """A run scored with --out into another folder holds no predictions of its own: the advice names the predictions
+    its metrics.json records (a `--predictions OUT` would find none)."""
+    out = tmp_path / "elsewhere"
+    shutil.copytree(scored["run"], out)
+    (out / "predictions.jsonl").unlink()
+    _drop_split(out / "items.parquet")
+    recorded = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["predictions"]
+    capsys.readouterr()
+    assert main(["compare", str(scored["run"]), str(out), "--n-boot", "0"]) == 2
+    assert _said(capsys)[1].endswith(f"score the run again: judge-eval score --predictions {recorded} --out {out}\n")
