@@ -62,11 +62,13 @@ one refusal would follow the body through several files.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import re
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -334,6 +336,9 @@ class RewardRoute:
         self.reward_key = reward_key_of(config)
         self.expected_bearer = f"Bearer {config.api_key}".encode()
         self._journal: JournalWriter | None = None
+        # One thread of its own: the default pool also builds /v1/judge's and /get_reward's plans (tokenizing), which
+        # a slow fsync would hold up; one worker also writes the requests' rows in the order they were answered.
+        self._journal_thread: ThreadPoolExecutor | None = None
         # request_timeout_s bounds every route; this one's client gives up sooner (serve.config.REWARD_DEADLINE_S).
         self.deadline = min(("reward_deadline_s", config.reward_deadline_s),
                             ("request_timeout_s", config.request_timeout_s), key=lambda bound: bound[1])
@@ -543,10 +548,10 @@ class RewardRoute:
         return {"rewards": values, "scores": list(values), "extra_logs": extra}
 
     async def _write_journal(self, state, request_id: str, answers, results, rewards, latency: float) -> None:
-        """The request's rows appended to the rewards journal in a worker thread (an fsync takes milliseconds, and
-        every other request's reading and answering waits while the event loop does), in one ``append``: a
-        request's rows stay together and in order (``JournalWriter`` appends under a lock). Awaited before the
-        answer, so a row is on disk once its reward is sent."""
+        """The request's rows appended to the rewards journal on the journal's own thread (an fsync takes
+        milliseconds, and every other request's reading and answering waits while the event loop does), in one
+        ``append``: a request's rows stay together and in order, and requests' rows in the order they were answered.
+        Awaited before the answer, so a row is on disk once its reward is sent."""
         journal = self.journal(getattr(state, "log_dir", None))
         if journal is None:
             return
@@ -562,7 +567,10 @@ class RewardRoute:
                              for part, result in zip(reward.criteria, sample)] if reward else [],
             })  # fmt: skip
         try:
-            await asyncio.to_thread(journal.append, *rows)
+            if self._journal_thread is None:
+                self._journal_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewards-journal")
+            await asyncio.get_running_loop().run_in_executor(self._journal_thread, functools.partial(journal.append,
+                                                                                                       *rows))
         except OSError as err:  # a full disk must not cost the trainer its rewards
             log.error("could not write the rewards journal: %s", err)
 

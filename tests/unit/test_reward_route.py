@@ -604,13 +604,16 @@ def test_a_rollout_in_one_request_is_refused_naming_the_openrlhf_version_that_se
 
 def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_answer(tiny_causal_dir, monkeypatch,
                                                                                         tmp_path):
-    """The journal's append (open, write, fsync) runs in a worker thread, not on the event loop every request
-    waits on; it is awaited, so the request's rows are on disk, together and in order, once the answer is read."""
+    """The journal's append (open, write, fsync) runs on the journal's own thread, not on the event loop every request
+    waits on nor in the default pool that tokenizes requests; it is awaited, so the request's rows are on disk,
+    together and in order, once the answer is read."""
     import asyncio
+    import threading
 
     from judge.plumbing.journal import JournalWriter, read_jsonl
 
     on_loop: list[bool] = []
+    threads: list[str] = []
     append = JournalWriter.append
 
     def recorded(self, *rows):
@@ -619,6 +622,7 @@ def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_
             on_loop.append(True)
         except RuntimeError:  # a worker thread runs no loop
             on_loop.append(False)
+        threads.append(threading.current_thread().name)
         append(self, *rows)
 
     monkeypatch.setattr(JournalWriter, "append", recorded)
@@ -628,7 +632,7 @@ def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_
         rewarded = http.post("/get_reward", json=body, headers={**AUTH, "X-Request-Id": "req-1"})
         rows = read_jsonl(tmp_path / "rewards.jsonl")  # read as soon as the answer is: nothing left to wait for
     assert rewarded.status_code == 200, rewarded.text
-    assert on_loop == [False]
+    assert on_loop == [False] and threads[0].startswith("rewards-journal")
     # The first answer judged 2 of 0-2 (the scripted verdict): 1.0; the second has nothing to judge: empty_answer 0.0.
     assert [(r["request_id"], r["index"], r["reward"], r["empty_answer"]) for r in rows] == [
         ("req-1", 0, 1.0, False), ("req-1", 1, 0.0, True)]
