@@ -146,15 +146,18 @@ def answer_of(query: str, prompt: str) -> str | None:
 
     A tokenizer may also give the prompt back spaced otherwise: ``clean_up_tokenization_spaces`` drops the space
     before ``. , ? ! '`` ("там ?" comes back "там?"), a SentencePiece decoder adds one after a special token
-    ("<s>[INST]" comes back "<s> [INST]"). Where nothing above matches, the query and the whole prompt are compared
-    on their characters other than whitespace (``_spaced_response``).
+    ("<s>[INST]" comes back "<s> [INST]"). Where the whole prompt does not match as sent, the query and the whole
+    prompt are compared on their characters other than whitespace (``_spaced_response``), before any tail of the
+    prompt is tried.
 
     Returns:
         The answer ("" when there is nothing to judge), or None when ``query`` starts with neither ``prompt`` nor
         a tail of it, as sent or in NFC, nor with the prompt's characters spaced otherwise.
     """
     response = None
-    for match in (_response_of, _spaced_response):  # exact first: the spacing-blind match is the last resort
+    # The whole prompt before any tail of it (a prompt whose start comes back at its end would otherwise match as a
+    # tail of itself, its middle taken for the answer); exact before spacing-blind
+    for match in (_whole_response, _spaced_response, _tail_response):
         response = match(query, prompt)
         if response is None:
             response = _nfc_response(query, prompt, match)
@@ -165,9 +168,14 @@ def answer_of(query: str, prompt: str) -> str | None:
     return policy_answer(response, prompt_opens_reasoning(prompt))  # a thinking template's prompt ends in "<think>\n"
 
 
-def _response_of(query: str, prompt: str) -> str | None:
-    """What follows ``prompt``, or the longest tail of it, at the start of ``query`` (a suffix of ``query``); None
-    when the query starts with neither."""
+def _whole_response(query: str, prompt: str) -> str | None:
+    """What follows ``prompt`` at the start of ``query``; None when the query does not start with it."""
+    return query[len(prompt):] if query.startswith(prompt) else None
+
+
+def _tail_response(query: str, prompt: str) -> str | None:
+    """What follows the longest tail of ``prompt`` at the start of ``query`` (a suffix of ``query``); None when the
+    query starts with none (a prompt OpenRLHF cut from the left)."""
     if query.startswith(prompt):
         return query[len(prompt):]
     body = query.lstrip("\ufffd")
@@ -210,8 +218,8 @@ def _spaced_response(query: str, prompt: str) -> str | None:
 
 
 def _nfc_response(query: str, prompt: str,
-                  match: Callable[[str, str], str | None] = _response_of) -> str | None:
-    """``match`` (``_response_of`` or ``_spaced_response``) with the query and the prompt both in NFC, given back as
+                  match: Callable[[str, str], str | None] = _tail_response) -> str | None:
+    """``match`` (``_whole_response``, ``_spaced_response`` or ``_tail_response``) with the query and the prompt both in NFC, given back as
     the query's own characters where they are the same text (only the prompt's form differed: the usual case, the
     policy's output decoded as it was sampled), else in NFC; None when they do not match in NFC either."""
     nfc_query, nfc_prompt = unicodedata.normalize("NFC", query), unicodedata.normalize("NFC", prompt)

@@ -47,3 +47,15 @@ def test_an_exact_prompt_is_still_matched_as_written():
     """The exact match comes first: a query that starts with its prompt loses exactly the prompt."""
     prompt = CHATML.format("Ответь , пожалуйста")
     assert answer_of(prompt + "Ответ , вот.<|im_end|>", prompt) == "Ответ , вот."
+
+
+def test_a_prompt_whose_start_comes_back_at_its_end_is_matched_whole_before_any_tail():
+    """The query is the prompt respaced by the tokenizer ("кот ?" decoded "кот?") and then the answer; the prompt's
+    first sentence is also its last, so the query also starts with a tail of the prompt (that sentence), after which
+    the tail match took most of the prompt for the answer. The whole prompt, spaced otherwise, matches first."""
+    from serve.rewards import answer_of
+
+    x = "Ответь на вопрос кратко и по делу."
+    prompt = x + " Что такое кот ? " + x
+    query = x + " Что такое кот? " + x + " Кот — это животное."
+    assert answer_of(query, prompt) == "Кот — это животное."
