@@ -22,7 +22,7 @@ the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordi
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~550 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~570 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -237,6 +237,24 @@ PLANNED_SBATCH_OPTIONS = {
 }
 
 
+def _check_one_option_name(option: str, key: str) -> None:
+    """SubmitError unless ``key``, the part of an ``--sbatch-arg`` before its ``=``, is one option name as sbatch
+    reads it. The key is rendered as written (only a value is quoted), and sbatch reads every word of an #SBATCH line
+    as an argument, in order: ``--exclusive --signal=B:USR1@60`` would render a second option that no check saw,
+    and the later --signal wins over the planned one. sbatch also drops quotes and backslashes from a directive, so
+    ``--si"gnal"=B:USR1@60`` would be --signal under a name the planned check does not know."""
+    words = key.split()
+    if len(words) > 1:
+        rest = option.split(None, 1)[1]
+        raise SubmitError(f"--sbatch-arg={option}: one option per --sbatch-arg (sbatch would read {rest} as more "
+                          f"arguments of its own, unchecked); give a value after =, e.g. "
+                          f"--sbatch-arg=--{words[0]}=VALUE, and each further option in its own --sbatch-arg")
+    if not all(c.isascii() and (c.isalnum() or c == "-") for c in key):
+        raise SubmitError(f"--sbatch-arg={option}: an option's name is letters, digits and hyphens (sbatch drops the "
+                          f"quotes and backslashes of an #SBATCH line, so --{key} would be another option than the "
+                          "one checked)")
+
+
 def _planned_option(name: str) -> str | None:
     """The planned option (``PLANNED_SBATCH_OPTIONS``) that the long option ``--name`` is, or may be read as by
     sbatch's getopt_long (a beginning of its name); None for any other option. Short options (-N, -n, -J ...) are
@@ -308,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env-script", help="JUDGE_ENV_SCRIPT: sourced in the job (module load ..., venv activation).")
     parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
     parser.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
-                        help="Another #SBATCH option, repeatable: --sbatch-arg=--exclusive --sbatch-arg=--mem=0. "
+                        help="Another #SBATCH option, one per flag with its value after =, repeatable: "
+                        "--sbatch-arg=--exclusive --sbatch-arg=--mem=0. "
                         "Options submit sets itself (--nodes, --time, --signal, ...) are refused: use their flags.")
     parser.add_argument("--script", default=str(DEFAULT_SCRIPT), help="The sbatch template (default: %(default)s).")
     return parser  # fmt: skip
@@ -511,6 +530,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
             abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
             raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
                               f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
+        _check_one_option_name(option, key)
         sbatch[key] = value if sep else ""
 
     exports = {

@@ -83,3 +83,40 @@ def test_a_second_run_folder_after_the_double_dash_is_refused(tmp_path, config_f
     # alone after --, it is the run folder for both
     assert _submit(config_file, "--dry-run", "--", *judge_args) == 0
     assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'b'}\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("option", "rest"), [
+    ("--exclusive --signal=B:USR1@60", "--signal=B:USR1@60"),
+    ("--exclusive  --time=01:00:00", "--time=01:00:00"),
+    ("--mem 0", "0"),
+])  # fmt: skip
+def test_an_sbatch_arg_of_more_than_one_option_is_refused(config_file, capsys, option, rest):
+    """sbatch reads every word of an #SBATCH line as an argument, in order, and only the option's first word was
+    checked: `#SBATCH --exclusive --signal=B:USR1@60` overrode the planned --signal=USR1@600 (SIGUSR1 to the batch
+    shell alone, which dies of it). One option per --sbatch-arg, its value after =."""
+    assert _submit(config_file, f"--sbatch-arg={option}", "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    name = option[2:].split()[0]
+    assert captured.err == (f"judge-train submit: --sbatch-arg={option}: one option per --sbatch-arg (sbatch would "
+                            f"read {rest} as more arguments of its own, unchecked); give a value after =, e.g. "
+                            f"--sbatch-arg=--{name}=VALUE, and each further option in its own --sbatch-arg\n")
+
+
+@pytest.mark.parametrize("option", ['--si"gnal"=B:USR1@60', "--sig'nal'=B:USR1@60", "--sig\\nal=B:USR1@60"])
+def test_an_sbatch_arg_name_sbatch_would_read_as_another_is_refused(config_file, capsys, option):
+    """sbatch drops a directive's quotes and backslashes: --si"gnal" is --signal to it, not a name the planned
+    options' check knows."""
+    assert _submit(config_file, f"--sbatch-arg={option}", "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"judge-train submit: --sbatch-arg={option}: an option's name is letters, digits "
+                                   "and hyphens")
+
+
+def test_a_value_with_spaces_is_still_one_option(config_file, capsys):
+    """Only the name part is one word: a value's spaces are quoted in the header, which sbatch keeps whole."""
+    assert _submit(config_file, "--sbatch-arg=--comment=a --signal=B:USR1@60", "--dry-run") == 0
+    header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#SBATCH --")]
+    assert '#SBATCH --comment="a --signal=B:USR1@60"' in header
+    assert "#SBATCH --signal=USR1@600" in header
