@@ -17,9 +17,10 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~500 lines: both formats' rendering and parsing, and the rules every training step applies to an
-integer answer (``bare_answer``, ``has_think_tag``), read the same tag and think-block patterns; split, they would be
-defined twice and could drift apart.
+Why one module of ~550 lines: both formats' rendering and parsing, the rules every training step applies to an
+integer answer (``bare_answer``, ``has_think_tag``) and the reading of an output the length limit cut
+(``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
+twice and could drift apart.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "parse_integer_verdict",
     "parse_judge_output",
     "cut_short",
+    "read_tagged_verdict",
     "VerdictError",
     "parse_verdict",
     "render_target",
@@ -69,6 +71,10 @@ class VerdictError:
     # Not a parse failure either: the judgment was never run, its prompt cannot fit the judge's context (a
     # ``/v1/judge`` request with ``"oversize": "fail"``, as the reward paths send).
     CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+    # Not a parse failure either: the engine ended the generation itself (vLLM's finish_reason "abort": a paused
+    # engine or a fault-tolerance abort answers HTTP 200 with the text written so far), so the text is no verdict
+    # whatever it reads as. A failure of the request, not of the judge: asking again can succeed.
+    ABORTED = "aborted"
 
 
 class VerdictFormat:
@@ -459,6 +465,46 @@ def cut_short(verdict: Verdict, limit: str) -> Verdict:
         return verdict
     return Verdict.failure(VerdictError.CUT, f"the output reached {limit} before its end: the score read is wherever "
                            "the cut fell", verdict.feedback)
+
+
+# A proper prefix of "[END]" ending the text ("[", "[E", "[EN", "[END"): the output stopped inside the tag that
+# closes the score, so the score before it was written whole.
+_PARTIAL_END = re.compile(r"\[\s*(?:E(?:N(?:D\s*)?)?)?$", re.IGNORECASE)
+
+
+def _trailing_number(text: str) -> str:
+    """The ASCII digits ``text`` ends with, with the minus before them ("" for none): where a length cut inside a
+    score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of digits to its end,
+    quadratic in an output of digits."""
+    head = text.rstrip("0123456789")
+    digits = text[len(head):]
+    return "-" + digits if digits and head.endswith("-") else digits
+
+
+def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = False,
+                        finish_reason: str | None = None) -> Verdict:
+    """A tagged verdict read as ``parse_verdict`` reads it, with what a cut output needs beyond it: one rule for
+    judge-serve and judge-eval's chat client, so one output scores alike on either route.
+
+    Lenient reading exists for an output cut before its ``[END]``; one cut inside that tag ("[RESULT] 1 [EN") is
+    read as the score before it. An output the length limit stopped (``finish_reason`` "length") right after the
+    score's digits (no ``[END]`` after the final ``[RESULT]``) may have been cut inside the score: "1" of a 0..10
+    scale's "10". When some level is written starting with those digits and is longer, the score read is wherever
+    the cut fell and fails as ``VerdictError.CUT`` (``cut_short``), as an integer verdict cut anywhere does. Without
+    a ``scale`` no level is known to be longer: the score read stands.
+    """
+    partial_end = _PARTIAL_END.search(text) if lenient and text else None
+    verdict = parse_verdict(text[: partial_end.start()] if partial_end else text, scale=scale, lenient=lenient)
+    if finish_reason != "length" or not verdict.ok or partial_end is not None or scale is None or not text:
+        return verdict
+    written = _trailing_number(text)
+    if not written or parse_verdict(text, scale=scale).error != VerdictError.MISSING_END:
+        return verdict  # a complete [RESULT] ... [END], or the score is no number the text ends with
+    longer = [level for level in scale.levels if len(str(level)) > len(written) and str(level).startswith(written)]
+    if longer:
+        return cut_short(verdict, f"max_tokens (finish_reason length; {written!r} may be the start of the level "
+                         f"{longer[0]})")
+    return verdict
 
 
 # ---------------------------------------------------------------------------------------------- POLLUX's reading

@@ -514,7 +514,12 @@ class Judge:
         choice, text, usage = _completion_parts(completion)
         finish_reason = choice.get("finish_reason")
         finish_reason = finish_reason if isinstance(finish_reason, str) else None
-        if s.kind == JudgeKind.SEQ2SEQ:
+        if finish_reason == "abort":
+            # vLLM's engine ended the generation itself (a paused engine, a fault-tolerance abort) and answered 200
+            # with the text so far: no verdict, whatever that text reads as; a client asks again.
+            verdict: dict[str, Any] = {"error": VerdictError.ABORTED, "error_reason": "the engine aborted the "
+                                       "generation before its end (finish_reason abort): no verdict; ask again"}
+        elif s.kind == JudgeKind.SEQ2SEQ:
             # An integer verdict read as training reads it: after a <think> its prompt opened, failed when cut.
             opened = s.verdict_format == VerdictFormat.INTEGER and prompt_opens_reasoning(
                 self.tokenizer.decode(job.prompt_ids[-8:], skip_special_tokens=False))

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, ScoreSource, VerdictFormat, parse_judge_output, parse_verdict
-from judge.verdicts import Verdict, VerdictError, cut_short
+from judge import Scale, ScoreSource, VerdictFormat, parse_judge_output
+from judge.verdicts import cut_short, read_tagged_verdict
 
 __all__ = ["ScoreDistribution", "VLLM_MAX_LOGPROBS", "level_token_ids", "logprobs_fit", "max_logprobs_of",
            "score_distribution", "seq2seq_verdict"]
@@ -123,43 +123,6 @@ def score_distribution(
     return None
 
 
-# A proper prefix of "[END]" ending the text ("[", "[E", "[EN", "[END"): the output stopped inside the tag that
-# closes the score, so the score before it was written whole.
-_PARTIAL_END = re.compile(r"\[\s*(?:E(?:N(?:D\s*)?)?)?$", re.IGNORECASE)
-
-
-def _trailing_number(text: str) -> str:
-    """The ASCII digits ``text`` ends with, with the minus before them ("" for none): where a length cut inside a
-    score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of digits to its end,
-    quadratic in an output of digits."""
-    head = text.rstrip("0123456789")
-    digits = text[len(head):]
-    return "-" + digits if digits and head.endswith("-") else digits
-
-
-def _tagged_verdict(text: str, scale: Scale, lenient: bool, finish_reason: str | None) -> Verdict:
-    """A tagged verdict read as ``judge.parse_verdict`` reads it, with what a cut output needs beyond it.
-
-    Lenient reading exists for an output cut before its ``[END]``; one cut inside that tag ("[RESULT] 1 [EN") was a
-    ``no_score`` failure, and is read as the score before it. An output the length limit stopped right after the
-    score's digits (no ``[END]`` after the final ``[RESULT]``) may have been cut inside the score: "1" of a 0..10
-    scale's "10". When some level is written starting with those digits and is longer, the score read is wherever
-    the cut fell and fails as ``VerdictError.CUT``, as an integer-format verdict cut anywhere does.
-    """
-    partial_end = _PARTIAL_END.search(text) if lenient else None
-    verdict = parse_verdict(text[: partial_end.start()] if partial_end else text, scale=scale, lenient=lenient)
-    if finish_reason != "length" or not verdict.ok or partial_end is not None:
-        return verdict
-    written = _trailing_number(text)
-    if not written or parse_verdict(text, scale=scale).error != VerdictError.MISSING_END:
-        return verdict  # a complete [RESULT] ... [END], or the score is no number the text ends with
-    longer = [level for level in scale.levels if len(str(level)) > len(written) and str(level).startswith(written)]
-    if longer:
-        return cut_short(verdict, f"max_tokens (finish_reason length; {written!r} may be the start of the level "
-                         f"{longer[0]})")
-    return verdict
-
-
 def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, lenient: bool,
                     verdict_format: str = VerdictFormat.TAGGED, *, reasoning_opened: bool = False,
                     finish_reason: str | None = None) -> dict[str, Any]:
@@ -181,14 +144,14 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
         reasoning_opened: integer: the rendered prompt ends inside a ``<think>`` it opened
             (``judge.rewards.prompt_opens_reasoning``).
         finish_reason: the engine's (``length``: its ``max_tokens`` stopped the output; a tagged score it may have
-            cut short fails as ``cut``, see ``_tagged_verdict``).
+            cut short fails as ``cut``, see ``judge.verdicts.read_tagged_verdict``).
 
     Returns:
         The ``JudgeResult`` fields every verdict sets (criterion, scale, output and usage excluded).
     """
     integer = verdict_format == VerdictFormat.INTEGER
     if verdict_format == VerdictFormat.TAGGED:
-        verdict = _tagged_verdict(text, scale, lenient, finish_reason)
+        verdict = read_tagged_verdict(text, scale, lenient, finish_reason)
     else:
         verdict = parse_judge_output(verdict_format, "<think>\n" + text if integer and reasoning_opened else text,
                                      scale=scale, lenient=lenient)

@@ -4,8 +4,9 @@
   APIs such as GPT-4o or DeepSeek-R1).
 - ``JudgeServeBackend``: judge-serve's ``/v1/judge``, all criteria of one (instruction, answer) per request.
 
-Transient failures raise (the runner retries them); a server's refusal raises ``Refused``; a judge-serve answering in
-another verdict format than the run records raises ``ServerChanged`` (the runner stops).
+Transient failures raise (the runner retries them; an engine's aborted generation is one: ``generation_aborted``); a
+server's refusal raises ``Refused``; a judge-serve answering in another verdict format than the run records raises
+``ServerChanged`` (the runner stops).
 
 Before the work starts, ``eval.judging.contact.first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
 still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
@@ -15,6 +16,7 @@ run whose first requests are all refused alike.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "CONTEXT_LIMIT"]
+           "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -111,6 +113,28 @@ CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tok
                            r"context_length_exceeded", re.I)
 
 
+#: vLLM's finish_reason for a generation its engine ended itself (``FINISH_REASON_STRINGS`` in
+#: ``vllm/v1/engine/__init__.py``, vLLM 0.32): a paused engine (``pause_generation(mode="abort")``) or a
+#: fault-tolerance abort answers HTTP 200 with the text written so far.
+ABORTED_FINISH = "abort"
+
+
+@functools.cache
+def _aborted_type() -> type[Exception]:
+    import httpx  # not at import time: the runner's modules load without httpx until a backend is built
+
+    class GenerationAborted(httpx.TransportError):
+        """An engine's aborted generation: no verdict. A TransportError, which ``judge.plumbing.retry.is_transient``
+        retries as a dropped connection; retries spent, a ``request_failed`` row that the next run asks again."""
+
+    return GenerationAborted
+
+
+def generation_aborted(reason: str) -> Exception:
+    """The transient failure a backend raises for an aborted generation (``ABORTED_FINISH``)."""
+    return _aborted_type()(reason)
+
+
 def too_long_outcome(reason: str) -> dict[str, Any]:
     """A predictions row's judge fields for a prompt the judge's context cannot hold: a final row
     (``context_length_exceeded``), as judge-serve's ``/v1/judge`` answers one, never re-asked by a rerun."""
@@ -126,16 +150,20 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
     ``verdict_format`` is the judge's (``judge.VerdictFormat``); for ``integer``, ``reasoning`` is the server's
     separated reasoning, kept as the row's ``feedback``, and an answer ``max_tokens`` stopped (``finish_reason``
     "length") fails as ``cut``, as judge-serve reads it (``judge.verdicts.cut_short``): a reasoning parser hands the
-    text after a cut ``</think>`` as the answer, whose integer is then wherever the cut fell.
+    text after a cut ``</think>`` as the answer, whose integer is then wherever the cut fell. A ``tagged`` verdict is
+    read as judge-serve reads it too (``judge.verdicts.read_tagged_verdict``, the length cut's rule included).
     """
     from judge import ScaleError, parse_judge_output, scale_of
-    from judge.verdicts import cut_short
+    from judge.verdicts import cut_short, read_tagged_verdict
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
-    verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
+    if verdict_format == VerdictFormat.TAGGED:
+        verdict = read_tagged_verdict(text, scale, lenient, finish_reason)
+    else:
+        verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
         verdict = cut_short(verdict, "max_tokens (finish_reason length)")
     return {
@@ -217,11 +245,14 @@ class ChatBackend:
             raise refusal from err
         refuse_without_choice(response)
         choice = response.choices[0]
+        finish_reason = getattr(choice, "finish_reason", None)
+        if finish_reason == ABORTED_FINISH:
+            raise generation_aborted(f"the chat server's engine aborted the generation for {record.id} (finish_reason "
+                                     f"{ABORTED_FINISH})")
         message = choice.message
         text = message.content if message is not None else None
         return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
-                                reasoning=reasoning_of(message) if integer else None,
-                                finish_reason=getattr(choice, "finish_reason", None))]
+                                reasoning=reasoning_of(message) if integer else None, finish_reason=finish_reason)]
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -339,6 +370,10 @@ class JudgeServeBackend:
         if [name.strip() for name in named] != [name.strip() for name in asked]:
             raise Refused(f"judge-serve answered for the criteria {short(str(named), 200)}, asked for "
                           f"{short(str(asked), 200)} in that order")
+        aborted = [result.criterion for result in results if result.error == VerdictError.ABORTED]
+        if aborted:  # the whole request asked again: its other results come back with it, as they would on a 503
+            raise generation_aborted(f"judge-serve's engine aborted the generation for {short(str(aborted), 200)} "
+                                     f"of {batch[0].id} (error {VerdictError.ABORTED})")
         return [self._outcome(result) for result in results]
 
     @staticmethod
@@ -378,7 +413,6 @@ def reasoning_of(message: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
 
 
 def refuse_without_choice(response: Any) -> None:

@@ -1,0 +1,141 @@
+"""One reading of a judge's output on every route, for the outputs that did not end as the judge meant.
+
+- A tagged verdict the length limit cut (finish_reason "length") is read alike by judge-serve
+  (``serve.score_reading.seq2seq_verdict``) and judge-eval's chat client (``eval.judging.backends.verdict_outcome``):
+  both call ``judge.verdicts.read_tagged_verdict``. A score that may be the start of a longer level fails as ``cut``;
+  under lenient a score before a cut "[END" is read.
+- A generation vLLM's engine aborted (finish_reason "abort", HTTP 200 with the text so far) is no verdict: judge-serve
+  answers a failed result ``aborted``; judge-eval retries it as a transient failure, and with retries spent writes a
+  ``request_failed`` row that the next run asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+import judge
+from eval.cli import main as eval_main
+from eval.judging.backends import JudgeServeBackend, verdict_outcome
+from eval.judging.config import RunConfig
+from eval.judging.predictions import REQUEST_FAILED, read_predictions
+from judge.plumbing.retry import is_transient
+from judge.verdicts import VerdictError, read_tagged_verdict
+from serve.score_reading import seq2seq_verdict
+from tests.support.eval_cli import run_args
+from tests.support.judge_in_process import judge_settings, judged
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+RUBRICS_0_10 = "\n\n".join(f"{level}: level {level}" for level in range(11))
+
+# ------------------------------------------------------------------------------------------------- cut tagged verdicts
+
+
+@pytest.mark.parametrize(("text", "lenient", "finish_reason", "score", "error"), [
+    ("[FEEDBACK] ok [RESULT] 1", True, "length", None, VerdictError.CUT),          # the "1" of a cut "10"
+    ("[FEEDBACK] ok [RESULT] 1", False, "length", None, VerdictError.MISSING_END),
+    ("[FEEDBACK] ok [RESULT] 10", True, "length", 10.0, None),                     # no longer level starts "10"
+    ("[FEEDBACK] ok [RESULT] 7 [EN", True, "length", 7.0, None),                   # cut inside the closing tag
+    ("[FEEDBACK] ok [RESULT] 7 [EN", False, "length", None, VerdictError.MISSING_END),
+    ("[FEEDBACK] ok [RESULT] 7 [", True, "stop", 7.0, None),
+    ("[FEEDBACK] ok [RESULT] 1 [END]", False, "length", 1.0, None),                # [END] written: read as is
+    ("[FEEDBACK] ok [RESULT] 1", True, "stop", 1.0, None),                         # not cut: lenient reads it
+])  # fmt: skip
+def test_a_cut_tagged_verdict_scores_alike_on_judge_serve_and_judge_eval(text, lenient, finish_reason, score, error):
+    """The reviewer's cases on a 0..10 scale: judge-eval's chat route and judge-serve give one verdict."""
+    scale = judge.scale_of(RUBRICS_0_10)
+    chat = verdict_outcome(text, SimpleNamespace(rubrics=RUBRICS_0_10), lenient, verdict_format="tagged",
+                           finish_reason=finish_reason)
+    serve = seq2seq_verdict(text, None, scale, lenient, "tagged", finish_reason=finish_reason)
+    assert (chat["score"], chat["error"]) == (serve["score"], serve["error"]) == (score, error)
+    assert chat["parse_ok"] == serve["parse_ok"] == (error is None)
+
+
+def test_a_cut_tagged_verdict_without_a_readable_scale_keeps_its_score():
+    """judge-eval reads a rubric without a readable scale with no scale: no level is known to be longer, the score
+    read stands (and nothing fails for the missing levels)."""
+    assert read_tagged_verdict("[FEEDBACK] ok [RESULT] 1", None, lenient=True, finish_reason="length").score == 1.0
+    assert read_tagged_verdict(None, None, lenient=True, finish_reason="length").error == VerdictError.EMPTY
+
+
+# ------------------------------------------------------------------------------------------------- aborted generations
+
+SERVE_RUBRICS = "0: плохо\n\n1: средне\n\n2: хорошо"
+SERVE_REQUEST = {"items": [{"id": "q1", "instruction": "Напиши стих.", "answer": "Роза красная.",
+                            "criteria": [{"name": "Рифма", "rubrics": SERVE_RUBRICS},
+                                         {"name": "Ритм", "rubrics": SERVE_RUBRICS}]}]}
+
+
+def _aborted_engine(path: str, body: dict) -> tuple[int, dict]:
+    """vLLM 0.32 aborting every generation (a paused engine): HTTP 200, the text so far, finish_reason "abort"."""
+    if path == "/classify":
+        return 200, {"data": [{"probs": [1.0]}]}
+    return 200, {"choices": [{"text": "[FEEDBACK] Рифма есть. [RESULT] 1 [END]", "finish_reason": "abort"}],
+                 "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+
+@pytest.mark.parametrize("kind", ["seq2seq", "regression"])
+def test_judge_serve_answers_an_aborted_generation_as_a_failed_result(qwen_tokenizer, kind):
+    """Whatever the partial text reads as, an aborted generation is a failed result ``aborted``, never a score (the
+    regression head is not asked to score it either)."""
+    body, engine = judged(judge_settings(kind), qwen_tokenizer, SERVE_REQUEST, _aborted_engine)
+    for result in body["items"][0]["results"]:
+        assert (result["parse_ok"], result["score"], result["error"]) == (False, None, VerdictError.ABORTED)
+        assert result["finish_reason"] == "abort" and result["score_source"] is None
+    assert body["usage"]["parsed"] == 0
+    assert engine.bodies("/classify") == []
+
+
+def test_judge_eval_retries_judge_serves_aborted_result_as_transient(qwen_tokenizer):
+    """judge-serve's ``aborted`` result, read by judge-eval's /v1/judge backend, is a transient failure of the request
+    (the runner retries it), not a parse failure row."""
+    body, _ = judged(judge_settings("seq2seq"), qwen_tokenizer, SERVE_REQUEST, _aborted_engine)
+    records = [SimpleNamespace(id="q1", instruction="Напиши стих.", answer="Роза красная.", reference_answer=None,
+                               criteria_name=name, rubrics=SERVE_RUBRICS) for name in ("Рифма", "Ритм")]
+
+    async def ask(root: str) -> None:
+        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format="tagged"))
+        try:
+            await backend.judge(records)
+        finally:
+            await backend.aclose()
+
+    with ScriptedEndpoint(lambda path, _: (200, body)) as server:
+        with pytest.raises(Exception) as raised:
+            asyncio.run(ask(server.base_url.removesuffix("/v1")))
+    assert is_transient(raised.value) and VerdictError.ABORTED in str(raised.value)
+
+
+@pytest.fixture
+def data(tmp_path):
+    """Three sample records as a JSONL file."""
+    return judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+
+
+@pytest.mark.parametrize("verdict_format", ["tagged", "integer"])
+def test_judge_eval_retries_an_aborted_chat_answer_and_a_rerun_asks_it_again(data, tmp_path, verdict_format):
+    """The chat route: an aborted answer is retried (2 attempts per item with --max-retries 1); retries spent, each
+    row is ``request_failed``; the rerun, the engine answering again, scores them."""
+    finish = {"reason": "abort"}
+    text = "[FEEDBACK] ok [RESULT] 1 [END]" if verdict_format == "tagged" else "<think>ok</think>1"
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(text, body["model"], finish["reason"])
+
+    out = tmp_path / "run"
+    args = run_args("", data, out, "--max-retries", "1", "--verdict-format", verdict_format)
+    with ScriptedEndpoint(respond) as server:
+        args[args.index("--judge") + 1] = server.base_url
+        assert eval_main(args) == 3  # judge-eval run's exit code for a run with request_failed rows
+        assert len(server.bodies("/v1/chat/completions")) == 6
+        rows = read_predictions(out)
+        assert [(row["error"], row["score"]) for row in rows] == [(REQUEST_FAILED, None)] * 3
+        assert all("aborted" in row["reason"] for row in rows)
+        finish["reason"] = "stop"
+        assert eval_main(args) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 9
+    assert sorted((row["error"], row["score"]) for row in read_predictions(out)) == [(None, 1.0)] * 3
