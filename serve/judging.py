@@ -178,6 +178,12 @@ class JudgeOptions:
     request_id: str = ""
 
 
+def _last_ids(job: Job, n: int) -> list[int]:
+    """The prompt's last ``n`` ids, without making the whole prompt's list (``Job.prefix_ids``)."""
+    own = job.own_ids[-n:]
+    return own if len(own) >= n else [*job.prefix_ids[-(n - len(own)):], *own] if job.prefix_ids else own
+
+
 def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """The first choice of an engine's ``/v1/completions`` answer, its text and the answer's usage.
 
@@ -522,7 +528,7 @@ class Judge:
         elif s.kind == JudgeKind.SEQ2SEQ:
             # An integer verdict read as training reads it: after a <think> its prompt opened, failed when cut.
             opened = s.verdict_format == VerdictFormat.INTEGER and prompt_opens_reasoning(
-                self.tokenizer.decode(job.prompt_ids[-8:], skip_special_tokens=False))
+                self.tokenizer.decode(_last_ids(job, 8), skip_special_tokens=False))
             verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
                                       options.lenient, s.verdict_format, reasoning_opened=opened,
                                       finish_reason=finish_reason)
