@@ -26,8 +26,9 @@ Before any item is sent, the server's model list is asked (``eval.judging.contac
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
 exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.contact.fit_max_tokens``, with a printed note),
 and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
-instead of writing a failed row per item. Keys: ``judge.plumbing.api_keys.KEY_RULE``. Paths in ``run.json`` are
-absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
+instead of writing a failed row per item, as does one whose requests keep failing after their retries
+(``eval.judging.breaker``, exit code 4; the items not sent have no row). Keys: ``judge.plumbing.api_keys.KEY_RULE``.
+Paths in ``run.json`` are absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) is the one a
 judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set otherwise is refused before any item), else
@@ -39,6 +40,10 @@ follows from the format and the checkpoint's export manifest (``resolve_prompt_t
 Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.json records it and why. Data
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
+
+Why one module of ~500 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
+it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``breaker``, ``run_settings``).
 """
 
 
@@ -55,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.config import RunConfig
+from eval.judging.breaker import FailingStreak, stop_after
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    Refused, ServerChanged, short, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
@@ -72,7 +78,7 @@ from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
-from judge.plumbing.retry import EndpointUnusable, RetryPolicy
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.wire import ModelLimits
 
@@ -105,6 +111,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     # every rerun repeats without recording it.
     first = FirstRefusals(N_FIRST_REFUSALS if len(batches) >= N_FIRST_REFUSALS else 0)
     changed: list[ServerChanged] = []  # a server answering in another verdict format: the run stops at the first
+    failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
         rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4),
@@ -121,20 +128,21 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
             watch.offer(rows)
 
     async def worker() -> None:
-        while first.stopped is None and not changed and not (watch and watch.misread):
+        while first.stopped is None and failing.stopped is None and not changed and not (watch and watch.misread):
             try:
                 batch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
             try:
-                outcomes, refusal = await _judged(backend, batch, policy)
+                outcomes, refusal, failure = await _attempted(backend, batch, policy)
             except ServerChanged as err:
                 # Stopped, not counted as this batch's failed rows: every later answer would be in the same other
                 # format, and rows read in it would be scored as the format run.json records. The batch is unwritten:
                 # a rerun asks it again, once its resume checks have compared the server with the folder.
                 changed.append(err)
                 return
+            failing.offer(failure)
             for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start)):
                 write(*held)
 
@@ -149,6 +157,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         raise EndpointUnusable(changed[0].stopped(len(batches) - queue.qsize(), len(batches), counts["written"]))
     if first.stopped is not None:  # the refused items as counted failures, asked again after the others
         raise first.keep_held(write, f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches))
+    if failing.stopped is not None:  # its failed rows are written: a rerun asks them after the items never sent
+        raise failing.error(f"the judge ({backend.name})", policy.max_retries, len(batches) - queue.qsize(), len(batches))
     return counts
 
 
@@ -169,17 +179,21 @@ async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPol
     return (await _judged(backend, batch, policy))[0]
 
 
-async def _judged(backend: JudgeBackend, batch: Sequence,
-                  policy: RetryPolicy) -> tuple[list[dict[str, Any]], Refused | None]:
+async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:
     """``_with_retries``'s outcomes and the server's refusal, if any (``FirstRefusals`` reads it)."""
-    refusal = None
+    return (await _attempted(backend, batch, policy))[:2]
+
+
+async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None, Any]:
+    """``_judged``'s, and the error of a request that still failed transiently after its retries (``FailingStreak``)."""
+    refusal = failure = None
     try:
         outcomes = await policy.acall(lambda: backend.judge(batch))
         for record, outcome in zip(batch, outcomes):
             # Checked as every reader checks a row: a value no reader takes (a NaN score: Python's json writes and
             # reads one) is this request's failure, not a row that makes the whole file unreadable to resume and score.
             PredictionRow.from_json({"id": record.id, **outcome}, where=f"the judge's answer for {record.id}")
-        return outcomes, None
+        return outcomes, None, None
     except ServerChanged:
         raise  # the server's, not this batch's: the runner stops (_judge_all)
     except Refused as err:
@@ -187,16 +201,19 @@ async def _judged(backend: JudgeBackend, batch: Sequence,
             # A server refuses a whole /v1/judge request for one criterion it cannot take (a rubric without a
             # readable scale): asked alone, only that record fails, where its batchmates failed with it on every rerun.
             # A wrong key (401), a forbidden model (403) or a missing route (404) is no criterion's fault: not split.
-            parts = [await _judged(backend, [record], policy) for record in batch]
-            refusals = [part_refusal for _, part_refusal in parts]
-            return [outcome for outcomes, _ in parts for outcome in outcomes], (
-                refusals[0] if all(r is not None for r in refusals) else None)
+            parts = [await _attempted(backend, [record], policy) for record in batch]
+            # The batch's refusal, and its transient failure, only when every record's request had one.
+            shared = [None if None in column else column[0] for column in ([p[1] for p in parts], [p[2] for p in parts])]
+            return [outcome for outcomes, _, _ in parts for outcome in outcomes], *shared
         reason, refusal = str(err), err
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"
+        # Counted too: a 429 its server marked "x-should-retry: false" (an exhausted quota), given up without retries.
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        failure = err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
     failed = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": REQUEST_FAILED,
               "reason": reason, "score_source": None}
-    return [dict(failed) for _ in batch], refusal
+    return [dict(failed) for _ in batch], refusal, failure
 
 
 def _select(records: list, config: RunConfig) -> list:

@@ -40,6 +40,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 from judge.plumbing.atomic_write import write_atomically
 
@@ -96,6 +97,9 @@ _POINTER_WORDS = frozenset({"env", "var", "variable", "file", "path", "id", "ids
 _KNOWN_SECRETS: set[str] = set()
 
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(?P<at>@)", re.IGNORECASE)
+#: A URL's query string (``?api_key=...&model=...``), up to its fragment or the end of the URL in the text.
+_URL_QUERY = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^\s?#\"'<>]*\?)(?P<query>[^\s#\"'<>]*)", re.IGNORECASE)
+_QUERY_PARAMETER = re.compile(r"(?P<name>[^&;=]+)=(?P<value>[^&;]*)")
 _ENV_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.DOTALL)
 
 
@@ -117,9 +121,19 @@ def register_secret(value: str | None) -> None:
         _KNOWN_SECRETS.add(value)
 
 
+def _redact_query(match: re.Match) -> str:
+    # A key is sent in the query by APIs that take no header (``?key=``, ``?api_key=``, ``?access_token=``): the
+    # parameter's name decides, by the rule that decides for an option's or a setting's name.
+    query = _QUERY_PARAMETER.sub(lambda m: f"{m['name']}={REDACTED}" if m["value"] and is_secret_name(
+        unquote_plus(m["name"])) else m[0], match["query"])
+    return match["head"] + query
+
+
 def scrub_secrets(text: str) -> str:
-    """``text`` with a URL's password and every secret this process registered replaced by ``REDACTED``."""
+    """``text`` with a URL's password and its query parameters whose names ``is_secret_name`` calls secret, and every
+    secret this process registered, replaced by ``REDACTED``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
+    text = _URL_QUERY.sub(_redact_query, text)
     for secret in _KNOWN_SECRETS:
         text = text.replace(secret, REDACTED)
     return text

@@ -1,11 +1,15 @@
 """One retry policy for every client of an HTTP judge or model endpoint (eval runs, MERA, synthetic data).
 
 Built on ``tenacity``. What is retried: connection errors and timeouts, and the HTTP statuses a later attempt can
-fix (408, 409, 429, 5xx); anything else (a 400, a 401, a bug) is raised at once. How long it waits before retry
-``k`` (0-based): ``min(max_backoff_s, backoff_s * 2**k)`` times a jitter drawn from ``[0.5, 1.5)``, and never less
-than the server's ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 section 10.2.3), which judge-serve sends
-with its 503 and 429 answers; a ``Retry-After`` is itself spread by a jitter drawn from ``[1, 1.5)`` of it, so the
-clients one answer turned away do not all come back at the same instant.
+fix (408, 409, 429, 5xx); anything else (a 400, a 401, a bug) is raised at once. A server's ``x-should-retry:
+true`` or ``false`` overrides the status, as the ``openai`` SDK obeys it (``_should_retry`` in its
+``_base_client.py``): a server knows better than its status whether a later attempt can succeed. How long it
+waits before retry ``k`` (0-based): ``min(max_backoff_s, backoff_s * 2**k)`` times a jitter drawn from
+``[0.5, 1.5)``, and never less than what the server asked: its ``retry-after-ms`` header (milliseconds, which OpenAI
+and Azure send; read first, as the SDK's ``_parse_retry_after_header`` does), else its ``Retry-After`` (seconds or
+an HTTP-date, RFC 9110 section 10.2.3), which judge-serve sends with its 503 and 429 answers; that wait is itself
+spread by a jitter drawn from ``[1, 1.5)`` of it, so the clients one answer turned away do not all come back at the
+same instant.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
 is counted here. A policy may also bound the time spent (``max_wait_s``): no attempt starts after it, and no wait
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import math
 import random
 import sys
 import time
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
-           "EXIT_UNUSABLE", "list_models", "server_message"]
+           "EXIT_UNUSABLE", "list_models", "server_message", "failure_said"]
 
 log = logging.getLogger("judge.plumbing.retry")
 
@@ -40,8 +45,16 @@ T = TypeVar("T")
 MAX_RETRY_AFTER_S = 600.0
 
 
-def retryable_status(status: int) -> bool:
-    """Whether an HTTP status can succeed on a later attempt: 408, 409, 429 and every 5xx."""
+def retryable_status(status: int, headers: Any = None) -> bool:
+    """Whether an HTTP status can succeed on a later attempt: 408, 409, 429 and every 5xx, unless the response's
+    ``headers`` (when given) say otherwise with ``x-should-retry: true`` or ``false``, which win over the status as
+    in the ``openai`` SDK's ``_should_retry``: a server knows a quota that will not come back (a 429) or a conflict
+    that will clear better than its status does."""
+    said = headers.get("x-should-retry") if headers is not None else None
+    if said == "true":
+        return True
+    if said == "false":
+        return False
     return status in (408, 409, 429) or status >= 500
 
 
@@ -57,7 +70,7 @@ def is_transient(err: BaseException) -> bool:
     if isinstance(err, httpx.TransportError):  # timeouts included
         return True
     if isinstance(err, httpx.HTTPStatusError):
-        return retryable_status(err.response.status_code)
+        return retryable_status(err.response.status_code, err.response.headers)
     # An openai error exists only once its SDK is imported: a client that speaks httpx alone (judge-serve's
     # /v1/judge, the first model-list request) does not pay the SDK's import (~0.7 s) to learn that.
     openai = sys.modules.get("openai")
@@ -66,12 +79,14 @@ def is_transient(err: BaseException) -> bool:
     if isinstance(err, openai.APIConnectionError):  # timeouts included
         return True
     if isinstance(err, openai.APIStatusError):
-        return retryable_status(err.status_code)
+        return retryable_status(err.status_code, getattr(err.response, "headers", None))
     return False
 
 
 def retry_after_s(err: BaseException, now: float | None = None) -> float | None:
-    """Seconds the server asked to wait in its ``Retry-After`` header, or None when it did not say.
+    """Seconds the server asked to wait, or None when it did not say: its ``retry-after-ms`` header (milliseconds;
+    OpenAI and Azure send it, more precise than whole seconds) when readable, else its ``Retry-After``; either is
+    capped at ``MAX_RETRY_AFTER_S``.
 
     Args:
         err: the failed attempt's exception (its ``response`` carries the headers).
@@ -79,7 +94,18 @@ def retry_after_s(err: BaseException, now: float | None = None) -> float | None:
     """
     response = _response_of(err)
     headers = getattr(response, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            seconds = float(millis) / 1000.0
+        except ValueError:
+            log.debug("ignoring an unreadable retry-after-ms header %r", millis)
+        else:
+            if not math.isnan(seconds):
+                return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+    value = headers.get("retry-after")
     if value is None:
         return None
     value = value.strip()
@@ -92,7 +118,19 @@ def retry_after_s(err: BaseException, now: float | None = None) -> float | None:
             log.debug("ignoring an unreadable Retry-After header %r", value)
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds):  # "nan" reads as a float, and would pass both bounds below unchanged
+        return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def failure_said(err: BaseException, limit: int = 200) -> str:
+    """A failed attempt in a few words: ``HTTP <status>: <the server's message>`` for an answer, else the
+    exception's own words (``ConnectError: ...``), on one line."""
+    response = _response_of(err)
+    if response is not None and hasattr(response, "status_code"):
+        return f"HTTP {response.status_code}: {server_message(response, limit)}"
+    words = " ".join(str(err).split())[:limit]
+    return f"{type(err).__name__}: {words}" if words else type(err).__name__
 
 
 @dataclass
@@ -275,7 +313,7 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
         if status in (404, 405):
             raise EndpointUnusable(f"{what} at {base_url} has no GET {url} (HTTP {status}: {said}): the URL or its path is "
                                    "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1", status) from None
-        if retryable_status(status):
+        if retryable_status(status, response.headers):  # "x-should-retry: false" was not retried: not "still"
             longer = f", or allow longer with {bound_flag}" if bound_flag else ""
             raise EndpointUnusable(f"{what} at {base_url} still answers HTTP {status} ({said}) {tried()}; it may still "
                                    f"be loading: wait and rerun{longer}", status) from None

@@ -209,3 +209,36 @@ def test_an_httpx_client_never_imports_the_openai_sdk_to_classify_its_errors():
             "'openai' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False", "False"]
+
+
+@pytest.mark.parametrize(("headers", "expected"), [
+    ({"retry-after-ms": "1500", "Retry-After": "7"}, 1.5),       # milliseconds first, as the openai SDK reads them
+    ({"retry-after-ms": "250"}, 0.25),
+    ({"retry-after-ms": "99999999"}, 600.0),                     # the same cap as Retry-After
+    ({"retry-after-ms": "soon", "Retry-After": "7"}, 7.0),       # unreadable: Retry-After decides
+    ({"retry-after-ms": "nan", "Retry-After": "7"}, 7.0),
+])  # fmt: skip
+def test_retry_after_ms_is_read_before_retry_after(headers, expected):
+    """OpenAI and Azure send ``retry-after-ms``; it wins over ``Retry-After`` (openai SDK, _base_client.py,
+    ``_parse_retry_after_header``), capped alike."""
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+    err = httpx.HTTPStatusError("x", request=request, response=httpx.Response(429, headers=headers, request=request))
+    assert retry_after_s(err, now=NOW) == expected
+
+
+@pytest.mark.parametrize(("status", "header", "retried"), [
+    (429, "false", False), (503, "false", False), (400, "true", True), (429, None, True), (400, None, False),
+])  # fmt: skip
+def test_x_should_retry_overrides_the_status(status, header, retried):
+    """``x-should-retry: true/false`` wins over the status, as in the openai SDK's ``_should_retry``: a 429 of an
+    exhausted quota marked false is given up at once, for the httpx and the openai clients alike."""
+    import openai
+
+    from judge.plumbing.retry import is_transient, retryable_status
+
+    headers = {"x-should-retry": header} if header is not None else {}
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+    response = httpx.Response(status, headers=headers, request=request)
+    assert retryable_status(status, response.headers) is retried
+    assert is_transient(httpx.HTTPStatusError("x", request=request, response=response)) is retried
+    assert is_transient(openai.APIStatusError("x", response=response, body=None)) is retried

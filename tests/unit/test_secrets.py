@@ -173,3 +173,17 @@ def test_judge_eval_mera_writes_no_key(tmp_path, monkeypatch):
     assert (out / "metrics.json").is_file()
     assert files_holding(out, [TYPED]) == {}
     assert (permission_bits(out / "run.json"), permission_bits(out)) == (0o600, 0o700)
+
+
+@pytest.mark.parametrize(("url", "recorded"), [
+    ("https://user:s3cret@host/v1?api_key=abc", "https://user:***@host/v1?api_key=***"),
+    ("https://host/v1?model=m&key=abc&max_tokens=5#part", "https://host/v1?model=m&key=***&max_tokens=5#part"),
+    ("https://host/v1?access_token=abc", "https://host/v1?access_token=***"),
+    ("https://host/v1?api_key_env=OPENAI_API_KEY&tokenizer=t", "https://host/v1?api_key_env=OPENAI_API_KEY&tokenizer=t"),
+])  # fmt: skip
+def test_a_urls_secret_query_parameters_are_redacted(url, recorded):
+    """A key sent in a URL's query is a secret by its parameter's name, by the rule for an option's name; the rest
+    of the URL is kept, in a config field, an argv and running text alike."""
+    assert redact({"judge": url}) == {"judge": recorded}
+    assert redact_argv(["run", "--judge", url]) == ["run", "--judge", recorded]
+    assert redact({"note": f"asked {url} twice"}) == {"note": f"asked {recorded} twice"}

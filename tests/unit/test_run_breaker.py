@@ -1,0 +1,121 @@
+"""`judge-eval run` against an endpoint that keeps failing after every retry (eval.judging.breaker): a quota that never
+clears stops the run with exit 4 after a few items, not after every item's full retries; a flaky endpoint never does.
+
+Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); the backoff is made next to
+nothing with ``--backoff-s``, and nothing is timed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+
+import judge
+from eval.cli import main
+from eval.judging.breaker import FailingStreak, stop_after
+from eval.judging.backends import N_FIRST_REFUSALS
+from eval.judging.predictions import read_predictions
+from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
+QUOTA = (429, {"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+                         "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}})
+
+
+def _data(tmp_path: Path, n: int) -> tuple[Path, list]:
+    records = judge.load_records(judge.sample_data_path())[:n]
+    return judge.write_jsonl(records, tmp_path / "data.jsonl"), records
+
+
+def _args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
+            "--verdict-format", "tagged", "--backoff-s", "0.001", *extra]
+
+
+def test_a_quota_that_never_clears_stops_the_run_after_a_few_items(tmp_path, capsys):
+    """Every chat request answered 429 insufficient_quota: the run stops with exit 4 once stop_after(2) = 4 requests
+    in a row failed after their retries (a fifth may have been in flight), naming the status and the server's words;
+    their failed rows are kept, the rest have none, and a rerun against a healthy endpoint asks every item."""
+    data, records = _data(tmp_path, 20)
+    healthy = threading.Event()
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return (200, chat_completion(GOOD, "judge")) if healthy.is_set() else QUOTA
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "2", "--max-retries", "1"))
+        err = capsys.readouterr().err
+        asked = server.bodies("/v1/chat/completions")
+        rows = read_predictions(tmp_path / "run")
+        healthy.set()
+        server.requests.clear()
+        again = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "2", "--max-retries", "1"))
+        reasked = server.bodies("/v1/chat/completions")
+    assert code == EXIT_UNUSABLE, err
+    n_stop = stop_after(2)
+    assert n_stop <= len(rows) <= n_stop + 1 < len(records)
+    assert len(asked) == 2 * len(rows)  # each item: the first attempt and its one retry
+    assert {r["error"] for r in rows} == {"request_failed"}
+    assert (f"failed {n_stop} requests in a row, each after 1 retries, with no answer between: last HTTP 429: "
+            f"{QUOTA[1]['error']['message']} (stopped after sending {len(rows)} of {len(records)} requests") in err
+    assert again == 0 and len(reasked) == len(records)
+    final = read_predictions(tmp_path / "run")
+    assert sorted(r["id"] for r in final) == sorted(r.id for r in records)
+    assert {r["error"] for r in final} == {None}
+
+
+def test_a_flaky_endpoint_never_trips_the_breaker(tmp_path, capsys):
+    """An endpoint failing every other request (a 503, not retried with --max-retries 0) is no endpoint down: the
+    run asks every item, and writes the failures as failed rows for the next run (exit 3, not 4)."""
+    data, records = _data(tmp_path, 12)
+    answers = itertools.cycle([(503, {"error": {"message": "busy"}}), (200, chat_completion(GOOD, "judge"))])
+    lock = threading.Lock()
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        with lock:
+            return next(answers)
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "1", "--max-retries", "0"))
+        asked = server.bodies("/v1/chat/completions")
+    assert code == 3, capsys.readouterr().err
+    assert len(asked) == len(records)
+    rows = read_predictions(tmp_path / "run")
+    assert sorted(r["error"] or "ok" for r in rows) == ["ok"] * 6 + ["request_failed"] * 6
+
+
+def test_failing_streak_counts_failures_in_a_row_only():
+    """Any other outcome starts the count again; the failure that made the streak long enough is the one named."""
+    streak = FailingStreak(3)
+    failures = [RuntimeError(str(k)) for k in range(5)]
+    for outcome in (failures[0], failures[1], None, failures[2], failures[3]):
+        streak.offer(outcome)
+    assert streak.stopped is None
+    streak.offer(failures[4])
+    assert streak.stopped is failures[4]
+    streak.offer(None)  # an answer in flight at the stop does not take it back
+    assert streak.stopped is failures[4]
+    assert stop_after(1) == N_FIRST_REFUSALS and stop_after(8) == 16
+
+
+def test_a_quota_marked_not_worth_retrying_is_given_up_at_once_and_stops_the_run(tmp_path, capsys):
+    """A 429 with ``x-should-retry: false`` is not retried (as the openai SDK obeys it), and still counts towards
+    the stop: an exhausted quota is the endpoint the breaker is for, not a failed row per item."""
+    data, records = _data(tmp_path, 20)
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return (*QUOTA, {"x-should-retry": "false"})
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "1", "--max-retries", "3"))
+        asked = server.bodies("/v1/chat/completions")
+    assert code == EXIT_UNUSABLE, capsys.readouterr().err
+    assert len(asked) == len(read_predictions(tmp_path / "run")) == stop_after(1)  # one attempt per item
