@@ -4,9 +4,10 @@
 *transiently* (a 429 that never clears, such as OpenAI's ``insufficient_quota``; a 5xx; a server gone) is no refusal:
 each one is retried in full (about 31 s of backoff with the defaults) and written as a failed row, so a run of 10,000
 items at concurrency 8 once took about ten hours to write nothing but failures. ``FailingStreak`` counts the requests
-that still failed transiently after their retries, in the order they finish; any other outcome (an answer, even a
-refusal or a verdict that does not parse: the server is there) starts the count again, and ``stop_after`` in a row
-stop the run with ``EndpointUnusable`` (exit code 4), naming the last failure.
+that still failed transiently after their retries, in the order they finish, by the answer they were about; any
+other outcome (an answer, even a refusal or a verdict that does not parse: the server is there) starts the count
+again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable`` (exit code 4), naming the
+last failure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["FailingStreak", "stop_after"]
 
 
 def stop_after(concurrency: int) -> int:
-    """How many requests in a row, each failed after its retries with no success between, stop a run.
+    """How many answers in a row, each one's requests failed after their retries with no success between, stop a run.
 
     Two waves of every worker: a passing outage (a server restarting, a burst of rate limits) fails all the
     ``concurrency`` requests in flight at once, each after its full retries, so one wave of failures says little;
@@ -30,25 +31,33 @@ def stop_after(concurrency: int) -> int:
 
 
 class FailingStreak:
-    """Counts the requests that failed transiently after their retries, in a row.
+    """Counts the answers whose requests failed transiently after their retries, in a row.
+
+    A streak counts distinct answers (``key``: the prefix an answer's criteria share, ``judge.prefix_key``), not
+    requests: an answer whose text makes the server fail (a 500 on one prompt) fails each of its 2-11 criteria's
+    requests, sent back to back, and would stop a healthy run on its own. A request about an item that already
+    failed in an earlier run (asked last, ``unasked_first``) is not counted either: a rerun would otherwise stop on
+    the same few answers every time.
 
     Args:
-        n_stop: how many in a row stop the run (``stop_after``).
+        n_stop: how many different answers in a row stop the run (``stop_after``).
     """
 
     def __init__(self, n_stop: int):
         self.n_stop = n_stop
-        self.n = 0
-        self.stopped: BaseException | None = None  # the failure that made the streak n_stop long
+        self.n = 0  # requests failed since the last other outcome
+        self.keys: set = set()  # the answers they were about
+        self.stopped: BaseException | None = None  # the failure that made the streak n_stop answers long
 
-    def offer(self, failure: BaseException | None) -> None:
+    def offer(self, failure: BaseException | None, key: object = None) -> None:
         """One finished request: ``failure`` is its last error when it failed transiently after its retries, None
-        for any other outcome."""
+        for any other outcome; ``key`` the answer it was about (None: every request its own)."""
         if failure is None:
-            self.n = 0
+            self.n, self.keys = 0, set()
             return
         self.n += 1
-        if self.n >= self.n_stop and self.stopped is None:
+        self.keys.add(key if key is not None else object())
+        if len(self.keys) >= self.n_stop and self.stopped is None:
             self.stopped = failure
 
     def error(self, what: str, n_retries: int, n_sent: int, n_total: int) -> EndpointUnusable:
@@ -56,8 +65,9 @@ class FailingStreak:
         assert self.stopped is not None
         status = getattr(getattr(self.stopped, "response", None), "status_code", None)
         return EndpointUnusable(
-            f"{what} failed {self.n_stop} requests in a row, each after {n_retries} retries, with no answer between: "
-            f"last {failure_said(self.stopped)} (stopped after sending {n_sent} of {n_total} requests; the failed "
-            "ones were written as failed rows, which a rerun asks after the items not asked yet, and the items not "
-            "sent have no row: check the endpoint (its quota, its health), then rerun to resume)",
+            f"{what} failed {self.n} requests in a row, about {len(self.keys)} different answers, each after up to "
+            f"{n_retries} retries (none where the server said x-should-retry: false), with no answer between: last "
+            f"{failure_said(self.stopped)} (stopped after sending {n_sent} of {n_total} requests; the failed ones "
+            "were written as failed rows, which a rerun asks after the items not asked yet, and the items not sent "
+            "have no row: check the endpoint (its quota, its health), then rerun to resume)",
             status if isinstance(status, int) else None)

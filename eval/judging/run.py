@@ -55,7 +55,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,13 @@ log = logging.getLogger("judge_eval.run")
 
 
 async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig, path: Path,
-                     content_keys: Mapping[str, str], watch: FormatWatch | None = None) -> dict[str, int]:
+                     content_keys: Mapping[str, str], watch: FormatWatch | None = None,
+                     failed_before: Collection[str] = ()) -> dict[str, int]:
     """Send every batch with ``concurrency`` workers, append one row per record as its batch finishes, each with its
     record's ``record_content_key`` from ``content_keys`` (by id: computed once per record, for the resume too);
-    stop when ``watch`` finds the guessed verdict format misread (``ConfigError``)."""
+    stop when ``watch`` finds the guessed verdict format misread (``ConfigError``). ``failed_before``: the ids an
+    earlier run wrote failed rows for, which the breaker does not count (``FailingStreak``)."""
+    import judge
     from tqdm import tqdm
 
     batches = backend.batches(records)
@@ -142,7 +145,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
                 # a rerun asks it again, once its resume checks have compared the server with the folder.
                 changed.append(err)
                 return
-            failing.offer(failure)
+            if failure is None or not any(record.id in failed_before for record in batch):
+                failing.offer(failure, judge.prefix_key(batch[0]))  # an item failed before: neither counted nor a reset
             for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start)):
                 write(*held)
 
@@ -500,7 +504,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config, template))
             watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" and config.prompt == "ru" else None
-            counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch))
+            counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch, failed_before))
     if not predictions.exists():
         predictions.touch()
     return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),

@@ -8,6 +8,7 @@ nothing with ``--backoff-s``, and nothing is timed.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from pathlib import Path
 
@@ -57,11 +58,15 @@ def test_a_quota_that_never_clears_stops_the_run_after_a_few_items(tmp_path, cap
         reasked = server.bodies("/v1/chat/completions")
     assert code == EXIT_UNUSABLE, err
     n_stop = stop_after(2)
-    assert n_stop <= len(rows) <= n_stop + 1 < len(records)
+    by_id = {r.id: judge.prefix_key(r) for r in records}
+    answers = {by_id[r["id"]] for r in rows}  # the streak counts answers (an answer's criteria fail together)
+    assert n_stop <= len(answers) <= n_stop + 1 and len(rows) < len(records)
     assert len(asked) == 2 * len(rows)  # each item: the first attempt and its one retry
     assert {r["error"] for r in rows} == {"request_failed"}
-    assert (f"failed {n_stop} requests in a row, each after 1 retries, with no answer between: last HTTP 429: "
-            f"{QUOTA[1]['error']['message']} (stopped after sending {len(rows)} of {len(records)} requests") in err
+    assert re.search(rf"failed \d+ requests in a row, about {n_stop} different answers, each after up to 1 retries "
+                     r"\(none where the server said x-should-retry: false\), with no answer between: last HTTP 429: "
+                     + re.escape(f"{QUOTA[1]['error']['message']} (stopped after sending {len(rows)} of "
+                                 f"{len(records)} requests"), err), err
     assert again == 0 and len(reasked) == len(records)
     final = read_predictions(tmp_path / "run")
     assert sorted(r["id"] for r in final) == sorted(r.id for r in records)
@@ -90,6 +95,34 @@ def test_a_flaky_endpoint_never_trips_the_breaker(tmp_path, capsys):
     assert sorted(r["error"] or "ok" for r in rows) == ["ok"] * 6 + ["request_failed"] * 6
 
 
+def test_one_answer_the_server_fails_every_time_does_not_stop_a_healthy_run(tmp_path, capsys):
+    """The server answers 500 to every request about the first answer (its 2-4 criteria, sent back to back) and 200
+    to the rest: at concurrency 1 (stop_after(1) = 3) those requests are one answer's, not three unlucky items, so the
+    run goes on to every item (exit 3: the poisoned answer's rows failed). A rerun asks them again last, and their
+    failing again is no news of the endpoint: still exit 3."""
+    data, records = _data(tmp_path, 30)
+    poisoned = judge.prefix_key(records[0])
+    n_poisoned = sum(judge.prefix_key(r) == poisoned for r in records)
+    assert n_poisoned >= N_FIRST_REFUSALS  # enough to have tripped the breaker when it counted requests
+    marker = records[0].answer[:40]
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if any(marker in str(m.get("content")) for m in body.get("messages", [])):
+            return 500, {"error": {"message": "Internal error while processing this prompt"}}
+        return 200, chat_completion(GOOD, "judge")
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        codes = [main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "1", "--max-retries", "1"))
+                 for _ in range(2)]
+    rows = read_predictions(tmp_path / "run")
+    assert codes == [3, 3], capsys.readouterr().err
+    assert len({r["id"] for r in rows}) == len(records)
+    assert sorted(r["id"] for r in rows if r["error"] == "request_failed") == sorted(
+        r.id for r in records if judge.prefix_key(r) == poisoned)
+
+
 def test_failing_streak_counts_failures_in_a_row_only():
     """Any other outcome starts the count again; the failure that made the streak long enough is the one named."""
     streak = FailingStreak(3)
@@ -101,6 +134,13 @@ def test_failing_streak_counts_failures_in_a_row_only():
     assert streak.stopped is failures[4]
     streak.offer(None)  # an answer in flight at the stop does not take it back
     assert streak.stopped is failures[4]
+    # requests about one answer count once: three of answer "a" and one of "b" are two answers, not four
+    by_answer = FailingStreak(3)
+    for key in ("a", "a", "a", "b"):
+        by_answer.offer(failures[0], key)
+    assert by_answer.stopped is None
+    by_answer.offer(failures[1], "c")
+    assert by_answer.stopped is failures[1]
     assert stop_after(1) == N_FIRST_REFUSALS and stop_after(8) == 16
 
 
@@ -118,4 +158,7 @@ def test_a_quota_marked_not_worth_retrying_is_given_up_at_once_and_stops_the_run
         code = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "1", "--max-retries", "3"))
         asked = server.bodies("/v1/chat/completions")
     assert code == EXIT_UNUSABLE, capsys.readouterr().err
-    assert len(asked) == len(read_predictions(tmp_path / "run")) == stop_after(1)  # one attempt per item
+    rows = read_predictions(tmp_path / "run")
+    by_id = {r.id: judge.prefix_key(r) for r in records}
+    assert len(asked) == len(rows)  # one attempt per item
+    assert len({by_id[r["id"]] for r in rows}) == stop_after(1)  # the third answer's failure stopped it
