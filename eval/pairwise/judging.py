@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.judging.backends import unasked_first
+from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
@@ -41,7 +41,7 @@ from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
-from judge.verdicts import VerdictError, parse_judge_output
+from judge.verdicts import VerdictError, VerdictFormat, parse_judge_output
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
@@ -246,8 +246,19 @@ def _on_scale(score: float | None) -> bool:
     return score is not None and float(score) in PAIRWISE_SCALE.levels
 
 
-def _outcome(text: str | None, reasoning: str | None, verdict_format: str, lenient: bool) -> dict[str, Any]:
-    verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient)
+def _outcome(text: str | None, reasoning: str | None, verdict_format: str, lenient: bool,
+             finish_reason: str | None = None) -> dict[str, Any]:
+    """A chat answer's row, read as the pointwise chat route reads one (``eval.judging.backends.verdict_outcome``):
+    a tagged verdict by ``judge.verdicts.read_tagged_verdict`` and an integer one that ``max_tokens`` stopped failed
+    as ``cut``, on the pairwise scale."""
+    from judge.verdicts import cut_short, read_tagged_verdict
+
+    if verdict_format == VerdictFormat.TAGGED:
+        verdict = read_tagged_verdict(text, PAIRWISE_SCALE, lenient, finish_reason)
+    else:
+        verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient)
+    if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
+        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
     ok = verdict.ok and _on_scale(verdict.score)
     off = verdict.ok and not ok
     return {"raw_output": text, "feedback": verdict.feedback, "score": verdict.score if ok else None,
@@ -340,6 +351,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             refuse_format_change(answer.verdict_format, config, model)
             (item,) = answer.items
             (result,) = item.results
+            if result.error == VerdictError.ABORTED:  # no verdict: asked again, as the pointwise backend does
+                raise generation_aborted(f"judge-serve's engine aborted the generation for pair {pair.id} ({order})")
             return _from_result(result)
         try:
             reply = await chat.chat.completions.create(model=model, messages=chat_messages(render_pairwise_prompt(shown)),
@@ -356,9 +369,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                         "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": refusal.said}
             raise refusal from err
         refuse_without_choice(reply)
-        message = reply.choices[0].message
+        choice = reply.choices[0]
+        finish_reason = getattr(choice, "finish_reason", None)
+        if finish_reason == ABORTED_FINISH:  # no verdict: retried, then a request_failed row a rerun asks again
+            raise generation_aborted(f"the chat server's engine aborted the generation for pair {pair.id} ({order})")
+        message = choice.message
         return _outcome(message.content if message else None, reasoning_of(message) if integer else None,
-                        config.verdict_format, config.lenient)
+                        config.verdict_format, config.lenient, finish_reason)
 
     queue: asyncio.Queue = asyncio.Queue()
     for job in todo:

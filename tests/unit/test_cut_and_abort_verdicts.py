@@ -139,3 +139,38 @@ def test_judge_eval_retries_an_aborted_chat_answer_and_a_rerun_asks_it_again(dat
         assert eval_main(args) == 0
         assert len(server.bodies("/v1/chat/completions")) == 9
     assert sorted((row["error"], row["score"]) for row in read_predictions(out)) == [(None, 1.0)] * 3
+
+
+def test_pairwise_judging_retries_an_aborted_answer_and_fails_a_cut_integer_as_cut(tmp_path):
+    """The pairwise chat route reads answers as the pointwise one does: an aborted generation is retried, then a
+    ``request_failed`` row a rerun asks again (it was a final parse failure, or a verdict read from partial text); an
+    integer verdict ``max_tokens`` stopped is ``cut``, not the -1, 0 or 1 the cut fell on."""
+    import json
+
+    from eval.pairwise.judging import PAIRWISE_PREDICTIONS, read_pairwise_rows
+
+    rubrics = "-1: первый ответ лучше\n\n0: ответы равны\n\n1: второй ответ лучше"
+    pair = {"id": "p1", "instruction": "Столица Франции?", "answer_1": "Париж.", "answer_2": "Лион.", "rubrics": rubrics}
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps(pair, ensure_ascii=False) + "\n", encoding="utf-8")
+    answer = {"text": "<think>Первый верен.</think>\n\n1", "finish": "abort"}
+
+    def respond(path: str, body: dict) -> tuple:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(answer["text"], body["model"], answer["finish"])
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--verdict-format", "integer", "--max-retries", "1", "--backoff-s", "0.001"]
+        assert eval_main(args) == 3
+        assert len(server.bodies("/v1/chat/completions")) == 4  # two orders, each asked twice
+        rows = read_pairwise_rows(out / PAIRWISE_PREDICTIONS)
+        assert [(r.error, r.score) for r in rows] == [(REQUEST_FAILED, None)] * 2
+        answer["finish"] = "length"
+        assert eval_main(args) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 6  # the rerun asked both again
+    final = {r.order: r for r in read_pairwise_rows(out / PAIRWISE_PREDICTIONS)}
+    assert {order: (r.error, r.score) for order, r in final.items()} == {
+        "original": (VerdictError.CUT, None), "swapped": (VerdictError.CUT, None)}
