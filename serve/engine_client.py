@@ -35,10 +35,11 @@ class EngineFailure(Exception):
     without it (a 5xx's, which may carry the engine's internals). ``public``: what the client is told instead, when
     the failure is another model's (the task classifier's) and the message for the log says more."""
 
-    def __init__(self, message: str, status: int = 500, public: str | None = None):
+    def __init__(self, message: str, status: int = 500, public: str | None = None, param: Any = None):
         super().__init__(message)
         self.status = status
         self.public = public
+        self.param = param  # the engine's error's ``param`` ("model": vLLM's 404 for a model it does not serve)
 
 
 class EngineClient:
@@ -91,11 +92,13 @@ class EngineClient:
         except aiohttp.ClientError as err:
             raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
         if status != 200:
+            param = None
             try:
-                message = json.loads(body)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
+                error = json.loads(body)["error"]
+                message, param = error["message"], error.get("param")
+            except (ValueError, KeyError, TypeError, AttributeError):
                 message = body[:500].decode("utf-8", "replace")
-            raise EngineFailure(f"engine answered {status}: {message}", status)
+            raise EngineFailure(f"engine answered {status}: {message}", status, param=param)
         try:
             answer = json.loads(body)
         except ValueError:  # UnicodeDecodeError included

@@ -149,8 +149,8 @@ def renamed_engine_message(role: str | None, expected: Sequence[str]) -> str:
 
 def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONResponse:
     """A judgment an engine could not complete, on ``/v1/judge`` and ``/get_reward`` alike (``state``: the server's
-    ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers 404 (it no
-    longer serves the model name judge-serve sends: an attached engine restarted under another); an engine's refusal
+    ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers vLLM's 404 for its
+    model (it no longer serves the name judge-serve sends: an attached engine restarted under another); an engine's refusal
     (4xx but 401 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
     message left in judge-serve's log) or refused judge-serve's own key (401)."""
     if isinstance(err, EngineUnavailable):
@@ -164,9 +164,10 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
                               headers=state.retry_headers(state.engines))
     log.error("engine failure during a judgment: %s", err)
     status, public = err.status, err.public
-    if status == 404 and public is None:
-        # judge-serve names its engines' models itself (serve.judging.JudgeSettings.engine_models): a 404 is an
-        # engine that no longer serves that name (an attached one restarted under another), not the client's fault
+    if status == 404 and public is None and getattr(err, "param", None) == "model":
+        # judge-serve names its engines' models itself (serve.judging.JudgeSettings.engine_models): vLLM's 404 for
+        # the model (its param "model") is an engine that no longer serves that name (an attached one restarted
+        # under another), not the client's fault. Any other 404 (a route the engine lacks) is not worth retrying.
         judge = getattr(state, "judge", None)
         expected = sorted(set(judge.settings.engine_models.values())) if judge is not None else []
         return error_response(503, renamed_engine_message(None, expected), "service_unavailable",

@@ -256,13 +256,18 @@ def test_a_judgment_an_engine_answers_404_is_a_503_to_retry():
     state = ServerState(config=None, layout=None, status="ready",
                         engines={"generator": SimpleNamespace(url="http://127.0.0.1:9")})
     state.judge = SimpleNamespace(settings=SimpleNamespace(engine_models={"generator": "attached"}))
-    answer = judgment_failed(EngineFailure("engine answered 404: The model `attached` does not exist.", 404), state)
+    answer = judgment_failed(EngineFailure("engine answered 404: The model `attached` does not exist.", 404,
+                                           param="model"), state)
     assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
     error = json.loads(answer.body)["error"]
     assert error["code"] == "engine_unavailable" and error["message"].startswith(
         "an engine no longer serves the model name judge-serve expects (`attached`)")
     refused = judgment_failed(EngineFailure("engine answered 400: too long", 400), state)
     assert refused.status_code == 400  # the engine's other refusals stay the client's to fix
+    # a 404 that is not vLLM's for the model (an attached pooler without /classify, a path behind a proxy) is no
+    # renamed engine: not a 503 every client would retry forever
+    no_route = judgment_failed(EngineFailure("engine answered 404: Not Found", 404), state)
+    assert no_route.status_code == 404 and "retry-after" not in no_route.headers
 
 
 def test_an_attached_engine_renamed_under_judge_serve_answers_503(tiny_causal_dir, monkeypatch):
