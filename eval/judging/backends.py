@@ -236,8 +236,8 @@ class ChatBackend:
                 **kwargs,
             )
         except openai.APIStatusError as err:
-            if retryable_status(err.status_code):
-                raise
+            if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
+                raise  # the retry policy decides (x-should-retry: true makes a 4xx worth another try)
             refusal = refusal_of(err)
             # err.message holds the whole body: vLLM's and OpenAI's words, and OpenAI's code
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
@@ -354,8 +354,8 @@ class JudgeServeBackend:
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await self.http.post("/v1/judge", json=self.payload(batch))
         if response.status_code != 200:
-            if retryable_status(response.status_code):
-                response.raise_for_status()
+            if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
+                response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                           server_message(response))
         body = JudgeResponse.from_json(response.json())

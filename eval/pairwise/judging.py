@@ -343,7 +343,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             request = pairwise_request(model, PairItem(id=pair.id, **shown), config)
             response = await http.post("/v1/judge", json=request.model_dump(mode="json", exclude_unset=True))
             if response.status_code != 200:
-                if retryable_status(response.status_code):
+                if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()
                 raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                               server_message(response))
@@ -359,7 +359,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                                                        max_tokens=config.max_tokens, temperature=config.temperature,
                                                        **({"extra_body": body} if body else {}))  # fmt: skip
         except openai.APIStatusError as err:
-            if retryable_status(err.status_code):
+            if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
             refusal = refusal_of(err)
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):

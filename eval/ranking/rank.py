@@ -396,7 +396,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 model=model, messages=[{"role": "user", "content": row.instruction}],
                 max_tokens=config.max_tokens, temperature=config.temperature, **kwargs)
         except openai.APIStatusError as err:
-            if retryable_status(err.status_code):
+            if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
             raise refusal_of(err) from err
 

@@ -162,3 +162,22 @@ def test_a_quota_marked_not_worth_retrying_is_given_up_at_once_and_stops_the_run
     by_id = {r.id: judge.prefix_key(r) for r in records}
     assert len(asked) == len(rows)  # one attempt per item
     assert len({by_id[r["id"]] for r in rows}) == stop_after(1)  # the third answer's failure stopped it
+
+
+def test_a_refusal_marked_worth_retrying_is_retried(tmp_path, capsys):
+    """A 400 with ``x-should-retry: true`` (the server says another try may succeed, which the openai SDK obeys) is
+    asked again up to --max-retries, then written as a failed row a rerun asks again; before, the backend took any
+    4xx for a refusal before the retry policy saw it: one request per item."""
+    data, records = _data(tmp_path, 2)
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 400, {"error": {"message": "try again"}}, {"x-should-retry": "true"}
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run", "--concurrency", "1", "--max-retries", "2"))
+        asked = server.bodies("/v1/chat/completions")
+    assert code == 3, capsys.readouterr().err
+    assert len(asked) == 3 * len(records)  # the first attempt and two retries each
+    assert {r["error"] for r in read_predictions(tmp_path / "run")} == {"request_failed"}
