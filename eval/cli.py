@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: The exit codes of each subcommand, as its ``--help`` lists them (``mera`` lists its own).
 _USAGE_ERROR = "a usage, configuration or input error, named on stderr (a missing or empty file, an unknown key)"
 _UNUSABLE = ("the server cannot be used (unreachable, no or wrong key, wrong URL or path, still unavailable after "
-             "--connect-timeout-s, or its first requests were all refused alike): nothing more was sent")
+             "--connect-timeout-s, or its first requests were all refused alike: nothing more was sent; or its "
+             "requests kept failing after their retries: those are failed rows, the rest unsent, a rerun resumes)")
 EXIT_CODES: dict[str, dict[int, str]] = {
     "run": {0: "every item judged", 2: _USAGE_ERROR,
             3: "some requests failed (each a row of predictions.jsonl with its reason; rerunning retries them)",

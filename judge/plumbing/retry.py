@@ -222,7 +222,8 @@ class RetryPolicy:
 # ---------------------------------------------------------------------------------------------- first contact
 
 #: The exit code of a command whose endpoint cannot be used (``EndpointUnusable``): nothing was sent to it beyond
-#: the first contact (or the first requests, all refused alike).
+#: the first contact (or the first requests, all refused alike), or its requests kept failing after their retries
+#: (``eval.judging.breaker``: those are failed rows, the rest unsent).
 EXIT_UNUSABLE = 4
 
 
