@@ -121,12 +121,25 @@ def register_secret(value: str | None) -> None:
         _KNOWN_SECRETS.add(value)
 
 
+#: What ends a URL written in prose rather than its last parameter's value ("(see https://h/v1?key=K), then").
+_PROSE_END = re.compile(r"[)\].,;:!?]+$")
+
+
+def _redact_parameter(match: re.Match) -> str:
+    name, value = match["name"], match["value"]
+    if not value:
+        return match[0]
+    if is_secret_name(unquote_plus(name)):
+        after = _PROSE_END.search(value)
+        return f"{name}={REDACTED}{after[0] if after else ''}"
+    # a URL inside a value (a redirect's ``next=https://o/cb?token=T``) has parameters of its own
+    return f"{name}={_URL_QUERY.sub(_redact_query, value)}" if "://" in value else match[0]
+
+
 def _redact_query(match: re.Match) -> str:
     # A key is sent in the query by APIs that take no header (``?key=``, ``?api_key=``, ``?access_token=``): the
     # parameter's name decides, by the rule that decides for an option's or a setting's name.
-    query = _QUERY_PARAMETER.sub(lambda m: f"{m['name']}={REDACTED}" if m["value"] and is_secret_name(
-        unquote_plus(m["name"])) else m[0], match["query"])
-    return match["head"] + query
+    return match["head"] + _QUERY_PARAMETER.sub(_redact_parameter, match["query"])
 
 
 def scrub_secrets(text: str) -> str:

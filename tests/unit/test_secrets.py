@@ -187,3 +187,14 @@ def test_a_urls_secret_query_parameters_are_redacted(url, recorded):
     assert redact({"judge": url}) == {"judge": recorded}
     assert redact_argv(["run", "--judge", url]) == ["run", "--judge", recorded]
     assert redact({"note": f"asked {url} twice"}) == {"note": f"asked {recorded} twice"}
+
+
+def test_a_query_secret_in_prose_keeps_the_prose_and_a_nested_urls_secret_is_redacted():
+    """A URL written in a sentence ends before its closing punctuation, which stays; a URL inside another's parameter
+    (a redirect's ``next=``) has its own secret parameters redacted; a parameter that only names a variable stays."""
+    from judge.plumbing.provenance import scrub_secrets
+
+    assert scrub_secrets("see https://h/v1?key=abcd), then") == "see https://h/v1?key=***), then"
+    assert scrub_secrets("https://h/v1?next=https://o/cb?token=abcd&y=2") == "https://h/v1?next=https://o/cb?token=***&y=2"
+    assert scrub_secrets("https://h/v1?model=x.") == "https://h/v1?model=x."
+    assert scrub_secrets("https://h/v1?api_key_env=OPENAI") == "https://h/v1?api_key_env=OPENAI"
