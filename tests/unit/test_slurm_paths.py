@@ -116,8 +116,14 @@ def test_serve_sbatch_keeps_a_hub_id_and_refuses_a_mistyped_path_under_the_submi
     (tmp_path / "srun_args").unlink()
     proc = _run("serve.sbatch", {**env, "JUDGE_MODEL": "runs/exprt"}, work_dir)
     assert proc.returncode == 2
-    assert proc.stderr == f"serve.sbatch: JUDGE_MODEL={submit_dir}/runs/exprt is not a folder nor a hub id (owner/name)\n"
+    assert proc.stderr == (f"serve.sbatch: JUDGE_MODEL=runs/exprt is not a folder (read against {submit_dir} when "
+                           "relative) nor a hub id (owner/name, whose owner is no folder there)\n")
     assert not (tmp_path / "srun_args").exists()
+    # a folder named like the owner in the job's working folder (sbatch --chdir) is not the submitter's: still a hub id
+    (work_dir / "ai-forever").mkdir()
+    proc = _run("serve.sbatch", env, work_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert _after(_started(tmp_path), "--model") == "ai-forever/pollux-judge-7b"
 
 
 def test_rank_sbatch_reads_a_checkpoint_judge_and_candidate_in_the_submit_folder(tmp_path, folders):
