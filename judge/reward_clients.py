@@ -75,10 +75,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from judge.plumbing.retry import RetryPolicy, is_transient, retryable_status, server_message
+from judge.plumbing.retry import GenerationAborted, RetryPolicy, is_transient, retryable_status, server_message
 from judge.rewards import (CriterionReward, Reward, RewardRule, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
-from judge.verdicts import format_score
+from judge.verdicts import VerdictError, format_score
 from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
@@ -240,7 +240,20 @@ def _checked(response: Any, rows: Sequence[int]) -> dict[str, Any]:
     if 400 <= response.status_code < 500 and not retryable_status(response.status_code):
         raise RewardRequestRefused.of(response, rows)
     response.raise_for_status()
-    return response.json()
+    body = response.json()
+    # A judgment judge-serve's engine aborted (error "aborted": a paused engine) is no verdict about the answer:
+    # the request is asked again, where valued as a failure it would lower the policy's reward for the engine's sake.
+    aborted = sum(result.get("error") == VerdictError.ABORTED for item in _list(body, "items") if isinstance(item, dict)
+                  for result in _list(item, "results") if isinstance(result, dict))
+    if aborted:
+        raise GenerationAborted(f"judge-serve's engine aborted {aborted} judgments of the request")
+    return body
+
+
+def _list(container: Any, key: str) -> list:
+    value = container.get(key) if isinstance(container, dict) else None
+    return value if isinstance(value, list) else []
+
 
 
 def _value(reward: Reward | None, rule: RewardRule) -> float | None:

@@ -16,7 +16,6 @@ run whose first requests are all refused alike.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -119,20 +118,13 @@ CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tok
 ABORTED_FINISH = "abort"
 
 
-@functools.cache
-def _aborted_type() -> type[Exception]:
-    import httpx  # not at import time: the runner's modules load without httpx until a backend is built
-
-    class GenerationAborted(httpx.TransportError):
-        """An engine's aborted generation: no verdict. A TransportError, which ``judge.plumbing.retry.is_transient``
-        retries as a dropped connection; retries spent, a ``request_failed`` row that the next run asks again."""
-
-    return GenerationAborted
-
-
 def generation_aborted(reason: str) -> Exception:
-    """The transient failure a backend raises for an aborted generation (``ABORTED_FINISH``)."""
-    return _aborted_type()(reason)
+    """The transient failure a backend raises for an aborted generation (``ABORTED_FINISH``):
+    ``judge.plumbing.retry.GenerationAborted``, which the retry policy retries; retries spent, a ``request_failed``
+    row that the next run asks again."""
+    from judge.plumbing.retry import GenerationAborted
+
+    return GenerationAborted(reason)
 
 
 def too_long_outcome(reason: str) -> dict[str, Any]:

@@ -62,12 +62,19 @@ def _response_of(err: BaseException) -> Any:
     return getattr(err, "response", None)
 
 
+class GenerationAborted(Exception):
+    """A server's answer that holds no verdict because its engine ended the generation itself (vLLM's
+    ``finish_reason`` ``abort``: a paused engine, a fault-tolerance abort; judge-serve's result error ``aborted``):
+    worth another attempt, as a dropped connection is (``is_transient``); retries spent, the caller's failed row or
+    failure, never a verdict read from the text so far."""
+
+
 def is_transient(err: BaseException) -> bool:
-    """Whether ``err`` (from ``openai`` or ``httpx``) is worth another attempt: no connection, a timeout, or a
-    ``retryable_status``."""
+    """Whether ``err`` (from ``openai`` or ``httpx``) is worth another attempt: no connection, a timeout, a
+    ``retryable_status``, or a ``GenerationAborted``."""
     import httpx
 
-    if isinstance(err, httpx.TransportError):  # timeouts included
+    if isinstance(err, (httpx.TransportError, GenerationAborted)):  # timeouts included
         return True
     if isinstance(err, httpx.HTTPStatusError):
         return retryable_status(err.response.status_code, err.response.headers)

@@ -593,3 +593,26 @@ def test_rule_for_the_server_is_checked_at_configuration():
     with pytest.raises(ConfigError, match="reward_rule.combine"):
         ServeConfig(model="m", reward_rule={"combine": "max"}).validate()
     assert RewardRule.from_dict({"on_failure": "zero", **ServeConfig(model="m").reward_rule}).on_failure == "zero"
+
+
+def test_a_judgment_judge_serve_aborted_is_asked_again_not_valued_as_a_failure():
+    """judge-serve answers a generation its engine aborted as a failed result ``aborted``: no verdict about the
+    answer. The trl function asks the request again (the policy's reward is the judge's, not 0 for the engine's
+    pause), and with retries spent the sample gets no reward (None), never the failure's value."""
+    aborted = JudgeResult(criterion="A", criterion_id=None, scale=[0, 1, 2], error="aborted",
+                          error_reason="the engine aborted the generation")
+    answers = [judge_response([[aborted]]), judge_response([[scored("A", 2)]])]
+
+    def respond(path, body):
+        return 200, answers.pop(0) if len(answers) > 1 else answers[0]
+
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"])
+        values = asyncio.run(reward(prompts=["Напиши стих"], completions=["Стих."], completion_ids=[[1]]))
+    assert values == [1.0] and len(endpoint.requests) == 2
+
+    answers[:] = [judge_response([[aborted]])]
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"])
+        values = asyncio.run(reward(prompts=["Напиши стих"], completions=["Стих."], completion_ids=[[1]]))
+    assert values == [None] and len(endpoint.requests) == 3  # the first attempt and NO_WAIT's two retries
