@@ -79,6 +79,7 @@ from starlette.requests import ClientDisconnect
 from judge.plumbing.journal import JournalWriter
 from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, label_criterion, policy_answer,
                            prompt_opens_reasoning, reward_of)
+from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
 from serve.connections import unless_disconnected
@@ -401,6 +402,14 @@ class RewardRoute:
                 return Response(status_code=499)
             for k, item in enumerate(response.items):
                 results[sample_of[k]] = list(item.results)
+            aborted = sum(r.error == VerdictError.ABORTED for sample in results for r in sample)
+            if aborted:
+                # An engine that aborted a generation (paused) said nothing about the answer: a 503 the framework
+                # retries (OpenRLHF asks again), not a failure valued as the answer's, which would lower its reward.
+                log.warning("%d judgments of a reward request were aborted by the engine: answered 503", aborted)
+                return self.error(503, f"the engine aborted {aborted} of the request's judgments; retry",
+                                  "service_unavailable", code="engine_unavailable",
+                                  headers=state.retry_headers(state.engines))
         latency = time.monotonic() - started
         rewards = [reward_of(r, self.rule) if r else None for r in results]
         body_out = self._body(rewards, latency)

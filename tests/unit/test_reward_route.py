@@ -637,3 +637,18 @@ def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_
     assert [(r["request_id"], r["index"], r["reward"], r["empty_answer"]) for r in rows] == [
         ("req-1", 0, 1.0, False), ("req-1", 1, 0.0, True)]
     assert [c["criterion"] for c in rows[0]["criteria"]] == ["Креативность"] and rows[1]["criteria"] == []
+
+
+def test_a_judgment_the_engine_aborted_is_a_503_to_retry_not_a_failed_reward(tiny_causal_dir, monkeypatch, tmp_path):
+    """The engine aborts the generation (vLLM's finish_reason abort: a paused engine, HTTP 200 with the text so far):
+    /get_reward answers 503 with Retry-After, which OpenRLHF retries, instead of the rule's failure value (0.0) as the
+    answer's reward; nothing is journalled for it."""
+    def aborting(path: str, body: dict) -> tuple:
+        return 200, {"choices": [{"text": "[FEEDBACK] Хоро", "finish_reason": "abort"}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=aborting, log_dir=str(tmp_path)) as (http, _):
+        rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
+    assert rewarded.status_code == 503, rewarded.text
+    assert "retry-after" in rewarded.headers and rewarded.json()["error"]["code"] == "engine_unavailable"
+    assert not (tmp_path / "rewards.jsonl").exists()
