@@ -270,3 +270,17 @@ def test_data_split_refuses_an_input_with_no_records(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"judge-train data split: error: --input {source}: holds no records" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "train.jsonl").exists()
+
+
+def test_data_split_of_an_annotate_stage_that_kept_nothing_says_so_and_goes_on(tmp_path, capsys):
+    """The annotate stage's folder that kept no item (a teacher whose every verdict failed) is a pipeline's outcome,
+    not a user's mistake: split says so and writes the empty files, which training refuses with its own message."""
+    from train.synthetic.cli import main as data_main
+
+    stage = tmp_path / "annotate"
+    stage.mkdir()
+    (stage / "annotate.jsonl").write_text("", encoding="utf-8")
+    assert data_main(["split", "--input", str(stage), "--output", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "kept no item" in captured.out + captured.err
+    assert (tmp_path / "out" / "train.jsonl").read_text(encoding="utf-8") == ""

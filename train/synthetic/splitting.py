@@ -81,15 +81,17 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
     """Run stage 5 on the annotations at ``input_path`` into ``out_dir``. Returns the summary.
 
     Raises:
-        ValueError: the input holds no records.
+        ValueError: the input is a file that holds no records (a user's mistake: empty train and validation files
+            would pass for a finished stage, and the failure would wait for training, which refuses them).
     """
     inputs = read_input(input_path, "annotate")
     rows = inputs.rows
+    if not rows and Path(input_path).is_file():
+        raise ValueError(f"--input {input_path}: holds no records (an empty file); nothing to split")
     if not rows:
-        # Empty train and validation files would pass for a finished stage, and the failure would wait for training
-        # (which refuses a source with no records).
-        raise ValueError(f"--input {input_path}: holds no records (an empty file, or a folder whose annotate stage "
-                         "kept none); nothing to split")
+        # The annotate stage's folder, which kept no item (a teacher whose every verdict failed): a pipeline's outcome,
+        # said, and split into the empty files the next stage will refuse with its own message
+        log(f"split: the annotate stage at {input_path} kept no item: train and validation are empty")
     splits, dropped = split_records(rows, config, source=input_path, row_index=inputs.row_index)
     log(f"split: {len(rows)} items -> train {len(splits['train'])}, validation {len(splits['validation'])}, dropped {len(dropped)}")
     kept = [{**row, "split": name} for name, part in splits.items() for row in part]
