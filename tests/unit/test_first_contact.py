@@ -206,7 +206,9 @@ def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candid
                 "key judge-serve is started with), else $OPENAI_API_KEY, else no key; one variable named alone must be "
                 "set; --api-key-env '' sends no key.") in text
         assert ("4 the server cannot be used (unreachable, no or wrong key, wrong URL or path, still unavailable after "
-                "--connect-timeout-s, or its first requests were all refused alike): nothing more was sent") in text
+                "--connect-timeout-s, or its first requests were all refused alike: nothing more was sent; or its "
+                "requests kept failing after their retries: those are failed rows, the rest unsent, a rerun "
+                "resumes)") in text
     assert "the first one set: by default $JUDGE_SERVE_API_KEY" in mera_help  # argparse may break "judge-serve's"
     assert "else $OPENAI_API_KEY, else no key; one variable named alone must be set; '' sends no key" in mera_help
     assert [code for code, _, _ in results] == [0, 0, 0, 0, 0], [err[-1500:] for _, _, err in results]

@@ -175,7 +175,7 @@ def test_shipped_configs_render_for_64_gpus(capsys):
         ("eval_merge.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_EVAL_DATA": "{config}"}, "JUDGE_EVAL_OUT is not set"),
         ("serve.sbatch", {}, "not inside a Slurm job"),
         ("serve.sbatch", {"SLURM_JOB_ID": "7"}, "JUDGE_MODEL is not set"),
-        ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "/nonexistent"}, "is not a folder nor a hub id"),
+        ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "/nonexistent"}, "is not a folder (read against"),
         # a hub id passes the model check (judge-serve resolves it through the HF cache): the next check fails
         ("serve.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_MODEL": "ai-forever/pollux-judge-7b-r",
                           "JUDGE_SERVE_CONFIG": "/nonexistent.yaml"}, "JUDGE_SERVE_CONFIG=/nonexistent.yaml is not a file"),
