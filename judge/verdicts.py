@@ -50,6 +50,7 @@ __all__ = [
     "parse_pollux_result",
     "bare_answer",
     "has_think_tag",
+    "read_served_verdict",
 ]
 
 
@@ -506,6 +507,20 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
                          f"{longer[0]})")
     return verdict
 
+
+
+def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str | None = None,
+                        scale: Scale | None = None, lenient: bool = False, finish_reason: str | None = None) -> Verdict:
+    """A served judge's output read as every route reads one (judge-serve, judge-eval's chat route, pairwise
+    judging): ``parse_judge_output`` with what the server's ``finish_reason`` says. A tagged verdict by
+    ``read_tagged_verdict`` (a score the length limit may have cut, a cut ``[END`` under ``lenient``); an integer one
+    that ``max_tokens`` stopped fails as ``cut`` (``cut_short``): its integer is wherever the cut fell."""
+    if verdict_format == VerdictFormat.TAGGED:
+        return read_tagged_verdict(text, scale, lenient, finish_reason)
+    verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
+    if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
+        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
+    return verdict
 
 # ---------------------------------------------------------------------------------------------- POLLUX's reading
 

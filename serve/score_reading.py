@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, ScoreSource, VerdictFormat, parse_judge_output
-from judge.verdicts import cut_short, read_tagged_verdict
+from judge import Scale, ScoreSource, VerdictFormat
+from judge.verdicts import read_served_verdict
 
 __all__ = ["ScoreDistribution", "VLLM_MAX_LOGPROBS", "level_token_ids", "logprobs_fit", "max_logprobs_of",
            "score_distribution", "seq2seq_verdict"]
@@ -149,14 +149,9 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
     Returns:
         The ``JudgeResult`` fields every verdict sets (criterion, scale, output and usage excluded).
     """
-    integer = verdict_format == VerdictFormat.INTEGER
-    if verdict_format == VerdictFormat.TAGGED:
-        verdict = read_tagged_verdict(text, scale, lenient, finish_reason)
-    else:
-        verdict = parse_judge_output(verdict_format, "<think>\n" + text if integer and reasoning_opened else text,
-                                     scale=scale, lenient=lenient)
-    if integer and finish_reason == "length":
-        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
+    opened = verdict_format == VerdictFormat.INTEGER and reasoning_opened
+    verdict = read_served_verdict(verdict_format, "<think>\n" + text if opened else text, scale=scale,
+                                  lenient=lenient, finish_reason=finish_reason)
     dist = None
     if verdict.ok and logprobs:
         dist = score_distribution(logprobs.get("tokens") or [], logprobs.get("top_logprobs") or [], scale, verdict.score)

@@ -145,19 +145,15 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
     text after a cut ``</think>`` as the answer, whose integer is then wherever the cut fell. A ``tagged`` verdict is
     read as judge-serve reads it too (``judge.verdicts.read_tagged_verdict``, the length cut's rule included).
     """
-    from judge import ScaleError, parse_judge_output, scale_of
-    from judge.verdicts import cut_short, read_tagged_verdict
+    from judge import ScaleError, scale_of
+    from judge.verdicts import read_served_verdict
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
-    if verdict_format == VerdictFormat.TAGGED:
-        verdict = read_tagged_verdict(text, scale, lenient, finish_reason)
-    else:
-        verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
-    if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
-        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
+    verdict = read_served_verdict(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient,
+                                  finish_reason=finish_reason)
     return {
         "raw_output": text,
         "feedback": verdict.feedback,

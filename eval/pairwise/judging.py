@@ -41,7 +41,7 @@ from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
-from judge.verdicts import VerdictError, VerdictFormat, parse_judge_output
+from judge.verdicts import VerdictError, read_served_verdict
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
@@ -248,17 +248,10 @@ def _on_scale(score: float | None) -> bool:
 
 def _outcome(text: str | None, reasoning: str | None, verdict_format: str, lenient: bool,
              finish_reason: str | None = None) -> dict[str, Any]:
-    """A chat answer's row, read as the pointwise chat route reads one (``eval.judging.backends.verdict_outcome``):
-    a tagged verdict by ``judge.verdicts.read_tagged_verdict`` and an integer one that ``max_tokens`` stopped failed
-    as ``cut``, on the pairwise scale."""
-    from judge.verdicts import cut_short, read_tagged_verdict
-
-    if verdict_format == VerdictFormat.TAGGED:
-        verdict = read_tagged_verdict(text, PAIRWISE_SCALE, lenient, finish_reason)
-    else:
-        verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient)
-    if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
-        verdict = cut_short(verdict, "max_tokens (finish_reason length)")
+    """A chat answer's row, read as every route reads one (``judge.verdicts.read_served_verdict``), on the
+    pairwise scale."""
+    verdict = read_served_verdict(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient,
+                                  finish_reason=finish_reason)
     ok = verdict.ok and _on_scale(verdict.score)
     off = verdict.ok and not ok
     return {"raw_output": text, "feedback": verdict.feedback, "score": verdict.score if ok else None,
