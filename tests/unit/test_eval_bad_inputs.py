@@ -16,28 +16,10 @@ from eval.cli import main
 from eval.judging.config import RunConfig
 from eval.scoring.compare import N_BOOT_BOUND
 from judge.plumbing.config_files import ConfigError
+from tests.support.eval_cli import prediction_row, sample_by_split, write_run
 
 URL = "http://127.0.0.1:9/v1"  # never reached: every input below is refused before any request
 N_BOOT = N_BOOT_BOUND[1]  # what --n-boot must be, as its refusal says it
-
-
-def _records() -> list:
-    """12 sample records, 6 per test."""
-    records = judge.load_records(judge.sample_data_path())
-    return ([r for r in records if judge.split_of(r) == "zero_shot"][:6]
-            + [r for r in records if judge.split_of(r) == "standard"][:6])
-
-
-def _prediction(record, score) -> dict:
-    return {"id": record.id, "judge": "j", "raw_output": f"[FEEDBACK] ok [RESULT] {score} [END]", "feedback": "ok",
-            "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
-            "latency_s": 0.1}
-
-
-def _write_run(folder: Path, rows: list[dict]) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +27,10 @@ def runs(tmp_path_factory) -> dict:
     """Two scored runs of the 12 records (a judge that says each item's top expert score, one that says 0) and
     the data file."""
     root = tmp_path_factory.mktemp("runs")
-    records = _records()
+    records = sample_by_split()
     data = judge.write_jsonl(records, root / "data.jsonl")
     for name, score in (("top", lambda r: max(r.expert_scores)), ("zero", lambda r: 0)):
-        run = _write_run(root / name, [_prediction(r, score(r)) for r in records])
+        run = write_run(root / name, [prediction_row(r, score(r), latency_s=0.1) for r in records])
         assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "0", "--vc-repeats", "5",
                      "--no-plots"]) == 0
     return {"root": root, "data": data, "records": records}
@@ -210,9 +192,9 @@ def test_rank_refuses_a_setting_out_of_its_bounds_before_writing_anything(tmp_pa
 def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path, capsys, field):
     """A 400-digit JSON integer is valid JSON that json.loads reads as an int: math.isfinite raised OverflowError."""
     huge = 10**400
-    rows = [_prediction(r, max(r.expert_scores)) for r in runs["records"]]
+    rows = [prediction_row(r, max(r.expert_scores), latency_s=0.1) for r in runs["records"]]
     rows[4][field] = huge if field == "score" else {"0": huge}
-    run = _write_run(tmp_path / "run", rows)
+    run = write_run(tmp_path / "run", rows)
     capsys.readouterr()
     code = main(["score", "--predictions", str(run), "--data", str(runs["data"]), "--out", str(tmp_path / "out"),
                  "--n-boot", "0", "--no-plots"])

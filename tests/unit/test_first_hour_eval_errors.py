@@ -21,6 +21,7 @@ from eval.cli import main
 from eval.judging.predictions import PredictionRow, read_prediction_table
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.run_folder import RunFolderUnwritable, refuse_unwritable
+from tests.support.eval_cli import prediction_row, sample_by_split, write_run
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self").is_dir()
 #: /sys refuses mkdir to root and to anyone (EPERM or EACCES); /proc has no such entry to make a folder in (ENOENT).
@@ -28,31 +29,13 @@ NO_PERMISSION = r"\((Operation not permitted|Permission denied)\)"
 NO_SUCH = r"\(No such file or directory\)"
 
 
-def _records() -> list:
-    """12 sample records, 6 per test."""
-    records = judge.load_records(judge.sample_data_path())
-    return ([r for r in records if judge.split_of(r) == "zero_shot"][:6]
-            + [r for r in records if judge.split_of(r) == "standard"][:6])
-
-
-def _prediction(record, score) -> dict:
-    return {"id": record.id, "judge": "j", "raw_output": f"[FEEDBACK] ok [RESULT] {score} [END]", "feedback": "ok",
-            "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict"}
-
-
-def _write_run(folder: Path, rows: list[dict]) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return folder
-
-
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory) -> dict:
     """A scored run of 12 records (a judge that says each item's top expert score) and the data file."""
     root = tmp_path_factory.mktemp("first-hour")
-    records = _records()
+    records = sample_by_split()
     data = judge.write_jsonl(records, root / "data.jsonl")
-    run = _write_run(root / "top", [_prediction(r, max(r.expert_scores)) for r in records])
+    run = write_run(root / "top", [prediction_row(r, max(r.expert_scores)) for r in records])
     assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "0", "--vc-repeats", "5"]) == 0
     return {"root": root, "data": data, "run": run, "records": records}
 
@@ -165,7 +148,7 @@ def test_an_input_the_system_refuses_is_named_as_it_was(tmp_path, monkeypatch, c
     def unreadable(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", "/data/elsewhere.jsonl")
 
-    run = _write_run(tmp_path / "run", [_prediction(r, 1) for r in _records()])
+    run = write_run(tmp_path / "run", [prediction_row(r, 1) for r in sample_by_split()])
     monkeypatch.setattr(judge, "load_record_columns", unreadable)
     capsys.readouterr()
     assert main(["score", "--predictions", str(run), "--data", "sample", "--n-boot", "0"]) == 2
@@ -176,7 +159,7 @@ def test_an_input_the_system_refuses_is_named_as_it_was(tmp_path, monkeypatch, c
 
 
 def _run_with_run_json(tmp_path: Path, run_json) -> Path:
-    run = _write_run(tmp_path / "run", [_prediction(r, 1) for r in _records()])
+    run = write_run(tmp_path / "run", [prediction_row(r, 1) for r in sample_by_split()])
     (run / "run.json").write_text(json.dumps(run_json), encoding="utf-8")
     return run
 
@@ -348,9 +331,9 @@ def test_items_parquet_is_replaced_whole(scored, tmp_path, monkeypatch):
 
 def test_score_refuses_a_prediction_score_no_judge_gives(tmp_path, capsys):
     """Before: 1e300 passed as finite; the metrics printed numpy's overflow warnings and infinite figures."""
-    rows = [_prediction(r, 1) for r in _records()]
+    rows = [prediction_row(r, 1) for r in sample_by_split()]
     rows[2]["score"] = 1e300
-    run = _write_run(tmp_path / "run", rows)
+    run = write_run(tmp_path / "run", rows)
     capsys.readouterr()
     assert main(["score", "--predictions", str(run), "--data", "sample", "--n-boot", "0"]) == 2
     assert _said(capsys)[1] == (f"judge-eval score: error: {run}/predictions.jsonl: line 3.score: 1e+300 is not a "

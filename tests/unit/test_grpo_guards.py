@@ -96,25 +96,10 @@ def test_run_json_records_the_prompts_an_epoch_uses(tmp_path, monkeypatch, qwen3
     """3 prompts at 2 a step: run.json keeps n_train 3 and records prompts_per_step 2 and n_train_per_epoch 2 (the
     test stops the run once the data report is written, before trl is imported or a model loads: the base folder
     holds the tiny Qwen3's tokenizer only)."""
-    from train import recipe_steps
-
     qwen3_tokenizer.save_pretrained(tmp_path / "base")
-
-    class Stop(Exception):
-        pass
-
-    record_data = recipe_steps.PreparedRun.record_data
-
-    def record_then_stop(run, report, train_rows=None):
-        record_data(run, report, train_rows=train_rows)
-        raise Stop
-
-    monkeypatch.setattr(recipe_steps.PreparedRun, "record_data", record_then_stop)
     config = load_config(TINY_GRPO, {"max_rows": 3, "output_dir": str(tmp_path / "run"),
                                      "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
-    with pytest.raises(Stop):
-        grpo.main(config)
-    data = json.loads((Path(config.output_dir) / "run.json").read_text())["data"]
+    data = _run_until_data_recorded(config, monkeypatch)
     assert (data["n_train"], data["prompts_per_step"], data["n_train_per_epoch"]) == (3, 2, 2)
 
 
