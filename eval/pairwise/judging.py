@@ -13,7 +13,8 @@ judge that reads content rather than position gives the same ``verdict`` in both
 scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, asking again only judgments whose request
 failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
 answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts;
-rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``), and ``split``,
+rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``): an endpoint refusing
+its first requests alike, or failing every retry for pair after pair (``eval.judging.breaker``, exit 4), and ``split``,
 which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
@@ -293,9 +294,12 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     backend sends, ``eval.judging.backends.chat_extra_body``; ``judge-serve``: a ``PairwiseRequest`` to
     ``/v1/judge``). A judgment whose request fails (after ``policy``'s retries) is a ``request_failed`` row. The run
     stops as the pointwise one does (``eval.judging.run``): at a judge-serve answering in another verdict format than
-    ``config.verdict_format`` (``ServerChanged``), and when its first requests are all refused alike
-    (``FirstRefusals``). No row is written for a changed answer; the refused judgments are written as failed rows,
-    which the next run asks after the judgments never asked (``pending_judgments``).
+    ``config.verdict_format`` (``ServerChanged``), when its first requests are all refused alike
+    (``FirstRefusals``), and when the requests of ``stop_after(concurrency)`` different pairs in a row still failed
+    transiently after their retries (``FailingStreak``; a pair is the streak's unit, as an answer is pointwise: a pair
+    whose text makes the server fail fails in both orders). No row is written for a changed answer; the refused and
+    the failed judgments are written as failed rows, which the next run asks after the judgments never asked
+    (``pending_judgments``), and a judgment whose row failed before is not counted by the streak.
 
     Returns:
         ``written``, ``parse_failed``, ``request_failed``.
@@ -309,6 +313,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     from eval.judging.backends import (CONTEXT_LIMIT, N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged,
                                        chat_extra_body, reasoning_of, refusal_of, refuse_format_change,
                                        refuse_without_choice, retryable_status, short)
+    from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
@@ -379,6 +384,11 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     # refused judgment; with fewer, a refusal is that judgment's, written as a failed row.
     first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
     changed: list[ServerChanged] = []  # a judge-serve answering in another verdict format: the run stops at the first
+    failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
+    # The judgments whose last row failed: asked last (pending_judgments), and not counted by the streak, or every
+    # rerun would stop on the same few pairs that make the server fail.
+    failed_before = ({(row.id, row.order) for row in read_pairwise_rows(path) if row.error == REQUEST_FAILED}
+                     if todo and path.exists() else set())
 
     def write(pair: PairRecord, order: str, outcome: dict[str, Any], latency: float) -> None:
         score = outcome["score"]
@@ -393,12 +403,12 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             counts["parse_failed"] += 1
 
     async def worker() -> None:
-        while first.stopped is None and not changed:
+        while first.stopped is None and failing.stopped is None and not changed:
             try:
                 pair, order = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            start, refusal = time.perf_counter(), None
+            start, refusal, failure = time.perf_counter(), None, None
             try:
                 outcome = await policy.acall(lambda: ask(pair, order))
             except ServerChanged as err:
@@ -411,6 +421,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
                 outcome = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
                            "error": REQUEST_FAILED, "reason": reason}
+                # As the pointwise runner counts one (eval.judging.run._attempted): a transient failure its retries
+                # could not get past, or a 429 its server said not to retry (an exhausted quota).
+                status = getattr(getattr(err, "response", None), "status_code", None)
+                if refusal is None and (policy.retryable(err) or (isinstance(status, int) and retryable_status(status))):
+                    failure = err
+            if failure is None or (pair.id, order) not in failed_before:
+                failing.offer(failure, pair.id)  # a judgment failed before: neither counted nor a reset
             for held in first.offer(refusal, (pair, order, outcome, time.perf_counter() - start)):
                 write(*held)
 
@@ -424,4 +441,6 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         raise EndpointUnusable(changed[0].stopped(n_sent, len(todo), counts["written"]))
     if first.stopped is not None:  # the refused judgments as failed rows, asked again after the others
         raise first.keep_held(write, f"the judge ({name})", n_sent, len(todo))
+    if failing.stopped is not None:  # its failed rows are written: a rerun asks them after the judgments never sent
+        raise failing.error(f"the judge ({name})", policy.max_retries, n_sent, len(todo))
     return counts

@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~920 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~940 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -51,7 +51,9 @@ evaluator").
 
 Before answering, the candidate's model list is asked (``eval.judging.contact.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
-note, and a candidate that refuses its first requests alike stops the ranking with its words (exit code 4).
+note; a candidate that refuses its first requests alike, or whose requests keep failing after their retries for
+instruction after instruction (``eval.judging.breaker``), stops the ranking with its words (exit code 4; a rerun
+resumes, asking the failed instructions and those never sent).
 """
 
 from __future__ import annotations
@@ -366,11 +368,20 @@ REQUEST_FAILED = "request_failed"
 
 
 async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_url: str, model: str, name: str,
-                      path: Path, api_key: str = "") -> dict[str, int]:
+                      path: Path, api_key: str = "", failed_before: Collection[Any] = ()) -> dict[str, int]:
+    """Ask the candidate every instruction of ``rows``, appending one ``AnswerRow`` each to ``path``.
+
+    Stops as ``judge-eval run`` does (``EndpointUnusable``, exit 4): when the first requests are all refused alike
+    (``FirstRefusals``), and when ``stop_after(concurrency)`` different instructions in a row still failed
+    transiently after their retries (``eval.judging.breaker.FailingStreak``): their failed rows are written, the
+    instructions not sent have none, and a rerun asks both. ``failed_before``: the prompt ids whose answer failed in
+    an earlier run, which the streak does not count (a rerun would otherwise stop on the same few instructions).
+    """
     import openai
     from tqdm import tqdm
 
     from eval.judging.backends import FirstRefusals, Refused, refusal_of, refuse_without_choice
+    from eval.judging.breaker import FailingStreak, stop_after
     from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
@@ -381,6 +392,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     # every rerun repeats without recording it.
     first = FirstRefusals(N_FIRST_REFUSALS if len(rows) >= N_FIRST_REFUSALS else 0)
     policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
+    failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
     journal = JournalWriter(path)
     queue: asyncio.Queue = asyncio.Queue()
     for row in rows:
@@ -406,13 +418,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         bar.update(1)
 
     async def worker() -> None:
-        while first.stopped is None:
+        while first.stopped is None and failing.stopped is None:
             try:
                 row = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
-            refusal = None
+            refusal = failure = None
             try:
                 response = await policy.acall(lambda row=row: ask(row))
                 refuse_without_choice(response)
@@ -427,6 +439,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
                                    reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}",
                                    instruction_key=content_key(row.instruction))
+                # As the judge's runner counts one (eval.judging.run._attempted): a transient failure its retries
+                # could not get past, or a 429 its server said not to retry (an exhausted quota).
+                status = getattr(getattr(err, "response", None), "status_code", None)
+                if refusal is None and (policy.retryable(err) or (isinstance(status, int) and retryable_status(status))):
+                    failure = err
+            if failure is None or row.prompt_id not in failed_before:
+                failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
             for held in first.offer(refusal, result):
                 write(held, held.error is not None)
@@ -438,6 +457,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         await client.close()
     if first.stopped is not None:
         raise EndpointUnusable(first.message(f"the candidate ({name})", len(rows) - queue.qsize(), len(rows)))
+    if failing.stopped is not None:  # its failed rows are written: a rerun asks them with the instructions never sent
+        raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     return counts
 
 
@@ -546,7 +567,9 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
                 raise ConfigError(f"out: {path} holds answers of {name!r}, not of {label!r}; use another --out")
             name = label
             log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
-            counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key))
+            failed_before = {r.prompt_id for r in todo if r.prompt_id in written and written[r.prompt_id].error}
+            counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key,
+                                             failed_before=failed_before))
     # One row per instruction: this run's in data order (the failed ones kept, so the next run retries them), then
     # every other one already paid for.
     latest = read_answers(path)
