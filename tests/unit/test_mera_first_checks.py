@@ -29,13 +29,13 @@ def _contacts(endpoint: ScriptedEndpoint) -> list[str]:
     ("ruhumaneval", RUTIE_SAMPLE, "line 1: field 'inputs.function' is missing"),
 ])  # fmt: skip
 def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, caplog, task, data, said):
-    """The other task's sample given as --data: exit 1 naming the row and the field, and not one request (the
+    """The other task's sample given as --data: exit 2 (bad input) naming the row and the field, and not one request (the
     model list included) reached the endpoint. It had waited for the endpoint first: up to 120 s when unreachable,
     then exit 4 with the data error never shown."""
     with ScriptedEndpoint(_never_asked) as endpoint:
         code = cli.main([task, "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
                          "--out", str(tmp_path / "run"), "--max-retries", "0"])  # fmt: skip
-    assert code == 1
+    assert code == 2
     assert said in caplog.text
     assert _contacts(endpoint) == []
 

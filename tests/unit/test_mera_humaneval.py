@@ -208,14 +208,14 @@ def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
 def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
     """A file of MERA's closed test (every expected output "", as MERA's scoring blanks them: modules/scoring/src/
     tasks/ruhumaneval.py remove_outputs) given directly is refused, naming the file, not scored against empty
-    strings; the command exits 1 with the message, no traceback."""
+    strings; the command exits 2 (bad input) with the message, no traceback."""
     closed = {**MERA_ROW, "outputs": ["", ""], "meta": {**MERA_ROW["meta"], "canonical_solution": ""}}
     path = tmp_path / "test.jsonl"
     path.write_text(json.dumps(closed, ensure_ascii=False) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="1 of 1 rows have no gold outputs") as err:
         load_tasks(path)
     assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "line 1 (id 7)" in str(err.value)
-    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
     assert "no gold outputs" in caplog.text
     # A closed-test row with no outputs at all (an empty list) is the same closed test, not a count mismatch.
     path.write_text(json.dumps({**closed, "outputs": []}, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -229,13 +229,13 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
 
 def test_a_bad_row_names_the_file_too(tmp_path, caplog):
     """A row that cannot be used is named with its file, as a line that is not JSON is: the command logs it and exits
-    1, and the user learns which file to fix (MERA-evaluation/MERA resolves to a path in the hub cache)."""
+    2 (bad input), and the user learns which file to fix (MERA-evaluation/MERA resolves to a path in the hub cache)."""
     path = tmp_path / "tasks.jsonl"
     path.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(_row(meta__entry_point=KeyError)) + "\n",
                     encoding="utf-8")  # fmt: skip
     with pytest.raises(DataError, match=f"^{re.escape(str(path))}: line 2 \\(id 7\\): field 'meta.entry_point'"):
         load_tasks(path)
-    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
     assert f"{path}: line 2 (id 7)" in caplog.text
 
 

@@ -258,7 +258,7 @@ def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, ca
     """A released file kept as .jsonl.gz and cut short (an interrupted download) ended `judge-eval mera` in the gzip
     module's EOFError traceback, naming no file; bytes that are not gzip did so with BadGzipFile. Both are one
     DataError naming the file and the row the reading reached, for ruHumanEval and ruTiE alike, and the command
-    exits 1 with that line."""
+    exits 2 (bad input) with that line."""
     import gzip
 
     rows = [CARD_RUHUMANEVAL, WRONG_TASK, RIGHT_TASK]
@@ -283,7 +283,7 @@ def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, ca
         load_dialogues(rutie)
     with caplog.at_level("ERROR"):
         assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", str(path),
-                         "--out", str(tmp_path / "run")]) == 1  # fmt: skip
+                         "--out", str(tmp_path / "run")]) == 2  # fmt: skip
     assert [r.getMessage().startswith(expected) and r.exc_info is None for r in caplog.records] == [True]
 
 
@@ -298,14 +298,14 @@ def _decompressed_length(prefix: bytes) -> int:
 @pytest.mark.parametrize("loader", [load_tasks, load_dialogues])
 def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, caplog):
     """A file given directly that holds no row (empty, or blank lines only: a failed download, a placeholder) is a
-    data error naming it, exit 1, never a run that scores nothing and exits 0; a folder's such file is never chosen
+    data error naming it, exit 2, never a run that scores nothing and exits 0; a folder's such file is never chosen
     either (released._choose)."""
     path = tmp_path / "empty.jsonl"
     path.write_text("\n\n", encoding="utf-8")
     with pytest.raises(DataError, match=f"^{re.escape(str(path))}: no rows"):
         loader(path)
     if loader is load_tasks:
-        assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 1
+        assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
         assert f"{path}: no rows" in caplog.text
 
 

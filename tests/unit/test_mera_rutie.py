@@ -446,7 +446,7 @@ def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
     with pytest.raises(DataError, match=rf"^{re.escape(str(closed))}: line 1: field 'outputs' is empty: no gold "):
         load_dialogues(closed)
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
-        assert _run(endpoint, closed, tmp_path / "run") == 1
+        assert _run(endpoint, closed, tmp_path / "run") == 2
     assert f"{closed}: line 1: field 'outputs' is empty" in caplog.text
     assert endpoint.bodies("/v1/completions") == []
 
