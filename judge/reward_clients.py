@@ -22,6 +22,10 @@ judge's rationales as a completions-table column (``log_extra``) and the failure
 (``context_length_exceeded``), valued by the rule's ``on_failure``, as judge-serve values an answer too long for
 the judge. A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
 sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
+Given ``end_token_ids``, a completion whose ``completion_ids`` end in none of them (trl's own test of a completion
+its ``max_completion_length`` cut) is not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer
+judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued by the rule's
+``on_failure``, and the count goes to the metric ``<name>/cut_completions``.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
 whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat
@@ -58,7 +62,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~690 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~750 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -84,7 +88,7 @@ from judge.wire import JudgeResponse
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
-           "encoded_body", "TASK_FIELDS", "RewardRequestRefused"]
+           "encoded_body", "TASK_FIELDS", "RewardRequestRefused", "CUT_REASON"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -359,13 +363,14 @@ def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:
     return [first + i for i, sample in enumerate(samples) if sample.answer]
 
 
-def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int) -> Reward:
-    """The reward of a sample too large to send: each criterion a failed result (``context_length_exceeded``, the
-    failure judge-serve gives an answer too long for the judge under ``"oversize": "fail"``), valued by the rule's
-    ``on_failure``. The criteria are resolved by the resolver judge-serve uses (``judge.criteria``: a taxonomy name
-    or id for the item's task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since the
-    result needs each one's name and scale as judge-serve would give them, and a criterion judge-serve would refuse
-    must be refused here too.
+def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int,
+                  error: str = VerdictError.CONTEXT_LENGTH_EXCEEDED) -> Reward:
+    """The reward of a sample not sent: each criterion a failed result, valued by the rule's ``on_failure``. A sample
+    too large to send fails ``context_length_exceeded`` (the failure judge-serve gives an answer too long for the
+    judge under ``"oversize": "fail"``); a completion the policy's length limit cut fails ``error="cut"``. The
+    criteria are resolved by the resolver judge-serve uses (``judge.criteria``: a taxonomy name or id for the item's
+    task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since the result needs each one's
+    name and scale as judge-serve would give them, and a criterion judge-serve would refuse must be refused here too.
 
     Raises:
         ValueError: naming ``samples[row].task_type`` or ``samples[row].criteria[j]`` (with its field, as
@@ -375,7 +380,6 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
 
     from judge.criteria import CriterionError, resolve_criterion, task_path
     from judge.taxonomy import TaxonomyError
-    from judge.verdicts import VerdictError
     from judge.wire import CustomCriterion, JudgeResult
 
     # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
@@ -407,7 +411,7 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
             where = err.param(f"samples[{row}].criteria[{j}]")
             raise ValueError(f"{where}: {err}") from None
         results.append(JudgeResult(criterion=crit.name, criterion_id=crit.id, scale=list(crit.scale.levels),
-                                   error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=reason))
+                                   error=error, error_reason=reason))
     return reward_of(results, rule)
 
 
@@ -498,6 +502,26 @@ def _verdict_text(part: CriterionReward) -> str:
     return f"{part.criterion}: {outcome}" + (f" — {part.feedback}" if part.feedback else "")
 
 
+#: Why a completion trl's length limit cut gets its failure value without being judged (its criteria's
+#: ``error_reason``).
+CUT_REASON = ("the policy's completion ends in no end_token_ids id: its length limit (max_completion_length) cut "
+              "it, not judged")
+
+
+def _cut_completions(completion_ids: Sequence[Sequence[int]] | None, ends: frozenset[int] | None,
+                     count: int) -> list[bool]:
+    """Which of the ``count`` completions trl's length limit cut: those whose token ids end in none of ``ends``,
+    trl's own test (``ids[-1] not in eos_and_pad``: ``trl/trainer/grpo_trainer.py`` in trl 1.16.0, the
+    ``completions/clipped_ratio`` metric and ``mask_truncated_completions``). trl keeps the id that ended a
+    completion in its ``completion_ids`` (generation with transformers keeps the ids up to and including the first
+    end-of-sequence id; vLLM's output ids end in it), and nothing after it, so an id list not ending in one ran to
+    ``max_completion_length``. No ids (a completion of none) were not cut. All False when ``ends`` or the ids are
+    not given: nothing tells a cut completion then."""
+    if ends is None or completion_ids is None:
+        return [False] * count
+    return [bool(ids) and ids[-1] not in ends for ids in completion_ids]
+
+
 def trl_reward_function(
     url: str,
     *,
@@ -514,6 +538,7 @@ def trl_reward_function(
     max_judgments: int = DEFAULT_MAX_JUDGMENTS,
     max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
     name: str = "pollux_judge",
+    end_token_ids: Sequence[int] | None = None,
 ) -> Callable[..., Any]:
     """An async trl reward function over judge-serve (the module docstring says what it reads and logs).
 
@@ -530,14 +555,31 @@ def trl_reward_function(
         max_body_bytes: most bytes of one request's body (under judge-serve's ``max_body_bytes``; None: no bound).
             A sample whose own body is larger is not sent: its criteria fail, valued by the rule's ``on_failure``.
         name: the function's ``__name__``, which trl logs the reward under (``rewards/<name>/mean``).
+        end_token_ids: the ids that end a completion, as trl's trainer counts them: its ``eos_token_ids`` (the
+            tokenizer's ``eos_token_id`` and every id in the model's ``generation_config.eos_token_id``) and the
+            tokenizer's ``pad_token_id``. A completion whose ``completion_ids`` end in none of them was cut by
+            ``max_completion_length`` (``_cut_completions``): it is not sent, and each of its criteria fails
+            (``cut``), valued by the rule's ``on_failure`` (``/v1/judge`` items carry no "cut" flag: judged, its
+            cut text would be rated as a whole answer). None: cut completions cannot be told and are judged as
+            they stand (a warning says so once, at the first call given ``completion_ids``).
     """
     import asyncio
 
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
+    ends = frozenset(end_token_ids) if end_token_ids is not None else None
+    warned_blind = False
 
-    async def reward(prompts, completions, log_extra=None, log_metric=None, **columns) -> list[float | None]:
+    async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
+                     **columns) -> list[float | None]:
+        nonlocal warned_blind
+        if ends is None and completion_ids is not None and not warned_blind:
+            warned_blind = True
+            log.warning("%s: no end_token_ids given: a completion max_completion_length cut is judged as if it were "
+                        "whole (pass the tokenizer's eos and pad ids and the model's generation_config eos ids)", name)
+        cut = _cut_completions(completion_ids, ends, len(completions))
+        cut_rewards: dict[int, Reward] = {}
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             try:
@@ -550,6 +592,12 @@ def trl_reward_function(
             # A text prompt shows whether its template opened a <think>; a conversational one shows no template
             # (None: policy_answer reads a </think> with no <think> before it as closing one).
             opened = prompt_opens_reasoning(prompt) if isinstance(prompt, str) else None
+            if cut[i]:
+                # Left unsent (no answer: judge_request_body sends none), so every row keeps its batch index for a
+                # refusal's samples[i]; its value is set below, whatever becomes of the requests.
+                samples.append(RewardSample(instruction, "", crit, reference, task))
+                cut_rewards[i] = _unsent_reward(samples[-1], client.rule, CUT_REASON, i, VerdictError.CUT)
+                continue
             samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
@@ -577,6 +625,9 @@ def trl_reward_function(
                 values.append(_value(r, client.rule))  # None only where the rule skips
                 failures += r.failed if r is not None else 0
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
+        for i, r in cut_rewards.items():
+            values[i] = _value(r, client.rule)
+            rationales[i] = " | ".join(_verdict_text(c) for c in r.criteria)
         missing = sum(value is None for value in values)
         if missing:
             # trl makes None a NaN: this function's mean leaves the sample out, but beside another reward function
@@ -591,6 +642,7 @@ def trl_reward_function(
             log_metric(f"{name}/judge_failures", float(failures))
             log_metric(f"{name}/failed_requests", float(failed_requests))
             log_metric(f"{name}/latency_s", latency)
+            log_metric(f"{name}/cut_completions", float(len(cut_rewards)))
         return values
 
     reward.__name__ = reward.__qualname__ = name

@@ -1,0 +1,105 @@
+"""The trl reward and completions trl's length limit cut: told by trl's own test (the last completion id is no end or
+pad id), never sent to ``/v1/judge`` (whose items carry no "cut" flag), valued as failures by the rule."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import CUT_REASON, trl_reward_function
+from judge.rewards import RewardRule
+from judge.wire import JudgeResult
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+NO_WAIT = RetryPolicy(max_retries=0, backoff_s=0.0)
+IM_END, END_OF_TEXT = 151645, 151643  # Qwen2.5's <|im_end|> (its generation_config eos) and <|endoftext|> (pad)
+ENDS = [IM_END, END_OF_TEXT]
+#: A criterion the client resolves as judge-serve does (a cut completion's failed result needs its name and scale).
+BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+
+
+def _judged(path, body):
+    results = [JudgeResult(criterion="Краткость", criterion_id=None, scale=[0, 1, 2], score=2, parse_ok=True,
+                           in_scale=True, score_source="verdict", feedback="fb").to_json()]
+    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def _call(reward, completion_ids, **kwargs):
+    return asyncio.run(reward(prompts=["Q0", "Q1", "Q2"], completions=["whole", "cut mid-sen", "padded"],
+                              completion_ids=completion_ids, trainer_state=None, **kwargs))
+
+
+@pytest.mark.parametrize("rule, expected", [(RewardRule(), 0.0), (RewardRule(on_failure="skip"), None)])
+def test_a_cut_completion_is_not_sent_and_gets_the_rules_failure_value(rule, expected):
+    """Ids ending in an end id (Q0) or the pad id (Q2) are whole and sent; ids ending elsewhere (Q1) ran to
+    max_completion_length: the body holds the other two only, and Q1's criterion fails "cut", valued by on_failure
+    (zero: 0.0, skip: None), in the completions table and counted in <name>/cut_completions."""
+    extra, metrics = {}, {}
+    with ScriptedEndpoint(_judged) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, rule=rule,
+                                     end_token_ids=ENDS)
+        values = _call(reward, [[7, IM_END], [7, 8, 9], [7, END_OF_TEXT]],
+                       log_extra=lambda column, vs: extra.setdefault(column, vs),
+                       log_metric=lambda name, v: metrics.setdefault(name, v))
+    assert endpoint.requests == [("/v1/judge", {"items": [
+        {"instruction": "Q0", "answer": "whole", "criteria": [BREVITY]},
+        {"instruction": "Q2", "answer": "padded", "criteria": [BREVITY]},
+    ], "oversize": "fail"})]  # fmt: skip
+    assert values == [1.0, expected, 1.0]
+    assert extra["pollux_judge_verdicts"] == ["Краткость: 2 — fb", "Краткость: failed (cut)",
+                                              "Краткость: 2 — fb"]
+    assert metrics["pollux_judge/cut_completions"] == 1.0
+    assert metrics["pollux_judge/judge_failures"] == 0.0  # the policy's cut, not the judge's failure
+
+
+def test_a_batch_of_cut_completions_sends_no_request():
+    with ScriptedEndpoint(_judged) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=ENDS)
+        assert _call(reward, [[1], [2, 3], [4]]) == [0.0, 0.0, 0.0]
+    assert endpoint.requests == []
+
+
+def test_a_cut_completions_criteria_name_why():
+    """The failed criterion's reason says the length limit cut it (the reason a log or a table reader sees)."""
+    assert "max_completion_length" in CUT_REASON
+
+
+def test_without_end_ids_every_completion_is_judged_and_a_warning_says_so_once(caplog):
+    """No end_token_ids: nothing tells a cut completion, all three are sent as before, and one warning (not one per
+    call) says cut completions are judged as if whole."""
+    with ScriptedEndpoint(_judged) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, name="judge")
+        with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
+            assert _call(reward, [[7, IM_END], [7, 8, 9], [7, END_OF_TEXT]]) == [1.0, 1.0, 1.0]
+            assert _call(reward, [[7, IM_END], [7, 8, 9], [7, END_OF_TEXT]]) == [1.0, 1.0, 1.0]
+    assert [len(body["items"]) for _, body in endpoint.requests] == [3, 3]
+    assert [r.getMessage() for r in caplog.records] == [
+        "judge: no end_token_ids given: a completion max_completion_length cut is judged as if it were whole (pass "
+        "the tokenizer's eos and pad ids and the model's generation_config eos ids)"]
+
+
+def test_a_refusal_still_names_the_batch_row_past_a_cut_completion():
+    """A cut row's criteria are resolved as judge-serve would (an unknown one refused, naming that row, before any
+    request), and a cut row left out of the request keeps the rows after it at their batch index: judge-serve's
+    items[1] is samples[2]."""
+    from judge.reward_clients import RewardRequestRefused
+
+    def refuse(path, body):
+        return 400, {"error": {"message": "items[1].criteria[0]: no scale", "type": "invalid_request_error",
+                               "param": "items[1].criteria[0]", "code": "invalid_request"}}
+
+    with ScriptedEndpoint(refuse) as endpoint:
+        unknown = trl_reward_function(endpoint.base_url, criteria=["Нет такого"], retry=NO_WAIT, end_token_ids=ENDS)
+        with pytest.raises(ValueError, match=r"samples\[1\]\.criteria\[0\]"):
+            _call(unknown, [[7, IM_END], [7, 8], [7, END_OF_TEXT]])
+        assert endpoint.requests == []
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=ENDS)
+        with pytest.raises(RewardRequestRefused) as refused:
+            _call(reward, [[7, IM_END], [7, 8], [7, END_OF_TEXT]])
+    assert refused.value.sample == 2 and refused.value.param == "samples[2].criteria[0]"
