@@ -86,8 +86,13 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
             read after that ``<think>`` (a completion without ``</think>`` then fails as ``unclosed_think``).
         cut: the length limit stopped the completion: a verdict read from it fails as :data:`CUT`.
     """
+    return _verdict_of(_read_text(completion, prompt), verdict_format, scale_levels, scale_best, cut)
+
+
+def _verdict_of(text: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int, cut: bool) -> Verdict:
+    """The verdict of a completion's read text (:func:`_read_text`), failed as :data:`CUT` when cut."""
     scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
-    verdict = parse_judge_output(verdict_format, _read_text(completion, prompt), scale=scale)
+    verdict = parse_judge_output(verdict_format, text, scale=scale)
     return cut_short(verdict, "max_completion_length") if cut else verdict
 
 
@@ -97,19 +102,23 @@ def _read_text(completion: Any, prompt: Any) -> str:
     return "<think>\n" + text if isinstance(prompt, str) and prompt_opens_reasoning(prompt) else text
 
 
-def _verdicts(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
-              scale_best: Sequence[int], prompts: Sequence[Any] | None, completion_ids: Sequence[Sequence[int]] | None,
+def _read_texts(completions: Sequence[Any], prompts: Sequence[Any] | None) -> list[str]:
+    """Every completion's read text (:func:`_read_text`), once: the verdict and the bare-answer check read the same
+    string."""
+    prompts = prompts if prompts is not None else [None] * len(completions)
+    return [_read_text(c, p) for c, p in zip(completions, prompts, strict=True)]
+
+
+def _verdicts(texts: Sequence[str], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
+              scale_best: Sequence[int], completion_ids: Sequence[Sequence[int]] | None,
               end_token_ids: Collection[int] | None) -> list[Verdict]:  # fmt: skip
-    """Every completion's verdict, read after its prompt and failed when cut (:func:`read_verdict`)."""
-    n = len(completions)
-    prompts = prompts if prompts is not None else [None] * n
+    """Every completion's verdict from its read text (:func:`_read_texts`), failed when cut (:func:`read_verdict`)."""
     if end_token_ids is None or completion_ids is None:
-        cut = [False] * n  # no end ids to compare with: a cut cannot be told
+        cut = [False] * len(texts)  # no end ids to compare with: a cut cannot be told
     else:
         cut = [not ids or ids[-1] not in end_token_ids for ids in completion_ids]
-    return [read_verdict(c, f, levels, best, prompt=p, cut=k)
-            for c, f, levels, best, p, k in zip(completions, verdict_format, scale_levels, scale_best, prompts, cut,
-                                                strict=True)]  # fmt: skip
+    return [_verdict_of(t, f, levels, best, k)
+            for t, f, levels, best, k in zip(texts, verdict_format, scale_levels, scale_best, cut, strict=True)]
 
 
 def _scored(verdict: Verdict, levels: Sequence[int]) -> bool:
@@ -163,9 +172,9 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
         end_token_ids: the ids that end a finished completion (``train.grpo.completion_end_ids``, bound by the
             recipe); None: cuts are not told.
     """
-    verdicts = _verdicts(completions, verdict_format, scale_levels, scale_best, prompts, completion_ids, end_token_ids)
+    texts = _read_texts(completions, prompts)
+    verdicts = _verdicts(texts, verdict_format, scale_levels, scale_best, completion_ids, end_token_ids)
     reasoned = [_scored(v, levels) and gives_reasons(v.feedback) for v, levels in zip(verdicts, scale_levels)]
-    texts = [_read_text(c, p) for c, p in zip(completions, prompts if prompts is not None else [None] * len(verdicts))]
     as_trained = [r and _answers_as_trained(f, t, v)
                   for r, f, t, v in zip(reasoned, verdict_format, texts, verdicts, strict=True)]  # fmt: skip
     if log_metric is not None and verdicts:
@@ -194,7 +203,8 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     failures must still be counted (both log the same share of one batch, which trl averages). The arguments are
     :func:`format_reward`'s and ``reference_scores`` (a dataset column).
     """
-    verdicts = _verdicts(completions, verdict_format, scale_levels, scale_best, prompts, completion_ids, end_token_ids)
+    verdicts = _verdicts(_read_texts(completions, prompts), verdict_format, scale_levels, scale_best, completion_ids,
+                         end_token_ids)
     if log_metric is not None and verdicts:
         _log_failed_share(log_metric, verdicts)
     rewards: list[float | None] = []
