@@ -338,7 +338,7 @@ def _compare(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # compare.json is what a later step reads: replaced whole (a kill mid-write leaves the earlier one).
     write_atomically(out / "compare.json", (dumps(result) + "\n").encode("utf-8"))
-    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
+    write_atomically(out / "compare.md", (markdown + "\n").encode("utf-8"))
     from eval.reports.html_report import write_compare_page
 
     page = write_compare_page(result, out)

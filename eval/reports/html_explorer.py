@@ -644,21 +644,23 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     folders = [Path(f) for f in result.folders]
     names = list(result.runs)
     tables = [_read_items(f / "items.parquet") for f in folders]
-    records, notes = None, []
-    for folder, m in zip(folders, result.metrics):
-        records = load_records(m.data, folder)
+    records, notes, first_why = None, [], None
+    for at, (folder, m) in enumerate(zip(folders, result.metrics)):
+        records, why = load_records(m.data, folder)
         if records is not None:
             break
+        first_why = why if at == 0 else first_why
     if records is None:
         notes.append(missing_note("the labelled data", result.metrics[0].data, folders[0],
-                                  "the items' instructions, answers, rubrics and expert comments are"))
+                                  "the items' instructions, answers, rubrics and expert comments are", first_why))
     texts = _Texts(records)
     # Per run: its first prediction row by id, or the sentence that says why its judge's side is not in the page.
     preds: list[dict[str, Mapping[str, Any]] | str] = []
     for name, folder, m in zip(names, folders, result.metrics):
-        table = load_predictions(m.predictions, folder)
+        table, why = load_predictions(m.predictions, folder)
         if table is None:
-            preds.append(missing_note(f"the predictions of {name}", m.predictions, folder, "its judge's feedback is"))
+            preds.append(missing_note(f"the predictions of {name}", m.predictions, folder, "its judge's feedback is",
+                                      why))
             notes.append(preds[-1])
             continue
         index: dict[str, Mapping[str, Any]] = {}

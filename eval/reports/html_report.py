@@ -37,6 +37,7 @@ from eval.validity.render import compare_html as compare_validity
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import html_table, lead_html
 from judge.metrics_json.metrics import Cell, Confusion, Metrics
+from judge.plumbing.atomic_write import write_atomically
 
 __all__ = ["write_report_page", "write_compare_page", "render_report_page", "render_compare_page"]
 
@@ -380,18 +381,19 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     result = Metrics.from_json(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     records_note = predictions_note = ""
     if records is None:
-        records = load_records(result.data, out)
+        records, why = load_records(result.data, out)
         if records is None:
-            records_note = missing_note("the labelled data", result.data, out, "the items' texts are")
+            records_note = missing_note("the labelled data", result.data, out, "the items' texts are", why)
     if predictions is None:
-        predictions = load_predictions(result.predictions, out)
+        predictions, why = load_predictions(result.predictions, out)
         if predictions is None:
-            predictions_note = missing_note("the predictions", result.predictions, out, "the judge's feedback is")
+            predictions_note = missing_note("the predictions", result.predictions, out, "the judge's feedback is",
+                                            why)
     items = read_item_columns(out / "items.parquet")
     explorer = report_items(items, records, predictions, result.judge or "", str(result.target), text_items,
                             records_note, predictions_note)
     path = out / "report.html"
-    path.write_text(render_report_page(result, explorer), encoding="utf-8")
+    write_atomically(path, render_report_page(result, explorer).encode("utf-8"))
     return path
 
 
@@ -495,5 +497,5 @@ def write_compare_page(result: Comparison, out: str | Path, top: int = 1000) -> 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "compare.html"
-    path.write_text(render_compare_page(result, compare_items(result, top)), encoding="utf-8")
+    write_atomically(path, render_compare_page(result, compare_items(result, top)).encode("utf-8"))
     return path

@@ -103,8 +103,26 @@ def runs_notes(result) -> list[tuple[str, str]]:
     report says beside its numbers (``run_notes``: an unfinished run, predictions of texts edited since, the experts'
     abstentions, the data's off-scale scores and duplicate rows left out). A comparison is often read alone, and its
     paired rows count only the items both runs scored: a run judged on a tenth of its data must be said, not only
-    counted."""
-    return [(name, note) for name, metrics in zip(result.runs, result.metrics) for note in run_notes(metrics)]
+    counted. Where the runs failed on different numbers of items, each run that failed on any is said to have (a
+    judge that fails on most items can be called better on the few both scored)."""
+    failed = [_failed(metrics) for metrics in result.metrics]
+    differ = len({f for f, _ in failed if f is not None}) > 1
+    out = []
+    for name, metrics, (n_failed, n) in zip(result.runs, result.metrics, failed):
+        if differ and n_failed:
+            out.append((name, f"**failed on {n_failed} of {n} items** (no score read from its judge): they are "
+                              "left out of every paired row, which counts only the items both runs scored."))
+        out += [(name, note) for note in run_notes(metrics)]
+    return out
+
+
+def _failed(result: Metrics) -> tuple[int | None, int]:
+    """(failures, items with a prediction) over every item of the run: both tests and the unknown task types, as
+    ``run_notes`` counts the missing predictions; (None, 0) for a result without those cells."""
+    tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
+    if not tests:
+        return None, 0
+    return sum(c.n_failed for c in tests), sum(c.n for c in tests)
 
 
 def console_text(sentence: str) -> str:

@@ -1,6 +1,11 @@
 """A scored run's input files found again from wherever a page is built: the data and the predictions its
 metrics.json names (``recorded_file``), loaded for the pages' texts and verdicts, and the page's sentence when one is
-gone (``missing_note``), so that a page says what it lacks instead of showing empty texts.
+gone or can no longer be read (``missing_note``), so that a page says what it lacks instead of showing empty texts.
+
+A file found but unreadable (replaced or damaged since the run was scored) is, for a page, what a missing one is: the
+page is built without what it held and says so. The file is needed only for the page's texts, so it must not stop a
+command whose figures (metrics.json, compare.json) are already written. The loaders keep why it could not be read,
+beside what they return, for ``missing_note`` to say.
 """
 
 from __future__ import annotations
@@ -9,6 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["load_predictions", "load_records", "missing_note", "recorded_file"]
+
+def _read(path: Path, reader):
+    """``(reader(path), None)``, or ``(None, why)`` when the file is found but cannot be read."""
+    try:
+        return reader(path), None
+    except (ValueError, OSError) as err:  # JSON, UTF-8, Parquet and schema errors are ValueErrors
+        return None, f"{path}: {' '.join(str(err).split()) or type(err).__name__}"
 
 
 def recorded_file(recorded: str | None, folder: str | Path | None, beside: str = "",
@@ -54,26 +66,31 @@ def _run_json_data(folder: str | Path | None) -> list[str]:
 
 def load_records(data: str | None, folder: str | Path | None = None):
     """The records of the data a metrics.json in ``folder`` names (``recorded_file``), as columns
-    (``judge.RecordColumns``); None when that file is gone (a page without texts, saying so: ``missing_note``)."""
+    (``judge.RecordColumns``), and why that file could not be read: ``(None, None)`` when it is gone, ``(None, why)``
+    when it is unreadable (a page without texts, saying so: ``missing_note``)."""
     import judge
 
     path = recorded_file(data, folder, also=_run_json_data(folder))
-    return None if path is None else judge.load_record_columns(path)[0]
+    return (None, None) if path is None else _read(path, lambda p: judge.load_record_columns(p)[0])
 
 
 def load_predictions(path: str | None, folder: str | Path | None = None):
     """The prediction table of the file a metrics.json in ``folder`` names (``recorded_file``); None when it is
-    gone."""
+    gone or cannot be read, with why, as ``load_records``."""
     found = recorded_file(path, folder, beside="predictions.jsonl")
     if found is None:
-        return None
+        return None, None
     from eval.judging.predictions import read_prediction_table
 
-    return read_prediction_table(found)
+    return _read(found, read_prediction_table)
 
 
-def missing_note(what: str, recorded: str | None, folder: str | Path | None, lost: str) -> str:
-    """The page's sentence for a file a metrics.json names that ``recorded_file`` does not find: what, the path named,
-    and what the page lacks for it (it would otherwise read as empty texts or "no prediction")."""
+def missing_note(what: str, recorded: str | None, folder: str | Path | None, lost: str,
+                 unreadable: str | None = None) -> str:
+    """The page's sentence for a file a metrics.json names that ``recorded_file`` does not find, or that
+    ``load_records`` / ``load_predictions`` found but could not read (``unreadable``, the why they returned): what,
+    the path named (or why it is unreadable), and what the page lacks for it (it would otherwise read as empty texts or "no prediction")."""
     where = f" in {folder}" if folder is not None else ""
+    if unreadable is not None:
+        return f"Unreadable: {what} ({unreadable}): {lost} not in this page."
     return f"Not found: {what} (the metrics.json{where} names {recorded or 'none'}): {lost} not in this page."

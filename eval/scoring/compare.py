@@ -13,7 +13,7 @@ p = 0), the pitfall the experts' ceiling guards against with the same minimum (`
 A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
 p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
 
-Why one module of ~530 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~600 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -65,6 +65,8 @@ _NO_BOOT = "no intervals or calls (--n-boot 0)"
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
 _GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
+#: items.parquet's extra columns the pairing reads: each metric's reference and the judge's Verdict Confidence.
+_PAIRED_COLUMNS = ("reference", "vc_judge")
 
 
 @dataclass
@@ -84,10 +86,12 @@ def load_run(folder: str | Path) -> ScoredRun:
     """A scored run (``ScoredRun``).
 
     Raises:
-        FileNotFoundError: the folder has no ``items.parquet`` / ``metrics.json`` (run ``judge-eval score`` first).
-        ValueError: ``folder`` is a file, or its ``metrics.json`` cannot be read or is not one ``judge-eval score``
-            writes: named by the run as given (compare takes several), the file and, where the schema check knows
-            it, the field, with the way to rewrite it.
+        FileNotFoundError: the folder has no ``items.parquet`` or no ``metrics.json``, naming the one missing (run
+            ``judge-eval score`` first).
+        ValueError: ``folder`` is a file, or its ``items.parquet`` cannot be read, repeats an id or lacks the
+            columns compare pairs on (``reference``, ``vc_judge``), or its ``metrics.json`` cannot be read or is not
+            one ``judge-eval score`` writes: named by the run as given (compare takes several), the file and, where
+            the schema check knows it, the field, with the way to rewrite it.
     """
     given, folder = str(folder), Path(folder)
     if folder.is_file():  # "score the run first: --out folder/metrics.json" would be no advice
@@ -100,15 +104,21 @@ def load_run(folder: str | Path) -> ScoredRun:
         raise ValueError(f"{folder}: a pairwise run; compare pairs pointwise runs item by item. Pairwise runs' "
                          "figures (agreement, position consistency) are side by side in their metrics.json and "
                          "report.md")
-    if not items.exists() or not metrics_path.exists():
+    absent = [path.name for path in (items, metrics_path) if not path.exists()]
+    if absent:
         raise FileNotFoundError(
-            f"{folder}: no items.parquet / metrics.json; score the run first: "
+            f"{folder}: no {' or '.join(absent)}; score the run first: "
             f"judge-eval score --predictions {folder} --out {folder}"
         )
     try:
         table, extra = item_table.read_table(items)
     except ValueError as err:  # damaged, cut short or another tool's: the run's score writes it anew
         raise ValueError(f"{err}; {_score_again(given, written.get('predictions'))}") from None
+    # Optional for read_table (a table of another tool's or an older writer's), but what every pairing reads
+    lacking = [name for name in _PAIRED_COLUMNS if name not in extra]
+    if lacking:
+        raise ValueError(f"{items}: no column {', '.join(lacking)} (compare pairs on it); "
+                         f"{_score_again(given, written.get('predictions'))}")
     try:
         result = Metrics.from_json(written)
     except JsonRecordError as err:  # alone it said "metrics.json: Cell.mae ...": not which run, nor which cell
@@ -244,9 +254,11 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
             # "all" is the paper's two tests together, as in each run's own metrics: never the "unknown" items
-            keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
-            if not keep.any():
-                continue
+            keep = _in_split(ta.split[index_a], split)
+            if not keep.any() and not (_in_split(ta.split, split).any() or _in_split(tb.split, split).any()):
+                continue  # neither run has the split: nothing to say of it
+            # a split either run holds but none of whose items both hold: kept with no pairs, so that the headline
+            # says the runs share no scored items there rather than dropping the split without a word
             ia, ib = index_a[keep], index_b[keep]
             groups = {}
             for name, column in _GROUPS.items():
@@ -264,6 +276,11 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                                          _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
                       [r.metrics for r in runs], bootstrap_unit=bootstrap_unit)
+
+
+def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
+    """Which items of a table's ``split`` column belong to ``split`` ("all": the two tests, never "unknown")."""
+    return splits != "unknown" if split == "all" else splits == split
 
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
@@ -344,7 +361,7 @@ def headline(result: Comparison) -> list[str]:
     needed = resamples_to_call(result.alpha)
     targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
     correlated = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
-    for comp in result.comparisons:
+    for comp, own in zip(result.comparisons, result.metrics[1:]):
         mine, theirs = targets.get(comp.run), targets.get(result.baseline)
         if mine and theirs and mine != theirs:
             lines.append(f"{comp.run}'s MAE is against the experts' {mine}, {result.baseline}'s against their "
@@ -358,12 +375,16 @@ def headline(result: Comparison) -> list[str]:
                          f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
                          "and identical scores would differ; score both runs with one --spearman-target to compare "
                          "their correlations.")
-        for split, block in comp.splits.items():
+        for split in item_table.SPLITS:
+            block = comp.splits.get(split)
+            if block is None:
+                continue
             p = block.overall["mae"]
             if not p.n:
                 lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no "
-                             "scored items.")
+                             "scored items" + _outside(comp, own, result) + ".")
                 continue
+            failures = _failures(comp, own, result, split, p.n)
             delta = p.delta or 0.0
             # what the minimum counted: instructions when they were resampled (n_units), else the paired items
             units = p.n_units if p.n_units is not None else p.n
@@ -371,7 +392,7 @@ def headline(result: Comparison) -> list[str]:
             how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
             if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
                 lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                             f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}")
+                             f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
                 continue
             lines.append(
                 f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
@@ -381,8 +402,38 @@ def headline(result: Comparison) -> list[str]:
                    else "")
                 + (f" (under {needed} resamples: too few to call at alpha {result.alpha})"
                    if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
+                + failures
             )
     return lines
+
+
+def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str, n_paired: int) -> str:
+    """What a headline adds where the two runs failed on different numbers of items of ``split``: a paired delta
+    reads only the items both scored, so a judge that fails on most items can be "better" on the few it answered,
+    which the call alone would hide."""
+    cells = [m.splits.get(split) for m in (own, result.metrics[0])]
+    if not all(cells):
+        return ""
+    run, base = (c.overall for c in cells)
+    if run.n_failed == base.n_failed:
+        return ""
+    return (f"; but {comp.run} failed on {run.n_failed} of {run.n}, {result.baseline} on {base.n_failed} of "
+            f"{base.n}: paired on the {n_paired} both scored")
+
+
+def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
+    """How many of each run's items lie outside the ``n_common`` both runs hold (the items the pairs are drawn
+    from), from each run's own counts (items with a prediction and without): where two runs share no scored items of
+    a split, whether they were judged on other items or did not score the same ones."""
+    totals = []
+    for m in (result.metrics[0], own):
+        cells = [m.splits[s].overall for s in ("all", "unknown") if s in m.splits]
+        totals.append(sum(c.n + (c.n_missing or 0) for c in cells) if cells else None)
+    if None in totals:
+        return ""
+    base, run = (total - comp.n_common for total in totals)
+    return (f" ({result.baseline}: {base} of its {totals[0]} items outside the {comp.n_common} both runs hold; "
+            f"{comp.run}: {run} of its {totals[1]})")
 
 
 def _cell(p: Paired, n_boot: int) -> list[str]:
@@ -398,15 +449,15 @@ def _side_by_side(result: Comparison) -> list[str]:
     out: list[str] = []
     for split in item_table.SPLITS:
         blocks = [m.splits.get(split) for m in result.metrics]
-        if not all(blocks):
+        if not any(blocks):
             continue
         for name, title in GROUP_TITLES.items():
             metric_names = ("mae", "spearman") if name != "criterion" else ("mae",)
             for metric in metric_names:
-                labels = sorted({label for b in blocks for label in b.by(name)})
+                labels = sorted({label for b in blocks if b for label in b.by(name)})
                 rows = []
                 for label in labels:
-                    cells = [b.by(name).get(label) for b in blocks]
+                    cells = [b.by(name).get(label) if b else None for b in blocks]
                     rows.append([md_text(label)] + [_with_interval(c, metric) if c else "—" for c in cells])
                 if rows:
                     heading = "MAE" if metric == "mae" else "Spearman"
@@ -479,21 +530,26 @@ def render_markdown(result: Comparison) -> str:
     rows = []
     for split in item_table.SPLITS:
         blocks = [m.splits.get(split) for m in result.metrics]
-        if not all(blocks):
+        if not any(blocks):
             continue
-        cells = [b.overall for b in blocks]
+        # a split one run lacks (say, items of a task type only the other's data has): "—" in its column, as on
+        # compare.html, rather than the other runs' rows dropped
+        cells = [b.overall if b else None for b in blocks]
         title = SPLIT_TITLES[split]
-        rows.append([title, "MAE"] + [fmt_ci(c.mae, c.mae_ci) for c in cells])
-        rows.append([title, "Spearman"] + [fmt_ci(c.spearman, c.spearman_ci) + ref
-                                           for c, ref in zip(cells, spearman_refs)])
-        rows.append([title, "VC judge / experts"] + [f"{fmt(c.vc_judge)} / {fmt(c.vc_experts)}" for c in cells])
+
+        def row(metric: str, show) -> list[str]:
+            return [title, metric] + [show(c, k) if c is not None else "—" for k, c in enumerate(cells)]
+
+        rows.append(row("MAE", lambda c, k: fmt_ci(c.mae, c.mae_ci)))
+        rows.append(row("Spearman", lambda c, k: fmt_ci(c.spearman, c.spearman_ci) + spearman_refs[k]))
+        rows.append(row("VC judge / experts", lambda c, k: f"{fmt(c.vc_judge)} / {fmt(c.vc_experts)}"))
         # an unfinished run is seen here: n counts only the items with a prediction (absent from older files: —)
-        rows.append([title, "no prediction"] + [_count(c.n_missing) for c in cells])
-        rows.append([title, "failed / n"] + [f"{c.n_failed} / {c.n}" for c in cells])
-        rows.append([title, "scored"] + [_count(c.n_scored) for c in cells])
+        rows.append(row("no prediction", lambda c, k: _count(c.n_missing)))
+        rows.append(row("failed / n", lambda c, k: f"{c.n_failed} / {c.n}"))
+        rows.append(row("scored", lambda c, k: _count(c.n_scored)))
         # Scored all the same (the paper's Table 11); absent from metrics.json written before the count existed.
-        rows.append([title, "out of scale / n"] + [f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"
-                                                   for c in cells])
+        rows.append(row("out of scale / n",
+                        lambda c, k: f"{'—' if c.n_out_of_scale is None else c.n_out_of_scale} / {c.n}"))
     out += [markdown_table(header, rows), ""]
     notes = runs_notes(result)
     if notes:

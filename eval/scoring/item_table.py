@@ -458,7 +458,7 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
 
     Raises:
         ValueError: a file that is not Parquet (truncated, another format), lacks a column or holds one of another
-            type, naming the file and the column.
+            type, naming the file and the column; or repeats an id, naming the first repeated.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -478,6 +478,14 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
             raise ValueError(f"{path}: column {field.name}: {problem}")
     data = arrow.to_pydict()
     meta = arrow.schema.metadata or {}
+    # score writes each id once; a table joined or appended by another tool may not, and a repeated id would pair
+    # one run's item with another's row (or index past the table) wherever two tables are matched by id
+    seen: set[str] = set()
+    for item in map(str, data["id"]):
+        if item in seen:
+            raise ValueError(f"{path}: id {item!r} appears more than once (not an items.parquet written by "
+                             "judge-eval score, which writes each item once)")
+        seen.add(item)
 
     def strings(name: str) -> np.ndarray:
         return np.array(data[name], dtype=object)

@@ -42,6 +42,7 @@ from eval.reports.plots import write_plots
 from eval.reports.report import log_wandb, render_markdown
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
+from judge.plumbing.atomic_write import write_atomically
 
 __all__ = ["score"]
 
@@ -315,15 +316,16 @@ def score(
     items = item_table.arrow_table(table, extra={**extra, "why_unscored": item_table.why_unscored_labels(derived)})
     item_table.write_arrow(items, out / "items.parquet")
     written = item_table.dumps(result)
-    (out / "metrics.json").write_text(written + "\n", encoding="utf-8")
+    # what compare and rank read back: replaced whole, so that a kill mid-write leaves the earlier file
+    write_atomically(out / "metrics.json", (written + "\n").encode("utf-8"))
     # As every reader sees it (NaN written as null reads back as NaN; validity's nulls stay None): from the text
     # just written, not from the disk again
     result = Metrics.from_json(json.loads(written))
     markdown = render_markdown(result)
-    (out / "report.md").write_text(markdown + "\n", encoding="utf-8")
+    write_atomically(out / "report.md", (markdown + "\n").encode("utf-8"))
     explorer = report_items(item_columns(items), records, rows, table.judge_name or "", str(target),
                             DEFAULT_TEXT_ITEMS if html_text_items is None else html_text_items)
-    (out / "report.html").write_text(render_report_page(result, explorer), encoding="utf-8")
+    write_atomically(out / "report.html", render_report_page(result, explorer).encode("utf-8"))
     log.info("wrote %s", out / "report.html")
     images: list[Path] = write_plots(result, out / "plots") if png or wandb_project else []
     if wandb_project:

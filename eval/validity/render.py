@@ -340,18 +340,37 @@ def _paired(result: Comparison) -> list[list[str]]:
 
 
 def _paired_lead(result: Comparison) -> str:
-    return (f"On the items both judges share; delta = run − baseline with a paired bootstrap interval over "
-            f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'} "
+    # the resamples actually drawn: the paired validity caps them (eval.validity.paired.PAIRED_BOOT), below the
+    # --n-boot the rest of compare.md draws, which its own note states
+    drawn = sorted({paired.n_boot for comp in result.comparisons for paired in comp.validity.values()})
+    unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
+    over = ("no interval (no resample drawn)" if drawn == [0] else
+            f"a paired bootstrap interval over {unit} ({' / '.join(map(str, drawn))} resamples"
+            + (f", fewer than --n-boot's {result.n_boot}: the paired validity caps them"
+               if result.n_boot > max(drawn, default=0) else "") + ")")
+    return (f"On the items both judges share; delta = run − baseline with {over} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
             f"is better) against {result.baseline}.")
 
 
+#: What compare.md and compare.html say where the paired validity is absent because the baseline has no section.
+NO_BASELINE_VALIDITY = ("No paired validity: the baseline's metrics.json has no validity section (written before "
+                        "it existed); score it again to compare the judges' validity.")
+
+
+def _no_baseline_validity(result: Comparison) -> bool:
+    """The paired validity is absent because the baseline's metrics.json has no section to pair with (an older
+    file), not because there is nothing to compare."""
+    return bool(result.comparisons) and not result.metrics[0].validity
+
+
 def paired_rows(result: Comparison, markdown_table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
     """``judge-eval compare``'s paired validity: per run and split, rho and the ceiling gap against the baseline's on
-    the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``)."""
+    the same items, with the paired bootstrap interval of the difference (``eval.validity.paired``); a sentence in
+    its place where the baseline has no validity section."""
     rows = _paired(result)
     if not rows:
-        return []
+        return ["## Validity, paired", "", NO_BASELINE_VALIDITY, ""] if _no_baseline_validity(result) else []
     return ["## Validity, paired", "", _paired_lead(result), "", markdown_table(_PAIRED_HEAD, rows), ""]
 
 
@@ -368,4 +387,6 @@ def compare_html(result: Comparison, escape: Callable[[Any], str]) -> list[str]:
     if paired:
         out += ['<h2 id="validity-paired">Validity, paired</h2>', f'<p class="note">{escape(_paired_lead(result))}</p>',
                 html_table(_PAIRED_HEAD, paired, escape, "validity-paired-table")]
+    elif _no_baseline_validity(result):
+        out += ['<h2 id="validity-paired">Validity, paired</h2>', f'<p class="warn">{escape(NO_BASELINE_VALIDITY)}</p>']
     return out
