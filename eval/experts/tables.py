@@ -46,6 +46,7 @@ form their own ``unknown`` split, outside ``all``, as in ``judge-eval score``.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ import numpy as np
 from eval.scoring.metrics import expert_mean, verdict_confidence_experts
 from judge.record_columns import as_columns
 from eval.reports.report import fmt, markdown_table
+from judge.plumbing.atomic_write import write_atomically
 
 __all__ = ["AVG", "CRITICAL_IN_MEANS", "PAPER", "critical_in_means_sentence", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
 
@@ -222,7 +224,7 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
     paper_of = {key: paper for key, _, _, paper in _TABLES}
     english = result["english_names"]
     csv_path = out / "experts_tables.csv"
-    with csv_path.open("w", encoding="utf-8", newline="") as f:
+    with io.StringIO(newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["table", "paper", "split", "row", "row_en", "column", "n_items", "value"])
         for key, by_split in result["tables"].items():
@@ -231,10 +233,11 @@ def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Pa
                     row_en = english.get(row, "") if key.endswith("criterion") else ""
                     for col, (n, value) in cols.items():
                         writer.writerow([key, paper_of[key], split, row, row_en, col, n, repr(float(value))])
+        write_atomically(csv_path, f.getvalue().encode("utf-8"))  # whole, never cut by a kill, as the pages
     md_path = out / "experts.md"
-    md_path.write_text(render_markdown(result), encoding="utf-8")
+    write_atomically(md_path, render_markdown(result).encode("utf-8"))
     html_path = out / "experts.html"
-    html_path.write_text(render_html(result), encoding="utf-8")
+    write_atomically(html_path, render_html(result).encode("utf-8"))
     return {"csv": csv_path, "markdown": md_path, "html": html_path}
 
 

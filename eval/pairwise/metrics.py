@@ -352,9 +352,9 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))
     # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
     write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    (target / "report.md").write_text(f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics),
-                                      encoding="utf-8")
+    write_atomically(target / "report.md",
+                     (f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics)).encode("utf-8"))
     page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{html.escape(name)} pairwise</title>"
             f"<body>{pairwise_html(metrics, name)}</body></html>\n")
-    (target / "report.html").write_text(page, encoding="utf-8")
+    write_atomically(target / "report.html", page.encode("utf-8"))
     return metrics

@@ -187,9 +187,9 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
 
 
 def write_ranking_page(result: Mapping[str, Any], out: str | Path) -> Path:
-    path = Path(out) / "report.html"
-    path.write_text(render_ranking_page(result), encoding="utf-8")
-    return path
+    from judge.plumbing.atomic_write import write_atomically
+
+    return write_atomically(Path(out) / "report.html", render_ranking_page(result).encode("utf-8"))
 
 
 def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
@@ -307,6 +307,6 @@ def write_ranking_compare(out: str | Path, result: Mapping[str, Any], markdown: 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomically(out / "compare.json", (json.dumps(result, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    (out / "compare.md").write_text(markdown + "\n", encoding="utf-8")
-    (out / "compare.html").write_text(page, encoding="utf-8")
+    write_atomically(out / "compare.md", (markdown + "\n").encode("utf-8"))
+    write_atomically(out / "compare.html", page.encode("utf-8"))
     return [f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {out / 'compare.html'}"]
