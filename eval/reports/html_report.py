@@ -387,8 +387,7 @@ def write_report_page(out: str | Path, records: Sequence | None = None,
     if predictions is None:
         predictions, why = load_predictions(result.predictions, out)
         if predictions is None:
-            predictions_note = missing_note("the predictions", result.predictions, out, "the judge's feedback is",
-                                            why)
+            predictions_note = missing_note("the predictions", result.predictions, out, "the judge's feedback is", why)
     items = read_item_columns(out / "items.parquet")
     explorer = report_items(items, records, predictions, result.judge or "", str(result.target), text_items,
                             records_note, predictions_note)

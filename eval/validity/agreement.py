@@ -256,7 +256,9 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         experts' mean), ``n_items_judge_failed`` (items the judge failed on: out of alpha with the judge, kappa
         and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge answer and a mode, one
         of them off ``domain`` or the judge's off its item's scale (``off_scale``), e.g. a mode of 0.5 between two
-        levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost).
+        levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost) and
+        ``n_items_judge_off_scale`` (items whose judge answer lies off the item's scale, ``off_scale``: left out of
+        alpha with the judge and kappa, unique mode or not).
     """
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
     from eval.scoring.metrics import expert_mean
@@ -334,4 +336,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     out["by_expert_agreement"] = split
     out["n_items_judge_failed"] = int((~answered).sum())
     out["n_kappa_off_domain"] = int((scored & ~on_domain).sum())
+    # every answer off its item's scale, with a unique mode or not: none is in alpha with the judge, and without
+    # this count the report read "with the judge 1.00" over the judge's on-scale answers alone
+    out["n_items_judge_off_scale"] = int(off.sum())
     return out

@@ -47,7 +47,7 @@ Three stated rules where the reference leaves a gap:
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
-a verdict (two tested experts or more).
+a verdict (two tested experts or more), and how many domains have none.
 """
 
 from __future__ import annotations
@@ -386,7 +386,9 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
 
     Returns:
         ``available`` / ``why`` as ``alt_test``; ``by_domain`` {label: the ``alt_test`` summary of that domain},
-        ``n_passed`` of ``n_domains`` (domains with a verdict: at least ``MIN_EXPERTS_TESTED`` tested experts).
+        ``n_passed`` of ``n_domains`` (domains with a verdict: at least ``MIN_EXPERTS_TESTED`` tested experts), and
+        ``n_domains_without_verdict``: the other domains of the items in ``items`` (fewer tested experts, or no
+        named expert at all), so that "passes in 0 of 0" says how many domains it is silent on.
     """
     if found is None:
         return _unavailable()
@@ -407,8 +409,12 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
         by_domain.setdefault(str(r["group"]), []).append(r)
     summaries = {label: _summary(group) for label, group in sorted(by_domain.items())}
     judged = [s for s in summaries.values() if s["passed"] is not None]
+    # every domain with an item here, pairs or not: one without any named expert has no row above
+    in_cell = domain_codes if items is None else domain_codes[items]
+    n_present = len(np.unique(in_cell))
     return {"available": True, **asdict(settings), "by_domain": summaries,
-            "n_passed": sum(s["passed"] for s in judged), "n_domains": len(judged)}
+            "n_passed": sum(s["passed"] for s in judged), "n_domains": len(judged),
+            "n_domains_without_verdict": n_present - len(judged)}
 
 
 def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,

@@ -19,9 +19,17 @@ unparseable verdict, a failed request) follows ``failures`` (``--ceiling-failure
 - ``drop``: the pair is left out of both sides (both MAEs then cover the same pairs), the rule before
   ``--ceiling-failures`` existed.
 
+An answer off the item's scale (a 9 on a 1-3 scale: ``judge_levels`` NaN where the score is not) is no rating of the
+scale, so kappa cannot take it as it is; it enters kappa as a failure does under ``worst`` (the end of the scale
+farther from the pair's reference), under either setting, and keeps its own distance to the reference in the MAE (a
+measured answer, as the headline's MAE and ``judge-eval compare``'s paired ceiling gap read it). Kappa's table had
+left it out of the judge's side alone: the judge's kappa covered fewer pairs than the expert's, and a judge answering
+off the scale on the disputed items read a better kappa than one failing on them.
+
 Either way ``n_judge_failed`` counts the failed *pairs* ((item, expert) pairs, the unit of ``n_pairs``) and
 ``n_items_judge_failed`` the failed *items* among those with a pair (the unit of ``n_items`` and of the alt-test's
-``n_items_judge_failed``). The gap ``judge_mae - expert_mae`` gets a percentile
+``n_items_judge_failed``); ``n_judge_off_scale`` and ``n_items_judge_off_scale`` count the off-scale answers the same
+way. The gap ``judge_mae - expert_mae`` gets a percentile
 bootstrap interval over items (items resampled with all their pairs), or over whole instructions under
 ``--bootstrap-unit instruction``. The verdict is a non-inferiority reading of
 that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
@@ -119,7 +127,9 @@ class CeilingPairs:
 
     Pairs the judge failed on are counted per item (``n_failed``) and, by ``failures``, scored as the judge's largest
     error on the item's scale (``worst``: the verdict is the end of ``low`` / ``high`` farther from the pair's
-    reference) or left out of the rest (``drop``); the pairs come item by item (``np.nonzero`` of the item x slot
+    reference) or left out of the rest (``drop``); pairs whose answer lies off the item's scale (a finite ``judge``
+    whose ``judge_levels`` is NaN) are counted per item too (``n_off_scale``) and enter kappa at that end, the MAE
+    at their own distance (module docstring); the pairs come item by item (``np.nonzero`` of the item x slot
     matrix), so a cell's pairs are its items' consecutive runs, in the order a cell's own ``np.nonzero`` would list
     them. Per item the summed gap (judge's error minus the expert's) and the pair count feed the bootstrap; the
     experts', reference's and judge's levels are positions in ``values`` (a superset of every cell's domain) for the
@@ -141,16 +151,22 @@ class CeilingPairs:
         failed = ~np.isfinite(judged)
         self.n_failed = np.bincount(item[failed], minlength=n)
         levels = judge_levels[item] if judge_levels is not None else judged
-        if failures == "worst" and failed.any():
-            # the failed pairs' verdict: the end of the item's scale farther from the reference (module docstring)
-            ref = reference[item[failed], slot[failed]]
+        # an answer off the item's scale: a score without a level of it (``judge_levels`` NaN where ``judge`` is not)
+        off = ~failed & ~np.isfinite(levels)
+        self.n_off_scale = np.bincount(item[off], minlength=n)
+        # the failures' verdict under ``worst``, and the off-scale answers' kappa level under either rule: the end of
+        # the item's scale farther from the pair's reference (module docstring)
+        replaced = (failed if failures == "worst" else np.zeros_like(failed)) | off
+        if replaced.any():
+            ref = reference[item[replaced], slot[replaced]]
             ends = [np.full(n, np.nan) if e is None else np.asarray(e, dtype=float) for e in (low, high)]
             fallback = (self.values.min(), self.values.max()) if len(self.values) else (np.nan, np.nan)
-            lo, hi = (np.where(np.isfinite(e[item[failed]]), e[item[failed]], f) for e, f in zip(ends, fallback))
+            lo, hi = (np.where(np.isfinite(e[item[replaced]]), e[item[replaced]], f) for e, f in zip(ends, fallback))
             lo, hi = np.fmin(lo, ref), np.fmax(hi, ref)
             worst = np.where(hi - ref > ref - lo, hi, lo)
-            judged, levels = judged.copy(), np.array(levels, dtype=float)
-            judged[failed] = levels[failed] = worst
+            levels = np.array(levels, dtype=float)
+            levels[replaced] = worst
+            judged = np.where(failed, levels, judged)  # an off-scale answer keeps its own distance in the MAE
         kept = np.isfinite(judged)  # drop (or a failure on an item with no scale to take an end of)
         item, slot, judged, levels = item[kept], slot[kept], judged[kept], levels[kept]
         expert, ref = experts[item, slot], reference[item, slot]
@@ -206,7 +222,9 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         n_boot: bootstrap resamples of the gap's interval (0: none).
         rng: the bootstrap's generator.
         level: the interval's coverage.
-        judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``).
+        judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``); NaN where a score
+            lies off its item's scale (``eval.validity.section.judge_levels``): kappa takes a failure's level there
+            (module docstring).
         reference: ``leave_one_out_reference(experts, target)`` when the caller has it (computed once per table).
         clusters: ``(n,)`` the unit the gap's interval resamples whole (``cell_ceiling``); None: items.
         failures: ``worst`` or ``drop``: what a pair the judge failed on counts as (module docstring).
@@ -214,6 +232,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
 
     Returns:
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``,
+        ``n_judge_off_scale`` (pairs whose answer lies off the item's scale), ``n_items_judge_off_scale``,
         ``expert_mae``, ``judge_mae``, ``gap`` with
         ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
         "outside" the experts' range, "inconclusive"; None without pairs or without an interval: ``verdict``).
@@ -232,9 +251,10 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     instruction's items together; ``eval.scoring.bootstrap.cluster_resample_weights``); None: items."""
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resamplable, resample_weights
 
-    failed = pairs.n_failed[index]
+    failed, off = pairs.n_failed[index], pairs.n_off_scale[index]
     out: dict[str, Any] = {"reference": target, "n_judge_failed": int(failed.sum()),
-                           "n_items_judge_failed": int((failed > 0).sum())}
+                           "n_items_judge_failed": int((failed > 0).sum()),
+                           "n_judge_off_scale": int(off.sum()), "n_items_judge_off_scale": int((off > 0).sum())}
     counts = pairs.n_pairs[index]
     mine = pairs.pairs_of(index)
     out.update(n_items=int((counts > 0).sum()), n_pairs=int(len(mine)))

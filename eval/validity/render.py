@@ -13,6 +13,7 @@ from typing import Any
 
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
+from eval.validity.alt_test import MIN_EXPERTS_TESTED
 from eval.validity.bias import MIN_PAIRS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
@@ -154,11 +155,28 @@ def _ceiling_failed(ceiling, failures: str | None) -> str:
 
 
 def _alpha_failed(agreement) -> str:
-    """Alpha with the judge is over its readable verdicts: how many items that leaves it out of."""
-    failed = agreement.n_items_judge_failed if agreement else None
-    if not failed:
+    """Alpha with the judge is over its readable verdicts on the scale: how many items that leaves it out of, failed
+    and answered off the item's scale (None: a file written before the count)."""
+    if not agreement:
         return ""
-    return f" (over its readable verdicts: {counted(failed, 'failed item')} left out)"
+    counts = ((agreement.n_items_judge_failed, "failed item"), (agreement.n_items_judge_off_scale, "off-scale item"))
+    left = [counted(n, noun) for n, noun in counts if n]
+    return f" (over its readable verdicts: {' and '.join(left)} left out)" if left else ""
+
+
+def _kappa_left_out(agreement) -> str:
+    """Kappa against the mode is over the items whose judge level and mode are both levels of the scale."""
+    off = agreement.n_kappa_off_domain if agreement else None
+    return f" (over {counted(agreement.n_kappa, 'item')}; {off} off the scale left out)" if off else ""
+
+
+def _ceiling_off_scale(ceiling) -> str:
+    """The judge's off-scale answers in the ceiling: in kappa at a failure's level, in the MAE at their distance."""
+    off = ceiling.n_items_judge_off_scale
+    if not off:
+        return ""
+    pairs = counted(ceiling.n_judge_off_scale, "pair")
+    return f" (the judge answered off the scale on {counted(off, 'item')}, {pairs}: in κ at a failure's level)"
 
 
 def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[list[str]]:
@@ -170,13 +188,13 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
          f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
-         f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}"],
+         f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"],
         ["Krippendorff's α (ordinal)",
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
          f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}"],
-        ["κ quadratic (judge vs experts' mode)", _num(overall.kappa_quadratic)],
+        ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
         ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
         ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity)],
@@ -186,9 +204,13 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
         rows.append(["items without a prediction (left out of every figure)", str(missing)])
     for name, family in block.alt_test_domains.items():
         title = ("task type", "task types") if name == "task_type" else ("criterion", "criteria")
-        text = (f"passes in {family.n_passed} of {counted(family.n_domains, *title)}"
-                if isinstance(family, AltTestFamily)
-                else family.why or "—")
+        if isinstance(family, AltTestFamily):
+            text = f"passes in {family.n_passed} of {counted(family.n_domains, *title)} with a verdict"
+            if family.n_domains_without_verdict:  # None: a file written before the count
+                text += (f"; {family.n_domains_without_verdict} without (fewer than {MIN_EXPERTS_TESTED} experts with "
+                         f"{family.min_items_per_expert} items or more there)")
+        else:
+            text = family.why or "—"
         rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])
     for name, figures in (agreement.by_expert_agreement if agreement else {}).items():
         rows.append([f"experts {name} (n {figures.n})",

@@ -23,9 +23,11 @@ A cell's value domain is the rubric's full scale: every integer level from the l
 scales of its items (``scale_low`` / ``scale_high``); items without a readable scale add the levels observed. The
 judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up (a regression head's raw value
 included), never clipped into the item's scale; a level off the item's scale is no rating of it, so it is left out
-of kappa, alpha with the judge and the margins, counted in ``n_kappa_off_domain`` (items with a unique mode), and
-counts as a miss in the exact agreement (``judge_levels``, ``off_scale_levels``), as the alt-test under ``accuracy``
-compares it (``alt_test_judge``). Each split gets one plain ``sentence`` the report leads with.
+of kappa, alpha with the judge and the margins, counted in ``agreement.n_items_judge_off_scale`` (every such item)
+and ``n_kappa_off_domain`` (items with a unique mode), enters the ceiling's kappa as a failure does (``ceiling``,
+counted in ``n_judge_off_scale``), and counts as a miss in the exact agreement (``judge_levels``,
+``off_scale_levels``), as the alt-test under ``accuracy`` compares it (``alt_test_judge``). Each split gets one plain
+``sentence`` the report leads with.
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
@@ -278,6 +280,22 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+def _alt_coverage(alt: AltTest, overall, dropped: int) -> str:
+    """", over N of M items (why the rest are out)" where the alt-test covers fewer than the split's items (a verdict
+    over a fifth of them read as one on the whole split); "" where it covers all, or in a file without the counts.
+    ``dropped``: the judge's failed items the test dropped (``failures`` ``drop``)."""
+    if alt.n_items is None or alt.n_items_few_experts is None:
+        return ""
+    few, missing = alt.n_items_few_experts, overall.n_items_missing or 0
+    total = overall.n_items + missing
+    unscored = total - alt.n_items - few - dropped - missing  # neither too few named experts nor tested: none at all
+    why = [text for count, text in ((few, f"{few} with fewer than {alt.min_experts_per_item} named experts"),
+                                    (dropped, f"{dropped} the judge failed on, dropped"),
+                                    (missing, f"{missing} without a prediction"),
+                                    (unscored, f"{unscored} without an expert score")) if count > 0]
+    return f", over {alt.n_items} of {counted(total, 'item')} ({', '.join(why)})" if alt.n_items < total else ""
+
+
 def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) -> str:
     """One plain sentence on a split's validity: the alt-test, the ceiling by criterion, leniency, length bias, and
     how many items the judge failed on, when any (``ceiling_failures``: how the ceiling counted them, None: a file
@@ -290,6 +308,10 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     if not overall.n_items:  # nothing to ask the experts about either: neither their shortfall nor the judge's
         return "No items in this split: no validity figures."
     alt = overall.alt_test
+    # the judge's failed items the alt-test dropped (under ``loss`` they stay in it, as losses)
+    dropped = (alt.n_items_judge_failed or 0) if isinstance(alt, AltTest) and alt.failures == "drop" else 0
+    # named where they leave experts untested: the experts scored those items, the judge failed on them
+    was_dropped = f"the judge's {counted(dropped, 'failed item')} {'were' if dropped != 1 else 'was'} dropped"
     if not isinstance(alt, AltTest):
         parts.append("the alternative annotator test needs named experts (the data names none)")
     elif not alt.n_experts_tested:
@@ -297,26 +319,33 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
         # scored by no one else, did score 30 items, just none the test can compare on.
         per_item = (f" (each with at least {alt.min_experts_per_item} named experts)"
                     if alt.min_experts_per_item is not None else "")
-        parts.append(f"no expert scored the {counted(alt.min_items_per_expert, 'item')}{per_item} the alternative "
-                     "annotator test needs")
+        if dropped:
+            parts.append(f"{was_dropped} from the alternative annotator test, so no expert has the "
+                         f"{counted(alt.min_items_per_expert, 'item')}{per_item} it needs")
+        else:
+            parts.append(f"no expert scored the {counted(alt.min_items_per_expert, 'item')}{per_item} the "
+                         "alternative annotator test needs")
     else:
         # Every named expert is tested or untested (``alt_test``): the sentence says how many were not, so that
         # "1 of 1 experts" does not read as the whole panel; below MIN_EXPERTS_TESTED it gives no verdict (the
         # tables keep omega and rho), whatever ``passed`` a file written before that rule holds.
         untested = len(alt.untested)
         tested = "tested experts" if untested else "experts"
+        coverage = _alt_coverage(alt, overall, dropped)  # the items the verdict is over, where fewer than the split's
         if alt.n_experts_tested < MIN_EXPERTS_TESTED:
             parts.append(f"too few experts tested to call the alternative annotator test: {alt.n_experts_tested} "
-                         f"tested, at least {MIN_EXPERTS_TESTED} needed")
+                         f"tested, at least {MIN_EXPERTS_TESTED} needed{coverage}")
         else:
             figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
             won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} {tested}"
             # "fails ... against 0 of 8 experts" would read as if it lost to none: a failure says what it won.
-            parts.append(f"passes the alternative annotator test against {won} {figures}" if alt.passed else
-                         f"fails the alternative annotator test: it wins against {won}, fewer than half {figures}")
+            parts.append(f"passes the alternative annotator test against {won} {figures}{coverage}" if alt.passed
+                         else f"fails the alternative annotator test: it wins against {won}, fewer than half "
+                              f"{figures}{coverage}")
         if untested:
             under = (f"under {alt.min_items_per_expert} items{' each' if untested != 1 else ''}"
                      if alt.min_items_per_expert is not None else "too few items")
+            under += f", after {was_dropped}" if dropped else ""
             parts.append(f"{untested} more expert{'s' if untested != 1 else ''} untested ({under})")
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
     if any(verdicts):

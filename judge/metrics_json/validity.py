@@ -173,6 +173,7 @@ class AltTestFamily(_SectionRecord):
     min_experts_per_item: int
     n_passed: int
     n_domains: int
+    n_domains_without_verdict: int | None = optional_field()  # the grouping's other domains (absent before it)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AltTestFamily | Unavailable:
@@ -193,6 +194,9 @@ class Ceiling(_SectionRecord):
     reference: str
     n_judge_failed: int
     n_items_judge_failed: int | None = optional_field()
+    # answers off the item's scale, in kappa at a failure's level (pairs, items; absent from files written before)
+    n_judge_off_scale: int | None = optional_field()
+    n_items_judge_off_scale: int | None = optional_field()
     n_items: int
     n_pairs: int
     expert_mae: float | None
@@ -239,6 +243,8 @@ class Agreement(_SectionRecord):
     n_items_judge_failed: int | None = optional_field()
     # (judge, mode) pairs with a value off the value domain (a mode of 0.5 between levels): not in kappa or n_kappa
     n_kappa_off_domain: int | None = optional_field()
+    # items whose judge answer lies off the item's scale: out of alpha with the judge and kappa, unique mode or not
+    n_items_judge_off_scale: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Agreement:
