@@ -450,6 +450,23 @@ def _column_type_error(name: str, kind) -> str | None:
     return None if test(kind) else f"expected {what}, got {kind}"
 
 
+def _check_expert_ids(path: str | Path, data: dict[str, list]) -> None:
+    """Each row's ids as the record loaders accept them (``judge.records``): one per expert score, all null (a record
+    naming no experts) or none, no id twice. A table another tool wrote or edited may break this, and the validity
+    figures would then compare an expert with itself, or fail deep in numpy without naming the row."""
+    for row, (item, ids, scores) in enumerate(zip(data["id"], data["expert_ids"], data["expert_scores"])):
+        if ids is None or all(i is None for i in ids):
+            continue
+        named = [i for i in ids if i is not None]
+        problem = (f"{len(ids)} ids for {len(scores or ())} expert scores" if len(ids) != len(scores or ()) else
+                   "some ids are null and others are not" if len(named) != len(ids) else
+                   f"id {next(i for i in named if named.count(i) > 1)!r} given twice" if len(set(named)) != len(named)
+                   else None)
+        if problem:
+            raise ValueError(f"{path}: row {row} (id {item!r}): column expert_ids: {problem} (not an items.parquet "
+                             "written by judge-eval score)")
+
+
 def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
     """Read an item table written by ``write_table``.
 
@@ -458,7 +475,8 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
 
     Raises:
         ValueError: a file that is not Parquet (truncated, another format), lacks a column or holds one of another
-            type, naming the file and the column; or repeats an id, naming the first repeated.
+            type, naming the file and the column; or repeats an id, naming the first repeated; or a row's
+            ``expert_ids`` that do not pair one to one with its expert scores, naming the row.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -486,6 +504,8 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
             raise ValueError(f"{path}: id {item!r} appears more than once (not an items.parquet written by "
                              "judge-eval score, which writes each item once)")
         seen.add(item)
+    if "expert_ids" in data:
+        _check_expert_ids(path, data)
 
     def strings(name: str) -> np.ndarray:
         return np.array(data[name], dtype=object)

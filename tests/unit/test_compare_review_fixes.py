@@ -226,3 +226,30 @@ def test_unreadable_data_and_predictions_leave_a_note_on_the_pages(tmp_path):
     page = write_compare_page(compare(runs, n_boot=50), tmp_path / "cmp").read_text(encoding="utf-8")
     assert f"Unreadable: the labelled data ({garbage}: " in page
     assert f"Unreadable: the predictions of b ({garbage}: " in page
+
+
+@pytest.mark.parametrize(("edit", "problem"), [
+    (lambda ids: [ids[0]] * len(ids), r"id 'e\d+' given twice"),  # one expert compared with itself
+    (lambda ids: ids[:-1], r"\d+ ids for \d+ expert scores"),
+    (lambda ids: [None] + ids[1:], "some ids are null and others are not"),
+])
+def test_an_item_table_whose_expert_ids_do_not_pair_with_its_scores_is_refused_naming_the_row(tmp_path, edit,
+                                                                                               problem):
+    """The sample scored (its records name their experts), then row 3's ``expert_ids`` edited as another tool might:
+    read_table refuses it naming the file, the row and the column, before any validity figure pairs an expert with
+    itself (or numpy fails to broadcast without naming anything)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = judge.load_records(judge.sample_data_path())
+    _run(tmp_path, "run", records, 0, judge.sample_data_path())
+    path = tmp_path / "run" / "items.parquet"
+    item_table.read_table(path)  # as score wrote it: read
+    arrow = pq.read_table(path)
+    ids = arrow.column("expert_ids").to_pylist()
+    assert len(ids[3]) >= 2 and all(ids[3])
+    ids[3] = edit([f"e{n}" for n in range(len(ids[3]))])
+    at = arrow.schema.get_field_index("expert_ids")
+    pq.write_table(arrow.set_column(at, "expert_ids", pa.array(ids, type=arrow.schema.field(at).type)), path)
+    with pytest.raises(ValueError, match=rf"items\.parquet: row 3 \(id '[^']+'\): column expert_ids: {problem}"):
+        item_table.read_table(path)
