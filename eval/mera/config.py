@@ -78,7 +78,9 @@ class HumanEvalConfig(MeraConfig):
                                   "fixed when it starts.")
     memory_mb: int = _f(1024, "Address-space limit per sample, MiB: the budget of all it runs (one process, new ones "
                               "are refused by the sandbox's seccomp filter).")
-    sandbox: str = _f("auto", "auto: bubblewrap when it works, else rlimits only with a warning; bwrap: require it.",
+    sandbox: str = _f("auto", "auto: bubblewrap when it works, else a warning and no isolation but the limits and "
+                              "the fork filter (samples read and write what their user can: docs/security.md); bwrap: "
+                              "refuse to run without it; none: no isolation, on purpose.",
                       choices=("auto", "bwrap", "none"))
 
 

@@ -57,6 +57,7 @@ import ast
 import dataclasses
 import keyword
 import math
+import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -139,24 +140,83 @@ def _where(line_no: int, row: Mapping[str, Any]) -> str:
     return line_place(line_no) + (f" (id {ident})" if ident is not None else "")
 
 
+#: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
+_KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
+                                int: "an integer", float: "a number", bool: "true or false"}  # fmt: skip
+
+
+def kind_words(kind: type | tuple[type, ...]) -> str:
+    """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
+    words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def value_words(value: Any) -> str:
+    """What a JSON value is, for "should be X, got Y": "null", "an object", "a list", "an integer"..."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, Mapping):
+        return "an object"
+    return _KIND_WORDS.get(type(value), type(value).__name__)
+
+
 def _require(row: Mapping[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
     value: Any = row
     for part in dotted.split("."):
         if not isinstance(value, Mapping) or part not in value:
             raise DataError(f"{where}: field {dotted!r} is missing")
         value = value[part]
-    if not isinstance(value, kind):
-        raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(value).__name__}")
+    # a JSON true is an int to isinstance: an id of true became the task id "True"
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise DataError(f"{where}: field {dotted!r} should be {kind_words(kind)}, got {value_words(value)}")
     return value
+
+
+def _check_instruction(instruction: str, where: str) -> None:
+    """Refuse an instruction whose placeholders do more than name an input: ``{function}`` and ``{{`` only.
+
+    ``str.format`` runs what a field says: ``{function:>99999999999}`` pads to 100 GB (a MemoryError),
+    ``{function.__class__}`` reads attributes, ``{function[0]}`` indexes, ``{function!r}`` converts. MERA's
+    instructions use none of these; the harness formats them with ``inputs`` as they are.
+
+    Raises:
+        DataError: the first such field, naming it, the row and what it does.
+    """
+    try:
+        fields = list(string.Formatter().parse(instruction))
+    except ValueError as err:  # a lone { or }
+        raise DataError(f"{where}: field 'instruction' is not a format string: {err}") from None
+    for _, name, spec, conversion in fields:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if spec or conversion:
+            what = "a format spec" if spec else "a conversion"
+        elif "." in name or "[" in name:
+            what = "an attribute or an index"
+        elif not name.isidentifier():
+            what = "a position, not an input's name"
+        else:
+            continue
+        raise DataError(f"{where}: field 'instruction' does not format with 'inputs': {_short_text(shown)} has "
+                        f"{what}; only plain {{name}} placeholders naming an input are filled")  # fmt: skip
+
+
+def _short_text(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     """One MERA ruHumanEval row as a ``CodeTask``; a bad field raises ``DataError`` naming row and field."""
     where = _where(line_no, row)
     instruction = _require(row, "instruction", str, where)
+    _check_instruction(instruction, where)
     inputs = _require(row, "inputs", Mapping, where)
     _require(row, "inputs.function", str, where)
     entry_point = _require(row, "meta.entry_point", str, where)
+    # The task's name in every output: a missing or null id became the line number or "None" without a word.
+    task_id = _require(row, "meta.id", (int, str), where)
     # No sample could define it ("class", "def" are identifiers, and keywords): every model would fail, silently.
     if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
         raise DataError(f"{where}: field 'meta.entry_point' is not a Python function name: {entry_point!r}")
@@ -197,11 +257,11 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
         raise DataError(f"{where}: field 'inputs.tests' is empty; a task needs at least one test")
     try:
         render_prompt(instruction, inputs)
-    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:  # {function.x}, {function[x]}
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:  # {missing}: no such input
         raise DataError(f"{where}: field 'instruction' does not format with 'inputs': {err!r}") from None
     meta = row["meta"]
     return CodeTask(
-        task_id=str(meta.get("id", line_no)),
+        task_id=str(task_id),
         instruction=instruction,
         inputs=dict(inputs),
         entry_point=entry_point,

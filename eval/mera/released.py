@@ -38,7 +38,8 @@ from eval.mera.task_rows import DataError, iter_task_rows
 DATA_DIR = Path(__file__).with_name("data")
 SAMPLE_DATA = {"ruhumaneval": DATA_DIR / "ruhumaneval_sample.jsonl", "rutie": DATA_DIR / "rutie_sample.jsonl"}
 
-__all__ = ["MERA_DATASET", "HUMANEVAL_EN", "NOT_COMPARABLE", "TaskData", "resolve_task_data", "rows_with_answers"]
+__all__ = ["MERA_DATASET", "HUMANEVAL_EN", "NOT_COMPARABLE", "DataNotFound", "TaskData", "resolve_task_data",
+           "rows_with_answers"]
 
 #: MERA's released data on the Hugging Face hub (formerly ``ai-forever/MERA``).
 MERA_DATASET = "MERA-evaluation/MERA"
@@ -49,6 +50,11 @@ NOT_COMPARABLE = "English HumanEval (openai_humaneval): not comparable with MERA
 #: The bundled sample rows, in MERA's schema.
 SAMPLE = "sample"
 _PREFERRED = ("test.jsonl", "train.jsonl")
+
+
+class DataNotFound(DataError, FileNotFoundError):
+    """``--data`` names nothing there is to read: bad input (a ``DataError``, which ``judge-eval mera`` exits 2 on,
+    as ``judge-eval run`` does on a missing file), and a missing file to a caller that asks for one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,12 +123,12 @@ def _task_folder(root: Path, task: str) -> Path | None:
 def _choose(task: str, root: Path, source: str) -> TaskData:
     folder = _task_folder(root, task)
     if folder is None:
-        raise FileNotFoundError(f"{source}: no {task} rows (looked for {root}/data/{task}/*.jsonl and "
-                                f"{root}/{task}/*.jsonl)")  # fmt: skip
+        raise DataNotFound(f"{source}: no {task} rows (looked for {root}/data/{task}/*.jsonl and "
+                           f"{root}/{task}/*.jsonl)")  # fmt: skip
     rank = {name: i for i, name in enumerate(_PREFERRED)}
     files = sorted(folder.glob("*.jsonl"), key=lambda p: (rank.get(p.name, len(rank)), p.name))
     if not files:
-        raise FileNotFoundError(f"{source}: {folder} holds no .jsonl file")
+        raise DataNotFound(f"{source}: {folder} holds no .jsonl file")
     counts = {path: rows_with_answers(task, path) for path in files}
     usable = [path for path, (total, answered) in counts.items() if total and answered == total]
     others = "; ".join(f"{p.relative_to(root)}: {answered} of {total} rows carry answers" + (
@@ -146,23 +152,24 @@ def resolve_task_data(task: str, data: str) -> TaskData:
             file, ``sample`` (the bundled rows) or, for ruhumaneval, ``humaneval-en``.
 
     Raises:
-        FileNotFoundError: nothing there, or a hub id neither cached nor downloadable (the message says how to
-            get it).
-        DataError: a repository copy whose files of this task all lack answers (a closed test only). A file given
-            as it is is checked when its rows are read (``humaneval.load_tasks``, ``rutie.parse_rutie_row``).
+        DataNotFound: nothing there, or a hub id neither cached nor downloadable (the message says how to get it):
+            a ``DataError`` and a ``FileNotFoundError``.
+        DataError: ``humaneval-en`` for ruTiE, the old name ``openai-humaneval``, or a repository copy whose files
+            of this task all lack answers (a closed test only). A file given as it is is checked when its rows are
+            read (``humaneval.load_tasks``, ``rutie.parse_rutie_row``).
     """
 
     if data == SAMPLE:
         return TaskData(SAMPLE_DATA[task], data, f"the bundled sample rows ({SAMPLE_DATA[task].name})")
     if data == HUMANEVAL_EN:
         if task != "ruhumaneval":
-            raise ValueError(f"--data {HUMANEVAL_EN} is for ruhumaneval only")
+            raise DataError(f"--data {HUMANEVAL_EN} is for ruhumaneval only")
         from eval.mera.humaneval import openai_humaneval_path
 
         return TaskData(openai_humaneval_path(), data, NOT_COMPARABLE, comparable_with_mera=False)
     if data == "openai-humaneval":
-        raise ValueError(f"--data openai-humaneval is now called {HUMANEVAL_EN!r} (English HumanEval, "
-                         f"not comparable with MERA's ruHumanEval); MERA's own data is {MERA_DATASET!r}")  # fmt: skip
+        raise DataError(f"--data openai-humaneval is now called {HUMANEVAL_EN!r} (English HumanEval, "
+                        f"not comparable with MERA's ruHumanEval); MERA's own data is {MERA_DATASET!r}")  # fmt: skip
     path = Path(data)
     if path.is_file():  # checked as its rows are read: ruHumanEval's load_tasks, ruTiE's parse_rutie_row
         return TaskData(path, data, f"the file {path}")
@@ -171,13 +178,13 @@ def resolve_task_data(task: str, data: str) -> TaskData:
     if data.lower().endswith((".jsonl", ".jsonl.gz")):
         # a file's name, not a hub id: mydata/x.jsonl has the owner/name form and was looked up on the hub, and
         # the error said "no such folder"
-        raise FileNotFoundError(f"--data {data}: no such file ({path.absolute()})")
+        raise DataNotFound(f"--data {data}: no such file ({path.absolute()})")
     from judge.checkpoints import CheckpointNotFound, is_hub_id, resolve_checkpoint
 
     if not is_hub_id(data):
-        raise FileNotFoundError(f"--data {data}: no such file or folder, and not a hub id (owner/name)")
+        raise DataNotFound(f"--data {data}: no such file or folder, and not a hub id (owner/name)")
     try:
         root = resolve_checkpoint(data, repo_type="dataset")
     except CheckpointNotFound as err:
-        raise FileNotFoundError(str(err)) from None
+        raise DataNotFound(str(err)) from None
     return _choose(task, root, data)

@@ -92,6 +92,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.mera.extraction import after_reasoning
+from eval.mera.humaneval import kind_words, value_words
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
 from judge.plumbing.journal import JournalWriter, open_journal
 
@@ -181,7 +182,7 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         # a JSON true is an int to isinstance: read as a choice it became the answer text "True"
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise DataError(f"{where}: field {dotted!r} should be {kind}, got {type(value).__name__}")
+            raise DataError(f"{where}: field {dotted!r} should be {kind_words(kind)}, got {value_words(value)}")
         return value
 
     instruction = need(row, "instruction", "instruction", str)

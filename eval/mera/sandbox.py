@@ -15,9 +15,9 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
    which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
-   ``RLIMIT_NPROC`` (which bounds the sample's threads) is enforced. The interpreter is then one ``nobody`` can
-   run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``), and its version
-   is recorded with the run (``Sandbox.describe``).
+   ``RLIMIT_NPROC`` (which bounds the sample's threads: ``Limits.nproc``) is enforced. The interpreter is then one
+   ``nobody`` can run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``),
+   and its version is recorded with the run (``Sandbox.describe``).
 4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
    processes (threads), file size, open files.
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
@@ -26,7 +26,9 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    then SIGKILL to its session's process group).
 6. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
    that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
-   failure of the sample with a clear message (layer 2 is what actually stops a fork).
+   failure of the sample with a clear message. The guard is no boundary: the sample shares the guard's process and
+   undoes it (``del sys.modules['posix']; import posix`` gives the real ``posix.kill`` back); layer 2 is what
+   actually stops a fork, layer 1 what keeps a kill, a read or a write inside.
 
 Test inputs go in as the ``repr`` of their keyword-argument dicts, read back inside with ``ast.literal_eval``
 (``tests_as_literal``): a tuple stays a tuple, an int key an int, a set a set, as MERA's harness passes them.
@@ -36,9 +38,14 @@ enter the sandbox. Limitation: the sample shares its process with the child that
 the expected answers could forge a passing report (for HumanEval-style ``check()`` tasks the verdict is computed
 inside). This protects the machine, not the score, against a model that is adversarial on purpose.
 
-Without bubblewrap the same code runs with layers 2-6 only; a loud warning says so.
+Without bubblewrap (``isolation="none"``, or ``"auto"`` where bubblewrap does not work) the same code runs with
+layers 2-6 only, and a loud warning says what that leaves open: the sample reads and writes what its user can, and
+signals that user's processes. Started by root it is ``nobody``; started by anyone else it is that user, so its
+home folder and the environment of its other processes (a shell that exported an API key) are open to it; the
+supervisor's own environment is not (``hide_own_environment``). ``"auto"`` still falls back, as ``make demo`` on a
+machine without bubblewrap needs; ``"bwrap"`` refuses to.
 
-Why one module of ~850 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~950 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
 reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
 """
@@ -150,8 +157,12 @@ class Limits:
         startup_s: Wall seconds for the sandbox and interpreter to start (generous: the machine is shared).
         memory_mb: Address-space limit (RLIMIT_AS), MiB.
         cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from ``timeout_s`` and the number of tests.
-        nproc: RLIMIT_NPROC for the sandbox user: bounds the sample's threads (new processes are refused
-            outright by the seccomp filter); counts the sandbox's own processes of that user across samples.
+        nproc: RLIMIT_NPROC for the sandbox user: a sample runs at most ``nproc`` threads, its main one included
+            (new processes are refused outright by the seccomp filter). Under bubblewrap each sample is alone in a
+            user namespace of its own and has the whole budget; without it the samples running at once (and
+            anything else of that user) share it. Not enforced for root (``choose_identity``). Each thread costs
+            its stack (8 MiB) of ``memory_mb``: the child shares one malloc arena among them, where glibc reserved
+            64 MiB more per thread and 1 GiB ran out at 14 threads.
         fsize_mb: Largest file the sample may write (RLIMIT_FSIZE), MiB.
         nofile: Open files (RLIMIT_NOFILE).
         tmpfs_mb: Size of each of the two writable tmpfs under bubblewrap, ``/sandbox`` and ``/dev``, MiB.
@@ -442,8 +453,50 @@ def choose_identity(python: str | None = None) -> tuple[str, int | None, str]:
     )
 
 
-def _interpreter_prefix(python: str) -> str:
-    return str(Path(python).resolve().parent.parent)
+#: The checkout this module belongs to (its run folders, its keys' files): never visible inside the sandbox. An
+#: installed copy's parent is a site-packages folder, which an interpreter's own prefix may rightly hold.
+_REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _private_folders() -> list[Path]:
+    """Folders a sample must not see, for ``interpreter_bind``: home folders, the checkout and the working
+    directory."""
+    folders = [Path("/root")]
+    if (_REPOSITORY / "pyproject.toml").is_file():
+        folders.append(_REPOSITORY)
+    with contextlib.suppress(OSError):  # a working directory since removed
+        folders.append(Path.cwd())
+    with contextlib.suppress(RuntimeError, KeyError):  # no $HOME and no password entry
+        folders.append(Path.home())
+    with contextlib.suppress(OSError):
+        folders += [p for p in Path("/home").iterdir() if p.is_dir()]
+    return [p.resolve() for p in folders]
+
+
+def interpreter_bind(python: str) -> str | None:
+    """The folder bubblewrap binds read-only for the interpreter at ``python``: its prefix (the parent of its
+    ``bin``), or ``None`` when the prefix is under ``/usr``, which is bound anyway.
+
+    The prefix is bound whole, so it must hold nothing private: an interpreter at ``$HOME/bin/python3`` has the home
+    folder as its prefix (``~/.ssh`` readable by every sample), ``/bin/python3`` on a system whose ``/bin`` is a real
+    folder has ``/``. Such a prefix is refused rather than narrowed to the files the interpreter may need, which a
+    build's layout decides.
+
+    Raises:
+        SandboxUnavailable: the prefix is ``/``, a home folder (or a folder holding one), or holds the repository or
+            the working directory; the message names it and the interpreter.
+    """
+    prefix = Path(python).resolve().parent.parent
+    if prefix == Path("/usr") or Path("/usr") in prefix.parents:
+        return None
+    exposed = [p for p in _private_folders() if p == prefix or prefix in p.parents]
+    if prefix == Path("/") or exposed:
+        what = "the whole file system" if prefix == Path("/") else ", ".join(sorted({str(p) for p in exposed}))
+        raise SandboxUnavailable(
+            f"the sandbox's interpreter {python} lives in {prefix}, which bubblewrap would bind whole, readable to "
+            f"every sample: it is or holds {what}. Run the toolkit from a Python installed where its prefix holds "
+            "nothing else: under /usr, or a folder of its own such as /opt/python3.11")  # fmt: skip
+    return str(prefix)
 
 
 #: The device nodes a sample sees (bubblewrap's ``--dev`` set, less the terminal ones), bound into a sized tmpfs.
@@ -467,8 +520,8 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    prefix = _interpreter_prefix(python)
-    if not (prefix == "/usr" or prefix.startswith("/usr/")):
+    prefix = interpreter_bind(python)
+    if prefix is not None:
         argv += ["--ro-bind", prefix, prefix]
     argv += [
         "--proc", "/proc",
@@ -491,6 +544,34 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += [python, "-S", "-B", f"{_SUPPORT_DIR}/child.py", f"{_SUPPORT_DIR}/job.json", token]
     return argv
+
+
+_PR_SET_DUMPABLE = 4  # linux/prctl.h
+
+
+def hide_own_environment() -> bool:
+    """Make this process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``), before a sample runs without bubblewrap.
+
+    Without bubblewrap's pid namespace a sample sees the host's ``/proc``, and a process of the same user may read
+    another's ``/proc/<pid>/environ``, where this process's API key is ($OPENAI_API_KEY, $JUDGE_SERVE_API_KEY). Not
+    dumpable, this process's ``environ``, ``mem``, ``maps`` and ``fd`` belong to root and only a process with
+    CAP_SYS_PTRACE reads them; so do its threads'. The samples it starts are dumpable again after their ``execve``
+    (it does not carry over), which is harmless: their environment is ``minimal_env``. Costs: no core dump, and
+    no debugger or profiler (py-spy, gdb) attaches to this process without root.
+
+    Returns:
+        True when this process is now not dumpable; False off Linux or when the call failed.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        zero = ctypes.c_ulong(0)
+        return libc.prctl(_PR_SET_DUMPABLE, zero, zero, zero, zero) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def minimal_env(home: str) -> dict[str, str]:
@@ -635,14 +716,33 @@ class Sandbox:
             if not ok and isolation == "bwrap":
                 raise SandboxUnavailable(f"bubblewrap does not work here: {reason}")
         if self.isolation == "none":
+            hidden = self._hide_supervisor()
             logger.warning(
-                "\n%s\nCODE SANDBOX WITHOUT BUBBLEWRAP (%s).\nUntrusted code runs with NO network or filesystem "
-                "isolation: only rlimits, its own session, a fresh temp dir and a minimal environment.\n"
-                "Install bubblewrap (`make system-packages` or `apt-get install bubblewrap`).\n%s",
-                "!" * 100, self.unavailable_reason, "!" * 100,
+                "\n%s\nCODE SANDBOX WITHOUT BUBBLEWRAP (%s).\nUntrusted code runs %s with NO network or "
+                "filesystem isolation: it can read and write whatever that user can (home folder, project, the "
+                "environment of that user's other processes, such as a shell that exported an API key), and undo "
+                "the in-process guard on os.system, os.kill and ctypes. What still holds: no new process (seccomp), "
+                "rlimits, the deadline, a fresh temp dir, a minimal environment, and %s.\n"
+                "Install bubblewrap (`make system-packages` or `apt-get install bubblewrap`); to refuse to run "
+                "without it: isolation bwrap (judge-eval mera: --sandbox bwrap).\n%s",
+                "!" * 100, self.unavailable_reason, self._as_whom(), hidden, "!" * 100,
             )  # fmt: skip
         if self.uid is None and os.geteuid() == 0:
             logger.warning("code sandbox %s", self.identity_note)
+
+    def _hide_supervisor(self) -> str:
+        """Keep this process's environment (its API key) from a sample that runs without bubblewrap; says how."""
+        if os.geteuid() == 0:  # root's /proc/<pid>/environ is root's alone; a sample run as root reads it anyway
+            return ("this process's environment unreadable to it" if self.uid is not None else
+                    "nothing more: as root it reaches all of this machine")
+        if hide_own_environment():
+            return "this process's own environment unreadable to it (the process is made not dumpable)"
+        return "NOT this process's own environment: it could not be made not dumpable"
+
+    def _as_whom(self) -> str:
+        if self.uid is not None:
+            return f"as uid {self.uid} (nobody)"
+        return "as ROOT" if os.geteuid() == 0 else f"as this user (uid {os.geteuid()})"
 
     def describe(self) -> dict[str, Any]:
         """What protects the host, for the run's config record."""
@@ -688,15 +788,25 @@ class Sandbox:
         workers: int = 2,
         on_result: Callable[[int, ExecResult], None] | None = None,
     ) -> list[ExecResult]:
-        """Run samples with at most ``workers`` at once; results in input order."""
+        """Run samples with at most ``workers`` at once; results in input order.
+
+        An exception (Ctrl+C, or one from ``on_result``) cancels the samples still queued: only the ones already
+        running finish, each within its own deadline. The pool's ``with`` block waited for every queued sample
+        first, so Ctrl+C on a run of thousands of samples took as long as the run.
+        """
         results: list[ExecResult | None] = [None] * len(jobs)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        try:
             futures = {pool.submit(self.run, job): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
                 if on_result is not None:
                     on_result(i, results[i])
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return [r for r in results if r is not None]
 
     def _job_payload(self, job: ExecJob) -> bytes:
