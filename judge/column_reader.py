@@ -365,15 +365,16 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
         origin_part=np.repeat(np.arange(len(parts), dtype=np.int32), [p["n"] for p in parts]),
         origin_row=np.concatenate([np.arange(p["n"], dtype=np.int64) for p in parts]) if parts else np.zeros(0, np.int64),
         origin_kinds=[kinds] * len(parts),
+        # each record says so, as the row path's do (JudgeRecord.criteria_score_derived, .benchmark_row)
+        aggregate_derived=np.concatenate([p["aggregate_derived"] for p in parts]) if parts else None,
+        benchmark=np.repeat([p["benchmark"] for p in parts], [p["n"] for p in parts]).astype(bool),
     )  # fmt: skip
     derived = np.repeat([p["derived"] for p in parts], [p["n"] for p in parts]).astype(bool)
-    benchmark = np.repeat([p["benchmark"] for p in parts], [p["n"] for p in parts]).astype(bool)
-    aggregate_derived = np.concatenate([p["aggregate_derived"] for p in parts]) if parts else np.zeros(0, dtype=bool)
     flagged = np.concatenate([p["off_scale"] for p in parts]) if parts else np.zeros(0, dtype=bool)
     report = LoadReport(source=source, n_rows=n, n_derived_ids=int(derived.sum()))
     keep = _without_duplicates(columns, report)
     if keep is not None:
-        columns, benchmark, aggregate_derived = columns.take(keep), benchmark[keep], aggregate_derived[keep]
+        columns = columns.take(keep)
         kept = np.zeros(n, dtype=bool)
         kept[keep] = True
         flagged &= kept
@@ -387,8 +388,8 @@ def columns_from_tables(tables, source: str, make_id: bool = False, jsonl: bool 
     report.n_abstentions = int(n_abstained.sum())
     report.n_unlabelled = int(unlabelled.sum())
     report.n_all_abstained = int((unlabelled & (n_abstained > 0)).sum())
-    report.n_benchmark_rows = int(benchmark.sum())
-    report.derived_criteria_records = tuple(np.flatnonzero(aggregate_derived).tolist())
+    report.n_benchmark_rows = int(columns.benchmark.sum())
+    report.derived_criteria_records = tuple(np.flatnonzero(columns.aggregate_derived).tolist())
     report.n_derived_criteria_scores = len(report.derived_criteria_records)
     log_report(report)
     return columns, report

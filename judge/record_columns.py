@@ -36,6 +36,9 @@ class RecordColumns:
         offsets: ``len + 1`` positions into ``scores``.
         expert_ids: the experts' ids parallel to ``scores`` (None where a record names no experts), or None when no
             record names any.
+        aggregate_derived: per record, its ``criteria_score`` was derived from the experts
+            (``JudgeRecord.criteria_score_derived``).
+        benchmark: per record, its row was in the released benchmark's schema (``JudgeRecord.benchmark_row``).
     """
 
     def __init__(self, source: str, *, ids: np.ndarray, texts: Mapping[str, Any], criteria_score: np.ndarray,
@@ -43,13 +46,17 @@ class RecordColumns:
                  expert_ids: np.ndarray | None, is_provocative: Any,
                  extra: Sequence[tuple[int, dict[str, Any]]] | Sequence[dict[str, Any]],
                  origin_names: Sequence[str], origin_part: np.ndarray, origin_row: np.ndarray,
-                 records: Sequence[JudgeRecord] | None = None, origin_kinds: Sequence[type] | None = None):
+                 records: Sequence[JudgeRecord] | None = None, origin_kinds: Sequence[type] | None = None,
+                 aggregate_derived: np.ndarray | None = None, benchmark: np.ndarray | None = None):
         self.source = source
         self.ids = ids
         self.criteria_score = criteria_score
         self.scores = scores
         self.offsets = offsets
         self.expert_ids = expert_ids
+        none = np.zeros(len(ids), dtype=bool)
+        self.aggregate_derived = none if aggregate_derived is None else np.asarray(aggregate_derived, dtype=bool)
+        self.benchmark = none if benchmark is None else np.asarray(benchmark, dtype=bool)
         # Arrow string columns (or Python lists), made Python values only when a caller asks for them.
         self._texts = dict(texts)
         self._comments = comments  # flat texts parallel to ``scores`` ("" for none), or None when no expert has any
@@ -172,9 +179,11 @@ class RecordColumns:
         out, record = [], JudgeRecord
         columns = zip(range(len(index)), rows["ids"], rows["criteria_score"], rows["feedback_given"],
                       rows["is_provocative"], rows["extra"], rows["origin"], rows["abstained"],
+                      rows["aggregate_derived"], rows["benchmark"],
                       *(rows[name] for name in TEXT_FIELDS))  # fmt: skip
-        for (i, rid, number, has_feedback, flag, extra, origin, abstained, instruction, answer, criteria_name, rubrics,
-             reference, model_id, task_type, subtype, subsubtype, difficulty, domain, description, example) in columns:
+        for (i, rid, number, has_feedback, flag, extra, origin, abstained, derived, benchmark, instruction, answer,
+             criteria_name, rubrics, reference, model_id, task_type, subtype, subsubtype, difficulty, domain,
+             description, example) in columns:
             a, b = offsets[i], offsets[i + 1]
             row_scores = scores[a:b]
             if abstained:
@@ -185,11 +194,11 @@ class RecordColumns:
                 expert_scores = tuple(row_scores)
                 feedback = tuple(comments[a:b]) if expert_scores and has_feedback else None
             # Positional, in the order of JudgeRecord's fields (a third cheaper than keywords for 160k records;
-            # tests compare every field with the row path's records).
+            # tests compare every field with the row path's records); expert_ids None, as the annotations give them.
             out.append(record(
                 rid, instruction, answer, criteria_name, rubrics, reference, None if number != number else number,
                 expert_scores, feedback, model_id, task_type, subtype, subsubtype, difficulty, domain, extra,
-                tuple(flat[a:b]), description, example, flag, origin,
+                tuple(flat[a:b]), description, example, flag, origin, None, derived, benchmark,
             ))  # fmt: skip
         return out
 
@@ -205,6 +214,8 @@ class RecordColumns:
         out["criteria_score"] = self.criteria_score[index].tolist()
         out["feedback_given"] = self._feedback_given[index].tolist()
         out["abstained"] = self.n_abstained[index].tolist()
+        out["aggregate_derived"] = self.aggregate_derived[index].tolist()
+        out["benchmark"] = self.benchmark[index].tolist()
         out["offsets"] = offsets.tolist()
         out["scores"] = (self.scores if every else self.scores[flat]).tolist()
         out["comments"] = None if self._comments is None else _taken(self._comments, flat)
@@ -251,7 +262,8 @@ class RecordColumns:
             extra=rows["extra"],
             origin_names=self._origin_names, origin_part=self._origin_part[index], origin_row=self._origin_row[index],
             records=None if self._records is None else [self._records[j] for j in np.asarray(index).tolist()],
-            origin_kinds=self._origin_kinds,
+            origin_kinds=self._origin_kinds, aggregate_derived=self.aggregate_derived[index],
+            benchmark=self.benchmark[index],
         )  # fmt: skip
 
     @classmethod
@@ -281,6 +293,8 @@ class RecordColumns:
             origin_part=np.array([part_of[r.origin[0]] if r.origin else 0 for r in records], dtype=np.int32),
             origin_row=np.array([r.origin[1] if r.origin else i for i, r in enumerate(records)], dtype=np.int64),
             records=records, origin_kinds=[kinds.get(name, int) for name in names],
+            aggregate_derived=np.array([r.criteria_score_derived for r in records], dtype=bool),
+            benchmark=np.array([r.benchmark_row for r in records], dtype=bool),
         )  # fmt: skip
 
 

@@ -174,6 +174,14 @@ class JudgeRecord:
             ``LineIndex`` for a JSONL line, a ``RowIndex`` for a table's row (``RecordError`` names it so).
         expert_ids: the non-abstaining experts' ids, parallel to ``expert_scores``; None when the source names no
             experts (an abstaining expert's id stays in ``annotations``).
+        criteria_score_derived: the row gave no ``criteria_score`` and the load put the experts' mean in its place
+            (``from_row``; ``LoadReport.n_derived_criteria_scores`` counts these). Where it came from, not part of
+            the record's value, like ``origin``: ``to_dict`` writes such an aggregate as null, so that a written
+            and reloaded record is derived, and counted, again.
+        benchmark_row: the row was in the released benchmark's schema (``is_benchmark_row``; counted in
+            ``LoadReport.n_benchmark_rows``), not part of the record's value: ``to_dict`` writes the benchmark's
+            markers (``criteria_description``, ``is_provocative``) even when empty or null, so that a converted
+            release still reads as one and training still refuses it.
     """
 
     id: str
@@ -198,6 +206,8 @@ class JudgeRecord:
     is_provocative: bool | None = None
     origin: tuple[str, int] | None = field(default=None, compare=False, repr=False)
     expert_ids: tuple[str, ...] | None = None
+    criteria_score_derived: bool = field(default=False, compare=False, repr=False)
+    benchmark_row: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         """The one check of a record's invariants, run by every construction: ``from_row``, the column-wise
@@ -278,12 +288,19 @@ class JudgeRecord:
         """A JSON-ready dict in the project's schema (extra columns merged back in).
 
         ``expert_scores`` lists every expert, ``null`` for an abstention; ``expert_feedback`` one text per expert
-        (or null when no expert left one). The released columns are written when set. ``load_records`` /
-        ``JudgeRecord.from_row`` read the dict back into an equal record.
+        (or null when no expert left one). The released columns are written when set, and a benchmark row's markers
+        always (``benchmark_row``). An aggregate the load derived (``criteria_score_derived``) is written null while
+        it is still the experts' mean. ``load_records`` / ``JudgeRecord.from_row`` read the dict back into an equal
+        record, with the same load report (its ids aside, which the dict now gives).
         """
+        aggregate = self.criteria_score
+        if self.criteria_score_derived and aggregate is not None and aggregate == _mean(self.expert_scores):
+            # Null, so that the reload derives the same mean again and counts it (n_derived_criteria_scores, which
+            # POLLUX's evaluator reports as references taken from the experts); a value replaced since is written.
+            aggregate = None
         row: dict[str, Any] = {"id": self.id, "instruction": self.instruction, "answer": self.answer,
                                "criteria_name": self.criteria_name, "rubrics": self.rubrics,
-                               "reference_answer": self.reference_answer, "criteria_score": self.criteria_score}  # fmt: skip
+                               "reference_answer": self.reference_answer, "criteria_score": aggregate}  # fmt: skip
         row["expert_scores"] = [a.score for a in self.annotations]
         has_comments = self.expert_feedback is not None or any(a.comment for a in self.annotations)
         row["expert_feedback"] = [a.comment for a in self.annotations] if has_comments else None
@@ -294,7 +311,10 @@ class JudgeRecord:
         for name in ("criteria_description", "rubrics_example"):
             if getattr(self, name):
                 row[name] = getattr(self, name)
-        if self.is_provocative is not None:
+        if self.benchmark_row:  # both markers, "" and null too: the row still reads as the benchmark's
+            row["criteria_description"] = self.criteria_description
+            row["is_provocative"] = self.is_provocative
+        elif self.is_provocative is not None:
             row["is_provocative"] = self.is_provocative
         return {**self.extra, **row}
 
@@ -371,7 +391,8 @@ class JudgeRecord:
             # The aggregate the POLLUX data reports is the mean over the experts who did not abstain; derive it
             # rather than leave a gap (None when every expert abstained). The load counts these
             # (LoadReport.n_derived_criteria_scores): POLLUX's evaluator reports references taken from the experts.
-            values["criteria_score"] = sum(scores) / len(scores) if scores else None
+            values["criteria_score"] = _mean(scores)
+            values["criteria_score_derived"] = bool(scores)
         else:
             number = _number(aggregate)
             if number is None:
@@ -397,6 +418,7 @@ class JudgeRecord:
         values["id"] = str(rid)
 
         values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
+        values["benchmark_row"] = is_benchmark_row(row)
         return cls(**values, origin=(source, index))  # __post_init__ checks the experts' fields agree
 
 
@@ -567,6 +589,12 @@ _NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:[.,]\d+)?\s*", re.ASCII)
 _INT_RANGE = 2**1023
 
 
+def _mean(scores: tuple[float, ...]) -> float | None:
+    """The aggregate the POLLUX data reports: the mean over the experts who did not abstain (None for none). Summed
+    in order from 0, as the column-wise reader's bincount sums (the two readers give the same float)."""
+    return sum(scores) / len(scores) if scores else None
+
+
 def _no_aggregate(value: Any) -> bool:
     """A row's ``criteria_score`` gives no aggregate: absent, null, or NaN (how pandas and Arrow spell a missing
     value, a mean over no expert written without the conversion to null: no aggregate, not a bad row that stops the
@@ -723,10 +751,7 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
         state["rows"] += 1
         record = JudgeRecord.from_row(row, source=where, index=index, make_id=state["derive"])
         derived = "id" not in row or row["id"] is None or row["id"] == ""
-        benchmark = is_benchmark_row(row)
-        # from_row's rule: no aggregate in the row, and the experts' mean put in its place
-        aggregate_derived = _no_aggregate(row.get("criteria_score")) and record.criteria_score is not None
-        yield where, index, record, derived, benchmark, aggregate_derived
+        yield where, index, record, derived, record.benchmark_row, record.criteria_score_derived
 
 
 def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool, bool]], source: str
