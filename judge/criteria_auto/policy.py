@@ -52,8 +52,9 @@ LABEL_SEPARATOR = " / "
 #: group is the taxonomy's "Fine-grained" (the six criteria of Appendix P.2, Table 63).
 FALLBACK_GROUPS = ("Critical", "Fine-grained", "Subjective")
 #: Below this task-type probability the choice falls back to the shared criteria, for methods whose probabilities
-#: were not calibrated (``llm``, ``head``): "more likely this task type than all others together". The paper is
-#: silent (it has no classifier). The ``tfidf`` method records its own, chosen on out-of-fold data
+#: were not calibrated (``llm``, ``head``): "this task type at least as likely as all others together"; a type tied
+#: with the runner-up type is not chosen at any probability (``choose_from_scores``). The paper is silent (it has no
+#: classifier). The ``tfidf`` method records its own, chosen on out-of-fold data
 #: (``train.criteria_tfidf.fit_tfidf``). A named option everywhere.
 DEFAULT_THRESHOLD = 0.5
 
@@ -102,7 +103,8 @@ class TaskChoice:
 
     Attributes:
         task_type, task_subtype, task_subsubtype: the chosen leaf's English names ("" where the path is shorter):
-            the most probable leaf of the most probable task type, even when ``level`` is not ``"leaf"``.
+            the most probable leaf of the most probable task type, even when ``level`` is not ``"leaf"`` (of tied
+            ones, the first by label; ``reason`` names the tie).
         label: that leaf's label (``label_of``); "" when the method failed to name a leaf (see ``reason``).
         probability: the classifier's probability of that leaf (None when the method gives none).
         alternatives: the top-k leaves as ``(label, probability)``, best first.
@@ -164,7 +166,7 @@ class TaskChoice:
     def of_leaf(
         cls, leaf: Task, probability: float | None, alternatives: tuple[tuple[str, float], ...], threshold: float,
         method: str, taxonomy: Taxonomy, type_probability: float | None = None, leaf_share: float | None = None,
-        min_leaf_share: float | None = None,
+        min_leaf_share: float | None = None, type_tied_with: str | None = None, leaf_tied_with: str | None = None,
     ) -> "TaskChoice":
         """The choice of ``leaf`` at the level its probabilities support (a method without probabilities, ``None``,
         always decides at the leaf).
@@ -175,6 +177,11 @@ class TaskChoice:
             leaf_share: the leaf's share of its type's probability; below ``min_leaf_share`` (``LEAF_SHARE``) the
                 criteria are those every leaf of the type shares, each in the variant ``leaf`` lists
                 (``type_criteria``).
+            type_tied_with: another task type exactly as probable as ``leaf``'s: the evidence picks neither, so the
+                criteria fall back to ``fallback_criteria()``, whatever the threshold says.
+            leaf_tied_with: another leaf of the type exactly as probable as ``leaf``: the criteria every leaf of the
+                type lists as one id (``type_criteria`` without a leaf: neither leaf's variants are preferred), or
+                the fallback set when there are none.
 
         Raises:
             ValueError: a probability or share that is NaN or outside [0, 1] (a method's bug or a bad response).
@@ -191,6 +198,20 @@ class TaskChoice:
         if type_p is not None and type_p < threshold:
             level, criteria = "fallback", fallback_criteria(taxonomy)
             reason = f"task type probability {type_p:.3f} < threshold {threshold:.3f}"
+        elif type_tied_with is not None:
+            # a tie passes the threshold (0.5 each at 0.5) yet says nothing of which type: the first by label would
+            # be taken at full confidence, its criteria judged, with no word
+            level, criteria = "fallback", fallback_criteria(taxonomy)
+            reason = (f"task types {leaf.task_type!r} and {type_tied_with!r} tie at probability "
+                      f"{type_p if type_p is not None else math.nan:.3f}: neither is more likely")
+        elif leaf_tied_with is not None:
+            # before the share test: below the share, the tie would still pick the first leaf's criterion variants
+            shared = type_criteria(leaf.task_type, taxonomy)
+            level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
+            reason = (f"leaves {label_of(leaf)!r} and {leaf_tied_with!r} tie at probability "
+                      f"{probability if probability is not None else math.nan:.3f}: neither is more likely, so "
+                      "neither's criterion variants are judged"
+                      + ("" if shared else f"; the leaves of {leaf.task_type!r} share no criterion as one id"))
         elif leaf_share is not None and leaf_share < min_leaf_share:
             shared = type_criteria(leaf.task_type, taxonomy, leaf)
             level, criteria = ("task_type", shared) if shared else ("fallback", fallback_criteria(taxonomy))
@@ -223,7 +244,8 @@ class TaskChoice:
 
 
 #: Within the chosen task type, the most probable leaf is taken when it holds at least this share of the type's
-#: probability: "more likely than all the type's other leaves together". Below it, the criteria every leaf of the
+#: probability: "at least as likely as all the type's other leaves together", and no other leaf of the type is as
+#: likely as it (a tie is decided at the task type, ``choose_from_scores``). Below it, the criteria every leaf of the
 #: type shares are judged (``type_criteria``). The paper has no classifier, so no such number; a named constant.
 LEAF_SHARE = 0.5
 
@@ -272,6 +294,11 @@ def choose_from_scores(
     holds at least ``leaf_share`` of the type's probability (a type with one leaf always does); otherwise the
     criteria every leaf of the type shares. The paper has no classifier (Limitations, "Task classifier"): both numbers are options.
 
+    A tie is no evidence for either side: two task types exactly as probable (0.5 and 0.5 pass the threshold 0.5)
+    fall back, two leaves of the chosen type exactly as probable give the criteria the type's leaves list as one id
+    (neither leaf's variants; the fallback when there are none), each with a ``reason`` naming the tie. "Exactly"
+    within float rounding (``_tied``): a type's probability is a sum over its leaves.
+
     Args:
         scores: leaf label -> probability (need not cover every leaf; need not sum to one).
         method: the classifier's name, recorded.
@@ -294,14 +321,24 @@ def choose_from_scores(
     by_type: dict[str, float] = {}
     for lab, p in ranked:
         by_type[task_type_of(lab)] = by_type.get(task_type_of(lab), 0.0) + p
-    task_type = min(by_type, key=lambda t: (-by_type[t], t))
-    label, p_leaf = next((lab, p) for lab, p in ranked if task_type_of(lab) == task_type)
+    types = sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))
+    task_type, type_p = types[0]
+    of_type = [(lab, p) for lab, p in ranked if task_type_of(lab) == task_type]
+    label, p_leaf = of_type[0]
     leaf = leaf_of(label, taxonomy)
-    type_p = by_type[task_type]
     n_leaves = sum(t.task_type == task_type for t in taxonomy.tasks)
     share = 1.0 if n_leaves == 1 else (p_leaf / type_p if type_p > 0 else 0.0)
+    type_tie = types[1][0] if len(types) > 1 and _tied(types[1][1], type_p) else None
+    leaf_tie = of_type[1][0] if len(of_type) > 1 and _tied(of_type[1][1], p_leaf) else None
     return TaskChoice.of_leaf(leaf, p_leaf, tuple(ranked[:top_k]), threshold, method, taxonomy,
-                              type_probability=type_p, leaf_share=share, min_leaf_share=leaf_share)  # fmt: skip
+                              type_probability=type_p, leaf_share=share, min_leaf_share=leaf_share,
+                              type_tied_with=type_tie, leaf_tied_with=leaf_tie)  # fmt: skip
+
+
+def _tied(a: float, b: float) -> bool:
+    """Two probabilities equal but for float rounding (a type's is a sum over its leaves, added in label order): a
+    tie. Zero ties with zero too, but a choice at probability zero is below any threshold first."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _finite_or_none(p: float | None) -> float | None:

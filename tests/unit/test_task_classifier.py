@@ -180,8 +180,9 @@ def test_criteria_classifier_refuses_a_near_copy_of_a_heldout_instruction(tmp_pa
         ({"Advice": 0.5}, 0.5, "leaf", "Advice"),  # at the threshold: not below it
         ({"Advice": 0.2, "Fact checking": 0.3}, 0.25, "leaf", "Fact checking"),
         # Advice is the top leaf (0.3) but Code creation the top type (0.25 + 0.25 = 0.5); C++ and Python tie, each
-        # with share 0.25 / 0.5 = 0.5 >= LEAF_SHARE -> the leaf, the first label in sort order
-        ({"Advice": 0.3, "Code creation / Python": 0.25, "Code creation / C++": 0.25}, 0.5, "leaf",
+        # with share 0.25 / 0.5 = 0.5: a tie is no choice of leaf, and Code creation's leaves share no criterion as
+        # one id (each lists its language's variant) -> the fallback set; the label is the first of the two by label
+        ({"Advice": 0.3, "Code creation / Python": 0.25, "Code creation / C++": 0.25}, 0.5, "fallback",
          "Code creation / C++"),
         # Code creation 0.3 + 0.25 + 0.2 = 0.75 >= 0.5, but Python's share 0.3 / 0.75 = 0.4 < 0.5 -> the type's set
         ({"Code creation / Python": 0.3, "Code creation / C++": 0.25, "Code creation / SQL": 0.2, "Advice": 0.25},
