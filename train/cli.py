@@ -5,7 +5,7 @@
     judge-train run --config configs/train/tiny/seq2seq.yaml --resume     # continue from the latest checkpoint
     judge-train classifier --config configs/train/tiny/classifier.yaml   # the criteria: auto task classifier
     judge-train grpo --config configs/train/tiny/grpo.yaml               # a thinking judge, by GRPO (trl)
-    judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # its tfidf method
+    judge-train criteria-classifier --out runs/task-clf                  # its tfidf method (bundled rows)
     judge-train build-data --data judge/data/sample.jsonl --zero-shot drop --out runs/rows.jsonl
     judge-train card --export runs/x/export --run runs/eval/x            # model card with evaluation figures
     torchrun --nproc_per_node 8 -m train.cli --config configs/train/t-lite/seq2seq.yaml   # several GPUs

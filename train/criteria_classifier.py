@@ -1,16 +1,20 @@
 """judge-train criteria-classifier: train the tfidf task classifier of ``criteria: auto`` (``judge.criteria_auto``).
 
     judge-train criteria-classifier --out judge/data/criteria_tfidf          # rebuild the classifier that ships
-    judge-train criteria-classifier --data ai-forever/POLLUX --out runs/task-clf   # + the release's 2,100 instructions
     judge-train criteria-classifier --data runs/instructions/instructions.jsonl --out runs/task-clf --no-bundled
+    judge-train criteria-classifier --data ai-forever/POLLUX --allow-benchmark-rows --out runs/task-clf   # see below
 
 With no ``--data`` it trains on the bundled rows and the taxonomy (``train.criteria_rows.bundled_rows``) with
 the default parameters: exactly the artefact in ``judge/data/criteria_tfidf``, which a test checks against today's rows.
-``--data`` adds labelled instructions: POLLUX-format records by their task columns (the release by hub id or folder,
-offline from the cache), ``judge-train data instructions`` output, or labelled JSONL. The fallback threshold is
-chosen on out-of-fold predictions (``train.criteria_tfidf.fit_tfidf``; near duplicates held out together) unless
-``--threshold`` is given; ``model.json`` records it, the calibration it was chosen on, and a digest of the training
-rows.
+``--data`` adds labelled instructions: POLLUX-format records by their task columns, ``judge-train data
+instructions`` output, or labelled JSONL. A source in the released benchmark's schema (the release by hub id or
+folder, or a JSONL converted from it) is refused unless ``--allow-benchmark-rows`` is given
+(``train.criteria_rows.refuse_benchmark_sources``): a classifier trained on the release's 2,100 instructions has
+seen the test that ``judge-eval run --criteria auto`` routes, and the dataset card asks that the benchmark not be
+trained on, so the flag is for a deliberate experiment only, never for a classifier that is evaluated on POLLUX.
+The fallback threshold is chosen on out-of-fold predictions (``train.criteria_tfidf.fit_tfidf``; near duplicates
+held out together) unless ``--threshold`` is given; ``model.json`` records it, the calibration it was chosen on, and
+a digest of the training rows.
 Use it: ``judge-eval run --criteria auto --criteria-classifier-path runs/task-clf``, or judge-serve's
 ``--criteria-classifier-path``.
 """

@@ -28,22 +28,27 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
         BenchmarkRowsError: naming the source, unless ``allow``.
     """
     from judge.record_sources import jsonl_rows, load_records_report
-    from judge.records import is_benchmark_row
+    from judge.records import is_benchmark_row, row_place
     from train.build_data import BenchmarkRowsError
 
     if allow:
         return
     for source in sources:
         path = Path(str(source))
-        if path.suffix == ".jsonl":  # labelled rows of other shapes too: the first row's keys tell
-            # The first row, read as judge.load_records reads one (an unreadable line named with its row).
-            _, _, first = next(jsonl_rows(path), (None, None, {}))
-            benchmark = isinstance(first, dict) and is_benchmark_row(first)
-        else:
-            benchmark = load_records_report(path, make_id=True)[1].n_benchmark_rows > 0
-        if benchmark:
+        if path.suffix == ".jsonl":
+            # Labelled rows of other shapes too, so each row's keys tell (read as judge.load_records reads a row,
+            # an unreadable line named): every row, since a file whose first rows are plain labelled ones can hold
+            # benchmark rows further down (two files concatenated).
+            found = next((index for _, index, row in jsonl_rows(path)
+                          if isinstance(row, dict) and is_benchmark_row(row)), None)  # fmt: skip
+            where = f"{source}: {row_place(found)} (the first such row) is" if found is not None else None
+        else:  # every record's row is counted by the load (LoadReport.n_benchmark_rows)
+            report = load_records_report(path, make_id=True)[1]
+            where = (f"{source}: {report.n_benchmark_rows} of {report.n_rows} rows are" if report.n_benchmark_rows
+                     else None)
+        if where is not None:
             raise BenchmarkRowsError(
-                f"{source}: rows in the released POLLUX benchmark's schema. A task classifier trained on them has "
+                f"{where} in the released POLLUX benchmark's schema. A task classifier trained on them has "
                 "seen the instructions `judge-eval run --criteria auto` then routes on POLLUX, and the dataset card "
                 "(ai-forever/POLLUX) asks that the benchmark not be trained on. Pass --allow-benchmark-rows "
                 "(config: allow_benchmark_rows: true) only for a deliberate experiment.")
