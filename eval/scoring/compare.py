@@ -288,12 +288,11 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
     takes the level a score rounds to only where it lies in the item's scale, else the score itself), so that the
     paired rho compares what the run's own section compared.
 
-    The table's own ends where it has them; items.parquet does not keep them (``item_table.write_table``), so a table
-    read back takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales of
-    its items (NaN: a criterion the section has not). That is the item's own scale wherever a criterion has one
+    The table's own ends, which items.parquet keeps (``item_table.write_table``). An items.parquet written before it
+    kept them takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales
+    of its items (NaN: a criterion the section has not). That is the item's own scale wherever a criterion has one
     scale; on a criterion whose items mix scales (two of the bundled sample's 37) a verdict outside the item's own
-    scale but inside the widest counts as that level, where the section compares it as it is — exact once
-    items.parquet keeps the scales."""
+    scale but inside the widest counts as that level, where the section compares it as it is."""
     if table.scale_low is not None and table.scale_high is not None:
         return table.scale_low[index], table.scale_high[index]
     import pandas as pd

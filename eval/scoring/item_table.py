@@ -413,6 +413,11 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
     }
     if table.instruction_key is not None:  # `compare --bootstrap-unit instruction` resamples by it
         columns["instruction_key"] = pa.array(np.asarray(table.instruction_key, dtype=np.int64))
+    if table.scale_low is not None and table.scale_high is not None:  # compare's paired validity reads the item's
+        # own scale, as score's section did, not the widest of its criterion's scales (null: unreadable)
+        for name in ("scale_low", "scale_high"):
+            values = np.asarray(getattr(table, name), dtype=np.float64)
+            columns[name] = pa.array(values, mask=np.isnan(values))
     if table.expert_ids is not None:  # beside expert_scores, one id per score (null: a record naming no experts)
         columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
                                                                                      type=pa.string()))
@@ -530,9 +535,13 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         expert_ids=(pad_expert_ids(data["expert_ids"], max(map(len, data["expert_scores"]), default=0))
                     if "expert_ids" in data else None),
         instruction_key=np.array(data["instruction_key"], dtype=np.int64) if "instruction_key" in data else None,
+        # Tables written before the scales were kept: compare falls back to the criterion's widest scale.
+        **{name: np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
+           for name in ("scale_low", "scale_high") if "scale_low" in data and "scale_high" in data},
     )
     known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
-             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids", "instruction_key"}
+             "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids", "instruction_key",
+             "scale_low", "scale_high"}
     extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
              for name, values in data.items() if name not in known and name != "why_unscored"}
     return table, extra

@@ -214,3 +214,43 @@ def test_bad_alt_test_setting_is_a_clear_error(sample_runs, capsys):
                  str(judge.sample_data_path()), "--alt-test-q", "1.5"]) == 2
     assert capsys.readouterr().err == ("judge-eval score: error: --alt-test-q: must be between 0 and 1 (both "
                                        "excluded), got 1.5\n")
+
+
+def test_compare_scores_a_failure_at_its_own_items_scale_as_the_section_did(sample_runs, tmp_path):
+    """The judge fails on every item of the two sample criteria whose items mix scales (0-2 and 0-4) that is on the
+    narrower one, and gives the first expert's score elsewhere. The ceiling scores a failure as the error farther
+    from the reference within the item's scale (``--ceiling-failures worst``): on a 0-2 item at most 2, on 0-4 up
+    to 4. items.parquet keeps each item's scale, so compare's paired ceiling gap of this run equals its own section's;
+    read against the criterion's widest scale (what compare had before the scales were kept) it came out larger."""
+    from collections import defaultdict
+
+    from eval.scoring.compare import compare
+
+    records = sample_runs["records"]
+    scales = defaultdict(set)
+    for record in records:
+        scale = judge.scale_of(record.rubrics)
+        scales[record.criteria_name].add((scale.min, scale.max))
+    rows, n_failed = [], 0
+    for record in records:
+        scale = judge.scale_of(record.rubrics)
+        if len(scales[record.criteria_name]) > 1 and scale.max < max(high for _, high in scales[record.criteria_name]):
+            rows.append({"id": record.id, "judge": "j", "raw_output": "мусор", "feedback": "", "score": None,
+                         "parse_ok": False, "error": "no_score", "reason": "", "score_source": None,
+                         "latency_s": 0.0})
+            n_failed += 1
+            continue
+        score = record.expert_scores[0]
+        rows.append({"id": record.id, "judge": "j", "raw_output": f"[RESULT] {score:g} [END]", "feedback": "",
+                     "score": score, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
+                     "latency_s": 0.0})
+    assert n_failed > 0
+    run = tmp_path / "narrow-failures"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot", "50"]) == 0
+    own = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["validity"]["splits"]["all"]["overall"]
+    assert own["ceiling"]["n_items_judge_failed"] == n_failed
+    paired = compare([run, sample_runs["root"] / "exact"], n_boot=20).comparisons[0].validity["all"]
+    assert paired.ceiling_gap.baseline == pytest.approx(own["ceiling"]["gap"])
