@@ -30,6 +30,10 @@ REWARD_DEADLINE_S = 170.0
 #: What vLLM 0.32's ``--dtype`` accepts (``ModelDType`` in ``vllm/config/model.py``): anything else would start an
 #: engine that exits half a minute later with vLLM's usage text.
 VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+#: The default bound on judgments queued across all requests in progress (``serve.queued``): 32 requests of the
+#: default 512 judgments, 64 times what the engines take at once by default (``max_concurrent_engine_requests``); the
+#: default ``max_connections`` of reward requests, each a sample of a POLLUX task's usual 20 criteria (10,240), fit.
+MAX_QUEUED_JUDGMENTS = 16384
 
 
 #: The bounds of every numeric setting, checked by ``ServeConfig.validate``: name -> (lowest, whether the lowest
@@ -63,6 +67,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
     "reward_engine_wait_s": (0, True, None, False),
     "max_batch_items": (0, False, None, False),
     "max_judgments_per_request": (0, False, None, False),
+    "max_queued_judgments": (0, False, None, False),
     "max_connections": (0, False, None, False),
     "header_timeout_s": (0, False, None, False),
     "body_timeout_s": (0, False, None, False),
@@ -276,6 +281,13 @@ class ServeConfig:
                                   "(at most 16,384, judge.wire.MAX_LIST_ENTRIES).")
     max_judgments_per_request: int = _f(512, "Most (item, criterion) judgments one /v1/judge request may ask for (at "
                                              "most 16,384, judge.wire.MAX_LIST_ENTRIES).")
+    max_queued_judgments: int = _f(
+        MAX_QUEUED_JUDGMENTS,
+        "Most judgments (an item's criteria, a pair) queued across all /v1/judge and /get_reward requests in "
+        "progress. A request that would pass it gets 503 with Retry-After before any of its work starts (one alone "
+        "is always taken); its count is given back when it is answered, fails or its client leaves. An \"auto\" item "
+        "counts as the largest task's criteria set until its task is chosen. At least max_judgments_per_request.",
+    )
     max_connections: int = _f(
         512,
         "Most client connections (and requests in progress) judge-serve holds at once; beyond it a request gets 503 "
@@ -336,6 +348,10 @@ class ServeConfig:
             if getattr(self, name) > MAX_LIST_ENTRIES:
                 raise ConfigError(f"{name}: at most {MAX_LIST_ENTRIES} (judge.wire.MAX_LIST_ENTRIES, the longest list "
                                   f"a request may hold), got {getattr(self, name)!r}")
+        if self.max_queued_judgments < self.max_judgments_per_request:
+            # one full request would be taken only while nothing else is queued: 503s its client cannot act on
+            raise ConfigError(f"max_queued_judgments: {self.max_queued_judgments} is under max_judgments_per_request "
+                              f"({self.max_judgments_per_request}), which one request may ask for")
         if not 0 < self.reward_deadline_s < math.inf:  # NaN too
             raise ConfigError(f"reward_deadline_s: must be a positive, finite number of seconds, got "
                               f"{self.reward_deadline_s!r}")

@@ -152,7 +152,14 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
     ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers vLLM's 404 for its
     model (it no longer serves the name judge-serve sends: an attached engine restarted under another); an engine's refusal
     (4xx but 401 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
-    message left in judge-serve's log) or refused judge-serve's own key (401)."""
+    message left in judge-serve's log) or refused judge-serve's own key (401); 503 ``queue_full`` with the bound's
+    ``Retry-After`` for a request over ``max_queued_judgments`` (``serve.queued.QueueFull``)."""
+    from serve.queued import QueueFull
+
+    if isinstance(err, QueueFull):  # refused before any of its work: nothing of it reached an engine
+        log.info("request refused: %s", err)
+        return error_response(503, str(err), "service_unavailable", code="queue_full",
+                              headers={"Retry-After": str(err.retry_after_s)})
     if isinstance(err, EngineUnavailable):
         # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
         log.warning("engine unavailable during a judgment: %s", err)

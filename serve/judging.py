@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~595 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~635 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -58,9 +58,11 @@ from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
-from serve.score_reading import level_token_ids, logprobs_fit, seq2seq_verdict
+from serve.queued import Admitted, JudgmentQueue, largest_task_criteria
+from serve.score_reading import VLLM_MAX_LOGPROBS, level_token_ids, logprobs_fit, max_logprobs_of, seq2seq_verdict
+from serve.config import MAX_QUEUED_JUDGMENTS
 
-__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "unknown_model", "verdict_regex",
+__all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "config_bounds", "unknown_model", "verdict_regex",
            "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
 
 #: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
@@ -126,6 +128,11 @@ class JudgeSettings:
     verdict_format: str = VerdictFormat.TAGGED
     #: The pointwise prompt it is asked with (``judge.checkpoints.prompt_template_and_why``); responses name its version.
     template: PromptTemplate = POLLUX_PROMPT
+    #: The generating engine's ``--max-logprobs`` (-1: no cap): a request asking more is refused whole by vLLM, so a
+    #: scale of more levels gets no score distribution, and a scale within it gets one (``config_bounds``).
+    max_logprobs: int = VLLM_MAX_LOGPROBS
+    #: Judgments queued across all requests in progress (``serve.queued``); more get 503 with Retry-After.
+    max_queued_judgments: int = MAX_QUEUED_JUDGMENTS
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -133,6 +140,23 @@ class JudgeSettings:
         what a client that reads the list sends) and judge-serve's own ``model_name``, which differ when an attached
         engine serves under another name."""
         return tuple(dict.fromkeys((self.engine_models.get("generator", self.model_name), self.model_name)))
+
+
+def config_bounds(config: Any) -> dict[str, int]:
+    """The ``JudgeSettings`` bounds the server config (``serve.config.ServeConfig``) decides: the queue's, and the
+    generating engine's ``--max-logprobs`` as the ``engine_args`` it is started with set it. An attached generator
+    (``generator_url``) was started by someone else, with flags judge-serve cannot read: vLLM's default is assumed."""
+    return {"max_logprobs": VLLM_MAX_LOGPROBS if config.generator_url else max_logprobs_of(config.engine_args),
+            "max_queued_judgments": config.max_queued_judgments}
+
+
+def _judgments_asked(checked: CheckedRequest) -> int:
+    """The judgments a checked request comes to, as ``max_queued_judgments`` counts them before its work starts: its
+    pairs, or its items' resolved criteria, an ``"auto"`` item's as the largest task's set (its task is chosen by
+    the work)."""
+    if checked.options is None:
+        return len(checked.request.pairs)
+    return sum(len(c) if c is not None else largest_task_criteria() for c in checked.resolved or ())
 
 
 def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
@@ -262,6 +286,7 @@ class Judge:
         # The classifier's own threads (started on first use): its calls never occupy the default executor.
         self._classifying = ThreadPoolExecutor(CLASSIFIER_THREADS, thread_name_prefix="task-classifier")
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
+        self.queue = JudgmentQueue()  # /v1/judge's and /get_reward's judgments in progress, all requests together
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
         # The copy of the tokenizer that reads a request's text (judge.chat_tokens.chat_ids) takes ~0.5 CPU-s to make for a
         # Qwen vocabulary: made now, beside the start, not inside the first request's deadline.
@@ -351,10 +376,15 @@ class Judge:
 
         Raises:
             RequestError: bad model name, criterion, task or context length.
+            serve.queued.QueueFull: its judgments would pass ``max_queued_judgments``, refused before any work.
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
-        s = self.settings
         checked = request if isinstance(request, CheckedRequest) else self.check(request)
+        with self.queue.admit(_judgments_asked(checked), self.settings.max_queued_judgments) as admitted:
+            return await self._run_admitted(checked, request_id, admitted)
+
+    async def _run_admitted(self, checked: CheckedRequest, request_id: str, admitted: Admitted) -> JudgeResponse:
+        s = self.settings
         request, max_tokens = checked.request, checked.max_tokens
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens, request_id)
@@ -386,6 +416,7 @@ class Judge:
         except RequestError as err:
             raise named_as_sent(err, request) from None
         choices = {**plan.unclassified, **choices}  # an "auto" item too long to classify: the failed choice
+        admitted.resize(len(jobs))  # its "auto" items' criteria known now
         results = await self._judge_jobs(jobs, options)
         n_criteria: dict[int, int] = {}
         for job in jobs:
@@ -499,7 +530,7 @@ class Judge:
         # The score token's position is known for the tagged format only (after [RESULT]).
         tagged = s.verdict_format == VerdictFormat.TAGGED
         level_ids = self._levels(scale) if (s.kind == JudgeKind.SEQ2SEQ and s.score_logprobs and tagged) else None
-        if level_ids and logprobs_fit(level_ids):  # more than vLLM returns: no distribution, or no answer at all
+        if level_ids and logprobs_fit(level_ids, s.max_logprobs):  # more than the engine returns: no distribution
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
         if options.constrained:

@@ -38,7 +38,7 @@ from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.engine_client import EngineClient, EngineFailure, EngineHttp, Hop, engine_session, read_capped
-from serve.judging import Judge, JudgeSettings
+from serve.judging import Judge, JudgeSettings, config_bounds
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CheckpointLayout
 from serve.tokenizer import load_tokenizer
@@ -170,7 +170,7 @@ async def _bring_up(state: ServerState) -> None:
         lenient=config.lenient_parsing,
         constrained=config.constrained_decoding,
         feedback_max_chars=config.feedback_max_chars,
-        max_judgments=config.max_judgments_per_request,
+        max_judgments=config.max_judgments_per_request, **config_bounds(config),  # queue bound, --max-logprobs
     )
     state.judge = Judge(
         settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests),
