@@ -24,12 +24,14 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
                        (empty, blank, only punctuation) never is, whatever the score;
 - ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back).
 
-The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long``).
+The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long`` and, on the
+ids a recipe trains, ``drop_long_examples``). Records that repeat an earlier record's content under another id are
+counted (``repeated_content``) and kept: each id may be meant, but every copy is trained on.
 The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict's own score; the regression row
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~530 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~600 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -54,8 +56,8 @@ from judge import JudgeRecord, ScaleError
 from train.grpo_rewards import gives_reasons
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "scores_off_the_rubric",
-           "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "load_training_records",
-           "write_rows", "main"]
+           "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
+           "load_training_records", "write_rows", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,11 @@ class BuildReport:
         zero_shot_ids: ids of the Zero-Shot records dropped (first 20).
         cut_by_max_rows: training rows left out by ``max_rows`` (None where the recipe does not count them).
         eval: the validation rows: their ``source``, ``n_rows`` and what was ``dropped`` from them (None where the
-            recipe holds none out), so that the training and validation counts add up to the rows built.
+            recipe holds none out), so that the training and validation counts add up to the rows built; from an
+            ``eval_data`` also ``n_rows_sharing_instructions``, its rows whose instruction is trained on (counted
+            before a recipe's length check on the ids it trains, ``drop_long_examples``).
+        repeated_content: records whose content (instruction, answers, criterion, rubric, scores, rationales) repeats
+            an earlier record's under another id: kept, and counted so that a copied record shows.
     """
 
     n_records: int = 0
@@ -95,13 +101,16 @@ class BuildReport:
     validation_split: str = "instruction"  # what the held-out rows are drawn by (``split_rows``)
     cut_by_max_rows: int | None = None
     eval: dict[str, Any] | None = None
+    repeated_content: int = 0
 
     def summary(self) -> str:
         """One line: kept and dropped counts with their reasons."""
         reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
+        repeated = (f"; kept {self.repeated_content} record(s) repeating an earlier record's content under another id"
+                    if self.repeated_content else "")  # fmt: skip
         return (
             f"{self.n_records} records, {self.n_verdicts} verdicts -> {self.n_rows} rows kept; "
-            f"dropped {sum(self.dropped.values())}: {reasons}"
+            f"dropped {sum(self.dropped.values())}: {reasons}{repeated}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,6 +122,7 @@ class BuildReport:
             "validation_split": self.validation_split,
             **({} if self.cut_by_max_rows is None else {"cut_by_max_rows": self.cut_by_max_rows}),
             **({} if self.eval is None else {"eval": self.eval}),
+            **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
         }
 
     def count_held_out(self, config, held_out: Sequence[dict[str, Any]], eval_report: BuildReport | None) -> None:
@@ -175,7 +185,7 @@ def build_rows(
     if recipe not in ("seq2seq", "regression"):
         raise ValueError(f"recipe must be 'seq2seq' or 'regression', got {recipe!r}")
     records = list(records)
-    report = BuildReport(n_records=len(records))
+    report = BuildReport(n_records=len(records), repeated_content=_repeated_content(records))
     records, held_out = zero_shot_records(records, zero_shot)
     for record in held_out:
         report.n_verdicts += len(_verdicts(record))
@@ -225,7 +235,22 @@ def build_rows(
             rows.append(row)
     report.n_rows = len(rows)
     logger.info("training data: %s", report.summary())
+    if report.repeated_content:
+        logger.warning("%d record(s) repeat an earlier record's content under another id: kept, so each copy is "
+                       "trained on", report.repeated_content)
     return rows, report
+
+
+def _repeated_content(records: Sequence[JudgeRecord]) -> int:
+    """How many records repeat an earlier one's content under another id (the loader drops only repeated lines)."""
+    seen: set[tuple] = set()
+    repeated = 0
+    for r in records:
+        key = (r.instruction, r.reference_answer, r.answer, r.criteria_name, r.rubrics, r.criteria_score,
+               tuple(r.expert_scores), tuple(r.expert_feedback or ()))  # fmt: skip
+        repeated += key in seen
+        seen.add(key)
+    return repeated
 
 
 #: What a Zero-Shot refusal tells a judge-train user to do instead.
@@ -363,6 +388,37 @@ def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int, *,
     return kept, len(rows) - len(kept)
 
 
+def drop_long_examples(config, report: BuildReport, rows: list[dict], examples: list[dict], *,
+                       validation: bool = False) -> tuple[list[dict], list[dict]]:  # fmt: skip
+    """The rows (and their tokenized examples) of at most ``config.max_length`` ids, the others counted as ``too_long``.
+
+    ``drop_too_long`` counts a special-token string in a row's text as one token; in the ids a recipe trains
+    (judge-serve's, ``judge.chat_tokens.chat_ids``) it is its characters' tokens, so such a row can be longer than
+    counted, and no collator cuts it. The drops are counted with the training rows' (``validation``: the validation
+    rows') other drops, before the report is recorded.
+
+    Raises:
+        ConfigError: no training row is left.
+    """
+    kept = [k for k, example in enumerate(examples) if len(example["input_ids"]) <= config.max_length]
+    n_long = len(rows) - len(kept)
+    if n_long:
+        logger.info("dropped %d %s rows longer than max_length=%d tokens", n_long,
+                    "validation" if validation else "training", config.max_length)  # fmt: skip
+        if not validation:
+            report.dropped["too_long"] += n_long
+            report.n_rows -= n_long
+        elif report.eval is not None:
+            report.eval["dropped"]["too_long"] = report.eval["dropped"].get("too_long", 0) + n_long
+            report.eval["n_rows"] -= n_long
+    if not validation and not kept:
+        from train.config import ConfigError
+
+        raise ConfigError(f"data: no training rows left in {config.data} within max_length {config.max_length} "
+                          f"tokens: {report.summary()}")
+    return [rows[k] for k in kept], [examples[k] for k in kept]
+
+
 def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildReport]:
     """The recipes' data step: records -> rows -> drop too long -> split train/eval -> first ``max_rows``.
 
@@ -401,6 +457,15 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
         train, held_out = split_rows(rows, config.eval_fraction, report.validation_split)
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)
+    if eval_report is not None:
+        trained = {row["instruction_id"] for row in train}
+        shared = sum(row["instruction_id"] in trained for row in held_out)
+        report.eval["n_rows_sharing_instructions"] = shared
+        if shared:
+            # Warned, not refused: a user may mean it; its validation loss then measures memory as much as judging.
+            logger.warning("eval_data %s: %d of its %d rows share their instruction with training rows of %s: the "
+                           "validation loss and the best checkpoint partly measure memory", config.eval_data, shared,
+                           len(held_out), config.data)  # fmt: skip
     if not train:
         # ConfigError: a data/config choice (judge-train exits 2 with this line), not a failure of the run.
         from train.config import ConfigError

@@ -275,13 +275,21 @@ class PreparedRun:
             arguments_cls: ``transformers.TrainingArguments`` or e.g. ``trl.SFTConfig``.
             has_eval: whether there is a validation set (best-checkpoint tracking follows it).
             extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
+
+        Raises:
+            ConfigError: ``arguments_cls`` refuses a value or a combination (its own message).
         """
         clash = sorted(set(extra) & set(self.config.trainer_args))
         if clash:
             raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
         if self.config.deepspeed:  # one process without a launcher: DeepSpeed still needs a world (of one)
             stand_in_for_a_launcher()
-        args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
+        try:
+            args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
+        except (TypeError, ValueError) as err:
+            # Under a launcher check_training_arguments did not build them first: one line on each rank, exit 2,
+            # instead of a traceback on every rank.
+            raise ConfigError(f"{arguments_cls.__name__} refuses this config: {err}") from None
         init_distributed(args)
         return args
 

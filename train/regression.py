@@ -134,8 +134,14 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
 
     # ---- data ---------------------------------------------------------------------------------------------------
     train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
-    train_dataset = Dataset.from_list(tokenize_rows(train_rows, run.tokenizer))
-    eval_dataset = Dataset.from_list(tokenize_rows(eval_rows, run.tokenizer)) if eval_rows else None
+    # Checked again on the ids trained: the data step counts a special-token string as one token, and the collator
+    # cuts nothing, so a row longer than max_length would train whole (drop_long_examples).
+    train_rows, train_examples = build_data.drop_long_examples(
+        config, data_report, train_rows, tokenize_rows(train_rows, run.tokenizer))
+    eval_rows, eval_examples = build_data.drop_long_examples(
+        config, data_report, eval_rows, tokenize_rows(eval_rows, run.tokenizer) if eval_rows else [], validation=True)
+    train_dataset = Dataset.from_list(train_examples)
+    eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
     run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
 
     # ---- model --------------------------------------------------------------------------------------------------

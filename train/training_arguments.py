@@ -20,7 +20,7 @@ from judge.plumbing.config_files import ConfigError
 TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
-           "check_training_arguments",
+           "check_training_arguments", "check_transformers_names",
            "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process"]
 
 
@@ -226,16 +226,20 @@ def check_training_arguments(config: TrainConfig) -> None:
     data is read and the model loaded. Called when a config with ``trainer_args`` loads, and by ``judge-train run``
     and ``submit`` for every config (importing transformers costs seconds, which a config load alone need not pay).
 
-    Not under a distributed launcher (``LOCAL_RANK``/``WORLD_SIZE`` set by torchrun, accelerate, DeepSpeed): building
-    ``TrainingArguments(use_cpu=True)`` there sets up accelerate's multi-CPU state, a gloo process group, before the
-    recipe's own; DeepSpeed then finds torch.distributed initialised and never creates its NCCL group. A launched
-    job was checked where it was launched (``judge-train submit``, or the command line before the launcher).
+    Under a distributed launcher (``LOCAL_RANK``/``WORLD_SIZE`` set by torchrun, accelerate, DeepSpeed) only
+    ``lr_scheduler_type`` and ``optim`` are checked, against transformers' names (``check_transformers_names``):
+    building ``TrainingArguments(use_cpu=True)`` there sets up accelerate's multi-CPU state, a gloo process group,
+    before the recipe's own; DeepSpeed then finds torch.distributed initialised and never creates its NCCL group. A
+    launched job's other values were checked where it was launched (``judge-train submit``, or the command line
+    before the launcher), and the recipe turns a refusal into the same one line
+    (``train.recipe_steps.PreparedRun.training_arguments``).
 
     Raises:
         ConfigError: ``TrainingArguments``' own message.
     """
     import os
 
+    check_transformers_names(config)
     if os.environ.get("LOCAL_RANK") is not None or os.environ.get("WORLD_SIZE") is not None:
         return
     from transformers import TrainingArguments
@@ -249,6 +253,28 @@ def check_training_arguments(config: TrainConfig) -> None:
     except (TypeError, ValueError) as err:
         given = f"with trainer_args {sorted(config.trainer_args)}" if config.trainer_args else "as set"
         raise ConfigError(f"TrainingArguments refuses this config {given}: {err}") from None
+
+
+def check_transformers_names(config: TrainConfig) -> None:
+    """``lr_scheduler_type`` and ``optim`` against the installed transformers' ``SchedulerType`` and
+    ``OptimizerNames``, naming the key: what ``check_training_arguments`` can check under a launcher too, where a
+    misspelt one otherwise reached ``TrainingArguments`` after the base model and run.json, a traceback on every rank.
+
+    Raises:
+        ConfigError: ``TrainingArguments refuses this config as set: <key>: <value> is not a valid <enum> ...``.
+    """
+    import difflib
+
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    for key, enum in (("lr_scheduler_type", SchedulerType), ("optim", OptimizerNames)):
+        value, names = getattr(config, key), [member.value for member in enum]
+        if value not in names:
+            close = difflib.get_close_matches(str(value), names, n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise ConfigError(f"TrainingArguments refuses this config as set: {key}: {value} is not a valid "
+                              f"{enum.__name__} ({hint}the installed transformers has {', '.join(names)})")
 
 
 def stand_in_for_a_launcher() -> None:
