@@ -416,6 +416,10 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
 
     if not judge_args:
         return None
+    given = next((a for a in judge_args if a == "--config" or a.startswith("--config=")), None)
+    if given is not None:  # slurm/train.sbatch refuses it (exit 2), after the queue's wait
+        raise SubmitError(f"after --: {given} is submit's own --config (the job reads that one); give it once, "
+                          "before --")
     parser = build_run_parser(prog="judge-train run (the arguments after --)")
     parser.exit_on_error = False  # an argparse error is raised here, to be said as submit's own
     try:

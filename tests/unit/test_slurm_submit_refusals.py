@@ -120,3 +120,13 @@ def test_a_value_with_spaces_is_still_one_option(config_file, capsys):
     header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#SBATCH --")]
     assert '#SBATCH --comment="a --signal=B:USR1@60"' in header
     assert "#SBATCH --signal=USR1@600" in header
+
+
+@pytest.mark.parametrize("spelling", [["--config", "{c}"], ["--config={c}"]])
+def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, config_file, capsys, spelling):
+    """slurm/train.sbatch refuses a --config after the script (judge-train would take the later one while the
+    banner, the lock and the checks read JUDGE_CONFIG): submit says so at once, not after the job's queue wait."""
+    judge_args = [word.format(c=config_file) for word in spelling]
+    assert _submit(config_file, "--dry-run", "--", *judge_args) == 2
+    assert capsys.readouterr().err == (f"judge-train submit: after --: {judge_args[0]} is submit's own --config (the "
+                                       "job reads that one); give it once, before --\n")

@@ -75,15 +75,3 @@ def test_train_sbatch_names_the_resolved_config_it_did_not_find(tmp_path, folder
     assert proc.stderr == (f"train.sbatch: JUDGE_CONFIG=configs/other.yaml: {submit_dir}/configs/other.yaml is not a "
                            f"file (a relative path is read against the submit folder, {submit_dir})\n")
     assert not (tmp_path / "srun_args").exists()
-
-
-def test_train_sbatch_compares_a_relative_output_dir_flag_as_judge_train_reads_it(tmp_path, folders):
-    """`--output-dir runs/t` after the script is judge-train's, read against the working folder: under --chdir it is
-    another folder than JUDGE_OUTPUT_DIR=runs/t (the submit folder's), and refused; given absolute, the same one."""
-    submit_dir, work_dir = folders
-    proc = _run(tmp_path, submit_dir, work_dir, "--output-dir", "runs/t")
-    assert proc.returncode == 2
-    assert proc.stderr == (f"train.sbatch: --output-dir runs/t after the script is not "
-                           f"JUDGE_OUTPUT_DIR={submit_dir}/runs/t; give the run folder once, as JUDGE_OUTPUT_DIR\n")
-    proc = _run(tmp_path, submit_dir, work_dir, "--output-dir", f"{submit_dir}/runs/t")
-    assert proc.returncode == 0, proc.stderr
