@@ -40,7 +40,7 @@ from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
-           "traces_agreement", "traces_settings_for_config", "trained_lengths", "within_max_length"]
+           "traces_agreement", "traces_settings_for_config", "trained_lengths"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,18 +103,6 @@ def sft_dataset(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = False
     from datasets import Dataset
 
     return Dataset.from_list(sft_examples(rows, tokenizer, thinking=thinking))
-
-
-def within_max_length(rows: list[dict[str, Any]], examples: list[dict[str, list[int]]],
-                      max_length: int) -> tuple[list[dict[str, Any]], list[dict[str, list[int]]], int]:
-    """The rows (and their examples) of at most ``max_length`` ids, and how many were over.
-
-    The data step dropped the rows whose whole chat text is longer (``train.build_data.drop_too_long``), counting
-    the special-token strings of a row's text as one token each; here each is its characters' tokens, so a row with
-    such strings can be longer than counted. trl would cut it (``truncate`` in ``SFTTrainer._prepare_dataset``, or
-    packing's ``bfd``), end-of-turn token first: it is dropped instead, as the data step drops a row too long."""
-    kept = [k for k, example in enumerate(examples) if len(example["input_ids"]) <= max_length]
-    return [rows[k] for k in kept], [examples[k] for k in kept], len(rows) - len(kept)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -469,23 +457,10 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
         train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
     from datasets import Dataset
 
-    train_rows, train_examples, n_long = within_max_length(
-        train_rows, sft_examples(train_rows, run.tokenizer, thinking=thinking), config.max_length)
-    if n_long:
-        data_report.dropped["too_long"] += n_long
-        data_report.n_rows -= n_long
-        logger.info("dropped %d training rows longer than max_length=%d tokens", n_long, config.max_length)
-        if not train_rows:
-            raise ConfigError(f"data: no training rows left in {config.data} within max_length {config.max_length} "
-                              f"tokens: {data_report.summary()}")
-    eval_rows, eval_examples, n_long = within_max_length(
-        eval_rows, sft_examples(eval_rows, run.tokenizer, thinking=thinking), config.max_length)
-    if n_long:
-        logger.info("dropped %d validation rows longer than max_length=%d tokens", n_long, config.max_length)
-        if data_report.eval is not None:  # counted with the validation rows' other drops, as the training rows'
-            dropped = data_report.eval["dropped"]
-            dropped["too_long"] = dropped.get("too_long", 0) + n_long
-            data_report.eval["n_rows"] -= n_long
+    train_rows, train_examples = build_data.drop_long_examples(
+        config, data_report, train_rows, sft_examples(train_rows, run.tokenizer, thinking=thinking))
+    eval_rows, eval_examples = build_data.drop_long_examples(
+        config, data_report, eval_rows, sft_examples(eval_rows, run.tokenizer, thinking=thinking), validation=True)
     train_dataset = Dataset.from_list(train_examples)
     eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
     run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)

@@ -15,7 +15,7 @@ import pytest
 import judge
 from judge.chat_tokens import chat_ids, chat_parts
 from tests.support.train_integer_sft import PROMPT_FIELDS, REASONING
-from train.seq2seq import integer_target, sft_dataset, sft_examples, within_max_length
+from train.seq2seq import integer_target, sft_dataset, sft_examples
 
 TOKENIZERS = ["qwen_tokenizer", "qwen3_tokenizer"]
 #: An answer that writes the end of the user's turn and a verdict of its own.
@@ -162,8 +162,13 @@ def test_a_row_longer_in_its_served_ids_than_the_data_step_counted_is_dropped(qw
     assert drop_too_long(rows, qwen_tokenizer, counted) == (rows, 0)
     examples = sft_examples(rows, qwen_tokenizer)
     assert len(examples[0]["input_ids"]) > counted >= len(examples[1]["input_ids"])
-    kept, kept_examples, n_long = within_max_length(rows, examples, counted)
-    assert (kept, kept_examples, n_long) == ([ordinary], [examples[1]], 1)
+    from types import SimpleNamespace
+
+    from train.build_data import BuildReport, drop_long_examples
+
+    report = BuildReport(n_rows=2)
+    kept, kept_examples = drop_long_examples(SimpleNamespace(max_length=counted, data="d"), report, rows, examples)
+    assert (kept, kept_examples, report.dropped["too_long"], report.n_rows) == ([ordinary], [examples[1]], 1, 1)
 
 
 def test_a_prompt_the_template_does_not_keep_verbatim_is_refused(qwen_tokenizer, monkeypatch):
