@@ -416,7 +416,7 @@ def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str,
     run, base = (c.overall for c in cells)
     if run.n_failed == base.n_failed:
         return ""
-    return (f"; but {comp.run} failed on {run.n_failed} of {run.n}, {result.baseline} on {base.n_failed} of "
+    return (f"; {comp.run} failed on {run.n_failed} of {run.n}, {result.baseline} on {base.n_failed} of "
             f"{base.n}: paired on the {n_paired} both scored")
 
 

@@ -20,9 +20,12 @@ unparseable verdict, a failed request) follows ``failures`` (``--ceiling-failure
   ``--ceiling-failures`` existed.
 
 An answer off the item's scale (a 9 on a 1-3 scale: ``judge_levels`` NaN where the score is not) is no rating of the
-scale, so kappa cannot take it as it is; it enters kappa as a failure does under ``worst`` (the end of the scale
-farther from the pair's reference), under either setting, and keeps its own distance to the reference in the MAE (a
-measured answer, as the headline's MAE and ``judge-eval compare``'s paired ceiling gap read it). Kappa's table had
+scale, so kappa cannot take it as it is; a verdict (the judge wrote the number) enters kappa as a failure does under
+``worst`` (the end of the scale farther from the pair's reference), under either setting, and keeps its own distance
+to the reference in the MAE (a measured answer, as the headline's MAE and ``judge-eval compare``'s paired ceiling gap
+read it). A regression head's raw value just past an end (3.6 on a 0-3 scale) is a measurement near that end, not a
+number outside the rubric: it enters kappa at the nearer end (``measured``), or a head overshooting where the experts
+agree on the top level would read as answering the bottom one. Kappa's table had
 left it out of the judge's side alone: the judge's kappa covered fewer pairs than the expert's, and a judge answering
 off the scale on the disputed items read a better kappa than one failing on them.
 
@@ -57,7 +60,7 @@ import numpy as np
 from eval.scoring.bootstrap import MIN_VERDICT_UNITS
 
 __all__ = ["FAILURES", "MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference",
-           "verdict"]
+           "measured", "verdict"]
 
 #: The non-inferiority margin of the ceiling's verdict, in MAE (scale levels): a judge up to a tenth of a level
 #: farther from the panel than an expert is still inside the experts' range.
@@ -122,14 +125,23 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
     return out
 
 
+def measured(score_source: np.ndarray) -> np.ndarray:
+    """Where a score is a regression head's raw value (``judge.wire.ScoreSource.REGRESSION_HEAD``), ``CeilingPairs``'s
+    ``measured``."""
+    from judge.wire import ScoreSource
+
+    return np.asarray(score_source, dtype=object) == ScoreSource.REGRESSION_HEAD
+
+
 class CeilingPairs:
     """Every (item, expert) pair of a table that has a leave-one-out reference, once; a cell takes its items' pairs.
 
     Pairs the judge failed on are counted per item (``n_failed``) and, by ``failures``, scored as the judge's largest
     error on the item's scale (``worst``: the verdict is the end of ``low`` / ``high`` farther from the pair's
     reference) or left out of the rest (``drop``); pairs whose answer lies off the item's scale (a finite ``judge``
-    whose ``judge_levels`` is NaN) are counted per item too (``n_off_scale``) and enter kappa at that end, the MAE
-    at their own distance (module docstring); the pairs come item by item (``np.nonzero`` of the item x slot
+    whose ``judge_levels`` is NaN) are counted per item too (``n_off_scale``) and enter kappa at that end (a
+    ``measured`` item's, a regression head's raw value: at the nearer end), the MAE at their own distance (module
+    docstring); the pairs come item by item (``np.nonzero`` of the item x slot
     matrix), so a cell's pairs are its items' consecutive runs, in the order a cell's own ``np.nonzero`` would list
     them. Per item the summed gap (judge's error minus the expert's) and the pair count feed the bootstrap; the
     experts', reference's and judge's levels are positions in ``values`` (a superset of every cell's domain) for the
@@ -138,8 +150,9 @@ class CeilingPairs:
 
     def __init__(self, judge: np.ndarray, experts: np.ndarray, reference: np.ndarray,
                  judge_levels: np.ndarray | None, values: np.ndarray, failures: str = "worst",
-                 low: np.ndarray | None = None, high: np.ndarray | None = None):
-        """``low`` / ``high``: each item's scale ends (NaN or None: the ends of ``values``), for ``worst``."""
+                 low: np.ndarray | None = None, high: np.ndarray | None = None, measured: np.ndarray | None = None):
+        """``low`` / ``high``: each item's scale ends (NaN or None: the ends of ``values``), for ``worst``;
+        ``measured``: ``(n,)`` True where the judge's score is a regression head's raw value (None: none is)."""
         from eval.validity.agreement import level_positions
 
         if failures not in FAILURES:
@@ -164,6 +177,9 @@ class CeilingPairs:
             lo, hi = (np.where(np.isfinite(e[item[replaced]]), e[item[replaced]], f) for e, f in zip(ends, fallback))
             lo, hi = np.fmin(lo, ref), np.fmax(hi, ref)
             worst = np.where(hi - ref > ref - lo, hi, lo)
+            if measured is not None:  # a head's value past an end: that end (module docstring)
+                near = off[replaced] & np.asarray(measured, dtype=bool)[item[replaced]]
+                worst = np.where(near, np.where(judged[replaced] > hi, hi, lo), worst)
             levels = np.array(levels, dtype=float)
             levels[replaced] = worst
             judged = np.where(failed, levels, judged)  # an off-scale answer keeps its own distance in the MAE
@@ -211,7 +227,8 @@ class CeilingPairs:
 def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndarray, *, n_boot: int = 1000,
             rng: np.random.Generator | None = None, level: float = 0.95, judge_levels: np.ndarray | None = None,
             reference: np.ndarray | None = None, clusters: np.ndarray | None = None, failures: str = "worst",
-            low: np.ndarray | None = None, high: np.ndarray | None = None) -> dict[str, Any]:
+            low: np.ndarray | None = None, high: np.ndarray | None = None,
+            measured: np.ndarray | None = None) -> dict[str, Any]:
     """The experts' ceiling of one cell.
 
     Args:
@@ -223,12 +240,13 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         rng: the bootstrap's generator.
         level: the interval's coverage.
         judge_levels: the judge's scores as levels of the scale, for kappa (default: ``judge``); NaN where a score
-            lies off its item's scale (``eval.validity.section.judge_levels``): kappa takes a failure's level there
-            (module docstring).
+            lies off its item's scale (``eval.validity.section.judge_levels``): kappa takes a failure's level there,
+            or the nearer end where ``measured`` (module docstring).
         reference: ``leave_one_out_reference(experts, target)`` when the caller has it (computed once per table).
         clusters: ``(n,)`` the unit the gap's interval resamples whole (``cell_ceiling``); None: items.
         failures: ``worst`` or ``drop``: what a pair the judge failed on counts as (module docstring).
         low, high: ``(n,)`` each item's scale ends for ``worst`` (default, and where NaN: the ends of ``domain``).
+        measured: ``(n,)`` True where the judge's score is a regression head's raw value (``CeilingPairs``).
 
     Returns:
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``,
@@ -238,7 +256,7 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         "outside" the experts' range, "inconclusive"; None without pairs or without an interval: ``verdict``).
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
-    pairs = CeilingPairs(judge, experts, reference, judge_levels, domain, failures, low, high)
+    pairs = CeilingPairs(judge, experts, reference, judge_levels, domain, failures, low, high, measured)
     return cell_ceiling(pairs, np.arange(len(judge)), target, domain, n_boot=n_boot, rng=rng, level=level,
                         clusters=clusters)
 

@@ -171,12 +171,13 @@ def _kappa_left_out(agreement) -> str:
 
 
 def _ceiling_off_scale(ceiling) -> str:
-    """The judge's off-scale answers in the ceiling: in kappa at a failure's level, in the MAE at their distance."""
+    """The judge's off-scale answers in the ceiling: in kappa at an end of the item's scale (a verdict's: the end
+    farther from the reference; a regression head's value: the nearer one), in the MAE at their distance."""
     off = ceiling.n_items_judge_off_scale
     if not off:
         return ""
     pairs = counted(ceiling.n_judge_off_scale, "pair")
-    return f" (the judge answered off the scale on {counted(off, 'item')}, {pairs}: in κ at a failure's level)"
+    return f" (the judge answered off the scale on {counted(off, 'item')}, {pairs}: in κ at an end of the scale)"
 
 
 def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[list[str]]:
@@ -207,8 +208,8 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
         if isinstance(family, AltTestFamily):
             text = f"passes in {family.n_passed} of {counted(family.n_domains, *title)} with a verdict"
             if family.n_domains_without_verdict:  # None: a file written before the count
-                text += (f"; {family.n_domains_without_verdict} without (fewer than {MIN_EXPERTS_TESTED} experts with "
-                         f"{family.min_items_per_expert} items or more there)")
+                text += (f"; {family.n_domains_without_verdict} without (no {MIN_EXPERTS_TESTED} named experts with "
+                         f"{family.min_items_per_expert} judged items or more there)")
         else:
             text = family.why or "—"
         rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])

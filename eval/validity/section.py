@@ -62,7 +62,7 @@ import numpy as np
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
-from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
+from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.render import counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
@@ -448,7 +448,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                                    for kind, label, members in cells]))
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
-                         values, settings.ceiling_failures, *_scale_ends(table))
+                         values, settings.ceiling_failures, *_scale_ends(table), measured=measured(table.score_source))
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
     # instruction unit each instruction's

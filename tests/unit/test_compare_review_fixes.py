@@ -49,7 +49,7 @@ def test_a_judge_that_failed_on_more_items_is_not_called_better_without_saying_s
     b = _scored_run(tmp_path / "B", "b", [NAN] * 20 + JUDGE[20:], EXPERTS, status=status)
     result = compare([a, b], n_boot=50)
     line = next(line for line in headline(result) if line.startswith("On the Standard test"))
-    assert line.endswith("; but b failed on 20 of 40, a on 0 of 40: paired on the 20 both scored")
+    assert line.endswith("; b failed on 20 of 40, a on 0 of 40: paired on the 20 both scored")
     notes = runs_notes(result)
     assert ("b", "**failed on 20 of 40 items** (no score read from its judge): they are left out of every paired "
                  "row, which counts only the items both runs scored.") in notes

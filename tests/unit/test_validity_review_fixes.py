@@ -54,6 +54,27 @@ def test_ceiling_kappa_of_off_scale_answers_is_no_better_than_of_failures():
     assert (failed["n_items_judge_failed"], failed["n_items_judge_off_scale"]) == (2, 0)
 
 
+def test_a_regression_heads_value_past_an_end_enters_the_ceilings_kappa_at_that_end():
+    """A regression head's raw values overshoot the scale where the experts agree on an end: 3.6 on item 4 (experts
+    3) rounds to 4 and -0.7 on item 5 (experts 1) to -1, both off the 1-3 scale. Read as a verdict's (the end
+    farther from the reference) they counted as answering 1 and 3, kappa 5/29 as above; as measurements near an end
+    (``measured``) they are 3 and 1, each pair's own reference, so kappa is 1 on all 18 pairs, while the MAE keeps
+    their distances: 3 pairs each at 0.6 and 1.7, (3 * 0.6 + 3 * 1.7) / 18 = 0.3833. Still counted as off-scale."""
+    from eval.validity.ceiling import ceiling, measured
+    from eval.validity.section import judge_levels
+
+    head = np.array([1, 2, 3, 1, 3.6, -0.7])
+    kwargs = dict(n_boot=0, judge_levels=judge_levels(head, _LOW, _HIGH), low=_LOW, high=_HIGH)
+    as_head = ceiling(head, _EXPERTS, "mode", np.array([1.0, 2.0, 3.0]),
+                      measured=measured(np.array(["regression_head"] * 6, dtype=object)), **kwargs)
+    assert as_head["judge_kappa"] == pytest.approx(1.0) and as_head["n_pairs"] == 18
+    assert as_head["judge_mae"] == pytest.approx((3 * 0.6 + 3 * 1.7) / 18)
+    assert (as_head["n_judge_off_scale"], as_head["n_items_judge_off_scale"]) == (6, 2)
+    as_verdict = ceiling(head, _EXPERTS, "mode", np.array([1.0, 2.0, 3.0]),
+                         measured=measured(np.array(["verdict"] * 6, dtype=object)), **kwargs)
+    assert as_verdict["judge_kappa"] == pytest.approx(_KAPPA_TWO_WORST_ITEMS)
+
+
 def test_agreement_counts_the_off_scale_answers_alpha_and_kappa_leave_out():
     """Alpha with the judge and kappa against the mode are over the judge's ratings of the scale: items 4 and 5 are
     out of both (alpha with the judge 1.0, kappa 1.0 on 4 items). ``n_kappa_off_domain`` counts them among the items
@@ -216,8 +237,9 @@ def test_off_scale_counts_and_domains_without_verdict_reach_metrics_json_and_the
     assert ValiditySplit.from_json(block.to_json()) == block
     rows = dict(_overall_rows(block, "worst"))
     assert rows["κ quadratic (to the rest of the panel)"].endswith(
-        "(the judge answered off the scale on 3 items, 9 pairs: in κ at a failure's level)")
+        "(the judge answered off the scale on 3 items, 9 pairs: in κ at an end of the scale)")
     assert "(over its readable verdicts: 3 off-scale items left out)" in rows["Krippendorff's α (ordinal)"]
     assert rows["κ quadratic (judge vs experts' mode)"].endswith("(over 37 items; 3 off the scale left out)")
     assert rows["alt-test per task type (one BY correction)"] == (
-        "passes in 1 of 1 task type with a verdict; 1 without (fewer than 2 experts with 30 items or more there)")
+        "passes in 1 of 1 task type with a verdict; 1 without (no 2 named experts with 30 judged items or more "
+        "there)")
