@@ -503,11 +503,18 @@ def interpreter_bind(python: str) -> str | None:
 _DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
+#: ``bwrap_argv``'s ``interpreter_folder`` when the caller has not checked the interpreter (``interpreter_bind``).
+_CHECK = object()
+
+
 def bwrap_argv(
-    python: str, *, child_fd: int, job_fd: int, seccomp_fd: int, token: str, tmpfs_mb: int, env: dict[str, str]
+    python: str, *, child_fd: int, job_fd: int, seccomp_fd: int, token: str, tmpfs_mb: int, env: dict[str, str],
+    interpreter_folder: Any = _CHECK,
 ) -> list[str]:
     """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap) under
-    the fork filter read from ``seccomp_fd``."""
+    the fork filter read from ``seccomp_fd``; ``interpreter_folder``: ``interpreter_bind(python)`` when the caller
+    has it (a ``Sandbox`` checks once, not per sample: the check lists every folder of /home, which an NFS or autofs
+    /home makes a network round trip each)."""
     argv = [
         find_bwrap() or "bwrap",
         "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
@@ -520,7 +527,7 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    prefix = interpreter_bind(python)
+    prefix = interpreter_bind(python) if interpreter_folder is _CHECK else interpreter_folder
     if prefix is not None:
         argv += ["--ro-bind", prefix, prefix]
     argv += [
@@ -556,8 +563,11 @@ def hide_own_environment() -> bool:
     another's ``/proc/<pid>/environ``, where this process's API key is ($OPENAI_API_KEY, $JUDGE_SERVE_API_KEY). Not
     dumpable, this process's ``environ``, ``mem``, ``maps`` and ``fd`` belong to root and only a process with
     CAP_SYS_PTRACE reads them; so do its threads'. The samples it starts are dumpable again after their ``execve``
-    (it does not carry over), which is harmless: their environment is ``minimal_env``. Costs: no core dump, and
-    no debugger or profiler (py-spy, gdb) attaches to this process without root.
+    (it does not carry over), which is harmless: their environment is ``minimal_env``. Costs, for the rest of this
+    process's life (the flag is never set back: a sample may still be running): no core dump; no debugger or
+    profiler (py-spy, gdb) attaches without root; and this process cannot read some of its own ``/proc/self`` files
+    (``environ``, ``io``, ``auxv``, ``mem``: psutil's ``io_counters`` fails), so a notebook or a test process that
+    builds an unisolated ``Sandbox`` keeps these costs.
 
     Returns:
         True when this process is now not dumpable; False off Linux or when the call failed.
@@ -702,6 +712,7 @@ class Sandbox:
             raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
         self.limits = limits or Limits()
         self.python, self.uid, self.identity_note = choose_identity(python)
+        self._interpreter_folder: Any = _CHECK  # the probe's command line checks it (bwrap_argv), as before
         self._child_source = _CHILD_SOURCE.read_bytes()
         self._fork_filter = fork_filter()
         self.unavailable_reason = ""
@@ -711,6 +722,8 @@ class Sandbox:
             self.unavailable_reason = "isolation disabled on request"
         else:
             ok, reason = self._probe_bwrap()
+            if ok:  # checked once, by the probe's command line: every sample's reuses it
+                self._interpreter_folder = interpreter_bind(self.python)
             self.isolation = "bubblewrap" if ok else "none"
             self.unavailable_reason = reason
             if not ok and isolation == "bwrap":
@@ -845,7 +858,7 @@ class Sandbox:
             env = minimal_env(_SANDBOX_DIR)
             argv = bwrap_argv(
                 self.python, child_fd=child_fd, job_fd=job_fd, seccomp_fd=seccomp_fd, token=token,
-                tmpfs_mb=self.limits.tmpfs_mb, env=env,
+                tmpfs_mb=self.limits.tmpfs_mb, env=env, interpreter_folder=self._interpreter_folder,
             )  # fmt: skip
             return self._supervise(argv, job, env=env, cwd="/", pass_fds=(child_fd, job_fd, seccomp_fd))
         finally:

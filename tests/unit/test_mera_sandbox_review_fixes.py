@@ -153,6 +153,20 @@ def test_a_sample_does_not_see_a_home_folder_through_the_interpreters_prefix(tmp
         Sandbox(Limits(), isolation="auto", python=str(python))
 
 
+def test_the_interpreters_folder_is_checked_once_per_sandbox_not_per_sample(monkeypatch, sandbox_user):
+    """The check lists every folder of /home (``_private_folders``), a network round trip each on an NFS or autofs
+    /home: the probe's command line checks it and every sample reuses the answer, whatever the number of samples."""
+    calls = []
+    check = sandbox_mod.interpreter_bind
+    monkeypatch.setattr(sandbox_mod, "interpreter_bind", lambda python: calls.append(python) or check(python))
+    box = bwrap_sandbox_or_skip(Limits())
+    checked = len(calls)
+    jobs = [ExecJob(program=f"def f():\n    return {k}\n", entry_point="f", tests=[{}], expected=[str(k)])
+            for k in range(4)]
+    assert [r.passed for r in box.run_many(jobs, workers=2)] == [True] * 4
+    assert len(calls) == checked  # not once more per sample
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Ctrl+C during a run of samples
 # ---------------------------------------------------------------------------------------------------------------
