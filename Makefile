@@ -84,8 +84,8 @@ endef
 
 # Re-runs only when the dependency files change.
 # Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
-# a compileall of the venv afterwards took 38 s on 2 cores, 28,830 modules, while a full test run imports a third of
-# them (9,235). A module is compiled when first imported instead, and its .pyc written for the processes
+# a compileall of the venv afterwards took 38 s on 2 cores, while a full test run imports a third of its modules
+# (docs/performance.md). A module is compiled when first imported instead, and its .pyc written for the processes
 # after (the unexport above; docs/performance.md).
 $(STAMP): pyproject.toml constraints.txt Makefile
 	$(call venv,cpu)

@@ -107,7 +107,8 @@ class ServeConfig:
         "cache (HF_HUB_OFFLINE=1 works with a populated cache). Seq2seq causal LM, our regression export, or a "
         "released -r judge (Qwen2WithRegressionHead; its custom code is not run).",
     )
-    served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the folder name); an "
+    served_model_name: str = _f("", "Model name clients send and /v1/models lists (default: the run's name for a judge-train "
+                                    "export runs/NAME/export, else the folder name); an "
                                     "attached engine serving under another name is listed by its own, and /v1/judge, "
                                     "GET /v1/models/{id} and the proxied generation routes answer to both (sent to the "
                                     "engine under its own).")
