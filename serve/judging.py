@@ -150,13 +150,14 @@ def config_bounds(config: Any) -> dict[str, int]:
             "max_queued_judgments": config.max_queued_judgments}
 
 
-def _judgments_asked(checked: CheckedRequest) -> int:
+def _judgments_asked(checked: CheckedRequest, max_judgments: int) -> int:
     """The judgments a checked request comes to, as ``max_queued_judgments`` counts them before its work starts: its
     pairs, or its items' resolved criteria, an ``"auto"`` item's as the largest task's set (its task is chosen by
-    the work)."""
+    the work), at most ``max_judgments`` (``max_judgments_per_request``: a plan of more is refused once the tasks
+    are chosen, so 256 auto items are no 6,656 judgments, which would starve under any load)."""
     if checked.options is None:
         return len(checked.request.pairs)
-    return sum(len(c) if c is not None else largest_task_criteria() for c in checked.resolved or ())
+    return min(max_judgments, sum(len(c) if c is not None else largest_task_criteria() for c in checked.resolved or ()))
 
 
 def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
@@ -380,7 +381,8 @@ class Judge:
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
         checked = request if isinstance(request, CheckedRequest) else self.check(request)
-        with self.queue.admit(_judgments_asked(checked), self.settings.max_queued_judgments) as admitted:
+        with self.queue.admit(_judgments_asked(checked, self.settings.max_judgments),
+                              self.settings.max_queued_judgments) as admitted:
             return await self._run_admitted(checked, request_id, admitted)
 
     async def _run_admitted(self, checked: CheckedRequest, request_id: str, admitted: Admitted) -> JudgeResponse:

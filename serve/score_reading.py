@@ -30,14 +30,15 @@ _warned_sizes: set[int] = set()
 
 
 def max_logprobs_of(engine_args: list[str]) -> int:
-    """The ``--max-logprobs`` engine flags set (``--max-logprobs N`` or ``--max-logprobs=N``, the last one given, as
-    argparse reads them; -1 is vLLM's "no cap"), else ``VLLM_MAX_LOGPROBS``, also for a value that is no integer
+    """The ``--max-logprobs`` engine flags set (``--max-logprobs N`` or ``--max-logprobs=N``, or spelt
+    ``--max_logprobs``, the last one given, as vLLM's argparse reads them; -1 is vLLM's "no cap"), else ``VLLM_MAX_LOGPROBS``, also for a value that is no integer
     (which vLLM refuses at its start)."""
     value = None
     for at, arg in enumerate(engine_args):
-        if arg == "--max-logprobs" and at + 1 < len(engine_args):
+        flag = arg.split("=", 1)[0].replace("_", "-")  # vLLM's parser takes --max_logprobs as --max-logprobs
+        if flag == "--max-logprobs" and "=" not in arg and at + 1 < len(engine_args):
             value = engine_args[at + 1]
-        elif arg.startswith("--max-logprobs="):
+        elif flag == "--max-logprobs" and "=" in arg:
             value = arg.split("=", 1)[1]
     try:
         return int(value) if value is not None else VLLM_MAX_LOGPROBS

@@ -288,8 +288,10 @@ class PreparedRun:
             args = arguments_cls(**{**training_kwargs(self.config, self.launch, has_eval=has_eval), **extra})
         except (TypeError, ValueError) as err:
             # Under a launcher check_training_arguments did not build them first: one line on each rank, exit 2,
-            # instead of a traceback on every rank.
-            raise ConfigError(f"{arguments_cls.__name__} refuses this config: {err}") from None
+            # instead of a traceback on every rank. Building them also sets up the device from the launcher's
+            # environment (MASTER_ADDR ...), so the line says either may be at fault, and the cause stays chained.
+            raise ConfigError(f"{arguments_cls.__name__} refuses this config or the launcher's environment: "
+                              f"{err}") from err
         init_distributed(args)
         return args
 

@@ -712,7 +712,10 @@ class Sandbox:
             raise ValueError(f"isolation must be auto, bwrap or none, not {isolation!r}")
         self.limits = limits or Limits()
         self.python, self.uid, self.identity_note = choose_identity(python)
-        self._interpreter_folder: Any = _CHECK  # the probe's command line checks it (bwrap_argv), as before
+        # checked once, before the probe (whose command line, like every sample's, reuses it), and only where
+        # bubblewrap may run: it raises for an interpreter whose folder would show a sample private files
+        self._interpreter_folder: Any = (interpreter_bind(self.python) if isolation != "none" and find_bwrap()
+                                         else _CHECK)
         self._child_source = _CHILD_SOURCE.read_bytes()
         self._fork_filter = fork_filter()
         self.unavailable_reason = ""
@@ -722,8 +725,6 @@ class Sandbox:
             self.unavailable_reason = "isolation disabled on request"
         else:
             ok, reason = self._probe_bwrap()
-            if ok:  # checked once, by the probe's command line: every sample's reuses it
-                self._interpreter_folder = interpreter_bind(self.python)
             self.isolation = "bubblewrap" if ok else "none"
             self.unavailable_reason = reason
             if not ok and isolation == "bwrap":

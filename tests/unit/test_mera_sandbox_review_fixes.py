@@ -164,7 +164,7 @@ def test_the_interpreters_folder_is_checked_once_per_sandbox_not_per_sample(monk
     jobs = [ExecJob(program=f"def f():\n    return {k}\n", entry_point="f", tests=[{}], expected=[str(k)])
             for k in range(4)]
     assert [r.passed for r in box.run_many(jobs, workers=2)] == [True] * 4
-    assert len(calls) == checked  # not once more per sample
+    assert checked == 1 and len(calls) == checked  # once, by the sandbox: not by the probe again, nor per sample
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def _payload(engine_args: list[str], levels: int, generator_url: str = "") -> di
                                                       constrained=False))
 
 
-@pytest.mark.parametrize("engine_args", [["--max-logprobs", "40"], ["--max-logprobs=40"], ["--max-logprobs", "-1"]])
+@pytest.mark.parametrize("engine_args", [["--max-logprobs", "40"], ["--max-logprobs=40"], ["--max-logprobs", "-1"],
+                                         ["--max_logprobs", "40"], ["--max_logprobs=-1"]])  # vLLM takes either spelling
 def test_a_wider_engine_cap_gives_a_long_scale_its_distribution(engine_args):
     payload = _payload(engine_args, 26)
     assert payload["logprobs"] == 26 and len(payload["logprob_token_ids"]) == 26
@@ -48,6 +49,7 @@ def test_a_wider_engine_cap_gives_a_long_scale_its_distribution(engine_args):
 def test_a_narrower_engine_cap_is_not_passed():
     """``--max-logprobs 5``: a 10-level scale is not asked for (vLLM would refuse the request); a 5-level one is."""
     assert "logprobs" not in _payload(["--max-logprobs", "5"], 10)
+    assert "logprobs" not in _payload(["--max_logprobs=5"], 10)
     assert _payload(["--max-logprobs", "5"], 5)["logprobs"] == 5
 
 

@@ -190,3 +190,23 @@ def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir
     assert reward.json()["error"]["code"] == "queue_full"  # the same answer as /v1/judge's, not an engine's
     assert result["first"].status_code == 200 and after.status_code == 200, (result["first"].text, after.text)
     assert state.judge.queue.queued == 0
+
+
+def test_auto_items_count_at_most_what_a_request_may_run():
+    """An ``"auto"`` item counts as the largest task's criteria until its task is chosen (26 in the taxonomy): 256
+    of them counted 6,656 judgments, though a plan over ``max_judgments_per_request`` (512) is refused once the tasks
+    are chosen, so the request was refused whenever anything else was queued (a bound of 2,048 passes the config
+    check). Counted at most 512, it fits beside a request of 1; items with their criteria count those."""
+    from types import SimpleNamespace
+
+    from serve.judging import _judgments_asked
+    from serve.queued import JudgmentQueue, largest_task_criteria
+
+    assert largest_task_criteria() == 26
+    auto = SimpleNamespace(options=object(), resolved=[None] * 256, request=None)
+    assert _judgments_asked(auto, 512) == 512
+    queue = JudgmentQueue()
+    with queue.admit(_judgments_asked(auto, 512), 2048), queue.admit(1, 2048):
+        assert queue.queued == 513
+    named = SimpleNamespace(options=object(), resolved=[("a", "b"), None], request=None)
+    assert _judgments_asked(named, 512) == 2 + 26

@@ -161,7 +161,7 @@ def test_training_arguments_a_value_refused_by_transformers_is_a_config_error(tm
     config = dataclasses.replace(config, lr_scheduler_type="bogus")  # replace() does not validate
     run = recipe_steps.PreparedRun(config=config, launch=launch_arithmetic(config, world_size=1), resume_from=None,
                                    base_model="unused", tokenizer=None, dtype=None, stopper=None)  # fmt: skip
-    with pytest.raises(ConfigError, match="^TrainingArguments refuses this config: .*bogus"):
+    with pytest.raises(ConfigError, match="^TrainingArguments refuses this config or the launcher's environment: .*bogus"):
         run.training_arguments(TrainingArguments, has_eval=False)
 
 
@@ -243,6 +243,7 @@ def test_rank_zero_exports_on_every_core_and_puts_its_thread_count_back(monkeypa
                               accelerator=SimpleNamespace(wait_for_everyone=lambda: None))  # fmt: skip
     before = torch.get_num_threads()
     torch.set_num_threads(1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})  # more cores than the 1 set: a change
     try:
         report = export.export_after_training(trainer, stopper=None, result=SimpleNamespace(), mode="seq2seq",
                                               model_cls=None, tokenizer=None, probe_texts=[], base_model="unused",
@@ -251,4 +252,4 @@ def test_rank_zero_exports_on_every_core_and_puts_its_thread_count_back(monkeypa
     finally:
         torch.set_num_threads(before)
     assert report == {"checked": True}
-    assert seen["threads"] == len(os.sched_getaffinity(0)) and after == 1
+    assert seen["threads"] == 4 and after == 1
