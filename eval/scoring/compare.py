@@ -294,7 +294,11 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
     scale; on a criterion whose items mix scales (two of the bundled sample's 37) a verdict outside the item's own
     scale but inside the widest counts as that level, where the section compares it as it is."""
     if table.scale_low is not None and table.scale_high is not None:
-        return table.scale_low[index], table.scale_high[index]
+        # where an item's own scale is unreadable, the ends its criterion's expert scores span, as the section took
+        from eval.validity.section import item_scale_ends
+
+        low, high = item_scale_ends(table)
+        return low[index], high[index]
     import pandas as pd
 
     codes, labels = pd.factorize(np.asarray(table.criteria_name[index], dtype=object).astype(str))

@@ -66,8 +66,8 @@ from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling,
 from eval.validity.render import counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
-__all__ = ["ValiditySettings", "alt_test_judge", "judge_levels", "off_scale_levels", "split_sentence",
-           "validity_section"]
+__all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
+           "split_sentence", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 #: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
@@ -149,7 +149,7 @@ def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray |
     return np.where(outside, judge, levels)
 
 
-def _scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
+def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends for the ceiling's ``worst`` failures: its own where readable, else the lowest and
     highest expert score of its criterion over the table (NaN where its criterion has none, or only one level)."""
     import pandas as pd
@@ -448,7 +448,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                                    for kind, label, members in cells]))
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
-                         values, settings.ceiling_failures, *_scale_ends(table), measured=measured(table.score_source))
+                         values, settings.ceiling_failures, *item_scale_ends(table),
+                         measured=measured(table.score_source))
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
     # instruction unit each instruction's

@@ -253,3 +253,19 @@ def test_an_item_table_whose_expert_ids_do_not_pair_with_its_scores_is_refused_n
     pq.write_table(arrow.set_column(at, "expert_ids", pa.array(ids, type=arrow.schema.field(at).type)), path)
     with pytest.raises(ValueError, match=rf"items\.parquet: row 3 \(id '[^']+'\): column expert_ids: {problem}"):
         item_table.read_table(path)
+
+
+def test_compare_reads_an_unreadable_item_scale_as_the_section_does():
+    """items.parquet keeps each item's scale; where one is unreadable (NaN: a rubric without levels) the section
+    takes the span of its criterion's expert scores, here 0-1 (items 0-2 on 0-1, item 3 unreadable). compare read
+    the NaN as it was, so a failure there cost the judge the whole split's span in the paired ceiling gap: now
+    both read 0 and 1 for item 3."""
+    from eval.scoring.compare import _scale_ends
+    from eval.validity.section import item_scale_ends
+
+    table = dataclasses.replace(_table([1.0, 0.0, 1.0, NAN], ["ok", "ok", "ok", "failed"],
+                                       [[1, 1], [0, 0], [1, 0], [1, 1]]),
+                                scale_low=np.array([0.0, 0.0, 0.0, NAN]), scale_high=np.array([1.0, 1.0, 1.0, NAN]))
+    low, high = _scale_ends(table, np.arange(4), None)
+    assert (low[3], high[3]) == (0.0, 1.0)
+    assert np.array_equal(low, item_scale_ends(table)[0]) and np.array_equal(high, item_scale_ends(table)[1])
