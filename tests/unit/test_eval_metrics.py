@@ -109,11 +109,12 @@ def test_judge_verdict_confidence_where_every_draw_gives_the_same_value(experts,
 
 
 def test_judge_verdict_confidence_rounds_real_scores_half_up():
-    """Experts 2,2,2: a regression score 1.6 rounds to 2 (agrees: 1.0); 1.5 rounds up to 2 (1.0), not to even;
-    0.4 rounds to 0 (disagrees: 2/3)."""
-    experts = metrics.pad_scores([[2, 2, 2]] * 3)
-    values = metrics.verdict_confidence_judge(experts, np.array([1.6, 1.5, 0.4]))
-    np.testing.assert_allclose(values, [1.0, 1.0, 2 / 3])
+    """Experts 2,2,2: a regression score 1.6 rounds to 2 (agrees: 1.0); 1.5 rounds up to 2 (1.0); 0.4 rounds to 0
+    (disagrees: 2/3). Experts 1,1,1 and 0.5: half up gives 1 (agrees: 1.0), where rounding half to even would give
+    0 (2/3); 1.5 alone cannot tell the two apart (both give 2)."""
+    experts = metrics.pad_scores([[2, 2, 2]] * 3 + [[1, 1, 1]])
+    values = metrics.verdict_confidence_judge(experts, np.array([1.6, 1.5, 0.4, 0.5]))
+    np.testing.assert_allclose(values, [1.0, 1.0, 2 / 3, 1.0])
 
 
 def test_judge_verdict_confidence_averages_random_replacements():

@@ -478,3 +478,15 @@ def test_report_counts_items_sent_not_judged() -> None:
     assert "10 judged items" not in page
     assert "10 items sent to the judge (3 of them without a verdict: see Not judged)" in page
     assert "n_no_prediction 3" in page.split("<h2>Not judged</h2>")[1]
+
+
+def test_a_binary_criterion_scored_between_its_levels_closes_the_gate() -> None:
+    """POLLUX's metrics.py (83f6eb6b) closes the gate on a binary criterion's raw score ``!= 0`` (its older code read
+    ``== 1``): a verdict of 0.5 on the 0/1 rubric, which the verdict reader accepts, zeroes its instruction's other
+    scores. Instruction 1 (fullness 2 on 0-2, the binary one 0.5) counts 0, instruction 2 (2, binary 0) counts 1
+    after min-max: the cell is (0 + 1) / 2 = 0.5; read as ``== 1`` it would be 1."""
+    binary = "Отсутствие галлюцинаций"
+    items = [RankedItem(1, "m", FULLNESS, (0, 1, 2), 2.0), RankedItem(1, "m", binary, (0, 1), 0.5),
+             RankedItem(2, "m", FULLNESS, (0, 1, 2), 2.0), RankedItem(2, "m", binary, (0, 1), 0.0)]
+    matrix = pollux_matrix(items, n_boot=0)
+    assert matrix.values[list(matrix.rows).index(FULLNESS), 0] == pytest.approx(0.5)
