@@ -67,7 +67,7 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
 from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import unknown_model
-from serve.layout import CheckpointLayout, LayoutError, resolve_layout, weights_fingerprint
+from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.proxy_bounds import proxied_token_bound
 from serve.schema import RequestError, check_values, decode_json_body, parse_judge_request, read_off_loop
@@ -350,7 +350,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                          prompt_version=template.version, verdict_format=config.verdict_format).advertised()
     # Which weights its own engines load: a client's resume tells a judge retrained into the same folder from the one
     # its verdicts were asked of. An attached engine loaded what it loaded: judge-serve cannot say, so says nothing.
-    fingerprint = None if config.generator_url or config.pooling_url else weights_fingerprint(layout)
+    # The one the state took (serve.supervision.ServerState), which the healer checks before it restarts an engine.
+    fingerprint = None if config.generator_url or config.pooling_url else app.state.serve.weights_fingerprint
     limits.update({"weights_fingerprint": fingerprint} if fingerprint else {})
 
     async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:

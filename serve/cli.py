@@ -222,7 +222,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     raise_descriptor_limit(log)
 
-    app = create_app(config, layout)
+    try:  # the verdict format is decided here (serve.app.resolved_verdict_format): a bad one is a bad configuration
+        app = create_app(config, layout)
+    except ValueError as err:  # LayoutError among them; the engines have not started
+        listening.close()
+        print(f"judge-serve: {err}", file=sys.stderr)
+        return 2
 
     class Server(uvicorn.Server):
         """uvicorn's server, draining on SIGTERM/SIGINT and returning from ``run`` instead of re-raising them."""

@@ -39,6 +39,8 @@ from typing import Literal
 from judge.checkpoints import (
     EXPORT_MANIFEST,
     GENERATOR_SUBDIR,
+    REGRESSION_HEAD_PREFIX,
+    RELEASED_REGRESSION_ARCHITECTURES,
     CheckpointNotFound,
     JudgeKind,
     TrainedLengths,
@@ -51,7 +53,7 @@ from judge.checkpoints import (
 )
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
-           "EXPORT_MANIFEST", "WEIGHT_FILES", "weights_fingerprint"]
+           "EXPORT_MANIFEST", "WEIGHT_FILES", "weights_fingerprint", "weights_changed", "CHECKPOINT_CHANGED"]
 
 #: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
@@ -146,12 +148,14 @@ def resolve_layout(
         raise LayoutError(str(err)) from err
     prompt_version = str(manifest.get("prompt_version") or "")
     if kind == JudgeKind.SEQ2SEQ and any(a.endswith("ForCausalLM") for a in archs):
+        if not manifest_path.is_file():
+            _refuse_hidden_regression_head(root, archs)
         return CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=root, generator_dir=root, prompt_version=prompt_version,
                                 trained_lengths=trained_lengths)
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise LayoutError(
-            f"{root}: architectures {archs} are neither a causal LM (seq2seq judge) nor a sequence classifier "
-            "(regression judge)"
+            f"{root}: architectures {archs} are neither a causal LM (seq2seq judge), a sequence classifier "
+            f"(regression judge) nor {' / '.join(RELEASED_REGRESSION_ARCHITECTURES)} (a released regression judge)"
         )
 
     candidates: list[tuple[str, Path]] = []
@@ -173,6 +177,48 @@ def resolve_layout(
         f"classifier. Export it with judge-train (which writes {'/'.join(GENERATOR_SUBFOLDERS)}/ and "
         f"{EXPORT_MANIFEST}), or pass --generator-model"
     )
+
+
+def _tensor_names(root: Path) -> list[str]:
+    """The tensor names a folder's safetensors weights hold: its index's ``weight_map``, else each
+    ``*.safetensors`` file's header (only the header is read). [] where neither can be read: this is a check on
+    what can be read, and an unreadable folder is the engine's to refuse."""
+    import json
+    import struct
+
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+        except (OSError, ValueError, AttributeError):
+            return []
+        return list(weight_map) if isinstance(weight_map, dict) else []
+    names: list[str] = []
+    for path in sorted(root.glob("*.safetensors")):
+        try:
+            with open(path, "rb") as handle:
+                (size,) = struct.unpack("<Q", handle.read(8))
+                if size > 100_000_000:  # no real header is this large: not a safetensors file
+                    continue
+                header = json.loads(handle.read(size))
+        except (OSError, ValueError, struct.error):
+            continue
+        if isinstance(header, dict):
+            names += [name for name in header if name != "__metadata__"]
+    return names
+
+
+def _refuse_hidden_regression_head(root: Path, archs: list[str]) -> None:
+    """A causal-LM config over weights that carry a regression head is a released ``-r`` judge whose
+    ``config.json`` was edited (or mixed up): served as seq2seq, its head would be silently dropped by vLLM and
+    its verdicts read from a text it was never trained to end with a score."""
+    heads = sorted(name for name in _tensor_names(root) if name.startswith(REGRESSION_HEAD_PREFIX))
+    if heads:
+        raise LayoutError(
+            f"{root}: config.json says {archs}, but its weights carry {heads}: that is a released regression judge "
+            f"({' / '.join(RELEASED_REGRESSION_ARCHITECTURES)}, as ai-forever/pollux-judge-7b-r is published), not "
+            "a seq2seq one; restore its published config.json to serve it with its head"
+        )
 
 
 def _weight_files(folder: str | Path) -> list[Path]:
@@ -209,17 +255,43 @@ def weights_fingerprint(layout: CheckpointLayout) -> str | None:
     safetensors headers: those hold the tensors' names, dtypes, shapes and offsets, equal for a retrained model of
     the same architecture. A copy or a ``touch`` changes it too: a resume is then refused, loudly, where a missed
     retraining would have mixed two judges' verdicts in one folder silently. None when no folder holds a weights file.
+
+    A released ``-r`` layout is fingerprinted by its own folder (and a ``generator_model`` given in place of its
+    causal view) only, never by the derived views (``serve.released``): those are judge-serve's own copies, rebuilt
+    or kept in another cache with new modification times over the same weights, and a resume would be refused as if
+    the judge had been retrained. The views are rebuilt whenever the folder changes, so the folder says it all.
     """
     import hashlib
 
     digest, found = hashlib.sha256(), False
-    folders = dict.fromkeys(d for d in (layout.root, layout.generator_dir, layout.pooler_dir) if d is not None)
+    engines = (layout.root, layout.generator_dir, layout.pooler_dir)
+    if layout.released and layout.views_dir is not None:
+        views = layout.views_dir
+        engines = tuple(d for d in engines if d is not None and not Path(d).is_relative_to(views))
+    folders = dict.fromkeys(d for d in engines if d is not None)
     for position, folder in enumerate(folders):
         for path in _weight_files(folder):  # stat follows a hub snapshot's symlinks to the blobs they name
             info = path.stat()
             digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
             found = True
     return digest.hexdigest() if found else None
+
+
+#: Why a dead engine is not restarted (``serve.supervision``): what it would load is not what the served fingerprint
+#: says, and the other engine (a regression judge has two) still holds the old weights.
+CHECKPOINT_CHANGED = "checkpoint changed under a running judge-serve: restart judge-serve"
+
+
+def weights_changed(layout: CheckpointLayout | None, started_with: str | None) -> bool:
+    """Whether the weights ``layout``'s engines would load now differ from those they were started from
+    (``weights_fingerprint`` then: ``started_with``). A file that vanishes as it is looked at (a checkpoint being
+    replaced) counts as changed. False without a layout (nothing to compare)."""
+    if layout is None:
+        return False
+    try:
+        return weights_fingerprint(layout) != started_with
+    except OSError:
+        return True
 
 
 def _released_regression(

@@ -28,7 +28,8 @@ code is never imported: both views name stock architectures and no ``auto_map``)
 **Where the views live.** Beside the checkpoint, in ``<checkpoint>/pollux_serve_views/``, when the folder is
 writable and is not a hub cache snapshot; otherwise in ``<cache>/<key>/`` with ``<cache>`` =
 ``derived_cache_dir`` (judge-serve's setting) or ``$XDG_CACHE_HOME/pollux-judge/released-views`` (default
-``~/.cache/...``). ``<key>`` hashes the checkpoint's ``config.json``, index, shard names and sizes, and the head's
+``~/.cache/...``). ``<key>`` hashes the checkpoint's ``config.json``, index, shard names and sizes, the head's
+shard(s)' modification times (copied, not linked, so a rewrite of their other tensors must show) and the head's
 tensors, so a changed checkpoint gets fresh views and an unchanged one reuses them (a stamp file,
 ``pollux_views.json``, records the key; only the head's shard is rewritten, once: for the 7B about one shard's
 size on disk, the rest are symlinks).
@@ -40,8 +41,9 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
-import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,15 +106,35 @@ def _weight_map(root: Path) -> tuple[dict[str, str], dict[str, Any]]:
     """(tensor name -> shard file name, the index's metadata) from the index, or from a single ``model.safetensors``."""
     index = root / INDEX
     if index.is_file():
-        data = json.loads(index.read_text(encoding="utf-8"))
-        return dict(data["weight_map"]), dict(data.get("metadata") or {})
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ReleasedLayoutError(f"{index}: not a safetensors index ({err})") from err
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise ReleasedLayoutError(f"{index}: no weight_map (tensor name -> shard file): not a safetensors index")
+        return dict(weight_map), dict(data.get("metadata") or {})
     single = root / SINGLE_FILE
     if single.is_file():
         from safetensors import safe_open
 
-        with safe_open(str(single), framework="pt") as handle:
-            return {name: SINGLE_FILE for name in handle.keys()}, {}
+        with _naming(single):
+            with safe_open(str(single), framework="pt") as handle:
+                return {name: SINGLE_FILE for name in handle.keys()}, {}
     raise ReleasedLayoutError(f"{root}: neither {INDEX} nor {SINGLE_FILE}: no safetensors weights to serve")
+
+
+@contextmanager
+def _naming(shard: Path, tensor: str = ""):
+    """safetensors' own errors (a truncated file, a tensor the index puts in a shard that lacks it) as the module's
+    one-line error naming the file: they name neither, and would end judge-serve in a traceback."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as err:
+        what = f" ({tensor}, as {INDEX} says)" if tensor else ""
+        raise ReleasedLayoutError(f"{shard}{what}: unreadable safetensors: {err}") from err
 
 
 def _head_tensors(root: Path, weight_map: dict[str, str]) -> dict[str, Any]:
@@ -120,8 +142,10 @@ def _head_tensors(root: Path, weight_map: dict[str, str]) -> dict[str, Any]:
 
     tensors = {}
     for name in _HEAD_RENAMES:
-        with safe_open(str(root / weight_map[name]), framework="pt") as handle:
-            tensors[name] = handle.get_tensor(name)
+        shard = root / weight_map[name]
+        with _naming(shard, name):
+            with safe_open(str(shard), framework="pt") as handle:
+                tensors[name] = handle.get_tensor(name)
     return tensors
 
 
@@ -155,8 +179,13 @@ def _key(root: Path, weight_map: dict[str, str], head: dict[str, Any]) -> str:
     for name in ("config.json", INDEX):
         if (root / name).is_file():
             digest.update((root / name).read_bytes())
+    head_shards = {weight_map[name] for name in _HEAD_RENAMES}
     for shard in sorted(set(weight_map.values())):
-        digest.update(f"{shard}:{(root / shard).stat().st_size}".encode())
+        info = (root / shard).stat()
+        # The head's shard(s) are copied into the views, not linked: a rewrite that keeps their size and head (an
+        # LM head retrained in place) must still get fresh views, which only its modification time tells.
+        stamp = f":{info.st_mtime_ns}" if shard in head_shards else ""
+        digest.update(f"{shard}:{info.st_size}{stamp}".encode())
     for name in sorted(head):
         digest.update(name.encode() + head[name].float().numpy().tobytes())
     return digest.hexdigest()[:20]
@@ -199,7 +228,9 @@ def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: di
 
     shared.mkdir(parents=True)
     for shard in sorted({weight_map[name] for name in _HEAD_RENAMES}):
-        rest = {n: t for n, t in load_file(str(root / shard)).items() if not n.startswith(REGRESSION_HEAD_PREFIX)}
+        with _naming(root / shard):
+            tensors = load_file(str(root / shard))
+        rest = {n: t for n, t in tensors.items() if not n.startswith(REGRESSION_HEAD_PREFIX)}
         if rest:  # a shard that held only the head leaves nothing to rewrite
             save_file(rest, str(shared / shard), metadata={"format": "pt"})
     save_file({_HEAD_RENAMES[n]: t.contiguous() for n, t in head.items()}, str(shared / HEAD_FILE), metadata={"format": "pt"})
@@ -261,8 +292,11 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
 
     log.info("building the causal and classifier views of released regression judge %s in %s", root, base)
     base.parent.mkdir(parents=True, exist_ok=True)
-    # Built in a scratch folder beside the target and renamed into place: a crash leaves no half-built views.
-    scratch = Path(tempfile.mkdtemp(prefix=f".{base.name}-building-", dir=base.parent))
+    # Built in a scratch folder beside the target and renamed into place: a crash leaves no half-built views. Made
+    # by mkdir, not mkdtemp (always 0700), so it gets the umask's mode like every folder inside it: the views are then
+    # as usable to the checkpoint's (or the shared cache's) other users, and as removable, as the checkpoint itself.
+    scratch = base.parent / f".{base.name}-building-{os.getpid()}-{secrets.token_hex(4)}"
+    scratch.mkdir()
     try:
         _write_shared(root, scratch / "shared", weight_map, head)
         for kind in ("causal", "classifier"):

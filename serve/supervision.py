@@ -1,6 +1,9 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
+Why one module of ~520 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+``ServerState``; split, each part would reach into the others' fields.
+
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
 starting -> failed.
 
@@ -10,7 +13,10 @@ judge-serve is ready; its tree is then stopped), is restarted after a backoff (`
 ``engine_restart_backoff_max_s``); a restart that fails to come up, or cannot even be started for want of
 descriptors, processes, memory or disk, counts as another death. Past ``engine_max_restarts`` deaths within
 ``engine_restart_window_s``, or on a start that no retry can mend (the engine's program missing, a permission
-refused), judge-serve stops and exits 1. Every background task (bring-up, watcher, heals) that ends on an error it did
+refused), judge-serve stops and exits 1. An engine whose checkpoint's weights changed since judge-serve started
+(``serve.layout.weights_changed``) is not restarted: it would serve other weights under the advertised fingerprint,
+beside an engine still holding the old ones; it stays dead and ``/health`` answers 503 saying to restart judge-serve.
+Every background task (bring-up, watcher, heals) that ends on an error it did
 not expect stops judge-serve the same way, logged: none may die unnoticed and leave it "ready" over a dead engine.
 An attached engine (``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health``
 probes its routes answer 503, and it is probed on until it answers again, then served. A probe that judge-serve could
@@ -40,7 +46,7 @@ from serve.config import ServeConfig
 from serve.engine_client import EngineClient, EngineFailure, EngineHttp, Hop, engine_session, read_capped
 from serve.judging import Judge, JudgeSettings, config_bounds
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
-from serve.layout import CheckpointLayout
+from serve.layout import CHECKPOINT_CHANGED, CheckpointLayout, weights_changed, weights_fingerprint
 from serve.tokenizer import load_tokenizer
 
 __all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines"]
@@ -78,6 +84,13 @@ class ServerState:
     engine_windows: dict[str, int] = field(default_factory=dict)
     #: The pointwise prompt the judge is asked with (``judge.checkpoints.prompt_template_and_why``, in ``create_app``).
     template: PromptTemplate = POLLUX_PROMPT
+    #: ``serve.layout.weights_fingerprint`` of the layout as judge-serve was built (when ``serve.app`` takes the one
+    #: it advertises): a restart from weights that differ from it is refused.
+    weights_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout is not None and self.weights_fingerprint is None:
+            self.weights_fingerprint = weights_fingerprint(self.layout)
 
     def engine_problem(self, role: str) -> str | None:
         """Why ``role``'s engine cannot take a request now, or None when it can."""
@@ -424,6 +437,10 @@ async def _heal(state: ServerState, role: str) -> None:
             log.warning("%s engine: %s in %.1f s", role, attempt, backoff)
             await asyncio.sleep(backoff)
             if state.status != "ready":
+                return
+            if await asyncio.to_thread(weights_changed, state.layout, state.weights_fingerprint):
+                state.dead_reason[role] = f"the {role} engine died and was not restarted: {CHECKPOINT_CHANGED}"
+                log.error("%s", state.dead_reason[role])
                 return
             hung = None  # from here on, a failed restart is what the message names
             state.restart_times[role].append(time.monotonic())
