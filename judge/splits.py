@@ -41,6 +41,7 @@ __all__ = [
     "load_split_spec",
     "split_of",
     "splits_of",
+    "record_task_type",
     "instruction_key",
     "check_no_leakage",
 ]
@@ -118,7 +119,8 @@ def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
     return SplitSpec(str(raw.get("version", "")), frozenset(task_types), frozenset(criteria))
 
 
-def _task_type_of(record, taxonomy: Taxonomy) -> str | None:
+def record_task_type(record, taxonomy: Taxonomy) -> str | None:
+    """The taxonomy's name of a record's task type, as ``split_of`` reads it (None: unresolved)."""
     canonical = taxonomy.canonical_task_type(record.task_type) if record.task_type else None
     if canonical is None and record.task_type and record.task_subtype and taxonomy.canonical_group(record.task_type):
         # Some exports put the group in task_type and the task type in task_subtype.
@@ -147,7 +149,7 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
     """
     taxonomy = load_taxonomy()
     spec = spec or load_split_spec()
-    task_type = _task_type_of(record, taxonomy)
+    task_type = record_task_type(record, taxonomy)
     if task_type is None:
         if allow_unknown and not strict:
             return UNKNOWN

@@ -34,6 +34,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+# At import, not inside is_transient: a stage's worker threads each reached a lazy import at their first failed
+# attempt while other threads' openai SDK was reading the module, and one of them saw httpx half-initialised
+# (AttributeError: partially initialized module 'httpx'), which stopped the stage with a traceback.
+import httpx
+
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
            "EXIT_UNUSABLE", "list_models", "server_message", "failure_said"]
 
@@ -72,8 +77,6 @@ class GenerationAborted(Exception):
 def is_transient(err: BaseException) -> bool:
     """Whether ``err`` (from ``openai`` or ``httpx``) is worth another attempt: no connection, a timeout, a
     ``retryable_status``, or a ``GenerationAborted``."""
-    import httpx
-
     if isinstance(err, (httpx.TransportError, GenerationAborted)):  # timeouts included
         return True
     if isinstance(err, httpx.HTTPStatusError):
@@ -289,8 +292,6 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
     Raises:
         EndpointUnusable: the server cannot be used (its message says why and what to change).
     """
-    import httpx
-
     policy = policy or RetryPolicy()
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}

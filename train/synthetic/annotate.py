@@ -80,12 +80,19 @@ def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
     ``out_of_scale`` (the parser that refuses such scores), or as ``ok=True`` with ``in_scale=False`` (the parser
     that keeps them as the judge's answer, for evaluation). With ``scale``, a score between two of its levels is
     refused too ("the score must correspond to a single scale point", the English prompt, App. M.1): training
-    would drop it as ``score_not_a_level``, so the teacher is asked again instead.
+    would drop it as ``score_not_a_level``, so the teacher is asked again instead. So is a feedback holding a verdict
+    tag or a ``<think>`` tag (``tags_in_feedback``), which training drops too.
     """
     if getattr(verdict, "in_scale", True) is False or (not verdict.ok and verdict.error == "out_of_scale"):
         return "out_of_scale", verdict.reason or f"score {verdict.score} is outside the criterion's scale"
     if not verdict.ok:
         return verdict.error, verdict.reason
+    # A forged "[RESULT] 0 [END]" or a <think> left in the feedback was kept as a label that build-data then drops
+    # (tags_in_feedback, its _TAGS): unusable here, so the teacher is asked again while a new answer can still help.
+    from train.build_data import _TAGS
+
+    if verdict.feedback and _TAGS.search(verdict.feedback):
+        return "tags_in_feedback", "the feedback holds a verdict tag ([RESULT], [END]) or a <think> tag"
     if scale is not None and not scale.is_level(verdict.score):
         return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
     return None
@@ -134,7 +141,13 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
         return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason}
 
     journal = Journal(out_dir / "journal.jsonl")
-    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en)
+    # A label an earlier version kept with tags in its feedback is one this version asks again (unusable_verdict).
+    from train.build_data import _TAGS
+
+    tagged = [key for key, _ in items if key in journal and journal.rows[key].get("ok") is True
+              and _TAGS.search(str(journal.rows[key].get("feedback") or ""))]
+    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=tagged,
+             redo_why="whose kept feedback holds a verdict or <think> tag")
 
     kept, dropped = [], []
     for key, record in items:

@@ -43,7 +43,8 @@ _HELP = {
 
 #: Every stage's exit codes, as its --help lists them.
 EXIT_CODES = (
-    "Exit codes: 0 the stage finished (its kept, dropped and failed counts printed); 2 a usage or configuration "
+    "Exit codes: 0 the stage finished (its kept, dropped and failed counts printed; requests the endpoint never "
+    "answered are counted, said on stderr, and asked again by a rerun into the same --output); 2 a usage or configuration "
     "error, refused training data (Zero-Shot or released-benchmark rows), a malformed row, or an output folder "
     "another run holds."
 )
@@ -262,7 +263,21 @@ def main(argv: list[str] | None = None) -> int:
     if summary.get("skipped_items"):
         line += f"; items not asked {summary['skipped_items']} ({counts(summary['skipped_items_by_reason'])})"
     print(f"{line} -> {out_dir}")
+    unanswered = requests_failed(summary)
+    if unanswered:
+        # Exit 0 all the same (the stage finished, as the help's codes say), but an unreachable endpoint made a run
+        # that kept nothing look like a finished one: the user is told what is missing and how to get it.
+        print(f"judge-train data {args.stage}: warning: {unanswered} requests failed (the endpoint never answered "
+              f"them; see failed/dropped rows' errors): rerun with the same --output to ask them again", file=sys.stderr)
     return 0
+
+
+def requests_failed(summary: dict) -> int:
+    """The jobs of a stage's summary whose request failed (``request_failed``: the endpoint never answered them), which
+    a rerun into the same folder asks again: traces' failed traces, the other stages' dropped rows, dedup's checks."""
+    return (summary.get("failed_by_reason", {}).get("request_failed", 0)
+            + summary.get("dropped_by_reason", {}).get("request_failed", 0)
+            + summary.get("llm_check_failed_requests", 0))
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from judge.plumbing.retry import Attempts, RetryPolicy
 from train.synthetic.config import EndpointConfig
 
-__all__ = ["ChatClient", "ChatResult", "stable_endpoint"]
+__all__ = ["ChatClient", "ChatResult", "message_text", "stable_endpoint"]
 
 _BACKOFF_CAP_S = 60.0
 
@@ -84,6 +85,11 @@ class ChatClient:
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n)
+        except Exception as err:
+            # Anything else the SDK or its transport raised (a thread reading a module another thread was still
+            # importing raised AttributeError) escaped run_jobs's worker and stopped the whole stage with a
+            # traceback. It is no answer: failed like an outage, counted, and asked again by a rerun.
+            return ChatResult("", False, f"unexpected {type(err).__name__}: {err}", attempts=attempts.n)
         # A body without a choice (a proxy's 200 carrying only an "error", an empty "choices") is no answer: failed
         # like an outage, so the stage counts it and a rerun asks again, where indexing it crashed the worker thread.
         choices = getattr(response, "choices", None)
@@ -92,8 +98,44 @@ class ChatClient:
         choice = choices[0]
         # Fields the SDK's message type does not declare arrive as pydantic extras, readable as attributes.
         reasoning = getattr(choice.message, "reasoning", None) or getattr(choice.message, "reasoning_content", None) or ""
-        return ChatResult(choice.message.content or "", True, attempts=attempts.n, finish_reason=choice.finish_reason or "",
-                          reasoning=reasoning if isinstance(reasoning, str) else "")  # fmt: skip
+        finish_reason = choice.finish_reason if isinstance(choice.finish_reason, str) else ""
+        text = message_text(choice.message.content)
+        if text is None:
+            # The SDK does not check the type: a list or object passed on crashed every stage that reads the text,
+            # after traces and answers had journalled it as answered, so that every rerun crashed the same way.
+            return ChatResult("", False, f"the endpoint's message content is not text: {_described(choice.message.content)}",
+                              attempts=attempts.n, finish_reason=finish_reason)
+        reasoning = message_text(reasoning)
+        return ChatResult(text, True, attempts=attempts.n, finish_reason=finish_reason, reasoning=reasoning or "")
+
+
+def message_text(content: Any) -> str | None:
+    """A message's ``content`` as text: a string as it is, nothing (None) as "", and a list of text parts
+    (``[{"type": "text", "text": ...}]``, the content-part form of the chat API) joined; None for anything else (an
+    object, a number, a part that is not text: an image, a refusal), which no stage can read as an answer."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, dict):
+                kind, text = part.get("type"), part.get("text")
+            else:  # an SDK part object
+                kind, text = getattr(part, "type", None), getattr(part, "text", None)
+            if kind != "text" or not isinstance(text, str):
+                return None
+            texts.append(text)
+        return "".join(texts)
+    return None
+
+
+def _described(content: Any) -> str:
+    if isinstance(content, list):
+        kinds = sorted({str(part.get("type")) if isinstance(part, dict) else type(part).__name__ for part in content})
+        return f"a list of parts ({', '.join(kinds)})"
+    return f"a JSON {type(content).__name__}"
 
 
 def stable_endpoint(key: str, shares: Sequence[float], seed: int) -> int:

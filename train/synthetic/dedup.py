@@ -10,8 +10,10 @@ task type, with embedding cosine ``c`` (step 1: the paper's ``Alibaba-NLP/gte-Qw
    of the same measure over all pairs of the expert-written reference instructions of that task type — is
    **borderline**, and goes to the LLM check (step 8; the paper used GigaChat-2-Max): it runs whenever an ``llm``
    endpoint is configured (``llm_check`` turns it off), and only a confirmed duplicate is deleted — an answer that
-   is neither DUPLICATE nor DIFFERENT, or a failed request, keeps the sample ("If confirmed, delete the sample",
-   step 8). With no check, ``borderline_without_check`` decides (default: drop); the paper always ran the check.
+   is neither DUPLICATE nor DIFFERENT, one still inside an unclosed ``<think>``, one the checker did not end itself
+   (``finish_reason`` other than ``stop``: cut by ``max_tokens``), or a failed request, keeps the sample ("If
+   confirmed, delete the sample", step 8). With no check, ``borderline_without_check`` decides (default: drop); the
+   paper always ran the check.
    The check's prompt is ours: the paper does not print GigaChat's.
 4. Otherwise original.
 
@@ -35,7 +37,7 @@ so 2,200 instructions of one type cost seconds, not hours. ``chrf_min_cosine`` a
 Memory: similarities are computed in blocks of ``block_size`` rows against the earlier rows of the same task type,
 so the largest array is ``block_size x n_type`` floats (per chrF order); no all-pairs matrix is ever built.
 
-Why one module of ~650 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
+Why one module of ~700 lines: Algorithm 1's steps read one set of pair tables (cosine, chrF, the reference
 percentiles) built block by block here, and the stage's runner (the embedding cache, the journalled LLM check) is
 their only caller; apart, each half would have to be read with the other open.
 """
@@ -57,7 +59,7 @@ import numpy as np
 
 from judge.plumbing.atomic_write import write_atomically
 from train.synthetic.config import DedupConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, read_input, request_failed, require_fields, run_jobs, write_stage_outputs
 
 _logger = logging.getLogger("judge_train.dedup")
 
@@ -73,6 +75,8 @@ __all__ = [
     "task_types_of",
     "render_llm_check_prompt",
     "parse_llm_check",
+    "llm_check_answer",
+    "journalled_answer",
     "run_dedup",
 ]
 
@@ -316,8 +320,16 @@ def parse_llm_check(text: str) -> bool | None:
     Only True deletes a sample (Algorithm 1 (arXiv 2505.24616v3, Appendix C.3) step 8: "If confirmed, delete the
     sample"), so a negation anywhere in the answer keeps DUPLICATE from counting as confirmed: a misread answer must
     never cost an original.
+
+    An answer still inside a reasoning block (``<think>`` with no ``</think>`` after it: the reasoning cut by the
+    token limit, or a second block left open) is None: a DUPLICATE there is a word the checker was weighing, not its
+    answer. (A reasoning whose ``<think>`` the chat template wrote into the prompt ends at the first ``</think>``.)
     """
-    text = re.sub(r"^.*?</think\s*>", "", text or "", flags=re.DOTALL | re.IGNORECASE).upper()
+    text = re.sub(r"^.*?</think\s*>", "", text or "", flags=re.DOTALL | re.IGNORECASE)
+    text = re.sub(r"<think\s*>.*?</think\s*>", " ", text, flags=re.DOTALL | re.IGNORECASE)
+    if re.search(r"<think\s*>", text, flags=re.IGNORECASE):
+        return None
+    text = text.upper()
     text = re.sub(r"(?<![\w'’])NON[\s\-]*(?=DUPLICAT)", "NOT ", text)
     affirmed = {"DUPLICAT": 0, "DIFFERENT": 0}
     negated = dict(affirmed)
@@ -329,6 +341,29 @@ def parse_llm_check(text: str) -> bool | None:
     if negated["DIFFERENT"] or stray_negations or says_duplicate == says_different:
         return None
     return says_duplicate
+
+
+def llm_check_answer(ok: bool, text: str, finish_reason: str | None) -> bool | None:
+    """The check's answer as Algorithm 1 step 8 uses it: ``parse_llm_check`` of an answer the checker ended itself
+    (``finish_reason`` ``stop``); None (not confirmed) for a failed request, or an answer cut by the token limit or
+    ended any other way (or by an endpoint that does not say), whose DUPLICATE may be a word of a sentence it never
+    finished ("DUPLICATE? No, ...")."""
+    if not ok or finish_reason != "stop":
+        return None
+    return parse_llm_check(text)
+
+
+def journalled_answer(row: dict) -> bool | None:
+    """A journalled check row's answer: decided again from its text and ``finish_reason`` (``llm_check_answer``), so
+    that a row journalled under an older reading is read as this one reads it; a row without a ``finish_reason``
+    (journalled before rows recorded it) keeps its recorded answer, save a DUPLICATE, which may have been read from a
+    cut answer: None here, and asked again by the stage (``run_dedup``)."""
+    if request_failed(row):
+        return None
+    if "finish_reason" not in row:
+        answer = row.get("answer")
+        return None if answer is True else answer
+    return llm_check_answer(bool(row.get("ok")), row.get("raw") or "", row.get("finish_reason"))
 
 
 _TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
@@ -623,6 +658,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
 
     llm_fn = None
     sent = [0]  # requests made to the endpoint in this run; the journal answers the rest
+    failed_checks: set[str] = set()  # pairs whose request failed (unanswered, asked again by a rerun)
     if config.runs_llm_check:
         from train.synthetic.client import ChatClient
 
@@ -632,17 +668,31 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:
             def work(payload: tuple[str, str]) -> dict:
                 result = client.complete(render_llm_check_prompt(*payload))
-                return {"raw": result.text, "ok": result.ok, "error": result.error, "answer": parse_llm_check(result.text) if result.ok else None}
+                return {"raw": result.text, "ok": result.ok, "error": result.error,
+                        "finish_reason": result.finish_reason, "answer": llm_check_answer(result.ok, result.text,
+                                                                                      result.finish_reason)}
 
             # keyed by the pair's ids, which an instructions stage rerun into the same folder gives to new texts:
-            # the prompt's fingerprint makes a changed pair asked again (run_jobs)
+            # the prompt's fingerprint makes a changed pair asked again (run_jobs). A DUPLICATE journalled before
+            # rows recorded their finish_reason may have been read from a cut answer: asked again, once.
+            unproven = [key for key, _, _ in pairs if key in journal and "finish_reason" not in journal.rows[key]
+                        and journal.rows[key].get("answer") is True]
             sent[0] += run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency,
-                                "dedup llm check", fingerprint=lambda payload: render_llm_check_prompt(*payload))
-            return {key: journal.rows[key]["answer"] for key, _, _ in pairs}
+                                "dedup llm check", fingerprint=lambda payload: render_llm_check_prompt(*payload),
+                                redo=unproven, redo_why="whose DUPLICATE was journalled without its finish_reason")
+            for key, _, _ in pairs:
+                if request_failed(journal.rows[key]):
+                    failed_checks.add(key)
+                else:
+                    failed_checks.discard(key)
+            return {key: journalled_answer(journal.rows[key]) for key, _, _ in pairs}
 
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
     if llm_fn is not None:
         info["llm_check_requests"]["sent"] = sent[0]
+        # Beside llm_check_requests, not in it: those are the pairs the algorithm asked; these the endpoint never
+        # answered, which a rerun asks again.
+        info["llm_check_failed_requests"] = len(failed_checks)
     info["total_elapsed_s"] = round(time.perf_counter() - started, 3)
     log(f"dedup: {len(rows)} instructions in {info['elapsed_s']:.1f} s ({info['instructions_per_s']} instructions/s; "
         f"with model load {info['total_elapsed_s']:.1f} s)")

@@ -68,8 +68,21 @@ def request_failed(row: dict) -> bool:
     """Whether a journalled job failed for want of an answer (the endpoint never answered after its retries): such a
     job is asked again when the stage runs again, where one the endpoint answered, however badly, is final. Every
     stage journals ``ok: False`` for that; annotate also for a verdict it could not use (``error: verdict_...``),
-    which is the teacher's answer."""
+    which is the teacher's answer.
+
+    A row an earlier version journalled as answered whose answer is not text (a list of content parts, an object:
+    the client passed them on unchecked, and every stage reading it crashed) failed too: this version's client joins
+    text parts and fails anything else, so asking again is what it would have journalled.
+    """
+    if row.get("ok") is True:
+        text = next((name for name in _TEXT_FIELDS if name in row), None)
+        return text is not None and not isinstance(row[text], str)
     return row.get("ok") is False and not str(row.get("error") or "").startswith("verdict_")
+
+
+#: Where a stage journals the endpoint's text, the first of these a row holds: traces ``content``, instructions and
+#: the dedup check ``raw`` (whose ``answer`` is the check's parsed bool), answers ``answer``.
+_TEXT_FIELDS = ("content", "raw", "answer")
 
 
 def run_jobs(

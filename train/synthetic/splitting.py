@@ -39,7 +39,7 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
         judge.LeakageError: Zero-Shot items left in train (a bug upstream of this check).
     """
     from judge import ZERO_SHOT, check_no_leakage, load_split_spec, load_taxonomy, records_from_rows
-    from judge.splits import split_of, splits_of
+    from judge.splits import record_task_type, split_of, splits_of
 
     spec = load_split_spec(config.split_file or None)
     taxonomy = load_taxonomy()
@@ -54,7 +54,9 @@ def split_records(rows: list[dict], config: SplitConfig, source: str | Path = "a
     shared = splits_of(records, spec) if not config.allow_zero_shot else [None] * len(records)
     for record, split in zip(records, shared):
         if split == ZERO_SHOT:
-            if taxonomy.canonical_task_type(record.task_type) in spec.task_types:
+            # The task type as split_of resolves it: a group in task_type with the task type in task_subtype (some
+            # exports' layout) was held out by its task type but labelled zero_shot:criterion.
+            if record_task_type(record, taxonomy) in spec.task_types:
                 reason = "zero_shot:task_type"
             else:
                 reason = "zero_shot:criterion" if split_of(record, spec) == ZERO_SHOT else "zero_shot:instruction"

@@ -75,7 +75,7 @@ from pathlib import Path
 from judge.verdicts import bare_answer, has_think_tag
 from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig, TracesConfig
-from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
 
 __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
            "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE"]
@@ -144,7 +144,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     from train.build_data import russian_share
     from train.grpo_rewards import gives_reasons
 
-    if not done["ok"]:
+    if not done["ok"] or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
     verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
     if not verdict.ok:
@@ -195,7 +195,7 @@ def cut_by_max_tokens(done: dict, scale) -> bool:
     An unclosed reasoning the server reports as ``stop`` ended on its own: a larger ``max_tokens`` would not finish
     it, so it is not counted cut. A failed request is no answer (``request_failed`` asks it again anyway).
     """
-    if not done["ok"]:
+    if not done["ok"] or request_failed(done):
         return False
     if done.get("finish_reason") == "length":
         return True
