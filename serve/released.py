@@ -37,6 +37,8 @@ size on disk, the rest are symlinks).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -304,16 +306,52 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
         bias = float(head["regression_head.bias"][0])
         stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
         (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
-        if base.exists():
-            shutil.rmtree(base)
-        try:
-            os.replace(scratch, base)
-        except OSError:
-            if not _stamp_matches(base, key):  # another judge-serve built the same views meanwhile: use those
-                raise
-            shutil.rmtree(scratch, ignore_errors=True)
-            return DerivedViews(base, base / "causal", base / "classifier", built=False)
+        with _placing(base.parent):
+            built = _place(scratch, base, key)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return DerivedViews(base, base / "causal", base / "classifier", built=True)
+    if not built:
+        shutil.rmtree(scratch, ignore_errors=True)
+        log.info("another judge-serve built the same views of %s meanwhile: using those in %s", root, base)
+    return DerivedViews(base, base / "causal", base / "classifier", built=built)
+
+
+@contextmanager
+def _placing(parent: Path):
+    """Held while views are put in place under ``parent``: judge-serves building the same views at once place them
+    one at a time, so none deletes the views another just placed (and whose engines may be opening them) between
+    its look at the stamp and its replace. A lock on the folder itself (``flock`` of its descriptor) leaves no lock
+    file in a checkpoint's folder; where the filesystem refuses it, the placing goes on unlocked, as before."""
+    try:
+        fd = os.open(parent, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor of it releases the lock
+
+
+def _place(scratch: Path, base: Path, key: str) -> bool:
+    """Put the views built in ``scratch`` at ``base``; False, placing nothing, when ``base`` already holds views of
+    ``key`` (another judge-serve built them meanwhile: its engines may be opening them, so they are used, not
+    replaced). Stale views are first renamed aside, then removed, so ``base`` is at every moment either the old
+    views, absent, or the new ones; the placing itself is one rename."""
+    if _stamp_matches(base, key):
+        return False
+    stale = base.parent / f".{base.name}-stale-{os.getpid()}-{secrets.token_hex(4)}"
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(base, stale)
+    try:
+        os.replace(scratch, base)
+    except OSError:
+        if not _stamp_matches(base, key):  # placed by a judge-serve the lock could not hold off: use those
+            raise
+        return False
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+    return True

@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~520 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~540 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -49,7 +49,8 @@ from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CHECKPOINT_CHANGED, CheckpointLayout, weights_changed, weights_fingerprint
 from serve.tokenizer import load_tokenizer
 
-__all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines"]
+__all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines", "checkpoint_changed_while_loading",
+           "CHANGED_WHILE_LOADING"]
 
 log = logging.getLogger("judge_serve")
 
@@ -154,11 +155,11 @@ async def _bring_up(state: ServerState) -> None:
             *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
         )
     except Exception as err:  # noqa: BLE001 - any failure to come up is fatal, and reported as such
-        if state.status == "starting":
-            state.status, state.failure = "failed", str(err)
-            log.error("judge-serve cannot start: %s", err)
-            if state.on_fatal:
-                state.on_fatal()
+        _fail_start(state, str(err))
+        return
+    changed = await asyncio.to_thread(checkpoint_changed_while_loading, state)
+    if changed:
+        _fail_start(state, changed)
         return
     assert state.http is not None
     for role, engine in state.engines.items():
@@ -193,6 +194,29 @@ async def _bring_up(state: ServerState) -> None:
         state.status = "ready"
         log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
         heal_the_dead(state)
+
+
+def _fail_start(state: ServerState, reason: str) -> None:
+    """judge-serve could not come up: ``failed`` with ``reason`` (``/health`` says it), logged, then ``on_fatal``."""
+    if state.status == "starting":
+        state.status, state.failure = "failed", reason
+        log.error("judge-serve cannot start: %s", reason)
+        if state.on_fatal:
+            state.on_fatal()
+
+
+#: Why judge-serve does not turn ready over engines whose weights were replaced while they loaded.
+CHANGED_WHILE_LOADING = "checkpoint changed while the engines loaded: restart judge-serve"
+
+
+def checkpoint_changed_while_loading(state: ServerState) -> str | None:
+    """``CHANGED_WHILE_LOADING`` when the weights judge-serve's own engines load differ now from the fingerprint
+    taken when judge-serve was built, else None. That fingerprint is taken minutes before the engines have read the
+    weights: a folder replaced meanwhile would be served under the old one, which is what a resuming client trusts.
+    Attached engines load nothing of the layout's: with none of judge-serve's own there is nothing to compare."""
+    if not any(engine.owned for engine in state.engines.values()):
+        return None
+    return CHANGED_WHILE_LOADING if weights_changed(state.layout, state.weights_fingerprint) else None
 
 
 async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -> tuple[str, int]:
