@@ -5,7 +5,12 @@ The POLLUX judges learned from DeepSeek-R1's verdicts given the paper's English 
 Every raw output is kept. An output that does not parse is asked again, up to ``max_attempts`` queries; an item
 that never parses is counted under its parse error and dropped — it is never given a score. A score outside the
 criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,
-dropped as ``verdict_out_of_scale`` (``unusable_verdict``).
+dropped as ``verdict_out_of_scale`` (``unusable_verdict``). So is an output longer than the request's ``max_tokens``
+could have produced (``train.synthetic.traces.longer_than_asked``: more than 16 characters a token), which a server
+that ignored the limit returned: ``verdict_oversized``, never a label.
+
+``limit`` counts verdicts: those past it are not asked, and counted in summary.json (``verdicts_beyond_limit``) beside
+``input_answers`` and ``verdicts``, so every (answer, criterion) is a kept row, a counted drop or counted left out.
 
 Rows come out in the POLLUX record layout (``judge.JudgeRecord``): the teacher's score is ``criteria_score`` and the
 single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
@@ -13,12 +18,14 @@ single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 from train.synthetic.client import ChatClient
 from train.synthetic.config import AnnotateConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.traces import CHARS_PER_TOKEN, longer_than_asked
 
 __all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 
@@ -120,8 +127,12 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     inputs = read_input(input_path, "answers")
     rows = require_fields(inputs.rows, ("id", "instruction", "answer", "task_type"), input_path,
                           row_index=inputs.row_index)
-    items = annotation_items(rows, config, source=str(input_path), row_index=inputs.row_index)
+    every_item = annotation_items(rows, dataclasses.replace(config, limit=0), source=str(input_path),
+                                  row_index=inputs.row_index)
+    items = every_item[: config.limit] if config.limit else every_item
     log(f"annotate: {len(items)} verdicts for {len(rows)} answers from {teacher.name} -> {out_dir}")
+    oversized = (f"longer than max_tokens {teacher.max_tokens} x {CHARS_PER_TOKEN} characters allows: the server did "
+                 "not generate under the limit it was asked with")
 
     def work(record: dict) -> dict:
         scale = scale_of(record["rubrics"])
@@ -133,12 +144,17 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             if not result.ok:
                 return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error}
             raw_outputs.append(result.text)
+            if longer_than_asked(len(result.text or ""), teacher.max_tokens):
+                problem = ("oversized", oversized)  # asked again, as a verdict that does not parse is
+                continue
             verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
             problem = unusable_verdict(verdict, scale)
             if problem is None:
-                return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback}
+                return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback,
+                        "max_tokens": teacher.max_tokens}
         error, reason = problem
-        return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason}
+        return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason,
+                "max_tokens": teacher.max_tokens}
 
     journal = Journal(out_dir / "journal.jsonl")
     # A label an earlier version kept with tags in its feedback is one this version asks again (unusable_verdict).
@@ -153,8 +169,14 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     for key, record in items:
         done = journal.rows[key]
         row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": done["raw_outputs"], "attempts": len(done["raw_outputs"])}
-        if done["ok"]:
+        if done["ok"] and longer_than_asked(len((done["raw_outputs"] or [""])[-1] or ""),
+                                            done.get("max_tokens") or teacher.max_tokens):
+            # Kept by a version that did not look at its length: the label of an output the limit could not produce.
+            dropped.append({**row, "drop_reason": "verdict_oversized", "reason": oversized})
+        elif done["ok"]:
             kept.append({**row, "criteria_score": done["score"], "expert_scores": [done["score"]], "expert_feedback": [done["feedback"]]})
         else:
             dropped.append({**row, "drop_reason": done["error"], "reason": done["reason"]})
-    return write_stage_outputs(out_dir, "annotate", kept, dropped, config, {"teacher": teacher.name})
+    return write_stage_outputs(out_dir, "annotate", kept, dropped, config, {
+        "teacher": teacher.name, "input_answers": len(rows), "verdicts": len(every_item),
+        "verdicts_beyond_limit": len(every_item) - len(items)})

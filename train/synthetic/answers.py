@@ -7,11 +7,13 @@ pool in turn. The shares are met in expectation, not exactly; in exchange an ans
 instructions, so a rerun on an edited input asks only the new instructions.
 
 Dropped: a failed request, an empty answer. An answer cut at the token limit is kept (judges must see bad answers
-too) with its ``finish_reason``.
+too) with its ``finish_reason``. ``limit`` counts answers: those past it are not asked, and counted in summary.json
+(``answers_beyond_limit``, beside ``answers`` and ``input_instructions``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -85,7 +87,8 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     inputs = read_input(input_path, "dedup")
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     journal = Journal(out_dir / "journal.jsonl")
-    jobs = answer_jobs(rows, config, journal.rows)
+    every_job = answer_jobs(rows, dataclasses.replace(config, limit=0), journal.rows)
+    jobs = every_job[: config.limit] if config.limit else every_job
     log(f"answers: {len(jobs)} answers for {len(rows)} instructions from {len(endpoints)} models -> {out_dir}")
 
     def work(payload: dict) -> dict:
@@ -117,4 +120,6 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
             dropped.append({**row, "drop_reason": "empty_answer"})
         else:
             kept.append(row)
-    return write_stage_outputs(out_dir, "answers", kept, dropped, config)
+    # What --limit left out is counted, not only logged: every (instruction, slot) is kept, dropped or left out.
+    return write_stage_outputs(out_dir, "answers", kept, dropped, config, {
+        "input_instructions": len(rows), "answers": len(every_job), "answers_beyond_limit": len(every_job) - len(jobs)})

@@ -34,11 +34,15 @@ under one reason:
   teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
   (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``), and
   ``turn_not_ended`` (any other reported ``finish_reason``: ``abort``, ``content_filter``, ``tool_calls``; the
-  teacher did not end its turn, so the integer read may not be its verdict). A failure is never a score.
+  teacher did not end its turn, so the integer read may not be its verdict), and ``verdict_oversized`` (reasoning and
+  answer longer than the request's ``max_tokens`` could have produced, ``CHARS_PER_TOKEN`` characters a token: a
+  server that ignored the limit, whatever ``finish_reason`` it reports). A failure is never a score.
 
 The k requests of an item send the same prompt; a teacher configured with a ``seed`` (``extra_body: {seed: s}``) is
 asked sample ``i`` with seed ``s + i``, so that its k samples can differ (one seed for all k returns one trace k
-times). ``limit`` counts items: ``--limit N`` asks the first N items, ``N x samples_per_item`` requests.
+times). ``limit`` counts items: ``--limit N`` asks the first N items, ``N x samples_per_item`` requests; the items
+past it are counted in summary.json (``items_beyond_limit``), as are the input's exact duplicate rows, which the
+loader leaves out (``duplicate_input_rows``), so that ``input_rows`` is their sum with ``items`` and ``skipped_items``.
 
 Items are refused as training data exactly as ``judge-train build-data`` refuses them
 (``train.build_data.load_training_records``: rows in the released benchmark's schema; ``zero_shot_records``: the
@@ -78,7 +82,8 @@ from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
 
 __all__ = ["experts_reference", "within_tolerance", "reference_within_reach", "bare_answer", "trace_outcome",
-           "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE"]
+           "cut_by_max_tokens", "ask_again_for_max_tokens", "training_records", "run_traces", "MIN_RUSSIAN_SHARE",
+           "CHARS_PER_TOKEN", "longer_than_asked"]
 
 #: The least Cyrillic share of a kept trace's letters: the seq2seq recipe's default ``min_russian_share``
 #: (``train.config.TrainConfig``), so that a trace kept here is one SFT trains on.
@@ -87,6 +92,18 @@ MIN_RUSSIAN_SHARE = 0.5
 #: from which 2 lies 0.30000000000000004 away, past a tolerance of 0.3 by a rounding error. Scores and levels are
 #: integers and experts few, so no distance they give lies this close past a tolerance unless meant to equal it.
 _ROUNDING = 1e-9
+#: The most characters one token of a teacher's output is taken to stand for. A tokenizer's average is 3 to 5
+#: characters of Russian or English, and even its longest tokens (runs of spaces or dashes) seldom pass 16; an
+#: answer longer than ``max_tokens * CHARS_PER_TOKEN`` characters is more than the request could have produced
+#: (a server that ignored the limit and still reported ``finish_reason`` stop), so none of it is trusted.
+CHARS_PER_TOKEN = 16
+
+
+def longer_than_asked(text_length: int, max_tokens: int | None) -> bool:
+    """Whether ``text_length`` characters of output (answer and reasoning together: the reasoning's tokens count
+    against ``max_tokens`` too) are more than a request with ``max_tokens`` could have produced (``CHARS_PER_TOKEN``).
+    No ``max_tokens`` known: nothing to compare, never longer."""
+    return bool(max_tokens) and text_length > max_tokens * CHARS_PER_TOKEN
 
 
 def within_tolerance(score: float, reference: float, tolerance: float) -> bool:
@@ -125,7 +142,7 @@ def reference_within_reach(scale, references: tuple[float, ...], tolerance: floa
 
 
 def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: float, *,
-                  min_russian_share: float = MIN_RUSSIAN_SHARE):
+                  min_russian_share: float = MIN_RUSSIAN_SHARE, max_tokens: int | None = None):
     """Decide one journalled teacher answer.
 
     Args:
@@ -135,6 +152,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         tolerance: the largest |score - reference| that agrees.
         min_russian_share: the least Cyrillic share of the reasoning's letters (``train.build_data.russian_share``),
             the seq2seq recipe's rule: a trace below it is dropped (``not_russian``) before it can take a place.
+        max_tokens: the limit the answer was asked with when its row does not record one (``longer_than_asked``).
 
     Returns:
         ``(outcome, reason, verdict)``: outcome ``kept``, ``dropped`` or ``failed``; reason ``agrees`` or the drop or
@@ -146,6 +164,10 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
 
     if not done["ok"] or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
+    if longer_than_asked(len(done["content"] or "") + len(done["reasoning"] or ""), done.get("max_tokens") or max_tokens):
+        # More text than max_tokens allows: the server did not generate under the limit it was asked with, so its
+        # integer and its reasoning are not the teacher's answer to this request. No verdict is read from it.
+        return "failed", "verdict_oversized", None
     verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
     if not verdict.ok:
         finish = done.get("finish_reason")
@@ -216,10 +238,15 @@ def ask_again_for_max_tokens(done: dict, scale, max_tokens: int) -> bool:
     return asked_with is None or asked_with < max_tokens
 
 
-def training_records(input_path: str | Path, config: TracesConfig):
+def training_records(input_path: str | Path, config: TracesConfig, counts: dict | None = None):
     """The items to ask about, refused or filtered exactly as build-data does, with why the others are not asked.
 
     A folder holding ``train.jsonl`` (the split stage's output) is read through that file.
+
+    Args:
+        counts: when given, filled with the input rows no item stands for, which summary.json counts so that every
+            row read is accounted for: ``input_rows`` (read), ``duplicate_input_rows`` (exact copies of an earlier
+            row, which the loader leaves out) and ``items_beyond_limit`` (left out by ``limit``).
 
     Returns:
         (items: list of (record, scale, references), skipped: list of (record, reason)).
@@ -230,11 +257,17 @@ def training_records(input_path: str | Path, config: TracesConfig):
     """
     import judge
     from train.build_data import load_training_records, scores_off_the_rubric, zero_shot_records
+    from train.config import SAMPLE_DATA
 
     source = Path(input_path)
     if source.is_dir() and (source / "train.jsonl").is_file():
         source = source / "train.jsonl"
-    records = load_training_records(str(source), allow_benchmark_rows=config.allow_benchmark_rows)
+    # Loaded with its report, whose count of exact duplicate rows load_training_records only logs; a source in the
+    # benchmark's schema goes through load_training_records after all, for its refusal and its message.
+    records, load_report = judge.load_records_report(
+        str(judge.sample_data_path()) if str(input_path) == SAMPLE_DATA else str(source))
+    if load_report.n_benchmark_rows and not config.allow_benchmark_rows:
+        records = load_training_records(str(source), allow_benchmark_rows=False)
     records, held_out = zero_shot_records(records, config.zero_shot)
     skipped = [(record, "zero_shot") for record in held_out]
     items = []
@@ -261,8 +294,12 @@ def training_records(input_path: str | Path, config: TracesConfig):
             skipped.append((record, "reference_not_a_level"))
             continue
         items.append((record, scale, references))
+    beyond_limit = max(0, len(items) - config.limit) if config.limit else 0
     if config.limit:
         items = items[: config.limit]
+    if counts is not None:
+        counts.update(input_rows=load_report.n_rows, duplicate_input_rows=load_report.n_duplicates,
+                      items_beyond_limit=beyond_limit)
     return items, skipped
 
 
@@ -273,7 +310,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
 
     config.check_runnable()  # a teacher configured (also checked before the CLI claims the folder)
     teacher = EndpointConfig(**config.teacher)
-    items, skipped = training_records(input_path, config)
+    input_counts: dict = {}
+    items, skipped = training_records(input_path, config, input_counts)
     k = config.samples_per_item
     # The k samples of an item send one prompt: under one seed a teacher answers them alike, k requests paid for one
     # trace. Sample i is asked with the configured seed + i, so they can differ; a teacher with no seed keeps its body.
@@ -321,7 +359,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             key = f"{record.id}#{sample}"
             done = journal.rows[key]
             outcome, reason, verdict = trace_outcome(done, scale, references, config.tolerance,
-                                                       min_russian_share=config.min_russian_share)
+                                                       min_russian_share=config.min_russian_share,
+                                                       max_tokens=teacher.max_tokens)
             if outcome == "kept":
                 # The same trace twice is one training example weighed twice, whatever the teacher was asked with
                 # (a seeded or greedy one answers a prompt alike): dropped as a duplicate, the cap left for new ones.
@@ -350,7 +389,11 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                 dropped.append({**row, "drop_reason": reason})
             else:
                 n_failed += 1
-                failed.append({**row, "fail_reason": reason, "error": done["error"] or (verdict.reason if verdict else "")})
+                why = done["error"] or (verdict.reason if verdict else "")
+                if reason == "verdict_oversized":
+                    why = (f"{len(done['content'] or '') + len(done['reasoning'] or '')} characters, more than "
+                           f"max_tokens {done.get('max_tokens') or teacher.max_tokens} x {CHARS_PER_TOKEN} allows")
+                failed.append({**row, "fail_reason": reason, "error": why})
         items_kept += n_kept > 0
         # No verdict from any of its k samples (an outage, every answer cut): the item is missing from the traces for
         # want of answers, not because the teacher disagreed, and a rerun (a larger max_tokens) may recover it.
@@ -365,6 +408,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "tolerance": config.tolerance,
         "no_unique_mode": config.no_unique_mode,
         "items": len(items),
+        # Every input row is an item asked, an item skipped (skipped_items), a copy left out or an item past --limit.
+        **input_counts,
         "items_with_a_kept_trace": items_kept,
         "items_without_a_kept_trace": len(items) - items_kept,
         "items_every_trace_failed": items_all_failed,
