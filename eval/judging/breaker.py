@@ -7,10 +7,13 @@ items at concurrency 8 once took about ten hours to write nothing but failures. 
 that still failed transiently after their retries, in the order they finish, by the answer they were about; any
 other outcome (an answer, even a refusal or a verdict that does not parse: the server is there) starts the count
 again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable`` (exit code 4), naming the
-last failure.
+last failure. A streak of timeouts only is told apart: a healthy server slower than ``--timeout-s`` on long items (a
+data set sorted by length reaches them together) fails the same way, and checking its quota and health would not help.
 """
 
 from __future__ import annotations
+
+import httpx
 
 from eval.judging.backends import N_FIRST_REFUSALS
 from judge.plumbing.retry import EndpointUnusable, failure_said
@@ -28,6 +31,29 @@ def stop_after(concurrency: int) -> int:
     ``N_FIRST_REFUSALS``: a run of one worker is not stopped by two unlucky items.
     """
     return max(N_FIRST_REFUSALS, 2 * concurrency)
+
+
+#: Statuses that say a server, or a proxy before it, gave up waiting (504 Gateway Timeout, 408 Request Timeout).
+TIMEOUT_STATUSES = (408, 504)
+
+
+def timeout_kind(failure: BaseException) -> str | None:
+    """``"client"`` when this client stopped waiting (``httpx.TimeoutException``, ``openai.APITimeoutError``),
+    ``"server"`` for a 504 or 408 answer, None for any other failure."""
+    if isinstance(failure, httpx.TimeoutException) or type(failure).__name__ == "APITimeoutError":
+        return "client"  # openai's, matched by name: this module needs no openai import for a class it only tells
+    status = getattr(getattr(failure, "response", None), "status_code", None)
+    return "server" if status in TIMEOUT_STATUSES else None
+
+
+def waited_s(failure: BaseException) -> float | None:
+    """The read timeout the timed-out request was sent with (httpx keeps it in the request's extensions)."""
+    try:
+        request = failure.request  # type: ignore[attr-defined]  # httpx raises RuntimeError when it has none
+    except (AttributeError, RuntimeError):
+        return None
+    read = ((getattr(request, "extensions", None) or {}).get("timeout") or {}).get("read")
+    return float(read) if isinstance(read, (int, float)) else None
 
 
 class FailingStreak:
@@ -48,13 +74,15 @@ class FailingStreak:
         self.n = 0  # requests failed since the last other outcome
         self.keys: set = set()  # the answers they were about
         self.stopped: BaseException | None = None  # the failure that made the streak n_stop answers long
+        self.timeouts: list[str | None] = []  # each failed request's ``timeout_kind``, to name what the streak was
 
     def offer(self, failure: BaseException | None, key: object = None) -> None:
         """One finished request: ``failure`` is its last error when it failed transiently after its retries, None
         for any other outcome; ``key`` the answer it was about (None: every request its own)."""
         if failure is None:
-            self.n, self.keys = 0, set()
+            self.n, self.keys, self.timeouts = 0, set(), []
             return
+        self.timeouts.append(timeout_kind(failure))
         self.n += 1
         self.keys.add(key if key is not None else object())
         if len(self.keys) >= self.n_stop and self.stopped is None:
@@ -69,5 +97,18 @@ class FailingStreak:
             f"{n_retries} retries (none where the server said x-should-retry: false), with no answer between: last "
             f"{failure_said(self.stopped)} (stopped after sending {n_sent} of {n_total} requests; the failed ones "
             "were written as failed rows, which a rerun asks after the items not asked yet, and the items not sent "
-            "have no row: check the endpoint (its quota, its health), then rerun to resume)",
+            f"have no row: {self._advice()}, then rerun to resume)",
             status if isinstance(status, int) else None)
+
+    def _advice(self) -> str:
+        """What to do before the rerun: for a streak of timeouts only, the timeout, not the endpoint's health."""
+        kinds = set(self.timeouts)
+        if not self.timeouts or None in kinds:
+            return "check the endpoint (its quota, its health)"
+        n = len(self.timeouts)
+        if kinds == {"server"}:
+            return (f"all {n} timed out at the server or a proxy before it (HTTP 504/408): a slow server on long "
+                    "items? raise that timeout, or lower --concurrency")
+        waited = waited_s(self.stopped) if kinds == {"client"} else None
+        after = f" after {waited:g} s" if waited is not None else ""
+        return (f"all {n} timed out{after}: a slow server on long items? raise --timeout-s, or lower --concurrency")

@@ -53,8 +53,8 @@ class ResumeMismatch(RuntimeError):
 
 class RunFolderUnwritable(ConfigError):
     """A run folder that cannot be made or written (read-only, no permission): a ``ConfigError`` (a bad output
-    option, exit 2 for judge-eval run and judge-train), which judge-eval mera, whose run-folder errors exit 1,
-    tells from its flag errors."""
+    option, exit 2 for judge-eval run, judge-eval mera and judge-train), which judge-eval mera tells from its flag
+    errors to name the run folder."""
 
 
 @contextlib.contextmanager

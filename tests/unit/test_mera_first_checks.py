@@ -41,14 +41,14 @@ def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, 
 
 
 def test_a_rutie_folder_of_other_settings_is_refused_before_the_endpoint_is_asked(tmp_path, caplog):
-    """Progress made with another model: the resume is refused (exit 1, naming the setting) before any contact."""
+    """Progress made with another model: the resume is refused (exit 2, naming the setting) before any contact."""
     out = tmp_path / "run"
     claim_run_folder(out, {"task": "rutie", "model": "another"}, [PROGRESS_FILE])
     (out / PROGRESS_FILE).write_text(json.dumps({"dialog_id": 0, "question_id": 0}) + "\n")
     with ScriptedEndpoint(_never_asked) as endpoint:
         code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
                          "--out", str(out), "--max-retries", "0"])  # fmt: skip
-    assert code == 1
+    assert code == 2
     assert "model: 'another' -> 'scripted'" in caplog.text
     assert _contacts(endpoint) == []
 
@@ -77,12 +77,12 @@ def test_the_endpoints_window_is_still_read_once_it_answers(tmp_path, capsys):
 
 
 def test_an_out_folder_that_cannot_be_made_is_one_line_before_the_endpoint_is_asked(tmp_path, caplog, capsys):
-    """--out where no folder can be made (/sys refuses every new entry, root too): exit 1 naming the path, no
+    """--out where no folder can be made (/sys refuses every new entry, root too): exit 2 naming the path, no
     traceback, no contact. It ended in a PermissionError traceback."""
     with ScriptedEndpoint(_never_asked) as endpoint:
         code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
                          "--out", "/sys/judge-eval-mera-out", "--max-retries", "0"])  # fmt: skip
-    assert code == 1
+    assert code == 2
     assert "/sys/judge-eval-mera-out" in caplog.text
     assert "Traceback" not in capsys.readouterr().err
     assert _contacts(endpoint) == []

@@ -902,7 +902,7 @@ def test_rutie_resumes_after_interruption(tmp_path, capsys):
     assert json.loads((out / "metrics.json").read_text())["n"] == 6
 
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
-        assert _run(endpoint, data, out, "--mode", "chat") == 1  # other settings: refused, nothing asked
+        assert _run(endpoint, data, out, "--mode", "chat") == 2  # other settings: refused, nothing asked
     assert endpoint.requests == []
 
 
@@ -1375,7 +1375,7 @@ def _old_format(records: list[dict]) -> list[dict]:
 def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_formats(tmp_path, caplog):
     """A folder from before today's prompt change (no context_overflow in its key) resumes with
     --context-overflow fail; its first questions had no leading blank line. A dialogue not yet started would get
-    its first question in the new format, two formats in one run: refused (exit 1), nothing asked. Once every
+    its first question in the new format, two formats in one run: refused (exit 2), nothing asked. Once every
     dialogue has begun (later prompts did not change), it resumes."""
     data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
     out = tmp_path / "run"
@@ -1388,7 +1388,7 @@ def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_
 
     (out / "answers.jsonl").write_text(lines(_old_format([r for r in full if r["dialog_id"] == 0])), encoding="utf-8")
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
-        assert _run(endpoint, data, out, "--context-overflow", "fail") == 1
+        assert _run(endpoint, data, out, "--context-overflow", "fail") == 2
     assert endpoint.requests == []
     assert "without the blank line the harness's prompt opens with" in caplog.text
     assert "the first question of each dialogue not yet started (1, e.g. 1)" in caplog.text
