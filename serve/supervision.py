@@ -463,8 +463,10 @@ async def _heal(state: ServerState, role: str) -> None:
             if state.status != "ready":
                 return
             if await asyncio.to_thread(weights_changed, state.layout, state.weights_fingerprint):
+                # Not left dead behind "ready" with a Retry-After nobody can honour: judge-serve stops (exit 1), so a
+                # supervisor restarts it over the new weights under their own fingerprint.
                 state.dead_reason[role] = f"the {role} engine died and was not restarted: {CHECKPOINT_CHANGED}"
-                log.error("%s", state.dead_reason[role])
+                _give_up(state, state.dead_reason[role])
                 return
             hung = None  # from here on, a failed restart is what the message names
             state.restart_times[role].append(time.monotonic())

@@ -111,4 +111,5 @@ class FailingStreak:
                     "items? raise that timeout, or lower --concurrency")
         waited = waited_s(self.stopped) if kinds == {"client"} else None
         after = f" after {waited:g} s" if waited is not None else ""
-        return (f"all {n} timed out{after}: a slow server on long items? raise --timeout-s, or lower --concurrency")
+        which = "--timeout-s" if kinds == {"client"} else "--timeout-s and the server's or its proxy's timeout (504/408)"
+        return f"all {n} timed out{after}: a slow server on long items? raise {which}, or lower --concurrency"

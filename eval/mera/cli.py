@@ -54,15 +54,15 @@ is started with), else $OPENAI_API_KEY, else no key; one variable named alone mu
 key. The endpoint's model list (GET /v1/models) is asked once the data, the run folder and the flags are checked,
 retried for up to 120 s while it is unreachable or loading (5xx, Retry-After honoured).
 
-exit codes: 0 done; 1 a task error (sandbox unavailable), named on stderr; 2 a usage, configuration or input error (a
-resume mismatch, a busy or unwritable run folder; bad data: a file without rows or a row that cannot be used, naming
+exit codes: 0 done; 1 a task error (sandbox unavailable, I/O), named on stderr; 2 a usage, configuration or input error
+(a resume mismatch, a busy or unwritable run folder; bad data: a file without rows or a row that cannot be used, naming
 the file, row and field); 3 ruhumaneval finished, but some samples never ran in the sandbox (sandbox_error: the
 sandbox's own failure, never the model's): metrics.json leaves them out of pass@k and counts them (n_sandbox_errors);
 rerunning the same command executes every sample again; 4 the endpoint cannot be used (unreachable, no or wrong key,
 wrong URL or path, still unavailable after 120 s), or failed mid-run after the retries (the answers so far are kept:
 rerunning resumes), or refused the run's first 3 tasks (rutie: questions) alike (the same status and message, e.g.
---mode chat on a model without a chat template: nothing is saved for them, rerunning asks them again), named on
-stderr. Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt over the context window
+--mode chat on a model without a chat template: nothing is saved for them, rerunning asks them again), named on stderr.
+Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt over the context window
 included) is not a run error: that item fails and is counted (ruhumaneval: not_generated; rutie: unparsed, "request
 refused" or "context limit"); 130 interrupted (Ctrl+C): the answers saved so far are kept, a rerun resumes.
 """

@@ -62,3 +62,18 @@ def test_an_answer_between_starts_the_kinds_again():
     streak.offer(openai.APITimeoutError(request=_request(10.0)), key="b")
     streak.offer(openai.APITimeoutError(request=_request(10.0)), key="c")
     assert "all 2 timed out after 10 s" in str(streak.error("the candidate (x)", 5, 3, 10))
+
+
+def test_a_streak_mixing_client_and_server_timeouts_names_both_timeouts():
+    """A proxy's 504s beside the client's own timeouts: raising --timeout-s alone would not help the 504s."""
+    import httpx
+
+    from eval.judging.breaker import FailingStreak
+
+    streak = FailingStreak(2)
+    request = httpx.Request("POST", "http://judge/v1/chat/completions")
+    streak.offer(httpx.ReadTimeout("slow", request=request), "a")
+    streak.offer(httpx.HTTPStatusError("504", request=request, response=httpx.Response(504, request=request)), "b")
+    message = str(streak.error("the judge", 2, 2, 10))
+    assert "raise --timeout-s and the server's or its proxy's timeout (504/408)" in message
+    assert "quota" not in message

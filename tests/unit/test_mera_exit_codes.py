@@ -56,7 +56,7 @@ def test_a_busy_run_folder_is_exit_2_as_judge_eval_run(tmp_path, caplog):
 def test_help_states_usage_errors_as_exit_2_and_task_errors_as_1():
     text = " ".join(cli.EPILOG.split())
     task_errors = text.split("; 2 ")[0]
-    assert "1 a task error (sandbox unavailable)" in task_errors
+    assert "1 a task error (sandbox unavailable, I/O)" in task_errors
     assert not any(word in task_errors for word in ("bad data", "resume", "busy", "unwritable"))
     usage = "2 a usage, configuration or input error (a resume mismatch, a busy or unwritable run folder; bad data: "
     assert usage in text

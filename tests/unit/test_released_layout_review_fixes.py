@@ -207,8 +207,9 @@ class _StartedEngine:
 @pytest.mark.parametrize("changed", [True, False])
 def test_a_dead_engine_is_restarted_only_from_the_weights_it_was_started_from(tmp_path, monkeypatch, changed):
     """A checkpoint replaced in place while judge-serve runs, then an engine crash: restarting would serve the new
-    weights under the old advertised fingerprint (and beside a pooler holding the old ones). The engine stays dead
-    instead, and /health says why (a 503: dead, no restart coming)."""
+    weights under the old advertised fingerprint (and beside a pooler holding the old ones). judge-serve stops
+    instead (failed, on_fatal: exit 1, so a supervisor restarts it over the new weights), and /health says why; left
+    dead behind "ready", clients were told to retry for ever."""
     import serve.supervision
     from judge.checkpoints import JudgeKind
     from serve.config import ServeConfig
@@ -232,13 +233,15 @@ def test_a_dead_engine_is_restarted_only_from_the_weights_it_was_started_from(tm
         assert heal_the_dead(state) == ["generator"]
         await asyncio.gather(*state.tasks)
 
+    fatal = []
+    state.on_fatal = lambda: fatal.append(1)
     asyncio.run(heal())
-    assert state.status == "ready"
     if changed:
-        assert starts == [] and not state.healing("generator")
-        reason = state.engine_problem("generator")
-        assert "\n" not in reason and "checkpoint changed under a running judge-serve: restart judge-serve" in reason
+        assert starts == [] and not state.healing("generator") and fatal == [1]
+        assert state.status == "failed" and "\n" not in state.failure
+        assert "checkpoint changed under a running judge-serve: restart judge-serve" in state.failure
     else:
+        assert state.status == "ready" and fatal == []
         assert len(starts) == 1 and "generator" not in state.dead_reason
 
 

@@ -154,8 +154,10 @@ def test_only_an_answer_the_checker_ended_itself_is_confirmed():
 
     assert llm_check_answer(True, "DUPLICATE", "stop") is True
     assert llm_check_answer(True, "DIFFERENT", "stop") is False
-    for finish in ("length", "content_filter", "", None):
+    for finish in ("length", "content_filter", "abort"):
         assert llm_check_answer(True, "DUPLICATE", finish) is None
+    for unreported in ("", None):  # an endpoint that does not say: read as the traces stage reads it, not never
+        assert llm_check_answer(True, "DUPLICATE", unreported) is True
     assert llm_check_answer(False, "DUPLICATE", "stop") is None
     assert journalled_answer({"ok": True, "raw": "DUPLICATE", "finish_reason": "length", "answer": True}) is None
     assert journalled_answer({"ok": True, "raw": "DIFFERENT", "answer": False}) is False  # before finish_reason
@@ -311,3 +313,13 @@ def test_annotate_asks_again_a_label_journalled_with_tags_in_its_feedback(tmp_pa
     kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
     assert [r["expert_feedback"] for r in kept] == [["Повторов нет, ответ чистый."]]
     assert "whose kept feedback holds a verdict or <think> tag" in capsys.readouterr().err
+
+
+def test_reasoning_parts_beside_the_text_are_skipped_not_a_failure():
+    """Mistral-style content: a "thinking" part then the answer's text part. The answer is the text part; a reply
+    of reasoning parts alone has no answer (failed, asked again)."""
+    from train.synthetic.client import message_text
+
+    assert message_text([{"type": "thinking", "thinking": "хм"}, {"type": "text", "text": "2"}]) == "2"
+    assert message_text([{"type": "thinking", "thinking": "хм"}]) is None
+    assert message_text([{"type": "image_url", "image_url": {}}, {"type": "text", "text": "2"}]) is None

@@ -124,11 +124,17 @@ def message_text(content: Any) -> str | None:
                 kind, text = part.get("type"), part.get("text")
             else:  # an SDK part object
                 kind, text = getattr(part, "type", None), getattr(part, "text", None)
+            if kind in _REASONING_PARTS:  # a model's thinking sent beside its answer (Mistral's "thinking" chunks)
+                continue
             if kind != "text" or not isinstance(text, str):
                 return None
             texts.append(text)
-        return "".join(texts)
+        return "".join(texts) if texts or not content else None  # reasoning parts alone: no answer
     return None
+
+
+#: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
+_REASONING_PARTS = ("thinking", "reasoning")
 
 
 def _described(content: Any) -> str:

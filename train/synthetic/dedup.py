@@ -345,10 +345,10 @@ def parse_llm_check(text: str) -> bool | None:
 
 def llm_check_answer(ok: bool, text: str, finish_reason: str | None) -> bool | None:
     """The check's answer as Algorithm 1 step 8 uses it: ``parse_llm_check`` of an answer the checker ended itself
-    (``finish_reason`` ``stop``); None (not confirmed) for a failed request, or an answer cut by the token limit or
-    ended any other way (or by an endpoint that does not say), whose DUPLICATE may be a word of a sentence it never
-    finished ("DUPLICATE? No, ...")."""
-    if not ok or finish_reason != "stop":
+    (``finish_reason`` ``stop``, or none reported: an endpoint that does not say, read as the traces stage reads it);
+    None (not confirmed) for a failed request, or an answer cut by the token limit or ended any other way (a filter,
+    an abort), whose DUPLICATE may be a word of a sentence it never finished ("DUPLICATE? No, ...")."""
+    if not ok or finish_reason not in ("stop", None, ""):
         return None
     return parse_llm_check(text)
 
