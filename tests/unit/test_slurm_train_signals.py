@@ -1,14 +1,16 @@
 """slurm/train.sbatch around its training step: where judge-train runs, what it refuses after the script, and the
 order of things on a SIGTERM. The script is run by bash against fake srun, scontrol, torchrun and trl; no cluster.
 
-The training step's fake srun waits on a file the test creates, so that the SIGTERM lands while it runs."""
+The fakes and the test talk through pipes, so every order of events is made to happen, none waited for: the fake
+srun says on one when the vLLM server and the training step are up, and the training step returns only when the test
+writes to (or closes) the other, so that the SIGTERM lands while it runs."""
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -17,14 +19,16 @@ from tests.support.fake_commands import write_executables
 
 SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "train.sbatch"
 
-#: srun: GRPO's vLLM server step (it is given --model) logs that it is up and, on the SIGTERM the script's kill sends,
-#: that it stopped; the training step records its folder and arguments, logs that it started and waits for the test's
-#: go file (bounded, so that a failing test leaves no process behind for long) before logging that it saved.
+#: srun: GRPO's vLLM server step (it is given --model) logs that it is up, says so on the ready pipe and, on the
+#: SIGTERM the script's kill sends, logs that it stopped; the training step records its folder and arguments, logs
+#: that it started, says so, and blocks reading the go pipe (bounded, so that a failing test leaves no process behind
+#: for long) until the test writes to or closes it, before logging that it saved.
 FAKE_SRUN = r'''
 if [[ " $* " == *" --model "* ]]; then
     trap 'kill "$idle" 2>/dev/null; echo server-stopped >>"$FAKE_LOG"; exit 0' TERM
     sleep 300 & idle=$!
     echo server-up >>"$FAKE_LOG"
+    echo server-up >&"$FAKE_READY_FD"
     wait "$idle"
     exit 0
 fi
@@ -32,7 +36,8 @@ pwd >"$FAKE_SRUN_CWD"
 while [[ $1 == --* ]]; do shift; done
 printf "%s\n" "$@" >"$FAKE_SRUN_ARGS"
 echo training-started >>"$FAKE_LOG"
-for _ in $(seq 600); do [[ -e $FAKE_GO ]] && break; sleep 0.05; done
+echo training-started >&"$FAKE_READY_FD"
+read -r -t 60 _ <&"$FAKE_GO_FD" || true
 echo training-saved >>"$FAKE_LOG"
 '''
 FAKE_SCONTROL = 'if [[ $1 == show && $2 == hostnames ]]; then printf "%s\\n" $FAKE_HOSTS; fi\n'
@@ -41,7 +46,7 @@ FAKE_SCONTROL = 'if [[ $1 == show && $2 == hostnames ]]; then printf "%s\\n" $FA
 @pytest.fixture
 def job(tmp_path) -> dict[str, Path]:
     """The submit folder (recipe, env script), the job's working folder (sbatch --chdir) and the fakes' files."""
-    paths = {name: tmp_path / name for name in ("submit", "chdir", "elsewhere", "log", "go", "srun_cwd", "srun_args")}
+    paths = {name: tmp_path / name for name in ("submit", "chdir", "elsewhere", "log", "srun_cwd", "srun_args")}
     (paths["submit"] / "configs").mkdir(parents=True)
     (paths["submit"] / "configs" / "judge.yaml").write_text("recipe: grpo\n")
     paths["chdir"].mkdir()
@@ -52,11 +57,12 @@ def job(tmp_path) -> dict[str, Path]:
     return paths
 
 
-def _env(job: dict[str, Path], **extra: str) -> dict[str, str]:
+def _env(job: dict[str, Path], ready_fd: int, go_fd: int, **extra: str) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{job['bin']}{os.pathsep}{os.environ['PATH']}", "FAKE_LOG": str(job["log"]),
-        "FAKE_GO": str(job["go"]), "FAKE_SRUN_CWD": str(job["srun_cwd"]), "FAKE_SRUN_ARGS": str(job["srun_args"]),
+        "FAKE_READY_FD": str(ready_fd), "FAKE_GO_FD": str(go_fd),
+        "FAKE_SRUN_CWD": str(job["srun_cwd"]), "FAKE_SRUN_ARGS": str(job["srun_args"]),
         "FAKE_HOSTS": "localhost", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost",
         "SLURM_SUBMIT_DIR": str(job["submit"]), "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "configs/judge.yaml",
         "JUDGE_OUTPUT_DIR": "runs/t", "JUDGE_CACHE_DIR": str(job["submit"] / "cache"), **extra,
@@ -64,31 +70,35 @@ def _env(job: dict[str, Path], **extra: str) -> dict[str, str]:
 
 
 def _run(job: dict[str, Path], *args: str, **extra: str) -> subprocess.CompletedProcess:
-    job["go"].touch()  # the training step returns at once
-    return subprocess.run(["bash", str(SCRIPT), *args], env=_env(job, **extra), capture_output=True, text=True,
-                          timeout=60, cwd=job["chdir"])  # fmt: skip
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe()
+    os.close(go_write)  # the training step's read ends at once
+    try:
+        return subprocess.run(["bash", str(SCRIPT), *args], env=_env(job, ready_write, go_read, **extra),
+                              capture_output=True, text=True, timeout=60, cwd=job["chdir"],
+                              pass_fds=(ready_write, go_read))  # fmt: skip
+    finally:
+        for fd in (ready_read, ready_write, go_read):
+            os.close(fd)
 
 
 def _log(job: dict[str, Path]) -> list[str]:
     return job["log"].read_text().split() if job["log"].exists() else []
 
 
-def _until(condition, what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-def _term_pending(pid: int) -> bool:
-    """Whether a SIGTERM sent to ``pid`` is not yet delivered (its bit in the pending masks of /proc/PID/status; a
-    process that died of it keeps the bit there until it is reaped)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
-    return any(mask & (1 << (signal.SIGTERM - 1)) for mask in masks)
+def _read_until(fd: int, lines: set[str], timeout_s: float = 30.0) -> set[str]:
+    """The lines read from ``fd`` once all of ``lines`` came, or what came before the pipe closed or ``timeout_s``
+    passed (``select`` blocks until the fakes write: nothing is polled)."""
+    seen, buffer = set(), b""
+    while not lines <= seen:
+        if not select.select([fd], [], [], timeout_s)[0]:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buffer += chunk
+        seen = set(buffer.decode().split())
+    return seen
 
 
 def test_judge_train_runs_in_the_submit_folder_under_chdir(job):
@@ -134,19 +144,27 @@ def test_a_sigterm_during_training_stops_the_vllm_server_only_after_the_training
     while the trainer was still saving (exit 143, no "finished" line). Trapped, the signal waits for the training
     step: it saves, then the server is stopped and the script ends as after any training."""
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
-    env = _env(job, JUDGE_VLLM_SERVE_MODEL="base", FAKE_HOSTS="n0 n1", SLURM_JOB_NODELIST="n[0-1]")
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe()
+    env = _env(job, ready_write, go_read, JUDGE_VLLM_SERVE_MODEL="base", FAKE_HOSTS="n0 n1",
+               SLURM_JOB_NODELIST="n[0-1]")  # fmt: skip
     with stdout.open("w") as out, stderr.open("w") as err:
-        proc = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=out, stderr=err, cwd=job["chdir"])
+        proc = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=out, stderr=err, cwd=job["chdir"],
+                                pass_fds=(ready_write, go_read))  # fmt: skip
+    os.close(ready_write)  # only the fakes write: the pipe closes if they all end
+    os.close(go_read)
     try:
-        _until(lambda: {"server-up", "training-started"} <= set(_log(job)) or proc.poll() is not None,
-               "the server and the training step to start")  # fmt: skip
-        assert proc.poll() is None, stderr.read_text()
+        started = _read_until(ready_read, {"server-up", "training-started"})
+        assert started == {"server-up", "training-started"}, stderr.read_text()
+        # The training step is the shell's foreground job, blocked on the go pipe. The SIGTERM is pending in the
+        # shell from kill() on, and the kernel hands it over before the shell runs another instruction, so before
+        # it can see the step end: untrapped it dies there (143), trapped the trap waits for the step.
         proc.send_signal(signal.SIGTERM)
-        _until(lambda: proc.poll() is not None or not _term_pending(proc.pid), "the batch shell to take the SIGTERM")
-        job["go"].touch()  # the training step saves and returns
+        os.write(go_write, b"go\n")  # the training step saves and returns
         returncode = proc.wait(timeout=60)
     finally:
-        job["go"].touch()
+        os.close(go_write)
+        os.close(ready_read)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
