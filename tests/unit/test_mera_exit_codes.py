@@ -1,6 +1,7 @@
-"""`judge-eval mera`'s exit codes follow `judge-eval --help`'s rule: bad input data, a resume of other settings and a
-busy run folder are exit 2 (a usage, configuration or input error), as `judge-eval run` exits for them, with one line
-naming what; 1 stays a task error (the sandbox unavailable); its --help says both."""
+"""`judge-eval mera`'s exit codes follow `judge-eval --help`'s rule: bad input data and a busy run folder are exit 2 (a
+usage, configuration or input error), as `judge-eval run` exits for them, with one line naming what (a resume of
+other settings: tests/unit/test_mera_first_checks.py); 1 stays a task error (the sandbox unavailable); its --help
+says both."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import json
 
 from eval.cli import EXIT_CODES
 from eval.mera import cli
-from eval.mera.progress import claim_run_folder
-from eval.mera.rutie import PROGRESS_FILE
 from judge.plumbing.run_folder import hold_run_folder
 from tests.support.mera_rutie import SAMPLE as RUTIE_SAMPLE
 from tests.support.scripted_endpoint import ScriptedEndpoint
@@ -29,19 +28,6 @@ def test_a_data_row_that_cannot_be_used_is_exit_2_naming_file_row_and_field(tmp_
     assert code == 2 == next(c for c, meaning in EXIT_CODES["run"].items() if "input error" in meaning)
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert [(r.getMessage(), r.exc_info) for r in errors] == [(f"{path}: line 1: field 'inputs' is missing", None)]
-
-
-def test_a_resume_of_other_settings_is_exit_2_as_judge_eval_run(tmp_path, caplog):
-    """Progress made with another model is a usage error, exit 2 as `judge-eval run`'s ResumeMismatch, naming the
-    setting, before any contact. It was exit 1, a task error, as a sandbox that cannot run."""
-    out = tmp_path / "run"
-    claim_run_folder(out, {"task": "rutie", "model": "another"}, [PROGRESS_FILE])
-    (out / PROGRESS_FILE).write_text(json.dumps({"dialog_id": 0, "question_id": 0}) + "\n")
-    with ScriptedEndpoint(_never_asked) as endpoint:
-        code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
-                         "--out", str(out), "--max-retries", "0"])  # fmt: skip
-    assert code == 2 == next(c for c, meaning in EXIT_CODES["run"].items() if "usage" in meaning)
-    assert "model: 'another' -> 'scripted'" in caplog.text
 
 
 def test_a_busy_run_folder_is_exit_2_as_judge_eval_run(tmp_path, caplog):

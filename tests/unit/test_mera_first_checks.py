@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from eval.cli import EXIT_CODES
 from eval.mera import cli
 from eval.mera.progress import claim_run_folder
 from eval.mera.rutie import PROGRESS_FILE
@@ -41,14 +42,16 @@ def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, 
 
 
 def test_a_rutie_folder_of_other_settings_is_refused_before_the_endpoint_is_asked(tmp_path, caplog):
-    """Progress made with another model: the resume is refused (exit 2, naming the setting) before any contact."""
+    """Progress made with another model: the resume is refused (exit 2, naming the setting) before any contact; 2 is
+    `judge-eval run`'s usage code for its ResumeMismatch too (it was exit 1, a task error, as a sandbox that cannot
+    run)."""
     out = tmp_path / "run"
     claim_run_folder(out, {"task": "rutie", "model": "another"}, [PROGRESS_FILE])
     (out / PROGRESS_FILE).write_text(json.dumps({"dialog_id": 0, "question_id": 0}) + "\n")
     with ScriptedEndpoint(_never_asked) as endpoint:
         code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
                          "--out", str(out), "--max-retries", "0"])  # fmt: skip
-    assert code == 2
+    assert code == 2 == next(c for c, meaning in EXIT_CODES["run"].items() if "usage" in meaning)
     assert "model: 'another' -> 'scripted'" in caplog.text
     assert _contacts(endpoint) == []
 

@@ -7,15 +7,17 @@ import numpy as np
 import pytest
 
 
-def _table(judge, experts, ids=None, *, status=None, low=None, high=None, criteria=None):
+def _table(judge, experts, ids=None, *, status=None, low=None, high=None, criteria=None, task_type=None):
+    """An item table of one split, model and task group; ``criteria`` / ``task_type``: per item (default "c" / "t")."""
     from eval.scoring.item_table import ItemTable
 
     n = len(judge)
     labels = {name: np.full(n, value, dtype=object) for name, value in (
         ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("model_id", "m"), ("task_type", "t"),
         ("task_group", "g"), ("criteria_name", "c"))}  # fmt: skip
-    if criteria is not None:
-        labels["criteria_name"] = np.asarray(criteria, dtype=object)
+    for name, given in (("criteria_name", criteria), ("task_type", task_type)):
+        if given is not None:
+            labels[name] = np.asarray(given, dtype=object)
     return ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=np.asarray(judge, dtype=float),
                      experts=np.asarray(experts, dtype=float), expert_ids=ids,
                      status=np.asarray(["ok"] * n if status is None else status, dtype=object),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.unit.test_validity_review import _table as review_table
+
 # Six items on a 1-3 scale, three experts each, unanimous: every leave-one-out reference is the item's own level.
 # The judge is right on items 0-3 and answers 9 (off the scale) on items 4 (experts 3) and 5 (experts 1).
 _EXPERTS = np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3], [1, 1, 1], [3, 3, 3], [1, 1, 1]], dtype=float)
@@ -92,18 +94,10 @@ def test_agreement_counts_the_off_scale_answers_alpha_and_kappa_leave_out():
 
 
 def _table(judge, experts, ids, *, status=None, task_type=None):
-    from eval.scoring.item_table import ItemTable
-
+    """``test_validity_review``'s table, every item on the 0-2 scale."""
     n = len(judge)
-    labels = {name: np.full(n, value, dtype=object) for name, value in (
-        ("error", ""), ("score_source", "verdict"), ("split", "standard"), ("model_id", "m"), ("task_type", "t"),
-        ("task_group", "g"), ("criteria_name", "c"))}  # fmt: skip
-    if task_type is not None:
-        labels["task_type"] = np.asarray(task_type, dtype=object)
-    return ItemTable(ids=np.array([f"i{i}" for i in range(n)], dtype=object), judge=np.asarray(judge, dtype=float),
-                     experts=np.asarray(experts, dtype=float), expert_ids=ids,
-                     status=np.asarray(["ok"] * n if status is None else status, dtype=object),
-                     scale_low=np.zeros(n), scale_high=np.full(n, 2.0), **labels)
+    return review_table(judge, experts, ids, status=status, low=np.zeros(n), high=np.full(n, 2.0),
+                        task_type=task_type)
 
 
 def _section(table, **alt_test):
