@@ -11,6 +11,7 @@
 - ``api_keys``: one way to give a key to every command (from the environment; a typed key warned about);
 - ``run_folder``: one writer per run folder (an ``flock`` naming the holder) and one resume guard (``run_key.json``).
 - ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only).
+- ``message_content``: a chat answer's ``content`` (a string, null or typed parts) read as text, one way for every client.
 
 Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
 it.

@@ -12,8 +12,8 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from judge.plumbing.message_content import described_content, message_text
 from judge.plumbing.retry import Attempts, RetryPolicy
 from train.synthetic.config import EndpointConfig
 
@@ -103,45 +103,10 @@ class ChatClient:
         if text is None:
             # The SDK does not check the type: a list or object passed on crashed every stage that reads the text,
             # after traces and answers had journalled it as answered, so that every rerun crashed the same way.
-            return ChatResult("", False, f"the endpoint's message content is not text: {_described(choice.message.content)}",
+            return ChatResult("", False, f"the endpoint's message content is not text: {described_content(choice.message.content)}",
                               attempts=attempts.n, finish_reason=finish_reason)
         reasoning = message_text(reasoning)
         return ChatResult(text, True, attempts=attempts.n, finish_reason=finish_reason, reasoning=reasoning or "")
-
-
-def message_text(content: Any) -> str | None:
-    """A message's ``content`` as text: a string as it is, nothing (None) as "", and a list of text parts
-    (``[{"type": "text", "text": ...}]``, the content-part form of the chat API) joined; None for anything else (an
-    object, a number, a part that is not text: an image, a refusal), which no stage can read as an answer."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, dict):
-                kind, text = part.get("type"), part.get("text")
-            else:  # an SDK part object
-                kind, text = getattr(part, "type", None), getattr(part, "text", None)
-            if kind in _REASONING_PARTS:  # a model's thinking sent beside its answer (Mistral's "thinking" chunks)
-                continue
-            if kind != "text" or not isinstance(text, str):
-                return None
-            texts.append(text)
-        return "".join(texts) if texts or not content else None  # reasoning parts alone: no answer
-    return None
-
-
-#: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
-_REASONING_PARTS = ("thinking", "reasoning")
-
-
-def _described(content: Any) -> str:
-    if isinstance(content, list):
-        kinds = sorted({str(part.get("type")) if isinstance(part, dict) else type(part).__name__ for part in content})
-        return f"a list of parts ({', '.join(kinds)})"
-    return f"a JSON {type(content).__name__}"
 
 
 def stable_endpoint(key: str, shares: Sequence[float], seed: int) -> int:

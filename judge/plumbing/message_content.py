@@ -1,0 +1,48 @@
+"""A chat completion's ``message.content`` read as text, one way for every client of an OpenAI-compatible endpoint.
+
+The chat API allows a message's content to be a string, null, or a list of typed parts; servers such as Mistral's
+send the answer as ``[{"type": "text", "text": ...}]`` and their reasoning as ``"thinking"`` parts beside it. Every
+stage that reads an answer (the synthetic data stages, judge-eval's judge and candidate clients, MERA) reads it here,
+so that a list never reaches a ``str`` method as a crash, and a part no stage can read is a failed request, not text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["described_content", "message_text"]
+
+#: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
+_REASONING_PARTS = ("thinking", "reasoning")
+
+
+def message_text(content: Any) -> str | None:
+    """A message's ``content`` as text: a string as it is, nothing (None) as "", and a list of text parts
+    (``[{"type": "text", "text": ...}]``, the content-part form of the chat API) joined; None for anything else (an
+    object, a number, a part that is not text: an image, a refusal), which no stage can read as an answer."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, dict):
+                kind, text = part.get("type"), part.get("text")
+            else:  # an SDK part object
+                kind, text = getattr(part, "type", None), getattr(part, "text", None)
+            if kind in _REASONING_PARTS:  # a model's thinking sent beside its answer (Mistral's "thinking" chunks)
+                continue
+            if kind != "text" or not isinstance(text, str):
+                return None
+            texts.append(text)
+        return "".join(texts) if texts or not content else None  # reasoning parts alone: no answer
+    return None
+
+
+def described_content(content: Any) -> str:
+    """What an unreadable ``content`` was, for the failed request's message (never its text, which may be large)."""
+    if isinstance(content, list):
+        kinds = sorted({str(part.get("type")) if isinstance(part, dict) else type(part).__name__ for part in content})
+        return f"a list of parts ({', '.join(kinds)})"
+    return f"a JSON {type(content).__name__}"
