@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.message_content import described_content, message_text
 from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import VerdictError, VerdictFormat
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
+           "failed_outcome", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -127,12 +128,26 @@ def generation_aborted(reason: str) -> Exception:
     return GenerationAborted(reason)
 
 
-def too_long_outcome(reason: str) -> dict[str, Any]:
-    """A predictions row's judge fields for a prompt the judge's context cannot hold: a final row
-    (``context_length_exceeded``), as judge-serve's ``/v1/judge`` answers one, never re-asked by a rerun."""
-    return {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
-            "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": reason, "score_source": None, "in_scale": None,
-            "regression_score": None}
+def failed_outcome(error: str, reason: str, *, pairwise: bool = False) -> dict[str, Any]:
+    """A row's judge fields for a judgment with no verdict, one way for every writer: pointwise (``PredictionRow``) or
+    ``pairwise`` (``PairwiseRow``: no score source, scale flag or regression head's value)."""
+    outcome = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": error, "reason": reason}
+    return outcome if pairwise else {**outcome, "score_source": None, "in_scale": None, "regression_score": None}
+
+
+def too_long_outcome(reason: str, *, pairwise: bool = False) -> dict[str, Any]:
+    """The final row (never re-asked) of a prompt the judge's context cannot hold, as judge-serve answers one."""
+    return failed_outcome(VerdictError.CONTEXT_LENGTH_EXCEEDED, reason, pairwise=pairwise)
+
+
+def chat_answer_text(message: Any) -> str | None:
+    """A chat answer's text (``judge.plumbing.message_content.message_text``: text parts joined, reasoning skipped),
+    None for none; content that is no text (an image part) is ``Refused``: a failed row the next run asks again."""
+    content = getattr(message, "content", None)  # a choice without a message: no answer, as null content
+    text = message_text(content)
+    if text is None:
+        raise Refused(f"the chat answer's message content is not text: {described_content(content)}")
+    return None if content is None else text
 
 
 def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: str = VerdictFormat.TAGGED,
@@ -210,11 +225,9 @@ class ChatBackend:
         import openai
 
         (record,) = batch
-        kwargs: dict[str, Any] = {}
         body = chat_extra_body(self.config)
+        kwargs: dict[str, Any] = {"extra_body": body} if body else {}
         integer = self.config.verdict_format == VerdictFormat.INTEGER
-        if body:
-            kwargs["extra_body"] = body
         try:
             response = await self.client.chat.completions.create(
                 model=self.model,
@@ -238,8 +251,8 @@ class ChatBackend:
             raise generation_aborted(f"the chat server's engine aborted the generation for {record.id} (finish_reason "
                                      f"{ABORTED_FINISH})")
         message = choice.message
-        text = message.content if message is not None else None
-        return [verdict_outcome(text, record, self.config.lenient, verdict_format=self.config.verdict_format,
+        return [verdict_outcome(chat_answer_text(message), record, self.config.lenient,
+                                verdict_format=self.config.verdict_format,
                                 reasoning=reasoning_of(message) if integer else None, finish_reason=finish_reason)]
 
     async def aclose(self) -> None:

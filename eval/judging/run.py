@@ -34,8 +34,9 @@ The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, 
 judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set otherwise is refused before any item), else
 ``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
 run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run, as do first chat
-answers that read only in the other format than the one guessed from a URL's model id (``FormatWatch``). The Russian
-prompt's template is the one ``prompt_version`` names when set (a judge-serve naming another is refused), else
+answers that read only in the other format than the one guessed from a URL's model id (``FormatWatch``, pointwise
+and pairwise alike). The Russian prompt's template is the one ``prompt_version`` names when set (a judge-serve
+naming another is refused), else
 follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the released
 Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.json records it and why. Data
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
@@ -62,7 +63,7 @@ from typing import Any
 from eval.judging.config import RunConfig
 from eval.judging.breaker import FailingStreak, stop_after
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   Refused, ServerChanged, short, unasked_first)
+                                   Refused, ServerChanged, failed_outcome, short, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -215,9 +216,7 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
         # Counted too: a 429 its server marked "x-should-retry: false" (an exhausted quota), given up without retries.
         status = getattr(getattr(err, "response", None), "status_code", None)
         failure = err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
-    failed = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": REQUEST_FAILED,
-              "reason": reason, "score_source": None}
-    return [dict(failed) for _ in batch], refusal, failure
+    return [failed_outcome(REQUEST_FAILED, reason) for _ in batch], refusal, failure
 
 
 def _select(records: list, config: RunConfig) -> list:
@@ -496,9 +495,11 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
         if todo and pairwise:
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
+            # Watched whatever --prompt says: every pair is asked with the one pairwise template, the 4B judge's.
+            watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" else None
             counts = asyncio.run(judge_pairs(todo, predictions, kind=kind, base_url=base_url, root_url=root_of(base_url),
                                              api_key=api_key, model=model, name=config.name, config=config,
-                                             policy=retry_policy(config)))  # fmt: skip
+                                             policy=retry_policy(config), watch=watch))  # fmt: skip
         elif todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"

@@ -5,7 +5,8 @@ API's ``n`` or through one request per sample with a distinct seed (a fixed seed
 same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
 the stop string is kept), retries of transient failures (``judge.plumbing.retry``, ``Retry-After`` honoured), context-limit errors as a
 distinct exception, a request the endpoint refuses (HTTP 400, 413, 422: retrying cannot change the answer) as
-another, log-probability helpers, and a bounded thread pool for concurrency.
+another, a chat answer read as text however its content comes (a list of text parts joined; content that is no text
+is that request's failure, ``UnreadableAnswer``), log-probability helpers, and a bounded thread pool for concurrency.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ class RequestRefused(RuntimeError):
 
 class ContextLimitError(RequestRefused):
     """The prompt (plus max tokens) does not fit the model's context window."""
+
+
+class UnreadableAnswer(RequestRefused):
+    """The endpoint answered, but a choice's message content is no text (an image or refusal part, an object:
+    ``judge.plumbing.message_content.message_text``): this request's failure, as a refusal is, never a crash of the
+    task or a sample scored on text that is not there."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +204,8 @@ class OpenAICompatClient:
 
         Raises:
             ContextLimitError: The request does not fit the model's context.
-            RequestRefused: The endpoint refused the request otherwise (HTTP 400, 413, 422).
+            RequestRefused: The endpoint refused the request otherwise (HTTP 400, 413, 422), or answered a chat
+                request with content that is no text (``UnreadableAnswer``).
         """
         if sampling not in ("n", "seeds"):
             raise ValueError(f"sampling must be 'n' or 'seeds', not {sampling!r}")
@@ -217,7 +225,7 @@ class OpenAICompatClient:
             if not isinstance(prompt, list):
                 raise TypeError("chat mode takes a list of messages")
             response = self._with_retries(lambda: self._client.chat.completions.create(messages=prompt, **params))
-            texts = [(c.message.content or "", c.finish_reason) for c in response.choices]
+            texts = [(_answer_text(c.message), c.finish_reason) for c in response.choices]
         elif mode == "completion":
             if not isinstance(prompt, str):
                 raise TypeError("completion mode takes a string prompt")
@@ -300,6 +308,22 @@ class OpenAICompatClient:
                 key = entry.token.strip()
                 best[key] = max(best.get(key, float("-inf")), entry.logprob)
         return best, getattr(usage, "prompt_tokens", None)
+
+
+def _answer_text(message: Any) -> str:
+    """A chat choice's answer as text: a string, "" for none, a list of text parts (Mistral's API sends one) joined,
+    reasoning parts skipped (``judge.plumbing.message_content.message_text``).
+
+    Raises:
+        UnreadableAnswer: content no reader can take as text.
+    """
+    from judge.plumbing.message_content import described_content, message_text
+
+    content = None if message is None else message.content
+    text = message_text(content)
+    if text is None:
+        raise UnreadableAnswer(f"the endpoint's message content is not text: {described_content(content)}")
+    return text
 
 
 def _usage_prompt_tokens(response: Any) -> int | None:

@@ -14,7 +14,8 @@ scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, aski
 failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
 answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts;
 rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``): an endpoint refusing
-its first requests alike, or failing every retry for pair after pair (``eval.judging.breaker``, exit 4), and ``split``,
+its first requests alike, or failing every retry for pair after pair (``eval.judging.breaker``, exit 4), a judge whose
+first answers do not read in the verdict format guessed from its model id (``FormatWatch``, exit 2), and ``split``,
 which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
@@ -31,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
@@ -44,6 +45,9 @@ from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
 from judge.verdicts import VerdictError, read_served_verdict
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
+
+if TYPE_CHECKING:
+    from eval.judging.format_choice import FormatWatch
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
            "load_pairs", "selected_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows"]
@@ -106,7 +110,20 @@ class PairwiseRow:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str) -> PairwiseRow:
-        return cls(**checked_json_fields(cls, data, where))
+        """A row from its JSON object, checked as ``eval.judging.predictions.PredictionRow.from_json`` checks one: the
+        scores read it, so a value of another type (a ``"-1"`` verdict, a ``"yes"`` parse flag: nothing is converted),
+        a NaN, or a parsed judgment whose score or verdict is not on the pairwise scale, is refused rather than
+        scored.
+
+        Raises:
+            ValueError: naming ``where`` and the field.
+        """
+        values = checked_json_fields(cls, data, where, noun="pairwise field", typed=True)
+        for name in ("score", "verdict") if values["parse_ok"] else ():
+            if not _on_scale(values[name]):
+                raise ValueError(f"{where}.{name}: a parsed judgment's {name} is one of -1, 0, 1, got "
+                                 f"{values[name]!r:.40}")
+        return cls(**values)
 
 
 def is_pairwise_data(path: str | Path | None) -> bool:
@@ -145,8 +162,8 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
 
     Raises:
         ConfigError: a line that is not UTF-8 or not JSON, a row that is not an object, a missing or non-text field,
-            a bad ``winner`` or a repeated id, naming the file, row (its line, from 1, as ``judge.load_records``
-            names it: "line 2") and field.
+            a bad ``winner``, an ``id`` that is not text or an integer (``judge.load_records``' rule) or a repeated
+            id, naming the file, row (its line, from 1, as ``judge.load_records`` names it: "line 2") and field.
     """
     pairs: list[PairRecord] = []
     seen: set[str] = set()
@@ -158,8 +175,12 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
             if not isinstance(row.get(name), str) or not row[name].strip():
                 raise ConfigError(f"{where}.{name}: required text is missing or empty")
         text_id = row.get("id")
-        if text_id is None:  # a stable id from the content, as records without ids get one
+        if text_id is None or (isinstance(text_id, str) and not text_id.strip()):
+            # a stable id from the content, as records without ids get one (a blank id is none, as there)
             text_id = hashlib.sha1(json.dumps([row[n] for n in PAIRWISE_FIELDS], ensure_ascii=False).encode()).hexdigest()[:16]
+        elif not isinstance(text_id, (str, int)) or isinstance(text_id, bool):
+            # judge.load_records' rule: a list or an object would be its Python repr, true "True", 1.0 "1.0"
+            raise ConfigError(f"{where}: field 'id': must be text or an integer, got {type(text_id).__name__}")
         text_id = str(text_id)
         if text_id in seen:
             raise ConfigError(f"{where}.id: {text_id!r} appears twice")
@@ -287,7 +308,8 @@ def pairwise_request(model: str, pair: PairItem, config) -> PairwiseRequest:
 
 
 async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kind: str, base_url: str, root_url: str,
-                      api_key: str, model: str, name: str, config, policy: RetryPolicy) -> dict[str, int]:
+                      api_key: str, model: str, name: str, config, policy: RetryPolicy,
+                      watch: FormatWatch | None = None) -> dict[str, int]:
     """Ask every (pair, order) of ``todo`` with ``config.concurrency`` workers; append one row per judgment.
 
     ``kind`` is the backend (``chat``: one chat completion per judgment, carrying the fields the pointwise chat
@@ -299,20 +321,24 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     transiently after their retries (``FailingStreak``; a pair is the streak's unit, as an answer is pointwise: a pair
     whose text makes the server fail fails in both orders). No row is written for a changed answer; the refused and
     the failed judgments are written as failed rows, which the next run asks after the judgments never asked
-    (``pending_judgments``), and a judgment whose row failed before is not counted by the streak.
+    (``pending_judgments``), and a judgment whose row failed before is not counted by the streak. ``watch``
+    (``eval.judging.format_choice.FormatWatch``) is offered each row written, as the pointwise runner offers it: a
+    verdict format guessed from a URL's model id that the judge's first answers do not read in stops the run.
 
     Returns:
         ``written``, ``parse_failed``, ``request_failed``.
 
     Raises:
         EndpointUnusable: the run stopped (the message says why, and what was sent and kept).
+        ConfigError: ``watch`` found the guessed verdict format misread (its sentence, with the flag to set).
     """
     import httpx
     import openai
 
     from eval.judging.backends import (CONTEXT_LIMIT, N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged,
-                                       chat_extra_body, reasoning_of, refusal_of, refuse_format_change,
-                                       refuse_without_choice, retryable_status, short)
+                                       chat_answer_text, chat_extra_body, failed_outcome, reasoning_of, refusal_of,
+                                       refuse_format_change, refuse_without_choice, retryable_status, short,
+                                       too_long_outcome)
     from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -362,9 +388,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             refusal = refusal_of(err)
             if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
                 # the pair cannot fit the judge's context: a final row, as judge-serve's /v1/judge answers it and as
-                # the pointwise chat path writes it (eval.judging.backends.too_long_outcome), never re-asked
-                return {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
-                        "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": refusal.said}
+                # the pointwise chat path writes it, never re-asked
+                return too_long_outcome(refusal.said, pairwise=True)
             raise refusal from err
         refuse_without_choice(reply)
         choice = reply.choices[0]
@@ -372,7 +397,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         if finish_reason == ABORTED_FINISH:  # no verdict: retried, then a request_failed row a rerun asks again
             raise generation_aborted(f"the chat server's engine aborted the generation for pair {pair.id} ({order})")
         message = choice.message
-        return _outcome(message.content if message else None, reasoning_of(message) if integer else None,
+        return _outcome(chat_answer_text(message), reasoning_of(message) if integer else None,
                         config.verdict_format, config.lenient, finish_reason)
 
     queue: asyncio.Queue = asyncio.Queue()
@@ -401,9 +426,11 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             counts["request_failed"] += 1
         elif not row.parse_ok:
             counts["parse_failed"] += 1
+        if watch is not None:
+            watch.offer([row])
 
     async def worker() -> None:
-        while first.stopped is None and failing.stopped is None and not changed:
+        while first.stopped is None and failing.stopped is None and not changed and not (watch and watch.misread):
             try:
                 pair, order = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -419,8 +446,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
-                outcome = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
-                           "error": REQUEST_FAILED, "reason": reason}
+                outcome = failed_outcome(REQUEST_FAILED, reason, pairwise=True)
                 # As the pointwise runner counts one (eval.judging.run._attempted): a transient failure its retries
                 # could not get past, or a 429 its server said not to retry (an exhausted quota).
                 status = getattr(getattr(err, "response", None), "status_code", None)
@@ -437,6 +463,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         await chat.close()
         await http.aclose()
     n_sent = len(todo) - queue.qsize()
+    if watch is not None and watch.misread:  # the rows written are kept: the folder is started again anyway
+        raise ConfigError(watch.misread)
     if changed:
         raise EndpointUnusable(changed[0].stopped(n_sent, len(todo), counts["written"]))
     if first.stopped is not None:  # the refused judgments as failed rows, asked again after the others

@@ -6,6 +6,8 @@
   failures are retried, and a probe that stays unanswered is an error naming the URL, never a guess.
 - ``--judge``'s URL is the OpenAI base URL as given when it has a path; a bare ``scheme://host[:port]`` gets ``/v1``.
 - A key ``extra_body`` sets to null is left out of a chat request's body.
+- A chat answer sent as content parts is read as its text parts; content that is no text is a failed request, its
+  row built as every failed row is (``failed_outcome``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 import judge
 from eval.cli import main as eval_main
 from eval.judging import contact
-from eval.judging.backends import ChatBackend, Refused, chat_extra_body
+from eval.judging.backends import ChatBackend, Refused, chat_extra_body, failed_outcome
 from eval.judging.contact import base_of, detect_backend, first_contact
 from eval.judging.config import RunConfig
 from eval.judging.predictions import read_predictions
@@ -257,3 +259,43 @@ def test_a_chat_answer_cut_by_max_tokens_is_read_as_judge_serve_reads_it(verdict
     with ScriptedEndpoint(lambda path, body: (200, chat_completion(text, body["model"], finish_reason))) as server:
         (outcome,) = _chat(server.base_url, RunConfig(prompt="ru", verdict_format=verdict_format), record)
     assert (outcome["score"], outcome["error"]) == (score, error)
+
+
+# ------------------------------------------------------------------------------------------------- content parts
+
+def test_a_chat_answer_of_content_parts_is_read_as_its_text():
+    """Mistral's API sends the answer as content parts, its thinking beside the text: that was an AttributeError
+    (every retry, every rerun); the text parts joined are the verdict, the thinking skipped."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "[RESULT] 0"}]},
+             {"type": "text", "text": "[FEEDBACK] ok "}, {"type": "text", "text": "[RESULT] 1 [END]"}]
+    config = RunConfig(prompt="ru", verdict_format="tagged", max_tokens=64)
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion(parts, body["model"]))) as server:
+        (outcome,) = _chat(server.base_url, config, record)
+        (sent,) = server.bodies("/v1/chat/completions")
+    assert (outcome["raw_output"], outcome["score"], outcome["parse_ok"]) == (TAGGED_VERDICT, 1.0, True)
+    assert sent == {"messages": judge.chat_messages(POLLUX_PROMPT.render(record)), "model": "scripted",
+                    "max_tokens": 64, "temperature": 0.0, **chat_extra_body(config)}
+
+
+def test_chat_content_that_is_no_text_is_a_failed_request_row(data, tmp_path):
+    """An image part (or a refusal part) is no verdict: the request fails saying what came (never the text), a
+    request_failed row (exit 3) that the next run asks again, with every judge field of a failed row."""
+    image = [{"type": "image_url", "image_url": {"url": "https://example.org/x.png"}}]
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(image, body["model"])
+
+    with ScriptedEndpoint(respond) as server:
+        assert eval_main(run_args(server.base_url, data, tmp_path / "run", "--max-retries", "0", "--limit", "2")) == 3
+    said = "the chat answer's message content is not text: a list of parts (image_url)"
+    rows = read_predictions(tmp_path / "run")
+    assert [{k: row[k] for k in failed_outcome("", "")} for row in rows] == [
+        {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": "request_failed",
+         "reason": said, "score_source": None, "in_scale": None, "regression_score": None}] * 2
+    record = judge.load_records(judge.sample_data_path())[0]
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion({"text": "1"}, body["model"]))) as server:
+        with pytest.raises(Refused, match="^the chat answer's message content is not text: a JSON dict$"):
+            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)

@@ -1,6 +1,7 @@
 """`judge-eval run` holds a resumed folder to the judge and the text its verdicts were asked with, and pairwise runs
 keep the pointwise run's rules: a judge-serve answering in another verdict format stops the run, so do first
-requests all refused alike, API judges get no vLLM-only field, and rows of data no longer there are dropped.
+answers that read only in the other format than the one guessed from the model id, and first requests all refused
+alike, API judges get no vLLM-only field, and rows of data no longer there are dropped.
 
 Every server is a scripted stand-in (``tests.support.scripted_endpoint``); payloads and messages are asserted exactly.
 """
@@ -162,6 +163,45 @@ def test_a_pairwise_judge_serve_answering_in_another_format_stops_the_run(tmp_pa
         assert main(_pair_args(server.base_url, data, out)) == 0
         assert sorted(b["pairs"][0]["id"] for b in server.bodies("/v1/judge") if b) == ["p2", "p2"]
     assert len(read_pairwise_rows(out / PAIRWISE_PREDICTIONS)) == 4
+
+
+def test_a_pairwise_judge_misread_in_the_guessed_format_stops_the_run(tmp_path, capsys):
+    """As a pointwise run (eval.judging.format_choice.FormatWatch): behind a URL whose model id does not name
+    Pollux-4B the format is guessed tagged, but the pairwise template is the 4B judge's, answered with a bare integer.
+    Every judgment was a final no_result row and the run exited 0, and a rerun with --verdict-format was refused as
+    other settings. Now the first 5 answers, none read as tagged and all as integer, stop it (exit 2) with the flag to
+    set; started again with it, every judgment parses."""
+    data = _write_pairs(PAIRS, tmp_path / "pairs.jsonl")
+    pairs = load_pairs(data)
+    prompts = {judge.render_pairwise_prompt(p.shown(o)) for p in pairs for o in ("original", "swapped")}
+    answer = "Сравнив ответы, первый лучше.\n\n-1"
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(answer, body["model"])
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="my-judge") as server:
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        sent = server.bodies("/v1/chat/completions")
+        assert ("judge-eval run: error: verdict_format: the judge's first 5 answers do not read as tagged verdicts "
+                "but do as integer ones; tagged was guessed from the model id: start again with --overwrite "
+                "--verdict-format integer") in capsys.readouterr().err
+        # asked as a tagged judge is (thinking off), five of the eight judgments, then stopped
+        assert len(sent) == 5 and {b["messages"][0]["content"] for b in sent} <= prompts
+        assert all(b == {"model": "my-judge", "messages": b["messages"], "max_tokens": 1024, "temperature": 0.0,
+                         **NEUTRAL_SAMPLING, "chat_template_kwargs": {"enable_thinking": False}} for b in sent)
+        server.requests.clear()
+        assert main(_pair_args(server.base_url, data, out, "--overwrite", "--verdict-format", "integer")) == 0
+        again = server.bodies("/v1/chat/completions")
+    key = lambda body: body["messages"][0]["content"]  # noqa: E731
+    assert sorted(again, key=key) == sorted(
+        ({"model": "my-judge", "messages": [{"role": "user", "content": p}], "max_tokens": 1024, "temperature": 0.0,
+          **NEUTRAL_SAMPLING} for p in prompts), key=key)  # fmt: skip
+    rows = read_pairwise_rows(out / PAIRWISE_PREDICTIONS)
+    assert sorted((r.id, r.order, r.parse_ok, r.verdict) for r in rows) == [
+        (p.id, order, True, -1.0 if order == "original" else 1.0) for p in pairs for order in ("original", "swapped")]
 
 
 def test_pairwise_api_judges_get_no_vllm_fields_and_are_told_the_template(tmp_path, caplog):

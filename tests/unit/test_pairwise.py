@@ -483,3 +483,31 @@ def test_judgments_in_an_order_the_run_did_not_ask_are_counted_apart_not_scored(
     assert (metrics["n_judgments"], metrics["n_unasked_order"], metrics["agreement"]["n"]) == (2, 2, 2)
     assert metrics["position_consistency"]["value"] is None
     assert "2 judgments are in an order this run did not ask" in _combined_text(metrics)
+
+
+def test_a_chat_answer_of_content_parts_is_read_as_its_text(tmp_path):
+    """A server sending the answer as a list of content parts (Mistral's API: its thinking beside the text) was an
+    AttributeError, a request_failed row every rerun asked again; the text parts are the answer, the reasoning parts
+    skipped. Content that is no text (an image part) is a failed request saying what came, asked again by a rerun."""
+    data = _write(PAIRS[:1], tmp_path / "pairs.jsonl")
+    which = _prompts(load_pairs(data))
+    parts = {"original": [{"type": "thinking", "thinking": "Париж — столица."}, {"type": "text", "text": "-"},
+                          {"type": "text", "text": "1"}],
+             "swapped": [{"type": "image_url", "image_url": {"url": "https://example.org/x.png"}}]}
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(parts[which[body["messages"][0]["content"]][1]], HUB_ID)
+
+    with ScriptedEndpoint(respond, model=HUB_ID) as server:
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                     str(tmp_path / "run"), "--no-progress", "--max-retries", "0"]) == 3  # a failed request
+        key = lambda b: b["messages"][0]["content"]  # noqa: E731
+        assert sorted(server.bodies("/v1/chat/completions"), key=key) == sorted(
+            ({"model": HUB_ID, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1024,
+              "temperature": 0.0, **NEUTRAL_SAMPLING} for prompt in which), key=key)  # fmt: skip
+    rows = {r.order: r for r in read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)}
+    assert (rows["original"].raw_output, rows["original"].score, rows["original"].verdict) == ("-1", -1.0, -1.0)
+    assert (rows["swapped"].raw_output, rows["swapped"].error, rows["swapped"].reason) == (
+        None, "request_failed", "the chat answer's message content is not text: a list of parts (image_url)")
