@@ -10,8 +10,9 @@ Routes:
   ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``, and the
   ``weights_fingerprint`` of what its own engines load: ``serve.layout.weights_fingerprint``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
-  tokens in all (``max_tokens`` x ``n``); one that names no ``max_tokens`` gets ``max_proxy_tokens // n``, at most
-  the generating engine's ``max_model_len``.
+  tokens in all (``max_tokens`` x ``n``); a chat or response request that names no ``max_tokens`` gets
+  ``max_proxy_tokens // n``, at most the generating engine's ``max_model_len``; a completion request that names none
+  is counted at OpenAI's and vLLM's default of 16 each (``serve.proxy_bounds``).
 * ``POST /v1/judge``: POLLUX judgments (``serve.schema`` for the request, ``serve.judging`` for the work). It,
   ``GET /v1/models/{id}`` and the three proxied generation routes answer to the generating engine's model name
   (what ``/v1/models`` lists) and to judge-serve's own ``model_name``, which differ when an attached engine serves
@@ -28,11 +29,13 @@ Routes:
 Robustness (the guards in ``serve.connections``, the error shape in ``serve.errors``): with an API key every
 route but ``/health`` and ``/ready`` needs ``Authorization: Bearer <key>`` (401 otherwise; ``/metrics*`` included);
 without one, only requests whose ``Host`` is in ``allowed_hosts`` are served (a web page cannot reach a local
-judge-serve by DNS rebinding). Bodies above
+judge-serve by DNS rebinding), and none whose ``Origin`` names another host or whose ``Sec-Fetch-Site`` is
+``cross-site`` (a page of another site cannot make it work). Bodies above
 ``max_body_bytes`` get 413; a large body is decoded and checked off the event loop. Every error, judge-serve's, the
 engine's, an unknown route's or an unexpected one's, is OpenAI's ``{"error": {"message", "type", "param", "code"}}``
 with a string ``code``, and names no URL, process or file (an engine's 5xx text, or an answer it gave that could not
-be read, stays in judge-serve's log; such an answer is a 502). ``X-Request-Id`` is passed to the engine (with every
+be read, stays in judge-serve's log; such an answer is a 502, cut off or timed out while it was read included, or a
+503 with ``Retry-After`` when the engine died meanwhile). ``X-Request-Id`` is passed to the engine (with every
 engine call of a ``/v1/judge`` or ``/get_reward`` request) and echoed (one is made when the client sends none). A
 request that outlives ``request_timeout_s`` gets 504; an engine that died or cannot be reached (a connect timeout
 included) makes its routes answer 503 with ``Retry-After`` at once (in-flight calls to it are abandoned, not left
@@ -245,6 +248,16 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers=state.retry_headers([role]))
 
+    def unreadable(state: ServerState, role: str, what: str, err: Exception) -> JSONResponse:
+        """An engine's answer that broke off while it was read (its connection dropped, a read timed out): a 503
+        with ``Retry-After`` when the engine has died meanwhile, else a 502; the error itself stays in the log."""
+        log.warning("the %s engine's %s could not be read: %s: %s", role, what, type(err).__name__, err)
+        problem = state.engine_problem(role)
+        if problem:
+            return unavailable(state, role, problem)
+        return error_response(502, f"the {role} engine's {what} could not be read ({type(err).__name__})",
+                              "server_error", code="engine_error")
+
     def served_names(state) -> tuple[str, ...]:
         """The names judge-serve answers to: the generating engine's and its own ``model_name``."""
         return state.judge.settings.names if state.judge is not None else (config.model_name,)
@@ -311,6 +324,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         if upstream_response.status >= 400:
             try:
                 raw = await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+                return unreadable(state, role, f"error answer ({upstream_response.status})", err)
             finally:
                 upstream_response.release()
             return engine_error(upstream_response.status, raw, role, names=served_names(state), asked_model=asked,
@@ -359,13 +374,16 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         if listed.status_code != 200 or not isinstance(listed, StreamingResponse):
             return None, listed
         parts, size = [], 0
-        async for chunk in listed.body_iterator:  # read whole to add judge-serve's fields: so at most this much
-            parts.append(chunk)
-            size += len(chunk)
-            if size > MAX_ANSWER_BYTES:  # the engine's connection is released as the iterator is closed
-                await listed.body_iterator.aclose()
-                return None, error_response(502, f"the generator engine's model list could not be read (over "
-                                            f"{MAX_ANSWER_BYTES} bytes)", "server_error", code="engine_error")
+        try:
+            async for chunk in listed.body_iterator:  # read whole to add judge-serve's fields: so at most this much
+                parts.append(chunk)
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:  # the engine's connection is released as the iterator is closed
+                    await listed.body_iterator.aclose()
+                    return None, error_response(502, f"the generator engine's model list could not be read (over "
+                                                f"{MAX_ANSWER_BYTES} bytes)", "server_error", code="engine_error")
+        except (aiohttp.ClientError, asyncio.TimeoutError) as err:  # the iterator ended on it, its connection released
+            return None, unreadable(state_of(request), "generator", "model list", err)
         try:
             body = json.loads(b"".join(parts))
             entries = body["data"]

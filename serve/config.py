@@ -305,8 +305,9 @@ class ServeConfig:
     max_proxy_tokens: int = _f(
         8192,
         "Most tokens one proxied OpenAI generation request may ask for in all (max_tokens x n); more is a 400 naming "
-        "the field. A request naming no max_tokens gets max_proxy_tokens // n, at most the generating engine's "
-        "max_model_len (vLLM refuses more).",
+        "the field. A chat or responses request naming no max_tokens gets max_proxy_tokens // n, at most the "
+        "generating engine's max_model_len (vLLM refuses more); a completion naming none is sent as it came and "
+        "counted at 16 tokens a completion, vLLM's and OpenAI's default there.",
     )
     max_body_bytes: int = _f(8 * 1024 * 1024, "Largest request body accepted on any route, in bytes (413 beyond).")
     request_timeout_s: float = _f(

@@ -1,7 +1,7 @@
 """judge-serve's connection guards, below the routes: a deadline and a size bound on each request's headers
-(uvicorn's protocol), the body limit, the API key, the Host allow-list, refusal while draining, the request id, and
-the health polls kept out of the access log. A guard that refuses a request answers in OpenAI's error shape
-(``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
+(uvicorn's protocol), the body limit, the API key, the Host and Origin allow-list, refusal while draining, the
+request id, and the health polls kept out of the access log. A guard that refuses a request answers in OpenAI's
+error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
 ``unless_disconnected`` ends a route's work when its client leaves."""
 
 from __future__ import annotations
@@ -223,7 +223,17 @@ def own_host_names() -> list[str]:
 
 class HostAllowListMiddleware:
     """Without an API key, 400 for a request whose ``Host`` (its name, without the port) is not allowed: a page in
-    a browser that rebinds its own DNS name to 127.0.0.1 still sends its own name as ``Host``."""
+    a browser that rebinds its own DNS name to 127.0.0.1 still sends its own name as ``Host``.
+
+    Nor is a page of another site served: without a key nothing else tells its request from a local client's. A
+    browser may send a cross-site POST with a body of type ``text/plain``, or of no type at all (a "simple" request:
+    no CORS preflight asks first), to ``http://127.0.0.1:8000/v1/judge`` or ``/get_reward``: ``Host`` is then allowed,
+    and the work would be done (and a reward journalled) before the browser hid the answer from the page. Every such
+    request carries ``Origin`` (the Fetch standard sends it on every request whose method is not GET or HEAD, and on
+    every cross-origin one in CORS mode) and, in current browsers, ``Sec-Fetch-Site``; curl and the SDKs send neither.
+    So a request whose ``Origin`` names a host not allowed (``null`` included: what a page of an https site sends to
+    an http URL under the default referrer policy, and what a sandboxed frame sends), or whose ``Sec-Fetch-Site`` is
+    ``cross-site``, gets a 400 naming ``origin``."""
 
     def __init__(self, app, hosts: list[str]):
         self.app, self.hosts = app, {h.lower().strip("[]") for h in hosts}
@@ -239,7 +249,30 @@ class HostAllowListMiddleware:
                 response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host",
                                           code="host_not_allowed")
                 return await response(scope, receive, send)
+            refused = self._cross_site(scope["headers"])
+            if refused is not None:
+                response = error_response(400, f"origin: {refused}: without an api_key judge-serve serves no web page "
+                                          "of another site", param="origin", code="origin_not_allowed")
+                return await response(scope, receive, send)
         return await self.app(scope, receive, send)
+
+    def _cross_site(self, headers) -> str | None:
+        """Why a request comes from a web page of another site, or None. Every ``Origin`` and ``Sec-Fetch-Site``
+        header is read: a request that sends two is refused if either says so."""
+        from urllib.parse import urlsplit
+
+        for key, value in headers:
+            if key == b"origin":
+                origin = value.decode("latin-1")
+                try:
+                    name = urlsplit(origin.strip()).hostname  # lower-cased, without the port or IPv6 brackets
+                except ValueError:  # an unclosed [IPv6 bracket
+                    name = None
+                if name not in self.hosts:
+                    return f"{origin[:200]!r} is not in allowed_hosts"
+            elif key == b"sec-fetch-site" and value.strip().lower() == b"cross-site":
+                return "a cross-site request (Sec-Fetch-Site: cross-site)"
+        return None
 
 
 class RefuseWhileDrainingMiddleware:
@@ -282,7 +315,12 @@ class RefuseWhileDrainingMiddleware:
 
 
 class RequestIdMiddleware:
-    """Echo ``X-Request-Id`` on every answer (one is made when the client sent none, and passed to the engine)."""
+    """Echo ``X-Request-Id`` on every answer (one is made when the client sent none, and passed to the engine).
+
+    The request goes on with exactly one ``X-Request-Id``: the client's first, or a new one when it sent none or one
+    over 200 bytes. Every later reader (the routes' ``request.headers.get``, the headers passed to the engine) then
+    reads the id echoed; with two sent, a check of one and a use of the other let a 30,000-byte id reach the engine
+    while the client was told another."""
 
     def __init__(self, app):
         self.app = app
@@ -290,12 +328,11 @@ class RequestIdMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = dict(scope["headers"])
-        request_id = headers.get(b"x-request-id")
+        request_id = next((v for k, v in scope["headers"] if k == b"x-request-id"), None)
         if not request_id or len(request_id) > 200:
             request_id = uuid.uuid4().hex.encode()
-            kept = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"]
-            scope["headers"] = kept + [(b"x-request-id", request_id)]
+        kept = [(k, v) for k, v in scope["headers"] if k != b"x-request-id"]
+        scope["headers"] = kept + [(b"x-request-id", request_id)]
 
         async def echo(message):
             if message["type"] == "http.response.start":

@@ -11,7 +11,12 @@ from fastapi.responses import JSONResponse
 from serve.errors import error_response
 from serve.schema import json_type_name
 
-__all__ = ["proxied_token_bound"]
+__all__ = ["COMPLETIONS_DEFAULT_MAX_TOKENS", "proxied_token_bound"]
+
+#: What ``/v1/completions`` generates per completion for a request naming no ``max_tokens`` (or ``null``): OpenAI's
+#: default, and vLLM's (``vllm/entrypoints/openai/completion/protocol.py``: ``CompletionRequest.max_tokens = 16``, and
+#: ``normalize_null_max_tokens`` reads null as it).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 
 
 def proxied_token_bound(body: Any, path: str, max_total: int,
@@ -22,6 +27,11 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
     None, or the body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or
     null): vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only
     integers. ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
+
+    A chat or response request naming no limit generates to the end of the engine's window (vLLM's default), so the
+    share is added. A completion request naming none generates ``COMPLETIONS_DEFAULT_MAX_TOKENS`` (16) each, as
+    OpenAI's does: that is counted, and the body left as sent, so a client relying on the default gets its 16 tokens
+    rather than ``max_total // n``.
 
     The added value stays within ``max_model_len`` (the generating engine's window): vLLM refuses any request whose
     ``max_tokens`` (``max_output_tokens``) exceeds its ``max_model_len`` (``vllm/renderers/params.py``), so with the
@@ -50,6 +60,14 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
     if n < 1:
         return body, None  # the engine refuses it with its own message
     named = [f for f in fields if body.get(f) is not None]
+    if not named and path == "/v1/completions":
+        if COMPLETIONS_DEFAULT_MAX_TOKENS * n > max_total:
+            return body, error_response(
+                400, f"max_tokens: not set, so {COMPLETIONS_DEFAULT_MAX_TOKENS} tokens (the completions default) x {n} "
+                f"completions = {COMPLETIONS_DEFAULT_MAX_TOKENS * n} > this server's max_proxy_tokens={max_total}",
+                param="max_tokens", code="too_many_tokens",
+            )  # fmt: skip
+        return body, None
     if not named:
         if max_total // n < 1:
             return body, error_response(400, f"n: {n} completions exceed this server's max_proxy_tokens={max_total}",

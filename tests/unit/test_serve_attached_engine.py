@@ -67,9 +67,10 @@ def test_a_proxied_request_naming_no_max_tokens_gets_at_most_the_engines_window(
                                                                                 window, settings):
     """A plain ``chat.completions.create(model, messages)`` (no max_tokens) was sent with max_proxy_tokens // n =
     8192 tokens, which vLLM refuses on any window below it ("max_tokens=8192 cannot be greater than
-    max_model_len=4096"): what vLLM alone serves failed behind judge-serve, /v1/completions and /v1/responses'
-    max_output_tokens alike. The share added is at most the generating engine's window: the one it lists (2048 here,
-    over judge-serve's configured 4096), else the configured one; a smaller share (8192 // 8) stays as it was."""
+    max_model_len=4096"): what vLLM alone serves failed behind judge-serve, /v1/responses' max_output_tokens alike.
+    The share added is at most the generating engine's window: the one it lists (2048 here, over judge-serve's
+    configured 4096), else the configured one; a smaller share (8192 // 8) stays as it was. A completion naming none
+    gets nothing added: it generates vLLM's default of 16 tokens, counted so."""
     chat = {"model": ENGINE_MODEL, "messages": [{"role": "user", "content": "hi"}]}
     completion = {"model": ENGINE_MODEL, "prompt": "2+2="}
     response = {"model": ENGINE_MODEL, "input": "hi"}
@@ -80,7 +81,7 @@ def test_a_proxied_request_naming_no_max_tokens_gets_at_most_the_engines_window(
                    http.post("/v1/chat/completions", headers=AUTH, json={**chat, "n": 8})]
     assert [answer.status_code for answer in answers] == [200] * 4, [answer.text for answer in answers]
     assert engine.bodies("/v1/chat/completions") == [{**chat, "max_tokens": 2048}, {**chat, "n": 8, "max_tokens": 1024}]
-    assert engine.bodies("/v1/completions") == [{**completion, "max_tokens": 2048}]
+    assert engine.bodies("/v1/completions") == [completion]  # vLLM's own default, 16 tokens (serve.proxy_bounds)
     assert engine.bodies("/v1/responses") == [{**response, "max_output_tokens": 2048}]
 
 

@@ -185,8 +185,31 @@ def test_x_request_id_is_forwarded_and_echoed(tiny_causal_dir, engine, monkeypat
     assert sent[-2:] == ["trace-42", made.headers["x-request-id"]]
 
 
+def test_two_request_ids_are_one_the_first_and_its_bound_holds(tiny_causal_dir, engine, monkeypatch):
+    """A client that sends two ``X-Request-Id`` headers: the first is the request's id, on the answer, in the engine's
+    call and in /v1/judge's, and the 200-byte bound applies to it (over it, a fresh id replaces both). Before: the
+    middleware checked and echoed the last while /v1/judge sent the engine the first, so a 30,000-byte id reached
+    the engine and the client was told another."""
+    chat = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}).encode()
+    judged = json.dumps({"items": [ITEM]}).encode()
+    keyed = [(b"authorization", f"Bearer {KEY}".encode()), (b"content-type", b"application/json")]
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        proxied = http.post("/v1/chat/completions", content=chat,
+                            headers=[*keyed, (b"x-request-id", b"trace-1"), (b"x-request-id", b"trace-2")])
+        first = http.post("/v1/judge", content=judged,
+                          headers=[*keyed, (b"x-request-id", b"trace-3"), (b"x-request-id", b"L" * 30_000)])
+        long_first = http.post("/v1/judge", content=judged,
+                               headers=[*keyed, (b"x-request-id", b"L" * 30_000), (b"x-request-id", b"short")])
+    assert proxied.status_code == first.status_code == long_first.status_code == 200
+    made = long_first.headers["x-request-id"]
+    assert (proxied.headers["x-request-id"], first.headers["x-request-id"], len(made)) == ("trace-1", "trace-3", 32)
+    sent = [h.get("x-request-id") for h in engine.headers if h.get("content-type")]
+    assert sent == ["trace-1", "trace-3", made]
+
+
 def test_proxied_generation_is_bounded_by_max_proxy_tokens(tiny_causal_dir, engine, monkeypatch):
-    """``max_tokens`` x ``n`` above ``max_proxy_tokens`` (256 here) is a 400 naming the field, never sent; a
+    """``max_tokens`` x ``n`` above ``max_proxy_tokens`` (256 here) is a 400 naming the field, never sent; a chat
     request naming no ``max_tokens`` is sent with ``max_proxy_tokens // n`` (before: 6,000 tokens for one request
     on a server configured for 256)."""
     chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
@@ -202,6 +225,31 @@ def test_proxied_generation_is_bounded_by_max_proxy_tokens(tiny_causal_dir, engi
     assert within.status_code == 200 and unnamed.status_code == 200
     assert engine.bodies("/v1/chat/completions") == [{**chat, "max_tokens": 128, "n": 2}, {**chat, "n": 4, "max_tokens": 64}]
     assert engine.bodies("/v1/completions") == []
+
+
+def test_a_completion_naming_no_max_tokens_is_counted_at_the_default_16_and_sent_as_it_came(tiny_causal_dir, engine,
+                                                                                             monkeypatch):
+    """``/v1/completions`` without ``max_tokens`` (or with null) generates 16 tokens per completion, OpenAI's default
+    and vLLM's (its CompletionRequest reads both as 16): the body goes to the engine as the client sent it, counted
+    as 16 x n (x the prompts) against max_proxy_tokens (256 here). Before: it was sent with max_tokens 256, up to 16
+    times the tokens the client asked for. Chat still gets the share, its default being the whole window."""
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+    assert CompletionRequest(model=MODEL, prompt="hi").max_tokens == 16
+    assert CompletionRequest(model=MODEL, prompt="hi", max_tokens=None).max_tokens == 16
+    plain, null = {"model": MODEL, "prompt": "hi"}, {"model": MODEL, "prompt": "hi", "max_tokens": None}
+    within = {"model": MODEL, "prompt": ["a", "b"], "n": 8}  # 16 x 2 prompts x 8 = 256
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        answers = [http.post("/v1/completions", headers=AUTH, json=body) for body in (plain, null, within)]
+        too_many = http.post("/v1/completions", headers=AUTH, json={"model": MODEL, "prompt": ["a", "b"], "n": 9})
+    assert [answer.status_code for answer in answers] == [200, 200, 200], [answer.text for answer in answers]
+    assert engine.bodies("/v1/completions") == [plain, null, within]
+    assert too_many.status_code == 400
+    assert too_many.json()["error"] == {
+        "message": "max_tokens: not set, so 16 tokens (the completions default) x 18 completions = 288 > this server's "
+                   "max_proxy_tokens=256",
+        "type": "invalid_request_error", "param": "max_tokens", "code": "too_many_tokens"}
 
 
 def test_health_without_the_key_says_only_up_or_down(tiny_causal_dir, engine, monkeypatch):
@@ -226,6 +274,42 @@ def test_without_a_key_only_this_machines_host_names_are_served(tiny_causal_dir,
     assert local.status_code == 200
     assert (rebound.status_code, rebound.json()["error"]["param"], rebound.json()["error"]["code"]) == (400, "host", "host_not_allowed")
     assert any("no api_key: judge-serve has no authentication" in r.getMessage() for r in caplog.records)
+
+
+def test_without_a_key_a_web_page_of_another_site_is_refused_and_curl_is_not(tiny_causal_dir, engine, monkeypatch):
+    """Without an API key a page on another site, open in a browser on this machine, could make judge-serve judge:
+    a POST of ``text/plain`` (or of no type) is a "simple" request, sent without a CORS preflight, with an allowed
+    Host. It carries ``Origin`` and ``Sec-Fetch-Site``, which curl and the SDKs never send: an Origin not in
+    allowed_hosts (``null`` too) or ``Sec-Fetch-Site: cross-site`` is a 400 naming ``origin``, nothing sent to the
+    engine (before: 200, the judgment made). A page of this machine's own host, and ``curl -d`` (no Origin, a form
+    type), are served."""
+    page = {"Host": "127.0.0.1:8000", "Content-Type": "text/plain;charset=UTF-8", "Sec-Fetch-Mode": "no-cors"}
+    judged = json.dumps({"model": MODEL, "items": [ITEM]}).encode()
+    chat = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}).encode()
+    with _client(tiny_causal_dir, engine.url, monkeypatch) as http:
+        _ready(http)
+        refused = [
+            http.post("/v1/judge", content=judged,
+                      headers={**page, "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}),
+            http.post("/v1/chat/completions", content=chat, headers={**page, "Origin": "null"}),
+            http.post("/get_reward", content=b'{"query": ["q"]}', headers={**page, "Origin": "http://evil.example:8000"}),
+            http.post("/v1/chat/completions", content=chat, headers={**page, "Sec-Fetch-Site": "cross-site"}),
+            http.get("/v1/models", headers={"Origin": "http://[::2]:8000"}),
+        ]
+        sent_before = len(engine.requests)
+        same_host = http.post("/v1/chat/completions", content=chat, headers={
+            **page, "Origin": "http://127.0.0.1:8000", "Sec-Fetch-Site": "same-origin"})  # fmt: skip
+        curl = http.post("/v1/judge", content=judged, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    for answer in refused:
+        assert answer.status_code == 400, answer.text
+        assert (answer.json()["error"]["param"], answer.json()["error"]["code"]) == ("origin", "origin_not_allowed")
+    assert refused[0].json()["error"]["message"] == (
+        "origin: 'https://evil.example' is not in allowed_hosts: without an api_key judge-serve serves no web page of "
+        "another site")
+    assert refused[3].json()["error"]["message"].startswith("origin: a cross-site request (Sec-Fetch-Site: cross-site)")
+    assert sent_before == 0  # readiness reads GETs only: none of the refused reached the engine
+    assert same_host.status_code == 200 and curl.status_code == 200, (same_host.text, curl.text)
+    assert [path for path, _ in engine.requests] == ["/v1/chat/completions", "/v1/completions"]
 
 
 def test_a_judgment_the_engine_refuses_keeps_the_refusal_and_one_it_fails_is_a_502(tiny_causal_dir, engine,
@@ -418,6 +502,89 @@ def test_a_stream_the_engine_breaks_off_ends_with_an_error_event_and_done(tiny_c
     assert words == ["Оценка", ": 2"]
     assert not isinstance(broke.value, openai.APIConnectionError)
     assert (broke.value.code, broke.value.body) == ("engine_error", error)
+
+
+class _CutAnswers:
+    """An engine on 127.0.0.1 whose answers, once ``cut`` is set, announce their Content-Length and close after 10
+    bytes: its model list, and a 400 to every POST. With ``dies``, the first answer it cuts marks it dead in
+    judge-serve's ``state`` first (as judge-serve's watcher marks an engine whose /health fails), and its /health
+    answers 503 from then on, so that it stays dead."""
+
+    MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm",
+                                          "max_model_len": 2048}]}  # fmt: skip
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.cut, self.dies, self.dead, self.state = False, False, False, None
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                cut = engine.cut and self.path != "/health"
+                if cut and engine.dies:
+                    engine.state.dead_reason["generator"] = "the attached generator engine stopped answering /health"
+                    engine.dead = True
+                self.send_response(503 if engine.dead and self.path == "/health" else status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:10] if cut else data)
+                self.wfile.flush()
+                if cut:
+                    self.close_connection = True
+
+            def do_GET(self):
+                answers = {"/v1/models": (200, engine.MODELS), "/version": (200, {"version": "0.32.0"})}
+                self._send(*answers.get(self.path, (200, {})))
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self._send(400, {"error": {"message": "bad request " * 40, "code": 400}})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_engine_answer_cut_off_mid_body_is_a_502_or_a_503_when_the_engine_died(tiny_causal_dir, monkeypatch):
+    """An engine answer that stops short of its Content-Length (the engine's connection dropped) while judge-serve
+    reads it (the model list it extends, an error it rewrites) is a 502 ``engine_error`` saying so, or, when the
+    engine died meanwhile, a 503 with ``Retry-After`` as for any dead engine. Before: a 500 ``internal_error``, as for
+    a bug of judge-serve's."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
+    engine = _CutAnswers()
+    try:
+        with _client(tiny_causal_dir, engine.url, monkeypatch, raise_server_exceptions=False, api_key=KEY) as http:
+            _ready(http)
+            engine.cut = True
+            cut = [http.get("/v1/models", headers=AUTH), http.get(f"/v1/models/{MODEL}", headers=AUTH),
+                   http.post("/v1/chat/completions", headers=AUTH, json=chat)]
+            engine.dies, engine.state = True, http.app.state.serve
+            died = http.get("/v1/models", headers=AUTH)
+            engine.cut = False
+            after = http.post("/v1/chat/completions", headers=AUTH, json=chat)  # still dead: refused before any call
+    finally:
+        engine.close()
+    for answer, what in zip(cut, ["model list", "model list", "error answer (400)"], strict=True):
+        assert answer.status_code == 502, answer.text
+        assert answer.json()["error"] == {
+            "message": f"the generator engine's {what} could not be read (ClientPayloadError)",
+            "type": "server_error", "param": None, "code": "engine_error"}
+    assert (died.status_code, died.headers["retry-after"], died.json()["error"]["code"]) == (503, "5", "engine_unavailable")
+    assert died.json()["error"]["message"] == after.json()["error"]["message"] == (
+        "the attached generator engine stopped answering /health")
 
 
 def test_vllms_own_error_events_pass_in_judge_serves_shape(tiny_causal_dir, engine, monkeypatch, caplog):

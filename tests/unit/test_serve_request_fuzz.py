@@ -159,8 +159,8 @@ def test_checking_a_body_takes_memory_in_proportion_to_the_body():
 def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, body, param):
     """max_proxy_tokens bounds the tokens a proxied request can buy: its fields must be JSON integers (vLLM's request
     classes coerce strings and floats, which the bound once let through uncounted), and a batch of prompts buys
-    max_tokens x n for each prompt. One tokenized prompt (a list of ids) is one prompt; a batch without max_tokens gets
-    the bound shared out."""
+    max_tokens x n for each prompt. One tokenized prompt (a list of ids) is one prompt; a completions batch without
+    max_tokens is counted at the completions default (16 each) and sent as it came."""
     from serve.app import proxied_token_bound
 
     _, refused = proxied_token_bound(body, path, 1000)
@@ -168,11 +168,14 @@ def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, bod
     assert json.loads(refused.body)["error"]["param"] == param
     assert proxied_token_bound({"prompt": [1, 2, 3], "max_tokens": 10}, "/v1/completions", 1000) == (
         {"prompt": [1, 2, 3], "max_tokens": 10}, None)
-    assert proxied_token_bound({"prompt": ["a", "b", "c"]}, "/v1/completions", 1000)[0]["max_tokens"] == 333
-    # On completions a max_completion_tokens alone leaves max_tokens unset, which vLLM would read as "to the end of
-    # the context": the bound's share is added as for a body that names none.
-    assert proxied_token_bound({"prompt": "x", "max_completion_tokens": 5, "n": 4}, "/v1/completions", 1000)[0][
-        "max_tokens"] == 250
+    assert proxied_token_bound({"prompt": ["a", "b", "c"]}, "/v1/completions", 1000) == ({"prompt": ["a", "b", "c"]},
+                                                                                        None)
+    # On completions a max_completion_tokens alone leaves max_tokens unset, which vLLM reads as its default of 16:
+    # counted so (16 x 4 = 64 within 1,000), the body unchanged; 16 x 70 = 1,120 is refused naming max_tokens.
+    body = {"prompt": "x", "max_completion_tokens": 5, "n": 4}
+    assert proxied_token_bound(body, "/v1/completions", 1000) == (body, None)
+    _, refused = proxied_token_bound({"prompt": "x", "max_completion_tokens": 5, "n": 70}, "/v1/completions", 1000)
+    assert json.loads(refused.body)["error"]["param"] == "max_tokens"
 
 
 
