@@ -31,8 +31,9 @@ APT_PACKAGES = $(subst $(comma), ,$(foreach g,$(APT_GROUPS),$(word 2,$(subst :, 
 APT_STAMP    = .apt-installed
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # Idle OpenMP threads sleep instead of spinning: the demo and the tests keep more busy processes than the 2 cores
-# (training beside engines), where spinning threads burn what the others need (docs/performance.md: 268-270 against
-# 313-330 CPU-s for three test files with engines and training). One already in the environment wins.
+# (training beside engines), where spinning threads burn what the others need: three test files with engines and
+# training took a sixth less CPU (measured: docs/performance.md, row "idle OpenMP threads sleeping"). One already in
+# the environment wins.
 export OMP_WAIT_POLICY ?= PASSIVE
 
 # This machine kind sets PYTHONDONTWRITEBYTECODE: every process would then compile what it imports again, in
@@ -83,10 +84,10 @@ echo $(1) > $(FLAVOUR_FILE)
 endef
 
 # Re-runs only when the dependency files change.
-# Nothing is byte-compiled at install (--no-compile): pip compiles all it installs in one process (~60 s here), and
-# a compileall of the venv afterwards took 38 s on 2 cores, while a full test run imports a third of its modules
-# (docs/performance.md). A module is compiled when first imported instead, and its .pyc written for the processes
-# after (the unexport above; docs/performance.md).
+# Nothing is byte-compiled at install (--no-compile): compiling the whole venv ahead made the set-up over half as
+# long again, while a full test run imports a third of its modules (measured: docs/performance.md, row "set-up
+# without byte-compiling ahead"). A module is compiled when first imported instead, and its .pyc written for the
+# processes after (the unexport above).
 $(STAMP): pyproject.toml constraints.txt Makefile
 	$(call venv,cpu)
 	$(PIP) install -q --upgrade pip setuptools wheel
@@ -139,11 +140,11 @@ demo: setup
 # The tiers are folders: tests/unit (no engine, cluster, browser, training or sandbox) and tests/integration.
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
 # -n: xdist workers; tests that share an engine, a cluster, a trained model or the sandbox user stay on one worker
-# (tests/conftest.py XDIST_GROUPS). The whole suite keeps both cores busy with two (one per core; three took
-# x0.95 of the time for more contention, docs/performance.md). The fast tier waits more than it computes (~1.3 cores
-# busy with two workers), and three took x0.88 of its time: 97.8/102.3/110.5 s against 120.1/108.6/114.8 s, runs
-# interleaved on an idle machine (docs/performance.md). TEST_WORKERS / FAST_TEST_WORKERS=0 run everything in one
-# process.
+# (tests/conftest.py XDIST_GROUPS). The whole suite keeps both cores busy with two, one per core: a third worker's
+# one run was within a run's spread (measured: docs/performance.md, row "xdist workers for the whole suite"). The
+# fast tier waited more than it computed, and three workers were faster than two when it was measured, a smaller
+# tier than today's (docs/performance.md, row "xdist workers for the fast tier"). TEST_WORKERS / FAST_TEST_WORKERS=0
+# run everything in one process.
 FAST_TIMEOUT_S    ?= 60
 TIMEOUT_S         ?= 900
 TEST_WORKERS      ?= 2

@@ -26,7 +26,7 @@ module it loaded is a file of its checkout, and refuses the round otherwise. "Th
 lies in: to time a commit rather than a working tree with others' edits, run the script from an archive of it.
 
     .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3    # this checkout alone
-    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 4 --skip-metrics --baseline DIR   # performance.md
+    .venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3 --skip-metrics --baseline DIR   # performance.md
     .venv/bin/python bench/eval_metrics.py --items 40000 --end-to-end --rationale-chars 800 --skip-metrics  # long outputs
 """
 
@@ -355,7 +355,8 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_ch
     runs: dict[str, list[dict]] = {name: [] for name in sides}
     # A user's command loads the bytecode its first run wrote. This machine kind sets PYTHONDONTWRITEBYTECODE (the
     # Makefile unsets it) and the set-up installs with --no-compile: with it set, every round would compile what
-    # nothing wrote yet again (scipy.stats alone: 1.15 CPU-s against 0.47 from bytecode), a cost no user pays.
+    # nothing wrote yet again (importing scipy.stats takes several times the CPU that way; measured:
+    # docs/performance.md, row "a module loaded from its bytecode against compiled from source"), a cost no user pays.
     child_env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -1,6 +1,6 @@
 """Benchmark rewards through judge-serve: ``POST /get_reward`` against ``POST /v1/judge``, and OpenRLHF's pattern.
 
-    flock /tmp/heavy.lock .venv/bin/python bench/rewards.py                 # tiny judge on CPU, ~3 min
+    .venv/bin/python bench/rewards.py                                       # tiny judge on CPU, ~3 min
     .venv/bin/python bench/rewards.py --rounds 7 --items 32 --out runs/bench/rewards.json   # example override
     python bench/rewards.py --model /path/to/judge --concurrency 256        # GPU: a real judge
 

@@ -32,7 +32,7 @@ narrowed the ratio's spread over rounds, docs/dev-log.md).
 judgments sent to the engine at once, at most ``--window`` in flight (judge-serve's
 ``max_concurrent_engine_requests``), in prefix-grouped order or shuffled. Chosen so that prefill dominates and the
 cache cannot hold the whole batch, as on the full POLLUX test (~10,000 distinct answers, never all cached):
-the ``small`` judge (4 layers, 512 wide: prefill costs ~0.5 ms per token here, the tiny judge's is negligible
+the ``small`` judge (4 layers, 512 wide: its prefill is a real cost, where the tiny judge's is negligible
 beside its 152k-vocabulary LM head), POLLUX-shaped work (each answer on the 16 criteria of its task type), long
 answers, ``--max-tokens 4``, and a KV cache (``--kv-cache``) holding a few answers' prefixes but not all of them.
 Reported: wall ratio (shuffled / grouped) and each arm's prefix-cache hit rate (vLLM ``/metrics``:

@@ -116,13 +116,56 @@ def summarize_workers(rows: list[dict], top: int = 25) -> str:
     return "\n".join(lines)
 
 
+#: What the plugin writes on every row; the summaries read all of them.
+ROW_FIELDS = ("id", "cpu_s", "wall_s", "worker", "start", "end", "busy_at_start", "cores")
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The plugin's rows from ``path``; ValueError naming the file (and the line) for one that cannot be read, a
+    line that is not a JSON object with every field of ``ROW_FIELDS``, or a file with no rows."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: cannot read ({err})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{number}: invalid JSON ({err})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{number}: not a JSON object")
+        missing = [field for field in ROW_FIELDS if field not in row]
+        if missing:
+            raise ValueError(f"{path}:{number}: no {', '.join(repr(f) for f in missing)} (not a row of this plugin)")
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no rows (the run wrote none before it ended)")
+    return rows
+
+
+def parse_args(argv: list[str] | None = None):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], allow_abbrev=False,
+        epilog="Exit status: 0 the summary printed; 1 the file cannot be read or a row is not the plugin's; "
+               "2 wrong arguments.")
+    parser.add_argument("rows", type=Path, help="the plugin's JSONL ($SUITE_CPU_OUT of the pytest run)")
+    parser.add_argument("--top", type=int, default=25, help="files and tests to list (default: 25)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    rows = [json.loads(line) for line in Path(args[0]).read_text(encoding="utf-8").splitlines() if line]
-    print(summarize(rows))
+    args = parse_args(argv)
+    try:
+        rows = read_rows(args.rows)
+    except ValueError as err:
+        print(f"suite_cpu.py: {err}", file=sys.stderr)
+        return 1
+    print(summarize(rows, args.top))
     return 0
 
 

@@ -8,8 +8,9 @@ this package and never each other.
 """
 
 # The names are imported when first used (PEP 562), so that a console script's `--help` or a refusal of its
-# arguments does not import what it never reaches: the records' NumPy and Arrow, the wire's pydantic
-# (`judge-eval --help` took 0.53-0.62 CPU-s with them, 0.15-0.23 without: docs/performance.md).
+# arguments does not import what it never reaches: the records' NumPy and Arrow, the wire's pydantic (`judge-eval
+# --help` takes about a third of the CPU without them; measured: docs/performance.md, row "a console script's
+# `--help`").
 import importlib
 import importlib.util
 

@@ -3,9 +3,9 @@ choice is known.
 
 judge-serve renders and tokenizes every prompt itself (``serve.jobs``), so it loads the checkpoint's tokenizer at
 start, beside its engines. ``from transformers import AutoTokenizer`` imports torch, the generation stack and, through
-it, scikit-learn, spent while the engines load on the same cores: a process importing judge-serve's modules, loading
-a tiny judge's tokenizer and tokenizing a rendered prompt took 8.4 CPU-s that way and 3.3 with the class imported
-directly, the same ids (``bench/serve_tokenizer_load.py``). For the checkpoints this toolkit serves, Qwen2.5
+it, scikit-learn, spent while the engines load on the same cores: importing the class directly takes well under half
+the CPU, with the same ids (measured: docs/performance.md, row "loading judge-serve's tokenizer",
+``bench/serve_tokenizer_load.py``). For the checkpoints this toolkit serves, Qwen2.5
 (T-lite, T-pro) and Qwen3 (Pollux-4B-Judge), the class AutoTokenizer picks is known from two fields, ``model_type`` in
 ``config.json`` and ``tokenizer_class`` in ``tokenizer_config.json``: :data:`KNOWN_CLASSES` holds what transformers 5
 picks for each pair (it overrides the hub's class for ``qwen2``, not for ``qwen3``:

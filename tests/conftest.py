@@ -118,15 +118,17 @@ def pytest_runtest_makereport(item, call):
 def pytest_configure(config):
     """Idle OpenMP threads sleep; one vLLM cache for every engine of the run."""
     # The suite keeps more busy processes than cores (two workers, engines, training ranks, each with OpenMP threads),
-    # and libgomp's idle threads spin before they sleep: a tiny training run beside another took 27.3-28.5 CPU-s
-    # spinning, 22.6-23.1 with PASSIVE, and three test files with engines and training 313-330 against 268-270 CPU-s
-    # (docs/performance.md). Set before any torch is loaded here (libgomp reads it once); every child inherits it. The Makefile
-    # exports it too, for the demo; a value already in the environment wins.
+    # and libgomp's idle threads spin before they sleep, burning CPU the others need: a tiny training beside another
+    # and three test files with engines and training each took less CPU with PASSIVE (measured: docs/performance.md,
+    # row "idle OpenMP threads sleeping"). Set before any torch is loaded here (libgomp reads it once); every child
+    # inherits it. The Makefile exports it too, for the demo; a value already in the environment wins, so
+    # `OMP_WAIT_POLICY= pytest ...` runs libgomp's default (it ignores a value it cannot parse, with a warning).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a run without xdist); workers inherit it
         # vLLM inspects a model's class in a fresh Python process unless its cache has the answer
-        # (vllm/model_executor/models/registry.py, "modelinfos"): a shared cache took a tiny engine's start from
-        # 36 s to 27 s here (idle, side by side). Fresh per run, so a run on a fresh machine pays it once.
+        # (vllm/model_executor/models/registry.py, "modelinfos"), about a quarter of a cold engine start's CPU
+        # (measured: docs/performance.md, row "where one engine start's CPU goes"). One cache for the run's engines
+        # pays it once; fresh per run, so every run pays it once, as on a fresh machine.
         os.environ["VLLM_CACHE_ROOT"] = _VLLM_CACHE.setdefault("root", tempfile.mkdtemp(prefix="judge-tests-vllm-"))
 
 

@@ -100,8 +100,9 @@ def drop_build_copies(tokenizer) -> None:
     Any ``datasets.Dataset.map`` with the tokenizer among its arguments (trl's SFTTrainer tokenized the seq2seq
     recipe's rows that way before the recipe built their ids itself, ``train.seq2seq.sft_examples``) fingerprints
     it by pickling its arguments with dill, in Python: for the Qwen2.5 vocabulary (151k tokens, 151k merges) that
-    took 1.5 CPU-s in every seq2seq training process, and 0.13 CPU-s without the two copies
-    (``bench/train_tokenizer_hash.py``); and the copies are dead weight either way. The Rust tokenizer holds the
+    took about eleven times the CPU with the two copies as without them, in every seq2seq training process
+    (measured: docs/performance.md, row "a training process fingerprinting its tokenizer",
+    ``bench/train_tokenizer_hash.py``); and the copies are dead weight either way. The Rust tokenizer holds the
     same vocabulary and merges, so encoding and ``save_pretrained`` are unchanged
     (tests/integration/training/test_train_recipes.py checks both). A tokenizer without the copies is left as it is.
     """
@@ -440,9 +441,9 @@ def labelled_positions_only_on_cpu() -> Iterator[bool]:
     nothing: the completion is ~30 of a row's ~250 tokens. The choice is trl's private ``_use_triton(device)``,
     looked up when the forward runs; this wraps it so that CPU devices take the compact path as well (CUDA and
     XPU answer as before; the chunked kernel's own Triton-or-torch choice is a separate function, untouched).
-    Measured (``bench/train_label_positions.py``, the whole ``judge-train`` of the tiny seq2seq config, 12 steps):
-    54.2 and 55.6 CPU-s with every position scored against 25.4 and 23.4 with the labelled ones, the logged losses
-    the same to 1e-7. The previous function is put back on exit.
+    The whole ``judge-train`` of the tiny seq2seq config takes less than half the CPU this way, with the same logged
+    losses (measured: docs/performance.md, row "seq2seq recipe on CPU: the fused LM head over the labelled positions
+    only", ``bench/train_label_positions.py``). The previous function is put back on exit.
 
     Yields:
         Whether the wrap is in place: False (and a warning) when the installed trl has no ``_use_triton`` in

@@ -1,0 +1,112 @@
+"""The bench scripts as a reader meets them: `--help` answers (and measures nothing), the commands their docstrings
+show run the bench itself, and the command a docstring marks as the doc's is the one docs/performance.md gives."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+
+
+def _scripts() -> list[Path]:
+    """Every bench file that runs as a script (measure.py is the benches' shared library, not one)."""
+    return sorted(p for p in BENCH.glob("*.py") if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8"))
+
+
+def _docstring_commands(path: Path) -> list[str]:
+    """The docstring's indented lines that run a bench script (its usage examples)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return [line.strip() for line in doc.splitlines() if line.startswith("    ") and re.search(r"bench/\w+\.py", line)]
+
+
+def test_every_bench_script_answers_help_without_measuring():
+    """`python bench/X.py --help` prints a usage and exits 0 for every script: jobs_memory.py took no arguments and
+    ran the whole measurement, suite_cpu.py read `--help` as its rows file and died on FileNotFoundError."""
+    failures = []
+    for script in _scripts():
+        done = subprocess.run([sys.executable, str(script), "--help"], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        if done.returncode != 0 or not done.stdout.startswith("usage:"):
+            failures.append(f"{script.name}: exit {done.returncode}, {(done.stdout + done.stderr)[:200]!r}")
+    assert failures == []
+
+
+def test_the_bench_scripts_are_found():
+    """The loop above covers the scripts by their main guard; these two of the fixed ones are among them."""
+    names = {p.name for p in _scripts()}
+    assert {"jobs_memory.py", "suite_cpu.py", "rewards.py", "eval_metrics.py"} <= names and "measure.py" not in names
+
+
+def test_docstring_commands_run_the_bench_itself():
+    """A usage line starts with the interpreter (environment variables before it allowed), not with a wrapper of
+    one machine's habits such as a lock file: rewards.py's first example was `flock /tmp/heavy.lock ...`."""
+    starts = re.compile(r"^(\w+=\S*\s+)*(\.venv/bin/)?python\b")
+    wrong = [f"{p.name}: {c}" for p in _scripts() for c in _docstring_commands(p) if not starts.match(c)]
+    assert wrong == []
+
+
+def test_a_command_marked_for_the_doc_is_the_docs_command():
+    """eval_metrics.py marks its `--baseline` command `# performance.md`; the doc's command (its DIR a path there)
+    is the same but for the interpreter's path: it read `--rounds 4` where the doc ran `--rounds 3`."""
+    doc = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    marked = [(p.name, c.split("#")[0].strip()) for p in _scripts() for c in _docstring_commands(p)
+              if c.endswith("# performance.md")]  # fmt: skip
+    assert ("eval_metrics.py", ".venv/bin/python bench/eval_metrics.py --end-to-end --rounds 3 --skip-metrics "
+            "--baseline DIR") in marked
+    for name, command in marked:
+        pattern = re.escape(command.removeprefix(".venv/bin/")).replace("DIR", r"\S+")
+        assert re.search(pattern, doc), f"{name}: {command!r} is not docs/performance.md's"
+
+
+@pytest.fixture
+def suite_cpu(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))  # suite_cpu imports the benches' `measure` as the pytest plugin does
+    return importlib.import_module("suite_cpu")
+
+
+def _row(**changes) -> dict:
+    row = {"id": "tests/unit/test_a.py::test_one", "cpu_s": 1.5, "wall_s": 2.0, "worker": "main", "start": 10.0,
+           "end": 12.0, "busy_at_start": 100.0, "cores": 2}  # fmt: skip
+    return {**row, **changes}
+
+
+def test_suite_cpu_names_the_file_and_line_of_a_bad_row(suite_cpu, tmp_path, capsys):
+    """Exit 1 with one line naming the file and the line: a truncated JSON line (an interrupted run's last write)
+    and a row without the plugin's fields; exit 2 (argparse) without a file."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(_row()) + "\n\n" + '{"id": "t::x", "cpu_s"\n', encoding="utf-8")
+    assert suite_cpu.main([str(rows)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"suite_cpu.py: {rows}:3: invalid JSON (") and "\n" not in err
+
+    rows.write_text(json.dumps(_row()) + "\n" + json.dumps({"id": "t::x", "cpu_s": 1.0}) + "\n", encoding="utf-8")
+    assert suite_cpu.main([str(rows)]) == 1
+    assert capsys.readouterr().err.strip() == (f"suite_cpu.py: {rows}:2: no 'wall_s', 'worker', 'start', 'end', "
+                                               "'busy_at_start', 'cores' (not a row of this plugin)")
+
+    assert suite_cpu.main([str(tmp_path / "absent.jsonl")]) == 1
+    assert capsys.readouterr().err.startswith(f"suite_cpu.py: {tmp_path / 'absent.jsonl'}: cannot read (")
+    with pytest.raises(SystemExit) as exit_:
+        suite_cpu.main([])
+    assert exit_.value.code == 2
+
+
+def test_suite_cpu_summarises_good_rows(suite_cpu, tmp_path, capsys):
+    """Two tests of one file in one process: 1.5 + 0.5 = 2.0 CPU-s over 2.0 + 2.0 = 4.0 s of wall, 0.50 cores busy,
+    a floor of 2.0 / 2 = 1 s on 2 cores; `--top 1` lists one test, the costlier."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(_row()) + "\n" + json.dumps(_row(id="tests/unit/test_a.py::test_two", cpu_s=0.5))
+                    + "\n", encoding="utf-8")  # fmt: skip
+    assert suite_cpu.main([str(rows), "--top", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2 tests: 2 CPU-s in 4 s of wall (0.50 cores busy on average); floor on 2 cores: 1 s"
+    assert out[-1].split() == ["1.5", "2.0", "tests/unit/test_a.py::test_one"]
