@@ -93,8 +93,14 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	$(PIP) install -q --upgrade pip setuptools wheel
 	# The CPU torch first, pinned: see constraints.txt. PyPI has no +cpu build: where no local wheel or configured
 	# index has it, it comes from PyTorch's CPU index (TORCH_CPU_INDEX; set it to a mirror where that is out of reach).
-	$(PIP) install -q --no-compile -c constraints.txt torch==2.13.0+cpu \
-	  || $(PIP) install -q --no-compile -c constraints.txt --extra-index-url $(TORCH_CPU_INDEX) torch==2.13.0+cpu
+	# The first try's output is kept aside: on plain PyPI it always fails, and its ERROR lines would read as the
+	# set-up's failure; it is shown only when the second try fails too.
+	@$(PIP) install -q --no-compile -c constraints.txt torch==2.13.0+cpu > $(VENV)/torch-first-try.log 2>&1 \
+	  || { echo "torch 2.13.0+cpu is not on the configured index; trying $(TORCH_CPU_INDEX)"; \
+	       $(PIP) install -q --no-compile -c constraints.txt --extra-index-url $(TORCH_CPU_INDEX) torch==2.13.0+cpu \
+	       || { echo "error: torch 2.13.0+cpu installs from neither the configured index (its output below) nor" \
+	                 "$(TORCH_CPU_INDEX); set TORCH_CPU_INDEX to a mirror that has it (docs/install.md)"; \
+	            cat $(VENV)/torch-first-try.log; exit 1; }; }
 	# DeepSpeed builds from its sdist against the torch above; build isolation would fetch a CUDA torch.
 	$(PIP) install -q --no-compile -c constraints.txt --no-build-isolation deepspeed
 	$(PIP) install -q --no-compile -c constraints.txt -e '.[cpu,dev]'
