@@ -17,16 +17,18 @@ score for the item (or for its instruction's gate). The instructions compared ar
 other instruction of either run is listed per side with why: ``excluded`` in the result): for each bootstrap
 resample, one draw of those instructions (with replacement) feeds both matrices, so what an instruction makes easy or
 hard cancels out of the difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over
-instructions instead of items). A cell is called ``B higher`` / ``B lower`` when its ``1 - alpha`` interval
-excludes 0, drawn from at least 2 / alpha resamples (``eval.scoring.compare.resamples_to_call``) over at least 2
-instructions behind the cell (``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width
-interval); else no interval or no call, "—", and the cell's ``why_no_call`` says why. Each cell is tested on its own,
+instructions instead of items). Both matrices, the point's and each resample's, are differenced at
+``COMPARED_DIGITS`` digits, as the leaderboard's means are (``compared_values``). A cell is called ``B higher`` /
+``B lower`` when its ``1 - alpha`` interval excludes 0, drawn from at least 2 / alpha resamples
+(``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
+(``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval); else no interval or no
+call, "—", and the cell's ``why_no_call`` says why. Each cell is tested on its own,
 with no correction for the number of cells: the report says how many were tested and how many calls chance alone
 would make (``eval.ranking.report.calls_line``). A cell's two-sided p-value is twice the smaller share of resampled
 differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
-(``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
-``allow_other_judge``.
+(``JUDGE_SETTINGS``, read from each folder's ``run.json``; what a server said of its weights only where both runs
+recorded it, ``WEIGHTS_SETTINGS``) are refused, naming each difference, unless ``allow_other_judge``.
 """
 
 from __future__ import annotations
@@ -42,20 +44,37 @@ import numpy as np
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
-           "JUDGE_SETTINGS"]
+           "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values"]
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
 #: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
 #: id, the prompt and its version, the verdict format and how leniently it is read, the route (chat or judge-serve),
-#: the sampling, the budget, extra request fields, and a served checkpoint's server and flags. A served name is all a
-#: URL judge tells of its weights: two checkpoints served under one name cannot be told apart. Settings of how the
-#: run went (concurrency, retries, timeouts, keys) may differ.
+#: the sampling, the budget, extra request fields, a served checkpoint's server and flags, and what the server said
+#: of the weights it served (``WEIGHTS_SETTINGS``). Settings of how the run went (concurrency, retries, timeouts,
+#: keys) may differ.
 JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge": ("config", "judge"),
                   "prompt": ("config", "prompt"), "prompt_version": ("prompt_version",),
                   "verdict_format": ("config", "verdict_format"), "lenient": ("config", "lenient"),
                   "route": ("backend",), "temperature": ("config", "temperature"),
                   "max_tokens": ("config", "max_tokens"), "extra_body": ("config", "extra_body"),
-                  "server": ("config", "server"), "server_args": ("config", "server_args")}
+                  "server": ("config", "server"), "server_args": ("config", "server_args"),
+                  "weights_fingerprint": ("weights_fingerprint",), "root": ("server_limits", "root")}
+#: The settings only some servers record: judge-serve's fingerprint of the weights files it serves (a checkpoint
+#: retrained in place keeps its path and name, not its fingerprint; ``serve.layout.weights_fingerprint``) and the
+#: checkpoint a vLLM server says it loaded (its model entry's ``root``, which ``--served-model-name`` does not hide).
+#: A difference only where both runs recorded one: a server that says nothing is no evidence either way.
+WEIGHTS_SETTINGS = ("weights_fingerprint", "root")
+#: Decimal digits the matrices (and the leaderboard's per-instruction totals and means) are compared at
+#: (``compared_values``).
+COMPARED_DIGITS = 12
+
+
+def compared_values(values: Any) -> np.ndarray:
+    """``values`` rounded to ``COMPARED_DIGITS`` digits before two runs are differenced: the same normalised scores
+    averaged in another order (two candidates whose criteria dealt them differently) differ in their last bit, and
+    such a tie would be called a difference (interval [-1e-16, -1e-16], p = 0) in every resample. The scores are
+    k / (max - min) on small integer scales: 12 digits keep every real difference."""
+    return np.round(values, COMPARED_DIGITS)
 
 
 def is_ranking_run(folder: str | Path) -> bool:
@@ -185,7 +204,8 @@ def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict
                              "judged alike cannot be checked; pass --allow-other-judge to compare them anyway")
         return {"run.json": [settings[0] is not None, settings[1] is not None]}
     differ = {name: [settings[0][name], settings[1][name]] for name in JUDGE_SETTINGS
-              if settings[0][name] != settings[1][name]}
+              if settings[0][name] != settings[1][name]
+              and (name not in WEIGHTS_SETTINGS or bool(settings[0][name] and settings[1][name]))}
     if info_a.get("judge") != info_b.get("judge"):  # bench.json's label, as run.json's name says it
         differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
     if differ and not allow_other_judge:
@@ -340,13 +360,14 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     instructions = cell_instructions(arrays[0])
     instructions_alone = [cell_instructions(a) for a in alone]
     ones = np.ones((1, len(shared)))
-    point_a, point_b = (resampled_matrices(a, ones)[0] for a in arrays)
+    point_a, point_b = (compared_values(resampled_matrices(a, ones)[0]) for a in arrays)
     delta = point_b - point_a
     shape = delta.shape
     low, high, p_value = (np.full(shape, np.nan) for _ in range(3))
     resamples = np.zeros(shape, dtype=np.int64)  # per cell, the resamples whose delta was defined
     if n_boot > 0 and len(shared) >= MIN_INSTRUCTIONS:
-        deltas = np.concatenate([resampled_matrices(arrays[1], w) - resampled_matrices(arrays[0], w)
+        deltas = np.concatenate([compared_values(resampled_matrices(arrays[1], w))
+                                 - compared_values(resampled_matrices(arrays[0], w))
                                  for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
         per_cell = np.ascontiguousarray(np.moveaxis(deltas, 0, -1))  # (rows, columns, resamples)
         for i in range(shape[0]):

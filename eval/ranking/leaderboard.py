@@ -38,9 +38,6 @@ __all__ = ["MIN_RUNS", "leaderboard", "render_leaderboard_markdown", "render_lea
 
 #: Two runs are ``compare_rankings``' paired matrix of differences; a leaderboard starts at three.
 MIN_RUNS = 3
-#: Decimal digits the per-instruction totals and the means are compared at (``leaderboard``: ties that float sums
-#: would break in their last bit).
-_DIGITS = 12
 
 
 def _check_alike(folders: list[Path], infos: list[dict[str, Any]], allow_other_judge: bool) -> tuple[str, dict, list]:
@@ -87,7 +84,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     from scipy.stats import rankdata
 
     from eval.ranking.compare import (_excluded, _f, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
-                                      is_ranking_run)
+                                      compared_values, is_ranking_run)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
     from eval.scoring.compare import resamples_to_call
 
@@ -124,10 +121,9 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
               for items, ks, b in zip(runs_items, keys, binaries)]
     # Per (instruction, candidate): the non-binary scores' total and count; the corner of a resample is their
     # weighted totals' ratio, the same pooled mean ``matrix.resampled_matrices`` gives.
-    # Rounded: a total of the same normalised scores summed in another order (the criteria dealt them differently)
-    # differs in its last bit, and a tie would rank as a win and a constant 1e-16 difference be called significant
-    # in every resample. The scores are k / (max - min) on small integer scales: 12 digits keep every real difference.
-    sums = np.round(np.column_stack([np.asarray(a.nb_sums.sum(axis=1)).ravel() for a in arrays]), _DIGITS)
+    # Rounded as two runs' matrices are (``compared_values``): a total of the same normalised scores summed in
+    # another order differs in its last bit, and a tie would rank as a win.
+    sums = compared_values(np.column_stack([np.asarray(a.nb_sums.sum(axis=1)).ravel() for a in arrays]))
     counts = np.column_stack([np.asarray(a.nb_counts.sum(axis=1)).ravel() for a in arrays])
     with np.errstate(invalid="ignore", divide="ignore"):
         per_instruction = sums / counts
@@ -140,7 +136,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     def stats(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(b, K) means and win rates for (b, n) instruction weights."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = np.round((weights @ sums) / (weights @ counts), _DIGITS)  # equal columns, equal means, bit for bit
+            means = compared_values((weights @ sums) / (weights @ counts))  # equal columns, equal means, bit for bit
             win_rates = (weights @ wins) / (weights @ rated.astype(np.float64))[:, None]
         return means, win_rates
 

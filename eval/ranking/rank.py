@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~940 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~970 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -15,12 +15,15 @@ Three stages, each resumable, all in ``--out``:
 1. **answers** (POLLUX ``src/answer.py``): the candidate answers every instruction of ``--data``: one chat
    completion, one user turn holding the instruction, ``max_tokens`` 4096 and temperature 0.7 by default (answer.py's
    defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
-   (answer.py ``strip_think_tags``). Rows go to ``answers.jsonl`` as they arrive (``judge.plumbing.journal``); a
-   rerun keeps them and asks only for failed requests and instructions whose text changed (each row keeps a
-   ``content_key`` of the instruction it answered); other candidate settings (``candidate_key``) are refused unless
-   ``--overwrite``. Answers outside a run's selection (a smaller ``--limit``, another ``--meta``) stay for the run
-   that selects them again. ``--model`` is a URL, or a checkpoint folder / hub id served for the stage by vLLM's
-   OpenAI server (``eval.judging.local_server``, as ``judge-eval run`` serves a judge).
+   (answer.py ``strip_think_tags``); content sent as a list of text parts is read joined
+   (``judge.plumbing.message_content``), and a generation the server's engine aborted (``finish_reason`` ``abort``)
+   is retried, then a failed request, never an answer cut short. Rows go to ``answers.jsonl`` as they arrive
+   (``judge.plumbing.journal``); a rerun keeps them and asks only for failed requests and instructions whose text
+   changed (each row keeps a ``content_key`` of the instruction it answered); other candidate settings
+   (``candidate_key``) are refused unless ``--overwrite``. Answers outside a run's selection (a smaller
+   ``--limit``, another ``--meta``) stay for the run that selects them again. ``--model`` is a URL, or a
+   checkpoint folder / hub id served for the stage by vLLM's OpenAI server (``eval.judging.local_server``, as
+   ``judge-eval run`` serves a judge).
 2. **verdicts** (POLLUX ``src/score.py``): every (instruction, criterion) becomes a judged item in ``items.jsonl``
    (the project's record schema; ``prompt_id`` and ``meta`` ride along) and ``judge-eval run``'s own machinery
    (``eval.judging.run.run``) judges them into the usual ``predictions.jsonl`` and ``run.json``: any judge ``judge-eval run``
@@ -52,8 +55,8 @@ evaluator").
 Before answering, the candidate's model list is asked (``eval.judging.contact.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
 note; a candidate that refuses its first requests alike, or whose requests keep failing after their retries for
-instruction after instruction (``eval.judging.breaker``), stops the ranking with its words (exit code 4; a rerun
-resumes, asking the failed instructions and those never sent).
+instruction after instruction (``eval.judging.breaker``), stops the ranking with its words (exit code 4): the
+instructions it failed are written as failed rows, and a rerun asks those never sent first, then the failed ones.
 """
 
 from __future__ import annotations
@@ -373,18 +376,27 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
     Stops as ``judge-eval run`` does (``EndpointUnusable``, exit 4): when the first requests are all refused alike
     (``FirstRefusals``), and when ``stop_after(concurrency)`` different instructions in a row still failed
-    transiently after their retries (``eval.judging.breaker.FailingStreak``): their failed rows are written, the
-    instructions not sent have none, and a rerun asks both. ``failed_before``: the prompt ids whose answer failed in
-    an earlier run, which the streak does not count (a rerun would otherwise stop on the same few instructions).
+    transiently after their retries (``eval.judging.breaker.FailingStreak``): either way their failed rows are
+    written, the instructions not sent have none, and a rerun asks those first, then the failed ones
+    (``answers_stage``). ``failed_before``: the prompt ids whose answer failed in an earlier run, which the streak
+    does not count (a rerun would otherwise stop on the same few instructions).
+
+    An answer the server's engine aborted (HTTP 200, ``finish_reason`` ``abort``: a paused engine, a fault-tolerance
+    abort) holds only the text written so far: retried as a dropped connection is, then a failed row, never an
+    answer judged on its cut text (or an empty one scored by ``--empty-answer``). Content the chat API allows but no
+    stage can read as text (``judge.plumbing.message_content.message_text``: an image part, a JSON object) is a
+    failed row too; a list of text parts is read joined.
     """
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import FirstRefusals, Refused, refusal_of, refuse_without_choice
+    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, Refused, generation_aborted, refusal_of,
+                                       refuse_without_choice)
     from eval.judging.breaker import FailingStreak, stop_after
     from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
-    from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
+    from judge.plumbing.message_content import described_content, message_text
+    from judge.plumbing.retry import RetryPolicy, retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
     # Only a run with at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a refused item: with
@@ -404,13 +416,19 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         kwargs = {"extra_body": dict(config.extra_body)} if config.extra_body else {}
         try:
             # answer.py: ``openai_messages_fn=lambda instr: [{"role": "user", "content": instr}]``.
-            return await client.chat.completions.create(
+            response = await client.chat.completions.create(
                 model=model, messages=[{"role": "user", "content": row.instruction}],
                 max_tokens=config.max_tokens, temperature=config.temperature, **kwargs)
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
             raise refusal_of(err) from err
+        # Raised here, inside the retry policy's call: an aborted generation is worth another attempt, as the judge's
+        # clients treat one (eval.judging.backends.ChatBackend.judge).
+        if response.choices and getattr(response.choices[0], "finish_reason", None) == ABORTED_FINISH:
+            raise generation_aborted(f"the candidate's engine aborted the generation for prompt_id {row.prompt_id!r} "
+                                     f"(finish_reason {ABORTED_FINISH})")
+        return response
 
     def write(result: AnswerRow, failed: bool) -> None:
         counts["request_failed" if failed else "answered"] += 1
@@ -429,8 +447,11 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 response = await policy.acall(lambda row=row: ask(row))
                 refuse_without_choice(response)
                 choice = response.choices[0]
-                text = choice.message.content if choice.message is not None else None
-                answer, cut = strip_think(text or "")
+                content = choice.message.content if choice.message is not None else None
+                text = message_text(content)
+                if text is None:  # no answer of the model's to judge: a failed row the next run asks again
+                    raise Refused(f"the candidate's message content is not text: {described_content(content)}")
+                answer, cut = strip_think(text)
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
                                    finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,
                                    instruction_key=content_key(row.instruction))
@@ -447,8 +468,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
-            for held in first.offer(refusal, result):
-                write(held, held.error is not None)
+            for held in first.offer(refusal, (result, result.error is not None)):
+                write(*held)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(config.concurrency, max(len(rows), 1)))))
@@ -456,7 +477,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         bar.close()
         await client.close()
     if first.stopped is not None:
-        raise EndpointUnusable(first.message(f"the candidate ({name})", len(rows) - queue.qsize(), len(rows)))
+        # The refused instructions as failed rows, asked after the others by the rerun (``answers_stage``): unwritten,
+        # every rerun sent the same refused instructions first and stopped at them again, never ranking the rest.
+        raise first.keep_held(write, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them with the instructions never sent
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     return counts
@@ -531,6 +554,7 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
         ResumeMismatch: ``answers.jsonl`` was asked with other candidate settings (``candidate_key``), naming each.
         ConfigError: it holds another candidate's answers.
     """
+    from eval.judging.backends import unasked_first
     from judge.plumbing.journal import rewrite_journal
     from judge.plumbing.run_folder import claim_run_folder
 
@@ -542,7 +566,11 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
                      adopt_unkeyed=True)
     written = read_answers(path)
     done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].answers(r)}
-    todo = [r for r in rows if r.prompt_id not in done]
+    failed_before = {r.prompt_id for r in rows if r.prompt_id not in done and r.prompt_id in written
+                     and written[r.prompt_id].error}
+    # Those failed before asked last: a run stopped by refused first requests wrote them as failed rows, and sent
+    # first again they would stop this run too before it asked anything new.
+    todo = unasked_first([r for r in rows if r.prompt_id not in done], lambda r: r.prompt_id in failed_before)
     counts: dict[str, Any] = {"answered": 0, "request_failed": 0}
     name = next((a.model for a in written.values() if a.error is None), "")
     if name and config.model_name and config.model_name != name:
@@ -567,7 +595,6 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
                 raise ConfigError(f"out: {path} holds answers of {name!r}, not of {label!r}; use another --out")
             name = label
             log.info("answers: %d instructions (%d already answered) from %s", len(todo), len(done), name)
-            failed_before = {r.prompt_id for r in todo if r.prompt_id in written and written[r.prompt_id].error}
             counts = asyncio.run(_answer_all(todo, config, base_url, model, name, path, api_key=key.key,
                                              failed_before=failed_before))
     # One row per instruction: this run's in data order (the failed ones kept, so the next run retries them), then
@@ -614,6 +641,7 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
         ``n_items`` (this run's), ``n_kept`` (the marked ones), ``n_no_answer``, ``n_empty_answer``.
     """
     import judge
+    from judge.plumbing.journal import rewrite_journal
 
     def items_of(row: InstructionRow) -> list:
         answer = answers[row.prompt_id].answer
@@ -639,8 +667,9 @@ def write_items(rows: Sequence[InstructionRow], answers: Mapping[Any, AnswerRow]
             for record in items_of(row) if record.id in judged]
     judge.write_jsonl([*records, *kept], path)
     if unjudged is not None:
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in left_out)
-        write_atomically(unjudged, text.encode("utf-8"))
+        # Written and read (``read_unjudged``) by the journals' rules: replaced whole, one row a line, and a line is
+        # what ends in "\n" alone, so an instruction holding U+2028 or U+0085 (written as it is) stays one row.
+        rewrite_journal(unjudged, left_out)
     return {**counts, "n_items": len(records), "n_kept": len(kept)}
 
 
@@ -671,19 +700,15 @@ def read_unjudged(path: Path) -> list[dict[str, Any]]:
     Raises:
         ValueError: a line that is not such a row, naming the file and line.
     """
-    from judge.plumbing.json_reading import unreadable_json
+    from judge.plumbing.journal import iter_journal_lines
     from eval.ranking.matrix import UNJUDGED_STATUSES
 
     if not path.is_file():
         return []
     rows = []
-    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError) as err:
-            raise ValueError(f"{path}:{k}: {unreadable_json(err)}") from None
+    # The journals' strict reader: lines end at "\n" alone. str.splitlines also ended one at U+2028, U+2029 and
+    # U+0085, which the writer leaves as they are in an instruction's text, cutting its row and blaming the file.
+    for k, row in iter_journal_lines(path):
         fields = ("prompt_id", "meta", "instruction", "reference_answer", "criteria_name", "rubrics")
         if (not isinstance(row, dict) or any(name not in row for name in fields)
                 or row.get("status") not in UNJUDGED_STATUSES or _bad_prompt_id(row["prompt_id"])

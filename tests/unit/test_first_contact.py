@@ -131,8 +131,9 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
 def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(tmp_path):
     """A judge that refuses every request with the same 400 stops `judge-eval run` after its first requests with the
     server's message (exit 4; the three refused items written as failed rows, which the next run asks last); a
-    bench candidate alike (no row). Both fit an answer budget that cannot fit
-    the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send that."""
+    rank candidate alike (its three refused instructions written as failed answers). Both fit an answer budget that
+    cannot fit the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send
+    that."""
     data = sample_records_file(tmp_path / "data.jsonl", 20)
     instructions = tmp_path / "instructions.jsonl"
     instructions.write_text("".join(json.dumps({"prompt_id": k, "instruction": f"Задание {k}", "meta": "m",
@@ -160,8 +161,9 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
                                     "ones were written as failed rows; a rerun asks the items not asked yet first, "
                                     "then these again)")
     assert console_error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
-                                      f"alike: HTTP 400: {too_long} (stopped after sending {n_ranked} of 20 requests; no "
-                                      "row was written for the refused ones, a rerun sends them again)")
+                                      f"alike: HTTP 400: {too_long} (stopped after sending {n_ranked} of 20 requests; "
+                                      "the refused ones were written as failed rows; a rerun asks the items not asked "
+                                      "yet first, then these again)")
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
             "asking for 1024 (set --max-tokens to choose)")
     assert f"note: the judge's {note}" in run_err and f"note: the candidate's {note}" in rank_err
@@ -170,8 +172,8 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     assert {b["max_tokens"] for b in judge.bodies("/v1/chat/completions")} == {1024}
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [row["error"] for row in rows] == ["request_failed"] * 3  # the three held refusals, counted; not a 4th
-    answers = tmp_path / "bench" / "answers.jsonl"
-    assert not answers.exists() or answers.read_text(encoding="utf-8") == ""
+    answers = [json.loads(line) for line in (tmp_path / "bench" / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [row["error"] for row in answers] == ["request_failed"] * 3  # the three held refusals, as the judge's
 
 
 def test_keys_and_exit_codes_are_stated_in_help_and_one_rule_serves_bench_candidate_and_judge(tmp_path):

@@ -78,3 +78,37 @@ def test_compare_tells_checkpoints_apart_and_needs_run_json(tmp_path: Path, data
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     assert f"{b}: no run.json with the judge's settings" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--n-boot", "0", "--allow-other-judge"]) == 0
+
+
+@pytest.mark.parametrize("field, a_value, b_value, said", [
+    (("weights_fingerprint",), "sha256:0a1b", "sha256:9f8e", "weights_fingerprint 'sha256:0a1b' vs 'sha256:9f8e'"),
+    (("server_limits", "root"), "/ckpt/judge-a", "/ckpt/judge-b", "root '/ckpt/judge-a' vs '/ckpt/judge-b'"),
+])  # fmt: skip
+def test_compare_tells_weights_apart_when_both_runs_recorded_them(tmp_path: Path, data: Path, capsys,
+                                                                  field: tuple[str, ...], a_value: str, b_value: str,
+                                                                  said: str) -> None:
+    """One checkpoint folder retrained in place between two ranks: same path, same served name, other weights. Each
+    run.json records what its server said of them (judge-serve's weights_fingerprint, a vLLM server's loaded root):
+    different values are refused, naming both; a run whose server said nothing (None) is no evidence of a
+    difference, so the pair is compared."""
+    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+
+    def record(folder: Path, value: str | None) -> None:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        run["config"]["judge"] = "/ckpt/judge"  # the same checkpoint folder for both
+        place = run
+        for key in field[:-1]:
+            place = place.setdefault(key, {})
+        place[field[-1]] = value
+        (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+    record(a, a_value)
+    record(b, b_value)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"the runs were judged differently ({said})" in err
+    record(b, None)
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0
+    record(b, a_value)
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0

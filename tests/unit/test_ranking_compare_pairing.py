@@ -126,3 +126,26 @@ def test_compare_says_how_many_cells_it_tested_and_that_calls_are_uncorrected(tm
             "chance") in md
     assert "Calls: 4 of the 6 cells" in render_ranking_compare_page(result)
     assert "Calls:" not in render_ranking_compare_markdown(compare_rankings(a, b, n_boot=0, allow_other_judge=True))
+
+
+def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path) -> None:
+    """Two candidates with the same three scores per instruction on a 0..10 rubric (scored s / 10), dealt to the
+    criteria in another order: A scores X1, X2, X3 = 2, 9, 1 and B 1, 9, 2 on each of three instructions. By hand:
+    X1 A 0.2, B 0.1 (delta -0.1, in every resample: B lower); X2 0.9 both; X3 A 0.1, B 0.2; mean_over_criteria
+    (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same nine scores:
+    0.4 too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs
+    0.39999999999999997), which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the
+    leaderboard's digits, the tie is one: delta 0, interval [0, 0], p 1, no difference."""
+    scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
+    a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in (1, 2, 3)
+                                             for c, s in enumerate((2, 9, 1))])
+    b = write_rank_run(tmp_path / "b", "B", [(p, "m", f"X{c + 1}", scale, float(s)) for p in (1, 2, 3)
+                                             for c, s in enumerate((1, 9, 2))])
+    result = compare_rankings(a, b, n_boot=200)
+    for column in ("m", "mean_over_meta"):
+        cell = result["cells"]["mean_over_criteria"][column]
+        assert (cell["a"], cell["b"], cell["delta"], cell["ci"], cell["p_value"], cell["verdict"]) == (
+            0.4, 0.4, 0.0, [0.0, 0.0], 1.0, "no difference"), column
+    x1 = result["cells"]["X1"]["m"]
+    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"]) == (0.2, 0.1, "B lower", 0.0)
+    assert x1["delta"] == pytest.approx(-0.1, abs=1e-15)

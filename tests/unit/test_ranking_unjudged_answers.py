@@ -230,3 +230,23 @@ def test_matrix_scores_a_failed_answer_by_the_setting() -> None:
     assert unscored.values[0, 0] == 1.0 and unscored.n[0, 0] == 1 and unscored.failed["no_answer"][0, 0] == 1
     with pytest.raises(ValueError, match="no_answer: 'judge' is not one of zero, unscored"):
         pollux_matrix(items, no_answer="judge")
+
+
+def test_an_unjudged_row_keeps_line_separators_of_its_instruction(tmp_path: Path) -> None:
+    """An instruction holding U+2028, U+2029 and U+0085 (written as they are, ensure_ascii off) and a lone surrogate
+    (what a JSON "\\ud800" escape reads as), whose answer failed: its unjudged row reads back whole, the same text.
+    Read by str.splitlines, each separator cut the row and the file was blamed ("invalid JSON")."""
+    from eval.ranking.rank import InstructionRow, ranked_items, read_unjudged, write_items
+
+    text = "Строка одна\u2028строка две\u2029абзац\u0085конец \ud800"
+    row = InstructionRow(prompt_id=7, instruction=text, reference_answer="", meta="m",
+                         criteria=(("Грамотность", "0: плохо\n\n1: хорошо"),))
+    path = tmp_path / "unjudged.jsonl"
+    counts = write_items([row], {}, tmp_path / "items.jsonl", unjudged=path)
+    assert counts == {"n_no_answer": 1, "n_empty_answer": 0, "n_items": 0, "n_kept": 0}
+    assert path.read_bytes().count(b"\n") == 1  # one row, one line
+    assert read_unjudged(path) == [{"prompt_id": 7, "meta": "m", "instruction": text, "reference_answer": "",
+                                    "criteria_name": "Грамотность", "rubrics": "0: плохо\n\n1: хорошо",
+                                    "status": "no_answer"}]
+    (item,) = ranked_items(tmp_path / "items.jsonl", tmp_path / "predictions.jsonl", unjudged=path)
+    assert (item.prompt_id, item.criteria_name, item.status, item.score) == (7, "Грамотность", "no_answer", None)

@@ -1,0 +1,143 @@
+"""judge-eval rank's answers stage: what the candidate's server answers that is not a plain final answer.
+
+The candidate is a scripted OpenAI-compatible server (``tests.support.scripted_endpoint``), the network boundary: each
+test asserts the payloads it received (which instructions were asked, in which order) and what ``answers.jsonl`` and
+the exit code say. An engine's aborted generation (vLLM's HTTP 200 with ``finish_reason`` ``abort``) is a transient
+failure as the judge's clients treat it; a run stopped by refused first requests keeps them as failed rows and its
+rerun asks the other instructions first; content sent as a list of parts is read through
+``judge.plumbing.message_content``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from eval.cli import main
+from tests.support.eval_ranking import CASES, Candidate, Judge, rank_argv, scores_by_output
+from tests.support.scripted_endpoint import chat_completion
+
+# rank_argv's own "--max-retries 0" is overridden where a test needs a retry; no wait between attempts.
+RETRY_ONCE = ("--max-retries", "1", "--backoff-s", "0")
+
+
+def _pid(body: dict) -> int:
+    return int(body["messages"][0]["content"].split(":")[0].split()[-1])
+
+
+def _asked(cand: Candidate) -> list[int]:
+    return [_pid(b) for b in cand.bodies("/v1/chat/completions")]
+
+
+def _answers(out: Path) -> dict[int, dict]:
+    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").split("\n") if line]
+    return {row["prompt_id"]: row for row in rows}
+
+
+class Scripted(Candidate):
+    """The ranking's stand-in candidate, answering instruction k with ``script(k, n)`` (n: how many times k was asked
+    before) when it gives a reply, else as ``Candidate`` does."""
+
+    def __init__(self, script):
+        self.script, self.seen = script, {}
+        super().__init__()
+
+    def _respond(self, path: str, body: dict):
+        pid = _pid(body)
+        n = self.seen[pid] = self.seen.get(pid, -1) + 1
+        reply = self.script(pid, n, body["model"])
+        return reply if reply is not None else super()._respond(path, body)
+
+
+def test_an_aborted_generation_is_asked_again_not_kept(tmp_path: Path, data: Path) -> None:
+    """Instruction 2's first generation is aborted by the engine after a few tokens (HTTP 200, finish_reason abort):
+    the request is retried and the answer kept is the whole one, never the cut text."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return (200, chat_completion("Отв", model, finish_reason="abort")) if pid == 2 and n == 0 else None
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *RETRY_ONCE)) == 0
+        asked = _asked(cand)
+    assert sorted(asked) == [1, 2, 2, 3, 4, 5, 6, 7]  # instruction 2 twice: the aborted generation, then its retry
+    row = _answers(out)[2]
+    assert (row["answer"], row["error"], row["finish_reason"]) == ("Ответ два.", None, "stop")
+
+
+def test_an_aborted_generation_after_its_retries_is_a_failed_request(tmp_path: Path, data: Path) -> None:
+    """Aborted on every attempt, instruction 2 is a failed request (exit 3, scored by --no-answer), not an answer of
+    the cut text; the rerun asks it alone and ranks it."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return (200, chat_completion("", model, finish_reason="abort")) if pid == 2 else None
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *RETRY_ONCE)) == 3
+        assert _asked(cand).count(2) == 2  # the first attempt and one retry
+    row = _answers(out)[2]
+    assert row["answer"] is None and row["error"] == "request_failed"
+    assert row["reason"] == ("GenerationAborted: the candidate's engine aborted the generation for prompt_id 2 "
+                             "(finish_reason abort)")
+    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    # Its three criteria are no_answer items (an empty answer would have been n_empty_answer, final).
+    assert result["counts"]["n_answer_failed"] == 1 and result["counts"]["n_no_answer"] == 3
+    assert result["counts"]["n_empty_answer"] == 2  # prompt 6's alone, cut inside <think>
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert _asked(cand) == [2]
+    assert _answers(out)[2]["answer"] == "Ответ два."
+
+
+def test_refused_first_instructions_are_kept_and_asked_after_the_others(tmp_path: Path, data: Path) -> None:
+    """A hosted candidate whose content filter refuses instructions 1-3 (HTTP 400, the same words): the first run
+    stops at them (exit 4) but writes them as failed rows; the rerun asks 4-7 first, ranks them, then asks 1-3
+    again, written as failed (exit 3), so the ranking gets past them instead of stopping there on every rerun."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return (400, {"error": {"message": "content filtered", "type": "invalid_request_error"}}) if pid <= 3 else None
+
+    argv = ("--concurrency", "1")  # one request at a time: the order they finish is the order they are sent
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *argv)) == 4
+        assert _asked(cand) == [1, 2, 3]
+        rows = _answers(out)
+        assert sorted(rows) == [1, 2, 3]
+        assert all(r["error"] == "request_failed" and r["reason"].startswith("Refused: HTTP 400")
+                   for r in rows.values())
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *argv)) == 3
+        assert _asked(cand) == [1, 2, 3, 4, 5, 6, 7, 1, 2, 3]
+    rows = _answers(out)
+    assert list(rows) == sorted(CASES)  # one row per instruction, in data order
+    assert [pid for pid, r in rows.items() if r["error"]] == [1, 2, 3]
+    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    assert result["counts"]["n_answer_failed"] == 3
+
+
+def test_content_parts_are_read_as_text(tmp_path: Path, data: Path) -> None:
+    """Instruction 1 answered as Mistral sends content (a thinking part, then text parts) is the text parts joined;
+    instruction 3's image part reads as no text: a failed request naming what was sent (exit 3), not a crash of
+    the stage."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        if pid not in (1, 3):
+            return None
+        reply = chat_completion("", model)
+        reply["choices"][0]["message"]["content"] = (
+            [{"type": "thinking", "thinking": [{"type": "text", "text": "план"}]},
+             {"type": "text", "text": "Ответ "}, {"type": "text", "text": "один."}] if pid == 1 else
+            [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}])
+        return 200, reply
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
+        judged = [b["messages"][0]["content"] for b in judge.bodies("/v1/chat/completions")]
+    rows = _answers(out)
+    assert rows[1]["answer"] == "Ответ один." and rows[1]["error"] is None
+    # Its three criteria judged on the joined text.
+    assert sum("### Ответ для оценки:\nОтвет один.\n\n" in prompt for prompt in judged) == 3
+    assert rows[3]["answer"] is None and rows[3]["error"] == "request_failed"
+    assert rows[3]["reason"] == "Refused: the candidate's message content is not text: a list of parts (image_url)"
