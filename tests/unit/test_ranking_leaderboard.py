@@ -122,4 +122,7 @@ def test_equal_means_summed_in_another_order_tie(tmp_path: Path) -> None:
     runs = [run("A", (1, 0, 2, 0, 3, 3)), run("B", (2, 3, 1, 0, 3, 0)), run("C", (3, 3, 2, 1, 0, 0))]
     result = leaderboard(runs, n_boot=200)
     assert [(m["rank"], m["mean"], m["win_rate"]) for m in result["models"]] == [(1, 0.5, 0.5)] * 3
-    assert [(p["delta"], p["win_rate_b"], p["verdict"]) for p in result["pairs"]] == [(0.0, 0.5, "no difference")] * 3
+    # Every resampled difference is 0, on both sides of the two-sided test: p = 2·min(1, 1) capped at 1, never 0
+    # (a strict-sign count would find no resample on either side and call the tie p = 0).
+    assert [(p["delta"], p["win_rate_b"], p["verdict"], p["p_value"]) for p in result["pairs"]] == \
+        [(0.0, 0.5, "no difference", 1.0)] * 3
