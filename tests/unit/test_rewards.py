@@ -106,6 +106,7 @@ def test_gate_on_a_flag_best_at_its_top_follows_the_contract():
     [
         (0.03, False),  # a Critical flag (best at 0): 0.03 is nearest 0, no violation; value 0.97
         (0.49, False),  # value 0.51: still nearer the best level
+        (0.5, False),   # value 0.5: halfway, read as the best level ("0.5 or more"), the gate stays open
         (0.7, True),    # value 0.3: nearest the violation, the gate closes
         (1.0, True),
     ],
