@@ -17,8 +17,8 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~550 lines: both formats' rendering and parsing, the rules every training step applies to an
-integer answer (``bare_answer``, ``has_think_tag``) and the reading of an output the length limit cut
+Why one module of ~600 lines: both formats' rendering and parsing, the rules every training step applies to an
+answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``) and the reading of an output the length limit cut
 (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
 twice and could drift apart.
 """
@@ -49,6 +49,7 @@ __all__ = [
     "VerdictReader",
     "parse_pollux_result",
     "bare_answer",
+    "bare_tagged_answer",
     "has_think_tag",
     "read_served_verdict",
 ]
@@ -309,6 +310,34 @@ def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
         # (a server that returns the reasoning apart and leaves the same block in the content repeats one trace)
         answer = answer[close.end():]
     return _BARE_INTEGER.fullmatch(answer.strip()) is not None
+
+
+#: Any spelling of a tag the parser reads (``_TAG``: any case, spaces inside the brackets) or a reasoning tag: inside
+#: a tagged verdict's feedback, one is a second block, a quoted verdict or a reasoning the judge was never trained to
+#: write there (build-data drops a rationale holding ``[RESULT]``, ``[END]`` or a ``<think>``: ``tags_in_feedback``).
+_ANY_TAG = re.compile(r"\[\s*(?:FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
+_BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?\d+\s*\[END\]")
+
+
+def bare_tagged_answer(text: str | None) -> bool:
+    """Whether a tagged answer is one ``[FEEDBACK] <rationale> [RESULT] <integer> [END]`` and nothing else,
+    whitespace around it allowed: the tagged counterpart of :func:`bare_answer`.
+
+    ``parse_verdict`` reads the final ``[RESULT] ... [END]`` and tolerates text before ``[FEEDBACK]`` or after
+    ``[END]``, as serving must: "[FEEDBACK] ... [RESULT] 2 [END] а вообще 0" reads as 2, and so does "Думаю: [RESULT]
+    0. [FEEDBACK] ... [RESULT] 2 [END]". As an answer to train towards only the block build-data's targets are
+    (``render_target``, ended by the end of the turn) is sure to be the verdict its rationale reached: the tags as
+    rendered, an integer score, and a rationale holding no tag of its own (a second ``[FEEDBACK]`` opens a second
+    block, as a second ``<think>`` does in the integer format). GRPO's ``format_reward`` (``train.grpo_rewards``) pays
+    only such an answer in the tagged format; the parser itself is unchanged.
+    """
+    answer = (text or "").strip()
+    if not answer.startswith("[FEEDBACK]"):
+        return False
+    result_at = answer.find("[RESULT]")
+    if result_at < 0 or _ANY_TAG.search(answer, len("[FEEDBACK]"), result_at):
+        return False
+    return _BARE_TAGGED_TAIL.fullmatch(answer, result_at) is not None
 
 
 def has_think_tag(text: str) -> bool:

@@ -450,6 +450,11 @@ class GRPORecipeConfig(TrainConfig):
     vllm_gpu_memory_utilization: float = option(
         0.3, "colocate mode: the share of each GPU's memory vLLM takes, in (0, 1] (trl's default 0.3)."
     )
+    min_russian_share: float = option(
+        0.5,
+        "Not applied by grpo: its rows are prompts, with no rationale whose Cyrillic share it would check, and the "
+        "rewards do not check the policy's language; any other value than the default is refused.",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -474,6 +479,16 @@ class GRPORecipeConfig(TrainConfig):
         if any(not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w)
                for w in self.rewards.values()):
             raise ConfigError(f"rewards: weights must be finite numbers, got {self.rewards}")
+        # A negative weight pays the policy for moving away from the experts (or from parseable verdicts); with no
+        # weight above 0 every reward of a group is 0, so every advantage is 0 and the run exports its base unchanged
+        # under a GRPO model card.
+        negative = next(((name, w) for name, w in self.rewards.items() if w < 0), None)
+        if negative is not None:
+            raise ConfigError(f"rewards: {negative[0]} has weight {negative[1]}; a weight must not be negative (it "
+                              "would train the judge away from what the reward pays for)")
+        if not any(w > 0 for w in self.rewards.values()):
+            raise ConfigError(f"rewards: no weight is above 0 in {self.rewards}: every advantage would be 0 and the "
+                              "run would export its base unchanged; give at least one reward a positive weight")
         # Under skip a tied item's agreement is None: with no weighted format reward every reward of its group is None
         # (or 0), its advantages are 0, and each batch trl warns that all reward functions returned None.
         if self.no_unique_mode == "skip" and not self.rewards.get("format_reward"):
@@ -501,6 +516,12 @@ class GRPORecipeConfig(TrainConfig):
         if self.eval_fraction or self.eval_data:
             raise ConfigError("the grpo recipe takes no validation set (eval_fraction 0, no eval_data): score the "
                               "export with judge-eval")
+        # Nothing in the recipe reads it (the rows are prompts, the rewards leave the language unchecked): accepted,
+        # a run asked to keep the policy's reasoning Russian would get no check at all.
+        default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "min_russian_share")
+        if self.min_russian_share != default:
+            raise ConfigError(f"min_russian_share {self.min_russian_share}: the grpo recipe does not apply it (its rows "
+                              f"are prompts, and no reward checks the policy's language); leave it at {default}")
         if self.max_completion_length <= 0 or self.max_completion_length >= self.max_length:
             raise ConfigError(f"max_completion_length must be positive and below max_length {self.max_length}, got "
                               f"{self.max_completion_length}")

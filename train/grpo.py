@@ -22,13 +22,15 @@ The data rules are the other recipes': rows in the released POLLUX benchmark's s
 (``train.build_data.load_training_records``) and Zero-Shot items are refused, dropped or allowed by ``zero_shot``
 (``train.build_data.zero_shot_records``, the rule every judge-train stage applies). An item whose text holds a
 special-token string (an answer that writes ``<|im_end|>``) is dropped and counted (:func:`screen_prompts`): trl
-would tokenize it as a control token, judge-serve sends it as text. trl trains on whole steps of
+would tokenize it as a control token, judge-serve sends it as text. A record rendering the prompt of an earlier one is
+dropped as ``duplicate_prompt`` (the traces stage's rows hold an item once per kept trace); one judged by another
+panel of experts adds that panel's scores to the earlier one's reference. trl trains on whole steps of
 prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before anything loads, and the
 prompts an epoch leaves over are logged and recorded in run.json. A base model that is a judge-train export is held
 to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less completion room than it was
 trained with is a warning.
 
-Why one module of ~570 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~610 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -76,14 +78,18 @@ class GRPOReport(BuildReport):
     """
 
     n_expert_scores: int = 0
+    #: Records dropped as ``duplicate_prompt`` whose experts' scores differed from the kept record's: their panel's
+    #: scores were pooled into its reference.
+    n_pooled_panels: int = 0
 
     def summary(self) -> str:
         reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
+        pooled = f" ({self.n_pooled_panels} other panels' scores pooled)" if self.n_pooled_panels else ""
         return (f"{self.n_records} items ({self.n_expert_scores} expert scores) -> {self.n_rows} prompts kept; "
-                f"dropped {sum(self.dropped.values())} items: {reasons}")
+                f"dropped {sum(self.dropped.values())} items: {reasons}{pooled}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "n_expert_scores": self.n_expert_scores}
+        return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels}
 
 
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
@@ -102,7 +108,10 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
         ``verdict_format``, ``scale_levels``, ``scale_best``, ``expert_scores`` and ``reference_scores``. The report
         counts items (:class:`GRPOReport`); dropped items are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
-        it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``.
+        it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``,
+        ``duplicate_prompt`` (a record rendering the prompt of an earlier one: the traces stage's rows hold an item
+        once per kept trace; the first is kept, and the scores of a copy judged by another panel join its
+        reference's panel, counted as ``n_pooled_panels``).
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
@@ -114,8 +123,28 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     report.dropped["zero_shot"] += len(held_out)
     report.zero_shot_ids = [record.id for record in held_out[:20]]
     rows = []
+    # One row per rendered prompt: the traces stage's rows (traces.jsonl, the SFT step's data) hold an item once per
+    # kept trace, and each copy would be drawn as a prompt of its own, an item the teacher agreed on often weighing
+    # as many times. Copies carry one panel's scores again and are dropped; records of one prompt judged by other
+    # panels (two answer models writing the same text to one instruction) pool their panels' scores, since the
+    # reference would otherwise depend on the rows' order.
+    # prompt -> its first record, the scores of each distinct panel (as given), and those panels sorted (a panel in
+    # another order is the same panel).
+    panels_of_prompt: dict[str, tuple[judge.JudgeRecord, list[float], set[tuple[float, ...]]]] = {}
     for record in kept:
-        reason, row = _row(record, [float(s) for s in record.expert_scores], no_unique_mode, verdict_format)
+        prompt = judge.render_prompt(record)
+        scores = [float(s) for s in record.expert_scores]
+        group = panels_of_prompt.get(prompt)
+        if group is None:
+            panels_of_prompt[prompt] = (record, scores, {tuple(sorted(scores))})
+            continue
+        report.dropped["duplicate_prompt"] += 1
+        if tuple(sorted(scores)) not in group[2]:
+            group[2].add(tuple(sorted(scores)))
+            group[1].extend(scores)
+            report.n_pooled_panels += 1
+    for prompt, (record, scores, _) in panels_of_prompt.items():
+        reason, row = _row(record, prompt, scores, no_unique_mode, verdict_format)
         if reason is not None:
             report.dropped[reason] += 1
             continue
@@ -126,7 +155,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     return rows, report
 
 
-def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
+def _row(record: judge.JudgeRecord, prompt: str, scores: list[float], no_unique_mode: str,
          verdict_format: str) -> tuple[str | None, dict[str, Any] | None]:  # fmt: skip
     try:
         scale = judge.oriented_scale(record.criteria_name, record.rubrics)
@@ -142,7 +171,7 @@ def _row(record: judge.JudgeRecord, scores: list[float], no_unique_mode: str,
         if no_unique_mode == "drop":
             return "no_unique_mode", None
         modes = modes if no_unique_mode == "nearest" else []
-    return None, {"id": record.id, "prompt": judge.render_prompt(record), "verdict_format": verdict_format,
+    return None, {"id": record.id, "prompt": prompt, "verdict_format": verdict_format,
                   "scale_levels": list(scale.levels), "scale_best": scale.best, "expert_scores": scores,
                   "reference_scores": modes}  # fmt: skip
 

@@ -42,8 +42,8 @@ from typing import Any
 
 from judge.rewards import prompt_opens_reasoning
 from judge.scales import Scale
-from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, cut_short, has_think_tag,
-                            parse_judge_output)
+from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer, cut_short,
+                            has_think_tag, parse_judge_output)
 
 __all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
            "gives_reasons", "CUT"]
@@ -137,12 +137,16 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
 
 
 def _answers_as_trained(verdict_format: str, text: str, verdict: Verdict) -> bool:
-    """Whether an integer-format completion ends as the traces the two steps before GRPO trained on do: one
+    """Whether a completion is an answer of the form the steps before GRPO trained on. Integer format: one
     reasoning block, then a bare integer (``judge.verdicts.bare_answer``: "Оценка 1 из 2" reads as 2 whatever the
-    reasoning reached), no ``<think>`` inside the reasoning (``judge.verdicts.has_think_tag``). The traces stage
-    and the integer-format rows drop any other answer; rewarded here as well-formed, it would let RL drift from the
-    format SFT taught. A tagged verdict has its own closing tags and passes."""
-    return verdict_format != VerdictFormat.INTEGER or (bare_answer(text) and not has_think_tag(verdict.feedback or ""))
+    reasoning reached), no ``<think>`` inside the reasoning (``judge.verdicts.has_think_tag``); the traces stage
+    and the integer-format rows drop any other answer. Tagged format: one ``[FEEDBACK] ... [RESULT] n [END]`` with
+    only whitespace around it (``judge.verdicts.bare_tagged_answer``: the parser reads "[FEEDBACK] ... [RESULT] 2
+    [END] а вообще 0" as 2), as build-data's targets are. Rewarded here as well-formed, any other answer would let
+    RL drift from the format SFT taught; its verdict is still read as judge-serve reads it, for agreement."""
+    if verdict_format == VerdictFormat.INTEGER:
+        return bare_answer(text) and not has_think_tag(verdict.feedback or "")
+    return bare_tagged_answer(text)
 
 
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
@@ -151,18 +155,21 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
                   end_token_ids: Collection[int] | None = None, **_: Any) -> list[float]:  # fmt: skip
     """1.0 for a verdict that parses, is one of the rubric's levels, gives its reasons (a reasoning, or
     ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`) and, in the integer
-    format, answers with a bare integer after one reasoning block (:func:`_answers_as_trained`), else 0.0. A
+    format, answers with a bare integer after one reasoning block, or, in the tagged format, is one ``[FEEDBACK]
+    ... [RESULT] n [END]`` block with only whitespace around it (:func:`_answers_as_trained`), else 0.0. A
     bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
     rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
-    ``agreement_reward``). Nor is ``<think>…</think>Оценка 1 из 2``, read as 2. The reasoning's language is not
+    ``agreement_reward``). Nor is ``<think>…</think>Оценка 1 из 2``, read as 2, or ``[FEEDBACK] … [RESULT] 2 [END]
+    а вообще 0``. The reasoning's language is not
     checked here (the integer-format rows' ``min_russian_share`` is): ``verdicts/`` metrics do not show a drift
     to another language.
 
     Also logs, per generation batch, the share of completions whose verdict failed to parse
     (``verdicts/failed_share``), the share that parsed to a number off the scale (``verdicts/out_of_scale_share``)
     or between two of its levels (``verdicts/between_levels_share``), the share of scored verdicts without
-    reasons (``verdicts/no_reasoning_share``), and the share of scored integer verdicts with reasons whose answer
-    is not a bare integer after one reasoning block (``verdicts/answer_not_bare_share``).
+    reasons (``verdicts/no_reasoning_share``), and the share of scored verdicts with reasons whose answer is not
+    of the trained form (``verdicts/answer_not_bare_share``: integer, not a bare integer after one reasoning block;
+    tagged, text around the one ``[FEEDBACK] ... [END]`` block, or more than one block).
 
     Args:
         completions: the generated texts; ``verdict_format``, ``scale_levels`` and ``scale_best`` are dataset

@@ -35,7 +35,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
-           "is_whole_last_line", "json_utf8", "log_torn_tail",
+           "is_whole_last_line", "json_utf8", "loads_without_repeats", "log_torn_tail", "RepeatedKeyError",
            "read_journal", "read_jsonl", "open_journal", "rewrite_journal"]
 
 log = logging.getLogger("judge.plumbing.journal")
@@ -97,7 +97,7 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
             if not line.endswith(b"\n"):  # after the last newline: a whole row, a cut write, or only whitespace
                 try:
                     row = _whole_row(line)
-                except _RepeatedKey as err:
+                except RepeatedKeyError as err:
                     raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
                 if row is not None:
                     yield number, row
@@ -110,8 +110,8 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
             if not line.strip():
                 continue
             try:
-                row = json.loads(line, object_pairs_hook=_object_without_repeats)
-            except _RepeatedKey as err:
+                row = loads_without_repeats(line)
+            except RepeatedKeyError as err:
                 raise JournalError(f"{path}:{number}: field {err.key!r} is given twice in the row") from None
             except UnicodeDecodeError as err:
                 raise JournalError(f"{path}:{number}: not a JSON line ({err}); only a last line without its newline "
@@ -126,10 +126,22 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
             yield number, row
 
 
-class _RepeatedKey(ValueError):
+class RepeatedKeyError(ValueError):
+    """A JSON object that gives a key twice (:func:`loads_without_repeats`); ``key`` is the key, of the row or of an
+    object inside it (the hook cannot tell which)."""
+
     def __init__(self, key: str):
         super().__init__(key)
         self.key = key
+
+
+def loads_without_repeats(data: str | bytes) -> Any:
+    """``json.loads`` refusing a key given twice in any object of ``data``.
+
+    Raises:
+        RepeatedKeyError: naming the key; ``json.JSONDecodeError`` and ``json.loads``' other errors as it raises them.
+    """
+    return json.loads(data, object_pairs_hook=_object_without_repeats)
 
 
 def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -141,7 +153,7 @@ def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _RepeatedKey(key)
+                raise RepeatedKeyError(key)
             seen.add(key)
     return row
 
@@ -254,13 +266,13 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
     row as it was written. The one rule for ``iter_journal`` and ``JournalWriter.append``.
 
     Raises:
-        _RepeatedKey: a whole object that gives a key twice.
+        RepeatedKeyError: a whole object that gives a key twice.
     """
     if not data.strip():
         return None
     try:
-        row = json.loads(data, object_pairs_hook=_object_without_repeats)
-    except _RepeatedKey:
+        row = loads_without_repeats(data)
+    except RepeatedKeyError:
         raise  # whole, but no row: its reader says so
     except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to read is taken for a cut
         return None
@@ -274,7 +286,7 @@ def is_whole_last_line(data: bytes) -> bool:
     to keep the row every other reader keeps."""
     try:
         return _whole_row(data) is not None
-    except _RepeatedKey:
+    except RepeatedKeyError:
         return True
 
 
@@ -309,7 +321,7 @@ def _end_cleanly(handle: Any, path: Path, *, say: bool = True) -> str | None:
     tail = handle.read(size - start)
     try:
         whole = _whole_row(tail) is not None
-    except _RepeatedKey:
+    except RepeatedKeyError:
         whole = True  # a whole object, kept for iter_journal to refuse by name
     if whole:
         # Every reader reads it as a row: kept, and ended, so the next row does not run into it.

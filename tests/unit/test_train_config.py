@@ -648,8 +648,10 @@ def test_bad_numbers_stop_judge_train_before_the_run_folder(tmp_path, capsys, ya
     """`judge-train --config` with `learning_rate: .nan` built the model and wrote run.json, run.lock and
     base-model/ before torch refused it (exit 1): now exit 2 naming the field, and no run folder."""
     text = (REPO / "configs/train/tiny/seq2seq.yaml").read_text(encoding="utf-8")
+    key = yaml_line.split(":")[0]
+    kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith(f"{key}:"))  # given once
     path = tmp_path / "bad.yaml"
-    path.write_text(f"{text}\n{yaml_line}\n", encoding="utf-8")
+    path.write_text(f"{kept}\n{yaml_line}\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value) == message
@@ -674,6 +676,18 @@ def test_max_steps_minus_one_and_save_total_limit_zero_still_load():
         ({"vllm_server_port": 70000}, "vllm_server_port must be in (0, 65535], got 70000"),
         ({"vllm_server_tensor_parallel_size": 0}, "vllm_server_tensor_parallel_size must be positive, got 0"),
         ({"rewards": '{"format_reward": NaN}'}, "rewards: weights must be finite numbers, got {'format_reward': nan}"),
+        # every weight 0: every reward of a group 0, every advantage 0, the base exported unchanged as a GRPO judge
+        ({"rewards": '{"format_reward": 0.0, "agreement_reward": 0.0}'},
+         "rewards: no weight is above 0 in {'format_reward': 0.0, 'agreement_reward': 0.0}: every advantage would be "
+         "0 and the run would export its base unchanged; give at least one reward a positive weight"),
+        # a negative weight, even beside a positive one: it pays for moving away from the experts
+        ({"rewards": '{"format_reward": 1.0, "agreement_reward": -1.0}'},
+         "rewards: agreement_reward has weight -1.0; a weight must not be negative (it would train the judge away "
+         "from what the reward pays for)"),
+        # nothing in the recipe reads it: a run asked to keep the reasoning Russian would get no check
+        ({"min_russian_share": 0.9},
+         "min_russian_share 0.9: the grpo recipe does not apply it (its rows are prompts, and no reward checks the "
+         "policy's language); leave it at 0.5"),
     ],
 )
 def test_grpo_numbers_are_checked_when_the_config_loads(overrides, message):
@@ -681,3 +695,21 @@ def test_grpo_numbers_are_checked_when_the_config_loads(overrides, message):
     with pytest.raises(ConfigError) as info:
         load_config(REPO / "configs/train/tiny/grpo.yaml", overrides)
     assert str(info.value) == message
+
+
+def test_grpo_weights_that_can_train_still_load():
+    """One reward weighted 0 beside a positive one is a reward left out, not a run that cannot train; the default
+    min_russian_share, which the recipe does not read, loads as it always did."""
+    config = load_config(REPO / "configs/train/tiny/grpo.yaml",
+                         {"rewards": '{"format_reward": 0.0, "agreement_reward": 1.0}'})
+    assert config.rewards == {"format_reward": 0.0, "agreement_reward": 1.0} and config.min_russian_share == 0.5
+
+
+def test_judge_train_grpo_help_says_min_russian_share_is_not_applied(capsys):
+    """`judge-train grpo --help` promised a filter of rationales the recipe never had."""
+    from train.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["grpo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--min-russian-share FLOAT Not applied by grpo" in out and "rationales below it are dropped" not in out

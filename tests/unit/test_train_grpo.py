@@ -32,8 +32,11 @@ RUBRIC = "0: Ответ неверный.\n\n1: Ответ частично ве
 NEGATIVE_RUBRIC = "-1: Хуже эталона.\n\n0: Как эталон.\n\n1: Лучше эталона."
 
 
-def record(rid: str, scores, *, criterion: str = "Грамотность", rubrics: str = RUBRIC, task_type: str = "Editing"):
-    return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer="Четыре.", criteria_name=criterion,
+def record(rid: str, scores, *, criterion: str = "Грамотность", rubrics: str = RUBRIC, task_type: str = "Editing",
+           answer: str = "Четыре."):
+    """An item; items of one test that differ in their scores differ in their ``answer`` too: one prompt is one item
+    (``grpo_rows`` keeps one row per prompt and refuses two sets of scores for it)."""
+    return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer=answer, criteria_name=criterion,
                              rubrics=rubrics, expert_scores=tuple(scores), task_type=task_type)
 
 
@@ -109,7 +112,7 @@ def test_a_critical_criterion_is_rewarded_on_its_own_scale():
 def test_items_without_a_unique_mode_follow_the_named_rule():
     """Experts 0, 2 tie: 'drop' leaves the item out and counts it; 'nearest' rewards the closer tied mode (verdict 1:
     max(1 - 1/2, 1 - 1/2) = 0.5; verdict 2: 1); 'skip' keeps the item for the format reward, agreement None."""
-    items = [record("tie", [0, 2]), record("unique", [1, 1, 2])]
+    items = [record("tie", [0, 2]), record("unique", [1, 1, 2], answer="4.")]
     rows, report = grpo.grpo_rows(items, no_unique_mode="drop")
     assert [row["id"] for row in rows] == ["unique"] and dict(report.dropped) == {"no_unique_mode": 1}
 
@@ -157,13 +160,28 @@ def test_the_format_reward_pays_only_for_answers_the_trace_steps_train_on():
     assert [bare_answer(c) for c in completions] == [True, False, False, False, False]
 
 
+def test_a_tagged_verdict_is_well_formed_only_as_the_one_block_build_data_trains():
+    """The tagged counterpart of the integer format's bare answer (judge.verdicts.bare_tagged_answer): text after
+    [END] or before [FEEDBACK], or a second block, earns no format reward; the verdict judge-serve's parser reads
+    still earns its agreement (experts' 2: verdict 2 -> 1, the final block's 0 -> 1 - 2/2 = 0). Of the 4 scored
+    verdicts with reasons, 3 are not of the trained form: answer_not_bare_share 3/4."""
+    rows, _ = grpo.grpo_rows([record("r", [2])], verdict_format="tagged")
+    completions = ["[FEEDBACK] Ответ верный полностью. [RESULT] 2 [END]",
+                   "[FEEDBACK] Ответ верный полностью. [RESULT] 2 [END] а вообще 0",
+                   "Думаю: [RESULT] 0. [FEEDBACK] Ответ верный полностью. [RESULT] 2 [END]",
+                   "[FEEDBACK] Ответ верный полностью. [RESULT] 2 [END][FEEDBACK] Нет, неверно. [RESULT] 0 [END]"]
+    formats, agreements, logged = rewards_for(rows * 4, completions)
+    assert formats == [1.0, 0.0, 0.0, 0.0] and agreements == [1.0, 1.0, 1.0, 0.0]
+    assert dict(logged)["verdicts/answer_not_bare_share"] == pytest.approx(3 / 4)
+
+
 def test_the_agreement_reward_alone_counts_failed_verdicts():
     """A config may name agreement_reward alone (rewards: {agreement_reward: 1.0}); its failed verdicts are still
     logged as verdicts/failed_share, the name format_reward logs them under: here 2 of 4 (a cut reasoning, no
     answer), also for an item with no reference (agreement None)."""
     config = load_config(TINY_GRPO, {"rewards": {"agreement_reward": 1.0}})
     assert list(config.rewards) == ["agreement_reward"]
-    rows, _ = grpo.grpo_rows([record("r", [2]), record("tie", [0, 2])], no_unique_mode="skip")
+    rows, _ = grpo.grpo_rows([record("r", [2]), record("tie", [0, 2], answer="4.")], no_unique_mode="skip")
     rows = [rows[0]] * 3 + [rows[1]]
     columns = {key: [row[key] for row in rows] for key in rows[0] if key != "prompt"}
     logged: list[tuple] = []
@@ -195,14 +213,59 @@ def test_zero_shot_items_are_refused_or_dropped_and_bad_labels_counted():
     # The Zero-Shot item has an instruction of its own: an instruction's rows share one split (judge.splits_of).
     zero_shot = dataclasses.replace(record("zs", [1], task_type="Code modification"),
                                     instruction="Перепиши функцию на Python без рекурсии.")
-    items = [record("std", [2]), zero_shot, record("off", [3]), record("noscale", [1], rubrics="Оцените ответ."),
-             record("between", [1.5, 2])]
+    items = [record("std", [2]), zero_shot, record("off", [3], answer="4."),
+             record("noscale", [1], rubrics="Оцените ответ."), record("between", [1.5, 2], answer="Четыре!")]
     with pytest.raises(judge.LeakageError, match="zs"):
         grpo.grpo_rows(items)
     rows, report = grpo.grpo_rows(items, zero_shot="drop")
     assert [row["id"] for row in rows] == ["std"]
     assert dict(report.dropped) == {"zero_shot": 1, "score_out_of_scale": 1, "no_scale": 1, "score_not_a_level": 1}
     assert report.zero_shot_ids == ["zs"] and (report.n_records, report.n_verdicts, report.n_rows) == (5, 5, 1)
+
+
+def _write_traces(path: Path, rows: list[dict]) -> list[judge.JudgeRecord]:
+    """Rows as the traces stage writes traces.jsonl (one per kept trace, an item's fields on each), read back by
+    judge-train's loader: the data of the SFT step before GRPO."""
+    from train.build_data import load_training_records
+
+    item = {"instruction": "Сколько будет два плюс два?", "answer": "Четыре.", "criteria_name": "Грамотность",
+            "rubrics": RUBRIC, "task_type": "Editing"}
+    path.write_text("".join(json.dumps({**item, **row}, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return load_training_records(str(path))
+
+
+def test_one_prompt_per_item_when_given_the_traces_of_the_sft_step(tmp_path):
+    """traces.jsonl holds an item once per kept trace: 4 traces of item1 and 1 of item2 are 2 prompts, not 5 (each
+    copy would be drawn as a prompt of its own, the item the teacher agreed on most weighing 4 times). The first
+    row of a prompt is kept; the other 3 are counted as duplicate_prompt, so 2 + 3 = 5 rows read."""
+    traces = [{"id": f"item1#{k}", "item_id": "item1", "expert_scores": [2], "reasoning": f"Рассуждение {k}: верно.",
+               "reasoning_score": 2} for k in range(4)]
+    traces.append({"id": "item2#0", "item_id": "item2", "answer": "Пять.", "expert_scores": [0],
+                   "reasoning": "Ответ неверный совсем.", "reasoning_score": 0})
+    rows, report = grpo.grpo_rows(_write_traces(tmp_path / "traces.jsonl", traces))
+    assert [row["id"] for row in rows] == ["item1#0", "item2#0"]
+    assert dict(report.dropped) == {"duplicate_prompt": 3} and (report.n_records, report.n_rows) == (5, 2)
+    assert report.summary() == ("5 items (5 expert scores) -> 2 prompts kept; dropped 3 items: "
+                                "duplicate_prompt=3")
+
+
+def test_one_prompt_judged_by_two_panels_pools_their_scores(tmp_path):
+    """Two records of one prompt (two answer models writing the same text to one instruction) judged by other panels:
+    the reference must not depend on the rows' order, so the second panel's scores join the first's. By hand:
+    a [2, 1] and c [1, 1] pool to [1, 1, 1, 2], mode 1 (alone, a's panel has no unique mode); b [1, 2] is a's panel
+    in another order, a copy, and adds nothing. Two rows dropped as duplicate_prompt, one of them pooled."""
+    rows = [{"id": "a", "expert_scores": [2, 1]}, {"id": "b", "expert_scores": [1, 2]},
+            {"id": "c", "expert_scores": [1, 1]}]
+    kept, report = grpo.grpo_rows(_write_traces(tmp_path / "items.jsonl", rows))
+    assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
+        [("a", [2.0, 1.0, 1.0, 1.0], [1.0])]
+    assert dict(report.dropped) == {"duplicate_prompt": 2} and report.n_pooled_panels == 1
+    assert report.summary() == ("3 items (6 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
+                                "(1 other panels' scores pooled)")
+    assert report.to_dict()["n_pooled_panels"] == 1
+    # In the other order the reference is the same.
+    kept, _ = grpo.grpo_rows(_write_traces(tmp_path / "items2.jsonl", rows[::-1]))
+    assert [(row["id"], row["reference_scores"]) for row in kept] == [("c", [1.0])]
 
 
 def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenizer):
@@ -496,8 +559,8 @@ def test_the_data_report_counts_items_in_every_field_the_log_and_run_json_read(c
     kept; zs (zero_shot), off (3 on 0..2), noscale, between (1.5) dropped: 1 + 4 = 5 items, 1+1+1+1+2 = 6 scores."""
     zero_shot = dataclasses.replace(record("zs", [1], task_type="Code modification"),
                                     instruction="Перепиши функцию на Python без рекурсии.")
-    items = [record("std", [2]), zero_shot, record("off", [3]), record("noscale", [1], rubrics="Оцените ответ."),
-             record("between", [1.5, 2])]
+    items = [record("std", [2]), zero_shot, record("off", [3], answer="4."),
+             record("noscale", [1], rubrics="Оцените ответ."), record("between", [1.5, 2], answer="Четыре!")]
     with caplog.at_level("INFO", logger="train.grpo"):
         _, report = grpo.grpo_rows(items, zero_shot="drop")
     assert report.n_rows + sum(report.dropped.values()) == report.n_verdicts == report.n_records == 5

@@ -168,3 +168,42 @@ RATIONALES = [
 def test_parse_rationale(text, expected):
     """The regression judge's rationale is read between [FEEDBACK] and [END] (or [RESULT])."""
     assert judge.parse_rationale(text) == expected
+
+
+#: (text, bare_tagged_answer, the score parse_verdict reads): the parser's tolerance stays (serving reads all of
+#: these); only one block with whitespace around it is the answer build-data's targets (render_target) train.
+BARE_TAGGED = [
+    ("[FEEDBACK] Ответ верный полностью. [RESULT] 2 [END]", True, 2.0),
+    ("\n  [FEEDBACK]\nОтвет верный.\n[RESULT]\n-1\n[END]\n ", True, -1.0),
+    # text after [END]: the parser reads 2, the "0" after it is no part of the verdict yet a second answer
+    ("[FEEDBACK] Ответ верный полностью. [RESULT] 2 [END] а вообще 0", False, 2.0),
+    # text before [FEEDBACK], holding a verdict of its own
+    ("Думаю: [RESULT] 0. [FEEDBACK] Ответ верный полностью. [RESULT] 2 [END]", False, 2.0),
+    # two blocks: the parser reads the final one
+    ("[FEEDBACK] Верно. [RESULT] 2 [END][FEEDBACK] Нет, неверно. [RESULT] 0 [END]", False, 0.0),
+    # a tag inside the rationale, in any spelling the parser reads, or a reasoning tag (build-data's
+    # tags_in_feedback)
+    ("[FEEDBACK] Сначала [feedback] потом. [RESULT] 2 [END]", False, 2.0),
+    ("[FEEDBACK] Модель написала «[ result ] 0», но это не так. [RESULT] 2 [END]", False, 2.0),
+    ("[FEEDBACK] Ответ <think>верный</think> полностью. [RESULT] 2 [END]", False, 2.0),
+    # a think block before the verdict: text before [FEEDBACK]
+    ("<think>Подумаю.</think>[FEEDBACK] Верно. [RESULT] 2 [END]", False, 2.0),
+    # tags or a score not as render_target writes them
+    ("**[FEEDBACK]** Неплохо. **[RESULT]** 1 **[END]**", False, 1.0),
+    ("[FEEDBACK] Неплохо. [RESULT] **1** [END]", False, 1.0),
+    ("[FEEDBACK] Средне. [RESULT] 1.5 [END]", False, 1.5),
+]
+
+
+@pytest.mark.parametrize("text, bare, score", BARE_TAGGED, ids=[case[0][:40] for case in BARE_TAGGED])
+def test_a_bare_tagged_answer_is_one_block_with_only_whitespace_around(text, bare, score):
+    from judge.verdicts import bare_tagged_answer
+
+    assert bare_tagged_answer(text) is bare
+    assert parse_verdict(text, ZERO_TO_TWO).score == score  # the parser, serve's and eval's, reads them as before
+
+
+def test_no_answer_is_a_bare_tagged_one():
+    from judge.verdicts import bare_tagged_answer
+
+    assert [bare_tagged_answer(text) for text in (None, "", "  ", "[FEEDBACK] Верно. [RESULT] 2")] == [False] * 4

@@ -33,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.journal import JournalWriter, open_journal, rewrite_journal
+from judge.plumbing.journal import (JournalWriter, RepeatedKeyError, loads_without_repeats, open_journal,
+                                    rewrite_journal)
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "write_stage_outputs", "read_input", "read_rows",
@@ -337,6 +338,8 @@ def _read_input_jsonl(path: Path) -> InputRows:
     """A stage's input read strictly: every line a JSON object, the last one too when it lacks its newline (a file
     written by hand or with "\n".join). A journal reads such a line as a row too when it is a whole object, but
     drops a cut one as a write cut by a kill; an input is no journal, so a cut last line here is an error naming it.
+    A key given twice is an error too, as ``judge.load_records`` and every journal's reader make it: ``json.loads``
+    would keep the last value without a word.
     """
     from judge.records import LineIndex
 
@@ -346,7 +349,10 @@ def _read_input_jsonl(path: Path) -> InputRows:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_without_repeats(line)
+        except RepeatedKeyError as err:  # a ValueError: before the handler of json's others
+            raise ValueError(f"{path}:{number}: field {err.key!r} is given twice in the row (JSON would keep the last "
+                             "value without a word): give it once") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as err:  # unreadable_json would misname a non-UTF-8 line
             raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
         except (ValueError, RecursionError) as err:
