@@ -30,10 +30,12 @@ judged as it stands is rated as a whole one. Each of its criteria fails (``cut``
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
 whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat
 template) or the prompt itself (plain text: a prompt rendered through another template needs ``instruction_column``),
-or the dataset column ``instruction_column`` names; the criteria are ``criteria`` (one list for every sample) or the
-column ``criteria_column`` names (a list, or a JSON string of one, per row); a reference answer comes from
-``reference_column`` when given; the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when
-it has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer
+or the dataset column ``instruction_column`` names; the criteria are ``criteria`` (one list, or ``"auto"``, for every
+sample) or the column ``criteria_column`` names, per row as a ``/get_reward`` label gives them (a list or a JSON
+string of one, ``"auto"``, or null where the row's ``task_type`` names the task whose criteria set to use); a
+reference answer comes from ``reference_column`` when given (a column named that trl does not pass is a ``ValueError``
+naming it and the columns trl passed); the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns,
+when it has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer
 judged is ``judge.rewards.policy_answer`` of the completion's text.
 
 **verl** (``custom_reward_function`` in its trainer config)::
@@ -50,8 +52,8 @@ verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, 
 (``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges
 ``reward_kwargs``) and takes a float or ``{"score": ..., other logged keys}``. The instruction, criteria and
 reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
-``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``) and, for what
-it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
+``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``; ``criteria`` in a label's forms) and, for
+what it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
 without a key holds None). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is
 refused, and a request that fails after the retries raises.
@@ -62,7 +64,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~750 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~860 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -110,23 +112,30 @@ DEFAULT_MAX_BODY_BYTES = 7_864_320
 
 
 #: The item's task fields: with criteria named, they pick each name's rubric variant for the task, as a
-#: ``/get_reward`` label's do (``judge.taxonomy``), so one label gives one rubric on every reward path.
+#: ``/get_reward`` label's do (``judge.taxonomy``), so one label gives one rubric on every reward path; with none,
+#: ``task_type`` names the task whose criteria set to judge on.
 TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
+#: The criteria that judge-serve's task classifier chooses from the instruction and answer (``"criteria": "auto"``).
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
 class RewardSample:
     """One answer to reward: the ``/v1/judge`` item's fields (``answer`` as the judge will read it, "" for none;
-    ``task``: the ``TASK_FIELDS`` given, by name)."""
+    ``task``: the ``TASK_FIELDS`` given, by name). ``criteria`` as the wire takes them, as a ``/get_reward`` label
+    gives them: a tuple of names, ids and ``{name, rubrics}`` objects; ``AUTO``; or None, left out of the item, for
+    the criteria set of the task ``task_type`` names."""
 
     instruction: str
     answer: str
-    criteria: tuple[Any, ...]
+    criteria: tuple[Any, ...] | str | None
     reference_answer: str | None = None
     task: tuple[tuple[str, str], ...] = ()
 
     def to_item(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"instruction": self.instruction, "answer": self.answer, "criteria": list(self.criteria)}
+        item: dict[str, Any] = {"instruction": self.instruction, "answer": self.answer}
+        if self.criteria is not None:
+            item["criteria"] = self.criteria if isinstance(self.criteria, str) else list(self.criteria)
         if self.reference_answer:
             item["reference_answer"] = self.reference_answer
         item.update(self.task)
@@ -136,6 +145,27 @@ class RewardSample:
 def _task(source: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The ``TASK_FIELDS`` ``source`` gives (a non-empty string each), in their order."""
     return tuple((name, source[name]) for name in TASK_FIELDS if isinstance(source.get(name), str) and source[name])
+
+
+def _judgments_of(sample: RewardSample) -> int:
+    """The judgments a sample asks judge-serve for, as its ``max_judgments_per_request`` counts them once they are
+    resolved: its criteria; its task's set (criteria None; the largest set for a task the taxonomy lacks, which
+    judge-serve refuses anyway); an ``"auto"`` sample's as the largest task's set, the most the classifier's choice
+    can come to."""
+    if isinstance(sample.criteria, tuple):
+        return len(sample.criteria)
+    from judge.criteria import task_path
+    from judge.taxonomy import TaxonomyError, load_taxonomy
+
+    taxonomy = load_taxonomy()
+    if sample.criteria is None:
+        try:
+            path = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
+            if path:
+                return len(taxonomy.criteria_for(*path))
+        except TaxonomyError:
+            pass
+    return max(len(task.criteria) for task in taxonomy.tasks)
 
 
 def judge_request_body(samples: Sequence[RewardSample], model: str | None = None) -> dict[str, Any]:
@@ -169,7 +199,7 @@ def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgment
     chunks: list[list[RewardSample]] = [[]]
     items = judgments = size = 0
     for sample in samples:
-        n = len(sample.criteria) if sample.answer else 0
+        n = _judgments_of(sample) if sample.answer else 0
         item_bytes = len(encoded_body(sample.to_item())) if sample.answer else 0
         over_bytes = max_body_bytes is not None and envelope + size + bool(items) + item_bytes > max_body_bytes
         if sample.answer and chunks[-1] and (items + 1 > max_items or judgments + n > max_judgments or over_bytes):
@@ -369,8 +399,11 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
     too large to send fails ``context_length_exceeded`` (the failure judge-serve gives an answer too long for the
     judge under ``"oversize": "fail"``); a completion the policy's length limit cut fails ``error="cut"``. The
     criteria are resolved by the resolver judge-serve uses (``judge.criteria``: a taxonomy name or id for the item's
-    task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``), since the result needs each one's
-    name and scale as judge-serve would give them, and a criterion judge-serve would refuse must be refused here too.
+    task, or a ``{name, rubrics}`` object read as the wire's ``CustomCriterion``; no criteria: the task's set), since
+    the result needs each one's name and scale as judge-serve would give them, and a criterion judge-serve would
+    refuse must be refused here too. An ``"auto"`` sample is not classified (judge-serve classifies none too long for
+    its judge either): it fails on the criteria a failed choice gives, those for any text
+    (``judge.criteria_auto.policy.fallback_criteria``).
 
     Raises:
         ValueError: naming ``samples[row].task_type`` or ``samples[row].criteria[j]`` (with its field, as
@@ -382,6 +415,14 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
     from judge.taxonomy import TaxonomyError
     from judge.wire import CustomCriterion, JudgeResult
 
+    try:
+        task = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
+    except TaxonomyError as err:
+        raise ValueError(f"samples[{row}].task_type: {err}") from None
+    if not isinstance(sample.criteria, tuple):
+        crits = _set_criteria(sample.criteria, task, row)
+        return reward_of([JudgeResult(criterion=c.name, criterion_id=c.id, scale=list(c.scale.levels), error=error,
+                                      error_reason=reason) for c in crits], rule)
     # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
     # levels arrive as strings, a tuple as a list.
     specs = json.loads(json.dumps(list(sample.criteria)))
@@ -399,10 +440,6 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
             first = err.errors(include_url=False)[0]
             field = f"{where}.{first['loc'][0]}" if first["loc"] else where
             raise ValueError(f"{field}: {first['msg']}") from None
-    try:
-        task = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
-    except TaxonomyError as err:
-        raise ValueError(f"samples[{row}].task_type: {err}") from None
     results = []
     for j, spec in enumerate(parsed):
         try:
@@ -413,6 +450,28 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
         results.append(JudgeResult(criterion=crit.name, criterion_id=crit.id, scale=list(crit.scale.levels),
                                    error=error, error_reason=reason))
     return reward_of(results, rule)
+
+
+def _set_criteria(criteria: str | None, task: tuple[str, ...] | None, row: int) -> list:
+    """The criteria judge-serve gives a sample that names none (its task's set) or ``"auto"`` whose choice failed
+    (those for any text), resolved, or its refusal as a ``ValueError`` naming ``samples[row]``
+    (``serve.schema.resolve_criteria``'s rules)."""
+    from judge.criteria import ResolvedCriterion
+    from judge.criteria_auto.policy import fallback_criteria
+    from judge.taxonomy import TaxonomyError, load_taxonomy
+
+    taxonomy = load_taxonomy()
+    if criteria == AUTO:
+        if task:
+            raise ValueError(f"samples[{row}]: criteria 'auto' chooses the task from the text, but the sample names "
+                             "its task (task_type): leave criteria out to judge it on its task's criteria")
+        return [ResolvedCriterion.of(taxonomy.criteria[cid]) for cid in fallback_criteria(taxonomy)]
+    if not task:
+        raise ValueError(f"samples[{row}].criteria: required unless task_type names a task whose criteria set to use")
+    try:
+        return [ResolvedCriterion.of(c) for c in taxonomy.criteria_for(*task)]
+    except TaxonomyError as err:
+        raise ValueError(f"samples[{row}].task_type: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -482,16 +541,29 @@ def _instruction(prompt: Any) -> str:
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")
 
 
-def _criteria(value: Any, where: str) -> tuple[Any, ...]:
+def _criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
+    """A sample's criteria as a ``/get_reward`` label gives them, in the forms the wire takes (``RewardSample``): a
+    list (or a JSON string of one, or one criterion's name), ``"auto"``, or none (None, a JSON ``null``) where the
+    sample names its task (``task_named``: judged on its task's criteria set).
+
+    Raises:
+        ValueError: naming ``where``: none of these.
+    """
     if hasattr(value, "tolist"):  # a numpy array, as a parquet list column can arrive in verl's extra_info
         value = value.tolist()
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
-            value = [value]  # one criterion's name
+            value = value if value == AUTO else [value]  # one criterion's name
+    if value == AUTO:
+        return AUTO
+    if value is None and task_named:
+        return None
     if not isinstance(value, (list, tuple)) or not value:
-        raise ValueError(f"{where}: expected a non-empty list of criteria (names, ids or {{name, rubrics}} objects)")
+        raise ValueError(f"{where}: expected a non-empty list of criteria (names, ids or {{name, rubrics}} objects), "
+                         f"\"{AUTO}\" (judge-serve's classifier chooses the task), or none where task_type names the "
+                         "task whose criteria set to use")
     # Read as /get_reward's labels are: POLLUX-instructions rows' {criteria_name, rubrics}, Arrow's None keys dropped.
     return tuple(label_criterion(spec, f"{where}[{j}]") for j, spec in enumerate(value))
 
@@ -522,11 +594,29 @@ def _cut_completions(completion_ids: Sequence[Sequence[int]] | None, ends: froze
     return [bool(ids) and ids[-1] not in ends for ids in completion_ids]
 
 
+def _names_task(task: tuple[tuple[str, str], ...]) -> bool:
+    return any(name == "task_type" for name, _ in task)
+
+
+def _check_columns(columns: Mapping[str, Any], criteria_column: str | None, instruction_column: str | None,
+                   reference_column: str | None) -> None:
+    """The dataset columns the reward function was told to read, among those trl passed (``columns``).
+
+    Raises:
+        ValueError: naming the first missing one by its argument, and the columns trl passed.
+    """
+    wanted = (("criteria_column", criteria_column), ("instruction_column", instruction_column),
+              ("reference_column", reference_column))
+    for argument, column in wanted:
+        if column and column not in columns:
+            raise ValueError(f"{argument}={column!r}: trl passed no such dataset column; it passed {sorted(columns)}")
+
+
 def trl_reward_function(
     url: str,
     *,
     criteria: Sequence[Any] | str | None = None,
-    criteria_column: str = "criteria",
+    criteria_column: str | None = "criteria",
     instruction_column: str | None = None,
     reference_column: str | None = None,
     rule: RewardRule | None = None,
@@ -544,9 +634,13 @@ def trl_reward_function(
 
     Args:
         url: judge-serve's root URL.
-        criteria: the criteria of every sample (a list, or one criterion's name); None: the dataset column
-            ``criteria_column``.
-        criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists.
+        criteria: the criteria of every sample (a list, one criterion's name, or ``"auto"``: judge-serve's task
+            classifier chooses each sample's); None: the dataset column ``criteria_column``.
+        criteria_column, instruction_column, reference_column: dataset columns trl passes as keyword lists. A row's
+            criteria as a ``/get_reward`` label's: a list (or a JSON string of one), ``"auto"``, or null where the
+            row's ``task_type`` names the task whose criteria set to use; ``criteria_column=None``: no such column,
+            every row on its task's set. A column named here that trl does not pass is a ``ValueError`` naming it and
+            the columns trl passed, at the call.
         rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict counts as its criterion's worst
             level, as on the OpenRLHF and verl paths; ``on_failure="skip"`` gives such a sample None instead).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
@@ -574,6 +668,7 @@ def trl_reward_function(
     async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
                      **columns) -> list[float | None]:
         nonlocal warned_blind
+        _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
         if ends is None and completion_ids is not None and not warned_blind:
             warned_blind = True
             log.warning("%s: no end_token_ids given: a completion max_completion_length cut is judged as if it were "
@@ -586,9 +681,15 @@ def trl_reward_function(
                 instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
             except ValueError as err:
                 raise ValueError(f"prompts[{i}]: {err}") from None
-            crit = fixed if fixed is not None else _criteria(columns[criteria_column][i], f"{criteria_column}[{i}]")
             reference = columns[reference_column][i] if reference_column else None
             task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
+            if fixed is not None:
+                crit = fixed
+            else:
+                value = columns[criteria_column][i] if criteria_column else None
+                where = (f"{criteria_column}[{i}]" if criteria_column
+                         else f"samples[{i}].criteria (criteria_column=None)")
+                crit = _criteria(value, where, task_named=_names_task(task))
             # A text prompt shows whether its template opened a <think>; a conversational one shows no template
             # (None: policy_answer reads a </think> with no <think> before it as closing one).
             opened = prompt_opens_reasoning(prompt) if isinstance(prompt, str) else None
@@ -670,7 +771,7 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     """The sample verl's ``compute_score`` arguments describe (the module docstring's rule).
 
     Raises:
-        ValueError: no instruction or no criteria in either place.
+        ValueError: no instruction in either place, or no criteria (a list or ``"auto"``) and no ``task_type``.
     """
     # verl reads extra_info from parquet, whose struct gives every row every key: a key a row lacks holds None,
     # which must leave the label's value (and a plain ground truth's reference answer) in place.
@@ -682,9 +783,11 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
         source["reference_answer"] = ground_truth
     if not source.get("instruction"):
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
-    crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)")
+    task = _task(source)
+    crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)",
+                     task_named=_names_task(task))
     reference = source.get("reference_answer") or None
-    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference, _task(source))
+    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference, task)
 
 
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,

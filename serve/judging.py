@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~635 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~640 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -367,22 +367,28 @@ class Judge:
             raise named_as_sent(err, request) from None
         return CheckedRequest(request, max_tokens, options, too_long, list(resolved), reserve, oversize)
 
-    async def run(self, request: JudgeRequest | PairwiseRequest | CheckedRequest, request_id: str = "") -> JudgeResponse:
+    async def run(self, request: JudgeRequest | PairwiseRequest | CheckedRequest, request_id: str = "", *,
+                  wait_until: float | None = None) -> JudgeResponse:
         """Judge every (item, criterion) of a request, or every pair of a pairwise one; ``request_id`` (the client's
         ``X-Request-Id``) goes with each engine call. ``request`` may be ``check``'s answer, when the route asked it
-        first (then nothing is checked twice).
+        first (then nothing is checked twice). ``wait_until`` (``time.monotonic()``): wait for room under
+        ``max_queued_judgments`` until then, behind the requests already waiting (``serve.queued``), rather than be
+        refused at once (``/get_reward``, whose client does not wait out a ``Retry-After``).
 
         Returns:
             The response (its ``to_json()`` is the body; see docs/serving.md, the typed route).
 
         Raises:
             RequestError: bad model name, criterion, task or context length.
-            serve.queued.QueueFull: its judgments would pass ``max_queued_judgments``, refused before any work.
+            serve.queued.QueueFull: its judgments would pass ``max_queued_judgments`` (by ``wait_until``, when
+                given), refused before any work.
             EngineUnavailable, EngineFailure: an engine died or failed.
         """
         checked = request if isinstance(request, CheckedRequest) else self.check(request)
-        with self.queue.admit(_judgments_asked(checked, self.settings.max_judgments),
-                              self.settings.max_queued_judgments) as admitted:
+        asked, bound = _judgments_asked(checked, self.settings.max_judgments), self.settings.max_queued_judgments
+        admission = self.queue.admit(asked, bound) if wait_until is None else \
+            await self.queue.admitted_by(asked, bound, wait_until)  # fmt: skip
+        with admission as admitted:
             return await self._run_admitted(checked, request_id, admitted)
 
     async def _run_admitted(self, checked: CheckedRequest, request_id: str, admitted: Admitted) -> JudgeResponse:

@@ -5,13 +5,25 @@ Each request is bounded on its own (``max_judgments_per_request``), but concurre
 engine slots (``max_concurrent_engine_requests``), each holding its jobs, their prompt token ids included, while it
 waits: without a bound across requests, ``max_connections`` requests of 512 judgments each queued 262,144 jobs. A
 request is counted before any of its work starts (planning, tokenizing, classifying); one that would pass the bound
-gets 503 with ``Retry-After`` instead. Its count is given back when it ends, however it ends: answered, failed, or
-cancelled (its client gone, its deadline passed).
+gets 503 with ``Retry-After`` instead (``admit``), or, on ``/get_reward``, waits for room up to its deadline first
+(``admitted_by``): OpenRLHF retries a 503 five times a second apart, ignoring ``Retry-After``
+(``openrlhf/utils/agent.py``, ``_post_request``), so a rollout's burst refused at once failed its training step.
+Its count is given back when it ends, however it ends: answered, failed, or cancelled (its client gone, its deadline
+passed).
+
+**Order.** First come, first admitted: the requests waiting for room are admitted in their order of arrival, each
+when it fits, and a request that asks at once (``admit``) is refused while any waits, even if it would fit. Letting
+the one that fits go first would starve a large request behind a stream of small ones (each release makes room for
+a small one, never enough for it), until its deadline. Room is handed to a waiter by the request that gives it
+back, on the event loop, so nothing else can take it in between; no waiter polls.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import functools
+import time
 
 from serve.engine_client import EngineUnavailable
 
@@ -39,40 +51,117 @@ class Admitted:
         self._queue, self.n = queue, n
 
     def resize(self, n: int) -> None:
-        """Count ``n`` judgments instead (once the request's jobs are known); never refused: it was admitted."""
-        self._queue.queued += n - self.n
+        """Count ``n`` judgments instead (once the request's jobs are known); never refused: it was admitted. Fewer
+        make room for the requests waiting."""
+        self._queue._give_back(self.n - n)
         self.n = n
 
     def __enter__(self) -> Admitted:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._queue.queued -= self.n
+        self._queue._give_back(self.n)
         self.n = 0
+
+
+class _Waiter:
+    """A request waiting for room: its judgments, its bound, and the future its admission is handed through."""
+
+    __slots__ = ("n", "bound", "admitted")
+
+    def __init__(self, n: int, bound: int, admitted: asyncio.Future):
+        self.n, self.bound, self.admitted = n, bound, admitted
 
 
 class JudgmentQueue:
     """The judgments of every request in progress, counted on the event loop (``admit`` does not await, so no two
-    requests are counted against the same room)."""
+    requests are counted against the same room), and the requests waiting for room, in their order of arrival."""
 
     def __init__(self) -> None:
         self.queued = 0
+        self._waiting: collections.deque[_Waiter] = collections.deque()
+
+    @property
+    def waiting(self) -> int:
+        """The requests waiting for room (``admitted_by``), not counting one cancelled that has not left the line."""
+        return sum(not waiter.admitted.done() for waiter in self._waiting)
+
+    def _fits(self, n: int, bound: int) -> bool:
+        # A request alone is always admitted, whatever its size: it could never be, and 503 would tell its client
+        # to retry for ever.
+        return not self.queued or self.queued + n <= bound
 
     def admit(self, n: int, bound: int) -> Admitted:
         """Count ``n`` more judgments, or refuse them.
 
-        A request alone is always admitted, whatever its size: it could never be, and 503 would tell its client to
-        retry for ever.
-
         Raises:
-            QueueFull: the judgments queued and ``n`` come to more than ``bound``.
+            QueueFull: the judgments queued and ``n`` come to more than ``bound``, or requests wait for room
+                (the module docstring's order).
         """
-        if self.queued and self.queued + n > bound:
-            raise QueueFull(f"judge-serve has {self.queued} judgments queued across its requests in progress; this "
-                            f"request's {n} would pass its bound, max_queued_judgments={bound}. Retry after "
+        waiters = self.waiting
+        if waiters or not self._fits(n, bound):
+            waiting = f" and {waiters} request(s) waiting for room" if waiters else ""
+            raise QueueFull(f"judge-serve has {self.queued} judgments queued across its requests in progress{waiting}; "
+                            f"this request's {n} would pass its bound, max_queued_judgments={bound}. Retry after "
                             f"{QUEUE_FULL_RETRY_AFTER_S} s, or send fewer judgments at once.")
         self.queued += n
         return Admitted(self, n)
+
+    async def admitted_by(self, n: int, bound: int, until: float) -> Admitted:
+        """``admit``, waiting for room up to ``until`` (``time.monotonic()``) instead of refusing at once, behind
+        the requests that already wait.
+
+        Raises:
+            QueueFull: no room came by ``until``.
+        """
+        if not self.waiting and self._fits(n, bound):
+            return self.admit(n, bound)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(n, bound, loop.create_future())
+        self._waiting.append(waiter)
+        # The deadline is a timer on the loop, not a timeout around the wait: whichever of it and the room comes
+        # first settles the waiter's future, so room is never both handed over and refused.
+        expiry = loop.call_later(max(0.0, until - time.monotonic()), self._expire, waiter)
+        try:
+            await waiter.admitted
+        except BaseException:
+            if waiter.admitted.done() and not waiter.admitted.cancelled() and waiter.admitted.exception() is None:
+                self._give_back(n)  # cancelled in the turn its room was handed over: the room goes on
+            elif waiter in self._waiting:
+                self._waiting.remove(waiter)
+                self._hand_on()  # the next in line may fit where this one did not
+            raise
+        finally:
+            expiry.cancel()
+        return Admitted(self, n)
+
+    def _expire(self, waiter: _Waiter) -> None:
+        if waiter.admitted.done():
+            return
+        self._waiting.remove(waiter)
+        waiter.admitted.set_exception(QueueFull(
+            f"judge-serve had {self.queued} judgments queued across its requests in progress until this request's "
+            f"deadline; its {waiter.n} would pass the bound, max_queued_judgments={waiter.bound}. Retry after "
+            f"{QUEUE_FULL_RETRY_AFTER_S} s, or raise max_queued_judgments to the judgments a rollout sends at once."))
+        self._hand_on()
+
+    def _give_back(self, n: int) -> None:
+        self.queued -= n
+        if n > 0:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Admit the waiting requests that fit, first in line first, stopping at the first that does not."""
+        while self._waiting:
+            waiter = self._waiting[0]
+            if waiter.admitted.done():  # cancelled, its task not yet resumed to leave the line itself
+                self._waiting.popleft()
+                continue
+            if not self._fits(waiter.n, waiter.bound):
+                return
+            self._waiting.popleft()
+            self.queued += waiter.n
+            waiter.admitted.set_result(None)
 
 
 @functools.cache

@@ -32,7 +32,9 @@ the judge's context is a failed criterion (``context_length_exceeded``, ``"overs
 rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the request.
 
 **One deadline** (``reward_deadline_s``, ``serve.config.REWARD_DEADLINE_S`` by default; ``request_timeout_s`` when
-shorter): the body, the wait for an engine (``reward_engine_wait_s``) and the judging together, answered 504 past it.
+shorter): the body, the wait for an engine (``reward_engine_wait_s``), the wait for room under
+``max_queued_judgments`` (``serve.queued``: first come, first admitted; a 503 ``queue_full`` a second before the
+deadline, where ``/v1/judge`` answers it at once) and the judging together, answered 504 past it.
 OpenRLHF's client gives up after 180 s and sends the request again (``openrlhf/utils/agent.py``): a judgment still
 running then would be judged twice over. Past the deadline, or as soon as the client disconnects, the judging is
 cancelled, as ``/v1/judge``'s is past its ``request_timeout_s``: its engine requests are cancelled with it.
@@ -54,7 +56,7 @@ applies, as to every route). The key in the path is compared in constant time an
 uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
 the body of an answer it cannot use.
 
-Why one module of ~580 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~620 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -86,6 +88,7 @@ from serve.connections import unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
 from serve.jobs import check_criteria
+from serve.queued import QueueFull
 from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bounds, clip_message,
                           decode_json_body, parse_judge_request, read_off_loop)
 
@@ -391,6 +394,8 @@ class RewardRoute:
             except RequestError as err:
                 return self._refused(err, sample_of)
             except (EngineUnavailable, EngineFailure) as err:
+                if isinstance(err, QueueFull):  # OpenRLHF never reads the body: the log keeps the cause
+                    log.warning("a reward request found no room in the judgment queue by its deadline: %s", err)
                 # As /v1/judge answers them: an engine's refusal (a 4xx) keeps its status and sanitized message, so
                 # the client does not retry what the engine will refuse again.
                 return judgment_failed(err, state)
@@ -515,8 +520,12 @@ class RewardRoute:
             raise EngineUnavailable(problem)
         if state.judge is None:
             raise EngineUnavailable("the engines are still starting")
-        # the request id goes with its engine calls, as /v1/judge's
-        return await state.judge.run(checked or state.judge.check(parsed, resolved=resolved), request_id=request_id)
+        # The request id goes with its engine calls, as /v1/judge's. Over max_queued_judgments the request waits for
+        # room rather than take the 503 /v1/judge's client gets: OpenRLHF's 5 retries a second apart ignore
+        # Retry-After (openrlhf/utils/agent.py, _post_request), and a rollout's burst of one-sample requests would
+        # fail its step. The wait ends a second before the deadline, as the engines' does: a 503, not a 504.
+        return await state.judge.run(checked or state.judge.check(parsed, resolved=resolved), request_id=request_id,
+                                     wait_until=deadline - 1.0)
 
     async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back

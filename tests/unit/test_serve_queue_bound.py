@@ -1,14 +1,17 @@
 """``max_queued_judgments``: the judgments queued across every request in progress are bounded (``serve.queued``).
 
 The judge's real ``Judge.run`` over an engine stub that holds each generation until the test lets it go, then the
-``/v1/judge`` route on judge-serve's app in this process. A request over the bound is refused before any of its work
-(nothing of it reaches the engine), and the count comes back however a request ends: answered, failed, cancelled.
-The order of events is forced by the stub's events; nothing is timed."""
+``/v1/judge`` and ``/get_reward`` routes on judge-serve's app in this process. A request over the bound is refused
+before any of its work (nothing of it reaches the engine), or on ``/get_reward`` waits for room up to its deadline,
+and the count comes back however a request ends: answered, failed, cancelled. The order of events is forced by the
+stub's events; nothing is timed."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
+import time
 
 import httpx
 import pytest
@@ -109,6 +112,37 @@ def test_a_request_alone_is_taken_whatever_its_size(qwen_tokenizer):
     assert len(response.items[0].results) == 3 and judge.queue.queued == 0
 
 
+def test_a_request_given_a_deadline_waits_for_room_then_is_judged(qwen_tokenizer):
+    """``wait_until`` (/get_reward's): under a bound of 3 with a request of 2 held at the engine, a request of 2
+    waits instead of being refused, nothing of it sent nor counted; once the first is answered it is admitted and
+    judged. With a deadline already past, it is refused (QueueFull) and nothing of it reaches the engine."""
+    engine = HeldEngine()
+    judge = _judge(qwen_tokenizer, engine, bound=3)
+
+    async def scenario():
+        first = asyncio.ensure_future(judge.run(parse_judge_request(_request(2, "first"))))
+        await asyncio.wait_for(engine.arrived.wait(), FAILING_AFTER_S)
+        sent = len(engine.prompts)
+        late_refusal = (await asyncio.gather(judge.run(parse_judge_request(_request(2, "late")),
+                                                       wait_until=time.monotonic() - 1.0), return_exceptions=True))[0]
+        waiting = asyncio.ensure_future(judge.run(parse_judge_request(_request(2, "waiting")),
+                                                  wait_until=time.monotonic() + FAILING_AFTER_S))
+        for _ in range(3):
+            await asyncio.sleep(0)  # turns of the loop: the request checked, then in line
+        assert judge.queue.waiting == 1 and judge.queue.queued == 2 and len(engine.prompts) == sent
+        engine.release.set()
+        answered = await asyncio.wait_for(first, FAILING_AFTER_S)
+        judged = await asyncio.wait_for(waiting, FAILING_AFTER_S)
+        return late_refusal, answered, judged, sent
+
+    late_refusal, answered, judged, _ = asyncio.run(scenario())
+    assert isinstance(late_refusal, QueueFull) and "max_queued_judgments=3" in str(late_refusal)
+    assert all(r.parse_ok for r in answered.items[0].results)
+    assert len(judged.items[0].results) == 2 and all(r.parse_ok for r in judged.items[0].results)
+    # the first's 2 judgments and the waiting one's 2; the late one sent nothing
+    assert len(engine.prompts) == 4 and judge.queue.queued == 0
+
+
 def test_the_bound_comes_from_the_config_and_is_at_least_one_request():
     assert config_bounds(ServeConfig(model="m", max_queued_judgments=700))["max_queued_judgments"] == 700
     assert ServeConfig(model="m").validate().max_queued_judgments >= ServeConfig(model="m").max_judgments_per_request
@@ -145,19 +179,38 @@ def _respond_get(path: str) -> tuple:
     return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
 
 
+class JoinedLine(collections.deque):
+    """The judge's line of requests waiting for room (``serve.queued.JudgmentQueue``), setting ``joined`` when one
+    joins it: the test then knows, without polling, that a /get_reward request waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.joined = threading.Event()
+
+    def append(self, waiter) -> None:
+        super().append(waiter)
+        self.joined.set()
+
+
+def _reward_config(endpoint_url: str, tiny_causal_dir, **more) -> ServeConfig:
+    return ServeConfig(model=str(tiny_causal_dir), served_model_name="judge", generator_url=endpoint_url,
+                       max_model_len=2048, max_tokens=48, verdict_format="tagged", criteria_classifier="",
+                       max_concurrent_engine_requests=1, max_judgments_per_request=3,
+                       max_queued_judgments=3, **more).validate()  # fmt: skip
+
+
 def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir):
     """A /v1/judge request of 2 judgments is held at the engine under a bound of 3: another of 2 gets 503 with
-    Retry-After and OpenAI's error body naming the bound, and so does a /get_reward request of 2 (it shares the
-    engine slots); nothing of either reaches the engine. Once the first is answered, a request of 2 is judged."""
+    Retry-After and OpenAI's error body naming the bound at once. A /get_reward request of 2 (it shares the engine
+    slots) waits for room instead, up to a second before its deadline (reward_deadline_s 3 s here; no engine wait),
+    then gets the same 503 ``queue_full``, never the 504 of a deadline spent; nothing of either reached the engine,
+    nothing of them stays counted. Once the first is answered, a request of 2 is judged."""
     engine = HeldScriptedEngine()
     with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
-        config = ServeConfig(model=str(tiny_causal_dir), served_model_name="judge", generator_url=endpoint.url,
-                             max_model_len=2048, max_tokens=48, verdict_format="tagged", criteria_classifier="",
-                             max_concurrent_engine_requests=1, max_judgments_per_request=3,
-                             max_queued_judgments=3).validate()  # fmt: skip
         from serve.app import create_app
 
-        app = create_app(config)
+        app = create_app(_reward_config(endpoint.url, tiny_causal_dir, reward_engine_wait_s=0.0,
+                                         reward_deadline_s=3.0))
         with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
             state = app.state.serve
             assert state.status == "ready", state.failure
@@ -173,7 +226,6 @@ def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir
                 assert engine.arrived.wait(FAILING_AFTER_S)
                 sent = len(endpoint.bodies("/v1/completions"))
                 refused = httpx.post(root + "/v1/judge", json=_request(2, "second"), timeout=FAILING_AFTER_S)
-                # /get_reward's judgments wait for the same engine slots: counted against the same bound
                 reward = httpx.post(root + "/get_reward", json=REWARD_BODY, timeout=FAILING_AFTER_S)
                 assert len(endpoint.bodies("/v1/completions")) == sent
             finally:
@@ -186,10 +238,54 @@ def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir
     assert error["type"] == "service_unavailable" and error["code"] == "queue_full"
     assert "max_queued_judgments=3" in error["message"]
     assert reward.status_code == 503 and int(reward.headers["retry-after"]) > 0, reward.text
-    assert "max_queued_judgments=3" in reward.json()["error"]["message"]
-    assert reward.json()["error"]["code"] == "queue_full"  # the same answer as /v1/judge's, not an engine's
+    error = reward.json()["error"]
+    assert error["code"] == "queue_full" and "max_queued_judgments=3" in error["message"]  # not an engine's 503
+    assert "deadline" in error["message"]
     assert result["first"].status_code == 200 and after.status_code == 200, (result["first"].text, after.text)
-    assert state.judge.queue.queued == 0
+    assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
+
+
+def test_get_reward_waits_for_room_and_no_request_passes_it(tiny_causal_dir):
+    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3. A /get_reward request of 2
+    waits for room (OpenRLHF does not wait out a Retry-After), and while it waits a /v1/judge request of 1, which
+    would fit, is refused: it would pass the one in line. Once the first is answered, the reward request is judged
+    (200, its reward), nothing of it sent before."""
+    engine = HeldScriptedEngine()
+    with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
+        from serve.app import create_app
+
+        app = create_app(_reward_config(endpoint.url, tiny_causal_dir))
+        with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
+            state = app.state.serve
+            assert state.status == "ready", state.failure
+            line = state.judge.queue._waiting = JoinedLine()
+            result: dict = {}
+
+            def post(name: str, path: str, body: dict) -> None:
+                result[name] = httpx.post(root + path, json=body, timeout=FAILING_AFTER_S)
+
+            senders = [threading.Thread(target=post, args=("first", "/v1/judge", _request(2, "first")))]
+            senders[0].start()
+            try:
+                assert engine.arrived.wait(FAILING_AFTER_S)
+                sent = len(endpoint.bodies("/v1/completions"))
+                senders.append(threading.Thread(target=post, args=("reward", "/get_reward", REWARD_BODY)))
+                senders[1].start()
+                assert line.joined.wait(FAILING_AFTER_S)
+                passing = httpx.post(root + "/v1/judge", json=_request(1, "passing"), timeout=FAILING_AFTER_S)
+                assert len(endpoint.bodies("/v1/completions")) == sent and "reward" not in result
+            finally:
+                engine.release.set()
+                for sender in senders:
+                    sender.join(FAILING_AFTER_S)
+    assert passing.status_code == 503 and passing.json()["error"]["code"] == "queue_full", passing.text
+    assert "1 request(s) waiting for room" in passing.json()["error"]["message"]
+    reward = result["reward"]
+    assert reward.status_code == 200, reward.text
+    assert len(reward.json()["rewards"]) == 1 and reward.json()["rewards"][0] is not None
+    assert reward.json()["extra_logs"]["judge_failures"] == [0.0]
+    assert result["first"].status_code == 200, result["first"].text
+    assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
 
 
 def test_auto_items_count_at_most_what_a_request_may_run():
