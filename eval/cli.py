@@ -192,7 +192,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "rank": {0: "every answer and verdict written", 2: _USAGE_ERROR,
               3: "some answers or verdicts failed (counted in the summary; rerunning retries them)", 4: _UNUSABLE},
     "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
-    "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
+    "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records, or none with an expert score"},
 }
 
 
@@ -292,6 +292,13 @@ def _experts(args: argparse.Namespace) -> int:
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
     result = expert_tables(records, critical_in_means=args.critical_in_means)
+    counts = result["counts"]
+    if counts["n_no_experts"] == counts["n_records"]:  # every table would be empty: said as the input error it is
+        from eval.validity.render import counted
+
+        raise ValueError(f"--data {args.data}: no item with an expert score ({counted(counts['n_records'], 'record')}"
+                         f", {counted(counts['n_abstentions'], 'expert abstention')}); the experts' tables need "
+                         "labelled rows")
     paths = write_expert_tables(result, args.out)
     print(summary_line(result), *paths.values(), sep="\n")
     return 0

@@ -28,7 +28,8 @@ serving and evaluation run as subprocesses, and nothing is imported from ``serve
 
 A mistake in how it was asked to run (a ``--data`` that is missing or empty, a ``--stages`` that names no stage,
 ``--stages serve``, ``eval`` or ``mera`` on an ``--out`` with no trained judge, said before any stage runs, a
-judge-serve that does not start) stops it with one line on stderr and exit code 2. It runs
+judge-serve that does not start, an ``--out`` that is a file or cannot be written) stops it with one line on
+stderr and exit code 2; Ctrl+C stops it with one line and exit code 130. It runs
 offline: ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set to 1 unless already set.
 """
 
@@ -128,9 +129,27 @@ def no_trained_judge(out: Path, recipe: str) -> DemoError:
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
+    try:
+        return run_stages(args)
+    except KeyboardInterrupt:  # Ctrl+C: the judge-serves are stopped on the way out (_Servers); no traceback
+        print("demo: interrupted; what the finished stages wrote is kept (--stages reruns only some)",
+              file=sys.stderr)
+        return 130
+
+
+def run_stages(args: argparse.Namespace) -> int:
+    """The chosen stages, in order; the exit code of the first that fails (2 for a ``DemoError``), else 0."""
+    from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.run_folder import refuse_unwritable
+
     for name, value in OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
     out = Path(args.out).resolve()
+    try:  # a file, or a place that cannot be written: said now, not as mkdir's traceback or at a stage's first write
+        refuse_unwritable(out, "--out", "output folder")
+    except ConfigError as error:
+        print(f"demo: {error}", file=sys.stderr)
+        return 2
     chosen = [stage for stage in STAGES if stage.name in args.stages]
     if error := missing_judges(out, chosen):
         print(f"demo: {error}", file=sys.stderr)
@@ -223,7 +242,10 @@ def stage_contract(out: Path, args, servers) -> int:
     parsed = [parse_verdict(t) for t in targets]
     failures = [parse_verdict(t, scale=scale_of("0: a\n1: b\n2: c")) for t in MALFORMED_OUTPUTS]
     print(f"[verdict] {sum(v.ok for v in parsed)}/{len(parsed)} expert rationales rendered as training targets parse back")
-    print(f"[verdict] e.g. {targets[0]}")
+    if targets:
+        print(f"[verdict] e.g. {targets[0]}")
+    else:  # rows without rationales (expert_feedback): scores alone make no seq2seq training target
+        print(f"[verdict] no expert rationale (expert_feedback) in {source}: no training target to show")
     for text, verdict in zip(MALFORMED_OUTPUTS, failures):
         print(f"[verdict] {verdict.error:<15} {verdict.reason}  <- {text[:50]!r}")
     flagged = parse_verdict(OUT_OF_SCALE_OUTPUT, scale=scale_of("0: a\n1: b\n2: c"))

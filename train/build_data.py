@@ -581,16 +581,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def refuse_bad_arguments(args: Any) -> None:
     """Refuse, before the data is read, a ``--min-russian-share`` that is not a share (NaN compares false with every
-    share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder.
+    share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder, lies under a file, or
+    cannot be written (as ``judge-eval convert`` checks its ``--out``).
 
     Raises:
-        ValueError: naming the flag and the value.
+        ValueError: naming the flag and the value (``ConfigError``, a ValueError, for an ``--out`` under a file or
+            in a place that cannot be written).
     """
     share = args.min_russian_share
     if not (math.isfinite(share) and 0 <= share <= 1):
         raise ValueError(f"--min-russian-share: must be a share between 0 and 1, got {share}")
     if args.out and Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: a folder; give the JSONL file to write (e.g. {Path(args.out) / 'rows.jsonl'})")
+    if args.out:  # FILE/rows.jsonl, or a read-only place: said now, not as "cannot write" after every row was built
+        from judge.plumbing.run_folder import refuse_file, refuse_unwritable
+
+        refuse_file(Path(args.out).parent, "--out")
+        refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
 
 
 def _what_dropped(report: BuildReport) -> str:

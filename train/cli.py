@@ -199,13 +199,22 @@ def check_training_data(config) -> None:
 
 def _one_writer(output_dir: str, prog: str):
     """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
-    tells them, so they take no lock (they would each find the folder held)."""
+    tells them, so they take no lock (they would each find the folder held).
+
+    Raises:
+        ConfigError: the folder is a file, lies under one, or cannot be made or written, named after its flag
+            (``--output-dir``; the YAML's ``output_dir``) as judge-eval names ``--out``.
+    """
     import contextlib
 
-    from judge.plumbing.run_folder import hold_run_folder
+    from judge.plumbing.run_folder import hold_run_folder, refuse_file, refuse_unwritable
     from train.training_arguments import is_main_process
 
-    return hold_run_folder(output_dir, prog) if is_main_process() else contextlib.nullcontext()
+    refuse_file(output_dir, "--output-dir")  # every rank: a rank that only waited for rank 0 would stop unexplained
+    if not is_main_process():
+        return contextlib.nullcontext()
+    refuse_unwritable(output_dir, "--output-dir")
+    return hold_run_folder(output_dir, prog)
 
 
 def _usage() -> str:

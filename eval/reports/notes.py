@@ -1,7 +1,7 @@
 """The sentences report.md, report.html and ``judge-eval score``'s console summary print beside the summary table:
-what the tables alone would hide about the run (items without a prediction, the experts' abstentions) and about
-the data scored (expert scores off their rubric's scale, exact duplicate rows left out, rubrics without a readable
-scale). ``eval.reports.report`` re-exports ``run_notes``."""
+what the tables alone would hide about the run (items without a prediction, the experts' abstentions, items with
+no expert score) and about the data scored (expert scores off their rubric's scale, exact duplicate rows left out,
+rubrics without a readable scale). ``eval.reports.report`` re-exports ``run_notes``."""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def no_scale_note(result: Metrics) -> str | None:
 
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
-    prediction (an unfinished run) and the experts' abstentions, over every item of the run: the Zero-Shot +
+    prediction (an unfinished run), the experts' abstentions and the items with no expert score (``n_unlabelled``),
+    over every item of the run: the Zero-Shot +
     Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
     their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
     items whose rubric has no readable scale (``no_scale_note``). report.md,
@@ -90,11 +91,19 @@ def run_notes(result: Metrics) -> list[str]:
         why = f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
         notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({why}{among}): {they} not in `n`.")
     abstained = sum(c.n_abstained or 0 for c in tests)
+    all_abstained = sum(c.n_all_abstained or 0 for c in tests)
     if abstained:
-        unlabelled = sum(c.n_all_abstained or 0 for c in tests)
         notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
-                     f"score: {abstained} in all; {counted(unlabelled, 'item')} had every expert abstain and "
-                     f"{'is' if unlabelled == 1 else 'are'} unlabelled (not errors).")
+                     f"score: {abstained} in all; {counted(all_abstained, 'item')} had every expert abstain and "
+                     f"{'is' if all_abstained == 1 else 'are'} unlabelled (not errors).")
+    # Items with no expert score at all (the abstentions' sentence says those every expert abstained on): counted in
+    # the tables' n, and in no figure, which only n_scored shows. A file written before the count has none (None).
+    unlabelled = sum(getattr(c, "n_unlabelled", None) or 0 for c in tests)
+    if unlabelled > all_abstained:
+        n = unlabelled - all_abstained
+        have, they, errors = ("has", "it is", "an error") if n == 1 else ("have", "they are", "errors")
+        notes.append(f"**{counted(n, 'item')} {have} no expert score** (unlabelled data): {they} left out of MAE and "
+                     f"the correlations, and not {errors}.")
     return notes + data
 
 

@@ -691,9 +691,10 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         (``n_vc_experts_labelled``: judge-independent, the paper's Experts VC); ``why_no_vc`` when n_vc is 0
         though items were scored.
 
-        ``n_abstained`` expert abstentions over the cell's items and ``n_all_abstained`` items whose experts all
-        abstained (unlabelled, not errors). When ``n_scored`` is 0: ``why_empty`` (reason -> items, see
-        ``UNSCORED_REASONS``) and ``why_empty_text``.
+        ``n_abstained`` expert abstentions over the cell's items, ``n_all_abstained`` items whose experts all
+        abstained and ``n_unlabelled`` items with no expert score at all, those included (unlabelled, not errors:
+        in no figure, which the tables' ``n`` alone does not show). When ``n_scored`` is 0: ``why_empty`` (reason
+        -> items, see ``UNSCORED_REASONS``) and ``why_empty_text``.
     """
     status = derived.status[index]
     present = status != _MISSING
@@ -777,6 +778,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
                             "annotations (the paper shows it as \u2014 for criteria annotated by one expert)")
     out["n_abstained"] = int(table.n_abstained[index].sum())
     out["n_all_abstained"] = int((~derived.has_experts[index] & (table.n_abstained[index] > 0)).sum())
+    out["n_unlabelled"] = int((~derived.has_experts[index]).sum())
     if out["n_scored"] == 0:
         counts = np.bincount(derived.why_unscored[index], minlength=len(UNSCORED_REASONS) + 1)
         out["why_empty"] = {reason: int(counts[i + 1]) for i, reason in enumerate(UNSCORED_REASONS) if counts[i + 1]}

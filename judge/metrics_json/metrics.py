@@ -88,7 +88,8 @@ class Cell(_MetricsRecord):
             n_vc is 0, the paper's "—"); n_vc_experts_all, vc_experts_all: the experts' over every predicted such
             item; n_vc_experts_labelled, vc_experts_labelled: over every labelled one (the paper's Experts VC).
         why_no_vc: why VC is "—" though items were scored; None otherwise.
-        n_abstained: expert abstentions over the cell's items; n_all_abstained: items every expert abstained on.
+        n_abstained: expert abstentions over the cell's items; n_all_abstained: items every expert abstained on;
+            n_unlabelled: items with no expert score at all (no experts, or every one abstained), in no figure.
         why_empty (reason -> items, see ``item_table.UNSCORED_REASONS``), why_empty_text: when n_scored is 0.
         extra: keys of a file written by a later version, kept and shown as they are.
 
@@ -127,6 +128,7 @@ class Cell(_MetricsRecord):
     why_no_vc: str | None = optional_field()
     n_abstained: int | None = optional_field()
     n_all_abstained: int | None = optional_field()
+    n_unlabelled: int | None = optional_field()
     why_empty: dict[str, int] | None = optional_field()
     why_empty_text: str | None = optional_field()
     extra: dict[str, Any] = extra_field()

@@ -7,8 +7,9 @@ From it come the YAML keys and the command-line flags, resolved in one order by 
     dataclass defaults  ->  the YAML file (``--config FILE``)  ->  the flags given on the command line
 
 A YAML key or flag the dataclass does not have is an error naming it (a misspelt ``learning_rat`` must not
-silently train with the default); values from either source are checked against the field's type (and its
-``choices``) with an error naming the field and where it came from.
+silently train with the default), and so is a key given twice in one mapping or an empty file; values from
+either source are checked against the field's type (and its ``choices``) with an error naming the field and where
+it came from.
 
 One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``; the field's own spelling
 (``--output_dir``, the YAML key) is a hidden alias, kept because older commands and scripts use it. A boolean is
@@ -18,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~540 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~600 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shlex
 import types
@@ -101,11 +103,11 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         fields_of: a dataclass; when given, keys that are not its fields are refused.
 
     Returns:
-        The mapping (empty for an empty file), to merge over the dataclass defaults.
+        The mapping, to merge over the dataclass defaults.
 
     Raises:
-        ConfigError: the file is missing, not YAML or not a mapping, or sets unknown keys (named, with the known
-            ones).
+        ConfigError: the file is missing, empty, not YAML or not a mapping, gives a key twice in one mapping (named,
+            with both lines), or sets unknown keys (named, with the known ones).
     """
     import yaml
 
@@ -115,7 +117,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
     try:
-        raw = _bounded_yaml(path.read_text(encoding="utf-8"), path) or {}
+        raw = _bounded_yaml(path.read_text(encoding="utf-8"), path)
     except yaml.YAMLError as err:  # the parser's own words carry the line and column
         said = " ".join(str(err).replace('in "<unicode string>", ', "").split())
         raise ConfigError(f"{path}: not valid YAML: {said}") from None
@@ -129,6 +131,9 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     except RecursionError:  # PyYAML composes and constructs recursively: ~300 levels of [[[...]]] run out of stack
         raise ConfigError(f"{path}: nested too deeply to read (a config value nests at most "
                           f"{MAX_CONFIG_DEPTH} levels)") from None
+    if raw is None:  # nothing but comments: every field would be its default, and the first check ("'recipe' must
+        # be one of [...], got None") would blame a field instead of the file
+        raise ConfigError(f"{path}: the file is empty; a config is a mapping of field: value")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
     if fields_of is not None:
@@ -151,23 +156,61 @@ MAX_CONFIG_DEPTH = 64
 
 
 def _bounded_yaml(text: str, path: Path) -> Any:
-    """``yaml.safe_load`` of ``text`` that counts the composed nodes, aliases expanded, before building any value.
+    """``yaml.safe_load`` of ``text`` that counts the composed nodes, aliases expanded, before building any value,
+    and refuses a key given twice in one mapping.
 
     Raises:
-        ConfigError: past ``MAX_CONFIG_NODES`` or ``MAX_CONFIG_DEPTH``, or an alias inside the value it names.
+        ConfigError: past ``MAX_CONFIG_NODES`` or ``MAX_CONFIG_DEPTH``, an alias inside the value it names, or a key
+            given twice.
         yaml.YAMLError: not YAML.
     """
-    import yaml
-
-    loader = yaml.SafeLoader(text)
+    loader = _single_key_loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_node_count(node, path)
         return loader.construct_document(node)
+    except _DuplicateKey as err:
+        raise ConfigError(f"{path}: key {err.key!r} given twice (lines {err.first} and {err.again}); keep "
+                          "one") from None
     finally:
         loader.dispose()
+
+
+class _DuplicateKey(Exception):
+    """A key given twice in one YAML mapping (``_single_key_loader``), at 1-based lines ``first`` and ``again``."""
+
+    def __init__(self, key: Any, first: int, again: int):
+        super().__init__(key, first, again)
+        self.key, self.first, self.again = key, first, again
+
+
+@functools.cache
+def _single_key_loader() -> type:
+    """``yaml.SafeLoader`` that raises ``_DuplicateKey`` for a key given twice in one mapping: PyYAML keeps the last
+    value without a word, so `learning_rate: 1e-5` appended under a config's own `learning_rate` changed the run
+    unseen. A merge (``<<: *base``) is not checked: overriding a merged key is what merging is for."""
+    import yaml
+
+    class SingleKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _value in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise _DuplicateKey(key, seen[key], line)
+                        seen[key] = line
+                    except TypeError:  # an unhashable key: PyYAML's own construct_mapping names it
+                        continue
+            return super().construct_mapping(node, deep=deep)
+
+    return SingleKeyLoader
 
 
 def _check_node_count(root: Any, path: Path) -> None:

@@ -366,3 +366,49 @@ def test_a_value_pyyaml_cannot_build_is_named(tmp_path, yaml_text, message):
     with pytest.raises(ConfigError) as info:
         resolve_config(Demo, path)
     assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("max_steps: 5\nlearning_rate: 3.0e-3\nmax_steps: 7\n", "key 'max_steps' given twice (lines 1 and 3)"),
+        # a nested mapping, a flow mapping on one line, and a quoted spelling of the same key
+        ("extra_body:\n  top_p: 0.9\n  top_p: 0.5\n", "key 'top_p' given twice (lines 2 and 3)"),
+        ("extra_body: {seed: 1, seed: 2}\n", "key 'seed' given twice (lines 1 and 1)"),
+        ("mode: chat\n'mode': completion\n", "key 'mode' given twice (lines 1 and 2)"),
+    ],
+)
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path, yaml_text, message):
+    """PyYAML keeps a repeated key's last value without a word: `learning_rate: 1e-5` appended under a config's own
+    `learning_rate` changed the run unseen. Now a ConfigError naming the file, the key and both lines."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == f"{path}: {message}; keep one"
+
+
+def test_a_merged_key_may_be_overridden(tmp_path):
+    """`<<: *base` then the same key is an override, not a repeat: the explicit value wins, as YAML says."""
+    from judge.plumbing.config_files import read_config_file
+
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &b {top_p: 0.9, seed: 1}\nextra_body:\n  <<: *b\n  seed: 2\n", encoding="utf-8")
+    assert read_config_file(path)["extra_body"] == {"top_p": 0.9, "seed": 2}
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
+def test_an_empty_config_file_is_named_as_empty(tmp_path, capsys, text):
+    """An empty --config read as every default, and judge-train then blamed a field ("'recipe' must be one of [...],
+    got None"); now the file is said to be empty, exit 2."""
+    import train.cli
+
+    path = tmp_path / "empty.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    assert str(info.value) == f"{path}: the file is empty; a config is a mapping of field: value"
+    assert train.cli.main(["--config", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (f"judge-train run: error: {path}: the file is empty; a config is a mapping of "
+                                       "field: value\n")
+    assert not (tmp_path / "out").exists()

@@ -11,12 +11,14 @@ from scripts import demo
 
 
 def test_contract_stage(tmp_path, capsys):
-    """Tiny models are built, all expert targets parse back, every malformed output is a counted failure."""
+    """Tiny models are built, all expert targets parse back, every malformed output is a counted failure. The
+    bundled sample's counts: 341 records, 155 of them Zero-Shot and 186 Standard, whose 1,183 expert verdicts all
+    carry a rationale (tests/unit/test_train_data.py counts the same 1,183)."""
     assert demo.main(["--out", str(tmp_path), "--stages", "contract"]) == 0
     summary = json.loads((tmp_path / "contract_summary.json").read_text(encoding="utf-8"))
-    assert summary["targets"] > 0 and summary["targets_parsed"] == summary["targets"]
+    assert (summary["targets"], summary["targets_parsed"]) == (1183, 1183)
     assert summary["malformed_failed"] == len(demo.MALFORMED_OUTPUTS)
-    assert summary["zero_shot"] > 0 and summary["standard"] > 0
+    assert (summary["records"], summary["zero_shot"], summary["standard"]) == (341, 155, 186)
     for path in summary["models"].values():
         assert (tmp_path / path).joinpath("config.json").is_file()
     out = capsys.readouterr().out
@@ -195,3 +197,22 @@ def test_docstring_names_every_package_it_imports():
     for module in imported:
         assert f"``{module}``" in demo.__doc__
         assert not re.search(rf"nothing[^.]*``{module.split('.')[0]}``", demo.__doc__)
+
+
+def test_contract_stage_on_data_without_rationales(tmp_path, capsys, monkeypatch):
+    """`--data` rows with expert scores but no `expert_feedback` make no training target: the stage says so
+    (`targets[0]` was an IndexError traceback) and its summary counts 0 of 0 targets."""
+    import train.tiny_models
+
+    rows = [json.loads(line) for line in demo.sample_data_path().read_text(encoding="utf-8").splitlines()[:2]]
+    data = tmp_path / "scores-only.jsonl"
+    data.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "expert_feedback"}, ensure_ascii=False)
+                            + "\n" for row in rows), encoding="utf-8")
+    # The models are not what this test is about: a path stands in for each (the tokenizer is the real one).
+    monkeypatch.setattr(train.tiny_models, "build_tiny_qwen2", lambda out_dir, **kwargs: Path(out_dir))
+    assert demo.main(["--out", str(tmp_path / "out"), "--stages", "contract", "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert f"[verdict] no expert rationale (expert_feedback) in {data}: no training target to show" in out
+    assert "[verdict] 0/0 expert rationales" in out
+    summary = json.loads((tmp_path / "out" / "contract_summary.json").read_text(encoding="utf-8"))
+    assert (summary["records"], summary["targets"], summary["targets_parsed"]) == (2, 0, 0)

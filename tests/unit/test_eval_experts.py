@@ -144,9 +144,20 @@ def test_a_split_without_an_expert_score_says_so_on_the_console(tmp_path, capsys
     assert main(["experts", "--data", str(folder), "--out", str(tmp_path / "out")]) == 0
     said = capsys.readouterr().out
     assert "Zero-Shot test: mean 2.000 over 1 items" in said and "Standard test: no item with an expert score" in said
-    only_abstentions = write_released_dataset(tmp_path / "ABSTAINED", [_rows()[5]])
-    assert main(["experts", "--data", str(only_abstentions), "--out", str(tmp_path / "out2")]) == 0
-    assert "no item with an expert score" in capsys.readouterr().out
+
+
+def test_data_without_any_expert_score_is_refused(tmp_path, capsys):
+    """Every expert abstaining on every item (or no experts at all): the tables would all be empty. It wrote them,
+    printed "no item with an expert score" and exited 0; the help says the tables need labelled rows, so now exit
+    2 with one line naming --data, and nothing written."""
+    only_abstentions = write_released_dataset(tmp_path / "ABSTAINED", [_rows()[5]])  # item 6: both experts abstain
+    out = tmp_path / "out"
+    assert main(["experts", "--data", str(only_abstentions), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        f"judge-eval experts: error: --data {only_abstentions}: no item with an expert score (1 record, 2 expert "
+        "abstentions); the experts' tables need labelled rows\n")
+    assert not out.exists()
 
 
 @pytest.fixture(scope="module")

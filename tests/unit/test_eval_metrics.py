@@ -582,6 +582,8 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
     assert cell["why_empty_text"].startswith("no scored item: ")
     assert cell["n_abstained"] == sum(abstained)
     assert cell["n_all_abstained"] == (2 if name == "all experts abstained" else 0)
+    # both items have no expert score in the two unlabelled cases (abstained or none given), none elsewhere
+    assert cell["n_unlabelled"] == (2 if name in ("all experts abstained", "unlabelled") else 0)
 
 
 def test_groups_are_numpys_sorted_unique_labels_with_their_items_in_order():

@@ -84,3 +84,27 @@ def test_make_sample_refuses_a_folder_as_out_before_building(tmp_path, capsys, m
     assert exited.value.code == 2 and built == []
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"python scripts/make_sample.py: error: --out {tmp_path}: a folder, not a file; give the JSONL file to write")
+
+
+@pytest.mark.parametrize("under", ["", "sub"], ids=["out-is-a-file", "out-under-a-file"])
+def test_an_out_that_is_a_file_is_one_line_and_exit_code_2(tmp_path, capsys, monkeypatch, under):
+    """`--out FILE` (or `FILE/sub`) stopped in mkdir with a FileExistsError (NotADirectoryError) traceback, exit 1;
+    now the file is named after the flag, before any stage runs."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("", encoding="utf-8")
+    commands = _record_commands(monkeypatch)
+    assert demo.main(["--out", str(blocker / under), "--stages", "train"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"demo: --out: {blocker} is a file, not a folder\n"
+    assert commands == [] and "========" not in captured.out
+
+
+def test_ctrl_c_is_one_line_and_exit_code_130(tmp_path, capsys, monkeypatch):
+    """Ctrl+C during a stage printed a KeyboardInterrupt traceback; now one line and 130, as judge-eval does."""
+    def interrupted(out, args, servers):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "STAGES", (demo.Stage("slow", "interrupted by Ctrl+C", interrupted),))
+    assert demo.main(["--out", str(tmp_path), "--stages", "slow"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("demo: interrupted") and err.count("\n") == 1 and "Traceback" not in err

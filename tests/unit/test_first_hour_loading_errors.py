@@ -64,14 +64,30 @@ def test_build_data_refuses_an_out_folder_before_reading_the_data(tmp_path, caps
     assert f"--out {tmp_path}: a folder" in err and out == ""
 
 
-def test_build_data_names_an_out_it_cannot_write(tmp_path, capsys):
-    """An --out under a file (no folder can be made there) is named, exit 2, not an OSError traceback; the report
-    is printed first, since the rows were built."""
+def test_build_data_names_an_out_it_cannot_write(tmp_path, capsys, monkeypatch):
+    """An --out under a file (no folder can be made there) is named, exit 2, before the data is read: it was
+    "cannot write (File exists)" after every row was built, naming mkdir's errno rather than the file."""
+    import train.build_data
+
     blocker = tmp_path / "a-file"
     blocker.write_text("", encoding="utf-8")
-    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(blocker / "rows.jsonl")]) == 2
+    monkeypatch.setattr(train.build_data, "load_training_records", lambda *a, **k: pytest.fail("the data was read"))
+    for out_file in (blocker / "rows.jsonl", blocker / "sub" / "rows.jsonl"):
+        assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(out_file)]) == 2
+        out, err = _one_error_line(capsys)
+        assert out == "" and err == f"{PROG}--out: {blocker} is a file, not a folder\n"
+
+
+def test_build_data_names_an_out_folder_that_cannot_be_made_before_reading_the_data(capsys, monkeypatch):
+    """A place no folder can be made in (sysfs refuses mkdir even to root): named with the reason, nothing built."""
+    import train.build_data
+
+    monkeypatch.setattr(train.build_data, "load_training_records", lambda *a, **k: pytest.fail("the data was read"))
+    out_file = "/sys/pollux-judge-rows/rows.jsonl"
+    assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", out_file]) == 2
     out, err = _one_error_line(capsys)
-    assert "rows kept" in out and f"--out {blocker / 'rows.jsonl'}: cannot write" in err
+    assert out == "" and err.startswith(f"{PROG}/sys/pollux-judge-rows: the folder of --out {out_file} cannot be "
+                                        "made or written there (")
 
 
 def test_build_data_says_a_bad_row_on_stderr_with_its_prefix(tmp_path, capsys):

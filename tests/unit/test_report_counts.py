@@ -127,6 +127,40 @@ def test_abstentions_of_items_of_unknown_task_type_are_counted_too():
     assert "score: 5 in all; 1 item had every expert abstain and is unlabelled" in notes[0]
 
 
+def test_items_with_no_expert_score_are_said():
+    """The score line printed "n 6 ... MAE" over 5 items and no count said why: an item with no expert score at all
+    (unlabelled data) is in n and in no figure. 3 such items in the two tests plus 1 of unknown task type, of which 1
+    had every expert abstain (the abstentions' sentence says that one): 4 - 1 = 3 items; then 1 in the singular; and
+    a file written before the count (no n_unlabelled) has no sentence."""
+    from types import SimpleNamespace
+
+    def cell(n_unlabelled, n_all_abstained=0, n_abstained=0):
+        return SimpleNamespace(n_missing=0, n_abstained=n_abstained, n_all_abstained=n_all_abstained,
+                               n_unlabelled=n_unlabelled)
+
+    result = SimpleNamespace(splits={"all": SimpleNamespace(overall=cell(3, 1, 2)),
+                                     "unknown": SimpleNamespace(overall=cell(1))})
+    assert run_notes(result)[1] == ("**3 items have no expert score** (unlabelled data): they are left out of MAE and "
+                                    "the correlations, and not errors.")
+    one = SimpleNamespace(splits={"all": SimpleNamespace(overall=cell(1))})
+    assert run_notes(one) == ["**1 item has no expert score** (unlabelled data): it is left out of MAE and the "
+                              "correlations, and not an error."]
+    older = SimpleNamespace(splits={"all": SimpleNamespace(overall=SimpleNamespace(n_missing=0, n_abstained=0,
+                                                                                  n_all_abstained=0))})
+    assert run_notes(older) == []
+
+
+def test_an_item_with_no_expert_score_is_counted_and_said_by_score():
+    """Three Standard items, all judged; the second has no expert (unlabelled data): n 3, n_scored 2, n_unlabelled 1
+    (and n_all_abstained 0: nobody abstained), and the note says the one item."""
+    table = _table([1.0, 1.0, 2.0], ["ok"] * 3, [[1, 1], [], [2, 2]], split=["standard"] * 3)
+    result = _read_back(item_table.evaluate(table, n_boot=0, vc_repeats=2))
+    overall = result.splits["all"].overall
+    assert (overall.n, overall.n_scored, overall.n_all_abstained, overall.n_unlabelled) == (3, 2, 0, 1)
+    assert run_notes(result) == ["**1 item has no expert score** (unlabelled data): it is left out of MAE and the "
+                                 "correlations, and not an error."]
+
+
 @pytest.mark.parametrize("n_failed, n, shown", [
     (1, 20000, "1 (<0.1 %)"),          # 0.005 % would read 0.0 %: one failure is not none
     (19999, 20000, "19999 (>99.9 %)"),  # 99.995 % would read 100.0 %: one item did parse
