@@ -51,8 +51,8 @@ log = logging.getLogger("judge_eval.score")
 
 def _one_blas_thread(function):
     """Run ``function`` with BLAS on one thread: the bootstraps' many small matrix products would each wake
-    OpenBLAS's helper thread, which then spins waiting for more work (~0.4 CPU-s of a second core for nothing on
-    the 160,000-item bench table, docs/performance.md). Restored after, whatever it was."""
+    OpenBLAS's helper thread, which then spins waiting for more work, a second core's time for nothing (measured:
+    docs/performance.md, "BLAS on one thread"). Restored after, whatever it was."""
 
     @functools.wraps(function)
     def one_blas_thread(*args, **kwargs):
