@@ -626,23 +626,43 @@ def _old_think_blocks(text):
     return (blocks[0].group(1), _THINK_BLOCK.sub("", text)) if blocks else (None, text)
 
 
-def test_think_blocks_are_read_in_linear_time():
+def test_think_blocks_are_read_in_linear_time(monkeypatch):
     """16,000 unclosed "<think>" tags (the lazy block pattern ran to the text's end from each: 8.2 s; 8,000 took
-    2.1 s) read at once as the unclosed_think failure they are; one close after them, or before them, changes the
-    reading as before. The bound is a wide one, several hundred times the linear reading's time."""
-    import time
+    2.1 s) read as the unclosed_think failure they are; one close after them, or before them, changes the reading as
+    before. What makes the reading linear is which text the block pattern sees: only the text up to the last close
+    (where every open tag has a close after it, so each attempt matches and no two overlap), never the unclosed
+    tags past it, and nothing at all without a close. The pattern is wrapped to record the text each call is given."""
+    from judge import verdicts
 
+    seen = []
+
+    class RecordingPattern:
+        def search(self, text, pos=0, endpos=None):
+            endpos = len(text) if endpos is None else endpos
+            seen.append(("search", text[pos:endpos]))
+            return real.search(text, pos, endpos)
+
+        def sub(self, repl, text):
+            seen.append(("sub", text))
+            return real.sub(repl, text)
+
+    real = verdicts._THINK_BLOCK
+    monkeypatch.setattr(verdicts, "_THINK_BLOCK", RecordingPattern())
+    closed = "<think>a</think>" * 8_000
     cases = ["<think>" * 16_000, "<think>" * 16_000 + "</think>2", "</think>" + "<think>" * 16_000,
-             "<think>a</think>" * 8_000 + "<think>" * 16_000, "<THINK >" * 16_000 + "x"]
-    started = time.perf_counter()
-    verdicts = [parse_integer_verdict(text, None, SCALE) for text in cases]
-    assert time.perf_counter() - started < 0.5
-    assert [v.error for v in verdicts] == [VerdictError.UNCLOSED_THINK, None, VerdictError.UNCLOSED_THINK,
-                                           VerdictError.UNCLOSED_THINK, VerdictError.UNCLOSED_THINK]
-    assert verdicts[1].score == 2.0
-    from judge.verdicts import _think_blocks
-
-    assert _think_blocks(cases[1]) == ("<think>" * 15_999, "2")
+             closed + "<think>" * 16_000, "<THINK >" * 16_000 + "x"]
+    calls = []
+    verdicts_read = []
+    for text in cases:
+        seen.clear()
+        verdicts_read.append(parse_integer_verdict(text, None, SCALE))
+        calls.append(list(seen))
+    assert [v.error for v in verdicts_read] == [VerdictError.UNCLOSED_THINK, None, VerdictError.UNCLOSED_THINK,
+                                                VerdictError.UNCLOSED_THINK, VerdictError.UNCLOSED_THINK]
+    assert verdicts_read[1].score == 2.0
+    assert calls == [[], [("search", cases[1][:-1]), ("sub", cases[1][:-1])], [("search", "</think>")],
+                     [("search", closed), ("sub", closed)], []]
+    assert verdicts._think_blocks(cases[1]) == ("<think>" * 15_999, "2")
 
 
 def test_think_blocks_read_as_the_whole_text_pattern_did():

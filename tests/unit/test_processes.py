@@ -36,10 +36,14 @@ def _marked_env() -> tuple[str, dict[str, str]]:
     return marker, {**os.environ, MARKER_ENV: marker}
 
 
-def _wait_for_tree(marker: str, n: int, timeout_s: float = 60.0) -> list[int]:
+def _wait_for_tree(marker: str, n: int, timeout_s: float = 30.0) -> list[int]:
+    """The ``n`` processes carrying ``marker``, once all have started. Nothing in a started tree tells its starter
+    when its last process is up, so this looks until they are, failing with what it saw within ``timeout_s`` (under
+    the suite's per-test timeout, so this message is the one a hang gives)."""
     deadline = time.monotonic() + timeout_s
     while len(found := marked_processes(marker)) < n:
-        assert time.monotonic() < deadline, f"only {found} of {n} processes appeared"
+        assert time.monotonic() < deadline, f"{timeout_s:g} s after the start, {len(found)} of the {n} processes " \
+                                            f"marked {marker} were running: {found}"
         time.sleep(0.05)
     return found
 
@@ -52,10 +56,13 @@ def test_kill_descendants_kills_everything_below_a_process_and_spares_it():
     try:
         _wait_for_tree(marker, 5)  # the parent, sh, the subshell, two sleeps
         assert kill_descendants(parent.pid) == 4
+        # SIGKILL is sent, not awaited: the four go when the kernel reaps them (the parent's grandchildren, out of
+        # reach of a wait here), so this looks until they are gone.
         deadline = time.monotonic() + 10
-        while marked_processes(marker) != [parent.pid] and time.monotonic() < deadline:
+        while (left := marked_processes(marker)) != [parent.pid]:
+            assert time.monotonic() < deadline, f"10 s after SIGKILL to the four below {parent.pid}, running: {left}"
             time.sleep(0.05)
-        assert marked_processes(marker) == [parent.pid] and parent.poll() is None
+        assert parent.poll() is None
     finally:
         parent.kill()
         parent.wait()
@@ -242,9 +249,11 @@ def test_a_sigterm_shielded_python_module_keeps_sigterm_blocked_through_multipro
     marker, env = _marked_env()
     proc = start_process([sys.executable, "-m", "mp_engine"], log_path=tmp_path / "log", env=env, cwd=tmp_path,
                          grace_s=5, sigterm_shielded=True)
-    deadline = time.monotonic() + 60
-    while "spawned" not in (tmp_path / "log").read_text():
-        assert time.monotonic() < deadline and proc.alive(), (tmp_path / "log").read_text()
+    # The module's log is a file the supervisor writes (no pipe to read): looked at until its "spawned" line is there.
+    deadline = time.monotonic() + 30
+    while "spawned" not in (log := (tmp_path / "log").read_text()):
+        assert proc.alive(), f"mp_engine ended before its child was spawned; its log: {log!r}"
+        assert time.monotonic() < deadline, f"30 s after the start mp_engine had not printed 'spawned'; its log: {log!r}"
         time.sleep(0.1)
     main = proc.main_pid()
     child = next(pid for pid in marked_processes(marker) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text())
@@ -409,19 +418,35 @@ def test_a_missing_program_fails_at_once_with_a_message(tmp_path):
         proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
 
 
-def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path):
-    """The parent-death signal follows the forking thread: a server a thread pool started (as a fixture starting two
-    servers at once does) keeps running after that thread has ended, and stops when told."""
+def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path, monkeypatch):
+    """The parent-death signal follows the forking thread, not the process: armed from a worker thread it would stop
+    the server when that thread ends. So start_process arms it from the main thread only: a server a thread pool
+    started (as a fixture starting two servers at once does) is started with it unarmed (the recorded setup call says
+    so, instead of a wait for a stop that does not come), keeps running after that thread has ended, and stops when
+    told. The main thread's start arms it."""
     import threading
 
+    from judge.plumbing import processes
+
+    armed = []
+    real_setup = processes._child_setup
+
+    def recording_setup(**kwargs):
+        armed.append(kwargs["pdeathsig"])
+        return real_setup(**kwargs)
+
+    monkeypatch.setattr(processes, "_child_setup", recording_setup)
     marker, env = _marked_env()
     started = {}
     worker = threading.Thread(target=lambda: started.update(proc=start_process(TREE, log_path=tmp_path / "log", env=env,
                                                                                  grace_s=5)))
     worker.start()
     worker.join()
+    assert armed == [False]
     _wait_for_tree(marker, 5)
-    time.sleep(1.5)  # longer than the supervisor's owner poll: a spurious stop would have begun
     assert started["proc"].alive() and len(marked_processes(marker)) == 5
     assert started["proc"].stop() == -signal.SIGTERM
     assert marked_processes(marker) == []
+    main_started = start_process(["sleep", "300"], log_path=tmp_path / "main.log", grace_s=5)
+    assert armed == [False, True]
+    assert main_started.stop() == -signal.SIGTERM

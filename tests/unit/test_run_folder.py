@@ -48,7 +48,7 @@ def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data,
         if path != "/v1/chat/completions":
             return 404, {"detail": "Not Found"}  # the backend probe: a plain OpenAI server
         first_request.set()
-        release.wait(timeout=120)  # held until the second run has been refused
+        release.wait(timeout=45)  # held until the second run has been refused
         return 200, chat_completion(VERDICT, body["model"])
 
     out = tmp_path / "run"
@@ -57,14 +57,14 @@ def test_a_second_judge_eval_run_on_one_folder_is_refused_naming_the_first(data,
                                  cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
-            assert first_request.wait(timeout=120), "the first run never asked the judge"
+            assert first_request.wait(timeout=45), "the first run did not ask the judge within 45 s"
             n_before = len(server.requests)
             second = subprocess.run([sys.executable, "-m", "eval.cli", *_run_args(server.base_url, data, out)],
                                     cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-                                    text=True, timeout=120)  # fmt: skip
+                                    text=True, timeout=45)  # fmt: skip
         finally:
             release.set()
-            first.wait(timeout=120)
+            first.wait(timeout=45)
         assert first.returncode == 0, first.stderr.read()[-2000:]
     assert second.returncode == 2
     assert f"is in use by judge-eval run (pid {first.pid} on {socket.gethostname()}" in second.stderr

@@ -1,27 +1,76 @@
-"""Ctrl+C during `judge-eval run`: one line and exit code 130, not a KeyboardInterrupt traceback.
+"""Ctrl+C during `judge-eval run`: one line and exit code 130, not a KeyboardInterrupt traceback; the rows already
+journaled are kept, and a rerun asks only for the rest.
 
 ``asyncio.run`` cancels the judging tasks and re-raises Ctrl+C as ``KeyboardInterrupt``, which reached the console
-as a traceback and a death by SIGINT; the rows already journaled are kept either way, and the line says so. The
-signal is stood in for by the run raising what ``asyncio.run`` raises.
+as a traceback and a death by SIGINT. Here the signal is real: the scripted judge sends SIGINT to this process
+while it is asked its fourth question (one request at a time, so three rows are journaled by then), the order made
+by the request itself, not by a clock.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
+import judge
 from eval.cli import main
-from eval.judging import run as run_module
+from tests.support.eval_cli import sample_by_split
+from tests.unit.test_eval_cli import ScriptedServer, _ids, _run_args
 
 
-def test_ctrl_c_during_a_run_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
-    def interrupted(config, **_):
-        raise KeyboardInterrupt
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler (a KeyboardInterrupt in the main thread), whatever an earlier test on this worker
+    left installed (serving's tests install judge-serve's), put back as it was afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
-    monkeypatch.setattr(run_module, "run", interrupted)
-    capsys.readouterr()
-    try:
-        code = main(["run", "--judge", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"), "--no-progress"])
-    except KeyboardInterrupt:
-        pytest.fail("Ctrl+C escaped judge-eval's main as a traceback")
-    assert code == 130
-    assert capsys.readouterr().err == "judge-eval run: interrupted; the rows written are kept, a rerun resumes\n"
+
+class CtrlCAt(ScriptedServer):
+    """A scripted judge that presses Ctrl+C on this process when its ``at``-th chat request arrives (then answers it,
+    too late: the run is being cancelled)."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at, self.asked = at, 0
+        # The pressed request's answer may meet a connection the cancelled run closed: the server's own broken pipe,
+        # kept off stderr (stderr is judge-eval's one line).
+        self._server.handle_error = lambda request, client_address: None
+
+    def _respond(self, path, body):
+        if path == "/v1/chat/completions":
+            with self.lock:
+                self.asked += 1
+                press = self.asked == self.at
+            if press:
+                os.kill(os.getpid(), signal.SIGINT)
+        return super()._respond(path, body)
+
+
+def test_ctrl_c_during_a_run_is_one_line_exit_130_and_keeps_the_rows(tmp_path, capsys, python_sigint_handler):
+    """The twelve sample records, one request at a time; SIGINT at the fourth: exit 130, the one line, the first
+    three records' rows on disk. The rerun (no signal) asks the nine others, the fourth among them, and the run is
+    whole."""
+    records = sample_by_split()
+    data = tmp_path / "records.jsonl"
+    judge.write_jsonl(records, data)
+    out = tmp_path / "run"
+    ids = [r.id for r in records]
+    with CtrlCAt(at=4) as server:
+        capsys.readouterr()
+        try:
+            code = main(_run_args(server.base_url, data, out, "--concurrency", "1"))
+        except KeyboardInterrupt:
+            pytest.fail("Ctrl+C escaped judge-eval's main as a traceback")
+        err = capsys.readouterr().err
+        assert code == 130
+        assert err == "judge-eval run: interrupted; the rows written are kept, a rerun resumes\n"
+        assert server.asked == 4
+        assert _ids(out / "predictions.jsonl") == ids[:3]
+    with CtrlCAt(at=0) as rerun:
+        assert main(_run_args(rerun.base_url, data, out, "--concurrency", "1")) == 0
+        assert rerun.asked == 9
+    assert sorted(_ids(out / "predictions.jsonl")) == sorted(ids)

@@ -14,19 +14,36 @@ import threading
 import time
 from pathlib import Path
 
-from judge.plumbing.processes import free_port, http_status, start_process
+from judge.plumbing.processes import free_port, start_process
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 KEY = "shutdown-key"
-#: Bounds a wait only so that a failing test ends; a passing one never reaches it.
-FAILING_AFTER_S = 120
+#: Bounds a wait only so that a failing test ends; a passing one never reaches it. Under the suite's per-test
+#: timeout (60 s in `make test-fast`), so that a hang ends with this file's message and judge-serve's log.
+FAILING_AFTER_S = 45
 
 
-def _wait_for(condition, what: str, log_path: Path) -> None:
+def _log_says(line: str, what: str, log_path: Path) -> None:
+    """Wait for judge-serve's log to hold ``line``. The log is a file its supervisor writes, with no pipe to read:
+    looked at until the line is there, failing with ``what`` and the log's tail."""
     deadline = time.monotonic() + FAILING_AFTER_S
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}\n{log_path.read_text(errors='replace')[-3000:]}"
+    while line not in log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, f"{what} within {FAILING_AFTER_S} s\n" \
+                                            f"{log_path.read_text(errors='replace')[-3000:]}"
         time.sleep(0.1)
+
+
+def _exited(process, timeout_s: float) -> bool:
+    """Whether ``process``'s supervisor exits within ``timeout_s``: a blocking waitid (WNOWAIT: not reaped, so
+    its group stays reserved until ``stop``) in a thread, its end the event waited on."""
+    done = threading.Event()
+
+    def wait() -> None:
+        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+        done.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return done.wait(timeout_s)
 
 
 def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_causal_dir, tmp_path):
@@ -59,8 +76,7 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
         )  # fmt: skip
         sock = None
         try:
-            _wait_for(lambda: http_status(f"http://127.0.0.1:{port}/ready") == 200, "judge-serve did not come up",
-                      log_path)
+            process.wait_ready(f"http://127.0.0.1:{port}/ready", timeout_s=FAILING_AFTER_S)  # names the log
             body = json.dumps({"model": "attached", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4})
             sock = socket.create_connection(("127.0.0.1", port))
             sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\n"
@@ -68,10 +84,11 @@ def test_a_second_sigint_cuts_the_drain_short_but_still_stops_the_engines(tiny_c
             assert arrived.wait(FAILING_AFTER_S), "the request never reached the engine"
             main_pid = process.main_pid()
             os.kill(main_pid, signal.SIGINT)
-            _wait_for(lambda: "Waiting for connections to close" in log_path.read_text(errors="replace"),
-                      "judge-serve did not start draining", log_path)  # the first SIGINT is taken: now the second
+            _log_says("Waiting for connections to close", "judge-serve did not start draining",
+                      log_path)  # the first SIGINT is taken: now the second
             os.kill(main_pid, signal.SIGINT)
-            _wait_for(lambda: process.exit_code() is not None, "judge-serve did not exit", log_path)
+            assert _exited(process, FAILING_AFTER_S), f"judge-serve did not exit within {FAILING_AFTER_S} s\n" \
+                                                      f"{log_path.read_text(errors='replace')[-3000:]}"
             log = log_path.read_text(errors="replace")
         finally:
             release.set()

@@ -16,11 +16,12 @@ from serve.supervision import ServerState, _watch, probe
 class HoldingEngine:
     """An engine whose ``/v1/completions`` (and ``/hold``) wait until ``release`` is set (a long generation),
     ``arrived`` set when one came in; ``/health`` answers 200 at once unless ``hang`` is set, then it waits for
-    ``release`` too (an engine alive but not answering)."""
+    ``release`` too (an engine alive but not answering). ``answered_three`` is set once three probes were answered."""
 
     def __init__(self):
         self.arrived, self.release, self.hang = threading.Event(), threading.Event(), threading.Event()
         self.health_probes = 0
+        self.answered_three = threading.Event()
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,7 +42,10 @@ class HoldingEngine:
                     engine.health_probes += 1
                     if engine.hang.is_set():
                         engine.release.wait(60)
-                    return self._answer(b"")
+                    self._answer(b"")
+                    if engine.health_probes >= 3 and not engine.hang.is_set():
+                        engine.answered_three.set()
+                    return None
                 engine.arrived.set()
                 engine.release.wait(60)
                 self._answer(b"{}")
@@ -127,11 +131,6 @@ class HungEngine:
         return ""
 
 
-async def _until(condition) -> None:
-    while not condition():
-        await asyncio.sleep(0.01)
-
-
 def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_death():
     """A ready judge-serve's own engine answers /health, then hangs (alive, every probe unanswered): after
     ``engine_hang_probes`` failed probes it counts as dead (calls to it get 503 at once), its tree is stopped and
@@ -147,7 +146,7 @@ def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_dea
             state.http = http
             watcher = asyncio.ensure_future(_watch(state, interval_s=0.01))
             try:
-                await asyncio.wait_for(_until(lambda: stand_in.health_probes >= 3), 10)  # answered: healthy
+                assert await asyncio.to_thread(stand_in.answered_three.wait, 10), "three /health probes were not answered within 10 s"
                 assert not state.dead["generator"].is_set()
                 stand_in.hang.set()
                 await asyncio.wait_for(state.dead["generator"].wait(), 10)

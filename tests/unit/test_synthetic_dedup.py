@@ -138,6 +138,43 @@ def test_cosine_rules_and_reference_percentile():
     assert info["thresholds"]["Recommendations"] == {"cosine": None, "chrf": None, "reference_size": 0}
 
 
+def _all_pairs(**bounds) -> DedupConfig:
+    """chrF over every pair (no cosine floor: a pair at a bound is still a candidate) and never clearing a pair."""
+    return DedupConfig(reference="x", chrf_min_cosine=-1.0, chrf_original=0.0, block_size=2, **bounds)
+
+
+def test_a_cosine_of_exactly_cosine_max_is_no_duplicate():
+    """Algorithm 1 (arXiv 2505.24616v3, Appendix C.3) drops a pair whose cosine is *above* the bound: at the bound the
+    pair stays, one step below it the pair goes. 0.75 is a float32 value (the embeddings' type; 0.8 is not one:
+    float32's nearest is 0.800000012, above 0.8), and [1, 0, 0] . [0.75, y, 0] is 0.75 exactly. The type has no
+    reference instructions (no borderline band); chrF never drops (chrf_max above 1)."""
+    table = {"a": np.array([1, 0, 0], np.float32), "b": np.array([0.75, math.sqrt(1 - 0.75**2), 0], np.float32)}
+    rows = [_row("a", "a", "Recommendations"), _row("b", "b", "Recommendations")]
+    kept, dropped, _ = deduplicate(rows, [], _all_pairs(cosine_max=0.75, chrf_max=1.01), _table_embedder(table))
+    assert ([r["id"] for r in kept], dropped) == (["a", "b"], [])
+    below = float(np.nextafter(0.75, 0.0))
+    kept, dropped, _ = deduplicate(rows, [], _all_pairs(cosine_max=below, chrf_max=1.01), _table_embedder(table))
+    assert [r["id"] for r in kept] == ["a"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"], d["cosine"]) for d in dropped] == [
+        ("b", "near_duplicate:cosine", "a", 0.75)]
+
+
+def test_a_chrf_of_exactly_chrf_max_is_no_duplicate():
+    """The same for chrF (Algorithm 1's chrF > 0.8): a pair whose chrF equals chrf_max stays, one step below it the
+    pair goes. The bound is the pair's own chrF (ChrF().score, the value deduplicate compares); the cosine is 0."""
+    text_a, text_b = "Исправьте ошибки в тексте.", "Исправьте ошибки в письме."
+    table = {text_a: _unit(1, 0, 0), text_b: _unit(0, 1, 0)}
+    rows = [_row("a", text_a, "Recommendations"), _row("b", text_b, "Recommendations")]
+    chrf = ChrF().score(text_b, text_a)
+    assert 0.3 < chrf < 1.0
+    kept, dropped, _ = deduplicate(rows, [], _all_pairs(chrf_max=chrf), _table_embedder(table))
+    assert ([r["id"] for r in kept], dropped) == (["a", "b"], [])
+    kept, dropped, _ = deduplicate(rows, [], _all_pairs(chrf_max=float(np.nextafter(chrf, 0.0))), _table_embedder(table))
+    assert [r["id"] for r in kept] == ["a"]
+    assert [(d["id"], d["drop_reason"], d["duplicate_of"], d["chrf"]) for d in dropped] == [
+        ("b", "near_duplicate:chrf", "a", round(chrf, 6))]  # the row records 6 digits
+
+
 def test_greedy_compares_with_kept_instructions_only():
     """a-b 0.85 and b-c 0.853 but a-c 0.45: b goes, so c (a duplicate only of a dropped one) stays."""
     b2 = math.sqrt(1 - 0.85**2)

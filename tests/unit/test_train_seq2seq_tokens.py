@@ -171,6 +171,25 @@ def test_a_row_longer_in_its_served_ids_than_the_data_step_counted_is_dropped(qw
     assert (kept, kept_examples, report.dropped["too_long"], report.n_rows) == ([ordinary], [examples[1]], 1, 1)
 
 
+def test_a_row_of_exactly_max_length_ids_is_kept_and_one_id_more_is_dropped(qwen_tokenizer):
+    """drop_long_examples keeps a row of at most max_length ids: a row of exactly max_length is kept, the same row
+    under a max_length one smaller is dropped and counted (no training row is then left: the build stops)."""
+    from types import SimpleNamespace
+
+    from train.build_data import BuildReport, drop_long_examples
+    from train.config import ConfigError
+
+    rows = [{"id": "ok", "prompt": prompt_of(), "completion": target(False)}]
+    examples = sft_examples(rows, qwen_tokenizer)
+    length = len(examples[0]["input_ids"])
+    report = BuildReport(n_rows=1)
+    assert drop_long_examples(SimpleNamespace(max_length=length, data="d"), report, rows, examples) == (rows, examples)
+    assert (report.dropped["too_long"], report.n_rows) == (0, 1)
+    with pytest.raises(ConfigError, match=f"no training rows left in d within max_length {length - 1} tokens"):
+        drop_long_examples(SimpleNamespace(max_length=length - 1, data="d"), report, rows, examples)
+    assert (report.dropped["too_long"], report.n_rows) == (1, 0)
+
+
 def test_a_prompt_the_template_does_not_keep_verbatim_is_refused(qwen_tokenizer, monkeypatch):
     """Without the prompt verbatim in the chat text the user turn cannot be told from the template's text: refused,
     naming the row, never trained as one run of request text (no turn at all)."""

@@ -12,8 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
@@ -98,8 +96,9 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq
     from serve.launch import ENGINE_KEY_ENV
     from tests.support.fixtures_serve import ENGINE_KEY, server_metric
 
-    if shutil.which("judge-serve", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("judge-serve is not installed in this environment")
+    # `make setup` installs the console script beside this interpreter: its absence is a broken install, a failure.
+    assert shutil.which("judge-serve", path=str(Path(sys.executable).parent)), \
+        f"no judge-serve console script in {Path(sys.executable).parent}: run `make setup`"
     assert seq2seq_server.run_record()["layout"]["root"] == str(tiny_causal_dir)  # the engine serves this very folder
     data, records = small_data
     before = {p.pid for p in psutil.process_iter()}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -50,14 +49,14 @@ def test_an_eval_task_stops_at_once_on_a_sigkilled_serve_jobs_left_file(slurm_cl
 
     eval_env = {**env, "JUDGE_EVAL_ENDPOINT_FILE": str(endpoint_file), "JUDGE_EVAL_DATA": str(data),
                 "JUDGE_EVAL_OUT": str(tmp_path / "eval")}  # fmt: skip  (JUDGE_EVAL_WAIT_S: the default hour)
-    started = time.monotonic()
+    # What shows the task ended at once is how it ended, not a clock: the state's own line below, never the
+    # wait's end ("no ready judge-serve ... after 3600 s"), which the hour would take to reach.
     array = slurm_cluster.sbatch(["--array=0", "--gpus-per-node=0", "--cpus-per-task=1",
                                   f"--output={tmp_path}/%x-%A_%a.out", str(REPO / "slurm/eval.sbatch")],
                                  cwd=tmp_path, env=eval_env)  # fmt: skip
     record = slurm_cluster.wait(f"{array}_0", timeout_s=120)
-    took_s = time.monotonic() - started
     log = (tmp_path / f"judge-eval-{array}_0.out").read_text()
     assert record["JobState"] == "FAILED" and record["ExitCode"] == "2:0", log
     assert f"eval.sbatch: serve job {serve} is {serve_state}: it serves no judge" in log, log
-    assert took_s < 60, f"{took_s:.0f} s"
+    assert "no ready judge-serve" not in log and "judge-serve ready at" not in log, log
     assert not (tmp_path / "eval" / "shards").exists()  # nothing judged
