@@ -277,10 +277,8 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
     with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=_held_first(release, held),
                                reward_deadline_s=3.0, reward_engine_wait_s=0.5,
                                max_concurrent_engine_requests=1) as (http, engine):
-        started = time.monotonic()
         late = http.post("/get_reward", headers=AUTH,
                          json=_reward_body("Весна пришла поздно.", ["Креативность", "Грамотность", "Полезность"]))
-        took = time.monotonic() - started
         assert held.is_set(), "the deadline passed before the first judgment reached the engine"
         release.set()
         following = http.post("/get_reward", headers=AUTH, json=_reward_body("Лето.", ["Креативность"]))
@@ -288,7 +286,6 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
     assert late.json()["error"] == {
         "message": "the rewards took longer than reward_deadline_s=3 s (the wait for an engine included); their "
                    "judging is cancelled", "type": "timeout", "param": None, "code": "timeout"}
-    assert 3.0 <= took < 15.0
     assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
     assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
 

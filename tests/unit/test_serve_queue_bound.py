@@ -20,7 +20,7 @@ from judge.checkpoints import JudgeKind
 from serve.config import ConfigError, ServeConfig
 from serve.engine_client import EngineFailure
 from serve.judging import Judge, JudgeSettings, config_bounds
-from serve.queued import QueueFull
+from serve.queued import QUEUE_FULL_RETRY_AFTER_S, QueueFull
 from serve.schema import parse_judge_request
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.support.serve_in_process import served_over_tcp
@@ -90,7 +90,7 @@ def test_a_request_over_the_bound_is_refused_before_its_work_and_the_count_comes
         return refused.value, first, again
 
     refused, first, again = asyncio.run(scenario())
-    assert "max_queued_judgments=3" in str(refused) and refused.retry_after_s > 0
+    assert "max_queued_judgments=3" in str(refused) and refused.retry_after_s == QUEUE_FULL_RETRY_AFTER_S
     if ending == "answered":
         assert all(r.parse_ok for r in first.result().items[0].results)
     elif ending == "failed":
@@ -233,11 +233,11 @@ def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir
                 sender.join(FAILING_AFTER_S)
             after = httpx.post(root + "/v1/judge", json=_request(2, "after"), timeout=FAILING_AFTER_S)
     assert refused.status_code == 503, refused.text
-    assert int(refused.headers["retry-after"]) > 0
+    assert int(refused.headers["retry-after"]) == QUEUE_FULL_RETRY_AFTER_S
     error = refused.json()["error"]
     assert error["type"] == "service_unavailable" and error["code"] == "queue_full"
     assert "max_queued_judgments=3" in error["message"]
-    assert reward.status_code == 503 and int(reward.headers["retry-after"]) > 0, reward.text
+    assert reward.status_code == 503 and int(reward.headers["retry-after"]) == QUEUE_FULL_RETRY_AFTER_S, reward.text
     error = reward.json()["error"]
     assert error["code"] == "queue_full" and "max_queued_judgments=3" in error["message"]  # not an engine's 503
     assert "deadline" in error["message"]
