@@ -231,11 +231,15 @@ def test_run_resumes_a_killed_run_to_exactly_one_row_per_item(small_data, tmp_pa
                                 env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # Killed once both workers (--concurrency 2) hold a request the server has read: none of the dead run's
         # requests can then reach the server after the rerun's have started (one still in a socket once counted as
-        # the rerun's own).
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if (out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4 and server.held == 2:
-                break
+        # the rerun's own). The rows are written by another process, which signals nothing: a bounded look, failing
+        # by name within the fast tier's timeout.
+        deadline = time.monotonic() + 45
+        while not ((out / "predictions.jsonl").exists() and len(_ids(out / "predictions.jsonl")) >= 4
+                   and server.held == 2):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail(f"the run did not write 4 rows with 2 requests held (held {server.held}, exit "
+                            f"{proc.poll()})")
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
