@@ -314,7 +314,7 @@ def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
 
 #: Any spelling of a tag the parser reads (``_TAG``: any case, spaces inside the brackets) or a reasoning tag: inside
 #: a tagged verdict's feedback, one is a second block, a quoted verdict or a reasoning the judge was never trained to
-#: write there (build-data drops a rationale holding ``[RESULT]``, ``[END]`` or a ``<think>``: ``tags_in_feedback``).
+#: write there (build-data drops a rationale holding any of them: ``tags_in_feedback``).
 _ANY_TAG = re.compile(r"\[\s*(?:FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
 _BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?\d+\s*\[END\]")
 

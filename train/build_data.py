@@ -22,8 +22,9 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
                        B: "one word rationale are only eligible for the perfect scores"; the best level is 0 for the
                        two Critical criteria, the top elsewhere: ``judge.oriented_scale``); one with no word at all
                        (empty, blank, only punctuation) never is, whatever the score;
-- ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back), or a
-  ``<think>`` / ``</think>`` tag (a reasoning judge's block inside a rationale it was never served).
+- ``tags_in_feedback`` the rationale contains ``[RESULT]`` or ``[END]`` (the target would not parse back), a
+  ``[FEEDBACK]`` (a second block, which GRPO's tagged format reward refuses), or a ``<think>`` / ``</think>`` tag (a
+  reasoning judge's block inside a rationale it was never served).
 
 The recipes add one more, ``too_long`` (the tokenized row exceeds ``max_length``; see ``drop_too_long`` and, on the
 ids a recipe trains, ``drop_long_examples``). Records that repeat an earlier record's content under another id are
@@ -64,8 +65,9 @@ logger = logging.getLogger(__name__)
 
 _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
-#: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer.
-_TAGS = re.compile(r"\[\s*(RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
+#: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer,
+#: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
+_TAGS = re.compile(r"\[\s*(FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
 #: A word of ``gives_reasons`` is a run of these: a text holding one holds a word.
 _WORD_CHAR = re.compile(r"\w")
 

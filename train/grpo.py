@@ -74,7 +74,8 @@ class GRPOReport(BuildReport):
     ``n_verdicts`` is the items read (each gives one reference, its experts' mode) and ``dropped`` counts items, so
     ``n_rows + sum(dropped) == n_verdicts == n_records``, the contract every recipe's ``BuildReport`` keeps; the
     expert scores those items carry (several per item on human-labelled data) are ``n_expert_scores``, counted beside
-    them and never against the drops.
+    them and never against the drops; a ``duplicate_prompt`` copy's scores are its item's again and are not counted
+    twice (a pooled panel's are).
     """
 
     n_expert_scores: int = 0
@@ -117,8 +118,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
     """
     records = list(records)
-    report = GRPOReport(n_records=len(records), n_verdicts=len(records),
-                        n_expert_scores=sum(len(r.expert_scores) for r in records))  # fmt: skip
+    report = GRPOReport(n_records=len(records), n_verdicts=len(records))
     kept, held_out = zero_shot_records(records, zero_shot)
     report.dropped["zero_shot"] += len(held_out)
     report.zero_shot_ids = [record.id for record in held_out[:20]]
@@ -143,6 +143,9 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
             group[2].add(tuple(sorted(scores)))
             group[1].extend(scores)
             report.n_pooled_panels += 1
+    # The experts' verdicts the data held: a copy's scores are its item's again, counted once.
+    report.n_expert_scores = (sum(len(r.expert_scores) for r in held_out)
+                              + sum(len(scores) for _, scores, _ in panels_of_prompt.values()))
     for prompt, (record, scores, _) in panels_of_prompt.items():
         reason, row = _row(record, prompt, scores, no_unique_mode, verdict_format)
         if reason is not None:

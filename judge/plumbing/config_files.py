@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import shlex
 import types
@@ -164,53 +163,55 @@ def _bounded_yaml(text: str, path: Path) -> Any:
             given twice.
         yaml.YAMLError: not YAML.
     """
-    loader = _single_key_loader()(text)
+    import yaml
+
+    loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_node_count(node, path)
+        _refuse_repeated_keys(node, path)
         return loader.construct_document(node)
-    except _DuplicateKey as err:
-        raise ConfigError(f"{path}: key {err.key!r} given twice (lines {err.first} and {err.again}); keep "
-                          "one") from None
     finally:
         loader.dispose()
 
 
-class _DuplicateKey(Exception):
-    """A key given twice in one YAML mapping (``_single_key_loader``), at 1-based lines ``first`` and ``again``."""
+def _refuse_repeated_keys(root: Any, path: Path) -> None:
+    """Refuse a key given twice in one mapping of the composed document: PyYAML keeps the last value without a word,
+    so `learning_rate: 1e-5` appended under a config's own `learning_rate` changed the run unseen.
 
-    def __init__(self, key: Any, first: int, again: int):
-        super().__init__(key, first, again)
-        self.key, self.first, self.again = key, first, again
+    Checked on the composed nodes, before anything is constructed: constructing a merge (``<<: *base``) rewrites the
+    merged mapping's node in place with the keys it takes in, which a later alias of that node would then show as
+    given twice. A merge key is not checked (overriding a merged key is what merging is for); keys are compared as
+    written scalars (their tag and text: ``port`` and ``'port'`` are one key). Each node is checked once, however
+    many aliases name it.
 
-
-@functools.cache
-def _single_key_loader() -> type:
-    """``yaml.SafeLoader`` that raises ``_DuplicateKey`` for a key given twice in one mapping: PyYAML keeps the last
-    value without a word, so `learning_rate: 1e-5` appended under a config's own `learning_rate` changed the run
-    unseen. A merge (``<<: *base``) is not checked: overriding a merged key is what merging is for."""
+    Raises:
+        ConfigError: naming the key and both lines.
+    """
     import yaml
 
-    class SingleKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            if isinstance(node, yaml.MappingNode):
-                seen: dict[Any, int] = {}
-                for key_node, _value in node.value:
-                    if key_node.tag == "tag:yaml.org,2002:merge":
-                        continue
-                    key = self.construct_object(key_node, deep=deep)
-                    line = key_node.start_mark.line + 1
-                    try:
-                        if key in seen:
-                            raise _DuplicateKey(key, seen[key], line)
-                        seen[key] = line
-                    except TypeError:  # an unhashable key: PyYAML's own construct_mapping names it
-                        continue
-            return super().construct_mapping(node, deep=deep)
-
-    return SingleKeyLoader
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            lines: dict[tuple[str, str], int] = {}
+            for key_node, value_node in node.value:
+                stack.extend((key_node, value_node))
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key, line = (key_node.tag, key_node.value), key_node.start_mark.line + 1
+                if key in lines:
+                    raise ConfigError(f"{path}: key {key_node.value!r} given twice (lines {lines[key]} and {line}); "
+                                      "keep one")
+                lines[key] = line
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def _check_node_count(root: Any, path: Path) -> None:

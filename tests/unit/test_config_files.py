@@ -397,6 +397,21 @@ def test_a_merged_key_may_be_overridden(tmp_path):
     assert read_config_file(path)["extra_body"] == {"top_p": 0.9, "seed": 2}
 
 
+def test_an_anchored_mapping_holding_a_merge_is_no_repeat_when_named_again(tmp_path):
+    """Constructing a merge rewrites the merged node with the keys it took in: `mid` (a merge of `base`, then its own
+    `a: 2`) named again by `*mid` was refused as "key 'a' given twice (lines 1 and 5)", a file yaml.safe_load reads.
+    The value is PyYAML's own reading, whatever it is (its nested merge gives top the base's `a`): the check adds a
+    refusal, never another value."""
+    import yaml
+
+    from judge.plumbing.config_files import read_config_file
+
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {a: 1}\ntop:\n  <<: &mid\n    <<: *base\n    a: 2\n  b: 3\nother: *mid\n",
+                    encoding="utf-8")
+    assert read_config_file(path) == yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
 def test_an_empty_config_file_is_named_as_empty(tmp_path, capsys, text):
     """An empty --config read as every default, and judge-train then blamed a field ("'recipe' must be one of [...],

@@ -40,6 +40,8 @@ CASES = [
     ([3], ["Ответ верный и полный."], [], {"score_out_of_scale": 1}),
     ([1.5], ["Ответ верный, но неполный."], [], {"score_not_a_level": 1}),  # a target between two rubric points
     ([2], ["Верно. [RESULT] 2 [END]"], [], {"tags_in_feedback": 1}),
+    # a second block's tag, in any spelling: a target GRPO's tagged format reward would refuse
+    ([2], ["Пометка [ feedback ] рецензента не нужна."], [], {"tags_in_feedback": 1}),
     ([2, 0], None, [], {"no_feedback": 2}),
     ([2, 1], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], ["Всё верно, ошибок нет.", "Есть неточность в ответе."], {}),
     ([0], ["  Ответ неверный: два плюс два — четыре, а не пять.  "], ["Ответ неверный: два плюс два — четыре, а не пять."], {}),

@@ -35,7 +35,7 @@ NEGATIVE_RUBRIC = "-1: Хуже эталона.\n\n0: Как эталон.\n\n1:
 def record(rid: str, scores, *, criterion: str = "Грамотность", rubrics: str = RUBRIC, task_type: str = "Editing",
            answer: str = "Четыре."):
     """An item; items of one test that differ in their scores differ in their ``answer`` too: one prompt is one item
-    (``grpo_rows`` keeps one row per prompt and refuses two sets of scores for it)."""
+    (``grpo_rows`` keeps one row per prompt and pools the scores of other panels into it)."""
     return judge.JudgeRecord(id=rid, instruction="Сколько будет два плюс два?", answer=answer, criteria_name=criterion,
                              rubrics=rubrics, expert_scores=tuple(scores), task_type=task_type)
 
@@ -245,7 +245,8 @@ def test_one_prompt_per_item_when_given_the_traces_of_the_sft_step(tmp_path):
     rows, report = grpo.grpo_rows(_write_traces(tmp_path / "traces.jsonl", traces))
     assert [row["id"] for row in rows] == ["item1#0", "item2#0"]
     assert dict(report.dropped) == {"duplicate_prompt": 3} and (report.n_records, report.n_rows) == (5, 2)
-    assert report.summary() == ("5 items (5 expert scores) -> 2 prompts kept; dropped 3 items: "
+    # The copies' scores are item1's again: 1 + 1 expert scores, not 5.
+    assert report.summary() == ("5 items (2 expert scores) -> 2 prompts kept; dropped 3 items: "
                                 "duplicate_prompt=3")
 
 
@@ -260,7 +261,7 @@ def test_one_prompt_judged_by_two_panels_pools_their_scores(tmp_path):
     assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
         [("a", [2.0, 1.0, 1.0, 1.0], [1.0])]
     assert dict(report.dropped) == {"duplicate_prompt": 2} and report.n_pooled_panels == 1
-    assert report.summary() == ("3 items (6 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
+    assert report.summary() == ("3 items (4 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
                                 "(1 other panels' scores pooled)")
     assert report.to_dict()["n_pooled_panels"] == 1
     # In the other order the reference is the same.

@@ -99,7 +99,7 @@ def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
     from train.build_data import _TAGS
 
     if verdict.feedback and _TAGS.search(verdict.feedback):
-        return "tags_in_feedback", "the feedback holds a verdict tag ([RESULT], [END]) or a <think> tag"
+        return "tags_in_feedback", "the feedback holds a verdict tag ([FEEDBACK], [RESULT], [END]) or a <think> tag"
     if scale is not None and not scale.is_level(verdict.score):
         return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
     return None
