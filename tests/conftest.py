@@ -1,9 +1,11 @@
 """Shared pytest configuration: the fixture modules, the two tiers (a folder each) and the xdist groups.
 
 Tiers. ``tests/unit/`` holds the tests that need no vLLM engine, judge-serve, Slurm cluster, browser, training run,
-DeepSpeed, sentence-embedding model or code sandbox; ``make test-fast`` runs that folder. ``tests/integration/``
-holds the others; ``make test`` runs both. Every test under ``tests/integration/`` gets the ``slow`` marker, so
-``-m "not slow"`` still selects the quick loop. A test under ``tests/unit/`` that requests one of
+DeepSpeed or sentence-embedding model; ``make test-fast`` runs that folder. It does run the code sandbox, bubblewrap
+included, on a few samples at a time (a few seconds: docs/testing.md); the sandbox's heavy loads (fork and memory
+bombs, the 164 canonical solutions) need fixtures of :data:`HEAVY_FIXTURES`. ``tests/integration/`` holds the
+others; ``make test`` runs both. Every test under ``tests/integration/`` gets the ``slow`` marker, so ``-m "not slow"``
+still selects the quick loop. A test under ``tests/unit/`` that requests one of
 :data:`HEAVY_FIXTURES`, or is marked ``slow`` by hand, fails the collection: it belongs in ``tests/integration/``.
 The heavy fixtures are defined in ``tests/integration/conftest.py``, so only that folder sees them; what the two
 folders share (light fixtures, tiny released layouts, scripted endpoints) is in ``tests/support/``.
@@ -52,7 +54,8 @@ HEAVY_FIXTURES: dict[str, str] = {
     "grpo_run": "the GRPO recipe (trl GRPOTrainer), two steps on a tiny Qwen3 (tests/integration/training/test_train_grpo.py)",
     "train_subprocess_env": "torchrun / DeepSpeed subprocesses",
     "minilm_embed": "the MiniLM sentence-embedding model (tests/integration/training/test_synthetic_dedup.py)",
-    # the code sandbox: bubblewrap, fork and memory bombs, 164 canonical solutions (tests/integration/mera/)
+    # the code sandbox's heavy loads: fork and memory bombs, 164 canonical solutions (tests/integration/mera/); a
+    # bubblewrap sandbox for a few samples (tests/unit/test_mera_sandbox.py's tight_sandbox) is not one of them
     "bwrap_sandbox": "the bubblewrap sandbox (tests/integration/mera/test_mera_sandbox.py)",
     "sandbox": "the code sandbox running ruHumanEval solutions (tests/integration/mera/test_mera_humaneval.py)",
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
-from tests.unit.test_released_layout_review_fixes import released_r
+from tests.support.released_r_checkpoint import released_r
 
 
 class _Loaded:

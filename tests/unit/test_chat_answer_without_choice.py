@@ -13,7 +13,7 @@ import judge
 from eval.cli import main
 from eval.judging.predictions import REQUEST_FAILED
 from eval.pairwise.judging import PAIRWISE_PREDICTIONS, load_pairs, read_pairwise_rows
-from tests.support.eval_ranking import Candidate, Judge, rank_argv, scores_by_output, instruction_rows
+from tests.support.eval_ranking import Candidate, Judge, instruction_rows, rank_argv, scores_by_output
 from tests.support.release_instructions import write_instructions_dataset
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -21,6 +21,7 @@ HUB_ID = "ai-forever/Pollux-4B-Judge"
 SCALE = "Критерий: точность.\n-1: ответ 1 лучше\n0: ответы равноценны\n1: ответ 2 лучше"
 PAIRS = [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": f"Первый {k}.", "answer_2": f"Второй {k}.",
           "rubrics": SCALE, "winner": -1} for k in range(1, 4)]
+
 # The two bodies a proxy answers with HTTP 200 and no choice, and the words each failed row keeps.
 NO_CHOICE = [({"error": {"message": "upstream overloaded", "type": "proxy_error"}},
               "the chat answer holds no choice: upstream overloaded"),

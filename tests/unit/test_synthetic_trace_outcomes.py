@@ -1,6 +1,6 @@
 """The traces stage's decisions on teacher answers a quick reading gets wrong (``train.synthetic.traces``).
 
-Run: .venv/bin/python -m pytest tests/unit/test_traces_review.py -q
+Run: .venv/bin/python -m pytest tests/unit/test_synthetic_trace_outcomes.py -q
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
-"""What the validity figures left out without saying so, on tables small enough to derive by hand: the judge's
-off-scale answers in the ceiling's kappa and in alpha / kappa, the items the alt-test does not cover, the judge's
-dropped failures blamed on the experts, and the domains without an alt-test verdict."""
+"""The judge's off-scale answers in the validity figures, on tables small enough to derive by hand: in the ceiling's
+kappa at an end of the scale (a regression head's value at the end it passed), counted where alpha and kappa leave
+them out, and the counts carried to metrics.json and the report."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.unit.test_validity_review import _table as review_table
+from tests.support.validity_tables import panel as _panel
+from tests.support.validity_tables import section_with_alt_test as _section
+from tests.support.validity_tables import table_on_0_to_2 as _table
 
 # Six items on a 1-3 scale, three experts each, unanimous: every leave-one-out reference is the item's own level.
 # The judge is right on items 0-3 and answers 9 (off the scale) on items 4 (experts 3) and 5 (experts 1).
 _EXPERTS = np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3], [1, 1, 1], [3, 3, 3], [1, 1, 1]], dtype=float)
 _OFF_SCALE_JUDGE = np.array([1, 2, 3, 1, 9, 9], dtype=float)
 _LOW, _HIGH = np.full(6, 1.0), np.full(6, 3.0)
+
 #: The judge's quadratic kappa on all 18 pairs when items 4 and 5 take the end of the scale farther from their
 #: reference (item 4: reference 3, level 1; item 5: reference 1, level 3). Judge and reference margins are both
 #: (9, 3, 6) over levels (1, 2, 3), N = 18; the weights (i - j)^2 / 4 are 1/4 for neighbours and 1 for 1 vs 3.
@@ -91,121 +94,6 @@ def test_agreement_counts_the_off_scale_answers_alpha_and_kappa_leave_out():
     assert out["alpha_with_judge"] == pytest.approx(1.0) and out["kappa_quadratic"] == pytest.approx(1.0)
     assert (out["n_kappa"], out["n_kappa_off_domain"], out["n_items_judge_off_scale"]) == (4, 2, 2)
     assert out["n_items_judge_failed"] == 0
-
-
-def _table(judge, experts, ids, *, status=None, task_type=None):
-    """``test_validity_review``'s table, every item on the 0-2 scale."""
-    n = len(judge)
-    return review_table(judge, experts, ids, status=status, low=np.zeros(n), high=np.full(n, 2.0),
-                        task_type=task_type)
-
-
-def _section(table, **alt_test):
-    from eval.validity.section import ValiditySettings, validity_section
-    from judge.metrics_json.validity import AltTestSettings
-
-    settings = ValiditySettings(n_boot=0, alpha_boot=0, alt_test=AltTestSettings(**alt_test))
-    return validity_section(table, "mode", {"standard": np.arange(len(table))}, settings).splits["standard"]
-
-
-def _panel(n, experts_of):
-    """``n`` items of truth 0, 1, 2, 0, ...; item i scored (the truth) by the experts ``experts_of(i)`` names."""
-    truth = np.arange(n) % 3.0
-    experts, ids = np.full((n, 3), np.nan), np.full((n, 3), None, dtype=object)
-    for i in range(n):
-        for slot, name in enumerate(experts_of(i)):
-            experts[i, slot], ids[i, slot] = truth[i], name
-    return truth, experts, ids
-
-
-def test_sentence_says_how_many_items_the_alt_test_covers_and_why_not_the_rest():
-    """40 items: 0-29 scored by A, B and C; 30-34 by A alone (fewer than 2 named experts); 35-36 not predicted yet
-    (missing); 37-39 by no expert. The judge gives the truth, as every expert: each left-out expert ties the judge on
-    its 30 items, d = 0 > -0.2, p = 0, rejected; omega = 3/3, rho = 1. The verdict is over 30 of the split's 40 items,
-    which the sentence said nowhere: 5 with fewer than 2 named experts, 2 without a prediction, 3 without an expert
-    score (30 + 5 + 2 + 3 = 40)."""
-    n = 40
-    judge, experts, ids = _panel(n, lambda i: "ABC" if i < 30 or 35 <= i < 37 else "A" if i < 35 else "")
-    status = ["missing" if 35 <= i < 37 else "ok" for i in range(n)]
-    judge = np.where(np.array(status) == "missing", np.nan, judge)
-    block = _section(_table(judge, experts, ids, status=status))
-    alt = block.overall.alt_test
-    assert (alt.n_items, alt.n_items_few_experts, block.overall.n_items, block.overall.n_items_missing) == (30, 5, 38, 2)
-    assert block.sentence.startswith(
-        "Passes the alternative annotator test against 3 of 3 experts (ω = 1.00, ρ = 1.00), over 30 of 40 items (5 "
-        "with fewer than 2 named experts, 2 without a prediction, 3 without an expert score);")
-
-
-def test_sentence_says_nothing_of_coverage_when_the_alt_test_covers_every_item():
-    """The same panel on items 0-29 alone: the test covers all 30, and the sentence is as before."""
-    judge, experts, ids = _panel(30, lambda i: "ABC")
-    sentence = _section(_table(judge, experts, ids)).sentence
-    assert sentence.startswith("Passes the alternative annotator test against 3 of 3 experts (ω = 1.00, ρ = 1.00);")
-    assert " over " not in sentence.split(";")[0]
-
-
-def test_dropped_failures_are_named_not_blamed_on_the_experts():
-    """A, B and C score all 40 items; the judge fails on every one, and ``--alt-test-failures drop`` drops them: no
-    item is left, so no expert is tested. The sentence said "No expert scored the 30 items (each with at least 2 named
-    experts) ...", though each scored 40: it now says the judge's 40 failed items were dropped."""
-    n = 40
-    _, experts, ids = _panel(n, lambda i: "ABC")
-    table = _table(np.full(n, np.nan), experts, ids, status=["parse_failed"] * n)
-    block = _section(table, failures="drop")
-    assert (block.overall.alt_test.n_experts_tested, block.overall.alt_test.n_items_judge_failed) == (0, n)
-    assert block.sentence.startswith(
-        "The judge's 40 failed items were dropped from the alternative annotator test, so no expert has the 30 items "
-        "(each with at least 2 named experts) it needs;")
-    # under ``loss`` the failures stay in the test as losses: the experts are tested, nothing was dropped
-    assert "dropped" not in _section(table).sentence
-
-
-def test_untested_expert_after_dropped_failures_says_so():
-    """A and B score items 0-59, C items 0-39; the judge fails on items 0-19 and gives the truth elsewhere; failures
-    dropped. Left: items 20-59, A and B 40 each (tested: ties everywhere, both rejected, omega = 2/2), C 20 (items
-    20-39: untested, under 30). The test covers 40 of 60 items, the other 20 the judge's dropped failures; C was
-    untested because of them, not for scoring too little (C scored 40)."""
-    n = 60
-    judge, experts, ids = _panel(n, lambda i: "ABC" if i < 40 else "AB")
-    judge = np.where(np.arange(n) < 20, np.nan, judge)
-    status = ["parse_failed" if i < 20 else "ok" for i in range(n)]
-    block = _section(_table(judge, experts, ids, status=status), failures="drop")
-    assert block.sentence.startswith(
-        "Passes the alternative annotator test against 2 of 2 tested experts (ω = 1.00, ρ = 1.00), over 40 of 60 items "
-        "(20 the judge failed on, dropped); 1 more expert untested (under 30 items, after the judge's 20 failed items "
-        "were dropped);")
-
-
-def test_alt_test_domains_count_the_domains_without_a_verdict():
-    """Three task types of 30 items: x scored by A, B and C (3 tested, ties, all rejected: passes); y by A and an
-    unnamed expert (fewer than 2 named experts: A untested, no verdict); z by unnamed experts alone (no row at all).
-    "Passes in 1 of 1" said nothing of y and z: ``n_domains_without_verdict`` = 2."""
-    from eval.validity.alt_test import AltTestSettings, alt_test_by_domain
-
-    n = 90
-    judge, experts, ids = _panel(n, lambda i: "ABC")
-    domains = np.array(["x"] * 30 + ["y"] * 30 + ["z"] * 30, dtype=object)
-    ids[30:60, 1:] = None
-    ids[60:] = None
-    family = alt_test_by_domain(judge, experts, ids, domains, AltTestSettings())
-    assert (family["n_passed"], family["n_domains"], family["n_domains_without_verdict"]) == (1, 1, 2)
-    assert family["by_domain"]["y"]["passed"] is None and "z" not in family["by_domain"]
-
-
-def test_section_family_counts_only_the_splits_domains():
-    """The section's family is per split: a split with only task type x's items has no domain without a verdict,
-    though the table has three task types."""
-    from eval.validity.alt_test import AltTestSettings, prepare, summarise_by_domain
-
-    n = 90
-    judge, experts, ids = _panel(n, lambda i: "ABC")
-    domains = np.array(["x"] * 30 + ["y"] * 30 + ["z"] * 30, dtype=object)
-    ids[30:60, 1:] = None
-    ids[60:] = None
-    found = prepare(judge, experts, ids, AltTestSettings())
-    only_x = np.arange(n) < 30
-    family = summarise_by_domain(found, AltTestSettings(), domains, only_x)
-    assert (family["n_passed"], family["n_domains"], family["n_domains_without_verdict"]) == (1, 1, 0)
 
 
 def test_off_scale_counts_and_domains_without_verdict_reach_metrics_json_and_the_report():

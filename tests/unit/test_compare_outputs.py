@@ -1,0 +1,99 @@
+"""What ``judge-eval compare`` and ``score`` write: the paired validity's absence for a baseline without a validity
+section and the resamples it drew, the pages' notes on data or predictions that can no longer be read, and files
+written whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import judge
+from eval.cli import main
+from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
+from tests.unit.test_validity_report import _run
+
+
+def test_a_baseline_without_a_validity_section_is_said_in_place_of_the_paired_validity(tmp_path):
+    """A baseline whose metrics.json predates the validity section: compare.md and compare.html say why the paired
+    validity is absent, and what to do."""
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, render_markdown
+
+    result = compare([_scored_run(tmp_path / "A", "a", JUDGE, EXPERTS),
+                      _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)], n_boot=50)
+    said = "the baseline's metrics.json has no validity section (written before it existed); score it again"
+    assert said in render_markdown(result)
+    assert said.replace("'", "&#x27;") in render_compare_page(result, None)
+
+
+@pytest.fixture(scope="module")
+def sample_runs(tmp_path_factory):
+    """Two runs scored by ``judge-eval score`` on the bundled sample (with their validity sections)."""
+    root = tmp_path_factory.mktemp("review-fixes")
+    records, data = judge.load_records(judge.sample_data_path()), judge.sample_data_path()
+    _run(root, "exact", records, 0, data)
+    _run(root, "lenient", records, 1, data)
+    return root
+
+
+def test_the_paired_validity_states_the_resamples_it_drew(sample_runs, tmp_path, monkeypatch):
+    """The paired validity draws at most ``PAIRED_BOOT`` resamples whatever --n-boot: its lead says how many it
+    drew, not the --n-boot compare.md's note states for the rest."""
+    import eval.validity.paired as paired
+
+    monkeypatch.setattr(paired, "PAIRED_BOOT", 12)
+    assert main(["compare", str(sample_runs / "exact"), str(sample_runs / "lenient"), "--out", str(tmp_path / "c"),
+                 "--n-boot", "20"]) == 0
+    text = (tmp_path / "c" / "compare.md").read_text(encoding="utf-8")
+    lead = text.split("## Validity, paired", 1)[1].strip().splitlines()[0]
+    assert "a paired bootstrap interval over items (12 resamples" in lead
+
+
+def test_compare_and_score_write_their_files_whole(sample_runs, tmp_path, monkeypatch):
+    """metrics.json, report.md, report.html, compare.md and compare.html go through ``write_atomically`` (a kill
+    mid-write leaves the earlier file, never a cut one)."""
+    import eval.cli
+    import eval.reports.html_report
+    import eval.scoring.score
+    from judge.plumbing.atomic_write import write_atomically
+
+    written = []
+
+    def recording(path, content, **kwargs):
+        written.append(path.name)
+        return write_atomically(path, content, **kwargs)
+
+    for module in (eval.cli, eval.reports.html_report, eval.scoring.score):
+        monkeypatch.setattr(module, "write_atomically", recording)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text((sample_runs / "exact" / "predictions.jsonl").read_text(encoding="utf-8"),
+                                           encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot", "0"]) == 0
+    assert {"metrics.json", "report.md", "report.html"} <= set(written)
+    assert main(["compare", str(sample_runs / "exact"), str(run), "--out", str(tmp_path / "c"), "--n-boot", "0"]) == 0
+    assert {"compare.json", "compare.md", "compare.html"} <= set(written)
+
+
+def test_unreadable_data_and_predictions_leave_a_note_on_the_pages(tmp_path):
+    """The data and the predictions a run's metrics.json names were since replaced by a file that is not JSON: the
+    pages are written without their texts, saying the file is unreadable and why, as for a missing one (compare
+    stopped after writing compare.json and compare.md)."""
+    from eval.reports.html_report import write_compare_page, write_report_page
+    from eval.scoring.compare import compare
+
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("{not json\n", encoding="utf-8")
+    runs = [_scored_run(tmp_path / name, name, JUDGE, EXPERTS) for name in ("a", "b")]
+    for run in runs:
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        metrics.update(data=str(garbage), predictions=str(garbage))
+        (run / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+
+    page = write_report_page(runs[0]).read_text(encoding="utf-8")
+    assert f"Unreadable: the labelled data ({garbage}: " in page
+    assert f"Unreadable: the predictions ({garbage}: " in page
+    page = write_compare_page(compare(runs, n_boot=50), tmp_path / "cmp").read_text(encoding="utf-8")
+    assert f"Unreadable: the labelled data ({garbage}: " in page
+    assert f"Unreadable: the predictions of b ({garbage}: " in page

@@ -1,0 +1,94 @@
+"""``judge-eval compare`` on runs that did not score the same items: a run that failed on more items than the other,
+runs that share no scored item of a split, a split one run lacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from eval.scoring import item_table
+from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
+from tests.unit.test_eval_metrics import _table
+
+NAN = float("nan")
+
+
+def _run_with(folder, name, ids, judge_scores, experts, split, status=None):
+    """A scored run (as ``_scored_run``) whose items have the ids and splits given."""
+    status = status or ["ok"] * len(judge_scores)
+    table = dataclasses.replace(_table(judge_scores, status, experts, split=split),
+                                ids=np.array(ids, dtype=object))
+    derived = item_table.derive(table, "mode")
+    result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=50, derived=derived)))
+    result["judge"] = name
+    folder.mkdir()
+    item_table.write_table(table, folder / "items.parquet",
+                           extra={"reference": derived.reference, "vc_judge": derived.vc_judge,
+                                  "vc_experts": derived.vc_experts})
+    (folder / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
+    return folder
+
+
+def test_a_judge_that_failed_on_more_items_is_not_called_better_without_saying_so(tmp_path):
+    """b failed on half the items and is right on the rest: its paired MAE is lower on the items both scored, and
+    the headline, beside the call, says how many items each run failed on and how many were paired; the run notes
+    say it too."""
+    from eval.reports.notes import runs_notes
+    from eval.scoring.compare import compare, headline
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    status = ["parse_failed"] * 20 + ["ok"] * 20
+    b = _scored_run(tmp_path / "B", "b", [NAN] * 20 + JUDGE[20:], EXPERTS, status=status)
+    result = compare([a, b], n_boot=50)
+    line = next(line for line in headline(result) if line.startswith("On the Standard test"))
+    assert line.endswith("; b failed on 20 of 40, a on 0 of 40: paired on the 20 both scored")
+    notes = runs_notes(result)
+    assert ("b", "**failed on 20 of 40 items** (no score read from its judge): they are left out of every paired "
+                 "row, which counts only the items both runs scored.") in notes
+    assert not any(name == "a" and "failed on" in note for name, note in notes)
+
+    # Equal failures: nothing added.
+    same = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
+    assert not any("failed on" in line for line in headline(same))
+    assert not any("failed on" in note for _, note in runs_notes(same))
+
+
+def _half_runs(tmp_path):
+    """a holds twenty Zero-Shot and twenty Standard items, b only the Standard ones; compared."""
+    from eval.scoring.compare import compare
+
+    ids = [f"i{k}" for k in range(40)]
+    split = ["zero_shot"] * 20 + ["standard"] * 20
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, EXPERTS, split)
+    b = _run_with(tmp_path / "B", "b", ids[20:], JUDGE[20:], EXPERTS[20:], split[20:])
+    return compare([a, b], n_boot=50)
+
+
+def test_a_split_the_runs_share_no_item_of_is_said(tmp_path):
+    """The headline says the runs share no scored Zero-Shot item and how many of each run's items lie outside those
+    both hold (the split was dropped without a word)."""
+    from eval.scoring.compare import headline
+
+    assert ("On the Zero-Shot test, b and a share no scored items (a: 20 of its 40 items outside the 20 both runs "
+            "hold; b: 0 of its 20).") in headline(_half_runs(tmp_path))
+
+
+def test_a_split_one_run_lacks_is_shown_in_compare_md_with_a_dash(tmp_path):
+    """a has one item of a task type the taxonomy does not know, b none (so no such split in its metrics.json):
+    compare.md's own-items table and its side-by-side tables keep that split's rows, with "—" for b, as compare.html
+    does (every run's rows of the split were dropped)."""
+    from eval.scoring.compare import compare, render_markdown
+    from judge.splits import SPLIT_TITLES
+
+    ids = [f"i{k}" for k in range(40)]
+    split = ["unknown"] + ["standard"] * 39
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, EXPERTS, split)
+    b = _run_with(tmp_path / "B", "b", ids[1:], JUDGE[1:], EXPERTS[1:], split[1:])
+    assert "unknown" not in json.loads((b / "metrics.json").read_text(encoding="utf-8"))["splits"]
+    text = render_markdown(compare([a, b], n_boot=50))
+    title = SPLIT_TITLES["unknown"]
+    rows = [line for line in text.splitlines() if line.startswith(f"| {title} | MAE |")]
+    assert len(rows) == 1 and rows[0].rstrip().endswith("| — |")
+    assert f"### {title}: MAE by evaluated model" in text

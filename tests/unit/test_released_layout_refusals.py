@@ -1,0 +1,66 @@
+"""The checkpoint layouts judge-serve refuses in one line naming the file: a malformed released ``-r`` checkpoint, a
+causal config over a regression head, an architecture it does not serve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.released_r_checkpoint import released_r
+from tests.support.released_r_checkpoint import tensors as _tensors
+
+
+def _index(root: Path, change) -> None:
+    path = root / "model.safetensors.index.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("case, names", [
+    ("the index puts the head in a shard that lacks it", "model-00001-of-00002.safetensors"),
+    ("the index has no weight_map", "model.safetensors.index.json"),
+    ("the head's shard is truncated", "model-00002-of-00002.safetensors"),
+])
+def test_a_malformed_released_checkpoint_is_one_line_naming_the_file(tmp_path, case, names):
+    from serve.layout import LayoutError, resolve_layout
+
+    root = released_r(tmp_path / "r")
+    if case.startswith("the index puts"):
+        _index(root, lambda d: d["weight_map"].update({"regression_head.bias": "model-00001-of-00002.safetensors"}))
+    elif case.startswith("the index has"):
+        _index(root, lambda d: d.pop("weight_map"))
+    else:
+        (root / "model-00002-of-00002.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(LayoutError) as caught:
+        resolve_layout(root)
+    message = str(caught.value)
+    assert "\n" not in message and str(root / names) in message
+
+
+def test_a_causal_config_over_a_regression_head_is_refused_naming_the_released_architecture(tmp_path):
+    """A -r judge whose config.json says Qwen2ForCausalLM would be served as seq2seq, its head dropped."""
+    from safetensors.torch import save_file
+
+    from serve.layout import LayoutError, resolve_layout
+
+    body, head = _tensors(0)
+    for name, weights in (("with-head", {**body, **head}), ("plain", {**body, "lm_head.weight": head["lm_head.weight"]})):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}))
+        save_file(weights, str(folder / "model.safetensors"))
+    with pytest.raises(LayoutError, match="Qwen2WithRegressionHead") as caught:
+        resolve_layout(tmp_path / "with-head")
+    assert "regression_head.bias" in str(caught.value)
+    assert resolve_layout(tmp_path / "plain").kind == "seq2seq"
+
+
+def test_an_unknown_architecture_is_told_every_kind_judge_serve_serves(tmp_path):
+    from serve.layout import LayoutError, resolve_layout
+
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    with pytest.raises(LayoutError, match="Qwen2WithRegressionHead"):
+        resolve_layout(tmp_path)

@@ -1,0 +1,64 @@
+"""judge-serve's healing: a dead engine is restarted only from the weights it was started from; over a checkpoint
+changed in place judge-serve stops instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+
+class _DeadEngine:
+    owned, spec, log_path = True, "generator-spec", None
+
+    def stop(self) -> None:
+        return None
+
+
+class _StartedEngine:
+    owned, url, log_path = True, "http://127.0.0.1:9", None
+
+    def wait_ready(self, timeout_s, stop) -> None:
+        return None
+
+
+@pytest.mark.parametrize("changed", [True, False])
+def test_a_dead_engine_is_restarted_only_from_the_weights_it_was_started_from(tmp_path, monkeypatch, changed):
+    """A checkpoint replaced in place while judge-serve runs, then an engine crash: restarting would serve the new
+    weights under the old advertised fingerprint (and beside a pooler holding the old ones). judge-serve stops
+    instead (failed, on_fatal: exit 1, so a supervisor restarts it over the new weights), and /health says why; left
+    dead behind "ready", clients were told to retry for ever."""
+    import serve.supervision
+    from judge.checkpoints import JudgeKind
+    from serve.config import ServeConfig
+    from serve.layout import CheckpointLayout
+    from serve.supervision import ServerState, heal_the_dead
+
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}))
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"x" * 64)
+    layout = CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=tmp_path, generator_dir=tmp_path)
+    starts = []
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: starts.append(a) or _StartedEngine())
+    monkeypatch.setattr(serve.supervision, "_write_run_record", lambda state: None)
+    state = ServerState(config=ServeConfig(model=str(tmp_path), engine_restart_backoff_s=0.0), layout=layout,
+                        status="ready", engines={"generator": _DeadEngine()}, dead={"generator": asyncio.Event()},
+                        dead_reason={"generator": "the generator engine exited with code 1"})
+    if changed:
+        weights.write_bytes(b"y" * 128)  # retrained into the same folder
+
+    async def heal() -> None:
+        assert heal_the_dead(state) == ["generator"]
+        await asyncio.gather(*state.tasks)
+
+    fatal = []
+    state.on_fatal = lambda: fatal.append(1)
+    asyncio.run(heal())
+    if changed:
+        assert starts == [] and not state.healing("generator") and fatal == [1]
+        assert state.status == "failed" and "\n" not in state.failure
+        assert "checkpoint changed under a running judge-serve: restart judge-serve" in state.failure
+    else:
+        assert state.status == "ready" and fatal == []
+        assert len(starts) == 1 and "generator" not in state.dead_reason
