@@ -143,7 +143,8 @@ $(APT_STAMP): Makefile
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)
 
-# The tiers are folders: tests/unit (no engine, cluster, browser, training or sandbox) and tests/integration.
+# The tiers are folders: tests/unit (no engine, cluster, browser or training; the code sandbox on a few samples) and
+# tests/integration (docs/testing.md).
 # --timeout: a hang fails its test, named, instead of the run; the slow tier's engines start in minutes at load.
 # -n: xdist workers; tests that share an engine, a cluster, a trained model or the sandbox user stay on one worker
 # (tests/conftest.py XDIST_GROUPS). The whole suite keeps both cores busy with two, one per core: a third worker's
