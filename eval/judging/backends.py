@@ -21,9 +21,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.message_content import described_content, message_text
+from judge.plumbing.message_content import described_content
 from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import VerdictError, VerdictFormat
@@ -141,11 +142,10 @@ def too_long_outcome(reason: str, *, pairwise: bool = False) -> dict[str, Any]:
 
 
 def chat_answer_text(message: Any) -> str | None:
-    """A chat answer's text (``judge.plumbing.message_content.message_text``: text parts joined, reasoning skipped),
-    None for none; content that is no text (an image part) is ``Refused``: a failed row the next run asks again."""
+    """A chat answer's text (``eval.judging.answer_text``: text parts joined, reasoning skipped, reasoning alone an
+    unclosed ``<think>``), None for none; content that is no text (an image part) is ``Refused``, asked again."""
     content = getattr(message, "content", None)  # a choice without a message: no answer, as null content
-    text = message_text(content)
-    if text is None:
+    if (text := answer_text(content)) is None:
         raise Refused(f"the chat answer's message content is not text: {described_content(content)}")
     return None if content is None else text
 

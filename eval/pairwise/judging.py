@@ -177,7 +177,7 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
         text_id = row.get("id")
         if text_id is None or (isinstance(text_id, str) and not text_id.strip()):
             # a stable id from the content, as records without ids get one (a blank id is none, as there)
-            text_id = hashlib.sha1(json.dumps([row[n] for n in PAIRWISE_FIELDS], ensure_ascii=False).encode()).hexdigest()[:16]
+            text_id = _content_id([row[n] for n in PAIRWISE_FIELDS])
         elif not isinstance(text_id, (str, int)) or isinstance(text_id, bool):
             # judge.load_records' rule: a list or an object would be its Python repr, true "True", 1.0 "1.0"
             raise ConfigError(f"{where}: field 'id': must be text or an integer, got {type(text_id).__name__}")
@@ -188,6 +188,11 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
         pairs.append(PairRecord(text_id, row["instruction"], row["answer_1"], row["answer_2"], row["rubrics"],
                                 _winner(row.get("winner"), where)))  # fmt: skip
     return pairs
+
+
+def _content_id(fields: Sequence[str]) -> str:
+    """The id of a pair given none (or a blank one): a digest of its ``PAIRWISE_FIELDS``, in that order."""
+    return hashlib.sha1(json.dumps(list(fields), ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 def _numbered_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -235,16 +240,37 @@ def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[
     A judgment is done when its last row's request did not fail and the row judged the pair's current text (its
     ``content_key``): a pair edited in place keeps its ``id``, and its old verdicts are of answers no longer there.
     Rows of pairs not in ``pairs`` (removed from the data) are dropped, the file rewritten atomically, as a pointwise
-    resume drops rows of ids no longer selected: ``score`` refuses judgments of pairs its data does not have.
+    resume drops rows of ids no longer selected: ``score`` refuses judgments of pairs its data does not have. Rows
+    under a blank id (written before a blank id read as none) are rewritten under the id of the pair, given a blank
+    or no id, whose text they judged.
     """
     rows = read_pairwise_rows(path) if path.exists() else []
     keys = {pair.id: pair.content_key for pair in pairs}
-    gone = {row.id for row in rows if row.id not in keys}
+    # A blank id was the pair's id ("") before it read as none (load_pairs): a folder written then holds rows under
+    # it, the pair's whose text they judged, not a pair gone from the data to be asked again.
+    owners = {pair.content_key: pair.id for pair in pairs
+              if pair.id == _content_id([getattr(pair, name) for name in PAIRWISE_FIELDS])}
+    gone: set[str] = set()
+    n_taken = 0
+
+    def kept() -> Iterator[dict[str, Any]]:
+        nonlocal n_taken
+        for data in iter_journal(path, quiet=True):
+            pair_id = owners.get(data.get("content_key"), data["id"]) if not data["id"].strip() else data["id"]
+            if pair_id not in keys:
+                gone.add(data["id"])
+                continue
+            n_taken += pair_id != data["id"]
+            yield {**data, "id": pair_id}
+
+    if any(row.id not in keys for row in rows):  # a blank id is in none
+        rewrite_journal(path, kept())
+        rows = read_pairwise_rows(path)  # the last row of each (id, order) again, a taken row's under its new id
+    if n_taken:
+        log.info("resume: %d rows of pairs with a blank id in %s kept under the id their text now gives", n_taken, path)
     if gone:
-        rewrite_journal(path, (data for data in iter_journal(path, quiet=True) if data["id"] not in gone))
-        rows = [row for row in rows if row.id in keys]
         log.info("resume: dropped the rows of %d pairs no longer in the data from %s (%s)", len(gone), path,
-                 ", ".join(sorted(gone)[:5]) + (", ..." if len(gone) > 5 else ""))
+                 ", ".join(map(repr, sorted(gone)[:5])) + (", ..." if len(gone) > 5 else ""))
     final = {(r.id, r.order) for r in rows if r.error != REQUEST_FAILED and r.content_key == keys.get(r.id)}
     failed = {(r.id, r.order) for r in rows if r.error == REQUEST_FAILED}
     todo = [(pair, order) for pair in pairs for order in orders if (pair.id, order) not in final]

@@ -27,14 +27,17 @@ with no correction for the number of cells: the report says how many were tested
 would make (``eval.ranking.report.calls_line``). A cell's two-sided p-value is twice the smaller share of resampled
 differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
-(``JUDGE_SETTINGS``, read from each folder's ``run.json``; what a server said of its weights only where both runs
-recorded it, ``WEIGHTS_SETTINGS``) are refused, naming each difference, unless ``allow_other_judge``.
+(``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
+``allow_other_judge``. What a server said of its weights (``WEIGHTS_SETTINGS``) names a place as much as the weights,
+so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
+place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -44,7 +47,8 @@ import numpy as np
 from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
-           "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values"]
+           "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
+           "judge_note_lines"]
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
 #: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
@@ -62,8 +66,20 @@ JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge
 #: The settings only some servers record: judge-serve's fingerprint of the weights files it serves (a checkpoint
 #: retrained in place keeps its path and name, not its fingerprint; ``serve.layout.weights_fingerprint``) and the
 #: checkpoint a vLLM server says it loaded (its model entry's ``root``, which ``--served-model-name`` does not hide).
-#: A difference only where both runs recorded one: a server that says nothing is no evidence either way.
+#: Made for a resume into one folder (``eval.judging.format_choice.held_root``, ``held_fingerprint``), across runs they
+#: differ for the same weights too (a hub id's root lies in the machine's HF cache; the fingerprint hashes files'
+#: modification times): compared by ``weights_differences``.
 WEIGHTS_SETTINGS = ("weights_fingerprint", "root")
+#: A hub id's checkpoint as the HF cache lays it out, ``models--<owner>--<name>/snapshots/<revision>``: the part of a
+#: server's root that names the weights, whatever ``HF_HOME`` holds it.
+_HUB_SNAPSHOT = re.compile(r"(?:^|/)(models--[^/]+/snapshots/[^/]+)/*$")
+#: What a note on a weights setting means (``judge_note_lines``).
+_NOTE_MEANING = {
+    "root": "the servers loaded the judge from other paths (another HF cache, copy or revision of it); a path names "
+            "a place, not the weights, so the runs were compared",
+    "weights_fingerprint": "the judge's weights files differ in name, size or modification time (a copy of the same "
+                           "weights does too); not one judge path or id retrained in place, so the runs were compared",
+}
 #: Decimal digits the matrices (and the leaderboard's per-instruction totals and means) are compared at
 #: (``compared_values``).
 COMPARED_DIGITS = 12
@@ -189,9 +205,43 @@ def judge_settings(folder: str | Path) -> dict[str, Any] | None:
     return settings
 
 
-def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any],
-                       allow_other_judge: bool) -> dict[str, list[Any]]:
-    """The judge settings that differ between the runs, ``{name: [a, b]}``.
+def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """What two runs' servers said of their judge's weights (``WEIGHTS_SETTINGS`` of ``judge_settings``), as
+    (differences that refuse the comparison, notes), each ``{name: [a, b]}``; a value only one run recorded is no
+    evidence either way.
+
+    Roots are compared by their hub snapshot (``models--o--n/snapshots/<rev>``) where both have one, else as paths;
+    another root is a note. Other fingerprints refuse only where both runs name one judge checkpoint (the same
+    ``judge`` path or hub id, or, for a judge reached by URL, a server that loaded the same path) and are not one hub
+    revision: the checkpoint retrained in place the fingerprint was made to tell; else they are a note.
+    """
+    refused: dict[str, list[Any]] = {}
+    notes: dict[str, list[Any]] = {}
+    roots = [a.get("root"), b.get("root")]
+    snapshots = [found.group(1) if (found := _HUB_SNAPSHOT.search(r if isinstance(r, str) else "")) else None
+                 for r in roots]
+    same_revision = None not in snapshots and snapshots[0] == snapshots[1]
+    places = [snapshot or root for snapshot, root in zip(snapshots, roots)]  # a hub root by its revision
+    if all(roots) and places[0] != places[1]:
+        notes["root"] = roots
+    prints = [a.get("weights_fingerprint"), b.get("weights_fingerprint")]
+    if all(prints) and prints[0] != prints[1]:
+        one_judge = a.get("judge") == b.get("judge") and a.get("judge") not in (None, "<url>")
+        one_folder = a.get("judge") == b.get("judge") == "<url>" and bool(roots[0]) and roots[0] == roots[1]
+        (refused if (one_judge or one_folder) and not same_revision else notes)["weights_fingerprint"] = prints
+    return refused, notes
+
+
+def judge_note_lines(notes: dict[str, list[Any]], prefix: str = "") -> list[str]:
+    """The sentences of a comparison's ``judge_notes``: each weights setting that differs without refusing, with
+    what it means."""
+    return [f"Note: {prefix}{name} {a!r} vs {b!r}: {_NOTE_MEANING[name]}." for name, (a, b) in notes.items()]
+
+
+def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any], allow_other_judge: bool,
+                       which: str = "the runs") -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The judge settings that differ between the runs and the weights settings that differ without refusing
+    (``weights_differences``), each ``{name: [a, b]}``; ``which``: the runs as a refusal names them.
 
     Raises:
         ValueError: some differ, or a run has no run.json to tell, and ``allow_other_judge`` is off.
@@ -202,17 +252,18 @@ def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict
         if not allow_other_judge:
             raise ValueError(f"{', '.join(missing)}: no run.json with the judge's settings, so whether both runs were "
                              "judged alike cannot be checked; pass --allow-other-judge to compare them anyway")
-        return {"run.json": [settings[0] is not None, settings[1] is not None]}
+        return {"run.json": [settings[0] is not None, settings[1] is not None]}, {}
     differ = {name: [settings[0][name], settings[1][name]] for name in JUDGE_SETTINGS
-              if settings[0][name] != settings[1][name]
-              and (name not in WEIGHTS_SETTINGS or bool(settings[0][name] and settings[1][name]))}
+              if name not in WEIGHTS_SETTINGS and settings[0][name] != settings[1][name]}
+    weights, notes = weights_differences(*settings)
+    differ.update(weights)
     if info_a.get("judge") != info_b.get("judge"):  # bench.json's label, as run.json's name says it
         differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
     if differ and not allow_other_judge:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differ.items())
-        raise ValueError(f"the runs were judged differently ({said}): their matrices are not comparable; pass "
+        raise ValueError(f"{which} were judged differently ({said}): their matrices are not comparable; pass "
                          "--allow-other-judge to compare them anyway")
-    return differ
+    return differ, notes
 
 
 def _sorted_ids(ids) -> list[Any]:
@@ -288,8 +339,8 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     """B minus A, cell by cell, over the (instruction, criterion) items both runs scored.
 
     Returns:
-        ``{"a", "b", "judge", "judge_differences", "rows", "columns", "cells": {row: {column: {a, b, delta, ci,
-        p_value, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b, n_instructions}}},
+        ``{"a", "b", "judge", "judge_differences", "judge_notes", "rows", "columns", "cells": {row: {column: {a, b,
+        delta, ci, p_value, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b, n_instructions}}},
         "n_instructions", "n_boot", "seed", "alpha", "normalize", "empty_answer", "no_answer"}``; a cell's counts as
         the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its ``n_instructions``
         ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and ``b``: ``run``,
@@ -326,7 +377,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
         if other != settings[name]:
             raise ValueError(f"the runs score {what} differently ({settings[name]} vs {other}); rerun one with "
                              f"{flag} to match")
-    differences = _judge_differences(folders, info_a, info_b, allow_other_judge)
+    differences, notes = _judge_differences(folders, info_a, info_b, allow_other_judge)
     _refuse_other_data(info_a, info_b, folders)
     runs = (items_a, items_b)
     binaries = [binary_criteria(info) for info in (info_a, info_b)]  # each run's gate by its own data's rubrics
@@ -409,7 +460,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                        "excluded": _excluded(items, scored, set(shared), gate_one_side),
                        "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
-    return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences,
+    return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences, "judge_notes": notes,
             "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
             "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "seed": seed, "alpha": alpha,
             "normalize": normalize, **settings}
@@ -441,5 +492,6 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
                       f"{md_text(result['judge'])}; {resamples_phrase(result)}; alpha {result['alpha']}.",
-                      *exclusion_lines(result), *filter(None, [calls_line(result)]), "",
+                      *exclusion_lines(result), *map(md_text, judge_note_lines(result.get("judge_notes") or {})),
+                      *filter(None, [calls_line(result)]), "",
                       markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

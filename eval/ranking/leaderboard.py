@@ -6,8 +6,9 @@ What the paper does: POLLUX ranks LLMs by their mean scores (arXiv 2505.24616, T
 per task type; §4 notes that the ranking depends on that aggregation) and gives no interval, test or tie rule for a
 ranking. The intervals, the win rate and the rule for "not distinguishable" below are this toolkit's.
 
-The runs must be of one data set and scored alike, as two runs ``eval.ranking.compare`` compares (every run is
-checked against the first, and the data of every pair). Pairing, as there but over all K runs: each run's gate is
+The runs must be of one data set and scored alike, as two runs ``eval.ranking.compare`` compares (every run's
+scoring is checked against the first's; its data and its judge against every other run's, so that weights only two
+later runs recorded are compared too). Pairing, as there but over all K runs: each run's gate is
 decided from its own verdicts, then only the (instruction, criterion) items **every** run scored count, and an
 instruction whose binary (gate) criterion some runs scored and others did not leaves every run. Per candidate:
 
@@ -40,10 +41,14 @@ __all__ = ["MIN_RUNS", "leaderboard", "render_leaderboard_markdown", "render_lea
 MIN_RUNS = 3
 
 
-def _check_alike(folders: list[Path], infos: list[dict[str, Any]], allow_other_judge: bool) -> tuple[str, dict, list]:
-    """Every run against the first (normalisation, verdict reading, unjudged settings, judge), the data of every pair.
+def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
+                 allow_other_judge: bool) -> tuple[str, dict, list, list]:
+    """Every run against the first (normalisation, verdict reading, unjudged settings), the judge and the data of
+    every pair.
 
-    Returns the normalisation, the unjudged settings and each run's judge differences from the first."""
+    Returns the normalisation, the unjudged settings, each run's judge differences from the first, and
+    ``{a, b, differences, notes}`` for each pair of runs whose judge settings differ or carry a note
+    (``eval.ranking.compare.weights_differences``)."""
     from eval.ranking.compare import UNJUDGED_SETTINGS, _judge_differences, _refuse_other_data, _unjudged_setting
 
     normalize = infos[0]["matrix"]["normalize"]
@@ -61,10 +66,18 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]], allow_other_j
             if _unjudged_setting(info, name) != settings[name]:
                 raise ValueError(f"{folder} scores {what} differently from {folders[0]} "
                                  f"({_unjudged_setting(info, name)} vs {settings[name]}); rerun one with {flag}")
-        differences.append(_judge_differences([folders[0], folder], infos[0], info, allow_other_judge))
+    judge_pairs = []
+    for a, b in combinations(range(len(folders)), 2):
+        # Every pair, not every run against the first: a run that recorded no weights says nothing of the others'.
+        differ, notes = _judge_differences([folders[a], folders[b]], infos[a], infos[b], allow_other_judge,
+                                           which=f"{folders[a]} and {folders[b]}")
+        if a == 0:
+            differences.append(differ)
+        if differ or notes:
+            judge_pairs.append({"a": str(folders[a]), "b": str(folders[b]), "differences": differ, "notes": notes})
     for a, b in combinations(range(len(folders)), 2):
         _refuse_other_data(infos[a], infos[b], [folders[a], folders[b]])
-    return normalize, settings, differences
+    return normalize, settings, differences, judge_pairs
 
 
 def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
@@ -75,7 +88,8 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         ``{"kind": "leaderboard", "models": [{run, model, rank, mean, ci, win_rate, win_rate_ci,
         indistinguishable_from, n_instructions, excluded, judge_differences}] (by mean, highest first), "pairs":
         [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}], "n_instructions",
-        "n_items", "n_boot", "seed", "alpha", "pair_level", "judge", "normalize", "empty_answer", "no_answer"}``.
+        "n_items", "n_boot", "seed", "alpha", "pair_level", "judge", "judge_pairs" (``_check_alike``), "normalize",
+        "empty_answer", "no_answer"}``; a model's ``judge_differences`` are from the first run's.
 
     Raises:
         ValueError: fewer than ``MIN_RUNS`` runs, one folder twice, a folder that is no ranking run, runs not of one
@@ -101,7 +115,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
             raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
     loaded = [_load(folder) for folder in folders]
     infos, runs_items = [info for info, _ in loaded], [items for _, items in loaded]
-    normalize, settings, differences = _check_alike(folders, infos, allow_other_judge)
+    normalize, settings, differences, judge_pairs = _check_alike(folders, infos, allow_other_judge)
 
     keys = [_item_keys(items) for items in runs_items]
     binaries = [binary_criteria(info) for info in infos]  # each run's gate by its own data's rubrics
@@ -194,7 +208,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
             "n_rated_instructions": int(rated.sum()), "n_items": len(paired), "n_boot": n_boot if resampled else 0,
             "why_no_interval": None if resampled else _why_no_interval(len(shared), n_boot),
             "seed": seed, "alpha": alpha, "pair_level": 1.0 - pair_alpha, "n_pairs": n_pairs,
-            "judge": infos[0].get("judge", ""), "normalize": normalize, **settings}
+            "judge": infos[0].get("judge", ""), "judge_pairs": judge_pairs, "normalize": normalize, **settings}
 
 
 def _why_no_interval(instructions: int, n_boot: int) -> str:
@@ -226,6 +240,8 @@ def _excluded_line(model: dict[str, Any]) -> str:
 def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """The summary sentences, the leaderboard's rows and the pairs' rows; ``esc`` makes what the runs name (models,
     folders, the judge) inert for the page being written (Markdown or HTML)."""
+    from eval.ranking.compare import judge_note_lines
+
     names = {m["run"]: esc(f"{m['model']} ({m['run']})") for m in result["models"]}
     intervals = (f"{result['n_boot']} paired resamples over instructions (seed {result['seed']}): each candidate's "
                  f"{100 * (1 - result['alpha']):g}% interval, and each pair's at {100 * result['pair_level']:.4g}% "
@@ -238,10 +254,13 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
                "from', are not told apart by these instructions.",
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
                                                                for m in result["models"]) + "."]
-    for m in result["models"]:
-        if m["judge_differences"]:
-            said = esc("; ".join(f"{n} {a!r} vs {b!r}" for n, (a, b) in m["judge_differences"].items()))
-            summary.append(f"Judged differently from the first run (--allow-other-judge): {names[m['run']]}: {said}.")
+    raw = {m["run"]: f"{m['model']} ({m['run']})" for m in result["models"]}
+    for pair in result.get("judge_pairs", ()):  # a result before every pair was checked: none
+        both = f"{raw[pair['a']]} and {raw[pair['b']]}: "
+        if pair["differences"]:
+            said = "; ".join(f"{n} {a!r} vs {b!r}" for n, (a, b) in pair["differences"].items())
+            summary.append(esc(f"Judged differently (compared with --allow-other-judge): {both}{said}."))
+        summary += [esc(line) for line in judge_note_lines(pair["notes"], prefix=both)]
     board = [[str(m["rank"]), names[m["run"]], _num(m["mean"]), _interval(m["ci"]), _num(m["win_rate"]),
               _interval(m["win_rate_ci"]), ", ".join(names[r] for r in m["indistinguishable_from"]) or "—"]
              for m in result["models"]]

@@ -392,10 +392,11 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
     from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, Refused, generation_aborted, refusal_of,
                                        refuse_without_choice)
+    from eval.judging.answer_text import answer_text
     from eval.judging.breaker import FailingStreak, stop_after
     from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
-    from judge.plumbing.message_content import described_content, message_text
+    from judge.plumbing.message_content import described_content
     from judge.plumbing.retry import RetryPolicy, retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
@@ -448,7 +449,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 refuse_without_choice(response)
                 choice = response.choices[0]
                 content = choice.message.content if choice.message is not None else None
-                text = message_text(content)
+                # Reasoning parts alone read as an unclosed <think> (eval.judging.answer_text): the answer cut inside
+                # its reasoning, an empty answer scored by --empty-answer as the inline cut is, not asked again.
+                text = answer_text(content)
                 if text is None:  # no answer of the model's to judge: a failed row the next run asks again
                     raise Refused(f"the candidate's message content is not text: {described_content(content)}")
                 answer, cut = strip_think(text)

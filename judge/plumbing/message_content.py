@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["described_content", "message_text"]
+__all__ = ["REASONING_PARTS", "described_content", "message_text"]
 
 #: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
-_REASONING_PARTS = ("thinking", "reasoning")
+REASONING_PARTS = ("thinking", "reasoning")
 
 
 def message_text(content: Any) -> str | None:
@@ -31,7 +31,7 @@ def message_text(content: Any) -> str | None:
                 kind, text = part.get("type"), part.get("text")
             else:  # an SDK part object
                 kind, text = getattr(part, "type", None), getattr(part, "text", None)
-            if kind in _REASONING_PARTS:  # a model's thinking sent beside its answer (Mistral's "thinking" chunks)
+            if kind in REASONING_PARTS:  # a model's thinking sent beside its answer (Mistral's "thinking" chunks)
                 continue
             if kind != "text" or not isinstance(text, str):
                 return None

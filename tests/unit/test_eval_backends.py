@@ -278,6 +278,30 @@ def test_a_chat_answer_of_content_parts_is_read_as_its_text():
                     "max_tokens": 64, "temperature": 0.0, **chat_extra_body(config)}
 
 
+@pytest.mark.parametrize("verdict_format", ["tagged", "integer"])
+def test_a_chat_answer_of_reasoning_parts_alone_is_a_verdict_cut_in_its_thinking(verdict_format):
+    """A judge that max_tokens stopped while it was thinking, sent as Mistral's API sends it: a thinking part alone.
+    It is no failed request (a rerun would get the same cut): it reads as the same cut written inline, "<think>" and
+    the reasoning never closed, a final unclosed_think row, in either verdict format; the request is the usual one."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "Ответ верный, "}]},
+             {"type": "reasoning", "text": "оценка"}]
+    inline = "<think>Ответ верный, оценка"
+    config = RunConfig(prompt="ru", verdict_format=verdict_format, max_tokens=64)
+    outcomes = []
+    for content in (parts, inline):
+        reply = chat_completion(content, "scripted", finish_reason="length")
+        with ScriptedEndpoint(lambda path, body, reply=reply: (200, reply)) as server:
+            outcomes += _chat(server.base_url, config, record)
+            (sent,) = server.bodies("/v1/chat/completions")
+        assert sent == {"messages": judge.chat_messages(POLLUX_PROMPT.render(record)), "model": "scripted",
+                        "max_tokens": 64, "temperature": 0.0, **chat_extra_body(config)}
+    from_parts, from_inline = outcomes
+    assert from_parts == from_inline
+    assert (from_parts["raw_output"], from_parts["score"], from_parts["parse_ok"], from_parts["error"]) == (
+        inline, None, False, VerdictError.UNCLOSED_THINK)
+
+
 def test_chat_content_that_is_no_text_is_a_failed_request_row(data, tmp_path):
     """An image part (or a refusal part) is no verdict: the request fails saying what came (never the text), a
     request_failed row (exit 3) that the next run asks again, with every judge field of a failed row."""

@@ -89,3 +89,45 @@ def test_a_failed_judgments_fields_are_a_pairwise_rows(tmp_path):
     assert too_long == {**failed, "error": "context_length_exceeded", "reason": "too long"}
     row = PairwiseRow(id="p1", order="original", judge="j", verdict=None, **too_long, latency_s=0.0, content_key="k")
     assert read_pairwise_rows(_rows(tmp_path, row.to_json())) == [row]
+
+
+def test_a_resume_keeps_the_rows_a_blank_id_pair_was_judged_under_before(tmp_path, caplog):
+    """A folder written when a blank id was the id "" (before it read as none): its pair's rows carry id "". On
+    resume they are that pair's, matched by the text they judged (content_key), and rewritten under the id the
+    pair has now; nothing is asked again and nothing is said to be gone from the data. A row under "" of a text no
+    pair has (the pair edited since) is dropped as rows of pairs gone are."""
+    from eval.pairwise.judging import PAIRWISE_PREDICTIONS, pending_judgments
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps({**PAIR, "id": ""}) + "\n" + json.dumps({**PAIR, "answer_1": "c", "id": "p2"}) + "\n",
+                    encoding="utf-8")
+    blank, p2 = load_pairs(data)
+    assert blank.id == load_pairs_without_id(tmp_path)  # the id derived from the text, as without the field
+
+    def row(pair_id: str, order: str, key: str) -> dict:
+        verdict = -1.0 if order == "original" else 1.0
+        return PairwiseRow(id=pair_id, order=order, judge="j", raw_output="-1", feedback="", score=-1.0,
+                           verdict=verdict, parse_ok=True, error=None, reason="", latency_s=0.1,
+                           content_key=key).to_json()
+
+    old = [row("", "original", "an older text's key"), row("", "original", blank.content_key),
+           row("", "swapped", blank.content_key), row("p2", "original", p2.content_key),
+           row("p2", "swapped", p2.content_key)]
+    path = tmp_path / PAIRWISE_PREDICTIONS
+    path.write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
+    caplog.set_level("INFO", logger="judge_eval.pairwise")
+    todo, done, judges = pending_judgments([blank, p2], path, ("original", "swapped"))
+    assert (todo, done, judges) == ([], 4, {"j"})
+    kept = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert kept == [{**old[1], "id": blank.id}, {**old[2], "id": blank.id}, old[3], old[4]]
+    assert "2 rows of pairs with a blank id" in caplog.text
+    assert "dropped the rows of 1 pairs no longer in the data" in caplog.text and "('')" in caplog.text
+    caplog.clear()
+    assert pending_judgments([blank, p2], path, ("original", "swapped"))[:2] == ([], 4)  # once: nothing left to take
+    assert caplog.text == ""
+
+
+def load_pairs_without_id(tmp_path) -> str:
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    return load_pairs(bare)[0].id

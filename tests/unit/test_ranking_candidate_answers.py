@@ -141,3 +141,29 @@ def test_content_parts_are_read_as_text(tmp_path: Path, data: Path) -> None:
     assert sum("### Ответ для оценки:\nОтвет один.\n\n" in prompt for prompt in judged) == 3
     assert rows[3]["answer"] is None and rows[3]["error"] == "request_failed"
     assert rows[3]["reason"] == "Refused: the candidate's message content is not text: a list of parts (image_url)"
+
+
+def test_an_answer_of_reasoning_parts_alone_is_one_cut_in_its_thinking(tmp_path: Path, data: Path) -> None:
+    """Instruction 2 answered with a thinking part alone (Mistral's API when max_tokens stops a model while it
+    thinks) holds no text, but no request failed: it is the answer cut inside its reasoning, as instruction 6's
+    inline "<think>рассуждение, обрезанное лимитом" is (POLLUX's answer.py strip_think_tags: ""). Both are empty
+    answers cut in thinking, scored by --empty-answer (exit 0, not 3), and the rerun asks neither again."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        if pid != 2:
+            return None
+        reply = chat_completion("", model, finish_reason="length")
+        reply["choices"][0]["message"]["content"] = [{"type": "thinking",
+                                                      "thinking": [{"type": "text", "text": "рассуждение"}]}]
+        return 200, reply
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert sorted(_asked(cand)) == sorted(CASES)  # each instruction once: the rerun had nothing to ask
+    rows = _answers(out)
+    assert {pid: (rows[pid]["answer"], rows[pid]["cut_in_thinking"], rows[pid]["error"]) for pid in (2, 6)} == {
+        2: ("", True, None), 6: ("", True, None)}
+    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    assert (counts["n_answer_failed"], counts["n_answer_empty"], counts["n_cut_in_thinking"]) == (0, 2, 2)

@@ -80,35 +80,77 @@ def test_compare_tells_checkpoints_apart_and_needs_run_json(tmp_path: Path, data
     assert main(["compare", str(a), str(b), "--n-boot", "0", "--allow-other-judge"]) == 0
 
 
-@pytest.mark.parametrize("field, a_value, b_value, said", [
-    (("weights_fingerprint",), "sha256:0a1b", "sha256:9f8e", "weights_fingerprint 'sha256:0a1b' vs 'sha256:9f8e'"),
-    (("server_limits", "root"), "/ckpt/judge-a", "/ckpt/judge-b", "root '/ckpt/judge-a' vs '/ckpt/judge-b'"),
-])  # fmt: skip
-def test_compare_tells_weights_apart_when_both_runs_recorded_them(tmp_path: Path, data: Path, capsys,
-                                                                  field: tuple[str, ...], a_value: str, b_value: str,
-                                                                  said: str) -> None:
-    """One checkpoint folder retrained in place between two ranks: same path, same served name, other weights. Each
-    run.json records what its server said of them (judge-serve's weights_fingerprint, a vLLM server's loaded root):
-    different values are refused, naming both; a run whose server said nothing (None) is no evidence of a
-    difference, so the pair is compared."""
+def _record(folder: Path, judge: str | None = None, **recorded: str | None) -> None:
+    """Set what ``folder``'s run.json says of its judge: ``judge`` (config.judge), and ``root`` (server_limits.root)
+    or ``weights_fingerprint`` as a server records them (None: the server said nothing)."""
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    if judge is not None:
+        run["config"]["judge"] = judge
+    for name, value in recorded.items():
+        (run.setdefault("server_limits", {}) if name == "root" else run)[name] = value
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+
+def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, data: Path, capsys) -> None:
+    """One checkpoint folder retrained in place between two ranks: same path, same served name, other weights, which
+    only judge-serve's weights_fingerprint tells. Both runs name the judge /ckpt/judge and recorded other
+    fingerprints: refused, naming both; a run whose server said nothing (None) is no evidence of a difference, so
+    the pair is compared, and so is the same fingerprint."""
     a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
-
-    def record(folder: Path, value: str | None) -> None:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        run["config"]["judge"] = "/ckpt/judge"  # the same checkpoint folder for both
-        place = run
-        for key in field[:-1]:
-            place = place.setdefault(key, {})
-        place[field[-1]] = value
-        (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
-
-    record(a, a_value)
-    record(b, b_value)
+    _record(a, "/ckpt/judge", weights_fingerprint="sha256:0a1b")
+    _record(b, "/ckpt/judge", weights_fingerprint="sha256:9f8e")
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     err = capsys.readouterr().err
-    assert f"the runs were judged differently ({said})" in err
-    record(b, None)
+    assert "the runs were judged differently (weights_fingerprint 'sha256:0a1b' vs 'sha256:9f8e')" in err
+    _record(b, weights_fingerprint=None)
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0
-    record(b, a_value)
+    _record(b, weights_fingerprint="sha256:0a1b")
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0
+
+
+HUB = "models--ai-forever--pollux-judge-7b/snapshots/4e1f0c2"
+
+
+@pytest.mark.parametrize("judge, roots, prints, notes", [
+    # One hub id served from two machines' HF caches (a Slurm job's HF_HOME and a workstation's): one revision, so
+    # one root; the files' modification times differ, so the fingerprints do: a note, not a refusal.
+    ("ai-forever/pollux-judge-7b", [f"/home/u/.cache/huggingface/hub/{HUB}",
+                                    f"/home/u/.cache/pollux-judge/huggingface/hub/{HUB}/"],
+     ["b37a9a275d372229", "49eff8692d1e1937"], {"weights_fingerprint": ["b37a9a275d372229", "49eff8692d1e1937"]}),
+    # One hub id at two revisions, vLLM (no fingerprint): the roots differ by revision: a note.
+    ("ai-forever/pollux-judge-7b", [f"/c/hub/{HUB}", "/c/hub/models--ai-forever--pollux-judge-7b/snapshots/9d2"],
+     [None, None], {"root": [f"/c/hub/{HUB}", "/c/hub/models--ai-forever--pollux-judge-7b/snapshots/9d2"]}),
+    # Two URL judges serving copies of one checkpoint at other paths: nothing names one folder, both are notes.
+    (None, ["/node1/judge", "/node2/judge"], ["aa", "bb"],
+     {"root": ["/node1/judge", "/node2/judge"], "weights_fingerprint": ["aa", "bb"]}),
+])  # fmt: skip
+def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path, data: Path, capsys, judge, roots,
+                                                                 prints, notes) -> None:
+    """A server's root is a path, and the fingerprint hashes modification times: across machines the same weights
+    differ in both. Unless both runs name one judge checkpoint whose fingerprint changed, the runs are compared
+    (exit 0) and compare.json's judge_notes, compare.md and the console say what differs."""
+    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    for folder, root, fingerprint in zip((a, b), roots, prints):
+        _record(folder, judge, root=root, weights_fingerprint=fingerprint)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--n-boot", "0", "--out", str(tmp_path / "c")]) == 0
+    console = capsys.readouterr().out
+    result = json.loads((tmp_path / "c" / "compare.json").read_text(encoding="utf-8"))
+    assert result["judge_differences"] == {} and result["judge_notes"] == notes
+    markdown = (tmp_path / "c" / "compare.md").read_text(encoding="utf-8")
+    assert markdown.count("Note: ") == console.count("Note: ") == len(notes)
+    for name in notes:
+        assert f"Note: {name} " in markdown and f"Note: {name} " in console
+
+
+def test_compare_refuses_a_url_judge_whose_server_loaded_one_folder_retrained(tmp_path: Path, data: Path,
+                                                                               capsys) -> None:
+    """Two URL judges (run.json's judge: a URL, compared as '<url>') whose servers loaded the same folder
+    /ckpt/judge with other fingerprints: the folder retrained in place, refused."""
+    a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
+    _record(a, root="/ckpt/judge", weights_fingerprint="aa")
+    _record(b, root="/ckpt/judge", weights_fingerprint="bb")
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
+    assert "the runs were judged differently (weights_fingerprint 'aa' vs 'bb')" in capsys.readouterr().err

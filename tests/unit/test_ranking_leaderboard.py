@@ -126,3 +126,30 @@ def test_equal_means_summed_in_another_order_tie(tmp_path: Path) -> None:
     # (a strict-sign count would find no resample on either side and call the tie p = 0).
     assert [(p["delta"], p["win_rate_b"], p["verdict"], p["p_value"]) for p in result["pairs"]] == \
         [(0.0, 0.5, "no difference", 1.0)] * 3
+
+
+def test_leaderboard_checks_the_judge_of_every_pair_not_only_against_the_first(tmp_path: Path) -> None:
+    """A's server said nothing of its weights; B's and C's loaded the same folder /ckpt/judge with other
+    fingerprints (retrained in place between them). Against A alone neither differs: every pair is checked, so B
+    and C are refused, named; --allow-other-judge ranks them and says what differs, and a root only two runs
+    recorded as other paths is a note of that pair."""
+    a, b, c = _three(tmp_path)
+    for folder, fingerprint in ((b, "aa"), (c, "bb")):
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        run.update(weights_fingerprint=fingerprint, server_limits={"root": "/ckpt/judge"})
+        (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{b} and {c} were judged differently \\(weights_fingerprint 'aa' vs 'bb'\\)"):
+        leaderboard([a, b, c], n_boot=0)
+    result = leaderboard([a, b, c], n_boot=0, allow_other_judge=True)
+    assert result["judge_pairs"] == [{"a": str(b), "b": str(c), "differences": {"weights_fingerprint": ["aa", "bb"]},
+                                      "notes": {}}]
+    assert all(m["judge_differences"] == {} for m in result["models"])  # from the first run's: none
+    assert (f"Judged differently (compared with --allow-other-judge): B ({b}) and C ({c}): weights_fingerprint 'aa' "
+            "vs 'bb'.") in render_leaderboard_markdown(result)
+    run = json.loads((c / "run.json").read_text(encoding="utf-8"))
+    run.update(weights_fingerprint="aa", server_limits={"root": "/other/judge"})
+    (c / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    result = leaderboard([a, b, c], n_boot=0)
+    assert result["judge_pairs"] == [{"a": str(b), "b": str(c), "differences": {},
+                                      "notes": {"root": ["/ckpt/judge", "/other/judge"]}}]
+    assert f"Note: B ({b}) and C ({c}): root '/ckpt/judge' vs '/other/judge': " in render_leaderboard_markdown(result)
