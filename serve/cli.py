@@ -12,6 +12,7 @@ on one port, vLLM's /v1/chat/completions, /v1/completions and /v1/models unchang
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -32,7 +33,8 @@ from serve.engine_version import (EngineVersionError, attached_engine_urls, chec
 from serve.launch import engine_specs, engines_drain_on_sigterm
 from serve.layout import CheckpointLayout, LayoutError, require_weights, resolve_layout
 
-__all__ = ["main", "build_parser", "resolve_config", "fit_trained_lengths", "configure_logging", "CHATTY_LOGGERS"]
+__all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained_lengths", "configure_logging",
+           "CHATTY_LOGGERS"]
 
 
 #: judge-serve's exit codes, as ``--help`` lists them.
@@ -42,6 +44,30 @@ EXIT_CODES = (
     "(named), an installed vLLM outside the supported line, or a port already in use (found before any engine "
     "starts)."
 )
+
+
+#: How a /get_reward request still waiting for room under max_queued_judgments is refused once judge-serve drains.
+DRAINING = "judge-serve is shutting down"
+
+
+def begin_drain(state) -> None:
+    """judge-serve's drain begun (SIGTERM, SIGINT: uvicorn's ``handle_exit``): ``status`` becomes draining, so new
+    requests get 503 at the door (``serve.connections.RefuseWhileDrainingMiddleware``), and the /get_reward requests
+    waiting for room under ``max_queued_judgments`` get their 503 ``queue_full`` now (``serve.queued``, Drain), not at
+    their deadline after holding the drain for all of ``shutdown_grace_s``. Safe in a signal handler, which runs
+    between two steps of whatever the event loop was doing: the line is refused on the loop's next turn
+    (``call_soon_threadsafe``, as asyncio's own signal handling schedules), never from inside the code it cut into."""
+    if state.status not in ("starting", "ready"):
+        return
+    state.status = "draining"
+    if state.judge is None:  # still starting: no request has reached the judge's queue
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs (not serving yet, or done): nothing can be waiting on one
+        state.judge.queue.refuse_waiting(DRAINING)
+        return
+    loop.call_soon_threadsafe(state.judge.queue.refuse_waiting, DRAINING)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,9 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         """uvicorn's server, draining on SIGTERM/SIGINT and returning from ``run`` instead of re-raising them."""
 
         def handle_exit(self, sig, frame):
-            state = app.state.serve
-            if state.status in ("starting", "ready"):
-                state.status = "draining"
+            begin_drain(app.state.serve)
             super().handle_exit(sig, frame)
 
         @contextlib.contextmanager

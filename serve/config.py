@@ -286,8 +286,9 @@ class ServeConfig:
         MAX_QUEUED_JUDGMENTS,
         "Most judgments (an item's criteria, a pair) queued across all /v1/judge and /get_reward requests in "
         "progress. A /v1/judge request that would pass it gets 503 with Retry-After before any of its work starts; "
-        "a /get_reward request waits for room, in arrival order, until just before reward_deadline_s, then gets the "
-        "503 (OpenRLHF's retries ignore Retry-After). One alone is always taken; its count is given back when it is answered, fails or its client leaves. An \"auto\" item "
+        "a /get_reward request waits for room, in arrival order, until a quarter of reward_deadline_s (at least 1 s) is "
+        "left, then gets the 503 (OpenRLHF's retries ignore Retry-After); waiting requests get it at once when "
+        "judge-serve drains. One alone is always taken; its count is given back when it is answered, fails or its client leaves. An \"auto\" item "
         "counts as the largest task's criteria set until its task is chosen. At least max_judgments_per_request.",
     )
     max_connections: int = _f(

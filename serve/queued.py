@@ -16,6 +16,18 @@ when it fits, and a request that asks at once (``admit``) is refused while any w
 the one that fits go first would starve a large request behind a stream of small ones (each release makes room for
 a small one, never enough for it), until its deadline. Room is handed to a waiter by the request that gives it
 back, on the event loop, so nothing else can take it in between; no waiter polls.
+
+**Drain.** Once judge-serve drains (SIGTERM, scancel; ``refuse_waiting``), every request waiting for room gets its
+503 ``queue_full`` at once, and one that would have to wait is refused at once: its wait (up to
+``reward_deadline_s``) would otherwise hold the drain for the whole ``shutdown_grace_s``, and be cut off at its end
+unjudged all the same (the drain's 503 ``shutting_down``). One that fits is still admitted, as ``/v1/judge``'s
+requests in flight are: the engines judge until the drain ends.
+
+**Cost.** The live waiters are counted as they join and leave (each leaves once: admitted, refused at its deadline or
+by the drain, or cancelled), so a request asking for room costs the same whatever the line's length; the line itself
+sheds the ones that left as they come to its head. Counting the line on every arrival cost O(waiters) each, O(n^2)
+for a rollout's burst of n one-sample requests, thousands of them with ``--max-connections`` raised as
+docs/rewards.md advises.
 """
 
 from __future__ import annotations
@@ -64,12 +76,37 @@ class Admitted:
         self.n = 0
 
 
+class _Admission(asyncio.Future):
+    """A waiter's admission: settled once, by the room handed over (a result), its deadline or the drain (QueueFull),
+    or its cancellation (``Task.cancel`` cancels the future its task awaits, in that very call). The queue's count of
+    live waiters drops in the same step as the settling, exactly once: a future is settled at most once, and a
+    cancelled waiter is not counted even before its task resumes to leave the line."""
+
+    def __init__(self, queue: JudgmentQueue, *, loop: asyncio.AbstractEventLoop):
+        super().__init__(loop=loop)
+        self._queue = queue
+
+    def set_result(self, result: object) -> None:
+        super().set_result(result)  # raises when already settled: nothing counted twice
+        self._queue._live_waiters -= 1
+
+    def set_exception(self, exception: BaseException) -> None:
+        super().set_exception(exception)
+        self._queue._live_waiters -= 1
+
+    def cancel(self, msg: object = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        self._queue._live_waiters -= 1
+        return True
+
+
 class _Waiter:
     """A request waiting for room: its judgments, its bound, and the future its admission is handed through."""
 
     __slots__ = ("n", "bound", "admitted")
 
-    def __init__(self, n: int, bound: int, admitted: asyncio.Future):
+    def __init__(self, n: int, bound: int, admitted: _Admission):
         self.n, self.bound, self.admitted = n, bound, admitted
 
 
@@ -79,12 +116,16 @@ class JudgmentQueue:
 
     def __init__(self) -> None:
         self.queued = 0
+        # In arrival order; a waiter that left (settled) stays until it reaches the head (``_hand_on`` drops it), so
+        # leaving costs nothing whatever its place in the line.
         self._waiting: collections.deque[_Waiter] = collections.deque()
+        self._live_waiters = 0  # those of _waiting not yet settled (_Admission keeps it)
+        self._refusal: str | None = None  # why no request waits any more (the drain), once refuse_waiting is called
 
     @property
     def waiting(self) -> int:
-        """The requests waiting for room (``admitted_by``), not counting one cancelled that has not left the line."""
-        return sum(not waiter.admitted.done() for waiter in self._waiting)
+        """The requests waiting for room (``admitted_by``), not counting one that left and is still in the line."""
+        return self._live_waiters
 
     def _fits(self, n: int, bound: int) -> bool:
         # A request alone is always admitted, whatever its size: it could never be, and 503 would tell its client
@@ -98,7 +139,7 @@ class JudgmentQueue:
             QueueFull: the judgments queued and ``n`` come to more than ``bound``, or requests wait for room
                 (the module docstring's order).
         """
-        waiters = self.waiting
+        waiters = self._live_waiters
         if waiters or not self._fits(n, bound):
             waiting = f" and {waiters} request(s) waiting for room" if waiters else ""
             raise QueueFull(f"judge-serve has {self.queued} judgments queued across its requests in progress{waiting}; "
@@ -109,16 +150,19 @@ class JudgmentQueue:
 
     async def admitted_by(self, n: int, bound: int, until: float) -> Admitted:
         """``admit``, waiting for room up to ``until`` (``time.monotonic()``) instead of refusing at once, behind
-        the requests that already wait.
+        the requests that already wait; once the queue refuses waiting (``refuse_waiting``), ``admit`` itself.
 
         Raises:
-            QueueFull: no room came by ``until``.
+            QueueFull: no room came by ``until``, or judge-serve drains (at once, or when the drain begins).
         """
-        if not self.waiting and self._fits(n, bound):
+        if not self._live_waiters and self._fits(n, bound):
             return self.admit(n, bound)
+        if self._refusal is not None:
+            raise QueueFull(self._refused(n, bound))
         loop = asyncio.get_running_loop()
-        waiter = _Waiter(n, bound, loop.create_future())
+        waiter = _Waiter(n, bound, _Admission(self, loop=loop))
         self._waiting.append(waiter)
+        self._live_waiters += 1
         # The deadline is a timer on the loop, not a timeout around the wait: whichever of it and the room comes
         # first settles the waiter's future, so room is never both handed over and refused.
         expiry = loop.call_later(max(0.0, until - time.monotonic()), self._expire, waiter)
@@ -127,23 +171,36 @@ class JudgmentQueue:
         except BaseException:
             if waiter.admitted.done() and not waiter.admitted.cancelled() and waiter.admitted.exception() is None:
                 self._give_back(n)  # cancelled in the turn its room was handed over: the room goes on
-            elif waiter in self._waiting:
-                self._waiting.remove(waiter)
+            elif waiter.admitted.cancelled():
                 self._hand_on()  # the next in line may fit where this one did not
             raise
         finally:
             expiry.cancel()
         return Admitted(self, n)
 
+    def refuse_waiting(self, reason: str) -> None:
+        """Refuse every request waiting for room (``QueueFull``: 503 ``queue_full`` with ``Retry-After``), and every
+        one that would wait from now on, at once; ``reason`` (why: judge-serve drains) leads their message. Call it
+        on the event loop (from a signal handler, through ``loop.call_soon_threadsafe``)."""
+        self._refusal = reason
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.admitted.done():
+                waiter.admitted.set_exception(QueueFull(self._refused(waiter.n, waiter.bound)))
+
+    def _refused(self, n: int, bound: int) -> str:
+        return (f"{self._refusal}: this request's {n} judgments, with {self.queued} queued across the requests in "
+                f"progress, would pass max_queued_judgments={bound}, and no request waits for room any more. Retry "
+                f"after {QUEUE_FULL_RETRY_AFTER_S} s.")
+
     def _expire(self, waiter: _Waiter) -> None:
         if waiter.admitted.done():
             return
-        self._waiting.remove(waiter)
         waiter.admitted.set_exception(QueueFull(
             f"judge-serve had {self.queued} judgments queued across its requests in progress until this request's "
             f"deadline; its {waiter.n} would pass the bound, max_queued_judgments={waiter.bound}. Retry after "
             f"{QUEUE_FULL_RETRY_AFTER_S} s, or raise max_queued_judgments to the judgments a rollout sends at once."))
-        self._hand_on()
+        self._hand_on()  # it left the line (dropped when it reaches the head): the next may fit where it did not
 
     def _give_back(self, n: int) -> None:
         self.queued -= n
@@ -154,7 +211,7 @@ class JudgmentQueue:
         """Admit the waiting requests that fit, first in line first, stopping at the first that does not."""
         while self._waiting:
             waiter = self._waiting[0]
-            if waiter.admitted.done():  # cancelled, its task not yet resumed to leave the line itself
+            if waiter.admitted.done():  # it left: cancelled, or refused at its deadline
                 self._waiting.popleft()
                 continue
             if not self._fits(waiter.n, waiter.bound):

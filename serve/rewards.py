@@ -33,8 +33,9 @@ rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the re
 
 **One deadline** (``reward_deadline_s``, ``serve.config.REWARD_DEADLINE_S`` by default; ``request_timeout_s`` when
 shorter): the body, the wait for an engine (``reward_engine_wait_s``), the wait for room under
-``max_queued_judgments`` (``serve.queued``: first come, first admitted; a 503 ``queue_full`` a second before the
-deadline, where ``/v1/judge`` answers it at once) and the judging together, answered 504 past it.
+``max_queued_judgments`` (``serve.queued``: first come, first admitted; a 503 ``queue_full`` once
+``admission_margin_s`` is all that is left of the deadline, or at once when judge-serve drains, where ``/v1/judge``
+answers it at once) and the judging together, answered 504 past it.
 OpenRLHF's client gives up after 180 s and sends the request again (``openrlhf/utils/agent.py``): a judgment still
 running then would be judged twice over. Past the deadline, or as soon as the client disconnects, the judging is
 cancelled, as ``/v1/judge``'s is past its ``request_timeout_s``: its engine requests are cancelled with it.
@@ -93,7 +94,7 @@ from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bou
                           decode_json_body, parse_judge_request, read_off_loop)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
-           "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter"]
+           "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter", "admission_margin_s"]
 
 log = logging.getLogger("judge_serve")
 
@@ -334,6 +335,13 @@ _STAND_IN_ANSWER = "-"
 
 
 
+def admission_margin_s(deadline_s: float) -> float:
+    """How long before a request's deadline of ``deadline_s`` seconds its wait for room under
+    ``max_queued_judgments`` ends in 503 ``queue_full``: a quarter of it, at least a second (``RewardRoute._judged``
+    says why); 170 s -> 42.5 s, the wait ending 127.5 s after the request's headers."""
+    return max(1.0, deadline_s / 4)
+
+
 class RewardRoute:
     """The ``/get_reward`` handler over a running judge-serve (``install_reward_routes`` wires it).
 
@@ -395,7 +403,7 @@ class RewardRoute:
                 return self._refused(err, sample_of)
             except (EngineUnavailable, EngineFailure) as err:
                 if isinstance(err, QueueFull):  # OpenRLHF never reads the body: the log keeps the cause
-                    log.warning("a reward request found no room in the judgment queue by its deadline: %s", err)
+                    log.warning("a reward request found no room in the judgment queue: %s", err)
                 # As /v1/judge answers them: an engine's refusal (a 4xx) keeps its status and sanitized message, so
                 # the client does not retry what the engine will refuse again.
                 return judgment_failed(err, state)
@@ -479,8 +487,8 @@ class RewardRoute:
         """Every label's criteria, task and rubric scales resolved as the judging resolves them
         (``serve.jobs.check_criteria``), whatever its sample's answer: a sample with nothing to judge is not judged,
         but its label is refused as any other's is. ``"auto"`` takes its criteria from the classifier's reading of
-        the answer, at the judging: a label can be checked only for what it says beside it and for a classifier on
-        this server.
+        the label's instruction (every method of ``judge.criteria_auto`` reads the instruction only), at the
+        judging: a label can be checked only for what it says beside it and for a classifier on this server.
 
         Returns:
             Per label, its criteria resolved (None for ``"auto"``): the judging's, never resolved again.
@@ -523,9 +531,13 @@ class RewardRoute:
         # The request id goes with its engine calls, as /v1/judge's. Over max_queued_judgments the request waits for
         # room rather than take the 503 /v1/judge's client gets: OpenRLHF's 5 retries a second apart ignore
         # Retry-After (openrlhf/utils/agent.py, _post_request), and a rollout's burst of one-sample requests would
-        # fail its step. The wait ends a second before the deadline, as the engines' does: a 503, not a 504.
+        # fail its step. The wait ends a quarter of the deadline before it (at least a second, the engine wait's
+        # margin), not a second before: once admitted, the request is still to be judged, behind judgments enough to
+        # have kept it waiting, and with a second left it would all but surely end 504 after its engine calls began,
+        # holding room the next in line could have used. A share of the deadline, not a fixed time, as the judging
+        # time scales with the load the deadline was set for; a 503 then is one its client's retries can act on.
         return await state.judge.run(checked or state.judge.check(parsed, resolved=resolved), request_id=request_id,
-                                     wait_until=deadline - 1.0)
+                                     wait_until=deadline - admission_margin_s(self.deadline[1]))
 
     async def _engines_unavailable(self, state, deadline: float) -> str | None:
         """Why an engine cannot take the request, after waiting up to ``reward_engine_wait_s`` for it to come back

@@ -529,6 +529,8 @@ async def stop_engines(state: ServerState) -> None:
     """Stop watching and stop every engine judge-serve started (their whole trees); close the HTTP client."""
     if state.status != "failed":
         state.status = "draining"
+    if state.judge is not None:  # the engines stop: a request still waiting for room would wait for nothing
+        state.judge.queue.refuse_waiting("judge-serve is shutting down")
     for task in state.tasks:
         task.cancel()
     await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))

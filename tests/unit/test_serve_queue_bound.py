@@ -202,15 +202,17 @@ def _reward_config(endpoint_url: str, tiny_causal_dir, **more) -> ServeConfig:
 def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir):
     """A /v1/judge request of 2 judgments is held at the engine under a bound of 3: another of 2 gets 503 with
     Retry-After and OpenAI's error body naming the bound at once. A /get_reward request of 2 (it shares the engine
-    slots) waits for room instead, up to a second before its deadline (reward_deadline_s 3 s here; no engine wait),
-    then gets the same 503 ``queue_full``, never the 504 of a deadline spent; nothing of either reached the engine,
-    nothing of them stays counted. Once the first is answered, a request of 2 is judged."""
+    slots) gets the same 503 ``queue_full`` at its wait's end, never the 504 of a deadline spent: its wait ends
+    max(1 s, a quarter of the deadline) before it, and with reward_deadline_s 1 s (no engine wait) that is its
+    arrival, so the end is due on the loop's next turn and nothing waits in real time (the wait itself:
+    test_get_reward_waits_for_room_and_no_request_passes_it, tests/unit/test_serve_queued_wait.py). Nothing of
+    either reached the engine, nothing of them stays counted. Once the first is answered, a request of 2 is judged."""
     engine = HeldScriptedEngine()
     with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
         from serve.app import create_app
 
         app = create_app(_reward_config(endpoint.url, tiny_causal_dir, reward_engine_wait_s=0.0,
-                                         reward_deadline_s=3.0))
+                                         reward_deadline_s=1.0))
         with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
             state = app.state.serve
             assert state.status == "ready", state.failure
@@ -286,6 +288,80 @@ def test_get_reward_waits_for_room_and_no_request_passes_it(tiny_causal_dir):
     assert reward.json()["extra_logs"]["judge_failures"] == [0.0]
     assert result["first"].status_code == 200, result["first"].text
     assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
+
+
+def test_get_reward_waiting_for_room_is_refused_at_once_when_judge_serve_drains(tiny_causal_dir):
+    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3; a /get_reward request of 2 waits
+    for room (its deadline, 170 s, out of reach). The drain begins (``serve.cli.begin_drain``, what SIGTERM runs, on
+    the server's loop): the reward request gets 503 ``queue_full`` with Retry-After, saying judge-serve shuts down,
+    while the first is still held, not after holding the drain until its deadline; nothing of it reached the engine.
+    The first, in flight, is still answered once its engine answers."""
+    from serve.cli import begin_drain
+
+    engine = HeldScriptedEngine()
+    with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
+        from serve.app import create_app
+
+        app = create_app(_reward_config(endpoint.url, tiny_causal_dir))
+        with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, loop):
+            state = app.state.serve
+            assert state.status == "ready", state.failure
+            line = state.judge.queue._waiting = JoinedLine()
+            result: dict = {}
+
+            def post(name: str, path: str, body: dict) -> None:
+                result[name] = httpx.post(root + path, json=body, timeout=FAILING_AFTER_S)
+
+            senders = [threading.Thread(target=post, args=("first", "/v1/judge", _request(2, "first")))]
+            senders[0].start()
+            try:
+                assert engine.arrived.wait(FAILING_AFTER_S)
+                sent = len(endpoint.bodies("/v1/completions"))
+                senders.append(threading.Thread(target=post, args=("reward", "/get_reward", REWARD_BODY)))
+                senders[1].start()
+                assert line.joined.wait(FAILING_AFTER_S)
+                loop.call_soon_threadsafe(begin_drain, state)
+                senders[1].join(FAILING_AFTER_S)
+                assert "reward" in result and "first" not in result, "the drain did not release the waiting request"
+                assert len(endpoint.bodies("/v1/completions")) == sent
+            finally:
+                engine.release.set()
+                for sender in senders:
+                    sender.join(FAILING_AFTER_S)
+    reward = result["reward"]
+    assert reward.status_code == 503 and int(reward.headers["retry-after"]) == QUEUE_FULL_RETRY_AFTER_S, reward.text
+    error = reward.json()["error"]
+    assert error["code"] == "queue_full" and error["message"].startswith("judge-serve is shutting down: ")
+    assert result["first"].status_code == 200, result["first"].text
+    assert state.status == "draining" and state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
+
+
+def test_get_reward_stops_waiting_for_room_a_quarter_of_its_deadline_before_it():
+    """The wait for room ends max(1 s, deadline / 4) before the request's deadline, the rest left to its judging:
+    170 s -> 42.5 s before; 2 s -> 1 s (the floor); a request_timeout_s of 40 s, shorter, is the deadline -> 10 s."""
+    from types import SimpleNamespace
+
+    from serve.rewards import RewardRoute
+
+    async def wait_until_of(config: ServeConfig, deadline: float) -> float:
+        seen: dict = {}
+
+        async def run(checked, request_id="", wait_until=None):
+            seen["wait_until"] = wait_until
+            return "judged"
+
+        judge = SimpleNamespace(check=lambda parsed, resolved=None: "checked", run=run)
+        state = SimpleNamespace(judge=judge, engines=[], engine_problem=lambda role: None, status="ready")
+        assert await RewardRoute(config, None)._judged(state, "parsed", None, deadline) == "judged"
+        return seen["wait_until"]
+
+    def config(**more) -> ServeConfig:
+        return ServeConfig(model="judge", generator_url="http://127.0.0.1:9", **more).validate()
+
+    assert asyncio.run(wait_until_of(config(reward_deadline_s=170.0), 1000.0)) == 957.5
+    assert asyncio.run(wait_until_of(config(reward_deadline_s=2.0, reward_engine_wait_s=0.0), 1000.0)) == 999.0
+    assert asyncio.run(wait_until_of(config(reward_deadline_s=170.0, request_timeout_s=40.0,
+                                            reward_engine_wait_s=0.0), 1000.0)) == 990.0
 
 
 def test_auto_items_count_at_most_what_a_request_may_run():

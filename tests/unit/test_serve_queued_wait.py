@@ -8,11 +8,12 @@ expiry's only timer (it fires on the next turn). Nothing is timed."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 
 import pytest
 
-from serve.queued import JudgmentQueue, QueueFull
+from serve.queued import QUEUE_FULL_RETRY_AFTER_S, JudgmentQueue, QueueFull
 
 #: A deadline no test reaches.
 FAR = 3600.0
@@ -150,5 +151,107 @@ def test_a_resize_to_fewer_judgments_makes_room_for_a_waiter():
         admitted.__exit__()
         auto.__exit__()
         assert queue.queued == 0
+
+    asyncio.run(scenario())
+
+
+class UncountedLine(collections.deque):
+    """The queue's line of waiters, refusing to be walked: the number waiting is kept as waiters join and leave, so a
+    request asking for room costs the same whatever the line's length (walking it on every arrival made a rollout's
+    burst of n requests cost O(n^2) on the event loop)."""
+
+    def __iter__(self):
+        raise AssertionError("the line of waiters was walked to count it")
+
+
+def test_the_waiting_count_is_kept_as_waiters_join_and_leave_never_by_walking_the_line():
+    """Bound 3, 3 queued; three requests of 1 wait (count 3). One is cancelled (2 at once, before its task resumes);
+    one more joins (3) and its deadline passes (2); the 3 queued are given back and the two left are handed room in
+    that call (0, queued 2); a request asking at once (``admit``) then fits (queued 3). Each leaving counted once:
+    never below 0, 0 at the end, and the line never walked to count."""
+    async def scenario():
+        queue = JudgmentQueue()
+        queue._waiting = UncountedLine()
+        held = queue.admit(3, 3)
+        first, cancelled, last = (asyncio.ensure_future(queue.admitted_by(1, 3, time.monotonic() + FAR))
+                                  for _ in range(3))
+        await _turns()
+        assert queue.waiting == 3
+        with pytest.raises(QueueFull, match="3 request\\(s\\) waiting for room"):
+            queue.admit(1, 3)
+        cancelled.cancel()
+        assert queue.waiting == 2  # in the call itself: the request left, whatever its task does next
+        await asyncio.wait({cancelled}, timeout=FAR)
+        assert cancelled.cancelled() and queue.waiting == 2
+        late = asyncio.ensure_future(queue.admitted_by(1, 3, time.monotonic() - 1.0))
+        await asyncio.sleep(0)  # in line, its expiry due on the next turn
+        assert queue.waiting == 3
+        with pytest.raises(QueueFull, match="deadline"):
+            await asyncio.wait_for(late, FAR)
+        assert queue.waiting == 2 and queue.queued == 3
+        held.__exit__()  # hands room to first and last, in the call itself
+        assert queue.waiting == 0 and queue.queued == 2
+        admitted = [await asyncio.wait_for(task, FAR) for task in (first, last)]
+        with queue.admit(1, 3):
+            assert queue.queued == 3 and queue.waiting == 0
+        for one in admitted:
+            one.__exit__()
+        assert queue.queued == 0 and queue.waiting == 0 and not queue._waiting
+
+    asyncio.run(scenario())
+
+
+def test_draining_refuses_every_waiter_at_once_and_no_request_waits_after():
+    """Bound 3, 2 queued, two requests of 2 waiting with deadlines no test reaches. The drain (``refuse_waiting``)
+    fails both with QueueFull (503 ``queue_full``, ``Retry-After``) in that call, its reason leading the message; the
+    count is 0. Afterwards a request of 2 that does not fit is refused at once, without joining the line, and one of
+    1 that fits is admitted, as /v1/judge's requests in flight still are."""
+    async def scenario():
+        queue = JudgmentQueue()
+        held = queue.admit(2, 3)
+        waiters = [asyncio.ensure_future(queue.admitted_by(2, 3, time.monotonic() + FAR)) for _ in range(2)]
+        await _turns()
+        assert queue.waiting == 2 and not any(w.done() for w in waiters)
+        queue.refuse_waiting("judge-serve is shutting down")
+        assert queue.waiting == 0 and queue.queued == 2
+        refused = [await asyncio.gather(w, return_exceptions=True) for w in waiters]
+        assert [type(r[0]) for r in refused] == [QueueFull, QueueFull]
+        with pytest.raises(QueueFull) as at_once:
+            await queue.admitted_by(2, 3, time.monotonic() + FAR)
+        assert queue.waiting == 0 and not queue._waiting
+        with await queue.admitted_by(1, 3, time.monotonic() + FAR):
+            assert queue.queued == 3
+        held.__exit__()
+        assert queue.queued == 0
+        return refused[0][0], at_once.value
+
+    waited, arrived = asyncio.run(scenario())
+    for err in (waited, arrived):
+        assert str(err).startswith("judge-serve is shutting down: this request's 2 judgments, with 2 queued")
+        assert "max_queued_judgments=3" in str(err) and err.retry_after_s == QUEUE_FULL_RETRY_AFTER_S
+
+
+def test_the_drain_begun_by_a_signal_refuses_the_line_on_the_loops_next_turn():
+    """``serve.cli.begin_drain`` (uvicorn's ``handle_exit``, the SIGTERM/SIGINT handler): status ``draining`` at
+    once; the waiter is refused on the loop's next turn, not from inside the code the signal cut into, with
+    judge-serve's shutting-down reason."""
+    from types import SimpleNamespace
+
+    from serve.cli import begin_drain
+
+    async def scenario():
+        queue = JudgmentQueue()
+        state = SimpleNamespace(status="ready", judge=SimpleNamespace(queue=queue))
+        held = queue.admit(2, 3)
+        waiting = asyncio.ensure_future(queue.admitted_by(2, 3, time.monotonic() + FAR))
+        await _turns()
+        begin_drain(state)
+        assert state.status == "draining" and queue.waiting == 1  # scheduled, not yet run
+        with pytest.raises(QueueFull, match="^judge-serve is shutting down: "):
+            await asyncio.wait_for(waiting, FAR)
+        assert queue.waiting == 0
+        begin_drain(state)  # a second signal: still draining, nothing more to refuse
+        assert state.status == "draining"
+        held.__exit__()
 
     asyncio.run(scenario())
