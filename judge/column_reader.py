@@ -7,7 +7,8 @@ flags a table, or a column is of a type the checks cannot vouch for (a JSONL fil
 number differently, an unusual column type, a table mixing both expert schemas), ``columns_from_tables`` returns
 None and the caller (``judge.record_sources``) reads the source row by row, which raises the row's own
 ``RecordError`` naming the source, row and field: the messages live once, in the row path, and these checks only
-decide whether a table may skip it.
+decide whether a table may skip it. One fact of the table the row path cannot see is said here: rationales
+(``expert_feedback``) in a table with no ``expert_scores`` column name the missing column.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from judge.record_columns import TEXT_FIELDS, RecordColumns, _per_row, _values
 from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, LineIndex,
-                           LoadReport, RowIndex, _duplicate_of, content_id, is_benchmark_row, log_report,
+                           LoadReport, RecordError, RowIndex, _duplicate_of, content_id, is_benchmark_row, log_report,
                            note_off_scale, scale_bounds)  # fmt: skip
 
 __all__ = ["columns_from_tables"]
@@ -106,6 +107,9 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     def column(name: str):
         col = table.column(name) if name in present else None
         return None if col is None or pa.types.is_null(col.type) else col
+
+    if "expert_scores" not in present and "annotations" not in present and column("expert_feedback") is not None:
+        _refuse_feedback_without_scores(where, column("expert_feedback"), jsonl)
 
     texts: dict[str, Any] = {}
     for name in _TEXT_REQUIRED:
@@ -194,6 +198,26 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         "derived": rid is None, "benchmark": benchmark, "aggregate_derived": missing,
         "off_scale": _off_scale(texts["rubrics"], experts["scores"], experts["lengths"], aggregates),
     }
+
+
+def _refuse_feedback_without_scores(where: str, feedback, jsonl: bool) -> None:
+    """Raise naming the missing ``expert_scores`` column when ``expert_feedback`` holds texts: the row path, which
+    sees a row and not the table, said "field 'expert_feedback': has 5 texts for 0 expert scores", blaming the
+    column that is there. A table whose rationale lists are all empty has nothing to pair, and passes.
+
+    Raises:
+        RecordError: naming the source, the first row with a rationale, and ``expert_scores``.
+    """
+    if not _is_list(feedback.type):
+        return  # not a list of rationales: the row path names that
+    _, lengths, _ = _flat(feedback)
+    given = np.flatnonzero(lengths)
+    if len(given):
+        row, texts = int(given[0]), int(lengths[given[0]])
+        place = LineIndex(row) if jsonl else RowIndex(row)
+        raise RecordError(where, place, "expert_scores",
+                          f"no such {'key in any row' if jsonl else 'column'}, while expert_feedback gives "
+                          f"{texts} text{'' if texts == 1 else 's'} here, one per expert score")
 
 
 def _off_scale(rubrics, scores: np.ndarray, lengths: np.ndarray, aggregates: np.ndarray) -> np.ndarray:

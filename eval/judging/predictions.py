@@ -5,6 +5,10 @@ evaluator and the report pages read it as one Arrow table (``read_prediction_tab
 rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
+
+Why one module of ~515 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
+and the table reader hands a file it doubts to the line reader, which names the bad row; apart, each would restate
+the other's rules.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.json_reading import arrow_may_read
-from judge.plumbing.journal import is_whole_last_line, iter_journal_lines, log_torn_tail, rewrite_journal
+from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
+                                   rewrite_journal)
 from judge.records import LineIndex, row_place
 from judge.wire import checked_json_fields
 
@@ -83,8 +88,10 @@ class PredictionRow:
 
         Raises:
             ValueError: naming ``where`` and the field: no ``id``, a key that is not a field
-                (``judge.wire.checked_json_fields``), or a value of the wrong JSON type (an ``id`` that is not a
-                string, a ``parse_ok`` that is not a boolean: no value is converted).
+                (``judge.wire.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
+                string, a ``parse_ok`` that is not a boolean: no value is converted), or a ``score`` without its
+                ``parse_ok`` (absent or null: a run writes both, and no default can say whether the verdict parsed;
+                an absent ``parse_ok`` beside no score is false).
         """
         values = checked_json_fields(cls, data, where, noun="prediction field")
         for key, value in values.items():
@@ -96,6 +103,13 @@ class PredictionRow:
             if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {value!r:.40} is not a judge's score (its size is over "
                                  f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")
+        if values.get("score") is not None and values.get("parse_ok") is None:
+            # Every run writes parse_ok, true beside each score: taking the default (false) made a scored row a
+            # parse failure, and score's line said "did not parse" where POLLUX's evaluator counted it parsed.
+            said = "null" if "parse_ok" in values else "absent"
+            raise ValueError(f"{where}.parse_ok: {said} in a row with score {values['score']!r:.40}; `judge-eval run` "
+                             "writes parse_ok in every row (true beside a score): whether this verdict parsed is "
+                             "unknown")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""
@@ -153,8 +167,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     Read by Arrow's JSON reader in one pass (~0.2 s for the full test's 160,000 rows, where ``json.loads`` per line
     and a dict per row took ~1.5 s), with the column types fixed from ``PredictionRow``: a value of another type
     stops it. Absent fields take ``PredictionRow``'s defaults (null; "" for ``feedback`` and ``reason``, false for
-``parse_ok``);
-    ``score_probs`` is a struct column (each row's object, a key absent from it null). A last line without its
+    ``parse_ok`` in a row without a score: one with a score and no ``parse_ok`` is refused); ``score_probs`` is a struct column (each row's object, a key absent from it null). A last line without its
     newline is read when it is a whole row, else (the process was killed while writing it) dropped, with
     ``judge.plumbing.journal``'s warning, as ``iter_predictions`` reads it; blank lines are skipped.
 
@@ -230,6 +243,10 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     scores = [table.column(n) for n in _SCORE_FIELDS if n in table.column_names]
     if any(pa.types.is_floating(c.type) and (pc.max(pc.abs(c)).as_py() or 0) > _SCORE_BOUND for c in scores):
         _raise_first_bad_row(path, None)  # a number no judge's score reaches: the row checks name it
+    if "score" in table.column_names and table.column("score").null_count < table.num_rows:
+        parsed = table.column("parse_ok") if "parse_ok" in table.column_names else None
+        if parsed is None or pc.any(pc.and_(pc.is_valid(table.column("score")), pc.is_null(parsed))).as_py():
+            _raise_first_bad_row(path, None)  # a score without its parse_ok: PredictionRow.from_json names the row
     columns = {}
     for name in PREDICTION_FIELDS:
         if name in table.column_names:
@@ -382,8 +399,32 @@ def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool
     path = Path(path)
     if path.is_dir():
         path = path / "predictions.jsonl"
-    for number, data in iter_journal_lines(path, torn, quiet=quiet):
-        yield PredictionRow.from_json(data, where=f"{path}: {row_place(LineIndex(number - 1))}")
+    number = 0
+    try:
+        for number, data in iter_journal_lines(path, torn, quiet=quiet):
+            yield PredictionRow.from_json(data, where=f"{path}: {row_place(LineIndex(number - 1))}")
+    except JournalError:
+        _refuse_not_utf8(path, after=number)
+        raise
+
+
+def _refuse_not_utf8(path: Path, after: int) -> None:
+    """Raise when the line the journal refused (the first non-blank one after line ``after``) is not UTF-8, in the
+    data loader's words (``judge.record_sources.jsonl_rows``). ``json.loads`` guesses a line's encoding from its
+    first bytes: one starting with FF FE was read as UTF-16 ("'utf-16-le' codec can't decode byte 0x0a", or a bare
+    "Expecting value"), where the file is UTF-8 and that byte is the fault."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number <= after or not raw.strip():
+                continue
+            if number == 1:  # the file's byte order mark, which every reader of it skips
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{path}: {row_place(LineIndex(number - 1))}: not UTF-8 text "
+                                 f"(byte 0x{raw[err.start]:02x} at column {err.start + 1})") from None
+            return
 
 
 def record_content_key(record: Any) -> str:

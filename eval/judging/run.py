@@ -282,6 +282,7 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     """
     config.validate()
     _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
+    _refuse_server_args_for_url(config)
     # The data too: a bad row refused after the folder was claimed left run.lock and run_key.json behind, and the
     # run with the row fixed in a new file was then refused as a resume under another `data`.
     data = None if config.criteria == "auto" else _read_data(config)
@@ -307,6 +308,17 @@ def _refuse_unreachable_judge(config: RunConfig) -> None:
         return
     if not (judge_ref.startswith(("http://", "https://")) or Path(judge_ref).is_dir() or is_hub_id(judge_ref)):
         raise not_a_model_ref(judge_ref, "judge")
+
+
+def _refuse_server_args_for_url(config: RunConfig) -> None:
+    """ConfigError for ``server_args`` beside a judge reached by URL (``judge``, or the URL ``base_url_env`` holds):
+    no server is started for it, and its flags were dropped without a word. Refused before the run folder is
+    claimed, as judge-train refuses a setting its recipe does not apply."""
+    judge_ref = config.judge or os.environ.get(config.base_url_env, "")
+    if config.server_args and judge_ref.startswith(("http://", "https://")):
+        raise ConfigError("server_args: does not apply to a judge given as a URL (judge-eval starts no server for it; "
+                          "server_args are the flags of the server it starts for a checkpoint folder or hub id): "
+                          "drop --server-args")
 
 
 def not_a_model_ref(ref: str, field: str) -> ConfigError:

@@ -35,6 +35,7 @@ from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
+from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "headline", "load_run",
            "render_markdown", "resamples_to_call", "spearman_target"]
@@ -88,8 +89,9 @@ def load_run(folder: str | Path) -> ScoredRun:
     Raises:
         FileNotFoundError: the folder has no ``items.parquet`` or no ``metrics.json``, naming the one missing (run
             ``judge-eval score`` first).
-        ValueError: ``folder`` is a file, or its ``items.parquet`` cannot be read, repeats an id or lacks the
-            columns compare pairs on (``reference``, ``vc_judge``), or its ``metrics.json`` cannot be read or is not
+        ValueError: ``folder`` is a file, or its ``items.parquet`` cannot be read, repeats an id, holds a
+            judge_score no judge gives (an infinity, or NaN for a scored item) or lacks the columns compare pairs on
+            (``reference``, ``vc_judge``), or its ``metrics.json`` cannot be read or is not
             one ``judge-eval score`` writes: named by the run as given (compare takes several), the file and, where
             the schema check knows it, the field, with the way to rewrite it.
     """
@@ -114,6 +116,7 @@ def load_run(folder: str | Path) -> ScoredRun:
         table, extra = item_table.read_table(items)
     except ValueError as err:  # damaged, cut short or another tool's: the run's score writes it anew
         raise ValueError(f"{err}; {_score_again(given, written.get('predictions'))}") from None
+    _refuse_unscorable_judge_scores(items, table, _score_again(given, written.get("predictions")))
     # Optional for read_table (a table of another tool's or an older writer's), but what every pairing reads
     lacking = [name for name in _PAIRED_COLUMNS if name not in extra]
     if lacking:
@@ -126,6 +129,23 @@ def load_run(folder: str | Path) -> ScoredRun:
         raise ValueError(f"{given}: {metrics_path.name}: {at}{err.problem}; "
                          f"{_score_again(given, written.get('predictions'))}") from None
     return ScoredRun(str(folder), result.judge or folder.name, result, table, extra)
+
+
+def _refuse_unscorable_judge_scores(items: Path, table: item_table.ItemTable, again: str) -> None:
+    """Refuse a judge_score no judge gives: an infinity (in any row), or a NaN in a row whose status is ``ok`` (score
+    writes NaN only for the items the judge failed). An edited table's infinity was left out of every pairing, and an
+    all-NaN column compared nothing, without a word (exit 0).
+
+    Raises:
+        ValueError: naming the file, the column and the first such row (its index and id), with ``again``.
+    """
+    bad = np.isinf(table.judge) | (np.isnan(table.judge) & (table.status == "ok"))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value, status = float(table.judge[row]), table.status[row]
+        why = "is not a score" if math.isinf(value) else f"(no score) in a row whose status is {status!r}"
+        raise ValueError(f"{items}: column judge_score: {row_place(RowIndex(row))} (id {table.ids[row]!r}): {value} "
+                         f"{why}; judge-eval score writes a finite score for every scored item; {again}")
 
 
 def _read_metrics(path: Path, run: str) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import re
 import shutil
 import sys
@@ -216,6 +217,27 @@ def test_run_says_a_file_given_as_judge_is_a_file(tmp_path, capsys):
                                 "id or an http(s) URL)\n")
 
 
+def test_run_refuses_server_args_for_a_judge_given_as_a_url(tmp_path, capsys, monkeypatch):
+    """--server-args with a URL judge were dropped without a word (no server is started for a URL): refused before the
+    run folder is claimed, whether the URL is --judge's or the one base_url_env holds; a checkpoint folder takes
+    them."""
+    from eval.judging.config import RunConfig
+    from eval.judging.run import _refuse_server_args_for_url
+
+    said = ("judge-eval run: error: server_args: does not apply to a judge given as a URL (judge-eval starts no server "
+            "for it; server_args are the flags of the server it starts for a checkpoint folder or hub id): drop "
+            "--server-args\n")
+    monkeypatch.setenv("JUDGE_URL_FOR_TEST", "http://127.0.0.1:9/v1")
+    for judge_flags in (["--judge", "http://127.0.0.1:9/v1"], ["--base-url-env", "JUDGE_URL_FOR_TEST"]):
+        capsys.readouterr()
+        assert main(["run", *judge_flags, "--out", str(tmp_path / "out"), "--data", "sample",
+                     "--server-args", '["--enforce-eager"]']) == 2
+        assert _said(capsys)[1] == said
+        assert not (tmp_path / "out").exists()
+    _refuse_server_args_for_url(RunConfig(judge=str(tmp_path), out="o", server_args=["--enforce-eager"]))
+    _refuse_server_args_for_url(RunConfig(judge="http://127.0.0.1:9/v1", out="o"))  # none given: nothing to refuse
+
+
 def test_rank_says_a_missing_candidate_checkpoint_in_the_same_words(tmp_path):
     from eval.ranking.rank import RankConfig, _candidate
 
@@ -306,6 +328,47 @@ def test_compare_names_the_file_and_column_of_a_damaged_items_parquet(scored, tm
                                 f"judge-eval score --predictions {run} --out {run}\n")
 
 
+def _judge_scores(row_values):
+    def damage(path: Path) -> None:
+        table = pq.read_table(path)
+        values = table.column("judge_score").to_pylist()
+        values = [row_values.get(i, value) for i, value in enumerate(values)] if isinstance(row_values, dict) \
+            else [row_values] * len(values)
+        at = table.column_names.index("judge_score")
+        pq.write_table(table.set_column(at, "judge_score", pa.array(values, pa.float64())), path)
+    return damage
+
+
+@pytest.mark.parametrize(("damage", "row", "says"), [
+    (_judge_scores({3: float("inf")}), 3, "inf is not a score"),  # left out of the pairing: 11 paired of 12, no note
+    (_judge_scores({5: float("-inf")}), 5, "-inf is not a score"),
+    (_judge_scores(float("nan")), 0, "nan (no score) in a row whose status is 'ok'"),  # n 0 and exit 0
+])  # fmt: skip
+def test_compare_refuses_a_judge_score_no_judge_gives(scored, tmp_path, capsys, damage, row, says):
+    run = _damaged_copy(scored, tmp_path, damage)
+    rid = pq.read_table(run / "items.parquet").column("id")[row].as_py()
+    capsys.readouterr()
+    assert main(["compare", str(scored["run"]), str(run), "--n-boot", "0"]) == 2
+    assert _said(capsys)[1] == (f"judge-eval compare: error: {run}/items.parquet: column judge_score: row index {row} "
+                                f"(id {rid!r}): {says}; judge-eval score writes a finite score for every scored item; "
+                                f"score the run again: judge-eval score --predictions {run} --out {run}\n")
+
+
+def test_compare_takes_the_nan_score_of_an_item_the_judge_failed(scored, tmp_path):
+    """score writes NaN as the judge_score of every item the judge failed: such a row is no damage."""
+    from eval.scoring.compare import load_run
+
+    def fail_one(path: Path) -> None:
+        table = pq.read_table(path)
+        scores, status = table.column("judge_score").to_pylist(), table.column("status").to_pylist()
+        scores[4], status[4] = float("nan"), "parse_failed"
+        table = table.set_column(table.column_names.index("judge_score"), "judge_score", pa.array(scores, pa.float64()))
+        pq.write_table(table.set_column(table.column_names.index("status"), "status", pa.array(status)), path)
+
+    run = load_run(_damaged_copy(scored, tmp_path, fail_one))
+    assert run.table.status[4] == "parse_failed" and math.isnan(run.table.judge[4])
+
+
 def test_items_parquet_is_replaced_whole(scored, tmp_path, monkeypatch):
     """A Ctrl-C during a re-score's write left a truncated items.parquet that compare could not read."""
     import eval.scoring.item_table as item_table
@@ -344,7 +407,8 @@ def test_score_refuses_a_prediction_score_no_judge_gives(tmp_path, capsys):
 def test_a_score_field_over_the_bound_is_refused_row_by_row(field):
     with pytest.raises(ValueError, match=rf"^row 1\.{field}: -2000000\.0 is not a judge's score"):
         PredictionRow.from_json({"id": "a", field: -2e6}, where="row 1")
-    assert getattr(PredictionRow.from_json({"id": "a", field: 1e6}), field) == 1e6  # the bound itself: kept
+    kept = PredictionRow.from_json({"id": "a", field: 1e6, "parse_ok": True})  # (a score comes with its parse_ok)
+    assert getattr(kept, field) == 1e6  # the bound itself: kept
     assert PredictionRow.from_json({"id": "a", "latency_s": 3e6}).latency_s == 3e6  # seconds: no score
 
 

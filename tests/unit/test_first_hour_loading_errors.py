@@ -253,6 +253,38 @@ def test_judge_eval_experts_refuses_a_split_of_the_sample(tmp_path, capsys):
     assert err.startswith("judge-eval experts: error: ") and "sample.jsonl: a single file" in err
 
 
+def test_rationales_without_an_expert_scores_column_name_the_missing_column(tmp_path):
+    """A Parquet file (or JSONL rows) with expert_feedback but no expert_scores said "field 'expert_feedback': has 1
+    texts for 0 expert scores", blaming the column that is there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [_record(f"r{i}", f"почему {i}") for i in range(3)]
+    for row in rows:
+        del row["expert_scores"]
+    rows[0]["expert_feedback"] = []  # no rationale in the first row: the second is the first to name
+    parquet = tmp_path / "data.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+    jsonl = _jsonl(tmp_path / "data.jsonl", rows)
+    for source, place, noun in ((parquet, "row index 1", "column"), (jsonl, "line 2", "key in any row")):
+        with pytest.raises(judge.RecordError) as caught:
+            load_records(source)
+        assert str(caught.value) == (f"{source}: {place}: field 'expert_scores': no such {noun}, while "
+                                     "expert_feedback gives 1 text here, one per expert score")
+
+
+def test_rationale_lists_that_are_all_empty_need_no_scores(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [_record(f"r{i}", "x") for i in range(2)]
+    for row in rows:
+        del row["expert_scores"], row["criteria_score"]
+        row["expert_feedback"] = []
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "data.parquet")
+    assert [r.expert_scores for r in load_records(tmp_path / "data.parquet")] == [(), ()]
+
+
 # --- config files --------------------------------------------------------------------------------------------------
 
 

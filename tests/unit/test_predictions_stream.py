@@ -10,7 +10,8 @@ from eval.judging.predictions import REQUEST_FAILED, iter_predictions, read_pred
 
 
 def _row(rid: str, error: str | None = None, judge: str = "j") -> str:
-    return json.dumps({"id": rid, "judge": judge, "score": None if error else 1.0, "error": error}, ensure_ascii=False)
+    return json.dumps({"id": rid, "judge": judge, "score": None if error else 1.0, "parse_ok": not error,
+                       "error": error}, ensure_ascii=False)
 
 
 def test_resume_keeps_first_final_rows_and_drops_the_rest(tmp_path):

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from eval.judging.predictions import (PREDICTION_FIELDS, PredictionRow, iter_predictions, prediction_table,
-                                      read_prediction_table, read_predictions)
+                                      read_prediction_table, read_predictions, resume_predictions)
 
 
 def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
@@ -28,6 +28,8 @@ def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
                "score_probs": rng.choice([None, {"0": 0.25, "1": 0.75}, {"1": 1.0}]), "latency_s": rng.choice([None, 0.0, 1])}
         for key in rng.sample(list(row)[1:], rng.randrange(0, 8)):
             del row[key]  # older runs' rows lack some fields
+        if row.get("score") is not None and row.get("parse_ok") is None:
+            row["parse_ok"] = True  # every run wrote parse_ok beside a score: one without it is refused
         rows.append(row)
     return rows
 
@@ -142,12 +144,75 @@ def test_a_value_that_is_not_utf8_is_named_by_file_row_and_field(tmp_path, field
     assert str(caught.value) == f"{path}: {message}"
 
 
-@pytest.mark.parametrize("bad", [b'{"id": "x", "score_probs": {"1\xff": 0.5}}', b'{"id": "x", "k\xff": 1}',
-                                 b'{"id": "x", "score_probs": {"1": {"\xff": 1}}}'])
-def test_a_key_that_is_not_utf8_is_named_by_file_and_line(tmp_path, bad):
-    """A key that is not UTF-8 (an Arrow field name): the line reader's error, naming the line."""
+@pytest.mark.parametrize("bad, column", [(b'{"id": "x", "score_probs": {"1\xff": 0.5}}', 31),
+                                         (b'{"id": "x", "k\xff": 1}', 15),
+                                         (b'{"id": "x", "score_probs": {"1": {"\xff": 1}}}', 36)])
+def test_a_key_that_is_not_utf8_is_named_by_file_and_line(tmp_path, bad, column):
+    """A key that is not UTF-8 (an Arrow field name): the line and the byte, in the data loader's words
+    (judge.record_sources.jsonl_rows); the column counts the line's bytes from 1, found by hand."""
     path = tmp_path / "predictions.jsonl"
     lines = [json.dumps(r).encode() for r in _seeded_rows(6)]
     path.write_bytes(b"\n".join(lines[:3] + [bad] + lines[3:]) + b"\n")
-    with pytest.raises(ValueError, match=r"predictions.jsonl:4: not a JSON line \('utf-8' codec can't decode"):
+    with pytest.raises(ValueError) as caught:
         read_predictions(path)
+    assert str(caught.value) == f"{path}: line 4: not UTF-8 text (byte 0xff at column {column})"
+
+
+# -------------------------------------------------------------------------------- a line json.loads reads as UTF-16
+
+
+@pytest.mark.parametrize("padding", ["", " "])  # an even and an odd line length: two different UTF-16 failures
+def test_a_line_starting_with_ff_fe_is_said_not_utf8_by_every_reader(tmp_path, padding):
+    """json.loads on bytes guesses the encoding from a BOM: a line starting with FF FE was read as UTF-16, and the
+    error said "'utf-16-le' codec can't decode byte 0x0a" (odd length) or "Expecting value" (even). The file is
+    UTF-8 and 0xff, the line's first byte, is the fault: said as the data loader says it."""
+    path = tmp_path / "predictions.jsonl"
+    rows = [json.dumps({"id": f"r{i}", "score": 1.0, "parse_ok": True}).encode() for i in range(4)]
+    rows[2] = b"\xff\xfe" + rows[2] + padding.encode()
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    said = f"{path}: line 3: not UTF-8 text (byte 0xff at column 1)"
+    for read in (read_predictions, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError) as caught:
+            read(path)
+        assert str(caught.value) == said
+    with pytest.raises(ValueError) as caught:
+        resume_predictions(path, ["r0", "r1", "r2", "r3"])
+    assert str(caught.value).startswith(said + "; the run cannot resume from this file")
+
+
+def test_a_line_that_is_json_but_not_an_object_keeps_the_journal_error(tmp_path):
+    """Only a line that is not UTF-8 is reworded: a UTF-8 line the journal refuses keeps its own error."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"id": "a"}\n[1, 2]\n{"id": "b"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: a JSON list, not an object$"):
+        list(iter_predictions(path))
+
+
+# ------------------------------------------------------------------------------------------ a score without parse_ok
+
+
+@pytest.mark.parametrize("parse_ok, said", [(None, "null"), ("absent", "absent")])
+def test_a_score_without_its_parse_ok_is_refused_by_both_readers(tmp_path, parse_ok, said):
+    """A row with a score but no parse_ok was a parse failure (the default false): score said "12 the verdict did not
+    parse" where POLLUX's evaluator counted format_acc 1.000. judge-eval run writes parse_ok in every row."""
+    path = tmp_path / "predictions.jsonl"
+    bad = {"id": "b", "score": 2.0} if parse_ok == "absent" else {"id": "b", "score": 2.0, "parse_ok": None}
+    rows = [{"id": "a", "score": 1.0, "parse_ok": True}, {}, bad]
+    path.write_text("\n".join(json.dumps(r) if r else "" for r in rows) + "\n", encoding="utf-8")
+    message = (f"{path}: line 3.parse_ok: {said} in a row with score 2.0; `judge-eval run` writes parse_ok in every "
+               "row (true beside a score): whether this verdict parsed is unknown")
+    for read in (read_predictions, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError) as caught:
+            read(path)
+        assert str(caught.value) == message
+    with pytest.raises(ValueError, match=r"^row 1\.parse_ok: absent in a row with score 2\.0;"):
+        prediction_table([{"id": "b", "score": 2.0}])
+
+
+def test_parse_ok_still_defaults_to_false_without_a_score(tmp_path):
+    """No score, no parse_ok: a failure, as before; parse_ok false beside a score stays a parse failure (the scorer
+    never uses its score: tests/unit/test_eval_metrics.py)."""
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b", "score": 1.0, "parse_ok": false}\n', encoding="utf-8")
+    assert [(r["parse_ok"], r["score"]) for r in read_predictions(path)] == [(False, None), (False, 1.0)]
+    assert [(r["parse_ok"], r["score"]) for r in iter_predictions(path)] == [(False, None), (False, 1.0)]

@@ -247,7 +247,8 @@ def test_nesting_that_crashes_arrows_reader_never_reaches_it(tmp_path):
     records.write_text(_line(GOOD | {"id": "first"}) + "\n" + _line(GOOD | {"id": "second"})[:-1] + f', "x": {deep}}}\n',
                        encoding="utf-8")
     predictions = tmp_path / "predictions.jsonl"
-    predictions.write_text('{"id": "first", "score": 1}\n' + f'{{"id": "second", "score": 1, "x": {deep}}}\n',
+    predictions.write_text('{"id": "first", "score": 1, "parse_ok": true}\n'
+                           + f'{{"id": "second", "score": 1, "x": {deep}}}\n',
                            encoding="utf-8")
     script = f"""
 import judge

@@ -42,7 +42,8 @@ def test_a_bad_prediction_after_a_blank_line_is_named_by_its_line(tmp_path):
     """Rows counted from 1 without blank lines named the bad row "row 2" (the line before it, after a blank one)."""
     from eval.judging.predictions import iter_predictions, read_predictions
 
-    path = _lines(tmp_path / "predictions.jsonl", [{"id": "a", "score": 1}, None, {"id": "b", "score": "2"}])
+    path = _lines(tmp_path / "predictions.jsonl",
+                  [{"id": "a", "score": 1, "parse_ok": True}, None, {"id": "b", "score": "2"}])
     expected = f"{path}: line 3.score: expected a finite number, got str '2'"
     with pytest.raises(ValueError) as streamed:
         list(iter_predictions(path))
@@ -70,11 +71,11 @@ def test_a_whole_last_prediction_without_its_newline_is_read_by_the_table_reader
     from eval.judging.predictions import iter_predictions, read_predictions
 
     path = tmp_path / "predictions.jsonl"
-    path.write_bytes(b'{"id": "a", "score": 1}\n{"id": "b", "score": 2}')
+    path.write_bytes(b'{"id": "a", "score": 1, "parse_ok": true}\n{"id": "b", "score": 2, "parse_ok": true}')
     with caplog.at_level("WARNING"):
         assert [r["id"] for r in read_predictions(path)] == ["a", "b"] == [r["id"] for r in iter_predictions(path)]
     assert "dropped" not in caplog.text
-    path.write_bytes(b'{"id": "a", "score": 1}\n{"id": "b", "sco')
+    path.write_bytes(b'{"id": "a", "score": 1, "parse_ok": true}\n{"id": "b", "sco')
     with caplog.at_level("WARNING"):
         assert [r["id"] for r in read_predictions(path)] == ["a"]
     assert "dropped its last line" in caplog.text
