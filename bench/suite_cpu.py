@@ -147,10 +147,10 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def parse_args(argv: list[str] | None = None):
-    import argparse
+    from judge.plumbing.config_files import ExactArgumentParser
 
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], allow_abbrev=False,
+    parser = ExactArgumentParser(
+        description=__doc__.split("\n\n")[0],
         epilog="Exit status: 0 the summary printed; 1 the file cannot be read or a row is not the plugin's; "
                "2 wrong arguments.")
     parser.add_argument("rows", type=Path, help="the plugin's JSONL ($SUITE_CPU_OUT of the pytest run)")

@@ -596,6 +596,9 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     if recipe is not None and named not in (None, recipe):
         raise ConfigError(f"{source} is a {named!r} config, but recipe {recipe!r} was requested")
     name = named or recipe
+    if name is None:  # an empty file, or one that leaves the recipe out: say what is missing, not "got None"
+        raise ConfigError(f"{source}: names no recipe: give 'recipe:' one of {sorted(RECIPES)} (or run judge-train "
+                          "<recipe> --config FILE)")
     if name not in RECIPES:
         raise ConfigError(f"{source}: 'recipe' must be one of {sorted(RECIPES)}, got {name!r}")
     overrides = dict(overrides or {})

@@ -130,9 +130,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     except RecursionError:  # PyYAML composes and constructs recursively: ~300 levels of [[[...]]] run out of stack
         raise ConfigError(f"{path}: nested too deeply to read (a config value nests at most "
                           f"{MAX_CONFIG_DEPTH} levels)") from None
-    if raw is None:  # nothing but comments: every field would be its default, and the first check ("'recipe' must
-        # be one of [...], got None") would blame a field instead of the file
-        raise ConfigError(f"{path}: the file is empty; a config is a mapping of field: value")
+    if raw is None:  # nothing but comments: every field its default (a command that needs a field says which)
+        raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
     if fields_of is not None:

@@ -414,16 +414,15 @@ def test_an_anchored_mapping_holding_a_merge_is_no_repeat_when_named_again(tmp_p
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
 def test_an_empty_config_file_is_named_as_empty(tmp_path, capsys, text):
-    """An empty --config read as every default, and judge-train then blamed a field ("'recipe' must be one of [...],
-    got None"); now the file is said to be empty, exit 2."""
+    """An empty --config is every default (the synthetic stages' configs may be); judge-train, which needs a recipe,
+    blamed a field ("'recipe' must be one of [...], got None"); now it says the file names no recipe, exit 2."""
     import train.cli
 
     path = tmp_path / "empty.yaml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        resolve_config(Demo, path)
-    assert str(info.value) == f"{path}: the file is empty; a config is a mapping of field: value"
+    assert resolve_config(Demo, path) == Demo()
     assert train.cli.main(["--config", str(path), "--output-dir", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == (f"judge-train run: error: {path}: the file is empty; a config is a mapping of "
-                                       "field: value\n")
+    assert capsys.readouterr().err == (f"judge-train run: error: {path}: names no recipe: give 'recipe:' one of "
+                                       "['classifier', 'grpo', 'regression', 'seq2seq'] (or run judge-train <recipe> "
+                                       "--config FILE)\n")
     assert not (tmp_path / "out").exists()
