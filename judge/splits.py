@@ -13,8 +13,14 @@ held-out criteria only under held-out task types; they differ only on an instruc
 on a held-out criterion, whose other rows ``split_of`` leaves in Standard.
 
 A record whose task type the taxonomy cannot resolve belongs to neither as far as anyone can tell: ``split_of``
-raises ``UnknownTaskTypeError`` naming the row, or, with ``allow_unknown=True``, returns ``"unknown"`` so that
-reports can show those items apart. Training-data builders call ``check_no_leakage`` (by instruction) to refuse
+raises ``UnknownTaskTypeError`` naming the row, or, with ``allow_unknown=True`` (judge-eval's selection and reports),
+returns ``"unknown"`` so that reports can show those items apart. A record with **no** task type at all is, with
+``allow_unknown=True``, split by its criterion alone: Zero-Shot when the criterion is held out, else Standard. Such
+are the items ``criteria: auto`` judges on the criteria for any text (a row the classifier was unsure of or failed
+on): their task type is left empty on purpose, and those 13 criteria (Critical, General and Subjective: arXiv
+2505.24616v3, Section 2.3; Appendix P.2) are all Standard ones, so ``--split standard`` judges them instead of
+dropping them unseen. Without ``allow_unknown`` it still raises: a training row with no task type may be of a
+held-out one, which no criterion can rule out. Training-data builders call ``check_no_leakage`` (by instruction) to refuse
 Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits in reports and model cards.
 """
 
@@ -48,7 +54,8 @@ __all__ = [
 
 ZERO_SHOT = "zero_shot"
 STANDARD = "standard"
-#: The split of a record whose task type the taxonomy cannot resolve (only with ``split_of(..., allow_unknown=True)``).
+#: The split of a record whose task type the taxonomy cannot resolve (only with ``split_of(..., allow_unknown=True)``;
+#: a record with no task type at all is split by its criterion there instead).
 UNKNOWN = "unknown"
 #: How reports and model cards title each split, in report order; "all" is Zero-Shot + Standard, the paper's overall
 #: figures (a report's name for the union: no record is in it alone).
@@ -138,23 +145,28 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
         spec: the split (default: ``load_split_spec()``).
         strict: also raise on a criterion the taxonomy does not know, instead of treating it as Standard (custom
             criteria are never held out).
-        allow_unknown: return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot resolve (an empty one
-            included) instead of raising. Ignored with ``strict``.
+        allow_unknown: instead of raising, return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot
+            resolve, and split a record with no task type (an empty one: ``criteria: auto``'s items judged on the
+            criteria for any text) by its criterion alone, ``"zero_shot"`` for a held-out criterion, else
+            ``"standard"``. Ignored with ``strict``.
 
     Raises:
-        UnknownTaskTypeError: a task type the taxonomy cannot resolve (naming the record's source, row and id),
-            unless ``allow_unknown``. It was never silently Standard: a held-out task type under a name the
-            taxonomy does not know would leak into training and into the Standard figures.
+        UnknownTaskTypeError: a task type the taxonomy cannot resolve, or none (naming the record's source, row
+            and id), unless ``allow_unknown``. It was never silently Standard: a held-out task type under a name
+            the taxonomy does not know, or under none, would leak into training and into the Standard figures.
         TaxonomyError: an unknown criterion, only when ``strict``.
     """
     taxonomy = load_taxonomy()
     spec = spec or load_split_spec()
     task_type = record_task_type(record, taxonomy)
     if task_type is None:
-        if allow_unknown and not strict:
+        if not allow_unknown or strict:
+            raise _unknown_task_type(record)
+        if record.task_type:
             return UNKNOWN
-        raise _unknown_task_type(record)
-    if task_type in spec.task_types:
+        # No task type at all (criteria: auto's items on the criteria for any text): nothing but the criterion says
+        # which test the item is in, and the paper's split holds criteria out by themselves too.
+    elif task_type in spec.task_types:
         return ZERO_SHOT
     try:
         base_id = taxonomy.criterion(record.criteria_name).base_id
@@ -194,12 +206,14 @@ def _unknown_task_type(record) -> UnknownTaskTypeError:
     source, row = getattr(record, "origin", None) or ("<records>", None)
     if record.task_type:
         what = f"unknown task type {record.task_type!r}" + (f" (subtype {record.task_subtype!r})" if record.task_subtype else "")
+        allowed = "put it in the 'unknown' split"
     else:
         what = "has no task type"
+        allowed = "split it by its criterion alone"
     return UnknownTaskTypeError(
         source, row, "task_type",
         f"record {record.id!r}: {what}, so its Zero-Shot/Standard split is unknown; use a task type of the POLLUX "
-        "taxonomy (English or Russian name), or pass allow_unknown=True to put it in the 'unknown' split",
+        f"taxonomy (English or Russian name), or pass allow_unknown=True to {allowed}",
     )
 
 

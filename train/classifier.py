@@ -6,7 +6,8 @@
 
 Each row is an instruction labelled with its leaf task (``judge.criteria_auto.load_labelled``: synthetic
 instructions labelled by the leaf they were generated for, POLLUX records by their task columns, the bundled training
-set; plus one taxonomy-text row per leaf unless ``taxonomy_text: false``). The model is
+set; plus the taxonomy texts of each leaf unless ``taxonomy_text: false``, those of the Zero-Shot task types only
+with ``zero_shot: allow``). The model is
 ``AutoModelForSequenceClassification`` on the base model with ``num_labels`` = all 152 leaves of the taxonomy and
 ``id2label`` = their labels (``"Code creation / Python"``), so the head always speaks the contract's vocabulary,
 even for leaves without training rows. Plain ``transformers.Trainer`` trains it (cross-entropy on the last token).
@@ -39,6 +40,11 @@ logger = logging.getLogger(__name__)
 def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     """The labelled training rows of a config and a report of what was read, dropped or refused.
 
+    ``zero_shot`` (the config's help: 'drop', 'allow', 'refuse') governs the data's rows and the taxonomy texts
+    (``taxonomy_text``) alike: the texts of the Zero-Shot task types are added only with ``allow``. With ``refuse``
+    they are left out rather than refused: they are rows this recipe adds, not the user's, and a run that refuses
+    Zero-Shot data must train on none of it (190 taxonomy texts: 38 leaves, five each).
+
     Raises:
         ConfigError: held-out instructions or near duplicates of them (``judge.criteria_auto.labelled.
             near_duplicates``) in the data, or Zero-Shot rows with ``zero_shot: refuse``.
@@ -59,7 +65,7 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     if leaked:
         raise ConfigError(leaked)
     if config.taxonomy_text:
-        pairs += taxonomy_rows(include_zero_shot=config.zero_shot != "drop")
+        pairs += taxonomy_rows(include_zero_shot=config.zero_shot == "allow")
     if config.max_rows:
         pairs = pairs[: config.max_rows]
     return pairs, {**counts, "n_train": len(pairs), "taxonomy_text": config.taxonomy_text}

@@ -39,6 +39,7 @@ from judge.criteria_auto.policy import (
     leaf_of,
     task_type_of,
     type_criteria,
+    zero_shot_choice,
 )
 from judge.criteria_auto.registry import METHODS, build_classifier, classifier_from_settings
 from judge.criteria_auto.tfidf import TfidfClassifier, default_classifier_path
@@ -76,4 +77,5 @@ __all__ = [
     "task_type_of",
     "training_path",
     "type_criteria",
+    "zero_shot_choice",
 ]

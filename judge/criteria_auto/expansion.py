@@ -16,12 +16,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of
+from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
 from judge.records import RecordError, row_place
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
-           "failed_choices"]
+           "failed_choices", "zero_shot_choices"]
 
 log = logging.getLogger(__name__)
 
@@ -222,9 +222,11 @@ def failed_choices(path: str | Path) -> list[dict]:
 
 
 #: What ``choice_levels`` counts the expanded rows by: where the classifier decided (``TaskChoice.level``: at the
-#: leaf, at the task type, on the fallback set because it was unsure), ``failed`` (a failed choice, also on the
-#: fallback set), and ``given`` (rows that name their task: nothing was classified).
-CHOICE_LEVELS = ("leaf", "task_type", "fallback", "failed", "given")
+#: leaf, at the task type, on the fallback set because it was unsure), ``leaf_untested`` (a leaf taken without the
+#: policy's probability tests, all or the leaf-share one: the llm method on an endpoint that gives no logprobs),
+#: ``failed`` (a failed choice, also on the fallback set), and ``given`` (rows that name their task: nothing was
+#: classified). Each row is counted under one of them.
+CHOICE_LEVELS = ("leaf", "leaf_untested", "task_type", "fallback", "failed", "given")
 
 
 def choice_levels(choices: Iterable[Mapping] | str | Path) -> dict[str, int]:
@@ -232,17 +234,35 @@ def choice_levels(choices: Iterable[Mapping] | str | Path) -> dict[str, int]:
     the ``task_choices.jsonl`` ``expand_file`` wrote). Each row judged on the fallback set or at the task type has
     its reason in its record; this is the count a run reports, since the per-row records alone do not say how much
     of a dataset was judged on the 13 criteria for any text rather than on its task's. Rows that name their
-    criteria (``criteria_name``) have no record and are not counted."""
-    if isinstance(choices, (str, Path)):
-        with Path(choices).open(encoding="utf-8") as fh:
-            choices = [json.loads(line) for line in fh if line.strip()]
+    criteria (``criteria_name``) have no record and are not counted. The counts add up to the rows expanded; how
+    many of them are Zero-Shot is ``zero_shot_choices``."""
     counts = dict.fromkeys(CHOICE_LEVELS, 0)
-    for record in choices:
-        # A failed choice is recorded at the fallback level too: counted apart, as a failure, not as doubt.
+    for record in _records(choices):
+        # A failed choice is recorded at the fallback level too: counted apart, as a failure, not as doubt. A leaf
+        # without its probability (no logprobs) passed no test: counted apart from the leaves that passed them.
         key = ("given" if record.get("method") == "given" else "failed" if _is_failure(record)
+               else "leaf_untested" if record.get("level") == "leaf" and record.get("probability") is None
                else record.get("level"))
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def zero_shot_choices(choices: Iterable[Mapping] | str | Path) -> int:
+    """How many of the expanded rows (their choice records, as ``choice_levels`` reads them) were judged on a
+    Zero-Shot task (``TaskChoice.zero_shot``: a held-out task type chosen or given, such as Literary text / Poetry):
+    their items are in the Zero-Shot test, judged on criteria the judges were not trained on. Derived from each
+    record's task and criteria, so a record written before records carried ``zero_shot`` is counted too."""
+    return sum(zero_shot_choice(record.get("task_type") or "", record.get("criteria") or (),
+                                bool(record.get("fallback")) or _is_failure(record))
+               for record in _records(choices))
+
+
+def _records(choices: Iterable[Mapping] | str | Path) -> list[Mapping]:
+    """Choice records as given, or read from a ``task_choices.jsonl``."""
+    if isinstance(choices, (str, Path)):
+        with Path(choices).open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    return list(choices)
 
 
 #: The field of a choice record holding ``instruction_key`` of the row it was made for.
@@ -392,6 +412,15 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                         levels["fallback"], len(choices), len(fallback_criteria(taxonomy)), by_level)
         else:
             log.info("criteria auto: %d rows, by level: %s", len(choices), by_level)
+        if levels["leaf_untested"]:
+            log.warning("criteria auto: %d of %d rows judged at a leaf taken untested: the classifier gave no "
+                        "probability (no logprobs), so the threshold or leaf-share test was not applied; each row's "
+                        "reason is in its task choice", levels["leaf_untested"], len(choices))
+        n_zero_shot = zero_shot_choices(choices)
+        if n_zero_shot:
+            log.info("criteria auto: %d of %d rows judged on a Zero-Shot task type (zero_shot in their task "
+                     "choice): their items are in the Zero-Shot test, on criteria the judges were not trained on",
+                     n_zero_shot, len(choices))
     return items, choices
 
 

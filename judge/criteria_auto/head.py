@@ -29,16 +29,22 @@ LEGACY_INPUT = {"add_special_tokens": False, "max_length": 512}
 
 
 def input_ids(tokenizer, text: str, add_special_tokens: bool, max_length: int | None = None) -> list[int]:
-    """The token ids of one instruction as the head method sees it, in training and reading alike (truncated to
-    ``max_length`` when given)."""
-    enc = tokenizer(text, add_special_tokens=add_special_tokens, truncation=max_length is not None,
-                    max_length=max_length)  # fmt: skip
-    return list(enc["input_ids"])
+    """The token ids of one instruction as the head method sees it, in training and reading alike. Longer than
+    ``max_length`` (when given): its first ``max_length // 2`` ids and its last ``max_length - max_length // 2``,
+    special tokens included at either end, since a request states its task at either end (``classified_text``,
+    which keeps an overlong instruction's opening and ending in characters: cutting its ids from the right, as the
+    tokenizer's truncation does, dropped the ending it kept)."""
+    # verbose off: an instruction longer than the tokenizer's model_max_length is expected here, and cut below
+    ids = list(tokenizer(text, add_special_tokens=add_special_tokens, verbose=False)["input_ids"])
+    if max_length is None or len(ids) <= max_length:
+        return ids
+    head = max_length // 2
+    return ids[:head] + ids[len(ids) - (max_length - head):]
 
 
 def input_record(max_length: int) -> dict:
     """What a training run writes under ``INPUT_KEY``: ``TRAINING_INPUT`` and its longest row in tokens (a longer
-    row is dropped there, so a longer instruction is read by its first ``max_length`` tokens)."""
+    row is dropped there, so a longer instruction is read by its opening and its ending, ``input_ids``)."""
     return {**TRAINING_INPUT, "max_length": int(max_length)}
 
 
@@ -60,7 +66,8 @@ class HeadClassifier(LeafScoresClassifier):
 
     Reads with transformers on CPU; vLLM's pooling runner serves the same folder (``--runner pooling``,
     ``POST /classify``). An instruction is tokenized as the export records its training rows were (``INPUT_KEY``),
-    and truncated to the longest of them (``max_length`` overrides it).
+    and one longer than the longest of them (``max_length`` overrides it) is read by its first and last halves of
+    that many tokens (``input_ids``).
 
     Raises:
         ValueError: a label repeated in ``id2label`` (its probabilities would not add up: one would replace the

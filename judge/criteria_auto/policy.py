@@ -43,6 +43,7 @@ __all__ = [
     "leaf_of",
     "task_type_of",
     "type_criteria",
+    "zero_shot_choice",
 ]
 
 #: Leaf labels join the English names along the path: "Code creation / Python".
@@ -121,6 +122,9 @@ class TaskChoice:
             evidence was enough to decide.
         task_type_probability: the probability of the task type (the sum over its leaves; None without
             probabilities).
+        zero_shot: (a property, written by ``to_dict``) True when the items judged on this choice are in the
+            Zero-Shot test (``zero_shot_choice``): a held-out task type chosen (or given), such as Literary text,
+            whose criteria the judges were not trained on (``zero_shot: refuse``).
     """
 
     task_type: str
@@ -143,8 +147,14 @@ class TaskChoice:
         counted and retried (``judge.criteria_auto.expansion``), never taken for a classification."""
         return not self.label
 
+    @property
+    def zero_shot(self) -> bool:
+        """``zero_shot_choice`` of this choice: its items are in the Zero-Shot test."""
+        return zero_shot_choice(self.task_type, self.criteria, self.fallback)
+
     def to_dict(self) -> dict:
         row = asdict(self)
+        row["zero_shot"] = self.zero_shot
         # A method without probabilities (the llm method, an endpoint without logprobs) holds NaN: JSON has no NaN
         # (judge-serve's response would fail to render), so it is written null; so is any other non-finite number
         # a probability field might hold, so that the dict always renders as strict JSON.
@@ -235,12 +245,28 @@ class TaskChoice:
     @classmethod
     def from_dict(cls, row: Mapping) -> "TaskChoice":
         """The choice ``to_dict`` wrote (after a JSON round trip): an alternative's null probability (``to_dict``
-        writes NaN so) is NaN again."""
+        writes NaN so) is NaN again; ``zero_shot`` is derived again (a record written before it had none)."""
         values = dict(row)
+        values.pop("zero_shot", None)  # derived from the task and criteria, never stored apart from them
         values["alternatives"] = tuple((a["label"], math.nan if a["probability"] is None else float(a["probability"]))
                                        for a in values.get("alternatives", []))  # fmt: skip
         values["criteria"] = tuple(values["criteria"])
         return cls(**values)
+
+
+def zero_shot_choice(task_type: str, criteria: Sequence[str], fallback: bool) -> bool:
+    """Whether the items of a choice (``expansion.expand_criteria``) are in the Zero-Shot test of the POLLUX split
+    (``judge.splits``, ``judge/data/zero_shot.yaml``): its task type is held out, or one of its criteria is. Never
+    for a choice on the fallback set (fell back or failed): its items carry no task type, and its criteria are all
+    Standard ones, so ``judge.split_of`` puts them in the Standard test."""
+    from judge.splits import load_split_spec
+
+    if fallback:
+        return False
+    spec, taxonomy = load_split_spec(), load_taxonomy()
+    if taxonomy.canonical_task_type(task_type) in spec.task_types:
+        return True
+    return any(taxonomy.criteria[cid].base_id in spec.criteria for cid in criteria if cid in taxonomy.criteria)
 
 
 #: Within the chosen task type, the most probable leaf is taken when it holds at least this share of the type's

@@ -34,7 +34,8 @@ def test_run_criteria_auto_expands_pairs_and_records_the_choice(tmp_path):
     assert run_info["config"]["data"] == str(out / "auto_items.jsonl")
     # How sure the classifier was, row by level, in the run's record too.
     levels = [c["level"] for c in choices]
-    assert run_info["task_choice_levels"] == {"leaf": levels.count("leaf"), "task_type": levels.count("task_type"),
+    assert run_info["task_choice_levels"] == {"leaf": levels.count("leaf"), "leaf_untested": 0,
+                                              "task_type": levels.count("task_type"),
                                               "fallback": levels.count("fallback"), "failed": 0, "given": 0}
     records = judge.load_records(out / "auto_items.jsonl")
     assert {r.extra["task_choice"]["label"] for r in records} == {c["label"] for c in choices}
@@ -166,12 +167,13 @@ def test_expansion_counts_its_rows_by_level_and_says_how_many_the_classifier_was
     with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
         _, choices = expand_rows(rows, clf)
     assert [c["level"] for c in choices] == ["fallback", "fallback", "leaf"]
-    assert choice_levels(choices) == {"leaf": 1, "task_type": 0, "fallback": 2, "failed": 0, "given": 0}
+    assert choice_levels(choices) == {"leaf": 1, "leaf_untested": 0, "task_type": 0, "fallback": 2, "failed": 0,
+                                      "given": 0}
     (line,) = [r for r in caplog.records if "by level" in r.getMessage()]
     assert line.levelno == logging.WARNING
     assert line.getMessage().startswith("criteria auto: 2 of 3 rows judged on the fallback set: the classifier was "
-                                        "unsure (the 13 criteria for any text; rows by level: leaf 1, task_type 0, "
-                                        "fallback 2, failed 0, given 0;")
+                                        "unsure (the 13 criteria for any text; rows by level: leaf 1, "
+                                        "leaf_untested 0, task_type 0, fallback 2, failed 0, given 0;")
 
     class Down:  # the classifier failing on one row
         name = "down"
@@ -190,10 +192,11 @@ def test_expansion_counts_its_rows_by_level_and_says_how_many_the_classifier_was
     with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
         expand_file(data, tmp_path / "out", Down())
     assert choice_levels(tmp_path / "out" / "task_choices.jsonl") == {
-        "leaf": 1, "task_type": 0, "fallback": 0, "failed": 1, "given": 1}
+        "leaf": 1, "leaf_untested": 0, "task_type": 0, "fallback": 0, "failed": 1, "given": 1}
     (line,) = [r for r in caplog.records if "by level" in r.getMessage()]
     assert (line.levelno, line.getMessage()) == (
-        logging.INFO, "criteria auto: 3 rows, by level: leaf 1, task_type 0, fallback 0, failed 1, given 1")
+        logging.INFO, "criteria auto: 3 rows, by level: leaf 1, leaf_untested 0, task_type 0, fallback 0, failed 1, "
+                      "given 1")
 
 
 def test_a_resumed_run_follows_edits_to_its_data(tmp_path, caplog):
@@ -245,3 +248,70 @@ def test_a_bad_task_column_is_one_sentence_not_a_traceback(tmp_path, capsys):
         assert f"{data}: line 1: field 'task_subtype' must be text, got int" in err and "Traceback" not in err
         data.write_text(json.dumps({**row, "task_subtype": "Poetry"}, ensure_ascii=False) + "\n", encoding="utf-8")
         assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
+
+
+def test_rows_whose_leaf_was_taken_untested_are_counted_apart_and_warned_of(tmp_path, caplog):
+    """The llm method on an endpoint that gives no logprobs takes the answered leaf without the threshold and
+    leaf-share tests; its rows were counted as "leaf", like rows whose leaf passed them. They are counted as
+    "leaf_untested" in run.json, with a warning; the endpoint was asked for the logprobs (exact body on the wire)."""
+    import logging
+
+    from judge import load_taxonomy
+    from judge.criteria_auto.llm import SYSTEM_PROMPT, render_level_prompt
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+    def advice_without_logprobs(path, body):
+        return 200, chat_completion("Advice", "clf")
+
+    data, out = _pairs_file(tmp_path), tmp_path / "run"
+    with ScriptedServer() as server, ScriptedEndpoint(advice_without_logprobs, model="clf") as clf:
+        with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+            assert main(_run_args(server.base_url, data, out, *_llm_args(clf.base_url))) == 0
+        bodies = clf.bodies("/v1/chat/completions")
+    tax = load_taxonomy()
+    types = [(t, next(x.names_ru[1] for x in tax.tasks if x.task_type == t)) for t in tax.task_types]
+    assert len(bodies) == 2 and bodies[0] == {
+        "model": "clf",
+        "messages": [{"role": "system", "content": SYSTEM_PROMPT},
+                     {"role": "user", "content": render_level_prompt("Дай совет, как выспаться", 0, [], types)}],
+        "temperature": 0.0, "max_tokens": 32, "logprobs": True, "structured_outputs": {"choice": tax.task_types},
+    }  # fmt: skip
+    levels = json.loads((out / "run.json").read_text(encoding="utf-8"))["task_choice_levels"]
+    assert levels == {"leaf": 0, "leaf_untested": 2, "task_type": 0, "fallback": 0, "failed": 0, "given": 0}
+    (line,) = [r for r in caplog.records if "untested" in r.getMessage() and "by level" not in r.getMessage()]
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith("criteria auto: 2 of 2 rows judged at a leaf taken untested: the classifier "
+                                        "gave no probability (no logprobs)")
+
+
+def test_a_zero_shot_task_is_flagged_in_its_choice_and_counted(caplog):
+    """A chosen (or given) task of a Zero-Shot task type (judge/data/zero_shot.yaml: Literary text) was neither
+    flagged nor counted, though its items are in the Zero-Shot test, judged on criteria (rhyme quality, meter) the
+    judges were not trained on. Its choice says zero_shot, and the rows are counted. Of four rows, by hand: a poem
+    request (the shipped classifier: Literary text / Poetry) and a row naming Literary text / Poetry are; a row
+    naming Advice is not, nor an English one (fallen back: its items carry no task type and only Standard
+    criteria)."""
+    import logging
+
+    from judge.criteria_auto import TaskChoice, TfidfClassifier, expand_rows
+    from judge.criteria_auto.expansion import zero_shot_choices
+
+    rows = [{"instruction": "Напиши стихотворение о весне с перекрёстной рифмой, четыре строфы.", "answer": "a"},
+            {"instruction": "Что подарить маме?", "answer": "Цветы.", "task_type": "Advice"},
+            {"instruction": "Summarize the following article in three sentences.", "answer": "Ok."},
+            {"instruction": "Сочини стих", "answer": "a", "task_type": "Literary text", "task_subtype": "Poetry"}]
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        items, choices = expand_rows(rows, TfidfClassifier.load())
+    assert [(c["label"] if c["level"] != "fallback" else "fallback", c["zero_shot"]) for c in choices] == [
+        ("Literary text / Poetry", True), ("Advice", False), ("fallback", False), ("Literary text / Poetry", True)]
+    assert zero_shot_choices(choices) == 2
+    assert "criteria auto: 2 of 4 rows judged on a Zero-Shot task type" in caplog.text
+    # every item of a flagged row is in the Zero-Shot test, none of the others
+    records = judge.records_from_rows(items)
+    flagged = {c["id"] for c in choices if c["zero_shot"]}
+    assert all((judge.split_of(r, allow_unknown=True) == "zero_shot") == (r.id.split("::")[0] in flagged)
+               for r in records)
+    # derived from the task and criteria: a record written before choices carried the flag reads back flagged
+    old = {k: v for k, v in choices[0].items() if k not in ("row", "id", "instruction_key", "zero_shot")}
+    assert TaskChoice.from_dict(old).zero_shot is True and zero_shot_choices([old]) == 1
+    assert TaskChoice.from_dict({**old, "zero_shot": False}).to_dict()["zero_shot"] is True

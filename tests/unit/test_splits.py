@@ -11,6 +11,7 @@ from judge import (
     RecordError,
     UnknownTaskTypeError,
     check_no_leakage,
+    load_records,
     load_split_spec,
     load_taxonomy,
     records_from_rows,
@@ -65,13 +66,16 @@ def test_split_of(task_type, subtype, criteria_name, expected):
     assert split_of(_record(task_type, criteria_name, subtype)) == expected
 
 
-@pytest.mark.parametrize("task_type,subtype,what", [
-    ("Unknown task", "", "unknown task type 'Unknown task'"),
-    ("", "", "has no task type"),
-    ("Творческий брейнштурм", "Литературный брейншторминг", "unknown task type"),  # a typo is not Standard
+@pytest.mark.parametrize("task_type,subtype,what,allowed", [
+    ("Unknown task", "", "unknown task type 'Unknown task'", UNKNOWN),
+    # no task type: allow_unknown splits it by its criterion (Proactivity is no held-out one)
+    ("", "", "has no task type", STANDARD),
+    ("Творческий брейнштурм", "Литературный брейншторминг", "unknown task type", UNKNOWN),  # a typo is not Standard
 ])
-def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknown_split(task_type, subtype, what):
-    """A task type the taxonomy cannot resolve raises naming source, row and field; allow_unknown gives "unknown"."""
+def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknown_split(task_type, subtype, what,
+                                                                                        allowed):
+    """A task type the taxonomy cannot resolve raises naming source, row and field; allow_unknown gives "unknown" for
+    a name it does not know, and the criterion's split for a record with no task type."""
     row = {"id": "x7", "instruction": "Задание", "answer": "Ответ", "criteria_name": "Проактивность",
            "rubrics": "0: нет\n\n1: да", "task_type": task_type, "task_subtype": subtype}  # fmt: skip
     record = records_from_rows([{**row, "id": "x6", "task_type": "Editing"}, row], source="bench.jsonl")[1]
@@ -80,9 +84,59 @@ def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknow
     err = info.value
     assert isinstance(err, RecordError) and (err.source, err.row, err.field) == ("bench.jsonl", 1, "task_type")
     assert what in str(err) and "'x7'" in str(err) and "allow_unknown=True" in str(err)
-    assert split_of(record, allow_unknown=True) == UNKNOWN
+    assert split_of(record, allow_unknown=True) == allowed
     with pytest.raises(UnknownTaskTypeError):  # the leakage guard cannot vouch for it either
         check_no_leakage([record])
+    with pytest.raises(UnknownTaskTypeError):  # nor strict mode
+        split_of(record, allow_unknown=True, strict=True)
+
+
+@pytest.mark.parametrize("criteria_name,expected", [
+    ("Проактивность", STANDARD),
+    ("Absence of excessive repetitions", STANDARD),
+    ("Моя собственная метрика", STANDARD),  # a custom criterion is never held out
+    ("Rhyme quality", ZERO_SHOT),  # held out by itself (judge/data/zero_shot.yaml: rhyme_quality)
+    ("Качество рифмы", ZERO_SHOT),
+])
+def test_a_record_with_no_task_type_is_split_by_its_criterion_alone(criteria_name, expected):
+    """With allow_unknown (judge-eval's --split and its reports) a record with no task type is in the Zero-Shot test
+    exactly when its criterion is held out; it was "unknown", in neither test."""
+    assert split_of(_record("", criteria_name), allow_unknown=True) == expected
+
+
+def test_the_items_criteria_auto_judges_on_the_criteria_for_any_text_are_in_the_standard_test(tmp_path):
+    """criteria: auto leaves the task columns of a row that fell back (the classifier unsure) or failed empty, so
+    that no report counts them under a guessed task type. split_of put them in "unknown", so --split standard and
+    --split zero_shot both dropped them unseen. Their 13 criteria (Critical, General, Subjective: arXiv
+    2505.24616v3, Section 2.3; Appendix P.2) are all Standard ones: --split standard judges all 26 items of the two
+    rows (13 each, by hand: the fallback set), --split zero_shot none of them."""
+    import json
+
+    from eval.judging.config import RunConfig
+    from eval.judging.run import _select
+    from judge.criteria_auto import TfidfClassifier, expand_rows, fallback_criteria
+
+    class FailsOnJokes:  # the shipped classifier, failing on one row as an endpoint that is down would
+        name = "tfidf"
+        clf = TfidfClassifier.load()
+
+        def choose(self, instruction, answer=""):
+            if "joke" in instruction:
+                raise ConnectionError("down")
+            return self.clf.choose(instruction, answer)
+
+    rows = [{"id": "en", "instruction": "Summarize the following article in three sentences.", "answer": "Ok."},
+            {"id": "joke", "instruction": "Tell me a joke about cats.", "answer": "No."}]
+    items, choices = expand_rows(rows, FailsOnJokes())
+    assert [(c["level"], bool(c["label"])) for c in choices] == [("fallback", True), ("fallback", False)]
+    assert len(fallback_criteria()) == 13 and len(items) == 26
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    records = load_records(data)
+    assert {split_of(r, allow_unknown=True) for r in records} == {STANDARD}
+    selected = {split: _select(records, RunConfig(out=str(tmp_path / split), judge="http://x", split=split))
+                for split in ("standard", "zero_shot")}
+    assert (len(selected["standard"]), len(selected["zero_shot"])) == (26, 0)
 
 
 def test_strict_rejects_unknown_task_type():
@@ -153,28 +207,31 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
-    not in "all" either: that is the paper's two tests together (Zero-Shot + Standard)."""
+    not in "all" either: that is the paper's two tests together (Zero-Shot + Standard). An item with no task type is
+    split by its criterion (Proactivity: Standard)."""
     from eval.scoring import item_table
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
     table, _ = item_table.build_table(records_from_rows(rows), predictions)
-    assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
+    assert table.split.tolist() == [STANDARD, STANDARD, UNKNOWN]
     splits = item_table.evaluate(table, n_boot=10).to_json()["splits"]
-    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
+    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (2, 1, 2)
 
 
 def test_run_split_selection_skips_unknown_task_types_without_aborting():
     """judge-eval run --split standard takes the Standard items and leaves an unknown task type out (it runs under
-    --split all and is scored as the "unknown" split); it never aborts the run."""
+    --split all and is scored as the "unknown" split); it never aborts the run. An item with no task type is taken
+    by its criterion (Proactivity: Standard)."""
     from eval.judging.config import RunConfig
     from eval.judging.run import _select
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     records = records_from_rows(rows)
-    assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a"]
+    assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a", "b"]
+    assert [r.id for r in _select(records, RunConfig(split="zero_shot"))] == []
     assert [r.id for r in _select(records, RunConfig(split="all"))] == ["a", "b", "c"]
 
 

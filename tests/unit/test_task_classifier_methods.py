@@ -210,13 +210,14 @@ _LABELS = [label_of(t) for t in TAX.tasks[:3]]
 @pytest.mark.parametrize("record, special, length, ids", [
     # an export from before the record: trained without special tokens; read up to 512 tokens
     (None, False, 512, [4, 5, 6, 7, 10]),
-    ({"add_special_tokens": False, "max_length": 3}, False, 3, [4, 5, 6]),
-    ({"add_special_tokens": True, "max_length": 4}, True, 4, [2, 4, 5, 3]),  # [CLS] напиши функцию [SEP]
+    ({"add_special_tokens": False, "max_length": 3}, False, 3, [4, 7, 10]),  # напиши ... python как
+    ({"add_special_tokens": True, "max_length": 4}, True, 4, [2, 4, 10, 3]),  # [CLS] напиши ... как [SEP]
 ], ids=["no record", "recorded without special tokens", "recorded with special tokens"])  # fmt: skip
 def test_the_head_reads_an_instruction_as_its_export_records_training_did(tmp_path, record, special, length, ids):
-    """The head tokenizes as the export records (special tokens or not, truncated to the training rows' longest),
-    never by the tokenizer's defaults: its probabilities are the model's on exactly those ids (by hand from the
-    tiny vocabulary), which differ from the model's on the default tokenization ([CLS] ... [SEP], untruncated)."""
+    """The head tokenizes as the export records (special tokens or not; longer than the training rows' longest, its
+    first and last halves of that length), never by the tokenizer's defaults: its probabilities are the model's on
+    exactly those ids (by hand from the tiny vocabulary), which differ from the model's on the default tokenization
+    ([CLS] ... [SEP], untruncated)."""
     model, tokenizer = _tiny_head(tmp_path, _LABELS, record)
     text = "напиши функцию на python как"
     default_ids = tokenizer(text)["input_ids"]
@@ -264,3 +265,25 @@ def test_an_unreadable_input_record_is_refused(tmp_path, record):
     _tiny_head(tmp_path, _LABELS, record)
     with pytest.raises(ValueError, match=r"config.json: field 'pollux_classifier_input' is"):
         HeadClassifier(tmp_path)
+
+
+def test_the_head_reads_an_overlong_instruction_by_its_opening_and_its_ending(qwen_tokenizer):
+    """classified_text keeps an overlong instruction's first and last characters (a request stated after a long
+    pasted text), but its ids were then cut from the right to max_length, dropping the request. input_ids keeps
+    max_length // 2 ids from each end (an odd length: the extra one from the end), on the real Qwen2.5 tokenizer."""
+    from judge.criteria_auto.head import input_ids
+    from judge.criteria_auto.policy import MAX_CLASSIFIED_CHARS, classified_text
+
+    request = "Переведи этот текст на английский язык."
+    text = classified_text("Начало статьи. " + "Слово за словом. " * 2000 + request)
+    assert len(text) == MAX_CLASSIFIED_CHARS and text.endswith(request)
+    ids = qwen_tokenizer(text, add_special_tokens=True)["input_ids"]  # Qwen2.5 adds no special token
+    assert len(ids) > 4096
+    for max_length in (4096, 33):
+        got = input_ids(qwen_tokenizer, text, True, max_length)
+        head = max_length // 2
+        assert got == ids[:head] + ids[len(ids) - (max_length - head):] and len(got) == max_length
+        assert qwen_tokenizer.decode(got).startswith("Начало статьи.")
+        assert qwen_tokenizer.decode(got).endswith(request)
+    short = "Дай совет, как выспаться"
+    assert input_ids(qwen_tokenizer, short, True, 4096) == qwen_tokenizer(short)["input_ids"]

@@ -73,3 +73,24 @@ def test_classifier_training_refuses_the_released_benchmark(tmp_path, capsys):
     config = dataclasses.replace(load_config("configs/train/tiny/classifier.yaml"), data=str(folder))
     with pytest.raises(BenchmarkRowsError, match="released POLLUX benchmark's schema"):
         classifier_rows(config)
+
+
+@pytest.mark.parametrize("zero_shot, n_zero_shot_texts", [("drop", 0), ("refuse", 0), ("allow", 190)])
+def test_the_taxonomy_texts_of_the_zero_shot_task_types_are_trained_on_only_with_allow(tmp_path, zero_shot,
+                                                                                        n_zero_shot_texts):
+    """zero_shot: refuse added the taxonomy texts of the 8 Zero-Shot task types (38 leaves, five texts each: 190) as
+    allow does, so a run that refuses Zero-Shot data trained on them. Only allow adds them; every policy adds the
+    564 texts of the Standard task types (754 in all, docs/criteria-auto.md)."""
+    from collections import Counter
+
+    from train.classifier import classifier_rows
+
+    data = tmp_path / "standard.jsonl"
+    data.write_text(json.dumps({"instruction": "Дай совет, как выспаться", "label": "Advice"}, ensure_ascii=False)
+                    + "\n", encoding="utf-8")
+    config = load_config(TINY_YAML, {"data": str(data), "zero_shot": zero_shot, "taxonomy_text": True,
+                                     "max_rows": "null"})
+    pairs, report = classifier_rows(config)
+    texts = Counter(p["split"] for p in pairs if p.get("source") == "taxonomy")
+    assert (texts["standard"], texts["zero_shot"]) == (564, n_zero_shot_texts)
+    assert report["n_train"] == 1 + 564 + n_zero_shot_texts
