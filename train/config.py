@@ -349,7 +349,8 @@ class ClassifierConfig(TrainConfig):
     zero_shot: str = option(
         "drop",
         "Zero-Shot task types: 'drop' leaves them out (default: its Zero-Shot figures stay zero-shot), 'allow' "
-        "trains on them, 'refuse' stops when any are present.",
+        "trains on them, 'refuse' stops when the data has any (the taxonomy texts of those types are added only with "
+        "'allow').",
     )
     taxonomy_text: bool = option(True, "Add one taxonomy-text row per leaf (names, description) to the training rows.")
     eval_data: str | None = option(

@@ -236,12 +236,13 @@ def _select(records: list, config: RunConfig) -> list:
     return records
 
 
-def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int]]:
+def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], int]:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``;
-    returns the items' path and the rows counted by the level their criteria were chosen at (``choice_levels``)."""
+    returns the items' path, the rows counted by the level their criteria were chosen at (``choice_levels``) and how
+    many rows were judged on a Zero-Shot task (``zero_shot_choices``)."""
     import judge
     from judge.criteria_auto import classifier_from_settings, expand_file
-    from judge.criteria_auto.expansion import choice_levels
+    from judge.criteria_auto.expansion import choice_levels, zero_shot_choices
 
     items, recorded = out / "auto_items.jsonl", out / "task_choices.jsonl"
     resume = items.is_file() and recorded.is_file()
@@ -255,7 +256,7 @@ def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int]]:
                                           config.criteria_classifier_model, config.criteria_threshold)
     items = expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
     # expand_file returns only the items' path: the choices it wrote are counted from its file, once.
-    return items, choice_levels(recorded)
+    return items, choice_levels(recorded), zero_shot_choices(recorded)
 
 
 def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
@@ -353,9 +354,11 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     # fell back to the general criteria says so in its record, not only row by row in task_choices.jsonl.
     levels = {}
     if config.criteria == "auto":
-        expanded, choice_levels = _expand_auto(config, out)
+        expanded, choice_levels, n_zero_shot = _expand_auto(config, out)
         config.data = str(expanded)  # run.json then names the expanded items, as `score` reads them
-        levels = {"task_choice_levels": choice_levels}
+        # Apart from the levels (they add up to the rows): rows judged on criteria a judge trained by default on
+        # the Standard split never saw.
+        levels = {"task_choice_levels": choice_levels, "task_choice_zero_shot": n_zero_shot}
     pairwise, records = data if data is not None else _read_data(config)
     if pairwise and config.prompt_version != "auto":  # names a pointwise template: never silently left unused
         raise ConfigError(f"prompt_version: {config.prompt_version} names a pointwise template; {config.data} holds "

@@ -37,6 +37,8 @@ def test_run_criteria_auto_expands_pairs_and_records_the_choice(tmp_path):
     assert run_info["task_choice_levels"] == {"leaf": levels.count("leaf"), "leaf_untested": 0,
                                               "task_type": levels.count("task_type"),
                                               "fallback": levels.count("fallback"), "failed": 0, "given": 0}
+    # The rows judged on a Zero-Shot task, counted apart from the levels, as each choice record flags them.
+    assert run_info["task_choice_zero_shot"] == sum(c["zero_shot"] for c in choices)
     records = judge.load_records(out / "auto_items.jsonl")
     assert {r.extra["task_choice"]["label"] for r in records} == {c["label"] for c in choices}
 
