@@ -8,6 +8,7 @@
     judge-eval rank --model http://127.0.0.1:8001/v1 --judge http://127.0.0.1:8000/v1 --data INSTRUCTIONS --out runs/rank/m
     judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b   (rank runs: 2 paired, 3+ ranked)
     judge-eval convert --data data/POLLUX --out pollux_test.jsonl   (released Parquet shards -> JSONL, lossless)
+    judge-eval merge --data DATA.jsonl --out runs/judge-a runs/judge-a/shards/0 runs/judge-a/shards/1   (eval.sbatch)
     judge-eval experts --data ai-forever/POLLUX --out runs/experts   (the paper's expert-only tables, no judge)
     judge-eval mera ruhumaneval --endpoint URL --model NAME --out runs/rhe      (see eval/mera/cli.py)
 
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info",
                         help="Logging level (debug, info, warning); HTTP request lines are shown at debug only.")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{run,score,compare,rank,convert,experts,mera}")
+                                metavar="{run,score,compare,rank,convert,merge,experts,mera}")
 
     run_p = sub.add_parser("run", help="Judge records; writes predictions.jsonl (resumable) and run.json.",
                            description="Judge every record of --data and append one prediction per item to "
@@ -158,6 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     conv_p.add_argument("--out", required=True, help="The JSONL file to write.")
     conv_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
+    merge_p = sub.add_parser("merge", help="The shards of an eval array -> one run folder (slurm/eval_merge.sbatch).",
+                             description="Concatenate the shards' predictions.jsonl into OUT/predictions.jsonl and "
+                                         "write their common run.json beside it (the whole data in its config), "
+                                         "which `judge-eval score` reads the judge's settings from. Shards judged "
+                                         "with different settings are refused, naming the first key that differs.")
+    merge_p.add_argument("shards", nargs="+", help="The shard folders (each holding predictions.jsonl, run.json).")
+    merge_p.add_argument("--data", required=True, help="The whole labelled JSONL the shards were cut from.")
+    merge_p.add_argument("--out", required=True, help="The folder for the merged predictions.jsonl and run.json.")
+
     exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
                            description="Mean expert score by evaluated model per split (Table 10's Experts column), "
                                        "by task type (Table 1) and by criterion (Table 9), and the experts' Verdict "
@@ -193,6 +203,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
               3: "some answers or verdicts failed (counted in the summary; rerunning retries them)", 4: _UNUSABLE},
     "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
     "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records, or none with an expert score"},
+    "merge": {0: "merged", 2: _USAGE_ERROR + "; or shards judged with different settings (the first differing key "
+                              "named), or a shard with predictions and no run.json"},
 }
 
 
@@ -301,6 +313,17 @@ def _experts(args: argparse.Namespace) -> int:
                          "labelled rows")
     paths = write_expert_tables(result, args.out)
     print(summary_line(result), *paths.values(), sep="\n")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from eval.judging.shards import merge_shards
+    from judge.plumbing.run_folder import refuse_file
+
+    refuse_file(args.out, "--out")
+    rows, run_json = merge_shards(args.shards, args.data, args.out)
+    print(f"merged {rows} predictions from {len(args.shards)} shards -> {Path(args.out) / 'predictions.jsonl'}"
+          + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)"))
     return 0
 
 
@@ -421,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
 
     handlers = {"run": _run, "score": _score, "compare": _compare, "rank": _rank, "convert": _convert,
-                "experts": _experts}
+                "merge": _merge, "experts": _experts}
     try:
         return handlers[args.command](args)
     except (EndpointUnusable, ConfigError, ValueError, ResumeMismatch, RunFolderBusy) as err:

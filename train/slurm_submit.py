@@ -17,12 +17,16 @@ A GRPO config with ``use_vllm: true`` and ``vllm_mode: server`` renders the same
 first node (``trl vllm-serve``, ``JUDGE_VLLM_SERVE_*``) and training on the other nodes, whose ranks alone count in
 the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordinary job.
 
+Every ``JUDGE_*`` variable the template reads is rendered: exported with its value, or unset when submit has none
+for it, so that a value left in the submitting shell (``sbatch`` hands the job the caller's environment) never
+reaches the job: a leftover ``JUDGE_OVERWRITE_OUTPUT_DIR=1`` would delete the run a resubmission meant to resume.
+
 ``--dry-run`` prints that script and submits nothing; otherwise it is written to
 ``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~570 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~590 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -41,6 +45,14 @@ from typing import Any, Sequence
 
 #: The template: the sbatch script shipped in the repository's ``slurm/`` folder.
 DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatch"
+
+#: Every variable ``slurm/train.sbatch`` reads from its environment (not those it sets itself, ``JUDGE_NNODES``):
+#: the rendered script sets each one or unsets it, so that the kept script is exactly what runs.
+TRAIN_SCRIPT_VARIABLES = (
+    "JUDGE_CONFIG", "JUDGE_OUTPUT_DIR", "JUDGE_GRAD_ACCUM", "JUDGE_PROCS_PER_NODE", "JUDGE_OVERWRITE_OUTPUT_DIR",
+    "JUDGE_VLLM_SERVE_MODEL", "JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_SERVE_TP", "JUDGE_CACHE_DIR", "JUDGE_WANDB_DIR",
+    "JUDGE_ENV_SCRIPT", "JUDGE_SRUN_ARGS", "JUDGE_MASTER_PORT", "JUDGE_SHUTDOWN_TIMEOUT_S",
+)
 
 
 class SubmitError(ValueError):
@@ -141,7 +153,7 @@ def plan_batch(global_batch_size: int, per_device_batch_size: int, nodes: int, r
 
 
 def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict[str, str], notes: Sequence[str],
-                  judge_args: Sequence[str] = ()) -> str:  # fmt: skip
+                  judge_args: Sequence[str] = (), unset: Sequence[str] = ()) -> str:  # fmt: skip
     """Set ``#SBATCH`` options in a script and insert an ``export`` block after its header.
 
     Args:
@@ -151,6 +163,8 @@ def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict
         exports: Environment variables the script reads, exported in order.
         notes: Comment lines explaining the rendered values.
         judge_args: Extra ``judge-train`` arguments, baked in with ``set --`` (the script passes ``"$@"`` on).
+        unset: Variables the script reads that have no value here: unset, so that the submitting shell's do not
+            reach the job (sbatch passes its environment on) and the script's own defaults apply.
 
     Returns:
         The rendered script.
@@ -182,6 +196,8 @@ def render_script(template: str, *, sbatch: dict[str, str | None], exports: dict
             out.append("# --- rendered by `judge-train submit`; the usage below describes the template ---")
             out.extend(f"# {note}" for note in notes)
             out.extend(f"export {name}={shlex.quote(value)}" for name, value in exports.items())
+            if unset:
+                out.append("unset " + " ".join(unset) + "  # not given to submit: the defaults, not the shell's")
             if judge_args:
                 out.append("set -- " + " ".join(shlex.quote(a) for a in judge_args) + ' "$@"')
             out.append("# --- end of rendered values ---")
@@ -325,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
     parser.add_argument("--env-script", help="JUDGE_ENV_SCRIPT: sourced in the job (module load ..., venv activation).")
     parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
+    parser.add_argument("--master-port", type=int,
+                        help="JUDGE_MASTER_PORT: rendezvous port (default: one the kernel finds free on the first "
+                             "training host when the job starts).")
+    parser.add_argument("--shutdown-timeout-s", type=int,
+                        help="JUDGE_SHUTDOWN_TIMEOUT_S: seconds torchrun lets the ranks finish a save after SIGTERM "
+                             "before it kills them (default: the template's 900).")
     parser.add_argument("--sbatch-arg", action="append", default=[], metavar="OPTION",
                         help="Another #SBATCH option, one per flag with its value after =, repeatable: "
                         "--sbatch-arg=--exclusive --sbatch-arg=--mem=0. "
@@ -471,6 +493,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError(str(err)) from None
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
+    if args.master_port is not None and not 1 <= args.master_port <= 65535:
+        raise SubmitError(f"--master-port must be a port from 1 to 65535, got {args.master_port}")
+    if args.shutdown_timeout_s is not None and args.shutdown_timeout_s <= 0:
+        raise SubmitError(f"--shutdown-timeout-s must be a positive number of seconds, got {args.shutdown_timeout_s}")
     if args.gpus_per_node < 0:
         raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
     ranks = args.gpus_per_node or args.cpu_ranks_per_node
@@ -543,10 +569,11 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         "JUDGE_GRAD_ACCUM": str(plan.gradient_accumulation),
         "JUDGE_PROCS_PER_NODE": str(ranks),
     }
-    if config.overwrite_output_dir:
-        # The script, not judge-train, applies it: on the job's first start only. A requeue resumes the checkpoints
-        # this job saved (judge-train refuses --resume with --overwrite-output-dir, which the arguments still hold).
-        exports["JUDGE_OVERWRITE_OUTPUT_DIR"] = "1"
+    # The script, not judge-train, applies it: on the job's first start only. A requeue resumes the checkpoints this
+    # job saved (judge-train refuses --resume with --overwrite-output-dir, which the arguments still hold). 0 is
+    # written too: a 1 left in the submitting shell (docs/slurm.md's manual sbatch) would otherwise reach the job
+    # through sbatch and delete the run this submission resumes.
+    exports["JUDGE_OVERWRITE_OUTPUT_DIR"] = "1" if config.overwrite_output_dir else "0"
     if server:
         exports["JUDGE_VLLM_SERVE_MODEL"] = config.model_name_or_path
         exports["JUDGE_VLLM_SERVE_PORT"] = str(config.vllm_server_port)
@@ -555,6 +582,11 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                         ("JUDGE_ENV_SCRIPT", args.env_script), ("JUDGE_SRUN_ARGS", args.srun_args)):  # fmt: skip
         if value:
             exports[name] = str(Path(value).resolve()) if name != "JUDGE_SRUN_ARGS" else value
+    for name, number in (("JUDGE_MASTER_PORT", args.master_port),
+                         ("JUDGE_SHUTDOWN_TIMEOUT_S", args.shutdown_timeout_s)):
+        if number is not None:
+            exports[name] = str(number)
+    unset = [name for name in TRAIN_SCRIPT_VARIABLES if name not in exports]
     notes = [
         f"config {config_path} ({config.recipe} recipe, {config.model_name_or_path})",
         f"global batch {plan.describe()}",
@@ -567,7 +599,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}) "
                      f"on the first node, port {config.vllm_server_port}; training on the other {training_nodes}")
     script = render_script(
-        script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args
+        script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args, unset=unset
     )
     return script, output_dir, job_name
 

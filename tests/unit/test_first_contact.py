@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -278,7 +279,10 @@ def _slurm_stand_ins(bin_dir: Path, tmp_path: Path, **env: str) -> dict[str, str
     """srun (recording the command it was given in ``tmp_path/srun.args``) and judge-eval stand-ins first on PATH,
     and the job's environment: this process's without Slurm's and the scripts' variables, then ``env``."""
     (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
-    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    # `judge-eval merge` (eval_merge.sbatch's merge of the shards and their run.json) is the real one; the rest stand-ins
+    real = Path(sys.executable).parent / "judge-eval"
+    (bin_dir / "judge-eval").write_text(f'#!/bin/bash\nif [[ $1 == merge ]]; then exec {real} "$@"; fi\nexit 0\n',
+                                        encoding="utf-8")
     for name in ("srun", "judge-eval"):
         (bin_dir / name).chmod(0o755)
     return {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
@@ -294,6 +298,7 @@ def test_slurm_merge_job_reads_relative_paths_against_the_submit_folder(tmp_path
     (submit / "data.jsonl").write_text("{}\n", encoding="utf-8")
     for k in (0, 1):
         (submit / "eval" / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k}"}}\n', encoding="utf-8")
+        (submit / "eval" / "shards" / str(k) / "run.json").write_text('{"config": {"judge": "http://n1/v1"}}\n')
     env = _slurm_stand_ins(bin_dir, tmp_path, SLURM_JOB_ID="7", SLURM_SUBMIT_DIR=str(submit),
                            JUDGE_EVAL_DATA="data.jsonl", JUDGE_EVAL_OUT="eval")
     repo = Path(__file__).resolve().parents[2]
@@ -313,6 +318,7 @@ def test_slurm_merge_job_merges_exactly_the_arrays_shards(tmp_path):
     for k in range(3):
         (out / "shards" / str(k)).mkdir(parents=True)
         (out / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k % 2}"}}\n', encoding="utf-8")
+        (out / "shards" / str(k) / "run.json").write_text('{"config": {"judge": "http://n1/v1"}}\n')
     (out / "shards" / "count").write_text("2\n", encoding="utf-8")
     (tmp_path / "data.jsonl").write_text("{}\n", encoding="utf-8")
     bin_dir.mkdir()

@@ -193,3 +193,49 @@ def test_relative_endpoint_paths_are_the_submit_folders_on_both_sides(tmp_path):
     assert proc.returncode == 0, proc.stderr
     args = (tmp_path / "srun_args").read_text().splitlines()
     assert args[args.index("--judge") + 1] == URL
+
+
+def test_a_serve_job_being_requeued_is_waited_through(tmp_path):
+    """A serve job requeued (node failure, preemption, `scontrol requeue`) shows COMPLETING while its processes end,
+    then PENDING: the task stopped at COMPLETING (exit 2, "serves no judge"), though the job came back. Now the next
+    state decides: here PENDING, then RUNNING with its new file, judged through."""
+    env = _eval_env(tmp_path, ["COMPLETING", "PENDING", "RUNNING"])
+    _leave_endpoint_file(env)
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sleeps").read_text() == "5\n5\n"  # one interval each for COMPLETING and PENDING
+    assert (tmp_path / "curl_calls").read_text() == "http://n2:41234/ready\n"  # asked only once RUNNING
+
+
+def test_a_serve_job_that_ends_after_completing_still_stops_the_task(tmp_path):
+    """COMPLETING on the way to an end (scancel): the next poll reads CANCELLED and stops the task, exit 2."""
+    env = _eval_env(tmp_path, ["COMPLETING", "CANCELLED"])
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"eval.sbatch: serve job {SERVE_JOB} is CANCELLED: it serves no judge"), proc.stderr
+    assert (tmp_path / "sleeps").read_text() == "5\n" and not (tmp_path / "srun_args").exists()
+
+
+def test_a_wait_with_a_leading_zero_is_read_as_decimal(tmp_path):
+    """JUDGE_EVAL_WAIT_S=090 passed the number check, then bash read 090 as octal ("value too great for base") and
+    the task stopped at the first PENDING answer. 90 s now: the PENDING job is waited for."""
+    env = _eval_env(tmp_path, ["PENDING", "RUNNING"], JUDGE_EVAL_WAIT_S="090")
+    _leave_endpoint_file(env)
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "value too great for base" not in proc.stderr and (tmp_path / "sleeps").read_text() == "5\n"
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("JUDGE_EVAL_DATA", "/nonexistent.jsonl", "JUDGE_EVAL_DATA=/nonexistent.jsonl is not a file"),
+    ("JUDGE_EVAL_CONFIG", "/nonexistent.yaml", "JUDGE_EVAL_CONFIG=/nonexistent.yaml is not a file"),
+    ("JUDGE_ENV_SCRIPT", "/nonexistent.sh", "JUDGE_ENV_SCRIPT=/nonexistent.sh is not a file"),
+])  # fmt: skip
+def test_the_inputs_are_checked_before_the_wait_for_the_serve_job(tmp_path, variable, value, message):
+    """A mistyped input held every task (and its allocation) through the serve job's start-up, and was reported as a
+    serve problem when that job never got ready. It stops the task before squeue is asked."""
+    env = _eval_env(tmp_path, ["PENDING"], JUDGE_EVAL_WAIT_S="0", **{variable: value})
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"eval.sbatch: {message}\n"
+    assert not (tmp_path / "squeue_calls").exists()

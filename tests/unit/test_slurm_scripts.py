@@ -382,11 +382,14 @@ def test_serve_sbatch_writes_its_endpoint_in_the_submit_folder(tmp_path):
     assert ".endpoint" not in (tmp_path / "ls").read_text()
 
 
-@pytest.mark.parametrize("flags", [["--port", "9000"], ["--port=9000"], ["--host", "127.0.0.1"]])
+@pytest.mark.parametrize("flags", [["--port", "9000"], ["--port=9000"], ["--host", "127.0.0.1"],
+                                   ["--model", "other/model"], ["--model=other/model"], ["--config", "other.yaml"],
+                                   ["--config=other.yaml"]])  # fmt: skip
 def test_serve_sbatch_refuses_a_port_or_host_its_endpoint_file_would_not_name(tmp_path, flags):
     """`sbatch slurm/serve.sbatch --port 9000`: judge-serve took the last --port (9000) while the endpoint file named
     the script's own, and an eval array pointed at it polled a port nothing listened on for an hour. The job stops
-    at once instead, naming JUDGE_PORT, before it publishes an endpoint or starts judge-serve."""
+    at once instead, naming JUDGE_PORT, before it publishes an endpoint or starts judge-serve. Likewise a --model or
+    --config there, which judge-serve served while the banner named JUDGE_MODEL / JUDGE_SERVE_CONFIG."""
     bin_dir = write_executables(tmp_path / "bin", {
         "srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-serve": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})  # fmt: skip
     (tmp_path / "model").mkdir()
@@ -401,6 +404,8 @@ def test_serve_sbatch_refuses_a_port_or_host_its_endpoint_file_would_not_name(tm
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"serve.sbatch: {flags[0]} after the script: ")
     assert ("JUDGE_PORT" in proc.stderr) == flags[0].startswith("--port")
+    named = {"--model": "JUDGE_MODEL", "--config": "JUDGE_SERVE_CONFIG"}.get(flags[0].split("=")[0])
+    assert named is None or f"set {named} instead" in proc.stderr
     assert not (tmp_path / "endpoints").exists() and not (tmp_path / "srun_ran").exists()
 
 

@@ -313,8 +313,10 @@ def test_render_script_refuses_a_control_character_itself(tmp_path):
         slurm_submit.render_script(template, sbatch={}, exports={"JUDGE_X": "a\tb"}, notes=[])
 
 
-def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | None) -> list[str]:
-    """Run a rendered train.sbatch with the fake Slurm (job 1234 on two nodes); return judge-train's arguments."""
+def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | None,
+                      shell: dict[str, str] | None = None) -> list[str]:  # fmt: skip
+    """Run a rendered train.sbatch with the fake Slurm (job 1234 on two nodes); return judge-train's arguments.
+    ``shell``: variables of the submitting shell, which sbatch hands the job (its default --export=ALL)."""
     bin_dir = tmp_path / "bin"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
@@ -322,6 +324,7 @@ def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | No
         "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
         "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_CPUS_PER_TASK": "16",
         **({"SLURM_RESTART_COUNT": restart} if restart is not None else {}),
+        **(shell or {}),
     }  # fmt: skip
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -369,11 +372,66 @@ def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, con
     script = tmp_path / "train.sbatch"
     script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
                                "--output-dir", str(out)))
-    assert "JUDGE_OVERWRITE_OUTPUT_DIR" not in script.read_text().split("# --- end of rendered values ---")[0]
+    assert "export JUDGE_OVERWRITE_OUTPUT_DIR=0" in script.read_text().split("# --- end of rendered values ---")[0]
     (out / "checkpoint-50").mkdir(parents=True)
     (out / "checkpoint-50" / "trainer_state.json").write_text("{}")
     args = _run_train_sbatch(script, tmp_path, out, restart=None)
     assert "--resume" in args and "--overwrite-output-dir" not in args and "--no-overwrite-output-dir" not in args
+
+
+def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tmp_path, config_file, capsys):
+    """sbatch hands the job the submitting shell's environment. A JUDGE_OVERWRITE_OUTPUT_DIR=1 left there (the manual
+    sbatch of docs/slurm.md sets it) made a plain resubmission over checkpoint-50 start over, deleting that run; the
+    others changed the job as silently (a vLLM server for a seq2seq run, another rendezvous port, extra srun flags).
+    Run here as the job gets them, not stripped: the rendered script sets or unsets each one itself."""
+    out = tmp_path / "run"
+    script = tmp_path / "train.sbatch"
+    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+                               "--output-dir", str(out)))
+    (out / "checkpoint-50").mkdir(parents=True)
+    (out / "checkpoint-50" / "trainer_state.json").write_text("{}")
+    os.utime(out / "checkpoint-50" / "trainer_state.json", (1e9, 1e9))  # older than any first-start marker
+    shell = {"JUDGE_OVERWRITE_OUTPUT_DIR": "1", "JUDGE_VLLM_SERVE_MODEL": "Qwen/Qwen3-4B", "JUDGE_MASTER_PORT": "1",
+             "JUDGE_SRUN_ARGS": "--container-image=leftover.sqsh", "JUDGE_SHUTDOWN_TIMEOUT_S": "5"}
+    args = _run_train_sbatch(script, tmp_path, out, restart=None, shell=shell)
+    assert args == ["--config", str(config_file), "--output-dir", str(out), "--resume"]
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    assert "--container-image=leftover.sqsh" not in srun and "--nodelist=nx-node-2" not in srun
+    # What the rendered block leaves of the shell's values, the script's own defaults applying after it.
+    block = script.read_text().split("# --- rendered by")[1].split("# --- end of rendered values ---")[0]
+    env = subprocess.run(["bash", "-c", "eval \"$0\"; env", block], env={"PATH": os.environ["PATH"], **shell},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert sorted(line for line in env if line.split("=")[0] in shell) == ["JUDGE_OVERWRITE_OUTPUT_DIR=0"]
+
+
+def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, config_file):
+    """Each JUDGE_* name train.sbatch reads (all but JUDGE_NNODES, which it sets itself) is exported or unset in the
+    rendered block, once: a name added to the script and not here would reach the job from the shell again."""
+    template = (SLURM_DIR / "train.sbatch").read_text()
+    read = set(re.findall(r"\$\{?(JUDGE_[A-Z_]+)", template)) - {"JUDGE_NNODES"}
+    assert read == set(slurm_submit.TRAIN_SCRIPT_VARIABLES)
+    block = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0")
+    block = block.split("# --- rendered by")[1].split("# --- end of rendered values ---")[0]
+    exported = re.findall(r"^export (JUDGE_[A-Z_]+)=", block, re.M)
+    (unset_line,) = [line for line in block.splitlines() if line.startswith("unset ")]
+    unset = unset_line.split("#")[0].split()[1:]
+    assert sorted(exported + unset) == sorted(read)
+
+
+def test_master_port_and_shutdown_timeout_are_submits_flags(capsys, config_file):
+    """The two variables train.sbatch reads that had no flag (a value in the shell no longer reaches the job):
+    rendered when given, checked at submit."""
+    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+                      "--master-port", "29600", "--shutdown-timeout-s", "1200")
+    assert "export JUDGE_MASTER_PORT=29600\n" in script and "export JUDGE_SHUTDOWN_TIMEOUT_S=1200\n" in script
+    unset_line = next(line for line in script.splitlines() if line.startswith("unset "))
+    assert "JUDGE_MASTER_PORT" not in unset_line and "JUDGE_SHUTDOWN_TIMEOUT_S" not in unset_line
+    for flag, value, said in (("--master-port", "70000", "--master-port must be a port from 1 to 65535, got 70000"),
+                              ("--shutdown-timeout-s", "0", "--shutdown-timeout-s must be a positive number of "
+                                                            "seconds, got 0")):
+        assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+                                  flag, value]) == 2
+        assert capsys.readouterr().err == f"judge-train submit: {said}\n"
 
 
 def test_every_srun_passes_the_jobs_cpus_per_task():

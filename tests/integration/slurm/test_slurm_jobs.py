@@ -73,15 +73,16 @@ def _submit(cluster: SlurmCluster, env: dict[str, str], out: Path, data: Path, m
         *(["--partition", partition] if partition else []),
         "--config", str(REPO / "configs/train/tiny/seq2seq.yaml"),
         "--nodes", "2", "--gpus-per-node", "0", "--cpus-per-task", "1", "--time", "01:00:00",
-        "--output-dir", str(out),
+        "--output-dir", str(out), "--master-port", str(free_port()),
+        *(["--cache-dir", env["JUDGE_CACHE_DIR"]] if env.get("JUDGE_CACHE_DIR") else []),
         "--", "--model_name_or_path", str(model), "--data", str(data), "--max_steps", str(MAX_STEPS), "--save_steps", str(SAVE_STEPS),
         "--gradient_checkpointing", "false", "--disable_tqdm", *extra,
     ]  # fmt: skip
-    # A free rendezvous port per job: the script's default (29500 + job id) collides with other torchruns on a
-    # shared host, and job ids restart at 1 with every fresh test cluster.
+    # A free rendezvous port per job, and the test cluster's cache, as flags: the rendered script sets or unsets every
+    # JUDGE_* variable train.sbatch reads, so the submitting environment's no longer reach the job.
     # `judge-train submit` in the test's own process (SlurmCluster.judge_train_submit): the same submission without a
     # fresh interpreter importing transformers for the config check.
-    status, stdout, stderr = cluster.judge_train_submit(argv, cwd=cwd, env={**env, "JUDGE_MASTER_PORT": str(free_port())})
+    status, stdout, stderr = cluster.judge_train_submit(argv, cwd=cwd, env=env)
     assert status == 0, stderr
     match = re.search(r"submitted job (\d+)", stdout)
     assert match, stdout
@@ -439,7 +440,10 @@ def test_eval_array_and_dependent_merge(slurm_cluster, slurm_job_env, tmp_path):
     assert sorted(row["id"] for row in merged) == sorted(rec.id for rec in judge.load_records(data))
     assert all(row["parse_ok"] and row["score"] == 1 for row in merged)
     assert len(server.bodies("/v1/chat/completions")) == n_items
-    assert (tmp_path / "eval" / "metrics.json").is_file()
+    # The merge wrote the shards' common run.json beside the merged predictions: score reports the judge's settings.
+    assert json.loads((tmp_path / "eval" / "run.json").read_text())["config"]["data"] == str(data)
+    run = json.loads((tmp_path / "eval" / "metrics.json").read_text())["run"]
+    assert run["model"] == "stub-judge" and run["backend"] and run["prompt_version"] and run["verdict_format"]
 
 
 def test_serve_job_prints_its_endpoint(slurm_cluster, slurm_job_env, tiny_causal_dir, tmp_path):

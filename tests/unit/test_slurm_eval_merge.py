@@ -1,0 +1,156 @@
+"""slurm/eval_merge.sbatch's merge (`judge-eval merge`, eval/judging/shards.py): the shards' predictions and their
+common run.json in one folder, and shards judged alike or refused. No cluster, no judge: hand-written shards."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main as eval_main
+from eval.judging.shards import ShardMismatch, merge_shards
+
+REPO = Path(__file__).resolve().parents[2]
+SLURM_DIR = REPO / "slurm"
+
+
+def _record(shard: Path, n_items: int, **config) -> dict:
+    """A run.json as `judge-eval run` writes it, cut to the keys that matter here."""
+    return {"job": "judge-eval run",
+            "config": {"judge": "http://n1:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard),
+                       "verdict_format": "integer", "prompt": "ru", "max_tokens": 1024, "overwrite": False,
+                       "progress": False, **config},
+            "git_revision": "abc123", "prompt_version": "pollux-ru-4b-v1", "backend": "chat", "model": "pollux-4b",
+            "launch": {"argv": ["judge-eval", "run"], "pid": 100 + n_items}, "earlier_launches": [],
+            "n_items": n_items, "weights_fingerprint": "f00d"}
+
+
+def _shards(tmp_path: Path, ids: list[list[str]], configs: list[dict] | None = None) -> tuple[Path, list[Path]]:
+    """Shard folders 0..K-1 under tmp_path/out/shards, each with predictions of score 1 for its ids and a run.json;
+    the data: the bundled sample's records of those ids."""
+    import judge
+
+    wanted = {i for block in ids for i in block}
+    lines = [line for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()
+             if line.strip() and json.loads(line)["id"] in wanted]
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    dirs = []
+    for k, block in enumerate(ids):
+        shard = tmp_path / "out" / "shards" / str(k)
+        shard.mkdir(parents=True)
+        rows = [{"id": i, "judge": "pollux-4b", "raw_output": "1", "feedback": "", "score": 1.0, "parse_ok": True,
+                 "error": None, "reason": "", "score_source": "verdict", "in_scale": True} for i in block]
+        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        if block:
+            record = _record(shard, len(block), **((configs or [{}] * len(ids))[k]))
+            (shard / "run.json").write_text(json.dumps(record), encoding="utf-8")
+        dirs.append(shard)
+    return data, dirs
+
+
+def _sample_ids(n: int) -> list[str]:
+    import judge
+
+    lines = judge.sample_data_path().read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["id"] for line in lines if line.strip()][:n]
+
+
+def test_merge_writes_the_shards_common_run_json_and_score_reads_the_integer_format(tmp_path, capsys):
+    """Two shards of an integer judge (and an empty third: more tasks than records) merge into one folder whose
+    run.json says integer: score then leaves POLLUX's evaluator out (it reads [RESULT] tags; an integer judge read
+    0 % format accuracy there) and names the judge's settings, as for a run judged in one folder."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:], []])
+    out = tmp_path / "out"
+    assert eval_main(["merge", "--data", str(data), "--out", str(out), *map(str, dirs)]) == 0
+    assert capsys.readouterr().out == (f"merged 4 predictions from 3 shards -> {out / 'predictions.jsonl'}, "
+                                       f"{out / 'run.json'}\n")
+    merged_ids = [json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert merged_ids == ids  # shard 0's rows, then shard 1's
+    record = json.loads((out / "run.json").read_text())
+    assert record["config"] == {"judge": "http://n1:8000/v1", "data": str(data), "out": str(out),
+                                "verdict_format": "integer", "prompt": "ru", "max_tokens": 1024}
+    assert (record["n_items"], record["model"], record["prompt_version"]) == (4, "pollux-4b", "pollux-ru-4b-v1")
+    assert [s["folder"] for s in record["shards"]] == [str(dirs[0]), str(dirs[1])]
+    assert [s["launch"]["pid"] for s in record["shards"]] == [102, 102] and "launch" not in record
+
+    assert eval_main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data), "--out",
+                      str(out), "--n-boot", "0", "--vc-repeats", "2"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["run"] == {"backend": "chat", "model": "pollux-4b", "prompt_version": "pollux-ru-4b-v1",
+                              "git_revision": "abc123", "verdict_format": "integer"}
+    assert "pollux_official" not in metrics  # present (format_acc 0.000) when the run.json is missing
+
+
+@pytest.mark.parametrize(("config", "key", "odd", "first"), [
+    ({"verdict_format": "tagged"}, "config.verdict_format", '"tagged"', '"integer"'),
+    ({"max_tokens": 512}, "config.max_tokens", "512", "1024"),
+    ({"judge": "/shared/runs/other/export"}, "config.judge", '"/shared/runs/other/export"', '"http://n1:8000/v1"'),
+])  # fmt: skip
+def test_shards_judged_with_different_settings_are_refused_naming_the_key(tmp_path, capsys, config, key, odd, first):
+    """A shard rerun with another setting (JUDGE_EVAL_SHARDS=2 sbatch --array=1 ... with another config) would be
+    scored as the same judge as the other: exit 2, one line naming the key, both values and both files; nothing
+    written. A checkpoint judge at another path than the URL the others used is another judge too."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]], configs=[{}, config])
+    out = tmp_path / "out"
+    assert eval_main(["merge", "--data", str(data), "--out", str(out), *map(str, dirs)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"judge-eval merge: error: {dirs[1] / 'run.json'}: {key} is {odd}, but {first} in "
+                   f"{dirs[0] / 'run.json'}: the shards were judged with different settings; rerun the odd shard "
+                   "with the others' settings (--overwrite), or merge only shards judged alike\n")
+    assert not (out / "predictions.jsonl").exists() and not (out / "run.json").exists()
+
+
+def test_a_shard_rerun_through_another_serve_job_merges(tmp_path):
+    """Another URL alone (a dead task rerun through a new serve job of the same model: same served name and weights
+    fingerprint) is no other judge: merged, each shard's address kept under shards, none claimed for the run."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]], configs=[{}, {"judge": "http://n2:8111/v1"}])
+    rows, run_json = merge_shards(dirs, data, tmp_path / "out")
+    record = json.loads(run_json.read_text())
+    assert rows == 4 and "judge" not in record["config"]
+    assert [s["judge"] for s in record["shards"]] == ["http://n1:8000/v1", "http://n2:8111/v1"]
+
+
+def test_a_shard_with_predictions_and_no_run_json_is_refused(tmp_path):
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    (dirs[1] / "run.json").unlink()
+    with pytest.raises(ShardMismatch, match=rf"^{dirs[1] / 'run.json'}: no such file beside the shard's predictions"):
+        merge_shards(dirs, data, tmp_path / "out")
+
+
+def test_eval_merge_sbatch_runs_the_merge_and_stops_on_a_mismatch(tmp_path):
+    """The script itself: with matching shards it writes run.json beside the merged predictions before scoring; with
+    a shard of another verdict format it stops (exit 2) and scores nothing. srun runs its command, as on a node."""
+    ids = _sample_ids(4)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text('#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n'
+                                  'echo "score $*" >"$FAKE_SCORE"\n')
+    (bin_dir / "srun").chmod(0o755)
+    venv_bin = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
+    for case, configs in (("same", [{}, {}]), ("odd", [{}, {"verdict_format": "tagged"}])):
+        root = tmp_path / case
+        root.mkdir()
+        data, dirs = _shards(root, [ids[:2], ids[2:]], configs=configs)
+        (root / "out" / "shards" / "count").write_text("2\n")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+               "PATH": f"{bin_dir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
+               "FAKE_SCORE": str(root / "score"), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n1",
+               "SLURM_SUBMIT_DIR": str(root), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "out"}
+        proc = subprocess.run(["bash", str(SLURM_DIR / "eval_merge.sbatch"), "--n-boot", "0"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        if case == "same":
+            assert proc.returncode == 0, proc.stderr
+            assert json.loads((root / "out" / "run.json").read_text())["config"]["data"] == str(data)
+            assert (root / "score").read_text().split()[-2:] == ["--n-boot", "0"]
+        else:
+            assert proc.returncode == 2, proc.stderr
+            assert "config.verdict_format is \"tagged\"" in proc.stderr and not (root / "score").exists()
+            assert not (root / "out" / "run.json").exists()
