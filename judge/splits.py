@@ -14,10 +14,10 @@ on a held-out criterion, whose other rows ``split_of`` leaves in Standard.
 
 A record whose task type the taxonomy cannot resolve belongs to neither as far as anyone can tell: ``split_of``
 raises ``UnknownTaskTypeError`` naming the row, or, with ``allow_unknown=True`` (judge-eval's selection and reports),
-returns ``"unknown"`` so that reports can show those items apart. A record with **no** task type at all is, with
-``allow_unknown=True``, split by its criterion alone: Zero-Shot when the criterion is held out, else Standard. Such
-are the items ``criteria: auto`` judges on the criteria for any text (a row the classifier was unsure of or failed
-on): their task type is left empty on purpose, and those 13 criteria (Critical, General and Subjective: arXiv
+returns ``"unknown"`` so that reports can show those items apart. The items ``criteria: auto`` judges on the
+criteria for any text (a row the classifier was unsure of or failed on: their ``task_choice`` says ``fallback``) are,
+with ``allow_unknown=True``, split by their criterion alone: Zero-Shot when it is held out, else Standard. Their task
+type is left empty on purpose, and those 13 criteria (Critical, General and Subjective: arXiv
 2505.24616v3, Section 2.3; Appendix P.2) are all Standard ones, so ``--split standard`` judges them instead of
 dropping them unseen. Without ``allow_unknown`` it still raises: a training row with no task type may be of a
 held-out one, which no criterion can rule out. Training-data builders call ``check_no_leakage`` (by instruction) to refuse
@@ -146,8 +146,8 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
         strict: also raise on a criterion the taxonomy does not know, instead of treating it as Standard (custom
             criteria are never held out).
         allow_unknown: instead of raising, return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot
-            resolve, and split a record with no task type (an empty one: ``criteria: auto``'s items judged on the
-            criteria for any text) by its criterion alone, ``"zero_shot"`` for a held-out criterion, else
+            resolve or none, and split ``criteria: auto``'s items judged on the criteria for any text (no task type,
+            a ``task_choice`` saying ``fallback``) by their criterion alone, ``"zero_shot"`` for a held-out criterion, else
             ``"standard"``. Ignored with ``strict``.
 
     Raises:
@@ -162,10 +162,11 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
     if task_type is None:
         if not allow_unknown or strict:
             raise _unknown_task_type(record)
-        if record.task_type:
+        if record.task_type or not _judged_on_the_fallback_set(record):
             return UNKNOWN
-        # No task type at all (criteria: auto's items on the criteria for any text): nothing but the criterion says
-        # which test the item is in, and the paper's split holds criteria out by themselves too.
+        # criteria: auto's items on the criteria for any text, their task type left empty on purpose: nothing but
+        # the criterion says which test the item is in, and the paper's split holds criteria out by themselves too.
+        # Any other record without a task type may be of a held-out one: unknown, never silently Standard.
     elif task_type in spec.task_types:
         return ZERO_SHOT
     try:
@@ -200,6 +201,14 @@ def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = F
         seen.setdefault(instruction_key(record), set()).add(split)
     shared = {key: next(s for s in (ZERO_SHOT, UNKNOWN, STANDARD) if s in splits) for key, splits in seen.items()}
     return [shared[instruction_key(record)] for record in records]
+
+
+def _judged_on_the_fallback_set(record) -> bool:
+    """Whether ``record`` is an item ``criteria: auto`` judged on the criteria for any text (its ``task_choice``
+    record, ``judge.criteria_auto.TaskChoice.to_dict``, says ``fallback``: a row the classifier was unsure of or
+    failed on)."""
+    choice = (getattr(record, "extra", None) or {}).get("task_choice")
+    return isinstance(choice, dict) and choice.get("fallback") is True
 
 
 def _unknown_task_type(record) -> UnknownTaskTypeError:

@@ -20,13 +20,14 @@ the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordi
 Every ``JUDGE_*`` variable the template reads is rendered: exported with its value, or unset when submit has none
 for it, so that a value left in the submitting shell (``sbatch`` hands the job the caller's environment) never
 reaches the job: a leftover ``JUDGE_OVERWRITE_OUTPUT_DIR=1`` would delete the run a resubmission meant to resume.
+Each such variable set in the shell is named on stderr with the flag that sets it.
 
 ``--dry-run`` prints that script and submits nothing; otherwise it is written to
 ``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~590 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~630 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -409,6 +410,28 @@ def _srun_args_joined(argv: Sequence[str], parser: argparse.ArgumentParser) -> l
     return out
 
 
+#: How a submission sets what a variable of ``TRAIN_SCRIPT_VARIABLES`` would have set from the shell.
+_SHELL_VARIABLE_FLAGS = {
+    "JUDGE_CACHE_DIR": "--cache-dir", "JUDGE_WANDB_DIR": "--wandb-dir", "JUDGE_ENV_SCRIPT": "--env-script",
+    "JUDGE_SRUN_ARGS": "--srun-args", "JUDGE_MASTER_PORT": "--master-port",
+    "JUDGE_SHUTDOWN_TIMEOUT_S": "--shutdown-timeout-s",
+    "JUDGE_OVERWRITE_OUTPUT_DIR": "overwrite_output_dir in the config, or -- --overwrite-output-dir",
+}
+
+
+def _warn_of_shell_variables(exports: dict[str, str]) -> None:
+    """Name on stderr each ``JUDGE_*`` variable of the submitting shell that the rendered script sets otherwise or
+    unsets (sbatch would have handed it to the job): a container image in ``JUDGE_SRUN_ARGS`` or a venv in
+    ``JUDGE_ENV_SCRIPT`` exported for an older submit would otherwise be dropped without a word."""
+    overridden = [name for name in TRAIN_SCRIPT_VARIABLES
+                  if name in os.environ and os.environ[name] != exports.get(name)]
+    for name in overridden:
+        how = _SHELL_VARIABLE_FLAGS.get(name, "submit's flags and the config")
+        print(f"judge-train submit: warning: {name} in this shell does not reach the job (the kept script "
+              f"{'sets it to ' + repr(exports[name]) if name in exports else 'unsets it'}); give it with {how}",
+              file=sys.stderr)
+
+
 def _sbatch_env() -> dict[str, str]:
     """The caller's environment without its ``SBATCH_*`` variables, naming them on stderr. sbatch reads them as its
     options, over the script's ``#SBATCH`` lines (sbatch(1), INPUT ENVIRONMENT VARIABLES): ``SBATCH_TIMELIMIT`` would
@@ -587,6 +610,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         if number is not None:
             exports[name] = str(number)
     unset = [name for name in TRAIN_SCRIPT_VARIABLES if name not in exports]
+    _warn_of_shell_variables(exports)
     notes = [
         f"config {config_path} ({config.recipe} recipe, {config.model_name_or_path})",
         f"global batch {plan.describe()}",

@@ -239,7 +239,7 @@ def _select(records: list, config: RunConfig) -> list:
 def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], int]:
     """``--criteria auto``: ``out/auto_items.jsonl`` (one item per chosen criterion) and ``out/task_choices.jsonl``;
     returns the items' path, the rows counted by the level their criteria were chosen at (``choice_levels``) and how
-    many rows were judged on a Zero-Shot task (``zero_shot_choices``)."""
+    many rows were classified as a Zero-Shot task (``zero_shot_choices``; before ``--split`` and ``--limit``)."""
     import judge
     from judge.criteria_auto import classifier_from_settings, expand_file
     from judge.criteria_auto.expansion import choice_levels, zero_shot_choices
@@ -283,7 +283,7 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     """
     config.validate()
     _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
-    _refuse_server_args_for_url(config)
+    refuse_server_args_for_url(config)
     # The data too: a bad row refused after the folder was claimed left run.lock and run_key.json behind, and the
     # run with the row fixed in a new file was then refused as a resume under another `data`.
     data = None if config.criteria == "auto" else _read_data(config)
@@ -311,7 +311,7 @@ def _refuse_unreachable_judge(config: RunConfig) -> None:
         raise not_a_model_ref(judge_ref, "judge")
 
 
-def _refuse_server_args_for_url(config: RunConfig) -> None:
+def refuse_server_args_for_url(config: RunConfig) -> None:
     """ConfigError for ``server_args`` beside a judge reached by URL (``judge``, or the URL ``base_url_env`` holds):
     no server is started for it, and its flags were dropped without a word. Refused before the run folder is
     claimed, as judge-train refuses a setting its recipe does not apply."""
@@ -319,7 +319,7 @@ def _refuse_server_args_for_url(config: RunConfig) -> None:
     if config.server_args and judge_ref.startswith(("http://", "https://")):
         raise ConfigError("server_args: does not apply to a judge given as a URL (judge-eval starts no server for it; "
                           "server_args are the flags of the server it starts for a checkpoint folder or hub id): "
-                          "drop --server-args")
+                          "drop --server-args, or server_args from the config file")
 
 
 def not_a_model_ref(ref: str, field: str) -> ConfigError:

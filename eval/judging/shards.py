@@ -21,8 +21,9 @@ from typing import Any, Sequence
 
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "merge_shards", "merged_record"]
 
-#: Top-level run.json keys each shard has of its own: its launches and its item count.
-PER_SHARD = ("launch", "earlier_launches", "n_items")
+#: Top-level run.json keys each shard has of its own: its launches and its counts (the items; with ``--criteria
+#: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed.
+PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot")
 #: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
 PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
 
@@ -92,9 +93,14 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path) -
     config["data"] = str(data)
     config["out"] = str(out)
     merged["config"] = config
-    counts = [record.get("n_items") for _, record in records]
-    if all(isinstance(n, int) for n in counts):
-        merged["n_items"] = sum(counts)
+    for key in ("n_items", "task_choice_zero_shot"):
+        counts = [record.get(key) for _, record in records]
+        if all(isinstance(n, int) for n in counts):
+            merged[key] = sum(counts)
+    levels = [record.get("task_choice_levels") for _, record in records]
+    if all(isinstance(by_level, dict) for by_level in levels):
+        merged["task_choice_levels"] = {level: sum(int(by_level.get(level) or 0) for by_level in levels)
+                                        for level in dict.fromkeys(k for by_level in levels for k in by_level)}
     merged["shards"] = [
         {"folder": str(shard_dir), "n_items": record.get("n_items"),
          "judge": (record.get("config") or {}).get("judge"), "launch": record.get("launch"),

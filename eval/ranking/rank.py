@@ -741,7 +741,8 @@ def judge_config(config: RankConfig, items: Path, out: Path):
     """``judge-eval run``'s config for the verdict stage: ``judge_config`` YAML, then the ranking's judge flags.
 
     Raises:
-        ConfigError: the YAML sets a key that selects items (``SELECTION_KEYS``), naming it and the file.
+        ConfigError: the YAML sets a key that selects items (``SELECTION_KEYS``), naming it and the file, or
+            ``server_args`` for a judge given as a URL.
     """
     from eval.judging.config import RunConfig
     from judge.plumbing.config_files import resolve_config
@@ -750,6 +751,10 @@ def judge_config(config: RankConfig, items: Path, out: Path):
              "progress": config.progress, "connect_timeout_s": config.connect_timeout_s,
              "overwrite": config.overwrite or None}
     resolved = resolve_config(RunConfig, config.judge_config or None, flags, label="judge_config")
+    # Before any candidate answer is asked: the verdict stage would refuse it only after the candidates were done.
+    from eval.judging.run import refuse_server_args_for_url
+
+    refuse_server_args_for_url(resolved)
     default = RunConfig()
     for key in SELECTION_KEYS:
         if getattr(resolved, key) != getattr(default, key):

@@ -372,6 +372,23 @@ def test_judge_config_that_selects_items_is_refused(tmp_path: Path, data: Path, 
     assert code == 2 and f"judge_config: {yaml} sets {key}:" in err and f"remove {key} from the file" in err
 
 
+def test_judge_config_with_server_args_for_a_url_judge_is_refused_before_any_candidate_answer(
+        tmp_path: Path, data: Path, capsys) -> None:
+    """server_args in a --judge-config shared with a checkpoint judge, beside a URL judge: judge-eval run refuses them,
+    and rank did so only in its verdict stage, after every candidate answer was asked. Now before the first (exit 2),
+    in run's words."""
+    yaml = tmp_path / "judge.yaml"
+    yaml.write_text('server_args: ["--enforce-eager"]\n', encoding="utf-8")
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        code = main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench", "--judge-config", str(yaml)))
+        assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "server_args: does not apply to a judge given as a URL (judge-eval starts no server for it; server_args are "
+        "the flags of the server it starts for a checkpoint folder or hub id): drop --server-args, or server_args from "
+        "the config file")
+
+
 def test_an_item_without_a_verdict_is_a_counted_failure(tmp_path: Path, data: Path, monkeypatch, capsys) -> None:
     """An item the judge stage left without a prediction stays in the matrix's counts (n_no_prediction, per cell and
     in bench.json), the run exits 3 instead of claiming success, and the next run judges that item alone."""

@@ -222,11 +222,11 @@ def test_run_refuses_server_args_for_a_judge_given_as_a_url(tmp_path, capsys, mo
     run folder is claimed, whether the URL is --judge's or the one base_url_env holds; a checkpoint folder takes
     them."""
     from eval.judging.config import RunConfig
-    from eval.judging.run import _refuse_server_args_for_url
+    from eval.judging.run import refuse_server_args_for_url
 
     said = ("judge-eval run: error: server_args: does not apply to a judge given as a URL (judge-eval starts no server "
             "for it; server_args are the flags of the server it starts for a checkpoint folder or hub id): drop "
-            "--server-args\n")
+            "--server-args, or server_args from the config file\n")
     monkeypatch.setenv("JUDGE_URL_FOR_TEST", "http://127.0.0.1:9/v1")
     for judge_flags in (["--judge", "http://127.0.0.1:9/v1"], ["--base-url-env", "JUDGE_URL_FOR_TEST"]):
         capsys.readouterr()
@@ -234,8 +234,8 @@ def test_run_refuses_server_args_for_a_judge_given_as_a_url(tmp_path, capsys, mo
                      "--server-args", '["--enforce-eager"]']) == 2
         assert _said(capsys)[1] == said
         assert not (tmp_path / "out").exists()
-    _refuse_server_args_for_url(RunConfig(judge=str(tmp_path), out="o", server_args=["--enforce-eager"]))
-    _refuse_server_args_for_url(RunConfig(judge="http://127.0.0.1:9/v1", out="o"))  # none given: nothing to refuse
+    refuse_server_args_for_url(RunConfig(judge=str(tmp_path), out="o", server_args=["--enforce-eager"]))
+    refuse_server_args_for_url(RunConfig(judge="http://127.0.0.1:9/v1", out="o"))  # none given: nothing to refuse
 
 
 def test_rank_says_a_missing_candidate_checkpoint_in_the_same_words(tmp_path):

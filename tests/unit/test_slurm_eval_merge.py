@@ -154,3 +154,17 @@ def test_eval_merge_sbatch_runs_the_merge_and_stops_on_a_mismatch(tmp_path):
             assert proc.returncode == 2, proc.stderr
             assert "config.verdict_format is \"tagged\"" in proc.stderr and not (root / "score").exists()
             assert not (root / "out" / "run.json").exists()
+
+
+def test_the_criteria_auto_counts_of_the_shards_are_summed_not_compared(tmp_path):
+    """A --criteria auto array: each shard's run.json counts its own rows by choice level and on a Zero-Shot task, so
+    they differ between shards and were refused as "judged with different settings". They are the shard's own, summed
+    in the merged run.json. By hand: leaf 2 + 1, fallback 0 + 1, Zero-Shot 1 + 0."""
+    from eval.judging.shards import merged_record
+
+    shard0, shard1 = tmp_path / "0", tmp_path / "1"
+    first = {**_record(shard0, 2), "task_choice_levels": {"leaf": 2, "fallback": 0}, "task_choice_zero_shot": 1}
+    second = {**_record(shard1, 2), "task_choice_levels": {"leaf": 1, "fallback": 1}, "task_choice_zero_shot": 0}
+    merged = merged_record([(shard0, first), (shard1, second)], tmp_path / "data.jsonl", tmp_path / "out")
+    assert merged["task_choice_levels"] == {"leaf": 3, "fallback": 1}
+    assert (merged["task_choice_zero_shot"], merged["n_items"]) == (1, 4)

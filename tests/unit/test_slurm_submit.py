@@ -404,6 +404,24 @@ def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tm
     assert sorted(line for line in env if line.split("=")[0] in shell) == ["JUDGE_OVERWRITE_OUTPUT_DIR=0"]
 
 
+def test_each_judge_variable_of_the_submitting_shell_is_named_with_the_flag_that_sets_it(capsys, config_file,
+                                                                                          monkeypatch):
+    """A container image in JUDGE_SRUN_ARGS or a venv in JUDGE_ENV_SCRIPT, exported for an older submit that let sbatch
+    hand them on, would be unset by the kept script without a word: each is named on stderr with its flag. A value
+    the script sets alike (the flag given too) is not."""
+    monkeypatch.setenv("JUDGE_SRUN_ARGS", "--container-image=IMG")
+    monkeypatch.setenv("JUDGE_ENV_SCRIPT", "/shared/env.sh")
+    monkeypatch.setenv("JUDGE_MASTER_PORT", "29600")
+    assert slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
+                              "--master-port", "29600"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "does not reach the job" in line] == [
+        "judge-train submit: warning: JUDGE_ENV_SCRIPT in this shell does not reach the job (the kept script unsets "
+        "it); give it with --env-script",
+        "judge-train submit: warning: JUDGE_SRUN_ARGS in this shell does not reach the job (the kept script unsets "
+        "it); give it with --srun-args"]
+
+
 def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, config_file):
     """Each JUDGE_* name train.sbatch reads (all but JUDGE_NNODES, which it sets itself) is exported or unset in the
     rendered block, once: a name added to the script and not here would reach the job from the shell again."""

@@ -68,14 +68,15 @@ def test_split_of(task_type, subtype, criteria_name, expected):
 
 @pytest.mark.parametrize("task_type,subtype,what,allowed", [
     ("Unknown task", "", "unknown task type 'Unknown task'", UNKNOWN),
-    # no task type: allow_unknown splits it by its criterion (Proactivity is no held-out one)
-    ("", "", "has no task type", STANDARD),
+    # no task type, and no criteria: auto choice saying it was judged on the fallback set: it may be of a held-out
+    # task type, so unknown, never silently Standard
+    ("", "", "has no task type", UNKNOWN),
     ("Творческий брейнштурм", "Литературный брейншторминг", "unknown task type", UNKNOWN),  # a typo is not Standard
 ])
 def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknown_split(task_type, subtype, what,
                                                                                         allowed):
-    """A task type the taxonomy cannot resolve raises naming source, row and field; allow_unknown gives "unknown" for
-    a name it does not know, and the criterion's split for a record with no task type."""
+    """A task type the taxonomy cannot resolve, or none, raises naming source, row and field; allow_unknown gives
+    "unknown"."""
     row = {"id": "x7", "instruction": "Задание", "answer": "Ответ", "criteria_name": "Проактивность",
            "rubrics": "0: нет\n\n1: да", "task_type": task_type, "task_subtype": subtype}  # fmt: skip
     record = records_from_rows([{**row, "id": "x6", "task_type": "Editing"}, row], source="bench.jsonl")[1]
@@ -98,10 +99,19 @@ def test_unresolvable_task_type_is_an_error_naming_the_row_or_an_explicit_unknow
     ("Rhyme quality", ZERO_SHOT),  # held out by itself (judge/data/zero_shot.yaml: rhyme_quality)
     ("Качество рифмы", ZERO_SHOT),
 ])
-def test_a_record_with_no_task_type_is_split_by_its_criterion_alone(criteria_name, expected):
-    """With allow_unknown (judge-eval's --split and its reports) a record with no task type is in the Zero-Shot test
-    exactly when its criterion is held out; it was "unknown", in neither test."""
-    assert split_of(_record("", criteria_name), allow_unknown=True) == expected
+def test_an_item_judged_on_the_fallback_set_is_split_by_its_criterion_alone(criteria_name, expected):
+    """With allow_unknown (judge-eval's --split and its reports) an item criteria: auto judged on the criteria for any
+    text (no task type; its task_choice says fallback) is in the Zero-Shot test exactly when its criterion is held
+    out; it was "unknown", in neither test. The same record without that choice stays unknown: a user's row with no
+    task type may be of a held-out one."""
+    import dataclasses
+
+    record = _record("", criteria_name)
+    fallback = dataclasses.replace(record, extra={"task_choice": {"fallback": True, "level": "fallback"}})
+    assert split_of(fallback, allow_unknown=True) == expected
+    assert split_of(record, allow_unknown=True) == UNKNOWN
+    unsure_leaf = dataclasses.replace(record, extra={"task_choice": {"fallback": False, "level": "leaf"}})
+    assert split_of(unsure_leaf, allow_unknown=True) == UNKNOWN
 
 
 def test_the_items_criteria_auto_judges_on_the_criteria_for_any_text_are_in_the_standard_test(tmp_path):
@@ -207,30 +217,29 @@ def test_split_file_with_typo_is_rejected(tmp_path):
 
 def test_scoring_reports_unresolvable_task_types_as_their_own_split():
     """judge-eval score puts items whose task type is unknown in an "unknown" split it reports, not in Standard, and
-    not in "all" either: that is the paper's two tests together (Zero-Shot + Standard). An item with no task type is
-    split by its criterion (Proactivity: Standard)."""
+    not in "all" either: that is the paper's two tests together (Zero-Shot + Standard). An item with no task type
+    (and no criteria: auto fallback choice) is unknown too."""
     from eval.scoring import item_table
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"} for rid in "abc"]
     table, _ = item_table.build_table(records_from_rows(rows), predictions)
-    assert table.split.tolist() == [STANDARD, STANDARD, UNKNOWN]
+    assert table.split.tolist() == [STANDARD, UNKNOWN, UNKNOWN]
     splits = item_table.evaluate(table, n_boot=10).to_json()["splits"]
-    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (2, 1, 2)
+    assert (splits["standard"]["overall"]["n"], splits["unknown"]["overall"]["n"], splits["all"]["overall"]["n"]) == (1, 2, 1)
 
 
 def test_run_split_selection_skips_unknown_task_types_without_aborting():
     """judge-eval run --split standard takes the Standard items and leaves an unknown task type out (it runs under
-    --split all and is scored as the "unknown" split); it never aborts the run. An item with no task type is taken
-    by its criterion (Proactivity: Standard)."""
+    --split all and is scored as the "unknown" split); it never aborts the run. So is an item with no task type."""
     from eval.judging.config import RunConfig
     from eval.judging.run import _select
 
     rows = [{"id": rid, "instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
              "expert_scores": [1, 1], "task_type": task_type} for rid, task_type in (("a", "Editing"), ("b", ""), ("c", "Моя задача"))]  # fmt: skip
     records = records_from_rows(rows)
-    assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a", "b"]
+    assert [r.id for r in _select(records, RunConfig(split="standard"))] == ["a"]
     assert [r.id for r in _select(records, RunConfig(split="zero_shot"))] == []
     assert [r.id for r in _select(records, RunConfig(split="all"))] == ["a", "b", "c"]
 
