@@ -456,6 +456,10 @@ class GRPORecipeConfig(TrainConfig):
         "Not applied by grpo: its rows are prompts, with no rationale whose Cyrillic share it would check, and the "
         "rewards do not check the policy's language; any other value than the default is refused.",
     )
+    eval_data: str | None = option(
+        None,
+        "Must be unset: the grpo recipe holds no validation set (score the export with judge-eval).",
+    )
 
     def validate(self) -> None:
         super().validate()

@@ -418,9 +418,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                         "reason is in its task choice", levels["leaf_untested"], len(choices))
         n_zero_shot = zero_shot_choices(choices)
         if n_zero_shot:
-            log.info("criteria auto: %d of %d rows classified as a Zero-Shot task type (zero_shot in their task "
-                     "choice): their items are in the Zero-Shot test, judged on criteria the judges were not trained on "
-                     "(before --split and --limit choose the items judged)",
+            log.info("criteria auto: %d of %d rows on a Zero-Shot task type, chosen or given (zero_shot in their "
+                     "task choice): their items are in the Zero-Shot test, judged on criteria the judges were not "
+                     "trained on (before --split and --limit choose the items judged)",
                      n_zero_shot, len(choices))
     return items, choices
 

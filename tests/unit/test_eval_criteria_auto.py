@@ -307,7 +307,7 @@ def test_a_zero_shot_task_is_flagged_in_its_choice_and_counted(caplog):
     assert [(c["label"] if c["level"] != "fallback" else "fallback", c["zero_shot"]) for c in choices] == [
         ("Literary text / Poetry", True), ("Advice", False), ("fallback", False), ("Literary text / Poetry", True)]
     assert zero_shot_choices(choices) == 2
-    assert "criteria auto: 2 of 4 rows classified as a Zero-Shot task type" in caplog.text
+    assert "criteria auto: 2 of 4 rows on a Zero-Shot task type, chosen or given" in caplog.text
     # every item of a flagged row is in the Zero-Shot test, none of the others
     records = judge.records_from_rows(items)
     flagged = {c["id"] for c in choices if c["zero_shot"]}
