@@ -141,8 +141,17 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         state: ServerState = app.state.serve
-        await start_engines(state)
         try:
+            # Inside: an engine started before a later one failed to start (or run.json could not be written) is
+            # stopped below, not left to the parent-death signal.
+            try:
+                await start_engines(state)
+            except Exception as err:  # noqa: BLE001 - judge-serve cannot serve: failed, said once, exit 1
+                state.status, state.failure = "failed", f"the engines could not be started ({type(err).__name__}: {err})"
+                # A bug's traceback is worth the log; an OSError's one line says it all (a folder, a descriptor).
+                log.error("judge-serve cannot start: %s", state.failure, exc_info=not isinstance(err, OSError))
+                if state.on_fatal:
+                    state.on_fatal()
             yield
         finally:
             # Reached on uvicorn's lifespan shutdown, and also when a second SIGINT made uvicorn skip it (its force
@@ -267,7 +276,6 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         problem = state.engine_problem(role)
         if problem:
             return unavailable(state, role, problem)
-        engine = state.engines[role]
         assert state.http is not None
         data = await request.body()
         asked = None  # the model a generation request names, for the engine's 404 if it has no such model
@@ -295,6 +303,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 bounded_body = {**bounded_body, "model": engine_name}
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
                 data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
+        # Looked up now, not before the body arrived (up to body_timeout_s): the engine may have died meanwhile, or
+        # been restarted on another port under another key; its old port may be anyone's.
+        problem = state.engine_problem(role)
+        if problem:
+            return unavailable(state, role, problem)
+        engine = state.engines[role]
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)
         # Every body asked for as is, whatever the client accepts: judge-serve reads some itself (the model list, an
@@ -323,7 +337,14 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
         if upstream_response.status >= 400:
             try:
-                raw = await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES)
+                # Read to the end (or the cap): one read returns what has arrived, so an answer cut after its first
+                # packet was relayed as a partial error body, or not, as the packets fell.
+                parts, size = [], 0
+                while size < _MAX_ENGINE_ERROR_BYTES and (
+                        chunk := await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES - size)):
+                    parts.append(chunk)
+                    size += len(chunk)
+                raw = b"".join(parts)
             except (aiohttp.ClientError, asyncio.TimeoutError) as err:
                 return unreadable(state, role, f"error answer ({upstream_response.status})", err)
             finally:

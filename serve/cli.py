@@ -195,6 +195,21 @@ def raise_descriptor_limit(log: logging.Logger) -> None:
             log.info("descriptor limit raised from %d to %d", soft, hard)
 
 
+def log_dir_problem(log_dir: str) -> str | None:
+    """Why ``log_dir`` cannot hold judge-serve's engine logs and run.json (not a folder, not writable), or None; the
+    folder is made (0700) when missing, as the engines' start would."""
+    import tempfile
+    from pathlib import Path
+
+    from judge.plumbing.provenance import make_private_dir
+
+    try:
+        with tempfile.TemporaryFile(dir=make_private_dir(Path(log_dir))):
+            return None
+    except OSError as err:
+        return f"{log_dir} cannot hold the engine logs and run.json ({type(err).__name__}: {err.strerror or err})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -234,6 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         listening.close()
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
+    if config.log_dir:  # engine logs and run.json go there: a folder that cannot take them is a bad configuration
+        problem = log_dir_problem(config.log_dir)
+        if problem:
+            listening.close()
+            print(f"judge-serve: log_dir: {problem}", file=sys.stderr)
+            return 2
 
     configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")

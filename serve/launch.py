@@ -158,8 +158,9 @@ def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
 
 def engine_key() -> str:
     """The key judge-serve's engines are started with and judge-serve sends them: ``$VLLM_API_KEY`` when set (so
-    several judge-serves, or an attached engine, can share one), else a fresh secret for this launch only, known to
-    no one but this process, so another local user cannot use the engine directly. vLLM checks it on its ``/v1`` routes,
+    several judge-serves, or an attached engine, can share one), else a fresh secret on each call, one per start of
+    an engine, known to no one but this process, so another local user cannot use the engine directly (nor a
+    restarted one with a key sent to a dead engine's port before judge-serve saw the death). vLLM checks it on its ``/v1`` routes,
     ``serve.engine_auth.EngineKeyMiddleware`` on every other route but ``/health`` and
     ``/version``."""
     return os.environ.get(ENGINE_KEY_ENV) or secrets.token_urlsafe(32)
@@ -209,7 +210,9 @@ class Engine:
         """Start the engine (or attach when ``spec.url`` is set); returns at once, see ``wait_ready``.
 
         Call it from the event loop's thread, never a worker thread: the engine's parent-death signal fires when
-        the thread that started it ends (``judge.plumbing.processes``). A restarted engine appends to the same log.
+        the thread that started it ends (``judge.plumbing.processes``). A restarted engine appends to the same log
+        (so does one started in a ``log_dir`` used before); its start errors and log tail read only what it wrote.
+        ``api_key``: the key it asks for; judge-serve gives each start a fresh one (``engine_key``).
         """
         if spec.url:  # an attached engine's key, if it has one, is the one in judge-serve's environment
             return cls(spec=spec, url=spec.url.rstrip("/").removesuffix("/v1"), api_key=os.environ.get(ENGINE_KEY_ENV))
@@ -258,9 +261,10 @@ class Engine:
         return None if self.proc is None else self.proc.exit_code()
 
     def log_tail(self, n_lines: int = 60) -> str:
+        """The last ``n_lines`` this start of the engine wrote to its log (which earlier starts' share)."""
         if self.log_path is None:
             return "(attached engine: no log here)"
-        return log_tail(self.log_path, n_lines)
+        return self.proc.log_tail(n_lines) if self.proc is not None else log_tail(self.log_path, n_lines)
 
     def healthy(self, timeout_s: float = 5.0) -> bool:
         """Whether the engine's ``/health`` answers 200 now."""

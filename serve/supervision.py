@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~540 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~610 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -12,10 +12,15 @@ Self-healing: an engine judge-serve started that dies (its whole process tree is
 judge-serve is ready; its tree is then stopped), is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
 ``engine_restart_backoff_max_s``); a restart that fails to come up, or cannot even be started for want of
 descriptors, processes, memory or disk, counts as another death. Past ``engine_max_restarts`` deaths within
-``engine_restart_window_s``, or on a start that no retry can mend (the engine's program missing, a permission
-refused), judge-serve stops and exits 1. An engine whose checkpoint's weights changed since judge-serve started
-(``serve.layout.weights_changed``) is not restarted: it would serve other weights under the advertised fingerprint,
-beside an engine still holding the old ones; it stays dead and ``/health`` answers 503 saying to restart judge-serve.
+``engine_restart_window_s``, past ``engine_max_restarts`` restarts in a row that never came up (however long each
+took: a load that hangs for ``engine_start_timeout_s``, longer than the window, is never three within it), or on a
+start that no retry can mend (the engine's program missing, a permission refused), judge-serve stops and exits 1.
+An engine whose checkpoint's weights changed since judge-serve started (``serve.layout.weights_changed``), before
+its restart or while the restarted engine loaded, is not served: it would serve other weights under the advertised
+fingerprint, beside an engine still holding the old ones; judge-serve stops and exits 1 (``/health`` 503 saying to
+restart judge-serve until it has), so that its own supervisor starts it over the new weights under their fingerprint.
+Each start of an engine gets a fresh key (``serve.launch.engine_key``, unless ``$VLLM_API_KEY`` sets one): a program
+that took a dead engine's port before judge-serve noticed the death learns no key the restarted engine accepts.
 Every background task (bring-up, watcher, heals) that ends on an error it did
 not expect stops judge-serve the same way, logged: none may die unnoticed and leave it "ready" over a dead engine.
 An attached engine (``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health``
@@ -33,6 +38,7 @@ import logging
 import math
 import tempfile
 import time
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -75,10 +81,12 @@ class ServerState:
     clients: dict[str, EngineClient] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)  # role -> restarts since judge-serve started
     restart_times: dict[str, list[float]] = field(default_factory=dict)  # role -> time.monotonic() of each
+    #: role -> restarts in a row that never came up: the restart window cannot count them, since a load may take
+    #: longer (engine_start_timeout_s) than the window; reset when a restarted engine answers /health.
+    failed_restarts: dict[str, int] = field(default_factory=dict)
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
     hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
-    engine_key: str | None = field(default=None, repr=False)  # the engines' per-launch key (serve.launch.engine_key)
     #: role -> the model name and the context window (max_model_len) its engine lists on /v1/models, read once the
     #: engines answer: an attached engine may serve under another name and window than judge-serve's config says.
     engine_models: dict[str, str] = field(default_factory=dict)
@@ -123,6 +131,13 @@ class ServerState:
         return {} if self.status == "failed" else {"Retry-After": self.retry_after_s(roles)}
 
 
+def _engines_record(state: ServerState) -> dict[str, dict]:
+    """run.json's ``engines``: each engine's URL, pid (its process group, its supervisor's: its whole tree shares
+    it), command, log and restarts."""
+    return {role: {"url": e.url, "pid": e.pid, "command": e.command, "log": str(e.log_path) if e.log_path else None,
+                   "restarts": state.restarts.get(role, 0)} for role, e in state.engines.items()}
+
+
 def _write_run_record(state: ServerState) -> None:
     """``run.json`` (``judge.plumbing.provenance``) in the log folder, with the layout and the engines' URLs, pids, commands."""
     from judge.plumbing.provenance import write_provenance
@@ -131,10 +146,17 @@ def _write_run_record(state: ServerState) -> None:
     write_provenance(
         state.log_dir, "judge-serve", state.config.to_dict(), prompt_version=state.template.version,
         layout={k: str(v) if v is not None else None for k, v in vars(state.layout).items()},
-        # pid: the engine's process group (its supervisor); its whole tree shares it. Rewritten after a restart.
-        engines={role: {"url": e.url, "pid": e.pid, "command": e.command, "log": str(e.log_path) if e.log_path else None,
-                        "restarts": state.restarts.get(role, 0)} for role, e in state.engines.items()},
+        engines=_engines_record(state),
     )  # fmt: skip
+
+
+def _update_run_record(state: ServerState) -> None:
+    """run.json's ``engines`` after a restart; the rest stays. Written anew, the same launch would be filed under
+    ``earlier_launches`` once per restart (``write_provenance`` hands an existing record's launch on there)."""
+    from judge.plumbing.provenance import update_provenance
+
+    assert state.log_dir is not None
+    update_provenance(state.log_dir, engines=_engines_record(state))
 
 
 async def _bring_up(state: ServerState) -> None:
@@ -345,7 +367,8 @@ async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | No
 
 
 async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
-    """Notice a dead engine: a started one as soon as its process exits, or, once judge-serve is ready, when its
+    """Notice a dead engine: a started one as soon as its process exits, or, once judge-serve is ready, as soon as
+    its port refuses connections (its server gone, its supervisor not yet exited), or when its
     /health fails ``engine_hang_probes`` times in a row (probed every ``engine_probe_interval_s``: an engine alive
     but hung exits never), then heal it; an attached one when its /health fails twice (probed every
     ``attached_probe_interval_s``). An attached engine marked dead is probed on the same schedule and taken back as
@@ -388,6 +411,12 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                 if misses[role] >= 2:
                     reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
                     log.error("%s (%s)", reason, engine.url)
+            elif engine.owned and state.status == "ready" and await _refuses(engine.url):
+                # Its server is gone while its supervisor waits (up to ORPHAN_GRACE_S, 5 s) for the engine's other
+                # processes before it exits: meanwhile the port is free, and whatever judge-serve sent there would
+                # hand the engine's key to any program that bound it. Counted dead now, stopped, restarted.
+                reason = state.hung[role] = f"the {role} engine's server is gone (its port refuses connections)"
+                log.error("%s (log: %s)", reason, engine.log_path)
             elif owned_turn and state.http is not None:
                 # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits: without
                 # this, every call to it would wait out request_timeout_s for ever. Its tree is stopped and it is
@@ -405,16 +434,40 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                     log.error("%s (log: %s)", reason, engine.log_path)
             if reason:
                 misses.pop(role, None)  # its successor starts with a clean count
-                healing = engine.owned and state.status == "ready"
-                # Restarting from now on, before the restart task first runs: /health says so, and so does every
-                # 503 meanwhile (the task then names the attempt), not only the death.
-                state.dead_reason[role] = f"{reason}; judge-serve is restarting it; retry later" if healing else reason
-                state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
-                if engine.owned:
-                    log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
-                if healing:
-                    state.retry_after[role] = 5
-                    state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
+                _declare_dead(state, role, reason)
+
+
+def _declare_dead(state: ServerState, role: str, reason: str) -> None:
+    """``role``'s engine counts as dead from now on, for ``reason``: calls to it give up, and one of judge-serve's
+    own is restarted (once judge-serve is ready)."""
+    engine = state.engines[role]
+    healing = engine.owned and state.status == "ready"
+    # Restarting from now on, before the restart task first runs: /health says so, and so does every 503 meanwhile
+    # (the task then names the attempt), not only the death.
+    state.dead_reason[role] = f"{reason}; judge-serve is restarting it; retry later" if healing else reason
+    state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
+    if engine.owned:
+        log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
+    if healing:
+        state.retry_after[role] = 5
+        state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
+
+
+async def _refuses(url: str, timeout_s: float = 0.25) -> bool:
+    """Whether a TCP connection to ``url``'s host and port is refused now: nothing listens there (a live server
+    accepts, or drops what its backlog cannot hold; Linux refuses only where no socket listens). A connection that
+    is made is closed unused; a timeout, or an error of judge-serve's own, is no news."""
+    split = urllib.parse.urlsplit(url)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(split.hostname, split.port), timeout_s)
+    except ConnectionRefusedError:
+        return True
+    except (OSError, asyncio.TimeoutError, ValueError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return False
 
 
 #: Why an engine could not be started that a later attempt may not meet: judge-serve out of descriptors, processes,
@@ -447,7 +500,14 @@ async def _heal(state: ServerState, role: str) -> None:
             now = time.monotonic()
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
             state.restart_times[role] = recent
-            backoff = restart_delay(config, len(recent))
+            failed = state.failed_restarts.get(role, 0)
+            if failed >= config.engine_max_restarts:
+                _give_up(state, f"the {role} engine was restarted {failed} times in a row and never came up (last "
+                                f"exit code {state.last_exit.get(role)}); engine_max_restarts={config.engine_max_restarts} "
+                                "reached, judge-serve stops",
+                         f" (log: {state.engines[role].log_path})")
+                return
+            backoff = restart_delay(config, max(len(recent), failed))
             if backoff is None:
                 _give_up(state, f"the {role} engine died {len(recent) + 1} times within "
                                 f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
@@ -455,6 +515,8 @@ async def _heal(state: ServerState, role: str) -> None:
                          f" (log: {state.engines[role].log_path})")
                 return
             attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
+            if failed:
+                attempt += f", after {failed} in a row that never came up ({config.engine_max_restarts} allowed)"
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
             died = hung or f"the {role} engine exited with code {state.last_exit.get(role)}"
             state.dead_reason[role] = f"{died}; judge-serve is restarting it ({attempt}); retry later"
@@ -471,11 +533,12 @@ async def _heal(state: ServerState, role: str) -> None:
             hung = None  # from here on, a failed restart is what the message names
             state.restart_times[role].append(time.monotonic())
             state.restarts[role] = state.restarts.get(role, 0) + 1
+            state.failed_restarts[role] = failed + 1  # until it answers /health
             try:
                 # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death
-                # signal).
+                # signal). Under a key of its own: the dead engine's may have reached whoever took its port.
                 engine = state.engines[role] = Engine.start(state.engines[role].spec, config, state.log_dir,
-                                                            state.engine_key)
+                                                            engine_key())
             except OSError as err:  # no process or no log file for it: a restart that failed, counted as one
                 if err.errno not in _TRANSIENT_START:
                     _give_up(state, f"the {role} engine could not be restarted ({type(err).__name__}: {err}); "
@@ -484,8 +547,8 @@ async def _heal(state: ServerState, role: str) -> None:
                 log.error("the %s engine could not be restarted (%s: %s)", role, type(err).__name__, err)
                 continue
             try:
-                _write_run_record(state)
-            except OSError as err:  # the engine runs; only its record is behind: serve on, and say so
+                _update_run_record(state)
+            except (OSError, ValueError) as err:  # the engine runs; only its record is behind: serve on, say so
                 log.error("run.json in %s could not be rewritten after the %s engine's restart (%s): it still names "
                           "the engine that died", state.log_dir, role, err)
             try:
@@ -495,8 +558,15 @@ async def _heal(state: ServerState, role: str) -> None:
                 log.error("the restarted %s engine did not come up: %s", role, err)
                 await asyncio.to_thread(engine.stop)
                 continue
+            state.failed_restarts.pop(role, None)
+            if await asyncio.to_thread(weights_changed, state.layout, state.weights_fingerprint):
+                # Replaced while it loaded: it holds the new weights, which the advertised fingerprint does not name.
+                state.dead_reason[role] = f"the {role} engine was restarted over other weights: {CHECKPOINT_CHANGED}"
+                _give_up(state, state.dead_reason[role])
+                return
             if role in state.clients:
                 state.clients[role].url = engine.url
+                state.clients[role].headers = {**state.clients[role].headers, **engine.auth_headers}
             state.dead[role].clear()
             state.dead_reason.pop(role, None)
             log.info("%s engine restarted and ready at %s (%d restarts so far)", role, engine.url, state.restarts[role])
@@ -516,9 +586,8 @@ async def start_engines(state: ServerState) -> None:
         config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64,
         keepalive_s=config.engine_keepalive_s,
     )  # fmt: skip
-    state.engine_key = engine_key()
     for spec in engine_specs(config, state.layout):
-        state.engines[spec.role] = Engine.start(spec, config, state.log_dir, state.engine_key)
+        state.engines[spec.role] = Engine.start(spec, config, state.log_dir, engine_key())
         state.dead[spec.role] = asyncio.Event()
     _write_run_record(state)
     log.info("engine logs and run.json in %s", state.log_dir)

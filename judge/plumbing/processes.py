@@ -187,12 +187,20 @@ def http_status(url: str, timeout_s: float = 5.0) -> int:
         return 0
 
 
-def log_tail(path: Path | None, n_lines: int = 60) -> str:
-    """The last ``n_lines`` of a log file, or a note saying why there are none."""
+def _read_log(path: Path, start: int = 0) -> str:
+    """A log's text from byte ``start`` on (the whole of it when it is shorter: truncated since)."""
+    with open(path, "rb") as log:
+        if start and os.fstat(log.fileno()).st_size >= start:
+            log.seek(start)
+        return log.read().decode(errors="replace")
+
+
+def log_tail(path: Path | None, n_lines: int = 60, start: int = 0) -> str:
+    """The last ``n_lines`` of a log file (from byte ``start`` on), or a note saying why there are none."""
     if path is None:
         return "(no log)"
     try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n_lines:])
+        return "\n".join(_read_log(Path(path), start).splitlines()[-n_lines:])
     except OSError as err:
         return f"(no log: {err})"
 
@@ -203,8 +211,8 @@ def log_tail(path: Path | None, n_lines: int = 60) -> str:
 _ERROR_LINE = re.compile(r"^(\([^)]*\) )?[\w.]*(Error|Exception|Exit|Interrupt)\b.*:|\b(ERROR|CRITICAL)\b")
 
 
-def error_lines(path: Path | None, limit: int = 12) -> list[str]:
-    """The distinct lines of a log that name a failure, oldest first, at most ``limit`` (the last ones).
+def error_lines(path: Path | None, limit: int = 12, start: int = 0) -> list[str]:
+    """The distinct lines of a log (from byte ``start``) naming a failure, oldest first, at most ``limit`` (the last).
 
     A server's log tail often ends in a wrapper's traceback (vLLM: "Engine core initialization failed. See root
     cause above") while the root cause sits further up; these lines put it at the head of a start error.
@@ -212,7 +220,7 @@ def error_lines(path: Path | None, limit: int = 12) -> list[str]:
     if path is None:
         return []
     try:
-        lines = Path(path).read_text(errors="replace").splitlines()
+        lines = _read_log(Path(path), start).splitlines()
     except OSError:
         return []
     seen: dict[str, None] = {}
@@ -247,6 +255,7 @@ class ManagedProcess:
         name: what messages call it.
         grace_s: seconds SIGTERM gets before SIGKILL, in ``stop`` and in the supervisor.
         sigterm_shielded: started with SIGTERM blocked; stopped with SIGINT (module docstring).
+        log_start: the log's size when it started: an appended log's earlier failures are not this run's.
     """
 
     proc: subprocess.Popen
@@ -256,6 +265,7 @@ class ManagedProcess:
     grace_s: float
     supervised: bool = True
     sigterm_shielded: bool = False
+    log_start: int = 0
     _exit: int | None = field(default=None, repr=False)
 
     @property
@@ -301,10 +311,11 @@ class ManagedProcess:
         return self.exit_code() is None
 
     def log_tail(self, n_lines: int = 60) -> str:
-        return log_tail(self.log_path, n_lines)
+        """The last ``n_lines`` this command wrote to its log."""
+        return log_tail(self.log_path, n_lines, self.log_start)
 
     def _failure_summary(self) -> str:
-        found = error_lines(self.log_path)
+        found = error_lines(self.log_path, start=self.log_start)
         return "errors in the log:\n  " + scrub_secrets("\n  ".join(found)) + "\n" if found else ""
 
     def _command_and_log(self) -> str:
@@ -460,7 +471,9 @@ def start_process(
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         out = open(log_path, "ab" if append_log else "wb")  # noqa: SIM115 - closed below, once the child holds it
+        log_start = os.fstat(out.fileno()).st_size
     else:
+        log_start = 0
         out = open(os.devnull, "wb")  # noqa: SIM115
     with out:
         proc = subprocess.Popen(
@@ -479,7 +492,8 @@ def start_process(
                 pdeathsig=_LINUX and threading.current_thread() is threading.main_thread(),
             ),
         )
-    return ManagedProcess(proc, command, log_path, name or Path(command[0]).name, grace_s, supervised, sigterm_shielded)
+    name = name or Path(command[0]).name
+    return ManagedProcess(proc, command, log_path, name, grace_s, supervised, sigterm_shielded, log_start)
 
 
 # ----------------------------------------------------------------------------------------------- the supervisor

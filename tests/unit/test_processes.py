@@ -331,6 +331,22 @@ def test_a_start_error_puts_the_root_cause_above_a_long_log_tail(tmp_path):
     proc.stop()
 
 
+def test_a_start_error_of_an_appended_log_names_only_this_starts_failure(tmp_path):
+    """A log appended to (a restarted engine's, a --log-dir used again) holds an earlier run's failure: the start
+    error, its log tail and the process's own log_tail read only what this start wrote. Before: last week's CUDA
+    out-of-memory line headed "errors in the log" for a start that failed on something else."""
+    log = tmp_path / "log"
+    log.write_text("INFO an earlier run\ntorch.OutOfMemoryError: CUDA out of memory (an earlier run)\n")
+    proc = start_process(["sh", "-c", "echo 'ValueError: this start'; exit 2"], log_path=log, append_log=True, grace_s=1)
+    with pytest.raises(ProcessStartError) as raised:
+        proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=30)
+    said = str(raised.value)
+    assert "errors in the log:\n  ValueError: this start\n" in said and "an earlier run" not in said
+    assert proc.log_tail() == "ValueError: this start"
+    assert log.read_text().startswith("INFO an earlier run\n")  # the history is kept in the file
+    proc.stop()
+
+
 def test_wait_ready_times_out_with_the_log_and_stop_still_cleans_up(tmp_path):
     """wait_ready: no answer within timeout_s raises with the log's tail; the process keeps running until stop."""
     marker, env = _marked_env()

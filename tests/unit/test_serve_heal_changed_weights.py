@@ -41,7 +41,7 @@ def test_a_dead_engine_is_restarted_only_from_the_weights_it_was_started_from(tm
     layout = CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=tmp_path, generator_dir=tmp_path)
     starts = []
     monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: starts.append(a) or _StartedEngine())
-    monkeypatch.setattr(serve.supervision, "_write_run_record", lambda state: None)
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)
     state = ServerState(config=ServeConfig(model=str(tmp_path), engine_restart_backoff_s=0.0), layout=layout,
                         status="ready", engines={"generator": _DeadEngine()}, dead={"generator": asyncio.Event()},
                         dead_reason={"generator": "the generator engine exited with code 1"})
@@ -62,3 +62,43 @@ def test_a_dead_engine_is_restarted_only_from_the_weights_it_was_started_from(tm
     else:
         assert state.status == "ready" and fatal == []
         assert len(starts) == 1 and "generator" not in state.dead_reason
+
+
+def test_weights_replaced_while_the_restarted_engine_loads_stop_judge_serve(tmp_path, monkeypatch):
+    """The weights checked before the restart are the old ones; the folder is replaced while the restarted engine
+    loads, so it comes up holding the new ones. It is not served under the advertised (old) fingerprint: judge-serve
+    stops (failed, on_fatal: exit 1) saying why, and the engine stays marked dead. Before: "ready" over it."""
+    import serve.supervision
+    from judge.checkpoints import JudgeKind
+    from serve.config import ServeConfig
+    from serve.layout import CheckpointLayout
+    from serve.supervision import ServerState, heal_the_dead
+
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}))
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"x" * 64)
+    layout = CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=tmp_path, generator_dir=tmp_path)
+
+    class _ReplacedWhileLoading(_StartedEngine):
+        def wait_ready(self, timeout_s, stop) -> None:
+            weights.write_bytes(b"y" * 128)  # retrained into the same folder as the engine reads it
+
+    starts = []
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: starts.append(a) or _ReplacedWhileLoading())
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)
+    state = ServerState(config=ServeConfig(model=str(tmp_path), engine_restart_backoff_s=0.0), layout=layout,
+                        status="ready", engines={"generator": _DeadEngine()}, dead={"generator": asyncio.Event()},
+                        dead_reason={"generator": "the generator engine exited with code 1"})
+    state.dead["generator"].set()
+
+    async def heal() -> None:
+        assert heal_the_dead(state) == ["generator"]
+        await asyncio.gather(*state.tasks)
+
+    fatal = []
+    state.on_fatal = lambda: fatal.append(1)
+    asyncio.run(heal())
+    assert len(starts) == 1 and fatal == [1] and state.status == "failed"
+    assert state.failure == ("the generator engine was restarted over other weights: checkpoint changed under a "
+                             "running judge-serve: restart judge-serve")
+    assert state.dead["generator"].is_set() and "generator" in state.dead_reason

@@ -12,6 +12,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+import pytest
+
 import serve.launch
 from serve.config import ServeConfig
 from serve.supervision import ServerState, heal_the_dead
@@ -98,12 +100,17 @@ class StartedEngine:
 
     owned = True
     url = "http://127.0.0.1:9"
-    log_path = None
+    log_path = pid = None
+    command = ()
+    spec = "generator-spec"
 
     def wait_ready(self, timeout_s, stop) -> None:
         return None
 
     def exit_code(self) -> None:
+        return None
+
+    def stop(self) -> None:
         return None
 
 
@@ -150,6 +157,160 @@ def test_a_restart_that_cannot_start_its_engine_counts_and_past_the_limit_judge_
     asyncio.run(heal())
 
 
+class HangingEngine(StartedEngine):
+    """A restarted engine whose load hangs: ``wait_ready`` gives up after its whole timeout, on a fake clock."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+
+    def wait_ready(self, timeout_s, stop) -> None:
+        from serve.launch import EngineStartError
+
+        self.clock[0] += timeout_s
+        raise EngineStartError(f"the generator engine did not answer within {timeout_s:.0f} s")
+
+
+def _fake_clock(monkeypatch) -> list[float]:
+    """serve.supervision's ``time.monotonic`` on a clock the test moves (only that module's view of ``time``)."""
+    import types
+
+    import serve.supervision
+
+    clock = [1000.0]
+    monkeypatch.setattr(serve.supervision, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    return clock
+
+
+def test_restarts_that_never_come_up_stop_judge_serve_however_long_each_took(monkeypatch):
+    """Each restart's load hangs for engine_start_timeout_s (900 s), longer than engine_restart_window_s (600 s): the
+    window never held more than one restart, so judge-serve restarted it for ever, "restarting" on /health. Three
+    restarts in a row that never came up (engine_max_restarts=3) stop it (exit 1), naming why."""
+    import serve.supervision
+
+    clock = _fake_clock(monkeypatch)
+    starts = []
+    monkeypatch.setattr(serve.supervision.Engine, "start",
+                        lambda *a, **k: starts.append(clock[0]) or HangingEngine(clock))
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+
+    async def heal() -> None:
+        state = _dead_generator(engine_max_restarts=3, engine_restart_window_s=600.0, engine_start_timeout_s=900.0)
+        fatal = _healed(state)
+        await asyncio.wait_for(fatal.wait(), 60)  # the bound only ends a failing test
+        assert state.status == "failed"
+        assert state.failure.startswith("the generator engine was restarted 3 times in a row and never came up")
+        assert "engine_max_restarts=3 reached" in state.failure
+
+    asyncio.run(heal())
+    assert starts == [1000.0, 1900.0, 2800.0]  # each 900 s after the last: never two within the 600 s window
+
+
+def test_a_restart_that_came_up_clears_the_count_of_those_that_did_not(monkeypatch):
+    """Two restarts that hung, then one that answers: judge-serve serves it, and the next death starts a new count."""
+    import serve.supervision
+
+    clock = _fake_clock(monkeypatch)
+    engines = [HangingEngine(clock), HangingEngine(clock), StartedEngine()]
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: engines.pop(0))
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+
+    async def heal() -> ServerState:
+        state = _dead_generator(engine_max_restarts=3, engine_restart_window_s=600.0, engine_start_timeout_s=900.0)
+        _healed(state)
+        await asyncio.gather(*state.tasks)
+        return state
+
+    state = asyncio.run(heal())
+    assert state.status == "ready" and engines == [] and state.restarts["generator"] == 3
+    assert "generator" not in state.dead_reason and state.failed_restarts == {}
+
+
+class KeyedEngine(StartedEngine):
+    """A restarted engine that answers at once, under the key it was started with."""
+
+    def __init__(self, api_key: str | None) -> None:
+        self.api_key = api_key
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+
+@pytest.mark.parametrize("shared_key", [None, "the-users-key"])
+def test_every_restart_gets_a_fresh_engine_key_unless_the_user_set_one(monkeypatch, shared_key):
+    """A dead engine's port is free before judge-serve notices the death, and requests sent there meanwhile carry
+    the engine's key: whoever took the port has it. Each restart gets a key of its own (the judging client sends
+    it from then on), so that key opens no restarted engine; a key the user set ($VLLM_API_KEY) is the user's to
+    share and stays."""
+    import serve.supervision
+    from serve.engine_auth import ENGINE_KEY_ENV
+    from serve.engine_client import EngineClient
+
+    if shared_key is None:
+        monkeypatch.delenv(ENGINE_KEY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ENGINE_KEY_ENV, shared_key)
+    keys = []
+
+    def start(spec, config, log_dir, api_key=None):
+        keys.append(api_key)
+        return KeyedEngine(api_key)
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", start)
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+
+    async def two_deaths() -> EngineClient:
+        state = _dead_generator()
+        client = state.clients["generator"] = EngineClient(
+            None, "http://127.0.0.1:8", state.dead["generator"], lambda: "dead",
+            headers={"Authorization": "Bearer the-dead-engines-key"})
+        for _ in range(2):
+            state.dead_reason["generator"] = "the generator engine exited with code 1"
+            state.dead["generator"].set()
+            _healed(state)
+            await asyncio.gather(*state.tasks)
+            state.tasks.clear()
+            assert "generator" not in state.dead_reason
+            assert client.headers["Authorization"] == f"Bearer {keys[-1]}"
+        return client
+
+    asyncio.run(two_deaths())
+    if shared_key is None:
+        assert len(keys) == 2 and all(isinstance(k, str) and len(k) >= 32 for k in keys) and keys[0] != keys[1]
+    else:
+        assert keys == ["the-users-key", "the-users-key"]
+
+
+def test_a_restart_updates_run_jsons_engines_and_files_no_earlier_launch(monkeypatch, tmp_path):
+    """run.json after two restarts: the engines section names the running engine and its restarts; the launch is
+    this judge-serve's own, not filed again under earlier_launches per restart (it was: two entries, same pid)."""
+    import serve.supervision
+    from judge.checkpoints import JudgeKind
+    from judge.plumbing.provenance import read_provenance, write_provenance
+    from serve.layout import CheckpointLayout
+
+    monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: StartedEngine())
+    write_provenance(tmp_path, "judge-serve", {"model": "/ckpt"}, engines={"generator": {"restarts": 0}})
+    launch = read_provenance(tmp_path)["launch"]
+
+    async def two_deaths() -> None:
+        state = _dead_generator()
+        state.layout = CheckpointLayout(kind=JudgeKind.SEQ2SEQ, root=tmp_path, generator_dir=tmp_path)
+        state.log_dir = tmp_path
+        for _ in range(2):
+            state.dead_reason["generator"] = "the generator engine exited with code 1"
+            _healed(state)
+            await asyncio.gather(*state.tasks)
+            state.tasks.clear()
+
+    asyncio.run(two_deaths())
+    record = read_provenance(tmp_path)
+    assert record["earlier_launches"] == [] and record["launch"] == launch
+    assert record["engines"] == {"generator": {"url": "http://127.0.0.1:9", "pid": None, "command": [], "log": None,
+                                               "restarts": 2}}
+    assert record["config"] == {"model": "/ckpt"}
+
+
 def test_a_restart_no_retry_can_mend_stops_judge_serve_at_once(monkeypatch):
     """An engine whose program is gone (ENOENT) fails the same way every time: judge-serve gives up on the first
     attempt instead of spending its restarts, naming why."""
@@ -184,7 +345,7 @@ def test_a_run_record_that_cannot_be_written_does_not_stop_a_restart(monkeypatch
     def full_disk(state) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(serve.supervision, "_write_run_record", full_disk)
+    monkeypatch.setattr(serve.supervision, "_update_run_record", full_disk)
 
     async def heal() -> None:
         state = _dead_generator()
@@ -260,3 +421,51 @@ def test_an_engines_ipc_sockets_live_in_its_own_folder_removed_when_it_stops(mon
     assert ipc.parent == base and ipc == engine.ipc_dir and sorted(p.name for p in ipc.iterdir()) == ["a", "b"]
     engine.stop(grace_s=0)  # killed: the sockets' files outlive their processes
     assert not ipc.exists() and list(base.iterdir()) == []
+
+
+class ServingEngine(StartedEngine):
+    """An engine judge-serve started that was serving: its process runs (no exit code), at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def log_tail(self, lines: int) -> str:
+        return ""
+
+
+def test_an_engine_whose_port_refuses_connections_counts_as_dead_before_its_supervisor_exits():
+    """vLLM's API server killed: its port is free at once, but its supervisor exits only once the engine's other
+    processes are gone (up to ORPHAN_GRACE_S, 5 s), and judge-serve watched only that exit; requests sent meanwhile
+    carried the engine's key to whatever bound the port. The watcher counts an engine of its own whose port refuses
+    connections as dead at its next look: calls to it give up, its tree is stopped and it is restarted. One whose
+    port accepts is left alone."""
+    import socket
+
+    from judge.plumbing.processes import free_port
+    from serve.supervision import _watch
+
+    config = ServeConfig(model="/ckpt", engine_restart_backoff_s=600.0, engine_hang_probes=0)
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        gone = ServingEngine(f"http://127.0.0.1:{free_port()}")  # nothing listens there: refused
+        alive = ServingEngine(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        state = ServerState(config=config, layout=None, status="ready", engines={"generator": gone, "pooler": alive},
+                            dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
+
+        async def watch() -> None:
+            watcher = asyncio.create_task(_watch(state, interval_s=0.001))
+            await asyncio.wait_for(state.dead["generator"].wait(), 30)  # the bound only ends a failing test
+            await asyncio.to_thread(gone.stopped.wait, 30)
+            for _ in range(5):  # a few more looks: the live one stays served
+                await asyncio.sleep(0.01)
+            watcher.cancel()
+            for task in state.tasks:
+                task.cancel()
+
+        asyncio.run(watch())
+    assert state.dead_reason["generator"].startswith(
+        "the generator engine's server is gone (its port refuses connections); judge-serve is restarting it")
+    assert gone.stopped.is_set() and "pooler" not in state.dead_reason and not alive.stopped.is_set()
