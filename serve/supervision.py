@@ -415,7 +415,7 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                 # Its server is gone while its supervisor waits (up to ORPHAN_GRACE_S, 5 s) for the engine's other
                 # processes before it exits: meanwhile the port is free, and whatever judge-serve sent there would
                 # hand the engine's key to any program that bound it. Counted dead now, stopped, restarted.
-                reason = state.hung[role] = f"the {role} engine's server is gone (its port refuses connections)"
+                reason = state.hung[role] = f"the {role} engine's server is gone {_PORT_REFUSED}"
                 log.error("%s (log: %s)", reason, engine.log_path)
             elif owned_turn and state.http is not None:
                 # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits: without
@@ -451,6 +451,10 @@ def _declare_dead(state: ServerState, role: str, reason: str) -> None:
     if healing:
         state.retry_after[role] = 5
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
+
+
+#: How a death seen at the engine's port ends its reason (``_watch``), before its supervisor has exited.
+_PORT_REFUSED = "(its port refuses connections)"
 
 
 async def _refuses(url: str, timeout_s: float = 0.25) -> bool:
@@ -495,7 +499,12 @@ async def _heal(state: ServerState, role: str) -> None:
     try:
         # An engine that exited: its supervisor already took its process tree down; stop() reaps it and SIGKILLs
         # any straggler. A hung one: stop() takes its tree down (SIGINT, then SIGKILL).
-        await asyncio.to_thread(state.engines[role].stop)
+        code = await asyncio.to_thread(state.engines[role].stop)
+        if hung is not None and hung.endswith(_PORT_REFUSED) and code is not None:
+            # Its server died: seen at its port before its supervisor exited, whose status (the server's: -9 for a
+            # kill -9) stop() has only now. From here on it is an engine that exited, as /health tells.
+            state.last_exit[role] = code
+            hung = None
         while state.status == "ready":
             now = time.monotonic()
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]

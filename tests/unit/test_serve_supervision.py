@@ -469,3 +469,40 @@ def test_an_engine_whose_port_refuses_connections_counts_as_dead_before_its_supe
     assert state.dead_reason["generator"].startswith(
         "the generator engine's server is gone (its port refuses connections); judge-serve is restarting it")
     assert gone.stopped.is_set() and "pooler" not in state.dead_reason and not alive.stopped.is_set()
+
+
+class KilledEngine(ServingEngine):
+    """A served engine whose API server was killed (-9): its port refuses, and its supervisor's status, the server's,
+    is known once judge-serve has stopped it."""
+
+    def stop(self) -> int:
+        self.stopped.set()
+        return -9
+
+
+def test_a_death_seen_at_the_port_is_reported_with_its_exit_code_once_stopped():
+    """/health's last_exit stayed None for an engine whose death the port showed first (its supervisor exited only
+    after judge-serve stopped it), and every restart message called it gone rather than exited: once stopped, the
+    supervisor's status (the server's, -9) is the engine's last exit, and the restart says it exited with it."""
+    from judge.plumbing.processes import free_port
+    from serve.supervision import _watch
+
+    config = ServeConfig(model="/ckpt", engine_restart_backoff_s=600.0, engine_hang_probes=0)
+    gone = KilledEngine(f"http://127.0.0.1:{free_port()}")
+    state = ServerState(config=config, layout=None, status="ready", engines={"generator": gone},
+                        dead={"generator": asyncio.Event()})
+
+    async def watch() -> None:
+        watcher = asyncio.create_task(_watch(state, interval_s=0.001))
+        await asyncio.wait_for(state.dead["generator"].wait(), 30)  # the bound only ends a failing test
+        await asyncio.to_thread(gone.stopped.wait, 30)
+        while "restart 1 of" not in state.dead_reason.get("generator", ""):  # the heal task's next step, no sleep
+            await asyncio.sleep(0)
+        watcher.cancel()
+        for task in state.tasks:
+            task.cancel()
+
+    asyncio.run(watch())
+    assert state.last_exit["generator"] == -9
+    assert state.dead_reason["generator"].startswith(
+        "the generator engine exited with code -9; judge-serve is restarting it (restart 1 of")
