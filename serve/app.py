@@ -67,7 +67,7 @@ from judge.wire import ModelLimits
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
-from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, unless_dead
+from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, read_up_to, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
@@ -337,14 +337,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
         if upstream_response.status >= 400:
             try:
-                # Read to the end (or the cap): one read returns what has arrived, so an answer cut after its first
-                # packet was relayed as a partial error body, or not, as the packets fell.
-                parts, size = [], 0
-                while size < _MAX_ENGINE_ERROR_BYTES and (
-                        chunk := await upstream_response.content.read(_MAX_ENGINE_ERROR_BYTES - size)):
-                    parts.append(chunk)
-                    size += len(chunk)
-                raw = b"".join(parts)
+                raw = await read_up_to(upstream_response, _MAX_ENGINE_ERROR_BYTES)
             except (aiohttp.ClientError, asyncio.TimeoutError) as err:
                 return unreadable(state, role, f"error answer ({upstream_response.status})", err)
             finally:

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S",
            "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineUnavailable", "EngineFailure", "unreadable_answer",
-           "read_capped"]
+           "read_capped", "read_up_to"]
 
 
 class EngineUnavailable(Exception):
@@ -128,12 +128,20 @@ async def read_capped(response: aiohttp.ClientResponse, path: str) -> bytes:
     cap = MAX_ANSWER_BYTES
     if response.content_length is not None and response.content_length > cap:
         raise unreadable_answer(path, f"{response.content_length} bytes (Content-Length)", "too large")
+    body = await read_up_to(response, cap + 1)
+    if len(body) > cap:
+        raise unreadable_answer(path, f"more than {cap} bytes", "too large")
+    return body
+
+
+async def read_up_to(response: aiohttp.ClientResponse, n: int) -> bytes:
+    """The first ``n`` bytes of ``response``'s body, or all of it when shorter: read to its end, since one read
+    returns only what has arrived (an answer broken off after its first packet was read whole, or not, as the
+    packets fell). Raises what aiohttp raises for a body cut short (``aiohttp.ClientPayloadError``)."""
     parts, size = [], 0
-    while chunk := await response.content.read(cap + 1 - size):
+    while size < n and (chunk := await response.content.read(n - size)):
         parts.append(chunk)
         size += len(chunk)
-        if size > cap:
-            raise unreadable_answer(path, f"more than {cap} bytes", "too large")
     return b"".join(parts)
 
 
