@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -58,3 +59,12 @@ def one_certificate_trust_store(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SSL_CERT_FILE", str(store))
         yield
+
+
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler (a KeyboardInterrupt in the main thread), whatever an earlier test on this worker
+    left installed (serving's tests install judge-serve's), put back as it was afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -6,21 +6,10 @@ import json
 import os
 import signal
 
-import pytest
-
 from eval.mera import cli
 from tests.support.mera_humaneval import SAMPLE
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.unit.test_mera_rutie import completion_body
-
-
-@pytest.fixture
-def python_sigint_handler():
-    """Python's own SIGINT handler (a KeyboardInterrupt in the main thread), whatever an earlier test on this worker
-    left installed (serving's tests install judge-serve's), put back as it was afterwards."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_answers(tmp_path, capsys, python_sigint_handler):

@@ -20,15 +20,6 @@ from tests.support.eval_cli import sample_by_split
 from tests.unit.test_eval_cli import ScriptedServer, _ids, _run_args
 
 
-@pytest.fixture
-def python_sigint_handler():
-    """Python's own SIGINT handler (a KeyboardInterrupt in the main thread), whatever an earlier test on this worker
-    left installed (serving's tests install judge-serve's), put back as it was afterwards."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 class CtrlCAt(ScriptedServer):
     """A scripted judge that presses Ctrl+C on this process when its ``at``-th chat request arrives (then answers it,
     too late: the run is being cancelled)."""

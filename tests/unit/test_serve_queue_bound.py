@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import threading
 import time
 
@@ -247,61 +248,19 @@ def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir
     assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
 
 
-def test_get_reward_waits_for_room_and_no_request_passes_it(tiny_causal_dir):
-    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3. A /get_reward request of 2
-    waits for room (OpenRLHF does not wait out a Retry-After), and while it waits a /v1/judge request of 1, which
-    would fit, is refused: it would pass the one in line. Once the first is answered, the reward request is judged
-    (200, its reward), nothing of it sent before."""
-    engine = HeldScriptedEngine()
-    with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
-        from serve.app import create_app
+@contextlib.contextmanager
+def _reward_in_line_behind_a_held_request(tiny_causal_dir):
+    """judge-serve over TCP (bound 3) with a /v1/judge request of 2 judgments held at its engine and a /get_reward
+    request of 2 in line behind it (its deadline, 170 s, out of reach). Yields the scene: ``root``, ``loop`` (the
+    server's), ``state``, ``endpoint``, ``result`` (each sender's response by name, once it has one), ``senders``
+    and ``sent`` (the engine calls made before the reward request). On the way out the engine lets go and the
+    senders end."""
+    from types import SimpleNamespace
 
-        app = create_app(_reward_config(endpoint.url, tiny_causal_dir))
-        with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
-            state = app.state.serve
-            assert state.status == "ready", state.failure
-            line = state.judge.queue._waiting = JoinedLine()
-            result: dict = {}
-
-            def post(name: str, path: str, body: dict) -> None:
-                result[name] = httpx.post(root + path, json=body, timeout=FAILING_AFTER_S)
-
-            senders = [threading.Thread(target=post, args=("first", "/v1/judge", _request(2, "first")))]
-            senders[0].start()
-            try:
-                assert engine.arrived.wait(FAILING_AFTER_S)
-                sent = len(endpoint.bodies("/v1/completions"))
-                senders.append(threading.Thread(target=post, args=("reward", "/get_reward", REWARD_BODY)))
-                senders[1].start()
-                assert line.joined.wait(FAILING_AFTER_S)
-                passing = httpx.post(root + "/v1/judge", json=_request(1, "passing"), timeout=FAILING_AFTER_S)
-                assert len(endpoint.bodies("/v1/completions")) == sent and "reward" not in result
-            finally:
-                engine.release.set()
-                for sender in senders:
-                    sender.join(FAILING_AFTER_S)
-    assert passing.status_code == 503 and passing.json()["error"]["code"] == "queue_full", passing.text
-    assert "1 request(s) waiting for room" in passing.json()["error"]["message"]
-    reward = result["reward"]
-    assert reward.status_code == 200, reward.text
-    assert len(reward.json()["rewards"]) == 1 and reward.json()["rewards"][0] is not None
-    assert reward.json()["extra_logs"]["judge_failures"] == [0.0]
-    assert result["first"].status_code == 200, result["first"].text
-    assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
-
-
-def test_get_reward_waiting_for_room_is_refused_at_once_when_judge_serve_drains(tiny_causal_dir):
-    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3; a /get_reward request of 2 waits
-    for room (its deadline, 170 s, out of reach). The drain begins (``serve.cli.begin_drain``, what SIGTERM runs, on
-    the server's loop): the reward request gets 503 ``queue_full`` with Retry-After, saying judge-serve shuts down,
-    while the first is still held, not after holding the drain until its deadline; nothing of it reached the engine.
-    The first, in flight, is still answered once its engine answers."""
-    from serve.cli import begin_drain
+    from serve.app import create_app
 
     engine = HeldScriptedEngine()
     with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
-        from serve.app import create_app
-
         app = create_app(_reward_config(endpoint.url, tiny_causal_dir))
         with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, loop):
             state = app.state.serve
@@ -320,14 +279,47 @@ def test_get_reward_waiting_for_room_is_refused_at_once_when_judge_serve_drains(
                 senders.append(threading.Thread(target=post, args=("reward", "/get_reward", REWARD_BODY)))
                 senders[1].start()
                 assert line.joined.wait(FAILING_AFTER_S)
-                loop.call_soon_threadsafe(begin_drain, state)
-                senders[1].join(FAILING_AFTER_S)
-                assert "reward" in result and "first" not in result, "the drain did not release the waiting request"
-                assert len(endpoint.bodies("/v1/completions")) == sent
+                yield SimpleNamespace(root=root, loop=loop, state=state, endpoint=endpoint, result=result,
+                                      senders=senders, sent=sent)
             finally:
                 engine.release.set()
                 for sender in senders:
                     sender.join(FAILING_AFTER_S)
+
+
+def test_get_reward_waits_for_room_and_no_request_passes_it(tiny_causal_dir):
+    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3. A /get_reward request of 2
+    waits for room (OpenRLHF does not wait out a Retry-After), and while it waits a /v1/judge request of 1, which
+    would fit, is refused: it would pass the one in line. Once the first is answered, the reward request is judged
+    (200, its reward), nothing of it sent before."""
+    with _reward_in_line_behind_a_held_request(tiny_causal_dir) as scene:
+        passing = httpx.post(scene.root + "/v1/judge", json=_request(1, "passing"), timeout=FAILING_AFTER_S)
+        assert len(scene.endpoint.bodies("/v1/completions")) == scene.sent and "reward" not in scene.result
+    state, result = scene.state, scene.result
+    assert passing.status_code == 503 and passing.json()["error"]["code"] == "queue_full", passing.text
+    assert "1 request(s) waiting for room" in passing.json()["error"]["message"]
+    reward = result["reward"]
+    assert reward.status_code == 200, reward.text
+    assert len(reward.json()["rewards"]) == 1 and reward.json()["rewards"][0] is not None
+    assert reward.json()["extra_logs"]["judge_failures"] == [0.0]
+    assert result["first"].status_code == 200, result["first"].text
+    assert state.judge.queue.queued == 0 and state.judge.queue.waiting == 0
+
+
+def test_get_reward_waiting_for_room_is_refused_at_once_when_judge_serve_drains(tiny_causal_dir):
+    """A /v1/judge request of 2 judgments is held at the engine under a bound of 3; a /get_reward request of 2 waits
+    for room (its deadline, 170 s, out of reach). The drain begins (``serve.cli.begin_drain``, what SIGTERM runs, on
+    the server's loop): the reward request gets 503 ``queue_full`` with Retry-After, saying judge-serve shuts down,
+    while the first is still held, not after holding the drain until its deadline; nothing of it reached the engine.
+    The first, in flight, is still answered once its engine answers."""
+    from serve.cli import begin_drain
+
+    with _reward_in_line_behind_a_held_request(tiny_causal_dir) as scene:
+        scene.loop.call_soon_threadsafe(begin_drain, scene.state)
+        scene.senders[1].join(FAILING_AFTER_S)
+        assert "reward" in scene.result and "first" not in scene.result, "the drain did not release the waiting request"
+        assert len(scene.endpoint.bodies("/v1/completions")) == scene.sent
+    state, result = scene.state, scene.result
     reward = result["reward"]
     assert reward.status_code == 503 and int(reward.headers["retry-after"]) == QUEUE_FULL_RETRY_AFTER_S, reward.text
     error = reward.json()["error"]

@@ -105,7 +105,8 @@ def test_a_waiting_request_is_refused_at_its_deadline_and_the_next_in_line_goes_
         return refused.value
 
     refused = asyncio.run(scenario())
-    assert "max_queued_judgments=3" in str(refused) and "deadline" in str(refused) and refused.retry_after_s > 0
+    assert "max_queued_judgments=3" in str(refused) and "deadline" in str(refused)
+    assert refused.retry_after_s == QUEUE_FULL_RETRY_AFTER_S
 
 
 def test_a_cancelled_waiter_leaves_the_line_and_room_handed_to_it_goes_on():

@@ -803,7 +803,8 @@ def test_a_journal_row_from_before_the_request_check_is_reused(scripted, tmp_pat
     assert asked == ["prompt b", "prompt b2"]
 
 
-def test_ctrl_c_cancels_the_jobs_not_started_and_journals_those_in_flight(tmp_path, monkeypatch):
+def test_ctrl_c_cancels_the_jobs_not_started_and_journals_those_in_flight(tmp_path, monkeypatch,
+                                                                         python_sigint_handler):
     """Ctrl-C during a stage (a SIGINT in the main thread once all 30 jobs are queued and both workers are busy): the
     28 jobs not started are cancelled, where the pool's exit used to run every one of them, each a paid request; the 2
     in flight finish and are journalled, and the KeyboardInterrupt goes on.
@@ -847,13 +848,9 @@ def test_ctrl_c_cancels_the_jobs_not_started_and_journals_those_in_flight(tmp_pa
         return {"ok": True}
 
     monkeypatch.setattr(journal_module, "ThreadPoolExecutor", Pool)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     journal = Journal(tmp_path / "journal.jsonl")
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_jobs([(str(i), str(i)) for i in range(n_jobs)], work, journal, 2, "test")
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs([(str(i), str(i)) for i in range(n_jobs)], work, journal, 2, "test")
     assert sorted(started) == ["0", "1"]
     assert sorted(journal.rows) == ["0", "1"] and sorted(Journal(tmp_path / "journal.jsonl").rows) == ["0", "1"]
 
