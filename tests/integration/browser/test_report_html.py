@@ -109,9 +109,9 @@ def _visible_headings(table) -> list[str]:
     return [h.get_attribute("title") or h.text for h in table.find_elements(By.TAG_NAME, "th") if h.is_displayed()]
 
 
-def _fits(browser, table) -> bool:
+def _fits(driver, table) -> bool:
     """The table needs no sideways scrolling: it is no wider than its scroll box, which is no wider than the page."""
-    return browser.execute_script(
+    return driver.execute_script(
         "const t = arguments[0], box = t.parentElement;"
         "return t.scrollWidth <= box.clientWidth && box.scrollWidth <= box.clientWidth"
         " && document.documentElement.scrollWidth <= window.innerWidth;", table)
