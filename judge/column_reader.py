@@ -77,6 +77,17 @@ class _Doubt(Exception):
     """A check the table does not pass: the row path reads the source and names what is wrong."""
 
 
+def _floats(array) -> np.ndarray:
+    """A numeric Arrow array as float64 (null: NaN), or ``_Doubt`` for an integer no float64 holds exactly (past
+    2**53): Arrow's cast refuses it with an error naming no file, row or field; the row path reads it."""
+    import pyarrow as pa
+
+    try:
+        return array.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+    except pa.ArrowInvalid:
+        raise _Doubt from None
+
+
 def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, Any]:
     """One table's records as columns, after every column check (raises ``_Doubt`` where one fails).
 
@@ -149,7 +160,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         if not _is_number(aggregate.type) or (pa.types.is_floating(aggregate.type)
                                              and pc.any(pc.is_inf(aggregate)).as_py()):
             raise _Doubt
-        aggregates = aggregate.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+        aggregates = _floats(aggregate)
     else:
         aggregates = np.full(n, np.nan)
 
@@ -261,7 +272,7 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         scores = pc.struct_field(items, "score")
         if scores.null_count or not _all_finite(scores):
             raise _Doubt
-        values = scores.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+        values = _floats(scores)
         values[values == ABSTENTION_SCORE] = np.nan  # the released data's abstention
         comments = (pc.fill_null(pc.struct_field(items, "comment"), "") if comment_type is not None
                     and _is_text(comment_type) else None)
@@ -275,7 +286,7 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         flat, lengths, _ = _flat(experts)
         if not (_is_number(flat.type) or pa.types.is_null(flat.type)) or not _all_finite(flat):
             raise _Doubt
-        scores = flat.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)  # null: an abstention
+        scores = _floats(flat)  # null: an abstention
     comments, given = None, np.zeros(n, dtype=bool)
     if feedback is not None:
         if not _is_list(feedback.type):

@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~540 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~580 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -31,8 +31,17 @@ __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_re
 logger = logging.getLogger(__name__)
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)-(?P<k>\d+)-of-(?P<n>\d+)\.parquet$")
-#: A shard as ``datasets`` pushes it with a fingerprint after its number (``train-00000-of-00001-5f3c….parquet``).
-_HASHED_SHARD_NAME = re.compile(r"^(?P<split>.+?)-\d+-of-\d+-[0-9a-f]+\.parquet$")
+#: A shard as older ``datasets`` releases pushed it, with a fingerprint after its number
+#: (``train-00000-of-00001-5f3c….parquet``): the same split and shard numbers as ``_SHARD_NAME``.
+_HASHED_SHARD_NAME = re.compile(r"^(?P<split>.+?)-(?P<k>\d+)-of-(?P<n>\d+)-[0-9a-f]+\.parquet$")
+
+
+def _shard_name(name: str) -> re.Match | None:
+    """A shard file's name read as ``<split>-<k>-of-<n>``, with or without a fingerprint after it; None for another
+    name."""
+    return _SHARD_NAME.match(name) or _HASHED_SHARD_NAME.match(name)
+
+
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
 #: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
 #: taken as the file's first bytes and nothing else, at byte 0 only (anywhere else it is a character of a row).
@@ -244,14 +253,15 @@ def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | No
 
 
 def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
-    """The Parquet shards of a hub-layout folder (``data/<split>-0000k-of-0000n.parquet``, or without ``data/``),
-    in name order, for one split (default: the only one, else ``test``)."""
+    """The Parquet shards of a hub-layout folder (``data/<split>-0000k-of-0000n.parquet``, a fingerprint after the
+    numbers or not, or without ``data/``), in name order, for one split (default: the only one, else ``test``)."""
     shards = sorted((folder / "data").glob("*.parquet")) or sorted(folder.glob("*.parquet"))
     if not shards:
         return []
     by_split: dict[str, list[Path]] = {}
     for shard in shards:
-        match = _SHARD_NAME.match(shard.name)
+        # a fingerprinted name too: read as no split, its train and test shards would be loaded as one
+        match = _shard_name(shard.name)
         by_split.setdefault(match.group("split") if match else "", []).append(shard)
     if split is None:
         if len(by_split) == 1:
@@ -267,7 +277,7 @@ def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
 def _refuse_missing_shards(folder: Path, shards: list[Path]) -> None:
     """ValueError naming the shards a split's ``-0000k-of-0000n`` names say are missing (an interrupted download
     would otherwise load as a smaller benchmark without a word)."""
-    named = [m for m in (_SHARD_NAME.match(shard.name) for shard in shards) if m]
+    named = [m for m in map(_shard_name, (shard.name for shard in shards)) if m]
     counts = {int(m.group("n")) for m in named}
     if len(counts) > 1:
         raise ValueError(f"{folder}: the shards disagree on how many there are ({sorted(counts)}): "
@@ -323,7 +333,7 @@ def _refuse_split_of_a_file(path: Path, split: str | None) -> None:
     number (``train/0000.parquet``), or the file's stem (``train.jsonl``, as the synthetic split stage writes it)."""
     if split is None or not path.is_file():
         return
-    shard = _SHARD_NAME.match(path.name) or _HASHED_SHARD_NAME.match(path.name)
+    shard = _shard_name(path.name)
     # the hub's Parquet conversion names its files by number inside a folder named after their split
     # (``default/train/0000.parquet``)
     own = shard.group("split") if shard else path.parent.name if path.stem.isdigit() else path.stem
@@ -355,7 +365,20 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
         if split not in loaded:
             raise ValueError(f"{source}: no split {split!r}; available: {sorted(loaded)}")
         loaded = loaded[split]
+    elif path.is_dir() and split is not None and split != (None if loaded.split is None else str(loaded.split)):
+        # (a dataset name's split is load_dataset's to choose, above)
+        _refuse_split_of_a_dataset(source, loaded, split)
     return ((source, RowIndex(index), row) for index, row in enumerate(loaded))
+
+
+def _refuse_split_of_a_dataset(source: str, loaded, split: str) -> None:
+    """ValueError for a ``split`` asked of one ``datasets.Dataset`` (a ``save_to_disk`` folder of one split) that is
+    not its own: read whole, it would stand for the split asked for, as a single file would
+    (``_refuse_split_of_a_file``)."""
+    own = "" if loaded.split is None else f" (it holds split {str(loaded.split)!r})"
+    raise ValueError(f"{source}: a single dataset, which holds no split {split!r}{own} (a split is chosen from a "
+                     "folder of shards, a DatasetDict or a dataset name); leave out the split to read the whole "
+                     "dataset")
 
 
 def load_record_columns(source: str | Path, split: str | None = None, make_id: bool = False) -> tuple[RecordColumns, LoadReport]:

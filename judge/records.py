@@ -397,9 +397,11 @@ class JudgeRecord:
             number = _number(aggregate)
             if number is None:
                 raise fail("criteria_score", f"{_shown(aggregate)} is not a finite number")
-            if number == ABSTENTION_SCORE and annotations and not scores and "annotations" in row:
+            if number == ABSTENTION_SCORE and annotations and not scores and row.get("annotations") is not None:
                 # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
-                # be the abstention marker carried over, never a score, so the item has no aggregate.
+                # be the abstention marker carried over, never a score, so the item has no aggregate. Only when the
+                # experts came from annotations: a null annotations key beside expert_scores (a project table
+                # concatenated with released rows) leaves -1 the project's real score, as the column reader reads it.
                 number = None
             values["criteria_score"] = number
 
@@ -559,7 +561,7 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
 
     feedback = row.get("expert_feedback")
     if feedback is not None:
-        if isinstance(feedback, str) or not isinstance(feedback, (list, tuple)) and not isinstance(feedback, Iterable):
+        if not _is_list(feedback):  # an object too: iterated, it would give its keys as the texts
             raise fail("expert_feedback", "must be a list of texts, one per expert score")
         feedback = tuple(feedback)
         for text in feedback:
@@ -605,7 +607,7 @@ def _no_aggregate(value: Any) -> bool:
 def _number(value: Any) -> float | None:
     """A score as a finite float, or None: not a number, or none a float holds (NaN, an infinity, an integer past
     float's range: float() raises OverflowError on one, which would name no row)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too: float() reads them as 1/0
         return None
     if isinstance(value, str):
         if not _NUMBER_TEXT.fullmatch(value):

@@ -43,6 +43,9 @@ BAD = [
     ({"expert_scores": [1, "много"]}, "expert_scores", "item 1"),
     ({"expert_scores": [1, float("nan")]}, "expert_scores", "not a finite number"),
     ({"expert_feedback": ["только один"]}, "expert_feedback", "1 texts for 3 expert scores"),
+    # an object, one key per expert: iterated, it gave its keys as the rationales
+    ({"expert_feedback": {"Есть находки.": 1, "Свежий образ.": 2, "Точно.": 2}}, "expert_feedback",
+     "must be a list of texts"),
     ({"criteria_score": "высокий"}, "criteria_score", "not a finite number"),
     ({"reference_answer": 5}, "reference_answer", "must be text"),
     # said for the command line, which has no make_id flag; the Python API's make_id comes last
@@ -84,6 +87,19 @@ def test_an_integer_too_long_for_repr_is_named_without_its_digits():
     itself must not raise."""
     with pytest.raises(RecordError, match=r"row index 0: field 'expert_scores': item 1 \(an integer of about 5001 digits\)"):
         records_from_rows([GOOD | {"expert_scores": [1, -(10**5_000), 2]}])
+
+
+def test_numpy_booleans_are_no_scores():
+    """Rows from pandas (``pd.read_parquet(...).to_dict("records")``) carry numpy values: a numpy boolean is refused as
+    a score as Python's True is (float() read it as 1.0), while numpy numbers still read."""
+    import numpy as np
+
+    (record,) = records_from_rows([GOOD | {"expert_scores": np.array([1, 2, 2]), "criteria_score": np.float64(1.5)}])
+    assert record.expert_scores == (1.0, 2.0, 2.0) and record.criteria_score == 1.5
+    for mutation, field, fragment in [({"expert_scores": np.array([True, False, True])}, "expert_scores", "item 0"),
+                                      ({"criteria_score": np.True_}, "criteria_score", "is not a finite number")]:
+        with pytest.raises(RecordError, match=rf"row index 0: field '{field}': .*{fragment}"):
+            records_from_rows([GOOD | mutation])
 
 
 def test_duplicate_ids_name_both_rows():
@@ -141,6 +157,22 @@ def test_json_list_parquet_and_datasets_folder(tmp_path):
     assert load_records(tmp_path / "dsd", split="test") == expected
     with pytest.raises(ValueError, match="no split 'train'"):
         load_records(tmp_path / "dsd", split="train")
+
+
+def test_a_split_a_saved_dataset_does_not_hold_is_refused(tmp_path):
+    """A save_to_disk folder of one Dataset holds one split, as a single file does: a split it is not is refused
+    (read whole, it would stand for the split asked for), its own is read; one saved with no split refuses any."""
+    import datasets
+
+    rows = [GOOD, GOOD | {"id": "a2"}]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "plain"))
+    datasets.Dataset.from_list(rows, split="test").save_to_disk(str(tmp_path / "test"))
+    assert len(load_records(tmp_path / "plain")) == 2 and len(load_records(tmp_path / "test", split="test")) == 2
+    with pytest.raises(ValueError, match=r"plain: a single dataset, which holds no split 'nonexistent' \(a split is"):
+        load_records(tmp_path / "plain", split="nonexistent")
+    with pytest.raises(ValueError, match=r"test: a single dataset, which holds no split 'train' \(it holds split "
+                                         r"'test'\)"):
+        load_records(tmp_path / "test", split="train")
 
 
 def test_missing_path_is_a_clear_error(tmp_path):

@@ -486,3 +486,43 @@ def test_an_exact_duplicate_row_with_nan_in_an_unknown_column_is_counted(tmp_pat
     with pytest.raises(RecordError, match="row index 1: field 'id': 'a1' repeats the id of row index 0 with different "
                                           "content"):
         records_from_rows([rows[0], rows[0] | {"weight": 0.5}])
+
+
+BIG = 2**53 + 1  # the first integer no float64 holds exactly: it reads as 2**53
+
+
+def test_an_integer_score_no_float_holds_exactly_loads_as_the_row_path_reads_it(tmp_path):
+    """An integer score past 2**53 (an expert's, a released annotation's, the aggregate) made Arrow's cast to float64
+    raise ArrowInvalid ("Integer value ... not in range"), naming no file, row or field; the column reader now hands
+    such a table to the row path, which reads it as the nearest float (2**53) and counts it off the 0..2 scale."""
+    project = [GOOD | {"id": "big", "expert_scores": [BIG, 1, 2], "criteria_score": BIG},
+               GOOD | {"id": "a2", "criteria_score": 1}]
+    released = [{k: v for k, v in GOOD.items() if k not in ("expert_scores", "expert_feedback")}
+                | {"id": "big", "annotations": [{"comment": "а", "score": BIG}, {"comment": "б", "score": 1}]}]
+    files = [_jsonl(tmp_path / "d.jsonl", project)]
+    for name, rows in (("d.parquet", project), ("released.parquet", released)):
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / name)
+        files.append(tmp_path / name)
+    for path in files:
+        records, report = load_records_report(path)
+        columns, column_report = judge.load_record_columns(path)
+        assert columns.records() == records and column_report == report
+        assert records[0].expert_scores[0] == 2.0**53
+        # the released row's aggregate is derived: (2**53 + 1.0) / 2 in floats, where the 1 is lost, is 2**52
+        assert records[0].criteria_score == (2.0**53 if path.name != "released.parquet" else 2.0**52)
+        assert report.n_off_scale == 1, path
+
+
+def test_a_null_annotations_column_leaves_a_project_rows_minus_one_a_score(tmp_path):
+    """A project row (-1 a real score, null an abstention) beside an all-null annotations column, as concatenating a
+    converted table with released rows gives: its criteria_score -1 with every expert abstaining stays -1 on both
+    paths (the row path took the annotations key alone for released experts and read None), off the 0..2 scale."""
+    row = GOOD | {"id": "p", "expert_scores": [None, None, None], "criteria_score": -1, "annotations": None}
+    path = _jsonl(tmp_path / "d.jsonl", [row])  # JSONL: an annotations key, null: the row path
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "d.parquet")  # Parquet: a null column, the column path
+    for source in (path, tmp_path / "d.parquet"):
+        for load in (load_records_report, judge.load_record_columns):
+            records, report = load(source)
+            records = records if isinstance(records, list) else records.records()
+            assert records[0].criteria_score == -1.0 and records[0].expert_scores == (), (source, load)
+            assert (report.n_off_scale, report.n_all_abstained) == (1, 1), (source, load)

@@ -225,6 +225,28 @@ def test_shard_folder_split_selection(tmp_path):
         load_records(folder, split="dev")
 
 
+def test_fingerprinted_shard_names_keep_their_splits(tmp_path):
+    """Shards named as earlier datasets releases pushed them, a fingerprint after the numbers
+    (train-00000-of-00001-5f3c9a1b.parquet), are split as the plain names are: "test" by default, "train" on asking,
+    by every reader (source_rows too, which judge-eval rank reads), and a split missing a shard is refused, never
+    all of them read as one split."""
+    from judge.record_sources import source_rows
+
+    folder = write_released_dataset(tmp_path / "hashed", rows=released_rows()[:3], n_shards=1)  # 3 train rows
+    (folder / "data" / "test-00000-of-00001.parquet").rename(folder / "data" / "train-00000-of-00001-5f3c9a1b.parquet")
+    write_released_dataset(folder, rows=released_rows()[3:5], n_shards=1)  # 2 test rows
+    (folder / "data" / "test-00000-of-00001.parquet").rename(folder / "data" / "test-00000-of-00001-0a1b2c3d.parquet")
+    for load in (judge.load_records, lambda *a, **k: judge.load_record_columns(*a, **k)[0].records()):
+        assert len(load(folder)) == 2 and len(load(folder, split="train")) == 3
+    assert len(list(source_rows(folder))) == 2 and len(list(source_rows(folder, split="train"))) == 3
+    with pytest.raises(ValueError, match=r"no shards of split 'dev'; available: \['test', 'train'\]"):
+        load_records(folder, split="dev")
+    (folder / "data" / "train-00000-of-00001-5f3c9a1b.parquet").rename(
+        folder / "data" / "train-00001-of-00002-5f3c9a1b.parquet")  # the first of two is not there
+    with pytest.raises(ValueError, match=r"split 'train' has 1 of its 2 shards; missing: 00000"):
+        load_records(folder, split="train")
+
+
 def test_unreachable_dataset_name_is_a_clear_error(monkeypatch):
     """A dataset name datasets cannot load says which name, that the hub may be unreachable, and how to fix it."""
     import datasets
