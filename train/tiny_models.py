@@ -12,7 +12,8 @@ on a CPU. This module gives both, with no hub access:
   and servable by vLLM.
 * :func:`build_qwen3_tokenizer` and :func:`build_tiny_qwen3` do the same for Qwen3 judges (``Pollux-4B-Judge`` is a
   Qwen3-4B): the same BPE, Qwen3's 26 added tokens (``<think>``/``</think>`` included) and Qwen3's real chat
-  template, whose ``enable_thinking=False`` switch ``judge.apply_chat`` always sets.
+  template, whose ``enable_thinking=False`` switch ``judge.apply_chat`` sets unless its caller asks for thinking
+  (integer-format judges such as ``Pollux-4B-Judge``, prompted with thinking on).
 
 Example::
 
