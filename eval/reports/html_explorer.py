@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~750 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~770 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -87,8 +87,11 @@ def explorer_json(data: Mapping[str, Any]) -> str:
 
 
 def _json_bytes(value: Any) -> int:
-    """The bytes of ``value`` as the page's JSON writes it (compact, non-ASCII kept, UTF-8)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    """The bytes of ``value`` as the page embeds its JSON (compact, non-ASCII kept, UTF-8): each ``<`` is written
+    ``\\u003c`` there (``eval.reports.html_report``), 5 bytes more, so a text of code or markup costs up to 6 times
+    its length and the budget must count that."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8")) + 5 * text.count("<")
 
 
 def _clip(text: str | None) -> str:
@@ -323,6 +326,12 @@ def _record_text(record, strings: _Strings) -> dict[str, Any]:
             "c": [_clip(c) for c in record.expert_feedback or []]}
 
 
+def _absent_text(note: str, strings: _Strings) -> dict[str, Any]:
+    """An item's texts when the data lacks them: empty, with ``note`` (why) said in their place; its verdicts are
+    embedded all the same."""
+    return {"i": strings(""), "a": strings(""), "r": strings(""), "u": strings(""), "c": [], "m": note}
+
+
 def _read_items(path: Path) -> dict[str, list]:
     import pyarrow.parquet as pq
 
@@ -539,8 +548,10 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
 
     Args:
         items: ``items.parquet`` as columns (lists, or numpy arrays for the numeric ones).
-        records: the labelled records (for the texts): ``judge.RecordColumns`` or a ``JudgeRecord`` list; or None.
-        predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None.
+        records: the labelled records (for the texts): ``judge.RecordColumns`` or a ``JudgeRecord`` list; or None
+            (the items' feedback is embedded all the same, ``records_note`` in place of their texts).
+        predictions: the run's predictions (for the judge's feedback): a prediction table or rows, or None. Only
+            the items ``items`` counts as predicted (status not ``missing``) show theirs.
         judge_name, target: labels.
         text_items: see ``DEFAULT_TEXT_ITEMS``.
         records_note, predictions_note: why ``records`` / ``predictions`` is None (``missing_note``), said on the
@@ -602,8 +613,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         values[key], coded = _coded(*labelled[key], ordered.get(key))
         codes.append(coded)
 
-    if records is None:
-        with_text = []
+    if records is None and predictions is None:
+        with_text = []  # nothing to embed: the page's notes say both files are gone
     else:
         # (criterion, model) in sorted order is (criterion's code, model's code): their filters' options are their
         # labels, sorted. A null criterion or model is labelled too, so a foreign items.parquet with gaps in those
@@ -614,11 +625,23 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     budget = _TextBudget(strings, text_bytes)
     detail = [-1] * n
     texts.prefetch(ids[i] for i in with_text)
-    chosen = [i for i in with_text if texts.get(ids[i]) is not None]  # worst first: the budget keeps the worst
     missing_predictions = {"m": predictions_note} if predictions is None and predictions_note else None
-    for i, verdict in zip(chosen, verdicts.of([ids[i] for i in chosen])):
-        detail[i] = budget.add(lambda: {**_record_text(texts.get(ids[i]), strings),
-                                        "v": [missing_predictions or verdict]})
+    # An item without its texts (the data file gone, or the data no longer holds its id) keeps its verdict, the note
+    # saying why its texts are absent; it takes its slot of the cap like any embedded item.
+    no_data = records_note or "The labelled data was not given: the items' texts are not in this page."
+
+    def item_detail(i: int, verdict: dict[str, Any] | None) -> dict[str, Any]:
+        record = texts.get(ids[i])
+        out = (_record_text(record, strings) if record is not None
+               else _absent_text(no_data if records is None else f"Item {ids[i]} is not in the labelled data.",
+                                 strings))
+        # An item items.parquet counts as having no prediction shows none: the predictions read again here may hold
+        # a row score left out (one that judged a text the data no longer has, eval.scoring.score.stale_rows).
+        out["v"] = [(missing_predictions or verdict) if present[i] else None]
+        return out
+
+    for i, verdict in zip(with_text, verdicts.of([ids[i] for i in with_text])):
+        detail[i] = budget.add(lambda: item_detail(i, verdict))
         if budget.full:
             break
     rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
@@ -629,7 +652,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
-        "no_text_note": (records_note if records is None and records_note
+        "no_text_note": (records_note if records is None and records_note and not details
                          else _no_text_note(len(details), n, budget.note())),
         "notes": [note for note in (records_note, predictions_note, budget.note() and
                                     f"Texts are embedded for {len(details)} of {n} items: {budget.note()}.") if note],
@@ -680,9 +703,14 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
 
     strings, out_rows = _Strings(), []
     budget = _TextBudget(strings)
+    # Over each verdict of an opened item, its judges by name: with three runs or more the run column holds
+    # several, and which one a row's is, is its comparison (the first filter).
+    pair_judges: list[list[str]] = []
     for other_k in range(1, len(tables)):
         other = tables[other_k]
         pair = code("pair", f"{names[other_k]} vs {names[0]}")
+        if pair == len(pair_judges):
+            pair_judges.append(["baseline: " + names[0], "run: " + names[other_k]])
         candidates = []
         for j, item_id in enumerate(other["id"]):
             i = base_pos.get(str(item_id))
@@ -699,14 +727,17 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                     code("criterion", str(base["criteria_name"][i])),
                     code("status", compare_status(base["status"][i], other["status"][j]))]
             record = texts.get(item_id)
+            sides = (base["status"][i], other["status"][j])
 
-            def text(record=record, item_id=item_id, other_k=other_k) -> dict[str, Any]:
+            def text(record=record, item_id=item_id, other_k=other_k, sides=sides) -> dict[str, Any]:
                 if record is not None:
                     out = _record_text(record, strings)
                 else:  # said, not shown as empty texts
-                    out = {"i": strings(""), "a": strings(""), "r": strings(""), "u": strings(""), "c": [],
-                           "m": notes[0] if records is None else f"Item {item_id} is not in the labelled data."}
-                out["v"] = [_compared_verdict(preds[0], item_id), _compared_verdict(preds[other_k], item_id)]
+                    out = _absent_text(notes[0] if records is None else f"Item {item_id} is not in the labelled data.",
+                                       strings)
+                # A side items.parquet counts as having no prediction shows none (report_items says why).
+                out["v"] = [None if status == "missing" else _compared_verdict(found, item_id)
+                            for status, found in zip(sides, (preds[0], preds[other_k]))]
                 return out
 
             reference = _round((base.get("reference") or [None] * (i + 1))[i])
@@ -716,8 +747,9 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     no_text = "This item's texts are not in the page" + (f": {budget.note()}." if budget.full else ".")
     return {
         "kind": "compare",
-        "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run"], "strings": strings.values,
-        "details": details, "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
+        "judges": ["baseline: " + names[0], "run: " + names[1] if len(names) == 2 else "run (per comparison)"],
+        "judges_filter": 0, "filter_judges": pair_judges, "strings": strings.values, "details": details,
+        "rows": out_rows, "page_size": 50, "status_filter": 5, "list_columns": [0, 4, 2, 5],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|run − baseline|", "reference_label": "experts' reference",
         "no_text_note": no_text, "notes": notes + ([f"Texts are embedded for {len(details)} of {len(out_rows)} items: "

@@ -99,7 +99,7 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
              '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
              f"<style>{_asset('page.css')}</style></head><body>", f"<header><h1>{_e(title)}</h1>"]
     parts += [f"<p>{line}</p>" for line in subtitle]
-    parts += ["</header><nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav) + _BOOKKEEPING_TOGGLE
+    parts += ["</header><nav>" + "".join(f'<a href="#{_e(a)}">{_e(t)}</a>' for a, t in nav) + _BOOKKEEPING_TOGGLE
               + "</nav><main>"]
     parts += body
     parts.append("</main>")

@@ -149,6 +149,19 @@ def test_tables_render_every_key_a_metric_cell_has():
     assert "figures_added_later" in page  # an unknown top-level key is shown, not dropped
 
 
+def test_nav_links_escape_a_split_key():
+    """A metrics.json (hand-made, or of another tool) whose split key holds a quote: the nav link to its tables is
+    escaped as the heading's id is, so the key cannot add an attribute to the link."""
+    cell = {"n": 4, "n_failed": 0, "n_no_unique_mode": 0, "mae": 0.5, "mae_ci": [0.25, 0.75]}
+    key = 'x" onmouseover="alert(1)'
+    result = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 5, "ci_level": 0.95},
+              "splits": {key: {"overall": cell, "by_model": {}, "by_task_type": {}, "by_criterion": {},
+                               "failures": {}, "confusion": {}}}}
+    page = render_report_page(Metrics.from_json(result), None)
+    assert '<a href="#tables-x&quot; onmouseover=&quot;alert(1)">' in page
+    assert '<h2 id="tables-x&quot; onmouseover=&quot;alert(1)">' in page and 'onmouseover="' not in page
+
+
 def test_page_is_self_contained_and_embeds_text_safely(scored):
     """No external resource is referenced, and a feedback holding ``<!-- <script> </script>`` round-trips through
     the JSON, whose elements hold no ``<`` at all (so no text can open a comment or a script inside them)."""

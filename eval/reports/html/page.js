@@ -179,8 +179,11 @@
       r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td style="white-space:pre-wrap">' +
         esc((t.c && t.c[k]) || "") + "</td></tr>").join("") + "</table>";
     out += "<div class=\"note\">" + esc(D.reference_label) + ": " + fmt(r[3]) + "</div>";
-    out += "</div></div><div class=\"cols" + (D.judges.length > 1 ? "2" : "1") + "\">" +
-      D.judges.map((j, k) => "<div>" + verdict(j + " — score " + fmt(r[2][k]), t.v[k]) + "</div>").join("") + "</div>";
+    // compare.html names each row's own run over its verdict (D.filter_judges, by the row's comparison): the
+    // column heading cannot, when three runs or more share the run column.
+    const judges = D.filter_judges ? D.filter_judges[r[1][D.judges_filter]] : D.judges;
+    out += "</div></div><div class=\"cols" + (judges.length > 1 ? "2" : "1") + "\">" +
+      judges.map((j, k) => "<div>" + verdict(j + " — score " + fmt(r[2][k]), t.v[k]) + "</div>").join("") + "</div>";
     return out;
   }
 
