@@ -22,8 +22,9 @@ DEMO_DIR ?= runs/demo
 # Debian packages the demo and the tests drive for real, in groups installed one apt-get at a time: apt installs
 # all of a command line or nothing, and a package one distribution lacks (Ubuntu has no `chromium` deb) must not
 # take the others with it. Each group is `what needs it:package,package`: bubblewrap for the code sandbox (the
-# demo's mera stage and its tests), slurm-wlm + munge for a one-host Slurm, chromium + chromium-driver for the
-# report pages in a headless browser (selenium).
+# demo's mera stage and its tests; 0.5.0 or later, every option from 0.8.0: an older distribution package such as
+# Ubuntu 22.04's 0.6.1 runs it without --disable-userns and --size, see docs/mera.md), slurm-wlm + munge for a
+# one-host Slurm, chromium + chromium-driver for the report pages in a headless browser (selenium).
 comma       := ,
 APT_GROUPS   = sandbox:bubblewrap Slurm:slurm-wlm,munge browser:chromium,chromium-driver
 APT_PACKAGES = $(subst $(comma), ,$(foreach g,$(APT_GROUPS),$(word 2,$(subst :, ,$(g)))))

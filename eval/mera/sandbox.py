@@ -7,13 +7,19 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    ``/proc``, a ``/dev`` of its own (a tmpfs of ``tmpfs_mb`` holding only null, zero, full, random and urandom:
    bubblewrap's ``--dev`` cannot be sized and takes half of the host's RAM), the root itself read-only, and a
    tmpfs ``/sandbox`` of ``tmpfs_mb`` as the working directory. The host's home folders, ``/etc``, ``/tmp`` and the
-   project do not exist inside. When the pid namespace's first process dies, the kernel kills everything in it.
+   project do not exist inside (a checkout, working directory or home folder under ``/usr`` is covered by an empty
+   read-only tmpfs: ``covered_usr_folders``). When the pid namespace's first process dies, the kernel kills
+   everything in it. bubblewrap 0.5.0 or later (``BWRAP_MIN_VERSION``); an option the installed one lacks is left
+   out (``bwrap_features``): before 0.8.0 ``--disable-userns`` (layer 2 refuses a nested user namespace anyway),
+   before 0.7.0 or when bwrap is setuid ``--size``, and the two tmpfs then have no size bound of their own (the
+   kernel's default, half of the RAM each, until the deadline), which a warning and ``describe`` say.
 2. **No second process, refused by the kernel.** A seccomp filter (``fork_filter``; loaded by bubblewrap's
    ``--seccomp`` before the interpreter starts, or by the child itself through ``prctl`` without bubblewrap)
    makes ``fork``, ``vfork`` and ``clone`` without ``CLONE_THREAD`` fail with EPERM (``clone3``, whose flags a
    filter cannot read, with ENOSYS, so the C library falls back to ``clone``). Threads still work. So a sample is
    one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
-   which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated).
+   which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated). The filter also refuses
+   ``memfd_create`` (shared memory outside ``RLIMIT_AS``) and ``unshare`` and ``setns`` (no namespace of its own).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
    ``RLIMIT_NPROC`` (which bounds the sample's threads: ``Limits.nproc``) is enforced. The interpreter is then one
    ``nobody`` can run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``),
@@ -39,15 +45,18 @@ the expected answers could forge a passing report (for HumanEval-style ``check()
 inside). This protects the machine, not the score, against a model that is adversarial on purpose.
 
 Without bubblewrap (``isolation="none"``, or ``"auto"`` where bubblewrap does not work) the same code runs with
-layers 2-6 only, and a loud warning says what that leaves open: the sample reads and writes what its user can, and
-signals that user's processes. Started by root it is ``nobody``; started by anyone else it is that user, so its
-home folder and the environment of its other processes (a shell that exported an API key) are open to it; the
-supervisor's own environment is not (``hide_own_environment``). ``"auto"`` still falls back, as ``make demo`` on a
-machine without bubblewrap needs; ``"bwrap"`` refuses to.
+layers 2-6 only, and a loud warning says what that leaves open (and, where bubblewrap is too old, the version found
+and the one needed): the sample reads and writes what its user can (the data file with the expected outputs
+included, so it can forge a pass), and signals that user's processes. It dies with its supervisor
+(``PR_SET_PDEATHSIG``, as ``--die-with-parent`` makes it under bubblewrap). Started by root it is ``nobody``;
+started by anyone else it is that user, so its home folder and the environment of its other processes (a shell
+that exported an API key) are open to it; the supervisor's own environment is not (``hide_own_environment``).
+``"auto"`` still falls back, as ``make demo`` on a machine without bubblewrap needs; ``"bwrap"`` refuses to.
 
-Why one module of ~950 lines: it is one security boundary, and each layer above is written against the others'
-weaknesses (the filter bubblewrap loads, the identity the namespaces map, the limits the run loop enforces); a
-reviewer reads it whole. Only the child's side, which runs inside, is apart (``sandbox_child.py``).
+Why one module of ~1,150 lines: it is one security boundary, and each layer above is written against the others'
+weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
+map, the limits the run loop enforces); a reviewer reads it whole. Only the child's side, which runs inside, is
+apart (``sandbox_child.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ import os
 import errno
 import functools
 import platform
+import re
 import secrets
 import selectors
 import shutil
@@ -165,7 +175,8 @@ class Limits:
             64 MiB more per thread and 1 GiB ran out at 14 threads.
         fsize_mb: Largest file the sample may write (RLIMIT_FSIZE), MiB.
         nofile: Open files (RLIMIT_NOFILE).
-        tmpfs_mb: Size of each of the two writable tmpfs under bubblewrap, ``/sandbox`` and ``/dev``, MiB.
+        tmpfs_mb: Size of each of the two writable tmpfs under bubblewrap, ``/sandbox`` and ``/dev``, MiB; not
+            applied by a bubblewrap older than 0.7.0 or setuid, which cannot size a tmpfs (``BwrapFeatures``).
         max_output_chars: ``str()`` of a result is cut to this many characters inside (and then fails to match);
             what is compared is this, what is kept afterwards only its first ``STORED_OUTPUT_CHARS``.
     """
@@ -311,6 +322,11 @@ def _verdict(
     if channel_error is not None:
         return RUNTIME, f"result channel: {channel_error}", tuple(outputs)
     if not any(ev.get("ev") == "ready" for ev in events):
+        # Only the trusted child writes before "ready" (the sample is compiled after it): its set-up's failure.
+        fatal = next((ev for ev in events if ev.get("ev") == "fatal"), None)
+        if fatal is not None:
+            return SANDBOX_ERROR, _short(f"the sandbox failed before starting the sample: {fatal.get('exc')}: "
+                                         f"{fatal.get('msg')}", 600), tuple(outputs)  # fmt: skip
         if timed_out:
             return SANDBOX_ERROR, "the sandbox did not start in time", tuple(outputs)
         return SANDBOX_ERROR, "the sandbox exited before starting the sample", tuple(outputs)
@@ -353,6 +369,74 @@ def _verdict(
 def find_bwrap() -> str | None:
     """Path of the bubblewrap executable, if installed."""
     return shutil.which("bwrap")
+
+
+#: The oldest bubblewrap the sandbox runs under: ``--clearenv`` came in 0.5.0 (containers/bubblewrap's release notes).
+BWRAP_MIN_VERSION: tuple[int, int, int] = (0, 5, 0)
+#: ``--size`` (a tmpfs of a given size) came in 0.7.0, and a setuid bubblewrap refuses it at any version ("The --size
+#: option is not permitted in setuid mode", containers/bubblewrap ``bubblewrap.c``).
+BWRAP_SIZE_VERSION: tuple[int, int, int] = (0, 7, 0)
+#: ``--disable-userns`` (no nested user namespace) came in 0.8.0 (containers/bubblewrap's release notes).
+BWRAP_DISABLE_USERNS_VERSION: tuple[int, int, int] = (0, 8, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class BwrapFeatures:
+    """What the installed bubblewrap accepts, from its ``--version`` and its file mode.
+
+    Ubuntu 22.04 ships 0.6.1 and RHEL 9 0.6.3: with neither option below they failed the sandbox's probe, and
+    ``auto`` ran every sample without isolation. An option the version lacks is left out, its job done another way
+    or its absence said (``Sandbox``'s warning and ``describe``).
+
+    Attributes:
+        path: The executable.
+        version: ``bwrap --version``'s numbers; ``None`` when it printed none (then both options are passed, and
+            the probe says whether they work).
+        setuid: The executable is setuid (it then refuses ``--size``).
+        disable_userns: Pass ``--disable-userns``; without it the seccomp filter's refusal of ``unshare`` and
+            ``setns`` (``fork_filter``) is what keeps a sample out of a nested user namespace.
+        sized_tmpfs: Pass ``--size`` for ``/sandbox`` and ``/dev``; without it they are tmpfs of the kernel's
+            default size, half of the host's RAM each, bounded only by the sample's deadline.
+    """
+
+    path: str
+    version: tuple[int, ...] | None
+    setuid: bool
+    disable_userns: bool
+    sized_tmpfs: bool
+
+    @property
+    def version_text(self) -> str:
+        return "an unknown version" if self.version is None else _version_text(self.version)
+
+    @property
+    def too_old(self) -> bool:
+        return self.version is not None and self.version < BWRAP_MIN_VERSION
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_features(path: str) -> BwrapFeatures:
+    """Ask the bubblewrap at ``path`` its version (``bwrap --version``: "bubblewrap 0.8.0") and what it accepts."""
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        found = re.search(r"\b(\d+(?:\.\d+)+)\b", done.stdout)
+    except (OSError, subprocess.SubprocessError):
+        found = None
+    version = tuple(int(part) for part in found.group(1).split(".")) if found else None
+    try:
+        setuid = bool(os.stat(path).st_mode & stat.S_ISUID)
+    except OSError:
+        setuid = False
+    return BwrapFeatures(
+        path=path, version=version, setuid=setuid,
+        disable_userns=version is None or version >= BWRAP_DISABLE_USERNS_VERSION,
+        sized_tmpfs=not setuid and (version is None or version >= BWRAP_SIZE_VERSION),
+    )  # fmt: skip
+
+
+#: ``bwrap_argv``'s features when the caller has not asked (tests, the full command line of a current bubblewrap).
+_ALL_FEATURES = BwrapFeatures(path="", version=None, setuid=False, disable_userns=True, sized_tmpfs=True)
 
 
 def _reachable_by_others(path: str) -> bool:
@@ -507,20 +591,49 @@ _DEVICES = ("null", "zero", "full", "random", "urandom")
 _CHECK = object()
 
 
+def covered_usr_folders(python: str) -> list[str]:
+    """The private folders (``_private_folders``) under ``/usr``, which bubblewrap binds whole: each is covered by
+    an empty read-only tmpfs in the sandbox (``bwrap_argv``). A checkout at ``/usr/src/app`` (the official Python
+    image's example working directory) was readable to every sample, a ``--data`` copy with the expected outputs
+    among it. A folder inside another covered one is left out (the outer one hides it).
+
+    Raises:
+        SandboxUnavailable: a private folder is ``/usr`` itself, or holds the interpreter ``python``: covered, the
+            sandbox would have no interpreter.
+    """
+    usr = Path("/usr")
+    under = sorted({p for p in _private_folders() if p == usr or usr in p.parents})
+    interpreter = Path(python).resolve()
+    for folder in under:
+        if folder == usr or folder in interpreter.parents:
+            raise SandboxUnavailable(
+                f"{folder} is private (the checkout, the working directory or a home folder) and the sandbox cannot "
+                f"hide it: bubblewrap binds /usr whole for the interpreter {python}, which lives there. Run the "
+                "toolkit from a folder outside /usr")  # fmt: skip
+    return [str(p) for p in under if not any(q in p.parents for q in under)]
+
+
 def bwrap_argv(
     python: str, *, child_fd: int, job_fd: int, seccomp_fd: int, token: str, tmpfs_mb: int, env: dict[str, str],
-    interpreter_folder: Any = _CHECK,
+    interpreter_folder: Any = _CHECK, covered: Any = _CHECK, features: BwrapFeatures = _ALL_FEATURES,
 ) -> list[str]:
     """The bubblewrap command line that runs the child on a job (both passed as memfds, copied in by bwrap) under
-    the fork filter read from ``seccomp_fd``; ``interpreter_folder``: ``interpreter_bind(python)`` when the caller
-    has it (a ``Sandbox`` checks once, not per sample: the check lists every folder of /home, which an NFS or autofs
-    /home makes a network round trip each)."""
+    the fork filter read from ``seccomp_fd``.
+
+    ``interpreter_folder`` and ``covered``: ``interpreter_bind(python)`` and ``covered_usr_folders(python)`` when
+    the caller has them (a ``Sandbox`` checks once, not per sample: the checks list every folder of /home, which an
+    NFS or autofs /home makes a network round trip each). ``features``: what the installed bubblewrap accepts
+    (``bwrap_features``); an option it lacks is left out.
+    """
     argv = [
-        find_bwrap() or "bwrap",
-        "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
+        features.path or find_bwrap() or "bwrap",
+        "--unshare-all", "--unshare-user", *(["--disable-userns"] if features.disable_userns else []),
+        "--die-with-parent", "--new-session", "--as-pid-1",
         "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
     ]  # fmt: skip
+    for folder in covered_usr_folders(python) if covered is _CHECK else covered:
+        argv += ["--tmpfs", folder, "--remount-ro", folder]
     # Merged-/usr systems have /bin, /lib... as symlinks into /usr; older ones have real directories.
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -530,16 +643,17 @@ def bwrap_argv(
     prefix = interpreter_bind(python) if interpreter_folder is _CHECK else interpreter_folder
     if prefix is not None:
         argv += ["--ro-bind", prefix, prefix]
+    size = ["--size", str(tmpfs_mb << 20)] if features.sized_tmpfs else []
     argv += [
         "--proc", "/proc",
         # bwrap's own --dev is a tmpfs of half the host's RAM (--size applies to --tmpfs only): build it sized.
-        "--size", str(tmpfs_mb << 20), "--tmpfs", "/dev",
+        *size, "--tmpfs", "/dev",
         *[arg for name in _DEVICES for arg in ("--dev-bind", f"/dev/{name}", f"/dev/{name}")],
         "--symlink", "/proc/self/fd", "/dev/fd",
         *[arg for i, name in enumerate(("stdin", "stdout", "stderr"))
           for arg in ("--symlink", f"/proc/self/fd/{i}", f"/dev/{name}")],
         "--dir", "/dev/shm",
-        "--size", str(tmpfs_mb << 20), "--tmpfs", _SANDBOX_DIR,
+        *size, "--tmpfs", _SANDBOX_DIR,
         "--ro-bind-data", str(child_fd), f"{_SUPPORT_DIR}/child.py",
         "--ro-bind-data", str(job_fd), f"{_SUPPORT_DIR}/job.json",
         "--remount-ro", "/",
@@ -616,11 +730,13 @@ def new_token() -> str:
 _BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _CLONE_THREAD = 0x00010000
-#: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number). x86_64: fork 57, vfork 58, clone 56, clone3 435;
-#: aarch64 has neither fork nor vfork (the C library forks through clone): clone 220, clone3 435.
+#: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number). x86_64: fork 57, vfork 58, clone 56, clone3 435,
+#: unshare 272, setns 308, memfd_create 319; aarch64 has neither fork nor vfork (the C library forks through clone):
+#: clone 220, clone3 435, unshare 97, setns 268, memfd_create 279 (asm/unistd_64.h, asm-generic/unistd.h).
 _FORK_SYSCALLS = {
-    "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS}, 56),
-    "aarch64": (0xC00000B7, {435: errno.ENOSYS}, 220),
+    "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS,
+                            272: errno.EPERM, 308: errno.EPERM, 319: errno.EPERM}, 56),
+    "aarch64": (0xC00000B7, {435: errno.ENOSYS, 97: errno.EPERM, 268: errno.EPERM, 279: errno.EPERM}, 220),
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI numbers carry this bit: refused wholesale
 
@@ -629,7 +745,17 @@ def fork_filter(machine: str | None = None) -> bytes:
     """The seccomp program (``struct sock_filter`` array) that refuses every new process and allows threads.
 
     Another architecture's system calls (``int 0x80`` on x86_64) kill the process. ``clone`` is allowed only with
-    ``CLONE_THREAD`` (which the kernel accepts only together with ``CLONE_VM``: a thread, never a process).
+    ``CLONE_THREAD`` (which the kernel accepts only together with ``CLONE_VM``: a thread, never a process, and never
+    with ``CLONE_NEWUSER``). Refused as well, with EPERM:
+
+    * ``unshare`` and ``setns``, whatever their flags: no new or other namespace, a user namespace above all (whose
+      capabilities reach mount and network code a sample has no use for). bubblewrap from 0.8.0 also refuses a
+      nested user namespace (``--disable-userns``); an older one does not, and this is then what does. Refused
+      whole rather than by flag: ``setns``'s type 0 accepts a namespace of any type, so a flag test there would test
+      nothing, and a sample needs neither call.
+    * ``memfd_create``: a memfd is an anonymous file whose pages are shared memory, outside ``RLIMIT_AS``; a sample
+      that wrote to memfds (bounded only by ``nofile`` x ``fsize_mb``, about 1 GiB) held 880 MiB under a
+      ``memory_mb`` of 256. Its files elsewhere lie on the two tmpfs of ``tmpfs_mb`` under bubblewrap.
 
     Raises:
         SandboxUnavailable: no filter is known for this machine.
@@ -714,8 +840,10 @@ class Sandbox:
         self.python, self.uid, self.identity_note = choose_identity(python)
         # checked once, before the probe (whose command line, like every sample's, reuses it), and only where
         # bubblewrap may run: it raises for an interpreter whose folder would show a sample private files
-        self._interpreter_folder: Any = (interpreter_bind(self.python) if isolation != "none" and find_bwrap()
-                                         else _CHECK)
+        binary = find_bwrap() if isolation != "none" else None
+        self._interpreter_folder: Any = interpreter_bind(self.python) if binary else _CHECK
+        self._covered: Any = covered_usr_folders(self.python) if binary else _CHECK
+        self.bwrap: BwrapFeatures | None = bwrap_features(binary) if binary else None
         self._child_source = _CHILD_SOURCE.read_bytes()
         self._fork_filter = fork_filter()
         self.unavailable_reason = ""
@@ -728,7 +856,7 @@ class Sandbox:
             self.isolation = "bubblewrap" if ok else "none"
             self.unavailable_reason = reason
             if not ok and isolation == "bwrap":
-                raise SandboxUnavailable(f"bubblewrap does not work here: {reason}")
+                raise SandboxUnavailable(f"bubblewrap does not work here: {reason}. {self._remedy()}")
         if self.isolation == "none":
             hidden = self._hide_supervisor()
             logger.warning(
@@ -737,12 +865,37 @@ class Sandbox:
                 "environment of that user's other processes, such as a shell that exported an API key), and undo "
                 "the in-process guard on os.system, os.kill and ctypes. What still holds: no new process (seccomp), "
                 "rlimits, the deadline, a fresh temp dir, a minimal environment, and %s.\n"
-                "Install bubblewrap (`make system-packages` or `apt-get install bubblewrap`); to refuse to run "
-                "without it: isolation bwrap (judge-eval mera: --sandbox bwrap).\n%s",
-                "!" * 100, self.unavailable_reason, self._as_whom(), hidden, "!" * 100,
+                "%s; to refuse to run without it: isolation bwrap (judge-eval mera: --sandbox bwrap).\n%s",
+                "!" * 100, self.unavailable_reason, self._as_whom(), hidden, self._remedy(), "!" * 100,
             )  # fmt: skip
+        elif self.bwrap is not None and not self.bwrap.sized_tmpfs:
+            logger.warning("code sandbox: %s", self._tmpfs_bound())
         if self.uid is None and os.geteuid() == 0:
             logger.warning("code sandbox %s", self.identity_note)
+
+    def _remedy(self) -> str:
+        """What to install: bubblewrap, or a newer one than the one found (its distribution's package is that one)."""
+        need = _version_text(BWRAP_MIN_VERSION)
+        if self.bwrap is None:
+            return (f"Install bubblewrap >= {need} (`make system-packages` or `apt-get install bubblewrap`)")
+        if self.bwrap.too_old:
+            return (f"{self.bwrap.path} is bubblewrap {self.bwrap.version_text}, older than {need}, the oldest this "
+                    f"sandbox runs under: install bubblewrap >= {need} (from a backport or its source; "
+                    f"{_version_text(BWRAP_DISABLE_USERNS_VERSION)} or later runs it with every option)")
+        return (f"{self.bwrap.path} is bubblewrap {self.bwrap.version_text} (>= {need} needed), so the probe failed "
+                "for the reason above (the kernel refusing user namespaces to this user, for one)")
+
+    def _tmpfs_bound(self) -> str:
+        """What bounds the sandbox's two tmpfs, ``/sandbox`` and ``/dev``."""
+        if self.bwrap is None or self.isolation != "bubblewrap":
+            return "no tmpfs: the sample writes to a temporary folder of the host, each file up to fsize_mb"
+        if self.bwrap.sized_tmpfs:
+            return f"tmpfs_mb ({self.limits.tmpfs_mb} MiB) each"
+        why = ("is setuid, which refuses --size" if self.bwrap.setuid else
+               f"is {self.bwrap.version_text}, older than {_version_text(BWRAP_SIZE_VERSION)} (--size)")
+        return (f"NO size bound on /sandbox and /dev: bubblewrap {self.bwrap.path} {why}, so they are tmpfs of the "
+                "kernel's default size (half of the host's RAM each), which a sample may fill, outside memory_mb, "
+                "until its deadline")
 
     def _hide_supervisor(self) -> str:
         """Keep this process's environment (its API key) from a sample that runs without bubblewrap; says how."""
@@ -768,8 +921,14 @@ class Sandbox:
             "uid": self.uid if self.uid is not None else os.geteuid(),
             "identity": self.identity_note,
             "limits": dataclasses.asdict(self.limits),
-            "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, so "
-                         "memory_mb is the memory budget of all that a sample runs",
+            "bubblewrap": None if self.bwrap is None else {
+                "path": self.bwrap.path, "version": self.bwrap.version_text, "setuid": self.bwrap.setuid,
+                "nested_user_namespaces_refused_by": "--disable-userns and the seccomp filter"
+                if self.bwrap.disable_userns else "the seccomp filter (unshare, setns)",
+            },
+            "tmpfs": self._tmpfs_bound(),
+            "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, and so is "
+                         "memfd_create, so memory_mb bounds all that a sample runs and holds, beside its files",
             "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
         }
 
@@ -783,7 +942,8 @@ class Sandbox:
             raise SandboxUnavailable(f"the sandbox's probe could not start: {type(err).__name__}: {err}") from None
         if result.passed:
             return True, ""
-        return False, f"probe failed: {result.status}: {result.detail}"
+        found = f"bubblewrap {self.bwrap.version_text}: " if self.bwrap is not None else ""
+        return False, f"probe failed: {found}{result.status}: {result.detail}"
 
     # -- one sample ------------------------------------------------------------------------------------------
 
@@ -834,6 +994,8 @@ class Sandbox:
             "max_output_chars": limits.max_output_chars,
             # Without bubblewrap the child loads the fork filter itself; under bwrap, bwrap has loaded it already.
             "seccomp": self._fork_filter.hex() if self.isolation == "none" else None,
+            # Without bubblewrap the child asks to die with this process (bwrap's --die-with-parent does it there).
+            "parent_pid": os.getpid() if self.isolation == "none" else None,
             "rlimits": {
                 "as": limits.memory_mb << 20,
                 "cpu": cpu_s,
@@ -860,6 +1022,7 @@ class Sandbox:
             argv = bwrap_argv(
                 self.python, child_fd=child_fd, job_fd=job_fd, seccomp_fd=seccomp_fd, token=token,
                 tmpfs_mb=self.limits.tmpfs_mb, env=env, interpreter_folder=self._interpreter_folder,
+                covered=self._covered, features=self.bwrap or _ALL_FEATURES,
             )  # fmt: skip
             return self._supervise(argv, job, env=env, cwd="/", pass_fds=(child_fd, job_fd, seccomp_fd))
         finally:

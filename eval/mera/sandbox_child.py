@@ -5,8 +5,10 @@ with ``-S``, so only the standard library exists here) as ``python -S -B child.p
 unused by the code; it marks the command line, so a sample's processes can be recognised (by a test, in ``ps``).
 
 Protocol, one JSON object per line on the result pipe (the original stdout, which is duplicated to a private fd
-before the untrusted code runs; fds 0/1/2 then point at /dev/null so prints cannot corrupt the channel)::
+before the untrusted code runs; fds 0 and 1 then point at /dev/null so prints cannot corrupt the channel, and fd 2
+too once the set-up is done, so that until then a failure's traceback reaches the supervisor's stderr file)::
 
+    {"ev": "fatal", "exc": "SyntaxError", "msg": "..."} the set-up failed (limits, filter, test inputs): nothing follows
     {"ev": "ready"}                                    interpreter up, limits set, about to compile
     {"ev": "error", "kind": "syntax", ...}             the program does not compile; nothing else follows
     {"ev": "test", "i": 0, "ok": true, "out": "...", "chars": 3}
@@ -118,32 +120,61 @@ def _describe(exc):
     return {"exc": type(exc).__name__, "msg": str(exc)[:500]}
 
 
+def _die_with_parent(parent_pid):
+    """Without bubblewrap (whose ``--die-with-parent`` does it there), be killed when the supervisor dies.
+
+    A supervisor killed by SIGTERM or a hangup runs no ``finally``: a sample that sleeps (RLIMIT_CPU does not count
+    sleep) was left running forever, reparented to init. The kernel sends the signal when the *thread* that started
+    this process exits, and the supervisor's thread waits in ``Sandbox._supervise`` until this process is dead.
+    ``parent_pid`` closes the race: a supervisor that died before the call left this process another parent already.
+    """
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1  # linux/prctl.h
+    libc = ctypes.CDLL(None, use_errno=True)
+    zero = ctypes.c_ulong(0)
+    if libc.prctl(pr_set_pdeathsig, ctypes.c_ulong(signal.SIGKILL), zero, zero, zero) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent_pid:
+        raise SystemExit(f"the supervisor (pid {parent_pid}) is gone: parent pid {os.getppid()}")
+
+
 def main():
     job_path = sys.argv[1]
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
     program = job["program"]
+    if job.get("parent_pid") is not None:
+        _die_with_parent(int(job["parent_pid"]))
 
-    # The result channel: a private copy of stdout; then 0/1/2 go to /dev/null.
+    # The result channel: a private copy of stdout; then 0 and 1 go to /dev/null. 2 stays the supervisor's stderr
+    # file until "ready", so that a failure of the set-up below says why (its traceback, and a "fatal" event).
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
+    for fd in (0, 1):
         os.dup2(null, fd)
 
     def emit(event):
         channel.write(json.dumps(event, ensure_ascii=True) + "\n")
         channel.flush()
 
-    max_chars = int(job.get("max_output_chars", 100_000))
-    entry_point = job["entry_point"]
-    _one_malloc_arena()
-    _set_limits(job.get("rlimits", {}))
-    if job.get("seccomp"):
-        # Fails closed: an exception here ends the child before "ready", a sandbox error, never an unfiltered run.
-        _refuse_new_processes(job["seccomp"])
-    _guard()
-    # Trusted input, parsed under the sample's rlimits; a failure here ends the child before "ready": a sandbox error.
-    tests = ast.literal_eval(job["tests"]) if job.get("tests") is not None else None
+    try:
+        max_chars = int(job.get("max_output_chars", 100_000))
+        entry_point = job["entry_point"]
+        _one_malloc_arena()
+        _set_limits(job.get("rlimits", {}))
+        if job.get("seccomp"):
+            # Fails closed: an exception here ends the child before "ready", a sandbox error, never an unfiltered run.
+            _refuse_new_processes(job["seccomp"])
+        _guard()
+        # Trusted input, parsed under the sample's rlimits; a failure here ends the child before "ready".
+        tests = ast.literal_eval(job["tests"]) if job.get("tests") is not None else None
+    except BaseException as exc:  # noqa: BLE001 - reported, then raised again: a sandbox error, with its cause
+        emit({"ev": "fatal", **_describe(exc)})
+        raise
+    # From here on the sample's own prints and tracebacks go nowhere: only the channel speaks.
+    os.dup2(null, 2)
     emit({"ev": "ready"})
 
     try:

@@ -304,6 +304,51 @@ def test_processes_cannot_pool_memory_past_one_budget(tight_sandbox):
     assert result.status == RUNTIME and "Operation not permitted" in result.detail, result
 
 
+#: Fills memfds of 1 MiB chunks (each under RLIMIT_FSIZE, 16 MiB), 40 of them; returns the MiB they hold.
+MEMFDS = (
+    "import os\n"
+    "def f():\n"
+    "    fds = []\n"
+    "    for i in range(40):\n"
+    "        fd = os.memfd_create(f'm{i}')\n"
+    "        for _ in range(16):\n"
+    "            try:\n"
+    "                os.write(fd, b'x' * (1 << 20))\n"
+    "            except OSError:\n"
+    "                break\n"
+    "        fds.append(fd)\n"
+    "    return str(sum(os.fstat(fd).st_size for fd in fds) >> 20)\n"
+)
+
+
+def test_memfds_cannot_hold_memory_outside_the_budget(tight_sandbox, sandbox_user):
+    """memfd pages are shared memory, outside RLIMIT_AS: a sample under a 256 MiB budget held 880 MiB in them. The
+    filter refuses memfd_create (EPERM), under bubblewrap and without it."""
+    for sandbox in (tight_sandbox, Sandbox(TIGHT, isolation="none")):
+        result = run_f(sandbox, MEMFDS)
+        assert (result.status, result.detail) == (
+            RUNTIME, "test 0: PermissionError: [Errno 1] Operation not permitted"), (sandbox.isolation, result)
+
+
+def test_a_child_that_fails_before_starting_the_sample_says_why(sandbox_user):
+    """The child pointed its stderr at /dev/null before its set-up, so a failure there (here test inputs it cannot
+    parse) read "the sandbox exited before starting the sample (exit 1): " and nothing more. It now reports the
+    exception (a "fatal" event) and its traceback reaches the stderr tail."""
+    sandbox = Sandbox(LIMITS, isolation="none")
+    job = ExecJob(program="def f():\n    return 'ok'\n", entry_point="f", tests=[{}], expected=["ok"])
+    object.__setattr__(job, "tests_text", "[{")  # what no tests_as_literal gives: the child's literal_eval fails
+    result = sandbox.run(job)
+    assert result.status == SANDBOX_ERROR
+    said = ("the sandbox failed before starting the sample: SyntaxError: '{' was never closed (<unknown>, line 1) "
+            "(exit 1): Traceback")
+    assert result.detail.startswith(said), result.detail
+    assert result.detail.endswith("SyntaxError: '{' was never closed"), result.detail
+    assert outcome_of([{"ev": "fatal", "exc": "OSError", "msg": "[Errno 1] prctl(PR_SET_SECCOMP)"}], KW)[:2] == (
+        SANDBOX_ERROR, "the sandbox failed before starting the sample: OSError: [Errno 1] prctl(PR_SET_SECCOMP)")
+    # once the sample runs ("ready" came first), a "fatal" it writes is no sandbox error
+    assert outcome_of([READY, {"ev": "fatal", "exc": "E", "msg": "m"}], KW)[0] == RUNTIME
+
+
 def test_a_sandbox_whose_probe_fails_where_bubblewrap_runs_fails_its_tests(tight_sandbox):
     """The escape tests skip only where bubblewrap cannot run at all: a sandbox broken in this project (here its child
     interpreter cannot start) fails them instead of turning them into skips."""
