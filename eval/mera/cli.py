@@ -151,10 +151,11 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
     from eval.mera.client import check_endpoint
     from eval.mera.extraction import MERA_STOPS, build_program
-    from eval.mera.humaneval import NOT_GENERATED, chat_messages, load_tasks, not_generated, summarize
+    from eval.mera.humaneval import NOT_GENERATED, chat_messages, generations_record, load_tasks, not_generated, summarize
     from eval.mera.progress import claim_run_folder
+    from eval.mera.progress_rows import resumed_generations
     from eval.mera.released import NOT_COMPARABLE, resolve_task_data
-    from judge.plumbing.journal import JournalWriter, open_journal
+    from judge.plumbing.journal import JournalWriter
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
@@ -179,12 +180,12 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
+    gen_path = out / GENERATIONS_FILE
+    done = resumed_generations(gen_path)  # each row checked for what is read of it below
     if not config.self_check:  # every local input checked: now the endpoint (a loading one is waited for)
         check_endpoint(config)
 
     # -- generation -----------------------------------------------------------------------------------------
-    gen_path = out / GENERATIONS_FILE
-    done = {rec["task_id"]: rec for rec in open_journal(gen_path).rows}
     writer = JournalWriter(gen_path)
     todo = [t for t in tasks if t.task_id not in done]
     if config.self_check:
@@ -220,17 +221,14 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                     stop=MERA_STOPS if config.mode == "completion" else (), stop_on_server=config.mode == "completion",
                     seed=config.seed, sampling=config.sampling,
                 )  # fmt: skip
-                record.update(completions=[g.text for g in gens], raw=[g.raw_text for g in gens],
-                              finish_reasons=[g.finish_reason for g in gens],
-                              prompt_tokens=gens[0].prompt_tokens if gens else None)  # fmt: skip
-                if len(gens) < n:  # a server that ignores n: the samples it did not return are failures, counted
+                generations_record(record, gens, n)  # a sample not returned or without text: its own failure
+                if len(gens) < n:  # a server that ignores n
                     logger.warning("task %s: the endpoint returned %d of %d samples; the missing ones count as "
                                    "failures", task.task_id, len(gens), n)
-                    missing = n - len(gens)
-                    record.update(completions=record["completions"] + [""] * missing,
-                                  raw=record["raw"] + [None] * missing,
-                                  finish_reasons=record["finish_reasons"] + ["not_returned"] * missing,
-                                  n_missing=missing)  # fmt: skip
+                failed = [g.failure for g in gens if g.failure]
+                if failed:  # the others stand: one sample's empty answer is not its request's refusal
+                    logger.warning("task %s: %d of %d samples hold no answer (%s); they fail as not_generated",
+                                   task.task_id, len(failed), n, failed[0][:200])  # fmt: skip
             except ContextLimitError as err:
                 logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["context_length_exceeded"] * n,
@@ -264,20 +262,20 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
         skipped = not_generated(done[task.task_id])
         for s, completion in enumerate(done[task.task_id]["completions"]):
             if s in skipped:  # nothing to run: the sample is a failure of its own kind, not an empty program's
-                keys.append((task.task_id, s, None))
+                keys.append((task.task_id, s, None, skipped[s]))
                 continue
             program = build_program(completion, task.function, task.entry_point, stops, config.extraction)
             jobs.append(task.exec_job(program))
-            keys.append((task.task_id, s, program))
+            keys.append((task.task_id, s, program, None))
     started = time.monotonic()
     results = iter(sandbox.run_many(jobs, workers=config.exec_workers))
     exec_s = time.monotonic() - started
     outcomes: dict[str, list[str]] = {t.task_id: [] for t in tasks}
 
     def write_executions(f: Any) -> None:
-        for task_id, s, program in keys:
+        for task_id, s, program, why_not in keys:
             found = (next(results).to_json() if program is not None
-                     else {"status": NOT_GENERATED, "detail": "the endpoint produced no completion for this sample"})
+                     else {"status": NOT_GENERATED, "detail": why_not})
             outcomes[task_id].append(found["status"])
             label = {} if resolved.comparable_with_mera else {"benchmark": NOT_COMPARABLE}
             # json_utf8: a result's str() may hold a lone surrogate (a sample's `return '\ud800'`), which plain
@@ -321,7 +319,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     from eval.mera.client import check_endpoint
     from eval.mera.progress import claim_run_folder
     from eval.mera.released import resolve_task_data
-    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_prompt_format, describe_protocol, load_dialogues,
+    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_resume, describe_protocol, load_dialogues,
                                  run_dialogues, rutie_metrics)
 
     # -- config ---------------------------------------------------------------------------------------------
@@ -360,14 +358,14 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     progress = [PROGRESS_FILE, METRICS_FILE]
     if not config.overwrite and any((out / name).exists() for name in progress):  # a resume: checked before the
         claim_run_folder(out, run_key, progress)  # endpoint is asked; a fresh folder is written only once it answers
-        check_prompt_format(dialogues, out, settings)
+        check_resume(dialogues, out, settings)
     check_endpoint(config)  # every local input checked: now the endpoint (a loading one is waited for)
     client = _client(config)
     if not config.max_model_len:  # the endpoint's window, once it is known to answer
         settings = dataclasses.replace(settings, max_model_len=client.max_model_len())
         check_window(settings.max_model_len, "the endpoint's /v1/models")
     resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite)  # as above
-    check_prompt_format(dialogues, out, settings)
+    check_resume(dialogues, out, settings)
     write_run_record(out, config, resolved, max_model_len=settings.max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),
@@ -436,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     from eval.mera.progress import ResumeMismatch
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
+    from judge.plumbing.journal import JournalError
     from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import RunFolderBusy, RunFolderUnwritable, hold_run_folder, refuse_file
 
@@ -463,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, OSError,  # an --out it cannot make too
             ValueError) as err:
         logger.error("%s", err)
-        return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy)) else 1  # 2 as in eval.cli.main
+        # 2 as in eval.cli.main; a progress line that is no JSON object (JournalError) is a resume's input error
+        return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1
     except KeyboardInterrupt:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
         print(f"judge-eval mera {config.task}: interrupted; the answers saved so far in {config.out} are kept, "
               "rerunning the same command resumes", file=sys.stderr)  # fmt: skip

@@ -5,8 +5,9 @@ API's ``n`` or through one request per sample with a distinct seed (a fixed seed
 same), stop strings applied on the client as well (chat APIs accept only four, and servers differ in whether
 the stop string is kept), retries of transient failures (``judge.plumbing.retry``, ``Retry-After`` honoured), context-limit errors as a
 distinct exception, a request the endpoint refuses (HTTP 400, 413, 422: retrying cannot change the answer) as
-another, a chat answer read as text however its content comes (a list of text parts joined; content that is no text
-is that request's failure, ``UnreadableAnswer``), log-probability helpers, and a bounded thread pool for concurrency.
+another, a chat answer read as text however its content comes (a list of text parts joined; a choice whose content
+is no text is that one sample's failure, ``Generation.failure``, the request's other choices kept), log-probability
+helpers, and a bounded thread pool for concurrency.
 """
 
 from __future__ import annotations
@@ -62,10 +63,9 @@ class ContextLimitError(RequestRefused):
     """The prompt (plus max tokens) does not fit the model's context window."""
 
 
-class UnreadableAnswer(RequestRefused):
-    """The endpoint answered, but a choice's message content is no text (an image or refusal part, an object:
-    ``judge.plumbing.message_content.message_text``): this request's failure, as a refusal is, never a crash of the
-    task or a sample scored on text that is not there."""
+#: ``Generation.failure`` of a chat choice made of reasoning parts alone and cut by ``max_tokens``: the reasoning never
+#: reached an answer (the same words as ``eval.mera.rutie``'s choice parser uses for an unclosed ``<think>``).
+REASONING_NOT_FINISHED = "reasoning not finished"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +78,10 @@ class Generation:
         finish_reason: ``stop``, ``length``, ...; ``"stop"`` when a client-side stop cut the text.
         prompt_tokens: Prompt length reported by the endpoint (``None`` if it reports no usage).
         completion_tokens: Generated tokens for the whole request (shared by its ``n`` choices).
+        failure: Why this choice holds no answer, ``None`` when it holds one (text, maybe empty): its content was
+            reasoning parts alone cut by ``max_tokens`` (``REASONING_NOT_FINISHED``), or no text at all (an image or
+            refusal part, an object: "the endpoint's message content is not text: ..."). ``text`` is then "": one
+            sample's failure, never its request's, so the other choices of an ``n`` request stand.
     """
 
     text: str
@@ -85,6 +89,7 @@ class Generation:
     finish_reason: str | None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    failure: str | None = None
 
 
 def apply_stops(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -200,12 +205,12 @@ class OpenAICompatClient:
             sampling: ``"n"`` or ``"seeds"``.
 
         Returns:
-            ``n`` generations.
+            ``n`` generations (fewer where the server returned fewer); a chat choice with no answer text is one
+            whose ``failure`` says why (``Generation``), each choice read on its own.
 
         Raises:
             ContextLimitError: The request does not fit the model's context.
-            RequestRefused: The endpoint refused the request otherwise (HTTP 400, 413, 422), or answered a chat
-                request with content that is no text (``UnreadableAnswer``).
+            RequestRefused: The endpoint refused the request otherwise (HTTP 400, 413, 422).
         """
         if sampling not in ("n", "seeds"):
             raise ValueError(f"sampling must be 'n' or 'seeds', not {sampling!r}")
@@ -225,17 +230,17 @@ class OpenAICompatClient:
             if not isinstance(prompt, list):
                 raise TypeError("chat mode takes a list of messages")
             response = self._with_retries(lambda: self._client.chat.completions.create(messages=prompt, **params))
-            texts = [(_answer_text(c.message), c.finish_reason) for c in response.choices]
+            texts = [(*_answer_text(c.message, c.finish_reason), c.finish_reason) for c in response.choices]
         elif mode == "completion":
             if not isinstance(prompt, str):
                 raise TypeError("completion mode takes a string prompt")
             response = self._with_retries(lambda: self._client.completions.create(prompt=prompt, **params))
-            texts = [(c.text or "", c.finish_reason) for c in response.choices]
+            texts = [(c.text or "", None, c.finish_reason) for c in response.choices]
         else:
             raise ValueError(f"mode must be 'chat' or 'completion', not {mode!r}")
         usage = getattr(response, "usage", None)
         generations = []
-        for raw, finish in texts:
+        for raw, failure, finish in texts:
             text, cut = apply_stops(raw, stop)
             generations.append(Generation(
                 text=text,
@@ -243,6 +248,7 @@ class OpenAICompatClient:
                 finish_reason="stop" if cut else finish,
                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                 completion_tokens=getattr(usage, "completion_tokens", None),
+                failure=failure,
             ))  # fmt: skip
         return generations
 
@@ -310,20 +316,29 @@ class OpenAICompatClient:
         return best, getattr(usage, "prompt_tokens", None)
 
 
-def _answer_text(message: Any) -> str:
+def _answer_text(message: Any, finish_reason: str | None) -> tuple[str, str | None]:
     """A chat choice's answer as text: a string, "" for none, a list of text parts (Mistral's API sends one) joined,
-    reasoning parts skipped (``judge.plumbing.message_content.message_text``).
+    reasoning parts skipped (``judge.plumbing.message_content.message_text``); and, for a choice with no answer, why
+    (``Generation.failure``), else ``None``.
 
-    Raises:
-        UnreadableAnswer: content no reader can take as text.
+    Content of reasoning parts alone is what a thinking model sends when ``max_tokens`` cuts it before its answer
+    (``finish_reason`` "length"): ``REASONING_NOT_FINISHED``. One that ended there of its own accord answered
+    nothing, as a null content does: "". Any other content no reader can take as text is named, never its text.
     """
-    from judge.plumbing.message_content import described_content, message_text
+    from judge.plumbing.message_content import REASONING_PARTS, described_content, message_text
 
     content = None if message is None else message.content
     text = message_text(content)
-    if text is None:
-        raise UnreadableAnswer(f"the endpoint's message content is not text: {described_content(content)}")
-    return text
+    if text is not None:
+        return text, None
+    if isinstance(content, list) and all(_part_kind(part) in REASONING_PARTS for part in content):
+        return "", REASONING_NOT_FINISHED if finish_reason == "length" else None
+    return "", f"the endpoint's message content is not text: {described_content(content)}"
+
+
+def _part_kind(part: Any) -> Any:
+    """A content part's ``type``, from a JSON object or an SDK part object (as ``message_text`` reads it)."""
+    return part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
 
 
 def _usage_prompt_tokens(response: Any) -> int | None:

@@ -142,7 +142,8 @@ def _where(line_no: int, row: Mapping[str, Any]) -> str:
 
 #: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
 _KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
-                                int: "an integer", float: "a number", bool: "true or false"}  # fmt: skip
+                                int: "an integer", float: "a number", bool: "true or false",
+                                type(None): "null"}  # fmt: skip
 
 
 def kind_words(kind: type | tuple[type, ...]) -> str:
@@ -370,21 +371,44 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-# A sample the server never produced (it ignored ``n``, the prompt did not fit the context window, or the endpoint
-# refused the request): a failure with its own name, so the error breakdown does not pin on the model's code what
-# the endpoint did.
+# A sample the server never produced (it ignored ``n``, the prompt did not fit the context window, the endpoint
+# refused the request, or the sample's answer held no text: a reasoning cut by max_tokens): a failure with its own
+# name, so the error breakdown does not pin on the model's code what the endpoint did.
 NOT_GENERATED = "not_generated"
 OUTCOMES = (*STATUSES, NOT_GENERATED)
 
 
-def not_generated(record: Mapping[str, Any]) -> set[int]:
-    """Which samples of a ``generations.jsonl`` record were never produced: all of them after a refusal (``error``:
-    the context window, or any request the endpoint refused), the last ``n_missing`` when the server returned fewer
-    than asked."""
+def generations_record(record: dict[str, Any], gens: Sequence[Any], n: int) -> dict[str, Any]:
+    """``record`` (a ``generations.jsonl`` row: ``task_id``, ``request``) with the ``n`` samples of ``gens``
+    (``eval.mera.client.Generation``): ``completions``, ``raw``, ``finish_reasons``, ``prompt_tokens``; the samples
+    the server did not return (it ignored ``n``) padded as "" and counted in ``n_missing``; and, when a sample's
+    answer held no text, ``sample_failures``: each sample's ``Generation.failure`` (``None`` for the others)."""
+    missing = max(0, n - len(gens))
+    failures = [g.failure for g in gens] + [None] * missing
+    record.update(completions=[g.text for g in gens] + [""] * missing,
+                  raw=[None if g.failure else g.raw_text for g in gens] + [None] * missing,
+                  finish_reasons=[g.finish_reason for g in gens] + ["not_returned"] * missing,
+                  prompt_tokens=gens[0].prompt_tokens if gens else None)  # fmt: skip
+    if missing:
+        record["n_missing"] = missing
+    if any(failures):
+        record["sample_failures"] = failures
+    return record
+
+
+def not_generated(record: Mapping[str, Any]) -> dict[int, str]:
+    """Which samples of a ``generations.jsonl`` record were never produced, each with why (the detail of its
+    execution record): all of them after a refusal (``error``: the context window, or any request the endpoint
+    refused), those whose answer held no text (``sample_failures``), the last ``n_missing`` when the server returned
+    fewer than asked."""
     n = len(record["completions"])
     if record.get("error"):
-        return set(range(n))
-    return set(range(n - int(record.get("n_missing", 0)), n))
+        return dict.fromkeys(range(n), f"the endpoint produced no completion for this sample: {record['error']}")
+    skipped = {s: f"the sample's answer holds no code: {why}"
+               for s, why in enumerate(record.get("sample_failures") or ()) if why}
+    skipped.update(dict.fromkeys(range(n - int(record.get("n_missing") or 0), n),
+                                 "the endpoint returned fewer samples than asked"))  # fmt: skip
+    return skipped
 
 
 def summarize(outcomes: Mapping[str, Sequence[str]], ks: Sequence[int] = PASS_AT_K) -> dict[str, Any]:

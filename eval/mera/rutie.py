@@ -63,8 +63,12 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
 
 Either way an unparsed answer is counted (``n_unparsed``, ``unparsed_reasons``) and is wrong in the headline.
 So is a question the endpoint refused ("request refused": HTTP 400, 413, 422), whose prompt did not fit its
-context window ("context limit"), or that it answered with no choice at all ("no reply returned"; under
-log-probability scoring "no log-probabilities for 1/2"); the dialogue goes on with that empty answer.
+context window ("context limit"), that it answered with no choice at all ("no reply returned"; under
+log-probability scoring "no log-probabilities for 1/2"), or, in chat mode, with a reply that holds no answer text
+(``eval.mera.client.Generation.failure``): reasoning parts alone cut by ``max_tokens`` ("reasoning not finished",
+under either parser), other content no reader takes as text ("reply not text", what it was in the record's
+``error``); the dialogue goes on with that empty answer. Only the first two are the endpoint's refusals, which stop a
+run whose first questions are all refused alike (``run_dialogues``); a reply is the model's.
 
 A prompt over the context window, one named option ``RutieSettings.context_overflow``: ``"truncate"`` (default)
 leaves out the oldest whole earlier turns until the endpoint takes it, counted (``context_turns_dropped`` on the
@@ -76,7 +80,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~860 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~930 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -109,9 +113,10 @@ MAX_CONTEXT_ANSWER_CHARS = 200
 PROGRESS_FILE = "answers.jsonl"
 
 # Unparsed reasons.
-NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY, UNFINISHED_THINK, HEDGED = (
+(NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY, UNFINISHED_THINK, HEDGED,
+ NOT_TEXT) = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
-    "request refused", "no reply returned", "reasoning not finished", "both choices named",
+    "request refused", "no reply returned", "reasoning not finished", "both choices named", "reply not text",
 )  # fmt: skip
 #: What a prompt over the context window does (``RutieSettings.context_overflow``).
 CONTEXT_OVERFLOWS = ("truncate", "fail")
@@ -491,8 +496,16 @@ def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, 
         # choice parser's empty words) in later context.
         return Answer(None, NO_REPLY), {"reply": "", "prompt_tokens": None}
     generation = generations[0]
-    answer = parse_reply(generation.text, settings.answer_parser)
-    return answer, {"reply": generation.text, "prompt_tokens": generation.prompt_tokens}
+    fields = {"reply": generation.text, "prompt_tokens": generation.prompt_tokens}
+    if generation.failure is not None:  # a chat reply with no answer text (eval.mera.client.Generation.failure)
+        from eval.mera.client import REASONING_NOT_FINISHED
+
+        # Reasoning parts alone, cut by max_tokens: what the choice parser says of an unclosed <think>, under either
+        # parser (there is no text for the harness's regex to read). Other content is named in the record's error.
+        if generation.failure == REASONING_NOT_FINISHED:
+            return Answer(None, UNFINISHED_THINK), fields
+        return Answer(None, NOT_TEXT), {**fields, "error": generation.failure}
+    return parse_reply(generation.text, settings.answer_parser), fields
 
 
 def ask(
@@ -575,8 +588,8 @@ def ask(
             answer, refusal = Answer(None, REQUEST_REFUSED), err
             record.update(error=str(err)[:500])
         else:
-            record.update(fields)
             record.pop("error", None)  # a shortened request was taken: the earlier refusals are in context_limit
+            record.update(fields)  # with the reply's own "error" (NOT_TEXT: what its content was)
         break
     # The last request sent and the turns it left out, answered or not: the next question starts from there.
     record.update(request=request, context_turns_dropped=skip, context_limit=record["context_limit"] or skip > 0)
@@ -596,9 +609,50 @@ def ask(
     return record, refusal
 
 
+#: The fields of an ``answers.jsonl`` row a resume and ``rutie_metrics`` read, and their kinds; ``_OPTIONAL_FIELDS``
+#: may be left out (a folder from before a field existed).
+_RESUMED_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "dialog_id": (int, str), "question_id": int, "answer": (str, type(None)), "reason": str, "context_answer": str}
+_OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "prompt_tokens": (int, type(None)), "context_turns_dropped": int, "category": list, "turing_imitation": list}
+
+
+def resumed_answers(path: Path) -> list[dict]:
+    """The answers a run folder's ``answers.jsonl`` already holds, each row checked for the fields a resume and the
+    metrics read (``_RESUMED_FIELDS``, and ``_OPTIONAL_FIELDS`` where given). A torn last line is cut first
+    (``judge.plumbing.journal.open_journal``), as before any append.
+
+    Raises:
+        judge.plumbing.run_folder.ResumeMismatch: a row without one of them, or with one of another kind, naming the
+            file, line and field.
+        judge.plumbing.journal.JournalError: a line that is not a JSON object.
+    """
+    from eval.mera.progress_rows import progress_field
+    from judge.plumbing.journal import iter_journal_lines
+
+    open_journal(path)
+    rows = []
+    for number, rec in iter_journal_lines(path, quiet=True):
+        for key, kind in _RESUMED_FIELDS.items():
+            progress_field(rec, key, kind, f"{path}:{number}")
+        for key, kind in _OPTIONAL_FIELDS.items():
+            progress_field(rec, key, kind, f"{path}:{number}", optional=True)
+        rows.append(rec)
+    return rows
+
+
 def _resume_histories(
-    dialogues: Mapping[int | str, Sequence[RutieItem]], records: Iterable[dict]
+    dialogues: Mapping[int | str, Sequence[RutieItem]], records: Iterable[dict], path: Path
 ) -> dict[int | str, list[tuple[RutieItem, str]]]:
+    """Each dialogue's earlier questions with the answers later context shows, from ``records`` (checked rows of
+    ``path``, ``resumed_answers``).
+
+    Raises:
+        judge.plumbing.run_folder.ResumeMismatch: a dialogue's saved answers are not the first of its questions in
+            order, or answer a dialogue the data does not hold, naming the file.
+    """
+    from judge.plumbing.run_folder import ResumeMismatch
+
     done: dict[Any, list[dict]] = defaultdict(list)
     for rec in records:
         done[rec["dialog_id"]].append(rec)
@@ -608,10 +662,14 @@ def _resume_histories(
         got = [r["question_id"] for r in recs]
         want = [it.question_id for it in items[: len(recs)]]
         if got != want:
-            raise ValueError(f"progress for dialogue {dialog_id!r} has questions {got}, expected the prefix {want}")
+            raise ResumeMismatch(f"{path}: dialogue {dialog_id!r} has answers to questions {got}, expected the first "
+                                 f"of its questions in order, {want}: the run cannot resume from it; use a fresh "
+                                 "--out, or --overwrite to start over")  # fmt: skip
         histories[dialog_id] = [(it, r["context_answer"]) for it, r in zip(items, recs)]
     if done:
-        raise ValueError(f"progress holds dialogues not in the data: {sorted(map(str, done))[:5]}")
+        raise ResumeMismatch(f"{path}: holds answers to dialogues the data does not have "
+                             f"({', '.join(sorted(map(repr, done))[:5])}): the run cannot resume from it; use a fresh "
+                             "--out, or --overwrite to start over")  # fmt: skip
     return histories
 
 
@@ -654,8 +712,8 @@ def run_dialogues(
     from judge.plumbing.retry import EndpointUnusable
 
     progress_path = Path(out_dir) / PROGRESS_FILE
-    earlier = open_journal(progress_path).rows
-    histories = _resume_histories(dialogues, earlier)
+    earlier = resumed_answers(progress_path)
+    histories = _resume_histories(dialogues, earlier, progress_path)
     writer = JournalWriter(progress_path)
     results: dict[Any, list[dict]] = defaultdict(list)
     for rec in earlier:
@@ -736,25 +794,30 @@ def _stopped_message(first: Any, n_asked: int, n_todo: int) -> str:
             "refused ones, a rerun asks them again)")
 
 
-def check_prompt_format(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: str | Path,
-                        settings: RutieSettings) -> None:
-    """Refuse resuming a completion-mode folder whose first questions were asked before they opened with the
-    harness's blank line (``completion_prompt``) when a dialogue not yet started is left: its first question would
-    be asked in the other format, two prompt formats in one run. Only first questions changed, so a folder whose
-    every dialogue has begun resumes as before.
+def check_resume(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: str | Path,
+                 settings: RutieSettings) -> None:
+    """Refuse resuming from a folder whose saved answers the run cannot go on from, before the endpoint is asked: a
+    row without a field a resume reads (``resumed_answers``), a dialogue's answers that are not its first questions
+    in order (``_resume_histories``), or a completion-mode folder whose first questions were asked before they
+    opened with the harness's blank line (``completion_prompt``) when a dialogue not yet started is left: its first
+    question would be asked in the other format, two prompt formats in one run. Only first questions changed, so a
+    folder whose every dialogue has begun resumes as before.
 
     Raises:
-        judge.plumbing.run_folder.ResumeMismatch: the folder and the dialogues that would mix formats.
+        judge.plumbing.run_folder.ResumeMismatch: the folder, and the row and field, the dialogue, or the dialogues
+            that would mix formats.
     """
     from judge.plumbing.run_folder import ResumeMismatch
 
+    progress_path = Path(out_dir) / PROGRESS_FILE
+    records = resumed_answers(progress_path)
+    _resume_histories(dialogues, records, progress_path)
     if settings.mode != "completion":
         return
-    progress_path = Path(out_dir) / PROGRESS_FILE
     firsts = {d: items[0].question_id for d, items in dialogues.items() if items}
     started: set[Any] = set()
     old_format = False
-    for rec in open_journal(progress_path).rows:
+    for rec in records:
         started.add(rec.get("dialog_id"))
         request = rec.get("request")
         if firsts.get(rec.get("dialog_id")) == rec.get("question_id") and isinstance(request, str):

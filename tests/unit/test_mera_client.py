@@ -1,20 +1,23 @@
 """``eval.mera.client.OpenAICompatClient`` reading a chat answer whose content comes as content parts, against a
-scripted endpoint: the text parts are the answer (reasoning parts skipped), content that is no text is that request's
-failure (``UnreadableAnswer``, a ``RequestRefused`` the MERA runners already count), never an AttributeError."""
+scripted endpoint: the text parts are the answer (reasoning parts skipped); a choice whose content is no text is that
+one sample's failure (``Generation.failure``, its reason stated), never its request's, nor an AttributeError."""
 
 from __future__ import annotations
 
 import pytest
 
-from eval.mera.client import Generation, OpenAICompatClient, RequestRefused, UnreadableAnswer
+from eval.mera.client import Generation, OpenAICompatClient
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 MESSAGES = [{"role": "user", "content": "Напиши функцию."}]
 
 
-def _generate(content, stop: list[str] | None = None) -> list[Generation]:
+def _generate(content, stop: list[str] | None = None, finish_reason: str = "stop") -> list[Generation]:
     """``generate`` in chat mode against an endpoint answering ``content``; the request it sent asserted exactly."""
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion(content, body["model"]))) as endpoint:
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        return 200, chat_completion(content, body["model"], finish_reason)
+
+    with ScriptedEndpoint(respond) as endpoint:
         client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
         try:
             return client.generate(MESSAGES, mode="chat", max_tokens=16, stop=stop or ())
@@ -44,8 +47,48 @@ def test_a_null_content_is_an_empty_answer():
      "a list of parts (image_url, text)"),
     ({"text": "x"}, "a JSON dict"),
 ])  # fmt: skip
-def test_content_that_is_no_text_is_the_requests_failure(content, described):
-    with pytest.raises(UnreadableAnswer) as failed:
-        _generate(content)
-    assert isinstance(failed.value, RequestRefused) and failed.value.status is None
-    assert str(failed.value) == f"the endpoint's message content is not text: {described}"
+def test_content_that_is_no_text_is_the_samples_failure_naming_what_it_was(content, described):
+    (gen,) = _generate(content)
+    assert gen == Generation(text="", raw_text="", finish_reason="stop", prompt_tokens=1, completion_tokens=1,
+                             failure=f"the endpoint's message content is not text: {described}")
+
+
+THINKING = [{"type": "thinking", "thinking": [{"type": "text", "text": "Сначала разберём условие"}]}]
+
+
+@pytest.mark.parametrize("finish_reason, failure", [
+    ("length", "reasoning not finished"),  # cut by max_tokens before the answer: no answer, and why
+    ("stop", None),  # ended after its reasoning: the model's empty answer, as a null content is
+])  # fmt: skip
+def test_reasoning_parts_alone_are_an_unfinished_reasoning_when_cut(finish_reason, failure):
+    (gen,) = _generate(THINKING, finish_reason=finish_reason)
+    assert (gen.text, gen.raw_text, gen.finish_reason, gen.failure) == ("", "", finish_reason, failure)
+
+
+def _n_choices(path: str, body: dict) -> tuple[int, dict]:
+    """Three choices: an answer, reasoning cut by max_tokens, a refusal part; or, one per seed, the seed's one."""
+    choices = [({"role": "assistant", "content": "    return a + b\n"}, "stop"),
+               ({"role": "assistant", "content": THINKING}, "length"),
+               ({"role": "assistant", "content": [{"type": "refusal", "refusal": "Не могу."}]}, "stop")]
+    if body["n"] == 1:
+        choices = [choices[body["seed"] - 7]]
+    return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": i, "message": m, "finish_reason": f} for i, (m, f) in enumerate(choices)],
+                 "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}}
+
+
+@pytest.mark.parametrize("sampling", ["n", "seeds"])
+def test_each_choice_is_read_on_its_own_and_an_unreadable_one_fails_alone(sampling):
+    """One request for n = 3 (or one per seed) whose second choice is reasoning cut by max_tokens and whose third is a
+    refusal part: the first sample stands, the other two fail each with its reason (the whole request was refused,
+    the good sample with it)."""
+    with ScriptedEndpoint(_n_choices) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
+        gens = client.generate(MESSAGES, mode="chat", n=3, temperature=0.6, max_tokens=16, seed=7, sampling=sampling)
+    base = {"model": "scripted", "temperature": 0.6, "max_tokens": 16, "messages": MESSAGES}
+    assert endpoint.bodies("/v1/chat/completions") == (
+        [{**base, "n": 3, "seed": 7}] if sampling == "n" else [{**base, "n": 1, "seed": s} for s in (7, 8, 9)])
+    assert [(g.text, g.finish_reason, g.failure) for g in gens] == [
+        ("    return a + b\n", "stop", None),
+        ("", "length", "reasoning not finished"),
+        ("", "stop", "the endpoint's message content is not text: a list of parts (refusal)")]

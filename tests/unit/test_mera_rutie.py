@@ -1482,3 +1482,95 @@ def test_a_dialogue_that_fails_ends_the_run_without_asking_the_others(tmp_path):
         asked = [b for p, b in endpoint.requests if p.endswith("/completions")]
     assert code == 4
     assert len(asked) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chat replies without answer text; progress rows a resume cannot read
+# ---------------------------------------------------------------------------------------------------------------
+
+THINKING = [{"type": "thinking", "thinking": [{"type": "text", "text": "Посчитаем ноги..."}]}]
+
+
+def _content_parts_responder(contents: dict[str, tuple[Any, str]]):
+    """Chat answers from ``contents``: question -> (the message content, the finish reason)."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        content, finish = contents[_current_question(body)]
+        answer = chat_body(body["model"], [""], prompt_tokens=50)
+        answer["choices"][0].update(message={"role": "assistant", "content": content}, finish_reason=finish)
+        return 200, answer
+
+    return respond
+
+
+@pytest.mark.parametrize("parser", ["choice", "mera"])
+def test_a_chat_reply_without_answer_text_is_unparsed_with_its_reason(tmp_path, parser):
+    """Chat mode: a reply of reasoning parts alone cut by max_tokens is unparsed "reasoning not finished" (the choice
+    parser's reason for an unclosed <think>; it was "request refused", blaming the endpoint), a refusal part "reply not
+    text" with what it was in the record's error; neither is an endpoint's refusal, so the run whose first questions
+    all get such replies goes on (it stopped with exit 4, the three refused alike) and later context shows the
+    parser's empty answer."""
+    data = _write_dialogs(tmp_path / "d.jsonl")
+    contents = {"Сколько ног у человека?": (THINKING, "length"), "А у муравья?": ([{"type": "refusal",
+                "refusal": "Не могу."}], "stop"), "Кто из них меньше?": (THINKING, "length")}  # fmt: skip
+    with ScriptedEndpoint(_content_parts_responder(contents)) as endpoint:
+        assert _run(endpoint, data, tmp_path / "run", "--mode", "chat", "--answer-parser", parser) == 0
+    shown = "" if parser == "choice" else "-1"
+    assert [b["messages"][1::2] for b in endpoint.bodies("/v1/chat/completions")][1:] == [
+        [{"role": "assistant", "content": shown}],
+        [{"role": "assistant", "content": shown}, {"role": "assistant", "content": shown}]]
+    answers = read_jsonl(tmp_path / "run" / "answers.jsonl")
+    not_text = "the endpoint's message content is not text: a list of parts (refusal)"
+    assert [(a["answer"], a["reason"], a["reply"], a.get("error")) for a in answers] == [
+        (None, "reasoning not finished", "", None), (None, "reply not text", "", not_text),
+        (None, "reasoning not finished", "", None)]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["unparsed_reasons"] == {"reasoning not finished": 2, "reply not text": 1}
+
+
+def _answered_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A finished run of DIALOG's one dialogue: its data and run folder."""
+    data, out = _write_dialogs(tmp_path / "d.jsonl"), tmp_path / "run"
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out) == 0
+    return data, out
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda rows: rows[1].pop("dialog_id"), "answers.jsonl:2: field 'dialog_id' is missing"),
+    (lambda rows: rows[1].pop("context_answer"), "answers.jsonl:2: field 'context_answer' is missing"),
+    (lambda rows: rows[2].pop("reason"), "answers.jsonl:3: field 'reason' is missing"),
+    (lambda rows: rows[0].update(question_id="0"), "answers.jsonl:1: field 'question_id' should be an integer, got a "
+                                                   "string"),
+    (lambda rows: rows[0].update(category="world"), "answers.jsonl:1: field 'category' should be a list, got a "
+                                                    "string"),
+    (lambda rows: rows.pop(0), "answers.jsonl: dialogue 0 has answers to questions [1, 2], expected the first of its "
+                               "questions in order, [0, 1]"),
+    (lambda rows: [row.update(dialog_id=7) for row in rows],
+     "answers.jsonl: holds answers to dialogues the data does not have (7)"),
+])  # fmt: skip
+def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, caplog, edit, said):
+    """An answers.jsonl row without a field the run reads (it ended in a KeyError traceback), or answers that are not
+    their dialogue's first questions (exit 1, a "task error") is a resume mismatch: exit 2, one line naming the file,
+    the line and the field, before the endpoint is asked."""
+    data, out = _answered_run(tmp_path)
+    rows = read_jsonl(out / "answers.jsonl")
+    edit(rows)
+    (out / "answers.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    caplog.clear()
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out) == 2
+    assert endpoint.requests == [] and endpoint.gets == []
+    (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert error.startswith(f"{out / said}") and error.endswith("--overwrite to start over") and "\n" not in error
+
+
+def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, caplog):
+    """A line of answers.jsonl that is not a JSON object (and not the torn last line) stops the rerun with exit 2, an
+    input error naming the file and line, as the help says of a resume mismatch (it was exit 1, a task error)."""
+    data, out = _answered_run(tmp_path)
+    lines = (out / "answers.jsonl").read_text("utf-8").splitlines(keepends=True)
+    (out / "answers.jsonl").write_text(lines[0] + "[1, 2]\n" + "".join(lines[1:]), "utf-8")
+    with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
+        assert _run(endpoint, data, out) == 2
+    assert endpoint.requests == []
+    assert f"{out / 'answers.jsonl'}:2: a JSON list, not an object" in caplog.text
