@@ -41,7 +41,7 @@ _CHUNK_ENTRIES = 4_000_000
 # A resample is drawn either as one multinomial over the cells (a binomial per cell, ~300 ns each) or as n item
 # indices counted per cell (~14 ns per item); whichever costs less for the cell's m and n.
 _NS_PER_BINOMIAL, _NS_PER_INDEX = 300.0, 14.0
-# Resamples of real-valued (regression) scores are drawn on a 0.01 grid where Spearman is resampled too: a
+# Resamples of real-valued (regression) judge scores are drawn on a 0.01 grid where Spearman is resampled too: a
 # full-test cell then has thousands of distinct values instead of 160k, and an MAE bound moves by at most 0.005.
 # Point estimates always use the exact scores; MAE-only cells resample exact item errors.
 BOOTSTRAP_RESOLUTION = 0.01
@@ -305,8 +305,14 @@ def _finite_with_clusters(x: np.ndarray, y: np.ndarray, clusters: np.ndarray | N
     return kept_x, kept_y, clusters[keep]
 
 
-def _grid(values: np.ndarray) -> np.ndarray:
-    """Judge scores as resampled: exact when they are already on the 0.01 grid (verdicts), else rounded to it."""
+def _grid(values: np.ndarray, statistic: str = "mae") -> np.ndarray:
+    """Judge scores as resampled: exact when they are already on the 0.01 grid (verdicts), else rounded to it.
+
+    A ``"mean"`` is of per-item values that are no judge scores (Verdict Confidence: a 1/300 lattice at three experts
+    and 100 draws, finer than the grid), resampled exact: snapped, a difference of 1/150 on every item of a paired
+    bootstrap rounds to 0 in every resample, an interval [0, 0] and p = 1 where every item is better."""
+    if statistic == "mean":
+        return values
     snapped = np.round(values / BOOTSTRAP_RESOLUTION) * BOOTSTRAP_RESOLUTION
     return values if np.allclose(snapped, values, rtol=0, atol=1e-9) else snapped
 
@@ -340,7 +346,7 @@ def bootstrap_ci(
     too_few = statistic == "spearman" and len(x) < MIN_SPEARMAN_PAIRS  # +-1 by construction (``MIN_SPEARMAN_PAIRS``)
     if not resamplable(len(x), clusters) or n_boot <= 0 or too_few:
         return [float("nan"), float("nan")]
-    cells, counts, cell_of_item = _cells(_grid(x), y, item_cells=True)
+    cells, counts, cell_of_item = _cells(_grid(x, statistic), y, item_cells=True)
     samples = np.concatenate([_statistic(statistic, cells[:, 0], cells[:, 1], w)
                               for w in _weights(counts, n_boot, rng, cell_of_item, clusters)])
     return percentile_interval(samples, level)
@@ -466,8 +472,8 @@ def paired_bootstrap(
     result.update(a=a, b=b, delta=b - a)
     if not resamplable(n, clusters) or n_boot <= 0:
         return result
-    cells, counts, cell_of_item = _cells(_grid(columns[0]), columns[1], _grid(columns[2]), columns[3],
-                                         item_cells=True)
+    cells, counts, cell_of_item = _cells(_grid(columns[0], statistic), columns[1], _grid(columns[2], statistic),
+                                         columns[3], item_cells=True)
     deltas = np.concatenate(
         [
             _statistic(statistic, cells[:, 2], cells[:, 3], w) - _statistic(statistic, cells[:, 0], cells[:, 1], w)

@@ -12,8 +12,13 @@ percentile bootstrap over a handful of units can be of zero width by chance (two
 p = 0), the pitfall the experts' ceiling guards against with the same minimum (``bootstrap.MIN_VERDICT_UNITS``).
 A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
 p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
+The overall cells are called on their own p-values; a table by model, task type or criterion holds many cells of
+one metric, and its calls are read against Holm-adjusted p-values over its callable cells (``_holm``), so that the
+chance of any false call in the table stays at most ``alpha``. Verdict Confidence is paired under one draw: where
+the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
+their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~600 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~700 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -29,6 +34,7 @@ import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
+from eval.scoring.metrics import item_keys, verdict_confidence_judge
 from eval.reports.notes import runs_notes
 from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
@@ -228,6 +234,39 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     return Paired.of(found, call, units)
 
 
+def _callable(p: Paired, alpha: float) -> bool:
+    """Whether a cell may be called at all: a p-value, and enough paired units and resamples (``_verdict``)."""
+    return (math.isfinite(p.delta) and math.isfinite(p.p_value) and (p.n_units is None or p.n_units >= MIN_PAIRED)
+            and (p.n_resamples is None or p.n_resamples >= resamples_to_call(alpha)))
+
+
+def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[str, Paired]]:
+    """A table's cells (label -> metric -> ``Paired``) with their calls read against Holm-adjusted p-values: per
+    metric, Holm's step-down method over the table's cells that may be called (``_callable``), the raw p-value kept
+    beside the adjusted one (``Paired.p_holm``). At alpha 0.05, a table of 66 criteria compared for two judges of
+    equal quality expects 66 x 0.05 = 3.3 false calls on raw p-values; Holm keeps the chance of any false call in the
+    table at most alpha, as ``judge-eval rank``'s leaderboard does for its pairs with Bonferroni. Cells too small to
+    call are left out of the family: they are n.s. whatever their p-value, so no false call can come from them.
+
+    A p-value estimated as 0 says only p < 2 / resamples (``resamples_to_call``) and enters the adjustment as that
+    bound: a call in a family of m cells then needs at least 2 m / alpha resamples, as rank's Bonferroni pairs do."""
+    from statsmodels.stats.multitest import multipletests
+
+    metric_names = sorted({metric for cells in table.values() for metric in cells})
+    out = {label: dict(cells) for label, cells in table.items()}
+    for metric in metric_names:
+        family = [label for label, cells in table.items() if metric in cells and _callable(cells[metric], alpha)]
+        if not family:
+            continue
+        cells = [table[label][metric] for label in family]
+        raw = [max(p.p_value, 2.0 / p.n_resamples if p.n_resamples else 0.0) for p in cells]
+        adjusted = multipletests(raw, alpha=alpha, method="holm")[1]
+        for label, p, p_holm in zip(family, cells, adjusted):
+            out[label][metric] = replace(p, p_holm=float(p_holm), verdict=_verdict(
+                p.delta, float(p_holm), metric, alpha, p.n_units, p.n_resamples))
+    return out
+
+
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
             bootstrap_unit: str = "item") -> Comparison:
     """Compare scored runs with the first one.
@@ -261,6 +300,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     comparisons = []
     for other in runs[1:]:
         ta, tb = base.table, other.table
+        paired_base, paired_other = _on_one_vc_draw(base, other)
         common, index_a, index_b = np.intersect1d(ta.ids.astype(str), tb.ids.astype(str), assume_unique=True,
                                                   return_indices=True)
         if len(common) == 0:
@@ -284,18 +324,44 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             for name, column in _GROUPS.items():
                 labels = getattr(ta, column)[ia].astype(str)
                 chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
-                groups[f"by_{name}"] = {
-                    label: {m: _paired(base, other, ia[labels == label], ib[labels == label], m,
+                groups[f"by_{name}"] = _holm({
+                    label: {m: _paired(paired_base, paired_other, ia[labels == label], ib[labels == label], m,
                                        f"{split}/{name}/{label}/{m}", n_boot, seed, alpha, clusters) for m in chosen}
                     for label in sorted(set(labels))
-                }
+                }, alpha)
             splits[split] = SplitComparison(
-                overall={m: _paired(base, other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha, clusters)
+                overall={m: _paired(paired_base, paired_other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha,
+                                    clusters)
                          for m in ("mae", "spearman", "vc_judge")}, **groups)
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
                                          _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
                       [r.metrics for r in runs], bootstrap_unit=bootstrap_unit)
+
+
+def _vc_draws(metrics: Metrics) -> tuple[int, int]:
+    """The draws a run's judge Verdict Confidence was scored with: its ``--seed`` and ``--vc-repeats``."""
+    return metrics.settings.seed, metrics.settings.vc_repeats
+
+
+def _on_one_vc_draw(base: ScoredRun, other: ScoredRun) -> tuple[ScoredRun, ScoredRun]:
+    """The two runs as their VC is paired: as scored where both drew it alike, else with both runs' per-item judge VC
+    drawn again from their items.parquet (the experts' scores and the judge's) under the baseline's ``--seed`` and
+    ``--vc-repeats``. Each run's items.parquet holds the VC of its own draws, and an item's VC depends on the seed
+    and the repeats as well as on the verdicts (``eval.scoring.metrics.verdict_confidence_judge``): paired as
+    written, two runs of identical verdicts scored with two seeds differ by the draws alone, and a paired bootstrap
+    over a few hundred items calls that difference better or worse. ``headline`` says when it drew them again."""
+    if _vc_draws(base.metrics) == _vc_draws(other.metrics):
+        return base, other
+    seed, repeats = _vc_draws(base.metrics)
+
+    def drawn_again(run: ScoredRun) -> ScoredRun:
+        table = run.table
+        vc = verdict_confidence_judge(table.experts, table.judge, repeats=repeats, seed=seed,
+                                      keys=item_keys(table.ids))
+        return replace(run, extra={**run.extra, "vc_judge": vc})
+
+    return drawn_again(base), drawn_again(other)
 
 
 def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
@@ -398,6 +464,12 @@ def headline(result: Comparison) -> list[str]:
                          f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
                          "and identical scores would differ; score both runs with one --spearman-target to compare "
                          "their correlations.")
+        mine, theirs = _vc_draws(own), _vc_draws(result.metrics[0])
+        if mine != theirs:
+            lines.append(f"{comp.run}'s Verdict Confidence was scored with --seed {mine[0]} --vc-repeats {mine[1]}, "
+                         f"{result.baseline}'s with --seed {theirs[0]} --vc-repeats {theirs[1]}: the paired VC draws "
+                         f"both again under the baseline's (seed {theirs[0]}, {theirs[1]} repeats), so that its delta "
+                         "is the judges' and not the draws'; each run's own VC (its metrics.json) is of its own draws.")
         for split in item_table.SPLITS:
             block = comp.splits.get(split)
             if block is None:
@@ -459,9 +531,11 @@ def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
             f"{comp.run}: {run} of its {totals[1]})")
 
 
-def _cell(p: Paired, n_boot: int) -> list[str]:
-    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]", fmt_p(p.p_value, p.resamples(n_boot)), p.verdict,
-            str(p.n)]
+def _cell(p: Paired, n_boot: int, holm: bool = False) -> list[str]:
+    """A paired row's cells; with ``holm``, the Holm-adjusted p-value after the raw one ("—" where it has none)."""
+    adjusted = [fmt_p(p.p_holm, p.resamples(n_boot)) if p.p_holm is not None else "—"] if holm else []
+    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
+            fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, p.verdict, str(p.n)]
 
 
 def _side_by_side(result: Comparison) -> list[str]:
@@ -597,10 +671,12 @@ def render_markdown(result: Comparison) -> str:
                     for metric, p in block.overall.items()]
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
-                rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot)
+                # the call read against the Holm-adjusted p, shown beside the raw one ("—": a cell too small to call)
+                rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot, holm=True)
                         for label, cells in block.by(name).items()]
                 if rows:
-                    out += [f"MAE by {title.lower()}:", "", markdown_table([title] + head[1:], rows), ""]
+                    out += [f"MAE by {title.lower()}:", "",
+                            markdown_table([title] + head[1:6] + ["p (Holm)"] + head[6:], rows), ""]
     return "\n".join(out)
 
 
@@ -624,4 +700,9 @@ def _paired_note(result: Comparison, unit: str) -> list[str]:
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
             "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
-            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples).", ""]
+            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples). "
+            "The overall rows are called on their own p; the tables by evaluated model, task type and criterion on "
+            "p adjusted by Holm's method over the table's cells that may be called (p (Holm); the raw p beside it), "
+            f"so that a table's chance of any false call stays at most {result.alpha}; a raw p shown as "
+            "< 2 / resamples enters as that bound, so a call in a table of m such cells needs 2 m / alpha "
+            "resamples.", ""]

@@ -44,7 +44,11 @@ class Paired(_ComparisonRecord):
         instructions) or "—" (undefined); n_resamples: the resamples whose delta was defined, over which
         ``p_value`` is a share (its resolution: a p-value of 0 means below 2 / n_resamples), absent where no
         resample was drawn; n_units: what the bootstrap resampled and the minimum counts, the paired items or,
-        under ``--bootstrap-unit instruction``, their instructions (absent in a compare.json written before).
+        under ``--bootstrap-unit instruction``, their instructions (absent in a compare.json written before);
+        p_holm: in a table by evaluated model, task type or criterion, ``p_value`` adjusted by Holm's step-down
+        method over that table's cells of the metric that may be called (``eval.scoring.compare``), the p-value
+        ``verdict`` is read against there; absent in the overall cells (called on ``p_value``), in cells too small
+        to call and in a compare.json written before.
     """
 
     n: int
@@ -56,6 +60,7 @@ class Paired(_ComparisonRecord):
     verdict: str
     n_resamples: int | None = optional_field()
     n_units: int | None = optional_field()
+    p_holm: float | None = optional_field()
 
     def resamples(self, n_boot: int) -> int:
         """The p-value's resolution: the resamples its share was taken over (``n_boot``, the number drawn, for a

@@ -293,3 +293,20 @@ def test_mae_interval_does_not_move_with_the_spearman_target(regression):
     assert mode.mae_ci == mean.mae_ci
     assert mode.mae_in_scale_ci == mean.mae_in_scale_ci
     assert mode.spearman != mean.spearman  # the option still does what it is for
+
+
+def test_a_mean_of_verdict_confidences_is_resampled_exact_not_on_the_judge_score_grid():
+    """Verdict Confidence lies on a 1/300 lattice (three experts, 100 draws), finer than the 0.01 grid judge scores are
+    resampled on. Every one of 500 items better by 1/150 (2/3 against 2/3 + 1/150): every resample's delta is
+    exactly 1/150, so the interval is [1/150, 1/150] and no resampled delta is <= 0 (p = 0), and compare calls it
+    better. Snapped to the grid, both sides read 0.67 in every resample: [0, 0] and p = 1."""
+    from eval.scoring.compare import _verdict
+
+    a, b = np.full(500, 2 / 3), np.full(500, 2 / 3 + 1 / 150)
+    found = bootstrap.paired_bootstrap(a, a, b, b, "mean", 1000, bootstrap.cell_rng(0, "all/overall/vc_judge"))
+    assert found["delta"] == pytest.approx(1 / 150)
+    assert found["ci"] == pytest.approx([1 / 150, 1 / 150])
+    assert found["p_value"] == 0.0 and found["n_resamples"] == 1000
+    assert _verdict(found["delta"], found["p_value"], "vc_judge", 0.05, found["n"], found["n_resamples"]) == "better"
+    # one run's mean alone, as its interval: 2/3 + 1/150 = 0.67333..., not the grid's 0.67
+    assert bootstrap.bootstrap_ci(b, b, "mean", 200) == pytest.approx([2 / 3 + 1 / 150] * 2)

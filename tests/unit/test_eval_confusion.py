@@ -1,0 +1,53 @@
+"""The confusion matrices of ``judge-eval score`` as the scoring path builds them (``item_table.evaluate``): rows the
+judge's score rounded half up to a level, columns the experts' mode (never their mean), one matrix per task
+macrogroup (arXiv 2505.24616v3, Appendix D.2.3), items without a unique mode or without a verdict left out."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from eval.scoring import item_table
+from tests.unit.test_eval_metrics import _table
+
+NAN = float("nan")
+# judge, experts, task type, macrogroup: t1 and t2 share macrogroup G1. Each expert mode is not the rounded mean:
+# [0, 0, 2] mode 0, mean 2/3 -> 1; [2, 2, 0] mode 2, mean 4/3 -> 1; [0, 0, 1] mode 0, mean 1/3 -> 0 but judged 1.
+ITEMS = [
+    (0.0, [0, 0, 2], "t1", "G1"),  # judge 0, mode 0
+    (1.0, [0, 1, 2], "t1", "G1"),  # no unique mode: left out
+    (1.0, [1, 1, 2], "t2", "G1"),  # judge 1, mode 1
+    (2.0, [2, 2, 0], "t2", "G1"),  # judge 2, mode 2
+    (1.0, [0, 0, 1], "t3", "G2"),  # judge 1, mode 0
+    (0.5, [1, 1, 0], "t3", "G2"),  # judge 0.5 rounds half up to 1, mode 1
+    (NAN, [2, 2, 2], "t3", "G2"),  # parse failure: left out
+    (2.0, [2, 2, 2], "t3", "G2"),  # judge 2, mode 2
+]
+
+
+def _items() -> item_table.ItemTable:
+    judge, experts, task_types, groups = zip(*ITEMS)
+    status = ["ok" if np.isfinite(j) else "parse_failed" for j in judge]
+    table = _table(list(judge), status, list(experts))
+    return dataclasses.replace(table, task_type=np.array(task_types, dtype=object),
+                               task_group=np.array(groups, dtype=object))
+
+
+@pytest.mark.parametrize("target", ["mode", "mean"])
+def test_confusion_matrices_are_judge_by_expert_mode_per_macrogroup(target):
+    """By hand, rows the judge (0, 1, 2), columns the experts' mode: G1 holds (0, 0), (1, 1), (2, 2); G2 holds
+    (1, 0), (1, 1), (2, 2); the whole test their sum. Keyed by the macrogroups, not the three task types, and the
+    same whatever MAE's reference (a mean target moves MAE, never the confusion's columns)."""
+    result = item_table.evaluate(_items(), target=target, n_boot=0)
+    assert result.target == target
+    g1 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    g2 = [[0, 0, 0], [1, 1, 0], [0, 0, 1]]
+    for split in ("standard", "all"):
+        confusion = result.splits[split].confusion
+        assert confusion.all.levels == [0.0, 1.0, 2.0]
+        assert confusion.all.matrix == [[1, 0, 0], [1, 2, 0], [0, 0, 2]]
+        assert {label: c.matrix for label, c in confusion.by_task_group.items()} == {"G1": g1, "G2": g2}
+        assert all(c.levels == [0.0, 1.0, 2.0] for c in confusion.by_task_group.values())
+    assert result.splits["zero_shot"].confusion.by_task_group == {}
