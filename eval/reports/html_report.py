@@ -409,11 +409,12 @@ def _compare_level(result: Comparison | Mapping[str, Any]) -> float:
 def _delta_td(p: Paired, n_boot: int, n_shown: int | None) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
     # Each metric pairs its own items (Verdict Confidence needs two annotators, Spearman its reference): a count
-    # other than the row's n column is said in the cell.
+    # other than the row's n column is said in the cell. A table's cell is called on its Holm-adjusted p, shown too.
     own_n = f", n {p.n}" if p.n != n_shown else ""
+    holm = "" if p.p_holm is None else f", Holm {p_phrase(p.p_holm, p.resamples(n_boot))}"
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
-            f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{own_n}</span> '
+            f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{_e(holm)}{own_n}</span> '
             f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
 
 
@@ -451,8 +452,8 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                 f"Paired: delta = run − baseline on the items both scored; paired bootstrap{intervals}, "
                 f"{_e(result.n_boot)} resamples of "
                 f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
-                f"better/worse called at p &lt; {_e(result.alpha)} (MAE: lower is better; Spearman and VC: "
-                "higher)."]
+                f"better/worse called at p &lt; {_e(result.alpha)}, Holm-adjusted within each table by model, task type "
+                "or criterion (MAE: lower is better; Spearman and VC: higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():
         cells = {name: m.splits[split].overall for name, m in zip(runs, result.metrics) if split in m.splits}
@@ -461,8 +462,7 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
             body.append(_metric_table("Judge", cells, None, f"side-{split}"))
     body += [f'<p class="warn"><b>{_e(name)}</b>: {_md_text(note)}</p>' for name, note in runs_notes(result)]
     # compare.md's validity sections, from the same rows: each run's own, then each against the baseline, paired
-    validity = compare_validity(result, _e)
-    body += validity
+    body += (validity := compare_validity(result, _e))
     for k, comp in enumerate(result.comparisons):
         body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(result.baseline)}</h2>')
         body.append(f'<p class="note">{_e(comp.n_common)} items in both runs.</p>')

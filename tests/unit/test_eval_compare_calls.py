@@ -132,3 +132,10 @@ def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path,
     rows = [line for line in render_markdown(result).splitlines() if line.startswith("| c1 | 1.000 | 0.000 | -1.000 |")]
     assert len(rows) == 2  # the Standard test's paired row and both tests' together
     assert all(f"| < {2 / n_boot:.3g} | {p_holm:.3f} | {call} | 40 |" in row for row in rows)
+    # compare.html: a criterion cell shows the adjusted p its call is read against beside the raw one; the overall
+    # cell, called on its own p, shows none
+    from eval.reports.html_report import render_compare_page
+
+    page = render_compare_page(result, None)
+    assert page.count(f"p &lt; {2 / n_boot:.3g}, Holm p = {p_holm:.3f}") == 2 * 2 * 2  # 2 criteria x 2 metrics x 2 rows
+    assert "Holm-adjusted within each table" in page
