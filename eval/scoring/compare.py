@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -499,7 +500,28 @@ def headline(result: Comparison) -> list[str]:
                    if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
                 + failures
             )
+        lines += _families_too_large(comp, result)
     return lines
+
+
+def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
+    """A sentence per grouping whose Holm family is too large for the resamples drawn: a raw p of 0 enters as
+    2 / resamples, so a table of m callable cells can call none below 2 m / alpha resamples (``_holm``) — said, not
+    left for the reader to find among its n.s. rows."""
+    if not result.n_boot:
+        return []
+    out = []
+    for grouping, title in (("model", "evaluated model"), ("task_type", "task type"), ("criterion", "criterion")):
+        families = Counter((split, metric) for split, block in comp.splits.items()
+                           for cells in block.by(grouping).values()
+                           for metric, p in cells.items() if p.p_holm is not None)
+        largest = max(families.values(), default=0)
+        needed = math.ceil(2 * largest / result.alpha)
+        if largest > 1 and result.n_boot < needed:
+            out.append(f"{comp.run} vs {result.baseline}: a table by {title} holds up to {largest} cells to call, "
+                       f"which Holm's adjustment can call only with at least {needed} resamples (2 m / alpha); "
+                       f"with --n-boot {result.n_boot} a cell whose resamples all agree may still read n.s. there.")
+    return out
 
 
 def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str, n_paired: int) -> str:

@@ -139,3 +139,12 @@ def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path,
     page = render_compare_page(result, None)
     assert page.count(f"p &lt; {2 / n_boot:.3g}, Holm p = {p_holm:.3f}") == 2 * 2 * 2  # 2 criteria x 2 metrics x 2 rows
     assert "Holm-adjusted within each table" in page
+    # the headline says when a table's family is too large for the resamples drawn: two criteria need 2 x 2 / 0.05
+    # = 80 resamples, so at 50 a sentence names the figure and at 100 none is written
+    from eval.scoring.compare import headline
+
+    said = [line for line in headline(result) if "Holm's adjustment" in line]
+    assert said == ([] if n_boot >= 80 else [
+        "b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
+        "least 80 resamples (2 m / alpha); with --n-boot 50 a cell whose resamples all agree may still read n.s. "
+        "there."])
