@@ -271,8 +271,10 @@ def verdict_format_and_why(folder: str | Path, served_name: str | None = None) -
     """The verdict format (``judge.VerdictFormat``) of the judge a checkpoint folder holds, and why, in words for
     the start-up log.
 
-    1. An export manifest decides: its ``verdict_format``, else ``tagged`` (judge-train teaches the tagged format,
-       also to a judge fine-tuned from ``Pollux-4B-Judge``, whose ``_name_or_path`` still names it).
+    1. An export manifest decides: its ``verdict_format`` (judge-train records the format it taught, ``tagged`` or
+       ``integer``: ``train/export.py``), else ``tagged`` (a manifest without the key predates integer-format
+       training). Not the ids of step 2: a judge fine-tuned from ``Pollux-4B-Judge`` still names it in
+       ``_name_or_path`` whichever format it was taught.
     2. Without one (a released or plain checkpoint), ``integer`` when a model id it carries names ``Pollux-4B-Judge``
        (``names_pollux_4b``): the served name, ``config.json``'s ``_name_or_path``, the folder's own name, a hub
        snapshot's repository folder (``models--ai-forever--Pollux-4B-Judge``).
@@ -323,8 +325,11 @@ def prompt_template_and_why(verdict_format: str, manifest: Mapping[str, Any] | N
     that prompts a judge chooses it (judge-serve's ``/v1/judge`` and ``/get_reward``, judge-eval's chat requests).
 
     1. An export manifest (judge-train's): the template its ``prompt_version`` names, the one the judge learned. A
-       version this toolkit does not render (``pollux-ru-v1``'s stripped fields) or none: ``PROMPT_VERSION``'s, the
-       why saying so (``verdicts may suffer`` for the former: judge-serve logs it as a warning).
+       version these stages do not render, or none: ``PROMPT_VERSION``'s, the why saying so (``verdicts may suffer``
+       for the former: judge-serve logs it as a warning). ``pollux-ru-v1`` is one: ``POLLUX_PROMPT``'s template over
+       fields stripped as ``judge.prompts.prompt_fields(..., clean=True)`` strips them, which the stages' prompt
+       builders (judge-serve's ``serve.jobs``, ``serve.chat_tokens``) do not apply, so its judges are asked with
+       the raw fields (the prompts differ where a field starts with a newline or ends with whitespace).
     2. No manifest and the integer format: the released ``Pollux-4B-Judge`` (``verdict_format_and_why``), asked with
        its own clients' prompt, ``POLLUX_4B_PROMPT`` (the Russian prompt and one newline).
     3. Else ``POLLUX_PROMPT`` (the 7B/32B releases, ai-forever/POLLUX ``prompts/test_pollux.txt``).
@@ -342,8 +347,8 @@ def prompt_template_and_why(verdict_format: str, manifest: Mapping[str, Any] | N
             return PROMPT_TEMPLATES[named], f"its export manifest {EXPORT_MANIFEST} names {named}"
         if not named:
             return POLLUX_PROMPT, f"its export manifest {EXPORT_MANIFEST} names no prompt_version"
-        return POLLUX_PROMPT, (f"its export manifest {EXPORT_MANIFEST} names prompt_version {named!r}, which this "
-                               f"toolkit does not render: verdicts may suffer")
+        return POLLUX_PROMPT, (f"its export manifest {EXPORT_MANIFEST} names prompt_version {named!r}, which "
+                               f"judge-serve and judge-eval do not render: verdicts may suffer")
     if verdict_format == VerdictFormat.INTEGER:
         return POLLUX_4B_PROMPT, ("an integer-format judge without an export manifest is the released "
                                   "Pollux-4B-Judge: its own prompt, the Russian prompt and one newline")

@@ -86,8 +86,8 @@ def resolve_criterion(spec: str | CustomCriterion, task: tuple[str, ...] | None 
     """One criterion of an item, resolved.
 
     Args:
-        spec: a taxonomy name or id, or a custom criterion (its name is stripped; its rubric mapping is shown as
-            the taxonomy lays out its own rubrics).
+        spec: a taxonomy name or id, or a custom criterion (its name shown as given, whitespace around it
+            included; its rubric text as given, a rubric mapping as the taxonomy lays out its own rubrics).
         task: the item's ``task_path``: with it, a name resolves to the variant the task's leaf lists.
 
     Returns:
@@ -102,8 +102,10 @@ def resolve_criterion(spec: str | CustomCriterion, task: tuple[str, ...] | None 
             return ResolvedCriterion.of(load_taxonomy().criterion(spec, task=task))
         except TaxonomyError as err:
             raise CriterionError(str(err)) from None
-    name = spec.name.strip()
-    if not name:
+    # Shown as given, as POLLUX's str.format shows a record's criteria_name: judge-eval sends records' names as custom
+    # criteria so the served prompt is the one POLLUX renders; blank is refused all the same.
+    name = spec.name
+    if not name.strip():
         raise CriterionError("must not be empty", "name")
     text = _rubric_text(spec.rubrics)
     if not text.strip():

@@ -259,12 +259,16 @@ def render_pairwise_prompt(item: Any) -> str:
     return PAIRWISE_TEMPLATE.format(**values)
 
 
-#: Keyword arguments every judge chat rendering passes to the chat template: **thinking off**. Qwen3 templates
-#: (``Pollux-4B-Judge``) then close an empty ``<think>\n\n</think>\n\n`` block after the generation prompt, so the
-#: judge writes its verdict at once, as it was trained to; ChatML templates (Qwen2.5 judges) never read the variable
-#: and render byte for byte as without it. Used by ``apply_chat`` (training rows, judge-serve's prompts, the regression
-#: head's input), by the seq2seq recipe's trl dataset (``chat_template_kwargs`` column) and, as
-#: ``chat_template_kwargs``, by judge-eval's chat requests to vLLM.
+#: Keyword arguments a tagged-format judge's chat rendering passes to the chat template: **thinking off**. A Qwen3
+#: template (a tagged judge judge-train built on Qwen3) then closes an empty ``<think>\n\n</think>\n\n`` block after
+#: the generation prompt, so the judge writes its verdict at once, as it was trained to; ChatML templates (the Qwen2.5
+#: 7B/32B judges) never read the variable and render byte for byte as without it. Integer-format judges
+#: (``Pollux-4B-Judge``, judge-train's with ``verdict_format`` integer) are rendered without it, thinking on: they were
+#: trained to reason before the integer (``apply_chat(..., thinking=True)`` in judge-serve; judge-eval's chat requests
+#: and judge-serve's engine send it for tagged judges only). Used by ``apply_chat`` (training rows, judge-serve's
+#: prompts, the regression head's input), by the seq2seq recipe's trl dataset (``chat_template_kwargs`` column) and,
+#: as ``chat_template_kwargs``, by judge-eval's chat requests to vLLM and judge-serve's engine
+#: (``--default-chat-template-kwargs``).
 JUDGE_CHAT_TEMPLATE_KWARGS: Mapping[str, Any] = {"enable_thinking": False}
 
 

@@ -82,9 +82,10 @@ class VerdictError:
 class VerdictFormat:
     """How a judge writes its verdict: stable strings used in configs, manifests and ``/v1/judge`` results."""
 
-    #: ``[FEEDBACK] ... [RESULT] n [END]`` (the 7B/32B POLLUX judges, every judge judge-train builds).
+    #: ``[FEEDBACK] ... [RESULT] n [END]`` (the 7B/32B POLLUX judges; judge-train's with ``verdict_format`` tagged).
     TAGGED = "tagged"
-    #: reasoning, then a bare integer from the rubric (``ai-forever/Pollux-4B-Judge``), thinking left on.
+    #: reasoning, then a bare integer from the rubric (``ai-forever/Pollux-4B-Judge``; judge-train's with
+    #: ``verdict_format`` integer), thinking left on.
     INTEGER = "integer"
     ALL = (TAGGED, INTEGER)
 
@@ -175,13 +176,13 @@ def parse_rationale(text: str) -> tuple[str, bool]:
     """The rationale a regression judge wrote (``render_rationale_target``'s ``[FEEDBACK] <rationale> [END]``).
 
     Tolerates what ``parse_verdict`` tolerates (a ``<think>`` preamble, markdown around tags, a score the LM added
-    anyway: the rationale runs from the first ``[FEEDBACK]`` to the first ``[RESULT]`` or ``[END]`` after it).
+    anyway: the rationale runs from the first ``[FEEDBACK]`` after the preamble to the first ``[RESULT]`` or
+    ``[END]`` after it). A ``</think>`` inside the rationale or after it is text (``_reasoning_end``).
 
     Returns:
         ``(rationale, complete)``: complete is False when no closing tag was written (the generation was cut).
     """
-    closes = list(_THINK_CLOSE.finditer(text))
-    body = _normalise_tags(text[closes[-1].end():] if closes else text)
+    body = _normalise_tags(text[_reasoning_end(text):])
     start = body.find("[FEEDBACK]")
     if start >= 0:
         body = body[start + len("[FEEDBACK]"):]
@@ -194,9 +195,11 @@ def parse_rationale(text: str) -> tuple[str, bool]:
 def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = False) -> Verdict:
     """Parse ``[FEEDBACK] ... [RESULT] n [END]`` from a judge's output.
 
-    The final ``[RESULT] ... [END]`` decides (a ``[RESULT]`` quoted inside the feedback does not); a
-    ``<think>...</think>`` preamble, surrounding whitespace, markdown emphasis around the tags, a decimal comma and
-    text after ``[END]`` are all tolerated.
+    The final complete ``[RESULT] ... [END]`` decides (a ``[RESULT]`` quoted inside the feedback before the verdict's
+    does not; a ``[RESULT]`` without an ``[END]`` after the last complete block is text after ``[END]``, as POLLUX's
+    reader, which takes the first complete block, reads it too); a ``<think>...</think>`` preamble (``_reasoning_end``: a ``</think>`` quoted in the feedback or
+    written after the verdict is text), surrounding whitespace, markdown emphasis around the tags, a decimal comma
+    and text after ``[END]`` holding no ``[RESULT]`` are all tolerated.
 
     Args:
         text: the raw output.
@@ -211,9 +214,9 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     if text is None or not text.strip():
         return Verdict.failure(VerdictError.EMPTY, "the output is empty")
     body = text
-    closes = list(_THINK_CLOSE.finditer(body))
-    if closes:
-        body = body[closes[-1].end():]
+    preamble_end = _reasoning_end(body)
+    if preamble_end:
+        body = body[preamble_end:]
     else:
         opened = _THINK_OPEN.search(body)
         first_tag = _TAG.search(body)
@@ -225,7 +228,8 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     body = _normalise_tags(body).strip()
 
     # The final complete "[RESULT] ... [END]" decides: anything after the last [END] is ignored, and a [RESULT]
-    # quoted earlier in the feedback is part of the feedback.
+    # quoted earlier in the feedback is part of the feedback. A [RESULT] with no [END] after a complete block is text
+    # after [END], as POLLUX's first-complete-block reading (src/utils/score_utils.py) takes it too.
     end_at = body.rfind("[END]")
     result_at = body.rfind("[RESULT]", 0, end_at if end_at >= 0 else len(body))
     if result_at < 0 and end_at >= 0 and body.rfind("[RESULT]") > end_at:
@@ -253,6 +257,31 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     if not math.isfinite(score):
         return Verdict.failure(VerdictError.NO_SCORE, f"score {match.group(1)!r} is not finite", feedback)
     return _read(feedback, score, scale)
+
+
+def _reasoning_end(text: str) -> int:
+    """Where a tagged verdict's text starts after the judge's reasoning: the end of the last ``</think>`` that closes
+    reasoning, 0 when none does.
+
+    Reasoning comes before the verdict: a ``<think>...</think>`` block, or (a chat template that opened the block in
+    the prompt) text up to a ``</think>``; a second block may follow the first. A ``</think>`` closes reasoning when
+    no verdict tag was written before it outside reasoning: between the previous close (or the start) and it, every
+    ``[FEEDBACK]``/``[RESULT]``/``[END]`` comes after a ``<think>`` (a draft verdict inside the reasoning). The first
+    ``</think>`` with such a tag before it lies inside or after the verdict block (the judge quoting an answer's
+    ``<think>...</think>`` in its feedback, an answer's tag after ``[END]``): it and every later one are text, and
+    cutting there would cut the feedback (hiding the tag from build-data's ``tags_in_feedback``) or the verdict.
+    Deliberately not read as reasoning: a template-opened reasoning (no ``<think>``) that itself writes a tag before
+    its ``</think>``; its verdict is then read from the whole text.
+    """
+    start = 0
+    for close in _THINK_CLOSE.finditer(text):
+        segment = text[start:close.start()]
+        opened = _THINK_OPEN.search(segment)
+        tag = _TAG.search(segment, 0, opened.start() if opened else len(segment))
+        if tag is not None:
+            break
+        start = close.end()
+    return start
 
 
 def _read(feedback: str, score: float, scale: Scale | None) -> Verdict:

@@ -366,7 +366,7 @@ class JudgeServeBackend:
             raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
         # Results are matched to records by position: one answered in another order (or for another criterion) would
         # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again.
-        # Compared stripped: judge-serve strips a custom criterion's name (judge.criteria.resolve_criterion).
+        # Compared stripped: judge-serve releases before this one stripped a custom criterion's name.
         named, asked = [result.criterion for result in results], [record.criteria_name for record in batch]
         if [name.strip() for name in named] != [name.strip() for name in asked]:
             raise Refused(f"judge-serve answered for the criteria {short(str(named), 200)}, asked for "

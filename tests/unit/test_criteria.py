@@ -68,8 +68,8 @@ def test_an_unsent_custom_criterion_the_wire_refuses_is_refused_at_the_same_fiel
 
 def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
     """The criteria judge-serve accepts fail for an unsent sample under the names and ids it resolves: the task's
-    variant for a name, the stripped name of a custom criterion, whose Python mapping may have integer levels
-    (they arrive as strings once encoded)."""
+    variant for a name, a custom criterion's name as given, whose Python mapping may have integer levels (they
+    arrive as strings once encoded)."""
     specs = ("Работоспособность", {"name": " Вежливость ", "rubrics": {0: "грубо", 1: "вежливо"}})
     request = parse_judge_request({"instruction": "Q", "answer": "A", **PYTHON,
                                    "criteria": [specs[0], {"name": " Вежливость ", "rubrics": {"0": "грубо", "1": "вежливо"}}]})
@@ -78,7 +78,7 @@ def test_an_unsent_sample_names_its_criteria_as_judge_serve_resolves_them():
     assert [(c.criterion, c.criterion_id) for c in reward.criteria] == [(served[0].name, served[0].id)]
     assert served[0].id == "operability__10"  # the Python task's variant, not the base criterion
     reward = _unsent(specs[1], PYTHON)
-    assert [(c.criterion, c.criterion_id, c.failure) for c in reward.criteria] == [("Вежливость", None, "context_length_exceeded")]
+    assert [(c.criterion, c.criterion_id, c.failure) for c in reward.criteria] == [(" Вежливость ", None, "context_length_exceeded")]
 
 
 def test_a_rubric_mapping_reads_as_the_taxonomy_lays_out_rubrics():
@@ -87,6 +87,20 @@ def test_a_rubric_mapping_reads_as_the_taxonomy_lays_out_rubrics():
     crit = resolve_criterion(CustomCriterion(name="Полнота", rubrics={"10": "полно", "2": "кратко", "0": "пусто"}))
     assert crit.rubrics == "0: пусто\n\n2: кратко\n\n10: полно"
     assert (crit.name, crit.id, crit.scale.levels) == ("Полнота", None, (0, 2, 10))
+
+
+def test_a_custom_criterions_name_is_shown_as_given():
+    """A custom criterion's name reaches the prompt as given, whitespace around it included, as POLLUX's str.format
+    puts a record's criteria_name (judge-eval sends records' names as custom criteria); only a blank one is refused."""
+    from judge.prompts import POLLUX_PROMPT
+
+    crit = resolve_criterion(CustomCriterion(name=" Креативность\n", rubrics=RUBRIC))
+    assert crit.name == " Креативность\n"
+    assert POLLUX_PROMPT.criterion_part.format(criteria_name=crit.name, rubrics=crit.rubrics) == (
+        "### Критерий оценки:\n Креативность\n\n\n### Шкала оценивания по критерию:\n0: плохо\n\n1: хорошо")
+    with pytest.raises(CriterionError) as err:
+        resolve_criterion(CustomCriterion(name=" \n", rubrics=RUBRIC))
+    assert err.value.field == "name"
 
 
 def test_a_criterion_error_names_its_field_under_the_callers_path():

@@ -20,7 +20,7 @@ from tests.support.scripted_endpoint import ScriptedEndpoint
 
 def _judge_serve(reverse: bool) -> ScriptedEndpoint:
     """A judge-serve scoring criterion k of a request k (0-based), its results listed in reverse when ``reverse``;
-    each named as judge-serve names a custom criterion, stripped (``judge.criteria.resolve_criterion``)."""
+    each named stripped, as judge-serve releases before this one named a custom criterion (names compare stripped)."""
 
     def respond(path: str, body: dict) -> tuple:
         if path != "/v1/judge":

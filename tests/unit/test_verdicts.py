@@ -19,6 +19,9 @@ MUST_PARSE = [
     ("decimal point", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", "Средне.", 1.5),
     ("decimal comma", "[FEEDBACK] Средне. [RESULT] 1,5 [END]", "Средне.", 1.5),
     ("text after [END]", "[FEEDBACK] Хорошо. [RESULT] 2 [END] Спасибо за внимание! [RESULT] 0", "Хорошо.", 2.0),
+    # POLLUX's reader takes the first complete block: a [RESULT] left without [END] after it is text after [END]
+    ("a complete block, then a [RESULT] with no [END]", "[FEEDBACK] пример: [RESULT] 1 [END]. Итог [RESULT] 2",
+     "пример:", 1.0),
     (
         "[RESULT] quoted inside the feedback: the final one decides",
         "[FEEDBACK] Модель написала «[RESULT] 0», но это не так. [RESULT] 2 [END]",
@@ -43,6 +46,18 @@ MUST_PARSE = [
     ("<think> quoted in the feedback", "[FEEDBACK] В ответе остался тег <think> без пары. [RESULT] 1 [END]",
      "В ответе остался тег <think> без пары.", 1.0),
     ("<think> after the verdict", "[FEEDBACK] Хорошо. [RESULT] 2 [END] <think>", "Хорошо.", 2.0),
+    # A </think> inside the feedback or after [END] is text too: only reasoning before the verdict is dropped.
+    ("<think>...</think> quoted in the feedback",
+     "[FEEDBACK] Ответ начинается с блока <think>рассуждение</think>, затем по существу верно. [RESULT] 1 [END]",
+     "Ответ начинается с блока <think>рассуждение</think>, затем по существу верно.", 1.0),
+    ("a lone </think> quoted in the feedback", "[FEEDBACK] В ответе остался тег </think>. [RESULT] 1 [END]",
+     "В ответе остался тег </think>.", 1.0),
+    ("</think> after [END]", "[FEEDBACK] Хорошо. [RESULT] 2 [END]\n</think>", "Хорошо.", 2.0),
+    ("two think blocks, then a </think> quoted in the feedback",
+     "<think>а</think> <think>б</think>[FEEDBACK] Тег </think> лишний. [RESULT] 0 [END]", "Тег </think> лишний.", 0.0),
+    # a chat template opened the block in the prompt: the reasoning is all before the first </think>
+    ("reasoning opened by the template", "Рассуждаю о критерии.</think>\n[FEEDBACK] Верно. [RESULT] 2 [END]",
+     "Верно.", 2.0),
 ]
 
 
@@ -71,6 +86,9 @@ MUST_FAIL = [
     ("unclosed think after a preamble", "Итак.\n<think>Рассуждаю: [FEEDBACK] черновик", {}, VerdictError.UNCLOSED_THINK),
     # an [END] closed the feedback, the [RESULT] after it has none: the verdict was cut, not missing its tag
     ("[RESULT] after the only [END]", "[FEEDBACK] Хорошо. [END] [RESULT] 2", {}, VerdictError.MISSING_END),
+    # a draft verdict inside the reasoning is no verdict: the one after the reasoning has no [RESULT]
+    ("a draft verdict only inside the reasoning", "<think>Черновик: [RESULT] 0 [END]</think>[FEEDBACK] Верно.", {},
+     VerdictError.NO_RESULT),
 ]
 
 
@@ -161,6 +179,10 @@ RATIONALES = [
     ("", ("", False)),
     ("_[feedback]:_ Ясно. **[end]**", ("Ясно.", True)),  # the tag spellings parse_verdict accepts
     ("[FEEDBACK] Мысль [FEEDBACK] вторая [END]", ("Мысль [FEEDBACK] вторая", True)),  # from the first [FEEDBACK]
+    # a </think> in the rationale or after its [END] is text: only reasoning before the rationale is dropped
+    ("[FEEDBACK] Ответ с блоком <think>мысль</think>, верно. [END]", ("Ответ с блоком <think>мысль</think>, верно.", True)),
+    ("[FEEDBACK] Да [END]\n</think>", ("Да", True)),
+    ("<think>[FEEDBACK] черновик [END]</think>[FEEDBACK] Итог [END]", ("Итог", True)),
 ]
 
 
