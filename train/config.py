@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~600 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~700 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -50,6 +50,12 @@ TINY_MODEL = "tiny-qwen2"
 TINY_QWEN3 = "tiny-qwen3"
 #: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
 SAMPLE_DATA = "sample"
+
+
+#: ``optim`` values a DeepSpeed JSON's AdamW ``optimizer`` block runs faithfully: transformers' full-precision torch
+#: AdamW under its device-specific names (``OptimizerNames``). The 8-bit, paged, any-precision and schedule-free
+#: variants compute another update, which DeepSpeed's AdamW would silently replace.
+DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused"})
 
 
 @dataclass
@@ -234,12 +240,54 @@ class TrainConfig:
                               "(slurm/train.sbatch passes --resume whenever the folder holds a checkpoint: to start "
                               "over there, set JUDGE_OVERWRITE_OUTPUT_DIR=1, as `judge-train submit -- "
                               "--overwrite-output-dir` does)")
-        if self.deepspeed is not None and not Path(self.deepspeed).is_file():
-            raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
+        if self.deepspeed is not None:
+            self._check_deepspeed_json()
         if self.trainer_args:
             from train.training_arguments import check_trainer_args
 
             check_trainer_args(self, self.arguments_class_fields())
+
+    def _check_deepspeed_json(self) -> None:
+        """Refuse a DeepSpeed JSON whose blocks would silently replace what this config (and run.json) say.
+
+        transformers' DeepSpeed integration (src/transformers/integrations/deepspeed.py, ``deepspeed_optim_sched``)
+        hands the step to DeepSpeed whenever the JSON has a ``scheduler`` or ``optimizer`` block: the scheduler's
+        rates replace ``lr_scheduler_type``/``warmup_steps`` (WarmupLR holds the peak rate and never decays to 0),
+        the optimizer block's type replaces ``optim`` (and ignores ``optim_args``). An optimizer block stays allowed
+        for AdamW beside an AdamW ``optim``: configs/deepspeed/zero3_offload.json needs DeepSpeed's CPU AdamW.
+        """
+        import json
+
+        path = Path(self.deepspeed)
+        if not path.is_file():
+            raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ConfigError(f"deepspeed config {self.deepspeed} cannot be read as JSON: {error}") from None
+        if not isinstance(settings, dict):
+            raise ConfigError(f"deepspeed config {self.deepspeed} must be a JSON object, got {type(settings).__name__}")
+        if "scheduler" in settings:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'scheduler' block would replace "
+                              f"lr_scheduler_type {self.lr_scheduler_type!r} and warmup_steps {self.warmup_steps} "
+                              "(which run.json and the model card record) with DeepSpeed's own schedule; remove the "
+                              "block and set the schedule in this config")
+        optimizer = settings.get("optimizer")
+        if optimizer is None:
+            return
+        kind = optimizer.get("type") if isinstance(optimizer, dict) else None
+        if not isinstance(kind, str) or kind.lower() != "adamw":
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block (type {kind!r}) would replace "
+                              f"optim {self.optim!r}, which run.json and the model card record; use type AdamW or "
+                              "remove the block")
+        if self.optim not in DEEPSPEED_ADAMW_OPTIMS:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block (AdamW) would replace optim "
+                              f"{self.optim!r}, which run.json and the model card record; set optim to one of "
+                              f"{', '.join(sorted(DEEPSPEED_ADAMW_OPTIMS))}, or use a DeepSpeed config without an "
+                              "optimizer block (configs/deepspeed/zero3.json)")
+        if self.trainer_args.get("optim_args") is not None:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block takes its settings from its "
+                              "own params, so trainer_args 'optim_args' would be recorded and ignored; remove it")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
@@ -333,6 +381,17 @@ class RegressionConfig(TrainConfig):
             raise ConfigError(f"score_target must be 'mean' or 'expert', got {self.score_target!r}")
         if self.score_loss_weight < 0 or self.lm_loss_weight < 0 or self.score_loss_weight + self.lm_loss_weight == 0:
             raise ConfigError("loss weights must be non-negative and not both zero")
+        # train.joint_loss.JointLossTrainer computes its own loss, per micro-batch means: transformers applies label
+        # smoothing only in Trainer.compute_loss, and averages tokens across devices only for a model that takes
+        # num_items_in_batch (the score model sets accepts_loss_kwargs = False). Either would be recorded and ignored.
+        if self.trainer_args.get("label_smoothing_factor") not in (None, 0, 0.0):
+            raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
+                              "has no effect in the regression recipe: its joint loss takes the rationale's "
+                              "cross-entropy without label smoothing (train/joint_loss.py); remove it")
+        if self.trainer_args.get("average_tokens_across_devices") is True:
+            raise ConfigError("trainer_args: 'average_tokens_across_devices' has no effect in the regression recipe: "
+                              "its joint loss is a mean over each micro-batch's own tokens (train/joint_loss.py); "
+                              "remove it")
 
 
 @dataclass

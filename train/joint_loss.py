@@ -5,12 +5,11 @@
 The model (``train.score_head.Qwen2ForRationaleAndScore``) returns the cross-entropy as ``loss`` and the score head's
 output as ``scores``; the batch (``train.regression.RegressionCollator``) carries the score labels as
 ``score_labels``, which the model's ``forward`` does not take. Both parts are logged beside ``loss`` as ``lm_loss``
-and ``score_loss`` (means over the training batches since the last log).
+and ``score_loss``: means over every rank's training micro-batches since the last log, as ``loss`` is, so that
+``loss = lm_loss_weight * lm_loss + score_loss_weight * score_loss`` up to rounding.
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 import torch
 import torch.nn.functional as F
@@ -36,7 +35,9 @@ class JointLossTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.lm_loss_weight = lm_loss_weight
         self.score_loss_weight = score_loss_weight
-        self._parts: dict[str, list[float]] = defaultdict(list)
+        # This rank's running sums of the two parts and the micro-batches they cover, since the last log.
+        self._sums = {"lm_loss": 0.0, "score_loss": 0.0}
+        self._batches = 0
 
     def _prepare_inputs(self, inputs):
         # Under DeepSpeed, Trainer._prepare_input casts every floating tensor of the batch to DeepSpeed's dtype
@@ -58,13 +59,23 @@ class JointLossTrainer(Trainer):
                                 torch.as_tensor(score_labels, device=outputs.scores.device).to(torch.float32))
         loss = self.lm_loss_weight * outputs.loss + self.score_loss_weight * score_loss
         if model.training:
-            self._parts["lm_loss"].append(outputs.loss.detach().float().item())
-            self._parts["score_loss"].append(score_loss.detach().item())
+            self._sums["lm_loss"] += outputs.loss.detach().float().item()
+            self._sums["score_loss"] += score_loss.detach().item()
+            self._batches += 1
         return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if "loss" in logs and self._parts:  # a training log: add the parts averaged since the last one
-            for name, values in self._parts.items():
-                logs[name] = round(sum(values) / len(values), 6)
-            self._parts.clear()
+        if "loss" in logs:  # a training log: add the parts averaged since the last one
+            # Every rank logs `loss` (the Trainer gathers it over the ranks just before), so every rank reaches this
+            # all-reduce: the parts then cover the same micro-batches as `loss`, not rank 0's alone.
+            totals = torch.tensor([self._sums["lm_loss"], self._sums["score_loss"], float(self._batches)],
+                                  dtype=torch.float64, device=self.args.device)
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.all_reduce(totals, op=torch.distributed.ReduceOp.SUM)
+            lm_sum, score_sum, batches = totals.tolist()
+            if batches:
+                logs["lm_loss"] = round(lm_sum / batches, 6)
+                logs["score_loss"] = round(score_sum / batches, 6)
+            self._sums = {"lm_loss": 0.0, "score_loss": 0.0}
+            self._batches = 0
         super().log(logs, start_time)

@@ -2,8 +2,9 @@
 to do (a finished run).
 
 ``check_output_dir`` decides before anything loads: ``--resume`` needs a complete checkpoint (``latest_checkpoint``)
-that holds the optimizer and schedule (``check_resumable``), and a config that keeps what the checkpoint was trained
-with (``check_resumed_config``: ``RESUME_KEEPS`` against ``RESUME_FREE``); a resume of a run whose export is complete
+that holds the optimizer and schedule (``check_resumable``), a config that keeps what the checkpoint was trained
+with (``check_resumed_config``: ``RESUME_KEEPS`` against ``RESUME_FREE``), and for a DeepSpeed ZeRO checkpoint the
+number of ranks that wrote it (``check_world_size``); a resume of a run whose export is complete
 at its last step ends with nothing to do (``RunFinished``); a fresh run needs a folder without a checkpoint or a
 finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear_earlier_run``, right before training starts.
 """
@@ -11,6 +12,7 @@ finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,8 @@ from typing import Any
 from train.config import ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import is_main_process
 
-__all__ = ["latest_checkpoint", "check_resumable", "check_output_dir", "finished_export", "RunFinished", "RESUME_KEEPS",
-           "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
+__all__ = ["latest_checkpoint", "check_resumable", "check_world_size", "check_output_dir", "finished_export",
+           "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,70 @@ def check_resumable(checkpoint: Path) -> None:
             "Start over with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`), or "
             "train into a fresh --output-dir"
         )
+
+
+#: One rank's share of the ZeRO optimizer state in a ``global_step*`` folder (deepspeed/runtime/engine.py in
+#: deepspeedai/DeepSpeed, ``_get_rank_zero_ckpt_name``; the older spelling has no ``_`` before ``optim_states``).
+_ZERO_RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_\d+_?optim_states\.pt$")
+
+
+def _universal_checkpoints(deepspeed: str | None) -> bool:
+    """Whether the DeepSpeed JSON asks for universal checkpoints (``"checkpoint": {"load_universal": true}``,
+    deepspeed/runtime/constants.py ``LOAD_UNIVERSAL_CHECKPOINT``), which DeepSpeed re-partitions over any number of
+    ranks."""
+    import json
+
+    if deepspeed is None:
+        return False
+    try:
+        settings = json.loads(Path(deepspeed).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # TrainConfig.validate names an unreadable file; without it nothing is universal
+    checkpoint = settings.get("checkpoint") if isinstance(settings, dict) else None
+    return isinstance(checkpoint, dict) and checkpoint.get("load_universal") is True
+
+
+def check_world_size(config: TrainConfig, checkpoint: Path) -> None:
+    """Refuse to resume a DeepSpeed ZeRO checkpoint on another number of ranks than the one that wrote it.
+
+    Each rank saved its own share of the optimizer state (a ``zero_pp_rank_<r>`` file per rank in ``global_step*``),
+    and DeepSpeed refuses to load them on another data-parallel world size ("Automatic adjustment of ZeRO's optimizer
+    state partitioning with a new world size is not currently supported", ``_load_zero_checkpoint`` in
+    deepspeed/runtime/engine.py) only inside ``trainer.train()``: after the base model loaded, a traceback on every
+    rank. The ranks that wrote it are counted from those files; without them, run.json's ``launch.world_size`` (the
+    last launch into the folder) stands in. A DeepSpeed JSON asking for universal checkpoints
+    (``_universal_checkpoints``) is let through: DeepSpeed re-partitions those itself.
+
+    Raises:
+        ConfigError: naming the checkpoint, both numbers of ranks and what to do instead.
+    """
+    steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
+    if not steps or _universal_checkpoints(config.deepspeed):
+        return
+    latest = checkpoint / "latest"  # the tag DeepSpeed loads (engine.load_checkpoint with no tag)
+    tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
+    folder = checkpoint / tag if tag and (checkpoint / tag).is_dir() else steps[-1]
+    ranks = {m.group(1) for p in folder.iterdir() if (m := _ZERO_RANK_FILE.match(p.name))}
+    if ranks:
+        written, source = len(ranks), f"{len(ranks)} zero_pp_rank optimizer files in {folder.name}"
+    else:
+        from judge.plumbing.provenance import read_provenance
+
+        try:
+            launch = read_provenance(Path(config.output_dir), missing_ok=True).get("launch")
+        except ValueError:
+            launch = None
+        written = launch.get("world_size") if isinstance(launch, dict) else None
+        source = "run.json's launch.world_size"
+    now = int(os.environ.get("WORLD_SIZE", "1"))
+    if not isinstance(written, int) or isinstance(written, bool) or written == now:
+        return
+    raise ConfigError(
+        f"--resume: {checkpoint} is a DeepSpeed ZeRO checkpoint written by {written} ranks ({source}) and this "
+        f"launch has {now} (WORLD_SIZE): each rank saved its own share of the optimizer state, which DeepSpeed "
+        f"cannot load on another number of ranks; resume on {written} ranks (the same nodes x GPUs), or start over "
+        "with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)"
+    )
 
 
 class RunFinished(SystemExit):
@@ -143,6 +209,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
                 print(f"judge-train: {message}", flush=True)
             raise RunFinished(0)
         check_resumable(checkpoint)
+        check_world_size(config, checkpoint)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"
@@ -157,7 +224,8 @@ def check_output_dir(config: TrainConfig) -> Path | None:
 
 #: Config fields a ``--resume`` may change: where and how often the run logs and saves, how the data is loaded, and
 #: how the same step is computed (per-device batch over however many ranks, with the same global batch; activation
-#: recomputation; the attention kernel; where GRPO's vLLM runs). None of them changes what is trained.
+#: recomputation; the attention kernel; where GRPO's vLLM runs). None of them changes what is trained. Another number
+#: of ranks is refused for a DeepSpeed ZeRO checkpoint all the same (``check_world_size``).
 RESUME_FREE = frozenset({
     "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
     "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",

@@ -172,7 +172,10 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
 
     Raises:
         ConfigError: a key that is not a ``TrainingArguments`` (or ``sft_fields``) field, a key the config sets
-            itself or derives, or values ``TrainingArguments`` rejects (its own message, with the key named).
+            itself or derives, one that would train on another global batch than ``global_batch_size``
+            (``auto_find_batch_size``, ``accelerator_config`` ``split_batches``, ``parallelism_config``) or save
+            checkpoints a resume cannot use, or values ``TrainingArguments`` rejects (its own message, with the key
+            named).
     """
     import dataclasses
     import difflib
@@ -196,6 +199,22 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
                               f"global batch than global_batch_size {config.global_batch_size}; lower "
                               "per_device_train_batch_size instead (the accumulation is derived to keep the global "
                               "batch), or turn on gradient_checkpointing or a DeepSpeed config")
+        # accelerate then splits each per-device batch over the ranks instead of giving every rank its own, so a step
+        # trains on global_batch_size / world size rows while run.json, the model card and the log say the whole
+        # (transformers' TrainingArguments: split_batches "will override the per_device_train_batch_size").
+        if key == "accelerator_config" and _splits_batches(config.trainer_args[key]):
+            raise ConfigError("trainer_args: 'accelerator_config' split_batches would split each per-device batch "
+                              "over the ranks: a step would train on global_batch_size "
+                              f"{config.global_batch_size} divided by the number of ranks while run.json records "
+                              f"{config.global_batch_size}; remove split_batches (the accumulation is derived to keep "
+                              "the global batch)")
+        # transformers passes it to accelerate as given: tensor, context or sequence parallel groups whose ranks share
+        # one batch, while the accumulation is derived for data parallelism alone (launch_arithmetic).
+        if key == "parallelism_config" and config.trainer_args[key] is not None:
+            raise ConfigError("trainer_args: 'parallelism_config' makes ranks share a batch (tensor, context or "
+                              "sequence parallelism), while the accumulation is derived for data parallelism alone "
+                              "(global batch = per device x accumulation x ranks); remove it (DeepSpeed ZeRO shards "
+                              "the model's memory over the ranks instead)")
         # A checkpoint saved with only the weights holds no optimizer, scheduler or RNG state: a --resume from it
         # restarts the learning-rate schedule from its first step and AdamW from zero moments, while the run's
         # step count goes on (docs/training.md promises all of these come back from the checkpoint).
@@ -218,6 +237,20 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
             raise ConfigError(f"trainer_args: {key!r} is not a TrainingArguments key of the installed "
                               f"transformers{' or trl SFTConfig' if sft_fields else ''}{hint}")
     check_training_arguments(config)
+
+
+def _splits_batches(accelerator_config: Any) -> bool:
+    """Whether a ``trainer_args`` ``accelerator_config`` (a mapping, or the path of a JSON file, as
+    ``TrainingArguments`` takes it) sets ``split_batches``; a file that cannot be read is left to
+    ``TrainingArguments`` to refuse."""
+    import json
+
+    if isinstance(accelerator_config, str):
+        try:
+            accelerator_config = json.loads(Path(accelerator_config).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+    return isinstance(accelerator_config, dict) and accelerator_config.get("split_batches") not in (False, None)
 
 
 def check_training_arguments(config: TrainConfig) -> None:

@@ -265,12 +265,13 @@ def test_every_config_field_named_like_a_training_argument_goes_through_by_name(
 
 def test_trainer_args_from_yaml_reach_training_arguments(tmp_path):
     """A key this config does not name (adam_beta2, label_smoothing_factor) set under trainer_args in YAML is in
-    the trainer's arguments: TrainingArguments built from them carries the values."""
+    the trainer's arguments: TrainingArguments built from them carries the values. (seq2seq: the regression recipe
+    refuses label smoothing, which its joint loss does not apply.)"""
     from transformers import TrainingArguments
 
     from train.training_arguments import arguments_fields
 
-    path = _yaml(tmp_path, "recipe: regression\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
+    path = _yaml(tmp_path, "recipe: seq2seq\nglobal_batch_size: 2\ntrainer_args:\n  adam_beta2: 0.95\n"
                            "  label_smoothing_factor: 0.1\n  save_strategy: epoch\n")
     config = load_config(path, {"output_dir": str(tmp_path / "run")})
     kwargs = training_kwargs(config, launch_arithmetic(config, world_size=1), has_eval=False)
@@ -713,3 +714,116 @@ def test_judge_train_grpo_help_says_min_russian_share_is_not_applied(capsys):
         main(["grpo", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--min-russian-share FLOAT Not applied by grpo" in out and "rationales below it are dropped" not in out
+
+
+def _deepspeed_json(tmp_path, **blocks):
+    """configs/deepspeed/zero3.json with ``blocks`` added, written to tmp_path/ds.json."""
+    settings = {**json.loads((REPO / "configs" / "deepspeed" / "zero3.json").read_text(encoding="utf-8")), **blocks}
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    return path
+
+
+def test_a_deepspeed_scheduler_block_is_refused_for_it_would_replace_the_schedule(tmp_path):
+    """transformers hands the schedule to DeepSpeed whenever its JSON has a scheduler block: WarmupLR holds the peak
+    rate and never decays to 0, while run.json and the model card record lr_scheduler_type linear."""
+    path = _deepspeed_json(tmp_path, scheduler={"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}})
+    with pytest.raises(ConfigError) as error:
+        load_config(REPO / "configs" / "train" / "tiny" / "regression.yaml", {"deepspeed": str(path)})
+    assert str(error.value) == (
+        f"deepspeed config {path}: its 'scheduler' block would replace lr_scheduler_type 'linear' and warmup_steps 0 "
+        "(which run.json and the model card record) with DeepSpeed's own schedule; remove the block and set the "
+        "schedule in this config")
+
+
+@pytest.mark.parametrize("optimizer, optim, trainer_args, refused", [
+    ({"type": "AdamW"}, "adamw_torch", None, None),
+    ({"type": "adamw"}, "adamw_torch_fused", None, None),
+    ({"type": "AdamW"}, "adafactor", None, "its 'optimizer' block (AdamW) would replace optim 'adafactor', which "
+     "run.json and the model card record; set optim to one of adamw_torch, adamw_torch_fused, adamw_torch_npu_fused, "
+     "adamw_torch_xla, or use a DeepSpeed config without an optimizer block (configs/deepspeed/zero3.json)"),
+    ({"type": "AdamW"}, "adamw_8bit", None, "would replace optim 'adamw_8bit'"),
+    ({"type": "Lamb"}, "adamw_torch", None, "its 'optimizer' block (type 'Lamb') would replace optim 'adamw_torch', "
+     "which run.json and the model card record; use type AdamW or remove the block"),
+    ({"type": "AdamW"}, "adamw_torch", '{"optim_args": "amsgrad=True"}', "its 'optimizer' block takes its settings "
+     "from its own params, so trainer_args 'optim_args' would be recorded and ignored; remove it"),
+])  # fmt: skip
+def test_a_deepspeed_optimizer_block_takes_only_an_adamw_optim_beside_it(tmp_path, optimizer, optim, trainer_args,
+                                                                         refused):
+    """An optimizer block makes DeepSpeed run its own optimizer whatever `optim` says: AdamW beside one of
+    transformers' full-precision AdamW names is the same update (zero3_offload.json needs DeepSpeed's CPU AdamW);
+    another optim, another block type or optim_args would be recorded and not run."""
+    path = _deepspeed_json(tmp_path, optimizer={**optimizer, "params": {"lr": "auto"}})
+    overrides = {"deepspeed": str(path), "optim": optim, "trainer_args": trainer_args}
+    if refused is None:
+        assert load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides).optim == optim
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides)
+    assert str(error.value).startswith(f"deepspeed config {path}: ") and refused in str(error.value)
+
+
+def test_a_deepspeed_config_that_is_not_json_is_refused_when_the_config_loads(tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text('{"zero_optimization": {"stage": 3},}', encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^deepspeed config {path} cannot be read as JSON: "):
+        load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", {"deepspeed": str(path)})
+
+
+@pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("deepspeed", DEEPSPEED_CONFIGS, ids=lambda p: p.stem)
+def test_every_shipped_config_loads_with_every_shipped_deepspeed_config(path, deepspeed, monkeypatch):
+    """The DeepSpeed checks leave the shipped files alone: zero3_offload.json's AdamW optimizer block beside the
+    configs' adamw_torch (the T-pro configs name it for fewer GPUs) included."""
+    monkeypatch.chdir(REPO)
+    config = load_config(path, {"deepspeed": str(deepspeed.relative_to(REPO))})
+    assert config.deepspeed == f"configs/deepspeed/{deepspeed.name}"
+
+
+@pytest.mark.parametrize("trainer_args, refused", [
+    ("{accelerator_config: {split_batches: true}}", "'accelerator_config' split_batches would split each per-device "
+     "batch over the ranks: a step would train on global_batch_size 8 divided by the number of ranks while run.json "
+     "records 8; remove split_batches (the accumulation is derived to keep the global batch)"),
+    ("{accelerator_config: ACCELERATOR_JSON}", "'accelerator_config' split_batches would split"),
+    ("{parallelism_config: {tp_size: 2}}", "'parallelism_config' makes ranks share a batch (tensor, context or "
+     "sequence parallelism), while the accumulation is derived for data parallelism alone (global batch = per device "
+     "x accumulation x ranks); remove it (DeepSpeed ZeRO shards the model's memory over the ranks instead)"),
+    ("{accelerator_config: {split_batches: false}}", None),
+    ("{accelerator_config: {even_batches: true}}", None),
+])  # fmt: skip
+def test_trainer_args_that_would_shrink_the_global_batch_are_refused(tmp_path, trainer_args, refused):
+    """accelerate's split_batches splits each per-device batch over the ranks (global batch 8 on 2 ranks trains 4
+    rows a step), and a parallelism_config makes ranks share batches, while run.json and the log say 8; given as a
+    mapping or as the JSON file TrainingArguments also takes."""
+    accelerator_json = tmp_path / "accelerator.json"
+    accelerator_json.write_text('{"split_batches": true}', encoding="utf-8")
+    text = f"recipe: seq2seq\nglobal_batch_size: 8\ntrainer_args: {trainer_args}\n"
+    path = _yaml(tmp_path, text.replace("ACCELERATOR_JSON", str(accelerator_json)))
+    if refused is None:
+        assert load_config(path).trainer_args
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith("trainer_args: ") and refused in str(error.value)
+
+
+@pytest.mark.parametrize("trainer_args, refused", [
+    ("{label_smoothing_factor: 0.1}", "trainer_args: 'label_smoothing_factor' 0.1 has no effect in the regression "
+     "recipe: its joint loss takes the rationale's cross-entropy without label smoothing (train/joint_loss.py); "
+     "remove it"),
+    ("{average_tokens_across_devices: true}", "trainer_args: 'average_tokens_across_devices' has no effect in the "
+     "regression recipe: its joint loss is a mean over each micro-batch's own tokens (train/joint_loss.py); remove it"),
+    ("{label_smoothing_factor: 0.0, average_tokens_across_devices: false}", None),  # what the joint loss does
+])  # fmt: skip
+def test_the_regression_recipe_refuses_loss_settings_its_joint_loss_ignores(tmp_path, trainer_args, refused):
+    """JointLossTrainer computes its own loss: transformers' label smoother and its token averaging across devices
+    never reach it, so either would be recorded in run.json and the model card and do nothing."""
+    path = _yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n")
+    if refused is None:
+        assert load_config(path).trainer_args
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value) == refused
+    # the seq2seq recipe's trl SFTTrainer reads both (trl/trainer/sft_trainer.py, compute_loss): not refused there
+    assert load_config(_yaml(tmp_path, f"recipe: seq2seq\ntrainer_args: {trainer_args}\n")).trainer_args

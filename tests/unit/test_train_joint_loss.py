@@ -89,6 +89,61 @@ def test_training_logs_carry_the_two_parts_averaged_since_the_last_log(trainer, 
     assert "lm_loss" not in trainer.state.log_history[-1]  # nothing trained since: no stale parts
 
 
+def test_the_logged_parts_are_summed_over_every_rank_as_loss_is(trainer, model, monkeypatch):
+    """`loss` is the mean over all ranks (the Trainer gathers it); the parts were rank 0's micro-batches alone. Now
+    each training log all-reduces this rank's two running sums and its count of micro-batches: here the other ranks
+    of a world (the all-reduce stood in for) add sums 7.0 and 0.5 over 3 micro-batches, so the logged means are
+    (this rank's two + theirs) / 5. A log without `loss` (an evaluation's) reduces nothing."""
+    import torch.distributed as dist
+
+    batch = tiny_batch()
+    ce, mse = by_hand(model, batch)
+    shifted = {**batch, "score_labels": batch["score_labels"] + 1.0}
+    ce2, mse2 = by_hand(model, shifted)
+    reduced = []
+
+    def all_reduce(tensor, op=dist.ReduceOp.SUM):
+        assert op == dist.ReduceOp.SUM and tensor.dtype == torch.float64
+        reduced.append(tensor.clone())
+        tensor += torch.tensor([7.0, 0.5, 3.0], dtype=torch.float64)  # the other ranks' sums and micro-batches
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    model.train()
+    trainer.compute_loss(model, dict(batch))
+    trainer.compute_loss(model, dict(shifted))
+    trainer.log({"loss": 1.0})
+    assert len(reduced) == 1
+    assert reduced[0].tolist() == pytest.approx([ce + ce2, mse + mse2, 2.0], abs=1e-5)
+    logged = trainer.state.log_history[-1]
+    assert logged["lm_loss"] == pytest.approx((ce + ce2 + 7.0) / 5, abs=1e-5)
+    assert logged["score_loss"] == pytest.approx((mse + mse2 + 0.5) / 5, abs=1e-5)
+    trainer.log({"eval_loss": 1.0})
+    assert len(reduced) == 1
+    # A training log after no micro-batch of this rank still joins the all-reduce (the other ranks wait in it).
+    trainer.log({"loss": 1.0})
+    assert reduced[1].tolist() == [0.0, 0.0, 0.0]
+    assert trainer.state.log_history[-1]["lm_loss"] == pytest.approx(7.0 / 3, abs=1e-6)
+
+
+def test_the_logged_parts_all_reduce_through_a_real_process_group(trainer, model, tmp_path):
+    """The same log under a real gloo process group of one rank (torch.distributed initialised, as under a
+    launcher): the all-reduce takes the float64 tensor on the trainer's device, and the means are this rank's."""
+    import torch.distributed as dist
+
+    batch = tiny_batch()
+    ce, mse = by_hand(model, batch)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model.train()
+        trainer.compute_loss(model, dict(batch))
+        trainer.log({"loss": 1.0})
+    finally:
+        dist.destroy_process_group()
+    logged = trainer.state.log_history[-1]
+    assert logged["lm_loss"] == pytest.approx(ce, abs=1e-5)
+    assert logged["score_loss"] == pytest.approx(mse, abs=1e-5)
+
 
 def test_score_labels_stay_float32_where_deepspeed_casts_the_batch(trainer, model, monkeypatch):
     """Under DeepSpeed, Trainer._prepare_input casts every floating tensor of a batch to DeepSpeed's dtype

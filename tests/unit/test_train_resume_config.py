@@ -329,3 +329,78 @@ def test_an_export_replaces_the_earlier_one_whole_and_keeps_its_cards_evaluation
     recorded = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     assert recorded == json.loads((export / "run.json").read_text(encoding="utf-8"))
     assert (recorded["result"]["export_dir"], recorded["result"]["global_step"]) == (str(export), 12)
+
+
+def _zero_checkpoint(folder, config, *, ranks, launch_world_size):
+    """A DeepSpeed ZeRO run's folder: checkpoint-4 holding global_step4/ with one optimizer file per rank that saved
+    it (``ranks`` of them; 0: none, as if its files were not there to count), and run.json's launch.world_size."""
+    from train.provenance import update_run_json
+
+    checkpoint = _earlier_run(folder, config)
+    for name in ("optimizer.pt", "scheduler.pt"):  # under DeepSpeed the optimizer is in global_step*
+        (checkpoint / name).unlink()
+    (checkpoint / "global_step4").mkdir()
+    (checkpoint / "latest").write_text("global_step4", encoding="utf-8")
+    for rank in range(ranks):
+        (checkpoint / "global_step4" / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"")
+    (checkpoint / "global_step4" / "zero_pp_rank_0_mp_rank_00_model_states.pt").write_bytes(b"")
+    update_run_json(folder, launch={"world_size": launch_world_size})
+    return checkpoint
+
+
+@pytest.mark.parametrize("ranks, launch_world_size, now, refused", [
+    (4, 4, "2", "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
+    # run.json's launch may be a later launch's (one that failed inside training): the checkpoint's files win
+    (4, 2, "2", "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
+    (0, 64, "8", "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
+    (4, 4, "4", None),
+    (4, 2, "4", None),
+    (0, 8, "8", None),
+])  # fmt: skip
+def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp_path, monkeypatch, ranks,
+                                                                             launch_world_size, now, refused):
+    """Each rank saved its own share of ZeRO's optimizer state; DeepSpeed refused another data-parallel world size
+    only inside trainer.train(), after the base model loaded: a traceback on every rank. Refused before anything
+    loads, naming both numbers; the same number resumes."""
+    monkeypatch.setenv("WORLD_SIZE", now)
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=ranks, launch_world_size=launch_world_size)
+    resumed = dataclasses.replace(earlier, resume=True)
+    if refused is None:
+        assert check_output_dir(resumed) == checkpoint
+        return
+    with pytest.raises(ConfigError) as error:
+        check_output_dir(resumed)
+    assert str(error.value) == (
+        f"--resume: {checkpoint} is a DeepSpeed ZeRO checkpoint {refused} (WORLD_SIZE): each rank saved its own "
+        f"share of the optimizer state, which DeepSpeed cannot load on another number of ranks; resume on "
+        f"{refused.split()[2]} ranks (the same nodes x GPUs), or start over with --overwrite-output-dir (under "
+        "judge-train submit, `-- --overwrite-output-dir`)")
+
+
+def test_a_zero_checkpoint_resumes_on_other_ranks_when_deepspeed_loads_it_as_universal(tmp_path, monkeypatch):
+    """A DeepSpeed JSON with "checkpoint": {"load_universal": true} (a checkpoint converted by DeepSpeed's
+    ds_to_universal.py) is re-partitioned by DeepSpeed itself: let through. Without it, refused."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    universal, plain = tmp_path / "universal.json", tmp_path / "plain.json"
+    universal.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
+    plain.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": False}}))
+    for deepspeed, goes_on in ((universal, True), (plain, False)):
+        earlier = Seq2SeqConfig(output_dir=str(tmp_path / deepspeed.stem), deepspeed=str(deepspeed))
+        checkpoint = _zero_checkpoint(tmp_path / deepspeed.stem, earlier, ranks=4, launch_world_size=4)
+        if goes_on:
+            assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+        else:
+            with pytest.raises(ConfigError, match="written by 4 ranks .* this launch has 2"):
+                check_output_dir(dataclasses.replace(earlier, resume=True))
+
+
+def test_a_checkpoint_without_deepspeed_resumes_on_another_number_of_ranks(tmp_path, monkeypatch):
+    """optimizer.pt holds the whole optimizer state (no global_step* folder): another world size with the same
+    global batch resumes, whatever run.json's launch recorded."""
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    checkpoint = _earlier_run(tmp_path / "run", earlier)  # launch world_size 1
+    assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
