@@ -12,6 +12,11 @@ Libraries, and their pitfalls (each pinned by a test):
   coincidence matrices of each distinct row of counts (``CodedCounts``: every cell and every bootstrap resample of
   the full test in a few array products, where a call of the package per cell and per resample cost ~0.5 CPU-s);
   tests pin it equal to the package on random tables, per resample, with unused levels and levels outside a cell.
+  An expert score that is no level of the value domain (a half-point, 0.5 on a 0-2 rubric, or a score off the
+  rubric, both of which the loader keeps with a warning) is left out of both alphas, as the value counts over the
+  domain cannot hold it (the package refuses such a value in ``reliability_data``: "out-of-domain values"), and
+  counted in ``n_expert_scores_off_domain``. The domain is not extended by such values: it is also kappa's, whose
+  quadratic weights count positions, and a 0.5 level would make 0-1 two steps and 1-2 one.
 - quadratic-weighted Cohen's kappa over the full scale: ``sklearn.metrics.cohen_kappa_score`` needs
   ``weights="quadratic"`` and ``labels`` the full scale (without ``labels`` only the levels that occur index the
   weight matrix, so a scale 0-4 used only at 0, 2, 4 would weigh 0 vs 4 as two steps, not four). The section calls
@@ -183,7 +188,11 @@ class CodedCounts:
 
     def pairable(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Whether each of ``items`` has at least 2 values in ``domain``."""
-        return (self._coincidences(np.asarray(domain, dtype=float))[0] >= 2)[self.codes[items]]
+        return self.in_domain(domain, items) >= 2
+
+    def in_domain(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """How many values in ``domain`` each of ``items`` has (those alpha over ``domain`` counts)."""
+        return self._coincidences(np.asarray(domain, dtype=float))[0][self.codes[items]]
 
 
 def resampled_alphas(counts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> np.ndarray:
@@ -221,7 +230,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
               off_scale: np.ndarray | None = None, classes: np.ndarray | None = None, n_boot: int = ALPHA_BOOT,
               rng: np.random.Generator | None = None,
               level: float = 0.95, coded: tuple[CodedCounts, CodedCounts, np.ndarray] | None = None,
-              mean: np.ndarray | None = None, clusters: np.ndarray | None = None) -> dict[str, Any]:
+              mean: np.ndarray | None = None, clusters: np.ndarray | None = None,
+              n_expert_scores: np.ndarray | None = None) -> dict[str, Any]:
     """Agreement figures of one cell.
 
     Args:
@@ -247,6 +257,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
             instruction``); None: items. A cluster resample draws as many clusters as the cell has, with replacement
             (``eval.scoring.bootstrap.cluster_resample_weights``), each drawn cluster bringing all its items: no
             m-out-of-n there, the resample's value counts are weights over the distinct rows, not drawn item by item.
+        n_expert_scores: ``(n,)`` how many expert scores each item has, when the caller has them (None: counted from
+            ``experts``; without either, ``n_expert_scores_off_domain`` is None).
 
     Returns:
         ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci``,
@@ -258,7 +270,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         of them off ``domain`` or the judge's off its item's scale (``off_scale``), e.g. a mode of 0.5 between two
         levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost) and
         ``n_items_judge_off_scale`` (items whose judge answer lies off the item's scale, ``off_scale``: left out of
-        alpha with the judge and kappa, unique mode or not).
+        alpha with the judge and kappa, unique mode or not) and ``n_expert_scores_off_domain`` (expert scores that
+        are no level of ``domain``, a half-point or an off-rubric score: left out of both alphas, module docstring).
     """
     from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
     from eval.scoring.metrics import expert_mean
@@ -339,4 +352,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     # every answer off its item's scale, with a unique mode or not: none is in alpha with the judge, and without
     # this count the report read "with the judge 1.00" over the judge's on-scale answers alone
     out["n_items_judge_off_scale"] = int(off.sum())
+    if n_expert_scores is None and experts is not None:
+        n_expert_scores = (~np.isnan(experts)).sum(axis=1)
+    out["n_expert_scores_off_domain"] = (None if n_expert_scores is None else
+                                         int(np.sum(n_expert_scores) - coded_experts.in_domain(domain, items).sum()))
     return out

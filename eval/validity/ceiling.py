@@ -29,6 +29,13 @@ agree on the top level would read as answering the bottom one. Kappa's table had
 left it out of the judge's side alone: the judge's kappa covered fewer pairs than the expert's, and a judge answering
 off the scale on the disputed items read a better kappa than one failing on them.
 
+Both kappas are over the same pairs: a pair enters them only where the expert's score, the judge's level and the
+reference are all levels of the cell's value domain (``CeilingPairs.on_domain``). An expert's half-point (0.5 on a
+0-2 rubric) or off-rubric score, which the loader keeps with a warning, or a reference between two levels, takes its
+pair out of both tables and is counted in ``n_kappa_off_domain``; the MAEs keep every pair at its distance. Left out
+of the expert's table alone, as it was, the expert's kappa read 1.00 beside an expert MAE of 0.06 while the judge's
+kept the pairs.
+
 Either way ``n_judge_failed`` counts the failed *pairs* ((item, expert) pairs, the unit of ``n_pairs``) and
 ``n_items_judge_failed`` the failed *items* among those with a pair (the unit of ``n_items`` and of the alt-test's
 ``n_items_judge_failed``); ``n_judge_off_scale`` and ``n_items_judge_off_scale`` count the off-scale answers the same
@@ -60,7 +67,7 @@ import numpy as np
 from eval.scoring.bootstrap import MIN_VERDICT_UNITS
 
 __all__ = ["FAILURES", "MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference",
-           "measured", "verdict"]
+           "measured", "scale_ends", "verdict"]
 
 #: The non-inferiority margin of the ceiling's verdict, in MAE (scale levels): a judge up to a tenth of a level
 #: farther from the panel than an expert is still inside the experts' range.
@@ -125,6 +132,19 @@ def leave_one_out_reference(experts: np.ndarray, target: str,
     return out
 
 
+def scale_ends(low: np.ndarray | None, high: np.ndarray | None, experts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's scale ends for ``worst`` failures: ``low`` / ``high`` where finite, else the lowest and highest
+    expert score of ``experts`` (the whole table's; NaN without any). From the experts' levels only: the cells' value
+    domains, ``CeilingPairs``' own fallback, hold the judge's own levels where a scale is unreadable, and one judge
+    answer of 9 there made every failure on the other criteria cost 8. The section's ceiling and ``judge-eval
+    compare``'s paired gap (``eval.validity.paired``) both take their ends here."""
+    seen = experts[np.isfinite(experts)]
+    fallback = (seen.min(), seen.max()) if len(seen) else (np.nan, np.nan)
+    low, high = (np.full(len(experts), f) if e is None else np.where(np.isfinite(e), e, f)
+                 for e, f in zip((low, high), fallback))
+    return low, high
+
+
 def measured(score_source: np.ndarray) -> np.ndarray:
     """Where a score is a regression head's raw value (``judge.wire.ScoreSource.REGRESSION_HEAD``), ``CeilingPairs``'s
     ``measured``."""
@@ -144,8 +164,8 @@ class CeilingPairs:
     docstring); the pairs come item by item (``np.nonzero`` of the item x slot
     matrix), so a cell's pairs are its items' consecutive runs, in the order a cell's own ``np.nonzero`` would list
     them. Per item the summed gap (judge's error minus the expert's) and the pair count feed the bootstrap; the
-    experts', reference's and judge's levels are positions in ``values`` (a superset of every cell's domain) for the
-    kappa tables.
+    experts', reference's and judge's levels are positions in ``values`` (a superset of every cell's domain; -1 off
+    them) for the kappa tables, which take a pair only where all three are levels of the cell's domain.
     """
 
     def __init__(self, judge: np.ndarray, experts: np.ndarray, reference: np.ndarray,
@@ -199,13 +219,11 @@ class CeilingPairs:
         self.sums = np.asarray(self.sums, dtype=float)
         self.width = int(self.n_pairs.max(initial=0)) + 1
         self.cell_key = sum_rank * self.width + self.n_pairs
-        size = len(self.values)
-        (r, in_r) = level_positions(ref, self.values)
-        # per pair, its cell of the rater x reference table over ``values`` (-1: a value outside them)
-        self.table_cell = {}
-        for name, rater in (("expert", expert), ("judge", levels)):
-            i, in_i = level_positions(rater, self.values)
-            self.table_cell[name] = np.where(in_i & in_r, i * size + r, -1)
+        # per pair, the expert's, the judge's and the reference's positions in ``values`` (-1: a value outside them)
+        self.position = {}
+        for name, value in (("expert", expert), ("judge", levels), ("reference", ref)):
+            i, inside = level_positions(value, self.values)
+            self.position[name] = np.where(inside, i, -1)
 
     def pairs_of(self, index: np.ndarray) -> np.ndarray:
         """The pairs of the items ``index`` (ascending), item by item."""
@@ -213,13 +231,25 @@ class CeilingPairs:
         ends = np.cumsum(counts)
         return np.repeat(self.start[index] - (ends - counts), counts) + np.arange(ends[-1] if len(ends) else 0)
 
+    def on_domain(self, pairs: np.ndarray, domain: np.ndarray) -> np.ndarray:
+        """Which of ``pairs`` kappa takes over ``domain`` (a subset of ``values``): those whose expert score, judge
+        level and reference are all levels of it. One rule for both raters, so that the judge's kappa and the
+        expert's are over the same pairs: an expert's half-point (0.5 on a 0-2 rubric) or off-rubric score, or a
+        reference between two levels, takes its pair out of both tables, not out of the expert's alone."""
+        member = np.zeros(len(self.values) + 1, dtype=bool)  # the last entry: position -1, no level
+        member[np.searchsorted(self.values, np.asarray(domain, dtype=float))] = True
+        return member[self.position["expert"][pairs]] & member[self.position["judge"][pairs]] & member[
+            self.position["reference"][pairs]]
+
     def kappa(self, rater: str, pairs: np.ndarray, domain: np.ndarray) -> float | None:
-        """``quadratic_kappa`` of ``rater`` (expert / judge) against the reference on ``pairs`` over ``domain``."""
+        """``quadratic_kappa`` of ``rater`` (expert / judge) against the reference on ``pairs`` over ``domain``, on
+        the pairs ``on_domain`` keeps."""
         from eval.validity.agreement import table_kappa
 
         size = len(self.values)
-        cells = self.table_cell[rater][pairs]
-        table = np.bincount(cells[cells >= 0], minlength=size * size).reshape(size, size)
+        kept = pairs[self.on_domain(pairs, domain)]
+        cells = self.position[rater][kept] * size + self.position["reference"][kept]
+        table = np.bincount(cells, minlength=size * size).reshape(size, size)
         columns = np.searchsorted(self.values, np.asarray(domain, dtype=float))
         return table_kappa(table[np.ix_(columns, columns)])
 
@@ -252,7 +282,8 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``,
         ``n_judge_off_scale`` (pairs whose answer lies off the item's scale), ``n_items_judge_off_scale``,
         ``expert_mae``, ``judge_mae``, ``gap`` with
-        ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``verdict`` ("inside" /
+        ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``n_kappa_off_domain`` (mode
+        reference only: pairs left out of both kappas, ``CeilingPairs.on_domain``), ``verdict`` ("inside" /
         "outside" the experts' range, "inconclusive"; None without pairs or without an interval: ``verdict``).
     """
     reference = leave_one_out_reference(experts, target) if reference is None else reference
@@ -278,7 +309,8 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     out.update(n_items=int((counts > 0).sum()), n_pairs=int(len(mine)))
     if not len(mine):
         return {**out, "expert_mae": None, "judge_mae": None, "gap": None, "gap_ci": [None, None],
-                "expert_kappa": None, "judge_kappa": None, "verdict": None}
+                "expert_kappa": None, "judge_kappa": None, **({"n_kappa_off_domain": 0} if target == "mode" else {}),
+                "verdict": None}
     out["expert_mae"] = float(pairs.expert_error[mine].mean())
     out["judge_mae"] = float(pairs.judge_error[mine].mean())
     out["gap"] = out["judge_mae"] - out["expert_mae"]
@@ -306,6 +338,7 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     if target == "mode":
         out["expert_kappa"] = pairs.kappa("expert", mine, domain)
         out["judge_kappa"] = pairs.kappa("judge", mine, domain)
+        out["n_kappa_off_domain"] = int(len(mine) - pairs.on_domain(mine, domain).sum())
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
     # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.

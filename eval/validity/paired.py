@@ -4,12 +4,21 @@ instructions under ``compare --bootstrap-unit instruction`` (``cluster_resample_
 instructions: no interval).
 
 A resample draws items (or instructions) with replacement (``eval.scoring.bootstrap.resample_weights``) and weighs
-both judges' figures with the same draw, so item difficulty cancels out of the difference. rho of a resample is the mean, over the experts
-tested on the full data, of each expert's weighted share of items where the judge is as good or better (the
-alt-test's W_f); the ceiling gap of a resample is the ratio of the weighted sums of the per-item gaps (judge error
-minus expert error against the rest of the panel) and of the per-item pair counts: with ``ceiling_failures``
-``worst`` (the section's default) over every item, a judge's failure counting as its largest error on the item's
-scale as in its own section (``eval.validity.ceiling``); with ``drop`` over items both judges scored.
+both judges' figures with the same draw, so item difficulty cancels out of the difference. rho of a resample is the
+mean, over the experts tested on the full data that the resample draws an item of, of each expert's weighted share
+of items where the judge is as good or better (the alt-test's W_f); the ceiling gap of a resample is the ratio of the
+weighted sums of the per-item gaps (judge error minus expert error against the rest of the panel) and of the
+per-item pair counts: with ``ceiling_failures`` ``worst`` (the section's default) over every item, a judge's failure
+counting as its largest error on the item's scale as in its own section (``eval.validity.ceiling``); with ``drop``
+over items both judges scored.
+
+An expert a resample misses is left out of its rho, not made NaN: under ``--bootstrap-unit instruction`` with each
+expert in few instructions most resamples miss one, and dropping those resamples left only the redraws of every
+instruction, whose rho is rho itself (an interval of zero width that reads as certain). A resample that draws no
+tested expert's item (for the gap: no pair) is unusable; ``n_resamples`` counts the usable ones, and where they are
+fewer than ``MIN_USABLE_SHARE`` of those drawn there is no interval: one read off the rest would be the spread of
+the resamples that happened to draw those items.
+
 Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``CHUNK_ENTRIES`` weights). With the
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
@@ -27,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from eval.validity.alt_test import AltTestSettings, prepare, summarise
-from eval.validity.ceiling import leave_one_out_reference
+from eval.validity.ceiling import leave_one_out_reference, scale_ends
 
 __all__ = ["PAIRED_BOOT", "paired_validity"]
 
@@ -35,6 +44,8 @@ __all__ = ["PAIRED_BOOT", "paired_validity"]
 PAIRED_BOOT = 200
 #: Weights held at once (resamples x pairs): 4M float64 = 32 MiB.
 CHUNK_ENTRIES = 4_000_000
+#: The share of the drawn resamples that must be usable for an interval (module docstring).
+MIN_USABLE_SHARE = 0.9
 
 
 def _rho_parts(judge, experts, ids, settings):
@@ -55,9 +66,28 @@ def _rho_parts(judge, experts, ids, settings):
 
 
 def _rho(parts, weights):
+    """rho of each resample (a row of ``weights``): the mean, over the tested experts the resample draws an item of,
+    of each one's weighted share of W_f; NaN where it draws none of theirs (module docstring)."""
     item, w_judge, starts, _ = parts
     taken = weights[:, item]
-    return (np.add.reduceat(taken * w_judge, starts, axis=1) / np.add.reduceat(taken, starts, axis=1)).mean(axis=1)
+    drawn = np.add.reduceat(taken, starts, axis=1)
+    share = np.add.reduceat(taken * w_judge, starts, axis=1) / np.where(drawn > 0, drawn, 1.0)
+    present = (drawn > 0).sum(axis=1)
+    return np.where(present > 0, np.where(drawn > 0, share, 0.0).sum(axis=1) / np.maximum(present, 1), np.nan)
+
+
+def _interval(samples: list[np.ndarray], level: float) -> tuple[list, int | None]:
+    """The percentile interval of the usable resamples (finite), and how many those are (None: none drawn);
+    no interval where they are fewer than ``MIN_USABLE_SHARE`` of those drawn."""
+    from eval.scoring.bootstrap import percentile_interval
+
+    if not samples:
+        return [None, None], None
+    values = np.concatenate(samples)
+    usable = int(np.isfinite(values).sum())
+    if not usable or usable < MIN_USABLE_SHARE * len(values):
+        return [None, None], usable
+    return percentile_interval(values, level), usable
 
 
 def _gap_parts(judge, experts, reference, rows, worst_error=None):
@@ -73,11 +103,9 @@ def _gap_parts(judge, experts, reference, rows, worst_error=None):
 
 def _worst_error(experts, reference, low, high):
     """Per pair, the largest error a verdict can have on the item's scale against the pair's reference (the
-    section's ``worst`` failures); an item without known ends takes the lowest and highest expert score given."""
-    n = len(experts)
-    seen = experts[np.isfinite(experts)]
-    fallback = (seen.min(), seen.max()) if len(seen) else (np.nan, np.nan)
-    ends = [np.full(n, f) if e is None else np.where(np.isfinite(e), e, f) for e, f in zip((low, high), fallback)]
+    section's ``worst`` failures); an item without known ends takes the lowest and highest expert score given, the
+    section's rule (``eval.validity.ceiling.scale_ends``)."""
+    ends = scale_ends(low, high, experts)
     with np.errstate(invalid="ignore"):
         return np.fmax(ends[1][:, None] - reference, reference - ends[0][:, None]).clip(min=0)
 
@@ -107,9 +135,10 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
             failed on left out of the gap).
 
     Returns:
-        ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``} or a ``why``.
+        ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
+        ``n_resamples`` (the usable resamples, where any were drawn)} or a ``why``.
     """
-    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval, resamplable, resample_weights
+    from eval.scoring.bootstrap import cluster_resample_weights, resamplable, resample_weights
 
     rng = rng or np.random.default_rng(0)
     n_boot = min(n_boot, PAIRED_BOOT)
@@ -153,16 +182,17 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
             done += size
     if parts_a and parts_b:
         rho_a, rho_b = parts_a[3], parts_b[3]
-        out["rho"] = {"baseline": rho_a, "run": rho_b, "delta": rho_b - rho_a,
-                      "ci": percentile_interval(np.concatenate(rho_samples), level) if rho_samples else [None, None]}
+        ci, usable = _interval(rho_samples, level)
+        out["rho"] = {"baseline": rho_a, "run": rho_b, "delta": rho_b - rho_a, "ci": ci,
+                      **({} if usable is None else {"n_resamples": usable})}
     else:
         out["rho"] = {"why": "the alternative annotator test ran on neither or only one judge (no named experts, or "
                              "no expert with enough items)"}
     if has_gap:
         ga, gb = gap_a.sum() / count.sum(), gap_b.sum() / count.sum()
-        out["ceiling_gap"] = {"baseline": float(ga), "run": float(gb), "delta": float(gb - ga),
-                              "ci": percentile_interval(np.concatenate(gap_samples), level) if gap_samples
-                              else [None, None]}
+        ci, usable = _interval(gap_samples, level)
+        out["ceiling_gap"] = {"baseline": float(ga), "run": float(gb), "delta": float(gb - ga), "ci": ci,
+                              **({} if usable is None else {"n_resamples": usable})}
     else:
         out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"
                               if ceiling_failures != "worst" else "no item has a leave-one-out reference"}

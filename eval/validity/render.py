@@ -164,6 +164,14 @@ def _alpha_failed(agreement) -> str:
     return f" (over its readable verdicts: {' and '.join(left)} left out)" if left else ""
 
 
+def _alpha_off_domain(agreement) -> str:
+    """The expert scores that are no level of the scale (half-points, off-rubric scores), left out of both alphas
+    (None: a file written before the count)."""
+    off = agreement.n_expert_scores_off_domain if agreement else None
+    return (f"; {counted(off, 'expert score')} off the scale's levels (a half-point, an off-rubric score) left out of "
+            "both" if off else "")
+
+
 def _kappa_left_out(agreement) -> str:
     """Kappa against the mode is over the items whose judge level and mode are both levels of the scale."""
     off = agreement.n_kappa_off_domain if agreement else None
@@ -172,12 +180,18 @@ def _kappa_left_out(agreement) -> str:
 
 def _ceiling_off_scale(ceiling) -> str:
     """The judge's off-scale answers in the ceiling: in kappa at an end of the item's scale (a verdict's: the end
-    farther from the reference; a regression head's value: the nearer one), in the MAE at their distance."""
+    farther from the reference; a regression head's value: the nearer one), in the MAE at their distance; and the
+    pairs both kappas leave out, a score or reference off the scale's levels (an expert's half-point)."""
+    notes = []
     off = ceiling.n_items_judge_off_scale
-    if not off:
-        return ""
-    pairs = counted(ceiling.n_judge_off_scale, "pair")
-    return f" (the judge answered off the scale on {counted(off, 'item')}, {pairs}: in κ at an end of the scale)"
+    if off:
+        pairs = counted(ceiling.n_judge_off_scale, "pair")
+        notes.append(f"the judge answered off the scale on {counted(off, 'item')}, {pairs}: in κ at an end of the scale")
+    left = ceiling.n_kappa_off_domain
+    if left:  # None: a file written before the count
+        notes.append(f"both over {ceiling.n_pairs - left} of {counted(ceiling.n_pairs, 'pair')}: {left} with a "
+                     "score or reference off the scale's levels left out")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[list[str]]:
@@ -194,7 +208,7 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
-         f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}"],
+         f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_off_domain(agreement)}"],
         ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
         ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
@@ -219,6 +233,19 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
     return rows
 
 
+def _intervals_note(settings) -> str:
+    """What the tables' bracketed ranges are: the leniency's and the length slopes' come from a formula at any
+    ``--n-boot``, so that under ``--n-boot 0`` they do not read as bootstrap intervals that should be absent."""
+    coverage = f"{settings.level:.0%}"
+    clustered = "instruction" if settings.bootstrap_unit == "instruction" else "answer"
+    formula = f"{coverage} t intervals from a formula (clustered by {clustered}), which need no bootstrap"
+    if not settings.n_boot:
+        return ("No bootstrap ran (`--n-boot 0`): the ceiling gap and the α difference have no interval, and the "
+                f"ceiling no verdict; the bracketed ranges of leniency and the length slopes are {formula}.")
+    return (f"Bracketed ranges: the ceiling gap's and the α difference's are {coverage} percentile bootstrap "
+            f"intervals; leniency's and the length slopes' are {formula}.")
+
+
 def _empty(block: ValiditySplit) -> bool:
     """A split without a single item: its tables would hold only dashes, and its sentence says so."""
     return not block.overall.n_items and not block.overall.n_items_missing
@@ -241,6 +268,8 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
                 "slopes need identities and are left out, and the judge's length slope is shown without a flag "
                 "(there is no experts' range to hold it against); every other figure is computed from each item's "
                 "panel.", ""]
+    if not all(_empty(block) for block in splits.values()):
+        out += [_intervals_note(result.validity.settings), ""]
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out += [f"### {title}: validity", "", block.sentence, ""]
@@ -279,6 +308,8 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
 
     out = ['<h2 id="validity">Validity: can the judge stand in for an expert?</h2>',
            '<p class="note">How to read these figures: docs/validity.md.</p>']
+    if not all(_empty(block) for block in splits.values()):
+        out.append(f'<p class="note">{escape(_intervals_note(result.validity.settings).replace("`", ""))}</p>')
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
@@ -357,9 +388,22 @@ def _paired(result: Comparison) -> list[list[str]]:
                 if isinstance(figure, Unavailable):
                     rows.append([comp.run, SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure.why])
                     continue
+                missed = "no tested expert's item" if figure is paired.rho else "no item with a ceiling pair"
                 rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
-                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3), ""])
+                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3),
+                             _resamples_note(figure.n_resamples, paired.n_boot, figure.ci, missed)])
     return rows
+
+
+def _resamples_note(used: int | None, drawn: int, ci: Any, missed: str) -> str:
+    """How many of the paired resamples an interval is over, where some drew ``missed`` and said nothing
+    (``eval.validity.paired``; None: a file written before the count)."""
+    if used is None or used >= drawn:
+        return ""
+    if not ci or ci[0] is None:
+        # under ``eval.validity.paired.MIN_USABLE_SHARE`` (not imported: paired reads the section, which reads this)
+        return f"no interval: only {used} of {drawn} resamples usable (the rest drew {missed})"
+    return f"interval over {used} of {drawn} resamples (the rest drew {missed})"
 
 
 def _paired_lead(result: Comparison) -> str:

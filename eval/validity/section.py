@@ -26,8 +26,9 @@ included), never clipped into the item's scale; a level off the item's scale is 
 of kappa, alpha with the judge and the margins, counted in ``agreement.n_items_judge_off_scale`` (every such item)
 and ``n_kappa_off_domain`` (items with a unique mode), enters the ceiling's kappa as a failure does (``ceiling``,
 counted in ``n_judge_off_scale``), and counts as a miss in the exact agreement (``judge_levels``,
-``off_scale_levels``), as the alt-test under ``accuracy`` compares it (``alt_test_judge``). Each split gets one plain
-``sentence`` the report leads with.
+``off_scale_levels``), as the alt-test under ``accuracy`` compares it (``alt_test_judge``). An expert score off the
+domain (a half-point) is out of both alphas and both ceiling kappas, counted (``agreement.n_expert_scores_off_domain``,
+``ceiling.n_kappa_off_domain``). Each split gets one plain ``sentence`` the report leads with.
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
@@ -46,10 +47,10 @@ The judge's failed verdicts (unparseable, failed requests) count in the alt-test
 ``loss`` by default) and in the ceiling as the largest error the judge could have on the item's scale
 (``ceiling_failures``, ``worst`` by default; ``ceiling``): the two figures then read the same failures the same way,
 and a judge cannot look inside the experts' range by failing on the disputed items. An item without a readable
-scale takes its criterion's lowest and highest expert scores as the ends (one level: the table's lowest and highest).
-Krippendorff's alpha with the judge and the kappas against the experts' mode are over the judge's readable verdicts:
-a failure is no rating of the scale, so alpha cannot take it; ``agreement.n_items_judge_failed`` counts the items
-left out, and the report shows it.
+scale takes its criterion's lowest and highest expert scores as the ends, else the table's (``ceiling.scale_ends``,
+never the judge's levels). Krippendorff's alpha with the judge and the kappas against the experts' mode are over the
+judge's readable verdicts: a failure is no rating of the scale, so alpha cannot take it;
+``agreement.n_items_judge_failed`` counts the items left out, and the report shows it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ import numpy as np
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
-from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
+from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
+from eval.validity.ceiling import measured, scale_ends
 from eval.validity.render import counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
@@ -168,7 +170,7 @@ def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     seen_low, seen_high = (np.asarray(by[end].transform(how), dtype=float) for end, how in (("low", "min"),
                                                                                           ("high", "max")))
     # No expert (+-inf), or experts who all gave one level (a unanimous criterion): that tells no scale, and as ends
-    # it would make a failure cost 0 against them; NaN leaves ``CeilingPairs`` the ends of the table's levels.
+    # it would make a failure cost 0 against them; NaN: the ceiling takes the table's (``ceiling.scale_ends``).
     spread = np.isfinite(seen_low) & np.isfinite(seen_high) & (seen_high > seen_low)
     seen_low, seen_high = (np.where(spread, e, np.nan) for e in (seen_low, seen_high))
     return np.where(known, low, seen_low), np.where(known, high, seen_high)
@@ -193,7 +195,7 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
 def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray, off_scale: np.ndarray,
           mode: np.ndarray, mean: np.ndarray, pairs: CeilingPairs, classes: np.ndarray, settings: ValiditySettings,
           kind: str, domain: np.ndarray, coded: tuple[agreement_module.CodedCounts, agreement_module.CodedCounts],
-          expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int,
+          expert_codes: tuple[np.ndarray, np.ndarray] | None, n_missing: int, n_scores: np.ndarray,
           answers: np.ndarray | None, clusters: np.ndarray | None) -> dict[str, Any]:
     """One cell's figures; ``levels`` / ``off_scale``: the judge's levels on / off the items' scales
     (``judge_levels``, ``off_scale_levels``); ``answers``: the analytic intervals' cluster codes, ``clusters``: the
@@ -215,13 +217,11 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     alpha_boot = settings.alpha_boot if kind == "overall" else 0
     out["agreement"] = agreement_module.agreement(
         cell_levels, experts, mode[index], domain, off_scale=off_scale[index], classes=classes[index],
-        level=settings.level, n_boot=alpha_boot,
+        level=settings.level, n_boot=alpha_boot, n_expert_scores=n_scores[index],
         # a generator only where it draws (a criterion's cell draws none): seeding one is not free
         rng=cell_rng(settings.seed, f"validity/alpha/{key}") if alpha_boot else None,
         coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index])
-    out["alpha_experts"] = out["agreement"]["alpha_experts"]
-    out["alpha_with_judge"] = out["agreement"]["alpha_with_judge"]
-    out["kappa_quadratic"] = out["agreement"]["kappa_quadratic"]
+    out.update({name: out["agreement"][name] for name in ("alpha_experts", "alpha_with_judge", "kappa_quadratic")})
     out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain,
                                                        None if answers is None else answers[index])
     if not out["marginal_homogeneity"]["n"]:  # an empty table is not one whose items all lie on the diagonal
@@ -448,7 +448,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                                    for kind, label, members in cells]))
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
-                         values, settings.ceiling_failures, *item_scale_ends(table),
+                         values, settings.ceiling_failures, *scale_ends(*item_scale_ends(table), table.experts),
                          measured=measured(table.score_source))
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
@@ -458,7 +458,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     common = dict(target=target, levels=levels, off_scale=off_scale, mode=mode, mean=mean, pairs=pairs,
                   classes=classes, settings=settings,
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
-                  clusters=clusters)
+                  n_scores=(~np.isnan(table.experts)).sum(axis=1), clusters=clusters)
     splits: dict[str, Any] = {}
     for split, mask, cells in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]

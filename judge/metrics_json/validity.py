@@ -205,6 +205,9 @@ class Ceiling(_SectionRecord):
     gap_ci: Interval
     expert_kappa: float | None
     judge_kappa: float | None
+    # pairs left out of both kappas, an expert score, the judge's level or the reference off the value domain (mode
+    # reference only; absent from files written before it)
+    n_kappa_off_domain: int | None = optional_field()
     verdict: str | None  # "inside" / "outside" the experts' range; None without pairs or without an interval
 
 
@@ -245,6 +248,8 @@ class Agreement(_SectionRecord):
     n_kappa_off_domain: int | None = optional_field()
     # items whose judge answer lies off the item's scale: out of alpha with the judge and kappa, unique mode or not
     n_items_judge_off_scale: int | None = optional_field()
+    # expert scores that are no level of the value domain (a half-point, an off-rubric score): out of both alphas
+    n_expert_scores_off_domain: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Agreement:
@@ -448,6 +453,8 @@ class PairedFigure(_SectionRecord):
     run: float
     delta: float
     ci: Interval
+    # the resamples the interval was read from, of ``PairedValidity.n_boot`` drawn (absent from files written before)
+    n_resamples: int | None = optional_field()
 
 
 @dataclass(frozen=True)

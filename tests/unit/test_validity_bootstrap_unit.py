@@ -157,3 +157,63 @@ def test_the_ceiling_minimum_counts_instructions_under_the_instruction_unit():
         assert (result["n_items"], result["gap"], result["gap_ci"]) == (30, gap, [gap, gap])
         assert result["verdict"] == "inconclusive"
         assert ceiling(judge, experts, "mode", DOMAIN, n_boot=200, rng=np.random.default_rng(0))["verdict"] == by_item
+
+
+def test_paired_rho_of_a_resample_averages_the_experts_it_draws():
+    """Expert e0 has items 0 and 1 (W_f 1, 0), e1 items 2 and 3 (W_f 1, 1). A resample that draws only e0's item 0
+    reads e0's share 1 and nothing of e1: rho 1 (it was NaN, and the resample dropped); only e1's items: 1; every
+    item once: (1/2 + 1) / 2 = 0.75; item 1 twice: 0; no item of either: NaN, unusable."""
+    from eval.validity.paired import _rho
+
+    parts = (np.array([0, 1, 2, 3]), np.array([1.0, 0.0, 1.0, 1.0]), np.array([0, 2]), None)
+    weights = np.array([[2, 0, 0, 0], [0, 0, 1, 1], [1, 1, 1, 1], [0, 2, 0, 0], [0, 0, 0, 0]], dtype=float)
+    np.testing.assert_array_equal(_rho(parts, weights), [1.0, 1.0, 0.75, 0.0, np.nan])
+
+
+def _nested_panel():
+    """Four instructions of 40 items, two named experts each, nested in their instruction (e0, e1 in the first, ...)
+    on a 0-2 scale; judge A off by up to one level at random, judge B the truth."""
+    rng = np.random.default_rng(0)
+    n_instructions, size = 4, 40
+    n = n_instructions * size
+    truth = rng.integers(0, 3, n).astype(float)
+    experts, ids = np.full((n, 2), np.nan), np.full((n, 2), None, dtype=object)
+    for g in range(n_instructions):
+        rows = slice(g * size, (g + 1) * size)
+        for slot in range(2):
+            experts[rows, slot] = np.clip(truth[rows] + rng.integers(-1, 2, size), 0, 2)
+            ids[rows, slot] = f"e{2 * g + slot}"
+    judge_a = np.clip(truth + rng.integers(-1, 2, n), 0, 2).astype(float)
+    return judge_a, truth, experts, ids, np.repeat(np.arange(n_instructions), size)
+
+
+def test_paired_rho_interval_under_the_instruction_unit_uses_every_resample():
+    """A resample of 4 instructions misses at least one with chance 1 - 4!/4^4 = 29/32, and with it that
+    instruction's two experts: their NaN made the whole resample's rho NaN, and the interval was read off the
+    redraws of all four, whose rho is rho itself (ci [delta, delta], zero width). Every resample draws some expert,
+    so all 200 are usable and the interval has a width around delta."""
+    judge_a, judge_b, experts, ids, clusters = _nested_panel()
+    out = paired_validity(judge_a, judge_b, experts, ids, "mean", AltTestSettings(), n_boot=200, clusters=clusters,
+                          rng=np.random.default_rng(0), scale_low=np.zeros(len(judge_a)),
+                          scale_high=np.full(len(judge_a), 2.0), ceiling_failures="worst")
+    rho = out["rho"]
+    assert rho["n_resamples"] == 200
+    assert rho["ci"][0] < rho["delta"] < rho["ci"][1]
+
+
+def test_paired_interval_needs_most_resamples_usable():
+    """The tested experts' items all lie in instruction 0 of 2; instruction 1's items have no expert. A resample of 2
+    instructions draws instruction 1 twice with chance 1/4: no tested expert's item (no rho) and no ceiling pair (no
+    gap). About 150 of 200 resamples are usable, under MIN_USABLE_SHARE (0.9): no interval rather than one read off
+    the resamples that happened to draw instruction 0, and the count says how many were."""
+    from eval.validity.paired import MIN_USABLE_SHARE
+
+    judge_a, judge_b, experts, ids, clusters = _nested_panel()
+    keep = clusters < 2
+    judge_a, judge_b, experts, ids, clusters = judge_a[keep], judge_b[keep], experts[keep], ids[keep], clusters[keep]
+    experts[clusters == 1], ids[clusters == 1] = np.nan, None
+    out = paired_validity(judge_a, judge_b, experts, ids, "mean", AltTestSettings(), n_boot=200, clusters=clusters,
+                          rng=np.random.default_rng(0), ceiling_failures="worst")
+    for figure in (out["rho"], out["ceiling_gap"]):
+        assert figure["ci"] == [None, None]
+        assert 0 < figure["n_resamples"] < MIN_USABLE_SHARE * 200

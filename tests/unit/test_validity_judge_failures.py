@@ -47,3 +47,32 @@ def test_a_failure_on_a_unanimous_criterion_without_a_scale_is_no_exact_answer()
     assert (overall.n_pairs, overall.n_judge_failed, overall.expert_mae) == (80, 20, 0.0)
     assert overall.judge_mae == overall.gap == 0.25
     assert abs(criterion.judge_mae - 1 / 3) < 1e-12
+
+
+def test_a_failure_without_a_scale_takes_its_ends_from_the_experts_only():
+    """The table of the test above, and the judge answers 9 on item 39 (criterion "b", no readable scale), where it
+    said 2. The ends of criterion "a" (unanimous: no scale of its own) came from the cells' value domains, which hold
+    the judge's own levels where a scale is unreadable: [0, 9], so each failure on "a" cost |9 - 1| = 8 and "a"'s judge
+    MAE read 20 * 8 / 60 = 8/3. From the experts' levels only the ends stay [0, 2]: 20/60 = 1/3 as before the 9, and
+    compare's paired gap (the same rule, ``ceiling.scale_ends``) reads the section's overall gap: "b"'s 9 is
+    |9 - 2| = 7 on each of its two pairs, (20 + 14) / 80 = 0.425."""
+    from eval.validity.paired import paired_validity
+    from eval.validity.section import item_scale_ends
+    from judge.metrics_json.validity import AltTestSettings
+
+    n = 40
+    experts = np.ones((n, 2))
+    experts[30:35] = 0.0
+    experts[35:] = 2.0
+    judge = experts[:, 0].copy()
+    judge[:10] = np.nan
+    judge[39] = 9.0
+    status = ["parse_failed"] * 10 + ["ok"] * 30
+    table = _table(judge, experts, status=status, criteria=["a"] * 30 + ["b"] * 10)
+    block = _section(table)
+    assert abs(block.by_criterion["a"].ceiling.judge_mae - 1 / 3) < 1e-12
+    assert abs(block.overall.ceiling.gap - 34 / 80) < 1e-12
+    low, high = item_scale_ends(table)  # as compare reads them
+    paired = paired_validity(judge, judge, experts, None, "mode", AltTestSettings(), n_boot=0, scale_low=low,
+                             scale_high=high, ceiling_failures="worst")
+    assert abs(paired["ceiling_gap"]["baseline"] - 34 / 80) < 1e-12

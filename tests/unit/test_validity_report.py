@@ -254,3 +254,49 @@ def test_compare_scores_a_failure_at_its_own_items_scale_as_the_section_did(samp
     assert own["ceiling"]["n_items_judge_failed"] == n_failed
     paired = compare([run, sample_runs["root"] / "exact"], n_boot=20).comparisons[0].validity["all"]
     assert paired.ceiling_gap.baseline == pytest.approx(own["ceiling"]["gap"])
+
+
+def _rendered(n_boot: int, bootstrap_unit: str = "item") -> tuple[str, str]:
+    """report.md's and report.html's validity part of a small section scored with ``n_boot`` resamples."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.render import html_blocks, markdown_lines
+    from judge.metrics_json.validity import AltTestSettings, SectionSettings, Validity
+    from tests.support.validity_tables import item_table, split_section
+
+    n = 12
+    experts = np.stack([np.arange(n) % 3.0] * 2, axis=1)
+    block = split_section(item_table(experts[:, 0], experts, low=np.zeros(n), high=np.full(n, 2.0)))
+    settings = SectionSettings(AltTestSettings(), n_boot, 0, 0, 0.95, "mode", bootstrap_unit=bootstrap_unit,
+                               ceiling_failures="worst")
+    result = SimpleNamespace(validity=Validity(settings, False, {"standard": block}))
+    return ("\n".join(markdown_lines(result, markdown_table, md_text)),
+            "".join(html_blocks(result, lambda value: str(value))))
+
+
+def test_the_report_says_what_its_bracketed_ranges_are():
+    """Under --n-boot 0 the leniency's and the length slopes' t intervals are still there (a formula, not a
+    bootstrap): the tables said nothing of it, and "[-3.789, 3.623]" read as a bootstrap interval where none ran."""
+    markdown, page = _rendered(0)
+    note = ("No bootstrap ran (`--n-boot 0`): the ceiling gap and the α difference have no interval, and the ceiling "
+            "no verdict; the bracketed ranges of leniency and the length slopes are 95% t intervals from a formula "
+            "(clustered by answer), which need no bootstrap.")
+    assert note in markdown and note.replace("`", "") in page
+    markdown, _ = _rendered(200, "instruction")
+    assert ("Bracketed ranges: the ceiling gap's and the α difference's are 95% percentile bootstrap intervals; "
+            "leniency's and the length slopes' are 95% t intervals from a formula (clustered by instruction), which "
+            "need no bootstrap.") in markdown
+
+
+def test_compare_notes_a_paired_interval_over_fewer_resamples():
+    """compare.md's paired row says how many of the drawn resamples an interval is over, and why there is none."""
+    from eval.validity.render import _resamples_note
+
+    assert _resamples_note(200, 200, [0.1, 0.2], "x") == "" and _resamples_note(None, 200, [0.1, 0.2], "x") == ""
+    assert (_resamples_note(190, 200, [0.1, 0.2], "no tested expert's item")
+            == "interval over 190 of 200 resamples (the rest drew no tested expert's item)")
+    assert (_resamples_note(150, 200, [None, None], "no item with a ceiling pair")
+            == "no interval: only 150 of 200 resamples usable (the rest drew no item with a ceiling pair)")
