@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~580 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~600 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -276,21 +277,36 @@ def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
 
 def _refuse_missing_shards(folder: Path, shards: list[Path]) -> None:
     """ValueError naming the shards a split's ``-0000k-of-0000n`` names say are missing (an interrupted download
-    would otherwise load as a smaller benchmark without a word)."""
-    named = [m for m in map(_shard_name, (shard.name for shard in shards)) if m]
-    counts = {int(m.group("n")) for m in named}
+    would otherwise load as a smaller benchmark without a word), given by two files (a fingerprinted and a plain name
+    of one shard: ``hf download`` into a ``--local-dir`` holding an older push deletes nothing, and both would be
+    read) or numbered past their count."""
+    named = [(shard, m) for shard, m in zip(shards, map(_shard_name, (shard.name for shard in shards))) if m]
+    counts = {int(m.group("n")) for _, m in named}
     if len(counts) > 1:
         raise ValueError(f"{folder}: the shards disagree on how many there are ({sorted(counts)}): "
                          f"{[shard.name for shard in shards]}")
     if not counts:  # no -0000k-of-0000n names: nothing says how many there should be
         return
     (total,) = counts
-    have = {int(m.group("k")) for m in named}
-    missing = sorted(set(range(total)) - have)
+    split, width = named[0][1].group("split"), len(named[0][1].group("k"))
+    files: dict[int, list[str]] = {}
+    for shard, m in named:
+        files.setdefault(int(m.group("k")), []).append(shard.relative_to(folder).as_posix())
+    twice = {k: names for k, names in sorted(files.items()) if len(names) > 1}
+    if twice:
+        shown = "; ".join(f"shard {k:0{width}d} in {', '.join(names)}" for k, names in list(twice.items())[:3])
+        raise ValueError(f"{folder}: split {split!r} has {len(named)} files for its {total} "
+                         f"shard{'s' * (total != 1)}: {shown}{' ...' if len(twice) > 3 else ''} (an older download "
+                         "beside a newer one? keep one file per shard)")
+    past = [names[0] for k, names in sorted(files.items()) if k >= total]
+    if past:
+        raise ValueError(f"{folder}: split {split!r} has {total} shards, numbered 0 to {total - 1}, but also "
+                         f"{', '.join(past[:3])}{' ...' if len(past) > 3 else ''} (a file of another download? "
+                         "remove it)")
+    missing = sorted(set(range(total)) - set(files))
     if missing:
-        width = len(named[0].group("k"))
         shown = ", ".join(f"{k:0{width}d}" for k in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        raise ValueError(f"{folder}: split {named[0].group('split')!r} has {len(have)} of its {total} shards; "
+        raise ValueError(f"{folder}: split {split!r} has {len(files)} of its {total} shards; "
                          f"missing: {shown} (an interrupted download? fetch it again)")
 
 
@@ -365,18 +381,27 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
         if split not in loaded:
             raise ValueError(f"{source}: no split {split!r}; available: {sorted(loaded)}")
         loaded = loaded[split]
-    elif path.is_dir() and split is not None and split != (None if loaded.split is None else str(loaded.split)):
+    elif path.is_dir() and split is not None and split != _own_split(path, loaded):
         # (a dataset name's split is load_dataset's to choose, above)
-        _refuse_split_of_a_dataset(source, loaded, split)
+        _refuse_split_of_a_dataset(source, path, loaded, split)
     return ((source, RowIndex(index), row) for index, row in enumerate(loaded))
 
 
-def _refuse_split_of_a_dataset(source: str, loaded, split: str) -> None:
+def _own_split(path: Path, loaded) -> str:
+    """The split a ``save_to_disk`` folder of one ``datasets.Dataset`` holds: the one saved with it, else the
+    folder's name, as a file named by a number takes its folder's (``_refuse_split_of_a_file``):
+    ``DatasetDict.save_to_disk`` writes each split to a folder of its name (``dataset/train``), and a Dataset built by
+    ``Dataset.from_list``, as the synthetic stages build theirs, records no split."""
+    return Path(os.path.abspath(path)).name if loaded.split is None else str(loaded.split)
+
+
+def _refuse_split_of_a_dataset(source: str, path: Path, loaded, split: str) -> None:
     """ValueError for a ``split`` asked of one ``datasets.Dataset`` (a ``save_to_disk`` folder of one split) that is
-    not its own: read whole, it would stand for the split asked for, as a single file would
+    not its own (``_own_split``): read whole, it would stand for the split asked for, as a single file would
     (``_refuse_split_of_a_file``)."""
-    own = "" if loaded.split is None else f" (it holds split {str(loaded.split)!r})"
-    raise ValueError(f"{source}: a single dataset, which holds no split {split!r}{own} (a split is chosen from a "
+    own = (f"it holds split {str(loaded.split)!r}" if loaded.split is not None
+           else f"saved with no split, it holds its folder's name, {_own_split(path, loaded)!r}")
+    raise ValueError(f"{source}: a single dataset, which holds no split {split!r} ({own}) (a split is chosen from a "
                      "folder of shards, a DatasetDict or a dataset name); leave out the split to read the whole "
                      "dataset")
 
@@ -409,7 +434,8 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
             ``datasets.load_dataset`` can reach (a hub name on machines that have access, or with
             ``HF_HUB_OFFLINE=1`` and a populated cache).
         split: the split to take from a shard folder, a ``DatasetDict`` or a named dataset (default: the only
-            split, or "test"); a single file holds one split, and any other is refused (``_refuse_split_of_a_file``).
+            split, or "test"); a single file holds one split, and any other is refused (``_refuse_split_of_a_file``),
+            as a ``save_to_disk`` folder of one Dataset holds its own (its folder's name when saved with none).
         make_id: derive ids for rows that have none even when other rows have one (a source with no ``id`` column
             at all gets derived ids without it).
 

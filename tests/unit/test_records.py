@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from judge import JudgeRecord, RecordError, load_records, records_from_rows, write_jsonl
+from judge import JudgeRecord, RecordError, load_record_columns, load_records, records_from_rows, write_jsonl
 
 GOOD = {
     "id": "a1",
@@ -161,18 +161,40 @@ def test_json_list_parquet_and_datasets_folder(tmp_path):
 
 def test_a_split_a_saved_dataset_does_not_hold_is_refused(tmp_path):
     """A save_to_disk folder of one Dataset holds one split, as a single file does: a split it is not is refused
-    (read whole, it would stand for the split asked for), its own is read; one saved with no split refuses any."""
+    (read whole, it would stand for the split asked for), its own is read; one saved with no split holds its folder's
+    name (as a file named by a number holds its folder's), and refuses any other."""
     import datasets
 
     rows = [GOOD, GOOD | {"id": "a2"}]
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "plain"))
     datasets.Dataset.from_list(rows, split="test").save_to_disk(str(tmp_path / "test"))
     assert len(load_records(tmp_path / "plain")) == 2 and len(load_records(tmp_path / "test", split="test")) == 2
-    with pytest.raises(ValueError, match=r"plain: a single dataset, which holds no split 'nonexistent' \(a split is"):
+    with pytest.raises(ValueError, match=r"plain: a single dataset, which holds no split 'nonexistent' \(saved with no "
+                                         r"split, it holds its folder's name, 'plain'\) \(a split is"):
         load_records(tmp_path / "plain", split="nonexistent")
     with pytest.raises(ValueError, match=r"test: a single dataset, which holds no split 'train' \(it holds split "
                                          r"'test'\)"):
         load_records(tmp_path / "test", split="train")
+
+
+def test_a_datasetdict_split_folder_is_read_as_its_split(tmp_path):
+    """DatasetDict.save_to_disk writes each split to a folder of its name (dataset/train, dataset/validation), and
+    a Dataset built by from_list, as the synthetic stages build theirs, records no split: each folder is read for the
+    split it is named after (2 train rows, 1 validation row), by every reader, and refuses another."""
+    import datasets
+
+    from judge.record_sources import source_rows
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([GOOD, GOOD | {"id": "a2"}]),
+                          "validation": datasets.Dataset.from_list([GOOD | {"id": "v"}])}).save_to_disk(str(tmp_path / "dataset"))
+    train, validation = tmp_path / "dataset" / "train", tmp_path / "dataset" / "validation"
+    assert [r.id for r in load_records(train, split="train")] == ["a1", "a2"]
+    assert [r.id for r in load_records(validation, split="validation")] == ["v"]
+    assert [r.id for r in load_record_columns(train, split="train")[0].records()] == ["a1", "a2"]
+    assert len(list(source_rows(validation, split="validation"))) == 1
+    with pytest.raises(ValueError, match=r"train: a single dataset, which holds no split 'validation' \(saved with no "
+                                         r"split, it holds its folder's name, 'train'\) \(a split is"):
+        load_records(train, split="validation")
 
 
 def test_missing_path_is_a_clear_error(tmp_path):

@@ -247,6 +247,30 @@ def test_fingerprinted_shard_names_keep_their_splits(tmp_path):
         load_records(folder, split="train")
 
 
+def test_a_shard_given_by_two_files_is_refused_naming_both(tmp_path):
+    """hf download into a --local-dir that holds an older push deletes nothing: the old fingerprinted shard
+    (3 rows) beside the new plain one of the same number (2 rows) would both be read, 5 rows for a 1-shard split. Both
+    loaders refuse it naming both files, and a file numbered past its split's count (a 4th of 3) likewise."""
+    from judge.record_sources import source_rows
+
+    folder = write_released_dataset(tmp_path / "POLLUX", rows=released_rows()[:3], n_shards=1)
+    (folder / "data" / "test-00000-of-00001.parquet").rename(folder / "data" / "test-00000-of-00001-5f3c9a1b.parquet")
+    write_released_dataset(folder, rows=released_rows()[3:5], n_shards=1)
+    twice = (r"split 'test' has 2 files for its 1 shard: shard 00000 in data/test-00000-of-00001-5f3c9a1b.parquet, "
+             r"data/test-00000-of-00001.parquet \(an older download beside a newer one\? keep one file per shard\)$")
+    for load in (judge.load_records, judge.load_record_columns, lambda f: list(source_rows(f))):
+        with pytest.raises(ValueError, match=twice):
+            load(folder)
+    (folder / "data" / "test-00000-of-00001-5f3c9a1b.parquet").unlink()
+    assert len(load_records(folder)) == 2  # the newer push alone
+
+    three = write_released_dataset(tmp_path / "three")
+    (three / "data" / "test-00000-of-00003.parquet").rename(three / "data" / "test-00003-of-00003.parquet")
+    with pytest.raises(ValueError, match=r"split 'test' has 3 shards, numbered 0 to 2, but also "
+                                         r"data/test-00003-of-00003.parquet"):
+        load_records(three)
+
+
 def test_unreachable_dataset_name_is_a_clear_error(monkeypatch):
     """A dataset name datasets cannot load says which name, that the hub may be unreachable, and how to fix it."""
     import datasets
