@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~700 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~750 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -56,6 +56,10 @@ SAMPLE_DATA = "sample"
 #: AdamW under its device-specific names (``OptimizerNames``). The 8-bit, paged, any-precision and schedule-free
 #: variants compute another update, which DeepSpeed's AdamW would silently replace.
 DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused"})
+
+#: The ``params`` of a DeepSpeed JSON's AdamW block that transformers fills from (or checks against) the config
+#: (src/transformers/integrations/deepspeed.py, ``trainer_config_process``: lr, betas, eps, weight_decay).
+DEEPSPEED_ADAMW_PARAMS = frozenset({"lr", "betas", "eps", "weight_decay"})
 
 
 @dataclass
@@ -254,7 +258,9 @@ class TrainConfig:
         hands the step to DeepSpeed whenever the JSON has a ``scheduler`` or ``optimizer`` block: the scheduler's
         rates replace ``lr_scheduler_type``/``warmup_steps`` (WarmupLR holds the peak rate and never decays to 0),
         the optimizer block's type replaces ``optim`` (and ignores ``optim_args``). An optimizer block stays allowed
-        for AdamW beside an AdamW ``optim``: configs/deepspeed/zero3_offload.json needs DeepSpeed's CPU AdamW.
+        for AdamW beside an AdamW ``optim``, with weight decay 0 and no params beyond ``DEEPSPEED_ADAMW_PARAMS``:
+        configs/deepspeed/zero3_offload.json needs DeepSpeed's CPU AdamW. A ``tensor_parallel`` ``autotp_size`` above 1
+        is refused as ``parallelism_config`` is (``train.training_arguments``): it shrinks the global batch.
         """
         import json
 
@@ -272,6 +278,17 @@ class TrainConfig:
                               f"lr_scheduler_type {self.lr_scheduler_type!r} and warmup_steps {self.warmup_steps} "
                               "(which run.json and the model card record) with DeepSpeed's own schedule; remove the "
                               "block and set the schedule in this config")
+        # DeepSpeed AutoTP (transformers' Trainer.get_tp_size, accelerate's Accelerator reading the same key): each
+        # group of autotp_size ranks trains one batch, so a step would train the global batch over autotp_size.
+        tensor_parallel = settings.get("tensor_parallel")
+        autotp = tensor_parallel.get("autotp_size", 1) if isinstance(tensor_parallel, dict) else 1
+        if not isinstance(autotp, (int, float)) or isinstance(autotp, bool) or autotp > 1:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: 'tensor_parallel' autotp_size {autotp!r} makes "
+                              "ranks share a batch (DeepSpeed AutoTP), while the accumulation is derived for data "
+                              "parallelism alone (global batch = per device x accumulation x ranks): a step would "
+                              f"train global_batch_size {self.global_batch_size} divided by {autotp!r} while run.json "
+                              "records it whole; remove the key (ZeRO shards the model's memory over the ranks "
+                              "instead)")
         optimizer = settings.get("optimizer")
         if optimizer is None:
             return
@@ -288,6 +305,30 @@ class TrainConfig:
         if self.trainer_args.get("optim_args") is not None:
             raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block takes its settings from its "
                               "own params, so trainer_args 'optim_args' would be recorded and ignored; remove it")
+        # transformers fills only these from the config ("auto", integrations/deepspeed.py, trainer_config_process);
+        # any other (bias_correction, amsgrad, adam_w_mode, torch_adam) changes the update while run.json says optim.
+        params = optimizer.get("params", {})
+        if not isinstance(params, dict):
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's 'params' must be a JSON "
+                              f"object, got {type(params).__name__}")
+        unchecked = sorted(set(params) - DEEPSPEED_ADAMW_PARAMS)
+        if unchecked:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's params "
+                              f"{', '.join(unchecked)} would change the AdamW update that optim {self.optim!r} "
+                              f"records; keep only {', '.join(sorted(DEEPSPEED_ADAMW_PARAMS))} (best as \"auto\", "
+                              "filled from this config)")
+        # DeepSpeed builds its AdamW over all the model's parameters in one group (transformers'
+        # integrations/deepspeed.py, deepspeed_init), decaying biases and norm weights, which the Trainer's own AdamW
+        # leaves undecayed (Trainer.get_decay_parameter_names): only a weight decay of 0 is the same update. "auto"
+        # is this config's weight_decay (a number that differs from it is a mismatch transformers refuses itself).
+        block_decay = params.get("weight_decay", "auto")
+        if self.weight_decay != 0 or block_decay not in ("auto", 0):
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's AdamW decays every "
+                              f"parameter, biases and norm weights included, where optim {self.optim!r} (as run.json "
+                              "records it) leaves those undecayed: only a weight decay of 0 is the same update "
+                              f"(weight_decay {self.weight_decay} here, {block_decay!r} in the block); set "
+                              "weight_decay 0 (\"auto\" or 0 in the block), or use a DeepSpeed config without an "
+                              "optimizer block (configs/deepspeed/zero3.json)")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
@@ -381,17 +422,14 @@ class RegressionConfig(TrainConfig):
             raise ConfigError(f"score_target must be 'mean' or 'expert', got {self.score_target!r}")
         if self.score_loss_weight < 0 or self.lm_loss_weight < 0 or self.score_loss_weight + self.lm_loss_weight == 0:
             raise ConfigError("loss weights must be non-negative and not both zero")
-        # train.joint_loss.JointLossTrainer computes its own loss, per micro-batch means: transformers applies label
-        # smoothing only in Trainer.compute_loss, and averages tokens across devices only for a model that takes
-        # num_items_in_batch (the score model sets accepts_loss_kwargs = False). Either would be recorded and ignored.
+        # train.joint_loss.JointLossTrainer computes its own loss: transformers applies label smoothing only in
+        # Trainer.compute_loss, so it would be recorded and ignored. (average_tokens_across_devices is not refused:
+        # transformers reaches it only for a model taking num_items_in_batch, which the score model is not, so it is
+        # as inert here as its default, true, already is in every run.)
         if self.trainer_args.get("label_smoothing_factor") not in (None, 0, 0.0):
             raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
                               "has no effect in the regression recipe: its joint loss takes the rationale's "
                               "cross-entropy without label smoothing (train/joint_loss.py); remove it")
-        if self.trainer_args.get("average_tokens_across_devices") is True:
-            raise ConfigError("trainer_args: 'average_tokens_across_devices' has no effect in the regression recipe: "
-                              "its joint loss is a mean over each micro-batch's own tokens (train/joint_loss.py); "
-                              "remove it")
 
 
 @dataclass
@@ -589,6 +627,12 @@ class GRPORecipeConfig(TrainConfig):
         if self.max_completion_length <= 0 or self.max_completion_length >= self.max_length:
             raise ConfigError(f"max_completion_length must be positive and below max_length {self.max_length}, got "
                               f"{self.max_completion_length}")
+        # trl's GRPOTrainer.compute_loss is its own (trl/trainer/grpo_trainer.py) and never calls the Trainer's,
+        # the only place transformers applies label smoothing: it would be recorded in run.json and do nothing.
+        if self.trainer_args.get("label_smoothing_factor") not in (None, 0, 0.0):
+            raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
+                              "has no effect in the grpo recipe: trl's GRPOTrainer computes its own policy loss, "
+                              "without label smoothing; remove it")
 
     def _validate_generation_batch(self) -> None:
         """trl's checks of a generation batch set in ``trainer_args``, as far as they go without the number of ranks.

@@ -76,38 +76,65 @@ def check_resumable(checkpoint: Path) -> None:
 _ZERO_RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_\d+_?optim_states\.pt$")
 
 
-def _universal_checkpoints(deepspeed: str | None) -> bool:
-    """Whether the DeepSpeed JSON asks for universal checkpoints (``"checkpoint": {"load_universal": true}``,
-    deepspeed/runtime/constants.py ``LOAD_UNIVERSAL_CHECKPOINT``), which DeepSpeed re-partitions over any number of
-    ranks."""
+def _deepspeed_settings(deepspeed: str | None) -> dict[str, Any]:
+    """The DeepSpeed JSON as a mapping; empty without one, or when it cannot be read (TrainConfig.validate names
+    an unreadable file)."""
     import json
 
     if deepspeed is None:
-        return False
+        return {}
     try:
         settings = json.loads(Path(deepspeed).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False  # TrainConfig.validate names an unreadable file; without it nothing is universal
-    checkpoint = settings.get("checkpoint") if isinstance(settings, dict) else None
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _universal_checkpoints(settings: dict[str, Any]) -> bool:
+    """Whether the DeepSpeed JSON asks for universal checkpoints (``"checkpoint": {"load_universal": true}``,
+    deepspeed/runtime/constants.py ``LOAD_UNIVERSAL_CHECKPOINT``), which DeepSpeed re-partitions over any number of
+    ranks."""
+    checkpoint = settings.get("checkpoint")
     return isinstance(checkpoint, dict) and checkpoint.get("load_universal") is True
 
 
-def check_world_size(config: TrainConfig, checkpoint: Path) -> None:
+def _partitions_the_optimizer(settings: dict[str, Any]) -> bool:
+    """Whether the DeepSpeed JSON's ZeRO stage is 1 or more: only then does DeepSpeed load the optimizer state
+    through ``_load_zero_checkpoint`` (``engine.load_checkpoint`` asks ``zero_optimization()``, that is stage > 0,
+    deepspeed/runtime/config.py), its one check of the world size. A stage it cannot read counts as partitioned."""
+    zero = settings.get("zero_optimization")
+    stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
+    try:
+        return int(stage) >= 1
+    except (TypeError, ValueError):
+        return True
+
+
+def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | None = None,
+                     launch: str = "this launch has {ranks} (WORLD_SIZE)") -> None:
     """Refuse to resume a DeepSpeed ZeRO checkpoint on another number of ranks than the one that wrote it.
 
     Each rank saved its own share of the optimizer state (a ``zero_pp_rank_<r>`` file per rank in ``global_step*``),
     and DeepSpeed refuses to load them on another data-parallel world size ("Automatic adjustment of ZeRO's optimizer
     state partitioning with a new world size is not currently supported", ``_load_zero_checkpoint`` in
     deepspeed/runtime/engine.py) only inside ``trainer.train()``: after the base model loaded, a traceback on every
-    rank. The ranks that wrote it are counted from those files; without them, run.json's ``launch.world_size`` (the
-    last launch into the folder) stands in. A DeepSpeed JSON asking for universal checkpoints
-    (``_universal_checkpoints``) is let through: DeepSpeed re-partitions those itself.
+    rank. The ranks that wrote it are counted from those files. Without them, a DeepSpeed JSON of ZeRO stage 1 or
+    more (``_partitions_the_optimizer``) takes run.json's ``launch.world_size`` (the last launch into the folder);
+    stage 0 keeps the whole optimizer in the model-states file, which loads on any number of ranks. A DeepSpeed JSON
+    asking for universal checkpoints (``_universal_checkpoints``) is let through: DeepSpeed re-partitions those itself.
+
+    Args:
+        config: the resumed run's config (its ``deepspeed`` JSON).
+        checkpoint: the ``checkpoint-N`` folder to resume, in the run folder whose run.json is read.
+        world_size: the ranks that will load it; None: this launch's ``WORLD_SIZE`` (1 when unset).
+        launch: how the error names that number, with ``{ranks}`` for it.
 
     Raises:
         ConfigError: naming the checkpoint, both numbers of ranks and what to do instead.
     """
     steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
-    if not steps or _universal_checkpoints(config.deepspeed):
+    settings = _deepspeed_settings(config.deepspeed)
+    if not steps or _universal_checkpoints(settings):
         return
     latest = checkpoint / "latest"  # the tag DeepSpeed loads (engine.load_checkpoint with no tag)
     tag = latest.read_text(encoding="utf-8").strip() if latest.is_file() else ""
@@ -115,21 +142,23 @@ def check_world_size(config: TrainConfig, checkpoint: Path) -> None:
     ranks = {m.group(1) for p in folder.iterdir() if (m := _ZERO_RANK_FILE.match(p.name))}
     if ranks:
         written, source = len(ranks), f"{len(ranks)} zero_pp_rank optimizer files in {folder.name}"
-    else:
+    elif _partitions_the_optimizer(settings):
         from judge.plumbing.provenance import read_provenance
 
         try:
-            launch = read_provenance(Path(config.output_dir), missing_ok=True).get("launch")
+            recorded = read_provenance(checkpoint.parent, missing_ok=True).get("launch")
         except ValueError:
-            launch = None
-        written = launch.get("world_size") if isinstance(launch, dict) else None
+            recorded = None
+        written = recorded.get("world_size") if isinstance(recorded, dict) else None
         source = "run.json's launch.world_size"
-    now = int(os.environ.get("WORLD_SIZE", "1"))
+    else:
+        return
+    now = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
     if not isinstance(written, int) or isinstance(written, bool) or written == now:
         return
     raise ConfigError(
-        f"--resume: {checkpoint} is a DeepSpeed ZeRO checkpoint written by {written} ranks ({source}) and this "
-        f"launch has {now} (WORLD_SIZE): each rank saved its own share of the optimizer state, which DeepSpeed "
+        f"--resume: {checkpoint} is a DeepSpeed ZeRO checkpoint written by {written} ranks ({source}) and "
+        f"{launch.format(ranks=now)}: each rank saved its own share of the optimizer state, which DeepSpeed "
         f"cannot load on another number of ranks; resume on {written} ranks (the same nodes x GPUs), or start over "
         "with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`)"
     )

@@ -27,7 +27,7 @@ Each such variable set in the shell is named on stderr with the flag that sets i
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~630 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~640 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -321,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
         "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job. Exit codes: 0 submitted (or "
         "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
-        "the config does not take, a missing file) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
+        "the config does not take, a missing file, a DeepSpeed ZeRO checkpoint in the run folder written by another "
+        "number of ranks) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
         "own status when it refuses the job (1 if it gives none).",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
@@ -534,6 +535,18 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
                      f"output_dir in {config_path}": config.output_dir})
     output_dir = Path(args.output_dir or config.output_dir).resolve()
+    if not config.overwrite_output_dir:
+        # The job resumes the folder's latest checkpoint (slurm/train.sbatch passes --resume): a ZeRO one written by
+        # another number of ranks would be refused by every rank, after the queue's wait.
+        from train.output_folder import check_world_size, latest_checkpoint
+
+        checkpoint = latest_checkpoint(output_dir)
+        if checkpoint is not None:
+            try:
+                check_world_size(config, checkpoint, plan.world_size, launch="this submission trains on {ranks} ranks "
+                                 f"({plan.nodes} nodes x {plan.ranks_per_node})")
+            except ConfigError as err:
+                raise SubmitError(str(err)) from None
     job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
     # The log path (below) goes through Slurm's filename patterns: a backslash turns them off and is dropped, a / in
     # %x (the job name) names a folder no one made. Either way the job fails at launch and leaves no log at all.

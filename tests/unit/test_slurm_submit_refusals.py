@@ -130,3 +130,41 @@ def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, co
     assert _submit(config_file, "--dry-run", "--", *judge_args) == 2
     assert capsys.readouterr().err == (f"judge-train submit: after --: {judge_args[0]} is submit's own --config (the "
                                        "job reads that one); give it once, before --\n")
+
+
+def _zero_run(tmp_path, ranks: int) -> tuple[Path, Path]:
+    """A config training under DeepSpeed ZeRO-3 into tmp_path/run, whose checkpoint-4 a job of ``ranks`` ranks saved:
+    global_step4/ with one optimizer file per rank. Returns the config file and the checkpoint."""
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text('{"zero_optimization": {"stage": 3}}')
+    config = tmp_path / "judge.yaml"
+    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n"
+                      f"deepspeed: {deepspeed}\n")
+    checkpoint = tmp_path / "run" / "checkpoint-4"
+    (checkpoint / "global_step4").mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')
+    (checkpoint / "latest").write_text("global_step4")
+    for rank in range(ranks):
+        (checkpoint / "global_step4" / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"")
+    return config, checkpoint
+
+
+def test_a_resubmission_on_another_number_of_ranks_than_its_zero_checkpoint_is_refused_before_the_queue(
+        tmp_path, capsys):
+    """slurm/train.sbatch resumes the folder's checkpoint: a ZeRO one saved by 4 ranks (2 nodes x 2 GPUs) cannot load
+    on 1 node x 2 GPUs, and every rank of the job would refuse it after the queue's wait. Refused here, exit 2, in one
+    line naming both numbers; the same 4 ranks, or starting over, is submitted."""
+    config, checkpoint = _zero_run(tmp_path, ranks=4)
+    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"judge-train submit: --resume: {checkpoint} is a DeepSpeed ZeRO checkpoint written by 4 ranks (4 zero_pp_rank "
+        "optimizer files in global_step4) and this submission trains on 2 ranks (1 nodes x 2): each rank saved its "
+        "own share of the optimizer state, which DeepSpeed cannot load on another number of ranks; resume on 4 ranks "
+        "(the same nodes x GPUs), or start over with --overwrite-output-dir (under judge-train submit, "
+        "`-- --overwrite-output-dir`)\n")
+    assert slurm_submit.main(["--config", str(config), "--nodes", "2", "--gpus-per-node", "2", "--dry-run"]) == 0
+    assert "JUDGE_GRAD_ACCUM=16" in capsys.readouterr().out  # 256 rows / (4 per device x 4 ranks)
+    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run", "--",
+                              "--overwrite-output-dir"]) == 0

@@ -811,13 +811,14 @@ def test_trainer_args_that_would_shrink_the_global_batch_are_refused(tmp_path, t
     ("{label_smoothing_factor: 0.1}", "trainer_args: 'label_smoothing_factor' 0.1 has no effect in the regression "
      "recipe: its joint loss takes the rationale's cross-entropy without label smoothing (train/joint_loss.py); "
      "remove it"),
-    ("{average_tokens_across_devices: true}", "trainer_args: 'average_tokens_across_devices' has no effect in the "
-     "regression recipe: its joint loss is a mean over each micro-batch's own tokens (train/joint_loss.py); remove it"),
     ("{label_smoothing_factor: 0.0, average_tokens_across_devices: false}", None),  # what the joint loss does
+    # transformers 5.19's default (training_args.py): as inert for the joint loss as false, so not refused
+    ("{average_tokens_across_devices: true}", None),
 ])  # fmt: skip
 def test_the_regression_recipe_refuses_loss_settings_its_joint_loss_ignores(tmp_path, trainer_args, refused):
-    """JointLossTrainer computes its own loss: transformers' label smoother and its token averaging across devices
-    never reach it, so either would be recorded in run.json and the model card and do nothing."""
+    """JointLossTrainer computes its own loss: transformers' label smoother never reaches it, so a factor would be
+    recorded in run.json and the model card and do nothing. average_tokens_across_devices (true by default) is
+    accepted either way."""
     path = _yaml(tmp_path, f"recipe: regression\ntrainer_args: {trainer_args}\n")
     if refused is None:
         assert load_config(path).trainer_args
@@ -825,5 +826,83 @@ def test_the_regression_recipe_refuses_loss_settings_its_joint_loss_ignores(tmp_
     with pytest.raises(ConfigError) as error:
         load_config(path)
     assert str(error.value) == refused
-    # the seq2seq recipe's trl SFTTrainer reads both (trl/trainer/sft_trainer.py, compute_loss): not refused there
+    # the seq2seq recipe's trl SFTTrainer reads it (trl/trainer/sft_trainer.py, compute_loss): not refused there
     assert load_config(_yaml(tmp_path, f"recipe: seq2seq\ntrainer_args: {trainer_args}\n")).trainer_args
+
+
+@pytest.mark.parametrize("factor, refused", [(0.1, True), (0.0, False)])
+def test_the_grpo_recipe_refuses_label_smoothing_its_trainer_never_applies(factor, refused):
+    """trl's GRPOTrainer.compute_loss is its own and never calls the Trainer's, where transformers' label smoother
+    lives: a factor would be recorded in run.json and do nothing."""
+    overrides = {"trainer_args": {"label_smoothing_factor": factor}}
+    if not refused:
+        assert load_config(REPO / "configs" / "train" / "tiny" / "grpo.yaml", overrides).trainer_args == {
+            "label_smoothing_factor": 0.0}
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(REPO / "configs" / "train" / "tiny" / "grpo.yaml", overrides)
+    assert str(error.value) == ("trainer_args: 'label_smoothing_factor' 0.1 has no effect in the grpo recipe: trl's "
+                                "GRPOTrainer computes its own policy loss, without label smoothing; remove it")
+
+
+@pytest.mark.parametrize("tensor_parallel, refused", [
+    ({"autotp_size": 2}, "2"),
+    ({"autotp_size": "4"}, "'4'"),  # not a number: transformers' `> 1` would fail inside the Trainer
+    ({"autotp_size": 1}, None),
+    ({"autotp_size": 0}, None),  # DeepSpeed's default: no AutoTP
+    ({}, None),
+])  # fmt: skip
+def test_a_deepspeed_autotp_size_above_1_is_refused_for_it_shrinks_the_global_batch(tmp_path, tensor_parallel,
+                                                                                     refused):
+    """DeepSpeed AutoTP makes each group of autotp_size ranks train one batch (transformers' Trainer.get_tp_size
+    reads the key): global batch 256 on 8 ranks with autotp_size 2 trains 128 rows a step while run.json says 256,
+    as parallelism_config would (refused in trainer_args)."""
+    path = _deepspeed_json(tmp_path, tensor_parallel=tensor_parallel)
+    config = REPO / "configs" / "train" / "t-lite" / "regression.yaml"
+    if refused is None:
+        assert load_config(config, {"deepspeed": str(path)}).deepspeed == str(path)
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(config, {"deepspeed": str(path)})
+    assert str(error.value) == (
+        f"deepspeed config {path}: 'tensor_parallel' autotp_size {refused} makes ranks share a batch (DeepSpeed "
+        "AutoTP), while the accumulation is derived for data parallelism alone (global batch = per device x "
+        f"accumulation x ranks): a step would train global_batch_size 256 divided by {refused} while run.json "
+        "records it whole; remove the key (ZeRO shards the model's memory over the ranks instead)")
+
+
+@pytest.mark.parametrize("params, weight_decay, refused", [
+    # zero3_offload.json's block: every param "auto", filled from the config
+    ({"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}, 0.0, None),
+    ({"lr": "auto", "weight_decay": 0}, 0.0, None),
+    ({"lr": "auto"}, 0.0, None),
+    ({"lr": "auto", "weight_decay": "auto"}, 0.1, "(weight_decay 0.1 here, 'auto' in the block)"),
+    # DeepSpeed's AdamW then takes its own default (0) while run.json records 0.1: refused all the same
+    ({"lr": "auto"}, 0.1, "(weight_decay 0.1 here, 'auto' in the block)"),
+    ({"lr": "auto", "weight_decay": 0.01}, 0.0, "(weight_decay 0.0 here, 0.01 in the block)"),
+    ({"lr": "auto", "bias_correction": False}, 0.0, "params bias_correction would change"),
+    ({"lr": "auto", "torch_adam": True, "amsgrad": True}, 0.0, "params amsgrad, torch_adam would change"),
+])  # fmt: skip
+def test_a_deepspeed_adamw_block_runs_only_the_update_the_config_records(tmp_path, params, weight_decay, refused):
+    """DeepSpeed builds its AdamW over every parameter in one group, decaying biases and norm weights, which the
+    Trainer's adamw_torch leaves undecayed: only weight decay 0 is the same update. Params transformers does not
+    fill from the config (bias_correction false, amsgrad, torch_adam) change the update while run.json records
+    optim adamw_torch."""
+    path = _deepspeed_json(tmp_path, optimizer={"type": "AdamW", "params": params})
+    overrides = {"deepspeed": str(path), "weight_decay": weight_decay}
+    if refused is None:
+        assert load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides).deepspeed == str(path)
+        return
+    with pytest.raises(ConfigError) as error:
+        load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides)
+    message = str(error.value)
+    assert message.startswith(f"deepspeed config {path}: its 'optimizer' block") and refused in message
+    if "params" in refused:
+        assert message.endswith("would change the AdamW update that optim 'adamw_torch' records; keep only betas, "
+                                "eps, lr, weight_decay (best as \"auto\", filled from this config)")
+    else:
+        assert message == (
+            f"deepspeed config {path}: its 'optimizer' block's AdamW decays every parameter, biases and norm weights "
+            "included, where optim 'adamw_torch' (as run.json records it) leaves those undecayed: only a weight "
+            f"decay of 0 is the same update {refused}; set weight_decay 0 (\"auto\" or 0 in the block), or use a "
+            "DeepSpeed config without an optimizer block (configs/deepspeed/zero3.json)")

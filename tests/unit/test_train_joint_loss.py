@@ -89,7 +89,7 @@ def test_training_logs_carry_the_two_parts_averaged_since_the_last_log(trainer, 
     assert "lm_loss" not in trainer.state.log_history[-1]  # nothing trained since: no stale parts
 
 
-def test_the_logged_parts_are_summed_over_every_rank_as_loss_is(trainer, model, monkeypatch):
+def test_the_logged_parts_are_averaged_over_every_rank_as_loss_is(trainer, model, monkeypatch):
     """`loss` is the mean over all ranks (the Trainer gathers it); the parts were rank 0's micro-batches alone. Now
     each training log all-reduces this rank's two running sums and its count of micro-batches: here the other ranks
     of a world (the all-reduce stood in for) add sums 7.0 and 0.5 over 3 micro-batches, so the logged means are
@@ -126,23 +126,57 @@ def test_the_logged_parts_are_summed_over_every_rank_as_loss_is(trainer, model, 
     assert trainer.state.log_history[-1]["lm_loss"] == pytest.approx(7.0 / 3, abs=1e-6)
 
 
-def test_the_logged_parts_all_reduce_through_a_real_process_group(trainer, model, tmp_path):
-    """The same log under a real gloo process group of one rank (torch.distributed initialised, as under a
-    launcher): the all-reduce takes the float64 tensor on the trainer's device, and the means are this rank's."""
+#: What the second rank of the gloo test brings to the all-reduce: its running sums of lm_loss and score_loss and
+#: its count of micro-batches.
+OTHER_RANK = (7.0, 0.5, 3.0)
+
+
+def _second_rank(store: str) -> None:
+    """Rank 1 of a gloo group of two: joins the log's all-reduce with OTHER_RANK, exits 1 on a wrong sum."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=1, world_size=2)
+    try:
+        totals = torch.tensor(OTHER_RANK, dtype=torch.float64)
+        dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+        ok = totals[2].item() == OTHER_RANK[2] + 1  # rank 0 logged after one micro-batch
+    finally:
+        dist.destroy_process_group()
+    raise SystemExit(0 if ok else 1)
+
+
+def test_the_logged_parts_all_reduce_with_a_second_rank_through_gloo(trainer, model, tmp_path):
+    """A real gloo process group of two ranks (torch.distributed initialised, as under a launcher): this process is
+    rank 0, with the trainer and one micro-batch; a forked rank 1 adds sums 7.0 and 0.5 over 3 micro-batches. The
+    logged means are (this rank's part + the other's) / 4, which a log of this rank's alone (ce, mse) would miss."""
+    import multiprocessing
+
     import torch.distributed as dist
 
     batch = tiny_batch()
     ce, mse = by_hand(model, batch)
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    store = tmp_path / "store"
+    # fork: the child has torch already imported (a spawned one would import it again); it runs no torch kernels
+    # but the all-reduce.
+    other = multiprocessing.get_context("fork").Process(target=_second_rank, args=(str(store),))
+    other.start()
     try:
-        model.train()
-        trainer.compute_loss(model, dict(batch))
-        trainer.log({"loss": 1.0})
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=2)
+        try:
+            model.train()
+            trainer.compute_loss(model, dict(batch))
+            trainer.log({"loss": 1.0})
+        finally:
+            dist.destroy_process_group()
+        other.join(60)
     finally:
-        dist.destroy_process_group()
+        if other.is_alive():  # rank 0 never joined the all-reduce: do not leave rank 1 waiting in it
+            other.kill()
+            other.join()
     logged = trainer.state.log_history[-1]
-    assert logged["lm_loss"] == pytest.approx(ce, abs=1e-5)
-    assert logged["score_loss"] == pytest.approx(mse, abs=1e-5)
+    assert logged["lm_loss"] == pytest.approx((ce + OTHER_RANK[0]) / 4, abs=1e-5)
+    assert logged["score_loss"] == pytest.approx((mse + OTHER_RANK[1]) / 4, abs=1e-5)
+    assert other.exitcode == 0
 
 
 def test_score_labels_stay_float32_where_deepspeed_casts_the_batch(trainer, model, monkeypatch):

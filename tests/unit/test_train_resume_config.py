@@ -348,22 +348,32 @@ def _zero_checkpoint(folder, config, *, ranks, launch_world_size):
     return checkpoint
 
 
-@pytest.mark.parametrize("ranks, launch_world_size, now, refused", [
-    (4, 4, "2", "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
+@pytest.mark.parametrize("ranks, launch_world_size, now, stage, refused", [
+    (4, 4, "2", 3, "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
     # run.json's launch may be a later launch's (one that failed inside training): the checkpoint's files win
-    (4, 2, "2", "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
-    (0, 64, "8", "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
-    (4, 4, "4", None),
-    (4, 2, "4", None),
-    (0, 8, "8", None),
+    (4, 2, "2", 3, "written by 4 ranks (4 zero_pp_rank optimizer files in global_step4) and this launch has 2"),
+    (0, 64, "8", 3, "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
+    (0, 64, "8", 1, "written by 64 ranks (run.json's launch.world_size) and this launch has 8"),
+    # ZeRO stage 0 (fp32 or fp16) saves no rank files: the whole optimizer is in the model states, which DeepSpeed
+    # loads on any number of ranks (it checks the world size only under zero_optimization(), stage > 0)
+    (0, 64, "8", 0, None),
+    (0, 64, "8", None, None),  # a JSON without a zero_optimization block is stage 0
+    (4, 4, "4", 3, None),
+    (4, 2, "4", 3, None),
+    (0, 8, "8", 3, None),
 ])  # fmt: skip
 def test_a_zero_checkpoint_resumes_only_on_the_number_of_ranks_that_wrote_it(tmp_path, monkeypatch, ranks,
-                                                                             launch_world_size, now, refused):
+                                                                             launch_world_size, now, stage, refused):
     """Each rank saved its own share of ZeRO's optimizer state; DeepSpeed refused another data-parallel world size
     only inside trainer.train(), after the base model loaded: a traceback on every rank. Refused before anything
-    loads, naming both numbers; the same number resumes."""
+    loads, naming both numbers; the same number resumes. Without rank files to count, run.json's launch stands in
+    only for a DeepSpeed JSON of stage 1 or more."""
+    import json
+
     monkeypatch.setenv("WORLD_SIZE", now)
-    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({} if stage is None else {"zero_optimization": {"stage": stage}}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
     checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=ranks, launch_world_size=launch_world_size)
     resumed = dataclasses.replace(earlier, resume=True)
     if refused is None:
