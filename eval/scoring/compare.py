@@ -373,7 +373,8 @@ def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
     takes the level a score rounds to only where it lies in the item's scale, else the score itself), so that the
-    paired rho compares what the run's own section compared.
+    paired rho compares what the run's own section compared, and for the paired ceiling gap's ``worst`` failures
+    (the end farther from the reference), so that it counts a failure as the section's ceiling does.
 
     The table's own ends, which items.parquet keeps (``item_table.write_table``). An items.parquet written before it
     kept them takes its criterion's ends from the section's criterion cell, whose ``value_domain`` spans the scales
@@ -381,10 +382,13 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
     scale; on a criterion whose items mix scales (two of the bundled sample's 37) a verdict outside the item's own
     scale but inside the widest counts as that level, where the section compares it as it is."""
     if table.scale_low is not None and table.scale_high is not None:
-        # where an item's own scale is unreadable, the ends its criterion's expert scores span, as the section took
+        # where an item's own scale is unreadable, the ends its criterion's expert scores span, else the whole
+        # table's, as the section took them: over the whole table, then the split's items (the split's own experts
+        # can be one unanimous criterion, whose span would make every failure cost 0)
+        from eval.validity.ceiling import scale_ends
         from eval.validity.section import item_scale_ends
 
-        low, high = item_scale_ends(table)
+        low, high = scale_ends(*item_scale_ends(table), table.experts)
         return low[index], high[index]
     import pandas as pd
 

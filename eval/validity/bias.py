@@ -23,15 +23,24 @@
   least two experts: an expert's leave-one-out residual needs another expert, and the judge's slope on items the
   experts' slopes cannot see (single-expert ones, whose "experts' mean" is one expert's score) would not be the same
   comparison. The experts' range is
-  from the lowest to the highest per-expert slope (named experts with at least ``MIN_PAIRS`` pairs). The judge is
-  flagged only where its whole interval lies outside that range (above: lenient on long answers; below: harsh on
-  long answers). Without named experts there is no range and no flag: the judge's slope is reported with its
-  interval, the experts' as unavailable with the reason (``experts: {"pooled": None, "why": ...}``). Pooling the
-  experts' leave-one-out residuals cannot stand in: on each item they sum to 0 (over the item's k experts with sum S,
-  ``e_j - (S - e_j) / (k - 1)`` sums to ``S - (k - 1) S / (k - 1) = 0``), so their slope on any per-item regressor
-  such as the answer's length is 0 on every data set, and a "band" around it would flag the judge against nothing
-  the experts did. Flagging against 0 instead would read
-  as a comparison with the experts, which it is not (docs/validity.md).
+  from the lowest to the highest per-expert slope (named experts with at least ``MIN_PAIRS`` pairs over at least
+  ``MIN_SLOPE_ANSWERS`` answers). The judge is flagged only where its slope is over at least ``MIN_SLOPE_ANSWERS``
+  answers too and its whole interval lies outside that range (above: lenient on long answers; below: harsh on
+  long answers). Why a minimum of answers: the length is one value per answer, so the slope's clustered interval has
+  as many degrees of freedom as there are answers less two (``cluster_slope``), and with few answers it is too narrow
+  even so. With a true slope of 0 the nominal 95% interval covered it 90% of the time at 3 answers, 86% at 4 and 6,
+  90% at 10, 92% at 20 and 94% at 30 and 93% at 50 (2,000 simulated tables each, 10 rows per answer, the answer's own
+  error of standard deviation 0.5 and the rows' of 1); at t with G - 1 degrees of freedom it had been 72% at 3
+  answers, and two answers gave a zero-width interval that flagged any judge slope off the experts' range. 30 is where
+  the coverage comes near the nominal level in that simulation; it is this toolkit's choice, the same number as
+  ``MIN_PAIRS`` and the alt-test's items per expert. ``MIN_PAIRS`` alone counts pairs, not answers: 30 pairs can be
+  two answers of 16 criteria. Without named experts there is no range and no flag: the judge's slope is reported
+  with its interval, the experts' as unavailable with the reason (``experts: {"pooled": None, "why": ...}``).
+  Pooling the experts' leave-one-out residuals cannot stand in: on each item they sum to 0 (over the item's k experts
+  with sum S, ``e_j - (S - e_j) / (k - 1)`` sums to ``S - (k - 1) S / (k - 1) = 0``), so their slope on any per-item
+  regressor such as the answer's length is 0 on every data set, and a "band" around it would flag the judge against
+  nothing the experts did. Flagging against 0 instead would read as a comparison with the experts, which it is not
+  (docs/validity.md).
 - **Marginal homogeneity**: whether the judge uses the scale's levels as often as the experts' mode does: the
   Stuart–Maxwell test of the judge x mode table, clustered by answer (``marginal_homogeneity``). Each item off the
   diagonal moves one count from the judge's level to the mode's; per answer g those moves sum to a vector ``D_g``,
@@ -56,11 +65,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "answer_codes", "cluster_mean", "cluster_slope", "leniencies", "leniency",
-           "length_bias", "marginal_homogeneity"]
+__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "MIN_SLOPE_ANSWERS", "answer_codes", "cluster_mean", "cluster_slope",
+           "leniencies", "leniency", "length_bias", "marginal_homogeneity"]
 
 #: An expert's own length slope needs at least this many items.
 MIN_PAIRS = 30
+#: A length slope counts towards a flag (the judge's, or an expert's in the experts' range) only over at least
+#: this many answers (clusters; module docstring): this toolkit's choice.
+MIN_SLOPE_ANSWERS = 30
 #: A leniency direction needs at least this many answers (clusters; module docstring).
 MIN_LENIENCY_N = 10
 
@@ -210,8 +222,18 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
 
         var(b) = c sum_g (sum_{i in g} (x_i - mean x) e_i)^2 / (sum_i (x_i - mean x)^2)^2
 
-    with statsmodels' small-sample factor c = G / (G - 1) (n - 1) / (n - 2) and t quantiles at G - 1 degrees of
-    freedom (G clusters, n rows, e the residuals). None with fewer than 2 clusters.
+    with statsmodels' small-sample factor c = G / (G - 1) (n - 1) / (n - 2) (G clusters, n rows, e the residuals).
+
+    Degrees of freedom: G - 1, as statsmodels, where ``x`` varies within a cluster; G - 2 where it is constant
+    within every cluster (the answer's length, clustered by answer). Then each cluster's score is its centred
+    ``x`` times its summed residuals, and those sums are the residuals of a least-squares fit of the G cluster sums
+    on an intercept and ``x``: they have G - 2 degrees of freedom, the variance is 0 at G = 2 (the line passes
+    through both clusters' means, a zero-width interval) and too small at a few more. The t quantile at G - L, L the
+    regressors constant within clusters (here the intercept and ``x``), is Donald and Lang's (Review of Economics and
+    Statistics 89, 2007), as recommended by Cameron and Miller ("A Practitioner's Guide to Cluster-Robust
+    Inference", Journal of Human Resources 50, 2015, Section VI); statsmodels keeps G - 1 (its standard error is
+    the same). None where those degrees of freedom are below 1 (fewer than 3 clusters with ``x`` constant within
+    them, fewer than 2 otherwise): no interval.
     """
     from scipy.stats import t as student_t
 
@@ -224,12 +246,23 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
         return None
     centred = x - x.mean()
     sxx = float(centred @ centred)
+    # x constant within every cluster: its within-cluster sum of squares is 0 but for rounding
+    cluster_mean = np.bincount(clusters, weights=centred, minlength=len(sizes)) / np.maximum(sizes, 1)
+    within = centred - cluster_mean[clusters]
+    df = g - 2 if float(within @ within) <= 1e-12 * sxx else g - 1
+    if df < 1:
+        return None
     slope = float(centred @ (y - y.mean())) / sxx
     residual = y - y.mean() - slope * centred
     score = np.bincount(clusters, weights=centred * residual, minlength=len(sizes))
     variance = g / (g - 1) * (n - 1) / (n - 2) * float(score @ score) / sxx**2
-    half = float(student_t.ppf(0.5 + level / 2, g - 1) * np.sqrt(variance))
+    half = float(student_t.ppf(0.5 + level / 2, df) * np.sqrt(variance))
     return {"n": int(n), "slope": slope, "ci": [slope - half, slope + half]}
+
+
+def _n_answers(answers: np.ndarray | None, index: np.ndarray) -> int:
+    """How many answers the items ``index`` hold (None: each item its own answer)."""
+    return len(index) if answers is None else len(np.unique(answers[index]))
 
 
 def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None, answer_chars: np.ndarray,
@@ -248,7 +281,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and
         their ``range`` (named experts), or ``pooled`` None with ``why`` (no named expert: module docstring);
         ``flag``: "lenient on long answers", "harsh on long answers" or None (also whenever there is no experts'
-        range to compare with).
+        range to compare with, or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers). An expert
+        with fewer than ``MIN_PAIRS`` pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``.
     """
     from eval.scoring.metrics import expert_mean
 
@@ -262,6 +296,7 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     answers = None if answers is None else np.asarray(answers, dtype=np.intp)
     out: dict[str, Any] = {"judge": _slope(length[both], ((judge - mean) * sign)[both], level,
                                            None if answers is None else answers[both])}
+    judge_answers = _n_answers(answers, np.flatnonzero(both))
     total = np.where(valid, experts, 0.0).sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         rest = (total - np.where(valid, experts, 0.0)) / (count - 1)  # the mean of the item's other experts
@@ -295,7 +330,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         slopes = {}
         for code in np.argsort(names.astype(str)):  # experts in name order
             mine = order[bounds[code]:bounds[code + 1]]
-            if len(mine) >= MIN_PAIRS:
+            # the same minimum of answers as the judge's slope (module docstring)
+            if len(mine) >= MIN_PAIRS and _n_answers(answers, item[mine]) >= MIN_SLOPE_ANSWERS:
                 fitted = _slope(length[item[mine]], residual[mine], level,
                                 None if answers is None else answers[item[mine]])
                 if fitted is not None:
@@ -306,7 +342,7 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
             band = experts_out["range"] = [min(values), max(values)]
     out["experts"] = experts_out
     flag = None
-    if out["judge"] is not None and band is not None:
+    if out["judge"] is not None and band is not None and judge_answers >= MIN_SLOPE_ANSWERS:
         low, high = out["judge"]["ci"]
         flag = "lenient on long answers" if low > band[1] else "harsh on long answers" if high < band[0] else None
     out["flag"] = flag

@@ -14,7 +14,7 @@ from typing import Any
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
 from eval.validity.alt_test import MIN_EXPERTS_TESTED
-from eval.validity.bias import MIN_PAIRS
+from eval.validity.bias import MIN_PAIRS, MIN_SLOPE_ANSWERS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
@@ -117,14 +117,20 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
         judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
-        # "not outside the experts" only where there was an experts' range to be outside of: without named experts
+        # "not flagged" only where there was an experts' range to be outside of: without named experts
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
             return f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
         if length.experts.range is None:
-            return f"{judge}; not compared: no expert has the {MIN_PAIRS} items a slope of their own needs"
+            return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
+                    "slope of their own needs")
         low, high = length.experts.range
-        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or 'not outside the experts'}"
+        # no flag: the interval within the range, or the judge's slope over fewer answers than a flag needs
+        # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
+        unflagged = f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} answers)"
+        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
+    if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
+        return "no judge slope: fewer than 3 answers with two experts or more, or one length for all"
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 
@@ -237,8 +243,14 @@ def _intervals_note(settings) -> str:
     """What the tables' bracketed ranges are: the leniency's and the length slopes' come from a formula at any
     ``--n-boot``, so that under ``--n-boot 0`` they do not read as bootstrap intervals that should be absent."""
     coverage = f"{settings.level:.0%}"
-    clustered = "instruction" if settings.bootstrap_unit == "instruction" else "answer"
-    formula = f"{coverage} t intervals from a formula (clustered by {clustered}), which need no bootstrap"
+    # clustered as the section clustered them (``section``: by instruction under that unit, else by answer where
+    # the table knew the answers); a file that did not record its unit came from a version that may not have
+    clustered = {"instruction": "clustered by instruction",
+                 "item": "clustered by answer; per item where the table knew neither the answers' lengths nor the "
+                         "instructions",
+                 None: "as the version that wrote this file computed them, which did not record how: the earliest "
+                       "took each item as independent"}.get(settings.bootstrap_unit, "clustered by answer")
+    formula = f"{coverage} t intervals from a formula ({clustered}), which need no bootstrap"
     if not settings.n_boot:
         return ("No bootstrap ran (`--n-boot 0`): the ceiling gap and the α difference have no interval, and the "
                 f"ceiling no verdict; the bracketed ranges of leniency and the length slopes are {formula}.")

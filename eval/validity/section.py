@@ -19,16 +19,17 @@ about the square root of the criteria per answer with no more information. Under
 they are clustered by instruction instead (every answer of an instruction together), the unit the bootstraps then
 resample. A table that knows neither the answers' lengths nor the instructions leaves them per item.
 
-A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the
-scales of its items (``scale_low`` / ``scale_high``); items without a readable scale add the levels observed. The
-judge's scores enter kappa, alpha and the confusion margins as levels: rounded half up (a regression head's raw value
-included), never clipped into the item's scale; a level off the item's scale is no rating of it, so it is left out
-of kappa, alpha with the judge and the margins, counted in ``agreement.n_items_judge_off_scale`` (every such item)
-and ``n_kappa_off_domain`` (items with a unique mode), enters the ceiling's kappa as a failure does (``ceiling``,
-counted in ``n_judge_off_scale``), and counts as a miss in the exact agreement (``judge_levels``,
-``off_scale_levels``), as the alt-test under ``accuracy`` compares it (``alt_test_judge``). An expert score off the
-domain (a half-point) is out of both alphas and both ceiling kappas, counted (``agreement.n_expert_scores_off_domain``,
-``ceiling.n_kappa_off_domain``). Each split gets one plain ``sentence`` the report leads with.
+A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the scales
+of its items (``scale_low`` / ``scale_high``); an item without a readable scale adds the integer levels its experts'
+scores span (floor to ceiling) and the judge's levels there. The judge's scores enter kappa, alpha and the confusion
+margins as levels: rounded half up (a regression head's raw value included), never clipped into the item's scale; a
+level off the item's scale is no rating of it, so it is left out of kappa, alpha with the judge and the margins,
+counted in ``agreement.n_items_judge_off_scale`` (every such item) and ``n_kappa_off_domain`` (items with a unique
+mode), enters the ceiling's kappa as a failure does (``ceiling``, counted in ``n_judge_off_scale``), and counts as a
+miss in the exact agreement (``judge_levels``, ``off_scale_levels``), as the alt-test under ``accuracy`` compares it
+(``alt_test_judge``). An expert score off the domain (a half-point) is out of both alphas and both ceiling kappas,
+counted (``agreement.n_expert_scores_off_domain``, ``ceiling.n_kappa_off_domain``). Each split gets one plain
+``sentence`` the report leads with.
 
 Items with no prediction at all (status ``missing``: a run not finished yet) are left out of every figure of the
 section and counted per cell (``n_items_missing``): the judge was never asked, so they are neither a judge failure
@@ -63,8 +64,9 @@ import numpy as np
 from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
-from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference
-from eval.validity.ceiling import measured, scale_ends
+from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
+from eval.validity.ceiling import scale_ends
+from judge.scales import MAX_LEVELS
 from eval.validity.render import counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
@@ -83,10 +85,8 @@ class ValiditySettings:
     Attributes:
         alt_test: the alternative annotator test's parameters.
         n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``), capped at
-            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on these alone on the
-            full test).
-        alpha_boot: resamples of the alpha difference's interval (overall cells only; capped, see
-            ``eval.validity.agreement``).
+            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on them on the full test).
+        alpha_boot: resamples of the alpha difference's interval (overall cells; capped: ``eval.validity.agreement``).
         seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
         bootstrap_unit: what the ceiling gap's and the alpha difference's intervals resample, as the metrics'
@@ -177,7 +177,7 @@ def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """The cell's value domain (module docstring)."""
+    """The cell's value domain (module docstring; an unreadable scale's: its experts' integer span, as a known's)."""
     found: set[float] = set()
     if table.scale_low is not None and table.scale_high is not None and len(index):
         low, high = table.scale_low[index], table.scale_high[index]
@@ -185,10 +185,10 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
         if known.any():
             found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
         index = index[~known]
-    if len(index):
-        experts = table.experts[index]
-        found.update(np.unique(experts[~np.isnan(experts)]).tolist())
-        found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
+    seen = table.experts[index][np.isfinite(table.experts[index])]
+    span = np.arange(np.floor(seen.min()), np.ceil(seen.max()) + 1) if len(seen) else seen
+    found.update((span if len(span) <= MAX_LEVELS else np.unique(seen)).tolist())  # wider than a rubric: values seen
+    found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
     return np.array(sorted(found), dtype=float)
 
 

@@ -71,3 +71,36 @@ def test_the_counts_reach_metrics_json_and_the_report():
     assert rows["κ quadratic (to the rest of the panel)"] == (
         "expert 1.00, judge 1.00 (both over 6 of 7 pairs: 1 with a score or reference off the scale's levels left "
         "out)")
+
+
+def test_an_unreadable_scale_spans_its_experts_integer_levels():
+    """The same three items without a readable scale: the domain is every integer level from the floor of the
+    experts' lowest score (0) to the ceiling of their highest (2), 0-2 as the rubric's, so the 0.5 is off it as
+    there: counted once, left out of both alphas (alpha 1 over A, B and C's (1, 1)) and of both ceiling kappas (the
+    pair of the 0.5, reference 1, judge 2). The domain had taken the experts' own values, [0, 0.5, 1, 2]: no score
+    off it (0 counted) and kappa's positions making 0-1 two steps. A half-point at the bottom (experts (0.5, 1, 1)
+    and (1, 1, 1), no scale) spans 0-1: floor(0.5) = 0."""
+    unknown = np.full(3, np.nan)
+    block = _block(low=unknown, high=unknown)
+    agreement, ceiling = block.overall.agreement, block.overall.ceiling
+    assert agreement.value_domain == [0.0, 1.0, 2.0]
+    assert agreement.n_expert_scores_off_domain == 1 and agreement.alpha_experts == 1.0
+    assert (ceiling.n_pairs, ceiling.n_kappa_off_domain) == (7, 1)
+    assert ceiling.expert_kappa == ceiling.judge_kappa == 1.0
+    bottom = _block(judge=np.array([1.0, 1.0]), experts=np.array([[0.5, 1.0, 1.0], [1.0, 1.0, 1.0]]),
+                    low=np.full(2, np.nan), high=np.full(2, np.nan)).overall.agreement
+    assert bottom.value_domain == [0.0, 1.0] and bottom.n_expert_scores_off_domain == 1
+
+
+def test_an_unreadable_scales_span_wider_than_any_rubric_takes_the_values_seen():
+    """A span past judge.scales.MAX_LEVELS (101 levels) is no rubric's: one stray expert score of 1,000 beside 0s and
+    1s would make a 1,001-level domain (a value-count table of items x 1,001). The domain is then the values seen,
+    experts' (0, 1, 1000) and the judge's (0, 1): [0, 1, 1000], nothing counted off it. At 100 (a span of 101
+    levels, the most a rubric may hold) the span is kept whole."""
+    unknown = np.full(2, np.nan)
+    wide = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 1000.0], [1.0, 1.0, 1.0]]),
+                  low=unknown, high=unknown).overall.agreement
+    assert wide.value_domain == [0.0, 1.0, 1000.0] and wide.n_expert_scores_off_domain == 0
+    widest = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 100.0], [1.0, 1.0, 1.0]]),
+                    low=unknown, high=unknown).overall.agreement
+    assert widest.value_domain == [float(v) for v in range(101)]

@@ -256,7 +256,7 @@ def test_compare_scores_a_failure_at_its_own_items_scale_as_the_section_did(samp
     assert paired.ceiling_gap.baseline == pytest.approx(own["ceiling"]["gap"])
 
 
-def _rendered(n_boot: int, bootstrap_unit: str = "item") -> tuple[str, str]:
+def _rendered(n_boot: int, bootstrap_unit: str | None = "item") -> tuple[str, str]:
     """report.md's and report.html's validity part of a small section scored with ``n_boot`` resamples."""
     from types import SimpleNamespace
 
@@ -283,12 +283,40 @@ def test_the_report_says_what_its_bracketed_ranges_are():
     markdown, page = _rendered(0)
     note = ("No bootstrap ran (`--n-boot 0`): the ceiling gap and the α difference have no interval, and the ceiling "
             "no verdict; the bracketed ranges of leniency and the length slopes are 95% t intervals from a formula "
-            "(clustered by answer), which need no bootstrap.")
+            "(clustered by answer; per item where the table knew neither the answers' lengths nor the instructions), "
+            "which need no bootstrap.")
     assert note in markdown and note.replace("`", "") in page
     markdown, _ = _rendered(200, "instruction")
     assert ("Bracketed ranges: the ceiling gap's and the α difference's are 95% percentile bootstrap intervals; "
             "leniency's and the length slopes' are 95% t intervals from a formula (clustered by instruction), which "
             "need no bootstrap.") in markdown
+
+
+def test_the_intervals_note_says_when_it_cannot_tell_how_they_were_clustered():
+    """A metrics.json written before the section recorded its bootstrap unit (``bootstrap_unit`` None) came from a
+    version whose formula intervals may not be clustered at all (the earliest took rows as independent): the note
+    said "clustered by answer" of them."""
+    markdown, _ = _rendered(200, None)
+    assert ("leniency's and the length slopes' are 95% t intervals from a formula (as the version that wrote this "
+            "file computed them, which did not record how: the earliest took each item as independent), which need "
+            "no bootstrap.") in markdown
+    assert "clustered by answer" not in markdown
+
+
+def test_the_length_row_says_why_there_is_no_slope_or_no_flag():
+    """A length bias without a judge slope (two answers: no degrees of freedom left, ``bias.cluster_slope``) said
+    "—"; one with a slope inside no flag said "not outside the experts", also where the judge's slope was over too
+    few answers to flag (``bias.MIN_SLOPE_ANSWERS``)."""
+    from eval.validity.render import _length_text
+    from judge.metrics_json.validity import LengthBias
+
+    experts = {"by_expert": {"a": {"n": 40, "slope": 0.0, "ci": [-0.1, 0.1]}}, "range": [0.0, 0.0]}
+    none = LengthBias.from_json({"judge": None, "experts": experts, "flag": None})
+    assert _length_text(none) == "no judge slope: fewer than 3 answers with two experts or more, or one length for all"
+    inside = LengthBias.from_json({"judge": {"n": 40, "slope": 0.5, "ci": [0.4, 0.6]}, "experts": experts,
+                                   "flag": None})
+    assert _length_text(inside).endswith("experts 0.000 to 0.000: not flagged (a flag needs the interval outside "
+                                         "the experts', over 30 answers)")
 
 
 def test_compare_notes_a_paired_interval_over_fewer_resamples():

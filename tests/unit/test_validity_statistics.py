@@ -512,8 +512,12 @@ def test_items_without_a_prediction_are_no_judge_failures():
 
 
 def test_cluster_slope_equals_statsmodels_clustered_ols():
-    """``bias.cluster_slope`` is statsmodels' OLS with ``cov_type="cluster"`` (its small-sample factor, t at G - 1
-    degrees of freedom): the same slope and interval, on uneven clusters and at two levels."""
+    """``bias.cluster_slope`` is statsmodels' OLS with ``cov_type="cluster"`` (its small-sample factor): the same
+    slope and standard error, on uneven clusters and at two levels. Where ``x`` varies within clusters the interval
+    is statsmodels' too (t at G - 1 degrees of freedom); where ``x`` is constant within every cluster (the answer's
+    length, clustered by answer) the t quantile is at G - 2 (Donald and Lang), where statsmodels keeps G - 1: the
+    interval is slope +- t(G - 2) * statsmodels' standard error, G = 60."""
+    from scipy.stats import t as student_t
     from statsmodels.regression.linear_model import OLS
 
     from eval.validity.bias import cluster_slope
@@ -521,15 +525,85 @@ def test_cluster_slope_equals_statsmodels_clustered_ols():
     rng = np.random.default_rng(4)
     clusters = np.repeat(np.arange(60), rng.integers(1, 9, 60))
     rng.shuffle(clusters)
-    x = rng.normal(6, 1, 60)[clusters]
-    y = 0.1 * x + rng.normal(0, 0.4, 60)[clusters] + rng.normal(0, 0.3, len(clusters))
-    for level in (0.95, 0.9):
-        fit = OLS(y, np.column_stack([np.ones(len(x)), x])).fit(cov_type="cluster", cov_kwds={"groups": clusters},
-                                                              use_t=True)
-        got = cluster_slope(x, y, clusters, level)
-        assert got["slope"] == pytest.approx(fit.params[1], abs=1e-12)
-        assert got["ci"] == pytest.approx(fit.conf_int(1 - level)[1].tolist(), abs=1e-12)
+    invariant = rng.normal(6, 1, 60)[clusters]
+    varying = invariant + rng.normal(0, 0.5, len(clusters))
+    for x, df in ((invariant, 58), (varying, None)):
+        y = 0.1 * x + rng.normal(0, 0.4, 60)[clusters] + rng.normal(0, 0.3, len(clusters))
+        for level in (0.95, 0.9):
+            fit = OLS(y, np.column_stack([np.ones(len(x)), x])).fit(cov_type="cluster",
+                                                                  cov_kwds={"groups": clusters}, use_t=True)
+            got = cluster_slope(x, y, clusters, level)
+            assert got["slope"] == pytest.approx(fit.params[1], abs=1e-12)
+            if df is None:
+                assert got["ci"] == pytest.approx(fit.conf_int(1 - level)[1].tolist(), abs=1e-12)
+            else:
+                half = student_t.ppf(0.5 + level / 2, df) * fit.bse[1]
+                assert got["ci"] == pytest.approx([fit.params[1] - half, fit.params[1] + half], abs=1e-12)
     assert cluster_slope(x, y, np.zeros(len(x), dtype=int)) is None  # one cluster: no interval
+
+
+def test_cluster_slope_of_a_cluster_level_regressor_needs_three_clusters():
+    """Two answers of three criteria each, lengths e^1 and e^2 (log length 1 and 2), residuals (0, 1, 2) and
+    (1, 2, 3): the least-squares line runs through the two answers' means, 1 at x = 1 and 2 at x = 2, slope 1, so
+    each answer's residuals sum to 0 and the clustered variance is 0 — the zero-width interval [1, 1], which flagged
+    the judge against any experts' range not holding 1. With two clusters and a regressor constant within them
+    there are G - 2 = 0 degrees of freedom: no slope (no interval, no flag).
+
+    A third answer at log length 3 with residuals (1, 2, 3): the answers' means 1, 2, 2 at x 1, 2, 3 give slope 1/2
+    and mean 5/3 at x = 2, fitted 7/6, 5/3, 13/6; the answers' residual sums 3(1 - 7/6) = -1/2, 3(2 - 5/3) = 1,
+    3(2 - 13/6) = -1/2, the centred x -1, 0, 1, so the scores are 1/2, 0, -1/2 with sum of squares 1/2, and
+    sxx = 6: var = (3/2)(8/7)(1/2)/36 = 1/42, the half-width t(0.975, 1) sqrt(1/42), at G - 2 = 1 degree of freedom
+    (statsmodels: 2)."""
+    from scipy.stats import t as student_t
+
+    from eval.validity.bias import cluster_slope
+
+    x = np.repeat([1.0, 2.0], 3)
+    y = np.array([0.0, 1.0, 2.0, 1.0, 2.0, 3.0])
+    assert cluster_slope(x, y, np.repeat([0, 1], 3)) is None
+    x3, clusters = np.repeat([1.0, 2.0, 3.0], 3), np.repeat([0, 1, 2], 3)
+    got = cluster_slope(x3, np.r_[y, 1.0, 2.0, 3.0], clusters)
+    half = student_t.ppf(0.975, 1) * np.sqrt(1 / 42)
+    assert got["slope"] == pytest.approx(0.5, abs=1e-12)
+    assert got["ci"] == pytest.approx([0.5 - half, 0.5 + half], abs=1e-12)
+
+
+def test_length_flag_needs_thirty_answers_for_the_judge_and_the_experts():
+    """The judge 2 levels above the experts on the long answers and level with them on the short ones, three named
+    experts with leave-one-out residuals 0 (they agree on every item): the experts' range is [0, 0] and the judge's
+    slope 2 / (log 1000 - log 100) with a narrow interval.
+
+    29 answers of two criteria each (58 items, so every expert has the 30 pairs ``MIN_PAIRS`` asks for): under the
+    30 answers (``MIN_SLOPE_ANSWERS``) no expert's slope counts, so there is no range and no flag; 30 answers: the
+    judge is flagged lenient on long answers. And 30 answers for the judge beside an expert with 29: that expert has
+    no slope of its own, the other two set the range."""
+    from eval.validity.bias import MIN_SLOPE_ANSWERS
+
+    assert MIN_SLOPE_ANSWERS == 30
+
+    def data(n_answers):
+        answers = np.repeat(np.arange(n_answers), 2)
+        long = answers % 2 == 1
+        chars = np.where(long, 1000.0, 100.0) * (1 + 1e-3 * answers)  # one length per answer
+        experts = np.repeat((answers % 3).astype(float)[:, None], 3, axis=1)
+        judge = experts[:, 0] + np.where(long, 2.0, 0.0) + np.where(np.arange(len(answers)) % 2, 0.01, -0.01)
+        ids = np.array([["a", "b", "c"]] * len(answers), dtype=object)
+        return judge, experts, ids, chars, answers
+
+    judge, experts, ids, chars, answers = data(29)
+    few = length_bias(judge, experts, ids, chars, None, answers=answers)
+    assert few["judge"] is not None and few["experts"]["by_expert"] == {} and few["flag"] is None
+    judge, experts, ids, chars, answers = data(30)
+    enough = length_bias(judge, experts, ids, chars, None, answers=answers)
+    assert enough["experts"]["range"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert enough["flag"] == "lenient on long answers"
+    failed = np.where(answers == 29, nan, judge)  # the judge's slope over 29 answers, the experts' over 30
+    judge_few = length_bias(failed, experts, ids, chars, None, answers=answers)
+    assert judge_few["experts"]["range"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert judge_few["judge"]["ci"][0] > 0 and judge_few["flag"] is None
+    ids[answers == 29, 2] = None  # expert c on 29 answers (58 - 2 = 56 pairs), the judge and a, b on 30
+    mixed = length_bias(judge, experts, ids, chars, None, answers=answers)
+    assert set(mixed["experts"]["by_expert"]) == {"a", "b"} and mixed["flag"] == "lenient on long answers"
 
 
 def test_answer_codes_group_an_answers_criteria():
