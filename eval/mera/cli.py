@@ -64,7 +64,8 @@ rerunning resumes), or refused the run's first 3 tasks (rutie: questions) alike 
 --mode chat on a model without a chat template: nothing is saved for them, rerunning asks them again), named on stderr.
 Any other request the endpoint refuses for what it holds (HTTP 400, 413, 422, a prompt over the context window
 included) is not a run error: that item fails and is counted (ruhumaneval: not_generated; rutie: unparsed, "request
-refused" or "context limit"); 130 interrupted (Ctrl+C): the answers saved so far are kept, a rerun resumes.
+refused" or "context limit"); 130 interrupted (Ctrl+C; 143 by SIGTERM, 129 by SIGHUP): the answers saved so far are
+kept, a rerun resumes.
 """
 
 #: ruhumaneval's exit code when samples never ran in the sandbox (the EPILOG above).
@@ -82,9 +83,7 @@ METRICS_FILE = "metrics.json"
 
 def build_parser() -> argparse.ArgumentParser:
     """``judge-eval mera``: one subcommand per task, each with ``--config FILE`` and a flag per config field."""
-    from judge.plumbing.config_files import add_config_flags
-
-    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
+    from judge.plumbing.config_files import ExactArgumentParser, add_config_flags  # long options, never abbreviated
 
     parser = ExactArgumentParser(prog="judge-eval mera", description=__doc__.split("\n\n")[0], epilog=EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -177,11 +176,11 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     }  # fmt: skip
     outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
     resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite)
+    gen_path = out / GENERATIONS_FILE
+    done = resumed_generations(gen_path)  # each row checked for what is read of it below, before run.json is touched
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
-    gen_path = out / GENERATIONS_FILE
-    done = resumed_generations(gen_path)  # each row checked for what is read of it below
     if not config.self_check:  # every local input checked: now the endpoint (a loading one is waited for)
         check_endpoint(config)
 
@@ -431,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
+    from eval.mera.client import endpoint_failure
+    from eval.mera.interrupts import Stopped, stopping_signals_interrupt
     from eval.mera.progress import ResumeMismatch
     from eval.mera.sandbox import SandboxUnavailable
     from eval.mera.task_rows import DataError
@@ -445,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     # The endpoint is first asked (eval.mera.client.check_endpoint) inside the task, once its data, run folder and
     # sandbox are checked: an error in them is said at once, not after up to 120 s of waiting for the endpoint.
     try:
-        with hold_run_folder(config.out, f"judge-eval mera {config.task}"):  # one writer per folder
+        # SIGTERM and SIGHUP unwind the run as Ctrl+C does (eval.mera.interrupts); one writer per folder
+        with stopping_signals_interrupt(), hold_run_folder(config.out, f"judge-eval mera {config.task}"):
             if config.task == "ruhumaneval":
                 if run_ruhumaneval(config)["n_sandbox_errors"]:
                     return EXIT_SANDBOX_ERRORS
@@ -464,36 +466,18 @@ def main(argv: list[str] | None = None) -> int:
         logger.error("%s", err)
         # 2 as in eval.cli.main; a progress line that is no JSON object (JournalError) is a resume's input error
         return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1
-    except KeyboardInterrupt:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
-        print(f"judge-eval mera {config.task}: interrupted; the answers saved so far in {config.out} are kept, "
+    except KeyboardInterrupt as err:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
+        by = f" by {err}" if isinstance(err, Stopped) else ""  # SIGTERM or SIGHUP (eval.mera.interrupts)
+        print(f"judge-eval mera {config.task}: interrupted{by}; the answers saved so far in {config.out} are kept, "
               "rerunning the same command resumes", file=sys.stderr)  # fmt: skip
-        return 130
+        return err.exit_code if isinstance(err, Stopped) else 130
     except Exception as err:  # the endpoint failing mid-run: one line, never a traceback
-        message = _endpoint_failure(err, config)
+        message = endpoint_failure(err, config)
         if message is None:
             raise
         print(f"judge-eval mera {config.task}: error: {message}", file=sys.stderr)
         return EXIT_UNUSABLE
     return 0
-
-
-def _endpoint_failure(err: BaseException, config: MeraConfig) -> str | None:
-    """One line for an ``openai.APIError`` that ended a run (a status the retries could not get past, or no
-    answer at all); ``None`` for any other exception. A request the endpoint refused for what it holds never gets
-    here: it is that item's failure (``eval.mera.client.RequestRefused``)."""
-    import openai
-
-    if not isinstance(err, openai.APIError):
-        return None
-    from judge.plumbing.retry import server_message
-
-    if isinstance(err, openai.APIStatusError):
-        said = f"HTTP {err.status_code}: {server_message(err.response, 300)}"
-    else:
-        said = " ".join(str(err).split())[:300] or type(err).__name__
-    return (f"the endpoint at {config.endpoint} failed mid-run ({said}; a transient failure is retried "
-            f"--max-retries {config.max_retries} times); the answers so far are saved in {config.out}: rerunning the "
-            "same command resumes")
 
 
 if __name__ == "__main__":

@@ -63,8 +63,8 @@ class ContextLimitError(RequestRefused):
     """The prompt (plus max tokens) does not fit the model's context window."""
 
 
-#: ``Generation.failure`` of a chat choice made of reasoning parts alone and cut by ``max_tokens``: the reasoning never
-#: reached an answer (the same words as ``eval.mera.rutie``'s choice parser uses for an unclosed ``<think>``).
+#: ``Generation.failure`` of a chat choice of reasoning alone (parts, or a field of its own) cut by ``max_tokens``:
+#: it never reached an answer (the same words as ``eval.mera.rutie``'s choice parser uses for an unclosed ``<think>``).
 REASONING_NOT_FINISHED = "reasoning not finished"
 
 
@@ -79,7 +79,8 @@ class Generation:
         prompt_tokens: Prompt length reported by the endpoint (``None`` if it reports no usage).
         completion_tokens: Generated tokens for the whole request (shared by its ``n`` choices).
         failure: Why this choice holds no answer, ``None`` when it holds one (text, maybe empty): its content was
-            reasoning parts alone cut by ``max_tokens`` (``REASONING_NOT_FINISHED``), or no text at all (an image or
+            reasoning parts alone, or empty beside a separate reasoning field, cut by ``max_tokens``
+            (``REASONING_NOT_FINISHED``), or no text at all (an image or
             refusal part, an object: "the endpoint's message content is not text: ..."). ``text`` is then "": one
             sample's failure, never its request's, so the other choices of an ``n`` request stand.
     """
@@ -322,18 +323,32 @@ def _answer_text(message: Any, finish_reason: str | None) -> tuple[str, str | No
     (``Generation.failure``), else ``None``.
 
     Content of reasoning parts alone is what a thinking model sends when ``max_tokens`` cuts it before its answer
-    (``finish_reason`` "length"): ``REASONING_NOT_FINISHED``. One that ended there of its own accord answered
-    nothing, as a null content does: "". Any other content no reader can take as text is named, never its text.
+    (``finish_reason`` "length"): ``REASONING_NOT_FINISHED``. So is an empty or null content beside the reasoning in
+    a field of its own, as vLLM and SGLang send it with a ``--reasoning-parser`` (``reasoning_content``; vLLM's newer
+    name ``reasoning``): the same event on another server. One that ended there of its own accord answered nothing,
+    as a null content does: "". Any other content no reader can take as text is named, never its text.
     """
     from judge.plumbing.message_content import REASONING_PARTS, described_content, message_text
 
     content = None if message is None else message.content
     text = message_text(content)
     if text is not None:
-        return text, None
+        cut_in_reasoning = text == "" and finish_reason == "length" and _has_separate_reasoning(message)
+        return text, REASONING_NOT_FINISHED if cut_in_reasoning else None
     if isinstance(content, list) and all(_part_kind(part) in REASONING_PARTS for part in content):
         return "", REASONING_NOT_FINISHED if finish_reason == "length" else None
     return "", f"the endpoint's message content is not text: {described_content(content)}"
+
+
+def _has_separate_reasoning(message: Any) -> bool:
+    """Whether a chat message carries reasoning text in a field beside its content (an SDK message keeps a field the
+    SDK does not declare in ``model_extra``)."""
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None) or extra.get(name)
+        if isinstance(value, str) and value.strip():
+            return True
+    return False
 
 
 def _part_kind(part: Any) -> Any:
@@ -383,3 +398,22 @@ def check_endpoint(config: Any) -> None:
     list_models(config.endpoint, api_key=config.api_key, key_source=key_source, what="the endpoint",
                 policy=RetryPolicy(max_retries=10**6, max_backoff_s=10.0, max_wait_s=120.0), bound_flag="",
                 key_rule=KEY_RULE)  # fmt: skip
+
+
+def endpoint_failure(err: BaseException, config: Any) -> str | None:
+    """One line for an ``openai.APIError`` that ended a run (a status the retries could not get past, or no
+    answer at all); ``None`` for any other exception (``config``: the run's ``MeraConfig``). A request the endpoint
+    refused for what it holds never gets here: it is that item's failure (``RequestRefused``)."""
+    import openai
+
+    if not isinstance(err, openai.APIError):
+        return None
+    from judge.plumbing.retry import server_message
+
+    if isinstance(err, openai.APIStatusError):
+        said = f"HTTP {err.status_code}: {server_message(err.response, 300)}"
+    else:
+        said = " ".join(str(err).split())[:300] or type(err).__name__
+    return (f"the endpoint at {config.endpoint} failed mid-run ({said}; a transient failure is retried "
+            f"--max-retries {config.max_retries} times); the answers so far are saved in {config.out}: rerunning the "
+            "same command resumes")

@@ -19,7 +19,8 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    filter cannot read, with ENOSYS, so the C library falls back to ``clone``). Threads still work. So a sample is
    one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
    which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated). The filter also refuses
-   ``memfd_create`` (shared memory outside ``RLIMIT_AS``) and ``unshare`` and ``setns`` (no namespace of its own).
+   ``memfd_create``, ``shmget`` and ``msgget`` (memory outside ``RLIMIT_AS``), ``unshare`` and ``setns`` (no
+   namespace of its own) and ``prctl(PR_SET_PDEATHSIG)`` (a sample stays bound to die with its supervisor).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
    ``RLIMIT_NPROC`` (which bounds the sample's threads: ``Limits.nproc``) is enforced. The interpreter is then one
    ``nobody`` can run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``),
@@ -48,12 +49,13 @@ Without bubblewrap (``isolation="none"``, or ``"auto"`` where bubblewrap does no
 layers 2-6 only, and a loud warning says what that leaves open (and, where bubblewrap is too old, the version found
 and the one needed): the sample reads and writes what its user can (the data file with the expected outputs
 included, so it can forge a pass), and signals that user's processes. It dies with its supervisor
-(``PR_SET_PDEATHSIG``, as ``--die-with-parent`` makes it under bubblewrap). Started by root it is ``nobody``;
-started by anyone else it is that user, so its home folder and the environment of its other processes (a shell
-that exported an API key) are open to it; the supervisor's own environment is not (``hide_own_environment``).
+(``PR_SET_PDEATHSIG``, as ``--die-with-parent`` makes it under bubblewrap; the filter keeps it from clearing it).
+Started by root it is ``nobody``; started by anyone else it is that user, so its home folder and the environment of
+its other processes (a shell that exported an API key) are open to it; the supervisor's own environment is not
+(``hide_own_environment``).
 ``"auto"`` still falls back, as ``make demo`` on a machine without bubblewrap needs; ``"bwrap"`` refuses to.
 
-Why one module of ~1,150 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,220 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces); a reviewer reads it whole. Only the child's side, which runs inside, is
 apart (``sandbox_child.py``).
@@ -591,25 +593,84 @@ _DEVICES = ("null", "zero", "full", "random", "urandom")
 _CHECK = object()
 
 
-def covered_usr_folders(python: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def interpreter_library(python: str) -> tuple[str, ...]:
+    """The folders the interpreter at ``python`` loads its standard library from, asked of it as the sandbox starts
+    it (``-S``): ``sys.base_prefix`` and ``sys.base_exec_prefix``, ``sysconfig``'s ``stdlib`` and ``platstdlib``
+    (its compiled modules) and its ``LIBDIR`` (``libpython``; on Debian and Ubuntu also the C library's folder).
+
+    Raises:
+        SandboxUnavailable: it does not run, or does not answer with its folders.
+    """
+    code = ("import sys, sysconfig\npaths = sysconfig.get_paths()\n"
+            "print(sys.base_prefix, sys.base_exec_prefix, paths['stdlib'], paths['platstdlib'],"
+            " sysconfig.get_config_var('LIBDIR') or '', sep='\\n')")
+    try:
+        done = subprocess.run([python, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as err:
+        raise SandboxUnavailable(f"the sandbox's interpreter {python} does not report its library folders: {err}"
+                                 ) from None  # fmt: skip
+    folders = [line for line in done.stdout.splitlines() if line.startswith("/")]
+    if done.returncode != 0 or len(folders) < 4:
+        raise SandboxUnavailable(f"the sandbox's interpreter {python} does not report its library folders (exit "
+                                 f"{done.returncode}): {done.stderr.strip()[-300:]}")  # fmt: skip
+    return tuple(dict.fromkeys(os.path.realpath(folder) for folder in folders))
+
+
+def _reachable_by(folder: Path, uid: int | None) -> bool:
+    """True when ``folder`` exists and the sandbox's user reaches it: ``uid`` (whose group is ``uid`` too, as
+    ``Sandbox`` starts it, with no other group) may search every folder above it; ``None``, this process's user.
+
+    bubblewrap mounts a cover as that user, so it can cover only such a folder; the sandbox's user cannot read one
+    it does not reach, which then needs no cover."""
+    try:
+        if not folder.is_dir():
+            return False
+        if uid is None:  # is_dir, as this process's user, has searched every folder above it
+            return True
+        for parent in folder.parents:
+            info = parent.stat()
+            bit = (stat.S_IXUSR if info.st_uid == uid else stat.S_IXGRP if info.st_gid == uid else stat.S_IXOTH)
+            if not info.st_mode & bit:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def covered_usr_folders(python: str, uid: int | None = None) -> list[str]:
     """The private folders (``_private_folders``) under ``/usr``, which bubblewrap binds whole: each is covered by
     an empty read-only tmpfs in the sandbox (``bwrap_argv``). A checkout at ``/usr/src/app`` (the official Python
     image's example working directory) was readable to every sample, a ``--data`` copy with the expected outputs
-    among it. A folder inside another covered one is left out (the outer one hides it).
+    among it. A folder inside another covered one is left out (the outer one hides it), and so is one that does not
+    exist or that the sandbox's user ``uid`` (``None``: this process's) does not reach (``_reachable_by``): there
+    bubblewrap failed to make or reach the mount point (a ``$HOME`` that does not exist, a folder under a 0700 one),
+    and ``auto`` fell back to no isolation at all.
 
     Raises:
-        SandboxUnavailable: a private folder is ``/usr`` itself, or holds the interpreter ``python``: covered, the
-            sandbox would have no interpreter.
+        SandboxUnavailable: a private folder is ``/usr`` itself, or holds the interpreter ``python`` or its standard
+            library (``interpreter_library``): covered, the sandbox would have no interpreter.
     """
     usr = Path("/usr")
     under = sorted({p for p in _private_folders() if p == usr or usr in p.parents})
     interpreter = Path(python).resolve()
+
+    def refuse(folder: Path, what: str) -> SandboxUnavailable:
+        return SandboxUnavailable(
+            f"{folder} is private (the checkout, the working directory or a home folder) and the sandbox cannot "
+            f"hide it: bubblewrap binds /usr whole for the interpreter {python}, {what}. Run the toolkit from a "
+            "folder outside /usr")  # fmt: skip
+
     for folder in under:
         if folder == usr or folder in interpreter.parents:
-            raise SandboxUnavailable(
-                f"{folder} is private (the checkout, the working directory or a home folder) and the sandbox cannot "
-                f"hide it: bubblewrap binds /usr whole for the interpreter {python}, which lives there. Run the "
-                "toolkit from a folder outside /usr")  # fmt: skip
+            raise refuse(folder, "which lives there")
+    under = [p for p in under if _reachable_by(p, uid)]
+    if under:  # asked only here: the interpreter is started once more, and most runs have no folder under /usr
+        for library in map(Path, interpreter_library(python)):
+            for folder in under:
+                if folder == library or folder in library.parents:
+                    raise refuse(folder, f"and the folder holds its standard library ({library})")
     return [str(p) for p in under if not any(q in p.parents for q in under)]
 
 
@@ -730,13 +791,16 @@ def new_token() -> str:
 _BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _CLONE_THREAD = 0x00010000
-#: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number). x86_64: fork 57, vfork 58, clone 56, clone3 435,
-#: unshare 272, setns 308, memfd_create 319; aarch64 has neither fork nor vfork (the C library forks through clone):
-#: clone 220, clone3 435, unshare 97, setns 268, memfd_create 279 (asm/unistd_64.h, asm-generic/unistd.h).
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+#: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number, prctl's number). x86_64: fork 57, vfork 58, clone 56,
+#: clone3 435, unshare 272, setns 308, memfd_create 319, shmget 29, msgget 68, prctl 157; aarch64 has neither fork
+#: nor vfork (the C library forks through clone): clone 220, clone3 435, unshare 97, setns 268, memfd_create 279,
+#: shmget 194, msgget 186, prctl 167 (asm/unistd_64.h, asm-generic/unistd.h).
 _FORK_SYSCALLS = {
-    "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS,
-                            272: errno.EPERM, 308: errno.EPERM, 319: errno.EPERM}, 56),
-    "aarch64": (0xC00000B7, {435: errno.ENOSYS, 97: errno.EPERM, 268: errno.EPERM, 279: errno.EPERM}, 220),
+    "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS, 272: errno.EPERM,
+                            308: errno.EPERM, 319: errno.EPERM, 29: errno.EPERM, 68: errno.EPERM}, 56, 157),
+    "aarch64": (0xC00000B7, {435: errno.ENOSYS, 97: errno.EPERM, 268: errno.EPERM, 279: errno.EPERM,
+                             194: errno.EPERM, 186: errno.EPERM}, 220, 167),
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI numbers carry this bit: refused wholesale
 
@@ -756,6 +820,16 @@ def fork_filter(machine: str | None = None) -> bytes:
     * ``memfd_create``: a memfd is an anonymous file whose pages are shared memory, outside ``RLIMIT_AS``; a sample
       that wrote to memfds (bounded only by ``nofile`` x ``fsize_mb``, about 1 GiB) held 880 MiB under a
       ``memory_mb`` of 256. Its files elsewhere lie on the two tmpfs of ``tmpfs_mb`` under bubblewrap.
+    * ``shmget`` and ``msgget``, for the same reason: a System V shared memory segment keeps its pages after the
+      sample detaches it (a sample held 768 MiB under a ``memory_mb`` of 256), bounded only by the kernel's
+      ``shmall``; without bubblewrap's private IPC namespace a segment also outlives the sample and the run, owned
+      by nobody, until the host reboots. A message queue holds memory the same way, if less. Without a segment or
+      a queue of its own, ``shmat`` and ``msgsnd`` reach none (the host's, without bubblewrap, only as their modes
+      allow any user).
+    * ``prctl(PR_SET_PDEATHSIG)``, whatever the signal: the flag that kills a sample when its supervisor dies
+      (bubblewrap's ``--die-with-parent``, the child's ``_die_with_parent`` without it) is set before the filter
+      loads, and a sample that cleared it slept on, reparented, after its supervisor was killed. Tested on the
+      low word of the option, as the kernel reads an ``int``; other ``prctl`` options stay allowed.
 
     Raises:
         SandboxUnavailable: no filter is known for this machine.
@@ -763,7 +837,7 @@ def fork_filter(machine: str | None = None) -> bytes:
     machine = machine or platform.machine()
     if machine not in _FORK_SYSCALLS:
         raise SandboxUnavailable(f"no fork filter for machine {machine!r} (known: {sorted(_FORK_SYSCALLS)})")
-    arch, refused, clone = _FORK_SYSCALLS[machine]
+    arch, refused, clone, prctl = _FORK_SYSCALLS[machine]
     prog: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),
         (_BPF_JEQ, 1, 0, arch),
@@ -775,6 +849,11 @@ def fork_filter(machine: str | None = None) -> bytes:
     for nr, err in refused.items():
         prog += [(_BPF_JEQ, 0, 1, nr), (_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | err)]
     prog += [
+        (_BPF_JEQ, 0, 4, prctl),  # not prctl: jump to the clone test
+        (_BPF_LD_W_ABS, 0, 0, 16),  # prctl's option (args[0], low 32 bits)
+        (_BPF_JEQ, 0, 1, _PR_SET_PDEATHSIG),
+        (_BPF_RET, 0, 0, _SECCOMP_RET_ERRNO | errno.EPERM),
+        (_BPF_RET, 0, 0, _SECCOMP_RET_ALLOW),
         (_BPF_JEQ, 0, 3, clone),  # not clone: jump to ALLOW
         (_BPF_LD_W_ABS, 0, 0, 16),  # clone's flags (args[0], low 32 bits)
         (_BPF_JSET, 1, 0, _CLONE_THREAD),
@@ -842,7 +921,7 @@ class Sandbox:
         # bubblewrap may run: it raises for an interpreter whose folder would show a sample private files
         binary = find_bwrap() if isolation != "none" else None
         self._interpreter_folder: Any = interpreter_bind(self.python) if binary else _CHECK
-        self._covered: Any = covered_usr_folders(self.python) if binary else _CHECK
+        self._covered: Any = covered_usr_folders(self.python, self.uid) if binary else _CHECK
         self.bwrap: BwrapFeatures | None = bwrap_features(binary) if binary else None
         self._child_source = _CHILD_SOURCE.read_bytes()
         self._fork_filter = fork_filter()
@@ -928,7 +1007,8 @@ class Sandbox:
             },
             "tmpfs": self._tmpfs_bound(),
             "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, and so is "
-                         "memfd_create, so memory_mb bounds all that a sample runs and holds, beside its files",
+                         "memfd_create, shmget and msgget, so memory_mb bounds all that a sample runs and holds, "
+                         "beside its files",
             "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
         }
 

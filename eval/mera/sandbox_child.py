@@ -127,6 +127,7 @@ def _die_with_parent(parent_pid):
     sleep) was left running forever, reparented to init. The kernel sends the signal when the *thread* that started
     this process exits, and the supervisor's thread waits in ``Sandbox._supervise`` until this process is dead.
     ``parent_pid`` closes the race: a supervisor that died before the call left this process another parent already.
+    Set before the fork filter loads, which then refuses ``PR_SET_PDEATHSIG`` to the sample: it cannot clear it.
     """
     import ctypes
     import signal

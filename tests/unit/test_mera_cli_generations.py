@@ -84,10 +84,12 @@ def test_a_sample_without_answer_text_fails_alone(tmp_path, sandbox_user):
 def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, sandbox_user, caplog,
                                                                                    edit, said):
     """A generations.jsonl row without a field the run reads (it ended in a KeyError traceback) is a resume mismatch:
-    exit 2, one line naming the file, the line and the field, before the endpoint is asked."""
+    exit 2, one line naming the file, the line and the field, before the endpoint is asked, and before run.json is
+    written (it gained a launch and a new start time for a run that never ran)."""
     out = tmp_path / "run"
     with ScriptedEndpoint(_three_choices) as endpoint:
         assert _run(endpoint, out) == 0
+    run_record = (out / "run.json").read_bytes()
     (row,) = _rows(out / "generations.jsonl")
     edit(row)
     (out / "generations.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -97,3 +99,4 @@ def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_fie
     assert endpoint.requests == [] and endpoint.gets == []
     (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert error.startswith(f"{out / said}") and error.endswith("--overwrite to start over") and "\n" not in error
+    assert (out / "run.json").read_bytes() == run_record

@@ -1,10 +1,16 @@
-"""``judge-eval mera`` stopped with Ctrl+C: one line and exit 130 (as ``judge-eval run``), the answers kept."""
+"""``judge-eval mera`` stopped with Ctrl+C: one line and exit 130 (as ``judge-eval run``), the answers kept; stopped
+with SIGTERM or SIGHUP, the same, exit 128 + the signal's number, and the running samples' folders removed."""
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
+import shutil
 import signal
+import tempfile
+import threading
+from pathlib import Path
 
 from eval.mera import cli
 from tests.support.mera_humaneval import SAMPLE
@@ -31,4 +37,80 @@ def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_answers(tmp_path, cap
     assert "Traceback" not in err
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
     assert saved[0] == "0" and len(saved) < 4  # the run stopped: the last tasks were never asked
+    assert not (out / cli.METRICS_FILE).exists()
+
+
+#: A continuation of the task's stub: says its working folder on the FIFO ``up``, then waits until the test opens the
+#: FIFO ``go`` for writing (which it keeps open, so that the sample's later test calls pass through at once).
+SAMPLE_THAT_WAITS = (
+    "\n    import os\n"
+    "    fd = os.open({up!r}, os.O_WRONLY | os.O_NONBLOCK)\n"
+    "    os.write(fd, os.getcwd().encode())\n"
+    "    os.close(fd)\n"
+    "    os.close(os.open({go!r}, os.O_RDONLY))\n"
+    "    return 0\n"
+)
+
+
+def test_sigterm_mid_sample_removes_its_folder_exits_143_and_restores_the_handlers(tmp_path, capsys, sandbox_user):
+    """SIGTERM while a sample runs without bubblewrap: Python's default died at once, leaving the sample's
+    /tmp/mera-sbx-* folder. The command now unwinds as for Ctrl+C: the folder is removed, one line says it was
+    SIGTERM, exit 143 (128 + 15), and the handlers it set are the earlier ones again. Ordered by two FIFOs, no
+    sleeps: the sample says its folder, the test sends SIGTERM, then lets the sample go on."""
+    folder = Path(tempfile.mkdtemp(prefix="mera-cli-term-"))
+    folder.chmod(0o755)  # reachable to nobody, the sample's user when the tests run as root
+    up, go = folder / "up", folder / "go"
+    for fifo in (up, go):
+        os.mkfifo(fifo)
+        fifo.chmod(0o666)
+    reader = os.open(up, os.O_RDONLY | os.O_NONBLOCK)
+    said: list[str] = []
+    writers: list[int] = []
+    received: list[int] = []
+
+    def stop_when_up() -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(reader, selectors.EVENT_READ)
+            if selector.select(120):  # a bound for a failing test, not a measurement
+                said.append(os.read(reader, 4096).decode())
+                os.kill(os.getpid(), signal.SIGTERM)
+        writers.append(os.open(go, os.O_WRONLY))  # the sample waits for this
+
+    def respond(path, body):
+        return 200, completion_body(body["model"], [SAMPLE_THAT_WAITS.format(up=str(up), go=str(go))],
+                                    prompt_tokens=10)  # fmt: skip
+
+    # The test's own SIGTERM handler: where the command sets none (the code before this fix), the signal only lands
+    # here, and the run goes on to exit 0, rather than ending the test process.
+    def test_handler(signum, frame):
+        received.append(signum)
+
+    earlier_term = signal.signal(signal.SIGTERM, test_handler)
+    earlier_hup = signal.getsignal(signal.SIGHUP)
+    helper = threading.Thread(target=stop_when_up, daemon=True)
+    out = tmp_path / "run"
+    try:
+        with ScriptedEndpoint(respond) as endpoint:
+            helper.start()
+            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                             str(SAMPLE), "--out", str(out), "--limit", "1", "--n", "1", "--k", "1", "--sandbox",
+                             "none", "--max-retries", "0"])  # fmt: skip
+        helper.join(120)
+        ours = signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, earlier_term)
+        os.close(reader)
+        for fd in writers:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+    (workdir,) = said
+    assert Path(workdir).name.startswith("mera-sbx-")
+    err = capsys.readouterr().err
+    assert (code, received) == (143, []), err
+    assert (f"judge-eval mera ruhumaneval: interrupted by SIGTERM; the answers saved so far in {out} are kept, "
+            "rerunning the same command resumes") in err, err
+    assert "Traceback" not in err
+    assert not Path(workdir).exists(), "the sample's folder outlived the run"
+    assert ours is test_handler and signal.getsignal(signal.SIGHUP) is earlier_hup
+    assert [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()] == ["0"]
     assert not (out / cli.METRICS_FILE).exists()

@@ -65,6 +65,54 @@ def test_reasoning_parts_alone_are_an_unfinished_reasoning_when_cut(finish_reaso
     assert (gen.text, gen.raw_text, gen.finish_reason, gen.failure) == ("", "", finish_reason, failure)
 
 
+REASONING = "Сначала разберём условие: нужна сумма двух чисел, потом"
+
+
+def _generate_message(message: dict, finish_reason: str) -> list[Generation]:
+    """``generate`` in chat mode against an endpoint answering the whole ``message`` as given."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason,
+                                  "stop_reason": None}],
+                     "usage": {"prompt_tokens": 12, "completion_tokens": 16, "total_tokens": 28}}
+
+    with ScriptedEndpoint(respond) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
+        gens = client.generate(MESSAGES, mode="chat", max_tokens=16)
+    assert endpoint.bodies("/v1/chat/completions") == [
+        {"model": "scripted", "n": 1, "temperature": 0.0, "max_tokens": 16, "messages": MESSAGES}]
+    return gens
+
+
+#: The reasoning in a field of its own, as a ``--reasoning-parser`` server sends it: older vLLM
+#: (``reasoning_content``), newer vLLM (``reasoning``), SGLang (``reasoning_content``, ``tool_calls`` null).
+SEPARATE_REASONING = [
+    {"role": "assistant", "content": None, "reasoning_content": REASONING, "tool_calls": []},
+    {"role": "assistant", "content": None, "reasoning": REASONING, "tool_calls": []},
+    {"role": "assistant", "content": None, "reasoning_content": REASONING, "tool_calls": None},
+    {"role": "assistant", "content": "", "reasoning_content": REASONING},
+]
+
+
+@pytest.mark.parametrize("message", SEPARATE_REASONING)
+@pytest.mark.parametrize("finish_reason, failure", [("length", "reasoning not finished"), ("stop", None)])
+def test_a_separate_reasoning_field_cut_by_max_tokens_is_an_unfinished_reasoning(message, finish_reason, failure):
+    """The same event as reasoning parts alone on Mistral's API: cut by max_tokens, "reasoning not finished" (the
+    sample not_generated, never an empty program blamed on the model); ended of its own accord, the empty answer."""
+    (gen,) = _generate_message(message, finish_reason)
+    assert (gen.text, gen.raw_text, gen.finish_reason, gen.failure) == ("", "", finish_reason, failure)
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": "    return a +", "reasoning_content": REASONING},  # cut in its answer
+    {"role": "assistant", "content": None, "reasoning_content": "", "tool_calls": []},  # no reasoning at all
+    {"role": "assistant", "content": None, "reasoning_content": None, "reasoning": "  \n"},
+])  # fmt: skip
+def test_an_answer_or_an_empty_reasoning_cut_by_max_tokens_is_the_text_as_it_came(message):
+    (gen,) = _generate_message(message, "length")
+    assert (gen.text, gen.finish_reason, gen.failure) == (message["content"] or "", "length", None)
+
+
 def _n_choices(path: str, body: dict) -> tuple[int, dict]:
     """Three choices: an answer, reasoning cut by max_tokens, a refusal part; or, one per seed, the seed's one."""
     choices = [({"role": "assistant", "content": "    return a + b\n"}, "stop"),

@@ -330,6 +330,103 @@ def test_memfds_cannot_hold_memory_outside_the_budget(tight_sandbox, sandbox_use
             RUNTIME, "test 0: PermissionError: [Errno 1] Operation not permitted"), (sandbox.isolation, result)
 
 
+def _filter_verdict(program: bytes, arch: int, nr: int, arg0: int = 0) -> tuple[str, int]:
+    """Run a classic-BPF seccomp program on one call (``struct seccomp_data``: nr, arch, ip, args, little-endian), as
+    the kernel does: ``("allow", 0)``, ``("errno", n)`` or ``("kill", 0)``."""
+    import struct
+
+    data = struct.pack("<iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    insns = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:  # BPF_LD | BPF_W | BPF_ABS
+            (acc,), pc = struct.unpack_from("<I", data, k), pc + 1
+        elif code in (0x15, 0x35, 0x45):  # JEQ, JGE, JSET, each with a constant
+            taken = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
+            pc += 1 + (jt if taken else jf)
+        elif code == 0x06:  # BPF_RET
+            action = k & 0xFFFF0000
+            return {0x7FFF0000: ("allow", 0), 0x00050000: ("errno", k & 0xFFFF)}.get(action, ("kill", 0))
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+
+
+@pytest.mark.parametrize("machine, arch, numbers", [
+    # shmget, msgget, prctl, clone, memfd_create, getpid (asm/unistd_64.h; asm-generic/unistd.h for aarch64)
+    ("x86_64", 0xC000003E, (29, 68, 157, 56, 319, 39)),
+    ("aarch64", 0xC00000B7, (194, 186, 167, 220, 279, 172)),
+])  # fmt: skip
+def test_the_fork_filter_refuses_system_v_memory_and_clearing_the_death_signal(machine, arch, numbers):
+    """Read as the kernel reads it, on both machines: shmget, msgget and prctl(PR_SET_PDEATHSIG) (option 1, also with
+    high bits the kernel's int drops) fail with EPERM (1); other prctl options, threads and other calls pass."""
+    shmget, msgget, prctl, clone, memfd_create, getpid = numbers
+    program = sandbox_mod.fork_filter(machine)
+    assert _filter_verdict(program, arch, shmget) == ("errno", 1)
+    assert _filter_verdict(program, arch, msgget) == ("errno", 1)
+    assert _filter_verdict(program, arch, memfd_create) == ("errno", 1)
+    assert _filter_verdict(program, arch, prctl, 1) == ("errno", 1)
+    assert _filter_verdict(program, arch, prctl, (1 << 32) | 1) == ("errno", 1)
+    for option in (2, 15, 22, 38):  # PR_GET_PDEATHSIG, PR_SET_NAME, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS
+        assert _filter_verdict(program, arch, prctl, option) == ("allow", 0)
+    assert _filter_verdict(program, arch, clone, 0x00010000 | 0x100) == ("allow", 0)  # CLONE_THREAD | CLONE_VM
+    assert _filter_verdict(program, arch, clone, 0x11) == ("errno", 1)  # SIGCHLD: a new process
+    assert _filter_verdict(program, arch, getpid) == ("allow", 0)
+    assert _filter_verdict(program, 0x40000003, getpid) == ("kill", 0)  # another architecture (i386)
+
+
+#: Asks for a System V shared memory segment (1 MiB) and a message queue, each removed at once if the kernel grants
+#: it (a test run on a filter that allows them leaves none behind); returns each call's result and errno.
+SYSV_IPC = (
+    "import sys\n"
+    "for _m in ('ctypes', '_ctypes'):\n"
+    "    sys.modules.pop(_m, None)\n"
+    "import ctypes\n"
+    "def f():\n"
+    "    libc = ctypes.CDLL(None, use_errno=True)\n"
+    "    ipc_private, ipc_creat, ipc_rmid = 0, 0o1000, 0\n"
+    "    said = []\n"
+    "    calls = ((libc.shmget, libc.shmctl, [ctypes.c_size_t(1 << 20)]), (libc.msgget, libc.msgctl, []))\n"
+    "    for get, ctl, size in calls:\n"
+    "        ctypes.set_errno(0)\n"
+    "        made = get(ipc_private, *size, ipc_creat | 0o600)\n"
+    "        said += [made, ctypes.get_errno()]\n"
+    "        if made >= 0:\n"
+    "            ctl(made, ipc_rmid, None)\n"
+    "    return ' '.join(map(str, said))\n"
+)
+
+
+def test_system_v_shared_memory_and_queues_are_refused(tight_sandbox, sandbox_user):
+    """A System V segment keeps its pages outside RLIMIT_AS (768 MiB held under a 256 MiB budget) and, without
+    bubblewrap's IPC namespace, outlives the sample: shmget and msgget fail with EPERM (errno 1) in both modes."""
+    for sandbox in (tight_sandbox, Sandbox(TIGHT, isolation="none")):
+        result = run_f(sandbox, SYSV_IPC)
+        assert result.outputs == ("-1 1 -1 1",), (sandbox.isolation, result)
+
+
+def test_a_sample_cannot_clear_its_death_signal(tight_sandbox, sandbox_user):
+    """PR_SET_PDEATHSIG kills a sample when its supervisor dies; prctl(PR_SET_PDEATHSIG, 0) would undo it, so the
+    filter refuses option 1 with EPERM in both modes. Another option (PR_GET_PDEATHSIG, 2) still answers: SIGKILL."""
+    program = (
+        "import sys\n"
+        "for _m in ('ctypes', '_ctypes'):\n"
+        "    sys.modules.pop(_m, None)\n"
+        "import ctypes\n"
+        "def f():\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    zero, sig = ctypes.c_ulong(0), ctypes.c_int(-1)\n"
+        "    ctypes.set_errno(0)\n"
+        "    cleared = libc.prctl(1, zero, zero, zero, zero)\n"
+        "    said = [cleared, ctypes.get_errno()]\n"
+        "    said.append(libc.prctl(2, ctypes.byref(sig), zero, zero, zero))\n"
+        "    return ' '.join(map(str, said + [sig.value]))\n"
+    )
+    for sandbox in (tight_sandbox, Sandbox(TIGHT, isolation="none")):
+        result = run_f(sandbox, program)
+        assert result.outputs == ("-1 1 0 9",), (sandbox.isolation, result)
+
+
 def test_a_child_that_fails_before_starting_the_sample_says_why(sandbox_user):
     """The child pointed its stderr at /dev/null before its set-up, so a failure there (here test inputs it cannot
     parse) read "the sandbox exited before starting the sample (exit 1): " and nothing more. It now reports the
