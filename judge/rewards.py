@@ -308,7 +308,8 @@ def _weight_tables(weights: Mapping[str, float]) -> tuple[dict[str, float], dict
         if not isinstance(key, str):
             raise RewardRuleError(f"{where}: a key must be a criterion's id or name")
         if key.startswith(CUSTOM_WEIGHT_PREFIX):
-            name = key[len(CUSTOM_WEIGHT_PREFIX):].strip()  # the resolver strips a custom criterion's name too
+            # stripped as weight_of strips a result's name: the resolver shows a custom criterion's name as given
+            name = key[len(CUSTOM_WEIGHT_PREFIX):].strip()
             if not name:
                 raise RewardRuleError(f"{where}: no custom criterion's name after {CUSTOM_WEIGHT_PREFIX!r}")
             custom[name] = float(weight)

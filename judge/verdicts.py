@@ -17,7 +17,7 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~600 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~650 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``) and the reading of an output the length limit cut
 (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
 twice and could drift apart.
@@ -270,18 +270,38 @@ def _reasoning_end(text: str) -> int:
     ``</think>`` with such a tag before it lies inside or after the verdict block (the judge quoting an answer's
     ``<think>...</think>`` in its feedback, an answer's tag after ``[END]``): it and every later one are text, and
     cutting there would cut the feedback (hiding the tag from build-data's ``tags_in_feedback``) or the verdict.
-    Deliberately not read as reasoning: a template-opened reasoning (no ``<think>``) that itself writes a tag before
-    its ``</think>``; its verdict is then read from the whole text.
+
+    One exception: reasoning a chat template opened in the prompt (DeepSeek-R1, Qwen3 Thinking-2507, the R1 distills
+    end their generation prompt in ``<think>``) starts the text with no ``<think>`` of its own, and may draft a
+    verdict ("Let me draft: [FEEDBACK] ... [RESULT] 0 [END] Wait ..."). Its ``</think>``, the first of the text with
+    no ``<think>`` before it, still closes reasoning when the verdict's first tag (``[FEEDBACK]`` or ``[RESULT]``,
+    after whitespace and markdown emphasis) follows it: read from the whole text, a verdict the length limit cut
+    ("</think> [FEEDBACK] The answer is corr") would be the draft's score. A quoted ``</think>`` is followed by the
+    feedback's own text ("тег </think>. [RESULT]"), or by nothing (after ``[END]``), and stays text; so does one in
+    a text that opens with a verdict tag ("[FEEDBACK] Ответ обрывается на </think> [RESULT] 0 [END]"): that text is
+    the verdict, not a reasoning, and its feedback keeps the tag that build-data's ``tags_in_feedback`` looks for.
     """
+    template_opened = not _opens_verdict(text, 0)
     start = 0
     for close in _THINK_CLOSE.finditer(text):
         segment = text[start:close.start()]
         opened = _THINK_OPEN.search(segment)
         tag = _TAG.search(segment, 0, opened.start() if opened else len(segment))
-        if tag is not None:
+        if tag is not None and not (start == 0 and opened is None and template_opened
+                                    and _opens_verdict(text, close.end())):
             break
         start = close.end()
     return start
+
+
+#: The first tag of a verdict, as ``_TAG`` spells it (markdown emphasis around it, any case, spaces in the brackets).
+_VERDICT_OPENING = re.compile(r"\s*[*_]{0,3}\[\s*(?:FEEDBACK|RESULT)\s*\]", re.IGNORECASE)
+
+
+def _opens_verdict(text: str, at: int) -> bool:
+    """Whether a verdict's first tag (``[FEEDBACK]`` or ``[RESULT]``) follows ``at`` after whitespace: where a
+    reasoning's ``</think>`` hands over to the verdict. ``[END]`` opens none."""
+    return _VERDICT_OPENING.match(text, at) is not None
 
 
 def _read(feedback: str, score: float, scale: Scale | None) -> Verdict:
@@ -348,7 +368,7 @@ _ANY_TAG = re.compile(r"\[\s*(?:FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNO
 _BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?\d+\s*\[END\]")
 
 
-def bare_tagged_answer(text: str | None) -> bool:
+def bare_tagged_answer(text: str | None, reasoning: bool = False) -> bool:
     """Whether a tagged answer is one ``[FEEDBACK] <rationale> [RESULT] <integer> [END]`` and nothing else,
     whitespace around it allowed: the tagged counterpart of :func:`bare_answer`.
 
@@ -359,8 +379,21 @@ def bare_tagged_answer(text: str | None) -> bool:
     rendered, an integer score, and a rationale holding no tag of its own (a second ``[FEEDBACK]`` opens a second
     block, as a second ``<think>`` does in the integer format). GRPO's ``format_reward`` (``train.grpo_rewards``) pays
     only such an answer in the tagged format; the parser itself is unchanged.
+
+    ``reasoning``: the text opens with the reasoning a chat template opened in the prompt (a thinking-always
+    template, whose generation prompt ends in ``<think>``; the reader put that ``<think>`` back in front): the answer
+    is the block after the reasoning's first ``</think>``, as ``parse_verdict`` reads it. Such a template renders a
+    tagged target after an empty reasoning block, so that block is the trained form; the reasoning may hold text
+    (a draft verdict too, which the parser passes over) but no second ``<think>`` or ``</think>`` (a second block,
+    as :func:`bare_answer` refuses one). Without ``reasoning`` any ``<think>`` block is text around the block.
     """
     answer = (text or "").strip()
+    if reasoning:
+        opened = _THINK_OPEN.match(answer)
+        close = _THINK_CLOSE.search(answer)
+        if opened is None or close is None or _THINK_TAG.search(answer, opened.end(), close.start()):
+            return False
+        answer = answer[close.end():].strip()
     if not answer.startswith("[FEEDBACK]"):
         return False
     result_at = answer.find("[RESULT]")

@@ -565,9 +565,8 @@ class Judge:
             verdict: dict[str, Any] = {"error": VerdictError.ABORTED, "error_reason": "the engine aborted the "
                                        "generation before its end (finish_reason abort): no verdict; ask again"}
         elif s.kind == JudgeKind.SEQ2SEQ:
-            # An integer verdict read as training reads it: after a <think> its prompt opened, failed when cut.
-            opened = s.verdict_format == VerdictFormat.INTEGER and prompt_opens_reasoning(
-                self.tokenizer.decode(_last_ids(job, 8), skip_special_tokens=False))
+            # A verdict read as training reads it: after a <think> its prompt opened (either format), failed when cut.
+            opened = prompt_opens_reasoning(self.tokenizer.decode(_last_ids(job, 8), skip_special_tokens=False))
             verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
                                       options.lenient, s.verdict_format, reasoning_opened=opened,
                                       finish_reason=finish_reason)

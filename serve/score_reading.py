@@ -129,10 +129,11 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
                     finish_reason: str | None = None) -> dict[str, Any]:
     """A seq2seq judge's verdict fields of ``judge.JudgeResult`` from its completion.
 
-    An integer verdict is read as the GRPO rewards read one in training (``train.grpo_rewards.read_verdict``): after
-    the ``<think>`` its prompt opened, if it did (then an output with no ``</think>`` was cut inside the reasoning:
-    ``unclosed_think``, not the last integer of "проверяю пункт 2"), and failed as ``VerdictError.CUT`` when the
-    length limit stopped it (``finish_reason`` ``length``): the integer is wherever the cut fell.
+    A verdict is read as the GRPO rewards read one in training (``train.grpo_rewards.read_verdict``), in either
+    format: after the ``<think>`` its prompt opened, if it did (then an output with no ``</think>`` was cut inside the
+    reasoning: ``unclosed_think``, not the last integer of "проверяю пункт 2", nor the score of a tagged verdict the
+    reasoning drafted), and an integer one failed as ``VerdictError.CUT`` when the length limit stopped it
+    (``finish_reason`` ``length``): the integer is wherever the cut fell.
 
     Args:
         text: the generated text.
@@ -142,16 +143,15 @@ def seq2seq_verdict(text: str, logprobs: dict[str, Any] | None, scale: Scale, le
             ("[RESULT] 1 [EN") is read too.
         verdict_format: ``judge.VerdictFormat``; integer: the ``<think>`` block is the feedback, the integer after it
             the score.
-        reasoning_opened: integer: the rendered prompt ends inside a ``<think>`` it opened
-            (``judge.rewards.prompt_opens_reasoning``).
+        reasoning_opened: the rendered prompt ends inside a ``<think>`` it opened
+            (``judge.rewards.prompt_opens_reasoning``), whatever the format.
         finish_reason: the engine's (``length``: its ``max_tokens`` stopped the output; a tagged score it may have
             cut short fails as ``cut``, see ``judge.verdicts.read_tagged_verdict``).
 
     Returns:
         The ``JudgeResult`` fields every verdict sets (criterion, scale, output and usage excluded).
     """
-    opened = verdict_format == VerdictFormat.INTEGER and reasoning_opened
-    verdict = read_served_verdict(verdict_format, "<think>\n" + text if opened else text, scale=scale,
+    verdict = read_served_verdict(verdict_format, "<think>\n" + text if reasoning_opened else text, scale=scale,
                                   lenient=lenient, finish_reason=finish_reason)
     dist = None
     if verdict.ok and logprobs:

@@ -96,10 +96,15 @@ def _verdict_of(text: str, verdict_format: str, scale_levels: Sequence[int], sca
     return cut_short(verdict, "max_completion_length") if cut else verdict
 
 
+def _opens_reasoning(prompt: Any) -> bool:
+    """Whether the prompt a completion continues ends inside a ``<think>`` its chat template opened."""
+    return isinstance(prompt, str) and prompt_opens_reasoning(prompt)
+
+
 def _read_text(completion: Any, prompt: Any) -> str:
     """The completion as its verdict is read: after the ``<think>`` its prompt opened, where it opened one."""
     text = _text(completion)
-    return "<think>\n" + text if isinstance(prompt, str) and prompt_opens_reasoning(prompt) else text
+    return "<think>\n" + text if _opens_reasoning(prompt) else text
 
 
 def _read_texts(completions: Sequence[Any], prompts: Sequence[Any] | None) -> list[str]:
@@ -136,17 +141,21 @@ def agreement(score: float, references: Sequence[float], scale_levels: Sequence[
     return max(1.0 - abs(score - reference) / span for reference in references)
 
 
-def _answers_as_trained(verdict_format: str, text: str, verdict: Verdict) -> bool:
+def _answers_as_trained(verdict_format: str, text: str, verdict: Verdict, opened: bool) -> bool:
     """Whether a completion is an answer of the form the steps before GRPO trained on. Integer format: one
     reasoning block, then a bare integer (``judge.verdicts.bare_answer``: "Оценка 1 из 2" reads as 2 whatever the
     reasoning reached), no ``<think>`` inside the reasoning (``judge.verdicts.has_think_tag``); the traces stage
     and the integer-format rows drop any other answer. Tagged format: one ``[FEEDBACK] ... [RESULT] n [END]`` with
     only whitespace around it (``judge.verdicts.bare_tagged_answer``: the parser reads "[FEEDBACK] ... [RESULT] 2
-    [END] а вообще 0" as 2), as build-data's targets are. Rewarded here as well-formed, any other answer would let
-    RL drift from the format SFT taught; its verdict is still read as judge-serve reads it, for agreement."""
+    [END] а вообще 0" as 2), as build-data's targets are; where the prompt opened the reasoning (``opened``: a
+    thinking-always template, which renders a tagged target after an empty reasoning block), that block after the
+    reasoning's ``</think>``, with one reasoning block before it (``bare_tagged_answer(..., reasoning=True)``): read
+    whole, every such completion would start with the ``<think>`` put back in front of it and none could earn the
+    reward. Rewarded here as well-formed, any other answer would let RL drift from the format SFT taught; its
+    verdict is still read as judge-serve reads it, for agreement."""
     if verdict_format == VerdictFormat.INTEGER:
         return bare_answer(text) and not has_think_tag(verdict.feedback or "")
-    return bare_tagged_answer(text)
+    return bare_tagged_answer(text, reasoning=opened)
 
 
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
@@ -156,7 +165,8 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     """1.0 for a verdict that parses, is one of the rubric's levels, gives its reasons (a reasoning, or
     ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`) and, in the integer
     format, answers with a bare integer after one reasoning block, or, in the tagged format, is one ``[FEEDBACK]
-    ... [RESULT] n [END]`` block with only whitespace around it (:func:`_answers_as_trained`), else 0.0. A
+    ... [RESULT] n [END]`` block with only whitespace around it, after the one reasoning block its prompt opened
+    where it opened one (:func:`_answers_as_trained`), else 0.0. A
     bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
     rewarding one as well-formed would let the policy learn to stop thinking (its score still earns
     ``agreement_reward``). Nor is ``<think>…</think>Оценка 1 из 2``, read as 2, or ``[FEEDBACK] … [RESULT] 2 [END]
@@ -180,10 +190,11 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
             recipe); None: cuts are not told.
     """
     texts = _read_texts(completions, prompts)
+    opened = [_opens_reasoning(p) for p in (prompts if prompts is not None else [None] * len(texts))]
     verdicts = _verdicts(texts, verdict_format, scale_levels, scale_best, completion_ids, end_token_ids)
     reasoned = [_scored(v, levels) and gives_reasons(v.feedback) for v, levels in zip(verdicts, scale_levels)]
-    as_trained = [r and _answers_as_trained(f, t, v)
-                  for r, f, t, v in zip(reasoned, verdict_format, texts, verdicts, strict=True)]  # fmt: skip
+    as_trained = [r and _answers_as_trained(f, t, v, o)
+                  for r, f, t, v, o in zip(reasoned, verdict_format, texts, verdicts, opened, strict=True)]  # fmt: skip
     if log_metric is not None and verdicts:
         _log_failed_share(log_metric, verdicts)
         log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))

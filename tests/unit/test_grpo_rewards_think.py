@@ -34,3 +34,26 @@ def test_the_reasoning_a_thinking_template_opens_still_closes_and_fails_unclosed
     # Qwen3 with thinking on opens its own block: read the same with or without a prompt
     own = read_verdict("<think>Ответ верный и полный.</think>\n\n2", "integer", [0, 1, 2], 2, prompt=JUDGED_MENTION)
     assert (own.ok, own.score) == (True, 2.0)
+
+
+def test_a_tagged_verdict_after_the_reasoning_a_thinking_template_opened_earns_the_format_reward():
+    """Where the prompt opened the reasoning, the tagged answer is the block after its </think> (every completion
+    is read after the "<think>\\n" put back in front, so a block required at the text's start was never there):
+    1 for the one block after one reasoning, nothing after [END]; 0 otherwise."""
+    completions = [
+        "Думаю.\n</think>\n\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]",  # reasoning, then the block
+        "\n</think>\n\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]",  # the empty block SFT renders
+        "Думаю.\n</think>\n\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END] а вообще 0",  # text after [END]
+        "Думаю.</think><think>Ещё.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]",  # two blocks
+        "[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]",  # never closed: unclosed_think
+    ]
+    n = len(completions)
+    logged = {}
+    rewards = format_reward(completions, ["tagged"] * n, [[0, 1, 2]] * n, [2] * n, prompts=[THINKING] * n,
+                            log_metric=logged.__setitem__)
+    assert rewards == [1.0, 1.0, 0.0, 0.0, 0.0]
+    # the third and fourth read as 2 with reasons but are not of the trained form; the fifth fails to parse
+    assert (logged["verdicts/answer_not_bare_share"], logged["verdicts/failed_share"]) == (2 / 5, 1 / 5)
+    # a prompt that opened nothing: a reasoning block the policy opened itself is text before [FEEDBACK]
+    own = "<think>Думаю.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]"
+    assert format_reward([own, TAGGED], ["tagged"] * 2, [[0, 1, 2]] * 2, [2] * 2, prompts=[JUDGED_MENTION] * 2) == [0.0, 1.0]

@@ -43,7 +43,8 @@ def test_serve_reads_an_integer_verdict_as_the_grpo_reward_does(text, finish_rea
 
 def test_the_readers_fail_the_reviewed_cases():
     """The reasoning the prompt opened and never closed is no score of 2; a closed verdict the limit cut fails as
-    the project's cut code, shared with the GRPO rewards; a tagged verdict is read as before."""
+    the project's cut code, shared with the GRPO rewards; so is a tagged verdict written inside the reasoning its
+    prompt opened (no </think>), as GRPO reads it."""
     unclosed = seq2seq_verdict("Проверяю пункт 1, затем пункт 2", None, SCALE, False, VerdictFormat.INTEGER,
                                reasoning_opened=True)
     assert (unclosed["score"], unclosed["error"]) == (None, VerdictError.UNCLOSED_THINK)
@@ -52,7 +53,7 @@ def test_the_readers_fail_the_reviewed_cases():
     assert (cut["score"], cut["error"], cut["feedback"]) == (None, VerdictError.CUT, "Верно.") and CUT == VerdictError.CUT
     tagged = seq2seq_verdict("[FEEDBACK] Верно. [RESULT] 2 [END]", None, SCALE, False, finish_reason="length",
                              reasoning_opened=True)
-    assert (tagged["score"], tagged["parse_ok"]) == (2, True)
+    assert (tagged["score"], tagged["parse_ok"], tagged["error"]) == (None, False, VerdictError.UNCLOSED_THINK)
 
 
 class _Engine:

@@ -64,3 +64,96 @@ def test_annotate_asks_again_a_label_journalled_with_tags_in_its_feedback(tmp_pa
     kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
     assert [r["expert_feedback"] for r in kept] == [["Повторов нет, ответ чистый."]]
     assert "whose kept feedback holds a verdict or <think> tag" in capsys.readouterr().err
+
+
+#: DeepSeek-R1 behind a server with no reasoning parser: the chat template opened <think> in the prompt, so the
+#: output starts inside the reasoning, which drafts a verdict; the verdict after its </think> was cut.
+TEACHER_DRAFT_THEN_CUT = ("Okay, the answer has no repeats. Let me draft: [FEEDBACK] Повторы есть. [RESULT] 0 [END]\n"
+                          "Wait, actually there are none.\n</think>\n\n[FEEDBACK] Повторов нет, ответ")
+
+
+def test_a_draft_in_a_template_opened_reasoning_is_no_label():
+    """Its draft's 0 is no verdict: the teacher is asked again (no_result), not trained on the draft."""
+    from train.synthetic.annotate import unusable_verdict
+
+    scale = judge.Scale((0, 1, 2))
+    for lenient in (False, True):
+        verdict = judge.parse_verdict(TEACHER_DRAFT_THEN_CUT, scale=scale, lenient=lenient)
+        assert (verdict.ok, verdict.score, verdict.feedback) == (False, None, "Повторов нет, ответ")
+        assert unusable_verdict(verdict, scale)[0] == "no_result"
+
+
+def _run_annotate_twice(tmp_path, monkeypatch, replies, earlier_reasoning_end):
+    """Annotate one (answer, criterion) with the reading ``earlier_reasoning_end`` gives (an earlier version's), then
+    again with this version's; the teacher answers ``replies`` in turn. Returns (the row the first run kept,
+    requests made, the rows kept at the end)."""
+    import judge.verdicts
+    from judge import load_taxonomy, render_prompt_en
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+
+    crit = load_taxonomy().criteria["repeats"]
+    row = _answer_rows()[0]
+    prompt = render_prompt_en({"instruction": row["instruction"], "reference_answer": "", "answer": row["answer"],
+                               "criteria_name": crit.name["ru"], "rubrics": crit.rubric("ru")})
+    replies = list(replies)
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        assert body["messages"][-1]["content"] == prompt
+        return 200, chat_completion(replies.pop(0), "teacher")
+
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n")
+    out = tmp_path / "annotate"
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = tmp_path / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
+                                      "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0, "concurrency": 1}))
+        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+        if earlier_reasoning_end is not None:
+            with monkeypatch.context() as patch:
+                patch.setattr(judge.verdicts, "_reasoning_end", earlier_reasoning_end)
+                assert main(argv) == 0
+        else:
+            assert main(argv) == 0
+        first = json.loads((out / "annotate.jsonl").read_text())
+        assert main(argv) == 0
+        requests = len(server.requests)
+    kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
+    return first, requests, kept
+
+
+def _after_the_last_close(text: str) -> int:
+    """The reading before a quoted </think> was text: the verdict starts after the text's last </think>."""
+    import judge.verdicts
+
+    closes = list(judge.verdicts._THINK_CLOSE.finditer(text))
+    return closes[-1].end() if closes else 0
+
+
+@pytest.mark.parametrize(("earlier", "raw", "kept_before"), [
+    # the feedback was cut at a </think> it quoted: no tag left in the kept feedback to see
+    (_after_the_last_close,
+     "[FEEDBACK] The response opens with a <think>draft</think> block, otherwise correct. [RESULT] 1 [END]",
+     (1.0, "block, otherwise correct.")),
+    # the whole text read, as the version before this one read a template-opened reasoning that drafted a verdict:
+    # the draft's 0 was kept
+    (lambda text: 0, TEACHER_DRAFT_THEN_CUT, (0.0, "Повторы есть.")),
+])  # fmt: skip
+def test_a_resumed_run_asks_again_a_label_whose_raw_output_reads_otherwise_now(tmp_path, monkeypatch, earlier, raw,
+                                                                                kept_before):
+    """A label an earlier parser kept, whose journalled raw output this parser reads as another verdict or none, is
+    asked again (once) and the clean verdict replaces it."""
+    first, requests, kept = _run_annotate_twice(
+        tmp_path, monkeypatch, [raw, "[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"], earlier)
+    assert (first["criteria_score"], first["expert_feedback"]) == (kept_before[0], [kept_before[1]])
+    assert requests == 2
+    assert [(r["criteria_score"], r["expert_feedback"]) for r in kept] == [(2.0, ["Повторов нет, ответ чистый."])]
+
+
+def test_a_resumed_run_keeps_a_label_its_raw_output_still_gives(tmp_path, monkeypatch):
+    """The same parser, the same verdict: nothing asked again."""
+    first, requests, kept = _run_annotate_twice(
+        tmp_path, monkeypatch, ["Повторов нет.\n</think>\n\n[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"], None)
+    assert requests == 1
+    assert [(r["criteria_score"], r["expert_feedback"]) for r in kept] == [(2.0, ["Повторов нет, ответ чистый."])]

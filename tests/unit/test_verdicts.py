@@ -58,6 +58,15 @@ MUST_PARSE = [
     # a chat template opened the block in the prompt: the reasoning is all before the first </think>
     ("reasoning opened by the template", "Рассуждаю о критерии.</think>\n[FEEDBACK] Верно. [RESULT] 2 [END]",
      "Верно.", 2.0),
+    # ... which may draft a verdict: its </think> still closes it, as the verdict's first tag follows it
+    ("a template-opened reasoning's draft, then the verdict",
+     "Черновик: [FEEDBACK] плохо [RESULT] 0 [END]\nНет, верно.\n</think>\n\n**[FEEDBACK]** Ответ верный. [RESULT] 2 [END]",
+     "Ответ верный.", 2.0),
+    ("a template-opened reasoning's draft, then a verdict with no [FEEDBACK]",
+     "Черновик: [FEEDBACK] плохо [RESULT] 0 [END]</think> [RESULT] 2 [END]", "", 2.0),
+    # a text that opens with [FEEDBACK] is the verdict: a </think> it quotes right before a tag is text
+    ("a </think> quoted right before [RESULT]", "**[FEEDBACK]** Ответ обрывается на </think> [RESULT] 0 [END]",
+     "Ответ обрывается на </think>", 0.0),
 ]
 
 
@@ -70,6 +79,12 @@ def test_parses(name, text, feedback, score):
     assert verdict.score == score
     assert verdict.feedback == feedback
 
+
+#: DeepSeek-R1 as a teacher behind a server with no reasoning parser: its chat template opened <think> in the
+#: prompt, so the output starts inside the reasoning, which drafts a verdict; the verdict after it was cut.
+TEACHER_DRAFT_THEN_CUT = ("Okay, the response is mostly right. Let me draft: [FEEDBACK] The answer is wrong. [RESULT] 0 "
+                          "[END]\nWait, actually it is right.\n</think>\n\n[FEEDBACK] The answer correctly solves the "
+                          "task, step by step")
 
 MUST_FAIL = [
     # (name, text, kwargs, expected error code)
@@ -89,6 +104,14 @@ MUST_FAIL = [
     # a draft verdict inside the reasoning is no verdict: the one after the reasoning has no [RESULT]
     ("a draft verdict only inside the reasoning", "<think>Черновик: [RESULT] 0 [END]</think>[FEEDBACK] Верно.", {},
      VerdictError.NO_RESULT),
+    # a reasoning the chat template opened (DeepSeek-R1: no <think> in the output) drafted a verdict; the verdict
+    # after its </think> was cut: no verdict, not the draft's 0
+    ("a template-opened reasoning's draft, then a verdict cut before [RESULT]", TEACHER_DRAFT_THEN_CUT, {},
+     VerdictError.NO_RESULT),
+    ("the same, lenient", TEACHER_DRAFT_THEN_CUT, {"lenient": True}, VerdictError.NO_RESULT),
+    ("a template-opened reasoning's draft, then a verdict cut before [END]",
+     "Черновик: [FEEDBACK] плохо [RESULT] 0 [END]\nНет, верно.\n</think>\n\n[FEEDBACK] Ответ верный, всё по делу [RESULT] 2",
+     {}, VerdictError.MISSING_END),
 ]
 
 
@@ -183,6 +206,10 @@ RATIONALES = [
     ("[FEEDBACK] Ответ с блоком <think>мысль</think>, верно. [END]", ("Ответ с блоком <think>мысль</think>, верно.", True)),
     ("[FEEDBACK] Да [END]\n</think>", ("Да", True)),
     ("<think>[FEEDBACK] черновик [END]</think>[FEEDBACK] Итог [END]", ("Итог", True)),
+    # a reasoning the chat template opened mentions the tags: the rationale starts after its </think>
+    ("Нужно написать [FEEDBACK], потом [RESULT] и [END].\n</think>\n\n[FEEDBACK] Верно. [RESULT] 2 [END]",
+     ("Верно.", True)),
+    (TEACHER_DRAFT_THEN_CUT, ("The answer correctly solves the task, step by step", False)),
 ]
 
 
@@ -223,6 +250,35 @@ def test_a_bare_tagged_answer_is_one_block_with_only_whitespace_around(text, bar
 
     assert bare_tagged_answer(text) is bare
     assert parse_verdict(text, ZERO_TO_TWO).score == score  # the parser, serve's and eval's, reads them as before
+
+
+#: (text, bare_tagged_answer with reasoning=True): the text as the GRPO rewards read a completion whose prompt
+#: opened the reasoning (the "<think>\n" put back in front).
+BARE_TAGGED_AFTER_REASONING = [
+    ("<think>\nДумаю.\n</think>\n\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", True),
+    # the empty block a thinking-always template renders a tagged target after
+    ("<think>\n\n</think>\n\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", True),
+    # a draft inside the reasoning is reasoning; the block after it is the answer
+    ("<think>\nЧерновик: [FEEDBACK] плохо [RESULT] 0 [END]</think>[FEEDBACK] Ответ верный. [RESULT] 2 [END]", True),
+    # text after [END], a second reasoning block, a reasoning never closed
+    ("<think>\nДумаю.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END] а вообще 0", False),
+    ("<think>\nДумаю.</think><think>Ещё.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", False),
+    ("<think>\nДумаю.<think>Ещё.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", False),
+    ("<think>\n[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", False),
+    # text before the reasoning
+    ("Итак.<think>\nДумаю.</think>[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", False),
+]
+
+
+@pytest.mark.parametrize("text, bare", BARE_TAGGED_AFTER_REASONING,
+                         ids=[str(i) for i in range(len(BARE_TAGGED_AFTER_REASONING))])
+def test_a_bare_tagged_answer_after_the_reasoning_its_prompt_opened(text, bare):
+    """With reasoning=True the answer is the block after the reasoning's first </think>; without, a leading
+    reasoning block is text before [FEEDBACK]."""
+    from judge.verdicts import bare_tagged_answer
+
+    assert bare_tagged_answer(text, reasoning=True) is bare
+    assert bare_tagged_answer(text) is False
 
 
 def test_no_answer_is_a_bare_tagged_one():

@@ -7,7 +7,9 @@ that never parses is counted under its parse error and dropped — it is never g
 criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,
 dropped as ``verdict_out_of_scale`` (``unusable_verdict``). So is an output longer than the request's ``max_tokens``
 could have produced (``train.synthetic.traces.longer_than_asked``: more than 16 characters a token), which a server
-that ignored the limit returned: ``verdict_oversized``, never a label.
+that ignored the limit returned: ``verdict_oversized``, never a label. A rerun asks again a label an earlier version
+journalled that this one would not keep: its last raw output, read again by ``judge.parse_verdict``, is another
+verdict, or one ``unusable_verdict`` refuses.
 
 ``limit`` counts verdicts: those past it are not asked, and counted in summary.json (``verdicts_beyond_limit``) beside
 ``input_answers`` and ``verdicts``, so every (answer, criterion) is a kept row, a counted drop or counted left out.
@@ -157,13 +159,28 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                 "max_tokens": teacher.max_tokens}
 
     journal = Journal(out_dir / "journal.jsonl")
-    # A label an earlier version kept with tags in its feedback is one this version asks again (unusable_verdict).
+    # A label an earlier version kept is asked again when this version would not keep it: its feedback holds a tag
+    # (unusable_verdict), or its raw output, read again, is another verdict or none. A parser that cut the feedback
+    # at a quoted </think> left no tag in it to see, and one that read a reasoning's draft kept the draft's score;
+    # only the raw output shows either.
     from train.build_data import _TAGS
 
-    tagged = [key for key, _ in items if key in journal and journal.rows[key].get("ok") is True
-              and _TAGS.search(str(journal.rows[key].get("feedback") or ""))]
-    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=tagged,
-             redo_why="whose kept feedback holds a verdict or <think> tag")
+    def stale(done: dict, record: dict) -> bool:
+        if _TAGS.search(str(done.get("feedback") or "")):
+            return True
+        raw = done.get("raw_outputs") or []
+        if not raw or not isinstance(raw[-1], str):
+            return False  # nothing to read again: the label stands as kept
+        scale = scale_of(record["rubrics"])
+        verdict = parse_verdict(raw[-1], scale=scale, lenient=config.lenient)
+        return (unusable_verdict(verdict, scale) is not None or verdict.score != done.get("score")
+                or verdict.feedback != done.get("feedback"))
+
+    redo = [key for key, record in items if key in journal and journal.rows[key].get("ok") is True
+            and stale(journal.rows[key], record)]
+    run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=redo,
+             redo_why="whose kept feedback holds a verdict or <think> tag, or whose raw output reads as another "
+             "verdict now")
 
     kept, dropped = [], []
     for key, record in items:
