@@ -226,8 +226,8 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
 
     Degrees of freedom: G - 1, as statsmodels, where ``x`` varies within a cluster; G - 2 where it is constant
     within every cluster (the answer's length, clustered by answer). Then each cluster's score is its centred
-    ``x`` times its summed residuals, and those sums are the residuals of a least-squares fit of the G cluster sums
-    on an intercept and ``x``: they have G - 2 degrees of freedom, the variance is 0 at G = 2 (the line passes
+    ``x`` times its summed residuals, and those sums add up to 0 and are orthogonal to the centred ``x`` (the normal
+    equations of the row-level fit): the scores lie in G - 2 dimensions, the variance is 0 at G = 2 (the line passes
     through both clusters' means, a zero-width interval) and too small at a few more. The t quantile at G - L, L the
     regressors constant within clusters (here the intercept and ``x``), is Donald and Lang's (Review of Economics and
     Statistics 89, 2007), as recommended by Cameron and Miller ("A Practitioner's Guide to Cluster-Robust

@@ -114,6 +114,11 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
                    "α with judge", "κ quadratic", "leniency", "alt-test"]
 
 
+# The slopes are clustered by answer under --bootstrap-unit item and by instruction under instruction (``bias``): the
+# counts that gate them are then of instructions, which the file does not record; said where a count is named.
+_CLUSTERS = " (instructions under --bootstrap-unit instruction)"
+
+
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
         judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
@@ -123,14 +128,16 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
             return f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
         if length.experts.range is None:
             return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
-                    "slope of their own needs")
+                    f"slope of their own needs{_CLUSTERS}")
         low, high = length.experts.range
         # no flag: the interval within the range, or the judge's slope over fewer answers than a flag needs
         # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
-        unflagged = f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} answers)"
+        unflagged = (f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} "
+                     f"answers{_CLUSTERS})")
         return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
-        return "no judge slope: fewer than 3 answers with two experts or more, or one length for all"
+        return ("no judge slope: fewer than 3 answers with a judge score and two experts or more, or one length for "
+                f"all{_CLUSTERS}")
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 

@@ -186,8 +186,8 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
             found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
         index = index[~known]
     seen = table.experts[index][np.isfinite(table.experts[index])]
-    span = np.arange(np.floor(seen.min()), np.ceil(seen.max()) + 1) if len(seen) else seen
-    found.update((span if len(span) <= MAX_LEVELS else np.unique(seen)).tolist())  # wider than a rubric: values seen
+    low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)  # wider than a rubric:
+    found.update((np.arange(low, high + 1) if high - low < MAX_LEVELS else np.unique(seen)).tolist())  # values seen
     found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
     return np.array(sorted(found), dtype=float)
 

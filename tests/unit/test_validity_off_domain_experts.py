@@ -101,6 +101,10 @@ def test_an_unreadable_scales_span_wider_than_any_rubric_takes_the_values_seen()
     wide = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 1000.0], [1.0, 1.0, 1.0]]),
                   low=unknown, high=unknown).overall.agreement
     assert wide.value_domain == [0.0, 1.0, 1000.0] and wide.n_expert_scores_off_domain == 0
+    # 1e12: the span is never built (7.28 TiB of levels), the values seen taken as for 1,000
+    huge = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 1e12], [1.0, 1.0, 1.0]]),
+                  low=unknown, high=unknown).overall.agreement
+    assert huge.value_domain == [0.0, 1.0, 1e12]
     widest = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 100.0], [1.0, 1.0, 1.0]]),
                     low=unknown, high=unknown).overall.agreement
     assert widest.value_domain == [float(v) for v in range(101)]
