@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~770 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~820 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,25 +245,34 @@ def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 class _Verdicts:
-    """``_verdict`` of the first prediction row of an id, from rows (dicts) or a prediction table
-    (``eval.judging.predictions.read_prediction_table``): a table's rows are made into dicts only for the ids asked."""
+    """``_verdict`` of the first prediction row of an id that judged its item's text as it is now, from rows (dicts)
+    or a prediction table (``eval.judging.predictions.read_prediction_table``): a table's rows are made into dicts only
+    for the ids asked.
 
-    def __init__(self, predictions: Any) -> None:
+    ``current_key``: an id's ``record_content_key`` in the records now (None for an id not in them); None when no
+    records are loaded. A row whose ``content_key`` differs judged a text the item no longer has, and score left it
+    out (``eval.scoring.score.stale_rows``, the same rule: a row without a key, or of an id not in the records,
+    cannot be checked and is kept): a later row of the id (a resumed run asked the edited item again) is its
+    verdict, as score scored it. That function is not called here: score imports this module.
+    """
+
+    def __init__(self, predictions: Any, current_key: Callable[[str], str | None] | None = None) -> None:
         import pyarrow as pa
 
         self._table = predictions if isinstance(predictions, pa.Table) else None
-        self._rows: dict[str, Any] = {}
+        self._key, self._current = current_key, {}
+        self._rows: dict[str, list] = {}  # an id's rows, or its positions in the table, in the file's order
         if self._table is not None:
             if not pa.types.is_string(self._table.column("id").type):
                 for position, rid in enumerate(self._table.column("id").to_pylist()):
-                    self._rows.setdefault(rid, position)
+                    self._rows.setdefault(str(rid), []).append(position)
         else:
             for row in predictions or ():
-                self._rows.setdefault(str(row["id"]), row)
+                self._rows.setdefault(str(row["id"]), []).append(row)
 
-    def _first_rows(self, item_ids: Sequence[str]) -> dict[str, int]:
-        """The position of each id's first row in the table, for the ids asked only (a page asks a few thousand of
-        160,000): the table's ids matched against them in one Arrow pass."""
+    def _positions(self, item_ids: Sequence[str]) -> dict[str, list[int]]:
+        """The positions of each id's rows in the table, in order, for the ids asked only (a page asks a few thousand
+        of 160,000): the table's ids matched against them in one Arrow pass."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -272,24 +281,53 @@ class _Verdicts:
         which = pc.index_in(self._table.column("id"), value_set=pa.array(asked, type=pa.string()))
         which = which.combine_chunks() if isinstance(which, pa.ChunkedArray) else which
         rows = np.flatnonzero(which.is_valid().to_numpy(zero_copy_only=False))
-        found, first = np.unique(which.drop_null().to_numpy(zero_copy_only=False), return_index=True)
-        return dict(zip([asked[k] for k in found.tolist()], rows[first].tolist()))
+        found = which.drop_null().to_numpy(zero_copy_only=False)
+        order = np.argsort(found, kind="stable")  # by id, each id's rows in the file's order
+        out: dict[str, list[int]] = {}
+        for k, position in zip(found[order].tolist(), rows[order].tolist()):
+            out.setdefault(asked[k], []).append(position)
+        return out
+
+    def _stale(self, item_id: str, key: Any) -> bool:
+        """Whether a row of ``item_id`` with ``key`` (its ``content_key``) judged a text the item no longer has."""
+        if self._key is None or key is None:
+            return False
+        if item_id not in self._current:
+            self._current[item_id] = self._key(item_id)
+        now = self._current[item_id]
+        return now is not None and key != now
 
     def of(self, item_ids: Sequence[str]) -> list[dict[str, Any] | None]:
-        """``_verdict`` of each id's first row (None for an id without one)."""
-        rows = self._rows
-        if self._table is not None and not rows and self._table.num_rows:
-            rows = self._first_rows(item_ids)
-        found = [rows.get(item_id) for item_id in item_ids]
-        if self._table is not None:
-            import pyarrow as pa
+        """``_verdict`` of each id's first row that is not stale (None for an id without one)."""
+        if self._table is None:
+            return [_verdict(next((row for row in self._rows.get(item_id, ()) if not self._stale(
+                item_id, row.get("content_key"))), None)) for item_id in item_ids]
+        import pyarrow as pa
 
-            from eval.judging.predictions import prediction_rows
+        from eval.judging.predictions import prediction_rows
 
-            positions = [p for p in found if p is not None]
-            taken = iter(prediction_rows(self._table.take(pa.array(positions, type=pa.int64()))))
-            found = [None if p is None else next(taken) for p in found]
-        return [_verdict(row) for row in found]
+        positions = self._rows if self._rows or not self._table.num_rows else self._positions(item_ids)
+        keys: dict[int, Any] = {}
+        if self._key is not None and "content_key" in self._table.column_names:
+            asked = sorted({p for item_id in item_ids for p in positions.get(item_id, ())})
+            keys = dict(zip(asked, self._table.column("content_key").take(pa.array(asked, type=pa.int64()))
+                            .to_pylist()))
+        found = [next((p for p in positions.get(item_id, ()) if not self._stale(item_id, keys.get(p))), None)
+                 for item_id in item_ids]
+        chosen = [p for p in found if p is not None]
+        taken = iter(prediction_rows(self._table.take(pa.array(chosen, type=pa.int64()))))
+        return [_verdict(None if p is None else next(taken)) for p in found]
+
+
+def _current_keys(texts: _Texts) -> Callable[[str], str | None]:
+    """An id's ``record_content_key`` in ``texts``' records now (None: not in them), for ``_Verdicts``."""
+    from eval.judging.predictions import record_content_key
+
+    def current(item_id: str) -> str | None:
+        record = texts.get(item_id)
+        return None if record is None else record_content_key(record)
+
+    return current
 
 
 class _Texts:
@@ -507,7 +545,16 @@ def _text_order(diffs: Sequence[float | None], group: np.ndarray, cap: int) -> l
     return order.tolist() if cap < 0 else order[:cap].tolist()
 
 
-def _no_text_note(n_text: int, n: int, budget_note: str = "") -> str:
+def _no_text_note(n_text: int, n: int, budget_note: str = "", no_data: str | None = None) -> str:
+    """What an item past the cap (or the byte budget) says in place of its texts. ``no_data``: None when the records
+    are loaded; else why no item has its texts (the data gone), and only the judge's feedback was embedded for the
+    first ``n_text`` items: no larger --html-text-items can bring the texts back."""
+    if no_data is not None:
+        if not n_text:
+            return no_data
+        cap = f"where {budget_note}" if budget_note else "--html-text-items"
+        return (f"{no_data} The judge's feedback is embedded for {n_text} of {n} items (the largest differences of "
+                f"each criterion and evaluated model first; {cap}); this one has only its numbers here.")
     if budget_note:
         return (f"Texts are embedded for {n_text} of {n} items (the largest differences of each criterion and "
                 f"evaluated model first), where {budget_note}; this one has only its numbers here.")
@@ -563,7 +610,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     ids = [str(v) for v in _python_values(items["id"])]
     n = len(ids)
     texts = _Texts(records)
-    verdicts = _Verdicts(predictions)
+    # with the records loaded, a row of a text since edited is passed over as score passed it (``_Verdicts``)
+    verdicts = _Verdicts(predictions, None if records is None else _current_keys(texts))
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
                ("status", "status (failures first)"), ("mode", "experts' mode")]
@@ -652,18 +700,16 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
-        "no_text_note": (records_note if records is None and records_note and not details
-                         else _no_text_note(len(details), n, budget.note())),
+        "no_text_note": _no_text_note(len(details), n, budget.note(), no_data if records is None else None),
         "notes": [note for note in (records_note, predictions_note, budget.note() and
-                                    f"Texts are embedded for {len(details)} of {n} items: {budget.note()}.") if note],
+                                    f"{'Texts are' if records is not None else 'Feedback is'} embedded for "
+                                    f"{len(details)} of {n} items: {budget.note()}.") if note],
     }
 
 
 def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
-    from eval.judging.predictions import prediction_rows
-
     folders = [Path(f) for f in result.folders]
     names = list(result.runs)
     tables = [_read_items(f / "items.parquet") for f in folders]
@@ -677,8 +723,10 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         notes.append(missing_note("the labelled data", result.metrics[0].data, folders[0],
                                   "the items' instructions, answers, rubrics and expert comments are", first_why))
     texts = _Texts(records)
-    # Per run: its first prediction row by id, or the sentence that says why its judge's side is not in the page.
-    preds: list[dict[str, Mapping[str, Any]] | str] = []
+    current = None if records is None else _current_keys(texts)
+    # Per run: its verdicts by id (``_Verdicts``: a row of a text since edited passed over, as score passed it), or
+    # the sentence that says why its judge's side is not in the page.
+    preds: list[_Verdicts | str] = []
     for name, folder, m in zip(names, folders, result.metrics):
         table, why = load_predictions(m.predictions, folder)
         if table is None:
@@ -686,10 +734,7 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                                       why))
             notes.append(preds[-1])
             continue
-        index: dict[str, Mapping[str, Any]] = {}
-        for row in prediction_rows(table):
-            index.setdefault(str(row["id"]), row)
-        preds.append(index)
+        preds.append(_Verdicts(table, current))
     base = tables[0]
     base_pos = {str(i): k for k, i in enumerate(base["id"])}
     filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
@@ -721,6 +766,10 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
             candidates.append((diff is None, -(diff or 0.0), str(item_id), i, j, a, b, diff))
         candidates.sort()
         texts.prefetch(c[2] for c in candidates[:top])
+        shown = [c[2] for c in candidates[:top]]
+        # each side's verdicts of the items shown, by id; the sentence in place of a run's gone predictions
+        found_of = [found if isinstance(found, str) else dict(zip(shown, found.of(shown)))
+                    for found in (preds[0], preds[other_k])]
         for _, _, item_id, i, j, a, b, diff in candidates[:top]:
             cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
                     code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
@@ -729,15 +778,15 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
             record = texts.get(item_id)
             sides = (base["status"][i], other["status"][j])
 
-            def text(record=record, item_id=item_id, other_k=other_k, sides=sides) -> dict[str, Any]:
+            def text(record=record, item_id=item_id, sides=sides, found_of=found_of) -> dict[str, Any]:
                 if record is not None:
                     out = _record_text(record, strings)
                 else:  # said, not shown as empty texts
                     out = _absent_text(notes[0] if records is None else f"Item {item_id} is not in the labelled data.",
                                        strings)
                 # A side items.parquet counts as having no prediction shows none (report_items says why).
-                out["v"] = [None if status == "missing" else _compared_verdict(found, item_id)
-                            for status, found in zip(sides, (preds[0], preds[other_k]))]
+                out["v"] = [None if status == "missing" else {"m": found} if isinstance(found, str)
+                            else found.get(item_id) for status, found in zip(sides, found_of)]
                 return out
 
             reference = _round((base.get("reference") or [None] * (i + 1))[i])
@@ -767,8 +816,3 @@ def compare_status(baseline: Any, run: Any) -> str:
     if sides == ["ok", "ok"]:
         return "both scored"
     return f"baseline {sides[0].replace('_', ' ')}, run {sides[1].replace('_', ' ')}"
-
-
-def _compared_verdict(found: Mapping[str, Mapping[str, Any]] | str, item_id: str) -> dict[str, Any] | None:
-    """An item's verdict in one compared run; when its predictions file is gone, the sentence that says so."""
-    return {"m": found} if isinstance(found, str) else _verdict(found.get(item_id))

@@ -11,26 +11,26 @@ Each page is ONE self-contained file that works when opened from disk: CSS and J
 The tables are built generically from ``metrics.json``: every key a metric cell carries becomes a column
 (``x_ci`` is shown as the interval of ``x``), so metrics added later appear without touching this module.
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
-the pages around it.
+the pages around it, their text and numbers written by ``eval.reports.html_text``.
 """
 
 from __future__ import annotations
 
-import html
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
+from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
 from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note
 from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent,
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
+from eval.scoring.compare import comparison_headline, holm_applied, holm_upper_bounds
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.validity.render import compare_html as compare_validity
@@ -77,22 +77,6 @@ def _asset(name: str) -> str:
     return resources.files("eval.reports").joinpath("html", name).read_text(encoding="utf-8")
 
 
-def _e(value: Any) -> str:
-    """Text as HTML: escaped, and without bidirectional controls, which would show the rest of a name's line in
-    another order than it is written (report.md drops the same ones)."""
-    return html.escape(BIDI_CONTROLS.sub("", str(value)), quote=True)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    if not _finite(value):
-        return "—"
-    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
-
-
 def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: list[str], data: Any | None) -> str:
     """The whole HTML document; ``data`` (the explorer's) is embedded as JSON, every ``<`` escaped for the parser."""
     parts = ["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
@@ -116,24 +100,6 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
-
-
-def _md_text(text: str) -> str:
-    """A sentence of report.md as HTML: escaped, its `code` spans as <code>, its **bold** as <b>.
-
-    A ``**`` inside a code span is the characters it is, as Markdown reads it (a data file's name may hold one):
-    only the text outside code spans toggles bold, so the tags nest as the sentence does."""
-    out, bold = [], False
-    for k, part in enumerate(_e(text).split("`")):
-        if k % 2:
-            out.append(f"<code>{part}</code>")
-            continue
-        for j, piece in enumerate(part.split("**")):
-            if j:
-                bold = not bold
-                out.append("<b>" if bold else "</b>")
-            out.append(piece)
-    return "".join(out) + ("</b>" if bold else "")
 
 
 def _why_list(found: list[tuple[str, str]]) -> str:
@@ -406,12 +372,14 @@ def _compare_level(result: Comparison | Mapping[str, Any]) -> float:
     return float(level) if _finite(level) and 0 < level < 1 else 0.95
 
 
-def _delta_td(p: Paired, n_boot: int, n_shown: int | None) -> str:
+def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
     # Each metric pairs its own items (Verdict Confidence needs two annotators, Spearman its reference): a count
-    # other than the row's n column is said in the cell. A table's cell is called on its Holm-adjusted p, shown too.
+    # other than the row's n column is said in the cell. A table's cell is called on its Holm-adjusted p, shown too,
+    # as "≤" where it rests on a raw p's bound 2 / resamples (``bound``: ``holm_upper_bounds``).
     own_n = f", n {p.n}" if p.n != n_shown else ""
-    holm = "" if p.p_holm is None else f", Holm {p_phrase(p.p_holm, p.resamples(n_boot))}"
+    holm = "" if p.p_holm is None else ", Holm " + (f"p ≤ {_num(p.p_holm)}" if bound else
+                                                    p_phrase(p.p_holm, p.resamples(n_boot)))
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
             f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{_e(holm)}{own_n}</span> '
@@ -423,7 +391,7 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
     head = [label, f"n ({metrics_shown[0]})" if metrics_shown else "n"]
     for m in metrics_shown:
         head += [f"{m} baseline", f"{m} run", f"{m} delta [{ci_percent(level)} % CI] p call"]
-    rows = []
+    rows, bounds = [], holm_upper_bounds(cells)
     for name, by_metric in cells.items():
         shown = by_metric.get(metrics_shown[0]) if metrics_shown else None
         n_shown = shown.n if shown is not None else None
@@ -435,7 +403,8 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
                 tds += ['<td data-v="">—</td>'] * 3
                 continue
             tds += [f'<td data-v="{p.a if _finite(p.a) else ""}">{_num(p.a)}</td>',
-                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>', _delta_td(p, n_boot, n_shown)]
+                    f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>',
+                    _delta_td(p, n_boot, n_shown, (name, m) in bounds)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
@@ -452,8 +421,9 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                 f"Paired: delta = run − baseline on the items both scored; paired bootstrap{intervals}, "
                 f"{_e(result.n_boot)} resamples of "
                 f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
-                f"better/worse called at p &lt; {_e(result.alpha)}, Holm-adjusted within each table by model, task type "
-                "or criterion (MAE: lower is better; Spearman and VC: higher)."]
+                f"better/worse called at p &lt; {_e(result.alpha)}"
+                + (", Holm-adjusted per metric within each table by model, task type or criterion"
+                   if holm_applied(result) else "") + " (MAE: lower is better; Spearman and VC: higher)."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():
         cells = {name: m.splits[split].overall for name, m in zip(runs, result.metrics) if split in m.splits}
@@ -466,6 +436,8 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
     for k, comp in enumerate(result.comparisons):
         body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(result.baseline)}</h2>')
         body.append(f'<p class="note">{_e(comp.n_common)} items in both runs.</p>')
+        # the console's and compare.md's sentences of this comparison (a VC drawn again, a Holm family too large)
+        body += [f'<p class="note">{_e(line)}</p>' for line in comparison_headline(result, k)]
         for split, block in comp.splits.items():
             title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")

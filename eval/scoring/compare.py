@@ -13,12 +13,13 @@ p = 0), the pitfall the experts' ceiling guards against with the same minimum (`
 A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
 p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
 The overall cells are called on their own p-values; a table by model, task type or criterion holds many cells of
-one metric, and its calls are read against Holm-adjusted p-values over its callable cells (``_holm``), so that the
-chance of any false call in the table stays at most ``alpha``. Verdict Confidence is paired under one draw: where
+one metric, and its calls are read against Holm-adjusted p-values over its callable cells of that metric (``_holm``),
+so that the chance of any false call among a table's cells of one metric (one column of compare.html's table) stays
+at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
 their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~700 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~800 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -44,8 +45,8 @@ from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
 from judge.records import RowIndex, row_place
 
-__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "headline", "load_run",
-           "render_markdown", "resamples_to_call", "spearman_target"]
+__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "headline",
+           "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "resamples_to_call", "spearman_target"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
@@ -67,6 +68,13 @@ def resamples_to_call(alpha: float) -> int:
     says p < 2 / n; a (1 - alpha) percentile interval likewise needs n * alpha / 2 >= 1 resamples in each tail for an
     end that is not simply the most extreme draw."""
     return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
+
+
+def _resamples_for_family(m: int, alpha: float) -> int:
+    """The fewest resamples from which Holm's adjustment over a family of ``m`` callable cells can call one whose
+    resamples all agree: its raw p enters as 2 / n (``_holm``), the smallest adjusted p is then 2 m / n, and a call
+    needs it below alpha (``_verdict``), so n must be more than 2 m / alpha: 41 for one cell at 0.05, 1,001 for 25."""
+    return math.floor(2.0 * m / alpha + 1e-9) + 1  # the tolerance: as resamples_to_call's, an exact 2 m / alpha
 
 #: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
 _NO_BOOT = "no intervals or calls (--n-boot 0)"
@@ -245,12 +253,15 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
     """A table's cells (label -> metric -> ``Paired``) with their calls read against Holm-adjusted p-values: per
     metric, Holm's step-down method over the table's cells that may be called (``_callable``), the raw p-value kept
     beside the adjusted one (``Paired.p_holm``). At alpha 0.05, a table of 66 criteria compared for two judges of
-    equal quality expects 66 x 0.05 = 3.3 false calls on raw p-values; Holm keeps the chance of any false call in the
-    table at most alpha, as ``judge-eval rank``'s leaderboard does for its pairs with Bonferroni. Cells too small to
-    call are left out of the family: they are n.s. whatever their p-value, so no false call can come from them.
+    equal quality expects 66 x 0.05 = 3.3 false calls on raw p-values; Holm keeps the chance of any false call among
+    the table's cells of one metric at most alpha (each metric is its own family: a table of MAE, Spearman and VC
+    columns may hold up to three false calls' worth of alpha), as ``judge-eval rank``'s leaderboard does for its pairs
+    with Bonferroni. Cells too small to call are left out of the family: they are n.s. whatever their p-value, so no
+    false call can come from them.
 
     A p-value estimated as 0 says only p < 2 / resamples (``resamples_to_call``) and enters the adjustment as that
-    bound: a call in a family of m cells then needs at least 2 m / alpha resamples, as rank's Bonferroni pairs do."""
+    bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``_resamples_for_family``), and
+    an adjusted p that rests on such a bound is itself an upper bound (``holm_upper_bounds``)."""
     from statsmodels.stats.multitest import multipletests
 
     metric_names = sorted({metric for cells in table.values() for metric in cells})
@@ -260,12 +271,48 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
         if not family:
             continue
         cells = [table[label][metric] for label in family]
-        raw = [max(p.p_value, 2.0 / p.n_resamples if p.n_resamples else 0.0) for p in cells]
+        raw = [_entered(p) for p in cells]
         adjusted = multipletests(raw, alpha=alpha, method="holm")[1]
         for label, p, p_holm in zip(family, cells, adjusted):
             out[label][metric] = replace(p, p_holm=float(p_holm), verdict=_verdict(
                 p.delta, float(p_holm), metric, alpha, p.n_units, p.n_resamples))
     return out
+
+
+def _entered(p: Paired) -> float:
+    """The p-value a cell enters Holm's adjustment with: its raw p, or the bound 2 / resamples where it is below
+    (an estimate of 0)."""
+    return max(p.p_value, 2.0 / p.n_resamples if p.n_resamples else 0.0)
+
+
+def holm_upper_bounds(table: dict[str, dict[str, Paired]]) -> set[tuple[str, str]]:
+    """The cells of a table (label -> metric -> ``Paired``, as ``_holm`` adjusted it) whose Holm p is an upper bound,
+    as ``(label, metric)``: its own raw p entered as the bound 2 / resamples, or the step-down's running maximum that
+    gives its adjusted p was set by such a cell ranked before it (ties ranked bound first). The true p below the bound
+    would make that adjusted p smaller, never larger, so the page writes it "Holm p ≤ x"."""
+    out = set()
+    for metric in sorted({metric for cells in table.values() for metric in cells}):
+        family = [(label, cells[metric]) for label, cells in table.items()
+                  if metric in cells and cells[metric].p_holm is not None]
+        ranked = sorted(((_entered(p), p.p_value < _entered(p), label) for label, p in family),
+                        key=lambda entry: (entry[0], not entry[1]))
+        best, best_bound = -1.0, False
+        for k, (entered, bound, label) in enumerate(ranked):
+            term = min(1.0, (len(ranked) - k) * entered)
+            if term > best or (term == best and bound):
+                best, best_bound = term, bound or (term == best and best_bound)
+            if bound or best_bound:
+                out.add((label, metric))
+    return out
+
+
+def holm_applied(result: Comparison) -> bool:
+    """Whether some table cell of ``result`` carries a Holm-adjusted p (``Paired.p_holm``): a compare.json written
+    before the adjustment has none, and its calls were made on the raw p-values, which its pages must not call
+    Holm-adjusted."""
+    return any(p.p_holm is not None for comp in result.comparisons for block in comp.splits.values()
+               for grouping in ("model", "task_type", "criterion") for cells in block.by(grouping).values()
+               for p in cells.values())
 
 
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
@@ -449,69 +496,83 @@ def headline(result: Comparison) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
     (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"; first, for a run whose MAE
     has another reference than the baseline's (a regression judge's mean beside a verdict judge's mode), a sentence
-    that says so, and one for a run whose Spearman has (``--spearman-target``). Under ``--n-boot 0`` a sentence
-    says there are no intervals or calls, rather than showing empty ones."""
+    that says so, and one for a run whose Spearman has (``--spearman-target``), and one where the runs' VC was drawn
+    again under one seed and repeat count (``_on_one_vc_draw``); last, one per table whose Holm family is too large
+    for the resamples drawn (``_families_too_large``). Under ``--n-boot 0`` a sentence says there are no intervals or
+    calls, rather than showing empty ones.
+
+    The VC sentence is read from the runs' settings, as ``compare`` decides the redraw: a compare.json written before
+    compare drew VC again (nor adjusted by Holm; ``holm_applied`` tells that case) and read back with
+    ``Comparison.from_json`` would have it said though its VC was paired as written. No command renders a
+    compare.json again; compare.md and compare.html are written from the comparison just computed."""
+    return [line for k in range(len(result.comparisons)) for line in comparison_headline(result, k)]
+
+
+def comparison_headline(result: Comparison, k: int) -> list[str]:
+    """``headline``'s sentences of the ``k``-th comparison (its run against the baseline), which compare.html shows
+    under that comparison's heading."""
     lines = []
     needed = resamples_to_call(result.alpha)
     targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
     correlated = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
-    for comp, own in zip(result.comparisons, result.metrics[1:]):
-        mine, theirs = targets.get(comp.run), targets.get(result.baseline)
-        if mine and theirs and mine != theirs:
-            lines.append(f"{comp.run}'s MAE is against the experts' {mine}, {result.baseline}'s against their "
-                         f"{theirs} (each judge's own reference): the deltas set the two side by side, on the items "
-                         "where both are defined.")
-        # Each run's Spearman is paired against its own reference, as its own metrics.json reports it (the MAE
-        # case's choice): two references then differ even for identical scores, which the reader must be told.
-        mine, theirs = correlated.get(comp.run), correlated.get(result.baseline)
-        if mine and theirs and mine != theirs:
-            lines.append(f"{comp.run}'s Spearman is against the experts' {mine}, {result.baseline}'s against their "
-                         f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
-                         "and identical scores would differ; score both runs with one --spearman-target to compare "
-                         "their correlations.")
-        mine, theirs = _vc_draws(own), _vc_draws(result.metrics[0])
-        if mine != theirs:
-            lines.append(f"{comp.run}'s Verdict Confidence was scored with --seed {mine[0]} --vc-repeats {mine[1]}, "
-                         f"{result.baseline}'s with --seed {theirs[0]} --vc-repeats {theirs[1]}: the paired VC draws "
-                         f"both again under the baseline's (seed {theirs[0]}, {theirs[1]} repeats), so that its delta "
-                         "is the judges' and not the draws'; each run's own VC (its metrics.json) is of its own draws.")
-        for split in item_table.SPLITS:
-            block = comp.splits.get(split)
-            if block is None:
-                continue
-            p = block.overall["mae"]
-            if not p.n:
-                lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no "
-                             "scored items" + _outside(comp, own, result) + ".")
-                continue
-            failures = _failures(comp, own, result, split, p.n)
-            delta = p.delta or 0.0
-            # what the minimum counted: instructions when they were resampled (n_units), else the paired items
-            units = p.n_units if p.n_units is not None else p.n
-            unit = "items" if units == p.n else "instructions"
-            how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
-            if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
-                lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                             f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
-                continue
-            lines.append(
-                f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
-                f"{p.n} paired items): {p.verdict}"
-                + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
-                   else "")
-                + (f" (under {needed} resamples: too few to call at alpha {result.alpha})"
-                   if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
-                + failures
-            )
-        lines += _families_too_large(comp, result)
+    comp, own = result.comparisons[k], result.metrics[k + 1]
+    mine, theirs = targets.get(comp.run), targets.get(result.baseline)
+    if mine and theirs and mine != theirs:
+        lines.append(f"{comp.run}'s MAE is against the experts' {mine}, {result.baseline}'s against their "
+                     f"{theirs} (each judge's own reference): the deltas set the two side by side, on the items "
+                     "where both are defined.")
+    # Each run's Spearman is paired against its own reference, as its own metrics.json reports it (the MAE
+    # case's choice): two references then differ even for identical scores, which the reader must be told.
+    mine, theirs = correlated.get(comp.run), correlated.get(result.baseline)
+    if mine and theirs and mine != theirs:
+        lines.append(f"{comp.run}'s Spearman is against the experts' {mine}, {result.baseline}'s against their "
+                     f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
+                     "and identical scores would differ; score both runs with one --spearman-target to compare "
+                     "their correlations.")
+    mine, theirs = _vc_draws(own), _vc_draws(result.metrics[0])
+    if mine != theirs:
+        lines.append(f"{comp.run}'s Verdict Confidence was scored with --seed {mine[0]} --vc-repeats {mine[1]}, "
+                     f"{result.baseline}'s with --seed {theirs[0]} --vc-repeats {theirs[1]}: the paired VC draws "
+                     f"both again under the baseline's (seed {theirs[0]}, {theirs[1]} repeats), so that its delta "
+                     "is the judges' and not the draws'; each run's own VC (its metrics.json) is of its own draws.")
+    for split in item_table.SPLITS:
+        block = comp.splits.get(split)
+        if block is None:
+            continue
+        p = block.overall["mae"]
+        if not p.n:
+            lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no "
+                         "scored items" + _outside(comp, own, result) + ".")
+            continue
+        failures = _failures(comp, own, result, split, p.n)
+        delta = p.delta or 0.0
+        # what the minimum counted: instructions when they were resampled (n_units), else the paired items
+        units = p.n_units if p.n_units is not None else p.n
+        unit = "items" if units == p.n else "instructions"
+        how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
+        if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
+            lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
+                         f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
+            continue
+        lines.append(
+            f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
+            f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
+            f"{p.n} paired items): {p.verdict}"
+            + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
+               else "")
+            + (f" (under {needed} resamples: too few to call at alpha {result.alpha})"
+               if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
+            + failures
+        )
+    lines += _families_too_large(comp, result)
     return lines
 
 
 def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
     """A sentence per grouping whose Holm family is too large for the resamples drawn: a raw p of 0 enters as
-    2 / resamples, so a table of m callable cells can call none below 2 m / alpha resamples (``_holm``) — said, not
-    left for the reader to find among its n.s. rows."""
+    2 / resamples, so a table of m callable cells can call none unless there are more than 2 m / alpha resamples
+    (``_resamples_for_family``) — said, not left for the reader to find among its n.s. rows. One callable cell is a
+    family too: at exactly 2 / alpha resamples it is callable, but its bound 2 / resamples equals alpha."""
     if not result.n_boot:
         return []
     out = []
@@ -520,11 +581,12 @@ def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
                            for cells in block.by(grouping).values()
                            for metric, p in cells.items() if p.p_holm is not None)
         largest = max(families.values(), default=0)
-        needed = math.ceil(2 * largest / result.alpha)
-        if largest > 1 and result.n_boot < needed:
-            out.append(f"{comp.run} vs {result.baseline}: a table by {title} holds up to {largest} cells to call, "
-                       f"which Holm's adjustment can call only with at least {needed} resamples (2 m / alpha); "
-                       f"with --n-boot {result.n_boot} a cell whose resamples all agree may still read n.s. there.")
+        needed = _resamples_for_family(largest, result.alpha)
+        if largest and result.n_boot < needed:
+            cells = "1 cell" if largest == 1 else f"up to {largest} cells"
+            out.append(f"{comp.run} vs {result.baseline}: a table by {title} holds {cells} to call, which Holm's "
+                       f"adjustment can call only with at least {needed} resamples (more than 2 m / alpha); with "
+                       f"--n-boot {result.n_boot} a cell whose resamples all agree may still read n.s. there.")
     return out
 
 
@@ -557,9 +619,11 @@ def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
             f"{comp.run}: {run} of its {totals[1]})")
 
 
-def _cell(p: Paired, n_boot: int, holm: bool = False) -> list[str]:
-    """A paired row's cells; with ``holm``, the Holm-adjusted p-value after the raw one ("—" where it has none)."""
-    adjusted = [fmt_p(p.p_holm, p.resamples(n_boot)) if p.p_holm is not None else "—"] if holm else []
+def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> list[str]:
+    """A paired row's cells; with ``holm``, the Holm-adjusted p-value after the raw one ("—" where it has none),
+    "≤" before it where it is an upper bound (``bound``: ``holm_upper_bounds``)."""
+    adjusted = [("≤ " if bound else "") + fmt_p(p.p_holm, p.resamples(n_boot)) if p.p_holm is not None else "—"
+                ] if holm else []
     return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
             fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, p.verdict, str(p.n)]
 
@@ -698,7 +762,8 @@ def render_markdown(result: Comparison) -> str:
             out += [markdown_table(["Overall"] + head[1:], rows), ""]
             for name, title in (("model", "Evaluated model"), ("task_type", "Task type"), ("criterion", "Criterion")):
                 # the call read against the Holm-adjusted p, shown beside the raw one ("—": a cell too small to call)
-                rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot, holm=True)
+                bounds = holm_upper_bounds(block.by(name))
+                rows = [[md_text(label)] + _cell(cells["mae"], result.n_boot, True, (label, "mae") in bounds)
                         for label, cells in block.by(name).items()]
                 if rows:
                     out += [f"MAE by {title.lower()}:", "",
@@ -721,14 +786,16 @@ def _metric_label(result: Comparison, comp, metric: str) -> str:
 
 
 def _paired_note(result: Comparison, unit: str) -> list[str]:
+    """The paired tables' note; Holm's adjustment named only where the comparison carries it (``holm_applied``)."""
+    tables = ("The overall rows are called on their own p; the tables by evaluated model, task type and criterion on "
+              "p adjusted by Holm's method over the table's cells of one metric that may be called (p (Holm); the "
+              f"raw p beside it), so that, per metric, a table's chance of any false call stays at most {result.alpha}; "
+              "a raw p shown as < 2 / resamples enters as that bound, so a call in a table of m such cells needs more "
+              "than 2 m / alpha resamples, and a p (Holm) resting on that bound is an upper bound (≤)."
+              if holm_applied(result) else "Every row is called on its own p.")
     return [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
             f"{unit}; "
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
             "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
-            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples). "
-            "The overall rows are called on their own p; the tables by evaluated model, task type and criterion on "
-            "p adjusted by Holm's method over the table's cells that may be called (p (Holm); the raw p beside it), "
-            f"so that a table's chance of any false call stays at most {result.alpha}; a raw p shown as "
-            "< 2 / resamples enters as that bound, so a call in a table of m such cells needs 2 m / alpha "
-            "resamples.", ""]
+            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples). " + tables, ""]

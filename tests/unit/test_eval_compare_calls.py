@@ -5,6 +5,7 @@ p-values while the overall cells keep their own."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 
 import numpy as np
@@ -64,6 +65,11 @@ def test_one_judges_verdicts_scored_with_other_vc_draws_pair_to_no_vc_difference
         f"b's Verdict Confidence was scored with --seed {seed} --vc-repeats {vc_repeats}, a's with --seed 0 "
         "--vc-repeats 100: the paired VC draws both again under the baseline's (seed 0, 100 repeats), so that its "
         "delta is the judges' and not the draws'; each run's own VC (its metrics.json) is of its own draws.")
+    # compare.html says it too, under the comparison's heading, where its paired VC table is
+    from eval.reports.html_report import render_compare_page
+
+    page = render_compare_page(result, None)
+    assert page.index(f'<p class="note">{html.escape(headline(result)[0])}</p>') > page.index('<h2 id="cmp-0">')
 
 
 def test_runs_scored_with_one_draw_pair_their_vc_as_written_and_say_nothing(tmp_path):
@@ -103,13 +109,16 @@ def test_a_tables_calls_are_read_against_holm_adjusted_p_values():
     assert [cells["mae"].p_value for cells in called.values()] == [0.0, 0.03, 0.04, 0.001]
 
 
-@pytest.mark.parametrize("n_boot, p_holm, call", [(50, 0.08, "n.s."), (100, 0.04, "better")])
+@pytest.mark.parametrize("n_boot, p_holm, call", [(40, 0.1, "n.s."), (50, 0.08, "n.s."), (80, 0.05, "n.s."),
+                                                  (100, 0.04, "better")])
 def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path, n_boot, p_holm, call):
     """Two criteria of 40 items each, three experts agreeing on 1: the baseline says 2 everywhere, the run 1. Every
     resample's MAE delta is -1 and its VC delta 1 - 2/3 = 1/3, so every raw p is 0, i.e. below 2 / n_boot. The
     overall cell is called on its own p (better; no adjusted p). Each criterion table holds two callable cells:
-    Holm on the bound 2 / n_boot gives 2 x 2/50 = 0.08 (n.s.) at 50 resamples and 2 x 2/100 = 0.04 (better) at
-    100: two cells need 2 x 2 / 0.05 = 80 resamples."""
+    Holm on the bound 2 / n_boot gives 2 x 2/40 = 0.1 and 2 x 2/50 = 0.08 (n.s.), at 80 resamples 2 x 2/80 = 0.05,
+    not below alpha (n.s.), and 2 x 2/100 = 0.04 (better) at 100: two cells need more than 2 x 2 / 0.05 = 80
+    resamples, 81. The one model's and the one task type's tables hold one cell each, whose bound 2 / 40 = 0.05 is
+    not below alpha at 40 resamples though the cell is callable there: one cell needs 41."""
     from eval.scoring.compare import compare, render_markdown
 
     n = 80
@@ -131,20 +140,74 @@ def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path,
     # compare.md: the criterion table shows both p-values and the call read against the adjusted one
     rows = [line for line in render_markdown(result).splitlines() if line.startswith("| c1 | 1.000 | 0.000 | -1.000 |")]
     assert len(rows) == 2  # the Standard test's paired row and both tests' together
-    assert all(f"| < {2 / n_boot:.3g} | {p_holm:.3f} | {call} | 40 |" in row for row in rows)
+    # every adjusted p here rests on the bound 2 / n_boot: an upper bound, written "≤"
+    assert all(f"| < {2 / n_boot:.3g} | ≤ {p_holm:.3f} | {call} | 40 |" in row for row in rows)
     # compare.html: a criterion cell shows the adjusted p its call is read against beside the raw one; the overall
     # cell, called on its own p, shows none
     from eval.reports.html_report import render_compare_page
 
     page = render_compare_page(result, None)
-    assert page.count(f"p &lt; {2 / n_boot:.3g}, Holm p = {p_holm:.3f}") == 2 * 2 * 2  # 2 criteria x 2 metrics x 2 rows
-    assert "Holm-adjusted within each table" in page
-    # the headline says when a table's family is too large for the resamples drawn: two criteria need 2 x 2 / 0.05
-    # = 80 resamples, so at 50 a sentence names the figure and at 100 none is written
+    assert page.count(f"p &lt; {2 / n_boot:.3g}, Holm p ≤ {p_holm:.3f}") == 2 * 2 * 2  # 2 criteria x 2 metrics x 2 rows
+    assert "Holm-adjusted per metric within each table" in page
+    # the headline says when a table's family is too large for the resamples drawn: two criteria need 81
+    # resamples, one model or task type 41; at 100 nothing is said. compare.html shows the same sentences under
+    # the comparison's heading.
     from eval.scoring.compare import headline
 
     said = [line for line in headline(result) if "Holm's adjustment" in line]
-    assert said == ([] if n_boot >= 80 else [
-        "b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
-        "least 80 resamples (2 m / alpha); with --n-boot 50 a cell whose resamples all agree may still read n.s. "
-        "there."])
+    one = ("b vs a: a table by {} holds 1 cell to call, which Holm's adjustment can call only with at least 41 "
+           f"resamples (more than 2 m / alpha); with --n-boot {n_boot} a cell whose resamples all agree may still "
+           "read n.s. there.")
+    two = ("b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
+           f"least 81 resamples (more than 2 m / alpha); with --n-boot {n_boot} a cell whose resamples all agree may "
+           "still read n.s. there.")
+    assert said == {40: [one.format("evaluated model"), one.format("task type"), two], 50: [two], 80: [two],
+                    100: []}[n_boot]
+    heading = page.index('<h2 id="cmp-0">')
+    assert all(page.index(f'<p class="note">{html.escape(line)}</p>') > heading for line in said)
+
+
+def test_a_holm_p_resting_on_a_bound_is_marked_an_upper_bound():
+    """Holm over c1 (raw p 0 from 1,000 resamples: entered as 0.002), c2 (raw 0.002, exact) and c3 (raw 0.04). By
+    hand: sorted 0.002 (c1, the bound, ranked first of the tie), 0.002, 0.04 times 3, 2, 1 -> 0.006, max(0.006,
+    0.004) = 0.006, max(0.006, 0.04) = 0.04. c1's adjusted p rests on its bound, c2's is c1's (the running
+    maximum), both upper bounds; c3's is its own. compare.html writes the bounds "Holm p ≤", the other "Holm p =";
+    compare.md "≤ 0.006"."""
+    from eval.reports.html_report import _paired_table
+    from eval.scoring.compare import _holm, holm_upper_bounds
+
+    called = _holm({"c1": {"mae": _cell(-0.2, 0.0)}, "c2": {"mae": _cell(-0.1, 0.002)},
+                    "c3": {"mae": _cell(-0.1, 0.04)}}, 0.05)
+    assert {label: cells["mae"].p_holm for label, cells in called.items()} == pytest.approx(
+        {"c1": 0.006, "c2": 0.006, "c3": 0.04})
+    assert holm_upper_bounds(called) == {("c1", "mae"), ("c2", "mae")}
+    page = _paired_table("Criterion", called, ["mae"], "t", 1000)
+    assert page.count("Holm p ≤ 0.006") == 2 and page.count("Holm p = 0.040") == 1
+
+
+def test_a_compare_json_without_holm_p_values_is_not_said_to_be_holm_adjusted(tmp_path):
+    """A comparison whose table cells carry no p_holm (a compare.json written before the adjustment, read back):
+    compare.html's subtitle and compare.md's note do not call its calls Holm-adjusted; the comparison compare just
+    made says Holm's family is per metric and needs more than 2 m / alpha resamples."""
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, holm_applied, render_markdown
+
+    table = _random_verdicts()
+    a = _scored_run(tmp_path / "A", "a", table)
+    b = _scored_run(tmp_path / "B", "b", dataclasses.replace(table, judge=np.roll(table.judge, 1)))
+    result = compare([a, b], n_boot=50)
+    written = json.loads(item_table.dumps(result))
+    assert holm_applied(result)
+    note = next(line for line in render_markdown(result).splitlines() if line.startswith("Paired: delta"))
+    assert "so that, per metric, a table's chance of any false call stays at most 0.05" in note
+    assert "a call in a table of m such cells needs more than 2 m / alpha resamples" in note
+    for split in written["comparisons"][0]["splits"].values():
+        for grouping in ("by_model", "by_task_type", "by_criterion"):
+            for cells in split[grouping].values():
+                for cell in cells.values():
+                    cell.pop("p_holm", None)
+    older = Comparison.from_json(written)
+    assert not holm_applied(older)
+    assert "Holm" not in render_compare_page(older, None).split("</header>")[0]
+    note = next(line for line in render_markdown(older).splitlines() if line.startswith("Paired: delta"))
+    assert "Holm" not in note and note.endswith("Every row is called on its own p.")

@@ -106,6 +106,61 @@ def test_rewritten_report_and_compare_show_no_stale_verdict(tmp_path):
                for item, v in verdicts.items() if item != edited)
 
 
+def test_a_stale_row_followed_by_its_items_fresh_row_opens_to_the_fresh_verdict(tmp_path):
+    """score --allow-repeated-ids: item 1's first row judged its text before the edit, the next (a resumed run asked
+    it again) the text as it is. score leaves the stale row out and scores the fresh one (status ok); report.html
+    rewritten from the folder and compare.html, which read the predictions again, open item 1 to the fresh row's
+    feedback, as score's own page does, not to the first row's."""
+    from eval.judging.predictions import record_content_key
+    from eval.reports.html_report import write_report_page
+    from eval.scoring.compare import compare
+    from eval.scoring.score import score
+
+    records = [r for r in judge.load_records(judge.sample_data_path()) if judge.split_of(r) == "standard"][:4]
+    edited = list(records)
+    edited[1] = dataclasses.replace(records[1], answer=records[1].answer + " (edited)")
+    judge.write_jsonl(edited, tmp_path / "data.jsonl")
+
+    def row(record, feedback, name):
+        return json.dumps({"id": record.id, "judge": f"J{name}", "raw_output": "x", "feedback": feedback,
+                           "score": max(record.expert_scores), "parse_ok": True, "error": None, "reason": "",
+                           "score_source": "verdict", "latency_s": 0.1, "content_key": record_content_key(record)},
+                          ensure_ascii=False)
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        lines = [row(r, f"fb {name} {k}", name) for k, r in enumerate(records)] + [row(edited[1], f"new {name}", name)]
+        (tmp_path / name / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        score(tmp_path / name / "predictions.jsonl", tmp_path / "data.jsonl", n_boot=0, vc_repeats=5,
+              allow_repeated_ids=True)
+    item = records[1].id
+    for page in (tmp_path / "a" / "report.html", write_report_page(tmp_path / "a")):
+        data = _embedded(page.read_text(encoding="utf-8"))
+        verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+        assert verdicts[item] == [{"f": "new a", "src": "verdict"}]
+        assert verdicts[records[0].id] == [{"f": "fb a 0", "src": "verdict"}]
+    data = compare_items(compare([tmp_path / "a", tmp_path / "b"], n_boot=0))
+    verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+    assert [v["f"] for v in verdicts[item]] == ["new a", "new b"]
+
+
+def test_report_items_pass_over_a_stale_row_only_with_the_records():
+    """Rows as dicts: i1's first row carries the content_key of a text i1 no longer has, its second the key of its
+    text now, i0's one row no key (unchecked, kept). With the records, i1 opens to the second row; without them
+    (nothing to check against) to the first, as before."""
+    from eval.judging.predictions import record_content_key
+
+    records = _records(2)
+    old = dataclasses.replace(records[1], answer="before the edit")
+    predictions = [{"id": "i0", "feedback": "fb 0", "score": 0.0},
+                   {"id": "i1", "feedback": "old", "score": 1.0, "content_key": record_content_key(old)},
+                   {"id": "i1", "feedback": "new", "score": 1.0, "content_key": record_content_key(records[1])}]
+    details = _by_id(report_items(_items(2), records, predictions, "j", "mode"))
+    assert details["i0"]["v"] == [{"f": "fb 0"}] and details["i1"]["v"] == [{"f": "new"}]
+    details = _by_id(report_items(_items(2), None, predictions, "j", "mode", records_note="gone."))
+    assert details["i1"]["v"] == [{"f": "old"}]
+
+
 # ------------------------------------------------------------------------------- items without their texts
 
 
@@ -119,6 +174,18 @@ def test_data_gone_keeps_every_items_feedback_with_the_note():
     assert all(d["m"] == note and d["c"] == [] for d in details.values())
     assert {data["strings"][details["i0"][key]] for key in "iaru"} == {""}
     assert data["notes"] == [note]
+
+
+def test_data_gone_an_item_past_the_cap_says_the_data_is_gone_not_to_score_again():
+    """No data and a cap of 2 of 5 items: an item past the cap reads the data's note and that the feedback is
+    embedded for 2 of 5 items; it says no texts are embedded, nor that a larger --html-text-items would embed
+    more (score needs the data)."""
+    note = "Not found: the labelled data (...): the items' texts are not in this page."
+    data = report_items(_items(5), None, _predictions(5), "j", "mode", records_note=note, text_items=2)
+    assert len(data["details"]) == 2
+    assert data["no_text_note"] == (
+        f"{note} The judge's feedback is embedded for 2 of 5 items (the largest differences of each criterion and "
+        "evaluated model first; --html-text-items); this one has only its numbers here.")
 
 
 def test_an_item_not_in_the_data_keeps_its_feedback_and_says_why():
