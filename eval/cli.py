@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
-                       "p-values or calls) or >= 10; a better/worse call needs >= 2/alpha (40 at the default --alpha).")
+                       "p-values or calls) or >= 10; a better/worse call needs >= 2/alpha (40 at the default --alpha), "
+                       "in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 criteria).")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
