@@ -329,6 +329,13 @@ class TrainConfig:
                               f"(weight_decay {self.weight_decay} here, {block_decay!r} in the block); set "
                               "weight_decay 0 (\"auto\" or 0 in the block), or use a DeepSpeed config without an "
                               "optimizer block (configs/deepspeed/zero3.json)")
+        # A key the block leaves out is not filled from this config (transformers' fill_match replaces only keys that
+        # are there): DeepSpeed's own defaults would train, lr 1e-3 among them, while run.json records this lr.
+        missing = sorted({"lr", "betas", "eps"} - set(params))
+        if missing:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's params lack "
+                              f"{', '.join(missing)}, so DeepSpeed's own defaults would train (lr 1e-3) while "
+                              "run.json records this config's; give each as \"auto\" (filled from this config)")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""

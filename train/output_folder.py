@@ -12,13 +12,12 @@ finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear
 from __future__ import annotations
 
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from train.config import ConfigError, TrainConfig, config_to_dict
-from train.training_arguments import is_main_process
+from train.training_arguments import is_main_process, launched_world_size
 
 __all__ = ["latest_checkpoint", "check_resumable", "check_world_size", "check_output_dir", "finished_export",
            "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
@@ -153,7 +152,7 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
         source = "run.json's launch.world_size"
     else:
         return
-    now = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+    now = launched_world_size() if world_size is None else world_size
     if not isinstance(written, int) or isinstance(written, bool) or written == now:
         return
     raise ConfigError(

@@ -538,10 +538,11 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     if not config.overwrite_output_dir:
         # The job resumes the folder's latest checkpoint (slurm/train.sbatch passes --resume): a ZeRO one written by
         # another number of ranks would be refused by every rank, after the queue's wait.
-        from train.output_folder import check_world_size, latest_checkpoint
+        from train.output_folder import check_world_size, finished_export, latest_checkpoint
 
         checkpoint = latest_checkpoint(output_dir)
-        if checkpoint is not None:
+        # a finished run's job ends at once whatever its rank count ("already finished", slurm/train.sbatch)
+        if checkpoint is not None and finished_export(output_dir, checkpoint) is None:
             try:
                 check_world_size(config, checkpoint, plan.world_size, launch="this submission trains on {ranks} ranks "
                                  f"({plan.nodes} nodes x {plan.ranks_per_node})")

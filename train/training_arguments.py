@@ -52,7 +52,7 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
     """
     if world_size is None and "WORLD_SIZE" not in os.environ:
         _refuse_data_parallel_without_a_launcher()
-    world = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+    world = launched_world_size() if world_size is None else world_size
     per_step = config.per_device_train_batch_size * world
     if config.global_batch_size % per_step:
         raise ConfigError(
@@ -61,6 +61,21 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
             "or the number of ranks"
         )
     return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)
+
+
+def launched_world_size() -> int:
+    """``$WORLD_SIZE`` (set by torchrun, accelerate and deepspeed; 1 without one), a ConfigError naming it unless it
+    is a positive integer (``abc`` was a ValueError traceback, ``0`` a ZeroDivisionError, ``-1`` a negative
+    accumulation)."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    try:
+        world = int(value)
+    except ValueError:
+        world = 0
+    if world < 1:
+        raise ConfigError(f"WORLD_SIZE={value!r} in the environment is not a positive number of ranks; unset it, or "
+                          "let the launcher (torchrun, accelerate, deepspeed) set it")
+    return world
 
 
 def _refuse_data_parallel_without_a_launcher() -> None:

@@ -168,3 +168,16 @@ def test_a_resubmission_on_another_number_of_ranks_than_its_zero_checkpoint_is_r
     assert "JUDGE_GRAD_ACCUM=16" in capsys.readouterr().out  # 256 rows / (4 per device x 4 ranks)
     assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run", "--",
                               "--overwrite-output-dir"]) == 0
+
+
+def test_a_finished_zero_run_resubmitted_on_another_number_of_ranks_is_submitted(tmp_path, capsys):
+    """A finished run's job ends at once, "already finished", whatever its rank count (slurm/train.sbatch,
+    ``train.output_folder.finished_export``): its checkpoint reached the planned step 4 and export/run.json records the
+    export of step 4, so nothing is left to load on 2 ranks and the submission is not refused."""
+    config, checkpoint = _zero_run(tmp_path, ranks=4)
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 4, "max_steps": 4}')
+    (tmp_path / "run" / "export").mkdir()
+    (tmp_path / "run" / "export" / "run.json").write_text(
+        '{"result": {"export_dir": "%s", "global_step": 4}}' % (tmp_path / "run" / "export"))
+    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]) == 0
+    assert capsys.readouterr().err == ""

@@ -753,7 +753,7 @@ def test_a_deepspeed_optimizer_block_takes_only_an_adamw_optim_beside_it(tmp_pat
     """An optimizer block makes DeepSpeed run its own optimizer whatever `optim` says: AdamW beside one of
     transformers' full-precision AdamW names is the same update (zero3_offload.json needs DeepSpeed's CPU AdamW);
     another optim, another block type or optim_args would be recorded and not run."""
-    path = _deepspeed_json(tmp_path, optimizer={**optimizer, "params": {"lr": "auto"}})
+    path = _deepspeed_json(tmp_path, optimizer={**optimizer, "params": {"lr": "auto", "betas": "auto", "eps": "auto"}})
     overrides = {"deepspeed": str(path), "optim": optim, "trainer_args": trainer_args}
     if refused is None:
         assert load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides).optim == optim
@@ -874,8 +874,11 @@ def test_a_deepspeed_autotp_size_above_1_is_refused_for_it_shrinks_the_global_ba
 @pytest.mark.parametrize("params, weight_decay, refused", [
     # zero3_offload.json's block: every param "auto", filled from the config
     ({"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}, 0.0, None),
-    ({"lr": "auto", "weight_decay": 0}, 0.0, None),
-    ({"lr": "auto"}, 0.0, None),
+    ({"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": 0}, 0.0, None),
+    ({"lr": "auto", "betas": "auto", "eps": "auto"}, 0.0, None),
+    # a key left out is not filled from the config: DeepSpeed's defaults (lr 1e-3) would train
+    ({"lr": "auto", "weight_decay": 0}, 0.0, "params lack betas, eps, so DeepSpeed's own defaults"),
+    ({}, 0.0, "params lack betas, eps, lr, so DeepSpeed's own defaults"),
     ({"lr": "auto", "weight_decay": "auto"}, 0.1, "(weight_decay 0.1 here, 'auto' in the block)"),
     # DeepSpeed's AdamW then takes its own default (0) while run.json records 0.1: refused all the same
     ({"lr": "auto"}, 0.1, "(weight_decay 0.1 here, 'auto' in the block)"),
@@ -897,7 +900,9 @@ def test_a_deepspeed_adamw_block_runs_only_the_update_the_config_records(tmp_pat
         load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", overrides)
     message = str(error.value)
     assert message.startswith(f"deepspeed config {path}: its 'optimizer' block") and refused in message
-    if "params" in refused:
+    if "lack" in refused:
+        assert message.endswith("while run.json records this config's; give each as \"auto\" (filled from this config)")
+    elif "params" in refused:
         assert message.endswith("would change the AdamW update that optim 'adamw_torch' records; keep only betas, "
                                 "eps, lr, weight_decay (best as \"auto\", filled from this config)")
     else:
@@ -906,3 +911,15 @@ def test_a_deepspeed_adamw_block_runs_only_the_update_the_config_records(tmp_pat
             "included, where optim 'adamw_torch' (as run.json records it) leaves those undecayed: only a weight "
             f"decay of 0 is the same update {refused}; set weight_decay 0 (\"auto\" or 0 in the block), or use a "
             "DeepSpeed config without an optimizer block (configs/deepspeed/zero3.json)")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", ""])
+def test_a_world_size_that_is_no_positive_number_is_refused_naming_it(monkeypatch, value):
+    """WORLD_SIZE comes from the launcher; a stray one (abc was a ValueError traceback, 0 a ZeroDivisionError, -1 a
+    negative accumulation) is a one-line ConfigError naming the variable and its value."""
+    config = load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml")
+    monkeypatch.setenv("WORLD_SIZE", value)
+    with pytest.raises(ConfigError) as error:
+        launch_arithmetic(config)
+    assert str(error.value) == (f"WORLD_SIZE={value!r} in the environment is not a positive number of ranks; unset "
+                                "it, or let the launcher (torchrun, accelerate, deepspeed) set it")

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import torch
 
 #: Weights other than the shipped 1.0 / 1.0, so a swapped or dropped weight changes the loss.
 LM_WEIGHT, SCORE_WEIGHT = 0.3, 2.0
+
+# A rank that dies before joining leaves the other in the store's C++ wait, which pytest-timeout cannot interrupt:
+# the join gives up after this (torch's default is 30 minutes).
+_JOIN_TIMEOUT = timedelta(seconds=60)
 
 
 @pytest.fixture()
@@ -135,7 +141,7 @@ def _second_rank(store: str) -> None:
     """Rank 1 of a gloo group of two: joins the log's all-reduce with OTHER_RANK, exits 1 on a wrong sum."""
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=1, world_size=2)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=1, world_size=2, timeout=_JOIN_TIMEOUT)
     try:
         totals = torch.tensor(OTHER_RANK, dtype=torch.float64)
         dist.all_reduce(totals, op=dist.ReduceOp.SUM)
@@ -161,7 +167,7 @@ def test_the_logged_parts_all_reduce_with_a_second_rank_through_gloo(trainer, mo
     other = multiprocessing.get_context("fork").Process(target=_second_rank, args=(str(store),))
     other.start()
     try:
-        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=2)
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=2, timeout=_JOIN_TIMEOUT)
         try:
             model.train()
             trainer.compute_loss(model, dict(batch))
