@@ -31,6 +31,7 @@ Generation progress is saved as it goes; re-running the same command resumes (``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -468,8 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1
     except KeyboardInterrupt as err:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
         by = f" by {err}" if isinstance(err, Stopped) else ""  # SIGTERM or SIGHUP (eval.mera.interrupts)
-        print(f"judge-eval mera {config.task}: interrupted{by}; the answers saved so far in {config.out} are kept, "
-              "rerunning the same command resumes", file=sys.stderr)  # fmt: skip
+        with contextlib.suppress(OSError):  # a hung-up terminal's stderr fails with EIO: the exit code still says it
+            print(f"judge-eval mera {config.task}: interrupted{by}; the answers saved so far in {config.out} are "
+                  "kept, rerunning the same command resumes", file=sys.stderr)  # fmt: skip
         return err.exit_code if isinstance(err, Stopped) else 130
     except Exception as err:  # the endpoint failing mid-run: one line, never a traceback
         message = endpoint_failure(err, config)

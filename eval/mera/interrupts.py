@@ -5,8 +5,10 @@ Python's default for both signals is to die at once, running no ``finally``: wit
 sample's temporary folder (``/tmp/mera-sbx-*``, files of up to ``fsize_mb`` each, which ``eval.mera.sandbox``
 removes in a ``finally``) was left behind, though the sample itself died with its supervisor. Raised in the main
 thread as a ``KeyboardInterrupt``, the signal unwinds the run as Ctrl+C does: no queued sample starts, each running
-one ends (by itself or at its deadline) and its folder is removed, the answers saved so far are kept, and the
-command says so and exits 128 + the signal's number. A signal ignored when the run starts (``nohup`` ignores
+one is killed at once (``Sandbox.run_many``; its result would be thrown away, and waiting for its deadline outlasted
+a scheduler's grace period, docker stop's 10 s) and its folder is removed, the answers saved so far are kept, and
+the command says so (where stderr still takes it: a hung-up terminal's does not) and exits 128 + the signal's
+number. A signal ignored when the run starts (``nohup`` ignores
 SIGHUP) stays ignored.
 """
 

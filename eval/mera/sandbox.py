@@ -19,17 +19,19 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    filter cannot read, with ENOSYS, so the C library falls back to ``clone``). Threads still work. So a sample is
    one process, and its ``RLIMIT_AS`` is the memory budget of everything it runs: a process-count limit of 1,
    which also makes a cgroup unnecessary (the cgroups here are v1 and not delegated). The filter also refuses
-   ``memfd_create``, ``shmget`` and ``msgget`` (memory outside ``RLIMIT_AS``), ``unshare`` and ``setns`` (no
-   namespace of its own) and ``prctl(PR_SET_PDEATHSIG)`` (a sample stays bound to die with its supervisor).
+   ``memfd_create``, ``shmget``, ``msgget`` and ``semget`` (memory outside ``RLIMIT_AS``), ``unshare`` and
+   ``setns`` (no namespace of its own) and ``prctl(PR_SET_PDEATHSIG)`` (a sample stays bound to die with its
+   supervisor).
 3. **An unprivileged user.** Run as root, the sandbox drops to ``nobody`` (65534) before starting bwrap, so
    ``RLIMIT_NPROC`` (which bounds the sample's threads: ``Limits.nproc``) is enforced. The interpreter is then one
    ``nobody`` can run (often the system's), never one older than the project's own lower bound (``MIN_PYTHON``),
    and its version is recorded with the run (``Sandbox.describe``).
 4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
-   processes (threads), file size, open files.
+   processes (threads), file size, open files, and 0 bytes of POSIX message queues (a queue is kernel memory
+   outside the address space and, without bubblewrap's IPC namespace, outlives the sample).
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
    times the number of calls) and never moved: nothing the sample writes to its result pipe extends it. Past it,
-   or when the sample is done, its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
+   when the sample is done, or at once when the run is interrupted (``StopSignal``), its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
    then SIGKILL to its session's process group).
 6. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
    that makes ``os.system``, ``os.fork``, ``os.kill``, ``subprocess`` and ``ctypes`` raise, so an attempt is a
@@ -55,7 +57,7 @@ its other processes (a shell that exported an API key) are open to it; the super
 (``hide_own_environment``).
 ``"auto"`` still falls back, as ``make demo`` on a machine without bubblewrap needs; ``"bwrap"`` refuses to.
 
-Why one module of ~1,220 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,360 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces); a reviewer reads it whole. Only the child's side, which runs inside, is
 apart (``sandbox_child.py``).
@@ -240,9 +242,9 @@ class ExecResult:
             one above ``STORED_OUTPUT_CHARS`` says its output was cut.
         duration_s: Wall seconds, sandbox start-up included.
         stopped_by: Why the supervisor stopped reading: ``""`` (the sample finished or exited), ``"deadline"``
-            (the sample's fixed deadline passed), ``"startup"`` (not ready within ``startup_s``) or
+            (the sample's fixed deadline passed), ``"startup"`` (not ready within ``startup_s``),
             ``"channel"`` (its result pipe carried something that is not an event, too many bytes or too many
-            events).
+            events) or ``"interrupted"`` (the run was stopped: ``Sandbox.run_many``, which discards the result).
         n_events: Events the supervisor kept from the result pipe: at most the job's steps + ``_EXTRA_EVENTS``.
     """
 
@@ -593,29 +595,110 @@ _DEVICES = ("null", "zero", "full", "random", "urandom")
 _CHECK = object()
 
 
+@dataclasses.dataclass(frozen=True)
+class InterpreterFolders:
+    """What the sandbox's interpreter needs to see inside the sandbox (``interpreter_library``), each path resolved.
+
+    Attributes:
+        prefixes: ``sys.base_prefix``, ``sys.base_exec_prefix`` and ``sysconfig``'s ``LIBDIR`` (``libpython``; on
+            Debian and Ubuntu also the C library's folder): a cover may not be or hold one.
+        stdlib: ``sysconfig``'s ``stdlib`` and ``platstdlib`` (its compiled modules): a cover may not be, hold or lie
+            inside one (covering ``.../python3.11/json`` hid ``json`` from the child).
+        loaded: The program loader its executable names (``_elf_interpreter``: as written, through its folder's
+            links and resolved; ``/lib64/ld-linux-x86-64.so.2`` is ``/usr/lib64/...`` on a merged-/usr system) and
+            the shared objects it has mapped once it has imported what the child imports (``/proc/self/maps``):
+            a cover may not hold one (covering ``/usr/lib64`` hid the loader: "execvp ...: No such file").
+    """
+
+    prefixes: tuple[str, ...]
+    stdlib: tuple[str, ...]
+    loaded: tuple[str, ...]
+
+
+#: Run by ``interpreter_library`` as the sandbox starts the interpreter (``-S``); imports what the sandbox's child
+#: imports (``sandbox_child.py``), so that their shared objects are among the mapped files it lists.
+_LIBRARY_QUESTION = """\
+import ast, ctypes, json, resource, signal, sys, sysconfig
+paths = sysconfig.get_paths()
+loaded = set()
+try:
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith('/') and '.so' in fields[5].rsplit('/', 1)[-1]:
+                loaded.add(fields[5].strip())
+except OSError:
+    pass
+print(json.dumps({'prefixes': [sys.base_prefix, sys.base_exec_prefix, sysconfig.get_config_var('LIBDIR') or ''],
+                  'stdlib': [paths['stdlib'], paths['platstdlib']], 'loaded': sorted(loaded)}))
+"""
+
+
+def _elf_interpreter(path: str) -> str | None:
+    """The program loader the ELF executable at ``path`` names (its ``PT_INTERP`` segment), as written there
+    (``/lib64/ld-linux-x86-64.so.2``); ``None`` for a file that is no ELF executable or names none (static).
+    Read here, as the kernel reads it (the ELF specification's file and program headers), not asked of the
+    interpreter, which sees only the loader's resolved path in its maps."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+                return None
+            wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+            phoff = struct.unpack_from(order + ("Q" if wide else "I"), head, 32 if wide else 28)[0]
+            phentsize, phnum = struct.unpack_from(order + "HH", head, 54 if wide else 42)
+            for i in range(min(phnum, 512)):
+                f.seek(phoff + i * phentsize)
+                entry = f.read(phentsize)
+                if struct.unpack_from(order + "I", entry, 0)[0] != 3:  # PT_INTERP
+                    continue
+                offset, size = (struct.unpack_from(order + "Q", entry, at)[0] for at in (8, 32)) if wide else (
+                    struct.unpack_from(order + "I", entry, at)[0] for at in (4, 16))  # fmt: skip
+                f.seek(offset)
+                return f.read(min(size, 4096)).split(b"\0")[0].decode() or None
+    except (OSError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _loader_forms(loader: str) -> list[str]:
+    """The paths the kernel passes through to reach ``loader``: as written, through its folder's links, resolved."""
+    written = Path(loader)
+    return list(dict.fromkeys([loader, str(Path(os.path.realpath(written.parent)) / written.name),
+                               os.path.realpath(loader)]))  # fmt: skip
+
+
 @functools.lru_cache(maxsize=None)
-def interpreter_library(python: str) -> tuple[str, ...]:
-    """The folders the interpreter at ``python`` loads its standard library from, asked of it as the sandbox starts
-    it (``-S``): ``sys.base_prefix`` and ``sys.base_exec_prefix``, ``sysconfig``'s ``stdlib`` and ``platstdlib``
-    (its compiled modules) and its ``LIBDIR`` (``libpython``; on Debian and Ubuntu also the C library's folder).
+def interpreter_library(python: str) -> InterpreterFolders:
+    """What the interpreter at ``python`` needs to see, asked of it as the sandbox starts it (``-S``) and read from
+    its executable (``InterpreterFolders``).
 
     Raises:
         SandboxUnavailable: it does not run, or does not answer with its folders.
     """
-    code = ("import sys, sysconfig\npaths = sysconfig.get_paths()\n"
-            "print(sys.base_prefix, sys.base_exec_prefix, paths['stdlib'], paths['platstdlib'],"
-            " sysconfig.get_config_var('LIBDIR') or '', sep='\\n')")
     try:
-        done = subprocess.run([python, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+        done = subprocess.run([python, "-S", "-c", _LIBRARY_QUESTION], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
     except (OSError, subprocess.SubprocessError) as err:
         raise SandboxUnavailable(f"the sandbox's interpreter {python} does not report its library folders: {err}"
                                  ) from None  # fmt: skip
-    folders = [line for line in done.stdout.splitlines() if line.startswith("/")]
-    if done.returncode != 0 or len(folders) < 4:
+    try:
+        said = json.loads(done.stdout)
+        prefixes, stdlib, loaded = ([p for p in said[key] if isinstance(p, str) and p.startswith("/")]
+                                    for key in ("prefixes", "stdlib", "loaded"))  # fmt: skip
+    except (ValueError, TypeError, KeyError):
+        prefixes = stdlib = loaded = []
+    if done.returncode != 0 or len(prefixes) < 2 or len(stdlib) < 2:
         raise SandboxUnavailable(f"the sandbox's interpreter {python} does not report its library folders (exit "
                                  f"{done.returncode}): {done.stderr.strip()[-300:]}")  # fmt: skip
-    return tuple(dict.fromkeys(os.path.realpath(folder) for folder in folders))
+    loader = _elf_interpreter(os.path.realpath(python))
+
+    def resolved(paths: list[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))
+
+    # the loader's forms stay as they are: a link on the way to it is what a cover would hide
+    return InterpreterFolders(resolved(prefixes), resolved(stdlib),
+                              tuple(dict.fromkeys([*loaded, *(_loader_forms(loader) if loader else [])])))
 
 
 def _reachable_by(folder: Path, uid: int | None) -> bool:
@@ -649,8 +732,10 @@ def covered_usr_folders(python: str, uid: int | None = None) -> list[str]:
     and ``auto`` fell back to no isolation at all.
 
     Raises:
-        SandboxUnavailable: a private folder is ``/usr`` itself, or holds the interpreter ``python`` or its standard
-            library (``interpreter_library``): covered, the sandbox would have no interpreter.
+        SandboxUnavailable: a private folder is ``/usr`` itself, holds the interpreter ``python``, its prefix or
+            standard library, its program loader or a shared object it loads, or lies inside its standard library
+            (``interpreter_library``): covered, the sandbox would have no interpreter, and ``auto`` would fall back to
+            no isolation. A folder inside the prefix in general is not refused (a checkout at ``/usr/src/app``).
     """
     usr = Path("/usr")
     under = sorted({p for p in _private_folders() if p == usr or usr in p.parents})
@@ -667,10 +752,17 @@ def covered_usr_folders(python: str, uid: int | None = None) -> list[str]:
             raise refuse(folder, "which lives there")
     under = [p for p in under if _reachable_by(p, uid)]
     if under:  # asked only here: the interpreter is started once more, and most runs have no folder under /usr
-        for library in map(Path, interpreter_library(python)):
-            for folder in under:
+        needs = interpreter_library(python)
+        for folder in under:
+            for library in map(Path, needs.stdlib + needs.prefixes):
                 if folder == library or folder in library.parents:
                     raise refuse(folder, f"and the folder holds its standard library ({library})")
+            for library in map(Path, needs.stdlib):
+                if library in folder.parents:
+                    raise refuse(folder, f"and the folder lies inside its standard library ({library})")
+            for loaded in map(Path, needs.loaded):
+                if folder in loaded.parents:
+                    raise refuse(folder, f"and the folder holds a file it loads ({loaded})")
     return [str(p) for p in under if not any(q in p.parents for q in under)]
 
 
@@ -793,14 +885,15 @@ _SECCOMP_RET_ALLOW, _SECCOMP_RET_KILL_PROCESS, _SECCOMP_RET_ERRNO = 0x7FFF0000, 
 _CLONE_THREAD = 0x00010000
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 #: machine -> (AUDIT_ARCH_*, {syscall: errno}, clone's number, prctl's number). x86_64: fork 57, vfork 58, clone 56,
-#: clone3 435, unshare 272, setns 308, memfd_create 319, shmget 29, msgget 68, prctl 157; aarch64 has neither fork
-#: nor vfork (the C library forks through clone): clone 220, clone3 435, unshare 97, setns 268, memfd_create 279,
-#: shmget 194, msgget 186, prctl 167 (asm/unistd_64.h, asm-generic/unistd.h).
+#: clone3 435, unshare 272, setns 308, memfd_create 319, shmget 29, msgget 68, semget 64, prctl 157; aarch64 has
+#: neither fork nor vfork (the C library forks through clone): clone 220, clone3 435, unshare 97, setns 268,
+#: memfd_create 279, shmget 194, msgget 186, semget 190, prctl 167 (asm/unistd_64.h, asm-generic/unistd.h).
 _FORK_SYSCALLS = {
     "x86_64": (0xC000003E, {57: errno.EPERM, 58: errno.EPERM, 435: errno.ENOSYS, 272: errno.EPERM,
-                            308: errno.EPERM, 319: errno.EPERM, 29: errno.EPERM, 68: errno.EPERM}, 56, 157),
+                            308: errno.EPERM, 319: errno.EPERM, 29: errno.EPERM, 68: errno.EPERM,
+                            64: errno.EPERM}, 56, 157),
     "aarch64": (0xC00000B7, {435: errno.ENOSYS, 97: errno.EPERM, 268: errno.EPERM, 279: errno.EPERM,
-                             194: errno.EPERM, 186: errno.EPERM}, 220, 167),
+                             194: errno.EPERM, 186: errno.EPERM, 190: errno.EPERM}, 220, 167),
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI numbers carry this bit: refused wholesale
 
@@ -820,12 +913,14 @@ def fork_filter(machine: str | None = None) -> bytes:
     * ``memfd_create``: a memfd is an anonymous file whose pages are shared memory, outside ``RLIMIT_AS``; a sample
       that wrote to memfds (bounded only by ``nofile`` x ``fsize_mb``, about 1 GiB) held 880 MiB under a
       ``memory_mb`` of 256. Its files elsewhere lie on the two tmpfs of ``tmpfs_mb`` under bubblewrap.
-    * ``shmget`` and ``msgget``, for the same reason: a System V shared memory segment keeps its pages after the
-      sample detaches it (a sample held 768 MiB under a ``memory_mb`` of 256), bounded only by the kernel's
-      ``shmall``; without bubblewrap's private IPC namespace a segment also outlives the sample and the run, owned
-      by nobody, until the host reboots. A message queue holds memory the same way, if less. Without a segment or
-      a queue of its own, ``shmat`` and ``msgsnd`` reach none (the host's, without bubblewrap, only as their modes
-      allow any user).
+    * ``shmget``, ``msgget`` and ``semget``, for the same reason: a System V shared memory segment keeps its pages
+      after the sample detaches it (a sample held 768 MiB under a ``memory_mb`` of 256), bounded only by the
+      kernel's ``shmall``; without bubblewrap's private IPC namespace a segment also outlives the sample and the
+      run, owned by nobody, until the host reboots. A message queue holds memory the same way, if less; so does a
+      semaphore set (300 sets of 32,000 semaphores took 615 MiB under a ``memory_mb`` of 256). Without a segment,
+      queue or set of its own, ``shmat``, ``msgsnd`` and ``semop`` reach none (the host's, without bubblewrap, only
+      as their modes allow any user). POSIX message queues (``mq_open``), which also outlive a sample without
+      bubblewrap, are refused by an ``RLIMIT_MSGQUEUE`` of 0 (``Sandbox._job_payload``).
     * ``prctl(PR_SET_PDEATHSIG)``, whatever the signal: the flag that kills a sample when its supervisor dies
       (bubblewrap's ``--die-with-parent``, the child's ``_die_with_parent`` without it) is set before the filter
       loads, and a sample that cleared it slept on, reparented, after its supervisor was killed. Tested on the
@@ -873,8 +968,9 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     """
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    if proc.poll() is None:
-        kill_descendants(proc.pid)
+    # Waited on only when it had descendants (bwrap, whose namespace's init was killed): without bubblewrap the
+    # sample is our child itself, never signalled yet, and waiting for it only delayed its SIGKILL.
+    if proc.poll() is None and kill_descendants(proc.pid):
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2.0)
     # Safe after the wait: a pid stays reserved while a process group of that id still has members.
@@ -886,6 +982,28 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # The sandbox
 # ---------------------------------------------------------------------------------------------------------------
+
+
+class StopSignal:
+    """Set once by ``Sandbox.run_many`` when the run is interrupted; every sample's reader (``Sandbox._read_events``)
+    then kills its sample at once. A pipe rather than a ``threading.Event``: its read end turns readable for good when
+    set, so a reader blocked in ``select`` on its sample's result pipe wakes at once, with no polling tick."""
+
+    def __init__(self) -> None:
+        self._read_fd, self._write_fd = os.pipe()
+
+    def fileno(self) -> int:
+        return self._read_fd
+
+    def set(self) -> None:
+        with contextlib.suppress(OSError):  # already closed: nothing is reading any more
+            os.write(self._write_fd, b"x")
+
+    def close(self) -> None:
+        """After every reader is done (the pool is shut down): a closed fd number may be reused by a sample's pipe."""
+        for fd in (self._read_fd, self._write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _started(runner: Callable[[ExecJob], ExecResult], job: ExecJob) -> ExecResult:
@@ -961,6 +1079,13 @@ class Sandbox:
             return (f"{self.bwrap.path} is bubblewrap {self.bwrap.version_text}, older than {need}, the oldest this "
                     f"sandbox runs under: install bubblewrap >= {need} (from a backport or its source; "
                     f"{_version_text(BWRAP_DISABLE_USERNS_VERSION)} or later runs it with every option)")
+        covered = self._covered if isinstance(self._covered, list) else []
+        if covered:  # a cover hiding what the interpreter needs fails the probe as the kernel's refusal does
+            return (f"{self.bwrap.path} is bubblewrap {self.bwrap.version_text} (>= {need} needed), so the probe "
+                    "failed for the reason above: the kernel refusing user namespaces to this user, or the empty "
+                    f"folders laid over {', '.join(covered)} (private folders under /usr, which bubblewrap binds "
+                    "whole) hiding something the interpreter needs; running the toolkit from a folder outside /usr "
+                    "tells the two apart")
         return (f"{self.bwrap.path} is bubblewrap {self.bwrap.version_text} (>= {need} needed), so the probe failed "
                 "for the reason above (the kernel refusing user namespaces to this user, for one)")
 
@@ -1007,8 +1132,8 @@ class Sandbox:
             },
             "tmpfs": self._tmpfs_bound(),
             "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, and so is "
-                         "memfd_create, shmget and msgget, so memory_mb bounds all that a sample runs and holds, "
-                         "beside its files",
+                         "memfd_create, shmget, msgget and semget (and POSIX message queues by RLIMIT_MSGQUEUE 0), "
+                         "so memory_mb bounds all that a sample runs and holds, beside its files",
             "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
         }
 
@@ -1027,9 +1152,10 @@ class Sandbox:
 
     # -- one sample ------------------------------------------------------------------------------------------
 
-    def run(self, job: ExecJob) -> ExecResult:
-        """Run one sample; an infrastructure failure to start is retried once."""
-        runner = self._run_bwrap if self.isolation == "bubblewrap" else self._run_plain
+    def run(self, job: ExecJob, *, stop: StopSignal | None = None) -> ExecResult:
+        """Run one sample; an infrastructure failure to start is retried once. Once ``stop`` is set the sample's
+        process tree is killed at once (``stopped_by`` ``"interrupted"``)."""
+        runner = functools.partial(self._run_bwrap if self.isolation == "bubblewrap" else self._run_plain, stop=stop)
         result = _started(runner, job)
         if result.status == SANDBOX_ERROR:
             result = _started(runner, job)
@@ -1044,23 +1170,30 @@ class Sandbox:
     ) -> list[ExecResult]:
         """Run samples with at most ``workers`` at once; results in input order.
 
-        An exception (Ctrl+C, or one from ``on_result``) cancels the samples still queued: only the ones already
-        running finish, each within its own deadline. The pool's ``with`` block waited for every queued sample
-        first, so Ctrl+C on a run of thousands of samples took as long as the run.
+        An exception (Ctrl+C, SIGTERM or SIGHUP through ``eval.mera.interrupts``, or one from ``on_result``) cancels
+        the samples still queued and kills the running ones at once (``StopSignal``), each folder removed, before it
+        is raised again. The pool's ``with`` block waited for every queued sample first, so Ctrl+C on a run of
+        thousands of samples took as long as the run; and waiting for each running one to end by itself or at its
+        deadline (up to ``timeout_s`` x its tests) outlasted a scheduler's grace period (docker stop's 10 s) for a
+        result that is thrown away, and the scheduler's SIGKILL then left the folder behind.
         """
         results: list[ExecResult | None] = [None] * len(jobs)
         pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        stop = StopSignal()
         try:
-            futures = {pool.submit(self.run, job): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(self.run, job, stop=stop): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
                 if on_result is not None:
                     on_result(i, results[i])
         except BaseException:
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            stop.close()
             raise
         pool.shutdown(wait=True)
+        stop.close()
         return [r for r in results if r is not None]
 
     def _job_payload(self, job: ExecJob) -> bytes:
@@ -1083,6 +1216,8 @@ class Sandbox:
                 "fsize": limits.fsize_mb << 20,
                 "nofile": limits.nofile,
                 "core": 0,
+                # POSIX message queues: kernel memory outside "as", and a queue outlives the sample without bwrap
+                "msgqueue": 0,
             },
         }
         return json.dumps(payload).encode()
@@ -1092,7 +1227,7 @@ class Sandbox:
             return {}
         return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
-    def _run_bwrap(self, job: ExecJob) -> ExecResult:
+    def _run_bwrap(self, job: ExecJob, *, stop: StopSignal | None = None) -> ExecResult:
         token = new_token()
         child_fd = _memfd("child.py", self._child_source)
         job_fd = _memfd("job.json", self._job_payload(job))
@@ -1104,13 +1239,13 @@ class Sandbox:
                 tmpfs_mb=self.limits.tmpfs_mb, env=env, interpreter_folder=self._interpreter_folder,
                 covered=self._covered, features=self.bwrap or _ALL_FEATURES,
             )  # fmt: skip
-            return self._supervise(argv, job, env=env, cwd="/", pass_fds=(child_fd, job_fd, seccomp_fd))
+            return self._supervise(argv, job, env=env, cwd="/", pass_fds=(child_fd, job_fd, seccomp_fd), stop=stop)
         finally:
             os.close(child_fd)
             os.close(job_fd)
             os.close(seccomp_fd)
 
-    def _run_plain(self, job: ExecJob) -> ExecResult:
+    def _run_plain(self, job: ExecJob, *, stop: StopSignal | None = None) -> ExecResult:
         token = new_token()
         workdir = tempfile.mkdtemp(prefix="mera-sbx-")
         try:
@@ -1119,12 +1254,13 @@ class Sandbox:
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.uid)
             argv = [self.python, "-S", "-B", f"{workdir}/child.py", f"{workdir}/job.json", token]
-            return self._supervise(argv, job, env=minimal_env(workdir), cwd=workdir, pass_fds=())
+            return self._supervise(argv, job, env=minimal_env(workdir), cwd=workdir, pass_fds=(), stop=stop)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _supervise(
-        self, argv: list[str], job: ExecJob, *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...]
+        self, argv: list[str], job: ExecJob, *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...],
+        stop: StopSignal | None = None,
     ) -> ExecResult:
         started = time.monotonic()
         with tempfile.TemporaryFile() as stderr_file:
@@ -1142,7 +1278,7 @@ class Sandbox:
             events: list[dict[str, Any]] = []
             stopped_by, channel_error = "interrupted", "the supervisor was interrupted"
             try:
-                stopped_by, channel_error = self._read_events(proc, events, job.n_steps)
+                stopped_by, channel_error = self._read_events(proc, events, job.n_steps, stop)
             finally:
                 # A sample that finished or closed its pipe is exiting: give it a moment to do so by itself.
                 _stop(proc, grace_s=2.0 if stopped_by == "" else 0.0)
@@ -1162,9 +1298,10 @@ class Sandbox:
         return ExecResult(status, detail, outputs, time.monotonic() - started, stopped_by, len(events), chars)
 
     def _read_events(
-        self, proc: subprocess.Popen, events: list[dict[str, Any]], n_steps: int
+        self, proc: subprocess.Popen, events: list[dict[str, Any]], n_steps: int, stop: StopSignal | None = None
     ) -> tuple[str, str | None]:
-        """Collect the child's events into ``events`` until ``done``, EOF or the deadline.
+        """Collect the child's events into ``events`` until ``done``, EOF, the deadline or ``stop`` (then
+        ``("interrupted", ...)``: the run is being interrupted, and the sample is killed with no grace).
 
         Two deadlines, each set once: ``startup_s`` from the start until the child's first ``ready`` (written by
         the trusted child before the sample is compiled), then ``timeout_s x n_steps`` from that moment. The
@@ -1185,11 +1322,16 @@ class Sandbox:
         deadline, stopped_by = time.monotonic() + self.limits.startup_s, "startup"
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
+            if stop is not None:
+                selector.register(stop.fileno(), selectors.EVENT_READ)
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return stopped_by, None
-                if not selector.select(remaining):
+                ready = selector.select(remaining)
+                if stop is not None and any(key.fd == stop.fileno() for key, _ in ready):
+                    return "interrupted", "the supervisor was interrupted"
+                if not ready:
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:

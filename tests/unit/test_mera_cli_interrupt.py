@@ -3,11 +3,13 @@ with SIGTERM or SIGHUP, the same, exit 128 + the signal's number, and the runnin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -40,23 +42,64 @@ def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_answers(tmp_path, cap
     assert not (out / cli.METRICS_FILE).exists()
 
 
-#: A continuation of the task's stub: says its working folder on the FIFO ``up``, then waits until the test opens the
-#: FIFO ``go`` for writing (which it keeps open, so that the sample's later test calls pass through at once).
+class HungUpTerminal:
+    """``sys.stderr`` after the terminal hung up: every write fails with EIO, as a closed pty's does."""
+
+    def write(self, text: str) -> int:
+        raise OSError(5, "Input/output error")
+
+    def flush(self) -> None:
+        raise OSError(5, "Input/output error")
+
+
+def test_sighup_from_a_closed_terminal_exits_129_though_stderr_fails(tmp_path, monkeypatch):
+    """A closed terminal sends SIGHUP and takes stderr with it: the "interrupted by SIGHUP" line failed with EIO, and
+    the command ended in that OSError (exit 1, a traceback no one saw) instead of the documented 129. The line is
+    now dropped where it cannot be written; the answers saved before the hangup are kept."""
+    def respond(path, body):
+        if "def strlen(" in body["prompt"]:  # the second task: the terminal closes while it is answered
+            os.kill(os.getpid(), signal.SIGHUP)
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
+
+    received: list[int] = []
+    # The test's own SIGHUP handler (not ignored, so the command sets its own); it sees the signal only where the
+    # command set none.
+    earlier = signal.signal(signal.SIGHUP, lambda signum, frame: received.append(signum))
+    out = tmp_path / "run"
+    try:
+        with ScriptedEndpoint(respond) as endpoint:
+            monkeypatch.setattr(sys, "stderr", HungUpTerminal())
+            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+                             "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
+    finally:
+        signal.signal(signal.SIGHUP, earlier)
+    assert (code, received) == (129, [])
+    saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
+    assert saved[0] == "0" and len(saved) < 4
+
+
+#: A continuation of the task's stub: says its working folder and its pid on the FIFO ``up``, then waits until the test
+#: opens the FIFO ``go`` for writing, which it does only where the command left the sample running after SIGTERM.
 SAMPLE_THAT_WAITS = (
     "\n    import os\n"
     "    fd = os.open({up!r}, os.O_WRONLY | os.O_NONBLOCK)\n"
-    "    os.write(fd, os.getcwd().encode())\n"
+    "    os.write(fd, f'{{os.getcwd()}} {{os.getpid()}}'.encode())\n"
     "    os.close(fd)\n"
     "    os.close(os.open({go!r}, os.O_RDONLY))\n"
     "    return 0\n"
 )
 
 
-def test_sigterm_mid_sample_removes_its_folder_exits_143_and_restores_the_handlers(tmp_path, capsys, sandbox_user):
+def test_sigterm_mid_sample_kills_it_removes_its_folder_exits_143_and_restores_the_handlers(tmp_path, capsys,
+                                                                                            sandbox_user):
     """SIGTERM while a sample runs without bubblewrap: Python's default died at once, leaving the sample's
-    /tmp/mera-sbx-* folder. The command now unwinds as for Ctrl+C: the folder is removed, one line says it was
-    SIGTERM, exit 143 (128 + 15), and the handlers it set are the earlier ones again. Ordered by two FIFOs, no
-    sleeps: the sample says its folder, the test sends SIGTERM, then lets the sample go on."""
+    /tmp/mera-sbx-* folder; then the command waited for the sample to end by itself or at its deadline, past a
+    scheduler's grace period (docker stop's 10 s). The sample is now killed at once: it never returns by itself
+    here, and it is dead, its folder removed, when the command returns, with one line saying it was SIGTERM, exit
+    143 (128 + 15), and the handlers it set the earlier ones again. Ordered by two FIFOs and the sample's pidfd, no
+    sleeps: the sample says its folder and pid, the test sends SIGTERM and waits for the sample's death; only where
+    that does not come (a bound for a failing test, far below the 60 s deadline) does it let the sample return."""
     folder = Path(tempfile.mkdtemp(prefix="mera-cli-term-"))
     folder.chmod(0o755)  # reachable to nobody, the sample's user when the tests run as root
     up, go = folder / "up", folder / "go"
@@ -65,23 +108,32 @@ def test_sigterm_mid_sample_removes_its_folder_exits_143_and_restores_the_handle
         fifo.chmod(0o666)
     reader = os.open(up, os.O_RDONLY | os.O_NONBLOCK)
     said: list[str] = []
+    died: list[bool] = []
+    pidfds: list[int] = []
     writers: list[int] = []
     received: list[int] = []
 
     def stop_when_up() -> None:
         with selectors.DefaultSelector() as selector:
             selector.register(reader, selectors.EVENT_READ)
-            if selector.select(120):  # a bound for a failing test, not a measurement
-                said.append(os.read(reader, 4096).decode())
-                os.kill(os.getpid(), signal.SIGTERM)
-        writers.append(os.open(go, os.O_WRONLY))  # the sample waits for this
+            if not selector.select(120):  # a bound for a failing test, not a measurement
+                return
+        said.append(os.read(reader, 4096).decode())
+        pidfds.append(os.pidfd_open(int(said[0].split()[1])))  # the sample is blocked on `go`: alive
+        os.kill(os.getpid(), signal.SIGTERM)
+        with selectors.DefaultSelector() as selector:
+            selector.register(pidfds[0], selectors.EVENT_READ)  # readable once the process has exited
+            died.append(bool(selector.select(20)))
+        if not died[0]:  # the command left it running: let it return, so that the failing test ends
+            with contextlib.suppress(OSError):
+                writers.append(os.open(go, os.O_WRONLY | os.O_NONBLOCK))
 
     def respond(path, body):
         return 200, completion_body(body["model"], [SAMPLE_THAT_WAITS.format(up=str(up), go=str(go))],
                                     prompt_tokens=10)  # fmt: skip
 
-    # The test's own SIGTERM handler: where the command sets none (the code before this fix), the signal only lands
-    # here, and the run goes on to exit 0, rather than ending the test process.
+    # The test's own SIGTERM handler: where the command sets none, the signal only lands here, and the run goes on
+    # to exit 0, rather than ending the test process.
     def test_handler(signum, frame):
         received.append(signum)
 
@@ -94,19 +146,24 @@ def test_sigterm_mid_sample_removes_its_folder_exits_143_and_restores_the_handle
             helper.start()
             code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
                              str(SAMPLE), "--out", str(out), "--limit", "1", "--n", "1", "--k", "1", "--sandbox",
-                             "none", "--max-retries", "0"])  # fmt: skip
+                             "none", "--max-retries", "0", "--exec-timeout", "60"])  # fmt: skip
+        with selectors.DefaultSelector() as selector:
+            selector.register(pidfds[0], selectors.EVENT_READ)
+            dead_on_return = bool(selector.select(0))
         helper.join(120)
         ours = signal.getsignal(signal.SIGTERM)
     finally:
         signal.signal(signal.SIGTERM, earlier_term)
         os.close(reader)
-        for fd in writers:
+        for fd in writers + pidfds:
             os.close(fd)
         shutil.rmtree(folder, ignore_errors=True)
-    (workdir,) = said
+    (line,) = said
+    workdir = line.split()[0]
     assert Path(workdir).name.startswith("mera-sbx-")
     err = capsys.readouterr().err
     assert (code, received) == (143, []), err
+    assert died == [True] and dead_on_return, "the sample was left running after SIGTERM"
     assert (f"judge-eval mera ruhumaneval: interrupted by SIGTERM; the answers saved so far in {out} are kept, "
             "rerunning the same command resumes") in err, err
     assert "Traceback" not in err

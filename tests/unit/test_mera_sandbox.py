@@ -353,17 +353,19 @@ def _filter_verdict(program: bytes, arch: int, nr: int, arg0: int = 0) -> tuple[
 
 
 @pytest.mark.parametrize("machine, arch, numbers", [
-    # shmget, msgget, prctl, clone, memfd_create, getpid (asm/unistd_64.h; asm-generic/unistd.h for aarch64)
-    ("x86_64", 0xC000003E, (29, 68, 157, 56, 319, 39)),
-    ("aarch64", 0xC00000B7, (194, 186, 167, 220, 279, 172)),
+    # shmget, msgget, semget, prctl, clone, memfd_create, getpid (asm/unistd_64.h; asm-generic/unistd.h for aarch64)
+    ("x86_64", 0xC000003E, (29, 68, 64, 157, 56, 319, 39)),
+    ("aarch64", 0xC00000B7, (194, 186, 190, 167, 220, 279, 172)),
 ])  # fmt: skip
 def test_the_fork_filter_refuses_system_v_memory_and_clearing_the_death_signal(machine, arch, numbers):
-    """Read as the kernel reads it, on both machines: shmget, msgget and prctl(PR_SET_PDEATHSIG) (option 1, also with
-    high bits the kernel's int drops) fail with EPERM (1); other prctl options, threads and other calls pass."""
-    shmget, msgget, prctl, clone, memfd_create, getpid = numbers
+    """Read as the kernel reads it, on both machines: shmget, msgget, semget and prctl(PR_SET_PDEATHSIG) (option 1,
+    also with high bits the kernel's int drops) fail with EPERM (1); other prctl options, threads and other calls
+    pass."""
+    shmget, msgget, semget, prctl, clone, memfd_create, getpid = numbers
     program = sandbox_mod.fork_filter(machine)
     assert _filter_verdict(program, arch, shmget) == ("errno", 1)
     assert _filter_verdict(program, arch, msgget) == ("errno", 1)
+    assert _filter_verdict(program, arch, semget) == ("errno", 1)
     assert _filter_verdict(program, arch, memfd_create) == ("errno", 1)
     assert _filter_verdict(program, arch, prctl, 1) == ("errno", 1)
     assert _filter_verdict(program, arch, prctl, (1 << 32) | 1) == ("errno", 1)
@@ -375,8 +377,9 @@ def test_the_fork_filter_refuses_system_v_memory_and_clearing_the_death_signal(m
     assert _filter_verdict(program, 0x40000003, getpid) == ("kill", 0)  # another architecture (i386)
 
 
-#: Asks for a System V shared memory segment (1 MiB) and a message queue, each removed at once if the kernel grants
-#: it (a test run on a filter that allows them leaves none behind); returns each call's result and errno.
+#: Asks for a System V shared memory segment (1 MiB), a message queue and a set of 32,000 semaphores (about 2 MiB of
+#: kernel memory), each removed at once if the kernel grants it (a test run on a filter that allows them leaves none
+#: behind: semctl's IPC_RMID takes the set and a semaphore number, 0); returns each call's result and errno.
 SYSV_IPC = (
     "import sys\n"
     "for _m in ('ctypes', '_ctypes'):\n"
@@ -386,23 +389,55 @@ SYSV_IPC = (
     "    libc = ctypes.CDLL(None, use_errno=True)\n"
     "    ipc_private, ipc_creat, ipc_rmid = 0, 0o1000, 0\n"
     "    said = []\n"
-    "    calls = ((libc.shmget, libc.shmctl, [ctypes.c_size_t(1 << 20)]), (libc.msgget, libc.msgctl, []))\n"
-    "    for get, ctl, size in calls:\n"
+    "    calls = ((libc.shmget, lambda i: libc.shmctl(i, ipc_rmid, None), [ctypes.c_size_t(1 << 20)]),\n"
+    "             (libc.msgget, lambda i: libc.msgctl(i, ipc_rmid, None), []),\n"
+    "             (libc.semget, lambda i: libc.semctl(i, 0, ipc_rmid), [32000]))\n"
+    "    for get, remove, size in calls:\n"
     "        ctypes.set_errno(0)\n"
     "        made = get(ipc_private, *size, ipc_creat | 0o600)\n"
     "        said += [made, ctypes.get_errno()]\n"
     "        if made >= 0:\n"
-    "            ctl(made, ipc_rmid, None)\n"
+    "            remove(made)\n"
     "    return ' '.join(map(str, said))\n"
 )
 
 
-def test_system_v_shared_memory_and_queues_are_refused(tight_sandbox, sandbox_user):
-    """A System V segment keeps its pages outside RLIMIT_AS (768 MiB held under a 256 MiB budget) and, without
-    bubblewrap's IPC namespace, outlives the sample: shmget and msgget fail with EPERM (errno 1) in both modes."""
+def test_system_v_shared_memory_queues_and_semaphores_are_refused(tight_sandbox, sandbox_user):
+    """A System V segment keeps its pages outside RLIMIT_AS (768 MiB held under a 256 MiB budget), a semaphore set its
+    kernel memory (300 sets of 32,000: 615 MiB) and, without bubblewrap's IPC namespace, each outlives the sample:
+    shmget, msgget and semget fail with EPERM (errno 1) in both modes."""
     for sandbox in (tight_sandbox, Sandbox(TIGHT, isolation="none")):
         result = run_f(sandbox, SYSV_IPC)
-        assert result.outputs == ("-1 1 -1 1",), (sandbox.isolation, result)
+        assert result.outputs == ("-1 1 -1 1 -1 1",), (sandbox.isolation, result)
+
+
+#: Opens a POSIX message queue (the C library's default size: 10 messages of 8 KiB), unlinked at once if the kernel
+#: grants it; returns the call's result, its errno and the sample's RLIMIT_MSGQUEUE.
+POSIX_MQ = (
+    "import sys\n"
+    "for _m in ('ctypes', '_ctypes'):\n"
+    "    sys.modules.pop(_m, None)\n"
+    "import ctypes, os, resource\n"
+    "def f():\n"
+    "    libc = ctypes.CDLL(None, use_errno=True)\n"
+    "    name = b'/mera-sandbox-test-%d' % os.getpid()\n"
+    "    ctypes.set_errno(0)\n"
+    "    made = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+    "    said = [made, ctypes.get_errno(), *resource.getrlimit(resource.RLIMIT_MSGQUEUE)]\n"
+    "    if made >= 0:\n"
+    "        libc.mq_close(made)\n"
+    "        libc.mq_unlink(name)\n"
+    "    return ' '.join(map(str, said))\n"
+)
+
+
+def test_posix_message_queues_are_refused_by_a_zero_rlimit(tight_sandbox, sandbox_user):
+    """A POSIX message queue is kernel memory outside RLIMIT_AS (800 KiB a user by default) and, without bubblewrap's
+    IPC namespace, outlives the sample: RLIMIT_MSGQUEUE is 0, soft and hard, so mq_open fails with EMFILE (24, the
+    kernel's answer past that limit) in both modes."""
+    for sandbox in (tight_sandbox, Sandbox(TIGHT, isolation="none")):
+        result = run_f(sandbox, POSIX_MQ)
+        assert result.outputs == ("-1 24 0 0",), (sandbox.isolation, result)
 
 
 def test_a_sample_cannot_clear_its_death_signal(tight_sandbox, sandbox_user):
