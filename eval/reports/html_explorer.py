@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~820 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~890 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -244,8 +244,14 @@ def _verdict(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+#: Said over a verdict that judged an item's text the data no longer has, shown because no row of the id judged the
+#: text as it is now (score ran before the edit, and its judge score is this verdict's).
+EDITED_NOTE = ("This verdict judged the item's text before {data} was edited (the text there now differs): the "
+               "scores come from that text; score again.")
+
+
 class _Verdicts:
-    """``_verdict`` of the first prediction row of an id that judged its item's text as it is now, from rows (dicts)
+    """``_verdict`` of the prediction row of each id that score scored, as far as the files say now, from rows (dicts)
     or a prediction table (``eval.judging.predictions.read_prediction_table``): a table's rows are made into dicts only
     for the ids asked.
 
@@ -254,13 +260,20 @@ class _Verdicts:
     out (``eval.scoring.score.stale_rows``, the same rule: a row without a key, or of an id not in the records,
     cannot be checked and is kept): a later row of the id (a resumed run asked the edited item again) is its
     verdict, as score scored it. That function is not called here: score imports this module.
+
+    The data may have been edited after score ran, though: its items.parquet then holds the scores of rows now
+    stale. So an id's row is, in order: the first fresh row whose score is the item's judge score in items.parquet
+    (``of``'s ``scores``), then the first stale one whose score is (with ``EDITED_NOTE``), then the first fresh row,
+    then its first row (with ``EDITED_NOTE``): a scored item never opens to "no prediction". ``data``: the data's
+    name in the note.
     """
 
-    def __init__(self, predictions: Any, current_key: Callable[[str], str | None] | None = None) -> None:
+    def __init__(self, predictions: Any, current_key: Callable[[str], str | None] | None = None,
+                 data: str = "the data") -> None:
         import pyarrow as pa
 
         self._table = predictions if isinstance(predictions, pa.Table) else None
-        self._key, self._current = current_key, {}
+        self._key, self._current, self._data = current_key, {}, data
         self._rows: dict[str, list] = {}  # an id's rows, or its positions in the table, in the file's order
         if self._table is not None:
             if not pa.types.is_string(self._table.column("id").type):
@@ -297,26 +310,67 @@ class _Verdicts:
         now = self._current[item_id]
         return now is not None and key != now
 
-    def of(self, item_ids: Sequence[str]) -> list[dict[str, Any] | None]:
-        """``_verdict`` of each id's first row that is not stale (None for an id without one)."""
+    def _pick(self, item_id: str, rows: list, key: Callable[[Any], Any], gave: Callable[[Any], tuple],
+              wanted: Any) -> tuple[Any, bool]:
+        """The row of ``item_id`` to show (None: it has none) and whether it is stale (see the class)."""
+        if not rows:
+            return None, False
+        stale = [self._stale(item_id, key(row)) for row in rows]
+        if _finite_number(wanted):
+            # a head's row gives its clipped score and its raw value; items.parquet holds one of them
+            matching = [any(_finite_number(v) and abs(float(v) - float(wanted)) <= 1e-9 for v in gave(row))
+                        for row in rows]
+            for want_fresh in (True, False):
+                found = next((k for k, row in enumerate(rows) if matching[k] and stale[k] != want_fresh), None)
+                if found is not None:
+                    return rows[found], stale[found]
+        found = next((k for k in range(len(rows)) if not stale[k]), 0)
+        return rows[found], stale[found]
+
+    def _with_note(self, verdict: dict[str, Any] | None, stale: bool) -> dict[str, Any] | None:
+        if verdict is not None and stale:
+            verdict["n"] = EDITED_NOTE.format(data=self._data)
+        return verdict
+
+    def of(self, item_ids: Sequence[str], scores: Sequence[Any] | None = None) -> list[dict[str, Any] | None]:
+        """``_verdict`` of each id's row (see the class; None for an id without one); ``scores``: each id's judge
+        score in items.parquet, in order (None: not known)."""
+        wanted = list(scores) if scores is not None else [None] * len(item_ids)
         if self._table is None:
-            return [_verdict(next((row for row in self._rows.get(item_id, ()) if not self._stale(
-                item_id, row.get("content_key"))), None)) for item_id in item_ids]
+            def gave(row):
+                return row.get("score"), row.get("regression_score")
+
+            picked = [self._pick(item_id, self._rows.get(item_id, []), lambda row: row.get("content_key"), gave, w)
+                      for item_id, w in zip(item_ids, wanted)]
+            return [self._with_note(_verdict(row), stale) for row, stale in picked]
         import pyarrow as pa
 
         from eval.judging.predictions import prediction_rows
 
         positions = self._rows if self._rows or not self._table.num_rows else self._positions(item_ids)
-        keys: dict[int, Any] = {}
-        if self._key is not None and "content_key" in self._table.column_names:
-            asked = sorted({p for item_id in item_ids for p in positions.get(item_id, ())})
-            keys = dict(zip(asked, self._table.column("content_key").take(pa.array(asked, type=pa.int64()))
-                            .to_pylist()))
-        found = [next((p for p in positions.get(item_id, ()) if not self._stale(item_id, keys.get(p))), None)
-                 for item_id in item_ids]
-        chosen = [p for p in found if p is not None]
+        asked = sorted({p for item_id in item_ids for p in positions.get(item_id, ())})
+        taken_at = pa.array(asked, type=pa.int64())
+
+        def column(name: str) -> dict[int, Any]:
+            if name not in self._table.column_names:
+                return {}
+            return dict(zip(asked, self._table.column(name).take(taken_at).to_pylist()))
+
+        keys = column("content_key") if self._key is not None else {}
+        row_scores, raw_scores = column("score"), column("regression_score")
+        picked = [self._pick(item_id, positions.get(item_id, []), keys.get,
+                             lambda p: (row_scores.get(p), raw_scores.get(p)), w)
+                  for item_id, w in zip(item_ids, wanted)]
+        chosen = [p for p, _ in picked if p is not None]
         taken = iter(prediction_rows(self._table.take(pa.array(chosen, type=pa.int64()))))
-        return [_verdict(None if p is None else next(taken)) for p in found]
+        return [self._with_note(_verdict(None if p is None else next(taken)), stale) for p, stale in picked]
+
+
+def _finite_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number (a numpy scalar included; a bool is not one)."""
+    import numbers
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _current_keys(texts: _Texts) -> Callable[[str], str | None]:
@@ -688,7 +742,9 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         out["v"] = [(missing_predictions or verdict) if present[i] else None]
         return out
 
-    for i, verdict in zip(with_text, verdicts.of([ids[i] for i in with_text])):
+    # items.parquet's judge score of each item picks the row score scored where the data was edited since
+    for i, verdict in zip(with_text, verdicts.of([ids[i] for i in with_text],
+                                                 [items["judge_score"][i] for i in with_text])):
         detail[i] = budget.add(lambda: item_detail(i, verdict))
         if budget.full:
             break
@@ -724,9 +780,13 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                                   "the items' instructions, answers, rubrics and expert comments are", first_why))
     texts = _Texts(records)
     current = None if records is None else _current_keys(texts)
+    shown_data = result.metrics[at].data if records is not None else None  # the data file the texts come from
     # Per run: its verdicts by id (``_Verdicts``: a row of a text since edited passed over, as score passed it), or
-    # the sentence that says why its judge's side is not in the page.
+    # the sentence that says why its judge's side is not in the page. Each run's rows are checked against its own
+    # data (two runs may have been scored on two data files); a run whose data cannot be read, against the data
+    # whose texts the page shows, which the note over a stale verdict names.
     preds: list[_Verdicts | str] = []
+    own: dict[str | None, Callable[[str], str | None] | None] = {shown_data: current}
     for name, folder, m in zip(names, folders, result.metrics):
         table, why = load_predictions(m.predictions, folder)
         if table is None:
@@ -734,7 +794,12 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                                       why))
             notes.append(preds[-1])
             continue
-        preds.append(_Verdicts(table, current))
+        if m.data not in own:
+            found, _ = load_records(m.data, folder)
+            own[m.data] = None if found is None else _current_keys(_Texts(found))
+        checked = own[m.data] if own[m.data] is not None else current
+        data = m.data if own[m.data] is not None else shown_data
+        preds.append(_Verdicts(table, checked, f"the data ({Path(data).name})" if data else "the data"))
     base = tables[0]
     base_pos = {str(i): k for k, i in enumerate(base["id"])}
     filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
@@ -768,8 +833,11 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         texts.prefetch(c[2] for c in candidates[:top])
         shown = [c[2] for c in candidates[:top]]
         # each side's verdicts of the items shown, by id; the sentence in place of a run's gone predictions
-        found_of = [found if isinstance(found, str) else dict(zip(shown, found.of(shown)))
-                    for found in (preds[0], preds[other_k])]
+        # each side's judge score in items.parquet picks the row score scored (``_Verdicts``)
+        scores = ([base["judge_score"][c[3]] for c in candidates[:top]],
+                  [other["judge_score"][c[4]] for c in candidates[:top]])
+        found_of = [found if isinstance(found, str) else dict(zip(shown, found.of(shown, side_scores)))
+                    for found, side_scores in zip((preds[0], preds[other_k]), scores)]
         for _, _, item_id, i, j, a, b, diff in candidates[:top]:
             cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
                     code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),

@@ -30,7 +30,7 @@ from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
-from eval.scoring.compare import comparison_headline, holm_applied, holm_upper_bounds
+from eval.scoring.compare import comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.validity.render import compare_html as compare_validity
@@ -378,7 +378,7 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False) 
     # other than the row's n column is said in the cell. A table's cell is called on its Holm-adjusted p, shown too,
     # as "≤" where it rests on a raw p's bound 2 / resamples (``bound``: ``holm_upper_bounds``).
     own_n = f", n {p.n}" if p.n != n_shown else ""
-    holm = "" if p.p_holm is None else ", Holm " + (f"p ≤ {_num(p.p_holm)}" if bound else
+    holm = "" if p.p_holm is None else ", Holm " + (f"p ≤ {fmt_p_bound(p.p_holm)}" if bound else
                                                     p_phrase(p.p_holm, p.resamples(n_boot)))
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '

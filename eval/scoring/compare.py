@@ -19,7 +19,7 @@ at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
 their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~800 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~830 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,8 +44,9 @@ from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.json_reading import unreadable_json
 from judge.records import RowIndex, row_place
 
-__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "headline",
-           "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "resamples_to_call", "spearman_target"]
+__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "fmt_p_bound",
+           "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "resamples_to_call",
+           "spearman_target"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
@@ -289,7 +289,9 @@ def holm_upper_bounds(table: dict[str, dict[str, Paired]]) -> set[tuple[str, str
     """The cells of a table (label -> metric -> ``Paired``, as ``_holm`` adjusted it) whose Holm p is an upper bound,
     as ``(label, metric)``: its own raw p entered as the bound 2 / resamples, or the step-down's running maximum that
     gives its adjusted p was set by such a cell ranked before it (ties ranked bound first). The true p below the bound
-    would make that adjusted p smaller, never larger, so the page writes it "Holm p ≤ x"."""
+    would make that adjusted p smaller, never larger, so the page writes it "Holm p ≤ x". In a family over several
+    resample counts, also every cell whose adjusted p a bound could lower by moving ahead of it (marked
+    conservatively: see below)."""
     out = set()
     for metric in sorted({metric for cells in table.values() for metric in cells}):
         family = [(label, cells[metric]) for label, cells in table.items()
@@ -303,7 +305,25 @@ def holm_upper_bounds(table: dict[str, dict[str, Paired]]) -> set[tuple[str, str
                 best, best_bound = term, bound or (term == best and best_bound)
             if bound or best_bound:
                 out.add((label, metric))
+        # Over one resample count no exact p lies below a bound (2 / n is the smallest non-zero share). Over several
+        # (a Spearman or VC cell keeps only the resamples where it is defined) one may, and a bound's true p can then
+        # move its cell ahead of it, cutting its multiplier: every cell ranked up to the last bound may drop, and so
+        # may a later one whose running maximum is still set there; a later cell whose own term sets it cannot.
+        bounds = [k for k, (_, bound, _) in enumerate(ranked) if bound]
+        if bounds and len({p.n_resamples for _, p in family}) > 1:
+            terms = [min(1.0, (len(ranked) - k) * entered) for k, (entered, _, _) in enumerate(ranked)]
+            head, running = max(terms[:bounds[-1] + 1]), -1.0
+            for k, (_, _, label) in enumerate(ranked):
+                running = max(running, terms[k]) if k > bounds[-1] else running
+                if k <= bounds[-1] or head >= running:
+                    out.add((label, metric))
     return out
+
+
+def fmt_p_bound(p_value: float) -> str:
+    """An upper bound on a p-value as the tables write it after "≤": rounded up to 3 decimals, so the number
+    printed is still at least the bound (0.0004 -> "0.001", never "0.000"; 0.0234 -> "0.024")."""
+    return f"{math.ceil(round(p_value * 1000, 6)) / 1000:.3f}"
 
 
 def holm_applied(result: Comparison) -> bool:
@@ -577,16 +597,25 @@ def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
         return []
     out = []
     for grouping, title in (("model", "evaluated model"), ("task_type", "task type"), ("criterion", "criterion")):
-        families = Counter((split, metric) for split, block in comp.splits.items()
-                           for cells in block.by(grouping).values()
-                           for metric, p in cells.items() if p.p_holm is not None)
-        largest = max(families.values(), default=0)
-        needed = _resamples_for_family(largest, result.alpha)
-        if largest and result.n_boot < needed:
+        # A cell's p is a share of the resamples where it is defined (a Spearman or VC cell may keep fewer than
+        # --n-boot), so a family is measured against its fewest.
+        families: dict[tuple[str, str], list[int]] = {}
+        for split, block in comp.splits.items():
+            for cells in block.by(grouping).values():
+                for metric, p in cells.items():
+                    if p.p_holm is not None:
+                        families.setdefault((split, metric), []).append(p.resamples(result.n_boot))
+        short = [(len(counts), min(counts)) for counts in families.values()
+                 if min(counts) < _resamples_for_family(len(counts), result.alpha)]
+        if short:
+            largest = max(m for m, _ in short)
+            fewest = min(n for m, n in short if m == largest)
+            needed = _resamples_for_family(largest, result.alpha)
             cells = "1 cell" if largest == 1 else f"up to {largest} cells"
+            fewer = f" (as few as {fewest} where a cell's metric is defined)" if fewest < result.n_boot else ""
             out.append(f"{comp.run} vs {result.baseline}: a table by {title} holds {cells} to call, which Holm's "
                        f"adjustment can call only with at least {needed} resamples (more than 2 m / alpha); with "
-                       f"--n-boot {result.n_boot} a cell whose resamples all agree may still read n.s. there.")
+                       f"--n-boot {result.n_boot}{fewer} a cell whose resamples all agree may still read n.s. there.")
     return out
 
 
@@ -622,8 +651,8 @@ def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
 def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> list[str]:
     """A paired row's cells; with ``holm``, the Holm-adjusted p-value after the raw one ("—" where it has none),
     "≤" before it where it is an upper bound (``bound``: ``holm_upper_bounds``)."""
-    adjusted = [("≤ " if bound else "") + fmt_p(p.p_holm, p.resamples(n_boot)) if p.p_holm is not None else "—"
-                ] if holm else []
+    adjusted = [("≤ " + fmt_p_bound(p.p_holm) if bound else fmt_p(p.p_holm, p.resamples(n_boot)))
+                if p.p_holm is not None else "—"] if holm else []
     return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
             fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, p.verdict, str(p.n)]
 

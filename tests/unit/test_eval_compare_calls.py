@@ -211,3 +211,56 @@ def test_a_compare_json_without_holm_p_values_is_not_said_to_be_holm_adjusted(tm
     assert "Holm" not in render_compare_page(older, None).split("</header>")[0]
     note = next(line for line in render_markdown(older).splitlines() if line.startswith("Paired: delta"))
     assert "Holm" not in note and note.endswith("Every row is called on its own p.")
+
+
+def test_a_holm_p_bound_is_written_rounded_up():
+    """Two cells of raw p 0 over 10,000 resamples: each enters as 2 / 10,000 = 0.0002; Holm by hand: 2 x 0.0002 =
+    0.0004, then max(0.0004, 1 x 0.0002) = 0.0004, both upper bounds. Rounded to 3 decimals that would read
+    "≤ 0.000", below the bound: both pages write it rounded up, "≤ 0.001"; a bound of 0.0234 reads "0.024", one of
+    exactly 0.006 stays "0.006"."""
+    from eval.reports.html_report import _paired_table
+    from eval.scoring.compare import _cell as md_cell, _holm, fmt_p_bound, holm_upper_bounds
+
+    called = _holm({"c1": {"mae": _cell(-0.2, 0.0, n_resamples=10000)},
+                    "c2": {"mae": _cell(-0.1, 0.0, n_resamples=10000)}}, 0.05)
+    assert [cells["mae"].p_holm for cells in called.values()] == pytest.approx([0.0004, 0.0004])
+    assert holm_upper_bounds(called) == {("c1", "mae"), ("c2", "mae")}
+    assert md_cell(called["c1"]["mae"], 10000, holm=True, bound=True)[4:6] == ["< 0.0002", "≤ 0.001"]
+    page = _paired_table("Criterion", called, ["mae"], "t", 10000)
+    assert page.count("Holm p ≤ 0.001") == 2 and "0.000<" not in page and "≤ 0.000" not in page
+    assert (fmt_p_bound(0.0234), fmt_p_bound(0.006), fmt_p_bound(1.0)) == ("0.024", "0.006", "1.000")
+
+
+def test_a_holm_family_over_several_resample_counts_marks_each_cell_a_bound_could_lower():
+    """A: raw p 0 over 800 resamples (a Spearman cell defined in 800 of 1,000), entered as 2 / 800 = 0.0025; B: raw
+    0.002 over 1,000, exact; C: raw 0.3 over 1,000. Holm by hand: ranked B 0.002, A 0.0025, C 0.3; terms 3 x 0.002 =
+    0.006, 2 x 0.0025 = 0.005, 1 x 0.3 = 0.3; adjusted B 0.006, A max(0.006, 0.005) = 0.006, C 0.3. Were A's true p
+    0.0001, A would rank first: terms 0.0003, 2 x 0.002 = 0.004, 0.3, so B's adjusted p would be 0.004 < 0.006: B's
+    is an upper bound too, though ranked before A. C's own term sets its 0.3 either way: exact."""
+    from eval.scoring.compare import _holm, holm_upper_bounds
+
+    called = _holm({"A": {"mae": _cell(-0.2, 0.0, n_resamples=800)}, "B": {"mae": _cell(-0.1, 0.002)},
+                    "C": {"mae": _cell(-0.1, 0.3)}}, 0.05)
+    assert {label: cells["mae"].p_holm for label, cells in called.items()} == pytest.approx(
+        {"A": 0.006, "B": 0.006, "C": 0.3})
+    assert holm_upper_bounds(called) == {("A", "mae"), ("B", "mae")}
+
+
+def test_a_holm_family_is_measured_against_its_fewest_resamples():
+    """A criterion table of two callable Spearman-like cells under --n-boot 1,000, one defined in all 1,000
+    resamples, the other in 60: two cells need more than 2 x 2 / 0.05 = 80 resamples (81), which 60 is not, so the
+    headline says so though --n-boot is well above 81; the tables by model and task type hold no cell."""
+    from types import SimpleNamespace
+
+    from eval.scoring.compare import _families_too_large
+    from eval.scoring.comparison import SplitComparison
+
+    cells = {"c1": {"mae": dataclasses.replace(_cell(-0.1, 0.0, n_resamples=1000), p_holm=0.004)},
+             "c2": {"mae": dataclasses.replace(_cell(-0.1, 0.0, n_resamples=60), p_holm=0.04)}}
+    block = SplitComparison(overall={}, by_model={}, by_task_type={}, by_criterion=cells)
+    comp = SimpleNamespace(run="b", splits={"all": block})
+    result = SimpleNamespace(n_boot=1000, alpha=0.05, baseline="a")
+    assert _families_too_large(comp, result) == [
+        "b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
+        "least 81 resamples (more than 2 m / alpha); with --n-boot 1000 (as few as 60 where a cell's metric is "
+        "defined) a cell whose resamples all agree may still read n.s. there."]

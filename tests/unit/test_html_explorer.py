@@ -161,6 +161,83 @@ def test_report_items_pass_over_a_stale_row_only_with_the_records():
     assert details["i1"]["v"] == [{"f": "old"}]
 
 
+def _scored_then_edited(root, datas=("data", "data")):
+    """Runs a and b, each scored on its data file (``datas``: the files' stems) while every row judged the text as
+    it was; then item 1's answer is edited in the first data file. Returns the sample's four records."""
+    from eval.judging.predictions import record_content_key
+    from eval.scoring.score import score
+
+    records = [r for r in judge.load_records(judge.sample_data_path()) if judge.split_of(r) == "standard"][:4]
+    for name, stem in zip(("a", "b"), datas):
+        judge.write_jsonl(records, root / f"{stem}.jsonl")
+        (root / name).mkdir()
+        lines = [json.dumps({"id": r.id, "judge": f"J{name}", "raw_output": "x", "feedback": f"fb {name} {k}",
+                             "score": 1.0, "parse_ok": True, "error": None, "reason": "", "score_source": "verdict",
+                             "latency_s": 0.1, "content_key": record_content_key(r)}, ensure_ascii=False)
+                 for k, r in enumerate(records)]
+        (root / name / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        score(root / name / "predictions.jsonl", root / f"{stem}.jsonl", n_boot=0, vc_repeats=5)
+    edited = list(records)
+    edited[1] = dataclasses.replace(records[1], answer=records[1].answer + " (edited)")
+    judge.write_jsonl(edited, root / f"{datas[0]}.jsonl")
+    return records
+
+
+def test_data_edited_after_scoring_opens_the_scored_verdict_with_a_note(tmp_path):
+    """The data is edited after score ran: items.parquet still holds item 1 as scored (status ok, judge score 1) on
+    its one row, which now judged a text the item no longer has. report.html rewritten from the folder and
+    compare.html open it to that row's feedback (the one its score came from) with the note saying the text was
+    edited since, not to "no prediction"; the other items to their own, without a note."""
+    from eval.reports.html_explorer import EDITED_NOTE
+    from eval.reports.html_report import write_report_page
+    from eval.scoring.compare import compare
+
+    records = _scored_then_edited(tmp_path)
+    item = records[1].id
+    data = _embedded(write_report_page(tmp_path / "a").read_text(encoding="utf-8"))
+    verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+    assert verdicts[item] == [{"f": "fb a 1", "src": "verdict", "n": EDITED_NOTE.format(data="the data")}]
+    assert verdicts[records[0].id] == [{"f": "fb a 0", "src": "verdict"}]
+    data = compare_items(compare([tmp_path / "a", tmp_path / "b"], n_boot=0))
+    verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+    note = EDITED_NOTE.format(data="the data (data.jsonl)")
+    assert verdicts[item] == [{"f": "fb a 1", "src": "verdict", "n": note}, {"f": "fb b 1", "src": "verdict", "n": note}]
+    assert verdicts[records[0].id] == [{"f": "fb a 0", "src": "verdict"}, {"f": "fb b 0", "src": "verdict"}]
+
+
+def test_compare_checks_each_runs_rows_against_its_own_data(tmp_path):
+    """Runs a and b scored on two data files; a's is edited after, b's is not. b's rows judged b's data as it is:
+    compare.html opens b's side of item 1 to its feedback without a note; a's side carries the note naming a's
+    data file."""
+    from eval.reports.html_explorer import EDITED_NOTE
+    from eval.scoring.compare import compare
+
+    records = _scored_then_edited(tmp_path, ("data_a", "data_b"))
+    data = compare_items(compare([tmp_path / "a", tmp_path / "b"], n_boot=0))
+    verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+    assert verdicts[records[1].id] == [
+        {"f": "fb a 1", "src": "verdict", "n": EDITED_NOTE.format(data="the data (data_a.jsonl)")},
+        {"f": "fb b 1", "src": "verdict"}]
+
+
+def test_data_edited_after_scoring_then_resumed_opens_the_row_items_parquet_scored():
+    """i1's first row (score 1) judged its text before the edit, its second (score 2, a resumed run asked the edited
+    item) the text now. Where items.parquet's judge score is 1 (score ran before the resume) the page opens the row
+    that score came from, noted as judging the old text; where it is 2 (scored again), the fresh row, no note."""
+    from eval.judging.predictions import record_content_key
+    from eval.reports.html_explorer import EDITED_NOTE
+
+    records = _records(2)
+    old = dataclasses.replace(records[1], answer="before the edit")
+    predictions = [{"id": "i0", "feedback": "fb 0", "score": 0.0},
+                   {"id": "i1", "feedback": "old", "score": 1.0, "content_key": record_content_key(old)},
+                   {"id": "i1", "feedback": "new", "score": 2.0, "content_key": record_content_key(records[1])}]
+    details = _by_id(report_items(_items(2, judge_score=[0.0, 1.0]), records, predictions, "j", "mode"))
+    assert details["i1"]["v"] == [{"f": "old", "n": EDITED_NOTE.format(data="the data")}]
+    details = _by_id(report_items(_items(2, judge_score=[0.0, 2.0]), records, predictions, "j", "mode"))
+    assert details["i1"]["v"] == [{"f": "new"}] and details["i0"]["v"] == [{"f": "fb 0"}]
+
+
 # ------------------------------------------------------------------------------- items without their texts
 
 

@@ -150,6 +150,8 @@
     let out = "<h5>" + esc(name) + "</h5>";
     if (!v) return out + '<div class="note">no prediction</div>';
     if (v.m) return out + '<div class="note missing">' + esc(v.m) + "</div>";  // its predictions file is gone
+    // v.n: said over a verdict shown all the same (it judged the item's text before the data was edited)
+    if (v.n) out += '<div class="note missing">' + esc(v.n) + "</div>";
     const facts = [];
     if (v.e) facts.push("error: " + esc(v.e) + (v.w ? " (" + esc(v.w) + ")" : ""));
     if (v.k !== undefined && v.k !== null) facts.push("confidence " + fmt(v.k, 3));
