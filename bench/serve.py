@@ -386,7 +386,8 @@ def build_payloads(args, model: Path) -> tuple[list[dict], dict[str, list[dict]]
     tokens, chat, keys = {}, {}, []
     for item in items:
         jobs = build_jobs(parse_judge_request({"items": [item]}), tokenizer, max_model_len=max_len, max_tokens=args.max_tokens)
-        tokens[item["id"]] = [builder.completion_payload(job, options) for job in jobs]
+        tokens[item["id"]] = [builder.completion_payload(job, options, reasoning_opened=builder.opens_reasoning(job))
+                              for job in jobs]
         chat[item["id"]] = []
         for job, payload in zip(jobs, tokens[item["id"]]):
             body = {k: v for k, v in payload.items() if k not in ("prompt", "logprobs")}

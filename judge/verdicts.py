@@ -17,7 +17,7 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~650 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~685 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``) and the reading of an output the length limit cut
 (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
 twice and could drift apart.
@@ -280,6 +280,11 @@ def _reasoning_end(text: str) -> int:
     feedback's own text ("тег </think>. [RESULT]"), or by nothing (after ``[END]``), and stays text; so does one in
     a text that opens with a verdict tag ("[FEEDBACK] Ответ обрывается на </think> [RESULT] 0 [END]"): that text is
     the verdict, not a reasoning, and its feedback keeps the tag that build-data's ``tags_in_feedback`` looks for.
+    The exception needs a complete draft before that ``</think>`` (an ``[END]`` after the first tag): a verdict after
+    a heading, a label, a BOM or a code fence ("Вердикт:\n[FEEDBACK] Ответ заканчивается тегом </think>\n[RESULT] 0
+    [END]") does not open with a tag either, and its quoted ``</think>`` before ``[RESULT]`` is feedback, not a
+    reasoning's close; a reasoning never wrote ``[END]`` before its ``</think>`` unless it drafted a whole verdict.
+    A ``<think>`` the reasoning mentions after its draft (the answer under judgment opens one) does not undo it.
     """
     template_opened = not _opens_verdict(text, 0)
     start = 0
@@ -287,11 +292,19 @@ def _reasoning_end(text: str) -> int:
         segment = text[start:close.start()]
         opened = _THINK_OPEN.search(segment)
         tag = _TAG.search(segment, 0, opened.start() if opened else len(segment))
-        if tag is not None and not (start == 0 and opened is None and template_opened
+        if tag is not None and not (start == 0 and template_opened and _drafted_verdict(segment, tag)
                                     and _opens_verdict(text, close.end())):
             break
         start = close.end()
     return start
+
+
+_END_TAG = re.compile(r"\[\s*END\s*\]", re.IGNORECASE)
+
+
+def _drafted_verdict(segment: str, first_tag: re.Match[str]) -> bool:
+    """Whether ``segment`` holds a complete verdict from its ``first_tag`` on: an ``[END]`` after that tag."""
+    return _END_TAG.search(segment, first_tag.start()) is not None
 
 
 #: The first tag of a verdict, as ``_TAG`` spells it (markdown emphasis around it, any case, spaces in the brackets).
@@ -584,10 +597,25 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
     scale's "10". When some level is written starting with those digits and is longer, the score read is wherever
     the cut fell and fails as ``VerdictError.CUT`` (``cut_short``), as an integer verdict cut anywhere does. Without
     a ``scale`` no level is known to be longer: the score read stands.
+
+    An output the length limit stopped with text after its last ``[END]``, which does not open with a verdict tag, was
+    not stopped at a verdict's end: it was still writing, and the block read may be a draft inside a reasoning the
+    chat template opened in the prompt ("Let me draft: [FEEDBACK] ... [RESULT] 0 [END] Wait, actually", cut before its
+    ``</think>``), which judge-serve, reading after the ``<think>`` it prompted, fails as ``unclosed_think``. It fails
+    as ``VerdictError.CUT`` too. A text that opens with ``[FEEDBACK]`` or ``[RESULT]`` is the verdict, not a
+    reasoning (as ``_reasoning_end`` reads it): its complete block stands whatever follows it.
     """
     partial_end = _PARTIAL_END.search(text) if lenient and text else None
     verdict = parse_verdict(text[: partial_end.start()] if partial_end else text, scale=scale, lenient=lenient)
-    if finish_reason != "length" or not verdict.ok or partial_end is not None or scale is None or not text:
+    if finish_reason != "length" or not verdict.ok or partial_end is not None or not text:
+        return verdict
+    last_end = None
+    for last_end in _END_TAG.finditer(text):
+        pass
+    if last_end is not None and text[last_end.end():].strip() and not _opens_verdict(text, 0):
+        return cut_short(verdict, "max_tokens (finish_reason length; text follows its last [END], so the block read "
+                         "may be a draft)")
+    if scale is None:
         return verdict
     written = _trailing_number(text)
     if not written or parse_verdict(text, scale=scale).error != VerdictError.MISSING_END:

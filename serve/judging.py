@@ -9,7 +9,7 @@ Steps for one request:
    read the shared prefix from the cache even when all 5 arrive together, so no separate warm-up request is
    needed; see ``bench/serve.py`` for the ordering gain).
 3. **Generation.** ``/v1/completions`` (``serve.engine_client``) with the token ids, greedy by default, stopping at
-   ``[END]``, every other sampling field stated neutral (``judge.checkpoints.NEUTRAL_SAMPLING``). For a seq2seq
+   ``[END]`` (not when the prompt opened a reasoning block: ``Judge.completion_payload``), every other sampling field stated neutral (``judge.checkpoints.NEUTRAL_SAMPLING``). For a seq2seq
    judge the request also asks for the log-probabilities of the scale's level tokens at every position
    (``logprob_token_ids``), so the score position yields the judge's whole distribution over the scale.
 4. **Verdicts.** Seq2seq: ``serve.score_reading`` gives feedback and score (a failure stays a failure: no score),
@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~640 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~665 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -80,15 +80,22 @@ CLASSIFIER_THREADS = 4
 LEVEL_IDS_KEPT = 256
 
 
-def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool) -> str:
+def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool, reasoning_opened: bool = False) -> str:
     """The output format as a regular expression, for vLLM structured outputs.
 
     Seq2seq: ``[FEEDBACK] <1..N characters other than brackets> [RESULT] <a level> [END]``; regression: the same
     without the result. ``feedback_max_chars`` 0 leaves the feedback unbounded (cheap to compile; a bound of N
     makes vLLM's regex compiler build N states).
+
+    ``reasoning_opened``: the prompt ends inside a ``<think>`` its chat template opened (a thinking-always template):
+    the verdict comes after that block's ``</think>``, or the reader (``serve.score_reading``, after the prompt's
+    ``<think>``) finds a reasoning never closed. The block is the empty one such a template renders a tagged
+    training target after (``judge.verdicts.bare_tagged_answer``): up to two newlines, ``</think>``, up to two.
     """
     repeat = f"{{1,{feedback_max_chars}}}" if feedback_max_chars > 0 else "+"
     feedback = rf"\[FEEDBACK\] [^\[\]]{repeat}"
+    if reasoning_opened:
+        feedback = r"\n{0,2}</think>\n{0,2}" + feedback
     if not with_score:
         return feedback + r" \[END\]"
     levels = "|".join(re.escape(str(level)) for level in scale.levels)
@@ -517,8 +524,19 @@ class Judge:
                  for i, (pair, result) in enumerate(zip(request.pairs, results))]
         return self._response(items, results, PAIRWISE_PROMPT_VERSION)
 
-    def completion_payload(self, job: Job, options: JudgeOptions) -> dict[str, Any]:
-        """The ``/v1/completions`` body for one judgment (public: benchmarks send vLLM what judge-serve sends)."""
+    def opens_reasoning(self, job: Job) -> bool:
+        """Whether a seq2seq job's prompt ends inside a ``<think>`` its chat template opened (a thinking-always
+        template): the completion continues that reasoning, and the verdict comes after its ``</think>``."""
+        return prompt_opens_reasoning(self.tokenizer.decode(_last_ids(job, 8), skip_special_tokens=False))
+
+    def completion_payload(self, job: Job, options: JudgeOptions, reasoning_opened: bool = False) -> dict[str, Any]:
+        """The ``/v1/completions`` body for one judgment (public: benchmarks send vLLM what judge-serve sends).
+
+        ``reasoning_opened``: ``opens_reasoning(job)``, which judge-serve passes for a seq2seq judge. A tagged
+        judge's output then starts inside the reasoning, where a drafted ``[END]`` would stop it, so it gets no
+        ``[END]`` stop (a stop string cannot wait for ``</think>``): it generates to the end of its turn, and
+        ``verdict_regex`` closes the reasoning before the verdict under constrained decoding.
+        """
         s = self.settings
         scale = job.criterion.scale
         payload: dict[str, Any] = {
@@ -535,6 +553,9 @@ class Judge:
             # A released -r judge's head reads the text as it came out; POLLUX generates until the end of the
             # turn (its llm.chat has no stop string), so a stop at [END] could cut what its head would read.
             del payload["stop"], payload["include_stop_str_in_output"]
+        elif reasoning_opened and s.kind == JudgeKind.SEQ2SEQ:
+            # a drafted "[END]" inside the reasoning would end the output before the verdict (unclosed_think)
+            del payload["stop"], payload["include_stop_str_in_output"]
         # The score token's position is known for the tagged format only (after [RESULT]).
         tagged = s.verdict_format == VerdictFormat.TAGGED
         level_ids = self._levels(scale) if (s.kind == JudgeKind.SEQ2SEQ and s.score_logprobs and tagged) else None
@@ -542,7 +563,9 @@ class Judge:
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
         if options.constrained:
-            payload["structured_outputs"] = {"regex": verdict_regex(scale, s.feedback_max_chars, s.kind == JudgeKind.SEQ2SEQ)}
+            seq2seq = s.kind == JudgeKind.SEQ2SEQ
+            payload["structured_outputs"] = {"regex": verdict_regex(scale, s.feedback_max_chars, seq2seq,
+                                                                    reasoning_opened and seq2seq)}
         return payload
 
     async def _one(self, job: Job, options: JudgeOptions) -> JudgeResult:
@@ -551,8 +574,10 @@ class Judge:
         if job.too_long is not None:  # ``oversize: fail``: a failed result, never sent
             return JudgeResult(criterion=job.criterion.name, criterion_id=job.criterion.id, scale=list(scale.levels),
                                error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=job.too_long)
+        # A verdict read as training reads it: after a <think> its prompt opened (either format), failed when cut.
+        opened = s.kind == JudgeKind.SEQ2SEQ and self.opens_reasoning(job)
         async with self.limit:  # the whole prompt's ids made only now (serve.jobs.Job.prefix_ids)
-            payload = self.completion_payload(job, options)
+            payload = self.completion_payload(job, options, reasoning_opened=opened)
             asked_logprobs = "logprob_token_ids" in payload
             completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
             del payload
@@ -565,8 +590,6 @@ class Judge:
             verdict: dict[str, Any] = {"error": VerdictError.ABORTED, "error_reason": "the engine aborted the "
                                        "generation before its end (finish_reason abort): no verdict; ask again"}
         elif s.kind == JudgeKind.SEQ2SEQ:
-            # A verdict read as training reads it: after a <think> its prompt opened (either format), failed when cut.
-            opened = prompt_opens_reasoning(self.tokenizer.decode(_last_ids(job, 8), skip_special_tokens=False))
             verdict = seq2seq_verdict(text, _logprobs_of(choice, completion) if asked_logprobs else None, scale,
                                       options.lenient, s.verdict_format, reasoning_opened=opened,
                                       finish_reason=finish_reason)

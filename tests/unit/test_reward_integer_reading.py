@@ -51,6 +51,7 @@ def test_the_readers_fail_the_reviewed_cases():
     cut = seq2seq_verdict("<think>\nВерно.</think>\n\n1", None, SCALE, False, VerdictFormat.INTEGER,
                           finish_reason="length")
     assert (cut["score"], cut["error"], cut["feedback"]) == (None, VerdictError.CUT, "Верно.") and CUT == VerdictError.CUT
+    # (judge-serve's constrained decoding therefore closes that block first: serve.judging.verdict_regex)
     tagged = seq2seq_verdict("[FEEDBACK] Верно. [RESULT] 2 [END]", None, SCALE, False, finish_reason="length",
                              reasoning_opened=True)
     assert (tagged["score"], tagged["parse_ok"], tagged["error"]) == (None, False, VerdictError.UNCLOSED_THINK)

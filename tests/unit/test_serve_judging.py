@@ -550,3 +550,94 @@ def test_an_engine_answer_that_is_no_completion_is_a_502_naming_why(completion, 
         _logprobs_of(choice, completion)
     assert err.value.status == 502 and why in err.value.public
 
+
+
+# ------------------------------------------------------------------- a prompt whose chat template opened reasoning
+
+
+class _ThinkingTemplateTokens:
+    """A tokenizer whose id 2 is a thinking-always template's "<think>\\n" (the generation prompt's end) and whose
+    levels are one token each (ids from 100)."""
+
+    TEXT = {1: "<|im_start|>assistant\n", 2: "<think>\n", 3: "Оцени ответ."}
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [100 + int(text)] if text.isdigit() else [7, 8]
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return "".join(self.TEXT[i] for i in ids)
+
+
+class _RecordingGenerator:
+    """The generating engine at the network boundary: records each /v1/completions body, answers ``text``."""
+
+    def __init__(self, text: str):
+        self.text, self.payloads = text, []
+
+    async def post(self, path: str, payload: dict, request_id: str = "") -> dict:
+        assert path == "/v1/completions"
+        self.payloads.append(payload)
+        return {"choices": [{"text": self.text, "finish_reason": "stop"}], "usage": {"completion_tokens": 9}}
+
+
+def _thinking_judge(text: str, constrained: bool):
+    import asyncio
+    from collections import OrderedDict
+
+    from judge.checkpoints import JudgeKind
+    from serve.judging import Judge, JudgeSettings
+
+    judge_ = object.__new__(Judge)  # no tokenizer copy thread, no engines
+    judge_.settings = JudgeSettings(model_name="m", kind=JudgeKind.SEQ2SEQ, engine_models={"generator": "m"},
+                                    max_model_len=2048, max_tokens=64, temperature=0.0, score_logprobs=False,
+                                    lenient=False, constrained=constrained, feedback_max_chars=0, max_judgments=8)
+    judge_.tokenizer, judge_._level_ids = _ThinkingTemplateTokens(), OrderedDict()
+    judge_.generator, judge_.limit = _RecordingGenerator(text), asyncio.Semaphore(1)
+    return judge_
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_a_tagged_judge_whose_prompt_opened_reasoning_is_asked_for_the_block_close_and_not_stopped_at_end(constrained):
+    """On a thinking-always template the output starts inside the reasoning the prompt opened: the verdict regex
+    closes that block first (the empty block a tagged target is trained after), else every constrained verdict,
+    read after the prompt's <think>, was unclosed_think; and no "[END]" stop, which a drafted "[END]" inside the
+    reasoning would hit before the verdict. The output the regex allows scores."""
+    import asyncio
+
+    from serve.jobs import Job
+    from serve.judging import JudgeOptions
+    from serve.schema import ResolvedCriterion
+
+    output = "\n</think>\n\n" + judge.render_target("Ответ верный.", 2)
+    judge_ = _thinking_judge(output, constrained)
+    job = Job(0, 0, ResolvedCriterion("Критерий", "rubrics", SCALE, None), "Оцени ответ.", [3, 1, 2])
+    options = JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=constrained)
+    result = asyncio.run(judge_._one(job, options))
+    [payload] = judge_.generator.payloads
+    assert "stop" not in payload and "include_stop_str_in_output" not in payload
+    assert payload["prompt"] == [3, 1, 2]
+    if constrained:
+        regex = payload["structured_outputs"]["regex"]
+        assert regex == r"\n{0,2}</think>\n{0,2}\[FEEDBACK\] [^\[\]]+ \[RESULT\] (0|1|2) \[END\]"
+        assert re.fullmatch(regex, output)
+        assert not re.fullmatch(regex, judge.render_target("Ответ верный.", 2))  # the verdict with no close
+    else:
+        assert "structured_outputs" not in payload
+    assert (result.score, result.parse_ok, result.feedback) == (2.0, True, "Ответ верный.")
+
+
+def test_a_prompt_that_opened_no_reasoning_keeps_the_end_stop_and_the_plain_regex():
+    """The same judge on a prompt that ends in the assistant turn's opening: the request is as before."""
+    import asyncio
+
+    from serve.jobs import Job
+    from serve.judging import JudgeOptions
+    from serve.schema import ResolvedCriterion
+
+    judge_ = _thinking_judge(judge.render_target("Ответ верный.", 1), True)
+    job = Job(0, 0, ResolvedCriterion("Критерий", "rubrics", SCALE, None), "Оцени ответ.", [2, 3, 1])
+    result = asyncio.run(judge_._one(job, JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=True)))
+    [payload] = judge_.generator.payloads
+    assert (payload["stop"], payload["include_stop_str_in_output"]) == (["[END]"], True)
+    assert payload["structured_outputs"] == {"regex": verdict_regex(SCALE, 0, with_score=True)}
+    assert (result.score, result.parse_ok) == (1.0, True)

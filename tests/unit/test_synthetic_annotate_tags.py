@@ -157,3 +157,79 @@ def test_a_resumed_run_keeps_a_label_its_raw_output_still_gives(tmp_path, monkey
         tmp_path, monkeypatch, ["Повторов нет.\n</think>\n\n[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"], None)
     assert requests == 1
     assert [(r["criteria_score"], r["expert_feedback"]) for r in kept] == [(2.0, ["Повторов нет, ответ чистый."])]
+
+
+#: DeepSeek-R1 with no reasoning parser, stopped by max_tokens inside the reasoning its chat template opened, after a
+#: drafted verdict: no </think> at all, so the whole text reads as the draft's verdict.
+TEACHER_CUT_INSIDE_THE_REASONING = ("Okay, let me check. Let me draft: [FEEDBACK] Повторы есть. [RESULT] 0 [END]\n"
+                                    "Wait, actually the second sentence is new, so")
+
+
+def _annotate_once(tmp_path, replies, max_attempts):
+    """Annotate one (answer, criterion); the teacher answers ``replies`` in turn, each a (text, finish_reason).
+    Returns (requests made, annotate.jsonl rows, dropped.jsonl rows)."""
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+
+    replies = list(replies)
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        text, finish_reason = replies.pop(0)
+        return 200, chat_completion(text, "teacher", finish_reason)
+
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
+    out = tmp_path / "annotate"
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = tmp_path / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
+                                      "criteria": ["repeats"], "max_attempts": max_attempts, "backoff_s": 0.0,
+                                      "concurrency": 1}))
+        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+        assert main(argv) == 0
+        requests = len(server.requests)
+    read = lambda name: [json.loads(line) for line in (out / name).read_text().splitlines() if line.strip()]  # noqa: E731
+    return requests, read("annotate.jsonl"), read("dropped.jsonl") if (out / "dropped.jsonl").exists() else []
+
+
+def test_an_output_the_length_limit_stopped_is_asked_again(tmp_path):
+    """The draft a reasoning wrote before the cut reads as a verdict (0): not a label, the teacher is asked again."""
+    assert judge.parse_verdict(TEACHER_CUT_INSIDE_THE_REASONING, scale=judge.Scale((0, 1, 2))).score == 0.0
+    requests, kept, dropped = _annotate_once(tmp_path, [(TEACHER_CUT_INSIDE_THE_REASONING, "length"),
+                                                        ("[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]", "stop")], 2)
+    assert requests == 2
+    assert [(r["criteria_score"], r["expert_feedback"], r["attempts"]) for r in kept] == [
+        (2.0, ["Повторов нет, ответ чистый."], 2)]
+    assert dropped == []
+
+
+def test_an_output_cut_on_every_attempt_is_dropped_as_cut(tmp_path):
+    requests, kept, dropped = _annotate_once(tmp_path, [(TEACHER_CUT_INSIDE_THE_REASONING, "length")], 1)
+    assert (requests, kept) == (1, [])
+    assert [r["drop_reason"] for r in dropped] == ["verdict_cut"]
+    assert "finish_reason length" in dropped[0]["reason"]
+
+
+def test_a_resumed_journal_row_without_raw_outputs_keeps_its_label(tmp_path):
+    """A hand-made or foreign journal row with no raw_outputs: the label stands as kept (no KeyError), no attempts."""
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+
+    replies = ["[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"]
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
+    out = tmp_path / "annotate"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion(replies.pop(0), "teacher")), model="teacher") as server:
+        config = tmp_path / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
+                                      "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0, "concurrency": 1}))
+        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+        assert main(argv) == 0
+        journal = out / "journal.jsonl"
+        rows = [json.loads(line) for line in journal.read_text().splitlines()]
+        journal.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "raw_outputs"}, ensure_ascii=False)
+                                   + "\n" for row in rows))
+        assert main(argv) == 0
+        assert len(server.requests) == 1
+    kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
+    assert [(r["criteria_score"], r["teacher_raw"], r["attempts"]) for r in kept] == [(2.0, [], 0)]

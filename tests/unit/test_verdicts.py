@@ -67,6 +67,16 @@ MUST_PARSE = [
     # a text that opens with [FEEDBACK] is the verdict: a </think> it quotes right before a tag is text
     ("a </think> quoted right before [RESULT]", "**[FEEDBACK]** Ответ обрывается на </think> [RESULT] 0 [END]",
      "Ответ обрывается на </think>", 0.0),
+    # ... and so is one after a label, a heading, a BOM or a code fence: no [END] before the </think>, so no drafted
+    # verdict a reasoning could have written
+    ("a label, then a </think> quoted right before [RESULT]",
+     "Вердикт:\n[FEEDBACK] Ответ заканчивается тегом </think>\n[RESULT] 0 [END]", "Ответ заканчивается тегом </think>", 0.0),
+    ("a heading, then the same", "### Оценка\n[FEEDBACK] Ответ заканчивается тегом </think>\n[RESULT] 0 [END]",
+     "Ответ заканчивается тегом </think>", 0.0),
+    ("a BOM, then the same", "\ufeff[FEEDBACK] Ответ заканчивается тегом </think>\n[RESULT] 0 [END]",
+     "Ответ заканчивается тегом </think>", 0.0),
+    ("a code fence around the same", "```\n[FEEDBACK] Ответ содержит </think>\n[RESULT] 0 [END]\n```",
+     "Ответ содержит </think>", 0.0),
 ]
 
 
@@ -112,6 +122,10 @@ MUST_FAIL = [
     ("a template-opened reasoning's draft, then a verdict cut before [END]",
      "Черновик: [FEEDBACK] плохо [RESULT] 0 [END]\nНет, верно.\n</think>\n\n[FEEDBACK] Ответ верный, всё по делу [RESULT] 2",
      {}, VerdictError.MISSING_END),
+    # the template-opened reasoning mentions the answer's <think> after its draft: its </think> still closes it
+    ("a template-opened reasoning's draft and a quoted <think>, then a verdict cut before [RESULT]",
+     "Draft: [FEEDBACK] The answer is wrong. [RESULT] 0 [END]\nBut the answer opens with a <think> tag, which is "
+     "fine.\n</think>\n\n[FEEDBACK] The answer is corr", {}, VerdictError.NO_RESULT),
 ]
 
 
@@ -210,6 +224,9 @@ RATIONALES = [
     ("Нужно написать [FEEDBACK], потом [RESULT] и [END].\n</think>\n\n[FEEDBACK] Верно. [RESULT] 2 [END]",
      ("Верно.", True)),
     (TEACHER_DRAFT_THEN_CUT, ("The answer correctly solves the task, step by step", False)),
+    # a label before the rationale: its quoted </think> is rationale, not a reasoning's close
+    ("Вердикт:\n[FEEDBACK] Ответ заканчивается тегом </think>\n[RESULT] 0 [END]",
+     ("Ответ заканчивается тегом </think>", True)),
 ]
 
 
@@ -285,3 +302,33 @@ def test_no_answer_is_a_bare_tagged_one():
     from judge.verdicts import bare_tagged_answer
 
     assert [bare_tagged_answer(text) for text in (None, "", "  ", "[FEEDBACK] Верно. [RESULT] 2")] == [False] * 4
+
+
+#: A reasoning the chat template opened (no <think> in the text) drafted a verdict, and the length limit stopped it
+#: before its </think>: read whole, the text is the draft's verdict (0).
+CUT_INSIDE_A_TEMPLATE_OPENED_REASONING = ("Okay, let me check the answer. Let me draft: [FEEDBACK] The answer is wrong. "
+                                          "[RESULT] 0 [END]\nWait, actually step 3 is right, so")
+
+
+@pytest.mark.parametrize(("text", "finish_reason", "score", "error"), [
+    (CUT_INSIDE_A_TEMPLATE_OPENED_REASONING, "length", None, VerdictError.CUT),
+    (CUT_INSIDE_A_TEMPLATE_OPENED_REASONING, "stop", 0.0, None),   # the judge ended there itself: read as written
+    ("Вердикт: [FEEDBACK] Верно. [RESULT] 2 [END]\n", "length", 2.0, None),  # nothing but whitespace after [END]
+    ("Вердикт: [FEEDBACK] Верно. [RESULT] 2 [END] А ещё", "length", None, VerdictError.CUT),
+    # a text that opens with the verdict's tag is the verdict, not a reasoning: its block stands
+    ("[FEEDBACK] Верно. [RESULT] 2 [END] А ещё", "length", 2.0, None),
+])  # fmt: skip
+def test_a_tagged_output_the_length_limit_stopped_after_its_last_end_is_cut(text, finish_reason, score, error):
+    """judge-eval's chat route (read_served_verdict) fails such an output as cut, with or without a scale; judge-serve,
+    reading after the <think> its prompt opened, fails the first text as unclosed_think: neither scores the draft."""
+    from judge.verdicts import read_served_verdict, read_tagged_verdict
+    from serve.score_reading import seq2seq_verdict
+
+    for scale in (ZERO_TO_TWO, None):
+        verdict = read_served_verdict("tagged", text, scale=scale, finish_reason=finish_reason)
+        assert (verdict.score, verdict.error) == (score, error)
+        assert read_tagged_verdict(text, scale, lenient=True, finish_reason=finish_reason).error == error
+    if text is CUT_INSIDE_A_TEMPLATE_OPENED_REASONING:
+        served = seq2seq_verdict(text, None, ZERO_TO_TWO, False, "tagged", reasoning_opened=True,
+                                 finish_reason=finish_reason)
+        assert (served["score"], served["error"]) == (None, VerdictError.UNCLOSED_THINK)

@@ -7,7 +7,9 @@ that never parses is counted under its parse error and dropped — it is never g
 criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,
 dropped as ``verdict_out_of_scale`` (``unusable_verdict``). So is an output longer than the request's ``max_tokens``
 could have produced (``train.synthetic.traces.longer_than_asked``: more than 16 characters a token), which a server
-that ignored the limit returned: ``verdict_oversized``, never a label. A rerun asks again a label an earlier version
+that ignored the limit returned: ``verdict_oversized``, never a label. An output the limit stopped (``finish_reason``
+``length``) is asked again too and, if every attempt is cut, dropped as ``verdict_cut``: a verdict read from it may be
+a draft inside a reasoning the teacher's chat template opened in the prompt, cut before its ``</think>``. A rerun asks again a label an earlier version
 journalled that this one would not keep: its last raw output, read again by ``judge.parse_verdict``, is another
 verdict, or one ``unusable_verdict`` refuses.
 
@@ -149,6 +151,12 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             if longer_than_asked(len(result.text or ""), teacher.max_tokens):
                 problem = ("oversized", oversized)  # asked again, as a verdict that does not parse is
                 continue
+            if result.finish_reason == "length":
+                # Still writing when the limit stopped it: a block read from it may be a draft inside a reasoning the
+                # teacher's chat template opened in the prompt (no <think> in the text, no </think> reached yet).
+                problem = ("cut", f"finish_reason length: the output reached max_tokens {teacher.max_tokens} before "
+                           "its end, so the verdict read from it may be a draft")
+                continue
             verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
             problem = unusable_verdict(verdict, scale)
             if problem is None:
@@ -185,8 +193,9 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     kept, dropped = [], []
     for key, record in items:
         done = journal.rows[key]
-        row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": done["raw_outputs"], "attempts": len(done["raw_outputs"])}
-        if done["ok"] and longer_than_asked(len((done["raw_outputs"] or [""])[-1] or ""),
+        raw = done.get("raw_outputs") or []  # a hand-made or foreign journal row may carry none
+        row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": raw, "attempts": len(raw)}
+        if done["ok"] and longer_than_asked(len((raw or [""])[-1] or ""),
                                             done.get("max_tokens") or teacher.max_tokens):
             # Kept by a version that did not look at its length: the label of an output the limit could not produce.
             dropped.append({**row, "drop_reason": "verdict_oversized", "reason": oversized})
