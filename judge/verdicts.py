@@ -606,16 +606,19 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
     reasoning (as ``_reasoning_end`` reads it): its complete block stands whatever follows it.
     """
     partial_end = _PARTIAL_END.search(text) if lenient and text else None
-    verdict = parse_verdict(text[: partial_end.start()] if partial_end else text, scale=scale, lenient=lenient)
-    if finish_reason != "length" or not verdict.ok or partial_end is not None or not text:
+    read = text[: partial_end.start()] if partial_end else text
+    verdict = parse_verdict(read, scale=scale, lenient=lenient)
+    if finish_reason != "length" or not verdict.ok or not text:
         return verdict
     last_end = None
-    for last_end in _END_TAG.finditer(text):
+    for last_end in _END_TAG.finditer(read):
         pass
-    if last_end is not None and text[last_end.end():].strip() and not _opens_verdict(text, 0):
+    # "opens with a verdict tag" after the reasoning a <think> closed (judge-serve reads "<think>\n" + output): a
+    # block after a closed reasoning is the verdict, as one at the very start is
+    if last_end is not None and read[last_end.end():].strip() and not _opens_verdict(read, _reasoning_end(read)):
         return cut_short(verdict, "max_tokens (finish_reason length; text follows its last [END], so the block read "
                          "may be a draft)")
-    if scale is None:
+    if partial_end is not None or scale is None:
         return verdict
     written = _trailing_number(text)
     if not written or parse_verdict(text, scale=scale).error != VerdictError.MISSING_END:

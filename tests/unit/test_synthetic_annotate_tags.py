@@ -233,3 +233,40 @@ def test_a_resumed_journal_row_without_raw_outputs_keeps_its_label(tmp_path):
         assert len(server.requests) == 1
     kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
     assert [(r["criteria_score"], r["teacher_raw"], r["attempts"]) for r in kept] == [(2.0, [], 0)]
+
+
+def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_asked_again(tmp_path):
+    """A journal written before finish_reason was journalled cannot say whether its output was cut: one with text
+    after its last [END] that does not open with a verdict tag (a draft in a reasoning, then more reasoning) is asked
+    again once on resume; the same row with its finish_reason journalled ("stop": the teacher ended there) stands."""
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+
+    def run(strip_finish_reason: bool) -> tuple[int, list]:
+        folder = tmp_path / ("stripped" if strip_finish_reason else "kept")
+        replies = [TEACHER_CUT_INSIDE_THE_REASONING, "[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"]
+        (folder / "answers").mkdir(parents=True)
+        (folder / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
+        out = folder / "annotate"
+        with ScriptedEndpoint(lambda path, body: (200, chat_completion(replies.pop(0), "teacher")),
+                              model="teacher") as server:
+            config = folder / "annotate.yaml"
+            config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher",
+                                                      "base_url": server.base_url},
+                                          "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0,
+                                          "concurrency": 1}))
+            argv = ["annotate", "--config", str(config), "--input", str(folder / "answers"), "--output", str(out)]
+            assert main(argv) == 0  # "stop": the draft's 0 is kept, the teacher having ended there
+            journal = out / "journal.jsonl"
+            rows = [json.loads(line) for line in journal.read_text().splitlines()]
+            assert [row.get("finish_reason") for row in rows if row.get("ok") is True] == ["stop"]
+            if strip_finish_reason:
+                journal.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "finish_reason"},
+                                                      ensure_ascii=False) + "\n" for row in rows))
+            assert main(argv) == 0
+            requests = len(server.requests)
+        kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
+        return requests, [(r["criteria_score"], r["expert_feedback"]) for r in kept]
+
+    assert run(strip_finish_reason=False) == (1, [(0.0, ["Повторы есть."])])
+    assert run(strip_finish_reason=True) == (2, [(2.0, ["Повторов нет, ответ чистый."])])

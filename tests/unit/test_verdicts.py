@@ -317,6 +317,9 @@ CUT_INSIDE_A_TEMPLATE_OPENED_REASONING = ("Okay, let me check the answer. Let me
     ("Вердикт: [FEEDBACK] Верно. [RESULT] 2 [END] А ещё", "length", None, VerdictError.CUT),
     # a text that opens with the verdict's tag is the verdict, not a reasoning: its block stands
     ("[FEEDBACK] Верно. [RESULT] 2 [END] А ещё", "length", 2.0, None),
+    # so is a block after the reasoning a <think> closed (judge-serve reads "<think>\n" + output, with no [END] stop
+    # where the prompt opened the reasoning): text after it until max_tokens leaves it standing
+    ("<think>\nДумаю.\n</think>\n\n[FEEDBACK] Верно. [RESULT] 2 [END]\n\nДополнительно", "length", 2.0, None),
 ])  # fmt: skip
 def test_a_tagged_output_the_length_limit_stopped_after_its_last_end_is_cut(text, finish_reason, score, error):
     """judge-eval's chat route (read_served_verdict) fails such an output as cut, with or without a scale; judge-serve,
@@ -332,3 +335,23 @@ def test_a_tagged_output_the_length_limit_stopped_after_its_last_end_is_cut(text
         served = seq2seq_verdict(text, None, ZERO_TO_TWO, False, "tagged", reasoning_opened=True,
                                  finish_reason=finish_reason)
         assert (served["score"], served["error"]) == (None, VerdictError.UNCLOSED_THINK)
+
+
+def test_a_draft_cut_while_writing_another_tag_is_cut_under_lenient_too():
+    """Lenient reading takes "[RESULT] 1 [EN" as a cut [END]; in a reasoning the template opened, a drafted block
+    before it is still no verdict: the length rule reads the text before the partial tag, so the chat route fails it
+    as cut, as strict reading does, and judge-serve (reading after its prompt's <think>) as unclosed_think."""
+    from judge.verdicts import read_served_verdict
+    from serve.score_reading import seq2seq_verdict
+
+    text = ("Okay, let me check. Draft: [FEEDBACK] The answer is wrong. [RESULT] 0 [END]\nHmm, redo: [FEEDBACK] "
+            "Partly right. [RESULT] 1 [EN")
+    for lenient in (False, True):
+        assert read_served_verdict("tagged", text, scale=ZERO_TO_TWO, lenient=lenient, finish_reason="length").error \
+            == VerdictError.CUT
+    served = seq2seq_verdict(text, None, ZERO_TO_TWO, True, "tagged", reasoning_opened=True, finish_reason="length")
+    assert served["error"] == VerdictError.UNCLOSED_THINK
+    # an ordinary verdict cut inside its [END] is still read under lenient
+    plain = read_served_verdict("tagged", "[FEEDBACK] Верно. [RESULT] 1 [EN", scale=ZERO_TO_TWO, lenient=True,
+                                finish_reason="length")
+    assert (plain.ok, plain.score) == (True, 1.0)

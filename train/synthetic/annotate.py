@@ -123,7 +123,8 @@ def _leaf_of(taxonomy, row: dict):
 
 def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) -> dict:
     """Run stage 4 on the answers at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
-    from judge import PROMPT_VERSION_EN, parse_verdict, render_prompt_en, scale_of
+    from judge import PROMPT_VERSION_EN, VerdictError, parse_verdict, render_prompt_en, scale_of
+    from judge.verdicts import read_tagged_verdict
 
     config.check_runnable()  # a teacher configured (max_attempts >= 1 is checked when the config is built)
     teacher = EndpointConfig(**config.teacher)
@@ -161,7 +162,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             problem = unusable_verdict(verdict, scale)
             if problem is None:
                 return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback,
-                        "max_tokens": teacher.max_tokens}
+                        "max_tokens": teacher.max_tokens, "finish_reason": result.finish_reason}
         error, reason = problem
         return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason,
                 "max_tokens": teacher.max_tokens}
@@ -181,6 +182,11 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             return False  # nothing to read again: the label stands as kept
         scale = scale_of(record["rubrics"])
         verdict = parse_verdict(raw[-1], scale=scale, lenient=config.lenient)
+        if "finish_reason" not in done and read_tagged_verdict(raw[-1], scale, config.lenient,
+                                                               "length").error == VerdictError.CUT:
+            # kept before finish_reason was journalled, from an output that may have been cut mid-reasoning after
+            # a drafted block (text after its last [END]): asked again once, since the journal cannot tell
+            return True
         return (unusable_verdict(verdict, scale) is not None or verdict.score != done.get("score")
                 or verdict.feedback != done.get("feedback"))
 
@@ -188,7 +194,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             and stale(journal.rows[key], record)]
     run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=redo,
              redo_why="whose kept feedback holds a verdict or <think> tag, or whose raw output reads as another "
-             "verdict now")
+             "verdict now or, kept without its finish_reason, may have been cut after a drafted block")
 
     kept, dropped = [], []
     for key, record in items:
