@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~890 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~895 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.reports.report import SPLIT_TITLES
-from eval.reports.run_files import load_predictions, load_records, missing_note
+from eval.reports.run_files import _run_json_data, load_predictions, load_records, missing_note, recorded_file
 from eval.scoring.comparison import Comparison
 
 if TYPE_CHECKING:
@@ -770,10 +770,17 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     names = list(result.runs)
     tables = [_read_items(f / "items.parquet") for f in folders]
     records, notes, first_why = None, [], None
+    # Each run's data by the file its recorded path finds (a relative "data.jsonl" finds each run's own copy), read
+    # once however many runs name it; None: gone or unreadable.
+    def data_file(folder: Path, m) -> Path | None:
+        return recorded_file(m.data, folder, also=_run_json_data(folder))
+
+    own: dict[Path | None, Callable[[str], str | None] | None] = {None: None}
     for at, (folder, m) in enumerate(zip(folders, result.metrics)):
         records, why = load_records(m.data, folder)
         if records is not None:
             break
+        own[data_file(folder, m)] = None
         first_why = why if at == 0 else first_why
     if records is None:
         notes.append(missing_note("the labelled data", result.metrics[0].data, folders[0],
@@ -786,7 +793,8 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     # data (two runs may have been scored on two data files); a run whose data cannot be read, against the data
     # whose texts the page shows, which the note over a stale verdict names.
     preds: list[_Verdicts | str] = []
-    own: dict[str | None, Callable[[str], str | None] | None] = {shown_data: current}
+    if records is not None:
+        own[data_file(folders[at], result.metrics[at])] = current
     for name, folder, m in zip(names, folders, result.metrics):
         table, why = load_predictions(m.predictions, folder)
         if table is None:
@@ -794,11 +802,12 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                                       why))
             notes.append(preds[-1])
             continue
-        if m.data not in own:
+        file = data_file(folder, m)
+        if file not in own:
             found, _ = load_records(m.data, folder)
-            own[m.data] = None if found is None else _current_keys(_Texts(found))
-        checked = own[m.data] if own[m.data] is not None else current
-        data = m.data if own[m.data] is not None else shown_data
+            own[file] = None if found is None else _current_keys(_Texts(found))
+        checked = own[file] if own[file] is not None else current
+        data = m.data if own[file] is not None else shown_data
         preds.append(_Verdicts(table, checked, f"the data ({Path(data).name})" if data else "the data"))
     base = tables[0]
     base_pos = {str(i): k for k, i in enumerate(base["id"])}

@@ -220,6 +220,26 @@ def test_compare_checks_each_runs_rows_against_its_own_data(tmp_path):
         {"f": "fb b 1", "src": "verdict"}]
 
 
+def test_compare_finds_each_runs_data_by_the_file_its_recorded_path_finds(tmp_path):
+    """Two runs whose metrics.json name their data by the same relative "data.jsonl", each finding its own copy in
+    its folder (an older metrics.json, or copies kept in the run folders): only a's copy is edited after scoring, so
+    b's side of item 1 opens without a note. Keyed by the recorded string, b's rows were checked against a's data."""
+    from eval.reports.html_explorer import EDITED_NOTE
+    from eval.scoring.compare import compare
+
+    records = _scored_then_edited(tmp_path, ("data_a", "data_b"))
+    for name in ("a", "b"):
+        (tmp_path / f"data_{name}.jsonl").rename(tmp_path / name / "data.jsonl")
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text(encoding="utf-8"))
+        metrics["data"] = "data.jsonl"
+        (tmp_path / name / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+        (tmp_path / name / "run.json").unlink(missing_ok=True)
+    data = compare_items(compare([tmp_path / "a", tmp_path / "b"], n_boot=0))
+    verdicts = {row[0]: data["details"][row[6]]["v"] for row in data["rows"]}
+    assert verdicts[records[1].id] == [
+        {"f": "fb a 1", "src": "verdict", "n": EDITED_NOTE.format(data="the data (data.jsonl)")},
+        {"f": "fb b 1", "src": "verdict"}]
+
 def test_data_edited_after_scoring_then_resumed_opens_the_row_items_parquet_scored():
     """i1's first row (score 1) judged its text before the edit, its second (score 2, a resumed run asked the edited
     item) the text now. Where items.parquet's judge score is 1 (score ran before the resume) the page opens the row
