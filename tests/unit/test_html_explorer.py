@@ -15,15 +15,7 @@ import pytest
 
 import judge
 from eval.reports.html_explorer import compare_items, report_items
-
-
-def _items(n: int, **extra) -> dict:
-    """items.parquet's columns for n items of one criterion and model: judge k % 3 against a reference of 0."""
-    columns = {"id": [f"i{k}" for k in range(n)], "judge_score": [float(k % 3) for k in range(n)],
-               "status": ["ok"] * n, "expert_scores": [[0.0, 0.0, 1.0]] * n, "split": ["standard"] * n,
-               "model_id": ["m"] * n, "task_type": ["t"] * n, "criteria_name": ["c"] * n, "reference": [0.0] * n}
-    columns.update(extra)
-    return columns
+from tests.unit.test_report_html import _items  # items.parquet's columns: judge k % 3, reference 0
 
 
 def _records(n: int, answer=lambda k: "a") -> list:

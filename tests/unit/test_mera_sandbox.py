@@ -353,16 +353,19 @@ def _filter_verdict(program: bytes, arch: int, nr: int, arg0: int = 0) -> tuple[
 
 
 @pytest.mark.parametrize("machine, arch, numbers", [
-    # shmget, msgget, semget, prctl, clone, memfd_create, getpid (asm/unistd_64.h; asm-generic/unistd.h for aarch64)
-    ("x86_64", 0xC000003E, (29, 68, 64, 157, 56, 319, 39)),
-    ("aarch64", 0xC00000B7, (194, 186, 190, 167, 220, 279, 172)),
+    # shmget, msgget, semget, prctl, clone, memfd_create, unshare, setns, getpid (asm/unistd_64.h;
+    # asm-generic/unistd.h for aarch64)
+    ("x86_64", 0xC000003E, (29, 68, 64, 157, 56, 319, 272, 308, 39)),
+    ("aarch64", 0xC00000B7, (194, 186, 190, 167, 220, 279, 97, 268, 172)),
 ])  # fmt: skip
 def test_the_fork_filter_refuses_system_v_memory_and_clearing_the_death_signal(machine, arch, numbers):
-    """Read as the kernel reads it, on both machines: shmget, msgget, semget and prctl(PR_SET_PDEATHSIG) (option 1,
-    also with high bits the kernel's int drops) fail with EPERM (1); other prctl options, threads and other calls
-    pass."""
-    shmget, msgget, semget, prctl, clone, memfd_create, getpid = numbers
+    """Read as the kernel reads it, on both machines: shmget, msgget, semget, unshare and setns (nested user
+    namespaces, which bubblewrap before 0.8 cannot refuse) and prctl(PR_SET_PDEATHSIG) (option 1, also with high bits
+    the kernel's int drops) fail with EPERM (1); other prctl options, threads and other calls pass."""
+    shmget, msgget, semget, prctl, clone, memfd_create, unshare, setns, getpid = numbers
     program = sandbox_mod.fork_filter(machine)
+    assert _filter_verdict(program, arch, unshare) == ("errno", 1)
+    assert _filter_verdict(program, arch, setns) == ("errno", 1)
     assert _filter_verdict(program, arch, shmget) == ("errno", 1)
     assert _filter_verdict(program, arch, msgget) == ("errno", 1)
     assert _filter_verdict(program, arch, semget) == ("errno", 1)
@@ -377,13 +380,20 @@ def test_the_fork_filter_refuses_system_v_memory_and_clearing_the_death_signal(m
     assert _filter_verdict(program, 0x40000003, getpid) == ("kill", 0)  # another architecture (i386)
 
 
+#: A sample's way back to ctypes past the in-process import guard (it drops the modules and imports them again): the
+#: kernel's filter, not the guard, is what the tests below test.
+CTYPES_AGAIN = (
+    "import sys\n"
+    "for _m in ('ctypes', '_ctypes'):\n"
+    "    sys.modules.pop(_m, None)\n"
+)
+
+
 #: Asks for a System V shared memory segment (1 MiB), a message queue and a set of 32,000 semaphores (about 2 MiB of
 #: kernel memory), each removed at once if the kernel grants it (a test run on a filter that allows them leaves none
 #: behind: semctl's IPC_RMID takes the set and a semaphore number, 0); returns each call's result and errno.
 SYSV_IPC = (
-    "import sys\n"
-    "for _m in ('ctypes', '_ctypes'):\n"
-    "    sys.modules.pop(_m, None)\n"
+    CTYPES_AGAIN +
     "import ctypes\n"
     "def f():\n"
     "    libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -414,9 +424,7 @@ def test_system_v_shared_memory_queues_and_semaphores_are_refused(tight_sandbox,
 #: Opens a POSIX message queue (the C library's default size: 10 messages of 8 KiB), unlinked at once if the kernel
 #: grants it; returns the call's result, its errno and the sample's RLIMIT_MSGQUEUE.
 POSIX_MQ = (
-    "import sys\n"
-    "for _m in ('ctypes', '_ctypes'):\n"
-    "    sys.modules.pop(_m, None)\n"
+    CTYPES_AGAIN +
     "import ctypes, os, resource\n"
     "def f():\n"
     "    libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -444,9 +452,7 @@ def test_a_sample_cannot_clear_its_death_signal(tight_sandbox, sandbox_user):
     """PR_SET_PDEATHSIG kills a sample when its supervisor dies; prctl(PR_SET_PDEATHSIG, 0) would undo it, so the
     filter refuses option 1 with EPERM in both modes. Another option (PR_GET_PDEATHSIG, 2) still answers: SIGKILL."""
     program = (
-        "import sys\n"
-        "for _m in ('ctypes', '_ctypes'):\n"
-        "    sys.modules.pop(_m, None)\n"
+        CTYPES_AGAIN +
         "import ctypes\n"
         "def f():\n"
         "    libc = ctypes.CDLL(None, use_errno=True)\n"

@@ -57,6 +57,7 @@ def test_item_status_from_why_unscored(why, has_experts, expected):
 
 
 def _items(n: int, **extra) -> dict:
+    """items.parquet's columns for n items of one criterion and model: judge k % 3 against a reference of 0."""
     columns = {"id": [f"i{k}" for k in range(n)], "judge_score": [float(k % 3) for k in range(n)],
                "status": ["ok"] * n, "expert_scores": [[0.0, 0.0, 1.0]] * n, "split": ["standard"] * n,
                "model_id": ["m"] * n, "task_type": ["t"] * n, "criteria_name": ["c"] * n, "reference": [0.0] * n}

@@ -4,11 +4,29 @@ too)."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 
 import judge
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+
+@contextmanager
+def _annotate_stage(folder, respond, max_attempts=1, row=None):
+    """One answer (the stage tests' first, or ``row``) to annotate on "repeats" from a scripted teacher answering
+    ``respond``: yields (the teacher server, the annotate command line, the output folder)."""
+    from tests.unit.test_synthetic_stages import _answer_rows
+
+    (folder / "answers").mkdir(parents=True)
+    (folder / "answers" / "answers.jsonl").write_text(json.dumps(row or _answer_rows()[0], ensure_ascii=False) + "\n")
+    out = folder / "annotate"
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = folder / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
+                                      "criteria": ["repeats"], "max_attempts": max_attempts, "backoff_s": 0.0,
+                                      "concurrency": 1}))
+        yield server, ["annotate", "--config", str(config), "--input", str(folder / "answers"), "--output", str(out)], out
 
 
 @pytest.mark.parametrize("feedback", ["Ошибок нет. [RESULT] 0 [END] На деле", "<think>Ошибок нет", "Ошибок нет </think>"])
@@ -46,14 +64,7 @@ def test_annotate_asks_again_a_label_journalled_with_tags_in_its_feedback(tmp_pa
         assert body["messages"][-1]["content"] == prompt
         return 200, chat_completion(replies.pop(0), "teacher")
 
-    (tmp_path / "answers").mkdir()
-    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n")
-    out = tmp_path / "annotate"
-    with ScriptedEndpoint(respond, model="teacher") as server:
-        config = tmp_path / "annotate.yaml"
-        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
-                                      "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0, "concurrency": 1}))
-        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+    with _annotate_stage(tmp_path, respond, row=row) as (server, argv, out):
         with monkeypatch.context() as patch:  # the earlier version, which kept such feedback
             patch.setattr(train.build_data, "_TAGS", re.compile(r"(?!)"))
             assert main(argv) == 0
@@ -102,14 +113,7 @@ def _run_annotate_twice(tmp_path, monkeypatch, replies, earlier_reasoning_end):
         assert body["messages"][-1]["content"] == prompt
         return 200, chat_completion(replies.pop(0), "teacher")
 
-    (tmp_path / "answers").mkdir()
-    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n")
-    out = tmp_path / "annotate"
-    with ScriptedEndpoint(respond, model="teacher") as server:
-        config = tmp_path / "annotate.yaml"
-        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
-                                      "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0, "concurrency": 1}))
-        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+    with _annotate_stage(tmp_path, respond, row=row) as (server, argv, out):
         if earlier_reasoning_end is not None:
             with monkeypatch.context() as patch:
                 patch.setattr(judge.verdicts, "_reasoning_end", earlier_reasoning_end)
@@ -168,7 +172,6 @@ TEACHER_CUT_INSIDE_THE_REASONING = ("Okay, let me check. Let me draft: [FEEDBACK
 def _annotate_once(tmp_path, replies, max_attempts):
     """Annotate one (answer, criterion); the teacher answers ``replies`` in turn, each a (text, finish_reason).
     Returns (requests made, annotate.jsonl rows, dropped.jsonl rows)."""
-    from tests.unit.test_synthetic_stages import _answer_rows
     from train.synthetic.cli import main
 
     replies = list(replies)
@@ -177,15 +180,7 @@ def _annotate_once(tmp_path, replies, max_attempts):
         text, finish_reason = replies.pop(0)
         return 200, chat_completion(text, "teacher", finish_reason)
 
-    (tmp_path / "answers").mkdir()
-    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
-    out = tmp_path / "annotate"
-    with ScriptedEndpoint(respond, model="teacher") as server:
-        config = tmp_path / "annotate.yaml"
-        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
-                                      "criteria": ["repeats"], "max_attempts": max_attempts, "backoff_s": 0.0,
-                                      "concurrency": 1}))
-        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+    with _annotate_stage(tmp_path, respond, max_attempts) as (server, argv, out):
         assert main(argv) == 0
         requests = len(server.requests)
     read = lambda name: [json.loads(line) for line in (out / name).read_text().splitlines() if line.strip()]  # noqa: E731
@@ -212,18 +207,11 @@ def test_an_output_cut_on_every_attempt_is_dropped_as_cut(tmp_path):
 
 def test_a_resumed_journal_row_without_raw_outputs_keeps_its_label(tmp_path):
     """A hand-made or foreign journal row with no raw_outputs: the label stands as kept (no KeyError), no attempts."""
-    from tests.unit.test_synthetic_stages import _answer_rows
     from train.synthetic.cli import main
 
     replies = ["[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"]
-    (tmp_path / "answers").mkdir()
-    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
-    out = tmp_path / "annotate"
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion(replies.pop(0), "teacher")), model="teacher") as server:
-        config = tmp_path / "annotate.yaml"
-        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher", "base_url": server.base_url},
-                                      "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0, "concurrency": 1}))
-        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+    respond = lambda path, body: (200, chat_completion(replies.pop(0), "teacher"))  # noqa: E731
+    with _annotate_stage(tmp_path, respond) as (server, argv, out):
         assert main(argv) == 0
         journal = out / "journal.jsonl"
         rows = [json.loads(line) for line in journal.read_text().splitlines()]
@@ -239,23 +227,13 @@ def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_as
     """A journal written before finish_reason was journalled cannot say whether its output was cut: one with text
     after its last [END] that does not open with a verdict tag (a draft in a reasoning, then more reasoning) is asked
     again once on resume; the same row with its finish_reason journalled ("stop": the teacher ended there) stands."""
-    from tests.unit.test_synthetic_stages import _answer_rows
     from train.synthetic.cli import main
 
     def run(strip_finish_reason: bool) -> tuple[int, list]:
         folder = tmp_path / ("stripped" if strip_finish_reason else "kept")
         replies = [TEACHER_CUT_INSIDE_THE_REASONING, "[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"]
-        (folder / "answers").mkdir(parents=True)
-        (folder / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
-        out = folder / "annotate"
-        with ScriptedEndpoint(lambda path, body: (200, chat_completion(replies.pop(0), "teacher")),
-                              model="teacher") as server:
-            config = folder / "annotate.yaml"
-            config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "teacher",
-                                                      "base_url": server.base_url},
-                                          "criteria": ["repeats"], "max_attempts": 1, "backoff_s": 0.0,
-                                          "concurrency": 1}))
-            argv = ["annotate", "--config", str(config), "--input", str(folder / "answers"), "--output", str(out)]
+        respond = lambda path, body: (200, chat_completion(replies.pop(0), "teacher"))  # noqa: E731
+        with _annotate_stage(folder, respond) as (server, argv, out):
             assert main(argv) == 0  # "stop": the draft's 0 is kept, the teacher having ended there
             journal = out / "journal.jsonl"
             rows = [json.loads(line) for line in journal.read_text().splitlines()]

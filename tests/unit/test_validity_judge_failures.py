@@ -28,6 +28,17 @@ def test_sentence_counts_every_failed_item_not_only_those_in_the_ceiling():
                                    "largest error in the ceiling).")
 
 
+def _unanimous_a_with_failures():
+    """40 items, two experts each: 1 on items 0-29, 0 on 30-34, 2 on 35-39; the judge agrees and fails on 0-9.
+    Returns (judge, experts, status)."""
+    experts = np.ones((40, 2))
+    experts[30:35] = 0.0
+    experts[35:] = 2.0
+    judge = experts[:, 0].copy()
+    judge[:10] = np.nan
+    return judge, experts, ["parse_failed"] * 10 + ["ok"] * 30
+
+
 def test_a_failure_on_a_unanimous_criterion_without_a_scale_is_no_exact_answer():
     """No readable scale. Criterion "a" (items 0-29): both experts give 1 on every item; the judge fails on items
     0-9 and gives 1 on the rest. Criterion "b" (items 30-39): both experts give 0 (items 30-34) or 2 (35-39), as the
@@ -35,13 +46,7 @@ def test_a_failure_on_a_unanimous_criterion_without_a_scale_is_no_exact_answer()
     the scale: [1, 1] on "a", so each failure cost 0, an exact answer. A range of one level tells no scale: the ends
     are the table's levels [0, 2], the reference 1 is 1 from either end, the error 1. Overall 80 pairs, 20 of them
     failed: judge MAE 20/80 = 0.25, gap 0.25 (before: 0); criterion "a": 20/60."""
-    n = 40
-    experts = np.ones((n, 2))
-    experts[30:35] = 0.0
-    experts[35:] = 2.0
-    judge = experts[:, 0].copy()
-    judge[:10] = np.nan
-    status = ["parse_failed"] * 10 + ["ok"] * 30
+    judge, experts, status = _unanimous_a_with_failures()
     block = _section(_table(judge, experts, status=status, criteria=["a"] * 30 + ["b"] * 10))
     overall, criterion = block.overall.ceiling, block.by_criterion["a"].ceiling
     assert (overall.n_pairs, overall.n_judge_failed, overall.expert_mae) == (80, 20, 0.0)
@@ -60,14 +65,8 @@ def test_a_failure_without_a_scale_takes_its_ends_from_the_experts_only():
     from eval.validity.section import item_scale_ends
     from judge.metrics_json.validity import AltTestSettings
 
-    n = 40
-    experts = np.ones((n, 2))
-    experts[30:35] = 0.0
-    experts[35:] = 2.0
-    judge = experts[:, 0].copy()
-    judge[:10] = np.nan
+    judge, experts, status = _unanimous_a_with_failures()
     judge[39] = 9.0
-    status = ["parse_failed"] * 10 + ["ok"] * 30
     table = _table(judge, experts, status=status, criteria=["a"] * 30 + ["b"] * 10)
     block = _section(table)
     assert abs(block.by_criterion["a"].ceiling.judge_mae - 1 / 3) < 1e-12
