@@ -364,8 +364,7 @@ def run_rutie(config: RutieConfig) -> dict[str, Any]:
     if not config.max_model_len:  # the endpoint's window, once it is known to answer
         settings = dataclasses.replace(settings, max_model_len=client.max_model_len())
         check_window(settings.max_model_len, "the endpoint's /v1/models")
-    resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite)  # as above
-    check_resume(dialogues, out, settings)
+    resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite)  # as above (resume checked there)
     write_run_record(out, config, resolved, max_model_len=settings.max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),

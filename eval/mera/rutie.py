@@ -95,6 +95,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.mera.client import REASONING_NOT_FINISHED  # the client's word for a reply cut in its reasoning, shared
 from eval.mera.extraction import after_reasoning
 from eval.mera.humaneval import kind_words, value_words
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
@@ -116,7 +117,7 @@ PROGRESS_FILE = "answers.jsonl"
 (NO_DIGIT, NO_ANY_DIGIT, EMPTY, CONTEXT_LIMIT, NO_LOGPROBS, REQUEST_REFUSED, NO_REPLY, UNFINISHED_THINK, HEDGED,
  NOT_TEXT) = (
     "no standalone 1 or 2", "no standalone digit", "empty answer", "context limit", "no log-probabilities for 1/2",
-    "request refused", "no reply returned", "reasoning not finished", "both choices named", "reply not text",
+    "request refused", "no reply returned", REASONING_NOT_FINISHED, "both choices named", "reply not text",
 )  # fmt: skip
 #: What a prompt over the context window does (``RutieSettings.context_overflow``).
 CONTEXT_OVERFLOWS = ("truncate", "fail")
@@ -498,8 +499,6 @@ def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, 
     generation = generations[0]
     fields = {"reply": generation.text, "prompt_tokens": generation.prompt_tokens}
     if generation.failure is not None:  # a chat reply with no answer text (eval.mera.client.Generation.failure)
-        from eval.mera.client import REASONING_NOT_FINISHED
-
         # Reasoning parts alone, cut by max_tokens: what the choice parser says of an unclosed <think>, under either
         # parser (there is no text for the harness's regex to read). Other content is named in the record's error.
         if generation.failure == REASONING_NOT_FINISHED:
