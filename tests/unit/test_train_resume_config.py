@@ -414,3 +414,26 @@ def test_a_checkpoint_without_deepspeed_resumes_on_another_number_of_ranks(tmp_p
     earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"))
     checkpoint = _earlier_run(tmp_path / "run", earlier)  # launch world_size 1
     assert check_output_dir(dataclasses.replace(earlier, resume=True)) == checkpoint
+
+
+@pytest.mark.parametrize("name", [
+    "bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt",  # bf16
+    "zero_pp_rank_{rank}_mp_rank_00_optim_states.pt",  # fp16 / fp32
+    "zero_pp_rank_{rank}_mp_rank_00optim_states.pt",  # the older spelling, no "_" before optim_states
+])  # fmt: skip
+def test_every_spelling_deepspeed_gives_a_ranks_optimizer_file_is_counted(tmp_path, monkeypatch, name):
+    """DeepSpeed's _get_rank_zero_ckpt_name writes a rank's file with a "bf16_" prefix or none, and older versions
+    without the "_" before optim_states: three files of any spelling are three ranks (a model-states file is none),
+    so a launch of 2 is refused naming 3, not run.json's 2."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    checkpoint = _zero_checkpoint(tmp_path / "run", earlier, ranks=0, launch_world_size=2)
+    for rank in range(3):
+        (checkpoint / "global_step4" / name.format(rank=rank)).write_bytes(b"")
+    with pytest.raises(ConfigError) as error:
+        check_output_dir(dataclasses.replace(earlier, resume=True))
+    assert "written by 3 ranks (3 zero_pp_rank optimizer files in global_step4) and this launch has 2" in str(error.value)
