@@ -76,6 +76,7 @@ def _resamples_for_family(m: int, alpha: float) -> int:
     needs it below alpha (``_verdict``), so n must be more than 2 m / alpha: 41 for one cell at 0.05, 1,001 for 25."""
     return math.floor(2.0 * m / alpha + 1e-9) + 1  # the tolerance: as resamples_to_call's, an exact 2 m / alpha
 
+
 #: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
 _NO_BOOT = "no intervals or calls (--n-boot 0)"
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
@@ -201,9 +202,7 @@ def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: i
     p-value is a share of, "n.s." under ``resamples_to_call(alpha)`` of them (module docstring)."""
     if not math.isfinite(delta) or not math.isfinite(p_value):
         return "—"
-    too_few = (n_units is not None and n_units < MIN_PAIRED) or (
-        n_resamples is not None and n_resamples < resamples_to_call(alpha))
-    if p_value >= alpha or delta == 0 or too_few:
+    if p_value >= alpha or delta == 0 or _too_few(n_units, n_resamples, alpha):
         return "n.s."
     better = delta < 0 if _LOWER_IS_BETTER[metric] else delta > 0
     return "better" if better else "worse"
@@ -243,10 +242,15 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     return Paired.of(found, call, units)
 
 
+def _too_few(n_units: int | None, n_resamples: int | None, alpha: float) -> bool:
+    """Too few paired units (under ``MIN_PAIRED``) or resamples (under ``resamples_to_call``) to call any cell."""
+    return (n_units is not None and n_units < MIN_PAIRED) or (
+        n_resamples is not None and n_resamples < resamples_to_call(alpha))
+
+
 def _callable(p: Paired, alpha: float) -> bool:
     """Whether a cell may be called at all: a p-value, and enough paired units and resamples (``_verdict``)."""
-    return (math.isfinite(p.delta) and math.isfinite(p.p_value) and (p.n_units is None or p.n_units >= MIN_PAIRED)
-            and (p.n_resamples is None or p.n_resamples >= resamples_to_call(alpha)))
+    return math.isfinite(p.delta) and math.isfinite(p.p_value) and not _too_few(p.n_units, p.n_resamples, alpha)
 
 
 def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[str, Paired]]:

@@ -264,3 +264,11 @@ def test_a_holm_family_is_measured_against_its_fewest_resamples():
         "b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
         "least 81 resamples (more than 2 m / alpha); with --n-boot 1000 (as few as 60 where a cell's metric is "
         "defined) a cell whose resamples all agree may still read n.s. there."]
+
+
+def test_a_holm_family_needs_more_than_2m_over_alpha_resamples():
+    """The counts the help, docs and headline name: 41 for one cell at alpha 0.05 (2 / 0.05 = 40 is not enough: the
+    adjusted p 2 / 40 = 0.05 is no p below alpha), 81 for two, 1,001 for 25 criteria, 2,641 for 66."""
+    from eval.scoring.compare import _resamples_for_family
+
+    assert [_resamples_for_family(m, 0.05) for m in (1, 2, 25, 66)] == [41, 81, 1001, 2641]
