@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.reports.report import SPLIT_TITLES
-from eval.reports.run_files import _run_json_data, load_predictions, load_records, missing_note, recorded_file
+from eval.reports.run_files import data_path, load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
 
 if TYPE_CHECKING:
@@ -772,15 +772,12 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     records, notes, first_why = None, [], None
     # Each run's data by the file its recorded path finds (a relative "data.jsonl" finds each run's own copy), read
     # once however many runs name it; None: gone or unreadable.
-    def data_file(folder: Path, m) -> Path | None:
-        return recorded_file(m.data, folder, also=_run_json_data(folder))
-
     own: dict[Path | None, Callable[[str], str | None] | None] = {None: None}
     for at, (folder, m) in enumerate(zip(folders, result.metrics)):
         records, why = load_records(m.data, folder)
         if records is not None:
             break
-        own[data_file(folder, m)] = None
+        own[data_path(m.data, folder)] = None
         first_why = why if at == 0 else first_why
     if records is None:
         notes.append(missing_note("the labelled data", result.metrics[0].data, folders[0],
@@ -794,7 +791,7 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     # whose texts the page shows, which the note over a stale verdict names.
     preds: list[_Verdicts | str] = []
     if records is not None:
-        own[data_file(folders[at], result.metrics[at])] = current
+        own[data_path(result.metrics[at].data, folders[at])] = current
     for name, folder, m in zip(names, folders, result.metrics):
         table, why = load_predictions(m.predictions, folder)
         if table is None:
@@ -802,7 +799,7 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                                       why))
             notes.append(preds[-1])
             continue
-        file = data_file(folder, m)
+        file = data_path(m.data, folder)
         if file not in own:
             found, _ = load_records(m.data, folder)
             own[file] = None if found is None else _current_keys(_Texts(found))

@@ -70,8 +70,14 @@ def load_records(data: str | None, folder: str | Path | None = None):
     when it is unreadable (a page without texts, saying so: ``missing_note``)."""
     import judge
 
-    path = recorded_file(data, folder, also=_run_json_data(folder))
+    path = data_path(data, folder)
     return (None, None) if path is None else _read(path, lambda p: judge.load_record_columns(p)[0])
+
+
+def data_path(data: str | None, folder: str | Path | None = None) -> Path | None:
+    """The file the data a metrics.json in ``folder`` names is found at (``recorded_file``, run.json's absolute path
+    among the places looked at); None when gone."""
+    return recorded_file(data, folder, also=_run_json_data(folder))
 
 
 def load_predictions(path: str | None, folder: str | Path | None = None):
