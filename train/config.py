@@ -262,17 +262,15 @@ class TrainConfig:
         configs/deepspeed/zero3_offload.json needs DeepSpeed's CPU AdamW. A ``tensor_parallel`` ``autotp_size`` above 1
         is refused as ``parallelism_config`` is (``train.training_arguments``): it shrinks the global batch.
         """
-        import json
+        from judge.plumbing.config_files import read_json_object
 
         path = Path(self.deepspeed)
         if not path.is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
-        try:
-            settings = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
+        try:  # the shared reader: a file nested past the parser's depth is a ValueError there, not a RecursionError
+            settings = read_json_object(path)
+        except (OSError, ValueError) as error:
             raise ConfigError(f"deepspeed config {self.deepspeed} cannot be read as JSON: {error}") from None
-        if not isinstance(settings, dict):
-            raise ConfigError(f"deepspeed config {self.deepspeed} must be a JSON object, got {type(settings).__name__}")
         if "scheduler" in settings:
             raise ConfigError(f"deepspeed config {self.deepspeed}: its 'scheduler' block would replace "
                               f"lr_scheduler_type {self.lr_scheduler_type!r} and warmup_steps {self.warmup_steps} "

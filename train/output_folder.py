@@ -78,15 +78,14 @@ _ZERO_RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_\d+_?optim_
 def _deepspeed_settings(deepspeed: str | None) -> dict[str, Any]:
     """The DeepSpeed JSON as a mapping; empty without one, or when it cannot be read (TrainConfig.validate names
     an unreadable file)."""
-    import json
+    from judge.plumbing.config_files import read_json_object
 
     if deepspeed is None:
         return {}
     try:
-        settings = json.loads(Path(deepspeed).read_text(encoding="utf-8"))
+        return read_json_object(deepspeed)
     except (OSError, ValueError):
         return {}
-    return settings if isinstance(settings, dict) else {}
 
 
 def _universal_checkpoints(settings: dict[str, Any]) -> bool:

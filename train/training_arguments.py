@@ -258,12 +258,12 @@ def _splits_batches(accelerator_config: Any) -> bool:
     """Whether a ``trainer_args`` ``accelerator_config`` (a mapping, or the path of a JSON file, as
     ``TrainingArguments`` takes it) sets ``split_batches``; a file that cannot be read is left to
     ``TrainingArguments`` to refuse."""
-    import json
+    from judge.plumbing.config_files import read_json_object
 
     if isinstance(accelerator_config, str):
         try:
-            accelerator_config = json.loads(Path(accelerator_config).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            accelerator_config = read_json_object(accelerator_config)
+        except (OSError, ValueError):
             return False
     return isinstance(accelerator_config, dict) and accelerator_config.get("split_batches") not in (False, None)
 

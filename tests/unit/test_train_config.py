@@ -923,3 +923,14 @@ def test_a_world_size_that_is_no_positive_number_is_refused_naming_it(monkeypatc
         launch_arithmetic(config)
     assert str(error.value) == (f"WORLD_SIZE={value!r} in the environment is not a positive number of ranks; unset "
                                 "it, or let the launcher (torchrun, accelerate, deepspeed) set it")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[" * 100_000 + "]" * 100_000, "cannot be read as JSON: "),  # past the parser's depth: was a RecursionError
+    ("[1, 2]", "cannot be read as JSON: "),  # no object
+])
+def test_a_deepspeed_config_nested_too_deep_or_no_object_is_one_line(tmp_path, text, said):
+    path = tmp_path / "ds.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^deepspeed config {path} {said}"):
+        load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", {"deepspeed": str(path)})
