@@ -30,6 +30,9 @@ APT_GROUPS   = sandbox:bubblewrap Slurm:slurm-wlm,munge browser:chromium,chromiu
 APT_PACKAGES = $(subst $(comma), ,$(foreach g,$(APT_GROUPS),$(word 2,$(subst :, ,$(g)))))
 # Outside the venv: `sudo make system-packages` run first must not leave a root-owned .venv behind.
 APT_STAMP    = .apt-installed
+# The groups apt-get could not install as root (Ubuntu's chromium): later set-ups skip them instead of running
+# apt-get update and a failing install again on every make; `make system-packages` tries them again.
+APT_UNAVAILABLE = .apt-unavailable
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # Idle OpenMP threads sleep instead of spinning: the demo and the tests keep more busy processes than the 2 cores
 # (training beside engines), where spinning threads burn what the others need: three test files with engines and
@@ -124,19 +127,25 @@ system-packages: $(APT_STAMP)
 
 # The stamp is written only once every group is there: a run that could not install one (not root, or apt-get
 # failed on it) warns and leaves none, so a later run, as root or with the package available, installs what is
-# missing instead of finding the target done. A failed group is not a failed set-up: the tests that need it skip,
-# and the demo's code sandbox, without bubblewrap, runs with rlimits only and says so (eval/mera, sandbox: auto).
+# missing instead of finding the target done. A group apt-get failed on as root is listed in $(APT_UNAVAILABLE) and
+# not asked for again but by `make system-packages` (a package this distribution lacks stays lacking; asking again
+# cost every make an apt-get update). A failed group is not a failed set-up: the tests that need it skip, and the
+# demo's code sandbox, without bubblewrap, runs with rlimits only and says so (eval/mera, sandbox: auto).
 $(APT_STAMP): Makefile
-	@missing= ; skipped= ; updated= ; \
+	@missing= ; skipped= ; updated= ; retry=$(if $(filter system-packages,$(MAKECMDGOALS)),1) ; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then root=1; why="apt-get install failed"; \
 	else root=; why="not root or no apt-get"; fi; \
+	if [ -n "$$root" ] && [ -n "$$retry" ]; then rm -f $(APT_UNAVAILABLE); fi; \
 	for group in $(APT_GROUPS); do \
-		packages=$$(echo $${group#*:} | tr , ' '); \
+		name=$${group%%:*}; packages=$$(echo $${group#*:} | tr , ' '); \
 		dpkg -s $$packages >/dev/null 2>&1 && continue; \
-		if [ -n "$$root" ]; then \
+		if [ -n "$$root" ] && grep -qx "$$name" $(APT_UNAVAILABLE) 2>/dev/null; then \
+			why="apt-get could not install it before; make system-packages as root tries again"; \
+		elif [ -n "$$root" ]; then \
 			[ -n "$$updated" ] || apt-get update -qq || echo "warning: apt-get update failed"; updated=1; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$packages >/dev/null && continue; fi; \
-		missing="$$missing $$packages"; skipped="$$skipped, $${group%%:*}"; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$packages >/dev/null && continue; \
+			echo "$$name" >> $(APT_UNAVAILABLE); fi; \
+		missing="$$missing $$packages"; skipped="$$skipped, $$name"; \
 	done; \
 	if [ -z "$$missing" ]; then touch $(APT_STAMP); \
 	else echo "warning: cannot install$$missing ($$why); the$${skipped#,} tests will say so and skip"; fi

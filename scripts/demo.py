@@ -26,7 +26,8 @@ the packages it exercises: it imports the contract (``judge``), and ``train.tiny
 tiny models (built in this process so that the stage can render a prompt through their tokenizer); training,
 serving and evaluation run as subprocesses, and nothing is imported from ``serve`` or ``eval``.
 
-A mistake in how it was asked to run (a ``--data`` that is missing or empty, a ``--stages`` that names no stage,
+A mistake in how it was asked to run (a ``--data`` that is missing or empty, or given to ``--stages`` without the
+contract stage that alone reads it, a ``--stages`` that names no stage,
 ``--stages serve``, ``eval`` or ``mera`` on an ``--out`` with no trained judge, said before any stage runs, a
 judge-serve that does not start, an ``--out`` that is a file or cannot be written) stops it with one line on
 stderr and exit code 2; Ctrl+C stops it with one line and exit code 130. It runs
@@ -154,6 +155,18 @@ def run_stages(args: argparse.Namespace) -> int:
     if error := missing_judges(out, chosen):
         print(f"demo: {error}", file=sys.stderr)
         return 2
+    if args.data is not None and not any(stage.name == "contract" for stage in chosen):
+        # Only the contract stage reads --data (the others train and judge on the bundled sample): ignoring it
+        # would run a plan other than the one asked for.
+        print(f"demo: --data is read by the contract stage only, which --stages {','.join(args.stages)} leaves out; "
+              "add contract to --stages or leave --data out", file=sys.stderr)
+        return 2
+    if any(stage.name == "contract" for stage in chosen):
+        try:  # a wrong --data is said before any stage runs, not after the stages before it
+            args.contract_records = contract_records(args.data)
+        except DemoError as error:
+            print(f"demo: {error}", file=sys.stderr)
+            return 2
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     print("Stages:")
@@ -200,11 +213,10 @@ def report_pages(out: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------------- contract
 
 
-def stage_contract(out: Path, args, servers) -> int:
-    from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
-
-    # The data first: a wrong --data stops the stage before the models are built.
-    source = args.data or sample_data_path()
+def contract_records(data: str | None) -> list:
+    """The contract stage's records: ``--data``'s, else the bundled sample's; a ``DemoError`` naming the file and
+    the row when they cannot be read or there are none."""
+    source = data or sample_data_path()
     try:
         records = load_records(source)
     except (OSError, ValueError) as error:  # the loader's message names the file and the row
@@ -212,6 +224,14 @@ def stage_contract(out: Path, args, servers) -> int:
         raise DemoError(f"--data {source}: {said}") from None
     if not records:
         raise DemoError(f"--data {source}: no records; the contract stage needs at least one labelled row")
+    return records
+
+
+def stage_contract(out: Path, args, servers) -> int:
+    from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
+
+    source = args.data or sample_data_path()
+    records = getattr(args, "contract_records", None) or contract_records(args.data)
 
     tokenizer = build_qwen_tokenizer()
     models = {kind: build_tiny_qwen2(out / "models" / f"tiny-{kind}", kind=kind, tokenizer=tokenizer) for kind in ("causal", "regression")}

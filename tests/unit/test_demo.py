@@ -48,13 +48,18 @@ def test_unknown_stage_is_refused(capsys):
     (lambda tmp: ["--stages", "eval"], "run the train stage first"),
     (lambda tmp: ["--stages", "contract", "--data", str(tmp / "nothere.jsonl")], "nothere.jsonl: no such file"),
     (lambda tmp: ["--stages", "contract", "--data", str(_empty(tmp))], "empty.jsonl: no records"),
+    (lambda tmp: ["--stages", "contract,train", "--data", str(tmp / "nothere.jsonl")], "nothere.jsonl: no such file"),
+    (lambda tmp: ["--stages", "train", "--data", str(_empty(tmp))],
+     "--data is read by the contract stage only, which --stages train leaves out; add contract to --stages"),
 ])
 def test_a_mistake_is_one_line_and_exit_code_2(tmp_path, capsys, make_argv, said):
-    """Serving an --out that holds no trained judge, or a --data that is missing or empty: exit code 2 and one
-    line on stderr that names the problem, no traceback."""
+    """Serving an --out that holds no trained judge, a --data that is missing or empty, or a --data no chosen stage
+    reads (it was ignored and the stages ran): exit code 2 and one line on stderr that names the problem, no
+    traceback, before any stage runs."""
     assert demo.main(["--out", str(tmp_path / "out"), *make_argv(tmp_path)]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert said in err and err.startswith("demo: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert out == ""  # no stage table, no stage started
 
 
 def _empty(folder):

@@ -96,7 +96,21 @@ for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; es
     assert "browser tests will say so and skip" in run.stdout
     assert installed.read_text(encoding="utf-8").split() == ["bubblewrap", "slurm-wlm", "munge"]
     assert not (work / ".apt-installed").exists() and (work / ".venv" / ".installed").exists()
-    assert "Nothing to be done" not in _make(work, bin_dir, "system-packages").stdout  # tried again next time
+    assert (work / ".apt-unavailable").read_text(encoding="utf-8") == "browser\n"
+    asked = calls.read_text(encoding="utf-8")
+    assert asked.count("update -qq") == 1 and asked.count("install -y -qq --no-install-recommends chromium ") == 1
+
+    again = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")  # not asked again: it would fail again
+    assert again.returncode == 0, again.stderr
+    assert calls.read_text(encoding="utf-8") == asked
+    assert ("warning: cannot install chromium chromium-driver (apt-get could not install it before; make "
+            "system-packages as root tries again)") in again.stdout
+
+    retry = _make(work, bin_dir, "system-packages")  # asked for by name: tried again, listed again
+    assert retry.returncode == 0 and "Nothing to be done" not in retry.stdout
+    assert calls.read_text(encoding="utf-8")[len(asked):] == (
+        "update -qq\ninstall -y -qq --no-install-recommends chromium chromium-driver\n")
+    assert (work / ".apt-unavailable").read_text(encoding="utf-8") == "browser\n"
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
