@@ -52,7 +52,17 @@ BEST_AT_LOWEST_GROUPS = ("Critical",)
 
 
 class TaxonomyError(KeyError):
-    """An unknown or ambiguous criterion or task; the message names the closest matches."""
+    """An unknown or ambiguous criterion or task; the message names the closest matches.
+
+    Attributes:
+        level: for a task lookup, which of the names passed is at fault: 0 the task type, 1 the subtype, 2 the
+            sub-subtype (counted as passed, so a group named as the task type shifts the others by one); a caller
+            reading a row names that row's column by it. None for a criterion.
+    """
+
+    def __init__(self, message: str, level: int | None = None):
+        super().__init__(message)
+        self.level = level
 
     def __str__(self) -> str:  # KeyError repr-quotes its message; show it as written
         return str(self.args[0]) if self.args else ""
@@ -323,21 +333,23 @@ class Taxonomy:
         return self._group_names.get(_norm(name))
 
     def find_tasks(self, task_type: str, subtype: str | None = None, subsubtype: str | None = None) -> list[Task]:
-        """Leaves under a path of names (English or Russian, any case).
+        """Leaves under a path of names (English or Russian, any case); an empty or None level matches any.
 
         ``task_type`` may also name a group (``AI as a Character``), in which case ``subtype`` names the task
         type below it, as some exports of the POLLUX data do.
 
         Raises:
-            TaxonomyError: no leaf matches; the message names the closest task types.
+            TaxonomyError: no leaf matches; the message names the closest task types, ``level`` the name at fault.
         """
+        shift = int(self.canonical_task_type(task_type) is None and self.canonical_group(task_type) is not None
+                    and bool(subtype))
+        if shift:
+            task_type, subtype, subsubtype = subtype, subsubtype, None
         canonical = self.canonical_task_type(task_type)
-        if canonical is None and self.canonical_group(task_type) is not None and subtype:
-            return self.find_tasks(subtype, subsubtype)
         if canonical is None:
             close = _close(_norm(task_type), list(self._task_type_names), cutoff=0.5)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise TaxonomyError(f"unknown task type {_shown(task_type)}{hint}")
+            raise TaxonomyError(f"unknown task type {_shown(task_type)}{hint}", level=shift)
         leaves = [t for t in self.tasks if t.task_type == canonical]
         for depth, wanted in ((1, subtype), (2, subsubtype)):
             if not wanted:
@@ -349,14 +361,41 @@ class Taxonomy:
             ]
             if not chosen:
                 options = sorted({t.path[depth] for t in leaves if len(t.path) > depth})
-                # Named by its level, under the path above it: a wrong sub-subtype is not a wrong subtype, and a
-                # leaf with no level below it has no options to list.
+                # Named by its level, under the path above it that was given: a wrong sub-subtype is not a wrong
+                # subtype, and a leaf with no level below it has no options to list.
                 level = "subtype" if depth == 1 else "sub-subtype"
-                above = f"task type {canonical!r}" + (f", subtype {leaves[0].path[1]!r}," if depth == 2 else "")
+                above = f"task type {canonical!r}" + (f", subtype {leaves[0].path[1]!r}," if depth == 2 and subtype
+                                                      else "")
                 listed = f"options: {options}" if options else f"it has no {level}s"
-                raise TaxonomyError(f"{above} has no {level} {_shown(wanted)}; {listed}")
+                raise TaxonomyError(f"{above} has no {level} {_shown(wanted)}; {listed}", level=depth + shift)
             leaves = chosen
         return leaves
+
+    def leaf(self, task_type: str | None, subtype: str | None = None, subsubtype: str | None = None) -> Task:
+        """The one leaf task named by a row's ``task_type``, ``task_subtype`` and ``task_subsubtype`` (or a label's
+        levels), English or Russian, any case.
+
+        A blank level (None, "" or whitespace) is unknown, not absent: the levels given narrow the leaves below the
+        task type, so ``("Translation, English-Russian language pair", "", "Informative translation")`` names the
+        leaf under ``Texts`` (the sub-subtype is not read as a subtype). The path must end at one leaf; no node of
+        the taxonomy is both a leaf and the parent of others, so a path above several leaves names none of them.
+
+        Raises:
+            TaxonomyError: no task type (``level`` 0); a name the taxonomy lacks (``find_tasks``); or a path above
+                several leaves, which the message lists, ``level`` the first level they differ at (1 the subtype,
+                else 2).
+        """
+        names = [(name.strip() or None) if name else None for name in (task_type, subtype, subsubtype)]
+        if names[0] is None:
+            raise TaxonomyError("no task type given", level=0)
+        leaves = self.find_tasks(*names)
+        if len(leaves) == 1:
+            return leaves[0]
+        shift = int(self.canonical_task_type(names[0]) is None)  # a group named as the task type
+        level = min(2, (1 if len({leaf.subtype for leaf in leaves}) > 1 else 2) + shift)
+        path = " / ".join(name or "(any)" for name in names[: max(i for i, n in enumerate(names) if n) + 1])
+        raise TaxonomyError(f"task {_shown(path)} names {len(leaves)} leaves, not one: {_describe(leaves)}",
+                            level=level)
 
 
 def _describe(leaves: list[Task]) -> str:

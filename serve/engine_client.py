@@ -45,9 +45,9 @@ class EngineFailure(Exception):
 class EngineClient:
     """POSTs JSON to one engine, giving up at once when that engine is known to have died.
 
-    The hop runs on ``aiohttp``: on one core it costs ~0.25 ms of CPU per request where ``httpx`` costs ~2.4 ms
-    (``python bench/engine_hop.py``), and judge-serve makes one such request per judgment, on the machine that
-    also runs the engine's own scheduler.
+    The hop runs on ``aiohttp``: it costs a fraction of the client CPU per request that ``httpx`` does
+    (docs/performance.md, the row of judge-serve's hop to its engine, ``python bench/engine_hop.py``), and judge-serve
+    makes one such request per judgment, on the machine that also runs the engine's own scheduler.
 
     Args:
         http: the shared session (``engine_session``).

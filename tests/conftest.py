@@ -1,9 +1,12 @@
 """Shared pytest configuration: the fixture modules, the two tiers (a folder each) and the xdist groups.
 
-Tiers. ``tests/unit/`` holds the tests that need no vLLM engine, judge-serve, Slurm cluster, browser, training run,
-DeepSpeed or sentence-embedding model; ``make test-fast`` runs that folder. It does run the code sandbox, bubblewrap
-included, on a few samples at a time (a few seconds: docs/testing.md); the sandbox's heavy loads (fork and memory
-bombs, the 164 canonical solutions) need fixtures of :data:`HEAVY_FIXTURES`. ``tests/integration/`` holds the
+Tiers. ``tests/unit/`` holds the tests that need no vLLM engine, Slurm cluster, browser, DeepSpeed,
+sentence-embedding model or training of a real model; ``make test-fast`` runs that folder. Some do start real
+processes on stand-ins: a judge-serve in front of scripted engines (``python -m serve.cli``,
+``tests/unit/test_serve_flood.py``), transformers' Trainer for two CPU steps of a tiny regressor
+(``tests/unit/test_train_lifecycle_checkpoints.py``), and the code sandbox, bubblewrap included, on a few samples at a
+time (a few seconds: docs/testing.md); the sandbox's heavy loads (fork and memory bombs, the 164 canonical solutions)
+need fixtures of :data:`HEAVY_FIXTURES`. ``tests/integration/`` holds the
 others; ``make test`` runs both. Every test under ``tests/integration/`` gets the ``slow`` marker, so ``-m "not slow"``
 still selects the quick loop. A test under ``tests/unit/`` that requests one of
 :data:`HEAVY_FIXTURES`, or is marked ``slow`` by hand, fails the collection: it belongs in ``tests/integration/``.

@@ -59,8 +59,8 @@ its other processes (a shell that exported an API key) are open to it; the super
 
 Why one module of ~1,360 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
-map, the limits the run loop enforces); a reviewer reads it whole. Only the child's side, which runs inside, is
-apart (``sandbox_child.py``).
+map, the limits the run loop enforces), so a change to one is read against the rest. Only the child's side, which
+runs inside, is apart (``sandbox_child.py``).
 """
 
 from __future__ import annotations

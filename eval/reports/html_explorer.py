@@ -40,11 +40,11 @@ __all__ = ["DEFAULT_TEXT_BYTES", "DEFAULT_TEXT_ITEMS", "MAX_TEXT_CHARS", "MODE_L
            "read_item_columns", "report_items"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all (up to
-#: ``DEFAULT_TEXT_BYTES``). Each costs ~4.5 KB of JSON in ``bench/report_page.py``'s synthetic full test (its
-#: instruction, answer and reference are rarely shared with another embedded item; ~250 characters of feedback):
-#: 5,000 make 22 MiB of texts in a 31 MiB page (160,000 items; ``build_run`` then ``write_report_page``, the bytes
-#: of the ``explorer-texts`` element and of the file). A reasoning judge's feedback is its reasoning: with 6,000
-#: characters of it per item the texts would pass 64 MiB, where ``DEFAULT_TEXT_BYTES`` stops them (4,821 items).
+#: ``DEFAULT_TEXT_BYTES``). An embedded item's instruction, answer and reference are rarely shared with another's, so
+#: the texts are most of a full-size run's page; at this default that page opens in a headless browser in seconds
+#: (docs/performance.md, the report.html row: its size and load time, ``python bench/report_page.py``). A reasoning
+#: judge's feedback is its reasoning: with a few thousand characters of it per item, ``DEFAULT_TEXT_BYTES`` stops the
+#: texts before this count.
 DEFAULT_TEXT_ITEMS = 5_000
 #: The longest text (instruction, answer, rubric, comment, feedback, raw output) the page embeds, in characters;
 #: a longer one is cut there, with a line saying so (one 1 MB feedback would otherwise be 1 MB of the page).

@@ -215,10 +215,10 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
     as independent rows (``linregress``), k criteria per answer shrink the interval by about sqrt(k) with no more
     information, and a slope that 150 answers cannot tell from 0 got flagged once each answer had 16 rows.
 
-    Why not statsmodels itself: importing its regression module costs ~0.23 s and a fit of 20,000 rows ~5 ms, with
-    ~100 fits per ``score`` on 160,000 items (the judge and each of 24 experts, per test): ~0.7 s of the 6 s the
-    whole ``score`` may take (docs/performance.md), for a sandwich with two parameters. By Frisch–Waugh–Lovell the slope's row
-    of the sandwich is the centred regressor:
+    Why not statsmodels itself: ``score`` would import its regression module and fit ~100 models on 160,000 items
+    (the judge and each of 24 experts, per test) inside the seconds the whole ``score`` is budgeted
+    (docs/performance.md, the ``judge-eval score`` end-to-end rows), for a sandwich with two parameters. By
+    Frisch–Waugh–Lovell the slope's row of the sandwich is the centred regressor:
 
         var(b) = c sum_g (sum_{i in g} (x_i - mean x) e_i)^2 / (sum_i (x_i - mean x)^2)^2
 

@@ -170,25 +170,18 @@ def _task_fields(row: Mapping, where: str) -> tuple[str, ...] | None:
 
 
 def _find_leaves(taxonomy, names: tuple[str, ...], where: str) -> list:
-    """The leaves ``names`` (``_task_fields``) name, level by level, so that an unknown one is refused naming its
-    own field, not always task_type.
+    """The leaves ``names`` (``_task_fields``) name (``Taxonomy.find_tasks``), an unknown level refused naming its own
+    field (``TaxonomyError.level``), not always task_type.
 
     Raises:
         ValueError: an unknown task type, subtype or sub-subtype, naming the row and that field.
     """
     from judge.taxonomy import TaxonomyError
 
-    for depth in range(1, len(names) + 1):
-        # A group named as the task type (``find_tasks``: the subtype field then names the type) is no task type
-        # alone: checked with the level below it, which the error then names.
-        if depth == 1 and len(names) > 1 and taxonomy.canonical_task_type(names[0]) is None \
-                and taxonomy.canonical_group(names[0]) is not None:
-            continue
-        try:
-            leaves = taxonomy.find_tasks(*names[:depth])
-        except TaxonomyError as err:
-            raise ValueError(f"{where}: field '{_TASK_FIELDS[depth - 1]}': {err}") from None
-    return leaves
+    try:
+        return taxonomy.find_tasks(*names)
+    except TaxonomyError as err:  # its level counts the names as passed: a group named as the type shifts them
+        raise ValueError(f"{where}: field '{_TASK_FIELDS[err.level or 0]}': {err}") from None
 
 
 #: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them

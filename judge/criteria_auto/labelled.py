@@ -117,15 +117,12 @@ def heldout_leaks(pairs: Sequence[Mapping]) -> str:
             f"duplicates of it (e.g. {pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
 
 
+#: The columns that name a row's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).
+_TASK_COLUMNS = ("task_type", "task_subtype", "task_subsubtype")
+
+
 def _label_from_columns(row: Mapping, taxonomy: Taxonomy) -> str:
-    parts = [str(row.get(k) or "").strip() for k in ("task_type", "task_subtype", "task_subsubtype")]
-    parts = [p for p in parts if p]
-    if not parts:
-        raise TaxonomyError("no task_type")
-    leaves = taxonomy.find_tasks(*parts)
-    if len(leaves) != 1:
-        raise TaxonomyError(f"task {' / '.join(parts)!r} names {len(leaves)} leaves, not one")
-    return label_of(leaves[0])
+    return label_of(taxonomy.leaf(*(str(row.get(k) or "") for k in _TASK_COLUMNS)))
 
 
 def labelled_rows(
@@ -172,8 +169,9 @@ def labelled_rows(
         try:
             label = label_of(leaf_of(row["label"], taxonomy)) if row.get("label") else _label_from_columns(row, taxonomy)
         except TaxonomyError as err:
+            field = "label" if row.get("label") else _TASK_COLUMNS[err.level or 0]
             raise ValueError(f"{source}: {row_place(index)}: task columns do not name one leaf of the taxonomy: "
-                             f"{err}") from err
+                             f"field {field!r}: {err}") from err
         split = ZERO_SHOT if label.split(LABEL_SEPARATOR)[0] in held_out else STANDARD
         if split == ZERO_SHOT and not include_zero_shot:
             counts["zero_shot_dropped"] += 1

@@ -71,20 +71,16 @@ def task_type_of(label: str) -> str:
 
 
 def leaf_of(label: str, taxonomy: Taxonomy | None = None) -> Task:
-    """The one leaf a label (or a path of English/Russian names joined by " / ") names.
+    """The one leaf a label (or a path of English/Russian names joined by " / ") names (``Taxonomy.leaf``).
 
     Raises:
         TaxonomyError: unknown, or a path above several leaves.
     """
     taxonomy = taxonomy or load_taxonomy()
-    parts = [p.strip() for p in label.split(LABEL_SEPARATOR)]
+    parts = label.split(LABEL_SEPARATOR)
     if len(parts) > 3:
         raise TaxonomyError(f"task label {label!r} has more than three levels")
-    leaves = taxonomy.find_tasks(*parts)
-    if len(leaves) != 1:
-        options = "; ".join(label_of(t) for t in leaves)
-        raise TaxonomyError(f"task label {label!r} names {len(leaves)} leaves, not one: {options}")
-    return leaves[0]
+    return taxonomy.leaf(*parts)
 
 
 def fallback_criteria(taxonomy: Taxonomy | None = None) -> tuple[str, ...]:

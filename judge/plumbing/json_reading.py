@@ -8,8 +8,8 @@ before they are asked (Arrow's JSON reader).
 - ``pyarrow.json.read_json`` overflows a thread's stack and kills the whole process (SIGSEGV, no message) on nesting
   between 10,000 and 20,000 levels (pyarrow 26.0, measured here: 10,000 reads, 20,000 crashes). Untrusted input is
   bounded before work: ``arrow_may_read`` is a bound on nesting cheap enough to run on every file (a line cannot
-  nest deeper than it has ``[`` and ``{``; 0.04 CPU-s for the 68 MB, 160,000-line bench file, one pass of
-  ``bytes.translate``); a file it does not pass goes to the line-by-line readers, whose ``json.loads`` refuses such
+  nest deeper than it has ``[`` and ``{``: one pass of ``bytes.translate`` over the file, a small share of what
+  reading it costs); a file it does not pass goes to the line-by-line readers, whose ``json.loads`` refuses such
   nesting with a named error, and reads a line whose brackets are text inside strings (a code answer) as it is.
 """
 

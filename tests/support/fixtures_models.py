@@ -37,9 +37,9 @@ VLLM_START_TIMEOUT_S = 300.0
 
 
 #: The test engines run the model inside vLLM's EngineCore process (its uniproc executor) instead of spawning a
-#: worker process: one Python start fewer, which took a tiny engine's start on 2 cores from 151 s / 131 s to
-#: 82 s / 91 s, the same greedy text (measured side by side, in both orders, at load 3-6). vLLM's CPU platform
-#: picks the worker process only when multiprocessing is on (vllm/platforms/cpu.py, "OMP requires the MP
+#: worker process: one Python start fewer, which shortens a tiny engine's start on 2 cores, the same greedy text
+#: (docs/performance.md, the row of the model in the engine-core process against vLLM's worker process). vLLM's CPU
+#: platform picks the worker process only when multiprocessing is on (vllm/platforms/cpu.py, "OMP requires the MP
 #: executor": OpenMP threads are not pinned in-process, a speed matter, not a correctness one). Tests that pin the
 #: production process tree (tests/integration/serving/test_serve_faults.py, the Slurm jobs) start engines without it.
 #: This is for the engines the tests start themselves; judge-serve's own engines get it from its

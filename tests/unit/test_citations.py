@@ -35,7 +35,11 @@ FORBIDDEN = {
     "a line of the paper or a task card (cite its section, appendix or table)": re.compile(
         r"\b(?:paper|card)(?:'s)? lines? \d|#\s*:\d{3,}", re.IGNORECASE),
     "a file outside the repository": re.compile(r"\.\./shared/|/work/shared|\.\./mera/|\bRELEASE\.md\b"),
+    "the review process (say what the case is)": re.compile(r"\breviewers?\b|\breview[-_ ]?fix", re.IGNORECASE),
 }
+#: What no file of code may hold, strings and names included: a test's folder or fixture named after a review says
+#: nothing of what it holds.
+FORBIDDEN_IN_CODE = {"the review process (name what it holds)": re.compile(r"\breview[-_ ]?fix", re.IGNORECASE)}
 _PATH = re.compile(r"""[`'"]((?:%s)/[\w./-]+\.(?:py|ya?ml|md|sbatch|jsonl?|txt|toml|npz))[`'":]""" % "|".join(REPO_FOLDERS))
 
 
@@ -73,6 +77,10 @@ def commentary(path: Path, text: str) -> list[tuple[int, str]]:
 def findings(path: Path, text: str) -> list[str]:
     rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     found = []
+    if path.suffix == ".py":
+        for line, said in enumerate(text.splitlines(), 1):
+            for what, pattern in FORBIDDEN_IN_CODE.items():
+                found += [f"{rel}:{line}: {what}: {m.group(0)!r}" for m in pattern.finditer(said)]
     for line, said in commentary(path, text):
         for what, pattern in FORBIDDEN.items():
             for match in pattern.finditer(said):
@@ -110,6 +118,9 @@ def test_no_comment_cites_what_a_clone_cannot_open():
     "# as the paper says (paper line 220)",
     "# ../shared/pollux/RELEASE.md, 'The released judges'",
     "# the path ``eval/no_such_module.py`` holds it",
+    '"""The reviewer\'s probe: 20 instructions."""',
+    "# a reviewer reads it whole",
+    "# the review fixes of the ranking",
 ])
 def test_each_kind_of_citation_is_caught(said, tmp_path):
     path = tmp_path / "module.py"
@@ -128,6 +139,15 @@ def test_each_kind_of_citation_is_caught(said, tmp_path):
 def test_what_a_clone_can_open_passes(said, tmp_path):
     path = tmp_path / "module.py"
     assert findings(path, f"x = 1\n{said}\n") == [], said
+
+
+def test_a_name_after_a_review_is_caught_in_code_too(tmp_path):
+    """A folder or fixture named after a review is refused in code as well as in comments; "reviewed" and "review" in
+    their ordinary senses pass (a criterion reviews an answer)."""
+    path = tmp_path / "module.py"
+    assert findings(path, 'root = tmp_path_factory.mktemp("review-fixes")\n') == [
+        f"{path}:1: the review process (name what it holds): 'review-fix'"]
+    assert findings(path, '# the answers are reviewed; a review of the draft\nX = "peer review"\n') == []
 
 
 def test_code_outside_comments_is_not_read(tmp_path):

@@ -30,7 +30,7 @@ def test_a_baseline_without_a_validity_section_is_said_in_place_of_the_paired_va
 @pytest.fixture(scope="module")
 def sample_runs(tmp_path_factory):
     """Two runs scored by ``judge-eval score`` on the bundled sample (with their validity sections)."""
-    root = tmp_path_factory.mktemp("review-fixes")
+    root = tmp_path_factory.mktemp("scored-runs")
     records, data = judge.load_records(judge.sample_data_path()), judge.sample_data_path()
     _run(root, "exact", records, 0, data)
     _run(root, "lenient", records, 1, data)

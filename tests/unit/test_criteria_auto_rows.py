@@ -149,3 +149,21 @@ def test_a_choice_recorded_without_an_instruction_key_is_classified_again(tmp_pa
     again = _Counting()
     expand_file(src, out, again, resume=True)  # now recorded with its key: reused
     assert again.asked == []
+
+
+def test_a_labelled_row_with_a_blank_subtype_is_read_at_its_own_levels():
+    """The labelled sets dropped a blank level, so a sub-subtype was read as the subtype and the row refused ("has no
+    subtype 'Informative translation'"), where the annotate stage read the same row as its leaf. Both read it through
+    ``Taxonomy.leaf`` now; a level the taxonomy lacks is named by its own column."""
+    from judge.criteria_auto.labelled import labelled_rows
+
+    translation = "Translation, English-Russian language pair"
+    row = {"instruction": "Переведи", "task_type": translation, "task_subtype": "",
+           "task_subsubtype": "Informative translation"}
+    pairs, _ = labelled_rows([row], "src")
+    assert [p["label"] for p in pairs] == [f"{translation} / Texts / Informative translation"]
+    with pytest.raises(ValueError) as err:
+        labelled_rows([{**row, "task_subsubtype": "Nope"}], "src")
+    assert str(err.value) == ("src: row 0: task columns do not name one leaf of the taxonomy: field "
+                              f"'task_subsubtype': task type {translation!r} has no sub-subtype 'Nope'; options: "
+                              "['Informative translation', 'Literary translation']")

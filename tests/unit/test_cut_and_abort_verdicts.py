@@ -44,7 +44,7 @@ RUBRICS_0_10 = "\n\n".join(f"{level}: level {level}" for level in range(11))
     ("[FEEDBACK] ok [RESULT] 1", True, "stop", 1.0, None),                         # not cut: lenient reads it
 ])  # fmt: skip
 def test_a_cut_tagged_verdict_scores_alike_on_judge_serve_and_judge_eval(text, lenient, finish_reason, score, error):
-    """The reviewer's cases on a 0..10 scale: judge-eval's chat route and judge-serve give one verdict."""
+    """Cut and aborted tagged verdicts on a 0..10 scale: judge-eval's chat route and judge-serve give one verdict."""
     scale = judge.scale_of(RUBRICS_0_10)
     chat = verdict_outcome(text, SimpleNamespace(rubrics=RUBRICS_0_10), lenient, verdict_format="tagged",
                            finish_reason=finish_reason)

@@ -278,7 +278,7 @@ def test_an_out_that_is_a_file_is_refused_by_every_command(runs, tmp_path, capsy
             capsys.readouterr()
             assert main([*argv, "--out", str(out)]) == 2, (command, out)
             assert _said(capsys)[1].endswith(f"judge-eval {command}: error: --out: {file} is a file, not a folder\n")
-    # A scored run's own metrics.json as compare's --out (the reviewer's case)
+    # A scored run's own metrics.json as compare's --out: a file, refused like any other
     metrics = runs["root"] / "top" / "metrics.json"
     assert main(["compare", top, zero, "--n-boot", "0", "--out", str(metrics)]) == 2
     assert _said(capsys)[1] == f"judge-eval compare: error: --out: {metrics} is a file, not a folder\n"

@@ -26,8 +26,8 @@ def _run(folder: Path, model: str, rows: list[tuple[int, str, str, str, float | 
 
 
 def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
-    """The reviewer's probe: 20 instructions; on the 10 hard ones A scores G 0 and B's verdict has no score; on the
-    10 others both score G 2; both score H 1 everywhere.
+    """A judge that fails where the other scores low: 20 instructions; on the 10 hard ones A scores G 0 and B's
+    verdict has no score; on the 10 others both score G 2; both score H 1 everywhere.
 
     Unpaired, B's G was 2/2 = 1 against A's (10 * 0 + 10 * 1) / 20 = 0.5: "B higher" for failing. Paired, G holds
     the 10 easy items on each side: 1 vs 1, delta 0 in every resample, "no difference"; n 10, n_a 20, n_b 10, A lost

@@ -22,7 +22,7 @@ from eval.ranking.matrix import RankedItem, pollux_matrix
 from tests.support.eval_ranking import (FULLNESS, GEN, LITERACY, SAFE, TECH, Candidate, Judge, rank_argv,
                                        scores_by_output)
 
-#: The reviewer's scenario: B's candidate runs out of budget inside its thinking on instruction 4.
+#: B's candidate runs out of budget inside its thinking on instruction 4.
 OUT_OF_BUDGET = {4: "<think>долго думаю"}
 
 
@@ -44,7 +44,7 @@ def _cells_csv(path: Path) -> dict[tuple[str, str], dict[str, str]]:
 
 
 def test_an_answer_out_of_budget_scores_zero_and_is_counted(tmp_path: Path, data: Path, caplog) -> None:
-    """The reviewer's probe: runs alike but for B's instruction 4, cut inside <think>. B must not score higher.
+    """Runs alike but for B's instruction 4, cut inside <think>. B must not score higher.
 
     By hand (minmax; A as in test_eval_ranking: grand mean 4/11, its prompt 6 empty). B's prompts 4 and 6 are empty
     answers, each criterion 0 (--empty-answer zero, the default):

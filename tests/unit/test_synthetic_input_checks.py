@@ -126,3 +126,20 @@ def test_stage_1_skips_the_zero_shot_task_types_by_default():
     held_out = load_split_spec().task_types
     assert len(jobs) == 336 and not {payload["task"].task_type for _, payload in jobs} & held_out
     assert len(generation_jobs(InstructionsConfig(generators=generators, skip_zero_shot=False))) == 450
+
+
+def test_annotate_reads_a_blank_subtype_as_unknown_and_names_the_field_at_fault():
+    """A blank task_subtype is narrowed by the sub-subtype given (``Taxonomy.leaf``, the rule the labelled sets share);
+    an unknown subtype was reported as field 'task_type'. The Informative translation leaf lists its criteria in
+    taxonomy order, one item each."""
+    from train.synthetic.annotate import annotation_items
+
+    config = AnnotateConfig(teacher={"model": "t"})
+    translation = "Translation, English-Russian language pair"
+    items = annotation_items([_answer(task_type=translation, task_subsubtype="Informative translation")], config)
+    (leaf,) = [t for t in load_taxonomy().tasks if t.subsubtype == "Informative translation"]
+    assert [record["criterion_id"] for _, record in items] == list(leaf.criteria)
+    with pytest.raises(RecordError) as err:
+        annotation_items([_answer(task_type="Literary text", task_subtype="Nope")], config, "answers.jsonl")
+    assert str(err.value) == ("answers.jsonl: row 0: field 'task_subtype': task type 'Literary text' has no subtype "
+                              "'Nope'; options: ['Drama', 'Fragment', 'Poetry', 'Prose']")

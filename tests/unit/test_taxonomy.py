@@ -197,3 +197,45 @@ def test_an_unknown_sub_level_is_named_by_its_level(taxonomy):
         taxonomy.find_tasks("Literary text", "Poetry", "y" * 10_000)
     assert "has no sub-subtype 'yyy" in str(err.value) and "[10000 characters]" in str(err.value)
     assert len(str(err.value)) < 300
+
+
+TRANSLATION = "Translation, English-Russian language pair"
+
+
+@pytest.mark.parametrize("levels, path", [
+    ((TRANSLATION, "", "Informative translation"), (TRANSLATION, "Texts", "Informative translation")),
+    ((TRANSLATION, None, "  informative translation "), (TRANSLATION, "Texts", "Informative translation")),
+    ((TRANSLATION, "Текст", "Художественный (литературный) перевод"), (TRANSLATION, "Texts", "Literary translation")),
+    ((TRANSLATION, "Words", ""), (TRANSLATION, "Words")),
+    (("Advice", "", None), ("Advice",)),
+], ids=["blank subtype", "None subtype, spacing and case", "Russian names", "blank sub-subtype", "type of one leaf"])
+def test_a_blank_level_is_unknown_and_narrowed_by_the_levels_given(taxonomy, levels, path):
+    """The rule every reader of a row's task columns shares (annotate, the labelled sets, leaf labels): a blank
+    level was dropped by one of them, so the sub-subtype moved up and was refused as "no subtype 'Informative
+    translation'". Translation's leaves (tasks.json) are Sentences, Words, Texts / Informative translation and Texts /
+    Literary translation: the sub-subtype alone names one of them."""
+    assert taxonomy.leaf(*levels).path == path
+
+
+@pytest.mark.parametrize("levels, level, message", [
+    (("", "Poetry"), 0, "no task type given"),
+    (("Xyzzy",), 0, "unknown task type 'Xyzzy'"),
+    (("Literary text", "Nope"), 1, "task type 'Literary text' has no subtype 'Nope'; options: ['Drama', 'Fragment', "
+                                   "'Poetry', 'Prose']"),
+    ((TRANSLATION, "", "Nope"), 2, f"task type {TRANSLATION!r} has no sub-subtype 'Nope'; options: "
+                                   "['Informative translation', 'Literary translation']"),
+    (("AI as a Character", "Nope"), 1, "unknown task type 'Nope'"),
+    ((TRANSLATION,), 1, f"task {TRANSLATION!r} names 4 leaves, not one: {TRANSLATION} / Sentences; {TRANSLATION} / "
+                        f"Texts / Informative translation; {TRANSLATION} / Texts / Literary translation; "
+                        f"{TRANSLATION} / Words"),
+    ((TRANSLATION, "Texts"), 2, f"task '{TRANSLATION} / Texts' names 2 leaves, not one: {TRANSLATION} / Texts / "
+                                f"Informative translation; {TRANSLATION} / Texts / Literary translation"),
+], ids=["no type", "unknown type", "unknown subtype", "unknown sub-subtype under a blank subtype",
+        "unknown type under its group", "above four leaves", "above two leaves"])
+def test_a_task_that_is_not_one_leaf_names_the_level_at_fault(taxonomy, levels, level, message):
+    """``TaxonomyError.level`` is the index of the name at fault as passed (a group named as the task type counts),
+    so a reader names that column; a sub-subtype under a blank subtype was described under a subtype nobody gave.
+    A path above several leaves is at the first level they differ at."""
+    with pytest.raises(TaxonomyError) as err:
+        taxonomy.leaf(*levels)
+    assert (err.value.level, str(err.value)) == (level, message)

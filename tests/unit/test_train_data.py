@@ -59,7 +59,7 @@ def test_verdicts_become_rows_or_are_dropped_with_a_reason(scores, feedback, kep
 
 
 def test_a_blank_rationale_is_no_row_at_a_perfect_score_whatever_the_russian_share():
-    """The reviewer's case: a blank rationale at the best level, beside a one-word one at an imperfect score. With
+    """A blank rationale at the best level, beside a one-word one at an imperfect score. With
     min_russian_share 0 (no language check) the blank one is still dropped: its rule is the word count's."""
     rows, report = build_rows([record("r1", [2, 1], ["   ", "Да."])], recipe="seq2seq", min_russian_share=0.0)
     assert rows == [] and dict(report.dropped) == {"too_few_words": 2}

@@ -338,7 +338,7 @@ def test_ceiling_verdict_is_inside_only_where_shown_close():
       inside (the old rule, "inside only where the interval reaches 0", called it outside);
     - judge 3 on 40 items: every gap 2: outside;
     - judge 1 on 20 items, 1.2 on 20: mean gap 0.1, the interval straddles the margin: inconclusive;
-    - the reviewer's case, a judge inverting the scale on 4 items (experts t, t, t for t = 0, 1, 2, 1, judge 2 - t):
+    - a judge inverting the scale on 4 items (experts t, t, t for t = 0, 1, 2, 1, judge 2 - t):
       gaps 2, 0, 2, 0; a resample of only the 0s (or only the 2s) has chance 1/16 > 2.5 %, so the interval is
       [0, 2]: it reached 0 and read "inside"; 4 < ``MIN_ITEMS`` items: inconclusive."""
     domain = np.arange(4.0)

@@ -33,6 +33,8 @@ from train.synthetic.traces import CHARS_PER_TOKEN, longer_than_asked
 
 __all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
 
+#: The columns that name an answer's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).
+_TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
 _CARRIED = ("task_type", "task_subtype", "task_subsubtype", "difficulty", "domain", "model_id")
 
 
@@ -45,9 +47,10 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
             None names positions in ``rows``.
 
     Raises:
-        judge.RecordError: an answer whose task is not a leaf of the taxonomy, naming ``source``, the row and the
-            field ``task_type``; or one whose ``task_type``, ``task_subtype`` or ``task_subsubtype`` is present but
-            not a string, naming that field (the taxonomy lookup failed on it with a bare AttributeError).
+        judge.RecordError: an answer whose task is not one leaf of the taxonomy (``Taxonomy.leaf``: a blank level
+            is unknown, narrowed by the levels given), naming ``source``, the row and the field at fault; or one
+            whose ``task_type``, ``task_subtype`` or ``task_subsubtype`` is present but not a string, naming that
+            field (the taxonomy lookup failed on it with a bare AttributeError).
     """
     from judge import RecordError, TaxonomyError, load_taxonomy
 
@@ -56,14 +59,14 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
     wanted = set(config.criteria)
     items = []
     for index, row in zip(range(len(rows)) if row_index is None else row_index, rows):
-        for name in ("task_type", "task_subtype", "task_subsubtype"):
+        for name in _TASK_FIELDS:
             value = row.get(name)
             if value is not None and not isinstance(value, str):
                 raise RecordError(source, index, name, f"not a string ({type(value).__name__})")
         try:
-            leaf = _leaf_of(taxonomy, row)
+            leaf = taxonomy.leaf(row["task_type"], row.get("task_subtype"), row.get("task_subsubtype"))
         except TaxonomyError as err:  # a KeyError: the CLI would print a traceback that names no row
-            raise RecordError(source, index, "task_type", err.args[0]) from None
+            raise RecordError(source, index, _TASK_FIELDS[err.level or 0], err.args[0]) from None
         for cid in leaf.criteria:
             crit = taxonomy.criteria[cid]
             if wanted and crit.base_id not in wanted:
@@ -107,18 +110,6 @@ def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
     if scale is not None and not scale.is_level(verdict.score):
         return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
     return None
-
-
-def _leaf_of(taxonomy, row: dict):
-    from judge import TaxonomyError
-
-    sub, subsub = row.get("task_subtype") or None, row.get("task_subsubtype") or None
-    leaves = taxonomy.find_tasks(row["task_type"], sub, subsub)
-    if len(leaves) > 1:  # a path that stops above the leaves: only an exact match will do
-        leaves = [t for t in leaves if t.subtype == sub and t.subsubtype == subsub]
-    if len(leaves) != 1:
-        raise TaxonomyError(f"answer {row.get('id')!r}: task {row['task_type']!r} / {sub!r} / {subsub!r} is not one leaf task")
-    return leaves[0]
 
 
 def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) -> dict:
