@@ -584,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse_bad_arguments(args: Any) -> None:
     """Refuse, before the data is read, a ``--min-russian-share`` that is not a share (NaN compares false with every
     share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder, lies under a file, or
-    cannot be written (as ``judge-eval convert`` checks its ``--out``).
+    cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the ``--data`` file itself.
 
     Raises:
         ValueError: naming the flag and the value (``ConfigError``, a ValueError, for an ``--out`` under a file or
@@ -600,6 +600,13 @@ def refuse_bad_arguments(args: Any) -> None:
 
         refuse_file(Path(args.out).parent, "--out")
         refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
+        # The rows replace --out whole: written over --data, they would destroy the records they were built from.
+        from train.config import SAMPLE_DATA
+
+        data = judge.sample_data_path() if args.data == SAMPLE_DATA else Path(args.data)
+        if Path(data).is_file() and Path(args.out).is_file() and Path(data).samefile(args.out):
+            raise ValueError(f"--out {args.out}: the same file as --data {args.data}; the rows would replace the "
+                             "records they are built from: give --out another file")
 
 
 def _what_dropped(report: BuildReport) -> str:

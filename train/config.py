@@ -450,9 +450,10 @@ class ClassifierConfig(TrainConfig):
     )
     zero_shot: str = option(
         "drop",
-        "Zero-Shot task types: 'drop' leaves them out (default: its Zero-Shot figures stay zero-shot), 'allow' "
-        "trains on them, 'refuse' stops when the data has any (the taxonomy texts of those types are added only with "
-        "'allow').",
+        "Zero-Shot task types: 'drop' leaves them out (default: its Zero-Shot figures stay zero-shot; the head, "
+        "trained on no row of their 38 leaves, then routes their instructions to Standard types: "
+        "docs/criteria-auto.md), 'allow' trains on them (a router that can choose them), 'refuse' stops when the "
+        "data has any (the taxonomy texts of those types are added only with 'allow').",
     )
     taxonomy_text: bool = option(True, "Add one taxonomy-text row per leaf (names, description) to the training rows.")
     eval_data: str | None = option(
@@ -516,8 +517,10 @@ class GRPORecipeConfig(TrainConfig):
     rewards: dict[str, float] = option(
         {"format_reward": 1.0, "agreement_reward": 1.0},
         "Reward functions (train.grpo_rewards.REWARDS) -> weight in the summed reward. format_reward: 1 when the "
-        "verdict parses (judge-serve's parser), its score is one of the rubric's levels and it gives its reasons (a "
-        "reasoning or [FEEDBACK] of at least two words), else 0; agreement_reward: 1 - |score - experts' mode| / "
+        "verdict parses (judge-serve's parser), its score is one of the rubric's levels, it gives its reasons (a "
+        "reasoning or [FEEDBACK] of at least two words) and it answers in the form the earlier steps trained (integer: "
+        "a bare integer after one reasoning block, so '</think> Оценка 1 из 2' earns 0; tagged: one bare [FEEDBACK] "
+        "... [RESULT] n [END] block, no text around it), else 0; agreement_reward: 1 - |score - experts' mode| / "
         "(scale max - min), 0 for a failed, off-scale or between-levels verdict. Both log verdicts/failed_share. "
         "Equal weights are trl's default (reward_weights None).",
     )
@@ -577,6 +580,7 @@ class GRPORecipeConfig(TrainConfig):
         # loss computation, after the model and vLLM have loaded.
         if self.loss_type not in GRPO_LOSS_TYPES:
             raise ConfigError(f"loss_type must be one of {list(GRPO_LOSS_TYPES)}, got {self.loss_type!r}")
+        self._validate_vespo()
         from train.grpo_rewards import REWARDS
 
         unknown = sorted(set(self.rewards) - set(REWARDS))
@@ -638,6 +642,27 @@ class GRPORecipeConfig(TrainConfig):
             raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
                               "has no effect in the grpo recipe: trl's GRPOTrainer computes its own policy loss, "
                               "without label smoothing; remove it")
+
+    def _validate_vespo(self) -> None:
+        """trl's refusal of VESPO with vLLM's sequence-level importance sampling, made at load.
+
+        trl 1.16 refuses it in GRPOTrainer.__init__ (trl/trainer/grpo_trainer.py: ``loss_type`` vespo with
+        ``use_vllm`` and ``vllm_importance_sampling_correction`` needs ``vllm_importance_sampling_mode``
+        token_truncate or token_mask), after the run folder is claimed and the model loaded; its defaults (correction
+        on, mode sequence_mask: trl/trainer/grpo_config.py) are refused there, so a plain ``loss_type: vespo`` with
+        ``use_vllm: true`` cannot train.
+        """
+        if self.loss_type != "vespo" or not self.use_vllm:
+            return
+        # read as trl reads them: the correction by its truth, the mode by its name
+        if not self.trainer_args.get("vllm_importance_sampling_correction", True):
+            return
+        mode = self.trainer_args.get("vllm_importance_sampling_mode", "sequence_mask")
+        if mode not in ("token_truncate", "token_mask"):
+            raise ConfigError(f"loss_type 'vespo' with use_vllm needs trainer_args vllm_importance_sampling_mode "
+                              f"'token_truncate' or 'token_mask' (got {mode!r}; trl's default is 'sequence_mask'), "
+                              "or vllm_importance_sampling_correction false: trl refuses the rest once the model "
+                              "has loaded")
 
     def _validate_generation_batch(self) -> None:
         """trl's checks of a generation batch set in ``trainer_args``, as far as they go without the number of ranks.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from collections.abc import Sequence
 
@@ -63,12 +64,25 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
     return pairs, counts
 
 
+def _bad_number(args) -> str | None:
+    """What is wrong with the numeric flags, or None: a threshold is a probability, a vocabulary cap at least 1."""
+    if args.threshold is not None and not (math.isfinite(args.threshold) and 0.0 <= args.threshold <= 1.0):
+        return f"--threshold must be a probability in [0, 1], got {args.threshold}"
+    for flag in ("max_char_features", "max_word_features"):
+        if getattr(args, flag) < 1:
+            return f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
 
     parser = ExactArgumentParser(
         prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,
-        epilog="example: judge-train criteria-classifier --data runs/data/instructions/instructions.jsonl --out runs/task-clf",
+        epilog="example: judge-train criteria-classifier --data runs/data/instructions/instructions.jsonl --out runs/task-clf. "
+               "Exit codes: 0 the classifier written (its summary printed); 2 a usage error, a --threshold or "
+               "vocabulary cap out of range, or refused --data (held-out or released-benchmark rows, an unreadable "
+               "line), said in one line on stderr before anything is fitted.",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="folder to write model.json + weights.npz into")
     parser.add_argument("--data", action="append", default=[],
@@ -87,6 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-char-features", type=int, default=16000, help="character n-gram vocabulary cap")
     parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
     args = parser.parse_args(argv)
+    # Checked before the fit: sklearn refuses a vocabulary cap below 1 with a traceback, and a threshold outside
+    # [0, 1] (or NaN, which no probability falls below) was refused only by the classifier's own check after the
+    # whole fit, naming a model.json not yet written.
+    bad = _bad_number(args)
+    if bad:
+        print(f"judge-train criteria-classifier: error: {bad}", file=sys.stderr)
+        return 2
 
     from train.criteria_tfidf import fit_tfidf, save_tfidf
 

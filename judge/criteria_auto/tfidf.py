@@ -4,6 +4,13 @@ two linear models over them, the task type (temperature-scaled) and the leaf wit
 (idf, coefficients in float16, intercepts); one ships with the package (``judge/data/criteria_tfidf``, loaded by
 ``TfidfClassifier.load()`` with no argument). Fitting and writing an artefact are training's job
 (``train/criteria_tfidf.py``, ``judge-train criteria-classifier``); this module only reads one.
+
+What it cannot tell: the evidence check (``MIN_LETTER_NGRAMS``) counts known n-grams of Cyrillic letters, not of
+Russian, and not how much of a task they name. A very short request passes it on one known word and gets that
+word's prior as a confident task ("Напиши": Scientific reference text, task type at 0.832; "Сделай": Data analysis,
+0.797), and so does another language in Cyrillic ("Жаз туралы өлең жаз", Kazakh for "write a poem about summer":
+a Mathematics leaf, its task type at 0.179, above the threshold). Name the task (``task_type``) of such a request
+to judge it on its criteria. (``docs/criteria-auto.md``, "The shipped classifier", says the same.)
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ _FEATURE_KEYS = ("analyzer", "ngram_range", "sublinear_tf", "lowercase", "vocabu
 
 
 def _is_cyrillic(ch: str) -> bool:
-    """A Cyrillic letter (the Cyrillic block and its supplement): what makes an n-gram evidence of Russian text."""
+    """A Cyrillic letter (the Cyrillic block and its supplement): what makes an n-gram count as evidence. Cyrillic,
+    not Russian: Kazakh or Ukrainian letters count too."""
     return "\u0400" <= ch <= "\u052f" and ch.isalpha()
 
 
@@ -231,7 +239,8 @@ class TfidfClassifier(LeafScoresClassifier):
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         """``choose_from_scores`` at the threshold, except for a text whose evidence is too thin: fewer than
         ``MIN_LETTER_NGRAMS`` distinct n-grams the model knows that hold two Cyrillic letters or more (English or
-        another script, symbols, digits, a lone letter: no Russian text). Its scores are then the models' priors,
+        another script, symbols, digits, a lone letter: too little Cyrillic text; one known Russian word is enough,
+        and Cyrillic of another language counts, see the module's docstring). Its scores are then the models' priors,
         moved by digits, punctuation or the Latin n-grams of quoted words, which the threshold, fitted on Russian
         instructions, does not catch (the highest task-type prior, STEM exercises' 0.108 in the shipped build, is
         above it; an English instruction got a confident Translation leaf), so it falls back, saying why."""
@@ -246,10 +255,10 @@ class TfidfClassifier(LeafScoresClassifier):
             reason = ("no character or word n-gram of the text is known to the classifier: its scores would be the "
                       "models' priors alone")
         else:
-            reason = (f"no Russian text: {evidence} n-grams of the text known to the classifier hold two Cyrillic "
-                      f"letters or more, fewer than {MIN_LETTER_NGRAMS}; it was trained on Russian instructions, so "
-                      "its scores would be the models' priors moved by Latin words, digits, punctuation or single "
-                      "letters")
+            reason = (f"too little Cyrillic text: {evidence} n-grams of the text known to the classifier hold two "
+                      f"Cyrillic letters or more, fewer than {MIN_LETTER_NGRAMS}; it was trained on Russian "
+                      "instructions, so its scores would be the models' priors moved by Latin words, digits, "
+                      "punctuation or single letters")
         return dataclasses.replace(choice, reason=reason)
 
     def predict_proba(self, instructions: Sequence[str]) -> list[dict[str, float]]:

@@ -740,19 +740,19 @@ def test_the_criteria_benchmark_prints_both_readings(tmp_path, capsys):
     ("写一首关于春天的诗", "no character or word n-gram"), ("§§§ ¶¶¶", "no character or word n-gram"),
     # known n-grams, but only digits, punctuation or a lone letter: the priors moved by them gave a confident
     # Mathematics leaf (0.226, 0.18, 0.211, 0.116), above the shipped threshold
-    ("写一首关于春天的诗 2024", "no Russian text"), ("?", "no Russian text"),
-    ("a", "no Russian text"), ("§§§ ¶¶¶ 1", "no Russian text"),
+    ("写一首关于春天的诗 2024", "too little Cyrillic text"), ("?", "too little Cyrillic text"),
+    ("a", "too little Cyrillic text"), ("§§§ ¶¶¶ 1", "too little Cyrillic text"),
     # English: Latin n-grams the models know from words quoted in translation and code tasks gave a Translation
     # leaf at 0.921 and a Mathematics leaf, as confident as a real Russian instruction's
-    ("Summarize the following article in three sentences.", "no Russian text"),
-    ("Tell me a joke about cats.", "no Russian text"),
+    ("Summarize the following article in three sentences.", "too little Cyrillic text"),
+    ("Tell me a joke about cats.", "too little Cyrillic text"),
 ], ids=["chinese", "symbols", "chinese and digits", "question mark", "one letter", "symbols and a digit",
         "english summary", "english joke"])  # fmt: skip
 def test_text_with_too_thin_evidence_falls_back(text, why):
     """A text none of whose known n-grams holds two Cyrillic letters (English or another script, symbols, digits, one
     letter) has only the models' priors, moved by Latin words, digits and punctuation, for scores, one of which is
-    above the fitted threshold: it falls back to the criteria that apply to any text, saying why ("no Russian
-    text"), instead of a confident STEM exercise or translation."""
+    above the fitted threshold: it falls back to the criteria that apply to any text, saying why ("too little
+    Cyrillic text": the check counts Cyrillic, not Russian), instead of a confident STEM exercise or translation."""
     from judge.criteria_auto import fallback_criteria
     from judge.criteria_auto.tfidf import TfidfClassifier
 

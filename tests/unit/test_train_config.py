@@ -441,6 +441,18 @@ def test_a_command_that_fixes_its_recipe_shows_that_recipes_defaults_in_help(cap
     assert "(default: 'drop')" in classifier_flat and "(default: 'refuse')" not in classifier_flat
 
 
+def test_judge_train_classifier_help_says_what_drop_does_to_the_router(capsys, monkeypatch):
+    """The head has labels for the Zero-Shot task types' 38 leaves, but with zero_shot drop (the default) no row of
+    theirs: --help says their instructions go to Standard types, and that allow trains on them."""
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at a hyphen: "docs/criteria-" "auto.md"
+    with pytest.raises(SystemExit):
+        main(["classifier", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert ("'drop' leaves them out (default: its Zero-Shot figures stay zero-shot; the head, trained on no row of "
+            "their 38 leaves, then routes their instructions to Standard types: docs/criteria-auto.md), 'allow' trains "
+            "on them (a router that can choose them)") in flat
+
+
 def test_judge_train_grpo_refuses_zero_shot_data_before_building_anything(tmp_path, capsys):
     """The GRPO recipe's data is read before the base model is built or the run folder made (it once built the tiny
     base into the folder first): held-out rows in the default sample are exit 2 with nothing left behind."""
@@ -704,6 +716,57 @@ def test_grpo_weights_that_can_train_still_load():
     config = load_config(REPO / "configs/train/tiny/grpo.yaml",
                          {"rewards": '{"format_reward": 0.0, "agreement_reward": 1.0}'})
     assert config.rewards == {"format_reward": 0.0, "agreement_reward": 1.0} and config.min_russian_share == 0.5
+
+
+_VESPO_REFUSED = ("loss_type 'vespo' with use_vllm needs trainer_args vllm_importance_sampling_mode 'token_truncate' "
+                  "or 'token_mask' (got {mode!r}; trl's default is 'sequence_mask'), or "
+                  "vllm_importance_sampling_correction false: trl refuses the rest once the model has loaded")
+
+
+@pytest.mark.parametrize(
+    ("trainer_args", "mode"),
+    [
+        (None, "sequence_mask"),  # trl's defaults: the correction on, sequence_mask
+        ('{"vllm_importance_sampling_mode": "sequence_truncate"}', "sequence_truncate"),
+        ('{"vllm_importance_sampling_correction": true}', "sequence_mask"),
+    ],
+)
+def test_grpo_vespo_with_vllm_refuses_a_sequence_importance_sampling_mode(trainer_args, mode):
+    """trl 1.16 refuses VESPO under vLLM's sequence-level importance sampling in GRPOTrainer.__init__, after the model
+    loaded (trl/trainer/grpo_trainer.py): the config says it when it loads, naming the setting to change."""
+    with pytest.raises(ConfigError) as info:
+        load_config(REPO / "configs/train/tiny/grpo.yaml",
+                    {"loss_type": "vespo", "use_vllm": True, "trainer_args": trainer_args})
+    assert str(info.value) == _VESPO_REFUSED.format(mode=mode)
+
+
+@pytest.mark.parametrize(
+    ("use_vllm", "trainer_args"),
+    [
+        (False, None),  # transformers generates: no importance sampling against vLLM's log-probabilities
+        (True, '{"vllm_importance_sampling_mode": "token_mask"}'),
+        (True, '{"vllm_importance_sampling_mode": "token_truncate"}'),
+        (True, '{"vllm_importance_sampling_correction": false}'),  # no correction: trl reads no mode
+    ],
+)
+def test_grpo_vespo_loads_where_trl_takes_it(use_vllm, trainer_args):
+    """The settings trl runs VESPO with load as given."""
+    config = load_config(REPO / "configs/train/tiny/grpo.yaml",
+                         {"loss_type": "vespo", "use_vllm": use_vllm, "trainer_args": trainer_args})
+    assert (config.loss_type, config.use_vllm) == ("vespo", use_vllm)
+
+
+def test_judge_train_grpo_help_says_format_reward_pays_the_trained_form_only(capsys, monkeypatch):
+    """format_reward pays 0 for a verdict that parses, on the scale, with reasons, whose answer is not the trained
+    form (train.grpo_rewards.format_reward): `</think>` then 'Оценка 1 из 2' reads as 2 and earns 0. --help says so."""
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: no wrap inside the quoted phrase
+
+    with pytest.raises(SystemExit):
+        main(["grpo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("it answers in the form the earlier steps trained (integer: a bare integer after one reasoning block, so "
+            "'</think> Оценка 1 из 2' earns 0; tagged: one bare [FEEDBACK] ... [RESULT] n [END] block, no text "
+            "around it), else 0") in out
 
 
 def test_judge_train_grpo_help_says_min_russian_share_is_not_applied(capsys):

@@ -69,9 +69,11 @@ REQUEST_SETTINGS = {
 #: cap is the same answer under a higher one, and the stage asks again the answers a lower cap cut
 #: (``train.synthetic.traces.ask_again_for_max_tokens``), so raising it resumes the journal instead of being refused,
 #: and every answer paid for stays. Not so for answers and annotate: answers keeps an answer cut at its cap as data
-#: (judges must see bad answers), so the cap shapes the rows it keeps; annotate journals no ``finish_reason`` to tell
-#: a cut verdict by and, with ``lenient``, keeps a verdict cut before ``[END]``: a raised cap there would leave its
-#: cut verdicts in, never asked again. Their ``max_tokens`` stays in their key.
+#: (judges must see bad answers), so the cap shapes the rows it keeps; annotate drops a verdict its cap cut
+#: (``finish_reason`` length on every attempt) as ``verdict_cut``, a failure a rerun does not ask again (it has no
+#: rule like traces' to re-ask what a smaller cap cut), so a rerun under a raised cap would resume with those items
+#: still dropped, as if the new cap had been tried on them. Their ``max_tokens`` stays in their key: a raised cap
+#: starts a new ``--output`` (or ``--overwrite``).
 UNKEYED_CAPS = {"traces": {"teacher": ("max_tokens",)}}
 
 

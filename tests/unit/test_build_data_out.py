@@ -1,0 +1,58 @@
+"""`judge-train build-data --out`: the rows never replace the records they are built from."""
+
+from __future__ import annotations
+
+import judge
+from train import build_data
+
+
+def _records(tmp_path, name="small.jsonl"):
+    """The first three records of the bundled sample, as a file of its own."""
+    path = tmp_path / name
+    lines = judge.sample_data_path().read_text(encoding="utf-8").splitlines(keepends=True)[:3]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_an_out_that_is_the_data_file_is_refused_and_the_records_kept(tmp_path, capsys):
+    """`--data small.jsonl --out small.jsonl` wrote the training rows over the labelled records: now one line naming
+    both flags, exit 2, and the file as it was."""
+    data = _records(tmp_path)
+    before = data.read_bytes()
+    assert build_data.main(["--data", str(data), "--out", str(data), "--zero-shot", "allow"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"judge-train build-data: error: --out {data}: the same file as --data {data}; the rows would "
+                   "replace the records they are built from: give --out another file\n")
+    assert data.read_bytes() == before
+
+
+def test_the_same_file_under_another_name_is_refused_too(tmp_path, capsys):
+    """Another spelling of the path (a `..` in it) or a symbolic link to it is still the records' file."""
+    data = _records(tmp_path)
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(data)
+    before = data.read_bytes()
+    for out in (tmp_path / "sub" / ".." / "small.jsonl", link):
+        assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 2
+        assert "the same file as --data" in capsys.readouterr().err
+    assert data.read_bytes() == before
+
+
+def test_sample_data_is_not_written_over_either(tmp_path, monkeypatch, capsys):
+    """`--data sample` reads the bundled file: an --out naming that file is the same file."""
+    data = _records(tmp_path, "sample.jsonl")
+    monkeypatch.setattr(judge, "sample_data_path", lambda: data)
+    before = data.read_bytes()
+    assert build_data.main(["--data", "sample", "--out", str(data), "--zero-shot", "allow"]) == 2
+    assert f"--out {data}: the same file as --data sample" in capsys.readouterr().err
+    assert data.read_bytes() == before
+
+
+def test_another_out_beside_the_data_is_written(tmp_path):
+    """A different file next to the records is the ordinary use: written, the records untouched."""
+    data = _records(tmp_path)
+    before = data.read_bytes()
+    out = tmp_path / "rows.jsonl"
+    assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 0
+    assert out.is_file() and out.read_bytes() != before and data.read_bytes() == before

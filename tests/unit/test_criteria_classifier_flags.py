@@ -1,0 +1,52 @@
+"""judge-train criteria-classifier's numeric flags are checked before any row is read or fitted."""
+
+from __future__ import annotations
+
+import pytest
+
+import train.criteria_classifier
+import train.criteria_tfidf
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        # sklearn's TfidfVectorizer refused a cap of 0 with an InvalidParameterError traceback
+        (["--max-char-features", "0"], "--max-char-features must be at least 1, got 0"),
+        (["--max-word-features", "-3"], "--max-word-features must be at least 1, got -3"),
+        # a threshold is compared with a probability: above 1 every leaf falls back, NaN never does
+        (["--threshold", "2"], "--threshold must be a probability in [0, 1], got 2.0"),
+        (["--threshold", "-0.1"], "--threshold must be a probability in [0, 1], got -0.1"),
+        (["--threshold", "nan"], "--threshold must be a probability in [0, 1], got nan"),
+        (["--threshold", "inf"], "--threshold must be a probability in [0, 1], got inf"),
+    ],
+)
+def test_a_bad_number_is_one_line_and_exit_2_before_the_fit(tmp_path, monkeypatch, capsys, flags, message):
+    """Each bad value exits 2 with one line naming the flag, before the rows are read or the classifier fitted
+    (the threshold's refusal came only after the whole fit, naming a model.json the command had not written)."""
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("reached after a bad flag")
+
+    monkeypatch.setattr(train.criteria_classifier, "training_rows", never)
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", never)
+    out = tmp_path / "clf"
+    assert train.criteria_classifier.main(["--out", str(out), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"judge-train criteria-classifier: error: {message}\n" and captured.out == ""
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flags", [["--threshold", "0"], ["--threshold", "1"], ["--max-char-features", "1",
+                                                                               "--max-word-features", "1"]])
+def test_the_edges_of_the_ranges_reach_the_fit(tmp_path, monkeypatch, flags):
+    """0 and 1 are probabilities and 1 a vocabulary: they pass the check and reach the rows and the fit."""
+    reached = []
+
+    def rows(*_args, **_kwargs):
+        reached.append("rows")
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(train.criteria_classifier, "training_rows", rows)
+    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), *flags]) == 2
+    assert reached == ["rows"]
