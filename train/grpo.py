@@ -23,14 +23,14 @@ The data rules are the other recipes': rows in the released POLLUX benchmark's s
 (``train.build_data.zero_shot_records``, the rule every judge-train stage applies). An item whose text holds a
 special-token string (an answer that writes ``<|im_end|>``) is dropped and counted (:func:`screen_prompts`): trl
 would tokenize it as a control token, judge-serve sends it as text. A record rendering the prompt of an earlier one is
-dropped as ``duplicate_prompt`` (the traces stage's rows hold an item once per kept trace); one judged by another
-panel of experts adds that panel's scores to the earlier one's reference. trl trains on whole steps of
-prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before anything loads, and the
-prompts an epoch leaves over are logged and recorded in run.json. A base model that is a judge-train export is held
-to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less completion room than it was
-trained with is a warning.
+dropped as ``duplicate_prompt`` (the traces stage's rows hold an item once per kept trace); one of another item (two
+answer models writing the same text to one instruction) adds its panel's scores to the earlier one's reference. trl
+trains on whole steps of prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before
+anything loads, and the prompts an epoch leaves over are logged and recorded in run.json. A base model that is a
+judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
+completion room than it was trained with is a warning.
 
-Why one module of ~610 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~625 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -79,18 +79,25 @@ class GRPOReport(BuildReport):
     """
 
     n_expert_scores: int = 0
-    #: Records dropped as ``duplicate_prompt`` whose experts' scores differed from the kept record's: their panel's
-    #: scores were pooled into its reference.
+    #: Records dropped as ``duplicate_prompt`` that are another item than the kept record (another ``item_id``, or
+    #: ``id`` where a record has none): their panel's scores were pooled into its reference.
     n_pooled_panels: int = 0
+    #: Prompts kept although their experts have no unique mode (``no_unique_mode`` ``nearest``: every tied mode is
+    #: a reference; ``skip``: none, the format reward alone): counted, as ``drop`` counts the items it leaves out,
+    #: so a run whose agreement rests on few prompts says so.
+    n_kept_without_unique_mode: int = 0
 
     def summary(self) -> str:
         reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
         pooled = f" ({self.n_pooled_panels} other panels' scores pooled)" if self.n_pooled_panels else ""
+        tied = (f"; {self.n_kept_without_unique_mode} kept prompts' experts have no unique mode"
+                if self.n_kept_without_unique_mode else "")
         return (f"{self.n_records} items ({self.n_expert_scores} expert scores) -> {self.n_rows} prompts kept; "
-                f"dropped {sum(self.dropped.values())} items: {reasons}{pooled}")
+                f"dropped {sum(self.dropped.values())} items: {reasons}{pooled}{tied}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels}
+        return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels,
+                "n_kept_without_unique_mode": self.n_kept_without_unique_mode}
 
 
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
@@ -111,8 +118,9 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         counts items (:class:`GRPOReport`); dropped items are counted by reason: ``zero_shot``, ``no_scale`` (a one-level rubric too: ``judge.scale_of`` refuses
         it), ``no_expert_scores``, ``score_out_of_scale`` (an expert's score off the rubric), ``no_unique_mode``,
         ``duplicate_prompt`` (a record rendering the prompt of an earlier one: the traces stage's rows hold an item
-        once per kept trace; the first is kept, and the scores of a copy judged by another panel join its
-        reference's panel, counted as ``n_pooled_panels``).
+        once per kept trace; the first is kept, and the scores of a record of another item join its reference's
+        panel, counted as ``n_pooled_panels``). Prompts kept under ``nearest`` or ``skip`` with tied modes are
+        counted as ``n_kept_without_unique_mode``.
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
@@ -125,22 +133,24 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     rows = []
     # One row per rendered prompt: the traces stage's rows (traces.jsonl, the SFT step's data) hold an item once per
     # kept trace, and each copy would be drawn as a prompt of its own, an item the teacher agreed on often weighing
-    # as many times. Copies carry one panel's scores again and are dropped; records of one prompt judged by other
-    # panels (two answer models writing the same text to one instruction) pool their panels' scores, since the
-    # reference would otherwise depend on the rows' order.
-    # prompt -> its first record, the scores of each distinct panel (as given), and those panels sorted (a panel in
-    # another order is the same panel).
-    panels_of_prompt: dict[str, tuple[judge.JudgeRecord, list[float], set[tuple[float, ...]]]] = {}
+    # as many times. A copy is told by its item (the traces stage writes ``item_id`` on every row; a record without
+    # one is its own item, by ``id``), never by its scores: two items of one prompt (two answer models writing the
+    # same text to one instruction, or one-label data whose teacher gave each a score) may carry equal scores, and
+    # both are evidence. Copies carry their item's panel again and are dropped; records of other items pool their
+    # panels' scores, so the reference does not depend on the rows' order.
+    # prompt -> its first record, the pooled scores (as given), and the items whose panels they hold.
+    panels_of_prompt: dict[str, tuple[judge.JudgeRecord, list[float], set[str]]] = {}
     for record in kept:
         prompt = judge.render_prompt(record)
         scores = [float(s) for s in record.expert_scores]
+        item = _item_of(record)
         group = panels_of_prompt.get(prompt)
         if group is None:
-            panels_of_prompt[prompt] = (record, scores, {tuple(sorted(scores))})
+            panels_of_prompt[prompt] = (record, scores, {item})
             continue
         report.dropped["duplicate_prompt"] += 1
-        if tuple(sorted(scores)) not in group[2]:
-            group[2].add(tuple(sorted(scores)))
+        if item not in group[2]:
+            group[2].add(item)
             group[1].extend(scores)
             report.n_pooled_panels += 1
     # The experts' verdicts the data held: a copy's scores are its item's again, counted once.
@@ -152,10 +162,18 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
             report.dropped[reason] += 1
             continue
         rows.append(row)
+        # a unique mode is one reference; nearest keeps every tied mode, skip none
+        report.n_kept_without_unique_mode += len(row["reference_scores"]) != 1
     report.dropped = +report.dropped  # no zero_shot key when nothing was held out
     report.n_rows = len(rows)
     logger.info("GRPO prompts: %s", report.summary())
     return rows, report
+
+
+def _item_of(record: judge.JudgeRecord) -> str:
+    """The item a record judges: the traces stage's ``item_id`` (its rows are ``<item id>#<sample>``), else its id
+    (the rule ``train.seq2seq.integer_rows`` names a row's ``record_id`` by)."""
+    return str(record.extra.get("item_id") or record.id)
 
 
 def _row(record: judge.JudgeRecord, prompt: str, scores: list[float], no_unique_mode: str,

@@ -16,11 +16,14 @@ never learns to stop never writes ``[END]``.
 With ``verdict_format: integer`` the judge learns ``Pollux-4B-Judge``'s format instead: the assistant turn is
 ``<think>\\n{reasoning}\\n</think>\\n\\n{score}`` (``integer_target``), rendered with the chat template's thinking left
 on, exactly as judge-serve prompts an integer-format judge (``judge.apply_chat(..., thinking=True)``); the loss
-again covers the whole assistant turn through the end-of-turn token. Its rows come from the reasoning traces of
-``judge-train data traces`` (``integer_rows``), and the export's manifest says ``verdict_format: integer`` and
-records the lengths it was trained within (``trained_lengths``), so that judge-serve gives it room to reason.
+again covers the whole assistant turn through the end-of-turn token. A template that renders an assistant turn
+without its reasoning (DeepSeek-R1 distills, QwQ) but opens ``<think>`` in its generation prompt trains that prompt
+and what the judge writes after it; one that drops the reasoning otherwise is refused, never trained as the bare
+integer. Its rows come from the reasoning traces of ``judge-train data traces`` (``integer_rows``), and the export's
+manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
+that judge-serve gives it room to reason.
 
-Why one module of ~530 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~560 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``); what the integer format adds (its rows from reasoning traces and the rules that
 keep a trace, ~250 lines) is read with the step that trains on it.
 """
@@ -29,11 +32,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig
 from train.provenance import RunResult
@@ -61,9 +66,15 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
     the generation prompt) and the whole text's, 1 from there through the end-of-turn token and what the template
     writes after it. A judge that never learns to stop never writes ``[END]``.
 
+    With ``thinking`` the reasoning must be trained, where judge-serve prompts the judge to write it
+    (:func:`_with_the_reasoning`): a template that drops it from a rendered assistant turn (DeepSeek-R1 distills,
+    QwQ) but opens ``<think>`` in its generation prompt trains the generation prompt, the rest of the target and the
+    template's end of turn; one that drops it and opens nothing is refused.
+
     Raises:
         ValueError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
             the template's text).
+        ConfigError: ``thinking``, and a chat template the integer format's reasoning cannot be trained through.
     """
     from judge.chat_tokens import chat_ids, chat_parts
 
@@ -73,10 +84,12 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
         full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
         if prompt not in full:
             raise ValueError(f"row {row.get('id')!r}: the chat template does not keep the prompt verbatim")
+        generation = judge.apply_chat(tokenizer, prompt, thinking=thinking)
+        if thinking:
+            full, completion = _with_the_reasoning(tokenizer, row, generation, full)
         # a completion the template rewrote is read as the template's text (chat_parts); neither format's is, on the
         # Qwen templates (tests/unit/test_train_seq2seq_tokens.py)
-        parts += [chat_parts(judge.apply_chat(tokenizer, prompt, thinking=thinking), prompt),
-                  chat_parts(full, prompt, completion=completion)]  # fmt: skip
+        parts += [chat_parts(generation, prompt), chat_parts(full, prompt, completion=completion)]
     ids = chat_ids(tokenizer, parts)
     examples = []
     for prompt_ids, full_ids in zip(ids[::2], ids[1::2]):
@@ -84,6 +97,46 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
         n = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(len(prompt_ids), len(full_ids)))
         examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
     return examples
+
+
+#: An assistant turn's text that no template rewrites (no ``</think>`` to split at): what the template writes after
+#: it is its end of turn.
+_TURN_MARK = "\x00judge answer\x00"
+
+
+def _with_the_reasoning(tokenizer, row: dict[str, Any], generation: str, full: str) -> tuple[str, str]:
+    """The integer-format training text of ``row`` and the part of it the judge writes: (text, completion).
+
+    judge-serve prompts an integer-format judge with the generation prompt (``generation``) and reads what it
+    writes after it, so that is what must be trained: the reasoning, ``</think>``, the integer and the end of turn.
+    Qwen3's and ChatML templates render the target after the generation prompt unchanged (``full``, as it is). A
+    template that renders an assistant turn as what follows its ``</think>`` (DeepSeek-R1 distills and QwQ:
+    ``content.split('</think>')[-1]``) drops the reasoning from ``full``, and ``full`` no longer starts with its
+    generation prompt, which opens ``<think>`` itself (``judge.rewards.prompt_opens_reasoning``): trained as
+    rendered, the judge learned to answer the bare integer. For such a template the text is the generation prompt,
+    the target after the block it opened, and the template's end of turn (what it writes after an assistant turn
+    it keeps whole); any other template that loses the reasoning is refused.
+    """
+    completion = row["completion"]
+    reasoning = completion.split("</think>")[0].removeprefix("<think>").strip()
+    if full.startswith(generation) and reasoning in full[len(generation):]:
+        return full, completion
+    why = ("drops the reasoning from the assistant turn it renders" if reasoning not in full
+           else "renders the reasoning elsewhere than after its generation prompt")
+    if prompt_opens_reasoning(generation):
+        opened = generation[[m.start() for m in re.finditer(r"<think\s*>", generation, re.IGNORECASE)][-1]:]
+        turn = judge.apply_chat(tokenizer, row["prompt"], _TURN_MARK, thinking=True)
+        if completion.startswith(opened) and _TURN_MARK in turn:
+            continuation = completion[len(opened):]
+            return generation + continuation + turn[turn.rfind(_TURN_MARK) + len(_TURN_MARK):], continuation
+        where = f"and its generation prompt opens the reasoning as {opened!r}, which the target does not start with"
+    else:
+        where = "and does not open <think> in its generation prompt for the target to continue"
+    name = getattr(tokenizer, "name_or_path", "") or tokenizer.__class__.__name__
+    raise ConfigError(f"model_name_or_path: the chat template of {name} {why} (row {row.get('id')!r}) {where}: the "
+                      "integer format would train the judge to answer without reasoning. Use a base whose template "
+                      "keeps an assistant turn's reasoning (Qwen3, or a ChatML base: Qwen2.5, T-lite), or "
+                      "verdict_format: tagged")
 
 
 def sft_dataset(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = False):

@@ -118,13 +118,18 @@ def test_items_without_a_unique_mode_follow_the_named_rule():
 
     rows, report = grpo.grpo_rows(items, no_unique_mode="nearest")
     assert rows[0]["reference_scores"] == [0.0, 2.0] and not report.dropped
+    # Kept with tied modes, counted as drop counts the items it leaves out: one of the two prompts.
+    assert report.n_kept_without_unique_mode == 1 and report.to_dict()["n_kept_without_unique_mode"] == 1
+    assert report.summary() == ("2 items (5 expert scores) -> 2 prompts kept; dropped 0 items: none; "
+                                "1 kept prompts' experts have no unique mode")
     _, agreements, _ = rewards_for([rows[0]] * 2, ["<think>Ответ частично верный.</think>1",
                                                    "<think>Ответ полностью верный.</think>2"])
     assert agreements == [0.5, 1.0]
 
-    rows, _ = grpo.grpo_rows(items, no_unique_mode="skip")
+    rows, report = grpo.grpo_rows(items, no_unique_mode="skip")
     formats, agreements, _ = rewards_for(rows, ["<think>Ответ частично верный.</think>1"] * 2)
     assert formats == [1.0, 1.0] and agreements == [None, 1.0]
+    assert report.n_kept_without_unique_mode == 1 and report.to_dict()["n_kept_without_unique_mode"] == 1
 
 
 def test_the_format_reward_logs_the_failed_and_off_scale_shares():
@@ -251,22 +256,53 @@ def test_one_prompt_per_item_when_given_the_traces_of_the_sft_step(tmp_path):
 
 
 def test_one_prompt_judged_by_two_panels_pools_their_scores(tmp_path):
-    """Two records of one prompt (two answer models writing the same text to one instruction) judged by other panels:
-    the reference must not depend on the rows' order, so the second panel's scores join the first's. By hand:
-    a [2, 1] and c [1, 1] pool to [1, 1, 1, 2], mode 1 (alone, a's panel has no unique mode); b [1, 2] is a's panel
-    in another order, a copy, and adds nothing. Two rows dropped as duplicate_prompt, one of them pooled."""
+    """Records of one prompt that are other items (two answer models writing the same text to one instruction) pool
+    their panels' scores: the reference must not depend on the rows' order. A copy is told by its item, never by its
+    scores: b [1, 2] is another item whose panel scored as a's did, and is evidence all the same. By hand: a [2, 1],
+    b [1, 2] and c [1, 1] pool to [2, 1, 1, 2, 1, 1], four 1s and two 2s, mode 1 (alone, a's panel has no unique
+    mode). Two rows dropped as duplicate_prompt, both pooled."""
     rows = [{"id": "a", "expert_scores": [2, 1]}, {"id": "b", "expert_scores": [1, 2]},
             {"id": "c", "expert_scores": [1, 1]}]
     kept, report = grpo.grpo_rows(_write_traces(tmp_path / "items.jsonl", rows))
     assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
-        [("a", [2.0, 1.0, 1.0, 1.0], [1.0])]
-    assert dict(report.dropped) == {"duplicate_prompt": 2} and report.n_pooled_panels == 1
-    assert report.summary() == ("3 items (4 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
-                                "(1 other panels' scores pooled)")
-    assert report.to_dict()["n_pooled_panels"] == 1
-    # In the other order the reference is the same.
+        [("a", [2.0, 1.0, 1.0, 2.0, 1.0, 1.0], [1.0])]
+    assert dict(report.dropped) == {"duplicate_prompt": 2} and report.n_pooled_panels == 2
+    assert report.summary() == ("3 items (6 expert scores) -> 1 prompts kept; dropped 2 items: duplicate_prompt=2 "
+                                "(2 other panels' scores pooled)")
+    assert report.to_dict()["n_pooled_panels"] == 2
+    # In the other order the reference is the same: c, b, a pool to [1, 1, 1, 2, 2, 1], mode 1.
     kept, _ = grpo.grpo_rows(_write_traces(tmp_path / "items2.jsonl", rows[::-1]))
     assert [(row["id"], row["reference_scores"]) for row in kept] == [("c", [1.0])]
+
+
+def test_items_of_one_prompt_with_one_label_each_pool_into_their_mode(tmp_path):
+    """One-label data (a teacher's score per answer): three answer models answered one instruction alike and were
+    labelled 2, 1, 2. Three items, three labels: pooled [2, 1, 2], mode 2 by 2 votes to 1, so a verdict 1 earns
+    1 - 1/2 = 0.5, not the full reward a tie's nearest mode would pay it. Told apart by score alone, m3 [2] was m1's
+    copy: [2, 1] tied and the item was dropped."""
+    rows = [{"id": "m1", "expert_scores": [2]}, {"id": "m2", "expert_scores": [1]}, {"id": "m3", "expert_scores": [2]}]
+    kept, report = grpo.grpo_rows(_write_traces(tmp_path / "items.jsonl", rows))
+    assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
+        [("m1", [2.0, 1.0, 2.0], [2.0])]
+    assert (dict(report.dropped), report.n_pooled_panels, report.n_expert_scores) == ({"duplicate_prompt": 2}, 2, 3)
+    _, agreements, _ = rewards_for(kept * 2, ["<think>Ответ частично верный.</think>1",
+                                              "<think>Ответ полностью верный.</think>2"])
+    assert agreements == [0.5, 1.0]
+
+
+def test_copies_of_one_item_are_told_by_its_item_id_not_its_scores(tmp_path):
+    """traces.jsonl rows of one item (``item_id`` item1) are copies whatever order their scores come in; a record of
+    another item with the same scores (item2, no item_id: its id) is pooled. By hand: item1 [2, 1] once, item2
+    [1, 2] added: [2, 1, 1, 2], tied 1 and 2, so drop leaves the prompt out; nearest keeps both modes."""
+    rows = [{"id": "item1#0", "item_id": "item1", "expert_scores": [2, 1]},
+            {"id": "item1#1", "item_id": "item1", "expert_scores": [2, 1]},
+            {"id": "item2", "expert_scores": [1, 2]}]
+    records = _write_traces(tmp_path / "traces.jsonl", rows)
+    kept, report = grpo.grpo_rows(records, no_unique_mode="nearest")
+    assert [(row["id"], row["expert_scores"], row["reference_scores"]) for row in kept] == \
+        [("item1#0", [2.0, 1.0, 1.0, 2.0], [1.0, 2.0])]
+    assert (dict(report.dropped), report.n_pooled_panels, report.n_expert_scores) == ({"duplicate_prompt": 2}, 1, 4)
+    assert report.n_kept_without_unique_mode == 1
 
 
 def test_the_prompt_is_the_one_judge_serve_renders_for_the_format(qwen3_tokenizer):

@@ -197,3 +197,68 @@ def test_a_prompt_the_template_does_not_keep_verbatim_is_refused(qwen_tokenizer,
                         "<|im_start|>user\n" + prompt.strip() + "<|im_end|>\n")
     with pytest.raises(ValueError, match="'padded'.*verbatim"):
         sft_examples([{"id": "padded", "prompt": " P ", "completion": "C"}], qwen_tokenizer)
+
+
+# ---- chat templates that drop the reasoning of a rendered assistant turn ---------------------------------------------
+
+#: QwQ's way (ChatML turns): an assistant turn renders as what follows its </think>, and the generation prompt opens
+#: <think> for the judge to reason in.
+QWQ_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
+             "{% else %}{% set c = m['content'] %}{% if '</think>' in c %}"
+             "{% set c = c.split('</think>')[-1].lstrip('\n') %}"
+             "{% endif %}<|im_start|>assistant\n{{ c }}<|im_end|>\n{% endif %}{% endfor %}"
+             "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+#: A DeepSeek-R1 distill's way: its own turn markers, the end-of-sentence text after an assistant turn.
+R1_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<｜User｜>{{ m['content'] }}"
+            "{% else %}{% set c = m['content'] %}"
+            "{% if '</think>' in c %}{% set c = c.split('</think>')[-1] %}{% endif %}"
+            "<｜Assistant｜>{{ c }}<｜end▁of▁sentence｜>{% endif %}{% endfor %}"
+            "{% if add_generation_prompt %}<｜Assistant｜><think>\n{% endif %}")
+
+
+def _with_template(tokenizer, template: str):
+    """A copy of the session's tokenizer (real Qwen vocabulary) with another chat template; the fixture stays as
+    it is."""
+    import copy
+
+    tokenizer = copy.deepcopy(tokenizer)
+    tokenizer.chat_template = template
+    return tokenizer
+
+
+@pytest.mark.parametrize(("template", "end_of_turn"),
+                         [(QWQ_STYLE, "<|im_end|>\n"), (R1_STYLE, "<｜end▁of▁sentence｜>")], ids=["qwq", "r1-distill"])
+def test_a_template_that_opens_think_trains_the_reasoning_after_its_generation_prompt(qwen3_tokenizer, template,
+                                                                                     end_of_turn):
+    """Rendered as the template renders an assistant turn, the integer target lost its reasoning (labelled was
+    "\\n\\n2<|im_end|>\\n" alone: the judge learned to answer without reasoning). judge-serve prompts such a judge
+    with the generation prompt, which ends in the <think> it opened, and reads what follows: the text trained is
+    that prompt (no loss), then the reasoning, </think>, the integer and the template's end of turn (the loss)."""
+    tokenizer = _with_template(qwen3_tokenizer, template)
+    prompt = prompt_of()
+    (example,) = sft_examples([{"id": "r", "prompt": prompt, "completion": integer_target(REASONING, 2)}], tokenizer,
+                              thinking=True)
+    ids, mask = example["input_ids"], example["completion_mask"]
+    unlabelled = tokenizer.decode([token for token, bit in zip(ids, mask) if not bit])
+    labelled = tokenizer.decode([token for token, bit in zip(ids, mask) if bit])
+    assert unlabelled == judge.apply_chat(tokenizer, prompt, thinking=True)
+    assert unlabelled.endswith("<think>\n") and mask == sorted(mask)
+    assert labelled == "Ищу ошибки.\nОшибок нет.\n</think>\n\n2" + end_of_turn
+
+
+def test_a_template_that_drops_the_reasoning_and_opens_no_think_is_refused(qwen3_tokenizer):
+    """A template that renders an assistant turn without its reasoning and whose generation prompt opens nothing
+    for it to continue: no text of it trains the reasoning judge-serve asks for. Refused naming the field, the row
+    and what the template does, never trained as the bare integer."""
+    from train.config import ConfigError
+
+    tokenizer = _with_template(qwen3_tokenizer, QWQ_STYLE.replace("<|im_start|>assistant\n<think>\n{% endif %}",
+                                                                  "<|im_start|>assistant\n{% endif %}"))
+    row = {"id": "r7", "prompt": prompt_of(), "completion": integer_target(REASONING, 2)}
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* drops the reasoning from the "
+                                          r"assistant turn it renders \(row 'r7'\) and does not open <think>"):
+        sft_examples([row], tokenizer, thinking=True)
+    # The tagged format renders no reasoning block: the same template trains its verdict as before.
+    (example,) = sft_examples([{"id": "t", "prompt": prompt_of(), "completion": target(False)}], tokenizer)
+    assert tokenizer.decode([t for t, bit in zip(example["input_ids"], example["completion_mask"]) if bit]) == \
+        target(False) + "<|im_end|>\n"
