@@ -167,9 +167,15 @@ def engine_key() -> str:
 
 
 def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str]:
-    """The engines' environment: judge-serve's own, plus the engines' key, the CPU KV cache size, where the CPU
-    model runs and no hub telemetry."""
+    """The engines' environment: judge-serve's own, less judge-serve's client key and reward key, plus the engines'
+    key, the CPU KV cache size, where the CPU model runs and no hub telemetry.
+
+    The engines need neither key; whatever runs inside vLLM (a ``--trust-remote-code`` model file, a plugin) reads
+    its environment, and would learn the keys judge-serve's own clients are checked with."""
     env = dict(os.environ)
+    keys = {"JUDGE_SERVE_API_KEY", "JUDGE_SERVE_REWARD_KEY", config.api_key_env, config.reward_key_env}
+    for name in keys - {"", ENGINE_KEY_ENV}:
+        env.pop(name, None)
     if api_key:
         env[ENGINE_KEY_ENV] = api_key
     if config.cpu_kv_cache_gib:

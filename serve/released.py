@@ -39,12 +39,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import logging
 import os
 import secrets
 import shutil
+import signal
+import socket
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,33 +292,110 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
         base = root / VIEWS_DIRNAME
     else:
         base = Path(cache_dir or default_cache_dir()) / key
+    _sweep_abandoned(base)
     if _stamp_matches(base, key):
         log.info("reusing the derived views of %s in %s", root, base)
         return DerivedViews(base, base / "causal", base / "classifier", built=False)
 
     log.info("building the causal and classifier views of released regression judge %s in %s", root, base)
     base.parent.mkdir(parents=True, exist_ok=True)
-    # Built in a scratch folder beside the target and renamed into place: a crash leaves no half-built views. Made
-    # by mkdir, not mkdtemp (always 0700), so it gets the umask's mode like every folder inside it: the views are then
-    # as usable to the checkpoint's (or the shared cache's) other users, and as removable, as the checkpoint itself.
-    scratch = base.parent / f".{base.name}-building-{os.getpid()}-{secrets.token_hex(4)}"
-    scratch.mkdir()
-    try:
-        _write_shared(root, scratch / "shared", weight_map, head)
-        for kind in ("causal", "classifier"):
-            _write_view(root, scratch, kind, config, weight_map, meta)
-        bias = float(head["regression_head.bias"][0])
-        stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
-        (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
-        with _placing(base.parent):
-            built = _place(scratch, base, key)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    with _sigterm_cleans_up(), _building(base) as scratch:
+        built = _build(root, scratch, base, key, config, weight_map, meta, head)
     if not built:
-        shutil.rmtree(scratch, ignore_errors=True)
         log.info("another judge-serve built the same views of %s meanwhile: using those in %s", root, base)
     return DerivedViews(base, base / "causal", base / "classifier", built=built)
+
+
+def _build(root: Path, scratch: Path, base: Path, key: str, config: dict[str, Any], weight_map: dict[str, str],
+           meta: dict[str, Any], head: dict[str, Any]) -> bool:
+    """Write the views in ``scratch`` and put them in place at ``base`` (``_place``' answer)."""
+    _write_shared(root, scratch / "shared", weight_map, head)
+    for kind in ("causal", "classifier"):
+        _write_view(root, scratch, kind, config, weight_map, meta)
+    bias = float(head["regression_head.bias"][0])
+    stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
+    (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
+    with _placing(base.parent):
+        return _place(scratch, base, key)
+
+
+@contextmanager
+def _building(base: Path):
+    """A scratch folder beside ``base`` to build views in, locked (``flock``) while this process builds: one nobody
+    holds is abandoned (``_sweep_abandoned``). Removed afterwards unless it was put in place.
+
+    Built there and renamed into place: a crash leaves no half-built views. Made by mkdir, not mkdtemp (always
+    0700), so it gets the umask's mode like every folder inside it: the views are then as usable to the checkpoint's
+    (or the shared cache's) other users, and as removable, as the checkpoint itself. Made and locked under another
+    name, then renamed: a sweep never sees it unlocked. Named after this machine (``_sweep_abandoned``)."""
+    tag = f"{socket.gethostname()}_{os.getpid()}_{secrets.token_hex(4)}"
+    making, scratch = base.parent / f".{base.name}-making-{tag}", base.parent / f".{base.name}-building-{tag}"
+    making.mkdir()
+    fd = os.open(making, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):  # a filesystem without locks: nothing is ever swept there
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(making, scratch)
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)  # gone already when placed
+    finally:
+        os.close(fd)  # releases the lock
+        shutil.rmtree(making, ignore_errors=True)  # left only when the rename failed
+
+
+def _sweep_abandoned(base: Path) -> None:
+    """Remove what builds of ``base``'s views that died left beside it: a scratch folder whose lock no process holds
+    (killed by SIGKILL, the OOM killer, a node's crash: a rewritten head shard, gigabytes for a 7B, kept for good),
+    and old views renamed aside and not yet removed. A build that runs holds its lock; where the filesystem takes
+    no lock, nothing is swept. Only this machine's scratch folders: a shared filesystem may keep its locks per
+    machine (Lustre's ``localflock``, NFS's ``local_lock``), where another machine's running build looks unlocked
+    (a hostname holds no underscore, so one machine's pattern matches no other's)."""
+    own = f".{glob.escape(base.name)}-building-{glob.escape(socket.gethostname())}_*"
+    for scratch in base.parent.glob(own):
+        try:
+            fd = os.open(scratch, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a build runs (or no locks here)
+            continue
+        else:
+            log.info("removing %s, left by a build of the views that did not finish", scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            os.close(fd)
+    for stale in base.parent.glob(f".{glob.escape(base.name)}-stale-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # only ever there to be removed
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived while views were built (``_sigterm_cleans_up``)."""
+
+
+@contextmanager
+def _sigterm_cleans_up():
+    """SIGTERM (scancel, preemption, systemd) while views are built still ends the process by that signal, but only
+    once its scratch folder is removed: its default action ends the process where it stands, before any clean-up.
+    judge-serve builds them before it installs its own signal handlers. Main thread only (where handlers live)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # the scratch folder is gone: end as the signal would have
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 @contextmanager

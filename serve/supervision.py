@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~610 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~660 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -12,9 +12,10 @@ Self-healing: an engine judge-serve started that dies (its whole process tree is
 judge-serve is ready; its tree is then stopped), is restarted after a backoff (``engine_restart_backoff_s``, doubling, at most
 ``engine_restart_backoff_max_s``); a restart that fails to come up, or cannot even be started for want of
 descriptors, processes, memory or disk, counts as another death. Past ``engine_max_restarts`` deaths within
-``engine_restart_window_s``, past ``engine_max_restarts`` restarts in a row that never came up (however long each
-took: a load that hangs for ``engine_start_timeout_s``, longer than the window, is never three within it), or on a
-start that no retry can mend (the engine's program missing, a permission refused), judge-serve stops and exits 1.
+``engine_restart_window_s``, past ``engine_max_restarts`` restarts in a row that never stayed up
+``engine_restart_window_s`` (however long each took: a load that hangs for ``engine_start_timeout_s``, or one that
+loads for longer than the window and dies on its first batch, is never three within it), or on a start that no
+retry can mend (the engine's program missing, a permission refused), judge-serve stops and exits 1.
 An engine whose checkpoint's weights changed since judge-serve started (``serve.layout.weights_changed``), before
 its restart or while the restarted engine loaded, is not served: it would serve other weights under the advertised
 fingerprint, beside an engine still holding the old ones; judge-serve stops and exits 1 (``/health`` 503 saying to
@@ -24,8 +25,9 @@ that took a dead engine's port before judge-serve noticed the death learns no ke
 Every background task (bring-up, watcher, heals) that ends on an error it did
 not expect stops judge-serve the same way, logged: none may die unnoticed and leave it "ready" over a dead engine.
 An attached engine (``generator_url``/``pooling_url``) is not judge-serve's to restart: after two failed ``/health``
-probes its routes answer 503, and it is probed on until it answers again, then served. A probe that judge-serve could
-not send for its own want of descriptors or memory counts neither way.
+probes its routes answer 503, and it is probed on until it answers again, then served, unless its ``GET /version``
+is then outside ``SUPPORTED_VLLM`` (brought back on another vLLM release line): judge-serve stops, as at start. A
+probe that judge-serve could not send for its own want of descriptors or memory counts neither way.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import logging
 import math
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,9 +84,11 @@ class ServerState:
     clients: dict[str, EngineClient] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)  # role -> restarts since judge-serve started
     restart_times: dict[str, list[float]] = field(default_factory=dict)  # role -> time.monotonic() of each
-    #: role -> restarts in a row that never came up: the restart window cannot count them, since a load may take
-    #: longer (engine_start_timeout_s) than the window; reset when a restarted engine answers /health.
+    #: role -> restarts in a row that never stayed up engine_restart_window_s (never answered /health, or died
+    #: within the window of it): the window cannot count them, since a load may take longer
+    #: (engine_start_timeout_s) than the window; reset at the death of a restarted engine that stayed up that long.
     failed_restarts: dict[str, int] = field(default_factory=dict)
+    came_up: dict[str, float] = field(default_factory=dict)  # role -> when its restarted engine answered /health
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
     hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
@@ -300,6 +305,27 @@ async def _follow_the_engine(state: ServerState, role: str, timeout_s: float = 5
             max_model_len=min(state.engine_windows.values(), default=state.config.max_model_len))
 
 
+def _version_refusal(role: str, url: str) -> tuple[bool, str | None]:
+    """Whether the vLLM version of an attached engine that answers again could be read, and why it cannot be taken
+    back (None: it can). Its operator may have brought it back on another vLLM release line while it was down: it is
+    refused as ``serve.engine_version.watch_attached_versions`` refuses it at start, which checks it only once. A
+    ``/version`` that does not answer (yet) is no news."""
+    from serve.engine_version import SUPPORTED_VLLM, EngineVersionError, check_version, engine_version_at
+
+    try:
+        check_version(engine_version_at(url), f"the {role} engine at {url}")
+    except EngineVersionError as err:
+        return True, str(err)
+    except urllib.error.HTTPError as err:
+        return True, (f"the {role} engine at {url} answered GET /version with HTTP {err.code}: it is not a vLLM "
+                      f"OpenAI server of the tested line (vLLM {SUPPORTED_VLLM}).")
+    except ValueError as err:
+        return True, f"the {role} engine at {url} answered GET /version with no vLLM version ({err})."
+    except OSError:
+        return False, None
+    return True, None
+
+
 def heal_the_dead(state: ServerState) -> list[str]:
     """Start healing every engine of judge-serve's own that died before judge-serve turned ready (one that came up,
     then died while another was still loading): ``_watch`` heals only deaths it sees once ready, so such an engine
@@ -389,6 +415,12 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                           and tick % owned_every == 0)
             if role in state.dead_reason:
                 if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
+                    known, refusal = await asyncio.to_thread(_version_refusal, role, engine.url)
+                    if refusal is not None:  # as serve.cli refuses it at start: judge-serve stops (exit 1)
+                        _give_up(state, refusal)
+                        return
+                    if not known:
+                        continue  # its /version does not answer yet: taken back once it does
                     await _follow_the_engine(state, role)
                     misses[role] = 0
                     state.dead[role].clear()
@@ -434,23 +466,26 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                     log.error("%s (log: %s)", reason, engine.log_path)
             if reason:
                 misses.pop(role, None)  # its successor starts with a clean count
-                _declare_dead(state, role, reason)
+                await _declare_dead(state, role, reason)
 
 
-def _declare_dead(state: ServerState, role: str, reason: str) -> None:
+async def _declare_dead(state: ServerState, role: str, reason: str) -> None:
     """``role``'s engine counts as dead from now on, for ``reason``: calls to it give up, and one of judge-serve's
-    own is restarted (once judge-serve is ready)."""
+    own is restarted (once judge-serve is ready); then its log's tail is logged."""
     engine = state.engines[role]
     healing = engine.owned and state.status == "ready"
     # Restarting from now on, before the restart task first runs: /health says so, and so does every 503 meanwhile
     # (the task then names the attempt), not only the death.
     state.dead_reason[role] = f"{reason}; judge-serve is restarting it; retry later" if healing else reason
     state.dead[role].set()  # in-flight calls to it give up now: 503, never a hang
-    if engine.owned:
-        log.error("%s engine log tail:\n%s", role, engine.log_tail(30))
     if healing:
         state.retry_after[role] = 5
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
+    if engine.owned:
+        # Secrets redacted (vLLM logs its own arguments, --hf-token's among them): judge-serve's console is not the
+        # log folder, whose mode keeps them. Read off the event loop: the requests it answers meanwhile are not
+        # held up by a file read.
+        log.error("%s engine log tail:\n%s", role, await asyncio.to_thread(engine.log_tail, 30))
 
 
 #: How a death seen at the engine's port ends its reason (``_watch``), before its supervisor has exited.
@@ -505,15 +540,18 @@ async def _heal(state: ServerState, role: str) -> None:
             # kill -9) stop() has only now. From here on it is an engine that exited, as /health tells.
             state.last_exit[role] = code
             hung = None
+        up_at = state.came_up.pop(role, None)
+        if up_at is not None and time.monotonic() - up_at >= config.engine_restart_window_s:
+            state.failed_restarts.pop(role, None)  # its restart stayed up: those before it are no longer in a row
         while state.status == "ready":
             now = time.monotonic()
             recent = [t for t in state.restart_times.setdefault(role, []) if now - t < config.engine_restart_window_s]
             state.restart_times[role] = recent
             failed = state.failed_restarts.get(role, 0)
             if failed >= config.engine_max_restarts:
-                _give_up(state, f"the {role} engine was restarted {failed} times in a row and never came up (last "
-                                f"exit code {state.last_exit.get(role)}); engine_max_restarts={config.engine_max_restarts} "
-                                "reached, judge-serve stops",
+                _give_up(state, f"the {role} engine was restarted {failed} times in a row and never stayed up "
+                                f"{config.engine_restart_window_s:g} s (last exit code {state.last_exit.get(role)}); "
+                                f"engine_max_restarts={config.engine_max_restarts} reached, judge-serve stops",
                          f" (log: {state.engines[role].log_path})")
                 return
             backoff = restart_delay(config, max(len(recent), failed))
@@ -525,7 +563,8 @@ async def _heal(state: ServerState, role: str) -> None:
                 return
             attempt = f"restart {len(recent) + 1} of {config.engine_max_restarts} allowed within {config.engine_restart_window_s:g} s"
             if failed:
-                attempt += f", after {failed} in a row that never came up ({config.engine_max_restarts} allowed)"
+                attempt += (f", after {failed} in a row that never stayed up {config.engine_restart_window_s:g} s "
+                            f"({config.engine_max_restarts} allowed)")
             state.retry_after[role] = max(1, math.ceil(backoff)) + 5
             died = hung or f"the {role} engine exited with code {state.last_exit.get(role)}"
             state.dead_reason[role] = f"{died}; judge-serve is restarting it ({attempt}); retry later"
@@ -542,7 +581,7 @@ async def _heal(state: ServerState, role: str) -> None:
             hung = None  # from here on, a failed restart is what the message names
             state.restart_times[role].append(time.monotonic())
             state.restarts[role] = state.restarts.get(role, 0) + 1
-            state.failed_restarts[role] = failed + 1  # until it answers /health
+            state.failed_restarts[role] = failed + 1  # until it has stayed up engine_restart_window_s
             try:
                 # Started here, on the event loop's thread, which lives as long as judge-serve (the parent-death
                 # signal). Under a key of its own: the dead engine's may have reached whoever took its port.
@@ -567,7 +606,9 @@ async def _heal(state: ServerState, role: str) -> None:
                 log.error("the restarted %s engine did not come up: %s", role, err)
                 await asyncio.to_thread(engine.stop)
                 continue
-            state.failed_restarts.pop(role, None)
+            # Up, but not yet proven: one that dies on its first batch, after a load longer than the window, would
+            # otherwise find no restart within the window at each death and be restarted for ever.
+            state.came_up[role] = time.monotonic()
             if await asyncio.to_thread(weights_changed, state.layout, state.weights_fingerprint):
                 # Replaced while it loaded: it holds the new weights, which the advertised fingerprint does not name.
                 state.dead_reason[role] = f"the {role} engine was restarted over other weights: {CHECKPOINT_CHANGED}"

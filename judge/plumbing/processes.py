@@ -1,5 +1,8 @@
 """Starting, watching and stopping server processes (vLLM engines, judge-serve) so that none outlives its owner.
 
+Why one module of ~520 lines: starting a process under its supervisor, waiting for it, reading its log and stopping
+it all follow the rules below over one ``ManagedProcess``; split, each part would restate them.
+
     proc = start_process([sys.executable, "-m", "serve.cli", ...], log_path=run_dir / "judge-serve.log")
     try:
         proc.wait_ready(f"http://127.0.0.1:{port}/ready", timeout_s=600)
@@ -195,14 +198,28 @@ def _read_log(path: Path, start: int = 0) -> str:
         return log.read().decode(errors="replace")
 
 
+#: The most of a log's end ``log_tail`` reads: a log of gigabytes (an engine that ran for days, vLLM's request
+#: logging) is never read whole; a line longer than this is cut at its head.
+_TAIL_BYTES = 1 << 20
+
+
 def log_tail(path: Path | None, n_lines: int = 60, start: int = 0) -> str:
-    """The last ``n_lines`` of a log file (from byte ``start`` on), or a note saying why there are none."""
+    """The last ``n_lines`` of a log file (from byte ``start`` on), or a note saying why there are none. Read
+    backwards from the end, 64 KiB at a time, until it holds them (at most ``_TAIL_BYTES``)."""
     if path is None:
         return "(no log)"
     try:
-        return "\n".join(_read_log(Path(path), start).splitlines()[-n_lines:])
+        with open(path, "rb") as log:
+            size = os.fstat(log.fileno()).st_size
+            first = max(start if size >= start else 0, size - _TAIL_BYTES)  # start past the end: truncated since
+            data, begin = b"", size
+            while begin > first and data.count(b"\n") <= n_lines:
+                end, begin = begin, max(first, begin - (1 << 16))
+                log.seek(begin)
+                data = log.read(end - begin) + data
     except OSError as err:
         return f"(no log: {err})"
+    return "\n".join(data.decode(errors="replace").splitlines()[-n_lines:])
 
 
 #: A line that names a failure: an exception line as Python prints it (``ValueError: ...`` at column 0, also
@@ -311,24 +328,29 @@ class ManagedProcess:
         return self.exit_code() is None
 
     def log_tail(self, n_lines: int = 60) -> str:
-        """The last ``n_lines`` this command wrote to its log."""
-        return log_tail(self.log_path, n_lines, self.log_start)
+        """The last ``n_lines`` this command wrote to its log, secrets redacted (``scrubbed``): every caller copies
+        them where the log folder's mode does not reach (a console, a Slurm log, an HTTP answer)."""
+        return self.scrubbed(log_tail(self.log_path, n_lines, self.log_start))
+
+    def scrubbed(self, text: str) -> str:
+        """``text`` (lines of this command's log) with ``scrub_secrets``' secrets and the secrets on this command's
+        own line (``--hf-token X``) redacted: a program may log its own arguments (vLLM does)."""
+        text = scrub_secrets(text)
+        for given, redacted in zip(self.command, redact_argv(self.command)):
+            if given != redacted and redacted.endswith(REDACTED):
+                secret = given if redacted == REDACTED else given.partition("=")[2]
+                if len(secret) >= 4:
+                    text = text.replace(secret, REDACTED)
+        return text
 
     def _failure_summary(self) -> str:
         found = error_lines(self.log_path, start=self.log_start)
-        return "errors in the log:\n  " + scrub_secrets("\n  ".join(found)) + "\n" if found else ""
+        return "errors in the log:\n  " + self.scrubbed("\n  ".join(found)) + "\n" if found else ""
 
     def _command_and_log(self) -> str:
         """The command and the log's tail for a start failure, secrets redacted: the message reaches consoles,
         Slurm logs and judge-serve's unauthenticated /ready."""
-        shown = redact_argv(self.command)
-        tail = scrub_secrets(self.log_tail())
-        for given, redacted in zip(self.command, shown):  # a program may log its own arguments (vLLM does)
-            if given != redacted and redacted.endswith(REDACTED):
-                secret = given if redacted == REDACTED else given.partition("=")[2]
-                if len(secret) >= 4:
-                    tail = tail.replace(secret, REDACTED)
-        return f"command: {' '.join(shown)}\nlog ({self.log_path}):\n{tail}"
+        return f"command: {' '.join(redact_argv(self.command))}\nlog ({self.log_path}):\n{self.log_tail()}"
 
     def wait_ready(
         self,

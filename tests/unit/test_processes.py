@@ -466,3 +466,55 @@ def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path, m
     main_started = start_process(["sleep", "300"], log_path=tmp_path / "main.log", grace_s=5)
     assert armed == [False, True]
     assert main_started.stop() == -signal.SIGTERM
+
+
+def test_a_processs_log_tail_redacts_the_secrets_of_its_own_command_line(tmp_path):
+    """A program may log its own arguments (vLLM's "non-default args" line carries --hf-token's value): the tail a
+    process's owner copies to its console (judge-serve logs a dead engine's) redacts them, as the start error
+    always did; the log file itself is the operator's, kept as written."""
+    script = "echo \"INFO non-default args: {'hf_token': '$2'}\"; echo 'ERROR dying'; exit 1"
+    proc = start_process(["sh", "-c", script, "sh", "--hf-token", "hf_SECRETxyz123"], log_path=tmp_path / "log",
+                         grace_s=1)
+    proc.proc.wait(timeout=30)
+    assert proc.log_tail(30) == "INFO non-default args: {'hf_token': '***'}\nERROR dying"
+    assert "hf_SECRETxyz123" in (tmp_path / "log").read_text()
+    proc.stop()
+
+
+def test_log_tail_reads_only_the_end_of_a_long_log(tmp_path, monkeypatch):
+    """A dead engine's log may hold gigabytes (days of vLLM's stats lines, request logging): its last lines are read
+    from its end, one 64 KiB block here, not the whole file (which froze judge-serve's event loop and held the file
+    in memory). Lines before ``start`` (an earlier run's) are never part of it."""
+    import judge.plumbing.processes as processes
+
+    log = tmp_path / "log"
+    log.write_bytes(b"".join(b"line %06d\n" % i for i in range(500_000)))  # 6,000,000 bytes, 12 bytes a line
+    read = []
+
+    class Counted:
+        def __init__(self, path, mode):
+            self.file = open(path, mode)  # noqa: SIM115 - closed by __exit__
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def fileno(self):
+            return self.file.fileno()
+
+        def seek(self, offset):
+            return self.file.seek(offset)
+
+        def read(self, size=-1):
+            data = self.file.read(size)
+            read.append(len(data))
+            return data
+
+    monkeypatch.setattr(processes, "open", Counted, raising=False)
+    assert processes.log_tail(log, 3) == "line 499997\nline 499998\nline 499999"
+    assert read == [65_536]
+    read.clear()
+    assert processes.log_tail(log, 60, start=12 * 499_998) == "line 499998\nline 499999"
+    assert read == [24]

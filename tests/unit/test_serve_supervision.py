@@ -198,31 +198,77 @@ def test_restarts_that_never_come_up_stop_judge_serve_however_long_each_took(mon
         fatal = _healed(state)
         await asyncio.wait_for(fatal.wait(), 60)  # the bound only ends a failing test
         assert state.status == "failed"
-        assert state.failure.startswith("the generator engine was restarted 3 times in a row and never came up")
+        assert state.failure.startswith("the generator engine was restarted 3 times in a row and never stayed up 600 s")
         assert "engine_max_restarts=3 reached" in state.failure
 
     asyncio.run(heal())
     assert starts == [1000.0, 1900.0, 2800.0]  # each 900 s after the last: never two within the 600 s window
 
 
-def test_a_restart_that_came_up_clears_the_count_of_those_that_did_not(monkeypatch):
-    """Two restarts that hung, then one that answers: judge-serve serves it, and the next death starts a new count."""
+def test_a_restart_that_stayed_up_the_window_clears_the_count_of_those_that_did_not(monkeypatch):
+    """Two restarts that hung, then one that answers: judge-serve serves it. It stays up engine_restart_window_s
+    (600 s), then dies: its death starts a new count (restart 1, none "in a row" before it), not the fourth."""
     import serve.supervision
 
     clock = _fake_clock(monkeypatch)
-    engines = [HangingEngine(clock), HangingEngine(clock), StartedEngine()]
+    engines = [HangingEngine(clock), HangingEngine(clock), StartedEngine(), StartedEngine()]
     monkeypatch.setattr(serve.supervision.Engine, "start", lambda *a, **k: engines.pop(0))
     monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
 
-    async def heal() -> ServerState:
+    async def heal() -> tuple[ServerState, str]:
         state = _dead_generator(engine_max_restarts=3, engine_restart_window_s=600.0, engine_start_timeout_s=900.0)
         _healed(state)
         await asyncio.gather(*state.tasks)
+        assert state.status == "ready" and state.failed_restarts == {"generator": 3}  # up, not yet proven
+        clock[0] += 600.0
+        state.dead_reason["generator"] = "the generator engine exited with code 1"
+        await serve.supervision._heal(state, "generator")
         return state
 
     state = asyncio.run(heal())
-    assert state.status == "ready" and engines == [] and state.restarts["generator"] == 3
-    assert "generator" not in state.dead_reason and state.failed_restarts == {}
+    assert state.status == "ready" and engines == [] and state.restarts["generator"] == 4
+    assert "generator" not in state.dead_reason and state.failed_restarts == {"generator": 1}
+
+
+class LoadingEngine(StartedEngine):
+    """A restarted engine that loads for 700 s on a fake clock (within engine_start_timeout_s), then answers."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+
+    def wait_ready(self, timeout_s, stop) -> None:
+        self.clock[0] += 700.0
+
+
+def test_restarts_that_come_up_and_die_at_once_stop_judge_serve_however_long_each_loaded(monkeypatch):
+    """Each restart loads for 700 s, longer than engine_restart_window_s (600 s), answers /health, and dies at once
+    (on its first batch): the window never held a restart at its death and its coming up cleared the count of
+    restarts in a row, so judge-serve restarted it for ever, "ready" between deaths, never exiting 1. Three
+    restarts in a row that never stayed up 600 s stop it: restarts at 1000, 1700 and 2400 s (no backoff), and the
+    death at 3100 s gives up."""
+    import serve.supervision
+
+    clock = _fake_clock(monkeypatch)
+    starts = []
+    monkeypatch.setattr(serve.supervision.Engine, "start",
+                        lambda *a, **k: starts.append(clock[0]) or LoadingEngine(clock))
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+
+    async def die_after_each_restart() -> ServerState:
+        state = _dead_generator(engine_max_restarts=3, engine_restart_window_s=600.0, engine_start_timeout_s=900.0)
+        state.on_fatal = lambda: None
+        for _ in range(10):  # the bound only ends a failing test
+            state.dead_reason["generator"] = "the generator engine exited with code 1"
+            await serve.supervision._heal(state, "generator")
+            if state.status == "failed":
+                break
+        return state
+
+    state = asyncio.run(die_after_each_restart())
+    assert starts == [1000.0, 1700.0, 2400.0]
+    assert state.status == "failed" and state.failure == (
+        "the generator engine was restarted 3 times in a row and never stayed up 600 s (last exit code None); "
+        "engine_max_restarts=3 reached, judge-serve stops")
 
 
 class KeyedEngine(StartedEngine):
@@ -506,3 +552,41 @@ def test_a_death_seen_at_the_port_is_reported_with_its_exit_code_once_stopped():
     assert state.last_exit["generator"] == -9
     assert state.dead_reason["generator"].startswith(
         "the generator engine exited with code -9; judge-serve is restarting it (restart 1 of")
+
+
+#: An engine that logs its own arguments as vLLM does ("non-default args", --hf-token's value among them) and dies.
+_ARGS_LOGGING_STUB = "import sys\nprint('INFO non-default args:', {'hf_token': sys.argv[2]}, flush=True)\nsys.exit(1)"
+
+
+def test_a_dead_engines_log_tail_reaches_judge_serves_log_with_its_secrets_redacted(monkeypatch, tmp_path, caplog):
+    """The watcher copies a dead engine's log tail to judge-serve's own log (a console, a Slurm output, which the
+    log folder's 0700 mode does not cover): the --hf-token value vLLM logs is redacted there, as in a start error."""
+    import logging
+
+    from serve.launch import Engine, EngineSpec
+    from serve.supervision import _watch
+
+    monkeypatch.setattr(serve.launch, "engine_command", lambda spec, config, port: [
+        sys.executable, "-c", _ARGS_LOGGING_STUB, "--hf-token", "hf_SECRETxyz123"])
+    spec = EngineSpec(role="generator", model_dir=tmp_path, served_name="m", memory_share=0.5)
+    config = ServeConfig(model=str(tmp_path))
+    engine = Engine.start(spec, config, tmp_path)
+    state = ServerState(config=config, layout=None, status="starting", engines={"generator": engine},
+                        dead={"generator": asyncio.Event()})
+
+    async def watch_it_die() -> None:
+        watcher = asyncio.create_task(_watch(state, interval_s=0.01))
+        for _ in range(3000):  # the bound only ends a failing test
+            if any("engine log tail" in r.getMessage() for r in caplog.records) or watcher.done():
+                break
+            await asyncio.sleep(0.01)
+        watcher.cancel()
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="judge_serve"):
+            asyncio.run(watch_it_die())
+    finally:
+        engine.stop(grace_s=0)
+    tails = [r.getMessage() for r in caplog.records if "engine log tail" in r.getMessage()]
+    assert tails == ["generator engine log tail:\nINFO non-default args: {'hf_token': '***'}"]
+    assert "hf_SECRETxyz123" in (tmp_path / "generator.log").read_text()  # the log itself is the operator's

