@@ -30,9 +30,23 @@ _OWNER_POLL_S = 0.5
 #: Seconds the orphans of a command that died on its own get between SIGTERM and SIGKILL (at most grace_s).
 ORPHAN_GRACE_S = 5.0
 
+def _libc_prctl() -> Callable[[int, int], int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl if _LINUX else None
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up once, in the parent: the child between fork and exec of a threaded process (judge-serve) should only
+# call it; a dlopen there can deadlock on a lock another thread held at the fork (Python's subprocess docs on
+# preexec_fn).
+_PRCTL = _libc_prctl()
+
+
 def _prctl(option: int, value: int) -> None:
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(option, value)
+    if _PRCTL is not None:
+        with contextlib.suppress(Exception):
+            _PRCTL(option, value)
 
 
 def _die_with_parent(sig: int = signal.SIGTERM) -> None:  # runs in the child between fork and exec; survives exec

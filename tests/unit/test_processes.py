@@ -518,3 +518,28 @@ def test_log_tail_reads_only_the_end_of_a_long_log(tmp_path, monkeypatch):
     read.clear()
     assert processes.log_tail(log, 60, start=12 * 499_998) == "line 499998\nline 499999"
     assert read == [24]
+
+
+_READS_ITS_PDEATHSIG = ("import ctypes; v = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(v)); "
+                        "print(v.value)")  # PR_GET_PDEATHSIG
+
+
+def test_the_child_arms_its_parent_death_signal_without_loading_a_library_between_fork_and_exec(tmp_path):
+    """libc's prctl is looked up in the parent: in the child of a threaded judge-serve a dlopen can deadlock. With
+    ctypes.CDLL refusing after the import, the child still gets SIGTERM as its parent-death signal (it got none when
+    the child looked prctl up itself: the refusal was swallowed)."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import ctypes, subprocess, sys\n"
+        "from judge.plumbing import supervisor\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('dlopen between fork and exec')\n"
+        "ctypes.CDLL = refuse\n"
+        f"child = subprocess.run([sys.executable, '-c', {_READS_ITS_PDEATHSIG!r}], capture_output=True, text=True,\n"
+        "                       preexec_fn=supervisor._child_setup(shielded=False, pdeathsig=True))\n"
+        "print(child.stdout.strip())\n", encoding="utf-8")
+    repo = Path(__file__).resolve().parents[2]
+    probe = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=repo, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(repo)})
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == str(int(signal.SIGTERM))
