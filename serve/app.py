@@ -6,10 +6,12 @@ Routes:
 * OpenAI's, proxied to the generating engine byte for byte (streaming included; errors, in-stream ones too, in
   judge-serve's shape: ``serve.errors``), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
-  ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, plus judge-serve's caps
+  ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, its ``root`` the served name rather
+  than the engine's model folder, plus judge-serve's caps
   ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``, and the
   ``weights_fingerprint`` of what its own engines load: ``serve.layout.weights_fingerprint``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
-  remote tokenizer reads) and ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
+  remote tokenizer reads; less the fields that name a file or folder: ``name_or_path``, ``*_file``) and
+  ``GET /version``. A generation request may ask for at most ``max_proxy_tokens``
   tokens in all (``max_tokens`` x ``n``); a chat or response request that names no ``max_tokens`` gets
   ``max_proxy_tokens // n``, at most the generating engine's ``max_model_len``; a completion request that names none
   is counted at OpenAI's and vLLM's default of 16 each (``serve.proxy_bounds``).
@@ -19,10 +21,12 @@ Routes:
   under another name (a generation request naming judge-serve's is sent under the engine's).
 * ``POST /get_reward`` and ``/get_reward/<reward key>``: rewards in OpenRLHF's protocol (``serve.rewards``).
 * ``GET /metrics``: the generating engine's Prometheus metrics; ``GET /metrics/pooler``: the pooling engine's.
-* ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart), 503 while it
+* ``GET /health``: 200 while judge-serve lives and can heal (also while engines start or restart, and for an
+  engine of its own that died while another still loads: it is restarted once judge-serve is ready), 503 while it
   cannot serve (an engine failed to start or kept dying past ``engine_max_restarts``; an attached engine does not
   answer). Without the API key its body says only ``{"status": "up"}`` or ``"down"``; with it, per engine, its
-  state, process group, restarts and last exit code. ``GET /ready``: 200 only when every engine answers and the
+  state (``starting`` until judge-serve has seen every engine answer, ``up``, ``dead``, ``restarting``), restarts
+  and last exit code; no pid (``run.json`` and the log have them). ``GET /ready``: 200 only when every engine answers and the
   server is not draining; without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
   ``"draining"`` or ``"unavailable"``), with it also the model, or why not ready.
 
@@ -43,6 +47,10 @@ hanging, and never retried, so no answer is duplicated); a client that disconnec
 cancelled (``serve.connections.unless_disconnected``). Client connections: ``header_timeout_s``,
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
+
+Why one module of ~560 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
+token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
 
 from __future__ import annotations
@@ -86,6 +94,15 @@ _FORWARD_REQUEST_HEADERS = {"content-type", "accept", "user-agent", "x-request-i
 _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "server", "date"}
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
+
+
+def _names_a_path(key: str, value: Any) -> bool:
+    """Whether a ``/tokenizer_info`` field is a file or folder on the engine's machine: ``name_or_path``, a
+    ``*_file``/``*_path``/``*_dir`` key (transformers' ``tokenizer_file``, ``vocab_file``, ...), or an absolute path."""
+    if key == "name_or_path" or key.endswith(("_file", "_files", "_path", "_dir")):
+        return True
+    return isinstance(value, str) and value.startswith(("/", "~/")) and "/" in value[1:] and not any(
+        c.isspace() for c in value)
 
 
 def _refused(err: RequestError) -> JSONResponse:
@@ -214,30 +231,47 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # The header's raw bytes (Starlette decoded them as Latin-1), as ApiKeyMiddleware compares them
         return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), expected_key)
 
+    def healed(state: ServerState, role: str) -> bool:
+        """Whether ``role``'s dead engine is restarted, or will be: one being restarted, or one of judge-serve's own
+        that died while judge-serve was starting (``serve.supervision.heal_the_dead`` restarts it once the others
+        are up; a start that fails instead fails judge-serve). An attached engine is not judge-serve's to restart."""
+        return state.healing(role) or (state.status == "starting" and state.engines[role].owned)
+
+    def engine_state(state: ServerState, role: str) -> str:
+        """``role``'s engine as ``/health`` shows it: ``restarting``, ``dead``, ``starting`` (judge-serve has not
+        seen every engine answer yet: it cannot tell one that loads from one that is up) or ``up``."""
+        if state.healing(role):
+            return "restarting"
+        if role in state.dead_reason:
+            return "dead"
+        return "starting" if state.status == "starting" else "up"
+
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
         state = state_of(request)
-        # Fatal: failed, or dead with no restart coming (an attached engine; an engine dead while starting).
         problem = state.failure if state.status == "failed" else next(
-            (reason for role, reason in state.dead_reason.items() if not state.healing(role)), None
+            (reason for role, reason in state.dead_reason.items() if not healed(state, role)), None
         )
         if not keyed(request):  # up or down, nothing about the engines (no URLs, pids)
             return JSONResponse({"status": "down" if problem else "up"}, status_code=503 if problem else 200)
+        # No pid either (the key opens judging, not the machine's processes): run.json and the log have them.
         engines = {
             role: {
-                "state": "restarting" if state.healing(role) else "dead" if role in state.dead_reason else "up",
-                "pid": engine.pid,
+                "state": engine_state(state, role),
                 "restarts": state.restarts.get(role, 0),
                 "last_exit": state.last_exit.get(role),
             }
-            for role, engine in state.engines.items()
+            for role in state.engines
         }
         if problem:
             return JSONResponse({"status": "unhealthy", "detail": sanitized(problem), "engines": engines}, status_code=503)
         status = "restarting" if state.retry_after and state.status == "ready" else state.status
         body = {"status": status, "judge_kind": state.layout.kind, "engines": engines}
         if state.dead_reason:
-            body["detail"] = sanitized(state.any_dead() or "")
+            role, reason = next(iter(state.dead_reason.items()))
+            waiting = state.status == "starting" and not state.healing(role)
+            body["detail"] = sanitized(f"{reason}; judge-serve restarts it once the other engines are up" if waiting
+                                       else reason)
         return JSONResponse(body)
 
     @app.get("/ready")
@@ -366,8 +400,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         app.add_api_route(path, passed_through(path, bounded=True), methods=["POST"])
     for path in ("/tokenize", "/detokenize"):
         app.add_api_route(path, passed_through(path), methods=["POST"])
-    for path in ("/version", "/tokenizer_info"):
-        app.add_api_route(path, passed_through(path), methods=["GET"])
+    app.add_api_route("/version", passed_through("/version"), methods=["GET"])
 
     # Each model entry is the engine's (max_model_len included) plus judge-serve's own caps (judge.wire.ModelLimits),
     # so that a client fits its max_tokens before the work starts instead of meeting a 400 per request; and the prompt
@@ -383,31 +416,65 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     fingerprint = None if config.generator_url or config.pooling_url else app.state.serve.weights_fingerprint
     limits.update({"weights_fingerprint": fingerprint} if fingerprint else {})
 
-    async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
-        listed = await proxy(request, "generator", "/v1/models")
-        if listed.status_code != 200 or not isinstance(listed, StreamingResponse):
-            return None, listed
+    async def engine_json(request: Request, path: str, what: str) -> tuple[Any, Response | None]:
+        """The generating engine's JSON answer to ``GET path``, read whole (to rewrite it), so at most
+        ``MAX_ANSWER_BYTES``; or the answer to give instead (the engine's error, a 502 or 503)."""
+        answer = await proxy(request, "generator", path)
+        if answer.status_code != 200 or not isinstance(answer, StreamingResponse):
+            return None, answer
         parts, size = [], 0
         try:
-            async for chunk in listed.body_iterator:  # read whole to add judge-serve's fields: so at most this much
+            async for chunk in answer.body_iterator:
                 parts.append(chunk)
                 size += len(chunk)
                 if size > MAX_ANSWER_BYTES:  # the engine's connection is released as the iterator is closed
-                    await listed.body_iterator.aclose()
-                    return None, error_response(502, f"the generator engine's model list could not be read (over "
+                    await answer.body_iterator.aclose()
+                    return None, error_response(502, f"the generator engine's {what} could not be read (over "
                                                 f"{MAX_ANSWER_BYTES} bytes)", "server_error", code="engine_error")
         except (aiohttp.ClientError, asyncio.TimeoutError) as err:  # the iterator ended on it, its connection released
-            return None, unreadable(state_of(request), "generator", "model list", err)
+            return None, unreadable(state_of(request), "generator", what, err)
         try:
-            body = json.loads(b"".join(parts))
+            return json.loads(b"".join(parts)), None
+        except ValueError:
+            return None, error_response(502, f"the generator engine's {what} could not be read", "server_error",
+                                        code="engine_error")
+
+    async def model_list(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
+        body, failed = await engine_json(request, "/v1/models", "model list")
+        if failed is not None:
+            return None, failed
+        try:
             entries = body["data"]
+            listed = {entry.get("id") for entry in entries if isinstance(entry, dict)}
             for entry in entries:
                 if isinstance(entry, dict):
+                    # vLLM's own fields (vllm/entrypoints/serve/engine/protocol.py, ModelCard): its ``root`` is the
+                    # folder --model loaded (a path under someone's home, vllm/entrypoints/openai/models/serving.py
+                    # show_available_models), a LoRA's ``parent`` what --lora-modules named; no client may read a
+                    # path (docs/security.md): the served name instead, and a parent only when it is a listed model.
+                    if "root" in entry:
+                        entry["root"] = entry.get("id")
+                    if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
+                        entry["parent"] = None
                     entry.update(limits)
-        except (ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             return None, error_response(502, "the generator engine's model list could not be read", "server_error",
                                         code="engine_error")
         return body, None
+
+    @app.get("/tokenizer_info")
+    async def tokenizer_info(request: Request) -> Response:
+        # vLLM answers its tokenizer's init_kwargs less vocab_file and merges_file only
+        # (vllm/entrypoints/serve/tokenize/serving.py, TokenizerInfo): name_or_path is still the model folder, and a
+        # tokenizer may name other files. What lm-eval's remote tokenizer reads (its special tokens, the chat
+        # template) stays; no path does.
+        info, failed = await engine_json(request, "/tokenizer_info", "tokenizer info")
+        if failed is not None:
+            return failed
+        if not isinstance(info, dict):
+            return error_response(502, "the generator engine's tokenizer info could not be read", "server_error",
+                                  code="engine_error")
+        return JSONResponse({key: value for key, value in info.items() if not _names_a_path(key, value)})
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -466,13 +533,15 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             parsed, checked = await read_off_loop(len(data), read)
         except RequestError as err:
             return _refused(err)
-        for role in state.engines:
-            problem = state.engine_problem(role)
-            if problem:
-                return error_response(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
-                                      headers=state.retry_headers(state.engines))
+        # judge-serve as a whole first: one that failed before it registered any engine has none to ask, and no judge.
+        problem = f"judge-serve cannot serve: {state.failure}" if state.status == "failed" else next(
+            filter(None, (state.engine_problem(role) for role in state.engines)), None)
+        if problem is None and state.judge is None:  # no engine registered yet, or the judge not built yet
+            problem = "the engines are still starting; retry when /ready answers 200"
+        if problem:
+            return error_response(503, sanitized(problem), "service_unavailable", code="engine_unavailable",
+                                  headers=state.retry_headers(state.engines))
         try:
-            assert state.judge is not None
             # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.
             # The request id goes with each of its engine calls, as on the proxied routes (the engine logs it).
             judged = state.judge.run(checked or parsed, request_id=request.headers.get("x-request-id", ""))

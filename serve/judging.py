@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~665 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~690 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -34,6 +34,7 @@ thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``),
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import math
 import re
@@ -165,6 +166,29 @@ def _judgments_asked(checked: CheckedRequest, max_judgments: int) -> int:
     if checked.options is None:
         return len(checked.request.pairs)
     return min(max_judgments, sum(len(c) if c is not None else largest_task_criteria() for c in checked.resolved or ()))
+
+
+async def _planned(admitted: Admitted, work: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``work(*args, **kwargs)`` on a worker thread, as ``asyncio.to_thread`` runs it, for a request counted under
+    ``max_queued_judgments``: when the request is cancelled (its client gone, its 504), a thread already running keeps
+    its count until it ends (``Admitted.held_until``; a thread cannot be stopped, and a count given back at once let
+    clients that leave keep every worker thread rendering and tokenizing past the bound), and one not yet started
+    does not run at all."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    gone = threading.Event()
+
+    def run() -> Any:
+        return None if gone.is_set() else context.run(work, *args, **kwargs)
+
+    thread = loop.run_in_executor(None, run)
+    try:
+        return await asyncio.shield(thread)
+    except asyncio.CancelledError:
+        gone.set()
+        if not thread.done():  # its error, if it raises, nobody answers: shield marks it retrieved
+            admitted.held_until(thread)
+        raise
 
 
 def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
@@ -402,13 +426,14 @@ class Judge:
         s = self.settings
         request, max_tokens = checked.request, checked.max_tokens
         if isinstance(request, PairwiseRequest):
-            return await self._run_pairs(request, max_tokens, request_id)
+            return await self._run_pairs(request, max_tokens, request_id, admitted)
         assert checked.options is not None
         options = dataclasses.replace(checked.options, request_id=request_id)
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
         # unknown criterion, a prompt too long) is refused before any item is classified.
         try:
-            plan = await asyncio.to_thread(
+            plan = await _planned(
+                admitted,
                 plan_jobs,
                 request,
                 self.tokenizer,
@@ -427,7 +452,7 @@ class Judge:
             raise named_as_sent(err, request) from None
         choices = await self._choices(request, plan.to_classify) if plan.to_classify else {}
         try:  # the bound counted once the choices' criteria are known: an inline body's fields as sent too
-            jobs = await asyncio.to_thread(plan.complete, choices) if choices else plan.complete({})
+            jobs = await _planned(admitted, plan.complete, choices) if choices else plan.complete({})
         except RequestError as err:
             raise named_as_sent(err, request) from None
         choices = {**plan.unclassified, **choices}  # an "auto" item too long to classify: the failed choice
@@ -504,14 +529,15 @@ class Judge:
             ),
         )
 
-    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int, request_id: str = "") -> JudgeResponse:
+    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int, request_id: str,
+                         admitted: Admitted) -> JudgeResponse:
         """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
         s = self.settings
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
-        jobs = await asyncio.to_thread(build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
-                                       max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER,
-                                       chars_per_token=self._chars_per_token)
+        jobs = await _planned(admitted, build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
+                              max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER,
+                              chars_per_token=self._chars_per_token)
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),

@@ -9,7 +9,7 @@ gets 503 with ``Retry-After`` instead (``admit``), or, on ``/get_reward``, waits
 (``admitted_by``): OpenRLHF retries a 503 five times a second apart, ignoring ``Retry-After``
 (``openrlhf/utils/agent.py``, ``_post_request``), so a rollout's burst refused at once failed its training step.
 Its count is given back when it ends, however it ends: answered, failed, or cancelled (its client gone, its deadline
-passed).
+passed); cancelled while a worker thread plans its judgments, once that thread is done (``Admitted.held_until``).
 
 **Order.** First come, first admitted: the requests waiting for room are admitted in their order of arrival, each
 when it fits, and a request that asks at once (``admit``) is refused while any waits, even if it would fit. Letting
@@ -67,6 +67,13 @@ class Admitted:
         make room for the requests waiting."""
         self._queue._give_back(self.n - n)
         self.n = n
+
+    def held_until(self, work: asyncio.Future) -> None:
+        """Keep the count until ``work`` (a worker thread's, the request's planning) is done, not only until the
+        ``with`` block ends: a request cancelled while its thread renders and tokenizes leaves that block at once,
+        but a thread cannot be stopped, and a count given back then let clients that leave buy work past the bound."""
+        n, self.n = self.n, 0  # the block's end gives back nothing; the thread's end gives back these
+        work.add_done_callback(lambda _: self._queue._give_back(n))
 
     def __enter__(self) -> Admitted:
         return self

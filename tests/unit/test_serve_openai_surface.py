@@ -24,7 +24,20 @@ from tests.support.serve_in_process import await_bring_up, on_event_loop
 KEY = "surface-key"
 ENGINE_KEY = "engine-secret-of-this-test"
 MODEL = "attached-judge"
-TOKENIZER_INFO = {"eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>", "chat_template": "{{ x }}"}
+#: The engine's model folder, as vLLM names it on /v1/models (``root``) and /tokenizer_info (``name_or_path``).
+ENGINE_FOLDER = "/srv/private/runs/judge/export"
+#: What vLLM 0.32's /tokenizer_info answers (vllm/entrypoints/serve/tokenize/serving.py, TokenizerInfo: the
+#: tokenizer's init_kwargs less vocab_file and merges_file, then its class and chat template): the folder is still in.
+TOKENIZER_INFO = {"eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>", "chat_template": "{{ x }}",
+                  "name_or_path": ENGINE_FOLDER, "tokenizer_file": f"{ENGINE_FOLDER}/tokenizer.json",
+                  "special_tokens_map_file": f"{ENGINE_FOLDER}/special_tokens_map.json", "model_max_length": 131072,
+                  "added_tokens_decoder": {"151643": {"content": "<|endoftext|>", "special": True}},
+                  "tokenizer_class": "Qwen2TokenizerFast"}
+#: vLLM 0.32's model card (vllm/entrypoints/serve/engine/protocol.py, ModelCard; vllm/entrypoints/openai/models/
+#: serving.py show_available_models: ``root`` is the folder --model loaded).
+MODEL_CARD = {"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "root": ENGINE_FOLDER, "parent": None,
+              "max_model_len": 2048, "permission": [{"id": "modelperm-1", "object": "model_permission", "created": 0,
+                                                     "allow_create_engine": False, "organization": "*", "group": None}]}
 
 
 #: Two chunks of a streamed chat reply, as vLLM writes them (``data: <chunk>``).
@@ -73,7 +86,7 @@ def _respond(path: str, body: dict) -> tuple | EventStream:
 
 def _respond_get(path: str) -> tuple:
     if path == "/v1/models":
-        return 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "max_model_len": 2048}]}
+        return 200, {"object": "list", "data": [MODEL_CARD]}
     if path == "/version":
         return 200, {"version": "0.32.0"}
     if path == "/tokenizer_info":
@@ -260,8 +273,32 @@ def test_health_without_the_key_says_only_up_or_down(tiny_causal_dir, engine, mo
         anonymous = http.get("/health")
         keyed = http.get("/health", headers=AUTH)
     assert (anonymous.status_code, anonymous.json()) == (200, {"status": "up"})
-    assert keyed.json()["engines"]["generator"]["state"] == "up"
+    # No pid even with the key (the key opens judging, not the machine's processes): run.json and the log have it.
+    assert (keyed.status_code, keyed.json()) == (200, {"status": "ready", "judge_kind": "seq2seq", "engines": {
+        "generator": {"state": "up", "restarts": 0, "last_exit": None}}})
     assert engine.url not in keyed.text
+
+
+def test_the_model_list_and_tokenizer_info_name_no_folder_of_the_engine(tiny_causal_dir, engine, monkeypatch):
+    """vLLM lists the folder --model loaded as each model's ``root``, and /tokenizer_info keeps the tokenizer's
+    ``name_or_path`` and its other files: judge-serve gives no client a path (docs/security.md). ``root`` is the
+    served name; ``parent`` stays null (vLLM's for a base model); /tokenizer_info keeps what lm-eval reads (the
+    special tokens, the chat template) and the rest that names no file. Before: both passed the folder through."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        listed = http.get("/v1/models", headers=AUTH)
+        one = http.get(f"/v1/models/{MODEL}", headers=AUTH)
+        info = http.get("/tokenizer_info", headers=AUTH)
+    entry = {"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "root": MODEL, "parent": None,
+             "max_model_len": 2048, "permission": MODEL_CARD["permission"], "judge_max_tokens": 48,
+             "max_proxy_tokens": 256, "prompt_version": "pollux-ru-v2", "verdict_format": "tagged"}
+    assert (listed.status_code, listed.json()) == (200, {"object": "list", "data": [entry]})
+    assert (one.status_code, one.json()) == (200, entry)
+    assert (info.status_code, info.json()) == (200, {
+        "eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>", "chat_template": "{{ x }}",
+        "model_max_length": 131072, "added_tokens_decoder": {"151643": {"content": "<|endoftext|>", "special": True}},
+        "tokenizer_class": "Qwen2TokenizerFast"})
+    assert all(ENGINE_FOLDER not in answer.text for answer in (listed, one, info))
 
 
 def test_without_a_key_only_this_machines_host_names_are_served(tiny_causal_dir, engine, monkeypatch, caplog):

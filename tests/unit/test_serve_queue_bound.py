@@ -104,6 +104,59 @@ def test_a_request_over_the_bound_is_refused_before_its_work_and_the_count_comes
         assert all(r.parse_ok for r in again.items[0].results)
 
 
+def test_a_request_cancelled_while_it_plans_keeps_its_count_until_its_thread_ends(qwen_tokenizer, monkeypatch):
+    """Bound 2: a request of 2 is cancelled (its client gone, its 504) while its worker thread plans (renders and
+    tokenizes, held here by an event). The thread cannot be stopped, so its 2 judgments stay counted until it ends:
+    meanwhile another request of 2 is refused (before: the count came back at once, and clients that left kept every
+    worker thread planning past any bound). Once the thread ends, the count is 0 and a request of 2 is judged; the
+    cancelled request's plan reached the engine with nothing."""
+    import serve.judging
+
+    engine = HeldEngine()
+    engine.release.set()
+    judge = _judge(qwen_tokenizer, engine, bound=2)
+    planning, go_on = threading.Event(), threading.Event()
+    real_plan = serve.judging.plan_jobs
+
+    def held_plan(*args, **kwargs):
+        if not go_on.is_set():
+            planning.set()
+            go_on.wait(FAILING_AFTER_S)
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(serve.judging, "plan_jobs", held_plan)
+
+    async def scenario():
+        given_back = asyncio.Event()
+        real_give_back = judge.queue._give_back
+
+        def give_back(n: int) -> None:
+            real_give_back(n)
+            if judge.queue.queued == 0:
+                given_back.set()
+
+        judge.queue._give_back = give_back
+        first = asyncio.ensure_future(judge.run(parse_judge_request(_request(2, "first"))))
+        assert await asyncio.to_thread(planning.wait, FAILING_AFTER_S)
+        first.cancel()
+        await asyncio.wait({first}, timeout=FAILING_AFTER_S)
+        counted_while_planning = judge.queue.queued
+        refused = (await asyncio.gather(judge.run(parse_judge_request(_request(2, "second"))),
+                                        return_exceptions=True))[0]
+        go_on.set()
+        await asyncio.wait_for(given_back.wait(), FAILING_AFTER_S)
+        sent_by_the_cancelled = len(engine.prompts)
+        judged = await asyncio.wait_for(judge.run(parse_judge_request(_request(2, "third"))), FAILING_AFTER_S)
+        return first, counted_while_planning, refused, sent_by_the_cancelled, judged
+
+    first, counted_while_planning, refused, sent_by_the_cancelled, judged = asyncio.run(scenario())
+    assert first.cancelled() and counted_while_planning == 2
+    assert isinstance(refused, QueueFull) and "max_queued_judgments=2" in str(refused)
+    assert sent_by_the_cancelled == 0
+    assert len(judged.items[0].results) == 2 and all(r.parse_ok for r in judged.items[0].results)
+    assert len(engine.prompts) == 2 and judge.queue.queued == 0
+
+
 def test_a_request_alone_is_taken_whatever_its_size(qwen_tokenizer):
     """A request bigger than the bound, with nothing else queued, is judged: refused, it could never be taken."""
     engine = HeldEngine()
