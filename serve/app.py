@@ -451,9 +451,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     # vLLM's own fields (vllm/entrypoints/serve/engine/protocol.py, ModelCard): its ``root`` is the
                     # folder --model loaded (a path under someone's home, vllm/entrypoints/openai/models/serving.py
                     # show_available_models), a LoRA's ``parent`` what --lora-modules named; no client may read a
-                    # path (docs/security.md): the served name instead, and a parent only when it is a listed model.
-                    if "root" in entry:
-                        entry["root"] = entry.get("id")
+                    # path (docs/security.md): no root (a client that records one, judge-eval's run.json, then
+                    # compares the weights_fingerprint below instead of a name it already holds), and a parent only
+                    # when it is a listed model.
+                    entry.pop("root", None)
                     if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
                         entry["parent"] = None
                     entry.update(limits)

@@ -40,7 +40,7 @@ def test_judge_serve_advertises_its_cap_and_run_fits_to_it(seq2seq_server, tmp_p
     run_json = json.loads((tmp_path / "fitted" / "run.json").read_text(encoding="utf-8"))
     assert run_json["config"]["max_tokens"] == 48
     limits = dict(run_json["server_limits"])
-    assert isinstance(limits.pop("root"), (str, type(None)))  # the checkpoint vLLM names, judge-serve passing it on
+    assert limits.pop("root") is None  # the folder vLLM loaded: judge-serve names none (docs/security.md)
     assert limits == {"max_model_len": 2048, "judge_max_tokens": 48, "max_proxy_tokens": 8192,
                       "trained_max_completion_length": None, "prompt_version": "pollux-ru-v2",
                       "verdict_format": "tagged", "max_tokens_requested": 1024, "max_tokens_adopted": None}
