@@ -49,14 +49,16 @@ judged is ``judge.rewards.policy_answer`` of the completion's text.
 ``judge.verl_reward`` re-exports the two functions by an ordinary import.)
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
-(``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges
-``reward_kwargs``) and takes a float or ``{"score": ..., other logged keys}``. The instruction, criteria and
-reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
+(``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges ``reward_kwargs``)
+and takes a float or ``{"score": ..., other logged keys}``. ``reward_kwargs`` are the functions' keyword arguments
+(``judge_url``; ``rule`` as a mapping, ``model``, ``timeout_s`` as ``trl_reward_function`` takes them); a key they do
+not take (a misspelt ``rules``) is a ``TypeError`` naming it, never a run on the default rule. The instruction,
+criteria and reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
 ``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``; ``criteria`` in a label's forms) and, for
 what it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
-without a key holds None). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is
-refused, and a request that fails after the retries raises.
+without a key holds None). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is refused,
+and a request that fails after the retries raises.
 
 Both follow the shared retry policy (``judge.plumbing.retry``: connection errors, timeouts, 408/409/429/5xx,
 ``Retry-After`` honoured) and send ``Authorization: Bearer`` with the key from ``$JUDGE_SERVE_API_KEY`` (or the
@@ -64,7 +66,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~860 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~920 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -90,7 +92,7 @@ from judge.wire import JudgeResponse
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
-           "encoded_body", "TASK_FIELDS", "RewardRequestRefused", "CUT_REASON"]
+           "encoded_body", "TASK_FIELDS", "RewardRequestRefused", "CUT_REASON", "label_criteria", "VERL_EXTRA_KWARGS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -303,7 +305,8 @@ class JudgeRewardClient:
 
     Args:
         url: judge-serve's root URL (``http://host:8000``; a trailing ``/v1`` is accepted).
-        rule: the reward rule.
+        rule: the reward rule: a ``RewardRule``, or a mapping of its fields (``RewardRule.from_dict``, as verl's
+            ``reward_kwargs`` give it); None: ``RewardRule()``.
         api_key_env: the variable holding judge-serve's key (empty: send none).
         model: the served model name to send (optional).
         timeout_s: seconds per request.
@@ -312,12 +315,13 @@ class JudgeRewardClient:
             its criteria fail (``_unsent_reward``); several are the caller's to split (``request_chunks``).
     """
 
-    def __init__(self, url: str, *, rule: RewardRule | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
-                 model: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None,
+    def __init__(self, url: str, *, rule: RewardRule | Mapping[str, Any] | None = None,
+                 api_key_env: str = "JUDGE_SERVE_API_KEY", model: str | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None,
                  max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES):
         root = url.rstrip("/")
         self.url = (root[: -len("/v1")] if root.endswith("/v1") else root) + "/v1/judge"
-        self.rule = rule or RewardRule()
+        self.rule = _rule(rule)
         self.model, self.timeout_s = model, timeout_s
         self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0)
         self.api_key_env = api_key_env
@@ -386,6 +390,23 @@ class JudgeRewardClient:
                 return _checked(await client.post(self.url, content=data, headers=self._headers()), rows)
 
             return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+
+
+def _rule(rule: RewardRule | Mapping[str, Any] | None) -> RewardRule:
+    """``rule`` as a ``RewardRule``, read when the client is built: a mapping by ``RewardRule.from_dict`` (the form
+    verl's ``reward_kwargs`` give), so that the trl function takes it too rather than fail at the first step.
+
+    Raises:
+        judge.rewards.RewardRuleError: a mapping with an unknown field or a bad value, naming it.
+        TypeError: neither a ``RewardRule`` nor a mapping.
+    """
+    if rule is None:
+        return RewardRule()
+    if isinstance(rule, RewardRule):
+        return rule
+    if isinstance(rule, Mapping):
+        return RewardRule.from_dict(rule, where="rule")
+    raise TypeError(f"rule: expected a RewardRule or a mapping of its fields, got {type(rule).__name__}")
 
 
 def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:
@@ -541,19 +562,22 @@ def _instruction(prompt: Any) -> str:
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")
 
 
-def _criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
+def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
     """A sample's criteria as a ``/get_reward`` label gives them, in the forms the wire takes (``RewardSample``): a
     list (or a JSON string of one, or one criterion's name), ``"auto"``, or none (None, a JSON ``null``) where the
-    sample names its task (``task_named``: judged on its task's criteria set).
+    sample names its task (``task_named``: judged on its task's criteria set). One reading for the three reward
+    paths: the trl and verl clients' criteria and ``/get_reward``'s labels (``serve.rewards``).
 
     Raises:
-        ValueError: naming ``where``: none of these.
+        ValueError: naming ``where`` (or ``where[j]``, a criterion of the list): none of these.
     """
     if hasattr(value, "tolist"):  # a numpy array, as a parquet list column can arrive in verl's extra_info
         value = value.tolist()
     if isinstance(value, str):
         try:
             value = json.loads(value)
+        except RecursionError:  # a JSON string nested past the parser's depth: no criteria list is that deep
+            raise ValueError(f"{where}: a JSON string nested too deeply to be a list of criteria") from None
         except ValueError:
             value = value if value == AUTO else [value]  # one criterion's name
     if value == AUTO:
@@ -565,7 +589,12 @@ def _criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ..
                          f"\"{AUTO}\" (judge-serve's classifier chooses the task), or none where task_type names the "
                          "task whose criteria set to use")
     # Read as /get_reward's labels are: POLLUX-instructions rows' {criteria_name, rubrics}, Arrow's None keys dropped.
-    return tuple(label_criterion(spec, f"{where}[{j}]") for j, spec in enumerate(value))
+    # (label_criterion leaves a name as it is: only objects are passed to it, a long list of names costs no call each)
+    return tuple(label_criterion(spec, f"{where}[{j}]") if isinstance(spec, Mapping) else spec
+                 for j, spec in enumerate(value))
+
+
+_criteria = label_criteria  # the name this module's callers know it by
 
 
 def _verdict_text(part: CriterionReward) -> str:
@@ -619,7 +648,7 @@ def trl_reward_function(
     criteria_column: str | None = "criteria",
     instruction_column: str | None = None,
     reference_column: str | None = None,
-    rule: RewardRule | None = None,
+    rule: RewardRule | Mapping[str, Any] | None = None,
     api_key_env: str = "JUDGE_SERVE_API_KEY",
     model: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -641,8 +670,10 @@ def trl_reward_function(
             row's ``task_type`` names the task whose criteria set to use; ``criteria_column=None``: no such column,
             every row on its task's set. A column named here that trl does not pass is a ``ValueError`` naming it and
             the columns trl passed, at the call.
-        rule: the reward rule (default: ``RewardRule()``: the mean, a failed verdict counts as its criterion's worst
-            level, as on the OpenRLHF and verl paths; ``on_failure="skip"`` gives such a sample None instead).
+        rule: the reward rule, a ``RewardRule`` or a mapping of its fields (``{"gate": True}``, as verl's
+            ``reward_kwargs`` give it), checked when the function is built (default: ``RewardRule()``: the mean, a
+            failed verdict counts as its criterion's worst level, as on the OpenRLHF and verl paths;
+            ``on_failure="skip"`` gives such a sample None instead).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
         max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``).
         max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``).
@@ -790,12 +821,35 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference, task)
 
 
+#: The keyword arguments verl's reward managers pass a custom reward function beside ``reward_kwargs``
+#: (``extra_reward_kwargs`` in ``verl/experimental/reward_loop/reward_manager/naive.py``, ``dapo.py``,
+#: ``limited.py``): accepted and ignored. Any other key is a ``reward_kwargs`` key neither function takes.
+VERL_EXTRA_KWARGS = ("reward_router_address", "reward_model_tokenizer")
+
+
+def _check_verl_kwargs(function: str, extra: Mapping[str, Any], *, concurrency: bool = False) -> None:
+    """Refuse a ``reward_kwargs`` key ``function`` does not take (a misspelt ``rules:`` would otherwise train on the
+    default rule, silently).
+
+    Raises:
+        TypeError: naming the keys and the ones the function takes.
+    """
+    unknown = sorted(set(extra) - set(VERL_EXTRA_KWARGS))
+    if unknown:
+        taken = ["judge_url", "rule", "model", "api_key_env", "timeout_s", "max_retries",
+                 *(["max_concurrent_requests"] if concurrency else []), "max_body_bytes"]
+        raise TypeError(f"{function}: unknown custom_reward_function.reward_kwargs key(s) {unknown}; it takes "
+                        f"{', '.join(taken)} (verl itself passes {' and '.join(VERL_EXTRA_KWARGS)})")
+
+
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,
-                 max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> JudgeRewardClient:
-    rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})})
+                 max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+                 model: str | None = None) -> JudgeRewardClient:
+    rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})},
+                                                                           where="rule")
     if rule.on_failure == "skip" or rule.empty_answer is None:
         raise ValueError("verl needs a number for every sample: use on_failure zero and a numeric empty_answer")
-    return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, timeout_s=timeout_s,
+    return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s,
                              retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0),
                              max_body_bytes=max_body_bytes)
 
@@ -810,36 +864,49 @@ def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
 
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
-                  *, judge_url: str, rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
-                  timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
-                  max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES, **_verl_kwargs: Any) -> dict[str, Any]:
+                  *, judge_url: str, rule: Mapping[str, Any] | None = None, model: str | None = None,
+                  api_key_env: str = "JUDGE_SERVE_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
+                  max_retries: int = 4, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+                  **verl_extra: Any) -> dict[str, Any]:
     """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures, ...}``.
 
-    ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs``; other keyword arguments verl
-    passes (``reward_router_address``, ``reward_model_tokenizer``) are ignored. A sample whose body is over
-    ``max_body_bytes`` is not sent: its criteria fail, valued by the rule (``zero`` by default).
+    ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs`` (``model``, ``timeout_s`` and the
+    rule as ``trl_reward_function`` takes them); the keyword arguments verl passes itself (``VERL_EXTRA_KWARGS``) are
+    ignored. A sample whose body is over ``max_body_bytes`` is not sent: its criteria fail, valued by the rule
+    (``zero`` by default).
 
     Raises:
+        TypeError: a ``reward_kwargs`` key this function does not take (``rules``, ``timeout``), naming it.
         ValueError: no instruction or criteria for the sample, or a skipping rule; a sample too large to send with
             a task or criterion judge-serve would refuse.
         RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes)
+    _check_verl_kwargs("compute_score", verl_extra)
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model)
     return _verl_result(client.rewards([sample_from_verl(solution_str, ground_truth, extra_info)])[0], client.rule)
 
 
 async def compute_score_async(data_source: Any, solution_str: str, ground_truth: Any,
                               extra_info: Mapping[str, Any] | None = None, *, judge_url: str,
-                              rule: Mapping[str, Any] | None = None, api_key_env: str = "JUDGE_SERVE_API_KEY",
-                              timeout_s: float = DEFAULT_TIMEOUT_S, max_retries: int = 4,
-                              max_concurrent_requests: int = DEFAULT_VERL_CONCURRENCY,
+                              rule: Mapping[str, Any] | None = None, model: str | None = None,
+                              api_key_env: str = "JUDGE_SERVE_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
+                              max_retries: int = 4, max_concurrent_requests: int = DEFAULT_VERL_CONCURRENCY,
                               max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
-                              **_verl_kwargs: Any) -> dict[str, Any]:
+                              **verl_extra: Any) -> dict[str, Any]:
     """verl's custom reward function, awaited by its reward loop (``inspect.iscoroutinefunction``); as
     ``compute_score``. verl starts one per sample at once: at most ``max_concurrent_requests`` requests are in
-    flight per event loop."""
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes)
+    flight per event loop.
+
+    Raises:
+        ValueError: ``max_concurrent_requests`` under 1 (no request could ever start), and as ``compute_score``.
+    """
+    _check_verl_kwargs("compute_score_async", verl_extra, concurrency=True)
+    if isinstance(max_concurrent_requests, bool) or not isinstance(max_concurrent_requests, int) \
+            or max_concurrent_requests < 1:
+        raise ValueError(f"custom_reward_function.reward_kwargs.max_concurrent_requests: must be a whole number of at "
+                         f"least 1 (requests in flight per event loop), got {max_concurrent_requests!r}")
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model)
     sample = sample_from_verl(solution_str, ground_truth, extra_info)
     async with _verl_slots(max_concurrent_requests):
         rewards = await client.arewards([sample])

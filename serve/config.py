@@ -89,10 +89,16 @@ def _bearer_token_problem(key: str, in_path: bool = False) -> str | None:
             return (f"character {at + 1} of the key is {kind}: a bearer token is visible ASCII (RFC 6750, Section 2.1: "
                     "letters, digits and -._~+/=); choose one such, e.g. `python -c 'import secrets; "
                     "print(secrets.token_urlsafe(32))'`")
-        if in_path and char in "/?#%":
-            # /get_reward/<key> is one path segment, read after percent-decoding: these end or change it
-            return (f"character {at + 1} of the key is one of / ? # %, which a URL path segment cannot carry as "
-                    "written (POST /get_reward/<key>); choose letters, digits and -._~ (secrets.token_urlsafe)")
+        if in_path and char in "/?#%,":
+            # /get_reward/<key> is one path segment, read after percent-decoding: / ? # % end or change it; OpenRLHF
+            # splits --reward.remote_url on commas (openrlhf/cli/train_ppo_ray.py), so a comma cuts the URL in two
+            return (f"character {at + 1} of the key is one of / ? # % , which a URL path segment cannot carry as "
+                    "written (POST /get_reward/<key>; OpenRLHF splits --reward.remote_url on commas); choose "
+                    "letters, digits and -._~ (secrets.token_urlsafe)")
+    if in_path and key and not key.strip("."):
+        # "." and ".." are dot-segments, which clients and proxies resolve away (RFC 3986, Section 5.2.4)
+        return ("the key is only dots, a path segment URL clients resolve away (RFC 3986, Section 5.2.4: "
+                "/get_reward/.. is /); choose letters, digits and -._~ (secrets.token_urlsafe)")
     return None
 
 

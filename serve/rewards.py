@@ -11,9 +11,11 @@ and reads ``{"rewards": [...], "scores": [...], "extra_logs": {name: [numbers]}}
 
 **The label** is a JSON object (or a string holding one) with the ``/v1/judge`` item fields but the answer:
 ``instruction``, ``criteria`` (taxonomy names or ids, or ``{"name", "rubrics"}`` objects; POLLUX-instructions rows'
-``{"criteria_name", "rubrics"}`` are read the same, both names at once refused), optionally ``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name
-``labels[i]``. Every label is checked in full (its fields, criteria names, task and rubric scales) before any work,
-whether or not its sample has an answer to judge: one label gets one answer.
+``{"criteria_name", "rubrics"}`` are read the same, both names at once refused; a list, a JSON string of one, or one
+criterion's name, read by the trl and verl clients' ``judge.reward_clients.label_criteria``), optionally
+``reference_answer`` and ``task_type``/``task_subtype``/``task_subsubtype``. Its errors name ``labels[i]``. Every
+label is checked in full (its fields, criteria names, task and rubric scales) before any work, whether or not its
+sample has an answer to judge: one label gets one answer.
 
 **The answer** (``answer_of``): the query minus its prompt, or minus the tail of it that OpenRLHF kept when it cut a
 long prompt from the left, compared in NFC when the tokenizer gave the prompt back composed, and last on the
@@ -57,7 +59,7 @@ applies, as to every route). The key in the path is compared in constant time an
 uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
 the body of an answer it cannot use.
 
-Why one module of ~620 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~650 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -80,8 +82,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
-from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, label_criterion, policy_answer,
-                           prompt_opens_reasoning, reward_of)
+from judge.reward_clients import label_criteria
+from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import SERVE_DEFAULT_RULE, ServeConfig
@@ -109,6 +111,11 @@ MIN_PROMPT_TAIL = 16
 #: Places in the prompt where the query's first characters occur, tried at C speed before the linear search
 #: (``_longest_tail``): natural text finds its cut at the first; a repetitive prompt goes on to the search.
 FAST_TAIL_STARTS = 16
+#: The longest prompt tail the linear search (pure Python, near a second a million characters) looks for: 262,144
+#: characters, some 65,000 tokens of a prompt OpenRLHF cut. A query whose first MAX_TAIL_SEARCH + 1 characters
+#: occur in its prompt (one search at C speed) could hold a longer tail and is refused rather than searched for
+#: seconds; only a repetitive prompt gets that far, past ``FAST_TAIL_STARTS`` tries.
+MAX_TAIL_SEARCH = 1 << 18
 
 
 def _longest_tail(prompt: str, body: str) -> int:
@@ -194,7 +201,12 @@ def _tail_response(query: str, prompt: str) -> str | None:
         if body.startswith(prompt[start:]):  # the earliest start that fits: the longest tail
             return body[len(prompt) - start:]
         start = prompt.find(anchor, start + 1)
-    kept = _longest_tail(prompt, body)
+    # A tail of L characters is the body's first L characters found in the prompt: where the body's first
+    # MAX_TAIL_SEARCH + 1 are nowhere in it, every tail fits in the prompt's last MAX_TAIL_SEARCH, and searching
+    # only those finds the same longest one.
+    if min(len(prompt), len(body)) > MAX_TAIL_SEARCH and body[:MAX_TAIL_SEARCH + 1] in prompt:
+        return None
+    kept = _longest_tail(prompt[-MAX_TAIL_SEARCH:], body)
     return body[kept:] if kept >= MIN_PROMPT_TAIL else None
 
 
@@ -203,21 +215,29 @@ _SPACE = re.compile(r"\s+")
 _SPACED_HEAD = 1024
 
 
+def _bare(text: str) -> str:
+    """``text`` without its whitespace (``_SPACE``'s: ``str.isspace``'s characters, which ``str.split`` cuts on),
+    at C speed: several times faster than the regular expression's substitution on a long text."""
+    return "".join(text.split())
+
+
 def _spaced_response(query: str, prompt: str) -> str | None:
     """What follows ``prompt`` at the start of ``query`` when the two are compared on their characters other than
     whitespace, which either may have more or fewer of (a suffix of ``query``); None when the query's first
     non-whitespace characters are not the prompt's. Linear: one possessive regular-expression pass over the
     query's start finds where the prompt's last non-whitespace character falls, one comparison checks it; no
     backtracking, since each step's whitespace and character cannot overlap."""
-    heads = _SPACE.sub("", query[:_SPACED_HEAD]), _SPACE.sub("", prompt[:_SPACED_HEAD])
+    heads = _bare(query[:_SPACED_HEAD]), _bare(prompt[:_SPACED_HEAD])
     shorter = min(map(len, heads))
     if heads[0][:shorter] != heads[1][:shorter]:
         return None  # the usual refusal (another prompt) decided on the first characters, not the whole prompt
-    bare = _SPACE.sub("", prompt)
+    bare = _bare(prompt)
     if not bare:
         return None  # nothing to align on: only the exact match can place a whitespace prompt
+    if not _bare(query).startswith(bare):
+        return None  # refused at C speed; only a query that matches pays the character-by-character pass below
     end = re.match(r"(?:\s*+\S){%d}" % len(bare), query)
-    if end is None or _SPACE.sub("", end.group()) != bare:
+    if end is None or _bare(end.group()) != bare:
         return None
     return query[end.end():]
 
@@ -307,18 +327,21 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
         more = f" and {len(unknown) - _UNKNOWN_SHOWN} more" if len(unknown) > _UNKNOWN_SHOWN else ""
         raise RequestError(f"{where}: unknown field(s) {clip_message(str(unknown[:_UNKNOWN_SHOWN]))}{more}; a label has "
                            f"{', '.join(LABEL_FIELDS)}", param=where)
-    criteria = raw.get("criteria")
-    if isinstance(criteria, list) and any(isinstance(c, dict) for c in criteria):
-        # Read as the trl and verl clients read them: POLLUX-instructions rows' criteria_name as the wire's name, a
-        # key Arrow/Parquet filled with None (a label column written through datasets) as absent.
-        named = []
-        for j, spec in enumerate(criteria):
-            try:
-                named.append(label_criterion(spec, f"{where}.criteria[{j}]"))
-            except ValueError as err:
-                raise RequestError(str(err), param=f"{where}.criteria[{j}]") from None
-        raw = {**raw, "criteria": named}
+    if raw.get("criteria") is not None:  # absent or null: the wire's (the task's set, where task_type names one)
+        # Read by the trl and verl clients' reading (judge.reward_clients.label_criteria): one criterion's name or a
+        # JSON string of a list as the list, POLLUX-instructions rows' criteria_name as the wire's name, a key
+        # Arrow/Parquet filled with None (a label column written through datasets) as absent.
+        try:
+            criteria = label_criteria(raw["criteria"], f"{where}.criteria", task_named=bool(raw.get("task_type")))
+        except ValueError as err:
+            path = _CRITERIA_PATH.match(str(err))
+            raise RequestError(str(err), param=path.group() if path else f"{where}.criteria") from None
+        raw = {**raw, "criteria": list(criteria) if isinstance(criteria, tuple) else criteria}
     return raw
+
+
+#: The field a criteria error's message starts with (``labels[i].criteria`` or one of its entries).
+_CRITERIA_PATH = re.compile(r"labels\[\d+\]\.criteria(?:\[\d+\])?")
 
 
 #: Unknown label fields a 400 names (their names are the client's, of any number and length).
@@ -548,6 +571,11 @@ class RewardRoute:
         until = min(time.monotonic() + self.config.reward_engine_wait_s, deadline - 1.0)
         announced = False
         while True:
+            if state.status == "failed":
+                # Asked of the server, not of its engines: a start that failed before its first engine registered
+                # leaves none to ask, and "still starting" with a Retry-After would send the client back to a server
+                # that exits. The failure, as /v1/chat/completions answers it (serve.supervision.engine_problem).
+                return state.engine_problem("")
             problem = next((p for p in map(state.engine_problem, state.engines) if p), None)
             if problem is None or state.status in ("failed", "draining") or time.monotonic() >= until:
                 return problem

@@ -649,3 +649,67 @@ def test_a_judgment_the_engine_aborted_is_a_503_to_retry_not_a_failed_reward(tin
     assert rewarded.status_code == 503, rewarded.text
     assert "retry-after" in rewarded.headers and rewarded.json()["error"]["code"] == "engine_unavailable"
     assert not (tmp_path / "rewards.jsonl").exists()
+
+
+def test_a_labels_criteria_are_read_in_every_form_the_trl_and_verl_clients_read():
+    """A label's criteria as one criterion's name or as a JSON string of a list, which the trl and verl clients take
+    (judge.reward_clients.label_criteria) and /get_reward refused ("Input should be a valid list"): read as the
+    list, on the same reading; what that reading refuses is a 400 naming the label's field."""
+    from serve.rewards import _label
+
+    named = _label({"instruction": "Q", "criteria": "Креативность"}, 0)
+    assert named == {"instruction": "Q", "criteria": ["Креативность"]}
+    listed = _label('{"instruction": "Q", "criteria": "[\\"Креативность\\", {\\"criteria_name\\": \\"Своё\\", '
+                    '\\"rubrics\\": \\"0: нет\\\\n\\\\n1: да\\"}]"}', 1)
+    assert listed == {"instruction": "Q", "criteria": ["Креативность", {"name": "Своё", "rubrics": "0: нет\n\n1: да"}]}
+    assert _label({"instruction": "Q", "criteria": '"auto"'}, 0)["criteria"] == "auto"
+    assert _label({"instruction": "Q", "criteria": "null", "task_type": "Editing"}, 0)["criteria"] is None
+    assert _label({"instruction": "Q", "task_type": "Editing"}, 0) == {"instruction": "Q", "task_type": "Editing"}
+    from serve.schema import RequestError
+
+    for criteria, param in ((5, "labels[2].criteria"), ("[]", "labels[2].criteria"),
+                            ('[{"name": "A", "criteria_name": "B", "rubrics": "0: a"}]', "labels[2].criteria[0]")):
+        with pytest.raises(RequestError) as err:
+            _label({"instruction": "Q", "criteria": criteria}, 2)
+        assert err.value.param == param and err.value.message.startswith(param + ": "), err.value.message
+
+
+def test_get_reward_judges_a_label_whose_criteria_are_one_name_or_a_json_string(tiny_causal_dir, monkeypatch):
+    """Served: a label's "criteria": "Креативность" and "criteria": "[\\"Креативность\\", \\"Грамотность\\"]" are
+    judged as those lists (one and two engine completions, each verdict the top of 0-2: reward 1.0), where they
+    were a 400; a JSON string naming an unknown criterion is refused naming labels[0].criteria[0]."""
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        one = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", "Креативность"))
+        after_one = len(engine.bodies("/v1/completions"))
+        two = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", '["Креативность", "Грамотность"]'))
+        after_two = len(engine.bodies("/v1/completions"))
+        unknown = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", '["Нет такого критерия"]'))
+    assert one.status_code == 200 and two.status_code == 200, (one.text, two.text)
+    assert one.json()["rewards"] == [1.0] and two.json()["rewards"] == [1.0]
+    assert (after_one, after_two) == (1, 3)
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "labels[0].criteria[0]", unknown.text
+    assert unknown.json()["error"]["message"] == "labels[0].criteria[0]: unknown criterion 'Нет такого критерия'"
+
+
+def test_get_reward_on_a_server_that_failed_before_any_engine_answers_its_failure(tiny_causal_dir, monkeypatch):
+    """judge-serve whose start failed before its first engine registered (a log folder it cannot write): /get_reward
+    answered 503 "the engines are still starting" with a Retry-After, sending OpenRLHF back to a server that exits.
+    It answers the failure now, as /v1/chat/completions does: 503 "judge-serve cannot serve: ...", no Retry-After."""
+    from fastapi.testclient import TestClient
+
+    import serve.app as app_module
+
+    async def cannot_start(state):
+        raise OSError("the log folder is not writable")
+
+    monkeypatch.setattr(app_module, "start_engines", cannot_start)
+    config = ServeConfig(model=str(tiny_causal_dir), served_model_name="m", generator_url="http://127.0.0.1:9",
+                         max_model_len=1024, max_tokens=128, api_key="k").validate()
+    with TestClient(app_module.create_app(config), base_url="http://localhost",
+                    raise_server_exceptions=False) as http:
+        rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
+        chat = http.post("/v1/chat/completions", headers=AUTH, json={"messages": []})
+    assert rewarded.status_code == chat.status_code == 503, (rewarded.text, chat.text)
+    message = "judge-serve cannot serve: the engines could not be started (OSError: the log folder is not writable)"
+    assert rewarded.json()["error"]["message"] == chat.json()["error"]["message"] == message
+    assert "retry-after" not in rewarded.headers and "retry-after" not in chat.headers

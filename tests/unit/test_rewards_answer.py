@@ -158,3 +158,31 @@ def test_a_conversational_prompt_whose_template_opened_the_reasoning():
                                         [{"role": "assistant", "content": "Ответ про <think> и </think>."}]]))
     (_, body), = endpoint.requests
     assert [item["answer"] for item in body["items"]] == ["Ответ.", "Ответ про <think> и </think>."]
+
+
+def test_the_tail_search_reads_at_most_the_prompts_last_max_tail_search_characters(monkeypatch):
+    """The linear search for a cut prompt's tail runs in Python: on a body of millions of characters whose start
+    occurs all through a repetitive prompt it took seconds before its refusal. It is now given only the prompt's
+    last MAX_TAIL_SEARCH characters, which hold every tail wherever the body's first MAX_TAIL_SEARCH + 1 characters
+    are nowhere in the prompt (the tail found is the same), and is not run at all where they are (refused)."""
+    import serve.rewards as rewards
+
+    limit = rewards.MAX_TAIL_SEARCH
+    searched: list[tuple[int, int]] = []
+    longest_tail = rewards._longest_tail
+
+    def spy(prompt: str, body: str) -> int:
+        searched.append((len(prompt), len(body)))
+        return longest_tail(prompt, body)
+
+    monkeypatch.setattr(rewards, "_longest_tail", spy)
+    # The body's first limit + 1 characters are all in the prompt: refused without the search.
+    assert answer_of("a" * (limit + 10) + "b", "a" * (limit + 10) + "c") is None
+    assert searched == []
+    # A repetitive prompt longer than the limit, cut to its last 1,003 characters ("ab" x 500 and "END"); the
+    # answer is longer than the limit too. The start "abab..." occurs too often for the fast tries: the search
+    # finds the tail in the prompt's last `limit` characters, and the answer is all that follows it.
+    prompt = "Z" + "ab" * (limit // 2 + 50) + "END"
+    answer = "Ответ: " + "да " * (limit // 3)
+    assert answer_of(prompt[-1003:] + answer, prompt) == answer.strip()
+    assert searched == [(limit, 1003 + len(answer))]

@@ -616,3 +616,67 @@ def test_a_judgment_judge_serve_aborted_is_asked_again_not_valued_as_a_failure()
         reward = trl_reward_function(endpoint.base_url.removesuffix("/v1"), retry=NO_WAIT, criteria=["A"])
         values = asyncio.run(reward(prompts=["Напиши стих"], completions=["Стих."], completion_ids=[[1]]))
     assert values == [None] and len(endpoint.requests) == 3  # the first attempt and NO_WAIT's two retries
+
+
+def _flag_and_creativity(path: str, body: dict) -> tuple:
+    """Every item judged on a two-level flag (0: not at its best, 1) and Креативность at its top (2 of 0-2)."""
+    flag = JudgeResult(criterion="Флаг", criterion_id=None, scale=[0, 1], score=0, parse_ok=True, in_scale=True,
+                       score_source="verdict")
+    return 200, judge_response([[flag, scored("Креативность", 2)]] * len(body["items"]))
+
+
+def test_verl_reward_kwargs_a_function_does_not_take_are_refused_naming_them():
+    """verl hands every custom_reward_function.reward_kwargs key to the function: a misspelt rule key (``rules``) or
+    one it does not take (``timeout``) is a TypeError naming it, nothing sent, where it trained on the default rule
+    (gate open: (0 + 1) / 2 = 0.5 instead of the gate's 0.0). verl's own two extras are taken and ignored; ``model``
+    is sent as trl's function sends it."""
+    with ScriptedEndpoint(_flag_and_creativity) as endpoint:
+        kwargs = dict(data_source="d", solution_str="ans", ground_truth="", api_key_env="",
+                      extra_info={"instruction": "Q", "criteria": ["A", "B"]}, judge_url=endpoint.base_url)
+        for function in (compute_score, compute_score_async):
+            for key, value in (("rules", {"gate": True}), ("reward_rule", {"gate": True}), ("timeout", 5)):
+                with pytest.raises(TypeError, match=rf"^{function.__name__}: unknown custom_reward_function"
+                                                    rf"\.reward_kwargs key\(s\) \['{key}'\]; it takes judge_url, "):
+                    result = function(**kwargs, **{key: value})
+                    if asyncio.iscoroutine(result):
+                        asyncio.run(result)
+        assert endpoint.requests == []
+        extras = dict(reward_router_address="10.0.0.1:9000", reward_model_tokenizer=object())
+        gated = {"score": 0.0, "judge_failures": 0, "judge_gate_closed": 1, "judge_empty_answer": 0}
+        assert compute_score(**kwargs, **extras, rule={"gate": True}, model="my-judge") == gated
+        assert asyncio.run(compute_score_async(**kwargs, **extras, rule={"gate": True}, model="my-judge")) == gated
+        assert compute_score(**kwargs)["score"] == 0.5  # the default rule: the gate open, the mean of 0 and 1
+    sent = {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A", "B"]}], "oversize": "fail"}
+    assert [body for _, body in endpoint.requests] == [{**sent, "model": "my-judge"}] * 2 + [sent]
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, True])
+def test_verl_async_concurrency_under_one_is_refused_naming_the_key(limit):
+    """max_concurrent_requests=0 made a semaphore no request could ever pass (the step waited forever), -1 an
+    asyncio error from deep inside: refused naming the reward_kwargs key, nothing sent. The wait_for only keeps a
+    hang from holding the test."""
+    with ScriptedEndpoint(_flag_and_creativity) as endpoint:
+        call = compute_score_async("d", "ans", "", {"instruction": "Q", "criteria": ["A"]}, judge_url=endpoint.base_url,
+                                   api_key_env="", max_concurrent_requests=limit)
+        with pytest.raises(ValueError, match=r"^custom_reward_function\.reward_kwargs\.max_concurrent_requests: must be "
+                                             r"a whole number of at least 1 .*, got "):
+            asyncio.run(asyncio.wait_for(call, 5))
+    assert endpoint.requests == []
+
+
+def test_trl_rule_given_as_a_mapping_is_read_as_verls_is_or_refused_when_built():
+    """trl_reward_function(rule={"gate": True}), verl's form, failed at the first training step (AttributeError on
+    the dict): read by RewardRule.from_dict, it closes the gate (0.0 where the default rule gives 0.5); a mapping
+    with an unknown field, or a rule of another type, is refused when the function is built."""
+    from judge.rewards import RewardRuleError
+    from judge.reward_clients import trl_reward_function
+
+    with ScriptedEndpoint(_flag_and_creativity) as endpoint:
+        gated = trl_reward_function(endpoint.base_url, criteria=["A", "B"], rule={"gate": True}, retry=NO_WAIT)
+        plain = trl_reward_function(endpoint.base_url, criteria=["A", "B"], retry=NO_WAIT)
+        assert asyncio.run(gated(prompts=["Q"], completions=["ans"])) == [0.0]
+        assert asyncio.run(plain(prompts=["Q"], completions=["ans"])) == [0.5]
+    with pytest.raises(RewardRuleError, match=r"^rule: unknown field\(s\) \['gates'\]"):
+        trl_reward_function("http://judge:8000", criteria=["A"], rule={"gates": True})
+    with pytest.raises(TypeError, match=r"^rule: expected a RewardRule or a mapping of its fields, got str"):
+        trl_reward_function("http://judge:8000", criteria=["A"], rule="gate")

@@ -335,3 +335,22 @@ def test_constrained_decoding_with_an_integer_judge_is_refused_at_start(tmp_path
     assert resolved_verdict_format(ServeConfig(model=str(tagged), constrained_decoding=True),
                                    CheckpointLayout(kind="seq2seq", root=tagged, generator_dir=tagged)
                                    ).verdict_format == "tagged"
+
+
+@pytest.mark.parametrize("key, problem", [
+    ("abc,def", r"character 4 of the key is one of / \? # % ,"),
+    (",", r"character 1 of the key is one of / \? # % ,"),
+    (".", "the key is only dots"),
+    ("..", "the key is only dots"),
+    ("...", "the key is only dots"),
+])
+def test_a_reward_key_openrlhfs_url_cannot_carry_is_refused_at_start(key, problem, monkeypatch):
+    """The reward key goes into OpenRLHF's --reward.remote_url, which OpenRLHF splits on commas
+    (openrlhf/cli/train_ppo_ray.py): "abc,def" became two URLs, /get_reward/abc and def, and every sample got 401.
+    A key of only dots is a dot-segment clients resolve away (/get_reward/.. is /). Refused at start; the API key (a header, never in a URL) may hold a comma, and a reward key with dots among other
+    characters passes."""
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
+    with pytest.raises(ConfigError, match=rf"^the reward key \(\$JUDGE_SERVE_REWARD_KEY\): {problem}"):
+        ServeConfig(model="x").validate()
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "a.b..c.")
+    ServeConfig(model="x", api_key="abc,def").validate()
