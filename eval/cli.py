@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -161,10 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     conv_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
 
     merge_p = sub.add_parser("merge", help="The shards of an eval array -> one run folder (slurm/eval_merge.sbatch).",
-                             description="Concatenate the shards' predictions.jsonl into OUT/predictions.jsonl and "
-                                         "write their common run.json beside it (the whole data in its config), "
-                                         "which `judge-eval score` reads the judge's settings from. Shards judged "
-                                         "with different settings are refused, naming the first key that differs.")
+                             description="Read every shard's predictions.jsonl (each row checked, named by its "
+                                         "shard and line), write them into OUT/predictions.jsonl and their common "
+                                         "run.json beside it (the whole data in its config), which `judge-eval "
+                                         "score` reads the judge's settings from. Shards judged with different "
+                                         "settings are refused, naming the first key that differs; so are a bad "
+                                         "row, a torn last line (rerun that array task) and an id in two shards.")
     merge_p.add_argument("shards", nargs="+", help="The shard folders (each holding predictions.jsonl, run.json).")
     merge_p.add_argument("--data", required=True, help="The whole labelled JSONL the shards were cut from.")
     merge_p.add_argument("--out", required=True, help="The folder for the merged predictions.jsonl and run.json.")
@@ -205,7 +208,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
     "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records, or none with an expert score"},
     "merge": {0: "merged", 2: _USAGE_ERROR + "; or shards judged with different settings (the first differing key "
-                              "named), or a shard with predictions and no run.json"},
+                              "named), a shard with predictions and no run.json, a bad or torn row, or an id in "
+                              "two shards"},
 }
 
 
@@ -241,6 +245,8 @@ def _score(args: argparse.Namespace) -> int:
     refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
     predictions = Path(args.predictions)
     refuse_out_of_bounds(args, default_out=predictions if predictions.is_dir() else predictions.parent)
+    if args.html_text_items is not None and args.html_text_items < -1:  # -3 embedded every item, as -1 does
+        raise ValueError(f"--html-text-items: must be -1 (all) or 0 or more, got {args.html_text_items}")
     args.data = sample_or(args.data)
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
@@ -285,6 +291,12 @@ def _convert(args: argparse.Namespace) -> int:
 
     if Path(args.out).is_dir():  # open() stopped in IsADirectoryError, a traceback, after the records were read
         raise ValueError(f"--out: {args.out} is a folder, not a file; give the JSONL file to write")
+    if Path(args.out).suffix.lower() != ".jsonl":  # out.parquet held JSONL text: a name every reader misreads
+        raise ValueError(f"--out {args.out}: convert writes JSONL; give a file name ending in .jsonl")
+    source = Path(sample_or(args.data))
+    if Path(args.out).exists() and source.exists() and os.path.samefile(args.out, source):
+        raise ValueError(f"--out {args.out}: is the --data file itself, which the JSONL would replace; give "
+                         "another --out")
     refuse_file(Path(args.out).parent, "--out")  # FILE/x.jsonl: mkdir of FILE stopped in FileExistsError
     refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
     records, report = judge.load_records_report(sample_or(args.data), split=args.split)
@@ -322,6 +334,17 @@ def _merge(args: argparse.Namespace) -> int:
     from judge.plumbing.run_folder import refuse_file
 
     refuse_file(args.out, "--out")
+    # The data is not read here, only named in the merged run.json, which `score` then reads it from: a missing
+    # one passed and the score job failed later, naming the run.json. Said here, as the help's exit 2 promises.
+    data = Path(args.data)
+    if not data.exists():
+        raise ValueError(f"--data {args.data}: no such file; give the JSONL file the shards were cut from")
+    if not data.is_file():
+        raise ValueError(f"--data {args.data}: not a file; give the JSONL file the shards were cut from")
+    if not os.access(data, os.R_OK):
+        raise ValueError(f"--data {args.data}: cannot be read (permission denied)")
+    if not data.stat().st_size:
+        raise ValueError(f"--data {args.data}: the file is empty; give the JSONL file the shards were cut from")
     rows, run_json = merge_shards(args.shards, args.data, args.out)
     print(f"merged {rows} predictions from {len(args.shards)} shards -> {Path(args.out) / 'predictions.jsonl'}"
           + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)"))

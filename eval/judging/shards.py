@@ -4,7 +4,10 @@ Each array task judged a contiguous block of the data with ``judge-eval run`` in
 its ``predictions.jsonl`` and its ``run.json``. ``judge-eval score`` reads the run's settings from the run.json
 beside the predictions it scores (``verdict_format``: an integer judge gets no POLLUX-evaluator section, which reads
 ``[RESULT] n`` tags; ``backend``, ``model``, ``prompt_version`` and ``git_revision`` for the report), so the merged
-folder needs one too: the shards' common record.
+folder needs one too: the shards' common record. The rows are read as ``score`` reads them, each shard on its own,
+so that a row that is not a prediction is named by its shard's file and line (not by a line of the merged file,
+which no rerun mends), and every item is merged once: a torn last line (a task killed and not rerun) and an id two
+shards hold (one shard given twice, shards of two arrays cut into other blocks) are refused, naming the shards.
 
 The shards must have been judged alike. A shard rerun with another judge setting (``JUDGE_EVAL_SHARDS=4 sbatch
 --array=2 ...`` with another config) would otherwise be scored as the same judge as the others, with no trace of
@@ -111,7 +114,13 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path) -
 
 
 def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path) -> tuple[int, Path | None]:
-    """Concatenate the shards' predictions into ``out/predictions.jsonl`` and write their common run.json beside it.
+    """Join the shards' predictions into ``out/predictions.jsonl`` and write their common run.json beside it.
+
+    Each shard's rows are read as ``judge-eval score`` reads them (``eval.judging.predictions.iter_predictions``), so
+    that a bad row is named by its shard's file and line, not by a line of the merged file that no rerun mends: a
+    line that is not a prediction, a torn last line (the shard's task was killed and not rerun: resuming it ends the
+    line), and an id held twice, by one shard or by two (the same shard given twice, shards of two arrays cut
+    otherwise), are refused. Nothing is written then.
 
     A shard with no predictions (more tasks than records: ``eval.sbatch`` writes an empty file and runs nothing)
     has no run.json and takes no part in the comparison.
@@ -122,7 +131,8 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     Raises:
         ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
         FileNotFoundError: a shard without predictions.jsonl.
-        ValueError: a shard's run.json that is not a JSON object.
+        ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
+            prediction, its torn last line, or an id already merged; each naming the shard's file.
     """
     from judge.plumbing.atomic_write import write_atomically
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
@@ -131,13 +141,20 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     data = Path(data).resolve()
     records: list[tuple[Path, dict]] = []
     files: list[Path] = []
+    seen_dirs: dict[Path, Path] = {}
     for shard in map(Path, shard_dirs):
+        if shard.resolve() in seen_dirs:  # its ids would all be merged twice
+            raise ValueError(f"{shard}: given twice (as {seen_dirs[shard.resolve()]} too); give each shard once")
+        seen_dirs[shard.resolve()] = shard
         predictions = shard / "predictions.jsonl"
         if not predictions.is_file():
             raise FileNotFoundError(f"{predictions}: no such file; did this shard's array task finish?")
         files.append(predictions)
-        record = read_provenance(shard, missing_ok=True)
-        if record:
+        if (shard / PROVENANCE_FILE).is_file():
+            record = read_provenance(shard / PROVENANCE_FILE)
+            if not isinstance(record.get("config"), dict):  # {} or another tool's object: no judge settings
+                raise ValueError(f"{shard / PROVENANCE_FILE}: not a run record (no config object, as `judge-eval "
+                                 "run` writes); rerun the shard")
             records.append((shard, record))
         elif predictions.stat().st_size:
             raise ShardMismatch(f"{shard / PROVENANCE_FILE}: no such file beside the shard's predictions; the "
@@ -145,25 +162,67 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                 "the shard)")
     merged = merged_record(records, data, out) if records else None
 
+    for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
+        if _torn_tail(predictions):
+            raise ValueError(f"{predictions}: its last line is torn (no newline, not a whole row: the shard's task "
+                             "was killed mid-write); rerun that shard's array task, which resumes it, then merge "
+                             "again")
+
     rows = 0
 
-    def concatenate(handle) -> None:
+    def join(handle) -> None:
         nonlocal rows
-        for predictions in files:
-            with predictions.open("rb") as source:
-                last = b"\n"
-                for line in source:
-                    handle.write(line)
-                    rows += bool(line.strip())
-                    last = line
-                if not last.endswith(b"\n"):  # rows are whole lines: the next shard's first must not join this one
-                    handle.write(b"\n")
+        from eval.judging.predictions import iter_predictions
+        from judge.plumbing.journal import json_utf8
 
+        owner: dict[str, Path] = {}  # each id merged so far -> its shard's file
+        for predictions in files:
+            for row in iter_predictions(predictions):
+                if row["id"] in owner:
+                    held = owner[row["id"]]
+                    where = ("twice in this shard (its folder holds two runs' rows: rerun its array task, whose "
+                             "resume keeps one row per id)" if held == predictions else
+                             f"in {held} too (the shards overlap: shards of two arrays cut into other blocks, or "
+                             "one shard's rows copied into another)")
+                    raise ValueError(f"{predictions}: id {row['id']!r} is {where}; nothing merged")
+                owner[row["id"]] = predictions
+                handle.write(json_utf8(json.dumps(row, ensure_ascii=False) + "\n"))
+                rows += 1
+
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / "predictions.jsonl", concatenate)
+    try:
+        write_atomically(out / "predictions.jsonl", join)
+    except BaseException:
+        if made:  # a folder made for a merge that wrote nothing would be taken for a run's
+            out.rmdir()
+        raise
     run_json = out / PROVENANCE_FILE
     if merged is None:
         run_json.unlink(missing_ok=True)  # an earlier merge's record would describe predictions no longer here
         return rows, None
     write_atomically(run_json, (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     return rows, run_json
+
+
+#: Bytes read at a time, from the end, looking for a shard's last newline.
+_TAIL_CHUNK = 64 * 1024
+
+
+def _torn_tail(path: Path) -> bool:
+    """Whether the file ends in a torn line: bytes after its last newline that are not a whole row, by the journal's
+    one rule (``judge.plumbing.journal.is_whole_last_line``); a whole last row without its newline is a row."""
+    from judge.plumbing.journal import is_whole_last_line
+
+    with path.open("rb") as handle:
+        end = handle.seek(0, 2)
+        tail = b""
+        while end > 0:
+            begin = max(0, end - _TAIL_CHUNK)
+            handle.seek(begin)
+            tail = handle.read(end - begin) + tail
+            if b"\n" in tail:
+                break
+            end = begin
+    last = tail.rsplit(b"\n", 1)[-1]
+    return bool(last.strip()) and not is_whole_last_line(last)

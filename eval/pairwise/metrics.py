@@ -319,6 +319,31 @@ def is_pairwise_run(path: str | Path) -> bool:
                                                   and not (path / "predictions.jsonl").is_file())
 
 
+def _run_config(run_file: Path) -> dict[str, Any]:
+    """The ``config`` of a pairwise run's run.json, read as the pointwise score reads it
+    (``judge.plumbing.provenance.read_provenance``): {} when the file or its ``config`` is absent.
+
+    Raises:
+        ValueError: the file is not a JSON object, or a setting score reads (``config``, ``config.data``,
+            ``config.limit``, ``config.pairwise_orders``) is not what ``judge-eval run`` writes; naming the file and
+            the field.
+    """
+    from judge.plumbing.provenance import read_provenance
+
+    config = read_provenance(run_file, missing_ok=True).get("config")
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{run_file}: config: expected an object, got {json.dumps(config)[:80]}; pass --data")
+    checks = {"data": (lambda v: isinstance(v, str), "a path"),
+              "limit": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count, 0 or more"),
+              "pairwise_orders": (lambda v: v in ("both", ORDERS[0]), f"'both' or '{ORDERS[0]}'")}
+    for key, (valid, expected) in checks.items():
+        if config.get(key) is not None and not valid(config[key]):
+            raise ValueError(f"{run_file}: config.{key}: expected {expected}, got {json.dumps(config[key])[:80]}")
+    return config
+
+
 def score_pairwise(predictions: str | Path, data: str | Path | None = None, out: str | Path | None = None,
                    n_boot: int = 1000, seed: int = 0, name: str = "") -> dict[str, Any]:
     """``judge-eval score`` of a pairwise run: ``metrics.json``, ``pairwise_pairs.jsonl`` (each pair's verdicts and
@@ -332,7 +357,7 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     path = Path(predictions)
     run_dir = path.parent if path.is_file() else path
     run_file = run_dir / "run.json"
-    config = json.loads(run_file.read_text(encoding="utf-8"))["config"] if run_file.exists() else {}
+    config = _run_config(run_file)
     if data is None:
         if not config.get("data"):
             # Without run.json (a predictions file copied alone) the pairs the run judged are unknown.

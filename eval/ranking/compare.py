@@ -25,12 +25,18 @@ instructions instead of items). Both matrices, the point's and each resample's, 
 call, "—", and the cell's ``why_no_call`` says why. Each cell is tested on its own,
 with no correction for the number of cells: the report says how many were tested and how many calls chance alone
 would make (``eval.ranking.report.calls_line``). A cell's two-sided p-value is twice the smaller share of resampled
-differences on either side of 0. Both runs must use one normalisation, verdict reading and treatment of empty and
+differences on either side of 0, and its interval is read off the same resamples by the same count
+(``called_interval``): its ends are the ⌈n·alpha/2⌉-th smallest and largest of the n differences, so the interval
+excludes 0 exactly when p < alpha, and a call never stands beside a p-value of alpha or more. Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
 ``allow_other_judge``. What a server said of its weights (``WEIGHTS_SETTINGS``) names a place as much as the weights,
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
+
+Why one module of ~520 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+the pairing of items and gates, the paired bootstrap and its calls, the Markdown of the result) over the loaded
+runs' private shapes, which the leaderboard (``eval.ranking.leaderboard``) reuses as they are.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from judge.plumbing.json_reading import unreadable_json
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
-           "judge_note_lines"]
+           "judge_note_lines", "called_interval"]
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
 #: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
@@ -330,6 +336,31 @@ def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, n
     return None
 
 
+def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(low, high, p) of the resampled differences ``d`` at level ``1 - alpha``, by one count of resamples.
+
+    p is twice the smaller share of the n finite differences on either side of 0 (a 0 counts on both). The ends are
+    order statistics, the k-th smallest and the k-th largest, k the fewest resamples on the wrong side of 0 whose
+    share makes p reach alpha: low > 0 exactly when fewer than k differences are <= 0, that is when p < alpha (and
+    high < 0 alike). The interpolated percentiles (``matrix.percentile_interval``) disagreed at the edge: 40
+    resamples with one <= 0 gave the interval [0.4875, 0.5] (a call) beside p = 0.050.
+
+    Returns:
+        NaNs when no difference is finite.
+    """
+    d = np.sort(d[np.isfinite(d)])
+    n = len(d)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    p = min(1.0, 2.0 * min(float(np.count_nonzero(d <= 0)) / n, float(np.count_nonzero(d >= 0)) / n))
+    k = max(1, min(n, math.floor(n * alpha / 2.0)))  # then settled in p's own arithmetic: never off by a rounding
+    while k > 1 and 2.0 * ((k - 1) / n) >= alpha:
+        k -= 1
+    while k < n and 2.0 * (k / n) < alpha:
+        k += 1
+    return float(d[k - 1]), float(d[n - k]), p
+
+
 def _f(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -355,7 +386,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     """
     from eval.ranking.matrix import (MEAN_OVER_CRITERIA, MEAN_OVER_META, MIN_INSTRUCTIONS, cell_counts,
                                      cell_instructions, instruction_weights, is_scored, matrix_arrays,
-                                     percentile_interval, resampled_matrices)
+                                     resampled_matrices)
     from eval.scoring.compare import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
@@ -426,11 +457,8 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                 if instructions[i, j] < MIN_INSTRUCTIONS:  # one instruction redrawn: a zero-width interval
                     continue
                 d = per_cell[i, j]
-                d = d[np.isfinite(d)]
-                resamples[i, j] = len(d)
-                low[i, j], high[i, j] = percentile_interval(d, 1.0 - alpha)
-                if len(d):
-                    p_value[i, j] = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
+                resamples[i, j] = int(np.isfinite(d).sum())
+                low[i, j], high[i, j], p_value[i, j] = called_interval(d, alpha)
     rows = [*layout.criteria, MEAN_OVER_CRITERIA]
     columns = [*layout.metas, MEAN_OVER_META]
     needed = resamples_to_call(alpha)

@@ -22,7 +22,9 @@ instruction whose binary (gate) criterion some runs scored and others did not le
 Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its paired interval at level
 ``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), called
 when it excludes 0 from at least 2m / alpha resamples (``eval.scoring.compare.resamples_to_call``) over at least 2
-instructions. A candidate's ``rank`` is 1 + the number of candidates called above it; ``indistinguishable_from``
+instructions. That interval and the pair's p-value are one count of the resamples
+(``eval.ranking.compare.called_interval``: the ends are the ⌈n·alpha/(2m)⌉-th smallest and largest of the n
+differences), so a pair is called exactly when its p-value is below alpha / m. A candidate's ``rank`` is 1 + the number of candidates called above it; ``indistinguishable_from``
 names those whose pair has no call, so rank 1 may be held by several.
 """
 
@@ -98,7 +100,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     from scipy.stats import rankdata
 
     from eval.ranking.compare import (_excluded, _f, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
-                                      compared_values, is_ranking_run)
+                                      called_interval, compared_values, is_ranking_run)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
     from eval.scoring.compare import resamples_to_call
 
@@ -172,11 +174,8 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         n_resamples = 0
         if resampled:
             d = boot_means[:, b] - boot_means[:, a]
-            d = d[np.isfinite(d)]
-            n_resamples = len(d)
-            low, high = percentile_interval(d, 1.0 - pair_alpha)
-            if len(d):
-                p_value = min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean()))
+            n_resamples = int(np.isfinite(d).sum())
+            low, high, p_value = called_interval(d, pair_alpha)  # the call's interval and p: one count
         why = _why_no_call(delta, len(shared), n_boot, n_resamples, needed, scored_by="every run")
         verdict = "—"
         if why is None and math.isfinite(low) and math.isfinite(high):

@@ -511,3 +511,26 @@ def test_a_chat_answer_of_content_parts_is_read_as_its_text(tmp_path):
     assert (rows["original"].raw_output, rows["original"].score, rows["original"].verdict) == ("-1", -1.0, -1.0)
     assert (rows["swapped"].raw_output, rows["swapped"].error, rows["swapped"].reason) == (
         None, "request_failed", "the chat answer's message content is not text: a list of parts (image_url)")
+
+
+@pytest.mark.parametrize(("run_json", "said"), [
+    ('{"n_items": 1}', "data: {run} is missing or names no data; pass the pairs the run judged with --data "
+                       "PAIRS.jsonl"),
+    ("[]", "{run}: expected a JSON object"),
+    ('{"oops": 1', "{run}: not valid JSON (Expecting ',' delimiter: line 1 column 11 (char 10))"),
+    ('{"config": []}', '{run}: config: expected an object, got []; pass --data'),
+    ('{"config": {"data": "p.jsonl", "limit": "2"}}', '{run}: config.limit: expected a count, 0 or more, got "2"'),
+])  # fmt: skip
+def test_score_names_a_bad_run_json_and_its_field(tmp_path, capsys, run_json, said):
+    """`score` of a pairwise run read run.json with json.loads(...)["config"]: `{"n_items": 1}` was a KeyError
+    traceback, `[]` a TypeError one, bad JSON an error naming no file. Read as the pointwise score reads it: one line
+    naming the file (and the field), exit 2."""
+    data = _write(PAIRS, tmp_path / "pairs.jsonl")
+    with ScriptedEndpoint(_scripted_judge(_prompts(load_pairs(data))), model=HUB_ID) as server:
+        assert main(["run", "--judge", server.base_url, "--model", HUB_ID, "--data", data, "--out",
+                     str(tmp_path / "run"), "--no-progress", "--limit", "1"]) == 0
+    run = tmp_path / "run" / "run.json"
+    run.write_text(run_json, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0"]) == 2
+    assert capsys.readouterr().err == f"judge-eval score: error: {said.format(run=run)}\n"

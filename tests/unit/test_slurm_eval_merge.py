@@ -168,3 +168,97 @@ def test_the_criteria_auto_counts_of_the_shards_are_summed_not_compared(tmp_path
     merged = merged_record([(shard0, first), (shard1, second)], tmp_path / "data.jsonl", tmp_path / "out")
     assert merged["task_choice_levels"] == {"leaf": 3, "fallback": 1}
     assert (merged["task_choice_zero_shot"], merged["n_items"]) == (1, 4)
+
+
+# --- each shard read as score reads predictions: a bad row named by its shard, never merged ----------------------
+
+
+def _merge(tmp_path: Path, dirs: list[Path], data: Path, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    code = eval_main(["merge", "--data", str(data), "--out", str(tmp_path / "out"), *map(str, dirs)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    (b"garbage not json\n", "2: not a JSON line (Expecting value)"),
+    (b"\xff\xfe{}\n", "line 2: not UTF-8 text (byte 0xff at column 1)"),
+    (b'{"judge": "pollux-4b"}\n', "line 2.id: "),
+])  # fmt: skip
+def test_a_shard_row_that_is_no_prediction_is_named_by_its_shard_file_and_line(tmp_path, capsys, line, said):
+    """A shard's second line that is no prediction was copied into the merged file and counted ("merged 11
+    predictions" with garbage among them); score then named a line of the merged file and advised a rerun of a
+    folder no run wrote. Now: exit 2, the shard's own file and line, and no merged file."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    shard = dirs[1] / "predictions.jsonl"
+    first, second = shard.read_bytes().splitlines(keepends=True)
+    shard.write_bytes(first + line + second)
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    assert code == 2
+    assert err.startswith(f"judge-eval merge: error: {shard}{':' if said[0].isdigit() else ': '}{said}")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out" / "predictions.jsonl").exists() and not (tmp_path / "out" / "run.json").exists()
+
+
+def test_a_torn_last_line_of_a_shard_is_refused_naming_the_shard(tmp_path, capsys):
+    """A shard whose task was killed mid-write and not rerun ends in a cut row: the merge ended it with a newline, a
+    bad line mid-file that score refused naming the merged file. Refused, naming the shard and what to do; a whole
+    last row without its newline (the journal's rule) is a row and merges."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    shard = dirs[0] / "predictions.jsonl"
+    whole = shard.read_bytes()
+    shard.write_bytes(whole[:-40])
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    assert code == 2
+    assert err == (f"judge-eval merge: error: {shard}: its last line is torn (no newline, not a whole row: the "
+                   "shard's task was killed mid-write); rerun that shard's array task, which resumes it, then merge "
+                   "again\n")
+    assert not (tmp_path / "out" / "predictions.jsonl").exists()
+    shard.write_bytes(whole[:-1])  # the last row whole, its newline missing
+    assert merge_shards(dirs, data, tmp_path / "out")[0] == 4
+
+
+def test_an_id_two_shards_hold_is_refused_naming_both(tmp_path, capsys):
+    """Overlapping shards (an array resubmitted with another shard count) and one shard given twice merged with
+    exit 0 and "merged 6 predictions"; score then advised a rerun the merged folder cannot take. Refused, naming
+    the id and both shards' files."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:3], ids[1:]])
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    first, second = dirs[0] / "predictions.jsonl", dirs[1] / "predictions.jsonl"
+    assert code == 2
+    assert err.startswith(f"judge-eval merge: error: {second}: id {ids[1]!r} is in {first} too (the shards overlap")
+    assert not (tmp_path / "out" / "predictions.jsonl").exists()
+    code, err = _merge(tmp_path, [dirs[0], dirs[0]], data, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[0]}: given twice (as {dirs[0]} too); give each shard "
+                              "once\n")
+    same = dirs[1] / "predictions.jsonl"  # one shard holding an id twice
+    same.write_text(same.read_text() + same.read_text().splitlines(keepends=True)[0])
+    code, err = _merge(tmp_path, [dirs[1]], data, capsys)
+    assert code == 2 and err.startswith(f"judge-eval merge: error: {same}: id {ids[1]!r} is twice in this shard")
+
+
+def test_a_data_file_that_is_not_there_is_refused(tmp_path, capsys):
+    """merge --help promises exit 2 for a missing file; --data /nonexistent merged (exit 0) and wrote it into
+    run.json, and the score job failed later."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    missing = tmp_path / "nonexistent.jsonl"
+    code, err = _merge(tmp_path, dirs, missing, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: --data {missing}: no such file; give the JSONL file the "
+                              "shards were cut from\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert _merge(tmp_path, dirs, empty, capsys)[0] == 2
+    assert not (tmp_path / "out" / "predictions.jsonl").exists()
+
+
+def test_a_shard_run_json_holding_no_record_is_said_so(tmp_path, capsys):
+    """A run.json holding {} was reported as "no such file beside the shard's predictions"."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    (dirs[1] / "run.json").write_text("{}")
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[1] / 'run.json'}: not a run record (no config "
+                              "object, as `judge-eval run` writes); rerun the shard\n")

@@ -535,3 +535,70 @@ def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     assert args[args.index("--model") + 1] == "/shared/models/a"
     assert args[args.index("--out") + 1] == f"{submit_dir}/runs/0"
     assert (submit_dir / "runs" / "0").is_dir() and not (work_dir / "runs").exists()
+
+
+# --- eval.sbatch: criteria auto cannot be cut into shards ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("config", "flags", "refused"), [
+    ("", ["--criteria", "auto"], True),
+    ("", ["--criteria=auto"], True),
+    ("criteria: auto  # expand\n", [], True),
+    ("criteria: 'auto'\n", [], True),
+    ("criteria: auto\n", ["--criteria", ""], False),  # the flag after the script wins, as in judge-eval
+    ("criteria_classifier: tfidf\n", [], False),
+    ("", ["--criteria", "auto", "--criteria="], False),
+])  # fmt: skip
+def test_eval_sbatch_refuses_criteria_auto_before_any_work(tmp_path, config, flags, refused):
+    """Each task expanded its own block: an id-less row took its line in the block as id (`0::censor` in every
+    shard), and the merge job scored against the raw rows, which name no criterion, after the whole array judged.
+    The task stops before srun (exit 2), pointing at the expansion to run first; other settings pass."""
+    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"})
+    data, yaml = tmp_path / "rows.jsonl", tmp_path / "eval.yaml"
+    data.write_text('{"instruction": "a", "answer": "b"}\n')
+    yaml.write_text(config or "concurrency: 2\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_RAN": str(tmp_path / "srun_ran"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
+        "JUDGE_EVAL_CONFIG": str(yaml), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(SLURM_DIR / "eval.sbatch"), *flags], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == (2 if refused else 0), proc.stderr
+    assert (tmp_path / "srun_ran").exists() != refused
+    if refused:
+        assert proc.stderr == ("eval.sbatch: criteria auto: an eval array cannot expand rows shard by shard (their ids "
+                               "would collide); expand JUDGE_EVAL_DATA once first and give the items file as "
+                               'JUDGE_EVAL_DATA (docs/slurm.md, "criteria: auto")\n')
+        assert not (tmp_path / "ev").exists()
+
+
+# --- serve.sbatch: an address other nodes reach, or none published ------------------------------------------------
+
+
+@pytest.mark.parametrize(("show_node", "published"), [
+    ("NodeName=nx-gone.invalid Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=nx-gone.invalid", "10.0.0.5"),
+    ("NodeName=nx-gone.invalid Arch=x86_64 NodeAddr=nx-gone.invalid NodeHostName=nx-gone.invalid", None),
+    ("NodeName=nx-gone.invalid Arch=x86_64", None),
+])  # fmt: skip
+def test_serve_sbatch_publishes_no_loopback_for_a_node_it_cannot_name(tmp_path, show_node, published):
+    """A node whose name does not resolve and whose Slurm record gives no other address published
+    http://127.0.0.1:PORT/v1: eval tasks on other nodes polled their own loopback for an hour. The job now stops
+    (exit 2) naming the node, before the endpoint file or srun; a NodeAddr (an IP) is still published."""
+    scontrol = (f'case "$1 $2" in\n  "show hostnames") echo nx-gone.invalid;;\n  "show node") echo "{show_node}";;\n'
+                "esac\n")
+    env = _serve_env(tmp_path, 'cat "$JUDGE_ENDPOINT_DIR"/*.endpoint >"$FAKE_SEEN"\n', JUDGE_PORT="8123",
+                     FAKE_SEEN=str(tmp_path / "seen"))
+    write_executables(tmp_path / "bin", {"scontrol": scontrol})
+    proc = _run("serve.sbatch", env, tmp_path)
+    if published:
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "seen").read_text() == f"http://{published}:8123/v1\n"
+    else:
+        assert proc.returncode == 2
+        assert proc.stderr == ("serve.sbatch: node nx-gone.invalid: its name does not resolve here (getent hosts) and "
+                               "Slurm gives no NodeAddr for it, so no address other nodes reach can be published; fix "
+                               "the node's name resolution or set NodeAddr in slurm.conf\n")
+        assert not (tmp_path / "seen").exists() and not list((tmp_path / "endpoints").glob("*.endpoint"))
