@@ -12,6 +12,10 @@ Before the work starts, ``eval.judging.contact.first_contact`` asks the server's
 still loading is waited for, a wrong key or URL is one plain sentence) and reads what it allows
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
+
+Why one module of ~530 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
+apart, each client would restate them.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "failed_outcome", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
+           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -169,7 +173,7 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
     verdict = read_served_verdict(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient,
                                   finish_reason=finish_reason)
-    return {
+    return past_bound({
         "raw_output": text,
         "feedback": verdict.feedback,
         "score": verdict.score if verdict.ok else None,
@@ -179,7 +183,23 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
         "score_source": ScoreSource.VERDICT if verdict.ok else None,
         "in_scale": verdict.in_scale,
         "regression_score": None,
-    }
+    })
+
+
+def past_bound(outcome: dict[str, Any]) -> dict[str, Any]:
+    """``outcome``, or, when its score is past the size no judge's score reaches (``predictions.SCORE_BOUND``: a
+    ``[RESULT] 10000000 [END]``), the judge's final answer as a parse failure (``no_score``, the number in the
+    reason): a row holding the number is refused by every reader, and was a ``request_failed`` row every rerun
+    asked again. ``no_score``, not ``out_of_scale``: ``score`` parses an ``out_of_scale`` row's text again, as rows
+    of older runs, and would score the number (``eval.scoring.item_table``)."""
+    from eval.judging.predictions import SCORE_BOUND
+
+    score = outcome["score"]
+    if score is None or abs(score) <= SCORE_BOUND:
+        return outcome
+    return {**outcome, "score": None, "parse_ok": False, "error": VerdictError.NO_SCORE, "score_source": None,
+            "in_scale": None, "reason": f"the judge's score {score:.15g} is on no rubric's scale (its size is over "
+                                        f"{SCORE_BOUND:g})"}
 
 
 class ChatBackend:
@@ -381,7 +401,7 @@ class JudgeServeBackend:
     def _outcome(result: JudgeResult) -> dict[str, Any]:
         """A predictions row's judge fields (``eval.judging.predictions.PredictionRow``) from one ``/v1/judge`` result."""
         ok = result.parse_ok and result.score is not None
-        return {
+        return past_bound({
             "raw_output": result.output,
             "feedback": result.feedback or "",
             "score": float(result.score) if ok else None,
@@ -397,7 +417,7 @@ class JudgeServeBackend:
             "expected_score": result.expected_score,
             "confidence": result.confidence,
             "score_probs": result.score_probs,
-        }
+        })
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -442,22 +462,38 @@ class FirstRefusals:
     ``offer`` is told each request's outcome in the order they finish. While no request has succeeded, refusals with
     an HTTP status are held back; once ``n_first`` are held and every one carries the same status and server
     message, ``stopped`` is that refusal (the caller stops sending and raises); any other outcome first releases the
-    held ones to be written as usual.
+    held ones to be written as usual. A request ``asked_before`` (its item has a failed row of an earlier run) is
+    never held: refused, it is written at once, its item's own refusal (a content filter refusing items one by one
+    refuses the same ones on every rerun, and holding them stopped every rerun at them).
 
     Args:
-        n_first: how many alike refusals stop the run (0: never; a run with fewer requests than that writes them).
+        n_first: how many alike refusals stop the run (0: never): callers give it only when at least that many
+            requests were never asked before (fewer, and their refusals are those items' own, written as failed rows).
     """
+
+    @classmethod
+    def for_run(cls, n_never_asked: int) -> FirstRefusals:
+        """The stop of a run sending ``n_never_asked`` requests whose items have no failed row of an earlier run:
+        armed only when they are at least ``N_FIRST_REFUSALS``, enough to tell a refusing endpoint from refused
+        items. A rerun left with the items refused before is never stopped by them: it writes their rows."""
+        return cls(N_FIRST_REFUSALS if n_never_asked >= N_FIRST_REFUSALS else 0)
 
     def __init__(self, n_first: int):
         self.n_first = n_first
         self.open = n_first > 0
         self.held: list[Any] = []
+        self.late: list[Any] = []  # refusals that finished after the stop: ``keep_held`` writes them too
         self.stopped: Refused | None = None
 
-    def offer(self, refusal: Refused | None, payload: Any) -> list[Any]:
+    def offer(self, refusal: Refused | None, payload: Any, *, asked_before: bool = False) -> list[Any]:
         """The payloads to write now: ``payload`` (and any held ones), or none while refusals are held back."""
+        if refusal is not None and asked_before:
+            return [payload]
         if self.stopped is not None:
-            return [] if refusal is not None else [payload]  # a refusal after the stop is retried by the next run
+            if refusal is not None:
+                self.late.append(payload)  # a caller that writes none (MERA) leaves them to the next run
+                return []
+            return [payload]
         if not self.open:
             return [payload]
         alike = (refusal is not None and refusal.status is not None and
@@ -472,13 +508,15 @@ class FirstRefusals:
         return []
 
     def keep_held(self, write: Callable[..., None], what: str, n_sent: int, n_total: int) -> EndpointUnusable:
-        """The stop of a run that keeps its refusals: each held payload is handed to ``write`` (the caller's failed
-        row for that request, as it writes any refusal), and the error to raise says so.
+        """The stop of a run that keeps its refusals: each held payload, and each refused after the stop (requests
+        in flight when it came), is handed to ``write`` (the caller's failed row for that request, as it writes any
+        refusal), and the error to raise says so.
 
         Kept, a stopped run still makes progress: its next run asks what was never asked first (``unasked_first``),
-        then these again. Unwritten, every rerun sent the same refused requests first and stopped at them again.
+        then these again, never held. Unwritten, every rerun sent the same refused requests first and stopped at
+        them again, and an item refused after the stop had no row at all (``score`` counted it missing).
         """
-        for payload, _ in self.held:
+        for payload in [p for p, _ in self.held] + self.late:
             write(*payload)
         return EndpointUnusable(self.message(what, n_sent, n_total, written=True))
 

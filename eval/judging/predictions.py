@@ -33,7 +33,7 @@ from judge.wire import checked_json_fields
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
     import pyarrow as pa
 
-__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "iter_predictions", "prediction_rows",
+__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "SCORE_BOUND", "iter_predictions", "prediction_rows",
            "prediction_table", "read_prediction_table", "read_predictions", "refuse_repeated_ids", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
@@ -110,6 +110,12 @@ class PredictionRow:
             raise ValueError(f"{where}.parse_ok: {said} in a row with score {values['score']!r:.40}; `judge-eval run` "
                              "writes parse_ok in every row (true beside a score): whether this verdict parsed is "
                              "unknown")
+        if values.get("parse_ok") is True and values.get("score") is None:
+            # The reverse: a parsed verdict's score is what `score` reads; without it the row was silently counted
+            # as a parse failure.
+            said = "null" if "score" in values else "absent"
+            raise ValueError(f"{where}.score: {said} in a row with parse_ok true; `judge-eval run` writes the score "
+                             "of every parsed verdict: what this verdict gave is unknown")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""
@@ -137,6 +143,7 @@ assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 #: them reaches: 1e300 passed as finite and the metrics overflowed in numpy (warnings, infinite MAEs). A head's raw
 #: value may leave the scale, so the bound is far from any scale, not the scale itself.
 _SCORE_FIELDS, _SCORE_BOUND = ("score", "regression_score", "expected_score"), 1e6
+SCORE_BOUND = _SCORE_BOUND  # the runner's backends make a verdict past it a parse failure (``past_bound``)
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -247,6 +254,10 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         parsed = table.column("parse_ok") if "parse_ok" in table.column_names else None
         if parsed is None or pc.any(pc.and_(pc.is_valid(table.column("score")), pc.is_null(parsed))).as_py():
             _raise_first_bad_row(path, None)  # a score without its parse_ok: PredictionRow.from_json names the row
+    if "parse_ok" in table.column_names and pc.any(table.column("parse_ok")).as_py():
+        score = table.column("score") if "score" in table.column_names else None
+        if score is None or pc.any(pc.and_(table.column("parse_ok"), pc.is_null(score))).as_py():
+            _raise_first_bad_row(path, None)  # a parsed verdict without its score: named as above
     columns = {}
     for name in PREDICTION_FIELDS:
         if name in table.column_names:

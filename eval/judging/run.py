@@ -110,10 +110,12 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
     journal = JournalWriter(path)
     policy = retry_policy(config)
-    # Only a run with at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a refused item: with
-    # fewer (a resumed run's last items), a refusal is that item's, written as a failed row, never a stop that
-    # every rerun repeats without recording it.
-    first = FirstRefusals(N_FIRST_REFUSALS if len(batches) >= N_FIRST_REFUSALS else 0)
+    # Only requests never asked before can tell a refusing endpoint from refused items: a batch holding an item
+    # refused before is that item's refusal again, written as a failed row, and never held (FirstRefusals.offer).
+    def asked_before(batch: Sequence) -> bool:
+        return any(record.id in failed_before for record in batch)
+
+    first = FirstRefusals.for_run(sum(not asked_before(batch) for batch in batches))
     changed: list[ServerChanged] = []  # a server answering in another verdict format: the run stops at the first
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
 
@@ -146,9 +148,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
                 # a rerun asks it again, once its resume checks have compared the server with the folder.
                 changed.append(err)
                 return
-            if failure is None or not any(record.id in failed_before for record in batch):
+            if failure is None or not asked_before(batch):
                 failing.offer(failure, judge.prefix_key(batch[0]))  # an item failed before: neither counted nor a reset
-            for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start)):
+            for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start),
+                                    asked_before=asked_before(batch)):
                 write(*held)
 
     try:

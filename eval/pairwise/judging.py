@@ -242,7 +242,7 @@ def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[
     Rows of pairs not in ``pairs`` (removed from the data) are dropped, the file rewritten atomically, as a pointwise
     resume drops rows of ids no longer selected: ``score`` refuses judgments of pairs its data does not have. Rows
     under a blank id (written before a blank id read as none) are rewritten under the id of the pair, given a blank
-    or no id, whose text they judged.
+    or no id, whose text they judged. A judgment's earlier rows are dropped: the file keeps one row per judgment.
     """
     rows = read_pairwise_rows(path) if path.exists() else []
     keys = {pair.id: pair.content_key for pair in pairs}
@@ -266,6 +266,8 @@ def pending_judgments(pairs: Sequence[PairRecord], path: Path, orders: Sequence[
     if any(row.id not in keys for row in rows):  # a blank id is in none
         rewrite_journal(path, kept())
         rows = read_pairwise_rows(path)  # the last row of each (id, order) again, a taken row's under its new id
+    if rows and sum(1 for _ in iter_journal(path, quiet=True)) > len(rows):  # else every rerun's retries pile up
+        rewrite_journal(path, (row.to_json() for row in rows))  # the last row per judgment (a failed one: asked last)
     if n_taken:
         log.info("resume: %d rows of pairs with a blank id in %s kept under the id their text now gives", n_taken, path)
     if gone:
@@ -361,10 +363,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (CONTEXT_LIMIT, N_FIRST_REFUSALS, FirstRefusals, Refused, ServerChanged,
-                                       chat_answer_text, chat_extra_body, failed_outcome, reasoning_of, refusal_of,
-                                       refuse_format_change, refuse_without_choice, retryable_status, short,
-                                       too_long_outcome)
+    from eval.judging.backends import (CONTEXT_LIMIT, FirstRefusals, Refused, ServerChanged, chat_answer_text,
+                                       chat_extra_body, failed_outcome, reasoning_of, refusal_of, refuse_format_change,
+                                       refuse_without_choice, retryable_status, short, too_long_outcome)
     from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -431,15 +432,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         queue.put_nowait(job)
     journal = JournalWriter(path)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
-    # As the pointwise runner: only a run of at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a
-    # refused judgment; with fewer, a refusal is that judgment's, written as a failed row.
-    first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
     changed: list[ServerChanged] = []  # a judge-serve answering in another verdict format: the run stops at the first
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
-    # The judgments whose last row failed: asked last (pending_judgments), and not counted by the streak, or every
-    # rerun would stop on the same few pairs that make the server fail.
+    # The judgments whose last row failed: asked last (pending_judgments), neither counted by the streak nor held by
+    # the first refusals' stop, or every rerun would stop on the few pairs the server fails or its filter refuses.
     failed_before = ({(row.id, row.order) for row in read_pairwise_rows(path) if row.error == REQUEST_FAILED}
                      if todo and path.exists() else set())
+    first = FirstRefusals.for_run(sum((pair.id, order) not in failed_before for pair, order in todo))
 
     def write(pair: PairRecord, order: str, outcome: dict[str, Any], latency: float) -> None:
         score = outcome["score"]
@@ -478,9 +477,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 status = getattr(getattr(err, "response", None), "status_code", None)
                 if refusal is None and (policy.retryable(err) or (isinstance(status, int) and retryable_status(status))):
                     failure = err
-            if failure is None or (pair.id, order) not in failed_before:
-                failing.offer(failure, pair.id)  # a judgment failed before: neither counted nor a reset
-            for held in first.offer(refusal, (pair, order, outcome, time.perf_counter() - start)):
+            before = (pair.id, order) in failed_before  # neither counted by the streak nor a reset, nor held
+            if failure is None or not before:
+                failing.offer(failure, pair.id)
+            for held in first.offer(refusal, (pair, order, outcome, time.perf_counter() - start), asked_before=before):
                 write(*held)
 
     try:

@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~970 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~1,010 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -17,7 +17,8 @@ Three stages, each resumable, all in ``--out``:
    defaults); ``<think>`` blocks are stripped from the answer, and an unclosed ``<think>`` cuts the rest
    (answer.py ``strip_think_tags``); content sent as a list of text parts is read joined
    (``judge.plumbing.message_content``), and a generation the server's engine aborted (``finish_reason`` ``abort``)
-   is retried, then a failed request, never an answer cut short. Rows go to ``answers.jsonl`` as they arrive
+   is retried, then a failed request, never an answer cut short; an instruction longer than the candidate's context
+   is a final ``context_length_exceeded`` row, scored by ``--no-answer``. Rows go to ``answers.jsonl`` as they arrive
    (``judge.plumbing.journal``); a rerun keeps them and asks only for failed requests and instructions whose text
    changed (each row keeps a ``content_key`` of the instruction it answered); other candidate settings
    (``candidate_key``) are refused unless ``--overwrite``. Answers outside a run's selection (a smaller
@@ -355,6 +356,12 @@ class AnswerRow:
         """Whether this is a usable answer to ``row`` as the data states it now."""
         return self.error is None and self.answer is not None and self.instruction_key == content_key(row.instruction)
 
+    def final(self, row: InstructionRow) -> bool:
+        """Whether this row is ``row``'s last word, never asked again: an answer, or an instruction longer than the
+        candidate's context (``CONTEXT_LENGTH_EXCEEDED``, scored by ``--no-answer``)."""
+        return self.answers(row) or (self.error == CONTEXT_LENGTH_EXCEEDED
+                                     and self.instruction_key == content_key(row.instruction))
+
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -368,6 +375,17 @@ class AnswerRow:
 
 
 REQUEST_FAILED = "request_failed"
+#: An instruction longer than the candidate's context (its server's 400, ``eval.judging.backends.CONTEXT_LIMIT``):
+#: a final answer row without an answer, scored by ``--no-answer`` and never asked again (``judge.VerdictError``'s).
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+
+
+class _TooLong(Exception):
+    """The candidate's server refused an instruction its context cannot hold: ``refusal`` is its ``Refused``."""
+
+    def __init__(self, refusal: Any):
+        super().__init__(refusal.said)
+        self.refusal = refusal
 
 
 async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_url: str, model: str, name: str,
@@ -390,27 +408,25 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, Refused, generation_aborted, refusal_of,
-                                       refuse_without_choice)
+    from eval.judging.backends import (ABORTED_FINISH, CONTEXT_LIMIT, FirstRefusals, Refused, generation_aborted,
+                                       refusal_of, refuse_without_choice)
     from eval.judging.answer_text import answer_text
     from eval.judging.breaker import FailingStreak, stop_after
-    from eval.judging.run import N_FIRST_REFUSALS
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.message_content import described_content
     from judge.plumbing.retry import RetryPolicy, retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
-    # Only a run with at least N_FIRST_REFUSALS requests can tell a refusing endpoint from a refused item: with
-    # fewer (a resumed run's last items), a refusal is that item's, written as a failed row, never a stop that
-    # every rerun repeats without recording it.
-    first = FirstRefusals(N_FIRST_REFUSALS if len(rows) >= N_FIRST_REFUSALS else 0)
+    # Only instructions never asked before can tell a refusing candidate from refused instructions: one refused
+    # before is refused again on its own (a content filter), written as a failed row, never held (FirstRefusals).
+    first = FirstRefusals.for_run(sum(row.prompt_id not in failed_before for row in rows))
     policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
     journal = JournalWriter(path)
     queue: asyncio.Queue = asyncio.Queue()
     for row in rows:
         queue.put_nowait(row)
-    counts = {"answered": 0, "request_failed": 0}
+    counts = {"answered": 0, "request_failed": 0, "too_long": 0}
     bar = tqdm(total=len(rows), desc="answers", unit="instruction", disable=not config.progress)
 
     async def ask(row: InstructionRow):
@@ -423,6 +439,10 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
+            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
+                # the instruction cannot fit the candidate's context: its final answer, as the judge routes write
+                # one (eval.judging.backends.too_long_outcome), never a failed request every rerun sends again
+                raise _TooLong(refusal_of(err)) from err
             raise refusal_of(err) from err
         # Raised here, inside the retry policy's call: an aborted generation is worth another attempt, as the judge's
         # clients treat one (eval.judging.backends.ChatBackend.judge).
@@ -432,7 +452,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         return response
 
     def write(result: AnswerRow, failed: bool) -> None:
-        counts["request_failed" if failed else "answered"] += 1
+        counts[{None: "answered", CONTEXT_LENGTH_EXCEEDED: "too_long"}.get(result.error, "request_failed")] += 1
         journal.append(result.to_json())
         bar.update(1)
 
@@ -458,6 +478,12 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
                                    finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,
                                    instruction_key=content_key(row.instruction))
+            except _TooLong as err:
+                # Offered to the first refusals' stop as the refusal it is: a candidate refusing every instruction
+                # alike (a max_tokens its window never holds) stops the run, its rows then failed ones (below).
+                refusal = err.refusal
+                result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=CONTEXT_LENGTH_EXCEEDED,
+                                   reason=err.refusal.said, instruction_key=content_key(row.instruction))
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
@@ -471,7 +497,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
-            for held in first.offer(refusal, (result, result.error is not None)):
+            for held in first.offer(refusal, (result, result.error is not None),
+                                    asked_before=row.prompt_id in failed_before):
                 write(*held)
 
     try:
@@ -482,7 +509,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     if first.stopped is not None:
         # The refused instructions as failed rows, asked after the others by the rerun (``answers_stage``): unwritten,
         # every rerun sent the same refused instructions first and stopped at them again, never ranking the rest.
-        raise first.keep_held(write, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
+        # A context-length refusal among them is written failed too: the stop says the candidate cannot be used as
+        # set, so the rerun asks it again rather than keep it as the instruction's final answer.
+        def write_failed(result: AnswerRow, failed: bool) -> None:
+            too_long = result.error == CONTEXT_LENGTH_EXCEEDED
+            write(dataclasses.replace(result, error=REQUEST_FAILED) if too_long else result, failed or too_long)
+
+        raise first.keep_held(write_failed, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them with the instructions never sent
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     return counts
@@ -490,11 +523,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
 def read_answers(path: Path) -> dict[Any, AnswerRow]:
     """The latest row per ``prompt_id`` of ``answers.jsonl`` (a failed request is superseded by its retry)."""
-    from judge.plumbing.journal import open_journal
+    from judge.plumbing.journal import iter_journal_lines, open_journal
+    from judge.records import LineIndex
 
     latest: dict[Any, AnswerRow] = {}
-    for k, data in enumerate(open_journal(path).rows, start=1):
-        row = AnswerRow.from_json(data, f"{path}:{k}")
+    open_journal(path)  # a torn last line cut (and said), for the appends to start on a line of their own
+    for number, data in iter_journal_lines(path, quiet=True):  # named by the line an editor shows, blanks counted
+        row = AnswerRow.from_json(data, f"{path}: {row_place(LineIndex(number - 1))}")
         latest[row.prompt_id] = row
     return latest
 
@@ -568,13 +603,13 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     claim_run_folder(out / "candidate", candidate_key(config), [f"../{ANSWERS}"], overwrite=config.overwrite,
                      adopt_unkeyed=True)
     written = read_answers(path)
-    done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].answers(r)}
+    done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].final(r)}
     failed_before = {r.prompt_id for r in rows if r.prompt_id not in done and r.prompt_id in written
                      and written[r.prompt_id].error}
     # Those failed before asked last: a run stopped by refused first requests wrote them as failed rows, and sent
     # first again they would stop this run too before it asked anything new.
     todo = unasked_first([r for r in rows if r.prompt_id not in done], lambda r: r.prompt_id in failed_before)
-    counts: dict[str, Any] = {"answered": 0, "request_failed": 0}
+    counts: dict[str, Any] = {"answered": 0, "request_failed": 0, "too_long": 0}
     name = next((a.model for a in written.values() if a.error is None), "")
     if name and config.model_name and config.model_name != name:
         raise ConfigError(f"out: {path} holds answers of {name!r}, not of {config.model_name!r}; use another --out")
@@ -844,7 +879,8 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
         return "scored 0 on every criterion" if setting == "zero" else "not scored"
 
     return (f"{head}; verdicts not scored: {failed}; instructions not judged: {len(failed_answers)} without an "
-            f"answer (request failed; {how(matrix.no_answer)}, --no-answer {matrix.no_answer}){_ids(failed_answers)}, "
+            f"answer (request failed, or too long for the candidate; {how(matrix.no_answer)}, --no-answer "
+            f"{matrix.no_answer}){_ids(failed_answers)}, "
             f"{len(empty)} with an empty answer ({how(matrix.empty_answer)}, --empty-answer {matrix.empty_answer})"
             f"{_ids(empty)}")
 
@@ -952,9 +988,11 @@ def rank(config: RankConfig) -> dict[str, Any]:
     matrix.write_csv(out / MATRIX)
     write_atomically(out / "cells.csv", matrix.cells_csv().encode("utf-8"))
     answered = [a for r in rows if (a := answers.get(r.prompt_id)) is not None and a.answers(r)]
+    n_too_long = sum(1 for r in rows if (a := answers.get(r.prompt_id)) is not None and a.final(r) and not a.answers(r))
     unanswered = {status: list(dict.fromkeys(it.prompt_id for it in items if it.status == status))
                   for status in UNJUDGED_STATUSES}
-    counts = {"n_instructions": len(rows), "n_answer_failed": len(rows) - len(answered),
+    counts = {"n_instructions": len(rows), "n_answer_failed": len(rows) - len(answered) - n_too_long,
+              "n_answer_too_long": n_too_long,
               "n_answer_empty": len(unanswered["empty_answer"]),
               "n_cut_in_thinking": sum(1 for a in answered if a.cut_in_thinking),
               "n_finish_length": sum(1 for a in answered if a.finish_reason == "length"), **item_counts,

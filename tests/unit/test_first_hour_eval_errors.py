@@ -407,7 +407,7 @@ def test_score_refuses_a_prediction_score_no_judge_gives(tmp_path, capsys):
 def test_a_score_field_over_the_bound_is_refused_row_by_row(field):
     with pytest.raises(ValueError, match=rf"^row 1\.{field}: -2000000\.0 is not a judge's score"):
         PredictionRow.from_json({"id": "a", field: -2e6}, where="row 1")
-    kept = PredictionRow.from_json({"id": "a", field: 1e6, "parse_ok": True})  # (a score comes with its parse_ok)
+    kept = PredictionRow.from_json({"id": "a", "parse_ok": True, "score": 1, field: 1e6})  # parse_ok with its score
     assert getattr(kept, field) == 1e6  # the bound itself: kept
     assert PredictionRow.from_json({"id": "a", "latency_s": 3e6}).latency_s == 3e6  # seconds: no score
 

@@ -30,6 +30,8 @@ def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
             del row[key]  # older runs' rows lack some fields
         if row.get("score") is not None and row.get("parse_ok") is None:
             row["parse_ok"] = True  # every run wrote parse_ok beside a score: one without it is refused
+        if row.get("score") is None and row.get("parse_ok") is True:
+            row["parse_ok"] = False  # nor a parsed verdict without its score
         rows.append(row)
     return rows
 
@@ -207,6 +209,22 @@ def test_a_score_without_its_parse_ok_is_refused_by_both_readers(tmp_path, parse
         assert str(caught.value) == message
     with pytest.raises(ValueError, match=r"^row 1\.parse_ok: absent in a row with score 2\.0;"):
         prediction_table([{"id": "b", "score": 2.0}])
+
+
+@pytest.mark.parametrize("score, said", [(None, "null"), ("absent", "absent")])
+def test_a_parsed_verdict_without_its_score_is_refused_by_both_readers(tmp_path, score, said):
+    """The reverse: parse_ok true and no score was silently a parse failure in `score`'s counts. judge-eval run
+    writes the score of every parsed verdict."""
+    path = tmp_path / "predictions.jsonl"
+    bad = {"id": "b", "parse_ok": True} if score == "absent" else {"id": "b", "score": None, "parse_ok": True}
+    rows = [{"id": "a", "score": 1.0, "parse_ok": True}, {}, bad]
+    path.write_text("\n".join(json.dumps(r) if r else "" for r in rows) + "\n", encoding="utf-8")
+    message = (f"{path}: line 3.score: {said} in a row with parse_ok true; `judge-eval run` writes the score of "
+               "every parsed verdict: what this verdict gave is unknown")
+    for read in (read_predictions, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError) as caught:
+            read(path)
+        assert str(caught.value) == message
 
 
 def test_parse_ok_still_defaults_to_false_without_a_score(tmp_path):

@@ -16,15 +16,24 @@ GOOD = {"prompt_id": 1, "model": "m", "answer": "Ответ.", "finish_reason": 
         "error": None, "reason": "", "latency_s": 0.5, "instruction_key": "k"}
 
 
-@pytest.mark.parametrize(("field", "value", "said"), [("prompt_id", [1], "answers.jsonl:2.prompt_id: expected"),
-                                                      ("answer", 5, "answers.jsonl:2.answer: expected"),
-                                                      ("prompt_id", None, "answers.jsonl:2.prompt_id: required")])
+@pytest.mark.parametrize(("field", "value", "said"), [("prompt_id", [1], "answers.jsonl: line 2.prompt_id: expected"),
+                                                      ("answer", 5, "answers.jsonl: line 2.answer: expected"),
+                                                      ("prompt_id", None, "answers.jsonl: line 2.prompt_id: required")])
 def test_an_answer_row_of_the_wrong_type_names_file_line_and_field(tmp_path: Path, field: str, value, said) -> None:
     path = tmp_path / "answers.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "prompt_id": 2, field: value}) + "\n",
                     encoding="utf-8")
     with pytest.raises(ValueError, match=said.replace(".", r"\.")):
         read_answers(path)
+
+
+def test_a_bad_answer_row_is_named_by_its_line_blank_lines_counted(tmp_path: Path) -> None:
+    """The row on line 4, after two blank lines, is line 4 (the line an editor shows), not the second row."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n\n\n" + json.dumps({**GOOD, "prompt_id": [2]}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        read_answers(path)
+    assert str(caught.value) == f"{path}: line 4.prompt_id: expected int or str, got list '[2]'"
 
 
 def test_a_well_formed_answers_file_still_reads(tmp_path: Path) -> None:

@@ -167,3 +167,61 @@ def test_an_answer_of_reasoning_parts_alone_is_one_cut_in_its_thinking(tmp_path:
         2: ("", True, None), 6: ("", True, None)}
     counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
     assert (counts["n_answer_failed"], counts["n_answer_empty"], counts["n_cut_in_thinking"]) == (0, 2, 2)
+
+
+def test_a_rerun_left_with_refused_instructions_asks_them_instead_of_stopping(tmp_path: Path, data: Path) -> None:
+    """The run above, rerun once more: only instructions 1-3 are left, all refused before. They are asked again and
+    written as failed rows (exit 3); the first refusals' stop, armed only by instructions never asked, stopped every
+    such rerun at them (exit 4) before."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return (400, {"error": {"message": "content filtered", "type": "invalid_request_error"}}) if pid <= 3 else None
+
+    argv = ("--concurrency", "1")
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *argv)) == 4
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *argv)) == 3
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, *argv)) == 3
+        assert _asked(cand) == [1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 1, 2, 3]
+    assert [pid for pid, r in _answers(out).items() if r["error"]] == [1, 2, 3]
+
+
+TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested "
+                                       "5000 tokens (904 in the messages, 4096 in the completion).",
+                            "type": "BadRequestError", "param": None, "code": 400}})
+
+
+def test_an_instruction_longer_than_the_context_is_a_final_row_scored_by_no_answer(tmp_path: Path,
+                                                                                    data: Path) -> None:
+    """Instruction 7 does not fit the candidate's context (vLLM's 400): its row is final (error
+    context_length_exceeded, the server's words), scored by --no-answer (its one criterion a no_answer item), the run
+    exits 0 and the rerun does not ask it again, as the judge routes write such a prompt's row."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return TOO_LONG if pid == 7 else None
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert sorted(_asked(cand)) == [1, 2, 3, 4, 5, 6, 7]  # the rerun asked nothing
+    row = _answers(out)[7]
+    assert (row["answer"], row["error"], row["reason"]) == (None, "context_length_exceeded",
+                                                            TOO_LONG[1]["error"]["message"])
+    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    assert (counts["n_answer_failed"], counts["n_answer_too_long"], counts["n_no_answer"]) == (0, 1, 1)
+
+
+def test_a_candidate_refusing_every_instruction_as_too_long_still_stops(tmp_path: Path, data: Path) -> None:
+    """The same 400 for every instruction (a window no request fits: the settings, not the instructions): the first
+    three stop the run (exit 4), written as failed rows, not final ones, so the rerun against a fixed candidate
+    asks them again."""
+    out = tmp_path / "bench"
+    with Scripted(lambda pid, n, model: TOO_LONG) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 4
+    assert {pid: r["error"] for pid, r in _answers(out).items()} == {1: "request_failed", 2: "request_failed",
+                                                                     3: "request_failed"}
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
+        assert _asked(cand) == [4, 5, 6, 7, 1, 2, 3]
