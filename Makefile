@@ -127,28 +127,32 @@ system-packages: $(APT_STAMP)
 
 # The stamp is written only once every group is there: a run that could not install one (not root, or apt-get
 # failed on it) warns and leaves none, so a later run, as root or with the package available, installs what is
-# missing instead of finding the target done. A group apt-get failed on as root is listed in $(APT_UNAVAILABLE) and
-# not asked for again but by `make system-packages` (a package this distribution lacks stays lacking; asking again
-# cost every make an apt-get update). A failed group is not a failed set-up: the tests that need it skip, and the
-# demo's code sandbox, without bubblewrap, runs with rlimits only and says so (eval/mera, sandbox: auto).
+# missing instead of finding the target done. A group this distribution has no package for (apt-get: "has no
+# installation candidate", "Unable to locate package": Ubuntu's chromium) is listed in $(APT_UNAVAILABLE) and not
+# asked for again but by `make system-packages` (asking cost every make an apt-get update and a failing install);
+# any other failure (no network, the dpkg lock held) is tried again next time. A failed group is not a failed
+# set-up: the tests that need it skip, and the demo's code sandbox, without bubblewrap, runs with rlimits only and
+# says so (eval/mera, sandbox: auto).
 $(APT_STAMP): Makefile
 	@missing= ; skipped= ; updated= ; retry=$(if $(filter system-packages,$(MAKECMDGOALS)),1) ; \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then root=1; why="apt-get install failed"; \
-	else root=; why="not root or no apt-get"; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then root=1; else root=; fi; \
 	if [ -n "$$root" ] && [ -n "$$retry" ]; then rm -f $(APT_UNAVAILABLE); fi; \
 	for group in $(APT_GROUPS); do \
 		name=$${group%%:*}; packages=$$(echo $${group#*:} | tr , ' '); \
 		dpkg -s $$packages >/dev/null 2>&1 && continue; \
-		if [ -n "$$root" ] && grep -qx "$$name" $(APT_UNAVAILABLE) 2>/dev/null; then \
-			why="apt-get could not install it before; make system-packages as root tries again"; \
-		elif [ -n "$$root" ]; then \
+		if [ -z "$$root" ]; then why="not root or no apt-get"; \
+		elif grep -qx "$$name" $(APT_UNAVAILABLE) 2>/dev/null; then \
+			why="no such package here before; make system-packages as root tries again"; \
+		else \
 			[ -n "$$updated" ] || apt-get update -qq || echo "warning: apt-get update failed"; updated=1; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$packages >/dev/null && continue; \
-			echo "$$name" >> $(APT_UNAVAILABLE); fi; \
-		missing="$$missing $$packages"; skipped="$$skipped, $$name"; \
+			said=$$(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$packages 2>&1 >/dev/null) && continue; \
+			why="apt-get install failed"; printf '%s\n' "$$said" >&2; \
+			case "$$said" in *"no installation candidate"*|*"Unable to locate package"*) \
+				echo "$$name" >> $(APT_UNAVAILABLE); why="apt-get install failed: no such package here";; esac; fi; \
+		missing="$${missing:+$$missing; }$$packages ($$why)"; skipped="$$skipped, $$name"; \
 	done; \
 	if [ -z "$$missing" ]; then touch $(APT_STAMP); \
-	else echo "warning: cannot install$$missing ($$why); the$${skipped#,} tests will say so and skip"; fi
+	else echo "warning: cannot install $$missing; the$${skipped#,} tests will say so and skip"; fi
 
 demo: setup
 	$(PY) scripts/demo.py --out $(DEMO_DIR)

@@ -216,7 +216,7 @@ def report_pages(out: Path) -> list[Path]:
 def contract_records(data: str | None) -> list:
     """The contract stage's records: ``--data``'s, else the bundled sample's; a ``DemoError`` naming the file and
     the row when they cannot be read or there are none."""
-    source = data or sample_data_path()
+    source = sample_data_path() if data is None else data  # `--data ""` is a mistake, not the sample
     try:
         records = load_records(source)
     except (OSError, ValueError) as error:  # the loader's message names the file and the row
@@ -230,7 +230,7 @@ def contract_records(data: str | None) -> list:
 def stage_contract(out: Path, args, servers) -> int:
     from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
-    source = args.data or sample_data_path()
+    source = sample_data_path() if args.data is None else args.data
     records = getattr(args, "contract_records", None) or contract_records(args.data)
 
     tokenizer = build_qwen_tokenizer()

@@ -92,7 +92,7 @@ case "$*" in *chromium*) echo "E: Package 'chromium' has no installation candida
 for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; esac; done""")
     run = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")
     assert run.returncode == 0, run.stderr
-    assert "warning: cannot install chromium chromium-driver (apt-get install failed)" in run.stdout
+    assert "warning: cannot install chromium chromium-driver (apt-get install failed: no such package here)" in run.stdout
     assert "browser tests will say so and skip" in run.stdout
     assert installed.read_text(encoding="utf-8").split() == ["bubblewrap", "slurm-wlm", "munge"]
     assert not (work / ".apt-installed").exists() and (work / ".venv" / ".installed").exists()
@@ -103,8 +103,8 @@ for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "{installed}";; es
     again = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")  # not asked again: it would fail again
     assert again.returncode == 0, again.stderr
     assert calls.read_text(encoding="utf-8") == asked
-    assert ("warning: cannot install chromium chromium-driver (apt-get could not install it before; make "
-            "system-packages as root tries again)") in again.stdout
+    assert ("warning: cannot install chromium chromium-driver (no such package here before; make system-packages as "
+            "root tries again)") in again.stdout
 
     retry = _make(work, bin_dir, "system-packages")  # asked for by name: tried again, listed again
     assert retry.returncode == 0 and "Nothing to be done" not in retry.stdout
@@ -192,3 +192,29 @@ def test_the_cpu_and_gpu_set_ups_refuse_each_others_venv(tmp_path):
     run = _make(work, bin_dir, python, "setup")
     assert run.returncode != 0 and "this .venv was set up for gpu" in run.stderr, run.stderr
     assert log.read_text(encoding="utf-8") == before
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_an_apt_failure_that_may_pass_is_tried_again_by_the_next_make(tmp_path):
+    """The dpkg lock held (unattended-upgrades on a fresh machine) or no network: not a package the distribution
+    lacks, so nothing is listed and the next make asks again; each group's reason is its own."""
+    work, bin_dir, log = _repo(tmp_path)
+    calls = tmp_path / "apt-calls"
+    _stub(bin_dir, "id", "echo 0")
+    _stub(bin_dir, "apt-get", f"""echo "$*" >> "{calls}"
+[ "$1" = install ] || exit 0
+case "$*" in *chromium*) echo "E: Package 'chromium' has no installation candidate" >&2; exit 100;; esac
+echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100""")
+    first = _make(work, bin_dir, "system-packages")
+    assert first.returncode == 0, first.stderr
+    assert ("warning: cannot install bubblewrap (apt-get install failed); slurm-wlm munge (apt-get install failed); "
+            "chromium chromium-driver (apt-get install failed: no such package here); the sandbox, Slurm, browser "
+            "tests will say so and skip") in first.stdout
+    assert "Could not get lock" in first.stderr  # apt-get's own words, not swallowed
+    assert (work / ".apt-unavailable").read_text(encoding="utf-8") == "browser\n"
+    asked = calls.read_text(encoding="utf-8")
+    again = _make(work, bin_dir, f"PYTHON={bin_dir / 'python3.11'}", "setup")
+    assert again.returncode == 0, again.stderr
+    assert calls.read_text(encoding="utf-8")[len(asked):] == (
+        "update -qq\ninstall -y -qq --no-install-recommends bubblewrap\n"
+        "install -y -qq --no-install-recommends slurm-wlm munge\n")
