@@ -70,15 +70,25 @@ class ResolvedCriterion:
         return cls(criterion.name["ru"], criterion.rubric("ru"), criterion.scale, criterion.id)
 
 
-def task_path(task_type: str | None, subtype: str | None = None, subsubtype: str | None = None) -> tuple[str, ...] | None:
-    """The task an item names, as the taxonomy looks it up: its non-empty names in order, or None for none.
+def task_path(task_type: str | None, subtype: str | None = None,
+              subsubtype: str | None = None) -> tuple[str | None, ...] | None:
+    """The task an item names, as the taxonomy looks it up: its names in order up to the last one given, a blank
+    level between them None (unknown, narrowed by the levels given, as ``Taxonomy.leaf`` reads a row: a blank
+    subtype does not make the sub-subtype a subtype); None when it names none.
 
     Raises:
-        TaxonomyError: no task of the taxonomy lies under the path (the message names the closest task types).
+        TaxonomyError: no task of the taxonomy lies under the path (the message names the closest task types;
+            ``level`` the name at fault, counted as passed).
     """
-    path = tuple(p for p in (task_type, subtype, subsubtype) if p) or None
-    if path:
-        load_taxonomy().find_tasks(*path)
+    names = [(name.strip() or None) if isinstance(name, str) else name for name in (task_type, subtype, subsubtype)]
+    while names and names[-1] is None:
+        names.pop()
+    if not names:
+        return None
+    if names[0] is None:  # a subtype with no task type names no task the taxonomy can look up
+        raise TaxonomyError("no task type given beside its subtype", level=0)
+    path = tuple(names)
+    load_taxonomy().find_tasks(*path)
     return path
 
 

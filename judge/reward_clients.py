@@ -438,8 +438,8 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
 
     try:
         task = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
-    except TaxonomyError as err:
-        raise ValueError(f"samples[{row}].task_type: {err}") from None
+    except TaxonomyError as err:  # its level names the column at fault (a blank one between is kept, as None)
+        raise ValueError(f"samples[{row}].{TASK_FIELDS[err.level or 0]}: {err}") from None
     if not isinstance(sample.criteria, tuple):
         crits = _set_criteria(sample.criteria, task, row)
         return reward_of([JudgeResult(criterion=c.name, criterion_id=c.id, scale=list(c.scale.levels), error=error,

@@ -455,8 +455,9 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
         return [ResolvedCriterion.of(taxonomy.criteria[cid]) for cid in choice.criteria]
     try:
         task = task_path(item.task_type, item.task_subtype, item.task_subsubtype)
-    except TaxonomyError as err:
-        raise RequestError(clip_message(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
+    except TaxonomyError as err:  # its level names the field at fault
+        field = f"items[{index}].{('task_type', 'task_subtype', 'task_subsubtype')[err.level or 0]}"
+        raise RequestError(clip_message(f"{field}: {err}"), param=field) from None
     if item.criteria is None:
         try:
             crits = taxonomy.criteria_for(*task)  # type: ignore[misc]

@@ -177,3 +177,20 @@ def test_the_bundled_rows_folds_are_those_the_shipped_classifier_was_calibrated_
     assert (cal["folds"], cal["n_out_of_fold"], TfidfClassifier.load().meta["seed"]) == (5, len(real), 0)
     order = np.random.default_rng(0).permutation(real)  # how the shipped classifier's folds were dealt
     assert out_of_fold_folds(pairs, real, 5, 0) == [sorted(order[k::5].tolist()) for k in range(5)]
+
+
+def test_a_blank_subtype_leaves_the_sub_subtype_in_its_place():
+    """judge-serve's items and the reward clients' samples read a row's task as annotate and the labelled sets do
+    (``Taxonomy.leaf``): a blank subtype is unknown, so "Informative translation" stays the sub-subtype it is. By
+    hand from judge/data/tasks.json: it lies under Texts only, whose leaf has 18 criteria. Before: the blank was
+    dropped, the sub-subtype read as a subtype, and the item refused ("has no subtype 'Informative translation'")."""
+    from judge.taxonomy import load_taxonomy
+
+    pair = "Translation, English-Russian language pair"
+    assert task_path(pair, "", "Informative translation") == (pair, None, "Informative translation")
+    assert task_path(pair, " ", None) == (pair,) and task_path(None, "", "  ") is None
+    assert [leaf.path for leaf in load_taxonomy().find_tasks(pair, None, "Informative translation")] == [
+        (pair, "Texts", "Informative translation")]
+    request = parse_judge_request({"items": [{"instruction": "Переведи", "answer": "x", "task_type": pair,
+                                              "task_subtype": "", "task_subsubtype": "Informative translation"}]})
+    assert len(resolve_criteria(request.items[0], 0)) == 18

@@ -56,6 +56,10 @@ BAD_CRITERIA = [
     ({"criteria": [{"name": "X", "rubrics": "без шкалы"}]}, "items[0].criteria[0].rubrics", "no scale"),
     ({"criteria": None, "task_type": "Poetry writing"}, "items[0].task_type", "unknown task type"),
     ({"criteria": None, "task_type": "Code modification"}, "items[0].task_type", "name one of"),
+    ({"criteria": None, "task_type": "Code modification", "task_subtype": "Pythn"}, "items[0].task_subtype",
+     "has no subtype 'Pythn'"),
+    ({"criteria": None, "task_type": "Translation, English-Russian language pair", "task_subtype": "",
+      "task_subsubtype": "Literary"}, "items[0].task_subsubtype", "has no sub-subtype 'Literary'"),
 ]
 
 
