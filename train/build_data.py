@@ -33,7 +33,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~600 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~630 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -47,7 +47,7 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,19 +374,24 @@ def split_rows(rows: Sequence[dict[str, Any]], eval_fraction: float,
     return train, held_out
 
 
-def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int, *,
-                  thinking: bool = False) -> tuple[list[dict], int]:  # fmt: skip
+def drop_too_long(rows: Sequence[dict[str, Any]], tokenizer, max_length: int, *, thinking: bool = False,
+                  text_of: Callable[[dict[str, Any]], str] | None = None) -> tuple[list[dict], int]:  # fmt: skip
     """Drop rows whose chat-formatted prompt + target exceeds ``max_length`` tokens.
 
     Args:
         thinking: render as an integer-format judge is trained, thinking on (``judge.apply_chat``).
+        text_of: the text a row is trained as, where the recipe's differs from the chat template's rendering of
+            prompt and target (the seq2seq recipe's on a template that drops an assistant turn's reasoning:
+            ``train.seq2seq.training_text``); counted before the split and the ``max_rows`` cut, so that a row
+            too long is not first drawn and then dropped after them.
 
     Returns:
         (kept rows, number dropped).
     """
     kept = []
     for row in rows:
-        text = judge.apply_chat(tokenizer, row["prompt"], row["completion"], thinking=thinking)
+        text = (text_of(row) if text_of is not None
+                else judge.apply_chat(tokenizer, row["prompt"], row["completion"], thinking=thinking))
         if len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_length:
             kept.append(row)
     return kept, len(rows) - len(kept)
@@ -423,7 +428,8 @@ def drop_long_examples(config, report: BuildReport, rows: list[dict], examples: 
     return [rows[k] for k in kept], [examples[k] for k in kept]
 
 
-def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildReport]:
+def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] | None = None,
+                    ) -> tuple[list[dict], list[dict], BuildReport]:  # fmt: skip
     """The recipes' data step: records -> rows -> drop too long -> split train/eval -> first ``max_rows``.
 
     The validation rows come from ``config.eval_data`` when given, else from a hash split of ``config.data``.
@@ -431,6 +437,8 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
     Args:
         config: a resolved ``Seq2SeqConfig`` or ``RegressionConfig``.
         tokenizer: the base model's tokenizer (lengths are counted through its chat template).
+        text_of: the text a row is trained as, where the recipe's is not the chat template's rendering of prompt and
+            target (``drop_too_long``).
 
     Returns:
         (train rows, eval rows, report); ``report.dropped["too_long"]`` counts the rows over ``max_length``.
@@ -443,7 +451,7 @@ def rows_for_config(config, tokenizer) -> tuple[list[dict], list[dict], BuildRep
             min_russian_share=config.min_russian_share,
             score_target=getattr(config, "score_target", "mean"),
         )
-        rows, n_long = drop_too_long(rows, tokenizer, config.max_length)
+        rows, n_long = drop_too_long(rows, tokenizer, config.max_length, text_of=text_of)
         if n_long:
             report.dropped["too_long"] += n_long
             report.n_rows = len(rows)
@@ -584,7 +592,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse_bad_arguments(args: Any) -> None:
     """Refuse, before the data is read, a ``--min-russian-share`` that is not a share (NaN compares false with every
     share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder, lies under a file, or
-    cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the ``--data`` file itself.
+    cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the ``--data`` file itself or lies
+    inside the ``--data`` folder.
 
     Raises:
         ValueError: naming the flag and the value (``ConfigError``, a ValueError, for an ``--out`` under a file or
@@ -607,6 +616,11 @@ def refuse_bad_arguments(args: Any) -> None:
         if Path(data).is_file() and Path(args.out).is_file() and Path(data).samefile(args.out):
             raise ValueError(f"--out {args.out}: the same file as --data {args.data}; the rows would replace the "
                              "records they are built from: give --out another file")
+        # A folder's records are every file under it (its parquet shards, its JSONL files): --out there would replace
+        # one of them, or join them as records the next time the folder is read.
+        if Path(data).is_dir() and Path(args.out).resolve().is_relative_to(Path(data).resolve()):
+            raise ValueError(f"--out {args.out}: inside the --data folder {args.data}, whose files are the records "
+                             "the rows are built from: give --out a file outside it")
 
 
 def _what_dropped(report: BuildReport) -> str:

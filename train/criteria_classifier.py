@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="example: judge-train criteria-classifier --data runs/data/instructions/instructions.jsonl --out runs/task-clf. "
                "Exit codes: 0 the classifier written (its summary printed); 2 a usage error, a --threshold or "
                "vocabulary cap out of range, or refused --data (held-out or released-benchmark rows, an unreadable "
-               "line), said in one line on stderr before anything is fitted.",
+               "line, a missing or unreadable file), said in one line on stderr before anything is fitted.",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="folder to write model.json + weights.npz into")
     parser.add_argument("--data", action="append", default=[],
@@ -118,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       allow_benchmark_rows=args.allow_benchmark_rows)
     except (BenchmarkRowsError, ValueError) as err:
         print(f"judge-train criteria-classifier: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a --data that is not there or cannot be read: named, as the epilog promises
+        what = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+        print(f"judge-train criteria-classifier: error: --data {what}", file=sys.stderr)
         return 2
     clf = fit_tfidf(pairs, folds=args.folds, threshold=args.threshold, max_char_features=args.max_char_features,
                     max_word_features=args.max_word_features)

@@ -11,7 +11,9 @@ rendered through the base model's own chat template, exactly as ``judge.apply_ch
 and tokenized as judge-serve tokenizes the prompt (``judge.chat_tokens.chat_ids``: a special-token string in an
 answer is the characters it is, never a turn of its own). ``completion_only_loss`` puts the cross-entropy on the
 assistant turn only, including the end-of-turn token after ``[END]`` (``<|im_end|>`` for Qwen2.5): a judge that
-never learns to stop never writes ``[END]``.
+never learns to stop never writes ``[END]``. A template that opens ``<think>`` in its generation prompt whatever
+``enable_thinking`` says (QwQ, DeepSeek-R1 distills) trains that prompt, then ``</think>`` closing the empty reasoning
+block and the target: judge-serve sends that prompt and reads the verdict after the block's close.
 
 With ``verdict_format: integer`` the judge learns ``Pollux-4B-Judge``'s format instead: the assistant turn is
 ``<think>\\n{reasoning}\\n</think>\\n\\n{score}`` (``integer_target``), rendered with the chat template's thinking left
@@ -23,9 +25,10 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~560 lines: it is the whole recipe of both verdict formats, which share one trainer and one
-tokenization (``sft_examples``); what the integer format adds (its rows from reasoning traces and the rules that
-keep a trace, ~250 lines) is read with the step that trains on it.
+Why one module of ~600 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
+adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
+on it.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
-           "traces_agreement", "traces_settings_for_config", "trained_lengths"]
+           "traces_agreement", "traces_settings_for_config", "trained_lengths", "training_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,27 +72,25 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
     With ``thinking`` the reasoning must be trained, where judge-serve prompts the judge to write it
     (:func:`_with_the_reasoning`): a template that drops it from a rendered assistant turn (DeepSeek-R1 distills,
     QwQ) but opens ``<think>`` in its generation prompt trains the generation prompt, the rest of the target and the
-    template's end of turn; one that drops it and opens nothing is refused.
+    template's end of turn; one that drops it and opens nothing is refused. Without ``thinking`` (the tagged format)
+    a template that opens ``<think>`` in its generation prompt all the same (QwQ, R1 distills ignore
+    ``enable_thinking``) trains that prompt, then the empty reasoning block judge-serve reads the verdict after
+    (:func:`_after_an_empty_reasoning`); one whose rendered turn does not follow its generation prompt is refused.
 
     Raises:
         ValueError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
             the template's text).
-        ConfigError: ``thinking``, and a chat template the integer format's reasoning cannot be trained through.
+        ConfigError: ``thinking``, and a chat template the integer format's reasoning cannot be trained through; or
+            a chat template whose rendered assistant turn does not follow its generation prompt.
     """
     from judge.chat_tokens import chat_ids, chat_parts
 
     parts = []
     for row in rows:
-        prompt, completion = row["prompt"], row["completion"]
-        full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
-        if prompt not in full:
-            raise ValueError(f"row {row.get('id')!r}: the chat template does not keep the prompt verbatim")
-        generation = judge.apply_chat(tokenizer, prompt, thinking=thinking)
-        if thinking:
-            full, completion = _with_the_reasoning(tokenizer, row, generation, full)
+        full, generation, completion = _training_texts(row, tokenizer, thinking)
         # a completion the template rewrote is read as the template's text (chat_parts); neither format's is, on the
         # Qwen templates (tests/unit/test_train_seq2seq_tokens.py)
-        parts += [chat_parts(generation, prompt), chat_parts(full, prompt, completion=completion)]
+        parts += [chat_parts(generation, row["prompt"]), chat_parts(full, row["prompt"], completion=completion)]
     ids = chat_ids(tokenizer, parts)
     examples = []
     for prompt_ids, full_ids in zip(ids[::2], ids[1::2]):
@@ -97,6 +98,27 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
         n = next((k for k, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(len(prompt_ids), len(full_ids)))
         examples.append({"input_ids": full_ids, "completion_mask": [0] * n + [1] * (len(full_ids) - n)})
     return examples
+
+
+def training_text(row: dict[str, Any], tokenizer, *, thinking: bool = False) -> str:
+    """The whole text ``sft_examples`` trains ``row`` as (generation prompt and target, repaired for templates
+    that drop an assistant turn's reasoning or open ``<think>`` themselves): what the data step counts a row's
+    length by (``train.build_data.drop_too_long``)."""
+    return _training_texts(row, tokenizer, thinking)[0]
+
+
+def _training_texts(row: dict[str, Any], tokenizer, thinking: bool) -> tuple[str, str, str]:
+    """``row``'s training text, the generation prompt it starts with, and the part the judge writes."""
+    prompt, completion = row["prompt"], row["completion"]
+    full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
+    if prompt not in full:
+        raise ValueError(f"row {row.get('id')!r}: the chat template does not keep the prompt verbatim")
+    generation = judge.apply_chat(tokenizer, prompt, thinking=thinking)
+    if thinking:
+        full, completion = _with_the_reasoning(tokenizer, row, generation, full)
+    elif prompt_opens_reasoning(generation) or not full.startswith(generation):
+        full = _after_an_empty_reasoning(tokenizer, row, generation)
+    return full, generation, completion
 
 
 #: An assistant turn's text that no template rewrites (no ``</think>`` to split at): what the template writes after
@@ -137,6 +159,47 @@ def _with_the_reasoning(tokenizer, row: dict[str, Any], generation: str, full: s
                       "integer format would train the judge to answer without reasoning. Use a base whose template "
                       "keeps an assistant turn's reasoning (Qwen3, or a ChatML base: Qwen2.5, T-lite), or "
                       "verdict_format: tagged")
+
+
+#: What a tagged judge writes first after a generation prompt that opened ``<think>``: the close of an empty
+#: reasoning block (``<think>\n</think>\n\n`` with the prompt's own ``<think>\n``), then the verdict. judge-serve's
+#: reader and GRPO's ``format_reward`` take up to two newlines before ``</think>`` (``serve.judging.verdict_regex``,
+#: ``judge.verdicts.bare_tagged_answer``); none here, because a newline after the prompt's own would be tokenized
+#: with it as one ``\n\n`` token, and the trained prompt's ids would no longer be the ones judge-serve sends.
+_EMPTY_REASONING_CLOSE = "</think>\n\n"
+
+
+def _after_an_empty_reasoning(tokenizer, row: dict[str, Any], generation: str) -> str:
+    """The tagged-format training text of ``row`` for a template whose generation prompt opens ``<think>`` with
+    thinking off, or whose rendered assistant turn does not start with its generation prompt.
+
+    QwQ's and DeepSeek-R1 distills' templates ignore ``enable_thinking``: the generation prompt judge-serve sends
+    still ends in ``<think>\n`` (``judge.rewards.prompt_opens_reasoning``), and judge-serve reads the verdict after
+    the close of that block (``serve.score_reading.seq2seq_verdict(..., reasoning_opened=True)``), while the
+    assistant turn they render (no reasoning in a tagged target) has no ``<think>`` at all: trained as rendered, the
+    judge learned a prompt it is never sent. A template that renders the empty block itself (Qwen3 Thinking-2507:
+    ``<think>\n\n</think>\n\n``) is trained the same way: its ``\n\n`` is one token, and the prompt trained before
+    it ended one ``\n`` short of the served one. The text is that generation prompt, the close of an empty block
+    (``_EMPTY_REASONING_CLOSE``), the target and the template's end of turn (what it writes after an assistant
+    turn, found as the integer format finds it). Any other template whose rendered turn does not follow its
+    generation prompt is refused.
+
+    Raises:
+        ConfigError: such a template, or one whose end of turn cannot be told.
+    """
+    name = getattr(tokenizer, "name_or_path", "") or tokenizer.__class__.__name__
+    if not prompt_opens_reasoning(generation):
+        raise ConfigError(f"model_name_or_path: the chat template of {name} renders the assistant turn of row "
+                          f"{row.get('id')!r} other than after its generation prompt: the tagged format would train "
+                          "the judge on a prompt judge-serve never sends. Use a base whose template renders an "
+                          "assistant turn after its generation prompt (Qwen3, or a ChatML base: Qwen2.5, T-lite)")
+    turn = judge.apply_chat(tokenizer, row["prompt"], _TURN_MARK)
+    if _TURN_MARK not in turn:
+        raise ConfigError(f"model_name_or_path: the chat template of {name} opens <think> in its generation prompt "
+                          f"and rewrites an assistant turn (row {row.get('id')!r}), so the end of turn after a tagged "
+                          "verdict cannot be told. Use a base whose template renders an assistant turn as it is "
+                          "(Qwen3, or a ChatML base: Qwen2.5, T-lite)")
+    return generation + _EMPTY_REASONING_CLOSE + row["completion"] + turn[turn.rfind(_TURN_MARK) + len(_TURN_MARK):]
 
 
 def sft_dataset(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = False):
@@ -423,7 +486,10 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source))  # fmt: skip
-        rows, n_long = build_data.drop_too_long(rows, tokenizer, config.max_length, thinking=True)
+        # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
+        # count the row without it, and the row be dropped only after the split and the max_rows cut
+        rows, n_long = build_data.drop_too_long(
+            rows, tokenizer, config.max_length, text_of=lambda row: training_text(row, tokenizer, thinking=True))
         if n_long:
             report.dropped["too_long"] += n_long
             report.n_rows = len(rows)
@@ -507,7 +573,8 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     if thinking:
         train_rows, eval_rows, data_report = integer_rows_for_config(config, run.tokenizer)
     else:
-        train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
+        train_rows, eval_rows, data_report = build_data.rows_for_config(
+            config, run.tokenizer, text_of=lambda row: training_text(row, run.tokenizer))
     from datasets import Dataset
 
     train_rows, train_examples = build_data.drop_long_examples(

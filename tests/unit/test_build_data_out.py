@@ -56,3 +56,36 @@ def test_another_out_beside_the_data_is_written(tmp_path):
     out = tmp_path / "rows.jsonl"
     assert build_data.main(["--data", str(data), "--out", str(out), "--zero-shot", "allow"]) == 0
     assert out.is_file() and out.read_bytes() != before and data.read_bytes() == before
+
+
+def _shard_folder(tmp_path):
+    """The first three records of the bundled sample as a hub-layout folder of one Parquet shard."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in _records(tmp_path).read_text(encoding="utf-8").splitlines()]
+    folder = tmp_path / "shards"
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "train-00000-of-00001.parquet")
+    return folder
+
+
+def test_an_out_inside_the_data_folder_is_refused_and_its_shards_kept(tmp_path, capsys):
+    """`--data shards/ --out shards/data/train-00000-of-00001.parquet` wrote the rows (JSONL) over the shard the
+    records were read from; an --out beside the shard would be read as records next time. Both refused before any
+    row is built: one line naming both flags, exit 2, the shard as it was."""
+    folder = _shard_folder(tmp_path)
+    shard = folder / "data" / "train-00000-of-00001.parquet"
+    before = shard.read_bytes()
+    for out in (shard, folder / "rows.jsonl", tmp_path / "elsewhere" / ".." / "shards" / "data" / "rows.jsonl"):
+        (tmp_path / "elsewhere").mkdir(exist_ok=True)
+        assert build_data.main(["--data", str(folder), "--out", str(out), "--zero-shot", "allow"]) == 2
+        assert capsys.readouterr().err == (
+            f"judge-train build-data: error: --out {out}: inside the --data folder {folder}, whose files are the "
+            "records the rows are built from: give --out a file outside it\n")
+    assert shard.read_bytes() == before and not (folder / "rows.jsonl").exists()
+    # the same folder's rows written elsewhere: the ordinary use
+    assert build_data.main(["--data", str(folder), "--out", str(tmp_path / "rows.jsonl"), "--zero-shot", "allow"]) == 0
+    assert (tmp_path / "rows.jsonl").read_text(encoding="utf-8").count("\n") >= 1 and shard.read_bytes() == before

@@ -50,3 +50,18 @@ def test_the_edges_of_the_ranges_reach_the_fit(tmp_path, monkeypatch, flags):
     monkeypatch.setattr(train.criteria_classifier, "training_rows", rows)
     assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), *flags]) == 2
     assert reached == ["rows"]
+
+
+def test_a_missing_data_file_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """A --data that is not there ended in a FileNotFoundError traceback (only refused rows were caught), though the
+    epilog promises one line and exit 2 for refused --data: the file and why, nothing fitted or written."""
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("fitted without its --data")
+
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", never)
+    missing, out = tmp_path / "missing.jsonl", tmp_path / "clf"
+    assert train.criteria_classifier.main(["--out", str(out), "--data", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (f"judge-train criteria-classifier: error: --data {missing}: No such file or directory\n")
+    assert captured.out == "" and not out.exists()

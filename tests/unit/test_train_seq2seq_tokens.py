@@ -246,6 +246,68 @@ def test_a_template_that_opens_think_trains_the_reasoning_after_its_generation_p
     assert labelled == "Ищу ошибки.\nОшибок нет.\n</think>\n\n2" + end_of_turn
 
 
+#: Qwen3 Thinking-2507's way: the generation prompt opens <think>, and an assistant turn renders with its reasoning
+#: block, an empty one around a tagged target ("<think>\n\n</think>\n\n"), whose "\n\n" is one token where the
+#: served prompt's "<think>\n" ends in a "\n" of its own.
+THINKING_2507_STYLE = ("{% for m in messages %}{% if m['role'] == 'user' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
+                       "{% else %}{% set c = m['content'] %}{% set r = '' %}{% if '</think>' in c %}"
+                       "{% set r = c.split('</think>')[0].split('<think>')[-1] %}"
+                       "{% set c = c.split('</think>')[-1].lstrip('\n') %}{% endif %}"
+                       "<|im_start|>assistant\n<think>\n{{ r.strip('\n') }}\n</think>\n\n{{ c }}<|im_end|>\n"
+                       "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+
+
+@pytest.mark.parametrize(("template", "end_of_turn"),
+                         [(QWQ_STYLE, "<|im_end|>\n"), (R1_STYLE, "<｜end▁of▁sentence｜>"),
+                          (THINKING_2507_STYLE, "<|im_end|>\n")], ids=["qwq", "r1-distill", "thinking-2507"])
+def test_a_template_that_opens_think_with_thinking_off_trains_the_tagged_verdict_after_an_empty_block(
+        qwen3_tokenizer, template, end_of_turn):
+    """QwQ and the R1 distills ignore enable_thinking: the generation prompt judge-serve sends a tagged judge still
+    ends in the <think> it opened, while the assistant turn they render has no reasoning block. Trained as rendered,
+    the prompt lacked that <think> (unlabelled ended "assistant\n") and the judge learned "[FEEDBACK] ...", which
+    judge-serve reads after the opened <think> as a reasoning never closed (unclosed_think) and GRPO's format_reward
+    pays 0. A Thinking-2507 template renders the empty block, but as trained its "\n\n" token left the prompt one
+    "\n" short of the served one. Trained now: the served prompt's very ids (no loss), then </think> closing the
+    empty block, the verdict and the template's end of turn (the loss), which serve's reader, its
+    constrained-decoding regex and format_reward all take."""
+    import re
+
+    from judge import Scale, VerdictFormat
+    from serve.judging import verdict_regex
+    from serve.score_reading import seq2seq_verdict
+    from train.grpo_rewards import format_reward
+
+    tokenizer = _with_template(qwen3_tokenizer, template)
+    prompt = prompt_of()
+    (example,) = sft_examples([{"id": "t", "prompt": prompt, "completion": target(False)}], tokenizer)
+    ids, mask = example["input_ids"], example["completion_mask"]
+    served = judge.apply_chat(tokenizer, prompt)
+    served_ids = chat_ids(tokenizer, [chat_parts(served, prompt)])[0]
+    unlabelled = tokenizer.decode([token for token, bit in zip(ids, mask) if not bit])
+    labelled = tokenizer.decode([token for token, bit in zip(ids, mask) if bit])
+    assert served.endswith("<think>\n") and mask == sorted(mask)
+    assert unlabelled == served and ids[:len(served_ids)] == served_ids and mask.index(1) == len(served_ids)
+    assert labelled == "</think>\n\n[FEEDBACK] Ошибок нет, ответ грамотный. [RESULT] 2 [END]" + end_of_turn
+    written = labelled.removesuffix(end_of_turn)  # what the engine returns: the end of turn stops it
+    read = seq2seq_verdict(written, None, Scale((0, 1, 2), best=2), False, VerdictFormat.TAGGED, reasoning_opened=True)
+    assert (read["parse_ok"], read["score"], read["feedback"]) == (True, 2.0, "Ошибок нет, ответ грамотный.")
+    assert re.fullmatch(verdict_regex(Scale((0, 1, 2), best=2), 0, True, reasoning_opened=True), written)
+    assert format_reward([written], ["tagged"], [[0, 1, 2]], [2], prompts=[served]) == [1.0]
+
+
+def test_a_template_whose_turn_does_not_follow_its_generation_prompt_is_refused_in_the_tagged_format(qwen3_tokenizer):
+    """A template whose rendered assistant turn does not start with the generation prompt judge-serve sends (here
+    the prompt ends "assistant:" and the turn "assistant\n") opens no <think> to train after: refused naming the
+    field and the row, never trained on a prompt judge-serve never sends."""
+    from train.config import ConfigError
+
+    template = QWQ_STYLE.replace("<|im_start|>assistant\n<think>\n{% endif %}", "<|im_start|>assistant:{% endif %}")
+    tokenizer = _with_template(qwen3_tokenizer, template)
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* renders the assistant turn "
+                                          r"of row 't4' other than after its generation prompt"):
+        sft_examples([{"id": "t4", "prompt": prompt_of(), "completion": target(False)}], tokenizer)
+
+
 def test_a_template_that_drops_the_reasoning_and_opens_no_think_is_refused(qwen3_tokenizer):
     """A template that renders an assistant turn without its reasoning and whose generation prompt opens nothing
     for it to continue: no text of it trains the reasoning judge-serve asks for. Refused naming the field, the row
@@ -262,3 +324,51 @@ def test_a_template_that_drops_the_reasoning_and_opens_no_think_is_refused(qwen3
     (example,) = sft_examples([{"id": "t", "prompt": prompt_of(), "completion": target(False)}], tokenizer)
     assert tokenizer.decode([t for t, bit in zip(example["input_ids"], example["completion_mask"]) if bit]) == \
         target(False) + "<|im_end|>\n"
+
+
+@pytest.mark.parametrize("template", [QWQ_STYLE, R1_STYLE], ids=["qwq", "r1-distill"])
+def test_the_integer_data_step_counts_a_row_as_trained_with_its_reasoning(qwen3_tokenizer, tmp_path, template):
+    """Such a template renders an integer row's assistant turn without its reasoning, and the data step counted that
+    text: a row whose reasoning took it past max_length passed, to be dropped only after the split and the max_rows
+    cut. It is counted now as sft_examples trains it: dropped at max_length one id short of its trained ids (the
+    tokenizer counts its text as its ids: no special-token string in it), kept at exactly that many."""
+    import dataclasses
+
+    from tests.support.train_integer_sft import trace_record
+    from train.config import load_config
+    from train.seq2seq import integer_rows, integer_rows_for_config
+
+    tokenizer = _with_template(qwen3_tokenizer, template)
+    reasoning = "Проверяю орфографию, пунктуацию и грамматику ответа по каждому пункту.\n" * 8
+    records = [trace_record(), trace_record(id="item-2#0", item_id="item-2", reasoning=reasoning)]
+    data = tmp_path / "traces.jsonl"
+    judge.write_jsonl(records, data)
+    rows, _ = integer_rows(records)
+    long_row = next(row for row in rows if row["id"] == "item-2#0")
+    trained = len(sft_examples([long_row], tokenizer, thinking=True)[0]["input_ids"])
+    rendered = judge.apply_chat(tokenizer, long_row["prompt"], long_row["completion"], thinking=True)
+    assert "Проверяю орфографию" not in rendered  # what the old count read
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(data), eval_data=None, eval_fraction=0.0, max_rows=None)  # fmt: skip
+    kept, _, report = integer_rows_for_config(dataclasses.replace(config, max_length=trained - 1), tokenizer)
+    assert [row["id"] for row in kept] == ["item-1#0"] and report.dropped["too_long"] == 1
+    kept, _, report = integer_rows_for_config(dataclasses.replace(config, max_length=trained), tokenizer)
+    assert sorted(row["id"] for row in kept) == ["item-1#0", "item-2#0"] and not report.dropped.get("too_long")
+
+
+def test_a_tagged_row_is_counted_with_the_empty_block_it_is_trained_with(qwen3_tokenizer):
+    """The tagged data step counts a row as the recipe trains it (train.seq2seq.training_text, which main hands
+    build_data.rows_for_config): on QwQ's template that is the generation prompt's <think>\\n and the </think>\\n\\n
+    closing it, four ids the rendered turn lacks."""
+    from train.build_data import drop_too_long
+    from train.seq2seq import training_text
+
+    tokenizer = _with_template(qwen3_tokenizer, QWQ_STYLE)
+    row = {"id": "t", "prompt": prompt_of(), "completion": target(False)}
+    rendered = len(tokenizer(judge.apply_chat(tokenizer, row["prompt"], row["completion"]),
+                             add_special_tokens=False)["input_ids"])  # fmt: skip
+    trained = len(sft_examples([row], tokenizer)[0]["input_ids"])
+    assert trained == rendered + 4  # <think>, \n, </think>, \n\n
+    count_as_trained = {"text_of": lambda r: training_text(r, tokenizer)}
+    assert drop_too_long([row], tokenizer, trained - 1, **count_as_trained) == ([], 1)
+    assert drop_too_long([row], tokenizer, trained, **count_as_trained) == ([row], 0)
