@@ -170,8 +170,11 @@ def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str
     """The engines' environment: judge-serve's own, less judge-serve's client key and reward key, plus the engines'
     key, the CPU KV cache size, where the CPU model runs and no hub telemetry.
 
-    The engines need neither key; whatever runs inside vLLM (a ``--trust-remote-code`` model file, a plugin) reads
-    its environment, and would learn the keys judge-serve's own clients are checked with."""
+    The engines need neither key. Dropped here, they are in neither the engine's environment nor that of any process
+    it starts, so whatever runs inside vLLM (a ``--trust-remote-code`` model file, a plugin) and reads, logs or hands
+    on its environment does not come upon them. It is no barrier against code that looks for them elsewhere: the
+    engines run as judge-serve's user, who can read judge-serve's own environment, the one it was started with and
+    the keys in it, in ``/proc/<judge-serve's pid>/environ``."""
     env = dict(os.environ)
     keys = {"JUDGE_SERVE_API_KEY", "JUDGE_SERVE_REWARD_KEY", config.api_key_env, config.reward_key_env}
     for name in keys - {"", ENGINE_KEY_ENV}:
@@ -266,11 +269,12 @@ class Engine:
         attached engine)."""
         return None if self.proc is None else self.proc.exit_code()
 
-    def log_tail(self, n_lines: int = 60) -> str:
-        """The last ``n_lines`` this start of the engine wrote to its log (which earlier starts' share)."""
+    def log_tail(self, n_lines: int = 60, end: int | None = None) -> str:
+        """The last ``n_lines`` this start of the engine wrote to its log (which earlier and later starts share), up to
+        byte ``end`` when given (the log's size when it died: its restart appends to the same log)."""
         if self.log_path is None:
             return "(attached engine: no log here)"
-        return self.proc.log_tail(n_lines) if self.proc is not None else log_tail(self.log_path, n_lines)
+        return self.proc.log_tail(n_lines, end) if self.proc is not None else log_tail(self.log_path, n_lines, 0, end)
 
     def healthy(self, timeout_s: float = 5.0) -> bool:
         """Whether the engine's ``/health`` answers 200 now."""

@@ -1,5 +1,9 @@
 """Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
 
+Why one module of ~510 lines: reading the released folder, deriving its two views and building them in place (the
+scratch folder, its lock, the sweep of abandoned ones, the placing) are one recipe over one folder; split, the
+build would reach into the layout's reading and the sweep into the build's naming of its folders.
+
 The folder (as published on the hub, e.g. ``ai-forever/pollux-judge-7b-r``) holds ``config.json`` with architecture
 ``Qwen2WithRegressionHead`` and an ``auto_map`` to ``qwen2_regression.py``, and sharded safetensors with
 ``model.safetensors.index.json``: the Qwen2 decoder ``model.*``, ``lm_head.weight`` and the head
@@ -44,11 +48,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,8 +333,9 @@ def _building(base: Path):
     Built there and renamed into place: a crash leaves no half-built views. Made by mkdir, not mkdtemp (always
     0700), so it gets the umask's mode like every folder inside it: the views are then as usable to the checkpoint's
     (or the shared cache's) other users, and as removable, as the checkpoint itself. Made and locked under another
-    name, then renamed: a sweep never sees it unlocked. Named after this machine (``_sweep_abandoned``)."""
-    tag = f"{socket.gethostname()}_{os.getpid()}_{secrets.token_hex(4)}"
+    name, then renamed: a sweep never sees it unlocked. Named after this kernel (``_machine``,
+    ``_sweep_abandoned``): ``.<views>-building-<machine>_<pid>_<8 hex digits>``."""
+    tag = f"{_machine()}_{os.getpid()}_{secrets.token_hex(4)}"
     making, scratch = base.parent / f".{base.name}-making-{tag}", base.parent / f".{base.name}-building-{tag}"
     making.mkdir()
     fd = os.open(making, os.O_RDONLY)
@@ -345,30 +352,86 @@ def _building(base: Path):
         shutil.rmtree(making, ignore_errors=True)  # left only when the rename failed
 
 
+#: How long a scratch folder whose build this kernel cannot vouch for must sit with nothing in it changed before a
+#: sweep removes it (``_sweep_abandoned``): another machine's (whose lock a shared filesystem may not show here), this
+#: machine's before a reboot, an older judge-serve's, a ``-making-`` one. A running build keeps writing into its
+#: folder (the rewritten head shard, then the links to the rest), each file a change; an hour with none is no build.
+ABANDONED_AFTER_S = 3600.0
+
+#: A scratch folder's name after ``.<views>-building-`` or ``.<views>-making-``: ``<machine>_<pid>_<token>``
+#: (``_building``); ``<pid>-<token>`` from judge-serves before the machine was named (never locked).
+_TAG = re.compile(r"(?P<machine>.+)_(?P<pid>[0-9]+)_(?P<token>[0-9a-f]{8})")
+_OLD_TAG = re.compile(r"[0-9]+-[0-9a-f]{8}")
+
+
+def _machine() -> str:
+    """This kernel's name in scratch folders' names: its boot id, one per boot, shared by every container on it,
+    which is exactly where a ``flock`` taken here is seen (a container's hostname is new on each ``docker run``, a
+    pod's is its own); the hostname where the kernel shows none."""
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        boot_id = ""
+    return boot_id if re.fullmatch(r"[0-9A-Za-z-]+", boot_id) else socket.gethostname()
+
+
+def _unchanged_for(folder: Path) -> float:
+    """Seconds since anything in ``folder`` (itself, or any entry below it, links not followed) last changed."""
+    newest = folder.lstat().st_mtime
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(os.path.join(parent, name)).st_mtime)
+    return time.time() - newest
+
+
 def _sweep_abandoned(base: Path) -> None:
     """Remove what builds of ``base``'s views that died left beside it: a scratch folder whose lock no process holds
     (killed by SIGKILL, the OOM killer, a node's crash: a rewritten head shard, gigabytes for a 7B, kept for good),
     and old views renamed aside and not yet removed. A build that runs holds its lock; where the filesystem takes
-    no lock, nothing is swept. Only this machine's scratch folders: a shared filesystem may keep its locks per
-    machine (Lustre's ``localflock``, NFS's ``local_lock``), where another machine's running build looks unlocked
-    (a hostname holds no underscore, so one machine's pattern matches no other's)."""
-    own = f".{glob.escape(base.name)}-building-{glob.escape(socket.gethostname())}_*"
-    for scratch in base.parent.glob(own):
-        try:
-            fd = os.open(scratch, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: a build runs (or no locks here)
-            continue
-        else:
-            log.info("removing %s, left by a build of the views that did not finish", scratch)
-            shutil.rmtree(scratch, ignore_errors=True)
-        finally:
-            os.close(fd)
+    no lock, nothing is swept.
+
+    A scratch folder named after this kernel (``_machine``) is removed as soon as it is unlocked: its lock would be
+    seen here. Any other is removed only when unlocked and nothing in it has changed for ``ABANDONED_AFTER_S``: one
+    of another machine (a shared filesystem may keep its locks per machine, Lustre's ``localflock``, NFS's
+    ``local_lock``, where another machine's running build looks unlocked), of this machine before a reboot (a new
+    boot id), of a judge-serve before the machine was named, or a ``-making-`` folder (unlocked for the moment
+    between its mkdir and its lock). Names are parsed whole: no machine's name is another's prefix."""
+    here = _machine()
+    for kind in ("building", "making"):
+        prefix = f".{base.name}-{kind}-"
+        for scratch in base.parent.glob(glob.escape(prefix) + "*"):
+            tag = scratch.name[len(prefix):]
+            parsed = _TAG.fullmatch(tag)
+            if parsed is None and not (kind == "building" and _OLD_TAG.fullmatch(tag)):
+                continue  # not a name a build gives
+            at_once = kind == "building" and parsed is not None and parsed["machine"] == here
+            _remove_if_abandoned(scratch, at_once)
     for stale in base.parent.glob(f".{glob.escape(base.name)}-stale-*"):
         shutil.rmtree(stale, ignore_errors=True)  # only ever there to be removed
+
+
+def _remove_if_abandoned(scratch: Path, at_once: bool) -> None:
+    """Remove ``scratch`` when no process holds its lock and, unless ``at_once``, nothing in it changed for
+    ``ABANDONED_AFTER_S``; the lock is held while it is removed, so two sweeps never remove it both."""
+    try:
+        fd = os.open(scratch, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: a build runs (or no locks here)
+        os.close(fd)
+        return
+    try:
+        if not at_once and _unchanged_for(scratch) < ABANDONED_AFTER_S:
+            return
+        log.info("removing %s, left by a build of the views that did not finish", scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+    except OSError:  # gone meanwhile
+        pass
+    finally:
+        os.close(fd)
 
 
 class _Terminated(BaseException):
@@ -379,15 +442,22 @@ class _Terminated(BaseException):
 def _sigterm_cleans_up():
     """SIGTERM (scancel, preemption, systemd) while views are built still ends the process by that signal, but only
     once its scratch folder is removed: its default action ends the process where it stands, before any clean-up.
-    judge-serve builds them before it installs its own signal handlers. Main thread only (where handlers live)."""
+    judge-serve builds them before it installs its own signal handlers. Only the default action is replaced: an
+    ignored SIGTERM stays ignored (the build goes on), and a caller's own handler stays in place (a library caller of
+    ``serve.layout.resolve_layout``, ``bench/serve.py``): the exception it raises (``sys.exit``) unwinds through the
+    build, whose scratch folder is removed on the way, and through the caller's own ``finally`` blocks; one that
+    returns lets the build go on. Main thread only (where handlers live)."""
     if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):  # None: set outside Python, left as it is
         yield
         return
 
     def terminated(signum, frame):
         raise _Terminated
 
-    previous = signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGTERM, terminated)
     try:
         yield
     except _Terminated:
@@ -395,7 +465,7 @@ def _sigterm_cleans_up():
         os.kill(os.getpid(), signal.SIGTERM)  # the scratch folder is gone: end as the signal would have
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~660 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~690 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -38,7 +38,9 @@ import errno
 import json
 import logging
 import math
+import os
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -89,6 +91,9 @@ class ServerState:
     #: (engine_start_timeout_s) than the window; reset at the death of a restarted engine that stayed up that long.
     failed_restarts: dict[str, int] = field(default_factory=dict)
     came_up: dict[str, float] = field(default_factory=dict)  # role -> when its restarted engine answered /health
+    #: role -> when its engine stopped serving: seen dead, or, for one hung, its first unanswered probe. Its life is
+    #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
+    died_at: dict[str, float] = field(default_factory=dict)
     last_exit: dict[str, int] = field(default_factory=dict)  # role -> the last exit code of its engine
     hung: dict[str, str] = field(default_factory=dict)  # role -> why its started engine, alive, counts as dead
     retry_after: dict[str, int] = field(default_factory=dict)  # role -> seconds to tell clients while it restarts
@@ -405,6 +410,7 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
     owned_every = max(1, round(config.engine_probe_interval_s / interval_s))
     owned_probe_s = min(5.0, config.engine_probe_interval_s)  # a probe may not outlast the interval between probes
     misses: dict[str, int] = {}
+    first_miss: dict[str, float] = {}  # role -> when the first of its engine's unanswered probes in a row was sent
     tick = 0
     while True:
         await asyncio.sleep(interval_s)
@@ -453,12 +459,17 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                 # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits: without
                 # this, every call to it would wait out request_timeout_s for ever. Its tree is stopped and it is
                 # restarted as if it had died.
+                sent = time.monotonic()
                 healthy = await probe(state.http, engine.url, owned_probe_s)
                 if healthy is None:
                     log.warning("could not probe the %s engine: judge-serve is out of descriptors or memory, or its "
                                 "probe connections are all busy", role)
                     continue
                 misses[role] = 0 if healthy else misses.get(role, 0) + 1
+                if healthy:
+                    first_miss.pop(role, None)
+                else:
+                    first_miss.setdefault(role, sent)
                 if misses[role] >= config.engine_hang_probes:
                     reason = state.hung[role] = (
                         f"the {role} engine stopped answering /health ({misses[role]} probes "
@@ -466,13 +477,15 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                     log.error("%s (log: %s)", reason, engine.log_path)
             if reason:
                 misses.pop(role, None)  # its successor starts with a clean count
-                await _declare_dead(state, role, reason)
+                _declare_dead(state, role, reason, first_miss.pop(role, None))
 
 
-async def _declare_dead(state: ServerState, role: str, reason: str) -> None:
-    """``role``'s engine counts as dead from now on, for ``reason``: calls to it give up, and one of judge-serve's
-    own is restarted (once judge-serve is ready); then its log's tail is logged."""
+def _declare_dead(state: ServerState, role: str, reason: str, since: float | None = None) -> None:
+    """``role``'s engine counts as dead from now on, for ``reason`` (``since``: when it stopped answering, if before
+    now): calls to it give up, and one of judge-serve's own is restarted (once judge-serve is ready); its log's tail
+    is logged from another thread, the watcher never waiting on it."""
     engine = state.engines[role]
+    state.died_at[role] = since if since is not None else time.monotonic()
     healing = engine.owned and state.status == "ready"
     # Restarting from now on, before the restart task first runs: /health says so, and so does every 503 meanwhile
     # (the task then names the attempt), not only the death.
@@ -482,10 +495,24 @@ async def _declare_dead(state: ServerState, role: str, reason: str) -> None:
         state.retry_after[role] = 5
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
     if engine.owned:
-        # Secrets redacted (vLLM logs its own arguments, --hf-token's among them): judge-serve's console is not the
-        # log folder, whose mode keeps them. Read off the event loop: the requests it answers meanwhile are not
-        # held up by a file read.
-        log.error("%s engine log tail:\n%s", role, await asyncio.to_thread(engine.log_tail, 30))
+        _log_the_tail(role, engine)
+
+
+def _log_the_tail(role: str, engine: Engine) -> None:
+    """Log the last lines the dead ``engine`` wrote, secrets redacted (vLLM logs its own arguments, --hf-token's
+    among them: judge-serve's console is not the log folder, whose mode keeps them). The log's end is taken now: its
+    restart appends to the same file, and the tail is the dead engine's only. Read in a thread of its own, neither on
+    the event loop nor in its default pool, where request planning queues: the watcher goes on at once."""
+    try:
+        end = os.stat(engine.log_path).st_size if engine.log_path is not None else None
+    except OSError:
+        end = None  # log_tail says why it cannot read it
+
+    def read() -> None:
+        tail = engine.log_tail(30) if end is None else engine.log_tail(30, end)
+        log.error("%s engine log tail:\n%s", role, tail)
+
+    threading.Thread(target=read, name=f"{role} engine log tail", daemon=True).start()
 
 
 #: How a death seen at the engine's port ends its reason (``_watch``), before its supervisor has exited.
@@ -531,6 +558,8 @@ async def _heal(state: ServerState, role: str) -> None:
     config = state.config
     state.retry_after[role] = 5
     hung = state.hung.pop(role, None)  # why it counts as dead when it did not exit; None: it exited
+    died_at = state.died_at.pop(role, None)
+    died_at = died_at if died_at is not None else time.monotonic()  # before stop(), which may take its grace
     try:
         # An engine that exited: its supervisor already took its process tree down; stop() reaps it and SIGKILLs
         # any straggler. A hung one: stop() takes its tree down (SIGINT, then SIGKILL).
@@ -541,7 +570,7 @@ async def _heal(state: ServerState, role: str) -> None:
             state.last_exit[role] = code
             hung = None
         up_at = state.came_up.pop(role, None)
-        if up_at is not None and time.monotonic() - up_at >= config.engine_restart_window_s:
+        if up_at is not None and died_at - up_at >= config.engine_restart_window_s:
             state.failed_restarts.pop(role, None)  # its restart stayed up: those before it are no longer in a row
         while state.status == "ready":
             now = time.monotonic()

@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
-from judge.plumbing.provenance import REDACTED, redact_argv, scrub_secrets
+from judge.plumbing.provenance import REDACTED, argv_secrets, redact_argv, scrub_secrets
 from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, descendants, group_members
 
 __all__ = [
@@ -203,14 +203,17 @@ def _read_log(path: Path, start: int = 0) -> str:
 _TAIL_BYTES = 1 << 20
 
 
-def log_tail(path: Path | None, n_lines: int = 60, start: int = 0) -> str:
-    """The last ``n_lines`` of a log file (from byte ``start`` on), or a note saying why there are none. Read
-    backwards from the end, 64 KiB at a time, until it holds them (at most ``_TAIL_BYTES``)."""
+def log_tail(path: Path | None, n_lines: int = 60, start: int = 0, end: int | None = None) -> str:
+    """The last ``n_lines`` of a log file (from byte ``start`` on, up to byte ``end``: what one run of a program wrote
+    to a log the next run appends to), or a note saying why there are none. Read backwards from the end, 64 KiB at a
+    time, until it holds them (at most ``_TAIL_BYTES``)."""
     if path is None:
         return "(no log)"
     try:
         with open(path, "rb") as log:
             size = os.fstat(log.fileno()).st_size
+            if end is not None:
+                size = min(size, end)
             first = max(start if size >= start else 0, size - _TAIL_BYTES)  # start past the end: truncated since
             data, begin = b"", size
             while begin > first and data.count(b"\n") <= n_lines:
@@ -327,20 +330,19 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.exit_code() is None
 
-    def log_tail(self, n_lines: int = 60) -> str:
-        """The last ``n_lines`` this command wrote to its log, secrets redacted (``scrubbed``): every caller copies
-        them where the log folder's mode does not reach (a console, a Slurm log, an HTTP answer)."""
-        return self.scrubbed(log_tail(self.log_path, n_lines, self.log_start))
+    def log_tail(self, n_lines: int = 60, end: int | None = None) -> str:
+        """The last ``n_lines`` this command wrote to its log (up to byte ``end``, when given: where it ended when the
+        command died, before a successor appended to it), secrets redacted (``scrubbed``): every caller copies them
+        where the log folder's mode does not reach (a console, a Slurm log, an HTTP answer)."""
+        return self.scrubbed(log_tail(self.log_path, n_lines, self.log_start, end))
 
     def scrubbed(self, text: str) -> str:
         """``text`` (lines of this command's log) with ``scrub_secrets``' secrets and the secrets on this command's
         own line (``--hf-token X``) redacted: a program may log its own arguments (vLLM does)."""
         text = scrub_secrets(text)
-        for given, redacted in zip(self.command, redact_argv(self.command)):
-            if given != redacted and redacted.endswith(REDACTED):
-                secret = given if redacted == REDACTED else given.partition("=")[2]
-                if len(secret) >= 4:
-                    text = text.replace(secret, REDACTED)
+        for secret in argv_secrets(self.command):  # also those inside a JSON value or a group of shell words
+            if len(secret) >= 4:  # shorter values would blank ordinary text
+                text = text.replace(secret, REDACTED)
         return text
 
     def _failure_summary(self) -> str:

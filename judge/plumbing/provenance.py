@@ -59,6 +59,7 @@ __all__ = [
     "register_secret",
     "redact",
     "redact_argv",
+    "argv_secrets",
     "make_private_dir",
     "write_private_text",
 ]
@@ -208,6 +209,56 @@ def redact_argv(argv: list[str]) -> list[str]:
                 continue
         out.append(_redact_text(arg))
     return out
+
+
+def argv_secrets(argv: list[str]) -> list[str]:
+    """The secret values ``redact_argv`` hides in ``argv``, each as it was given, longest first: ``--api-key X``'s
+    ``X``, and one inside a JSON value (``--hf-overrides '{"token": "T"}'``: ``T``) or a group of shell words
+    (``--engine-args "--api-key K --seed 0"``: ``K``), for a caller that must hide them in other text (a program that
+    logs its own arguments). Read off ``redact_argv``'s answer, never decided here: its rules are the only ones.
+    URL passwords and registered secrets are not listed (``scrub_secrets`` finds those in any text)."""
+    found: dict[str, None] = {}
+    for given, redacted in zip(map(str, argv), redact_argv(argv)):
+        for secret in _replaced(given, redacted):
+            found.setdefault(secret, None)
+    return sorted(found, key=len, reverse=True)  # a secret that holds another is replaced before it
+
+
+def _replaced(given: str, redacted: str) -> list[str]:
+    """The parts of ``given`` that its redaction ``redacted`` (one argument's, by ``redact_argv``) replaced whole by
+    ``REDACTED``, found by taking both apart the way the redaction put them together: JSON, ``NAME=value``, shell
+    words. A part only scrubbed inside (a URL's password) is not listed."""
+    if given == redacted:
+        return []
+    if redacted == REDACTED:
+        return [given]
+    if given.strip()[:1] in ("{", "[") and redacted.strip()[:1] in ("{", "["):
+        try:
+            return _replaced_in(json.loads(given), json.loads(redacted))
+        except ValueError:
+            pass
+    name, sep, value = given.partition("=")
+    redacted_name, redacted_sep, redacted_value = redacted.partition("=")
+    if sep and redacted_sep and name == redacted_name:
+        return _replaced(value, redacted_value)
+    try:
+        words, redacted_words = shlex.split(given), shlex.split(redacted)
+    except ValueError:
+        return []
+    if len(words) > 1 and len(words) == len(redacted_words):  # one word each: nothing smaller to take apart
+        return [secret for pair in zip(words, redacted_words) for secret in _replaced(*pair)]
+    return []
+
+
+def _replaced_in(given: Any, redacted: Any) -> list[str]:
+    """``_replaced`` over parsed JSON: the strings ``redact`` replaced, at any depth."""
+    if isinstance(given, str) and isinstance(redacted, str):
+        return _replaced(given, redacted)
+    if isinstance(given, dict) and isinstance(redacted, dict):
+        return [secret for key in given if key in redacted for secret in _replaced_in(given[key], redacted[key])]
+    if isinstance(given, list) and isinstance(redacted, list) and len(given) == len(redacted):
+        return [secret for pair in zip(given, redacted) for secret in _replaced_in(*pair)]
+    return []
 
 
 def redact(value: Any, name: str | None = None) -> Any:

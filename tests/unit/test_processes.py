@@ -543,3 +543,17 @@ def test_the_child_arms_its_parent_death_signal_without_loading_a_library_betwee
                            env={**os.environ, "PYTHONPATH": str(repo)})
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == str(int(signal.SIGTERM))
+
+
+def test_a_processs_log_tail_redacts_its_command_lines_secrets_inside_json_values_and_groups_of_options(tmp_path):
+    """Secrets that the printed command hides inside an option's JSON value (``--model-loader-extra-config``,
+    ``--hf-overrides``) or inside a quoted group of options (``--engine-args "--api-key K --seed 0"``) stayed
+    verbatim in the log tail copied to consoles: only an argument redacted whole counted. Each is redacted now."""
+    script = "echo \"INFO non-default args: {'model_loader_extra_config': $2, 'hf_overrides': $4, 'engine_args': '$6'}\""
+    proc = start_process(["sh", "-c", script, "sh", "--model-loader-extra-config", '{"api_key": "KEYVAL77"}',
+                          "--hf-overrides", '{"token": "TOKVAL42"}', "--engine-args", "--api-key SEKRET999 --seed 0"],
+                         log_path=tmp_path / "log", grace_s=1)
+    proc.proc.wait(timeout=30)
+    assert proc.log_tail(30) == ("INFO non-default args: {'model_loader_extra_config': {\"api_key\": \"***\"}, "
+                                 "'hf_overrides': {\"token\": \"***\"}, 'engine_args': '--api-key *** --seed 0'}")
+    proc.stop()

@@ -68,3 +68,18 @@ def test_a_section_may_not_overwrite_the_schema(tmp_path):
     """Job sections named like schema keys are refused (a job cannot redefine git_revision or packages)."""
     with pytest.raises(ValueError, match="git_revision"):
         write_provenance(tmp_path, "judge-eval run", {}, git_revision="abc")
+
+
+def test_argv_secrets_lists_what_redact_argv_hides_inside_json_values_and_groups_of_shell_words():
+    """A secret inside a JSON value or a quoted group of options is hidden by ``redact_argv``; ``argv_secrets`` names
+    it as given, so that a program's own log of its arguments can be scrubbed too. Longest first; the option names,
+    the other words and what is no secret are never listed."""
+    from judge.plumbing.provenance import argv_secrets
+
+    argv = ["vllm", "serve", "/m", "--hf-token", "hf_SECRETabc", "--api-key=SEKRET123",
+            "--model-loader-extra-config", '{"api_key": "KEYVAL77", "x": 1}',
+            "--hf-overrides", '{"token": "TOKVAL42", "rope": {"factor": 2}}',
+            "--engine-args", "--api-key SEKRET999 --seed 0", "--server-env", '{"env": ["HF_TOKEN=hf_ENVTOKEN"]}',
+            "--max-tokens", "512"]
+    assert argv_secrets(argv) == ["hf_SECRETabc", "hf_ENVTOKEN", "SEKRET123", "SEKRET999", "KEYVAL77", "TOKVAL42"]
+    assert argv_secrets(["vllm", "serve", "/m", "--seed", "0", "--hf-overrides", '{"rope": {"factor": 2}}']) == []

@@ -590,3 +590,145 @@ def test_a_dead_engines_log_tail_reaches_judge_serves_log_with_its_secrets_redac
     tails = [r.getMessage() for r in caplog.records if "engine log tail" in r.getMessage()]
     assert tails == ["generator engine log tail:\nINFO non-default args: {'hf_token': '***'}"]
     assert "hf_SECRETxyz123" in (tmp_path / "generator.log").read_text()  # the log itself is the operator's
+
+
+class SlowToStopEngine(StartedEngine):
+    """A restarted engine that answers at once and, once dead, takes engine_stop_grace_s (30 s) to stop: a hung
+    engine's tree gets SIGINT, then SIGKILL after the grace."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+
+    def stop(self) -> None:
+        self.clock[0] += 30.0
+
+    def log_tail(self, lines: int) -> str:
+        return ""
+
+
+def test_a_restart_that_died_within_the_window_counts_however_long_its_stop_took(monkeypatch):
+    """Each restart serves 580 s, less than engine_restart_window_s (600 s), then is seen dead; stopping it takes
+    30 s. Its life was measured up to the end of that stop (610 s): it "stayed up the window", the count of restarts
+    in a row that never did was cleared at each death, and judge-serve restarted it for ever. Measured to the death,
+    the restarts at 1000, 1610 and 2220 s (each 580 s of life plus 30 s of stop after the last) are three in a row
+    that never stayed up 600 s: the death at 2800 s gives up."""
+    import serve.supervision
+
+    clock = _fake_clock(monkeypatch)
+    starts = []
+    monkeypatch.setattr(serve.supervision.Engine, "start",
+                        lambda *a, **k: starts.append(clock[0]) or SlowToStopEngine(clock))
+    monkeypatch.setattr(serve.supervision, "_update_run_record", lambda state: None)  # no run.json here
+
+    async def die_580_s_after_each_restart() -> ServerState:
+        state = _dead_generator(engine_max_restarts=3, engine_restart_window_s=600.0, engine_stop_grace_s=30.0)
+        state.on_fatal, state.engines["generator"].log_tail = (lambda: None), (lambda lines: "")
+        for _ in range(10):  # the bound only ends a failing test
+            serve.supervision._declare_dead(state, "generator", "the generator engine exited with code 1")
+            await asyncio.gather(*state.tasks)
+            if state.status == "failed":
+                break
+            clock[0] += 580.0
+        return state
+
+    state = asyncio.run(die_580_s_after_each_restart())
+    assert starts == [1000.0, 1610.0, 2220.0]
+    assert state.status == "failed" and state.failure.startswith(
+        "the generator engine was restarted 3 times in a row and never stayed up 600 s")
+
+
+def test_a_hung_engine_is_dated_dead_at_its_first_unanswered_probe(monkeypatch):
+    """A hung engine is declared dead only after engine_hang_probes (3) unanswered probes, a probe interval apart
+    (~30 s by default); how long it stayed up is measured to the first of them, when it had stopped answering
+    already, not to the third."""
+    import socket
+    import types
+
+    import aiohttp
+
+    import serve.supervision
+    from serve.supervision import _watch
+
+    clock = [1000.0]
+
+    def monotonic() -> float:
+        clock[0] += 1.0
+        return clock[0]
+
+    monkeypatch.setattr(serve.supervision, "time", types.SimpleNamespace(monotonic=monotonic))
+    probes, dated = [], {}
+
+    class Unanswered:
+        async def probe_request(self, method, url, hop):
+            probes.append(clock[0])
+            raise aiohttp.ClientConnectionError("no answer")
+
+    async def heal(state, role) -> None:
+        dated[role] = state.died_at[role]
+
+    monkeypatch.setattr(serve.supervision, "_heal", heal)
+    config = ServeConfig(model="/ckpt", engine_probe_interval_s=0.003, engine_hang_probes=3)
+    with socket.create_server(("127.0.0.1", 0)) as listening:  # its port accepts: alive, only not answering
+        engine = ServingEngine(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        state = ServerState(config=config, layout=None, status="ready", engines={"generator": engine},
+                            dead={"generator": asyncio.Event()}, http=Unanswered())
+
+        async def watch() -> None:
+            watcher = asyncio.create_task(_watch(state, interval_s=0.001))
+            await asyncio.wait_for(state.dead["generator"].wait(), 30)  # the bound only ends a failing test
+            await asyncio.gather(*state.tasks)
+            watcher.cancel()
+
+        asyncio.run(watch())
+    for thread in threading.enumerate():  # its tail logged before the next test looks at the log
+        if thread.name == "generator engine log tail":
+            thread.join(60)
+    assert len(probes) == 3 and dated == {"generator": probes[0]}
+
+
+#: An engine that writes a few lines and dies.
+_DYING_STUB = "import sys\nfor n in range(3): print('dying engine line', n, flush=True)\nsys.exit(1)"
+
+
+def test_a_dead_engines_log_tail_is_its_own_and_the_watcher_never_waits_for_it(monkeypatch, tmp_path, caplog):
+    """The tail was read while the watcher waited, in the default thread pool where request planning queues, and
+    after the restart task had started: the restarted engine's first lines, appended to the same log, could be read
+    as the dead one's. The log's end is taken at the death; the tail is read in a thread of its own, up to there,
+    while the watcher goes on: declaring the death returns with the read still held back here."""
+    import logging
+
+    import serve.supervision
+    from serve.launch import Engine, EngineSpec
+
+    monkeypatch.setattr(serve.launch, "engine_command", lambda spec, config, port: [
+        sys.executable, "-c", _DYING_STUB])
+    spec = EngineSpec(role="generator", model_dir=tmp_path, served_name="m", memory_share=0.5)
+    config = ServeConfig(model=str(tmp_path))
+    engine = Engine.start(spec, config, tmp_path)
+    engine.proc.proc.wait(timeout=60)
+    may_read = threading.Event()
+    read = engine.log_tail
+
+    def held_back(*args, **kwargs) -> str:
+        may_read.wait(60)  # the bound only ends a failing test
+        return read(*args, **kwargs)
+
+    engine.log_tail = held_back
+    state = ServerState(config=config, layout=None, status="starting", engines={"generator": engine},
+                        dead={"generator": asyncio.Event()})
+    try:
+        with caplog.at_level(logging.ERROR, logger="judge_serve"):
+            serve.supervision._declare_dead(state, "generator", "the generator engine exited with code 1")
+            assert state.dead["generator"].is_set()
+            with open(tmp_path / "generator.log", "a") as log:  # the restart, appending
+                log.write("restarted engine line\n")
+            may_read.set()
+            for _ in range(3000):  # the bound only ends a failing test
+                if any("engine log tail" in r.getMessage() for r in caplog.records):
+                    break
+                threading.Event().wait(0.01)
+    finally:
+        may_read.set()
+        engine.stop(grace_s=0)
+    tails = [r.getMessage() for r in caplog.records if "engine log tail" in r.getMessage()]
+    assert tails == ["generator engine log tail:\ndying engine line 0\ndying engine line 1\ndying engine line 2"]
