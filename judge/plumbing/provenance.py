@@ -198,7 +198,12 @@ def redact_argv(argv: list[str]) -> list[str]:
         name, sep, value = arg.partition("=")
         if arg.startswith("-") and not arg.startswith("---") and not any(c.isspace() for c in name):
             if is_secret_name(name):
-                if sep:
+                if sep and any(c.isspace() for c in value):
+                    # A group of shell words (``--engine-args "--hf-token=A --seed 0"``'s value), read word by word:
+                    # as one ``--name=value`` it hid "A --seed 0" whole, which a caller scrubbing logs for the value
+                    # (``argv_secrets``) never finds.
+                    out.append(_redact_text(arg))
+                elif sep:
                     out.append(f"{name}={REDACTED}")
                 else:
                     out.append(arg)

@@ -83,3 +83,13 @@ def test_argv_secrets_lists_what_redact_argv_hides_inside_json_values_and_groups
             "--max-tokens", "512"]
     assert argv_secrets(argv) == ["hf_SECRETabc", "hf_ENVTOKEN", "SEKRET123", "SEKRET999", "KEYVAL77", "TOKVAL42"]
     assert argv_secrets(["vllm", "serve", "/m", "--seed", "0", "--hf-overrides", '{"rope": {"factor": 2}}']) == []
+
+
+def test_a_group_of_shell_words_opening_with_a_secret_option_hides_only_its_value():
+    """``--engine-args "--hf-token=AAA --seed 0"``: the group is read word by word. Taken as one ``--name=value`` it
+    hid "AAA --seed 0" whole, a text no log holds, so ``argv_secrets`` gave that and a log tail kept AAA."""
+    from judge.plumbing.provenance import argv_secrets, redact_argv
+
+    argv = ["--engine-args", "--hf-token=AAA --seed 0", "--hf-overrides={\"token\": \"T T\"}"]
+    assert redact_argv(argv) == ["--engine-args", "'--hf-token=***' --seed 0", '--hf-overrides={"token": "***"}']
+    assert argv_secrets(argv) == ["AAA", "T T"]
