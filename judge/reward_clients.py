@@ -564,9 +564,9 @@ def _instruction(prompt: Any) -> str:
 
 def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
     """A sample's criteria as a ``/get_reward`` label gives them, in the forms the wire takes (``RewardSample``): a
-    list (or a JSON string of one, or one criterion's name), ``"auto"``, or none (None, a JSON ``null``) where the
-    sample names its task (``task_named``: judged on its task's criteria set). One reading for the three reward
-    paths: the trl and verl clients' criteria and ``/get_reward``'s labels (``serve.rewards``).
+    list (or a JSON string of one, or one criterion's name, plain or as a JSON string), ``"auto"``, or none (None, a
+    JSON ``null``) where the sample names its task (``task_named``: judged on its task's criteria set). One reading
+    for the three reward paths: the trl and verl clients' criteria and ``/get_reward``'s labels (``serve.rewards``).
 
     Raises:
         ValueError: naming ``where`` (or ``where[j]``, a criterion of the list): none of these.
@@ -580,6 +580,8 @@ def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[An
             raise ValueError(f"{where}: a JSON string nested too deeply to be a list of criteria") from None
         except ValueError:
             value = value if value == AUTO else [value]  # one criterion's name
+        else:  # one name JSON-encoded, as a dataset column that JSON-encodes every cell gives it: that name
+            value = value if not isinstance(value, str) or value == AUTO else [value]
     if value == AUTO:
         return AUTO
     if value is None and task_named:

@@ -15,7 +15,7 @@ The contract between ``serve`` and ``eval``, as vLLM's ``entrypoints/openai/prot
 fields and, for the response types, values of the wrong type are errors naming the field); ``JudgeResult.from_json`` and ``eval.judging.predictions.PredictionRow``'s
 ``from_json`` both read through it.
 
-Why one module of ~520 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
+Why one module of ~550 lines: it is the whole wire contract, both directions, as vLLM's ``protocol.py`` is; a client
 author reads one file to learn every field and bound the server checks, and the request and response types share
 the one strict reader.
 """
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import math
+import re
 import sys
 import types
 import typing
@@ -38,7 +40,8 @@ from judge.scales import MAX_LEVELS
 
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
-           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES"]
+           "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
+           "root_identity"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -488,6 +491,8 @@ class ModelLimits:
             client can refuse a format it does not know instead of guessing one.
         root: the checkpoint the engine loaded (vLLM's ``root``), None when not said: under ``--served-model-name``
             the entry's ``id`` is any name, and only ``root`` still names the weights (e.g. Pollux-4B-Judge's).
+            judge-serve sends it as ``root_identity`` (a digest, no path); a plain vLLM server as its path. Compare
+            two through ``root_identity``.
     """
 
     max_model_len: int | None = None
@@ -524,3 +529,18 @@ class ModelLimits:
         return cls(number("max_model_len"), number("judge_max_tokens"), number("max_proxy_tokens"),
                    number("trained_max_completion_length"), text("prompt_version"), text("verdict_format"),
                    text("root"))
+
+
+#: A root as judge-serve sends it (``root_identity``): no path, one digest per path.
+_ROOT_DIGEST = re.compile(r"sha256:[0-9a-f]{16}")
+
+
+def root_identity(root: str) -> str:
+    """The identity of the folder a vLLM engine loaded (its ``root``) that names no path: ``"sha256:"`` and the first
+    16 hex digits of the SHA-256 of the path as vLLM names it, and a root already in that form as it is. judge-serve
+    sends it (a client may not read the engine's path: docs/security.md), and judge-eval compares two roots through
+    it, so that a run.json that recorded the path (a plain vLLM server, a judge-serve from before) and one that
+    recorded judge-serve's digest of the same path agree; two paths agree exactly when they are equal."""
+    if _ROOT_DIGEST.fullmatch(root):
+        return root
+    return "sha256:" + hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -6,8 +6,8 @@ Routes:
 * OpenAI's, proxied to the generating engine byte for byte (streaming included; errors, in-stream ones too, in
   judge-serve's shape: ``serve.errors``), so OpenAI clients work unchanged:
   ``POST /v1/chat/completions``, ``/v1/completions``, ``/v1/responses``; ``GET /v1/models`` and
-  ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, its ``root`` the served name rather
-  than the engine's model folder, plus judge-serve's caps
+  ``GET /v1/models/{id}`` (each entry the engine's, ``max_model_len`` included, its ``root``, the folder the engine
+  loaded, as a digest that names no path: ``judge.wire.root_identity``; plus judge-serve's caps
   ``judge_max_tokens`` and ``max_proxy_tokens`` and its ``prompt_version``: ``judge.wire.ModelLimits``, and the
   ``weights_fingerprint`` of what its own engines load: ``serve.layout.weights_fingerprint``); vLLM's ``POST /tokenize``, ``/detokenize``, ``GET /tokenizer_info`` (what lm-eval's
   remote tokenizer reads; less the fields that name a file or folder: ``name_or_path``, ``*_file``) and
@@ -25,7 +25,8 @@ Routes:
   engine of its own that died while another still loads: it is restarted once judge-serve is ready), 503 while it
   cannot serve (an engine failed to start or kept dying past ``engine_max_restarts``; an attached engine does not
   answer). Without the API key its body says only ``{"status": "up"}`` or ``"down"``; with it, per engine, its
-  state (``starting`` until judge-serve has seen every engine answer, ``up``, ``dead``, ``restarting``), restarts
+  state (``starting`` until judge-serve has seen every engine answer, ``never seen up`` for one it had not when it
+  failed or began to drain, ``up``, ``dead``, ``restarting``), restarts
   and last exit code; no pid (``run.json`` and the log have them). ``GET /ready``: 200 only when every engine answers and the
   server is not draining; without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
   ``"draining"`` or ``"unavailable"``), with it also the model, or why not ready.
@@ -71,7 +72,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from judge.checkpoints import prompt_template_and_why, read_manifest
-from judge.wire import ModelLimits
+from judge.wire import ModelLimits, root_identity
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
@@ -239,12 +240,17 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     def engine_state(state: ServerState, role: str) -> str:
         """``role``'s engine as ``/health`` shows it: ``restarting``, ``dead``, ``starting`` (judge-serve has not
-        seen every engine answer yet: it cannot tell one that loads from one that is up) or ``up``."""
+        seen every engine answer yet: it cannot tell one that loads from one that is up), ``never seen up`` (the
+        same, but judge-serve failed or drains before it had: a start that timed out waiting for one of them
+        records no death, and it never will be up) or ``up``. judge-serve reads each engine's model list
+        (``engine_models``) once it has seen every engine answer, and turns ready only then."""
         if state.healing(role):
             return "restarting"
         if role in state.dead_reason:
             return "dead"
-        return "starting" if state.status == "starting" else "up"
+        if state.status == "ready" or role in state.engine_models:
+            return "up"
+        return "starting" if state.status == "starting" else "never seen up"
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
@@ -451,10 +457,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     # vLLM's own fields (vllm/entrypoints/serve/engine/protocol.py, ModelCard): its ``root`` is the
                     # folder --model loaded (a path under someone's home, vllm/entrypoints/openai/models/serving.py
                     # show_available_models), a LoRA's ``parent`` what --lora-modules named; no client may read a
-                    # path (docs/security.md): no root (a client that records one, judge-eval's run.json, then
-                    # compares the weights_fingerprint below instead of a name it already holds), and a parent only
-                    # when it is a listed model.
-                    entry.pop("root", None)
+                    # path (docs/security.md): the root as a digest of that path (judge.wire.root_identity), which
+                    # judge-eval still holds a resume and a comparison to (an attached engine gives no
+                    # weights_fingerprint: its root is all that tells another folder served under the same name),
+                    # and a parent only when it is a listed model.
+                    root = entry.pop("root", None)
+                    if isinstance(root, str) and root:
+                        entry["root"] = root_identity(root)
                     if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
                         entry["parent"] = None
                     entry.update(limits)

@@ -186,7 +186,12 @@ async def _planned(admitted: Admitted, work: Any, /, *args: Any, **kwargs: Any) 
         return await asyncio.shield(thread)
     except asyncio.CancelledError:
         gone.set()
-        if not thread.done():  # its error, if it raises, nobody answers: shield marks it retrieved
+        # Nobody answers the thread's error (a RequestError of the plan included), but it must be read: shield reads
+        # it only when the thread ended first, and once the request is cancelled before that, asyncio logged every
+        # such error as "Future exception was never retrieved" with its traceback. Added before held_until's callback,
+        # so it has run by the time the count is given back.
+        thread.add_done_callback(lambda done: done.cancelled() or done.exception())
+        if not thread.done():
             admitted.held_until(thread)
         raise
 

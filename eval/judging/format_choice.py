@@ -24,6 +24,7 @@ from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat
+from judge.wire import root_identity
 
 __all__ = ["SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
@@ -218,23 +219,34 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
     """The checkpoint this launch records as its server's ``root`` (vLLM's model entry names the weights it loaded;
     run.json's ``server_limits.root``), held to the one the ``n_written`` verdicts already in ``out`` were asked of.
     ``held_model`` compares served names only, and ``vllm serve B --served-model-name judge`` is named as A was: a
-    resume against it would add B's verdicts to A's under one name. Either side not saying (a server that lists no
-    ``root``, a run.json from before it was kept) is no evidence and passes; the recorded one is kept where this
-    launch's server says none (nothing to ask: no server was asked).
+    resume against it would add B's verdicts to A's under one name; so would a judge-serve over an attached engine
+    (it gives no ``weights_fingerprint``) now serving B. Either side not saying (a server that lists no ``root``, a
+    run.json from before it was kept) is no evidence and passes; the recorded one is kept where this launch's
+    server says none (nothing to ask: no server was asked).
+
+    Roots are compared through ``judge.wire.root_identity``: judge-serve sends a digest of the path its engine
+    loaded, a plain vLLM server the path, and a run.json from an older judge-serve recorded the path; a path and the
+    digest of the same path are one folder, two paths one only when equal.
 
     Raises:
-        ConfigError: a launch that would ask the judge finds other weights loaded than the recorded ones (naming
-            both), before any item is asked.
+        ConfigError: a launch that would ask the judge finds another folder loaded than the recorded one (naming
+            both, with the digest of a path where the other is a digest), before any item is asked.
     """
     limits = earlier_record(out).get("server_limits") if n_written else None
     earlier = limits.get("root") if isinstance(limits, dict) else None
-    if not isinstance(earlier, str) or not earlier or earlier == root:
+    if not isinstance(earlier, str) or not earlier or (root and root_identity(earlier) == root_identity(root)):
         return root
-    if not asking or root is None:
+    if not asking or not root:
         return earlier
+    digests = root_identity(earlier) == earlier or root_identity(root) == root
+
+    def named(one: str) -> str:
+        return f"{one!r} ({root_identity(one)})" if digests and root_identity(one) != one else repr(one)
+
     raise ConfigError(f"judge: the {n_written} verdicts already in {out} were asked of a server that loaded "
-                      f"{earlier!r}, but {judge_ref} now serves {root!r} under the same name: resume against the "
-                      "judge that started the folder, or start again with --overwrite, or use another --out")
+                      f"{named(earlier)}, but {judge_ref}, serving the same name, loaded another folder: "
+                      f"{named(root)}; resume against the judge that started the folder, or start again with "
+                      "--overwrite, or use another --out")
 
 
 def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_ref: str, asking: bool) -> str | None:

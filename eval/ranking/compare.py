@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from judge.plumbing.json_reading import unreadable_json
+from judge.wire import root_identity
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
@@ -216,10 +217,12 @@ def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str,
     (differences that refuse the comparison, notes), each ``{name: [a, b]}``; a value only one run recorded is no
     evidence either way.
 
-    Roots are compared by their hub snapshot (``models--o--n/snapshots/<rev>``) where both have one, else as paths;
-    another root is a note. Other fingerprints refuse only where both runs name one judge checkpoint (the same
-    ``judge`` path or hub id, or, for a judge reached by URL, a server that loaded the same path) and are not one hub
-    revision: the checkpoint retrained in place the fingerprint was made to tell; else they are a note.
+    Roots are compared by their hub snapshot (``models--o--n/snapshots/<rev>``) where both have one, else through
+    ``judge.wire.root_identity`` (judge-serve records a digest of the path, a plain vLLM server and an older
+    judge-serve the path: a path and its digest are one folder, two paths one only when equal); another root is a
+    note. Other fingerprints refuse only where both runs name one judge checkpoint (the same ``judge`` path or hub
+    id, or, for a judge reached by URL, a server that loaded the same folder) and are not one hub revision: the
+    checkpoint retrained in place the fingerprint was made to tell; else they are a note.
     """
     refused: dict[str, list[Any]] = {}
     notes: dict[str, list[Any]] = {}
@@ -227,13 +230,14 @@ def weights_differences(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str,
     snapshots = [found.group(1) if (found := _HUB_SNAPSHOT.search(r if isinstance(r, str) else "")) else None
                  for r in roots]
     same_revision = None not in snapshots and snapshots[0] == snapshots[1]
-    places = [snapshot or root for snapshot, root in zip(snapshots, roots)]  # a hub root by its revision
-    if all(roots) and places[0] != places[1]:
+    folders = [root_identity(root) if isinstance(root, str) and root else None for root in roots]
+    same_folder = None not in folders and folders[0] == folders[1]
+    if all(folders) and not (same_revision or (None in snapshots and same_folder)):  # a hub root by its revision
         notes["root"] = roots
     prints = [a.get("weights_fingerprint"), b.get("weights_fingerprint")]
     if all(prints) and prints[0] != prints[1]:
         one_judge = a.get("judge") == b.get("judge") and a.get("judge") not in (None, "<url>")
-        one_folder = a.get("judge") == b.get("judge") == "<url>" and bool(roots[0]) and roots[0] == roots[1]
+        one_folder = a.get("judge") == b.get("judge") == "<url>" and same_folder
         (refused if (one_judge or one_folder) and not same_revision else notes)["weights_fingerprint"] = prints
     return refused, notes
 

@@ -110,6 +110,9 @@ def test_compare_refuses_one_checkpoint_retrained_in_place(tmp_path: Path, data:
 
 
 HUB = "models--ai-forever--pollux-judge-7b/snapshots/4e1f0c2"
+#: judge-serve's root for an engine that loaded each path (``judge.wire.root_identity``): "sha256:" and the first 16
+#: hex digits of ``printf %s <path> | sha256sum``.
+ROOT_DIGEST = {"/ckpt/judge": "sha256:aee3f9b4ee96b64c", "/ckpt/other": "sha256:f533c9c2315990e6"}
 
 
 @pytest.mark.parametrize("judge, roots, prints, notes", [
@@ -124,6 +127,12 @@ HUB = "models--ai-forever--pollux-judge-7b/snapshots/4e1f0c2"
     # Two URL judges serving copies of one checkpoint at other paths: nothing names one folder, both are notes.
     (None, ["/node1/judge", "/node2/judge"], ["aa", "bb"],
      {"root": ["/node1/judge", "/node2/judge"], "weights_fingerprint": ["aa", "bb"]}),
+    # An older judge-serve recorded the path /ckpt/judge, today's the digest of /ckpt/judge
+    # (printf %s /ckpt/judge | sha256sum): one folder, one fingerprint, nothing to note.
+    (None, ["/ckpt/judge", ROOT_DIGEST["/ckpt/judge"]], ["aa", "aa"], {}),
+    # ... and of another folder, /ckpt/other: a note, as two other paths are.
+    (None, ["/ckpt/judge", ROOT_DIGEST["/ckpt/other"]], ["aa", "bb"],
+     {"root": ["/ckpt/judge", ROOT_DIGEST["/ckpt/other"]], "weights_fingerprint": ["aa", "bb"]}),
 ])  # fmt: skip
 def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path, data: Path, capsys, judge, roots,
                                                                  prints, notes) -> None:
@@ -144,13 +153,19 @@ def test_compare_notes_weights_that_name_a_place_not_the_weights(tmp_path: Path,
         assert f"Note: {name} " in markdown and f"Note: {name} " in console
 
 
+@pytest.mark.parametrize("roots", [
+    ["/ckpt/judge", "/ckpt/judge"],  # servers that named the path (an older judge-serve)
+    [ROOT_DIGEST["/ckpt/judge"], ROOT_DIGEST["/ckpt/judge"]],  # judge-serve's digest of it, both times
+    ["/ckpt/judge", ROOT_DIGEST["/ckpt/judge"]],  # one of each: one folder all the same
+])  # fmt: skip
 def test_compare_refuses_a_url_judge_whose_server_loaded_one_folder_retrained(tmp_path: Path, data: Path,
-                                                                               capsys) -> None:
+                                                                               capsys, roots) -> None:
     """Two URL judges (run.json's judge: a URL, compared as '<url>') whose servers loaded the same folder
-    /ckpt/judge with other fingerprints: the folder retrained in place, refused."""
+    /ckpt/judge with other fingerprints: the folder retrained in place, refused, whether a run recorded the path or
+    judge-serve's digest of it. Before: a path and its digest read as two folders, the difference only a note."""
     a, b = _rank(tmp_path, data, "a"), _rank(tmp_path, data, "b")
-    _record(a, root="/ckpt/judge", weights_fingerprint="aa")
-    _record(b, root="/ckpt/judge", weights_fingerprint="bb")
+    _record(a, root=roots[0], weights_fingerprint="aa")
+    _record(b, root=roots[1], weights_fingerprint="bb")
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     assert "the runs were judged differently (weights_fingerprint 'aa' vs 'bb')" in capsys.readouterr().err

@@ -663,6 +663,9 @@ def test_a_labels_criteria_are_read_in_every_form_the_trl_and_verl_clients_read(
                     '\\"rubrics\\": \\"0: нет\\\\n\\\\n1: да\\"}]"}', 1)
     assert listed == {"instruction": "Q", "criteria": ["Креативность", {"name": "Своё", "rubrics": "0: нет\n\n1: да"}]}
     assert _label({"instruction": "Q", "criteria": '"auto"'}, 0)["criteria"] == "auto"
+    # One name JSON-encoded as a column that encodes every cell gives it: that name (it was refused).
+    assert _label({"instruction": "Q", "criteria": '"\\u041a\\u0440\\u0435\\u0430\\u0442\\u0438\\u0432\\u043d\\u043e'
+                                                   '\\u0441\\u0442\\u044c"'}, 0)["criteria"] == ["Креативность"]
     assert _label({"instruction": "Q", "criteria": "null", "task_type": "Editing"}, 0)["criteria"] is None
     assert _label({"instruction": "Q", "task_type": "Editing"}, 0) == {"instruction": "Q", "task_type": "Editing"}
     from serve.schema import RequestError

@@ -480,6 +480,23 @@ def test_trl_criteria_given_as_one_name_are_that_one_criterion():
                                        "oversize": "fail"}
 
 
+def test_trl_a_criteria_column_that_json_encodes_every_cell_names_its_one_criterion():
+    """A dataset column that JSON-encodes every cell gives one name as json.dumps("Креативность")
+    ('"\\u041a..."'), as it gives json.dumps("auto") and a list: that one name, as the plain name is. Before: refused,
+    "expected a non-empty list of criteria", while the plain name, the list and "auto" so encoded were read."""
+    def respond(path, body):
+        return 200, judge_response([[scored("Креативность", 2)], [scored("Креативность", 0), scored("Грамотность", 2)]])
+
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, retry=NO_WAIT)
+        values = asyncio.run(reward(prompts=["Q1", "Q2"], completions=["a1", "a2"],
+                                    criteria=[json.dumps("Креативность"), json.dumps(["Креативность", "Грамотность"])]))
+    assert values == [1.0, 0.5]
+    assert endpoint.requests[0][1] == {"items": [
+        {"instruction": "Q1", "answer": "a1", "criteria": ["Креативность"]},
+        {"instruction": "Q2", "answer": "a2", "criteria": ["Креативность", "Грамотность"]}], "oversize": "fail"}
+
+
 def test_verl_sample_from_extra_info_or_ground_truth():
     """extra_info's keys first, then ground_truth as a label (object or JSON text); a plain string is the
     reference answer; without an instruction or criteria, an error naming where they are looked for."""

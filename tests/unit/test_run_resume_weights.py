@@ -37,8 +37,9 @@ def test_a_resume_against_other_weights_under_the_same_served_name_is_refused(tm
         assert main(run_args(other.base_url, data, out)) == 2
         assert other.bodies("/v1/chat/completions") == []
     assert (f"judge-eval run: error: judge: the 2 verdicts already in {out} were asked of a server that loaded "
-            f"'/ckpt/a', but {other.base_url} now serves '/ckpt/b' under the same name: resume against the judge "
-            "that started the folder, or start again with --overwrite, or use another --out") in capsys.readouterr().err
+            f"'/ckpt/a', but {other.base_url}, serving the same name, loaded another folder: '/ckpt/b'; resume "
+            "against the judge that started the folder, or start again with --overwrite, or use another "
+            "--out") in capsys.readouterr().err
     assert len(read_predictions(out)) == 2
     with _vllm(None) as silent:  # says no root: no evidence either way; run.json keeps the recorded one
         assert main(run_args(silent.base_url, data, out)) == 0
@@ -49,3 +50,35 @@ def test_a_resume_against_other_weights_under_the_same_served_name_is_refused(tm
         assert main(run_args(same.base_url, data, out)) == 0
         assert len(same.bodies("/v1/chat/completions")) == 1
     assert [row["judge"] for row in read_predictions(out)] == ["judge"] * 4
+
+
+#: judge-serve's root for an engine that loaded each path (``judge.wire.root_identity``): "sha256:" and the first 16
+#: hex digits of ``printf %s <path> | sha256sum``.
+ROOT_DIGEST = {"/ckpt/a": "sha256:b39f172928a3fe36", "/ckpt/b": "sha256:15c53b6773825fd5"}
+
+
+def test_a_resume_holds_a_recorded_path_to_judge_serves_digest_of_the_root(tmp_path, capsys):
+    """judge-serve names its engine's folder by a digest of its path (no client reads a path), and a judge-serve over
+    an attached engine gives no weights_fingerprint: the root is all that tells a resume another folder. A run.json
+    that recorded the path ``/ckpt/a`` (a plain vLLM server, an older judge-serve) resumes against the digest of
+    ``/ckpt/a``, recording the digest; against the digest of ``/ckpt/b`` it is refused before any item is asked,
+    naming the path with its digest and the other digest. Before: the digest read as another path (refused), or,
+    with no root sent, nothing was compared and B's verdicts joined A's."""
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _vllm("/ckpt/a") as first:
+        assert main(run_args(first.base_url, data, out)) == 0
+    cut_predictions_to(out, 2)
+    capsys.readouterr()
+    with _vllm(ROOT_DIGEST["/ckpt/b"]) as other:
+        assert main(run_args(other.base_url, data, out)) == 2
+        assert other.bodies("/v1/chat/completions") == []
+    assert (f"judge-eval run: error: judge: the 2 verdicts already in {out} were asked of a server that loaded "
+            f"'/ckpt/a' (sha256:b39f172928a3fe36), but {other.base_url}, serving the same name, loaded another "
+            "folder: 'sha256:15c53b6773825fd5'; resume against the judge that started the folder, or start again "
+            "with --overwrite, or use another --out") in capsys.readouterr().err
+    with _vllm(ROOT_DIGEST["/ckpt/a"]) as same:
+        assert main(run_args(same.base_url, data, out)) == 0
+        assert len(same.bodies("/v1/chat/completions")) == 2
+    assert json.loads((out / "run.json").read_text())["server_limits"]["root"] == "sha256:b39f172928a3fe36"
+    assert len(read_predictions(out)) == 4

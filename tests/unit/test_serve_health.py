@@ -68,7 +68,8 @@ def test_a_death_nothing_will_heal_is_503(tmp_path, scene):
     """An attached engine that stopped answering (judge-serve cannot restart it), or judge-serve failed (a restart
     that never came up): 503, ``down`` without the key, ``unhealthy`` and why with it; no pid either way."""
     app, state = _app(tmp_path, {"generator": scene == "failed", "pooler": True})
-    state.status = "ready"
+    # Ready first: judge-serve saw every engine answer and read each one's model list (serve.supervision._bring_up).
+    state.status, state.engine_models = "ready", {"generator": "judge", "pooler": "judge"}
     if scene == "failed":
         state.status, state.failure = "failed", "the generator engine was restarted 3 times in a row and never came up"
         state.dead_reason["generator"] = "the generator engine exited with code 1"
@@ -82,3 +83,31 @@ def test_a_death_nothing_will_heal_is_503(tmp_path, scene):
         "status": "unhealthy", "detail": reason,
         "engines": {"generator": {"state": "dead", "restarts": 0, "last_exit": None},
                     "pooler": {"state": "up", "restarts": 0, "last_exit": None}}})
+
+
+@pytest.mark.parametrize("scene", ["timed out", "died", "drained"])
+def test_an_engine_never_seen_answering_is_not_shown_up_after_a_failed_start(tmp_path, scene):
+    """judge-serve failed to start (an engine did not answer /health within engine_start_timeout_s: no death is
+    recorded for it; or the generator died while loading), or drains (SIGTERM) before it saw every engine answer: an
+    engine it never saw answering is ``never seen up``, a dead one ``dead``. Before: both ``up`` but a dead one
+    (``engine_state`` read every state but ``starting`` as up)."""
+    app, state = _app(tmp_path, {"generator": True, "pooler": True})
+    if scene == "drained":
+        state.status = "draining"
+    else:
+        state.status, state.failure = "failed", "the pooler engine did not answer /health within 900 s"
+    if scene == "died":
+        state.failure = "the generator engine exited with code 1 while it loaded"
+        state.dead_reason["generator"], state.last_exit["generator"] = "the generator engine exited with code 1", 1
+    anonymous, keyed = _asked(app)
+    generator = ({"state": "dead", "restarts": 0, "last_exit": 1} if scene == "died"
+                 else {"state": "never seen up", "restarts": 0, "last_exit": None})
+    pooler = {"state": "never seen up", "restarts": 0, "last_exit": None}
+    if scene == "drained":
+        assert anonymous == (200, {"status": "up"})
+        assert keyed == (200, {"status": "draining", "judge_kind": "regression",
+                               "engines": {"generator": generator, "pooler": pooler}})
+    else:
+        assert anonymous == (503, {"status": "down"})
+        assert keyed == (503, {"status": "unhealthy", "detail": state.failure,
+                               "engines": {"generator": generator, "pooler": pooler}})

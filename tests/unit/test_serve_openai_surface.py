@@ -281,17 +281,19 @@ def test_health_without_the_key_says_only_up_or_down(tiny_causal_dir, engine, mo
 
 def test_the_model_list_and_tokenizer_info_name_no_folder_of_the_engine(tiny_causal_dir, engine, monkeypatch):
     """vLLM lists the folder --model loaded as each model's ``root``, and /tokenizer_info keeps the tokenizer's
-    ``name_or_path`` and its other files: judge-serve gives no client a path (docs/security.md). ``root`` is left
-    out (a served name there would read as other weights to a judge-eval folder whose run.json recorded the path);
-    ``parent`` stays null (vLLM's for a base model); /tokenizer_info keeps what lm-eval reads (the
-    special tokens, the chat template) and the rest that names no file. Before: both passed the folder through."""
+    ``name_or_path`` and its other files: judge-serve gives no client a path (docs/security.md). ``root`` is the
+    first 16 hex digits of the SHA-256 of the folder's path (``printf %s /srv/private/runs/judge/export | sha256sum``),
+    which judge-eval compares a resume's recorded root with (hashing a recorded path alike); ``parent`` stays null
+    (vLLM's for a base model); /tokenizer_info keeps what lm-eval reads (the special tokens, the chat template) and
+    the rest that names no file. Before: both passed the folder through; then the root was left out, and judge-eval
+    could no longer tell another folder an attached engine served under the same name."""
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
         listed = http.get("/v1/models", headers=AUTH)
         one = http.get(f"/v1/models/{MODEL}", headers=AUTH)
         info = http.get("/tokenizer_info", headers=AUTH)
-    entry = {"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "parent": None,
-             "max_model_len": 2048, "permission": MODEL_CARD["permission"], "judge_max_tokens": 48,
+    entry = {"id": MODEL, "object": "model", "created": 0, "owned_by": "vllm", "root": "sha256:661741d764e7309b",
+             "parent": None, "max_model_len": 2048, "permission": MODEL_CARD["permission"], "judge_max_tokens": 48,
              "max_proxy_tokens": 256, "prompt_version": "pollux-ru-v2", "verdict_format": "tagged"}
     assert (listed.status_code, listed.json()) == (200, {"object": "list", "data": [entry]})
     assert (one.status_code, one.json()) == (200, entry)

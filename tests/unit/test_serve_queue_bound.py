@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
+import logging
 import threading
 import time
 
@@ -155,6 +157,54 @@ def test_a_request_cancelled_while_it_plans_keeps_its_count_until_its_thread_end
     assert sent_by_the_cancelled == 0
     assert len(judged.items[0].results) == 2 and all(r.parse_ok for r in judged.items[0].results)
     assert len(engine.prompts) == 2 and judge.queue.queued == 0
+
+
+def test_a_cancelled_requests_planning_error_is_read_not_logged_as_never_retrieved(caplog):
+    """A request cancelled while its worker thread plans, whose planning then raises (here the RequestError of an
+    unknown criterion): nobody answers that error, and it is read, so asyncio logs nothing once the thread's future
+    is collected; the count is given back when the thread ends. Before: ``asyncio.shield`` reads the thread's
+    error only when the thread ends first, so each such request logged "Future exception was never retrieved" at
+    ERROR with the traceback."""
+    from serve.judging import _planned
+    from serve.queued import JudgmentQueue
+    from serve.schema import RequestError
+
+    planning, go_on = threading.Event(), threading.Event()
+
+    def plan() -> None:
+        planning.set()
+        go_on.wait(FAILING_AFTER_S)
+        raise RequestError("items[0].criteria[0]: unknown criterion 'x'", "items[0].criteria[0]")
+
+    async def scenario() -> tuple[bool, int, int]:
+        queue, given_back = JudgmentQueue(), asyncio.Event()
+        real_give_back = queue._give_back
+
+        def give_back(n: int) -> None:
+            real_give_back(n)
+            if queue.queued == 0:
+                given_back.set()
+
+        queue._give_back = give_back
+
+        async def request() -> None:
+            with queue.admit(2, 2) as admitted:
+                await _planned(admitted, plan)
+
+        asked = asyncio.ensure_future(request())
+        assert await asyncio.to_thread(planning.wait, FAILING_AFTER_S)
+        asked.cancel()
+        await asyncio.wait({asked}, timeout=FAILING_AFTER_S)
+        counted_while_planning = queue.queued
+        go_on.set()
+        await asyncio.wait_for(given_back.wait(), FAILING_AFTER_S)
+        return asked.cancelled(), counted_while_planning, queue.queued
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        outcome = asyncio.run(scenario())
+        gc.collect()  # the thread's future, unreferenced now: an error never read is logged as it is collected
+    assert outcome == (True, 2, 0)
+    assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
 
 
 def test_a_request_alone_is_taken_whatever_its_size(qwen_tokenizer):

@@ -8,6 +8,7 @@ browser, training or the sandbox); the others are tests/unit/test_first_contact.
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 
@@ -40,7 +41,8 @@ def test_judge_serve_advertises_its_cap_and_run_fits_to_it(seq2seq_server, tmp_p
     run_json = json.loads((tmp_path / "fitted" / "run.json").read_text(encoding="utf-8"))
     assert run_json["config"]["max_tokens"] == 48
     limits = dict(run_json["server_limits"])
-    assert limits.pop("root") is None  # the folder vLLM loaded: judge-serve names none (docs/security.md)
+    # The folder vLLM loaded, as judge-serve names it: a digest of its path, no path (judge.wire.root_identity)
+    assert re.fullmatch(r"sha256:[0-9a-f]{16}", limits.pop("root"))
     assert limits == {"max_model_len": 2048, "judge_max_tokens": 48, "max_proxy_tokens": 8192,
                       "trained_max_completion_length": None, "prompt_version": "pollux-ru-v2",
                       "verdict_format": "tagged", "max_tokens_requested": 1024, "max_tokens_adopted": None}

@@ -123,9 +123,8 @@ def test_engine_killed_mid_request_fails_it_cleanly_then_heals(healing_server):
     print(f"healed: /ready 200 again {time.monotonic() - killed_at:.1f} s after the kill")
     health = httpx.get(server.root_url + "/health", headers={"Authorization": f"Bearer {server.api_key}"}).json()
     assert health["status"] == "ready"
-    assert health["engines"]["generator"] == {
-        "state": "up", "pid": server.run_record()["engines"]["generator"]["pid"], "restarts": 1, "last_exit": -signal.SIGKILL,
-    }  # fmt: skip
+    # No pid on /health (the key opens judging, not the machine's processes): run.json has it, checked below.
+    assert health["engines"]["generator"] == {"state": "up", "restarts": 1, "last_exit": -signal.SIGKILL}
     assert server.run_record()["engines"]["generator"]["pid"] != engine["pid"]
     answer = _post(server, {**ITEM, "criteria": ["Креативность"], "max_tokens": 16})
     assert answer.status_code == 200, answer.text
