@@ -616,11 +616,12 @@ def refuse_bad_arguments(args: Any) -> None:
         if Path(data).is_file() and Path(args.out).is_file() and Path(data).samefile(args.out):
             raise ValueError(f"--out {args.out}: the same file as --data {args.data}; the rows would replace the "
                              "records they are built from: give --out another file")
-        # A folder's records are every file under it (its parquet shards, its JSONL files): --out there would replace
-        # one of them, or join them as records the next time the folder is read.
+        # A folder's records are its Parquet shards or its save_to_disk files (judge.record_sources): --out there
+        # could replace one. Refused anywhere in the folder, one rule to keep in mind rather than the loader's
+        # layouts (a JSONL beside the shards is not read as records, but the folder is the data's).
         if Path(data).is_dir() and Path(args.out).resolve().is_relative_to(Path(data).resolve()):
-            raise ValueError(f"--out {args.out}: inside the --data folder {args.data}, whose files are the records "
-                             "the rows are built from: give --out a file outside it")
+            raise ValueError(f"--out {args.out}: inside the --data folder {args.data}, which holds the records the "
+                             "rows are built from (a shard written over is lost): give --out a file outside it")
 
 
 def _what_dropped(report: BuildReport) -> str:

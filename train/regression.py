@@ -48,16 +48,29 @@ def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]
         prompt_text = judge.apply_chat(tokenizer, row["prompt"])
         full = judge.apply_chat(tokenizer, row["prompt"], row["completion"])
         if row["prompt"] not in prompt_text or row["completion"] not in full:
-            raise ValueError(f"row {row['id']}: the chat template does not keep the prompt and the answer verbatim")
+            raise _unfit_template(tokenizer, row, "does not keep the prompt and the answer verbatim")
         parts += [chat_parts(prompt_text, row["prompt"]), chat_parts(full, row["prompt"], completion=row["completion"])]
     ids = chat_ids(tokenizer, parts)
     examples = []
     for row, prompt_ids, full_ids in zip(rows, ids[::2], ids[1::2]):
         if full_ids[: len(prompt_ids)] != prompt_ids:
-            raise ValueError(f"row {row['id']}: the chat template renders the prompt differently with an answer")
+            raise _unfit_template(tokenizer, row, "renders the prompt differently with an answer (a template that "
+                                  "opens <think> in its generation prompt: QwQ, the R1 distills, Qwen3 "
+                                  "Thinking-2507)")
         labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids):]
         examples.append({"input_ids": full_ids, "labels": labels, "score_labels": float(row["label"])})
     return examples
+
+
+def _unfit_template(tokenizer, row: dict[str, Any], why: str):
+    """The refusal of a chat template the regression recipe cannot train through: a ``ConfigError`` naming the
+    setting to change (``judge-train run`` says it in one line; a ValueError was a traceback blaming a row)."""
+    from train.config import ConfigError
+
+    name = getattr(tokenizer, "name_or_path", "") or tokenizer.__class__.__name__
+    return ConfigError(f"model_name_or_path: the chat template of {name} {why} (row {row['id']!r}); the regression "
+                       "recipe trains the prompt judge-serve sends and the rationale after it: use a base whose "
+                       "template does not (a ChatML base: Qwen2.5, T-lite; Qwen3)")
 
 
 @dataclass

@@ -74,8 +74,8 @@ def _shard_folder(tmp_path):
 
 def test_an_out_inside_the_data_folder_is_refused_and_its_shards_kept(tmp_path, capsys):
     """`--data shards/ --out shards/data/train-00000-of-00001.parquet` wrote the rows (JSONL) over the shard the
-    records were read from; an --out beside the shard would be read as records next time. Both refused before any
-    row is built: one line naming both flags, exit 2, the shard as it was."""
+    records were read from. Any --out inside the data's folder is refused before any row is built (one rule, not
+    the loader's layouts): one line naming both flags, exit 2, the shard as it was."""
     folder = _shard_folder(tmp_path)
     shard = folder / "data" / "train-00000-of-00001.parquet"
     before = shard.read_bytes()
@@ -83,8 +83,8 @@ def test_an_out_inside_the_data_folder_is_refused_and_its_shards_kept(tmp_path, 
         (tmp_path / "elsewhere").mkdir(exist_ok=True)
         assert build_data.main(["--data", str(folder), "--out", str(out), "--zero-shot", "allow"]) == 2
         assert capsys.readouterr().err == (
-            f"judge-train build-data: error: --out {out}: inside the --data folder {folder}, whose files are the "
-            "records the rows are built from: give --out a file outside it\n")
+            f"judge-train build-data: error: --out {out}: inside the --data folder {folder}, which holds the records "
+            "the rows are built from (a shard written over is lost): give --out a file outside it\n")
     assert shard.read_bytes() == before and not (folder / "rows.jsonl").exists()
     # the same folder's rows written elsewhere: the ordinary use
     assert build_data.main(["--data", str(folder), "--out", str(tmp_path / "rows.jsonl"), "--zero-shot", "allow"]) == 0

@@ -72,3 +72,22 @@ def test_a_batch_of_rows_is_tokenized_as_each_alone(qwen_tokenizer):
     rows = [row(prompt, rationale) for prompt, rationale in ORDINARY + SPECIAL]
     together = tokenize_rows(rows, qwen_tokenizer)
     assert together == [tokenize_rows([r], qwen_tokenizer)[0] for r in rows]
+
+
+def test_a_template_that_opens_think_in_its_generation_prompt_is_a_config_error_naming_the_base(qwen_tokenizer):
+    """QwQ's way (the generation prompt opens <think>, a rendered assistant turn does not): the prompt the regression
+    recipe would train is not the one judge-serve sends. Refused as a setting, ``model_name_or_path``, which
+    ``judge-train run`` says in one line; it was a ValueError (a traceback) that blamed the row."""
+    import copy
+
+    from train.config import ConfigError
+    from train.regression import tokenize_rows
+
+    tokenizer = copy.deepcopy(qwen_tokenizer)
+    tokenizer.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'user' %}<|im_start|>user\n{{ m['content'] }}<|im_end|>\n"
+        "{% else %}<|im_start|>assistant\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: the chat template of .* renders the prompt "
+                                          r"differently with an answer .*\(row 'x'\)"):
+        tokenize_rows([row("Оцени ответ", "Ошибок нет.")], tokenizer)
