@@ -34,7 +34,7 @@ failed answers (their ``bench.json`` says which) and should use one judge: runs 
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~520 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~530 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates, the paired bootstrap and its calls, the Markdown of the result) over the loaded
 runs' private shapes, which the leaderboard (``eval.ranking.leaderboard``) reuses as they are.
 """
@@ -72,7 +72,8 @@ JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge
                   "weights_fingerprint": ("weights_fingerprint",), "root": ("server_limits", "root")}
 #: The settings only some servers record: judge-serve's fingerprint of the weights files it serves (a checkpoint
 #: retrained in place keeps its path and name, not its fingerprint; ``serve.layout.weights_fingerprint``) and the
-#: checkpoint a vLLM server says it loaded (its model entry's ``root``, which ``--served-model-name`` does not hide).
+#: checkpoint a vLLM server says it loaded (its model entry's ``root``, which ``--served-model-name`` does not hide;
+#: judge-serve's is a digest of the folder, ``judge.wire.root_identity``, through which both sides are compared).
 #: Made for a resume into one folder (``eval.judging.format_choice.held_root``, ``held_fingerprint``), across runs they
 #: differ for the same weights too (a hub id's root lies in the machine's HF cache; the fingerprint hashes files'
 #: modification times): compared by ``weights_differences``.
