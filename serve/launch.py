@@ -171,7 +171,7 @@ def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str
     key, the CPU KV cache size, where the CPU model runs and no hub telemetry.
 
     The engines need neither key. Dropped here, they are in neither the engine's environment nor that of any process
-    it starts, so whatever runs inside vLLM (a ``--trust-remote-code`` model file, a plugin) and reads, logs or hands
+    it starts, so whatever runs inside vLLM (a model file of its own code, a plugin) and reads, logs or hands
     on its environment does not come upon them. It is no barrier against code that looks for them elsewhere: the
     engines run as judge-serve's user, who can read judge-serve's own environment, the one it was started with and
     the keys in it, in ``/proc/<judge-serve's pid>/environ``."""

@@ -13,7 +13,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~530 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~580 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
 apart, each client would restate them.
 """
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH", "generation_aborted"]
+           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "prompt_too_long", "ABORTED_FINISH",
+           "generation_aborted"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -117,6 +118,31 @@ def refusal_of(err: Any) -> Refused:
 CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tokens must be at least 1, got 0\b|"
                            r"context_length_exceeded", re.I)
 
+#: The two ways a server says the prompt fits its window and only the answer's ``max_tokens`` does not: vLLM's
+#: "'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens
+#: and your request has 901 input tokens (4000 > 4096 - 901)." (``vllm/entrypoints/openai/serving_engine.py``
+#: ``_validate_input``), and vLLM's older / OpenAI's "This model's maximum context length is 4096 tokens. However,
+#: you requested 5000 tokens (904 in the messages, 4096 in the completion)." (the window, then the prompt's tokens).
+_ANSWER_OVERFLOW = (re.compile(r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I),
+                    re.compile(r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens \((\d+) in "
+                               r"the messages", re.I))
+
+
+def prompt_too_long(message: str) -> bool:
+    """Whether a server's 400 (``CONTEXT_LIMIT``) says the prompt itself is longer than its window: that item's final
+    row (``context_length_exceeded``), never asked again. A prompt that fits but leaves too little room for the
+    request's ``max_tokens`` is the settings' fault, not the item's: a refusal (a ``request_failed`` row the next run
+    asks again), which ``FirstRefusals`` stops a run at when every request gets it (a ``max_tokens`` near the window
+    refuses them all); kept as final rows, a run ended with exit 0, every item unscored, and a rerun against
+    corrected settings asked nothing."""
+    if not CONTEXT_LIMIT.search(message):
+        return False
+    for pattern in _ANSWER_OVERFLOW:
+        if (found := pattern.search(message)) is not None:
+            window, prompt = (int(n) for n in found.groups())
+            return prompt >= window
+    return True
+
 
 #: vLLM's finish_reason for a generation its engine ended itself (``FINISH_REASON_STRINGS`` in
 #: ``vllm/v1/engine/__init__.py``, vLLM 0.32): a paused engine (``pause_generation(mode="abort")``) or a
@@ -187,19 +213,27 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
 
 
 def past_bound(outcome: dict[str, Any]) -> dict[str, Any]:
-    """``outcome``, or, when its score is past the size no judge's score reaches (``predictions.SCORE_BOUND``: a
-    ``[RESULT] 10000000 [END]``), the judge's final answer as a parse failure (``no_score``, the number in the
-    reason): a row holding the number is refused by every reader, and was a ``request_failed`` row every rerun
-    asked again. ``no_score``, not ``out_of_scale``: ``score`` parses an ``out_of_scale`` row's text again, as rows
-    of older runs, and would score the number (``eval.scoring.item_table``)."""
+    """``outcome``, or, when a number of its verdict is past the size no judge's score reaches
+    (``predictions.SCORE_BOUND``: a ``[RESULT] 10000000 [END]``, a regression head's value of 5e6), the judge's final
+    answer as a parse failure (``no_score``, the number in the reason, each field past the bound nulled): a row
+    holding the number is refused by every reader, and was a ``request_failed`` row every rerun asked again.
+
+    Every judge number counts, not ``score`` alone: a regression judge's score is its head's value
+    (``regression_score``), and a seq2seq judge's ``expected_score`` is the mean of the score tokens' distribution,
+    past any scale only when those tokens are no rubric's points; either way the verdict read beside it is not one.
+    ``no_score``, not ``out_of_scale``: ``score`` parses an ``out_of_scale`` row's text again, as rows of older runs,
+    and would score the number (``eval.scoring.item_table``)."""
     from eval.judging.predictions import SCORE_BOUND
 
-    score = outcome["score"]
-    if score is None or abs(score) <= SCORE_BOUND:
+    past = {name: value for name in ("score", "regression_score", "expected_score")
+            if (value := outcome.get(name)) is not None and abs(value) > SCORE_BOUND}
+    if not past:
         return outcome
-    return {**outcome, "score": None, "parse_ok": False, "error": VerdictError.NO_SCORE, "score_source": None,
-            "in_scale": None, "reason": f"the judge's score {score:.15g} is on no rubric's scale (its size is over "
-                                        f"{SCORE_BOUND:g})"}
+    said = " and ".join(f"the judge's {name} {value:.15g}" for name, value in past.items())
+    return {**outcome, **dict.fromkeys(past), "score": None, "parse_ok": False, "error": VerdictError.NO_SCORE,
+            "score_source": None, "in_scale": None,
+            "reason": f"{said} {'is' if len(past) == 1 else 'are'} on no rubric's scale (its size is over "
+                      f"{SCORE_BOUND:g})"}
 
 
 class ChatBackend:
@@ -261,9 +295,9 @@ class ChatBackend:
                 raise  # the retry policy decides (x-should-retry: true makes a 4xx worth another try)
             refusal = refusal_of(err)
             # err.message holds the whole body: vLLM's and OpenAI's words, and OpenAI's code
-            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
+            if err.status_code == 400 and prompt_too_long(str(err.message)):
                 return [too_long_outcome(refusal.said)]
-            raise refusal from err
+            raise refusal from err  # a max_tokens the window cannot add to the prompt included: the settings' fault
         refuse_without_choice(response)
         choice = response.choices[0]
         finish_reason = getattr(choice, "finish_reason", None)
@@ -461,10 +495,11 @@ class FirstRefusals:
 
     ``offer`` is told each request's outcome in the order they finish. While no request has succeeded, refusals with
     an HTTP status are held back; once ``n_first`` are held and every one carries the same status and server
-    message, ``stopped`` is that refusal (the caller stops sending and raises); any other outcome first releases the
-    held ones to be written as usual. A request ``asked_before`` (its item has a failed row of an earlier run) is
-    never held: refused, it is written at once, its item's own refusal (a content filter refusing items one by one
-    refuses the same ones on every rerun, and holding them stopped every rerun at them).
+    message (its numbers aside: ``_refusal_words``), ``stopped`` is that refusal (the caller stops sending and
+    raises); any other outcome first releases the held ones to be written as usual. A request ``asked_before`` (its
+    item has a failed row of an earlier run) is never held: refused, it is written at once, its item's own refusal
+    (a content filter refusing items one by one refuses the same ones on every rerun, and holding them stopped every
+    rerun at them).
 
     Args:
         n_first: how many alike refusals stop the run (0: never): callers give it only when at least that many
@@ -497,7 +532,7 @@ class FirstRefusals:
         if not self.open:
             return [payload]
         alike = (refusal is not None and refusal.status is not None and
-                 all((refusal.status, refusal.said) == (r.status, r.said) for _, r in self.held))
+                 all(_refusal_words(refusal) == _refusal_words(r) for _, r in self.held))
         if not alike:
             self.open = False
             released, self.held = [p for p, _ in self.held] + [payload], []
@@ -529,6 +564,13 @@ class FirstRefusals:
                 "these again" if written else "no row was written for the refused ones, a rerun sends them again")
         return (f"{what} refused the first {len(self.held)} {unit} alike: HTTP {self.stopped.status}: "
                 f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; {kept})")
+
+
+def _refusal_words(refusal: Refused) -> tuple[int | None, str]:
+    """What makes two refusals alike for ``FirstRefusals``: the status and the server's words with every number
+    read as one: a server's context refusal names each request's own token counts ("your request has 901 input
+    tokens"), and compared word for word, a window every request overflows never stopped the run."""
+    return refusal.status, re.sub(r"\d+", "#", refusal.said)
 
 
 def unasked_first(todo: Sequence[Any], failed: Callable[[Any], bool]) -> list[Any]:

@@ -363,8 +363,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (CONTEXT_LIMIT, FirstRefusals, Refused, ServerChanged, chat_answer_text,
-                                       chat_extra_body, failed_outcome, reasoning_of, refusal_of, refuse_format_change,
+    from eval.judging.backends import (FirstRefusals, Refused, ServerChanged, chat_answer_text, chat_extra_body,
+                                       failed_outcome, prompt_too_long, reasoning_of, refusal_of, refuse_format_change,
                                        refuse_without_choice, retryable_status, short, too_long_outcome)
     from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.retry import EndpointUnusable, server_message
@@ -413,9 +413,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
             refusal = refusal_of(err)
-            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
-                # the pair cannot fit the judge's context: a final row, as judge-serve's /v1/judge answers it and as
-                # the pointwise chat path writes it, never re-asked
+            if err.status_code == 400 and prompt_too_long(str(err.message)):
+                # the pair itself cannot fit the judge's context: a final row, never re-asked, as on the pointwise
+                # chat path (one that fits but leaves no room for max_tokens is the settings' fault: a refusal)
                 return too_long_outcome(refusal.said, pairwise=True)
             raise refusal from err
         refuse_without_choice(reply)

@@ -18,7 +18,8 @@ Three stages, each resumable, all in ``--out``:
    (answer.py ``strip_think_tags``); content sent as a list of text parts is read joined
    (``judge.plumbing.message_content``), and a generation the server's engine aborted (``finish_reason`` ``abort``)
    is retried, then a failed request, never an answer cut short; an instruction longer than the candidate's context
-   is a final ``context_length_exceeded`` row, scored by ``--no-answer``. Rows go to ``answers.jsonl`` as they arrive
+   is a final ``context_length_exceeded`` row, scored by ``--no-answer`` (one that fits but leaves no room for
+   ``max_tokens`` is a failed request: the settings' fault). Rows go to ``answers.jsonl`` as they arrive
    (``judge.plumbing.journal``); a rerun keeps them and asks only for failed requests and instructions whose text
    changed (each row keeps a ``content_key`` of the instruction it answered); other candidate settings
    (``candidate_key``) are refused unless ``--overwrite``. Answers outside a run's selection (a smaller
@@ -375,7 +376,7 @@ class AnswerRow:
 
 
 REQUEST_FAILED = "request_failed"
-#: An instruction longer than the candidate's context (its server's 400, ``eval.judging.backends.CONTEXT_LIMIT``):
+#: An instruction longer than the candidate's context (its server's 400, ``eval.judging.backends.prompt_too_long``):
 #: a final answer row without an answer, scored by ``--no-answer`` and never asked again (``judge.VerdictError``'s).
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 
@@ -408,7 +409,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import (ABORTED_FINISH, CONTEXT_LIMIT, FirstRefusals, Refused, generation_aborted,
+    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, Refused, generation_aborted, prompt_too_long,
                                        refusal_of, refuse_without_choice)
     from eval.judging.answer_text import answer_text
     from eval.judging.breaker import FailingStreak, stop_after
@@ -439,9 +440,10 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
-            if err.status_code == 400 and CONTEXT_LIMIT.search(str(err.message)):
+            if err.status_code == 400 and prompt_too_long(str(err.message)):
                 # the instruction cannot fit the candidate's context: its final answer, as the judge routes write
-                # one (eval.judging.backends.too_long_outcome), never a failed request every rerun sends again
+                # one (eval.judging.backends.too_long_outcome), never a failed request every rerun sends again. One
+                # that fits but leaves no room for max_tokens is the settings' refusal, a failed row (below).
                 raise _TooLong(refusal_of(err)) from err
             raise refusal_of(err) from err
         # Raised here, inside the retry policy's call: an aborted generation is worth another attempt, as the judge's

@@ -22,7 +22,7 @@ __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_
 
 #: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
-ANSWER_COUNTS = ("n_answer_failed", "n_answer_empty", "n_cut_in_thinking", "n_finish_length")
+ANSWER_COUNTS = ("n_answer_failed", "n_answer_too_long", "n_answer_empty", "n_cut_in_thinking", "n_finish_length")
 #: ``bench.json`` counts of (instruction, criterion) items that have no verdict.
 NOT_SCORED = ("n_no_answer", "n_empty_answer", "n_no_prediction")
 #: What a cell averages, per ``--normalize`` (``eval.ranking.matrix.NORMALIZE``).
@@ -172,14 +172,17 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "<h2>Answers</h2>",
             f'<p class="note">{_e(", ".join(answers) or "every instruction answered, none cut short")}. '
             "n_answer_failed counts instructions whose answer request failed (asked again by the next run); "
-            "n_answer_empty instructions whose answer was empty once thinking was stripped (not judged: see "
-            "below); n_cut_in_thinking answers that stopped inside an unclosed &lt;think&gt; (the rest was cut "
-            "away) and n_finish_length answers the candidate's max_tokens stopped: those with text left are judged "
-            "and scored as they are, those left empty are empty answers.</p>",
+            "n_answer_too_long instructions longer than the candidate's context (its server's words in "
+            "answers.jsonl; final, not asked again, scored as no answer); n_answer_empty instructions whose answer "
+            "was empty once thinking was stripped (not judged: see below); n_cut_in_thinking answers that stopped "
+            "inside an unclosed &lt;think&gt; (the rest was cut away) and n_finish_length answers the candidate's "
+            "max_tokens stopped: those with text left are judged and scored as they are, those left empty are empty "
+            "answers.</p>",
             "<h2>Not judged</h2>",
             f'<p class="note">{_e(", ".join(not_scored) or "nothing: every item was answered and judged")}. '
-            "n_no_answer / n_empty_answer count (instruction, criterion) items whose answer request failed or whose "
-            "answer was empty once thinking was stripped, and n_no_prediction items the judge wrote no verdict for "
+            "n_no_answer counts (instruction, criterion) items whose answer request failed or whose instruction "
+            "was too long for the candidate, n_empty_answer those whose answer was empty once thinking was "
+            "stripped, and n_no_prediction items the judge wrote no verdict for "
             "(judged by the next run): none of them was judged, and each is counted in its cell above. POLLUX sends "
             f"an empty answer to its judge; the toolkit cannot, so those items are {empty}. Verdicts that did not "
             "parse, were out of scale or whose request failed are counted per cell above.</p>"]

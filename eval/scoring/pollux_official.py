@@ -127,7 +127,8 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
         ``{"n", "n_parsed", "format_acc", "score_acc", "score_format_acc", "mse", "note"}``. As in the original, a
         rate over an empty list is 0 (line 80: ``score_format_acc`` when nothing parsed) and ``mse`` is NaN when
         nothing parsed (line 85: the mean of an empty array); with no output at all every figure is NaN (the
-        original raises there) and ``note`` says why; otherwise ``note`` is "".
+        original raises there) and ``note`` says why; an ``mse`` past float64's range (a 200-digit verdict read
+        as 1e200) is inf, as POLLUX's own, with a note; otherwise ``note`` is "".
     """
     if not isinstance(scores, np.ndarray):  # a list with None for "nothing extracted"
         scores = [np.nan if v is None else v for v in scores]
@@ -139,16 +140,24 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
         nan = float("nan")
         return {"n": 0, "n_parsed": 0, "format_acc": nan, "score_acc": nan, "score_format_acc": nan, "mse": nan,
                 "note": "no outputs: POLLUX's compute_metrics raises on an empty set (evaluation.py:82-83)"}
-    errors = scores[parsed] - references[parsed]
+    # A score POLLUX's parser reads from a verdict of 200 digits (1e200) squares past float64: inf, as POLLUX's own
+    # np.mean gives, said in the note rather than as numpy's "overflow encountered" warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        errors = scores[parsed] - references[parsed]
+        mse = float((errors**2).mean()) if n_parsed else float("nan")
     exact = int((errors == 0).sum())  # line 73: true_score == pred_score, float equality (1.0 == 1)
+    note = "" if n_parsed else "no output had a score: mse is undefined (POLLUX's np.mean of nothing)"
+    if n_parsed and not np.isfinite(mse):
+        note = (f"mse is {mse}: a parsed score's squared error is past float64's range (largest parsed score "
+                f"{float(np.abs(scores[parsed]).max()):.6g}), as in POLLUX's own np.mean")
     return {
         "n": n,
         "n_parsed": n_parsed,
         "format_acc": n_parsed / n,
         "score_acc": exact / n,  # an output without a score appends 0 (line 77)
         "score_format_acc": exact / n_parsed if n_parsed else 0.0,  # line 80: an empty list gives 0
-        "mse": float((errors**2).mean()) if n_parsed else float("nan"),
-        "note": "" if n_parsed else "no output had a score: mse is undefined (POLLUX's np.mean of nothing)",
+        "mse": mse,
+        "note": note,
     }
 
 

@@ -111,6 +111,72 @@ def test_a_run_writes_a_too_long_prompt_once_and_a_rerun_does_not_ask_it_again(d
                                                                 VLLM_INPUT_LENGTH)] * 4
 
 
+def _no_room(body: dict) -> dict:
+    """vLLM's 400 for a prompt that fits the 4096-token window but not with max_tokens 4000, naming this request's own
+    input tokens as a real server does (here the prompt's length in characters)."""
+    n_in = len(body["messages"][0]["content"])
+    return _vllm_error(f"'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context "
+                       f"length is 4096 tokens and your request has {n_in} input tokens (4000 > 4096 - {n_in}).")
+
+
+def test_a_chat_prompt_leaving_no_room_for_max_tokens_is_a_refusal_not_a_final_row():
+    """The prompt fits, the answer's max_tokens does not (the settings' fault): a refusal, written as a failed row
+    that the next run asks again, never the item's final context_length_exceeded row."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    said = []
+    with ScriptedEndpoint(lambda path, body: (400, said.append(_no_room(body)) or said[-1])) as server:
+        with pytest.raises(Refused) as refused:
+            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
+    assert (refused.value.status, refused.value.said) == (400, said[0]["error"]["message"])
+
+
+def test_first_refusals_are_alike_whatever_numbers_their_words_hold():
+    """Refusals whose words differ only in numbers (each request's own token counts) are alike: three stop the run,
+    the third's words quoted; words that differ otherwise, or another status, are not."""
+    from eval.judging.backends import FirstRefusals
+
+    def refused(said: str, status: int = 400) -> Refused:
+        return Refused(f"HTTP {status}: {said}", status, said)
+
+    counts = FirstRefusals(3)
+    assert [counts.offer(refused(f"your request has {n} input tokens (4000 > 4096 - {n})"), n) for n in
+            (901, 77, 12345)] == [[], [], []]
+    assert counts.stopped is not None
+    assert counts.stopped.said == "your request has 12345 input tokens (4000 > 4096 - 12345)"
+    words = FirstRefusals(3)
+    assert [words.offer(refused("item 1 refused"), 0), words.offer(refused("item 2 blocked"), 1)] == [[], [0, 1]]
+    status = FirstRefusals(3)
+    assert [status.offer(refused("limit 1"), 0), status.offer(refused("limit 2", 403), 1)] == [[], [0, 1]]
+
+
+def test_a_judge_whose_max_tokens_no_prompt_leaves_room_for_stops_and_its_rerun_asks_again(data, tmp_path):
+    """Every prompt refused for a max_tokens too large, each 400 with its own token counts: the three first
+    refusals are alike (numbers aside), the run stops (exit 4) with failed rows, not final ones, and the rerun
+    against a server with room asks every item."""
+    from judge.plumbing.retry import EXIT_UNUSABLE
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 400, _no_room(body)
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond) as server:
+        assert eval_main(run_args(server.base_url, data, out, "--max-retries", "0", "--concurrency", "1")) == \
+            EXIT_UNUSABLE
+        said = {_no_room(b)["error"]["message"] for b in server.bodies("/v1/chat/completions")}
+    assert len(said) == 3  # three requests, three different messages
+    assert [row["error"] for row in read_predictions(out)] == ["request_failed"] * 3
+
+    def fixed(path: str, body: dict) -> tuple:
+        return (404, {"detail": "Not Found"}) if path == "/v1/judge" else (200, chat_completion(TAGGED_VERDICT,
+                                                                                               body["model"]))
+    with ScriptedEndpoint(fixed) as server:
+        assert eval_main(run_args(server.base_url, data, out, "--max-retries", "0", "--concurrency", "1")) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 4
+    assert [row["error"] for row in read_predictions(out)] == [None] * 4
+
+
 # ------------------------------------------------------------------------------------------------- backend probe
 
 def _server(probe: list[tuple], entry: dict | None = None) -> ScriptedEndpoint:

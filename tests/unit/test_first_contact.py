@@ -33,9 +33,12 @@ UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error
 #: judge-serve's answer while its engines load (serve.app ``unavailable``), Retry-After 1 s.
 LOADING = (503, {"error": {"message": "the engines are still starting", "type": "service_unavailable", "param": None,
                            "code": "engine_unavailable"}}, {"Retry-After": "1"})
-#: vLLM's 400 for a prompt plus max_tokens over the window.
-TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 2048 tokens. However, you requested "
-                                       "2100 tokens (1076 in the messages, 1024 in the completion).",
+def too_long(body: dict) -> tuple[int, dict]:
+    """vLLM's 400 for a prompt plus max_tokens over the window, naming the request's own token counts as a real
+    server does (here 1070 + the instruction's number: each request's words differ)."""
+    n_in = 1070 + int(body["messages"][0]["content"].split()[-1])
+    return (400, {"error": {"message": f"This model's maximum context length is 2048 tokens. However, you requested "
+                                       f"{n_in + 1024} tokens ({n_in} in the messages, 1024 in the completion).",
                             "type": "BadRequestError", "param": None, "code": 400}})
 #: A refusal no retry or item can change (judge-eval run reads a context-length 400 as that item's final row).
 UNSUPPORTED = (400, {"error": {"message": "The model `vllm-judge` does not support the parameter `min_p`.",
@@ -132,7 +135,8 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
 def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(tmp_path):
     """A judge that refuses every request with the same 400 stops `judge-eval run` after its first requests with the
     server's message (exit 4; the three refused items written as failed rows, which the next run asks last); a
-    rank candidate alike (its three refused instructions written as failed answers). Both fit an answer budget that
+    rank candidate whose window no instruction fits with max_tokens alike, though each 400 names its own request's
+    token counts (its three refused instructions written as failed answers). Both fit an answer budget that
     cannot fit the server's window (max_tokens >= max_model_len 2048) to half of it, with a printed note, and send
     that."""
     data = sample_records_file(tmp_path / "data.jsonl", 20)
@@ -142,7 +146,7 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
                                                ensure_ascii=False) + "\n" for k in range(20)), encoding="utf-8")
     judge = ScriptedEndpoint(lambda p, b: UNSUPPORTED if p == "/v1/chat/completions" else (404, {"detail": "Not Found"}),
                              model="vllm-judge", max_model_len=2048)
-    candidate = ScriptedEndpoint(lambda p, b: TOO_LONG, model="cand", max_model_len=2048)
+    candidate = ScriptedEndpoint(lambda p, b: too_long(b), model="cand", max_model_len=2048)
     try:
         run = start_judge_eval(run_argv(judge.base_url, tmp_path / "run", data, "--max-tokens", "4096", "--concurrency", "2"),
                      env_without_keys())
@@ -153,7 +157,7 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
     finally:
         judge.close()
         candidate.close()
-    said, too_long = UNSUPPORTED[1]["error"]["message"], TOO_LONG[1]["error"]["message"]
+    said = UNSUPPORTED[1]["error"]["message"]
     assert (run_code, rank_code) == (EXIT_UNUSABLE, EXIT_UNUSABLE), (run_err[-2000:], rank_err[-2000:])
     n_run, n_ranked = len(judge.bodies("/v1/chat/completions")), len(candidate.bodies("/v1/chat/completions"))
     assert 3 <= n_run <= 4 and 3 <= n_ranked <= 4  # 3 alike refusals stop it; one more may be in flight (concurrency 2)
@@ -161,10 +165,12 @@ def test_first_requests_refused_alike_stop_run_and_bench_with_the_servers_words(
                                     f"HTTP 400: {said} (stopped after sending {n_run} of 20 requests; the refused "
                                     "ones were written as failed rows; a rerun asks the items not asked yet first, "
                                     "then these again)")
-    assert console_error_line(rank_err) == (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests "
-                                      f"alike: HTTP 400: {too_long} (stopped after sending {n_ranked} of 20 requests; "
-                                      "the refused ones were written as failed rows; a rerun asks the items not asked "
-                                      "yet first, then these again)")
+    # alike, their token counts aside: the stop quotes the refusal that completed the three, one request's own words
+    assert console_error_line(rank_err) in {
+        (f"judge-eval rank: error: the candidate (cand) refused the first 3 requests alike: HTTP 400: "
+         f"{too_long(body)[1]['error']['message']} (stopped after sending {n_ranked} of 20 requests; the refused ones "
+         "were written as failed rows; a rerun asks the items not asked yet first, then these again)")
+        for body in candidate.bodies("/v1/chat/completions")}
     note = ("max_tokens 4096 does not fit this server's max_model_len 2048 (the prompt and the answer share it): "
             "asking for 1024 (set --max-tokens to choose)")
     assert f"note: the judge's {note}" in run_err and f"note: the candidate's {note}" in rank_err

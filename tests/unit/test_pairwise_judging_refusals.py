@@ -63,3 +63,26 @@ def test_a_rerun_left_with_refused_judgments_asks_each_and_keeps_one_row_per_jud
     failed = sorted((r["id"], r["order"]) for r in _lines(out)[-4:])
     assert failed == [("p0", "original"), ("p0", "swapped"), ("p1", "original"), ("p1", "swapped")]
     assert {r["error"] for r in _lines(out)[-4:]} == {"request_failed"}
+
+
+def test_a_pair_that_fits_but_leaves_no_room_for_max_tokens_is_a_refusal_not_a_final_row(tmp_path, capsys):
+    """vLLM's 400 when prompt + max_tokens overflow the window names each request's own counts ("… your request has
+    P input tokens (X > W - P)"), the prompt itself fitting: the settings' fault. The first three such refusals stop
+    the run (exit 4; numbers aside they are alike) and their rows are request_failed, asked again by a rerun; kept as
+    final context_length_exceeded rows the run ended with exit 0, every judgment unscored, and a rerun asked
+    nothing. A pair longer than the window itself stays a final row (tests/unit/test_eval_backends.py)."""
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        prompt_tokens = 900 + len(body["messages"][0]["content"]) % 50  # each request its own count
+        return 400, {"error": {"message": (
+            f"'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 "
+            f"tokens and your request has {prompt_tokens} input tokens (4000 > 4096 - {prompt_tokens}).")}}
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 4), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1"]
+        assert main(args) == EXIT_UNUSABLE
+    assert "refused the first 3 requests alike" in capsys.readouterr().err
+    assert [row["error"] for row in _lines(out)] == ["request_failed"] * 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -88,6 +89,22 @@ def test_official_metrics_with_nothing_parsed_or_no_outputs():
     empty = official_metrics([], [])
     assert empty["n"] == 0 and math.isnan(empty["format_acc"]) and math.isnan(empty["mse"])
     assert "raises on an empty set" in empty["note"]
+
+
+def test_official_metrics_with_a_score_past_float64s_square_says_so():
+    """POLLUX's parser reads a 200-digit decimal verdict ("[RESULT] 999…9.5 [END]") as 1e200: its squared error
+    is past float64 (1e400), so mse is inf, as POLLUX's np.mean gives, with a note instead of numpy's overflow
+    warning (an error under this suite's warning filter); the other figures as usual: 2 of 2 parsed, 1 exact."""
+    huge = extract_score("[RESULT] " + "9" * 200 + ".5 [END]")
+    assert huge == pytest.approx(1e200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning, if any, fails the test
+        out = official_metrics([huge, 1.0], [1.0, 1.0])
+    assert (out["n"], out["n_parsed"], out["format_acc"], out["score_acc"], out["score_format_acc"]) == (
+        2, 2, 1.0, 0.5, 0.5)
+    assert out["mse"] == math.inf
+    assert out["note"] == ("mse is inf: a parsed score's squared error is past float64's range (largest parsed "
+                           "score 1e+200), as in POLLUX's own np.mean")
 
 
 def _records():

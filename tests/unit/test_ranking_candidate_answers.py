@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from eval.cli import main
 from tests.support.eval_ranking import CASES, Candidate, Judge, rank_argv, scores_by_output
 from tests.support.scripted_endpoint import chat_completion
@@ -187,9 +189,29 @@ def test_a_rerun_left_with_refused_instructions_asks_them_instead_of_stopping(tm
     assert [pid for pid, r in _answers(out).items() if r["error"]] == [1, 2, 3]
 
 
-TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested "
-                                       "5000 tokens (904 in the messages, 4096 in the completion).",
+#: vLLM's 400 for an instruction longer than the window itself (``_validate_input``'s first check).
+TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 4096 tokens. However, your request has "
+                                       "5000 input tokens. Please reduce the length of the input messages.",
                             "type": "BadRequestError", "param": None, "code": 400}})
+
+
+def _no_room(pid: int) -> tuple[int, dict]:
+    """vLLM's 400 for an instruction that fits the window but not with the request's max_tokens 4000: its words name
+    this request's own input tokens, as a real server's do (900 + the prompt_id here)."""
+    n_in = 900 + pid
+    return (400, {"error": {"message": f"'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's "
+                                       f"maximum context length is 4096 tokens and your request has {n_in} input "
+                                       f"tokens (4000 > 4096 - {n_in}).", "type": "BadRequestError", "param": None,
+                            "code": 400}})
+
+
+def _no_room_openai(pid: int) -> tuple[int, dict]:
+    """OpenAI's (and older vLLM's) words for the same: the tokens requested, the prompt's share first."""
+    n_in = 900 + pid
+    return (400, {"error": {"message": f"This model's maximum context length is 4096 tokens. However, you requested "
+                                       f"{n_in + 4000} tokens ({n_in} in the messages, 4000 in the completion). "
+                                       "Please reduce the length of the messages or completion.",
+                            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
 
 
 def test_an_instruction_longer_than_the_context_is_a_final_row_scored_by_no_answer(tmp_path: Path,
@@ -213,15 +235,37 @@ def test_an_instruction_longer_than_the_context_is_a_final_row_scored_by_no_answ
     assert (counts["n_answer_failed"], counts["n_answer_too_long"], counts["n_no_answer"]) == (0, 1, 1)
 
 
-def test_a_candidate_refusing_every_instruction_as_too_long_still_stops(tmp_path: Path, data: Path) -> None:
-    """The same 400 for every instruction (a window no request fits: the settings, not the instructions): the first
-    three stop the run (exit 4), written as failed rows, not final ones, so the rerun against a fixed candidate
-    asks them again."""
+@pytest.mark.parametrize("no_room", [_no_room, _no_room_openai])
+def test_a_candidate_refusing_every_instruction_as_too_long_still_stops(tmp_path: Path, data: Path, no_room) -> None:
+    """A max_tokens the window cannot add to any instruction (the settings, not the instructions): every 400 names
+    its own request's token counts, yet the first three are alike and stop the run (exit 4), written as failed rows,
+    not final ones, so the rerun against a fixed candidate asks them again."""
     out = tmp_path / "bench"
-    with Scripted(lambda pid, n, model: TOO_LONG) as cand, Judge(scores_by_output()) as judge:
+    with Scripted(lambda pid, n, model: no_room(pid)) as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 4
     assert {pid: r["error"] for pid, r in _answers(out).items()} == {1: "request_failed", 2: "request_failed",
                                                                      3: "request_failed"}
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
         assert _asked(cand) == [4, 5, 6, 7, 1, 2, 3]
+
+
+def test_an_instruction_leaving_no_room_for_max_tokens_is_a_failed_request_asked_again(tmp_path: Path,
+                                                                                         data: Path) -> None:
+    """Instruction 7 fits the candidate's window but not with max_tokens (vLLM's "'max_tokens' ... is too large"):
+    a failed request (exit 3, the server's words in the reason), not a final row, so the rerun with the server's
+    room asks it again and ranks it."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return _no_room(pid) if pid == 7 else None
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
+    row = _answers(out)[7]
+    assert (row["answer"], row["error"]) == (None, "request_failed")
+    assert row["reason"] == f"Refused: HTTP 400: Error code: 400 - {_no_room(7)[1]['error']['message']}"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert _asked(cand) == [7]
+    assert _answers(out)[7]["error"] is None

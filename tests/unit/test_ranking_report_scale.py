@@ -40,3 +40,21 @@ def test_cut_answers_are_not_said_to_be_judged_when_nothing_was_left() -> None:
     """An answer cut inside its thinking is judged only when text is left; one left empty is an empty answer."""
     answers = _page("minmax").split("<h2>Answers</h2>")[1].split("<h2>Not judged</h2>")[0]
     assert "those with text left are judged and scored as they are, those left empty are empty answers" in answers
+
+
+def test_instructions_too_long_for_the_candidate_are_counted_on_the_page() -> None:
+    """Two of two instructions too long for the candidate's context: the Answers note names n_answer_too_long 2,
+    never "every instruction answered", and says what it counts and that no_answer items include them."""
+    counts = {**COUNTS, "n_answer_too_long": 2, "n_cut_in_thinking": 0, "n_no_answer": 2}
+    items = [RankedItem(1, GEN, LITERACY, (0, 1, 2), None, status="no_answer"),
+             RankedItem(2, GEN, LITERACY, (0, 1, 2), None, status="no_answer")]
+    matrix = pollux_matrix(items, normalize="minmax", n_boot=0).to_json()
+    page = html.unescape(render_ranking_page({"model": "m", "judge": "j", "data": "d", "counts": counts,
+                                              "matrix": matrix}))
+    answers = page.split("<h2>Answers</h2>")[1].split("<h2>Not judged</h2>")[0]
+    assert answers.strip().startswith('<p class="note">n_answer_too_long 2. ')
+    assert "every instruction answered" not in page
+    assert "n_answer_too_long instructions longer than the candidate's context" in answers
+    not_judged = page.split("<h2>Not judged</h2>")[1]
+    assert not_judged.strip().startswith('<p class="note">n_no_answer 2. ')
+    assert "whose answer request failed or whose instruction was too long for the candidate" in not_judged

@@ -545,6 +545,7 @@ def test_rank_sbatch_reads_relative_paths_against_the_submit_folder(tmp_path):
     ("", ["--criteria=auto"], True),
     ("criteria: auto  # expand\n", [], True),
     ("criteria: 'auto'\n", [], True),
+    ("\ufeffcriteria: auto\n", [], True),  # a byte order mark first, which YAML readers skip
     ("criteria: auto\n", ["--criteria", ""], False),  # the flag after the script wins, as in judge-eval
     ("criteria_classifier: tfidf\n", [], False),
     ("", ["--criteria", "auto", "--criteria="], False),
@@ -573,6 +574,53 @@ def test_eval_sbatch_refuses_criteria_auto_before_any_work(tmp_path, config, fla
                                "would collide); expand JUDGE_EVAL_DATA once first and give the items file as "
                                'JUDGE_EVAL_DATA (docs/slurm.md, "criteria: auto")\n')
         assert not (tmp_path / "ev").exists()
+
+
+def _eval_task(tmp_path: Path, data_row: str, flags: list[str], config: str = "concurrency: 2\n"):
+    """eval.sbatch as array task 0 of job 7 with stand-in srun and judge-eval: (the process, whether srun ran)."""
+    bin_dir = write_executables(tmp_path / "bin", {"srun": 'touch "$FAKE_SRUN_RAN"\n', "judge-eval": "exit 0\n"})
+    data, yaml = tmp_path / "rows.jsonl", tmp_path / "eval.yaml"
+    data.write_text(data_row, encoding="utf-8")
+    yaml.write_text(config, encoding="utf-8")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_RAN": str(tmp_path / "srun_ran"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
+        "JUDGE_EVAL_CONFIG": str(yaml), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+    }  # fmt: skip
+    proc = subprocess.run(["bash", str(SLURM_DIR / "eval.sbatch"), *flags], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    return proc, (tmp_path / "srun_ran").exists()
+
+
+@pytest.mark.parametrize("flags", [["--config", "auto.yaml"], ["--config=auto.yaml"]])
+def test_eval_sbatch_refuses_a_config_after_the_script(tmp_path, flags):
+    """A --config after the script wins over JUDGE_EVAL_CONFIG in judge-eval (the last one given), unread by the
+    task's checks: its criteria: auto was judged by the whole array and refused by the merge. Refused as --data and
+    --out are (exit 2), before any work."""
+    (tmp_path / "auto.yaml").write_text("criteria: auto\n", encoding="utf-8")
+    proc, srun_ran = _eval_task(tmp_path, '{"instruction": "a", "answer": "b"}\n', flags)
+    assert (proc.returncode, srun_ran) == (2, False)
+    assert proc.stderr == ("eval.sbatch: --config after the script: set JUDGE_EVAL_CONFIG instead (read and checked "
+                           "before any work; flags after the script override it)\n")
+    assert not (tmp_path / "ev").exists()
+
+
+def test_eval_sbatch_refuses_pairwise_data_before_any_work(tmp_path):
+    """Pairwise rows (answer_1, answer_2) were judged by every task into pairwise_predictions.jsonl, then the merge
+    found no predictions.jsonl after all the judging: refused up front (exit 2), told as judge-eval tells them; a
+    pointwise row whose text names answer_1 passes."""
+    pair = '{"instruction": "a", "answer_1": "b", "answer_2": "c", "rubrics": "r"}\n'
+    proc, srun_ran = _eval_task(tmp_path, "\n" + pair, [])
+    data = tmp_path / "rows.jsonl"
+    assert (proc.returncode, srun_ran) == (2, False)
+    assert proc.stderr == (f"eval.sbatch: JUDGE_EVAL_DATA={data} holds pairwise rows (answer_1, answer_2): an eval "
+                           "array judges and merges pointwise shards only; run `judge-eval run --data "
+                           f"{data}` as one job (docs/evaluation.md, pairwise)\n")
+    assert not (tmp_path / "ev").exists()
+    proc, srun_ran = _eval_task(tmp_path, '{"instruction": "answer_1", "answer": "\\"answer_1\\": b"}\n', [])
+    assert (proc.returncode, srun_ran) == (0, True), proc.stderr
 
 
 # --- serve.sbatch: an address other nodes reach, or none published ------------------------------------------------
