@@ -198,10 +198,11 @@ def redact_argv(argv: list[str]) -> list[str]:
         name, sep, value = arg.partition("=")
         if arg.startswith("-") and not arg.startswith("---") and not any(c.isspace() for c in name):
             if is_secret_name(name):
-                if sep and any(c.isspace() for c in value):
-                    # A group of shell words (``--engine-args "--hf-token=A --seed 0"``'s value), read word by word:
-                    # as one ``--name=value`` it hid "A --seed 0" whole, which a caller scrubbing logs for the value
-                    # (``argv_secrets``) never finds.
+                if sep and _options_group(arg, name):
+                    # A group of options (``--engine-args "--hf-token=A --seed 0"``'s value), read word by word: as
+                    # one ``--name=value`` it hid "A --seed 0" whole, which a caller scrubbing logs for the value
+                    # (``argv_secrets``) never finds. Any other value with whitespace ("Bearer sk-…", a passphrase) is
+                    # one secret, hidden whole.
                     out.append(_redact_text(arg))
                 elif sep:
                     out.append(f"{name}={REDACTED}")
@@ -214,6 +215,16 @@ def redact_argv(argv: list[str]) -> list[str]:
                 continue
         out.append(_redact_text(arg))
     return out
+
+
+def _options_group(arg: str, name: str) -> bool:
+    """Whether ``NAME=VALUE`` with whitespace is a group of options whose first is the secret one: shell words, the
+    first ``NAME=…``, the second itself an option (``--hf-token=A --seed 0``)."""
+    try:
+        words = shlex.split(arg)
+    except ValueError:
+        return False
+    return len(words) >= 2 and words[0].startswith(f"{name}=") and words[1].startswith("-")
 
 
 def argv_secrets(argv: list[str]) -> list[str]:

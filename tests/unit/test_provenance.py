@@ -93,3 +93,17 @@ def test_a_group_of_shell_words_opening_with_a_secret_option_hides_only_its_valu
     argv = ["--engine-args", "--hf-token=AAA --seed 0", "--hf-overrides={\"token\": \"T T\"}"]
     assert redact_argv(argv) == ["--engine-args", "'--hf-token=***' --seed 0", '--hf-overrides={"token": "***"}']
     assert argv_secrets(argv) == ["AAA", "T T"]
+
+
+@pytest.mark.parametrize("arg", ["--authorization=Bearer sk-abc123", "--auth-header=Authorization: Bearer sk-XYZ123",
+                                 "--secret=correct horse battery staple", "--password=it's my pass",
+                                 "--api-key=sk-abc123\r", "--api-key='my key'"])
+def test_a_secret_value_with_whitespace_that_is_no_group_of_options_is_hidden_whole(arg):
+    """Only shell words whose second is an option are a group (the test above); "Bearer sk-…", a passphrase, a key
+    read with its CRLF are one secret each: hidden whole, and listed whole for a log tail's scrubbing. Read as shell
+    words, the first word alone was hidden ("'--authorization=***' sk-abc123") and "Bearer" was scrubbed from logs."""
+    from judge.plumbing.provenance import argv_secrets, redact_argv
+
+    name, _, value = arg.partition("=")
+    assert redact_argv([arg]) == [f"{name}=***"]
+    assert argv_secrets([arg]) == [value]
