@@ -41,7 +41,7 @@ from judge.scales import MAX_LEVELS
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
-           "root_identity"]
+           "HUB_SNAPSHOT", "root_identity"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -533,14 +533,21 @@ class ModelLimits:
 
 #: A root as judge-serve sends it (``root_identity``): no path, one digest per path.
 _ROOT_DIGEST = re.compile(r"sha256:[0-9a-f]{16}")
+#: A hub id's checkpoint as the Hugging Face cache lays it out, ``models--<owner>--<name>/snapshots/<revision>``: the
+#: part of a root that names the weights (a public repo and revision), whatever ``HF_HOME`` holds it.
+HUB_SNAPSHOT = re.compile(r"(?:^|/)(models--[^/]+/snapshots/[^/]+)/*$")
 
 
 def root_identity(root: str) -> str:
-    """The identity of the folder a vLLM engine loaded (its ``root``) that names no path: ``"sha256:"`` and the first
-    16 hex digits of the SHA-256 of the path as vLLM names it, and a root already in that form as it is. judge-serve
-    sends it (a client may not read the engine's path: docs/security.md), and judge-eval compares two roots through
-    it, so that a run.json that recorded the path (a plain vLLM server, a judge-serve from before) and one that
-    recorded judge-serve's digest of the same path agree; two paths agree exactly when they are equal."""
+    """The identity of the folder a vLLM engine loaded (its ``root``) that names no local path: a hub snapshot's
+    ``models--<owner>--<name>/snapshots/<revision>`` (public, and one revision on any machine), else ``"sha256:"``
+    and the first 16 hex digits of the SHA-256 of the path as vLLM names it; a root already in either form as it is.
+    judge-serve sends it (a client may not read the engine's path: docs/security.md), and judge-eval compares two
+    roots through it, so that a run.json that recorded the path (a plain vLLM server, a judge-serve from before) and
+    one that recorded judge-serve's identity of the same path agree; two paths agree exactly when they are equal, or
+    name one hub revision."""
     if _ROOT_DIGEST.fullmatch(root):
         return root
+    if found := HUB_SNAPSHOT.search(root):
+        return found.group(1)
     return "sha256:" + hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:16]

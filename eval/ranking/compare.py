@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -51,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from judge.plumbing.json_reading import unreadable_json
-from judge.wire import root_identity
+from judge.wire import HUB_SNAPSHOT, root_identity
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
@@ -78,9 +77,9 @@ JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge
 #: differ for the same weights too (a hub id's root lies in the machine's HF cache; the fingerprint hashes files'
 #: modification times): compared by ``weights_differences``.
 WEIGHTS_SETTINGS = ("weights_fingerprint", "root")
-#: A hub id's checkpoint as the HF cache lays it out, ``models--<owner>--<name>/snapshots/<revision>``: the part of a
-#: server's root that names the weights, whatever ``HF_HOME`` holds it.
-_HUB_SNAPSHOT = re.compile(r"(?:^|/)(models--[^/]+/snapshots/[^/]+)/*$")
+#: A hub id's checkpoint as the HF cache lays it out: the part of a root that names the weights, whatever HF_HOME
+#: holds it (judge-serve sends that part itself as its root).
+_HUB_SNAPSHOT = HUB_SNAPSHOT
 #: What a note on a weights setting means (``judge_note_lines``).
 _NOTE_MEANING = {
     "root": "the servers loaded the judge from other paths (another HF cache, copy or revision of it); a path names "

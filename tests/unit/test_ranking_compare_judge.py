@@ -121,6 +121,12 @@ ROOT_DIGEST = {"/ckpt/judge": "sha256:aee3f9b4ee96b64c", "/ckpt/other": "sha256:
     ("ai-forever/pollux-judge-7b", [f"/home/u/.cache/huggingface/hub/{HUB}",
                                     f"/home/u/.cache/pollux-judge/huggingface/hub/{HUB}/"],
      ["b37a9a275d372229", "49eff8692d1e1937"], {"weights_fingerprint": ["b37a9a275d372229", "49eff8692d1e1937"]}),
+    # ... as today's judge-serve records them (judge.wire.root_identity: a hub snapshot's own part, no local
+    # folder), and one run of each kind: one revision, a note. (A digest of the whole path refused these.)
+    ("ai-forever/pollux-judge-7b", [HUB, HUB], ["b37a9a275d372229", "49eff8692d1e1937"],
+     {"weights_fingerprint": ["b37a9a275d372229", "49eff8692d1e1937"]}),
+    ("ai-forever/pollux-judge-7b", [f"/home/u/.cache/huggingface/hub/{HUB}", HUB], ["aa", "bb"],
+     {"weights_fingerprint": ["aa", "bb"]}),
     # One hub id at two revisions, vLLM (no fingerprint): the roots differ by revision: a note.
     ("ai-forever/pollux-judge-7b", [f"/c/hub/{HUB}", "/c/hub/models--ai-forever--pollux-judge-7b/snapshots/9d2"],
      [None, None], {"root": [f"/c/hub/{HUB}", "/c/hub/models--ai-forever--pollux-judge-7b/snapshots/9d2"]}),

@@ -82,3 +82,15 @@ def test_a_resume_holds_a_recorded_path_to_judge_serves_digest_of_the_root(tmp_p
         assert len(same.bodies("/v1/chat/completions")) == 2
     assert json.loads((out / "run.json").read_text())["server_limits"]["root"] == "sha256:b39f172928a3fe36"
     assert len(read_predictions(out)) == 4
+
+
+def test_a_root_names_a_hub_snapshot_by_its_own_part_and_any_other_folder_by_a_digest():
+    """judge.wire.root_identity, worked by hand: a hub snapshot keeps models--<owner>--<name>/snapshots/<revision>
+    (public, one revision on any machine: a Slurm job's HF_HOME and a workstation's agree); another folder is
+    "sha256:" and 16 hex digits of `printf %s /ckpt/judge | sha256sum`; either form is its own identity."""
+    from judge.wire import root_identity
+
+    hub = "models--ai-forever--pollux-judge-7b/snapshots/4e1f0c2"
+    assert root_identity(f"/home/u/.cache/huggingface/hub/{hub}/") == root_identity(f"/scratch/hf/hub/{hub}") == hub
+    assert root_identity(hub) == hub
+    assert root_identity("/ckpt/judge") == root_identity("sha256:aee3f9b4ee96b64c") == "sha256:aee3f9b4ee96b64c"

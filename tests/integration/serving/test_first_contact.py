@@ -8,12 +8,12 @@ browser, training or the sandbox); the others are tests/unit/test_first_contact.
 from __future__ import annotations
 
 import json
-import re
 
 import httpx
 
 from judge.plumbing.api_keys import KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
+from judge.wire import root_identity
 from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
                                          sample_records_file, run_argv, start_judge_eval)
 
@@ -41,8 +41,9 @@ def test_judge_serve_advertises_its_cap_and_run_fits_to_it(seq2seq_server, tmp_p
     run_json = json.loads((tmp_path / "fitted" / "run.json").read_text(encoding="utf-8"))
     assert run_json["config"]["max_tokens"] == 48
     limits = dict(run_json["server_limits"])
-    # The folder vLLM loaded, as judge-serve names it: a digest of its path, no path (judge.wire.root_identity)
-    assert re.fullmatch(r"sha256:[0-9a-f]{16}", limits.pop("root"))
+    # The checkpoint judge-serve's engine serves, as judge-serve names it: a digest of its path, no path
+    # (judge.wire.root_identity; the checkpoint, not a derived view the engine may load)
+    assert limits.pop("root") == root_identity(seq2seq_server.run_record()["layout"]["root"])
     assert limits == {"max_model_len": 2048, "judge_max_tokens": 48, "max_proxy_tokens": 8192,
                       "trained_max_completion_length": None, "prompt_version": "pollux-ru-v2",
                       "verdict_format": "tagged", "max_tokens_requested": 1024, "max_tokens_adopted": None}
