@@ -93,7 +93,7 @@ from serve.errors import judgment_failed
 from serve.jobs import check_criteria
 from serve.queued import QueueFull
 from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bounds, clip_message,
-                          decode_json_body, parse_judge_request, read_off_loop)
+                          decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
            "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter", "admission_margin_s"]
@@ -332,7 +332,8 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
         # JSON string of a list as the list, POLLUX-instructions rows' criteria_name as the wire's name, a key
         # Arrow/Parquet filled with None (a label column written through datasets) as absent.
         try:
-            criteria = label_criteria(raw["criteria"], f"{where}.criteria", task_named=bool(raw.get("task_type")))
+            criteria = label_criteria(raw["criteria"], f"{where}.criteria",
+                                      task_named=task_level_named(raw.get("task_type")))
         except ValueError as err:
             path = _CRITERIA_PATH.match(str(err))
             raise RequestError(str(err), param=path.group() if path else f"{where}.criteria") from None

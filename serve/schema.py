@@ -361,7 +361,7 @@ def _checked_items(request: JudgeRequest) -> JudgeRequest:
                 f"items[{i}].criteria: must not be empty (leave it out to use the task type's criteria)",
                 param=f"items[{i}].criteria",
             )
-        if item.criteria is None and not item.task_type:  # "auto" needs neither
+        if item.criteria is None and not task_level_named(item.task_type):  # "auto" needs neither; blank: no task
             raise RequestError(
                 f"items[{i}].criteria: required unless task_type names a task whose criteria set to use",
                 param=f"items[{i}].criteria",
@@ -423,6 +423,12 @@ def _parse_pairwise(data: dict[str, Any]) -> PairwiseRequest:
     return request
 
 
+def task_level_named(level: object) -> bool:
+    """Whether a task field names something: blank ("", spaces) is unknown, as ``judge.criteria.task_path`` reads
+    it (a "   " task type was a task here and none there: a TypeError, answered 500)."""
+    return bool(level.strip()) if isinstance(level, str) else bool(level)
+
+
 def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = None) -> list[ResolvedCriterion]:
     """The criteria an item is judged on, resolved against the POLLUX taxonomy: each named one by
     ``judge.criteria.resolve_criterion``, which the reward client's unsent samples share.
@@ -439,7 +445,7 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
     """
     taxonomy = load_taxonomy()
     if item.criteria == "auto":
-        if item.task_type or item.task_subtype or item.task_subsubtype:
+        if any(map(task_level_named, (item.task_type, item.task_subtype, item.task_subsubtype))):
             # "auto" guesses the task; a task stated beside it would be silently overridden by the guess.
             raise RequestError(
                 f"items[{index}]: criteria 'auto' chooses the task from the text, but the item names its task "

@@ -27,6 +27,8 @@ BAD_REQUESTS = [
     ({"items": [{**GOOD_ITEM, "answer": "   "}]}, "items[0].answer"),
     ({"items": [{**GOOD_ITEM, "answer": 5}]}, "items[0].answer"),
     ({"items": [{**GOOD_ITEM, "criteria": []}]}, "items[0].criteria"),
+    # a blank task type names no task (judge.criteria.task_path): criteria required, as with none (it was a 500)
+    ({"items": [{"instruction": "q", "answer": "a", "task_type": "   "}]}, "items[0].criteria"),
     ({"items": [{**GOOD_ITEM, "criteria": "Креативность"}]}, "items[0].criteria"),
     ({"items": [{**GOOD_ITEM, "criteria": [7]}]}, "items[0].criteria[0]"),
     ({"items": [{**GOOD_ITEM, "criteria": [{"name": "X"}]}]}, "items[0].criteria[0].rubrics"),
