@@ -1,6 +1,6 @@
 """Serving a released ``-r`` judge (``Qwen2WithRegressionHead``) as it is published, without its custom code.
 
-Why one module of ~510 lines: reading the released folder, deriving its two views and building them in place (the
+Why one module of ~545 lines: reading the released folder, deriving its two views and building them in place (the
 scratch folder, its lock, the sweep of abandoned ones, the placing) are one recipe over one folder; split, the
 build would reach into the layout's reading and the sweep into the build's naming of its folders.
 
@@ -42,6 +42,7 @@ size on disk, the rest are symlinks).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import glob
 import hashlib
@@ -209,15 +210,24 @@ def _is_hub_snapshot(root: Path) -> bool:
 
 
 def _stamp_matches(base: Path, key: str) -> bool:
+    """Whether ``base`` holds whole views of ``key``: the stamp says so and every entry of both views is there, links
+    resolving (a view whose ``shared/`` went missing under it would be reused for good, its engines failing to load
+    the head shard at every start; it is rebuilt instead)."""
     try:
         stamp = json.loads((base / STAMP).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return False
-    return (
-        stamp.get("key") == key
-        and (base / "causal" / "config.json").is_file()
-        and (base / "classifier" / "config.json").is_file()
-    )
+    if stamp.get("key") != key:
+        return False
+    for kind in ("causal", "classifier"):
+        view = base / kind
+        try:
+            entries = list(view.iterdir())
+        except OSError:
+            return False
+        if not (view / "config.json").is_file() or not all(entry.exists() for entry in entries):
+            return False
+    return True
 
 
 def _view_config(config: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -238,7 +248,7 @@ def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: di
     ``HEAD_FILE`` with the head renamed ``score.weight`` / ``score.bias`` (the classifier view's extra file)."""
     from safetensors.torch import load_file, save_file
 
-    shared.mkdir(parents=True)
+    shared.mkdir()  # not parents: a scratch folder gone under the build is an error, never made again
     for shard in sorted({weight_map[name] for name in _HEAD_RENAMES}):
         with _naming(root / shard):
             tensors = load_file(str(root / shard))
@@ -250,7 +260,7 @@ def _write_shared(root: Path, shared: Path, weight_map: dict[str, str], head: di
 
 def _write_view(root: Path, base: Path, kind: str, config: dict[str, Any], weight_map: dict[str, str], meta: dict[str, Any]) -> None:
     view = base / kind
-    view.mkdir(parents=True)
+    view.mkdir()  # as in _write_shared: the scratch folder must still be there
     shards = set(weight_map.values())
     for entry in sorted(root.iterdir()):
         name = entry.name
@@ -315,9 +325,14 @@ def prepare_released_regression(root: str | Path, cache_dir: str | Path | None =
 def _build(root: Path, scratch: Path, base: Path, key: str, config: dict[str, Any], weight_map: dict[str, str],
            meta: dict[str, Any], head: dict[str, Any]) -> bool:
     """Write the views in ``scratch`` and put them in place at ``base`` (``_place``' answer)."""
-    _write_shared(root, scratch / "shared", weight_map, head)
-    for kind in ("causal", "classifier"):
-        _write_view(root, scratch, kind, config, weight_map, meta)
+    try:
+        _write_shared(root, scratch / "shared", weight_map, head)
+        for kind in ("causal", "classifier"):
+            _write_view(root, scratch, kind, config, weight_map, meta)
+    except FileNotFoundError as err:
+        if scratch.is_dir():
+            raise
+        raise OSError(f"{scratch}: the views' scratch folder was removed while they were built ({err})") from err
     bias = float(head["regression_head.bias"][0])
     stamp = {"key": key, "format": VIEWS_FORMAT, "source": str(root.absolute()), "head_bias": bias}
     (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
@@ -333,15 +348,22 @@ def _building(base: Path):
     Built there and renamed into place: a crash leaves no half-built views. Made by mkdir, not mkdtemp (always
     0700), so it gets the umask's mode like every folder inside it: the views are then as usable to the checkpoint's
     (or the shared cache's) other users, and as removable, as the checkpoint itself. Made and locked under another
-    name, then renamed: a sweep never sees it unlocked. Named after this kernel (``_machine``,
-    ``_sweep_abandoned``): ``.<views>-building-<machine>_<pid>_<8 hex digits>``."""
+    name, then renamed: a sweep never sees it unlocked. Named after this kernel (``_machine``):
+    ``.<views>-building-<machine>_<pid>_<8 hex digits>``.
+
+    The lock is waited for, not tried: a sweep locks a ``-making-`` folder too, for the moment it takes to see it is
+    fresh, and a try that met that lock would build unlocked. Only a filesystem that takes no locks at all lets the
+    build go on unlocked."""
     tag = f"{_machine()}_{os.getpid()}_{secrets.token_hex(4)}"
     making, scratch = base.parent / f".{base.name}-making-{tag}", base.parent / f".{base.name}-building-{tag}"
     making.mkdir()
     fd = os.open(making, os.O_RDONLY)
     try:
-        with contextlib.suppress(OSError):  # a filesystem without locks: nothing is ever swept there
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as err:
+            if err.errno not in _NO_LOCKS:
+                raise
         os.rename(making, scratch)
         try:
             yield scratch
@@ -352,10 +374,17 @@ def _building(base: Path):
         shutil.rmtree(making, ignore_errors=True)  # left only when the rename failed
 
 
-#: How long a scratch folder whose build this kernel cannot vouch for must sit with nothing in it changed before a
-#: sweep removes it (``_sweep_abandoned``): another machine's (whose lock a shared filesystem may not show here), this
-#: machine's before a reboot, an older judge-serve's, a ``-making-`` one. A running build keeps writing into its
-#: folder (the rewritten head shard, then the links to the rest), each file a change; an hour with none is no build.
+#: What ``flock`` fails with on a filesystem that takes no locks (NFS mounted ``nolock`` without local locks, some
+#: FUSE filesystems): the build goes on unlocked there. Any other failure is an error.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL})
+
+#: How long an unlocked scratch folder must sit with nothing in it changed before a sweep removes it
+#: (``_sweep_abandoned``). An unlocked folder may still be a running build's: a lock is seen only within one lock
+#: domain, which neither the machine's name nor its boot id marks (another machine on a shared filesystem that keeps
+#: locks per client, Lustre's ``localflock``, NFS's ``local_lock``; two containers or pods on one kernel each
+#: mounting the cache themselves, a FUSE sidecar per pod, NFS per network namespace). A running build keeps writing
+#: into its folder (the rewritten head shard, then the links to the rest), each file a change; an hour with none is
+#: no build.
 ABANDONED_AFTER_S = 3600.0
 
 #: A scratch folder's name after ``.<views>-building-`` or ``.<views>-making-``: ``<machine>_<pid>_<token>``
@@ -365,9 +394,9 @@ _OLD_TAG = re.compile(r"[0-9]+-[0-9a-f]{8}")
 
 
 def _machine() -> str:
-    """This kernel's name in scratch folders' names: its boot id, one per boot, shared by every container on it,
-    which is exactly where a ``flock`` taken here is seen (a container's hostname is new on each ``docker run``, a
-    pod's is its own); the hostname where the kernel shows none."""
+    """This kernel's name in scratch folders' names, saying whose build a folder is: its boot id, one per boot, shared
+    by every container on it (a container's hostname is new on each ``docker run``, a pod's is its own); the
+    hostname where the kernel shows none. Not where a lock is seen: the sweep waits as long for every folder."""
     try:
         boot_id = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
     except (OSError, ValueError):
@@ -391,29 +420,26 @@ def _sweep_abandoned(base: Path) -> None:
     and old views renamed aside and not yet removed. A build that runs holds its lock; where the filesystem takes
     no lock, nothing is swept.
 
-    A scratch folder named after this kernel (``_machine``) is removed as soon as it is unlocked: its lock would be
-    seen here. Any other is removed only when unlocked and nothing in it has changed for ``ABANDONED_AFTER_S``: one
-    of another machine (a shared filesystem may keep its locks per machine, Lustre's ``localflock``, NFS's
-    ``local_lock``, where another machine's running build looks unlocked), of this machine before a reboot (a new
-    boot id), of a judge-serve before the machine was named, or a ``-making-`` folder (unlocked for the moment
-    between its mkdir and its lock). Names are parsed whole: no machine's name is another's prefix."""
-    here = _machine()
+    A scratch folder is removed only when unlocked and nothing in it has changed for ``ABANDONED_AFTER_S``, whoever
+    made it: this kernel's name on it does not make its lock one seen here (``ABANDONED_AFTER_S``), and a
+    ``-making-`` folder is unlocked for the moment between its mkdir and its lock. So a killed build's folder stays
+    until the first start an hour after its death. Only names a build gives are swept, parsed whole: ``-building-``
+    or ``-making-`` with ``<machine>_<pid>_<8 hex digits>``, or ``-building-<pid>-<8 hex digits>`` (judge-serves
+    before the machine was named)."""
     for kind in ("building", "making"):
         prefix = f".{base.name}-{kind}-"
         for scratch in base.parent.glob(glob.escape(prefix) + "*"):
             tag = scratch.name[len(prefix):]
-            parsed = _TAG.fullmatch(tag)
-            if parsed is None and not (kind == "building" and _OLD_TAG.fullmatch(tag)):
-                continue  # not a name a build gives
-            at_once = kind == "building" and parsed is not None and parsed["machine"] == here
-            _remove_if_abandoned(scratch, at_once)
+            if _TAG.fullmatch(tag) or (kind == "building" and _OLD_TAG.fullmatch(tag)):
+                _remove_if_abandoned(scratch)
     for stale in base.parent.glob(f".{glob.escape(base.name)}-stale-*"):
         shutil.rmtree(stale, ignore_errors=True)  # only ever there to be removed
 
 
-def _remove_if_abandoned(scratch: Path, at_once: bool) -> None:
-    """Remove ``scratch`` when no process holds its lock and, unless ``at_once``, nothing in it changed for
-    ``ABANDONED_AFTER_S``; the lock is held while it is removed, so two sweeps never remove it both."""
+def _remove_if_abandoned(scratch: Path) -> None:
+    """Remove ``scratch`` when no process holds its lock and nothing in it changed for ``ABANDONED_AFTER_S``; the lock
+    is held while it is removed, so two sweeps never remove it both. What happened is logged once: removed, or not
+    all of it (another user's folder this one may read but not change)."""
     try:
         fd = os.open(scratch, os.O_RDONLY)
     except OSError:
@@ -424,10 +450,20 @@ def _remove_if_abandoned(scratch: Path, at_once: bool) -> None:
         os.close(fd)
         return
     try:
-        if not at_once and _unchanged_for(scratch) < ABANDONED_AFTER_S:
+        if _unchanged_for(scratch) < ABANDONED_AFTER_S:
             return
-        log.info("removing %s, left by a build of the views that did not finish", scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
+        failures: list[str] = []
+
+        def refused(_func, path, exc_info) -> None:  # every entry it can remove still goes, as with ignore_errors
+            if not isinstance(exc_info[1], FileNotFoundError):  # one gone meanwhile is removed all the same
+                failures.append(f"{path}: {exc_info[1].strerror or exc_info[1]}")
+
+        shutil.rmtree(scratch, onerror=refused)
+        if failures:
+            log.warning("could not remove %s, left by a build of the views that did not finish (%s); remove it by hand",
+                        scratch, failures[0])
+        else:
+            log.info("removed %s, left by a build of the views that did not finish", scratch)
     except OSError:  # gone meanwhile
         pass
     finally:

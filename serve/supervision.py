@@ -509,7 +509,11 @@ def _log_the_tail(role: str, engine: Engine) -> None:
         end = None  # log_tail says why it cannot read it
 
     def read() -> None:
-        tail = engine.log_tail(30) if end is None else engine.log_tail(30, end)
+        try:
+            tail = engine.log_tail(30) if end is None else engine.log_tail(30, end)
+        except Exception:  # a thread's own exception would go to stderr (threading.excepthook), not to this log
+            log.exception("the %s engine's log tail could not be read (log: %s)", role, engine.log_path)
+            return
         log.error("%s engine log tail:\n%s", role, tail)
 
     threading.Thread(target=read, name=f"{role} engine log tail", daemon=True).start()

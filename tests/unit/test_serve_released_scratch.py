@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -108,25 +109,23 @@ def test_a_build_under_an_ignored_sigterm_goes_on_and_under_a_callers_handler_un
 
 def test_the_next_build_sweeps_what_a_killed_build_left_and_spares_one_that_runs(tmp_path):
     """A build killed outright (SIGKILL, the OOM killer) cleans up nothing: the next build of the same views removes
-    its scratch folder, which no process holds locked any more, and old views renamed aside but never removed; a
-    scratch folder another build holds (locked) is left to it, and so is a fresh one another machine made (a shared
-    filesystem may keep its locks per machine)."""
+    its scratch folder, which no process holds locked any more and nothing has changed in for an hour, and old views
+    renamed aside but never removed; a scratch folder another build holds (locked) is left to it, and so is a fresh
+    one another machine made (a shared filesystem may keep its locks per machine)."""
     from serve.released import _machine, prepare_released_regression
 
     root = released_r(tmp_path / "r")
     here = _machine()
-    abandoned = root / f".pollux_serve_views-building-{here}_4242_0badf00d"
-    running = root / f".pollux_serve_views-building-{here}_4343_feedface"
-    elsewhere = root / f".pollux_serve_views-building-{here}-2_4242_0badf00d"  # machine "<here>-2"
-    stale = root / ".pollux_serve_views-stale-4242-0badf00d"
-    for folder in (abandoned, running, elsewhere, stale):
-        (folder / "shared").mkdir(parents=True)
-        (folder / "shared" / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 1024)
+    abandoned = _scratch(root / f".pollux_serve_views-building-{here}_4242_0badf00d", hours_unchanged=2)
+    running = _scratch(root / f".pollux_serve_views-building-{here}_4343_feedface", hours_unchanged=2)
+    elsewhere = _scratch(root / f".pollux_serve_views-building-{here}-2_4242_0badf00d")  # machine "<here>-2"
+    stale = _scratch(root / ".pollux_serve_views-stale-4242-0badf00d")
     held = os.open(running, os.O_RDONLY)
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
         views = prepare_released_regression(root)
         assert views.built and _dot_entries(root) == sorted([running.name, elsewhere.name])
+        assert not abandoned.exists() and not stale.exists()
     finally:
         os.close(held)
     assert not prepare_released_regression(root).built  # reused: the build that no longer holds its lock is swept
@@ -145,14 +144,15 @@ def _scratch(folder: Path, hours_unchanged: float = 0.0) -> Path:
     return folder
 
 
-def test_scratch_folders_are_told_apart_by_their_whole_machine_name_and_others_swept_only_after_an_hour(
+def test_scratch_folders_are_swept_only_unlocked_and_unchanged_for_an_hour_whoever_named_them(
         tmp_path, monkeypatch):
     """Scratch folders named after the kernel's boot id ("node" here), not the hostname a container gets anew on each
-    run: an unlocked one of this kernel is swept at once. Machine "node"'s sweep matched machine "node_7"'s folders
-    as its own (a prefix) and removed a build running there; and a folder it could not vouch for (another machine's,
-    this one's before a reboot or under another container hostname, an older judge-serve's "-building-<pid>-<hex>",
-    a "-making-" one) was never swept. Those go now once unlocked and unchanged for an hour (2 h here), never sooner
-    (5 min here), never while locked."""
+    run, parsed whole (machine "node"'s sweep once took machine "node_7"'s folders as its own, a prefix). An unlocked
+    one of this kernel was swept at once, as if its lock were seen here: two containers on one kernel mounting the
+    cache each themselves (a FUSE sidecar per pod, NFS per network namespace) share the boot id but not their locks,
+    and a running build of the other one was removed. Every folder a build names, this kernel's, another machine's,
+    an older judge-serve's "-building-<pid>-<hex>", a "-making-" one, now goes once unlocked and unchanged for an hour
+    (2 h here), never sooner (5 min here, or just made), never while locked."""
     import serve.released
     from serve.released import prepare_released_regression
 
@@ -163,7 +163,8 @@ def test_scratch_folders_are_told_apart_by_their_whole_machine_name_and_others_s
     monkeypatch.setattr(socket, "gethostname", lambda: "node")  # what named the folders before the boot id did
     root = released_r(tmp_path / "r")
     prefix = ".pollux_serve_views-"
-    ours = _scratch(root / f"{prefix}building-node_4242_0badf00d")
+    ours_running = _scratch(root / f"{prefix}building-node_4242_0badf00d")
+    ours_gone = _scratch(root / f"{prefix}building-node_4141_0badf00d", hours_unchanged=2)
     node_7_running = _scratch(root / f"{prefix}building-node_7_4242_0badf00d", hours_unchanged=5 / 60)
     node_7_gone = _scratch(root / f"{prefix}building-node_7_4343_0badf00d", hours_unchanged=2)
     old_format_recent = _scratch(root / f"{prefix}building-4242-feedface", hours_unchanged=5 / 60)
@@ -178,7 +179,133 @@ def test_scratch_folders_are_told_apart_by_their_whole_machine_name_and_others_s
         assert prepare_released_regression(root).built
     finally:
         os.close(held)
-    assert ours.name not in _dot_entries(root)
     assert _dot_entries(root) == sorted(folder.name for folder in (
-        node_7_running, old_format_recent, making_recent, locked_gone, not_ours))
-    assert [folder.exists() for folder in (node_7_gone, old_format_gone, making_gone)] == [False, False, False]
+        ours_running, node_7_running, old_format_recent, making_recent, locked_gone, not_ours))
+    assert [folder.exists() for folder in (ours_gone, node_7_gone, old_format_gone, making_gone)] == [False] * 4
+
+
+def test_a_build_whose_lock_a_sweep_holds_for_a_moment_waits_for_it_and_builds_locked(tmp_path, monkeypatch):
+    """A sweep (another judge-serve starting) locks a fresh "-making-" folder for the moment it takes to see it is
+    fresh. The build tried its lock once (LOCK_NB) and took the refusal for a filesystem without locks: it built
+    unlocked, and a sweep then removed the running build. Now it waits for the lock (a sweep holding it here lets go
+    as soon as it is waited for) and builds locked: another process's try on its folder is refused."""
+    import serve.released as released
+
+    real_flock = fcntl.flock
+    base = tmp_path / "views"
+    calls = []
+
+    def flock_meeting_a_sweep(fd, operation):
+        if not calls:  # the build's own lock of its "-making-" folder, while a sweep holds it
+            sweep = os.open(next(tmp_path.glob(".views-making-*")), os.O_RDONLY)
+            real_flock(sweep, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            calls.append(operation)
+            try:
+                if operation & fcntl.LOCK_NB:
+                    return real_flock(fd, operation)  # refused: the sweep holds it
+            finally:
+                os.close(sweep)  # the sweep finds it fresh and lets go
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(released.fcntl, "flock", flock_meeting_a_sweep)
+    with released._building(base) as scratch:
+        monkeypatch.setattr(released.fcntl, "flock", real_flock)
+        other = os.open(scratch, os.O_RDONLY)
+        try:
+            refused = False
+            try:
+                real_flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                refused = True
+        finally:
+            os.close(other)
+        assert calls == [fcntl.LOCK_EX] and refused
+    assert _dot_entries(tmp_path) == []
+
+
+def test_a_filesystem_without_locks_builds_unlocked_and_any_other_lock_failure_is_an_error(tmp_path, monkeypatch):
+    """Only what flock answers on a filesystem that takes no locks (ENOLCK: NFS without locking) lets the build go on
+    unlocked; any other failure ends it, its scratch folder removed."""
+    import errno
+
+    import serve.released as released
+
+    def flock_failing(code):
+        def flock(fd, operation):
+            raise OSError(code, os.strerror(code))
+        return flock
+
+    monkeypatch.setattr(released.fcntl, "flock", flock_failing(errno.ENOLCK))
+    assert released.prepare_released_regression(released_r(tmp_path / "nolock")).built
+    monkeypatch.setattr(released.fcntl, "flock", flock_failing(errno.EIO))
+    failing = released_r(tmp_path / "failing")
+    try:
+        released.prepare_released_regression(failing)
+        raised = None
+    except OSError as err:
+        raised = err.errno
+    assert raised == errno.EIO and _dot_entries(failing) == [] and not (failing / "pollux_serve_views").exists()
+
+
+def test_a_scratch_folder_removed_under_the_build_is_an_error_and_views_with_dangling_links_are_rebuilt(
+        tmp_path, monkeypatch):
+    """A scratch folder removed while its views were built (a sweep that took the build for abandoned) was made again
+    by the views' mkdir(parents=True): views whose links into the removed shared/ dangled were stamped and placed,
+    and every later start reused them (the stamp check read only the two config.json files). Now the build fails,
+    one line naming the folder, nothing placed; and placed views with a dangling link are rebuilt, not reused."""
+    import serve.released as released
+
+    root = released_r(tmp_path / "r")
+    real_view = released._write_view
+
+    def swept_meanwhile(root_, scratch, kind, *args):
+        if kind == "causal":
+            shutil.rmtree(scratch)
+        return real_view(root_, scratch, kind, *args)
+
+    monkeypatch.setattr(released, "_write_view", swept_meanwhile)
+    try:
+        released.prepare_released_regression(root)
+        message = None
+    except OSError as err:
+        message = str(err)
+    assert message is not None and message.startswith(f"{root}/.pollux_serve_views-building-")
+    assert "the views' scratch folder was removed while they were built" in message
+    assert _dot_entries(root) == [] and not (root / "pollux_serve_views").exists()
+
+    monkeypatch.setattr(released, "_write_view", real_view)
+    views = released.prepare_released_regression(root)
+    (views.base / "shared" / released.HEAD_FILE).unlink()  # the classifier view's link to it dangles now
+    assert released.prepare_released_regression(root).built
+    assert (views.classifier / released.HEAD_FILE).exists()
+    assert not released.prepare_released_regression(root).built
+
+
+def test_what_the_sweep_did_is_logged_once_removed_or_not(tmp_path, monkeypatch, caplog):
+    """An abandoned folder of another user, readable here but not removable, was logged "removing ..." at every start
+    while its removal failed silently. The sweep now says what happened: removed, or could not be removed and why."""
+    import errno
+    import logging
+
+    from serve.released import _sweep_abandoned
+
+    removable = _scratch(tmp_path / ".views-building-node_4242_0badf00d", hours_unchanged=2)
+    others = _scratch(tmp_path / ".views-building-node_4343_0badf00d", hours_unchanged=2)
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        if os.path.basename(path) == "head.safetensors" and kwargs.get("dir_fd") is not None:
+            if os.path.samefile(os.readlink(f"/proc/self/fd/{kwargs['dir_fd']}"), others / "shared"):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    with caplog.at_level(logging.INFO, logger="judge_serve.released"):
+        _sweep_abandoned(tmp_path / "views")
+    said = sorted((r.levelname, r.getMessage()) for r in caplog.records if r.name == "judge_serve.released")
+    assert said == [
+        ("INFO", f"removed {removable}, left by a build of the views that did not finish"),
+        ("WARNING", f"could not remove {others}, left by a build of the views that did not finish "
+                    f"({others}/shared/head.safetensors: Permission denied); remove it by hand"),
+    ]
+    assert not removable.exists() and (others / "shared" / "head.safetensors").exists()

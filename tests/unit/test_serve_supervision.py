@@ -732,3 +732,29 @@ def test_a_dead_engines_log_tail_is_its_own_and_the_watcher_never_waits_for_it(m
         engine.stop(grace_s=0)
     tails = [r.getMessage() for r in caplog.records if "engine log tail" in r.getMessage()]
     assert tails == ["generator engine log tail:\ndying engine line 0\ndying engine line 1\ndying engine line 2"]
+
+
+def test_a_log_tail_that_cannot_be_read_is_said_in_judge_serves_log_not_on_stderr(monkeypatch, caplog):
+    """The tail is read in a thread of its own: an exception there went to threading.excepthook (stderr, a traceback
+    beside judge-serve's log, not in it). It is logged in judge-serve's log now, naming the engine and its log."""
+    import logging
+
+    import serve.supervision
+
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+
+    class UnreadableLog:
+        log_path = Path("/logs/generator.log")  # not there: its size unknown, the whole tail asked for
+
+        def log_tail(self, n_lines: int, end: int | None = None) -> str:
+            raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    with caplog.at_level(logging.ERROR, logger="judge_serve"):
+        serve.supervision._log_the_tail("generator", UnreadableLog())
+        for thread in threading.enumerate():
+            if thread.name == "generator engine log tail":
+                thread.join(60)  # the bound only ends a failing test
+    said = [(r.getMessage(), r.exc_info[0] if r.exc_info else None) for r in caplog.records]
+    assert said == [("the generator engine's log tail could not be read (log: /logs/generator.log)", UnicodeDecodeError)]
+    assert hooked == []
