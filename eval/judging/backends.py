@@ -13,7 +13,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~580 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~630 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
 apart, each client would restate them.
 """
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "prompt_too_long", "ABORTED_FINISH",
-           "generation_aborted"]
+           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
+           "generation_aborted", "TooLong", "NoRoom", "context_refusal"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -110,38 +110,85 @@ def refusal_of(err: Any) -> Refused:
     return Refused(f"HTTP {err.status_code}: {short(err.message)}", err.status_code, short(said))
 
 
-#: A chat server's words for a prompt its context window cannot hold. vLLM 0.32: "Input length (N) exceeds model's
-#: maximum context length (M)." (``entrypoints/serve/utils/api_utils.py``), "The decoder prompt (length N) is longer
+#: A chat server's words for a prompt its context window cannot hold. vLLM 0.32: "This model's maximum context length
+#: is M tokens. However, your prompt contains N input tokens, which exceeds this limit even without any output
+#: tokens." (``renderers/params.py``; "... contains N characters ..." for a text past any token count), "Input length
+#: (N) exceeds model's maximum context length (M)." (``entrypoints/serve/utils/api_utils.py``), "The decoder prompt (length N) is longer
 #: than the maximum model length of M." (``v1/engine/input_processor.py``), and for a prompt filling the window, whose
 #: max_tokens it lowers to the 0 tokens left, "max_tokens must be at least 1, got 0." (as ``eval.mera.client`` reads
 #: it); OpenAI: "This model's maximum context length is N tokens", code ``context_length_exceeded``.
 CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tokens must be at least 1, got 0\b|"
                            r"context_length_exceeded", re.I)
 
-#: The two ways a server says the prompt fits its window and only the answer's ``max_tokens`` does not: vLLM's
-#: "'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens
-#: and your request has 901 input tokens (4000 > 4096 - 901)." (``vllm/entrypoints/openai/serving_engine.py``
-#: ``_validate_input``), and vLLM's older / OpenAI's "This model's maximum context length is 4096 tokens. However,
-#: you requested 5000 tokens (904 in the messages, 4096 in the completion)." (the window, then the prompt's tokens).
+#: The two ways a server says the prompt fits its window and only the answer's ``max_tokens`` does not, both from
+#: servers that refuse such a request (vLLM 0.32 lowers max_tokens to the room left instead:
+#: ``entrypoints/serve/utils/api_utils.py`` ``get_max_tokens``, so every context 400 of its is a prompt longer than
+#: the window): older vLLM's "'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum
+#: context length is 4096 tokens and your request has 901 input tokens (4000 > 4096 - 901).", and older vLLM's /
+#: OpenAI's "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (904 in the
+#: messages, 4096 in the completion)." (the window, then the prompt's tokens).
 _ANSWER_OVERFLOW = (re.compile(r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I),
                     re.compile(r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens \((\d+) in "
                                r"the messages", re.I))
 
 
-def prompt_too_long(message: str) -> bool:
-    """Whether a server's 400 (``CONTEXT_LIMIT``) says the prompt itself is longer than its window: that item's final
-    row (``context_length_exceeded``), never asked again. A prompt that fits but leaves too little room for the
-    request's ``max_tokens`` is the settings' fault, not the item's: a refusal (a ``request_failed`` row the next run
-    asks again), which ``FirstRefusals`` stops a run at when every request gets it (a ``max_tokens`` near the window
-    refuses them all); kept as final rows, a run ended with exit 0, every item unscored, and a rerun against
-    corrected settings asked nothing."""
-    if not CONTEXT_LIMIT.search(message):
-        return False
+#: vLLM 0.32's refusal of a ``max_tokens`` above the whole window (``renderers/params.py``), whatever the prompt: the
+#: settings' (a client that reads it as a context refusal, MERA's, gets ``NoRoom``).
+_MAX_TOKENS_OVER_WINDOW = re.compile(r"max_(?:completion_)?tokens=\d+ cannot be greater than max_model_len=\d+", re.I)
+
+
+def _no_room(message: str) -> bool:
+    """Whether the server's words say the prompt fits its window and only ``max_tokens`` does not
+    (``_ANSWER_OVERFLOW``), or that ``max_tokens`` alone is over the window (``_MAX_TOKENS_OVER_WINDOW``)."""
+    if _MAX_TOKENS_OVER_WINDOW.search(message):
+        return True
     for pattern in _ANSWER_OVERFLOW:
         if (found := pattern.search(message)) is not None:
             window, prompt = (int(n) for n in found.groups())
-            return prompt >= window
-    return True
+            return prompt < window
+    return False
+
+
+class TooLong(Refused):
+    """A prompt longer than the server's context window: the item's own, never the settings' (``context_refusal``).
+    Its final row (``context_length_exceeded``, reason ``final_reason``) is written at once and never asked again, and
+    it is not offered to ``FirstRefusals`` (``FirstRefusals.offer``'s ``aside``): items too long are the data's, and
+    held, a run whose first three items were long stopped as a misconfigured endpoint."""
+
+    def __init__(self, refusal: Refused):
+        super().__init__(str(refusal), refusal.status, refusal.said)
+        self.final_reason = refusal.said
+
+
+class NoRoom(Refused):
+    """A prompt that fits the window but leaves no room for the request's ``max_tokens``: the settings' fault
+    (``context_refusal``). Offered to ``FirstRefusals`` as the refusal it is: every first request refused alike stops
+    the run (exit 4), their rows ``request_failed`` (the ``if_stopped`` payloads), as a misconfiguration should. When
+    the stop does not fire, the item's final ``context_length_exceeded`` row, whose reason (``final_reason``) names
+    ``max_tokens`` and the remedy: a resume refuses a changed ``max_tokens`` (it is part of the run's key), so a
+    ``request_failed`` row was asked again, and refused again, by every rerun."""
+
+    def __init__(self, refusal: Refused, max_tokens: int):
+        super().__init__(str(refusal), refusal.status, refusal.said)
+        self.final_reason = (f"{refusal.said} (the prompt fits the context window, but not with max_tokens {max_tokens}: "
+                             "lower --max-tokens, in a new --out or with --overwrite, since a resume keeps the run's "
+                             "max_tokens)")
+
+
+def context_refusal(refusal: Refused, message: str, max_tokens: int, *, is_context: bool | None = None) -> Refused:
+    """The one rule every client (judge, pairwise, rank, MERA) applies to a server's 400: ``TooLong`` for a prompt
+    longer than the window, ``NoRoom`` for one that fits but leaves no room for ``max_tokens``, else ``refusal``.
+
+    Args:
+        refusal: the server's refusal (``refusal_of``).
+        message: the whole error body's text (vLLM's and OpenAI's words, OpenAI's ``code``).
+        max_tokens: the request's ``max_tokens``, which ``NoRoom``'s reason names.
+        is_context: a client that read the words as a context refusal by its own rules (MERA's broader ones) says
+            so; None: ``CONTEXT_LIMIT`` decides.
+    """
+    if not (refusal.status == 400 and CONTEXT_LIMIT.search(message) is not None if is_context is None else is_context):
+        return refusal
+    return NoRoom(refusal, max_tokens) if _no_room(message) else TooLong(refusal)
 
 
 #: vLLM's finish_reason for a generation its engine ended itself (``FINISH_REASON_STRINGS`` in
@@ -293,11 +340,11 @@ class ChatBackend:
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise  # the retry policy decides (x-should-retry: true makes a 4xx worth another try)
-            refusal = refusal_of(err)
             # err.message holds the whole body: vLLM's and OpenAI's words, and OpenAI's code
-            if err.status_code == 400 and prompt_too_long(str(err.message)):
-                return [too_long_outcome(refusal.said)]
-            raise refusal from err  # a max_tokens the window cannot add to the prompt included: the settings' fault
+            refusal = context_refusal(refusal_of(err), str(err.message), self.config.max_tokens)
+            if isinstance(refusal, TooLong):
+                return [too_long_outcome(refusal.final_reason)]
+            raise refusal from err  # NoRoom included: the runner offers it to FirstRefusals (eval.judging.run)
         refuse_without_choice(response)
         choice = response.choices[0]
         finish_reason = getattr(choice, "finish_reason", None)
@@ -520,38 +567,46 @@ class FirstRefusals:
         self.late: list[Any] = []  # refusals that finished after the stop: ``keep_held`` writes them too
         self.stopped: Refused | None = None
 
-    def offer(self, refusal: Refused | None, payload: Any, *, asked_before: bool = False) -> list[Any]:
-        """The payloads to write now: ``payload`` (and any held ones), or none while refusals are held back."""
-        if refusal is not None and asked_before:
+    def offer(self, refusal: Refused | None, payload: Any, *, asked_before: bool = False, if_stopped: Any = None,
+              aside: bool = False) -> list[Any]:
+        """The payloads to write now: ``payload`` (and any held ones), or none while refusals are held back.
+
+        ``if_stopped``: what ``keep_held`` writes instead of ``payload`` should the run stop at this refusal (a
+        ``NoRoom``'s ``request_failed`` row, where ``payload`` is its final row). ``aside``: an outcome that says
+        nothing about the endpoint (a ``TooLong`` prompt's final row, the item's own): written now, neither held nor
+        taken as a success that ends the holding.
+        """
+        if aside or (refusal is not None and asked_before):
             return [payload]
         if self.stopped is not None:
             if refusal is not None:
-                self.late.append(payload)  # a caller that writes none (MERA) leaves them to the next run
+                # a caller that writes none (MERA) leaves them to the next run
+                self.late.append(payload if if_stopped is None else if_stopped)
                 return []
             return [payload]
         if not self.open:
             return [payload]
         alike = (refusal is not None and refusal.status is not None and
-                 all(_refusal_words(refusal) == _refusal_words(r) for _, r in self.held))
+                 all(_refusal_words(refusal) == _refusal_words(r) for _, r, _ in self.held))
         if not alike:
             self.open = False
-            released, self.held = [p for p, _ in self.held] + [payload], []
+            released, self.held = [p for p, _, _ in self.held] + [payload], []
             return released
-        self.held.append((payload, refusal))
+        self.held.append((payload, refusal, payload if if_stopped is None else if_stopped))
         if len(self.held) >= self.n_first:
             self.open, self.stopped = False, refusal
         return []
 
     def keep_held(self, write: Callable[..., None], what: str, n_sent: int, n_total: int) -> EndpointUnusable:
-        """The stop of a run that keeps its refusals: each held payload, and each refused after the stop (requests
-        in flight when it came), is handed to ``write`` (the caller's failed row for that request, as it writes any
+        """The stop of a run that keeps its refusals: each held payload (its ``if_stopped`` one where given), and each
+        refused after the stop (requests in flight when it came), is handed to ``write`` (the caller's failed row for that request, as it writes any
         refusal), and the error to raise says so.
 
         Kept, a stopped run still makes progress: its next run asks what was never asked first (``unasked_first``),
         then these again, never held. Unwritten, every rerun sent the same refused requests first and stopped at
         them again, and an item refused after the stop had no row at all (``score`` counted it missing).
         """
-        for payload in [p for p, _ in self.held] + self.late:
+        for payload in [stopped for _, _, stopped in self.held] + self.late:
             write(*payload)
         return EndpointUnusable(self.message(what, n_sent, n_total, written=True))
 

@@ -63,7 +63,8 @@ from typing import Any
 from eval.judging.config import RunConfig
 from eval.judging.breaker import FailingStreak, stop_after
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   Refused, ServerChanged, failed_outcome, short, unasked_first)
+                                   NoRoom, Refused, ServerChanged, failed_outcome, short, too_long_outcome,
+                                   unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -81,6 +82,7 @@ from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
+from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
@@ -150,8 +152,15 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
                 return
             if failure is None or not asked_before(batch):
                 failing.offer(failure, judge.prefix_key(batch[0]))  # an item failed before: neither counted nor a reset
-            for held in first.offer(refusal, (batch, outcomes, time.perf_counter() - start),
-                                    asked_before=asked_before(batch)):
+            latency = time.perf_counter() - start
+            # A prompt too long for the judge's window is the item's own final row, never held (TooLong); one that
+            # fits but leaves no room for max_tokens is held as the refusal it is, a failed row if the run stops at
+            # it (NoRoom), else its final row.
+            too_long = refusal is None and all(o.get("error") == VerdictError.CONTEXT_LENGTH_EXCEEDED for o in outcomes)
+            if_stopped = ((batch, [failed_outcome(REQUEST_FAILED, str(refusal)) for _ in batch], latency)
+                          if isinstance(refusal, NoRoom) else None)
+            for held in first.offer(refusal, (batch, outcomes, latency), asked_before=asked_before(batch),
+                                    if_stopped=if_stopped, aside=too_long):
                 write(*held)
 
     try:
@@ -213,6 +222,8 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
             # The batch's refusal, and its transient failure, only when every record's request had one.
             shared = [None if None in column else column[0] for column in ([p[1] for p in parts], [p[2] for p in parts])]
             return [outcome for outcomes, _, _ in parts for outcome in outcomes], *shared
+        if isinstance(err, NoRoom):  # its final rows, unless the first refusals' stop fires at it (_judge_all)
+            return [too_long_outcome(err.final_reason) for _ in batch], err, None
         reason, refusal = str(err), err
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"

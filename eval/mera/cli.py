@@ -195,7 +195,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
     elif todo:
         import threading
 
-        from eval.judging.backends import FirstRefusals
+        from eval.judging.backends import FirstRefusals, TooLong, context_refusal
         from eval.judging.run import N_FIRST_REFUSALS
         from eval.mera.client import ContextLimitError, RequestRefused
         from judge.plumbing.retry import EndpointUnusable
@@ -212,7 +212,7 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                 return
             request = task.prompt if config.mode == "completion" else chat_messages(task.prompt)
             record: dict[str, Any] = {"task_id": task.task_id, "request": request}
-            refusal = None
+            refusal, too_long = None, False
             try:
                 # Chat answers open with a fence and `def`: the stops are applied later, by build_program under the
                 # extraction's rules (MERA's cuts the whole answer; lenient keeps a fenced block whole).
@@ -230,19 +230,26 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
                     logger.warning("task %s: %d of %d samples hold no answer (%s); they fail as not_generated",
                                    task.task_id, len(failed), n, failed[0][:200])  # fmt: skip
             except ContextLimitError as err:
-                logger.warning("task %s: prompt exceeds the context window; its %d samples fail", task.task_id, n)
+                # judge-eval's rule (eval.judging.backends.context_refusal): a task too long for the window is the
+                # data's own, saved at once and never held by the first refusals' stop; one whose prompt fits but
+                # leaves no room for --max-tokens is the settings' refusal, held (saved, its reason naming max_tokens,
+                # unless the stop fires at it).
+                context = context_refusal(err.as_refused(), str(err), config.max_tokens, is_context=True)
+                logger.warning("task %s: %s; its %d samples fail", task.task_id, "prompt exceeds the context window"
+                               if isinstance(context, TooLong) else "no room for --max-tokens", n)  # fmt: skip
+                said = str(err) if isinstance(context, TooLong) else context.final_reason
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["context_length_exceeded"] * n,
-                              error=str(err)[:500])  # fmt: skip
-                refusal = err
+                              error=said[:500])  # fmt: skip
+                refusal, too_long = (None, True) if isinstance(context, TooLong) else (context, False)
             except RequestRefused as err:  # this request's own failure (a rerun would get the same answer)
                 logger.warning("task %s: the endpoint refused the request (%s); its %d samples fail as not_generated",
                                task.task_id, str(err)[:200], n)  # fmt: skip
                 record.update(completions=[""] * n, raw=[None] * n, finish_reasons=["request_refused"] * n,
                               error=str(err)[:500])  # fmt: skip
-                refusal = err
+                refusal = err.as_refused()
             with lock:  # saved when first lets it through: a refusal is held while the run's first are all alike
                 sent[0] += 1
-                saved = first.offer(None if refusal is None else refusal.as_refused(), record)
+                saved = first.offer(refusal, record, aside=too_long)
                 if saved:
                     writer.append(*saved)
                 done.update((rec["task_id"], rec) for rec in saved)

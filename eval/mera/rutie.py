@@ -706,8 +706,9 @@ def run_dialogues(
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-    from eval.judging.backends import FirstRefusals
+    from eval.judging.backends import FirstRefusals, TooLong, context_refusal
     from eval.judging.run import N_FIRST_REFUSALS
+    from eval.mera.client import ContextLimitError
     from judge.plumbing.retry import EndpointUnusable
 
     progress_path = Path(out_dir) / PROGRESS_FILE
@@ -726,7 +727,19 @@ def run_dialogues(
 
     def save(dialog_id: Any, record: dict, refusal: Any) -> list[dict]:
         """Offer a finished question to ``first``; save what it lets through (the caller holds ``lock``)."""
-        out = first.offer(None if refusal is None else refusal.as_refused(), record)
+        if isinstance(refusal, ContextLimitError):
+            # judge-eval's rule (eval.judging.backends.context_refusal): a question too long for the window even
+            # alone is the data's own, saved and never held (refusals alike but for their numbers stopped the run
+            # at three long questions first); one that fits but leaves no room for max_tokens is the settings'
+            # refusal, held, its record naming max_tokens.
+            context = context_refusal(refusal.as_refused(), str(refusal), settings.max_tokens, is_context=True)
+            if isinstance(context, TooLong):
+                out = first.offer(None, record, aside=True)
+            else:
+                record["error"] = context.final_reason[:500]
+                out = first.offer(context, record)
+        else:
+            out = first.offer(None if refusal is None else refusal.as_refused(), record)
         if first.stopped is None:
             if out:
                 withheld.clear()  # every held record is let through with this one

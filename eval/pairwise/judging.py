@@ -20,6 +20,10 @@ which chooses pointwise items by task type, is refused on pairwise data (``selec
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
+
+Why one module of ~520 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
+``eval.judging.backends``.
 """
 
 from __future__ import annotations
@@ -318,6 +322,17 @@ def _from_result(result) -> dict[str, Any]:
             "reason": "" if ok else f"{result.score:g} is {_OFF_SCALE_REASON}" if off else (result.error_reason or "")}
 
 
+def _error_code(response: Any) -> Any:
+    """An error response's OpenAI-style ``error.code`` (judge-serve's ``context_length_exceeded`` for a pair its
+    judge's window cannot hold), None for none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
+
+
 def pairwise_request(model: str, pair: PairItem, config) -> PairwiseRequest:
     """judge-serve's pairwise ``/v1/judge`` body for one shown pair, with the run's ``extra_body`` fields, as the
     pointwise backend sends them (``eval.judging.backends.JudgeServeBackend.request``).
@@ -363,9 +378,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (FirstRefusals, Refused, ServerChanged, chat_answer_text, chat_extra_body,
-                                       failed_outcome, prompt_too_long, reasoning_of, refusal_of, refuse_format_change,
-                                       refuse_without_choice, retryable_status, short, too_long_outcome)
+    from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, chat_answer_text,
+                                       chat_extra_body, context_refusal, failed_outcome, reasoning_of, refusal_of,
+                                       refuse_format_change, refuse_without_choice, retryable_status, short,
+                                       too_long_outcome)
     from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -396,6 +412,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             if response.status_code != 200:
                 if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()
+                if response.status_code == 400 and _error_code(response) == VerdictError.CONTEXT_LENGTH_EXCEEDED:
+                    # the pair cannot fit the judge's context: judge-serve's final answer for it, a final row as the
+                    # pointwise judge-serve route writes its oversize result, never a failed one every rerun re-asks
+                    return too_long_outcome(server_message(response), pairwise=True)
                 raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                               server_message(response))
             answer = JudgeResponse.from_json(response.json())
@@ -412,12 +432,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
-            refusal = refusal_of(err)
-            if err.status_code == 400 and prompt_too_long(str(err.message)):
-                # the pair itself cannot fit the judge's context: a final row, never re-asked, as on the pointwise
-                # chat path (one that fits but leaves no room for max_tokens is the settings' fault: a refusal)
-                return too_long_outcome(refusal.said, pairwise=True)
-            raise refusal from err
+            # the pointwise chat path's rule (eval.judging.backends.context_refusal): a pair too long for the window
+            # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
+            raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
         refuse_without_choice(reply)
         choice = reply.choices[0]
         finish_reason = getattr(choice, "finish_reason", None)
@@ -468,6 +485,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 # read as the one run.json records. The judgment is unwritten: a rerun asks it again.
                 changed.append(err)
                 return
+            except (TooLong, NoRoom) as err:  # final rows; NoRoom's held, a failed row if the run stops at it
+                refusal = err if isinstance(err, NoRoom) else None
+                outcome = too_long_outcome(err.final_reason, pairwise=True)
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
@@ -480,7 +500,12 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             before = (pair.id, order) in failed_before  # neither counted by the streak nor a reset, nor held
             if failure is None or not before:
                 failing.offer(failure, pair.id)
-            for held in first.offer(refusal, (pair, order, outcome, time.perf_counter() - start), asked_before=before):
+            latency = time.perf_counter() - start
+            if_stopped = ((pair, order, failed_outcome(REQUEST_FAILED, str(refusal), pairwise=True), latency)
+                          if isinstance(refusal, NoRoom) else None)
+            too_long = refusal is None and outcome["error"] == VerdictError.CONTEXT_LENGTH_EXCEEDED  # the pair's own
+            for held in first.offer(refusal, (pair, order, outcome, latency), asked_before=before,
+                                    if_stopped=if_stopped, aside=too_long):
                 write(*held)
 
     try:

@@ -376,17 +376,9 @@ class AnswerRow:
 
 
 REQUEST_FAILED = "request_failed"
-#: An instruction longer than the candidate's context (its server's 400, ``eval.judging.backends.prompt_too_long``):
-#: a final answer row without an answer, scored by ``--no-answer`` and never asked again (``judge.VerdictError``'s).
+#: An instruction its candidate's context refused (``eval.judging.backends.context_refusal``): a final answer row
+#: without an answer, scored by ``--no-answer`` and never asked again (``judge.VerdictError``'s).
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
-
-
-class _TooLong(Exception):
-    """The candidate's server refused an instruction its context cannot hold: ``refusal`` is its ``Refused``."""
-
-    def __init__(self, refusal: Any):
-        super().__init__(refusal.said)
-        self.refusal = refusal
 
 
 async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_url: str, model: str, name: str,
@@ -409,8 +401,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, Refused, generation_aborted, prompt_too_long,
-                                       refusal_of, refuse_without_choice)
+    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, context_refusal,
+                                       generation_aborted, refusal_of, refuse_without_choice)
     from eval.judging.answer_text import answer_text
     from eval.judging.breaker import FailingStreak, stop_after
     from judge.plumbing.journal import JournalWriter
@@ -440,12 +432,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
-            if err.status_code == 400 and prompt_too_long(str(err.message)):
-                # the instruction cannot fit the candidate's context: its final answer, as the judge routes write
-                # one (eval.judging.backends.too_long_outcome), never a failed request every rerun sends again. One
-                # that fits but leaves no room for max_tokens is the settings' refusal, a failed row (below).
-                raise _TooLong(refusal_of(err)) from err
-            raise refusal_of(err) from err
+            # the judge routes' rule (eval.judging.backends.context_refusal): an instruction too long for the
+            # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
+            raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
         # Raised here, inside the retry policy's call: an aborted generation is worth another attempt, as the judge's
         # clients treat one (eval.judging.backends.ChatBackend.judge).
         if response.choices and getattr(response.choices[0], "finish_reason", None) == ABORTED_FINISH:
@@ -480,12 +469,12 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
                                    finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,
                                    instruction_key=content_key(row.instruction))
-            except _TooLong as err:
-                # Offered to the first refusals' stop as the refusal it is: a candidate refusing every instruction
-                # alike (a max_tokens its window never holds) stops the run, its rows then failed ones (below).
-                refusal = err.refusal
+            except (TooLong, NoRoom) as err:
+                # The instruction's final answer row. A too-long instruction is the data's own, never held by the
+                # first refusals' stop; NoRoom is the settings' refusal: held, and a failed row if the run stops at it.
+                refusal = err if isinstance(err, NoRoom) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=CONTEXT_LENGTH_EXCEEDED,
-                                   reason=err.refusal.said, instruction_key=content_key(row.instruction))
+                                   reason=err.final_reason, instruction_key=content_key(row.instruction))
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
@@ -499,8 +488,14 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))
+            if_stopped = None
+            if isinstance(refusal, NoRoom):  # the failed row the stop writes, as for any other refusal (below)
+                said = " ".join(str(refusal).split())[:300]
+                if_stopped = (dataclasses.replace(result, error=REQUEST_FAILED, reason=f"Refused: {said}"), True)
+            too_long = refusal is None and result.error == CONTEXT_LENGTH_EXCEEDED
             for held in first.offer(refusal, (result, result.error is not None),
-                                    asked_before=row.prompt_id in failed_before):
+                                    asked_before=row.prompt_id in failed_before, if_stopped=if_stopped,
+                                    aside=too_long):
                 write(*held)
 
     try:
@@ -509,15 +504,10 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         bar.close()
         await client.close()
     if first.stopped is not None:
-        # The refused instructions as failed rows, asked after the others by the rerun (``answers_stage``): unwritten,
-        # every rerun sent the same refused instructions first and stopped at them again, never ranking the rest.
-        # A context-length refusal among them is written failed too: the stop says the candidate cannot be used as
-        # set, so the rerun asks it again rather than keep it as the instruction's final answer.
-        def write_failed(result: AnswerRow, failed: bool) -> None:
-            too_long = result.error == CONTEXT_LENGTH_EXCEEDED
-            write(dataclasses.replace(result, error=REQUEST_FAILED) if too_long else result, failed or too_long)
-
-        raise first.keep_held(write_failed, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
+        # The refused instructions as failed rows (a NoRoom's too: its if_stopped row), asked after the others by the
+        # rerun (``answers_stage``): unwritten, every rerun sent the same refused instructions first and stopped at
+        # them again, never ranking the rest.
+        raise first.keep_held(write, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them with the instructions never sent
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     return counts

@@ -134,7 +134,7 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
         scores = [np.nan if v is None else v for v in scores]
     scores = np.asarray(scores, dtype=np.float64)
     references = np.asarray(list(references), dtype=np.float64)
-    parsed = np.isfinite(scores)
+    parsed = ~np.isnan(scores)  # POLLUX counts a score float() read as inf (a 309-digit verdict) as parsed
     n, n_parsed = len(scores), int(parsed.sum())
     if n == 0:
         nan = float("nan")

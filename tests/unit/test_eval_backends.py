@@ -1,7 +1,9 @@
 """How ``judge-eval run`` reaches a judge (``eval.judging.backends``), against scripted endpoints.
 
 - A prompt the judge's context cannot hold is a final ``context_length_exceeded`` row on the chat route too (vLLM's
-  and OpenAI's HTTP 400 words), never a failed request that every rerun sends again.
+  and OpenAI's HTTP 400 words), never a failed request that every rerun sends again, and never held by the first
+  refusals' stop. One that fits but leaves no room for max_tokens (older vLLM's and OpenAI's words) is held: three
+  alike first stop the run with failed rows; released, it is a final row whose reason names max_tokens.
 - The route is judge-serve when its ``GET /v1/models`` entry says so; the empty ``POST /v1/judge`` probe's transient
   failures are retried, and a probe that stays unanswered is an error naming the URL, never a guess.
 - ``--judge``'s URL is the OpenAI base URL as given when it has a path; a bare ``scheme://host[:port]`` gets ``/v1``.
@@ -21,7 +23,7 @@ import pytest
 import judge
 from eval.cli import main as eval_main
 from eval.judging import contact
-from eval.judging.backends import ChatBackend, Refused, chat_extra_body, failed_outcome
+from eval.judging.backends import ChatBackend, NoRoom, Refused, chat_extra_body, failed_outcome
 from eval.judging.contact import base_of, detect_backend, first_contact
 from eval.judging.config import RunConfig
 from eval.judging.predictions import read_predictions
@@ -32,11 +34,14 @@ from judge.wire import ModelLimits
 from tests.support.eval_cli import run_args
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
-#: vLLM 0.32's words (entrypoints/serve/utils/api_utils.py get_max_tokens; v1/engine/input_processor.py), in its
-#: error body, and OpenAI's.
+#: vLLM 0.32's words (entrypoints/serve/utils/api_utils.py get_max_tokens; v1/engine/input_processor.py;
+#: renderers/params.py), in its error body, and OpenAI's.
 VLLM_INPUT_LENGTH = "Input length (5000) exceeds model's maximum context length (4096)."
 VLLM_MODEL_LENGTH = ("The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that "
                      "`max_model_len` is no smaller than the number of text tokens.")
+VLLM_PROMPT_CONTAINS = ("This model's maximum context length is 4096 tokens. However, your prompt contains 5000 input "
+                        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of "
+                        "the input prompt.")
 OPENAI_CONTEXT = ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
                   "Please reduce the length of the messages.")
 TAGGED_VERDICT = "[FEEDBACK] ok [RESULT] 1 [END]"
@@ -73,7 +78,8 @@ def _chat(base_url: str, config: RunConfig, record) -> list[dict]:
 # ------------------------------------------------------------------------------------------------- context length
 
 @pytest.mark.parametrize("body", [_vllm_error(VLLM_INPUT_LENGTH), _vllm_error(VLLM_MODEL_LENGTH),
-                                  _openai_error(OPENAI_CONTEXT)], ids=["vllm-input", "vllm-model", "openai"])
+                                  _vllm_error(VLLM_PROMPT_CONTAINS), _openai_error(OPENAI_CONTEXT)],
+                         ids=["vllm-input", "vllm-model", "vllm-prompt", "openai"])
 def test_a_chat_prompt_too_long_for_the_context_is_a_final_row(body):
     record = judge.load_records(judge.sample_data_path())[0]
     with ScriptedEndpoint(lambda path, _: (400, body)) as server:
@@ -119,15 +125,70 @@ def _no_room(body: dict) -> dict:
                        f"length is 4096 tokens and your request has {n_in} input tokens (4000 > 4096 - {n_in}).")
 
 
-def test_a_chat_prompt_leaving_no_room_for_max_tokens_is_a_refusal_not_a_final_row():
-    """The prompt fits, the answer's max_tokens does not (the settings' fault): a refusal, written as a failed row
-    that the next run asks again, never the item's final context_length_exceeded row."""
+def test_a_chat_prompt_leaving_no_room_for_max_tokens_is_a_refusal_naming_max_tokens():
+    """The prompt fits, the answer's max_tokens does not (the settings' fault): a refusal (``NoRoom``) the runner
+    offers to the first refusals' stop, carrying the final row's reason for when the stop does not fire: the
+    server's words, max_tokens and the remedy."""
     record = judge.load_records(judge.sample_data_path())[0]
     said = []
     with ScriptedEndpoint(lambda path, body: (400, said.append(_no_room(body)) or said[-1])) as server:
-        with pytest.raises(Refused) as refused:
-            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
-    assert (refused.value.status, refused.value.said) == (400, said[0]["error"]["message"])
+        with pytest.raises(NoRoom) as refused:
+            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged", max_tokens=4000), record)
+    words = said[0]["error"]["message"]
+    assert (refused.value.status, refused.value.said) == (400, words)
+    assert refused.value.final_reason == (f"{words} (the prompt fits the context window, but not with max_tokens "
+                                          "4000: lower --max-tokens, in a new --out or with --overwrite, since a "
+                                          "resume keeps the run's max_tokens)")
+
+
+def test_one_item_leaving_no_room_for_max_tokens_is_a_final_row_and_the_run_ends_clean(data, tmp_path):
+    """The second request of four (concurrency 1, the first answered) fits the window but not with max_tokens 256:
+    the stop does not fire, so the item's row is final (context_length_exceeded, its reason naming max_tokens 256 and
+    the remedy), the run exits 0, and a rerun asks nothing. A failed row was asked again by every rerun and refused
+    again (exit 3 for ever): a resume keeps max_tokens, part of the run's key."""
+    n = [0]
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        n[0] += 1
+        return (400, _no_room(body)) if n[0] == 2 else (200, chat_completion(TAGGED_VERDICT, body["model"]))
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond) as server:
+        argv = run_args(server.base_url, data, out, "--max-retries", "0", "--concurrency", "1", "--max-tokens", "256")
+        assert eval_main(argv) == 0
+        bodies = server.bodies("/v1/chat/completions")
+        assert [b["max_tokens"] for b in bodies] == [256] * 4
+        words = _no_room(bodies[1])["error"]["message"]
+        assert eval_main(argv) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 4
+    rows = read_predictions(out)
+    assert [row["error"] for row in rows] == [None, VerdictError.CONTEXT_LENGTH_EXCEEDED, None, None]
+    assert rows[1]["reason"] == (f"{words} (the prompt fits the context window, but not with max_tokens 256: lower "
+                                 "--max-tokens, in a new --out or with --overwrite, since a resume keeps the run's "
+                                 "max_tokens)")
+
+
+def test_first_refusals_hold_no_room_and_set_too_long_aside():
+    """A too-long prompt's final row (``aside``) is written at once and neither held nor closing the holding: three
+    of them first, then three alike refusals, stop. A held refusal's ``if_stopped`` payload is what ``keep_held``
+    writes (a NoRoom's failed row), refusals after the stop too; released, its own payload is written."""
+    from eval.judging.backends import FirstRefusals
+
+    refusal = Refused("HTTP 400: no room", 400, "no room")
+    first = FirstRefusals(3)
+    assert [first.offer(None, f"long{k}", aside=True) for k in range(3)] == [["long0"], ["long1"], ["long2"]]
+    # payloads are the arguments keep_held hands to write: one name each here
+    assert [first.offer(refusal, (f"final{k}",), if_stopped=(f"failed{k}",)) for k in range(3)] == [[], [], []]
+    assert first.stopped is refusal
+    assert first.offer(refusal, ("final3",), if_stopped=("failed3",)) == []
+    written = []
+    first.keep_held(written.append, "the judge", 4, 10)
+    assert written == ["failed0", "failed1", "failed2", "failed3"]
+    released = FirstRefusals(3)
+    assert released.offer(refusal, "final0", if_stopped="failed0") == []
+    assert released.offer(None, "answered") == ["final0", "answered"]
 
 
 def test_first_refusals_are_alike_whatever_numbers_their_words_hold():

@@ -34,13 +34,14 @@ UNAUTHORIZED = (401, {"error": {"message": NO_KEY, "type": "authentication_error
 LOADING = (503, {"error": {"message": "the engines are still starting", "type": "service_unavailable", "param": None,
                            "code": "engine_unavailable"}}, {"Retry-After": "1"})
 def too_long(body: dict) -> tuple[int, dict]:
-    """vLLM's 400 for a prompt plus max_tokens over the window, naming the request's own token counts as a real
-    server does (here 1070 + the instruction's number: each request's words differ)."""
+    """Older vLLM's / OpenAI's 400 for a prompt that fits the window but not with max_tokens (vLLM 0.32 lowers
+    max_tokens instead), naming the request's own token counts as a real server does (here 1070 + the instruction's
+    number: each request's words differ). The settings' fault: held by the first refusals' stop, three stop the run."""
     n_in = 1070 + int(body["messages"][0]["content"].split()[-1])
     return (400, {"error": {"message": f"This model's maximum context length is 2048 tokens. However, you requested "
                                        f"{n_in + 1024} tokens ({n_in} in the messages, 1024 in the completion).",
                             "type": "BadRequestError", "param": None, "code": 400}})
-#: A refusal no retry or item can change (judge-eval run reads a context-length 400 as that item's final row).
+#: A refusal no retry or item can change (a prompt longer than the window would be that item's final row instead).
 UNSUPPORTED = (400, {"error": {"message": "The model `vllm-judge` does not support the parameter `min_p`.",
                                "type": "BadRequestError", "param": "min_p", "code": 400}})
 

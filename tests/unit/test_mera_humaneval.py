@@ -932,6 +932,70 @@ def test_one_refused_request_among_answered_ones_is_that_tasks_failure(tmp_path,
     assert metrics["errors"]["not_generated"] == 1 and metrics["n_tasks"] == 3
 
 
+def _longer_than_the_window(prompt: str) -> str:
+    """vLLM 0.32's words for a prompt longer than the window itself, naming this request's own prompt length (5000
+    + the prompt's characters here), as a real server's do."""
+    return (f"This model's maximum context length is 4096 tokens. However, your prompt contains {5000 + len(prompt)} "
+            "input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the "
+            "input prompt.")
+
+
+def test_the_first_three_tasks_longer_than_the_window_are_saved_and_do_not_stop_the_run(tmp_path, sandbox_user):
+    """Tasks 0-2, asked first, are each longer than the endpoint's window (alike but for their token counts): the
+    data's own, never held by the first refusals' stop, which stopped the run with exit 4 and nothing saved, and as
+    MERA asks the unsaved tasks first again, every rerun stopped the same way. Each is saved as its context failure
+    (not_generated), task 3 is answered, the run finishes, and a rerun asks nothing."""
+    def long_first(path, body):
+        if len(sent) < 3:  # the first three tasks asked (concurrency 1: tasks 0, 1, 2)
+            sent.append(body["prompt"])
+            return 400, {"error": {"message": _longer_than_the_window(body["prompt"]), "code": 400}}
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=100)
+
+    sent: list[str] = []
+    out = tmp_path / "run"
+    argv = ["ruhumaneval", "--data", str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+            "--max-retries", "0", "--concurrency", "1", "--model", "scripted"]  # fmt: skip
+    with ScriptedEndpoint(long_first) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert [(g["task_id"], g["finish_reasons"]) for g in generations] == [
+        ("0", ["context_length_exceeded"]), ("1", ["context_length_exceeded"]), ("2", ["context_length_exceeded"]),
+        ("3", ["stop"])]
+    assert [g["error"] for g in generations[:3]] == [f"HTTP 400: {_longer_than_the_window(p)}" for p in sent]
+    assert json.loads((out / "metrics.json").read_text())["errors"]["not_generated"] == 3
+    with ScriptedEndpoint(long_first) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    assert endpoint.requests == []
+
+
+def test_one_task_leaving_no_room_for_max_tokens_is_saved_naming_max_tokens(tmp_path, sandbox_user):
+    """Task 1's prompt fits the window but not with --max-tokens 256 (older vLLM's words), among answered tasks: the
+    first refusals' stop does not fire, so it is saved as that task's context failure, its error the server's words,
+    max_tokens and the remedy (a resume keeps --max-tokens), and a rerun asks nothing."""
+    said = ("'max_tokens' or 'max_completion_tokens' is too large: 256. This model's maximum context length is 512 "
+            "tokens and your request has 300 input tokens (256 > 512 - 300).")
+
+    def no_room_strlen(path, body):
+        if "def strlen(" in body["prompt"]:
+            return 400, {"error": {"message": said, "code": 400}}
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=100)
+
+    out = tmp_path / "run"
+    argv = ["ruhumaneval", "--data", str(SAMPLE), "--out", str(out), "--limit", "3", "--n", "1", "--k", "1",
+            "--max-retries", "0", "--concurrency", "1", "--model", "scripted", "--max-tokens", "256"]  # fmt: skip
+    with ScriptedEndpoint(no_room_strlen) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    assert [b["max_tokens"] for b in endpoint.bodies("/v1/completions")] == [256] * 3
+    generations = {g["task_id"]: g for g in map(json.loads, (out / "generations.jsonl").read_text().splitlines())}
+    assert generations["1"]["finish_reasons"] == ["context_length_exceeded"]
+    assert generations["1"]["error"] == (f"{said} (the prompt fits the context window, but not with max_tokens 256: "
+                                         "lower --max-tokens, in a new --out or with --overwrite, since a resume "
+                                         "keeps the run's max_tokens)")
+    with ScriptedEndpoint(no_room_strlen) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    assert endpoint.requests == []
+
+
 def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys):
     """A 503 after the retries (here none) is the endpoint's failure, not the task's: one line on stderr, exit 4,
     no traceback, no metrics.json; the generations saved so far stay for the rerun."""

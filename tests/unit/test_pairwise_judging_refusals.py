@@ -3,7 +3,9 @@ predictions file keeps one row per judgment however many reruns ask them again.
 
 As a pointwise run (``eval.judging.backends.FirstRefusals``): the stop is armed only by judgments never asked before,
 so a rerun left with the refused ones asks each and writes its failed row (exit 3); ``pending_judgments`` drops a
-judgment's earlier rows. The judge is a scripted chat server (``tests.support.scripted_endpoint``).
+judgment's earlier rows. A context refusal follows ``eval.judging.backends.context_refusal`` on both routes: a pair
+longer than the window (judge-serve's code ``context_length_exceeded`` included) a final row at once; one leaving no
+room for max_tokens held by the stop, else a final row naming max_tokens. The judge is a scripted chat server (``tests.support.scripted_endpoint``).
 """
 
 from __future__ import annotations
@@ -65,12 +67,13 @@ def test_a_rerun_left_with_refused_judgments_asks_each_and_keeps_one_row_per_jud
     assert {r["error"] for r in _lines(out)[-4:]} == {"request_failed"}
 
 
-def test_a_pair_that_fits_but_leaves_no_room_for_max_tokens_is_a_refusal_not_a_final_row(tmp_path, capsys):
+def test_pairs_that_fit_but_leave_no_room_for_max_tokens_first_stop_the_run_with_failed_rows(tmp_path, capsys):
     """vLLM's 400 when prompt + max_tokens overflow the window names each request's own counts ("… your request has
     P input tokens (X > W - P)"), the prompt itself fitting: the settings' fault. The first three such refusals stop
     the run (exit 4; numbers aside they are alike) and their rows are request_failed, asked again by a rerun; kept as
-    final context_length_exceeded rows the run ended with exit 0, every judgment unscored, and a rerun asked
-    nothing. A pair longer than the window itself stays a final row (tests/unit/test_eval_backends.py)."""
+    final context_length_exceeded rows the run ended with exit 0, every judgment unscored. Only when the stop does not
+    fire is such a judgment's row final (the next test); a pair longer than the window is one at once
+    (tests/unit/test_eval_backends.py)."""
     def respond(path: str, body: dict):
         if path != "/v1/chat/completions":
             return 404, {"detail": "Not Found"}
@@ -86,3 +89,74 @@ def test_a_pair_that_fits_but_leaves_no_room_for_max_tokens_is_a_refusal_not_a_f
         assert main(args) == EXIT_UNUSABLE
     assert "refused the first 3 requests alike" in capsys.readouterr().err
     assert [row["error"] for row in _lines(out)] == ["request_failed"] * 3
+
+
+def test_a_pair_leaving_no_room_for_max_tokens_alone_is_a_final_row_naming_max_tokens(tmp_path):
+    """Four pairs, original order, concurrency 1: the second judgment's prompt fits but not with max_tokens 64, the
+    others are answered, so the stop does not fire: its row is final (context_length_exceeded, exit 0), its reason the
+    server's words, max_tokens and the remedy, and the rerun asks nothing. A failed row was refused again by every
+    rerun (exit 3 for ever): a resume keeps max_tokens, part of the run's key."""
+    asked = []
+
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        asked.append(body["max_tokens"])
+        if len(asked) == 2:
+            return 400, {"error": {"message": NO_ROOM_64, "type": "BadRequestError", "param": None, "code": 400}}
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 4), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1", "--max-tokens", "64",
+                "--pairwise-orders", "original"]
+        assert main(args) == 0
+        assert main(args) == 0
+    assert asked == [64] * 4
+    assert [(row["error"], row["reason"]) for row in _lines(out)][1] == (
+        "context_length_exceeded", f"{NO_ROOM_64} (the prompt fits the context window, but not with max_tokens 64: "
+                                   "lower --max-tokens, in a new --out or with --overwrite, since a resume keeps the "
+                                   "run's max_tokens)")
+    assert [row["error"] for row in _lines(out)] == [None, "context_length_exceeded", None, None]
+
+
+#: Older vLLM's words for a prompt of 901 tokens that fits a 1024-token window but not with max_tokens 64.
+NO_ROOM_64 = ("'max_tokens' or 'max_completion_tokens' is too large: 64. This model's maximum context length is 1024 "
+              "tokens and your request has 1000 input tokens (64 > 1024 - 1000).")
+#: judge-serve's 400 for a pair longer than its judge's window (code context_length_exceeded).
+SERVE_TOO_LONG = ("pairs[0]: the prompt is 5000 tokens; with max_tokens 64 it needs 5064 > the model's context of "
+                  "4096 tokens.")
+
+
+def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_path):
+    """judge-serve's /v1/judge answers pair p1 with a 400 whose error code is context_length_exceeded (the pair longer
+    than the judge's window): a final row, as the pointwise judge-serve route writes its oversize result, so the run
+    exits 0 and its rerun asks nothing. A failed row was asked, and refused, by every rerun (exit 3 for ever)."""
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+
+    asked = []
+
+    def respond(path: str, body: dict):
+        if path != "/v1/judge" or not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        (pair,) = body["pairs"]
+        asked.append(pair["id"])
+        if pair["id"] == "p1":
+            return 400, {"error": {"message": SERVE_TOO_LONG, "type": "invalid_request_error", "param": "pairs[0]",
+                                   "code": "context_length_exceeded"}}
+        result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
+                             parse_ok=True, score_source="verdict", in_scale=True, output="-1")
+        answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
+                               [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
+        return 200, answer.to_json()
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="tiny") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--pairwise-orders", "original", "--max-tokens", "64", "--max-retries", "0", "--backoff-s", "0.01"]
+        assert main(args) == 0
+        assert main(args) == 0
+    assert sorted(asked) == ["p0", "p1", "p2"]
+    assert {row["id"]: (row["error"], row["reason"]) for row in _lines(out)} == {
+        "p0": (None, ""), "p1": ("context_length_exceeded", SERVE_TOO_LONG), "p2": (None, "")}

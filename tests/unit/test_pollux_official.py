@@ -107,6 +107,23 @@ def test_official_metrics_with_a_score_past_float64s_square_says_so():
                            "score 1e+200), as in POLLUX's own np.mean")
 
 
+def test_official_metrics_count_a_verdict_float_reads_as_inf_as_parsed():
+    """A 400-digit decimal verdict is past float64 itself: POLLUX's float(...) reads it as inf, a score its
+    compute_metrics counts as formatted (ai-forever/POLLUX src/utils/evaluation.py: only None is unformatted), its
+    squared error inf: 2 of 2 parsed (format_acc 1.0), 1 exact of 2 (score_acc 0.5, score_format_acc 0.5), mse inf
+    with its note. Counted unparsed, format_acc was 0.5 and mse 0.0, no note."""
+    huge = extract_score("[RESULT] " + "9" * 400 + ".5 [END]")
+    assert huge == math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning, if any, fails the test
+        out = official_metrics([huge, 1.0], [1.0, 1.0])
+    assert (out["n"], out["n_parsed"], out["format_acc"], out["score_acc"], out["score_format_acc"]) == (
+        2, 2, 1.0, 0.5, 0.5)
+    assert out["mse"] == math.inf
+    assert out["note"] == ("mse is inf: a parsed score's squared error is past float64's range (largest parsed "
+                           "score inf), as in POLLUX's own np.mean")
+
+
 def _records():
     rubric = "0: нет\n\n1: частично\n\n2: да"
     rows = [

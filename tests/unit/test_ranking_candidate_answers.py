@@ -250,22 +250,54 @@ def test_a_candidate_refusing_every_instruction_as_too_long_still_stops(tmp_path
         assert _asked(cand) == [4, 5, 6, 7, 1, 2, 3]
 
 
-def test_an_instruction_leaving_no_room_for_max_tokens_is_a_failed_request_asked_again(tmp_path: Path,
-                                                                                         data: Path) -> None:
-    """Instruction 7 fits the candidate's window but not with max_tokens (vLLM's "'max_tokens' ... is too large"):
-    a failed request (exit 3, the server's words in the reason), not a final row, so the rerun with the server's
-    room asks it again and ranks it."""
+def test_an_instruction_leaving_no_room_for_max_tokens_is_a_final_row_naming_max_tokens(tmp_path: Path,
+                                                                                        data: Path) -> None:
+    """Instruction 7 alone fits the candidate's window but not with max_tokens (older vLLM's "'max_tokens' ... is too
+    large"): the first refusals' stop does not fire (the other instructions are answered), so its row is final
+    (context_length_exceeded, exit 0), its reason the server's words and the remedy: the run's key keeps max_tokens,
+    so a failed row was refused again by every rerun (exit 3 for ever). The rerun asks nothing."""
     out = tmp_path / "bench"
 
     def script(pid: int, n: int, model: str):
         return _no_room(pid) if pid == 7 else None
 
     with Scripted(script) as cand, Judge(scores_by_output()) as judge:
-        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        (asked,) = [b["max_tokens"] for b in cand.bodies("/v1/chat/completions") if _pid(b) == 7]
+    assert asked == 4096  # rank's default max_tokens, which the reason names
     row = _answers(out)[7]
-    assert (row["answer"], row["error"]) == (None, "request_failed")
-    assert row["reason"] == f"Refused: HTTP 400: Error code: 400 - {_no_room(7)[1]['error']['message']}"
+    assert (row["answer"], row["error"]) == (None, "context_length_exceeded")
+    assert row["reason"] == (f"{_no_room(7)[1]['error']['message']} (the prompt fits the context window, but not with "
+                             "max_tokens 4096: lower --max-tokens, in a new --out or with --overwrite, since a resume "
+                             "keeps the run's max_tokens)")
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
-        assert _asked(cand) == [7]
-    assert _answers(out)[7]["error"] is None
+        assert _asked(cand) == []
+
+
+def _longer_than_the_window(pid: int) -> tuple[int, dict]:
+    """vLLM 0.32's 400 for an instruction longer than the window itself (``renderers/params.py``), naming this
+    request's own prompt length (5000 + the prompt_id here), as a real server's words do."""
+    return (400, {"error": {"message": f"This model's maximum context length is 4096 tokens. However, your prompt "
+                                       f"contains {5000 + pid} input tokens, which exceeds this limit even without "
+                                       "any output tokens. Please reduce the length of the input prompt.",
+                            "type": "BadRequestError", "param": "input_tokens", "code": 400}})
+
+
+def test_the_first_three_instructions_longer_than_the_window_do_not_stop_the_run(tmp_path: Path, data: Path) -> None:
+    """Instructions 1-3 are asked first and are each longer than the candidate's window: the data's own, not a
+    misconfigured candidate, so never offered to the first refusals' stop (three alike, numbers aside, stopped the run
+    with exit 4 and failed rows): three final context_length_exceeded rows, exit 0, and the rerun asks nothing."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        return _longer_than_the_window(pid) if pid in (1, 2, 3) else None
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
+        assert _asked(cand) == [1, 2, 3, 4, 5, 6, 7]
+    assert {pid: (r["error"], r["reason"]) for pid, r in _answers(out).items() if r["error"]} == {
+        pid: ("context_length_exceeded", _longer_than_the_window(pid)[1]["error"]["message"]) for pid in (1, 2, 3)}
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
+        assert _asked(cand) == []
