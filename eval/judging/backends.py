@@ -137,11 +137,26 @@ _ANSWER_OVERFLOW = (re.compile(r"maximum context length is (\d+) tokens and your
 _MAX_TOKENS_OVER_WINDOW = re.compile(r"max_(?:completion_)?tokens=\d+ cannot be greater than max_model_len=\d+", re.I)
 
 
+#: judge-serve's pairwise refusals (serve/jobs.py ``build_pair_jobs``, ``check_pair_sizes``): the prompt's tokens
+#: and the window; the characters, the tokens left for the prompt, the window and the characters those tokens allow.
+_SERVE_TOKENS = re.compile(r"the prompt is (\d+) tokens; with max_tokens \d+ it needs \d+ > the model's context of "
+                           r"(\d+) tokens")
+_SERVE_CHARS = re.compile(r"(\d+) characters of instruction, answers and rubrics cannot fit the (\d+) prompt tokens "
+                          r"left of the model's context of (\d+) \(max_tokens \d+\); at most (\d+) characters")
+
+
 def _no_room(message: str) -> bool:
     """Whether the server's words say the prompt fits its window and only ``max_tokens`` does not
-    (``_ANSWER_OVERFLOW``), or that ``max_tokens`` alone is over the window (``_MAX_TOKENS_OVER_WINDOW``)."""
+    (``_ANSWER_OVERFLOW``, judge-serve's own words), or that ``max_tokens`` alone is over the window
+    (``_MAX_TOKENS_OVER_WINDOW``)."""
     if _MAX_TOKENS_OVER_WINDOW.search(message):
         return True
+    if (found := _SERVE_TOKENS.search(message)) is not None:
+        prompt, window = (int(n) for n in found.groups())
+        return prompt < window
+    if (found := _SERVE_CHARS.search(message)) is not None:
+        chars, left, window, allowed = (int(n) for n in found.groups())
+        return left > 0 and chars <= allowed * window / left  # the characters the whole window would allow
     for pattern in _ANSWER_OVERFLOW:
         if (found := pattern.search(message)) is not None:
             window, prompt = (int(n) for n in found.groups())
@@ -186,6 +201,8 @@ def context_refusal(refusal: Refused, message: str, max_tokens: int, *, is_conte
         is_context: a client that read the words as a context refusal by its own rules (MERA's broader ones) says
             so; None: ``CONTEXT_LIMIT`` decides.
     """
+    if refusal.status == 400 and _MAX_TOKENS_OVER_WINDOW.search(message):  # vLLM 0.32's: the settings', any route
+        return NoRoom(refusal, max_tokens)
     if not (refusal.status == 400 and CONTEXT_LIMIT.search(message) is not None if is_context is None else is_context):
         return refusal
     return NoRoom(refusal, max_tokens) if _no_room(message) else TooLong(refusal)

@@ -729,12 +729,14 @@ def run_dialogues(
         """Offer a finished question to ``first``; save what it lets through (the caller holds ``lock``)."""
         if isinstance(refusal, ContextLimitError):
             # judge-eval's rule (eval.judging.backends.context_refusal): a question too long for the window even
-            # alone is the data's own, saved and never held (refusals alike but for their numbers stopped the run
-            # at three long questions first); one that fits but leaves no room for max_tokens is the settings'
-            # refusal, held, its record naming max_tokens.
+            # alone is the data's own, never held as a refusal (refusals alike but for their numbers stopped the run
+            # at three long questions first); offered as an answered one, so that what is held is released before
+            # it, in order (set aside, it was saved ahead of a held earlier question of its dialogue, which no
+            # resume reads); one that fits but leaves no room for max_tokens is the settings' refusal, held, its
+            # record naming max_tokens.
             context = context_refusal(refusal.as_refused(), str(refusal), settings.max_tokens, is_context=True)
             if isinstance(context, TooLong):
-                out = first.offer(None, record, aside=True)
+                out = first.offer(None, record)
             else:
                 record["error"] = context.final_reason[:500]
                 out = first.offer(context, record)

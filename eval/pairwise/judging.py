@@ -412,12 +412,13 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             if response.status_code != 200:
                 if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()
+                refused = Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
+                                  server_message(response))
                 if response.status_code == 400 and _error_code(response) == VerdictError.CONTEXT_LENGTH_EXCEEDED:
-                    # the pair cannot fit the judge's context: judge-serve's final answer for it, a final row as the
-                    # pointwise judge-serve route writes its oversize result, never a failed one every rerun re-asks
-                    return too_long_outcome(server_message(response), pairwise=True)
-                raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
-                              server_message(response))
+                    # the chat route's rule (context_refusal) on judge-serve's words: a pair longer than the window
+                    # its final row, one leaving no room for max_tokens held as the settings' refusal
+                    raise context_refusal(refused, refused.said, config.max_tokens, is_context=True)
+                raise refused
             answer = JudgeResponse.from_json(response.json())
             refuse_format_change(answer.verdict_format, config, model)
             (item,) = answer.items

@@ -450,3 +450,15 @@ def test_chat_content_that_is_no_text_is_a_failed_request_row(data, tmp_path):
     with ScriptedEndpoint(lambda path, body: (200, chat_completion({"text": "1"}, body["model"]))) as server:
         with pytest.raises(Refused, match="^the chat answer's message content is not text: a JSON dict$"):
             _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
+
+
+def test_a_max_tokens_over_the_whole_window_is_the_settings_refusal_on_the_chat_route():
+    """vLLM 0.32 refuses a max_tokens above the window itself ("max_tokens=5000 cannot be greater than
+    max_model_len=4096", renderers/params.py), whatever the prompt: ``NoRoom`` on the chat route as on MERA's (it was
+    a plain refusal there, CONTEXT_LIMIT not matching those words)."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    words = "max_tokens=5000 cannot be greater than max_model_len=4096. Please request fewer output tokens."
+    with ScriptedEndpoint(lambda path, body: (400, _vllm_error(words))) as server:
+        with pytest.raises(NoRoom) as refused:
+            _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged", max_tokens=5000), record)
+    assert refused.value.said == words and "max_tokens 5000" in refused.value.final_reason

@@ -1574,3 +1574,32 @@ def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, capl
         assert _run(endpoint, data, out) == 2
     assert endpoint.requests == []
     assert f"{out / 'answers.jsonl'}:2: a JSON list, not an object" in caplog.text
+
+
+def test_a_question_too_long_among_held_refusals_is_saved_after_them_in_order(tmp_path):
+    """One dialogue: q0 refused ("no", held by the first-refusals stop), q1 longer than the window even alone (the
+    data's own), q2 and q3 refused alike. The too-long question counts as answered for the stop, so q0 is released
+    before it and every record is saved in question order, which a resume reads. Set aside, q1 was saved ahead of the
+    held q0 (saved order [1]; the rerun refused the folder: "expected the first of its questions in order")."""
+    from eval.mera.client import ContextLimitError, Generation, RequestRefused
+    from eval.mera.rutie import RutieItem, RutieSettings, run_dialogues
+    from judge.plumbing.journal import read_jsonl
+
+    def item(q: int) -> RutieItem:
+        return RutieItem(dialog_id=0, question_id=q, instruction="Диалог:\n{context}\n{question}\n1. {choice1}\n"
+                         "2. {choice2}", question=f"q{q}?", choice1="a", choice2="b", gold="1")
+
+    class Client:
+        def generate(self, request, **kwargs):
+            if "q1?" in request and "q2?" not in request:
+                said = (f"This model's maximum context length is 64 tokens. However, your prompt contains "
+                        f"{len(request) + 100} input tokens, which exceeds this limit even without any output tokens.")
+                raise ContextLimitError(f"HTTP 400: {said}", 400, said)
+            if "q4?" not in request:
+                raise RequestRefused("HTTP 400: no", 400, "no")
+            return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
+
+    items = [item(q) for q in range(5)]
+    records = run_dialogues({0: items}, Client(), RutieSettings(), tmp_path, concurrency=1)
+    assert [r["question_id"] for r in records] == [0, 1, 2, 3, 4]
+    assert [r["question_id"] for r in read_jsonl(tmp_path / "answers.jsonl")] == [0, 1, 2, 3, 4]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from eval.cli import main
 from eval.pairwise.judging import PAIRWISE_PREDICTIONS
 from judge.plumbing.retry import EXIT_UNUSABLE
@@ -127,6 +129,44 @@ NO_ROOM_64 = ("'max_tokens' or 'max_completion_tokens' is too large: 64. This mo
 #: judge-serve's 400 for a pair longer than its judge's window (code context_length_exceeded).
 SERVE_TOO_LONG = ("pairs[0]: the prompt is 5000 tokens; with max_tokens 64 it needs 5064 > the model's context of "
                   "4096 tokens.")
+
+
+@pytest.mark.parametrize("said", [
+    # serve/jobs.py build_pair_jobs: the prompt, 3000 tokens, fits the 4096-token window; max_tokens 2000 does not
+    "pairs[0]: the prompt is 3000 tokens; with max_tokens 2000 it needs 5000 > the model's context of 4096 tokens.",
+    # serve/jobs.py check_pair_sizes: 3001 characters; 96 tokens left stand for 384 characters, the whole window
+    # for 384 × 4096 / 96 = 16,384: the pair fits the window, not with max_tokens 4000
+    "pairs[0]: 3001 characters of instruction, answers and rubrics cannot fit the 96 prompt tokens left of the "
+    "model's context of 4096 (max_tokens 4000); at most 384 characters.",
+])
+def test_a_pair_judge_serve_finds_no_room_for_max_tokens_is_the_settings_final_row_naming_it(tmp_path, said):
+    """judge-serve answers context_length_exceeded both for a pair longer than the window and for one that fits but
+    leaves no room for max_tokens; its words tell which. The second is the settings': held by the first-refusals
+    stop, else a final row whose reason names max_tokens (it was a final row saying only the server's words, as if
+    the pair were too long, and the run key refuses a lowered --max-tokens on resume)."""
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+
+    def respond(path: str, body: dict):
+        if path != "/v1/judge" or not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        (pair,) = body["pairs"]
+        if pair["id"] == "p1":
+            return 400, {"error": {"message": said, "type": "invalid_request_error", "param": "pairs[0]",
+                                   "code": "context_length_exceeded"}}
+        result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
+                             parse_ok=True, score_source="verdict", in_scale=True, output="-1")
+        answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
+                               [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
+        return 200, answer.to_json()
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="tiny") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--pairwise-orders", "original", "--max-tokens", "64", "--max-retries", "0", "--backoff-s", "0.01"]
+        assert main(args) == 0
+    (row,) = [row for row in _lines(out) if row["id"] == "p1"]
+    assert row["error"] == "context_length_exceeded"
+    assert row["reason"].startswith(said) and "max_tokens 64" in row["reason"] and "--max-tokens" in row["reason"]
 
 
 def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_path):
