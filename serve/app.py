@@ -425,6 +425,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     # -r judge's generator loads judge-serve's derived view, whose place (derived_cache_dir, XDG_CACHE_HOME on a
     # requeued node) is no other judge, and a resume held to it was refused.
     own_root = None if config.generator_url or layout is None else root_identity(str(layout.root))
+    loaded = None if own_root is None else str(layout.generator_dir)  # the --model its engine was started on
 
     async def engine_json(request: Request, path: str, what: str) -> tuple[Any, Response | None]:
         """The generating engine's JSON answer to ``GET path``, read whole (to rewrite it), so at most
@@ -466,8 +467,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     # weights_fingerprint: its root is all that tells another folder served under the same name),
                     # and a parent only when it is a listed model.
                     root = entry.pop("root", None)
-                    if own_root is not None or (isinstance(root, str) and root):
-                        entry["root"] = own_root or root_identity(root)
+                    if own_root is not None and root == loaded:  # not a LoRA's entry: its root is the adapter's
+                        entry["root"] = own_root
+                    elif isinstance(root, str) and root:
+                        entry["root"] = root_identity(root)
                     if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
                         entry["parent"] = None
                     entry.update(limits)

@@ -215,7 +215,8 @@ def held_model(out: Path, n_written: int, model: str | None, judge_ref: str, ask
                       "--overwrite, or use another --out")
 
 
-def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool) -> str | None:
+def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, asking: bool,
+              fingerprint: str | None = None) -> str | None:
     """The checkpoint this launch records as its server's ``root`` (vLLM's model entry names the weights it loaded;
     run.json's ``server_limits.root``), held to the one the ``n_written`` verdicts already in ``out`` were asked of.
     ``held_model`` compares served names only, and ``vllm serve B --served-model-name judge`` is named as A was: a
@@ -232,9 +233,15 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
         ConfigError: a launch that would ask the judge finds another folder loaded than the recorded one (naming
             both, with the digest of a path where the other is a digest), before any item is asked.
     """
-    limits = earlier_record(out).get("server_limits") if n_written else None
+    record = earlier_record(out) if n_written else {}
+    limits = record.get("server_limits")
     earlier = limits.get("root") if isinstance(limits, dict) else None
     if not isinstance(earlier, str) or not earlier or (root and root_identity(earlier) == root_identity(root)):
+        return root
+    if fingerprint and record.get("weights_fingerprint") == fingerprint:
+        # judge-serve's weights fingerprint (its own engines') is the same: one judge, whatever folder the root
+        # named (a regression judge's generator and a released -r judge's derived view were its roots before
+        # judge-serve named the checkpoint), so the root names no other weights.
         return root
     if not asking or not root:
         return earlier

@@ -423,8 +423,9 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
                                           policy=first_contact_policy(config), entry=entry)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
-        limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo)))
         fingerprint = held_fingerprint(out, n_written, weights_fingerprint(entry), judge_ref, asking=bool(todo))
+        limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
+                                                            fingerprint=weights_fingerprint(entry)))
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits)

@@ -19,9 +19,11 @@ from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 GOOD = "[FEEDBACK] ok [RESULT] 1 [END]"
 
 
-def _vllm(root: str | None) -> ScriptedEndpoint:
-    """A vLLM-like chat server serving ``root`` (None: an entry without it) under the name ``judge``."""
-    entry = {"id": "judge", "object": "model", "max_model_len": 4096, **({"root": root} if root else {})}
+def _vllm(root: str | None, fingerprint: str | None = None) -> ScriptedEndpoint:
+    """A vLLM-like chat server serving ``root`` (None: an entry without it) under the name ``judge``; with
+    ``fingerprint``, a judge-serve's entry for its own engines (``weights_fingerprint``)."""
+    entry = {"id": "judge", "object": "model", "max_model_len": 4096, **({"root": root} if root else {}),
+             **({"weights_fingerprint": fingerprint} if fingerprint else {})}
     return ScriptedEndpoint(vllm_chat(GOOD), respond_get=lambda path: (200, {"object": "list", "data": [entry]}))
 
 
@@ -94,3 +96,18 @@ def test_a_root_names_a_hub_snapshot_by_its_own_part_and_any_other_folder_by_a_d
     assert root_identity(f"/home/u/.cache/huggingface/hub/{hub}/") == root_identity(f"/scratch/hf/hub/{hub}") == hub
     assert root_identity(hub) == hub
     assert root_identity("/ckpt/judge") == root_identity("sha256:aee3f9b4ee96b64c") == "sha256:aee3f9b4ee96b64c"
+
+
+def test_a_resume_whose_weights_fingerprint_is_the_same_passes_whatever_folder_the_root_named(tmp_path):
+    """A regression judge's root was its generator folder and a released -r judge's its derived view, until
+    judge-serve named the checkpoint its fingerprint covers: the same judge, the same weights_fingerprint, another
+    root. Passes (it was refused as "another folder"); another fingerprint is refused by held_fingerprint as before."""
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:4], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _vllm("/ckpt/reg/generator", "f1") as first:
+        assert main(run_args(first.base_url, data, out)) == 0
+    cut_predictions_to(out, 2)
+    with _vllm(ROOT_DIGEST["/ckpt/b"], "f1") as same:
+        assert main(run_args(same.base_url, data, out)) == 0
+        assert len(same.bodies("/v1/chat/completions")) == 2
+    assert len(read_predictions(out)) == 4
