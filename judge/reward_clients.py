@@ -145,8 +145,10 @@ class RewardSample:
 
 
 def _task(source: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """The ``TASK_FIELDS`` ``source`` gives (a non-empty string each), in their order."""
-    return tuple((name, source[name]) for name in TASK_FIELDS if isinstance(source.get(name), str) and source[name])
+    """The ``TASK_FIELDS`` ``source`` gives (a string with more than whitespace each, as judge-serve reads a task
+    field: ``serve.schema.task_level_named``), in their order."""
+    return tuple((name, source[name]) for name in TASK_FIELDS
+                 if isinstance(source.get(name), str) and source[name].strip())
 
 
 def _judgments_of(sample: RewardSample) -> int:

@@ -375,8 +375,9 @@ def _building(base: Path):
 
 
 #: What ``flock`` fails with on a filesystem that takes no locks (NFS mounted ``nolock`` without local locks, some
-#: FUSE filesystems): the build goes on unlocked there. Any other failure is an error.
-_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL})
+#: FUSE filesystems; Lustre mounted ``noflock``: ENOSYS; NFS emulating flock with POSIX locks refuses an exclusive
+#: lock on a directory's read-only descriptor: EBADF): the build goes on unlocked there. Any other is an error.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS, errno.EBADF})
 
 #: How long an unlocked scratch folder must sit with nothing in it changed before a sweep removes it
 #: (``_sweep_abandoned``). An unlocked folder may still be a running build's: a lock is seen only within one lock

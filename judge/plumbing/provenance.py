@@ -224,7 +224,11 @@ def _options_group(arg: str, name: str) -> bool:
         words = shlex.split(arg)
     except ValueError:
         return False
-    return len(words) >= 2 and words[0].startswith(f"{name}=") and words[1].startswith("-")
+    return len(words) >= 2 and words[0].startswith(f"{name}=") and _OPTION_WORD.match(words[1]) is not None
+
+
+#: A word that is an option (``--seed``, ``--seed=0``, ``-n``), not a passphrase's "-", "--" or "-horse".
+_OPTION_WORD = re.compile(r"(--[A-Za-z][\w-]*|-[A-Za-z])(=|$)")
 
 
 def argv_secrets(argv: list[str]) -> list[str]:

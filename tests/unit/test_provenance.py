@@ -97,7 +97,8 @@ def test_a_group_of_shell_words_opening_with_a_secret_option_hides_only_its_valu
 
 @pytest.mark.parametrize("arg", ["--authorization=Bearer sk-abc123", "--auth-header=Authorization: Bearer sk-XYZ123",
                                  "--secret=correct horse battery staple", "--password=it's my pass",
-                                 "--api-key=sk-abc123\r", "--api-key='my key'"])
+                                 "--api-key=sk-abc123\r", "--api-key='my key'", "--password=foo - bar baz",
+                                 "--password=correct -horse battery", "--password=a -- b"])
 def test_a_secret_value_with_whitespace_that_is_no_group_of_options_is_hidden_whole(arg):
     """Only shell words whose second is an option are a group (the test above); "Bearer sk-…", a passphrase, a key
     read with its CRLF are one secret each: hidden whole, and listed whole for a log tail's scrubbing. Read as shell

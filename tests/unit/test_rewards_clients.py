@@ -697,3 +697,12 @@ def test_trl_rule_given_as_a_mapping_is_read_as_verls_is_or_refused_when_built()
         trl_reward_function("http://judge:8000", criteria=["A"], rule={"gates": True})
     with pytest.raises(TypeError, match=r"^rule: expected a RewardRule or a mapping of its fields, got str"):
         trl_reward_function("http://judge:8000", criteria=["A"], rule="gate")
+
+
+def test_a_blank_task_field_names_no_task_on_the_client_as_on_judge_serve():
+    """A task type of spaces names no task (serve.schema.task_level_named): the client's sample carries none, so a
+    sample without criteria is refused here, naming its row, not sent for judge-serve to refuse the whole batch."""
+    from judge.reward_clients import _task
+
+    assert _task({"task_type": "   ", "task_subtype": "Texts"}) == (("task_subtype", "Texts"),)
+    assert _task({"task_type": " Poetry "}) == (("task_type", " Poetry "),)
