@@ -473,7 +473,11 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                         entry["root"] = root_identity(root)
                     if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
                         entry["parent"] = None
-                    entry.update(limits)
+                    # The fingerprint covers the checkpoint's files, not a LoRA adapter's: on an adapter's entry it
+                    # would let a resume against another adapter under the same name pass (judge-eval's held_root
+                    # takes an equal fingerprint for the same weights); without it, the adapter's root is compared.
+                    entry.update(limits if own_root is None or root == loaded else
+                                 {k: v for k, v in limits.items() if k != "weights_fingerprint"})
         except (KeyError, TypeError):
             return None, error_response(502, "the generator engine's model list could not be read", "server_error",
                                         code="engine_error")

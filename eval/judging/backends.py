@@ -137,12 +137,11 @@ _ANSWER_OVERFLOW = (re.compile(r"maximum context length is (\d+) tokens and your
 _MAX_TOKENS_OVER_WINDOW = re.compile(r"max_(?:completion_)?tokens=\d+ cannot be greater than max_model_len=\d+", re.I)
 
 
-#: judge-serve's pairwise refusals (serve/jobs.py ``build_pair_jobs``, ``check_pair_sizes``): the prompt's tokens
-#: and the window; the characters, the tokens left for the prompt, the window and the characters those tokens allow.
+#: judge-serve's pairwise refusal by tokens (serve/jobs.py ``build_pair_jobs``): the prompt's tokens and the window.
+#: Its refusal by characters (``check_pair_sizes``) is read as the pair's own: its bound counts the longest token's
+#: characters per token, so it cannot tell that the prompt would fit the window.
 _SERVE_TOKENS = re.compile(r"the prompt is (\d+) tokens; with max_tokens \d+ it needs \d+ > the model's context of "
                            r"(\d+) tokens")
-_SERVE_CHARS = re.compile(r"(\d+) characters of instruction, answers and rubrics cannot fit the (\d+) prompt tokens "
-                          r"left of the model's context of (\d+) \(max_tokens \d+\); at most (\d+) characters")
 
 
 def _no_room(message: str) -> bool:
@@ -154,9 +153,6 @@ def _no_room(message: str) -> bool:
     if (found := _SERVE_TOKENS.search(message)) is not None:
         prompt, window = (int(n) for n in found.groups())
         return prompt < window
-    if (found := _SERVE_CHARS.search(message)) is not None:
-        chars, left, window, allowed = (int(n) for n in found.groups())
-        return left > 0 and chars <= allowed * window / left  # the characters the whole window would allow
     for pattern in _ANSWER_OVERFLOW:
         if (found := pattern.search(message)) is not None:
             window, prompt = (int(n) for n in found.groups())

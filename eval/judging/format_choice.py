@@ -242,7 +242,7 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
         # judge-serve's weights fingerprint (its own engines') is the same: one judge, whatever folder the root
         # named (a regression judge's generator and a released -r judge's derived view were its roots before
         # judge-serve named the checkpoint), so the root names no other weights.
-        return root
+        return root or earlier
     if not asking or not root:
         return earlier
     digests = root_identity(earlier) == earlier or root_identity(root) == root

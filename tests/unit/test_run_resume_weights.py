@@ -111,3 +111,14 @@ def test_a_resume_whose_weights_fingerprint_is_the_same_passes_whatever_folder_t
         assert main(run_args(same.base_url, data, out)) == 0
         assert len(same.bodies("/v1/chat/completions")) == 2
     assert len(read_predictions(out)) == 4
+
+
+def test_an_equal_fingerprint_with_no_root_keeps_the_recorded_root(tmp_path):
+    """A server that names no root this time, its fingerprint the recorded one: run.json keeps the root it recorded
+    (the fingerprint rule returned the missing one, erasing it)."""
+    from eval.judging.format_choice import held_root
+
+    (tmp_path / "run.json").write_text(json.dumps({"config": {}, "weights_fingerprint": "f1",
+                                                   "server_limits": {"root": "/ckpt/a"}}), encoding="utf-8")
+    assert held_root(tmp_path, 2, None, "http://judge", asking=True, fingerprint="f1") == "/ckpt/a"
+    assert held_root(tmp_path, 2, "/ckpt/b", "http://judge", asking=True, fingerprint="f1") == "/ckpt/b"
