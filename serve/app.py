@@ -425,7 +425,6 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     # -r judge's generator loads judge-serve's derived view, whose place (derived_cache_dir, XDG_CACHE_HOME on a
     # requeued node) is no other judge, and a resume held to it was refused.
     own_root = None if config.generator_url or layout is None else root_identity(str(layout.root))
-    loaded = None if own_root is None else str(layout.generator_dir)  # the --model its engine was started on
 
     async def engine_json(request: Request, path: str, what: str) -> tuple[Any, Response | None]:
         """The generating engine's JSON answer to ``GET path``, read whole (to rewrite it), so at most
@@ -467,17 +466,19 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     # weights_fingerprint: its root is all that tells another folder served under the same name),
                     # and a parent only when it is a listed model.
                     root = entry.pop("root", None)
-                    if own_root is not None and root == loaded:  # not a LoRA's entry: its root is the adapter's
+                    # A LoRA adapter's entry names its base model as its parent (vLLM's show_available_models); its
+                    # root is the adapter's, and the checkpoint's fingerprint does not cover it: on that entry it
+                    # would let a resume against another adapter under the same name pass (judge-eval's held_root
+                    # takes an equal fingerprint for the same weights); without it, the adapter's root is compared.
+                    adapter = isinstance(entry.get("parent"), str) and entry["parent"] in listed
+                    if own_root is not None and not adapter:
                         entry["root"] = own_root
                     elif isinstance(root, str) and root:
                         entry["root"] = root_identity(root)
-                    if "parent" in entry and not (isinstance(entry["parent"], str) and entry["parent"] in listed):
+                    if "parent" in entry and not adapter:
                         entry["parent"] = None
-                    # The fingerprint covers the checkpoint's files, not a LoRA adapter's: on an adapter's entry it
-                    # would let a resume against another adapter under the same name pass (judge-eval's held_root
-                    # takes an equal fingerprint for the same weights); without it, the adapter's root is compared.
-                    entry.update(limits if own_root is None or root == loaded else
-                                 {k: v for k, v in limits.items() if k != "weights_fingerprint"})
+                    entry.update({k: v for k, v in limits.items() if k != "weights_fingerprint"} if adapter else
+                                 limits)
         except (KeyError, TypeError):
             return None, error_response(502, "the generator engine's model list could not be read", "server_error",
                                         code="engine_error")

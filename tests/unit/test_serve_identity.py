@@ -69,8 +69,9 @@ class _Engine:
     compressing proxy does: ``GET /v1/models``, ``/version`` and ``/health``, and ``POST /tokenize``, refused (400)
     in vLLM's error shape. ``headers`` holds each request's headers (lower-case names) by path."""
 
-    def __init__(self) -> None:
+    def __init__(self, listing: dict | None = None) -> None:
         self.headers: dict[str, list[dict[str, str]]] = {}
+        self.listing = LISTING if listing is None else listing
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,7 +84,8 @@ class _Engine:
 
             def do_GET(self):
                 engine.headers.setdefault(self.path, []).append({k.lower(): v for k, v in self.headers.items()})
-                payload = {"/v1/models": LISTING, "/version": {"version": "0.32.0"}, "/health": {}}.get(self.path)
+                payloads = {"/v1/models": engine.listing, "/version": {"version": "0.32.0"}, "/health": {}}
+                payload = payloads.get(self.path)
                 status, data = (200, json.dumps(payload).encode()) if payload is not None else (404, b"{}")
                 if self.path == "/tokenize":
                     status, data = 400, json.dumps(REFUSAL).encode()
@@ -143,6 +145,31 @@ def test_the_model_entry_names_the_fingerprint_of_the_weights_its_own_engine_loa
     assert [entry["weights_fingerprint"] for entry in listed] == [expected] and one["weights_fingerprint"] == expected
     # An attached engine loaded what it loaded: judge-serve's folder says nothing about it, so nothing is said.
     assert [entry["id"] for entry in attached] == [ENGINE_MODEL] and "weights_fingerprint" not in attached[0]
+
+
+def test_a_lora_adapters_entry_keeps_its_own_root_and_no_fingerprint_of_the_checkpoint(tiny_causal_dir, monkeypatch):
+    """vLLM lists a LoRA adapter (--lora-modules a=/adapters/A) with its base model as parent and the adapter's folder
+    as root. The checkpoint's entry names the checkpoint (judge.wire.root_identity of the layout's root) and its
+    weights fingerprint; the adapter's names the digest of its own folder and no fingerprint, which covers the
+    checkpoint's files only: on it, judge-eval's resume rule (an equal fingerprint passes) let another adapter served
+    under the same name pass."""
+    from judge.wire import root_identity
+
+    listing = {"object": "list", "data": [
+        {"id": ENGINE_MODEL, "object": "model", "owned_by": "vllm", "max_model_len": 1024, "root": "/engine/model",
+         "parent": None},
+        {"id": "judge-lora", "object": "model", "owned_by": "vllm", "max_model_len": 1024, "root": "/adapters/A",
+         "parent": ENGINE_MODEL}]}
+    engine = _Engine(listing)
+    try:
+        with _serving(tiny_causal_dir, monkeypatch, engine, own_engine=True) as http:
+            base, adapter = _ready(http).get("/v1/models", headers=AUTH).json()["data"]
+    finally:
+        engine.close()
+    assert base["root"] == root_identity(str(resolve_layout(tiny_causal_dir).root))
+    assert base["weights_fingerprint"] == weights_fingerprint(resolve_layout(tiny_causal_dir))
+    assert (adapter["root"], adapter["parent"]) == (root_identity("/adapters/A"), ENGINE_MODEL)
+    assert "weights_fingerprint" not in adapter
 
 
 def test_the_engine_is_asked_for_plain_bodies_whatever_the_client_accepts(tiny_causal_dir, monkeypatch):
