@@ -18,14 +18,15 @@ from tests.support.released_r_checkpoint import released_r
 REPO = Path(__file__).resolve().parents[2]
 
 #: Builds the views of the checkpoint in argv[1], saying "building" once its scratch folder is written into, then
-#: waiting there (for the test's SIGTERM), as judge-serve's main() does before it installs any signal handler.
+#: blocked on stdin, which the test never writes (until the test's SIGTERM), as judge-serve's main() builds before it
+#: installs any signal handler.
 _SLOW_BUILD = """
-import sys, time
+import sys
 import serve.released as released
 real = released._write_view
 def slow(*args, **kwargs):
     print("building", flush=True)
-    time.sleep(60)
+    sys.stdin.readline()
     return real(*args, **kwargs)
 released._write_view = slow
 released.prepare_released_regression(sys.argv[1])
@@ -41,8 +42,8 @@ def test_sigterm_during_the_build_removes_its_scratch_folder_and_still_ends_the_
     the scratch folder (a rewritten head shard, gigabytes for a 7B) stayed in the checkpoint's folder for good.
     Now the folder is removed and the process still ends by SIGTERM (status -15), as it would have."""
     root = released_r(tmp_path / "r")
-    child = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(root)], cwd=REPO, stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(root)], cwd=REPO, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "building"
         assert [name.split("-")[1] for name in _dot_entries(root)] == ["building"]
@@ -51,6 +52,7 @@ def test_sigterm_during_the_build_removes_its_scratch_folder_and_still_ends_the_
     finally:
         child.kill()
         child.wait()
+        child.stdin.close()
         child.stdout.close()
     assert _dot_entries(root) == [] and not (root / "pollux_serve_views").exists()
 
@@ -136,6 +138,7 @@ def _scratch(folder: Path, hours_unchanged: float = 0.0) -> Path:
     """A scratch folder as a build leaves it, everything in it last changed ``hours_unchanged`` ago."""
     (folder / "shared").mkdir(parents=True)
     (folder / "shared" / "head.safetensors").write_bytes(b"\0" * 64)
+    # a view's link into the scratch folder's own shared/ subfolder, as serve.released lays the views out
     os.symlink("../shared/head.safetensors", folder / "link")
     if hours_unchanged:
         then = time.time() - hours_unchanged * 3600
