@@ -131,6 +131,26 @@ SERVE_TOO_LONG = ("pairs[0]: the prompt is 5000 tokens; with max_tokens 64 it ne
                   "4096 tokens.")
 
 
+def _judge_serve_answer(pair_id: str, said: str) -> tuple[int, dict]:
+    """judge-serve's /v1/judge answer to one pair: p1 refused with ``said`` and the error code
+    context_length_exceeded; any other pair judged -1."""
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+
+    if pair_id == "p1":
+        return 400, {"error": {"message": said, "type": "invalid_request_error", "param": "pairs[0]",
+                               "code": "context_length_exceeded"}}
+    result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
+                         parse_ok=True, score_source="verdict", in_scale=True, output="-1")
+    answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
+                           [JudgeResponseItem(0, pair_id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
+    return 200, answer.to_json()
+
+
+def _judge_serve_run(server: ScriptedEndpoint, data: Path, out: Path) -> list[str]:
+    return ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+            "--pairwise-orders", "original", "--max-tokens", "64", "--max-retries", "0", "--backoff-s", "0.01"]
+
+
 @pytest.mark.parametrize(("said", "no_room"), [
     # serve/jobs.py build_pair_jobs: the prompt, 3000 tokens, fits the 4096-token window; max_tokens 2000 does not
     ("pairs[0]: the prompt is 3000 tokens; with max_tokens 2000 it needs 5000 > the model's context of 4096 tokens.",
@@ -146,26 +166,15 @@ def test_a_pair_judge_serve_finds_no_room_for_max_tokens_is_the_settings_final_r
     leaves no room for max_tokens; its words tell which. The second is the settings': held by the first-refusals
     stop, else a final row whose reason names max_tokens (it was a final row saying only the server's words, as if
     the pair were too long, and the run key refuses a lowered --max-tokens on resume)."""
-    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
-
     def respond(path: str, body: dict):
         if path != "/v1/judge" or not body:
             return 400, {"error": {"message": "items: required field is missing"}}
         (pair,) = body["pairs"]
-        if pair["id"] == "p1":
-            return 400, {"error": {"message": said, "type": "invalid_request_error", "param": "pairs[0]",
-                                   "code": "context_length_exceeded"}}
-        result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
-                             parse_ok=True, score_source="verdict", in_scale=True, output="-1")
-        answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
-                               [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
-        return 200, answer.to_json()
+        return _judge_serve_answer(pair["id"], said)
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
     with ScriptedEndpoint(respond, model="tiny") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--pairwise-orders", "original", "--max-tokens", "64", "--max-retries", "0", "--backoff-s", "0.01"]
-        assert main(args) == 0
+        assert main(_judge_serve_run(server, data, out)) == 0
     (row,) = [row for row in _lines(out) if row["id"] == "p1"]
     assert row["error"] == "context_length_exceeded"
     if no_room:
@@ -178,8 +187,6 @@ def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_
     """judge-serve's /v1/judge answers pair p1 with a 400 whose error code is context_length_exceeded (the pair longer
     than the judge's window): a final row, as the pointwise judge-serve route writes its oversize result, so the run
     exits 0 and its rerun asks nothing. A failed row was asked, and refused, by every rerun (exit 3 for ever)."""
-    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
-
     asked = []
 
     def respond(path: str, body: dict):
@@ -187,21 +194,12 @@ def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_
             return 400, {"error": {"message": "items: required field is missing"}}
         (pair,) = body["pairs"]
         asked.append(pair["id"])
-        if pair["id"] == "p1":
-            return 400, {"error": {"message": SERVE_TOO_LONG, "type": "invalid_request_error", "param": "pairs[0]",
-                                   "code": "context_length_exceeded"}}
-        result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
-                             parse_ok=True, score_source="verdict", in_scale=True, output="-1")
-        answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
-                               [JudgeResponseItem(0, pair["id"], [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
-        return 200, answer.to_json()
+        return _judge_serve_answer(pair["id"], SERVE_TOO_LONG)
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
     with ScriptedEndpoint(respond, model="tiny") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--pairwise-orders", "original", "--max-tokens", "64", "--max-retries", "0", "--backoff-s", "0.01"]
-        assert main(args) == 0
-        assert main(args) == 0
+        assert main(_judge_serve_run(server, data, out)) == 0
+        assert main(_judge_serve_run(server, data, out)) == 0
     assert sorted(asked) == ["p0", "p1", "p2"]
     assert {row["id"]: (row["error"], row["reason"]) for row in _lines(out)} == {
         "p0": (None, ""), "p1": ("context_length_exceeded", SERVE_TOO_LONG), "p2": (None, "")}
