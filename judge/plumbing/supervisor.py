@@ -126,16 +126,35 @@ class _StopOnce:
     scancel's SIGTERM beside the owner's SIGINT): a second ``_Stop`` raised while the first is being handled would
     escape the wait it was meant to end, and the supervisor would die of it with its group left running.
     ``disarm`` also ends it once the command has exited on its own, where nothing is left to interrupt.
+    ``deferred`` holds a stop back while the command is being started: raised inside ``subprocess.Popen``, after
+    the fork, it would lose the command's pid, and the supervisor could no longer tell its status to the owner.
     """
 
     def __init__(self) -> None:
         self.armed = True
+        self._deferring = False
+        self._pending: int | None = None
 
     def disarm(self) -> None:
         self.armed = False
 
+    @contextlib.contextmanager
+    def deferred(self):
+        """A stop that lands inside the block is raised as it ends (when the block raised nothing itself)."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self._pending is not None and self.armed:
+            self.armed = False
+            raise _Stop(self._pending)
+
     def __call__(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
         if self.armed:
+            if self._deferring:
+                self._pending = signum
+                return
             self.armed = False
             raise _Stop(signum)
 
@@ -210,10 +229,11 @@ def _supervise(argv: list[str]) -> int:
     child_pid = None
     try:
         try:
-            # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait below
-            # must be the one to reap it.
-            child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
-            child_pid = child.pid
+            with on_stop.deferred():
+                # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait
+                # below must be the one to reap it.
+                child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
+                child_pid = child.pid
         except OSError as err:
             on_stop.disarm()
             print(f"supervisor: cannot start {command[0]}: {err}", file=sys.stderr, flush=True)

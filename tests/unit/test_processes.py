@@ -213,6 +213,37 @@ def test_a_second_stop_signal_as_the_first_is_handled_still_takes_the_tree_down(
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_stop_that_lands_while_the_command_is_being_started_still_reports_the_commands_status(tmp_path):
+    """A stop can land while ``subprocess.Popen`` is still returning, after its fork (on a loaded machine the tree
+    is up by then, and its owner stops it): the supervisor still knows its command, takes the tree down and exits
+    with the command's status (-SIGTERM), not with the 137 it gives when it has no status to report. The supervisor
+    runs here with ``subprocess.Popen`` wrapped to send that stop as it returns."""
+    marker, env = _marked_env()
+    supervisor = str(Path(judge.plumbing.supervisor.__file__).resolve())
+    wrapper = textwrap.dedent(f"""
+        import os, runpy, signal, subprocess, sys
+        real_popen = subprocess.Popen
+
+        def popen_stopped_as_it_returns(*args, **kwargs):
+            started = real_popen(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return started
+
+        subprocess.Popen = popen_stopped_as_it_returns
+        sys.argv = [{supervisor!r}, *sys.argv[1:]]
+        runpy.run_path({supervisor!r}, run_name="__main__")
+    """)
+    with open(tmp_path / "log", "wb") as log:
+        command = [sys.executable, "-c", wrapper, "--grace-s", "60", "--owner-pid", str(os.getpid()), "--", *TREE]
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert proc.wait(timeout=120) == -signal.SIGTERM, (tmp_path / "log").read_text()
+        assert wait_until_gone(marker, 10) == []
+    finally:
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_sigterm_shielded_tree_outlives_a_job_wide_sigterm_and_stops_when_told(tmp_path):
     """sigterm_shielded: SIGTERM sent to every process of the tree (as scancel sends it to every process of a Slurm
     job) stops none of them; the owner's stop (SIGINT, then SIGKILL) still ends the whole tree."""
