@@ -395,7 +395,11 @@ async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:
     if task in done:
         return task.result()
     await asyncio.wait({task})  # its cancellation runs to the end: nothing of it is sent after this
-    log.info("the client of %s %s left before its answer: its work was cancelled", request.method, request.url.path)
+    # Work that failed as it was cancelled (or just before) has nobody to answer: its error is read here, or
+    # asyncio would log it as "Task exception was never retrieved" whenever the task is collected.
+    failed = None if task.cancelled() else task.exception()
+    log.info("the client of %s %s left before its answer: its work was cancelled%s", request.method,
+             request.url.path, f" (it failed: {type(failed).__name__})" if failed is not None else "")
     raise ClientDisconnect()
 
 
