@@ -48,6 +48,8 @@ __all__ = [
     "RELEASED_REGRESSION_ARCHITECTURES",
     "REGRESSION_HEAD_PREFIX",
     "CheckpointNotFound",
+    "NotDownloadedHere",
+    "OfflineNotCached",
     "write_manifest",
     "read_manifest",
     "is_hub_id",
@@ -104,6 +106,16 @@ class CheckpointNotFound(ValueError):
     """A ``--judge`` / ``--model`` that is neither a folder nor a hub id this machine can resolve."""
 
 
+class OfflineNotCached(CheckpointNotFound):
+    """A hub id the cache lacks while ``HF_HUB_OFFLINE`` is set: a job started from this environment inherits the
+    variable, so it cannot fetch it either."""
+
+
+class NotDownloadedHere(CheckpointNotFound):
+    """A hub id the cache lacks, not downloaded only because the caller said not to (``allow_download=False``): a
+    machine that may download (a Slurm job on its compute node) can still fetch it."""
+
+
 def is_hub_id(ref: str | Path) -> bool:
     """Whether ``ref`` is spelled like a hub repository id (``owner/name``) and is not an existing path."""
     text = str(ref)
@@ -131,7 +143,8 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     hub id.
 
     A hub id is taken from ``huggingface_hub``'s cache (``HF_HUB_CACHE``, or ``$HF_HOME/hub``) without any network
-    call; when the cache lacks it, it is downloaded unless ``HF_HUB_OFFLINE`` is set or ``allow_download`` is False.
+    call; when the cache lacks it, it is downloaded unless ``HF_HUB_OFFLINE`` is set, ``allow_download`` is False,
+    or its owner is a folder here (``runs/my-judge`` with ``runs/`` present names a missing folder, not a hub id).
 
     Args:
         ref: a folder, or ``owner/name`` (e.g. ``ai-forever/pollux-judge-7b-r``).
@@ -150,22 +163,37 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     text = str(ref)
     if not _HUB_ID.match(text):
         raise CheckpointNotFound(f"{text}: no such folder, and not a hub id of the form owner/name")
-    owner = text.split("/", 1)[0]
-    if Path(owner).is_dir():  # `runs/my-judge` with runs/ here: a path to a folder that is not there, not a hub id
-        raise CheckpointNotFound(f"{text}: no such folder ({owner}/ is a folder here, so this names a path, not a "
-                                 "hub id)")
     from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+    )
 
     # huggingface_hub reads HF_HUB_CACHE / HF_HOME when first imported; read them again so a caller's later
     # environment (a test, a Slurm script that exports them) is honoured.
     cache_dir = os.environ.get("HF_HUB_CACHE") or (
         str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else constants.HF_HUB_CACHE
     )
+    invalid = ""
     try:
         return Path(snapshot_download(text, cache_dir=cache_dir, local_files_only=True, repo_type=repo_type))
     except (LocalEntryNotFoundError, FileNotFoundError, OfflineModeIsEnabled):
         pass
+    except HFValidationError as err:
+        # The hub's rule is stricter than _HUB_ID ("--", "..", a trailing "." or "-", over 96 characters): such a
+        # name can only be a folder, so it is refused as one, never with huggingface_hub's traceback.
+        invalid = (str(err).strip().splitlines() or [""])[0]
+    owner = text.split("/", 1)[0]
+    if Path(owner).is_dir():
+        # `runs/my-judge` with runs/ here is most likely a path to a folder that is not there: no download for it.
+        # Only after the cache: a judge cached under ai-forever/... stays usable beside a hub-style local folder
+        # ai-forever/pollux-judge-7b-r/ (`hf download --local-dir ai-forever/...`).
+        raise CheckpointNotFound(f"{text}: no such folder ({owner}/ is a folder here, so this names a path, not a "
+                                 "hub id)")
+    if invalid:
+        raise CheckpointNotFound(f"{text}: no such folder, and not a valid hub id ({invalid})")
     kind = "" if repo_type == "model" else f" --repo-type {repo_type}"
     remedy = (
         f"Download it first where the hub is reachable (`hf download {text}{kind}`; older huggingface_hub: "
@@ -174,7 +202,8 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     )
     if _offline() or not allow_download:
         why = "HF_HUB_OFFLINE is set" if _offline() else "downloading is not allowed here"
-        raise CheckpointNotFound(
+        error = OfflineNotCached if _offline() else NotDownloadedHere
+        raise error(
             f"{text}: no such folder, and the hub id is not in the Hugging Face cache {cache_dir} ({why}). {remedy}"
         )
     try:

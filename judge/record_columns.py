@@ -4,7 +4,8 @@
 It holds what the scoring path reads as arrays (ids, texts, the experts' scores with offsets, their ids, the
 aggregate) instead of one Python object per record and per expert: 160,000 records with ~470,000 expert verdicts
 are a handful of arrays. ``record(i)``, ``records_at`` and ``records()`` build ``JudgeRecord``s through their
-constructor, whose ``__post_init__`` is the one check of a record's invariants, when a stage wants objects
+constructor, whose ``__post_init__`` checks that the experts' fields agree (the column checks vouched for the rest:
+types, finite numbers, non-empty texts, as ``JudgeRecord.from_row`` checks a row), when a stage wants objects
 (``judge.load_records``, the few records a report shows or a taxonomy lookup needs).
 """
 

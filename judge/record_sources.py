@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -190,17 +191,25 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, int, dict]]:
 
 
 def _parquet_table(path: Path):
-    """A Parquet file's table, or a ``RecordError`` naming the file when Arrow cannot read it (cut short, not
-    Parquet, a damaged page)."""
+    """A Parquet file's table, or a one-line ``RecordError`` naming the file when Arrow cannot read it (cut short,
+    not Parquet, a damaged page) and naming the column when the file gives one column name twice."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
+        # The footer first: Arrow's table reader refuses a repeated column name with a schema dump that blames
+        # the file's readability; the name itself is the fault to report.
+        counts = Counter(pq.read_schema(path).names)
+        repeated = next((name for name, count in counts.items() if count > 1), None)
+        if repeated is not None:
+            raise RecordError(str(path), None, repeated,
+                              f"the column is given {counts[repeated]} times; a row has one value per field")
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as err:
         if isinstance(err, OSError) and err.errno is not None:
             raise  # the file system's (no permission): not the file's content
-        raise RecordError(str(path), None, None, f"not a readable Parquet file ({err})") from None
+        first_line = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise RecordError(str(path), None, None, f"not a readable Parquet file ({first_line})") from None
 
 
 def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:

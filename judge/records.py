@@ -210,9 +210,11 @@ class JudgeRecord:
     benchmark_row: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        """The one check of a record's invariants, run by every construction: ``from_row``, the column-wise
-        reader's builder (``judge.record_columns``) and code. The experts' fields are built from each other where
-        only some are given, and must agree where several are.
+        """The check of the experts' fields, run by every construction: ``from_row``, the column-wise reader's
+        builder (``judge.record_columns``) and code. The experts' fields are built from each other where only some
+        are given, and must agree where several are. The rest of a row (types, finite numbers, non-empty required
+        texts, valid Unicode) is ``from_row``'s check, not repeated here for every loaded record; a record built in
+        code gets none of it, and ``write_jsonl`` refuses a NaN or infinite number rather than write it.
 
         Raises:
             RecordError: naming the field and, for a loaded record, its source and row (``origin``).
@@ -406,7 +408,7 @@ class JudgeRecord:
             values["criteria_score"] = number
 
         rid = row.get("id")
-        if rid is None or (isinstance(rid, str) and not rid.strip()):
+        if _no_id(rid):
             if not make_id:
                 # Said for the command line first (no flag derives ids): the make_id hint is the Python API's only.
                 raise fail("id", "is missing: give each row an id (or leave the id field out of every row: ids are "
@@ -733,6 +735,12 @@ class LoadReport:
         return "; ".join(parts)
 
 
+def _no_id(value: Any) -> bool:
+    """Whether a row's ``id`` value gives no id (absent, null, or blank text), so that ``from_row`` derives one and
+    the load report counts it derived: one rule for both."""
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
     """Rows (each with its source and index) -> records, dropping exact duplicates and counting what it saw.
 
@@ -752,7 +760,7 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
             state["derive"] = True
         state["rows"] += 1
         record = JudgeRecord.from_row(row, source=where, index=index, make_id=state["derive"])
-        derived = "id" not in row or row["id"] is None or row["id"] == ""
+        derived = _no_id(row.get("id"))
         yield where, index, record, derived, record.benchmark_row, record.criteria_score_derived
 
 

@@ -26,6 +26,7 @@ Zero-Shot rows unless told otherwise. ``SPLIT_TITLES`` names the splits in repor
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -144,7 +145,8 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
             Russian).
         spec: the split (default: ``load_split_spec()``).
         strict: also raise on a criterion the taxonomy does not know, instead of treating it as Standard (custom
-            criteria are never held out).
+            criteria are never held out). Without it, an unknown name that spells a held-out criterion's name with
+            other punctuation, spacing or compatibility characters ("Rhyme  quality!") is Zero-Shot, not Standard.
         allow_unknown: instead of raising, return ``"unknown"`` (``UNKNOWN``) for a task type the taxonomy cannot
             resolve or none, and split ``criteria: auto``'s items judged on the criteria for any text (no task type,
             a ``task_choice`` saying ``fallback``) by their criterion alone, ``"zero_shot"`` for a held-out criterion, else
@@ -174,8 +176,24 @@ def split_of(record, spec: SplitSpec | None = None, strict: bool = False, allow_
     except TaxonomyError:
         if strict:
             raise
-        return STANDARD
+        # A name the taxonomy does not know is a custom criterion, never held out; but one that is a held-out
+        # criterion's name spelt a little differently would otherwise reach training unseen, so it errs toward
+        # Zero-Shot.
+        return ZERO_SHOT if _loose(record.criteria_name or "") in _held_out_lookalikes(spec, taxonomy) else STANDARD
     return ZERO_SHOT if base_id in spec.criteria else STANDARD
+
+
+def _loose(name: str) -> str:
+    """A criterion name's letters and digits only, compatibility-composed (NFKC), case-folded, "ё" read as "е"."""
+    folded = unicodedata.normalize("NFKC", name).casefold().replace("ё", "е")
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+@lru_cache(maxsize=8)
+def _held_out_lookalikes(spec: SplitSpec, taxonomy: Taxonomy) -> frozenset[str]:
+    """The held-out criteria's names (every variant, both languages) as ``_loose`` reads them."""
+    return frozenset(_loose(crit.name[lang]) for crit in taxonomy.criteria.values() if crit.base_id in spec.criteria
+                     for lang in ("ru", "en"))
 
 
 def instruction_key(record) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -147,8 +148,13 @@ def _shown(name: str, limit: int = 120) -> str:
 
 
 def _norm(name: str) -> str:
-    """Lookup key for a name: case-folded, whitespace collapsed, typographic apostrophes and quotes unified."""
-    name = name.replace("’", "'").replace("ё", "е").replace("Ё", "Е")
+    """Lookup key for a name: composed (NFC), case-folded, whitespace collapsed, typographic apostrophes and quotes
+    unified.
+
+    NFC first: text from macOS file names and some pipelines arrives decomposed ("й" as "и" + U+0306), which looks
+    identical but compares unequal, and the Russian names of 74 of the 295 criterion entries and 13 of the 35 task
+    types hold "й" or "ё"."""
+    name = unicodedata.normalize("NFC", name).replace("’", "'").replace("ё", "е").replace("Ё", "Е")
     return re.sub(r"\s+", " ", name).strip().casefold()
 
 

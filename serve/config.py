@@ -280,9 +280,17 @@ class ServeConfig:
     criteria_classifier_path: str = _f("", "criteria auto: the tfidf/head artefact folder, or the llm method's base URL; "
                                            "empty with tfidf: the classifier shipped with the package.")
     criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
+    criteria_classifier_api_key_env: str = _f(
+        "", "criteria auto, llm method: environment variable holding the classifier endpoint's key, sent as "
+        "Authorization: Bearer; empty (the default): no key. A variable named alone must be set, several separated "
+        "by commas: the first set. Never one of judge-serve's own key variables (api_key_env's, reward_key_env's, "
+        "JUDGE_SERVE_API_KEY, JUDGE_SERVE_REWARD_KEY, the engines' VLLM_API_KEY): refused, so that none is sent to "
+        "the classifier's endpoint; export the classifier's key in a variable of its own (e.g. CLASSIFIER_API_KEY)."
+    )
     criteria_threshold: float | None = _f(
-        None, "criteria auto: below this task-type probability the criteria fall back to those every task shares; "
-        "empty: the classifier's own (the shipped tfidf's is chosen on out-of-fold data)."
+        None, "criteria auto: below this task-type probability the criteria fall back to the 13 for a text of "
+        "unknown task (Critical, General, Subjective: docs/criteria-auto.md), not criteria every task shares (no "
+        "STEM or Code leaf lists them); empty: the classifier's own (the shipped tfidf's is chosen on out-of-fold data)."
     )
     max_batch_items: int = _f(64, "Most items one /v1/judge request (or samples one /get_reward request) may carry "
                                   "(at most 16,384, judge.wire.MAX_LIST_ENTRIES).")
@@ -403,6 +411,9 @@ class ServeConfig:
             raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
+        from judge.criteria_auto.registry import check_classifier_key_env
+
+        check_classifier_key_env(self.criteria_classifier_api_key_env, (self.api_key_env, self.reward_key_env))
         if self.criteria_classifier in ("llm", "head") and not self.criteria_classifier_path:
             raise ConfigError(f"criteria_classifier_path: required with criteria_classifier {self.criteria_classifier} "
                               "(artefact folder or llm URL)")

@@ -167,16 +167,17 @@ def engine_key() -> str:
 
 
 def engine_env(config: ServeConfig, api_key: str | None = None) -> dict[str, str]:
-    """The engines' environment: judge-serve's own, less judge-serve's client key and reward key, plus the engines'
-    key, the CPU KV cache size, where the CPU model runs and no hub telemetry.
+    """The engines' environment: judge-serve's own, less judge-serve's client key, reward key and the criteria
+    classifier's key, plus the engines' key, the CPU KV cache size, where the CPU model runs and no hub telemetry.
 
-    The engines need neither key. Dropped here, they are in neither the engine's environment nor that of any process
+    The engines need none of these keys. Dropped here, they are in neither the engine's environment nor that of any process
     it starts, so whatever runs inside vLLM (a model file of its own code, a plugin) and reads, logs or hands
     on its environment does not come upon them. It is no barrier against code that looks for them elsewhere: the
     engines run as judge-serve's user, who can read judge-serve's own environment, the one it was started with and
     the keys in it, in ``/proc/<judge-serve's pid>/environ``."""
     env = dict(os.environ)
-    keys = {"JUDGE_SERVE_API_KEY", "JUDGE_SERVE_REWARD_KEY", config.api_key_env, config.reward_key_env}
+    keys = {"JUDGE_SERVE_API_KEY", "JUDGE_SERVE_REWARD_KEY", config.api_key_env, config.reward_key_env,
+            *(name.strip() for name in config.criteria_classifier_api_key_env.split(","))}
     for name in keys - {"", ENGINE_KEY_ENV}:
         env.pop(name, None)
     if api_key:

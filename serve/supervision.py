@@ -180,7 +180,7 @@ async def _bring_up(state: ServerState) -> None:
 
             classifier = await asyncio.to_thread(
                 classifier_from_settings, config.criteria_classifier, config.criteria_classifier_path,
-                config.criteria_classifier_model, config.criteria_threshold,
+                config.criteria_classifier_model, config.criteria_threshold, config.criteria_classifier_api_key_env,
             )
         stop = lambda: state.status != "starting"  # noqa: E731
         await asyncio.gather(

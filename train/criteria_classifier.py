@@ -71,6 +71,37 @@ def _bad_number(args) -> str | None:
     for flag in ("max_char_features", "max_word_features"):
         if getattr(args, flag) < 1:
             return f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}"
+    if args.folds is not None and args.folds < 1:
+        return f"--folds must be at least 1 (1: no out-of-fold calibration), got {args.folds}"
+    return None
+
+
+def _unwritable_out(out: str) -> str | None:
+    """Why ``--out`` cannot take the artefact, or None: checked before the fit (about a minute), which otherwise ended
+    in a FileExistsError or PermissionError traceback from the save. The nearest existing folder on its path must be
+    a writable folder; the save creates the rest."""
+    import os
+    from pathlib import Path
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out}: not a folder"
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        return f"--out {out}: {existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out}: {existing} is not writable"
+    return None
+
+
+def _too_many_folds(pairs: Sequence[dict], folds: int | None) -> str | None:
+    """Why a ``--folds`` given cannot be honoured, or None: more folds than real instructions to hold out (rows not
+    from the taxonomy texts) skipped the calibration, with exit 0. The default is not refused: with few rows it
+    says in the summary that the default threshold was used."""
+    real = sum(p.get("source") != "taxonomy" for p in pairs)
+    if folds is not None and folds >= 2 and folds > real:
+        return (f"--folds {folds}: only {real} instructions to hold out (the taxonomy texts stay in every fold); give "
+                f"at most {real}, or 1 for no out-of-fold calibration")
     return None
 
 
@@ -80,9 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ExactArgumentParser(
         prog="judge-train criteria-classifier", description=__doc__.splitlines()[0], allow_abbrev=False,
         epilog="example: judge-train criteria-classifier --data runs/data/instructions/instructions.jsonl --out runs/task-clf. "
-               "Exit codes: 0 the classifier written (its summary printed); 2 a usage error, a --threshold or "
-               "vocabulary cap out of range, or refused --data (held-out or released-benchmark rows, an unreadable "
-               "line, a missing or unreadable file), said in one line on stderr before anything is fitted.",
+               "Exit codes: 0 the classifier written (its summary printed); 2 a usage error, a --threshold, "
+               "--folds or vocabulary cap out of range, an --out that is not a writable folder, or refused --data "
+               "(held-out or released-benchmark rows, an unreadable line, a missing or unreadable file), said in "
+               "one line on stderr before anything is fitted.",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="folder to write model.json + weights.npz into")
     parser.add_argument("--data", action="append", default=[],
@@ -97,14 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="leave the Zero-Shot task types out (to measure transfer to unseen types)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="fallback threshold on the task-type probability (default: chosen on out-of-fold data)")
-    parser.add_argument("--folds", type=int, default=5, help="out-of-fold folds for calibration and the threshold")
+    parser.add_argument("--folds", type=int, default=None,
+                        help="out-of-fold folds for calibration and the threshold (default 5; 1: none, temperature 1 "
+                             "and the default threshold; at most the number of instructions)")
     parser.add_argument("--max-char-features", type=int, default=16000, help="character n-gram vocabulary cap")
     parser.add_argument("--max-word-features", type=int, default=4000, help="word n-gram vocabulary cap")
     args = parser.parse_args(argv)
     # Checked before the fit: sklearn refuses a vocabulary cap below 1 with a traceback, and a threshold outside
     # [0, 1] (or NaN, which no probability falls below) was refused only by the classifier's own check after the
     # whole fit, naming a model.json not yet written.
-    bad = _bad_number(args)
+    bad = _bad_number(args) or _unwritable_out(args.out)
     if bad:
         print(f"judge-train criteria-classifier: error: {bad}", file=sys.stderr)
         return 2
@@ -123,12 +157,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         what = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
         print(f"judge-train criteria-classifier: error: --data {what}", file=sys.stderr)
         return 2
-    clf = fit_tfidf(pairs, folds=args.folds, threshold=args.threshold, max_char_features=args.max_char_features,
-                    max_word_features=args.max_word_features)
-    out = save_tfidf(clf, args.out)
+    bad = _too_many_folds(pairs, args.folds)
+    if bad:
+        print(f"judge-train criteria-classifier: error: {bad}", file=sys.stderr)
+        return 2
+    clf = fit_tfidf(pairs, folds=5 if args.folds is None else args.folds, threshold=args.threshold,
+                    max_char_features=args.max_char_features, max_word_features=args.max_word_features)
+    try:
+        out = save_tfidf(clf, args.out)
+    except OSError as err:  # a backstop for what the check up front cannot see (a full disk, a read-only mount)
+        print(f"judge-train criteria-classifier: error: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+        return 2
     cal = clf.meta["calibration"]
+    # "note": why no out-of-fold calibration was made (one fold, or too few instructions for the default five)
     summary = {"out": str(out), "rows": len(pairs), "counts": counts, "threshold": clf.threshold,
-               **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen") if k in cal}}  # fmt: skip
+               **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen", "note") if k in cal}}  # fmt: skip
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0
 

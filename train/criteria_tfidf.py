@@ -243,13 +243,25 @@ def features_to_json(features: TextFeatures) -> tuple[dict, dict]:
 
 def save_tfidf(clf: TfidfClassifier, out_dir: str | Path) -> Path:
     """Write ``clf`` as ``model.json`` + ``weights.npz`` into ``out_dir`` (what ``TfidfClassifier.load`` reads);
-    returns the folder."""
+    returns the folder.
+
+    Each file is replaced whole (``write_atomically``), the weights first and ``model.json`` last, recording the
+    weights' sha256 (``WEIGHTS_DIGEST_KEY``): a rebuild stopped between the two leaves the earlier ``model.json``
+    beside the new weights, which ``load`` refuses rather than reading two builds as one (at the default caps every
+    build's weights have the same shapes). Only the two files are touched: nothing else in ``out_dir`` is moved."""
     import sklearn
+
+    from judge.criteria_auto.tfidf import WEIGHTS_DIGEST_KEY, weights_digest
+    from judge.plumbing.atomic_write import write_atomically
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     spec, arrays = features_to_json(clf.features)
-    (out / "model.json").write_text(json.dumps({
+    # float16 coefficients: a quarter of the size, and a logit moves by < 1e-2 (pinned by the reload test)
+    weights = write_atomically(out / "weights.npz", lambda handle: np.savez_compressed(
+        handle, **arrays, type_coef=clf.type_coef.astype(np.float16), type_intercept=clf.type_intercept,
+        leaf_coef=clf.leaf_coef.astype(np.float16), leaf_intercept=clf.leaf_intercept))  # fmt: skip
+    model = json.dumps({
         "format": TFIDF_FORMAT,
         "method": clf.name,
         "threshold": clf.threshold,
@@ -259,11 +271,9 @@ def save_tfidf(clf: TfidfClassifier, out_dir: str | Path) -> Path:
         "features": spec,
         "meta": clf.meta,
         "versions": {"scikit-learn": sklearn.__version__, "numpy": np.__version__},
-    }, ensure_ascii=False, indent=0, sort_keys=True) + "\n", encoding="utf-8")  # fmt: skip
-    # float16 coefficients: a quarter of the size, and a logit moves by < 1e-2 (pinned by the reload test)
-    np.savez_compressed(out / "weights.npz", **arrays, type_coef=clf.type_coef.astype(np.float16),
-                        type_intercept=clf.type_intercept, leaf_coef=clf.leaf_coef.astype(np.float16),
-                        leaf_intercept=clf.leaf_intercept)  # fmt: skip
+        WEIGHTS_DIGEST_KEY: weights_digest(weights),
+    }, ensure_ascii=False, indent=0, sort_keys=True) + "\n"  # fmt: skip
+    write_atomically(out / "model.json", model.encode("utf-8"))
     return out
 
 

@@ -97,8 +97,15 @@ class RunConfig:
     criteria_classifier_path: str = _f("", "criteria auto: tfidf/head artefact folder, or the llm method's base URL; "
                                            "empty with tfidf: the classifier shipped with the package.")
     criteria_classifier_model: str = _f("", "criteria auto, llm method: the served model name.")
+    criteria_classifier_api_key_env: str = _f(
+        "", "criteria auto, llm method: environment variable holding the classifier endpoint's key, sent as "
+        "Authorization: Bearer; empty (the default): no key. A variable named alone must be set, several separated "
+        "by commas: the first set. Never one of the judge's key variables (api_key_env's, JUDGE_SERVE_API_KEY, "
+        "JUDGE_SERVE_REWARD_KEY, VLLM_API_KEY): refused, so that the judge's key is not sent to the classifier's "
+        "endpoint; export that key in a variable of its own (e.g. CLASSIFIER_API_KEY).")
     criteria_threshold: float | None = _f(None, "criteria auto: below this task-type probability the criteria fall "
-                                               "back to those that apply to every task; empty: the classifier's own "
+                                               "back to the 13 for a text of unknown task (Critical, General, "
+                                               "Subjective: docs/criteria-auto.md); empty: the classifier's own "
                                                "(the shipped tfidf's is chosen on out-of-fold data).")
 
     def validate(self) -> None:
@@ -140,6 +147,9 @@ class RunConfig:
             # Said with the other settings, before the run folder is claimed (judge.criteria_auto refuses it too).
             raise ConfigError("criteria_classifier_model: required with --criteria-classifier llm (the model name "
                               "the endpoint serves)")
+        from judge.criteria_auto.registry import check_classifier_key_env
+
+        check_classifier_key_env(self.criteria_classifier_api_key_env, (self.api_key_env,))
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
 

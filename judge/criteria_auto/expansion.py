@@ -3,6 +3,10 @@ judge item per chosen criterion (``expand_criteria``), over a dataset (``expand_
 criterion pass through, per-criterion labels on an unnamed row are refused) or a JSONL file (``expand_file``:
 ``auto_items.jsonl`` and ``task_choices.jsonl``). judge-eval and judge-serve expand through it.
 
+Why one module of ~540 lines: a row's checks (its task columns, the columns that belong to one criterion, the
+loader's own check of its items), its expansion, the ids that must stay unique across expanded and named rows, and
+the counts of the choices made are one pass over the data, each step reading what the one before it decided.
+
 Typical use::
 
     clf = TfidfClassifier.load()                 # the shipped classifier; or build_classifier("tfidf", path=DIR)
@@ -17,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
-from judge.records import RecordError, row_place
+from judge.records import RecordError, _no_id, row_place
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
@@ -184,9 +188,51 @@ def _find_leaves(taxonomy, names: tuple[str, ...], where: str) -> list:
         raise ValueError(f"{where}: field '{_TASK_FIELDS[err.level or 0]}': {err}") from None
 
 
-#: Labels belong to one criterion: a row without ``criteria_name`` that carries them is refused, since copying them
-#: onto every chosen criterion would score the judge against made-up references.
-_PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations")
+#: Labels, and the experts who gave them (``expert_ids``, one per expert score), belong to one criterion: a row
+#: without ``criteria_name`` that carries them is refused, since copying them onto every chosen criterion would score
+#: the judge against made-up references.
+_PER_CRITERION = ("expert_scores", "expert_feedback", "criteria_score", "annotations", "expert_ids")
+#: Columns that describe one criterion (a custom criterion's rubric, the released data's description and rubric
+#: example, a criterion id): on a row that names no criterion they are refused, not dropped (a rubric was replaced
+#: by the taxonomy's without a word) nor copied onto every chosen criterion beside that criterion's own rubric.
+_ONE_CRITERION = ("rubrics", "criteria_description", "rubrics_example", "criterion_id")
+
+
+def _refuse_criterion_columns(row: Mapping, where: str) -> None:
+    """Refuse a row without ``criteria_name`` whose columns belong to one criterion (``_PER_CRITERION`` labels,
+    ``_ONE_CRITERION`` descriptions) or name the criteria as judge-serve's items do (``criteria``: a list there;
+    ``"auto"`` alone asks for what this does and is dropped), naming the row and the field."""
+    given = lambda key: row.get(key) not in (None, "", [], ())  # noqa: E731 - an empty column carries nothing
+    labelled = [k for k in _PER_CRITERION if given(k)]
+    if labelled:
+        raise ValueError(f"{where}: field '{labelled[0]}' labels one criterion, but the row names none "
+                         "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
+    described = [k for k in _ONE_CRITERION if given(k)]
+    if described:
+        raise ValueError(f"{where}: field '{described[0]}' describes one criterion, but the row names none "
+                         "(criteria_name); give criteria_name (one row per criterion), or drop the column for "
+                         "criteria: auto to choose the criteria")
+    if given("criteria") and row["criteria"] != "auto":
+        raise ValueError(f"{where}: field 'criteria' is judge-serve's item field, not a data column: a data row names "
+                         "its criterion with criteria_name and rubrics (one row per criterion); drop it for criteria: "
+                         "auto to choose the criteria")
+
+
+def _checked_columns(row: Mapping, where: str, source: str, index: int) -> None:
+    """Check an auto row's columns as the record loader will check its items (``JudgeRecord.from_row``), before it
+    is classified: an error names the user's file, row and field, not the generated ``auto_items.jsonl``, and comes
+    before any classifier request. A lone surrogate in the instruction or answer is named so too (it failed
+    unlocated, where the instruction's content key is hashed or the classifier's request encoded).
+
+    Raises:
+        RecordError: naming ``source``, the row and the field.
+    """
+    from judge.records import JudgeRecord
+
+    # One item of the row as expanded, with a stand-in criterion: what the loader checks of the row's own columns
+    # (an id that is no text, a model_id that is a list, a reference_answer of 5, a surrogate in any text).
+    probe = {k: v for k, v in row.items() if k not in _SET or k in ("id", "instruction", "answer")}
+    JudgeRecord.from_row({**probe, "criteria_name": "-", "rubrics": "-"}, source=source, index=index, make_id=True)
 
 
 def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
@@ -294,6 +340,31 @@ def _claim_item_id(item_ids: dict[str, int], item_id: str, index: int, source: s
     item_ids[item_id] = index
 
 
+def _passed_through(row: Mapping, source: str, index: int, item_ids: dict[str, int], named: dict[str, tuple]) -> dict:
+    """A row that names its criterion, as it goes into the items: checked as the record loader checks it
+    (``JudgeRecord.from_row``), so that a bad field is named at the user's file and row, before anything is
+    written, and given its content id (``judge.records.content_id``, as a load gives an id-less row) when it has
+    none: the expanded items beside it all have ids, and the loader refuses a file that mixes rows with and without.
+    The same row twice (same id, same content) is let through, for the loader to drop as it drops duplicates; a
+    row of another content under an item id already given is refused (``_claim_item_id``).
+
+    Raises:
+        RecordError: a field the loader refuses, naming ``source``, the row and the field.
+        ValueError: an item id an earlier row's item has.
+    """
+    from judge.records import JudgeRecord, _same_values
+
+    record = JudgeRecord.from_row(row, source=source, index=index, make_id=True)
+    rid = row.get("id")
+    item = dict(row) if rid is not None and not (isinstance(rid, str) and not rid.strip()) else {**row, "id": record.id}
+    earlier = named.get(record.id)
+    if earlier is not None and earlier[0] == record and _same_values(earlier[1], record.extra):
+        return item
+    _claim_item_id(item_ids, record.id, index, source)
+    named[record.id] = (record, record.extra)
+    return item
+
+
 def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str = "data",
                 recorded: Mapping[int, Mapping] | None = None,
                 indices: Sequence[int] | None = None) -> tuple[list[dict], list[dict]]:
@@ -339,6 +410,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     by_id = {str(r.get("id")): r for r in (recorded or {}).values()}
     seen: dict[str, int] = {}  # row id -> the row that first gave it
     item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
+    named: dict[str, tuple] = {}  # a pass-through row's item id -> its record and columns
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
     reused = 0
     n_rows = 0
@@ -347,19 +419,15 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         index = indices[i] if indices is not None else i
         where = f"{source}: {row_place(index)}"
         if row.get("criteria_name"):
-            if row.get("id") not in (None, ""):  # a row without one gets its id when loaded, not here
-                _claim_item_id(item_ids, str(row["id"]), index, source)
-            items.append(dict(row))
+            items.append(_passed_through(row, source, index, item_ids, named))
             continue
         for key in ("instruction", "answer"):
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")
-        labelled = [k for k in _PER_CRITERION if row.get(k) not in (None, [], ())]
-        if labelled:
-            raise ValueError(f"{where}: field '{labelled[0]}' labels one criterion, but the row names none "
-                             "(criteria_name) for criteria: auto to expand; give criteria_name, or drop the labels")
+        _refuse_criterion_columns(row, where)
+        _checked_columns(row, where, source, index)
         given = row.get("id")
-        row_id = str(i) if given is None or given == "" else str(given)  # an id of 0 is an id, not "none given"
+        row_id = str(i) if _no_id(given) else str(given)  # the loader's rule: blank text is none, an id of 0 is one
         if row_id in seen:
             raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(seen[row_id])}: its items' ids "
                              "(<row id>::<criterion id>) would collide")
@@ -396,6 +464,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         log.warning("criteria auto: the task classifier (%s) failed on %d of %d rows (%s); they are judged on the %d "
                     "criteria for any text, and a resumed run classifies them again", name, len(failed), asked,
                     first, len(fallback_criteria(taxonomy)))
+    if n_rows and not choices:
+        # Said, not refused: the run judges the named criteria as it would without auto, but nothing was classified.
+        log.warning("criteria auto: every one of the %d rows of %s names its criterion (criteria_name): nothing was "
+                    "classified, the rows are judged as given", n_rows, source)
     if choices:
         levels = choice_levels(choices)
         by_level = ", ".join(f"{k} {n}" for k, n in levels.items())

@@ -151,7 +151,8 @@ def labelled_rows(
         (pairs ``{"instruction", "label", "split"}``, counts ``{"rows", "kept", "duplicates", "zero_shot_dropped"}``).
 
     Raises:
-        ValueError: a row without an instruction or with a task the taxonomy does not know, naming the row.
+        ValueError: a row without an instruction, with an instruction or label that is not text, or with a task
+            the taxonomy does not know, naming the row.
     """
     taxonomy = taxonomy or load_taxonomy()
     held_out = load_split_spec(taxonomy=taxonomy).task_types
@@ -163,7 +164,12 @@ def labelled_rows(
             row = ({f.name: getattr(row, f.name) for f in dataclasses.fields(row)} if dataclasses.is_dataclass(row)
                    else vars(row))
         counts["rows"] += 1
-        instruction = str(row.get("instruction") or "").strip()
+        for name in ("instruction", "label"):
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):  # a label of 5 was an AttributeError traceback
+                raise ValueError(f"{source}: {row_place(index)}: field {name!r}: must be text, got "
+                                 f"{type(value).__name__}")
+        instruction = (row.get("instruction") or "").strip()
         if not instruction:
             raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
         try:

@@ -12,8 +12,11 @@ from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
 from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
 from judge.criteria_auto.tfidf import TfidfClassifier
+from judge.plumbing.api_keys import SERVE_KEY_ENV, client_api_key, resolve_api_key
+from judge.plumbing.config_files import ConfigError
 
-__all__ = ["METHODS", "build_classifier", "classifier_from_settings"]
+__all__ = ["CLASSIFIER_KEY_ENV", "JUDGE_KEY_ENVS", "METHODS", "build_classifier", "check_classifier_key_env",
+           "classifier_api_key", "classifier_from_settings"]
 
 
 #: Method name -> factory. ``tfidf`` and ``head`` take ``path``; ``llm`` takes ``base_url`` and ``model``.
@@ -31,7 +34,55 @@ def build_classifier(method: str, **kwargs) -> TaskClassifier:
     return METHODS[method](**kwargs)
 
 
-def classifier_from_settings(method: str, location: str, model: str = "", threshold: float | None = None) -> TaskClassifier:
+#: The variable the ``llm`` method's key is read from by default (``criteria_classifier_api_key_env``): none, so no
+#: key is sent. A default variable would be one the user did not name for this endpoint, e.g. ``$OPENAI_API_KEY`` is
+#: an API judge's key (``configs/eval/gpt-4o.yaml``) and would go to whatever URL the classifier is given.
+CLASSIFIER_KEY_ENV = ""
+
+#: The judge's own key variables, never the classifier's: judge-serve's client key and reward key (their default
+#: names; ``judge_key_envs`` adds the ones a configuration chose) and the key of judge-serve's engines
+#: (``serve.engine_auth.ENGINE_KEY_ENV``, which ``serve.launch.engine_env`` keeps in the engines' environment).
+JUDGE_KEY_ENVS = (SERVE_KEY_ENV, "JUDGE_SERVE_REWARD_KEY", "VLLM_API_KEY")
+
+
+def check_classifier_key_env(api_key_env: str, judge_key_envs: tuple[str, ...] = ()) -> None:
+    """Refuse a ``criteria_classifier_api_key_env`` that names one of the judge's key variables.
+
+    Args:
+        api_key_env: the setting: one variable, several separated by commas, or "".
+        judge_key_envs: the configuration's own key variables (its ``api_key_env``, ``reward_key_env``; commas
+            allowed), on top of ``JUDGE_KEY_ENVS``.
+
+    Raises:
+        ConfigError: one line naming the setting and the variable.
+    """
+    judge = {name.strip() for entry in (*JUDGE_KEY_ENVS, *judge_key_envs) for name in entry.split(",")} - {""}
+    for name in (name.strip() for name in api_key_env.split(",")):
+        if name in judge:
+            raise ConfigError(f"criteria_classifier_api_key_env: ${name} holds the judge's own key, which is never "
+                              "sent to the classifier's endpoint; export the classifier's key in a variable of its "
+                              "own (e.g. CLASSIFIER_API_KEY) and name that, or '' for none")
+
+
+def classifier_api_key(api_key_env: str, command: str = "criteria auto") -> str:
+    """The key the ``llm`` method sends to its endpoint (``Authorization: Bearer``), read by ``KEY_RULE``
+    (``judge.plumbing.api_keys``): the variable ``api_key_env`` names, which must be set, or the first set of several
+    separated by commas (none set: no key); "" (``CLASSIFIER_KEY_ENV``) sends none.
+
+    Raises:
+        ConfigError: a variable named alone is not set, or a variable named is one of ``JUDGE_KEY_ENVS``.
+    """
+    check_classifier_key_env(api_key_env)
+    if "," in api_key_env:
+        return client_api_key("", api_key_env, command=command).key
+    try:
+        return resolve_api_key("", api_key_env.strip(), command=command, default_env=CLASSIFIER_KEY_ENV)
+    except ConfigError as err:  # named as the setting it came from, not the judge's api_key_env
+        raise ConfigError(f"criteria_classifier_{err}") from None
+
+
+def classifier_from_settings(method: str, location: str, model: str = "", threshold: float | None = None,
+                             api_key_env: str = CLASSIFIER_KEY_ENV) -> TaskClassifier:
     """The classifier judge-eval's ``--criteria-classifier*`` and judge-serve's ``criteria_classifier*`` settings name.
 
     Args:
@@ -41,6 +92,13 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         model: the ``llm`` method's served model name (required with it).
         threshold: below this task-type probability the choice falls back; None: the classifier's own (a tfidf
             artefact records the one chosen at training; ``DEFAULT_THRESHOLD`` for the others).
+        api_key_env: the ``llm`` method's key variable (``criteria_classifier_api_key_env``, ``classifier_api_key``);
+            "" (the default, ``CLASSIFIER_KEY_ENV``) sends none. The other methods read no key.
+
+    Raises:
+        ValueError: a threshold that is no probability, an ``llm`` method without its model, a method other than
+            ``tfidf`` without its location, an artefact that cannot be loaded; ``ConfigError`` (a ``ValueError``)
+            for an unset key variable or one of the judge's (``check_classifier_key_env``).
     """
     if threshold is not None and not 0.0 <= threshold <= 1.0:  # NaN too: it would turn the fallback off unseen
         raise ValueError(f"criteria_threshold: a task-type probability, from 0 to 1; got {threshold}")
@@ -55,5 +113,13 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         return TfidfClassifier.load(None, threshold=threshold)  # the classifier shipped with the package
     if method == "tfidf":
         return TfidfClassifier.load(location, threshold=threshold)
-    kwargs = {"base_url": location, "model": model} if method == "llm" else {"path": location}
-    return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
+    kwargs = ({"base_url": location, "model": model, "api_key": classifier_api_key(api_key_env) or None}
+              if method == "llm" else {"path": location})
+    try:
+        return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
+    except OSError as err:
+        # The user's artefact (transformers refuses a head folder without its weights with an OSError): said as a
+        # setting's error in judge-eval and judge-serve alike, where an OSError read as a connection's failure.
+        cause = (str(err).strip().splitlines() or [type(err).__name__])[0]  # transformers' first line names the file
+        raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): the task classifier cannot be "
+                         f"loaded: {cause}") from None

@@ -1,7 +1,7 @@
 """The ``tfidf`` method of ``criteria: auto``, loaded and predicting: character and word n-gram TF-IDF features and
 two linear models over them, the task type (temperature-scaled) and the leaf within its type. Saved without pickle:
-``model.json`` (vocabularies, labels, temperature, threshold, how both were chosen, versions) and ``weights.npz``
-(idf, coefficients in float16, intercepts); one ships with the package (``judge/data/criteria_tfidf``, loaded by
+``model.json`` (vocabularies, labels, temperature, threshold, how both were chosen, versions, the sha256 of the
+``weights.npz`` saved with it) and ``weights.npz`` (idf, coefficients in float16, intercepts); one ships with the package (``judge/data/criteria_tfidf``, loaded by
 ``TfidfClassifier.load()`` with no argument). Fitting and writing an artefact are training's job
 (``train/criteria_tfidf.py``, ``judge-train criteria-classifier``); this module only reads one.
 
@@ -16,7 +16,6 @@ to judge it on its criteria. (``docs/criteria-auto.md``, "The shipped classifier
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 
 from judge.criteria_auto.policy import (LeafScoresClassifier, TaskChoice, choose_from_scores, classified_text,
                                         task_type_of)
+from judge.plumbing.config_files import read_json_object
 
 __all__ = [
     "DEFAULT_TFIDF_DIR",
@@ -34,11 +34,16 @@ __all__ = [
     "TFIDF_FORMAT",
     "TextFeatures",
     "TfidfClassifier",
+    "WEIGHTS_DIGEST_KEY",
     "default_classifier_path",
     "softmax",
+    "weights_digest",
 ]
 
 TFIDF_FORMAT = "pollux-task-tfidf-v2"
+#: The ``model.json`` field holding the sha256 of the ``weights.npz`` saved with it (``weights_digest``), checked at
+#: load: the two files are written one after the other, and nothing else ties them together.
+WEIGHTS_DIGEST_KEY = "weights_sha256"
 #: Where the shipped default classifier lives (package data), rebuilt by ``judge-train criteria-classifier --out``
 #: this folder with no data arguments (the bundled rows and the taxonomy); ``tests/unit/test_task_classifier.py`` pins
 #: that a rebuild gives the same artefact.
@@ -152,6 +157,34 @@ class TextFeatures:
                                  f"{idf[f'{name}_idf'].shape}, expected ({len(vocabulary)},) finite values (the "
                                  f"{name} vocabulary's size)")
         return cls(saved=(spec, idf))
+
+
+def weights_digest(path: str | Path) -> str:
+    """sha256 of a ``weights.npz``'s bytes, as ``model.json`` records it (``WEIGHTS_DIGEST_KEY``)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _refuse_other_weights(folder: Path, recorded: str | None) -> None:
+    """ValueError for a ``weights.npz`` that is not the one ``model.json`` was saved with: every build at the default
+    caps has the same weight shapes, so another build's weights (a rebuild into the folder stopped between its two
+    files) would load and choose wrong tasks without a word. An artefact saved before the digest was recorded has
+    none to check."""
+    if recorded is None:
+        return
+    if not (folder / "weights.npz").is_file():
+        raise ValueError(f"tfidf: no weights.npz in {folder} beside its model.json; retrain it with `judge-train "
+                         f"criteria-classifier --out {folder}`")
+    if weights_digest(folder / "weights.npz") != recorded:
+        raise ValueError(f"tfidf: {folder / 'weights.npz'} is not the weights {folder / 'model.json'} was saved with "
+                         f"(its sha256 differs from the recorded {WEIGHTS_DIGEST_KEY}: a rebuild stopped between the "
+                         f"two files, or a file copied from another build); retrain it with `judge-train "
+                         f"criteria-classifier --out {folder}`")
 
 
 def _refuse_another_taxonomy(folder: Path, leaf_classes: Sequence[str]) -> None:
@@ -282,14 +315,21 @@ class TfidfClassifier(LeafScoresClassifier):
         if not (folder / "model.json").is_file():
             raise FileNotFoundError(f"tfidf: no model.json in {folder} (train one with `judge-train "
                                     "criteria-classifier --out DIR`)")  # fmt: skip
-        spec = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+        spec = read_json_object(folder / "model.json")  # a ValueError naming the file, not a bare decode error
         if spec.get("format") != TFIDF_FORMAT:
             raise ValueError(f"tfidf: {folder}/model.json has format {spec.get('format')!r}, expected "
                              f"{TFIDF_FORMAT!r}; retrain it with `judge-train criteria-classifier --out {folder}`")
         if threshold is not None and not 0.0 <= _number(threshold) <= 1.0:
             raise ValueError(f"tfidf: threshold {threshold!r} given for {folder}: not a task-type probability from "
                              "0 to 1")
-        _refuse_another_taxonomy(folder, spec.get("leaf_classes") or [])
+        for key, kind in (("type_classes", list), ("leaf_classes", list), ("features", dict), ("meta", dict)):
+            if not isinstance(spec.get(key), kind):  # a KeyError naming only the key was judge-eval's traceback
+                what = "is missing" if key not in spec else f"is {type(spec[key]).__name__}"
+                raise ValueError(f"tfidf: {folder / 'model.json'}: field {key!r} {what}, expected a JSON "
+                                 f"{'array' if kind is list else 'object'}; retrain it with `judge-train "
+                                 f"criteria-classifier --out {folder}`")
+        _refuse_another_taxonomy(folder, spec["leaf_classes"])
+        _refuse_other_weights(folder, spec.get(WEIGHTS_DIGEST_KEY))
         with np.load(folder / "weights.npz") as w:
             arrays = {k: w[k] for k in w.files}
         lacking = [k for k in ("type_coef", "type_intercept", "leaf_coef", "leaf_intercept") if k not in arrays]

@@ -167,3 +167,109 @@ def test_a_labelled_row_with_a_blank_subtype_is_read_at_its_own_levels():
     assert str(err.value) == ("src: row 0: task columns do not name one leaf of the taxonomy: field "
                               f"'task_subsubtype': task type {translation!r} has no sub-subtype 'Nope'; options: "
                               "['Informative translation', 'Literary translation']")
+
+
+NAMED = {"instruction": "Реши 2+2", "answer": "4", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да"}
+
+
+def test_a_named_row_without_an_id_gets_its_content_id_beside_expanded_rows(tmp_path):
+    """A file mixing rows (documented) failed whenever its named rows had no id, as ids are optional: the expanded
+    items had ids and the named row none, and loading auto_items.jsonl refused the mix ("line 25: field 'id': is
+    missing"). The named row gets the id a load gives it without auto: sha256 of its id fields, as JSON."""
+    import hashlib
+
+    import judge
+
+    data = tmp_path / "mix.jsonl"
+    _write(data, [BASE, NAMED])
+    records = judge.load_records(expand_file(data, tmp_path / "out", TfidfClassifier.load()))
+    fields = ["Реши 2+2", "", "4", "Проактивность", "0: нет\n\n1: да", "", "", "", ""]
+    key = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert records[-1].instruction == "Реши 2+2" and records[-1].id == hashlib.sha256(key).hexdigest()[:16]
+    assert all(r.id.startswith("0::") for r in records[:-1])
+    # The same named row twice is one item, as a load without auto keeps one of two copies.
+    items, _ = expand_rows([NAMED, BASE, NAMED], TfidfClassifier.load())
+    assert [i["id"] for i in items if "::" not in i["id"]] == [records[-1].id] * 2
+    assert len(judge.records_from_rows(items)) == len(items) - 1
+    # Another row under that id is refused, naming both rows of the data.
+    with pytest.raises(ValueError, match=r"^data: row 1: item id '\w+' is also the id of an item of row 0"):
+        expand_rows([{**NAMED, "id": "x"}, {**NAMED, "id": "x", "answer": "5"}], TfidfClassifier.load())
+
+
+def test_a_bad_named_row_is_refused_at_its_own_line_before_anything_is_written(tmp_path):
+    """A named row with a bad field was refused only when auto_items.jsonl was loaded: the error named the generated
+    file's line, and the items and choices already written made a rerun with the fixed file "progress made with
+    other settings". It is refused at the data's line, and nothing is written."""
+    data = tmp_path / "mix.jsonl"
+    _write(data, [BASE, {**NAMED, "criteria_name": ["censor"]}])
+    clf = _Counting()
+    with pytest.raises(ValueError) as err:
+        expand_file(data, tmp_path / "out", clf)
+    assert str(err.value) == f"{data}: line 2: field 'criteria_name': must be text, got list"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_lone_surrogate_in_an_auto_row_is_named_by_file_line_and_field(tmp_path):
+    """An instruction holding a lone surrogate stopped the run with a bare "'utf-8' codec can't encode" naming no
+    file, row or field; it is named as the record loader names it, before the classifier is asked."""
+    data = tmp_path / "sur.jsonl"
+    data.write_text('\n{"instruction": "Напиши стихотворение \\ud800 о весне", "answer": "Весна"}\n', encoding="utf-8")
+    clf = _Counting()
+    with pytest.raises(ValueError) as err:
+        expand_file(data, tmp_path / "out", clf)
+    # "Напиши стихотворение " is 21 characters: the surrogate is at index 21; the blank first line counts
+    assert str(err.value) == (f"{data}: line 2: field 'instruction': is not valid Unicode text: a lone surrogate "
+                              "(U+D800) at character 21")
+    assert clf.asked == []
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"criteria": ["censor", "value"]}, "data.jsonl: row 0: field 'criteria' is judge-serve's item field"),
+    ({"rubrics": "0: плохо\n\n1: хорошо"}, "data.jsonl: row 0: field 'rubrics' describes one criterion, but the row "
+                                         "names none (criteria_name)"),
+    ({"criteria_description": "Рифма"}, "data.jsonl: row 0: field 'criteria_description' describes one criterion"),
+    ({"rubrics_example": "пример"}, "data.jsonl: row 0: field 'rubrics_example' describes one criterion"),
+    ({"criterion_id": "censor"}, "data.jsonl: row 0: field 'criterion_id' describes one criterion"),
+    ({"model_id": ["m"]}, "data.jsonl: row 0: field 'model_id': must be text, got list"),
+    ({"id": [1]}, "data.jsonl: row 0: field 'id': must be text or an integer, got list"),
+    ({"expert_ids": ["e1", "e2"]}, "data.jsonl: row 0: field 'expert_ids' labels one criterion, but the row names "
+                                   "none (criteria_name)"),
+], ids=["criteria list", "rubrics", "criteria_description", "rubrics_example", "criterion_id", "model_id", "id",
+        "expert_ids"])
+def test_a_column_an_auto_row_cannot_carry_is_refused(columns, message):
+    """A criteria list (judge-serve's item shape) was dropped and a row's own rubrics replaced without a word, a
+    criteria_description copied onto every chosen criterion; a model_id list failed only when the generated items
+    were loaded. Each is refused naming the row and the field, before the classifier is asked."""
+    clf = _Counting()
+    with pytest.raises(ValueError) as err:
+        expand_rows([{**BASE, **columns}], clf, "data.jsonl")
+    assert str(err.value).startswith(message)
+    assert clf.asked == []
+
+
+def test_a_blank_id_is_no_id_as_the_loader_reads_it():
+    """A row id of " " was taken as an id: two such rows were refused as repeating one id, and one gave items
+    ' ::<criterion>'. Blank text is no id, as for the record loader (judge.records): the rows' own places are used."""
+    items, _ = expand_rows([{**BASE, "id": " "}, {**BASE, "id": "\t"}], TfidfClassifier.load(), "data.jsonl")
+    assert {i["id"].split("::")[0] for i in items} == {"0", "1"}
+
+
+def test_what_an_auto_row_carries_into_its_items():
+    """The row's other columns reach every item unchanged; a criteria of "auto" (what is asked) and empty
+    per-criterion columns carry nothing and are dropped."""
+    row = {**BASE, "criteria": "auto", "rubrics": "", "model_id": "m1", "reference_answer": "Весна.", "mine": [1]}
+    items, _ = expand_rows([row], TfidfClassifier.load())
+    assert items and all(i["model_id"] == "m1" and i["reference_answer"] == "Весна." and i["mine"] == [1]
+                         and "criteria" not in i and i["rubrics"] for i in items)
+
+
+def test_data_whose_every_row_is_named_says_nothing_was_classified(caplog):
+    """--criteria auto over data whose every row names its criterion (the bundled sample) classified nothing and
+    said nothing; one warning says so."""
+    clf = _Counting()
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        items, choices = expand_rows([NAMED, {**NAMED, "answer": "5"}], clf, "data.jsonl")
+    assert len(items) == 2 and choices == [] and clf.asked == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "criteria auto: every one of the 2 rows of data.jsonl names its criterion (criteria_name): nothing was "
+        "classified, the rows are judged as given"]

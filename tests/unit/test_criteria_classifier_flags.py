@@ -19,6 +19,9 @@ import train.criteria_tfidf
         (["--threshold", "-0.1"], "--threshold must be a probability in [0, 1], got -0.1"),
         (["--threshold", "nan"], "--threshold must be a probability in [0, 1], got nan"),
         (["--threshold", "inf"], "--threshold must be a probability in [0, 1], got inf"),
+        # 0 or fewer folds skipped the calibration with exit 0 (1 is the documented "no calibration")
+        (["--folds", "0"], "--folds must be at least 1 (1: no out-of-fold calibration), got 0"),
+        (["--folds", "-3"], "--folds must be at least 1 (1: no out-of-fold calibration), got -3"),
     ],
 )
 def test_a_bad_number_is_one_line_and_exit_2_before_the_fit(tmp_path, monkeypatch, capsys, flags, message):
@@ -65,3 +68,51 @@ def test_a_missing_data_file_is_one_line_and_exit_2(tmp_path, monkeypatch, capsy
     captured = capsys.readouterr()
     assert captured.err == (f"judge-train criteria-classifier: error: --data {missing}: No such file or directory\n")
     assert captured.out == "" and not out.exists()
+
+
+def _never(*_args, **_kwargs):
+    raise AssertionError("fitted")
+
+
+def test_an_out_that_is_no_writable_folder_is_refused_before_the_rows_and_the_fit(tmp_path, monkeypatch, capsys):
+    """An --out that is a file (or under one) was a FileExistsError traceback from the save after the whole fit:
+    one line, exit 2, before the rows are read."""
+    monkeypatch.setattr(train.criteria_classifier, "training_rows", _never)
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
+    afile = tmp_path / "afile"
+    afile.write_text("", encoding="utf-8")
+    for out, why in ((afile, f"--out {afile}: not a folder"), (afile / "clf", f"--out {afile / 'clf'}: {afile} is "
+                                                                              "not a folder")):
+        assert train.criteria_classifier.main(["--out", str(out)]) == 2
+        assert capsys.readouterr().err == f"judge-train criteria-classifier: error: {why}\n"
+
+
+def test_more_folds_than_instructions_is_refused_before_the_fit(tmp_path, monkeypatch, capsys):
+    """--folds 4 over three instructions (the taxonomy texts are never held out) skipped the calibration with exit 0:
+    refused now, saying how many there are; the default five over as few rows still fits, and says so."""
+    pairs = [{"instruction": f"Напиши стихотворение номер {k}", "label": "Literary text / Poetry"} for k in range(3)]
+    pairs += [{"instruction": "Текст таксономии", "label": "Editing", "source": "taxonomy"}] * 5
+    monkeypatch.setattr(train.criteria_classifier, "training_rows", lambda *a, **k: (pairs, {}))
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
+    out = tmp_path / "clf"
+    assert train.criteria_classifier.main(["--out", str(out), "--folds", "4"]) == 2
+    assert capsys.readouterr().err == (
+        "judge-train criteria-classifier: error: --folds 4: only 3 instructions to hold out (the taxonomy texts stay "
+        "in every fold); give at most 3, or 1 for no out-of-fold calibration\n")
+    assert not out.exists()
+    fitted = []
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", lambda _pairs, folds, **_kw: fitted.append(folds) or _never())
+    with pytest.raises(AssertionError, match="fitted"):
+        train.criteria_classifier.main(["--out", str(out)])
+    assert fitted == [5]
+
+
+def test_a_label_that_is_not_text_is_one_line_naming_the_file_line_and_field(tmp_path, monkeypatch, capsys):
+    """A labelled row whose label is a number was an AttributeError traceback (label.split): one line, exit 2."""
+    monkeypatch.setattr(train.criteria_tfidf, "fit_tfidf", _never)
+    data = tmp_path / "lab.jsonl"
+    data.write_text('{"instruction": "Напиши стихотворение", "label": "Literary text / Poetry"}\n'
+                    '{"instruction": "Напиши ещё одно", "label": 5}\n', encoding="utf-8")
+    assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
+    assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'label': must "
+                                       "be text, got int\n")

@@ -419,6 +419,32 @@ def test_a_parquet_file_cut_short_is_named_by_both_loaders(tmp_path):
             load(cut)
 
 
+def test_every_id_the_load_derives_is_counted_blank_ones_included(tmp_path):
+    """A blank id ("  ") gets a content-derived id under make_id, as a null or empty one does, but the load report
+    counted only null and empty ones: three derived here (blank, empty, null), from JSONL and Parquet alike."""
+    rows = [GOOD | {"id": "a"}, GOOD | {"id": "  ", "answer": "Второй."}, GOOD | {"id": "", "answer": "Третий."},
+            GOOD | {"id": None, "answer": "Четвёртый."}]
+    jsonl = _jsonl(tmp_path / "ids.jsonl", rows)
+    pq.write_table(pa.Table.from_pylist([r | {"expert_feedback": None} for r in rows]), tmp_path / "ids.parquet")
+    for path in (jsonl, tmp_path / "ids.parquet"):
+        for load in (load_records_report, judge.load_record_columns):
+            _, report = load(path, make_id=True)
+            assert report.n_rows == 4 and report.n_derived_ids == 3, (path, load)
+
+
+def test_a_parquet_column_given_twice_is_one_line_naming_it(tmp_path):
+    """A Parquet file with two columns named 'instruction' was "not a readable Parquet file" followed by Arrow's
+    twelve-line schema dump: the file reads, the repeated name is the fault, named on one line by every loader."""
+    good = pa.Table.from_pylist([GOOD | {"expert_feedback": None}])
+    table = good.append_column("instruction", pa.array(["второе задание"]))
+    path = tmp_path / "twice.parquet"
+    pq.write_table(table, path)
+    for load in _loaders():
+        with pytest.raises(RecordError) as info:
+            load(path)
+        assert str(info.value) == f"{path}: field 'instruction': the column is given 2 times; a row has one value per field"
+
+
 REPEATED_KEYS = [
     # (the second row's JSON, the field named, the message's start)
     (_line(GOOD | {"id": "b"})[:-1] + ', "expert_scores": [0, 0, 0]}', "expert_scores", "is given twice in the row"),

@@ -354,3 +354,15 @@ def test_a_reward_key_openrlhfs_url_cannot_carry_is_refused_at_start(key, proble
         ServeConfig(model="x").validate()
     monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "a.b..c.")
     ServeConfig(model="x", api_key="abc,def").validate()
+
+
+def test_judge_serve_refuses_its_own_key_variables(tmp_path):
+    """judge-serve's api_key_env and reward_key_env, as its configuration names them, are refused for the
+    classifier; the classifier's own variable passes."""
+    base = dict(model=str(tmp_path), api_key_env="MY_SERVE_KEY", reward_key_env="MY_REWARD_KEY",
+                criteria_classifier="llm", criteria_classifier_path="https://third.example/v1",
+                criteria_classifier_model="m")
+    for name in ("MY_SERVE_KEY", "MY_REWARD_KEY", "VLLM_API_KEY"):
+        with pytest.raises(ConfigError, match=rf"^criteria_classifier_api_key_env: \${name} holds the judge's own "):
+            ServeConfig(**base, criteria_classifier_api_key_env=name).validate()
+    assert ServeConfig(**base, criteria_classifier_api_key_env="CLASSIFIER_API_KEY").validate()

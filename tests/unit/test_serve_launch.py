@@ -11,9 +11,10 @@ from serve.launch import engine_env
 
 def test_the_engines_inherit_neither_judge_serves_client_key_nor_its_reward_key(monkeypatch, tmp_path):
     """The engines need their own key (VLLM_API_KEY) and the hub's variables, never the key judge-serve checks its
-    clients with nor the reward key: anything running inside vLLM (a --trust-remote-code model file, a plugin)
-    reads its environment. The default variables and the ones api_key_env / reward_key_env name are all dropped;
-    the rest of judge-serve's environment reaches the engines as it was."""
+    clients with nor the reward key nor the criteria classifier's: anything running inside vLLM (a
+    --trust-remote-code model file, a plugin) reads its environment. The default variables and the ones
+    api_key_env / reward_key_env / criteria_classifier_api_key_env name are all dropped; the rest of judge-serve's
+    environment reaches the engines as it was."""
     for name in list(os.environ):
         monkeypatch.delenv(name)
     monkeypatch.setenv("JUDGE_SERVE_API_KEY", "front-door-key")
@@ -22,11 +23,16 @@ def test_the_engines_inherit_neither_judge_serves_client_key_nor_its_reward_key(
     monkeypatch.setenv("MY_REWARD_KEY", "other-reward-key")
     monkeypatch.setenv("HF_TOKEN", "hub-token")
     monkeypatch.setenv("PATH", "/usr/bin")
+    monkeypatch.setenv("OPENAI_API_KEY", "classifier-key")  # named for the criteria classifier below
+    monkeypatch.setenv("MY_CLASSIFIER_KEY", "other-classifier-key")
 
     assert engine_env(ServeConfig(model=str(tmp_path)), "engine-key") == {
         "MY_CLIENT_KEY": "client-key", "MY_REWARD_KEY": "other-reward-key", "HF_TOKEN": "hub-token",
-        "PATH": "/usr/bin", "VLLM_API_KEY": "engine-key", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-    config = ServeConfig(model=str(tmp_path), api_key_env="MY_CLIENT_KEY", reward_key_env="MY_REWARD_KEY")
+        "MY_CLASSIFIER_KEY": "other-classifier-key", "OPENAI_API_KEY": "classifier-key", "PATH": "/usr/bin",
+        "VLLM_API_KEY": "engine-key",
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    config = ServeConfig(model=str(tmp_path), api_key_env="MY_CLIENT_KEY", reward_key_env="MY_REWARD_KEY",
+                         criteria_classifier_api_key_env="MY_CLASSIFIER_KEY, OPENAI_API_KEY")
     assert engine_env(config, "engine-key") == {
         "HF_TOKEN": "hub-token", "PATH": "/usr/bin", "VLLM_API_KEY": "engine-key", "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1"}

@@ -66,6 +66,21 @@ def test_split_of(task_type, subtype, criteria_name, expected):
     assert split_of(_record(task_type, criteria_name, subtype)) == expected
 
 
+def test_a_held_out_criterion_written_decomposed_or_respelt_is_still_zero_shot():
+    """A held-out criterion's name written decomposed (NFD, "й" as "и" + U+0306) or with other punctuation, spacing or
+    compatibility characters is the held-out criterion: it was read as an unknown, custom criterion, Standard, and
+    the leakage guard let its row into training. A custom name that merely shares words stays Standard."""
+    import unicodedata
+
+    emphasis = "Наличие акцентов, характерных для литературных направлений / писателей"  # held out, two "й"s
+    for name in (unicodedata.normalize("NFD", emphasis), "Rhyme  quality!", "rhyme-quality", "Качество рифмы.",
+                 "Ｍｅｔｅｒ, or rhythmic structure of a verse"):
+        assert split_of(_record("Editing", name)) == ZERO_SHOT, name
+        with pytest.raises(LeakageError):
+            check_no_leakage([_record("Editing", name)])
+    assert split_of(_record("Editing", "Качество рифмы в прозе")) == STANDARD
+
+
 @pytest.mark.parametrize("task_type,subtype,what,allowed", [
     ("Unknown task", "", "unknown task type 'Unknown task'", UNKNOWN),
     # no task type, and no criteria: auto choice saying it was judged on the fallback set: it may be of a held-out

@@ -915,7 +915,7 @@ def test_failed_choices_among_rows_judged_otherwise_are_a_warning_not_a_refusal(
     from judge.criteria_auto import expand_rows, fallback_criteria
 
     down = {"Дай совет"}
-    explicit = {"instruction": "Напиши стих", "answer": "x", "criteria_name": "Грамотность"}
+    explicit = {"instruction": "Напиши стих", "answer": "x", "criteria_name": "Грамотность", "rubrics": "0: нет\n\n1: да"}
     rest = {"criteria_name": [{"id": f"e{k}", **explicit} for k in range(999)],
             "task_type": [_PAIRS[2]],
             "classified": [_PAIRS[1]]}[others]  # fmt: skip

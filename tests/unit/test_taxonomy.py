@@ -47,6 +47,25 @@ def test_criterion_lookup(taxonomy, key, expected_id):
     assert taxonomy.criterion(key).id == expected_id
 
 
+def test_decomposed_names_resolve_as_their_composed_form(taxonomy):
+    """A name written decomposed (NFD: "й" as "и" + U+0306, "ё" as "е" + U+0308, as macOS file names and some
+    pipelines write it) looks the same and is the same name: every criterion and task type carrying "й" or "ё"
+    resolves from it."""
+    import unicodedata
+
+    def nfd(name):
+        return unicodedata.normalize("NFD", name)
+
+    composed = sorted({c.name["ru"] for c in taxonomy.criteria.values() if "й" in c.name["ru"] or "ё" in c.name["ru"]})
+    assert composed
+    for name in composed:
+        assert nfd(name) != name and taxonomy.criterion(nfd(name)).id == taxonomy.criterion(name).id
+    assert taxonomy.canonical_task_type(nfd("Перевод на русский или английский")) == \
+        "Translation, English-Russian language pair"
+    assert taxonomy.criteria_for(nfd("Написать художественный текст"), "Poetry") == \
+        taxonomy.criteria_for("Literary text", "Poetry")
+
+
 def test_criterion_lookup_by_task_picks_the_leafs_variant(taxonomy):
     """A shared name resolves to the variant the task's leaf lists."""
     poetry = taxonomy.find_tasks("Literary text", "Poetry")[0]

@@ -1,0 +1,95 @@
+"""Where a judge checkpoint is (judge.checkpoints.resolve_checkpoint): a folder, or a hub id from the Hugging Face
+cache before any download, and a path-like id never downloaded.
+
+The released judges' layouts and kinds are tested in test_released_judges.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+from tests.support.tiny_released import add_to_hub_cache
+
+
+def test_a_cached_hub_id_resolves_beside_a_local_folder_named_like_its_owner(tmp_path, monkeypatch):
+    """A judge in the cache was refused as "a path, not a hub id" when the current folder held a folder named like
+    its owner (ai-forever/pollux-judge-7b-r/, as `hf download --local-dir ai-forever/...` leaves one): the cache is
+    asked first now, with no network (HF_HUB_OFFLINE=1)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"]}), encoding="utf-8")
+    snapshot = add_to_hub_cache(files, tmp_path / "cache", "ai-forever/pollux-judge-7b", revision="b" * 40)
+    work = tmp_path / "work"
+    (work / "ai-forever" / "pollux-judge-7b-r").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert resolve_checkpoint("ai-forever/pollux-judge-7b") == snapshot
+    assert resolve_checkpoint("ai-forever/pollux-judge-7b-r") == Path("ai-forever/pollux-judge-7b-r")
+
+
+def test_an_uncached_id_whose_owner_is_a_local_folder_is_never_downloaded(tmp_path, monkeypatch):
+    """`runs/my-judge` with runs/ here and nothing cached under that id is a missing folder: refused naming it,
+    after a cache lookup only (local_files_only), never a download, though downloads are allowed."""
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls = []
+
+    def snapshot_download(repo_id, **kwargs):
+        calls.append((repo_id, kwargs.get("local_files_only", False)))
+        raise LocalEntryNotFoundError("not cached")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    with pytest.raises(CheckpointNotFound) as info:
+        resolve_checkpoint("runs/my-judge", allow_download=True)
+    assert str(info.value) == "runs/my-judge: no such folder (runs/ is a folder here, so this names a path, not a hub id)"
+    assert calls == [("runs/my-judge", True)]
+
+
+def test_a_missing_local_folder_the_hub_could_not_name_is_refused_as_a_folder(tmp_path, monkeypatch):
+    """`runs/ckpt--1` matches owner/name but is no valid hub id ("--"): huggingface_hub's cache lookup raised its
+    HFValidationError, so judge-serve printed a traceback; with runs/ here it is the missing folder it names."""
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointNotFound) as info:
+        resolve_checkpoint("runs/ckpt--1")
+    assert str(info.value) == "runs/ckpt--1: no such folder (runs/ is a folder here, so this names a path, not a hub id)"
+
+
+def test_an_id_the_hub_could_not_name_without_an_owner_folder_is_refused_in_one_line(tmp_path, monkeypatch):
+    """`nodir/ckpt.` (trailing "."), no nodir/ here: not a hub id by huggingface_hub's rule, refused as
+    CheckpointNotFound with that rule's first line, never a download (downloads allowed, not offline)."""
+    import huggingface_hub
+
+    def no_download(repo_id, **kwargs):
+        raise AssertionError(f"downloaded {repo_id}")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    real = huggingface_hub.snapshot_download
+
+    def cache_only(repo_id, **kwargs):
+        if not kwargs.get("local_files_only"):
+            no_download(repo_id)
+        return real(repo_id, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", cache_only)
+    with pytest.raises(CheckpointNotFound) as info:
+        resolve_checkpoint("nodir/ckpt.", allow_download=True)
+    message = str(info.value)
+    assert message.startswith("nodir/ckpt.: no such folder, and not a valid hub id (Repo id must use alphanumeric")
+    assert "\n" not in message

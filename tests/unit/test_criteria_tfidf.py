@@ -1,0 +1,102 @@
+"""The tfidf artefact's two files (train.criteria_tfidf.save_tfidf writes them, judge.criteria_auto.tfidf loads
+them): a model.json lacking a field, or weights.npz of another build, is refused at load naming the file.
+
+How the classifier learns, reloads and routes is tested in test_task_classifier.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import judge.plumbing.atomic_write
+from judge.criteria_auto.tfidf import WEIGHTS_DIGEST_KEY, TfidfClassifier, default_classifier_path
+from train.criteria_tfidf import fit_tfidf, save_tfidf
+
+# Three task types, two rows each: the smallest fit whose type model has a row per class (two types give one).
+PAIRS = [
+    {"instruction": "Напиши стихотворение о весне", "label": "Literary text / Poetry"},
+    {"instruction": "Напиши стих о море и чайках", "label": "Literary text / Poetry"},
+    {"instruction": "Отредактируй текст письма", "label": "Editing"},
+    {"instruction": "Исправь ошибки в тексте заметки", "label": "Editing"},
+    {"instruction": "Напиши функцию на Python", "label": "Code creation / Python"},
+    {"instruction": "Напиши класс на Python для очереди", "label": "Code creation / Python"},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return fit_tfidf(PAIRS, folds=1, max_char_features=80, max_word_features=20)
+
+
+@pytest.mark.parametrize("key", ["meta", "type_classes", "leaf_classes", "features"])
+def test_a_model_json_missing_a_field_is_one_line_naming_the_file_and_field(tmp_path, key):
+    """A model.json without one of its fields was a bare KeyError (judge-eval's traceback `KeyError: 'meta'`): a
+    ValueError now, naming the file and the field, which judge-eval and judge-serve print as one line."""
+    folder = tmp_path / f"no_{key}"
+    shutil.copytree(default_classifier_path(), folder)
+    spec = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    del spec[key]
+    (folder / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        TfidfClassifier.load(folder)
+    message = str(info.value)
+    assert message.startswith(f"tfidf: {folder / 'model.json'}: field {key!r} is missing, expected a JSON ")
+    assert "\n" not in message
+
+
+def test_a_model_json_that_is_no_object_is_named(tmp_path):
+    folder = tmp_path / "list"
+    folder.mkdir()
+    (folder / "model.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{folder / 'model.json'}: expected a JSON object$"):
+        TfidfClassifier.load(folder)
+
+
+def test_the_saved_pair_reloads_and_records_its_weights_digest(tmp_path, tiny):
+    """Both files, nothing else (no temporary file left), model.json recording the sha256 of the weights saved with
+    it; an artefact saved before the digest was recorded (a model.json without it) still loads, as does the shipped
+    one, whichever it is."""
+    import hashlib
+
+    out = save_tfidf(tiny, tmp_path / "clf")
+    assert sorted(f.name for f in out.iterdir()) == ["model.json", "weights.npz"]
+    spec = json.loads((out / "model.json").read_text(encoding="utf-8"))
+    assert spec[WEIGHTS_DIGEST_KEY] == hashlib.sha256((out / "weights.npz").read_bytes()).hexdigest()
+    again = TfidfClassifier.load(out)
+    assert again.leaf_classes == tiny.leaf_classes
+    older = tmp_path / "older"
+    shutil.copytree(out, older)
+    del spec[WEIGHTS_DIGEST_KEY]
+    (older / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    assert TfidfClassifier.load(older).leaf_classes == tiny.leaf_classes
+    TfidfClassifier.load()
+
+
+def test_a_rebuild_stopped_between_its_two_files_is_refused_at_load(tmp_path, tiny, monkeypatch):
+    """A rebuild into an existing folder killed after the new weights.npz and before its model.json left the earlier
+    model.json beside another build's weights, of the same shapes: it loaded and chose wrong tasks without a word.
+    The earlier model.json's digest no longer matches: refused, naming both files."""
+    out = save_tfidf(tiny, tmp_path / "clf")
+    earlier_model = (out / "model.json").read_bytes()
+    other = TfidfClassifier.load(out)
+    other.leaf_intercept = other.leaf_intercept + np.arange(len(other.leaf_classes))  # another build, same shapes
+    real_write = judge.plumbing.atomic_write.write_atomically
+
+    def stopped_before_model_json(path, content, **kwargs):
+        if path.name == "model.json":
+            raise KeyboardInterrupt
+        return real_write(path, content, **kwargs)
+
+    monkeypatch.setattr(judge.plumbing.atomic_write, "write_atomically", stopped_before_model_json)
+    with pytest.raises(KeyboardInterrupt):
+        save_tfidf(other, out)
+    assert (out / "model.json").read_bytes() == earlier_model  # the earlier one, whole
+    assert sorted(f.name for f in out.iterdir()) == ["model.json", "weights.npz"]
+    with pytest.raises(ValueError) as info:
+        TfidfClassifier.load(out)
+    assert str(info.value).startswith(f"tfidf: {out / 'weights.npz'} is not the weights {out / 'model.json'} was "
+                                      "saved with")
