@@ -13,7 +13,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~630 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~660 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
 apart, each client would restate them.
 """
@@ -559,7 +559,7 @@ class FirstRefusals:
     raises); any other outcome first releases the held ones to be written as usual. A request ``asked_before`` (its
     item has a failed row of an earlier run) is never held: refused, it is written at once, its item's own refusal
     (a content filter refusing items one by one refuses the same ones on every rerun, and holding them stopped every
-    rerun at them).
+    rerun at them). A run that ends without the stop writes what ``release`` returns: refusals still held.
 
     Args:
         n_first: how many alike refusals stop the run (0: never): callers give it only when at least that many
@@ -609,6 +609,17 @@ class FirstRefusals:
         if len(self.held) >= self.n_first:
             self.open, self.stopped = False, refusal
         return []
+
+    def release(self) -> list[Any]:
+        """The held payloads to write now that the run has ended without the stop (none once it fired): outcomes
+        ``offer`` sets ``aside`` (prompts too long for the window) release nothing, so a refusal held while every
+        later request was too long, or asked before, is still held when the last one finishes, and a caller that
+        wrote only what ``offer`` returned lost its row (MERA's execution then found no record for its task)."""
+        if self.stopped is not None:
+            return []
+        self.open = False
+        released, self.held = [payload for payload, _, _ in self.held], []
+        return released
 
     def keep_held(self, write: Callable[..., None], what: str, n_sent: int, n_total: int) -> EndpointUnusable:
         """The stop of a run that keeps its refusals: each held payload (its ``if_stopped`` one where given), and each

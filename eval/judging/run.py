@@ -168,6 +168,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     finally:
         bar.close()
         await backend.aclose()
+    # Refusals held while every later batch was too long for the window or asked before (neither ends the holding)
+    # are still held when the run ends without the stop: written now, as any refusal the stop did not fire at.
+    for held in first.release():
+        write(*held)
     if watch is not None and watch.misread:  # the rows written are kept: the folder is started again anyway
         raise ConfigError(watch.misread)
     if changed:
@@ -267,7 +271,8 @@ def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], in
         # recorded before choices carried their instruction's key are classified again (expand_file(resume=True)).
         log.info("criteria auto: resuming from %s (delete it to classify every row again)", recorded)
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
-                                          config.criteria_classifier_model, config.criteria_threshold)
+                                          config.criteria_classifier_model, config.criteria_threshold,
+                                          config.criteria_classifier_api_key_env)
     items = expand_file(config.data or judge.sample_data_path(), out, classifier, resume=resume)
     # expand_file returns only the items' path: the choices it wrote are counted from its file, once.
     return items, choice_levels(recorded), zero_shot_choices(recorded)

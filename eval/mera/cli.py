@@ -258,6 +258,12 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
         for i, _ in enumerate(client.map(generate, todo), start=1):
             if i % 10 == 0 or i == len(todo):
                 logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
+        # A refusal held while every later task was too long for the window (those never end the holding) is
+        # still held here: saved now, its task's failure, as any refusal the stop did not fire at.
+        released = first.release()
+        if released:
+            writer.append(*released)
+            done.update((rec["task_id"], rec) for rec in released)
         if first.stopped is not None:
             # Counted in tasks: with --sampling seeds a task's samples are n requests.
             raise EndpointUnusable(first.message(f"the endpoint at {config.endpoint}", sent[0], len(todo), unit="tasks"))

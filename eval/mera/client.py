@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from judge.plumbing.retry import RetryPolicy
@@ -159,9 +158,11 @@ class OpenAICompatClient:
             raise RequestRefused(message, err.status_code, said) from err
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order."""
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            yield from pool.map(fn, items)
+        """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order. Interrupted (Ctrl+C,
+        SIGTERM), it waits for none of them (``eval.mera.workers``)."""
+        from eval.mera.workers import ordered_map
+
+        yield from ordered_map(fn, items, self.concurrency)
 
     def max_model_len(self) -> int | None:
         """The served model's context window from ``/v1/models`` (vLLM's ``max_model_len``), if reported."""

@@ -704,11 +704,10 @@ def run_dialogues(
     Raises:
         judge.plumbing.retry.EndpointUnusable: the first questions were all refused alike; the server's words.
     """
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-
     from eval.judging.backends import FirstRefusals, TooLong, context_refusal
     from eval.judging.run import N_FIRST_REFUSALS
     from eval.mera.client import ContextLimitError
+    from eval.mera.workers import ordered_map
     from judge.plumbing.retry import EndpointUnusable
 
     progress_path = Path(out_dir) / PROGRESS_FILE
@@ -757,6 +756,15 @@ def run_dialogues(
         return out
 
     def run_one(dialog_id: int | str) -> None:
+        try:
+            ask_dialogue(dialog_id)
+        except BaseException:
+            # Here, not in the waiting thread: that one raises the dialogues' errors in dialogue order, after the
+            # earlier dialogues end, and a queued dialogue starts before it wakes.
+            abort.set()
+            raise
+
+    def ask_dialogue(dialog_id: int | str) -> None:
         history = histories[dialog_id]
         # Turns an earlier question left out to fit the context window stay left out (``ask``); from the saved
         # records on a resume, so a resumed run asks what an uninterrupted one would.
@@ -764,11 +772,7 @@ def run_dialogues(
         for item in dialogues[dialog_id][len(history) :]:
             if first.stopped is not None or abort.is_set():
                 return
-            try:
-                record, refusal = ask(client, item, history, settings, dropped=dropped)
-            except BaseException:
-                abort.set()  # here, not in the waiting thread: a queued dialogue starts before that one wakes
-                raise
+            record, refusal = ask(client, item, history, settings, dropped=dropped)
             dropped = max(dropped, record["context_turns_dropped"])
             history.append((item, record["context_answer"]))
             with lock:
@@ -778,22 +782,17 @@ def run_dialogues(
                 for rec in saved:
                     on_record(rec)
 
-    # One dialogue's failure (an endpoint down past its retries) or Ctrl+C ends the run: the other dialogues finish
-    # the question each is asking (its answer saved) and ask no more, and the queued ones never start. Waiting on
-    # the futures in order instead let every other dialogue run to its end, each through its own retries.
+    # One dialogue's failure (an endpoint down past its retries) ends the run: it sets ``abort`` at once, so the
+    # other dialogues finish the question each is asking (its answer saved) and ask no more, and the queued ones
+    # never start. Ctrl+C or SIGTERM ends it without waiting for the questions being asked (``eval.mera.workers``):
+    # an answer that comes before the process ends is saved, and the rerun asks the others.
     abort = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
     try:
-        futures = [pool.submit(run_one, d) for d in dialogues]
-        wait(futures, return_when=FIRST_EXCEPTION)
-        for future in futures:
-            if future.done() and future.exception() is not None:
-                raise future.exception()
+        for _ in ordered_map(run_one, list(dialogues), concurrency):
+            pass
     except BaseException:
         abort.set()
-        pool.shutdown(wait=True, cancel_futures=True)
         raise
-    pool.shutdown(wait=True)
     if first.stopped is not None:
         raise EndpointUnusable(_stopped_message(first, asked[0], n_todo))
     return [rec for d in dialogues for rec in results[d]]

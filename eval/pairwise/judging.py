@@ -514,6 +514,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     finally:
         await chat.close()
         await http.aclose()
+    # Refusals held while every later judgment was too long for the window or asked before (neither ends the
+    # holding) are still held when the run ends without the stop: written now, as any refusal the stop did not fire at.
+    for held in first.release():
+        write(*held)
     n_sent = len(todo) - queue.qsize()
     if watch is not None and watch.misread:  # the rows written are kept: the folder is started again anyway
         raise ConfigError(watch.misread)

@@ -18,8 +18,9 @@ Three stages, each resumable, all in ``--out``:
    (answer.py ``strip_think_tags``); content sent as a list of text parts is read joined
    (``judge.plumbing.message_content``), and a generation the server's engine aborted (``finish_reason`` ``abort``)
    is retried, then a failed request, never an answer cut short; an instruction longer than the candidate's context
-   is a final ``context_length_exceeded`` row, scored by ``--no-answer`` (one that fits but leaves no room for
-   ``max_tokens`` is a failed request: the settings' fault). Rows go to ``answers.jsonl`` as they arrive
+   is a final ``context_length_exceeded`` row, scored by ``--no-answer``; one that fits but leaves no room for
+   ``max_tokens`` is the settings' fault: the first three alike stop the ranking as failed rows, else it is a final
+   ``context_length_exceeded`` row too, its reason naming ``max_tokens``. Rows go to ``answers.jsonl`` as they arrive
    (``judge.plumbing.journal``); a rerun keeps them and asks only for failed requests and instructions whose text
    changed (each row keeps a ``content_key`` of the instruction it answered); other candidate settings
    (``candidate_key``) are refused unless ``--overwrite``. Answers outside a run's selection (a smaller
@@ -503,6 +504,11 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     finally:
         bar.close()
         await client.close()
+    # Refusals held while every later instruction was too long for the window or asked before (neither ends the
+    # holding) are still held when the stage ends without the stop: written now, as any refusal the stop did not fire
+    # at.
+    for held in first.release():
+        write(*held)
     if first.stopped is not None:
         # The refused instructions as failed rows (a NoRoom's too: its if_stopped row), asked after the others by the
         # rerun (``answers_stage``): unwritten, every rerun sent the same refused instructions first and stopped at

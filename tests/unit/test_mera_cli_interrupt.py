@@ -171,3 +171,46 @@ def test_sigterm_mid_sample_kills_it_removes_its_folder_exits_143_and_restores_t
     assert ours is test_handler and signal.getsignal(signal.SIGHUP) is earlier_hup
     assert [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()] == ["0"]
     assert not (out / cli.METRICS_FILE).exists()
+
+
+def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, capsys):
+    """SIGTERM while one task's request is still unanswered: the command waited for it (up to --request-timeout
+    and its retries), past a scheduler's grace period (docker stop's 10 s), as its thread pool joined every worker.
+    It now returns 143 while that request is still in flight, task 0's answer saved. Ordered by events, no sleeps:
+    task 1's request is held until the command has returned (the bound on the hold only ends a failing test)."""
+    in_flight, release = threading.Event(), threading.Event()
+    answered: list[str] = []
+    received: list[int] = []
+
+    def respond(path, body):
+        if "def strlen(" in body["prompt"]:  # task 1: a long generation, still running at the stop
+            in_flight.set()
+            release.wait(30)
+            answered.append("1")
+        elif "def greatest_common_divisor(" in body["prompt"]:  # task 0: the stop comes while task 1 is in flight
+            in_flight.wait(30)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
+
+    def test_handler(signum, frame):  # where the command sets none, the signal lands here, not on the test process
+        received.append(signum)
+
+    earlier_term = signal.signal(signal.SIGTERM, test_handler)
+    out = tmp_path / "run"
+    try:
+        with ScriptedEndpoint(respond) as endpoint:
+            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+                             "--concurrency", "2", "--max-retries", "0"])  # fmt: skip
+            answered_on_return = list(answered)
+            release.set()
+            for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
+                worker.join(30)  # the abandoned request ends here, not in a later test
+    finally:
+        signal.signal(signal.SIGTERM, earlier_term)
+    err = capsys.readouterr().err
+    assert (code, received, answered_on_return) == (143, [], []), err
+    assert f"judge-eval mera ruhumaneval: interrupted by SIGTERM; the answers saved so far in {out} are kept" in err
+    # The answers that came before the process would end are saved (task 1's only once the command had returned).
+    saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
+    assert {"0", "1"} <= set(saved) and len(saved) < 4

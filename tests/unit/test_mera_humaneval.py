@@ -968,6 +968,32 @@ def test_the_first_three_tasks_longer_than_the_window_are_saved_and_do_not_stop_
     assert endpoint.requests == []
 
 
+def test_a_refusal_held_while_every_later_task_is_too_long_is_saved(tmp_path, sandbox_user):
+    """Task 0 is refused by a filter (held: it could be the first of three alike), tasks 1 and 2 are longer than the
+    window (the data's own, saved at once, neither held nor ending the holding). The run ends without the stop, so
+    task 0 is saved as its failure too and the run finishes (exit 0); it was never saved, and the execution stage
+    died on a KeyError for task 0 (exit 1, no metrics)."""
+    def refuse_gcd(path, body):
+        if "def greatest_common_divisor(" in body["prompt"]:
+            return 400, {"error": {"message": "scripted: prompt rejected by a filter", "code": 400}}
+        return 400, {"error": {"message": _longer_than_the_window(body["prompt"]), "code": 400}}
+
+    out = tmp_path / "run"
+    argv = ["ruhumaneval", "--data", str(SAMPLE), "--out", str(out), "--limit", "3", "--n", "1", "--k", "1",
+            "--max-retries", "0", "--concurrency", "1", "--model", "scripted"]  # fmt: skip
+    with ScriptedEndpoint(refuse_gcd) as endpoint:
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    generations = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
+    assert [(g["task_id"], g["finish_reasons"]) for g in generations] == [
+        ("1", ["context_length_exceeded"]), ("2", ["context_length_exceeded"]), ("0", ["request_refused"])]
+    assert generations[2]["error"] == "HTTP 400: scripted: prompt rejected by a filter"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["n_tasks"] == 3 and metrics["errors"]["not_generated"] == 3
+    with ScriptedEndpoint(refuse_gcd) as endpoint:  # every task saved: a rerun asks nothing
+        assert cli.main([*argv, "--endpoint", endpoint.base_url]) == 0
+    assert endpoint.requests == []
+
+
 def test_one_task_leaving_no_room_for_max_tokens_is_saved_naming_max_tokens(tmp_path, sandbox_user):
     """Task 1's prompt fits the window but not with --max-tokens 256 (older vLLM's words), among answered tasks: the
     first refusals' stop does not fire, so it is saved as that task's context failure, its error the server's words,

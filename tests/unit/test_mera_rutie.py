@@ -1350,6 +1350,43 @@ def test_a_dialogue_whose_held_refusal_is_dropped_at_the_stop_saves_nothing_late
     assert not (tmp_path / "answers.jsonl").exists() or read_jsonl(tmp_path / "answers.jsonl") == []
 
 
+def test_ctrl_c_while_a_question_is_asked_waits_for_no_answer(tmp_path, python_sigint_handler):
+    """Ctrl+C (a real SIGINT) while dialogue 1's question is still unanswered: the run waited for it (up to
+    --request-timeout and its retries) as its thread pool joined every worker. It now raises at once, dialogue 1's
+    question still in flight; the answers that came before the process would end are saved. Ordered by events, no sleeps (the bound on the hold only ends a failing test)."""
+    import dataclasses
+    import os
+    import signal
+    import threading
+
+    from eval.mera.client import Generation
+    from eval.mera.rutie import RutieSettings, run_dialogues
+
+    in_flight, release = threading.Event(), threading.Event()
+    answered: list[str] = []
+
+    class Client:
+        def generate(self, request, **kwargs):
+            if "d1 q0" in request:  # a long generation, still running at the stop
+                in_flight.set()
+                release.wait(30)
+                answered.append("d1")
+            elif "d0 q0" in request:  # the user presses Ctrl+C while dialogue 1's question is asked
+                in_flight.wait(30)
+                os.kill(os.getpid(), signal.SIGINT)
+            return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
+
+    dialogues = {d: [dataclasses.replace(_item(0, f"d{d} q0?", "a", "b"), dialog_id=d)] for d in range(2)}
+    with pytest.raises(KeyboardInterrupt):
+        run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=2)
+    answered_on_return = list(answered)
+    release.set()
+    for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
+        worker.join(30)  # the abandoned question ends here, not in a later test
+    assert answered_on_return == []
+    assert sorted(r["dialog_id"] for r in read_jsonl(tmp_path / "answers.jsonl")) == [0, 1]
+
+
 def test_a_prompt_of_exactly_the_window_is_over_it(tmp_path):
     """vLLM 0.32 takes a prompt of exactly the window's length, lowers max_tokens to the 0 tokens left
     (entrypoints/serve/utils/api_utils.py get_max_tokens) and its sampling parameters refuse that (sampling_params.py:

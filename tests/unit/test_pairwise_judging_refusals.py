@@ -203,3 +203,29 @@ def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_
     assert sorted(asked) == ["p0", "p1", "p2"]
     assert {row["id"]: (row["error"], row["reason"]) for row in _lines(out)} == {
         "p0": (None, ""), "p1": ("context_length_exceeded", SERVE_TOO_LONG), "p2": (None, "")}
+
+
+def test_a_refusal_held_while_every_later_pair_is_too_long_is_written(tmp_path):
+    """Three pairs, one order, concurrency 1: the first judgment is filtered (held: it could be the first of three
+    alike), the two after it are longer than the judge's window (their own final rows, which neither hold nor end the
+    holding). The run ends without the stop, so the held refusal is written as its failed row (exit 3); it was never
+    written, and the pair had no row at all."""
+    too_long = ("This model's maximum context length is 2048 tokens. However, your prompt contains 5000 input "
+                "tokens, which exceeds this limit even without any output tokens.")
+
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if "Вопрос 0?" in body["messages"][0]["content"]:
+            return 400, {"error": {"message": "rejected by the safety system"}}
+        return 400, {"error": {"message": too_long, "type": "BadRequestError"}}
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                     "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1", "--pairwise-orders", "original"])
+        asked = len(server.bodies("/v1/chat/completions"))
+    assert (code, asked) == (3, 3)
+    rows = {r["id"]: r for r in _lines(out)}
+    assert {pair: row["error"] for pair, row in rows.items()} == {
+        "p0": "request_failed", "p1": "context_length_exceeded", "p2": "context_length_exceeded"}

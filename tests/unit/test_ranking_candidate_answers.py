@@ -301,3 +301,24 @@ def test_the_first_three_instructions_longer_than_the_window_do_not_stop_the_run
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
         assert _asked(cand) == []
+
+
+def test_a_refusal_held_while_every_later_instruction_is_too_long_is_written(tmp_path: Path, data: Path) -> None:
+    """Instruction 1, asked first, is filtered (held: it could be the first of three alike); instructions 2-7 are
+    each longer than the candidate's window, their own final rows, which neither hold nor end the holding. The stage
+    ends without the stop, so the held refusal is written as its failed row: it was never written, and instruction 1
+    had no row at all."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        if pid == 1:
+            return 400, {"error": {"message": "content filtered", "type": "invalid_request_error"}}
+        return _longer_than_the_window(pid)
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1"))
+        assert _asked(cand) == [1, 2, 3, 4, 5, 6, 7]
+    rows = _answers(out)
+    assert (code, sorted(rows)) == (3, sorted(CASES))  # 3: failed answers, counted
+    assert rows[1]["error"] == "request_failed" and rows[1]["reason"].startswith("Refused: HTTP 400")
+    assert {rows[pid]["error"] for pid in rows if pid != 1} == {"context_length_exceeded"}

@@ -92,3 +92,43 @@ def test_first_refusals_hold_only_requests_never_asked_before():
     first.keep_held(written.append, "the judge", 5, 5)
     assert written == ["a", "b", "c", "late"]
     assert FirstRefusals.for_run(2).n_first == 0  # two never-asked requests cannot tell
+
+
+def test_a_refusal_held_while_every_later_item_is_too_long_is_written(tmp_path):
+    """Five items, concurrency 1: the first one asked is filtered (held: it could be the first of three alike), the
+    four after it are each longer than the judge's window, the items' own final rows, which neither hold nor end the
+    holding. The run ends without the stop, so the held refusal is written as its failed row (exit 3); it was never
+    written, and `score` counted the item missing."""
+    data, _ = _items(tmp_path, 5)
+    too_long = ("This model's maximum context length is 2048 tokens. However, your prompt contains 5000 input "
+                "tokens, which exceeds this limit even without any output tokens.")
+    asked: list[str] = []
+
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        asked.append(body["messages"][0]["content"])
+        if len(asked) == 1:
+            return FILTERED
+        return 400, {"error": {"message": too_long, "type": "BadRequestError"}}
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(run_args(server.base_url, data, tmp_path / "run", "--verdict-format", "tagged", "--backend",
+                             "chat", "--concurrency", "1"))
+    assert (code, len(asked)) == (3, 5)
+    rows = read_predictions(tmp_path / "run")
+    assert sorted(r["error"] for r in rows) == ["context_length_exceeded"] * 4 + ["request_failed"]
+    (refused,) = [r for r in rows if r["error"] == "request_failed"]
+    assert refused["reason"] == "HTTP 400: Error code: 400 - Your request was rejected by the safety system"
+
+
+def test_release_hands_back_what_is_held_unless_the_stop_fired():
+    """``release`` at a run's end: the held payloads (their own, not their ``if_stopped`` ones), after which nothing
+    is held; nothing once the stop fired (``keep_held`` writes those)."""
+    refused = Refused("HTTP 400: no", 400, "no")
+    first = FirstRefusals(3)
+    assert first.offer(refused, ("a",), if_stopped=("a failed",)) == [] and first.offer(None, ("long",), aside=True)
+    assert first.release() == [("a",)] and first.held == [] and first.release() == []
+    stopped = FirstRefusals(1)
+    assert stopped.offer(refused, ("b",)) == [] and stopped.stopped is refused
+    assert stopped.release() == [] and [p for p, _, _ in stopped.held] == [("b",)]

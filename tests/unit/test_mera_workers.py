@@ -1,0 +1,88 @@
+"""``eval.mera.workers.ordered_map``: results in input order, and an item's error stops the run at once: no queued
+item starts after it, whichever thread takes the results. Ordered by events and thread joins, never by sleeps."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from eval.mera.workers import ordered_map
+
+# A bound on each wait, so that a broken ordered_map fails the test instead of hanging it; no test waits it out.
+_BOUND = 30.0
+
+
+def test_results_come_in_input_order_whichever_item_ends_first():
+    second_done = threading.Event()
+
+    def fn(x: int) -> int:
+        if x == 0:  # the first item ends only after the second has
+            assert second_done.wait(_BOUND)
+        elif x == 1:
+            second_done.set()
+        return x * 10
+
+    assert list(ordered_map(fn, range(5), 2)) == [0, 10, 20, 30, 40]
+
+
+def test_no_item_starts_after_one_failed_with_one_worker():
+    started, worker = [], []
+
+    def fn(x: int) -> int:
+        started.append(x)
+        worker.append(threading.current_thread())
+        if x == 1:
+            raise RuntimeError("endpoint down")
+        return x
+
+    results = ordered_map(fn, [0, 1, 2, 3], 1)
+    assert next(results) == 0
+    # The caller takes no result yet: the worker alone decides whether item 2 starts; it ends either way
+    worker[0].join(_BOUND)
+    assert not worker[0].is_alive()
+    assert started == [0, 1]
+    with pytest.raises(RuntimeError, match="endpoint down"):
+        next(results)
+
+
+def test_no_item_starts_after_one_failed_while_an_earlier_one_still_runs():
+    failed, threads, started = threading.Event(), {}, []
+    lock = threading.Lock()
+
+    def fn(x: int) -> int:
+        with lock:
+            started.append(x)
+            threads[x] = threading.current_thread()
+        if x == 0:
+            # Runs on until the worker of item 1 has failed and ended: meanwhile the caller waits on this item
+            assert failed.wait(_BOUND)
+            threads[1].join(_BOUND)
+            assert not threads[1].is_alive()
+        if x == 1:
+            failed.set()
+            raise RuntimeError("endpoint down")
+        return x
+
+    results = ordered_map(fn, range(6), 2)
+    assert next(results) == 0  # the item running at the failure finishes, its answer kept
+    with pytest.raises(RuntimeError, match="endpoint down"):
+        next(results)
+    threads[0].join(_BOUND)
+    assert sorted(started) == [0, 1]
+
+
+def test_the_first_failure_in_input_order_is_raised():
+    second_failed = threading.Event()
+
+    def fn(x: int) -> int:
+        if x == 0:
+            assert second_failed.wait(_BOUND)
+            raise ValueError("first")
+        if x == 1:
+            second_failed.set()
+            raise RuntimeError("second")
+        return x
+
+    with pytest.raises(ValueError, match="first"):
+        list(ordered_map(fn, range(4), 2))
