@@ -15,15 +15,18 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~895 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~930 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_TEXT_BYTES", "DEFAULT_TEXT_ITEMS", "MAX_TEXT_CHARS", "MODE_LABELS", "SCALE_LABELS",
            "STATUS_LABELS", "compare_items", "compare_status", "explorer_json", "item_columns", "item_status",
-           "read_item_columns", "report_items"]
+           "read_item_columns", "report_items", "NAME_CHARS", "shown_name", "shown_names"]
 
 #: Items whose full texts a page embeds (see the module docstring); 0 keeps none, a negative value keeps all (up to
 #: ``DEFAULT_TEXT_BYTES``). An embedded item's instruction, answer and reference are rarely shared with another's, so
@@ -49,6 +52,37 @@ DEFAULT_TEXT_ITEMS = 5_000
 #: The longest text (instruction, answer, rubric, comment, feedback, raw output) the page embeds, in characters;
 #: a longer one is cut there, with a line saying so (one 1 MB feedback would otherwise be 1 MB of the page).
 MAX_TEXT_CHARS = 20_000
+#: The most characters of a name (evaluated model, task type, criterion, judge, run) the pages show: the loader takes
+#: names of any length, and a page writes each several times (tables per split, the plot's labels, the filters), so
+#: a 1,000,000-character criterion name made a 25 MB report.html. Longer ones lose their middle, in its place "…".
+NAME_CHARS = 300
+#: The characters a cut name keeps of its end: names are told apart at their ends (compare's " (folder)" after two
+#: equal judge names, a rubric's "(part B)"), and a name cut to its first characters read as every other one.
+_NAME_TAIL = 99
+
+
+def shown_name(name: Any) -> str:
+    """``name`` as the pages show it: at most ``NAME_CHARS`` characters; a longer one keeps its first and last
+    characters with "…" between them."""
+    text = str(name)
+    if len(text) <= NAME_CHARS:
+        return text
+    return text[: NAME_CHARS - 1 - _NAME_TAIL] + "…" + text[-_NAME_TAIL:]
+
+
+def shown_names(names: Iterable[Any]) -> dict[str, str]:
+    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut, and where two cut names still
+    read alike, each of them followed by " (#d)", d the first characters of the full name's SHA-256, so that no
+    row, heading or filter value of one name stands for another's. The mark depends on the name alone: every table,
+    plot and filter of a page, whichever names it holds and in whatever order, shows a name the same way."""
+    distinct = list(dict.fromkeys(str(name) for name in names))
+    cut = [shown_name(name) for name in distinct]
+    shared = {label for label, n in Counter(cut).items() if n > 1}
+    # A marked label is longer than NAME_CHARS, so it never reads as a name left whole or as another's cut.
+    return dict(zip(distinct, (f"{label} (#{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]})"
+                               if label in shared else label for name, label in zip(distinct, cut))))
+
+
 #: The most bytes of embedded texts (their JSON) a page holds: texts are embedded item by item, worst first, until
 #: the next item's would pass it. About three times the synthetic full test's 22 MiB, so a run of ordinary texts
 #: keeps its ``DEFAULT_TEXT_ITEMS``.
@@ -78,9 +112,11 @@ def explorer_json(data: Mapping[str, Any]) -> str:
     rows = data.get("rows")
     if not isinstance(rows, _ItemRows):
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    mark = "\u0000rows\u0000"  # a string no JSON value of the data holds: its encoding is replaced by the rows
-    text = json.dumps({**data, "rows": mark}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace(json.dumps(mark), rows.json_text(), 1)
+    # Appended after the other keys, not spliced in for a placeholder: any string of the data (a judge's name) may
+    # hold a placeholder's encoding, and the splice then landed inside that string and broke the page's JSON.
+    rest = {key: value for key, value in data.items() if key != "rows"}
+    text = json.dumps(rest, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text[:-1] + ("," if rest else "") + '"rows":' + rows.json_text() + "}"
 
 
 # ----------------------------------------------------------------------------------------- item payloads
@@ -497,6 +533,14 @@ def _labelled(column, label=str) -> tuple[list, np.ndarray]:
     return list(position), merged if index is None else merged[index]
 
 
+def _shown_labels(column) -> tuple[list, np.ndarray]:
+    """``_labelled`` over a column of names, its labels as the pages show them (``shown_names``): two names cut
+    alike stay two filter values."""
+    labels, index = _labelled(column)
+    shown = shown_names(labels)
+    return [shown[label] for label in labels], index
+
+
 def _coded(labels: Sequence, index: np.ndarray, order: Sequence[str] | None = None) -> tuple[list, list[int]]:
     """A filter's options and each row's option: the labels rows have (``labels[index]``), in ``order`` where
     given, else sorted; each row as its label's position among them."""
@@ -693,8 +737,8 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
                             why_labels[why_index[i]]) for i in first.tolist()]
     present = np.array([label != "missing" for label in status_labels], dtype=bool)[status_index]
     labelled = {"split": _labelled(items["split"], lambda v: SPLIT_TITLES.get(str(v), str(v))),
-                "model": _labelled(items["model_id"]), "task": _labelled(items["task_type"]),
-                "criterion": _labelled(items["criteria_name"]), "status": (statuses, status_of.reshape(-1)),
+                "model": _shown_labels(items["model_id"]), "task": _shown_labels(items["task_type"]),
+                "criterion": _shown_labels(items["criteria_name"]), "status": (statuses, status_of.reshape(-1)),
                 "mode": (list(MODE_LABELS), _mode_codes(flat_scores, starts, present))}
     if in_scale is not None:
         # items.parquet's in_scale of a verdict the judge gave (true / false; null: a rubric without a readable
@@ -752,7 +796,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     details = budget.details
     return {
         # The judges' labels as the page shows them, in the column heading and over each verdict.
-        "kind": "report", "judges": ["judge: " + (judge_name or "(unnamed)")], "strings": strings.values, "details": details,
+        "kind": "report", "judges": ["judge: " + shown_name(judge_name or "(unnamed)")], "strings": strings.values, "details": details,
         "rows": rows, "page_size": 50, "status_filter": 4, "list_columns": [3, 1, 0, 4],
         "filters": [{"key": key, "label": label, "values": values[key]} for key, label in filters],
         "diff_label": "|judge − experts|", "reference_label": f"experts' {target}",
@@ -767,7 +811,8 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     """The explorer's data for a comparison: per compared run, the ``top`` items where its judge and the
     baseline's differ most (then the items only one of them scored), each with both judges' feedback."""
     folders = [Path(f) for f in result.folders]
-    names = list(result.runs)
+    shown = shown_names(result.runs)
+    names = [shown[str(name)] for name in result.runs]  # as the page shows them
     tables = [_read_items(f / "items.parquet") for f in folders]
     records, notes, first_why = None, [], None
     # Each run's data by the file its recorded path finds (a relative "data.jsonl" finds each run's own copy), read
@@ -808,6 +853,9 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
         preds.append(_Verdicts(table, checked, f"the data ({Path(data).name})" if data else "the data"))
     base = tables[0]
     base_pos = {str(i): k for k, i in enumerate(base["id"])}
+    # the names as the pages show them, told apart over the whole column: a label coded is one name's only
+    shown_of = {key: shown_names(base[column]) for key, column in (("model", "model_id"), ("task", "task_type"),
+                                                                   ("criterion", "criteria_name"))}
     filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
                ("criterion", "criterion"), ("status", "status")]
     values: dict[str, list[str]] = {key: [] for key, _ in filters}
@@ -846,8 +894,9 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
                     for found, side_scores in zip((preds[0], preds[other_k]), scores)]
         for _, _, item_id, i, j, a, b, diff in candidates[:top]:
             cats = [pair, code("split", SPLIT_TITLES.get(str(base["split"][i]), str(base["split"][i]))),
-                    code("model", str(base["model_id"][i])), code("task", str(base["task_type"][i])),
-                    code("criterion", str(base["criteria_name"][i])),
+                    code("model", shown_of["model"][str(base["model_id"][i])]),
+                    code("task", shown_of["task"][str(base["task_type"][i])]),
+                    code("criterion", shown_of["criterion"][str(base["criteria_name"][i])]),
                     code("status", compare_status(base["status"][i], other["status"][j]))]
             record = texts.get(item_id)
             sides = (base["status"][i], other["status"][j])

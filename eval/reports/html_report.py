@@ -12,17 +12,24 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 (``x_ci`` is shown as the interval of ``x``), so metrics added later appear without touching this module.
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
+
+Why one module of ~520 lines: report.html and compare.html share one page frame, one table writer and one way of
+showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
+already their own modules.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items
+from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items,
+                                        shown_name, shown_names)
 from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
 from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note
@@ -30,7 +37,8 @@ from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
-from eval.scoring.compare import comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds
+from eval.scoring.compare import (MIN_PAIRED, comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds,
+                                  paired_resamples_to_call)
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.validity.render import compare_html as compare_validity
@@ -148,8 +156,9 @@ def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | No
     book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
     head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}"{b}>{_e(_KEY_LABELS.get(k, k))}</th>'
                                              for k, b in zip(columns, book))
-    rows = [f"<tr><td>{_e(name)}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book)) + "</tr>"
-            for name, c in cells.items()]
+    shown = shown_names(cells)  # cut, and still one row's name each
+    rows = [f"<tr><td>{_e(shown[str(name)])}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book))
+            + "</tr>" for name, c in cells.items()]
     if overall:
         rows.append('<tr class="overall"><td>Overall</td>'
                     + "".join(_cell_td(overall, k, b) for k, b in zip(columns, book)) + "</tr>")
@@ -189,9 +198,10 @@ def _mae_svg(cells: Mapping[str, Cell], target: str, intervals: bool = True) -> 
     scale = bar_w / top
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{height}" '
            f'class="mae-plot" font-size="11" font-family="sans-serif">']
+    shown = shown_names(k for k, _ in rows)
     for i, (name, c) in enumerate(rows):
         y = 8 + i * row_h
-        short = name if len(name) <= 55 else name[:54] + "…"
+        short, name = (name if len(name) <= 55 else name[:54] + "…"), shown[str(name)]
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end"><title>{_e(name)}</title>{_e(short)}</text>')
         out.append(f'<rect x="{label_w}" y="{y + 2}" width="{c.mae * scale:.1f}" height="{row_h - 5}" fill="#4c72b0">'
                    f'<title>{_e(name)}: MAE {_num(c.mae)} (n scored {c.n_scored})</title></rect>')
@@ -249,7 +259,7 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
         result: ``metrics.json`` (``judge.metrics_json.metrics.Metrics``).
         explorer: ``report_items``'s output, or None for a page without the explorer.
     """
-    judge_name = result.judge or "(unnamed judge)"
+    judge_name = shown_name(result.judge or "(unnamed judge)")
     s = result.settings
     unit = "whole instructions" if s.bootstrap_unit == "instruction" else "items"
     # --n-boot 0 draws no resample: the page then claims no interval (its cells have none to show).
@@ -286,7 +296,11 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
                 f"<code>{_e(k)}</code> {_e(v)}" for k, v in block.failures.items()) + "</p>")
         means = block.model_means is not None and bool(block.model_means.by_model)
         if means:  # report.md's Table 10, from the same cells (the judge's name among them, escaped by the table)
-            note, header, rows = model_means_cells(block.model_means, result.judge, str, "Avg. (items pooled)")
+            # the names cut as the other tables' are, before the header adds " (MAE)" to the judge's
+            models = shown_names(block.model_means.by_model)
+            note, header, rows = model_means_cells(block.model_means, result.judge,
+                                                   lambda name: models.get(str(name)) or shown_name(name),
+                                                   "Avg. (items pooled)")
             body += [f"<h3>{_e(title)}: mean score per evaluated model (the paper's Table 10)</h3>",
                      f'<p class="note">{_md_text(note)}</p>', html_table(header, rows, _e, f"model-means-{split}")]
         for name, group_title in _GROUP_TITLES.items():
@@ -372,7 +386,21 @@ def _compare_level(result: Comparison | Mapping[str, Any]) -> float:
     return float(level) if _finite(level) and 0 < level < 1 else 0.95
 
 
-def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False) -> str:
+def _too_few_to_call(p: Paired, n_boot: int, alpha: float) -> str:
+    """Why an "n.s." cell was never called whatever its p (``eval.scoring.compare``'s minimums: ``MIN_PAIRED``
+    paired units, ``paired_resamples_to_call(alpha)`` resamples), as compare.md's headline says it; "" for any other
+    cell. Unsaid, such a cell read "p < 0.01 ... n.s." with no Holm p beside it, as if the call contradicted its p."""
+    if p.verdict != "n.s.":
+        return ""
+    units = p.n_units if p.n_units is not None else p.n  # instructions when they were resampled, else items
+    unit = "items" if p.n_units is None or units == p.n else "instructions"
+    if units < MIN_PAIRED:
+        return f" (under {MIN_PAIRED} paired {unit}: too few to call)"
+    needed = paired_resamples_to_call(alpha)
+    return f" (under {needed} resamples: too few to call)" if p.resamples(n_boot) < needed else ""
+
+
+def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False, alpha: float = 0.05) -> str:
     css = p.verdict if p.verdict in ("better", "worse") else ""
     # Each metric pairs its own items (Verdict Confidence needs two annotators, Spearman its reference): a count
     # other than the row's n column is said in the cell. A table's cell is called on its Holm-adjusted p, shown too,
@@ -383,19 +411,20 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False) 
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
     return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
             f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{_e(holm)}{own_n}</span> '
-            f'<span class="{css}">{_e(p.verdict or "—")}</span></td>')
+            f'<span class="{css}">{_e((p.verdict or "—") + _too_few_to_call(p, n_boot, alpha))}</span></td>')
 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
-                  css_id: str, n_boot: int, level: float = 0.95) -> str:
+                  css_id: str, n_boot: int, level: float = 0.95, alpha: float = 0.05) -> str:
     head = [label, f"n ({metrics_shown[0]})" if metrics_shown else "n"]
     for m in metrics_shown:
         head += [f"{m} baseline", f"{m} run", f"{m} delta [{ci_percent(level)} % CI] p call"]
     rows, bounds = [], holm_upper_bounds(cells)
+    names = shown_names(cells)  # cut, and still one row's name each
     for name, by_metric in cells.items():
         shown = by_metric.get(metrics_shown[0]) if metrics_shown else None
         n_shown = shown.n if shown is not None else None
-        tds = [f"<td>{_e(name)}</td>", f'<td data-v="{"" if n_shown is None else n_shown}">'
+        tds = [f"<td>{_e(names[str(name)])}</td>", f'<td data-v="{"" if n_shown is None else n_shown}">'
                f'{_e("—" if n_shown is None else n_shown)}</td>']
         for m in metrics_shown:
             p = by_metric.get(m)
@@ -404,26 +433,41 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
                 continue
             tds += [f'<td data-v="{p.a if _finite(p.a) else ""}">{_num(p.a)}</td>',
                     f'<td data-v="{p.b if _finite(p.b) else ""}">{_num(p.b)}</td>',
-                    _delta_td(p, n_boot, n_shown, (name, m) in bounds)]
+                    _delta_td(p, n_boot, n_shown, (name, m) in bounds, alpha)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
+def _named_for_page(result: Comparison) -> Comparison:
+    """``result`` with its run names as the pages show them (``shown_names``: cut, and still told apart), so that
+    every part of compare.html written from it (tables, headings, the headline sentences, the validity part) writes
+    a run's name cut, as the explorer's data (``compare_items``, from the same names) does."""
+    shown = shown_names(result.runs)
+    return replace(result, baseline=shown.get(str(result.baseline), shown_name(result.baseline)),
+                   runs=[shown[str(name)] for name in result.runs],
+                   comparisons=[replace(comp, run=shown.get(str(comp.run), shown_name(comp.run)))
+                                for comp in result.comparisons])
+
+
 def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) -> str:
     """``compare.html``: each run's own numbers side by side, then each run against the baseline."""
+    result = _named_for_page(result)
     runs = list(result.runs)
     level = _compare_level(result)
     # The intervals' level is said beside the call's alpha: the two are separate choices, and an interval that
     # includes 0 beside a "worse" call reads as a contradiction unless both are named.
     intervals = f", {ci_percent(level)} % intervals" if result.n_boot else " (no intervals)"
-    subtitle = [f"Baseline: <b>{_e(result.baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
+    unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
+    baseline = result.baseline
+    subtitle = [f"Baseline: <b>{_e(baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
                 f"Paired: delta = run − baseline on the items both scored; paired bootstrap{intervals}, "
-                f"{_e(result.n_boot)} resamples of "
-                f"{'whole instructions' if result.bootstrap_unit == 'instruction' else 'items'}; "
-                f"better/worse called at p &lt; {_e(result.alpha)}"
+                f"{_e(result.n_boot)} resamples of {unit}; better/worse called at p &lt; {_e(result.alpha)}"
                 + (", Holm-adjusted per metric within each table by model, task type or criterion"
-                   if holm_applied(result) else "") + " (MAE: lower is better; Spearman and VC: higher)."]
+                   if holm_applied(result) else "") + " (MAE: lower is better; Spearman and VC: higher). "
+                # compare.md's paired note: such a cell is left out of the Holm family and shows no Holm p
+                f"A cell under {MIN_PAIRED} paired {unit.removeprefix('whole ')} or "
+                f"{paired_resamples_to_call(result.alpha)} resamples is n.s. whatever its p: too few to call."]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():
         cells = {name: m.splits[split].overall for name, m in zip(runs, result.metrics) if split in m.splits}
@@ -434,7 +478,7 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
     # compare.md's validity sections, from the same rows: each run's own, then each against the baseline, paired
     body += (validity := compare_validity(result, _e))
     for k, comp in enumerate(result.comparisons):
-        body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(result.baseline)}</h2>')
+        body.append(f'<h2 id="cmp-{k}">{_e(comp.run)} vs {_e(baseline)}</h2>')
         body.append(f'<p class="note">{_e(comp.n_common)} items in both runs.</p>')
         # the console's and compare.md's sentences of this comparison (a VC drawn again, a Holm family too large)
         body += [f'<p class="note">{_e(line)}</p>' for line in comparison_headline(result, k)]
@@ -442,16 +486,19 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
             title = SPLIT_TITLES.get(split, split)
             body.append(f"<h3>{_e(title)}</h3>")
             body.append(_paired_table("Overall", {"all items": block.overall}, list(block.overall),
-                                      f"paired-{k}-{split}-overall", result.n_boot, level))
+                                      f"paired-{k}-{split}-overall", result.n_boot, level, result.alpha))
             for name, group_title in _GROUP_TITLES.items():
                 cells = block.by(name)
                 if cells:
                     shown = [m for m in ("mae", "spearman", "vc_judge") if any(m in c for c in cells.values())]
                     body.append(f'<details class="block"><summary>By {_e(group_title)} ({len(cells)})</summary>'
                                 + _paired_table(group_title.capitalize(), cells, shown, f"paired-{k}-{split}-{name}",
-                                                result.n_boot, level)
+                                                result.n_boot, level, result.alpha)
                                 + "</details>")
-    nav = ([("side", "Side by side")] + [("validity", "Validity")] * bool(validity)
+    # The validity part's first heading: "validity" opens only the side-by-side part, which a baseline without a
+    # validity section leaves out, and a link to it pointed nowhere.
+    validity_id = next((found.group(1) for block in validity if (found := re.match(r'<h2 id="([^"]+)"', block))), None)
+    nav = ([("side", "Side by side")] + [(validity_id, "Validity")] * (validity_id is not None)
            + [(f"cmp-{k}", c.run) for k, c in enumerate(result.comparisons)])
     data = None
     if explorer is not None:
@@ -460,7 +507,7 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                  '<p class="note">Per comparison, the items with the largest |run − baseline| (then items only one '
                  "judge scored). Click an item to see both judges' feedback.</p>", '<div id="explorer"></div>']
         data = explorer
-    return _page(f"Judge comparison (baseline: {result.baseline})", subtitle, nav, body, data)
+    return _page(f"Judge comparison (baseline: {baseline})", subtitle, nav, body, data)
 
 
 def write_compare_page(result: Comparison, out: str | Path, top: int = 1000) -> Path:

@@ -10,8 +10,10 @@ is called better/worse when its two-sided paired-bootstrap p-value is below ``al
 ``MIN_PAIRED`` paired units (items; whole instructions under ``--bootstrap-unit instruction``), else "n.s.": a
 percentile bootstrap over a handful of units can be of zero width by chance (two items with equal deltas give
 p = 0), the pitfall the experts' ceiling guards against with the same minimum (``bootstrap.MIN_VERDICT_UNITS``).
-A call also needs at least ``resamples_to_call(alpha)`` resamples (2 / alpha: 40 at alpha 0.05), else "n.s.": a
-p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until 2 / n <= alpha.
+A call also needs at least ``paired_resamples_to_call(alpha)`` resamples (more than 2 / alpha: 41 at alpha 0.05),
+else "n.s.": a p-value estimated as 0 from n resamples only says p < 2 / n, which is no evidence of p < alpha until
+2 / n < alpha; the bound a table's Holm adjustment enters such a p as (``_entered``), so that an overall cell and a
+table of that one cell call alike.
 The overall cells are called on their own p-values; a table by model, task type or criterion holds many cells of
 one metric, and its calls are read against Holm-adjusted p-values over its callable cells of that metric (``_holm``),
 so that the chance of any false call among a table's cells of one metric (one column of compare.html's table) stays
@@ -19,7 +21,7 @@ at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
 their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~830 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~920 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -37,7 +39,7 @@ from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
 from eval.reports.notes import runs_notes
-from eval.reports.report import SPLIT_TITLES, fmt, fmt_p, md_text, p_phrase
+from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
@@ -45,7 +47,8 @@ from judge.plumbing.json_reading import unreadable_json
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "fmt_p_bound",
-           "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "resamples_to_call",
+           "headline", "holm_applied", "holm_upper_bounds", "load_run", "paired_resamples_to_call", "render_markdown",
+           "resamples_to_call",
            "spearman_target"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
@@ -54,7 +57,8 @@ MIN_PAIRED = bootstrap.MIN_VERDICT_UNITS
 #: ``--n-boot`` of score, compare and rank is 0 (no intervals, no p-values, no calls) or at least this many
 #: resamples: a percentile interval is read off the resamples drawn, so one resample is a zero-width interval that
 #: reads as certainty and a few are the spread of a few draws. A floor against such degenerate intervals, not a
-#: recommendation: intervals worth reading take the default 1000, and compare's calls need ``resamples_to_call``.
+#: recommendation: intervals worth reading take the default 1000, and compare's calls need
+#: ``paired_resamples_to_call``.
 MIN_N_BOOT = 10
 #: ``--n-boot``'s bound as score, compare and rank check it: whether a value is within it, and what it must be.
 N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
@@ -63,11 +67,19 @@ N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
 
 
 def resamples_to_call(alpha: float) -> int:
-    """The fewest resamples from which a paired bootstrap may call a difference at ``alpha``: 2 / alpha (40 at 0.05).
-    Its two-sided p-value is twice a share of the resamples, so it moves in steps of 2 / n and an estimate of 0 only
-    says p < 2 / n; a (1 - alpha) percentile interval likewise needs n * alpha / 2 >= 1 resamples in each tail for an
-    end that is not simply the most extreme draw."""
+    """The fewest resamples whose (1 - alpha) percentile interval has an end that is not simply the most extreme
+    draw: n * alpha / 2 >= 1 in each tail, 2 / alpha (40 at 0.05). ``judge-eval rank`` calls on such an interval;
+    compare calls on a p-value and needs one resample more (``paired_resamples_to_call``)."""
     return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
+
+
+def paired_resamples_to_call(alpha: float) -> int:
+    """The fewest resamples from which compare's paired bootstrap may call a difference at ``alpha``: more than
+    2 / alpha (41 at 0.05). Its two-sided p-value is twice a share of the resamples, so it moves in steps of 2 / n and
+    an estimate of 0 only says p < 2 / n, evidence of p < alpha once 2 / n < alpha. The same bound as a table of one
+    cell's under Holm (``_resamples_for_family``), so that an overall cell is never called where the identical
+    one-cell table by model reads n.s."""
+    return _resamples_for_family(1, alpha)
 
 
 def _resamples_for_family(m: int, alpha: float) -> int:
@@ -106,7 +118,8 @@ def load_run(folder: str | Path) -> ScoredRun:
         FileNotFoundError: the folder has no ``items.parquet`` or no ``metrics.json``, naming the one missing (run
             ``judge-eval score`` first).
         ValueError: ``folder`` is a file, or its ``items.parquet`` cannot be read, repeats an id, holds a
-            judge_score no judge gives (an infinity, or NaN for a scored item) or lacks the columns compare pairs on
+            status score does not write or a judge_score no judge gives (an infinity, NaN for a scored item, a score
+            for an item not scored) or lacks the columns compare pairs on
             (``reference``, ``vc_judge``), or its ``metrics.json`` cannot be read or is not
             one ``judge-eval score`` writes: named by the run as given (compare takes several), the file and, where
             the schema check knows it, the field, with the way to rewrite it.
@@ -148,18 +161,27 @@ def load_run(folder: str | Path) -> ScoredRun:
 
 
 def _refuse_unscorable_judge_scores(items: Path, table: item_table.ItemTable, again: str) -> None:
-    """Refuse a judge_score no judge gives: an infinity (in any row), or a NaN in a row whose status is ``ok`` (score
-    writes NaN only for the items the judge failed). An edited table's infinity was left out of every pairing, and an
-    all-NaN column compared nothing, without a word (exit 0).
+    """Refuse a status score does not write (``item_table.STATUSES``), and a judge_score no judge gives: an infinity
+    (in any row), a NaN in a row whose status is ``ok``, or a score in a row whose status is not (score writes a
+    score for exactly the items the judge scored). An edited table's infinity was left out of every pairing, an
+    all-NaN column compared nothing, and a score kept on a row marked parse_failed was paired as a score, without a
+    word (exit 0).
 
     Raises:
         ValueError: naming the file, the column and the first such row (its index and id), with ``again``.
     """
-    bad = np.isinf(table.judge) | (np.isnan(table.judge) & (table.status == "ok"))
+    unknown = ~np.isin(table.status.astype(str), item_table.STATUSES)
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise ValueError(f"{items}: column status: {row_place(RowIndex(row))} (id {table.ids[row]!r}): "
+                         f"{table.status[row]!r} is not one of {', '.join(item_table.STATUSES)}; {again}")
+    ok = table.status == "ok"
+    bad = np.isinf(table.judge) | (np.isnan(table.judge) & ok) | (np.isfinite(table.judge) & ~ok)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         value, status = float(table.judge[row]), table.status[row]
-        why = "is not a score" if math.isinf(value) else f"(no score) in a row whose status is {status!r}"
+        why = ("is not a score" if math.isinf(value) else f"(no score) in a row whose status is {status!r}"
+               if math.isnan(value) else f"is a score in a row whose status is {status!r} (not scored)")
         raise ValueError(f"{items}: column judge_score: {row_place(RowIndex(row))} (id {table.ids[row]!r}): {value} "
                          f"{why}; judge-eval score writes a finite score for every scored item; {again}")
 
@@ -199,7 +221,7 @@ def _verdict(delta: float, p_value: float, metric: str, alpha: float, n_units: i
              n_resamples: int | None = None) -> str:
     """better / worse / n.s. / "—" (undefined); ``n_units``: the paired units the bootstrap resampled (items or
     instructions), "n.s." under ``MIN_PAIRED`` of them whatever the p-value; ``n_resamples``: the resamples the
-    p-value is a share of, "n.s." under ``resamples_to_call(alpha)`` of them (module docstring)."""
+    p-value is a share of, "n.s." under ``paired_resamples_to_call(alpha)`` of them (module docstring)."""
     if not math.isfinite(delta) or not math.isfinite(p_value):
         return "—"
     if p_value >= alpha or delta == 0 or _too_few(n_units, n_resamples, alpha):
@@ -233,8 +255,9 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
         xa, ya = ta.judge[index_a], _reference(base, metric)[index_a]
         xb, yb = tb.judge[index_b], _reference(other, metric)[index_b]
     cells = None if clusters is None else clusters[index_a]
+    # the interval at 1 - alpha: a call at alpha beside a 95 % interval that spans 0 would contradict it
     found = bootstrap.paired_bootstrap(xa, ya, xb, yb, _STAT[metric], n_boot, bootstrap.cell_rng(seed, key),
-                                       clusters=cells)
+                                       level=1.0 - alpha, clusters=cells)
     # the units the bootstrap resampled: the paired items, or their instructions (what the minimum counts)
     paired = np.isfinite(xa) & np.isfinite(ya) & np.isfinite(xb) & np.isfinite(yb)
     units = found["n"] if cells is None else len(np.unique(cells[paired]))
@@ -243,9 +266,10 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
 
 
 def _too_few(n_units: int | None, n_resamples: int | None, alpha: float) -> bool:
-    """Too few paired units (under ``MIN_PAIRED``) or resamples (under ``resamples_to_call``) to call any cell."""
+    """Too few paired units (under ``MIN_PAIRED``) or resamples (under ``paired_resamples_to_call``) to call any
+    cell."""
     return (n_units is not None and n_units < MIN_PAIRED) or (
-        n_resamples is not None and n_resamples < resamples_to_call(alpha))
+        n_resamples is not None and n_resamples < paired_resamples_to_call(alpha))
 
 
 def _callable(p: Paired, alpha: float) -> bool:
@@ -263,9 +287,9 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
     with Bonferroni. Cells too small to call are left out of the family: they are n.s. whatever their p-value, so no
     false call can come from them.
 
-    A p-value estimated as 0 says only p < 2 / resamples (``resamples_to_call``) and enters the adjustment as that
-    bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``_resamples_for_family``), and
-    an adjusted p that rests on such a bound is itself an upper bound (``holm_upper_bounds``)."""
+    A p-value estimated as 0 says only p < 2 / resamples (``paired_resamples_to_call``) and enters the adjustment as
+    that bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``_resamples_for_family``),
+    and an adjusted p that rests on such a bound is itself an upper bound (``holm_upper_bounds``)."""
     from statsmodels.stats.multitest import multipletests
 
     metric_names = sorted({metric for cells in table.values() for metric in cells})
@@ -392,23 +416,31 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             # a split either run holds but none of whose items both hold: kept with no pairs, so that the headline
             # says the runs share no scored items there rather than dropping the split without a word
             ia, ib = index_a[keep], index_b[keep]
+            key = _drawn_as(split, keep, ta.split[index_a])
             groups = {}
             for name, column in _GROUPS.items():
                 labels = getattr(ta, column)[ia].astype(str)
                 chosen = ("mae", "spearman", "vc_judge") if name != "criterion" else ("mae", "vc_judge")
                 groups[f"by_{name}"] = _holm({
                     label: {m: _paired(paired_base, paired_other, ia[labels == label], ib[labels == label], m,
-                                       f"{split}/{name}/{label}/{m}", n_boot, seed, alpha, clusters) for m in chosen}
+                                       f"{key}/{name}/{label}/{m}", n_boot, seed, alpha, clusters) for m in chosen}
                     for label in sorted(set(labels))
                 }, alpha)
             splits[split] = SplitComparison(
-                overall={m: _paired(paired_base, paired_other, ia, ib, m, f"{split}/overall/{m}", n_boot, seed, alpha,
+                overall={m: _paired(paired_base, paired_other, ia, ib, m, f"{key}/overall/{m}", n_boot, seed, alpha,
                                     clusters)
                          for m in ("mae", "spearman", "vc_judge")}, **groups)
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
-                                         _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters)))
+                                         _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters,
+                                                          alpha=alpha)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
-                      [r.metrics for r in runs], bootstrap_unit=bootstrap_unit)
+                      [r.metrics for r in runs], bootstrap_unit=bootstrap_unit, ci_level=1.0 - alpha)
+
+
+def _ci_level(result: Comparison) -> float:
+    """The coverage of a comparison's paired intervals: 1 - alpha (0.95 in a compare.json written before it was
+    kept, when every interval was drawn at 95 %)."""
+    return result.ci_level if result.ci_level is not None else 0.95
 
 
 def _vc_draws(metrics: Metrics) -> tuple[int, int]:
@@ -436,9 +468,26 @@ def _on_one_vc_draw(base: ScoredRun, other: ScoredRun) -> tuple[ScoredRun, Score
     return drawn_again(base), drawn_again(other)
 
 
+def _drawn_as(split: str, keep: np.ndarray, splits: np.ndarray) -> str:
+    """The name a split's paired resamples are drawn under (``bootstrap.cell_rng``): "all" for a test that holds
+    every paired item of "all" (data without Zero-Shot items), so that one item set gets one interval and one call,
+    as ``item_table.evaluate`` draws the runs' own; else the split's own."""
+    # ``keep`` lies within "all"'s items, so equal counts are the same items
+    return item_table.drawn_as_name(split, int(keep.sum()), int(_in_split(splits, "all").sum()))
+
+
 def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
     """Which items of a table's ``split`` column belong to ``split`` ("all": the two tests, never "unknown")."""
     return splits != "unknown" if split == "all" else splits == split
+
+
+def _own_ends(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
+    """Where an item's own scale is readable: only there does a section read a regression head's value past an end
+    as that end (``eval.validity.section.alt_test_judge`` takes the table's own ends, NaN where unreadable), while
+    ``_scale_ends`` fills the unreadable ones in for the ceiling's failures."""
+    if table.scale_low is None or table.scale_high is None:
+        return np.zeros(len(index), dtype=bool)
+    return np.isfinite(table.scale_low[index]) & np.isfinite(table.scale_high[index])
 
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
@@ -473,13 +522,16 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
 
 
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
-                     seed: int, clusters: np.ndarray | None = None) -> dict[str, PairedValidity]:
+                     seed: int, clusters: np.ndarray | None = None, alpha: float = 0.05
+                     ) -> dict[str, PairedValidity]:
     """Per split, rho and the ceiling gap of the run against the baseline, paired (``eval.validity.paired``), with
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
 
     The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
     finished) is left out, as each run's own section leaves it out, not scored as a failure. ``clusters``: per item of
-    the baseline's table, the unit a paired resample draws whole (``bootstrap_unit``); None: items."""
+    the baseline's table, the unit a paired resample draws whole (``bootstrap_unit``); None: items. The intervals
+    are at 1 - ``alpha``, the level compare.json's ``ci_level`` names for every paired interval."""
+    from eval.validity.ceiling import measured
     from eval.validity.paired import paired_validity
 
     validity = base.metrics.validity
@@ -493,14 +545,19 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep & predicted], index_b[keep & predicted]
         low, high = _scale_ends(ta, ia, block)
+        drawn_as = _drawn_as(split, keep, ta.split[index_a])
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,
-                                     rng=bootstrap.cell_rng(seed, f"{split}/validity"),
+                                     rng=bootstrap.cell_rng(seed, f"{drawn_as}/validity"), level=1.0 - alpha,
                                      scale_low=low, scale_high=high,
                                      clusters=None if clusters is None else clusters[ia],
                                      # as the baseline's section counted failures (None: written before, drop)
-                                     ceiling_failures=settings.ceiling_failures or "drop"))
+                                     ceiling_failures=settings.ceiling_failures or "drop",
+                                     # a regression head's value past a scale end read as that end, as each run's
+                                     # own section reads it
+                                     measured_a=measured(ta.score_source[ia]) & _own_ends(ta, ia),
+                                     measured_b=measured(tb.score_source[ib]) & _own_ends(tb, ib)))
     return out
 
 
@@ -518,11 +575,13 @@ def _spearman_targets(result: Comparison) -> dict[str, str]:
 
 def headline(result: Comparison) -> list[str]:
     """One sentence per compared run and split, e.g. "On the Zero-Shot test, B's MAE is 0.052 lower than A's
-    (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better"; first, for a run whose MAE
+    (delta -0.052, 95 % CI [-0.081, -0.024], p = 0.001, 412 paired items): better" (the interval's level 1 - alpha);
+    first, for a run whose MAE
     has another reference than the baseline's (a regression judge's mean beside a verdict judge's mode), a sentence
-    that says so, and one for a run whose Spearman has (``--spearman-target``), and one where the runs' VC was drawn
-    again under one seed and repeat count (``_on_one_vc_draw``); last, one per table whose Holm family is too large
-    for the resamples drawn (``_families_too_large``). Under ``--n-boot 0`` a sentence says there are no intervals or
+    that says so, and one for a run whose Spearman has (``--spearman-target``), one per setting the runs were scored
+    with apart (``_settings_apart``), one where either run holds items the other does not (``_holds_other_items``),
+    and one where the runs' VC was drawn again under one seed and repeat count (``_on_one_vc_draw``); last, one per
+    table whose Holm family is too large for the resamples drawn (``_families_too_large``). Under ``--n-boot 0`` a sentence says there are no intervals or
     calls, rather than showing empty ones.
 
     The VC sentence is read from the runs' settings, as ``compare`` decides the redraw: a compare.json written before
@@ -536,7 +595,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
     """``headline``'s sentences of the ``k``-th comparison (its run against the baseline), which compare.html shows
     under that comparison's heading."""
     lines = []
-    needed = resamples_to_call(result.alpha)
+    needed = paired_resamples_to_call(result.alpha)
     targets = {name: m.target for name, m in zip(result.runs, result.metrics)}
     correlated = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     comp, own = result.comparisons[k], result.metrics[k + 1]
@@ -553,6 +612,11 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
                      f"{theirs} (--spearman-target): a Spearman delta mixes the two references with the judges, "
                      "and identical scores would differ; score both runs with one --spearman-target to compare "
                      "their correlations.")
+    lines += _settings_apart(comp, own, result)
+    if _holds_other_items(comp, own, result):
+        lines.append(f"{comp.run} and {result.baseline} do not hold the same items: the pairs are drawn from the "
+                     f"{comp.n_common} both hold" + _outside(comp, own, result) + "; each run's own figures are over "
+                     "all of its items.")
     mine, theirs = _vc_draws(own), _vc_draws(result.metrics[0])
     if mine != theirs:
         lines.append(f"{comp.run}'s Verdict Confidence was scored with --seed {mine[0]} --vc-repeats {mine[1]}, "
@@ -580,7 +644,8 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
             continue
         lines.append(
             f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-            f"(delta {fmt(delta)}, 95 % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], {p_phrase(p.p_value, p.resamples(result.n_boot))}, "
+            f"(delta {fmt(delta)}, {ci_percent(_ci_level(result))} % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], "
+            f"{p_phrase(p.p_value, p.resamples(result.n_boot))}, "
             f"{p.n} paired items): {p.verdict}"
             + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
                else "")
@@ -595,8 +660,8 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
 def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
     """A sentence per grouping whose Holm family is too large for the resamples drawn: a raw p of 0 enters as
     2 / resamples, so a table of m callable cells can call none unless there are more than 2 m / alpha resamples
-    (``_resamples_for_family``) — said, not left for the reader to find among its n.s. rows. One callable cell is a
-    family too: at exactly 2 / alpha resamples it is callable, but its bound 2 / resamples equals alpha."""
+    (``_resamples_for_family``) — said, not left for the reader to find among its n.s. rows. A family of one cell is
+    never too large: a cell is callable only from ``paired_resamples_to_call`` resamples, that family's bound."""
     if not result.n_boot:
         return []
     out = []
@@ -637,19 +702,65 @@ def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str,
             f"{base.n}: paired on the {n_paired} both scored")
 
 
-def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
-    """How many of each run's items lie outside the ``n_common`` both runs hold (the items the pairs are drawn
-    from), from each run's own counts (items with a prediction and without): where two runs share no scored items of
-    a split, whether they were judged on other items or did not score the same ones."""
+def _totals(own: Metrics, result: Comparison) -> list[int | None]:
+    """The baseline's and the run's items, from each one's own counts (items with a prediction and without); None
+    for a run whose metrics.json has no overall cell to count them from."""
     totals = []
     for m in (result.metrics[0], own):
         cells = [m.splits[s].overall for s in ("all", "unknown") if s in m.splits]
         totals.append(sum(c.n + (c.n_missing or 0) for c in cells) if cells else None)
+    return totals
+
+
+def _holds_other_items(comp: RunComparison, own: Metrics, result: Comparison) -> bool:
+    """Whether either run holds items the other does not (a run of 200 items beside one of 40 of them): the pairs
+    then cover only the shared ones, while each run's own figures cover all of its own."""
+    return any(total is not None and comp.n_common < total for total in _totals(own, result))
+
+
+def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
+    """How many of each run's items lie outside the ``n_common`` both runs hold (the items the pairs are drawn
+    from), from each run's own counts (``_totals``): where the runs hold partly different items, and where two runs
+    share no scored items of a split, whether they were judged on other items or did not score the same ones."""
+    totals = _totals(own, result)
     if None in totals:
         return ""
     base, run = (total - comp.n_common for total in totals)
     return (f" ({result.baseline}: {base} of its {totals[0]} items outside the {comp.n_common} both runs hold; "
             f"{comp.run}: {run} of its {totals[1]})")
+
+
+def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> list[str]:
+    """A sentence where the two runs were scored with different settings that the pairing or the side-by-side
+    figures read: ``--clip-regression`` (a regression head's scores clipped to the scale in one run, raw in the
+    other: the paired MAE then measures the clipping as well as the judges) and how each run's own intervals were
+    drawn (``--bootstrap-unit``, ``--n-boot``, the interval's level: "Each run on its own items" sets them side by
+    side). A setting an older metrics.json lacks is not compared, except the resampled unit (items then)."""
+    mine, theirs = own.settings, result.metrics[0].settings
+    lines = []
+    # the option changes nothing where neither run holds a regression head's score (a verdict judge's runs)
+    from_head = any(m.notes is not None and m.notes.n_regression_scores for m in (own, result.metrics[0]))
+
+    def clipping(setting: str) -> str:
+        return ("with --clip-regression (a regression head's scores clipped to their scale)" if setting == "clipped"
+                else "without --clip-regression (a regression head's scores as the head gave them)")
+
+    if from_head and None not in (mine.regression_scores, theirs.regression_scores) and \
+            mine.regression_scores != theirs.regression_scores:
+        lines.append(f"{comp.run} was scored {clipping(mine.regression_scores)}, {result.baseline} "
+                     f"{clipping(theirs.regression_scores)}: the MAE deltas measure the clipping as well as the "
+                     "judges; score both runs alike to compare the judges alone.")
+
+    def drawn(s) -> str:
+        unit = "instructions" if s.bootstrap_unit == "instruction" else "items"
+        return f"{s.n_boot} resamples of {unit} at {ci_percent(s.ci_level)} %"
+
+    if drawn(mine) != drawn(theirs):
+        lines.append(f"{comp.run}'s own intervals were drawn from {drawn(mine)}, {result.baseline}'s from "
+                     f"{drawn(theirs)} (its --n-boot, --bootstrap-unit, level): under \"Each run on its own items\" "
+                     "their widths differ by that as well as by the judges; the paired intervals are this "
+                     "comparison's own.")
+    return lines
 
 
 def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> list[str]:
@@ -783,7 +894,7 @@ def render_markdown(result: Comparison) -> str:
         out += [f"Paired: delta = run − baseline on items both scored; {_NO_BOOT}.", ""]
     else:
         out += _paired_note(result, unit)
-    head = ["", "baseline", "run", "delta", "95 % CI", "p", "call", "n"]
+    head = ["", "baseline", "run", "delta", f"{ci_percent(_ci_level(result))} % CI", "p", "call", "n"]
     for comp in result.comparisons:
         out += [f"## {comp.run} vs {result.baseline}", ""]
         # the items of both runs' tables (their data's, predicted or not); `n` in the rows: those both scored
@@ -831,4 +942,5 @@ def _paired_note(result: Comparison, unit: str) -> list[str]:
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
             "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
-            f"{resamples_to_call(result.alpha)} resamples (2 / alpha: p moves in steps of 2 / resamples). " + tables, ""]
+            f"{paired_resamples_to_call(result.alpha)} resamples (more than 2 / alpha: p moves in steps of "
+            "2 / resamples). " + tables, ""]

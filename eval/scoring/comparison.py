@@ -98,8 +98,9 @@ class SplitComparison(_ComparisonRecord):
 
 @dataclass(frozen=True)
 class RunComparison(_ComparisonRecord):
-    """A run against the baseline on the ``n_common`` items both scored: per test the paired statistics, and the
-    paired validity figures (empty when the baseline was scored without a validity section)."""
+    """A run against the baseline: ``n_common``, the items both runs' tables hold (predicted or not; the paired
+    statistics' ``n`` counts those of them both scored), per test the paired statistics, and the paired validity
+    figures (empty when the baseline was scored without a validity section)."""
 
     run: str
     folder: str
@@ -127,6 +128,8 @@ class Comparison(_ComparisonRecord):
     metrics: list[Metrics]
     #: what the paired resamples drew, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
     bootstrap_unit: str | None = optional_field()
+    #: the paired intervals' coverage, 1 - alpha, so that a call and its interval agree; None: 0.95 (older files)
+    ci_level: float | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Comparison:

@@ -814,6 +814,14 @@ def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
     return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
+def drawn_as_name(split: str, n_items: int, n_all: int) -> str:
+    """The name a split's resamples are drawn under (``bootstrap.cell_rng`` is keyed by name): a test that holds
+    every one of the ``n_all`` items of "all" (data without Zero-Shot items: any custom data set) draws as "all"
+    does, so that one item set shows one interval, not two that differ. ``n_items``: the test's items, a subset of
+    "all"'s. One rule for the runs' metrics, their validity sections and compare's paired draws."""
+    return "all" if split in ("zero_shot", "standard") and n_items == n_all else split
+
+
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
              ci_level: float = 0.95, derived: _Derived | None = None,
              spearman_target: str | None = None, bootstrap_unit: str = "item") -> dict[str, Any]:
@@ -857,6 +865,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     if (table.split == "unknown").any():
         split_index["unknown"] = everything[table.split == "unknown"]
     split_index["all"] = everything[table.split != "unknown"]
+    drawn_as = {split: drawn_as_name(split, len(index), len(split_index["all"]))
+                for split, index in split_index.items()}
     groupings = {name: _groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = _groups(table.task_group)
     levels = np.unique(np.concatenate([
@@ -867,7 +877,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
                         spearman_target=spearman_target, bootstrap_unit=bootstrap_unit)
 
     def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Cell]:
-        return {label: cell(table, derived, index[in_split[index]], key=f"{split}/{name}/{label}",
+        return {label: cell(table, derived, index[in_split[index]], key=f"{drawn_as[split]}/{name}/{label}",
                             correlations=name in _CORRELATED, n_boot=n_boot, seed=seed, ci_level=ci_level,
                             clusters=clusters)
                 for label, index in groupings[name].items() if in_split[index].any()}
@@ -879,7 +889,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     splits: dict[str, SplitMetrics] = {}
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
-        overall = cell(table, derived, split_idx, key=f"{split}/overall", correlations=True, n_boot=n_boot,
+        overall = cell(table, derived, split_idx, key=f"{drawn_as[split]}/overall", correlations=True, n_boot=n_boot,
                        seed=seed, ci_level=ci_level, clusters=clusters)
         by = {name: cells_by(name, split, in_split) for name in groupings}
         failed = split_idx[(table.status[split_idx] == "parse_failed") | (table.status[split_idx] == REQUEST_FAILED)]

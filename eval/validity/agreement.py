@@ -24,17 +24,25 @@ Libraries, and their pitfalls (each pinned by a test):
   ``cohens_kappa(table, wt="quadratic")`` on the rater x rater table over the full scale (about 30 microseconds a
   call against sklearn's 0.7-3 ms of input checks); a test pins the two equal.
 
-``alpha_with_judge`` adds the judge as one more rater on the items it scored (its score as the scale level it
+Both alphas are over the same items, those with at least two expert scores on the value domain
+(``n_items_alpha``): the experts' alpha can take no other, and with the judge as a rater an item of one expert would
+pair too, so that the difference compared alphas of different items (2 items two experts scored beside 198 of one
+expert read "the judge raises agreement by 1.17", the 198 items' agreement with the judge, not what the judge adds
+to the panel). ``alpha_with_judge`` adds the judge as one more rater on those of them it scored (its score as the
+scale level it
 rounds to, half up, never clipped into the scale: a level off the item's scale is no rating of it and is left out,
 ``off_scale``): over the judge's readable verdicts only, because a failed verdict (an
 unparseable answer, a failed request) is no rating of the scale and alpha has no way to count it — unlike the
 alt-test and the experts' ceiling, which count a failure against the judge by default. ``n_items_judge_failed`` says
-how many items of the cell that leaves the judge out of; a cell with no readable verdict on the scale has no
-``alpha_with_judge`` (None, as the difference and its interval: it would be the experts' alpha again);
-``alpha_difference`` = with minus without, with a percentile bootstrap interval over the items that count in either
-alpha (two values or more with the judge's: an item with one expert and the judge's score pairs in
-``alpha_with_judge`` only, and an item without a pair adds nothing to either), capped at ``ALPHA_BOOT`` resamples
-of at most ``ALPHA_BOOT_ITEMS`` items each. A cell with more items gets an m-out-of-n bootstrap (Bickel, Götze
+how many items of the cell that leaves the judge out of; a cell with no readable verdict on the scale among those
+items has no ``alpha_with_judge`` (None, as the difference and its interval: it would be the experts' alpha again);
+``alpha_difference`` = with minus without, with a percentile bootstrap interval over the same items, capped at
+``ALPHA_BOOT`` resamples
+of at most ``ALPHA_BOOT_ITEMS`` items each. A resample whose alpha of the experts or with the judge is undefined (all
+of its values on one level: no disagreement to measure) is unusable; ``alpha_boot.n_resamples`` counts the usable ones, and where they are
+fewer than ``MIN_USABLE_SHARE`` of those drawn there is no interval: one read off the rest is the spread of the
+resamples that happened to draw those items (``usable_interval``, the rule of ``judge-eval compare``'s paired
+intervals too). A cell with more items gets an m-out-of-n bootstrap (Bickel, Götze
 and van Zwet, Statistica Sinica 7, 1997): each resample draws m = ``ALPHA_BOOT_ITEMS`` of its n items, because
 a resample's alpha needs its items drawn one by one (100 x 160,000 draws on the full test, where 100 x 1,000 cost
 next to nothing). A statistic of m items spreads sqrt(n/m) times as widely as one of n (alpha is a
@@ -51,8 +59,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "CodedCounts", "agreement", "agreement_classes", "class_codes",
-           "level_positions", "quadratic_kappa", "resampled_alphas", "table_kappa", "value_counts"]
+__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "MIN_USABLE_SHARE", "CodedCounts", "agreement", "agreement_classes",
+           "class_codes", "level_positions", "quadratic_kappa", "resampled_alphas", "table_kappa", "usable_interval",
+           "value_counts"]
 
 #: Resamples of the alpha difference's bootstrap interval.
 ALPHA_BOOT = 100
@@ -60,6 +69,24 @@ ALPHA_BOOT = 100
 ALPHA_BOOT_ITEMS = 1000
 #: How much the experts of an item agreed: all the same, a unique mode, or no unique mode.
 CLASSES = ("unanimous", "majority", "split")
+#: The share of the drawn resamples that must be usable (their statistic defined) for an interval: the alpha
+#: difference's here, and ``judge-eval compare``'s paired ones (``eval.validity.paired``).
+MIN_USABLE_SHARE = 0.9
+
+
+def usable_interval(samples: list[np.ndarray], level: float) -> tuple[list, int | None]:
+    """The percentile interval of the usable resamples (finite), and how many those are (None: none drawn);
+    no interval where they are fewer than ``MIN_USABLE_SHARE`` of those drawn (the module docstring; ``judge-eval
+    compare``'s paired intervals, ``eval.validity.paired``, read theirs by the same rule)."""
+    from eval.scoring.bootstrap import percentile_interval
+
+    if not samples:
+        return [None, None], None
+    values = np.concatenate(samples)
+    usable = int(np.isfinite(values).sum())
+    if not usable or usable < MIN_USABLE_SHARE * len(values):
+        return [None, None], usable
+    return percentile_interval(values, level), usable
 
 
 def value_counts(scores: np.ndarray, domain: np.ndarray) -> np.ndarray:
@@ -231,7 +258,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
               rng: np.random.Generator | None = None,
               level: float = 0.95, coded: tuple[CodedCounts, CodedCounts, np.ndarray] | None = None,
               mean: np.ndarray | None = None, clusters: np.ndarray | None = None,
-              n_expert_scores: np.ndarray | None = None) -> dict[str, Any]:
+              n_expert_scores: np.ndarray | None = None, judge_scores: np.ndarray | None = None) -> dict[str, Any]:
     """Agreement figures of one cell.
 
     Args:
@@ -240,7 +267,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         off_scale: ``(n,)`` the levels the judge's scores round to where they lie off the item's scale (NaN
             elsewhere; ``eval.validity.section.off_scale_levels``; None: none). No rating of the scale, so out of
             alpha with the judge and kappa (counted in ``n_kappa_off_domain`` where the item has a unique mode); a
-            miss in ``exact`` (a 5 on a 0-2 scale is no 2) and their distance in ``mae_to_mean``; not failures.
+            miss in ``exact`` (a 5 on a 0-2 scale is no 2) and in ``mae_to_mean`` at their distance (the score's, given
+            ``judge_scores``); not failures.
         experts: ``(n, k)`` NaN-padded expert scores.
         mode: ``(n,)`` the experts' unique mode (NaN where none).
         domain: the rubric's full scale, ascending.
@@ -259,21 +287,28 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
             m-out-of-n there, the resample's value counts are weights over the distinct rows, not drawn item by item.
         n_expert_scores: ``(n,)`` how many expert scores each item has, when the caller has them (None: counted from
             ``experts``; without either, ``n_expert_scores_off_domain`` is None).
+        judge_scores: ``(n,)`` the judge's scores themselves (a regression head's raw value, not the level it rounds
+            to), for ``mae_to_mean``: a head answering 1.667 where the experts' mean is 1.667 is 0 from it, not the
+            0.33 of its level 2. None: the levels (``judge_levels``, ``off_scale``), as for a text verdict.
 
     Returns:
-        ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci``,
+        ``n_items_alpha`` (the items both alphas are over: two expert scores or more on ``domain``),
+        ``alpha_experts``, ``alpha_with_judge``, ``alpha_difference`` with ``alpha_difference_ci`` and ``alpha_boot``
+        (``resamples`` drawn, ``n_resamples`` usable, ``items_per_resample``; ``clusters_per_resample``),
         ``kappa_quadratic`` (judge vs the experts' unique mode, over the ``n_kappa`` items whose judge level and mode
         are both levels of ``domain``), ``by_expert_agreement`` {unanimous, majority, split} -> ``n``, ``n_judged``,
-        ``exact`` (the judge's share equal to the unique mode; None for split items), ``mae_to_mean`` (against the
-        experts' mean), ``n_items_judge_failed`` (items the judge failed on: out of alpha with the judge, kappa
+        ``exact`` (the judge's share equal to the unique mode, its level against the mode; None for split items),
+        ``mae_to_mean`` (its score against the experts' mean, ``judge_scores``), ``n_items_judge_failed`` (items the judge failed on: out of alpha with the judge, kappa
         and the classes' judged figures) and ``n_kappa_off_domain`` (items with both a judge answer and a mode, one
         of them off ``domain`` or the judge's off its item's scale (``off_scale``), e.g. a mode of 0.5 between two
         levels: left out of kappa, as sklearn's ``labels`` leaves them, and counted here rather than lost) and
         ``n_items_judge_off_scale`` (items whose judge answer lies off the item's scale, ``off_scale``: left out of
         alpha with the judge and kappa, unique mode or not) and ``n_expert_scores_off_domain`` (expert scores that
-        are no level of ``domain``, a half-point or an off-rubric score: left out of both alphas, module docstring).
+        are no level of ``domain``, a half-point or an off-rubric score: left out of both alphas, module docstring);
+        ``n_alpha_items_judge_failed`` and ``n_alpha_items_judge_off_scale``: those of the ``n_items_alpha`` items,
+        the ones alpha with the judge left the judge out of.
     """
-    from eval.scoring.bootstrap import cluster_resample_weights, percentile_interval
+    from eval.scoring.bootstrap import cluster_resample_weights
     from eval.scoring.metrics import expert_mean
 
     domain = np.asarray(domain, dtype=float)
@@ -281,21 +316,24 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     off = np.zeros(len(judged), dtype=bool) if off_scale is None else np.isfinite(off_scale)
     answered = judged | off  # the rest are the judge's failures
     answer = judge_levels if off_scale is None else np.where(off, off_scale, judge_levels)
+    measured = answer if judge_scores is None else np.asarray(judge_scores, dtype=float)  # the MAE's: the score
     if coded is None:  # this cell's own counts, coded
         expert_counts = value_counts(experts, domain)
         with_judge = expert_counts + value_counts(judge_levels[:, None], domain)
         coded = (CodedCounts(expert_counts, domain), CodedCounts(with_judge, domain), np.arange(len(experts)))
     coded_experts, coded_with, items = coded
-    # Without one readable verdict on the scale the judge adds no rating: "alpha with the judge" would be the
-    # experts' alpha again and the difference a 0 that reads as the judge agreeing as well as they do.
-    out: dict[str, Any] = {"value_domain": domain.tolist(),
+    # Without one readable verdict on the scale among the alphas' items the judge adds no rating: "alpha with the
+    # judge" would be the experts' alpha again and the difference a 0 that reads as the judge agreeing as well.
+    # Both alphas over the same items, those two experts scored on the domain (module docstring): with the judge,
+    # an item of one expert would pair too, and the difference compared alphas of different items.
+    usable = np.flatnonzero(coded_experts.pairable(domain, items))
+    out: dict[str, Any] = {"value_domain": domain.tolist(), "n_items_alpha": int(len(usable)),
                            "alpha_experts": _coded_alpha(coded_experts, items, domain),
-                           "alpha_with_judge": _coded_alpha(coded_with, items, domain) if judged.any() else None}
+                           "alpha_with_judge": (_coded_alpha(coded_with, items[usable], domain)
+                                                if judged[usable].any() else None)}
     both = out["alpha_experts"] is not None and out["alpha_with_judge"] is not None
     out["alpha_difference"] = out["alpha_with_judge"] - out["alpha_experts"] if both else None
     interval = [None, None]
-    # The items the point estimate counts: with the judge as a rater, an item with one expert pairs too.
-    usable = np.flatnonzero(coded_with.pairable(domain, items))
     boot = {"resamples": n_boot, "items_per_resample": int(min(len(usable), ALPHA_BOOT_ITEMS))}
     if both and n_boot > 0 and clusters is not None:
         boot = {"resamples": n_boot, "items_per_resample": int(len(usable)),
@@ -313,7 +351,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
                 coded_with.alphas(w @ to_with, domain) - coded_experts.alphas(w @ to_experts, domain)
                 for w in cluster_resample_weights(cell_of_item.reshape(-1), clusters[usable], len(pair), n_boot,
                                                   rng or np.random.default_rng(0))])
-            interval = percentile_interval(samples, level)
+            interval, boot["n_resamples"] = usable_interval([samples], level)
     elif both and n_boot > 0 and len(usable) >= 2:
         rng = rng or np.random.default_rng(0)
         size = min(len(usable), ALPHA_BOOT_ITEMS)
@@ -322,7 +360,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
                    - coded_experts.alphas(coded_experts.draws(drawn), domain))
         # m-out-of-n: the deviations of m-item resamples rescaled to n items (module docstring); 1 when m = n
         samples = out["alpha_difference"] + np.sqrt(size / len(usable)) * (samples - out["alpha_difference"])
-        interval = percentile_interval(samples, level)
+        interval, boot["n_resamples"] = usable_interval([samples], level)
     out["alpha_difference_ci"] = interval
     out["alpha_boot"] = boot
 
@@ -344,7 +382,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
             "n": int(members.sum()),
             "n_judged": int(hit.sum()),
             "exact": (float((answer[hit] == mode[hit]).mean()) if name != "split" and hit.any() else None),
-            "mae_to_mean": float(np.abs(answer[hit] - mean[hit]).mean()) if hit.any() else None,
+            "mae_to_mean": float(np.abs(measured[hit] - mean[hit]).mean()) if hit.any() else None,
         }
     out["by_expert_agreement"] = split
     out["n_items_judge_failed"] = int((~answered).sum())
@@ -352,6 +390,9 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     # every answer off its item's scale, with a unique mode or not: none is in alpha with the judge, and without
     # this count the report read "with the judge 1.00" over the judge's on-scale answers alone
     out["n_items_judge_off_scale"] = int(off.sum())
+    # of those, the items alpha with the judge is over (two expert scores or more): what it left the judge out of
+    out["n_alpha_items_judge_failed"] = int((~answered[usable]).sum())
+    out["n_alpha_items_judge_off_scale"] = int(off[usable].sum())
     if n_expert_scores is None and experts is not None:
         n_expert_scores = (~np.isnan(experts)).sum(axis=1)
     out["n_expert_scores_off_domain"] = (None if n_expert_scores is None else

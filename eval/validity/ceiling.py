@@ -25,7 +25,9 @@ scale, so kappa cannot take it as it is; a verdict (the judge wrote the number) 
 to the reference in the MAE (a measured answer, as the headline's MAE and ``judge-eval compare``'s paired ceiling gap
 read it). A regression head's raw value just past an end (3.6 on a 0-3 scale) is a measurement near that end, not a
 number outside the rubric: it enters kappa at the nearer end (``measured``), or a head overshooting where the experts
-agree on the top level would read as answering the bottom one. Kappa's table had
+agree on the top level would read as answering the bottom one. The section passes such a value already at that end
+(``eval.validity.section.judge_levels``, one rule for every figure), so there it is no off-scale answer and is not
+counted in ``n_judge_off_scale``. Kappa's table had
 left it out of the judge's side alone: the judge's kappa covered fewer pairs than the expert's, and a judge answering
 off the scale on the disputed items read a better kappa than one failing on them.
 
@@ -65,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+from judge.metrics_json.validity import CEILING_FAILURES
 
 __all__ = ["FAILURES", "MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference",
            "measured", "scale_ends", "verdict"]
@@ -77,7 +80,7 @@ MARGIN = 0.1
 #: too (the same as the alt-test's items per expert and the length slopes' pairs).
 MIN_ITEMS = MIN_VERDICT_UNITS
 #: What a judge failure counts as in the ceiling (module docstring; ``--ceiling-failures``): the default first.
-FAILURES = ("worst", "drop")
+FAILURES = CEILING_FAILURES
 
 
 def verdict(interval: list, n_units: int, margin: float = MARGIN, min_items: int = MIN_ITEMS) -> str | None:
@@ -180,6 +183,10 @@ class CeilingPairs:
         n = len(judge)
         self.values = np.asarray(values, dtype=float)
         item, slot = np.nonzero(np.isfinite(reference))
+        # why an item has no pair, for the verdict's coverage (``cell_ceiling``): fewer than two experts, no reference
+        # (no unique mode among the others), or every pair dropped (a failure under ``drop``)
+        self.n_experts = np.isfinite(experts).sum(axis=1)
+        self.n_referenced = np.bincount(item, minlength=n)
         judged = judge[item]
         failed = ~np.isfinite(judged)
         self.n_failed = np.bincount(item[failed], minlength=n)
@@ -279,7 +286,9 @@ def ceiling(judge: np.ndarray, experts: np.ndarray, target: str, domain: np.ndar
         measured: ``(n,)`` True where the judge's score is a regression head's raw value (``CeilingPairs``).
 
     Returns:
-        ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``,
+        ``reference``, ``n_items``, ``n_pairs``, ``n_judge_failed`` (pairs), ``n_items_judge_failed``, the items
+        without a pair by why (``n_items_few_experts``: fewer than two experts; ``n_items_no_reference``: no unique
+        mode among the others of any expert; ``n_items_dropped``: every pair dropped, a failure under ``drop``),
         ``n_judge_off_scale`` (pairs whose answer lies off the item's scale), ``n_items_judge_off_scale``,
         ``expert_mae``, ``judge_mae``, ``gap`` with
         ``gap_ci``, ``expert_kappa`` and ``judge_kappa`` (None for the mean reference), ``n_kappa_off_domain`` (mode
@@ -307,6 +316,11 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     counts = pairs.n_pairs[index]
     mine = pairs.pairs_of(index)
     out.update(n_items=int((counts > 0).sum()), n_pairs=int(len(mine)))
+    # the items without a pair, by why: together with ``n_items`` they are every item of the cell
+    few = pairs.n_experts[index] < 2
+    referenced = pairs.n_referenced[index] > 0
+    out.update(n_items_few_experts=int(few.sum()), n_items_no_reference=int((~few & ~referenced).sum()),
+               n_items_dropped=int((referenced & (counts == 0)).sum()))
     if not len(mine):
         return {**out, "expert_mae": None, "judge_mae": None, "gap": None, "gap_ci": [None, None],
                 "expert_kappa": None, "judge_kappa": None, **({"n_kappa_off_domain": 0} if target == "mode" else {}),

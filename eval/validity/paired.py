@@ -35,17 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from eval.validity.agreement import MIN_USABLE_SHARE, usable_interval
 from eval.validity.alt_test import AltTestSettings, prepare, summarise
 from eval.validity.ceiling import leave_one_out_reference, scale_ends
 
-__all__ = ["PAIRED_BOOT", "paired_validity"]
+__all__ = ["MIN_USABLE_SHARE", "PAIRED_BOOT", "paired_validity"]
 
 #: The most resamples of the paired intervals.
 PAIRED_BOOT = 200
 #: Weights held at once (resamples x pairs): 4M float64 = 32 MiB.
 CHUNK_ENTRIES = 4_000_000
-#: The share of the drawn resamples that must be usable for an interval (module docstring).
-MIN_USABLE_SHARE = 0.9
 
 
 def _rho_parts(judge, experts, ids, settings):
@@ -76,20 +75,6 @@ def _rho(parts, weights):
     return np.where(present > 0, np.where(drawn > 0, share, 0.0).sum(axis=1) / np.maximum(present, 1), np.nan)
 
 
-def _interval(samples: list[np.ndarray], level: float) -> tuple[list, int | None]:
-    """The percentile interval of the usable resamples (finite), and how many those are (None: none drawn);
-    no interval where they are fewer than ``MIN_USABLE_SHARE`` of those drawn."""
-    from eval.scoring.bootstrap import percentile_interval
-
-    if not samples:
-        return [None, None], None
-    values = np.concatenate(samples)
-    usable = int(np.isfinite(values).sum())
-    if not usable or usable < MIN_USABLE_SHARE * len(values):
-        return [None, None], usable
-    return percentile_interval(values, level), usable
-
-
 def _gap_parts(judge, experts, reference, rows, worst_error=None):
     """Per item, the summed (judge - expert) error gap and the pair count, over the items ``rows``; a failure's
     error is ``worst_error`` (per pair) when given."""
@@ -114,7 +99,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
                     rng: np.random.Generator | None = None, level: float = 0.95,
                     scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
-                    clusters: np.ndarray | None = None, ceiling_failures: str = "drop") -> dict[str, Any]:
+                    clusters: np.ndarray | None = None, ceiling_failures: str = "drop",
+                    measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None) -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
     Args:
@@ -133,6 +119,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         ceiling_failures: the baseline section's ``ceiling_failures``: ``worst`` (a failure is its judge's largest
             error on the item's scale, the ends ``scale_low`` / ``scale_high``) or ``drop`` (items either judge
             failed on left out of the gap).
+        measured_a, measured_b: ``(n,)`` True where that judge's score is a regression head's raw value
+            (``eval.validity.ceiling.measured`` of the run's ``score_source``): under ``accuracy`` a value past an end
+            is that end, as its section reads it (``alt_test_judge``); None: none is.
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
@@ -156,10 +145,10 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
     from eval.validity.section import alt_test_judge
 
-    parts_a = _rho_parts(alt_test_judge(judge_a, scale_low, scale_high, settings.scoring), experts, expert_ids,
-                         settings)
-    parts_b = _rho_parts(alt_test_judge(judge_b, scale_low, scale_high, settings.scoring), experts, expert_ids,
-                         settings)
+    parts_a = _rho_parts(alt_test_judge(judge_a, scale_low, scale_high, settings.scoring, measured_a), experts,
+                         expert_ids, settings)
+    parts_b = _rho_parts(alt_test_judge(judge_b, scale_low, scale_high, settings.scoring, measured_b), experts,
+                         expert_ids, settings)
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []
@@ -182,7 +171,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
             done += size
     if parts_a and parts_b:
         rho_a, rho_b = parts_a[3], parts_b[3]
-        ci, usable = _interval(rho_samples, level)
+        ci, usable = usable_interval(rho_samples, level)
         out["rho"] = {"baseline": rho_a, "run": rho_b, "delta": rho_b - rho_a, "ci": ci,
                       **({} if usable is None else {"n_resamples": usable})}
     else:
@@ -190,7 +179,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                              "no expert with enough items)"}
     if has_gap:
         ga, gb = gap_a.sum() / count.sum(), gap_b.sum() / count.sum()
-        ci, usable = _interval(gap_samples, level)
+        ci, usable = usable_interval(gap_samples, level)
         out["ceiling_gap"] = {"baseline": float(ga), "run": float(gb), "delta": float(gb - ga), "ci": ci,
                               **({} if usable is None else {"n_resamples": usable})}
     else:

@@ -1,5 +1,8 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
+Why one module of ~550 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
+
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
 summary; ``judge-eval compare`` sets two runs side by side with ``compare_rows`` and ``paired_rows`` (compare.md) and
 ``compare_html`` (compare.html, from the same rows). How to read every figure: docs/validity.md.
@@ -17,11 +20,12 @@ from eval.validity.alt_test import MIN_EXPERTS_TESTED
 from eval.validity.bias import MIN_PAIRS, MIN_SLOPE_ANSWERS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
+from eval.validity.agreement import MIN_USABLE_SHARE
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
                                          Unavailable, ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
+__all__ = ["ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
            "markdown_lines", "paired_rows", "signed"]
 
 
@@ -60,6 +64,27 @@ def counted(n: int, noun: str, nouns: str | None = None) -> str:
     """``n`` and the noun in its number: "1 item", "2 items", "1 criterion" / "3 criteria" (``nouns``: an irregular
     plural)."""
     return f"{n} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def ceiling_coverage(ceiling, n_items: int, n_missing: int | None) -> str:
+    """", over N of M items (why the rest are out)" where the ceiling's verdict covers fewer than the split's items
+    (``n_items`` predicted, ``n_missing`` without a prediction): an item with one expert, or without a unique mode
+    among the other experts, has no pair, and a verdict over half the items read as one on them all, as the
+    alt-test's coverage clause says for its own (``eval.validity.section``). "" where it covers all, or in a file
+    without the counts."""
+    if ceiling.n_items_few_experts is None or ceiling.n_items_no_reference is None:
+        return ""
+    missing = n_missing or 0
+    total = n_items + missing
+    if ceiling.n_items >= total:
+        return ""
+    why = [text for count, text in (
+        (ceiling.n_items_few_experts, f"{ceiling.n_items_few_experts} with fewer than 2 experts"),
+        (ceiling.n_items_no_reference, f"{ceiling.n_items_no_reference} without a unique mode among the other "
+                                       "experts"),
+        (ceiling.n_items_dropped or 0, f"{ceiling.n_items_dropped} the judge failed on, dropped"),
+        (missing, f"{missing} without a prediction")) if count > 0]
+    return f", over {ceiling.n_items} of {counted(total, 'item')} ({', '.join(why)})"
 
 
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:
@@ -168,11 +193,18 @@ def _ceiling_failed(ceiling, failures: str | None) -> str:
 
 
 def _alpha_failed(agreement) -> str:
-    """Alpha with the judge is over its readable verdicts on the scale: how many items that leaves it out of, failed
-    and answered off the item's scale (None: a file written before the count)."""
+    """Alpha with the judge is over its readable verdicts on the scale: how many of its items (``n_items_alpha``) that
+    leaves the judge out of, failed and answered off the item's scale. A file written before ``n_items_alpha`` took
+    alpha with the judge over every item of the cell, so the cell's counts are its; one written after it but before
+    the alpha items' own counts: no clause (None: a file written before the counts)."""
     if not agreement:
         return ""
-    counts = ((agreement.n_items_judge_failed, "failed item"), (agreement.n_items_judge_off_scale, "off-scale item"))
+    if agreement.n_items_alpha is None:
+        counts = ((agreement.n_items_judge_failed, "failed item"),
+                  (agreement.n_items_judge_off_scale, "off-scale item"))
+    else:
+        counts = ((agreement.n_alpha_items_judge_failed, "failed item"),
+                  (agreement.n_alpha_items_judge_off_scale, "off-scale item"))
     left = [counted(n, noun) for n, noun in counts if n]
     return f" (over its readable verdicts: {' and '.join(left)} left out)" if left else ""
 
@@ -183,6 +215,24 @@ def _alpha_off_domain(agreement) -> str:
     off = agreement.n_expert_scores_off_domain if agreement else None
     return (f"; {counted(off, 'expert score')} off the scale's levels (a half-point, an off-rubric score) left out of "
             "both" if off else "")
+
+
+def _alpha_unusable(agreement) -> str:
+    """Why the alpha difference has no interval where too few resamples were usable (``eval.validity.agreement``)."""
+    boot = agreement.alpha_boot if agreement else None
+    usable = boot.n_resamples if boot else None
+    if usable is None or usable >= boot.resamples or agreement.alpha_difference_ci[0] is not None:
+        return ""
+    return (f" (no interval: {usable} of {boot.resamples} resamples had both α defined, under "
+            f"{MIN_USABLE_SHARE:.0%})")
+
+
+def _alpha_items(agreement, n_items: int) -> str:
+    """Both alphas are over the items two experts scored (``eval.validity.agreement``): how many, where fewer than
+    the cell's (None: a file written before the count)."""
+    n = agreement.n_items_alpha if agreement else None
+    return f"; both over {n} of {counted(n_items, 'item')}, those two experts scored" if n is not None and n < n_items \
+        else ""
 
 
 def _kappa_left_out(agreement) -> str:
@@ -214,14 +264,16 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
     rows = [
         ["experts' ceiling (MAE to the rest of the panel)",
          f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
-         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}{_ceiling_failed(ceiling, failures)}"],
+         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}"
+         f"{ceiling_coverage(ceiling, overall.n_items, overall.n_items_missing)}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
          f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"],
         ["Krippendorff's α (ordinal)",
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
-         f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_off_domain(agreement)}"],
+         f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_unusable(agreement)}"
+         f"{_alpha_items(agreement, overall.n_items)}{_alpha_off_domain(agreement)}"],
         ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
         ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
@@ -361,6 +413,17 @@ _SIDE_HEAD = ["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in
 _PAIRED_HEAD = ["Run", "Test", "Figure", "baseline", "run", "delta", "note"]
 
 
+#: The "α with judge" of a run scored before alpha took only items two experts scored, beside a newer run's on data
+#: with one-expert items: not the same statistic, so not shown.
+OLDER_ALPHA = "— (scored before α took only items two experts scored: score it again)"
+
+
+def _n_alpha_items(block) -> int | None:
+    """The items both alphas of a split's overall cell are over (None: a file written before the count)."""
+    agreement = block.overall.agreement
+    return agreement.n_items_alpha if agreement is not None else None
+
+
 def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]]]]:
     """Per split every run shares, its title and one row per run with a validity section (``compare_rows``)."""
     names = [name for name, result in runs.items() if _splits(result)]
@@ -370,15 +433,21 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
     splits = [s for s in _splits(runs[names[0]]) if all(s in _splits(runs[n]) for n in names)]
     for split in splits:
         rows = []
+        blocks = {name: _splits(runs[name])[split] for name in names}
+        # a metrics.json written before n_items_alpha took alpha with the judge over one-expert items too; where a
+        # newer run's section says the split has such items, the two alphas are different statistics
+        one_expert_items = any(_n_alpha_items(b) is not None and _n_alpha_items(b) < b.overall.n_items
+                               for b in blocks.values())
         for name in names:
-            block = _splits(runs[name])[split]
+            block = blocks[name]
             alt, ceiling = block.overall.alt_test, block.overall.ceiling
             tested = isinstance(alt, AltTest)
+            older = one_expert_items and block.overall.agreement is not None and _n_alpha_items(block) is None
             rows.append([name,
                          _num(alt.winning_rate) if tested else "—",
                          _num(alt.advantage_probability) if tested else "—",
                          _num(ceiling.gap) + _ci(ceiling.gap_ci),
-                         _num(block.overall.alpha_with_judge),
+                         OLDER_ALPHA if older else _num(block.overall.alpha_with_judge),
                          _num(block.overall.leniency.mean_signed_error, 3),
                          block.sentence])
         tables.append((SPLIT_TITLES.get(split, split), rows))
@@ -420,7 +489,7 @@ def _resamples_note(used: int | None, drawn: int, ci: Any, missed: str) -> str:
     if used is None or used >= drawn:
         return ""
     if not ci or ci[0] is None:
-        # under ``eval.validity.paired.MIN_USABLE_SHARE`` (not imported: paired reads the section, which reads this)
+        # under ``MIN_USABLE_SHARE`` of those drawn (``eval.validity.paired``)
         return f"no interval: only {used} of {drawn} resamples usable (the rest drew {missed})"
     return f"interval over {used} of {drawn} resamples (the rest drew {missed})"
 
@@ -430,10 +499,12 @@ def _paired_lead(result: Comparison) -> str:
     # --n-boot the rest of compare.md draws, which its own note states
     drawn = sorted({paired.n_boot for comp in result.comparisons for paired in comp.validity.values()})
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
+    # 1 - --alpha, written as the rest of compare.md writes it (None: a compare.json from before it was kept, 95 %)
+    level = 100 * (0.95 if result.ci_level is None else result.ci_level)
     over = ("no interval (no resample drawn)" if drawn == [0] else
             f"a paired bootstrap interval over {unit} ({' / '.join(map(str, drawn))} resamples"
             + (f", fewer than --n-boot's {result.n_boot}: the paired validity caps them"
-               if result.n_boot > max(drawn, default=0) else "") + ")")
+               if result.n_boot > max(drawn, default=0) else "") + f") at the {level:g} % level")
     return (f"On the items both judges share; delta = run − baseline with {over} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
             f"is better) against {result.baseline}.")

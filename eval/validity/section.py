@@ -1,5 +1,9 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
+Why one module of ~520 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
+would restate them.
+
 Built from the same column-wise item table as the headline metrics (``eval.scoring.item_table``), per test (split) and
 cell (overall, task type, criterion):
 
@@ -22,12 +26,16 @@ resample. A table that knows neither the answers' lengths nor the instructions l
 A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the scales
 of its items (``scale_low`` / ``scale_high``); an item without a readable scale adds the integer levels its experts'
 scores span (floor to ceiling) and the judge's levels there. The judge's scores enter kappa, alpha and the confusion
-margins as levels: rounded half up (a regression head's raw value included), never clipped into the item's scale; a
+margins as levels: rounded half up, never clipped into the item's scale (a verdict of 5 on a 0-2 scale is no 2), but
+a regression head's raw value past an end is a measurement near it and takes that end, the ceiling's rule
+(``ceiling.measured``), in kappa, alpha, the margins, the exact agreement and the alt-test's ``accuracy`` alike (2.6
+on 0-2 is 2, as 2.4 is; it had read as 2 in the ceiling's kappa, off the scale in the rest); any other
 level off the item's scale is no rating of it, so it is left out of kappa, alpha with the judge and the margins,
 counted in ``agreement.n_items_judge_off_scale`` (every such item) and ``n_kappa_off_domain`` (items with a unique
 mode), enters the ceiling's kappa as a failure does (``ceiling``, counted in ``n_judge_off_scale``), and counts as a
 miss in the exact agreement (``judge_levels``, ``off_scale_levels``), as the alt-test under ``accuracy`` compares it
-(``alt_test_judge``). An expert score off the domain (a half-point) is out of both alphas and both ceiling kappas,
+(``alt_test_judge``). The MAE to the experts' mean (``agreement``'s classes) takes the score itself, as the headline's
+MAE does. An expert score off the domain (a half-point) is out of both alphas and both ceiling kappas,
 counted (``agreement.n_expert_scores_off_domain``, ``ceiling.n_kappa_off_domain``). Each split gets one plain
 ``sentence`` the report leads with.
 
@@ -67,7 +75,7 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import scale_ends
 from judge.scales import MAX_LEVELS
-from eval.validity.render import counted, signed
+from eval.validity.render import ceiling_coverage, counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
@@ -107,47 +115,58 @@ class ValiditySettings:
     ceiling_failures: str = "worst"
 
 
-def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The judge's scores rounded half up to levels, and where that level lies off the item's known scale."""
+def _rounded(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
+             measured: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The judge's scores rounded half up to levels, and where that level lies off the item's known scale; a
+    ``measured`` score (a regression head's raw value, ``ceiling.measured``) past an end is at that end, on the scale:
+    the ceiling's rule, so that a head's 2.6 on 0-2 is one answer everywhere (2, as 2.4 is)."""
     from eval.scoring.metrics import round_half_up
 
     levels = round_half_up(judge)
     if low is None or high is None:
         return levels, np.zeros(len(levels), dtype=bool)
     with np.errstate(invalid="ignore"):
-        outside = (np.isfinite(low) & (levels < low)) | (np.isfinite(high) & (levels > high))
-    return levels, outside
+        below, above = np.isfinite(low) & (levels < low), np.isfinite(high) & (levels > high)
+    if measured is not None:
+        near = np.asarray(measured, dtype=bool)
+        levels = np.where(near & below, low, np.where(near & above, high, levels))
+        below, above = below & ~near, above & ~near
+    return levels, below | above
 
 
-def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
+def judge_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
+                 measured: np.ndarray | None = None) -> np.ndarray:
     """The judge's scores as ratings of the scale, for kappa, alpha and the confusion margins: the level each rounds
     to (half up) where that level lies in the item's scale, NaN where it lies off it. Not clipped into the scale: a
     judge answering 5 on a 0-2 scale whose experts say 2 would read as agreeing with them (kappa 1), as
-    ``alt_test_judge`` explains; the off-scale levels are ``off_scale_levels``."""
-    levels, outside = _rounded(judge, low, high)
+    ``alt_test_judge`` explains; the off-scale levels are ``off_scale_levels``. ``measured``: a regression head's
+    value past an end is that end (``_rounded``)."""
+    levels, outside = _rounded(judge, low, high, measured)
     return np.where(outside, np.nan, levels)
 
 
-def off_scale_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None) -> np.ndarray:
+def off_scale_levels(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
+                     measured: np.ndarray | None = None) -> np.ndarray:
     """The levels the judge's scores round to where they lie off the item's scale, NaN elsewhere: no rating of the
-    scale, so out of kappa and alpha, but an answer (a miss in the exact agreement, its distance in the MAE to the
-    experts' mean; ``agreement.agreement``'s ``off_scale``), not a failure."""
-    levels, outside = _rounded(judge, low, high)
+    scale, so out of kappa and alpha, but an answer (a miss in the exact agreement; ``agreement.agreement``'s
+    ``off_scale``), not a failure. A ``measured`` score is never off it (``_rounded``)."""
+    levels, outside = _rounded(judge, low, high, measured)
     return np.where(outside, levels, np.nan)
 
 
-def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str) -> np.ndarray:
+def alt_test_judge(judge: np.ndarray, low: np.ndarray | None, high: np.ndarray | None, scoring: str,
+                   measured: np.ndarray | None = None) -> np.ndarray:
     """The judge's values the alt-test compares: ``accuracy`` compares labels, so a regression head's 1.6 would never
     equal an expert's 2 and the judge enters as the level its score rounds to (half up, as in kappa and alpha) where
     that level lies in the item's scale; a score that rounds outside the scale stays as it is, so it equals no level
     of the scale, as the authors' notebook compares labels (``alt_test_example.ipynb`` in the public repository
     ``nitaytech/AltTest``: a 5 on a 0-2 scale is no 2). Clipping it into the scale would turn a judge that always
-    answers 5 into one that agrees with every expert's 2. ``neg_rmse`` takes the score itself. The section and
-    ``judge-eval compare``'s paired rho (``eval.validity.paired``) both read it here, so that the two rho of one run
-    agree."""
+    answers 5 into one that agrees with every expert's 2; a ``measured`` score (a regression head's value) past an
+    end is that end (``_rounded``). ``neg_rmse`` takes the score itself. The section and ``judge-eval compare``'s
+    paired rho (``eval.validity.paired``) both read it here, so that the two rho of one run agree."""
     if scoring != "accuracy":
         return judge
-    levels, outside = _rounded(judge, low, high)
+    levels, outside = _rounded(judge, low, high, measured)
     return np.where(outside, judge, levels)
 
 
@@ -220,7 +239,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
         level=settings.level, n_boot=alpha_boot, n_expert_scores=n_scores[index],
         # a generator only where it draws (a criterion's cell draws none): seeding one is not free
         rng=cell_rng(settings.seed, f"validity/alpha/{key}") if alpha_boot else None,
-        coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index])
+        coded=(*coded, index), mean=mean[index], clusters=None if clusters is None else clusters[index],
+        judge_scores=judge)
     out.update({name: out["agreement"][name] for name in ("alpha_experts", "alpha_with_judge", "kappa_quadratic")})
     out["marginal_homogeneity"] = marginal_homogeneity(cell_levels, mode[index], domain,
                                                        None if answers is None else answers[index])
@@ -365,7 +385,8 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     if ceiling.verdict:  # the split as a whole, beside its criteria: the figure a reader decides on
         where = ("inconclusive against the experts' range" if ceiling.verdict == "inconclusive"
                  else f"{ceiling.verdict} the experts' range")
-        parts.append(f"overall {where} (gap {signed(ceiling.gap, ceiling.gap_ci)})")
+        coverage = ceiling_coverage(ceiling, overall.n_items, overall.n_items_missing)
+        parts.append(f"overall {where} (gap {signed(ceiling.gap, ceiling.gap_ci)}){coverage}")
     in_ceiling = overall.ceiling.n_items_judge_failed
     # Every failed item of the split, not only those with a ceiling pair (an item with one expert has none): the
     # agreement counts them all (a file written before it did: the ceiling's count).
@@ -407,14 +428,15 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
 
     import pandas as pd
 
-    from eval.scoring.item_table import _groups, bootstrap_clusters
+    from eval.scoring.item_table import _groups, bootstrap_clusters, drawn_as_name
     from eval.scoring.metrics import expert_mean, expert_mode, level_counts
 
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
     # Everything per item is computed once for the table; a cell selects its items' rows.
-    levels = judge_levels(table.judge, table.scale_low, table.scale_high)  # NaN off the item's scale
-    off_scale = off_scale_levels(table.judge, table.scale_low, table.scale_high)
+    head = measured(table.score_source)  # a regression head's value past an end: that end (``_rounded``)
+    levels = judge_levels(table.judge, table.scale_low, table.scale_high, head)  # NaN off the item's scale
+    off_scale = off_scale_levels(table.judge, table.scale_low, table.scale_high, head)
     counts = level_counts(table.experts)
     mode, unique = expert_mode(table.experts, counts)
     mean = expert_mean(table.experts)
@@ -422,7 +444,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     expert_codes = _expert_codes(table.expert_ids)
     # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell.
     missing = np.asarray(table.status == "missing", dtype=bool)
-    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring)
+    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring, head)
     found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
                     missing=missing)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
@@ -449,7 +471,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
                          values, settings.ceiling_failures, *scale_ends(*item_scale_ends(table), table.experts),
-                         measured=measured(table.score_source))
+                         measured=head)
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
     # instruction unit each instruction's
@@ -462,7 +484,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     splits: dict[str, Any] = {}
     for split, mask, cells in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]
-        block: dict[str, Any] = {"overall": _cell(table, index, f"{split}/overall", kind="overall", domain=domain,
+        # a test holding every item of "all" draws its intervals as "all" does, as the run's metrics do
+        drawn = drawn_as_name(split, len(split_index[split]), len(split_index.get("all", ())))
+        block: dict[str, Any] = {"overall": _cell(table, index, f"{drawn}/overall", kind="overall", domain=domain,
                                                   n_missing=n_missing, **common)}
         block["overall"]["alt_test"] = summarise(found, settings.alt_test, mask)
         block["alt_test_domains"] = {}
@@ -474,7 +498,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
             for kind, label, members, domain, n_missing in cells:
                 if kind != name:
                     continue
-                grouped[label] = _cell(table, members, f"{split}/{name}/{label}", kind=name, domain=domain,
+                grouped[label] = _cell(table, members, f"{drawn}/{name}/{label}", kind=name, domain=domain,
                                        n_missing=n_missing, **common)
                 if family["available"]:
                     # a domain none of whose experts has pairs: the test's empty result (``AltTest``'s defaults)

@@ -108,6 +108,26 @@ class JsonRecord:
         return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type)
 
 
+def count(value: Any) -> int:
+    """A whole number read from JSON (a count, a seed, a number of resamples), all of them 0 or more: a string, a
+    fraction, a boolean or a negative refused here, naming the field, where each failed far from the file (a
+    ``"40"`` added to a count, a seed of ``"1"`` or 50.5 repeats as numpy's and range's TypeErrors)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a whole number, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"expected a whole number of 0 or more, got {value}")
+    return value
+
+
+def count_or_none(value: Any) -> int | None:
+    """``count``, or None for a null (a count the writer did not have)."""
+    return None if value is None else count(value)
+
+
+#: The readers of a count field by its annotation (``JsonRecord.json_by_type``): metrics.json's and compare.json's.
+COUNT_READERS: Mapping[str, Callable[[Any], Any]] = {"int": count, "int | None": count_or_none}
+
+
 def optional_field(**kwargs) -> Any:
     """A key some objects of the type do not carry: None in memory, left out of the file."""
     return field(default=None, metadata={"optional": True}, **kwargs)
@@ -125,8 +145,9 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
 
     Raises:
         JsonRecordError: a required key is missing, ``data`` is not an object, or a field with a reader (a number,
-            an interval, a nested record or table) holds what it cannot read (``where`` and the field named). A
-            field without one (an integer count, a string) is taken as it is.
+            an interval, a nested record or table; in metrics.json and compare.json also a count, checked as a
+            whole number) holds what it cannot read (``where`` and the field named). A field without one (a
+            string) is taken as it is.
     """
     if not isinstance(data, Mapping):
         raise JsonRecordError(where, f"{cls.__name__} should be a JSON object, not {type(data).__name__}")

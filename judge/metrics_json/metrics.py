@@ -19,10 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, extra_field, keyed, optional_field, read_record
+from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, extra_field, keyed, optional_field,
+                                            read_record)
 from judge.metrics_json.validity import Validity
 
-__all__ = ["NUMBER_READERS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans", "ModelMeansRow",
+__all__ = ["NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans",
+           "ModelMeansRow",
            "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
 
 NAN = float("nan")
@@ -47,8 +49,28 @@ def _text(value: Any) -> str:
     return value
 
 
-#: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends.
-NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval}
+
+
+def _one_of(*allowed: str, absent: bool = False) -> Any:
+    """A reader of a string that must be one of ``allowed`` (None too, with ``absent``): a target of "median" was
+    taken as it is and failed at use, naming a reference the file never chose."""
+    def read(value: Any) -> str | None:
+        if value is None and absent:
+            return None
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return read
+
+
+#: The references MAE and the correlations are against (``judge-eval score --target``, ``--spearman-target``).
+TARGETS = ("mode", "mean")
+
+#: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends; a
+#: whole number is checked as one (``json_record.count``).
+NUMBER_READERS = {"float": _number, "float | None": _number, "Interval": _interval, "Interval | None": _interval,
+                  **COUNT_READERS}
 
 
 class _MetricsRecord(JsonRecord):
@@ -244,6 +266,13 @@ class Settings(_MetricsRecord):
     #: what the intervals resample, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
     bootstrap_unit: str | None = optional_field()
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Settings:
+        # each checked against what score writes: compare pairs on these and says when two runs' differ
+        return _read(cls, data, spearman_target=_one_of(*TARGETS, absent=True),
+                     regression_scores=_one_of("raw", "clipped", absent=True),
+                     bootstrap_unit=_one_of("item", "instruction", absent=True))
+
 
 @dataclass(frozen=True)
 class Notes(_MetricsRecord):
@@ -360,7 +389,7 @@ class Metrics(_MetricsRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Metrics:
-        return _read(cls, data, judge=_text, settings=Settings.from_json,
+        return _read(cls, data, judge=_text, target=_one_of(*TARGETS), settings=Settings.from_json,
                      splits=keyed(SplitMetrics.from_json),
                      notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of,
                      validity=Validity.from_json)

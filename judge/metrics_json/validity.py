@@ -1,6 +1,9 @@
 """The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
 ``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
 
+Why one module of ~510 lines: it is one file's schema, every record of which reads and writes by the same rules
+(nulls kept, counts checked, the file named in errors); split, a record's rules would live apart from its section's.
+
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
 tests; the section reads them into these types once (``Validity.from_json``) and every reader sees attributes.
 ``Validity.to_json()`` writes the same keys in the same order (``judge.metrics_json.json_record``).
@@ -17,9 +20,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.metrics_json.json_record import JsonRecord, extra_field, keyed, listed, optional_field, read_record
+from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_field, keyed, listed, optional_field
+from judge.metrics_json.json_record import read_record
 
-__all__ = ["FAILURES", "SCORINGS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
+__all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
            "AltTestFamily", "AltTestSettings", "Ceiling",
            "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedValidity",
            "PooledExpertSlopes", "SectionSettings", "Slope", "Unavailable", "UntestedExpert", "Validity",
@@ -31,6 +35,9 @@ Interval = list  # [low, high], either end None when not computable
 # records them.
 SCORINGS = ("neg_rmse", "accuracy")
 FAILURES = ("loss", "drop")
+#: The ceiling's reference (the headline's target) and what a judge failure counts as in it (``eval.validity.ceiling``).
+TARGETS = ("mode", "mean")
+CEILING_FAILURES = ("worst", "drop")
 
 
 @dataclass(frozen=True)
@@ -72,10 +79,11 @@ class AltTestSettings:
 
 class _SectionRecord(JsonRecord):
     json_where = "metrics.json's validity section"
+    json_by_type = COUNT_READERS  # its counts checked as whole numbers, as the rest of metrics.json's are
 
 
 def _read(cls, data: Mapping[str, Any], **readers) -> Any:
-    return read_record(cls, data, where=cls.json_where, **readers)
+    return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
 
 
 def _table(reader):
@@ -199,6 +207,11 @@ class Ceiling(_SectionRecord):
     n_items_judge_off_scale: int | None = optional_field()
     n_items: int
     n_pairs: int
+    # the cell's items without a pair, by why (absent from files written before): fewer than two experts, no unique
+    # mode among the others of any expert (mode reference), every pair dropped (a failure under ``drop``)
+    n_items_few_experts: int | None = optional_field()
+    n_items_no_reference: int | None = optional_field()
+    n_items_dropped: int | None = optional_field()
     expert_mae: float | None
     judge_mae: float | None
     gap: float | None
@@ -226,14 +239,20 @@ class AlphaBoot(_SectionRecord):
     resamples: int
     items_per_resample: int
     clusters_per_resample: int | None = optional_field()  # resampling whole instructions (``bootstrap_unit``)
+    # the usable resamples (both alphas defined) of ``resamples`` drawn; under 90 % of them no interval (None: none
+    # drawn, or a file written before the count)
+    n_resamples: int | None = optional_field()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Agreement(_SectionRecord):
     """Krippendorff's alpha with and without the judge, quadratic kappa, agreement by class
     (``eval.validity.agreement``)."""
 
     value_domain: list[float]
+    # the items both alphas are over, two expert scores or more on the domain (absent from files written before it,
+    # whose alpha with the judge also took items of one expert)
+    n_items_alpha: int | None = optional_field()
     alpha_experts: float | None
     alpha_with_judge: float | None
     alpha_difference: float | None
@@ -250,6 +269,9 @@ class Agreement(_SectionRecord):
     n_items_judge_off_scale: int | None = optional_field()
     # expert scores that are no level of the value domain (a half-point, an off-rubric score): out of both alphas
     n_expert_scores_off_domain: int | None = optional_field()
+    # of the n_items_alpha items, those the judge failed on and answered off the scale: what alpha with it left out
+    n_alpha_items_judge_failed: int | None = optional_field()
+    n_alpha_items_judge_off_scale: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Agreement:
@@ -422,7 +444,18 @@ class SectionSettings(_SectionRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SectionSettings:
-        return _read(cls, data, alt_test=lambda block: read_record(AltTestSettings, block, where=cls.json_where))
+        # Checked here, where the error can name the file and the field: read as they are, a target of "median"
+        # failed later without either, and a ceiling_failures of "maybe" read silently as drop.
+        def one_of(allowed: tuple[str, ...], may_be_absent: bool = False) -> Any:
+            def read(value: Any) -> Any:
+                if value not in allowed and not (may_be_absent and value is None):
+                    raise ValueError(f"{value!r} is none of {', '.join(allowed)}")
+                return value
+            return read
+
+        return _read(cls, data, alt_test=lambda block: read_record(AltTestSettings, block, where=cls.json_where,
+                                                                           by_type=COUNT_READERS),
+                     target=one_of(TARGETS), ceiling_failures=one_of(CEILING_FAILURES, may_be_absent=True))
 
 
 @dataclass(frozen=True)

@@ -102,3 +102,33 @@ def test_compare_reads_an_unreadable_item_scale_as_the_section_does():
     low, high = _scale_ends(table, np.arange(4), None)
     assert (low[3], high[3]) == (0.0, 1.0)
     assert np.array_equal(low, item_scale_ends(table)[0]) and np.array_equal(high, item_scale_ends(table)[1])
+
+
+@pytest.mark.parametrize("column, value, said", [
+    ("status", "parse_failed",
+     "column judge_score: row index 3 (id 'i3'): 1.0 is a score in a row whose status is 'parse_failed' (not scored)"),
+    ("status", "skipped", "column status: row index 3 (id 'i3'): 'skipped' is not one of ok, parse_failed, "
+                          "request_failed, missing"),
+])
+def test_a_status_that_does_not_say_what_its_score_is_is_refused_naming_the_row(tmp_path, column, value, said):
+    """An items.parquet whose row 3 was marked parse_failed by hand, its score kept: compare paired that score as
+    the judge's (exit 0, as many pairs as before); a status score never writes ("skipped") was read as a
+    non-ok one. Both refused in one line naming the file, the column, the row and its id."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from eval.scoring.compare import compare
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS)
+    arrow = pq.read_table(b / "items.parquet")
+    values = arrow.column(column).to_pylist()
+    values[3] = value
+    at = arrow.schema.get_field_index(column)
+    pq.write_table(arrow.set_column(at, column, pa.array(values, type=arrow.schema.field(column).type)),
+                   b / "items.parquet")
+    with pytest.raises(ValueError) as info:
+        compare([a, b], n_boot=50)
+    message = str(info.value)
+    assert message.startswith(f"{b / 'items.parquet'}: {said}; ") and "\n" not in message
+    assert message.endswith(f"score the run again: judge-eval score --predictions {b} --out {b}")

@@ -87,7 +87,7 @@ def test_ranking_compare_markdown_keeps_hostile_model_names_inert():
     ``<`` and a line break make no heading line, column, emphasis or tag of their own."""
     from eval.ranking.compare import render_ranking_compare_markdown
 
-    cell = {"delta": 0.5, "ci": [0.1, 0.9], "verdict": "B higher"}
+    cell = {"delta": 0.5, "ci": [0.1, 0.9], "p_value": 1 / 64, "verdict": "B higher"}
     result = {"a": {"model": HOSTILE_A, "excluded": {}, "n_instructions": 1, "empty_answers": []},
               "b": {"model": HOSTILE_B, "excluded": {}, "n_instructions": 1, "empty_answers": []},
               "rows": ["*crit*"], "columns": ["<i>meta</i>"], "cells": {"*crit*": {"<i>meta</i>": cell}},
@@ -99,7 +99,7 @@ def test_ranking_compare_markdown_keeps_hostile_model_names_inert():
     assert [line for line in lines if line.startswith("#")] == [lines[0]]
     table = [line for line in lines if line.startswith("|")]
     assert table[0] == "| criteria_name | &lt;i&gt;meta&lt;/i&gt; |"
-    assert table[2] == "| \\*crit\\* | +0.500 [+0.100, +0.900] **B higher** |"
+    assert table[2] == "| \\*crit\\* | +0.500 [+0.100, +0.900] p 0.0156 **B higher** |"
 
 
 def test_names_told_apart_by_folder_never_meet_another_runs_name():

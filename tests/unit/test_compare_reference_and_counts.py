@@ -126,3 +126,34 @@ def test_what_a_runs_report_says_beside_its_numbers_is_said_in_the_comparison_to
     finished = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
     assert "What each run's report says" not in render_markdown(finished)
     assert 'class="warn"><b>' not in render_compare_page(finished, None)
+
+
+def test_runs_scored_with_other_settings_are_said_to_be_so(tmp_path):
+    """Runs of a regression head, one scored with --clip-regression, the other raw; one run's own intervals from 20
+    resamples of items, the other's from 50 of instructions: compare said nothing, though the paired MAE then measures
+    the clipping too and the side-by-side intervals differ by their draws. One sentence each; none for runs scored
+    alike, nor the clipping's for runs without a regression head's score."""
+    from eval.scoring.compare import compare, headline
+
+    a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS, n_boot=20)
+    c = _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)
+    for folder, clipping, unit in ((a, "raw", "instruction"), (b, "clipped", None), (c, "raw", "instruction")):
+        written = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        written["settings"].update(regression_scores=clipping, bootstrap_unit=unit)
+        written["notes"] = {"n_unknown_ids": 0, "n_regression_scores": 40}  # a regression head's scores, all 40
+        (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
+    said = headline(compare([a, b], n_boot=50))
+    assert ("b was scored with --clip-regression (a regression head's scores clipped to their scale), a without "
+            "--clip-regression (a regression head's scores as the head gave them): the MAE deltas measure the clipping "
+            "as well as the judges; score both runs alike to compare the judges alone.") in said
+    assert ("b's own intervals were drawn from 20 resamples of items at 95 %, a's from 50 resamples of instructions "
+            "at 95 % (its --n-boot, --bootstrap-unit, level): under \"Each run on its own items\" their widths differ "
+            "by that as well as by the judges; the paired intervals are this comparison's own.") in said
+    alike = headline(compare([a, c], n_boot=50))
+    assert not any("--clip-regression" in line or "own intervals" in line for line in alike)
+    for folder in (a, b):  # a verdict judge's runs: the option changed nothing
+        written = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        written["notes"] = {"n_unknown_ids": 0}
+        (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
+    assert not any("--clip-regression" in line for line in headline(compare([a, b], n_boot=50)))

@@ -92,3 +92,23 @@ def test_a_split_one_run_lacks_is_shown_in_compare_md_with_a_dash(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith(f"| {title} | MAE |")]
     assert len(rows) == 1 and rows[0].rstrip().endswith("| — |")
     assert f"### {title}: MAE by evaluated model" in text
+
+
+def test_runs_holding_partly_different_items_are_said_to(tmp_path):
+    """a holds forty Standard items, b twenty of them: the pairs cover those twenty while each run's own figures
+    cover all of its items, and the headline said nothing of it (only compare.md's count of items in both runs
+    showed it). Now one sentence with each run's items outside the shared ones; none where both hold the same."""
+    from eval.scoring.compare import compare, headline
+
+    ids = [f"i{k}" for k in range(40)]
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, EXPERTS, ["standard"] * 40)
+    b = _run_with(tmp_path / "B", "b", ids[:20], JUDGE[:20], EXPERTS[:20], ["standard"] * 20)
+    c = _run_with(tmp_path / "C", "c", ids, JUDGE, EXPERTS, ["standard"] * 40)
+    said = headline(compare([a, b], n_boot=50))
+    assert ("b and a do not hold the same items: the pairs are drawn from the 20 both hold (a: 20 of its 40 items "
+            "outside the 20 both runs hold; b: 0 of its 20); each run's own figures are over all of its items.") in said
+    # the other way round: the baseline the smaller one
+    said = headline(compare([b, a], n_boot=50))
+    assert ("a and b do not hold the same items: the pairs are drawn from the 20 both hold (b: 0 of its 20 items "
+            "outside the 20 both runs hold; a: 20 of its 40); each run's own figures are over all of its items.") in said
+    assert not any("do not hold the same items" in line for line in headline(compare([a, c], n_boot=50)))

@@ -109,16 +109,16 @@ def test_a_tables_calls_are_read_against_holm_adjusted_p_values():
     assert [cells["mae"].p_value for cells in called.values()] == [0.0, 0.03, 0.04, 0.001]
 
 
-@pytest.mark.parametrize("n_boot, p_holm, call", [(40, 0.1, "n.s."), (50, 0.08, "n.s."), (80, 0.05, "n.s."),
+@pytest.mark.parametrize("n_boot, p_holm, call", [(41, 4 / 41, "n.s."), (50, 0.08, "n.s."), (80, 0.05, "n.s."),
                                                   (100, 0.04, "better")])
 def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path, n_boot, p_holm, call):
     """Two criteria of 40 items each, three experts agreeing on 1: the baseline says 2 everywhere, the run 1. Every
     resample's MAE delta is -1 and its VC delta 1 - 2/3 = 1/3, so every raw p is 0, i.e. below 2 / n_boot. The
     overall cell is called on its own p (better; no adjusted p). Each criterion table holds two callable cells:
-    Holm on the bound 2 / n_boot gives 2 x 2/40 = 0.1 and 2 x 2/50 = 0.08 (n.s.), at 80 resamples 2 x 2/80 = 0.05,
+    Holm on the bound 2 / n_boot gives 2 x 2/41 = 0.098 and 2 x 2/50 = 0.08 (n.s.), at 80 resamples 2 x 2/80 = 0.05,
     not below alpha (n.s.), and 2 x 2/100 = 0.04 (better) at 100: two cells need more than 2 x 2 / 0.05 = 80
-    resamples, 81. The one model's and the one task type's tables hold one cell each, whose bound 2 / 40 = 0.05 is
-    not below alpha at 40 resamples though the cell is callable there: one cell needs 41."""
+    resamples, 81. The one model's and the one task type's tables hold one cell each, callable from 41 resamples,
+    as the overall cell (below 41 no cell is callable, so no family is too large)."""
     from eval.scoring.compare import compare, render_markdown
 
     n = 80
@@ -150,19 +150,15 @@ def test_criteria_are_called_on_holm_and_the_overall_cell_on_its_own_p(tmp_path,
     assert page.count(f"p &lt; {2 / n_boot:.3g}, Holm p ≤ {p_holm:.3f}") == 2 * 2 * 2  # 2 criteria x 2 metrics x 2 rows
     assert "Holm-adjusted per metric within each table" in page
     # the headline says when a table's family is too large for the resamples drawn: two criteria need 81
-    # resamples, one model or task type 41; at 100 nothing is said. compare.html shows the same sentences under
+    # resamples; at 100 nothing is said. compare.html shows the same sentences under
     # the comparison's heading.
     from eval.scoring.compare import headline
 
     said = [line for line in headline(result) if "Holm's adjustment" in line]
-    one = ("b vs a: a table by {} holds 1 cell to call, which Holm's adjustment can call only with at least 41 "
-           f"resamples (more than 2 m / alpha); with --n-boot {n_boot} a cell whose resamples all agree may still "
-           "read n.s. there.")
     two = ("b vs a: a table by criterion holds up to 2 cells to call, which Holm's adjustment can call only with at "
            f"least 81 resamples (more than 2 m / alpha); with --n-boot {n_boot} a cell whose resamples all agree may "
            "still read n.s. there.")
-    assert said == {40: [one.format("evaluated model"), one.format("task type"), two], 50: [two], 80: [two],
-                    100: []}[n_boot]
+    assert said == {41: [two], 50: [two], 80: [two], 100: []}[n_boot]
     heading = page.index('<h2 id="cmp-0">')
     assert all(page.index(f'<p class="note">{html.escape(line)}</p>') > heading for line in said)
 

@@ -685,22 +685,22 @@ def test_compare_makes_no_call_from_a_handful_of_paired_items(tmp_path):
 
 def test_compare_makes_no_call_from_too_few_resamples(tmp_path):
     """The 30 items above (every resample gives delta -1, p estimated as 0) called "better" from any number of
-    resamples; a p-value that is twice a share of n resamples only says p < 2 / n, so a call at alpha needs
-    2 / alpha of them (``resamples_to_call``: 40 at 0.05, 200 at 0.01). Under that: "n.s.", and the headline says
-    why; at it: "better"."""
-    from eval.scoring.compare import compare, headline, resamples_to_call
+    resamples; a p-value that is twice a share of n resamples only says p < 2 / n, so a call at alpha needs more
+    than 2 / alpha of them (``paired_resamples_to_call``: 41 at 0.05, 201 at 0.01; at exactly 40, p < 0.05 is not
+    shown). Under that: "n.s.", and the headline says why; from it: "better"."""
+    from eval.scoring.compare import compare, headline, paired_resamples_to_call
 
-    assert (resamples_to_call(0.05), resamples_to_call(0.01), resamples_to_call(0.03)) == (40, 200, 67)
+    assert [paired_resamples_to_call(a) for a in (0.05, 0.01, 0.03)] == [41, 201, 67]
     experts = [[0, 0, 1], [1, 1, 2]] * 15
     a = _scored_run(tmp_path / "A", [1.0, 2.0] * 15, experts)
     b = _scored_run(tmp_path / "B", [0.0, 1.0] * 15, experts)
-    few = compare([a, b], n_boot=39)
+    few = compare([a, b], n_boot=40)
     mae = few.comparisons[0].splits["standard"].overall["mae"]
-    assert (mae.n, mae.delta, mae.p_value, mae.n_resamples, mae.verdict) == (30, -1.0, 0.0, 39, "n.s.")
+    assert (mae.n, mae.delta, mae.p_value, mae.n_resamples, mae.verdict) == (30, -1.0, 0.0, 40, "n.s.")
     said = [line for line in headline(few) if "paired items)" in line]
-    assert said and all(line.endswith("n.s. (under 40 resamples: too few to call at alpha 0.05)") for line in said)
-    mae = compare([a, b], n_boot=40).comparisons[0].splits["standard"].overall["mae"]
-    assert (mae.n_resamples, mae.verdict) == (40, "better")
+    assert said and all(line.endswith("n.s. (under 41 resamples: too few to call at alpha 0.05)") for line in said)
+    mae = compare([a, b], n_boot=41).comparisons[0].splits["standard"].overall["mae"]
+    assert (mae.n_resamples, mae.verdict) == (41, "better")
     mae = compare([a, b], n_boot=100, alpha=0.01).comparisons[0].splits["standard"].overall["mae"]
     assert mae.verdict == "n.s."
 

@@ -21,3 +21,54 @@ def test_a_judge_that_is_not_text_is_refused_naming_the_field(judge, kind):
     with pytest.raises(JsonRecordError) as info:
         Metrics.from_json({**_RAW, "judge": judge})
     assert str(info.value) == f"metrics.json: Metrics.judge is not readable (expected a string, got {kind})"
+
+
+def _edited(path: tuple[str, ...], value) -> dict:
+    """``_RAW`` with the value at ``path`` (keys from the top) replaced, the rest untouched."""
+    import copy
+
+    raw = copy.deepcopy(_RAW)
+    at = raw
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return raw
+
+
+@pytest.mark.parametrize("path, value, why", [
+    (("splits", "all", "overall", "n"), "40", "expected a whole number, got str '40'"),
+    (("splits", "all", "overall", "n_failed"), None, "expected a whole number, got NoneType None"),
+    (("splits", "all", "overall", "n_missing"), 2.0, "expected a whole number, got float 2.0"),
+    (("settings", "seed"), "1", "expected a whole number, got str '1'"),
+    (("settings", "seed"), -3, "expected a whole number of 0 or more, got -3"),
+    (("settings", "vc_repeats"), 50.5, "expected a whole number, got float 50.5"),
+    (("settings", "n_boot"), True, "expected a whole number, got bool True"),
+    (("target",), "median", "expected one of mode, mean, got 'median'"),
+    (("target",), 3, "expected one of mode, mean, got 3"),
+    (("settings", "spearman_target"), "median", "expected one of mode, mean, got 'median'"),
+    (("settings", "regression_scores"), "rounded", "expected one of raw, clipped, got 'rounded'"),
+    (("settings", "bootstrap_unit"), "answer", "expected one of item, instruction, got 'answer'"),
+])
+def test_a_count_or_a_choice_that_is_not_one_is_refused_naming_the_field(path, value, why):
+    """A hand-edited count ("40"), seed ("1") or repeat count (50.5) was taken as it was and ``judge-eval compare``
+    stopped in a TypeError far from the file (adding a count, seeding numpy, ``range``); a target of "median" was
+    named back as a ``--spearman-target`` the run never chose. Now the reader's one line, naming the field."""
+    record, field = {"splits": "Cell", "settings": "Settings", "target": "Metrics"}[path[0]], path[-1]
+    with pytest.raises(JsonRecordError) as info:
+        Metrics.from_json(_edited(path, value))
+    assert str(info.value) == f"metrics.json: {record}.{field} is not readable ({why})"
+    assert info.value.field == ".".join(path)
+
+
+def test_counts_and_choices_as_score_writes_them_read_back():
+    """What score writes reads as it was: a null for an optional count is None, the choices keep their value."""
+    settings = {**_RAW["settings"], "spearman_target": "mean", "regression_scores": "clipped",
+                "bootstrap_unit": "instruction"}
+    cell = {**_CELL, "n_missing": None, "n_scored": 1}
+    raw = {**_RAW, "target": "mean", "settings": settings,
+           "splits": {"all": {**_RAW["splits"]["all"], "overall": cell}}}
+    read = Metrics.from_json(raw)
+    assert (read.target, read.settings.spearman_target, read.settings.regression_scores,
+            read.settings.bootstrap_unit) == ("mean", "mean", "clipped", "instruction")
+    overall = read.splits["all"].overall
+    assert (overall.n, overall.n_missing, overall.n_scored, read.settings.seed) == (1, None, 1, 0)

@@ -77,6 +77,89 @@ def test_out_of_scale_is_a_filter_of_its_own_not_a_status():
     assert "scale" not in [f["key"] for f in report_items(_items(3), None, None, "j", "mode")["filters"]]
 
 
+def test_explorer_json_is_json_whatever_a_judge_is_named():
+    """The rows were spliced into the JSON in place of a placeholder string's encoding, the first found: a judge named
+    with that encoding ('"' then NUL rows NUL) took the rows inside its name, and the page's JSON failed to parse
+    (no explorer). The rows now follow the other keys, and the judge's name comes back as it was."""
+    from eval.reports.html_explorer import explorer_json
+
+    name = '"\x00rows\x00'
+    data = report_items(_items(3), None, None, name, "mode")
+    parsed = json.loads(explorer_json(data))
+    assert parsed["judges"] == data["judges"] and any(name in judge for judge in parsed["judges"])
+    assert parsed["rows"] == json.loads(data["rows"].json_text())
+    assert set(parsed) == set(data)
+
+
+def test_names_are_cut_on_the_pages():
+    """Names of any length load (a column swap puts an answer in criteria_name): a 1,000,000-character criterion
+    name was written whole into every table, the plot's labels and the filters, 25.7 MB of report.html. The pages
+    show at most ``NAME_CHARS`` characters of a name, its first 200 and last 99 with "…" between, in the tables, the
+    plot, the filters and the judge's label."""
+    from eval.reports.html_explorer import NAME_CHARS, shown_name
+    from eval.reports.html_report import _mae_svg, _metric_table, _paired_table
+    from eval.scoring.comparison import Paired
+    from judge.metrics_json.metrics import Cell
+
+    long_name = "Ж" * 5000
+    assert NAME_CHARS == 300
+    cut = "Ж" * 200 + "…" + "Ж" * 99
+    assert shown_name(long_name) == cut and shown_name("c") == "c" and shown_name("Ж" * NAME_CHARS) == "Ж" * NAME_CHARS
+    data = report_items(_items(2, criteria_name=[long_name, "c"], model_id=["M" * 5000, "m"]), None, None,
+                        "J" * 5000, "mode")
+    values = {f["key"]: f["values"] for f in data["filters"]}
+    assert sorted(values["criterion"]) == sorted([cut, "c"])
+    assert sorted(values["model"]) == sorted(["M" * 200 + "…" + "M" * 99, "m"])
+    assert data["judges"] == ["judge: " + "J" * 200 + "…" + "J" * 99]
+    cell = Cell.from_json({"n": 3, "n_failed": 0, "n_no_unique_mode": 0, "n_scored": 3, "mae": 0.5,
+                           "mae_ci": [0.2, 0.8]})
+    paired = Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.005, "better", 200)
+    for page in (_metric_table("Criterion", {long_name: cell}, None), _mae_svg({long_name: cell}, "mode"),
+                 _paired_table("Criterion", {long_name: {"mae": paired}}, ["mae"], "t", 200)):
+        assert "Ж" * NAME_CHARS not in page and cut in page
+
+
+def test_a_cut_name_keeps_its_end_and_names_cut_alike_stay_apart():
+    """Names are told apart at their ends (compare's " (folder)" after two equal judge names, a rubric's "(часть B)"):
+    a name cut to its first characters read as every other, two criteria were one filter value and two rows of one
+    label. The cut keeps the end; names that still read alike once cut are marked by their full name's SHA-256, so
+    a name reads the same in every table, plot and filter of a page, whatever names and order each holds."""
+    import hashlib
+
+    from eval.reports.html_explorer import shown_name, shown_names
+    from eval.reports.html_report import _metric_table, _paired_table
+    from eval.scoring.comparison import Paired
+    from judge.metrics_json.metrics import Cell
+
+    assert shown_name("j" * 400 + " (b)") == "j" * 200 + "…" + "j" * 95 + " (b)"
+    a, b = "Критерий: " + "x" * 300 + " (часть A)", "Критерий: " + "x" * 300 + " (часть B)"
+    a_cut, b_cut = ("Критерий: " + "x" * 190 + "…" + "x" * 89 + f" (часть {part})" for part in "AB")
+    data = report_items(_items(2, criteria_name=[a, b]), None, None, "j", "mode")
+    assert sorted({f["key"]: f["values"] for f in data["filters"]}["criterion"]) == [a_cut, b_cut]
+    # apart only in the middle: the same cut, then marked; a short name is left as it is
+    one, two = "k" * 250 + "1" + "k" * 250, "k" * 250 + "2" + "k" * 250
+    same = "k" * 200 + "…" + "k" * 99
+
+    def marked(name: str) -> str:
+        return f"{same} (#{hashlib.sha256(name.encode()).hexdigest()[:8]})"
+
+    assert shown_names([one, "c", two, one]) == {one: marked(one), "c": "c", two: marked(two)}
+    # the same marks whatever the order and the company
+    assert shown_names([two, one]) == {one: marked(one), two: marked(two)}
+    assert shown_names(["c", two, one]) == {one: marked(one), two: marked(two), "c": "c"}
+    data = report_items(_items(3, criteria_name=[one, two, "c"]), None, None, "j", "mode")
+    assert sorted({f["key"]: f["values"] for f in data["filters"]}["criterion"]) == sorted(
+        ["c", marked(one), marked(two)])
+    # a name of NAME_CHARS characters that reads as another's cut: both marked
+    assert shown_names([same, one]) == {same: marked(same), one: marked(one)}
+    cell = Cell.from_json({"n": 3, "n_failed": 0, "n_no_unique_mode": 0, "n_scored": 3, "mae": 0.5,
+                           "mae_ci": [0.2, 0.8]})
+    paired = Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.005, "better", 200)
+    for page in (_metric_table("Criterion", {one: cell, two: cell}, None),
+                 _paired_table("Criterion", {one: {"mae": paired}, two: {"mae": paired}}, ["mae"], "t", 200)):
+        assert re.findall(r"<tr><td>([^<]*)</td>", page) == [marked(one), marked(two)]
+
+
 def test_texts_are_embedded_for_the_largest_differences_first():
     """With a cap of 2 texts, the two items with the largest |judge − reference| carry them; the others say so."""
     records = [judge.JudgeRecord(id=f"i{k}", instruction=f"instr {k}", answer="a", criteria_name="c",
@@ -213,6 +296,57 @@ def test_compare_page_says_the_paired_count_of_each_metric():
     assert mae_cell == "[-0.200, -0.050] p = 0.010" and vc_cell == "[0.000, 0.200] p = 0.080, n 50"
 
 
+def test_compare_page_says_why_a_cell_too_small_is_never_called(scored_relative):
+    """A cell under ``MIN_PAIRED`` paired units or ``paired_resamples_to_call(alpha)`` resamples is n.s. whatever its
+    p and left out of the Holm family: compare.html showed "p < 0.01 ... n.s." with no Holm p and no word of why, where
+    compare.md says it. The cell now says which minimum it is under, and the subtitle states both (the numbers read
+    from ``eval.scoring.compare``, which sets them)."""
+    from eval.reports.html_report import _paired_table, render_compare_page
+    from eval.scoring.compare import MIN_PAIRED, compare, paired_resamples_to_call
+    from eval.scoring.comparison import Paired
+
+    needed = paired_resamples_to_call(0.05)
+    cells = {"few items": {"mae": Paired(6, 0.906, 0.708, -0.197, (-0.342, -0.067), 0.005, "n.s.", 200)},
+             "few instructions": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.005, "n.s.", 200, 12)},
+             "few resamples": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.0, "n.s.", needed - 1)},
+             "not significant": {"mae": Paired(100, 0.5, 0.45, -0.05, (-0.2, 0.1), 0.3, "n.s.", 200)},
+             "called": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.005, "better", 200)}}
+    page = _paired_table("Model", cells, ["mae"], "t", 200, 0.95, 0.05)
+    calls = re.findall(r'<span class="(?:better|worse|)">([^<]*)</span>', page)
+    assert calls == [f"n.s. (under {MIN_PAIRED} paired items: too few to call)",
+                     f"n.s. (under {MIN_PAIRED} paired instructions: too few to call)",
+                     f"n.s. (under {needed} resamples: too few to call)", "n.s.", "better"]
+    root, _ = scored_relative
+    result = compare([root / "a", root / "b"], n_boot=20)
+    assert (f"A cell under {MIN_PAIRED} paired items or {needed} resamples is n.s. whatever its p: too few to call."
+            in render_compare_page(result, None))
+
+
+def test_compare_pages_validity_link_points_at_its_first_heading(scored_relative):
+    """The nav's "Validity" link pointed at "validity", the side-by-side part's heading, which a baseline without a
+    validity section leaves out: only the paired part ("validity-paired") was on the page, and the link went
+    nowhere. It now points at the part's first heading, and every nav link at an element of the page."""
+    import dataclasses
+
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare
+
+    root, _ = scored_relative
+    result = compare([root / "a", root / "b"], n_boot=0)
+
+    def nav_targets(page: str) -> tuple[list[str], list[str]]:
+        nav = page[page.index("<nav>"):page.index("</nav>")]
+        return re.findall(r'href="#([^"]+)"', nav), re.findall(r' id="([^"]+)"', page)
+
+    links, ids = nav_targets(render_compare_page(result, None))
+    assert "validity" in links and set(links) <= set(ids)
+    without = dataclasses.replace(result, metrics=[dataclasses.replace(m, validity=None) for m in result.metrics],
+                                  comparisons=[dataclasses.replace(c, validity={}) for c in result.comparisons])
+    page = render_compare_page(without, None)
+    links, ids = nav_targets(page)
+    assert 'id="validity"' not in page and "validity-paired" in links and set(links) <= set(ids)
+
+
 # -------------------------------------------------------------------- the files a metrics.json names, the statuses
 
 
@@ -272,22 +406,53 @@ def test_compare_from_another_directory_shows_texts_and_both_verdicts(scored_rel
 def test_compare_page_names_its_interval_level(scored_relative):
     """compare.html calls better/worse at p < alpha and shows paired intervals: it names both, the intervals' level
     read from the comparison's ``ci_level`` (95 % where compare.json records none)."""
-    import types
+    import dataclasses
 
     from eval.reports.html_report import _compare_level, _paired_table, render_compare_page
+    from eval.reports.report import ci_percent
     from eval.scoring.comparison import Paired
     from eval.scoring.compare import compare
 
     root, _ = scored_relative
     result = compare([root / "a", root / "b"], n_boot=20, alpha=0.3)
     page = render_compare_page(result, None)
-    assert "paired bootstrap, 95 % intervals" in page and "called at p &lt; 0.3" in page
-    assert "delta [95 % CI] p call" in page
+    drawn = ci_percent(_compare_level(result))  # the level compare recorded (95 % where it records none)
+    assert f"paired bootstrap, {drawn} % intervals" in page and "called at p &lt; 0.3" in page
+    assert f"delta [{drawn} % CI] p call" in page
     assert _compare_level({"ci_level": 0.7}) == 0.7 and _compare_level({}) == 0.95
-    recorded = render_compare_page(types.SimpleNamespace(**vars(result), ci_level=0.7), None)
+    recorded = render_compare_page(dataclasses.replace(result, ci_level=0.7), None)
     assert "paired bootstrap, 70 % intervals" in recorded and "delta [70 % CI] p call" in recorded
     cells = {"all items": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.01, "better")}}
     assert "mae delta [70 % CI] p call" in _paired_table("Overall", cells, ["mae"], "t", 1000, 0.7)
+
+
+def test_compare_page_cuts_run_names_and_keeps_them_apart(scored_relative):
+    """Three runs of one 400-character judge name: compare tells them apart by a " (folder)" suffix, which the cut
+    keeps, so each heading and comparison filter value is one run's. No part of the page (headings, tables, the
+    validity part, the explorer's data) writes a name whole: 25.8 MB of compare.html for a 1,000,000-character one."""
+    import shutil
+
+    from eval.reports.html_explorer import compare_items
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare
+
+    root, _ = scored_relative
+    shutil.copytree(root / "b", root / "c")
+    for name in ("a", "b", "c"):
+        path = root / name / "metrics.json"
+        path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "judge": "J" * 400}),
+                        encoding="utf-8")
+    result = compare([root / "a", root / "b", root / "c"], n_boot=0)
+    assert result.runs == ["J" * 400 + f" ({name})" for name in "abc"]
+    a, b, c = ("J" * 200 + "…" + "J" * 95 + f" ({name})" for name in "abc")
+    data = compare_items(result)
+    page = render_compare_page(result, data)
+    assert re.findall(r'<h2 id="cmp-\d">(.*?)</h2>', page) == [f"{b} vs {a}", f"{c} vs {a}"]
+    assert {f["key"]: f["values"] for f in data["filters"]}["pair"] == [f"{b} vs {a}", f"{c} vs {a}"]
+    assert data["filter_judges"] == [["baseline: " + a, "run: " + b], ["baseline: " + a, "run: " + c]]
+    assert "J" * 201 not in page
+    side = re.search(r'<table[^>]*id="side-[^"]*".*?</table>', page, re.S).group(0)
+    assert re.findall(r"<tr><td>([^<]*)</td>", side) == [a, b, c]
 
 
 def test_compare_reads_relative_paths_of_an_older_metrics_json_against_its_folder(scored_relative):
@@ -361,13 +526,12 @@ def test_compare_status(baseline, run, expected):
 
 
 def test_a_crafted_status_in_items_parquet_never_reaches_the_pages(scored_relative):
-    """An items.parquet whose status holds markup: compare.html and report.html show the item as ``unknown`` and
-    the markup is nowhere in either page."""
+    """An items.parquet whose status holds markup: compare refuses it in one line naming the row (a status score
+    never writes), so it reaches no compare.html; report.html shows the item as ``unknown``, the markup nowhere."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from eval.reports.html_explorer import STATUS_LABELS
-    from eval.reports.html_report import write_compare_page
     from eval.scoring.compare import compare
 
     root, _ = scored_relative
@@ -377,13 +541,11 @@ def test_a_crafted_status_in_items_parquet_never_reaches_the_pages(scored_relati
     status = items.column("status").to_pylist()
     status[0] = crafted
     pq.write_table(items.set_column(items.column_names.index("status"), "status", pa.array(status)), path)
-    compare_page = write_compare_page(compare([root / "a", root / "b"], n_boot=0), root / "cmp")
-    data = _embedded(compare_page.read_text(encoding="utf-8"))
-    statuses = next(f for f in data["filters"] if f["key"] == "status")["values"]
-    assert "baseline ok, run unknown" in statuses
+    with pytest.raises(ValueError, match=r"items\.parquet: column status: row index 0 \(id '[^']+'\): .* is not one of "
+                                         r"ok, parse_failed, request_failed, missing; score the run again"):
+        compare([root / "a", root / "b"], n_boot=0)
     report = write_report_page(root / "b")
     labels = next(f for f in _embedded(report.read_text(encoding="utf-8"))["filters"] if f["key"] == "status")["values"]
     assert "unknown" in labels and set(labels) <= set(STATUS_LABELS)
-    for page in (compare_page, report):
-        text = page.read_text(encoding="utf-8")
-        assert "onerror" not in text and "img src" not in text
+    text = report.read_text(encoding="utf-8")
+    assert "onerror" not in text and "img src" not in text

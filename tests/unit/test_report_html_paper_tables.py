@@ -4,6 +4,7 @@ run of the bundled sample scored by ``judge-eval score``."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -123,3 +124,23 @@ def test_pollux_official_is_a_table_and_keeps_what_it_does_not_show(sample_run):
         assert kept[split]["n_regression"] == b["n_regression"] and kept[split]["note"] == b["note"]
         assert "format_acc" not in kept[split]
     assert '<h2 id="other">' not in page or "pollux_official" not in page.split('<h2 id="other">')[1]
+
+
+def test_table_10_cuts_names_before_the_judges_column_adds_mae(sample_run):
+    """A long judge name is cut before " (MAE)" is added to its column's header (cutting the finished header lost
+    it, and with it what the brackets hold); two model names that read alike once cut stay two rows' names."""
+    from eval.reports.html_report import render_report_page
+    from judge.metrics_json.metrics import Metrics
+
+    metrics = json.loads(json.dumps(sample_run["metrics"]))
+    metrics["judge"] = "J" * 400
+    block = metrics["splits"]["zero_shot"]["model_means"]
+    first, second, *rest = block["by_model"].items()
+    one, two = "m" * 250 + "1" + "m" * 250, "m" * 250 + "2" + "m" * 250
+    block["by_model"] = {one: first[1], two: second[1], **dict(rest)}
+    table = html_tables(render_report_page(Metrics.from_json(metrics), None))["model-means-zero_shot"]
+    assert table[0][4] == "J" * 200 + "…" + "J" * 99 + " (MAE)"
+    same = "m" * 200 + "…" + "m" * 99
+    assert [row[0] for row in table[1:3]] == [f"{same} (#{hashlib.sha256(name.encode()).hexdigest()[:8]})"
+                                              for name in (one, two)]
+    assert [row[0] for row in table[3:-1]] == [name for name, _ in rest]

@@ -63,7 +63,8 @@ def test_the_alpha_difference_interval_resamples_whole_instructions():
     mode, unique = expert_mode(experts)
     mode = np.where(unique, mode, np.nan)
     out = agreement(judge, experts, mode, DOMAIN, n_boot=B, rng=np.random.default_rng(5), clusters=clusters)
-    assert out["alpha_boot"] == {"resamples": B, "items_per_resample": 200, "clusters_per_resample": 40}
+    assert out["alpha_boot"] == {"resamples": B, "items_per_resample": 200, "clusters_per_resample": 40,
+                                 "n_resamples": B}
     reference = loop(clusters, lambda items: agreement(judge[items], experts[items], mode[items], DOMAIN,
                                                       n_boot=0)["alpha_difference"], seed=6)
     assert_same_interval(out["alpha_difference_ci"], list(np.quantile(reference, [TAIL, 1 - TAIL])), reference)

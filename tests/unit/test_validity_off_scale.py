@@ -78,3 +78,67 @@ def test_the_levels_on_and_off_the_scale():
     np.testing.assert_array_equal(judge_levels(judge, low, high), [2.0, np.nan, np.nan, np.nan])
     np.testing.assert_array_equal(off_scale_levels(judge, low, high), [np.nan, 3.0, -1.0, np.nan])
     np.testing.assert_array_equal(judge_levels(judge, None, None), [2.0, 3.0, -1.0, np.nan])
+
+
+def _regression_section(judge: np.ndarray, experts: np.ndarray, ids=None, scoring: str = "neg_rmse"):
+    """The validity section of one split whose judge is a regression head (every score a raw value), on 0-2."""
+    import dataclasses
+
+    from tests.support.validity_tables import section_with_alt_test, table_on_0_to_2
+
+    table = table_on_0_to_2(judge, experts, ids)
+    table = dataclasses.replace(table, score_source=np.full(len(judge), "regression_head", dtype=object))
+    return section_with_alt_test(table, scoring=scoring)
+
+
+def test_a_regression_heads_value_past_an_end_is_that_end_in_every_figure():
+    """60 items, truth 0, 1, 2, 0, ... scored so by A, B and C; a regression head answers 2.6 where they say 2, -0.6
+    where they say 0, 1 where they say 1. A head's value past an end is a measurement near it (the ceiling's rule,
+    ``ceiling.measured``): 2.6 is 2 and -0.6 is 0, as 2.4 and -0.4 would be, in every figure, where it had read 2 in
+    the ceiling's kappa, off the scale in kappa, alpha and the exact agreement, and a miss in the alt-test under
+    ``accuracy``:
+
+    - kappa against the mode: all 60 items, the judge's level equal to the mode on each: 1.0, none off the scale;
+    - alpha with the judge: every item's values agree: 1.0, as the experts';
+    - exact agreement 1.0 on the 60 unanimous items;
+    - the alt-test under ``accuracy``: the judge equals every left-out expert on every item: each expert's W_f and
+      W_h are 1, d = 0 > -0.2, every expert rejected (omega 1), rho 1.
+    """
+    truth = np.arange(60) % 3.0
+    judge = np.where(truth == 2, 2.6, np.where(truth == 0, -0.6, truth))
+    experts = np.column_stack([truth] * 3)
+    ids = np.array([["A", "B", "C"]] * 60, dtype=object)
+    block = _regression_section(judge, experts, ids, scoring="accuracy")
+    agreement = block.overall.agreement
+    assert (agreement.kappa_quadratic, agreement.n_kappa, agreement.n_kappa_off_domain) == (1.0, 60, 0)
+    assert agreement.n_items_judge_off_scale == 0
+    assert agreement.alpha_with_judge == pytest.approx(1.0, abs=1e-12)
+    assert agreement.by_expert_agreement["unanimous"].exact == 1.0
+    alt = block.overall.alt_test
+    assert (alt.winning_rate, alt.advantage_probability) == (1.0, 1.0)
+    assert (block.overall.ceiling.judge_kappa, block.overall.ceiling.n_judge_off_scale) == (1.0, 0)
+
+
+def test_a_verdict_past_an_end_stays_off_the_scale():
+    """The same values as a text verdict (a number the judge wrote, ``alt_test_judge``): 2.6 and -0.6 round to 3 and
+    -1, no levels of 0-2 (NaN among the ratings); only where ``measured`` (a regression head) are they the ends."""
+    from eval.validity.section import judge_levels
+
+    judge = np.array([2.6, -0.6, 1.0])
+    low, high = np.zeros(3), np.full(3, 2.0)
+    np.testing.assert_array_equal(judge_levels(judge, low, high), [np.nan, np.nan, 1.0])
+    np.testing.assert_array_equal(judge_levels(judge, low, high, np.array([True, True, False])), [2.0, 0.0, 1.0])
+
+
+def test_a_regression_heads_mae_to_the_experts_mean_takes_its_score():
+    """40 items the experts score (1, 2, 2): mode 2, mean 5/3. A regression head answers 5/3 on every one: its level
+    (rounded half up) is 2, equal to the mode, so exact 1.0; its score is the experts' mean, so the MAE to it is 0,
+    where the level read |2 - 5/3| = 0.33 for a judge at the mean. 20 items more of (2, 2) where it answers 2.6: the
+    unanimous class's MAE is |2.6 - 2| = 0.6 and its exact 1.0 (2.6 is the top end, the test above)."""
+    judge = np.r_[np.full(40, 5.0 / 3.0), np.full(20, 2.6)]
+    experts = np.r_[np.tile([1.0, 2.0, 2.0], (40, 1)), np.tile([2.0, 2.0, np.nan], (20, 1))]
+    classes = _regression_section(judge, experts).overall.agreement.by_expert_agreement
+    assert (classes["majority"].n_judged, classes["majority"].exact) == (40, 1.0)
+    assert classes["majority"].mae_to_mean == pytest.approx(0.0, abs=1e-12)
+    assert (classes["unanimous"].n_judged, classes["unanimous"].exact) == (20, 1.0)
+    assert classes["unanimous"].mae_to_mean == pytest.approx(0.6, abs=1e-12)

@@ -137,6 +137,22 @@ def test_compare_sets_validity_side_by_side(sample_runs):
     assert paired.ceiling_gap.delta > 0  # the shifted judge is farther from the panel
 
 
+def test_compare_draws_the_paired_validity_at_one_minus_alpha(sample_runs):
+    """At --alpha 0.2 compare.json's ci_level, compare.md and compare.html say 80 % for every paired interval, but the
+    paired validity's were drawn at 95 %. Now they are the 80 % intervals of the same resamples (within the 95 % ones,
+    not equal to them), and the paired validity's lead names the level."""
+    from eval.scoring.compare import compare, render_markdown
+
+    runs = [sample_runs["root"] / "exact", sample_runs["root"] / "lenient"]
+    wide = compare(runs, n_boot=50).comparisons[0].validity["all"]
+    result = compare(runs, n_boot=50, alpha=0.2)
+    narrow = result.comparisons[0].validity["all"]
+    for w, n in ((wide.rho, narrow.rho), (wide.ceiling_gap, narrow.ceiling_gap)):
+        assert w.delta == n.delta
+        assert w.ci[0] <= n.ci[0] <= n.ci[1] <= w.ci[1] and list(n.ci) != list(w.ci)
+    assert ") at the 80 % level (ρ: higher is better" in render_markdown(result)
+
+
 def test_compare_pairs_rho_on_predicted_items_with_the_sections_levels(sample_runs, tmp_path):
     """A run not finished (every fourth item has no prediction) that scores one level above the first expert on
     every third item, past the top of the scale too (a 2 on 0-2 becomes 3, scored as the paper does), under
@@ -330,3 +346,31 @@ def test_compare_notes_a_paired_interval_over_fewer_resamples():
             == "interval over 190 of 200 resamples (the rest drew no tested expert's item)")
     assert (_resamples_note(150, 200, [None, None], "no item with a ceiling pair")
             == "no interval: only 150 of 200 resamples usable (the rest drew no item with a ceiling pair)")
+
+
+def test_the_tables_say_over_which_items_the_ceiling_and_alpha_are_and_why_alpha_has_no_interval():
+    """40 items on 0-2: two scored by two experts who agree (0, 0 and 2, 2), where the judge says 1; 38 by one expert.
+    The ceiling has pairs on the 2 items alone (38 with fewer than 2 experts), both alphas are over those 2, and a
+    resample of the 2 that draws one item twice has every expert value on one level, so no alpha: half of the 200
+    resamples on average, under the 90 % an interval needs."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.render import markdown_lines
+    from eval.validity.section import ValiditySettings, validity_section
+    from tests.support.validity_tables import table_on_0_to_2
+
+    experts = np.full((40, 2), np.nan)
+    experts[:, 0] = np.arange(40) % 3.0
+    experts[:2] = [[0.0, 0.0], [2.0, 2.0]]
+    judge = np.r_[1.0, 1.0, experts[2:, 0]]
+    validity = validity_section(table_on_0_to_2(judge, experts, None), "mode", {"standard": np.arange(40)},
+                                ValiditySettings(n_boot=0, alpha_boot=200))
+    boot = validity.splits["standard"].overall.agreement.alpha_boot
+    assert boot.resamples == 200 and 70 < boot.n_resamples < 130
+    markdown = "\n".join(markdown_lines(SimpleNamespace(validity=validity), markdown_table, md_text))
+    assert ", over 2 of 40 items (38 with fewer than 2 experts)" in markdown
+    assert (f"(no interval: {boot.n_resamples} of 200 resamples had both α defined, under 90%); both over 2 of 40 "
+            "items, those two experts scored") in markdown

@@ -126,3 +126,59 @@ def test_the_report_reads_the_types(tmp_path):
     # every criterion's alt-test column (the last) reads "—" without named experts
     rows = [line.rstrip() for line in lines.splitlines() if line.startswith("| ")]
     assert [row for row in rows if row.endswith("| — |")]
+
+
+@pytest.mark.parametrize("field, value, allowed", [("target", "median", "mode, mean"),
+                                                   ("ceiling_failures", "maybe", "worst, drop")])
+def test_a_settings_value_the_section_has_no_rule_for_is_named_when_read(field, value, allowed):
+    """The section's target and ceiling_failures are checked where the file is read, naming the field: a target of
+    "median" had failed only once used, naming neither file nor field, and a ceiling_failures of "maybe" read as
+    drop. A file written before ceiling_failures (absent, or null) still reads."""
+    settings = {"alt_test": {}, "n_boot": 20, "alpha_boot": 100, "seed": 0, "level": 0.95, "target": "mode",
+                "ceiling_failures": "worst"}
+    section = {"settings": settings, "named_experts": False, "splits": {}}
+    assert Validity.from_json(section).settings.ceiling_failures == "worst"
+    assert Validity.from_json({**section, "settings": {**settings, "ceiling_failures": None}}).settings.target == "mode"
+    with pytest.raises(ValueError) as caught:
+        Validity.from_json({**section, "settings": {**settings, field: value}})
+    assert caught.value.field == f"settings.{field}"  # the file's caller puts it beside the file's path
+    assert str(caught.value) == (f"metrics.json's validity section: SectionSettings.{field} is not readable "
+                                 f"({value!r} is none of {allowed})")
+
+
+@pytest.mark.parametrize("path, value, shown", [
+    (("ceiling", "n_pairs"), "40", "str '40'"), (("n_items",), 120.5, "float 120.5"),
+    (("leniency", "n"), True, "bool True"), (("ceiling", "n_items_dropped"), -1, "-1")])
+def test_a_count_of_the_section_is_read_as_a_whole_number(path, value, shown):
+    """The section's counts were taken as they were, though metrics.json's other counts are checked as whole
+    numbers: a count of "40" or 120.5 read as it was and failed, if at all, far from the file. Now each is refused
+    where it is read, naming the field; an optional count written as null (a figure the writer did not have) reads
+    as None, and the ints every writer wrote read as they are."""
+    cell = _cell(ceiling={**_cell()["ceiling"], "n_items_dropped": None})
+    assert ValidityCell.from_json(cell).ceiling.n_items_dropped is None
+    assert ValidityCell.from_json(cell).ceiling.n_pairs == 0 and ValidityCell.from_json(cell).n_items == 2
+    broken = json.loads(json.dumps(cell))
+    *above, key = path
+    block = broken
+    for name in above:
+        block = block[name]
+    block[key] = value
+    with pytest.raises(ValueError) as caught:
+        ValidityCell.from_json(broken)
+    record = {"ceiling": "Ceiling", "leniency": "Leniency"}.get(path[0], "ValidityCell")
+    assert caught.value.field == ".".join(path)
+    whole = "whole number of 0 or more" if shown == "-1" else "whole number"
+    assert str(caught.value) == (f"metrics.json's validity section: {record}.{key} is not readable "
+                                 f"(expected a {whole}, got {shown})")
+
+
+def test_the_alt_test_settings_counts_are_read_as_whole_numbers():
+    settings = {"alt_test": {"min_items_per_expert": "30"}, "n_boot": 20, "alpha_boot": 100, "seed": 0,
+                "level": 0.95, "target": "mode"}
+    with pytest.raises(ValueError, match=r"AltTestSettings.min_items_per_expert is not readable \(expected a whole "
+                                         r"number, got str '30'\)"):
+        Validity.from_json({"settings": settings, "named_experts": False, "splits": {}})
+    with pytest.raises(ValueError, match=r"SectionSettings.n_boot is not readable \(expected a whole number, got "
+                                         r"float 20.5\)"):
+        Validity.from_json({"settings": {**settings, "alt_test": {}, "n_boot": 20.5}, "named_experts": False,
+                            "splits": {}})

@@ -104,10 +104,11 @@ def test_alpha_ordinal_by_hand():
     assert with_judge["alpha_difference"] == pytest.approx(expected - 4 / 9)
 
 
-def test_alpha_difference_interval_resamples_the_items_the_point_estimate_counts():
-    """An item with one expert pairs only once the judge is added: it counts in ``alpha_with_judge``, so the
-    bootstrap draws it too (all 300 items here, not the 150 with two experts), and the interval brackets the point
-    estimate. Half the items have one expert the judge agrees with; on the other half the judge is off by one."""
+def test_both_alphas_are_over_the_items_two_experts_scored():
+    """An item with one expert pairs once the judge is added, but the experts' alpha cannot take it: both alphas are
+    over the 150 items with two experts (the judge's agreement on the other 150 is no part of what it adds to the
+    panel), and so is the bootstrap. Half the items have one expert the judge agrees with; on the other half the
+    judge is off by one: taken over all 300, alpha with the judge read higher than over the 150 alone."""
     rng = np.random.default_rng(1)
     two = rng.integers(0, 3, size=(150, 2)).astype(float)
     one = np.column_stack([rng.integers(0, 3, 150).astype(float), np.full(150, nan)])
@@ -115,9 +116,37 @@ def test_alpha_difference_interval_resamples_the_items_the_point_estimate_counts
     judge = np.concatenate([(two[:, 0] + 1) % 3, one[:, 0]])
     result = agreement(judge, experts, np.full(300, nan), np.array([0.0, 1.0, 2.0]), n_boot=200,
                        rng=np.random.default_rng(0))
-    assert result["alpha_boot"]["items_per_resample"] == 300
+    assert result["n_items_alpha"] == 150
+    assert result["alpha_boot"]["items_per_resample"] == 150
+    with_judge = np.column_stack([two, judge[:150]]).T  # raters x items, the package's reliability data
+    expected = krippendorff.alpha(reliability_data=with_judge, value_domain=[0, 1, 2], level_of_measurement="ordinal")
+    assert result["alpha_with_judge"] == pytest.approx(expected)
+    over_all = krippendorff.alpha(reliability_data=np.column_stack([experts, judge]).T, value_domain=[0, 1, 2],
+                                  level_of_measurement="ordinal")
+    assert over_all > expected + 0.1  # what the difference read before: the one-expert items' agreement
+    assert result["alpha_experts"] == pytest.approx(krippendorff.alpha(
+        reliability_data=two.T, value_domain=[0, 1, 2], level_of_measurement="ordinal"))
     low, high = result["alpha_difference_ci"]
     assert low <= result["alpha_difference"] <= high
+
+
+def test_alpha_difference_has_no_interval_when_too_few_resamples_are_usable():
+    """The paired intervals' rule (``eval.validity.paired.MIN_USABLE_SHARE``): a resample with an undefined alpha
+    is unusable, counted, and under 90 % usable there is no interval. Two items, each two experts who agree on one
+    level (0 0, 2 2), the judge 1 on both: a resample that draws the same item twice has one value among the
+    experts, no expected disagreement, alpha undefined; that happens with probability 1/2, so about half of 200
+    resamples are usable."""
+    experts = np.array([[0.0, 0.0], [2.0, 2.0]])
+    result = agreement(np.array([1.0, 1.0]), experts, np.array([0.0, 2.0]), np.array([0.0, 1.0, 2.0]), n_boot=200,
+                       rng=np.random.default_rng(0))
+    assert result["alpha_experts"] == pytest.approx(1.0)
+    boot = result["alpha_boot"]
+    assert boot["resamples"] == 200 and 70 < boot["n_resamples"] < 130
+    assert result["alpha_difference_ci"] == [None, None]
+    # every resample usable: an interval, and the count says so
+    many = agreement(np.array([1.0, 1.0] * 20), np.vstack([experts] * 20), np.array([0.0, 2.0] * 20),
+                     np.array([0.0, 1.0, 2.0]), n_boot=200, rng=np.random.default_rng(0))
+    assert many["alpha_boot"]["n_resamples"] == 200 and many["alpha_difference_ci"][0] is not None
 
 
 def test_krippendorff_pitfalls_level_and_value_domain():
@@ -452,6 +481,15 @@ def test_paired_rho_compares_the_levels_the_section_compares():
     paired = paired_validity(head, head, experts, ids, "mean", settings, n_boot=0, scale_low=low, scale_high=high)
     assert section_rho == pytest.approx(2 / 3, abs=1e-12)
     assert paired["rho"]["baseline"] == section_rho and paired["rho"]["run"] == section_rho
+    # a regression head's raw value past the top is that end, as its section reads it: 2.6 is the experts' 2, rho 1;
+    # paired rho reads it so for the judge it is said of (the run's 2.6 read raw again: rho 2/3, a delta of -1/3)
+    head_read = np.ones(n, dtype=bool)
+    section_rho = alt_test(alt_test_judge(head, low, high, "accuracy", head_read), experts, ids,
+                           settings)["advantage_probability"]
+    paired = paired_validity(head, head, experts, ids, "mean", settings, n_boot=0, scale_low=low, scale_high=high,
+                             measured_a=head_read, measured_b=None)
+    assert section_rho == 1.0 and paired["rho"]["baseline"] == section_rho
+    assert paired["rho"]["run"] == pytest.approx(2 / 3, abs=1e-12)
     # neg_rmse takes the raw scores, in both
     raw = AltTestSettings()
     assert paired_validity(head, head, experts, ids, "mean", raw, n_boot=0, scale_low=low, scale_high=high)[
@@ -894,6 +932,64 @@ def test_a_judge_failing_on_the_disputed_items_is_not_inside_the_experts_range()
     assert rows["experts' ceiling (MAE to the rest of the panel)"].endswith(
         "; the judge failed on 30 items (30 pairs), each counted as its largest error on the item's scale")
     assert "(over its readable verdicts: 30 failed items left out)" in rows["Krippendorff's α (ordinal)"]
+
+
+def test_the_alpha_row_counts_what_it_left_out_among_its_own_items():
+    """100 items on 0-2: items 0-39 scored by two experts, 40-99 by one, so both alphas are over the 40. The judge
+    gives the first expert's score but fails on items 0, 1 and 60-99 and answers 5 on items 2 and 50. The cell counts
+    42 failed and 2 off-scale items, but alpha with the judge left the judge out of 2 failed and 1 off-scale item of
+    its 40: the row said "40 failed items left out" where no alpha item was. A file written before n_items_alpha
+    took alpha with the judge over every item, so there the cell's counts are its own."""
+    import dataclasses
+
+    from eval.validity.render import _overall_rows
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    experts = np.full((100, 2), np.nan)
+    experts[:, 0] = np.arange(100) % 3
+    experts[:40, 1] = experts[:40, 0]
+    judge = experts[:, 0].copy()
+    judge[[0, 1]], judge[60:], judge[[2, 50]] = nan, nan, 5.0
+    block = split_section(table_on_0_to_2(judge, experts, None))
+    a = block.overall.agreement
+    assert (a.n_items_alpha, a.n_items_judge_failed, a.n_items_judge_off_scale) == (40, 42, 2)
+    assert (a.n_alpha_items_judge_failed, a.n_alpha_items_judge_off_scale) == (2, 1)
+    row = dict(_overall_rows(block, "worst"))["Krippendorff's α (ordinal)"]
+    assert "(over its readable verdicts: 2 failed items and 1 off-scale item left out)" in row
+    older = dataclasses.replace(a, n_items_alpha=None, n_alpha_items_judge_failed=None,
+                                n_alpha_items_judge_off_scale=None)
+    row = dict(_overall_rows(dataclasses.replace(block, overall=dataclasses.replace(block.overall, agreement=older)),
+                             "worst"))["Krippendorff's α (ordinal)"]
+    assert "(over its readable verdicts: 42 failed items and 2 off-scale items left out)" in row
+
+
+def test_compare_shows_no_older_alpha_beside_a_newer_one_on_one_expert_items():
+    """Items 0-39 scored by two experts, 40-99 by one; the judge gives the first expert's score. Scored now, alpha
+    with the judge is over the 40 (1.00); a metrics.json written before n_items_alpha took it over all 100, another
+    statistic, yet compare set the two side by side. That older run's cell now says so instead of a number; on data
+    every item of which two experts scored the older alpha is the same statistic and stays."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from eval.validity.render import OLDER_ALPHA, _side_by_side
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    def runs(experts):
+        block = split_section(table_on_0_to_2(experts[:, 0].copy(), experts, None))
+        agreement = dataclasses.replace(block.overall.agreement, n_items_alpha=None)
+        older = dataclasses.replace(block, overall=dataclasses.replace(block.overall, agreement=agreement))
+        new, old = (SimpleNamespace(validity=SimpleNamespace(splits={"standard": b})) for b in (block, older))
+        return block, {name: row for name, *_, row in [
+            (row[0], row[4]) for row in _side_by_side({"new": new, "old": old})[0][1]]}
+
+    experts = np.full((100, 2), np.nan)
+    experts[:, 0] = np.arange(100) % 3
+    experts[:40, 1] = experts[:40, 0]
+    block, alpha = runs(experts)
+    assert (block.overall.agreement.n_items_alpha, block.overall.n_items) == (40, 100)
+    assert alpha == {"new": "1.00", "old": OLDER_ALPHA}
+    experts[:, 1] = experts[:, 0]  # every item two experts: the older alpha was over the same 100 items
+    assert runs(experts)[1] == {"new": "1.00", "old": "1.00"}
 
 
 def test_n_kappa_counts_the_pairs_kappa_used():

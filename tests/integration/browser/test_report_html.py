@@ -85,11 +85,16 @@ def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp
 
 
 def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path):  # noqa: F811
-    """compare.html lists the items where the judges differ most; one opens to both judges' feedback."""
+    """compare.html lists the items where the judges differ most; one opens to both judges' feedback. Its overall
+    paired cells each make a call: 12 paired items are too few (``MIN_PAIRED``), and the cell says so."""
     from selenium.webdriver.common.by import By
 
+    from eval.scoring.compare import MIN_PAIRED
+
     _open(browser, scored["root"] / "cmp" / "compare.html")
-    assert "better" in browser.page_source or "worse" in browser.page_source or "n.s." in browser.page_source
+    # The call is the cell's last span (the interval and p are in span.ci); the subtitle's words never match here.
+    calls = [span.text for span in browser.find_elements(By.CSS_SELECTOR, "#paired-0-all-overall td > span:not(.ci)")]
+    assert calls and all(call == f"n.s. (under {MIN_PAIRED} paired items: too few to call)" for call in calls), calls
     _choose(browser, "split", "Standard test")
     rows = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
     assert rows, "no Standard items in the comparison"
