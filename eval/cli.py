@@ -129,10 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
-                       "p-values or calls) or >= 10; a better/worse call needs >= 2/alpha (40 at the default --alpha), "
-                       "in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 criteria).")
+                       "p-values or calls) or >= 10; a better/worse call of scored runs needs more than 2/alpha (41 "
+                       "at the default --alpha), in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 "
+                       "criteria); of two rank runs, >= 2/alpha (40); a board of K draws >= 2m/alpha (1,120 for 8; never raised past 100,000).")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
-    cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1).")
+    cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
+                       "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
+                       "needs a sign-flip p below alpha (alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board of 3, 11 of 8.")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")

@@ -254,11 +254,16 @@ def _combined_text(metrics: dict[str, Any]) -> str:
 
 
 def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
-    """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n."""
-    lines = [f"## Pairwise judging{f' — {name}' if name else ''}", "",
+    """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n. The judge's name
+    and the failure codes come from the run's files: inert Markdown (``md_text``, ``_md_code``), as the other
+    reports write them."""
+    from eval.reports.report import _md_code, md_text
+
+    lines = [f"## Pairwise judging{f' — {md_text(name)}' if name else ''}", "",
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
-             + (f" ({', '.join(f'{k}: {v}' for k, v in metrics['failures'].items())})" if metrics["failures"] else "")
+             + (f" ({', '.join(f'{_md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
+                if metrics["failures"] else "")
              + f"; {metrics['n_both_orders']} pairs parsed in both orders."
              + _combined_text(metrics)
              + (f" **{metrics['n_missing']} judgments have no row** (the run is unfinished: rerun it to complete)."
@@ -377,8 +382,10 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     write_atomically(target / PAIRWISE_PAIRS, verdicts.encode("utf-8"))
     # ``compare`` reads metrics.json back: replaced whole, never left cut by a kill.
     write_atomically(target / "metrics.json", (json.dumps(metrics, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    from eval.reports.report import md_text
+
     write_atomically(target / "report.md",
-                     (f"# {name or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics)).encode("utf-8"))
+                     (f"# {md_text(name) or 'Judge'}: pairwise report\n\n" + pairwise_markdown(metrics)).encode("utf-8"))
     page = (f"<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{html.escape(name)} pairwise</title>"
             f"<body>{pairwise_html(metrics, name)}</body></html>\n")
     write_atomically(target / "report.html", page.encode("utf-8"))

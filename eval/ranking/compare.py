@@ -18,23 +18,26 @@ other instruction of either run is listed per side with why: ``excluded`` in the
 resample, one draw of those instructions (with replacement) feeds both matrices, so what an instruction makes easy or
 hard cancels out of the difference (the paired bootstrap of ``eval.scoring.bootstrap.paired_bootstrap``, over
 instructions instead of items). Both matrices, the point's and each resample's, are differenced at
-``COMPARED_DIGITS`` digits, as the leaderboard's means are (``compared_values``). A cell is called ``B higher`` /
-``B lower`` when its ``1 - alpha`` interval excludes 0, drawn from at least 2 / alpha resamples
-(``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
-(``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval); else no interval or no
-call, "—", and the cell's ``why_no_call`` says why. Each cell is tested on its own,
-with no correction for the number of cells: the report says how many were tested and how many calls chance alone
-would make (``eval.ranking.report.calls_line``). A cell's two-sided p-value is twice the smaller share of resampled
-differences on either side of 0, and its interval is read off the same resamples by the same count
-(``called_interval``): its ends are the ⌈n·alpha/2⌉-th smallest and largest of the n differences, so the interval
-excludes 0 exactly when p < alpha, and a call never stands beside a p-value of alpha or more. Both runs must use one normalisation, verdict reading and treatment of empty and
+``COMPARED_DIGITS`` digits, as the leaderboard's means are (``compared_values``). A cell's interval is the
+``1 - alpha`` one of those resamples (``called_interval``: its ends the ⌈n·alpha/2⌉-th smallest and largest of the n
+differences); its p-value is the paired sign-flip permutation test's over the instructions
+(``eval.ranking.permutation``: the two runs' totals of any set of instructions swapped, exact up to ``EXACT_MAX``
+instructions): the bootstrap's own p is 0 whenever every instruction's difference shares a sign, which under the null
+happens with probability 2 / 2^n, so on few instructions it called far more often than alpha. A cell is called
+``B higher`` / ``B lower`` when p < alpha and its interval excludes 0 on that side, drawn from at least 2 / alpha
+resamples (``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
+(``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval) and enough for the
+test to reach alpha (``permutation.fewest_for_call``: 6 at 0.05); else no call, "—", and the cell's ``why_no_call``
+says why. Each cell is tested on its own, with no correction for the number of cells: the report says how many were
+tested and how many calls chance alone would make (``eval.ranking.report.calls_line``).
+Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
 ``allow_other_judge``. What a server said of its weights (``WEIGHTS_SETTINGS``) names a place as much as the weights,
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~530 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~600 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates, the paired bootstrap and its calls, the Markdown of the result) over the loaded
 runs' private shapes, which the leaderboard (``eval.ranking.leaderboard``) reuses as they are.
 """
@@ -322,22 +325,70 @@ def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: 
                              "each; compare runs of one data set")
 
 
-def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int,
-                 scored_by: str = "both runs") -> str | None:
-    """Why a cell has no call ("—"); None when it has one. ``scored_by``: whose items pair ("every run" for a
-    leaderboard)."""
-    from eval.ranking.matrix import MIN_INSTRUCTIONS
+def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scored_keys: list[set], gates: set,
+                   gate_partial: set) -> str:
+    """Why runs have nothing to compare, for the refusal: when every instruction they all scored left because its
+    binary (gate) criterion was scored by some runs only, how many, and per run the gate verdicts it failed, by
+    status (a judge that failed every Critical verdict is the usual cause), not that nothing was scored."""
+    from eval.ranking.matrix import item_status
 
+    every = "both" if len(folders) == 2 else "every one of them"
+    if not gate_partial:
+        return f"the runs have no item (instruction, criterion) that {every} scored"
+    every = "both runs" if len(folders) == 2 else "every run"
+    failed = []
+    for folder, items, ks, scored in zip(folders, runs, keys, scored_keys):
+        by_status: dict[str, int] = {}
+        for key, it in zip(ks, items):
+            if key[0] in gate_partial and key in gates and key not in scored:
+                by_status[item_status(it)] = by_status.get(item_status(it), 0) + 1
+        if by_status:
+            said = ", ".join(f"{status} {n}" for status, n in sorted(by_status.items()))
+            failed.append(f"{folder} {sum(by_status.values())} ({said})")
+    which = "one run only" if len(folders) == 2 else "some runs only"
+    one = len(gate_partial) == 1
+    return (f"the runs have nothing left to compare: the {len(gate_partial)} instruction{'s' * (not one)} {every} "
+            f"scored {'was' if one else 'were'} left out of every run because {'its' if one else 'their'} binary "
+            f"(gate) criterion was scored by {which} (a gate known on some sides only); gate verdicts not scored: "
+            f"{'; '.join(failed) or 'none'}")
+
+
+def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int, alpha: float,
+                 scored_by: str = "both runs", non_binary: bool = False) -> str | None:
+    """Why a cell has no call ("—"); None when it is tested. ``scored_by``: whose items pair ("every run" for a
+    leaderboard); ``non_binary``: the value is a mean of non-binary scores only (a mean over criteria, the
+    leaderboard's mean), so ``instructions`` counts those with such a score."""
+    from eval.ranking.matrix import MIN_INSTRUCTIONS
+    from eval.ranking.permutation import fewest_for_call, smallest_p
+
+    what = "instruction" + ("s" * (instructions != 1)) + (" with a non-binary score" if non_binary else "")
     if not math.isfinite(delta):
+        if non_binary:  # the binary (gate) items may well be shared: the mean leaves them out
+            return f"no non-binary score shared by {scored_by} (the mean leaves binary criteria out)"
         return f"no item of the cell was scored by {scored_by}"
     if instructions < MIN_INSTRUCTIONS:
-        return (f"rests on {instructions} instruction{'s' * (instructions != 1)} scored by {scored_by}; an interval "
-                f"needs at least {MIN_INSTRUCTIONS}")
+        return f"rests on {instructions} {what} scored by {scored_by}; an interval needs at least {MIN_INSTRUCTIONS}"
+    if smallest_p(instructions) >= alpha:
+        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
+                f"2/2^{instructions} = {smallest_p(instructions):.4g}, is not below alpha {alpha:.4g}; a call needs at "
+                f"least {fewest_for_call(alpha)}")
     if n_boot == 0:
         return "no resamples"
     if resamples < needed:
         return f"{resamples} resamples defined it; a call needs at least {needed}"
     return None
+
+
+def called_verdict(low: float, high: float, p_value: float, alpha: float) -> str:
+    """A tested cell's (or pair's) call: ``B higher`` / ``B lower`` when the sign-flip p is below ``alpha`` and the
+    bootstrap interval excludes 0 on that side, else ``no difference``; "—" with no interval or p."""
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(p_value)):
+        return "—"
+    if p_value < alpha and low > 0:
+        return "B higher"
+    if p_value < alpha and high < 0:
+        return "B lower"
+    return "no difference"
 
 
 def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
@@ -376,7 +427,9 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     Returns:
         ``{"a", "b", "judge", "judge_differences", "judge_notes", "rows", "columns", "cells": {row: {column: {a, b,
         delta, ci, p_value, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b, n_instructions}}},
-        "n_instructions", "n_boot", "seed", "alpha", "normalize", "empty_answer", "no_answer"}``; a cell's counts as
+        "n_instructions", "n_boot", "call_test", "seed", "alpha", "normalize", "empty_answer", "no_answer"}``; a
+        cell's ``p_value`` is its sign-flip test's, ``why_no_call`` says why it is untested ("—"; None when tested),
+        ``call_test`` (None without resamples) ``{test, exact, n_swaps}`` how the p-values were drawn; a cell's counts as
         the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its ``n_instructions``
         ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and ``b``: ``run``,
         ``model``, ``n_instructions`` (the run's), ``excluded`` (its instructions left out, by why:
@@ -391,6 +444,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     from eval.ranking.matrix import (MEAN_OVER_CRITERIA, MEAN_OVER_META, MIN_INSTRUCTIONS, cell_counts,
                                      cell_instructions, instruction_weights, is_scored, matrix_arrays,
                                      resampled_matrices)
+    from eval.ranking.permutation import sign_flip_p, swapped_matrices
     from eval.scoring.compare import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
@@ -430,7 +484,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     paired_ids = {k[0] for k in paired}
     shared = [p for p in dict.fromkeys(it.prompt_id for it in items_a) if p in paired_ids]
     if not shared:
-        raise ValueError("the runs have no item (instruction, criterion) that both scored")
+        raise ValueError(nothing_shared(folders, list(runs), keys, scored_keys, gates, gate_one_side))
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
     # Each run's gate is decided over all its items inside matrix_arrays; then only the paired items are kept.
@@ -451,7 +505,17 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     shape = delta.shape
     low, high, p_value = (np.full(shape, np.nan) for _ in range(3))
     resamples = np.zeros(shape, dtype=np.int64)  # per cell, the resamples whose delta was defined
+    test = None
     if n_boot > 0 and len(shared) >= MIN_INSTRUCTIONS:
+        # The call's p: the sign-flip test over the shared instructions (``eval.ranking.permutation``); an
+        # instruction with no item in a cell moves nothing there, so the cell's p is its own instructions' test.
+        def swapped(swaps: np.ndarray) -> np.ndarray:  # differenced as the point's matrices are
+            swapped_a, swapped_b = swapped_matrices(arrays[0], arrays[1], swaps)
+            return compared_values(swapped_b) - compared_values(swapped_a)
+
+        p_value, n_swaps, exact = sign_flip_p(swapped, len(shared), delta, n_boot, seed, "bench/compare/sign-flip")
+        p_value = np.where(instructions >= MIN_INSTRUCTIONS, p_value, np.nan)
+        test = {"test": "paired sign-flip permutation over instructions", "exact": exact, "n_swaps": n_swaps}
         deltas = np.concatenate([compared_values(resampled_matrices(arrays[1], w))
                                  - compared_values(resampled_matrices(arrays[0], w))
                                  for w in instruction_weights(len(shared), n_boot, seed, key="bench/compare")])
@@ -462,7 +526,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                     continue
                 d = per_cell[i, j]
                 resamples[i, j] = int(np.isfinite(d).sum())
-                low[i, j], high[i, j], p_value[i, j] = called_interval(d, alpha)
+                low[i, j], high[i, j], _ = called_interval(d, alpha)  # the interval; the p is the sign-flip test's
     rows = [*layout.criteria, MEAN_OVER_CRITERIA]
     columns = [*layout.metas, MEAN_OVER_META]
     needed = resamples_to_call(alpha)
@@ -470,10 +534,9 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
-            why = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed)
-            verdict = "—"
-            if why is None and math.isfinite(low[i, j]) and math.isfinite(high[i, j]):
-                verdict = "B higher" if low[i, j] > 0 else "B lower" if high[i, j] < 0 else "no difference"
+            why = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+                               non_binary=r == MEAN_OVER_CRITERIA)
+            verdict = "—" if why else called_verdict(low[i, j], high[i, j], p_value[i, j], alpha)
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
                            "n_resamples": int(resamples[i, j]), "verdict": verdict, "why_no_call": why,
@@ -494,7 +557,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences, "judge_notes": notes,
             "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
-            "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "seed": seed, "alpha": alpha,
+            "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "call_test": test, "seed": seed, "alpha": alpha,
             "normalize": normalize, **settings}
 
 
@@ -505,7 +568,9 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     def fmt(x: Any) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
-    from eval.ranking.report import calls_line, exclusion_lines, resamples_phrase
+    from eval.ranking.permutation import fewest_for_call
+    from eval.ranking.report import calls_line, exclusion_lines, resamples_phrase, sign_flip_p_text
+    from eval.scoring.compare import resamples_to_call
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
     from eval.reports.report import markdown_table, md_text
@@ -516,14 +581,27 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
         for c in result["columns"]:
             cell = result["cells"][r][c]
             low, high = cell["ci"]
-            call = f" **{cell['verdict']}**" if cell["verdict"].startswith("B ") else ""
+            # A call, or the p that kept a tested cell from one, or "—": untested (the line above the table says why)
+            if cell["verdict"].startswith("B "):
+                call = f" p {sign_flip_p_text(cell.get('p_value'))} **{cell['verdict']}**"
+            elif cell["verdict"] == "—":
+                call = " —"
+            else:
+                call = f" p {sign_flip_p_text(cell.get('p_value'))}"
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
         rows.append([md_text(r), *parts])
+    fewest = fewest_for_call(result["alpha"])
+    untested = (f"Each cell: B − A [its {100 * (1 - result['alpha']):g}% interval], then its sign-flip p, the call "
+                f"when p < {result['alpha']:g} and the interval excludes 0 on that side, or — when untested: cells on "
+                f"fewer than {fewest} instructions both runs scored are not tested at alpha {result['alpha']:g} (the "
+                f"test's smallest p there, 2/2^{fewest - 1}, is not below it), nor any with fewer than "
+                f"{resamples_to_call(result['alpha'])} resamples.")
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "
                       f"{md_text(result['judge'])}; {resamples_phrase(result)}; alpha {result['alpha']}.",
-                      *exclusion_lines(result), *map(md_text, judge_note_lines(result.get("judge_notes") or {})),
-                      *filter(None, [calls_line(result)]), "",
+                      *map(md_text, exclusion_lines(result)),
+                      *map(md_text, judge_note_lines(result.get("judge_notes") or {})),
+                      *filter(None, [calls_line(result)]), untested, "",
                       markdown_table(["criteria_name", *map(md_text, result["columns"])], rows)])

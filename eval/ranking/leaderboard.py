@@ -20,17 +20,25 @@ instruction whose binary (gate) criterion some runs scored and others did not le
   instructions (with replacement) that feeds every candidate, so what an instruction makes easy or hard is shared.
 
 Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its paired interval at level
-``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), called
-when it excludes 0 from at least 2m / alpha resamples (``eval.scoring.compare.resamples_to_call``) over at least 2
-instructions. That interval and the pair's p-value are one count of the resamples
-(``eval.ranking.compare.called_interval``: the ends are the ⌈n·alpha/(2m)⌉-th smallest and largest of the n
-differences), so a pair is called exactly when its p-value is below alpha / m. A candidate's ``rank`` is 1 + the number of candidates called above it; ``indistinguishable_from``
-names those whose pair has no call, so rank 1 may be held by several.
+``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), its
+ends the ⌈n·alpha/(2m)⌉-th smallest and largest of the n resampled differences
+(``eval.ranking.compare.called_interval``). At least 2m / alpha resamples are drawn
+(``eval.scoring.compare.resamples_to_call``; 1120 for eight candidates), more than asked when ``n_boot`` is fewer
+(said on stderr before drawing; never past ``MAX_RESAMPLES``, an ``alpha`` needing more is refused): with fewer no
+pair could be called. The pair's p-value is the paired sign-flip permutation test's over the
+instructions with a non-binary score (``eval.ranking.permutation``), and the pair is called when p < alpha / m and
+the interval excludes 0 on that side, over at least 2 such instructions and enough for the test to reach alpha / m
+(its smallest p is 2 / 2^n: 7 instructions for three candidates at 0.05). A candidate's ``rank`` is 1 + the number
+of candidates called above it; ``indistinguishable_from`` names those whose pair was tested and not called,
+``untested_with`` those whose pair could not be tested ("—", its ``why_no_call`` says why), so rank 1 may be held by
+several. The pairs table gives each pair's sign-flip p, and for a pair tested and not called why (its p not below
+alpha / m, or its interval holding 0).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -41,6 +49,11 @@ __all__ = ["MIN_RUNS", "leaderboard", "render_leaderboard_markdown", "render_lea
 
 #: Two runs are ``compare_rankings``' paired matrix of differences; a leaderboard starts at three.
 MIN_RUNS = 3
+
+#: The most resamples (and drawn sign-flip swaps) a leaderboard raises ``n_boot`` to: a call at alpha / m needs
+#: 2m / alpha, so a tiny alpha would otherwise multiply the work without bound (alpha 1e-6 over three candidates:
+#: 6,000,000 of each).
+MAX_RESAMPLES = 100_000
 
 
 def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
@@ -88,20 +101,28 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
 
     Returns:
         ``{"kind": "leaderboard", "models": [{run, model, rank, mean, ci, win_rate, win_rate_ci,
-        indistinguishable_from, n_instructions, excluded, judge_differences}] (by mean, highest first), "pairs":
-        [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}], "n_instructions",
-        "n_items", "n_boot", "seed", "alpha", "pair_level", "judge", "judge_pairs" (``_check_alike``), "normalize",
-        "empty_answer", "no_answer"}``; a model's ``judge_differences`` are from the first run's.
+        indistinguishable_from, untested_with, n_instructions, excluded, judge_differences}] (by mean, highest
+        first), "pairs": [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}],
+        "n_instructions", "n_rated_instructions", "n_items", "n_boot", "n_boot_asked", "call_test",
+        "why_no_interval", "seed", "alpha", "pair_level", "n_pairs", "judge", "judge_pairs" (``_check_alike``),
+        "normalize", "empty_answer", "no_answer"}``; a model's ``judge_differences`` are from the first run's. A
+        pair's ``p_value`` is its sign-flip test's and ``why_no_call`` says why it is untested ("—"; None when
+        tested); ``n_rated_instructions`` counts the instructions with a non-binary score (the means', win rates'
+        and tests'); ``n_boot`` the resamples drawn, ``n_boot_asked`` the ``n_boot`` given (fewer when a call at
+        alpha / m needs more); ``call_test`` (None without resamples) ``{test, exact, n_swaps}``.
 
     Raises:
         ValueError: fewer than ``MIN_RUNS`` runs, one folder twice, a folder that is no ranking run, runs not of one
-            data set or not scored alike (as ``compare_rankings``), or no item every run scored.
+            data set or not scored alike (as ``compare_rankings``), no item every run scored, or an ``alpha`` so
+            small that a call would need more than ``MAX_RESAMPLES`` resamples.
     """
     from scipy.stats import rankdata
 
     from eval.ranking.compare import (_excluded, _f, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
-                                      called_interval, compared_values, is_ranking_run)
+                                      called_interval, called_verdict, compared_values, is_ranking_run,
+                                      nothing_shared)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
+    from eval.ranking.permutation import sign_flip_p
     from eval.scoring.compare import resamples_to_call
 
     folders = [Path(run) for run in runs]
@@ -131,7 +152,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     paired_ids = {k[0] for k in paired}
     shared = [p for p in dict.fromkeys(it.prompt_id for it in runs_items[0]) if p in paired_ids]
     if not shared:
-        raise ValueError("the runs have no item (instruction, criterion) that every one of them scored")
+        raise ValueError(nothing_shared(folders, runs_items, keys, scored_keys, gates, gate_partial))
     arrays = [matrix_arrays(items, normalize, **settings, prompt_ids=shared, binary_criteria=b,
                             paired=[k for k, key in enumerate(ks) if key in paired])
               for items, ks, b in zip(runs_items, keys, binaries)]
@@ -159,34 +180,65 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     point_means, point_wins = (x[0] for x in stats(np.ones((1, len(shared)))))
     n_pairs = k_runs * (k_runs - 1) // 2
     pair_alpha = alpha / n_pairs
-    resampled = len(shared) >= MIN_INSTRUCTIONS and n_boot > 0
+    n_rated = int(rated.sum())  # the means' and win rates' instructions: a gate-only one adds nothing to them
+    needed = resamples_to_call(pair_alpha)
+    # Never fewer resamples than a call at alpha / m needs (2m / alpha: 1120 for eight candidates at 0.05): with
+    # fewer, no pair could be called, and every candidate would share rank 1 for want of resamples.
+    n_draw = max(n_boot, needed) if n_boot > 0 else 0
+    if n_rated >= MIN_INSTRUCTIONS and n_draw > n_boot > 0:  # said before the work it adds, not only in compare.md
+        if n_draw > MAX_RESAMPLES:
+            raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "
+                             f"{n_draw} resamples, over the {MAX_RESAMPLES} a leaderboard raises --n-boot {n_boot} to; "
+                             f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}, or --n-boot {n_draw} to "
+                             "draw them all the same")
+        print(f"judge-eval compare: --n-boot {n_boot} raised to {n_draw} resamples: a call at alpha / {n_pairs} = "
+              f"{pair_alpha:.3g} needs at least 2m / alpha", file=sys.stderr)
+    resampled = n_rated >= MIN_INSTRUCTIONS and n_draw > 0
     if resampled:
-        blocks = [stats(w) for w in instruction_weights(len(shared), n_boot, seed, key="bench/leaderboard")]
+        blocks = [stats(w) for w in instruction_weights(len(shared), n_draw, seed, key="bench/leaderboard")]
         boot_means = np.concatenate([m for m, _ in blocks])
         boot_wins = np.concatenate([w for _, w in blocks])
     order = sorted(range(k_runs), key=lambda k: (-point_means[k] if math.isfinite(point_means[k]) else math.inf, k))
+    pair_list = list(combinations(order, 2))  # b below a in the table: delta = B - A, A's mean the higher
+    deltas = np.array([point_means[b] - point_means[a] for a, b in pair_list])
+    p_values, test = np.full(len(pair_list), np.nan), None
+    if resampled:
+        # The call's p: the sign-flip test over the rated instructions (``eval.ranking.permutation``); a swap moves
+        # an instruction's total and count from one candidate of the pair to the other.
+        rated_sums, rated_counts = sums[rated], counts[rated]
+
+        def swapped(swaps: np.ndarray) -> np.ndarray:
+            out = np.empty((len(swaps), len(pair_list)))
+            for n, (a, b) in enumerate(pair_list):
+                moved_sum = swaps @ (rated_sums[:, b] - rated_sums[:, a])
+                moved_count = swaps @ (rated_counts[:, b] - rated_counts[:, a])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    mean_a = (rated_sums[:, a].sum() + moved_sum) / (rated_counts[:, a].sum() + moved_count)
+                    mean_b = (rated_sums[:, b].sum() - moved_sum) / (rated_counts[:, b].sum() - moved_count)
+                out[:, n] = compared_values(mean_b) - compared_values(mean_a)
+            return out
+
+        p_values, n_swaps, exact = sign_flip_p(swapped, n_rated, deltas, n_draw, seed, "bench/leaderboard/sign-flip")
+        test = {"test": "paired sign-flip permutation over instructions", "exact": exact, "n_swaps": n_swaps}
     pairs, above = [], {k: set() for k in range(k_runs)}
-    same = {k: [] for k in range(k_runs)}
-    needed = resamples_to_call(pair_alpha)
-    for a, b in combinations(order, 2):  # b below a in the table: delta = B - A, A's mean the higher
-        delta = float(point_means[b] - point_means[a])
-        low = high = p_value = math.nan
+    same, untested = {k: [] for k in range(k_runs)}, {k: [] for k in range(k_runs)}
+    for (a, b), delta, p_value in zip(pair_list, deltas.tolist(), p_values.tolist()):
+        low = high = math.nan
         n_resamples = 0
         if resampled:
             d = boot_means[:, b] - boot_means[:, a]
             n_resamples = int(np.isfinite(d).sum())
-            low, high, p_value = called_interval(d, pair_alpha)  # the call's interval and p: one count
-        why = _why_no_call(delta, len(shared), n_boot, n_resamples, needed, scored_by="every run")
-        verdict = "—"
-        if why is None and math.isfinite(low) and math.isfinite(high):
-            verdict = "B higher" if low > 0 else "B lower" if high < 0 else "no difference"
+            low, high, _ = called_interval(d, pair_alpha)  # the interval; the p is the sign-flip test's
+        why = _why_no_call(delta, n_rated, n_draw, n_resamples, needed, pair_alpha, scored_by="every run",
+                           non_binary=True)
+        verdict = "—" if why else called_verdict(low, high, p_value, pair_alpha)
         if verdict == "B higher":
             above[a].add(b)
         elif verdict == "B lower":
             above[b].add(a)
-        else:
-            same[a].append(b)
-            same[b].append(a)
+        else:  # tested and not called: not told apart; "—": never tested, which says nothing either way
+            (same if verdict == "no difference" else untested)[a].append(b)
+            (same if verdict == "no difference" else untested)[b].append(a)
         x_a, x_b = per_instruction[rated, a], per_instruction[rated, b]
         head_to_head = float(np.mean((x_b > x_a) + 0.5 * (x_b == x_a))) if rated.any() else None
         pairs.append({"a": str(folders[a]), "b": str(folders[b]), "delta": _f(delta), "ci": [_f(low), _f(high)],
@@ -200,12 +252,14 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
                        "mean": _f(point_means[k]), "ci": [_f(v) for v in ci], "win_rate": _f(point_wins[k]),
                        "win_rate_ci": [_f(v) for v in win_ci],
                        "indistinguishable_from": [str(folders[j]) for j in order if j in same[k]],
+                       "untested_with": [str(folders[j]) for j in order if j in untested[k]],
                        "n_instructions": len({it.prompt_id for it in runs_items[k]}),
                        "excluded": _excluded(runs_items[k], scored_ids[k], set(shared), gate_partial),
                        "judge_differences": differences[k]})
     return {"kind": "leaderboard", "models": models, "pairs": pairs, "n_instructions": len(shared),
-            "n_rated_instructions": int(rated.sum()), "n_items": len(paired), "n_boot": n_boot if resampled else 0,
-            "why_no_interval": None if resampled else _why_no_interval(len(shared), n_boot),
+            "n_rated_instructions": n_rated, "n_items": len(paired), "n_boot": n_draw if resampled else 0,
+            "n_boot_asked": n_boot, "call_test": test,
+            "why_no_interval": None if resampled else _why_no_interval(n_rated, n_boot),
             "seed": seed, "alpha": alpha, "pair_level": 1.0 - pair_alpha, "n_pairs": n_pairs,
             "judge": infos[0].get("judge", ""), "judge_pairs": judge_pairs, "normalize": normalize, **settings}
 
@@ -214,8 +268,8 @@ def _why_no_interval(instructions: int, n_boot: int) -> str:
     from eval.ranking.matrix import MIN_INSTRUCTIONS
 
     if instructions < MIN_INSTRUCTIONS:
-        return (f"the runs share {instructions} instruction{'s' * (instructions != 1)} with an item every one scored; "
-                f"an interval needs at least {MIN_INSTRUCTIONS}")
+        return (f"the runs share {instructions} instruction{'s' * (instructions != 1)} with a non-binary score every "
+                f"one scored; an interval needs at least {MIN_INSTRUCTIONS}")
     return "no resamples (--n-boot 0)"
 
 
@@ -231,8 +285,8 @@ def _excluded_line(model: dict[str, Any]) -> str:
     from eval.ranking.report import EXCLUDED
 
     excluded = model["excluded"]
-    reasons = [f"{EXCLUDED[why].format(other='another run')}: {len(ids)}" for why, ids in excluded.items()
-               if why != "n" and ids]
+    reasons = [f"{EXCLUDED[why].format(other='another run', gate_by='some runs')}: {len(ids)}"
+               for why, ids in excluded.items() if why != "n" and ids]
     return f"{excluded['n']} of {model['n_instructions']}" + (f" ({'; '.join(reasons)})" if reasons else "")
 
 
@@ -240,17 +294,28 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
     """The summary sentences, the leaderboard's rows and the pairs' rows; ``esc`` makes what the runs name (models,
     folders, the judge) inert for the page being written (Markdown or HTML)."""
     from eval.ranking.compare import judge_note_lines
+    from eval.ranking.report import sign_flip_p_text, why_not_called
 
     names = {m["run"]: esc(f"{m['model']} ({m['run']})") for m in result["models"]}
-    intervals = (f"{result['n_boot']} paired resamples over instructions (seed {result['seed']}): each candidate's "
-                 f"{100 * (1 - result['alpha']):g}% interval, and each pair's at {100 * result['pair_level']:.4g}% "
-                 f"(alpha {result['alpha']:g} shared by the {result['n_pairs']} pairs, Bonferroni)"
-                 if result["n_boot"] else f"no intervals: {result['why_no_interval']}")
+    asked = result.get("n_boot_asked", result["n_boot"])  # a result before resamples were raised: as asked
+    raised = (f" (--n-boot {asked} raised to the {result['n_boot']} a call at alpha / {result['n_pairs']} needs)"
+              if result["n_boot"] and asked != result["n_boot"] else "")
+    intervals = (f"{result['n_boot']} paired resamples over instructions{raised} (seed {result['seed']}): each "
+                 f"candidate's {100 * (1 - result['alpha']):g}% interval, and each pair's at "
+                 f"{100 * result['pair_level']:.4g}% (alpha {result['alpha']:g} shared by the {result['n_pairs']} "
+                 "pairs, Bonferroni)" if result["n_boot"] else f"no intervals: {result['why_no_interval']}")
+    test = result.get("call_test")
+    if test:
+        swaps = f"exact, all {test['n_swaps']} swaps" if test["exact"] else f"{test['n_swaps']} drawn swaps"
+        intervals += (f"; a pair is called when its paired sign-flip test's p is below alpha / {result['n_pairs']} "
+                      f"({swaps}) and its interval excludes 0 on the same side")
     summary = [f"{len(result['models'])} candidates on {result['n_instructions']} instructions with an item every run "
                f"scored ({result['n_items']} items; {result['n_rated_instructions']} with a non-binary score, the win "
                f"rates' instructions); judge {esc(result['judge'])}; normalisation {result['normalize']}; {intervals}.",
-               "Rank: 1 + the candidates called above; candidates of one rank, or named under 'not distinguishable "
-               "from', are not told apart by these instructions.",
+               "Rank: 1 + the candidates called above. 'Not distinguishable from' names the candidates a pair was "
+               "tested against and not called: not told apart by these instructions. 'Not tested against' names "
+               "those a pair could not be tested against (its 'why no call' says why): a shared rank then says "
+               "nothing either way.",
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
                                                                for m in result["models"]) + "."]
     raw = {m["run"]: f"{m['model']} ({m['run']})" for m in result["models"]}
@@ -261,16 +326,27 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
             summary.append(esc(f"Judged differently (compared with --allow-other-judge): {both}{said}."))
         summary += [esc(line) for line in judge_note_lines(pair["notes"], prefix=both)]
     board = [[str(m["rank"]), names[m["run"]], _num(m["mean"]), _interval(m["ci"]), _num(m["win_rate"]),
-              _interval(m["win_rate_ci"]), ", ".join(names[r] for r in m["indistinguishable_from"]) or "—"]
+              _interval(m["win_rate_ci"]), ", ".join(names[r] for r in m["indistinguishable_from"]) or "—",
+              ", ".join(names[r] for r in m.get("untested_with", ())) or "—"]
              for m in result["models"]]
+    n_pairs = result.get("n_pairs", len(result["models"]) * (len(result["models"]) - 1) // 2)
+    pair_alpha = result["alpha"] / n_pairs
+
+    def why(pair: dict[str, Any]) -> str:
+        """Untested: the result's reason; tested and not called: the p or the interval that kept it from a call."""
+        if pair["why_no_call"] or pair["verdict"] != "no difference":
+            return esc(pair["why_no_call"] or "")
+        return esc(why_not_called(*pair["ci"], pair.get("p_value"), pair_alpha, f"alpha/{n_pairs}"))
+
     pairs = [[names[p["a"]], names[p["b"]], f"{p['delta']:+.3f}" if p["delta"] is not None else "—",
-              _interval(p["ci"]), _num(p["win_rate_b"]), p["verdict"], esc(p["why_no_call"] or "")]
+              _interval(p["ci"]), sign_flip_p_text(p.get("p_value")), _num(p["win_rate_b"]), p["verdict"], why(p)]
              for p in result["pairs"]]
     return summary, board, pairs
 
 
-BOARD_HEADER = ["rank", "candidate (run)", "mean", "interval", "win rate", "interval", "not distinguishable from"]
-PAIRS_HEADER = ["A", "B", "B − A", "interval", "B's win rate over A", "call", "why no call"]
+BOARD_HEADER = ["rank", "candidate (run)", "mean", "interval", "win rate", "interval", "not distinguishable from",
+                "not tested against"]
+PAIRS_HEADER = ["A", "B", "B − A", "interval", "sign-flip p", "B's win rate over A", "call", "why no call"]
 
 
 def render_leaderboard_markdown(result: dict[str, Any]) -> str:

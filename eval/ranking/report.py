@@ -9,13 +9,12 @@ B higher) and marks the cells whose paired interval excludes 0.
 
 from __future__ import annotations
 
-import html
 import math
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from eval.reports.report import p_phrase
+from eval.reports.html_text import escape
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
            "calls_line", "resamples_phrase"]
@@ -33,8 +32,8 @@ SCORES = {"minmax": "scores normalised to 0–1 by their rubric's scale, (s − 
 #: Why an instruction of one run is left out of the comparison, as ``excluded`` names it and a line says it.
 EXCLUDED = {"no_answer": "no answer (request failed), not scored", "empty_answer": "empty answer, not scored",
             "no_score": "no verdict scored",
-            "gate_scored_by_one": ("its binary (gate) criterion scored by one run only, so its gate is known on one "
-                                   "side"),
+            "gate_scored_by_one": ("its binary (gate) criterion scored by {gate_by} only, so its gate is not known "
+                                   "on every side"),
             "not_scored_by_other": "not scored by {other}"}
 
 _EXTRA_CSS = """
@@ -46,7 +45,8 @@ table.heat td.fail { outline: 2px solid var(--bad); outline-offset: -2px; }
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """Text as HTML, without bidirectional controls (``eval.reports.html_text.escape``, as the other pages)."""
+    return escape(value)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -195,8 +195,30 @@ def write_ranking_page(result: Mapping[str, Any], out: str | Path) -> Path:
     return write_atomically(Path(out) / "report.html", render_ranking_page(result).encode("utf-8"))
 
 
+def sign_flip_p_text(p_value: float | None) -> str:
+    """A sign-flip p as read: three significant digits. The test's p is never 0 (the observed swap is one of those
+    counted), so three decimals would print 1/2048 as a "0.000" it is not; and a bound ("< 0.001") would hide the p
+    a call rests on where the level is below 0.001 (a board of 12 candidates: alpha/66 = 0.000758)."""
+    if p_value is None or not math.isfinite(p_value):
+        return "—"
+    return f"{p_value:.3g}"
+
+
+def why_not_called(low: float | None, high: float | None, p_value: float | None, alpha: float,
+                   alpha_name: str = "alpha") -> str:
+    """Why a tested cell (or pair) reads "no difference": its sign-flip p is not below ``alpha`` (named
+    ``alpha_name``, e.g. "alpha/3"), or its interval holds 0 (a p below alpha with an interval excluding 0 is a
+    call, ``eval.ranking.compare.called_verdict``)."""
+    if p_value is None or not p_value < alpha:
+        return f"sign-flip p {sign_flip_p_text(p_value)} not below {alpha_name} = {alpha:.3g}"
+    return "the interval holds 0"
+
+
 def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     """Two candidates' matrices and their paired differences (B - A) as a diverging heat map."""
+    from eval.ranking.permutation import fewest_for_call
+    from eval.scoring.compare import resamples_to_call
+
     rows, columns, cells = result["rows"], result["columns"], result["cells"]
     span = max([abs(c["delta"]) for r in rows for c in cells[r].values()
                 if isinstance(c["delta"], (int, float)) and math.isfinite(c["delta"])] or [0.0])
@@ -209,12 +231,14 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
-            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, {p_phrase(cell['p_value'], cell.get('n_resamples', result['n_boot']))}"
+            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, sign-flip p {sign_flip_p_text(cell['p_value'])}"
             if cell.get("n_dropped_a") or cell.get("n_dropped_b"):
                 tip += (f", dropped A {cell['n_dropped_a']}, B {cell['n_dropped_b']} (the other run has no score for "
                         "them or their gate)")
             if cell.get("why_no_call"):
-                tip += f"; no call: {cell['why_no_call']}"
+                tip += f"; untested: {cell['why_no_call']}"
+            elif verdict == "no difference":
+                tip += f"; no call: {why_not_called(low, high, cell['p_value'], result['alpha'])}"
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
@@ -229,8 +253,11 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
             "criterion) items both runs scored, each run's gate decided from its own verdicts, its paired "
             f"{100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same resampled instructions "
-            "feed both), and the call when the interval excludes 0; — where no interval could be drawn (a cell "
-            "resting on fewer than 2 instructions both runs scored, or no resamples); the tooltip says why, and how "
+            f"feed both), and the call when the paired sign-flip test's p is below alpha {result['alpha']:g} and the "
+            "interval excludes 0 on that side; — where the cell is untested (a cell resting on fewer than "
+            f"{fewest_for_call(result['alpha'])} instructions both runs scored, where the test's smallest p is not "
+            f"below alpha, or fewer than {resamples_to_call(result['alpha'])} resamples). The tooltip gives the p, why "
+            "a cell is untested or not called, and how "
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
@@ -244,7 +271,13 @@ def resamples_phrase(result: dict[str, Any]) -> str:
     if result["n_instructions"] < MIN_INSTRUCTIONS:
         return (f"no paired resamples: an interval needs at least {MIN_INSTRUCTIONS} instructions both runs scored "
                 "(one instruction redrawn is always itself)")
-    return f"{result['n_boot']} paired resamples over instructions (seed {result['seed']})"
+    phrase = f"{result['n_boot']} paired resamples over instructions (seed {result['seed']})"
+    test = result.get("call_test")  # a result before the sign-flip test: none
+    if test:
+        swaps = f"exact, all {test['n_swaps']} swaps" if test["exact"] else f"{test['n_swaps']} drawn swaps"
+        phrase += (f"; a call needs the paired sign-flip test's p below alpha ({swaps}) and the interval to exclude 0"
+                   " on the same side")
+    return phrase
 
 
 def _id_list(ids: list[Any], most: int = 10) -> str:
@@ -256,13 +289,13 @@ def calls_line(result: Mapping[str, Any]) -> str | None:
     cells tested at alpha calls about alpha x K of them by chance when nothing differs (no correction is applied, so
     a count of calls alone is no evidence); None when no cell could be called."""
     cells = [cell for row in result["cells"].values() for cell in row.values()]
-    tested = sum(cell["verdict"] != "—" for cell in cells)  # "—": no interval, so no test
+    tested = sum(cell["verdict"] != "—" for cell in cells)  # "—": no interval, or too few instructions: no test
     if not tested:
         return None
     higher = sum(cell["verdict"] == "B higher" for cell in cells)
     lower = sum(cell["verdict"] == "B lower" for cell in cells)
     alpha = result["alpha"]
-    return (f"Calls: {higher + lower} of the {tested} cells with an interval (B higher {higher}, B lower {lower}), "
+    return (f"Calls: {higher + lower} of the {tested} cells tested (B higher {higher}, B lower {lower}), "
             f"each cell tested on its own at alpha {alpha:g} with no correction for the {tested} tests: were nothing "
             f"different, about {alpha * tested:.1f} calls would be expected by chance (the margins share their "
             "rows' and columns' items, so the tests are not independent either).")
@@ -275,7 +308,8 @@ def exclusion_lines(result: dict[str, Any]) -> list[str]:
     parts = []
     for side, other in (("a", "b"), ("b", "a")):
         excluded = result[side].get("excluded", {})
-        reasons = [f"{EXCLUDED[why].format(other=names[other])}: {len(ids)} (prompt_id {_id_list(ids)})"
+        reasons = [f"{EXCLUDED[why].format(other=names[other], gate_by='one run')}: {len(ids)} "
+                   f"(prompt_id {_id_list(ids)})"
                    for why, ids in excluded.items() if why != "n" and ids]
         parts.append(f"{names[side]} {excluded.get('n', 0)} of {result[side].get('n_instructions', '?')}"
                      + (f" ({'; '.join(reasons)})" if reasons else ""))

@@ -164,15 +164,18 @@ def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     assert result["cells"][LITERACY][GEN]["delta"] == pytest.approx(1.0 - 0.5)
     assert result["cells"][LITERACY][TECH]["delta"] == pytest.approx(1.0 - 1 / 4)
     assert result["a"]["empty_answers"] == [6] and result["b"]["empty_answers"] == []
-    assert result["cells"][SAFE][GEN]["delta"] == 0.0 and result["cells"][SAFE][GEN]["verdict"] == "no difference"
+    # SAFE x GEN rests on too few instructions for the sign-flip test to reach p < 0.05 (2/2^n): no call, and why.
+    assert result["cells"][SAFE][GEN]["delta"] == 0.0 and result["cells"][SAFE][GEN]["verdict"] == "—"
+    assert "a call needs at least 6" in result["cells"][SAFE][GEN]["why_no_call"]
     low, high = result["cells"]["mean_over_criteria"]["mean_over_meta"]["ci"]
     assert 0 < low <= result["cells"]["mean_over_criteria"]["mean_over_meta"]["delta"] <= high
     assert "B higher" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
-    # Every resample of the 7 instructions puts B above A in that corner: the p-value is estimated as 0, and the
-    # cell's tooltip says it is below its resolution, 2 / 300 resamples, never "p 0.000".
-    assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["p_value"] == 0.0
+    # In that corner B is above A on 6 of the 7 instructions and level on prompt 1 (both at the top): of the 2^7
+    # sign flips only those that flip none or all of the six (prompt 1's either way) are as far from 0, so the exact
+    # sign-flip p is 4 / 128 (the bootstrap's own share, 0, is no test), and the cell's tooltip says so.
+    assert result["cells"]["mean_over_criteria"]["mean_over_meta"]["p_value"] == pytest.approx(4 / 128)
     page = (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
-    assert "p &lt; 0.00667" in page and "p 0.000" not in page
+    assert "sign-flip p 0.0312" in page and "p = 0.000" not in page and "p 0.000" not in page
     # Without resamples nothing is tested: a finite delta gets no call, not "no difference"; the interval's level
     # is 1 - alpha, and the page says which.
     from eval.ranking.compare import compare_rankings, render_ranking_compare_markdown

@@ -199,7 +199,7 @@ def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
         assert (block["value"], block["n"]) == (pytest.approx(value), n), name
         assert 0 <= block["ci"][0] <= value <= block["ci"][1] <= 1, name
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
-    assert "| Position consistency | 0.667 [" in report and "1 failed (unclosed_think: 1)" in report
+    assert "| Position consistency | 0.667 [" in report and "1 failed (`unclosed_think`: 1)" in report
     assert "| Agreement with labels (per judgment) | 0.800 [" in report
     assert "| Agreement with labels (orders combined, per pair) | 0.500 [" in report
     assert "3 pairs have a combined verdict (1 of them a tie because their orders disagree), 1 none." in report
@@ -534,3 +534,20 @@ def test_score_names_a_bad_run_json_and_its_field(tmp_path, capsys, run_json, sa
     capsys.readouterr()
     assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0"]) == 2
     assert capsys.readouterr().err == f"judge-eval score: error: {said.format(run=run)}\n"
+
+
+def test_pairwise_report_md_writes_the_judge_name_and_failure_codes_inert():
+    """The judge's name (its --name, or the rows' judge) and the failure codes (read from the predictions file) are
+    not report.md's own text: a "<img ...>" would be live HTML and "| # j" a table cell and a heading. Written through
+    md_text: "<" as &lt;, "|" as &#124;, a leading "#" escaped; a code of one plain word in backticks, any other
+    as md_text."""
+    from eval.pairwise.metrics import pairwise_markdown
+
+    pairs = [PairRecord("A", "q", "a", "b", "r", -1)]
+    rows = [PairwiseRow("A", "original", "j", "x", "", None, None, False, "<b>bad|code", "", 0.0,
+                        pairs[0].content_key),
+            PairwiseRow("A", "swapped", "j", "x", "", None, None, False, "no_score", "", 0.0, pairs[0].content_key)]
+    metrics = pairwise_metrics(pairs, rows, n_boot=0)
+    text = pairwise_markdown(metrics, name="<img src=x onerror=alert(1)> | # j")
+    assert text.splitlines()[0] == "## Pairwise judging — &lt;img src=x onerror=alert(1)&gt; &#124; # j"
+    assert "2 failed (&lt;b&gt;bad&#124;code: 1, `no_score`: 1)" in text and "<img" not in text and "<b>" not in text

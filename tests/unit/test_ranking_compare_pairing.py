@@ -48,7 +48,8 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     assert (corner["delta"], corner["n"], corner["n_dropped_a"]) == (0.0, 30, 10)
     assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
     md = render_ranking_compare_markdown(result)
-    assert "+0.000 [+0.000, +0.000] (dropped A 10, B 0)" in md
+    # Every instruction's difference is 0, so every sign flip is as far from 0: sign-flip p 1, shown beside the cell.
+    assert "+0.000 [+0.000, +0.000] p 1 (dropped A 10, B 0)" in md
     assert ("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
             "instruction's gate, failed or was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in "
             "compare.json.") in md
@@ -80,8 +81,8 @@ def test_an_instruction_whose_gate_one_run_failed_leaves_both_sides(tmp_path: Pa
         assert result[side]["excluded"] == {"n": 1, "no_answer": [], "empty_answer": [], "no_score": [],
                                             "gate_scored_by_one": [1], "not_scored_by_other": []}
     md = render_ranking_compare_markdown(result)
-    assert ("A 1 of 4 (its binary (gate) criterion scored by one run only, so its gate is known on one side: 1 "
-            "(prompt_id 1))") in md
+    assert ("A 1 of 4 (its binary (gate) criterion scored by one run only, so its gate is not known on every side: "
+            "1 (prompt_id 1))") in md
 
 
 def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) -> None:
@@ -121,7 +122,7 @@ def test_compare_says_how_many_cells_it_tested_and_that_calls_are_uncorrected(tm
     assert result["cells"]["G"]["m"]["verdict"] == "B higher"
     assert result["cells"]["H"]["m"]["verdict"] == "no difference"
     md = render_ranking_compare_markdown(result)
-    assert ("Calls: 4 of the 6 cells with an interval (B higher 4, B lower 0), each cell tested on its own at alpha "
+    assert ("Calls: 4 of the 6 cells tested (B higher 4, B lower 0), each cell tested on its own at alpha "
             "0.05 with no correction for the 6 tests: were nothing different, about 0.3 calls would be expected by "
             "chance") in md
     assert "Calls: 4 of the 6 cells" in render_ranking_compare_page(result)
@@ -130,16 +131,17 @@ def test_compare_says_how_many_cells_it_tested_and_that_calls_are_uncorrected(tm
 
 def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path) -> None:
     """Two candidates with the same three scores per instruction on a 0..10 rubric (scored s / 10), dealt to the
-    criteria in another order: A scores X1, X2, X3 = 2, 9, 1 and B 1, 9, 2 on each of three instructions. By hand:
-    X1 A 0.2, B 0.1 (delta -0.1, in every resample: B lower); X2 0.9 both; X3 A 0.1, B 0.2; mean_over_criteria
-    (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same nine scores:
-    0.4 too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs
-    0.39999999999999997), which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the
-    leaderboard's digits, the tie is one: delta 0, interval [0, 0], p 1, no difference."""
+    criteria in another order: A scores X1, X2, X3 = 2, 9, 1 and B 1, 9, 2 on each of six instructions. By hand:
+    X1 A 0.2, B 0.1 (delta -0.1 on every instruction: of the 2^6 sign flips only it and its mirror image are as far
+    from 0, p = 2/64 < 0.05, and every resample is -0.1: B lower); X2 0.9 both; X3 A 0.1, B 0.2; mean_over_criteria
+    (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same scores: 0.4
+    too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs 0.39999999999999997),
+    which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the leaderboard's digits, the
+    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1), no difference."""
     scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
-    a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in (1, 2, 3)
+    a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((2, 9, 1))])
-    b = write_rank_run(tmp_path / "b", "B", [(p, "m", f"X{c + 1}", scale, float(s)) for p in (1, 2, 3)
+    b = write_rank_run(tmp_path / "b", "B", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((1, 9, 2))])
     result = compare_rankings(a, b, n_boot=200)
     for column in ("m", "mean_over_meta"):
@@ -147,5 +149,36 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
         assert (cell["a"], cell["b"], cell["delta"], cell["ci"], cell["p_value"], cell["verdict"]) == (
             0.4, 0.4, 0.0, [0.0, 0.0], 1.0, "no difference"), column
     x1 = result["cells"]["X1"]["m"]
-    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"]) == (0.2, 0.1, "B lower", 0.0)
+    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"]) == (0.2, 0.1, "B lower", 2 / 64)
     assert x1["delta"] == pytest.approx(-0.1, abs=1e-15)
+
+
+def test_a_judge_that_failed_every_gate_verdict_is_named_not_nothing_scored(tmp_path: Path) -> None:
+    """A scores the binary C 0 and X on six instructions; B's C verdicts all lack a score, its X scored. Every X
+    item was scored by both, but each instruction's gate is known on A's side only, so each leaves both: the refusal
+    says that and names B's six unparsed gate verdicts ("no item both scored" was false)."""
+    rows_a = [row for p in range(1, 7) for row in ((p, "m", "C", BINARY, 0.0), (p, "m", "X", SCALE, 2.0))]
+    rows_b = [row for p in range(1, 7) for row in ((p, "m", "C", BINARY, None), (p, "m", "X", SCALE, 1.0))]
+    a, b = _run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b)
+    with pytest.raises(ValueError) as caught:
+        compare_rankings(a, b, n_boot=0, allow_other_judge=True)
+    assert str(caught.value) == (
+        "the runs have nothing left to compare: the 6 instructions both runs scored were left out of every run because "
+        "their binary (gate) criterion was scored by one run only (a gate known on some sides only); gate verdicts not "
+        f"scored: {b} 6 (unparsed 6)")
+
+
+def test_what_the_runs_name_is_inert_on_the_comparison_pages(tmp_path: Path) -> None:
+    """A prompt_id "<img src=x onerror=alert(1)>|**x**" that B alone scored is listed among A's instructions left
+    out: compare.md wrote it raw (a live tag, a table cell, emphasis); now &lt;, &#124; and \\*. A model name with a
+    right-to-left override (U+202E) shows the rest of its line reversed: compare.html drops it, as report.md does."""
+    odd = "<img src=x onerror=alert(1)>|**x**"
+    a = _run(tmp_path / "a", "A\u202eevil", [(1, "m", "X", SCALE, 1.0), (2, "m", "X", SCALE, 0.0),
+                                             (odd, "m", "X", SCALE, None)])
+    b = _run(tmp_path / "b", "B", [(1, "m", "X", SCALE, 2.0), (2, "m", "X", SCALE, 1.0), (odd, "m", "X", SCALE, 1.0)])
+    result = compare_rankings(a, b, n_boot=0, allow_other_judge=True)
+    md = render_ranking_compare_markdown(result)
+    assert "no verdict scored: 1 (prompt_id &lt;img src=x onerror=alert(1)&gt;&#124;\\*\\*x\\*\\*)" in md
+    assert "<img" not in md
+    page = render_ranking_compare_page(result)
+    assert "\u202e" not in page and "Aevil" in page
