@@ -132,28 +132,39 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
 
 
-def check_training_data(config) -> None:
+def check_training_data(config, *, download: bool = True) -> None:
     """Read a seq2seq, regression or grpo config's data as its recipe will, and refuse it when no training row would come
     out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
     ``min_russian_share``). Done before anything is written, so a bad ``data`` leaves no run folder, lock or base
     model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
     ``max_length`` are counted later, with the base model's tokenizer.
 
-    The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason.
+    The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason; the
+    regression recipe refuses a base that is not Qwen2, and a regression judge, whose trained head it would drop
+    (``train.regression.refuse_trained_head``).
+
+    Args:
+        config: the resolved config.
+        download: False for ``judge-train submit`` on a login node: a hub id is looked up in the Hugging Face cache
+            only, and one not there is left to the job, which downloads it into its own cache.
 
     Raises:
         ConfigError: naming the field and the source (and what the filters dropped).
         LeakageError: held-out rows in the training data (``train.build_data``).
     """
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+    from judge.checkpoints import CheckpointNotFound, NotDownloadedHere, resolve_checkpoint
     from train.build_data import build_rows, load_training_records
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
     base = None
     if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
         try:  # a typo or an id the offline cache lacks: one line naming the field, not transformers' traceback
-            base = resolve_checkpoint(config.model_name_or_path)
+            base = resolve_checkpoint(config.model_name_or_path, allow_download=download)
+        except NotDownloadedHere:
+            pass  # a hub id the job downloads into its own cache (submit's login node never does)
         except CheckpointNotFound as err:
+            # a missing folder (``runs/x`` with runs/ here), an invalid id, or an offline environment the job
+            # inherits (sbatch passes HF_HUB_OFFLINE on): the job would refuse it after the queue
             raise ConfigError(f"model_name_or_path: {err}") from None
     if config.recipe == "regression":
         # The regression model is Qwen2's (train.score_head): another architecture's weights would load into
@@ -164,6 +175,10 @@ def check_training_data(config) -> None:
         if model_type not in (None, "qwen2"):
             raise ConfigError(f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); "
                               f"{config.model_name_or_path} is {model_type}")
+        if base is not None:
+            from train.regression import refuse_trained_head
+
+            refuse_trained_head(config.model_name_or_path, base)
     if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
     for field in ("data", "eval_data"):

@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~750 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~850 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -169,7 +169,12 @@ class TrainConfig:
         "Checkpoints kept (0: all of them); rotation never deletes the best one (lowest eval_loss) when evaluating.",
     )
     logging_steps: int = option(10, "Log loss and learning rate every N steps.")
-    report_to: str = option("none", "Where logs go: 'wandb', 'tensorboard', 'none' (comma-separated for several).")
+    report_to: str = option(
+        "none",
+        "Where logs go: 'none', 'wandb' (needs WANDB_API_KEY or `wandb login`, unless WANDB_MODE=offline), or another "
+        "transformers integration whose package is installed ('tensorboard' needs tensorboard); comma-separated for "
+        "several.",
+    )
     run_name: str | None = option(None, "Run name shown in W&B; defaults to the output folder's name.")
     resume: bool = option(
         False,
@@ -244,12 +249,13 @@ class TrainConfig:
                               "(slurm/train.sbatch passes --resume whenever the folder holds a checkpoint: to start "
                               "over there, set JUDGE_OVERWRITE_OUTPUT_DIR=1, as `judge-train submit -- "
                               "--overwrite-output-dir` does)")
-        if self.deepspeed is not None:
-            self._check_deepspeed_json()
+        # trainer_args first: its numbers typed (YAML's '1e-8' text) before the DeepSpeed JSON's are compared to them
         if self.trainer_args:
             from train.training_arguments import check_trainer_args
 
             check_trainer_args(self, self.arguments_class_fields())
+        if self.deepspeed is not None:
+            self._check_deepspeed_json()
 
     def _check_deepspeed_json(self) -> None:
         """Refuse a DeepSpeed JSON whose blocks would silently replace what this config (and run.json) say.
@@ -287,6 +293,7 @@ class TrainConfig:
                               f"train global_batch_size {self.global_batch_size} divided by {autotp!r} while run.json "
                               "records it whole; remove the key (ZeRO shards the model's memory over the ranks "
                               "instead)")
+        self._refuse_deepspeed_mismatches(settings)
         optimizer = settings.get("optimizer")
         if optimizer is None:
             return
@@ -334,6 +341,72 @@ class TrainConfig:
             raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's params lack "
                               f"{', '.join(missing)}, so DeepSpeed's own defaults would train (lr 1e-3) while "
                               "run.json records this config's; give each as \"auto\" (filled from this config)")
+
+    def _refuse_deepspeed_mismatches(self, settings: dict[str, Any], accumulation: int | None = None,
+                                     bf16: bool | None = None) -> None:
+        """Refuse a DeepSpeed JSON number that differs from the value this config gives the trainer.
+
+        transformers fills each ``"auto"`` from the trainer's arguments and collects every other value that differs
+        from them (src/transformers/integrations/deepspeed.py, ``HfTrainerDeepSpeedConfig.trainer_config_process``,
+        ``fill_match``), but raises only in ``trainer_config_finalize``, inside ``trainer.train()``: after the model
+        loaded, as a traceback on every rank. The same comparisons, here: those that hold for any number of ranks
+        at load; ``gradient_accumulation_steps`` (derived from the ranks: ``train.training_arguments.
+        launch_arithmetic``) and a ``bf16: auto`` (resolved on the machine that trains) with ``accumulation`` and
+        ``bf16`` given, by ``train.recipe_steps.prepare`` in the training process.
+
+        Raises:
+            ConfigError: naming the file, each key, its value and the config's.
+        """
+        def node(dotted: str) -> Any:
+            value: Any = settings
+            for part in dotted.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            return value
+
+        adam = {"adam_beta1": 0.9, "adam_beta2": 0.999, "adam_epsilon": 1e-8}  # TrainingArguments' defaults
+        adam.update({key: self.trainer_args[key] for key in adam if key in self.trainer_args})
+        expected: dict[str, tuple[Any, str]] = {
+            "train_micro_batch_size_per_gpu": (self.per_device_train_batch_size, "per_device_train_batch_size"),
+            "train_batch_size": (self.global_batch_size, "global_batch_size"),
+            "gradient_clipping": (self.max_grad_norm, "max_grad_norm"),
+            "optimizer.params.lr": (self.learning_rate, "learning_rate"),
+            "optimizer.params.betas": ([adam["adam_beta1"], adam["adam_beta2"]], "adam_beta1, adam_beta2"),
+            "optimizer.params.eps": (adam["adam_epsilon"], "adam_epsilon"),
+            # the recipes never train in fp16 (train.training_arguments.training_kwargs)
+            "fp16.enabled": (False, "fp16 (always false here)"),
+        }
+        if accumulation is not None:
+            expected["gradient_accumulation_steps"] = (accumulation, "the accumulation derived from "
+                                                                     "global_batch_size and the ranks")
+        if bf16 is not None or self.bf16 != "auto":
+            expected["bf16.enabled"] = (bf16 if bf16 is not None else self.bf16 == "true", f"bf16 {self.bf16!r}")
+        mismatches = [f"{key} {value!r} vs {name} {want!r}" for key, (want, name) in expected.items()
+                      if (value := node(key)) is not None and value != "auto" and value != want]
+        # A fixed accumulation that no number of ranks gives is wrong on every launch.
+        fixed = node("gradient_accumulation_steps")
+        if accumulation is None and fixed not in (None, "auto") and (
+                not isinstance(fixed, int) or isinstance(fixed, bool) or fixed <= 0
+                or self.global_batch_size % (fixed * self.per_device_train_batch_size)):
+            mismatches.append(f"gradient_accumulation_steps {fixed!r} vs global_batch_size "
+                              f"{self.global_batch_size} / per_device_train_batch_size "
+                              f"{self.per_device_train_batch_size} on no number of ranks")
+        if mismatches:
+            raise ConfigError(f"deepspeed config {self.deepspeed}: {'; '.join(mismatches)}: transformers refuses a "
+                              "value that differs from the config's only once training starts; set these to "
+                              "\"auto\" (filled from this config) or to the config's values")
+
+    def check_deepspeed_launch(self, accumulation: int, bf16: bool) -> None:
+        """The DeepSpeed JSON's ``gradient_accumulation_steps`` and ``bf16.enabled`` against this launch's
+        (``_refuse_deepspeed_mismatches``); nothing without a DeepSpeed config. The JSON was read at load.
+
+        Raises:
+            ConfigError: naming the file and the keys that differ.
+        """
+        if self.deepspeed is None:
+            return
+        from judge.plumbing.config_files import read_json_object
+
+        self._refuse_deepspeed_mismatches(read_json_object(Path(self.deepspeed)), accumulation, bf16)
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
@@ -455,7 +528,12 @@ class ClassifierConfig(TrainConfig):
         "docs/criteria-auto.md), 'allow' trains on them (a router that can choose them), 'refuse' stops when the "
         "data has any (the taxonomy texts of those types are added only with 'allow').",
     )
-    taxonomy_text: bool = option(True, "Add one taxonomy-text row per leaf (names, description) to the training rows.")
+    taxonomy_text: bool = option(
+        True,
+        "Add taxonomy-text rows to the training rows (train.criteria_rows.taxonomy_rows): per leaf, one of its names "
+        "with its description and complexity notes together, and one of its names with each of them apart (five per "
+        "leaf for most leaves, four where a note is missing).",
+    )
     eval_data: str | None = option(
         None,
         "Must be unset: the classifier recipe holds no validation set (measure the export on the bundled held-out "

@@ -6,7 +6,7 @@ that holds the optimizer and schedule (``check_resumable``), a config that keeps
 with (``check_resumed_config``: ``RESUME_KEEPS`` against ``RESUME_FREE``), and for a DeepSpeed ZeRO checkpoint the
 number of ranks that wrote it (``check_world_size``); a resume of a run whose export is complete
 at its last step ends with nothing to do (``RunFinished``); a fresh run needs a folder without a checkpoint or a
-finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear_earlier_run``, right before training starts.
+finished export, or ``--overwrite-output-dir``, whose deletion waits for ``clear_earlier_run``, as training begins.
 """
 
 from __future__ import annotations
@@ -203,8 +203,9 @@ def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | No
 def check_output_dir(config: TrainConfig) -> Path | None:
     """Refuse to mix runs: ``--resume`` needs a checkpoint and the settings of the run it continues
     (``check_resumed_config``), and a fresh run needs a folder without one (or
-    ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, right before
-    training starts: a configuration error found while the data, arguments and model are built leaves it whole).
+    ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, called at the
+    trainer's ``on_train_begin`` inside ``trainer.train()``: a configuration error found while the data, arguments,
+    model, optimizer and schedule are built, or by a reporting integration's set-up, leaves it whole).
 
     A ``--resume`` of a finished run (``finished_export``) ends here with exit status 0.
 
@@ -360,7 +361,8 @@ def check_resumed_config(config: TrainConfig) -> None:
 
 def clear_earlier_run(config: TrainConfig) -> None:
     """``--overwrite-output-dir``: delete the earlier run's checkpoints and export (rank 0), once everything that
-    could refuse the new run has been built."""
+    could refuse the new run has been built: ``train.recipe_steps`` calls it at the trainer's ``on_train_begin``,
+    after ``trainer.train()`` has built the optimizer and schedule and the reporting integrations have set up."""
     if not config.overwrite_output_dir or config.resume or not is_main_process():
         return
     import shutil

@@ -205,6 +205,24 @@ def _keep_last_checkpoint(stopper):
     return KeepLastCheckpoint()
 
 
+def _clear_earlier_run_when_training_begins(config: TrainConfig):
+    """A callback that deletes an ``--overwrite-output-dir`` run's predecessor (``clear_earlier_run``) at
+    ``on_train_begin``: once ``trainer.train()`` has built the optimizer and the schedule (and, under DeepSpeed,
+    compared its JSON with the arguments) and the reporting integrations before it in the callback list have set up
+    (W&B's login, ``WandbCallback.setup``), and before the first step. Deleting at the start of ``train()`` lost the
+    earlier run's checkpoints and export to refusals that transformers makes only inside it (an optimizer's missing
+    package, a DeepSpeed value that differs from the config's, W&B without a key); they now leave it in place, and
+    run.json's ``earlier_run_deleted: false`` makes a later ``--resume`` refuse those checkpoints.
+    """
+    from transformers import TrainerCallback
+
+    class ClearEarlierRun(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            clear_earlier_run(config)
+
+    return ClearEarlierRun()
+
+
 # ------------------------------------------------------------------------------------------------ the prepare step
 
 
@@ -306,8 +324,8 @@ class PreparedRun:
         """
         from train import preemption, provenance
 
-        clear_earlier_run(self.config)  # the data, arguments and model are built: nothing can refuse the run now
         trainer.add_callback(_keep_last_checkpoint(self.stopper))
+        trainer.add_callback(_clear_earlier_run_when_training_begins(self.config))
         self.stopper.install()
         exporting = False
         try:
@@ -392,9 +410,9 @@ class PreparedRun:
 def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True) -> PreparedRun:
     """The config step every recipe starts with, then the base model and its tokenizer.
 
-    Sets up logging, derives the batch arithmetic, applies the output-folder rules (``check_output_dir``), points
-    W&B at the run folder, seeds everything with ``config.seed`` and resolves the base model (building the tiny
-    one when asked).
+    Sets up logging, derives the batch arithmetic (and checks a DeepSpeed JSON against it), applies the
+    output-folder rules (``check_output_dir``), points W&B at the run folder (and checks it can log in), seeds
+    everything with ``config.seed`` and resolves the base model (building the tiny one when asked).
 
     Args:
         config: the resolved config.
@@ -403,18 +421,24 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
             through ``export_judge``.
 
     Raises:
-        ConfigError: a global batch that does not divide, or an output folder that would mix runs.
+        ConfigError: a global batch that does not divide, a DeepSpeed JSON whose accumulation or bf16 differs from
+            this launch's, an output folder that would mix runs, or ``report_to`` wandb without a way to log in
+            (``train.trainer_preflight.check_wandb_login``).
     """
     import transformers
 
     from train import preemption
+    from train.trainer_preflight import check_wandb_login, reports_to_wandb
 
     setup_logging()
     launch = launch_arithmetic(config)
+    # the DeepSpeed JSON's accumulation and bf16 against this launch's, known only here (ranks, CUDA)
+    config.check_deepspeed_launch(launch.gradient_accumulation_steps, use_bf16(config))
     resume_from = check_output_dir(config)
     logger.info("%s: %s -> %s; %s", name, config.model_name_or_path, config.output_dir, launch.describe())
-    if "wandb" in config.report_to:
+    if reports_to_wandb(config):  # "all" too, with wandb installed (a substring test missed it)
         os.environ.setdefault("WANDB_DIR", config.output_dir)
+        check_wandb_login(config)  # after WANDB_DIR: W&B's process-wide setup keeps the one it first sees
     transformers.set_seed(config.seed)
     base_model = resolve_base_model(config)
     return PreparedRun(

@@ -19,6 +19,7 @@ runner plus ``generator/``, the same weights as a causal LM.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 from train.config import RegressionConfig
 from train.provenance import RunResult
 
-__all__ = ["RegressionCollator", "build_model", "main", "tokenize_rows"]
+__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "tokenize_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,57 @@ class RegressionCollator:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "score_labels": score_labels}
 
 
+def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> None:
+    """Refuse a regression judge as the base: ``from_pretrained`` into ``Qwen2ForRationaleAndScore`` loads weights by
+    name and initialises what is missing, so a trained head would be replaced by a random one, with nothing but
+    transformers' load report to say so.
+
+    * A released ``-r`` judge (``judge.checkpoints.is_released_regression``): its ``regression_head.weight`` and
+      ``.bias`` are no ``score.weight``; the head would start random (and the recipe's head, as
+      ``Qwen2ForSequenceClassification``'s, has no bias to hold the trained one).
+    * Our own regression export (manifest mode ``regression``) or any untied ``*ForSequenceClassification``: it has
+      no ``lm_head.weight``; the LM head that writes the rationale would start random.
+
+    Args:
+        base_model: ``model_name_or_path`` as given (named in the message).
+        folder: its resolved folder; None looks a hub id up in the local cache only (never downloading: one not
+            there is left to ``from_pretrained``, which fetches it).
+
+    Raises:
+        ConfigError: one line naming ``model_name_or_path`` and what to pass instead.
+    """
+    from judge.checkpoints import (GENERATOR_SUBDIR, CheckpointNotFound, is_released_regression, read_manifest,
+                                   resolve_checkpoint)
+    from train.config import ConfigError
+
+    if folder is None:
+        try:
+            folder = resolve_checkpoint(base_model, allow_download=False)
+        except CheckpointNotFound:
+            return
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        mode = read_manifest(folder).get("mode")
+    except (OSError, ValueError):
+        return  # no readable config: from_pretrained says what is wrong with the folder
+    if not isinstance(config, dict):
+        return
+    archs = config.get("architectures") or []
+    if is_released_regression(config):
+        raise ConfigError(f"model_name_or_path: {base_model} is a released -r judge ({', '.join(archs)}): its "
+                          "regression_head (a weight and a bias) does not load into the recipe's score head (no bias), "
+                          "which would start random; train from a causal checkpoint instead: the base it was "
+                          "fine-tuned from (t-tech/T-lite-it-1.0, t-tech/T-pro-it-1.0) or a seq2seq judge")
+    classifier = mode == "regression" or any(str(a).endswith("ForSequenceClassification") for a in archs)
+    if classifier and not config.get("tie_word_embeddings"):
+        generator = Path(folder) / GENERATOR_SUBDIR
+        instead = (f"pass {generator}, the same backbone with its LM head (the score head then starts anew)"
+                   if (generator / "config.json").is_file() else "pass a causal checkpoint")
+        raise ConfigError(f"model_name_or_path: {base_model} is a regression judge ({', '.join(archs) or mode}) "
+                          "without an LM head, which the recipe would start random; to continue its training, "
+                          f"resume its run (judge-train run --resume with its output_dir); to start from it, {instead}")
+
+
 def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: int | None):
     """The model the recipe trains: ``Qwen2ForRationaleAndScore`` from ``base_model`` in ``dtype``
     (``train.training_arguments.weights_dtype``), wrapped by peft when ``config.lora``.
@@ -104,10 +156,14 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     parameter is upcast to float32 (``train.lora.trainable_in_float32``): the base loads in bf16, and peft leaves
     the head's trainable copy in bf16, where AdamW's small steps round away. The export merges and writes it in
     the training dtype as before (``train.export.load_trained``).
+
+    Raises:
+        ConfigError: a regression judge as ``base_model`` (``refuse_trained_head``), before any weight loads.
     """
     from train import lora
     from train.score_head import Qwen2ForRationaleAndScore
 
+    refuse_trained_head(base_model)  # judge-train run refused it before anything was written; a direct caller here
     model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
     model.config.pad_token_id = pad_token_id
     peft_config = lora.lora_config(config, modules_to_save=["score"])

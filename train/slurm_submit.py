@@ -7,9 +7,12 @@ Usage::
         --partition gpu --account my-project --time 48:00:00 --output-dir /shared/runs/t-pro-seq2seq
 
 Python reads the recipe YAML (through ``train.config.load_config``, so a bad config fails here, before the job
-queues); bash never does. The rendered script is ``slurm/train.sbatch`` with its ``#SBATCH`` header set to the
-requested values and a block of ``export JUDGE_...`` lines after it, including the gradient accumulation that
-keeps the global batch (256 in the POLLUX paper) on N x G ranks::
+queues); bash never does. What ``judge-train run`` in the job would refuse is refused here too: its data and base
+model (``train.cli.check_training_data``, a hub id looked up in the job's cache, never downloaded), its
+trainer arguments, and a DeepSpeed JSON's fixed accumulation against the one planned here. The rendered script is
+``slurm/train.sbatch`` with its ``#SBATCH`` header set to the requested values and a block of ``export JUDGE_...``
+lines after it, including the gradient accumulation that keeps the global batch (256 in the POLLUX paper) on
+N x G ranks::
 
     global_batch_size = per_device_train_batch_size x gradient_accumulation x nodes x ranks_per_node
 
@@ -27,13 +30,14 @@ Each such variable set in the shell is named on stderr with the flag that sets i
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~640 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~710 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import math
 import os
@@ -321,8 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: judge-train submit --config configs/train/t-lite/seq2seq.yaml --nodes 8 --gpus-per-node 8 "
         "--partition gpu --dry-run. Arguments after `--` go to judge-train in the job. Exit codes: 0 submitted (or "
         "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
-        "the config does not take, a missing file, a DeepSpeed ZeRO checkpoint in the run folder written by another "
-        "number of ranks) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
+        "the config does not take, a missing file, a data or eval_data file with no training rows left or with "
+        "held-out rows, a base model the recipe cannot train from, a DeepSpeed config whose fixed accumulation or bf16 "
+        "this allocation does not give, a DeepSpeed ZeRO checkpoint in the run folder written by another number of "
+        "ranks) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
         "own status when it refuses the job (1 if it gives none).",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
@@ -330,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs (= ranks) per node; 0 for CPU ranks.")
     parser.add_argument("--cpu-ranks-per-node", type=int, default=1, help="Ranks per node when --gpus-per-node is 0.")
     parser.add_argument("--dry-run", action="store_true", help="Print the rendered script; submit nothing.")
+    parser.add_argument("--inputs-from-earlier-job", action="store_true",
+                        help="The data or the base model is written by a job this one waits for (e.g. GRPO after its "
+                             "trace SFT, --sbatch-arg=--dependency=afterok:ID): not checked now, the job checks them.")
     parser.add_argument("--partition", help="Slurm partition (#SBATCH --partition).")
     parser.add_argument("--account", help="Slurm account to charge (#SBATCH --account).")
     parser.add_argument("--time", help="Time limit, e.g. 48:00:00 (default: the template's 24:00:00).")
@@ -487,6 +496,37 @@ def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
         raise SubmitError(f"after --: {err}") from None
 
 
+@contextlib.contextmanager
+def _job_hub_cache(cache_dir: str | None):
+    """The Hugging Face cache the job will read, for looking the base model up here: the shell's ``HF_HUB_CACHE`` or
+    ``HF_HOME`` (sbatch hands the job this environment), else ``HF_HOME`` = ``<cache dir>/huggingface``, as
+    slurm/train.sbatch sets it (``JUDGE_CACHE_DIR``: ``--cache-dir``, by default ``~/.cache/pollux-judge``)."""
+    if os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME"):
+        yield
+        return
+    cache = Path(cache_dir).resolve() if cache_dir else Path.home() / ".cache" / "pollux-judge"
+    shell = os.environ.get("HF_HOME")  # "" counts as unset, in the script as here
+    os.environ["HF_HOME"] = str(cache / "huggingface")
+    try:
+        yield
+    finally:
+        if shell is None:
+            del os.environ["HF_HOME"]
+        else:
+            os.environ["HF_HOME"] = shell
+
+
+def _names_a_missing_input(err: BaseException) -> bool:
+    """Whether ``train.cli.check_training_data`` refused a data file or a base model that is not there (rather than
+    one it read): the error it turned into its one line (``raise ... from None`` keeps it as ``__context__``) is a
+    FileNotFoundError or ``judge.checkpoints.CheckpointNotFound``, but not a hub id refused because the environment
+    is offline (the job inherits HF_HUB_OFFLINE: no earlier job makes it downloadable)."""
+    from judge.checkpoints import CheckpointNotFound, OfflineNotCached
+
+    return (isinstance(err.__context__, (FileNotFoundError, CheckpointNotFound))
+            and not isinstance(err.__context__, OfflineNotCached))
+
+
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
     from train.config import ConfigError, load_config
 
@@ -509,12 +549,8 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         # judge-train takes the later one and trains there, while the job locks, resumes and logs in --output-dir's:
         # a requeue finds no checkpoint, and with overwrite_output_dir deletes the run's progress and starts over.
         raise SubmitError("--output-dir and an --output-dir after --: give the run folder once, with --output-dir")
-    from train.training_arguments import check_training_arguments
-
-    try:
-        check_training_arguments(config)  # what the job's judge-train would refuse after waiting in the queue
-    except ConfigError as err:
-        raise SubmitError(str(err)) from None
+    _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
+                     f"output_dir in {config_path}": config.output_dir})
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
     if args.master_port is not None and not 1 <= args.master_port <= 65535:
@@ -532,8 +568,13 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                           f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
     training_nodes = args.nodes - 1 if server else args.nodes
     plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, training_nodes, ranks)
-    _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
-                     f"output_dir in {config_path}": config.output_dir})
+    # The job's prepare compares a DeepSpeed JSON's fixed accumulation (and an 'auto' bf16, which follows CUDA: on
+    # with GPUs) with this launch's and refuses it on every rank, after the queue's wait.
+    bf16 = config.bf16 == "true" if config.bf16 != "auto" else args.gpus_per_node > 0
+    try:
+        config.check_deepspeed_launch(plan.gradient_accumulation, bf16)
+    except ConfigError as err:
+        raise SubmitError(f"{err} (this submission: global batch {plan.describe()})") from None
     output_dir = Path(args.output_dir or config.output_dir).resolve()
     if not config.overwrite_output_dir:
         # The job resumes the folder's latest checkpoint (slurm/train.sbatch passes --resume): a ZeRO one written by
@@ -599,6 +640,31 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                               f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
         _check_one_option_name(option, key)
         sbatch[key] = value if sep else ""
+
+    from judge import LeakageError, RecordError
+    from train.cli import check_training_data
+    from train.training_arguments import check_training_arguments
+
+    try:
+        # What the job's judge-train would refuse after waiting in the queue, in its order: the data (a missing or
+        # empty file, no rows left, held-out rows; the base model), then the trainer's arguments. Last of the checks:
+        # they read the data and import torch, seconds that a mistyped flag should not cost. The job reads the
+        # config's relative paths from the submit folder too (slurm/train.sbatch), so these are its files.
+        if args.inputs_from_earlier_job:  # they do not exist yet: the job checks them once they do
+            print("judge-train submit: warning: --inputs-from-earlier-job: the data and the base model are not "
+                  "checked now; the job checks them when it starts", file=sys.stderr)
+        else:
+            with _job_hub_cache(args.cache_dir):
+                try:
+                    check_training_data(config, download=False)
+                except ConfigError as err:
+                    if not _names_a_missing_input(err):
+                        raise
+                    raise SubmitError(f"{err} (written by a job this one waits for? then add "
+                                      "--inputs-from-earlier-job)") from None
+        check_training_arguments(config)
+    except (ConfigError, LeakageError, RecordError) as err:
+        raise SubmitError(str(err)) from None
 
     exports = {
         "JUDGE_CONFIG": str(config_path),

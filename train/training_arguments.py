@@ -9,6 +9,7 @@ time the same arguments.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from judge.plumbing.config_files import ConfigError
 TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
-           "check_training_arguments", "check_transformers_names",
+           "recipe_arguments_class", "check_training_arguments", "check_transformers_names",
            "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process"]
 
 
@@ -142,8 +143,8 @@ def training_kwargs(config: TrainConfig, launch: Launch, *, has_eval: bool) -> d
 
     No list of keys is kept here (a hand-copied list drifts with every transformers release): every config field that is also a field of the installed
     ``TrainingArguments`` goes through under its own name; the few settings the recipes derive follow; then
-    ``config.trainer_args`` (any other key of the installed transformers, or of trl's ``SFTConfig`` for seq2seq)
-    goes through as given, over the derived ones.
+    ``config.trainer_args`` (any other key of the installed transformers, or of trl's ``SFTConfig`` for seq2seq and
+    ``GRPOConfig`` for grpo) goes through as given, over the derived ones.
 
     Best-checkpoint tracking (``metric_for_best_model="eval_loss"``) is on whenever there is a validation set:
     checkpoint rotation (``save_total_limit``) then never deletes the best checkpoint.
@@ -183,7 +184,8 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
 
     Args:
         config: the resolved config.
-        sft_fields: the extra keys the recipe's arguments class takes (trl ``SFTConfig``'s for seq2seq).
+        sft_fields: the extra keys the recipe's arguments class takes (trl ``SFTConfig``'s for seq2seq,
+            ``GRPOConfig``'s for grpo).
 
     Raises:
         ConfigError: a key that is not a ``TrainingArguments`` (or ``sft_fields``) field, a key the config sets
@@ -249,9 +251,69 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
         if key not in accepted and key not in sft_fields:
             close = difflib.get_close_matches(key, sorted(accepted | sft_fields), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
+            trl = f" or trl {recipe_arguments_class(config.recipe).__name__}" if sft_fields else ""
             raise ConfigError(f"trainer_args: {key!r} is not a TrainingArguments key of the installed "
-                              f"transformers{' or trl SFTConfig' if sft_fields else ''}{hint}")
+                              f"transformers{trl}{hint}")
+    hints = _field_types(recipe_arguments_class(config.recipe))
+    config.trainer_args = {key: _typed_value(key, value, hints) for key, value in config.trainer_args.items()}
     check_training_arguments(config)
+
+
+def recipe_arguments_class(recipe: str) -> Any:
+    """The trainer-arguments class recipe ``recipe`` builds: trl's ``SFTConfig`` for seq2seq (train/seq2seq.py) and
+    ``GRPOConfig`` for grpo (train/grpo.py), ``transformers.TrainingArguments`` for the others."""
+    if recipe == "seq2seq":
+        from trl import SFTConfig
+
+        return SFTConfig
+    if recipe == "grpo":
+        from trl import GRPOConfig
+
+        return GRPOConfig
+    from transformers import TrainingArguments
+
+    return TrainingArguments
+
+
+def _field_types(arguments_cls: Any) -> dict[str, Any]:
+    """Each field's annotation, resolved (trl's and transformers' dataclasses annotate with ``float | None``)."""
+    import typing
+
+    return typing.get_type_hints(arguments_cls)
+
+
+#: A YAML 1.2 float with an exponent and no dot ('1e-6', '5E+3'): PyYAML reads it as text (YAML 1.1's floats need a
+#: dot); every other number spelling it already reads as a number.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def _typed_value(key: str, value: Any, hints: dict[str, Any]) -> Any:
+    """A ``trainer_args`` value as its field's type in the recipe's arguments class (``hints``:
+    ``recipe_arguments_class``'s annotations), where that is a number or a truth value.
+
+    Neither ``TrainingArguments`` nor trl's ``SFTConfig``/``GRPOConfig`` checks types: PyYAML reads
+    ``adam_epsilon: 1e-8`` (no dot, YAML 1.1) as the text '1e-8', which torch's AdamW refused with a TypeError at the
+    first step, after the model loaded (GRPO's ``epsilon: 2e-1`` in its loss's clamp, ``beta`` times the KL term).
+    Such text is converted as the config's own fields are (``judge.plumbing.config_files.coerce``: '1e-8' ->
+    1e-08, 'true' -> True); a value that is not one is refused. The values of ``lr_scheduler_kwargs`` (a mapping
+    of numbers the schedule computes with) are read as YAML 1.2 reads them: '1e-6' -> 1e-06, other text kept.
+    Other fields (text, mappings, enums) pass as given.
+
+    Raises:
+        ConfigError: ``trainer_args: <key>: expected a number, got ...``.
+    """
+    import typing
+
+    from judge.plumbing.config_files import coerce
+
+    if key == "lr_scheduler_kwargs" and isinstance(value, dict):
+        return {name: float(item) if isinstance(item, str) and _EXPONENT_NUMBER.fullmatch(item.strip()) else item
+                for name, item in value.items()}
+    hint = hints.get(key)
+    scalar = [arg for arg in typing.get_args(hint) if arg is not type(None)] if typing.get_args(hint) else [hint]
+    if len(scalar) != 1 or scalar[0] not in (bool, int, float):
+        return value
+    return coerce(key, value, hint, "trainer_args")
 
 
 def _splits_batches(accelerator_config: Any) -> bool:
@@ -271,11 +333,15 @@ def _splits_batches(accelerator_config: Any) -> bool:
 def check_training_arguments(config: TrainConfig) -> None:
     """Build ``TrainingArguments`` with exactly what the recipe would pass (on CPU, without DeepSpeed, world size 1):
     its own checks name a bad value (a misspelt ``lr_scheduler_type`` or ``optim``) or a bad combination before the
-    data is read and the model loaded. Called when a config with ``trainer_args`` loads, and by ``judge-train run``
-    and ``submit`` for every config (importing transformers costs seconds, which a config load alone need not pay).
+    data is read and the model loaded. Then the optimizer and the learning-rate schedule are built from them on a
+    dummy parameter (``train.trainer_preflight.check_optimizer_and_schedule``), which transformers does only inside
+    ``trainer.train()``. Called when a config with ``trainer_args`` loads, and by ``judge-train run`` and ``submit``
+    for every config (importing transformers costs seconds, which a config load alone need not pay).
 
-    Under a distributed launcher (``LOCAL_RANK``/``WORLD_SIZE`` set by torchrun, accelerate, DeepSpeed) only
-    ``lr_scheduler_type`` and ``optim`` are checked, against transformers' names (``check_transformers_names``):
+    ``report_to`` is checked everywhere against transformers' integrations and the installed packages
+    (``train.trainer_preflight.check_report_to``). Under a distributed launcher (``LOCAL_RANK``/``WORLD_SIZE`` set by
+    torchrun, accelerate, DeepSpeed) only that and ``lr_scheduler_type`` and ``optim`` are checked, against
+    transformers' names (``check_transformers_names``):
     building ``TrainingArguments(use_cpu=True)`` there sets up accelerate's multi-CPU state, a gloo process group,
     before the recipe's own; DeepSpeed then finds torch.distributed initialised and never creates its NCCL group. A
     launched job's other values were checked where it was launched (``judge-train submit``, or the command line
@@ -283,11 +349,14 @@ def check_training_arguments(config: TrainConfig) -> None:
     (``train.recipe_steps.PreparedRun.training_arguments``).
 
     Raises:
-        ConfigError: ``TrainingArguments``' own message.
+        ConfigError: ``TrainingArguments``' own message, or the optimizer's, the schedule's or ``report_to``'s.
     """
     import os
 
+    from train.trainer_preflight import check_optimizer_and_schedule, check_report_to
+
     check_transformers_names(config)
+    check_report_to(config)
     if os.environ.get("LOCAL_RANK") is not None or os.environ.get("WORLD_SIZE") is not None:
         return
     from transformers import TrainingArguments
@@ -297,10 +366,11 @@ def check_training_arguments(config: TrainConfig) -> None:
     kwargs = {k: v for k, v in kwargs.items() if k in arguments_fields()}
     kwargs.update({"bf16": False, "use_cpu": True, "deepspeed": None})
     try:
-        TrainingArguments(**kwargs)
+        args = TrainingArguments(**kwargs)
     except (TypeError, ValueError) as err:
         given = f"with trainer_args {sorted(config.trainer_args)}" if config.trainer_args else "as set"
         raise ConfigError(f"TrainingArguments refuses this config {given}: {err}") from None
+    check_optimizer_and_schedule(args, config)
 
 
 def check_transformers_names(config: TrainConfig) -> None:

@@ -288,7 +288,7 @@ def test_the_data_report_counts_items_kept_and_dropped_alike(tmp_path, monkeypat
     ({"trainer_args": {"generation_batch_size": 16, "steps_per_generation": 2}},
      r"both generation_batch_size 16 and steps_per_generation 2"),
     ({"trainer_args": {"generation_batch_size": 0}}, r"generation_batch_size must be a positive integer, got 0"),
-    ({"trainer_args": {"steps_per_generation": 1.5}}, r"steps_per_generation must be a positive integer, got 1.5"),
+    ({"trainer_args": {"steps_per_generation": 1.5}}, r"trainer_args: steps_per_generation: expected an integer, got 1.5"),
 ])  # fmt: skip
 def test_a_generation_batch_trl_would_refuse_is_refused_at_load(overrides, message):
     """trl's own checks (trl/trainer/grpo_config.py, GRPOConfig.__post_init__) ran after the run folder and the

@@ -20,7 +20,9 @@ SLURM_DIR = REPO / "slurm"
 @pytest.fixture
 def config_file(tmp_path) -> Path:
     path = tmp_path / "judge.yaml"
-    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
+                    f"output_dir: {tmp_path / 'run'}\n")
     return path
 
 
@@ -146,13 +148,20 @@ def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, config_fil
     assert "unknown keys ['per_device_batch']" in capsys.readouterr().err
 
 
-def test_shipped_configs_render_for_64_gpus(capsys):
+def test_shipped_configs_render_for_64_gpus(capsys, tmp_path, monkeypatch):
     """Every shipped 7B/32B training config renders for 8 x 8 with a whole accumulation: the five the repository
-    ships (a missing one fails here, never a skip)."""
+    ships (a missing one fails here, never a skip). Submitted from a folder that holds what their relative paths
+    name (tests/support/submit_folder.py), as submit checks them; their hub bases are left to the job."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
     configs = sorted(p for p in (REPO / "configs" / "train").glob("t-*/*.yaml"))
     assert [str(p.relative_to(REPO / "configs" / "train")) for p in configs] == [
         "t-lite/grpo.yaml", "t-lite/regression.yaml", "t-lite/seq2seq.yaml", "t-pro/regression.yaml",
         "t-pro/seq2seq.yaml"]  # fmt: skip
+    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache, whatever this machine holds
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # online, so an uncached hub id is left to the job
+        monkeypatch.delenv(name, raising=False)
     for config in configs:
         script = _dry_run(capsys, "--config", str(config), "--nodes", "8", "--gpus-per-node", "8")
         assert "#SBATCH --nodes=8" in script and "export JUDGE_GRAD_ACCUM=" in script
@@ -280,6 +289,8 @@ def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[
 def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
     """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
     monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
+    # nor the base model's look-up, which finds no folder or hub id by the injected name
+    monkeypatch.setattr("train.cli.check_training_data", lambda config, download: None)
     for setting, argv, marker in _injection_cases(tmp_path, config_file):
         args = slurm_submit.build_parser().parse_args(["--nodes", "1", "--gpus-per-node", "0", *argv])
         script, _, _ = slurm_submit._render(args, [])

@@ -1,10 +1,12 @@
 """`judge-train submit` refuses, at submit time and in one line, what would otherwise fail inside the job or as a
-traceback: a job log Slurm cannot write, a missing env script, a run folder it cannot write, no sbatch. The log's
+traceback: a job log Slurm cannot write, a missing env script, a run folder it cannot write, no sbatch, and the
+data or base model that judge-train run in the job would refuse. The log's
 path as sbatch reads it (``%`` patterns) is also checked on a real Slurm: tests/integration/slurm/
 test_slurm_submit_log_path.py."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,7 +18,9 @@ from train import slurm_submit
 @pytest.fixture
 def config_file(tmp_path) -> Path:
     path = tmp_path / "judge.yaml"
-    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n")
+    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
+                    f"output_dir: {tmp_path / 'run'}\n")
     return path
 
 
@@ -138,8 +142,8 @@ def _zero_run(tmp_path, ranks: int) -> tuple[Path, Path]:
     deepspeed = tmp_path / "ds.json"
     deepspeed.write_text('{"zero_optimization": {"stage": 3}}')
     config = tmp_path / "judge.yaml"
-    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n"
-                      f"deepspeed: {deepspeed}\n")
+    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
+                      f"output_dir: {tmp_path / 'run'}\ndeepspeed: {deepspeed}\n")
     checkpoint = tmp_path / "run" / "checkpoint-4"
     (checkpoint / "global_step4").mkdir(parents=True)
     (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')
@@ -181,3 +185,182 @@ def test_a_finished_zero_run_resubmitted_on_another_number_of_ranks_is_submitted
         '{"result": {"export_dir": "%s", "global_step": 4}}' % (tmp_path / "run" / "export"))
     assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --- the data and the base model: what judge-train run in the job would refuse, refused before the queue ----------
+
+
+def _config(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"{body}per_device_train_batch_size: 4\noutput_dir: {tmp_path / 'run'}\n", encoding="utf-8")
+    return path
+
+
+def _folder_with_config(path: Path, config: dict) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def _refused_data_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """case -> (the config's lines, the message judge-train run gives for it, as submit must say it)."""
+    from tests.support.sample_training_lines import kept_lines, sample_lines, write_lines
+
+    kept = {line["id"] for line in kept_lines()}
+    zero_shot = write_lines(tmp_path / "zero-shot.jsonl", [line for line in sample_lines() if line["id"] not in kept])
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    qwen3 = _folder_with_config(tmp_path / "qwen3", {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"})
+    released = _folder_with_config(tmp_path / "7b-r", {"architectures": ["Qwen2WithRegressionHead"],
+                                                       "model_type": "qwen2"})
+    missing = tmp_path / "missing.jsonl"
+    return {
+        "missing data": (f"recipe: seq2seq\ndata: {missing}\n", f"data: {missing}: no such file or folder"),
+        "missing eval_data": (f"recipe: seq2seq\ndata: sample\nzero_shot: drop\neval_data: {missing}\n",
+                              f"eval_data: {missing}: no such file or folder"),
+        "empty data": (f"recipe: seq2seq\ndata: {tmp_path / 'empty.jsonl'}\n",
+                       f"data: {tmp_path / 'empty.jsonl'} holds no records"),
+        # every record Zero-Shot, dropped: no row left
+        "every row dropped": (f"recipe: seq2seq\ndata: {zero_shot}\nzero_shot: drop\n",
+                              f"data: no training rows left in {zero_shot}: "),
+        # zero_shot: refuse, the default, over the sample's Zero-Shot records
+        "held-out rows": ("recipe: seq2seq\ndata: sample\n", "items belong to the Zero-Shot test"),
+        "a Qwen3 base for the regression recipe": (
+            f"recipe: regression\nmodel_name_or_path: {qwen3}\ndata: sample\nzero_shot: drop\n",
+            f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); {qwen3} is qwen3"),
+        "a released -r judge as the regression base": (
+            f"recipe: regression\nmodel_name_or_path: {released}\ndata: sample\nzero_shot: drop\n",
+            f"model_name_or_path: {released} is a released -r judge (Qwen2WithRegressionHead): "),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing data", "missing eval_data", "empty data", "every row dropped",
+                                  "held-out rows", "a Qwen3 base for the regression recipe",
+                                  "a released -r judge as the regression base"])
+def test_data_the_job_would_refuse_is_refused_at_submit(tmp_path, capsys, case):
+    """Each of these passed submit (exit 0, a script rendered) and failed in the job, after the queue's wait, with
+    judge-train run's exit 2. Now submit says judge-train run's message in one line, exit 2, and writes nothing."""
+    body, message = _refused_data_cases(tmp_path)[case]
+    assert slurm_submit.main(["--config", str(_config(tmp_path, body)), "--nodes", "1", "--gpus-per-node", "2",
+                              "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("judge-train submit: ") and message in captured.err, captured.err
+    assert captured.err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_inputs_an_earlier_job_will_write_are_left_to_the_job_when_said(tmp_path, capsys):
+    """GRPO submitted with its trace SFT (--dependency=afterok): its data and base do not exist yet. With
+    --inputs-from-earlier-job the script is rendered (exit 0) and a warning says the job checks them; without, the
+    missing data is refused (the test above)."""
+    missing = tmp_path / "later.jsonl"
+    config = _config(tmp_path, f"recipe: seq2seq\ndata: {missing}\n")
+    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run",
+                              "--inputs-from-earlier-job"]) == 0
+    captured = capsys.readouterr()
+    assert "#SBATCH --nodes=1" in captured.out
+    assert captured.err == ("judge-train submit: warning: --inputs-from-earlier-job: the data and the base model are "
+                            "not checked now; the job checks them when it starts\n")
+
+
+EARLIER_JOB_HINT = " (written by a job this one waits for? then add --inputs-from-earlier-job)\n"
+
+
+def test_a_missing_data_file_or_base_model_names_the_flag_for_an_earlier_jobs_output(tmp_path, capsys):
+    """The documented GRPO submission trains from the integer SFT job's export, which does not exist until that job
+    ends: the refusal names --inputs-from-earlier-job. A file that is there but refused (no records) does not."""
+    missing = tmp_path / "later.jsonl"
+    base = tmp_path / "sft" / "export"
+
+    def submit(body: str) -> str:
+        assert slurm_submit.main(["--config", str(_config(tmp_path, body)), "--nodes", "1", "--gpus-per-node", "2",
+                                  "--dry-run"]) == 2
+        return capsys.readouterr().err
+
+    assert submit(f"recipe: seq2seq\ndata: {missing}\n") == (f"judge-train submit: data: {missing}: no such file or "
+                                                              f"folder{EARLIER_JOB_HINT}")
+    err = submit(f"recipe: grpo\nmodel_name_or_path: {base}\ndata: sample\nzero_shot: drop\n"
+                 "no_unique_mode: nearest\nnum_generations: 4\nglobal_batch_size: 8\n")
+    assert err.startswith(f"judge-train submit: model_name_or_path: {base}: no such folder") and err.endswith(
+        EARLIER_JOB_HINT) and err.count("\n") == 1, err
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    assert submit(f"recipe: seq2seq\ndata: {tmp_path / 'empty.jsonl'}\n") == (
+        f"judge-train submit: data: {tmp_path / 'empty.jsonl'} holds no records\n")
+
+
+def test_an_uncached_hub_id_refused_offline_names_no_earlier_job(tmp_path, capsys, monkeypatch):
+    """HF_HUB_OFFLINE in the submitting shell reaches the job (sbatch passes the environment on): an uncached hub id
+    is refused, and no earlier job would make it downloadable, so the refusal names no --inputs-from-earlier-job."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("HF_HOME", raising=False)
+    config = _config(tmp_path, "recipe: seq2seq\nmodel_name_or_path: org/not-cached\ndata: sample\nzero_shot: drop\n")
+    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("judge-train submit: model_name_or_path: org/not-cached: no such folder") and \
+        "HF_HUB_OFFLINE is set" in err and "--inputs-from-earlier-job" not in err, err
+
+
+def test_a_deepspeed_accumulation_or_bf16_this_launch_would_not_give_is_refused_at_submit(tmp_path, capsys):
+    """A DeepSpeed JSON with gradient_accumulation_steps 2 loads (2 is this batch's accumulation on 2 ranks); on 4
+    ranks the accumulation is 16 / (4 x 4) = 1, and the job's prepare refused it on every rank after the queue.
+    bf16 'auto' follows CUDA in the job: on with GPUs, off on CPU ranks (--gpus-per-node 0)."""
+    settings = json.loads((Path(slurm_submit.__file__).parents[1] / "configs" / "deepspeed" / "zero3.json")
+                          .read_text(encoding="utf-8"))
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({**settings, "gradient_accumulation_steps": 2, "bf16": {"enabled": True}}),
+                         encoding="utf-8")
+    config = _config(tmp_path, f"recipe: seq2seq\ndata: sample\nzero_shot: drop\nglobal_batch_size: 16\n"
+                               f"deepspeed: {deepspeed}\n")
+
+    def submit(gpus: int, ranks: int = 1) -> int:
+        return slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", str(gpus),
+                                  "--cpu-ranks-per-node", str(ranks), "--dry-run"])
+
+    tail = (": transformers refuses a value that differs from the config's only once training starts; set these to "
+            "\"auto\" (filled from this config) or to the config's values (this submission: global batch ")
+    assert submit(2) == 0
+    assert "export JUDGE_GRAD_ACCUM=2" in capsys.readouterr().out
+    assert submit(4) == 2
+    assert capsys.readouterr().err == (
+        f"judge-train submit: deepspeed config {deepspeed}: gradient_accumulation_steps 2 vs the accumulation derived "
+        f"from global_batch_size and the ranks 1{tail}16 = 4 per device x 1 accumulation x 4 ranks (1 nodes x 4))\n")
+    assert submit(0, ranks=2) == 2
+    assert capsys.readouterr().err == (
+        f"judge-train submit: deepspeed config {deepspeed}: bf16.enabled True vs bf16 'auto' False{tail}16 = 4 per "
+        "device x 2 accumulation x 2 ranks (1 nodes x 2))\n")
+
+
+def test_a_hub_id_is_looked_up_in_the_jobs_cache_and_never_downloaded(tmp_path, capsys, monkeypatch):
+    """The job's cache is <--cache-dir>/huggingface (slurm/train.sbatch's HF_HOME when the shell sets none): a Qwen3
+    there is refused for the regression recipe; a hub id no cache here holds is left to the job, which downloads it.
+    Every look-up is local_files_only: submit downloads nothing."""
+    import huggingface_hub
+
+    from tests.support.tiny_released import add_to_hub_cache
+
+    for name in ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the default cache dir, ~/.cache/pollux-judge, is empty
+    looked_up = []
+    real = huggingface_hub.snapshot_download
+
+    def recording(*args, **kwargs):
+        looked_up.append(kwargs.get("local_files_only"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", recording)
+    qwen3 = _folder_with_config(tmp_path / "qwen3", {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"})
+    add_to_hub_cache(qwen3, tmp_path / "cache" / "huggingface" / "hub", "org/qwen3-base")
+
+    def submit(model: str, *flags: str) -> int:
+        config = _config(tmp_path, f"recipe: regression\nmodel_name_or_path: {model}\ndata: sample\nzero_shot: drop\n")
+        return slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run", *flags])
+
+    assert submit("org/qwen3-base", "--cache-dir", str(tmp_path / "cache")) == 2
+    assert capsys.readouterr().err == ("judge-train submit: model_name_or_path: the regression recipe trains Qwen2 "
+                                       "bases (T-lite, T-pro, Qwen2.5); org/qwen3-base is qwen3\n")
+    assert submit("org/qwen3-base") == 0  # not in the job's default cache: the job downloads it
+    assert submit("org/not-cached", "--cache-dir", str(tmp_path / "cache")) == 0
+    assert looked_up == [True, True, True]
+    assert "HF_HOME" not in os.environ  # the look-up's cache was submit's to set, and is gone

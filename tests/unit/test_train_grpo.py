@@ -481,6 +481,19 @@ def test_vllm_generation_refuses_a_vllm_outside_trls_line(installed, accepted):
 # ---- Slurm ---------------------------------------------------------------------------------------------------------
 
 
+def _in_submit_folder(monkeypatch, tmp_path: Path) -> Path:
+    """Submit from a folder holding what the shipped configs' relative paths name: submit checks the data and the
+    base model there, as the job reads them (tests/support/submit_folder.py); their hub ids are in no cache."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    folder = shipped_configs_submit_folder(tmp_path / "submit")
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # online, so an uncached hub id is left to the job
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
 def _dry_run(capsys, config: Path, nodes: int, *after: str) -> tuple[int, str, str]:
     from train import slurm_submit
 
@@ -490,20 +503,20 @@ def _dry_run(capsys, config: Path, nodes: int, *after: str) -> tuple[int, str, s
     return code, captured.out, captured.err
 
 
-def test_a_colocated_grpo_job_is_an_ordinary_one_node_job(capsys, monkeypatch):
+def test_a_colocated_grpo_job_is_an_ordinary_one_node_job(capsys, monkeypatch, tmp_path):
     """vllm_mode colocate: one node, 8 ranks, 256 / (4 x 8) = 8 accumulation, no server."""
-    monkeypatch.chdir(REPO)
+    _in_submit_folder(monkeypatch, tmp_path)
     code, script, _ = _dry_run(capsys, COLOCATE_GRPO, 1)
     assert code == 0 and "export JUDGE_GRAD_ACCUM=8" in script and "#SBATCH --nodes=1" in script
     assert "export JUDGE_VLLM_SERVE_MODEL" not in script
 
 
-def test_a_job_is_planned_from_the_config_with_the_arguments_after_the_double_dash(capsys, monkeypatch):
+def test_a_job_is_planned_from_the_config_with_the_arguments_after_the_double_dash(capsys, monkeypatch, tmp_path):
     """The job runs the config with the arguments after ``--`` applied, so submit plans from that one (it planned
     from the file alone): the vLLM server serves the model the job trains, colocate takes every node for training
     (2 nodes x 8 ranks: 256 / (4 x 16) = 4 accumulation, no server), and a per-device batch of 32 on the 16 training
     ranks (512 > 256) is refused now, not after the queue."""
-    monkeypatch.chdir(REPO)
+    _in_submit_folder(monkeypatch, tmp_path)
     code, script, _ = _dry_run(capsys, SERVER_GRPO, 3, "--model-name-or-path", "Qwen/Qwen3-4B")
     assert code == 0 and "export JUDGE_VLLM_SERVE_MODEL=Qwen/Qwen3-4B" in script
     code, script, _ = _dry_run(capsys, SERVER_GRPO, 2, "--vllm-mode", "colocate")
@@ -516,7 +529,7 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     """vllm_mode server on 3 nodes: `trl vllm-serve` (tensor parallel 8) on node 1, torchrun on nodes 2-3 (16 ranks:
     256 / (4 x 16) = 4 accumulation) pointed at node 1's address; one node is refused. The rendered script runs
     against stand-in srun/scontrol and launches both steps with the same requeue/resume logic as SFT jobs."""
-    monkeypatch.chdir(REPO)
+    submit_folder = _in_submit_folder(monkeypatch, tmp_path)
     code, _, err = _dry_run(capsys, SERVER_GRPO, 1)
     assert code == 2 and "--nodes 2 or more" in err
     code, script, _ = _dry_run(capsys, SERVER_GRPO, 3)
@@ -539,7 +552,8 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     for name, body in fakes.items():
         (bin_dir / name).write_text("#!/bin/bash\n" + body)
         (bin_dir / name).chmod(0o755)
-    script = script.replace(f"export JUDGE_OUTPUT_DIR={REPO / 'runs' / 'qwen3-8b-grpo'}", f"export JUDGE_OUTPUT_DIR={out}")
+    script = script.replace(f"export JUDGE_OUTPUT_DIR={submit_folder / 'runs' / 'qwen3-8b-grpo'}",
+                            f"export JUDGE_OUTPUT_DIR={out}")
     # What `submit --srun-args=--container-image=judge.sqsh --master-port 29577` renders: a value in the job's
     # environment no longer reaches the script, which unsets every JUDGE_* variable submit was not given.
     script = script.replace("# --- end of rendered values ---", "export JUDGE_SRUN_ARGS=--container-image=judge.sqsh "

@@ -24,7 +24,7 @@ echo "logged by job $SLURM_JOB_ID"
 @pytest.mark.parametrize("folder", ["run 100%x", "o'brien", 'say "hi" there'])
 def test_submit_into_an_oddly_named_folder_logs_where_it_says(slurm_cluster, tmp_path, folder):
     config = tmp_path / "judge.yaml"
-    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 1\nglobal_batch_size: 1\n"
+    config.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 1\nglobal_batch_size: 1\nzero_shot: drop\n"
                       f"output_dir: {tmp_path / 'unused'}\n")  # fmt: skip
     template = tmp_path / "tiny.sbatch"
     template.write_text(TEMPLATE)

@@ -1,0 +1,102 @@
+"""The regression recipe's base model (train/regression.py): a regression judge as the base, whose trained head
+``Qwen2ForRationaleAndScore.from_pretrained`` would silently replace by a random one, is refused in one line naming
+model_name_or_path and what to pass instead, by `judge-train run`'s check before anything is written and by
+``build_model`` itself. The folders hold only what the check reads (config.json, the export manifest): the layouts
+are those of ``tests/support/tiny_released.py`` (a released ``-r`` judge) and ``train/export.py`` (our export)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.tiny_released import RELEASED_REGRESSION_AUTO_MAP
+from train.config import ConfigError, load_config
+from train.regression import build_model, refuse_trained_head
+
+REPO = Path(__file__).resolve().parents[2]
+TINY_REGRESSION = REPO / "configs" / "train" / "tiny" / "regression.yaml"
+
+
+def _folder(path: Path, config: dict, manifest: dict | None = None) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    if manifest is not None:
+        (path / "pollux_judge.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return path
+
+
+def _released_r(path: Path) -> Path:
+    """A released -r judge's config.json (ai-forever/pollux-judge-7b-r): Qwen2 with the custom regression head."""
+    return _folder(path, {"architectures": ["Qwen2WithRegressionHead"], "auto_map": RELEASED_REGRESSION_AUTO_MAP,
+                          "model_type": "qwen2", "tie_word_embeddings": False})
+
+
+def _our_export(path: Path) -> Path:
+    """Our regression export (train/export.py): a sequence classifier with the manifest, and generator/."""
+    _folder(path, {"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2",
+                   "tie_word_embeddings": False},
+            {"mode": "regression", "generator": "generator", "score_head": "score"})
+    _folder(path / "generator", {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"})
+    return path
+
+
+def test_a_released_r_judge_as_the_base_is_refused_naming_what_to_pass(tmp_path):
+    """Its regression_head.weight/.bias are no score.weight: the head would load as UNEXPECTED and start random."""
+    folder = _released_r(tmp_path / "7b-r")
+    with pytest.raises(ConfigError) as caught:
+        refuse_trained_head("ai-forever/pollux-judge-7b-r", folder)
+    assert str(caught.value) == (
+        "model_name_or_path: ai-forever/pollux-judge-7b-r is a released -r judge (Qwen2WithRegressionHead): its "
+        "regression_head (a weight and a bias) does not load into the recipe's score head (no bias), which would "
+        "start random; train from a causal checkpoint instead: the base it was fine-tuned from (t-tech/T-lite-it-1.0, "
+        "t-tech/T-pro-it-1.0) or a seq2seq judge")
+
+
+def test_our_regression_export_as_the_base_is_refused_naming_its_generator(tmp_path):
+    """A Qwen2ForSequenceClassification export has no lm_head.weight: the LM head would start random. Its
+    generator/ holds the same backbone with the LM head."""
+    folder = _our_export(tmp_path / "run" / "export")
+    with pytest.raises(ConfigError) as caught:
+        refuse_trained_head(str(folder), folder)
+    assert str(caught.value) == (
+        f"model_name_or_path: {folder} is a regression judge (Qwen2ForSequenceClassification) without an LM head, "
+        "which the recipe would start random; to continue its training, resume its run (judge-train run --resume "
+        f"with its output_dir); to start from it, pass {folder / 'generator'}, the same backbone with its LM head "
+        "(the score head then starts anew)")
+
+
+@pytest.mark.parametrize("config", [
+    {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"},  # T-lite, a seq2seq judge
+    {"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2", "tie_word_embeddings": True},
+], ids=["causal", "classifier-with-tied-lm-head"])
+def test_a_base_that_loads_whole_is_taken(tmp_path, config):
+    """A causal base, and a classifier whose LM head is the (loaded) embedding matrix, lose nothing."""
+    refuse_trained_head("base", _folder(tmp_path / "base", config))
+
+
+def test_the_run_check_refuses_it_before_anything_is_written(tmp_path):
+    """`judge-train run`'s check (train.cli.check_training_data), run before the run folder, lock or model exist."""
+    from train.cli import check_training_data
+
+    folder = _released_r(tmp_path / "7b-r")
+    config = load_config(TINY_REGRESSION, overrides={"model_name_or_path": str(folder),
+                                                      "output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError, match=r"^model_name_or_path: .* is a released -r judge"):
+        check_training_data(config)
+    assert not (tmp_path / "run").exists()
+
+
+def test_build_model_refuses_before_loading_any_weight(tmp_path, monkeypatch):
+    """A caller of the recipe that skipped the run's check gets the same refusal, not a model with a random head."""
+    from train.score_head import Qwen2ForRationaleAndScore
+
+    def never(*args, **kwargs):
+        raise AssertionError("from_pretrained ran on a regression judge")
+
+    monkeypatch.setattr(Qwen2ForRationaleAndScore, "from_pretrained", never)
+    folder = _our_export(tmp_path / "export")
+    config = load_config(TINY_REGRESSION, overrides={"output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError, match=r"is a regression judge \(Qwen2ForSequenceClassification\) without an LM"):
+        build_model(config, str(folder), None, 0)

@@ -1,0 +1,150 @@
+"""train.trainer_preflight: what transformers refuses only inside trainer.train() (the optimizer, the schedule, the
+reporting integrations, W&B's login), refused when the config is checked instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from train.config import ConfigError, load_config
+from train.training_arguments import check_training_arguments
+
+
+def _config(tmp_path, **overrides):
+    return load_config(None, {"output_dir": str(tmp_path / "run"), **overrides}, recipe="regression")
+
+
+@pytest.fixture(autouse=True)
+def _no_launcher(monkeypatch):
+    """check_training_arguments builds TrainingArguments only outside a launcher."""
+    for name in ("LOCAL_RANK", "WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(("optim", "package"), [("adamw_bnb_8bit", "bitsandbytes"),
+                                                 ("schedule_free_adamw", "schedulefree")])
+def test_an_optimizer_whose_package_is_missing_is_refused_by_the_check(tmp_path, optim, package):
+    """Both names pass TrainingArguments and transformers' OptimizerNames; the Trainer imports the package only when
+    it builds the optimizer, inside train(). Neither package is installed here."""
+    import importlib.util
+
+    assert importlib.util.find_spec(package) is None
+    config = _config(tmp_path, optim=optim)
+    with pytest.raises(ConfigError, match=rf"^optim '{optim}' cannot be built here: .*{package}"):
+        check_training_arguments(config)
+
+
+def test_cosine_with_min_lr_without_its_kwargs_is_refused_by_the_check(tmp_path):
+    """transformers' get_scheduler raises for cosine_with_min_lr without min_lr or min_lr_rate: the schedule is built
+    in train(), after the model loaded."""
+    config = _config(tmp_path, lr_scheduler_type="cosine_with_min_lr")
+    with pytest.raises(ConfigError, match=r"^lr_scheduler_type 'cosine_with_min_lr' refuses this config: "):
+        check_training_arguments(config)
+    config = _config(tmp_path, lr_scheduler_type="cosine_with_min_lr",
+                     trainer_args={"lr_scheduler_kwargs": {"min_lr": 1e-6}})
+    check_training_arguments(config)  # with it, the schedule builds
+
+
+def test_a_schedule_kwarg_yaml_reads_as_text_is_read_as_a_number_and_the_schedule_builds(tmp_path):
+    """YAML reads `min_lr: 1e-6` (no dot) as the text '1e-6', on which the schedule's first rate failed ("unsupported
+    operand type(s) for /: 'str' and 'float'", naming neither min_lr nor YAML): the config's load reads it as YAML
+    1.2 would (train.training_arguments), so the schedule builds at load and in training."""
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("recipe: regression\nlr_scheduler_type: cosine_with_min_lr\n"
+                           "trainer_args: {lr_scheduler_kwargs: {min_lr: 1e-6}}\n", encoding="utf-8")
+    config = load_config(config_file, {"output_dir": str(tmp_path / "run")})
+    assert config.trainer_args == {"lr_scheduler_kwargs": {"min_lr": 1e-06}}
+    check_training_arguments(config)
+
+
+def test_the_shipped_optimizer_and_schedule_pass(tmp_path):
+    """adamw_torch with the linear decay (every shipped config) builds."""
+    check_training_arguments(_config(tmp_path))
+
+
+@pytest.mark.parametrize(("report_to", "message"), [
+    ("tensorbord", "report_to: 'tensorbord' is not a reporting integration of the installed transformers (did you "
+                   "mean tensorboard? it has "),
+    ("none,wandb,tensorboard", "report_to: 'tensorboard' needs its package, which is not installed (pip install "
+                               "tensorboard), or drop it from report_to ('none' logs to the console only)"),
+])
+def test_a_report_to_the_trainer_cannot_log_to_is_refused_by_the_check(tmp_path, report_to, message):
+    """TrainingArguments takes any name; Trainer.__init__ refused an unknown one and TensorBoardCallback a missing
+    tensorboard (not installed here), both after the model loaded."""
+    import importlib.util
+
+    assert importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None
+    config = _config(tmp_path, report_to=report_to)
+    with pytest.raises(ConfigError) as refused:
+        check_training_arguments(config)
+    assert str(refused.value).startswith(message)
+
+
+def test_report_to_is_checked_under_a_launcher_too(tmp_path, monkeypatch):
+    """Under torchrun only the names are checked (no TrainingArguments is built there): report_to is a name."""
+    config = _config(tmp_path, report_to="tensorbord")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match="^report_to: 'tensorbord' is not a reporting integration"):
+        check_training_arguments(config)
+
+
+@pytest.fixture
+def no_wandb_credentials(tmp_path, monkeypatch):
+    """No key in the environment, no .netrc, W&B's process-wide setup read afresh."""
+    import wandb
+
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    wandb.teardown()
+    yield tmp_path / "netrc"
+    wandb.teardown()
+
+
+def test_wandb_without_a_key_is_refused_unless_it_logs_locally(tmp_path, monkeypatch, no_wandb_credentials):
+    """Every shipped T-lite, T-pro and Qwen3 config reports to wandb: without a key W&B stopped the run with "No API
+    key configured" at on_train_begin. A key, a .netrc entry for W&B's host, or WANDB_MODE offline/disabled pass."""
+    from wandb.sdk import wandb_setup
+
+    from train.trainer_preflight import check_wandb_login
+
+    config = _config(tmp_path, report_to="wandb")
+    with pytest.raises(ConfigError) as refused:
+        check_wandb_login(config)
+    assert "\n" not in str(refused.value) and str(refused.value).startswith("report_to wandb: no W&B API key for ")
+    for mode in ("offline", "disabled", "dryrun"):
+        monkeypatch.setenv("WANDB_MODE", mode)
+        check_wandb_login(config)
+    monkeypatch.delenv("WANDB_MODE")
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    check_wandb_login(config)
+    monkeypatch.delenv("WANDB_API_KEY")
+    host = wandb_setup.singleton().settings.base_url.split("://")[-1]
+    no_wandb_credentials.write_text(f"machine {host}\n  login user\n  password {'y' * 40}\n", encoding="utf-8")
+    no_wandb_credentials.chmod(0o600)
+    check_wandb_login(config)
+    check_wandb_login(_config(tmp_path, report_to="none"))  # nothing asked of W&B
+
+
+def test_report_to_all_is_checked_as_wandb_when_wandb_is_installed(tmp_path, monkeypatch, no_wandb_credentials):
+    """`report_to: all` makes TrainingArguments report to every installed integration, wandb among them when it is
+    installed (it is here): without a key W&B stopped that run at on_train_begin too. Without wandb installed,
+    'all' asks nothing of W&B."""
+    import importlib.util
+
+    from transformers.integrations import integration_utils
+
+    from train.trainer_preflight import check_wandb_login
+
+    assert importlib.util.find_spec("wandb") is not None
+    config = _config(tmp_path, report_to="all")
+    with pytest.raises(ConfigError) as refused:
+        check_wandb_login(config)
+    assert str(refused.value).startswith("report_to all (wandb is installed, so W&B logs): no W&B API key for ")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    check_wandb_login(config)
+    monkeypatch.delenv("WANDB_MODE")
+    monkeypatch.setattr(integration_utils, "get_available_reporting_integrations", lambda: ["tensorboard"])
+    check_wandb_login(config)

@@ -1,0 +1,167 @@
+"""What the trainer would otherwise refuse only inside ``trainer.train()``, checked before the model loads.
+
+transformers builds the optimizer and the learning-rate schedule, and the reporting integrations log in, only once
+``Trainer.train()`` runs (transformers/trainer.py, ``_prepare_for_training`` then ``on_train_begin``): an ``optim``
+whose package is missing, a schedule that needs ``lr_scheduler_kwargs``, a value the optimizer cannot take, a
+misspelt or uninstalled ``report_to`` or W&B without credentials then failed after the base model had loaded, as a
+traceback on every rank. ``check_optimizer_and_schedule`` and ``check_report_to`` run where
+``train.training_arguments.check_training_arguments`` runs (``judge-train run`` and ``submit``);
+``check_wandb_login`` runs in the training process itself (``train.recipe_steps.prepare``), whose environment
+(``JUDGE_ENV_SCRIPT`` under Slurm) is the one W&B logs in from.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from judge.plumbing.config_files import ConfigError
+
+__all__ = ["check_optimizer_and_schedule", "check_report_to", "check_wandb_login", "report_to_names",
+           "WANDB_LOCAL_MODES"]
+
+#: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
+#: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
+WANDB_LOCAL_MODES = frozenset({"offline", "disabled", "dryrun"})
+
+#: Optimizers that transformers builds only with the model (transformers/trainer_optimizer.py: GaLore and APOLLO
+#: match ``optim_target_modules`` against its layers, LOMO takes the model itself): checked here as far as their
+#: package and arguments go.
+_NEEDS_THE_MODEL = ("galore", "apollo", "lomo", "adalomo")
+
+#: Steps the schedule is built for when the config sets no ``max_steps``: any positive count builds the same kind.
+_PROBE_STEPS = 1000
+
+
+def report_to_names(config: Any) -> list[str]:
+    """The config's comma-separated ``report_to`` as ``TrainingArguments`` gets it (``none`` and blanks dropped)."""
+    return [name.strip() for name in config.report_to.split(",") if name.strip() and name.strip() != "none"]
+
+
+def reports_to_wandb(config: Any) -> bool:
+    """Whether the trainer logs to W&B: ``wandb`` among the names, or ``all`` with wandb installed
+    (``TrainingArguments`` then reports to every integration ``get_available_reporting_integrations`` lists)."""
+    names = report_to_names(config)
+    if names == ["all"]:
+        from transformers.integrations.integration_utils import get_available_reporting_integrations
+
+        return "wandb" in get_available_reporting_integrations()
+    return "wandb" in names
+
+
+def check_report_to(config: Any) -> None:
+    """Each ``report_to`` name against transformers' integrations (``INTEGRATION_TO_CALLBACK``), and the
+    integration's package against what is installed (``get_available_reporting_integrations``).
+
+    ``TrainingArguments`` takes any name; ``Trainer.__init__`` refuses an unknown one and the integration's callback
+    a missing package (``TensorBoardCallback``: "requires tensorboard to be installed"), both after the model loaded.
+
+    Raises:
+        ConfigError: naming ``report_to``, the name and what the installed transformers offers.
+    """
+    names = report_to_names(config)
+    if not names or names == ["all"]:
+        return
+    import difflib
+
+    from transformers.integrations.integration_utils import (INTEGRATION_TO_CALLBACK,
+                                                             get_available_reporting_integrations)
+
+    known = sorted(INTEGRATION_TO_CALLBACK)
+    available = set(get_available_reporting_integrations())
+    # flyte and kubeflow have no availability test in transformers, and azure_ml counts as unavailable whenever
+    # mlflow is installed: those are left to their callbacks.
+    checkable = set(known) - {"flyte", "kubeflow", "azure_ml"}
+    for name in names:
+        if name not in INTEGRATION_TO_CALLBACK:
+            close = difflib.get_close_matches(name, known, n=2)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise ConfigError(f"report_to: {name!r} is not a reporting integration of the installed transformers "
+                              f"({hint}it has {', '.join(known)}; 'none' logs to the console only)")
+        if name in checkable and name not in available:
+            raise ConfigError(f"report_to: {name!r} needs its package, which is not installed (pip install {name}), "
+                              "or drop it from report_to ('none' logs to the console only)")
+
+
+def check_optimizer_and_schedule(args: Any, config: Any) -> None:
+    """Build the optimizer and the learning-rate schedule the trainer would, on one dummy parameter.
+
+    The same calls as transformers' ``Trainer.create_optimizer`` (``Trainer.get_optimizer_cls_and_kwargs``, then the
+    class over the parameters) and ``Trainer.create_scheduler`` (``transformers.get_scheduler`` with
+    ``lr_scheduler_kwargs``): an optimizer whose package is missing (``adamw_bnb_8bit``: bitsandbytes;
+    ``schedule_free_*``: schedulefree), an ``adam_epsilon`` the optimizer refuses, or ``cosine_with_min_lr`` without
+    ``min_lr`` in ``lr_scheduler_kwargs`` is refused here. GaLore, APOLLO and LOMO need the model's layers: their
+    package and arguments are checked, not their layer matching.
+
+    Args:
+        args: the ``TrainingArguments`` built from the config (``check_training_arguments``).
+        config: the resolved config (for the message).
+
+    Raises:
+        ConfigError: naming ``optim`` or ``lr_scheduler_type`` and the trainer's own message.
+    """
+    import torch
+    from transformers import Trainer, get_scheduler
+
+    parameter = torch.nn.Parameter(torch.zeros(2))
+    given = f" (trainer_args {sorted(config.trainer_args)})" if config.trainer_args else ""
+    needs_model = str(args.optim).startswith(_NEEDS_THE_MODEL)
+    try:
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args)
+        if not needs_model:
+            optimizer_cls([parameter], **optimizer_kwargs)
+    except (ImportError, RuntimeError) as err:
+        raise ConfigError(f"optim {config.optim!r} cannot be built here{given}: {_one_line(err)}") from None
+    except (TypeError, ValueError) as err:
+        # transformers' own refusal of a model-needing optimizer without one: the rest of it needs the model
+        if not (needs_model and "model" in str(err)):
+            raise ConfigError(f"optim {config.optim!r} refuses this config{given}: {_one_line(err)}") from None
+    # The schedule over a plain torch optimizer: its kind and lr_scheduler_kwargs are what can refuse.
+    steps = args.max_steps if args.max_steps > 0 else _PROBE_STEPS
+    try:
+        get_scheduler(args.lr_scheduler_type, optimizer=torch.optim.SGD([parameter], lr=args.learning_rate),
+                      num_warmup_steps=args.get_warmup_steps(steps), num_training_steps=steps,
+                      scheduler_specific_kwargs=args.lr_scheduler_kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"lr_scheduler_type {config.lr_scheduler_type!r} refuses this config{given}: "
+                          f"{_one_line(err)}") from None
+
+
+def check_wandb_login(config: Any) -> None:
+    """Refuse ``report_to`` wandb when this process could not log in to W&B and would ask for a key.
+
+    W&B logs in inside ``trainer.train()`` (transformers' ``WandbCallback.setup``, at ``on_train_begin``): without an
+    API key in ``WANDB_API_KEY``, a ``.netrc`` entry for its host (``wandb login``) or the settings, and with
+    ``WANDB_MODE`` unset, a process with no terminal stops there with "No API key configured", after the model
+    loaded. Under ``WANDB_MODE`` offline, disabled or dryrun no key is needed. The credentials are looked up as
+    wandb looks them up (wandb/sdk/lib/wbauth/authenticate.py, ``_use_system_auth``), without logging in.
+    ``report_to: all`` counts as wandb when wandb is installed: ``TrainingArguments`` then reports to every
+    integration ``get_available_reporting_integrations`` lists (transformers/training_args.py, ``__post_init__``).
+
+    Raises:
+        ConfigError: naming ``report_to`` and what to set.
+    """
+    if not reports_to_wandb(config):
+        return
+    given = "wandb" if "wandb" in report_to_names(config) else "all (wandb is installed, so W&B logs)"
+    if os.environ.get("WANDB_MODE", "").strip().lower() in WANDB_LOCAL_MODES:
+        return
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return
+    try:
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib.wbauth import wbnetrc
+    except ImportError:  # another wandb layout: its own login then decides, as before
+        return
+    settings = wandb_setup.singleton().settings
+    if str(settings.mode).lower() in WANDB_LOCAL_MODES or settings.api_key:
+        return
+    if wbnetrc.read_netrc_auth(host=settings.base_url):
+        return
+    raise ConfigError(f"report_to {given}: no W&B API key for {settings.base_url} (WANDB_API_KEY, or `wandb login`'s "
+                      ".netrc entry) and WANDB_MODE is not set: W&B would stop the run at its first step, after the "
+                      "model loaded; set WANDB_API_KEY, or WANDB_MODE=offline to log locally, or --report-to none")
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
