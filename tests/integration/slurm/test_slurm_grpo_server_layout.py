@@ -15,8 +15,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 
-# Training waits for the server to be up (as the trainer waits for its /health), then returns at once.
+# Training waits for the server to be up (as the trainer waits for its /health), then returns at once. Its --help
+# lists --shutdown-timeout, as today's torchrun does (train.sbatch asks before passing it), and is no launch.
 FAKE_TORCHRUN = """#!/bin/bash
+if [ "$1" = --help ]; then echo "usage: torchrun [--shutdown-timeout SHUTDOWN_TIMEOUT] ..."; exit 0; fi
 for _ in $(seq 600); do grep -q '^server on' "$FAKE_RECORD" 2>/dev/null && break; sleep 0.1; done
 echo "torchrun on $SLURMD_NODENAME node $SLURM_NODEID task $SLURM_PROCID: $*" >>"$FAKE_RECORD"
 """
@@ -84,4 +86,5 @@ def test_grpo_training_step_takes_one_task_on_each_node_the_server_leaves(slurm_
     assert [line.split(":")[0] for line in lines] == ["server on n1", "torchrun on n2 node 0 task 0"], log
     torchrun_args = lines[1].split(": ", 1)[1]
     assert "--nnodes=1 --node_rank=0 " in torchrun_args
+    assert "--shutdown-timeout=" in torchrun_args  # this torchrun has the flag: passed
     assert "--vllm-server-host 127.0.0.1 --vllm-server-port 8011" in torchrun_args
