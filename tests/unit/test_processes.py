@@ -178,15 +178,29 @@ def test_a_supervised_owner_dying_takes_the_trees_it_supervised_too(tmp_path):
             os.kill(pid, signal.SIGKILL)
 
 
+def _supervisor_patched(tmp_path: Path, env: dict[str, str], patch: str) -> subprocess.Popen:
+    """The supervisor script over TREE, run with ``patch`` (Python source) executed first, to force an order of
+    events inside it; its output in ``tmp_path / "log"``. A grace far above the tree's SIGTERM exit (at once): 2 s
+    ran out on a loaded machine, and the tree's SIGKILL (137) read as the patched event's failure."""
+    supervisor = str(Path(judge.plumbing.supervisor.__file__).resolve())
+    wrapper = textwrap.dedent(patch) + textwrap.dedent(f"""
+        import runpy, sys
+        sys.argv = [{supervisor!r}, *sys.argv[1:]]
+        runpy.run_path({supervisor!r}, run_name="__main__")
+    """)
+    with open(tmp_path / "log", "wb") as log:
+        command = [sys.executable, "-c", wrapper, "--grace-s", "60", "--owner-pid", str(os.getpid()), "--", *TREE]
+        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def test_a_second_stop_signal_as_the_first_is_handled_still_takes_the_tree_down(tmp_path):
     """A stop often comes twice (the parent-death signal, then the supervisor's own poll of its owner; scancel's
     SIGTERM beside the owner's): the second one landing just after the first was handled, at the moment the
     supervisor turns to ignoring them, still ends the tree, and the supervisor exits with the command's status. The
     supervisor runs here with ``signal.signal`` wrapped to send that second signal then."""
     marker, env = _marked_env()
-    supervisor = str(Path(judge.plumbing.supervisor.__file__).resolve())
-    wrapper = textwrap.dedent(f"""
-        import os, runpy, signal, sys
+    proc = _supervisor_patched(tmp_path, env, """
+        import os, signal
         real_signal = signal.signal
 
         def signal_with_a_second_stop(sig, handler):
@@ -195,14 +209,7 @@ def test_a_second_stop_signal_as_the_first_is_handled_still_takes_the_tree_down(
             return real_signal(sig, handler)
 
         signal.signal = signal_with_a_second_stop
-        sys.argv = [{supervisor!r}, *sys.argv[1:]]
-        runpy.run_path({supervisor!r}, run_name="__main__")
     """)
-    with open(tmp_path / "log", "wb") as log:
-        # A grace far above the tree's SIGTERM exit (at once): 2 s ran out on a loaded machine, and the tree's
-        # SIGKILL (137) was read as the second signal's failure.
-        command = [sys.executable, "-c", wrapper, "--grace-s", "60", "--owner-pid", str(os.getpid()), "--", *TREE]
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_for_tree(marker, 5)  # supervisor, sh, subshell, two sleeps
         proc.send_signal(signal.SIGTERM)
@@ -219,9 +226,8 @@ def test_a_stop_that_lands_while_the_command_is_being_started_still_reports_the_
     with the command's status (-SIGTERM), not with the 137 it gives when it has no status to report. The supervisor
     runs here with ``subprocess.Popen`` wrapped to send that stop as it returns."""
     marker, env = _marked_env()
-    supervisor = str(Path(judge.plumbing.supervisor.__file__).resolve())
-    wrapper = textwrap.dedent(f"""
-        import os, runpy, signal, subprocess, sys
+    proc = _supervisor_patched(tmp_path, env, """
+        import os, signal, subprocess
         real_popen = subprocess.Popen
 
         def popen_stopped_as_it_returns(*args, **kwargs):
@@ -230,12 +236,7 @@ def test_a_stop_that_lands_while_the_command_is_being_started_still_reports_the_
             return started
 
         subprocess.Popen = popen_stopped_as_it_returns
-        sys.argv = [{supervisor!r}, *sys.argv[1:]]
-        runpy.run_path({supervisor!r}, run_name="__main__")
     """)
-    with open(tmp_path / "log", "wb") as log:
-        command = [sys.executable, "-c", wrapper, "--grace-s", "60", "--owner-pid", str(os.getpid()), "--", *TREE]
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         assert proc.wait(timeout=120) == -signal.SIGTERM, (tmp_path / "log").read_text()
         assert wait_until_gone(marker, 10) == []
