@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -443,11 +442,9 @@ def _named_for_page(result: Comparison) -> Comparison:
     """``result`` with its run names as the pages show them (``shown_names``: cut, and still told apart), so that
     every part of compare.html written from it (tables, headings, the headline sentences, the validity part) writes
     a run's name cut, as the explorer's data (``compare_items``, from the same names) does."""
-    shown = shown_names(result.runs)
-    return replace(result, baseline=shown.get(str(result.baseline), shown_name(result.baseline)),
-                   runs=[shown[str(name)] for name in result.runs],
-                   comparisons=[replace(comp, run=shown.get(str(comp.run), shown_name(comp.run)))
-                                for comp in result.comparisons])
+    from eval.scoring.compare import with_run_names
+
+    return with_run_names(result, shown_names(result.runs), shown_name)
 
 
 def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) -> str:

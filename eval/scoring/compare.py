@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -838,10 +839,18 @@ def _named_for_markdown(result: Comparison) -> Comparison:
     heading or a tag. Names that escaping makes equal (two names apart only by a line break) are told apart by their
     folders, as ``compare`` tells apart equal names, so that no run's column or row stands for another's."""
     shown = distinct_names([md_text(name) for name in result.runs], result.folders, md_text)
-    by_name = dict(zip(result.runs, shown))
-    return replace(result, baseline=shown[0], runs=shown,
-                   comparisons=[replace(comp, run=by_name.get(comp.run, md_text(comp.run)))
-                                for comp in result.comparisons])
+    return with_run_names(result, dict(zip(result.runs, shown)), md_text)
+
+
+def with_run_names(result: Comparison, by_name: Mapping[str, str], other: Callable[[str], str]) -> Comparison:
+    """``result`` with every run's name (the baseline's, each run's, each comparison's) as ``by_name`` gives it, a
+    name it lacks as ``other`` writes it: the one renaming compare.md (inert Markdown) and compare.html (cut names)
+    make before they write."""
+    def named(name: str) -> str:
+        return by_name[name] if name in by_name else other(name)
+
+    return replace(result, baseline=named(result.baseline), runs=[named(name) for name in result.runs],
+                   comparisons=[replace(comp, run=named(comp.run)) for comp in result.comparisons])
 
 
 def render_markdown(result: Comparison) -> str:
