@@ -54,7 +54,8 @@ DEFAULT_TEXT_ITEMS = 5_000
 MAX_TEXT_CHARS = 20_000
 #: The most characters of a name (evaluated model, task type, criterion, judge, run) the pages show: the loader takes
 #: names of any length, and a page writes each several times (tables per split, the plot's labels, the filters), so
-#: a 1,000,000-character criterion name made a 25 MB report.html. Longer ones lose their middle, in its place "…".
+#: a criterion name of a million characters was written whole that many times. Longer ones lose their middle, in its
+#: place "…".
 NAME_CHARS = 300
 #: The characters a cut name keeps of its end: names are told apart at their ends (compare's " (folder)" after two
 #: equal judge names, a rubric's "(part B)"), and a name cut to its first characters read as every other one.
