@@ -47,7 +47,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import logging
-import os
 import re
 import time
 from collections import defaultdict
@@ -231,6 +230,9 @@ def load_embedder(name: str, device: str = "cpu", max_seq_length: int = 0, trust
         _logger.warning(
             "trust_remote_code: running the Python code shipped in %s with this user's rights: %s", path,
             ", ".join(shipped) or "no .py file there (code named by a hub id in auto_map may be fetched instead)")
+    # local_files_only, not HF_HUB_OFFLINE: the hub is never asked for a missing file, and the caller's process
+    # keeps its own setting (huggingface_hub reads that variable once, at import, so setting it here would not even
+    # reach this load, only whatever later imports the hub in a fresh process).
     model = SentenceTransformer(str(path), device=device, local_files_only=True, trust_remote_code=trust_remote_code)
     if max_seq_length:
         model.max_seq_length = max_seq_length
@@ -643,8 +645,6 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     """Run stage 2 on the instructions at ``input_path`` into ``out_dir`` (resumable). Returns the summary."""
     config.check_runnable()  # the reference is required (also checked before the CLI claims the folder)
     started = time.perf_counter()
-    # Only local model folders are used; never let the hub be asked for a missing file.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     inputs = read_input(input_path, "instructions")
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     reference = read_input(config.reference, "instructions")
