@@ -26,6 +26,9 @@ package, another benchmark, labelled "not comparable with MERA's ruHumanEval" in
 Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved settings, git revision, package versions, the
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
+
+Why one module of ~530 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
 from __future__ import annotations
@@ -147,22 +150,49 @@ def _client(config: MeraConfig):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
-    """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics."""
+def read_task_data(config: MeraConfig) -> tuple[Any, Any]:
+    """(the task's resolved data, its rows: ruhumaneval's tasks, rutie's dialogues), read before the run folder is
+    held: an empty, missing or bad ``--data`` then leaves no folder (nor its run.lock) behind.
+
+    Raises:
+        DataError: naming the file; an unreadable one (no permission) too, as the input error it is (exit 2).
+    """
+    from eval.mera.released import resolve_task_data
+    from eval.mera.task_rows import DataError
+
+    try:
+        resolved = resolve_task_data(config.task, config.data)
+        if config.task == "ruhumaneval":
+            from eval.mera.humaneval import load_tasks
+
+            return resolved, load_tasks(resolved.path)
+        from eval.mera.rutie import load_dialogues
+
+        return resolved, load_dialogues(resolved.path)
+    except OSError as err:
+        if err.errno is None:  # raised with a message of the project's own (a --data that is not there)
+            raise
+        raise DataError(f"--data {err.filename or config.data}: cannot be read ({err.strerror or err})") from None
+
+
+def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """Generate (or take canonical solutions), execute in the sandbox, write pass@k. Returns the metrics.
+
+    ``task_data``: ``read_task_data(config)``, when the caller has read it (read here otherwise)."""
     from eval.mera.client import check_endpoint
     from eval.mera.extraction import MERA_STOPS, build_program
-    from eval.mera.humaneval import NOT_GENERATED, chat_messages, generations_record, load_tasks, not_generated, summarize
+    from eval.mera.humaneval import NOT_GENERATED, chat_messages, generations_record, not_generated, summarize
     from eval.mera.progress import claim_run_folder
     from eval.mera.progress_rows import resumed_generations
-    from eval.mera.released import NOT_COMPARABLE, resolve_task_data
+    from eval.mera.released import NOT_COMPARABLE
     from judge.plumbing.journal import JournalWriter
     from eval.mera.sandbox import Limits, Sandbox
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
-    resolved = resolve_task_data("ruhumaneval", config.data)
+    resolved, all_tasks = task_data or read_task_data(config)
     data = resolved.path
-    tasks = load_tasks(data)[: config.limit]
+    tasks = all_tasks[: config.limit]
     # Decided from the rows too: a file of HumanEval rows (prompt, test) is English HumanEval whatever its name.
     if resolved.comparable_with_mera and any(t.source != "mera" for t in tasks):
         resolved = dataclasses.replace(resolved, note=f"{resolved.note}; its rows are English HumanEval's",
@@ -327,19 +357,19 @@ def run_ruhumaneval(config: HumanEvalConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def run_rutie(config: RutieConfig) -> dict[str, Any]:
-    """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics."""
+def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """Answer every dialogue in order with the model's own answers in context; write accuracy. Returns metrics.
+
+    ``task_data``: ``read_task_data(config)``, when the caller has read it (read here otherwise)."""
     from eval.mera.client import check_endpoint
     from eval.mera.progress import claim_run_folder
-    from eval.mera.released import resolve_task_data
-    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_resume, describe_protocol, load_dialogues,
-                                 run_dialogues, rutie_metrics)
+    from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_resume, describe_protocol, run_dialogues,
+                                 rutie_metrics)
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
-    resolved = resolve_task_data("rutie", config.data)
+    resolved, dialogues = task_data or read_task_data(config)
     data = resolved.path
-    dialogues = load_dialogues(data)
 
     def check_window(max_model_len: int | None, source: str) -> None:
         if config.scoring == "generate" and max_model_len is not None and config.max_tokens >= max_model_len:
@@ -460,14 +490,16 @@ def main(argv: list[str] | None = None) -> int:
     # sandbox are checked: an error in them is said at once, not after up to 120 s of waiting for the endpoint.
     try:
         # SIGTERM and SIGHUP unwind the run as Ctrl+C does (eval.mera.interrupts); one writer per folder
-        with stopping_signals_interrupt(), hold_run_folder(config.out, f"judge-eval mera {config.task}"):
-            if config.task == "ruhumaneval":
-                if run_ruhumaneval(config)["n_sandbox_errors"]:
-                    return EXIT_SANDBOX_ERRORS
-            else:
-                run_rutie(config)
+        with stopping_signals_interrupt():
+            task_data = read_task_data(config)  # before the run folder: a bad --data leaves no folder behind
+            with hold_run_folder(config.out, f"judge-eval mera {config.task}"):
+                if config.task == "ruhumaneval":
+                    if run_ruhumaneval(config, task_data)["n_sandbox_errors"]:
+                        return EXIT_SANDBOX_ERRORS
+                else:
+                    run_rutie(config, task_data)
     except RunFolderUnwritable as err:  # a ConfigError, but of the run folder: one line as below, no usage text
-        logger.error("%s", err)
+        print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)
         return 2
     except ConfigError as err:  # a setting the endpoint's window cannot take (--max-tokens), found once it is known
         parser.error(str(err))
@@ -476,14 +508,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_UNUSABLE
     except (DataError, ResumeMismatch, RunFolderBusy, SandboxUnavailable, OSError,  # an --out it cannot make too
             ValueError) as err:
-        logger.error("%s", err)
+        print(f"judge-eval mera {config.task}: error: {err}", file=sys.stderr)  # as eval.cli.main words an error
         # 2 as in eval.cli.main; a progress line that is no JSON object (JournalError) is a resume's input error
         return 2 if isinstance(err, (DataError, ResumeMismatch, RunFolderBusy, JournalError)) else 1
     except KeyboardInterrupt as err:  # Ctrl+C: every answer is journaled as it comes (judge-eval run's word and code)
         by = f" by {err}" if isinstance(err, Stopped) else ""  # SIGTERM or SIGHUP (eval.mera.interrupts)
+        # Stopped while --data was read, the run folder is not made yet: there is nothing kept to resume from
+        kept = (f"; the answers saved so far in {config.out} are kept, rerunning the same command resumes"
+                if Path(config.out).exists() else "")
         with contextlib.suppress(OSError):  # a hung-up terminal's stderr fails with EIO: the exit code still says it
-            print(f"judge-eval mera {config.task}: interrupted{by}; the answers saved so far in {config.out} are "
-                  "kept, rerunning the same command resumes", file=sys.stderr)  # fmt: skip
+            print(f"judge-eval mera {config.task}: interrupted{by}{kept}", file=sys.stderr)
         return err.exit_code if isinstance(err, Stopped) else 130
     except Exception as err:  # the endpoint failing mid-run: one line, never a traceback
         message = endpoint_failure(err, config)

@@ -54,7 +54,9 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
 
 * ``"mera"`` (default), the harness (``utils.py``: ``RegexFilter(r"(\\b([0-9])\\b)")`` on the stripped reply,
   fallback ``"-1"``): the first standalone digit 0-9 is the answer, so "3" is a parsed, wrong answer; a reply
-  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it.
+  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it. In chat mode (not MERA's)
+  the regex reads the reply after any ``<think>`` block, a reply whose reasoning never closed unparsed, "reasoning
+  not finished" (``parse_reply``); completion mode reads the whole reply, as the harness.
 * ``"choice"`` (deviation): the first standalone 1 or 2 (not part of a number or a word, after any ``<think>``
   block; a reply whose reasoning never closed is unparsed, "reasoning not finished"; a hedge naming both, "1 или
   2", is no answer, "both choices named"); anything else is unparsed, and later context shows what the model said
@@ -80,7 +82,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~930 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~990 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -395,9 +397,20 @@ def parse_answer_mera(text: str) -> Answer:
     return Answer(match.group(1)) if match else Answer(None, NO_ANY_DIGIT)
 
 
-def parse_reply(text: str, parser: str = "mera") -> Answer:
-    """The answer in a reply under the named parser (``"mera"`` or ``"choice"``)."""
+def parse_reply(text: str, parser: str = "mera", *, chat: bool = False) -> Answer:
+    """The answer in a reply under the named parser (``"mera"`` or ``"choice"``).
+
+    ``chat``: under ``"mera"``, read the reply after any ``<think>`` block (``after_reasoning``), an unclosed one
+    unparsed (``UNFINISHED_THINK``), as ``"choice"`` always does. MERA runs the harness's regex on completions only,
+    where a reply opens with the answer; a chat model served without a reasoning parser opens with its reasoning, whose
+    first digit the regex took ("<think>Считаю: 1 вариант неверен</think>2" answered "1"). Completion mode stays the
+    harness's, reading the whole reply."""
     if parser == "mera":
+        if chat and text is not None:
+            visible = after_reasoning(text, gap=" ")
+            if visible is None:
+                return Answer(None, UNFINISHED_THINK)
+            text = visible
         return parse_answer_mera(text)
     if parser == "choice":
         return parse_answer(text)
@@ -504,7 +517,7 @@ def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, 
         if generation.failure == REASONING_NOT_FINISHED:
             return Answer(None, UNFINISHED_THINK), fields
         return Answer(None, NOT_TEXT), {**fields, "error": generation.failure}
-    return parse_reply(generation.text, settings.answer_parser), fields
+    return parse_reply(generation.text, settings.answer_parser, chat=settings.mode == "chat"), fields
 
 
 def ask(
@@ -814,17 +827,27 @@ def check_resume(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: st
     in order (``_resume_histories``), or a completion-mode folder whose first questions were asked before they
     opened with the harness's blank line (``completion_prompt``) when a dialogue not yet started is left: its first
     question would be asked in the other format, two prompt formats in one run. Only first questions changed, so a
-    folder whose every dialogue has begun resumes as before.
+    folder whose every dialogue has begun resumes as before. Likewise a chat-mode folder generated under the ``mera``
+    parser holding an answer read from inside a ``<think>`` block (``_read_inside_think``): its answers and the
+    context they built would stand beside answers read after the reasoning, under one ``think_blocks``.
 
     Raises:
         judge.plumbing.run_folder.ResumeMismatch: the folder, and the row and field, the dialogue, or the dialogues
-            that would mix formats.
+            that would mix formats or readings.
     """
     from judge.plumbing.run_folder import ResumeMismatch
 
     progress_path = Path(out_dir) / PROGRESS_FILE
     records = resumed_answers(progress_path)
     _resume_histories(dialogues, records, progress_path)
+    if settings.mode == "chat" and settings.answer_parser == "mera" and settings.scoring == "generate":
+        inside = [rec for rec in records if _read_inside_think(rec)]
+        if inside:
+            raise ResumeMismatch(
+                f"{progress_path}: {len(inside)} of its answers were read from inside the reply's <think> block (a "
+                f"chat-mode run folder from before the mera parser skipped it; e.g. dialogue "
+                f"{inside[0].get('dialog_id')!r}, question {inside[0].get('question_id')!r}); resuming would read the "
+                "rest after the reasoning, two readings in one run. Use a fresh --out, or --overwrite to discard it.")
     if settings.mode != "completion":
         return
     firsts = {d: items[0].question_id for d, items in dialogues.items() if items}
@@ -842,6 +865,18 @@ def check_resume(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: st
             f"with (a run folder from before it was added); resuming would ask with it the first question of each "
             f"dialogue not yet started ({len(not_started)}, e.g. {not_started[0]!r}), two prompt formats in one run. "
             "Use a fresh --out, or --overwrite to discard it.")
+
+
+def _read_inside_think(rec: Mapping[str, Any]) -> bool:
+    """Whether a chat-mode row's answer is the whole-reply reading of its reply where the reading after the reasoning
+    differs. The answer values only: a reply whose reasoning never closed and holds no digit is unparsed either way,
+    counted alike, only its reason named otherwise. A row whose answer matches neither reading (hand-edited, or of
+    another parser) is left to the other checks."""
+    reply = rec.get("reply")
+    if not isinstance(reply, str):
+        return False
+    old = parse_reply(reply, "mera").value
+    return old != parse_reply(reply, "mera", chat=True).value and rec.get("answer") == old
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -933,13 +968,17 @@ def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
     ``same_as_mera_task`` whether every setting that decides its answers is equal, ``differs_from_mera_task`` each one
     that is not, with MERA's value. ``context_overflow="truncate"`` is the nearest to the harness, never equal to it
     (``ask``: whole turns here, tokens there); the difference shows only where a prompt overflowed
-    (``n_context_truncated``).
+    (``n_context_truncated``). ``think_blocks`` says how a generated reply's ``<think>...</think>`` reasoning was
+    read: ``"skipped"`` (chat mode, or the ``choice`` parser: ``parse_reply``), ``"read"`` (completion mode under
+    ``mera``, the harness's regex on the whole reply), ``None`` under log-probability scoring (no reply is parsed).
     """
     ours: dict[str, Any] = {
         "mode": settings.mode, "scoring": settings.scoring, "answer_cue": settings.answer_cue,
         "answer_parser": settings.answer_parser, "stop": list(settings.stop), "max_tokens": settings.max_tokens,
         "temperature": settings.temperature, "context_overflow": settings.context_overflow,
     }  # fmt: skip
+    ours["think_blocks"] = (None if settings.scoring == "logprobs" else
+                            "skipped" if settings.mode == "chat" or settings.answer_parser == "choice" else "read")
     task = "rutie" if settings.scoring == "logprobs" else "rutie_gen"
     # The cue is a completion-mode setting: a chat run (already not MERA's) never sends it.
     differs = [f"{key}={ours[key]!r} (MERA's {task}: {value!r})" for key, value in MERA_TASKS[task].items()

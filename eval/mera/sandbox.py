@@ -55,9 +55,12 @@ included, so it can forge a pass), and signals that user's processes. It dies wi
 Started by root it is ``nobody``; started by anyone else it is that user, so its home folder and the environment of
 its other processes (a shell that exported an API key) are open to it; the supervisor's own environment is not
 (``hide_own_environment``).
-``"auto"`` still falls back, as ``make demo`` on a machine without bubblewrap needs; ``"bwrap"`` refuses to.
+``"auto"`` still falls back, as ``make demo`` on a machine without bubblewrap needs, but only where bubblewrap is
+missing, too old, or refuses to run by itself (its own ``bwrap:`` message); a probe that missed ``startup_s`` twice
+(a loaded machine) or whose child failed raises ``SandboxUnavailable``, naming ``--sandbox none`` as the explicit
+choice. ``"bwrap"`` never falls back.
 
-Why one module of ~1,360 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,430 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces), so a change to one is read against the rest. Only the child's side, which
 runs inside, is apart (``sandbox_child.py``).
@@ -1019,13 +1022,64 @@ def _started(runner: Callable[[ExecJob], ExecResult], job: ExecJob) -> ExecResul
                                                 f"{err}", 300), nones, time.monotonic() - started, "", 0, nones)
 
 
+def remove_sample_folder(folder: str) -> None:
+    """Remove a sample's temporary folder (no bubblewrap), whatever modes the sample left on what it made inside.
+
+    Without bubblewrap a non-root supervisor's sample runs as the same user, so a folder it made and chmodded to 000
+    (or 0500) cannot be listed (or emptied) by the supervisor either, and ``rmtree(ignore_errors=True)`` left it, a
+    sample's files, behind in the host's temporary folder. On each error the failing path and its parent, when
+    inside ``folder`` and folders themselves (never a symlink's target, never ``folder``'s own parent), are made
+    0o700 and the path removed again, once per path. A folder still there is named in a warning, never silently kept.
+    """
+    retried: set[str] = set()
+
+    def inside(path: str) -> bool:
+        return path == folder or path.startswith(folder + os.sep)
+
+    def unlock(_function: Any, path: str, _error: Any) -> None:
+        if path in retried:
+            return
+        retried.add(path)
+        for target in (os.path.dirname(path), path):
+            with contextlib.suppress(OSError):
+                if inside(target) and stat.S_ISDIR(os.lstat(target).st_mode):
+                    os.chmod(target, 0o700)
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                _rmtree(path, unlock)
+            else:
+                os.unlink(path)
+
+    _rmtree(folder, unlock)
+    if os.path.lexists(folder):
+        logger.warning("code sandbox: could not remove the sample's temporary folder %s; remove it by hand", folder)
+
+
+def _rmtree(path: str, on_error: Callable[[Any, str, Any], None]) -> None:
+    """``shutil.rmtree`` with ``on_error`` as its ``onexc`` (Python 3.12+, where ``onerror`` is deprecated) or its
+    ``onerror`` (3.11); the handler reads neither the function nor the error, so one signature serves both."""
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=on_error)
+    else:
+        shutil.rmtree(path, onerror=on_error)
+
+
+def _refused_by_bubblewrap(result: ExecResult) -> bool:
+    """The probe ended because bubblewrap refused to run it (no user namespaces for this user, an option it lacks):
+    the process exited (not stopped at ``startup_s``) before our child wrote any event, and its stderr, which
+    ``Sandbox._supervise`` appends to a ``sandbox_error``'s detail, holds bubblewrap's own ``bwrap: `` message."""
+    return (result.status == SANDBOX_ERROR and result.stopped_by == "" and result.n_events == 0
+            and "bwrap: " in result.detail)
+
+
 class Sandbox:
     """Runs ``ExecJob`` s in isolated child processes.
 
     Args:
         limits: Resource limits per sample.
-        isolation: ``"auto"`` (bubblewrap when it works, else a loud warning and rlimits only), ``"bwrap"``
-            (raise ``SandboxUnavailable`` if it does not work) or ``"none"`` (rlimits only, on purpose).
+        isolation: ``"auto"`` (bubblewrap when it works; where it is missing, too old or refuses to run, a loud
+            warning and rlimits only; any other failed probe raises ``SandboxUnavailable``), ``"bwrap"`` (raise
+            ``SandboxUnavailable`` if it does not work) or ``"none"`` (rlimits only, on purpose).
         python: Interpreter for the child (default: the base interpreter, or the system one when dropping root);
             one older than ``MIN_PYTHON`` raises ``SandboxUnavailable`` (``choose_identity``).
     """
@@ -1049,11 +1103,24 @@ class Sandbox:
             self.isolation = "none"
             self.unavailable_reason = "isolation disabled on request"
         else:
-            ok, reason = self._probe_bwrap()
+            ok, reason, refused, stopped_by = self._probe_bwrap()
             self.isolation = "bubblewrap" if ok else "none"
             self.unavailable_reason = reason
             if not ok and isolation == "bwrap":
                 raise SandboxUnavailable(f"bubblewrap does not work here: {reason}. {self._remedy()}")
+            if not ok and not refused:
+                # A bubblewrap that would run here missed the probe for a reason of the moment (a loaded machine
+                # past startup_s) or of our own child: running the whole run's untrusted code unisolated on that
+                # is a choice for the user to make, never a warning in the log.
+                if stopped_by == "startup":
+                    what = (f"the bubblewrap sandbox did not start in time, tried twice ({reason}); rerun when the "
+                            "machine is less loaded")
+                else:  # a rerun meets the same failure: what to fix is in the detail
+                    what = f"the sandbox's probe child failed under bubblewrap ({reason})"
+                raise SandboxUnavailable(
+                    f"{what}. bubblewrap itself did not refuse to run, so the sandbox does not fall back to running "
+                    "samples without isolation; choose that explicitly with isolation none (judge-eval mera: "
+                    "--sandbox none)")
         if self.isolation == "none":
             hidden = self._hide_supervisor()
             logger.warning(
@@ -1137,18 +1204,29 @@ class Sandbox:
             "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
         }
 
-    def _probe_bwrap(self) -> tuple[bool, str]:
+    def _probe_bwrap(self) -> tuple[bool, str, bool, str]:
+        """Run a trivial sample under bubblewrap, retried once as ``run`` retries a sample's ``sandbox_error``.
+
+        Returns:
+            ``(ok, reason, refused, stopped_by)``: ``refused`` when falling back to no isolation is the right answer
+            under ``auto``: bubblewrap is missing, older than ``BWRAP_MIN_VERSION``, or refused to run by itself
+            (``_refused_by_bubblewrap``); not a startup timeout or a failure of our own child. ``stopped_by`` is the
+            last try's (``ExecResult.stopped_by``; ``"startup"``: it missed ``startup_s``), ``""`` when none ran.
+        """
         if find_bwrap() is None:
-            return False, "bwrap is not installed"
+            return False, "bwrap is not installed", True, ""
         probe = ExecJob(program="def f():\n    return 1\n", entry_point="f", tests=[{}], expected=["1"])
         try:
             result = self._run_bwrap(probe)
+            if not result.passed:
+                result = self._run_bwrap(probe)
         except OSError as err:  # the OS, not bubblewrap: falling back to no isolation would hide it
             raise SandboxUnavailable(f"the sandbox's probe could not start: {type(err).__name__}: {err}") from None
         if result.passed:
-            return True, ""
+            return True, "", False, result.stopped_by
         found = f"bubblewrap {self.bwrap.version_text}: " if self.bwrap is not None else ""
-        return False, f"probe failed: {found}{result.status}: {result.detail}"
+        refused = (self.bwrap is not None and self.bwrap.too_old) or _refused_by_bubblewrap(result)
+        return False, f"probe failed: {found}{result.status}: {result.detail}", refused, result.stopped_by
 
     # -- one sample ------------------------------------------------------------------------------------------
 
@@ -1256,7 +1334,7 @@ class Sandbox:
             argv = [self.python, "-S", "-B", f"{workdir}/child.py", f"{workdir}/job.json", token]
             return self._supervise(argv, job, env=minimal_env(workdir), cwd=workdir, pass_fds=(), stop=stop)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_sample_folder(workdir)
 
     def _supervise(
         self, argv: list[str], job: ExecJob, *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...],

@@ -32,6 +32,10 @@ import os
 import resource
 import sys
 
+# Taken before the sample runs (it shares this process), so that a sample rebinding ``os._exit`` does not change
+# how the child ends; one that rebinds this name only waits the supervisor's grace, as before.
+_exit_now = os._exit
+
 # Calls that start programs or signal processes. The real containment is bubblewrap + rlimits; blocking these
 # makes an attempt fail loudly as a runtime error instead of quietly running inside the sandbox.
 _BLOCKED = {
@@ -218,3 +222,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # "done" is written and flushed (``emit``): nothing more is owed to the supervisor. A normal exit would first join
+    # the sample's non-daemon threads (threading._shutdown), which it may leave running for ever, and the supervisor
+    # would wait its whole grace (``sandbox._stop``) before killing the process, on every such sample.
+    _exit_now(0)

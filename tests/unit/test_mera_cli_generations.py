@@ -81,7 +81,7 @@ def test_a_sample_without_answer_text_fails_alone(tmp_path, sandbox_user):
     (lambda row: row.update(sample_failures=[None]),
      "generations.jsonl:1: field 'sample_failures' should be a list of 3 strings or nulls"),
 ])  # fmt: skip
-def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, sandbox_user, caplog,
+def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, sandbox_user, capsys,
                                                                                    edit, said):
     """A generations.jsonl row without a field the run reads (it ended in a KeyError traceback) is a resume mismatch:
     exit 2, one line naming the file, the line and the field, before the endpoint is asked, and before run.json is
@@ -93,10 +93,11 @@ def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_fie
     (row,) = _rows(out / "generations.jsonl")
     edit(row)
     (out / "generations.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
-    caplog.clear()
+    capsys.readouterr()
     with ScriptedEndpoint(_three_choices) as endpoint:
         assert _run(endpoint, out) == 2
     assert endpoint.requests == [] and endpoint.gets == []
-    (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    (error,) = [line.removeprefix("judge-eval mera ruhumaneval: error: ")
+                for line in capsys.readouterr().err.splitlines() if line.startswith("judge-eval mera ")]
     assert error.startswith(f"{out / said}") and error.endswith("--overwrite to start over") and "\n" not in error
     assert (out / "run.json").read_bytes() == run_record

@@ -18,16 +18,17 @@ from eval.mera.task_rows import DataError
     ("rutie", "{tmp}", "no rutie rows"),
     ("rutie", "no-such-thing", "not a hub id"),
 ])  # fmt: skip
-def test_a_data_argument_that_names_nothing_usable_is_exit_2_in_one_line(tmp_path, caplog, task, data, said):
+def test_a_data_argument_that_names_nothing_usable_is_exit_2_in_one_line(tmp_path, capsys, task, data, said):
     data = data.format(tmp=tmp_path)
     with pytest.raises(DataError, match=said):
         resolve_task_data(task, data)
     args = [task, "--data", data, "--out", str(tmp_path / "run")]
     args += ["--self-check"] if task == "ruhumaneval" else ["--endpoint", "http://127.0.0.1:9/v1", "--model", "m"]
-    with caplog.at_level("ERROR"):
-        assert cli.main(args) == 2
-    errors = [r for r in caplog.records if r.levelname == "ERROR"]
-    assert len(errors) == 1 and said in errors[0].getMessage() and errors[0].exc_info is None
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    errors = [line.removeprefix(f"judge-eval mera {task}: error: ") for line in err.splitlines()
+              if line.startswith("judge-eval mera ")]
+    assert len(errors) == 1 and said in errors[0] and "Traceback" not in err
 
 
 def test_a_missing_file_is_still_a_file_not_found_to_a_caller_that_asks(tmp_path):

@@ -25,11 +25,17 @@ def _contacts(endpoint: ScriptedEndpoint) -> list[str]:
     return endpoint.gets + [path for path, _ in endpoint.requests]
 
 
+def _error_lines(err: str, task: str) -> list[str]:
+    """The error lines `judge-eval mera <task>` printed to stderr, their prefix taken off."""
+    return [line.removeprefix(f"judge-eval mera {task}: error: ") for line in err.splitlines()
+            if line.startswith("judge-eval mera ")]
+
+
 @pytest.mark.parametrize(("task", "data", "said"), [
     ("rutie", HUMANEVAL_SAMPLE, "line 1: field 'instruction' has no {context} placeholder"),
     ("ruhumaneval", RUTIE_SAMPLE, "line 1: field 'inputs.function' is missing"),
 ])  # fmt: skip
-def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, caplog, task, data, said):
+def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, capsys, task, data, said):
     """The other task's sample given as --data: exit 2 (bad input) naming the row and the field, and not one request (the
     model list included) reached the endpoint. It had waited for the endpoint first: up to 120 s when unreachable,
     then exit 4 with the data error never shown."""
@@ -37,11 +43,12 @@ def test_the_other_tasks_data_is_refused_before_the_endpoint_is_asked(tmp_path, 
         code = cli.main([task, "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(data),
                          "--out", str(tmp_path / "run"), "--max-retries", "0"])  # fmt: skip
     assert code == 2
-    assert said in caplog.text
+    (error,) = _error_lines(capsys.readouterr().err, task)
+    assert said in error
     assert _contacts(endpoint) == []
 
 
-def test_a_rutie_folder_of_other_settings_is_refused_before_the_endpoint_is_asked(tmp_path, caplog):
+def test_a_rutie_folder_of_other_settings_is_refused_before_the_endpoint_is_asked(tmp_path, capsys):
     """Progress made with another model: the resume is refused (exit 2, naming the setting) before any contact; 2 is
     `judge-eval run`'s usage code for its ResumeMismatch too (it was exit 1, a task error, as a sandbox that cannot
     run)."""
@@ -52,7 +59,8 @@ def test_a_rutie_folder_of_other_settings_is_refused_before_the_endpoint_is_aske
         code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
                          "--out", str(out), "--max-retries", "0"])  # fmt: skip
     assert code == 2 == next(c for c, meaning in EXIT_CODES["run"].items() if "usage" in meaning)
-    assert "model: 'another' -> 'scripted'" in caplog.text
+    (error,) = _error_lines(capsys.readouterr().err, "rutie")
+    assert "model: 'another' -> 'scripted'" in error
     assert _contacts(endpoint) == []
 
 
@@ -79,13 +87,15 @@ def test_the_endpoints_window_is_still_read_once_it_answers(tmp_path, capsys):
     assert endpoint.requests == [] and all(path.endswith("/models") for path in endpoint.gets) and endpoint.gets
 
 
-def test_an_out_folder_that_cannot_be_made_is_one_line_before_the_endpoint_is_asked(tmp_path, caplog, capsys):
+def test_an_out_folder_that_cannot_be_made_is_one_line_before_the_endpoint_is_asked(tmp_path, capsys):
     """--out where no folder can be made (/sys refuses every new entry, root too): exit 2 naming the path, no
     traceback, no contact. It ended in a PermissionError traceback."""
     with ScriptedEndpoint(_never_asked) as endpoint:
         code = cli.main(["rutie", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(RUTIE_SAMPLE),
                          "--out", "/sys/judge-eval-mera-out", "--max-retries", "0"])  # fmt: skip
     assert code == 2
-    assert "/sys/judge-eval-mera-out" in caplog.text
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    (error,) = _error_lines(err, "rutie")
+    assert "/sys/judge-eval-mera-out" in error
+    assert "Traceback" not in err
     assert _contacts(endpoint) == []

@@ -205,7 +205,7 @@ def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
     assert message in str(err.value)
 
 
-def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
+def test_a_closed_test_file_is_refused_naming_it(tmp_path, capsys):
     """A file of MERA's closed test (every expected output "", as MERA's scoring blanks them: modules/scoring/src/
     tasks/ruhumaneval.py remove_outputs) given directly is refused, naming the file, not scored against empty
     strings; the command exits 2 (bad input) with the message, no traceback."""
@@ -216,7 +216,7 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
         load_tasks(path)
     assert str(path) in str(err.value) and "MERA's closed test" in str(err.value) and "line 1 (id 7)" in str(err.value)
     assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
-    assert "no gold outputs" in caplog.text
+    assert "no gold outputs" in capsys.readouterr().err
     # A closed-test row with no outputs at all (an empty list) is the same closed test, not a count mismatch.
     path.write_text(json.dumps({**closed, "outputs": []}, ensure_ascii=False) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="closed test") as err:
@@ -227,8 +227,8 @@ def test_a_closed_test_file_is_refused_naming_it(tmp_path, caplog):
     assert load_tasks(path)[0].expected == ("", "0")
 
 
-def test_a_bad_row_names_the_file_too(tmp_path, caplog):
-    """A row that cannot be used is named with its file, as a line that is not JSON is: the command logs it and exits
+def test_a_bad_row_names_the_file_too(tmp_path, capsys):
+    """A row that cannot be used is named with its file, as a line that is not JSON is: the command prints it and exits
     2 (bad input), and the user learns which file to fix (MERA-evaluation/MERA resolves to a path in the hub cache)."""
     path = tmp_path / "tasks.jsonl"
     path.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(_row(meta__entry_point=KeyError)) + "\n",
@@ -236,7 +236,7 @@ def test_a_bad_row_names_the_file_too(tmp_path, caplog):
     with pytest.raises(DataError, match=f"^{re.escape(str(path))}: line 2 \\(id 7\\): field 'meta.entry_point'"):
         load_tasks(path)
     assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
-    assert f"{path}: line 2 (id 7)" in caplog.text
+    assert f"{path}: line 2 (id 7)" in capsys.readouterr().err
 
 
 def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):

@@ -254,7 +254,7 @@ def test_an_expected_output_that_is_the_empty_string_is_an_answer():
 
 
 @pytest.mark.parametrize("damage", ["cut", "not-gzip"])
-def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, caplog, damage):
+def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, capsys, damage):
     """A released file kept as .jsonl.gz and cut short (an interrupted download) ended `judge-eval mera` in the gzip
     module's EOFError traceback, naming no file; bytes that are not gzip did so with BadGzipFile. Both are one
     DataError naming the file and the row the reading reached, for ruHumanEval and ruTiE alike, and the command
@@ -281,10 +281,13 @@ def test_a_damaged_gz_file_is_a_clear_error_naming_the_file_and_row(tmp_path, ca
     rutie.write_bytes(path.read_bytes())
     with pytest.raises(DataError, match=f"^{rutie}: line "):
         load_dialogues(rutie)
-    with caplog.at_level("ERROR"):
-        assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", str(path),
-                         "--out", str(tmp_path / "run")]) == 2  # fmt: skip
-    assert [r.getMessage().startswith(expected) and r.exc_info is None for r in caplog.records] == [True]
+    capsys.readouterr()
+    assert cli.main(["ruhumaneval", "--self-check", "--sandbox", "bwrap", "--data", str(path),
+                     "--out", str(tmp_path / "run")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    errors = [line.removeprefix("judge-eval mera ruhumaneval: error: ") for line in err.splitlines()
+              if line.startswith("judge-eval mera ")]
+    assert [e.startswith(expected) for e in errors] == [True] and "Traceback" not in err
 
 
 def _decompressed_length(prefix: bytes) -> int:
@@ -296,7 +299,7 @@ def _decompressed_length(prefix: bytes) -> int:
 
 
 @pytest.mark.parametrize("loader", [load_tasks, load_dialogues])
-def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, caplog):
+def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, capsys):
     """A file given directly that holds no row (empty, or blank lines only: a failed download, a placeholder) is a
     data error naming it, exit 2, never a run that scores nothing and exits 0; a folder's such file is never chosen
     either (released._choose)."""
@@ -306,7 +309,9 @@ def test_a_file_without_rows_is_refused_naming_it(tmp_path, loader, caplog):
         loader(path)
     if loader is load_tasks:
         assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
-        assert f"{path}: no rows" in caplog.text
+        (error,) = [line.removeprefix("judge-eval mera ruhumaneval: error: ")
+                    for line in capsys.readouterr().err.splitlines() if line.startswith("judge-eval mera ")]
+        assert f"{path}: no rows" in error
 
 
 @pytest.mark.parametrize("data", ["mydata/x.jsonl", "mydata/x.JSONL", "mydata/x.jsonl.gz", "x.jsonl"])

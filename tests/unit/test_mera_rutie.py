@@ -436,7 +436,7 @@ def test_a_label_field_of_another_type_is_refused_naming_the_file_and_row(tmp_pa
     assert str(err.value) == f"{path}: line 2: field 'meta.category' should be a list or a string, got int"
 
 
-def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
+def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, capsys):
     """MERA's closed test (every answer blank) is refused naming the file, as ruHumanEval's is: the row alone does
     not say which file of a release it came from."""
     closed = tmp_path / "test.jsonl"
@@ -446,7 +446,7 @@ def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, caplog):
         load_dialogues(closed)
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, closed, tmp_path / "run") == 2
-    assert f"{closed}: line 1: field 'outputs' is empty" in caplog.text
+    assert f"{closed}: line 1: field 'outputs' is empty" in capsys.readouterr().err
     assert endpoint.bodies("/v1/completions") == []
 
 
@@ -1409,7 +1409,7 @@ def _old_format(records: list[dict]) -> list[dict]:
     return [{**r, "request": r["request"].lstrip("\n")} if r["question_id"] == 0 else r for r in records]
 
 
-def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_formats(tmp_path, caplog):
+def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_formats(tmp_path, capsys):
     """A folder from before today's prompt change (no context_overflow in its key) resumes with
     --context-overflow fail; its first questions had no leading blank line. A dialogue not yet started would get
     its first question in the new format, two formats in one run: refused (exit 2), nothing asked. Once every
@@ -1427,8 +1427,9 @@ def test_a_folder_from_before_the_blank_line_resumes_only_without_mixing_prompt_
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out, "--context-overflow", "fail") == 2
     assert endpoint.requests == []
-    assert "without the blank line the harness's prompt opens with" in caplog.text
-    assert "the first question of each dialogue not yet started (1, e.g. 1)" in caplog.text
+    said = capsys.readouterr().err
+    assert "without the blank line the harness's prompt opens with" in said
+    assert "the first question of each dialogue not yet started (1, e.g. 1)" in said
     # Both dialogues begun, each with its first answer only: the rest is asked, no first question among it.
     begun = [r for r in full if r["question_id"] == 0]
     (out / "answers.jsonl").write_text(lines(_old_format(begun)), encoding="utf-8")
@@ -1585,7 +1586,7 @@ def _answered_run(tmp_path: Path) -> tuple[Path, Path]:
     (lambda rows: [row.update(dialog_id=7) for row in rows],
      "answers.jsonl: holds answers to dialogues the data does not have (7)"),
 ])  # fmt: skip
-def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, caplog, edit, said):
+def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_field(tmp_path, capsys, edit, said):
     """An answers.jsonl row without a field the run reads (it ended in a KeyError traceback), or answers that are not
     their dialogue's first questions (exit 1, a "task error") is a resume mismatch: exit 2, one line naming the file,
     the line and the field, before the endpoint is asked."""
@@ -1593,15 +1594,16 @@ def test_a_progress_row_a_resume_cannot_read_is_refused_naming_file_line_and_fie
     rows = read_jsonl(out / "answers.jsonl")
     edit(rows)
     (out / "answers.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    caplog.clear()
+    capsys.readouterr()
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out) == 2
     assert endpoint.requests == [] and endpoint.gets == []
-    (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    (error,) = [line.removeprefix("judge-eval mera rutie: error: ") for line in capsys.readouterr().err.splitlines()
+                if line.startswith("judge-eval mera rutie: error: ")]
     assert error.startswith(f"{out / said}") and error.endswith("--overwrite to start over") and "\n" not in error
 
 
-def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, caplog):
+def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, capsys):
     """A line of answers.jsonl that is not a JSON object (and not the torn last line) stops the rerun with exit 2, an
     input error naming the file and line, as the help says of a resume mismatch (it was exit 1, a task error)."""
     data, out = _answered_run(tmp_path)
@@ -1610,7 +1612,7 @@ def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, capl
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out) == 2
     assert endpoint.requests == []
-    assert f"{out / 'answers.jsonl'}:2: a JSON list, not an object" in caplog.text
+    assert f"{out / 'answers.jsonl'}:2: a JSON list, not an object" in capsys.readouterr().err
 
 
 def test_a_question_too_long_among_held_refusals_is_saved_after_them_in_order(tmp_path):

@@ -4,6 +4,7 @@ item starts after it, whichever thread takes the results. Ordered by events and 
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -86,3 +87,48 @@ def test_the_first_failure_in_input_order_is_raised():
 
     with pytest.raises(ValueError, match="first"):
         list(ordered_map(fn, range(4), 2))
+
+
+def test_an_item_cancelled_while_being_taken_raises_the_later_items_error(monkeypatch):
+    """Item 0 is taken from the queue by one worker, which is held before it can start it; meanwhile item 1 fails on
+    the other worker, which cancels item 0. The caller, waiting on item 0, meets its cancellation and raises item 1's
+    error, never a CancelledError; item 0 never starts. The stand-in queue makes that order happen: the worker that
+    takes item 0 waits inside the take until the caller has raised, so the other worker can only take item 1."""
+    import queue
+
+    from eval.mera import workers as workers_mod
+
+    released = threading.Event()
+
+    class HeldFirstQueue:
+        def __init__(self) -> None:
+            self._items: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+        def put(self, item: int) -> None:
+            self._items.put(item)
+
+        def get_nowait(self) -> int:
+            item = self._items.get_nowait()
+            if item == 0:  # held by the item, not by who asked first, so no thread switch can swap the two
+                assert released.wait(_BOUND)
+            return item
+
+    monkeypatch.setattr(workers_mod, "queue", SimpleNamespace(SimpleQueue=HeldFirstQueue, Empty=queue.Empty))
+    started, lock = [], threading.Lock()
+
+    def fn(x: int) -> int:
+        with lock:
+            started.append(x)
+        if x == 1:
+            raise RuntimeError("item 1 failed")
+        return x
+
+    before = set(threading.enumerate())
+    try:
+        with pytest.raises(RuntimeError, match="item 1 failed"):
+            list(ordered_map(fn, [0, 1], 2))
+    finally:
+        released.set()
+    for thread in set(threading.enumerate()) - before:
+        thread.join(_BOUND)
+    assert started == [1]
