@@ -35,6 +35,7 @@ __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "C
 
 from eval.input_checks import os_error_text, refuse_empty_data, refuse_missing_predictions, refuse_out_of_bounds
 from judge.plumbing.atomic_write import write_atomically
+from judge.sample_data import SAMPLE_DATA, data_source  # `--data sample` and an empty --data, as judge-train reads them
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 
 log = logging.getLogger("judge_eval")
@@ -135,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
                        "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
-                       "needs a sign-flip p below alpha (alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board of 3, 11 of 8.")
+                       "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
+                       "alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board of 3, 11 of 8.")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")
@@ -231,6 +233,8 @@ def _run(args: argparse.Namespace) -> int:
     from judge.plumbing.provenance import redact
     from judge.plumbing.run_folder import refuse_file
 
+    if "data" in vars(args):  # given as a flag: an empty one is a mistake, never the default (the sample)
+        data_source(args.data)
     config = resolve_run_config(args)
     if config.data == SAMPLE_DATA:  # the bundled sample, as judge-train's `data: sample` (and as no --data)
         config = dataclasses.replace(config, data="")
@@ -250,7 +254,7 @@ def _score(args: argparse.Namespace) -> int:
     refuse_out_of_bounds(args, default_out=predictions if predictions.is_dir() else predictions.parent)
     if args.html_text_items is not None and args.html_text_items < -1:  # -3 embedded every item, as -1 does
         raise ValueError(f"--html-text-items: must be -1 (all) or 0 or more, got {args.html_text_items}")
-    args.data = sample_or(args.data)
+    args.data = data_source(args.data)
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
@@ -296,13 +300,14 @@ def _convert(args: argparse.Namespace) -> int:
         raise ValueError(f"--out: {args.out} is a folder, not a file; give the JSONL file to write")
     if Path(args.out).suffix.lower() != ".jsonl":  # out.parquet held JSONL text: a name every reader misreads
         raise ValueError(f"--out {args.out}: convert writes JSONL; give a file name ending in .jsonl")
-    source = Path(sample_or(args.data))
+    args.data = data_source(args.data)
+    source = Path(args.data)
     if Path(args.out).exists() and source.exists() and os.path.samefile(args.out, source):
         raise ValueError(f"--out {args.out}: is the --data file itself, which the JSONL would replace; give "
                          "another --out")
     refuse_file(Path(args.out).parent, "--out")  # FILE/x.jsonl: mkdir of FILE stopped in FileExistsError
     refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
-    records, report = judge.load_records_report(sample_or(args.data), split=args.split)
+    records, report = judge.load_records_report(args.data, split=args.split)
     if not records:
         raise ValueError(f"--data {args.data}: no records ({report.summary()}); nothing to convert")
     path = judge.write_jsonl(records, args.out)
@@ -316,7 +321,7 @@ def _experts(args: argparse.Namespace) -> int:
     from judge.plumbing.run_folder import refuse_unwritable
 
     refuse_unwritable(args.out, "--out", "output folder")
-    records, report = judge.load_record_columns(sample_or(args.data), split=args.split)  # columns: no object per record
+    records, report = judge.load_record_columns(data_source(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
     result = expert_tables(records, critical_in_means=args.critical_in_means)
@@ -339,6 +344,7 @@ def _merge(args: argparse.Namespace) -> int:
     refuse_file(args.out, "--out")
     # The data is not read here, only named in the merged run.json, which `score` then reads it from: a missing
     # one passed and the score job failed later, naming the run.json. Said here, as the help's exit 2 promises.
+    args.data = data_source(args.data)  # run.json then names the sample's path, which score reads
     data = Path(args.data)
     if not data.exists():
         raise ValueError(f"--data {args.data}: no such file; give the JSONL file the shards were cut from")
@@ -360,6 +366,7 @@ def _rank(args: argparse.Namespace) -> int:
     from judge.plumbing.run_folder import refuse_file
 
     config = resolve_config(RankConfig, args.config, given_flags(args, RankConfig))
+    refuse_empty_data(config.data)  # as run's: a missing, empty or unreadable file named before --out is made
     refuse_file(config.out, "--out")
     log.info("rank config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
     summary = rank(config)
@@ -378,6 +385,10 @@ def _compare(args: argparse.Namespace) -> int:
     if files:  # a run's metrics.json, say: the folder holding it is what compare reads
         raise ValueError(f"{', '.join(files)}: a file, not a folder; compare takes run folders written by "
                          "`judge-eval score` (or by `judge-eval rank`), not the files in them")
+    for i, run in enumerate(args.runs):  # a run against itself: every difference 0, read as a finding
+        if same := next((earlier for earlier in args.runs[:i] if os.path.samefile(run, earlier)), None):
+            raise ValueError(f"{run}: given twice" + ("" if run == same else f" (the folder {same})") + "; compare "
+                             "takes different runs")
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
@@ -430,19 +441,6 @@ def _compare_rankings(args: argparse.Namespace) -> int:
     return 0
 
 
-#: ``--data sample``: the bundled sample data, in every command that reads records (as in judge-train).
-SAMPLE_DATA = "sample"
-
-
-def sample_or(data: str | None) -> str | None:
-    """``data``, with ``"sample"`` read as the bundled sample's path."""
-    if data == SAMPLE_DATA:
-        import judge
-
-        return str(judge.sample_data_path())
-    return data
-
-
 def main(argv: list[str] | None = None) -> int:
     """``judge-eval``; returns the exit code (0 ok, 2 usage or configuration error, 3 some requests failed, 4 the
     server cannot be used: ``CLIENT_EPILOG``; 130 interrupted)."""
@@ -478,8 +476,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-eval {args.command}: error: {err}", file=sys.stderr)
         return EXIT_UNUSABLE if isinstance(err, EndpointUnusable) else 2
     except OSError as err:  # a missing input; or, a backstop, the output checked up front failing (a full disk)
-        if args.command in ("run", "rank") and not isinstance(err, FileNotFoundError):
-            raise  # a connection's or the server's OSError is no input error (exit 2)
+        if args.command in ("run", "rank") and not isinstance(err, FileNotFoundError) and not err.filename:
+            raise  # a connection's or the server's OSError names no file: no input error (exit 2)
         print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback

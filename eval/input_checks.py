@@ -14,7 +14,8 @@ __all__ = ["FLAG_BOUNDS", "refuse_empty_data", "refuse_out_of_bounds", "refuse_m
 
 def refuse_empty_data(data: str) -> None:
     """Refuse, before any request is sent or any folder made, a ``--data`` file that is not there (a name with a
-    data file's suffix; other names may be datasets) or holds no records (empty, or blank lines only).
+    data file's suffix; other names may be datasets), cannot be read (no permission) or holds no records (empty, or
+    blank lines only).
 
     Raises:
         ValueError: naming the file.
@@ -24,7 +25,7 @@ def refuse_empty_data(data: str) -> None:
     path = Path(data)
     if not path.exists() and path.suffix in (".jsonl", ".json", ".parquet"):
         raise ValueError(f"--data {data}: no such file")
-    if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path):
+    if path.is_file() and path.suffix in (".jsonl", ".json", "") and not _has_content(path, f"--data {data}"):
         raise ValueError(f"--data {data}: the file is empty (no records to judge)")
 
 
@@ -89,12 +90,20 @@ def refuse_missing_predictions(predictions: str) -> None:
     if not file.is_file():
         raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
                          "folder; give a run folder written by `judge-eval run`")
-    if not _has_content(file):
+    if not _has_content(file, str(file)):
         raise ValueError(f"{file}: no predictions (the file is empty); run `judge-eval run --out "
                          f"{file.parent}` first, or rerun it if it stopped")
 
 
-def _has_content(path) -> bool:
-    """Whether a text file has a character other than white space (read until the first one)."""
-    with open(path, "rb") as handle:
-        return any(line.strip() for line in handle)
+def _has_content(path, name: str) -> bool:
+    """Whether a text file has a character other than white space (read until the first one).
+
+    Raises:
+        ValueError: naming ``name`` when the file cannot be read (no permission, a write-only file): an input error,
+            said in one line, not a traceback.
+    """
+    try:
+        with open(path, "rb") as handle:
+            return any(line.strip() for line in handle)
+    except OSError as err:
+        raise ValueError(f"{name}: cannot be read ({err.strerror or err})") from None

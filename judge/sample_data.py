@@ -12,9 +12,27 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["sample_data_path"]
+__all__ = ["SAMPLE_DATA", "data_source", "sample_data_path"]
+
+#: The ``--data`` (and YAML ``data:``) value that names the bundled sample, in every command that reads records.
+SAMPLE_DATA = "sample"
 
 
 def sample_data_path() -> Path:
     """Path of the bundled sample JSONL."""
     return Path(str(resources.files("judge") / "data" / "sample.jsonl"))
+
+
+def data_source(data: str | None, flag: str = "--data") -> str | None:
+    """``data`` as the record readers take it: ``sample`` is the bundled sample's path, None (not given) stays None,
+    anything else is returned as given.
+
+    Raises:
+        ValueError: ``data`` is empty or white space, naming ``flag``: read as a path it is the current folder, which
+            one command took for the sample and another for a folder of shards.
+    """
+    if data is None:
+        return None
+    if not data.strip():
+        raise ValueError(f"{flag}: empty; give a file, folder or dataset name (or `{SAMPLE_DATA}`)")
+    return str(sample_data_path()) if data == SAMPLE_DATA else data

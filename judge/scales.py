@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Scale", "ScaleError", "scale_of", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
+__all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -410,3 +410,14 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     if len(kinds) > 1:  # "0: плохо" then "1 — хорошо": one level line of each kind
         raise ScaleError(f"the rubric's level lines are written in different ways ({_kinds(kinds)}): {_LAYOUT}")
     raise ScaleError(f"no scale found in rubric text {rubrics[:80]!r}: {_LAYOUT}")
+
+
+def has_unique_mode(scores) -> bool:
+    """Whether one score of an expert panel is more frequent than every other: the panel's mode is its reference.
+
+    An empty panel has none, as a tie for the largest count has none: the rule of ``eval.scoring.metrics.expert_mode``
+    (the scorer's, over a whole table), whose mode-based MAE leaves such an item out (POLLUX, Appendix D.2.1)."""
+    from collections import Counter
+
+    counts = [n for _, n in Counter(scores).most_common(2)]
+    return len(counts) == 1 or (len(counts) == 2 and counts[0] > counts[1])

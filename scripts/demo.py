@@ -59,6 +59,8 @@ from judge import (
     scale_of,
     split_of,
 )
+from judge.sample_data import data_source
+from judge.scales import has_unique_mode
 from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, log_tail, start_process
 from judge.plumbing.provenance import scrub_secrets
 from judge.prompts import apply_chat
@@ -216,10 +218,13 @@ def report_pages(out: Path) -> list[Path]:
 def contract_records(data: str | None) -> list:
     """The contract stage's records: ``--data``'s, else the bundled sample's; a ``DemoError`` naming the file and
     the row when they cannot be read or there are none."""
-    source = sample_data_path() if data is None else data  # `--data ""` is a mistake, not the sample
+    source = None
     try:
+        source = data_source(data) or sample_data_path()  # `--data sample` too; `--data ""` refused, as judge-eval's
         records = load_records(source)
     except (OSError, ValueError) as error:  # the loader's message names the file and the row
+        if source is None:  # data_source's own line, which names --data
+            raise DemoError(str(error)) from None
         said = str(error).removeprefix(f"{source}: ")  # the path once, after the flag
         raise DemoError(f"--data {source}: {said}") from None
     if not records:
@@ -230,7 +235,7 @@ def contract_records(data: str | None) -> list:
 def stage_contract(out: Path, args, servers) -> int:
     from train.tiny_models import build_qwen_tokenizer, build_tiny_qwen2
 
-    source = sample_data_path() if args.data is None else args.data
+    source = data_source(args.data) or sample_data_path()
     records = getattr(args, "contract_records", None) or contract_records(args.data)
 
     tokenizer = build_qwen_tokenizer()
@@ -239,7 +244,7 @@ def stage_contract(out: Path, args, servers) -> int:
         print(f"[model] random tiny {kind} judge saved to {path}")
 
     splits = Counter(split_of(r) for r in records)
-    no_mode = sum(1 for r in records if _has_no_unique_mode(r.expert_scores))
+    no_mode = sum(not has_unique_mode(r.expert_scores) for r in records)
     print(f"[data] {len(records)} records from {source}")
     print(f"[data] {splits[ZERO_SHOT]} Zero-Shot, {len(records) - splits[ZERO_SHOT]} Standard; "
           f"{len({r.instruction for r in records})} instructions, {len({r.model_id for r in records})} evaluated models, "
@@ -284,11 +289,6 @@ def stage_contract(out: Path, args, servers) -> int:
     (out / "contract_summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     ok = summary["targets_parsed"] == summary["targets"] and summary["malformed_failed"] == len(failures)
     return 0 if ok else 1
-
-
-def _has_no_unique_mode(scores) -> bool:
-    counts = Counter(scores).most_common()
-    return len(counts) > 1 and counts[0][1] == counts[1][1]
 
 
 # ---------------------------------------------------------------------------------------------------- train

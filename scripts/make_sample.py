@@ -25,6 +25,7 @@ from pathlib import Path
 
 from judge.record_sources import write_jsonl
 from judge.records import JudgeRecord
+from judge.scales import has_unique_mode
 from judge.splits import ZERO_SHOT, split_of
 from judge.taxonomy import Criterion, Task, Taxonomy, load_taxonomy
 
@@ -326,12 +327,6 @@ def build_records(seed: int = SEED) -> list[JudgeRecord]:
                     )
                 )
     return records
-
-
-def has_unique_mode(scores) -> bool:
-    """Whether exactly one score is the most frequent."""
-    counts = Counter(scores).most_common()
-    return len(counts) == 1 or counts[0][1] > counts[1][1]
 
 
 def summary(records: list[JudgeRecord]) -> dict[str, int]:

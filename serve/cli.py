@@ -1,8 +1,8 @@
 """judge-serve: an OpenAI-compatible POLLUX judge endpoint on vLLM.
 
-    judge-serve --model runs/tiny-judge/final --port 8000
+    judge-serve --model runs/tiny-judge/export --port 8000      (judge-train's export of the run runs/tiny-judge)
     HF_HUB_OFFLINE=1 judge-serve --model ai-forever/pollux-judge-7b-r --dtype bfloat16
-    judge-serve --config configs/serve/t-lite-seq2seq.yaml --api-key "$KEY" --tensor-parallel-size 2
+    JUDGE_SERVE_API_KEY="$KEY" judge-serve --config configs/serve/t-lite-seq2seq.yaml --tensor-parallel-size 2
 
 Starts vLLM for the checkpoint (one generating engine; a regression checkpoint adds a pooling engine) and serves,
 on one port, vLLM's /v1/chat/completions, /v1/completions and /v1/models unchanged, POST /v1/judge, /health,

@@ -116,6 +116,12 @@ class PredictionRow:
             said = "null" if "score" in values else "absent"
             raise ValueError(f"{where}.score: {said} in a row with parse_ok true; `judge-eval run` writes the score "
                              "of every parsed verdict: what this verdict gave is unknown")
+        if values.get("parse_ok") is False and values.get("score") is not None:
+            # A verdict that did not parse has no score: `score` counted the row a failure and dropped the number,
+            # while the POLLUX-eval line parsed raw_output again; which of the two the row means is unknown.
+            raise ValueError(f"{where}.score: {values['score']!r:.40} in a row with parse_ok false; `judge-eval run` "
+                             "writes no score beside a verdict that did not parse: set score to null, or parse_ok to "
+                             "true if the verdict parsed")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""
@@ -254,6 +260,8 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         parsed = table.column("parse_ok") if "parse_ok" in table.column_names else None
         if parsed is None or pc.any(pc.and_(pc.is_valid(table.column("score")), pc.is_null(parsed))).as_py():
             _raise_first_bad_row(path, None)  # a score without its parse_ok: PredictionRow.from_json names the row
+        if pc.any(pc.and_(pc.is_valid(table.column("score")), pc.invert(parsed))).as_py():
+            _raise_first_bad_row(path, None)  # a score beside parse_ok false: named as above
     if "parse_ok" in table.column_names and pc.any(table.column("parse_ok")).as_py():
         score = table.column("score") if "score" in table.column_names else None
         if score is None or pc.any(pc.and_(table.column("parse_ok"), pc.is_null(score))).as_py():

@@ -316,7 +316,10 @@ def _read_data(config: RunConfig) -> tuple[bool, list]:
 
     if is_pairwise_data(config.data):  # rows with answer_1/answer_2: eval.pairwise.judging
         return True, selected_pairs(config)
-    return False, _select(judge.load_records(config.data or judge.sample_data_path()), config)
+    records = judge.load_records(config.data or judge.sample_data_path())
+    if not records:  # `[]` or `{}`: a run that judged nothing and exited 0 read as a finished one
+        raise ValueError(f"--data {config.data}: no records; nothing to judge")
+    return False, _select(records, config)
 
 
 def _refuse_unreachable_judge(config: RunConfig) -> None:

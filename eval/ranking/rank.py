@@ -949,7 +949,6 @@ def rank(config: RankConfig) -> dict[str, Any]:
     if config.judge_config:
         # A missing YAML, or one that selects items, fails before the candidate is asked anything.
         judge_config(config, out / ITEMS, out)
-    out.mkdir(parents=True, exist_ok=True)
     data_rows = load_instructions(config.data, split=config.split or None)
     rows = data_rows
     if config.meta:
@@ -962,6 +961,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     if not rows:
         raise ValueError(f"data: {config.data} holds no instructions")
     unnormalisable_rubric(rows, config.normalize, str(config.data))
+    out.mkdir(parents=True, exist_ok=True)  # once the data is read and checked: a bad one leaves no empty folder
 
     answer_counts = answers_stage(rows, config, out)
     answers = read_answers(out / ANSWERS)

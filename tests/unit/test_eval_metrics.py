@@ -430,7 +430,7 @@ def test_build_table_never_scores_a_parse_failure():
     records = judge.records_from_rows(rows)
     predictions = [
         {"id": "a", "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"},
-        {"id": "b", "judge": "j", "score": 0, "parse_ok": False, "error": "missing_end"},
+        {"id": "b", "judge": "j", "score": None, "parse_ok": False, "error": "missing_end"},
         {"id": "c", "judge": "j", "score": None, "parse_ok": False, "error": "request_failed"},
         {"id": "zzz", "judge": "j", "score": 1, "parse_ok": True},
     ]

@@ -1,9 +1,9 @@
 """A new user's first contact with a server, through the console scripts: every failure is one plain sentence with a
 documented exit code, no traceback; the client fits its request to what the server allows; one rule for keys.
 
-Stand-in servers (``tests.support.scripted_endpoint``) answer where a real judge-serve is not needed; the token cap that
-judge-serve advertises is checked against the session's real judge-serve (``seq2seq_server``). Each test starts its
-``judge-eval`` processes side by side: a console start costs 2-4 s here.
+Stand-in servers (``tests.support.scripted_endpoint``) answer where a real judge-serve is not needed; the token caps
+judge-serve advertises are checked against judge-serve's app (``serve.app.create_app``) in front of a stand-in engine,
+no vLLM. Each test starts its ``judge-eval`` processes side by side: a console start costs 2-4 s here.
 
 The tests of this subject that start heavy components are in tests/integration/serving/test_first_contact.py.
 """

@@ -6,6 +6,8 @@ subprocesses, so the file pays for the interpreter starts once, in parallel), ea
 stderr and the exit code. No engine starts and nothing trains: the fast tier.
 
 The tests of this subject that start heavy components are in tests/integration/training/test_first_use.py.
+
+Why one module of ~540 lines: every refusal a console start shows shares the one batch, started once per file.
 """
 
 from __future__ import annotations
@@ -68,7 +70,24 @@ def scratch(tmp_path_factory) -> Path:
     (root / "no-predictions" / "run.json").write_text(json.dumps({"config": {"data": "sample"}}), encoding="utf-8")
     (root / "typo.yaml").write_text("recipe: seq2seq\nlearning_rat: 1.0e-5\n", encoding="utf-8")
     _fake_export(root / "runs" / "my-judge")
+    (root / "no-records.json").write_text("[]", encoding="utf-8")  # a file with content, but no record
+    (root / "empty-shard").mkdir()  # an eval array's task with no records: an empty predictions.jsonl, no run.json
+    (root / "empty-shard" / "predictions.jsonl").write_text("", encoding="utf-8")
+    (root / "parse-false").mkdir()  # a score beside parse_ok false: which of the two holds is unknown
+    (root / "parse-false" / "predictions.jsonl").write_text(json.dumps(
+        {"id": "s0001", "judge": "j", "raw_output": "[RESULT] 3 [END]", "score": 3, "parse_ok": False}) + "\n",
+        encoding="utf-8")
+    unreadable = root / "unreadable.jsonl"
+    if os.geteuid() != 0:  # root reads any file whatever its mode
+        unreadable.write_text("{}\n", encoding="utf-8")
+        unreadable.chmod(0)
+    elif Path(WRITE_ONLY).is_file():  # write-only even to root: procfs checks its own mode bits
+        unreadable.symlink_to(WRITE_ONLY)
     return root
+
+
+#: A file that exists and that no one may read (where /proc has it): root's unreadable --data.
+WRITE_ONLY = "/proc/sys/vm/compact_memory"
 
 
 #: key -> the command, run in the scratch folder. Keys name what each test reads.
@@ -90,6 +109,25 @@ def _commands(root: Path, busy_port: int) -> dict[str, list[str]]:
         "run_empty": ["judge-eval", "run", "--judge", eval_url, "--data", "blank.jsonl", "--out", "run-empty"],
         "run_missing": ["judge-eval", "run", "--judge", eval_url, "--data", "missing.jsonl", "--out", "run-missing"],
         "run_bad_judge": ["judge-eval", "run", "--judge", "no-such-judge", "--out", "run-bad-judge"],
+        "run_unreadable": ["judge-eval", "run", "--judge", eval_url, "--data", "unreadable.jsonl", "--out",
+                           "run-unreadable"],
+        "rank_unreadable": ["judge-eval", "rank", "--model", eval_url, "--judge", eval_url, "--data",
+                            "unreadable.jsonl", "--out", "rank-unreadable"],
+        "mera_unreadable": ["judge-eval", "mera", "rutie", "--endpoint", eval_url, "--model", "m", "--data",
+                            "unreadable.jsonl", "--out", "mera-unreadable"],
+        "run_no_records": ["judge-eval", "run", "--judge", eval_url, "--data", "no-records.json", "--out",
+                           "run-no-records"],
+        "rank_empty": ["judge-eval", "rank", "--model", eval_url, "--judge", eval_url, "--data", "no-records.json",
+                       "--out", "rank-empty"],
+        "mera_empty": ["judge-eval", "mera", "ruhumaneval", "--endpoint", eval_url, "--model", "m", "--data",
+                       "empty.jsonl", "--out", "mera-empty"],
+        "run_data_blank": ["judge-eval", "run", "--judge", eval_url, "--data", "", "--out", "run-data-blank"],
+        "convert_data_blank": ["judge-eval", "convert", "--data", "", "--out", "converted-blank.jsonl"],
+        "train_data_blank": ["judge-train", "--config", cfg, "--data", "", "--output-dir", "train-data-blank"],
+        "score_parse_false": ["judge-eval", "score", "--predictions", "parse-false", "--data", "sample", "--n-boot",
+                              "0"],
+        "compare_same_run": ["judge-eval", "compare", "no-predictions", "./no-predictions/", "--n-boot", "0"],
+        "merge_sample": ["judge-eval", "merge", "--data", "sample", "--out", "merged-sample", "empty-shard"],
         "convert_empty": ["judge-eval", "convert", "--data", "empty.jsonl", "--out", "converted.jsonl"],
         "experts_empty": ["judge-eval", "experts", "--data", "empty.jsonl", "--out", "experts"],
         # --n_boot: score and compare take underscore spellings too (an unknown flag would be its own exit 2)
@@ -178,6 +216,65 @@ def test_judge_eval_refuses_empty_or_missing_inputs(outcomes, scratch):
     assert not (scratch / "run-empty").exists() and not (scratch / "run-missing").exists()
     assert not (scratch / "run-bad-judge").exists()
     assert not (scratch / "converted.jsonl").exists() and not (scratch / "experts").exists()
+
+
+def test_an_unreadable_data_file_is_an_input_error_before_anything_is_made(outcomes, scratch):
+    """run, rank and mera: a --data file that exists but cannot be read is exit 2 naming it, no traceback, no
+    --out (run and rank re-raised the OSError as a server's; mera exited 1, a task error, leaving run.lock)."""
+    if not (scratch / "unreadable.jsonl").is_file():
+        pytest.skip(f"running as root without {WRITE_ONLY}: no file here is unreadable")
+    for command, key in (("run", "run"), ("rank", "rank"), ("mera rutie", "mera")):
+        outcome = outcomes[f"{key}_unreadable"]
+        assert (outcome.code, outcome.last_error_line) == (
+            2, f"judge-eval {command}: error: --data unreadable.jsonl: cannot be read (Permission denied)"), outcome.err
+        assert "Traceback" not in outcome.err and not (scratch / f"{key}-unreadable").exists()
+
+
+def test_data_without_records_is_refused_before_any_folder_is_made(outcomes, scratch):
+    """A --data with content but no record (`[]`), or mera's empty file: exit 2 and one line, and no run folder
+    (mera's held one kept a run.lock, rank's was left empty, run's exited 0 having judged nothing)."""
+    expected = {
+        "run_no_records": ("run-no-records", "judge-eval run: error: --data no-records.json: no records; nothing to "
+                                             "judge"),
+        "rank_empty": ("rank-empty", "judge-eval rank: error: data: no-records.json holds no instructions"),
+        "mera_empty": ("mera-empty", "judge-eval mera ruhumaneval: error: empty.jsonl: no rows (an empty file, or "
+                                     "blank lines only)"),
+    }
+    for key, (folder, line) in expected.items():
+        assert (key, outcomes[key].code, outcomes[key].last_error_line) == (key, 2, line), outcomes[key].err
+        assert "Traceback" not in outcomes[key].err and not (scratch / folder).exists(), key
+
+
+def test_an_empty_data_flag_is_refused_alike_and_sample_works_in_merge(outcomes, scratch):
+    """--data "" is no path (the current folder to convert and train on, the sample to run): refused in one line by
+    each; --data sample names the bundled sample in merge as in every other command."""
+    said = "empty; give a file, folder or dataset name (or `sample`)"
+    for key, prefix in (("run_data_blank", "judge-eval run: error: --data"),
+                        ("convert_data_blank", "judge-eval convert: error: --data"),
+                        ("train_data_blank", "judge-train run: error: data")):
+        assert (outcomes[key].code, outcomes[key].last_error_line) == (2, f"{prefix}: {said}"), outcomes[key].err
+    for made in ("run-data-blank", "converted-blank.jsonl", "train-data-blank"):
+        assert not (scratch / made).exists()
+    merged = outcomes["merge_sample"]
+    assert (merged.code, merged.out.strip()) == (
+        0, f"merged 0 predictions from 1 shards -> {Path('merged-sample') / 'predictions.jsonl'} (no shard has a "
+           "run.json: no record written)"), merged.err
+    assert (scratch / "merged-sample" / "predictions.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_a_score_beside_parse_ok_false_and_a_run_compared_with_itself_are_refused(outcomes):
+    """A predictions row holding a score and parse_ok false is refused naming its line and field (score dropped the
+    number; the POLLUX-eval line parsed raw_output again); compare refuses one run given twice (every delta 0)."""
+    parse_false = outcomes["score_parse_false"]
+    assert (parse_false.code, parse_false.last_error_line) == (
+        2, "judge-eval score: error: parse-false/predictions.jsonl: line 1.score: 3 in a row with parse_ok false; "
+           "`judge-eval run` writes no score beside a verdict that did not parse: set score to null, or parse_ok to "
+           "true if the verdict parsed")
+    same = outcomes["compare_same_run"]
+    assert (same.code, same.last_error_line) == (
+        2, "judge-eval compare: error: ./no-predictions/: given twice (the folder no-predictions); compare takes "
+           "different runs")
+    assert "Traceback" not in parse_false.err + same.err
 
 
 def test_judge_serve_finds_a_port_in_use_before_any_engine_starts(outcomes, scratch):

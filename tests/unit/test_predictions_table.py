@@ -32,6 +32,8 @@ def _seeded_rows(n: int, seed: int = 0) -> list[dict]:
             row["parse_ok"] = True  # every run wrote parse_ok beside a score: one without it is refused
         if row.get("score") is None and row.get("parse_ok") is True:
             row["parse_ok"] = False  # nor a parsed verdict without its score
+        if row.get("score") is not None and row.get("parse_ok") is False:
+            row["parse_ok"] = True  # nor a score beside a verdict that did not parse
         rows.append(row)
     return rows
 
@@ -227,10 +229,15 @@ def test_a_parsed_verdict_without_its_score_is_refused_by_both_readers(tmp_path,
         assert str(caught.value) == message
 
 
-def test_parse_ok_still_defaults_to_false_without_a_score(tmp_path):
-    """No score, no parse_ok: a failure, as before; parse_ok false beside a score stays a parse failure (the scorer
-    never uses its score: tests/unit/test_eval_metrics.py)."""
+def test_parse_ok_still_defaults_to_false_without_a_score_and_refuses_a_score_beside_false(tmp_path):
+    """No score, no parse_ok: a failure, as before. parse_ok false beside a score is refused, naming the row: `judge-eval
+    run` writes no score beside a verdict that did not parse, and the scorer would have counted the row failed while
+    the POLLUX-eval line re-read its raw output."""
     path = tmp_path / "predictions.jsonl"
+    path.write_text('{"id": "a"}\n', encoding="utf-8")
+    assert [(r["parse_ok"], r["score"]) for r in read_predictions(path)] == [(False, None)]
+    assert [(r["parse_ok"], r["score"]) for r in iter_predictions(path)] == [(False, None)]
     path.write_text('{"id": "a"}\n{"id": "b", "score": 1.0, "parse_ok": false}\n', encoding="utf-8")
-    assert [(r["parse_ok"], r["score"]) for r in read_predictions(path)] == [(False, None), (False, 1.0)]
-    assert [(r["parse_ok"], r["score"]) for r in iter_predictions(path)] == [(False, None), (False, 1.0)]
+    for read in (read_predictions, lambda p: list(iter_predictions(p))):
+        with pytest.raises(ValueError, match=r"line 2\.score: 1\.0 in a row with parse_ok false"):
+            read(path)

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 import judge
+from judge.scales import has_unique_mode
 from scripts import make_sample
 
 
@@ -24,11 +25,6 @@ def taxonomy():
 
 def _path(record) -> tuple[str, ...]:
     return tuple(p for p in (record.task_type, record.task_subtype, record.task_subsubtype) if p)
-
-
-def _has_unique_mode(scores) -> bool:
-    counts = Counter(scores).most_common()
-    return len(counts) == 1 or counts[0][1] > counts[1][1]
 
 
 def test_enough_rows_with_stable_ids(records):
@@ -92,9 +88,41 @@ def test_two_to_five_experts_each_with_a_rationale(records):
 
 def test_some_rows_split_the_experts(records):
     """Some rows have no unique mode (roughly 10-15 %), and some have full agreement."""
-    split = sum(not _has_unique_mode(r.expert_scores) for r in records)
+    split = sum(not has_unique_mode(r.expert_scores) for r in records)
     assert 0.08 <= split / len(records) <= 0.18
     assert any(len(set(r.expert_scores)) == 1 for r in records)
+
+
+@pytest.mark.parametrize("panel, unique", [
+    ([], False),               # no expert: no reference (the scorer's expert_mode: NaN, not unique)
+    ([2], True),               # one expert is the mode
+    ([1, 2], False),           # one each: a tie
+    ([0, 0, 1, 1, 2], False),  # two each of 0 and 1: a tie for the top
+    ([0, 2, 2], True),         # 2 twice, 0 once
+    ([1, 1, 1, 2, 2], True),   # 1 three times, 2 twice
+])
+def test_one_unique_mode_rule_for_the_sample_the_demo_and_the_scorer(panel, unique):
+    """judge.scales.has_unique_mode (make_sample's summary, the demo's count, the test above) agrees with the
+    scorer's expert_mode on each panel, an empty one included."""
+    import numpy as np
+
+    from eval.scoring.metrics import expert_mode
+
+    assert has_unique_mode(panel) is unique
+    table = np.array([panel + [np.nan] * (5 - len(panel))], dtype=float)
+    assert bool(expert_mode(table)[1][0]) is unique
+
+
+def test_data_source_reads_sample_and_refuses_an_empty_name():
+    """`sample` is the bundled file, None (not given) and any other name pass as given, and an empty or blank
+    name is refused naming the flag (read as a path it was the current folder)."""
+    from judge.sample_data import data_source
+
+    assert data_source("sample") == str(judge.sample_data_path())
+    assert data_source(None) is None and data_source("rows.jsonl") == "rows.jsonl"
+    for blank in ("", "  "):
+        with pytest.raises(ValueError, match=r"^data: empty; give a file, folder or dataset name \(or `sample`\)$"):
+            data_source(blank, "data")
 
 
 def test_bundled_file_is_what_the_generator_writes(records):
