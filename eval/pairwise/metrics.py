@@ -31,7 +31,8 @@ Every rate comes with a 95 % percentile bootstrap interval that resamples **pair
 together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate over nothing is
 None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored. A
 judgment of an older text of its pair (its ``content_key`` is not the pair's: the data was edited after the run) is
-not scored either: it counts as missing and as ``n_stale``.
+not scored either: it counts as ``n_stale``, not as missing (the run has its row: the data changed, the run is not
+unfinished), and lowers coverage as a missing judgment does.
 The POLLUX sources define no pairwise metric; these are the usual position-bias measures, named here.
 """
 
@@ -45,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.scoring.bootstrap import cell_rng
+from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
@@ -55,6 +56,8 @@ __all__ = ["PAIRWISE_PAIRS", "combine_orders", "pair_verdicts", "pairwise_metric
 
 #: One row per pair: its verdict in each order and the combined verdict (``pair_verdicts``), written by ``score``.
 PAIRWISE_PAIRS = "pairwise_pairs.jsonl"
+#: The level of every rate's percentile bootstrap interval (the reports' "95% CI").
+CI_LEVEL = 0.95
 RATES = ("agreement", "combined_agreement", "tie_rate", "position_consistency", "first_position_rate")
 TITLES = {"agreement": "Agreement with labels (per judgment)",
           "combined_agreement": "Agreement with labels (orders combined, per pair)", "tie_rate": "Tie rate",
@@ -132,7 +135,13 @@ def _pair_verdicts(pairs: list[PairRecord], by_pair: dict[str, dict[str, Pairwis
 
 
 def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, why_empty: str) -> dict[str, Any]:
-    """``sum(num) / sum(den)`` over pairs, with a pair-resampling bootstrap interval."""
+    """``sum(num) / sum(den)`` over pairs, with a bootstrap interval that resamples pairs (a pair's judgments in both
+    orders are one entry of ``num`` and ``den``, so they are drawn together).
+
+    The resamples come from ``eval.scoring.bootstrap.resample_weights`` over the pairs with ``den > 0`` (a pair
+    outside the rate adds 0 to both sums, so dropping it changes no resample's ratio): each block of weights is
+    bounded in size whatever the number of pairs, and each resample's rate is ``(w @ num) / (w @ den)``.
+    """
     total = float(den.sum())
     if total == 0:
         return {"value": None, "ci": None, "n": 0, "why_empty": why_empty}
@@ -140,11 +149,10 @@ def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, wh
     ci = None
     keep = den > 0
     if n_boot > 0 and keep.sum() >= 2:
-        rng = cell_rng(seed, f"pairwise/{key}")
         num_k, den_k = num[keep], den[keep]
-        draws = rng.integers(0, len(num_k), size=(n_boot, len(num_k)))
-        samples = num_k[draws].sum(axis=1) / den_k[draws].sum(axis=1)
-        ci = [float(x) for x in np.percentile(samples, [2.5, 97.5])]
+        blocks = resample_weights(np.ones(len(num_k), dtype=np.int64), n_boot, cell_rng(seed, f"pairwise/{key}"))
+        samples = np.concatenate([(w @ num_k) / (w @ den_k) for w in blocks])
+        ci = percentile_interval(samples, CI_LEVEL)
     return {"value": value, "ci": ci, "n": int(total)}
 
 
@@ -156,15 +164,17 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         orders: the orders the run asked each pair in (its ``pairwise_orders``): the judgments expected.
 
     Returns:
-        ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row: an unfinished
-        run, scored on what it has and said so), ``n_parsed``, ``n_failed``, ``failures`` (code -> count),
-        ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_unasked_order``
-        (judgments in an order the run did not ask, not scored), ``n_pairs_combined``,
-        ``n_orders_disagree`` (pairs combined to a tie because their orders disagree), ``n_pairs_uncombined`` and,
-        ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected judgments; no interval: it describes the
-        run, not a sample) and, for each of ``RATES``, ``{value, ci, n}`` (or ``{value: None, why_empty}``).
+        ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row at all: an
+        unfinished run, scored on what it has and said so; a row of an older text is ``n_stale``, not missing),
+        ``n_parsed``, ``n_failed``, ``failures`` (code -> count), ``n_both_orders``, ``n_stale`` (judgments of an
+        older text of their pair, not scored), ``n_unasked_order`` (judgments in an order the run did not ask, not
+        scored), ``n_pairs_combined``, ``n_orders_disagree`` (pairs combined to a tie because their orders
+        disagree), ``n_pairs_uncombined`` and, ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected
+        judgments; no interval: it describes the run, not a sample) and, for each of ``RATES``, ``{value, ci, n}``
+        (or ``{value: None, why_empty}``).
     """
     by_pair, n_stale = _current(pairs, rows)
+    judged_at_all = {(row.id, row.order) for row in rows}
     combined = _pair_verdicts(pairs, by_pair, orders)
     m = len(pairs)
     agree_num, agree_den = np.zeros(m), np.zeros(m)
@@ -203,7 +213,9 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         "n_pairs": m,
         "n_labelled": sum(1 for p in pairs if p.winner is not None),
         "n_judgments": n_judgments,
-        "n_missing": sum(1 for pair in pairs for order in orders if order not in by_pair.get(pair.id, {})),
+        # Against every row, stale ones included: a pair judged on an older text is n_stale (edited data), not an
+        # unfinished run; counting it here too would report one judgment twice.
+        "n_missing": sum(1 for pair in pairs for order in orders if (pair.id, order) not in judged_at_all),
         "n_parsed": int(tie_den.sum()),
         "n_failed": sum(failures.values()),
         "failures": dict(sorted(failures.items())),

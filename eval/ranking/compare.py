@@ -28,8 +28,11 @@ happens with probability 2 / 2^n, so on few instructions it called far more ofte
 resamples (``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
 (``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval) and enough for the
 test to reach alpha (``permutation.fewest_for_call``: 6 at 0.05); else no call, "—", and the cell's ``why_no_call``
-says why. Each cell is tested on its own, with no correction for the number of cells: the report says how many were
-tested and how many calls chance alone would make (``eval.ranking.report.calls_line``).
+says why. The tested cells are one family: each cell's call reads its Holm-adjusted p (``p_holm``, Holm's step-down
+over the tested cells' sign-flip p-values, ``statsmodels.stats.multitest.multipletests``; a margin that is another
+cell under another name counted once, ``margin_aliases``), so the chance of any false call in the matrix is at most
+alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
+cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it.
 Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -37,8 +40,8 @@ failed answers (their ``bench.json`` says which) and should use one judge: runs 
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~600 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
-the pairing of items and gates, the paired bootstrap and its calls, the Markdown of the result) over the loaded
+Why one module of ~710 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+the pairing of items and gates, the paired bootstrap and its Holm-corrected calls, the Markdown of the result) over the loaded
 runs' private shapes, which the leaderboard (``eval.ranking.leaderboard``) reuses as they are.
 """
 
@@ -57,7 +60,8 @@ from judge.wire import HUB_SNAPSHOT, root_identity
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
-           "judge_note_lines", "called_interval"]
+           "judge_note_lines", "called_interval", "holm_adjusted",
+           "margin_aliases"]
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
 #: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
@@ -313,9 +317,13 @@ def _excluded(items: list, scored: set[Any], shared: set[Any], gate_one_side: se
     return {"n": len(held - shared), **{why: _sorted_ids(ids) for why, ids in out.items()}}
 
 
-def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path]) -> None:
-    """ValueError naming the first instruction whose content differs between the runs (different data)."""
-    texts_a, texts_b = _instructions(folders[0]), _instructions(folders[1])
+def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path],
+                       texts: tuple[dict[Any, dict[str, Any]], dict[Any, dict[str, Any]]] | None = None) -> None:
+    """ValueError naming the first instruction whose content differs between the runs (different data).
+
+    ``texts``: the two runs' ``_instructions``, where the caller has them (a leaderboard reads each run's once, not
+    once per pair it is in); read from ``folders`` otherwise."""
+    texts_a, texts_b = texts if texts is not None else (_instructions(folders[0]), _instructions(folders[1]))
     for prompt_id in texts_a.keys() & texts_b.keys():
         a, b = texts_a[prompt_id], texts_b[prompt_id]
         differ = [field for field in a if a[field] != b[field]]
@@ -416,6 +424,88 @@ def called_interval(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
     return float(d[k - 1]), float(d[n - k]), p
 
 
+def margin_aliases(arrays) -> dict[tuple[int, int], tuple[int, int]]:
+    """The margins of a paired matrix (``matrix.MatrixArrays``) that are another cell under another name: a row's
+    ``mean_over_meta`` over one cell with items, a column's ``mean_over_criteria`` over one criterion's non-binary
+    items when that cell holds no binary one, the corner over one such cell, or over one column's non-binary scores
+    when every instruction has as many of each of its criteria (the corner is then that column's
+    ``mean_over_criteria``). Each maps to that cell: in every swap and resample it is the same number (the last up
+    to float rounding, below ``COMPARED_DIGITS``), so one hypothesis, tested once (a matrix of one criterion and
+    one meta value is four cells of one test, and Holm over four copies would ask p < alpha / 4 of it)."""
+    n_c, n_m = arrays.shape
+    counts = np.asarray(arrays.counts.sum(axis=0)).reshape(n_c, n_m)
+    nb = np.asarray(arrays.nb_counts.sum(axis=0)).reshape(n_c, n_m)
+    all_nb = (nb > 0) & (nb == counts)  # nb counts a subset of the items: equal totals, equal items
+    aliases = {}
+    for c in range(n_c):
+        (filled,) = np.nonzero(counts[c] > 0)
+        if len(filled) == 1:
+            aliases[c, n_m] = (c, int(filled[0]))
+    for m in range(n_m):
+        (filled,) = np.nonzero(nb[:, m] > 0)
+        if len(filled) == 1 and all_nb[filled[0], m]:
+            aliases[n_c, m] = (int(filled[0]), m)
+    filled_nb = np.argwhere(nb > 0)
+    if len(filled_nb) == 1 and all_nb[tuple(filled_nb[0])]:
+        aliases[n_c, n_m] = (int(filled_nb[0][0]), int(filled_nb[0][1]))
+    (nb_columns,) = np.nonzero(nb.sum(axis=0) > 0)
+    if (n_c, n_m) not in aliases and len(nb_columns) == 1:
+        # One column holds every non-binary score: the corner pools them, that column's mean_over_criteria averages
+        # its criteria's means. When every instruction has as many non-binary scores of each of those criteria
+        # (POLLUX's shape within one task type), any weighting of the instructions (a resample, or a swap of the
+        # runs' paired totals) gives each criterion one count W, and pooled sum / (k·W) is the mean of sum_c / W.
+        m = int(nb_columns[0])
+        (criteria,) = np.nonzero(nb[:, m] > 0)
+        per_instruction = np.asarray(arrays.nb_counts[:, criteria * n_m + m].todense())
+        if (per_instruction == per_instruction[:, :1]).all():
+            aliases[n_c, n_m] = aliases.get((n_c, m), (n_c, m))
+    return aliases
+
+
+def holm_adjusted(p_value: np.ndarray, tested: list[tuple[int, int]], alpha: float,
+                  aliases: dict[tuple[int, int], tuple[int, int]] | None = None) -> tuple[np.ndarray, int]:
+    """``p_value``'s cells at ``tested`` adjusted by Holm's step-down method as one family; NaN elsewhere (an
+    untested cell has no call to correct, and no false call can come from it). A cell in ``aliases``
+    (``margin_aliases``) is its target's test: it enters the family once, and both read its adjusted p.
+
+    Returns:
+        The adjusted p-values and the family's size, the distinct tests (fewer than the tested cells where a margin
+        is an alias): the m Holm multiplied by, which the report states."""
+    from statsmodels.stats.multitest import multipletests
+
+    aliases = aliases or {}
+    adjusted = np.full(p_value.shape, np.nan)
+    family = sorted({aliases.get(cell, cell) for cell in tested if math.isfinite(p_value[cell])})
+    if family:
+        holm = multipletests([p_value[cell] for cell in family], alpha=alpha, method="holm")[1]
+        by_test = dict(zip(family, holm.tolist()))
+        for cell in tested:
+            if aliases.get(cell, cell) in by_test:
+                adjusted[cell] = by_test[aliases.get(cell, cell)]
+    return adjusted, len(family)
+
+
+def _swaps_to_draw(delta: np.ndarray, instructions: np.ndarray, alpha: float, n_boot: int, n: int) -> int:
+    """The swaps the sign-flip test draws (above ``permutation.EXACT_MAX`` instructions): ``n_boot``, raised to
+    what a call in the Holm family needs. A drawn p is at least 1 / (1 + swaps), and Holm multiplies the smallest by
+    the m cells tested, so with fewer than m / alpha swaps no cell could be called (1,000 swaps call nothing in a
+    matrix of 50 cells or more at 0.05). m is bounded by the cells with a difference on enough instructions for the
+    test to reach alpha; the raise stops at ``permutation.MAX_SWAPS``, said on stderr before the work it adds."""
+    import sys
+
+    from eval.ranking.permutation import EXACT_MAX, MAX_SWAPS, fewest_for_call
+    from eval.scoring.compare import resamples_to_call
+
+    if n_boot < resamples_to_call(alpha):  # every cell is untested then (too few resamples): nothing to call
+        return n_boot
+    family = int((np.isfinite(delta) & (instructions >= fewest_for_call(alpha))).sum())
+    wanted = max(n_boot, min(MAX_SWAPS, math.ceil(family / alpha)))  # raised to what a call needs, never lowered
+    if n > EXACT_MAX and wanted > n_boot:
+        print(f"judge-eval compare: {wanted} sign-flip swaps drawn instead of --n-boot {n_boot}: Holm over up to "
+              f"{family} cells needs at least m / alpha = {family / alpha:.0f} for a call", file=sys.stderr)
+    return wanted
+
+
 def _f(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -426,13 +516,15 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
 
     Returns:
         ``{"a", "b", "judge", "judge_differences", "judge_notes", "rows", "columns", "cells": {row: {column: {a, b,
-        delta, ci, p_value, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b, n_instructions}}},
-        "n_instructions", "n_boot", "call_test", "seed", "alpha", "normalize", "empty_answer", "no_answer"}``; a
-        cell's ``p_value`` is its sign-flip test's, ``why_no_call`` says why it is untested ("—"; None when tested),
-        ``call_test`` (None without resamples) ``{test, exact, n_swaps}`` how the p-values were drawn; a cell's counts as
-        the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its ``n_instructions``
-        ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and ``b``: ``run``,
-        ``model``, ``n_instructions`` (the run's), ``excluded`` (its instructions left out, by why:
+        delta, ci, p_value, p_holm, n_resamples, verdict, why_no_call, n, n_a, n_b, n_dropped_a, n_dropped_b,
+        n_instructions}}}, "holm_tests", "n_instructions", "n_boot", "call_test", "seed", "alpha", "normalize",
+        "empty_answer", "no_answer"}``; a cell's ``p_value`` is its sign-flip test's, ``p_holm`` that p adjusted by
+        Holm over the tested cells (None when untested; the call reads it), ``holm_tests`` the size of that family
+        (its distinct tests: a margin that is another cell under another name, ``margin_aliases``, counted once), ``why_no_call``
+        says why it is untested ("—"; None when tested), ``call_test`` (None without resamples) ``{test, exact, n_swaps}`` how the p-values were drawn;
+        a cell's counts as the module docstring says (margins as a matrix's ``n``: ``matrix.cell_counts``), its
+        ``n_instructions`` ``{a, b, shared}`` the instructions behind them (``matrix.cell_instructions``); ``a`` and
+        ``b``: ``run``, ``model``, ``n_instructions`` (the run's), ``excluded`` (its instructions left out, by why:
         ``eval.ranking.report.EXCLUDED``, with ``n``), ``n_dropped`` (its scored items left out because the other run
         has no score for them, every cell) and ``empty_answers`` (its instructions whose answer was empty, scored or
         not).
@@ -513,7 +605,9 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             swapped_a, swapped_b = swapped_matrices(arrays[0], arrays[1], swaps)
             return compared_values(swapped_b) - compared_values(swapped_a)
 
-        p_value, n_swaps, exact = sign_flip_p(swapped, len(shared), delta, n_boot, seed, "bench/compare/sign-flip")
+        p_value, n_swaps, exact = sign_flip_p(swapped, len(shared), delta, _swaps_to_draw(delta, instructions, alpha,
+                                                                                        n_boot, len(shared)),
+                                              seed, "bench/compare/sign-flip")
         p_value = np.where(instructions >= MIN_INSTRUCTIONS, p_value, np.nan)
         test = {"test": "paired sign-flip permutation over instructions", "exact": exact, "n_swaps": n_swaps}
         deltas = np.concatenate([compared_values(resampled_matrices(arrays[1], w))
@@ -530,15 +624,20 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     rows = [*layout.criteria, MEAN_OVER_CRITERIA]
     columns = [*layout.metas, MEAN_OVER_META]
     needed = resamples_to_call(alpha)
+    whys = {(i, j): _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+                                 non_binary=r == MEAN_OVER_CRITERIA)
+            for i, r in enumerate(rows) for j in range(len(columns))}
+    aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
+    p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], alpha, aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
         cells[r] = {}
         for j, c in enumerate(columns):
-            why = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
-                               non_binary=r == MEAN_OVER_CRITERIA)
-            verdict = "—" if why else called_verdict(low[i, j], high[i, j], p_value[i, j], alpha)
+            why = whys[i, j]
+            verdict = "—" if why else called_verdict(low[i, j], high[i, j], p_holm[i, j], alpha)
             cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
                            "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
+                           "p_holm": _f(p_holm[i, j]),
                            "n_resamples": int(resamples[i, j]), "verdict": verdict, "why_no_call": why,
                            "n": int(n_paired[i, j]), "n_a": int(n_alone[0][i, j]), "n_b": int(n_alone[1][i, j]),
                            "n_dropped_a": int(n_alone[0][i, j] - n_paired[i, j]),
@@ -556,7 +655,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                        "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences, "judge_notes": notes,
-            "rows": rows, "columns": columns, "cells": cells, "n_instructions": len(shared),
+            "rows": rows, "columns": columns, "cells": cells, "holm_tests": holm_tests, "n_instructions": len(shared),
             "n_boot": n_boot if len(shared) >= MIN_INSTRUCTIONS else 0, "call_test": test, "seed": seed, "alpha": alpha,
             "normalize": normalize, **settings}
 
@@ -569,7 +668,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
         return "—" if x is None else f"{x:+.3f}"
 
     from eval.ranking.permutation import fewest_for_call
-    from eval.ranking.report import calls_line, exclusion_lines, resamples_phrase, sign_flip_p_text
+    from eval.ranking.report import calls_line, exclusion_lines, holm_applied, resamples_phrase, sign_flip_p_text
     from eval.scoring.compare import resamples_to_call
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
@@ -582,20 +681,25 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
             cell = result["cells"][r][c]
             low, high = cell["ci"]
             # A call, or the p that kept a tested cell from one, or "—": untested (the line above the table says why)
+            p_text = f" p {sign_flip_p_text(cell.get('p_value'))}" + (  # a result written before Holm has no p_holm
+                f", Holm {sign_flip_p_text(cell['p_holm'])}" if "p_holm" in cell else "")
             if cell["verdict"].startswith("B "):
-                call = f" p {sign_flip_p_text(cell.get('p_value'))} **{cell['verdict']}**"
+                call = f"{p_text} **{cell['verdict']}**"
             elif cell["verdict"] == "—":
                 call = " —"
             else:
-                call = f" p {sign_flip_p_text(cell.get('p_value'))}"
+                call = p_text
             dropped = [cell.get("n_dropped_a") or 0, cell.get("n_dropped_b") or 0]
             lost = f" (dropped A {dropped[0]}, B {dropped[1]})" if any(dropped) else ""
             parts.append(f"{fmt(cell['delta'])} [{fmt(low)}, {fmt(high)}]{call}{lost}")
         rows.append([md_text(r), *parts])
     fewest = fewest_for_call(result["alpha"])
-    untested = (f"Each cell: B − A [its {100 * (1 - result['alpha']):g}% interval], then its sign-flip p, the call "
-                f"when p < {result['alpha']:g} and the interval excludes 0 on that side, or — when untested: cells on "
-                f"fewer than {fewest} instructions both runs scored are not tested at alpha {result['alpha']:g} (the "
+    # A result written before Holm has no p_holm: its calls read the raw p, and its prose must say so.
+    p_read = ("its sign-flip p and that p adjusted by Holm over the tested cells, the call when the Holm p < "
+              if holm_applied(result) else "its sign-flip p, the call when p < ")
+    untested = (f"Each cell: B − A [its {100 * (1 - result['alpha']):g}% interval], then {p_read}"
+                f"{result['alpha']:g} and the interval excludes 0 on that side, or — when untested: cells on fewer "
+                f"than {fewest} instructions both runs scored are not tested at alpha {result['alpha']:g} (the "
                 f"test's smallest p there, 2/2^{fewest - 1}, is not below it), nor any with fewer than "
                 f"{resamples_to_call(result['alpha'])} resamples.")
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "

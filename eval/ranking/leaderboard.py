@@ -64,7 +64,8 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
     Returns the normalisation, the unjudged settings, each run's judge differences from the first, and
     ``{a, b, differences, notes}`` for each pair of runs whose judge settings differ or carry a note
     (``eval.ranking.compare.weights_differences``)."""
-    from eval.ranking.compare import UNJUDGED_SETTINGS, _judge_differences, _refuse_other_data, _unjudged_setting
+    from eval.ranking.compare import (UNJUDGED_SETTINGS, _instructions, _judge_differences, _refuse_other_data,
+                                      _unjudged_setting)
 
     normalize = infos[0]["matrix"]["normalize"]
     settings = {name: _unjudged_setting(infos[0], name) for name in UNJUDGED_SETTINGS}
@@ -90,8 +91,9 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
             differences.append(differ)
         if differ or notes:
             judge_pairs.append({"a": str(folders[a]), "b": str(folders[b]), "differences": differ, "notes": notes})
+    texts = [_instructions(folder) for folder in folders]  # each run read once, not once per pair it is in
     for a, b in combinations(range(len(folders)), 2):
-        _refuse_other_data(infos[a], infos[b], [folders[a], folders[b]])
+        _refuse_other_data(infos[a], infos[b], [folders[a], folders[b]], (texts[a], texts[b]))
     return normalize, settings, differences, judge_pairs
 
 

@@ -3,11 +3,19 @@
 Two runs of one data set scored each instruction's items; under the null hypothesis that the two candidates are
 alike, which of them gave an instruction's answers is a coin toss, so swapping the two runs' totals of any set of
 instructions (a sign flip of each instruction's difference) leaves the distribution of the difference of means
-unchanged. The two-sided p-value is the share of swaps whose difference is at least as far from 0 as the observed one
-(``scipy.stats.permutation_test`` with ``permutation_type='samples'`` on paired data computes the same for a mean of
-per-instruction differences). It is exact, every one of the 2^n swaps, up to ``EXACT_MAX`` instructions, and a
-seeded Monte Carlo draw of swaps above, whose p is (1 + the swaps as far) / (1 + the swaps drawn), a test at its
-stated level too (Phipson & Smyth 2010, "Permutation P-values Should Never Be Zero").
+unchanged. The two-sided p-value is the share of swaps whose difference is at least as far from 0 as the observed one.
+It is exact, every one of the 2^n swaps, up to ``EXACT_MAX`` instructions, and a seeded Monte Carlo draw of swaps
+above, whose p is (1 + the swaps as far) / (1 + the swaps drawn), a test at its stated level too (Phipson & Smyth
+2010, "Permutation P-values Should Never Be Zero").
+
+Why not ``scipy.stats.permutation_test`` (``permutation_type='samples'``): a comparison tests every cell of POLLUX's
+matrix, margins included, and here one pass over a block of swaps moves the runs' sparse per-instruction totals and
+gives every cell's swapped difference at once (``swapped_matrices``), where scipy would take one statistic per call
+and redo the swaps for each cell. In the exact branch the two agree: over all 2^n swaps the null distribution is
+symmetric (a swap set and its complement give opposite differences), so scipy's two-sided p, twice the smaller
+one-sided p, is the share as far from 0 (``tests/unit/test_ranking_calls_by_hand.py`` checks it at n <= 12). In the
+drawn branch they differ: scipy's is 2 x (1 + the swaps on the observed side) / (1 + the swaps drawn), this one
+counts both sides in one share.
 
 Why not the bootstrap's own p-value: resamples of n instructions whose differences all share a sign all fall on that
 side of 0 (p = 0) whatever n is, while under the null that happens with probability 2 / 2^n (0.5 on two
@@ -22,10 +30,13 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["EXACT_MAX", "fewest_for_call", "smallest_p", "sign_flip_p", "swapped_matrices"]
+__all__ = ["EXACT_MAX", "MAX_SWAPS", "fewest_for_call", "smallest_p", "sign_flip_p", "swapped_matrices"]
 
 #: Up to this many instructions every swap is enumerated (2^12 = 4096 of them); above, swaps are drawn.
 EXACT_MAX = 12
+#: The most swaps a comparison draws when a multiple-testing correction asks for more than ``--n-boot``
+#: (``eval.ranking.compare``), as the leaderboard's ``MAX_RESAMPLES`` bounds its draws.
+MAX_SWAPS = 100_000
 #: Differences within this of the observed one count as at least as far from 0: a swap that changes nothing sums
 #: the same totals in another order, and must not fall short of the observed difference by its last bit.
 _TOLERANCE = 1e-9

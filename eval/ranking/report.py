@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from eval.reports.html_text import escape
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
-           "calls_line", "resamples_phrase"]
+           "calls_line", "resamples_phrase", "holm_applied"]
 
 #: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
@@ -205,12 +205,12 @@ def sign_flip_p_text(p_value: float | None) -> str:
 
 
 def why_not_called(low: float | None, high: float | None, p_value: float | None, alpha: float,
-                   alpha_name: str = "alpha") -> str:
-    """Why a tested cell (or pair) reads "no difference": its sign-flip p is not below ``alpha`` (named
-    ``alpha_name``, e.g. "alpha/3"), or its interval holds 0 (a p below alpha with an interval excluding 0 is a
-    call, ``eval.ranking.compare.called_verdict``)."""
+                   alpha_name: str = "alpha", p_name: str = "sign-flip p") -> str:
+    """Why a tested cell (or pair) reads "no difference": its p (named ``p_name``: the sign-flip p, or that p
+    Holm-adjusted) is not below ``alpha`` (named ``alpha_name``, e.g. "alpha/3"), or its interval holds 0 (a p below
+    alpha with an interval excluding 0 is a call, ``eval.ranking.compare.called_verdict``)."""
     if p_value is None or not p_value < alpha:
-        return f"sign-flip p {sign_flip_p_text(p_value)} not below {alpha_name} = {alpha:.3g}"
+        return f"{p_name} {sign_flip_p_text(p_value)} not below {alpha_name} = {alpha:.3g}"
     return "the interval holds 0"
 
 
@@ -231,14 +231,18 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
-            tip = f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, sign-flip p {sign_flip_p_text(cell['p_value'])}"
+            tip = (f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, sign-flip p "
+                   f"{sign_flip_p_text(cell['p_value'])}"
+                   + (f", Holm p {sign_flip_p_text(cell['p_holm'])}" if "p_holm" in cell else ""))
             if cell.get("n_dropped_a") or cell.get("n_dropped_b"):
                 tip += (f", dropped A {cell['n_dropped_a']}, B {cell['n_dropped_b']} (the other run has no score for "
                         "them or their gate)")
             if cell.get("why_no_call"):
                 tip += f"; untested: {cell['why_no_call']}"
             elif verdict == "no difference":
-                tip += f"; no call: {why_not_called(low, high, cell['p_value'], result['alpha'])}"
+                tip += "; no call: " + (why_not_called(low, high, cell["p_holm"], result["alpha"], p_name="Holm p")
+                                        if "p_holm" in cell else why_not_called(low, high, cell["p_value"],
+                                                                                result["alpha"]))
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
@@ -249,15 +253,17 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 f"{result['n_instructions']} instructions with an item scored by both; {_e(resamples_phrase(result))}"
                 f", alpha {_e(result['alpha'])}",
                 *(_e(line) for line in [*exclusion_lines(result), calls_line(result)] if line)]
+    # A result written before Holm (no p_holm) called on the raw p: its note must not say otherwise.
+    holm_note = ", adjusted by Holm over the tested cells," if holm_applied(result) else ""
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
             "criterion) items both runs scored, each run's gate decided from its own verdicts, its paired "
             f"{100 * (1 - result['alpha']):g}% bootstrap interval over instructions (the same resampled instructions "
-            f"feed both), and the call when the paired sign-flip test's p is below alpha {result['alpha']:g} and the "
-            "interval excludes 0 on that side; — where the cell is untested (a cell resting on fewer than "
-            f"{fewest_for_call(result['alpha'])} instructions both runs scored, where the test's smallest p is not "
-            f"below alpha, or fewer than {resamples_to_call(result['alpha'])} resamples). The tooltip gives the p, why "
-            "a cell is untested or not called, and how "
+            f"feed both), and the call when the paired sign-flip test's p{holm_note} is below alpha "
+            f"{result['alpha']:g} and the interval excludes 0 on that side; — where the cell is untested (a cell "
+            f"resting on fewer than {fewest_for_call(result['alpha'])} instructions both runs scored, where the "
+            f"test's smallest p is not below alpha, or fewer than {resamples_to_call(result['alpha'])} resamples). "
+            "The tooltip gives the p, why a cell is untested or not called, and how "
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]
     return _page("judge-eval compare: ranking runs", subtitle, body)
@@ -275,8 +281,9 @@ def resamples_phrase(result: dict[str, Any]) -> str:
     test = result.get("call_test")  # a result before the sign-flip test: none
     if test:
         swaps = f"exact, all {test['n_swaps']} swaps" if test["exact"] else f"{test['n_swaps']} drawn swaps"
-        phrase += (f"; a call needs the paired sign-flip test's p below alpha ({swaps}) and the interval to exclude 0"
-                   " on the same side")
+        adjusted = ", Holm-adjusted over the tested cells," if holm_applied(result) else ""
+        phrase += (f"; a call needs the paired sign-flip test's p{adjusted} below alpha ({swaps}) and the interval to "
+                   "exclude 0 on the same side")
     return phrase
 
 
@@ -284,10 +291,18 @@ def _id_list(ids: list[Any], most: int = 10) -> str:
     return ", ".join(map(str, ids[:most])) + (", …" if len(ids) > most else "")
 
 
+def holm_applied(result: Mapping[str, Any]) -> bool:
+    """Whether the comparison's calls read Holm-adjusted p-values: a cell carries ``p_holm`` (a compare.json written
+    before the adjustment, read back, has none, and its calls read the raw sign-flip p)."""
+    return any("p_holm" in cell for row in result["cells"].values() for cell in row.values())
+
+
 def calls_line(result: Mapping[str, Any]) -> str | None:
-    """How many cells were called, out of how many could be, and that each call is made on its own: a matrix of K
-    cells tested at alpha calls about alpha x K of them by chance when nothing differs (no correction is applied, so
-    a count of calls alone is no evidence); None when no cell could be called."""
+    """How many cells were called, out of how many could be, and how the calls are corrected for their number: a
+    matrix of K cells each tested at alpha would call about alpha x K of them by chance when nothing differs, so
+    each call reads its p adjusted by Holm over the tested cells' distinct tests (``holm_tests``: a margin that is
+    another cell under another name counted once; the chance of any false call at most alpha). A result written before Holm says its
+    calls were uncorrected. None when no cell could be called."""
     cells = [cell for row in result["cells"].values() for cell in row.values()]
     tested = sum(cell["verdict"] != "—" for cell in cells)  # "—": no interval, or too few instructions: no test
     if not tested:
@@ -295,10 +310,18 @@ def calls_line(result: Mapping[str, Any]) -> str | None:
     higher = sum(cell["verdict"] == "B higher" for cell in cells)
     lower = sum(cell["verdict"] == "B lower" for cell in cells)
     alpha = result["alpha"]
+    if not holm_applied(result):
+        return (f"Calls: {higher + lower} of the {tested} cells tested (B higher {higher}, B lower {lower}), "
+                f"each cell tested on its own at alpha {alpha:g} with no correction for the {tested} tests: were "
+                f"nothing different, about {alpha * tested:.1f} calls would be expected by chance (the margins share "
+                "their rows' and columns' items, so the tests are not independent either).")
+    family = result.get("holm_tests", tested)  # a result with p_holm but before holm_tests: every cell its own test
     return (f"Calls: {higher + lower} of the {tested} cells tested (B higher {higher}, B lower {lower}), "
-            f"each cell tested on its own at alpha {alpha:g} with no correction for the {tested} tests: were nothing "
-            f"different, about {alpha * tested:.1f} calls would be expected by chance (the margins share their "
-            "rows' and columns' items, so the tests are not independent either).")
+            f"each on its sign-flip p adjusted by Holm's step-down over the {family} distinct tests of the {tested} "
+            "tested cells (a margin that is another cell under another name counted once), so that were nothing "
+            "different, the chance "
+            f"of any call is at most alpha {alpha:g} (Holm holds whatever the tests' dependence: the margins share "
+            "their rows' and columns' items).")
 
 
 def exclusion_lines(result: dict[str, Any]) -> list[str]:

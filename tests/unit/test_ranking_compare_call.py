@@ -144,7 +144,8 @@ def test_sign_flip_p_reads_as_three_digits_never_0():
 def test_twelve_instructions_p_is_1_in_2048_not_0(tmp_path):
     """A: X 0 on P1-P12, B: 2 (s / 2): B - A is 1 on each of 12 instructions. Of the 2^12 = 4096 sign flips only
     none and all are as far from 0: exact p = 2/4096 = 1/2048 = 0.000488. Three decimals wrote it "p = 0.000" in
-    compare.html's tooltip; it reads "0.000488" there and in compare.md, beside the call."""
+    compare.html's tooltip; it reads "0.000488" there and in compare.md, beside the call. The matrix's four cells
+    (X x m and the three margins, each over that one cell) are one test, so Holm adjusts a family of one: the same p."""
     from eval.ranking.compare import render_ranking_compare_markdown
     from eval.ranking.report import render_ranking_compare_page
 
@@ -155,7 +156,8 @@ def test_twelve_instructions_p_is_1_in_2048_not_0(tmp_path):
     assert (cell["p_value"], cell["verdict"], result["call_test"]["n_swaps"]) == (1 / 2048, "B higher", 4096)
     page = render_ranking_compare_page(result)
     assert "X × m: A 0.0000, B 1.0000, sign-flip p 0.000488" in page and "p = 0.000" not in page
-    assert "+1.000 [+1.000, +1.000] p 0.000488 **B higher**" in render_ranking_compare_markdown(result)
+    assert cell["p_holm"] == 1 / 2048
+    assert "+1.000 [+1.000, +1.000] p 0.000488, Holm 0.000488 **B higher**" in render_ranking_compare_markdown(result)
 
 
 def test_untested_cells_are_marked_and_the_fewest_instructions_said(tmp_path):
@@ -175,8 +177,9 @@ def test_untested_cells_are_marked_and_the_fewest_instructions_said(tmp_path):
     assert ("or — when untested: cells on fewer than 6 instructions both runs scored are not tested at alpha 0.05 "
             "(the test's smallest p there, 2/2^5, is not below it)") in md
     page = render_ranking_compare_page(result)
-    assert ("the call when the paired sign-flip test's p is below alpha 0.05 and the interval excludes 0 on that "
-            "side; — where the cell is untested (a cell resting on fewer than 6 instructions") in page
+    assert ("the call when the paired sign-flip test's p, adjusted by Holm over the tested cells, is below alpha 0.05 "
+            "and the interval excludes 0 on that side; — where the cell is untested (a cell resting on fewer than 6 "
+            "instructions") in page
     assert "— where no interval could be drawn" not in page
     strict = render_ranking_compare_markdown(compare_rankings(a, b, n_boot=200, seed=0, alpha=0.01))
     assert "cells on fewer than 8 instructions both runs scored are not tested at alpha 0.01" in strict

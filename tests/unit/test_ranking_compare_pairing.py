@@ -48,8 +48,9 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     assert (corner["delta"], corner["n"], corner["n_dropped_a"]) == (0.0, 30, 10)
     assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
     md = render_ranking_compare_markdown(result)
-    # Every instruction's difference is 0, so every sign flip is as far from 0: sign-flip p 1, shown beside the cell.
-    assert "+0.000 [+0.000, +0.000] p 1 (dropped A 10, B 0)" in md
+    # Every instruction's difference is 0, so every sign flip is as far from 0: sign-flip p 1 (Holm's too), shown
+    # beside the cell.
+    assert "+0.000 [+0.000, +0.000] p 1, Holm 1 (dropped A 10, B 0)" in md
     assert ("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
             "instruction's gate, failed or was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in "
             "compare.json.") in md
@@ -110,21 +111,35 @@ def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) 
     assert "n_instructions" in single.cells_csv().splitlines()[0].split(",")
 
 
-def test_compare_says_how_many_cells_it_tested_and_that_calls_are_uncorrected(tmp_path: Path) -> None:
-    """20 instructions of meta m: G is A 0, B 2 (normalised 0 vs 1), H is 1 on both (0.5). Six cells have an
-    interval: G x m, G x mean_over_meta, mean_over_criteria x m and the corner differ in every resample (B higher);
-    H x m and H x mean_over_meta do not (no difference). Each is tested at alpha 0.05 on its own, so about
-    0.05 x 6 = 0.3 calls are expected by chance: said beside the count. Without resamples no line."""
+def test_compare_says_how_many_cells_it_tested_and_that_calls_are_holm_corrected(tmp_path: Path) -> None:
+    """20 instructions of meta m: G is A 0, B 2 (normalised 0 vs 1), H is 1 on both (0.5). Six cells are tested:
+    G x m, G x mean_over_meta, mean_over_criteria x m and the corner differ on every instruction (B higher); H x m
+    and H x mean_over_meta do not (no difference). A row's mean_over_meta over its one cell is that cell's test; the
+    corner pools G's and H's 20 scores each, (sum_G + sum_H) / 40, which is mean_over_criteria x m's
+    (sum_G / 20 + sum_H / 20) / 2 in every swap and resample (one meta value, one score of each criterion per
+    instruction): one test too. So Holm's family is three tests: G, H and mean_over_criteria x m. Above 12
+    instructions the swaps are drawn: --n-boot 100 is raised to 6 / 0.05 = 120 (Holm over up to six cells needs
+    m / alpha), and none of them is as far from 0 as a difference of one sign on all 20 (chance 2/2^20 a swap):
+    p = 1/121 on the two differing tests, 1 on H. Holm: sorted 1/121, 1/121, 1, adjusted max(3/121, 2/121) = 3/121
+    = 0.0248 < 0.05 on each of the two: called; H 1. Without resamples no line."""
     rows_a = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 0.0), ("H", 1.0))]
     rows_b = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 2.0), ("H", 1.0))]
     a, b = _run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b)
     result = compare_rankings(a, b, n_boot=100, allow_other_judge=True)
-    assert result["cells"]["G"]["m"]["verdict"] == "B higher"
-    assert result["cells"]["H"]["m"]["verdict"] == "no difference"
+    assert result["call_test"] == {"test": "paired sign-flip permutation over instructions", "exact": False,
+                                   "n_swaps": 120}
+    for row, column in (("G", "m"), ("G", "mean_over_meta"), ("mean_over_criteria", "m"),
+                        ("mean_over_criteria", "mean_over_meta")):
+        cell = result["cells"][row][column]
+        assert (cell["p_value"], cell["p_holm"], cell["verdict"]) == (pytest.approx(1 / 121), pytest.approx(3 / 121),
+                                                                      "B higher"), (row, column)
+    h = result["cells"]["H"]["m"]
+    assert (h["p_value"], h["p_holm"], h["verdict"]) == (1.0, 1.0, "no difference")
     md = render_ranking_compare_markdown(result)
-    assert ("Calls: 4 of the 6 cells tested (B higher 4, B lower 0), each cell tested on its own at alpha "
-            "0.05 with no correction for the 6 tests: were nothing different, about 0.3 calls would be expected by "
-            "chance") in md
+    assert result["holm_tests"] == 3
+    assert ("Calls: 4 of the 6 cells tested (B higher 4, B lower 0), each on its sign-flip p adjusted by Holm's "
+            "step-down over the 3 distinct tests of the 6 tested cells (a margin that is another cell under another "
+            "name counted once), so that were nothing different, the chance of any call is at most alpha 0.05") in md
     assert "Calls: 4 of the 6 cells" in render_ranking_compare_page(result)
     assert "Calls:" not in render_ranking_compare_markdown(compare_rankings(a, b, n_boot=0, allow_other_judge=True))
 
@@ -133,11 +148,14 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     """Two candidates with the same three scores per instruction on a 0..10 rubric (scored s / 10), dealt to the
     criteria in another order: A scores X1, X2, X3 = 2, 9, 1 and B 1, 9, 2 on each of six instructions. By hand:
     X1 A 0.2, B 0.1 (delta -0.1 on every instruction: of the 2^6 sign flips only it and its mirror image are as far
-    from 0, p = 2/64 < 0.05, and every resample is -0.1: B lower); X2 0.9 both; X3 A 0.1, B 0.2; mean_over_criteria
+    from 0, p = 2/64 < 0.05, and every resample is -0.1); X2 0.9 both; X3 A 0.1, B 0.2; mean_over_criteria
     (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same scores: 0.4
     too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs 0.39999999999999997),
     which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the leaderboard's digits, the
-    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1), no difference."""
+    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1), no difference. Holm's family is X1, X2,
+    X3 (their rows' mean_over_meta each that one cell) and mean_over_criteria x m (the corner is it: one meta value,
+    one score of each criterion per instruction): four tests, X1 and X3 at 1/32, the rest at 1; X1's adjusted p is
+    max(4/32, 3/32) = 4/32 = 0.125, not below 0.05: no call."""
     scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
     a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((2, 9, 1))])
@@ -149,8 +167,11 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
         assert (cell["a"], cell["b"], cell["delta"], cell["ci"], cell["p_value"], cell["verdict"]) == (
             0.4, 0.4, 0.0, [0.0, 0.0], 1.0, "no difference"), column
     x1 = result["cells"]["X1"]["m"]
-    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"]) == (0.2, 0.1, "B lower", 2 / 64)
+    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"], x1["p_holm"]) == (0.2, 0.1, "no difference", 2 / 64, 4 / 32)
     assert x1["delta"] == pytest.approx(-0.1, abs=1e-15)
+    page = render_ranking_compare_page(result)  # the tooltip says which p kept X1 x m from a call
+    assert ("X1 × m: A 0.2000, B 0.1000, sign-flip p 0.0312, Holm p 0.125; no call: Holm p 0.125 not below alpha = "
+            "0.05") in page
 
 
 def test_a_judge_that_failed_every_gate_verdict_is_named_not_nothing_scored(tmp_path: Path) -> None:

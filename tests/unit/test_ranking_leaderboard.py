@@ -290,13 +290,16 @@ def test_leaderboard_docstring_names_every_key(tmp_path: Path) -> None:
     assert [key for key in result["models"][0] if key not in returns] == []
 
 
-def test_alpha_help_gives_the_leaderboard_level_and_fewest_instructions(capsys) -> None:
+def test_alpha_help_gives_the_leaderboard_level_and_fewest_instructions(capsys, monkeypatch) -> None:
     """--alpha's help: a leaderboard pair's interval is at 1 - alpha/m, and a call needs 2/2^n < alpha/m: 6
     instructions for two runs at 0.05 (2/64), 7 for three candidates (alpha/3 = 0.0167 > 2/128), 11 for eight
-    (alpha/28 = 0.00179 > 2/2048 while 2/1024 = 0.00195 is not below it)."""
+    (alpha/28 = 0.00179 > 2/2048 while 2/1024 = 0.00195 is not below it). Two rank runs' call reads the p
+    Holm-adjusted over the tested cells, and the help says so."""
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: argparse would otherwise wrap at a hyphen
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert ("paired intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
-            "needs a sign-flip p below alpha (alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board "
+            "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
+            "alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board "
             "of 3, 11 of 8.") in text

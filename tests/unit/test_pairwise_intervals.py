@@ -1,0 +1,45 @@
+"""Pairwise metrics' bootstrap intervals and counts, derived by hand: a resample draws whole pairs (both orders of a
+pair together); a judgment of an older text is stale, not missing."""
+
+from __future__ import annotations
+
+from eval.pairwise.judging import PairRecord, PairwiseRow
+from eval.pairwise.metrics import pairwise_markdown, pairwise_metrics
+
+
+def _row(pair: PairRecord, order: str, raw: float | None, content_key: str | None = None) -> PairwiseRow:
+    """A judgment of ``pair`` in ``order`` whose raw answer is ``raw`` (None: failed, ``no_score``)."""
+    verdict = None if raw is None else (raw if order == "original" else -raw + 0.0)
+    return PairwiseRow(pair.id, order, "j", None if raw is None else f"{raw:g}", "", raw, verdict, raw is not None,
+                       None if raw is not None else "no_score", "", 0.1,
+                       pair.content_key if content_key is None else content_key)
+
+
+def test_agreement_interval_resamples_whole_pairs_by_hand():
+    """Six pairs, each judged once agreeing and once not: winner -1 with raw answers -1, -1 (original verdict -1
+    agrees, swapped verdict 1 does not), winner 1 with raw 1, 1 (1 agrees, -1 does not). Agreement 6 / 12 = 1/2.
+    A resample of whole pairs weighs each pair's 1 agreement and 2 judgments alike: sum(w) / (2 sum(w)) = 1/2 in
+    every resample, so the interval is [0.5, 0.5]. Resampling the 12 judgments one by one would draw k agreements
+    of 12, k binomial(12, 1/2), and spread the ends: k <= 3 has chance (1 + 12 + 66 + 220) / 2^12 = 7.3 % a
+    resample, k >= 9 the same, so the 2.5 % end would sit at 1/4 or below and the 97.5 % end at 3/4 or above."""
+    pairs = [PairRecord(f"p{k}", "q", f"a{k}", "b", "r", -1 if k % 2 else 1) for k in range(6)]
+    rows = [_row(p, order, float(p.winner)) for p in pairs for order in ("original", "swapped")]
+    block = pairwise_metrics(pairs, rows, n_boot=500, seed=3)["agreement"]
+    assert (block["value"], block["n"], block["ci"]) == (0.5, 12, [0.5, 0.5])
+
+
+def test_a_pair_with_one_order_of_an_older_text_is_stale_not_missing():
+    """p1's original row judged an older answer_1, its swapped row the current text: both orders have a row, so
+    nothing is missing (the run is finished) and one judgment is stale; the report says the stale one only."""
+    pair = PairRecord("p1", "q", "a", "b", "r", -1)
+    old = PairRecord("p1", "q", "a OLD", "b", "r", -1)
+    rows = [_row(pair, "original", -1.0, old.content_key), _row(pair, "swapped", 1.0)]
+    metrics = pairwise_metrics([pair], rows, n_boot=0)
+    assert (metrics["n_missing"], metrics["n_stale"], metrics["n_judgments"], metrics["n_parsed"]) == (0, 1, 1, 1)
+    assert metrics["coverage"] == {"value": 1 / 2, "n": 2, "n_parsed": 1}  # the stale one still lowers coverage
+    counts = pairwise_markdown(metrics).splitlines()[2]
+    assert "1 judgments are of an older text of their pair" in counts and "have no row" not in counts
+    # a pair with no row at all in one order is missing, and said so
+    alone = pairwise_metrics([pair], rows[1:], n_boot=0)
+    assert (alone["n_missing"], alone["n_stale"]) == (1, 0)
+    assert "**1 judgments have no row**" in pairwise_markdown(alone)
