@@ -18,11 +18,12 @@ STOPPED_NOT_REQUEUED = 75
 def stop_exit_code(result) -> int:
     """The exit status of a run a signal stopped at a checkpoint: 0 when its Slurm job was requeued, else 75.
 
-    Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); the
-    other ranks stopped at the same checkpoint and exit 0, leaving the job's status to rank 0. Were they to exit 75,
-    torchrun would SIGTERM rank 0 and srun (``--kill-on-bad-exit``) end the step, possibly before rank 0's
-    ``scontrol requeue`` had returned: a job that should come back would end FAILED instead. When rank 0 does not
-    requeue (scancel), its 75 alone fails the job.
+    Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); after
+    training the other ranks wait for its answer (``train.preemption.requeue_with_every_rank``) and carry it in
+    ``requeued``. They exit 0 either way, leaving the job's status to rank 0: during an export rank 0 requeues
+    alone, and were the others to exit 75 there, torchrun would SIGTERM rank 0 and srun (``--kill-on-bad-exit``)
+    end the step, possibly before rank 0's ``scontrol requeue`` had returned: a job that should come back would end
+    FAILED instead. When rank 0 does not requeue (scancel), its 75 alone fails the job.
     """
     if getattr(result, "requeued", False):
         return 0

@@ -31,20 +31,46 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 def latest_checkpoint(output_dir: str | Path) -> Path | None:
     """The complete ``checkpoint-N`` folder with the highest N in ``output_dir``, or None.
 
-    Complete: it holds ``trainer_state.json``, which the Trainer writes last; a run killed while saving leaves a
-    folder without it, which ``Trainer.train(resume_from_checkpoint=...)`` cannot load. Such folders are passed over
-    with a warning (slurm/train.sbatch sets them aside the same way before it resumes).
+    Complete (``_cut_off`` says why not): it holds ``trainer_state.json``, which rank 0 writes last, and every
+    ``rng_state*.pth`` in it is whole. A run killed while saving leaves a folder without the state, which
+    ``Trainer.train(resume_from_checkpoint=...)`` cannot load. The state does not vouch for the other ranks' files:
+    transformers' ``Trainer._save_checkpoint`` has each rank write its ``rng_state_<rank>.pth`` and then rank 0 the
+    state, with no barrier between, so a SIGKILL can leave the state beside another rank's half-written RNG file,
+    on which that rank's ``torch.load`` fails at the resume. torch.save writes a zip archive, whose directory comes
+    last: a cut file has none. What is not caught: a rank that had not begun its RNG file (transformers then resumes
+    that rank with a fresh RNG and logs it) or, under DeepSpeed, its shards (DeepSpeed's own load names them). Such
+    folders are passed over with a warning (slurm/train.sbatch sets the ones without the state aside before it
+    resumes).
     """
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
     found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
-    complete = [p for _, p in found if (p / "trainer_state.json").is_file()]
-    cut = [p.name for _, p in found if not (p / "trainer_state.json").is_file()]
+    reasons = {p: _cut_off(p) for _, p in found}
+    complete = [p for _, p in found if reasons[p] is None]
+    cut = [f"{p.name} ({reasons[p]})" for _, p in found if reasons[p] is not None]
     if cut:
-        logger.warning("%s: %s have no trainer_state.json (a save that did not finish): not resumed from", folder,
-                       ", ".join(cut))
+        logger.warning("%s: %s: a save that did not finish, not resumed from", folder, ", ".join(cut))
     return complete[-1] if complete else None
+
+
+def _cut_checkpoints(output_dir: str | Path) -> list[str]:
+    """Each ``checkpoint-N`` in ``output_dir`` that is not a whole save, as ``name (why)``, lowest N first."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
+    return [f"{p.name} ({why})" for _, p in found if (why := _cut_off(p)) is not None]
+
+
+def _cut_off(checkpoint: Path) -> str | None:
+    """Why ``checkpoint`` is not a whole save (``latest_checkpoint``), or None."""
+    import zipfile
+
+    if not (checkpoint / "trainer_state.json").is_file():
+        return "no trainer_state.json"
+    cut = sorted(p.name for p in checkpoint.glob("rng_state*.pth") if not zipfile.is_zipfile(p))
+    return f"{', '.join(cut)} cut off" if cut else None
 
 
 def check_resumable(checkpoint: Path) -> None:
@@ -200,14 +226,16 @@ def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | No
     return final
 
 
-def check_output_dir(config: TrainConfig) -> Path | None:
+def check_output_dir(config: TrainConfig, world_size: int | None = None,
+                     launch: str = "this launch has {ranks} (WORLD_SIZE)") -> Path | None:
     """Refuse to mix runs: ``--resume`` needs a checkpoint and the settings of the run it continues
     (``check_resumed_config``), and a fresh run needs a folder without one (or
     ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, called at the
     trainer's ``on_train_begin`` inside ``trainer.train()``: a configuration error found while the data, arguments,
     model, optimizer and schedule are built, or by a reporting integration's set-up, leaves it whole).
 
-    A ``--resume`` of a finished run (``finished_export``) ends here with exit status 0.
+    A ``--resume`` of a finished run (``finished_export``) ends here with exit status 0. ``judge-train submit``
+    asks the same before the queue's wait, for the ranks it plans (``world_size``, ``launch``: ``check_world_size``).
 
     Returns:
         The checkpoint to resume from, or None for a fresh run.
@@ -222,6 +250,14 @@ def check_output_dir(config: TrainConfig) -> Path | None:
     # run there would silently replace a judge someone may be serving.
     finished = export.is_dir() and any(export.iterdir())
     if config.resume and checkpoint is None:
+        cut = _cut_checkpoints(config.output_dir)
+        if cut:
+            # slurm/train.sbatch resumes whenever a checkpoint holds trainer_state.json, complete or not
+            raise ConfigError(
+                f"--resume: no complete checkpoint in {config.output_dir} to resume from: {', '.join(cut)} (a save "
+                "that did not finish, which the trainer cannot load); start over with --overwrite-output-dir (under "
+                "judge-train submit, `-- --overwrite-output-dir`), or train into a fresh --output-dir"
+            )
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
     if config.resume:
         check_resumed_config(config)
@@ -237,7 +273,7 @@ def check_output_dir(config: TrainConfig) -> Path | None:
                 print(f"judge-train: {message}", flush=True)
             raise RunFinished(0)
         check_resumable(checkpoint)
-        check_world_size(config, checkpoint)
+        check_world_size(config, checkpoint, world_size, launch)
     if not config.resume and (checkpoint is not None or finished):
         if not config.overwrite_output_dir:
             held = checkpoint.name if checkpoint is not None else "a finished export/"
@@ -360,7 +396,8 @@ def check_resumed_config(config: TrainConfig) -> None:
 
 
 def clear_earlier_run(config: TrainConfig) -> None:
-    """``--overwrite-output-dir``: delete the earlier run's checkpoints and export (rank 0), once everything that
+    """``--overwrite-output-dir``: delete the earlier run's checkpoints (those set aside as incomplete too) and export
+    (rank 0), once everything that
     could refuse the new run has been built: ``train.recipe_steps`` calls it at the trainer's ``on_train_begin``,
     after ``trainer.train()`` has built the optimizer and schedule and the reporting integrations have set up."""
     if not config.overwrite_output_dir or config.resume or not is_main_process():
@@ -370,8 +407,10 @@ def clear_earlier_run(config: TrainConfig) -> None:
     from judge.plumbing.atomic_write import aside_dir, staging_dir
 
     folder = Path(config.output_dir)
-    found = [path for path in [*folder.glob("checkpoint-*"), folder / "export", staging_dir(folder / "export"),
-                               aside_dir(folder / "export"), folder / "trained"] if path.exists()]  # fmt: skip
+    # incomplete-checkpoint-*: saves cut off mid-write that slurm/train.sbatch set aside; the earlier run's too.
+    found = [path for path in [*folder.glob("checkpoint-*"), *folder.glob("incomplete-checkpoint-*"),
+                               folder / "export", staging_dir(folder / "export"), aside_dir(folder / "export"),
+                               folder / "trained"] if path.exists()]  # fmt: skip
     for path in found:
         shutil.rmtree(path, ignore_errors=True)
     if found:

@@ -6,8 +6,9 @@ checkpoint and stop, so the job exits cleanly with a ``checkpoint-N`` that ``--r
 several ranks the flag is all-reduced every step, so all ranks save and stop together even when only some of
 them received the signal (a collective save under ZeRO-3 needs all of them).
 
-After the stop, ``requeue_slurm_job`` (called by the recipes) puts the job back in the queue by running
-``scontrol requeue $SLURM_JOB_ID`` once (global rank 0), on either signal:
+After the stop, ``requeue_slurm_job`` puts the job back in the queue by running ``scontrol requeue $SLURM_JOB_ID``
+once (global rank 0), on either signal; the recipes call it through ``requeue_with_every_rank``, whose broadcast
+holds every other rank until rank 0 has its answer:
 
 * SIGUSR1, the pre-timeout signal (``--signal=USR1@N``): Slurm would otherwise end the job at its time limit.
 * SIGTERM, what ``scontrol requeue``, ``scancel`` and preemption send first, SIGKILL following after KillWait (or
@@ -43,7 +44,8 @@ from transformers import TrainerCallback
 
 from train.exit_status import stop_exit_code
 
-__all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "ExportAbandoned", "RequeueDuringExport"]
+__all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "requeue_with_every_rank", "ExportAbandoned",
+           "RequeueDuringExport"]
 
 logger = logging.getLogger(__name__)
 
@@ -121,14 +123,11 @@ class SaveAndStopOnSignal(TrainerCallback):
 
     def _signal_on_any_rank(self) -> int:
         """The received signal number, all-reduced (max) over ranks; 0 when none arrived anywhere."""
-        import torch
         import torch.distributed as dist
 
         received = int(self.received or 0)
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            backend = dist.get_backend()
-            device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
-            tensor = torch.tensor([received], device=device)
+        tensor = _collective_tensor(received)
+        if tensor is not None:
             dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
             received = int(tensor.item())
         return received
@@ -145,6 +144,19 @@ class SaveAndStopOnSignal(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
         return control
+
+
+def _collective_tensor(value: int):
+    """``value`` as a one-element tensor on the device the process group's collectives run on; None when there is
+    no group of more than one rank to run them in."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return None
+    nccl = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
+    return torch.tensor([value], device=device)
 
 
 def _slurm_job_record(job_id: str) -> dict[str, str]:
@@ -168,9 +180,10 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
 
     Runs on global rank 0 only (every rank learns the signal through the callback's all-reduce). SIGUSR1 always
     requeues; SIGTERM requeues only a job Slurm is preempting (see the module docstring), never a cancelled one.
-    Does nothing outside Slurm, on other ranks (they exit 0 and leave the job's status to this one:
-    ``stop_exit_code``), or when training was not stopped by a signal. The recipe calls it with the
-    stopper's handlers still installed, so that a second signal cannot kill rank 0 before ``scontrol requeue`` returns.
+    Does nothing outside Slurm, on other ranks (they take this one's answer, ``requeue_with_every_rank``, exit 0
+    and leave the job's status to this one: ``stop_exit_code``), or when training was not stopped by a signal. The
+    recipe calls it with the stopper's handlers still installed, so that a second signal cannot kill rank 0 before
+    ``scontrol requeue`` returns.
 
     Returns:
         True when the job is requeued: by this call, or by Slurm itself (``scontrol requeue``, preemption).
@@ -206,6 +219,38 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
         logger.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
         return False
     return True
+
+
+def requeue_with_every_rank(callback: SaveAndStopOnSignal) -> bool:
+    """``requeue_slurm_job`` on global rank 0, then its answer broadcast to every rank; call it on every rank.
+
+    No rank returns before rank 0's ``scontrol`` calls have: under preemption torchrun exits 1 after a SIGTERM even
+    when all its ranks exit 0 (``launch_agent`` re-raises the agent's ``SignalException`` once its workers are done:
+    torch/distributed/launcher/api.py), so on a node without rank 0 a rank that returned at once let its torchrun
+    exit 1 and ``srun --kill-on-bad-exit`` end the step while rank 0 was still in ``scontrol show job`` or
+    ``scontrol requeue``: the job never came back. Every rank's ``RunResult.requeued`` then is rank 0's. Called with
+    the stopper's handlers installed: the SIGTERM a successful requeue sends every rank of the step while they wait
+    here only sets the flag.
+
+    Returns:
+        Rank 0's answer: True when the job is requeued.
+    """
+    import torch.distributed as dist
+
+    try:
+        requeued = requeue_slurm_job(callback)
+    except Exception:
+        # Rank 0 failed before its answer (scontrol's output not text, a malformed SLURM_RESTART_COUNT): the other
+        # ranks, waiting in the broadcast, are told "not requeued" and end, instead of waiting out ddp_timeout.
+        tensor = _collective_tensor(0)
+        if tensor is not None:
+            dist.broadcast(tensor, src=0)
+        raise
+    tensor = _collective_tensor(int(requeued))
+    if tensor is not None:
+        dist.broadcast(tensor, src=0)
+        requeued = bool(tensor.item())
+    return requeued
 
 
 class ExportAbandoned(SystemExit):

@@ -16,13 +16,16 @@ from judge.plumbing.provenance import update_provenance as update_run_json
 __all__ = ["RunResult", "write_run_json", "update_run_json", "stage_result", "put_export_in_place"]
 
 
-def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any]) -> Path:
+def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: dict[str, Any],
+                   prompt_version: str | None = None) -> Path:
     """Write ``<output_dir>/run.json`` at the start of a training run (a resumed run keeps its earlier launches).
 
     Args:
         output_dir: the run folder (created if missing).
         config: the resolved config as plain data.
         launch: world size, accumulation arithmetic and anything else known before training.
+        prompt_version: the template the run's prompts are rendered with (None: ``judge.PROMPT_VERSION``; GRPO's is
+            the one its base is asked with, which its export's manifest names too). The task classifier records none.
 
     Returns:
         The path written.
@@ -34,8 +37,8 @@ def write_run_json(output_dir: str | Path, *, config: dict[str, Any], launch: di
     # The task classifier has its own subcommand and renders no judge prompt; the judges run under `judge-train run`.
     classifier = config.get("recipe") == "classifier"
     return write_provenance(output_dir, "judge-train classifier" if classifier else "judge-train run", config,
-                            prompt_version=None if classifier else judge.PROMPT_VERSION, launch=launch,
-                            seed=config.get("seed"))
+                            prompt_version=None if classifier else prompt_version or judge.PROMPT_VERSION,
+                            launch=launch, seed=config.get("seed"))
 
 
 def _set_aside_unreadable(output_dir: Path) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
 from train.output_folder import check_output_dir, clear_earlier_run
+from train.trainer_preflight import check_optimizer_and_schedule
 from train.training_arguments import (Launch, init_distributed, is_main_process, launch_arithmetic, stand_in_for_a_launcher,
                                       training_kwargs, use_bf16, weights_dtype)
 
@@ -171,9 +172,10 @@ def check_resumed_data(output_dir: str | Path, report: dict[str, Any]) -> None:
         raise ConfigError(
             f"--resume: the training rows differ from those of the run in {output_dir} (n_train "
             f"{earlier.get('n_train')} -> {report['n_train']}, fingerprint {before[:12]} -> "
-            f"{report['train_fingerprint'][:12]}): the data file changed since that launch, and the checkpoint's data "
-            "position counts rows of the earlier one. Restore the earlier data, or train on the new data into a "
-            "fresh --output-dir (or start over here with --overwrite-output-dir)"
+            f"{report['train_fingerprint'][:12]}): the data file, or the prompt template the rows are rendered with, "
+            "changed since that launch, and the checkpoint's data position counts rows of the earlier one. Restore "
+            "the earlier data, or train on the new data into a fresh --output-dir (or start over here with "
+            "--overwrite-output-dir)"
         )
 
 
@@ -241,6 +243,7 @@ class PreparedRun:
         export_under_stopper: whether the recipe's export runs under the stopper's handlers (``export_judge``), so
             that ``train`` leaves them installed for it when training ends; False for a recipe that exports
             without that watch (the task classifier, ``prepare(..., export_under_stopper=False)``).
+        prompt_version: the template the prompts are rendered with, for run.json (None: ``judge.PROMPT_VERSION``).
     """
 
     config: TrainConfig
@@ -251,6 +254,7 @@ class PreparedRun:
     dtype: Any
     stopper: Any = field(repr=False)
     export_under_stopper: bool = True
+    prompt_version: str | None = None
 
     def record_data(self, report: dict[str, Any], train_rows: Sequence[dict[str, Any]] | None = None) -> None:
         """Write run.json (resolved config, launch, provenance) with the data report, on global rank 0.
@@ -280,7 +284,8 @@ class PreparedRun:
             # clear_earlier_run: should the launch be refused in between, a later --resume must not take this
             # config for theirs (check_resumed_config).
             launch["earlier_run_deleted"] = False
-        provenance.write_run_json(self.config.output_dir, config=config_to_dict(self.config), launch=launch)
+        provenance.write_run_json(self.config.output_dir, config=config_to_dict(self.config), launch=launch,
+                                  prompt_version=self.prompt_version)
         provenance.update_run_json(self.config.output_dir, data=report)
 
     def training_arguments(self, arguments_cls, *, has_eval: bool, **extra):
@@ -296,7 +301,8 @@ class PreparedRun:
             extra: the recipe's own arguments (``max_length``, ``remove_unused_columns`` ...).
 
         Raises:
-            ConfigError: ``arguments_cls`` refuses a value or a combination (its own message).
+            ConfigError: ``arguments_cls`` refuses a value or a combination (its own message), or the optimizer or
+                the schedule cannot be built (``train.trainer_preflight.check_optimizer_and_schedule``).
         """
         clash = sorted(set(extra) & set(self.config.trainer_args))
         if clash:
@@ -312,6 +318,9 @@ class PreparedRun:
             raise ConfigError(f"{arguments_cls.__name__} refuses this config or the launcher's environment: "
                               f"{err}") from err
         init_distributed(args)
+        # Under a launcher check_training_arguments checks only names: a job launched by hand (sbatch, torchrun)
+        # met a missing optim package or schedule kwarg as a traceback on every rank after the model loaded.
+        check_optimizer_and_schedule(args, self.config)
         return args
 
     def train(self, trainer):
@@ -342,8 +351,8 @@ class PreparedRun:
                 logger.warning("stopped at step %d by a signal; resume with --resume", self.stopper.stopped_at_step)
                 # Still under the stopper's handler: a second SIGTERM (torchrun's, or Slurm's for the whole step)
                 # arriving while rank 0 runs `scontrol requeue` only sets a flag, instead of killing rank 0 before
-                # the job is back in the queue.
-                result = dataclasses.replace(result, requeued=preemption.requeue_slurm_job(self.stopper))
+                # the job is back in the queue. Every rank waits for rank 0's answer (requeue_with_every_rank says why).
+                result = dataclasses.replace(result, requeued=preemption.requeue_with_every_rank(self.stopper))
             else:
                 # Trained to the end: the handlers stay for the export, which uninstalls them when it is done
                 # (train.export.export_after_training). Uninstalled here, the disposition the process inherited
@@ -407,7 +416,8 @@ class PreparedRun:
         return result
 
 
-def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True) -> PreparedRun:
+def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True,
+            prompt_version: str | None = None) -> PreparedRun:
     """The config step every recipe starts with, then the base model and its tokenizer.
 
     Sets up logging, derives the batch arithmetic (and checks a DeepSpeed JSON against it), applies the
@@ -419,6 +429,7 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
         name: what the recipe trains, for the log (``"seq2seq judge"``).
         export_under_stopper: ``PreparedRun.export_under_stopper``: False for a recipe that does not export
             through ``export_judge``.
+        prompt_version: ``PreparedRun.prompt_version`` (GRPO: the template its base is asked with).
 
     Raises:
         ConfigError: a global batch that does not divide, a DeepSpeed JSON whose accumulation or bf16 differs from
@@ -441,16 +452,10 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
         check_wandb_login(config)  # after WANDB_DIR: W&B's process-wide setup keeps the one it first sees
     transformers.set_seed(config.seed)
     base_model = resolve_base_model(config)
-    return PreparedRun(
-        config=config,
-        launch=launch,
-        resume_from=resume_from,
-        base_model=base_model,
-        tokenizer=load_tokenizer(base_model),
-        dtype=weights_dtype(config),
-        stopper=preemption.SaveAndStopOnSignal(),
-        export_under_stopper=export_under_stopper,
-    )
+    return PreparedRun(config=config, launch=launch, resume_from=resume_from, base_model=base_model,
+                       tokenizer=load_tokenizer(base_model), dtype=weights_dtype(config),
+                       stopper=preemption.SaveAndStopOnSignal(), export_under_stopper=export_under_stopper,
+                       prompt_version=prompt_version)
 
 
 @contextlib.contextmanager

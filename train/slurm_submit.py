@@ -9,10 +9,11 @@ Usage::
 Python reads the recipe YAML (through ``train.config.load_config``, so a bad config fails here, before the job
 queues); bash never does. What ``judge-train run`` in the job would refuse is refused here too: its data and base
 model (``train.cli.check_training_data``, a hub id looked up in the job's cache, never downloaded), its
-trainer arguments, and a DeepSpeed JSON's fixed accumulation against the one planned here. The rendered script is
-``slurm/train.sbatch`` with its ``#SBATCH`` header set to the requested values and a block of ``export JUDGE_...``
-lines after it, including the gradient accumulation that keeps the global batch (256 in the POLLUX paper) on
-N x G ranks::
+trainer arguments, the run folder's refusals (``train.output_folder.check_output_dir``, resuming as the job will;
+left to the job when it waits for another), and a DeepSpeed JSON's fixed accumulation against the one planned
+here. The rendered script is ``slurm/train.sbatch`` with its ``#SBATCH`` header set to the requested values and a
+block of ``export JUDGE_...`` lines after it, including the gradient accumulation that keeps the global batch (256
+in the POLLUX paper) on N x G ranks::
 
     global_batch_size = per_device_train_batch_size x gradient_accumulation x nodes x ranks_per_node
 
@@ -30,7 +31,7 @@ Each such variable set in the shell is named on stderr with the flag that sets i
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~710 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~760 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -285,6 +286,13 @@ def _planned_option(name: str) -> str | None:
     return next((planned for planned in PLANNED_SBATCH_OPTIONS if planned.startswith(name)), None)
 
 
+def _is_dependency(option: str) -> bool:
+    """Whether the long option ``option`` is sbatch's ``--dependency``, or a beginning of its name getopt_long reads
+    as it (``--dep`` and longer: ``--de`` is also ``--deadline``'s and ``--delay-boot``'s)."""
+    name = (option[2:].partition("=")[0].split() or [""])[0] if option.startswith("--") else ""
+    return len(name) >= 3 and "dependency".startswith(name)
+
+
 def slurm_time_s(limit: str | None) -> int | None:
     """Seconds in a Slurm time limit (sbatch(1), --time: "minutes", "minutes:seconds", "hours:minutes:seconds",
     "days-hours", "days-hours:minutes", "days-hours:minutes:seconds"); None when there is none or it does not parse
@@ -327,8 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
         "printed, with --dry-run); 2 a usage or configuration error found before rendering (a pass-through argument "
         "the config does not take, a missing file, a data or eval_data file with no training rows left or with "
         "held-out rows, a base model the recipe cannot train from, a DeepSpeed config whose fixed accumulation or bf16 "
-        "this allocation does not give, a DeepSpeed ZeRO checkpoint in the run folder written by another number of "
-        "ranks) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
+        "this allocation does not give; in the run folder, unless the job waits for another: a resume of an edited "
+        "config, of a checkpoint without optimizer.pt or scheduler.pt, of a DeepSpeed ZeRO checkpoint written by "
+        "another number of ranks, of checkpoints all cut off mid-save, or of a folder whose last "
+        "--overwrite-output-dir launch stopped before it deleted the earlier run; a fresh run over a finished "
+        "export/) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
         "own status when it refuses the job (1 if it gives none).",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
@@ -338,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="Print the rendered script; submit nothing.")
     parser.add_argument("--inputs-from-earlier-job", action="store_true",
                         help="The data or the base model is written by a job this one waits for (e.g. GRPO after its "
-                             "trace SFT, --sbatch-arg=--dependency=afterok:ID): not checked now, the job checks them.")
+                             "trace SFT, --sbatch-arg=--dependency=afterok:ID): they and the run folder are not "
+                             "checked now, the job checks them. An --sbatch-arg=--dependency=... alone leaves the run "
+                             "folder to the job as well.")
     parser.add_argument("--partition", help="Slurm partition (#SBATCH --partition).")
     parser.add_argument("--account", help="Slurm account to charge (#SBATCH --account).")
     parser.add_argument("--time", help="Time limit, e.g. 48:00:00 (default: the template's 24:00:00).")
@@ -527,6 +540,45 @@ def _names_a_missing_input(err: BaseException) -> bool:
             and not isinstance(err.__context__, OfflineNotCached))
 
 
+def _check_run_folder(config: Any, output_dir: Path, plan: BatchPlan) -> None:
+    """Refuse what the job's ``train.output_folder.check_output_dir`` would refuse on every rank after the queue's
+    wait: a resume of an edited config, of a checkpoint without its optimizer or of one written by another number of
+    ZeRO ranks, of a folder whose checkpoints are all cut off mid-save, or of a folder whose earlier run was not
+    deleted; a fresh run over a finished export. The job resumes as slurm/train.sbatch decides: when the overwrite is
+    off and any ``checkpoint-*/trainer_state.json`` is there (or ``-- --resume``), whether or not judge-train then
+    finds that checkpoint complete. A finished run is submitted: its job says "already finished" and ends (exit 0).
+
+    Raises:
+        SubmitError: the job's own message.
+    """
+    import dataclasses
+    import io
+    import logging
+
+    from train.config import ConfigError
+    from train.output_folder import RunFinished, check_output_dir
+
+    # The script's rule, not latest_checkpoint's: a checkpoint with its state but a cut RNG file makes the job resume
+    resume = config.resume or (not config.overwrite_output_dir
+                               and any(p.is_file() for p in output_dir.glob("checkpoint-*/trainer_state.json")))
+    job = dataclasses.replace(config, output_dir=str(output_dir), resume=resume)
+    folder_logger = logging.getLogger("train.output_folder")
+    level = folder_logger.level
+    # What the job logs and prints on its way (a resume not comparable with an older run.json, "already finished")
+    # is the job's to say; submit says a refusal only, and --dry-run's standard output is the script alone.
+    folder_logger.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check_output_dir(job, plan.world_size, launch="this submission trains on {ranks} ranks "
+                             f"({plan.nodes} nodes x {plan.ranks_per_node})")
+    except ConfigError as err:
+        raise SubmitError(str(err)) from None
+    except RunFinished:
+        pass
+    finally:
+        folder_logger.setLevel(level)
+
+
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
     from train.config import ConfigError, load_config
 
@@ -557,6 +609,8 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError(f"--master-port must be a port from 1 to 65535, got {args.master_port}")
     if args.shutdown_timeout_s is not None and args.shutdown_timeout_s <= 0:
         raise SubmitError(f"--shutdown-timeout-s must be a positive number of seconds, got {args.shutdown_timeout_s}")
+    if args.cpus_per_task is not None and args.cpus_per_task <= 0:
+        raise SubmitError(f"--cpus-per-task must be positive, got {args.cpus_per_task}")
     if args.gpus_per_node < 0:
         raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
     ranks = args.gpus_per_node or args.cpu_ranks_per_node
@@ -576,19 +630,15 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     except ConfigError as err:
         raise SubmitError(f"{err} (this submission: global batch {plan.describe()})") from None
     output_dir = Path(args.output_dir or config.output_dir).resolve()
-    if not config.overwrite_output_dir:
-        # The job resumes the folder's latest checkpoint (slurm/train.sbatch passes --resume): a ZeRO one written by
-        # another number of ranks would be refused by every rank, after the queue's wait.
-        from train.output_folder import check_world_size, finished_export, latest_checkpoint
-
-        checkpoint = latest_checkpoint(output_dir)
-        # a finished run's job ends at once whatever its rank count ("already finished", slurm/train.sbatch)
-        if checkpoint is not None and finished_export(output_dir, checkpoint) is None:
-            try:
-                check_world_size(config, checkpoint, plan.world_size, launch="this submission trains on {ranks} ranks "
-                                 f"({plan.nodes} nodes x {plan.ranks_per_node})")
-            except ConfigError as err:
-                raise SubmitError(str(err)) from None
+    # A job that waits for another (its inputs, or an --sbatch-arg=--dependency=...) may find the folder changed by
+    # it, e.g. a continuation of the run that job trains: the folder is the job's to check once it starts.
+    dependency = next((option for option in args.sbatch_arg if _is_dependency(option)), None)
+    if args.inputs_from_earlier_job or dependency is not None:
+        given = "--inputs-from-earlier-job" if args.inputs_from_earlier_job else f"--sbatch-arg={dependency}"
+        print(f"judge-train submit: warning: {given}: the run folder {output_dir} is not checked now (the job this "
+              "one waits for may change it); the job checks it when it starts", file=sys.stderr)
+    else:
+        _check_run_folder(config, output_dir, plan)
     job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
     # The log path (below) goes through Slurm's filename patterns: a backslash turns them off and is dropped, a / in
     # %x (the job name) names a folder no one made. Either way the job fails at launch and leaves no log at all.

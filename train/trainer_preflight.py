@@ -5,13 +5,17 @@ transformers builds the optimizer and the learning-rate schedule, and the report
 whose package is missing, a schedule that needs ``lr_scheduler_kwargs``, a value the optimizer cannot take, a
 misspelt or uninstalled ``report_to`` or W&B without credentials then failed after the base model had loaded, as a
 traceback on every rank. ``check_optimizer_and_schedule`` and ``check_report_to`` run where
-``train.training_arguments.check_training_arguments`` runs (``judge-train run`` and ``submit``);
+``train.training_arguments.check_training_arguments`` runs (``judge-train run`` and ``submit``), and
+``check_optimizer_and_schedule`` again on each rank's real arguments before the model loads
+(``train.recipe_steps.PreparedRun.training_arguments``), the only check of them a job launched by hand (sbatch,
+torchrun) gets;
 ``check_wandb_login`` runs in the training process itself (``train.recipe_steps.prepare``), whose environment
 (``JUDGE_ENV_SCRIPT`` under Slurm) is the one W&B logs in from.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -29,8 +33,24 @@ WANDB_LOCAL_MODES = frozenset({"offline", "disabled", "dryrun"})
 #: package and arguments go.
 _NEEDS_THE_MODEL = ("galore", "apollo", "lomo", "adalomo")
 
-#: Steps the schedule is built for when the config sets no ``max_steps``: any positive count builds the same kind.
+#: Steps the schedule is built for when the config sets no ``max_steps``: any positive count builds the same kind,
+#: once it is longer than the warmup (``_schedule_probe_steps``).
 _PROBE_STEPS = 1000
+
+
+def _schedule_probe_steps(args: Any) -> int:
+    """The run's length the schedule is checked at: ``max_steps``, or in epoch mode one longer than the warmup.
+
+    The epoch count's length is known only from the dataset, inside ``trainer.train()``. A probe no longer than the
+    warmup would run no decay step, so a decay kwarg of the wrong type passed, and polynomial (which divides by the
+    steps after the warmup) was refused for a warmup a real run outlasts.
+    """
+    if args.max_steps > 0:
+        return args.max_steps
+    if args.warmup_steps >= 1:  # a count of warmup steps: the probe's decay phase starts after it
+        return max(_PROBE_STEPS, 2 * int(args.warmup_steps) + 2)
+    # a fraction r of the run (transformers' get_warmup_steps): ceil(n*r) <= n - 2 once n >= 2/(1-r)
+    return max(_PROBE_STEPS, math.ceil(2 / (1 - args.warmup_steps)))
 
 
 def report_to_names(config: Any) -> list[str]:
@@ -62,6 +82,10 @@ def check_report_to(config: Any) -> None:
     names = report_to_names(config)
     if not names or names == ["all"]:
         return
+    if "all" in names:
+        # TrainingArguments expands 'all' only when it is the whole value; in a list it reaches Trainer as a name
+        raise ConfigError(f"report_to: 'all' (every installed integration) stands alone, got {config.report_to!r}; "
+                          "give 'all', or the integrations' names without it")
     import difflib
 
     from transformers.integrations.integration_utils import (INTEGRATION_TO_CALLBACK,
@@ -117,13 +141,23 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
         if not (needs_model and "model" in str(err)):
             raise ConfigError(f"optim {config.optim!r} refuses this config{given}: {_one_line(err)}") from None
     # The schedule over a plain torch optimizer: its kind and lr_scheduler_kwargs are what can refuse.
-    steps = args.max_steps if args.max_steps > 0 else _PROBE_STEPS
+    steps = _schedule_probe_steps(args)
+    warmup = args.get_warmup_steps(steps)
     try:
-        get_scheduler(args.lr_scheduler_type, optimizer=torch.optim.SGD([parameter], lr=args.learning_rate),
-                      num_warmup_steps=args.get_warmup_steps(steps), num_training_steps=steps,
-                      scheduler_specific_kwargs=args.lr_scheduler_kwargs)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"lr_scheduler_type {config.lr_scheduler_type!r} refuses this config{given}: "
+        scheduler = get_scheduler(args.lr_scheduler_type,
+                                  optimizer=torch.optim.SGD([parameter], lr=args.learning_rate),
+                                  num_warmup_steps=warmup, num_training_steps=steps,
+                                  scheduler_specific_kwargs=args.lr_scheduler_kwargs)
+        # Building runs the rate at step 0 only, where a warmup returns before the decay reads its kwargs
+        # (polynomial's power, cosine's num_cycles): a kwarg of the wrong type failed at the first step after the
+        # warmup, mid-run. Each phase's first and last step, and its middle, runs here.
+        if isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
+            for step in sorted({0, warmup, warmup + 1, steps // 2, steps - 1, steps}):
+                for rate in scheduler.lr_lambdas:
+                    rate(step)
+    except (TypeError, ValueError, ArithmeticError) as err:
+        kwargs = f" with lr_scheduler_kwargs {args.lr_scheduler_kwargs}" if args.lr_scheduler_kwargs else ""
+        raise ConfigError(f"lr_scheduler_type {config.lr_scheduler_type!r}{kwargs} refuses this config{given}: "
                           f"{_one_line(err)}") from None
 
 

@@ -258,7 +258,9 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
                         "--cpus-per-task=16"]
     assert srun[6:8] == ["bash", "-c"] and 'trap "" USR1' in srun[8] and "--no-python judge-train" in srun[8]
     assert srun[9] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
-    assert srun[10:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9"]
+    # restart 1: a requeue keeps its folder, after every other argument (test_slurm_train_requeue_overwrite.py)
+    assert srun[10:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9",
+                         "--no-overwrite-output-dir"]
 
 
 # --- a newline in a value must not become a command line in the script ----------------------------------------

@@ -259,7 +259,10 @@ def test_inputs_an_earlier_job_will_write_are_left_to_the_job_when_said(tmp_path
                               "--inputs-from-earlier-job"]) == 0
     captured = capsys.readouterr()
     assert "#SBATCH --nodes=1" in captured.out
-    assert captured.err == ("judge-train submit: warning: --inputs-from-earlier-job: the data and the base model are "
+    assert captured.err == ("judge-train submit: warning: --inputs-from-earlier-job: the run folder "
+                            f"{tmp_path / 'run'} is not checked now (the job this one waits for may change it); the "
+                            "job checks it when it starts\n"
+                            "judge-train submit: warning: --inputs-from-earlier-job: the data and the base model are "
                             "not checked now; the job checks them when it starts\n")
 
 
@@ -364,3 +367,108 @@ def test_a_hub_id_is_looked_up_in_the_jobs_cache_and_never_downloaded(tmp_path, 
     assert submit("org/not-cached", "--cache-dir", str(tmp_path / "cache")) == 0
     assert looked_up == [True, True, True]
     assert "HF_HOME" not in os.environ  # the look-up's cache was submit's to set, and is gone
+
+
+# --- the run folder: what the job's train.output_folder.check_output_dir would refuse, refused before the queue ----
+
+
+def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_before_the_queue(tmp_path, config_file,
+                                                                                            capsys):  # fmt: skip
+    """slurm/train.sbatch resumes the folder's complete checkpoint-6; its run.json records learning_rate 2e-05 and
+    the file now says the default 1e-05. Every rank of the job refused that resume after the queue's wait; submit
+    says the job's message, exit 2. Starting over (`-- --overwrite-output-dir`) is submitted."""
+    import dataclasses
+
+    from train.config import config_to_dict, load_config
+    from train.provenance import write_run_json
+
+    run = tmp_path / "run"
+    checkpoint = run / "checkpoint-6"
+    checkpoint.mkdir(parents=True)
+    for name, body in (("trainer_state.json", '{"global_step": 6}'), ("optimizer.pt", ""), ("scheduler.pt", "")):
+        (checkpoint / name).write_text(body)
+    earlier = dataclasses.replace(load_config(config_file), learning_rate=2e-5)
+    write_run_json(run, config=config_to_dict(earlier), launch={"world_size": 2})
+    assert _submit(config_file, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"judge-train submit: --resume: {run} holds a run trained with other settings: learning_rate: 2e-05 -> "
+        "1e-05. A resume restores the checkpoint's optimizer, learning-rate schedule and data position, so these "
+        "would not take effect as the config says, while run.json and the model card would record them. Train with "
+        "them into a fresh --output-dir (or start over here with --overwrite-output-dir; under judge-train submit, "
+        "`-- --overwrite-output-dir`), or resume with the earlier values (run.json's config)\n")
+    assert _submit(config_file, "--dry-run", "--", "--overwrite-output-dir") == 0
+
+
+def test_a_fresh_run_into_a_folder_holding_a_finished_export_is_refused_before_the_queue(tmp_path, config_file,
+                                                                                         capsys):  # fmt: skip
+    """No checkpoint, so the job trains fresh, and its judge-train refused to replace export/ (a judge someone may
+    be serving) on every rank after the queue's wait."""
+    (tmp_path / "run" / "export").mkdir(parents=True)
+    (tmp_path / "run" / "export" / "model.safetensors").write_bytes(b"")
+    assert _submit(config_file, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"judge-train submit: {tmp_path / 'run'} already holds a finished export/; "
+                            "--overwrite-output-dir to start over, or choose another --output-dir\n")
+
+
+@pytest.mark.parametrize("cpus", ["0", "-4"])
+def test_a_cpus_per_task_below_one_is_refused_by_submit_not_sbatch(config_file, capsys, cpus):
+    assert _submit(config_file, "--cpus-per-task", cpus, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"judge-train submit: --cpus-per-task must be positive, got {cpus}\n"
+
+
+def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_refused_before_the_queue(tmp_path, config_file,
+                                                                                       capsys):  # fmt: skip
+    """checkpoint-2 holds trainer_state.json, so slurm/train.sbatch passes --resume; its rng_state_1.pth is not a
+    zip archive (torch.save's, whose directory comes last: cut off), so judge-train finds no complete checkpoint.
+    Submit predicted a fresh run from latest_checkpoint and passed; the job then refused on every rank, saying no
+    checkpoint was there. Now submit refuses as the job would, naming the checkpoint and why."""
+    checkpoint = tmp_path / "run" / "checkpoint-2"
+    checkpoint.mkdir(parents=True)
+    for name, body in (("trainer_state.json", '{"global_step": 2}'), ("optimizer.pt", ""), ("scheduler.pt", "")):
+        (checkpoint / name).write_text(body)
+    (checkpoint / "rng_state_1.pth").write_bytes(b"PK\x03\x04cut")
+    assert _submit(config_file, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"judge-train submit: --resume: no complete checkpoint in {tmp_path / 'run'} to resume from: checkpoint-2 "
+        "(rng_state_1.pth cut off) (a save that did not finish, which the trainer cannot load); start over with "
+        "--overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`), or train into a fresh "
+        "--output-dir\n")
+    assert _submit(config_file, "--dry-run", "--", "--overwrite-output-dir") == 0
+
+
+@pytest.mark.parametrize("option", ["--dependency=afterany:123", "--dep=afterok:123"])
+def test_a_job_that_waits_for_another_leaves_the_run_folder_to_the_job(tmp_path, config_file, capsys, option):
+    """Job B continues the folder job A is training (--dependency=afterany:A): at submit the folder holds A's
+    finished export/ and no checkpoint yet, which a fresh run would be refused over; by B's start A has changed it.
+    Submit renders B (exit 0) with a warning; sbatch's getopt_long reads --dep as --dependency. Without the
+    dependency the folder is refused (test_a_fresh_run_into_a_folder_holding_a_finished_export_...)."""
+    (tmp_path / "run" / "export").mkdir(parents=True)
+    (tmp_path / "run" / "export" / "model.safetensors").write_bytes(b"")
+    assert _submit(config_file, "--dry-run", f"--sbatch-arg={option}") == 0
+    captured = capsys.readouterr()
+    assert f"#SBATCH --{option[2:]}\n" in captured.out
+    assert captured.err == (f"judge-train submit: warning: --sbatch-arg={option}: the run folder {tmp_path / 'run'} "
+                            "is not checked now (the job this one waits for may change it); the job checks it when "
+                            "it starts\n")
+
+
+def test_submit_help_lists_the_run_folder_refusals(capsys):
+    """The exit-code list named only the ZeRO world-size refusal among the run folder's."""
+    with pytest.raises(SystemExit) as ended:
+        slurm_submit.main(["--help"])
+    assert ended.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for refusal in ("a resume of an edited config", "of a checkpoint without optimizer.pt or scheduler.pt",
+                    "of a DeepSpeed ZeRO checkpoint written by another number of ranks",
+                    "of checkpoints all cut off mid-save",
+                    "--overwrite-output-dir launch stopped before it deleted the earlier run",
+                    "a fresh run over a finished export/", "unless the job waits for another"):
+        assert refusal in text, refusal

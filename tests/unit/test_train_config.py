@@ -493,7 +493,7 @@ def test_a_stop_that_rank_0_handles_is_no_failure_on_the_other_ranks(tmp_path, m
     import train.cli
 
     module = types.ModuleType("stopped_recipe")
-    module.main = _stopped_run(requeued=False)  # what requeue_slurm_job leaves on a rank other than 0
+    module.main = _stopped_run(requeued=False)  # what requeue_with_every_rank leaves on every rank when rank 0 did not requeue
     monkeypatch.setitem(sys.modules, "stopped_recipe", module)
     monkeypatch.setitem(train.cli.RECIPE_ENTRIES, "seq2seq", ("stopped_recipe", "main", "seq2seq judge"))
     for name in ("WORLD_SIZE", "LOCAL_RANK"):

@@ -56,6 +56,40 @@ def test_a_schedule_kwarg_yaml_reads_as_text_is_read_as_a_number_and_the_schedul
     check_training_arguments(config)
 
 
+def test_a_schedule_kwarg_read_only_after_the_warmup_is_refused_by_the_check(tmp_path):
+    """polynomial reads its power after the warmup: building the schedule runs step 0, inside the 10 warmup steps,
+    and passed; training then failed at step 10 with a TypeError on every rank. Each phase's steps run in the check.
+    A number for power builds."""
+    with pytest.raises(ConfigError) as refused:  # the config's load checks the trainer's arguments
+        _config(tmp_path, lr_scheduler_type="polynomial", warmup_steps=10,
+                trainer_args={"lr_scheduler_kwargs": {"power": "two"}})
+    assert str(refused.value) == (
+        "lr_scheduler_type 'polynomial' with lr_scheduler_kwargs {'power': 'two'} refuses this config (trainer_args "
+        "['lr_scheduler_kwargs']): unsupported operand type(s) for ** or pow(): 'float' and 'str'")
+    check_training_arguments(_config(tmp_path, lr_scheduler_type="polynomial", warmup_steps=10,
+                                     trainer_args={"lr_scheduler_kwargs": {"power": 2.0}}))
+
+
+def test_polynomial_with_a_long_warmup_and_no_max_steps_passes(tmp_path):
+    """Without max_steps the length is the epochs' (known inside train()); the check's probe of 1000 steps with a
+    1000-step warmup left polynomial no decay step and divided by zero (1000 - 1000), refusing a config a run longer
+    than its warmup trains with. The probe outlasts the warmup."""
+    config = _config(tmp_path, lr_scheduler_type="polynomial", warmup_steps=1000)
+    assert config.max_steps == -1
+    check_training_arguments(config)
+
+
+def test_a_decay_kwarg_after_a_warmup_longer_than_the_probe_is_refused(tmp_path):
+    """A 2000-step warmup covered the whole 1000-step probe: power 'two' was never read and the check passed. With
+    the probe past the warmup, the decay step reads it."""
+    with pytest.raises(ConfigError) as refused:  # the config's load checks the trainer's arguments
+        _config(tmp_path, lr_scheduler_type="polynomial", warmup_steps=2000,
+                trainer_args={"lr_scheduler_kwargs": {"power": "two"}})
+    assert str(refused.value) == (
+        "lr_scheduler_type 'polynomial' with lr_scheduler_kwargs {'power': 'two'} refuses this config (trainer_args "
+        "['lr_scheduler_kwargs']): unsupported operand type(s) for ** or pow(): 'float' and 'str'")
+
+
 def test_the_shipped_optimizer_and_schedule_pass(tmp_path):
     """adamw_torch with the linear decay (every shipped config) builds."""
     check_training_arguments(_config(tmp_path))
@@ -77,6 +111,16 @@ def test_a_report_to_the_trainer_cannot_log_to_is_refused_by_the_check(tmp_path,
     with pytest.raises(ConfigError) as refused:
         check_training_arguments(config)
     assert str(refused.value).startswith(message)
+
+
+def test_report_to_all_beside_another_name_is_refused_as_such(tmp_path):
+    """TrainingArguments expands 'all' only as the whole value (training_args.py, __post_init__); in a list Trainer
+    meets it as an integration's name. The refusal said 'all' was not an integration at all."""
+    config = _config(tmp_path, report_to="all,wandb")
+    with pytest.raises(ConfigError) as refused:
+        check_training_arguments(config)
+    assert str(refused.value) == ("report_to: 'all' (every installed integration) stands alone, got 'all,wandb'; "
+                                  "give 'all', or the integrations' names without it")
 
 
 def test_report_to_is_checked_under_a_launcher_too(tmp_path, monkeypatch):

@@ -1,0 +1,127 @@
+"""A signal-stopped run of two ranks: rank 0 decides and requeues, every rank returns its answer, and none returns
+before rank 0's ``scontrol`` calls have (train/recipe_steps.py ``PreparedRun.train``, train/preemption.py
+``requeue_with_every_rank``).
+
+Under preemption torchrun exits 1 after the SIGTERM even when its ranks exit 0: a rank on another node that returned
+at once let its torchrun end the step (``srun --kill-on-bad-exit``) while rank 0 was still asking ``scontrol``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.unit.test_slurm_requeue_decision import _fake_scontrol
+
+# A rank that dies before joining leaves the other in the store's C++ wait, which pytest-timeout cannot interrupt:
+# the join gives up after this (torch's default is 30 minutes).
+_JOIN_TIMEOUT = timedelta(seconds=60)
+
+#: Job 7's record while Slurm preempts it within its GraceTime: rank 0 reads it, then requeues.
+_PREEMPTED = "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28"
+
+
+class _OneStepTrainer:
+    """What ``PreparedRun.train`` drives of a transformers Trainer, for one optimizer step: ``train`` calls every
+    callback's ``on_step_end`` once, as the trainer does at the end of a step, and returns. ``signal_before`` is
+    what the stopper's handler records on a rank the signal reached before that step ends (None: not this one)."""
+
+    def __init__(self, callbacks, signal_before: int | None):
+        from transformers import TrainerControl, TrainerState
+
+        self.callbacks, self.signal_before = list(callbacks), signal_before
+        self.state, self.control = TrainerState(), TrainerControl()
+        self.lr_scheduler = type("Schedule", (), {"get_last_lr": staticmethod(lambda: [0.0])})()
+
+    def add_callback(self, callback):
+        self.callbacks.append(callback)
+
+    def train(self, resume_from_checkpoint=None):
+        stopper = self.callbacks[0]
+        if self.signal_before is not None:
+            stopper.received = self.signal_before
+        self.state.global_step = 1
+        for callback in self.callbacks:
+            callback.on_step_end(None, self.state, self.control)
+
+
+def _train_one_step(rank: int, store: str, output_dir: Path, signal_before: int | None):
+    """``PreparedRun.train`` on ``rank`` of a gloo group of two, the stopper first among the trainer's callbacks (as
+    the recipes pass it); returns its ``RunResult`` and the fake scontrol's calls as they stood the moment ``train``
+    returned (read before the group is destroyed: destroying it waits for the other rank)."""
+    import torch.distributed as dist
+
+    from tests.support.tiny_regressor import prepared_run
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2, timeout=_JOIN_TIMEOUT)
+    try:
+        run = prepared_run(output_dir)
+        result = run.train(_OneStepTrainer([run.stopper], signal_before))
+        calls = Path(os.environ["FAKE_SCONTROL_CALLS"])
+        return result, calls.read_text().splitlines() if calls.exists() else []
+    finally:
+        dist.destroy_process_group()
+
+
+def _rank_one(store: str, output_dir: str, calls: str, seen: str) -> None:
+    """Rank 1, which no signal reached: writes to ``seen`` its result's ``requeued`` and the fake scontrol's calls
+    as they stand the moment ``train`` returns."""
+    os.environ["RANK"] = "1"
+    result, lines = _train_one_step(1, store, Path(output_dir), None)
+    Path(seen).write_text(json.dumps({"requeued": result.requeued, "stopped_by_signal": result.stopped_by_signal,
+                                      "scontrol_calls": lines}))
+    raise SystemExit(0)
+
+
+def _two_ranks(tmp_path: Path, monkeypatch, record: str, signum: int):
+    """A stop on two ranks of job 7, whose record is ``record``: rank 0 (this process) gets ``signum``, rank 1
+    (forked) learns it through the stopper's all-reduce. Returns rank 0's result, what rank 1 saw (``_rank_one``)
+    and the fake scontrol's calls at the end."""
+    calls = _fake_scontrol(tmp_path, monkeypatch, record)
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    store, seen = tmp_path / "store", tmp_path / "rank1.json"
+    # fork: the child has torch and transformers imported already (a spawned one would import them again)
+    other = multiprocessing.get_context("fork").Process(
+        target=_rank_one, args=(str(store), str(tmp_path / "rank1"), str(calls), str(seen)))
+    other.start()
+    try:
+        result, _ = _train_one_step(0, str(store), tmp_path / "rank0", signum)
+        other.join(60)
+    finally:
+        if other.is_alive():  # rank 0 never joined a collective: do not leave rank 1 waiting in it
+            other.kill()
+            other.join()
+    assert other.exitcode == 0
+    return result, json.loads(seen.read_text()), calls.read_text().splitlines()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["preempted", "pre-timeout"])
+def test_every_rank_returns_rank_zeros_requeue_after_its_scontrol_calls(signum, tmp_path, monkeypatch):
+    """Preempted within GraceTime (SIGTERM) or near the time limit (SIGUSR1): rank 1's ``train`` returns requeued
+    True, and by then the fake scontrol already holds rank 0's calls (for SIGTERM the record, then the requeue; for
+    SIGUSR1 the requeue alone): it waited for rank 0's answer. Rank 1 itself asked nothing. Before, rank 1 returned
+    False at once, whatever rank 0 was doing."""
+    result, rank_one, calls = _two_ranks(tmp_path, monkeypatch, _PREEMPTED, signum)
+    expected_calls = (["show job -o 7"] if signum == signal.SIGTERM else []) + ["requeue 7"]
+    assert result.requeued is True
+    assert rank_one == {"requeued": True, "stopped_by_signal": int(signum), "scontrol_calls": expected_calls}
+    assert calls == expected_calls  # rank 1 added none
+
+
+def test_every_rank_returns_rank_zeros_no_after_a_cancel(tmp_path, monkeypatch):
+    """scancel (SIGTERM, the record CANCELLED): rank 0 reads the record and does not requeue, and rank 1 returns that
+    same False after the read."""
+    result, rank_one, calls = _two_ranks(tmp_path, monkeypatch, "JobState=CANCELLED Restarts=0 PreemptTime=None",
+                                         signal.SIGTERM)
+    assert result.requeued is False
+    assert rank_one == {"requeued": False, "stopped_by_signal": int(signal.SIGTERM),
+                        "scontrol_calls": ["show job -o 7"]}
+    assert calls == ["show job -o 7"]
