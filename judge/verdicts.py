@@ -17,7 +17,7 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~685 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~730 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``) and the reading of an output the length limit cut
 (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
 twice and could drift apart.
@@ -41,6 +41,7 @@ __all__ = [
     "cut_short",
     "read_tagged_verdict",
     "VerdictError",
+    "CONTEXT_LIMIT",
     "parse_verdict",
     "render_target",
     "render_rationale_target",
@@ -51,6 +52,7 @@ __all__ = [
     "bare_answer",
     "bare_tagged_answer",
     "has_think_tag",
+    "leading_reasoning",
     "read_served_verdict",
 ]
 
@@ -77,6 +79,22 @@ class VerdictError:
     # engine or a fault-tolerance abort answers HTTP 200 with the text written so far), so the text is no verdict
     # whatever it reads as. A failure of the request, not of the judge: asking again can succeed.
     ABORTED = "aborted"
+    # Not a parse failure either: the engine refused this one judgment (an HTTP 4xx: its window, a sampling value);
+    # the request's other judgments are answered. ``error_reason`` carries the engine's message, sanitized.
+    ENGINE_REFUSED = "engine_refused"
+
+
+#: An engine's words for a prompt its context window cannot hold, read alike by judge-eval's chat backends
+#: (``eval.judging.backends``) and by judge-serve for one judgment its engine refused (``serve.judging``). vLLM 0.32:
+#: "This model's maximum context length is M tokens. However, your prompt contains N input tokens, which exceeds this
+#: limit even without any output tokens." (``renderers/params.py``; "... contains N characters ..." for a text past
+#: any token count), "Input length (N) exceeds model's maximum context length (M)."
+#: (``entrypoints/serve/utils/api_utils.py``), "The decoder prompt (length N) is longer than the maximum model length
+#: of M." (``v1/engine/input_processor.py``), and for a prompt filling the window, whose max_tokens it lowers to the 0
+#: tokens left, "max_tokens must be at least 1, got 0." (as ``eval.mera.client`` reads it); OpenAI: "This model's
+#: maximum context length is N tokens", code ``context_length_exceeded``.
+CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tokens must be at least 1, got 0\b|"
+                           r"context_length_exceeded", re.I)
 
 
 class VerdictFormat:
@@ -419,6 +437,29 @@ def has_think_tag(text: str) -> bool:
     """Whether ``text`` (a reasoning read as the trace) holds a ``<think>`` or ``</think>`` of its own: a judge
     trained on it would learn to open or close reasoning inside its reasoning."""
     return _THINK_TAG.search(text) is not None
+
+
+def leading_reasoning(text: str) -> tuple[str | None, str | None]:
+    """The reasoning ``text`` opens with and the answer after it, as ``(reasoning, answer)``.
+
+    - A leading ``<think>...</think>`` block (whitespace before it allowed): its body, and the text after its first
+      ``</think>``.
+    - A leading ``<think>`` that never closes (the length limit cut the reasoning): the text after it, and None.
+    - No leading ``<think>``, but a ``</think>`` with no ``<think>`` before it: the chat template opened the reasoning
+      in the prompt (DeepSeek-R1, Qwen3 thinking templates served without a reasoning parser), so the text before
+      that ``</think>`` is the reasoning and the text after it the answer, as ``bare_answer`` and
+      ``parse_integer_verdict`` read such a text.
+    - Otherwise no reasoning: ``(None, text)`` (a ``<think>...</think>`` later in the text is the answer's own).
+
+    One search for each tag from the start: linear in the text, whatever tags it repeats.
+    """
+    opened = _THINK_OPEN.match(text, len(text) - len(text.lstrip()))
+    close = _THINK_CLOSE.search(text, opened.end() if opened else 0)
+    if opened is not None:
+        return (text[opened.end():], None) if close is None else (text[opened.end():close.start()], text[close.end():])
+    if close is None or _THINK_OPEN.search(text, 0, close.start()):
+        return None, text
+    return text[:close.start()], text[close.end():]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 
 The released POLLUX benchmark is not training data: rows in its schema are refused (``BenchmarkRowsError``) unless
 ``--allow-benchmark-rows`` says otherwise (the ``ai-forever/POLLUX`` dataset card asks that the benchmark not be used for training).
+Rows of ``judge-train data traces`` are refused too (``refuse_trace_rows``): each carries its item's every expert
+rationale, so one row per kept trace would train each rationale once per trace; ``verdict_format: integer`` trains them.
 
 A record carries one or more verdicts as ``expert_scores`` with matching ``expert_feedback`` (a teacher model's
 verdicts come in the same shape, one per row). Each verdict becomes a row unless a rule of the POLLUX paper
@@ -33,7 +35,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~630 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~660 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -57,7 +59,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge import JudgeRecord, ScaleError
 from train.grpo_rewards import gives_reasons
 
-__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "zero_shot_records", "scores_off_the_rubric",
+__all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
            "load_training_records", "write_rows", "main"]
 
@@ -185,10 +187,12 @@ def build_rows(
 
     Raises:
         judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+        ConfigError: records that are the traces stage's rows (``refuse_trace_rows``).
     """
     if recipe not in ("seq2seq", "regression"):
         raise ValueError(f"recipe must be 'seq2seq' or 'regression', got {recipe!r}")
     records = list(records)
+    refuse_trace_rows(records)
     report = BuildReport(n_records=len(records), repeated_content=_repeated_content(records))
     records, held_out = zero_shot_records(records, zero_shot)
     for record in held_out:
@@ -243,6 +247,27 @@ def build_rows(
         logger.warning("%d record(s) repeat an earlier record's content under another id: kept, so each copy is "
                        "trained on", report.repeated_content)
     return rows, report
+
+
+#: The columns ``judge-train data traces`` adds to an item's record (``train.synthetic.traces``): its integer, and the
+#: item and sample the row is one trace of.
+_TRACE_COLUMNS = ("item_id", "trace_index")
+
+
+def refuse_trace_rows(records: Sequence[JudgeRecord]) -> None:
+    """Refuse records that are ``judge-train data traces`` rows: each carries its item's whole record (every expert
+    rationale), one row per kept trace, so the tagged and regression rows built from them would train every expert
+    rationale once per trace, and never the trace itself.
+
+    Raises:
+        ConfigError: naming the first such record and what to train them with instead.
+    """
+    from judge.plumbing.config_files import ConfigError
+
+    for record in records:
+        if "reasoning_score" in record.extra and any(name in record.extra for name in _TRACE_COLUMNS):
+            raise ConfigError(f"record {record.id!r}: these are `judge-train data traces` rows (reasoning_score, "
+                              "item_id, trace_index): train them with the seq2seq recipe and verdict_format: integer")
 
 
 def _repeated_content(records: Sequence[JudgeRecord]) -> int:
@@ -500,9 +525,9 @@ def load_training_records(data: str, allow_benchmark_rows: bool = False) -> list
             ``n_benchmark_rows``: an ``annotations`` column, or its ``is_provocative`` and ``criteria_description``
             columns) and ``allow_benchmark_rows`` is off.
     """
-    from train.config import SAMPLE_DATA
+    from judge.sample_data import data_source
 
-    source = str(judge.sample_data_path()) if data == SAMPLE_DATA else data
+    source = data_source(data, "data")
     records, load_report = judge.load_records_report(source)
     logger.info("%s", load_report.summary())
     if load_report.n_benchmark_rows and not allow_benchmark_rows:
@@ -539,8 +564,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="judge-train build-data",
         description="Turn POLLUX-format records into training rows and report what was dropped and why.",
         epilog="Exit codes: 0 rows built (the report printed, and written with --out); 2 a usage error, a missing or "
-        "unreadable --data or --out, held-out or released-benchmark rows in the data, a malformed row, or no row "
-        "left (the report printed first; the message on stderr names what).",
+        "unreadable --data or --out, held-out or released-benchmark rows in the data, rows of `judge-train data "
+        "traces`, a malformed row, or no row left (the report printed first; the message on stderr names what).",
     )
     parser.add_argument("--data", default="sample", help="Records: JSONL, Parquet, datasets folder/name, or 'sample'.")
     parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")
@@ -590,10 +615,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def refuse_bad_arguments(args: Any) -> None:
-    """Refuse, before the data is read, a ``--min-russian-share`` that is not a share (NaN compares false with every
-    share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder, lies under a file, or
-    cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the ``--data`` file itself or lies
-    inside the ``--data`` folder.
+    """Refuse, before the data is read, an empty ``--data``, a ``--min-russian-share`` that is not a share (NaN
+    compares false with every share, so every rationale passed; above 1 none can) and an ``--out`` that is a folder,
+    lies under a file, or cannot be written (as ``judge-eval convert`` checks its ``--out``), or that is the
+    ``--data`` file itself or lies inside the ``--data`` folder.
 
     Raises:
         ValueError: naming the flag and the value (``ConfigError``, a ValueError, for an ``--out`` under a file or
@@ -604,15 +629,17 @@ def refuse_bad_arguments(args: Any) -> None:
         raise ValueError(f"--min-russian-share: must be a share between 0 and 1, got {share}")
     if args.out and Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: a folder; give the JSONL file to write (e.g. {Path(args.out) / 'rows.jsonl'})")
+    from judge.sample_data import data_source
+
+    # An empty --data named as the flag typed here; load_training_records words it as the config key `data`
+    data = data_source(args.data)
     if args.out:  # FILE/rows.jsonl, or a read-only place: said now, not as "cannot write" after every row was built
         from judge.plumbing.run_folder import refuse_file, refuse_unwritable
 
         refuse_file(Path(args.out).parent, "--out")
         refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
         # The rows replace --out whole: written over --data, they would destroy the records they were built from.
-        from train.config import SAMPLE_DATA
-
-        data = judge.sample_data_path() if args.data == SAMPLE_DATA else Path(args.data)
+        data = Path(data)
         if Path(data).is_file() and Path(args.out).is_file() and Path(data).samefile(args.out):
             raise ValueError(f"--out {args.out}: the same file as --data {args.data}; the rows would replace the "
                              "records they are built from: give --out another file")

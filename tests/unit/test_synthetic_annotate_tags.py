@@ -29,6 +29,13 @@ def _annotate_stage(folder, respond, max_attempts=1, row=None):
         yield server, ["annotate", "--config", str(config), "--input", str(folder / "answers"), "--output", str(out)], out
 
 
+def _keep_any_tagged_answer(patch) -> None:
+    """An earlier version's annotate, which kept a label from an output holding more than one tagged block."""
+    import train.synthetic.annotate
+
+    patch.setattr(train.synthetic.annotate, "tagged_answer_is_bare", lambda text, lenient=False: True)
+
+
 @pytest.mark.parametrize("feedback", ["Ошибок нет. [RESULT] 0 [END] На деле", "<think>Ошибок нет", "Ошибок нет </think>"])
 def test_annotate_does_not_keep_feedback_holding_a_verdict_or_think_tag(feedback):
     """Kept as a label, such feedback was dropped later by build-data (a <think> never): the teacher is asked again
@@ -67,6 +74,7 @@ def test_annotate_asks_again_a_label_journalled_with_tags_in_its_feedback(tmp_pa
     with _annotate_stage(tmp_path, respond, row=row) as (server, argv, out):
         with monkeypatch.context() as patch:  # the earlier version, which kept such feedback
             patch.setattr(train.build_data, "_TAGS", re.compile(r"(?!)"))
+            _keep_any_tagged_answer(patch)
             assert main(argv) == 0
         first = json.loads((out / "annotate.jsonl").read_text())
         assert "[RESULT] 0 [END]" in first["expert_feedback"][0]
@@ -117,6 +125,7 @@ def _run_annotate_twice(tmp_path, monkeypatch, replies, earlier_reasoning_end):
         if earlier_reasoning_end is not None:
             with monkeypatch.context() as patch:
                 patch.setattr(judge.verdicts, "_reasoning_end", earlier_reasoning_end)
+                _keep_any_tagged_answer(patch)
                 assert main(argv) == 0
         else:
             assert main(argv) == 0
@@ -215,18 +224,19 @@ def test_a_resumed_journal_row_without_raw_outputs_keeps_its_label(tmp_path):
         assert main(argv) == 0
         journal = out / "journal.jsonl"
         rows = [json.loads(line) for line in journal.read_text().splitlines()]
-        journal.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "raw_outputs"}, ensure_ascii=False)
-                                   + "\n" for row in rows))
+        journal.write_text("".join(json.dumps({k: v for k, v in row.items() if k not in ("raw_outputs", "attempts")},
+                                              ensure_ascii=False) + "\n" for row in rows))
         assert main(argv) == 0
         assert len(server.requests) == 1
     kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
     assert [(r["criteria_score"], r["teacher_raw"], r["attempts"]) for r in kept] == [(2.0, [], 0)]
 
 
-def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_asked_again(tmp_path):
+def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_asked_again(tmp_path, monkeypatch):
     """A journal written before finish_reason was journalled cannot say whether its output was cut: one with text
     after its last [END] that does not open with a verdict tag (a draft in a reasoning, then more reasoning) is asked
-    again once on resume; the same row with its finish_reason journalled ("stop": the teacher ended there) stands."""
+    again once on resume. With its finish_reason journalled ("stop": the teacher ended there) it is asked again too:
+    text around its block makes it more than one tagged answer, which this version keeps no label from."""
     from train.synthetic.cli import main
 
     def run(strip_finish_reason: bool) -> tuple[int, list]:
@@ -234,10 +244,13 @@ def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_as
         replies = [TEACHER_CUT_INSIDE_THE_REASONING, "[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]"]
         respond = lambda path, body: (200, chat_completion(replies.pop(0), "teacher"))  # noqa: E731
         with _annotate_stage(folder, respond) as (server, argv, out):
-            assert main(argv) == 0  # "stop": the draft's 0 is kept, the teacher having ended there
+            with monkeypatch.context() as patch:
+                _keep_any_tagged_answer(patch)
+                assert main(argv) == 0  # "stop": the earlier version kept the draft's 0
             journal = out / "journal.jsonl"
             rows = [json.loads(line) for line in journal.read_text().splitlines()]
-            assert [row.get("finish_reason") for row in rows if row.get("ok") is True] == ["stop"]
+            assert [(row.get("finish_reason"), row.get("score")) for row in rows if row.get("ok") is True] == [
+                ("stop", 0.0)]
             if strip_finish_reason:
                 journal.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "finish_reason"},
                                                       ensure_ascii=False) + "\n" for row in rows))
@@ -246,5 +259,5 @@ def test_a_label_kept_without_its_finish_reason_from_a_possibly_cut_output_is_as
         kept = [json.loads(line) for line in (out / "annotate.jsonl").read_text().splitlines()]
         return requests, [(r["criteria_score"], r["expert_feedback"]) for r in kept]
 
-    assert run(strip_finish_reason=False) == (1, [(0.0, ["Повторы есть."])])
+    assert run(strip_finish_reason=False) == (2, [(2.0, ["Повторов нет, ответ чистый."])])
     assert run(strip_finish_reason=True) == (2, [(2.0, ["Повторов нет, ответ чистый."])])

@@ -16,3 +16,40 @@ def test_annotate_keys_its_max_tokens_and_traces_does_not():
     traces = stage_run_key("traces", TracesConfig(teacher=TEACHER), None)
     assert annotate["teacher"] == {"model": "teacher", "temperature": 0.6, "max_tokens": 512}
     assert traces["teacher"] == {"model": "teacher", "temperature": 0.6}
+
+
+def test_annotate_seeds_nothing_refuses_a_non_zero_seed_and_resumes_a_folder_keyed_with_one(tmp_path, capsys):
+    """annotate never read its seed, yet keyed its folder by it: after a first run, --seed 1 on the same folder was
+    exit 2 "holds progress made with other settings (seed: 0 -> 1)". The seed is out of the key (a folder keyed with
+    it resumes, asking nothing), and one other than 0 is refused when the config loads, naming what seeds a teacher."""
+    import json
+
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+
+    assert "seed" not in stage_run_key("annotate", AnnotateConfig(teacher=TEACHER), None)
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
+    out = tmp_path / "annotate"
+    respond = lambda path, body: (200, chat_completion("[FEEDBACK] Повторов нет. [RESULT] 2 [END]", "teacher"))  # noqa: E731
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = tmp_path / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"model": "teacher", "base_url": server.base_url},
+                                      "criteria": ["repeats"], "backoff_s": 0.0}))
+        argv = ["annotate", "--config", str(config), "--input", str(tmp_path / "answers"), "--output", str(out)]
+        assert main(argv) == 0
+        capsys.readouterr()
+        assert main([*argv, "--seed", "1"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            "judge-train data annotate: error: annotate: seed 1 seeds nothing in this stage (no job is assigned or "
+            "shuffled): remove `seed` from the config (or set it to 0); a folder run with it resumes as it is. "
+            "Leave the teacher unseeded: a seeded teacher answers each re-ask the same way."]
+        key_file = out / "run_key.json"
+        key = json.loads(key_file.read_text())
+        assert "seed" not in key
+        key_file.write_text(json.dumps({**key, "seed": 0}))  # as the earlier version keyed it
+        assert main(argv) == 0
+        assert len(server.requests) == 1
+    assert "seed" not in json.loads(key_file.read_text())
+    assert json.loads((out / "summary.json").read_text())["kept"] == 1

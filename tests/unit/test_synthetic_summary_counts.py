@@ -63,8 +63,14 @@ def test_traces_keeps_an_answer_within_the_bound():
             "max_tokens": MAX_TOKENS}
     assert trace_outcome(done, judge.Scale((0, 1, 2)), (2.0,), 0.0)[:2] == ("kept", "agrees")
     # the limit a row was asked with decides, over the one the caller passes
-    long_done = {**done, "reasoning": REASONING * (bound // len(REASONING) + 1)}
+    inline = "<think>" + REASONING * (bound // len(REASONING) + 1) + "</think>2"
+    long_done = {**done, "content": inline, "reasoning": ""}
     assert trace_outcome(long_done, judge.Scale((0, 1, 2)), (2.0,), 0.0, max_tokens=10**6)[1] == "verdict_oversized"
+    # a reasoning returned apart has its own cap (train.synthetic.client.REASONING_TOKEN_CAP), as the client bounds
+    # it: one past max_tokens x 16 beside a bare answer is read, not failed as oversized
+    apart = {**done, "reasoning": REASONING * (bound // len(REASONING) + 1)}
+    assert len(apart["reasoning"]) > bound
+    assert trace_outcome(apart, judge.Scale((0, 1, 2)), (2.0,), 0.0)[:2] == ("kept", "agrees")
 
 
 def test_traces_summary_counts_rows_past_the_limit_and_exact_duplicates(tmp_path):
@@ -109,6 +115,39 @@ def test_annotate_never_keeps_feedback_longer_than_max_tokens_allows(tmp_path):
     assert (summary["kept"], summary["dropped_by_reason"]) == (1, {"verdict_oversized": 1})
     kept = json.loads((tmp_path / "annotate" / "annotate.jsonl").read_text())
     assert kept["expert_feedback"] == ["Повторов нет, ответ чистый."]
+
+
+def test_annotate_keeps_a_label_whose_reasoning_apart_runs_past_max_tokens(tmp_path):
+    """DeepSeek's deepseek-reasoner bounds only its final answer by max_tokens and returns its reasoning apart
+    (reasoning_content), which may run far beyond: a valid label beside such a reasoning was dropped as
+    verdict_oversized. The answer alone is held to max_tokens x 16 characters now; the reasoning to its own cap."""
+    from tests.unit.test_synthetic_stages import _answer_rows
+    from train.synthetic.cli import main
+    from train.synthetic.client import CHARS_PER_TOKEN
+
+    reasoning = "Повторов нет. " * (MAX_TOKENS * CHARS_PER_TOKEN // 10)  # 1,428 characters: past 64 x 16
+    assert len(reasoning) > MAX_TOKENS * CHARS_PER_TOKEN
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        reply = chat_completion("[FEEDBACK] Повторов нет, ответ чистый. [RESULT] 2 [END]", "teacher")
+        reply["choices"][0]["message"]["reasoning_content"] = reasoning
+        return 200, reply
+
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers.jsonl").write_text(json.dumps(_answer_rows()[0], ensure_ascii=False) + "\n")
+    out = tmp_path / "annotate"
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config = tmp_path / "annotate.yaml"
+        config.write_text(json.dumps({"teacher": {"name": "teacher", "model": "deepseek-reasoner",
+                                                  "base_url": server.base_url, "max_tokens": MAX_TOKENS},
+                                      "criteria": ["repeats"], "backoff_s": 0.0, "concurrency": 1}))
+        assert main(["annotate", "--config", str(config), "--input", str(tmp_path / "answers"),
+                     "--output", str(out)]) == 0
+        assert len(server.requests) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["kept"], summary["dropped"]) == (1, 0)
+    kept = json.loads((out / "annotate.jsonl").read_text())
+    assert (kept["criteria_score"], kept["expert_feedback"]) == (2.0, ["Повторов нет, ответ чистый."])
 
 
 def test_annotate_summary_counts_verdicts_past_the_limit(tmp_path):

@@ -124,3 +124,27 @@ def test_a_turn_the_teacher_did_not_end_is_a_failure_not_a_trace():
     for finish in ("", None, "stop"):
         done = {"ok": True, "content": answer, "reasoning": None, "finish_reason": finish, "error": None}
         assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("kept", "agrees"), finish
+
+
+def _cut(content: str, reasoning: str | None = None) -> dict:
+    return {"ok": True, "content": content, "reasoning": reasoning, "finish_reason": "length", "error": None}
+
+
+def test_an_answer_the_limit_cut_is_verdict_cut_whatever_it_failed_to_parse_as():
+    """The limit stopped each of these after the reasoning closed, before any integer: verdict_no_score or
+    verdict_empty named a teacher that answered badly or nothing, where a larger max_tokens gives the verdict."""
+    cut = [
+        _cut(f"<think>\n{SECOND}\n</think>\n\nОценка:"),  # no_score when read alone: cut before its integer
+        _cut("Оценка:", reasoning=SECOND),
+        _cut(f"<think>\n{SECOND}\n</think>\n\n"),  # empty after a closed reasoning
+        _cut(""),  # nothing at all before the limit
+    ]
+    for done in cut:
+        assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("failed", "verdict_cut"), done
+    # The same answers the teacher ended itself are its answers: no score, or nothing.
+    assert trace_outcome({**cut[0], "finish_reason": "stop"}, SCALE, (2.0,), 0.0)[:2] == ("failed", "verdict_no_score")
+    assert trace_outcome({**cut[2], "finish_reason": "stop"}, SCALE, (2.0,), 0.0)[:2] == ("failed", "verdict_empty")
+    # Cut inside its reasoning keeps its own name, which says where the limit fell; so does a reasoning returned
+    # apart with nothing after it, which vLLM's reasoning parser returns for a generation cut before </think>.
+    for done in (_cut(f"<think>\n{SECOND}"), _cut("", reasoning=SECOND)):
+        assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("failed", "verdict_unclosed_think"), done

@@ -5,9 +5,15 @@ The POLLUX judges learned from DeepSeek-R1's verdicts given the paper's English 
 Every raw output is kept. An output that does not parse is asked again, up to ``max_attempts`` queries; an item
 that never parses is counted under its parse error and dropped — it is never given a score. A score outside the
 criterion's scale is not a training label either: it is asked again like a parse failure and, if it persists,
-dropped as ``verdict_out_of_scale`` (``unusable_verdict``). So is an output longer than the request's ``max_tokens``
-could have produced (``train.synthetic.traces.longer_than_asked``: more than 16 characters a token), which a server
-that ignored the limit returned: ``verdict_oversized``, never a label. An output the limit stopped (``finish_reason``
+dropped as ``verdict_out_of_scale`` (``unusable_verdict``). So is an output that is more than one ``[FEEDBACK] ...
+[RESULT] n [END]`` block (``judge.verdicts.bare_tagged_answer``: "... [RESULT] 2 [END] а вообще 0", two blocks, a
+score before ``[FEEDBACK]``), which the parser reads as its last score while the teacher also gave another:
+``verdict_answer_not_bare``, as the traces stage drops an integer answer that is not bare. So is an output longer
+than the request's ``max_tokens`` could have produced (``train.synthetic.client.longer_than_asked``: an answer of
+more than 16 characters a token, or a reasoning returned apart past its own larger cap, since a provider such as
+DeepSeek's API does not count it in ``max_tokens``), which a server that ignored the limit returned: the client keeps
+none of its text (so no raw output of it is kept, though the query counts in ``attempts``), ``verdict_oversized``,
+never a label. An output the limit stopped (``finish_reason``
 ``length``) is asked again too and, if every attempt is cut, dropped as ``verdict_cut``: a verdict read from it may be
 a draft inside a reasoning the teacher's chat template opened in the prompt, cut before its ``</think>``. A rerun asks again a label an earlier version
 journalled that this one would not keep: its last raw output, read again by ``judge.parse_verdict``, is another
@@ -23,15 +29,15 @@ single entry of ``expert_scores``, its feedback the single ``expert_feedback``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from train.synthetic.client import ChatClient
+from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, longer_than_asked
 from train.synthetic.config import AnnotateConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
-from train.synthetic.traces import CHARS_PER_TOKEN, longer_than_asked
 
-__all__ = ["annotation_items", "unusable_verdict", "run_annotate"]
+__all__ = ["annotation_items", "unusable_verdict", "tagged_answer_is_bare", "run_annotate"]
 
 #: The columns that name an answer's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).
 _TASK_FIELDS = ("task_type", "task_subtype", "task_subsubtype")
@@ -87,7 +93,31 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
     return items[: config.limit] if config.limit else items
 
 
-def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
+def tagged_answer_is_bare(text: str, lenient: bool = False) -> bool:
+    """Whether a teacher's raw output is one ``[FEEDBACK] ... [RESULT] n [END]`` block and nothing else
+    (``judge.verdicts.bare_tagged_answer``), after a reasoning block when it opens with one, or after a reasoning its
+    chat template opened in the prompt (text up to a ``</think>``, read as ``parse_verdict`` reads it, the ``<think>``
+    put back in front). With ``lenient``, an output whose only fault is the missing ``[END]`` that lenient reading
+    accepts is read with it.
+    """
+    from judge import VerdictError, parse_verdict
+    from judge.verdicts import bare_tagged_answer
+
+    def bare(answer: str) -> bool:
+        opens = _OPENS_THINK.match(answer) is not None
+        return bare_tagged_answer(answer, reasoning=opens) or (
+            not opens and bare_tagged_answer("<think>" + answer, reasoning=True))
+
+    if bare(text):
+        return True
+    return lenient and parse_verdict(text).error == VerdictError.MISSING_END and bare(text.rstrip() + " [END]")
+
+
+#: A text that opens with a reasoning block (whitespace before it allowed, as ``bare_tagged_answer`` strips it).
+_OPENS_THINK = re.compile(r"\s*<think\s*>", re.IGNORECASE)
+
+
+def unusable_verdict(verdict, scale=None, text: str | None = None, lenient: bool = False) -> tuple[str, str] | None:
     """Why a teacher verdict cannot label a training row, as (error code, reason); None when it can.
 
     An out-of-scale score is refused whichever way ``judge.parse_verdict`` reports it: as a failure with error
@@ -95,7 +125,10 @@ def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
     that keeps them as the judge's answer, for evaluation). With ``scale``, a score between two of its levels is
     refused too ("the score must correspond to a single scale point", the English prompt, App. M.1): training
     would drop it as ``score_not_a_level``, so the teacher is asked again instead. So is a feedback holding a verdict
-    tag or a ``<think>`` tag (``tags_in_feedback``), which training drops too.
+    tag or a ``<think>`` tag (``tags_in_feedback``), which training drops too. With ``text`` (the raw output the
+    verdict was read from), an output that is more than one tagged block (``tagged_answer_is_bare``) is refused as
+    ``answer_not_bare``: ``parse_verdict`` reads the last ``[RESULT]`` of "[FEEDBACK] ... [RESULT] 2 [END] а вообще
+    0", of two blocks, or of "Score: 0. [FEEDBACK] ... [RESULT] 2 [END]", where the teacher also said another score.
     """
     if getattr(verdict, "in_scale", True) is False or (not verdict.ok and verdict.error == "out_of_scale"):
         return "out_of_scale", verdict.reason or f"score {verdict.score} is outside the criterion's scale"
@@ -109,6 +142,9 @@ def unusable_verdict(verdict, scale=None) -> tuple[str, str] | None:
         return "tags_in_feedback", "the feedback holds a verdict tag ([FEEDBACK], [RESULT], [END]) or a <think> tag"
     if scale is not None and not scale.is_level(verdict.score):
         return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
+    if text is not None and not tagged_answer_is_bare(text, lenient):
+        return "answer_not_bare", ("the output is more than one [FEEDBACK] ... [RESULT] n [END] block: text before "
+                                   "or after it, or a second block, may give another score")
     return None
 
 
@@ -135,14 +171,18 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
         prompt = render_prompt_en(record)
         raw_outputs: list[str] = []
         verdict = None
-        for _ in range(config.max_attempts):
+        for attempt in range(1, config.max_attempts + 1):
             result = client.complete(prompt)
-            if not result.ok:
-                return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error}
-            raw_outputs.append(result.text)
-            if longer_than_asked(len(result.text or ""), teacher.max_tokens):
-                problem = ("oversized", oversized)  # asked again, as a verdict that does not parse is
+            if result.oversized:
+                # The client kept none of it (train.synthetic.client.longer_than_asked): no raw output to keep, and
+                # asked again, as a verdict that does not parse is. Its error says whether the answer or the
+                # reasoning returned apart passed its bound.
+                problem = ("oversized", result.error.removeprefix("oversized: "))
                 continue
+            if not result.ok:
+                return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error,
+                        "attempts": attempt}
+            raw_outputs.append(result.text)
             if result.finish_reason == "length":
                 # Still writing when the limit stopped it: a block read from it may be a draft inside a reasoning the
                 # teacher's chat template opened in the prompt (no <think> in the text, no </think> reached yet).
@@ -150,13 +190,13 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                            "its end, so the verdict read from it may be a draft")
                 continue
             verdict = parse_verdict(result.text, scale=scale, lenient=config.lenient)
-            problem = unusable_verdict(verdict, scale)
+            problem = unusable_verdict(verdict, scale, result.text, config.lenient)
             if problem is None:
                 return {"raw_outputs": raw_outputs, "ok": True, "score": verdict.score, "feedback": verdict.feedback,
-                        "max_tokens": teacher.max_tokens, "finish_reason": result.finish_reason}
+                        "max_tokens": teacher.max_tokens, "finish_reason": result.finish_reason, "attempts": attempt}
         error, reason = problem
         return {"raw_outputs": raw_outputs, "ok": False, "error": f"verdict_{error}", "reason": reason,
-                "max_tokens": teacher.max_tokens}
+                "max_tokens": teacher.max_tokens, "attempts": config.max_attempts}
 
     journal = Journal(out_dir / "journal.jsonl")
     # A label an earlier version kept is asked again when this version would not keep it: its feedback holds a tag
@@ -178,28 +218,31 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             # kept before finish_reason was journalled, from an output that may have been cut mid-reasoning after
             # a drafted block (text after its last [END]): asked again once, since the journal cannot tell
             return True
-        return (unusable_verdict(verdict, scale) is not None or verdict.score != done.get("score")
+        return (unusable_verdict(verdict, scale, raw[-1], config.lenient) is not None
+                or verdict.score != done.get("score")
                 or verdict.feedback != done.get("feedback"))
 
     redo = [key for key, record in items if key in journal and journal.rows[key].get("ok") is True
             and stale(journal.rows[key], record)]
     run_jobs(items, work, journal, config.concurrency, "annotate", fingerprint=render_prompt_en, redo=redo,
              redo_why="whose kept feedback holds a verdict or <think> tag, or whose raw output reads as another "
-             "verdict now or, kept without its finish_reason, may have been cut after a drafted block")
+             "verdict now or is more than one tagged block, or, kept without its finish_reason, may have been cut after a drafted block")
 
     kept, dropped = [], []
     for key, record in items:
         done = journal.rows[key]
         raw = done.get("raw_outputs") or []  # a hand-made or foreign journal row may carry none
-        row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": raw, "attempts": len(raw)}
-        if done["ok"] and longer_than_asked(len((raw or [""])[-1] or ""),
+        row = {**record, "teacher": teacher.name, "prompt_version_en": PROMPT_VERSION_EN, "teacher_raw": raw,
+               # queries made: an oversized output counts but keeps no raw text (a row from before: its raw outputs)
+               "attempts": done.get("attempts", len(raw))}
+        if done.get("ok") is True and longer_than_asked(len((raw or [""])[-1] or ""),
                                             done.get("max_tokens") or teacher.max_tokens):
             # Kept by a version that did not look at its length: the label of an output the limit could not produce.
             dropped.append({**row, "drop_reason": "verdict_oversized", "reason": oversized})
-        elif done["ok"]:
+        elif done.get("ok") is True:
             kept.append({**row, "criteria_score": done["score"], "expert_scores": [done["score"]], "expert_feedback": [done["feedback"]]})
         else:
-            dropped.append({**row, "drop_reason": done["error"], "reason": done["reason"]})
+            dropped.append({**row, "drop_reason": done.get("error") or "request_failed", "reason": done.get("reason")})
     return write_stage_outputs(out_dir, "annotate", kept, dropped, config, {
         "teacher": teacher.name, "input_answers": len(rows), "verdicts": len(every_item),
         "verdicts_beyond_limit": len(every_item) - len(items)})

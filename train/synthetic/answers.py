@@ -6,8 +6,15 @@ in the shares from a seeded hash of the instruction's id (``stable_endpoint``), 
 pool in turn. The shares are met in expectation, not exactly; in exchange an answer's model never depends on the other
 instructions, so a rerun on an edited input asks only the new instructions.
 
-Dropped: a failed request, an empty answer. An answer cut at the token limit is kept (judges must see bad answers
-too) with its ``finish_reason``. ``limit`` counts answers: those past it are not asked, and counted in summary.json
+A thinking model's answer that opens with its reasoning inline (``<think>...</think>``, a server without a
+reasoning parser) is the text after that block: the reasoning is not the answer a judge is asked about. The removed
+block is kept in the row's ``answer_reasoning`` and such rows are counted in summary.json
+(``answers_reasoning_removed``). A bare ``</think>`` with no leading ``<think>`` is left in the answer: an answer may
+mention the tag, and cutting before it would lose that text silently (the journal keeps the raw text either way). Dropped: a failed request (asked again by a rerun), ``oversized``: an output longer than
+``max_tokens`` could produce (``train.synthetic.client.longer_than_asked``; the model's answer, so not asked again),
+an empty answer, and ``unfinished_reasoning``: an answer whose ``<think>`` never closed (its reasoning cut by the
+token limit), which holds no answer at all. Any other answer cut at
+the token limit is kept (judges must see bad answers too) with its ``finish_reason``. ``limit`` counts answers: those past it are not asked, and counted in summary.json
 (``answers_beyond_limit``, beside ``answers`` and ``input_instructions``).
 """
 
@@ -15,16 +22,39 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import AnswersConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_input, request_failed, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
+                                     run_jobs, write_stage_outputs)
 
-__all__ = ["answer_jobs", "run_answers"]
+__all__ = ["answer_jobs", "answer_after_reasoning", "run_answers", "split_answer_reasoning"]
 
+# Only a <think> the answer opens with starts a reasoning block here (``split_answer_reasoning``).
+_LEADING_THINK = re.compile(r"\s*<think\s*>", re.IGNORECASE)
 _CARRIED = ("task_group", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain")
+
+
+def split_answer_reasoning(text: str) -> tuple[str | None, str | None]:
+    """``(reasoning, answer)``: the body of one leading ``<think>...</think>`` block (whitespace before it allowed)
+    and the text after it; ``(reasoning, None)`` when that ``<think>`` never closes (no answer was written); else
+    ``(None, text)``. ``judge.verdicts.leading_reasoning`` also reads text before a bare ``</think>`` as a
+    template-opened reasoning; an answers-stage text is taken whole then, since the answer may mention the tag."""
+    from judge.verdicts import leading_reasoning
+
+    if _LEADING_THINK.match(text) is None:
+        return None, text
+    reasoning, answer = leading_reasoning(text)
+    return reasoning, (None if answer is None else answer.lstrip())
+
+
+def answer_after_reasoning(text: str) -> str | None:
+    """The answer in ``text`` (``split_answer_reasoning``): after one leading ``<think>...</think>`` block, else the
+    whole text; None when it opens with a ``<think>`` that never closes."""
+    return split_answer_reasoning(text)[1]
 
 
 def _fingerprint(endpoint: int, instruction: str) -> str:
@@ -110,16 +140,29 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
              fingerprint=lambda payload: _fingerprint(payload["endpoint"], payload["row"]["instruction"]))
 
     kept, dropped = [], []
+    reasoning_removed = 0  # kept answers whose leading reasoning block was removed
     for key, _ in jobs:
         row = dict(journal.rows[key])
         row["id"] = "ans-" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
         row.pop("request_sha", None)  # the journal's own check (run_jobs), not part of an answer
-        if not row.pop("ok"):
+        if answered_oversized(row):  # the model's answer, refused unread: counted, not asked again as an outage
+            row.pop("ok", None)
+            dropped.append({**row, "drop_reason": "oversized"})
+            continue
+        if row.pop("ok", None) is not True or request_failed({**row, "ok": True}):
             dropped.append({**row, "drop_reason": "request_failed"})
+            continue
+        reasoning, row["answer"] = split_answer_reasoning(row["answer"])
+        if reasoning is not None:
+            row["answer_reasoning"] = reasoning
+        if row["answer"] is None:
+            dropped.append({**row, "answer": journal.rows[key]["answer"], "drop_reason": "unfinished_reasoning"})
         elif not row["answer"].strip():
             dropped.append({**row, "drop_reason": "empty_answer"})
         else:
             kept.append(row)
+            reasoning_removed += reasoning is not None
     # What --limit left out is counted, not only logged: every (instruction, slot) is kept, dropped or left out.
     return write_stage_outputs(out_dir, "answers", kept, dropped, config, {
-        "input_instructions": len(rows), "answers": len(every_job), "answers_beyond_limit": len(every_job) - len(jobs)})
+        "input_instructions": len(rows), "answers": len(every_job), "answers_beyond_limit": len(every_job) - len(jobs),
+        "answers_reasoning_removed": reasoning_removed})

@@ -10,7 +10,7 @@
 Any scalar config key is also a flag, e.g. ``--per-task-level 2`` or ``--block-size 256``; a flag beats the YAML.
 Rerunning a stage with the same output folder resumes it: finished requests are read back from ``journal.jsonl``.
 A rerun whose requests would differ (other endpoints or sampling, another prompt language or system message, another
-seed) or with another ``--input`` is refused, naming what changed, unless ``--overwrite`` discards the journal;
+seed where the stage assigns jobs by it) or with another ``--input`` is refused, naming what changed, unless ``--overwrite`` discards the journal;
 thresholds, tolerances and limits may be retuned on the same journal (``REQUEST_SETTINGS``), and so may the traces
 teacher's ``max_tokens``, raised to ask again the traces it cut (``UNKEYED_CAPS``).
 Also runnable as ``python -m train.synthetic.cli <stage> ...``.
@@ -60,8 +60,10 @@ REQUEST_SETTINGS = {
     "instructions": ("generators", "details_language", "seed"),
     "dedup": ("llm",),
     "answers": ("answer_models", "system_prompt", "seed"),
-    "annotate": ("teacher", "criteria_language", "lenient", "max_attempts", "seed"),
-    "traces": ("teacher", "system_prompt", "seed"),
+    # Not annotate's or traces' seed: no job is assigned or shuffled by it (a non-zero one is refused when the config
+    # loads); a teacher's samples are seeded by its extra_body seed, which is in the teacher's key.
+    "annotate": ("teacher", "criteria_language", "lenient", "max_attempts"),
+    "traces": ("teacher", "system_prompt"),
     "split": (),
 }
 #: Per stage, endpoint settings left out of its run key although they sit in a ``REQUEST_SETTINGS`` endpoint: caps
@@ -75,6 +77,9 @@ REQUEST_SETTINGS = {
 #: still dropped, as if the new cap had been tried on them. Their ``max_tokens`` stays in their key: a raised cap
 #: starts a new ``--output`` (or ``--overwrite``).
 UNKEYED_CAPS = {"traces": {"teacher": ("max_tokens",)}}
+#: Per stage, settings a stored run key held that ``REQUEST_SETTINGS`` no longer keys, since they change no request:
+#: forgotten from the stored key (``forget_unkeyed_caps``), so a folder keyed with them resumes.
+FORMER_SETTINGS = {"annotate": ("seed",), "traces": ("seed",)}
 
 
 def stage_run_key(stage: str, config: Any, input_path: str | None) -> dict[str, Any]:
@@ -106,15 +111,20 @@ def _without(value: Any, fields: tuple[str, ...]) -> Any:
 def forget_unkeyed_caps(out_dir: Path, stage: str) -> None:
     """Drop from the folder's stored run key the caps ``UNKEYED_CAPS`` leaves out of it now: a traces folder keyed
     before held its teacher's ``max_tokens``, and would refuse the rerun that raises it, the one that asks its cut
-    traces again, unless ``--overwrite`` threw away every answer paid for."""
+    traces again, unless ``--overwrite`` threw away every answer paid for. So for ``FORMER_SETTINGS``: a traces or
+    annotate folder keyed with its ``seed`` would refuse every rerun as another run."""
     from judge.plumbing.provenance import write_private_text
     from judge.plumbing.run_folder import RUN_KEY_FILE
 
     path = Path(out_dir) / RUN_KEY_FILE
-    if stage not in UNKEYED_CAPS or not path.is_file():
+    if (stage not in UNKEYED_CAPS and stage not in FORMER_SETTINGS) or not path.is_file():
         return
     old = json.loads(path.read_text(encoding="utf-8"))
-    new = {**old, **{name: _without(old[name], caps) for name, caps in UNKEYED_CAPS[stage].items() if name in old}}
+    if not isinstance(old, dict):
+        return  # claim_run_folder refuses it, naming the file
+    new = {**old, **{name: _without(old[name], caps) for name, caps in UNKEYED_CAPS.get(stage, {}).items()
+                     if name in old}}
+    new = {name: value for name, value in new.items() if name not in FORMER_SETTINGS.get(stage, ())}
     if new != old:
         write_private_text(path, json.dumps(new, ensure_ascii=False, indent=2) + "\n")
 

@@ -4,6 +4,11 @@ Every data stage talks to its models through ``ChatClient.complete`` (one user t
 runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.plumbing.retry``):
 connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``. Any other 4xx is
 the caller's bug and fails at once.
+
+Every output is bounded before a stage reads it (``longer_than_asked``): the answer (``message.content``, a reasoning
+written inline in it included) to what the request's ``max_tokens`` could produce, ``CHARS_PER_TOKEN`` characters a
+token; a reasoning the server returns apart, which some providers do not count in ``max_tokens``, to its own larger
+cap (``REASONING_TOKEN_CAP`` tokens, or ``max_tokens`` when higher). Past either, the client keeps none of the text.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from judge.plumbing.message_content import described_content, message_text
 from judge.plumbing.retry import Attempts, RetryPolicy
 from train.synthetic.config import EndpointConfig
 
-__all__ = ["ChatClient", "ChatResult", "message_text", "stable_endpoint"]
+__all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "REASONING_TOKEN_CAP", "longer_than_asked", "message_text",
+           "stable_endpoint"]
 
 _BACKOFF_CAP_S = 60.0
 
@@ -32,6 +38,9 @@ class ChatResult:
         error: the last error's class and message when not ok.
         attempts: requests sent (1 + retries used).
         finish_reason: as the endpoint reported it ("length" means the completion was cut).
+        oversized: the answer was longer than the request's ``max_tokens`` could have produced, or the reasoning
+            returned apart longer than its own cap (``longer_than_asked``): not ok, and neither is passed on (``text``
+            and ``reasoning`` are "").
         reasoning: the reasoning a server returned apart from the answer ("" when none): vLLM's and judge-serve's
             ``message.reasoning`` (``--reasoning-parser``), or ``reasoning_content`` as DeepSeek's API and older
             vLLM name it.
@@ -43,6 +52,29 @@ class ChatResult:
     attempts: int = 1
     finish_reason: str = ""
     reasoning: str = ""
+    oversized: bool = False
+
+
+#: The most characters one token of a model's output is taken to stand for. A tokenizer's average is 3 to 5
+#: characters of Russian or English, and even its longest tokens (runs of spaces or dashes) seldom pass 16; an
+#: answer longer than ``max_tokens * CHARS_PER_TOKEN`` characters is more than the request could have produced
+#: (a server that ignored the limit and still reported ``finish_reason`` stop), so none of it is trusted.
+CHARS_PER_TOKEN = 16
+#: The most tokens a reasoning returned apart from the answer (``message.reasoning``/``reasoning_content``) is taken
+#: to hold when it is above ``max_tokens``. Providers differ in what ``max_tokens`` bounds: vLLM counts the reasoning
+#: in it, DeepSeek's API bounds only the final answer of ``deepseek-reasoner`` and lets its chain of thought run to
+#: tens of thousands of tokens beyond it. Bounded with the answer, such a reasoning would cost a valid label; so it
+#: has this cap of its own, generous, a safety bound on what a stage reads (65,536 x 16 characters: about 1 MB).
+REASONING_TOKEN_CAP = 65_536
+
+
+def longer_than_asked(text_length: int, max_tokens: int | None, reasoning_length: int = 0) -> bool:
+    """Whether an output is more than a request with ``max_tokens`` could have produced: an answer (``text_length``
+    characters, a reasoning written inline in it included) over ``max_tokens * CHARS_PER_TOKEN``, or a reasoning
+    returned apart (``reasoning_length``) over ``max(max_tokens, REASONING_TOKEN_CAP) * CHARS_PER_TOKEN``. No
+    ``max_tokens`` known: the answer has nothing to compare with, and only the reasoning's cap applies."""
+    reasoning_cap = max(max_tokens or 0, REASONING_TOKEN_CAP) * CHARS_PER_TOKEN
+    return (bool(max_tokens) and text_length > max_tokens * CHARS_PER_TOKEN) or reasoning_length > reasoning_cap
 
 
 class ChatClient:
@@ -105,8 +137,23 @@ class ChatClient:
             # after traces and answers had journalled it as answered, so that every rerun crashed the same way.
             return ChatResult("", False, f"the endpoint's message content is not text: {described_content(choice.message.content)}",
                               attempts=attempts.n, finish_reason=finish_reason)
-        reasoning = message_text(reasoning)
-        return ChatResult(text, True, attempts=attempts.n, finish_reason=finish_reason, reasoning=reasoning or "")
+        reasoning = message_text(reasoning) or ""
+        if longer_than_asked(len(text), ep.max_tokens, len(reasoning)):
+            # Bounded here, once, before any stage parses, journals or trains on it: a server that ignored the limit
+            # sent text no request could have produced, and every parser downstream would read all of it.
+            return ChatResult("", False, f"oversized: {_oversized_detail(len(text), len(reasoning), ep.max_tokens)}: "
+                              "the server did not generate under the limit it was asked with", attempts=attempts.n,
+                              finish_reason=finish_reason, oversized=True)
+        return ChatResult(text, True, attempts=attempts.n, finish_reason=finish_reason, reasoning=reasoning)
+
+
+def _oversized_detail(text_length: int, reasoning_length: int, max_tokens: int) -> str:
+    """Which part of an output ``longer_than_asked`` refused, and the bound it passed."""
+    if longer_than_asked(text_length, max_tokens):
+        return f"{text_length} characters of answer, more than max_tokens {max_tokens} x {CHARS_PER_TOKEN} allows"
+    cap = max(max_tokens, REASONING_TOKEN_CAP)
+    return (f"{reasoning_length} characters of reasoning, more than {cap} x {CHARS_PER_TOKEN} allows "
+            "(REASONING_TOKEN_CAP)")
 
 
 def stable_endpoint(key: str, shares: Sequence[float], seed: int) -> int:

@@ -128,9 +128,21 @@ class EndpointConfig:
         return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
 
 
+#: ``seed``'s help in the stages it seeds nothing in (annotate, traces), whose configs refuse any but 0.
+_UNUSED_SEED_HELP = "seeds nothing in this stage (no job is assigned or shuffled), so only 0 is accepted"
+# What seeds the teacher instead, as the refusal of a non-zero ``seed`` ends. Annotate re-asks the same prompt up to
+# max_attempts times with one fixed request, so a seeded teacher would repeat the same unparseable verdict; traces
+# moves a teacher's seed per sample (seed + i), so seeding it there is what makes the samples reproducible.
+_ANNOTATE_SEED_ADVICE = " Leave the teacher unseeded: a seeded teacher answers each re-ask the same way."
+_TRACES_SEED_ADVICE = " To seed the teacher's samples set teacher.extra_body.seed."
+
+
 @dataclass
 class _Common:
     stage = ""  # the stage's name, as errors start (a class attribute, not a setting)
+    # Whether ``seed`` seeds anything in the stage: where not, one other than 0 is refused, never silently ignored.
+    uses_seed = True
+    seed_advice = ""  # what to do instead, where ``seed`` seeds nothing (a class attribute, not a setting)
 
     concurrency: int = _f(8, "requests in flight at once")
     max_retries: int = _f(5, "retries of a failed request (connection errors, 429, 5xx) before giving up")
@@ -141,6 +153,10 @@ class _Common:
 
     def __post_init__(self) -> None:
         check_numbers(self, self.stage)
+        if not self.uses_seed and self.seed != 0:
+            raise ValueError(f"{self.stage}: seed {self.seed} seeds nothing in this stage (no job is assigned or "
+                             "shuffled): remove `seed` from the config (or set it to 0); a folder run with it resumes "
+                             "as it is." + self.seed_advice)
 
     def check_runnable(self) -> None:
         """Refuse a config that loads but cannot run (a required endpoint missing); called before the output folder
@@ -242,6 +258,9 @@ class AnswersConfig(_Common):
 @dataclass
 class AnnotateConfig(_Common):
     stage = "annotate"
+    uses_seed = False
+    seed_advice = _ANNOTATE_SEED_ADVICE
+    seed: int = _f(0, _UNUSED_SEED_HELP)
     teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping); the paper used DeepSeek-R1")
     max_attempts: int = _f(3, "queries per item until a verdict parses; then it is counted as failed, never scored")
     criteria_language: str = _f("ru", "language of criterion names and rubrics in the prompt and the data (ru, en)")
@@ -264,6 +283,9 @@ class AnnotateConfig(_Common):
 @dataclass
 class TracesConfig(_Common):
     stage = "traces"
+    uses_seed = False
+    seed_advice = _TRACES_SEED_ADVICE
+    seed: int = _f(0, _UNUSED_SEED_HELP)
     teacher: dict = _f({}, "the teacher endpoint (EndpointConfig mapping): any OpenAI-compatible chat endpoint that "
                        "thinks, then answers an integer (judge-serve with Pollux-4B-Judge, vLLM with a Qwen3 model)")
     samples_per_item: int = _f(4, "traces asked per item (k): the teacher judges each item this many times")

@@ -58,7 +58,8 @@ import numpy as np
 
 from judge.plumbing.atomic_write import write_atomically
 from train.synthetic.config import DedupConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_input, request_failed, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
+                                     run_jobs, write_stage_outputs)
 
 _logger = logging.getLogger("judge_train.dedup")
 
@@ -315,6 +316,23 @@ _VERDICT_RE = re.compile(
 )
 
 
+# Searched only up to the text's last </think> (``_without_think_blocks``): an open tag with no close after it sent
+# the lazy body to the text's end before failing, at every such tag: quadratic in the checker's output.
+_THINK_BLOCK = re.compile(r"<think\s*>.*?</think\s*>", re.DOTALL | re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+
+
+def _without_think_blocks(text: str) -> str:
+    """``text`` with every complete ``<think>...</think>`` block replaced by a space (``_THINK_BLOCK.sub``), in linear
+    time, as ``judge.verdicts._think_blocks`` finds them: all matches lie before the end of the last ``</think>``."""
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    if last is None:
+        return text
+    return _THINK_BLOCK.sub(" ", text[: last.end()]) + text[last.end():]
+
+
 def parse_llm_check(text: str) -> bool | None:
     """True for DUPLICATE, False for DIFFERENT (or a negated DUPLICATE: "Not a duplicate."), None when the answer says
     neither, both, or something a negation makes unclear ("NOT DIFFERENT", a stray "no").
@@ -328,7 +346,7 @@ def parse_llm_check(text: str) -> bool | None:
     answer. (A reasoning whose ``<think>`` the chat template wrote into the prompt ends at the first ``</think>``.)
     """
     text = re.sub(r"^.*?</think\s*>", "", text or "", flags=re.DOTALL | re.IGNORECASE)
-    text = re.sub(r"<think\s*>.*?</think\s*>", " ", text, flags=re.DOTALL | re.IGNORECASE)
+    text = _without_think_blocks(text)
     if re.search(r"<think\s*>", text, flags=re.IGNORECASE):
         return None
     text = text.upper()
@@ -659,6 +677,9 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     llm_fn = None
     sent = [0]  # requests made to the endpoint in this run; the journal answers the rest
     failed_checks: set[str] = set()  # pairs whose request failed (unanswered, asked again by a rerun)
+    # Pairs whose answer the client refused as longer than max_tokens allows: answered (not asked again), not
+    # confirmed, so the sample stays (journalled_answer), and counted apart from the unanswered.
+    oversized_checks: set[str] = set()
     if config.runs_llm_check:
         from train.synthetic.client import ChatClient
 
@@ -681,10 +702,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
                                 "dedup llm check", fingerprint=lambda payload: render_llm_check_prompt(*payload),
                                 redo=unproven, redo_why="whose DUPLICATE was journalled without its finish_reason")
             for key, _, _ in pairs:
-                if request_failed(journal.rows[key]):
-                    failed_checks.add(key)
-                else:
-                    failed_checks.discard(key)
+                (failed_checks.add if request_failed(journal.rows[key]) else failed_checks.discard)(key)
+                (oversized_checks.add if answered_oversized(journal.rows[key]) else oversized_checks.discard)(key)
             return {key: journalled_answer(journal.rows[key]) for key, _, _ in pairs}
 
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
@@ -693,6 +712,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         # Beside llm_check_requests, not in it: those are the pairs the algorithm asked; these the endpoint never
         # answered, which a rerun asks again.
         info["llm_check_failed_requests"] = len(failed_checks)
+        info["llm_check_oversized"] = len(oversized_checks)
     info["total_elapsed_s"] = round(time.perf_counter() - started, 3)
     log(f"dedup: {len(rows)} instructions in {info['elapsed_s']:.1f} s ({info['instructions_per_s']} instructions/s; "
         f"with model load {info['total_elapsed_s']:.1f} s)")

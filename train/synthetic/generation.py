@@ -5,9 +5,10 @@ paper's instruction-generation prompt (arXiv 2505.24616v3, Appendix M.1; ``GENER
 for byte) with the leaf's type, subtypes, domain, description, and the complexity level with its requirements, and
 asked for the problem wrapped in ``[PROBLEM] ... [END]``.
 
-Filters, in order: a failed request; a malformed output (no ``[PROBLEM] ... [END]``, an empty or repeated block);
-more than ``max_non_russian`` non-Russian word tokens; an exact duplicate (case and whitespace folded) of an earlier
-instruction, in job order.
+Filters, in order: a failed request (asked again by a rerun); an output longer than ``max_tokens`` could produce
+(``oversized``: ``train.synthetic.client.longer_than_asked``, the generator's answer, not asked again); a malformed
+output (no ``[PROBLEM] ... [END]``, an empty or repeated block); more than ``max_non_russian`` non-Russian word
+tokens; an exact duplicate (case and whitespace folded) of an earlier instruction, in job order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from train.synthetic.client import ChatClient, stable_endpoint
 from train.synthetic.config import EndpointConfig, InstructionsConfig
-from train.synthetic.journal import Journal, log, run_jobs, write_stage_outputs
+from train.synthetic.journal import Journal, answered_oversized, log, run_jobs, write_stage_outputs
 
 __all__ = [
     "GENERATION_VERSION",
@@ -96,7 +97,10 @@ GENERATION_TEMPLATE = (
 # The level names of the released POLLUX `difficulty` column (the ai-forever/POLLUX dataset); the paper does not show the filled value.
 _COMPLEXITY_NAMES = {"easy": "Easy", "medium": "Medium", "hard": "Hard"}
 
+# Searched only up to the text's last [END] (``_problem_blocks``): past it no block can close, and each [PROBLEM]
+# with no [END] after it sent the lazy body to the text's end before failing: quadratic in a model's output.
 _PROBLEM = re.compile(r"\[PROBLEM\](.*?)\[END\]", re.DOTALL | re.IGNORECASE)
+_PROBLEM_END = re.compile(r"\[END\]", re.IGNORECASE)
 _THINK = re.compile(r"^.*?</think\s*>", re.DOTALL | re.IGNORECASE)
 _CODE = re.compile(r"```.*?(```|$)|`[^`\n]*`", re.DOTALL)
 _WORD = re.compile(r"[^\W\d_]+")
@@ -150,7 +154,7 @@ def parse_problem(text: str) -> tuple[str | None, str]:
         ``malformed:several_problems``.
     """
     text = _THINK.sub("", text or "", count=1) if "</think" in (text or "").lower() else (text or "")
-    blocks = _PROBLEM.findall(text)
+    blocks = _problem_blocks(text)
     if not blocks:
         return None, "malformed:no_tags"
     if len(blocks) > 1:
@@ -159,6 +163,15 @@ def parse_problem(text: str) -> tuple[str | None, str]:
     if not problem:
         return None, "malformed:empty"
     return problem, ""
+
+
+def _problem_blocks(text: str) -> list[str]:
+    """``_PROBLEM.findall(text)``, in linear time: every match ends at an [END], so all lie before the end of the
+    last one, where each [PROBLEM] has an [END] after it and each attempt succeeds without overlapping the next."""
+    last = None
+    for last in _PROBLEM_END.finditer(text):
+        pass
+    return [] if last is None else _PROBLEM.findall(text, 0, last.end())
 
 
 def non_russian_share(text: str, ignore_code: bool = True) -> float:
@@ -253,6 +266,10 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
         # prompt's fingerprint is kept (journal.run_jobs) but its prompt is unknown.
         row["generation_version"] = row.get("generation_version", UNRECORDED_VERSION)
         row.pop("request_sha", None)  # the journal's own check (run_jobs), not part of an instruction
+        if answered_oversized(row):  # the generator's answer, refused unread: counted, not asked again as an outage
+            row.pop("ok", None)
+            dropped.append({**row, "drop_reason": "oversized"})
+            continue
         if not row.pop("ok"):
             dropped.append({**row, "drop_reason": "request_failed"})
             continue

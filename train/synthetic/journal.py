@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.journal import (JournalWriter, RepeatedKeyError, loads_without_repeats, open_journal,
-                                    rewrite_journal)
+from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyError, iter_journal_lines,
+                                    loads_without_repeats, open_journal, rewrite_journal)
 from judge.plumbing.json_reading import unreadable_json
 
-__all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "write_stage_outputs", "read_input", "read_rows",
-           "require_fields", "log"]
+__all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
+           "read_input", "read_rows", "require_fields", "log"]
 
 
 def log(message: str) -> None:
@@ -51,8 +51,17 @@ class Journal:
     and cut from the file so its job is redone, fsynced appends)."""
 
     def __init__(self, path: Path):
+        """Read the journal at ``path`` (created on the first append).
+
+        Raises:
+            JournalError: a line that is not a JSON object, or a row without a text ``key`` (a hand-made or foreign
+                row, which no job could be matched to), naming ``file:line`` and the field.
+        """
         self.path = Path(path)
-        self.rows: dict[str, dict] = {row["key"]: row for row in open_journal(self.path).rows}
+        rows = open_journal(self.path).rows
+        if not all(isinstance(row.get("key"), str) for row in rows):
+            _refuse_keyless_row(self.path)
+        self.rows: dict[str, dict] = {row["key"]: row for row in rows}
         self._writer = JournalWriter(self.path)
         self._lock = threading.Lock()
 
@@ -65,11 +74,23 @@ class Journal:
             self.rows[row["key"]] = row
 
 
+def _refuse_keyless_row(path: Path) -> None:
+    """Raise ``JournalError`` naming the first row of ``path`` whose ``key`` is missing or not text (its line found
+    by a second, quiet pass: the first one kept no line numbers, and reading them costs only when a row is bad)."""
+    for number, row in iter_journal_lines(path, quiet=True):
+        key = row.get("key")
+        if not isinstance(key, str):
+            problem = "missing" if key is None else f"not a string ({type(key).__name__})"
+            raise JournalError(f"{path}:{number}: field 'key' {problem}: every journal row names its job; remove the "
+                               "row, or rerun with --overwrite to discard the journal")
+
+
 def request_failed(row: dict) -> bool:
     """Whether a journalled job failed for want of an answer (the endpoint never answered after its retries): such a
     job is asked again when the stage runs again, where one the endpoint answered, however badly, is final. Every
     stage journals ``ok: False`` for that; annotate also for a verdict it could not use (``error: verdict_...``),
-    which is the teacher's answer.
+    which is the teacher's answer, and every stage for an answer the client refused as oversized
+    (``answered_oversized``), which the endpoint did give.
 
     A row an earlier version journalled as answered whose answer is not text (a list of content parts, an object:
     the client passed them on unchecked, and every stage reading it crashed) failed too: this version's client joins
@@ -78,7 +99,15 @@ def request_failed(row: dict) -> bool:
     if row.get("ok") is True:
         text = next((name for name in _TEXT_FIELDS if name in row), None)
         return text is not None and not isinstance(row[text], str)
-    return row.get("ok") is False and not str(row.get("error") or "").startswith("verdict_")
+    # A row with no "ok" (hand-made, or a foreign tool's) holds no answer this stage knows: asked again, as a failure.
+    return not (str(row.get("error") or "").startswith("verdict_") or answered_oversized(row))
+
+
+def answered_oversized(row: dict) -> bool:
+    """Whether a journalled job's answer was refused as longer than its request's ``max_tokens`` could have produced
+    (``train.synthetic.client.longer_than_asked``: the client's error starts ``oversized``). The endpoint answered:
+    final, counted by its stage as ``oversized``, never asked again as an outage would be."""
+    return row.get("ok") is not True and str(row.get("error") or "").startswith("oversized")
 
 
 #: Where a stage journals the endpoint's text, the first of these a row holds: traces ``content``, instructions and

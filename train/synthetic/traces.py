@@ -32,11 +32,13 @@ under one reason:
 - failed (no verdict): ``request_failed`` and ``verdict_<parse error>`` (``verdict_unclosed_think`` for an answer
   cut inside its reasoning, ``verdict_no_score``, ``verdict_empty`` for nothing, or nothing after a reasoning the
   teacher ended itself: ``finish_reason`` ``stop``, a larger ``max_tokens`` would not change it), and ``verdict_cut``
-  (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``), and
+  (the reasoning closed, but the answer stopped at ``max_tokens``: ``finish_reason`` ``length``, whether an integer
+  was read from it or none yet), and
   ``turn_not_ended`` (any other reported ``finish_reason``: ``abort``, ``content_filter``, ``tool_calls``; the
-  teacher did not end its turn, so the integer read may not be its verdict), and ``verdict_oversized`` (reasoning and
-  answer longer than the request's ``max_tokens`` could have produced, ``CHARS_PER_TOKEN`` characters a token: a
-  server that ignored the limit, whatever ``finish_reason`` it reports). A failure is never a score.
+  teacher did not end its turn, so the integer read may not be its verdict), and ``verdict_oversized`` (an answer
+  longer than the request's ``max_tokens`` could have produced, ``CHARS_PER_TOKEN`` characters a token, or a
+  reasoning returned apart longer than its own cap: ``train.synthetic.client.longer_than_asked``; a server that
+  ignored the limit, whatever ``finish_reason`` it reports). A failure is never a score.
 
 The k requests of an item send the same prompt; a teacher configured with a ``seed`` (``extra_body: {seed: s}``) is
 asked sample ``i`` with seed ``s + i``, so that its k samples can differ (one seed for all k returns one trace k
@@ -77,7 +79,7 @@ from collections import Counter
 from pathlib import Path
 
 from judge.verdicts import bare_answer, has_think_tag
-from train.synthetic.client import ChatClient
+from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, longer_than_asked
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
 
@@ -92,20 +94,6 @@ MIN_RUSSIAN_SHARE = 0.5
 #: from which 2 lies 0.30000000000000004 away, past a tolerance of 0.3 by a rounding error. Scores and levels are
 #: integers and experts few, so no distance they give lies this close past a tolerance unless meant to equal it.
 _ROUNDING = 1e-9
-#: The most characters one token of a teacher's output is taken to stand for. A tokenizer's average is 3 to 5
-#: characters of Russian or English, and even its longest tokens (runs of spaces or dashes) seldom pass 16; an
-#: answer longer than ``max_tokens * CHARS_PER_TOKEN`` characters is more than the request could have produced
-#: (a server that ignored the limit and still reported ``finish_reason`` stop), so none of it is trusted.
-CHARS_PER_TOKEN = 16
-
-
-def longer_than_asked(text_length: int, max_tokens: int | None) -> bool:
-    """Whether ``text_length`` characters of output (answer and reasoning together: the reasoning's tokens count
-    against ``max_tokens`` too) are more than a request with ``max_tokens`` could have produced (``CHARS_PER_TOKEN``).
-    No ``max_tokens`` known: nothing to compare, never longer."""
-    return bool(max_tokens) and text_length > max_tokens * CHARS_PER_TOKEN
-
-
 def within_tolerance(score: float, reference: float, tolerance: float) -> bool:
     """``|score - reference| <= tolerance``, as the rule reads in exact arithmetic (see ``_ROUNDING``)."""
     return abs(score - reference) <= tolerance + _ROUNDING
@@ -162,24 +150,31 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
     from train.build_data import russian_share
     from train.grpo_rewards import gives_reasons
 
-    if not done["ok"] or request_failed(done):  # the latter: an answer journalled that is not text, asked again
+    if str(done.get("error") or "").startswith("verdict_oversized"):
+        # The client refused an answer longer than max_tokens allows (train.synthetic.client.longer_than_asked)
+        return "failed", "verdict_oversized", None
+    if done.get("ok") is not True or request_failed(done):  # the latter: an answer journalled that is not text, asked again
         return "failed", "request_failed", None
-    if longer_than_asked(len(done["content"] or "") + len(done["reasoning"] or ""), done.get("max_tokens") or max_tokens):
+    # .get: a hand-made or foreign journal row may lack a field; it reads as an empty answer, a failure counted
+    content, reasoning = done.get("content") or "", done.get("reasoning") or ""
+    if longer_than_asked(len(content), done.get("max_tokens") or max_tokens, len(reasoning)):
         # More text than max_tokens allows: the server did not generate under the limit it was asked with, so its
         # integer and its reasoning are not the teacher's answer to this request. No verdict is read from it.
         return "failed", "verdict_oversized", None
-    verdict = parse_integer_verdict(done["content"], done["reasoning"], scale)
+    verdict = parse_integer_verdict(content, reasoning, scale)
     if not verdict.ok:
         finish = done.get("finish_reason")
         if (verdict.error == VerdictError.UNCLOSED_THINK and finish == "stop" and verdict.feedback
-                and not (done["content"] or "").strip()):
+                and not content.strip()):
             # The reasoning came apart and no answer after it, which the parser must read as a cut (vLLM's reasoning
             # parser returns a generation cut before </think> so), but the server says the teacher ended its turn
             # itself: no verdict, and a larger max_tokens would not give one.
             verdict = Verdict.failure(VerdictError.EMPTY, "the teacher ended its turn after its reasoning with no "
                                       "answer (finish_reason stop)", verdict.feedback)
-        elif verdict.error == VerdictError.EMPTY and verdict.feedback and finish == "length":
-            # The reasoning closed and the limit cut the answer before its first character: cut, as verdict_cut.
+        elif finish == "length" and verdict.error != VerdictError.UNCLOSED_THINK:
+            # The limit stopped the answer (before its first character, or inside "Оценка:" before its integer): the
+            # teacher did not end it, so no verdict is missing from it but the one the cut kept back. verdict_cut, as
+            # a cut answer that did parse; one cut inside its reasoning keeps its own name, unclosed_think.
             return "failed", "verdict_cut", verdict
         return "failed", f"verdict_{verdict.error}", verdict
     if done.get("finish_reason") not in (None, "", "stop", "length"):
@@ -190,7 +185,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
         # first digit of an answer still being written), not the teacher's verdict.
         return "failed", "verdict_cut", verdict
-    if not bare_answer(done["content"], done["reasoning"]):
+    if not bare_answer(content, reasoning):
         return "dropped", "answer_not_bare", verdict
     if not verdict.in_scale:
         return "dropped", "out_of_scale", verdict
@@ -217,7 +212,7 @@ def cut_by_max_tokens(done: dict, scale) -> bool:
     An unclosed reasoning the server reports as ``stop`` ended on its own: a larger ``max_tokens`` would not finish
     it, so it is not counted cut. A failed request is no answer (``request_failed`` asks it again anyway).
     """
-    if not done["ok"] or request_failed(done):
+    if done.get("ok") is not True or request_failed(done):
         return False
     if done.get("finish_reason") == "length":
         return True
@@ -330,9 +325,14 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         client = clients[sample if seeded else 0]
         result = client.complete(render_prompt(record), system=config.system_prompt)
         # The limit it was asked with: a rerun with a larger one asks again the answers this one cut.
-        return {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
-                "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts,
-                "max_tokens": teacher.max_tokens}
+        row = {"ok": result.ok, "content": result.text, "reasoning": result.reasoning,
+               "finish_reason": result.finish_reason, "error": result.error, "attempts": result.attempts,
+               "max_tokens": teacher.max_tokens}
+        if result.oversized:
+            # The teacher's answer, not an outage (the client kept none of its text): final, as a verdict that does
+            # not parse is, where a failed request is asked again.
+            row["error"] = f"verdict_{result.error}"
+        return row
 
     def request(job) -> str:
         # What a journalled answer was asked with: the prompt, and a sample's own seed when it is not the configured
@@ -376,7 +376,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
             row = {**record.to_dict(), "id": key, "item_id": record.id, "trace_index": sample,
                    "teacher": teacher.name, "prompt_version": PROMPT_VERSION, "experts_reference": list(references),
                    "agreement": config.agreement, "tolerance": float(config.tolerance),
-                   "teacher_content": done["content"],
+                   "teacher_content": done.get("content"),
                    # .get: a row journalled before finish_reason was (trace_outcome reads it as not cut) is resumed
                    "finish_reason": done.get("finish_reason")}  # fmt: skip
             if verdict is not None:
@@ -389,10 +389,12 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                 dropped.append({**row, "drop_reason": reason})
             else:
                 n_failed += 1
-                why = done["error"] or (verdict.reason if verdict else "")
-                if reason == "verdict_oversized":
-                    why = (f"{len(done['content'] or '') + len(done['reasoning'] or '')} characters, more than "
-                           f"max_tokens {done.get('max_tokens') or teacher.max_tokens} x {CHARS_PER_TOKEN} allows")
+                why = done.get("error") or (verdict.reason if verdict else "")
+                if reason == "verdict_oversized" and done.get("ok") is True:  # journalled before the client bound it
+                    why = (f"{len(done.get('content') or '')} characters of answer and "
+                           f"{len(done.get('reasoning') or '')} of reasoning, more than max_tokens "
+                           f"{done.get('max_tokens') or teacher.max_tokens} x {CHARS_PER_TOKEN} allows "
+                           "(train.synthetic.client.longer_than_asked)")
                 failed.append({**row, "fail_reason": reason, "error": why})
         items_kept += n_kept > 0
         # No verdict from any of its k samples (an outage, every answer cut): the item is missing from the traces for
