@@ -8,9 +8,15 @@ one policy-gradient update) costs.
 
 It runs the recipe itself (``train.grpo.main``: the same data, prompts, trl ``GRPOTrainer`` and rewards) for
 ``--steps`` steps of ``--prompts-per-step`` prompts x ``--group`` completions, every completion forced to exactly
-``--completion-tokens`` tokens (transformers' ``min_new_tokens`` / ``max_completion_length``), so that runs compare.
+``--completion-tokens`` tokens (:func:`run_overrides`: ``max_completion_length`` and a minimum of as many tokens,
+transformers' ``min_new_tokens`` or vLLM's ``min_tokens``), so that runs compare.
 trl logs each step's wall time (``step_time``); the first step (warm-up: allocation, compilation) is reported apart,
 the others as median [min, max]. Generated tokens per second = prompts x group x completion tokens / step time.
+
+Every completion is therefore cut by the length limit: none can end with its end-of-sequence token, so every one is
+a failed verdict, every reward is 0 (trl logs ``completions/clipped_ratio`` 1.0 and ``frac_reward_zero_std`` 1.0)
+and every advantage is 0. The step still does all of its work (generation, rewards, log-probabilities, the backward
+pass and the optimizer step), which is what is timed: this measures a step's cost, never what GRPO learns.
 
 This machine has no GPU: the figures printed here are CPU figures of the tiny model. The step time that sizes a real
 run is the GPU one (vLLM generation, bf16, flash attention), which has to be measured on a GPU with the third
@@ -29,6 +35,32 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.measure import fmt, machine, machine_line, spread  # noqa: E402
+
+
+def run_overrides(*, output_dir: str = "runs/bench/grpo-step", steps: int = 4, group: int = 4,
+                  prompts_per_step: int = 1, completion_tokens: int = 32, use_vllm: str | None = None,
+                  model: str | None = None) -> dict:  # fmt: skip
+    """The config overrides of one bench run (``train.config.load_config``), every completion ``completion_tokens``
+    long.
+
+    trl hands ``generation_kwargs`` to the generator as given: ``transformers.GenerationConfig(**kwargs)`` without
+    vLLM, ``vllm.SamplingParams(**kwargs)`` with it (trl/trainer/grpo_trainer.py; trl/generation/vllm_generation.py
+    ``VLLMGeneration.generate``), which knows the minimum as ``min_tokens`` and refuses ``min_new_tokens``.
+    """
+    minimum = {"min_tokens": completion_tokens} if use_vllm else {"min_new_tokens": completion_tokens}
+    overrides = {
+        "output_dir": output_dir, "max_steps": steps, "save_steps": steps + 1,
+        "num_generations": group, "global_batch_size": group * prompts_per_step,
+        "per_device_train_batch_size": group * prompts_per_step,
+        "max_completion_length": completion_tokens, "max_rows": steps * prompts_per_step,
+        "trainer_args": {"generation_kwargs": minimum},
+        "disable_tqdm": True, "report_to": "none",
+    }  # fmt: skip
+    if model:
+        overrides["model_name_or_path"] = model
+    if use_vllm:
+        overrides.update({"use_vllm": True, "vllm_mode": use_vllm})
+    return overrides
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,18 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     from train.config import load_config
 
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as scratch:
-        overrides = {
-            "output_dir": str(Path(scratch) / "run"), "max_steps": args.steps, "save_steps": args.steps + 1,
-            "num_generations": args.group, "global_batch_size": args.group * args.prompts_per_step,
-            "per_device_train_batch_size": args.group * args.prompts_per_step,
-            "max_completion_length": args.completion_tokens, "max_rows": args.steps * args.prompts_per_step,
-            "trainer_args": {"generation_kwargs": {"min_new_tokens": args.completion_tokens}},
-            "disable_tqdm": True, "report_to": "none",
-        }  # fmt: skip
-        if args.model:
-            overrides["model_name_or_path"] = args.model
-        if args.use_vllm:
-            overrides.update({"use_vllm": True, "vllm_mode": args.use_vllm})
+        overrides = run_overrides(output_dir=str(Path(scratch) / "run"), steps=args.steps, group=args.group,
+                                  prompts_per_step=args.prompts_per_step, completion_tokens=args.completion_tokens,
+                                  use_vllm=args.use_vllm, model=args.model)  # fmt: skip
         config = load_config(args.config, overrides)
         started = time.perf_counter()
         result = grpo.main(config)
@@ -79,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
                "step_s": spread(times[1:]) if len(times) > 1 else None,
                "generated_tokens_per_s": spread([tokens / t for t in times[1:]]) if len(times) > 1 else None,
                "mean_completion_length": [entry.get("completions/mean_length") for entry in steps],
+               # every completion forced to the limit: cut, rewarded 0, so every advantage is 0 (module docstring)
+               "clipped_ratio": [entry.get("completions/clipped_ratio") for entry in steps],
                "whole_run_s": total}  # fmt: skip
     print(machine_line(figures["machine"]))
     print(f"device: {device}; model {config.model_name_or_path}; generation: "
           f"{'vLLM ' + args.use_vllm if args.use_vllm else 'transformers'}")
     print(f"{args.prompts_per_step} prompt(s) x group {args.group} x {args.completion_tokens} tokens per step, "
           f"{len(times)} steps (whole run with data, model and export {total:.1f} s)")
+    print("every completion is forced to the length limit, so each is cut: rewards 0, advantages 0 (the step's "
+          "cost is measured, not learning)")
     if times:
         print(f"warm-up step: {times[0]:.2f} s")
     if len(times) > 1:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
+from judge.sample_data import SAMPLE_DATA  # ``data`` naming the bundled sample: one name in every CLI
 
 __all__ = [
     "ConfigError",
@@ -36,6 +37,7 @@ __all__ = [
     "RegressionConfig",
     "ClassifierConfig",
     "GRPORecipeConfig",
+    "GRPO_RECIPE_ARGUMENTS",
     "TINY_QWEN3",
     "load_config",
     "add_config_arguments",
@@ -48,8 +50,6 @@ TINY_MODEL = "tiny-qwen2"
 #: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen3 (``Pollux-4B-Judge``'s architecture,
 #: Qwen3's thinking chat template; ``train.tiny_models.build_tiny_qwen3``) into ``<output_dir>/base-model``.
 TINY_QWEN3 = "tiny-qwen3"
-#: ``data`` value that means the sample data bundled with the package (``judge.sample_data_path()``).
-SAMPLE_DATA = "sample"
 
 
 #: ``optim`` values a DeepSpeed JSON's AdamW ``optimizer`` block runs faithfully: transformers' full-precision torch
@@ -206,6 +206,8 @@ class TrainConfig:
                 raise ConfigError(f"{f.name} must be a finite number, got {value}")
         if self.recipe not in RECIPES:
             raise ConfigError(f"recipe must be one of {sorted(RECIPES)}, got {self.recipe!r}")
+        if isinstance(self.data, str) and not self.data.strip():  # read as a path, the current folder: refused as judge-eval refuses --data ""
+            raise ConfigError(f"data: empty; give a file, folder or dataset name (or `{SAMPLE_DATA}`)")
         if self.zero_shot not in ("refuse", "drop", "allow"):
             raise ConfigError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {self.zero_shot!r}")
         if self.bf16 not in ("auto", "true", "false"):
@@ -569,6 +571,20 @@ class ClassifierConfig(TrainConfig):
 #: The loss types trl 1.16's GRPOTrainer computes (trl/trainer/grpo_config.py, ``loss_type``).
 GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
+#: The trl ``GRPOConfig`` keys the grpo recipe passes itself (``train.grpo.grpo_arguments``) -> its value: the
+#: field of this config it is (the same name) or what the recipe makes it. The trainer-arguments builder refuses a
+#: ``trainer_args`` key among them only after the run folder, run.json and the base model's copy exist;
+#: ``GRPORecipeConfig.validate`` refuses it at load.
+GRPO_RECIPE_ARGUMENTS: dict[str, str] = {
+    "num_generations": "num_generations", "beta": "beta", "loss_type": "loss_type",
+    "max_completion_length": "max_completion_length", "temperature": "temperature",
+    "reward_weights": "the weights of rewards", "use_vllm": "use_vllm", "vllm_mode": "vllm_mode",
+    "vllm_server_host": "vllm_server_host", "vllm_server_port": "vllm_server_port",
+    "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "vllm_max_model_length": "max_length (prompt + completion, the most a sequence holds)",
+    "remove_unused_columns": "false: the reward functions read the rows' scale and reference columns",
+}  # fmt: skip
+
 
 @dataclass
 class GRPORecipeConfig(TrainConfig):
@@ -645,6 +661,13 @@ class GRPORecipeConfig(TrainConfig):
     )
 
     def validate(self) -> None:
+        # Before the shared trainer_args checks, which build the trainer arguments from these keys as given. A key
+        # that is a field of this config is left to them: they refuse it naming the field (and flag) to set.
+        own = {f.name for f in dataclasses.fields(self)}
+        for key in self.trainer_args:
+            if key in GRPO_RECIPE_ARGUMENTS and key not in own:
+                raise ConfigError(f"trainer_args.{key}: the grpo recipe passes this to trl itself (it is "
+                                  f"{GRPO_RECIPE_ARGUMENTS[key]}); remove it")
         super().validate()
         from judge.verdicts import VerdictFormat
 

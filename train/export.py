@@ -51,6 +51,7 @@ import torch
 
 from judge.plumbing.atomic_write import staging_dir
 from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, TRAINED_LENGTHS, TrainedLengths, write_manifest
+from judge.prompts import PROMPT_VERSION
 
 __all__ = [
     "ExportError",
@@ -200,7 +201,7 @@ def _fresh(folder: Path) -> Path:
 
 
 def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str = "tagged",
-                   trained_lengths: TrainedLengths | None = None) -> Path:
+                   trained_lengths: TrainedLengths | None = None, prompt_version: str = PROMPT_VERSION) -> Path:
     """Write the generating judge as a plain causal LM folder (``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ...).
 
     Args:
@@ -212,6 +213,8 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
         trained_lengths: the token lengths a reasoning judge's completions were trained within (GRPO: its sampling
             bounds; integer-format SFT: ``train.seq2seq.trained_lengths``), recorded in the manifest so that
             judge-serve gives the judge as much room (``judge.checkpoints.checkpoint_trained_lengths``).
+        prompt_version: the template the judge was trained on (GRPO: the one its base is asked with), recorded in
+            the manifest, from which judge-serve and judge-eval choose the template they ask the judge with.
     """
     out = _fresh(Path(out_dir))
     model.config.pad_token_id = tokenizer.pad_token_id
@@ -221,7 +224,8 @@ def export_seq2seq(model, tokenizer, out_dir: str | Path, *, verdict_format: str
     model.save_pretrained(str(out), safe_serialization=True)
     _save_tokenizer_and_generation(model, tokenizer, out)
     lengths = {TRAINED_LENGTHS: trained_lengths.to_manifest()} if trained_lengths else {}
-    write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format, **lengths)
+    write_manifest(out, "seq2seq", generator=".", score_head=None, verdict_format=verdict_format,
+                   prompt_version=prompt_version, **lengths)
     return out
 
 
@@ -406,7 +410,8 @@ def _drop_trainer_card(output_dir: Path) -> None:
 def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tokenizer,
                           probe_texts: list[str], base_model: str, dtype: torch.dtype, export_dir: str | Path,
                           verdict_format: str = "tagged",
-                          trained_lengths: TrainedLengths | None = None) -> dict[str, Any] | None:  # fmt: skip
+                          trained_lengths: TrainedLengths | None = None,
+                          prompt_version: str = PROMPT_VERSION) -> dict[str, Any] | None:  # fmt: skip
     """Save, export, reload, verify and record; call on every rank after ``trainer.train()``.
 
     Steps: probe the live model (a collective under ZeRO-3), ``trainer.save_model`` into ``<output_dir>/trained``
@@ -455,7 +460,8 @@ def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tok
                                                   tokenizer=tokenizer, batch=batch, live=live, trained=trained,
                                                   base_model=base_model, dtype=dtype, export_dir=Path(export_dir),
                                                   verdict_format=verdict_format,
-                                                  trained_lengths=trained_lengths)  # fmt: skip
+                                                  trained_lengths=trained_lengths,
+                                                  prompt_version=prompt_version)  # fmt: skip
             result.export_dir = str(export_dir)
             trainer.accelerator.wait_for_everyone()
             return report
@@ -482,7 +488,8 @@ def _every_core_for_torch():
 
 
 def _export_on_rank_zero(trainer, watch, *, result, mode, model_cls, tokenizer, batch, live, trained: Path,
-                         base_model, dtype, export_dir: Path, verdict_format, trained_lengths):  # fmt: skip
+                         base_model, dtype, export_dir: Path, verdict_format, trained_lengths,
+                         prompt_version=PROMPT_VERSION):  # fmt: skip
     from train import provenance
     from train.model_card import evaluation_section
 
@@ -497,7 +504,7 @@ def _export_on_rank_zero(trainer, watch, *, result, mode, model_cls, tokenizer, 
         stop_if_signalled()
         if mode == "seq2seq":
             export_seq2seq(model, tokenizer, staging, verdict_format=verdict_format,
-                           trained_lengths=trained_lengths)
+                           trained_lengths=trained_lengths, prompt_version=prompt_version)
         else:
             export_regression(model, tokenizer, staging)
         del model

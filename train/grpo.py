@@ -5,9 +5,11 @@
     accelerate launch --num_processes 8 -m train.cli grpo --config configs/train/t-lite/grpo.yaml   # 8 GPUs, colocated vLLM
     judge-train submit --config configs/train/qwen3-8b/grpo.yaml --nodes 3 --gpus-per-node 8 --dry-run  # Slurm
 
-Each POLLUX item (instruction, answer, criterion, rubric) becomes one prompt: ``judge.render_prompt`` wrapped by
-``judge.apply_chat`` through the base model's own chat template, exactly as judge-serve prompts a judge of that verdict
-format (``integer``: thinking left on, the judge opens its own ``<think>``; ``tagged``: thinking off). trl samples
+Each POLLUX item (instruction, answer, criterion, rubric) becomes one prompt: the template judge-serve asks the base
+model with (:func:`prompt_template`: its manifest's ``prompt_version``, a hub id's read from the local cache; without
+one, the released Pollux-4B-Judge's for the integer format) wrapped by ``judge.apply_chat`` through the base model's
+own chat template, exactly as judge-serve prompts a judge of that verdict format (``integer``: thinking left on, the
+judge opens its own ``<think>``; ``tagged``: thinking off); the export's manifest names that template. trl samples
 ``num_generations`` completions per prompt and scores each with the reward functions of ``train.grpo_rewards`` (the
 verdict parsed by judge-serve's own parser and compared with the experts' mode); the group-relative advantages
 weight the policy-gradient loss. No rationale or teacher is needed: every POLLUX item carries its experts' scores.
@@ -30,7 +32,7 @@ anything loads, and the prompts an epoch leaves over are logged and recorded in 
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~625 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~690 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -47,12 +49,14 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PromptTemplate
 from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
-__all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step", "check_prompt_count",
-           "completion_end_ids", "reward_functions", "check_training_vllm", "installed_vllm", "main"]
+__all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step",
+           "check_prompt_count", "prompt_template", "completion_end_ids", "reward_functions", "grpo_arguments",
+           "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +105,8 @@ class GRPOReport(BuildReport):
 
 
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
-              verdict_format: str = "integer") -> tuple[list[dict[str, Any]], GRPOReport]:  # fmt: skip
+              verdict_format: str = "integer",
+              template: PromptTemplate = POLLUX_PROMPT) -> tuple[list[dict[str, Any]], GRPOReport]:  # fmt: skip
     """Records as GRPO rows: the POLLUX prompt, the criterion's scale and the experts' reference score(s).
 
     Args:
@@ -111,6 +116,8 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
             ``nearest`` (every tied mode is a reference; the reward takes the closest) or ``skip`` (no reference:
             the agreement reward is None for them).
         verdict_format: the policy's verdict format, carried on every row for the reward functions.
+        template: the prompt template the policy is asked with (``main``: the one judge-serve asks the base model
+            with, ``judge.checkpoints.prompt_template_and_why``).
 
     Returns:
         (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
@@ -141,7 +148,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     # prompt -> its first record, the pooled scores (as given), and the items whose panels they hold.
     panels_of_prompt: dict[str, tuple[judge.JudgeRecord, list[float], set[str]]] = {}
     for record in kept:
-        prompt = judge.render_prompt(record)
+        prompt = template.render(record)
         scores = [float(s) for s in record.expert_scores]
         item = _item_of(record)
         group = panels_of_prompt.get(prompt)
@@ -383,12 +390,17 @@ class BaseCheckpoint:
         verdict_format: the format the manifest declares (None: no manifest read).
         trained_lengths: the manifest's ``trained_lengths`` (None: none recorded, or no manifest read).
         warnings: what the run goes on with but should not (each logged as a warning and kept in run.json).
+        manifest: the manifest read ({} when none was), from which the prompt template is chosen.
+        not_here: a hub id the local Hugging Face cache lacks: whether it has a manifest is not known before it
+            is downloaded, so the template chosen for it (:func:`prompt_template`) is a guess.
     """
 
     read: str
     verdict_format: str | None = None
     trained_lengths: TrainedLengths | None = None
     warnings: tuple[str, ...] = field(default=())
+    manifest: dict[str, Any] = field(default_factory=dict)
+    not_here: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"read": self.read, "verdict_format": self.verdict_format,
@@ -409,8 +421,10 @@ def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
       ones it learned is cut, fails to parse and earns 0 from both rewards, so GRPO teaches it to reason shorter
       (perhaps the intent), and the export then records the shorter length as the one it was trained within.
 
-    A hub id, a tiny model the recipe builds, or a folder without a manifest (a plain or released checkpoint) has
-    nothing to read: nothing is refused, and the log says so.
+    A hub id is read from its snapshot in the local Hugging Face cache, as judge-serve reads it
+    (``judge.checkpoints.resolve_checkpoint``, downloads off: nothing is fetched here); one the cache lacks, a tiny
+    model the recipe builds, or a folder without a manifest (a plain or released checkpoint) has nothing to read:
+    nothing is refused, and the log says so.
 
     Raises:
         ConfigError: a format that differs from the manifest's, naming both and ``verdict_format``; a manifest
@@ -418,19 +432,26 @@ def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
     """
     from pathlib import Path
 
-    from judge.checkpoints import (EXPORT_MANIFEST, checkpoint_trained_lengths, is_hub_id, read_manifest,
-                                   verdict_format_and_why)  # fmt: skip
+    from judge.checkpoints import (EXPORT_MANIFEST, CheckpointNotFound, checkpoint_trained_lengths, is_hub_id,
+                                   read_manifest, resolve_checkpoint, verdict_format_and_why)  # fmt: skip
 
     base = config.model_name_or_path
-    if not Path(base).is_dir():
-        what = "a hub id" if is_hub_id(base) else "not a local folder"
-        return BaseCheckpoint(f"{base} is {what}: no export manifest to check the config against")
+    folder = Path(base)
+    if not folder.is_dir():
+        if not is_hub_id(base):
+            return BaseCheckpoint(f"{base} is not a local folder: no export manifest to check the config against")
+        try:  # the snapshot judge-serve would read; the training itself downloads a hub id the cache lacks
+            folder = resolve_checkpoint(base, allow_download=False)
+        except CheckpointNotFound:
+            return BaseCheckpoint(f"{base} is a hub id not in the local Hugging Face cache: its export manifest, if "
+                                  "it has one, is not read, and nothing is checked against it", not_here=True)
     try:
-        if not read_manifest(base):
+        manifest = read_manifest(folder)
+        if not manifest:
             return BaseCheckpoint(f"{base} has no export manifest ({EXPORT_MANIFEST}): a plain or released "
                                   "checkpoint, nothing to check the config against")
-        declared, why = verdict_format_and_why(base)
-        trained = checkpoint_trained_lengths(base)
+        declared, why = verdict_format_and_why(folder)
+        trained = checkpoint_trained_lengths(folder)
     except ValueError as err:  # a manifest that does not read: judge-serve would refuse the export too
         raise ConfigError(f"model_name_or_path: {err}") from None
     if declared != config.verdict_format:
@@ -450,7 +471,31 @@ def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
     lengths = (f", trained_lengths {trained.max_completion_length} of {trained.max_length} tokens" if trained
                else ", no trained_lengths")
     return BaseCheckpoint(f"{base}'s {EXPORT_MANIFEST}: verdict_format {declared}{lengths}", declared, trained,
-                          tuple(warnings))
+                          tuple(warnings), manifest)
+
+
+def prompt_template(config: GRPORecipeConfig, base: BaseCheckpoint) -> tuple[PromptTemplate, str]:
+    """The template GRPO asks the base with, and why, for the log: the one judge-serve asks it with
+    (``judge.checkpoints.prompt_template_and_why`` over its manifest), so that GRPO starts from the prompt the base
+    learned; the export's manifest then names it, and judge-serve asks the trained judge with it too.
+
+    Without a manifest the why is the recipe's own: the serving rule's reason speaks of a judge that is
+    Pollux-4B-Judge, where a GRPO base without one (a plain Qwen3) is only asked as judge-serve would ask it.
+    """
+    from judge.checkpoints import prompt_template_and_why
+
+    template, why = prompt_template_and_why(config.verdict_format, base.manifest)
+    if base.manifest:
+        return template, f"{config.model_name_or_path}: {why}"
+    prompt = ("the released Pollux-4B-Judge's prompt (the Russian prompt and one newline)"
+              if template is POLLUX_4B_PROMPT else "the 7B/32B judges' prompt")
+    what = "a checkpoint without an export manifest"
+    if base.not_here:
+        return template, (f"{config.model_name_or_path} is not in the local Hugging Face cache: the template "
+                          f"judge-serve uses for {what} ({config.verdict_format} format: {prompt}), a guess until "
+                          "the base is here")
+    return template, (f"{config.model_name_or_path} has no export manifest: the template judge-serve uses for {what} "
+                      f"({config.verdict_format} format: {prompt})")
 
 
 def completion_end_ids(generation_eos: int | list[int] | None, tokenizer) -> frozenset[int]:
@@ -476,6 +521,37 @@ def reward_functions(names: Iterable[str], end_token_ids: frozenset[int]) -> lis
     from train.grpo_rewards import REWARDS
 
     return [functools.partial(REWARDS[name], end_token_ids=end_token_ids) for name in names]
+
+
+def grpo_arguments(config: GRPORecipeConfig) -> dict[str, Any]:
+    """The trl ``GRPOConfig`` arguments the recipe sets itself, from the config or fixed: exactly the keys of
+    ``train.config.GRPO_RECIPE_ARGUMENTS``, which the config refuses in ``trainer_args`` at load.
+
+    ``vllm_max_model_length`` is ``max_length``: :func:`screen_prompts` keeps only prompts with
+    ``max_completion_length`` tokens of room under it, so no sequence is longer. Left unset, colocated vLLM sizes
+    its context, and the KV cache it reserves, from the model's config (40,960 tokens for Qwen3-8B).
+    """
+    from train.config import GRPO_RECIPE_ARGUMENTS
+
+    arguments = {
+        "num_generations": config.num_generations,
+        "beta": config.beta,
+        "loss_type": config.loss_type,
+        "max_completion_length": config.max_completion_length,
+        "temperature": config.temperature,
+        "reward_weights": [float(w) for w in config.rewards.values()],
+        "use_vllm": config.use_vllm,
+        "vllm_mode": config.vllm_mode,
+        "vllm_server_host": config.vllm_server_host,
+        "vllm_server_port": config.vllm_server_port,
+        "vllm_gpu_memory_utilization": config.vllm_gpu_memory_utilization,
+        "vllm_max_model_length": config.max_length,
+        "remove_unused_columns": False,  # the reward functions read the scale and reference columns
+    }
+    # The config refuses these keys in trainer_args at load: one passed here and not listed there would be refused
+    # only by PreparedRun.training_arguments, after the run folder and the base model's copy exist.
+    assert arguments.keys() == GRPO_RECIPE_ARGUMENTS.keys(), sorted(arguments.keys() ^ GRPO_RECIPE_ARGUMENTS.keys())
+    return arguments
 
 
 def check_training_vllm(installed: str | None) -> None:
@@ -541,12 +617,17 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     per_step = prompts_per_step(config, launch_arithmetic(config))
 
     # ---- data ---------------------------------------------------------------------------------------------------
+    template, template_why = prompt_template(config, base_checkpoint)
+    # A base the local cache lacks gets the template judge-serve would use for it without a manifest: a guess that the
+    # export's manifest then records as fact, so it is said as a warning.
+    (logger.warning if base_checkpoint.not_here else logger.info)("GRPO prompt template %s: %s", template.version,
+                                                                   template_why)
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
-                             verdict_format=config.verdict_format)  # fmt: skip
+                             verdict_format=config.verdict_format, template=template)  # fmt: skip
     # Too few prompts for one step are refused before the tokenizer, the model or the run folder: screening the
     # prompts (below, with the tokenizer) only leaves fewer.
     check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
-    run = recipe_steps.prepare(config, "GRPO judge")
+    run = recipe_steps.prepare(config, "GRPO judge", prompt_version=template.version)
     rows, dropped = screen_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
                                    config.verdict_format)  # fmt: skip
     if dropped:
@@ -561,7 +642,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
                        config.global_batch_size, config.num_generations)  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
     run.record_data({**report.to_dict(), "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
-                     "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict()},
+                     "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict(), "prompt_version": template.version},
                     train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
 
     # ---- model --------------------------------------------------------------------------------------------------
@@ -571,22 +652,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     from train.grpo_sampler import replaying_epochs
 
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
-    args = run.training_arguments(
-        GRPOConfig,
-        has_eval=False,
-        num_generations=config.num_generations,
-        beta=config.beta,
-        loss_type=config.loss_type,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        reward_weights=[float(w) for w in config.rewards.values()],
-        use_vllm=config.use_vllm,
-        vllm_mode=config.vllm_mode,
-        vllm_server_host=config.vllm_server_host,
-        vllm_server_port=config.vllm_server_port,
-        vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        remove_unused_columns=False,  # the reward functions read the scale and reference columns
-    )
+    args = run.training_arguments(GRPOConfig, has_eval=False, **grpo_arguments(config))
     model = AutoModelForCausalLM.from_pretrained(run.base_model, dtype=run.dtype, attn_implementation=config.attn_implementation)
     end_token_ids = completion_end_ids(model.generation_config.eos_token_id, run.tokenizer)
 
@@ -619,7 +685,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     export.export_after_training(  # records the result in run.json, then writes the model card from it
         trainer, stopper=run.stopper, result=result, mode="seq2seq", model_cls=AutoModelForCausalLM,
         tokenizer=run.tokenizer, probe_texts=probe_texts, base_model=run.base_model, dtype=run.dtype,
-        export_dir=export_dir, verdict_format=config.verdict_format,
+        export_dir=export_dir, verdict_format=config.verdict_format, prompt_version=template.version,
         trained_lengths=TrainedLengths(config.max_length, config.max_completion_length))
     logger.info("GRPO judge (%s verdicts) exported to %s", config.verdict_format, export_dir)
     return result

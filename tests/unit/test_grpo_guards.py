@@ -199,7 +199,8 @@ def test_a_base_export_of_another_verdict_format_is_refused_before_anything_load
 
 
 @pytest.mark.parametrize("model, read", [("t-tech/T-lite-it-1.0", "a hub id"), ("tiny-qwen3", "not a local folder")])
-def test_a_hub_id_or_a_built_tiny_model_has_no_manifest_to_check(model, read):
+def test_a_hub_id_or_a_built_tiny_model_has_no_manifest_to_check(tmp_path, monkeypatch, model, read):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: the hub id is not here to read
     base = grpo.check_base_checkpoint(load_config(TINY_GRPO, {"model_name_or_path": model}))
     assert read in base.read and (base.verdict_format, base.trained_lengths, base.warnings) == (None, None, ())
 

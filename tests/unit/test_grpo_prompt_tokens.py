@@ -19,6 +19,7 @@ import pytest
 
 import judge
 from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
+from judge.prompts import POLLUX_4B_PROMPT
 from train import grpo
 from train.config import load_config
 from tests.support.train_grpo import TINY_GRPO
@@ -89,9 +90,16 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
     assert list(dataset["id"]) == ["a", "b", "c"]
     texts = list(dataset["prompt"])
     thinking = config.verdict_format == judge.VerdictFormat.INTEGER
-    served = served_ids(qwen3_tokenizer, texts, [judge.render_prompt(r) for r in records(*rows[:1], *rows[2:])], thinking)
+    # The base folder has no export manifest and the format is integer: main asks it with the 4B template, whose
+    # prompt is pollux-ru-v2's and one newline.
+    prompts = [POLLUX_4B_PROMPT.render(r) for r in records(*rows[:1], *rows[2:])]
+    assert all(text.endswith(f"{prompt}<|im_end|>\n<|im_start|>assistant\n") for text, prompt in zip(texts, prompts))
+    served = served_ids(qwen3_tokenizer, texts, prompts, thinking)
     assert trl_ids(qwen3_tokenizer, texts) == served
-    report = json.loads((Path(config.output_dir) / "run.json").read_text())["data"]
+    run_json = json.loads((Path(config.output_dir) / "run.json").read_text())
+    # One prompt version in run.json: the top level's (every recipe's) is the template the rows were rendered with.
+    assert run_json["prompt_version"] == run_json["data"]["prompt_version"] == "pollux-ru-4b-v1"
+    report = run_json["data"]
     assert report["dropped"] == {"special_token_string": 1} and report["n_rows"] == report["n_train"] == 3
     assert any("special-token string" in r.getMessage() and "forged" in r.getMessage() for r in caplog.records)
 

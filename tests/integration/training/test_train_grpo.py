@@ -106,7 +106,8 @@ def test_grpo_trains_on_rewards_that_differ_inside_a_group(grpo_run):
 def test_the_grpo_export_is_an_integer_judge_with_its_card(grpo_run):
     """The export is a verified Qwen3ForCausalLM whose manifest says verdict_format integer (what judge-serve and
     judge-eval read with no flag); its card names the recipe, the rewards with their weights and the base."""
-    from judge.checkpoints import TrainedLengths, checkpoint_trained_lengths, checkpoint_verdict_format, judge_kind
+    from judge.checkpoints import (TrainedLengths, checkpoint_trained_lengths, checkpoint_verdict_format, judge_kind,
+                                   read_manifest)  # fmt: skip
 
     export = Path(grpo_run.export_dir)
     assert grpo_run.export_report["max_logit_diff"] <= 1e-4
@@ -115,6 +116,11 @@ def test_the_grpo_export_is_an_integer_judge_with_its_card(grpo_run):
     assert checkpoint_trained_lengths(export) == TrainedLengths(tiny.max_length, tiny.max_completion_length)
     assert json.loads((export / "config.json").read_text())["architectures"] == ["Qwen3ForCausalLM"]
     assert checkpoint_verdict_format(export) == "integer" and judge_kind(export) == "seq2seq"
+    # The tiny base the recipe builds has no export manifest: an integer base without one is asked with the 4B
+    # template, which the export's manifest and run.json name.
+    assert read_manifest(Path(grpo_run.output_dir) / "base-model") == {}
+    assert read_manifest(export)["prompt_version"] == "pollux-ru-4b-v1"
+    assert json.loads((export / "run.json").read_text())["prompt_version"] == "pollux-ru-4b-v1"
     card = (export / "README.md").read_text()
     assert "- recipe: `grpo`" in card and "`format_reward` x 1.0" in card and "`agreement_reward` x 1.0" in card
     assert f"- base model: `{Path(grpo_run.output_dir) / 'base-model'}`" in card and "bare integer" in card
