@@ -21,7 +21,9 @@ judge's rationales as a completions-table column (``log_extra``) and the failure
 (``log_metric``). A sample whose own body is over ``max_body_bytes`` is not sent: each of its criteria fails
 (``context_length_exceeded``), valued by the rule's ``on_failure``, as judge-serve values an answer too long for
 the judge. A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
-sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step.
+sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step. For
+the same reason the first call first asks judge-serve's ``GET /v1/models`` (``JudgeRewardClient.first_contact``): a
+URL nothing answers at raises ``EndpointUnusable`` naming it, rather than a ``None`` for every sample of every step.
 Given ``end_token_ids``, a completion whose ``completion_ids`` end in none of them (trl's own test of a completion
 its ``max_completion_length`` cut) is not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer
 judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued by the rule's
@@ -36,7 +38,9 @@ string of one, ``"auto"``, or null where the row's ``task_type`` names the task 
 reference answer comes from ``reference_column`` when given (a column named that trl does not pass is a ``ValueError``
 naming it and the columns trl passed); the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns,
 when it has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer
-judged is ``judge.rewards.policy_answer`` of the completion's text.
+judged is ``judge.rewards.policy_answer`` of the completion's text (``judge.rewards.completion_text``: a
+conversational completion's last assistant turn), and a cut completion is told by ``judge.rewards.cut_completions``:
+the rules ``train.grpo_rewards`` reads its completions by.
 
 **verl** (``custom_reward_function`` in its trainer config)::
 
@@ -66,7 +70,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~920 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~950 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -83,16 +87,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from judge.plumbing.retry import GenerationAborted, RetryPolicy, is_transient, retryable_status, server_message
-from judge.rewards import (CriterionReward, Reward, RewardRule, label_criterion, policy_answer,
-                           prompt_opens_reasoning, reward_of)
+from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
+                                  server_message)
+from judge.rewards import (CriterionReward, Reward, RewardRule, completion_text, content_text, cut_completions,
+                           label_criterion, policy_answer, prompt_opens_reasoning, reward_of)
 from judge.verdicts import VerdictError, format_score
 from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
-           "encoded_body", "TASK_FIELDS", "RewardRequestRefused", "CUT_REASON", "label_criteria", "VERL_EXTRA_KWARGS"]
+           "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON", "label_criteria", "VERL_EXTRA_KWARGS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -100,6 +105,13 @@ log = logging.getLogger("judge.reward_clients")
 #: request is answered by the server (504, retried) rather than abandoned and sent again while the server is still
 #: judging the first copy (each resend would add its whole work to the engines' load).
 DEFAULT_TIMEOUT_S = 630.0
+#: Seconds to open a connection to judge-serve. Apart from ``timeout_s``: a plain float bounds the connect too, and a
+#: host that drops packets would hold each of the retry policy's attempts for the whole 630 s (five attempts: over
+#: 50 minutes of a stalled step) where a server that is up accepts within milliseconds.
+CONNECT_TIMEOUT_S = 10.0
+#: Seconds the first contact's ``GET /v1/models`` may take to answer: judge-serve answers it from memory, with no
+#: judgment behind it, so a read as long as a judgment's (``timeout_s``) would only stretch a stalled server's wait.
+FIRST_CONTACT_READ_S = 30.0
 #: verl's reward loop starts one ``compute_score_async`` per sample at once: at most this many of their requests are
 #: in flight per event loop. verl runs one such loop per agent-loop worker, 8 by default: 8 x 64 is judge-serve's
 #: whole default ``max_connections`` (512), past which it answers 503 (docs/rewards.md, "Connections under verl").
@@ -247,15 +259,17 @@ class RewardRequestRefused(ValueError):
         message: judge-serve's message, its ``items[k]`` named as the caller's ``samples[i]``.
         param: judge-serve's ``param`` named the same way (``samples[2].criteria[0]``), or None.
         sample: the index of the sample it names (``samples[i]``), or None when it names none.
+        url: the URL that refused it: whoever answers there (a proxy, another server at a wrong port) is named,
+            not assumed to be judge-serve.
     """
 
-    def __init__(self, status: int, message: str, param: str | None, sample: int | None):
-        super().__init__(f"judge-serve refused the reward request (HTTP {status}): {message}")
-        self.status, self.message, self.param, self.sample = status, message, param, sample
+    def __init__(self, status: int, message: str, param: str | None, sample: int | None, url: str = ""):
+        super().__init__(f"the reward request to {url or 'judge-serve'} was refused (HTTP {status}): {message}")
+        self.status, self.message, self.param, self.sample, self.url = status, message, param, sample, url
 
     @classmethod
-    def of(cls, response: Any, rows: Sequence[int]) -> "RewardRequestRefused":
-        """The refusal in ``response``, the ``/v1/judge`` answer to a request whose item k was sample ``rows[k]``."""
+    def of(cls, response: Any, rows: Sequence[int], url: str = "") -> "RewardRequestRefused":
+        """The refusal in ``response``, the answer of ``url`` to a request whose item k was sample ``rows[k]``."""
         try:
             error = response.json().get("error")
         except (ValueError, AttributeError):
@@ -269,14 +283,14 @@ class RewardRequestRefused(ValueError):
         where = _ITEM_PATH.search(param or "")
         sample = rows[int(where.group(1))] if where and int(where.group(1)) < len(rows) else None
         message = _ITEM_PATH.sub(sample_path, server_message(response, 1000))
-        return cls(response.status_code, message, _ITEM_PATH.sub(sample_path, param) if param else None, sample)
+        return cls(response.status_code, message, _ITEM_PATH.sub(sample_path, param) if param else None, sample, url)
 
 
-def _checked(response: Any, rows: Sequence[int]) -> dict[str, Any]:
-    """``response``'s JSON body; a refusal retrying cannot mend raises ``RewardRequestRefused`` (not retried), any
-    other failure ``httpx.HTTPStatusError`` (retried by the policy)."""
+def _checked(response: Any, rows: Sequence[int], url: str) -> dict[str, Any]:
+    """``response``'s JSON body (``url``'s answer); a refusal retrying cannot mend raises ``RewardRequestRefused``
+    (not retried), any other failure ``httpx.HTTPStatusError`` (retried by the policy)."""
     if 400 <= response.status_code < 500 and not retryable_status(response.status_code):
-        raise RewardRequestRefused.of(response, rows)
+        raise RewardRequestRefused.of(response, rows, url)
     response.raise_for_status()
     body = response.json()
     # A judgment judge-serve's engine aborted (error "aborted": a paused engine) is no verdict about the answer:
@@ -298,6 +312,14 @@ def _value(reward: Reward | None, rule: RewardRule) -> float | None:
     return reward.value if reward is not None else rule.empty_answer
 
 
+def request_timeout(timeout_s: float) -> Any:
+    """The ``httpx.Timeout`` of one ``/v1/judge`` request: ``timeout_s`` to read, write and wait for a pooled
+    connection, ``CONNECT_TIMEOUT_S`` (or ``timeout_s`` when shorter) to connect."""
+    import httpx
+
+    return httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
+
+
 def _api_key(api_key_env: str) -> str:
     return os.environ.get(api_key_env, "") if api_key_env else ""
 
@@ -306,12 +328,12 @@ class JudgeRewardClient:
     """Rewards from a judge-serve, sync and async, through the shared retry policy.
 
     Args:
-        url: judge-serve's root URL (``http://host:8000``; a trailing ``/v1`` is accepted).
+        url: judge-serve's root URL (``http://host:8000``; a trailing ``/v1`` or ``/v1/judge`` is accepted).
         rule: the reward rule: a ``RewardRule``, or a mapping of its fields (``RewardRule.from_dict``, as verl's
             ``reward_kwargs`` give it); None: ``RewardRule()``.
         api_key_env: the variable holding judge-serve's key (empty: send none).
         model: the served model name to send (optional).
-        timeout_s: seconds per request.
+        timeout_s: seconds per request to answer; connecting has ``CONNECT_TIMEOUT_S`` (``request_timeout``).
         retry: the retry policy (``judge.plumbing.retry.RetryPolicy``).
         max_body_bytes: the largest body sent (``encoded_body``; None: no bound). One sample over it is not sent:
             its criteria fail (``_unsent_reward``); several are the caller's to split (``request_chunks``).
@@ -322,12 +344,30 @@ class JudgeRewardClient:
                  timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None,
                  max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES):
         root = url.rstrip("/")
-        self.url = (root[: -len("/v1")] if root.endswith("/v1") else root) + "/v1/judge"
+        for tail in ("/v1/judge", "/v1"):  # the endpoint's own URL, or the OpenAI base URL, given for the root
+            root = root[: -len(tail)] if root.endswith(tail) else root
+        self.url = root + "/v1/judge"
         self.rule = _rule(rule)
         self.model, self.timeout_s = model, timeout_s
         self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0)
         self.api_key_env = api_key_env
         self.max_body_bytes = max_body_bytes
+
+    def first_contact(self) -> None:
+        """``GET /v1/models`` on judge-serve, through the retry policy (``judge.plumbing.retry.list_models``): a URL
+        nothing answers at, or a key it refuses, said once naming the URL, before a trainer takes every failed request
+        as a transient one. Each attempt connects within ``CONNECT_TIMEOUT_S`` and reads within
+        ``FIRST_CONTACT_READ_S`` (``timeout_s`` when shorter), so a host dropping packets is said in seconds, not in
+        retries of a whole request's bound. A judge-serve still loading answers 503 until its retries are spent:
+        start the trainer once ``/ready`` answers 200.
+
+        Raises:
+            EndpointUnusable: judge-serve at the URL cannot be used (its message says why).
+        """
+        key = _api_key(self.api_key_env)
+        list_models(self.url[: -len("/judge")], api_key=key, key_source=f"${self.api_key_env}", what="judge-serve",
+                    policy=self.retry, bound_flag="",
+                    timeout=request_timeout(min(self.timeout_s, FIRST_CONTACT_READ_S)))
 
     def _headers(self) -> dict[str, str]:
         key = _api_key(self.api_key_env)
@@ -371,7 +411,8 @@ class JudgeRewardClient:
             return self._unsendable(samples, rows, len(data))
 
         def attempt() -> dict[str, Any]:
-            return _checked(httpx.post(self.url, content=data, headers=self._headers(), timeout=self.timeout_s), rows)
+            return _checked(httpx.post(self.url, content=data, headers=self._headers(),
+                                       timeout=request_timeout(self.timeout_s)), rows, self.url)
 
         return rewards_from_response(samples, self.retry.call(attempt), self.rule)
 
@@ -386,10 +427,10 @@ class JudgeRewardClient:
         data = encoded_body(body)
         if self.max_body_bytes is not None and len(data) > self.max_body_bytes:
             return self._unsendable(samples, rows, len(data))
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=request_timeout(self.timeout_s)) as client:
 
             async def attempt() -> dict[str, Any]:
-                return _checked(await client.post(self.url, content=data, headers=self._headers()), rows)
+                return _checked(await client.post(self.url, content=data, headers=self._headers()), rows, self.url)
 
             return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
 
@@ -502,32 +543,6 @@ def _set_criteria(criteria: str | None, task: tuple[str, ...] | None, row: int) 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _content_text(content: Any) -> str:
-    """A chat message's text: its content as a string, or the text parts of trl's structured content
-    (``[{"type": "text", "text": ...}, {"type": "image"}]``, which ``trl/data_utils.py``'s
-    ``prepare_multimodal_messages`` makes of every message when the prompts carry images) joined in order with
-    nothing between, as the chat templates render them (``trl/chat_templates/qwen2_5_vl.jinja``, ``qwen3_vl.jinja``,
-    ``idefics3.jinja``: each text part's text, back to back); other parts (images, video) are left out. None
-    (an assistant turn of tool calls only) has no text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part["text"] for part in content
-                       if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str))
-    raise ValueError(f"a message's content must be text or a list of typed parts, got {type(content).__name__}")
-
-
-def _text(message_or_text: Any) -> str:
-    """A completion's text: the string, or the last message's content of a conversational one."""
-    if isinstance(message_or_text, str):
-        return message_or_text
-    if isinstance(message_or_text, list) and message_or_text and isinstance(message_or_text[-1], Mapping):
-        return _content_text(message_or_text[-1].get("content"))
-    raise ValueError(f"a completion must be text or a list of chat messages, got {type(message_or_text).__name__}")
-
-
 #: How the chat templates whose end-of-turn markers ``judge.rewards.END_OF_TURN_MARKERS`` names open a user turn,
 #: and the marker each closes it with: ChatML (Qwen2/2.5/3), Llama 3, Gemma, and the DeepSeek-R1 distills (``<｜User｜>``
 #: up to ``<｜Assistant｜>``: full-width bars, U+FF5C, as in ``judge.rewards``' next-turn opening). A text prompt trl was
@@ -557,7 +572,7 @@ def _instruction(prompt: Any) -> str:
     if isinstance(prompt, list):
         users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
         if users:
-            text = _content_text(users[-1].get("content"))
+            text = content_text(users[-1].get("content"))
             if not text.strip():  # an image alone: the judge reads text, and would rate the answer against nothing
                 raise ValueError("the last user turn has no text to judge the answer against")
             return text
@@ -566,12 +581,14 @@ def _instruction(prompt: Any) -> str:
 
 def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
     """A sample's criteria as a ``/get_reward`` label gives them, in the forms the wire takes (``RewardSample``): a
-    list (or a JSON string of one, or one criterion's name, plain or as a JSON string), ``"auto"``, or none (None, a
+    list (or a JSON string of one, or one criterion, a name or a ``{name, rubrics}`` object, plain or as a JSON
+    string), ``"auto"``, or none (None, a
     JSON ``null``) where the sample names its task (``task_named``: judged on its task's criteria set). One reading
     for the three reward paths: the trl and verl clients' criteria and ``/get_reward``'s labels (``serve.rewards``).
 
     Raises:
-        ValueError: naming ``where`` (or ``where[j]``, a criterion of the list): none of these.
+        ValueError: naming ``where`` (or ``where[j]``, a criterion of the list): none of these, or a string opening
+            with ``{`` or ``[`` that is not valid JSON (read as a name, it would be judged as a criterion's name).
     """
     if hasattr(value, "tolist"):  # a numpy array, as a parquet list column can arrive in verl's extra_info
         value = value.tolist()
@@ -580,10 +597,14 @@ def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[An
             value = json.loads(value)
         except RecursionError:  # a JSON string nested past the parser's depth: no criteria list is that deep
             raise ValueError(f"{where}: a JSON string nested too deeply to be a list of criteria") from None
-        except ValueError:
+        except ValueError as err:
+            if value.lstrip().startswith(("{", "[")):  # meant as JSON: read as a criterion's name, it would be judged
+                raise ValueError(f"{where}: not valid JSON: {err}") from None
             value = value if value == AUTO else [value]  # one criterion's name
         else:  # one name JSON-encoded, as a dataset column that JSON-encodes every cell gives it: that name
             value = value if not isinstance(value, str) or value == AUTO else [value]
+    if isinstance(value, Mapping):  # one {name, rubrics} criterion, as one name is taken for a list of one
+        value = [value]
     if value == AUTO:
         return AUTO
     if value is None and task_named:
@@ -611,20 +632,6 @@ def _verdict_text(part: CriterionReward) -> str:
 #: ``error_reason``).
 CUT_REASON = ("the policy's completion ends in no end_token_ids id: its length limit (max_completion_length) cut "
               "it, not judged")
-
-
-def _cut_completions(completion_ids: Sequence[Sequence[int]] | None, ends: frozenset[int] | None,
-                     count: int) -> list[bool]:
-    """Which of the ``count`` completions trl's length limit cut: those whose token ids end in none of ``ends``,
-    trl's own test (``ids[-1] not in eos_and_pad``: ``trl/trainer/grpo_trainer.py`` in trl 1.16.0, the
-    ``completions/clipped_ratio`` metric and ``mask_truncated_completions``). trl keeps the id that ended a
-    completion in its ``completion_ids`` (generation with transformers keeps the ids up to and including the first
-    end-of-sequence id; vLLM's output ids end in it), and nothing after it, so an id list not ending in one ran to
-    ``max_completion_length``. No ids (a completion of none) were not cut. All False when ``ends`` or the ids are
-    not given: nothing tells a cut completion then."""
-    if ends is None or completion_ids is None:
-        return [False] * count
-    return [bool(ids) and ids[-1] not in ends for ids in completion_ids]
 
 
 def _names_task(task: tuple[tuple[str, str], ...]) -> bool:
@@ -687,7 +694,7 @@ def trl_reward_function(
         end_token_ids: the ids that end a completion, as trl's trainer counts them: its ``eos_token_ids`` (the
             tokenizer's ``eos_token_id`` and every id in the model's ``generation_config.eos_token_id``) and the
             tokenizer's ``pad_token_id``. A completion whose ``completion_ids`` end in none of them was cut by
-            ``max_completion_length`` (``_cut_completions``): it is not sent, and each of its criteria fails
+            ``max_completion_length`` (``judge.rewards.cut_completions``): it is not sent, and each of its criteria fails
             (``cut``), valued by the rule's ``on_failure`` (``/v1/judge`` items carry no "cut" flag: judged, its
             cut text would be rated as a whole answer). None: cut completions cannot be told and are judged as
             they stand (a warning says so once, at the first call given ``completion_ids``).
@@ -698,17 +705,22 @@ def trl_reward_function(
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
     ends = frozenset(end_token_ids) if end_token_ids is not None else None
-    warned_blind = False
+    warned_blind = contacted = False
 
     async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
                      **columns) -> list[float | None]:
-        nonlocal warned_blind
+        nonlocal warned_blind, contacted
         _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
+        if not contacted:
+            # The rewards below take a failed request for a transient one (None, trained on as NaN): a wrong or dead
+            # URL would give no reward at every step and never stop the run. Checked once, before the first request.
+            await asyncio.to_thread(client.first_contact)
+            contacted = True
         if ends is None and completion_ids is not None and not warned_blind:
             warned_blind = True
             log.warning("%s: no end_token_ids given: a completion max_completion_length cut is judged as if it were "
                         "whole (pass the tokenizer's eos and pad ids and the model's generation_config eos ids)", name)
-        cut = _cut_completions(completion_ids, ends, len(completions))
+        cut = cut_completions(completion_ids, ends, len(completions))
         cut_rewards: dict[int, Reward] = {}
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
@@ -734,7 +746,11 @@ def trl_reward_function(
                 samples.append(RewardSample(instruction, "", crit, reference, task))
                 cut_rewards[i] = _unsent_reward(samples[-1], client.rule, CUT_REASON, i, VerdictError.CUT)
                 continue
-            samples.append(RewardSample(instruction, policy_answer(_text(completion), opened), crit, reference, task))
+            try:
+                text = completion_text(completion)
+            except ValueError as err:
+                raise ValueError(f"completions[{i}]: {err}") from None
+            samples.append(RewardSample(instruction, policy_answer(text, opened), crit, reference, task))
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()
@@ -849,10 +865,8 @@ def _check_verl_kwargs(function: str, extra: Mapping[str, Any], *, concurrency: 
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,
                  max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
                  model: str | None = None) -> JudgeRewardClient:
-    rule = rule if isinstance(rule, RewardRule) else RewardRule.from_dict({"on_failure": "zero", **(rule or {})},
-                                                                           where="rule")
-    if rule.on_failure == "skip" or rule.empty_answer is None:
-        raise ValueError("verl needs a number for every sample: use on_failure zero and a numeric empty_answer")
+    rule = _rule(rule)
+    rule.require_numeric("custom_reward_function.reward_kwargs.rule")
     return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s,
                              retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0),
                              max_body_bytes=max_body_bytes)

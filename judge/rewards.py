@@ -52,15 +52,24 @@ judge. Where the prompt is not seen (verl's ``compute_score``, trl's conversatio
 is the answer's text. An answer with nothing to judge is no judge failure: it gets ``empty_answer`` (0.0 by default,
 the worst reward; None to skip it).
 
+**The completion read** (``completion_text``, ``cut_completions``): one rule for every trl reward, the GRPO
+recipe's (``train.grpo_rewards``) and the trl judge client's: a conversational completion's text is its last
+assistant turn, and a completion whose token ids end in no end id (none at all included) was cut by the length limit.
+
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
+
+Why one module of ~540 lines: it is the reward contract every path shares, the rule that turns verdicts into a
+number and the reading of what the policy answered that the rule is applied to; split, a reward path would import
+half of it from each file and the two halves' rules (what counts as an answer, what a failure is worth) would be
+read apart.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +79,7 @@ from judge.wire import JudgeResult, ScoreSource
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
            "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
            "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
-           "label_criterion"]
+           "label_criterion", "content_text", "completion_text", "cut_completions"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
@@ -89,20 +98,26 @@ NOT_A_LEVEL = "not_a_level"
 #: Tokens that end a policy's turn or pad it, as decoded with the special tokens kept: Qwen2/Qwen2.5/Qwen3
 #: (``<|im_end|>``, ``<|endoftext|>``), Llama 3 (``<|eot_id|>``, ``<|end_of_text|>``), Gemma (``<end_of_turn>``,
 #: ``<eos>``), the DeepSeek-R1 distills (``<｜end▁of▁sentence｜>``: full-width bars, U+FF5C, and U+2581 for the
-#: spaces) and SentencePiece models (``</s>``). Only OpenRLHF's query keeps special tokens (it decodes with
+#: spaces), Phi-3 (``<|end|>``), Llama 3.1's end of a tool-calling message (``<|eom_id|>``), Command-R
+#: (``<|END_OF_TURN_TOKEN|>``) and SentencePiece models (``</s>``). Only OpenRLHF's query keeps special tokens (it decodes with
 #: ``skip_special_tokens=False``, prompt and response together, the response ending in the policy's end-of-sequence
 #: token, a padded batch in pad tokens after it); trl and verl decode without them, so there these strings are
 #: the policy's own text. A marker therefore ends the answer only where the turn really ends (``_turn_end``).
 END_OF_TURN_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>",
-                       "<\uff5cend\u2581of\u2581sentence\uff5c>", "</s>")
+                       "<\uff5cend\u2581of\u2581sentence\uff5c>", "<|end|>", "<|eom_id|>", "<|END_OF_TURN_TOKEN|>",
+                       "</s>")
 _END = re.compile("|".join(re.escape(m) for m in END_OF_TURN_MARKERS))
 # What may follow the end of a turn in a decoded query: the padding OpenRLHF's tokenizer sets (the model's pad token,
 # else its end-of-sequence token: ``<|endoftext|>``, ``<pad>``, Llama 3's ``<|finetune_right_pad_id|>``, any
 # ``<|name|>`` special token, an R1 distill's ``<｜▁pad▁｜>``), more markers, and the next turn's opening when a
-# policy ran past its own turn.
-_TRAILER = re.compile(r"<\|[\w.-]+\|>|<\uff5c[\w.\u2581-]+\uff5c>|<pad>|<unk>|<start_of_turn>|" + _END.pattern)
+# policy ran past its own turn: ChatML, Llama 3, Gemma, R1, Phi-3 (``<|user|>``), Command-R
+# (``<|START_OF_TURN_TOKEN|>``), and Llama 2 and Mistral (``<s>[INST]``, ``[INST]``), whose opening is no special token.
+_INST = r"(?:<s>\s*)?\[INST\]"
+_TRAILER = re.compile(r"<\|[\w.-]+\|>|<\uff5c[\w.\u2581-]+\uff5c>|<pad>|<unk>|<start_of_turn>|" + _INST + "|"
+                      + _END.pattern)
 _TRAILERS = re.compile(r"(?:\s+|" + _TRAILER.pattern + r")*+")
-_NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>|<\uff5cUser\uff5c>")
+_NEXT_TURN = re.compile(r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>|<\uff5cUser\uff5c>|<\|user\|>|"
+                        r"<\|START_OF_TURN_TOKEN\|>|" + _INST)
 # HTML strikethrough, "<s>1000</s>": a "</s>" that closes an "<s>" the answer opened is the answer's markup.
 _STRIKE_OPEN = re.compile(r"<s(?:\s[^<>]*)?>", re.IGNORECASE)  # HTML tags are any case
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
@@ -156,6 +171,66 @@ def policy_answer(text: str, reasoning_opened: bool | None = None) -> str:
         return text.strip()  # no reasoning block: a "<think>" or "</think>" in it is the answer's text
     close = _THINK_CLOSE.search(body)
     return body[close.end():].strip() if close else ""  # no close: cut inside its reasoning
+
+
+def content_text(content: Any) -> str:
+    """A chat message's text: its content as a string, or the text parts of trl's structured content
+    (``[{"type": "text", "text": ...}, {"type": "image"}]``, which ``trl/data_utils.py``'s
+    ``prepare_multimodal_messages`` makes of every message when the prompts carry images) joined in order with
+    nothing between, as the chat templates render them (``trl/chat_templates/qwen2_5_vl.jinja``, ``qwen3_vl.jinja``,
+    ``idefics3.jinja``: each text part's text, back to back); other parts (images, video) are left out. None
+    (an assistant turn of tool calls only) has no text.
+
+    Raises:
+        ValueError: content that is neither.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content
+                       if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    raise ValueError(f"a message's content must be text or a list of typed parts, got {type(content).__name__}")
+
+
+def completion_text(completion: Any) -> str:
+    """The policy's text in one of trl's completions, one rule for every trl reward (``train.grpo_rewards``, the trl
+    judge client): a text completion as it is; a conversational one (``[{"role": "assistant", "content": ...}]``)
+    as its last assistant message's text (``content_text``). trl's tool loop (``_tool_call_loop`` in
+    ``trl/trainer/grpo_trainer.py``) appends tool results and the policy's next turn to the same list: a tool's
+    output is not the policy's words, and the last assistant turn is the answer given after them. A message without
+    a role is read as the assistant's; a list with no assistant message has no text ("").
+
+    Raises:
+        ValueError: neither a string nor a list of chat messages (mappings).
+    """
+    if isinstance(completion, str):
+        return completion
+    if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
+        raise ValueError(f"a completion must be text or a list of chat messages, got {type(completion).__name__}")
+    turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
+    return content_text(turns[-1].get("content")) if turns else ""
+
+
+def cut_completions(completion_ids: Sequence[Sequence[int]] | None, end_ids: Collection[int] | None,
+                    count: int) -> list[bool]:
+    """Which of ``count`` completions the policy's length limit (``max_completion_length``) cut, one rule for every
+    trl reward: those whose token ids end in none of ``end_ids``, trl's own test (``ids[-1] not in eos_and_pad`` in
+    ``trl/trainer/grpo_trainer.py``: ``completions/clipped_ratio``, ``mask_truncated_completions``). trl keeps the
+    id that ended a completion (generation with transformers keeps the ids up to and including the first
+    end-of-sequence id; vLLM's output ids end in it): an empty answer that ended at its end-of-sequence token is
+    ``[eos]``. An empty id list therefore ended in no end id and counts as cut: nothing shows the policy finished.
+    All False when ``end_ids`` or the ids are not given: nothing tells a cut completion then.
+
+    Raises:
+        ValueError: a number of id lists other than ``count``.
+    """
+    if end_ids is None or completion_ids is None:
+        return [False] * count
+    if len(completion_ids) != count:
+        raise ValueError(f"completion_ids: {len(completion_ids)} id lists for {count} completions")
+    return [not len(ids) or ids[-1] not in end_ids for ids in completion_ids]
 
 
 def label_criterion(spec: Any, where: str) -> Any:
@@ -270,6 +345,22 @@ class RewardRule:
     def to_dict(self) -> dict[str, Any]:
         return {name: (dict(v) if isinstance(v, Mapping) else v) for name in self.__dataclass_fields__
                 for v in [getattr(self, name)]}
+
+    def require_numeric(self, where: str) -> None:
+        """Refuse a rule that can give a sample no reward, for a trainer that needs a number for every sample
+        (OpenRLHF makes a tensor of each ``/get_reward`` reward, verl a float of each score): one check, one
+        message, wherever a rule is read for one (``serve.config``, the verl client).
+
+        Raises:
+            RewardRuleError: naming ``where`` and the field: ``on_failure: skip`` or ``empty_answer: null``.
+        """
+        needs = "the trainer needs a number for every sample (OpenRLHF and verl turn each reward into one)"
+        if self.on_failure == "skip":
+            raise RewardRuleError(f"{where}.on_failure: skip gives a sample with a failed verdict no reward (null), "
+                                  f"and {needs}; use zero (failures are counted in judge_failures)")
+        if self.empty_answer is None:
+            raise RewardRuleError(f"{where}.empty_answer: null gives an empty answer no reward, and {needs}; give a "
+                                  "number (the default 0.0 is the worst reward)")
 
     def weight_of(self, name: str, criterion_id: str | None) -> float:
         """The weight of a criterion (1 for every criterion under ``mean``)."""

@@ -49,7 +49,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~560 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~600 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -76,13 +76,14 @@ from judge.wire import ModelLimits, root_identity
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
-from serve.engine_client import MAX_ANSWER_BYTES, EngineFailure, EngineUnavailable, read_up_to, unless_dead
+from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
-from serve.judging import unknown_model
+from serve.judging import check_before_start, unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.proxy_bounds import proxied_token_bound
-from serve.schema import RequestError, check_values, decode_json_body, parse_judge_request, read_off_loop
+from serve.schema import (RequestError, check_values, clip_message, decode_json_body, parse_judge_request,
+                          read_off_loop)
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
 __all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
@@ -196,7 +197,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
         if err.status_code == 404:
-            message = f"no route {request.method} {request.url.path} on judge-serve (see /v1/models, /v1/judge)"
+            # the path is the client's, of any length: echoed clipped
+            message = (f"no route {clip_message(request.method)} {clip_message(request.url.path)} on judge-serve "
+                       "(see /v1/models, /v1/judge)")
         else:
             message = str(err.detail)
         return error_response(err.status_code, message, headers=getattr(err, "headers", None))
@@ -364,6 +367,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return unavailable(state, role, state.dead_reason.get(role, f"the {role} engine died"))
         try:
             upstream_response = sending.result()
+        except EngineBusy:
+            # Every pooled connection held by other generations past request_timeout_s: judge-serve is busy, not the
+            # engine unreachable (judgments have their own pool, serve.engine_client.EngineHttp).
+            log.warning("a proxied %s call found no free connection to the %s engine in time", path, role)
+            return error_response(503, f"judge-serve's connections to the {role} engine are all in use by other "
+                                  "generations; retry", "service_unavailable", code="server_busy",
+                                  headers=state.retry_headers([role]))
         except aiohttp.ConnectionTimeoutError as err:
             # A TimeoutError too, but the engine was never reached (nothing is running there, or the route to it is
             # lost): an engine that cannot be reached, 503 with Retry-After, not an answer that took too long.
@@ -548,8 +558,12 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             parsed = parse_judge_request(decode_json_body(data), max_items=config.max_batch_items,
                                          max_judgments=config.max_judgments_per_request)
             # The request's own checks (model, max_tokens, constrained, criteria, tasks, scales, an item too long to
-            # fit) need no engine: asked here, before the engines' health.
-            return parsed, (judge.check(parsed) if judge is not None else None)
+            # fit) need no engine: asked here, before the engines' health. Before the judge exists, those its
+            # configuration and the taxonomy decide: a request that never can succeed gets no 503 saying retry.
+            if judge is None:
+                check_before_start(parsed, config, state.layout.kind, state.engine_models)
+                return parsed, None
+            return parsed, judge.check(parsed)
 
         try:
             parsed, checked = await read_off_loop(len(data), read)

@@ -20,9 +20,6 @@ from judge.plumbing.config_files import option as _f
 __all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "load_yaml_config"]
 
 
-#: The reward rule /get_reward uses unless ``reward_rule`` says otherwise: a failed verdict counts 0 (OpenRLHF needs
-#: a number for every sample; the failure is counted in ``judge_failures`` and journaled).
-SERVE_DEFAULT_RULE = {"on_failure": "zero"}
 #: /get_reward's default bound on one request, in seconds: OpenRLHF's reward client gives up after 180 s in all
 #: (``openrlhf/utils/agent.py``, ``_fetch_rewards_via_http``: ``aiohttp.ClientTimeout(total=180)``, then 5 tries 1 s
 #: apart), so an answer must leave judge-serve before that; 10 s are left for the network and the client's own work.
@@ -245,8 +242,8 @@ class ServeConfig:
     max_concurrent_engine_requests: int = _f(
         256, "Judgments (/v1/judge, /get_reward) judge-serve keeps in flight to its engines at once (vLLM batches "
              "them); more wait their turn. Proxied OpenAI requests (/v1/chat/completions, /v1/completions, "
-             "/v1/responses) are not counted here: with judgments they share the engine connection pool, this "
-             "number plus 64, beyond which they wait for a connection."
+             "/v1/responses) are not counted here: they have their own pool of this number plus 64 connections, "
+             "beyond which they wait for one; judgments have one of this number (serve.engine_client.EngineHttp)."
     )
 
     # --- rewards (POST /get_reward, serve.rewards)
@@ -397,16 +394,10 @@ class ServeConfig:
         from judge.rewards import RewardRule, RewardRuleError
 
         try:
-            rule = RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(self.reward_rule or {})}, where="reward_rule")
+            # /get_reward answers OpenRLHF, which turns every sample's reward into a tensor: a null fails its step.
+            RewardRule.from_dict(self.reward_rule or {}, where="reward_rule").require_numeric("reward_rule")
         except RewardRuleError as err:
             raise ConfigError(str(err)) from None
-        # /get_reward answers OpenRLHF, which turns every sample's reward into a tensor: a null fails its step.
-        if rule.on_failure == "skip":
-            raise ConfigError("reward_rule.on_failure: skip gives a sample with a failed verdict no reward (null), which "
-                              "OpenRLHF cannot take; use zero (failures are counted in judge_failures)")
-        if rule.empty_answer is None:
-            raise ConfigError("reward_rule.empty_answer: null gives an empty answer no reward, which OpenRLHF cannot "
-                              "take; give a number (the default 0.0 is the worst reward)")
         if self.criteria_threshold is not None and not 0.0 <= self.criteria_threshold <= 1.0:  # NaN included
             raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria_classifier not in ("", "tfidf", "llm", "head"):

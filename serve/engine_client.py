@@ -3,7 +3,8 @@
 ``EngineHttp`` (made by ``engine_session``) is the one aiohttp client judge-serve talks to its engines with: the
 judgments (``serve.judging``), health probes (``serve.supervision``) and the proxied OpenAI routes (``serve.app``).
 ``EngineClient`` POSTs JSON to one engine and gives up at once when that engine is known dead (``unless_dead``).
-An engine call ends in ``EngineUnavailable`` (503: dead or unreachable, a connect timeout included),
+An engine call ends in ``EngineUnavailable`` (503: dead or unreachable, a connect timeout included; its
+``EngineBusy``: no pooled connection came free in time, judge-serve busy, ``server_busy``),
 ``EngineFailure`` (502: the engine answered an error, or a 200 whose body could not be read: ``unreadable_answer``)
 or ``asyncio.TimeoutError`` (504: no answer within the read timeout);
 the HTTP layer maps each to its status.
@@ -22,12 +23,18 @@ import aiohttp
 T = TypeVar("T")
 
 __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S",
-           "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineUnavailable", "EngineFailure", "unreadable_answer",
+           "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable", "EngineFailure", "unreadable_answer",
            "read_capped", "read_up_to"]
 
 
 class EngineUnavailable(Exception):
     """The engine died or cannot be reached; the server answers 503."""
+
+
+class EngineBusy(EngineUnavailable):
+    """No connection of judge-serve's own pool to its engines came free within ``request_timeout_s`` (every one
+    held by other calls: long proxied generations): judge-serve is busy, the engine may be healthy; a 503
+    ``server_busy`` with ``Retry-After``, never one that says the engine is unreachable."""
 
 
 class EngineFailure(Exception):
@@ -64,7 +71,8 @@ class EngineClient:
 
     async def _exchange(self, path: str, payload: dict[str, Any], headers: Mapping[str, str]) -> tuple[int, bytes]:
         # The engine's JSON is read as sent: the session does not decompress (the proxy passes bytes through).
-        response = await self.http.request("POST", self.url + path, json=payload, headers=headers)
+        # On the judgments' own pool: proxied generations holding theirs cannot keep a judgment waiting.
+        response = await self.http.request("POST", self.url + path, judgment=True, json=payload, headers=headers)
         try:
             return response.status, await read_capped(response, path)
         finally:
@@ -82,6 +90,8 @@ class EngineClient:
             raise EngineUnavailable(self.reason())
         try:
             status, body = call.result()
+        except EngineBusy:
+            raise
         except aiohttp.ConnectionTimeoutError as err:
             # A TimeoutError as well, but no connection was made: an engine that cannot be reached (503 with
             # Retry-After), not one that took too long to answer (504).
@@ -224,6 +234,10 @@ class EngineHttp:
 
     ``probes`` is a small session of its own for ``/health`` and ``/v1/models``: proxied generations may hold every
     connection of the pooled session for minutes, and a probe queued behind them would find a healthy engine dead.
+    The judgments (``EngineClient``, ``request(..., judgment=True)``) have their own pooled session, ``judging``, for
+    the same reason: ``judgment_connections`` is the bound on judgments in flight (``serve.judging.Judge.limit``), so
+    a judgment never waits for a connection. A call that waited for one of its pool's connections past
+    ``request_timeout_s`` raises ``EngineBusy`` (judge-serve busy), not aiohttp's connect timeout (engine unreachable).
 
     Timeouts: getting a connection ``request_timeout_s`` (waiting for a free one of the pool included; opening one
     10 s of it); each read ``request_timeout_s`` (a streamed proxy response may run longer in all, as long as bytes
@@ -232,11 +246,13 @@ class EngineHttp:
 
     Args:
         request_timeout_s: the per-read timeout, in seconds.
-        max_connections: connections open at once to all engines (each of the two pools).
+        max_connections: connections open at once to all engines (the proxied pool, and the resends' one).
         keepalive_s: seconds an idle connection stays pooled; keep it below the engine's keep-alive.
+        judgment_connections: connections of the judgments' pool (None: ``max_connections``).
     """
 
-    def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S):
+    def __init__(self, request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S,
+                 judgment_connections: int | None = None):
         # ``connect`` bounds the wait for a free pooled connection too: without it, a call queued behind
         # max_connections long generations waited unbounded, outside every timeout request_timeout_s names.
         timeout = aiohttp.ClientTimeout(total=None, connect=request_timeout_s, sock_connect=10.0,
@@ -245,9 +261,15 @@ class EngineHttp:
         tracing.on_connection_reuseconn.append(_mark_reused)
         tracing.on_request_headers_sent.append(_mark_written)
         tracing.on_request_chunk_sent.append(_mark_written)
+        tracing.on_connection_queued_start.append(_mark_queued)
+        tracing.on_connection_queued_end.append(_mark_dequeued)
         self.pooled = aiohttp.ClientSession(
             timeout=timeout, auto_decompress=False, trace_configs=[tracing],
             connector=aiohttp.TCPConnector(limit=max_connections, keepalive_timeout=keepalive_s),
+        )  # fmt: skip
+        self.judging = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, trace_configs=[tracing],
+            connector=aiohttp.TCPConnector(limit=judgment_connections or max_connections, keepalive_timeout=keepalive_s),
         )  # fmt: skip
         self.fresh = aiohttp.ClientSession(
             timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=max_connections, force_close=True)
@@ -262,11 +284,21 @@ class EngineHttp:
         )  # fmt: skip
         self.retries = 0  # requests re-sent after a pooled connection turned out closed
 
-    async def request(self, method: str, url: str, **kwargs: Any) -> aiohttp.ClientResponse:
-        """Send one request; its response once the status line and headers are in (release it when done)."""
+    async def request(self, method: str, url: str, *, judgment: bool = False, **kwargs: Any) -> aiohttp.ClientResponse:
+        """Send one request, on the judgments' pool when ``judgment``; its response once the status line and headers
+        are in (release it when done).
+
+        Raises:
+            EngineBusy: no connection of the pool came free within the connect timeout.
+        """
         hop = Hop()
         try:
-            return await self.pooled.request(method, url, trace_request_ctx=hop, **kwargs)
+            return await (self.judging if judgment else self.pooled).request(method, url, trace_request_ctx=hop,
+                                                                             **kwargs)
+        except aiohttp.ConnectionTimeoutError as err:
+            if hop.queued:  # the time went waiting behind judge-serve's own calls: the engine was never tried
+                raise EngineBusy(f"no connection to {url} came free in time: every one is in use") from err
+            raise
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
             if not hop.reused or isinstance(err, aiohttp.ClientConnectorError):
                 raise
@@ -288,6 +320,7 @@ class EngineHttp:
 
     async def close(self) -> None:
         await self.pooled.close()
+        await self.judging.close()
         await self.fresh.close()
         await self.probes.close()
 
@@ -307,6 +340,7 @@ class Hop:
         self.queued = False  # waiting for a free connection of its session's pool
 
 
-def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S) -> EngineHttp:
+def engine_session(request_timeout_s: float, max_connections: int, keepalive_s: float = ENGINE_KEEPALIVE_S,
+                   judgment_connections: int | None = None) -> EngineHttp:
     """judge-serve's client to its engines (``EngineHttp``); create it inside the running event loop."""
-    return EngineHttp(request_timeout_s, max_connections, keepalive_s)
+    return EngineHttp(request_timeout_s, max_connections, keepalive_s, judgment_connections)

@@ -20,10 +20,11 @@ from typing import Any
 import aiohttp
 from fastapi.responses import JSONResponse
 
-from serve.engine_client import EngineFailure, EngineUnavailable
+from judge.plumbing.retry import retryable_status
+from serve.engine_client import EngineBusy, EngineFailure, EngineUnavailable
 from serve.schema import clip_message
 
-__all__ = ["engine_error", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
+__all__ = ["engine_error", "engine_refused", "error_body", "error_response", "judgment_failed", "sanitized", "unknown_model_message",
            "relayed_stream", "renamed_engine_message", "RENAMED_ENGINE_RETRY_AFTER_S"]
 
 log = logging.getLogger("judge_serve")
@@ -147,10 +148,22 @@ def renamed_engine_message(role: str | None, expected: Sequence[str]) -> str:
             "restarted under another name; retry later")
 
 
+def engine_refused(err: EngineFailure) -> bool:
+    """Whether ``err`` is an engine's refusal of one judgment it was asked for (a 4xx with the engine's own message: a
+    window, a sampling value), which fails that judgment alone. Not judge-serve's key refused (401) or forbidden
+    (403), nor a 404: vLLM's for the model is an engine serving another name, any other a route the engine lacks (an
+    attached pooler without ``/classify``); each fails every judgment alike, the whole request's answer
+    (``judgment_failed``). Nor a status a later attempt can pass (408, 409, 429: ``retryable_status``): a zero
+    reward for a busy engine would train the policy on the engine's load, where the client's retry gets the verdict."""
+    return (err.public is None and 400 <= err.status < 500 and err.status not in (401, 403, 404)
+            and not retryable_status(err.status))
+
+
 def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONResponse:
     """A judgment an engine could not complete, on ``/v1/judge`` and ``/get_reward`` alike (``state``: the server's
     ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers vLLM's 404 for its
-    model (it no longer serves the name judge-serve sends: an attached engine restarted under another); an engine's refusal
+    model (it no longer serves the name judge-serve sends: an attached engine restarted under another); 503
+    ``server_busy`` for a call that found none of judge-serve's connections free in time; an engine's refusal
     (4xx but 401 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
     message left in judge-serve's log) or refused judge-serve's own key (401); 503 ``queue_full`` with the bound's
     ``Retry-After`` for a request over ``max_queued_judgments`` (``serve.queued.QueueFull``)."""
@@ -160,6 +173,10 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
         log.info("request refused: %s", err)
         return error_response(503, str(err), "service_unavailable", code="queue_full",
                               headers={"Retry-After": str(err.retry_after_s)})
+    if isinstance(err, EngineBusy):  # judge-serve's own connections all in use: the engine is not to blame
+        log.warning("judgment refused: %s", err)
+        return error_response(503, "judge-serve's connections to its engines are all in use; retry", "service_unavailable",
+                              code="server_busy", headers=state.retry_headers(state.engines))
     if isinstance(err, EngineUnavailable):
         # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
         log.warning("engine unavailable during a judgment: %s", err)
@@ -247,7 +264,20 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         yield _stream_error(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
     if parts:
-        yield b"".join(parts)
+        # The stream's last event without its blank line: an error event is still the engine's, sanitized as every
+        # other (its traceback, paths included, must not reach the client), and ended so that a client reads it.
+        tail = b"".join(parts)
+        event = tail.rstrip(b"\r\n")
+        if not event.startswith(b'data: {"error"'):
+            yield tail
+            return
+        try:
+            json.loads(event[len(b"data: "):])
+        except ValueError:  # cut inside its JSON: unchanged, the engine's text (a traceback too) would reach the client
+            log.warning("the %s engine's stream ended inside an error event", role)
+            yield _stream_error(f"the {role} engine's stream ended inside an event; the reply is incomplete")
+            return
+        yield _error_event(event, role) + b"\n\n"
 
 
 def _stream_error(message: str) -> bytes:

@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~690 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~810 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -44,8 +44,10 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
+from judge.verdicts import CONTEXT_LIMIT
 from judge import (JudgeResult, Scale, ScoreSource, VerdictError, VerdictFormat, apply_chat, parse_rationale,
                    parse_verdict, render_rationale_target)
 from judge.checkpoints import NEUTRAL_SAMPLING, JudgeKind
@@ -54,7 +56,7 @@ from judge.rewards import prompt_opens_reasoning
 from judge.criteria_auto import TaskChoice, TaskClassifier
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgmentUsage, LmVerdict, PairwiseRequest
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
-from serve.errors import unknown_model_message
+from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
@@ -196,6 +198,60 @@ async def _planned(admitted: Admitted, work: Any, /, *args: Any, **kwargs: Any) 
         raise
 
 
+def refuse_unservable(request: JudgeRequest | PairwiseRequest, *, names: tuple[str, ...] | None, max_tokens: int,
+                      kind: str, verdict_format: str, constrained: bool) -> int:
+    """Refuse what the server's configuration alone refuses: a model name not in ``names`` (None: not known yet, an
+    attached engine's name before it was read), ``max_tokens`` above the server's, pairs for a judge that writes no
+    verdict, constrained decoding for an integer-format judge. ``Judge.check`` asks it, and ``/v1/judge`` before the
+    judge exists (``check_before_start``).
+
+    Returns:
+        The request's ``max_tokens`` (the server's when it names none).
+
+    Raises:
+        RequestError: naming the field.
+    """
+    if names is not None and request.model is not None and request.model not in names:
+        raise unknown_model(request.model, names)
+    asked = request.max_tokens if request.max_tokens is not None else max_tokens
+    if asked > max_tokens:
+        raise RequestError(f"max_tokens: {asked} is above this server's limit of {max_tokens}", "max_tokens")
+    if isinstance(request, PairwiseRequest):
+        if kind != JudgeKind.SEQ2SEQ:
+            raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
+                               f"is a {kind} judge", "pairs")  # fmt: skip
+    elif (request.constrained if request.constrained is not None else constrained) and \
+            verdict_format == VerdictFormat.INTEGER:  # fmt: skip
+        # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
+        raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
+                           "integer), which constrained decoding does not cover", "constrained")
+    return asked
+
+
+def check_before_start(request: JudgeRequest | PairwiseRequest, config: Any, kind: str,
+                       engine_models: Mapping[str, str]) -> None:
+    """What ``Judge.check`` refuses that needs no judge: ``refuse_unservable`` from the server's configuration
+    (``serve.config.ServeConfig``, its verdict format decided) and the checkpoint's ``kind``, and every item's
+    criteria against the taxonomy (``serve.jobs.check_criteria``). ``/v1/judge`` asks it while the engines start, so
+    that a request that can never succeed gets its 4xx, not a 503 telling its client to retry it. The model name is
+    checked once the generating engine's is known (an attached engine may serve another; ``engine_models``).
+
+    Raises:
+        RequestError: naming the field as the body sent it.
+    """
+    attached = bool(getattr(config, "generator_url", ""))
+    generator = engine_models.get("generator", None if attached else config.model_name)
+    names = None if generator is None else tuple(dict.fromkeys((generator, config.model_name)))
+    try:
+        refuse_unservable(request, names=names, max_tokens=config.max_tokens, kind=kind,
+                          verdict_format=config.verdict_format, constrained=config.constrained_decoding)
+        if not isinstance(request, PairwiseRequest):
+            check_criteria(request, max_judgments=config.max_judgments_per_request,
+                           classifying=bool(config.criteria_classifier))
+    except RequestError as err:
+        raise named_as_sent(err, request) from None
+
+
 def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestError:
     """The 404 for a model name this server does not serve, naming every name it answers to (``/v1/judge`` and
     ``GET /v1/models/{id}`` alike; the proxied routes answer an engine's 404 so, ``serve.errors.engine_error``)."""
@@ -230,6 +286,9 @@ class JudgeOptions:
         constrained: decode under ``verdict_regex`` (vLLM structured outputs).
         request_id: the client request's ``X-Request-Id``, sent with each of its engine calls ("" sends none), so
             that the engine's log lines of a judgment name the request it belongs to.
+        oversize: the request's ``oversize``: what a judgment the engine refuses as longer than its context becomes
+            (``fail``: that judgment's failed result; ``refuse``: the request's 400, as ``check`` answers it).
+        field: the request's list of judged things, ``items`` or ``pairs``, which such a 400 names.
     """
 
     max_tokens: int
@@ -237,6 +296,31 @@ class JudgeOptions:
     lenient: bool
     constrained: bool
     request_id: str = ""
+    oversize: str = "refuse"
+    field: str = "items"
+
+
+def _refusal_error(err: EngineFailure, job: Job, options: JudgeOptions) -> tuple[str, str]:
+    """The failed result's ``error`` and ``error_reason`` for a judgment its engine refused (``engine_refused``).
+
+    A refusal in the engine's words for a prompt longer than its context (``judge.verdicts.CONTEXT_LIMIT``) is what
+    ``check`` and ``serve.jobs.plan_jobs`` answer for a prompt they count too long, so it follows the request's
+    ``oversize`` alike: ``context_length_exceeded`` under ``fail``; under ``refuse``, the request's 400.
+
+    Raises:
+        RequestError: 400 ``context_length_exceeded`` naming the item (or pair), under ``oversize`` ``refuse``.
+    """
+    said = sanitized(str(err), 500)
+    if err.status != 400 or CONTEXT_LIMIT.search(str(err)) is None:
+        return VerdictError.ENGINE_REFUSED, said
+    where = f"{options.field}[{job.item}]"
+    name = job.criterion.name
+    shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... [{len(name)} characters]"
+    message = (f"{where}: the engine refused the prompt for criterion {shown} as longer than the model's context "
+               f"({said}). Shorten the answer or ask for fewer max_tokens.")
+    if options.oversize == "fail":
+        return VerdictError.CONTEXT_LENGTH_EXCEEDED, message
+    raise RequestError(message, param=where, code="context_length_exceeded")
 
 
 def _last_ids(job: Job, n: int) -> list[int]:
@@ -355,15 +439,9 @@ class Judge:
             RequestError: naming the field.
         """
         s = self.settings
-        if request.model is not None and request.model not in s.names:
-            raise unknown_model(request.model, s.names)
-        max_tokens = request.max_tokens if request.max_tokens is not None else s.max_tokens
-        if max_tokens > s.max_tokens:
-            raise RequestError(f"max_tokens: {max_tokens} is above this server's limit of {s.max_tokens}", "max_tokens")
+        max_tokens = refuse_unservable(request, names=s.names, max_tokens=s.max_tokens, kind=s.kind,
+                                       verdict_format=s.verdict_format, constrained=s.constrained)
         if isinstance(request, PairwiseRequest):
-            if s.kind != JudgeKind.SEQ2SEQ:
-                raise RequestError("pairs: pairwise judging needs a judge that writes its verdict; this server's judge "
-                                   f"is a {s.kind} judge", "pairs")  # fmt: skip
             if self._chars_per_token is None:
                 self._chars_per_token = max_token_chars(self.tokenizer)
             # a pair too long for the context is refused here, before the engines' health, as an item is
@@ -376,10 +454,6 @@ class Judge:
             lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=request.constrained if request.constrained is not None else s.constrained,
         )
-        if options.constrained and s.verdict_format == VerdictFormat.INTEGER:
-            # The verdict regex is the tagged format's; an integer judge's free reasoning has no such grammar.
-            raise RequestError("constrained: this server's judge answers in the integer format (reasoning, then an "
-                               "integer), which constrained decoding does not cover", "constrained")
         reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
         oversize = request.oversize or "refuse"
         if self._chars_per_token is None:
@@ -433,7 +507,7 @@ class Judge:
         if isinstance(request, PairwiseRequest):
             return await self._run_pairs(request, max_tokens, request_id, admitted)
         assert checked.options is not None
-        options = dataclasses.replace(checked.options, request_id=request_id)
+        options = dataclasses.replace(checked.options, request_id=request_id, oversize=checked.oversize)
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
         # unknown criterion, a prompt too long) is refused before any item is classified.
         try:
@@ -462,7 +536,10 @@ class Judge:
             raise named_as_sent(err, request) from None
         choices = {**plan.unclassified, **choices}  # an "auto" item too long to classify: the failed choice
         admitted.resize(len(jobs))  # its "auto" items' criteria known now
-        results = await self._judge_jobs(jobs, options)
+        try:
+            results = await self._judge_jobs(jobs, options)
+        except RequestError as err:  # an engine's context refusal under "refuse": an inline body's fields as sent
+            raise named_as_sent(err, request) from None
         n_criteria: dict[int, int] = {}
         for job in jobs:
             n_criteria[job.item] = max(n_criteria.get(job.item, 0), job.slot + 1)
@@ -503,13 +580,27 @@ class Judge:
         return choices
 
     async def _judge_jobs(self, jobs: list[Job], options: JudgeOptions) -> list[JudgeResult]:
+        """Every job's result, in order.
+
+        Raises:
+            EngineFailure: the engine's first refusal, when it refused a judgment and answered none: a refusal of
+                the request itself (a sampling value, a body too large for a proxy), which its client must see as
+                the engine's status (``serve.errors.judgment_failed``), not as failed results a reward path scores.
+                A job failed before it was sent (too long under ``oversize: fail``) does not count as answered, so
+                one over-long sample of a ``/get_reward`` batch cannot turn the engine's refusal into zero rewards.
+            RequestError: an engine's context refusal under ``oversize`` ``refuse`` (``_refusal_error``).
+        """
         # Tasks are created in prefix order and take the semaphore in that order (asyncio's is FIFO).
-        tasks = [asyncio.ensure_future(self._one(job, options)) for job in jobs]
+        tasks = [asyncio.ensure_future(self._judged(job, options)) for job in jobs]
         try:
-            return list(await asyncio.gather(*tasks))
+            judged = list(await asyncio.gather(*tasks))
         finally:
             for task in tasks:
                 task.cancel()
+        refusals = [refusal for _, refusal, _ in judged if refusal is not None]
+        if refusals and not any(answered for _, _, answered in judged):
+            raise refusals[0]
+        return [result for result, _, _ in judged]
 
     def _response(self, items: list[JudgeResponseItem], results: list[JudgeResult],
                   prompt_version: str | None = None) -> JudgeResponse:
@@ -549,6 +640,7 @@ class Judge:
             lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=False,  # the verdict regex is the per-criterion one
             request_id=request_id,
+            field="pairs",
         )
         results = [_off_the_pairwise_scale_fails(r) for r in await self._judge_jobs(jobs, options)]
         items = [JudgeResponseItem(index=i, id=pair.id, results=[result])
@@ -600,21 +692,38 @@ class Judge:
         return payload
 
     async def _one(self, job: Job, options: JudgeOptions) -> JudgeResult:
+        """One job's result."""
+        return (await self._judged(job, options))[0]
+
+    async def _judged(self, job: Job, options: JudgeOptions) -> tuple[JudgeResult, EngineFailure | None, bool]:
+        """One job's result, the engine's refusal when its result is ``engine_refused``, and whether every engine the
+        job reached answered it (a 200: ``_judge_jobs`` tells a refused request from refused judgments by it)."""
         s = self.settings
         scale = job.criterion.scale
         if job.too_long is not None:  # ``oversize: fail``: a failed result, never sent
             return JudgeResult(criterion=job.criterion.name, criterion_id=job.criterion.id, scale=list(scale.levels),
-                               error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=job.too_long)
+                               error=VerdictError.CONTEXT_LENGTH_EXCEEDED, error_reason=job.too_long), None, False
         # A verdict read as training reads it: after a <think> its prompt opened (either format), failed when cut.
         opened = s.kind == JudgeKind.SEQ2SEQ and self.opens_reasoning(job)
         async with self.limit:  # the whole prompt's ids made only now (serve.jobs.Job.prefix_ids)
             payload = self.completion_payload(job, options, reasoning_opened=opened)
             asked_logprobs = "logprob_token_ids" in payload
-            completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
+            try:
+                completion = await self.generator.post("/v1/completions", payload, request_id=options.request_id)
+            except EngineFailure as err:
+                if not engine_refused(err):
+                    raise
+                # This judgment's refusal fails this judgment alone: the request's other judgments are answered.
+                error, reason = _refusal_error(err, job, options)
+                return JudgeResult(criterion=job.criterion.name, criterion_id=job.criterion.id,
+                                   scale=list(scale.levels), error=error, error_reason=reason), \
+                    (err if error == VerdictError.ENGINE_REFUSED else None), False  # no tokens: the engine read none
             del payload
         choice, text, usage = _completion_parts(completion)
         finish_reason = choice.get("finish_reason")
         finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        refusal: EngineFailure | None = None
+        answered = True
         if finish_reason == "abort":
             # vLLM's engine ended the generation itself (a paused engine, a fault-tolerance abort) and answered 200
             # with the text so far: no verdict, whatever that text reads as; a client asks again.
@@ -625,7 +734,7 @@ class Judge:
                                       options.lenient, s.verdict_format, reasoning_opened=opened,
                                       finish_reason=finish_reason)
         else:
-            verdict = await self._regression_verdict(job, text, options.lenient, options.request_id)
+            verdict, refusal, answered = await self._regression_verdict(job, text, options)
         return JudgeResult(
             criterion=job.criterion.name,
             criterion_id=job.criterion.id,
@@ -637,11 +746,14 @@ class Judge:
                 prompt_tokens=_token_count(usage.get("prompt_tokens")) or job.n_prompt_tokens,
                 completion_tokens=_token_count(usage.get("completion_tokens")),
             ),
-        )
+        ), refusal, answered
 
-    async def _regression_verdict(self, job: Job, text: str, lenient: bool, request_id: str = "") -> dict[str, Any]:
+    async def _regression_verdict(self, job: Job, text: str,
+                                  options: JudgeOptions) -> tuple[dict[str, Any], EngineFailure | None, bool]:
+        """The regression head's verdict, the pooling engine's refusal when it refused to score it, and whether the
+        pooling engine answered it (a 200; True when the head had nothing to score and it was not asked)."""
         scale = job.criterion.scale
-        lm = parse_verdict(text, scale=scale, lenient=lenient)
+        lm = parse_verdict(text, scale=scale, lenient=options.lenient)
         rationale, complete = parse_rationale(text)
         out: dict[str, Any] = {
             "feedback": rationale,
@@ -662,7 +774,7 @@ class Judge:
         released = self.settings.head_input == "generated_text"
         if not (text if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
-            return out
+            return out, None, True
         # Our exports: exactly the sequence training fed the head, prompt + assistant turn "[FEEDBACK] ... [END]".
         # Released -r judges: POLLUX's scoring input, the chat template over [user: prompt, assistant: the generated
         # text as it came out], no generation prompt (the released judges' scoring, ai-forever/POLLUX).
@@ -673,8 +785,14 @@ class Judge:
         ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, job.prompt, completion=completion)])[0]
         assert self.pooler is not None
         async with self.limit:
-            classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],
-                                                              "input": [ids]}, request_id=request_id)
+            try:
+                classified = await self.pooler.post("/classify", {"model": self.settings.engine_models["pooler"],
+                                                                  "input": [ids]}, request_id=options.request_id)
+            except EngineFailure as err:
+                if not engine_refused(err):
+                    raise
+                out["error"], out["error_reason"] = _refusal_error(err, job, options)
+                return out, (err if out["error"] == VerdictError.ENGINE_REFUSED else None), False
         try:
             raw = classified["data"][0]["probs"][0]
         except (KeyError, IndexError, TypeError) as err:
@@ -683,7 +801,7 @@ class Judge:
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.
             out["error"], out["error_reason"] = VerdictError.NO_SCORE, f"the score head returned {raw}, not a number"
-            return out
+            return out, None, True
         raw = float(raw)
         # The head is unbounded; the score is clipped into the scale, the raw value is kept beside it.
         out.update(
@@ -692,4 +810,4 @@ class Judge:
             score_source=ScoreSource.REGRESSION_HEAD,
             regression_score=raw,
         )
-        return out
+        return out, None, True

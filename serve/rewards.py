@@ -31,7 +31,9 @@ answer gets the rule's ``empty_answer``, unjudged.
 ``Judge.run`` (the same batching, prefix order and prompt caching as ``/v1/judge``); each sample's results become
 its reward by ``judge.rewards.reward_of`` under the server's ``reward_rule``. A judgment whose prompt cannot fit
 the judge's context is a failed criterion (``context_length_exceeded``, ``"oversize": "fail"``), valued by the
-rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the request.
+rule's ``on_failure`` and counted in ``judge_failures``, not a refusal of the request; so is a judgment the engine
+refused alone (``engine_refused``: a 4xx but 401, 403, 404 and the retryable 408, 409, 429,
+``serve.errors.engine_refused``), counted in ``judge_engine_refused`` too.
 
 **One deadline** (``reward_deadline_s``, ``serve.config.REWARD_DEADLINE_S`` by default; ``request_timeout_s`` when
 shorter): the body, the wait for an engine (``reward_engine_wait_s``), the wait for room under
@@ -44,6 +46,7 @@ cancelled, as ``/v1/judge``'s is past its ``request_timeout_s``: its engine requ
 
 **What goes back**: ``rewards`` and ``scores`` (the same numbers; OpenRLHF filters on ``scores``); ``extra_logs``:
 the keys of ``EXTRA_LOG_KEYS`` for every sample, ``judge_failures`` (criteria whose verdict failed),
+``judge_engine_refused`` (of those, the judgments the engine refused: a 4xx for that judgment alone),
 ``judge_latency_s`` (the request's judging time), ``judge_gate_closed`` and ``judge_empty_answer`` (0/1). The same
 keys on every sample of every request: OpenRLHF asks for one sample per request, joins each key's values over the
 batch and refuses a key with fewer values than samples (``openrlhf/trainer/ppo_utils/experience.py``,
@@ -54,12 +57,13 @@ criterion carried would fail its training step. Each criterion's value, score, f
 **Who may call it** (OpenRLHF sends no ``Authorization``): ``POST /get_reward/<reward key>``, the key read from
 ``$JUDGE_SERVE_REWARD_KEY`` (``reward_key_env``) and given to OpenRLHF inside ``--reward.remote_url``; without that
 variable the secret route refuses everything. ``POST /get_reward`` (no key in the path) takes judge-serve's own
-``Authorization: Bearer`` key, and is open only when judge-serve has no key at all (then the Host allow-list
-applies, as to every route). The key in the path is compared in constant time and replaced by ``<reward-key>`` in
+``Authorization: Bearer`` key, and is open only when judge-serve has no key at all, neither its own nor a reward
+key (then the Host allow-list applies, as to every route): with ``$JUDGE_SERVE_REWARD_KEY`` set and no ``api_key``,
+the plain route is refused (401, naming ``/get_reward/<reward key>``). The key in the path is compared in constant time and replaced by ``<reward-key>`` in
 uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
 the body of an answer it cannot use.
 
-Why one module of ~650 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~670 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -86,7 +90,7 @@ from judge.reward_clients import label_criteria
 from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
-from serve.config import SERVE_DEFAULT_RULE, ServeConfig
+from serve.config import ServeConfig
 from serve.connections import unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
@@ -258,12 +262,12 @@ def _nfc_response(query: str, prompt: str,
 
 
 def reward_rule_of(config: ServeConfig) -> RewardRule:
-    """The server's rule: ``SERVE_DEFAULT_RULE`` updated by ``reward_rule``.
+    """The server's rule: ``RewardRule``'s defaults (a failed verdict counts 0) updated by ``reward_rule``.
 
     Raises:
         judge.rewards.RewardRuleError: naming the field.
     """
-    return RewardRule.from_dict({**SERVE_DEFAULT_RULE, **(config.reward_rule or {})}, where="reward_rule")
+    return RewardRule.from_dict(config.reward_rule or {}, where="reward_rule")
 
 
 def reward_key_of(config: ServeConfig) -> str:
@@ -350,7 +354,8 @@ _UNKNOWN_SHOWN = 5
 
 
 #: ``extra_logs``' keys, the same for every sample of every request (module docstring: OpenRLHF's batches).
-EXTRA_LOG_KEYS = ("judge_failures", "judge_latency_s", "judge_gate_closed", "judge_empty_answer")
+EXTRA_LOG_KEYS = ("judge_failures", "judge_engine_refused", "judge_latency_s", "judge_gate_closed",
+                  "judge_empty_answer")
 
 _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
 #: The answer a label is read with where its sample has nothing to judge (``RewardRoute._read``): a ``/v1/judge``
@@ -388,11 +393,12 @@ class RewardRoute:
                             ("request_timeout_s", config.request_timeout_s), key=lambda bound: bound[1])
 
     def allowed(self, request: Request, secret: str | None) -> bool:
-        """The secret route: the reward key; the plain one: judge-serve's own key (open when it has none)."""
+        """The secret route: the reward key; the plain one: judge-serve's own key, open only when judge-serve has
+        neither key (a reward key set means rewards are meant to be keyed: an open plain route would undo it)."""
         if secret is not None:
             return bool(self.reward_key) and hmac.compare_digest(secret.encode(), self.reward_key.encode())
         if not self.config.api_key:
-            return True
+            return not self.reward_key
         # The header's raw bytes (Starlette decoded them as Latin-1), as serve.connections.ApiKeyMiddleware reads them
         return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), self.expected_bearer)
 
@@ -405,7 +411,8 @@ class RewardRoute:
         # The client's clock started before ours: ours runs from its headers, so the body's reading counts too.
         deadline = time.monotonic() + self.deadline[1]
         if not self.allowed(request, secret):
-            how = ("POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env) if secret is not None \
+            keyed = "POST /get_reward/<reward key> with the key in $" + self.config.reward_key_env
+            how = keyed if secret is not None or not self.config.api_key \
                 else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
             # OpenRLHF never reads a refusal's body: the log is the only place its cause is kept (the path's key is
             # written <reward-key> by SecretPathFilter, on this logger).
@@ -546,7 +553,13 @@ class RewardRoute:
         # The request's own checks against this server's judge (serve.judging.Judge.check, given the labels'
         # criteria as _read resolved them) before any wait for an engine: a request that can never succeed is
         # refused at once.
-        checked = state.judge.check(parsed, resolved=resolved) if state.judge is not None else None
+        if state.judge is not None:
+            checked = state.judge.check(parsed, resolved=resolved)
+        else:  # what needs no judge (its configuration and the taxonomy), as /v1/judge asks it while engines start
+            from serve.judging import check_before_start
+
+            check_before_start(parsed, state.config, state.layout.kind, state.engine_models)
+            checked = None
         problem = await self._engines_unavailable(state, deadline)
         if problem:
             raise EngineUnavailable(problem)
@@ -608,6 +621,9 @@ class RewardRoute:
         values = [r.value if r is not None else (float(empty) if empty is not None else None) for r in rewards]
         extra: dict[str, list[float]] = {
             "judge_failures": [float(r.failed) if r else 0.0 for r in rewards],
+            # of those failures, the engine's refusals: a refused judgment's zero told from an unread verdict's
+            "judge_engine_refused": [float(sum(p.failure == VerdictError.ENGINE_REFUSED for p in r.criteria)) if r
+                                     else 0.0 for r in rewards],
             "judge_latency_s": [latency] * len(rewards),
             "judge_gate_closed": [1.0 if r is not None and r.gate_closed else 0.0 for r in rewards],
             "judge_empty_answer": [0.0 if r is not None else 1.0 for r in rewards],

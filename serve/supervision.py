@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~690 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~710 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -260,30 +260,40 @@ async def _served_model(http: EngineHttp, engine: Engine, config: ServeConfig) -
     model, the max_tokens it adds to proxied requests must stay within the engine's window (vLLM refuses more), and
     its judgments' context checks must be the engine's, not judge-serve's guess of it.
     """
-    listed_name, listed_window = await _listed_model(http, engine)
+    listed_name, listed_window, problem = await _listed_model(http, engine)
     name, window = listed_name or config.model_name, listed_window or config.max_model_len
+    guessed = [f"{what} {value!r}" for what, value, listed in (("model name", name, listed_name),
+                                                               ("max_model_len", window, listed_window)) if not listed]
+    if guessed:  # judge-serve's config stands in for the engine's own: a wrong guess shows later, as a 404 or a 400
+        log.warning("the %s engine's /v1/models could not be read (%s): judge-serve uses its config's %s", engine.role,
+                    problem, " and ".join(guessed))
     if name != config.model_name or window != config.max_model_len:
         log.info("the %s engine serves %r with max_model_len %d (judge-serve's config: %r, %d); judge-serve follows "
                  "the engine", engine.role, name, window, config.model_name, config.max_model_len)
     return name, window
 
 
-async def _listed_model(http: EngineHttp, engine: Engine) -> tuple[str | None, int | None]:
-    """The name and window of the first entry of the engine's ``/v1/models``, each None where it could not be read."""
+async def _listed_model(http: EngineHttp, engine: Engine) -> tuple[str | None, int | None, str]:
+    """The name and window of the first entry of the engine's ``/v1/models``, each None where it could not be read,
+    and why not ("" when both were)."""
     name, window = None, None
-    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError,
-                             EngineFailure):  # EngineFailure: a list too large to read
+    try:
         # On the probe session: the pooled one may be full of proxied generations for minutes.
         response = await http.probe_request("GET", engine.url + "/v1/models", headers=engine.auth_headers)
         try:
             entry = json.loads(await read_capped(response, "/v1/models"))["data"][0]
         finally:
             response.release()
-        entry = entry if isinstance(entry, dict) else {}
-        if isinstance(entry.get("id"), str) and entry["id"]:
-            name = entry["id"]
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError, TypeError,
+            EngineFailure) as err:  # EngineFailure: a list too large to read
+        return None, None, f"{type(err).__name__}: {str(err)[:200]}"
+    entry = entry if isinstance(entry, dict) else {}
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        name = entry["id"]
+    with contextlib.suppress(ValueError, TypeError):
         window = ModelLimits.from_entry(entry).max_model_len  # the clients' reading of an entry
-    return name, window
+    missing = [what for what, value in (("id", name), ("max_model_len", window)) if value is None]
+    return name, window, f"its first entry has no readable {' or '.join(missing)}" if missing else ""
 
 
 async def _follow_the_engine(state: ServerState, role: str, timeout_s: float = 5.0) -> None:
@@ -294,7 +304,7 @@ async def _follow_the_engine(state: ServerState, role: str, timeout_s: float = 5
     guess), and the read is bounded as the health probe is, so that it cannot hold up the watch of every engine."""
     assert state.http is not None
     try:
-        name, window = await asyncio.wait_for(_listed_model(state.http, state.engines[role]), timeout_s)
+        name, window, _ = await asyncio.wait_for(_listed_model(state.http, state.engines[role]), timeout_s)
     except asyncio.TimeoutError:
         log.warning("the attached %s engine answers /health but not /v1/models within %g s: its model and window "
                     "are kept as they were", role, timeout_s)
@@ -668,6 +678,8 @@ async def start_engines(state: ServerState) -> None:
     state.http = engine_session(
         config.request_timeout_s, max_connections=config.max_concurrent_engine_requests + 64,
         keepalive_s=config.engine_keepalive_s,
+        # the judgments' own pool: Judge.limit lets no more than this many be in flight, so none waits for one
+        judgment_connections=config.max_concurrent_engine_requests,
     )  # fmt: skip
     for spec in engine_specs(config, state.layout):
         state.engines[spec.role] = Engine.start(spec, config, state.log_dir, engine_key())

@@ -21,7 +21,9 @@ Each completion is read as the continuation of its prompt: where the chat templa
 completion cut by ``max_completion_length``, its ``completions/clipped_ratio``) was stopped by the length limit: the
 integer or ``[RESULT]`` read is wherever the cut fell, not a verdict (the traces stage fails a teacher's answer
 stopped by ``max_tokens`` as ``verdict_cut`` for the same reason). Called without the end ids (outside the trainer),
-no cut can be told and none is assumed.
+no cut can be told and none is assumed. Both rules, a completion's text (a conversational one's last assistant
+turn, its typed text parts joined) and its cut (an empty id list ended in no end id: cut), are
+``judge.rewards.completion_text`` and ``judge.rewards.cut_completions``, which the trl judge client reads by too.
 
 A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
 per step as ``verdicts/failed_share`` by either reward (so a config with ``agreement_reward`` alone still counts
@@ -40,7 +42,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from judge.rewards import prompt_opens_reasoning
+from judge.rewards import completion_text, cut_completions, prompt_opens_reasoning
 from judge.scales import Scale
 from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer, cut_short,
                             has_think_tag, parse_judge_output)
@@ -103,7 +105,7 @@ def _opens_reasoning(prompt: Any) -> bool:
 
 def _read_text(completion: Any, prompt: Any) -> str:
     """The completion as its verdict is read: after the ``<think>`` its prompt opened, where it opened one."""
-    text = _text(completion)
+    text = completion_text(completion)
     return "<think>\n" + text if _opens_reasoning(prompt) else text
 
 
@@ -118,10 +120,7 @@ def _verdicts(texts: Sequence[str], verdict_format: Sequence[str], scale_levels:
               scale_best: Sequence[int], completion_ids: Sequence[Sequence[int]] | None,
               end_token_ids: Collection[int] | None) -> list[Verdict]:  # fmt: skip
     """Every completion's verdict from its read text (:func:`_read_texts`), failed when cut (:func:`read_verdict`)."""
-    if end_token_ids is None or completion_ids is None:
-        cut = [False] * len(texts)  # no end ids to compare with: a cut cannot be told
-    else:
-        cut = [not ids or ids[-1] not in end_token_ids for ids in completion_ids]
+    cut = cut_completions(completion_ids, end_token_ids, len(texts))  # all False without the end ids
     return [_verdict_of(t, f, levels, best, k)
             for t, f, levels, best, k in zip(texts, verdict_format, scale_levels, scale_best, cut, strict=True)]
 
@@ -236,14 +235,6 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
 
 def _log_failed_share(log_metric: Callable[[str, float], None], verdicts: Sequence[Verdict]) -> None:
     log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
-
-
-def _text(completion: Any) -> str:
-    """A completion's text: trl passes strings for text prompts and ``[{"role": "assistant", "content": ...}]`` for
-    conversational ones."""
-    if isinstance(completion, str):
-        return completion
-    return "".join(message.get("content") or "" for message in completion)
 
 
 #: Reward name (as configs spell it and trl logs it) -> function.

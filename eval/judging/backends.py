@@ -31,7 +31,7 @@ from judge.plumbing.config_files import ConfigError
 from judge.plumbing.message_content import described_content
 from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
-from judge.verdicts import VerdictError, VerdictFormat
+from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
 from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
 
 if TYPE_CHECKING:
@@ -109,16 +109,6 @@ def refusal_of(err: Any) -> Refused:
     said = " ".join(said.split())
     return Refused(f"HTTP {err.status_code}: {short(err.message)}", err.status_code, short(said))
 
-
-#: A chat server's words for a prompt its context window cannot hold. vLLM 0.32: "This model's maximum context length
-#: is M tokens. However, your prompt contains N input tokens, which exceeds this limit even without any output
-#: tokens." (``renderers/params.py``; "... contains N characters ..." for a text past any token count), "Input length
-#: (N) exceeds model's maximum context length (M)." (``entrypoints/serve/utils/api_utils.py``), "The decoder prompt (length N) is longer
-#: than the maximum model length of M." (``v1/engine/input_processor.py``), and for a prompt filling the window, whose
-#: max_tokens it lowers to the 0 tokens left, "max_tokens must be at least 1, got 0." (as ``eval.mera.client`` reads
-#: it); OpenAI: "This model's maximum context length is N tokens", code ``context_length_exceeded``.
-CONTEXT_LIMIT = re.compile(r"maximum context length|maximum model length|max_tokens must be at least 1, got 0\b|"
-                           r"context_length_exceeded", re.I)
 
 #: The two ways a server says the prompt fits its window and only the answer's ``max_tokens`` does not, both from
 #: servers that refuse such a request (vLLM 0.32 lowers max_tokens to the room left instead:
@@ -489,6 +479,13 @@ class JudgeServeBackend:
         if aborted:  # the whole request asked again: its other results come back with it, as they would on a 503
             raise generation_aborted(f"judge-serve's engine aborted the generation for {short(str(aborted), 200)} "
                                      f"of {batch[0].id} (error {VerdictError.ABORTED})")
+        # judge-serve answers an engine's refusal of one judgment as that result's failure (the others are kept); a
+        # run records it as it records the refusal of a whole request on the chat route: a refused request, not a
+        # verdict of the judge's that failed to parse.
+        refused = [result for result in results if result.error == VerdictError.ENGINE_REFUSED]
+        if refused:
+            raise Refused(f"judge-serve's engine refused {short(str([r.criterion for r in refused]), 200)} of "
+                          f"{batch[0].id}: {short(refused[0].error_reason or '', 200)}", 400, refused[0].error_reason or "")
         return [self._outcome(result) for result in results]
 
     @staticmethod

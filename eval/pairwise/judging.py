@@ -425,6 +425,11 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             (result,) = item.results
             if result.error == VerdictError.ABORTED:  # no verdict: asked again, as the pointwise backend does
                 raise generation_aborted(f"judge-serve's engine aborted the generation for pair {pair.id} ({order})")
+            # Never from judge-eval's one pair a request (a lone refusal is the request's 400, above): it guards a
+            # judge-serve answering a request of several pairs, or one answering a lone refusal as a result.
+            if result.error == VerdictError.ENGINE_REFUSED:  # a refused request, as the pointwise backend records it
+                raise Refused(f"judge-serve's engine refused pair {pair.id} ({order}): "
+                              f"{short(result.error_reason or '', 200)}", 400, result.error_reason or "")
             return _from_result(result)
         try:
             reply = await chat.chat.completions.create(model=model, messages=chat_messages(render_pairwise_prompt(shown)),

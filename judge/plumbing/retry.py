@@ -273,7 +273,7 @@ def server_message(response: Any, limit: int = 300) -> str:
 
 def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what: str = "the server",
                 policy: RetryPolicy | None = None, bound_flag: str = "--connect-timeout-s",
-                key_rule: str = "") -> list[dict[str, Any]]:
+                key_rule: str = "", timeout: float | httpx.Timeout = 30) -> list[dict[str, Any]]:
     """``GET {base_url}/models``: the served models' entries, the first contact with an OpenAI-compatible server.
 
     Connection errors, timeouts and 408/409/429/5xx answers are retried by ``policy`` (``Retry-After`` honoured, its
@@ -288,6 +288,8 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
         policy: the retry policy (default: 5 retries, no time bound).
         bound_flag: the flag that sets ``policy.max_wait_s``, named when the bound is reached ("": none).
         key_rule: the command's key rule (``judge.plumbing.api_keys.KEY_RULE``), appended to a 401's message.
+        timeout: each attempt's bound, seconds or an ``httpx.Timeout`` (a caller that bounds connecting apart: a
+            host dropping packets would otherwise hold every attempt for the whole bound).
 
     Raises:
         EndpointUnusable: the server cannot be used (its message says why and what to change).
@@ -296,7 +298,7 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
     attempts = Attempts()
-    client = httpx.Client(headers=headers, timeout=30)  # made before the clock starts: its TLS set-up takes a while
+    client = httpx.Client(headers=headers, timeout=timeout)  # made before the clock starts: its TLS set-up is slow
 
     def get() -> Any:
         response = client.get(url)

@@ -40,3 +40,21 @@ def judged(settings: JudgeSettings, tokenizer, request: Mapping[str, Any],
     with ScriptedEndpoint(respond) as endpoint:
         body = asyncio.run(go(endpoint.base_url.removesuffix("/v1")))
     return json.loads(json.dumps(body, ensure_ascii=False)), endpoint
+
+
+def judged_by_judge_eval(records, answer: Mapping[str, Any], verdict_format: str = "tagged") -> list[dict]:
+    """judge-eval's ``/v1/judge`` backend (``eval.judging.backends.JudgeServeBackend``, model ``tiny``) asking
+    ``records`` of a scripted judge-serve that answers every request with ``answer``: the backend's outcomes, or what
+    it raised."""
+    from eval.judging.backends import JudgeServeBackend
+    from eval.judging.config import RunConfig
+
+    async def ask(root: str) -> list[dict]:
+        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format=verdict_format))
+        try:
+            return await backend.judge(records)
+        finally:
+            await backend.aclose()
+
+    with ScriptedEndpoint(lambda path, _: (200, dict(answer))) as server:
+        return asyncio.run(ask(server.base_url.removesuffix("/v1")))

@@ -35,7 +35,8 @@ class ScriptedEndpoint:
     ``(path, body)`` POSTed, in arrival order (an empty body reads as ``{}``), ``gets`` every GET path. ``GET
     /v1/models`` lists ``model`` with ``max_model_len`` (left out when None), as vLLM does; with ``respond_get``,
     every GET is answered by ``respond_get(path) -> (status, json)`` instead. ``headers`` holds each request's
-    headers (lower-case names), GET and POST, in arrival order.
+    headers (lower-case names), GET and POST, in arrival order. While ``respond`` runs, ``local.connection`` (a
+    thread-local) is the socket of the request it answers: a test can watch its client close it.
     """
 
     def __init__(self, respond: Callable[[str, dict], tuple], model: str = "scripted",
@@ -48,6 +49,7 @@ class ScriptedEndpoint:
         self.gets: list[str] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
+        self.local = threading.local()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,6 +83,7 @@ class ScriptedEndpoint:
                 with endpoint._lock:
                     endpoint.headers.append({k.lower(): v for k, v in self.headers.items()})
                     endpoint.requests.append((self.path, body))
+                endpoint.local.connection = self.connection  # each request's handler runs on its own thread
                 answer = endpoint.respond(self.path, body)
                 if isinstance(answer, EventStream):
                     return self._stream(answer)

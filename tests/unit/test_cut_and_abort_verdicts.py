@@ -11,21 +11,19 @@
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 
 import pytest
 
 import judge
 from eval.cli import main as eval_main
-from eval.judging.backends import JudgeServeBackend, verdict_outcome
-from eval.judging.config import RunConfig
+from eval.judging.backends import verdict_outcome
 from eval.judging.predictions import REQUEST_FAILED, read_predictions
 from judge.plumbing.retry import is_transient
 from judge.verdicts import VerdictError, read_tagged_verdict
 from serve.score_reading import seq2seq_verdict
 from tests.support.eval_cli import run_args
-from tests.support.judge_in_process import judge_settings, judged
+from tests.support.judge_in_process import judge_settings, judged, judged_by_judge_eval
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 RUBRICS_0_10 = "\n\n".join(f"{level}: level {level}" for level in range(11))
@@ -94,17 +92,8 @@ def test_judge_eval_retries_judge_serves_aborted_result_as_transient(qwen_tokeni
     body, _ = judged(judge_settings("seq2seq"), qwen_tokenizer, SERVE_REQUEST, _aborted_engine)
     records = [SimpleNamespace(id="q1", instruction="Напиши стих.", answer="Роза красная.", reference_answer=None,
                                criteria_name=name, rubrics=SERVE_RUBRICS) for name in ("Рифма", "Ритм")]
-
-    async def ask(root: str) -> None:
-        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format="tagged"))
-        try:
-            await backend.judge(records)
-        finally:
-            await backend.aclose()
-
-    with ScriptedEndpoint(lambda path, _: (200, body)) as server:
-        with pytest.raises(Exception) as raised:
-            asyncio.run(ask(server.base_url.removesuffix("/v1")))
+    with pytest.raises(Exception) as raised:
+        judged_by_judge_eval(records, body)
     assert is_transient(raised.value) and VerdictError.ABORTED in str(raised.value)
 
 
@@ -174,3 +163,33 @@ def test_pairwise_judging_retries_an_aborted_answer_and_fails_a_cut_integer_as_c
     final = {r.order: r for r in read_pairwise_rows(out / PAIRWISE_PREDICTIONS)}
     assert {order: (r.error, r.score) for order, r in final.items()} == {
         "original": (VerdictError.CUT, None), "swapped": (VerdictError.CUT, None)}
+
+
+def _refusing_engine(tokenizer):
+    """An engine refusing the judgment of one criterion (HTTP 400: told by its name in the decoded prompt) and
+    answering the other."""
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if "Ритм" in tokenizer.decode(body["prompt"]):
+            return 400, {"error": {"message": "bad request for this prompt", "type": "BadRequestError", "code": 400}}
+        return 200, {"choices": [{"text": "[FEEDBACK] Рифма есть. [RESULT] 1 [END]", "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+    return respond
+
+
+def test_judge_eval_records_an_engine_refused_judgment_as_a_refused_request(qwen_tokenizer):
+    """judge-serve answers an engine's refusal of one judgment as that result's failure ``engine_refused``, the other
+    judgment scored; judge-eval's /v1/judge backend records it as a refused request (as the chat route records an
+    engine's 400), not as a verdict of the judge's that failed to parse."""
+    from eval.judging.backends import Refused
+
+    body, _ = judged(judge_settings("seq2seq"), qwen_tokenizer, SERVE_REQUEST, _refusing_engine(qwen_tokenizer))
+    errors = [result["error"] for result in body["items"][0]["results"]]
+    assert errors == [None, VerdictError.ENGINE_REFUSED]
+    records = [SimpleNamespace(id="q1", instruction="Напиши стих.", answer="Роза красная.", reference_answer=None,
+                               criteria_name=name, rubrics=SERVE_RUBRICS) for name in ("Рифма", "Ритм")]
+    with pytest.raises(Refused) as raised:
+        judged_by_judge_eval(records, body)
+    assert raised.value.status == 400 and not is_transient(raised.value)
+    assert "refused ['Ритм'] of q1" in str(raised.value)

@@ -29,3 +29,20 @@ def test_get_reward_drops_an_r1_policys_end_marker_and_reasoning():
     without the end-of-sentence token the query decodes with."""
     prompt = "<\uff5cUser\uff5c>Напиши стих.<\uff5cAssistant\uff5c><think>\n"
     assert answer_of(prompt + f"Думаю.\n</think>\n\nВесна пришла.{R1_END}", prompt) == "Весна пришла."
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("Ответ<|end|><|endoftext|>", "Ответ"),                                   # Phi-3's end of turn, then its padding
+    ("Ответ<|end|><|user|>ещё", "Ответ"),                                     # Phi-3, ran on into the next turn
+    ("Ответ<|eom_id|>", "Ответ"),                                             # Llama 3.1, end of a tool-calling message
+    ("Ответ<|END_OF_TURN_TOKEN|>", "Ответ"),                                  # Command-R
+    ("Ответ<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>ещё", "Ответ"),
+    ("Ответ</s><s>[INST] ещё", "Ответ"),                                      # Llama 2's next turn
+    ("Ответ</s> <s> [INST] ещё", "Ответ"),
+    ("Ответ</s>[INST] ещё", "Ответ"),                                         # Mistral's next turn: no <s>
+    ("Токен <|end|> завершает ход.", "Токен <|end|> завершает ход."),          # a mention with text after it
+    ("<s>1000</s>[INST] в тексте", "<s>1000</s>[INST] в тексте"),              # strikethrough: the answer's markup
+])  # fmt: skip
+def test_phi3_llama31_command_r_and_llama2_turn_ends_end_the_answer(text, answer):
+    assert {"<|end|>", "<|eom_id|>", "<|END_OF_TURN_TOKEN|>"} <= set(END_OF_TURN_MARKERS)
+    assert policy_answer(text) == answer

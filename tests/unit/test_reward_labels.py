@@ -139,3 +139,30 @@ def test_a_missing_dataset_column_is_named_with_the_columns_trl_passed(argument,
             asyncio.run(reward(prompts=["Q"], completions=["a"], trainer_state=None, **columns))
     assert str(refused.value) == message
     assert endpoint.requests == []
+
+
+BREVITY = {"name": "Краткость", "rubrics": {"0": "длинно", "1": "приемлемо", "2": "кратко"}}
+
+
+@pytest.mark.parametrize("value", [BREVITY, '{"name": "Краткость", "rubrics": {"0": "длинно", "1": "приемлемо", '
+                                            '"2": "кратко"}}'])
+def test_one_criterion_object_is_a_list_of_one_as_one_name_is(value):
+    """One {name, rubrics} object, as a mapping or a JSON string of one, is that criterion, as one name is."""
+    from judge.reward_clients import label_criteria
+
+    assert label_criteria(value, "labels[0].criteria") == (BREVITY,)
+    assert label_criteria("Краткость", "labels[0].criteria") == ("Краткость",)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('["Краткость", ', r"^labels\[3\]\.criteria: not valid JSON: Expecting value: line 1 column 15 \(char 14\)$"),
+    ("  {'name': 'Краткость'}", r"^labels\[3\]\.criteria: not valid JSON: Expecting property name enclosed in double "
+                                r"quotes: line 1 column 4 \(char 3\)$"),
+])  # fmt: skip
+def test_a_string_meant_as_json_that_is_not_is_refused_not_read_as_a_name(value, message):
+    """A string opening with [ or { that fails to parse was meant as JSON: read as one criterion's name, the judge
+    would rate the answer on a criterion named '["Краткость", '."""
+    from judge.reward_clients import label_criteria
+
+    with pytest.raises(ValueError, match=message):
+        label_criteria(value, "labels[3].criteria")

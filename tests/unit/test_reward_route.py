@@ -60,7 +60,7 @@ def test_a_served_rule_that_can_give_no_reward_is_refused_at_start(rule, field):
     judge-serve refuses such a rule before it starts, naming the field; the rules that always give a number pass."""
     from judge.plumbing.config_files import ConfigError
 
-    with pytest.raises(ConfigError, match=rf"^{field}: .* OpenRLHF cannot take"):
+    with pytest.raises(ConfigError, match=rf"^{field}: .* the trainer needs a number for every sample"):
         ServeConfig(model="x", reward_rule=rule).validate()
     ServeConfig(model="x", reward_rule={"on_failure": "scale_min", "empty_answer": 0.0}).validate()
 
@@ -508,24 +508,84 @@ def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_cau
     assert len(engine.bodies("/v1/completions")) == 10
 
 
-def test_an_engines_refusal_keeps_its_status_and_message_on_get_reward(tiny_causal_dir, monkeypatch):
-    """An engine that refuses a judgment (a 4xx: a context window, a sampling value) is answered on /get_reward as on
-    /v1/judge: its status and its message, sanitised, so that the client does not retry what will be refused again
-    (it was a 502 that said only that the engine failed)."""
-    def refusing(path: str, body: dict) -> tuple:
-        return 400, {"error": {"message": "This model's maximum context length is 1024 tokens", "type": "BadRequestError",
-                               "param": None, "code": 400}}
+def test_an_engines_refusal_of_one_judgment_is_that_samples_counted_failure_on_get_reward(tiny_causal_dir,
+                                                                                          monkeypatch, tmp_path):
+    """An engine that refuses one judgment of two (a 400 that is no context refusal) fails that judgment alone, as on
+    /v1/judge: 200, the served rule's ``on_failure`` value (``zero``: 0.0) for it beside the other's 1.0 (its 2 of
+    0..2), their mean 0.5, counted in ``judge_failures`` and apart in ``judge_engine_refused`` (so a refusal's zero is
+    told from an unread verdict's), and journalled with the engine's message. A refusal in the engine's words for a
+    window the prompt overflows is that judgment's ``context_length_exceeded`` (/get_reward sends ``"oversize":
+    "fail"``), not an engine refusal; and a refusal of every judgment is the request's, with the engine's status."""
+    from transformers import AutoTokenizer
 
-    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=refusing) as (http, engine):
+    from judge.plumbing.journal import read_jsonl
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
+    said = {"Грамотность": "The prompt holds a token id out of the vocabulary"}
+
+    def refusing(path: str, body: dict) -> tuple:
+        prompt = tokenizer.decode(body["prompt"])
+        named = [message for name, message in said.items() if name in prompt]
+        if named:
+            return 400, {"error": {"message": named[0], "type": "BadRequestError", "param": None, "code": 400}}
+        return _verdict(path, body)
+
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=refusing, log_dir=str(tmp_path)) as (http,
+                                                                                                          engine):
+        rewarded = http.post("/get_reward", headers={**AUTH, "X-Request-Id": "req-r"},
+                             json=_reward_body("Весна.", ["Креативность", "Грамотность"]))
+        rows = read_jsonl(tmp_path / "rewards.jsonl")
+        said["Грамотность"] = "This model's maximum context length is 1024 tokens"
+        too_long = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность", "Грамотность"]))
+        said["Креативность"] = "This model does not support the parameter min_p"
+        said["Грамотность"] = said["Креативность"]
+        every = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность", "Грамотность"]))
+    assert rewarded.status_code == 200, rewarded.text
+    assert rewarded.json()["rewards"] == [0.5] and rewarded.json()["scores"] == [0.5]
+    logs = rewarded.json()["extra_logs"]
+    assert tuple(logs) == EXTRA_LOG_KEYS  # one value per key for the sample: OpenRLHF joins them over its batch
+    assert (logs["judge_failures"], logs["judge_engine_refused"]) == ([1.0], [1.0])
+    assert (logs["judge_gate_closed"], logs["judge_empty_answer"]) == ([0.0], [0.0])
+    assert len(engine.bodies("/v1/completions")) == 2 + 2 + 2
+    (row,) = rows
+    assert (row["request_id"], row["reward"], row["failed"], row["empty_answer"]) == ("req-r", 0.5, 1, False)
+    assert [(c["criterion"], c["failure"], c["score"], c["value"]) for c in row["criteria"]] == [
+        ("Креативность", None, 2.0, 1.0), ("Грамотность", "engine_refused", None, 0.0)]
+    assert row["criteria"][1]["error_reason"] == ("engine answered 400: The prompt holds a token id out of the "
+                                                  "vocabulary")
+    assert too_long.status_code == 200 and too_long.json()["rewards"] == [0.5], too_long.text
+    assert (too_long.json()["extra_logs"]["judge_failures"], too_long.json()["extra_logs"]["judge_engine_refused"]) == (
+        [1.0], [0.0])
+    assert every.status_code == 400, every.text
+    assert every.json()["error"]["message"] == "engine answered 400: This model does not support the parameter min_p"
+
+
+def test_an_unread_verdict_is_a_failure_but_not_an_engine_refusal_in_extra_logs():
+    """``judge_engine_refused`` counts only the engine's refusals among a sample's failures: two criteria, one refused
+    by the engine and one whose verdict did not parse, give 2 failures and 1 refusal; a sample with no failure and
+    an empty answer give 0 of each."""
+    route = RewardRoute(ServeConfig(model="x"), error=lambda *a, **k: None)
+    failed = [JudgeResult(criterion="Полезность", criterion_id=None, scale=[0, 1, 2], error="engine_refused"),
+              JudgeResult(criterion="Грамотность", criterion_id=None, scale=[0, 1, 2], error="no_result")]
+    body = route._body([reward_of(failed, route.rule), reward_of([_ok("Креативность", 2)], route.rule), None],
+                       latency=0.5)
+    assert body["extra_logs"]["judge_failures"] == [2.0, 0.0, 0.0]
+    assert body["extra_logs"]["judge_engine_refused"] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("status", [403, 408, 409, 429])
+def test_an_engine_status_a_retry_or_the_configuration_decides_stays_the_whole_requests_error(status, tiny_causal_dir,
+                                                                                              monkeypatch):
+    """A 403 (forbidden: every judgment alike) and a 408, 409, 429 (a later attempt can pass them: a busy engine)
+    are not one judgment's refusal: /get_reward answers the engine's status, which OpenRLHF's client sends again,
+    not a 0.0 reward that would train the policy on the engine's load."""
+    def refusing(path: str, body: dict) -> tuple:
+        return status, {"error": {"message": "try later", "type": "Error", "param": None, "code": status}}
+
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=refusing) as (http, _):
         rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
-        judged = http.post("/v1/judge", headers=AUTH, json={"instruction": "Напиши стих о весне.", "answer": "Весна.",
-                                                         "criteria": ["Креативность"]})
-    error = {"message": "engine answered 400: This model's maximum context length is 1024 tokens",
-             "type": "invalid_request_error", "param": None, "code": "invalid_request"}
-    for answer in (rewarded, judged):
-        assert answer.status_code == 400, answer.text
-        assert answer.json()["error"] == error
-    assert len(engine.bodies("/v1/completions")) == 2
+    assert rewarded.status_code == status, rewarded.text
+    assert rewarded.json()["error"]["message"] == f"engine answered {status}: try later"
 
 
 def test_an_auto_labels_answer_too_long_for_the_judge_is_that_samples_failure(tiny_causal_dir, monkeypatch):

@@ -273,7 +273,8 @@ def test_trl_long_rows_are_split_under_judge_serves_body_limit():
     assert sent == [{"items": [{"instruction": q, "answer": f"a{i}", "criteria": ["A"]} for i, q in enumerate(instructions)][:7],
                      "oversize": "fail"},
                     {"items": [{"instruction": instructions[7], "answer": "a7", "criteria": ["A"]}], "oversize": "fail"}]  # fmt: skip
-    assert sorted(int(h["content-length"]) for h in endpoint.headers) == sorted(map(_sent_bytes, sent))
+    assert endpoint.gets == ["/v1/models"]  # the first contact, before the requests: its headers come first
+    assert sorted(int(h["content-length"]) for h in endpoint.headers[1:]) == sorted(map(_sent_bytes, sent))
     from judge.reward_clients import DEFAULT_MAX_BODY_BYTES
 
     assert max(map(_sent_bytes, sent)) <= DEFAULT_MAX_BODY_BYTES
@@ -341,22 +342,18 @@ def test_trl_structured_message_content_sends_its_text_parts():
 
 
 def test_trl_a_failed_request_keeps_the_empty_answers_value(caplog):
-    """A request that cannot reach judge-serve (a port bound but not listening: a connection error past the
-    retries) gives None to the sample it would have judged only: the empty answer beside it was never to be sent and
-    gets the rule's empty_answer (0.25 here), in its place. The samples left without a reward are counted in a
-    warning."""
-    import socket
-
+    """A request that fails transiently past the retries (judge-serve, reached at first contact, answers 503) gives
+    None to the sample it would have judged only: the empty answer beside it was never to be sent and gets the rule's
+    empty_answer (0.25 here), in its place. The samples left without a reward are counted in a warning."""
     extra = {}
-    with socket.socket() as held:  # held for the test: no other server can take the port meanwhile
-        held.bind(("127.0.0.1", 0))
-        reward = trl_reward_function(f"http://127.0.0.1:{held.getsockname()[1]}", criteria=["A"], retry=NO_WAIT,
+    with ScriptedEndpoint(lambda path, body: (503, {"error": {"message": "engine restarting"}})) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=["A"], retry=NO_WAIT,
                                      rule=RewardRule(empty_answer=0.25))
         with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
             values = asyncio.run(reward(prompts=["Q0", "Q1"], completions=["<|im_end|>", "a1"],
                                         log_extra=lambda column, vs: extra.setdefault(column, vs)))
     assert values == [0.25, None]
-    assert extra == {"pollux_judge_verdicts": ["(empty answer)", "(no judgment: ConnectError)"]}
+    assert extra == {"pollux_judge_verdicts": ["(empty answer)", "(no judgment: HTTPStatusError)"]}
     assert caplog.records[-1].getMessage() == (
         "pollux_judge: 1 of 2 samples got no judge reward (None; 1 failed requests): beside another reward function "
         "trl's default sum counts this one as 0 for them")
@@ -451,8 +448,8 @@ def test_trl_raises_judge_serves_refusal_naming_the_batch_row():
                                criteria=[["A"], ["A"], ["A"], ["A"], ["A", "Нет"]]))
     sent = sorted([item["instruction"] for item in body["items"]] for _, body in endpoint.requests)
     assert sent == [["Q0", "Q1"], ["Q3", "Q4"]]
-    assert str(refused.value) == ("judge-serve refused the reward request (HTTP 400): samples[4].criteria[1]: unknown "
-                                  "criterion 'Нет'")
+    assert str(refused.value) == (f"the reward request to {endpoint.base_url}/judge was refused (HTTP 400): "
+                                  "samples[4].criteria[1]: unknown criterion 'Нет'")
     assert (refused.value.status, refused.value.param, refused.value.sample) == (400, "samples[4].criteria[1]", 4)
 
 
@@ -550,7 +547,7 @@ def test_verl_compute_score_sync_and_async_at_the_boundary():
         assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A"], "reference_answer": "R"}],
                                            "oversize": "fail"}
         assert "authorization" not in endpoint.headers[-1]
-        with pytest.raises(ValueError, match="verl needs a number"):
+        with pytest.raises(ValueError, match="the trainer needs a number for every sample"):
             compute_score(**kwargs, rule={"on_failure": "skip"})
 
 

@@ -59,3 +59,29 @@ def test_every_route_reads_the_key_from_the_same_header_bytes(tiny_causal_dir, m
         assert _let_in(http, [("authorization", "Bearer k")]) == everywhere
         assert _let_in(http, [("authorization", "Bearer k"), ("authorization", "Bearer x")]) == everywhere
         assert _let_in(http, [("authorization", "Bearer x"), ("authorization", "Bearer k")]) == nowhere
+
+
+@pytest.mark.parametrize(("reward_key", "status"), [("s3cret-reward-key", 401), (None, 400)])
+def test_a_reward_key_closes_the_plain_get_reward_when_judge_serve_has_no_key(reward_key, status, monkeypatch):
+    """With $JUDGE_SERVE_REWARD_KEY set and no api_key, POST /get_reward without the key in the path is refused (401,
+    naming the keyed route, never the key); with neither key it stays open (a body with no queries: its 400)."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from serve.errors import error_response
+    from serve.rewards import install_reward_routes
+
+    if reward_key is None:
+        monkeypatch.delenv("JUDGE_SERVE_REWARD_KEY", raising=False)
+    else:
+        monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", reward_key)
+    app = FastAPI()
+    install_reward_routes(app, ServeConfig(model="x"), error_response)
+    with TestClient(app) as http:
+        answer = http.post("/get_reward", json={})
+    assert answer.status_code == status
+    if reward_key is not None:
+        message = answer.json()["error"]["message"]
+        assert message == ("missing or wrong reward key: send POST /get_reward/<reward key> with the key in "
+                           "$JUDGE_SERVE_REWARD_KEY")
+        assert reward_key not in answer.text

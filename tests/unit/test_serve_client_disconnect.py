@@ -16,7 +16,7 @@ import pytest
 
 from serve.app import create_app
 from serve.config import ServeConfig
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint
 from tests.support.serve_in_process import served_over_tcp
 
 KEY = "disconnect-key"
@@ -27,10 +27,14 @@ FAILING_AFTER_S = 60
 
 
 class HeldEngine:
-    """A scripted engine whose generation requests wait for ``release``; ``arrived(n)`` waits until n came in."""
+    """A scripted engine whose generation requests wait for ``release``; ``arrived(n)`` waits until n came in.
+    With ``watched`` set (an event), the next request is held instead until judge-serve closes its connection, which
+    sets ``watched``; a streamed one (``"stream": true``) gets its first event before that."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.watched: threading.Event | None = None
+        self.endpoint: ScriptedEndpoint | None = None  # the endpoint answering with respond, once it serves
         self._count = 0
         self._changed = threading.Condition()
 
@@ -38,7 +42,17 @@ class HeldEngine:
         with self._changed:
             self._count += 1
             self._changed.notify_all()
-        self.release.wait(FAILING_AFTER_S)
+            closed, self.watched = self.watched, None
+        if closed is not None:
+            # the socket judge-serve sent this request on (ScriptedEndpoint's, for the request respond answers)
+            assert self.endpoint is not None
+            connection = self.endpoint.local.connection
+            if body.get("stream"):
+                threading.Thread(target=_watch_close, args=(connection, closed), daemon=True).start()
+                return EventStream(('{"choices": [{"index": 0, "delta": {"content": "Да"}}]}',), cut=True, hold=closed)
+            _watch_close(connection, closed)
+        else:
+            self.release.wait(FAILING_AFTER_S)
         return 200, {"choices": [{"text": "[FEEDBACK] ok [RESULT] 1 [END]", "finish_reason": "stop"}], "usage": {}}
 
     @property
@@ -49,6 +63,20 @@ class HeldEngine:
     def arrived(self, n: int) -> None:
         with self._changed:
             assert self._changed.wait_for(lambda: self._count >= n, FAILING_AFTER_S), f"{self._count} of {n} arrived"
+
+
+def _watch_close(connection: socket.socket, closed: threading.Event) -> None:
+    """Set ``closed`` when the peer closes ``connection``: nothing more is sent on a connection whose request is
+    unanswered, so its next read ends only at the close (b"", or a reset)."""
+    connection.settimeout(FAILING_AFTER_S)
+    try:
+        ended = connection.recv(1) == b""
+    except TimeoutError:
+        return
+    except OSError:  # reset: closed too
+        ended = True
+    if ended:
+        closed.set()
 
 
 def _respond_get(path: str) -> tuple:
@@ -84,6 +112,7 @@ def served(tiny_causal_dir):
     logger.addHandler(watcher)
     with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint, \
             pytest.MonkeyPatch.context() as patch:  # fmt: skip
+        engine.endpoint = endpoint
         patch.setenv("VLLM_API_KEY", "engine-key")
         config = ServeConfig(model=str(tiny_causal_dir), served_model_name="judge", generator_url=endpoint.url,
                              max_model_len=2048, max_tokens=48, api_key=KEY, verdict_format="tagged",
@@ -139,7 +168,28 @@ def test_a_proxied_completion_whose_client_left_is_cancelled(served):
     the engine is closed (vLLM then aborts the request) instead of waiting for an answer nobody reads."""
     root, endpoint, engine, watcher = served
     before, mark = len(endpoint.bodies("/v1/completions")), engine.count
+    closed = engine.watched = threading.Event()
     with _sent(root, "/v1/completions", {"model": "judge", "prompt": "x", "max_tokens": 4}):
         engine.arrived(mark + 1)
+        assert not closed.is_set()  # held while the client waits
     assert watcher.event("/v1/completions").wait(FAILING_AFTER_S), "judge-serve did not notice the client leave"
+    assert closed.wait(FAILING_AFTER_S), "judge-serve kept its connection to the engine open"
     assert len(endpoint.bodies("/v1/completions")) - before == 1
+
+
+def test_a_streamed_chat_whose_client_left_after_its_first_event_closes_the_engine_connection(served):
+    """A streamed chat the client leaves after reading its first event, the engine's stream still going: judge-serve
+    closes its connection to the engine (vLLM then aborts the generation), rather than keep reading a stream nobody
+    receives."""
+    root, endpoint, engine, _ = served
+    closed = engine.watched = threading.Event()
+    body = {"model": "judge", "messages": [{"role": "user", "content": "Привет"}], "stream": True, "max_tokens": 4}
+    with httpx.stream("POST", root + "/v1/chat/completions", headers=AUTH, json=body,
+                      timeout=FAILING_AFTER_S) as answer:
+        assert answer.status_code == 200
+        lines = answer.iter_lines()  # kept: an iterator of httpx's dropped mid-stream closes the connection
+        first = next(line for line in lines if line)
+        assert json.loads(first.removeprefix("data: "))["choices"][0]["delta"]["content"] == "Да"
+        assert not closed.is_set()  # the engine's stream is still open while the client reads
+    assert closed.wait(FAILING_AFTER_S), "judge-serve kept its connection to the engine open"
+    assert endpoint.bodies("/v1/chat/completions")[-1]["stream"] is True

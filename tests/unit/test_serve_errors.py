@@ -59,6 +59,38 @@ def test_an_event_stream_is_relayed_byte_for_byte_however_it_is_cut():
             assert b"".join(_relayed([stream[:cut], stream[cut:second], stream[second:]])) == stream
 
 
+def test_a_last_error_event_without_its_blank_line_is_sanitized_as_every_other():
+    """An engine's stream whose final error event lacks its blank line: it went to the client as sent, the engine's
+    traceback and file paths included. Now it goes in judge-serve's shape, ended: a 5xx's message left in the log, a
+    4xx's sanitized; whole or cut anywhere."""
+    first = b'data: {"choices": []}\n\n'
+    server = b'data: {"error": {"message": "Traceback: File \\"/usr/lib/vllm/engine.py\\", line 9", "code": 500}}'
+    refused = b'data: {"error": {"message": "bad value at /opt/vllm/x.py", "type": "BadRequestError", "code": 400}}\n'
+    for tail, error in [
+        (server, {"message": "the generator engine failed (it answered 500); judge-serve's log has its message",
+                  "type": "server_error", "param": None, "code": "engine_error"}),
+        (refused, {"message": "bad value at <path>", "type": "invalid_request_error", "param": None,
+                   "code": "invalid_request"}),
+    ]:
+        stream = first + tail
+        expected = first + b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
+        assert b"".join(_relayed([stream])) == expected
+        for cut in range(1, len(stream), 7):
+            assert b"".join(_relayed([stream[:cut], stream[cut:]])) == expected
+
+
+def test_a_last_error_event_cut_inside_its_json_ends_the_stream_with_judge_serves_error_event():
+    """An engine's stream ending inside its error event's JSON (no closing braces, a path in its text): not the
+    engine's text passed on, but judge-serve's stream error and ``data: [DONE]``, as for a stream that broke off."""
+    first = b'data: {"choices": []}\n\n'
+    cut = b'data: {"error": {"message": "Traceback: File \\"/usr/lib/vllm/engine.py\\", line'
+    body = {"error": {"message": "the generator engine's stream ended inside an event; the reply is incomplete",
+                      "type": "server_error", "param": None, "code": "engine_error"}}
+    expected = first + b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"
+    assert b"".join(_relayed([first + cut])) == expected
+    assert b"".join(_relayed([first, cut[:20], cut[20:]])) == expected
+
+
 def test_an_event_longer_than_the_cap_ends_the_stream_with_an_error_event():
     """2 MiB without a blank line, in 4 KiB chunks: once past ``MAX_PENDING_EVENT_BYTES`` (1 MiB) the client gets
     an error event in OpenAI's shape and ``data: [DONE]``, and no more of the engine's stream is read. The events
@@ -92,3 +124,17 @@ def test_a_503_tells_clients_to_retry_only_while_judge_serve_can_still_serve():
     state.status = "failed"
     refused = judgment_failed(EngineUnavailable("gone"), state)
     assert refused.status_code == 503 and "retry-after" not in refused.headers
+
+
+def test_the_404_of_an_unknown_path_echoes_it_clipped(tiny_causal_dir, monkeypatch):
+    """A 5,000-character path was echoed whole in the 404's message; now its first 1,000 characters and its length,
+    as every other client text judge-serve names (``serve.schema.clip_message``). A short one is named whole."""
+    from tests.unit.test_serve_checks_before_start import AUTH, _starting
+
+    with _starting(tiny_causal_dir, monkeypatch, verdict_format="tagged") as (http, _):
+        long = http.get("/" + "x" * 5000, headers=AUTH)
+        short = http.get("/nowhere", headers=AUTH)
+    assert long.status_code == 404 and short.status_code == 404
+    assert long.json()["error"]["message"] == (f"no route GET /{'x' * 999}... [5001 characters] on judge-serve "
+                                               "(see /v1/models, /v1/judge)")
+    assert short.json()["error"]["message"] == "no route GET /nowhere on judge-serve (see /v1/models, /v1/judge)"

@@ -354,8 +354,11 @@ def test_without_a_key_a_web_page_of_another_site_is_refused_and_curl_is_not(tin
 
 def test_a_judgment_the_engine_refuses_keeps_the_refusal_and_one_it_fails_is_a_502(tiny_causal_dir, engine,
                                                                                     monkeypatch):
-    """/v1/judge: the engine's 400 for a judgment reaches the client as a 400 with the engine's message, sanitized
-    (a client's retry policy retries a 502, to the same refusal); an engine's 500 stays a 502 naming nothing internal."""
+    """/v1/judge: the engine's 400 for the one judgment, in its words for a window the prompt overflows, is the
+    request's 400 ``context_length_exceeded`` under the default ``oversize`` (as judge-serve's own context check
+    answers), the engine's message sanitized in it (a refusal of one judgment among others:
+    ``tests/unit/test_serve_engine_refusal.py``); an engine's 500 stays a 502 for the whole request, naming nothing
+    internal."""
     item = {"instruction": "Сколько будет 2+2?", "answer": "4", "criteria": [{"name": "Корректность",
                                                                               "rubrics": "0: нет\n1: да"}]}
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
@@ -364,8 +367,10 @@ def test_a_judgment_the_engine_refuses_keeps_the_refusal_and_one_it_fails_is_a_5
         failed = http.post("/v1/judge", headers=AUTH, json={"model": MODEL, "items": [item], "max_tokens": 46})
     assert refused.status_code == 400, refused.text
     assert refused.json()["error"] == {
-        "message": "engine answered 400: This model's maximum context length is 2048 tokens (see <path>)",
-        "type": "invalid_request_error", "param": None, "code": "invalid_request"}
+        "message": "items[0]: the engine refused the prompt for criterion 'Корректность' as longer than the model's "
+                   "context (engine answered 400: This model's maximum context length is 2048 tokens (see <path>)). "
+                   "Shorten the answer or ask for fewer max_tokens.",
+        "type": "invalid_request_error", "param": "items[0]", "code": "context_length_exceeded"}
     assert failed.status_code == 502 and failed.json()["error"]["code"] == "engine_error"
     assert "/home/engine" not in failed.text and "/opt/models" not in refused.text
 

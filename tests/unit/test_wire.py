@@ -150,6 +150,23 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
 
 
 
+def test_a_response_of_a_judge_kind_no_reader_knows_is_read_and_one_of_another_format_stops_the_run():
+    """A newer judge-serve may name a kind this reader does not know (its ``judge_kind`` is information, the results
+    carry their own score source): read as sent. A verdict format other than the run's is the server changing under
+    the run: judge-eval's /v1/judge backend raises ``ServerChanged`` (the runner stops), not a per-batch failure."""
+    from eval.judging.backends import ServerChanged
+    from judge.wire import JudgeResponse
+    from tests.support.judge_in_process import judged_by_judge_eval
+
+    read = JudgeResponse.from_json({**_RESPONSE, "judge_kind": "pairwise"})
+    assert read.judge_kind == "pairwise" and read.to_json() == {**_RESPONSE, "judge_kind": "pairwise"}
+    records = [dataclasses.make_dataclass("R", ["id", "instruction", "answer", "reference_answer", "criteria_name",
+                                                "rubrics"])("a", "i", "x", None, "c", "0: a\n\n1: b\n\n2: c")]
+    with pytest.raises(ServerChanged, match=r"answered in the verdict format reasoning, but this run records "
+                                            r"tagged for 'tiny'"):
+        judged_by_judge_eval(records, {**_RESPONSE, "verdict_format": "reasoning"})
+
+
 _RESPONSE_RESULT = JudgeResult(criterion="c", criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
                                score_source=ScoreSource.VERDICT).to_json()
 _RESPONSE = {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",

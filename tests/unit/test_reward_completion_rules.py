@@ -1,0 +1,86 @@
+"""One reading of a trl completion for every trl reward: the GRPO recipe's rewards (``train.grpo_rewards``) and the
+trl judge client (``judge.reward_clients.trl_reward_function``) take the same text from a completion and call the same
+completions cut (``judge.rewards.completion_text``, ``judge.rewards.cut_completions``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import trl_reward_function
+from judge.rewards import completion_text, cut_completions
+from judge.wire import JudgeResult
+from tests.support.scripted_endpoint import ScriptedEndpoint
+from train.grpo_rewards import agreement_reward, format_reward
+
+NO_WAIT = RetryPolicy(max_retries=0, backoff_s=0.0)
+IM_END = 151645
+ENDS = frozenset({IM_END})
+#: A tagged verdict the GRPO rewards pay in full against an expert's 2 (well-formed, reasoned, agreeing).
+VERDICT = "[FEEDBACK] Ошибок нет вовсе. [RESULT] 2 [END]"
+BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+
+CASES = [
+    # trl's structured content (prompts with images): the text parts joined, back to back; the image part left out
+    pytest.param([{"role": "assistant", "content": [{"type": "text", "text": "[FEEDBACK] Ошибок нет вовсе. "},
+                                                    {"type": "image"}, {"type": "text", "text": "[RESULT] 2 [END]"}]}],
+                 [5, IM_END], VERDICT, False, id="typed-parts"),
+    # trl's tool loop: a tool call, the tool's output, the policy's last turn; the tool's words are not the policy's
+    pytest.param([{"role": "assistant", "content": None,
+                   "tool_calls": [{"type": "function", "function": {"name": "calc", "arguments": {}}}]},
+                  {"role": "tool", "name": "calc", "content": "[RESULT] 0 [END]"},
+                  {"role": "assistant", "content": VERDICT}],
+                 [5, IM_END], VERDICT, False, id="multi-message"),
+    # an empty answer that ended at its end-of-sequence token is [eos]; no ids at all ended in no end id
+    pytest.param(VERDICT, [], VERDICT, True, id="empty-ids"),
+    pytest.param(VERDICT, [5, 6], VERDICT, True, id="ids-ending-elsewhere"),
+    pytest.param(VERDICT, [5, IM_END], VERDICT, False, id="text-whole"),
+]  # fmt: skip
+
+
+def _judged(path, body):
+    results = [JudgeResult(criterion="Краткость", criterion_id=None, scale=[0, 1, 2], score=2, parse_ok=True,
+                           in_scale=True, score_source="verdict", feedback="fb").to_json()]
+    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+@pytest.mark.parametrize(("completion", "ids", "text", "cut"), CASES)
+def test_the_grpo_rewards_and_the_trl_client_read_a_completion_alike(completion, ids, text, cut):
+    assert completion_text(completion) == text
+    assert cut_completions([ids], ENDS, 1) == [cut]
+
+    # The GRPO rewards: a cut verdict fails (0.0 from both); the whole one is paid in full (its text is VERDICT).
+    columns = dict(completions=[completion], verdict_format=["tagged"], scale_levels=[[0, 1, 2]], scale_best=[2],
+                   completion_ids=[ids], end_token_ids=ENDS)
+    expected = 0.0 if cut else 1.0
+    assert format_reward(**columns) == [expected]
+    assert agreement_reward(reference_scores=[[2]], **columns) == [expected]
+
+    # The trl client: a cut completion is not sent (its criterion fails, 0.0); a whole one is sent as that text.
+    with ScriptedEndpoint(_judged) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=ENDS)
+        values = asyncio.run(reward(prompts=[[{"role": "user", "content": "Вопрос"}]], completions=[completion],
+                                    completion_ids=[ids]))
+    sent = [] if cut else [("/v1/judge", {"items": [{"instruction": "Вопрос", "answer": text, "criteria": [BREVITY]}],
+                                          "oversize": "fail"})]
+    assert endpoint.requests == sent
+    assert values == [0.0 if cut else 1.0]
+
+
+def test_a_completion_that_is_no_text_nor_messages_is_refused_naming_its_row():
+    with ScriptedEndpoint(_judged) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT)
+        with pytest.raises(ValueError, match=r"^completions\[1\]: a completion must be text or a list of chat "
+                                             r"messages, got int$"):
+            asyncio.run(reward(prompts=["Q0", "Q1"], completions=["A0", 7]))
+    assert endpoint.requests == []
+
+
+def test_the_id_lists_must_match_the_completions():
+    with pytest.raises(ValueError, match=r"^completion_ids: 1 id lists for 2 completions$"):
+        cut_completions([[IM_END]], ENDS, 2)
