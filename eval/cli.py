@@ -366,6 +366,7 @@ def _rank(args: argparse.Namespace) -> int:
     from judge.plumbing.run_folder import refuse_file
 
     config = resolve_config(RankConfig, args.config, given_flags(args, RankConfig))
+    config.validate()  # a setting out of its bounds first, as run's; rank() validates again, at no cost
     refuse_empty_data(config.data)  # as run's: a missing, empty or unreadable file named before --out is made
     refuse_file(config.out, "--out")
     log.info("rank config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))

@@ -62,11 +62,15 @@ def _no_reading(monkeypatch) -> None:
 @pytest.mark.parametrize(("place", "reason"), [("/sys/first-hour-x", NO_PERMISSION), ("/proc/first-hour-x", NO_SUCH)])
 @pytest.mark.parametrize("command", ["score", "compare", "experts"])
 def test_an_out_folder_that_cannot_be_made_is_refused_before_any_work(scored, monkeypatch, capsys, place, reason,
-                                                                      command):
+                                                                      command, tmp_path):
     """Before: score computed everything, then mkdir's PermissionError traceback (exit 1), or for /proc an error
-    naming no flag; now the folder is checked first, in judge-eval run's words."""
+    naming no flag; now the folder is checked first, in judge-eval run's words. (compare takes two runs: the scored
+    run and a copy of it, one run given twice being refused on its own.)"""
+    import shutil
+
+    other = shutil.copytree(scored["run"], tmp_path / "copy")
     argv = {"score": ["score", "--predictions", str(scored["run"]), "--data", str(scored["data"]), "--n-boot", "0"],
-            "compare": ["compare", str(scored["run"]), str(scored["run"]), "--n-boot", "0"],
+            "compare": ["compare", str(scored["run"]), str(other), "--n-boot", "0"],
             "experts": ["experts", "--data", str(scored["data"])]}[command]
     _no_reading(monkeypatch)
     capsys.readouterr()
