@@ -445,21 +445,17 @@ def leading_reasoning(text: str) -> tuple[str | None, str | None]:
     - A leading ``<think>...</think>`` block (whitespace before it allowed): its body, and the text after its first
       ``</think>``.
     - A leading ``<think>`` that never closes (the length limit cut the reasoning): the text after it, and None.
-    - No leading ``<think>``, but a ``</think>`` with no ``<think>`` before it: the chat template opened the reasoning
-      in the prompt (DeepSeek-R1, Qwen3 thinking templates served without a reasoning parser), so the text before
-      that ``</think>`` is the reasoning and the text after it the answer, as ``bare_answer`` and
-      ``parse_integer_verdict`` read such a text.
-    - Otherwise no reasoning: ``(None, text)`` (a ``<think>...</think>`` later in the text is the answer's own).
+    - Otherwise no reasoning: ``(None, text)``. A ``</think>`` with no ``<think>`` before it is not read as a
+      reasoning the chat template opened (as ``bare_answer`` reads a verdict): in an answer under judgment it may be
+      the answer's own words.
 
     One search for each tag from the start: linear in the text, whatever tags it repeats.
     """
     opened = _THINK_OPEN.match(text, len(text) - len(text.lstrip()))
-    close = _THINK_CLOSE.search(text, opened.end() if opened else 0)
-    if opened is not None:
-        return (text[opened.end():], None) if close is None else (text[opened.end():close.start()], text[close.end():])
-    if close is None or _THINK_OPEN.search(text, 0, close.start()):
+    if opened is None:
         return None, text
-    return text[:close.start()], text[close.end():]
+    close = _THINK_CLOSE.search(text, opened.end())
+    return (text[opened.end():], None) if close is None else (text[opened.end():close.start()], text[close.end():])
 
 
 # ---------------------------------------------------------------------------------------------------------------

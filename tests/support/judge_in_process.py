@@ -58,3 +58,15 @@ def judged_by_judge_eval(records, answer: Mapping[str, Any], verdict_format: str
 
     with ScriptedEndpoint(lambda path, _: (200, dict(answer))) as server:
         return asyncio.run(ask(server.base_url.removesuffix("/v1")))
+
+
+def brevity_scored(path: str, body: dict) -> tuple[int, dict]:
+    """A scripted judge-serve's ``/v1/judge`` answer: every item's one criterion ("Краткость", 0..2) scored 2."""
+    from judge.wire import JudgeResult
+
+    results = [JudgeResult(criterion="Краткость", criterion_id=None, scale=[0, 1, 2], score=2, parse_ok=True,
+                           in_scale=True, score_source="verdict", feedback="fb").to_json()]
+    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}

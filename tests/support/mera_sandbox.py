@@ -1,4 +1,5 @@
-"""What tests/unit/test_mera_sandbox.py and tests/integration/mera/test_mera_sandbox.py share."""
+"""What the MERA sandbox's tests (tests/unit/test_mera_sandbox*.py, tests/integration/mera/test_mera_sandbox.py)
+share."""
 
 from __future__ import annotations
 
@@ -144,3 +145,23 @@ ESCAPES = {
         "    p.waitpid(pid, 0)\n    return 'ok'\n", {RUNTIME}),
 }  # fmt: skip
 
+
+def as_another_user() -> tuple[list[str], str]:
+    """How to start a supervisor that is not root: the command prefix and its interpreter; skips where neither this
+    user nor ``nobody`` through runuser can."""
+    import os
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return [], sys.executable
+    python, uid, _ = sandbox_mod.choose_identity()
+    if uid is None or shutil.which("runuser") is None:
+        pytest.skip("root without runuser or an interpreter nobody can run")
+    source = Path(sandbox_mod.__file__).resolve()
+    if not (all(p.stat().st_mode & 0o001 for p in source.parents) and source.stat().st_mode & 0o004):
+        pytest.skip("nobody cannot read the repository")
+    return ["runuser", "-u", "nobody", "--"], python

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 
-from eval.mera import sandbox as sandbox_mod
+from tests.support.mera_sandbox import as_another_user
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,23 +67,9 @@ finally:
 """
 
 
-def _as_another_user() -> tuple[list[str], str]:
-    """How to start a supervisor that is not root: the command prefix and its interpreter; skips where neither this
-    user nor ``nobody`` through runuser can."""
-    if os.geteuid() != 0:
-        return [], sys.executable
-    python, uid, _ = sandbox_mod.choose_identity()
-    if uid is None or shutil.which("runuser") is None:
-        pytest.skip("root without runuser or an interpreter nobody can run")
-    source = REPO / "eval" / "mera" / "sandbox.py"
-    if not (all(p.stat().st_mode & 0o001 for p in source.parents) and source.stat().st_mode & 0o004):
-        pytest.skip("nobody cannot read the repository")
-    return ["runuser", "-u", "nobody", "--"], python
-
-
 def _supervise(scenario: str) -> tuple[dict, str]:
     """Run ``scenario`` as a user other than root; its ``RESULT`` line and its stderr (the log)."""
-    prefix, python = _as_another_user()
+    prefix, python = as_another_user()
     done = subprocess.run([*prefix, python, "-B", "-c", scenario.format(repo=str(REPO), program=LOCK_UP)],
                           capture_output=True, text=True, timeout=300, cwd="/", stdin=subprocess.DEVNULL)
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 
-from eval.mera import sandbox as sandbox_mod
+from tests.support.mera_sandbox import as_another_user
 from eval.mera.sandbox import Sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,25 +38,11 @@ print("SAMPLE", result.status, result.outputs, result.detail)
 """
 
 
-def _as_another_user() -> tuple[list[str], str]:
-    """How to start a supervisor that is not root: the command prefix and its interpreter; skips where neither this
-    user nor ``nobody`` through runuser can."""
-    if os.geteuid() != 0:
-        return [], sys.executable
-    python, uid, _ = sandbox_mod.choose_identity()
-    if uid is None or shutil.which("runuser") is None:
-        pytest.skip("root without runuser or an interpreter nobody can run")
-    source = REPO / "eval" / "mera" / "sandbox.py"
-    if not (all(p.stat().st_mode & 0o001 for p in source.parents) and source.stat().st_mode & 0o004):
-        pytest.skip("nobody cannot read the repository")
-    return ["runuser", "-u", "nobody", "--"], python
-
-
 def test_without_bubblewrap_a_sample_cannot_read_its_supervisors_environment(sandbox_user):
     """A sample without bubblewrap runs as the supervisor's own user (not root) and sees the host's /proc: it read
     the supervisor's /proc/<pid>/environ, and with it the API key. The supervisor is now not dumpable, so its
     environ is root's."""
-    prefix, python = _as_another_user()
+    prefix, python = as_another_user()
     marker = "MERA-KEY-" + secrets.token_hex(6)
     done = subprocess.run(
         [*prefix, "env", f"OPENAI_API_KEY={marker}", python, "-B", "-c",

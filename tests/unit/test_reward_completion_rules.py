@@ -11,7 +11,7 @@ import pytest
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import trl_reward_function
 from judge.rewards import completion_text, cut_completions
-from judge.wire import JudgeResult
+from tests.support.judge_in_process import brevity_scored
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from train.grpo_rewards import agreement_reward, format_reward
 
@@ -40,15 +40,6 @@ CASES = [
 ]  # fmt: skip
 
 
-def _judged(path, body):
-    results = [JudgeResult(criterion="Краткость", criterion_id=None, scale=[0, 1, 2], score=2, parse_ok=True,
-                           in_scale=True, score_source="verdict", feedback="fb").to_json()]
-    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
-                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
-                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
-                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
-
-
 @pytest.mark.parametrize(("completion", "ids", "text", "cut"), CASES)
 def test_the_grpo_rewards_and_the_trl_client_read_a_completion_alike(completion, ids, text, cut):
     assert completion_text(completion) == text
@@ -62,7 +53,7 @@ def test_the_grpo_rewards_and_the_trl_client_read_a_completion_alike(completion,
     assert agreement_reward(reference_scores=[[2]], **columns) == [expected]
 
     # The trl client: a cut completion is not sent (its criterion fails, 0.0); a whole one is sent as that text.
-    with ScriptedEndpoint(_judged) as endpoint:
+    with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=ENDS)
         values = asyncio.run(reward(prompts=[[{"role": "user", "content": "Вопрос"}]], completions=[completion],
                                     completion_ids=[ids]))
@@ -73,7 +64,7 @@ def test_the_grpo_rewards_and_the_trl_client_read_a_completion_alike(completion,
 
 
 def test_a_completion_that_is_no_text_nor_messages_is_refused_naming_its_row():
-    with ScriptedEndpoint(_judged) as endpoint:
+    with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT)
         with pytest.raises(ValueError, match=r"^completions\[1\]: a completion must be text or a list of chat "
                                              r"messages, got int$"):

@@ -11,7 +11,7 @@ import pytest
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import CUT_REASON, trl_reward_function
 from judge.rewards import RewardRule
-from judge.wire import JudgeResult
+from tests.support.judge_in_process import brevity_scored
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
 NO_WAIT = RetryPolicy(max_retries=0, backoff_s=0.0)
@@ -19,15 +19,6 @@ IM_END, END_OF_TEXT = 151645, 151643  # Qwen2.5's <|im_end|> (its generation_con
 ENDS = [IM_END, END_OF_TEXT]
 #: A criterion the client resolves as judge-serve does (a cut completion's failed result needs its name and scale).
 BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
-
-
-def _judged(path, body):
-    results = [JudgeResult(criterion="Краткость", criterion_id=None, scale=[0, 1, 2], score=2, parse_ok=True,
-                           in_scale=True, score_source="verdict", feedback="fb").to_json()]
-    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
-                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
-                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
-                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
 def _call(reward, completion_ids, **kwargs):
@@ -41,7 +32,7 @@ def test_a_cut_completion_is_not_sent_and_gets_the_rules_failure_value(rule, exp
     max_completion_length: the body holds the other two only, and Q1's criterion fails "cut", valued by on_failure
     (zero: 0.0, skip: None), in the completions table and counted in <name>/cut_completions."""
     extra, metrics = {}, {}
-    with ScriptedEndpoint(_judged) as endpoint:
+    with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, rule=rule,
                                      end_token_ids=ENDS)
         values = _call(reward, [[7, IM_END], [7, 8, 9], [7, END_OF_TEXT]],
@@ -59,7 +50,7 @@ def test_a_cut_completion_is_not_sent_and_gets_the_rules_failure_value(rule, exp
 
 
 def test_a_batch_of_cut_completions_sends_no_request():
-    with ScriptedEndpoint(_judged) as endpoint:
+    with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=ENDS)
         assert _call(reward, [[1], [2, 3], [4]]) == [0.0, 0.0, 0.0]
     assert endpoint.requests == []
@@ -73,7 +64,7 @@ def test_a_cut_completions_criteria_name_why():
 def test_without_end_ids_every_completion_is_judged_and_a_warning_says_so_once(caplog):
     """No end_token_ids: nothing tells a cut completion, all three are sent as before, and one warning (not one per
     call) says cut completions are judged as if whole."""
-    with ScriptedEndpoint(_judged) as endpoint:
+    with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, name="judge")
         with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
             assert _call(reward, [[7, IM_END], [7, 8, 9], [7, END_OF_TEXT]]) == [1.0, 1.0, 1.0]

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from train.synthetic.answers import answer_after_reasoning
+from train.synthetic.answers import split_answer_reasoning
 
 
 @pytest.mark.parametrize(("text", "answer"), [
@@ -32,13 +32,13 @@ from train.synthetic.answers import answer_after_reasoning
     ("<think>a</think>Ответ про тег </think>", "Ответ про тег </think>"),  # the first </think> closes the block
 ])  # fmt: skip
 def test_answer_after_reasoning(text, answer):
-    assert answer_after_reasoning(text) == answer
+    assert split_answer_reasoning(text)[1] == answer
 
 
 @pytest.mark.parametrize(("text", "split"), [
     ("  <think>a</think> b", ("a", " b")),
     ("<think>a", ("a", None)),
-    ("a</think>b", ("a", "b")),
+    ("a</think>b", (None, "a</think>b")),  # a bare </think>: the answer's own words
     ("a <think>b</think> c", (None, "a <think>b</think> c")),  # a <think> before the </think>: the answer's own
     ("b", (None, "b")),
     ("", (None, "")),

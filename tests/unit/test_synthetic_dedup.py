@@ -577,21 +577,29 @@ def test_an_unreadable_embedding_cache_is_recomputed_with_a_warning(tmp_path, da
     assert [p.name for p in tmp_path.iterdir()] == [cache.name] and np.load(cache).tolist() == [[2.0, 2.0]] * 3
 
 
-def test_run_dedup_resumes_from_its_journal_of_llm_answers(tmp_path, monkeypatch):
-    """judge-train data dedup through a scripted endpoint: the first run sends the three requests of the sequential
-    pass (a-b, a-c, c-d) and the summary counts them; a run killed before c-d was journalled asks only c-d again; a
-    finished run asked again sends nothing, and every run keeps a, c, d."""
+def chain_checks_replied(monkeypatch) -> dict[str, str]:
+    """The chain a-b, a-c, c-d: embeddings from a table (``_REFERENCE``, ``_CHAIN``) in place of a model, and the LLM
+    check's reply to each pair's prompt, DUPLICATE or DIFFERENT as ``_CHAIN_ANSWERS`` says."""
     import train.synthetic.dedup as dedup
-    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-    from train.synthetic.dedup import render_llm_check_prompt, run_dedup
+    from train.synthetic.dedup import render_llm_check_prompt
 
     class TableModel:
         def encode(self, texts, **kwargs):
             return np.stack([{**_REFERENCE, **_CHAIN}[t] for t in texts])
 
     monkeypatch.setattr(dedup, "load_embedder", lambda *args, **kwargs: TableModel())
-    replies = {render_llm_check_prompt(*key.split("|")): "DUPLICATE" if answer else "DIFFERENT"
-               for key, answer in _CHAIN_ANSWERS.items()}  # fmt: skip
+    return {render_llm_check_prompt(*key.split("|")): "DUPLICATE" if answer else "DIFFERENT"
+            for key, answer in _CHAIN_ANSWERS.items()}  # fmt: skip
+
+
+def test_run_dedup_resumes_from_its_journal_of_llm_answers(tmp_path, monkeypatch):
+    """judge-train data dedup through a scripted endpoint: the first run sends the three requests of the sequential
+    pass (a-b, a-c, c-d) and the summary counts them; a run killed before c-d was journalled asks only c-d again; a
+    finished run asked again sends nothing, and every run keeps a, c, d."""
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+    from train.synthetic.dedup import render_llm_check_prompt, run_dedup
+
+    replies = chain_checks_replied(monkeypatch)
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
         prompt = body["messages"][-1]["content"]

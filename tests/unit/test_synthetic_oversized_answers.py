@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from train.synthetic.cli import main
@@ -95,17 +94,10 @@ def test_the_dedup_check_counts_an_oversized_answer_apart_and_asks_it_once(tmp_p
     """The chain a-b (DUPLICATE), a-c, c-d (DIFFERENT) of test_synthetic_dedup, c-d answered too long: read as not
     confirmed (d kept, as DIFFERENT kept it), counted as llm_check_oversized and not as a failed request, and a
     rerun sends nothing. Before, it was a failed check that every rerun asked again."""
-    import train.synthetic.dedup as dedup
-    from tests.unit.test_synthetic_dedup import _CHAIN, _CHAIN_ANSWERS, _REF_ROWS, _REFERENCE, _cosine_only, _row
+    from tests.unit.test_synthetic_dedup import _REF_ROWS, _cosine_only, _row, chain_checks_replied
     from train.synthetic.dedup import render_llm_check_prompt, run_dedup
 
-    class TableModel:
-        def encode(self, texts, **kwargs):
-            return np.stack([{**_REFERENCE, **_CHAIN}[t] for t in texts])
-
-    monkeypatch.setattr(dedup, "load_embedder", lambda *args, **kwargs: TableModel())
-    replies = {render_llm_check_prompt(*key.split("|")): "DUPLICATE" if answer else "DIFFERENT"
-               for key, answer in _CHAIN_ANSWERS.items()}  # fmt: skip
+    replies = chain_checks_replied(monkeypatch)
     replies[render_llm_check_prompt("c", "d")] = "DIFFERENT " * 7  # 70 characters: past 4 x 16
     respond = lambda path, body: (200, chat_completion(replies[body["messages"][-1]["content"]], "checker"))  # noqa: E731
     (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(_row(k, k)) + "\n" for k in "abcd"))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,30 +30,20 @@ from train.synthetic.config import AnswersConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
                                      run_jobs, write_stage_outputs)
 
-__all__ = ["answer_jobs", "answer_after_reasoning", "run_answers", "split_answer_reasoning"]
+__all__ = ["answer_jobs", "run_answers", "split_answer_reasoning"]
 
-# Only a <think> the answer opens with starts a reasoning block here (``split_answer_reasoning``).
-_LEADING_THINK = re.compile(r"\s*<think\s*>", re.IGNORECASE)
 _CARRIED = ("task_group", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain")
 
 
 def split_answer_reasoning(text: str) -> tuple[str | None, str | None]:
     """``(reasoning, answer)``: the body of one leading ``<think>...</think>`` block (whitespace before it allowed)
     and the text after it; ``(reasoning, None)`` when that ``<think>`` never closes (no answer was written); else
-    ``(None, text)``. ``judge.verdicts.leading_reasoning`` also reads text before a bare ``</think>`` as a
-    template-opened reasoning; an answers-stage text is taken whole then, since the answer may mention the tag."""
+    ``(None, text)`` (``judge.verdicts.leading_reasoning``, the answer's leading white space dropped): a bare
+    ``</think>`` is taken as part of the answer, which may mention the tag."""
     from judge.verdicts import leading_reasoning
 
-    if _LEADING_THINK.match(text) is None:
-        return None, text
     reasoning, answer = leading_reasoning(text)
-    return reasoning, (None if answer is None else answer.lstrip())
-
-
-def answer_after_reasoning(text: str) -> str | None:
-    """The answer in ``text`` (``split_answer_reasoning``): after one leading ``<think>...</think>`` block, else the
-    whole text; None when it opens with a ``<think>`` that never closes."""
-    return split_answer_reasoning(text)[1]
+    return reasoning, (answer.lstrip() if reasoning is not None and answer is not None else answer)
 
 
 def _fingerprint(endpoint: int, instruction: str) -> str:
