@@ -364,7 +364,7 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
     from eval.mera.client import check_endpoint
     from eval.mera.progress import claim_run_folder
     from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_resume, describe_protocol, run_dialogues,
-                                 rutie_metrics)
+                                 rutie_metrics, think_reading)
 
     # -- config ---------------------------------------------------------------------------------------------
     out = Path(config.out)
@@ -384,8 +384,9 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
     settings = RutieSettings(mode=config.mode, scoring=config.scoring, max_tokens=config.max_tokens,
                              stop=tuple(stop), temperature=config.temperature, seed=config.seed,
                              max_model_len=config.max_model_len, answer_cue=config.answer_cue,
-                             answer_parser=config.answer_parser,
-                             context_overflow=config.context_overflow)  # fmt: skip
+                             answer_parser=config.answer_parser, context_overflow=config.context_overflow,
+                             think_blocks=config.think_blocks)  # fmt: skip
+    reading, default_reading = think_reading(settings), think_reading(dataclasses.replace(settings, think_blocks=None))
     run_key = {
         "task": "rutie", "model": config.model, "data_sha256": sha256_of(data), "mode": config.mode,
         "scoring": config.scoring, "max_tokens": config.max_tokens,
@@ -397,6 +398,9 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
         # Likewise truncation: a run folder from before it existed (a prompt over the window failed) resumes with
         # --context-overflow fail.
         **({"context_overflow": config.context_overflow} if config.context_overflow != "fail" else {}),
+        # And the reading of <think> blocks: only one other than the mode's default is keyed, so a folder from before
+        # the setting resumes under its default, and one under the other reading is refused naming think_blocks.
+        **({"think_blocks": reading} if reading != default_reading else {}),
     }  # fmt: skip
     progress = [PROGRESS_FILE, METRICS_FILE]
     if not config.overwrite and any((out / name).exists() for name in progress):  # a resume: checked before the

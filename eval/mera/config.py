@@ -20,7 +20,10 @@ from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 
 __all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError", "check_values",
-           "parse_stop_list"]
+           "parse_stop_list", "THINK_BLOCKS", "think_blocks_refusal"]
+
+#: How ruTiE's ``mera`` parser reads a reply's ``<think>`` reasoning (``RutieConfig.think_blocks``).
+THINK_BLOCKS = ("skip", "read")
 
 
 @dataclass
@@ -112,6 +115,13 @@ class RutieConfig(MeraConfig):
                                            "oldest whole earlier turns until it fits, counted (n_context_truncated); "
                                            "fail: the question is unparsed ('context limit').",
                                choices=("truncate", "fail"))
+    think_blocks: str | None = _f(None, "Generate scoring: how the mera parser reads a reply's <think>...</think> "
+                                        "reasoning. skip (chat mode's default, a deviation): the answer is read after "
+                                        "it, a block never closed is unparsed ('reasoning not finished'); read "
+                                        "(completion mode's default, MERA's harness, whose regex runs on the whole "
+                                        "reply): the first digit anywhere, the reasoning's included. The choice parser "
+                                        "always skips; log-probability scoring parses no reply.",
+                                  choices=THINK_BLOCKS)
 
 
 TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "rutie": RutieConfig}
@@ -145,6 +155,30 @@ def check_values(config: MeraConfig) -> None:
         if name in _NONE_OR_POSITIVE and value is not None and not value >= 1:
             what = "every task" if name == "limit" else "ask the endpoint"
             raise ConfigError(f"{_flag(name)} must be at least 1 (or left out: {what}), got {value}")
+    if isinstance(config, RutieConfig):
+        refusal = think_blocks_refusal(config.scoring, config.answer_parser, config.think_blocks)
+        if refusal is not None:
+            raise ConfigError(refusal)
+
+
+def think_blocks_refusal(scoring: str, answer_parser: str, think_blocks: str | None) -> str | None:
+    """Why ``think_blocks`` cannot apply with these settings (``None``: it can, or it is left to the mode's default).
+
+    Refused, not ignored: a setting a run silently did not follow would be recorded in ``run.json`` as if it had.
+    Log-probability scoring parses no reply; the ``choice`` parser always reads after the reasoning (its definition,
+    ``eval.mera.rutie.parse_answer``), so only ``skip`` describes it.
+    """
+    if think_blocks is None:
+        return None
+    if think_blocks not in THINK_BLOCKS:
+        return f"--think-blocks must be one of {', '.join(THINK_BLOCKS)}, got {think_blocks!r}"
+    if scoring != "generate":
+        return (f"--think-blocks {think_blocks} applies to --scoring generate only: --scoring {scoring} parses no "
+                "reply; leave --think-blocks out")
+    if answer_parser != "mera" and think_blocks == "read":
+        return (f"--think-blocks read applies to --answer-parser mera only: --answer-parser {answer_parser} always "
+                "reads after the reasoning; leave --think-blocks out, or use --answer-parser mera")
+    return None
 
 
 #: How ``--stop`` is written: JSON, so that a newline is ``\n`` inside a JSON string.

@@ -54,9 +54,13 @@ Answers (the card is silent on parsing), one named option ``RutieSettings.answer
 
 * ``"mera"`` (default), the harness (``utils.py``: ``RegexFilter(r"(\\b([0-9])\\b)")`` on the stripped reply,
   fallback ``"-1"``): the first standalone digit 0-9 is the answer, so "3" is a parsed, wrong answer; a reply
-  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it. In chat mode (not MERA's)
-  the regex reads the reply after any ``<think>`` block, a reply whose reasoning never closed unparsed, "reasoning
-  not finished" (``parse_reply``); completion mode reads the whole reply, as the harness.
+  with no digit is unparsed, and later context shows the harness's fallback ``-1`` for it. How it reads a reply's
+  ``<think>...</think>`` reasoning is one named option, ``RutieSettings.think_blocks``: ``"read"``, the harness's
+  regex on the whole reply (``utils.py`` applies it to the stripped reply as it came), completion mode's default;
+  ``"skip"`` (deviation), chat mode's default, the reply after any ``<think>`` block, one whose reasoning never
+  closed unparsed, "reasoning not finished" (``parse_reply``): MERA's ``scripts/run_benchmark_gen.sh`` asks in
+  completion mode (``--model hf``, no chat template), where a reply opens with its answer, while a chat model served
+  without a reasoning parser opens with its reasoning.
 * ``"choice"`` (deviation): the first standalone 1 or 2 (not part of a number or a word, after any ``<think>``
   block; a reply whose reasoning never closed is unparsed, "reasoning not finished"; a hedge naming both, "1 или
   2", is no answer, "both choices named"); anything else is unparsed, and later context shows what the model said
@@ -82,7 +86,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~990 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~1020 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -98,6 +102,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.mera.client import REASONING_NOT_FINISHED  # the client's word for a reply cut in its reasoning, shared
+from eval.mera.config import think_blocks_refusal
 from eval.mera.extraction import after_reasoning
 from eval.mera.humaneval import kind_words, value_words
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
@@ -397,16 +402,26 @@ def parse_answer_mera(text: str) -> Answer:
     return Answer(match.group(1)) if match else Answer(None, NO_ANY_DIGIT)
 
 
-def parse_reply(text: str, parser: str = "mera", *, chat: bool = False) -> Answer:
+def parse_reply(text: str, parser: str = "mera", *, chat: bool = False, think_blocks: str | None = None) -> Answer:
     """The answer in a reply under the named parser (``"mera"`` or ``"choice"``).
 
-    ``chat``: under ``"mera"``, read the reply after any ``<think>`` block (``after_reasoning``), an unclosed one
-    unparsed (``UNFINISHED_THINK``), as ``"choice"`` always does. MERA runs the harness's regex on completions only,
-    where a reply opens with the answer; a chat model served without a reasoning parser opens with its reasoning, whose
-    first digit the regex took ("<think>Считаю: 1 вариант неверен</think>2" answered "1"). Completion mode stays the
-    harness's, reading the whole reply."""
+    ``think_blocks`` (``RutieSettings.think_blocks``; ``None``: ``"skip"`` when ``chat``, else ``"read"``): under
+    ``"mera"``, ``"skip"`` reads the reply after any ``<think>`` block (``after_reasoning``), an unclosed one unparsed
+    (``UNFINISHED_THINK``), as ``"choice"`` always does; ``"read"`` is the harness's regex on the whole reply.
+    MERA runs that regex on completions only, where a reply opens with the answer; a chat model served without a
+    reasoning parser opens with its reasoning, whose first digit the regex takes ("<think>Считаю: 1 вариант
+    неверен</think>2" answers "1" read, "2" skipped).
+
+    Raises:
+        ValueError: an unknown parser or ``think_blocks``, or ``"read"`` with ``"choice"`` (``think_blocks_refusal``).
+    """
+    if think_blocks is not None:
+        refusal = think_blocks_refusal("generate", parser if parser in ANSWER_PARSERS else "mera", think_blocks)
+        if refusal is not None:
+            raise ValueError(refusal)
     if parser == "mera":
-        if chat and text is not None:
+        reading = think_blocks or ("skip" if chat else "read")
+        if reading == "skip" and text is not None:
             visible = after_reasoning(text, gap=" ")
             if visible is None:
                 return Answer(None, UNFINISHED_THINK)
@@ -472,6 +487,10 @@ class RutieSettings:
             appends nothing.
         answer_parser: ``"mera"`` (the harness's first standalone digit, ``-1`` in later context when there is
             none) or ``"choice"`` (first standalone 1 or 2, the model's own words in context when there is none).
+        think_blocks: Generate scoring: how a reply's ``<think>...</think>`` reasoning is read (``parse_reply``):
+            ``"skip"`` (after it; an unclosed block unparsed) or ``"read"`` (the harness's regex on the whole reply,
+            ``"mera"`` parser only). ``None``, the default: ``"skip"`` in chat mode or under ``"choice"``, else
+            ``"read"`` (``think_reading``). Set under log-probability scoring, it is refused (``ask``).
         context_overflow: What a prompt the endpoint refuses as over its context window does. ``"truncate"``
             (default, as the harness, which left-truncates every prompt to fit: see ``ask``): the oldest whole
             earlier turns are left out until it fits; ``"fail"``: the question is unparsed ("context limit").
@@ -487,6 +506,18 @@ class RutieSettings:
     answer_cue: str = ANSWER_CUE
     answer_parser: str = "mera"
     context_overflow: str = "truncate"
+    think_blocks: str | None = None
+
+
+def think_reading(settings: RutieSettings) -> str | None:
+    """How the run reads a reply's ``<think>`` reasoning: ``settings.think_blocks``, else the mode's default (``"skip"``
+    in chat mode or under the ``choice`` parser, ``"read"`` otherwise, as the harness); ``None`` under
+    log-probability scoring, where no reply is parsed."""
+    if settings.scoring == "logprobs":
+        return None
+    if settings.think_blocks is not None:
+        return settings.think_blocks
+    return "skip" if settings.mode == "chat" or settings.answer_parser == "choice" else "read"
 
 
 def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, dict[str, Any]]:
@@ -517,7 +548,7 @@ def _query(client: Any, request: Any, settings: RutieSettings) -> tuple[Answer, 
         if generation.failure == REASONING_NOT_FINISHED:
             return Answer(None, UNFINISHED_THINK), fields
         return Answer(None, NOT_TEXT), {**fields, "error": generation.failure}
-    return parse_reply(generation.text, settings.answer_parser, chat=settings.mode == "chat"), fields
+    return parse_reply(generation.text, settings.answer_parser, think_blocks=think_reading(settings)), fields
 
 
 def ask(
@@ -566,6 +597,9 @@ def ask(
         raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
     if settings.context_overflow not in CONTEXT_OVERFLOWS:
         raise ValueError(f"context_overflow must be one of {CONTEXT_OVERFLOWS}, not {settings.context_overflow!r}")
+    refusal = think_blocks_refusal(settings.scoring, settings.answer_parser, settings.think_blocks)
+    if refusal is not None:
+        raise ValueError(refusal)
 
     def build(turns: Sequence[tuple[RutieItem, str]]) -> Any:
         if settings.mode == "chat":
@@ -828,8 +862,10 @@ def check_resume(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: st
     opened with the harness's blank line (``completion_prompt``) when a dialogue not yet started is left: its first
     question would be asked in the other format, two prompt formats in one run. Only first questions changed, so a
     folder whose every dialogue has begun resumes as before. Likewise a chat-mode folder generated under the ``mera``
-    parser holding an answer read from inside a ``<think>`` block (``_read_inside_think``): its answers and the
-    context they built would stand beside answers read after the reasoning, under one ``think_blocks``.
+    parser, resumed under ``think_blocks="skip"``, holding an answer read from inside a ``<think>`` block
+    (``_read_inside_think``): a folder from before the setting existed, whose run key names none (a folder written
+    under the other setting since is refused by its run key, ``think_blocks``); its answers and the context they built
+    would stand beside answers read after the reasoning, under one ``think_blocks``.
 
     Raises:
         judge.plumbing.run_folder.ResumeMismatch: the folder, and the row and field, the dialogue, or the dialogues
@@ -840,14 +876,16 @@ def check_resume(dialogues: Mapping[int | str, Sequence[RutieItem]], out_dir: st
     progress_path = Path(out_dir) / PROGRESS_FILE
     records = resumed_answers(progress_path)
     _resume_histories(dialogues, records, progress_path)
-    if settings.mode == "chat" and settings.answer_parser == "mera" and settings.scoring == "generate":
+    if settings.mode == "chat" and settings.answer_parser == "mera" and think_reading(settings) == "skip":
         inside = [rec for rec in records if _read_inside_think(rec)]
         if inside:
             raise ResumeMismatch(
                 f"{progress_path}: {len(inside)} of its answers were read from inside the reply's <think> block (a "
                 f"chat-mode run folder from before the mera parser skipped it; e.g. dialogue "
-                f"{inside[0].get('dialog_id')!r}, question {inside[0].get('question_id')!r}); resuming would read the "
-                "rest after the reasoning, two readings in one run. Use a fresh --out, or --overwrite to discard it.")
+                f"{inside[0].get('dialog_id')!r}, question {inside[0].get('question_id')!r}); resuming under "
+                "--think-blocks skip would read the rest after the reasoning, two readings in one run (and its run key "
+                "names no reading, so --think-blocks read is refused too). Use a fresh --out, or --overwrite to "
+                "discard it.")
     if settings.mode != "completion":
         return
     firsts = {d: items[0].question_id for d, items in dialogues.items() if items}
@@ -875,8 +913,8 @@ def _read_inside_think(rec: Mapping[str, Any]) -> bool:
     reply = rec.get("reply")
     if not isinstance(reply, str):
         return False
-    old = parse_reply(reply, "mera").value
-    return old != parse_reply(reply, "mera", chat=True).value and rec.get("answer") == old
+    old = parse_reply(reply, "mera", think_blocks="read").value
+    return old != parse_reply(reply, "mera", think_blocks="skip").value and rec.get("answer") == old
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -956,7 +994,7 @@ def _tied(scores: Any) -> bool:
 #: argmax of two log-likelihoods, so generation's settings (stop, max_tokens, temperature, parser) play no part in it.
 MERA_TASKS: dict[str, dict[str, Any]] = {
     "rutie_gen": {"mode": "completion", "scoring": "generate", "answer_cue": "", "stop": ["\n"], "max_tokens": 256,
-                  "temperature": 0.0, "answer_parser": "mera", "context_overflow": "truncate"},
+                  "temperature": 0.0, "answer_parser": "mera", "think_blocks": "read", "context_overflow": "truncate"},
     "rutie": {"mode": "completion", "scoring": "logprobs", "answer_cue": "", "context_overflow": "truncate"},
 }
 
@@ -969,16 +1007,16 @@ def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
     that is not, with MERA's value. ``context_overflow="truncate"`` is the nearest to the harness, never equal to it
     (``ask``: whole turns here, tokens there); the difference shows only where a prompt overflowed
     (``n_context_truncated``). ``think_blocks`` says how a generated reply's ``<think>...</think>`` reasoning was
-    read: ``"skipped"`` (chat mode, or the ``choice`` parser: ``parse_reply``), ``"read"`` (completion mode under
-    ``mera``, the harness's regex on the whole reply), ``None`` under log-probability scoring (no reply is parsed).
+    read (``think_reading``): ``"skip"`` (chat mode's default, and always the ``choice`` parser's: ``parse_reply``),
+    ``"read"`` (the harness's regex on the whole reply, completion mode's default under ``mera``), ``None`` under
+    log-probability scoring (no reply is parsed).
     """
     ours: dict[str, Any] = {
         "mode": settings.mode, "scoring": settings.scoring, "answer_cue": settings.answer_cue,
         "answer_parser": settings.answer_parser, "stop": list(settings.stop), "max_tokens": settings.max_tokens,
         "temperature": settings.temperature, "context_overflow": settings.context_overflow,
     }  # fmt: skip
-    ours["think_blocks"] = (None if settings.scoring == "logprobs" else
-                            "skipped" if settings.mode == "chat" or settings.answer_parser == "choice" else "read")
+    ours["think_blocks"] = think_reading(settings)
     task = "rutie" if settings.scoring == "logprobs" else "rutie_gen"
     # The cue is a completion-mode setting: a chat run (already not MERA's) never sends it.
     differs = [f"{key}={ours[key]!r} (MERA's {task}: {value!r})" for key, value in MERA_TASKS[task].items()

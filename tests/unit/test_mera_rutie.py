@@ -651,7 +651,8 @@ def test_rutie_sends_the_models_own_wrong_answer_in_later_context(tmp_path, pars
         "mode": "completion", "scoring": "generate", "answer_cue": "Ответ:", "answer_parser": "choice" if parser_args
         else "mera", "mera_task": "rutie_gen", "same_as_mera_task": False,
         "differs_from_mera_task": ["answer_cue='Ответ:' (MERA's rutie_gen: '')"]
-        + (["answer_parser='choice' (MERA's rutie_gen: 'mera')"] if parser_args else []),
+        + (["answer_parser='choice' (MERA's rutie_gen: 'mera')", "think_blocks='skip' (MERA's rutie_gen: 'read')"]
+           if parser_args else []),
     }  # fmt: skip
     assert [s["mean"] for s in metrics["prompt_tokens"]["by_step"]] == [len(p) for p in expected_prompts(shown)]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -818,7 +819,13 @@ def test_continuation_score_spans_the_tokens_after_the_prompt_alone():
         ({"answer_cue": "", "max_tokens": 4, "context_overflow": "fail"}, "rutie_gen",
          ["max_tokens=4 (MERA's rutie_gen: 256)", "context_overflow='fail' (MERA's rutie_gen: 'truncate')"]),
         ({"answer_cue": "", "mode": "chat", "stop": ()}, "rutie_gen",
-         ["mode='chat' (MERA's rutie_gen: 'completion')", "stop=[] (MERA's rutie_gen: ['\\n'])"]),
+         ["mode='chat' (MERA's rutie_gen: 'completion')", "stop=[] (MERA's rutie_gen: ['\\n'])",
+          "think_blocks='skip' (MERA's rutie_gen: 'read')"]),
+        # The choice parser reads after any <think> block; the harness's regex reads the whole reply.
+        ({"answer_cue": "", "answer_parser": "choice"}, "rutie_gen",
+         ["answer_parser='choice' (MERA's rutie_gen: 'mera')", "think_blocks='skip' (MERA's rutie_gen: 'read')"]),
+        ({"answer_cue": "", "mode": "chat", "stop": ("\n",), "think_blocks": "read"}, "rutie_gen",
+         ["mode='chat' (MERA's rutie_gen: 'completion')"]),
         # Generation's settings play no part in a log-likelihood answer.
         ({"answer_cue": "", "scoring": "logprobs", "max_tokens": 4, "answer_parser": "choice"}, "rutie", []),
         ({"scoring": "logprobs"}, "rutie", ["answer_cue='Ответ:' (MERA's rutie: '')"]),
