@@ -17,17 +17,18 @@ of encoded JSON, under its ``max_body_bytes``, whose 413 would stop training), t
 reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample of a request that failed transiently
 (a 5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
 ``empty_answer``), logs a warning counting the samples left without a reward, and, when trl passes them, logs the
-judge's rationales as a completions-table column (``log_extra``) and the failure count and latency as metrics
-(``log_metric``). A sample whose own body is over ``max_body_bytes`` is not sent: each of its criteria fails
-(``context_length_exceeded``), valued by the rule's ``on_failure``, as judge-serve values an answer too long for
-the judge. A request judge-serve refuses (a 4xx other than 408/409/429: a wrong key or URL, a malformed
-sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the same sample would fail every step. For
-the same reason the first call first asks judge-serve's ``GET /v1/models`` (``JudgeRewardClient.first_contact``): a
-URL nothing answers at raises ``EndpointUnusable`` naming it, rather than a ``None`` for every sample of every step.
-Given ``end_token_ids``, a completion whose ``completion_ids`` end in none of them (trl's own test of a completion
-its ``max_completion_length`` cut) is not sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer
-judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued by the rule's
-``on_failure``, and the count goes to the metric ``<name>/cut_completions``.
+judge's rationales as a completions-table column (``log_extra``) and the failure count, of it the judgments
+judge-serve's engine refused (``engine_refusals``), and the latency as metrics (``log_metric``). A sample whose own
+body is over ``max_body_bytes`` is not sent: each of its criteria fails (``context_length_exceeded``), valued by the
+rule's ``on_failure``, as judge-serve values an answer too long for the judge. A request judge-serve refuses (a 4xx
+other than 408/409/429: a wrong key or URL, a malformed sample) raises ``RewardRequestRefused``: retrying cannot mend
+it, and the same sample would fail every step. For the same reason the first call first asks judge-serve's
+``GET /v1/models`` (``JudgeRewardClient.first_contact``): a URL nothing answers at raises ``EndpointUnusable`` naming
+it, rather than a ``None`` for every sample of every step. Given ``end_token_ids``, a completion whose
+``completion_ids`` end in none of them (trl's own test of a completion its ``max_completion_length`` cut) is not
+sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer judged as it stands is rated as a whole one.
+Each of its criteria fails (``cut``), valued by the rule's ``on_failure``, and the count goes to the metric
+``<name>/cut_completions``.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
 whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat
@@ -54,7 +55,9 @@ the rules ``train.grpo_rewards`` reads its completions by.
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info, **reward_kwargs)``
 (``verl/experimental/reward_loop/reward_manager/naive.py``; ``verl/trainer/ppo/reward.py`` merges ``reward_kwargs``)
-and takes a float or ``{"score": ..., other logged keys}``. ``reward_kwargs`` are the functions' keyword arguments
+and takes a float or ``{"score": ..., other logged keys}``: each key's values are collected over the batch, so every
+sample's dict carries the same numeric keys (``judge_failures``, ``judge_engine_refused``, ``judge_gate_closed``,
+``judge_empty_answer``). ``reward_kwargs`` are the functions' keyword arguments
 (``judge_url``; ``rule`` as a mapping, ``model``, ``timeout_s`` as ``trl_reward_function`` takes them); a key they do
 not take (a misspelt ``rules``) is a ``TypeError`` naming it, never a run on the default rule. The instruction,
 criteria and reference answer (and the task fields) come from ``extra_info`` (keys ``instruction``, ``criteria``,
@@ -90,14 +93,15 @@ from typing import Any, Callable
 from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
                                   server_message)
 from judge.rewards import (CriterionReward, Reward, RewardRule, completion_text, content_text, cut_completions,
-                           label_criterion, policy_answer, prompt_opens_reasoning, reward_of)
+                           engine_refusals, label_criterion, policy_answer, prompt_opens_reasoning, reward_of)
 from judge.verdicts import VerdictError, format_score
 from judge.wire import JudgeResponse
 
 __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "JudgeRewardClient", "trl_reward_function",
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
-           "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON", "label_criteria", "VERL_EXTRA_KWARGS"]
+           "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON",
+           "label_criteria", "VERL_EXTRA_KWARGS"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -763,7 +767,7 @@ def trl_reward_function(
             raise lasting
         values: list[float | None] = []
         rationales: list[str] = []
-        failed_requests = failures = 0
+        failed_requests = failures = refused = 0
         for chunk, answer in zip(chunks, answers):
             if isinstance(answer, BaseException):  # transient, and still failing after the retries
                 log.warning("judge-serve gave no rewards for %d samples: %s: %s", sum(bool(s.answer) for s in chunk),
@@ -776,6 +780,7 @@ def trl_reward_function(
             for r in answer:
                 values.append(_value(r, client.rule))  # None only where the rule skips
                 failures += r.failed if r is not None else 0
+                refused += engine_refusals(r)
                 rationales.append(" | ".join(_verdict_text(c) for c in r.criteria) if r is not None else "(empty answer)")
         for i, r in cut_rewards.items():
             values[i] = _value(r, client.rule)
@@ -792,6 +797,7 @@ def trl_reward_function(
             log_extra(f"{name}_verdicts", rationales)
         if log_metric is not None:
             log_metric(f"{name}/judge_failures", float(failures))
+            log_metric(f"{name}/judge_engine_refused", float(refused))  # of judge_failures
             log_metric(f"{name}/failed_requests", float(failed_requests))
             log_metric(f"{name}/latency_s", latency)
             log_metric(f"{name}/cut_completions", float(len(cut_rewards)))
@@ -876,6 +882,7 @@ def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
     return {
         "score": float(_value(reward, rule)),  # type: ignore[arg-type]
         "judge_failures": reward.failed if reward is not None else 0,
+        "judge_engine_refused": engine_refusals(reward),  # of judge_failures
         "judge_gate_closed": int(bool(reward is not None and reward.gate_closed)),
         "judge_empty_answer": int(reward is None),
     }
@@ -886,7 +893,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
                   api_key_env: str = "JUDGE_SERVE_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
                   max_retries: int = 4, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
                   **verl_extra: Any) -> dict[str, Any]:
-    """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures, ...}``.
+    """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures,
+    judge_engine_refused, judge_gate_closed, judge_empty_answer}``, every key a number for every sample.
 
     ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs`` (``model``, ``timeout_s`` and the
     rule as ``trl_reward_function`` takes them); the keyword arguments verl passes itself (``VERL_EXTRA_KWARGS``) are

@@ -59,7 +59,7 @@ assistant turn, and a completion whose token ids end in no end id (none at all i
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
 
-Why one module of ~540 lines: it is the reward contract every path shares, the rule that turns verdicts into a
+Why one module of ~560 lines: it is the reward contract every path shares, the rule that turns verdicts into a
 number and the reading of what the policy answered that the rule is applied to; split, a reward path would import
 half of it from each file and the two halves' rules (what counts as an answer, what a failure is worth) would be
 read apart.
@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.scales import Scale
+from judge.verdicts import VerdictError
 from judge.wire import JudgeResult, ScoreSource
 
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
@@ -468,6 +469,14 @@ class Reward:
     criteria: tuple[CriterionReward, ...]
     failed: int
     gate_closed: bool | None = None
+
+
+def engine_refusals(reward: Reward | None) -> int:
+    """Of ``reward.failed``, the criteria whose judgment judge-serve's engine refused (a 4xx for that judgment alone:
+    ``judge.verdicts.VerdictError.ENGINE_REFUSED``); 0 for a sample with nothing judged (None). Counted apart because a judge that
+    cannot parse and an engine refusing every long prompt give the same zeros, and only the second is the serving
+    configuration's to mend (its window, a sampling value)."""
+    return sum(part.failure == VerdictError.ENGINE_REFUSED for part in reward.criteria) if reward is not None else 0
 
 
 def normalised(score: float, scale: Scale) -> float:

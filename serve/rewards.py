@@ -87,7 +87,8 @@ from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
 from judge.reward_clients import label_criteria
-from judge.rewards import END_OF_TURN_MARKERS, Reward, RewardRule, policy_answer, prompt_opens_reasoning, reward_of
+from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, engine_refusals, policy_answer, prompt_opens_reasoning,
+                           reward_of)
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import ServeConfig
@@ -622,8 +623,7 @@ class RewardRoute:
         extra: dict[str, list[float]] = {
             "judge_failures": [float(r.failed) if r else 0.0 for r in rewards],
             # of those failures, the engine's refusals: a refused judgment's zero told from an unread verdict's
-            "judge_engine_refused": [float(sum(p.failure == VerdictError.ENGINE_REFUSED for p in r.criteria)) if r
-                                     else 0.0 for r in rewards],
+            "judge_engine_refused": [float(engine_refusals(r)) for r in rewards],
             "judge_latency_s": [latency] * len(rewards),
             "judge_gate_closed": [1.0 if r is not None and r.gate_closed else 0.0 for r in rewards],
             "judge_empty_answer": [0.0 if r is not None else 1.0 for r in rewards],

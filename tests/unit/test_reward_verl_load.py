@@ -52,7 +52,7 @@ def test_the_documented_verl_file_loads_as_verl_loads_it_and_scores():
     with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("A", 2)]]))) as endpoint:
         kwargs = dict(data_source="d", solution_str="ans", ground_truth="", extra_info={"instruction": "Q", "criteria": ["A"]},
                       judge_url=endpoint.base_url, api_key_env="")  # fmt: skip
-        expected = {"score": 1.0, "judge_failures": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
+        expected = {"score": 1.0, "judge_failures": 0, "judge_engine_refused": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
         assert module.compute_score(**kwargs) == expected
         assert inspect.iscoroutinefunction(module.compute_score_async)
         assert asyncio.run(module.compute_score_async(**kwargs)) == expected

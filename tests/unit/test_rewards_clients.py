@@ -315,7 +315,7 @@ def test_verl_a_sample_too_large_to_send_gets_its_failure_value():
     with ScriptedEndpoint(_body_limited(lambda path, body: (200, judge_response([[scored("A", 2)]])))) as endpoint:
         score = compute_score("d", "Ж" * 4_200_000, None, {"instruction": "Q", "criteria": [CENSOR, BREVITY]},
                               judge_url=endpoint.base_url, api_key_env="")
-    assert score == {"score": 0.0, "judge_failures": 2, "judge_gate_closed": 0, "judge_empty_answer": 0}
+    assert score == {"score": 0.0, "judge_failures": 2, "judge_engine_refused": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
     assert endpoint.requests == []
 
 
@@ -541,7 +541,7 @@ def test_verl_compute_score_sync_and_async_at_the_boundary():
     with ScriptedEndpoint(lambda path, body: (200, judge_response([[scored("A", 1)]]))) as endpoint:
         kwargs = dict(data_source="d", solution_str="ans", ground_truth="R", extra_info={"instruction": "Q", "criteria": ["A"]},
                       judge_url=endpoint.base_url, api_key_env="", reward_router_address=None)  # fmt: skip
-        expected = {"score": 0.5, "judge_failures": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
+        expected = {"score": 0.5, "judge_failures": 0, "judge_engine_refused": 0, "judge_gate_closed": 0, "judge_empty_answer": 0}
         assert compute_score(**kwargs) == expected
         assert asyncio.run(compute_score_async(**kwargs)) == expected
         assert endpoint.requests[0][1] == {"items": [{"instruction": "Q", "answer": "ans", "criteria": ["A"], "reference_answer": "R"}],
@@ -656,7 +656,7 @@ def test_verl_reward_kwargs_a_function_does_not_take_are_refused_naming_them():
                         asyncio.run(result)
         assert endpoint.requests == []
         extras = dict(reward_router_address="10.0.0.1:9000", reward_model_tokenizer=object())
-        gated = {"score": 0.0, "judge_failures": 0, "judge_gate_closed": 1, "judge_empty_answer": 0}
+        gated = {"score": 0.0, "judge_failures": 0, "judge_engine_refused": 0, "judge_gate_closed": 1, "judge_empty_answer": 0}
         assert compute_score(**kwargs, **extras, rule={"gate": True}, model="my-judge") == gated
         assert asyncio.run(compute_score_async(**kwargs, **extras, rule={"gate": True}, model="my-judge")) == gated
         assert compute_score(**kwargs)["score"] == 0.5  # the default rule: the gate open, the mean of 0 and 1

@@ -151,7 +151,7 @@ def test_verl_compute_score_sync_and_async(reward_server, monkeypatch):
                   extra_info={"instruction": INSTRUCTION, "criteria": CRITERIA, "num_turns": 1},
                   judge_url=reward_server.root_url, reward_router_address=None)
     for result in (compute_score(**kwargs), asyncio.run(compute_score_async(**kwargs))):
-        assert set(result) == {"score", "judge_failures", "judge_gate_closed", "judge_empty_answer"}
+        assert set(result) == {"score", "judge_failures", "judge_engine_refused", "judge_gate_closed", "judge_empty_answer"}
         assert 0.0 <= result["score"] <= 1.0 and result["judge_empty_answer"] == 0
 
 
