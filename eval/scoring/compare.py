@@ -21,7 +21,7 @@ at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
 their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~920 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~980 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -33,10 +33,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from eval.scoring import bootstrap, item_table
+from eval.scoring import bootstrap, item_table, resample_rules
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
 from eval.reports.notes import runs_notes
@@ -67,27 +68,11 @@ N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
                 "draws; one draw is a zero-width interval that reads as certainty)")
 
 
-def resamples_to_call(alpha: float) -> int:
-    """The fewest resamples whose (1 - alpha) percentile interval has an end that is not simply the most extreme
-    draw: n * alpha / 2 >= 1 in each tail, 2 / alpha (40 at 0.05). ``judge-eval rank`` calls on such an interval;
-    compare calls on a p-value and needs one resample more (``paired_resamples_to_call``)."""
-    return math.ceil(2.0 / alpha - 1e-9)  # the tolerance: 2 / 0.05 is 40.000000000000001 in floating point
-
-
-def paired_resamples_to_call(alpha: float) -> int:
-    """The fewest resamples from which compare's paired bootstrap may call a difference at ``alpha``: more than
-    2 / alpha (41 at 0.05). Its two-sided p-value is twice a share of the resamples, so it moves in steps of 2 / n and
-    an estimate of 0 only says p < 2 / n, evidence of p < alpha once 2 / n < alpha. The same bound as a table of one
-    cell's under Holm (``_resamples_for_family``), so that an overall cell is never called where the identical
-    one-cell table by model reads n.s."""
-    return _resamples_for_family(1, alpha)
-
-
-def _resamples_for_family(m: int, alpha: float) -> int:
-    """The fewest resamples from which Holm's adjustment over a family of ``m`` callable cells can call one whose
-    resamples all agree: its raw p enters as 2 / n (``_holm``), the smallest adjusted p is then 2 m / n, and a call
-    needs it below alpha (``_verdict``), so n must be more than 2 m / alpha: 41 for one cell at 0.05, 1,001 for 25."""
-    return math.floor(2.0 * m / alpha + 1e-9) + 1  # the tolerance: as resamples_to_call's, an exact 2 m / alpha
+#: The resample floors (``eval.scoring.resample_rules``, one definition that compare, rank and the experts' ceiling
+#: read), named here for compare's readers and for the callers that import them from compare.
+resamples_to_call = resample_rules.resamples_to_call
+paired_resamples_to_call = resample_rules.paired_resamples_to_call
+_resamples_for_family = resample_rules.resamples_for_family
 
 
 #: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
@@ -736,7 +721,9 @@ def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> li
     figures read: ``--clip-regression`` (a regression head's scores clipped to the scale in one run, raw in the
     other: the paired MAE then measures the clipping as well as the judges) and how each run's own intervals were
     drawn (``--bootstrap-unit``, ``--n-boot``, the interval's level: "Each run on its own items" sets them side by
-    side). A setting an older metrics.json lacks is not compared, except the resampled unit (items then)."""
+    side), and the validity settings ω, ρ and the ceiling gap depend on (``_validity_apart``). A setting an older
+    metrics.json lacks is not compared, except the resampled unit (items then) and the ceiling's failures (drop then,
+    as the paired gap reads it)."""
     mine, theirs = own.settings, result.metrics[0].settings
     lines = []
     # the option changes nothing where neither run holds a regression head's score (a verdict judge's runs)
@@ -761,7 +748,39 @@ def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> li
                      f"{drawn(theirs)} (its --n-boot, --bootstrap-unit, level): under \"Each run on its own items\" "
                      "their widths differ by that as well as by the judges; the paired intervals are this "
                      "comparison's own.")
-    return lines
+    return lines + _validity_apart(comp, own, result)
+
+
+#: The validity settings ω, ρ and the ceiling gap and verdict depend on, as compare.md names them: (name, read off a
+#: section's settings). Two runs apart on any of them set side-by-side figures of different tests.
+_VALIDITY_SETTINGS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("alt-test ε", lambda s: s.alt_test.epsilon),
+    ("alt-test q", lambda s: s.alt_test.q),
+    ("alt-test scoring", lambda s: s.alt_test.scoring),
+    ("alt-test failures", lambda s: s.alt_test.failures),
+    ("alt-test minimum items per expert", lambda s: s.alt_test.min_items_per_expert),
+    ("alt-test minimum experts per item", lambda s: s.alt_test.min_experts_per_item),
+    ("ceiling failures", lambda s: s.ceiling_failures or "drop"),  # absent: written before the setting, drop
+    # absent: written before the margin, when "inside" meant an interval reaching 0 (eval.validity.ceiling)
+    ("ceiling margin", lambda s: "none (interval reaches 0)" if s.ceiling_margin is None else s.ceiling_margin),
+)
+
+
+def _validity_apart(comp: RunComparison, own: Metrics, result: Comparison) -> list[str]:
+    """A sentence naming each validity setting (``_VALIDITY_SETTINGS``) the two runs' sections were computed with
+    apart, with both values: ω and ρ are the alt-test's at its ε, q, scoring and failures rule, and the ceiling gap
+    counts failures by ``ceiling_failures``, so the validity figures side by side differ by those as well as by the
+    judges. The paired ρ and ceiling gap take the baseline's settings for both runs (``_paired_validity``)."""
+    base = result.metrics[0].validity
+    if not own.validity or not base:
+        return []
+    apart = [f"{name} {read(own.validity.settings)} in {comp.run}, {read(base.settings)} in {result.baseline}"
+             for name, read in _VALIDITY_SETTINGS if read(own.validity.settings) != read(base.settings)]
+    if not apart:
+        return []
+    return [f"{comp.run}'s validity section was computed with other settings than {result.baseline}'s ("
+            + "; ".join(apart) + "): ω, ρ and the ceiling gap side by side differ by that as well as by the judges; "
+            "the paired ρ and ceiling gap read both runs with the baseline's."]
 
 
 def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> list[str]:

@@ -10,7 +10,8 @@ Libraries, and their pitfalls (each pinned by a test):
   fixes which columns a table of value counts stands for, and the interval level's distances.) Items enter as value
   counts (per item, how many raters gave each level), which needs no rater identities. The section computes the package's value from the
   coincidence matrices of each distinct row of counts (``CodedCounts``: every cell and every bootstrap resample of
-  the full test in a few array products, where a call of the package per cell and per resample cost ~0.5 CPU-s);
+  the full test in a few array products, where a call of the package per cell and per resample cost far more: the
+  figure is in docs/performance.md, under "The validity section of judge-eval score");
   tests pin it equal to the package on random tables, per resample, with unused levels and levels outside a cell.
   An expert score that is no level of the value domain (a half-point, 0.5 on a 0-2 rubric, or a score off the
   rubric, both of which the loader keeps with a warning) is left out of both alphas, as the value counts over the
@@ -21,8 +22,8 @@ Libraries, and their pitfalls (each pinned by a test):
   ``weights="quadratic"`` and ``labels`` the full scale (without ``labels`` only the levels that occur index the
   weight matrix, so a scale 0-4 used only at 0, 2, 4 would weigh 0 vs 4 as two steps, not four). The section calls
   kappa several hundred times on the full test, so it computes the same value with statsmodels'
-  ``cohens_kappa(table, wt="quadratic")`` on the rater x rater table over the full scale (about 30 microseconds a
-  call against sklearn's 0.7-3 ms of input checks); a test pins the two equal.
+  ``cohens_kappa(table, wt="quadratic")`` on the rater x rater table over the full scale (without sklearn's input
+  checks on every call); a test pins the two equal.
 
 Both alphas are over the same items, those with at least two expert scores on the value domain
 (``n_items_alpha``): the experts' alpha can take no other, and with the judge as a rater an item of one expert would
@@ -224,7 +225,7 @@ class CodedCounts:
 
 def resampled_alphas(counts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> np.ndarray:
     """Ordinal Krippendorff's alpha of each bootstrap resample ``counts[drawn[b]]`` (NaN where undefined), all at
-    once (``CodedCounts``): one ``krippendorff.alpha`` call per resample costs ~0.4 ms, all of them less than one."""
+    once (``CodedCounts``) rather than one ``krippendorff.alpha`` call per resample."""
     coded = CodedCounts(counts, domain)
     return coded.alphas(coded.draws(drawn), domain)
 

@@ -37,13 +37,15 @@ Three stated rules where the reference leaves a gap:
   run would read as a judge that lost half its items.
 - **A constant difference vector** (every ``d`` equal, e.g. the judge wins or ties every item): the t statistic has
   no spread to divide by. The reference leaves it to scipy, whose ``ttest_1samp`` returns t = -inf or +inf and p = 0
-  or 1 for such a vector (scipy 1.17; NaN, never rejected, only when the constant equals ``epsilon`` exactly). Here
-  that outcome is a stated rule rather than scipy's handling of zero variance: p = 0 when the constant exceeds
-  ``-epsilon`` (H0 is false on every item), else 1; on the indicators' differences (-1, 0, 1) it is the reference's
-  outcome. The rule needs two items or more: **one item** (an expert that scored a single item, possible only under
-  ``--alt-test-min-items 1``) leaves the t-test no degree of freedom, and its p-value is NaN, as scipy's
-  ``ttest_1samp`` gives the reference; the expert counts among the tested and is never rejected (``by_rejected``),
-  as the reference's Benjamini–Yekutieli step, which never selects a NaN, treats it.
+  or 1 for such a vector (scipy 1.17) where the constant is not ``-epsilon``; where it is, floating-point rounding
+  decides: NaN (never rejected) where the vector's mean comes out exactly ``-epsilon`` (thirty differences of -0.5
+  against ``epsilon`` 0.5), else a finite t whose sign is the rounding error's (thirty of -0.2 against 0.2: t -5.39,
+  p near 1). Here that outcome is a stated rule rather than scipy's handling of zero variance: p = 0 when the
+  constant exceeds ``-epsilon`` (H0 is false on every item), else 1; on the indicators' differences (-1, 0, 1) it is
+  the reference's outcome. The rule needs two items or more: **one item** (an expert that scored a single item,
+  possible only under ``--alt-test-min-items 1``) leaves the t-test no degree of freedom, and its p-value is NaN, as
+  scipy's ``ttest_1samp`` gives the reference; the expert counts among the tested and is never rejected
+  (``by_rejected``), as the reference's Benjamini–Yekutieli step, which never selects a NaN, treats it.
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
@@ -189,7 +191,7 @@ def _p_values(difference: np.ndarray, bounds: np.ndarray, epsilon: float) -> tup
 
 def stable_order(codes: np.ndarray) -> np.ndarray:
     """``np.argsort(codes, kind="stable")`` of non-negative integer codes; below 2**16 as 16-bit integers, which
-    numpy sorts by radix (~6 times faster on the full test's half a million pairs; the same order)."""
+    numpy sorts by radix (the same order, without a comparison sort of the full test's half a million pairs)."""
     codes = np.asarray(codes)
     if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
         codes = codes.astype(np.uint16)

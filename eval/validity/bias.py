@@ -28,14 +28,14 @@
   answers too and its whole interval lies outside that range (above: lenient on long answers; below: harsh on
   long answers). Why a minimum of answers: the length is one value per answer, so the slope's clustered interval has
   as many degrees of freedom as there are answers less two (``cluster_slope``), and with few answers it is too narrow
-  even so. With a true slope of 0 the nominal 95% interval covered it 90% of the time at 3 answers, 86% at 4 and 6,
-  90% at 10, 92% at 20 and 94% at 30 and 93% at 50 (2,000 simulated tables each, 10 rows per answer, the answer's own
-  error of standard deviation 0.5 and the rows' of 1); at t with G - 1 degrees of freedom it had been 72% at 3
-  answers, and two answers gave a zero-width interval that flagged any judge slope off the experts' range. 30 is where
-  the coverage comes near the nominal level in that simulation; it is this toolkit's choice, the same number as
-  ``MIN_PAIRS`` and the alt-test's items per expert. ``MIN_PAIRS`` alone counts pairs, not answers: 30 pairs can be
-  two answers of 16 criteria. Without named experts there is no range and no flag: the judge's slope is reported
-  with its interval, the experts' as unavailable with the reason (``experts: {"pooled": None, "why": ...}``).
+  even so: with a true slope of 0 the nominal 95% interval covers it well under 95% of the time over a handful of
+  answers, less still at t with G - 1 degrees of freedom (``bench/slope_coverage.py``, the figures in
+  docs/performance.md), and two answers gave a zero-width interval that flagged any judge slope off the experts'
+  range. 30 is where the coverage comes near the nominal level in that simulation; it is this toolkit's choice, the
+  same number as ``MIN_PAIRS`` and the alt-test's items per expert. ``MIN_PAIRS`` alone counts pairs, not answers:
+  30 pairs can be two answers of 16 criteria. Without named experts there is no range and no flag: the judge's
+  slope is reported with its interval, the experts' as unavailable with the reason (``experts: {"pooled": None,
+  "why": ...}``).
   Pooling the experts' leave-one-out residuals cannot stand in: on each item they sum to 0 (over the item's k experts
   with sum S, ``e_j - (S - e_j) / (k - 1)`` sums to ``S - (k - 1) S / (k - 1) = 0``), so their slope on any per-item
   regressor such as the answer's length is 0 on every data set, and a "band" around it would flag the judge against

@@ -49,10 +49,13 @@ that interval against a stated margin ``MARGIN`` (0.1 of a scale level of MAE):
 - **inside** the experts' range: the whole interval lies at or below ``MARGIN`` — the judge is shown to be no
   farther from the panel than one of its own experts, give or take a tenth of a level;
 - **outside**: the whole interval lies above ``MARGIN`` — shown to be farther than that;
-- **inconclusive**: the interval straddles ``MARGIN`` (too wide to tell), or the cell has fewer than ``MIN_ITEMS``
-  units the interval resampled — items, or instructions under ``--bootstrap-unit instruction`` (a percentile
-  bootstrap over a handful of units has a handful of distinct values and can be narrow by chance: two items with
-  equal gaps give a zero-width interval, and so do 30 items in two instructions whose gaps are equal);
+- **inconclusive**: the interval straddles ``MARGIN`` (too wide to tell), the interval was read off fewer than
+  ``eval.scoring.resample_rules.paired_resamples_to_call(1 - level)`` resamples (41 at the 0.95 level, the floor under
+  which ``judge-eval compare`` calls nothing; ``--n-boot 10`` is allowed for a quick look, not for a verdict), or the
+  cell has fewer than ``MIN_ITEMS`` units the interval resampled — items, or instructions under ``--bootstrap-unit
+  instruction`` (a percentile bootstrap over a handful of units has a handful of distinct values and can be narrow
+  by chance: two items with equal gaps give a zero-width interval, and so do 30 items in two instructions whose gaps
+  are equal);
 - None without an interval (``--n-boot 0``, a one-item cell, a one-instruction cell under ``--bootstrap-unit
   instruction``, no pairs).
 
@@ -67,10 +70,11 @@ from typing import Any
 import numpy as np
 
 from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+from eval.scoring.resample_rules import paired_resamples_to_call
 from judge.metrics_json.validity import CEILING_FAILURES
 
-__all__ = ["FAILURES", "MARGIN", "MIN_ITEMS", "CeilingPairs", "ceiling", "cell_ceiling", "leave_one_out_reference",
-           "measured", "scale_ends", "verdict"]
+__all__ = ["FAILURES", "MARGIN", "MAX_RESAMPLES", "MIN_ITEMS", "CeilingPairs", "ceiling", "ceiling_resamples",
+           "cell_ceiling", "leave_one_out_reference", "measured", "scale_ends", "verdict"]
 
 #: The non-inferiority margin of the ceiling's verdict, in MAE (scale levels): a judge up to a tenth of a level
 #: farther from the panel than an expert is still inside the experts' range.
@@ -79,17 +83,42 @@ MARGIN = 0.1
 #: "inconclusive": ``eval.scoring.bootstrap.MIN_VERDICT_UNITS``, the one minimum ``judge-eval compare``'s calls read
 #: too (the same as the alt-test's items per expert and the length slopes' pairs).
 MIN_ITEMS = MIN_VERDICT_UNITS
+#: The most resamples a ceiling interval draws at the 95 % level (``ceiling_resamples``): ``eval.validity.section``
+#: caps ``--n-boot`` at it for every cell, and the report's note reads it to say when ``--n-boot`` left too few for a
+#: verdict.
+MAX_RESAMPLES = 200
+
+
+def ceiling_resamples(n_boot: int, level: float) -> int:
+    """The resamples each ceiling cell draws: ``n_boot`` up to ``MAX_RESAMPLES``, or up to the verdict's floor
+    (``paired_resamples_to_call``) where the level asks for more (201 at 99 %): a cap under the floor would leave every
+    ceiling of that level inconclusive whatever ``--n-boot`` asked."""
+    return min(n_boot, max(MAX_RESAMPLES, paired_resamples_to_call(1.0 - level)))
+
 #: What a judge failure counts as in the ceiling (module docstring; ``--ceiling-failures``): the default first.
 FAILURES = CEILING_FAILURES
 
 
-def verdict(interval: list, n_units: int, margin: float = MARGIN, min_items: int = MIN_ITEMS) -> str | None:
+def verdict(interval: list, n_units: int, n_resamples: int, margin: float = MARGIN, min_items: int = MIN_ITEMS,
+            level: float = 0.95) -> str | None:
     """The ceiling's verdict from the gap's interval (module docstring): inside, outside, inconclusive, or None
-    without an interval. ``n_units``: the units the interval resampled (items, or clusters)."""
+    without an interval. ``n_units``: the units the interval resampled (items, or clusters); ``n_resamples``: the
+    resamples it was read off. Under ``paired_resamples_to_call(1 - level)`` of them (41 at 0.95) it is
+    "inconclusive", as for too few units: the ends of an interval from ten resamples are read mostly off the single
+    most extreme draw.
+
+    Why this floor and not ``eval.scoring.resample_rules.resamples_to_call`` (40 at 0.95, the one ``judge-eval
+    rank`` reads): from 2 / (1 - level) + 1 resamples on, each end of the percentile interval has at least one draw
+    beyond it. At exactly 41 and 0.95 the end is an order statistic (``np.percentile``'s index (41 - 1) x 0.025 is 1,
+    up to rounding: the second smallest draw), so an interval wholly above the margin leaves at most one of 41 draws
+    at or below it, a two-sided p of at most 2 / 41 < 1 - level, as compare's calls read
+    (``paired_resamples_to_call``); with more resamples the end interpolates and "outside" reads p of at most about
+    1 - level (200 draws, five at the margin: [0.975, 1.0], p = 0.05). From 40 the end lies between the two most
+    extreme draws."""
     low, high = interval
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
         return None
-    if n_units < min_items:
+    if n_units < min_items or n_resamples < paired_resamples_to_call(1.0 - level):
         return "inconclusive"
     return "inside" if high <= margin else "outside" if low > margin else "inconclusive"
 
@@ -356,5 +385,5 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
     # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.
-    out["verdict"] = verdict(interval, n_units)
+    out["verdict"] = verdict(interval, n_units, n_boot, level=level)
     return out

@@ -27,6 +27,12 @@ the item's scale, read against ``scale_low`` / ``scale_high`` when they are give
 the baseline's paired rho is its section's rho on the same items; the ceiling gap takes the raw scores, as the
 section's ceiling does. Items without a prediction in either run are the caller's to leave out (``judge-eval
 compare`` does): a NaN here is a failure.
+
+Each figure carries ``n_units``, the units its interval resamples (items the figure covers, or their instructions
+under ``--bootstrap-unit instruction``), and ``too_few_units`` where they are under
+``eval.scoring.bootstrap.MIN_VERDICT_UNITS``: over five items a percentile bootstrap takes a handful of values and
+reads as precise ("+0.80 [0.47, 1.13]"), the pitfall the experts' ceiling and compare's calls refuse with the same
+minimum.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.scoring.bootstrap import MIN_VERDICT_UNITS
 from eval.validity.agreement import MIN_USABLE_SHARE, usable_interval
 from eval.validity.alt_test import AltTestSettings, prepare, summarise
 from eval.validity.ceiling import leave_one_out_reference, scale_ends
@@ -95,11 +102,18 @@ def _worst_error(experts, reference, low, high):
         return np.fmax(ends[1][:, None] - reference, reference - ends[0][:, None]).clip(min=0)
 
 
+def _units(items: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any]:
+    """``n_units`` and ``too_few_units`` of a figure over ``items`` (module docstring): the items, or under
+    ``clusters`` the clusters they fall in, as the interval resamples them."""
+    n_units = int(len(items) if clusters is None else len(np.unique(np.asarray(clusters)[items])))
+    return {"n_units": n_units, "too_few_units": n_units < MIN_VERDICT_UNITS}
+
+
 def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None,
                     target: str, settings: AltTestSettings, n_boot: int = PAIRED_BOOT,
                     rng: np.random.Generator | None = None, level: float = 0.95,
                     scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
-                    clusters: np.ndarray | None = None, ceiling_failures: str = "drop",
+                    clusters: np.ndarray | None = None, ceiling_failures: str = "worst",
                     measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None) -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
@@ -116,16 +130,18 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         clusters: ``(n,)`` the unit a resample draws whole (``compare --bootstrap-unit instruction``: every item of
             an instruction together, ``eval.scoring.bootstrap.cluster_resample_weights``); None: items. Fewer than two
             clusters: no intervals (one cluster redrawn is always the same items).
-        ceiling_failures: the baseline section's ``ceiling_failures``: ``worst`` (a failure is its judge's largest
-            error on the item's scale, the ends ``scale_low`` / ``scale_high``) or ``drop`` (items either judge
-            failed on left out of the gap).
+        ceiling_failures: the baseline section's ``ceiling_failures``: ``worst`` (the section's default: a failure
+            is its judge's largest error on the item's scale, the ends ``scale_low`` / ``scale_high``) or ``drop``
+            (items either judge failed on left out of the gap).
         measured_a, measured_b: ``(n,)`` True where that judge's score is a regression head's raw value
             (``eval.validity.ceiling.measured`` of the run's ``score_source``): under ``accuracy`` a value past an end
             is that end, as its section reads it (``alt_test_judge``); None: none is.
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
-        ``n_resamples`` (the usable resamples, where any were drawn)} or a ``why``.
+        ``n_resamples`` (the usable resamples, where any were drawn), ``n_units`` (the items the figure covers, or
+        their clusters), ``too_few_units`` (``n_units`` under ``MIN_VERDICT_UNITS``: an interval too few units to
+        read)} or a ``why``.
     """
     from eval.scoring.bootstrap import cluster_resample_weights, resamplable, resample_weights
 
@@ -173,7 +189,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         rho_a, rho_b = parts_a[3], parts_b[3]
         ci, usable = usable_interval(rho_samples, level)
         out["rho"] = {"baseline": rho_a, "run": rho_b, "delta": rho_b - rho_a, "ci": ci,
-                      **({} if usable is None else {"n_resamples": usable})}
+                      **({} if usable is None else {"n_resamples": usable}),
+                      **_units(np.union1d(parts_a[0], parts_b[0]), clusters)}
     else:
         out["rho"] = {"why": "the alternative annotator test ran on neither or only one judge (no named experts, or "
                              "no expert with enough items)"}
@@ -181,7 +198,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         ga, gb = gap_a.sum() / count.sum(), gap_b.sum() / count.sum()
         ci, usable = usable_interval(gap_samples, level)
         out["ceiling_gap"] = {"baseline": float(ga), "run": float(gb), "delta": float(gb - ga), "ci": ci,
-                              **({} if usable is None else {"n_resamples": usable})}
+                              **({} if usable is None else {"n_resamples": usable}),
+                              **_units(np.flatnonzero(count > 0), clusters)}
     else:
         out["ceiling_gap"] = {"why": "no item both judges scored has a leave-one-out reference"
                               if ceiling_failures != "worst" else "no item has a leave-one-out reference"}

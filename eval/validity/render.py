@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~550 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~580 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -14,19 +14,23 @@ import html
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval.reports.names import shown_names
+from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+from eval.scoring.resample_rules import paired_resamples_to_call
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
 from eval.validity.alt_test import MIN_EXPERTS_TESTED
 from eval.validity.bias import MIN_PAIRS, MIN_SLOPE_ANSWERS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
+from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from eval.validity.agreement import MIN_USABLE_SHARE
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
                                          Unavailable, ValiditySplit)
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
-           "markdown_lines", "paired_rows", "signed"]
+__all__ = ["READING_GUIDE", "ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks", "html_table",
+           "lead_html", "lead_lines", "markdown_lines", "paired_rows", "signed"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -92,6 +96,12 @@ def _splits(result: Metrics) -> dict[str, ValiditySplit]:
     return result.validity.splits if result.validity else {}
 
 
+#: Where the figures are explained, for a reader of a run folder: the repository path alone read as a file beside the
+#: report, and the folder holds none.
+READING_GUIDE = ("How to read these figures: the Validity page of the pollux-judge documentation (docs/validity.md in "
+                 "the pollux-judge repository).")
+
+
 def lead_lines(result: Metrics) -> list[str]:
     """One plain sentence per split ("Full test: passes the alternative annotator test against ..."), Markdown."""
     splits = _splits(result)
@@ -99,7 +109,7 @@ def lead_lines(result: Metrics) -> list[str]:
         return []
     lines = ["**Can this judge stand in for an expert?**", ""]
     lines += [f"- {SPLIT_TITLES.get(split, split)}: {block.sentence}" for split, block in splits.items()]
-    return lines + ["", "How to read these figures: docs/validity.md.", ""]
+    return lines + ["", READING_GUIDE, ""]
 
 
 def _plain(text: str) -> str:
@@ -114,20 +124,23 @@ def _exact_p(value: float | None) -> str:
 
 
 def _alt_rows(alt: AltTest, text: Callable[[str], str]) -> list[list[str]]:
-    """The alt-test's rows per expert; ``text`` makes an expert id (the data's) safe for the table's format."""
-    rows = [[text(r.expert), str(r.n_items), _num(r.advantage_probability), _exact_p(r.p_value),
+    """The alt-test's rows per expert; ``text`` makes an expert id (the data's, cut as every table cuts names:
+    ``eval.reports.names.shown_names``) safe for the table's format."""
+    shown = shown_names([r.expert for r in alt.experts] + [u.expert for u in alt.untested])
+    rows = [[text(shown[str(r.expert)]), str(r.n_items), _num(r.advantage_probability), _exact_p(r.p_value),
              _exact_p(r.p_adjusted), "yes" if r.rejected else "no"] for r in alt.experts]
-    rows += [[text(u.expert), str(u.n_items), "untested", "", "", ""] for u in alt.untested]
+    rows += [[text(shown[str(u.expert)]), str(u.n_items), "untested", "", "", ""] for u in alt.untested]
     return rows
 
 
 def _criterion_rows(block: ValiditySplit, text: Callable[[str], str]) -> list[list[str]]:
-    """The validity figures per criterion; ``text`` makes a criterion's name (the data's) safe for the format."""
-    rows = []
+    """The validity figures per criterion; ``text`` makes a criterion's name (the data's, cut as every table cuts
+    names: ``eval.reports.names.shown_names``) safe for the format."""
+    rows, shown = [], shown_names(block.by_criterion)
     for label, c in block.by_criterion.items():
         ceiling = c.ceiling
         passed = c.alt_test.passed if isinstance(c.alt_test, AltTest) else None
-        rows.append([text(label), str(ceiling.n_pairs), _num(ceiling.expert_mae), _num(ceiling.judge_mae),
+        rows.append([text(shown[str(label)]), str(ceiling.n_pairs), _num(ceiling.expert_mae), _num(ceiling.judge_mae),
                      _num(ceiling.gap) + _ci(ceiling.gap_ci), ceiling.verdict or "—",
                      _num(c.alpha_experts), _num(c.alpha_with_judge), _num(c.kappa_quadratic),
                      _num(c.leniency.mean_signed_error), "—" if passed is None else ("pass" if passed else "fail")])
@@ -175,8 +188,10 @@ def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
 
 
 _VERDICTS = {"inside": "inside the experts' range", "outside": "outside the experts' range",
-             "inconclusive": f"inconclusive (an interval straddling the {CEILING_MARGIN} margin, or under "
-                             f"{CEILING_MIN_ITEMS} items, instructions under the instruction unit)"}
+             # the resample floor depends on the section's level: the note on the bracketed ranges names it
+             "inconclusive": f"inconclusive (an interval straddling the {CEILING_MARGIN} margin, under "
+                             f"{CEILING_MIN_ITEMS} items, instructions under the instruction unit, or read off "
+                             "too few resamples: see the note on the bracketed ranges)"}
 
 
 def _ceiling_failed(ceiling, failures: str | None) -> str:
@@ -313,8 +328,15 @@ def _intervals_note(settings) -> str:
     if not settings.n_boot:
         return ("No bootstrap ran (`--n-boot 0`): the ceiling gap and the α difference have no interval, and the "
                 f"ceiling no verdict; the bracketed ranges of leniency and the length slopes are {formula}.")
-    return (f"Bracketed ranges: the ceiling gap's and the α difference's are {coverage} percentile bootstrap "
+    note = (f"Bracketed ranges: the ceiling gap's and the α difference's are {coverage} percentile bootstrap "
             f"intervals; leniency's and the length slopes' are {formula}.")
+    # the ceiling's verdict needs a floor of resamples (``ceiling.verdict``): without this, "inconclusive" could sit
+    # beside an interval wholly on one side of the margin with no reason given
+    drawn, floor = ceiling_resamples(settings.n_boot, settings.level), paired_resamples_to_call(1.0 - settings.level)
+    if drawn < floor:
+        note += (f" The ceiling gap's intervals are from {drawn} resamples, under {floor}: the ceiling gives no "
+                 "verdict (\"inconclusive\" whatever the interval).")
+    return note
 
 
 def _empty(block: ValiditySplit) -> bool:
@@ -378,7 +400,7 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
         return []
 
     out = ['<h2 id="validity">Validity: can the judge stand in for an expert?</h2>',
-           '<p class="note">How to read these figures: docs/validity.md.</p>']
+           f'<p class="note">{html.escape(READING_GUIDE)}</p>']
     if not all(_empty(block) for block in splits.values()):
         out.append(f'<p class="note">{escape(_intervals_note(result.validity.settings).replace("`", ""))}</p>')
     for split, block in splits.items():
@@ -470,6 +492,8 @@ def compare_rows(runs: Mapping[str, Metrics],
 def _paired(result: Comparison) -> list[list[str]]:
     """The rows of ``paired_rows``: per run, split and figure, baseline, run and the delta with its interval."""
     rows = []
+    # what the paired resamples drew (``Comparison.bootstrap_unit``; None: items, a file written before the setting)
+    units = ("instruction", "instructions") if result.bootstrap_unit == "instruction" else ("item", "items")
     for comp in result.comparisons:
         for split, paired in comp.validity.items():
             for figure, title in ((paired.rho, "ρ (advantage probability)"), (paired.ceiling_gap, "ceiling gap")):
@@ -477,9 +501,13 @@ def _paired(result: Comparison) -> list[list[str]]:
                     rows.append([comp.run, SPLIT_TITLES.get(split, split), title, "—", "—", "—", figure.why])
                     continue
                 missed = "no tested expert's item" if figure is paired.rho else "no item with a ceiling pair"
+                note = _resamples_note(figure.n_resamples, paired.n_boot, figure.ci, missed)
+                if figure.too_few_units:  # eval.validity.paired: under MIN_VERDICT_UNITS units
+                    few = (f"over {counted(figure.n_units, *units)}, under {MIN_VERDICT_UNITS}: too few to read the "
+                           "interval")
+                    note = f"{note}; {few}" if note else few
                 rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
-                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3),
-                             _resamples_note(figure.n_resamples, paired.n_boot, figure.ci, missed)])
+                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3), note])
     return rows
 
 
@@ -538,7 +566,7 @@ def compare_html(result: Comparison, escape: Callable[[Any], str]) -> list[str]:
     out = []
     if tables:
         out += ['<h2 id="validity">Validity side by side</h2>',
-                '<p class="note">How to read these figures: docs/validity.md.</p>']
+                f'<p class="note">{html.escape(READING_GUIDE)}</p>']
         out += [f"<h3>{escape(title)}</h3>" + html_table(_SIDE_HEAD, rows, escape, f"validity-{k}")
                 for k, (title, rows) in enumerate(tables)]
     if paired:

@@ -73,7 +73,7 @@ from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
-from eval.validity.ceiling import scale_ends
+from eval.validity.ceiling import MAX_RESAMPLES, ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
 from eval.validity.render import ceiling_coverage, counted, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
@@ -83,7 +83,7 @@ __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_level
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 #: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
-CEILING_BOOT = 200
+CEILING_BOOT = MAX_RESAMPLES
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,8 @@ class ValiditySettings:
     Attributes:
         alt_test: the alternative annotator test's parameters.
         n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``), capped at
-            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on them on the full test).
+            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on them on the full test),
+            or at the verdict's floor where the level asks for more (``ceiling.ceiling_resamples``).
         alpha_boot: resamples of the alpha difference's interval (overall cells; capped: ``eval.validity.agreement``).
         seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
@@ -227,7 +228,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
     best_low = table.best_low[index] if table.best_low is not None else None
     cell_levels = levels[index]
     out: dict[str, Any] = {"n_items": int(len(index)), "n_items_missing": n_missing, "value_domain": domain.tolist()}
-    out["ceiling"] = cell_ceiling(pairs, index, target, domain, n_boot=min(settings.n_boot, CEILING_BOOT),
+    out["ceiling"] = cell_ceiling(pairs, index, target, domain,
+                                  n_boot=ceiling_resamples(settings.n_boot, settings.level),
                                   level=settings.level, rng=cell_rng(settings.seed, f"validity/ceiling/{key}"),
                                   clusters=clusters)
     out["leniency"] = None  # all cells' at once, after (``validity_section``)

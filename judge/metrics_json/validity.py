@@ -488,6 +488,10 @@ class PairedFigure(_SectionRecord):
     ci: Interval
     # the resamples the interval was read from, of ``PairedValidity.n_boot`` drawn (absent from files written before)
     n_resamples: int | None = optional_field()
+    # the units the interval resampled (items, or instructions) and whether they are under MIN_VERDICT_UNITS
+    # (eval.validity.paired; absent from files written before)
+    n_units: int | None = optional_field()
+    too_few_units: bool | None = optional_field()
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,7 @@ def test_compare_scores_a_failure_at_its_own_items_scale_as_the_section_did(samp
     assert paired.ceiling_gap.baseline == pytest.approx(own["ceiling"]["gap"])
 
 
-def _rendered(n_boot: int, bootstrap_unit: str | None = "item") -> tuple[str, str]:
+def _rendered(n_boot: int, bootstrap_unit: str | None = "item", level: float = 0.95) -> tuple[str, str]:
     """report.md's and report.html's validity part of a small section scored with ``n_boot`` resamples."""
     from types import SimpleNamespace
 
@@ -286,7 +286,7 @@ def _rendered(n_boot: int, bootstrap_unit: str | None = "item") -> tuple[str, st
     n = 12
     experts = np.stack([np.arange(n) % 3.0] * 2, axis=1)
     block = split_section(item_table(experts[:, 0], experts, low=np.zeros(n), high=np.full(n, 2.0)))
-    settings = SectionSettings(AltTestSettings(), n_boot, 0, 0, 0.95, "mode", bootstrap_unit=bootstrap_unit,
+    settings = SectionSettings(AltTestSettings(), n_boot, 0, 0, level, "mode", bootstrap_unit=bootstrap_unit,
                                ceiling_failures="worst")
     result = SimpleNamespace(validity=Validity(settings, False, {"standard": block}))
     return ("\n".join(markdown_lines(result, markdown_table, md_text)),
@@ -317,6 +317,32 @@ def test_the_intervals_note_says_when_it_cannot_tell_how_they_were_clustered():
             "file computed them, which did not record how: the earliest took each item as independent), which need "
             "no bootstrap.") in markdown
     assert "clustered by answer" not in markdown
+
+
+def test_the_intervals_note_says_when_too_few_resamples_leave_the_ceiling_without_a_verdict():
+    """Under ``paired_resamples_to_call(1 - level)`` resamples (41 at 0.95, 201 at 0.99) the ceiling's verdict is
+    "inconclusive" whatever its interval (``ceiling.verdict``): the report gave no reason beside an interval wholly
+    on one side of the margin. ``--n-boot 10`` draws 10; ``--n-boot 41`` is enough at 0.95; at 0.99 the section's
+    cap of 200 resamples a cell (``ceiling.MAX_RESAMPLES``) rises to the floor, so ``--n-boot 1000`` draws 201 and
+    ``--n-boot 200`` stays one under it (``ceiling.ceiling_resamples``)."""
+    markdown, page = _rendered(10)
+    said = ("The ceiling gap's intervals are from 10 resamples, under 41: the ceiling gives no verdict "
+            "(\"inconclusive\" whatever the interval).")
+    assert said in markdown and said in page.replace("&quot;", '"')
+    for n_boot in (41, 200):
+        assert "the ceiling gives no verdict" not in _rendered(n_boot)[0]
+    assert ("from 200 resamples, under 201: the ceiling gives no verdict") in _rendered(200, level=0.99)[0]
+    assert "the ceiling gives no verdict" not in _rendered(1000, level=0.99)[0]
+    assert "the ceiling gives no verdict" not in _rendered(0)[0]  # no bootstrap: the note says so its own way
+
+
+def test_the_inconclusive_verdict_points_to_the_note_naming_the_resample_floor():
+    """The verdict's gloss named "--n-boot under 41 at the 95% level" beside every row, also of a section scored at
+    99 % (floor 201); the floor is the level's, and the note on the bracketed ranges names it."""
+    from eval.validity.render import _VERDICTS
+
+    assert _VERDICTS["inconclusive"].endswith("read off too few resamples: see the note on the bracketed ranges)")
+    assert "41" not in _VERDICTS["inconclusive"]
 
 
 def test_the_length_row_says_why_there_is_no_slope_or_no_flag():

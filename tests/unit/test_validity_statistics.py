@@ -394,9 +394,9 @@ def test_ceiling_verdict_is_inside_only_where_shown_close():
     from eval.validity.ceiling import MARGIN, MIN_ITEMS, verdict
 
     assert (MARGIN, MIN_ITEMS) == (0.1, 30)
-    assert verdict([None, None], 100) is None
-    assert verdict([0.1, 0.1], 30) == "inside" and verdict([0.1 + 1e-9, 0.5], 30) == "outside"
-    assert verdict([-1.0, -0.5], 29) == "inconclusive"
+    assert verdict([None, None], 100, 200) is None
+    assert verdict([0.1, 0.1], 30, 200) == "inside" and verdict([0.1 + 1e-9, 0.5], 30, 200) == "outside"
+    assert verdict([-1.0, -0.5], 29, 200) == "inconclusive"
 
 
 def test_section_sentence_counts_only_inside_criteria_and_says_the_rest():
