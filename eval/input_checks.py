@@ -9,7 +9,8 @@ import argparse
 import math
 from pathlib import Path
 
-__all__ = ["FLAG_BOUNDS", "refuse_empty_data", "refuse_out_of_bounds", "refuse_missing_predictions", "os_error_text"]
+__all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "refuse_empty_data", "refuse_out_of_bounds",
+           "refuse_missing_predictions", "os_error_text"]
 
 
 def refuse_empty_data(data: str) -> None:
@@ -38,10 +39,30 @@ FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v:
                "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
 
 
+#: The most resamples (and drawn sign-flip swaps) a leaderboard (``eval.ranking.leaderboard``) raises ``n_boot`` to:
+#: a call at alpha / m needs 2m / alpha, so a tiny alpha would otherwise multiply the work without bound (alpha 1e-6
+#: over three candidates: 6,000,000 of each). Here, not in the leaderboard, so that rank's config check
+#: (``eval.ranking.rank.RankConfig.validate``) reads it without importing what imports rank.
+MAX_RESAMPLES = 100_000
+
+#: score's, compare's and rank's --n-boot cap and why, as the refusal says it.
+N_BOOT_CAP = (MAX_RESAMPLES, "the most resamples a leaderboard raises --n-boot to")
+
+
+def _flag_caps() -> dict[str, tuple[int, str]]:
+    """The most each work-sized flag takes, and why: past it a run works for hours without a word (--vc-repeats
+    1e9 is a billion passes over every item). A function, not a table: metrics.json's types are no part of
+    --help."""
+    from judge.metrics_json.metrics import MAX_VC_REPEATS
+
+    return {"vc_repeats": (MAX_VC_REPEATS, "100 times the paper's 100 draws per item"), "n_boot": N_BOOT_CAP}
+
+
 def refuse_out_of_bounds(args: argparse.Namespace, default_out: Path | None = None) -> None:
-    """Refuse, before a run is read or anything written, a flag out of its bounds (``FLAG_BOUNDS``, and ``--n-boot``'s
-    ``N_BOOT_BOUND``), or an output folder (``--out``, else ``default_out``) that is a file or cannot be made or
-    written (the work, done first, stopped at its first write: a traceback, or an error naming a temporary file).
+    """Refuse, before a run is read or anything written, a flag out of its bounds (``FLAG_BOUNDS``, ``--n-boot``'s
+    ``N_BOOT_BOUND``, the caps of --vc-repeats and --n-boot), or an output folder (``--out``, else ``default_out``)
+    that is a file or cannot be made or written (the work, done first, stopped at its first write: a traceback, or
+    an error naming a temporary file).
 
     Raises:
         ValueError: naming the flag, its bound and the value; ConfigError: naming the output folder.
@@ -52,6 +73,9 @@ def refuse_out_of_bounds(args: argparse.Namespace, default_out: Path | None = No
     for dest, (within, bound) in {"n_boot": N_BOOT_BOUND, **FLAG_BOUNDS}.items():
         if hasattr(args, dest) and not within(getattr(args, dest)):
             raise ValueError(f"--{dest.replace('_', '-')}: must be {bound}, got {getattr(args, dest)}")
+    for dest, (cap, why) in _flag_caps().items():
+        if hasattr(args, dest) and getattr(args, dest) > cap:
+            raise ValueError(f"--{dest.replace('_', '-')}: must be at most {cap:,} ({why}), got {getattr(args, dest)}")
     if args.out:
         refuse_unwritable(args.out, "--out", "output folder")
     else:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
+__all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -412,12 +412,29 @@ def scale_of(rubrics: str | Mapping) -> Scale:
     raise ScaleError(f"no scale found in rubric text {rubrics[:80]!r}: {_LAYOUT}")
 
 
-def has_unique_mode(scores) -> bool:
-    """Whether one score of an expert panel is more frequent than every other: the panel's mode is its reference.
+def unique_mode_mask(counts):
+    """Per row of a count matrix (items x score levels: how many experts gave each level), whether one level is
+    more frequent than every other, so that the panel's mode is its reference. A row of zeros (no scores) has none,
+    as a tie for the largest count has none; a mode-based MAE leaves such an item out (POLLUX, Appendix D.2.1).
 
-    An empty panel has none, as a tie for the largest count has none: the rule of ``eval.scoring.metrics.expert_mode``
-    (the scorer's, over a whole table), whose mode-based MAE leaves such an item out (POLLUX, Appendix D.2.1)."""
+    The one home of the rule: ``has_unique_mode`` (one panel) and ``eval.scoring.metrics.expert_mode`` (a whole
+    table, vectorised) both call it.
+
+    Returns:
+        a boolean numpy array, one value per row.
+    """
+    import numpy as np  # here, not at import: the rubric parsing above needs no numpy
+
+    counts = np.asarray(counts)
+    if counts.ndim != 2:
+        raise ValueError(f"counts: expected items x levels, got shape {counts.shape}")
+    top = counts.max(axis=1, initial=0)
+    return (top > 0) & ((counts == top[:, None]).sum(axis=1) == 1)
+
+
+def has_unique_mode(scores) -> bool:
+    """Whether one score of an expert panel is more frequent than every other (``unique_mode_mask``'s rule): the
+    panel's mode is its reference. An empty panel has none."""
     from collections import Counter
 
-    counts = [n for _, n in Counter(scores).most_common(2)]
-    return len(counts) == 1 or (len(counts) == 2 and counts[0] > counts[1])
+    return bool(unique_mode_mask([list(Counter(scores).values())])[0])

@@ -45,15 +45,12 @@ from typing import Any
 
 import numpy as np
 
+from eval.input_checks import MAX_RESAMPLES  # the most resamples a board raises n_boot to (and every --n-boot's cap)
+
 __all__ = ["MIN_RUNS", "leaderboard", "render_leaderboard_markdown", "render_leaderboard_page", "leaderboard_command"]
 
 #: Two runs are ``compare_rankings``' paired matrix of differences; a leaderboard starts at three.
 MIN_RUNS = 3
-
-#: The most resamples (and drawn sign-flip swaps) a leaderboard raises ``n_boot`` to: a call at alpha / m needs
-#: 2m / alpha, so a tiny alpha would otherwise multiply the work without bound (alpha 1e-6 over three candidates:
-#: 6,000,000 of each).
-MAX_RESAMPLES = 100_000
 
 
 def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
@@ -191,8 +188,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         if n_draw > MAX_RESAMPLES:
             raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "
                              f"{n_draw} resamples, over the {MAX_RESAMPLES} a leaderboard raises --n-boot {n_boot} to; "
-                             f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}, or --n-boot {n_draw} to "
-                             "draw them all the same")
+                             f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}")
         print(f"judge-eval compare: --n-boot {n_boot} raised to {n_draw} resamples: a call at alpha / {n_pairs} = "
               f"{pair_alpha:.3g} needs at least 2m / alpha", file=sys.stderr)
     resampled = n_rated >= MIN_INSTRUCTIONS and n_draw > 0

@@ -157,7 +157,7 @@ class RankConfig:
                                         "judge.verdicts.parse_pollux_result), to reproduce POLLUX's matrix from the "
                                         "same outputs.", choices=("toolkit", "pollux"))
     n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval: 0 (none) or at least 10 (one "
-                           "resample is a zero-width interval).")
+                           "resample is a zero-width interval), at most 100,000.")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
     progress: bool = _f(True, "Show progress bars.")
     overwrite: bool = _f(False, "Discard the answers and verdicts already in out instead of resuming; without it, a "
@@ -185,11 +185,14 @@ class RankConfig:
         for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{key}: must be positive, got {getattr(self, key)}")
+        from eval.input_checks import N_BOOT_CAP  # score's and compare's cap too
         from eval.scoring.compare import N_BOOT_BOUND  # the one bound of score's, compare's and rank's --n-boot
 
-        within, bound = N_BOOT_BOUND
+        (within, bound), (cap, why) = N_BOOT_BOUND, N_BOOT_CAP
         if not within(self.n_boot):
             raise ConfigError(f"n_boot: must be {bound}, got {self.n_boot}")
+        if self.n_boot > cap:  # a run's matrix resampled for hours without a word, after every request
+            raise ConfigError(f"n_boot: must be at most {cap:,} ({why}), got {self.n_boot}")
 
 
 # ---------------------------------------------------------------------------------------------- instructions

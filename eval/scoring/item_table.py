@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~950 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,050 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -23,8 +23,10 @@ import numpy as np
 
 from eval.scoring import bootstrap, metrics
 from eval.judging.predictions import REQUEST_FAILED
+from eval.reports.names import ERROR_CODE_CHARS, code_counts, shown_names
 from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
-                                        SplitMetrics)
+                                        SplitMetrics, check_vc_repeats)
+from judge.records import RowIndex, row_place
 from judge.wire import ScoreSource
 
 __all__ = [
@@ -488,8 +490,48 @@ def _check_expert_ids(path: str | Path, data: dict[str, list]) -> None:
                    f"id {next(i for i in named if named.count(i) > 1)!r} given twice" if len(set(named)) != len(named)
                    else None)
         if problem:
-            raise ValueError(f"{path}: row {row} (id {item!r}): column expert_ids: {problem} (not an items.parquet "
-                             "written by judge-eval score)")
+            raise ValueError(f"{path}: {row_place(RowIndex(row))} (id {item!r}): column expert_ids: {problem} (not an "
+                             "items.parquet written by judge-eval score)")
+
+
+# The extra columns compare pairs runs on (NaN: the item has none; an infinity is no score any run writes).
+_FINITE_OR_NAN_COLUMNS = ("reference", "spearman_reference", "vc_judge")
+
+
+def _check_scores(path: str | Path, arrow) -> None:
+    """Refuse a null ``expert_scores`` row, a null, NaN or infinite expert score, or an infinite ``reference``,
+    ``spearman_reference`` or ``vc_judge``, naming the first such row. ``write_table`` writes none of these; read
+    from a table another tool wrote, a null row fails deep in numpy, and a null inside a row becomes a NaN that
+    breaks the "valid scores first" layout ``metrics.verdict_confidence_judge`` draws from. Column-wise (a pass
+    over 160,000 rows in Python would be paid on every table compare reads)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scores = arrow.column("expert_scores").combine_chunks()
+    null_rows = np.flatnonzero(np.asarray(scores.is_null().to_numpy(zero_copy_only=False), dtype=bool))
+    flat = pc.list_flatten(scores).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(scores).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(~np.isfinite(flat))
+    problems = []  # (row, column, what)
+    if len(null_rows):
+        problems.append((int(null_rows[0]), "expert_scores", "null (a list of scores, empty for none, expected)"))
+    if len(bad):
+        row = int(parents[bad[0]])
+        position = int(bad[0] - np.searchsorted(parents, row))
+        value = "null or NaN" if np.isnan(flat[bad[0]]) else f"{flat[bad[0]]}"
+        problems.append((row, "expert_scores", f"score {position} is {value} (finite scores expected)"))
+    for name in _FINITE_OR_NAN_COLUMNS:
+        if name in arrow.column_names:
+            values = arrow.column(name).combine_chunks()
+            if pa.types.is_floating(values.type):
+                infinite = np.flatnonzero(np.isinf(values.to_numpy(zero_copy_only=False)))
+                if len(infinite):
+                    problems.append((int(infinite[0]), name, "infinite (a finite number or NaN expected)"))
+    if problems:
+        row, name, what = min(problems)
+        item = arrow.column("id")[row].as_py()
+        raise ValueError(f"{path}: {row_place(RowIndex(row))} (id {item!r}): column {name}: {what} (not an "
+                         "items.parquet written by judge-eval score)")
 
 
 def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
@@ -501,7 +543,9 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
     Raises:
         ValueError: a file that is not Parquet (truncated, another format), lacks a column or holds one of another
             type, naming the file and the column; or repeats an id, naming the first repeated; or a row's
-            ``expert_ids`` that do not pair one to one with its expert scores, naming the row.
+            ``expert_ids`` that do not pair one to one with its expert scores, naming the row; or a null
+            ``expert_scores`` row, a null, NaN or infinite expert score, or an infinite ``reference``,
+            ``spearman_reference`` or ``vc_judge``, naming the row, its id and the column.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -519,6 +563,7 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
     for field in arrow.schema:
         if field.name != "why_unscored" and (problem := _column_type_error(field.name, field.type)):
             raise ValueError(f"{path}: column {field.name}: {problem}")
+    _check_scores(path, arrow)
     data = arrow.to_pydict()
     meta = arrow.schema.metadata or {}
     # score writes each id once; a table joined or appended by another tool may not, and a repeated id would pair
@@ -614,7 +659,14 @@ def derive(table: ItemTable, target: str, vc_repeats: int = 100, seed: int = 0,
     Args:
         spearman_target: ``mode`` or ``mean``, the correlations' reference when it differs from ``target`` (MAE's);
             None: the same as MAE's.
+
+    Raises:
+        ValueError: ``vc_repeats`` outside 1..``MAX_VC_REPEATS``, before any draw (a billion ran for hours).
     """
+    try:
+        check_vc_repeats(vc_repeats)
+    except ValueError as err:
+        raise ValueError(f"vc_repeats: {err}") from None
     mode, unique = metrics.expert_mode(table.experts)
     reference = mode if target == "mode" else metrics.expert_mean(table.experts)
     # Integer status codes (index into STATUSES): comparisons on object arrays would dominate the cell loop.
@@ -886,6 +938,10 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     for split, split_idx in split_index.items():
         in_split = in_splits[split] = np.zeros(len(table), dtype=bool)
         in_split[split_idx] = True
+    failed_anywhere = (table.status == "parse_failed") | (table.status == REQUEST_FAILED)
+    # One labelling over every failed item of the table: labelled per test, a code alone in its test would keep its
+    # unmarked cut there while another test showed that same key for a different code.
+    code_labels = shown_names(_code_texts(table.error[failed_anywhere]), ERROR_CODE_CHARS)
     splits: dict[str, SplitMetrics] = {}
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
@@ -896,13 +952,25 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
         splits[split] = SplitMetrics(
             overall=overall, by_model=by["model"], by_task_type=by["task_type"], by_criterion=by["criterion"],
-            failures=dict(Counter(str(e) or "unknown" for e in table.error[failed]).most_common()),
+            failures=_failure_counts(table.error[failed], code_labels),
             model_means=model_means(table, derived, split_idx, by["model"], overall,
                                     {k: v for k, v in by_model_index.items() if len(v)}),
             confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels),
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
+
+
+def _code_texts(codes: np.ndarray) -> list[str]:
+    return [str(e) or "unknown" for e in codes]
+
+
+def _failure_counts(codes: np.ndarray, labels: dict[str, str]) -> dict[str, int]:
+    """The failed items by error code (``eval.reports.names.code_counts``): a predictions file written elsewhere may
+    hold any text as a code, and 40 rows of distinct 20,000-character codes made metrics.json megabytes long. Each is
+    counted under its label in ``labels`` (``shown_names`` at ``ERROR_CODE_CHARS`` over every failed item of the
+    table, so one code reads alike in every split)."""
+    return code_counts(_code_texts(codes), labels)
 
 
 def bootstrap_clusters(table: ItemTable, bootstrap_unit: str, where: str = "this item table") -> np.ndarray | None:

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from judge.scales import unique_mode_mask
+
 __all__ = [
     "pad_scores",
     "level_counts",
@@ -133,8 +135,7 @@ def expert_mode(experts: np.ndarray, counts: tuple[np.ndarray, np.ndarray] | Non
     counts, levels = level_counts(experts) if counts is None else counts
     if counts.shape[1] == 0:
         return np.full(len(experts), np.nan), np.zeros(len(experts), dtype=bool)
-    top = counts.max(axis=1)
-    unique = (top > 0) & ((counts == top[:, None]).sum(axis=1) == 1)
+    unique = unique_mode_mask(counts)  # the rule's one home (judge.scales), shared with the sample's summary
     mode = np.where(unique, levels[counts.argmax(axis=1)], np.nan)
     return mode, unique
 
@@ -250,8 +251,17 @@ def verdict_confidence_judge(experts: np.ndarray, judge: np.ndarray, repeats: in
     Returns:
         ``(n,)`` float64, NaN where the judge gave no score or the item has fewer than ``MIN_VC_ANNOTATORS``
         expert scores.
+
+    Raises:
+        ValueError: a row of ``experts`` with a NaN before a score, naming the first such row.
     """
     out = np.full(len(judge), np.nan)
+    valid = ~np.isnan(experts)
+    if np.any(valid[:, 1:] & ~valid[:, :-1]):
+        # a draw picks one of an item's first k positions: a NaN before a score would be drawn in its place
+        row = int(np.flatnonzero((valid[:, 1:] & ~valid[:, :-1]).any(axis=1))[0])
+        raise ValueError(f"experts: row {row} has a NaN before a score (scores first, NaN padding after them, as "
+                         "pad_scores builds)")
     rows, shares, _, level_index, k = _replacement_shares(experts, np.asarray(judge, dtype=np.float64))
     if len(rows) == 0:
         return out

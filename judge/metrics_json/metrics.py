@@ -15,25 +15,48 @@ The ``validity`` section has its own types (``judge.metrics_json.validity``): it
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, extra_field, keyed, optional_field,
-                                            read_record)
+from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, JsonRecordError, count, extra_field, keyed,
+                                            listed, optional_field, read_record)
 from judge.metrics_json.validity import Validity
 
-__all__ = ["NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics", "ModelMeans",
-           "ModelMeansRow",
-           "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics"]
+__all__ = ["MAX_VC_REPEATS", "NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics",
+           "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics",
+           "check_vc_repeats"]
 
 NAN = float("nan")
 Interval = tuple[float, float]
 
 
 def _number(value: Any) -> float:
-    """A float read from JSON: null (NaN written by ``dumps``) back to NaN."""
-    return NAN if value is None else float(value)
+    """A float read from JSON: null (NaN written by ``dumps``) back to NaN. A boolean or a string is refused: float()
+    would take ``true`` as 1.0 and ``"0.5"`` as 0.5, a figure the file never held."""
+    if value is None:
+        return NAN
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"expected a number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def _share(value: Any) -> float:
+    """``_number`` of a share of items (a failure rate, a Verdict Confidence): null, or within [0, 1]."""
+    share = _number(value)
+    if not (math.isnan(share) or 0.0 <= share <= 1.0):
+        raise ValueError(f"expected a share between 0 and 1, got {value!r}")
+    return share
+
+
+def _level(value: Any) -> float:
+    """A score level of a confusion matrix: a finite number (a null level heads no row a reader can name)."""
+    level = _number(value)
+    if not math.isfinite(level):
+        raise ValueError(f"expected a finite score level, got {value!r}")
+    return level
 
 
 def _interval(value: Any) -> Interval:
@@ -62,6 +85,24 @@ def _one_of(*allowed: str, absent: bool = False) -> Any:
         return value
 
     return read
+
+
+#: The most Verdict Confidence draws per item a run takes (``--vc-repeats``; the paper draws 100, Appendix D.2.2):
+#: ``judge-eval compare`` draws again with a baseline's, so a metrics.json giving more is refused too.
+MAX_VC_REPEATS = 10_000
+
+
+def check_vc_repeats(repeats: int) -> None:
+    """Refuse a number of Verdict Confidence draws per item outside 1..``MAX_VC_REPEATS`` (``ValueError``): the
+    scorer calls it before drawing, the reader on every metrics.json."""
+    if not 1 <= repeats <= MAX_VC_REPEATS:
+        raise ValueError(f"expected 1 to {MAX_VC_REPEATS:,} draws per item, got {repeats}")
+
+
+def _vc_repeats(value: Any) -> int:
+    repeats = count(value)
+    check_vc_repeats(repeats)
+    return repeats
 
 
 #: The references MAE and the correlations are against (``judge-eval score --target``, ``--spearman-target``).
@@ -169,6 +210,13 @@ class Cell(_MetricsRecord):
         at = next(i for i, (k, _) in enumerate(rest) if k == "mae_in_scale_ci") + 1
         yield from rest[:at] + sorted(apart, key=lambda kv: self._APART.index(kv[0])) + rest[at:]
 
+    #: The fields that are shares of items: a figure outside [0, 1] there is no figure score writes.
+    _SHARES = ("failure_rate", "vc_judge", "vc_experts", "vc_experts_all", "vc_experts_labelled")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Cell:
+        return _read(cls, data, **dict.fromkeys(cls._SHARES, _share))
+
     @property
     def has_correlations(self) -> bool:
         return self.spearman is not None
@@ -208,6 +256,53 @@ class Confusion(_MetricsRecord):
 
     levels: list[float]
     matrix: list[list[int]]
+
+    def __post_init__(self) -> None:
+        """Refuse (ValueError), where the matrix is made (score's ``evaluate`` as well as a read), one that is not
+        ``len(levels)`` rows of ``len(levels)`` whole counts of 0 or more: the report draws one row and one column
+        per level, and a 1x1 matrix beside three levels misdrew it. A dozen levels a side: the pass costs nothing."""
+        size = len(self.levels)
+        if len(self.matrix) != size or any(len(r) != size for r in self.matrix):
+            shape = f"{len(self.matrix)} rows of {sorted({len(r) for r in self.matrix}) or [0]} counts"
+            raise ValueError(f"Confusion.matrix: {shape}, not {size} rows of {size} counts (one per level)")
+        for at, row in enumerate(self.matrix):
+            for column, value in enumerate(row):
+                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                    raise ValueError(f"Confusion.matrix: row {at}, column {column}: {value!r} is not a whole "
+                                     "number of 0 or more")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Confusion:
+        """Read each level and count (a bad one named by its place), then the shape ``__post_init__`` checks."""
+        def levels(values: Any) -> list[float]:
+            if not isinstance(values, list):
+                raise TypeError(f"expected a list, got {type(values).__name__}")
+            return [_level(v) for v in values]
+
+        def row(values: Any) -> list[int]:
+            if not isinstance(values, list):
+                raise JsonRecordError(cls.json_where, f"Confusion.matrix: expected a list of counts, got "
+                                                      f"{type(values).__name__}")
+            out = []
+            for at, value in enumerate(values):
+                try:
+                    out.append(count(value))
+                except (TypeError, ValueError) as err:
+                    raise JsonRecordError(cls.json_where, f"Confusion.matrix is not readable ({err})", (str(at),)) \
+                        from err
+            return out
+
+        def matrix(values: Any) -> list[list[int]]:
+            if not isinstance(values, list):
+                raise TypeError(f"expected a list of rows, got {type(values).__name__}")
+            return listed(row)(values)
+
+        try:
+            return _read(cls, data, levels=levels, matrix=matrix)
+        except JsonRecordError:
+            raise
+        except ValueError as err:  # __post_init__'s: every count read, the shape is what is left
+            raise JsonRecordError(cls.json_where, str(err), ("matrix",)) from err
 
 
 @dataclass(frozen=True)
@@ -266,10 +361,18 @@ class Settings(_MetricsRecord):
     #: what the intervals resample, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
     bootstrap_unit: str | None = optional_field()
 
+    def __post_init__(self) -> None:
+        """Refuse (ValueError) ``vc_repeats`` out of 1 to ``MAX_VC_REPEATS`` where the settings are made:
+        ``evaluate`` given 20,000 wrote a metrics.json its own read-back (and compare) refused."""
+        try:
+            check_vc_repeats(self.vc_repeats)
+        except ValueError as err:
+            raise ValueError(f"Settings.vc_repeats: {err}") from None
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Settings:
         # each checked against what score writes: compare pairs on these and says when two runs' differ
-        return _read(cls, data, spearman_target=_one_of(*TARGETS, absent=True),
+        return _read(cls, data, vc_repeats=_vc_repeats, spearman_target=_one_of(*TARGETS, absent=True),
                      regression_scores=_one_of("raw", "clipped", absent=True),
                      bootstrap_unit=_one_of("item", "instruction", absent=True))
 

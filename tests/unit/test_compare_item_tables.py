@@ -84,7 +84,7 @@ def test_an_item_table_whose_expert_ids_do_not_pair_with_its_scores_is_refused_n
     ids[3] = edit([f"e{n}" for n in range(len(ids[3]))])
     at = arrow.schema.get_field_index("expert_ids")
     pq.write_table(arrow.set_column(at, "expert_ids", pa.array(ids, type=arrow.schema.field(at).type)), path)
-    with pytest.raises(ValueError, match=rf"items\.parquet: row 3 \(id '[^']+'\): column expert_ids: {problem}"):
+    with pytest.raises(ValueError, match=rf"items\.parquet: row index 3 \(id '[^']+'\): column expert_ids: {problem}"):
         item_table.read_table(path)
 
 

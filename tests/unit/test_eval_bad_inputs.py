@@ -229,7 +229,7 @@ def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, tex
     (lambda m: m.pop("judge"), "judge: Metrics has no 'judge'"),
     (lambda m: m["settings"].pop("n_boot"), "settings.n_boot: Settings has no 'n_boot'"),
     (lambda m: m["splits"]["standard"]["overall"].update(mae="low"),
-     "splits.standard.overall.mae: Cell.mae is not readable (could not convert string to float: 'low')"),
+     "splits.standard.overall.mae: Cell.mae is not readable (expected a number, got str 'low')"),
     (lambda m: m["splits"]["all"]["by_model"].update(m2=[]),
      "splits.all.by_model.m2: Cell should be a JSON object, not list"),
     (lambda m: m.update(splits=5), "splits: Metrics.splits is not readable ('int' object has no attribute 'items')"),

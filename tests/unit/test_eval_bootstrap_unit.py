@@ -71,6 +71,20 @@ def test_the_unit_is_recorded_and_widens_the_intervals_of_a_judge_that_errs_by_i
     assert a["mae"] == b["mae"] and a["spearman"] == b["spearman"]  # the point estimates do not depend on the unit
     # The sample has ~6 items per instruction that err together: the interval is about sqrt(6) times as wide.
     assert _width(b["mae_ci"]) > 1.6 * _width(a["mae_ci"])
+    # MAE by hand: every item with a unique mode is scored, off by one in the instructions the fixture made wrong
+    # (sorted texts, every other one), exact elsewhere.
+    wrong = set(sorted({r.instruction for r in runs["records"]})[::2])
+
+    def unique_mode(scores) -> bool:
+        counts = sorted((list(scores).count(s) for s in set(scores)), reverse=True)
+        return bool(counts) and (len(counts) == 1 or counts[0] > counts[1])
+
+    scored = [r for r in runs["records"] if unique_mode(r.expert_scores)]
+    assert a["n_scored"] == len(scored)
+    assert a["mae"] == pytest.approx(sum(r.instruction in wrong for r in scored) / len(scored))
+    # The figures docs/evaluation.md quotes ("--bootstrap-unit"), 400 resamples under the default seed.
+    assert [round(a["mae"], 3), *(round(v, 3) for v in a["mae_ci"]), *(round(v, 3) for v in b["mae_ci"])] == [
+        0.513, 0.456, 0.571, 0.367, 0.653]
     said = (root / "by_instruction-instruction" / "report.md").read_text(encoding="utf-8")
     assert "whole instructions" in said
     assert "whole instructions" in (root / "by_instruction-instruction" / "report.html").read_text(encoding="utf-8")

@@ -106,7 +106,7 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics.splits is not readable \('int' object"):
         Metrics.from_json({**raw, "splits": 5})
     bad_cell = {**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": "low"}}}}
-    with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(could not convert string"):
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(expected a number, got str 'low'\)$"):
         Metrics.from_json(bad_cell)
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(int too large"):
         Metrics.from_json({**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})

@@ -277,8 +277,11 @@ def test_raised_resamples_are_said_before_and_capped(tmp_path: Path, capsys) -> 
     assert main(["compare", *runs, "--alpha", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("judge-eval compare: error: --alpha 1e-05: a call between 3 candidates at alpha / 3 needs 600000 "
-                   "resamples, over the 100000 a leaderboard raises --n-boot 1000 to; give --alpha of at least 6e-05, "
-                   "or --n-boot 600000 to draw them all the same")
+                   "resamples, over the 100000 a leaderboard raises --n-boot 1000 to; give --alpha of at least 6e-05")
+    # --n-boot 600000 is no way round it: compare refuses more than 100,000 resamples before reading a run.
+    assert main(["compare", *runs, "--alpha", "1e-5", "--n-boot", "600000"]) == 2
+    assert capsys.readouterr().err == ("judge-eval compare: error: --n-boot: must be at most 100,000 (the most "
+                                       "resamples a leaderboard raises --n-boot to), got 600000\n")
 
 
 def test_leaderboard_docstring_names_every_key(tmp_path: Path) -> None:
