@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import html
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from eval.reports.names import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically
@@ -166,10 +166,10 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     Returns:
         ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row at all: an
         unfinished run, scored on what it has and said so; a row of an older text is ``n_stale``, not missing),
-        ``n_parsed``, ``n_failed``, ``failures`` (code -> count), ``n_both_orders``, ``n_stale`` (judgments of an
-        older text of their pair, not scored), ``n_unasked_order`` (judgments in an order the run did not ask, not
-        scored), ``n_pairs_combined``, ``n_orders_disagree`` (pairs combined to a tie because their orders
-        disagree), ``n_pairs_uncombined`` and, ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected
+        ``n_parsed``, ``n_failed``, ``failures`` (code -> count, most first and bounded: ``code_counts``),
+        ``n_both_orders``, ``n_stale`` (judgments of an older text of their pair, not scored), ``n_unasked_order``
+        (judgments in an order the run did not ask, not scored), ``n_pairs_combined``, ``n_orders_disagree`` (pairs
+        combined to a tie because their orders disagree), ``n_pairs_uncombined`` and, ``coverage`` (``{value, n, n_parsed}``: parsed over ``n`` expected
         judgments; no interval: it describes the run, not a sample) and, for each of ``RATES``, ``{value, ci, n}``
         (or ``{value: None, why_empty}``).
     """
@@ -182,7 +182,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
     tie_num, tie_den = np.zeros(m), np.zeros(m)
     flip_num, flip_den = np.zeros(m), np.zeros(m)
     first_num, first_den = np.zeros(m), np.zeros(m)
-    failures: Counter = Counter()
+    failures: list[str] = []  # each failed judgment's code
     n_judgments = n_unasked = 0
     for k, pair in enumerate(pairs):
         judged = by_pair.get(pair.id, {})
@@ -192,7 +192,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         for row in (judged[order] for order in orders if order in judged):
             n_judgments += 1
             if not row.parse_ok or row.verdict is None:
-                failures[row.error or "unknown"] += 1
+                failures.append(row.error or "unknown")
                 continue
             tie_den[k] += 1
             tie_num[k] += row.verdict == 0
@@ -217,8 +217,9 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         # unfinished run; counting it here too would report one judgment twice.
         "n_missing": sum(1 for pair in pairs for order in orders if (pair.id, order) not in judged_at_all),
         "n_parsed": int(tie_den.sum()),
-        "n_failed": sum(failures.values()),
-        "failures": dict(sorted(failures.items())),
+        "n_failed": len(failures),
+        # bounded as score's are: a predictions file written elsewhere may hold any text as a code
+        "failures": code_counts(failures),
         "n_both_orders": int(flip_den.sum()),
         "n_stale": n_stale,
         "n_unasked_order": n_unasked,
@@ -275,7 +276,7 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
              + (f" ({', '.join(f'{_md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
-                if metrics["failures"] else "")
+                + cut_codes_note(metrics["failures"]) if metrics["failures"] else "")
              + f"; {metrics['n_both_orders']} pairs parsed in both orders."
              + _combined_text(metrics)
              + (f" **{metrics['n_missing']} judgments have no row** (the run is unfinished: rerun it to complete)."

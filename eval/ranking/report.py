@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from eval.reports.html_text import escape
+from eval.reports.names import shown_name, shown_names
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
            "calls_line", "resamples_phrase", "holm_applied"]
@@ -90,7 +91,10 @@ def _failures(cell: Mapping[str, Any]) -> dict[str, int]:
 def _matrix_table(matrix: Mapping[str, Any]) -> str:
     rows, columns, cells = matrix["rows"], matrix["columns"], matrix["cells"]
     low_end, high_end = matrix.get("scale") or (0.0, 1.0)  # a bench.json before the field: normalised scores
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    # Criteria and candidates are the data's names, written in the heading, the row and every cell's tooltip: cut as
+    # every report table cuts them.
+    row_name, column_name = shown_names(rows), shown_names(columns)
+    head = "".join(f"<th>{_e(column_name[str(c)])}</th>" for c in columns)
     out = [f'<div class="scroll"><table class="grid heat"><thead><tr><th>criteria_name</th>{head}</tr></thead><tbody>']
     for i, r in enumerate(rows):
         margin_row = i == len(rows) - 1
@@ -99,7 +103,7 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
             cell = cells[r][c]
             low, high = cell["ci"]
             failed = _failures(cell)
-            tip = f"{r} × {c}: {_fmt(cell['value'], 4)} [{_fmt(low, 4)}, {_fmt(high, 4)}], n {cell['n']}" + "".join(
+            tip = f"{row_name[str(r)]} × {column_name[str(c)]}: {_fmt(cell['value'], 4)} [{_fmt(low, 4)}, {_fmt(high, 4)}], n {cell['n']}" + "".join(
                 f", {k} {v}" for k, v in failed.items()) + (f"; no interval: {cell['why_no_ci']}"
                                                           if cell.get("why_no_ci") else "")
             note = f"<small>[{_fmt(low, 2)}, {_fmt(high, 2)}] n {cell['n']}</small>"
@@ -109,7 +113,7 @@ def _matrix_table(matrix: Mapping[str, Any]) -> str:
             tds.append(f'<td{klass} title="{_e(tip)}"{_heat(cell["value"], low_end, high_end)}>'
                        f'{_fmt(cell["value"])}{note}</td>')
         row_class = ' class="margin"' if margin_row else ""
-        out.append(f"<tr{row_class}><td>{_e(r)}</td>{''.join(tds)}</tr>")
+        out.append(f"<tr{row_class}><td>{_e(row_name[str(r)])}</td>{''.join(tds)}</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -147,7 +151,8 @@ def _selection(result: Mapping[str, Any]) -> list[str]:
 def render_ranking_page(result: Mapping[str, Any]) -> str:
     """The ranking report: counts, the matrix as a heat map, how to read it."""
     matrix, counts = result["matrix"], result["counts"]
-    subtitle = [f"candidate <b>{_e(result['model'])}</b>, judge <b>{_e(result['judge'])}</b>, data {_e(result['data'])}",
+    subtitle = [f"candidate <b>{_e(shown_name(result['model']))}</b>, judge <b>{_e(shown_name(result['judge']))}</b>, "
+                f"data {_e(result['data'])}",
                 f"grand mean {_fmt(matrix['grand_mean'], 4)} (the mean of every non-binary score, pooled); "
                 f"{counts['n_instructions']} instructions, {_sent(counts)}; normalisation "
                 f"{_e(matrix['normalize'])}; verdicts read by the {_e(result.get('verdict_reader', 'toolkit'))} "
@@ -186,7 +191,7 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "(judged by the next run): none of them was judged, and each is counted in its cell above. POLLUX sends "
             f"an empty answer to its judge; the toolkit cannot, so those items are {empty}. Verdicts that did not "
             "parse, were out of scale or whose request failed are counted per cell above.</p>"]
-    return _page(f"judge-eval rank: {result['model']}", subtitle, body)
+    return _page(f"judge-eval rank: {shown_name(result['model'])}", subtitle, body)
 
 
 def write_ranking_page(result: Mapping[str, Any], out: str | Path) -> Path:
@@ -222,7 +227,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     rows, columns, cells = result["rows"], result["columns"], result["cells"]
     span = max([abs(c["delta"]) for r in rows for c in cells[r].values()
                 if isinstance(c["delta"], (int, float)) and math.isfinite(c["delta"])] or [0.0])
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    row_name, column_name = shown_names(rows), shown_names(columns)  # the data's names, cut as _matrix_table cuts
+    head = "".join(f"<th>{_e(column_name[str(c)])}</th>" for c in columns)
     table = [f'<div class="scroll"><table class="grid heat"><thead><tr><th>criteria_name</th>{head}</tr></thead><tbody>']
     for r in rows:
         tds = []
@@ -231,7 +237,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             low, high = cell["ci"]
             verdict = cell["verdict"]
             css = {"B higher": "better", "B lower": "worse"}.get(verdict, "")
-            tip = (f"{r} × {c}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, sign-flip p "
+            tip = (f"{row_name[str(r)]} × {column_name[str(c)]}: A {_fmt(cell['a'], 4)}, B {_fmt(cell['b'], 4)}, sign-flip p "
                    f"{sign_flip_p_text(cell['p_value'])}"
                    + (f", Holm p {sign_flip_p_text(cell['p_holm'])}" if "p_holm" in cell else ""))
             if cell.get("n_dropped_a") or cell.get("n_dropped_b"):
@@ -246,10 +252,11 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             tds.append(f'<td{_diverging(cell["delta"], span)} title="{_e(tip)}">{_fmt(cell["delta"])}'
                        f"<small>[{_fmt(low)}, {_fmt(high)}]</small>"  # as precise as the delta beside it
                        f'<small class="{css}">{_e(verdict)}</small></td>')
-        table.append(f"<tr><td>{_e(r)}</td>{''.join(tds)}</tr>")
+        table.append(f"<tr><td>{_e(row_name[str(r)])}</td>{''.join(tds)}</tr>")
     table.append("</tbody></table></div>")
-    subtitle = [f"A <b>{_e(result['a']['model'])}</b> ({_e(result['a']['run'])}) vs B <b>{_e(result['b']['model'])}"
-                f"</b> ({_e(result['b']['run'])}); judge {_e(result['judge'])}",
+    subtitle = [f"A <b>{_e(shown_name(result['a']['model']))}</b> ({_e(shown_name(result['a']['run']))}) vs B "
+                f"<b>{_e(shown_name(result['b']['model']))}</b> ({_e(shown_name(result['b']['run']))}); judge "
+                f"{_e(shown_name(result['judge']))}",
                 f"{result['n_instructions']} instructions with an item scored by both; {_e(resamples_phrase(result))}"
                 f", alpha {_e(result['alpha'])}",
                 *(_e(line) for line in [*exclusion_lines(result), calls_line(result)] if line)]

@@ -15,22 +15,20 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~930 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~910 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 import json
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eval.reports.names import NAME_CHARS, shown_name, shown_names
 from eval.reports.report import SPLIT_TITLES
 from eval.reports.run_files import data_path, load_predictions, load_records, missing_note
 from eval.scoring.comparison import Comparison
@@ -52,38 +50,6 @@ DEFAULT_TEXT_ITEMS = 5_000
 #: The longest text (instruction, answer, rubric, comment, feedback, raw output) the page embeds, in characters;
 #: a longer one is cut there, with a line saying so (one 1 MB feedback would otherwise be 1 MB of the page).
 MAX_TEXT_CHARS = 20_000
-#: The most characters of a name (evaluated model, task type, criterion, judge, run) the pages show: the loader takes
-#: names of any length, and a page writes each several times (tables per split, the plot's labels, the filters), so
-#: a criterion name of a million characters was written whole that many times. Longer ones lose their middle, in its
-#: place "…".
-NAME_CHARS = 300
-#: The characters a cut name keeps of its end: names are told apart at their ends (compare's " (folder)" after two
-#: equal judge names, a rubric's "(part B)"), and a name cut to its first characters read as every other one.
-_NAME_TAIL = 99
-
-
-def shown_name(name: Any) -> str:
-    """``name`` as the pages show it: at most ``NAME_CHARS`` characters; a longer one keeps its first and last
-    characters with "…" between them."""
-    text = str(name)
-    if len(text) <= NAME_CHARS:
-        return text
-    return text[: NAME_CHARS - 1 - _NAME_TAIL] + "…" + text[-_NAME_TAIL:]
-
-
-def shown_names(names: Iterable[Any]) -> dict[str, str]:
-    """Each distinct name (as text) and how the pages show it: ``shown_name``'s cut, and where two cut names still
-    read alike, each of them followed by " (#d)", d the first characters of the full name's SHA-256, so that no
-    row, heading or filter value of one name stands for another's. The mark depends on the name alone: every table,
-    plot and filter of a page, whichever names it holds and in whatever order, shows a name the same way."""
-    distinct = list(dict.fromkeys(str(name) for name in names))
-    cut = [shown_name(name) for name in distinct]
-    shared = {label for label, n in Counter(cut).items() if n > 1}
-    # A marked label is longer than NAME_CHARS, so it never reads as a name left whole or as another's cut.
-    return dict(zip(distinct, (f"{label} (#{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]})"
-                               if label in shared else label for name, label in zip(distinct, cut))))
-
-
 #: The most bytes of embedded texts (their JSON) a page holds: texts are embedded item by item, worst first, until
 #: the next item's would pass it. About three times the synthetic full test's 22 MiB, so a run of ordinary texts
 #: keeps its ``DEFAULT_TEXT_ITEMS``.

@@ -27,8 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns, report_items,
-                                        shown_name, shown_names)
+from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns,
+                                        report_items)
+from eval.reports.names import cut_codes_note, shown_name, shown_names
 from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
 from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note
@@ -185,6 +186,10 @@ def _confusion_html(title: str, conf: Confusion) -> str:
     return "".join(out)
 
 
+#: Characters of a criterion's name the MAE plot's label column (390 px at 11 px sans-serif) holds.
+_SVG_LABEL_CHARS = 55
+
+
 def _mae_svg(cells: Mapping[str, Cell], target: str, intervals: bool = True) -> str:
     """MAE by criterion, worst on top, with its interval as a whisker (``intervals``: the run drew resamples);
     inline SVG."""
@@ -198,9 +203,12 @@ def _mae_svg(cells: Mapping[str, Cell], target: str, intervals: bool = True) -> 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{height}" '
            f'class="mae-plot" font-size="11" font-family="sans-serif">']
     shown = shown_names(k for k, _ in rows)
+    # The label, cut to its column's width as the tables cut names (first and last characters, marked where two
+    # still read alike); the tooltip holds the tables' cut.
+    labels = shown_names((k for k, _ in rows), _SVG_LABEL_CHARS)
     for i, (name, c) in enumerate(rows):
         y = 8 + i * row_h
-        short, name = (name if len(name) <= 55 else name[:54] + "…"), shown[str(name)]
+        short, name = labels[str(name)], shown[str(name)]
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end"><title>{_e(name)}</title>{_e(short)}</text>')
         out.append(f'<rect x="{label_w}" y="{y + 2}" width="{c.mae * scale:.1f}" height="{row_h - 5}" fill="#4c72b0">'
                    f'<title>{_e(name)}: MAE {_num(c.mae)} (n scored {c.n_scored})</title></rect>')
@@ -292,7 +300,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
         body.append(f'<h2 id="tables-{_e(split)}">{_e(title)}</h2>')
         if block.failures:
             body.append('<p class="note">Failures by reason: ' + ", ".join(
-                f"<code>{_e(k)}</code> {_e(v)}" for k, v in block.failures.items()) + "</p>")
+                f"<code>{_e(k)}</code> {_e(v)}" for k, v in block.failures.items()) + _e(cut_codes_note(block.failures))
+                + "</p>")
         means = block.model_means is not None and bool(block.model_means.by_model)
         if means:  # report.md's Table 10, from the same cells (the judge's name among them, escaped by the table)
             # the names cut as the other tables' are, before the header adds " (MAE)" to the judge's
@@ -334,8 +343,10 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     if explorer is not None:
         nav.append(("explorer", "Items"))
         body += ['<h2 id="explorer-title">Items: where the judge and the experts disagree</h2>',
-                 '<p class="note">Sorted by |judge − experts|; filter by split, evaluated model, task type, criterion '
-                 "and status. Click an item to open it.</p>", '<div id="explorer"></div>']
+                 '<p class="note">Sorted by |judge − experts|; filter by split, evaluated model, task type, criterion, '
+                 "status, the experts' mode (unique or not, no expert scores, no prediction) and whether the judge's "
+                 "score lies on the item's scale (where the table records it). Click an item to open it. Names longer than the tables hold are cut "
+                 "in their middle (…), and marked (#…) where two would read alike.</p>", '<div id="explorer"></div>']
         data = explorer
     nav = [(a if a != "explorer" else "explorer-title", t) for a, t in nav]
     return _page(f"Judge report: {judge_name}", subtitle, nav, body, data)

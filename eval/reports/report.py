@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.reports.names import cut_codes_note
 from eval.reports.notes import run_notes  # re-exported: eval.cli and report.html import it from here
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC
@@ -413,7 +414,8 @@ def render_markdown(result: Metrics) -> str:
             continue
         out += [f"## {SPLIT_TITLES[split]}", ""]
         if block.failures:
-            out += ["Failures by reason: " + ", ".join(f"{_md_code(k)} {v}" for k, v in block.failures.items()), ""]
+            out += ["Failures by reason: " + ", ".join(f"{_md_code(k)} {v}" for k, v in block.failures.items())
+                    + cut_codes_note(block.failures), ""]
         if block.model_means is not None and block.model_means.by_model:
             note, header, rows = model_means_cells(block.model_means, result.judge)
             out += [f"### {SPLIT_TITLES[split]}: mean score per evaluated model (the paper's Table 10)", "",

@@ -553,3 +553,22 @@ def test_pairwise_report_md_writes_the_judge_name_and_failure_codes_inert():
     text = pairwise_markdown(metrics, name="<img src=x onerror=alert(1)> | # j")
     assert text.splitlines()[0] == "## Pairwise judging — &lt;img src=x onerror=alert(1)&gt; &#124; # j"
     assert "2 failed (&lt;b&gt;bad&#124;code: 1, `no_score`: 1)" in text and "<img" not in text and "<b>" not in text
+
+
+def test_pairwise_failure_codes_are_bounded_and_counted_most_first():
+    """A pairwise predictions file written elsewhere whose 60 failed judgments each carry a distinct 5,000-character
+    code, and 3 more ``no_score``: the failures were one whole key per code, alphabetical; now most first, each cut
+    (none over 100 characters), past the 50 most frequent counted together (51 keys), none dropped, and the report
+    says so."""
+    from eval.pairwise.metrics import pairwise_markdown
+
+    pairs = [PairRecord(f"p{k}", "q", "a", "b", "r", None) for k in range(63)]
+    codes = [f"{k:03d}" + "ж" * 5000 for k in range(60)] + ["no_score"] * 3
+    rows = [PairwiseRow(pair.id, "original", "j", "x", "", None, None, False, code, "", 0.0, pair.content_key)
+            for pair, code in zip(pairs, codes)]
+    metrics = pairwise_metrics(pairs, rows, n_boot=0, orders=("original",))
+    failures = metrics["failures"]
+    assert (metrics["n_failed"], sum(failures.values()), len(failures)) == (63, 63, 51)
+    assert list(failures)[0] == "no_score" and failures["no_score"] == 3
+    assert all(len(code) <= 100 for code in failures)
+    assert "the codes after the 50 most frequent are counted together" in pairwise_markdown(metrics)

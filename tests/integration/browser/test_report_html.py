@@ -18,10 +18,11 @@ from tests.support.browser import browser  # noqa: F401  (the fixture)
 
 
 def _open(driver, path: Path):
-    from selenium.webdriver.support.ui import WebDriverWait
-
+    """Load ``path`` and check that page.js finished: its script is inline at the end of the body and sets
+    ``data-ready`` synchronously while the page is parsed (no timer, no event), and ``driver.get`` returns after the
+    load event, so the flag is set by then or never (the script stopped on an error)."""
     driver.get(path.as_uri())
-    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    assert driver.execute_script("return document.body.dataset.ready") == "1", f"page.js did not finish on {path.name}"
 
 
 def _choose(driver, filter_key: str, label: str | None) -> None:
