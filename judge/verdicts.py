@@ -673,9 +673,21 @@ def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str
     """A served judge's output read as every route reads one (judge-serve, judge-eval's chat route, pairwise
     judging): ``parse_judge_output`` with what the server's ``finish_reason`` says. A tagged verdict by
     ``read_tagged_verdict`` (a score the length limit may have cut, a cut ``[END`` under ``lenient``); an integer one
-    that ``max_tokens`` stopped fails as ``cut`` (``cut_short``): its integer is wherever the cut fell."""
+    that ``max_tokens`` stopped fails as ``cut`` (``cut_short``): its integer is wherever the cut fell.
+
+    An integer judge's reasoning returned apart (vLLM's ``--reasoning-parser``) with no answer after it is ``empty``
+    when the server says the judge ended its turn (``finish_reason`` "stop"), as the same output written inline
+    (``<think>...</think>`` and nothing) reads: no integer came, and ``unclosed_think`` would send the caller to raise
+    ``max_tokens``, which gives room to nothing. Any other ``finish_reason`` leaves it ``unclosed_think``: "length"
+    (a parser returns a cut inside the reasoning that way), none or "" (not reported), and "content_filter",
+    "abort" or "tool_calls" (the turn was not ended by the judge), the rule the teacher traces read
+    (``train.synthetic.traces``, docs/reasoning-judges.md)."""
     if verdict_format == VerdictFormat.TAGGED:
         return read_tagged_verdict(text, scale, lenient, finish_reason)
+    if (verdict_format == VerdictFormat.INTEGER and finish_reason == "stop"
+            and not (text or "").strip() and (reasoning or "").strip()):
+        return Verdict.failure(VerdictError.EMPTY, "the judge ended its turn (finish_reason stop) with no answer after "
+                               "its reasoning", reasoning.strip())
     verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
         verdict = cut_short(verdict, "max_tokens (finish_reason length)")

@@ -19,7 +19,8 @@ a line cut by a kill is dropped, items whose *request* failed are retried, so ar
 ``content_key``), and the file ends with exactly one row per item; a judge now serving another model than run.json
 records is refused (``eval.judging.format_choice.held_model``), so is one whose model entry names other weights
 (``held_root``) or whose judge-serve fingerprints other weights files (``held_fingerprint``: a judge retrained into the
-same folder). A verdict that does not parse is a final answer
+same folder). A rerun with nothing left to ask (a requeued shard already whole) asks no server and keeps in run.json
+what the folder's server said (``backend``, ``server_limits``). A verdict that does not parse is a final answer
 (``parse_ok: false`` with the parser's error); it is never a score.
 
 Before any item is sent, the server's model list is asked (``eval.judging.contact.first_contact``: retried while the server
@@ -42,7 +43,7 @@ Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.j
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~500 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~560 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``breaker``, ``run_settings``).
 """
@@ -267,8 +268,10 @@ def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], in
     if resume:
         # A resumed run keeps the choices it started with (an llm classifier asked again could choose differently and
         # orphan the predictions already written), but reads the data every time: a row whose id and instruction
-        # are unchanged keeps its recorded choice; a failed choice, a row added or edited since, and a choice
-        # recorded before choices carried their instruction's key are classified again (expand_file(resume=True)).
+        # are unchanged keeps its recorded choice when the classifier asked now made it (classifier_identity: the
+        # same artefact or model, threshold and settings that move a choice; an llm endpoint's address is none); a
+        # failed choice, a row added or edited since, a choice of another classifier and one recorded without
+        # either key are classified again (expand_file(resume=True)).
         log.info("criteria auto: resuming from %s (delete it to classify every row again)", recorded)
     classifier = classifier_from_settings(config.criteria_classifier, config.criteria_classifier_path,
                                           config.criteria_classifier_model, config.criteria_threshold,
@@ -427,9 +430,15 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         else:
             raise not_a_model_ref(judge_ref, "judge")
         limits, entry = ModelLimits(), {}
+        # Nothing to ask (a requeued or resubmitted shard already whole): no server says what it serves, so what the
+        # server of the folder's verdicts said stands in run.json, which `judge-eval merge` compares across shards.
+        said_before = earlier_record(out) if n_written and not todo else {}
+        held_limits = said_before.get("server_limits") if isinstance(said_before.get("server_limits"), dict) else None
         if todo:  # first contact: a loading server is waited for, a wrong key or URL said plainly (exit 4)
             model, limits = first_contact(base_url, api_key, model, key_source=key.source, what="the judge",
                                           policy=first_contact_policy(config), entry=entry)
+        elif held_limits is not None:
+            limits = ModelLimits.from_entry(held_limits)
         model = held_model(out, n_written, model, judge_ref, asking=bool(todo))  # one folder, one judge's verdicts
         fingerprint = held_fingerprint(out, n_written, weights_fingerprint(entry), judge_ref, asking=bool(todo))
         limits = dataclasses.replace(limits, root=held_root(out, n_written, limits.root, judge_ref, asking=bool(todo),
@@ -437,6 +446,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         kind = config.backend
         if todo and kind == "auto":
             kind = detect_backend(base_url, api_key, limits)
+        elif kind == "auto" and isinstance(said_before.get("backend"), str):
+            kind = said_before["backend"]
         # One folder, one route: a regression judge's /v1/judge scores are its head's, its chat passthrough's the
         # LM's own verdicts, and a probe that once failed must not mix the two in one predictions file.
         made_by = earlier_record(out).get("backend") if n_written and todo else None
@@ -525,9 +536,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
             asked_why = "the template of the verdicts already in the folder (nothing asked now)"
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
-                         n_items=len(records), server_limits={**dataclasses.asdict(limits),
-                                                              "max_tokens_requested": requested_max_tokens,
-                                                              "max_tokens_adopted": adopted_max_tokens},
+                         n_items=len(records),
+                         server_limits=held_limits or {**dataclasses.asdict(limits),
+                                                       "max_tokens_requested": requested_max_tokens,
+                                                       "max_tokens_adopted": adopted_max_tokens},
                          prompt_version=asked_with, prompt_version_why=asked_why, weights_fingerprint=fingerprint,
                          **levels)
         counts = {"written": 0, "parse_failed": 0, "request_failed": 0}

@@ -14,21 +14,32 @@ The shards must have been judged alike. A shard rerun with another judge setting
 the mix: every key of the shards' run.json must agree, but for what each shard has of its own (``PER_SHARD``), and
 the first key that differs is named. The judge's address may differ only between URLs (a shard rerun through a new
 serve job has another host and port); the served model, its weights fingerprint and every setting still agree.
+A shard that had no item to judge (``--split`` kept none of its block's rows) asked no server, so what a server tells
+a run (``SERVER_SAID``, ``SERVER_SAID_CONFIG``) is not compared for it; every other key still is (its ``--split``,
+``--limit``, criteria, prompt): a shard run with another split has rows no shard judged. It is counted and listed as
+the others are. A merge where no shard had an item to judge is refused: ``score`` would find nothing to score.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
-__all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "merge_shards", "merged_record"]
+__all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
+           "merged_record", "selected_nothing"]
 
 #: Top-level run.json keys each shard has of its own: its launches and its counts (the items; with ``--criteria
 #: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed.
 PER_SHARD = ("launch", "earlier_launches", "n_items", "task_choice_levels", "task_choice_zero_shot")
 #: config keys each shard has of its own: its block of the data, its folder, and how that task was started.
 PER_SHARD_CONFIG = ("data", "out", "overwrite", "progress")
+#: Top-level run.json keys `judge-eval run` writes from what the server says (its backend probe, its model entry's
+#: name, limits and fingerprint, the template a judge-serve renders and why): a run that asked no server has its own.
+SERVER_SAID = ("backend", "model", "server_limits", "weights_fingerprint", "prompt_version", "prompt_version_why")
+#: config keys the run fills from the server: the served name, the format its model entry states, and max_tokens
+#: adopted from its trained completion length or fitted to its window.
+SERVER_SAID_CONFIG = ("name", "verdict_format", "max_tokens")
 
 
 class ShardMismatch(ValueError):
@@ -62,26 +73,53 @@ def _is_url(judge: Any) -> bool:
     return isinstance(judge, str) and "://" in judge
 
 
-def _comparable(record: dict) -> dict:
-    """The record less what each shard has of its own (and less the judge's address when it is a URL)."""
-    out = {key: value for key, value in record.items() if key not in PER_SHARD}
+def _comparable(record: dict, asked_no_server: bool = False) -> dict:
+    """The record less what each shard has of its own (and less the judge's address when it is a URL); with
+    ``asked_no_server``, less what a server tells a run too (``SERVER_SAID``, ``SERVER_SAID_CONFIG``)."""
+    own, own_config = PER_SHARD, PER_SHARD_CONFIG
+    if asked_no_server:
+        own, own_config = own + SERVER_SAID, own_config + SERVER_SAID_CONFIG
+    out = {key: value for key, value in record.items() if key not in own}
     config = record.get("config")
     if isinstance(config, dict):
         out["config"] = {key: value for key, value in config.items()
-                         if key not in PER_SHARD_CONFIG and not (key == "judge" and _is_url(value))}
+                         if key not in own_config and not (key == "judge" and _is_url(value))}
     return out
 
 
-def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path) -> dict:
+def selected_nothing(record: dict) -> bool:
+    """A shard's run that had no item to judge (``--split`` kept none of its block's rows): it asked no server, so
+    its run.json names no backend, model or server limits to compare with the others'."""
+    n_items = record.get("n_items")
+    return isinstance(n_items, int) and not isinstance(n_items, bool) and n_items == 0
+
+
+def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
+                  uncompared: Collection[Path] = ()) -> dict:
     """The run.json of the merged folder: the shards' common record, with the whole data and the merged folder in
     its config, the items summed, and each shard's own part under ``shards``.
 
+    The shards in ``uncompared`` (those that judged nothing: ``merge_shards``) asked no server: what a server tells
+    a run is left out of their comparison (``SERVER_SAID``, ``SERVER_SAID_CONFIG``), and the record is the others'.
+    They are counted and listed under ``shards`` as the others are.
+
     Raises:
-        ShardMismatch: two shards whose records differ outside ``PER_SHARD`` / ``PER_SHARD_CONFIG``, naming the key.
+        ShardMismatch: two shards whose records differ outside ``PER_SHARD`` / ``PER_SHARD_CONFIG`` (and, for one in
+            ``uncompared``, outside what a server said), naming the key.
+        ValueError: every shard is in ``uncompared``: there is nothing to merge.
     """
-    (first_dir, first), *rest = records
-    for shard_dir, record in rest:
-        key = _differing_key(_comparable(first), _comparable(record), "")
+    compared = [(shard_dir, record) for shard_dir, record in records if shard_dir not in uncompared]
+    if not compared:  # `score` would say "no predictions" and send the user to run again, which selects none again
+        splits = sorted({str((record.get("config") or {}).get("split")) for _, record in records})
+        raise ValueError(f"no shard had an item to judge (--split {' / '.join(splits)} kept none of the rows of the "
+                         f"{len(records)} shards' blocks); nothing to merge: judge the data with a --split that "
+                         "selects some of its rows")
+    first_dir, first = compared[0]
+    for shard_dir, record in records:
+        if record is first:
+            continue
+        asked_no_server = shard_dir in uncompared
+        key = _differing_key(_comparable(first, asked_no_server), _comparable(record, asked_no_server), "")
         if key is not None:
             raise ShardMismatch(
                 f"{shard_dir / 'run.json'}: {key} is {json.dumps(_lookup(record, key), ensure_ascii=False)[:200]}, "
@@ -90,7 +128,7 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path) -
                 "(--overwrite), or merge only shards judged alike")
     merged = _comparable(first)
     config = dict(merged.get("config") or {})
-    judges = {record.get("config", {}).get("judge") for _, record in records if isinstance(record.get("config"), dict)}
+    judges = {record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)}
     if len(judges) == 1:  # one address for every shard: it is the run's; differing URLs stay each shard's own
         config["judge"] = judges.pop()
     config["data"] = str(data)
@@ -123,7 +161,10 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     otherwise), are refused. Nothing is written then.
 
     A shard with no predictions (more tasks than records: ``eval.sbatch`` writes an empty file and runs nothing)
-    has no run.json and takes no part in the comparison.
+    has no run.json and takes no part in the comparison. One whose run.json says it had no item to judge (``n_items``
+    0, no rows: ``--split`` kept none of its block's rows, and its run asked no server) is compared but for what a
+    server tells a run (``merged_record``), and counted and listed in the merged record; when every shard with a
+    run.json is one, the merge is refused.
 
     Returns:
         (rows merged, the run.json written, or None when no shard has one: a stale one in ``out`` is removed).
@@ -132,7 +173,8 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
         ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
         FileNotFoundError: a shard without predictions.jsonl.
         ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
-            prediction, its torn last line, or an id already merged; each naming the shard's file.
+            prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
+            an item to judge (every run.json says ``n_items`` 0).
     """
     from judge.plumbing.atomic_write import write_atomically
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
@@ -140,6 +182,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     out = Path(out).resolve()
     data = Path(data).resolve()
     records: list[tuple[Path, dict]] = []
+    judged_nothing: set[Path] = set()
     files: list[Path] = []
     seen_dirs: dict[Path, Path] = {}
     for shard in map(Path, shard_dirs):
@@ -156,11 +199,13 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                 raise ValueError(f"{shard / PROVENANCE_FILE}: not a run record (no config object, as `judge-eval "
                                  "run` writes); rerun the shard")
             records.append((shard, record))
+            if selected_nothing(record) and not predictions.stat().st_size:
+                judged_nothing.add(shard)
         elif predictions.stat().st_size:
             raise ShardMismatch(f"{shard / PROVENANCE_FILE}: no such file beside the shard's predictions; the "
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
-    merged = merged_record(records, data, out) if records else None
+    merged = merged_record(records, data, out, judged_nothing) if records else None
 
     for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
         if _torn_tail(predictions):

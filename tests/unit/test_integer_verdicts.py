@@ -72,7 +72,8 @@ def test_a_reasoning_closed_with_nothing_after_it_is_empty_not_unclosed():
     """A judge that closed its reasoning and wrote nothing after it was not cut inside its reasoning (a cut leaves no
     </think>): the answer is empty, and unclosed_think would send a caller to raise max_tokens for nothing. Inline,
     or closed by a template that opened the block in the prompt; the reasoning is kept as feedback. Reasoning apart
-    with no answer stays unclosed_think: that is how vLLM's reasoning parser returns a cut."""
+    with no answer stays unclosed_think here, where no finish_reason says whether the output was cut (vLLM's reasoning
+    parser returns a cut that way; ``read_served_verdict`` reads the finish_reason, next test)."""
     for content in ("<think>\nОшибок нет, всё исправлено.\n</think>\n\n", "Ошибок нет, всё исправлено.</think>  "):
         verdict = parse_integer_verdict(content, None, SCALE)
         assert (verdict.ok, verdict.score, verdict.error, verdict.feedback) == (
@@ -80,6 +81,28 @@ def test_a_reasoning_closed_with_nothing_after_it_is_empty_not_unclosed():
         assert verdict.reason == "the reasoning closed with no answer after it"
     assert parse_integer_verdict("", "Ошибок нет.", SCALE).error == VerdictError.UNCLOSED_THINK
     assert parse_integer_verdict("<think>\nОшибок нет.", None, SCALE).error == VerdictError.UNCLOSED_THINK
+
+
+def test_a_served_reasoning_that_stopped_with_no_integer_is_empty_inline_or_apart():
+    """Pollux-4B-Judge closing its reasoning and ending its turn with no integer (finish_reason "stop") reads alike
+    whether the server returned the reasoning inline or apart (vLLM's reasoning parser: content None): empty, the
+    reasoning kept as feedback. Apart, any other finish_reason still gets unclosed_think: "length" (how a parser
+    returns an output cut inside its reasoning), None or "" (not reported), "content_filter", "abort" or
+    "tool_calls" (the judge did not end its turn, as train.synthetic.traces reads them)."""
+    from judge.verdicts import read_served_verdict
+
+    inline = read_served_verdict("integer", "<think>\nОшибок нет.\n</think>\n", scale=SCALE, finish_reason="stop")
+    for content in (None, "", "  \n"):
+        apart = read_served_verdict("integer", content, reasoning="Ошибок нет.\n", scale=SCALE, finish_reason="stop")
+        assert (apart.ok, apart.score, apart.error, apart.feedback) == (False, None, VerdictError.EMPTY, "Ошибок нет.")
+        assert apart.reason == "the judge ended its turn (finish_reason stop) with no answer after its reasoning"
+    assert (inline.ok, inline.error, inline.feedback) == (False, VerdictError.EMPTY, "Ошибок нет.")
+    for finish_reason in ("length", None, "", "content_filter", "abort", "tool_calls"):
+        cut = read_served_verdict("integer", None, reasoning="Ошибок нет.", scale=SCALE, finish_reason=finish_reason)
+        assert (cut.ok, cut.error, cut.feedback) == (False, VerdictError.UNCLOSED_THINK, "Ошибок нет.")
+    # an answer beside the reasoning is read as before; a tagged judge's reasoning is not its answer
+    assert read_served_verdict("integer", "2", reasoning="Ошибок нет.", scale=SCALE, finish_reason="stop").score == 2.0
+    assert read_served_verdict("tagged", None, reasoning="Ошибок нет.", finish_reason="stop").error == VerdictError.EMPTY
 
 
 @pytest.mark.parametrize("content, reasoning, error", FAILED)
