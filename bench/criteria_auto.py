@@ -8,15 +8,18 @@
     .venv/bin/python bench/criteria_auto.py --threshold-readings        # the tfidf threshold by either reading (~1 min)
 
 Per method and per split (all / Standard / Zero-Shot task types): leaf-task and task-type top-1 / top-3 accuracy,
-the share of choices made at the leaf, at the task type and falling back, precision / recall / Jaccard of the chosen
-criteria set against the gold leaf's set (macro-averaged over instructions; once as chosen and once with the top-1
-leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The set scores are given
+the share of choices made at the leaf, at the task type, falling back and failing (an answer off the taxonomy, a bad
+log-probability, a failed request: a miss in the accuracies, counted apart from the fallbacks, and how many after
+the table),
+precision / recall / Jaccard of the chosen criteria set against the gold leaf's set (macro-averaged over the
+instructions whose choice did not fail; once as chosen and once with the top-1 leaf's set), and latency per instruction (ms, median and mean, one instruction at a time). The set scores are given
 by both readings of ``judge.criteria_auto.CRITERIA_MATCHES``: **exact** criterion ids (the criteria a judge is
 asked, each variant with its own rubric: a Python instruction routed to the C++ leaf scores 0) and **base** ids (a
 sibling leaf's variant counts: the same instruction scores 1).
 Then the calibration of the stated task-type probability: a reliability table (per probability bin: n, stated,
 accuracy) and the expected calibration error. The tfidf method is the shipped classifier unless ``--train`` is given
-(files, or ``bundled`` for the bundled rows); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
+(files, or ``bundled`` for the bundled rows, read as ``judge-train criteria-classifier`` reads them:
+``train.criteria_classifier.training_rows``); ``--exclude-zero-shot`` keeps the Zero-Shot task types out of training,
 so that its Zero-Shot figures measure transfer to unseen task types. Prints Markdown tables and, with ``--json``,
 writes the figures. ``--threshold-readings`` prints instead the threshold the tfidf training would choose on its
 out-of-fold predictions by either reading (``train.criteria_tfidf.threshold_readings``).
@@ -35,6 +38,7 @@ from judge.criteria_auto import (
     CRITERIA_MATCHES,
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
+    TaskChoice,
     TfidfClassifier,
     build_classifier,
     criteria_set_scores,
@@ -49,47 +53,72 @@ def _type(label: str) -> str:
     return label.split(LABEL_SEPARATOR)[0] if label else ""
 
 
+#: The set scores of a choice that names no leaf but did not fail: nothing chosen to score.
+_MISSED = {"precision": 0.0, "recall": 0.0, "jaccard": 0.0}
+
+
+def _choose(classifier, instruction: str, top_k: int):
+    """The classifier's choice, or a failed one (``TaskChoice.failed``) naming the error: one row's failed request
+    (an unreachable endpoint, a bad response) is that row's failure, counted, not the end of the bench."""
+    try:
+        return classifier.choose(instruction, top_k=top_k)
+    except Exception as err:  # noqa: BLE001 - any method's failure on one row is that row's counted failure
+        said = " ".join(str(err).split())[:200]  # one line: httpx's status errors carry a second one
+        return TaskChoice.failed(f"{type(err).__name__}: {said}", getattr(classifier, "name", "?"))
+
+
 def evaluate(classifier, rows: list[dict], top_k: int = 3) -> list[dict]:
-    """One result row per held-out instruction: gold, choice, hits, criteria-set scores, latency (ms)."""
+    """One result row per held-out instruction: gold, choice, hits, criteria-set scores, latency (ms).
+
+    A failed choice (``TaskChoice.is_failure``: an answer off the taxonomy, a bad logprob, a failed request) is a
+    miss in the accuracies, ``failed`` and not ``fallback`` (it is no doubt of the classifier's), and has no
+    criteria-set scores (None): ``summarise`` leaves it out of their means and states how many it left out."""
     out = []
     for row in rows:
         start = time.perf_counter()
-        choice = classifier.choose(row["instruction"], top_k=top_k)
+        choice = _choose(classifier, row["instruction"], top_k)
         latency_ms = (time.perf_counter() - start) * 1000.0
         gold = leaf_of(row["label"])
+        failed = choice.is_failure
         labels = [lab for lab, _ in choice.alternatives]
         top1_leaf = leaf_of(choice.label).criteria if choice.label else ()
-        missed = {"precision": 0.0, "recall": 0.0, "jaccard": 0.0}
         out.append({
             "id": row.get("id", ""), "gold": row["label"], "split": row["split"], "chosen": choice.label,
-            "probability": choice.probability, "fallback": choice.fallback, "level": choice.level,
+            "probability": choice.probability, "failed": failed, "fallback": choice.fallback and not failed,
+            "level": "failed" if failed else choice.level, "reason": choice.reason if failed else "",
             "type_probability": choice.task_type_probability,
             "leaf_top1": choice.label == row["label"], "leaf_top3": row["label"] in labels[:3],
             "type_top1": _type(choice.label) == _type(row["label"]),
             "type_top3": _type(row["label"]) in {_type(lab) for lab in labels[:3]},
-            **{f"set_{match}": criteria_set_scores(choice.criteria, gold.criteria, match=match)
+            **{f"set_{match}": None if failed else criteria_set_scores(choice.criteria, gold.criteria, match=match)
                for match in CRITERIA_MATCHES},
-            **{f"set_no_fallback_{match}": criteria_set_scores(top1_leaf, gold.criteria, match=match) if top1_leaf
-               else missed for match in CRITERIA_MATCHES},
+            **{f"set_no_fallback_{match}": None if failed else criteria_set_scores(top1_leaf, gold.criteria,
+                                                                                   match=match) if top1_leaf
+               else _MISSED for match in CRITERIA_MATCHES},
             "latency_ms": latency_ms,
         })  # fmt: skip
     return out
 
 
 def summarise(results: list[dict]) -> dict:
-    """Means over instructions (accuracies, set scores), latency median/mean; n per split."""
+    """Means over instructions (accuracies: a failed choice a miss), the share of failed choices (``failed``,
+    ``n_failed``), set-score means over the instructions with a choice (``n_scored``: failed ones left out, None
+    when none is left), latency median/mean; n per split."""
     if not results:
         return {"n": 0}
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     summary = {"n": len(results)}
-    for key in ("leaf_top1", "leaf_top3", "type_top1", "type_top3", "fallback"):
-        summary[key] = mean([float(r[key]) for r in results])
+    for key in ("leaf_top1", "leaf_top3", "type_top1", "type_top3", "fallback", "failed"):
+        summary[key] = mean([float(r.get(key, False)) for r in results])
+    summary["n_failed"] = sum(bool(r.get("failed")) for r in results)
     for level in ("leaf", "task_type"):
         summary[f"level_{level}"] = mean([float(r.get("level") == level) for r in results])
+    scored = [r for r in results if not r.get("failed")]
+    summary["n_scored"] = len(scored)
     for which in ("set", "set_no_fallback"):
         for match in CRITERIA_MATCHES:
             for metric in ("precision", "recall", "jaccard"):
-                summary[f"{which}_{match}_{metric}"] = mean([r[f"{which}_{match}"][metric] for r in results])
+                summary[f"{which}_{match}_{metric}"] = mean([r[f"{which}_{match}"][metric] for r in scored])
     lat = [r["latency_ms"] for r in results]
     summary["latency_ms_median"] = statistics.median(lat)
     summary["latency_ms_mean"] = mean(lat)
@@ -131,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                              "or 'bundled'); repeatable; default: the shipped classifier, no training")  # fmt: skip
     parser.add_argument("--no-taxonomy-text", action="store_true", help="with --train: no taxonomy-text rows")
     parser.add_argument("--exclude-zero-shot", action="store_true", help="with --train: leave Zero-Shot types out")
+    parser.add_argument("--allow-benchmark-rows", action="store_true",
+                        help="with --train: take a source in the released benchmark's schema (refused by default, "
+                             "as judge-train criteria-classifier refuses it)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="fallback threshold (default: the classifier's own; 0.5 for llm/head)")
     parser.add_argument("--save", default=None, help="write the trained tfidf artefact to this folder")
@@ -145,32 +177,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.threshold_readings:
         return _print_threshold_readings()
 
+    try:
+        return _run(args)
+    except (ValueError, OSError) as err:  # bad input, a missing file: one line, never a traceback
+        print(f"criteria_auto.py: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _training_pairs(args, heldout: list[dict]) -> tuple[list[dict], dict]:
+    """The rows ``--train`` names, as ``judge-train criteria-classifier`` reads them (``training_rows``: a source in
+    the released benchmark's schema refused without ``--allow-benchmark-rows``, the bundled held-out set's
+    instructions refused, exact copies dropped), less the taxonomy-text rows with ``--no-taxonomy-text``; then
+    refused when ``--heldout`` (which need not be the bundled held-out set) overlaps them."""
+    from judge.criteria_auto.labelled import near_duplicates
+    from train.criteria_classifier import training_rows
+
+    files = [f for f in args.train if f != "bundled"]
+    pairs, counts = training_rows(files, bundled="bundled" in args.train, include_zero_shot=not args.exclude_zero_shot,
+                                  allow_benchmark_rows=args.allow_benchmark_rows)  # fmt: skip
+    if args.no_taxonomy_text:
+        pairs = [p for p in pairs if p.get("source") != "taxonomy"]
+    # exact copies and near ones (a clause dropped, a word changed): either would inflate every figure below
+    overlap = near_duplicates([r["instruction"] for r in heldout], [p["instruction"] for p in pairs])
+    if overlap:
+        raise ValueError(f"{len({i for i, _, _, _ in overlap})} held-out instructions of {args.heldout} are in the "
+                         "training data or near duplicates of it; remove them")
+    return pairs, counts
+
+
+def _run(args) -> int:
     heldout, _ = load_labelled([args.heldout], include_zero_shot=True)
-    train_pairs, counts = None, {}
-    if args.train:
-        from train.criteria_rows import bundled_rows, taxonomy_rows
-
-        include = not args.exclude_zero_shot
-        files = [f for f in args.train if f != "bundled"]
-        train_pairs, counts = load_labelled(files, include_zero_shot=include) if files else ([], {})
-        if "bundled" in args.train:
-            train_pairs += [p for p in bundled_rows(include)[0] if p.get("source") != "taxonomy"]
-        if not args.no_taxonomy_text:
-            train_pairs += taxonomy_rows(include_zero_shot=include)
-        from judge.criteria_auto.labelled import near_duplicates
-
-        # exact copies and near ones (a clause dropped, a word changed): either would inflate every figure below
-        overlap = near_duplicates([r["instruction"] for r in heldout], [p["instruction"] for p in train_pairs])
-        if overlap:
-            raise SystemExit(f"{len({i for i, _, _, _ in overlap})} held-out instructions are in the training data "
-                             "or near duplicates of it; remove them")
+    train_pairs, counts = _training_pairs(args, heldout) if args.train else (None, {})
 
     report = {"heldout": args.heldout, "n_heldout": len(heldout), "train_counts": counts,
               "n_train": len(train_pairs) if train_pairs is not None else "shipped", "methods": {}}  # fmt: skip
     print(f"held-out: {len(heldout)} instructions ({sum(r['split'] == ZERO_SHOT for r in heldout)} Zero-Shot); "
           f"tfidf: {'shipped classifier' if train_pairs is None else f'{len(train_pairs)} training rows'}")
     header = ("| method | split | n | leaf top-1 | leaf top-3 | type top-1 | type top-3 | at leaf | at type | "
-              "fallback | P / R / J exact ids | P / R / J base ids | P / R / J top-1 leaf, exact | "
+              "fallback | failed | P / R / J exact ids | P / R / J base ids | P / R / J top-1 leaf, exact | "
               "P / R / J top-1 leaf, base | ms median / mean |")  # fmt: skip
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
@@ -186,13 +230,19 @@ def main(argv: list[str] | None = None) -> int:
             if not s["n"]:
                 print(f"| {method} | {split} | 0 | (no rows) |")
                 continue
-            sets = " | ".join(" / ".join(f"{s[f'{which}_{match}_{metric}']:.2f}" for metric in ("precision", "recall",
-                                                                                                "jaccard"))
+            sets = " | ".join(" / ".join(_figure(s[f"{which}_{match}_{metric}"], 2)
+                                         for metric in ("precision", "recall", "jaccard"))
                               for which in ("set", "set_no_fallback") for match in CRITERIA_MATCHES)  # fmt: skip
             print(f"| {method} | {split} | {s['n']} | {s['leaf_top1']:.3f} | {s['leaf_top3']:.3f} | "
                   f"{s['type_top1']:.3f} | {s['type_top3']:.3f} | {s['level_leaf']:.3f} | "
-                  f"{s['level_task_type']:.3f} | {s['fallback']:.3f} | {sets} | "
+                  f"{s['level_task_type']:.3f} | {s['fallback']:.3f} | {s['failed']:.3f} | {sets} | "
                   f"{s['latency_ms_median']:.1f} / {s['latency_ms_mean']:.1f} |")  # fmt: skip
+    for method, entry in report["methods"].items():
+        n_failed = entry["summary"]["all"].get("n_failed", 0)
+        if n_failed:
+            index, first = next((i, r) for i, r in enumerate(entry["results"]) if r["failed"])
+            print(f"{method}: {n_failed} of {len(entry['results'])} choices failed (a miss in the accuracies, left out "
+                  f"of the P / R / J means); the first, held-out row {index}: {first['reason']}")
     print("\ncalibration of the stated task-type probability (all held-out instructions)")
     for method, entry in report["methods"].items():
         rows = [r for r in entry["results"] if r["type_probability"] is not None]
@@ -208,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
+
+
+def _figure(value: float | None, digits: int) -> str:
+    """A mean, or "n/a" when nothing was left to average (every choice failed)."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def _print_threshold_readings() -> int:

@@ -16,7 +16,9 @@ The export (``<output_dir>/export``, written beside it and swapped in whole: ``e
 (``--runner pooling``, ``POST /classify``) and ``judge.criteria_auto.HeadClassifier`` reads. An instruction is
 tokenized by ``judge.criteria_auto.head.input_ids`` with the tokenizer's special tokens (``TRAINING_INPUT``, as
 ``POST /classify`` does with a text input); the export's ``config.json`` records that and ``max_length``
-(``INPUT_KEY``), and the head method reads instructions alike.
+(``INPUT_KEY``), and the head method reads instructions alike. It records too the sha256 of the weight files
+(``WEIGHTS_DIGEST_KEY``: ``record_weights_digest``), by which a resumed ``--criteria auto`` run knows the export
+without reading its weights again.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from train.config import ClassifierConfig, ConfigError
 from train.provenance import RunResult
 
 __all__ = ["main", "train_classifier", "export_classifier", "classifier_rows", "classifier_examples",
-           "ClassifierCollator"]
+           "ClassifierCollator", "record_weights_digest"]
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +203,22 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     return result
 
 
+def record_weights_digest(export_dir: Path) -> None:
+    """Write ``weights_digest`` of an export into its ``config.json`` (``WEIGHTS_DIGEST_KEY``), as transformers
+    writes that file (indented, keys sorted). A folder without ``config.json`` is left as it is: no loader takes it,
+    and the reload check (``_check_export``) refuses it."""
+    import json
+
+    from judge.criteria_auto.head import WEIGHTS_DIGEST_KEY, weights_digest
+
+    config_path = Path(export_dir) / "config.json"
+    if not config_path.is_file():
+        return
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config[WEIGHTS_DIGEST_KEY] = weights_digest(export_dir)
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[str], dtype, output_dir) -> Path:
     """Save, check and record the task classifier, then put it in place of ``<output_dir>/export``; call on every
     rank (the save gathers ZeRO-3 shards).
@@ -227,6 +245,7 @@ def export_classifier(trainer, result: RunResult, *, tokenizer, probe: Sequence[
     trainer.save_model(str(staging))  # gathers ZeRO-3 shards; rank 0 writes
     if rank_zero:
         tokenizer.save_pretrained(staging)
+        record_weights_digest(staging)  # before the reload check, which then reads the config.json that ships
         result.export_report = _check_export(staging, trainer.model, tokenizer, probe, dtype)
         result.export_dir = str(export_dir)
         stage_result(staging, output_dir, result)

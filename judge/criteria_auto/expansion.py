@@ -3,9 +3,10 @@ judge item per chosen criterion (``expand_criteria``), over a dataset (``expand_
 criterion pass through, per-criterion labels on an unnamed row are refused) or a JSONL file (``expand_file``:
 ``auto_items.jsonl`` and ``task_choices.jsonl``). judge-eval and judge-serve expand through it.
 
-Why one module of ~540 lines: a row's checks (its task columns, the columns that belong to one criterion, the
+Why one module of ~605 lines: a row's checks (its task columns, the columns that belong to one criterion, the
 loader's own check of its items), its expansion, the ids that must stay unique across expanded and named rows, and
-the counts of the choices made are one pass over the data, each step reading what the one before it decided.
+the counts of the choices made are one pass over the data, each step reading what the one before it decided; the
+choice records a resumed pass reuses are read and checked here, by the rules that pass applies to them.
 
 Typical use::
 
@@ -15,6 +16,7 @@ Typical use::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -55,7 +57,8 @@ def expand_criteria(
         (items, choice record). Each item has the POLLUX record columns ``instruction``, ``answer``,
         ``criteria_name`` (the criterion's Russian name, as the dataset names it), ``rubrics``, ``task_type``,
         ``task_subtype``, ``task_subsubtype`` (of the top-1 leaf; empty when the choice fell back or failed, its
-        guess then only in ``task_choice``), plus ``criterion_id`` and ``task_choice``
+        guess then only in ``task_choice``; the task type alone when it was decided at the task type with no leaf
+        ranked), plus ``criterion_id`` and ``task_choice``
         (the choice record, so a report can be filtered by it). The choice record is ``TaskChoice.to_dict()``.
     """
     if not isinstance(choice, TaskChoice):
@@ -65,10 +68,13 @@ def expand_criteria(
     # choice that fell back (the classifier unsure of the task type): its top-1 leaf is a guess the threshold
     # rejected, and per-task-type reports and --split would count its items under that type; the guess stays in
     # task_choice. A choice at a task type the row gave (``_given_task``) names the type, not one leaf: its own
-    # columns stand.
+    # columns stand. A choice decided at the task type with no leaf ranked (the llm method's level below it failed)
+    # names the type alone: its label is only the type's first leaf, and per-subtype reports would count it there.
     fell_back = choice.level == "fallback"
     leaf = leaf_of(choice.label, taxonomy) if choice.label and choice.method != "given" and not fell_back else None
-    task = (("", "", "") if fell_back else (leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
+    type_only = leaf is not None and choice.level == "task_type" and not choice.alternatives
+    task = (("", "", "") if fell_back else (leaf.task_type, "", "") if type_only
+            else (leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
             else (choice.task_type, choice.task_subtype, choice.task_subsubtype))
     record = choice.to_dict()
     items = []
@@ -318,15 +324,64 @@ def instruction_key(instruction: str) -> str:
     return content_key(instruction)
 
 
-def _reusable(record: Mapping | None, instruction: str) -> TaskChoice | None:
+#: The field of a choice record holding ``classifier_identity`` of the classifier that made it.
+CLASSIFIER_KEY = "classifier"
+#: The fields of a choice record beside those of ``TaskChoice.to_dict``.
+_RECORD_FIELDS = ("row", "id", INSTRUCTION_KEY, CLASSIFIER_KEY)
+
+
+def classifier_identity(classifier: TaskClassifier) -> str:
+    """What a recorded choice is checked against before a resumed expansion reuses it: the classifier's
+    ``identity`` (a tfidf artefact's weights with its temperature, a head export's files with its input length, an
+    llm model with its guided parameter and ``max_tokens``; each with its threshold), else its name for a classifier
+    that states none. A run resumed with another artefact under the same path, another model, or another of those
+    settings classifies every row again; the llm endpoint's address is no part of it (the same model elsewhere
+    chooses alike)."""
+    identity = getattr(classifier, "identity", None)
+    return identity if isinstance(identity, str) and identity else str(getattr(classifier, "name", "classifier"))
+
+
+def _reusable(record: Mapping | None, instruction: str, identity: str) -> TaskChoice | None:
     """The choice a previous expansion recorded for a row (looked up by row id), when it still holds: it did not
-    fail, it was made for the instruction the row has now, and it was a classification: a record of a task the row
-    named (method ``given``) is not one for a row that names none now. A record without the key (written before
-    records carried it) is not reusable: nothing says which text it was made for, so its row is classified again."""
+    fail, it was made for the instruction the row has now, by the classifier asked now (``classifier_identity``),
+    and it was a classification: a record of a task the row named (method ``given``) is not one for a row that
+    names none now. A record without either key (written before records carried it) is not reusable: nothing says
+    which text or which classifier it was made for, so its row is classified again."""
     if (record is None or _is_failure(record) or record.get("method") == "given"
-            or record.get(INSTRUCTION_KEY) != instruction_key(instruction)):
+            or record.get(INSTRUCTION_KEY) != instruction_key(instruction)
+            or record.get(CLASSIFIER_KEY) != identity):
         return None
-    return TaskChoice.from_dict({k: v for k, v in record.items() if k not in ("row", "id", INSTRUCTION_KEY)})
+    return TaskChoice.from_dict({k: v for k, v in record.items() if k not in _RECORD_FIELDS})
+
+
+def read_choice_records(path: str | Path) -> dict[int, dict]:
+    """The records of a ``task_choices.jsonl`` by row index, each checked for what ``_reusable`` reads.
+
+    Raises:
+        ValueError: a line that is not a JSON object, has no integer ``row``, or holds a field neither a
+            ``TaskChoice`` nor a choice record has, naming the file and line (a hand-edited or foreign file).
+    """
+    known = {f.name for f in dataclasses.fields(TaskChoice)} | {"zero_shot", *_RECORD_FIELDS}
+    out: dict[int, dict] = {}
+    with Path(path).open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as err:
+                raise ValueError(f"{path}: line {number}: not JSON ({err.msg})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}: line {number}: not a JSON object")
+            row = record.get("row")
+            if not isinstance(row, int) or isinstance(row, bool):
+                raise ValueError(f"{path}: line {number}: field 'row' is {row!r}, not a row index")
+            unknown = sorted(set(record) - known)
+            if unknown:
+                raise ValueError(f"{path}: line {number}: unknown field(s) {unknown} in a task choice record; "
+                                 "remove the file to classify every row again")
+            out[row] = record
+    return out
 
 
 def _claim_item_id(item_ids: dict[str, int], item_id: str, index: int, source: str) -> None:
@@ -385,9 +440,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
 
     Args:
         recorded: choice records of an earlier expansion by row index (``task_choices.jsonl`` rows): a row's
-            recorded choice, found by its row id, is reused when it did not fail (``TaskChoice.is_failure``) and
-            was made for the row's current instruction (``instruction_key``); new or edited rows, failed choices
-            and records without the key are classified anew. How many were reused is logged.
+            recorded choice, found by its row id, is reused when it did not fail (``TaskChoice.is_failure``), was
+            made for the row's current instruction (``instruction_key``) and by the classifier asked now
+            (``classifier_identity``); new or edited rows, failed choices, choices of another classifier and
+            records without either key are classified anew. How many were reused is logged.
         indices: each row's index as its reader gave it (a ``judge.records.LineIndex`` for a JSONL line), so that
             an error names the row as the record loader does ("line 3": blank lines counted); default its position
             ("row 0"). Row ids, choice records and ``recorded`` stay by position.
@@ -412,7 +468,8 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
     named: dict[str, tuple] = {}  # a pass-through row's item id -> its record and columns
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
-    reused = 0
+    reused, other_classifier = 0, 0
+    identity = classifier_identity(classifier)
     n_rows = 0
     for i, row in enumerate(rows):
         n_rows += 1
@@ -436,10 +493,13 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         chosen = _given_task(row, taxonomy, where)
         if chosen is None:
             asked += 1
-            chosen = _reusable(by_id.get(row_id), row["instruction"])
+            earlier = by_id.get(row_id)
+            chosen = _reusable(earlier, row["instruction"], identity)
             if chosen is not None:
                 reused += 1
             else:
+                other_classifier += (earlier is not None and not _is_failure(earlier)
+                                     and earlier.get("method") != "given" and earlier.get(CLASSIFIER_KEY) != identity)
                 chosen = _choice_or_failure(classifier, row)
             if chosen.is_failure:
                 failed.append((index, chosen.reason))
@@ -448,10 +508,16 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             item["id"] = f"{row_id}::{item['criterion_id']}"
             _claim_item_id(item_ids, item["id"], index, source)
         items.extend(got)
-        choices.append({"row": i, "id": row_id, INSTRUCTION_KEY: instruction_key(row["instruction"]), **record})
+        choices.append({"row": i, "id": row_id, INSTRUCTION_KEY: instruction_key(row["instruction"]),
+                        CLASSIFIER_KEY: identity, **record})  # fmt: skip
     if recorded:
         log.info("criteria auto: reused the recorded task choice of %d rows, classified %d anew (new or edited "
-                 "instructions, failed choices, records without an instruction key)", reused, asked - reused)
+                 "instructions, failed choices, choices of another classifier, records without an instruction key)",
+                 reused, asked - reused)
+        if other_classifier:
+            log.warning("criteria auto: %d rows' recorded task choices were made by another classifier (another "
+                        "artefact or model, or another threshold, temperature, input length or max_tokens) or "
+                        "record none: classified again", other_classifier)
     if failed:
         name = getattr(classifier, "name", "classifier")
         first = f"{row_place(failed[0][0])}: {failed[0][1]}"
@@ -524,8 +590,7 @@ def expand_file(source: str | Path, out_dir: str | Path, classifier: TaskClassif
         indices.append(index)
     recorded = {}
     if resume and (out / "task_choices.jsonl").is_file():
-        with (out / "task_choices.jsonl").open(encoding="utf-8") as fh:
-            recorded = {int(r["row"]): r for r in map(json.loads, filter(str.strip, fh))}
+        recorded = read_choice_records(out / "task_choices.jsonl")
     items, choices = expand_rows(rows, classifier, str(source), recorded, indices)
     out.mkdir(parents=True, exist_ok=True)
     # Each file replaced whole (a kill leaves the old one or the new one), the choices last: a kill between the two

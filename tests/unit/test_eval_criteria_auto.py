@@ -314,6 +314,6 @@ def test_a_zero_shot_task_is_flagged_in_its_choice_and_counted(caplog):
     assert all((judge.split_of(r, allow_unknown=True) == "zero_shot") == (r.id.split("::")[0] in flagged)
                for r in records)
     # derived from the task and criteria: a record written before choices carried the flag reads back flagged
-    old = {k: v for k, v in choices[0].items() if k not in ("row", "id", "instruction_key", "zero_shot")}
+    old = {k: v for k, v in choices[0].items() if k not in ("row", "id", "instruction_key", "classifier", "zero_shot")}
     assert TaskChoice.from_dict(old).zero_shot is True and zero_shot_choices([old]) == 1
     assert TaskChoice.from_dict({**old, "zero_shot": False}).to_dict()["zero_shot"] is True

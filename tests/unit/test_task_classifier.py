@@ -489,6 +489,28 @@ def test_the_shipped_classifier_is_todays_build_of_the_bundled_rows():
     assert default_classifier_path().name == "criteria_tfidf"
 
 
+def test_the_shipped_classifier_was_fitted_as_a_rebuild_would_fit_it():
+    """The training digest pins the rows only: an artefact fitted on today's rows with another C, other n-grams,
+    other vocabulary caps or another seed passed it. Without refitting: the fit's parameters in its meta are
+    fit_tfidf's defaults (what `judge-train criteria-classifier --out` with no data arguments uses), and the
+    threshold is the one choose_threshold picks over the out-of-fold predictions the meta records (rounded there to
+    6 digits, so the threshold read back agrees to 1e-6)."""
+    import inspect
+
+    meta = TfidfClassifier.load().meta
+    defaults = {k: v.default for k, v in inspect.signature(fit_tfidf).parameters.items()}
+    for key in ("c", "char_ngrams", "word_ngrams", "max_char_features", "max_word_features", "seed"):
+        recorded = tuple(meta[key]) if isinstance(meta[key], list) else meta[key]
+        assert recorded == defaults[key], f"meta {key!r} is {meta[key]!r}, fit_tfidf's default {defaults[key]!r}"
+    calibration = meta["calibration"]
+    assert calibration["folds"] == defaults["folds"]
+    oof = calibration["out_of_fold"]
+    assert len(oof) == calibration["n_out_of_fold"] == calibration["chosen"]["n"]
+    again = choose_threshold([p for p, _, _, _ in oof], [cj for _, _, cj, _ in oof], [fj for _, _, _, fj in oof])
+    assert again["threshold"] == pytest.approx(TfidfClassifier.load().threshold, abs=1e-6)
+    assert again["mean_jaccard"] == pytest.approx(calibration["chosen"]["mean_jaccard"], abs=1e-6)
+
+
 def test_retraining_on_the_release_adds_its_instructions(tmp_path):
     """`judge-train criteria-classifier --data <release> --allow-benchmark-rows` (a deliberate experiment: refused
     without the flag, tests/unit/test_train_classifier.py) reads the rebuilt release by its task columns (one row per
@@ -629,7 +651,8 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
     assert len(items) == n + 1 and items[-1] == rows[1]
     assert items[0]["id"] == f"q1::{leaf_of('Advice').criteria[0]}"
     assert items[0]["model_id"] == "m" and items[0]["reference_answer"] == "r"
-    assert choices == [{"row": 0, "id": "q1", "instruction_key": instruction_key("Дай совет"),
+    # a classifier that states no identity is recorded by its name
+    assert choices == [{"row": 0, "id": "q1", "instruction_key": instruction_key("Дай совет"), "classifier": "fixed",
                         **choose_from_scores({"Advice": 0.9}, "fixed").to_dict()}]
 
 

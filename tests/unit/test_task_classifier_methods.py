@@ -1,6 +1,7 @@
 """criteria: auto methods, checked where they are built: a tfidf artefact whose numbers or weights cannot serve is
 refused at load (not at its first choice), the llm method needs a model name, a head export is read as it was
-trained (its recorded tokenization) and may not repeat a label, and an llm choice says when the policy's probability
+trained (its recorded tokenization) and may not repeat a label, and is known on resume by its files (the weights'
+digest judge-train records, else computed) or its hub revision; and an llm choice says when the policy's probability
 tests could not apply.
 """
 
@@ -287,3 +288,70 @@ def test_the_head_reads_an_overlong_instruction_by_its_opening_and_its_ending(qw
         assert qwen_tokenizer.decode(got).endswith(request)
     short = "Дай совет, как выспаться"
     assert input_ids(qwen_tokenizer, short, True, 4096) == qwen_tokenizer(short)["input_ids"]
+
+
+# ----------------------------------------------------------------------------------------------- head identity
+
+
+def _files_sha256(folder):
+    """weights_digest by hand: sha256 over the one weight file the tiny export has, its name, a NUL, its bytes."""
+    import hashlib
+
+    return hashlib.sha256(b"model.safetensors\0" + (folder / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_a_head_export_without_a_recorded_digest_is_known_by_its_files(tmp_path):
+    """The same export loaded twice is one identity; weights rewritten in place (a retrain into the same folder)
+    are another, though the folder, the labels and the config are the same."""
+    import torch
+
+    model, _ = _tiny_head(tmp_path, _LABELS)
+    first = json.loads(HeadClassifier(tmp_path).identity)
+    assert first["weights_sha256"] == _files_sha256(tmp_path)
+    assert HeadClassifier(tmp_path).identity == json.dumps(first, sort_keys=True)
+    with torch.no_grad():
+        model.classifier.weight.add_(1.0)
+    model.save_pretrained(tmp_path)
+    again = json.loads(HeadClassifier(tmp_path).identity)
+    assert again["config_sha256"] == first["config_sha256"] and again["weights_sha256"] != first["weights_sha256"]
+
+
+def test_judge_train_records_the_digest_and_the_head_reads_it_without_hashing(tmp_path):
+    """record_weights_digest (run by judge-train classifier on its export) writes the weights' sha256 into
+    config.json; the head method takes it from there: with the weight file gone after loading, the identity still
+    holds the recorded digest, so no weight was read for it (a 7B backbone's weights, on every run)."""
+    from judge.criteria_auto.head import WEIGHTS_DIGEST_KEY
+    from train.classifier import record_weights_digest
+
+    _tiny_head(tmp_path, _LABELS)
+    record_weights_digest(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    assert config[WEIGHTS_DIGEST_KEY] == _files_sha256(tmp_path) and len(config["id2label"]) == 3
+    clf = HeadClassifier(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    assert json.loads(clf.identity)["weights_sha256"] == config[WEIGHTS_DIGEST_KEY]
+
+
+def test_a_recorded_digest_that_is_no_sha256_is_refused(tmp_path):
+    from judge.criteria_auto.head import WEIGHTS_DIGEST_KEY
+
+    _tiny_head(tmp_path, _LABELS)
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps({**config, WEIGHTS_DIGEST_KEY: "abc"}), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"config.json: field '{WEIGHTS_DIGEST_KEY}' is 'abc', not a sha256"):
+        HeadClassifier(tmp_path)
+
+
+def test_a_head_loaded_by_hub_id_is_known_by_its_revision(tmp_path):
+    """A hub id is no folder: its files cannot be listed (the identity raised from iterdir, outside the per-row
+    failure handling). The revision transformers resolved names it, else the name it was loaded by."""
+    from transformers import BertConfig
+
+    from judge.criteria_auto.head import export_identity
+
+    config = BertConfig(name_or_path="org/pollux-head")
+    assert export_identity(tmp_path / "org" / "pollux-head", config, None) == {
+        "revision": "org/pollux-head", "weights_sha256": None}
+    config._commit_hash = "0123abc"
+    assert export_identity(tmp_path / "org" / "pollux-head", config, "f" * 64) == {
+        "revision": "0123abc", "weights_sha256": "f" * 64}
