@@ -15,7 +15,7 @@ from typing import Any
 
 from judge import apply_chat
 
-__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping"]
+__all__ = ["chat_ids", "chat_parts", "prepare_tokenizer", "template_wrapping", "unfit_template"]
 
 
 #: Chat-template text (the opening, the closing) searched for its added tokens, per tokenizer: a few strings each.
@@ -163,3 +163,23 @@ def template_wrapping(tokenizer: Any, thinking: bool) -> tuple[str | None, str |
         at = wrapped.find(mark)
         wrappings[thinking] = (wrapped[:at], wrapped[at + len(mark):]) if at >= 0 else (None, None)
     return wrappings[thinking]
+
+
+def unfit_template(tokenizer: Any, row: dict[str, Any], why: str, *, recipe: str, instead: str):
+    """The refusal of a chat template a training recipe cannot train through (both recipes' one message): a
+    ``ConfigError`` naming ``model_name_or_path``, the tokenizer and the row, which ``judge-train run`` says in one
+    line with exit 2; a ValueError was a traceback blaming the row for what the base model's template does.
+
+    Args:
+        tokenizer: the base model's tokenizer (named by ``name_or_path``).
+        row: the training row the template failed on (named by its ``id``).
+        why: what the template does, after "the chat template of NAME".
+        recipe: the recipe's name ("seq2seq", "regression").
+        instead: the bases to suggest, ones that recipe accepts.
+    """
+    from judge.plumbing.config_files import ConfigError
+
+    name = getattr(tokenizer, "name_or_path", "") or tokenizer.__class__.__name__
+    return ConfigError(f"model_name_or_path: the chat template of {name} {why} (row {row.get('id')!r}); the {recipe} "
+                       "recipe trains the prompt judge-serve sends and the judge's text after it: use a base whose "
+                       f"template renders them as given ({instead})")

@@ -152,7 +152,8 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
 
     Args:
         export_dir: the export (``pollux_judge.json`` required).
-        run_json: the training run's ``run.json``; default: the export's own, else ``<export>/../run.json``.
+        run_json: the training run's ``run.json``, which must exist; default: the export's own, else
+            ``<export>/../run.json``, else nothing recorded.
         eval_run: a folder scored by ``judge-eval score`` (or its ``metrics.json``) to report.
         license: the hub's ``license`` field.
         name: the model's name in the title and the serve commands; default: the run's folder name.
@@ -160,16 +161,18 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     Raises:
         FileNotFoundError: the folder has no ``pollux_judge.json`` (not an export of judge-train), or ``eval_run``
             has no ``metrics.json``.
-        ValueError: a JSON file that does not parse, or one that is not a ``metrics.json`` of ``judge-eval score``
-            (a missing or unreadable field, named).
+        ValueError: a ``run_json`` given that is not there, a JSON file that does not parse, or one that is not a
+            ``metrics.json`` of ``judge-eval score`` (a missing or unreadable field, named).
     """
     export = Path(export_dir)
     if not (export / EXPORT_MANIFEST).is_file():
         raise FileNotFoundError(f"{export}: no {EXPORT_MANIFEST}; not a judge-train export")
     manifest = read_manifest(export)
+    # A card without a training record says "not recorded"; a run.json the caller named and mistyped is refused.
+    missing_ok = run_json is None
     if run_json is None:
         run_json = export / "run.json" if (export / "run.json").is_file() else export.parent / "run.json"
-    run = read_json_object(run_json, missing_ok=True)
+    run = read_json_object(run_json, missing_ok=missing_ok)
     config = run.get("config") or {}
     launch = run.get("launch") or {}
     data = run.get("data") or {}
@@ -292,21 +295,30 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     return "\n".join(out)
 
 
-def write_card(export_dir: str | Path, *, kept_evaluation: str | None = None, **kwargs: Any) -> Path:
+#: Said under evaluation figures kept across a ``judge-train run --resume`` that exported the folder again.
+RESUME_NOTE = ("_Kept from this folder's card before `judge-train run --resume` exported it again: if training went "
+               "on, judge and score the export again and rewrite the card (`judge-train card`)._")
+
+
+def write_card(export_dir: str | Path, *, kept_evaluation: str | None = None, kept_note: str | None = RESUME_NOTE,
+               **kwargs: Any) -> Path:
     """Write ``README.md`` into the export folder (``render_card``'s arguments); returns its path.
 
     Args:
-        kept_evaluation: an evaluation section (``evaluation_section``) to put in place of "Not evaluated yet": the
-            figures ``judge-train card --run`` had written before a ``--resume`` re-exported the folder.
+        kept_evaluation: an evaluation section (``evaluation_section``) to put in place of "Not evaluated yet" when
+            ``eval_run`` is not given: the figures ``judge-train card --run`` had written before.
+        kept_note: said under the kept figures (once); None for none: ``judge-train card`` rewriting the card of
+            the same weights (another ``--license``) keeps them as they were.
     """
     path = Path(export_dir) / CARD_NAME
     text = render_card(export_dir, **kwargs)
     if kept_evaluation and kwargs.get("eval_run") is None:
         start, end = _section_span(text, "## Evaluation")
         if start is not None:
-            note = ("_Kept from this folder's card before `judge-train run --resume` exported it again: if training "
-                    "went on, judge and score the export again and rewrite the card (`judge-train card`)._")
-            text = text[:start] + kept_evaluation.rstrip("\n") + "\n\n" + note + "\n\n" + text[end:]
+            kept = kept_evaluation.rstrip("\n") + "\n\n"
+            if kept_note and kept_note not in kept:  # a second --resume keeps one note, not two
+                kept += kept_note + "\n\n"
+            text = text[:start] + kept + text[end:]
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -340,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x. "
-                                     "Exit codes: 0 the card written; 2 a missing or unreadable export, run or "
-                                     "run.json.")
+                                     "Without --run, figures an earlier --run wrote are kept. Exit codes: 0 the card "
+                                     "written; 2 a missing or unreadable export, run or run.json.")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
     parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")
@@ -349,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the model's name (default: the training run's folder)")
     args = parser.parse_args(argv)
     try:
-        path = write_card(args.export, run_json=args.run_json, eval_run=args.run, license=args.license, name=args.name)
+        # Without --run the card keeps the figures an earlier --run wrote into it (they describe the same weights).
+        kept = None if args.run else evaluation_section(args.export)
+        path = write_card(args.export, run_json=args.run_json, eval_run=args.run, license=args.license, name=args.name,
+                          kept_evaluation=kept, kept_note=None)
     except (FileNotFoundError, ValueError) as err:
         print(f"judge-train card: error: {err}", file=sys.stderr)
         return 2

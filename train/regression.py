@@ -13,8 +13,9 @@ hidden state of the last token of that text. The loss is
     lm_loss_weight * cross-entropy(rationale tokens, end-of-turn included) + score_loss_weight * MSE(score, label)
 
 with the label the mean over experts (``criteria_score``) or the teacher's score; ``train.joint_loss.JointLossTrainer``
-(``transformers.Trainer`` with that loss) trains it. The export (``train/export.py``) is a ``Qwen2ForSequenceClassification`` folder for vLLM's pooling
-runner plus ``generator/``, the same weights as a causal LM.
+(``transformers.Trainer`` with that loss) trains it. The export (``train/export.py``) is a
+``Qwen2ForSequenceClassification`` folder for vLLM's pooling runner plus ``generator/``, the same weights as a causal
+LM.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from train.config import RegressionConfig
 from train.provenance import RunResult
 
-__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "tokenize_rows"]
+__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "refuse_unfit_base", "tokenize_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +65,11 @@ def tokenize_rows(rows: list[dict[str, Any]], tokenizer) -> list[dict[str, Any]]
 
 
 def _unfit_template(tokenizer, row: dict[str, Any], why: str):
-    """The refusal of a chat template the regression recipe cannot train through: a ``ConfigError`` naming the
-    setting to change (``judge-train run`` says it in one line; a ValueError was a traceback blaming a row)."""
-    from train.config import ConfigError
+    """The refusal of a chat template the regression recipe cannot train through, suggesting only bases it takes
+    (Qwen2's architecture: ``refuse_unfit_base``)."""
+    from judge.chat_tokens import unfit_template
 
-    name = getattr(tokenizer, "name_or_path", "") or tokenizer.__class__.__name__
-    return ConfigError(f"model_name_or_path: the chat template of {name} {why} (row {row['id']!r}); the regression "
-                       "recipe trains the prompt judge-serve sends and the rationale after it: use a base whose "
-                       "template does not (a ChatML base: Qwen2.5, T-lite; Qwen3)")
+    return unfit_template(tokenizer, row, why, recipe="regression", instead="a ChatML Qwen2 base: Qwen2.5, T-lite, T-pro")
 
 
 @dataclass
@@ -96,6 +94,64 @@ class RegressionCollator:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "score_labels": score_labels}
 
 
+def _base_config(base_model: str | Path, folder: Path | None) -> tuple[Path, dict[str, Any]] | None:
+    """The base's folder and ``config.json``; None where there is nothing local to read (a hub id not in the cache,
+    which ``from_pretrained`` fetches; a folder without a readable config, which it names)."""
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    if folder is None:
+        try:
+            folder = resolve_checkpoint(base_model, allow_download=False)
+        except CheckpointNotFound:
+            return None
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (Path(folder), config) if isinstance(config, dict) else None
+
+
+def _manifest_mode(base_model: str | Path, folder: Path) -> Any:
+    """The export manifest's ``mode`` (None without a manifest). A manifest that does not read is refused, naming it:
+    read as absent, it would let our regression export through as a causal base."""
+    from judge.checkpoints import read_manifest
+    from train.config import ConfigError
+
+    try:
+        return read_manifest(folder).get("mode")
+    except (OSError, ValueError) as err:  # both name the file
+        raise ConfigError(f"model_name_or_path: {base_model}: {err}") from None
+
+
+def refuse_unfit_base(base_model: str | Path, folder: Path | None = None) -> None:
+    """Refuse a base the regression recipe would train corrupted, before any weight loads: ``judge-train run``'s
+    check (``train.cli.check_training_data``) and ``build_model`` both call it.
+
+    * Not Qwen2 (``model_type``): ``Qwen2ForRationaleAndScore`` is Qwen2's network, and ``from_pretrained`` loads
+      another architecture's weights by name, initialising what is missing and dropping what it has no place for (a
+      Qwen3's ``q_norm``/``k_norm``), with nothing but transformers' load report to say so.
+    * A regression judge (``refuse_trained_head``).
+
+    Args:
+        base_model: ``model_name_or_path`` as given (named in the message); ``tiny-qwen3`` is Qwen3 before it is built.
+        folder: its resolved folder; None looks a hub id up in the local cache only (never downloading).
+
+    Raises:
+        ConfigError: one line naming ``model_name_or_path``; a base folder whose manifest (``pollux_judge.json``)
+            does not read is refused too, naming it, after its architecture was checked.
+    """
+    from train.config import TINY_QWEN3, ConfigError
+
+    base = None if str(base_model) == TINY_QWEN3 else _base_config(base_model, folder)
+    model_type = "qwen3" if str(base_model) == TINY_QWEN3 else (base[1].get("model_type") if base else None)
+    # config.json alone says the architecture: checked before the manifest is read, so no manifest error hides it
+    if model_type not in (None, "qwen2"):
+        raise ConfigError(f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); "
+                          f"{base_model} is {model_type}")
+    if base is not None:
+        _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
+
+
 def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> None:
     """Refuse a regression judge as the base: ``from_pretrained`` into ``Qwen2ForRationaleAndScore`` loads weights by
     name and initialises what is missing, so a trained head would be replaced by a random one, with nothing but
@@ -113,24 +169,18 @@ def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> N
             there is left to ``from_pretrained``, which fetches it).
 
     Raises:
-        ConfigError: one line naming ``model_name_or_path`` and what to pass instead.
+        ConfigError: one line naming ``model_name_or_path`` and what to pass instead, or the manifest that does not
+            read.
     """
-    from judge.checkpoints import (GENERATOR_SUBDIR, CheckpointNotFound, is_released_regression, read_manifest,
-                                   resolve_checkpoint)
+    base = _base_config(base_model, folder)
+    if base is not None:
+        _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
+
+
+def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str, Any], mode: Any) -> None:
+    from judge.checkpoints import GENERATOR_SUBDIR, is_released_regression
     from train.config import ConfigError
 
-    if folder is None:
-        try:
-            folder = resolve_checkpoint(base_model, allow_download=False)
-        except CheckpointNotFound:
-            return
-    try:
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-        mode = read_manifest(folder).get("mode")
-    except (OSError, ValueError):
-        return  # no readable config: from_pretrained says what is wrong with the folder
-    if not isinstance(config, dict):
-        return
     archs = config.get("architectures") or []
     if is_released_regression(config):
         raise ConfigError(f"model_name_or_path: {base_model} is a released -r judge ({', '.join(archs)}): its "
@@ -139,7 +189,7 @@ def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> N
                           "fine-tuned from (t-tech/T-lite-it-1.0, t-tech/T-pro-it-1.0) or a seq2seq judge")
     classifier = mode == "regression" or any(str(a).endswith("ForSequenceClassification") for a in archs)
     if classifier and not config.get("tie_word_embeddings"):
-        generator = Path(folder) / GENERATOR_SUBDIR
+        generator = folder / GENERATOR_SUBDIR
         instead = (f"pass {generator}, the same backbone with its LM head (the score head then starts anew)"
                    if (generator / "config.json").is_file() else "pass a causal checkpoint")
         raise ConfigError(f"model_name_or_path: {base_model} is a regression judge ({', '.join(archs) or mode}) "
@@ -158,12 +208,12 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     the training dtype as before (``train.export.load_trained``).
 
     Raises:
-        ConfigError: a regression judge as ``base_model`` (``refuse_trained_head``), before any weight loads.
+        ConfigError: a base that is not Qwen2, or a regression judge (``refuse_unfit_base``), before any weight loads.
     """
     from train import lora
     from train.score_head import Qwen2ForRationaleAndScore
 
-    refuse_trained_head(base_model)  # judge-train run refused it before anything was written; a direct caller here
+    refuse_unfit_base(base_model)  # judge-train run refused it before anything was written; a direct caller here
     model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
     model.config.pad_token_id = pad_token_id
     peft_config = lora.lora_config(config, modules_to_save=["score"])

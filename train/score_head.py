@@ -29,7 +29,9 @@ class RationaleAndScoreOutput(ModelOutput):
     """Outputs of ``Qwen2ForRationaleAndScore``.
 
     Attributes:
-        loss: mean cross-entropy over the labelled (rationale) tokens, when ``labels`` are given.
+        loss: the cross-entropy over the labelled (rationale) tokens, when ``labels`` are given: summed and divided
+            by ``num_items_in_batch`` when given (the Trainer's count of labelled tokens in the whole accumulated
+            batch), else their mean.
         logits: LM logits, (batch, seq, vocab), only when no ``labels`` are given (training computes the LM head
             at the labelled positions alone).
         scores: the score head at the last non-padding token, (batch,), float32.
@@ -60,11 +62,18 @@ def last_token_index(input_ids: torch.Tensor, attention_mask: torch.Tensor | Non
 class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
     """``Qwen2ForCausalLM`` plus ``score = Linear(hidden_size, 1, bias=False)`` on the last token."""
 
-    # JointLossTrainer combines the two losses as per-batch means; the Trainer then divides by accumulation steps.
-    accepts_loss_kwargs = False
+    # The Trainer counts the labelled tokens of each accumulated batch (num_items_in_batch) only for a model that
+    # takes it: each token then weighs the same in an optimizer step, whichever micro-batch it is in, as trl's
+    # SFTTrainer weighs the seq2seq recipe's (train.joint_loss.JointLossTrainer passes it on).
+    accepts_loss_kwargs = True
 
     def __init__(self, config):
         super().__init__(config)
+        # The class name matches no transformers loss, so loss_type would be None and the Trainer would count the
+        # labelled tokens (num_items_in_batch) over all of `labels`; forward divides a sum over labels[:, 1:]. As a
+        # causal LM's loss, the Trainer counts labels[..., 1:] too (trainer.py: _loss_shifts_labels), the positions
+        # forward predicts, whatever position 0 holds.
+        self.loss_type = "ForCausalLM"
         self.score = nn.Linear(config.hidden_size, 1, bias=False)
         self.post_init()
 
@@ -74,9 +83,9 @@ class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
         **kwargs,
     ) -> RationaleAndScoreOutput:
-        kwargs.pop("num_items_in_batch", None)
         outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
         hidden = outputs.last_hidden_state
         rows = torch.arange(hidden.shape[0], device=hidden.device)
@@ -92,5 +101,8 @@ class Qwen2ForRationaleAndScore(Qwen2ForCausalLM):
             loss = hidden.sum() * 0.0  # a batch without labelled tokens contributes a differentiable zero
         else:
             logits = self.lm_head(hidden[:, :-1][mask])
-            loss = F.cross_entropy(logits.float(), next_labels[mask])
+            loss = F.cross_entropy(logits.float(), next_labels[mask], reduction="sum")
+            # per token of the whole accumulated batch; a mean over this micro-batch alone weighed a token by
+            # 1/(labelled tokens in its micro-batch), the gradient-accumulation loss bug
+            loss = loss / (mask.sum() if num_items_in_batch is None else num_items_in_batch)
         return RationaleAndScoreOutput(loss=loss, scores=scores)

@@ -78,10 +78,10 @@ def sft_examples(rows: list[dict[str, Any]], tokenizer, *, thinking: bool = Fals
     (:func:`_after_an_empty_reasoning`); one whose rendered turn does not follow its generation prompt is refused.
 
     Raises:
-        ValueError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
-            the template's text).
-        ConfigError: ``thinking``, and a chat template the integer format's reasoning cannot be trained through; or
-            a chat template whose rendered assistant turn does not follow its generation prompt.
+        ConfigError: a row whose prompt the chat template does not keep verbatim (its user turn cannot be told from
+            the template's text; ``judge.chat_tokens.unfit_template``); ``thinking``, and a chat template the integer
+            format's reasoning cannot be trained through; or a chat template whose rendered assistant turn does not
+            follow its generation prompt.
     """
     from judge.chat_tokens import chat_ids, chat_parts
 
@@ -112,7 +112,10 @@ def _training_texts(row: dict[str, Any], tokenizer, thinking: bool) -> tuple[str
     prompt, completion = row["prompt"], row["completion"]
     full = judge.apply_chat(tokenizer, prompt, completion, thinking=thinking)
     if prompt not in full:
-        raise ValueError(f"row {row.get('id')!r}: the chat template does not keep the prompt verbatim")
+        from judge.chat_tokens import unfit_template
+
+        raise unfit_template(tokenizer, row, "does not keep the prompt verbatim", recipe="seq2seq",
+                             instead="Qwen3, or a ChatML base: Qwen2.5, T-lite")
     generation = judge.apply_chat(tokenizer, prompt, thinking=thinking)
     if thinking:
         full, completion = _with_the_reasoning(tokenizer, row, generation, full)

@@ -146,3 +146,41 @@ def test_a_grpo_card_counts_the_experts_verdicts_not_its_items(tmp_path):
     (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
     assert "(from 5 records, 12 expert verdicts)" in render_card(folder)
 
+
+
+def test_rewriting_a_card_without_run_keeps_its_figures(tmp_path, capsys):
+    """``judge-train card`` again to change --license (no --run) keeps the figures the first --run wrote, as they
+    were (the same weights: no resume note), and takes the new license."""
+    export = _fake_export(tmp_path)
+    assert train_main(["card", "--export", str(export), "--run", str(_metrics(tmp_path / "eval"))]) == 0
+    assert train_main(["card", "--export", str(export), "--license", "apache-2.0"]) == 0
+    card = (export / "README.md").read_text(encoding="utf-8")
+    assert "| Zero-Shot test | 400 | 3 | 12 | 0.412 [0.380, 0.445] | 0.651 [0.610, 0.690] | 0.710 / 0.740 |" in card
+    assert "Not evaluated yet" not in card and "--resume` exported it again" not in card
+    assert front_matter(card)["license"] == "apache-2.0"
+    assert card.count("## Evaluation") == 1 and card.count("## Provenance") == 1
+
+
+def test_a_resumed_export_keeps_one_note_under_kept_figures(tmp_path):
+    """Each --resume re-export keeps the figures with the note saying they predate it: once, however many times."""
+    from train.model_card import RESUME_NOTE, evaluation_section, write_card
+
+    export = _fake_export(tmp_path)
+    write_card(export, eval_run=_metrics(tmp_path / "eval"))
+    for _ in range(2):
+        write_card(export, kept_evaluation=evaluation_section(export))
+    card = (export / "README.md").read_text(encoding="utf-8")
+    assert card.count(RESUME_NOTE) == 1 and "0.412 [0.380, 0.445]" in card
+
+
+def test_a_run_json_given_that_is_not_there_is_refused_naming_it(tmp_path, capsys):
+    """--run-json with a typo is exit 2 naming the path, and no card is written; the default lookup finding no
+    run.json still writes a card that says "not recorded"."""
+    export = _fake_export(tmp_path)
+    typo = tmp_path / "t-lite-judge" / "rnu.json"
+    assert train_main(["card", "--export", str(export), "--run-json", str(typo)]) == 2
+    assert capsys.readouterr().err == f"judge-train card: error: {typo}: not found\n"
+    assert not (export / "README.md").exists()
+    (export / "run.json").unlink()
+    assert train_main(["card", "--export", str(export)]) == 0
+    assert "pollux-judge commit `not recorded`" in (export / "README.md").read_text(encoding="utf-8")

@@ -100,3 +100,63 @@ def test_build_model_refuses_before_loading_any_weight(tmp_path, monkeypatch):
     config = load_config(TINY_REGRESSION, overrides={"output_dir": str(tmp_path / "run")})
     with pytest.raises(ConfigError, match=r"is a regression judge \(Qwen2ForSequenceClassification\) without an LM"):
         build_model(config, str(folder), None, 0)
+
+
+def test_build_model_refuses_a_qwen3_base_before_loading_any_weight(tmp_path, monkeypatch):
+    """Qwen2ForRationaleAndScore is Qwen2's network: a Qwen3 checkpoint would load with its q_norm/k_norm dropped and
+    others newly initialised. build_model refuses it itself (one definition with judge-train run's check), naming
+    the field; the folder holds Qwen3's real config (train.tiny_models), no weights, which nothing may reach for."""
+    from train.score_head import Qwen2ForRationaleAndScore
+    from train.tiny_models import tiny_qwen3_config
+
+    def never(*args, **kwargs):
+        raise AssertionError("from_pretrained ran on a Qwen3 base")
+
+    monkeypatch.setattr(Qwen2ForRationaleAndScore, "from_pretrained", never)
+    folder = tmp_path / "qwen3"
+    tiny_qwen3_config().save_pretrained(folder)
+    config = load_config(TINY_REGRESSION, overrides={"output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError) as caught:
+        build_model(config, str(folder), None, 0)
+    assert str(caught.value) == ("model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, "
+                                 f"Qwen2.5); {folder} is qwen3")
+
+
+def test_the_unfit_template_refusal_suggests_only_bases_the_recipe_takes():
+    """The regression recipe's template refusal names Qwen2 bases, never Qwen3, which its base check refuses."""
+    from types import SimpleNamespace
+
+    from train.regression import _unfit_template
+
+    message = str(_unfit_template(SimpleNamespace(name_or_path="org/base"), {"id": "r1"}, "trims its user turn"))
+    assert message == ("model_name_or_path: the chat template of org/base trims its user turn (row 'r1'); the "
+                       "regression recipe trains the prompt judge-serve sends and the judge's text after it: use a "
+                       "base whose template renders them as given (a ChatML Qwen2 base: Qwen2.5, T-lite, T-pro)")
+
+
+def test_a_qwen3_base_with_a_corrupt_manifest_is_refused_as_qwen3(tmp_path):
+    """The architecture is config.json's: a manifest that does not read never skips the Qwen2 check (the run's check
+    and build_model's), which a Qwen3 folder fails first."""
+    from train.regression import refuse_unfit_base
+    from train.tiny_models import tiny_qwen3_config
+
+    folder = tmp_path / "qwen3"
+    tiny_qwen3_config().save_pretrained(folder)
+    (folder / "pollux_judge.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        refuse_unfit_base(str(folder), folder)
+    assert str(caught.value) == ("model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, "
+                                 f"Qwen2.5); {folder} is qwen3")
+
+
+@pytest.mark.parametrize("check", ["refuse_unfit_base", "refuse_trained_head"])
+def test_a_qwen2_base_with_a_corrupt_manifest_is_refused_naming_the_manifest(tmp_path, check):
+    """A manifest that does not read is not read as none (which would let our regression export through as a causal
+    base): refused in one line naming model_name_or_path and the file."""
+    import train.regression
+
+    folder = _folder(tmp_path / "base", {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"})
+    (folder / "pollux_judge.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        getattr(train.regression, check)("base", folder)
+    assert str(caught.value) == f"model_name_or_path: base: {folder / 'pollux_judge.json'}: expected a JSON object"

@@ -195,8 +195,15 @@ def test_a_prompt_the_template_does_not_keep_verbatim_is_refused(qwen_tokenizer,
     naming the row, never trained as one run of request text (no turn at all)."""
     monkeypatch.setattr(judge, "apply_chat", lambda tokenizer, prompt, completion=None, thinking=False:
                         "<|im_start|>user\n" + prompt.strip() + "<|im_end|>\n")
-    with pytest.raises(ValueError, match="'padded'.*verbatim"):
+    from train.config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
         sft_examples([{"id": "padded", "prompt": " P ", "completion": "C"}], qwen_tokenizer)
+    name = qwen_tokenizer.name_or_path or type(qwen_tokenizer).__name__
+    assert str(caught.value) == (
+        f"model_name_or_path: the chat template of {name} does not keep the prompt verbatim (row 'padded'); the "
+        "seq2seq recipe trains the prompt judge-serve sends and the judge's text after it: use a base whose template "
+        "renders them as given (Qwen3, or a ChatML base: Qwen2.5, T-lite)")
 
 
 # ---- chat templates that drop the reasoning of a rendered assistant turn ---------------------------------------------
