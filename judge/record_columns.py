@@ -102,9 +102,10 @@ class RecordColumns:
         import pandas as pd
 
         code = np.zeros(len(self), dtype=np.int64)
+        bound = 1  # code < bound
         for name in names:
             codes, uniques = pd.factorize(self.text(name))
-            code = code * max(len(uniques), 1) + codes
+            code, bound = _mixed_radix(code, bound, codes, len(uniques))
         key, _ = pd.factorize(code)
         first = np.full(int(key.max()) + 1 if len(key) else 0, len(key), dtype=np.int64)
         np.minimum.at(first, key, np.arange(len(key)))
@@ -138,8 +139,9 @@ class RecordColumns:
         width = int(counts.max()) if n else 0
         out = np.full((n, width), fill, dtype=dtype)
         row = np.repeat(np.arange(n), self.n_experts)[given]
-        # each given score's place within its row: its rank among the row's given scores
-        starts = np.r_[0, np.cumsum(counts)[:-1]]
+        # each given score's place within its row: its rank among the row's given scores (one start per row, also
+        # for no rows at all)
+        starts = np.cumsum(counts) - counts
         column = np.arange(len(row)) - np.repeat(starts, counts)
         out[row, column] = values[given]
         return out
@@ -194,8 +196,8 @@ class RecordColumns:
             else:
                 expert_scores = tuple(row_scores)
                 feedback = tuple(comments[a:b]) if expert_scores and has_feedback else None
-            # Positional, in the order of JudgeRecord's fields (a third cheaper than keywords for 160k records;
-            # tests compare every field with the row path's records); expert_ids None, as the annotations give them.
+            # Positional, in the order of JudgeRecord's fields (cheaper than keywords, once per record; tests
+            # compare every field with the row path's records); expert_ids None, as the annotations give them.
             out.append(record(
                 rid, instruction, answer, criteria_name, rubrics, reference, None if number != number else number,
                 expert_scores, feedback, model_id, task_type, subtype, subsubtype, difficulty, domain, extra,
@@ -313,16 +315,35 @@ def _annotations(scores: list[float], comments: list[str], expert_ids: list[str 
     if not scores:
         return []
     key = np.zeros(len(scores), dtype=np.int64)
+    bound = 1  # key < bound
     columns = (np.array(scores, dtype=np.float64), np.array(comments, dtype=object),
                np.array(expert_ids if expert_ids is not None else [None] * len(scores), dtype=object))
     for column in columns:
         codes, uniques = pd.factorize(column, use_na_sentinel=False)  # NaN (an abstention) and None are values
-        key = key * max(len(uniques), 1) + codes
+        key, bound = _mixed_radix(key, bound, codes, len(uniques))
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     made = np.empty(len(first), dtype=object)
     made[:] = [Annotation(None if scores[i] != scores[i] else scores[i], comments[i],
                           expert_ids[i] if expert_ids is not None else None) for i in first.tolist()]
     return made[inverse.ravel()].tolist()
+
+
+#: The largest number of distinct codes ``_mixed_radix`` lets an int64 code reach.
+_CODE_LIMIT = 2**62
+
+
+def _mixed_radix(code: np.ndarray, bound: int, codes: np.ndarray, n_values: int) -> tuple[np.ndarray, int]:
+    """``code * n_values + codes`` (``code < bound``, ``codes < n_values``): one number per combination, and its
+    bound. Where the product could pass int64 (many fields with many distinct values each) and wrap silently,
+    ``code`` is first numbered again (``pd.factorize``: below its length); only then, so the common case pays nothing.
+    """
+    import pandas as pd
+
+    width = max(n_values, 1)
+    if bound * width > _CODE_LIMIT:
+        code, seen = pd.factorize(code)
+        bound = max(len(seen), 1)
+    return code * width + codes, bound * width
 
 
 def _per_row(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~600 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~650 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -26,7 +26,7 @@ from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
-from judge.records import JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex, _validated
+from judge.records import MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex, _validated
 
 __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
 
@@ -69,9 +69,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: One decoder for every line: ``json.loads(text, object_pairs_hook=...)`` builds one per call (the parse of a line
-#: then costs half as much again); with this one the hook costs the parse some 5 %, the row path of a 160,000-row
-#: JSONL some 2 %.
+#: One decoder for every line: ``json.loads(text, object_pairs_hook=...)`` builds a decoder per call, a cost paid
+#: again on every line; built once, only the hook itself is added to each parse.
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
@@ -125,7 +124,7 @@ def _repeated_key(source: str, row: int | None, text: str) -> RecordError:
 
 def _release_arrow_memory() -> None:
     """Hand the freed Arrow buffers back to the system: Arrow's allocator keeps them otherwise (about the size of
-    the file: ~500 MB resident for the rest of a run on a 160k-item JSONL)."""
+    the file, resident for the rest of a run)."""
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
@@ -148,7 +147,7 @@ def _jsonl_table(path: Path):
     try:
         options = pj.ReadOptions(block_size=min(max(len(data) + 1, 1 << 20), (1 << 31) - 1))
         table = pj.read_json(pa.BufferReader(pa.py_buffer(data)[start:]), read_options=options)
-        # Checked whole (0.04 CPU-s for the 160,000-item bench file), or a bad table would fail far from here with
+        # Checked whole, or a bad table would fail far from here with
         # no row named: the JSON reader does not check UTF-8 (the row path names the byte and its line), and it
         # builds a malformed list column when the file's first list starts with null ([null, 1.0]: offsets past
         # the values). A key given twice in one object it refuses (the row path names the field).
@@ -475,12 +474,43 @@ def _column_wise(source: str | Path, make_id: bool, tables: list[tuple[str, Any]
     for tables a column check flags (read row by row then)."""
     path, name = Path(source), str(source)
     if tables is not None:
+        if _too_many_experts(tables):
+            return None
         found = columns_from_tables(tables, name, make_id)
     elif path.is_file() and path.suffix.lower() == ".jsonl":
-        found = columns_from_tables([(name, _jsonl_table(path))], name, make_id, jsonl=True)
+        table = _jsonl_table(path)
+        if table is None or _too_many_experts([(name, table)]):
+            return None
+        found = columns_from_tables([(name, table)], name, make_id, jsonl=True)
     else:
         return None
     return found
+
+
+#: The per-expert list columns, each bounded by ``MAX_EXPERTS_PER_ITEM``.
+_EXPERT_LISTS = ("annotations", "expert_scores", "expert_feedback", "expert_ids")
+
+
+def _too_many_experts(tables: list[tuple[str, Any]]) -> bool:
+    """Some row of the ``tables`` lists more than ``MAX_EXPERTS_PER_ITEM`` experts: checked on the lists' lengths
+    before the column-wise reader builds anything, so that the row path refuses that row with its line and field."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for _, table in tables:
+        if table is None:
+            continue
+        for name in _EXPERT_LISTS:
+            if name not in table.column_names:
+                continue
+            column = table.column(name)
+            kind = column.type
+            if not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)):
+                continue  # not a list: the column checks flag it, and the row path names the row
+            longest = pc.max(pc.list_value_length(column)).as_py()
+            if longest is not None and longest > MAX_EXPERTS_PER_ITEM:
+                return True
+    return False
 
 
 def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list[tuple[str, Any]] | None = None

@@ -24,7 +24,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~850 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~900 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -49,6 +49,7 @@ __all__ = [
     "ABSTENTION_SCORE",
     "is_benchmark_row",
     "ID_FIELDS",
+    "MAX_EXPERTS_PER_ITEM",
     "Annotation",
     "JudgeRecord",
     "LoadReport",
@@ -67,6 +68,11 @@ _TEXT_OPTIONAL = ("model_id", "task_type", "task_subtype", "task_subsubtype", "d
                   "criteria_description", "rubrics_example")  # fmt: skip
 #: The released data's marker for an abstaining expert: a score of -1 in ``annotations`` (the dataset card).
 ABSTENTION_SCORE = -1.0
+#: The most experts one item may list (``annotations``, ``expert_scores``, ``expert_feedback``, ``expert_ids``).
+#: The paper's items have 2 to 11 (Appendix D.2.2; Technical Problems items one, per the release notes); the bound is
+#: far above that and refuses a row whose list would cost the load memory and time out of all proportion (untrusted
+#: input is bounded before it is built into records).
+MAX_EXPERTS_PER_ITEM = 64
 #: The fields a content-derived id hashes, in this order (see ``content_id``).
 ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics", "model_id", "task_type",
              "task_subtype", "task_subsubtype")  # fmt: skip
@@ -149,7 +155,7 @@ class Annotation:
         return self.score is None
 
 
-@dataclass(frozen=True, slots=True)  # slots: no per-record __dict__ (160k records, a third fewer objects to collect)
+@dataclass(frozen=True, slots=True)  # slots: no per-record __dict__ (160k records: fewer objects to collect)
 class JudgeRecord:
     """One judged item: an answer to an instruction, scored on one criterion.
 
@@ -494,7 +500,7 @@ def _named_experts(annotations: tuple[Annotation, ...], ids: Any, fail) -> tuple
         return annotations, None
     if not _is_list(ids):
         raise fail("expert_ids", f"must be a list of texts, one per expert, got {type(ids).__name__}")
-    ids = tuple(str(i) if type(i) is int else i for i in ids)
+    ids = tuple(str(i) if type(i) is int else i for i in _at_most_experts(ids, "expert_ids", fail))
     try:
         _check_ids(ids, len(annotations), "row")
     except ValueError as error:
@@ -509,6 +515,17 @@ def _is_list(value: Any) -> bool:
     return not isinstance(value, (str, bytes, Mapping)) and isinstance(value, Iterable)
 
 
+def _at_most_experts(items: Iterable, name: str, fail) -> tuple:
+    """The items of a row's per-expert list, or a ``RecordError`` naming ``name`` when it lists more than
+    ``MAX_EXPERTS_PER_ITEM``; only one item past the bound is taken, whatever the list's length."""
+    taken = tuple(itertools.islice(items, MAX_EXPERTS_PER_ITEM + 1))
+    if len(taken) > MAX_EXPERTS_PER_ITEM:
+        size = f"{len(items)} items" if hasattr(items, "__len__") else f"more than {MAX_EXPERTS_PER_ITEM} items"
+        raise fail(name, f"has {size}; an item has at most {MAX_EXPERTS_PER_ITEM} experts "
+                         "(judge.records.MAX_EXPERTS_PER_ITEM)")
+    return taken
+
+
 #: The keys of one released annotation (the dataset card's struct).
 _ANNOTATION_KEYS = frozenset({"comment", "score"})
 
@@ -518,7 +535,7 @@ def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
     if not _is_list(items):
         raise fail("annotations", f"must be a list of {{comment, score}} objects, got {type(items).__name__}")
     annotations = []
-    for position, item in enumerate(items):
+    for position, item in enumerate(_at_most_experts(items, "annotations", fail)):
         if not isinstance(item, Mapping):
             raise fail("annotations", f"item {position} must be an object with comment and score, got {type(item).__name__}")
         unknown = sorted(set(item) - _ANNOTATION_KEYS, key=str)
@@ -546,7 +563,7 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
         raise fail("expert_scores", f"must be a list of numbers, got {type(experts).__name__}")
     all_scores: list[float | None] = []
     abstained = False
-    for position, value in enumerate(experts):
+    for position, value in enumerate(_at_most_experts(experts, "expert_scores", fail)):
         kind = type(value)
         if kind is float and math.isfinite(value) or kind is int and -_INT_RANGE < value < _INT_RANGE:
             # the common case, without _number's checks (math.isfinite(int) converts to float: an int past float's
@@ -565,7 +582,7 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
     if feedback is not None:
         if not _is_list(feedback):  # an object too: iterated, it would give its keys as the texts
             raise fail("expert_feedback", "must be a list of texts, one per expert score")
-        feedback = tuple(feedback)
+        feedback = _at_most_experts(feedback, "expert_feedback", fail)
         for text in feedback:
             if type(text) is not str:
                 raise fail("expert_feedback", "must contain only texts")
@@ -670,14 +687,24 @@ def content_id(values: Mapping[str, Any]) -> str:
     """The id of a row with none: its content, hashed.
 
     Recipe: the row's ``ID_FIELDS`` (instruction, reference_answer, answer, criteria_name, rubrics, model_id,
-    task_type, task_subtype, task_subsubtype; absent or null = "") as a JSON list, exactly as the row holds them
-    (no stripping), serialised with ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, encoded as
-    UTF-8, hashed with SHA-256; the id is the first 16 hex characters. It depends on nothing but those texts, so
-    the same row gets the same id on every run and machine. These fields identify an item (the release has no id column: an item is its
-    content — instruction, answer, criterion, model); the experts' scores are not part of it.
+    task_type, task_subtype, task_subsubtype; absent or null = "", an integer as its digits, as ``from_row`` reads
+    them) as a JSON list, exactly as the row holds them (no stripping), serialised with
+    ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, encoded as UTF-8, hashed with SHA-256; the id is
+    the first 16 hex characters. It depends on nothing but those texts, so the same row gets the same id on every
+    run and machine, and a raw row the same id as the record loaded from it. These fields identify an item (the
+    release has no id column: an item is its content — instruction, answer, criterion, model); the experts' scores
+    are not part of it.
     """
-    key = json.dumps([values.get(name) or "" for name in ID_FIELDS], ensure_ascii=False, separators=(",", ":"))
+    key = json.dumps([_id_text(values.get(name)) for name in ID_FIELDS], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _id_text(value: Any) -> str:
+    """A field as ``content_id`` hashes it: the text ``from_row`` keeps for it (null = "", an integer its digits:
+    a numbered subtype ``3`` and ``0`` are "3" and "0", never 3 or "")."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
 
 
 @dataclass
@@ -816,14 +843,28 @@ def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport)
 
 def _same_values(a: Any, b: Any) -> bool:
     """``a == b`` with NaN equal to NaN, inside objects and lists too: an unknown column holding NaN (a missing float
-    as Parquet and pandas write it) in both copies of a row is the same row again, not different content."""
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same_values(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(_same_values, a, b))
-    return a == b
+    as Parquet and pandas write it) in both copies of a row is the same row again, not different content.
+
+    Walked with an explicit stack, not by recursion: json parses a value nested deeper than a recursive walk (or
+    ``==`` on the containers) can compare, and two copies of such a row are a duplicate, not a RecursionError."""
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+            continue
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            if a.keys() != b.keys():
+                return False
+            pending.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            if type(a) is not type(b) or len(a) != len(b):
+                return False
+            pending.extend(zip(a, b))
+        elif isinstance(a, (Mapping, list, tuple)) or isinstance(b, (Mapping, list, tuple)):
+            return False  # a container beside a scalar or the other kind of container: ``==`` would say so too
+        elif not a == b:
+            return False
+    return True
 
 
 def note_off_scale(report: LoadReport, where: str, index: int) -> None:

@@ -97,30 +97,62 @@ def load_split_spec(path: str | Path | None = None, taxonomy: Taxonomy | None = 
         taxonomy: checked against (default: the vendored taxonomy).
 
     Raises:
-        ValueError: a task type or criterion that the taxonomy does not know (a typo would leak data).
+        ValueError: a file that is not YAML, not a mapping, or lacks ``task_types`` or ``criteria`` as a list of
+            texts (an empty list only written as ``[]``: an empty file or a bare key would turn the leakage guard
+            off without a word); a task type or criterion that the taxonomy does not know (a typo would leak data).
+            One line, naming the file and the key.
     """
     return _load_split_spec(str(path or default_split_path()), taxonomy or load_taxonomy())
 
 
-@lru_cache(maxsize=8)
-def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
+#: The keys of a split file; both lists are required.
+_SPLIT_LISTS = ("task_types", "criteria")
+
+
+def _split_lists(path: str, text: str) -> dict:
+    """The split file's mapping, its ``task_types`` and ``criteria`` checked to be lists of texts."""
     import yaml
 
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ValueError(f"{path}: not valid YAML ({problem}{where})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a split file is a mapping with task_types and criteria lists, got "
+                         f"{'an empty file' if raw is None else type(raw).__name__}")
+    unknown_keys = set(raw) - {"version", *_SPLIT_LISTS}
+    if unknown_keys:
+        raise ValueError(f"{path}: unknown keys {sorted(unknown_keys, key=str)}")
+    for key in _SPLIT_LISTS:
+        if key not in raw:
+            raise ValueError(f"{path}: key {key!r} is missing (write {key}: [] to hold none out)")
+        values = raw[key]
+        if not isinstance(values, list):
+            got = "nothing" if values is None else type(values).__name__
+            raise ValueError(f"{path}: key {key!r} must be a list of texts (an empty one written as []), got {got}")
+        for position, value in enumerate(values):
+            if not isinstance(value, str):
+                raise ValueError(f"{path}: key {key!r}: item {position} must be text, got {type(value).__name__}")
+    return raw
+
+
+@lru_cache(maxsize=8)
+def _load_split_spec(path: str, taxonomy: Taxonomy) -> SplitSpec:
     if not Path(path).is_file():
         raise FileNotFoundError(f"split file {path} not found; the paper's split ships as judge/data/zero_shot.yaml")
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    unknown_keys = set(raw) - {"version", "task_types", "criteria"}
-    if unknown_keys:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown_keys)}")
+    raw = _split_lists(path, Path(path).read_text(encoding="utf-8"))
     task_types = set()
-    for name in raw.get("task_types") or []:
+    for name in raw["task_types"]:
         canonical = taxonomy.canonical_task_type(name)
         if canonical is None:
             raise ValueError(f"{path}: task type {name!r} is not in the taxonomy")
         task_types.add(canonical)
     base_ids = {crit.base_id for crit in taxonomy.criteria.values()}
     criteria = set()
-    for cid in raw.get("criteria") or []:
+    for cid in raw["criteria"]:
         if cid not in base_ids:
             raise ValueError(f"{path}: criterion {cid!r} is not a base criterion id of the taxonomy")
         criteria.add(cid)
