@@ -198,7 +198,8 @@ def parse_rationale(text: str) -> tuple[str, bool]:
     ``[END]`` after it). A ``</think>`` inside the rationale or after it is text (``_reasoning_end``).
 
     Returns:
-        ``(rationale, complete)``: complete is False when no closing tag was written (the generation was cut).
+        ``(rationale, complete)``: complete is False when no closing tag (``[RESULT]`` or ``[END]``) was written; a cut
+        generation is told by its ``finish_reason``.
     """
     body = _normalise_tags(text[_reasoning_end(text):])
     start = body.find("[FEEDBACK]")

@@ -234,7 +234,8 @@ class JudgeResult:
             token's distribution over the scale (``serve.score_reading.ScoreDistribution``), keys of ``score_probs``
             are the levels as strings.
         regression_score: the head's raw (unclipped) value.
-        rationale_complete: regression: whether the rationale was closed by a tag (False: generation was cut).
+        rationale_complete: regression: whether a tag (``[RESULT]`` or ``[END]``) closed the rationale (False: none
+            did; a cut generation is told by ``finish_reason`` ``length``).
         lm_verdict: regression: the LM's own parsed verdict.
         output: the generated text as it came out.
         finish_reason: the engine's (``stop``, ``length``).

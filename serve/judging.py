@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~810 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~850 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -62,15 +62,15 @@ from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, ch
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
 from serve.queued import Admitted, JudgmentQueue, largest_task_criteria
-from serve.score_reading import VLLM_MAX_LOGPROBS, level_token_ids, logprobs_fit, max_logprobs_of, seq2seq_verdict
+from serve.score_reading import level_token_ids, logprobs_fit, seq2seq_verdict
 from serve.config import MAX_QUEUED_JUDGMENTS
 
 __all__ = ["Judge", "JudgeSettings", "JudgeOptions", "CheckedRequest", "config_bounds", "unknown_model", "verdict_regex",
-           "REGRESSION_RESERVE_TOKENS", "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
+           "regression_reserve", "LEVEL_IDS_KEPT", "CLASSIFIER_THREADS"]
 
-#: Tokens the regression input needs beyond prompt + generated rationale: the ``[END]`` that
-#: ``render_rationale_target`` restores when the generation was cut, and the chat template's end-of-turn.
-REGRESSION_RESERVE_TOKENS = 8
+#: Tokens ``regression_reserve`` adds to what it measures: the judge's text tokenized again as text may split at
+#: a tag's edge otherwise than the engine wrote it.
+REGRESSION_RESERVE_MARGIN = 4
 #: Threads that run the task classifier for ``"criteria": "auto"`` items, all requests together. A classifier call can
 #: block long (the llm method: 3 requests of up to 60 s per item) and a thread cannot be cancelled, so these are not
 #: the default executor's: there, a few requests past their deadline whose calls still run would hold every worker
@@ -81,6 +81,22 @@ CLASSIFIER_THREADS = 4
 #: and the custom ones in use. Kept without a bound, every distinct custom scale a client ever sent stayed (a request
 #: of 512 custom ranges of 101 levels added ~1.8 MB, for good).
 LEVEL_IDS_KEPT = 256
+
+
+def regression_reserve(tokenizer: Any, head_input: str) -> int:
+    """Tokens a regression head's input can hold beyond the generation prompt and the tokens generated, measured
+    with the judge's own tokenizer and chat template: the worst case is an untagged rationale, which the head reads
+    re-rendered (``[FEEDBACK] ... [END]`` for our exports, ``head_input`` "rationale_target") and closed by the
+    template's end of turn; a released judge's head reads the text as generated, closed the same way. ``check``
+    counts it with ``max_tokens``, so that a prompt it passes never overflows the pooling engine after its generation.
+    """
+    prompt, rationale = "x", "слово"
+    asked = chat_ids(tokenizer, [chat_parts(apply_chat(tokenizer, prompt), prompt)])[0]
+    completion = rationale if head_input == "generated_text" else render_rationale_target(rationale)
+    read = chat_ids(tokenizer, [chat_parts(apply_chat(tokenizer, prompt, completion=completion), prompt,
+                                           completion=completion)])[0]
+    written = tokenizer.encode(rationale, add_special_tokens=False)
+    return max(len(read) - len(asked) - len(written), 0) + REGRESSION_RESERVE_MARGIN
 
 
 def verdict_regex(scale: Scale, feedback_max_chars: int, with_score: bool, reasoning_opened: bool = False) -> str:
@@ -138,9 +154,6 @@ class JudgeSettings:
     verdict_format: str = VerdictFormat.TAGGED
     #: The pointwise prompt it is asked with (``judge.checkpoints.prompt_template_and_why``); responses name its version.
     template: PromptTemplate = POLLUX_PROMPT
-    #: The generating engine's ``--max-logprobs`` (-1: no cap): a request asking more is refused whole by vLLM, so a
-    #: scale of more levels gets no score distribution, and a scale within it gets one (``config_bounds``).
-    max_logprobs: int = VLLM_MAX_LOGPROBS
     #: Judgments queued across all requests in progress (``serve.queued``); more get 503 with Retry-After.
     max_queued_judgments: int = MAX_QUEUED_JUDGMENTS
 
@@ -153,11 +166,8 @@ class JudgeSettings:
 
 
 def config_bounds(config: Any) -> dict[str, int]:
-    """The ``JudgeSettings`` bounds the server config (``serve.config.ServeConfig``) decides: the queue's, and the
-    generating engine's ``--max-logprobs`` as the ``engine_args`` it is started with set it. An attached generator
-    (``generator_url``) was started by someone else, with flags judge-serve cannot read: vLLM's default is assumed."""
-    return {"max_logprobs": VLLM_MAX_LOGPROBS if config.generator_url else max_logprobs_of(config.engine_args),
-            "max_queued_judgments": config.max_queued_judgments}
+    """The ``JudgeSettings`` bounds the server config (``serve.config.ServeConfig``) decides: the queue's."""
+    return {"max_queued_judgments": config.max_queued_judgments}
 
 
 def _judgments_asked(checked: CheckedRequest, max_judgments: int) -> int:
@@ -313,11 +323,21 @@ def _refusal_error(err: EngineFailure, job: Job, options: JudgeOptions) -> tuple
     said = sanitized(str(err), 500)
     if err.status != 400 or CONTEXT_LIMIT.search(str(err)) is None:
         return VerdictError.ENGINE_REFUSED, said
+    return _over_context(job, options, "the engine refused the prompt for criterion {} as longer than the model's "
+                                       f"context ({said})")
+
+
+def _over_context(job: Job, options: JudgeOptions, what: str) -> tuple[str, str]:
+    """A judgment too long for the model's context, by the request's ``oversize``: ``context_length_exceeded`` under
+    ``fail``; under ``refuse``, the request's 400. ``what`` says what was too long, ``{}`` where the criterion goes (replaced, not formatted: the engine's words it may quote hold braces).
+
+    Raises:
+        RequestError: 400 ``context_length_exceeded`` naming the item (or pair), under ``oversize`` ``refuse``.
+    """
     where = f"{options.field}[{job.item}]"
     name = job.criterion.name
     shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... [{len(name)} characters]"
-    message = (f"{where}: the engine refused the prompt for criterion {shown} as longer than the model's context "
-               f"({said}). Shorten the answer or ask for fewer max_tokens.")
+    message = f"{where}: {what.replace('{}', shown, 1)}. Shorten the answer or ask for fewer max_tokens."
     if options.oversize == "fail":
         return VerdictError.CONTEXT_LENGTH_EXCEEDED, message
     raise RequestError(message, param=where, code="context_length_exceeded")
@@ -409,6 +429,9 @@ class Judge:
         self._level_ids: OrderedDict[tuple[int, ...], dict[int, int] | None] = OrderedDict()
         self.queue = JudgmentQueue()  # /v1/judge's and /get_reward's judgments in progress, all requests together
         self._chars_per_token: int | None = None  # max_token_chars, on the first request
+        # measured on the first request, as max_token_chars is: it builds the tokenizer copy below, which would block
+        # the start's event loop here
+        self._regression_reserve: int | None = None
         # The copy of the tokenizer that reads a request's text (judge.chat_tokens.chat_ids) takes ~0.5 CPU-s to make for a
         # Qwen vocabulary: made now, beside the start, not inside the first request's deadline.
         threading.Thread(target=prepare_tokenizer, args=(tokenizer,), name="tokenizer-copy", daemon=True).start()
@@ -454,7 +477,10 @@ class Judge:
             lenient=request.lenient if request.lenient is not None else s.lenient,
             constrained=request.constrained if request.constrained is not None else s.constrained,
         )
-        reserve = REGRESSION_RESERVE_TOKENS if s.kind == JudgeKind.REGRESSION else 0
+        if self._regression_reserve is None:
+            self._regression_reserve = (regression_reserve(self.tokenizer, s.head_input)
+                                        if s.kind == JudgeKind.REGRESSION else 0)
+        reserve = self._regression_reserve
         oversize = request.oversize or "refuse"
         if self._chars_per_token is None:
             self._chars_per_token = max_token_chars(self.tokenizer)
@@ -682,7 +708,7 @@ class Judge:
         # The score token's position is known for the tagged format only (after [RESULT]).
         tagged = s.verdict_format == VerdictFormat.TAGGED
         level_ids = self._levels(scale) if (s.kind == JudgeKind.SEQ2SEQ and s.score_logprobs and tagged) else None
-        if level_ids and logprobs_fit(level_ids, s.max_logprobs):  # more than the engine returns: no distribution
+        if level_ids and logprobs_fit(level_ids):  # more than vLLM takes: no distribution
             payload["logprobs"] = len(level_ids)
             payload["logprob_token_ids"] = list(level_ids.values())
         if options.constrained:
@@ -734,7 +760,7 @@ class Judge:
                                       options.lenient, s.verdict_format, reasoning_opened=opened,
                                       finish_reason=finish_reason)
         else:
-            verdict, refusal, answered = await self._regression_verdict(job, text, options)
+            verdict, refusal, answered = await self._regression_verdict(job, text, options, finish_reason)
         return JudgeResult(
             criterion=job.criterion.name,
             criterion_id=job.criterion.id,
@@ -748,8 +774,8 @@ class Judge:
             ),
         ), refusal, answered
 
-    async def _regression_verdict(self, job: Job, text: str,
-                                  options: JudgeOptions) -> tuple[dict[str, Any], EngineFailure | None, bool]:
+    async def _regression_verdict(self, job: Job, text: str, options: JudgeOptions,
+                                  finish_reason: str | None) -> tuple[dict[str, Any], EngineFailure | None, bool]:
         """The regression head's verdict, the pooling engine's refusal when it refused to score it, and whether the
         pooling engine answered it (a 200; True when the head had nothing to score and it was not asked)."""
         scale = job.criterion.scale
@@ -772,8 +798,14 @@ class Judge:
             "lm_verdict": LmVerdict(score=lm.score, parse_ok=lm.ok, error=lm.error, error_reason=lm.reason or None),
         }
         released = self.settings.head_input == "generated_text"
-        if not (text if released else rationale):
+        if not (text.strip() if released else rationale):
             out["error"], out["error_reason"] = VerdictError.EMPTY, "the judge wrote no rationale for the head to score"
+            return out, None, True
+        if not released and finish_reason == "length":
+            # Re-rendered, a cut rationale would gain an [END] the judge never wrote and be scored as whole; a tagged
+            # verdict cut the same way fails ``cut``. A released judge's head reads a cut text as POLLUX scores it.
+            out["error"], out["error_reason"] = VerdictError.CUT, ("the generation stopped at max_tokens before the "
+                                                                   "rationale's [END]: no score")
             return out, None, True
         # Our exports: exactly the sequence training fed the head, prompt + assistant turn "[FEEDBACK] ... [END]".
         # Released -r judges: POLLUX's scoring input, the chat template over [user: prompt, assistant: the generated
@@ -783,6 +815,11 @@ class Judge:
         # The prompt (the client's text) and the judge's output are tokenized with their special-token strings as
         # text, as the prompt was for the generation (judge.chat_tokens.chat_ids); the chat template's own tokens stay.
         ids = chat_ids(self.tokenizer, [chat_parts(text_for_head, job.prompt, completion=completion)])[0]
+        if len(ids) > self.settings.max_model_len:  # the pooling engine would refuse it: not sent
+            out["error"], out["error_reason"] = _over_context(
+                job, options, f"the regression head's input for criterion {{}} is {len(ids)} tokens, longer than the "
+                              f"model's context of {self.settings.max_model_len}")
+            return out, None, True
         assert self.pooler is not None
         async with self.limit:
             try:

@@ -215,9 +215,9 @@ def _stamp_matches(base: Path, key: str) -> bool:
     the head shard at every start; it is rebuilt instead)."""
     try:
         stamp = json.loads((base / STAMP).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # ValueError: bad JSON and bytes no UTF-8 decodes alike; the views are rebuilt
         return False
-    if stamp.get("key") != key:
+    if not isinstance(stamp, dict) or stamp.get("key") != key:
         return False
     for kind in ("causal", "classifier"):
         view = base / kind

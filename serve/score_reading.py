@@ -17,45 +17,30 @@ from typing import Any
 from judge import Scale, ScoreSource, VerdictFormat
 from judge.verdicts import read_served_verdict
 
-__all__ = ["ScoreDistribution", "VLLM_MAX_LOGPROBS", "level_token_ids", "logprobs_fit", "max_logprobs_of",
+__all__ = ["MAX_LOGPROB_TOKEN_IDS", "ScoreDistribution", "level_token_ids", "logprobs_fit",
            "score_distribution", "seq2seq_verdict"]
 
 log = logging.getLogger("judge_serve")
 
-#: vLLM's default ``--max-logprobs`` (``ModelConfig.max_logprobs`` in ``vllm/config/model.py``, vLLM 0.32): a request
-#: asking for more log-probabilities per token is refused whole (``SamplingParams._validate_logprobs``), verdict and
-#: all, so a scale of more single-token levels than this gets no score distribution instead.
-VLLM_MAX_LOGPROBS = 20
+#: The most ``logprob_token_ids`` vLLM takes in one request (``MAX_LOGPROB_TOKEN_IDS`` in ``vllm/sampling_params.py``,
+#: vLLM 0.32); a request asking more is refused whole, verdict and all, so a scale of more single-token levels gets no
+#: score distribution instead. ``--max-logprobs`` does not bound these: with ``logprob_token_ids`` set, vLLM's
+#: completions endpoint passes ``logprobs`` on as None (``CompletionRequest.to_sampling_params`` in
+#: ``vllm/entrypoints/openai/completion/protocol.py``), and only this limit is checked.
+MAX_LOGPROB_TOKEN_IDS = 128
 _warned_sizes: set[int] = set()
 
 
-def max_logprobs_of(engine_args: list[str]) -> int:
-    """The ``--max-logprobs`` engine flags set (``--max-logprobs N`` or ``--max-logprobs=N``, or spelt
-    ``--max_logprobs``, the last one given, as vLLM's argparse reads them; -1 is vLLM's "no cap"), else ``VLLM_MAX_LOGPROBS``, also for a value that is no integer
-    (which vLLM refuses at its start)."""
-    value = None
-    for at, arg in enumerate(engine_args):
-        flag = arg.split("=", 1)[0].replace("_", "-")  # vLLM's parser takes --max_logprobs as --max-logprobs
-        if flag == "--max-logprobs" and "=" not in arg and at + 1 < len(engine_args):
-            value = engine_args[at + 1]
-        elif flag == "--max-logprobs" and "=" in arg:
-            value = arg.split("=", 1)[1]
-    try:
-        return int(value) if value is not None else VLLM_MAX_LOGPROBS
-    except ValueError:
-        return VLLM_MAX_LOGPROBS
-
-
-def logprobs_fit(level_ids: dict[int, int], max_logprobs: int = VLLM_MAX_LOGPROBS) -> bool:
-    """Whether the engine returns a log-probability per level (``max_logprobs``, -1: no cap); when not, the request
-    must not ask for them (vLLM would refuse it whole), and the log says so once per scale size."""
-    if max_logprobs < 0 or len(level_ids) <= max_logprobs:
+def logprobs_fit(level_ids: dict[int, int]) -> bool:
+    """Whether vLLM returns a log-probability per level; when not, the request must not ask for them (vLLM would
+    refuse it whole), and the log says so once per scale size."""
+    if len(level_ids) <= MAX_LOGPROB_TOKEN_IDS:
         return True
     if len(level_ids) not in _warned_sizes:
         _warned_sizes.add(len(level_ids))
-        log.warning("a scale of %d single-token levels: no expected_score or confidence for it (the engine returns at "
-                    "most %d log-probabilities per token, vLLM's max_logprobs, and refuses a request asking more)",
-                    len(level_ids), max_logprobs)
+        log.warning("a scale of %d single-token levels: no expected_score or confidence for it (vLLM takes at most %d "
+                    "logprob_token_ids per request and refuses a request asking more)",
+                    len(level_ids), MAX_LOGPROB_TOKEN_IDS)
     return False
 
 

@@ -186,6 +186,12 @@ async def _bring_up(state: ServerState) -> None:
         await asyncio.gather(
             *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
         )
+    except EngineStartError as err:  # vLLM's own "Engine core initialization failed" names no setting
+        from serve.config import cpu_start_hint
+
+        owned = any(e.owned for e in state.engines.values())
+        _fail_start(state, str(err) + (cpu_start_hint(config) if owned else ""))
+        return
     except Exception as err:  # noqa: BLE001 - any failure to come up is fatal, and reported as such
         _fail_start(state, str(err))
         return
@@ -216,7 +222,7 @@ async def _bring_up(state: ServerState) -> None:
         lenient=config.lenient_parsing,
         constrained=config.constrained_decoding,
         feedback_max_chars=config.feedback_max_chars,
-        max_judgments=config.max_judgments_per_request, **config_bounds(config),  # queue bound, --max-logprobs
+        max_judgments=config.max_judgments_per_request, **config_bounds(config),  # the queue's bound
     )
     state.judge = Judge(
         settings, tokenizer, clients["generator"], clients.get("pooler"), asyncio.Semaphore(config.max_concurrent_engine_requests),

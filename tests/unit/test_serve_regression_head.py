@@ -1,0 +1,132 @@
+"""What a regression judge's head reads, and when it is not asked: the exact ``/classify`` input for our exports
+(prompt + the rationale re-rendered ``[FEEDBACK] ... [END]``) and for released judges (the text as generated); a
+cut or blank generation; a head input past the context; the tokens ``check`` reserves for the head. The engines are
+scripted on 127.0.0.1 and the payloads that crossed the wire are asserted."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import judge
+from judge.checkpoints import JudgeKind
+from serve.schema import RequestError, parse_judge_request
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+ITEM = {"instruction": "Напиши стих.", "answer": "Весна пришла.", "criteria": ["Креативность"]}
+
+
+def _settings(head_input: str, max_model_len: int = 8192):
+    from serve.judging import JudgeSettings
+
+    return JudgeSettings(model_name="m", kind=JudgeKind.REGRESSION, engine_models={"generator": "m", "pooler": "m"},
+                         max_model_len=max_model_len, max_tokens=64, temperature=0.0, score_logprobs=False,
+                         lenient=False, constrained=False, feedback_max_chars=0, max_judgments=512,
+                         head_input=head_input)
+
+
+def _judged(tok, head_input: str, text: str, finish_reason: str = "stop", max_model_len: int = 8192,
+            oversize: str = "refuse"):
+    """The response and the (path, body) pairs the engines received, the generation answering ``text``."""
+    from serve.engine_client import EngineClient, engine_session
+    from serve.judging import Judge
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/classify":
+            return 200, {"data": [{"probs": [1.5]}]}
+        return 200, {"choices": [{"text": text, "finish_reason": finish_reason}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+    async def run(engine: ScriptedEndpoint):
+        async with engine_session(30.0, 4) as http:
+            client = EngineClient(http, engine.url, asyncio.Event(), lambda: "down")
+            server = Judge(_settings(head_input, max_model_len), tok, client, client, asyncio.Semaphore(1))
+            return await server.run(parse_judge_request({**ITEM, "oversize": oversize}))
+
+    with ScriptedEndpoint(respond) as engine:
+        response = asyncio.run(run(engine))
+        return response.items[0].results[0], list(engine.requests)
+
+
+def _prompt(tok) -> str:
+    from serve.jobs import build_jobs
+
+    (job,) = build_jobs(parse_judge_request(ITEM), tok, max_model_len=8192, max_tokens=64, thinking=False,
+                        template=judge.prompts.POLLUX_PROMPT)
+    return job.prompt
+
+
+def test_an_exports_head_reads_the_prompt_and_the_rationale_rendered_as_training_rendered_it(qwen_tokenizer):
+    tok = qwen_tokenizer
+    result, requests = _judged(tok, "rationale_target", "[FEEDBACK] Хороший стих. [RESULT] 2 [END]")
+    (generation,) = [body for path, body in requests if path == "/v1/completions"]
+    (classify,) = [body for path, body in requests if path == "/classify"]
+    (head_ids,) = classify["input"]
+    head = tok.decode(head_ids)
+    assert generation["stop"] == ["[END]"]
+    # ChatML: the generation prompt, then the assistant turn's text and its end of turn
+    assert head == tok.decode(generation["prompt"]) + "[FEEDBACK] Хороший стих. [END]<|im_end|>\n"
+    assert head == judge.apply_chat(tok, _prompt(tok), completion=judge.render_rationale_target("Хороший стих."))
+    assert (result.score, result.regression_score, result.parse_ok) == (1.5, 1.5, True)
+
+
+def test_a_released_judges_head_reads_the_text_as_generated(qwen_tokenizer):
+    tok = qwen_tokenizer
+    text = "Хороший стих.\n[RESULT] 2"
+    result, requests = _judged(tok, "generated_text", text)
+    (generation,) = [body for path, body in requests if path == "/v1/completions"]
+    (classify,) = [body for path, body in requests if path == "/classify"]
+    head = tok.decode(classify["input"][0])
+    assert "stop" not in generation and "include_stop_str_in_output" not in generation
+    assert head == tok.decode(generation["prompt"]) + text + "<|im_end|>\n"
+    assert head == judge.apply_chat(tok, _prompt(tok), completion=text)
+    assert result.score == 1.5
+
+
+def test_an_exports_generation_cut_at_max_tokens_is_cut_and_the_head_is_not_asked(qwen_tokenizer):
+    """Re-rendered, the cut rationale would gain an [END] the judge never wrote and be scored as a whole one."""
+    result, requests = _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший сти", finish_reason="length")
+    assert [path for path, _ in requests] == ["/v1/completions"]
+    assert (result.error, result.score, result.regression_score, result.parse_ok) == ("cut", None, None, False)
+    assert result.rationale_complete is False and result.feedback == "Хороший сти"
+
+
+def test_a_released_judges_cut_generation_is_scored_as_pollux_scores_it(qwen_tokenizer):
+    result, requests = _judged(qwen_tokenizer, "generated_text", "[FEEDBACK] Хороший сти", finish_reason="length")
+    assert [path for path, _ in requests] == ["/v1/completions", "/classify"]
+    assert (result.error, result.score, result.parse_ok) == (None, 1.5, True)
+
+
+@pytest.mark.parametrize("head_input", ["rationale_target", "generated_text"])
+def test_a_blank_generation_is_empty_and_the_head_is_not_asked(qwen_tokenizer, head_input):
+    result, requests = _judged(qwen_tokenizer, head_input, "   \n")
+    assert [path for path, _ in requests] == ["/v1/completions"]
+    assert (result.error, result.score, result.parse_ok) == ("empty", None, False)
+
+
+def test_a_head_input_past_the_context_is_not_sent_and_follows_oversize(qwen_tokenizer):
+    """A generation longer than asked (an engine that overran max_tokens) makes a head input past the context: that
+    judgment fails under ``oversize: fail``, the request is refused under ``refuse``, the pooler never asked."""
+    long = "[FEEDBACK] " + "слово " * 3000 + "[END]"
+    result, requests = _judged(qwen_tokenizer, "rationale_target", long, max_model_len=2048, oversize="fail")
+    assert [path for path, _ in requests] == ["/v1/completions"]
+    assert (result.error, result.score) == ("context_length_exceeded", None)
+    assert result.error_reason.startswith("items[0]: the regression head's input for criterion 'Креативность' is ")
+    assert "longer than the model's context of 2048" in result.error_reason
+    with pytest.raises(RequestError, match="context_length_exceeded|longer than the model's context of 2048"):
+        _judged(qwen_tokenizer, "rationale_target", long, max_model_len=2048, oversize="refuse")
+
+
+def test_the_reserve_covers_an_untagged_rationale_re_rendered(qwen_tokenizer):
+    """An untagged rationale of N tokens becomes ``[FEEDBACK] <it> [END]<|im_end|>\\n`` in the head's input: the tags,
+    spaces and end of turn are the reserve (the old fixed 8 was short of them on Qwen2.5), plus the margin."""
+    from serve.judging import REGRESSION_RESERVE_MARGIN, regression_reserve
+
+    tok = qwen_tokenizer
+    added = (len(tok.encode("[FEEDBACK] слово [END]<|im_end|>\n", add_special_tokens=False))
+             - len(tok.encode("слово", add_special_tokens=False)))
+    assert added > 8
+    assert regression_reserve(tok, "rationale_target") == added + REGRESSION_RESERVE_MARGIN
+    # a released judge's head reads the text as generated: its end of turn alone
+    assert regression_reserve(tok, "generated_text") == len(tok.encode("<|im_end|>\n")) + REGRESSION_RESERVE_MARGIN
