@@ -82,9 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     score_p.add_argument("--target", choices=("auto", "mode", "mean"), default="auto",
                          help="Reference score: mode of the experts, or mean (regression judges); auto picks by the "
                               "predictions' score_source.")
-    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval: 0 (none), >= 10.")
+    score_p.add_argument("--n-boot", type=int, default=1000, help="Bootstrap resamples per interval: 0 (none), "
+                         ">= 10, at most 100,000.")
     score_p.add_argument("--seed", type=int, default=0, help="Seed of the VC draws and bootstraps, >= 0.")
-    score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC.")
+    score_p.add_argument("--vc-repeats", type=int, default=100, help="Random expert replacements for the judge's VC: "
+                         "1 to 10,000.")
     score_p.add_argument("--name", default="", help="The judge's label in the report (default: from predictions).")
     score_p.add_argument("--png", action="store_true",
                          help="Also draw the PNG plots (plots/*.png; report.html has them as SVG). On with "
@@ -130,9 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
-                       "p-values or calls) or >= 10; a better/worse call of scored runs needs more than 2/alpha (41 "
-                       "at the default --alpha), in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 "
-                       "criteria); of two rank runs, >= 2/alpha (40); a board of K draws >= 2m/alpha (1,120 for 8; never raised past 100,000).")
+                       "p-values or calls) or >= 10, at most 100,000; a better/worse call of scored runs needs "
+                       "more than 2/alpha (41 at the default --alpha), in a table of m cells more than 2m/alpha "
+                       "(Holm; 1,001 for 25 criteria); of two rank runs, >= 2/alpha (40); a board of K draws "
+                       ">= 2m/alpha (1,120 for 8).")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
                        "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
@@ -172,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "run.json beside it (the whole data in its config), which `judge-eval "
                                          "score` reads the judge's settings from. Shards judged with different "
                                          "settings are refused, naming the first key that differs; so are a bad "
-                                         "row, a torn last line (rerun that array task) and an id in two shards.")
+                                         "row, a torn last line (rerun that array task), an id in two shards and "
+                                         "a merge where no shard had an item to judge.")
     merge_p.add_argument("shards", nargs="+", help="The shard folders (each holding predictions.jsonl, run.json).")
     merge_p.add_argument("--data", required=True, help="The whole labelled JSONL the shards were cut from.")
     merge_p.add_argument("--out", required=True, help="The folder for the merged predictions.jsonl and run.json.")
@@ -228,7 +232,7 @@ def resolve_run_config(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     from eval.judging.config import RunConfig
-    from eval.judging.run import run
+    from eval.judging.run import _refuse_unreachable_judge, refuse_server_args_for_url, run
     from judge.plumbing.config_files import chosen_fields
     from judge.plumbing.provenance import redact
     from judge.plumbing.run_folder import refuse_file
@@ -240,6 +244,11 @@ def _run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, data="")
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
+    # run() checks these again; checked here first so that a refusal is its one line, not one after a ~1.4 KB
+    # config dump, and the config is logged only for a run that goes on.
+    config.validate()
+    _refuse_unreachable_judge(config)
+    refuse_server_args_for_url(config)
     log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))

@@ -100,6 +100,9 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
 
 #: ``owner/name`` as the hub spells repository ids (letters, digits, ``-``, ``_``, ``.``; one slash).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: Folders the toolkit writes its runs under (judge-train's runs/NAME, judge-eval's runs/eval/...): an id owned by
+#: one is most likely a path not written yet.
+TOOLKIT_OUTPUT_FOLDERS = ("runs",)
 
 
 class CheckpointNotFound(ValueError):
@@ -195,8 +198,15 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
     if invalid:
         raise CheckpointNotFound(f"{text}: no such folder, and not a valid hub id ({invalid})")
     kind = "" if repo_type == "model" else f" --repo-type {repo_type}"
+    # In a fresh clone `runs/tiny-seq2seq` (runs/ not written yet) is a valid hub id and is tried as one; the name of
+    # the folder judge-train writes, or an `export` leaf, says it was most likely meant as a path: said first, though
+    # it is still tried on the hub (a real hub id is never refused for its name).
+    local = owner in TOOLKIT_OUTPUT_FOLDERS or text.rsplit("/", 1)[1] == "export"
     remedy = (
-        f"Download it first where the hub is reachable (`hf download {text}{kind}`; older huggingface_hub: "
+        (f"If {text} is a local path, it does not exist yet (train first: `judge-train --config CONFIG` writes "
+         "runs/NAME/export, the folder to give); if it is a hub id: download it first" if local else
+         "Download it first")
+        + f" where the hub is reachable (`hf download {text}{kind}`; older huggingface_hub: "
         f"`huggingface-cli download {text}{kind}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
         "(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the checkpoint's folder instead."
     )

@@ -1,5 +1,9 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
+Why one module of ~520 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
+share the judge-serve processes (``_Servers``) and the one-line ``DemoError`` convention, and split they would be a
+package to find one's way through for what ``make demo`` runs as one file.
+
 Run from anywhere (the configs are read from this repository, ``--out`` is taken from the working directory):
     .venv/bin/python scripts/demo.py --out runs/demo
     .venv/bin/python scripts/demo.py --out runs/demo --stages contract,train     # only some stages
@@ -29,8 +33,9 @@ serving and evaluation run as subprocesses, and nothing is imported from ``serve
 A mistake in how it was asked to run (a ``--data`` that is missing or empty, or given to ``--stages`` without the
 contract stage that alone reads it, a ``--stages`` that names no stage,
 ``--stages serve``, ``eval`` or ``mera`` on an ``--out`` with no trained judge, said before any stage runs, a
-judge-serve that does not start, an ``--out`` that is a file or cannot be written) stops it with one line on
-stderr and exit code 2; Ctrl+C stops it with one line and exit code 130. It runs
+judge-serve that does not start or fails the serve stage's request, a console script that is not installed, an
+``--out`` that is a file or cannot be written, a Python without the toolkit) stops it with one line on stderr and
+exit code 2; Ctrl+C stops it with one line and exit code 130. It runs
 offline: ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set to 1 unless already set.
 """
 
@@ -49,21 +54,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import (
-    ZERO_SHOT,
-    load_records,
-    parse_verdict,
-    render_prompt,
-    render_target,
-    sample_data_path,
-    scale_of,
-    split_of,
-)
-from judge.sample_data import data_source
-from judge.scales import has_unique_mode
-from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, log_tail, start_process
-from judge.plumbing.provenance import scrub_secrets
-from judge.prompts import apply_chat
+try:
+    from judge import (
+        ZERO_SHOT,
+        load_records,
+        parse_verdict,
+        render_prompt,
+        render_target,
+        sample_data_path,
+        scale_of,
+        split_of,
+    )
+    from judge.plumbing.processes import ManagedProcess, ProcessStartError, free_port, log_tail, start_process
+    from judge.plumbing.provenance import scrub_secrets
+    from judge.prompts import apply_chat
+    from judge.sample_data import data_source
+    from judge.scales import has_unique_mode
+except ModuleNotFoundError as missing:
+    # `python3 scripts/demo.py` outside the venv: the toolkit is not on this Python's path, which is a setup step
+    # missed, not a bug to show as a traceback (even for --help). A module missing inside the toolkit is a bug: raised.
+    if missing.name != "judge":
+        raise
+    print(f"demo: run it with .venv/bin/python (make setup first); this Python has no module {missing.name!r}",
+          file=sys.stderr)
+    raise SystemExit(2) from None
 
 # What real judges emit besides clean verdicts; each must come back as a counted failure, never a score.
 MALFORMED_OUTPUTS = [
@@ -327,7 +341,12 @@ def stage_serve(out: Path, args, servers) -> int:
         ]
     }
     print(f"[serve] POST {url}/judge with {len(records)} items through the openai SDK")
-    response = client.post("/judge", body=body, cast_to=object)
+    try:
+        response = client.post("/judge", body=body, cast_to=object)
+    except openai.APIError as error:  # judge-serve died or refused mid-stage: why is in its log, not in a traceback
+        said = str(error).splitlines()[0][:300] if str(error) else ""
+        raise DemoError(f"judge-serve for the seq2seq judge failed the serve stage's request "
+                        f"({type(error).__name__}: {scrub_secrets(said)}); its log: {servers.log('seq2seq')}") from None
     for record, item in zip(records, response["items"]):
         for result in item["results"]:
             shown = {k: result.get(k) for k in ("score", "parse_ok", "error", "expected_score", "confidence")}
@@ -412,7 +431,11 @@ STAGES = (
 def _run(cmd: list[str], env: dict | None = None) -> int:
     """Run a console script of this environment, printing the command first."""
     print("$ " + " ".join(cmd), flush=True)
-    return subprocess.call([_script(cmd[0]), *cmd[1:]], env={**os.environ, **(env or {})})
+    try:
+        return subprocess.call([_script(cmd[0]), *cmd[1:]], env={**os.environ, **(env or {})})
+    except OSError as error:  # _script fell back to the bare name: the console script is not installed here
+        raise DemoError(f"{cmd[0]}: cannot run it ({error.strerror or error}); run the demo with .venv/bin/python "
+                        "after make setup, which installs it") from None
 
 
 def _script(name: str) -> str:
@@ -466,11 +489,15 @@ class _Servers:
                 self.starting.pop(recipe)
                 raise self._did_not_start(recipe, server, f"judge-serve exited with code {code} while starting")
 
+    def log(self, recipe: str) -> Path:
+        """The judge-serve log of ``recipe``'s trained judge: where a failure's reason is."""
+        return self.out / "serve" / recipe / "judge-serve.log"
+
     def _did_not_start(self, recipe: str, server: ManagedProcess, how: str) -> DemoError:
         """Stop ``server`` and say, in one line, how it ended and why: judge-serve writes the reason it gives up
         (vLLM missing, a bad config, a port in use) as its log's last line, which is named with the log."""
         server.stop()
-        log = self.out / "serve" / recipe / "judge-serve.log"
+        log = self.log(recipe)
         lines = [line.strip() for line in log_tail(log).splitlines() if line.strip()]
         reason = f": {scrub_secrets(lines[-1])[:400]}" if lines and log.is_file() else ""
         return DemoError(f"judge-serve for the {recipe} judge did not start ({how.rstrip('.')}{reason}); "
@@ -487,7 +514,7 @@ class _Servers:
                str(TINY_SERVE_CONFIG)]
         print("$ " + " ".join(cmd) + " &", flush=True)
         # judge-serve drains in-flight requests and stops its engines on SIGTERM; 120 s before SIGKILL.
-        server = start_process([_script(cmd[0]), *cmd[1:]], log_path=log_dir / "judge-serve.log", grace_s=120,
+        server = start_process([_script(cmd[0]), *cmd[1:]], log_path=self.log(recipe), grace_s=120,
                                name="judge-serve",
                                env={**os.environ, "VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"),
                                     "JUDGE_DEMO_KEY": DEMO_API_KEY})

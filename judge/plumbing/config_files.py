@@ -77,7 +77,10 @@ class ExactArgumentParser(argparse.ArgumentParser):
         bare ``--`` (passed through to another program) are left as given."""
         import sys
 
-        return super().parse_known_args(self._dashed(list(sys.argv[1:] if args is None else args)), namespace)
+        self._given = self._dashed(list(sys.argv[1:] if args is None else args))
+        parsed = super().parse_known_args(self._given, namespace)
+        self._namespace = parsed[0]  # which subcommand ran, for error(): parse_args reports leftovers after this
+        return parsed
 
     def _dashed(self, args: list[str]) -> list[str]:
         known = self._option_string_actions
@@ -92,6 +95,48 @@ class ExactArgumentParser(argparse.ArgumentParser):
                     arg = dashed + eq + value
             out.append(arg)
         return out
+
+    def error(self, message: str) -> typing.NoReturn:
+        """As argparse's, except for unrecognized options: one line with the closest option of the command that was
+        run, not a usage of forty lines above ``unrecognized arguments`` (a mistyped ``--dat`` for ``--data``)."""
+        import difflib
+        import sys
+
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            super().error(message)
+        command = self._command_run()
+        options = [s for parser in {self, command} for s in parser._option_string_actions if s.startswith("--")]
+        said, passed_on = [], False
+        for word in message[len(prefix):].split(" "):
+            passed_on = passed_on or word == "--"  # after a bare --: another program's, no option of ours
+            flag = word.partition("=")[0]
+            if passed_on or not word.startswith("--"):
+                said.append(word)
+            elif flag in options:  # an option of the subcommand, given before it
+                said.append(f"{word} (an option of `{command.prog}`: give it after its subcommand)")
+            else:
+                close = difflib.get_close_matches(flag, options, n=1)
+                said.append(f"{word} (did you mean {close[0]}?)" if close else word)
+        print(f"{self.prog}: error: {prefix}{' '.join(said)}; `{command.prog} --help` lists the options",
+              file=sys.stderr)
+        sys.exit(2)
+
+    def _command_run(self) -> argparse.ArgumentParser:
+        """The parser of the subcommand the command line named, else this one: argparse reports a subcommand's
+        unrecognized options from the top parser, which alone does not know them."""
+        given = getattr(self, "_given", [])
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = getattr(getattr(self, "_namespace", None), action.dest, None) if action.dest else None
+                if chosen in action.choices:  # what argparse read, not a word that may be an option's value
+                    sub = action.choices[chosen]
+                    return sub._command_run() if isinstance(sub, ExactArgumentParser) else sub
+                named = [name for name in action.choices if name in given]
+                if named:
+                    sub = action.choices[min(named, key=given.index)]
+                    return sub._command_run() if isinstance(sub, ExactArgumentParser) else sub
+        return self
 
 
 def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ key, a refused key, a wrong URL or path, no server at that address, a server sti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import logging
 import math
@@ -162,6 +163,9 @@ class RetryPolicy:
         retryable: which exceptions are retried (default ``is_transient``).
         max_wait_s: a bound on the time (seconds) from the first attempt: no attempt starts after it and no wait
             reaches past it; None: only ``max_retries`` bounds the retries.
+        waiting: when set, called with the first failure just before the first retry's wait, and every failed
+            attempt is then logged at debug level instead of as a warning: a first contact waiting for a server
+            that is not up yet says so once, not once per attempt for two minutes.
     """
 
     max_retries: int = 5
@@ -171,6 +175,7 @@ class RetryPolicy:
     sleep: Callable[[float], Any] = field(default=time.sleep, repr=False)
     asleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False)
     retryable: Callable[[BaseException], bool] = field(default=is_transient, repr=False)
+    waiting: Callable[[BaseException], None] | None = field(default=None, repr=False)
 
     def delay_s(self, retry: int, err: BaseException | None) -> float:
         """The wait before retry ``retry`` (0-based) after ``err``: jittered backoff, at least ``Retry-After``.
@@ -203,8 +208,11 @@ class RetryPolicy:
             response = _response_of(err)
             said = (f"HTTP {response.status_code}: {server_message(response, 200)}" if response is not None and
                     hasattr(response, "status_code") else " ".join(str(err).split())[:200])
-            log.warning("attempt %d failed (%s: %s); retrying in %.1f s", state.attempt_number,
-                        type(err).__name__, said, state.upcoming_sleep)
+            if self.waiting is not None and state.attempt_number == 1 and err is not None:
+                self.waiting(err)
+            log.log(logging.WARNING if self.waiting is None else logging.DEBUG,
+                    "attempt %d failed (%s: %s); retrying in %.1f s", state.attempt_number, type(err).__name__, said,
+                    state.upcoming_sleep)
 
         stop = tenacity.stop_after_attempt(self.max_retries + 1)
         if self.max_wait_s is not None:
@@ -277,7 +285,8 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
     """``GET {base_url}/models``: the served models' entries, the first contact with an OpenAI-compatible server.
 
     Connection errors, timeouts and 408/409/429/5xx answers are retried by ``policy`` (``Retry-After`` honoured, its
-    ``max_wait_s`` the bound); anything else, or a transient failure past the bound, is an ``EndpointUnusable``
+    ``max_wait_s`` the bound), said in one warning before the first retry (``waiting for the judge at URL (up to
+    120 s; --connect-timeout-s): <the failure>``; each attempt then at debug level); anything else, or a transient failure past the bound, is an ``EndpointUnusable``
     naming its cause.
 
     Args:
@@ -295,6 +304,14 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
         EndpointUnusable: the server cannot be used (its message says why and what to change).
     """
     policy = policy or RetryPolicy()
+    bound = (f"up to {policy.max_retries} retries" if policy.max_wait_s is None else
+             f"up to {policy.max_wait_s:g} s" + (f"; {bound_flag}" if bound_flag else ""))
+
+    def waiting(err: BaseException) -> None:
+        log.warning("waiting for %s at %s (%s): %s", what, base_url, bound, failure_said(err))
+
+    if policy.waiting is None:
+        policy = dataclasses.replace(policy, waiting=waiting)
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
     attempts = Attempts()

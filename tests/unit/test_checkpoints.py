@@ -93,3 +93,32 @@ def test_an_id_the_hub_could_not_name_without_an_owner_folder_is_refused_in_one_
     message = str(info.value)
     assert message.startswith("nodir/ckpt.: no such folder, and not a valid hub id (Repo id must use alphanumeric")
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("ref", ["runs/tiny-seq2seq", "tiny-seq2seq/export"])
+def test_a_path_like_id_in_a_fresh_clone_says_it_may_be_a_folder_not_trained_yet(tmp_path, monkeypatch, ref):
+    """In a fresh clone (no runs/ yet) `--model runs/tiny-seq2seq` is a valid hub id, looked up as one; the message
+    suggested `hf download runs/tiny-seq2seq` only. It now says first that, as a path, the folder is not there yet."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointNotFound) as info:
+        resolve_checkpoint(ref)
+    said = str(info.value)
+    assert said.startswith(f"{ref}: no such folder, and the hub id is not in the Hugging Face cache "
+                           f"{tmp_path / 'cache'} (HF_HUB_OFFLINE is set). If {ref} is a local path, it does not exist "
+                           "yet (train first: `judge-train --config CONFIG` writes runs/NAME/export, the folder to "
+                           f"give); if it is a hub id: download it first where the hub is reachable (`hf download {ref}`")
+    assert "\n" not in said
+
+
+def test_a_hub_id_not_cached_is_not_told_to_train_first(tmp_path, monkeypatch):
+    """A real hub id keeps the download advice alone: the owner `ai-forever` is no folder the toolkit writes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointNotFound) as info:
+        resolve_checkpoint("ai-forever/pollux-judge-7b")
+    said = str(info.value)
+    assert "(HF_HUB_OFFLINE is set). Download it first where the hub is reachable (`hf download ai-forever/" in said
+    assert "local path" not in said and "train first" not in said

@@ -96,9 +96,12 @@ def test_first_contact_failures_say_why_in_one_sentence_with_exit_code_4(tmp_pat
         for endpoint in (no_key, wrong_key, loading, wrong_path, mera, late):
             endpoint.close()
         closed.close()
-    # Waited for: two 503s (Retry-After 1 s) said as warnings, then the run judged both items.
+    # Waited for: two 503s (Retry-After 1 s) said in one warning, each attempt at debug level, then the run judged
+    # both items.
     assert late_code == 0 and json.loads(late_out)["written"] == 2, late_err[-2000:]
-    assert late_err.count("failed (HTTPStatusError: HTTP 503: the engines are still starting); retrying in") == 2
+    assert late_err.count(f"waiting for the judge at {late.base_url} (up to 120 s; --connect-timeout-s): HTTP 503: "
+                          "the engines are still starting") == 1, late_err[-2000:]
+    assert "retrying in" not in late_err
     assert len(gets) == 3 and len(late.bodies("/v1/chat/completions")) == 2
     # mera: the same first contact, the same rule ($OPENAI_API_KEY when $JUDGE_SERVE_API_KEY is unset).
     assert (mera_code, console_error_line(mera_err)) == (EXIT_UNUSABLE, (

@@ -108,3 +108,78 @@ def test_ctrl_c_is_one_line_and_exit_code_130(tmp_path, capsys, monkeypatch):
     assert demo.main(["--out", str(tmp_path), "--stages", "slow"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("demo: interrupted") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_python_without_the_toolkit_is_told_which_python_to_use():
+    """`python3 scripts/demo.py --help` outside the venv was a ModuleNotFoundError traceback. `-S` leaves out the
+    site packages, so this interpreter has no `judge`, as a system Python without `make setup` has none."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(demo.__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-S", "scripts/demo.py", "--help"], cwd=root, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == ("demo: run it with .venv/bin/python (make setup first); this Python has no module "
+                           "'judge'\n")
+    assert done.stdout == ""
+
+
+def _connection_refused():
+    import httpx
+    import openai
+
+    return openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1/judge"))
+
+
+def _server_error():
+    import httpx
+    import openai
+
+    response = httpx.Response(500, request=httpx.Request("POST", "http://127.0.0.1:9/v1/judge"))
+    return openai.InternalServerError("Error code: 500 - the generator engine died", response=response, body=None)
+
+
+@pytest.mark.parametrize("failure, said", [
+    (_connection_refused, "APIConnectionError: Connection error."),
+    (_server_error, "InternalServerError: Error code: 500 - the generator engine died"),
+], ids=["died", "500"])
+def test_a_judge_serve_failing_the_serve_stage_is_one_line_naming_its_log(tmp_path, capsys, monkeypatch, failure,
+                                                                          said):
+    """A judge-serve that dies (or answers 500) while the serve stage's request is in flight was an openai
+    traceback; now the demo's one line naming judge-serve's log, exit 2. The request is stopped at the SDK's
+    `post`, the network boundary, after checking what the stage sends: the first three Standard rows of the
+    sample (s0156..s0158), each with its one criterion."""
+    import openai
+
+    out = tmp_path / "out"
+    (out / "train" / "seq2seq" / "export").mkdir(parents=True)
+    # No judge-serve is started: the stage is handed the URL a ready one would have.
+    monkeypatch.setattr(demo._Servers, "url", lambda self, recipe: "http://127.0.0.1:9/v1")
+    sent = []
+
+    def post(self, path, *, body, cast_to, **options):
+        sent.append((str(self.base_url), path, body))
+        raise failure()
+
+    monkeypatch.setattr(openai.OpenAI, "post", post)
+    assert demo.main(["--out", str(out), "--stages", "serve"]) == 2
+    [(base_url, path, body)] = sent
+    assert (base_url, path) == ("http://127.0.0.1:9/v1/", "/judge")
+    assert [item["id"] for item in body["items"]] == ["s0156", "s0157", "s0158"]
+    assert all(len(item["criteria"]) == 1 and set(item["criteria"][0]) == {"name", "rubrics"}
+               for item in body["items"])
+    err = capsys.readouterr().err
+    assert err == (f"demo: judge-serve for the seq2seq judge failed the serve stage's request ({said}); its log: "
+                   f"{out / 'serve' / 'seq2seq' / 'judge-serve.log'}\n")
+
+
+def test_a_console_script_that_is_not_installed_is_one_line(tmp_path, capsys, monkeypatch):
+    """`_run` falls back to the bare name when the console script is not beside the interpreter; subprocess then
+    raised FileNotFoundError as a traceback."""
+    missing = tmp_path / "bin" / "judge-train"
+    monkeypatch.setattr(demo, "_script", lambda name: str(missing))
+    assert demo.main(["--out", str(tmp_path / "out"), "--stages", "train"]) == 2
+    assert capsys.readouterr().err == ("demo: judge-train: cannot run it (No such file or directory); run the demo "
+                                       "with .venv/bin/python after make setup, which installs it\n")

@@ -1,0 +1,72 @@
+"""A mistyped option is one line naming the closest option of the command that was run, exit 2, not a usage of
+forty lines above "unrecognized arguments" (judge.plumbing.config_files.ExactArgumentParser.error)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge.plumbing.config_files import ExactArgumentParser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _parser(with_commands: bool = False) -> ExactArgumentParser:
+    parser = ExactArgumentParser(prog="tool")
+    parser.add_argument("--data")
+    parser.add_argument("--port", type=int)
+    if not with_commands:
+        return parser
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", prog="tool run")
+    run.add_argument("--judge")
+    run.add_argument("--out")
+    commands.add_parser("eval", prog="tool eval").add_argument("--split")
+    return parser
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--dat", "sample"], "tool: error: unrecognized arguments: --dat (did you mean --data?) sample; "
+                          "`tool --help` lists the options"),
+    (["--prot=3"], "tool: error: unrecognized arguments: --prot=3 (did you mean --port?); `tool --help` lists the "
+                   "options"),
+    # argparse reports a subcommand's leftovers from the top parser: the suggestion comes from the subcommand's options
+    (["run", "--jugde", "x"], "tool: error: unrecognized arguments: --jugde (did you mean --judge?) x; "
+                              "`tool run --help` lists the options"),
+    (["--zzzzzz"], "tool: error: unrecognized arguments: --zzzzzz; `tool --help` lists the options"),
+    # the subcommand is the one argparse read, not a word equal to its name given as an option's value
+    (["--data", "eval", "run", "--jugde", "x"], "tool: error: unrecognized arguments: --jugde (did you mean --judge?) "
+                                                "x; `tool run --help` lists the options"),
+    # an option of the subcommand given before it is said so, not "did you mean" itself
+    (["--judge=x", "run"], "tool: error: unrecognized arguments: --judge=x (an option of `tool run`: give it after "
+                           "its subcommand); `tool run --help` lists the options"),
+], ids=["space", "equals", "subcommand", "nothing-close", "value-named-like-a-command", "before-its-subcommand"])
+def test_an_unrecognized_option_is_one_line_with_the_closest_option(capsys, argv, said):
+    with pytest.raises(SystemExit) as exited:
+        _parser(with_commands="run" in argv).parse_args(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == said + "\n"
+    assert captured.out == ""
+
+
+def test_other_argparse_errors_keep_the_usage(capsys):
+    """A missing value is argparse's own error, with its usage: only unrecognized options changed."""
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["--port", "eight"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tool ") and err.endswith("tool: error: argument --port: invalid int value: 'eight'\n")
+
+
+def test_judge_train_with_a_mistyped_data_flag():
+    """The case a newcomer meets: `judge-train --config ... --dat sample` (the recipe's options come from its config)."""
+    done = subprocess.run([str(Path(sys.executable).parent / "judge-train"), "--config",
+                           "configs/train/tiny/seq2seq.yaml", "--dat", "sample"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == ("judge-train run: error: unrecognized arguments: --dat (did you mean --data?) sample; "
+                           "`judge-train run --help` lists the options\n")
