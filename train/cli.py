@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -100,7 +99,8 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     from judge.plumbing.run_folder import RunFolderBusy
     from train import signal_latch
     from train.config import ConfigError, config_from_args
-    from train.training_arguments import check_training_arguments
+    from train.output_folder import RunFinished
+    from train.training_arguments import check_training_arguments, is_main_process
 
     args = build_run_parser(prog=prog, recipe=recipe).parse_args(list(argv))
     if args.config is None and getattr(args, "recipe", None) is None and recipe is None:
@@ -123,6 +123,10 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         except (ConfigError, LeakageError, RecordError, RunFolderBusy) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
+        except RunFinished as finished:
+            if is_main_process():  # every rank finds it finished; the job log says so once
+                print(f"judge-train: {finished.message}", flush=True)
+            return 0
     if result.export_dir:
         print(f"judge-train: exported {what} to {result.export_dir}")
         return 0
@@ -141,7 +145,7 @@ def check_training_data(config, *, download: bool = True) -> None:
 
     The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason; the
     regression recipe refuses a base that is not Qwen2, and a regression judge, whose trained head it would drop
-    (``train.regression.refuse_trained_head``).
+    (``train.regression.refuse_unfit_base``).
 
     Args:
         config: the resolved config.
@@ -166,19 +170,10 @@ def check_training_data(config, *, download: bool = True) -> None:
             # a missing folder (``runs/x`` with runs/ here), an invalid id, or an offline environment the job
             # inherits (sbatch passes HF_HUB_OFFLINE on): the job would refuse it after the queue
             raise ConfigError(f"model_name_or_path: {err}") from None
-    if config.recipe == "regression":
-        # The regression model is Qwen2's (train.score_head): another architecture's weights would load into
-        # it with some dropped and others newly initialised (a Qwen3's q/k norms), and train a corrupted network.
-        model_type = "qwen3" if config.model_name_or_path == TINY_QWEN3 else None
-        if base is not None and (base / "config.json").is_file():
-            model_type = json.loads((base / "config.json").read_text(encoding="utf-8")).get("model_type")
-        if model_type not in (None, "qwen2"):
-            raise ConfigError(f"model_name_or_path: the regression recipe trains Qwen2 bases (T-lite, T-pro, Qwen2.5); "
-                              f"{config.model_name_or_path} is {model_type}")
-        if base is not None:
-            from train.regression import refuse_trained_head
+    if config.recipe == "regression" and (base is not None or config.model_name_or_path == TINY_QWEN3):
+        from train.regression import refuse_unfit_base
 
-            refuse_trained_head(config.model_name_or_path, base)
+        refuse_unfit_base(config.model_name_or_path, base)  # build_model's own check, before anything is written
     if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
     for field in ("data", "eval_data"):

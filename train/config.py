@@ -53,9 +53,10 @@ TINY_QWEN3 = "tiny-qwen3"
 
 
 #: ``optim`` values a DeepSpeed JSON's AdamW ``optimizer`` block runs faithfully: transformers' full-precision torch
-#: AdamW under its device-specific names (``OptimizerNames``). The 8-bit, paged, any-precision and schedule-free
-#: variants compute another update, which DeepSpeed's AdamW would silently replace.
-DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused"})
+#: AdamW on CUDA. The 8-bit, paged, any-precision and schedule-free variants compute another update, which
+#: DeepSpeed's AdamW would silently replace; the XLA and NPU names record a device these GPU jobs never run on, so
+#: run.json would name an optimizer that is neither what ran (DeepSpeed's) nor buildable here.
+DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused"})
 
 #: The ``params`` of a DeepSpeed JSON's AdamW block that transformers fills from (or checks against) the config
 #: (src/transformers/integrations/deepspeed.py, ``trainer_config_process``: lr, betas, eps, weight_decay).
@@ -504,8 +505,8 @@ class RegressionConfig(TrainConfig):
             raise ConfigError("loss weights must be non-negative and not both zero")
         # train.joint_loss.JointLossTrainer computes its own loss: transformers applies label smoothing only in
         # Trainer.compute_loss, so it would be recorded and ignored. (average_tokens_across_devices is not refused:
-        # transformers reaches it only for a model taking num_items_in_batch, which the score model is not, so it is
-        # as inert here as its default, true, already is in every run.)
+        # true, transformers' default, averages the rationale's cross-entropy over every rank's labelled tokens, false
+        # over each rank's own; train/joint_loss.py reads it as Trainer.compute_loss does.)
         if self.trainer_args.get("label_smoothing_factor") not in (None, 0, 0.0):
             raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
                               "has no effect in the regression recipe: its joint loss takes the rationale's "

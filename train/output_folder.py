@@ -19,7 +19,7 @@ from typing import Any
 from train.config import ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import is_main_process, launched_world_size
 
-__all__ = ["latest_checkpoint", "check_resumable", "check_world_size", "check_output_dir", "finished_export",
+__all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_output_dir", "finished_export",
            "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
+def latest_checkpoint(output_dir: str | Path, log: logging.Logger | None = None) -> Path | None:
     """The complete ``checkpoint-N`` folder with the highest N in ``output_dir``, or None.
 
     Complete (``_cut_off`` says why not): it holds ``trainer_state.json``, which rank 0 writes last, and every
@@ -39,28 +39,31 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
     on which that rank's ``torch.load`` fails at the resume. torch.save writes a zip archive, whose directory comes
     last: a cut file has none. What is not caught: a rank that had not begun its RNG file (transformers then resumes
     that rank with a fresh RNG and logs it) or, under DeepSpeed, its shards (DeepSpeed's own load names them). Such
-    folders are passed over with a warning (slurm/train.sbatch sets the ones without the state aside before it
-    resumes).
+    folders are passed over with a warning to ``log`` (this module's logger unless given; slurm/train.sbatch sets
+    them aside before it resumes, by the same rule: ``_main``).
     """
-    folder = Path(output_dir)
-    if not folder.is_dir():
-        return None
-    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
-    reasons = {p: _cut_off(p) for _, p in found}
-    complete = [p for _, p in found if reasons[p] is None]
-    cut = [f"{p.name} ({reasons[p]})" for _, p in found if reasons[p] is not None]
+    found = survey_checkpoints(output_dir)
+    complete = [p for p, why in found if why is None]
+    cut = [f"{p.name} ({why})" for p, why in found if why is not None]
     if cut:
-        logger.warning("%s: %s: a save that did not finish, not resumed from", folder, ", ".join(cut))
+        (log or logger).warning("%s: %s: a save that did not finish, not resumed from", output_dir, ", ".join(cut))
     return complete[-1] if complete else None
 
 
-def _cut_checkpoints(output_dir: str | Path) -> list[str]:
-    """Each ``checkpoint-N`` in ``output_dir`` that is not a whole save, as ``name (why)``, lowest N first."""
+def survey_checkpoints(output_dir: str | Path) -> list[tuple[Path, str | None]]:
+    """Each ``checkpoint-N`` folder in ``output_dir``, lowest N first, with why it is not a whole save (``_cut_off``)
+    or None: the one rule judge-train resumes by, slurm/train.sbatch sets folders aside by (``_main``) and
+    judge-train submit predicts the job by."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
     found = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name)))
-    return [f"{p.name} ({why})" for _, p in found if (why := _cut_off(p)) is not None]
+    return [(p, _cut_off(p)) for _, p in found]
+
+
+def _cut_checkpoints(output_dir: str | Path) -> list[str]:
+    """Each ``checkpoint-N`` in ``output_dir`` that is not a whole save, as ``name (why)``, lowest N first."""
+    return [f"{p.name} ({why})" for p, why in survey_checkpoints(output_dir) if why is not None]
 
 
 def _cut_off(checkpoint: Path) -> str | None:
@@ -189,7 +192,15 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
 
 
 class RunFinished(SystemExit):
-    """``--resume`` of a run that is finished (``finished_export``): exit 0, nothing to do."""
+    """``--resume`` of a run that is finished (``finished_export``): exit 0, nothing to do.
+
+    ``message`` says so, for the caller to say where its user reads it (judge-train prints it on rank 0,
+    judge-train submit warns with it); raised uncaught it ends the process with status 0 and says nothing.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0)
+        self.message = message
 
 
 def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | None:
@@ -227,7 +238,8 @@ def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | No
 
 
 def check_output_dir(config: TrainConfig, world_size: int | None = None,
-                     launch: str = "this launch has {ranks} (WORLD_SIZE)") -> Path | None:
+                     launch: str = "this launch has {ranks} (WORLD_SIZE)", log: logging.Logger | None = None,
+                     ) -> Path | None:
     """Refuse to mix runs: ``--resume`` needs a checkpoint and the settings of the run it continues
     (``check_resumed_config``), and a fresh run needs a folder without one (or
     ``--overwrite-output-dir``, whose deletion of the earlier run waits for ``clear_earlier_run``, called at the
@@ -236,6 +248,8 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
 
     A ``--resume`` of a finished run (``finished_export``) ends here with exit status 0. ``judge-train submit``
     asks the same before the queue's wait, for the ranks it plans (``world_size``, ``launch``: ``check_world_size``).
+    Nothing is printed: warnings (checkpoints passed over, a config that cannot be compared) go to ``log`` (this
+    module's logger unless given), and the finished run's message rides on ``RunFinished``.
 
     Returns:
         The checkpoint to resume from, or None for a fresh run.
@@ -244,7 +258,7 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
         ConfigError: a run the output folder's contents refuse.
         RunFinished: ``--resume`` of a finished run (a ``SystemExit`` with status 0).
     """
-    checkpoint = latest_checkpoint(config.output_dir)
+    checkpoint = latest_checkpoint(config.output_dir, log)
     export = Path(config.output_dir) / "export"
     # A finished run may hold its export and no checkpoint (save_total_limit, or checkpoints cleaned up): a new
     # run there would silently replace a judge someone may be serving.
@@ -260,18 +274,14 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
             )
         raise ConfigError(f"--resume: no checkpoint-N folder in {config.output_dir} to resume from")
     if config.resume:
-        check_resumed_config(config)
+        check_resumed_config(config, log)
         final = finished_export(config.output_dir, checkpoint)
         if final is not None:
             # the final checkpoint, or an earlier one kept as the best (finished_export)
             last = checkpoint.name if checkpoint.name == f"checkpoint-{final}" else f"step {final}"
-            message = (f"{config.output_dir} is already finished: {last} is the last step its trainer "
-                       "planned and export/ holds the judge exported from it; nothing to train or export "
-                       "(--overwrite-output-dir to train it again, or another --output-dir)")
-            logger.warning("--resume: %s", message)
-            if is_main_process():
-                print(f"judge-train: {message}", flush=True)
-            raise RunFinished(0)
+            raise RunFinished(f"{config.output_dir} is already finished: {last} is the last step its trainer "
+                              "planned and export/ holds the judge exported from it; nothing to train or export "
+                              "(--overwrite-output-dir to train it again, or another --output-dir)")
         check_resumable(checkpoint)
         check_world_size(config, checkpoint, world_size, launch)
     if not config.resume and (checkpoint is not None or finished):
@@ -337,12 +347,13 @@ def _changes(name: str, old: Any, new: Any) -> list[str]:
     return [f"{name}: {old!r} -> {new!r}"]
 
 
-def check_resumed_config(config: TrainConfig) -> None:
+def check_resumed_config(config: TrainConfig, log: logging.Logger | None = None) -> None:
     """Refuse a ``--resume`` whose config changes what the run it continues trains (``RESUME_KEEPS``).
 
     The earlier config is the one run.json recorded (the last launch into ``output_dir``). slurm/train.sbatch passes
     ``--resume`` whenever the folder holds a checkpoint, so an edited YAML resubmitted to the same folder comes
-    here too. A run.json without a config (older runs) cannot be compared: the resume goes on with a warning.
+    here too. A run.json without a config (older runs) cannot be compared: the resume goes on with a warning (to
+    ``log``, this module's logger unless given).
 
     Raises:
         ConfigError: naming each kept field that changed, old -> new, and what to do instead.
@@ -368,9 +379,9 @@ def check_resumed_config(config: TrainConfig) -> None:
             "submit, `-- --overwrite-output-dir`) or train into a fresh --output-dir"
         )
     if not isinstance(earlier, dict):
-        logger.warning("--resume: %s: %s, so the resumed config cannot be compared with the run it continues; "
-                       "check by hand that the learning rate, schedule, batch and data are the earlier run's",
-                       folder, reason)
+        (log or logger).warning("--resume: %s: %s, so the resumed config cannot be compared with the run it continues; "
+                                "check by hand that the learning rate, schedule, batch and data are the earlier "
+                                "run's", folder, reason)
         return
     # run.json holds the config through JSON, then redacted (judge.plumbing.provenance): compare the new one so.
     now = redact(json.loads(json.dumps(config_to_dict(config), ensure_ascii=False, default=str)))
@@ -381,10 +392,10 @@ def check_resumed_config(config: TrainConfig) -> None:
         elif earlier[name] != now[name]:
             (allowed if name in RESUME_FREE else refused).extend(_changes(name, earlier[name], now[name]))
     if unrecorded:
-        logger.warning("--resume: the earlier run.json records no %s (written by an older version): not compared",
-                       ", ".join(unrecorded))
+        (log or logger).warning("--resume: the earlier run.json records no %s (written by an older version): not "
+                                "compared", ", ".join(unrecorded))
     if allowed:
-        logger.info("--resume: changed since the earlier launch, which a resume may change: %s", "; ".join(allowed))
+        (log or logger).info("--resume: changed since the earlier launch, which a resume may change: %s", "; ".join(allowed))
     if refused:
         raise ConfigError(
             f"--resume: {config.output_dir} holds a run trained with other settings: {'; '.join(refused)}. A resume "
@@ -422,3 +433,26 @@ def clear_earlier_run(config: TrainConfig) -> None:
         from train import provenance
 
         provenance.update_run_json(folder, launch={**launch, "earlier_run_deleted": True})
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m train.output_folder --cut DIR``: slurm/train.sbatch's one look at a run folder, by the rule
+    judge-train resumes by (``latest_checkpoint``), so the script never resumes what judge-train would refuse.
+
+    One line per ``checkpoint-N``, lowest N first, tab-separated: ``cut<TAB>NAME<TAB>WHY`` for a save that did not
+    finish (``_cut_off``), ``complete<TAB>NAME`` for one ``--resume`` can load. Other folders (``checkpoint-final``,
+    a name judge-train never writes) are not listed: nothing resumes from them.
+    """
+    from judge.plumbing.config_files import ExactArgumentParser
+
+    parser = ExactArgumentParser(prog="python -m train.output_folder")
+    parser.add_argument("--cut", metavar="DIR", required=True, help="the run folder to look at")
+    args = parser.parse_args(argv)
+    for checkpoint, why in survey_checkpoints(args.cut):
+        # a tab or newline in WHY would split the line the script reads; file names are the only free text in it
+        print(f"cut\t{checkpoint.name}\t{' '.join(why.split())}" if why else f"complete\t{checkpoint.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -19,6 +19,8 @@ holds every other rank until rank 0 has its answer:
   above ``SLURM_RESTART_COUNT`` (``scontrol requeue`` by hand, preemption without grace): Slurm is requeueing it
   already, nothing to do. CANCELLED (``scancel``) or TIMEOUT: the operator or the limit ended it; no requeue
   (``scontrol requeue`` would bring back even a cancelled batch job), the checkpoint stays for ``--resume``.
+  The rule is ``judge.plumbing.slurm_requeue.requeue_if_preempted``, which slurm/train.sbatch also runs after a
+  SIGTERM that came before this callback was installed (nothing saved, the ranks dead at it).
 
 A signal may also come after the last step, while rank 0 exports the judge (merge, save, reload and check, model
 card: minutes for a 32B model). The handlers stay installed until the export is done, so it is not lost (under
@@ -37,11 +39,11 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import threading
 
 from transformers import TrainerCallback
 
+from judge.plumbing import slurm_requeue
 from train.exit_status import stop_exit_code
 
 __all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "requeue_with_every_rank", "ExportAbandoned",
@@ -51,6 +53,12 @@ logger = logging.getLogger(__name__)
 
 #: Signals that trigger save-and-stop. SIGTERM is what ``scontrol requeue`` and a preemption send first.
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
+
+#: Seconds rank 0 waits for ``scontrol show job`` and ``scontrol requeue`` (``requeue_slurm_job``) while every other
+#: rank waits in ``requeue_with_every_rank``'s broadcast, which ``ddp_timeout`` bounds: a shorter ``ddp_timeout``
+#: lets NCCL's async error handling kill a waiting rank (train.trainer_preflight.check_ddp_timeout).
+SCONTROL_SHOW_JOB_TIMEOUT_S = 30
+SCONTROL_REQUEUE_TIMEOUT_S = 60
 
 
 class SaveAndStopOnSignal(TrainerCallback):
@@ -159,22 +167,6 @@ def _collective_tensor(value: int):
     return torch.tensor([value], device=device)
 
 
-def _slurm_job_record(job_id: str) -> dict[str, str]:
-    """``scontrol show job -o`` as a dict; empty when the controller cannot be asked."""
-    try:
-        result = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
-                                timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        logger.error("scontrol show job %s: %s", job_id, err)
-        return {}
-    fields = {}
-    for token in result.stdout.split():
-        key, sep, value = token.partition("=")
-        if sep:
-            fields[key] = value
-    return fields
-
-
 def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     """After a signal-triggered stop, put the Slurm job back in the queue (``scontrol requeue $SLURM_JOB_ID``).
 
@@ -191,34 +183,14 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     job_id = os.environ.get("SLURM_JOB_ID")
     if callback.received not in (signal.SIGUSR1, signal.SIGTERM) or not job_id or os.environ.get("RANK", "0") != "0":
         return False
+    rerun = "the rerun resumes from the checkpoint just saved"
     if callback.received == signal.SIGTERM:
-        record = _slurm_job_record(job_id)
-        state = record.get("JobState", "UNKNOWN")
-        restarts = record.get("Restarts", "0")
-        # Slurm counts a requeue it performs at once (the record reads COMPLETING, then PENDING).
-        if restarts.isdigit() and int(restarts) > int(os.environ.get("SLURM_RESTART_COUNT") or 0):
-            logger.warning("Slurm job %s is being requeued by Slurm (%s, restart %s); the rerun resumes from the "
-                           "checkpoint just saved", job_id, state, restarts)
-            return True
-        if state != "RUNNING" or record.get("PreemptTime", "None") in ("None", ""):
-            logger.warning("Slurm job %s ended by SIGTERM (state %s, not preempted): not requeued; resubmit with the "
-                           "same output folder to resume from the checkpoint just saved", job_id, state)
-            return False
-    # Logged before the call: a successful requeue ends the job's steps at once ("CANCELLED ... DUE TO JOB
-    # REQUEUE"), and torchrun's SIGTERM can reach this rank before `subprocess.run` returns — a line logged after
-    # it was missing from a preempted run's job log in CI.
-    logger.warning("requeueing Slurm job %s after %s (scontrol requeue); the rerun resumes from the checkpoint just "
-                   "saved", job_id, signal.Signals(callback.received).name)
-    try:
-        result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=60,
-                                check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        logger.error("scontrol requeue %s: %s", job_id, err)
-        return False
-    if result.returncode != 0:
-        logger.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
-        return False
-    return True
+        return slurm_requeue.requeue_if_preempted(
+            job_id, int(os.environ.get("SLURM_RESTART_COUNT") or 0), rerun,
+            not_requeued="resubmit with the same output folder to resume from the checkpoint just saved",
+            show_timeout_s=SCONTROL_SHOW_JOB_TIMEOUT_S, requeue_timeout_s=SCONTROL_REQUEUE_TIMEOUT_S, log=logger)
+    return slurm_requeue.requeue_job(job_id, signal.Signals(callback.received).name, rerun,
+                                     SCONTROL_REQUEUE_TIMEOUT_S, logger)
 
 
 def requeue_with_every_rank(callback: SaveAndStopOnSignal) -> bool:

@@ -9,7 +9,9 @@ it instead; the stopper takes it when it installs (``take``), so the run stops a
 checkpoint and is requeued as for a signal during training.
 
 SIGTERM is not latched: before a step is trained there is nothing to save, and dying at once (its default) is what
-``scancel`` and a preemption ask; Slurm requeues a preempted job itself.
+``scancel`` and a preemption ask. Slurm does not requeue a job preempted under PreemptMode=REQUEUE with a GraceTime
+that ends within the grace (``train.preemption``): slurm/train.sbatch asks ``judge.plumbing.slurm_requeue`` once the
+training step has returned, which requeues it when it was preempted.
 """
 
 from __future__ import annotations

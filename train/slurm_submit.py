@@ -31,7 +31,7 @@ Each such variable set in the shell is named on stderr with the flag that sets i
 whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
 runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~760 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~780 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import logging
 import math
 import os
 import shlex
@@ -337,10 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
         "held-out rows, a base model the recipe cannot train from, a DeepSpeed config whose fixed accumulation or bf16 "
         "this allocation does not give; in the run folder, unless the job waits for another: a resume of an edited "
         "config, of a checkpoint without optimizer.pt or scheduler.pt, of a DeepSpeed ZeRO checkpoint written by "
-        "another number of ranks, of checkpoints all cut off mid-save, or of a folder whose last "
+        "another number of ranks, of checkpoints all cut off mid-save (with -- --resume), or of a folder whose last "
         "--overwrite-output-dir launch stopped before it deleted the earlier run; a fresh run over a finished "
         "export/) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
-        "own status when it refuses the job (1 if it gives none).",
+        "own status when it refuses the job (1 if it gives none). A run already finished is submitted with a "
+        "warning on stderr (its job exits 0 at once), as is each cut-off checkpoint the job will set aside.",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
     parser.add_argument("--nodes", type=int, required=True, help="Nodes to allocate.")
@@ -543,40 +545,52 @@ def _names_a_missing_input(err: BaseException) -> bool:
 def _check_run_folder(config: Any, output_dir: Path, plan: BatchPlan) -> None:
     """Refuse what the job's ``train.output_folder.check_output_dir`` would refuse on every rank after the queue's
     wait: a resume of an edited config, of a checkpoint without its optimizer or of one written by another number of
-    ZeRO ranks, of a folder whose checkpoints are all cut off mid-save, or of a folder whose earlier run was not
-    deleted; a fresh run over a finished export. The job resumes as slurm/train.sbatch decides: when the overwrite is
-    off and any ``checkpoint-*/trainer_state.json`` is there (or ``-- --resume``), whether or not judge-train then
-    finds that checkpoint complete. A finished run is submitted: its job says "already finished" and ends (exit 0).
+    ZeRO ranks, of a folder whose checkpoints are all cut off mid-save (under ``-- --resume``), or of a folder whose
+    earlier run was not deleted; a fresh run over a finished export. The job resumes as slurm/train.sbatch decides:
+    with the overwrite off, when a whole checkpoint is there (``train.output_folder.survey_checkpoints``, the rule
+    the script asks), or under ``-- --resume``; it sets every cut checkpoint aside first.
+
+    What the job would only warn of is said on stderr (standard output stays the script under --dry-run): each
+    checkpoint it will not resume from, a config it cannot compare. A finished run is submitted with a warning: its
+    job says "already finished" and exits 0 at once, which a requeue after the export meets as well, and
+    ``--overwrite-output-dir`` is the way to train it again.
 
     Raises:
         SubmitError: the job's own message.
     """
     import dataclasses
-    import io
-    import logging
 
     from train.config import ConfigError
-    from train.output_folder import RunFinished, check_output_dir
+    from train.output_folder import RunFinished, check_output_dir, survey_checkpoints
 
-    # The script's rule, not latest_checkpoint's: a checkpoint with its state but a cut RNG file makes the job resume
     resume = config.resume or (not config.overwrite_output_dir
-                               and any(p.is_file() for p in output_dir.glob("checkpoint-*/trainer_state.json")))
+                               and any(why is None for _, why in survey_checkpoints(output_dir)))
     job = dataclasses.replace(config, output_dir=str(output_dir), resume=resume)
-    folder_logger = logging.getLogger("train.output_folder")
-    level = folder_logger.level
-    # What the job logs and prints on its way (a resume not comparable with an older run.json, "already finished")
-    # is the job's to say; submit says a refusal only, and --dry-run's standard output is the script alone.
-    folder_logger.setLevel(logging.ERROR)
+    # A logger of this call's own, outside logging's registry: the job's warnings are gathered here without
+    # touching the train.output_folder logger a caller may have configured.
+    said = _Gathered(logging.WARNING)
+    log = logging.Logger("judge-train submit: run folder")
+    log.addHandler(said)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            check_output_dir(job, plan.world_size, launch="this submission trains on {ranks} ranks "
-                             f"({plan.nodes} nodes x {plan.ranks_per_node})")
+        check_output_dir(job, plan.world_size, launch="this submission trains on {ranks} ranks "
+                         f"({plan.nodes} nodes x {plan.ranks_per_node})", log=log)
     except ConfigError as err:
         raise SubmitError(str(err)) from None
-    except RunFinished:
-        pass
-    finally:
-        folder_logger.setLevel(level)
+    except RunFinished as finished:
+        said.lines.append(f"{finished.message}; the job would exit 0 at once")
+    for line in said.lines:
+        print(f"judge-train submit: warning: {line}", file=sys.stderr)
+
+
+class _Gathered(logging.Handler):
+    """A logging handler that keeps each message's text, for the caller to say."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:

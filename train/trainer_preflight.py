@@ -21,8 +21,8 @@ from typing import Any
 
 from judge.plumbing.config_files import ConfigError
 
-__all__ = ["check_optimizer_and_schedule", "check_report_to", "check_wandb_login", "report_to_names",
-           "WANDB_LOCAL_MODES"]
+__all__ = ["check_ddp_timeout", "check_optimizer_and_schedule", "check_report_to", "check_wandb_login",
+           "report_to_names", "WANDB_LOCAL_MODES", "DDP_TIMEOUT_MARGIN_S"]
 
 #: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
 #: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
@@ -32,6 +32,10 @@ WANDB_LOCAL_MODES = frozenset({"offline", "disabled", "dryrun"})
 #: match ``optim_target_modules`` against its layers, LOMO takes the model itself): checked here as far as their
 #: package and arguments go.
 _NEEDS_THE_MODEL = ("galore", "apollo", "lomo", "adalomo")
+
+#: Seconds ``ddp_timeout`` must exceed rank 0's two ``scontrol`` calls by (``check_ddp_timeout``): the broadcast
+#: itself, and a rank that reaches it after rank 0 began them.
+DDP_TIMEOUT_MARGIN_S = 30
 
 #: Steps the schedule is built for when the config sets no ``max_steps``: any positive count builds the same kind,
 #: once it is longer than the warmup (``_schedule_probe_steps``).
@@ -107,6 +111,31 @@ def check_report_to(config: Any) -> None:
                               "or drop it from report_to ('none' logs to the console only)")
 
 
+def check_ddp_timeout(ddp_timeout: Any) -> None:
+    """Refuse a ``trainer_args`` ``ddp_timeout`` shorter than rank 0's ``scontrol`` calls after a stop signal.
+
+    Rank 0 runs ``scontrol show job`` and ``scontrol requeue`` (train.preemption.requeue_slurm_job, each bounded by
+    its timeout) while every other rank waits in a broadcast (``requeue_with_every_rank``); with
+    ``TORCH_NCCL_ASYNC_ERROR_HANDLING=1`` (slurm/train.sbatch) a rank waiting past ``ddp_timeout`` is killed, its
+    torchrun exits 1 and ``srun --kill-on-bad-exit`` ends the step before the requeue: the job never comes back.
+    A value that is not a number is left to ``TrainingArguments``, which names it.
+
+    Raises:
+        ConfigError: naming ``ddp_timeout``, the floor and why.
+    """
+    from train.preemption import SCONTROL_REQUEUE_TIMEOUT_S, SCONTROL_SHOW_JOB_TIMEOUT_S
+
+    if isinstance(ddp_timeout, bool) or not isinstance(ddp_timeout, (int, float)):
+        return
+    floor = SCONTROL_SHOW_JOB_TIMEOUT_S + SCONTROL_REQUEUE_TIMEOUT_S + DDP_TIMEOUT_MARGIN_S
+    if ddp_timeout < floor:
+        raise ConfigError(f"trainer_args: 'ddp_timeout' {ddp_timeout} is below {floor} s: after a stop signal rank 0 "
+                          f"waits up to {SCONTROL_SHOW_JOB_TIMEOUT_S} s for scontrol show job and "
+                          f"{SCONTROL_REQUEUE_TIMEOUT_S} s for scontrol requeue while the other ranks wait in a "
+                          "broadcast that ddp_timeout bounds, and NCCL's error handling would kill them before the "
+                          f"job is requeued; set ddp_timeout to {floor} or more (transformers' default is 1800)")
+
+
 def check_optimizer_and_schedule(args: Any, config: Any) -> None:
     """Build the optimizer and the learning-rate schedule the trainer would, on one dummy parameter.
 
@@ -115,31 +144,38 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
     ``lr_scheduler_kwargs``): an optimizer whose package is missing (``adamw_bnb_8bit``: bitsandbytes;
     ``schedule_free_*``: schedulefree), an ``adam_epsilon`` the optimizer refuses, or ``cosine_with_min_lr`` without
     ``min_lr`` in ``lr_scheduler_kwargs`` is refused here. GaLore, APOLLO and LOMO need the model's layers: their
-    package and arguments are checked, not their layer matching.
+    package and arguments are checked, not their layer matching. A ``ddp_timeout`` shorter than a requeue's
+    ``scontrol`` calls is refused first (``check_ddp_timeout``); beside a DeepSpeed JSON with an optimizer block only
+    the schedule is built (transformers never builds its own optimizer there).
 
     Args:
         args: the ``TrainingArguments`` built from the config (``check_training_arguments``).
         config: the resolved config (for the message).
 
     Raises:
-        ConfigError: naming ``optim`` or ``lr_scheduler_type`` and the trainer's own message.
+        ConfigError: naming ``ddp_timeout``, or ``optim`` or ``lr_scheduler_type`` and the trainer's own message.
     """
     import torch
     from transformers import Trainer, get_scheduler
 
+    check_ddp_timeout(getattr(args, "ddp_timeout", None))
     parameter = torch.nn.Parameter(torch.zeros(2))
     given = f" (trainer_args {sorted(config.trainer_args)})" if config.trainer_args else ""
     needs_model = str(args.optim).startswith(_NEEDS_THE_MODEL)
-    try:
-        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args)
-        if not needs_model:
-            optimizer_cls([parameter], **optimizer_kwargs)
-    except (ImportError, RuntimeError) as err:
-        raise ConfigError(f"optim {config.optim!r} cannot be built here{given}: {_one_line(err)}") from None
-    except (TypeError, ValueError) as err:
-        # transformers' own refusal of a model-needing optimizer without one: the rest of it needs the model
-        if not (needs_model and "model" in str(err)):
-            raise ConfigError(f"optim {config.optim!r} refuses this config{given}: {_one_line(err)}") from None
+    # A DeepSpeed JSON's optimizer block makes transformers hand DeepSpeed a DummyOptim and never call
+    # create_optimizer (transformers/integrations/deepspeed.py, deepspeed_optim_sched): the HF optimizer is never
+    # built, so its refusal here would refuse a run that trains (TrainConfig.validate checks the block itself).
+    if not _deepspeed_builds_the_optimizer(getattr(config, "deepspeed", None)):
+        try:
+            optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args)
+            if not needs_model:
+                optimizer_cls([parameter], **optimizer_kwargs)
+        except (ImportError, RuntimeError) as err:
+            raise ConfigError(f"optim {config.optim!r} cannot be built here{given}: {_one_line(err)}") from None
+        except (TypeError, ValueError) as err:
+            # transformers' own refusal of a model-needing optimizer without one: the rest of it needs the model
+            if not (needs_model and "model" in str(err)):
+                raise ConfigError(f"optim {config.optim!r} refuses this config{given}: {_one_line(err)}") from None
     # The schedule over a plain torch optimizer: its kind and lr_scheduler_kwargs are what can refuse.
     steps = _schedule_probe_steps(args)
     warmup = args.get_warmup_steps(steps)
@@ -159,6 +195,19 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
         kwargs = f" with lr_scheduler_kwargs {args.lr_scheduler_kwargs}" if args.lr_scheduler_kwargs else ""
         raise ConfigError(f"lr_scheduler_type {config.lr_scheduler_type!r}{kwargs} refuses this config{given}: "
                           f"{_one_line(err)}") from None
+
+
+def _deepspeed_builds_the_optimizer(deepspeed: Any) -> bool:
+    """Whether the DeepSpeed config (a JSON path, or the dict it holds) has an ``optimizer`` block; an unreadable one
+    counts as none, so the HF optimizer is still checked (TrainConfig.validate names the unreadable file)."""
+    from judge.plumbing.config_files import read_json_object
+
+    if isinstance(deepspeed, dict):
+        return "optimizer" in deepspeed
+    try:
+        return isinstance(deepspeed, (str, os.PathLike)) and "optimizer" in read_json_object(deepspeed)
+    except (OSError, ValueError):
+        return False
 
 
 def check_wandb_login(config: Any) -> None:

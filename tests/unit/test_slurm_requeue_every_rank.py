@@ -1,6 +1,7 @@
 """A signal-stopped run of two ranks: rank 0 decides and requeues, every rank returns its answer, and none returns
 before rank 0's ``scontrol`` calls have (train/recipe_steps.py ``PreparedRun.train``, train/preemption.py
-``requeue_with_every_rank``).
+``requeue_with_every_rank``). The order is made, not left to chance: rank 0's first ``scontrol`` call waits until
+rank 1 has entered the broadcast or returned (``_SCONTROL_GATE``).
 
 Under preemption torchrun exits 1 after the SIGTERM even when its ranks exit 0: a rank on another node that returned
 at once let its torchrun end the step (``srun --kill-on-bad-exit``) while rank 0 was still asking ``scontrol``.
@@ -25,6 +26,27 @@ _JOIN_TIMEOUT = timedelta(seconds=60)
 
 #: Job 7's record while Slurm preempts it within its GraceTime: rank 0 reads it, then requeues.
 _PREEMPTED = "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28"
+
+#: In front of the fake scontrol: its first call waits for one line on the FIFO ``FAKE_SCONTROL_GATE``, which rank 1
+#: writes either as it enters the broadcast (``_rank_one``: it waits for rank 0's answer) or once ``train`` has
+#: returned (it did not wait). So rank 0's calls start only after rank 1 has either returned or is held in the
+#: broadcast: a rank 1 that does not wait returns before any call, every time. The first line read is kept in
+#: ``<gate>.opened``. The 60 s bound only turns a broken test into a failure instead of a hang.
+_SCONTROL_GATE = """#!/bin/bash
+gate=$FAKE_SCONTROL_GATE
+if [[ ! -e $gate.opened ]]; then
+    exec 3<>"$gate"
+    read -r -t 60 -u 3 token || { echo "scontrol gate: no line from rank 1 in 60 s" >&2; exit 1; }
+    echo "$token" >"$gate.opened"
+fi
+exec "$(dirname "$0")/scontrol.fake" "$@"
+"""
+
+
+def _say_at_the_gate(gate: str, line: str) -> None:
+    """One line to the fake scontrol's FIFO; the test process holds it open, so neither side's open blocks."""
+    with open(gate, "w", encoding="utf-8") as fifo:
+        fifo.write(line + "\n")
 
 
 class _OneStepTrainer:
@@ -69,11 +91,23 @@ def _train_one_step(rank: int, store: str, output_dir: Path, signal_before: int 
         dist.destroy_process_group()
 
 
-def _rank_one(store: str, output_dir: str, calls: str, seen: str) -> None:
+def _rank_one(store: str, output_dir: str, calls: str, seen: str, gate: str) -> None:
     """Rank 1, which no signal reached: writes to ``seen`` its result's ``requeued`` and the fake scontrol's calls
-    as they stand the moment ``train`` returns."""
+    as they stand the moment ``train`` returns. It opens the scontrol gate as it enters a broadcast (the real one
+    runs after) or, if it never enters one, once ``train`` has returned."""
+    import torch.distributed as dist
+
+    broadcast = dist.broadcast
+
+    def broadcast_after_opening_the_gate(*args, **kwargs):
+        _say_at_the_gate(gate, "rank 1 waits in the broadcast")
+        return broadcast(*args, **kwargs)
+
+    # this forked process's own module: rank 0's broadcast is untouched
+    dist.broadcast = broadcast_after_opening_the_gate
     os.environ["RANK"] = "1"
     result, lines = _train_one_step(1, store, Path(output_dir), None)
+    _say_at_the_gate(gate, "rank 1 returned")
     Path(seen).write_text(json.dumps({"requeued": result.requeued, "stopped_by_signal": result.stopped_by_signal,
                                       "scontrol_calls": lines}))
     raise SystemExit(0)
@@ -84,22 +118,35 @@ def _two_ranks(tmp_path: Path, monkeypatch, record: str, signum: int):
     (forked) learns it through the stopper's all-reduce. Returns rank 0's result, what rank 1 saw (``_rank_one``)
     and the fake scontrol's calls at the end."""
     calls = _fake_scontrol(tmp_path, monkeypatch, record)
+    bin_dir = tmp_path / "bin"
+    (bin_dir / "scontrol").rename(bin_dir / "scontrol.fake")
+    (bin_dir / "scontrol").write_text(_SCONTROL_GATE)
+    (bin_dir / "scontrol").chmod(0o755)
+    gate = tmp_path / "scontrol-gate"
+    os.mkfifo(gate)
+    # held open (read and write) for the whole test: rank 1's writes are buffered until the gate reads them, and
+    # its second line, after the gate has opened, is never waited for
+    held = os.open(gate, os.O_RDWR)
+    monkeypatch.setenv("FAKE_SCONTROL_GATE", str(gate))
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     monkeypatch.setenv("RANK", "0")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
     store, seen = tmp_path / "store", tmp_path / "rank1.json"
     # fork: the child has torch and transformers imported already (a spawned one would import them again)
     other = multiprocessing.get_context("fork").Process(
-        target=_rank_one, args=(str(store), str(tmp_path / "rank1"), str(calls), str(seen)))
+        target=_rank_one, args=(str(store), str(tmp_path / "rank1"), str(calls), str(seen), str(gate)))
     other.start()
     try:
         result, _ = _train_one_step(0, str(store), tmp_path / "rank0", signum)
         other.join(60)
     finally:
+        os.close(held)
         if other.is_alive():  # rank 0 never joined a collective: do not leave rank 1 waiting in it
             other.kill()
             other.join()
     assert other.exitcode == 0
+    # the gate opened for rank 1 waiting in rank 0's broadcast, not for rank 1 having returned
+    assert (tmp_path / "scontrol-gate.opened").read_text() == "rank 1 waits in the broadcast\n"
     return result, json.loads(seen.read_text()), calls.read_text().splitlines()
 
 

@@ -103,6 +103,9 @@ def _train_env(tmp_path: Path, config_file: Path, out: Path, **extra: str) -> di
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
         "PATH": f"{_fake_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+        # the fake bin's python3 (this test's interpreter, linked outside its venv) imports train from the checkout
+        # (the script asks train.output_folder which checkpoints are whole)
+        "PYTHONPATH": os.pathsep.join(p for p in (str(SLURM_DIR.parent), os.environ.get("PYTHONPATH", "")) if p),
         "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "FAKE_SRUN_FDS": str(tmp_path / "srun_fds"),
         "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_CPUS_PER_TASK": "16",
         "JUDGE_CONFIG": str(config_file), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),

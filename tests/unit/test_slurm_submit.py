@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -333,7 +334,9 @@ def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | No
     bin_dir = tmp_path / "bin"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-        "PATH": f"{bin_dir if bin_dir.is_dir() else _fake_slurm_bin(bin_dir)}{os.pathsep}{os.environ['PATH']}",
+        # python3 is this test's interpreter, which imports train (the script asks train.output_folder)
+        "PATH": os.pathsep.join([str(bin_dir if bin_dir.is_dir() else _fake_slurm_bin(bin_dir)),
+                                 str(Path(sys.executable).parent), os.environ["PATH"]]),
         "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
         "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_CPUS_PER_TASK": "16",
         **({"SLURM_RESTART_COUNT": restart} if restart is not None else {}),

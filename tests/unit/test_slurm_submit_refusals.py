@@ -177,14 +177,28 @@ def test_a_resubmission_on_another_number_of_ranks_than_its_zero_checkpoint_is_r
 def test_a_finished_zero_run_resubmitted_on_another_number_of_ranks_is_submitted(tmp_path, capsys):
     """A finished run's job ends at once, "already finished", whatever its rank count (slurm/train.sbatch,
     ``train.output_folder.finished_export``): its checkpoint reached the planned step 4 and export/run.json records the
-    export of step 4, so nothing is left to load on 2 ranks and the submission is not refused."""
+    export of step 4, so nothing is left to load on 2 ranks and the submission is not refused. Submit says so on
+    stderr, with what the job will warn of (no run.json to compare the config with); stdout is the script alone."""
     config, checkpoint = _zero_run(tmp_path, ranks=4)
     (checkpoint / "trainer_state.json").write_text('{"global_step": 4, "max_steps": 4}')
     (tmp_path / "run" / "export").mkdir()
     (tmp_path / "run" / "export" / "run.json").write_text(
         '{"result": {"export_dir": "%s", "global_step": 4}}' % (tmp_path / "run" / "export"))
-    assert slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]) == 0
-    assert capsys.readouterr().err == ""
+    argv = ["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"]
+    assert slurm_submit.main(argv) == 0
+    captured = capsys.readouterr()
+    run = tmp_path / "run"
+    assert captured.err == (
+        f"judge-train submit: warning: --resume: {run}: it has no run.json, so the resumed config cannot be compared "
+        "with the run it continues; check by hand that the learning rate, schedule, batch and data are the earlier "
+        "run's\n"
+        f"judge-train submit: warning: {run} is already finished: checkpoint-4 is the last step its trainer planned "
+        "and export/ holds the judge exported from it; nothing to train or export (--overwrite-output-dir to train it "
+        "again, or another --output-dir); the job would exit 0 at once\n")
+    # the same script as for an empty folder: nothing the check said went to stdout
+    (tmp_path / "run").rename(tmp_path / "moved")
+    assert slurm_submit.main(argv) == 0
+    assert capsys.readouterr().out == captured.out
 
 
 # --- the data and the base model: what judge-train run in the job would refuse, refused before the queue ----------
@@ -422,26 +436,45 @@ def test_a_cpus_per_task_below_one_is_refused_by_submit_not_sbatch(config_file, 
     assert captured.err == f"judge-train submit: --cpus-per-task must be positive, got {cpus}\n"
 
 
-def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_refused_before_the_queue(tmp_path, config_file,
-                                                                                       capsys):  # fmt: skip
-    """checkpoint-2 holds trainer_state.json, so slurm/train.sbatch passes --resume; its rng_state_1.pth is not a
-    zip archive (torch.save's, whose directory comes last: cut off), so judge-train finds no complete checkpoint.
-    Submit predicted a fresh run from latest_checkpoint and passed; the job then refused on every rank, saying no
-    checkpoint was there. Now submit refuses as the job would, naming the checkpoint and why."""
+def _cut_rng_checkpoint(tmp_path: Path) -> Path:
+    """tmp_path/run/checkpoint-2 with trainer_state.json, its optimizer and schedule, and rank 1's RNG file cut
+    after the zip signature (torch.save writes a zip archive, whose directory comes last)."""
     checkpoint = tmp_path / "run" / "checkpoint-2"
     checkpoint.mkdir(parents=True)
     for name, body in (("trainer_state.json", '{"global_step": 2}'), ("optimizer.pt", ""), ("scheduler.pt", "")):
         (checkpoint / name).write_text(body)
     (checkpoint / "rng_state_1.pth").write_bytes(b"PK\x03\x04cut")
-    assert _submit(config_file, "--dry-run") == 2
+    return checkpoint
+
+
+def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_submitted_naming_the_checkpoint(tmp_path, config_file,
+                                                                                               capsys):  # fmt: skip
+    """slurm/train.sbatch sets a checkpoint whose RNG file is cut aside (train.output_folder's rule) and, none whole
+    left, starts fresh: submit renders the job (exit 0) and names on stderr the checkpoint it will not resume
+    from, which the folder logger's silencing used to hide; stdout is the script alone."""
+    _cut_rng_checkpoint(tmp_path)
+    assert _submit(config_file, "--dry-run") == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"judge-train submit: warning: {tmp_path / 'run'}: checkpoint-2 (rng_state_1.pth cut off): "
+                            "a save that did not finish, not resumed from\n")
+    (tmp_path / "run").rename(tmp_path / "moved")
+    assert _submit(config_file, "--dry-run") == 0
+    assert capsys.readouterr().out == captured.out
+
+
+def test_a_resume_asked_of_a_folder_of_cut_checkpoints_only_is_refused_before_the_queue(tmp_path, config_file,
+                                                                                        capsys):  # fmt: skip
+    """Under `-- --resume` the job resumes whatever the script found, and judge-train finds no whole checkpoint:
+    refused here, exit 2, as the job would on every rank."""
+    _cut_rng_checkpoint(tmp_path)
+    assert _submit(config_file, "--dry-run", "--", "--resume") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (
+    assert captured.err == (  # the refusal alone: it names the checkpoint the warning would
         f"judge-train submit: --resume: no complete checkpoint in {tmp_path / 'run'} to resume from: checkpoint-2 "
         "(rng_state_1.pth cut off) (a save that did not finish, which the trainer cannot load); start over with "
         "--overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`), or train into a fresh "
         "--output-dir\n")
-    assert _submit(config_file, "--dry-run", "--", "--overwrite-output-dir") == 0
 
 
 @pytest.mark.parametrize("option", ["--dependency=afterany:123", "--dep=afterok:123"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,20 +19,25 @@ from tests.support.fake_commands import write_executables
 SLURM_DIR = Path(__file__).resolve().parents[2] / "slurm"
 
 
-def _judge_train_args(tmp_path: Path, restart: str, overwrite: str | None) -> list[str]:
-    """Run train.sbatch on one node over a run folder holding a complete checkpoint-2; return judge-train's
-    arguments."""
+def _judge_train_args(tmp_path: Path, restart: str, overwrite: str | None, checkpoint: str = "checkpoint-2",
+                      rng_file: bytes | None = None) -> list[str]:
+    """Run train.sbatch on one node over a run folder holding ``checkpoint`` with its trainer_state.json (and
+    ``rng_state_1.pth`` holding ``rng_file`` when given); return judge-train's arguments."""
     (tmp_path / "judge.yaml").write_text("recipe: seq2seq\noverwrite_output_dir: true\n")
-    checkpoint = tmp_path / "run" / "checkpoint-2"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "trainer_state.json").write_text("{}")
+    folder = tmp_path / "run" / checkpoint
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text("{}")
+    if rng_file is not None:
+        (folder / "rng_state_1.pth").write_bytes(rng_file)
     bin_dir = write_executables(tmp_path / "bin", {
         "srun": 'while [[ $1 == --* ]]; do shift; done\nexec "$@"\n',
         "torchrun": 'if [[ $1 == --help ]]; then exit 0; fi\nprintf "%s\\n" "$@" >"$FAKE_TORCHRUN_ARGS"\n',
         "judge-train": "exit 0\n", "scontrol": 'echo "${@: -1}"\n'})  # fmt: skip
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_TORCHRUN_ARGS": str(tmp_path / "torchrun_args"),
+        # python3 is this test's interpreter, which imports train (the script asks train.output_folder)
+        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "FAKE_TORCHRUN_ARGS": str(tmp_path / "torchrun_args"),
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
         "SLURM_RESTART_COUNT": restart, "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
         "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache",
@@ -56,3 +62,33 @@ def test_a_first_start_without_the_variable_passes_resume_alone(tmp_path):
     own "pick one", said before anything is deleted)."""
     args = _judge_train_args(tmp_path, restart="0", overwrite="0")
     assert args == ["--config", f"{tmp_path}/judge.yaml", "--output-dir", f"{tmp_path}/run", "--resume"]
+
+
+def test_a_checkpoint_with_a_cut_rng_file_is_set_aside_and_the_run_starts_fresh(tmp_path):
+    """Its trainer_state.json is there but rank 1's RNG file stops after the zip signature (a save killed
+    mid-write): judge-train cannot resume from it, so the script sets it aside as it does one without the state
+    and, no whole checkpoint left, passes no --resume."""
+    args = _judge_train_args(tmp_path, restart="1", overwrite="0", rng_file=b"PK")
+    assert args == ["--config", f"{tmp_path}/judge.yaml", "--output-dir", f"{tmp_path}/run"]
+    left = sorted(p.name for p in (tmp_path / "run").iterdir() if p.is_dir())
+    assert len(left) == 1 and left[0].startswith("incomplete-checkpoint-2-job7-"), left
+    assert (tmp_path / "run" / left[0] / "rng_state_1.pth").read_bytes() == b"PK"
+
+
+def test_a_checkpoint_final_folder_is_no_checkpoint_to_resume(tmp_path):
+    """judge-train resumes from checkpoint-<digits> only: a checkpoint-final with a trainer_state.json made the
+    script pass --resume, which judge-train then refused ("no checkpoint-N folder"). It is left where it is."""
+    args = _judge_train_args(tmp_path, restart="1", overwrite="0", checkpoint="checkpoint-final")
+    assert args == ["--config", f"{tmp_path}/judge.yaml", "--output-dir", f"{tmp_path}/run"]
+    assert (tmp_path / "run" / "checkpoint-final" / "trainer_state.json").is_file()
+
+
+def test_a_whole_checkpoint_beside_a_cut_newer_one_is_resumed(tmp_path):
+    """A whole checkpoint-1 and a checkpoint-2 whose RNG file is cut: checkpoint-2 is set aside, the job resumes
+    (from checkpoint-1, as judge-train picks the newest whole one)."""
+    whole = tmp_path / "run" / "checkpoint-1"
+    whole.mkdir(parents=True)
+    (whole / "trainer_state.json").write_text("{}")
+    args = _judge_train_args(tmp_path, restart="1", overwrite="0", rng_file=b"PK")
+    assert args[-2:] == ["--resume", "--no-overwrite-output-dir"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith("checkpoint-")) == ["checkpoint-1"]

@@ -40,7 +40,10 @@ echo training-started >&"$FAKE_READY_FD"
 read -r -t 60 _ <&"$FAKE_GO_FD" || true
 echo training-saved >>"$FAKE_LOG"
 '''
-FAKE_SCONTROL = 'if [[ $1 == show && $2 == hostnames ]]; then printf "%s\\n" $FAKE_HOSTS; fi\n'
+# Slurm's record gives every node an address: the fake hosts' names (n0, n1) resolve nowhere, and train.sbatch
+# publishes no loopback for a node other hosts must reach.
+FAKE_SCONTROL = ('if [[ $1 == show && $2 == hostnames ]]; then printf "%s\\n" $FAKE_HOSTS; fi\n'
+                 'if [[ $1 == show && $2 == node ]]; then echo "NodeName=$3 NodeAddr=10.0.0.${3#n}"; fi\n')
 
 
 @pytest.fixture

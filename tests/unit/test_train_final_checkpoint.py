@@ -37,7 +37,7 @@ def test_a_run_trained_to_the_end_keeps_its_final_checkpoint_and_reads_as_finish
     assert finished_export(tmp_path, latest_checkpoint(tmp_path)) == 6
 
 
-def test_a_run_whose_trainer_kept_only_the_best_checkpoint_reads_as_finished(tmp_path, monkeypatch, capsys):
+def test_a_run_whose_trainer_kept_only_the_best_checkpoint_reads_as_finished(tmp_path, monkeypatch):
     """A run folder left by a version that let the final checkpoint go: checkpoint-2 of the 6 steps planned, the
     export of step 6. finished_export read it as unfinished, and the --resume trained steps 3-6 again."""
     import dataclasses
@@ -60,4 +60,4 @@ def test_a_run_whose_trainer_kept_only_the_best_checkpoint_reads_as_finished(tmp
     with pytest.raises(RunFinished) as ended:
         check_output_dir(dataclasses.replace(config, resume=True))
     assert ended.value.code == 0
-    assert "is already finished: step 6 is the last step its trainer planned" in capsys.readouterr().out
+    assert "is already finished: step 6 is the last step its trainer planned" in ended.value.message

@@ -1,0 +1,125 @@
+"""Whether a SIGTERM'd Slurm job goes back in the queue, and putting it there: the one rule for every job script.
+
+A SIGTERM is what ``scontrol requeue``, ``scancel`` and a preemption send first (SIGKILL following after KillWait or
+the partition's GraceTime). Which of them sent it is read from the job's record (``scontrol show job -o``):
+
+* ``Restarts`` above ``SLURM_RESTART_COUNT``: Slurm is requeueing the job already (``scontrol requeue`` by hand,
+  preemption without a grace; Slurm counts its requeue at once): nothing to do, and a second requeue is not asked.
+* preempted (``PreemptTime`` set) and still RUNNING: ``scontrol requeue``. Under partition preemption with a GraceTime
+  (PreemptMode=REQUEUE) a job that ends within the grace ends COMPLETED or FAILED and is *not* requeued by Slurm
+  (observed with Slurm 22.05 on the one-host test cluster): this requeue is what brings it back.
+* otherwise (CANCELLED by ``scancel``, TIMEOUT): the operator or the limit ended it; no requeue (``scontrol requeue``
+  would bring back even a cancelled batch job).
+
+train.preemption asks it on rank 0 after a signal-triggered save; slurm/train.sbatch runs it
+(``python -m judge.plumbing.slurm_requeue``) after its training step when a SIGTERM came before any rank could save
+(the data, the model and DeepSpeed still loading), when nothing in the step requeued the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+
+__all__ = ["job_record", "requeue_job", "requeue_if_preempted", "main"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds to wait for ``scontrol show job`` and ``scontrol requeue`` (train.preemption passes its own).
+SHOW_JOB_TIMEOUT_S = 30
+REQUEUE_TIMEOUT_S = 60
+
+
+def job_record(job_id: str, timeout_s: float = SHOW_JOB_TIMEOUT_S, log: logging.Logger | None = None
+               ) -> dict[str, str]:
+    """``scontrol show job -o JOB_ID`` as a dict of its ``Key=Value`` fields; empty when the controller cannot be
+    asked."""
+    try:
+        result = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
+                                timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        (log or logger).error("scontrol show job %s: %s", job_id, err)
+        return {}
+    fields = {}
+    for token in result.stdout.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            fields[key] = value
+    return fields
+
+
+def requeue_job(job_id: str, why: str, rerun: str, timeout_s: float = REQUEUE_TIMEOUT_S,
+                log: logging.Logger | None = None) -> bool:
+    """``scontrol requeue JOB_ID``, announced first; True when it succeeded.
+
+    Announced before the call: a successful requeue ends the job's steps at once ("CANCELLED ... DUE TO JOB
+    REQUEUE"), and a line written after it can be lost from the job log.
+    """
+    log = log or logger
+    log.warning("requeueing Slurm job %s after %s (scontrol requeue); %s", job_id, why, rerun)
+    try:
+        result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=timeout_s,
+                                check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        log.error("scontrol requeue %s: %s", job_id, err)
+        return False
+    if result.returncode != 0:
+        log.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
+        return False
+    return True
+
+
+def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the rerun resumes from its last checkpoint",
+                         not_requeued: str = "resubmit with the same output folder to resume",
+                         show_timeout_s: float = SHOW_JOB_TIMEOUT_S, requeue_timeout_s: float = REQUEUE_TIMEOUT_S,
+                         log: logging.Logger | None = None) -> bool:
+    """After a SIGTERM: requeue the job if Slurm is preempting it (the module docstring's table).
+
+    Args:
+        job_id: ``SLURM_JOB_ID``.
+        restart_count: ``SLURM_RESTART_COUNT`` of this run of the job (0 on its first start).
+        rerun: what the rerun does, for the log.
+        not_requeued: what to do instead when the job is not requeued, for the log.
+
+    Returns:
+        True when the job is requeued: by this call, or by Slurm itself.
+    """
+    log = log or logger
+    record = job_record(job_id, show_timeout_s, log)
+    state = record.get("JobState", "UNKNOWN")
+    restarts = record.get("Restarts", "0")
+    if restarts.isdigit() and int(restarts) > restart_count:
+        log.warning("Slurm job %s is being requeued by Slurm (%s, restart %s); %s", job_id, state, restarts, rerun)
+        return True
+    if state != "RUNNING" or record.get("PreemptTime", "None") in ("None", ""):
+        log.warning("Slurm job %s ended by SIGTERM (state %s, not preempted): not requeued; %s", job_id, state,
+                    not_requeued)
+        return False
+    return requeue_job(job_id, "SIGTERM", rerun, requeue_timeout_s, log)
+
+
+#: ``main``'s exit status when the job is not requeued (0: requeued). Apart from Python's own 1 and argparse's 2,
+#: so that a script tells "not requeued" from "could not ask".
+NOT_REQUEUED = 10
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m judge.plumbing.slurm_requeue --job-id ID --restart-count N [--name NAME]``: exit 0 when the job is
+    requeued (by this call or by Slurm), ``NOT_REQUEUED`` when not; what was decided on stderr as ``NAME: ...``."""
+    parser = argparse.ArgumentParser(prog="python -m judge.plumbing.slurm_requeue")
+    parser.add_argument("--job-id", required=True)
+    parser.add_argument("--restart-count", type=int, default=0)
+    parser.add_argument("--name", default="slurm_requeue", help="the caller, prefixed to each line on stderr")
+    parser.add_argument("--rerun", default="the rerun resumes from its last checkpoint")
+    args = parser.parse_args(argv)
+    log = logging.Logger(args.name)  # a logger of this call's own: the lines go to stderr, prefixed, once
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{args.name}: %(message)s"))
+    log.addHandler(handler)
+    return 0 if requeue_if_preempted(args.job_id, args.restart_count, args.rerun, log=log) else NOT_REQUEUED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""slurm/train.sbatch requeues a job preempted before its trainer could (judge.plumbing.slurm_requeue).
+
+Between the launch and the trainer's stopper (data, TrainingArguments, DeepSpeed, the model loading) a SIGTERM kills
+the ranks with nothing saved, and nothing in the step requeues the job; Slurm does not either for a job that ends
+within the partition's GraceTime under PreemptMode=REQUEUE. The script runs under bash with fakes: torchrun sends
+the batch shell its SIGTERM (as Slurm signals it with every step) and then exits 143 as a rank killed by it; the
+signal is delivered before torchrun exits, so the order is made, not waited for. No cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_commands import write_executables
+
+SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "train.sbatch"
+
+FAKE_SCONTROL = r'''
+echo "$*" >>"$FAKE_SCONTROL_CALLS"
+case "$1 $2" in
+    "show hostnames") echo localhost ;;
+    "show job") echo "JobId=7 $FAKE_JOB_RECORD" ;;
+esac
+exit 0
+'''
+
+
+def _run(tmp_path: Path, record: str, restart: str = "0") -> tuple[subprocess.CompletedProcess, list[str]]:
+    """train.sbatch on one node whose training step is SIGTERM'd before the trainer installs its stopper; returns
+    the script's result and scontrol's calls."""
+    (tmp_path / "judge.yaml").write_text("recipe: seq2seq\n")
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'while [[ $1 == --* ]]; do shift; done\nexec "$@"\n',
+        "torchrun": 'if [[ $1 == --help ]]; then exit 0; fi\nkill -TERM "$FAKE_BATCH_PID"\nexit 143\n',
+        "judge-train": "exit 0\n", "scontrol": FAKE_SCONTROL})  # fmt: skip
+    calls = tmp_path / "scontrol_calls"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
+        # python3 is this test's interpreter, which imports judge (the script asks judge.plumbing.slurm_requeue)
+        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "FAKE_SCONTROL_CALLS": str(calls), "FAKE_JOB_RECORD": record,
+        "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
+        "SLURM_RESTART_COUNT": restart, "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
+        "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache",
+    }  # fmt: skip
+    # exec keeps the pid: the batch shell's is the one the fake torchrun signals
+    proc = subprocess.run(["bash", "-c", 'export FAKE_BATCH_PID=$$; exec bash "$0"', str(SCRIPT)], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    return proc, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_a_job_preempted_before_training_started_is_requeued(tmp_path):
+    """RUNNING with a PreemptTime and no restart counted yet: the script requeues the job itself, exit 0."""
+    proc, calls = _run(tmp_path, "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28")
+    assert proc.returncode == 0, proc.stderr
+    assert "requeue 7" in calls, calls
+    assert "train.sbatch: requeueing Slurm job 7 after SIGTERM (scontrol requeue)" in proc.stderr
+
+
+@pytest.mark.parametrize(("record", "restart", "said"), [
+    ("JobState=CANCELLED Restarts=0 PreemptTime=None", "0", "ended by SIGTERM (state CANCELLED, not preempted)"),
+    ("JobState=TIMEOUT Restarts=1 PreemptTime=None", "1", "ended by SIGTERM (state TIMEOUT, not preempted)"),
+], ids=["scancel", "time-limit-of-a-rerun"])  # fmt: skip
+def test_a_job_cancelled_or_out_of_time_before_training_is_not_requeued(tmp_path, record, restart, said):
+    """scancel or the time limit: the job stays ended, with the step's status (143, the ranks' SIGTERM)."""
+    proc, calls = _run(tmp_path, record, restart)
+    assert proc.returncode == 143
+    assert not [c for c in calls if c.startswith("requeue")], calls
+    assert f"train.sbatch: Slurm job 7 {said}: not requeued" in proc.stderr
+
+
+def test_a_job_slurm_is_requeueing_already_is_not_requeued_twice(tmp_path):
+    """`scontrol requeue` by hand (or the trainer's own) is counted in Restarts at once: no second requeue."""
+    proc, calls = _run(tmp_path, "JobState=COMPLETING Restarts=1 PreemptTime=None")
+    assert proc.returncode == 0, proc.stderr
+    assert not [c for c in calls if c.startswith("requeue")], calls
+    assert "train.sbatch: Slurm job 7 is being requeued by Slurm (COMPLETING, restart 1)" in proc.stderr
