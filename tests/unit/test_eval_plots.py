@@ -6,29 +6,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 from PIL import Image
 
 from eval.scoring import item_table
 from eval.reports.plots import write_plots
 from judge.metrics_json.metrics import Metrics
+from tests.support.sixty_items import sixty_item_metrics
 
 
 def _metrics(tmp_path: Path, criteria=("c1", "c2", "c3", "c4"), judge_name: str = "j",
              task_groups=("g1", "g2", "g3")) -> Path:
-    rng = np.random.default_rng(0)
-    n = 60
-    table = item_table.ItemTable(
-        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=rng.integers(0, 3, n).astype(float),
-        status=np.array(["ok"] * n, dtype=object), error=np.array([""] * n, dtype=object),
-        score_source=np.array(["verdict"] * n, dtype=object), experts=rng.integers(0, 3, (n, 3)).astype(float),
-        split=np.array(["zero_shot", "standard"] * (n // 2), dtype=object),
-        model_id=np.array(["m"] * n, dtype=object), task_type=np.array(["t"] * n, dtype=object),
-        task_group=np.array(list(task_groups) * (n // 3), dtype=object),
-        criteria_name=np.array(list(criteria) * (n // 4), dtype=object), judge_name=judge_name)
-    result = item_table.evaluate(table, n_boot=20, vc_repeats=2)
     path = tmp_path / "metrics.json"
-    path.write_text(item_table.dumps(result), encoding="utf-8")
+    path.write_text(item_table.dumps(sixty_item_metrics(criteria, judge_name, task_groups)), encoding="utf-8")
     return path
 
 

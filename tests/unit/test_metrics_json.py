@@ -7,6 +7,7 @@ import pytest
 
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Metrics
+from tests.support.json_edits import edited
 
 _CELL = {"n": 1, "n_failed": 0, "n_no_unique_mode": 0, "mae": 0.0, "mae_ci": [0.0, 0.0]}
 _RAW = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95},
@@ -25,14 +26,7 @@ def test_a_judge_that_is_not_text_is_refused_naming_the_field(judge, kind):
 
 def _edited(path: tuple[str, ...], value) -> dict:
     """``_RAW`` with the value at ``path`` (keys from the top) replaced, the rest untouched."""
-    import copy
-
-    raw = copy.deepcopy(_RAW)
-    at = raw
-    for key in path[:-1]:
-        at = at[key]
-    at[path[-1]] = value
-    return raw
+    return edited(_RAW, path, value)
 
 
 @pytest.mark.parametrize("path, value, why", [

@@ -4,13 +4,13 @@ naming the field path."""
 
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pytest
 
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Confusion, Metrics
+from tests.support.json_edits import edited
 
 _CELL = {"n": 4, "n_failed": 1, "failure_rate": 0.25, "n_no_unique_mode": 0, "mae": 0.5, "mae_ci": [0.0, 1.0],
          "vc_judge": 0.75}
@@ -21,12 +21,7 @@ _RAW = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc
 
 
 def _edited(path: tuple[str, ...], value) -> dict:
-    raw = copy.deepcopy(_RAW)
-    at = raw
-    for key in path[:-1]:
-        at = at[key]
-    at[path[-1]] = value
-    return raw
+    return edited(_RAW, path, value)
 
 
 def test_numbers_shares_and_matrices_as_score_writes_them_read_back():

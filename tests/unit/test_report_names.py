@@ -17,6 +17,7 @@ from eval.reports.names import (ERROR_CODE_CHARS, FAILURE_CODES_KEPT, NAME_CHARS
                                 shown_name, shown_names)
 from eval.scoring import item_table
 from judge.metrics_json.metrics import Metrics
+from tests.support.sixty_items import sixty_item_metrics
 
 LONG = "К" * 5000
 # 200 first characters, "…", the 99 last: 300 in all
@@ -227,17 +228,7 @@ def test_ranking_compare_page_cuts_a_long_criterion_name(tmp_path):
 
 def _metrics(criteria=("c1", "c2", "c3", "c4")) -> dict:
     """metrics.json's object of 60 items over two tests (and all), three task groups and ``criteria``."""
-    rng = np.random.default_rng(0)
-    n = 60
-    table = item_table.ItemTable(
-        ids=np.array([f"i{k}" for k in range(n)], dtype=object), judge=rng.integers(0, 3, n).astype(float),
-        status=np.array(["ok"] * n, dtype=object), error=np.array([""] * n, dtype=object),
-        score_source=np.array(["verdict"] * n, dtype=object), experts=rng.integers(0, 3, (n, 3)).astype(float),
-        split=np.array(["zero_shot", "standard"] * (n // 2), dtype=object),
-        model_id=np.array(["m"] * n, dtype=object), task_type=np.array(["t"] * n, dtype=object),
-        task_group=np.array(["g1", "g2", "g3"] * (n // 3), dtype=object),
-        criteria_name=np.array(list(criteria) * (n // len(criteria)), dtype=object), judge_name="j")
-    return json.loads(item_table.dumps(item_table.evaluate(table, n_boot=20, vc_repeats=2)))
+    return json.loads(item_table.dumps(sixty_item_metrics(criteria)))
 
 
 def test_an_interval_a_float_step_off_its_mae_still_draws(tmp_path):
