@@ -18,7 +18,6 @@ train.preemption asks it on rank 0 after a signal-triggered save; slurm/train.sb
 
 from __future__ import annotations
 
-import argparse
 import logging
 import subprocess
 import sys
@@ -108,7 +107,9 @@ NOT_REQUEUED = 10
 def main(argv: list[str] | None = None) -> int:
     """``python -m judge.plumbing.slurm_requeue --job-id ID --restart-count N [--name NAME]``: exit 0 when the job is
     requeued (by this call or by Slurm), ``NOT_REQUEUED`` when not; what was decided on stderr as ``NAME: ...``."""
-    parser = argparse.ArgumentParser(prog="python -m judge.plumbing.slurm_requeue")
+    from judge.plumbing.config_files import ExactArgumentParser
+
+    parser = ExactArgumentParser(prog="python -m judge.plumbing.slurm_requeue")
     parser.add_argument("--job-id", required=True)
     parser.add_argument("--restart-count", type=int, default=0)
     parser.add_argument("--name", default="slurm_requeue", help="the caller, prefixed to each line on stderr")

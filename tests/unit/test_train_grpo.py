@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import subprocess
+import sys
 import tomllib
 import warnings
 from pathlib import Path
@@ -560,8 +561,10 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
                             "JUDGE_MASTER_PORT=29577\n# --- end of rendered values ---", 1)
     (tmp_path / "job.sbatch").write_text(script)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun"),
-           "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "gx-[1-3]", "SLURM_JOB_NUM_NODES": "3",
+           # python3 is this test's interpreter, which imports train (the script asks train.output_folder which
+           # checkpoints are whole)
+           "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "FAKE_SRUN_ARGS": str(tmp_path / "srun"), "SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "gx-[1-3]", "SLURM_JOB_NUM_NODES": "3",
            "SLURM_CPUS_PER_TASK": "16", "JUDGE_SRUN_ARGS": "--container-image=judge.sqsh",
            "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
            "JUDGE_MASTER_PORT": "29577"}  # the port probe's own step is tests/unit/test_slurm_scripts.py's  # fmt: skip
