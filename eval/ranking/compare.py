@@ -25,7 +25,7 @@ differences); its p-value is the paired sign-flip permutation test's over the in
 instructions): the bootstrap's own p is 0 whenever every instruction's difference shares a sign, which under the null
 happens with probability 2 / 2^n, so on few instructions it called far more often than alpha. A cell is called
 ``B higher`` / ``B lower`` when p < alpha and its interval excludes 0 on that side, drawn from at least 2 / alpha
-resamples (``eval.scoring.compare.resamples_to_call``) over at least 2 instructions behind the cell
+resamples (``eval.scoring.resample_rules.resamples_to_call``) over at least 2 instructions behind the cell
 (``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval) and enough for the
 test to reach alpha (``permutation.fewest_for_call``: 6 at 0.05); else no call, "—", and the cell's ``why_no_call``
 says why. The tested cells are one family: each cell's call reads its Holm-adjusted p (``p_holm``, Holm's step-down
@@ -494,7 +494,7 @@ def _swaps_to_draw(delta: np.ndarray, instructions: np.ndarray, alpha: float, n_
     import sys
 
     from eval.ranking.permutation import EXACT_MAX, MAX_SWAPS, fewest_for_call
-    from eval.scoring.compare import resamples_to_call
+    from eval.scoring.resample_rules import resamples_to_call
 
     if n_boot < resamples_to_call(alpha):  # every cell is untested then (too few resamples): nothing to call
         return n_boot
@@ -537,7 +537,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                      cell_instructions, instruction_weights, is_scored, matrix_arrays,
                                      resampled_matrices)
     from eval.ranking.permutation import sign_flip_p, swapped_matrices
-    from eval.scoring.compare import resamples_to_call
+    from eval.scoring.resample_rules import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:
@@ -669,7 +669,7 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
 
     from eval.ranking.permutation import fewest_for_call
     from eval.ranking.report import calls_line, exclusion_lines, holm_applied, resamples_phrase, sign_flip_p_text
-    from eval.scoring.compare import resamples_to_call
+    from eval.scoring.resample_rules import resamples_to_call
     # Model and judge names, criteria and meta names come from the runs and their data: inert Markdown, so that a
     # "|", "*", "#" or "<" in one opens no column, emphasis, heading or tag.
     from eval.reports.report import markdown_table, md_text

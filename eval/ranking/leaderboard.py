@@ -23,7 +23,7 @@ Per pair (B above A in the table's order): ``delta`` = mean B - mean A with its 
 ``1 - alpha / m``, m = K(K - 1)/2 (Bonferroni: the m calls together are wrong with probability at most alpha), its
 ends the ⌈n·alpha/(2m)⌉-th smallest and largest of the n resampled differences
 (``eval.ranking.compare.called_interval``). At least 2m / alpha resamples are drawn
-(``eval.scoring.compare.resamples_to_call``; 1120 for eight candidates), more than asked when ``n_boot`` is fewer
+(``eval.scoring.resample_rules.resamples_to_call``; 1120 for eight candidates), more than asked when ``n_boot`` is fewer
 (said on stderr before drawing; never past ``MAX_RESAMPLES``, an ``alpha`` needing more is refused): with fewer no
 pair could be called. The pair's p-value is the paired sign-flip permutation test's over the
 instructions with a non-binary score (``eval.ranking.permutation``), and the pair is called when p < alpha / m and
@@ -122,7 +122,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
                                       nothing_shared)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
-    from eval.scoring.compare import resamples_to_call
+    from eval.scoring.resample_rules import resamples_to_call
 
     folders = [Path(run) for run in runs]
     if len(folders) < MIN_RUNS:

@@ -222,7 +222,7 @@ def why_not_called(low: float | None, high: float | None, p_value: float | None,
 def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
     """Two candidates' matrices and their paired differences (B - A) as a diverging heat map."""
     from eval.ranking.permutation import fewest_for_call
-    from eval.scoring.compare import resamples_to_call
+    from eval.scoring.resample_rules import resamples_to_call
 
     rows, columns, cells = result["rows"], result["columns"], result["cells"]
     span = max([abs(c["delta"]) for r in rows for c in cells[r].values()

@@ -37,10 +37,10 @@ from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
-from eval.scoring.compare import (MIN_PAIRED, comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds,
-                                  paired_resamples_to_call)
+from eval.scoring.compare import MIN_PAIRED, comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
+from eval.scoring.resample_rules import paired_resamples_to_call
 from eval.validity.render import compare_html as compare_validity
 from eval.validity.render import html_blocks as validity_blocks
 from eval.validity.render import html_table, lead_html

@@ -37,9 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from eval.scoring import bootstrap, item_table, resample_rules
+from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
+# the resample floors' one definition, which rank and the experts' ceiling read too
+from eval.scoring.resample_rules import paired_resamples_to_call, resamples_for_family
 from eval.reports.notes import runs_notes
 from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
@@ -49,9 +51,7 @@ from judge.plumbing.json_reading import unreadable_json
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "fmt_p_bound",
-           "headline", "holm_applied", "holm_upper_bounds", "load_run", "paired_resamples_to_call", "render_markdown",
-           "resamples_to_call",
-           "spearman_target"]
+           "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "spearman_target"]
 
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
@@ -68,11 +68,6 @@ N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
                 "draws; one draw is a zero-width interval that reads as certainty)")
 
 
-#: The resample floors (``eval.scoring.resample_rules``, one definition that compare, rank and the experts' ceiling
-#: read), named here for compare's readers and for the callers that import them from compare.
-resamples_to_call = resample_rules.resamples_to_call
-paired_resamples_to_call = resample_rules.paired_resamples_to_call
-_resamples_for_family = resample_rules.resamples_for_family
 
 
 #: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
@@ -274,7 +269,7 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
     false call can come from them.
 
     A p-value estimated as 0 says only p < 2 / resamples (``paired_resamples_to_call``) and enters the adjustment as
-    that bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``_resamples_for_family``),
+    that bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``resamples_for_family``),
     and an adjusted p that rests on such a bound is itself an upper bound (``holm_upper_bounds``)."""
     from statsmodels.stats.multitest import multipletests
 
@@ -646,7 +641,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
 def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
     """A sentence per grouping whose Holm family is too large for the resamples drawn: a raw p of 0 enters as
     2 / resamples, so a table of m callable cells can call none unless there are more than 2 m / alpha resamples
-    (``_resamples_for_family``) — said, not left for the reader to find among its n.s. rows. A family of one cell is
+    (``resamples_for_family``) — said, not left for the reader to find among its n.s. rows. A family of one cell is
     never too large: a cell is callable only from ``paired_resamples_to_call`` resamples, that family's bound."""
     if not result.n_boot:
         return []
@@ -661,11 +656,11 @@ def _families_too_large(comp: RunComparison, result: Comparison) -> list[str]:
                     if p.p_holm is not None:
                         families.setdefault((split, metric), []).append(p.resamples(result.n_boot))
         short = [(len(counts), min(counts)) for counts in families.values()
-                 if min(counts) < _resamples_for_family(len(counts), result.alpha)]
+                 if min(counts) < resamples_for_family(len(counts), result.alpha)]
         if short:
             largest = max(m for m, _ in short)
             fewest = min(n for m, n in short if m == largest)
-            needed = _resamples_for_family(largest, result.alpha)
+            needed = resamples_for_family(largest, result.alpha)
             cells = "1 cell" if largest == 1 else f"up to {largest} cells"
             fewer = f" (as few as {fewest} where a cell's metric is defined)" if fewest < result.n_boot else ""
             out.append(f"{comp.run} vs {result.baseline}: a table by {title} holds {cells} to call, which Holm's "

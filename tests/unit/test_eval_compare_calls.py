@@ -265,6 +265,6 @@ def test_a_holm_family_is_measured_against_its_fewest_resamples():
 def test_a_holm_family_needs_more_than_2m_over_alpha_resamples():
     """The counts the help, docs and headline name: 41 for one cell at alpha 0.05 (2 / 0.05 = 40 is not enough: the
     adjusted p 2 / 40 = 0.05 is no p below alpha), 81 for two, 1,001 for 25 criteria, 2,641 for 66."""
-    from eval.scoring.compare import _resamples_for_family
+    from eval.scoring.resample_rules import resamples_for_family
 
-    assert [_resamples_for_family(m, 0.05) for m in (1, 2, 25, 66)] == [41, 81, 1001, 2641]
+    assert [resamples_for_family(m, 0.05) for m in (1, 2, 25, 66)] == [41, 81, 1001, 2641]

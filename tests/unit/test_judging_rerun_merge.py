@@ -39,6 +39,18 @@ def _shard_data(tmp_path: Path, blocks: list[list]) -> tuple[Path, list[Path], l
     return data, files, [tmp_path / "out" / "shards" / str(k) for k in range(len(blocks))]
 
 
+def _judged_then_emptied(blocks: list[Path], shards: list[Path], emptied_split: str) -> None:
+    """Shard 0 judged by a chat server under ``--split standard``; shard 1 run under ``emptied_split`` against a URL
+    where no server listens (its block holds no row of that split: nothing is asked)."""
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        assert eval_main(run_args(server.base_url, blocks[0], shards[0], "--verdict-format", "tagged",
+                                  "--split", "standard")) == 0
+    closed, url = _closed_url()
+    with closed:
+        assert eval_main(run_args(url, blocks[1], shards[1], "--verdict-format", "tagged", "--split",
+                                  emptied_split)) == 0
+
+
 def test_a_rerun_with_nothing_to_ask_keeps_the_servers_record_and_the_shards_merge(tmp_path):
     """Both shards judged by a chat server; shard 1 rerun (a resubmitted array, a requeued task) against a URL where no
     server listens: nothing is asked, exit 0, and its run.json keeps backend "chat" and the server's limits (the
@@ -76,12 +88,7 @@ def test_a_shard_whose_block_the_split_emptied_is_counted_and_not_held_to_the_se
     assert {judge.split_of(r) for r in zero_shot} == {"zero_shot"} and {judge.split_of(r) for r in standard} == {
         "standard"}
     data, blocks, shards = _shard_data(tmp_path, [standard, zero_shot])
-    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
-        assert eval_main(run_args(server.base_url, blocks[0], shards[0], "--verdict-format", "tagged",
-                                  "--split", "standard")) == 0
-    closed, url = _closed_url()
-    with closed:
-        assert eval_main(run_args(url, blocks[1], shards[1], "--verdict-format", "tagged", "--split", "standard")) == 0
+    _judged_then_emptied(blocks, shards, "standard")
     emptied = _run_json(shards[1])
     assert (emptied["n_items"], emptied["backend"]) == (0, "auto")  # what it holds: it asked no server
     assert (shards[1] / "predictions.jsonl").read_bytes() == b""
@@ -114,12 +121,7 @@ def test_a_shard_emptied_by_another_split_is_refused_naming_the_split(tmp_path):
     the merge is refused naming config.split, not passed as an emptied block."""
     records = sample_by_split()[6:10]
     data, blocks, shards = _shard_data(tmp_path, [records[:2], records[2:]])
-    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
-        assert eval_main(run_args(server.base_url, blocks[0], shards[0], "--verdict-format", "tagged",
-                                  "--split", "standard")) == 0
-    closed, url = _closed_url()
-    with closed:
-        assert eval_main(run_args(url, blocks[1], shards[1], "--verdict-format", "tagged", "--split", "zero_shot")) == 0
+    _judged_then_emptied(blocks, shards, "zero_shot")
     assert _run_json(shards[1])["n_items"] == 0 and (shards[1] / "predictions.jsonl").read_bytes() == b""
     with pytest.raises(ShardMismatch, match=rf"^{shards[1] / 'run.json'}: config\.split is \"zero_shot\", but "
                                             rf"\"standard\" in {shards[0] / 'run.json'}: "):
