@@ -13,12 +13,15 @@ the partition's GraceTime). Which of them sent it is read from the job's record 
 
 train.preemption asks it on rank 0 after a signal-triggered save; slurm/train.sbatch runs it
 (``python -m judge.plumbing.slurm_requeue``) after its training step when a SIGTERM came before any rank could save
-(the data, the model and DeepSpeed still loading), when nothing in the step requeued the job.
+(the data, the model and DeepSpeed still loading), when nothing in the step requeued the job; slurm/eval.sbatch and
+slurm/rank.sbatch run it the same way when their task's ``judge-eval`` was stopped (or failed) or a SIGTERM came
+between steps.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 
@@ -73,7 +76,7 @@ def requeue_job(job_id: str, why: str, rerun: str, timeout_s: float = REQUEUE_TI
 def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the rerun resumes from its last checkpoint",
                          not_requeued: str = "resubmit with the same output folder to resume",
                          show_timeout_s: float = SHOW_JOB_TIMEOUT_S, requeue_timeout_s: float = REQUEUE_TIMEOUT_S,
-                         log: logging.Logger | None = None) -> bool:
+                         log: logging.Logger | None = None, why: str = "SIGTERM") -> bool:
     """After a SIGTERM: requeue the job if Slurm is preempting it (the module docstring's table).
 
     Args:
@@ -81,6 +84,8 @@ def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the reru
         restart_count: ``SLURM_RESTART_COUNT`` of this run of the job (0 on its first start).
         rerun: what the rerun does, for the log.
         not_requeued: what to do instead when the job is not requeued, for the log.
+        why: what stopped the job, for the log: the SIGTERM, or (eval.sbatch, rank.sbatch) a step that failed
+            without the batch shell seeing one.
 
     Returns:
         True when the job is requeued: by this call, or by Slurm itself.
@@ -93,10 +98,10 @@ def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the reru
         log.warning("Slurm job %s is being requeued by Slurm (%s, restart %s); %s", job_id, state, restarts, rerun)
         return True
     if state != "RUNNING" or record.get("PreemptTime", "None") in ("None", ""):
-        log.warning("Slurm job %s ended by SIGTERM (state %s, not preempted): not requeued; %s", job_id, state,
+        log.warning("Slurm job %s ended by %s (state %s, not preempted): not requeued; %s", job_id, why, state,
                     not_requeued)
         return False
-    return requeue_job(job_id, "SIGTERM", rerun, requeue_timeout_s, log)
+    return requeue_job(job_id, why, rerun, requeue_timeout_s, log)
 
 
 #: ``main``'s exit status when the job is not requeued (0: requeued). Apart from Python's own 1 and argparse's 2,
@@ -105,22 +110,32 @@ NOT_REQUEUED = 10
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m judge.plumbing.slurm_requeue --job-id ID --restart-count N [--name NAME]``: exit 0 when the job is
-    requeued (by this call or by Slurm), ``NOT_REQUEUED`` when not; what was decided on stderr as ``NAME: ...``."""
+    """``python -m judge.plumbing.slurm_requeue --job-id ID --restart-count N [--name NAME] [--why WHAT]
+    [--rerun TEXT] [--not-requeued TEXT]``: exit 0 when the job is requeued (by this call or by Slurm),
+    ``NOT_REQUEUED`` when not; what was decided on stderr as ``NAME: ...``."""
     from judge.plumbing.config_files import ExactArgumentParser
 
     parser = ExactArgumentParser(prog="python -m judge.plumbing.slurm_requeue")
     parser.add_argument("--job-id", required=True)
     parser.add_argument("--restart-count", type=int, default=0)
     parser.add_argument("--name", default="slurm_requeue", help="the caller, prefixed to each line on stderr")
+    parser.add_argument("--why", default="SIGTERM", help="what stopped the job, for the log")
     parser.add_argument("--rerun", default="the rerun resumes from its last checkpoint")
+    parser.add_argument("--not-requeued", default="resubmit with the same output folder to resume",
+                        help="what to do instead when the job is not requeued, for the log")
     args = parser.parse_args(argv)
     log = logging.Logger(args.name)  # a logger of this call's own: the lines go to stderr, prefixed, once
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{args.name}: %(message)s"))
     log.addHandler(handler)
-    return 0 if requeue_if_preempted(args.job_id, args.restart_count, args.rerun, log=log) else NOT_REQUEUED
+    requeued = requeue_if_preempted(args.job_id, args.restart_count, args.rerun, args.not_requeued, log=log,
+                                    why=args.why)
+    return 0 if requeued else NOT_REQUEUED
 
 
 if __name__ == "__main__":
+    # A successful `scontrol requeue` SIGTERMs every process of the job, this one too (a job script's python3 runs in
+    # its batch step): it died with 143 before it could exit 0, and the script said it could not ask. Ignored, the
+    # call still ends: scontrol's calls have their timeouts, and Slurm's SIGKILL comes KillWait after the SIGTERM.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(main())

@@ -1,12 +1,16 @@
 """eval.sbatch's and rank.sbatch's tasks when Slurm stops them: a preempted task requeues itself (Slurm would not,
-the task having ended inside the GraceTime), a cancelled one does not; --overwrite applies to a task's first launch
-only, not to its requeue. Run by bash against a fake srun (which delivers the SIGTERM Slurm sends the batch shell)
-and a fake scontrol answering a job record; no cluster."""
+the task having ended inside the GraceTime), a cancelled one does not, by the rule train.sbatch asks
+(``python3 -m judge.plumbing.slurm_requeue``) rather than a copy in bash; --overwrite applies to a task's first launch
+only, not to its requeue. Run by bash against a fake srun (which delivers the SIGTERM Slurm sends the batch shell), a
+fake scontrol answering a job record and a python3 that records its ``-m`` calls before running this test's
+interpreter (which imports judge); no cluster."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,25 +20,38 @@ from tests.support.fake_commands import write_executables
 REPO = Path(__file__).resolve().parents[2]
 
 # srun: records its arguments; with FAKE_SRUN_TERM set, signals the batch shell (its parent) as Slurm does on
-# preemption and ends as judge-eval does at a SIGTERM (143).
+# preemption and ends as judge-eval does at a SIGTERM (143); else ends with FAKE_SRUN_EXIT (0 unless set).
 FAKE_SRUN = """printf '%s\\n' "$@" >>"$FAKE_SRUN_ARGS"
 echo --- >>"$FAKE_SRUN_ARGS"
 if [[ -n ${FAKE_SRUN_TERM:-} ]]; then kill -TERM "$PPID"; exit 143; fi
+exit "${FAKE_SRUN_EXIT:-0}"
 """
-# scontrol: `show job -o ID` prints $FAKE_JOB_RECORD; `requeue ID` is recorded.
+# scontrol: `show job -o ID` prints $FAKE_JOB_RECORD; `requeue ID` is recorded and, with FAKE_REQUEUE_SIGNALS set,
+# SIGTERMs its caller before it returns, as a successful requeue signals every process of the job.
 FAKE_SCONTROL = """case $1 in
     show) echo "$FAKE_JOB_RECORD" ;;
-    requeue) echo "$*" >>"$FAKE_REQUEUES" ;;
+    requeue) echo "$*" >>"$FAKE_REQUEUES"; if [[ -n ${FAKE_REQUEUE_SIGNALS:-} ]]; then kill -TERM "$PPID"; fi ;;
 esac
 """
 PREEMPTED = "JobId=7 JobName=judge-eval JobState=RUNNING Reason=None Restarts=0 PreemptTime=2026-12-01T22:00:00"
 CANCELLED = "JobId=7 JobName=judge-eval JobState=CANCELLED Reason=None Restarts=0 PreemptTime=None"
 REQUEUED_BY_SLURM = "JobId=7 JobName=judge-eval JobState=COMPLETING Reason=None Restarts=1 PreemptTime=None"
+NOT_PREEMPTED = "JobId=7 JobName=judge-eval JobState=RUNNING Reason=None Restarts=0 PreemptTime=None"
+# python3: a `-m` call is recorded, then run by this test's interpreter; with FAKE_NO_JUDGE set it fails as a python3
+# without pollux-judge does (exit 1). Other calls (eval.sbatch's pairwise check, `python3 -c`) run unrecorded.
+FAKE_PYTHON3 = f"""if [[ $1 == -m ]]; then
+    echo "$*" >>"$FAKE_MODULE_CALLS"
+    if [[ -n ${{FAKE_NO_JUDGE:-}} ]]; then echo "No module named judge" >&2; exit 1; fi
+fi
+exec {shlex.quote(sys.executable)} "$@"
+"""
+#: What a rerun of each script's task resumes, as each tells the module (--rerun, --not-requeued).
+RESUMES = {"eval.sbatch": "shard", "rank.sbatch": "candidate"}
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     bin_dir = write_executables(tmp_path / "bin", {"srun": FAKE_SRUN, "scontrol": FAKE_SCONTROL,
-                                                   "judge-eval": "exit 0\n"})
+                                                   "judge-eval": "exit 0\n", "python3": FAKE_PYTHON3})
     data, models = tmp_path / "test.jsonl", tmp_path / "models.txt"
     data.write_text('{"id": 1}\n{"id": 2}\n')
     models.write_text("/shared/models/a\n")
@@ -42,6 +59,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"), "FAKE_REQUEUES": str(tmp_path / "requeues"),
+        "FAKE_MODULE_CALLS": str(tmp_path / "module_calls"),
         "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
         "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
         "JUDGE_RANK_MODELS": str(models), "JUDGE_RANK_JUDGE": "http://n1:8000/v1", "JUDGE_RANK_DATA": str(data),
@@ -55,26 +73,98 @@ def _run(script: str, env: dict[str, str], tmp_path: Path, *flags: str) -> subpr
                           timeout=60, cwd=tmp_path)  # fmt: skip
 
 
+def _module_calls(tmp_path: Path) -> list[str]:
+    calls = tmp_path / "module_calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def _asked(script: str, why: str = "SIGTERM") -> str:
+    """The call each script makes, as train.sbatch makes it: the job, its restart count, the script's name, what
+    stopped the task and what a rerun of it resumes."""
+    task = RESUMES[script]
+    return (f"-m judge.plumbing.slurm_requeue --job-id 7 --restart-count 0 --name {script} --why {why} "
+            f"--rerun the rerun resumes the {task} --not-requeued `scontrol requeue 7_0` reruns the task and resumes "
+            f"the {task}")  # fmt: skip
+
+
 @pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
 def test_a_preempted_task_requeues_itself(tmp_path, script):
     """Preempted with a GraceTime: judge-eval stops at the SIGTERM and the task ended FAILED within the grace, which
     Slurm does not requeue (it requeues what still runs at the grace's end), so the afterok merge never ran. The
-    job's record says preempted and RUNNING: the task runs `scontrol requeue` on its own id and ends 0."""
+    job's record says preempted and RUNNING: judge.plumbing.slurm_requeue runs `scontrol requeue` on the task's own
+    id, and the task ends 0."""
     proc = _run(script, _env(tmp_path, FAKE_SRUN_TERM="1", FAKE_JOB_RECORD=PREEMPTED), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "requeues").read_text() == "requeue 7\n"
-    assert f"{script}: job 7 preempted (PreemptTime 2026-12-01T22:00:00): scontrol requeue" in proc.stderr
+    assert _module_calls(tmp_path) == [_asked(script)]
+    assert (f"{script}: requeueing Slurm job 7 after SIGTERM (scontrol requeue); the rerun resumes the "
+            f"{RESUMES[script]}") in proc.stderr  # fmt: skip
 
 
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
 @pytest.mark.parametrize(("record", "code", "said"), [
-    (CANCELLED, 143, "ended by SIGTERM, not preempted"),  # scancel: the operator ended it
-    (REQUEUED_BY_SLURM, 0, "Slurm is requeueing job 7 (restart 1)"),  # scontrol requeue by hand: Slurm does it
-])  # fmt: skip
-def test_a_task_stopped_otherwise_is_not_requeued_by_the_script(tmp_path, record, code, said):
-    proc = _run("eval.sbatch", _env(tmp_path, FAKE_SRUN_TERM="1", FAKE_JOB_RECORD=record), tmp_path)
+    # scancel: the operator ended it
+    (CANCELLED, 143, "Slurm job 7 ended by SIGTERM (state CANCELLED, not preempted): not requeued; "
+                     "`scontrol requeue 7_0` reruns the task"),
+    # scontrol requeue by hand: Slurm does it
+    (REQUEUED_BY_SLURM, 0, "Slurm job 7 is being requeued by Slurm (COMPLETING, restart 1)"),
+], ids=["scancel", "requeued-by-slurm"])  # fmt: skip
+def test_a_task_stopped_otherwise_is_not_requeued_by_the_script(tmp_path, script, record, code, said):
+    proc = _run(script, _env(tmp_path, FAKE_SRUN_TERM="1", FAKE_JOB_RECORD=record), tmp_path)
     assert proc.returncode == code, proc.stderr
     assert not (tmp_path / "requeues").exists()
-    assert said in proc.stderr
+    assert _module_calls(tmp_path) == [_asked(script)]
+    assert f"{script}: {said}" in proc.stderr
+
+
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
+@pytest.mark.parametrize(("record", "code", "requeues"), [(PREEMPTED, 0, "requeue 7\n"), (NOT_PREEMPTED, 1, None)],
+                         ids=["preempted", "not-preempted"])  # fmt: skip
+def test_a_failed_judge_eval_is_asked_about_too(tmp_path, script, record, code, requeues):
+    """judge-eval exits 1 without the batch shell having seen a SIGTERM (only the step signalled): the module is
+    asked all the same, told what stopped the task; a preempted task is requeued (0), another keeps judge-eval's
+    status."""
+    proc = _run(script, _env(tmp_path, FAKE_SRUN_EXIT="1", FAKE_JOB_RECORD=record), tmp_path)
+    assert proc.returncode == code, proc.stderr
+    requeued = tmp_path / "requeues"
+    assert (requeued.read_text() if requeued.exists() else None) == requeues
+    subcommand = "run" if script == "eval.sbatch" else "rank"
+    assert _module_calls(tmp_path) == [_asked(script, f"judge-eval {subcommand} exiting 1")]
+    if requeues is None:
+        assert (f"{script}: Slurm job 7 ended by judge-eval {subcommand} exiting 1 (state RUNNING, not preempted): "
+                "not requeued") in proc.stderr  # fmt: skip
+
+
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
+def test_a_task_that_cannot_ask_the_rule_says_so_and_is_not_requeued(tmp_path, script):
+    """A batch shell whose python3 lacks pollux-judge cannot ask: the task is not requeued, ends with the step's
+    status (143), and its log names the likely cause rather than a bare ModuleNotFoundError."""
+    proc = _run(script, _env(tmp_path, FAKE_SRUN_TERM="1", FAKE_JOB_RECORD=PREEMPTED, FAKE_NO_JUDGE="1"), tmp_path)
+    assert proc.returncode == 143, proc.stderr
+    assert not (tmp_path / "requeues").exists()
+    assert (f"{script}: could not ask whether job 7 was preempted (python3 -m judge.plumbing.slurm_requeue exited 1; "
+            "pollux-judge in the batch shell's environment?): not requeued; `scontrol requeue 7_0` reruns the task")\
+        in proc.stderr  # fmt: skip
+
+
+@pytest.mark.parametrize("script", ["eval.sbatch", "rank.sbatch"])
+def test_the_requeues_own_sigterm_does_not_cut_the_answer_short(tmp_path, script):
+    """A successful `scontrol requeue` SIGTERMs every process of the job, the module's python3 among them (signalled
+    here before scontrol returns): it still exits 0, requeued, and the task ends 0 rather than saying it could not
+    ask."""
+    env = _env(tmp_path, FAKE_SRUN_TERM="1", FAKE_JOB_RECORD=PREEMPTED, FAKE_REQUEUE_SIGNALS="1")
+    proc = _run(script, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "requeues").read_text() == "requeue 7\n"
+    assert "could not ask" not in proc.stderr
+
+
+def test_the_scripts_keep_no_copy_of_the_rule():
+    """The rule lives once, in judge.plumbing.slurm_requeue: neither script reads a job record or requeues itself."""
+    for script in RESUMES:
+        text = (REPO / "slurm" / script).read_text()
+        assert "scontrol show job" not in text and "scontrol requeue \"$SLURM_JOB_ID\"" not in text, script
+        assert "python3 -m judge.plumbing.slurm_requeue" in text, script
 
 
 def _launches(tmp_path: Path) -> list[list[str]]:

@@ -238,3 +238,18 @@ def test_a_sigusr1_during_the_export_requeues_and_leaves_the_earlier_export(tmp_
     assert [p.name for p in (folder / "export").iterdir()] == ["model.safetensors"]
     assert (folder / "export" / "model.safetensors").read_text(encoding="utf-8") == "the earlier judge"
     assert (folder / "run.json").read_text(encoding="utf-8") == "{}"
+
+
+def test_the_command_line_names_what_stopped_the_job_and_what_to_do_instead(tmp_path, monkeypatch, capsys):
+    """eval.sbatch and rank.sbatch ask through ``python3 -m judge.plumbing.slurm_requeue`` also after a judge-eval
+    that failed without a SIGTERM: --why names that in the line, --not-requeued says how to rerun the task, and a
+    job not preempted exits NOT_REQUEUED (10), which the scripts tell from a module that could not run."""
+    from judge.plumbing import slurm_requeue
+
+    calls = _fake_scontrol(tmp_path, monkeypatch, "JobState=RUNNING Restarts=0 PreemptTime=None")
+    code = slurm_requeue.main(["--job-id", "7", "--name", "eval.sbatch", "--why", "judge-eval run exiting 1",
+                               "--not-requeued", "`scontrol requeue 7_0` reruns the task"])  # fmt: skip
+    assert code == slurm_requeue.NOT_REQUEUED == 10
+    assert capsys.readouterr().err == ("eval.sbatch: Slurm job 7 ended by judge-eval run exiting 1 (state RUNNING, "
+                                       "not preempted): not requeued; `scontrol requeue 7_0` reruns the task\n")
+    assert calls.read_text().splitlines() == ["show job -o 7"]

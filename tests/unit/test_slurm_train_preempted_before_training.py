@@ -19,17 +19,21 @@ from tests.support.fake_commands import write_executables
 
 SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "train.sbatch"
 
+# `requeue` with FAKE_REQUEUE_SIGNALS set SIGTERMs its caller before it returns, as a successful requeue signals every
+# process of the job.
 FAKE_SCONTROL = r'''
 echo "$*" >>"$FAKE_SCONTROL_CALLS"
 case "$1 $2" in
     "show hostnames") echo localhost ;;
     "show job") echo "JobId=7 $FAKE_JOB_RECORD" ;;
+    "requeue 7") if [[ -n ${FAKE_REQUEUE_SIGNALS:-} ]]; then kill -TERM "$PPID"; fi ;;
 esac
 exit 0
 '''
 
 
-def _run(tmp_path: Path, record: str, restart: str = "0") -> tuple[subprocess.CompletedProcess, list[str]]:
+def _run(tmp_path: Path, record: str, restart: str = "0", **extra: str
+         ) -> tuple[subprocess.CompletedProcess, list[str]]:
     """train.sbatch on one node whose training step is SIGTERM'd before the trainer installs its stopper; returns
     the script's result and scontrol's calls."""
     (tmp_path / "judge.yaml").write_text("recipe: seq2seq\n")
@@ -45,7 +49,7 @@ def _run(tmp_path: Path, record: str, restart: str = "0") -> tuple[subprocess.Co
         "FAKE_SCONTROL_CALLS": str(calls), "FAKE_JOB_RECORD": record,
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
         "SLURM_RESTART_COUNT": restart, "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
-        "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache",
+        "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache", **extra,
     }  # fmt: skip
     # exec keeps the pid: the batch shell's is the one the fake torchrun signals
     proc = subprocess.run(["bash", "-c", 'export FAKE_BATCH_PID=$$; exec bash "$0"', str(SCRIPT)], env=env,
@@ -79,3 +83,13 @@ def test_a_job_slurm_is_requeueing_already_is_not_requeued_twice(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert not [c for c in calls if c.startswith("requeue")], calls
     assert "train.sbatch: Slurm job 7 is being requeued by Slurm (COMPLETING, restart 1)" in proc.stderr
+
+
+def test_the_requeues_own_sigterm_does_not_undo_the_requeued_exit(tmp_path):
+    """A successful requeue SIGTERMs every process of the job, the python3 asking among them (signalled here before
+    scontrol returns): it still exits 0, so the job ends 0 and the log does not say the rule could not be asked."""
+    proc, calls = _run(tmp_path, "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28",
+                       FAKE_REQUEUE_SIGNALS="1")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "requeue 7" in calls, calls
+    assert "could not ask" not in proc.stderr
