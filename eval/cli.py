@@ -232,9 +232,8 @@ def resolve_run_config(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     from eval.judging.config import RunConfig
-    from eval.judging.run import _refuse_unreachable_judge, refuse_server_args_for_url, run
+    from eval.judging.run import run
     from judge.plumbing.config_files import chosen_fields
-    from judge.plumbing.provenance import redact
     from judge.plumbing.run_folder import refuse_file
 
     if "data" in vars(args):  # given as a flag: an empty one is a mistake, never the default (the sample)
@@ -244,12 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, data="")
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
-    # run() checks these again; checked here first so that a refusal is its one line, not one after a ~1.4 KB
-    # config dump, and the config is logged only for a run that goes on.
-    config.validate()
-    _refuse_unreachable_judge(config)
-    refuse_server_args_for_url(config)
-    log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
+    # run() validates the config, refuses a judge it could not reach, then logs the config: once, for every caller.
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 0 if summary["request_failed"] == 0 else 3

@@ -43,7 +43,7 @@ Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.j
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~560 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~570 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``breaker``, ``run_settings``).
 """
@@ -54,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -80,14 +81,15 @@ from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
-from judge.plumbing.provenance import write_provenance
+from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "not_a_model_ref", "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
+           "not_a_model_ref", "refuse_unreachable_judge", "refuse_server_args_for_url",
+           "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
 log = logging.getLogger("judge_eval.run")
 
@@ -293,6 +295,8 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     With ``overwrite``, the predictions, criteria auto's items and the scores ``judge-eval score`` wrote into ``out``
     (``eval.judging.run_settings.SCORE_OUTPUTS``, each named in the log) are deleted once the folder is claimed,
     before the judge is reached: a launch whose judge then cannot be reached leaves no scores of the discarded run.
+    The config is validated and a judge no run could reach refused (``refuse_unreachable_judge``) here, once, for
+    every caller; it is logged (redacted) only once they pass.
 
     Returns:
         A summary: ``n_items``, ``n_done_before`` (resumed), ``written``, ``parse_failed``, ``request_failed``,
@@ -303,9 +307,12 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
         RunFolderBusy: another process writes to ``out``; ResumeMismatch: ``out`` holds progress made with other
         settings (``run_key``) and ``overwrite`` is off.
     """
+    # Before the run folder, its lock and key exist; the config is logged after, so that a refusal is its one line,
+    # not one after a ~1.4 KB config dump.
     config.validate()
-    _refuse_unreachable_judge(config)  # before the run folder, its lock and key exist
+    refuse_unreachable_judge(config)
     refuse_server_args_for_url(config)
+    log.info("run config: %s", json.dumps(redact(dataclasses.asdict(config)), ensure_ascii=False))
     # The data too: a bad row refused after the folder was claimed left run.lock and run_key.json behind, and the
     # run with the row fixed in a new file was then refused as a resume under another `data`.
     data = None if config.criteria == "auto" else _read_data(config)
@@ -325,7 +332,7 @@ def _read_data(config: RunConfig) -> tuple[bool, list]:
     return False, _select(records, config)
 
 
-def _refuse_unreachable_judge(config: RunConfig) -> None:
+def refuse_unreachable_judge(config: RunConfig) -> None:
     """ConfigError for a ``judge`` no run could reach: not a URL, a folder or a hub id; or an unset ``base_url_env``."""
     judge_ref = config.judge
     if not judge_ref:

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.reports.names import code_counts, cut_codes_note
+from eval.scoring.error_codes import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically

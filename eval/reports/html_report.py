@@ -29,7 +29,8 @@ from typing import Any
 
 from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns,
                                         report_items)
-from eval.reports.names import cut_codes_note, shown_name, shown_names
+from eval.reports.names import shown_name, shown_names
+from eval.scoring.error_codes import cut_codes_note
 from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
 from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note

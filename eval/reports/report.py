@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.reports.names import cut_codes_note
+from eval.scoring.error_codes import cut_codes_note
 from eval.reports.notes import run_notes  # re-exported: eval.cli and report.html import it from here
 from eval.scoring import item_table
 from eval.scoring.metrics import RANDOM_LABELLING_VC

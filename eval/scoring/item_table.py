@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, metrics
+from eval.scoring.error_codes import code_counts, code_labels
 from eval.judging.predictions import REQUEST_FAILED
-from eval.reports.names import ERROR_CODE_CHARS, code_counts, shown_names
 from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
                                         SplitMetrics, check_vc_repeats)
 from judge.records import RowIndex, row_place
@@ -941,7 +941,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     failed_anywhere = (table.status == "parse_failed") | (table.status == REQUEST_FAILED)
     # One labelling over every failed item of the table: labelled per test, a code alone in its test would keep its
     # unmarked cut there while another test showed that same key for a different code.
-    code_labels = shown_names(_code_texts(table.error[failed_anywhere]), ERROR_CODE_CHARS)
+    labels = code_labels(table.error[failed_anywhere])
     splits: dict[str, SplitMetrics] = {}
     for split, split_idx in split_index.items():
         in_split = in_splits[split]
@@ -952,25 +952,13 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
         by_model_index = {label: index[in_split[index]] for label, index in groupings["model"].items()}
         splits[split] = SplitMetrics(
             overall=overall, by_model=by["model"], by_task_type=by["task_type"], by_criterion=by["criterion"],
-            failures=_failure_counts(table.error[failed], code_labels),
+            failures=code_counts(table.error[failed], labels),
             model_means=model_means(table, derived, split_idx, by["model"], overall,
                                     {k: v for k, v in by_model_index.items() if len(v)}),
             confusion=_confusions(table, derived, split_idx, in_split, task_groups, levels),
         )
     return Metrics(judge=table.judge_name, target=target, settings=settings, levels=[float(v) for v in levels],
                    splits=splits)
-
-
-def _code_texts(codes: np.ndarray) -> list[str]:
-    return [str(e) or "unknown" for e in codes]
-
-
-def _failure_counts(codes: np.ndarray, labels: dict[str, str]) -> dict[str, int]:
-    """The failed items by error code (``eval.reports.names.code_counts``): a predictions file written elsewhere may
-    hold any text as a code, and 40 rows of distinct 20,000-character codes made metrics.json megabytes long. Each is
-    counted under its label in ``labels`` (``shown_names`` at ``ERROR_CODE_CHARS`` over every failed item of the
-    table, so one code reads alike in every split)."""
-    return code_counts(_code_texts(codes), labels)
 
 
 def bootstrap_clusters(table: ItemTable, bootstrap_unit: str, where: str = "this item table") -> np.ndarray | None:

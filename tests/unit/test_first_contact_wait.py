@@ -76,7 +76,7 @@ def test_judge_eval_run_against_a_closed_port_prints_its_wait_once(closed_url, t
     lines = _without_stamps(err)
     assert code == EXIT_UNUSABLE, err
     assert len(lines) == 4, err
-    assert lines[0].startswith('INFO judge_eval: run config: {"judge": "' + closed_url + '"'), err
+    assert lines[0].startswith('INFO judge_eval.run: run config: {"judge": "' + closed_url + '"'), err
     assert lines[1] == f"INFO judge.record_sources: {data}: 2 rows -> 2 records"
     assert lines[2] == (f"WARNING judge.plumbing.retry: waiting for the judge at {closed_url} (up to 3 s; "
                         f"--connect-timeout-s): {REFUSED}")

@@ -1,6 +1,7 @@
-"""Names and codes from the data, as every report shows them: cut by one definition (``eval.reports.names``) in the
-run's tables, the validity tables, the ranking pages, the plots' labels and the failure counts; and the PNG plots
-written whole, never stale, even where an interval misses its MAE by a float step."""
+"""Names and codes from the data, as every report shows them: cut by one definition (``eval.reports.names``; codes
+counted by ``eval.scoring.error_codes``) in the run's tables, the validity tables, the ranking pages, the plots'
+labels and the failure counts; and the PNG plots written whole, never stale, even where an interval misses its MAE by
+a float step."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import numpy as np
 from PIL import Image
 
 from eval.reports import names
-from eval.reports.names import (ERROR_CODE_CHARS, FAILURE_CODES_KEPT, NAME_CHARS, cut_codes_note, other_codes_key,
-                                shown_name, shown_names)
+from eval.reports.names import NAME_CHARS, shown_name, shown_names
 from eval.scoring import item_table
+from eval.scoring.error_codes import ERROR_CODE_CHARS, FAILURE_CODES_KEPT, cut_codes_note, other_codes_key
 from judge.metrics_json.metrics import Metrics
 from tests.support.sixty_items import sixty_item_metrics
 
@@ -136,6 +137,28 @@ def test_a_code_of_the_cut_shape_only_is_noted_as_cut():
     assert cut_codes_note([shaped]) != "" and cut_codes_note([f"{shaped} (#0123abcd)"]) != ""
     assert cut_codes_note(["a" * 42 + "…" + "b" * 21]) == ""
     assert cut_codes_note(["a…b", "no_score"]) == ""
+
+
+def test_the_counting_rule_is_its_own_module_below_scoring_and_pairwise():
+    """The scoring and the pairwise metrics count failures with ``eval.scoring.error_codes``, not through the reports
+    (which read their counts): item_table imports no ``eval.reports`` module, pairwise's counting none of
+    ``eval.reports.names``; and the rule is not left behind in ``eval.reports.names`` under its old names."""
+    import ast
+    import inspect
+
+    from eval.pairwise import metrics as pairwise_metrics
+    from eval.scoring import error_codes
+
+    def imported(module) -> set[str]:
+        tree = ast.parse(inspect.getsource(module))
+        return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+    assert not {m for m in imported(item_table) if m.startswith("eval.reports")}
+    assert "eval.reports.names" not in imported(pairwise_metrics)
+    assert {"eval.scoring.error_codes"} <= imported(item_table) & imported(pairwise_metrics)
+    moved = ("ERROR_CODE_CHARS", "FAILURE_CODES_KEPT", "code_counts", "cut_codes_note", "other_codes_key")
+    assert [name for name in moved if hasattr(names, name)] == []
+    assert all(name in error_codes.__all__ for name in moved)
 
 
 def test_short_codes_are_left_as_they_are():
