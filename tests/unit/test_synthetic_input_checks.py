@@ -128,6 +128,43 @@ def test_stage_1_skips_the_zero_shot_task_types_by_default():
     assert len(generation_jobs(InstructionsConfig(generators=generators, skip_zero_shot=False))) == 450
 
 
+def test_stage_1_holds_out_the_task_types_of_the_run_s_split_file(tmp_path, capsys):
+    """The split stage holds out the task types of its ``split_file``; stage 1 held out the packaged split's whatever
+    the run's split was, and refused ``split_file`` in its YAML as an unknown key. With a split holding out only
+    Code modification, stage 1 asks for Informal setting (held out by the packaged split) and none for Code
+    modification. A split file that does not load is refused before the output folder is made, naming the setting."""
+    from train.synthetic.cli import main
+    from train.synthetic.generation import generation_jobs
+
+    split = tmp_path / "split.yaml"
+    split.write_text("task_types: [Code modification]\ncriteria: []\n", encoding="utf-8")
+    generators = [{"model": "g"}]
+    every_type = {task.task_type for task in load_taxonomy().tasks if task.complexity}
+    config = load_config(InstructionsConfig, _write_yaml(tmp_path / "instructions.yaml", generators, split))
+    assert config.split_file == str(split)
+    asked = {payload["task"].task_type for _, payload in generation_jobs(config)}
+    assert every_type - asked == {"Code modification"} and "Informal setting" in asked
+    # skip_zero_shot false holds nothing out, whichever split is named
+    assert {p["task"].task_type for _, p in generation_jobs(InstructionsConfig(
+        generators=generators, split_file=str(split), skip_zero_shot=False))} == every_type  # fmt: skip
+
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("task_type: []\ncriteria: []\n", encoding="utf-8")
+    for bad, named in ((tmp_path / "missing.yaml", "not found"), (typo, "unknown keys ['task_type']")):
+        out = tmp_path / f"out-{bad.stem}"
+        argv = ["instructions", "--config", str(_write_yaml(tmp_path / "run.yaml", generators, bad)), "--output", str(out)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "error: instructions: split_file: " in err and str(bad) in err and named in err, err
+        assert "Traceback" not in err and not out.exists()
+
+
+def _write_yaml(path: Path, generators: list, split: Path) -> Path:
+    """A stage-1 config (JSON is YAML) with these generators and ``split`` as its split file."""
+    path.write_text(json.dumps({"generators": generators, "split_file": str(split)}), encoding="utf-8")
+    return path
+
+
 def test_annotate_reads_a_blank_subtype_as_unknown_and_names_the_field_at_fault():
     """A blank task_subtype is narrowed by the sub-subtype given (``Taxonomy.leaf``, the rule the labelled sets share);
     an unknown subtype was reported as field 'task_type'. The Informative translation leaf lists its criteria in

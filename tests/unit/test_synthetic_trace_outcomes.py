@@ -148,3 +148,28 @@ def test_an_answer_the_limit_cut_is_verdict_cut_whatever_it_failed_to_parse_as()
     # apart with nothing after it, which vLLM's reasoning parser returns for a generation cut before </think>.
     for done in (_cut(f"<think>\n{SECOND}"), _cut("", reasoning=SECOND)):
         assert trace_outcome(done, SCALE, (2.0,), 0.0)[:2] == ("failed", "verdict_unclosed_think"), done
+
+
+def test_a_reasoning_with_no_answer_reads_as_every_serving_route_reads_it():
+    """The traces stage reads an answer with nothing after its reasoning by the serving routes' own rule
+    (``judge.verdicts.read_served_verdict``), whitespace-only answers and reasonings included: the reasoning apart and
+    the teacher's turn ended (``stop``) is empty, its reasoning kept; under any other finish_reason it stays
+    unclosed_think, or is cut where the limit stopped an answer with no reasoning at all. The stage's own names stay."""
+    from judge.verdicts import read_served_verdict
+
+    expected = {  # (reasoning given, finish_reason) -> the stage's reason
+        (True, "stop"): "verdict_empty", (False, "stop"): "verdict_empty",
+        (True, "length"): "verdict_unclosed_think", (False, "length"): "verdict_cut",
+        (True, None): "verdict_unclosed_think", (False, None): "verdict_empty",
+        (True, ""): "verdict_unclosed_think", (False, ""): "verdict_empty",
+        (True, "abort"): "verdict_unclosed_think", (False, "abort"): "verdict_empty",
+    }  # fmt: skip
+    for content in ("", "  \n"):  # None is no text: a journalled request that failed (request_failed)
+        for reasoning in (SECOND, f"\n{SECOND}  ", None, "", " \n "):
+            for finish in ("stop", "length", None, "", "abort"):
+                done = {"ok": True, "content": content, "reasoning": reasoning, "finish_reason": finish, "error": None}
+                outcome_, reason, verdict = trace_outcome(done, SCALE, (2.0,), 0.0)
+                served = read_served_verdict("integer", content, reasoning=reasoning, scale=SCALE, finish_reason=finish)
+                assert (outcome_, reason) == ("failed", expected[bool((reasoning or "").strip()), finish]), done
+                assert verdict == served, done
+                assert verdict.feedback == (SECOND if (reasoning or "").strip() else ""), done

@@ -177,6 +177,8 @@ class InstructionsConfig(_Common):
     skip_zero_shot: bool = _f(True, "skip the Zero-Shot task types, as the paper did (arXiv 2505.24616v3, Section 3.1, "
                               "footnote 16); the split stage drops them anyway, so false only pays for instructions "
                               "it throws away")
+    split_file: str = _f("", "Zero-Shot split YAML whose task types skip_zero_shot skips (default: the packaged "
+                         "judge/data/zero_shot.yaml); the split stage's own split_file")
     details_language: str = _f("en", "language of the taxonomy texts filled into the paper's generation prompt (en, ru); "
                                 "the paper does not show a filled prompt")
     max_non_russian: float = _f(0.05, "drop an instruction whose share of non-Russian word tokens exceeds this")
@@ -187,6 +189,22 @@ class InstructionsConfig(_Common):
             raise ValueError("instructions: no generators configured (list them under 'generators' in the YAML)")
         if self.details_language not in ("en", "ru"):
             raise ValueError(f"instructions: details_language must be 'en' or 'ru', got {self.details_language!r}")
+        self.held_out_task_types()  # a split file that does not load stops the stage before its folder is made
+
+    def held_out_task_types(self) -> frozenset:
+        """The task types ``skip_zero_shot`` leaves out: those of ``split_file`` (none when it is false).
+
+        Raises:
+            ValueError: "instructions: split_file: ..." for a file that is missing or not a split file.
+        """
+        if not self.skip_zero_shot:
+            return frozenset()
+        from judge import load_split_spec
+
+        try:
+            return load_split_spec(self.split_file or None).task_types
+        except (OSError, ValueError) as err:  # FileNotFoundError is an OSError, which the CLI's check does not catch
+            raise ValueError(f"instructions: split_file: {err}") from None
 
 
 # The paper's embedding model: arXiv 2505.24616v3, Appendix C.3, Algorithm 1 step 1 (and Appendix C.1, footnote 25).

@@ -195,12 +195,12 @@ def _normalise(text: str) -> str:
 
 def generation_jobs(config: InstructionsConfig) -> list[tuple[str, dict]]:
     """(key, payload) for every (leaf, complexity level, index) selected by the config, in taxonomy order."""
-    from judge import load_split_spec, load_taxonomy
+    from judge import load_taxonomy
 
     taxonomy = load_taxonomy()
     wanted = {taxonomy.canonical_task_type(name) or name for name in config.task_types}
     shares = [g["share"] if "share" in g else 1.0 for g in config.generators]
-    held_out = load_split_spec().task_types if config.skip_zero_shot else frozenset()
+    held_out = config.held_out_task_types()  # the run's split file, as the split stage reads it
     jobs = []
     for task in taxonomy.tasks:
         if (wanted and task.task_type not in wanted) or task.task_type in held_out:

@@ -146,7 +146,8 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         ``(outcome, reason, verdict)``: outcome ``kept``, ``dropped`` or ``failed``; reason ``agrees`` or the drop or
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
-    from judge import Verdict, VerdictError, parse_integer_verdict
+    from judge import VerdictError, VerdictFormat
+    from judge.verdicts import read_served_verdict
     from train.build_data import russian_share
     from train.grpo_rewards import gives_reasons
 
@@ -161,27 +162,25 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         # More text than max_tokens allows: the server did not generate under the limit it was asked with, so its
         # integer and its reasoning are not the teacher's answer to this request. No verdict is read from it.
         return "failed", "verdict_oversized", None
-    verdict = parse_integer_verdict(content, reasoning, scale)
+    finish = done.get("finish_reason")
+    # Read as every serving route reads an answer: a reasoning apart with no answer after it and the teacher's turn
+    # ended (stop) is empty, not unclosed_think, whose advice (a larger max_tokens) would give no verdict. "length"
+    # is not passed: read_served_verdict would fail a readable integer as cut, where the stage names the cut itself
+    # (verdict_cut, below) and keeps the integer read in the row.
+    verdict = read_served_verdict(VerdictFormat.INTEGER, content, reasoning=reasoning, scale=scale,
+                                  finish_reason=None if finish == "length" else finish)
     if not verdict.ok:
-        finish = done.get("finish_reason")
-        if (verdict.error == VerdictError.UNCLOSED_THINK and finish == "stop" and verdict.feedback
-                and not content.strip()):
-            # The reasoning came apart and no answer after it, which the parser must read as a cut (vLLM's reasoning
-            # parser returns a generation cut before </think> so), but the server says the teacher ended its turn
-            # itself: no verdict, and a larger max_tokens would not give one.
-            verdict = Verdict.failure(VerdictError.EMPTY, "the teacher ended its turn after its reasoning with no "
-                                      "answer (finish_reason stop)", verdict.feedback)
-        elif finish == "length" and verdict.error != VerdictError.UNCLOSED_THINK:
+        if finish == "length" and verdict.error != VerdictError.UNCLOSED_THINK:
             # The limit stopped the answer (before its first character, or inside "Оценка:" before its integer): the
             # teacher did not end it, so no verdict is missing from it but the one the cut kept back. verdict_cut, as
             # a cut answer that did parse; one cut inside its reasoning keeps its own name, unclosed_think.
             return "failed", "verdict_cut", verdict
         return "failed", f"verdict_{verdict.error}", verdict
-    if done.get("finish_reason") not in (None, "", "stop", "length"):
+    if finish not in (None, "", "stop", "length"):
         # Aborted, filtered or turned into a tool call: the teacher never ended its turn, and the integer read is
         # wherever the generation stopped. ("" or None: an endpoint, or a row journalled, that does not report it.)
         return "failed", "turn_not_ended", verdict
-    if done.get("finish_reason") == "length":
+    if finish == "length":
         # Cut by max_tokens after its reasoning closed: the integer read is wherever the cut fell (a "1" of "10", the
         # first digit of an answer still being written), not the teacher's verdict.
         return "failed", "verdict_cut", verdict
