@@ -13,7 +13,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~660 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~690 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
 apart, each client would restate them.
 """
@@ -41,7 +41,8 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
-           "generation_aborted", "TooLong", "NoRoom", "context_refusal"]
+           "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
+           "FINISH_REASON_CHARS"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -211,9 +212,21 @@ def generation_aborted(reason: str) -> Exception:
 
 def failed_outcome(error: str, reason: str, *, pairwise: bool = False) -> dict[str, Any]:
     """A row's judge fields for a judgment with no verdict, one way for every writer: pointwise (``PredictionRow``) or
-    ``pairwise`` (``PairwiseRow``: no score source, scale flag or regression head's value)."""
+    ``pairwise`` (``PairwiseRow``: no score source, scale flag, regression head's value or finish reason)."""
     outcome = {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": error, "reason": reason}
-    return outcome if pairwise else {**outcome, "score_source": None, "in_scale": None, "regression_score": None}
+    return outcome if pairwise else {**outcome, "score_source": None, "in_scale": None, "regression_score": None,
+                                     "finish_reason": None}
+
+
+#: The longest ``finish_reason`` a row keeps: the engines' words are a few letters (``stop``, ``length``,
+#: ``content_filter``); a server's longer value is cut, never carried whole into every row.
+FINISH_REASON_CHARS = 64
+
+
+def finish_reason_of(value: Any) -> str | None:
+    """A server's ``finish_reason`` as a row keeps it: a string, cut at ``FINISH_REASON_CHARS``; None for no string
+    (a proxy's null or number, which a row's check would refuse as the judge's answer)."""
+    return value[:FINISH_REASON_CHARS] if isinstance(value, str) else None
 
 
 def too_long_outcome(reason: str, *, pairwise: bool = False) -> dict[str, Any]:
@@ -259,6 +272,7 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
         "score_source": ScoreSource.VERDICT if verdict.ok else None,
         "in_scale": verdict.in_scale,
         "regression_score": None,
+        "finish_reason": finish_reason_of(finish_reason),
     })
 
 
@@ -490,7 +504,11 @@ class JudgeServeBackend:
 
     @staticmethod
     def _outcome(result: JudgeResult) -> dict[str, Any]:
-        """A predictions row's judge fields (``eval.judging.predictions.PredictionRow``) from one ``/v1/judge`` result."""
+        """A predictions row's judge fields (``eval.judging.predictions.PredictionRow``) from one ``/v1/judge`` result.
+
+        A regression head's score on a generation ``max_tokens`` stopped is a ``cut`` failure (``_cut_rationale``)."""
+        if (cut := _cut_rationale(result)) is not None:
+            return cut
         ok = result.parse_ok and result.score is not None
         return past_bound({
             "raw_output": result.output,
@@ -508,10 +526,29 @@ class JudgeServeBackend:
             "expected_score": result.expected_score,
             "confidence": result.confidence,
             "score_probs": result.score_probs,
+            "finish_reason": finish_reason_of(result.finish_reason),
         })
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def _cut_rationale(result: JudgeResult) -> dict[str, Any] | None:
+    """The ``cut`` failure of a regression head's score on a rationale ``max_tokens`` stopped (``finish_reason``
+    "length"), None for any other result.
+
+    judge-serve fails an export's cut rationale itself, but scores a released ``-r`` judge's (``head_input``
+    "generated_text"), as POLLUX's scoring reads whatever the generation wrote. A run reads it as judge-serve reads a
+    cut export rationale and a cut tagged verdict: the head's value on a text the judge did not finish is no verdict,
+    so it is counted among the failures, never scored; the reason keeps the value.
+    """
+    if result.score_source != ScoreSource.REGRESSION_HEAD or result.finish_reason != "length":
+        return None
+    head = "" if result.regression_score is None else f" (the head gave {result.regression_score:.4g} for the cut text)"
+    reason = (f"the generation stopped at max_tokens before the judge finished its rationale: no score{head}; a new "
+              "run with a larger --max-tokens gives it room")
+    return {**failed_outcome(VerdictError.CUT, reason),
+            "raw_output": result.output, "feedback": result.feedback or "", "finish_reason": result.finish_reason}
 
 
 def reasoning_of(message: Any) -> str | None:

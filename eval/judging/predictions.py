@@ -6,7 +6,7 @@ rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 
-Why one module of ~515 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
+Why one module of ~540 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
 and the table reader hands a file it doubts to the line reader, which names the bad row; apart, each would restate
 the other's rules.
 """
@@ -56,6 +56,9 @@ class PredictionRow:
         parse_ok: whether a score was read.
         error: a ``judge.VerdictError`` code, ``request_failed``, or None.
         reason: why ``error`` ("" when none).
+        finish_reason: why the judge's answer ended, as its server said (``stop``; ``length``: ``max_tokens`` cut it),
+            None where no answer came (a failed request, a prompt too long for the context), the server said none,
+            or the row was written before rows kept it.
         score_source: a ``judge.wire.ScoreSource`` value (``verdict``, ``regression_head``), None without a score.
         in_scale: False for a number outside the rubric's scale (scored, as the paper does); None when unknown.
         regression_score: a regression head's raw (unclipped) value.
@@ -73,6 +76,7 @@ class PredictionRow:
     parse_ok: bool = False
     error: str | None = None
     reason: str = ""
+    finish_reason: str | None = None
     score_source: str | None = None
     in_scale: bool | None = None
     regression_score: float | None = None
@@ -139,9 +143,9 @@ PREDICTION_FIELDS = tuple(f.name for f in dataclasses.fields(PredictionRow))
 # The JSON type of each field's value (null is allowed for every field but ``id``).
 _TEXT, _NUMBER, _FLAG, _PROBS = "a string", "a finite number", "a boolean", "an object of finite numbers"
 _JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TEXT, "score": _NUMBER,
-               "parse_ok": _FLAG, "error": _TEXT, "reason": _TEXT, "score_source": _TEXT, "in_scale": _FLAG,
-               "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER, "score_probs": _PROBS,
-               "latency_s": _NUMBER, "content_key": _TEXT}
+               "parse_ok": _FLAG, "error": _TEXT, "reason": _TEXT, "finish_reason": _TEXT, "score_source": _TEXT,
+               "in_scale": _FLAG, "regression_score": _NUMBER, "expected_score": _NUMBER, "confidence": _NUMBER,
+               "score_probs": _PROBS, "latency_s": _NUMBER, "content_key": _TEXT}
 assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 
 

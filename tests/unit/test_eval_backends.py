@@ -86,7 +86,7 @@ def test_a_chat_prompt_too_long_for_the_context_is_a_final_row(body):
         (outcome,) = _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
     assert outcome == {"raw_output": None, "feedback": "", "score": None, "parse_ok": False,
                        "error": VerdictError.CONTEXT_LENGTH_EXCEEDED, "reason": body["error"]["message"],
-                       "score_source": None, "in_scale": None, "regression_score": None}
+                       "score_source": None, "in_scale": None, "regression_score": None, "finish_reason": None}
 
 
 def test_another_chat_400_is_still_a_refusal():
@@ -445,7 +445,8 @@ def test_chat_content_that_is_no_text_is_a_failed_request_row(data, tmp_path):
     rows = read_predictions(tmp_path / "run")
     assert [{k: row[k] for k in failed_outcome("", "")} for row in rows] == [
         {"raw_output": None, "feedback": "", "score": None, "parse_ok": False, "error": "request_failed",
-         "reason": said, "score_source": None, "in_scale": None, "regression_score": None}] * 2
+         "reason": said, "score_source": None, "in_scale": None, "regression_score": None,
+         "finish_reason": None}] * 2
     record = judge.load_records(judge.sample_data_path())[0]
     with ScriptedEndpoint(lambda path, body: (200, chat_completion({"text": "1"}, body["model"]))) as server:
         with pytest.raises(Refused, match="^the chat answer's message content is not text: a JSON dict$"):

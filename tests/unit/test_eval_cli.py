@@ -199,8 +199,8 @@ def test_run_sends_exact_payloads_and_counts_a_parse_failure_without_scoring_it(
     good = rows[records[0].id]
     assert (good["parse_ok"], good["score"], good["judge"], good["score_source"]) == (True, 1.0, "scripted", "verdict")
     assert set(good) == {"id", "judge", "raw_output", "feedback", "score", "parse_ok", "error", "reason",
-                         "score_source", "in_scale", "regression_score", "expected_score", "confidence", "score_probs",
-                         "latency_s", "content_key"}
+                         "finish_reason", "score_source", "in_scale", "regression_score", "expected_score",
+                         "confidence", "score_probs", "latency_s", "content_key"}
     assert good["content_key"] == record_content_key(records[0])  # what a resume compares with the item's text
     assert good["in_scale"] is True and good["regression_score"] is None
     run_info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
