@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~530 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~540 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -208,7 +208,7 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
     resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite)
     gen_path = out / GENERATIONS_FILE
-    done = resumed_generations(gen_path)  # each row checked for what is read of it below, before run.json is touched
+    done = resumed_generations(gen_path, n)  # each row checked for what is read of it below, before run.json is touched
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
                       resumed=resumed)  # fmt: skip
     logger.info("%s: %d tasks from %s, n=%d, sandbox=%s", name, len(tasks), resolved.note, n, sandbox.isolation)
@@ -255,7 +255,10 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                 if len(gens) < n:  # a server that ignores n
                     logger.warning("task %s: the endpoint returned %d of %d samples; the missing ones count as "
                                    "failures", task.task_id, len(gens), n)
-                failed = [g.failure for g in gens if g.failure]
+                elif len(gens) > n:  # kept: the first n (n_extra counts the rest), as pass@k is over n
+                    logger.warning("task %s: the endpoint returned %d samples for the %d asked; the first %d are "
+                                   "kept", task.task_id, len(gens), n, n)  # fmt: skip
+                failed = [g.failure for g in gens[:n] if g.failure]
                 if failed:  # the others stand: one sample's empty answer is not its request's refusal
                     logger.warning("task %s: %d of %d samples hold no answer (%s); they fail as not_generated",
                                    task.task_id, len(failed), n, failed[0][:200])  # fmt: skip

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from eval.mera.extraction import truncate_at_stops
 from judge.plumbing.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -90,12 +91,6 @@ class Generation:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     failure: str | None = None
-
-
-def apply_stops(text: str, stops: Sequence[str]) -> tuple[str, bool]:
-    """Cut at the earliest stop string; returns ``(text, was_cut)``."""
-    cut = min((i for i in (text.find(s) for s in stops if s) if i != -1), default=-1)
-    return (text[:cut], True) if cut != -1 else (text, False)
 
 
 def is_context_limit_message(message: str) -> bool:
@@ -243,7 +238,8 @@ class OpenAICompatClient:
         usage = getattr(response, "usage", None)
         generations = []
         for raw, failure, finish in texts:
-            text, cut = apply_stops(raw, stop)
+            text = truncate_at_stops(raw, stop)
+            cut = len(text) < len(raw)
             generations.append(Generation(
                 text=text,
                 raw_text=raw,

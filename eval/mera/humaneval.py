@@ -215,17 +215,12 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     _check_instruction(instruction, where)
     inputs = _require(row, "inputs", Mapping, where)
     _require(row, "inputs.function", str, where)
-    entry_point = _require(row, "meta.entry_point", str, where)
+    entry_point = _function_name(row, "meta.entry_point", where)
     # The task's name in every output: a missing or null id became the line number or "None" without a word.
     task_id = _require(row, "meta.id", (int, str), where)
-    # No sample could define it ("class", "def" are identifiers, and keywords): every model would fail, silently.
-    if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
-        raise DataError(f"{where}: field 'meta.entry_point' is not a Python function name: {entry_point!r}")
     raw_tests = _require(row, "inputs.tests", (str, list), where)
     if isinstance(raw_tests, str):
-        if len(raw_tests) > MAX_TESTS_CHARS:  # bounded before parsing: deep nesting costs memory and recursion
-            raise DataError(f"{where}: field 'inputs.tests' has {len(raw_tests)} characters, more than the limit "
-                            f"of {MAX_TESTS_CHARS}")  # fmt: skip
+        _bounded(raw_tests, "inputs.tests", where)  # before parsing: deep nesting costs memory and recursion
         try:
             raw_tests = ast.literal_eval(raw_tests)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
@@ -273,15 +268,33 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     )
 
 
+def _function_name(row: Mapping[str, Any], dotted: str, where: str) -> str:
+    """The row's entry point, refused when no sample could define a function of that name ("class", "def" are
+    identifiers, and keywords): every sample of the task would fail, for any model, silently."""
+    name = _require(row, dotted, str, where)
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise DataError(f"{where}: field {dotted!r} is not a Python function name: {name!r}")
+    return name
+
+
+def _bounded(text: str, dotted: str, where: str) -> str:
+    """``text`` of a field the sandbox is sent (the tests, a ``check()`` source), refused over ``MAX_TESTS_CHARS``."""
+    if len(text) > MAX_TESTS_CHARS:
+        raise DataError(f"{where}: field {dotted!r} has {len(text)} characters, more than the limit of "
+                        f"{MAX_TESTS_CHARS}")  # fmt: skip
+    return text
+
+
 def parse_openai_row(row: Mapping[str, Any], line_no: int = 0, instruction: str = DEFAULT_INSTRUCTION) -> CodeTask:
-    """One OpenAI HumanEval row as a ``CodeTask`` in check mode."""
+    """One OpenAI HumanEval row as a ``CodeTask`` in check mode; its entry point and ``test`` are checked as a MERA
+    row's are (``parse_mera_row``)."""
     where = _where(line_no, row)
     return CodeTask(
         task_id=_require(row, "task_id", str, where),
         instruction=instruction,
         inputs={"function": _require(row, "prompt", str, where)},
-        entry_point=_require(row, "entry_point", str, where),
-        check=_require(row, "test", str, where),
+        entry_point=_function_name(row, "entry_point", where),
+        check=_bounded(_require(row, "test", str, where), "test", where),
         canonical_solution=_require(row, "canonical_solution", str, where),
         source="openai",
     )
@@ -381,8 +394,11 @@ OUTCOMES = (*STATUSES, NOT_GENERATED)
 def generations_record(record: dict[str, Any], gens: Sequence[Any], n: int) -> dict[str, Any]:
     """``record`` (a ``generations.jsonl`` row: ``task_id``, ``request``) with the ``n`` samples of ``gens``
     (``eval.mera.client.Generation``): ``completions``, ``raw``, ``finish_reasons``, ``prompt_tokens``; the samples
-    the server did not return (it ignored ``n``) padded as "" and counted in ``n_missing``; and, when a sample's
+    the server did not return (it ignored ``n``) padded as "" and counted in ``n_missing``; those it returned beyond
+    ``n`` left out and counted in ``n_extra`` (pass@k is over the n asked for, card "Metrics"); and, when a sample's
     answer held no text, ``sample_failures``: each sample's ``Generation.failure`` (``None`` for the others)."""
+    extra = max(0, len(gens) - n)
+    gens = gens[:n]  # the first n, in the server's order: which ones is not the model's choice to make
     missing = max(0, n - len(gens))
     failures = [g.failure for g in gens] + [None] * missing
     record.update(completions=[g.text for g in gens] + [""] * missing,
@@ -391,6 +407,8 @@ def generations_record(record: dict[str, Any], gens: Sequence[Any], n: int) -> d
                   prompt_tokens=gens[0].prompt_tokens if gens else None)  # fmt: skip
     if missing:
         record["n_missing"] = missing
+    if extra:
+        record["n_extra"] = extra
     if any(failures):
         record["sample_failures"] = failures
     return record

@@ -22,7 +22,10 @@ __all__ = ["RUN_KEY_FILE", "ResumeMismatch", "claim_run_folder", "sha256_of", "w
 
 
 def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The SHA-256 of a file, read in chunks (``hashlib.file_digest``): ``--data`` may be large, and is hashed
+    whole for the run key."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def write_json(path: Path, obj: Any) -> None:

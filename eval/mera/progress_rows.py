@@ -43,14 +43,16 @@ def progress_row_refused(where: str, key: str, problem: str) -> Exception:
                           "resume from it; use a fresh --out, or --overwrite to start over")
 
 
-def resumed_generations(path: Path) -> dict[str, dict[str, Any]]:
+def resumed_generations(path: Path, n: int) -> dict[str, dict[str, Any]]:
     """The tasks a run folder's ``generations.jsonl`` already holds, by task id, each row checked for the fields a
-    resume reads (``task_id``; ``completions``, a list of strings; ``n_missing`` and ``sample_failures`` within
-    it). A torn last line is cut first (``judge.plumbing.journal.open_journal``), as before any append.
+    resume reads (``task_id``; ``completions``, a list of ``n`` strings, the run's samples per task; ``n_missing``
+    and ``sample_failures`` within it). A torn last line is cut first (``judge.plumbing.journal.open_journal``), as
+    before any append.
 
     Raises:
-        judge.plumbing.run_folder.ResumeMismatch: a row without one of them, or with one of another kind, naming the
-            file, line and field.
+        judge.plumbing.run_folder.ResumeMismatch: a row without one of them, with one of another kind, or with other
+            than ``n`` completions (pass@k would be taken over another n, or left without a value), naming the file,
+            line and field.
         judge.plumbing.journal.JournalError: a line that is not a JSON object.
     """
     from judge.plumbing.journal import iter_journal_lines, open_journal
@@ -64,6 +66,9 @@ def resumed_generations(path: Path) -> dict[str, dict[str, Any]]:
         odd = next((c for c in completions if not isinstance(c, str)), "")
         if not isinstance(odd, str):
             raise progress_row_refused(where, "completions", f"should be a list of strings, holds {value_words(odd)}")
+        if len(completions) != n:
+            raise progress_row_refused(where, "completions", f"holds {len(completions)} completions, not the run's n "
+                                                             f"of {n}")  # fmt: skip
         n_missing = progress_field(rec, "n_missing", int, where, optional=True)
         if n_missing is not None and not 0 <= n_missing <= len(completions):
             raise progress_row_refused(where, "n_missing", f"should be from 0 to {len(completions)} (the completions), "

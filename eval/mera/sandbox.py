@@ -28,7 +28,8 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    and its version is recorded with the run (``Sandbox.describe``).
 4. **rlimits**, set by the trusted child before it runs the sample, soft == hard: address space, CPU seconds,
    processes (threads), file size, open files, and 0 bytes of POSIX message queues (a queue is kernel memory
-   outside the address space and, without bubblewrap's IPC namespace, outlives the sample).
+   outside the address space and, without bubblewrap's IPC namespace, outlives the sample). A sample the CPU-seconds
+   limit kills is a timeout, as one past its deadline is (``outcome_of``'s ``exit_status``).
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
    times the number of calls) and never moved: nothing the sample writes to its result pipe extends it. Past it,
    when the sample is done, or at once when the run is interrupted (``StopSignal``), its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
@@ -60,7 +61,7 @@ missing, too old, or refuses to run by itself (its own ``bwrap:`` message); a pr
 (a loaded machine) or whose child failed raises ``SandboxUnavailable``, naming ``--sandbox none`` as the explicit
 choice. ``"bwrap"`` never falls back.
 
-Why one module of ~1,430 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,490 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces), so a change to one is read against the rest. Only the child's side, which
 runs inside, is apart (``sandbox_child.py``).
@@ -282,6 +283,7 @@ def outcome_of(
     *,
     timed_out: bool = False,
     channel_error: str | None = None,
+    exit_status: int | None = None,
 ) -> tuple[str, str, tuple[str | None, ...], tuple[int | None, ...]]:
     """Turn the child's events into a status; the first failing step decides.
 
@@ -293,12 +295,18 @@ def outcome_of(
         job: The job they answer (its ``expected`` strings are compared here, never in the sandbox).
         timed_out: The parent killed the process for missing a deadline.
         channel_error: The result channel was unusable (not JSON, too large); the sample fails as a runtime error.
+        exit_status: How the process ended by itself, as ``subprocess.Popen.returncode`` (``-N``: killed by signal
+            N); ``None`` when the supervisor killed it or it is not known. A sample that ends before its last
+            step names it; one killed by SIGKILL or SIGXCPU is a timeout: short of a sample that signals itself past
+            its guard, only its CPU-time limit sends those (the supervisor's own kills give ``None``), which busy
+            threads on several cores reach before the wall deadline.
 
     Returns:
         ``(status, detail, outputs, output_chars)``, the last two as in ``ExecResult``.
     """
     by_index = _test_events(events, len(job.tests or ()))
-    status, detail, outputs = _verdict(events, by_index, job, timed_out=timed_out, channel_error=channel_error)
+    status, detail, outputs = _verdict(events, by_index, job, timed_out=timed_out, channel_error=channel_error,
+                                       exit_status=exit_status)  # fmt: skip
     chars = tuple(None if out is None else _whole_length(by_index[i], out) for i, out in enumerate(outputs))
     return status, detail, tuple(None if out is None else out[:STORED_OUTPUT_CHARS] for out in outputs), chars
 
@@ -323,6 +331,7 @@ def _verdict(
     *,
     timed_out: bool,
     channel_error: str | None,
+    exit_status: int | None = None,
 ) -> tuple[str, str, tuple[str | None, ...]]:
     """``outcome_of`` before its outputs are cut: the verdict and each whole output."""
     outputs: list[str | None] = [None] * len(job.tests or ())
@@ -346,7 +355,7 @@ def _verdict(
         if verdict is None:
             if timed_out:
                 return TIMEOUT, "check() did not finish in time", ()
-            return RUNTIME, "the process exited before check() finished", ()
+            return (*_ended_early("check()", exit_status), ())
         if verdict.get("ok") is True:
             return PASSED, "", ()
         kind = WRONG_ANSWER if verdict.get("kind") == WRONG_ANSWER else RUNTIME
@@ -360,12 +369,44 @@ def _verdict(
         if ev is None:
             if timed_out:
                 return TIMEOUT, f"test {i} did not finish in time", tuple(outputs)
-            return RUNTIME, f"the process exited before test {i} finished", tuple(outputs)
+            return (*_ended_early(f"test {i}", exit_status), tuple(outputs))
         if ev.get("ok") is not True:
             return RUNTIME, _short(f"test {i}: {ev.get('exc')}: {ev.get('msg')}"), tuple(outputs)
         if outputs[i] != want or ev.get("truncated"):
             return WRONG_ANSWER, _short(f"test {i}: expected {want!r}, got {outputs[i]!r}"), tuple(outputs)
     return PASSED, "", tuple(outputs)
+
+
+#: The signals RLIMIT_CPU sends: SIGXCPU at the soft limit, SIGKILL at the hard one. The child sets soft == hard, and
+#: Linux then sends SIGKILL at once (torvalds/linux ``kernel/time/posix-cpu-timers.c``, ``check_process_timers``: the
+#: hard limit is checked first).
+_CPU_LIMIT_SIGNALS = (signal.SIGXCPU, signal.SIGKILL)
+
+
+def _ended_early(step: str, exit_status: int | None) -> tuple[str, str]:
+    """Status and detail of a sample whose process ended by itself before ``step`` finished (``outcome_of``)."""
+    if exit_status is None:
+        return RUNTIME, f"the process exited before {step} finished"
+    if exit_status < 0 and -exit_status in _CPU_LIMIT_SIGNALS:
+        return TIMEOUT, (f"{step} did not finish: the process was killed by {_signal_name(-exit_status)}, as at "
+                         "its CPU-time limit")
+    how = f"killed by {_signal_name(-exit_status)}" if exit_status < 0 else f"exit {exit_status}"
+    return RUNTIME, f"the process exited before {step} finished ({how})"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _own_exit_status(returncode: int, under_bwrap: bool) -> int:
+    """A sample's exit status as ``Popen.returncode`` gives it (``-N`` for signal N): bubblewrap exits with its
+    child's code, or 128 + N when a signal killed it (containers/bubblewrap ``bubblewrap.c``,
+    ``propagate_exit_status``); a sample that exits with such a code by itself reads the same, which no event can
+    tell apart."""
+    return 128 - returncode if under_bwrap and returncode > 128 else returncode
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -961,8 +1002,9 @@ def fork_filter(machine: str | None = None) -> bytes:
     return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
 
 
-def _stop(proc: subprocess.Popen, grace_s: float) -> None:
-    """End a sample's process tree without leaving orphans behind.
+def _stop(proc: subprocess.Popen, grace_s: float) -> bool:
+    """End a sample's process tree without leaving orphans behind; returns whether our child had ended by itself
+    (within ``grace_s``), before any kill.
 
     A finished sample exits by itself within ``grace_s``. Otherwise our child's descendants die first
     (``judge.plumbing.processes.kill_descendants``): under bwrap that is the pid namespace's init, whose death kills
@@ -971,6 +1013,7 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     """
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
+    by_itself = proc.returncode is not None
     # Waited on only when it had descendants (bwrap, whose namespace's init was killed): without bubblewrap the
     # sample is our child itself, never signalled yet, and waiting for it only delayed its SIGKILL.
     if proc.poll() is None and kill_descendants(proc.pid):
@@ -980,6 +1023,7 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    return by_itself
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1355,16 +1399,21 @@ class Sandbox:
             )
             events: list[dict[str, Any]] = []
             stopped_by, channel_error = "interrupted", "the supervisor was interrupted"
+            by_itself = False
             try:
                 stopped_by, channel_error = self._read_events(proc, events, job.n_steps, stop)
             finally:
                 # A sample that finished or closed its pipe is exiting: give it a moment to do so by itself.
-                _stop(proc, grace_s=2.0 if stopped_by == "" else 0.0)
+                by_itself = _stop(proc, grace_s=2.0 if stopped_by == "" else 0.0)
                 proc.stdout.close()
             timed_out = stopped_by in ("deadline", "startup")
+            # Only a process that ended by itself says how: one this supervisor killed says nothing of the sample.
+            exit_status = (_own_exit_status(proc.returncode, self.isolation == "bubblewrap") if by_itself
+                           else None)  # fmt: skip
             try:
                 status, detail, outputs, chars = outcome_of(events, job, timed_out=timed_out,
-                                                            channel_error=channel_error)  # fmt: skip
+                                                            channel_error=channel_error,
+                                                            exit_status=exit_status)  # fmt: skip
             except Exception as err:  # noqa: BLE001 - events the sample wrote fail that sample, never the run
                 logger.warning("a sample's events could not be read; it fails as a runtime error", exc_info=True)
                 status, detail = RUNTIME, _short(f"result channel: unreadable events: {type(err).__name__}: {err}")

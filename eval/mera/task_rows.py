@@ -3,8 +3,9 @@
 ruHumanEval (``humaneval.load_tasks``) and ruTiE (``rutie.load_dialogues``) read their rows here. A task file is
 input, unlike the journals a run writes (``judge.plumbing.journal``): a last line without its newline is a whole row, blank
 lines are skipped, and any other line that is not JSON (or not UTF-8) is an error naming the file and the line (from
-1, blank lines counted: "line 3", as the record loader names a JSONL row); so is a ``.gz`` file cut short or not gzip
-at all, naming the line its reading reached.
+1, blank lines counted: "line 3", as the record loader names a JSONL row); so is a line longer than
+``MAX_LINE_BYTES``, read no further, and a ``.gz`` file cut short or not gzip at all, naming the line its reading
+reached.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import Any
 from judge.plumbing.json_reading import unreadable_json
 from judge.records import LineIndex, row_place
 
-__all__ = ["DataError", "iter_task_rows", "line_place"]
+__all__ = ["DataError", "MAX_LINE_BYTES", "iter_task_rows", "line_place"]
+
+#: The longest line read as one row, in bytes, its newline left out: a wrong ``--data`` (a multi-GB file with no
+#: newline) is refused at this many bytes, never read into memory whole. MERA's rows take a few KiB; a row's
+#: ``inputs.tests`` may take ``sandbox.MAX_TESTS_CHARS`` (1 Mi) characters, each at most 12 bytes as JSON writes it
+#: (a surrogate pair of ``\uXXXX`` escapes), with room to spare for the rest of the row.
+MAX_LINE_BYTES = 32 << 20
 
 
 class DataError(ValueError):
@@ -36,7 +43,8 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Raises:
-        DataError: ``{path}: line {n}: not JSON: ...`` or ``{path}: line {n}: not UTF-8: ...``; for a ``.gz`` file
+        DataError: ``{path}: line {n}: not JSON: ...``, ``{path}: line {n}: not UTF-8: ...`` or ``{path}: line {n}:
+            longer than the limit ...`` (``MAX_LINE_BYTES``, checked before the line is decoded); for a ``.gz`` file
             that is cut short or not gzip data, ``{path}: line {n}: ...`` naming the line its reading reached.
     """
     path = Path(path)
@@ -44,7 +52,7 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     opener = gzip.open if compressed else open
     # Bytes, decoded row by row: a text-mode file decodes as it is iterated, where an error could name no row.
     with opener(path, "rb") as f:
-        for line_no, raw in enumerate(_gzip_lines(f, path) if compressed else f, start=1):
+        for line_no, raw in enumerate(_bounded_lines(f, path, compressed), start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -59,24 +67,34 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
                 raise DataError(f"{path}: {line_place(line_no)}: {unreadable_json(err)}") from None
 
 
-def _gzip_lines(f: Any, path: Path) -> Iterator[bytes]:
-    """The lines of an open gzip file, its decompression failure a ``DataError`` naming the file and the line reached.
+def _bounded_lines(f: Any, path: Path, compressed: bool) -> Iterator[bytes]:
+    """The lines of an open file, each read no further than ``MAX_LINE_BYTES``; for a gzip file, its decompression
+    failure a ``DataError`` naming the file and the line reached.
 
-    The gzip module raises EOFError for a file cut short (an interrupted download), BadGzipFile for bytes that are
-    not gzip at all and zlib.error for a damaged stream: each would otherwise end the command in a traceback that
-    names neither the file nor how far its rows were read.
+    Raises:
+        DataError: a line longer than ``MAX_LINE_BYTES``, naming the file and the line. The gzip module raises
+            EOFError for a file cut short (an interrupted download), BadGzipFile for bytes that are not gzip at all
+            and zlib.error for a damaged stream: each would otherwise end the command in a traceback that names
+            neither the file nor how far its rows were read.
     """
     line_no = 0
     while True:
         try:
-            raw = f.readline()
+            raw = f.readline(MAX_LINE_BYTES + 1)  # the bound and a newline: a line at the bound is read whole
         except EOFError as err:
+            if not compressed:
+                raise
             raise DataError(f"{path}: {line_place(line_no + 1)}: the gzip data ends there, before its end marker: "
                             f"the file is cut short (an interrupted download?); fetch it again ({err})") from None
         except (OSError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+            if not compressed:
+                raise
             raise DataError(f"{path}: {line_place(line_no + 1)}: not readable as gzip data ({err}); a file named .gz "
                             "must be gzip-compressed JSON lines") from None
         if not raw:
             return
-        line_no += raw.endswith(b"\n")
+        if len(raw.removesuffix(b"\n")) > MAX_LINE_BYTES:
+            raise DataError(f"{path}: {line_place(line_no + 1)}: longer than the limit of {MAX_LINE_BYTES} bytes for "
+                            "one row: not a task file of JSON lines?")  # fmt: skip
+        line_no += raw.endswith(b"\n")  # a last line without one ends the file
         yield raw

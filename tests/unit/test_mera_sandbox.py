@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -104,6 +105,39 @@ def test_outcome_of_ignores_test_events_whose_index_is_not_an_int_in_range():
     assert outcome_of([READY, *forged, t0, t1], KW) == (PASSED, "", ("1", "2"), (1, 1))
     assert outcome_of([READY, t0, *forged], KW) == (RUNTIME, "the process exited before test 1 finished", ("1", None),
                                                     (1, None))  # fmt: skip
+
+
+@pytest.mark.parametrize(("exit_status", "status", "detail"), [
+    # RLIMIT_CPU: soft == hard, so the kernel sends SIGKILL at the limit (SIGXCPU where the soft limit is lower).
+    (-signal.SIGKILL, TIMEOUT, "test 1 did not finish: the process was killed by SIGKILL, as at its CPU-time limit"),
+    (-signal.SIGXCPU, TIMEOUT, "test 1 did not finish: the process was killed by SIGXCPU, as at its CPU-time limit"),
+    (3, RUNTIME, "the process exited before test 1 finished (exit 3)"),
+    (0, RUNTIME, "the process exited before test 1 finished (exit 0)"),
+    (-signal.SIGSEGV, RUNTIME, "the process exited before test 1 finished (killed by SIGSEGV)"),
+    (None, RUNTIME, "the process exited before test 1 finished"),  # killed by the supervisor: no status of its own
+])  # fmt: skip
+def test_a_sample_that_ends_early_says_how_and_a_cpu_limit_kill_is_a_timeout(exit_status, status, detail):
+    """A sample that ended before its last test read "runtime", "the process exited before test 1 finished", whatever
+    ended it: a kill at its CPU-time limit (its busy threads outran the wall deadline) is a timeout, and any other end
+    names its exit code or signal."""
+    t0 = {"ev": "test", "i": 0, "ok": True, "out": "1"}
+    assert outcome_of([READY, t0], KW, exit_status=exit_status)[:2] == (status, detail)
+    check = outcome_of([READY], CHECK, exit_status=exit_status)[:2]
+    assert check == (status, detail.replace("test 1", "check()"))
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+def test_a_sample_at_its_cpu_limit_times_out_and_one_that_exits_names_its_code(sandbox_user, isolation):
+    """Run for real: a busy loop under a CPU-time limit of 1 s (the wall deadline 5 s) is a timeout, no longer a
+    runtime error with no reason; ``os._exit(3)`` is a runtime error naming exit 3 (bubblewrap passes on the code)."""
+    limits = Limits(timeout_s=5.0, cpu_s=1)
+    sandbox = bwrap_sandbox_or_skip(limits) if isolation == "bwrap" else Sandbox(limits, isolation="none")
+    busy = sandbox.run(ExecJob(program="def f():\n    while True:\n        pass\n", entry_point="f", tests=[{}],
+                               expected=["1"]))  # fmt: skip
+    assert (busy.status, busy.stopped_by) == (TIMEOUT, "") and "CPU-time limit" in busy.detail, busy
+    exits = sandbox.run(ExecJob(program="import os\ndef f():\n    os._exit(3)\n", entry_point="f", tests=[{}],
+                                expected=["1"]))  # fmt: skip
+    assert (exits.status, exits.detail) == (RUNTIME, "the process exited before test 0 finished (exit 3)")
 
 
 def test_outputs_are_compared_whole_and_kept_as_a_prefix_with_their_length():

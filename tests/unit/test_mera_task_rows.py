@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import json
+from pathlib import Path
 
 import pytest
 
-from eval.mera import humaneval, rutie
+from eval.mera import humaneval, rutie, task_rows
 from eval.mera.task_rows import DataError, iter_task_rows
 
 
@@ -42,3 +44,45 @@ def test_a_line_that_is_not_utf8_names_the_file_and_row(tmp_path, suffix):
         list(iter_task_rows(path))
     assert str(err.value) == (f"{path}: line 3: not UTF-8: 'utf-8' codec can't decode byte 0xe9 in position 10: "
                               "invalid continuation byte")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_a_line_longer_than_the_bound_is_refused_naming_it_before_it_is_parsed(tmp_path, suffix, monkeypatch):
+    """A line over MAX_LINE_BYTES (here 64) is a DataError naming the file and the line, read no further than the
+    bound (a wrong --data, a multi-GB file with no newline, was read into memory whole first); a line of exactly 64
+    bytes and its newline is read."""
+    monkeypatch.setattr(task_rows, "MAX_LINE_BYTES", 64)
+    at_bound = '{"a": "' + "x" * 55 + '"}'  # 7 + 55 + 2 = 64 bytes
+    data = f'{at_bound}\n\n{{"a": "{"y" * 60}"}}\n{{"a": 3}}\n'.encode()
+    path = tmp_path / f"task{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    rows = iter_task_rows(path)
+    assert next(rows) == (1, {"a": "x" * 55})
+    with pytest.raises(DataError) as err:
+        next(rows)
+    assert str(err.value) == (f"{path}: line 3: longer than the limit of 64 bytes for one row: not a task file of "
+                              "JSON lines?")
+
+
+def test_a_line_over_the_bound_ends_the_command_with_exit_2_naming_it(tmp_path, monkeypatch, capsys):
+    """Through the command: exit 2 and one line naming the file and the line, before any run folder is made."""
+    from eval.mera import cli
+    from tests.support.mera_humaneval import MERA_ROW
+
+    monkeypatch.setattr(task_rows, "MAX_LINE_BYTES", 4096)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(MERA_ROW) + "\n" + "[" * 5000 + "\n", encoding="utf-8")
+    assert cli.main(["ruhumaneval", "--self-check", "--data", str(path), "--out", str(tmp_path / "run")]) == 2
+    assert f"{path}: line 2: longer than the limit of 4096 bytes" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_data_is_hashed_in_chunks_never_read_whole(tmp_path, monkeypatch):
+    """--data's hash for the run key reads the file in chunks (it read the whole file into memory at once): the
+    SHA-256 of "abc" (FIPS 180-2's first example) with Path.read_bytes unavailable."""
+    from eval.mera.progress import sha256_of
+
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"abc")
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read whole"))
+    assert sha256_of(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
