@@ -17,10 +17,10 @@ produc[es] values outside the defined evaluation range"). Such a verdict is ``ok
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~730 lines: both formats' rendering and parsing, the rules every training step applies to an
-answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``) and the reading of an output the length limit cut
-(``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they would be defined
-twice and could drift apart.
+Why one module of ~770 lines: both formats' rendering and parsing, the rules every training step applies to an
+answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
+the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
+would be defined twice and could drift apart.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ __all__ = [
     "has_think_tag",
     "leading_reasoning",
     "read_served_verdict",
+    "MIN_RATIONALE_WORDS",
+    "rationale_words",
+    "gives_reasons",
 ]
 
 
@@ -354,6 +357,33 @@ def _feedback(body: str, result_at: int) -> str:
     if start >= 0:
         head = head[start + len("[FEEDBACK]"):]
     return head.strip()
+
+
+#: Fewest words a rationale or a reasoning trace must have to count as giving reasons: the paper's Appendix B filter
+#: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
+#: keep that exception for a perfect score (``rationale_words`` 1); a reasoning judge gets none (``gives_reasons``).
+MIN_RATIONALE_WORDS = 2
+_WORD = re.compile(r"\w+(?:-\w+)*")
+
+
+def rationale_words(text: str | None) -> int:
+    """How many words ``text`` holds: runs of letters or digits, a hyphenated one one word ("что-то"). The paper's
+    "at least two words" (arXiv 2505.24616v3, Appendix B) counts words, so ". ." holds none and "Ошибок,нет." two,
+    where splitting at spaces would count the other way round."""
+    return len(_WORD.findall(text)) if text else 0
+
+
+def gives_reasons(text: str | None) -> bool:
+    """Whether ``text`` (a rationale, or the reasoning before an integer verdict) gives reasons: at least
+    ``MIN_RATIONALE_WORDS`` words (``rationale_words``).
+
+    The one rule for "a verdict with its reasons", wherever a judge is trained: build-data's ``too_few_words``
+    (``train.build_data``), the traces stage's ``no_reasoning`` (``train.synthetic.traces.trace_outcome``), the
+    integer-format rows' ``too_few_words`` (``train.seq2seq.integer_rows``) and GRPO's ``format_reward``
+    (``train.grpo_rewards``). One character of reasoning is no reason: rewarded, it would teach a policy to stop
+    thinking as surely as a bare score. It lives beside the verdict readers, under every stage that applies it.
+    """
+    return rationale_words(text) >= MIN_RATIONALE_WORDS
 
 
 _THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)

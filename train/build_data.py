@@ -19,7 +19,7 @@ verdicts come in the same shape, one per row). Each verdict becomes a row unless
 - ``no_scale``         no scale can be read from the rubric;
 - ``score_out_of_scale`` the verdict's score (or the regression label) lies outside the criterion's scale;
 - ``not_russian``      fewer than ``min_russian_share`` of the rationale's letters are Cyrillic;
-- ``too_few_words``    a rationale under two words (``train.grpo_rewards.gives_reasons``, the rule every training
+- ``too_few_words``    a rationale under two words (``judge.verdicts.gives_reasons``, the rule every training
                        stage applies), unless it is one word and the score is the scale's best level (paper, Appendix
                        B: "one word rationale are only eligible for the perfect scores"; the best level is 0 for the
                        two Critical criteria, the top elsewhere: ``judge.oriented_scale``); one with no word at all
@@ -57,7 +57,7 @@ from typing import Any
 import judge
 from judge.plumbing.atomic_write import write_atomically
 from judge import JudgeRecord, ScaleError
-from train.grpo_rewards import gives_reasons
+from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
@@ -70,8 +70,6 @@ _LETTER = re.compile(r"[^\W\d_]")
 #: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer,
 #: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
 _TAGS = re.compile(r"\[\s*(FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
-#: A word of ``gives_reasons`` is a run of these: a text holding one holds a word.
-_WORD_CHAR = re.compile(r"\w")
 
 
 class BenchmarkRowsError(judge.LeakageError):
@@ -350,7 +348,7 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
     # "one word rationale are only eligible for the perfect scores" (arXiv 2505.24616v3, Appendix B): one word, not
     # none; a blank rationale at the best level trained the target "[FEEDBACK]  [RESULT] 2 [END]". Perfect is the
     # scale's best level, 0 for the two Critical criteria (judge.oriented_scale).
-    if not gives_reasons(feedback) and not (scale.is_best(score) and _WORD_CHAR.search(feedback)):
+    if not gives_reasons(feedback) and not (scale.is_best(score) and rationale_words(feedback) == 1):
         return "too_few_words"
     if russian_share(feedback) < min_russian_share:
         return "not_russian"

@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~850 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~930 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -38,6 +38,8 @@ __all__ = [
     "ClassifierConfig",
     "GRPORecipeConfig",
     "GRPO_RECIPE_ARGUMENTS",
+    "GRPO_TRAINER_ARG_CHOICES",
+    "GRPO_TRAINER_ARG_RANGES",
     "TINY_QWEN3",
     "load_config",
     "add_config_arguments",
@@ -572,6 +574,47 @@ class ClassifierConfig(TrainConfig):
 #: The loss types trl 1.16's GRPOTrainer computes (trl/trainer/grpo_config.py, ``loss_type``).
 GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
+#: trl 1.16 ``GRPOConfig`` settings a ``trainer_args`` may set whose named values trl checks only mid-training
+#: (trl/trainer/grpo_trainer.py: ``scale_rewards`` and ``multi_objective_aggregation`` when the first rewards are
+#: normalised, ``importance_sampling_level`` in the first loss; ``GRPOConfig.__post_init__`` checks none of them) ->
+#: the values its help text documents (``scale_rewards`` true and false are its "group" and "none").
+GRPO_TRAINER_ARG_CHOICES: dict[str, tuple[Any, ...]] = {
+    "scale_rewards": ("group", "batch", "none", True, False),
+    "importance_sampling_level": ("token", "sequence"),
+    "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
+}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: trl 1.16 ``GRPOConfig`` numbers a ``trainer_args`` may set that trl never checks (trl/trainer/grpo_config.py)
+#: -> (the rule in words, its check). ``num_iterations`` 0 divides by zero at trl's first step
+#: (trl/trainer/grpo_trainer.py: ``self._step % generate_every``, ``generate_every = steps_per_generation *
+#: num_iterations``); a negative ``epsilon`` (or ``epsilon_high``) turns trl's clipping range 1 - epsilon .. 1 +
+#: epsilon upside down; ``top_p`` is documented "in (0, 1]" and reaches the sampler only at the first generation,
+#: after the model has loaded.
+GRPO_TRAINER_ARG_RANGES: dict[str, tuple[str, Any]] = {
+    "num_iterations": ("a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+    "epsilon": ("a number >= 0", lambda v: _number(v) and v >= 0),
+    "epsilon_high": ("a number >= 0 or null", lambda v: v is None or (_number(v) and v >= 0)),
+    "top_p": ("a number in (0, 1]", lambda v: _number(v) and 0 < v <= 1),
+}  # fmt: skip
+
+
+def _check_trl_grpo_settings(trainer_args: dict[str, Any]) -> None:
+    """Refuse a ``trainer_args`` value trl would refuse (or divide by) only once training runs, at load."""
+    for key, choices in GRPO_TRAINER_ARG_CHOICES.items():
+        # compared by type too: a YAML 1 or 0.0 equals true or false, and is no value trl documents
+        if key in trainer_args and not any(type(trainer_args[key]) is type(c) and trainer_args[key] == c
+                                           for c in choices):
+            raise ConfigError(f"trainer_args.{key} must be one of {list(choices)}, got {trainer_args[key]!r}")
+    for key, (rule, holds) in GRPO_TRAINER_ARG_RANGES.items():
+        if key in trainer_args and not holds(trainer_args[key]):
+            raise ConfigError(f"trainer_args.{key} must be {rule}, got {trainer_args[key]!r}")
+
+
 #: The trl ``GRPOConfig`` keys the grpo recipe passes itself (``train.grpo.grpo_arguments``) -> its value: the
 #: field of this config it is (the same name) or what the recipe makes it. The trainer-arguments builder refuses a
 #: ``trainer_args`` key among them only after the run folder, run.json and the base model's copy exist;
@@ -683,6 +726,7 @@ class GRPORecipeConfig(TrainConfig):
         if self.loss_type not in GRPO_LOSS_TYPES:
             raise ConfigError(f"loss_type must be one of {list(GRPO_LOSS_TYPES)}, got {self.loss_type!r}")
         self._validate_vespo()
+        _check_trl_grpo_settings(self.trainer_args)
         from train.grpo_rewards import REWARDS
 
         unknown = sorted(set(self.rewards) - set(REWARDS))

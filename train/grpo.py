@@ -28,11 +28,12 @@ would tokenize it as a control token, judge-serve sends it as text. A record ren
 dropped as ``duplicate_prompt`` (the traces stage's rows hold an item once per kept trace); one of another item (two
 answer models writing the same text to one instruction) adds its panel's scores to the earlier one's reference. trl
 trains on whole steps of prompts (:func:`check_prompt_count`): fewer prompts than one step samples are refused before
-anything loads, and the prompts an epoch leaves over are logged and recorded in run.json. A base model that is a
+anything loads, and the prompts an epoch leaves over are logged and recorded in run.json; a ``--resume`` that would draw
+another number of prompts per generation is refused (:func:`check_resumed_prompts_per_step`). A base model that is a
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~690 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~740 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -55,8 +56,8 @@ from train.config import ConfigError, GRPORecipeConfig
 from train.provenance import RunResult
 
 __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step",
-           "check_prompt_count", "prompt_template", "completion_end_ids", "reward_functions", "grpo_arguments",
-           "check_training_vllm", "installed_vllm", "main"]
+           "generation_batch", "check_prompt_count", "check_resumed_prompts_per_step", "prompt_template",
+           "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -350,6 +351,28 @@ def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
     return int(generation_batch) // config.num_generations
 
 
+def generation_batch(config: GRPORecipeConfig, per_step: int) -> tuple[str, str]:
+    """What one generation batch of :func:`prompts_per_step` prompts is, in words, and the setting that sizes it.
+
+    Returns:
+        ``(arithmetic, setting)``: e.g. ``trainer_args generation_batch_size 32 completions / num_generations 4 = 8
+        prompts`` and ``trainer_args generation_batch_size``; by default the global batch is the generation batch.
+    """
+    completions = per_step * config.num_generations
+    steps = config.trainer_args.get("steps_per_generation")
+    if config.trainer_args.get("generation_batch_size") is not None:
+        sized, setting = f"trainer_args generation_batch_size {completions}", "trainer_args generation_batch_size"
+    elif steps is not None:
+        # trl's generation batch is steps x per-device batch x ranks: the ranks are what the product leaves
+        ranks = completions // (steps * config.per_device_train_batch_size)
+        sized = (f"trainer_args steps_per_generation {steps} x per_device_train_batch_size "
+                 f"{config.per_device_train_batch_size} x {ranks} ranks = {completions}")
+        setting = "trainer_args steps_per_generation or per_device_train_batch_size"
+    else:
+        sized, setting = f"global_batch_size {config.global_batch_size}", "global_batch_size"
+    return f"{sized} completions / num_generations {config.num_generations} = {per_step} prompts", setting
+
+
 def check_prompt_count(n_prompts: int, per_step: int, config: GRPORecipeConfig, summary: str = "") -> int:
     """Refuse fewer prompts than one step samples; otherwise how many prompts an epoch trains on.
 
@@ -366,19 +389,43 @@ def check_prompt_count(n_prompts: int, per_step: int, config: GRPORecipeConfig, 
         summary: the data report's summary, for the error (why prompts were dropped).
 
     Raises:
-        ConfigError: naming the count, ``global_batch_size`` and ``num_generations``.
+        ConfigError: naming the count and the generation batch's arithmetic (:func:`generation_batch`): the setting
+            that sizes it, ``num_generations`` and the prompts it takes.
     """
     if n_prompts < per_step:
-        batch = {key: config.trainer_args[key] for key in ("generation_batch_size", "steps_per_generation")
-                 if key in config.trainer_args}  # fmt: skip
-        sized = f" (trainer_args {batch} size the generation batch)" if batch else ""
+        arithmetic, setting = generation_batch(config, per_step)
         raise ConfigError(
             f"data: {n_prompts} training prompt{'s' if n_prompts != 1 else ''} left in {config.data}"
-            f"{f' ({summary})' if summary else ''}, fewer than one "
-            f"step samples: global_batch_size {config.global_batch_size} / num_generations {config.num_generations} "
-            f"= {per_step} prompts{sized}; trl drops a smaller last chunk, so no step would train. Lower "
-            "global_batch_size (or raise num_generations), or give more prompts")
+            f"{f' ({summary})' if summary else ''}, fewer than one step samples: {arithmetic}; trl drops a smaller "
+            f"last chunk, so no step would train. Lower {setting} (or raise num_generations), or give more prompts")
     return n_prompts // per_step * per_step
+
+
+def check_resumed_prompts_per_step(output_dir, per_step: int, config: GRPORecipeConfig) -> None:
+    """Refuse a resume whose generation batch draws another number of prompts than the launch it continues drew.
+
+    A resume may change ``per_device_train_batch_size`` (``train.output_folder.RESUME_FREE``) and the number of
+    ranks, which with ``trainer_args.steps_per_generation`` size the generation batch: trl's ``RepeatSampler`` would
+    then chunk the prompts otherwise, so the batches transformers skips to the checkpoint's step are not those trained, and the run
+    goes on over another sequence of prompts than the one it continues. run.json's data report records the launch's
+    ``prompts_per_step``; one that records none (an older version) is not checked.
+
+    Raises:
+        ConfigError: naming both counts and the generation batch's arithmetic now.
+    """
+    from judge.plumbing.provenance import read_provenance
+
+    try:
+        earlier = read_provenance(output_dir, missing_ok=True).get("data")
+    except ValueError:  # check_resumed_config has already refused or warned about an unreadable run.json
+        return
+    before = earlier.get("prompts_per_step") if isinstance(earlier, dict) else None
+    if before is not None and before != per_step:
+        raise ConfigError(
+            f"--resume: the run in {output_dir} drew {before} prompts a generation (run.json's prompts_per_step), "
+            f"this launch would draw {per_step} ({generation_batch(config, per_step)[0]}): trl would chunk the "
+            "prompts otherwise than the checkpoint counts them. Resume with the earlier per_device_train_batch_size "
+            "and number of ranks (run.json's config and launch), or train into a fresh --output-dir")
 
 
 @dataclass(frozen=True)
@@ -628,6 +675,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # prompts (below, with the tokenizer) only leaves fewer.
     check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
     run = recipe_steps.prepare(config, "GRPO judge", prompt_version=template.version)
+    if run.resume_from is not None:
+        check_resumed_prompts_per_step(config.output_dir, per_step, config)
     rows, dropped = screen_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
                                    config.verdict_format)  # fmt: skip
     if dropped:
@@ -638,8 +687,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     n_per_epoch = check_prompt_count(len(rows), per_step, config, report.summary())
     if n_per_epoch < len(rows):
         logger.warning("%d of %d training prompts are left out of each epoch: trl samples whole steps of %d prompts "
-                       "(global_batch_size %d / num_generations %d)", len(rows) - n_per_epoch, len(rows), per_step,
-                       config.global_batch_size, config.num_generations)  # fmt: skip
+                       "(%s)", len(rows) - n_per_epoch, len(rows), per_step,
+                       generation_batch(config, per_step)[0])  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
     run.record_data({**report.to_dict(), "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
                      "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict(), "prompt_version": template.version},

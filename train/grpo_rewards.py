@@ -18,19 +18,23 @@ Each completion is read as the continuation of its prompt: where the chat templa
 ``judge.rewards.prompt_opens_reasoning``, the rule the policy-reward endpoints apply), a completion with no
 ``</think>`` was cut inside that reasoning and holds no verdict, whatever integer it ends with. A completion whose
 ``completion_ids`` end on none of the end-of-sequence ids the recipe binds (``end_token_ids``: trl's own rule for a
-completion cut by ``max_completion_length``, its ``completions/clipped_ratio``) was stopped by the length limit: the
-integer or ``[RESULT]`` read is wherever the cut fell, not a verdict (the traces stage fails a teacher's answer
-stopped by ``max_tokens`` as ``verdict_cut`` for the same reason). Called without the end ids (outside the trainer),
-no cut can be told and none is assumed. Both rules, a completion's text (a conversational one's last assistant
-turn, its typed text parts joined) and its cut (an empty id list ended in no end id: cut), are
-``judge.rewards.completion_text`` and ``judge.rewards.cut_completions``, which the trl judge client reads by too.
+completion cut by ``max_completion_length``, its ``completions/clipped_ratio``) was stopped by the length limit, and
+is read as judge-serve and judge-eval read an output vLLM stopped with finish_reason "length"
+(``judge.verdicts.read_served_verdict``, one reader for every stage): an integer is wherever the cut fell, not a
+verdict (the traces stage fails a teacher's answer stopped by ``max_tokens`` as ``verdict_cut`` for the same reason);
+a tagged ``[RESULT] n [END]`` written whole before the cut stands, but one followed by text that opens no verdict
+was a draft still being written, and a score the cut may have shortened (the "1" of a 0..10 scale's "10") fails.
+Called without the end ids (outside the trainer), no cut can be told and none is assumed. Both rules, a completion's
+text (a conversational one's last assistant turn, its typed text parts joined) and its cut (an empty id list ended in
+no end id: cut), are ``judge.rewards.completion_text`` and ``judge.rewards.cut_completions``, which the trl judge
+client reads by too.
 
 A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
 per step as ``verdicts/failed_share`` by either reward (so a config with ``agreement_reward`` alone still counts
 failures; trl averages what both log for one batch, the same share), and by ``format_reward`` with
 ``verdicts/out_of_scale_share``. A scored verdict without reasons (fewer than
-:data:`MIN_RATIONALE_WORDS` words of reasoning or ``[FEEDBACK]``: :func:`gives_reasons`, the rule the traces
-stage and the training rows apply) earns 0 from ``format_reward``
+``judge.verdicts.MIN_RATIONALE_WORDS`` words of reasoning or ``[FEEDBACK]``: ``judge.verdicts.gives_reasons``, the
+rule the traces stage and the training rows apply) earns 0 from ``format_reward``
 (``verdicts/no_reasoning_share``). The reward functions are named in the config
 (``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also the names
 trl logs them under.
@@ -38,47 +42,23 @@ trl logs them under.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from judge.rewards import completion_text, cut_completions, prompt_opens_reasoning
 from judge.scales import Scale
-from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer, cut_short,
-                            has_think_tag, parse_judge_output)
+from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer,
+                            gives_reasons, has_think_tag, read_served_verdict)
 
-__all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "MIN_RATIONALE_WORDS",
-           "gives_reasons", "CUT"]
+__all__ = ["REWARDS", "read_verdict", "format_reward", "agreement_reward", "agreement", "CUT"]
 
 #: The failure of a verdict whose completion the length limit stopped before its end-of-sequence token.
 CUT = VerdictError.CUT
 
-#: Fewest words a rationale or a reasoning trace must have to count as giving reasons: the paper's Appendix B filter
-#: of training rationales ("one word rationale are only eligible for the perfect scores"). build-data's tagged rows
-#: keep that exception for a perfect score; a reasoning judge gets none (:func:`gives_reasons`).
-MIN_RATIONALE_WORDS = 2
-_WORD = re.compile(r"\w+(?:-\w+)*")
-
-
-def gives_reasons(text: str | None) -> bool:
-    """Whether ``text`` (a rationale, or the reasoning before an integer verdict) gives reasons: at least
-    :data:`MIN_RATIONALE_WORDS` words. A word is a run of letters or digits, hyphenated ones one word ("что-то"):
-    the paper's "at least two words" (arXiv 2505.24616v3, Appendix B) counts words, so ". ." is none and
-    "Ошибок,нет." two, where splitting at spaces would count the other way round.
-
-    The one rule for "a verdict with its reasons", wherever a judge is trained: build-data's ``too_few_words``
-    (``train.build_data``), the traces stage's ``no_reasoning`` (``train.synthetic.traces.trace_outcome``), the
-    integer-format rows' ``too_few_words`` (``train.seq2seq.integer_rows``) and :func:`format_reward`. One character
-    of reasoning is no reason: rewarded, it would teach a policy to stop thinking as surely as a bare score. It is
-    defined here, beside the reward, because ``train.config`` imports this module to check reward names: in
-    ``train.build_data``, which imports ``train.config``, it would close an import cycle.
-    """
-    return text is not None and len(_WORD.findall(text)) >= MIN_RATIONALE_WORDS
-
 
 def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int, *,
                  prompt: Any = None, cut: bool = False) -> Verdict:  # fmt: skip
-    """A completion parsed as judge-serve parses that format (strictly: a cut ``[END]`` or ``</think>`` fails).
+    """A completion read as judge-serve reads that format (strictly: a cut ``[END]`` or ``</think>`` fails).
 
     Args:
         completion: the generated text (trl decodes it without special tokens; ``<think>`` is not special).
@@ -86,16 +66,18 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
         scale_levels, scale_best: the criterion's scale.
         prompt: the text the completion continues; when it ends inside a ``<think>`` it opened, the completion is
             read after that ``<think>`` (a completion without ``</think>`` then fails as ``unclosed_think``).
-        cut: the length limit stopped the completion: a verdict read from it fails as :data:`CUT`.
+        cut: the length limit stopped the completion, read as judge-serve reads vLLM's finish_reason "length": an
+            integer verdict fails as :data:`CUT`; a tagged one whose ``[RESULT] n [END]`` was written whole stands,
+            unless text that opens no verdict follows its ``[END]`` (a draft: :data:`CUT`).
     """
     return _verdict_of(_read_text(completion, prompt), verdict_format, scale_levels, scale_best, cut)
 
 
 def _verdict_of(text: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int, cut: bool) -> Verdict:
-    """The verdict of a completion's read text (:func:`_read_text`), failed as :data:`CUT` when cut."""
+    """The verdict of a completion's read text (:func:`_read_text`), by the reader of every served route
+    (``judge.verdicts.read_served_verdict``), with trl's cut as the engine's finish_reason "length"."""
     scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
-    verdict = parse_judge_output(verdict_format, text, scale=scale)
-    return cut_short(verdict, "max_completion_length") if cut else verdict
+    return read_served_verdict(verdict_format, text, scale=scale, finish_reason="length" if cut else "stop")
 
 
 def _opens_reasoning(prompt: Any) -> bool:
@@ -162,9 +144,9 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
                   prompts: Sequence[Any] | None = None, completion_ids: Sequence[Sequence[int]] | None = None,
                   end_token_ids: Collection[int] | None = None, **_: Any) -> list[float]:  # fmt: skip
     """1.0 for a verdict that parses, is one of the rubric's levels, gives its reasons (a reasoning, or
-    ``[FEEDBACK]`` text, of at least ``MIN_RATIONALE_WORDS`` words: :func:`gives_reasons`) and, in the integer
-    format, answers with a bare integer after one reasoning block, or, in the tagged format, is one ``[FEEDBACK]
-    ... [RESULT] n [END]`` block with only whitespace around it, after the one reasoning block its prompt opened
+    ``[FEEDBACK]`` text, of at least ``judge.verdicts.MIN_RATIONALE_WORDS`` words:
+    ``judge.verdicts.gives_reasons``) and, in the integer format, answers with a bare integer after one reasoning
+    block, or, in the tagged format, is one ``[FEEDBACK] ... [RESULT] n [END]`` block with only whitespace around it, after the one reasoning block its prompt opened
     where it opened one (:func:`_answers_as_trained`), else 0.0. A
     bare score, or ``<think>.</think>2``, is no well-formed verdict: the traces stage keeps no such trace, and
     rewarding one as well-formed would let the policy learn to stop thinking (its score still earns

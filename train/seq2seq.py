@@ -42,7 +42,7 @@ from typing import Any
 import judge
 from judge.checkpoints import TrainedLengths
 from judge.rewards import prompt_opens_reasoning
-from judge.verdicts import bare_answer, has_think_tag
+from judge.verdicts import bare_answer, gives_reasons, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
@@ -354,7 +354,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         the score read from it may not be the one the reasoning reached, ``judge.verdicts.bare_answer``),
         ``score_not_integer``, ``score_out_of_scale`` (outside the rubric's range), ``score_not_a_level`` (between
         its levels), ``too_few_words``
-        (a reasoning under two words: ``train.grpo_rewards.gives_reasons``, the rule of the traces stage and of
+        (a reasoning under two words: ``judge.verdicts.gives_reasons``, the rule of the traces stage and of
         the GRPO format reward), ``not_russian`` (a reasoning under ``min_russian_share`` Cyrillic, build-data's
         rule for a rationale), ``think_tags_in_reasoning`` (a ``<think>`` tag
         inside the reasoning would end the block early), ``trace_not_kept`` (a row the traces stage dropped or
@@ -372,7 +372,6 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
     """
     from train.build_data import BuildReport, russian_share, zero_shot_records
-    from train.grpo_rewards import gives_reasons
 
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)

@@ -66,6 +66,52 @@ def test_an_epoch_uses_whole_steps_of_prompts(n_prompts, per_step, used):
     assert grpo.check_prompt_count(n_prompts, per_step, config) == used
 
 
+@pytest.mark.parametrize("trainer_args, n_prompts, said, lower", [
+    # 32 completions / 4 = 8 prompts a step, whatever global_batch_size 16 / 4 would give
+    ({"generation_batch_size": 32}, 5, "trainer_args generation_batch_size 32 completions / num_generations 4 = 8 "
+     "prompts", "Lower trainer_args generation_batch_size"),
+    # 4 steps x 2 per device x 1 rank = 8 completions / 4 = 2 prompts
+    ({"steps_per_generation": 4}, 1, "trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 ranks "
+     "= 8 completions / num_generations 4 = 2 prompts", "Lower trainer_args steps_per_generation"),
+    # the default: the global batch, 16 / 4 = 4 prompts
+    ({}, 3, "global_batch_size 16 completions / num_generations 4 = 4 prompts", "Lower global_batch_size"),
+])  # fmt: skip
+def test_too_few_prompts_names_what_sizes_the_generation_batch(trainer_args, n_prompts, said, lower):
+    """The refusal states the arithmetic of the batch trl samples and a fix that changes it: under trainer_args'
+    generation_batch_size or steps_per_generation, not global_batch_size / num_generations."""
+    from train.training_arguments import launch_arithmetic
+
+    config = load_config(TINY_GRPO, {"global_batch_size": 16, "per_device_train_batch_size": 2, "num_generations": 4,
+                                     "trainer_args": trainer_args})  # fmt: skip
+    per_step = grpo.prompts_per_step(config, launch_arithmetic(config, world_size=1))
+    with pytest.raises(ConfigError) as refused:
+        grpo.check_prompt_count(n_prompts, per_step, config)
+    message = str(refused.value)
+    assert said in message and lower in message
+    if trainer_args:
+        assert "global_batch_size 16" not in message
+
+
+def test_a_resume_that_changes_the_prompts_per_generation_is_refused(tmp_path):
+    """global_batch_size 32, num_generations 8, trainer_args steps_per_generation 4: per-device batch 4 drew 4 x 4 /
+    8 = 2 prompts a generation, per-device 2 (a resume may change it) draws 2 x 4 / 8 = 1. trl's sampler would chunk
+    the prompts otherwise than the checkpoint's position counts them: refused, naming both; the same count goes on."""
+    from train.training_arguments import launch_arithmetic
+
+    config = load_config(TINY_GRPO, {"global_batch_size": 32, "num_generations": 8, "per_device_train_batch_size": 2,
+                                     "trainer_args": {"steps_per_generation": 4}})  # fmt: skip
+    per_step = grpo.prompts_per_step(config, launch_arithmetic(config, world_size=1))
+    assert per_step == 1
+    (tmp_path / "run.json").write_text(json.dumps({"data": {"prompts_per_step": 2}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^--resume: .* drew 2 prompts a generation \(run.json's prompts_per_step\), this launch would "
+                       r"draw 1 \(trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 ranks = 8 "
+                       r"completions / num_generations 8 = 1 prompts\).*per_device_train_batch_size"):
+        grpo.check_resumed_prompts_per_step(tmp_path, per_step, config)
+    grpo.check_resumed_prompts_per_step(tmp_path, 2, config)  # unchanged: goes on
+    (tmp_path / "run.json").write_text(json.dumps({"data": {}}), encoding="utf-8")
+    grpo.check_resumed_prompts_per_step(tmp_path, per_step, config)  # an older run.json records none: not checked
+
+
 @pytest.mark.parametrize("global_batch, per_device, world, group, trainer_args", [
     (256, 4, 8, 8, {}),                              # t-lite: 32 prompts a step
     (256, 4, 16, 8, {}),                             # qwen3-8b server mode: 2 training nodes x 8

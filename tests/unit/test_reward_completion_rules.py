@@ -45,12 +45,15 @@ def test_the_grpo_rewards_and_the_trl_client_read_a_completion_alike(completion,
     assert completion_text(completion) == text
     assert cut_completions([ids], ENDS, 1) == [cut]
 
-    # The GRPO rewards: a cut verdict fails (0.0 from both); the whole one is paid in full (its text is VERDICT).
+    # The GRPO rewards: the text is VERDICT, paid in full whether cut or not: a tagged verdict written whole to its
+    # [END] before the length limit stands, as judge-serve reads one (tests/unit/test_grpo_cut_tagged_verdicts.py);
+    # the same cut fails an integer verdict (agreement 0.0).
     columns = dict(completions=[completion], verdict_format=["tagged"], scale_levels=[[0, 1, 2]], scale_best=[2],
                    completion_ids=[ids], end_token_ids=ENDS)
-    expected = 0.0 if cut else 1.0
-    assert format_reward(**columns) == [expected]
-    assert agreement_reward(reference_scores=[[2]], **columns) == [expected]
+    assert format_reward(**columns) == [1.0]
+    assert agreement_reward(reference_scores=[[2]], **columns) == [1.0]
+    integer = dict(columns, completions=["<think>Ошибок нет вовсе.</think>\n\n2"], verdict_format=["integer"])
+    assert agreement_reward(reference_scores=[[2]], **integer) == [0.0 if cut else 1.0]
 
     # The trl client: a cut completion is not sent (its criterion fails, 0.0); a whole one is sent as that text.
     with ScriptedEndpoint(brevity_scored) as endpoint:

@@ -33,6 +33,8 @@ def record(rid: str, scores, feedback, *, criterion="Грамотность", ta
 CASES = [
     ([2], ["Ответ верный и полный."], ["Ответ верный и полный."], {}),
     ([2], ["Отлично."], ["Отлично."], {}),  # one word is enough for a perfect score
+    ([2], ["Безупречно-точно."], ["Безупречно-точно."], {}),  # a hyphenated word is one word (judge.verdicts)
+    ([1], ["Безупречно-точно."], [], {"too_few_words": 1}),
     ([1], ["Неполно."], [], {"too_few_words": 1}),  # ... and only for a perfect score
     ([2], ["  "], [], {"too_few_words": 1}),  # one word, not none: a blank one trained "[FEEDBACK]  [RESULT] 2 [END]"
     ([2], [". —"], [], {"too_few_words": 1}),  # no word at all, only punctuation (was not_russian, by its letters)

@@ -80,7 +80,7 @@ REWARD_CASES = [
     ([2, 2, 1], RUBRIC, "integer", "2", 0.0, 1.0),
     ([2, 2, 1], RUBRIC, "integer", "<think>\n\n</think>\n\n2", 0.0, 1.0),
     ([2], RUBRIC, "tagged", "[FEEDBACK]  [RESULT] 1 [END]", 0.0, 0.5),
-    # reasons of one word, or one character, are none (train.grpo_rewards.gives_reasons: two words at least, the
+    # reasons of one word, or one character, are none (judge.verdicts.gives_reasons: two words at least, the
     # traces stage's rule), even at the best level, which tagged build-data rows may reach with one word
     ([2, 2, 1], RUBRIC, "integer", "<think>.</think>2", 0.0, 1.0),
     ([2, 2, 1], RUBRIC, "integer", "<think>Верно.</think>\n\n2", 0.0, 1.0),
@@ -422,6 +422,21 @@ def test_grpo_loss_types_are_trls():
     ("recipe: grpo\nvllm_mode: remote\n", "vllm_mode must be"),
     ("recipe: grpo\nloss_type: daop\n", "loss_type must be one of .*'dapo'"),  # trl: only at its first loss
     ("recipe: grpo\ntrainer_args: {beta: 0.1}\n", "'beta' is a key of this config"),
+    # trl settings trl itself checks only mid-training: 0 iterations divide by zero at the first step; an unknown
+    # scale_rewards or importance_sampling_level is refused after the first generation
+    ("recipe: grpo\ntrainer_args: {num_iterations: 0}\n", r"^trainer_args\.num_iterations must be a positive "
+     r"integer, got 0$"),
+    ("recipe: grpo\ntrainer_args: {scale_rewards: bogus}\n", r"^trainer_args\.scale_rewards must be one of "
+     r"\['group', 'batch', 'none', True, False\], got 'bogus'$"),
+    ("recipe: grpo\ntrainer_args: {importance_sampling_level: bogus}\n", r"^trainer_args\.importance_sampling_level "
+     r"must be one of \['token', 'sequence'\], got 'bogus'$"),
+    ("recipe: grpo\ntrainer_args: {multi_objective_aggregation: sum}\n", r"^trainer_args\.multi_objective_aggregation "
+     r"must be one of \['sum_then_normalize', 'normalize_then_sum'\], got 'sum'$"),
+    ("recipe: grpo\ntrainer_args: {epsilon: -0.2}\n", r"^trainer_args\.epsilon must be a number >= 0, got -0\.2$"),
+    ("recipe: grpo\ntrainer_args: {epsilon_high: -1}\n", r"^trainer_args\.epsilon_high must be a number >= 0 or "
+     r"null, got -1\.0$"),
+    ("recipe: grpo\ntrainer_args: {top_p: 0.0}\n", r"^trainer_args\.top_p must be a number in \(0, 1\], got 0\.0$"),
+    ("recipe: grpo\ntrainer_args: {top_p: 1.5}\n", r"^trainer_args\.top_p must be a number in \(0, 1\], got 1\.5$"),
 ])
 def test_bad_grpo_settings_are_refused(tmp_path, text, message):
     """Impossible GRPO settings are config errors naming the field, before any work."""
@@ -429,6 +444,30 @@ def test_bad_grpo_settings_are_refused(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_trls_own_values_of_the_checked_grpo_settings_are_taken(tmp_path):
+    """Every value trl 1.16 accepts for a checked setting loads: scale_rewards false (trl's "none"), sequence-level
+    importance sampling, epsilon_high unset, top_p 1, 2 iterations."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("recipe: grpo\ntrainer_args: {scale_rewards: false, importance_sampling_level: sequence, "
+                    "epsilon_high: null, epsilon: 0, top_p: 1, num_iterations: 2, "
+                    "multi_objective_aggregation: normalize_then_sum}\n")
+    assert load_config(path).trainer_args["num_iterations"] == 2
+
+
+def test_checked_grpo_setting_values_are_those_trl_documents():
+    """The named values the config takes for a trl setting are the ones trl's GRPOConfig documents for it (its help
+    text), so a trl upgrade that renames one fails here rather than mid-training."""
+    from trl import GRPOConfig
+
+    from train.config import GRPO_TRAINER_ARG_CHOICES
+
+    assert set(GRPO_TRAINER_ARG_CHOICES) == {"scale_rewards", "importance_sampling_level",
+                                             "multi_objective_aggregation"}
+    for key, values in GRPO_TRAINER_ARG_CHOICES.items():
+        documented = GRPOConfig.__dataclass_fields__[key].metadata["help"]
+        assert all(f"{value}'" in documented or f"`{value}`" in documented for value in values), key
 
 
 def test_judge_train_grpo_help(capsys):
@@ -602,10 +641,12 @@ def test_released_benchmark_rows_are_refused_as_grpo_prompts(tmp_path, capsys):
 def test_gives_reasons_counts_words_not_pieces_between_spaces():
     """Two words are two runs of letters or digits: punctuation alone gives no reason, and words joined by
     punctuation without a space are still two (the paper's "at least two words", Appendix B)."""
-    from train.grpo_rewards import gives_reasons
+    from judge.verdicts import gives_reasons, rationale_words
 
     assert not gives_reasons(". .") and not gives_reasons("— —") and not gives_reasons("что-то")
     assert gives_reasons("Ошибок,нет.") and gives_reasons("Ответ верен") and not gives_reasons("Верно.")
+    # the count build-data's one-word exception reads: a hyphenated word is one, punctuation none
+    assert (rationale_words("Безупречно-точно."), rationale_words(". —"), rationale_words(None)) == (1, 0, 0)
 
 
 # ---- the data report counts items; the t-lite config keeps the integer SFT's room --------------------------------

@@ -195,7 +195,7 @@ def test_a_score_past_a_floats_range_is_dropped_not_raised():
 
 
 def test_a_reasoning_of_one_word_gives_no_reasons():
-    """The rule of the traces stage and the GRPO format reward (train.grpo_rewards.gives_reasons): a trace of one word
+    """The rule of the traces stage and the GRPO format reward (judge.verdicts.gives_reasons): a trace of one word
     ("Хорошо.", or a lone ".") teaches a judge to stop thinking; dropped as too_few_words, as build-data drops a
     one-word rationale. Two words are reasons."""
     rows, report = integer_rows([trace_record(id="a#0", reasoning="Хорошо."), trace_record(id="b#0", reasoning="."),

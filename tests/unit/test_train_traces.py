@@ -141,7 +141,7 @@ def test_traces_kept_dropped_and_failed_by_reason(teacher, tmp_path, capsys):
 
 def test_a_trace_of_one_word_gives_no_reasons_and_a_cut_answer_no_verdict():
     """trace_outcome: a reasoning of one word (or one character) is no reasoning, by the rule of the integer-format
-    rows and the GRPO format reward (train.grpo_rewards.gives_reasons); an answer stopped by max_tokens after its
+    rows and the GRPO format reward (judge.verdicts.gives_reasons); an answer stopped by max_tokens after its
     reasoning closed (finish_reason length) holds wherever the cut fell, not a verdict: failed, verdict_cut, though
     its "1" agrees. Cut inside the reasoning it stays verdict_unclosed_think."""
     from train.synthetic.traces import trace_outcome

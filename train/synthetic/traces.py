@@ -24,7 +24,7 @@ under one reason:
   while the trace argued for 1; a second reasoning block, which the trace would leave out, too), ``out_of_scale``
   (an integer outside the rubric's range), ``score_not_a_level`` (an integer between the rubric's levels: 2 on
   levels 0, 1, 3), ``no_reasoning`` (an integer with no reasoning before
-  it, or one under two words: ``train.grpo_rewards.gives_reasons``, the GRPO format reward's rule),
+  it, or one under two words: ``judge.verdicts.gives_reasons``, the GRPO format reward's rule),
   ``think_tags_in_reasoning`` and ``not_russian`` (the seq2seq recipe's own filters, applied here before
   ``max_kept_per_item`` so that the cap counts only traces SFT trains on), ``duplicate_trace`` (an agreeing trace whose
   reasoning and integer an earlier sample of the item already gave: a seeded or greedy teacher answers the same
@@ -147,9 +147,8 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
     from judge import VerdictError, VerdictFormat
-    from judge.verdicts import read_served_verdict
+    from judge.verdicts import gives_reasons, read_served_verdict
     from train.build_data import russian_share
-    from train.grpo_rewards import gives_reasons
 
     if str(done.get("error") or "").startswith("verdict_oversized"):
         # The client refused an answer longer than max_tokens allows (train.synthetic.client.longer_than_asked)

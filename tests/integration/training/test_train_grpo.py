@@ -84,15 +84,16 @@ def _steps(result) -> list[dict]:
 
 
 def test_grpo_trains_on_rewards_that_differ_inside_a_group(grpo_run):
-    """Each step logs every reward's mean, the failed share and the completions' length; in some group the rewards
-    differ (trl's frac_reward_zero_std < 1), the loss is not 0, and the trained weights differ from the base's."""
+    """Each step logs every reward's mean, the five verdict shares and the completions' length; in some group the
+    rewards differ (trl's frac_reward_zero_std < 1), the loss is not 0, and the trained weights differ from the base's."""
     from safetensors.torch import load_file
 
     steps = _steps(grpo_run)
     assert len(steps) == 2
     for entry in steps:
         for key in ("rewards/format_reward/mean", "rewards/agreement_reward/mean", "verdicts/failed_share",
-                    "completions/mean_length"):
+                    "verdicts/out_of_scale_share", "verdicts/between_levels_share", "verdicts/no_reasoning_share",
+                    "verdicts/answer_not_bare_share", "completions/mean_length"):
             assert math.isfinite(entry[key]), key
         assert 0 < entry["completions/mean_length"] <= 32 and 0.0 <= entry["verdicts/failed_share"] <= 1.0
     assert min(entry["frac_reward_zero_std"] for entry in steps) < 1.0, steps
