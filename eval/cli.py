@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
                        "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
                        "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
-                       "alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board of 3, 11 of 8.")
+                       "alpha/m): at 0.05, >= 6 instructions for one test, more for m tests (2/2^n below "
+                       "alpha/m: Holm's first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items (the default for scored runs) or whole instructions "
                             "(as score's); rank runs are always compared by instruction.")

@@ -32,7 +32,9 @@ says why. The tested cells are one family: each cell's call reads its Holm-adjus
 over the tested cells' sign-flip p-values, ``statsmodels.stats.multitest.multipletests``; a margin that is another
 cell under another name counted once, ``margin_aliases``), so the chance of any false call in the matrix is at most
 alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
-cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it.
+cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it. So 6 instructions at 0.05
+hold for one test: a cell whose smallest p, Holm-adjusted over the family, is not below alpha is untested too, out
+of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best).
 Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -40,28 +42,31 @@ failed answers (their ``bench.json`` says which) and should use one judge: runs 
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~710 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
-the pairing of items and gates, the paired bootstrap and its Holm-corrected calls, the Markdown of the result) over the loaded
-runs' private shapes, which the leaderboard (``eval.ranking.leaderboard``) reuses as they are.
+Why one module of ~810 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
+Holm-corrected calls, the Markdown of the result) over the loaded runs' private shapes, which the leaderboard
+(``eval.ranking.leaderboard``) reuses as they are.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.config_files import read_json_object
 from judge.wire import HUB_SNAPSHOT, root_identity
 
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
-           "judge_note_lines", "called_interval", "holm_adjusted",
-           "margin_aliases"]
+           "judge_note_lines", "called_interval", "holm_adjusted", "holm_unreachable",
+           "margin_aliases", "paired_items", "Pairing"]
+
+log = logging.getLogger("judge_eval.compare")
 
 #: What makes a run's verdicts, by the name a refusal gives it, and where its ``run.json`` keeps it (the judge
 #: stage's record, ``eval.judging.run``): the label and the model the server said it served, the checkpoint or hub
@@ -115,27 +120,44 @@ def is_ranking_run(folder: str | Path) -> bool:
 
 
 def _load(folder: Path) -> tuple[dict[str, Any], list]:
-    from eval.ranking.rank import RANKING_RESULT, ITEMS, UNJUDGED, ranked_items
+    """A run's bench.json and its matrix's items, read again from the files bench.json records (``content_key``).
+
+    Raises:
+        ValueError: an unreadable bench.json, naming it and the field; or files changed since it was written (a
+            rank rerun rewrites items.jsonl before its judge stage), naming the folder.
+    """
+    from eval.ranking.rank import RANKING_RESULT, ITEMS, UNJUDGED, ranked_files_key, ranked_items
 
     path = folder / RANKING_RESULT
-    text = path.read_text(encoding="utf-8")
-    try:
-        info = json.loads(text)
-    except (ValueError, RecursionError) as err:  # a bare json error named no file; deep nesting was a traceback
-        raise ValueError(f"{path}: {unreadable_json(err, whole_file=True)}") from None
+    info = read_json_object(path)
     _check_result(info, path)
+    if "content_key" not in info:  # a bench.json written before the key: read as before
+        log.info("%s: written before bench.json recorded the files it rests on (content_key): not checked against "
+                 "items.jsonl, predictions.jsonl and unjudged.jsonl as they are now", path)
+    elif info["content_key"] != ranked_files_key(folder):
+        raise ValueError(f"{folder}: changed since its bench.json was written (a rank rerun in progress or cut "
+                         "short); rerun judge-eval rank on it")
     # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
     return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"),
                               unjudged=folder / UNJUDGED)
 
 
-def _check_result(info: Any, path: Path) -> None:
+def _check_result(info: dict[str, Any], path: Path) -> None:
     """ValueError naming the file and field when ``bench.json`` lacks what a comparison reads of it (a file cut or
     edited by hand was a KeyError or AttributeError traceback)."""
     from eval.ranking.matrix import EMPTY_ANSWER, NORMALIZE
+    from eval.ranking.rank import RANKED_FILES
+    from judge.verdicts import VerdictReader
 
-    if not isinstance(info, dict):
-        raise ValueError(f"{path}: expected a JSON object (judge-eval rank's result), got {type(info).__name__}")
+    reader = info.get("verdict_reader", VerdictReader.TOOLKIT)  # absent: a result before the option
+    if reader not in VerdictReader.ALL:
+        raise ValueError(f"{path}: field 'verdict_reader' is {reader!r}, not one of {', '.join(VerdictReader.ALL)}; "
+                         "rerun judge-eval rank on the folder")
+    key = info.get("content_key", {})
+    if not (isinstance(key, dict) and set(key) <= set(RANKED_FILES)
+            and all(v is None or isinstance(v, str) for v in key.values())):
+        raise ValueError(f"{path}: field 'content_key' must map {', '.join(RANKED_FILES)} to a digest or null; "
+                         "rerun judge-eval rank on the folder")
     matrix = info.get("matrix")
     if not isinstance(matrix, dict):
         raise ValueError(f"{path}: field 'matrix' is missing or not an object; rerun judge-eval rank on the folder")
@@ -256,14 +278,17 @@ def judge_note_lines(notes: dict[str, list[Any]], prefix: str = "") -> list[str]
 
 
 def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any], allow_other_judge: bool,
-                       which: str = "the runs") -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+                       which: str = "the runs", settings: list[dict[str, Any] | None] | None = None,
+                       ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
     """The judge settings that differ between the runs and the weights settings that differ without refusing
-    (``weights_differences``), each ``{name: [a, b]}``; ``which``: the runs as a refusal names them.
+    (``weights_differences``), each ``{name: [a, b]}``; ``which``: the runs as a refusal names them; ``settings``:
+    the two runs' ``judge_settings`` where the caller has them (a leaderboard reads each run's once, not once per
+    pair it is in), read from ``folders`` otherwise.
 
     Raises:
         ValueError: some differ, or a run has no run.json to tell, and ``allow_other_judge`` is off.
     """
-    settings = [judge_settings(folder) for folder in folders]
+    settings = settings if settings is not None else [judge_settings(folder) for folder in folders]
     missing = [str(folder) for folder, found in zip(folders, settings) if found is None]
     if missing:
         if not allow_other_judge:
@@ -333,6 +358,52 @@ def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: 
                              "each; compare runs of one data set")
 
 
+class Pairing(NamedTuple):
+    """What the runs of a comparison pair (``paired_items``): per run, each item's key (``_item_keys``), the keys
+    it scored and their instructions; the instructions whose gate some runs scored and others did not
+    (``gate_partial``: they leave every run), the keys every run scored outside those (``paired``), and the
+    instructions with such a key, in the first run's order (``shared``)."""
+
+    keys: list[list[tuple[Any, str, int]]]
+    scored_keys: list[set[tuple[Any, str, int]]]
+    scored_ids: list[set[Any]]
+    gate_partial: set[Any]
+    paired: set[tuple[Any, str, int]]
+    shared: list[Any]
+
+
+def paired_items(folders: list[Path], runs: list[list], binaries: list[set[tuple[str, str]]],
+                 settings: dict[str, str]) -> Pairing:
+    """The one pairing rule of two runs (``compare_rankings``) and of K (``eval.ranking.leaderboard``): each run's
+    gate is decided from its own verdicts, then only the (instruction, criterion) items **every** run scored
+    count, and an instruction whose binary (gate) criterion some runs scored and others did not leaves every run
+    (a failed Critical verdict keeps every score the other runs' gate may have zeroed).
+
+    Args:
+        folders: the runs, as a refusal names them; runs: their items (``_load``); binaries: each run's data's
+            binary (meta, criterion) pairs (``binary_criteria``); settings: how unjudged items are scored
+            (``UNJUDGED_SETTINGS``).
+
+    Raises:
+        ValueError: no item every run scored is left (``nothing_shared`` says why).
+    """
+    from eval.ranking.matrix import is_scored
+
+    keys = [_item_keys(items) for items in runs]
+    scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs)]
+    scored_ids = [{k[0] for k in side} for side in scored_keys]
+    every = set.intersection(*scored_keys)
+    # A gate scored by some runs only: decided on those sides and open on the others, so its instruction leaves all.
+    gates = set().union(*(_gate_keys(items, ks, b) for items, ks, b in zip(runs, keys, binaries)))
+    gate_partial = {k[0] for k in gates & (set.union(*scored_keys) - every)} & set.intersection(*scored_ids)
+    paired = {k for k in every if k[0] not in gate_partial}
+    paired_ids = {k[0] for k in paired}
+    shared = [p for p in dict.fromkeys(it.prompt_id for it in runs[0]) if p in paired_ids]
+    if not shared:
+        raise ValueError(nothing_shared(folders, runs, keys, scored_keys, gates, gate_partial))
+    return Pairing(keys, scored_keys, scored_ids, gate_partial, paired, shared)
+
+
 def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scored_keys: list[set], gates: set,
                    gate_partial: set) -> str:
     """Why runs have nothing to compare, for the refusal: when every instruction they all scored left because its
@@ -362,10 +433,12 @@ def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scor
 
 
 def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int, alpha: float,
-                 scored_by: str = "both runs", non_binary: bool = False) -> str | None:
+                 scored_by: str = "both runs", non_binary: bool = False,
+                 holm_floor: tuple[float, int] | None = None) -> str | None:
     """Why a cell has no call ("—"); None when it is tested. ``scored_by``: whose items pair ("every run" for a
     leaderboard); ``non_binary``: the value is a mean of non-binary scores only (a mean over criteria, the
-    leaderboard's mean), so ``instructions`` counts those with such a score."""
+    leaderboard's mean), so ``instructions`` counts those with such a score; ``holm_floor``: (the cell's smallest
+    Holm-adjusted p, the tests it was adjusted over), given where that is not below alpha (``holm_unreachable``)."""
     from eval.ranking.matrix import MIN_INSTRUCTIONS
     from eval.ranking.permutation import fewest_for_call, smallest_p
 
@@ -384,6 +457,11 @@ def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, n
         return "no resamples"
     if resamples < needed:
         return f"{resamples} resamples defined it; a call needs at least {needed}"
+    if holm_floor is not None:
+        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
+                f"2/2^{instructions} = {smallest_p(instructions):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
+                f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
+                "more instructions or fewer cells")
     return None
 
 
@@ -485,6 +563,29 @@ def holm_adjusted(p_value: np.ndarray, tested: list[tuple[int, int]], alpha: flo
     return adjusted, len(family)
 
 
+def holm_unreachable(instructions: np.ndarray, tested: list[tuple[int, int]], alpha: float,
+                     aliases: dict[tuple[int, int], tuple[int, int]] | None = None,
+                     ) -> tuple[dict[tuple[int, int], float], int]:
+    """The cells of ``tested`` Holm could never call, with their smallest Holm-adjusted p, and the family's size.
+
+    Each cell's test gives at best p = 2/2^n on its n ``instructions`` (``permutation.smallest_p``), and Holm's
+    adjusted p grows with every raw p (its first step alone multiplies the smallest by the m tests), so the tested
+    cells' floors, adjusted as one family (``holm_adjusted``), bound each cell's adjusted p from below: a floor not
+    below alpha is a cell no data could call (three cells on 6 instructions: 3 x 1/32 = 0.094 at best). Such cells
+    are left untested, out of the family: which they are follows from the instruction counts alone, never from the
+    scores, so Holm over the cells left still bounds the chance of any false call by alpha.
+
+    Returns:
+        ``{cell: its floor}`` of the cells that cannot be called, and the family's size (distinct tests) they
+        were adjusted over.
+    """
+    from eval.ranking.permutation import smallest_p
+
+    floors = np.vectorize(smallest_p, otypes=[float])(instructions)
+    adjusted, family = holm_adjusted(floors, tested, alpha, aliases)
+    return {cell: float(adjusted[cell]) for cell in tested if not adjusted[cell] < alpha}, family
+
+
 def _swaps_to_draw(delta: np.ndarray, instructions: np.ndarray, alpha: float, n_boot: int, n: int) -> int:
     """The swaps the sign-flip test draws (above ``permutation.EXACT_MAX`` instructions): ``n_boot``, raised to
     what a call in the Holm family needs. A drawn p is at least 1 / (1 + swaps), and Holm multiplies the smallest by
@@ -534,8 +635,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             failed answers or judge settings, or no item both scored.
     """
     from eval.ranking.matrix import (MEAN_OVER_CRITERIA, MEAN_OVER_META, MIN_INSTRUCTIONS, cell_counts,
-                                     cell_instructions, instruction_weights, is_scored, matrix_arrays,
-                                     resampled_matrices)
+                                     cell_instructions, instruction_weights, matrix_arrays, resampled_matrices)
     from eval.ranking.permutation import sign_flip_p, swapped_matrices
     from eval.scoring.resample_rules import resamples_to_call
 
@@ -564,19 +664,9 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     binaries = [binary_criteria(info) for info in (info_a, info_b)]  # each run's gate by its own data's rubrics
     full_a, full_b = (matrix_arrays(items, normalize, **settings, binary_criteria=b)
                       for items, b in zip(runs, binaries))
-    keys = [_item_keys(items) for items in runs]
-    scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs)]
-    scored_a, scored_b = ({k[0] for k in side} for side in scored_keys)
-    paired = scored_keys[0] & scored_keys[1]
-    # A gate scored by one run only: that run's gate is decided and the other's stays open (a failed Critical verdict
-    # keeps every score the first run's gate may have zeroed), so the instruction leaves both sides.
-    gates = _gate_keys(items_a, keys[0], binaries[0]) | _gate_keys(items_b, keys[1], binaries[1])
-    gate_one_side = {k[0] for k in gates & (scored_keys[0] ^ scored_keys[1])} & scored_a & scored_b
-    paired = {k for k in paired if k[0] not in gate_one_side}
-    paired_ids = {k[0] for k in paired}
-    shared = [p for p in dict.fromkeys(it.prompt_id for it in items_a) if p in paired_ids]
-    if not shared:
-        raise ValueError(nothing_shared(folders, list(runs), keys, scored_keys, gates, gate_one_side))
+    pairing = paired_items(folders, list(runs), binaries, settings)
+    keys, paired, shared, gate_one_side = pairing.keys, pairing.paired, pairing.shared, pairing.gate_partial
+    scored_a, scored_b = pairing.scored_ids
     layout = SimpleNamespace(criteria=sorted(set(full_a.criteria) | set(full_b.criteria)),
                              metas=sorted(set(full_a.metas) | set(full_b.metas)))
     # Each run's gate is decided over all its items inside matrix_arrays; then only the paired items are kept.
@@ -628,6 +718,13 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                  non_binary=r == MEAN_OVER_CRITERIA)
             for i, r in enumerate(rows) for j in range(len(columns))}
     aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
+    # A cell Holm could never call (its test's smallest p, adjusted over the family, not below alpha) is untested,
+    # with why: "tested, no difference" said it had a chance it never had.
+    floors, family = holm_unreachable(instructions, [cell for cell, why in whys.items() if why is None], alpha,
+                                      aliases)
+    for (i, j), floor in floors.items():
+        whys[i, j] = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+                                  non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], alpha, aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
@@ -697,10 +794,14 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     # A result written before Holm has no p_holm: its calls read the raw p, and its prose must say so.
     p_read = ("its sign-flip p and that p adjusted by Holm over the tested cells, the call when the Holm p < "
               if holm_applied(result) else "its sign-flip p, the call when p < ")
+    # 6 instructions at 0.05 hold for one test: Holm's first step asks 2/2^n < alpha/m of the smallest p.
+    holm_floor = (", nor any whose smallest p, Holm-adjusted over the cells with enough instructions, is not below "
+                  "it (the fewest hold for one test; m tests ask 2/2^n < alpha/m of the smallest)"
+                  if holm_applied(result) else "")
     untested = (f"Each cell: B − A [its {100 * (1 - result['alpha']):g}% interval], then {p_read}"
                 f"{result['alpha']:g} and the interval excludes 0 on that side, or — when untested: cells on fewer "
                 f"than {fewest} instructions both runs scored are not tested at alpha {result['alpha']:g} (the "
-                f"test's smallest p there, 2/2^{fewest - 1}, is not below it), nor any with fewer than "
+                f"test's smallest p there, 2/2^{fewest - 1}, is not below it){holm_floor}, nor any with fewer than "
                 f"{resamples_to_call(result['alpha'])} resamples.")
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "

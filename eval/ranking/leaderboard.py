@@ -62,7 +62,7 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
     ``{a, b, differences, notes}`` for each pair of runs whose judge settings differ or carry a note
     (``eval.ranking.compare.weights_differences``)."""
     from eval.ranking.compare import (UNJUDGED_SETTINGS, _instructions, _judge_differences, _refuse_other_data,
-                                      _unjudged_setting)
+                                      _unjudged_setting, judge_settings)
 
     normalize = infos[0]["matrix"]["normalize"]
     settings = {name: _unjudged_setting(infos[0], name) for name in UNJUDGED_SETTINGS}
@@ -80,10 +80,11 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
                 raise ValueError(f"{folder} scores {what} differently from {folders[0]} "
                                  f"({_unjudged_setting(info, name)} vs {settings[name]}); rerun one with {flag}")
     judge_pairs = []
+    judges = [judge_settings(folder) for folder in folders]  # each run.json read once, not once per pair it is in
     for a, b in combinations(range(len(folders)), 2):
         # Every pair, not every run against the first: a run that recorded no weights says nothing of the others'.
         differ, notes = _judge_differences([folders[a], folders[b]], infos[a], infos[b], allow_other_judge,
-                                           which=f"{folders[a]} and {folders[b]}")
+                                           which=f"{folders[a]} and {folders[b]}", settings=[judges[a], judges[b]])
         if a == 0:
             differences.append(differ)
         if differ or notes:
@@ -117,10 +118,10 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     """
     from scipy.stats import rankdata
 
-    from eval.ranking.compare import (_excluded, _f, _gate_keys, _item_keys, _load, _why_no_call, binary_criteria,
-                                      called_interval, called_verdict, compared_values, is_ranking_run,
-                                      nothing_shared)
-    from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, is_scored, matrix_arrays, percentile_interval
+    import eval.ranking.compare as compare  # its pairing rule and loader, read at the call (one home of each)
+    from eval.ranking.compare import (_excluded, _f, _why_no_call, binary_criteria, called_interval, called_verdict,
+                                      compared_values, is_ranking_run)
+    from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
     from eval.scoring.resample_rules import resamples_to_call
 
@@ -135,23 +136,25 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     for folder in folders:
         if not is_ranking_run(folder):
             raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
-    loaded = [_load(folder) for folder in folders]
+    k_runs = len(folders)
+    n_pairs = k_runs * (k_runs - 1) // 2
+    pair_alpha = alpha / n_pairs
+    needed = resamples_to_call(pair_alpha)
+    # Never fewer resamples than a call at alpha / m needs (2m / alpha: 1120 for eight candidates at 0.05): with
+    # fewer, no pair could be called, and every candidate would share rank 1 for want of resamples.
+    n_draw = max(n_boot, needed) if n_boot > 0 else 0
+    if n_draw > n_boot > 0 and n_draw > MAX_RESAMPLES:  # K, alpha and n_boot alone: before any run is read
+        raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "
+                         f"{n_draw} resamples, over the {MAX_RESAMPLES} a leaderboard raises --n-boot {n_boot} to; "
+                         f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}")
+    loaded = [compare._load(folder) for folder in folders]
     infos, runs_items = [info for info, _ in loaded], [items for _, items in loaded]
     normalize, settings, differences, judge_pairs = _check_alike(folders, infos, allow_other_judge)
 
-    keys = [_item_keys(items) for items in runs_items]
     binaries = [binary_criteria(info) for info in infos]  # each run's gate by its own data's rubrics
-    scored_keys = [{k for k, it in zip(ks, items) if is_scored(it, **settings)} for ks, items in zip(keys, runs_items)]
-    scored_ids = [{k[0] for k in side} for side in scored_keys]
-    every = set.intersection(*scored_keys)
-    # A gate some runs scored and others did not: known on some sides only, so its instruction leaves every run.
-    gates = set().union(*(_gate_keys(items, ks, b) for items, ks, b in zip(runs_items, keys, binaries)))
-    gate_partial = {k[0] for k in gates & (set.union(*scored_keys) - every)} & set.intersection(*scored_ids)
-    paired = {k for k in every if k[0] not in gate_partial}
-    paired_ids = {k[0] for k in paired}
-    shared = [p for p in dict.fromkeys(it.prompt_id for it in runs_items[0]) if p in paired_ids]
-    if not shared:
-        raise ValueError(nothing_shared(folders, runs_items, keys, scored_keys, gates, gate_partial))
+    pairing = compare.paired_items(folders, runs_items, binaries, settings)
+    keys, paired, shared, gate_partial = pairing.keys, pairing.paired, pairing.shared, pairing.gate_partial
+    scored_ids = pairing.scored_ids
     arrays = [matrix_arrays(items, normalize, **settings, prompt_ids=shared, binary_criteria=b,
                             paired=[k for k, key in enumerate(ks) if key in paired])
               for items, ks, b in zip(runs_items, keys, binaries)]
@@ -164,7 +167,6 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     with np.errstate(invalid="ignore", divide="ignore"):
         per_instruction = sums / counts
     rated = np.isfinite(per_instruction).all(axis=1)  # instructions with a non-binary score (every candidate's)
-    k_runs = len(folders)
     wins = np.zeros_like(per_instruction)
     if rated.any():  # average rank - 1: the others beaten, a tie counting 1/2
         wins[rated] = (rankdata(per_instruction[rated], axis=1, method="average") - 1.0) / (k_runs - 1)
@@ -177,18 +179,8 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         return means, win_rates
 
     point_means, point_wins = (x[0] for x in stats(np.ones((1, len(shared)))))
-    n_pairs = k_runs * (k_runs - 1) // 2
-    pair_alpha = alpha / n_pairs
     n_rated = int(rated.sum())  # the means' and win rates' instructions: a gate-only one adds nothing to them
-    needed = resamples_to_call(pair_alpha)
-    # Never fewer resamples than a call at alpha / m needs (2m / alpha: 1120 for eight candidates at 0.05): with
-    # fewer, no pair could be called, and every candidate would share rank 1 for want of resamples.
-    n_draw = max(n_boot, needed) if n_boot > 0 else 0
     if n_rated >= MIN_INSTRUCTIONS and n_draw > n_boot > 0:  # said before the work it adds, not only in compare.md
-        if n_draw > MAX_RESAMPLES:
-            raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "
-                             f"{n_draw} resamples, over the {MAX_RESAMPLES} a leaderboard raises --n-boot {n_boot} to; "
-                             f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}")
         print(f"judge-eval compare: --n-boot {n_boot} raised to {n_draw} resamples: a call at alpha / {n_pairs} = "
               f"{pair_alpha:.3g} needs at least 2m / alpha", file=sys.stderr)
     resampled = n_rated >= MIN_INSTRUCTIONS and n_draw > 0

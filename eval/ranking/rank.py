@@ -6,7 +6,7 @@
 
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
 
-Why one module of ~1,010 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~1,060 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -84,14 +84,18 @@ from judge.plumbing.config_files import option as _f
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place
 
-__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKING_RESULT", "UNJUDGED", "AnswerRow", "InstructionError",
-           "InstructionRow", "RankConfig", "load_instructions", "rank", "strip_think", "unnormalisable_rubric"]
+__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKED_FILES", "RANKING_RESULT", "UNJUDGED", "AnswerRow",
+           "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank", "ranked_files_key",
+           "strip_think", "unnormalisable_rubric"]
 
 log = logging.getLogger("judge_eval.rank")
 
 ANSWERS, ITEMS, MATRIX, RANKING_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
 #: The (instruction, criterion) items of this run's selection the judge was not asked about (``write_items``).
 UNJUDGED = "unjudged.jsonl"
+#: The files a run's matrix is read from (``ranked_items``), which ``compare`` reads again: a rerun rewrites
+#: items.jsonl before its judge stage, so bench.json records them as they were (``ranked_files_key``).
+RANKED_FILES = (ITEMS, "predictions.jsonl", UNJUDGED)
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
 
@@ -155,7 +159,9 @@ class RankConfig:
                                         "parse: the last [RESULT], markdown tolerated) or pollux (POLLUX's "
                                         "metrics.py: the first complete '[RESULT] n [END]', nothing else; "
                                         "judge.verdicts.parse_pollux_result), to reproduce POLLUX's matrix from the "
-                                        "same outputs.", choices=("toolkit", "pollux"))
+                                        "same outputs; pollux is refused for an integer-format judge "
+                                        "(Pollux-4B-Judge), none of whose verdicts it reads.",
+                        choices=("toolkit", "pollux"))
     n_boot: int = _f(1000, "Bootstrap resamples of the instructions per interval: 0 (none) or at least 10 (one "
                            "resample is a zero-width interval), at most 100,000.")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
@@ -803,6 +809,39 @@ def judge_config(config: RankConfig, items: Path, out: Path):
 # ---------------------------------------------------------------------------------------------- matrix
 
 
+def ranked_files_key(folder: Path) -> dict[str, str | None]:
+    """Per file of ``RANKED_FILES``, the SHA-256 of its bytes (None: absent, as predictions.jsonl of a run with
+    nothing to judge): written into bench.json beside the matrix, so that ``compare`` refuses a folder whose files
+    changed since (a rank rerun in progress or cut short) instead of comparing a matrix bench.json does not
+    describe."""
+    import hashlib
+
+    key: dict[str, str | None] = {}
+    for name in RANKED_FILES:
+        path = Path(folder) / name
+        if not path.is_file():
+            key[name] = None
+            continue
+        with path.open("rb") as handle:
+            key[name] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return key
+
+
+def refuse_pollux_reading(verdict_reader: str, verdict_format: str, why: str) -> None:
+    """``--verdict-reader pollux`` reads only POLLUX's ``[RESULT] n [END]``: a judge writing integer verdicts
+    (Pollux-4B-Judge) would leave every verdict unparsed, found out only once the matrix is read.
+
+    Raises:
+        ConfigError: naming both settings; ``why``: where the judge's format was learnt.
+    """
+    from judge.verdicts import VerdictFormat, VerdictReader
+
+    if verdict_reader == VerdictReader.POLLUX and verdict_format == VerdictFormat.INTEGER:
+        raise ConfigError(f"verdict_reader: pollux reads only POLLUX's '[RESULT] n [END]', but the judge's "
+                          f"verdict_format is integer ({why}), so every verdict would be unparsed; use "
+                          "--verdict-reader toolkit")
+
+
 def ranked_items(items_path: Path, predictions: Path, verdict_reader: str = "toolkit",
                  unjudged: Path | None = None) -> list:
     """The matrix's items: one per (instruction, criterion) of ``items.jsonl`` this run selected, failures included
@@ -867,7 +906,7 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
 
     failed = {s: int(a[-1, -1]) for s, a in matrix.failed.items() if s not in UNJUDGED_STATUSES}
     head = (f"grand mean {matrix.grand_mean:.4f} over {int(matrix.n[-1, -1])} non-binary scores of "
-            f"{matrix.n_instructions} instructions" if math.isfinite(matrix.grand_mean) else "no grand mean")
+            f"{int(matrix.instructions[-1, -1])} instructions" if math.isfinite(matrix.grand_mean) else "no grand mean")
     if matrix.n_instructions < MIN_INSTRUCTIONS:
         head += f" (no interval: one instruction redrawn is always itself, an interval needs {MIN_INSTRUCTIONS})"
     total = (selection or {}).get("n_data_instructions", 0)
@@ -944,14 +983,20 @@ def rank(config: RankConfig) -> dict[str, Any]:
     from eval.ranking.items import data_binary_criteria
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
+    from eval.judging.format_choice import chosen_verdict_format
     from eval.judging.run import run
-    from judge.plumbing.provenance import update_provenance
+    from judge.plumbing.provenance import read_provenance, update_provenance
+    from judge.verdicts import VerdictReader
 
     config.validate()
     out = Path(config.out)
-    if config.judge_config:
-        # A missing YAML, or one that selects items, fails before the candidate is asked anything.
-        judge_config(config, out / ITEMS, out)
+    if config.judge_config or config.verdict_reader == VerdictReader.POLLUX:
+        # A missing YAML, or one that selects items, fails before the candidate is asked anything; so does a
+        # format the POLLUX reader cannot read, where the settings tell it (a judge URL tells it when asked: below).
+        resolved = judge_config(config, out / ITEMS, out)
+        if config.verdict_reader == VerdictReader.POLLUX and resolved.judge:  # none: the judge stage says so
+            refuse_pollux_reading(config.verdict_reader,
+                                  *chosen_verdict_format(resolved.verdict_format, resolved.judge, resolved.model))
     data_rows = load_instructions(config.data, split=config.split or None)
     rows = data_rows
     if config.meta:
@@ -979,6 +1024,9 @@ def rank(config: RankConfig) -> dict[str, Any]:
         # ask for, and the matrix is the unjudged items' alone, scored by --empty-answer and --no-answer. Refusing
         # here left no bench.json, and every rerun refused again, since an empty answer is final.
         judge_counts = unasked_judge(config, out)
+    # The format the judge stage resolved (a judge URL's from its server): its verdicts stay for a rerun.
+    refuse_pollux_reading(config.verdict_reader, (read_provenance(out, missing_ok=True).get("config") or {}).get(
+        "verdict_format"), "recorded in run.json by the judge stage")
 
     items = ranked_items(out / ITEMS, out / "predictions.jsonl", config.verdict_reader, unjudged=out / UNJUDGED)
     # The binary criteria of the whole data, not of this selection: metrics.py collects them from every row, and a
@@ -1002,7 +1050,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
     selection = {"n_data_instructions": len(data_rows), "limit": config.limit, "meta": config.meta}
     result = {"model": answer_counts["model"], "judge": judge_counts.get("judge", ""), "data": str(config.data),
               "selection": selection, "verdict_reader": config.verdict_reader, "counts": counts,
-              "answers": answer_counts, "verdicts": judge_counts, "matrix": matrix.to_json()}
+              "answers": answer_counts, "verdicts": judge_counts, "matrix": matrix.to_json(),
+              "content_key": ranked_files_key(out)}
     # ``compare`` and the ranking page read it back: replaced whole, never left cut by a kill.
     write_atomically(out / RANKING_RESULT,
                      (json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode("utf-8"))

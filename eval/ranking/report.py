@@ -262,6 +262,10 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
                 *(_e(line) for line in [*exclusion_lines(result), calls_line(result)] if line)]
     # A result written before Holm (no p_holm) called on the raw p: its note must not say otherwise.
     holm_note = ", adjusted by Holm over the tested cells," if holm_applied(result) else ""
+    # The fewest instructions hold for one test: Holm's first step asks 2/2^n < alpha/m of the smallest p.
+    holm_floor = ("; one whose smallest p, Holm-adjusted over the cells with enough instructions, is not below "
+                  "alpha (the fewest hold for one test; m tests ask 2/2^n < alpha/m of the smallest)"
+                  if holm_applied(result) else "")
     body = ["<h2>B − A</h2>",
             '<p class="note">Each cell: the difference of POLLUX\'s matrix cell (B minus A) over the (instruction, '
             "criterion) items both runs scored, each run's gate decided from its own verdicts, its paired "
@@ -269,7 +273,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             f"feed both), and the call when the paired sign-flip test's p{holm_note} is below alpha "
             f"{result['alpha']:g} and the interval excludes 0 on that side; — where the cell is untested (a cell "
             f"resting on fewer than {fewest_for_call(result['alpha'])} instructions both runs scored, where the "
-            f"test's smallest p is not below alpha, or fewer than {resamples_to_call(result['alpha'])} resamples). "
+            f"test's smallest p is not below alpha{holm_floor}, or fewer than {resamples_to_call(result['alpha'])} "
+            "resamples). "
             "The tooltip gives the p, why a cell is untested or not called, and how "
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]

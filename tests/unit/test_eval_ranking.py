@@ -106,6 +106,10 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
     assert result["matrix"]["empty_answer"] == "zero"
     assert result["counts"]["n_empty_answer"] == 2 and result["counts"]["n_cut_in_thinking"] == 1
     assert result["counts"]["n_answer_empty"] == 1
+    # The files the matrix was read from, as they were: compare refuses the folder once they change.
+    from eval.ranking.rank import ranked_files_key
+
+    assert result["content_key"] == ranked_files_key(out) and result["content_key"]["unjudged.jsonl"] is not None
     for row in cells.values():
         for cell in row.values():
             low, high = cell["ci"]

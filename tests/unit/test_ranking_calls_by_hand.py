@@ -212,3 +212,39 @@ def test_an_n_boot_above_the_swaps_cap_is_kept_not_lowered():
     assert 200_000 > MAX_SWAPS
     assert _swaps_to_draw(np.array([[0.1]]), np.array([[20]]), 0.05, 200_000, 20) == 200_000
     assert _swaps_to_draw(np.array([[0.1]]), np.array([[20]]), 0.05, 40, 20) == 40  # 1 / 0.05 = 20 < 40
+
+
+def test_cells_holm_could_never_call_are_untested_and_say_why(tmp_path):
+    """X differs by +1 on each of 6 instructions, Y by 0 (the shape above, one instruction fewer). Each cell rests on
+    6 instructions: the exact test's smallest p is 2/2^6 = 1/32 < 0.05, so each was tested alone; but the family
+    holds three tests (X, Y, mean_over_criteria x m), and Holm's first step multiplies the smallest p by 3: at best
+    3/32 = 0.09375, never below 0.05. Every cell read "tested, no difference" (Holm p 0.09375 on X) though none
+    could ever be called; now each is untested ("—"), says why, and the family is empty."""
+    a, b = _x_and_y(tmp_path, 6)
+    result = compare_rankings(a, b, n_boot=200, seed=0, alpha=0.05)
+    assert result["holm_tests"] == 0
+    why = ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p there, 2/2^6 = 0.03125, "
+           "Holm-adjusted over the 3 tests with enough instructions, is at best 0.09375, not below alpha 0.05; a call "
+           "needs more instructions or fewer cells")
+    for row in ("X", "Y"):
+        for column in ("m", "mean_over_meta"):
+            cell = result["cells"][row][column]
+            assert (cell["verdict"], cell["why_no_call"], cell["p_holm"]) == ("—", why, None), (row, column)
+    corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
+    assert corner["verdict"] == "—" and corner["why_no_call"] == why.replace(
+        "instructions scored", "instructions with a non-binary score scored")
+    assert corner["p_value"] == 1 / 32  # the test's own p is kept beside the reason
+
+
+def test_holm_floor_leaves_out_only_the_cells_that_cannot_reach_alpha():
+    """Four tested cells at alpha 0.05: one on 10 instructions (smallest p 2/2^10 = 1/512), three on 6 (1/32). Holm
+    over those floors: 4 x 1/512 = 0.0078, then max(0.0078, 3 x 1/32 = 0.09375) for the others: the three on 6 can
+    never be called, the one on 10 can. Aliased to the first, the cell (1, 1) is its test: three tests, floors 3 x
+    1/512 and 2 x 1/32 = 0.0625 (still out)."""
+    from eval.ranking.compare import holm_unreachable
+
+    instructions = np.array([[10, 6], [6, 6]])
+    tested = [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert holm_unreachable(instructions, tested, 0.05) == ({(0, 1): 0.09375, (1, 0): 0.09375, (1, 1): 0.09375}, 4)
+    floors, family = holm_unreachable(np.array([[10, 6], [6, 10]]), tested, 0.05, {(1, 1): (0, 0)})
+    assert (floors, family) == ({(0, 1): 0.0625, (1, 0): 0.0625}, 3)

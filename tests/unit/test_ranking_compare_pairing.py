@@ -152,10 +152,11 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same scores: 0.4
     too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs 0.39999999999999997),
     which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the leaderboard's digits, the
-    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1), no difference. Holm's family is X1, X2,
-    X3 (their rows' mean_over_meta each that one cell) and mean_over_criteria x m (the corner is it: one meta value,
-    one score of each criterion per instruction): four tests, X1 and X3 at 1/32, the rest at 1; X1's adjusted p is
-    max(4/32, 3/32) = 4/32 = 0.125, not below 0.05: no call."""
+    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1). Holm's family would be X1, X2, X3 (their
+    rows' mean_over_meta each that one cell) and mean_over_criteria x m (the corner is it: one meta value, one score
+    of each criterion per instruction): four tests on 6 instructions, each p at best 1/32, so Holm's first step
+    gives at best 4 x 1/32 = 0.125, not below 0.05: no cell could ever be called, and each is untested ("—"),
+    saying why (it read "no difference", X1's Holm p max(4/32, 3/32) = 0.125, as if tested)."""
     scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
     a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((2, 9, 1))])
@@ -165,13 +166,16 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     for column in ("m", "mean_over_meta"):
         cell = result["cells"]["mean_over_criteria"][column]
         assert (cell["a"], cell["b"], cell["delta"], cell["ci"], cell["p_value"], cell["verdict"]) == (
-            0.4, 0.4, 0.0, [0.0, 0.0], 1.0, "no difference"), column
+            0.4, 0.4, 0.0, [0.0, 0.0], 1.0, "—"), column
     x1 = result["cells"]["X1"]["m"]
-    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"], x1["p_holm"]) == (0.2, 0.1, "no difference", 2 / 64, 4 / 32)
-    assert x1["delta"] == pytest.approx(-0.1, abs=1e-15)
-    page = render_ranking_compare_page(result)  # the tooltip says which p kept X1 x m from a call
-    assert ("X1 × m: A 0.2000, B 0.1000, sign-flip p 0.0312, Holm p 0.125; no call: Holm p 0.125 not below alpha = "
-            "0.05") in page
+    assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"], x1["p_holm"]) == (0.2, 0.1, "—", 2 / 64, None)
+    assert x1["delta"] == pytest.approx(-0.1, abs=1e-15) and result["holm_tests"] == 0
+    assert x1["why_no_call"] == ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p "
+                                 "there, 2/2^6 = 0.03125, Holm-adjusted over the 4 tests with enough instructions, is "
+                                 "at best 0.125, not below alpha 0.05; a call needs more instructions or fewer cells")
+    page = render_ranking_compare_page(result)  # the tooltip says why X1 x m could not be called
+    assert "X1 × m: A 0.2000, B 0.1000, sign-flip p 0.0312, Holm p —; untested: rests on 6 instructions" in page
+    assert "is at best 0.125, not below alpha 0.05" in page
 
 
 def test_a_judge_that_failed_every_gate_verdict_is_named_not_nothing_scored(tmp_path: Path) -> None:
@@ -203,3 +207,36 @@ def test_what_the_runs_name_is_inert_on_the_comparison_pages(tmp_path: Path) -> 
     assert "<img" not in md
     page = render_ranking_compare_page(result)
     assert "\u202e" not in page and "Aevil" in page
+
+
+def test_the_pairing_rule_by_hand_one_function_for_two_runs_and_a_board(tmp_path: Path, monkeypatch) -> None:
+    """P1 and P2 each have X (0..2) and the gate G. A scores all four items; B scores P1's X and P2's G only (its
+    P1 G and P2 X verdicts have no score). P1's gate is scored by A alone: a gate known on one side, so P1 leaves
+    both runs. P2's X is scored by A alone: that item leaves, P2's G pairs. Keys are (prompt_id, criterion, k):
+    paired {(2, G, 0)}, shared [2], P1 the gate-partial one. Two runs (compare) and a board (the leaderboard) pair
+    by this one function, ``paired_items``: each comparison calls it once."""
+    import eval.ranking.compare as compare
+    from eval.ranking.leaderboard import leaderboard
+
+    rows = {"A": [(1, "m", "X", SCALE, 2.0), (1, "m", "G", BINARY, 0.0), (2, "m", "X", SCALE, 1.0),
+                  (2, "m", "G", BINARY, 0.0)],
+            "B": [(1, "m", "X", SCALE, 1.0), (1, "m", "G", BINARY, None), (2, "m", "X", SCALE, None),
+                  (2, "m", "G", BINARY, 0.0)]}
+    folders = [_run(tmp_path / name, name, rows[name]) for name in ("A", "B")]
+    runs = [compare._load(folder)[1] for folder in folders]
+    settings = {"empty_answer": "zero", "no_answer": "zero"}
+    pairing = compare.paired_items(folders, runs, [set(), set()], settings)
+    assert pairing.paired == {(2, "G", 0)} and pairing.shared == [2] and pairing.gate_partial == {1}
+    assert pairing.scored_ids == [{1, 2}, {1, 2}]
+    calls = []
+    original = compare.paired_items
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[0]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(compare, "paired_items", counted)
+    compare_rankings(*folders, n_boot=0, allow_other_judge=True)
+    third = _run(tmp_path / "C", "C", rows["A"])
+    leaderboard([*folders, third], n_boot=0, allow_other_judge=True)
+    assert calls == [2, 3]

@@ -297,12 +297,47 @@ def test_alpha_help_gives_the_leaderboard_level_and_fewest_instructions(capsys, 
     """--alpha's help: a leaderboard pair's interval is at 1 - alpha/m, and a call needs 2/2^n < alpha/m: 6
     instructions for two runs at 0.05 (2/64), 7 for three candidates (alpha/3 = 0.0167 > 2/128), 11 for eight
     (alpha/28 = 0.00179 > 2/2048 while 2/1024 = 0.00195 is not below it). Two rank runs' call reads the p
-    Holm-adjusted over the tested cells, and the help says so."""
+    Holm-adjusted over the tested cells, whose first step asks 2/2^n < alpha/m: 6 holds for one test only (it
+    said 6 whatever the family's size), and the help says so."""
     monkeypatch.setenv("COLUMNS", "1000")  # one line per option: argparse would otherwise wrap at a hyphen
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert ("paired intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "
             "needs a sign-flip p below alpha (for two rank runs Holm-adjusted over the tested cells; a board's pairs "
-            "alpha/m): at 0.05, >= 6 instructions for two rank runs, 7 for a board "
-            "of 3, 11 of 8.") in text
+            "alpha/m): at 0.05, >= 6 instructions for one test, more for m tests (2/2^n below alpha/m: Holm's "
+            "first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8).") in text
+
+
+def test_an_alpha_no_board_can_reach_is_refused_before_any_run_is_read(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The refusal of --alpha 1e-5 for three candidates (600,000 resamples needed, as above) rests on K, alpha and
+    --n-boot alone: it comes before any run is loaded (with 72 runs, minutes of loading came first)."""
+    import eval.ranking.compare as compare
+
+    runs = [str(p) for p in _three(tmp_path)]
+
+    def no_load(folder):
+        raise AssertionError(f"{folder} loaded before the refusal")
+
+    monkeypatch.setattr(compare, "_load", no_load)
+    assert main(["compare", *runs, "--alpha", "1e-5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "judge-eval compare: error: --alpha 1e-05: a call between 3 candidates at alpha / 3 needs 600000 resamples, "
+        "over the 100000 a leaderboard raises --n-boot 1000 to; give --alpha of at least 6e-05")
+
+
+def test_a_leaderboard_reads_each_runs_judge_settings_once(tmp_path: Path, monkeypatch) -> None:
+    """K = 3 runs, 3 pairs: each run.json's judge settings are read once (3 reads), not twice per pair (6)."""
+    import eval.ranking.compare as compare
+
+    runs = [str(p) for p in _three(tmp_path)]
+    read = []
+    original = compare.judge_settings
+
+    def counted(folder):
+        read.append(str(folder))
+        return original(folder)
+
+    monkeypatch.setattr(compare, "judge_settings", counted)
+    leaderboard(runs, n_boot=0)
+    assert sorted(read) == sorted(runs)

@@ -178,3 +178,50 @@ def test_the_means_over_criteria_count_the_non_binary_scores_they_average():
     assert matrix.values[row("X"), col("a")] == pytest.approx(0.5) and matrix.values[last_row, last_col] == pytest.approx(0.5)
     assert matrix.n[last_row, col("a")] == 2 and matrix.n[last_row, col("b")] == 2 and matrix.n[last_row, last_col] == 4
     assert matrix.n[row("G"), last_col] == 2 and matrix.n[row("X"), last_col] == 3
+
+
+def test_pollux_reading_of_an_integer_judge_is_refused_before_anything_is_asked(tmp_path, capsys):
+    """``--verdict-reader pollux`` reads only '[RESULT] n [END]'; a judge whose verdict_format is integer
+    (Pollux-4B-Judge's bare integer) made every verdict "unparsed", found only after the judge stage. With the
+    format set in the judge's YAML it is refused at once (exit 2), in one line naming both settings: no candidate
+    is asked, no folder made (the URLs lead nowhere)."""
+    from eval.cli import main
+
+    config = tmp_path / "judge.yaml"
+    config.write_text("judge: http://127.0.0.1:9/v1\nverdict_format: integer\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["rank", "--model", "http://127.0.0.1:9/v1", "--judge-config", str(config), "--data",
+                 str(_instructions(tmp_path / "instructions.jsonl")), "--out", str(out), "--no-progress",
+                 "--verdict-reader", "pollux"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("judge-eval rank: error: verdict_reader: pollux reads only POLLUX's '[RESULT] n [END]', but the "
+                   "judge's verdict_format is integer (--verdict-format is set), so every verdict would be unparsed; "
+                   "use --verdict-reader toolkit\n")
+    assert not out.exists()
+
+
+def test_pollux_reading_of_a_judge_found_integer_by_its_server_is_refused_after_its_verdicts(tmp_path, capsys):
+    """A judge URL says its format only when asked: a served ``ai-forever/Pollux-4B-Judge`` is read as integer by
+    the judge stage (run.json records it), so the matrix is refused there, before a bench.json of zeros or a "no
+    verdict was scored" ValueError; its verdicts are kept for a rerun with --verdict-reader toolkit."""
+    from eval.cli import main
+
+    candidate = ScriptedEndpoint(lambda p, b: (200, chat_completion(
+        "Ответ " + b["messages"][0]["content"].split()[-1], b["model"])), model="cand", max_model_len=None)
+    judge = ScriptedEndpoint(lambda p, b: (200, chat_completion("1", b["model"])) if p == "/v1/chat/completions"
+                             else (404, {"detail": "Not Found"}), model="ai-forever/Pollux-4B-Judge",
+                             max_model_len=None)
+    out = tmp_path / "run"
+    try:
+        code = main(["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data",
+                     str(_instructions(tmp_path / "instructions.jsonl")), "--out", str(out), "--no-progress",
+                     "--n-boot", "0", "--max-retries", "0", "--verdict-reader", "pollux"])
+    finally:
+        candidate.close()
+        judge.close()
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("judge-eval rank: error: verdict_reader: pollux reads only POLLUX's '[RESULT] n [END]', but the "
+                   "judge's verdict_format is integer (recorded in run.json by the judge stage), so every verdict "
+                   "would be unparsed; use --verdict-reader toolkit")
+    assert not (out / "bench.json").exists() and (out / "predictions.jsonl").is_file()
