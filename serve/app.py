@@ -42,7 +42,9 @@ with a string ``code``, and names no URL, process or file (an engine's 5xx text,
 be read, stays in judge-serve's log; such an answer is a 502, cut off or timed out while it was read included, or a
 503 with ``Retry-After`` when the engine died meanwhile). ``X-Request-Id`` is passed to the engine (with every
 engine call of a ``/v1/judge`` or ``/get_reward`` request) and echoed (one is made when the client sends none). A
-request that outlives ``request_timeout_s`` gets 504; an engine that died or cannot be reached (a connect timeout
+``/v1/judge`` or ``/get_reward`` request that outlives ``request_timeout_s`` gets 504; on the proxied routes it bounds
+each wait for the engine (504 when its answer does not begin in time), not the whole answer, which runs as long as
+the engine keeps sending; an engine that died or cannot be reached (a connect timeout
 included) makes its routes answer 503 with ``Retry-After`` at once (in-flight calls to it are abandoned, not left
 hanging, and never retried, so no answer is duplicated); a client that disconnects has its judging, or its proxied call,
 cancelled (``serve.connections.unless_disconnected``). Client connections: ``header_timeout_s``,
@@ -59,7 +61,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hmac
 import json
 import logging
 from typing import Any
@@ -75,7 +76,8 @@ from judge.checkpoints import prompt_template_and_why, read_manifest
 from judge.wire import ModelLimits, root_identity
 from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
-                               RefuseWhileDrainingMiddleware, RequestIdMiddleware, own_host_names, unless_disconnected)
+                               RefuseWhileDrainingMiddleware, RequestIdMiddleware, bearer_matches, own_host_names,
+                               unless_disconnected)
 from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to, unless_dead
 from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
 from serve.judging import check_before_start, unknown_model
@@ -192,7 +194,6 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         app.add_middleware(HostAllowListMiddleware, hosts=own_host_names() + config.allowed_hosts)
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_body_bytes)
     app.add_middleware(RequestIdMiddleware)
-    expected_key = f"Bearer {config.api_key}".encode()
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -232,8 +233,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         """Whether the caller holds the key (always, when judge-serve has none: then everything is open)."""
         if not config.api_key:
             return True
-        # The header's raw bytes (Starlette decoded them as Latin-1), as ApiKeyMiddleware compares them
-        return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), expected_key)
+        return bearer_matches(request.headers.raw, config.api_key)
 
     def healed(state: ServerState, role: str) -> bool:
         """Whether ``role``'s dead engine is restarted, or will be: one being restarted, or one of judge-serve's own

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
@@ -73,6 +74,22 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
     "request_timeout_s": (0, False, None, False),
     "shutdown_grace_s": (0, True, None, False),
 }
+
+
+def _engine_url_problem(url: Any) -> str | None:
+    """Why an attached engine's URL cannot serve, or None. Named without the URL: it may hold a password."""
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return "not a valid URL (give http://host:port)"
+    if "@" in netloc:
+        # urllib, which polls the engine's /health (judge.plumbing.processes.http_status), reads "user:pw@host" as
+        # a host name: the engine never answers, and the start error that names the URL would log the password.
+        return ("a URL with a user or password (user:password@host) cannot be used; give the engine's key in "
+                "$VLLM_API_KEY and the URL as http://host:port")
+    return None
 
 
 def _bearer_token_problem(key: str, in_path: bool = False) -> str | None:
@@ -381,6 +398,10 @@ class ServeConfig:
                                    (f"the reward key (${self.reward_key_env})",
                                     os.environ.get(self.reward_key_env, "") if self.reward_key_env else "", True)):
             problem = _bearer_token_problem(key, in_path)
+            if problem:
+                raise ConfigError(f"{name}: {problem}")
+        for name in ("generator_url", "pooling_url"):
+            problem = _engine_url_problem(getattr(self, name))
             if problem:
                 raise ConfigError(f"{name}: {problem}")
         if not isinstance(self.allowed_hosts, list) or not all(isinstance(h, str) and h for h in self.allowed_hosts):

@@ -11,13 +11,14 @@ import contextlib
 import hmac
 import logging
 import uuid
+from collections.abc import Iterable
 from typing import Any, Awaitable, TypeVar
 
 from serve.errors import error_response
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
-           "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "header_deadline_protocol", "own_host_names",
-           "quiet_health_polls", "unless_disconnected"]
+           "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches", "header_deadline_protocol",
+           "own_host_names", "quiet_health_polls", "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")
@@ -181,6 +182,15 @@ class BodyLimitMiddleware:
                 await too_large(scope, receive, send)
 
 
+def bearer_matches(headers: Iterable[tuple[bytes, bytes]], api_key: str) -> bool:
+    """Whether a request's raw headers (ASGI's ``scope["headers"]``, Starlette's ``request.headers.raw``: lower-case
+    names) hold ``Authorization: Bearer <api_key>``: the first such header's bytes as sent, compared in constant
+    time. The one check of judge-serve's key, so that every route lets in the same callers (Starlette's
+    ``request.headers.get`` would decode them as Latin-1, and ``hmac.compare_digest`` refuses a non-ASCII str)."""
+    given = next((value for name, value in headers if name == b"authorization"), b"")
+    return hmac.compare_digest(given, f"Bearer {api_key}".encode())
+
+
 class ApiKeyMiddleware:
     """401 without ``Authorization: Bearer <key>`` on every route but health and readiness (which say only up or
     down without it) and ``/get_reward``.
@@ -189,24 +199,23 @@ class ApiKeyMiddleware:
     request counts and latencies, and Prometheus sends a key with every scrape (``authorization: {credentials: KEY}``).
     """
 
-    # /get_reward checks its own key (the reward key in its path, or this one: serve.rewards)
-    OPEN = ("/health", "/ready", "/get_reward")
+    # Exact paths: as prefixes, /healthz or a later /health/... route would be open unnoticed. /get_reward checks its
+    # own key (the reward key in the path under /get_reward/, or this one: serve.rewards).
+    OPEN = frozenset({"/health", "/ready", "/get_reward"})
+    OPEN_UNDER = "/get_reward/"
 
     def __init__(self, app, api_key: str):
-        self.app, self.expected = app, f"Bearer {api_key}".encode()
+        self.app, self.api_key = app, api_key
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and not scope["path"].startswith(self.OPEN):
-            # The first Authorization header's raw bytes, as the routes that check the key themselves read it
-            # (serve.app's health and readiness details, serve.rewards): Starlette's request.headers.get gives the
-            # first, decoded as Latin-1, which they encode back to these bytes.
-            given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
-            if not hmac.compare_digest(given, self.expected):
-                response = error_response(
-                    401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
-                    code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
-                )  # fmt: skip
-                return await response(scope, receive, send)
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path not in self.OPEN and not path.startswith(self.OPEN_UNDER) \
+                and not bearer_matches(scope["headers"], self.api_key):
+            response = error_response(
+                401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
+                code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
+            )  # fmt: skip
+            return await response(scope, receive, send)
         return await self.app(scope, receive, send)
 
 

@@ -3,8 +3,9 @@
 process id in a message a client reads (``sanitized``; an engine's 5xx text stays in judge-serve's log).
 
 A streamed reply (``text/event-stream``) carries its errors as events, as vLLM sends them: ``data: {"error": ...}``
-then ``data: [DONE]`` (vllm/entrypoints/openai/chat_completion/serving.py, ``chat_completion_stream_generator``).
-``relayed_stream`` passes an engine's stream on, its error events in the same shape as the other answers, and ends a
+then ``data: [DONE]`` (vllm/entrypoints/openai/chat_completion/serving.py, ``chat_completion_stream_generator``);
+on ``/v1/responses``, ``event: error`` and ``data: {"type": "error", ...}`` (OpenAI's ``ResponseErrorEvent``).
+``relayed_stream`` passes an engine's stream on, its error events sanitized as the other answers are, and ends a
 stream the engine broke off with such an event and ``[DONE]``, which OpenAI's SDK raises as an ``APIError`` (a cut
 stream it raises as a connection error, with nothing said of why)."""
 
@@ -164,8 +165,9 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
     ``ServerState``): 503 with ``Retry-After`` for a dead or unreachable engine, or one that answers vLLM's 404 for its
     model (it no longer serves the name judge-serve sends: an attached engine restarted under another); 503
     ``server_busy`` for a call that found none of judge-serve's connections free in time; an engine's refusal
-    (4xx but 401 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
-    message left in judge-serve's log) or refused judge-serve's own key (401); 503 ``queue_full`` with the bound's
+    (4xx but 401, 403 and 404) with its own status and message, sanitized; 502 for an engine that failed (a 5xx, its
+    message left in judge-serve's log), refused judge-serve's own key (401), forbade it (403) or lacks the route
+    (any other 404); 503 ``queue_full`` with the bound's
     ``Retry-After`` for a request over ``max_queued_judgments`` (``serve.queued.QueueFull``)."""
     from serve.queued import QueueFull
 
@@ -196,27 +198,73 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
         expected = sorted(set(judge.settings.engine_models.values())) if judge is not None else []
         return error_response(503, renamed_engine_message(None, expected), "service_unavailable",
                               code="engine_unavailable", headers=state.retry_headers(state.engines))
-    if public is None and 400 <= status < 500 and status != 401:
+    if public is None and 400 <= status < 500 and status not in (401, 403, 404):
         # The engine refused what this request asked of it (a window, a sampling value): the client's to change, as
         # on the proxied routes (engine_error). A 502 would be retried by every client to the same end.
         return error_response(status, sanitized(str(err)))
-    message = (public if public else f"the engine failed (it answered {status}); judge-serve's log has "
-               "its message" if status >= 500 else "the engine refused judge-serve's credentials")
+    # A 403 (judge-serve forbidden) or a 404 for a route the engine lacks, passed on, would read as the client's own
+    # key refused or as judge-serve lacking /v1/judge: judge-serve's failure, as the 401 of its key is.
+    if public:
+        message = public
+    elif status == 401:
+        message = "the engine refused judge-serve's credentials"
+    elif status in (403, 404):
+        message = (f"the engine refused judge-serve's call (it answered {status}: judge-serve is forbidden, or the "
+                   "engine lacks the route); judge-serve's log has its message")
+    else:
+        message = f"the engine failed (it answered {status}); judge-serve's log has its message"
     return error_response(502, message, "server_error", code="engine_error")
 
 
+def _event_data(event: bytes) -> bytes | None:
+    """An SSE event's data: its ``data:`` lines, wherever they stand among its other lines (``event:``, ``id:``),
+    joined as the SSE standard joins them; None for an event without one."""
+    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(lines) if lines else None
+
+
+#: An error's data, as the stream's last event is told one before its JSON is read (it may be cut): vLLM's chat and
+#: completion streams' ``{"error": ...}``, or the Responses stream's ``{"type": "error", ...}`` (OpenAI's
+#: ``ResponseErrorEvent``; a JSON-escaped ``\"type\"`` inside a string does not match).
+_ERROR_DATA_START = re.compile(rb'\s*\{\s*"error"\s*:')
+_ERROR_TYPE = re.compile(rb'"type"\s*:\s*"error"')
+
+
 def _error_event(event: bytes, role: str) -> bytes:
-    """An SSE event as it goes to the client: an engine's ``data: {"error": ...}`` in judge-serve's shape (its code a
-    string, its message sanitized or, for a server error, left in the log), any other event unchanged."""
-    if not event.startswith(b'data: {"error"'):
+    """An SSE event as it goes to the client: an engine's error event in judge-serve's shape (its code a string, its
+    message sanitized or, for a server error, left in the log), any other event unchanged. vLLM's chat and
+    completion streams send ``data: {"error": {...}}``; its Responses stream ``event: error`` then ``data:
+    {"type": "error", "code", "message", "param", "sequence_number"}`` (a string code), which keeps its shape and its
+    other lines."""
+    if b'"error"' not in event:  # most events: a chunk of text
         return event
+    data = _event_data(event)
     try:
-        detail = json.loads(event[len(b"data: "):])
+        detail = json.loads(data) if data is not None else None
     except ValueError:
         return event
-    message, param, code = _engine_detail(detail, event)
-    status = code if isinstance(code, int) and 400 <= code < 600 else 500
-    return b"data: " + json.dumps(_engine_error_body(status, message, param, None, role)[1]).encode()
+    if not isinstance(detail, dict):
+        return event
+    if isinstance(detail.get("error"), (dict, str)):
+        message, param, code = _engine_detail(detail, data)
+        status = code if isinstance(code, int) and 400 <= code < 600 else 500
+        rewritten = _engine_error_body(status, message, param, None, role)[1]
+    elif detail.get("type") == "error":
+        message, code = detail.get("message"), detail.get("code")
+        if not isinstance(message, str):
+            message = data[:500].decode("utf-8", "replace")
+        status = int(code) if isinstance(code, str) and code.isdecimal() and len(code) == 3 else code
+        status = status if isinstance(status, int) and 400 <= status < 600 else 500
+        error = _engine_error_body(status, message, detail.get("param"), None, role)[1]["error"]
+        rewritten = {"type": "error", "code": error["code"], "message": error["message"], "param": error["param"]}
+        if isinstance(detail.get("sequence_number"), int):
+            rewritten["sequence_number"] = detail["sequence_number"]
+    else:
+        return event
+    lines = event.split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b"data:"))  # the data goes where it stood
+    kept = [line for line in lines if not line.startswith(b"data:")]
+    return b"\n".join([*kept[:at], b"data: " + json.dumps(rewritten).encode(), *kept[at:]])
 
 
 #: The most bytes of one event of an engine's stream held while its end (a blank line) is awaited. vLLM's events
@@ -228,17 +276,27 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
     the engine breaks it off (it died, its connection dropped, a read timed out) or sends an event longer than
     ``MAX_PENDING_EVENT_BYTES`` it ends with an error event and ``data: [DONE]``, the event cut in two dropped; any
-    other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short)."""
+    other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
+    Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
+    ended with LF, the same events: searched for LF alone, such a stream was held whole and its errors never read."""
     # The event not yet ended, as received: its parts, their size, its last byte. Each chunk is searched for the
     # blank line alone (with that byte: a "\n\n" may straddle two chunks), and the parts joined once, when it
     # ends: joining and searching all of it on every chunk was quadratic in a stream without blank lines.
     parts: list[bytes] = []
     size, last = 0, b""
+    after_cr = False  # the previous chunk ended with CR: a LF opening this one ends the same line
     try:
         async for chunk in chunks:
             if not event_stream:
                 yield chunk
                 continue
+            if after_cr and chunk.startswith(b"\n"):
+                chunk, after_cr = chunk[1:], False
+            if not chunk:
+                continue
+            after_cr = chunk.endswith(b"\r")
+            if b"\r" in chunk:
+                chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             cut = (last + chunk).rfind(b"\n\n")
             if cut >= 0:
                 end = cut - len(last) + 2  # in chunk: just past the last blank line
@@ -267,12 +325,13 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
         # The stream's last event without its blank line: an error event is still the engine's, sanitized as every
         # other (its traceback, paths included, must not reach the client), and ended so that a client reads it.
         tail = b"".join(parts)
-        event = tail.rstrip(b"\r\n")
-        if not event.startswith(b'data: {"error"'):
+        event = tail.rstrip(b"\n")
+        data = _event_data(event)
+        if data is None or not (_ERROR_DATA_START.match(data) or _ERROR_TYPE.search(data)):
             yield tail
             return
         try:
-            json.loads(event[len(b"data: "):])
+            json.loads(data)
         except ValueError:  # cut inside its JSON: unchanged, the engine's text (a traceback too) would reach the client
             log.warning("the %s engine's stream ended inside an error event", role)
             yield _stream_error(f"the {role} engine's stream ended inside an event; the reply is incomplete")

@@ -19,6 +19,19 @@ __all__ = ["COMPLETIONS_DEFAULT_MAX_TOKENS", "proxied_token_bound"]
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 
 
+def _completion_prompts(body: dict) -> int:
+    """How many prompts a ``/v1/completions`` request generates for: its batch of texts or token lists, and each of
+    its ``prompt_embeds`` (one base64 tensor, or a list: vLLM generates for each, after the prompts, when the engine
+    runs with ``--enable-prompt-embeds``); at least 1 (the engine refuses a request with neither)."""
+    prompt, embeds = body.get("prompt"), body.get("prompt_embeds")
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
+        texts = len(prompt)
+    else:
+        texts = 1 if prompt not in (None, "", []) else 0
+    tensors = len(embeds) if isinstance(embeds, list) else 1 if embeds not in (None, "") else 0
+    return max(texts + tensors, 1)
+
+
 def proxied_token_bound(body: Any, path: str, max_total: int,
                         max_model_len: int | None = None) -> tuple[Any, JSONResponse | None]:
     """Bound a proxied generation request to ``max_total`` tokens in all, so one request cannot buy unbounded work.
@@ -26,7 +39,8 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
     Returns the body to send (``max_tokens`` = ``min(max_total // n, max_model_len)`` added when it named none) and
     None, or the body and a 400 naming the field that asks for too much. The fields counted must be JSON integers (or
     null): vLLM's request classes would read ``"100000"`` or ``1e5`` as numbers, past a bound that counted only
-    integers. ``/v1/completions`` with a list of prompts generates for each: ``n`` counts per prompt.
+    integers. ``/v1/completions`` with a list of prompts, or of ``prompt_embeds``, generates for each: ``n`` counts
+    per prompt.
 
     A chat or response request naming no limit generates to the end of the engine's window (vLLM's default), so the
     share is added. A completion request naming none generates ``COMPLETIONS_DEFAULT_MAX_TOKENS`` (16) each, as
@@ -54,9 +68,8 @@ def proxied_token_bound(body: Any, path: str, max_total: int,
         # only (vLLM ignores a max_completion_tokens there, so it bounds nothing).
         fields = ("max_tokens",) if path == "/v1/completions" else ("max_completion_tokens", "max_tokens")
         n = body.get("n") if body.get("n") is not None else 1
-        prompt = body.get("prompt") if path == "/v1/completions" else None
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):  # a batch, not one token list
-            n *= len(prompt)
+        if path == "/v1/completions":
+            n *= _completion_prompts(body)
     if n < 1:
         return body, None  # the engine refuses it with its own message
     named = [f for f in fields if body.get(f) is not None]

@@ -92,7 +92,7 @@ from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, engine_refus
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import ServeConfig
-from serve.connections import unless_disconnected
+from serve.connections import bearer_matches, unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
 from serve.jobs import check_criteria
@@ -384,7 +384,6 @@ class RewardRoute:
         self.config, self.error = config, error
         self.rule = reward_rule_of(config)
         self.reward_key = reward_key_of(config)
-        self.expected_bearer = f"Bearer {config.api_key}".encode()
         self._journal: JournalWriter | None = None
         # One thread of its own: the default pool also builds /v1/judge's and /get_reward's plans (tokenizing), which
         # a slow fsync would hold up; one worker also writes the requests' rows in the order they were answered.
@@ -400,8 +399,7 @@ class RewardRoute:
             return bool(self.reward_key) and hmac.compare_digest(secret.encode(), self.reward_key.encode())
         if not self.config.api_key:
             return not self.reward_key
-        # The header's raw bytes (Starlette decoded them as Latin-1), as serve.connections.ApiKeyMiddleware reads them
-        return hmac.compare_digest(request.headers.get("authorization", "").encode("latin-1"), self.expected_bearer)
+        return bearer_matches(request.headers.raw, self.config.api_key)
 
     def journal(self, log_dir: Path | None) -> JournalWriter | None:
         if self._journal is None and log_dir is not None:

@@ -23,12 +23,17 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (``items[2].criteria[0]``), which the server returns as an OpenAI-style error body. A body that cannot be read at all
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
+
+Why one module of ~520 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
+apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -194,16 +199,36 @@ def _parse_int(text: str) -> int | _LongNumber:
     return _LongNumber(digits) if digits > MAX_INT_DIGITS else int(text)
 
 
+@dataclass(frozen=True)
+class _InfiniteNumber:
+    """A number too large for a float (``1e999``: Python decodes it to inf), kept in place so that validation can name
+    its field: re-encoded, it would reach an engine as ``Infinity``, which is no JSON."""
+
+    text: str
+
+
+def _parse_float(text: str) -> float | _InfiniteNumber:
+    value = float(text)
+    return _InfiniteNumber(text[:40]) if math.isinf(value) else value
+
+
+def _refuse_constant(name: str) -> None:
+    # Python's decoder takes NaN, Infinity and -Infinity by default; RFC 8259 has no such values.
+    raise RequestError(f"body: {name} is not JSON (RFC 8259 has no NaN or Infinity)", param="body",
+                       code="invalid_json")
+
+
 def decode_json_body(raw: bytes) -> Any:
     """Decode a request body as JSON (UTF-8; UTF-16/32 as ``json`` detects them).
 
     Raises:
         RequestError: on ``body`` (code ``invalid_json``): not JSON, not text in a JSON encoding, or nesting
-            deeper than the decoder's recursion limit. (An integer too long to convert decodes to a placeholder that
-            ``parse_judge_request`` refuses, naming its field.)
+            deeper than the decoder's recursion limit, or ``NaN``/``Infinity``, which RFC 8259 has not. (An integer
+            too long to convert, or a number too large for a float, decodes to a placeholder that ``check_values``
+            refuses, naming its field.)
     """
     try:
-        return json.loads(raw, parse_int=_parse_int)
+        return json.loads(raw, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_refuse_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise RequestError(f"body: not valid JSON ({err})", param="body", code="invalid_json") from None
     except RecursionError:
@@ -228,8 +253,9 @@ MAX_OBJECT_KEYS = MAX_LEVELS
 
 def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | None = None) -> None:
     """Refuse, naming where, what JSON decodes but no field can hold: an integer of more than ``MAX_INT_DIGITS``
-    digits, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key; and, when bounds are given, a
-    list of more than ``max_entries`` entries or an object of more than ``max_keys`` keys.
+    digits, a number too large for a float, and a lone UTF-16 surrogate (JSON ``"\\ud800"``) in a string or a key;
+    and, when bounds are given, a list of more than ``max_entries`` entries or an object of more than ``max_keys``
+    keys.
 
     A surrogate is no Unicode text: UTF-8 cannot encode it, so the tokenizer (and a JSON response echoing it) would
     fail with a 500. Iterative: the body may nest deeply. Each value's place is kept as a link to its parent's, and
@@ -253,6 +279,10 @@ def check_values(data: Any, *, max_entries: int | None = None, max_keys: int | N
         elif isinstance(node, _LongNumber):
             where = _path_text(link) or "body"
             raise RequestError(f"{where}: a number of {node.digits} digits; at most {MAX_INT_DIGITS}", param=where)
+        elif isinstance(node, _InfiniteNumber):
+            where = _path_text(link) or "body"
+            raise RequestError(f"{where}: the number {node.text} is too large for a float (it decodes to infinity)",
+                               param=where)
         elif isinstance(node, Mapping):
             if max_keys is not None and len(node) > max_keys:
                 where = _path_text(link) or "body"
@@ -296,7 +326,7 @@ def _path_text(link: tuple | None) -> str:
 def json_type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, (int, float, _LongNumber)):
+    if isinstance(value, (int, float, _LongNumber, _InfiniteNumber)):
         return "a number"
     return {str: "a string", list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
 

@@ -573,11 +573,10 @@ def test_an_unread_verdict_is_a_failure_but_not_an_engine_refusal_in_extra_logs(
     assert body["extra_logs"]["judge_engine_refused"] == [1.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("status", [403, 408, 409, 429])
+@pytest.mark.parametrize("status", [408, 409, 429])
 def test_an_engine_status_a_retry_or_the_configuration_decides_stays_the_whole_requests_error(status, tiny_causal_dir,
                                                                                               monkeypatch):
-    """A 403 (forbidden: every judgment alike) and a 408, 409, 429 (a later attempt can pass them: a busy engine)
-    are not one judgment's refusal: /get_reward answers the engine's status, which OpenRLHF's client sends again,
+    """A 408, 409, 429 (a later attempt can pass them: a busy engine) are not one judgment's refusal: /get_reward answers the engine's status, which OpenRLHF's client sends again,
     not a 0.0 reward that would train the policy on the engine's load."""
     def refusing(path: str, body: dict) -> tuple:
         return status, {"error": {"message": "try later", "type": "Error", "param": None, "code": status}}
@@ -586,6 +585,19 @@ def test_an_engine_status_a_retry_or_the_configuration_decides_stays_the_whole_r
         rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
     assert rewarded.status_code == status, rewarded.text
     assert rewarded.json()["error"]["message"] == f"engine answered {status}: try later"
+
+
+def test_an_engine_that_forbids_judge_serve_is_a_502_on_get_reward(tiny_causal_dir, monkeypatch):
+    """An engine's 403 forbids judge-serve, not the client: a 502 engine_error (the engine's words only in the log),
+    never the client's own 403, which would tell an RL framework its key is wrong."""
+    def forbidding(path: str, body: dict) -> tuple:
+        return 403, {"error": {"message": "Forbidden by /srv/engine.key", "type": "Error", "param": None, "code": 403}}
+
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=forbidding) as (http, _):
+        rewarded = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", ["Креативность"]))
+    assert rewarded.status_code == 502, rewarded.text
+    assert rewarded.json()["error"]["code"] == "engine_error"
+    assert "/srv/engine.key" not in rewarded.text
 
 
 def test_an_auto_labels_answer_too_long_for_the_judge_is_that_samples_failure(tiny_causal_dir, monkeypatch):

@@ -85,3 +85,42 @@ def test_a_reward_key_closes_the_plain_get_reward_when_judge_serve_has_no_key(re
         assert message == ("missing or wrong reward key: send POST /get_reward/<reward key> with the key in "
                            "$JUDGE_SERVE_REWARD_KEY")
         assert reward_key not in answer.text
+
+
+def test_only_health_ready_and_the_reward_routes_are_open_without_the_key():
+    """The routes open without the key were matched as path prefixes: /healthz, /readyX, /get_rewardX (and any later
+    /health/... or /ready/... route) passed the key check. Now /health and /ready exactly, /get_reward and what is
+    under /get_reward/ (the reward key's path; its route checks the key itself)."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from serve.connections import ApiKeyMiddleware
+
+    app = FastAPI()
+
+    @app.api_route("/{path:path}", methods=["GET", "POST"])
+    async def anything(path: str) -> dict:
+        return {"path": path}
+
+    http = TestClient(ApiKeyMiddleware(app, "k"))
+    open_paths = ["/health", "/ready", "/get_reward", "/get_reward/some-reward-key"]
+    keyed_paths = ["/healthz", "/health/engines", "/readyX", "/ready/detail", "/get_rewardX", "/get_reward_x/y",
+                   "/v1/models"]
+    assert {p: http.post(p).status_code for p in open_paths} == dict.fromkeys(open_paths, 200)
+    assert {p: http.post(p).status_code for p in keyed_paths} == dict.fromkeys(keyed_paths, 401)
+    assert http.post("/healthz", headers={"Authorization": "Bearer k"}).status_code == 200
+
+
+def test_bearer_matches_reads_the_first_authorization_header_as_sent():
+    """The one check every route uses (serve.connections.bearer_matches): the first Authorization header's raw bytes
+    against ``Bearer <key>``; a second header, another case of the scheme or the key's Latin-1 reading do not pass."""
+    from serve.connections import bearer_matches
+
+    assert bearer_matches([(b"authorization", b"Bearer k")], "k")
+    assert bearer_matches([(b"x-other", b"Bearer x"), (b"authorization", b"Bearer k"),
+                           (b"authorization", b"Bearer x")], "k")
+    assert not bearer_matches([(b"authorization", b"Bearer x"), (b"authorization", b"Bearer k")], "k")
+    assert not bearer_matches([(b"authorization", b"bearer k")], "k")
+    assert not bearer_matches([], "k")
+    assert bearer_matches([(b"authorization", "Bearer ключ".encode())], "ключ")
+    assert not bearer_matches([(b"authorization", "Bearer ключ".encode("cp1251"))], "ключ")

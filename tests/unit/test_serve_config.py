@@ -366,3 +366,14 @@ def test_judge_serve_refuses_its_own_key_variables(tmp_path):
         with pytest.raises(ConfigError, match=rf"^criteria_classifier_api_key_env: \${name} holds the judge's own "):
             ServeConfig(**base, criteria_classifier_api_key_env=name).validate()
     assert ServeConfig(**base, criteria_classifier_api_key_env="CLASSIFIER_API_KEY").validate()
+
+
+@pytest.mark.parametrize("field", ["generator_url", "pooling_url"])
+def test_an_engine_url_carrying_a_password_is_refused_naming_the_field_not_the_password(field):
+    """``http://alice:pw@host`` was accepted, but urllib reads ``alice:pw@host`` as the host name: the /health probe
+    never reached the engine, judge-serve stayed "starting", and its start error, logged, held the password. Refused
+    at start, naming the field and where the key goes instead; the password is not echoed."""
+    with pytest.raises(ConfigError, match=rf"^{field}: ") as err:
+        ServeConfig(model="x", **{field: "http://alice:s3cr3t-pw@127.0.0.1:8001"}).validate()
+    assert "s3cr3t" not in str(err.value) and "alice" not in str(err.value) and "$VLLM_API_KEY" in str(err.value)
+    ServeConfig(model="x", **{field: "http://127.0.0.1:8001"}).validate()

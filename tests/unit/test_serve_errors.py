@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from serve.errors import engine_error, unknown_model_message
 from serve.judging import unknown_model
 
@@ -138,3 +140,79 @@ def test_the_404_of_an_unknown_path_echoes_it_clipped(tiny_causal_dir, monkeypat
     assert long.json()["error"]["message"] == (f"no route GET /{'x' * 999}... [5001 characters] on judge-serve "
                                                "(see /v1/models, /v1/judge)")
     assert short.json()["error"]["message"] == "no route GET /nowhere on judge-serve (see /v1/models, /v1/judge)"
+
+
+@pytest.mark.parametrize(("status", "said"), [(401, "Unauthorized"), (403, "Forbidden"), (404, "Not Found")])
+def test_an_engine_that_refuses_judge_serve_or_lacks_the_route_is_a_502(status, said):
+    """An engine's 403 (judge-serve forbidden) or a 404 that is not vLLM's for the model (a route the engine lacks: an
+    attached pooler without /classify) went to the client as its own 403/404, as if judge-serve had no /v1/judge or
+    the client's key were refused. Neither is the client's to fix: a 502 ``engine_error`` as for the engine's 401,
+    with no Retry-After (every judgment fails alike) and the engine's words left in the log."""
+    from types import SimpleNamespace
+
+    from serve.engine_client import EngineFailure
+    from serve.errors import judgment_failed
+    from serve.supervision import ServerState
+
+    state = ServerState(config=None, layout=None, status="ready",
+                        engines={"generator": SimpleNamespace(url="http://127.0.0.1:9")})
+    answer = judgment_failed(EngineFailure(f"engine answered {status}: {said} at /srv/x/y", status), state)
+    error = json.loads(answer.body)["error"]
+    assert (answer.status_code, error["type"], error["code"]) == (502, "server_error", "engine_error")
+    assert "retry-after" not in answer.headers and "/srv" not in error["message"] and said not in error["message"]
+
+
+#: vLLM's Responses stream frames each event as ``event: <type>\ndata: <json>``
+#: (vllm/entrypoints/openai/responses/api_router.py ``_convert_stream_to_sse_events``); its error event is OpenAI's
+#: ``ResponseErrorEvent``: type "error", a string code, message, param, sequence_number.
+RESPONSES_DELTA = b'event: response.output_text.delta\ndata: {"type": "response.output_text.delta", "delta": "ok"}'
+
+
+def _responses_error(code: str, message: str) -> bytes:
+    return b"event: error\ndata: " + json.dumps({"type": "error", "code": code, "message": message, "param": None,
+                                                  "sequence_number": 7}).encode()
+
+
+def test_a_responses_error_event_is_sanitized_as_a_chat_one():
+    """``event: error`` then ``data: {"type": "error", ...}`` went to the client byte for byte, the engine's paths
+    and pid included: only an event whose first line was ``data: {"error"`` was read. Now the data line is found at
+    any line of the event and a ``type: error`` payload is rewritten in its own shape (a string code, the event's
+    other lines and sequence_number kept): a 5xx's message left in the log, a 4xx's sanitized."""
+    failed = _responses_error("500", "failed reading /srv/private/weights/x.bin pid=4242")
+    refused = _responses_error("400", "bad value in /opt/vllm/config.json")
+    stream = RESPONSES_DELTA + b"\n\n" + failed + b"\n\n" + refused + b"\n\n"
+    sent = b"".join(_relayed([stream]))
+    delta, failed_out, refused_out, end = sent.split(b"\n\n")
+    assert delta == RESPONSES_DELTA and end == b""
+    for event, expected in [
+        (failed_out, {"type": "error", "code": "engine_error", "param": None, "sequence_number": 7,
+                      "message": "the generator engine failed (it answered 500); judge-serve's log has its message"}),
+        (refused_out, {"type": "error", "code": "invalid_request", "param": None, "sequence_number": 7,
+                       "message": "bad value in <path>"}),
+    ]:
+        head, data = event.split(b"\n")
+        assert head == b"event: error" and json.loads(data.removeprefix(b"data: ")) == expected
+    assert b"4242" not in sent and b"/srv" not in sent and b"/opt" not in sent
+    # the same event as the stream's last, without its blank line, and cut anywhere
+    for cut in range(1, len(failed), 5):
+        assert b"".join(_relayed([failed[:cut], failed[cut:]])) == failed_out + b"\n\n"
+
+
+def test_a_crlf_framed_stream_goes_event_by_event_its_errors_sanitized():
+    """An engine (not vLLM) framing its events with CRLF, as the SSE standard allows and sse-starlette does: the
+    stream was held whole (no "\\n\\n" in it) and sent at its end, the error event's path untouched. Now each event
+    goes as it ends, LF-framed, its error sanitized; a CRLF (or a blank line) split across two chunks is no event
+    boundary too many or too few."""
+    error = b'data: {"error": {"message": "bad value at /home/x/y/z.py", "type": "BadRequestError", "code": 400}}'
+    events = [b'data: {"choices": []}\r\n\r\n', error + b"\r\n\r\n", b"data: [DONE]\r\n\r\n"]
+    stream = b"".join(events)
+    expected = [b'data: {"choices": []}\n\n',
+                b"data: " + json.dumps({"error": {"message": "bad value at <path>", "type": "invalid_request_error",
+                                                  "param": None, "code": "invalid_request"}}).encode() + b"\n\n",
+                b"data: [DONE]\n\n"]
+    assert _relayed(events) == expected
+    assert b"".join(_relayed([stream])) == b"".join(expected)
+    for cut in range(1, len(stream)):
+        assert b"".join(_relayed([stream[:cut], stream[cut:]])) == b"".join(expected), cut
+    # a lone CR ends a line too
+    assert b"".join(_relayed([b"data: a\r\rdata: b\r\r"])) == b"data: a\n\ndata: b\n\n"

@@ -232,6 +232,11 @@ def test_proxied_generation_is_bounded_by_max_proxy_tokens(tiny_causal_dir, engi
         too_long = http.post("/v1/completions", headers=AUTH, json={"model": MODEL, "prompt": "x", "max_tokens": 6000})
         within = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 128, "n": 2})
         unnamed = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "n": 4})
+        # vLLM generates once per prompt embedding, as per prompt: 50 x 200 tokens, not 200
+        embeds = http.post("/v1/completions", headers=AUTH, json={"model": MODEL, "prompt": None,
+                                                                  "prompt_embeds": ["AA"] * 50, "max_tokens": 200})
+    assert (embeds.status_code, embeds.json()["error"]["param"], embeds.json()["error"]["code"]) == (400, "max_tokens", "too_many_tokens")
+    assert embeds.json()["error"]["message"].startswith("max_tokens: 200 tokens x 50 completions = 10000 > ")
     assert (too_many.status_code, too_many.json()["error"]["param"], too_many.json()["error"]["code"]) == (400, "max_tokens", "too_many_tokens")
     assert too_many.json()["error"]["message"].startswith("max_tokens: 100 tokens x 3 completions = 300 > ")
     assert (too_long.status_code, too_long.json()["error"]["param"]) == (400, "max_tokens")
@@ -630,6 +635,28 @@ def test_an_engine_answer_cut_off_mid_body_is_a_502_or_a_503_when_the_engine_die
     assert (died.status_code, died.headers["retry-after"], died.json()["error"]["code"]) == (503, "5", "engine_unavailable")
     assert died.json()["error"]["message"] == after.json()["error"]["message"] == (
         "the attached generator engine stopped answering /health")
+
+
+def test_a_number_json_has_no_place_for_is_refused_not_sent_on(tiny_causal_dir, engine, monkeypatch):
+    """NaN and Infinity are no JSON (RFC 8259), and 1e999 decodes to inf: each was accepted and, the body re-encoded
+    to add ``max_tokens``, sent to the engine as ``temperature: inf`` or ``NaN``. Now a 400 naming the body, or the
+    field of the number too large, and nothing sent."""
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    head = json.dumps(chat)[:-1]
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        answers = {raw: http.post("/v1/chat/completions", headers={**AUTH, "Content-Type": "application/json"},
+                                  content=f'{head}, "temperature": {raw}}}') for raw in ("NaN", "-Infinity", "1e999")}
+    for raw, answer in answers.items():
+        error = answer.json()["error"]
+        assert answer.status_code == 400, raw
+        if raw == "1e999":
+            assert (error["param"], error["message"]) == ("temperature", "temperature: the number 1e999 is too large for a "
+                                                                         "float (it decodes to infinity)")
+        else:
+            assert (error["param"], error["code"]) == ("body", "invalid_json")
+            assert error["message"] == f"body: {raw} is not JSON (RFC 8259 has no NaN or Infinity)"
+    assert engine.bodies("/v1/chat/completions") == []
 
 
 def test_vllms_own_error_events_pass_in_judge_serves_shape(tiny_causal_dir, engine, monkeypatch, caplog):

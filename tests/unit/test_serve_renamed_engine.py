@@ -51,9 +51,9 @@ def test_a_judgment_an_engine_answers_404_is_a_503_to_retry():
     refused = judgment_failed(EngineFailure("engine answered 400: too long", 400), state)
     assert refused.status_code == 400  # the engine's other refusals stay the client's to fix
     # a 404 that is not vLLM's for the model (an attached pooler without /classify, a path behind a proxy) is no
-    # renamed engine: not a 503 every client would retry forever
+    # renamed engine: not a 503 every client would retry forever, nor the client's 404 (judge-serve has the route)
     no_route = judgment_failed(EngineFailure("engine answered 404: Not Found", 404), state)
-    assert no_route.status_code == 404 and "retry-after" not in no_route.headers
+    assert no_route.status_code == 502 and "retry-after" not in no_route.headers
 
 
 def test_an_attached_engine_renamed_under_judge_serve_answers_503(tiny_causal_dir, monkeypatch):
