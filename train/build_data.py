@@ -167,6 +167,7 @@ def build_rows(
     zero_shot: str = "refuse",
     min_russian_share: float = 0.5,
     score_target: str = "mean",
+    split_spec: judge.SplitSpec | None = None,
 ) -> tuple[list[dict[str, Any]], BuildReport]:
     """Turn records into training rows.
 
@@ -177,6 +178,7 @@ def build_rows(
         zero_shot: ``"refuse"`` (raise on Zero-Shot records), ``"drop"`` or ``"allow"``.
         min_russian_share: minimum Cyrillic share of a rationale's letters.
         score_target: regression label: ``"mean"`` (``criteria_score``) or ``"expert"`` (the verdict's score).
+        split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
 
     Returns:
         (rows, report). A row has ``id`` (``<record id>/<verdict index>``), ``record_id``, ``prompt`` (the rendered
@@ -192,7 +194,7 @@ def build_rows(
     records = list(records)
     refuse_trace_rows(records)
     report = BuildReport(n_records=len(records), repeated_content=_repeated_content(records))
-    records, held_out = zero_shot_records(records, zero_shot)
+    records, held_out = zero_shot_records(records, zero_shot, split_spec)
     for record in held_out:
         report.n_verdicts += len(_verdicts(record))
         report.dropped["zero_shot"] += len(_verdicts(record))
@@ -285,13 +287,16 @@ _ZERO_SHOT_HINT = ("In judge-train: zero_shot: drop (--zero-shot drop) leaves Ze
                    "zero_shot: allow (--zero-shot allow) trains on every row without the check")  # fmt: skip
 
 
-def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str) -> tuple[list[JudgeRecord], list[JudgeRecord]]:
+def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str, spec: judge.SplitSpec | None = None,
+                      ) -> tuple[list[JudgeRecord], list[JudgeRecord]]:  # fmt: skip
     """The paper's no-Zero-Shot rule for training data, as every judge-train stage applies it.
 
     Args:
         records: the candidate training records.
         zero_shot: ``"refuse"`` (raise when any record belongs to the Zero-Shot test), ``"drop"`` (leave them out)
             or ``"allow"`` (keep every record, unchecked).
+        spec: the split whose task types and criteria are held out (default: the packaged one; a judge-train
+            config's ``split_file``: ``train.config.zero_shot_split``).
 
     Returns:
         (records to train on, Zero-Shot records left out), both in input order.
@@ -304,7 +309,7 @@ def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str) -> tuple[l
     records = list(records)
     if zero_shot == "refuse":
         try:
-            judge.check_no_leakage(records)
+            judge.check_no_leakage(records, spec)
         except judge.UnknownTaskTypeError as err:
             raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {_ZERO_SHOT_HINT}") from None
         except judge.LeakageError as err:
@@ -315,7 +320,7 @@ def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str) -> tuple[l
 
     try:
         # By instruction: a held-out criterion's row dropped alone left its instruction's other rows to train on.
-        splits = splits_of(records, judge.load_split_spec())
+        splits = splits_of(records, spec or judge.load_split_spec())
     except judge.UnknownTaskTypeError as err:
         raise judge.UnknownTaskTypeError(err.source, err.row, err.field, f"{err.message}. {_ZERO_SHOT_HINT}") from None
     kept = [r for r, split in zip(records, splits) if split != judge.ZERO_SHOT]
@@ -466,6 +471,10 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
     Returns:
         (train rows, eval rows, report); ``report.dropped["too_long"]`` counts the rows over ``max_length``.
     """
+    from train.config import zero_shot_split
+
+    spec = zero_shot_split(config)
+
     def build(source: str) -> tuple[list[dict], BuildReport]:
         rows, report = build_rows(
             load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows),
@@ -473,6 +482,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
             zero_shot=config.zero_shot,
             min_russian_share=config.min_russian_share,
             score_target=getattr(config, "score_target", "mean"),
+            split_spec=spec,
         )
         rows, n_long = drop_too_long(rows, tokenizer, config.max_length, text_of=text_of)
         if n_long:
@@ -569,6 +579,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--recipe", choices=["seq2seq", "regression"], default="seq2seq", help="Target format.")
     parser.add_argument("--zero-shot", "--zero_shot", dest="zero_shot", choices=["refuse", "drop", "allow"],
                         default="refuse", help="What to do with Zero-Shot rows (default: refuse).")  # fmt: skip
+    parser.add_argument("--split-file", "--split_file", dest="split_file", default="",
+                        help="Zero-Shot split YAML whose task types and criteria --zero-shot refuses or drops "
+                        "(default: the packaged judge/data/zero_shot.yaml).")  # fmt: skip
     parser.add_argument("--min-russian-share", "--min_russian_share", dest="min_russian_share", type=float,
                         default=0.5, help="Minimum Cyrillic share of a rationale's letters.")  # fmt: skip
     parser.add_argument("--score-target", "--score_target", dest="score_target", choices=["mean", "expert"],
@@ -581,6 +594,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = parser.prog
     try:
         refuse_bad_arguments(args)
+        try:  # before the data is read: a typo in the split file is said first, naming the flag
+            spec = judge.load_split_spec(args.split_file or None)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"--split-file: {err}") from None
         records = load_training_records(args.data, allow_benchmark_rows=args.allow_benchmark_rows)
         rows, report = build_rows(
             records,
@@ -588,6 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             zero_shot=args.zero_shot,
             min_russian_share=args.min_russian_share,
             score_target=args.score_target,
+            split_spec=spec,
         )
     except (judge.LeakageError, judge.RecordError, OSError, ValueError) as err:
         # ValueError: an unknown file type, a shard folder missing shards, a bound refused; OSError: a source that is

@@ -176,6 +176,9 @@ def check_training_data(config, *, download: bool = True) -> None:
         refuse_unfit_base(config.model_name_or_path, base)  # build_model's own check, before anything is written
     if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
+    from train.config import zero_shot_split
+
+    spec = zero_shot_split(config)
     for field in ("data", "eval_data"):
         source = getattr(config, field, None)
         if not source:
@@ -190,7 +193,7 @@ def check_training_data(config, *, download: bool = True) -> None:
             from train.grpo import grpo_rows
 
             rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
-                                     verdict_format=config.verdict_format)  # fmt: skip
+                                     verdict_format=config.verdict_format, split_spec=spec)  # fmt: skip
         elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
             from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
 
@@ -198,11 +201,12 @@ def check_training_data(config, *, download: bool = True) -> None:
                 continue  # not traces: the recipe holds out part of the training traces instead
             rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                         source=source, min_russian_share=config.min_russian_share,
-                                        traces_settings=traces_settings_for_config(config, source))  # fmt: skip
+                                        traces_settings=traces_settings_for_config(config, source),
+                                        split_spec=spec)  # fmt: skip
         else:
             rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
                                       min_russian_share=config.min_russian_share,
-                                      score_target=getattr(config, "score_target", "mean"))
+                                      score_target=getattr(config, "score_target", "mean"), split_spec=spec)
         if not rows:
             raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
 

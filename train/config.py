@@ -22,10 +22,13 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
 from judge.sample_data import SAMPLE_DATA  # ``data`` naming the bundled sample: one name in every CLI
+
+if TYPE_CHECKING:
+    from judge.splits import SplitSpec
 
 __all__ = [
     "ConfigError",
@@ -42,6 +45,7 @@ __all__ = [
     "GRPO_TRAINER_ARG_RANGES",
     "TINY_QWEN3",
     "load_config",
+    "zero_shot_split",
     "add_config_arguments",
     "config_from_args",
 ]
@@ -97,6 +101,11 @@ class TrainConfig:
         "refuse",
         "Zero-Shot rows (held-out task types and criteria): 'refuse' stops with an error naming them, 'drop' leaves "
         "them out and counts them, 'allow' trains on them (then the Zero-Shot test is no longer zero-shot).",
+    )
+    split_file: str = option(
+        "",
+        "Zero-Shot split YAML whose task types and criteria zero_shot refuses or drops (default: the packaged "
+        "judge/data/zero_shot.yaml); give the split stage's own split_file (configs/data/split.yaml) when it has one.",
     )
     allow_benchmark_rows: bool = option(
         False,
@@ -213,6 +222,7 @@ class TrainConfig:
             raise ConfigError(f"data: empty; give a file, folder or dataset name (or `{SAMPLE_DATA}`)")
         if self.zero_shot not in ("refuse", "drop", "allow"):
             raise ConfigError(f"zero_shot must be 'refuse', 'drop' or 'allow', got {self.zero_shot!r}")
+        zero_shot_split(self)  # a file that does not load stops the run before any folder is made
         if self.bf16 not in ("auto", "true", "false"):
             raise ConfigError(f"bf16 must be 'auto', 'true' or 'false', got {self.bf16!r}")
         if not 0.0 <= self.eval_fraction < 1.0:
@@ -565,6 +575,11 @@ class ClassifierConfig(TrainConfig):
             raise ConfigError(f"eval_data {self.eval_data!r} / eval_fraction {self.eval_fraction}: the classifier "
                               "recipe takes no validation set (eval_fraction 0, no eval_data); measure the export on "
                               "the bundled held-out set (bench/criteria_auto.py)")
+        # Its rows are split by the packaged split (judge.criteria_auto.labelled, train.criteria_rows): another
+        # split file would be recorded in run.json and never applied.
+        if self.split_file:
+            raise ConfigError(f"split_file {self.split_file!r}: the classifier recipe holds out the packaged split's "
+                              "task types (judge/data/zero_shot.yaml) and takes no other; leave split_file empty")
         default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "min_russian_share")
         if self.min_russian_share != default:
             raise ConfigError(f"min_russian_share {self.min_russian_share}: the classifier recipe does not apply it "
@@ -925,6 +940,21 @@ def config_from_args(args: argparse.Namespace, recipe: str | None = None) -> Tra
     names = {f.name for cls in RECIPES.values() for f in dataclasses.fields(cls)} - {"recipe"}
     overrides = {name: value for name, value in vars(args).items() if name in names}
     return load_config(getattr(args, "config", None), overrides, recipe=recipe or getattr(args, "recipe", None))
+
+
+def zero_shot_split(config: Any) -> SplitSpec:
+    """The Zero-Shot split a judge-train config's ``split_file`` names: ``judge.SplitSpec`` of that file, the packaged
+    one when it is "" (or the config has no such field). Read once: ``judge.load_split_spec`` keeps each file's.
+
+    Raises:
+        ConfigError: "split_file: ..." for a file that is missing or not a split file (judge.splits).
+    """
+    from judge import load_split_spec
+
+    try:
+        return load_split_spec(getattr(config, "split_file", "") or None)
+    except (OSError, ValueError) as err:  # FileNotFoundError is an OSError: a path that is not there
+        raise ConfigError(f"split_file: {err}") from None
 
 
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:

@@ -52,7 +52,7 @@ import judge
 from judge.checkpoints import TrainedLengths
 from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PromptTemplate
 from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_records
-from train.config import ConfigError, GRPORecipeConfig
+from train.config import ConfigError, GRPORecipeConfig, zero_shot_split
 from train.provenance import RunResult
 
 __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step",
@@ -106,8 +106,8 @@ class GRPOReport(BuildReport):
 
 
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
-              verdict_format: str = "integer",
-              template: PromptTemplate = POLLUX_PROMPT) -> tuple[list[dict[str, Any]], GRPOReport]:  # fmt: skip
+              verdict_format: str = "integer", template: PromptTemplate = POLLUX_PROMPT,
+              split_spec: judge.SplitSpec | None = None) -> tuple[list[dict[str, Any]], GRPOReport]:  # fmt: skip
     """Records as GRPO rows: the POLLUX prompt, the criterion's scale and the experts' reference score(s).
 
     Args:
@@ -119,6 +119,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
         verdict_format: the policy's verdict format, carried on every row for the reward functions.
         template: the prompt template the policy is asked with (``main``: the one judge-serve asks the base model
             with, ``judge.checkpoints.prompt_template_and_why``).
+        split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
 
     Returns:
         (rows, report). A row has ``id``, ``prompt`` (the rendered Russian judge prompt, no chat wrapping),
@@ -135,7 +136,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     """
     records = list(records)
     report = GRPOReport(n_records=len(records), n_verdicts=len(records))
-    kept, held_out = zero_shot_records(records, zero_shot)
+    kept, held_out = zero_shot_records(records, zero_shot, split_spec)
     report.dropped["zero_shot"] += len(held_out)
     report.zero_shot_ids = [record.id for record in held_out[:20]]
     rows = []
@@ -670,7 +671,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     (logger.warning if base_checkpoint.not_here else logger.info)("GRPO prompt template %s: %s", template.version,
                                                                    template_why)
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
-                             verdict_format=config.verdict_format, template=template)  # fmt: skip
+                             verdict_format=config.verdict_format, template=template,
+                             split_spec=zero_shot_split(config))  # fmt: skip
     # Too few prompts for one step are refused before the tokenizer, the model or the run folder: screening the
     # prompts (below, with the tokenizer) only leaves fewer.
     check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())

@@ -216,7 +216,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             f"- base model: `{base_model}`",
             f"- prompt version: `{manifest.get('prompt_version') or run.get('prompt_version') or NOT_RECORDED}` "
             "(the judge must be prompted with the same template: judge-serve checks it)",
-            f"- data: `{config.get('data', NOT_RECORDED)}`; Zero-Shot rows: `{config.get('zero_shot', NOT_RECORDED)}`; "
+            f"- data: `{config.get('data', NOT_RECORDED)}`; Zero-Shot rows: `{config.get('zero_shot', NOT_RECORDED)}`"
+            # which task types were held out: the packaged split's unless the run named its own
+            + (f" (split file `{config['split_file']}`)" if config.get("split_file") else "") + "; "
             f"{_num(data.get('n_train')) if data else NOT_RECORDED} training rows, "
             f"{_num(data.get('n_eval')) if data else NOT_RECORDED} validation rows"
             + (f" (from {_num(data.get('n_records'))} records, {_num(_expert_scores(data))} expert verdicts)"

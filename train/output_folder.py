@@ -318,7 +318,7 @@ RESUME_FREE = frozenset({
 #: vLLM generates. A field in neither list is kept, so that a new field is refused until someone decides.
 RESUME_KEEPS = frozenset({
     # what is trained, on what
-    "recipe", "model_name_or_path", "seed", "data", "eval_data", "zero_shot", "allow_benchmark_rows",
+    "recipe", "model_name_or_path", "seed", "data", "eval_data", "zero_shot", "split_file", "allow_benchmark_rows",
     "min_russian_share", "eval_fraction", "max_rows", "max_length",
     # the optimisation
     "learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps", "global_batch_size",

@@ -43,7 +43,7 @@ import judge
 from judge.checkpoints import TrainedLengths
 from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
-from train.config import ConfigError, Seq2SeqConfig
+from train.config import ConfigError, Seq2SeqConfig, zero_shot_split
 from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
@@ -326,7 +326,8 @@ def _trace_references(record, agreement: str, no_unique_mode: str) -> tuple[tupl
 
 def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str = "refuse",
                  source: str = "<records>", traces_settings: dict[str, Any] | None = None,
-                 min_russian_share: float = 0.5) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+                 min_russian_share: float = 0.5, split_spec: judge.SplitSpec | None = None,
+                 ) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
     """Integer-format training rows from reasoning traces: one row per record with ``reasoning`` and ``reasoning_score``.
 
     The records are ``judge-train data traces`` output (or any POLLUX-format records with those two columns): the
@@ -345,6 +346,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
             wrote records its ``agreement`` and ``tolerance``, and is judged by them.
         min_russian_share: the least Cyrillic share of the reasoning's letters (``train.build_data.russian_share``),
             as build-data requires of a tagged rationale (its ``min_russian_share``).
+        split_spec: the Zero-Shot split ``zero_shot`` applies (default: the packaged one).
 
     Returns:
         (rows, ``train.build_data.BuildReport``). A row has ``id``, ``record_id`` (the judged item's, ``item_id`` when
@@ -376,7 +378,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     rule = traces_settings if traces_settings is not None else traces_agreement(None if source == "<records>" else source)
     records = list(records)
     report = BuildReport(n_records=len(records), n_verdicts=len(records))
-    records, held_out = zero_shot_records(records, zero_shot)
+    records, held_out = zero_shot_records(records, zero_shot, split_spec)
     if held_out:
         report.dropped["zero_shot"] += len(held_out)
         report.zero_shot_ids.extend(record.id for record in held_out[:20])
@@ -483,11 +485,14 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
     """
     from train import build_data
 
+    spec = zero_shot_split(config)
+
     def build(source: str):
         records = build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
-                                    traces_settings=traces_settings_for_config(config, source))  # fmt: skip
+                                    traces_settings=traces_settings_for_config(config, source),
+                                    split_spec=spec)  # fmt: skip
         # counted as trained: a template that drops the reasoning from a rendered turn (R1 distills, QwQ) would
         # count the row without it, and the row be dropped only after the split and the max_rows cut
         rows, n_long = build_data.drop_too_long(

@@ -70,6 +70,8 @@ def test_every_field_of_every_recipe_is_either_kept_or_may_change_on_a_resume():
     (Seq2SeqConfig, {"model_name_or_path": "t-tech/T-lite-it-1.0", "max_length": 2048},
      ["model_name_or_path: 'tiny-qwen2' -> 't-tech/T-lite-it-1.0'", "max_length: 4096 -> 2048"]),
     (Seq2SeqConfig, {"packing": True}, ["packing: False -> True"]),
+    # another Zero-Shot split: the steps so far refused or dropped by the earlier one's task types
+    (GRPORecipeConfig, {"split_file": "my_split.yaml"}, ["split_file: '' -> 'my_split.yaml'"]),
     (Seq2SeqConfig, {"trainer_args": {"adam_beta2": 0.95}}, ["trainer_args.adam_beta2: '(not set)' -> 0.95"]),
     (RegressionConfig, {"score_loss_weight": 2.0}, ["score_loss_weight: 1.0 -> 2.0"]),
     (GRPORecipeConfig, {"rewards": {"format_reward": 1.0}}, ["rewards: "]),

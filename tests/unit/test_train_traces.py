@@ -512,6 +512,28 @@ def test_zero_shot_and_benchmark_rows_are_refused_as_build_data_refuses_them(tea
     assert len(teacher.requests) == 4  # only the drop run's first item
 
 
+def test_zero_shot_rows_are_those_of_the_split_file_given(teacher, tmp_path, capsys):
+    """``split_file`` names the split the stage refuses by, as judge-train's own: a split holding out only the task
+    type of A and B (Standard under the packaged split, which the stage accepts above) stops the stage before any
+    request, naming both; a split file that is not there stops it naming the setting, with no folder made."""
+    held_out = RECORDS[1]["task_type"]
+    assert held_out not in judge.load_split_spec().task_types
+    split = tmp_path / "split.yaml"
+    split.write_text(f"version: mine\ntask_types:\n  - {held_out}\ncriteria: []\n", encoding="utf-8")
+    config = write_config(tmp_path, teacher.base_url)
+    argv = ["traces", "--config", str(config), "--input", str(write_inputs(tmp_path, RECORDS[:2])), "--output",
+            str(tmp_path / "refused"), "--split-file", str(split)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "2 items belong to the Zero-Shot test" in err and ": A, B;" in err
+    assert teacher.requests == []
+
+    assert main([*argv[:-3], str(tmp_path / "never"), "--split-file", str(tmp_path / "missing.yaml")]) == 2
+    assert "traces: split_file:" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
+    assert teacher.requests == []
+
+
 def test_shipped_traces_config_parses_and_names_its_command(capsys):
     """configs/data/traces.yaml parses (teacher: judge-serve's Pollux-4B-Judge, k = 4, mode, tolerance 0) and starts
     with the command that runs it; --help lists the stage's flags."""

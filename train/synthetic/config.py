@@ -322,6 +322,8 @@ class TracesConfig(_Common):
                                   "recipe's min_russian_share (default the same 0.5)")
     zero_shot: str = _f("refuse", "Zero-Shot items (held-out task types and criteria), as build-data: refuse (stop, "
                         "naming them), drop (leave out and count) or allow", choices=("refuse", "drop", "allow"))
+    split_file: str = _f("", "Zero-Shot split YAML whose held-out task types and criteria zero_shot refuses or drops "
+                         "(default: the packaged judge/data/zero_shot.yaml); judge-train's own split_file")
     allow_benchmark_rows: bool = _f(False, "accept rows in the released POLLUX benchmark's schema (refused as "
                                     "build-data refuses them: its dataset card asks that it not be used for training)")
     system_prompt: str = _f("", "system message sent before the judge prompt (empty: none, as judge-serve prompts)")
@@ -329,6 +331,20 @@ class TracesConfig(_Common):
     def check_runnable(self) -> None:
         if not self.teacher:
             raise ValueError("traces: no teacher endpoint configured ('teacher' in the YAML)")
+        self.zero_shot_split()  # a split file that does not load stops the stage before its folder is made
+
+    def zero_shot_split(self):
+        """The ``judge.SplitSpec`` of ``split_file`` (the packaged one when it is "").
+
+        Raises:
+            ValueError: "traces: split_file: ..." for a file that is missing or not a split file.
+        """
+        from judge import load_split_spec
+
+        try:
+            return load_split_spec(self.split_file or None)
+        except (OSError, ValueError) as err:  # FileNotFoundError is an OSError, which the CLI's check does not catch
+            raise ValueError(f"traces: split_file: {err}") from None
 
 
 @dataclass

@@ -261,7 +261,7 @@ def training_records(input_path: str | Path, config: TracesConfig, counts: dict 
         str(judge.sample_data_path()) if str(input_path) == SAMPLE_DATA else str(source))
     if load_report.n_benchmark_rows and not config.allow_benchmark_rows:
         records = load_training_records(str(source), allow_benchmark_rows=False)
-    records, held_out = zero_shot_records(records, config.zero_shot)
+    records, held_out = zero_shot_records(records, config.zero_shot, config.zero_shot_split())
     skipped = [(record, "zero_shot") for record in held_out]
     items = []
     for record in records:
