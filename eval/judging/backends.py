@@ -13,7 +13,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~690 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~700 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
 apart, each client would restate them.
 """
@@ -42,7 +42,7 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
-           "FINISH_REASON_CHARS"]
+           "FINISH_REASON_CHARS", "is_scored_cut"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -500,14 +500,15 @@ class JudgeServeBackend:
         if refused:
             raise Refused(f"judge-serve's engine refused {short(str([r.criterion for r in refused]), 200)} of "
                           f"{batch[0].id}: {short(refused[0].error_reason or '', 200)}", 400, refused[0].error_reason or "")
-        return [self._outcome(result) for result in results]
+        return [self._outcome(result, self.config.cut_rationale) for result in results]
 
     @staticmethod
-    def _outcome(result: JudgeResult) -> dict[str, Any]:
+    def _outcome(result: JudgeResult, cut_rationale: str = "fail") -> dict[str, Any]:
         """A predictions row's judge fields (``eval.judging.predictions.PredictionRow``) from one ``/v1/judge`` result.
 
-        A regression head's score on a generation ``max_tokens`` stopped is a ``cut`` failure (``_cut_rationale``)."""
-        if (cut := _cut_rationale(result)) is not None:
+        A regression head's score on a generation ``max_tokens`` stopped is a ``cut`` failure (``_cut_rationale``),
+        unless ``cut_rationale`` (the run's setting) is ``score``: then it is scored, as POLLUX scores it."""
+        if cut_rationale != "score" and (cut := _cut_rationale(result)) is not None:
             return cut
         ok = result.parse_ok and result.score is not None
         return past_bound({
@@ -540,7 +541,8 @@ def _cut_rationale(result: JudgeResult) -> dict[str, Any] | None:
     judge-serve fails an export's cut rationale itself, but scores a released ``-r`` judge's (``head_input``
     "generated_text"), as POLLUX's scoring reads whatever the generation wrote. A run reads it as judge-serve reads a
     cut export rationale and a cut tagged verdict: the head's value on a text the judge did not finish is no verdict,
-    so it is counted among the failures, never scored; the reason keeps the value.
+    so it is counted among the failures, never scored; the reason keeps the value. A departure from POLLUX, so a
+    named one: the run setting ``cut_rationale: score`` scores it as POLLUX does (``is_scored_cut`` counts them).
     """
     if result.score_source != ScoreSource.REGRESSION_HEAD or result.finish_reason != "length":
         return None
@@ -549,6 +551,12 @@ def _cut_rationale(result: JudgeResult) -> dict[str, Any] | None:
               "run with a larger --max-tokens gives it room")
     return {**failed_outcome(VerdictError.CUT, reason),
             "raw_output": result.output, "feedback": result.feedback or "", "finish_reason": result.finish_reason}
+
+
+def is_scored_cut(row: Any) -> bool:
+    """Whether a predictions row holds a regression head's score on a rationale ``max_tokens`` cut: a row
+    ``cut_rationale: score`` kept, where ``fail`` writes a ``cut`` failure (``_cut_rationale``)."""
+    return bool(row.parse_ok and row.score_source == ScoreSource.REGRESSION_HEAD and row.finish_reason == "length")
 
 
 def reasoning_of(message: Any) -> str | None:

@@ -72,6 +72,11 @@ class RunConfig:
                                "verdicts were asked with (run.json's config.max_tokens) and refuses another.")
     temperature: float = _f(0.0, "Sampling temperature, 0 or more (0: greedy).")
     lenient: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    cut_rationale: str = _f("fail", "A released -r (regression) judge's rationale cut by max_tokens (finish_reason "
+                                    "length), which judge-serve's head still scores: fail records a cut failure (no "
+                                    "score; the head's value in its reason); score keeps the head's value, as POLLUX's "
+                                    "own pipeline scores whatever the generation wrote (the row's finish_reason stays "
+                                    "length; the run's summary counts them in cut_scored). docs/released-pollux.md.")
     pairwise_orders: str = _f("both", "Pairwise rows (answer_1/answer_2): both asks each pair in both orders (position "
                                       "bias shows as verdicts that do not flip with the order); original asks once.")
     batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
@@ -112,7 +117,7 @@ class RunConfig:
         """Raise ``ConfigError`` naming the first bad key."""
         choices = {"prompt": ("ru", "en"), "verdict_format": ("auto", *VerdictFormat.ALL), "pairwise_orders": ("both", "original"), "backend": ("auto", "chat", "judge-serve"),
                    "split": ("all", "zero_shot", "standard"), "server": ("auto", "judge-serve", "vllm"),
-                   "prompt_version": ("auto", *PROMPT_TEMPLATES)}
+                   "prompt_version": ("auto", *PROMPT_TEMPLATES), "cut_rationale": ("fail", "score")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(f"{key}: {getattr(self, key)!r} is not one of {', '.join(allowed)}")

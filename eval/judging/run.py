@@ -43,7 +43,7 @@ Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.j
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~570 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~580 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``breaker``, ``run_settings``).
 """
@@ -65,8 +65,8 @@ from typing import Any
 from eval.judging.config import RunConfig
 from eval.judging.breaker import FailingStreak, stop_after
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   NoRoom, Refused, ServerChanged, failed_outcome, short, too_long_outcome,
-                                   unasked_first)
+                                   NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
+                                   too_long_outcome, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -111,7 +111,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     queue: asyncio.Queue = asyncio.Queue()
     for batch in batches:  # in prefix order: workers take them in that order
         queue.put_nowait(batch)
-    counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
+    counts = {"written": 0, "parse_failed": 0, "request_failed": 0, "cut_scored": 0}
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
     journal = JournalWriter(path)
     policy = retry_policy(config)
@@ -134,6 +134,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
                 counts["request_failed"] += 1
             elif not row.parse_ok:
                 counts["parse_failed"] += 1
+            counts["cut_scored"] += is_scored_cut(row)
         bar.update(len(batch))
         if watch is not None:
             watch.offer(rows)
@@ -300,7 +301,8 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
 
     Returns:
         A summary: ``n_items``, ``n_done_before`` (resumed), ``written``, ``parse_failed``, ``request_failed``,
-        ``predictions`` (path) and ``judge`` (label).
+        ``predictions`` (path) and ``judge`` (label); with ``cut_rationale`` ``score``, ``cut_scored``: the rows
+        written now that hold a regression head's score on a rationale ``max_tokens`` cut.
 
     Raises:
         ConfigError: a bad key; RecordError: bad data; EndpointUnusable: a local server that does not start;
@@ -395,6 +397,9 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
     if pairwise and config.prompt_version != "auto":  # names a pointwise template: never silently left unused
         raise ConfigError(f"prompt_version: {config.prompt_version} names a pointwise template; {config.data} holds "
                           "pairwise rows, asked with the pairwise one: drop --prompt-version")
+    if pairwise and config.cut_rationale != "fail":  # no regression head's score to read: never silently unused
+        raise ConfigError(f"cut_rationale: {config.cut_rationale} reads a regression judge's pointwise score; "
+                          f"{config.data} holds pairwise rows, which it would not change: drop --cut-rationale")
     if pairwise:  # every pair in both orders by default
         predictions = out / PAIRWISE_PREDICTIONS
         orders = ORDERS if config.pairwise_orders == "both" else ORDERS[:1]
@@ -563,6 +568,14 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                      else ChatBackend(base_url, api_key, model, config, template))
             watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" and config.prompt == "ru" else None
             counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch, failed_before))
+    # Counted only where asked for: under fail no row is scored on a cut rationale, and a summary's keys stay as
+    # they were for every run that does not depart from them.
+    cut_scored = counts.pop("cut_scored", 0)
+    if config.cut_rationale == "score":
+        counts["cut_scored"] = cut_scored
+        if cut_scored:
+            log.info("%d rows written now scored by the regression head on a rationale max_tokens cut (cut_rationale "
+                     "score, as POLLUX scores them); their finish_reason is length", cut_scored)
     if not predictions.exists():
         predictions.touch()
     return {"n_items": len(records), "n_done_before": n_done if pairwise else len(done), **counts, "predictions": str(predictions),

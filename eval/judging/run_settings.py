@@ -38,6 +38,8 @@ def run_key(config: RunConfig) -> dict[str, Any]:
     key = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUME_FREE}
     if key["prompt_version"] == "auto":  # today's rule: folders keyed before the setting existed resume as they were
         del key["prompt_version"]
+    if key["cut_rationale"] == "fail":  # the rule before the setting existed: those folders resume
+        del key["cut_rationale"]
     if str(key["judge"]).startswith(("http://", "https://")):
         key["judge"] = "<url>"
     if key["data"] and _is_sample(key["data"]):

@@ -6,13 +6,15 @@
   None, resume as they did, and merge beside new ones.
 - A released ``-r`` judge's rationale cut by ``max_tokens``: judge-serve's head still scores it, as POLLUX scores it
   (``serve.judging``); judge-eval records it as a ``cut`` failure, as judge-serve itself fails an export's cut
-  rationale and a cut tagged verdict, never as the head's score on a rationale the judge did not finish.
+  rationale and a cut tagged verdict, never as the head's score on a rationale the judge did not finish; with the
+  run setting ``cut_rationale: score`` it keeps the head's score, as POLLUX does (``test_eval_cut_rationale``).
 
 The judges are scripted on 127.0.0.1 (``tests.support.scripted_endpoint``), judge-serve's ``Judge`` runs in process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -66,6 +68,37 @@ def test_a_released_regression_judges_cut_rationale_is_a_cut_row_not_the_heads_s
     assert (row["raw_output"], row["finish_reason"]) == (cut, "length")
     assert "max_tokens" in row["reason"]
     PredictionRow.from_json({"id": "q1", **row})  # a row every reader takes
+
+
+def test_a_released_regression_judges_cut_rationale_keeps_the_heads_score_under_cut_rationale_score(qwen_tokenizer):
+    """``cut_rationale: score`` reads judge-serve's result as POLLUX scores it: the head's 1.5, the finish_reason
+    still ``length`` (what tells the row was cut)."""
+    cut = "[FEEDBACK] Рифма ес"
+    body, _ = judged(judge_settings("regression", head_input="generated_text"), qwen_tokenizer, REQUEST,
+                     _regression_engine(cut, "length"))
+    (row,) = _judged_by_judge_eval_with(RECORDS, body, cut_rationale="score")
+    assert (row["parse_ok"], row["score"], row["error"], row["reason"]) == (True, 1.5, None, "")
+    assert (row["score_source"], row["regression_score"]) == ("regression_head", 1.5)
+    assert (row["raw_output"], row["finish_reason"]) == (cut, "length")
+    PredictionRow.from_json({"id": "q1", **row})
+    (default,) = _judged_by_judge_eval_with(RECORDS, body)
+    assert (default["score"], default["error"]) == (None, VerdictError.CUT)
+
+
+def _judged_by_judge_eval_with(records, answer: dict, **settings) -> list[dict]:
+    """``tests.support.judge_in_process.judged_by_judge_eval`` under run ``settings`` (``RunConfig`` fields)."""
+    from eval.judging.backends import JudgeServeBackend
+    from eval.judging.config import RunConfig
+
+    async def ask(root: str) -> list[dict]:
+        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format="tagged", **settings))
+        try:
+            return await backend.judge(records)
+        finally:
+            await backend.aclose()
+
+    with ScriptedEndpoint(lambda path, _: (200, dict(answer))) as server:
+        return asyncio.run(ask(server.base_url.removesuffix("/v1")))
 
 
 def test_a_released_regression_judges_whole_rationale_keeps_the_heads_score(qwen_tokenizer):
