@@ -57,7 +57,9 @@ __all__ = [
     "RecordError",
     "RowIndex",
     "content_id",
+    "kind_words",
     "row_place",
+    "value_words",
     "records_from_rows",
 ]
 
@@ -113,6 +115,27 @@ def row_place(row: int | None) -> str | None:
     if isinstance(row, RowIndex):
         return f"row index {int(row)}"
     return f"row {row}"
+
+
+#: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
+_KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
+                                int: "an integer", float: "a number", bool: "true or false",
+                                type(None): "null"}  # fmt: skip
+
+
+def kind_words(kind: type | tuple[type, ...]) -> str:
+    """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
+    words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def value_words(value: Any) -> str:
+    """What a JSON value is, for "should be X, got Y": "null", "an object", "a list", "an integer"..."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, Mapping):
+        return "an object"
+    return _KIND_WORDS.get(type(value), type(value).__name__)
 
 
 class RecordError(ValueError):

@@ -199,7 +199,11 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                                        comparable_with_mera=False)  # fmt: skip
     name = "ruhumaneval" if resolved.comparable_with_mera else f"humaneval-en ({NOT_COMPARABLE})"
     n = 1 if config.self_check else config.n
-    sandbox = Sandbox(Limits(timeout_s=config.exec_timeout, memory_mb=config.memory_mb), isolation=config.sandbox)
+    limits = Limits(timeout_s=config.exec_timeout, deadline=config.deadline, memory_mb=config.memory_mb)
+    sandbox = Sandbox(limits, isolation=config.sandbox)
+    # What the saved generations depend on. The execution settings (--extraction, --exec-timeout, --deadline,
+    # --memory-mb) are not in it: every run executes every sample again, so a rerun under others rescores the
+    # saved samples, where a refusal would have them discarded (--overwrite) and paid for again.
     run_key = {
         "task": "ruhumaneval", "model": config.model, "data_sha256": sha256_of(data), "limit": config.limit,
         "self_check": config.self_check, "mode": config.mode, "n": n, "temperature": config.temperature,
@@ -337,8 +341,9 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     # A budget above the samples asked for (the self-check's one) can never be scored: only the others are reported,
     # and one of those left without a value (a sandbox error) is named in pass@k_omitted.
     metrics = summarize(outcomes, ks=[k for k in config.k if k <= n])
+    # The deadline too: metrics.json outlives a rerun stopped before it, whose run.json may say another.
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
-                   extraction=config.extraction, **resolved.describe())  # fmt: skip
+                   extraction=config.extraction, deadline=config.deadline, **resolved.describe())  # fmt: skip
     metrics.setdefault("benchmark", "ruHumanEval (MERA)")
     write_json(out / METRICS_FILE, metrics)
     scores = "; ".join(part for part in [", ".join(f"{k}={v:.4f}" for k, v in metrics["pass@k"].items()),

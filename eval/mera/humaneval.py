@@ -37,10 +37,12 @@ Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe
   for every model (HumanEval/10 ``make_palindrome`` calls ``is_palindrome``, /32 ``find_zero`` calls ``poly``, which
   uses ``math``; /38 ``decode_cyclic`` calls ``encode_cyclic``), unless ``utils.py`` happens to hold a global of
   that name (``os``, ``np``, ``List``...). Here the program runs as a module, one namespace: those samples can pass.
-* **Deadline.** The harness gives the whole sample one process joined with ``timeout + 1`` = 4 s (its 3 s alarm
-  covers only ``exec`` of the program); here each test call runs in a fresh namespace and a sample gets
-  ``--exec-timeout`` (3 s) times its number of tests, one deadline fixed when it starts: a slow sample with many
-  tests can pass here and time out there.
+* **Deadline** (the named option ``deadline``). The harness gives the whole sample one process joined with
+  ``timeout + 1`` = 4 s (``check_correctness``; its 3 s alarm covers only ``exec`` of the program); here each test
+  call runs in a fresh namespace and, by default (``--deadline per-test``), a sample gets ``--exec-timeout`` (3 s)
+  times its number of tests, one deadline fixed when it starts: a slow sample with many tests can pass here and
+  time out there. ``--deadline harness`` gives the whole sample the harness's one ``--exec-timeout`` + 1, fixed
+  when it is ready (after the interpreter's start, which the harness's 4 s include).
 * **Interpreter.** The harness runs in the evaluation environment (numpy and the rest of its packages importable);
   the sandbox runs ``python -S``, the standard library only: ``import numpy`` is a runtime error here.
 * **None.** Here a call returning ``None`` is compared as ``"None"`` and a call that raises fails. The harness
@@ -65,6 +67,7 @@ from typing import Any
 
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, SANDBOX_ERROR, STATUSES, ExecJob, tests_as_literal
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
+from judge.records import kind_words, value_words
 
 
 #: The instruction that wraps OpenAI HumanEval stubs (MERA rows carry their own): one of the two wordings of the
@@ -138,27 +141,6 @@ def _where(line_no: int, row: Mapping[str, Any]) -> str:
     meta = row.get("meta") if isinstance(row.get("meta"), Mapping) else {}
     ident = row.get("task_id", meta.get("id"))
     return line_place(line_no) + (f" (id {ident})" if ident is not None else "")
-
-
-#: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
-_KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
-                                int: "an integer", float: "a number", bool: "true or false",
-                                type(None): "null"}  # fmt: skip
-
-
-def kind_words(kind: type | tuple[type, ...]) -> str:
-    """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
-    words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
-
-
-def value_words(value: Any) -> str:
-    """What a JSON value is, for "should be X, got Y": "null", "an object", "a list", "an integer"..."""
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else str(value).lower()
-    if isinstance(value, Mapping):
-        return "an object"
-    return _KIND_WORDS.get(type(value), type(value).__name__)
 
 
 def _require(row: Mapping[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.mera.humaneval import kind_words, value_words
+from judge.records import kind_words, value_words
 
 
 def progress_field(row: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, *,

@@ -104,9 +104,9 @@ from typing import Any
 from eval.mera.client import REASONING_NOT_FINISHED  # the client's word for a reply cut in its reasoning, shared
 from eval.mera.config import think_blocks_refusal
 from eval.mera.extraction import after_reasoning
-from eval.mera.humaneval import kind_words, value_words
 from eval.mera.task_rows import DataError, iter_task_rows, line_place
 from judge.plumbing.journal import JournalWriter, open_journal
+from judge.records import kind_words, value_words
 
 CHOICES = ("1", "2")
 ANSWER_PARSERS = ("mera", "choice")
@@ -180,7 +180,7 @@ def _as_list(value: Any, where: str, dotted: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, list):
-        raise DataError(f"{where}: field {dotted!r} should be a list or a string, got {type(value).__name__}")
+        raise DataError(f"{where}: field {dotted!r} should be {kind_words((list, str))}, got {value_words(value)}")
     return tuple(str(v) for v in value)
 
 

@@ -31,7 +31,8 @@ Layers, outermost first (each one assumes the ones inside it can be bypassed):
    outside the address space and, without bubblewrap's IPC namespace, outlives the sample). A sample the CPU-seconds
    limit kills is a timeout, as one past its deadline is (``outcome_of``'s ``exit_status``).
 5. **One wall-clock deadline per sample**, fixed when the child reports it is ready (``timeout_s`` per test call,
-   times the number of calls) and never moved: nothing the sample writes to its result pipe extends it. Past it,
+   times the number of calls; or MERA's harness's ``timeout_s + 1`` for the whole sample: ``Limits.deadline``) and
+   never moved: nothing the sample writes to its result pipe extends it. Past it,
    when the sample is done, or at once when the run is interrupted (``StopSignal``), its process tree is killed through ``judge.plumbing.processes`` (``kill_descendants``,
    then SIGKILL to its session's process group).
 6. **A minimal environment** (``PYTHONHASHSEED=0`` so ``str()`` of sets and dicts is reproducible) and a guard
@@ -61,7 +62,7 @@ missing, too old, or refuses to run by itself (its own ``bwrap:`` message); a pr
 (a loaded machine) or whose child failed raises ``SandboxUnavailable``, naming ``--sandbox none`` as the explicit
 choice. ``"bwrap"`` never falls back.
 
-Why one module of ~1,490 lines: it is one security boundary, and each layer above is written against the others'
+Why one module of ~1,510 lines: it is one security boundary, and each layer above is written against the others'
 weaknesses (the filter bubblewrap loads, the options each bubblewrap version accepts, the identity the namespaces
 map, the limits the run loop enforces), so a change to one is read against the rest. Only the child's side, which
 runs inside, is apart (``sandbox_child.py``).
@@ -105,6 +106,11 @@ PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR = (
     "passed", "syntax", "runtime", "timeout", "wrong_answer", "sandbox_error",
 )  # fmt: skip
 STATUSES = (PASSED, SYNTAX, RUNTIME, TIMEOUT, WRONG_ANSWER, SANDBOX_ERROR)
+#: How a sample's one deadline is sized (``Limits.deadline``): ``per-test``, ``timeout_s`` per test call (a slow
+#: sample with many tests still passes), or ``harness``, MERA's ``timeout_s + 1`` for the whole sample
+#: (MERA-Evaluation/MERA ``benchmark_tasks/ruhumaneval/utils.py`` ``check_correctness``: the sample's process is
+#: joined with ``timeout + 1``).
+DEADLINES = ("per-test", "harness")
 
 NOBODY = 65534
 _CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py")
@@ -171,10 +177,12 @@ class Limits:
     Attributes:
         timeout_s: Wall seconds for each test call (kwargs tasks) or for ``check()`` (HumanEval tasks), compiling
             and running the module body included. A sample gets ``timeout_s`` x its number of calls in all, as one
-            deadline fixed when it is ready (a slow call may use time a quick one left).
+            deadline fixed when it is ready (a slow call may use time a quick one left); under ``deadline``
+            ``harness``, ``timeout_s + 1`` in all (``sample_seconds``).
+        deadline: One of ``DEADLINES``: ``per-test`` (the default, a deviation from MERA's harness) or ``harness``.
         startup_s: Wall seconds for the sandbox and interpreter to start (generous: the machine is shared).
         memory_mb: Address-space limit (RLIMIT_AS), MiB.
-        cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from ``timeout_s`` and the number of tests.
+        cpu_s: CPU-seconds limit (RLIMIT_CPU); ``None`` derives it from the sample's deadline (``sample_seconds``).
         nproc: RLIMIT_NPROC for the sandbox user: a sample runs at most ``nproc`` threads, its main one included
             (new processes are refused outright by the seccomp filter). Under bubblewrap each sample is alone in a
             user namespace of its own and has the whole budget; without it the samples running at once (and
@@ -190,6 +198,7 @@ class Limits:
     """
 
     timeout_s: float = 3.0
+    deadline: str = "per-test"
     startup_s: float = 15.0
     memory_mb: int = 1024
     cpu_s: int | None = None
@@ -198,6 +207,15 @@ class Limits:
     nofile: int = 64
     tmpfs_mb: int = 64
     max_output_chars: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.deadline not in DEADLINES:
+            raise ValueError(f"deadline must be one of {', '.join(DEADLINES)}, got {self.deadline!r}")
+
+    def sample_seconds(self, n_steps: int) -> float:
+        """Wall seconds a sample of ``n_steps`` test calls gets, from the moment it is ready: ``timeout_s`` x
+        ``n_steps`` (``per-test``), or ``timeout_s + 1`` whatever its number of tests (``harness``)."""
+        return self.timeout_s + 1 if self.deadline == "harness" else self.timeout_s * n_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1245,7 +1263,8 @@ class Sandbox:
             "processes": "one per sample: fork, vfork and clone of a process refused by a seccomp filter, and so is "
                          "memfd_create, shmget, msgget and semget (and POSIX message queues by RLIMIT_MSGQUEUE 0), "
                          "so memory_mb bounds all that a sample runs and holds, beside its files",
-            "deadline": "timeout_s x the sample's test calls, fixed when it is ready",
+            "deadline": ("timeout_s + 1 for the whole sample (MERA's harness)" if self.limits.deadline == "harness"
+                         else "timeout_s x the sample's test calls") + ", fixed when it is ready",
         }
 
     def _probe_bwrap(self) -> tuple[bool, str, bool, str]:
@@ -1320,7 +1339,7 @@ class Sandbox:
 
     def _job_payload(self, job: ExecJob) -> bytes:
         limits = self.limits
-        cpu_s = limits.cpu_s or math.ceil(limits.timeout_s * (job.n_steps + 1)) + 1
+        cpu_s = limits.cpu_s or math.ceil(limits.sample_seconds(job.n_steps) + limits.timeout_s) + 1
         payload = {
             "program": job.program,
             "entry_point": job.entry_point,
@@ -1431,7 +1450,7 @@ class Sandbox:
         ``("interrupted", ...)``: the run is being interrupted, and the sample is killed with no grace).
 
         Two deadlines, each set once: ``startup_s`` from the start until the child's first ``ready`` (written by
-        the trusted child before the sample is compiled), then ``timeout_s x n_steps`` from that moment. The
+        the trusted child before the sample is compiled), then ``Limits.sample_seconds`` from that moment. The
         sample shares the child's process and can write to the pipe, so nothing it writes moves either one; and
         what it writes is bounded twice, in bytes (``_MAX_CHANNEL_BYTES``) and in events (``n_steps +
         _EXTRA_EVENTS``): past either, reading stops and the sample fails (a runtime error of the sample). So does a
@@ -1486,4 +1505,4 @@ class Sandbox:
                     if event.get("ev") == "done":
                         return "", None
                     if stopped_by == "startup" and event.get("ev") == "ready":
-                        deadline, stopped_by = time.monotonic() + self.limits.timeout_s * n_steps, "deadline"
+                        deadline, stopped_by = time.monotonic() + self.limits.sample_seconds(n_steps), "deadline"

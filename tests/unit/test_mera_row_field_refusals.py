@@ -73,3 +73,18 @@ def test_type_errors_name_json_kinds_not_python_classes():
         parse_rutie_row(rutie, 2)
     assert str(err.value).endswith("should be a string, an integer or a number, got true")
     assert "class" not in str(err.value)
+
+
+def test_the_row_error_wording_is_one_pair_of_functions_in_judge_records():
+    """The data rows (ruHumanEval, ruTiE) and the resumed progress rows name a JSON kind through the same two
+    functions, kept beside ``row_place``: one wording, one place to change it."""
+    from eval.mera import humaneval, progress_rows, rutie
+    from judge import records
+
+    assert records.kind_words((int, str)) == "an integer or a string"
+    assert records.kind_words((str, int, float)) == "a string, an integer or a number"
+    assert [records.value_words(v) for v in (None, False, {}, [], "", 1, 1.5)] == \
+        ["null", "false", "an object", "a list", "a string", "an integer", "a number"]
+    assert {"kind_words", "value_words"} <= set(records.__all__)
+    for module in (humaneval, progress_rows, rutie):
+        assert (module.kind_words, module.value_words) == (records.kind_words, records.value_words), module

@@ -401,9 +401,9 @@ def test_parse_rutie_row_reads_the_documented_format():
         (_with("meta.question_id", "first"), "'meta.question_id' is not an integer"),
         (_with("meta.dialog_id", KeyError), "field 'meta.dialog_id' is missing"),
         (_with("instruction", "{context} {question} {context}"), "{context} more than once"),
-        (_with("meta.category", 3), "field 'meta.category' should be a list or a string, got int"),
+        (_with("meta.category", 3), "field 'meta.category' should be a list or a string, got an integer"),
         (_with("meta.turing_imitation", {"facts": 1}),
-         "field 'meta.turing_imitation' should be a list or a string, got dict"),
+         "field 'meta.turing_imitation' should be a list or a string, got an object"),
         # MERA writes use_context as a JSON bool: 5 or "yes" were read as true, 0 or "no" as false, without a word
         (_with("meta.use_context", 5), "field 'meta.use_context' should be true or false, got 5"),
         (_with("meta.use_context", "yes"), "field 'meta.use_context' should be true or false, got 'yes'"),
@@ -433,7 +433,7 @@ def test_a_label_field_of_another_type_is_refused_naming_the_file_and_row(tmp_pa
     path.write_text(json.dumps(GOOD_ROW) + "\n" + json.dumps(_with("meta.category", 3)) + "\n", encoding="utf-8")
     with pytest.raises(DataError) as err:
         load_dialogues(path)
-    assert str(err.value) == f"{path}: line 2: field 'meta.category' should be a list or a string, got int"
+    assert str(err.value) == f"{path}: line 2: field 'meta.category' should be a list or a string, got an integer"
 
 
 def test_a_closed_test_file_is_refused_naming_the_file(tmp_path, capsys):
