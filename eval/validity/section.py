@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~520 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~550 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 
@@ -24,8 +24,14 @@ they are clustered by instruction instead (every answer of an instruction togeth
 resample. A table that knows neither the answers' lengths nor the instructions leaves them per item.
 
 A cell's value domain is the rubric's full scale: every integer level from the lowest to the highest end of the scales
-of its items (``scale_low`` / ``scale_high``); an item without a readable scale adds the integer levels its experts'
-scores span (floor to ceiling) and the judge's levels there. The judge's scores enter kappa, alpha and the confusion
+of its items (``scale_low`` / ``scale_high``), or each scale's own levels where those ends lie farther apart than one
+rubric may span (``judge.scales.MAX_LEVELS``: a pooled cell of a 0-2 and a 900-1000 rubric); an item without a
+readable scale adds the integer levels its experts' scores span (floor to ceiling) and the judge's levels there that
+lie within the ends the ceiling takes for it (its criterion's expert range, else the table's, floor to ceiling:
+``_rating_ends``): a judge's answer outside them is off that scale as on a known one (below). It had joined the
+domain as a level of its own: each distinct stray answer one more level, the value counts' coincidences a levels x
+levels table per distinct row (work growing with the cube of the judge's distinct answers), and kappa weighed 3 as
+one step from 2. The judge's scores enter kappa, alpha and the confusion
 margins as levels: rounded half up, never clipped into the item's scale (a verdict of 5 on a 0-2 scale is no 2), but
 a regression head's raw value past an end is a measurement near it and takes that end, the ceiling's rule
 (``ceiling.measured``), in kappa, alpha, the margins, the exact agreement and the alt-test's ``accuracy`` alike (2.6
@@ -196,14 +202,25 @@ def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     return np.where(known, low, seen_low), np.where(known, high, seen_high)
 
 
+def _rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The scale ends the judge's levels are read against: ``scale_ends``' (a readable scale's own, else the
+    experts' range), floor and ceiling, so that an inferred end at an expert's half-point (0.5) still holds the whole
+    level below it, as the value domain's span does (``_domain``)."""
+    return np.floor(ends[0]), np.ceil(ends[1])
+
+
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """The cell's value domain (module docstring; an unreadable scale's: its experts' integer span, as a known's)."""
     found: set[float] = set()
     if table.scale_low is not None and table.scale_high is not None and len(index):
         low, high = table.scale_low[index], table.scale_high[index]
         known = np.isfinite(low) & np.isfinite(high)
-        if known.any():
+        if known.any() and np.max(high[known]) - np.min(low[known]) < MAX_LEVELS:
             found.update(np.arange(np.min(low[known]), np.max(high[known]) + 1).tolist())
+        elif known.any():  # scales farther apart than one rubric spans (0-2 beside 900-1000): each scale's levels,
+            # not every integer between them (a pooled 20,001-level table for a 0-2 and a 19,900-20,000 rubric)
+            for scale_low, scale_high in set(zip(low[known].tolist(), high[known].tolist())):
+                found.update(np.arange(scale_low, scale_high + 1).tolist())
         index = index[~known]
     seen = table.experts[index][np.isfinite(table.experts[index])]
     low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)  # wider than a rubric:
@@ -437,8 +454,15 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         table = dataclasses.replace(table, experts=np.full((len(table), 1), np.nan), expert_ids=None)
     # Everything per item is computed once for the table; a cell selects its items' rows.
     head = measured(table.score_source)  # a regression head's value past an end: that end (``_rounded``)
-    levels = judge_levels(table.judge, table.scale_low, table.scale_high, head)  # NaN off the item's scale
-    off_scale = off_scale_levels(table.judge, table.scale_low, table.scale_high, head)
+    # Each item's scale ends as the ceiling reads them: its own where readable, else inferred from the experts'
+    # scores (``item_scale_ends``, ``scale_ends``). The judge's levels are read against them, the inferred ones
+    # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known
+    # rubric, where each had joined the value domain as a level of its own (a levels x levels table per distinct
+    # row of value counts, and kappa weighing 3 as one step from 2).
+    ends = scale_ends(*item_scale_ends(table), table.experts)
+    rating = _rating_ends(ends)
+    levels = judge_levels(table.judge, *rating, head)  # NaN off the item's scale
+    off_scale = off_scale_levels(table.judge, *rating, head)
     counts = level_counts(table.experts)
     mode, unique = expert_mode(table.experts, counts)
     mean = expert_mean(table.experts)
@@ -446,7 +470,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     expert_codes = _expert_codes(table.expert_ids)
     # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell.
     missing = np.asarray(table.status == "missing", dtype=bool)
-    alt_judge = alt_test_judge(table.judge, table.scale_low, table.scale_high, settings.alt_test.scoring, head)
+    alt_judge = alt_test_judge(table.judge, *rating, settings.alt_test.scoring, head)
     found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
                     missing=missing)
     groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
@@ -472,7 +496,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                                    for kind, label, members in cells]))
     values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
-                         values, settings.ceiling_failures, *scale_ends(*item_scale_ends(table), table.experts),
+                         values, settings.ceiling_failures, *ends,
                          measured=head)
     clusters = bootstrap_clusters(table, settings.bootstrap_unit)
     # the clusters of the analytic intervals and tests (module docstring), once: each answer's code, or under the
