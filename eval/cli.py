@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="An expert is tested only with at least this many items (>= 1; others: untested).")
     score_p.add_argument("--alt-test-min-experts", type=int, default=2,
                          help="An item takes part only with at least this many named experts (>= 2).")
+    score_p.add_argument("--alt-test-min-tested", type=int, default=2,
+                         help="A pass/fail verdict only with at least this many tested experts (>= 1; 1: the "
+                              "reference notebook's rule, which this toolkit's 2 departs from).")
     score_p.add_argument("--ceiling-failures", choices=("worst", "drop"), default="worst",  # eval/validity/ceiling.py
                          help="A failed verdict in the experts' ceiling: its largest error on the scale, or left out.")
 
@@ -271,7 +274,8 @@ def _score(args: argparse.Namespace) -> int:
 
     alt_test = AltTestSettings(epsilon=args.alt_test_epsilon, q=args.alt_test_q, failures=args.alt_test_failures,
                                scoring=args.alt_test_scoring, min_items_per_expert=args.alt_test_min_items,
-                               min_experts_per_item=args.alt_test_min_experts)
+                               min_experts_per_item=args.alt_test_min_experts,
+                               min_experts_tested=args.alt_test_min_tested)
     result = score(args.predictions, args.data, args.out, target=args.target, n_boot=args.n_boot, seed=args.seed,
                    vc_repeats=args.vc_repeats, png=args.png, clip_regression=args.clip_regression,
                    spearman_target=args.spearman_target, bootstrap_unit=args.bootstrap_unit,

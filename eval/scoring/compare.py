@@ -47,7 +47,7 @@ from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_p, md_text, p
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "fmt_p_bound",
@@ -183,7 +183,7 @@ def _read_metrics(path: Path, run: str) -> dict:
     except (ValueError, RecursionError) as err:
         raise ValueError(f"{where}: {unreadable_json(err, whole_file=True)}; {again}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}; {again}")
+        raise ValueError(f"{where}: expected a JSON object, got {value_words(data)}; {again}")
     return data
 
 
@@ -462,18 +462,19 @@ def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
     return splits != "unknown" if split == "all" else splits == split
 
 
-def _own_ends(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
-    """Where an item's own scale is readable: only there does a section read a regression head's value past an end
-    as that end (``eval.validity.section.alt_test_judge`` takes the table's own ends, NaN where unreadable), while
-    ``_scale_ends`` fills the unreadable ones in for the ceiling's failures."""
-    if table.scale_low is None or table.scale_high is None:
-        return np.zeros(len(index), dtype=bool)
-    return np.isfinite(table.scale_low[index]) & np.isfinite(table.scale_high[index])
+def _ends_kept(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
+    """Where a regression head's value past an end is that end, as the section reads it: every item of a table that
+    keeps its scale ends (``item_table.write_table``), since the section reads the judge against each item's ends,
+    its own or inferred from the experts' (``eval.validity.section.alt_test_judge`` with ``_rating_ends``); none of
+    one written before it kept them, whose ends compare takes from the criterion cells (``_scale_ends``)."""
+    kept = table.scale_low is not None and table.scale_high is not None
+    return np.full(len(index), kept, dtype=bool)
 
 
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
-    takes the level a score rounds to only where it lies in the item's scale, else the score itself), so that the
+    takes the level a score rounds to only where it lies in the item's scale, else the score itself; the caller
+    rounds these out to whole levels, as the section's ``_rating_ends`` does), so that the
     paired rho compares what the run's own section compared, and for the paired ceiling gap's ``worst`` failures
     (the end farther from the reference), so that it counts a failure as the section's ceiling does.
 
@@ -526,19 +527,24 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep & predicted], index_b[keep & predicted]
         low, high = _scale_ends(ta, ia, block)
+        # the alt-test's levels against the ends rounded out to whole levels, as the section reads them
+        # (``eval.validity.section._rating_ends``: an inferred end at an expert's half-point holds its whole level);
+        # the ceiling's failures against the ends themselves, as its ceiling takes them
+        with np.errstate(invalid="ignore"):
+            rating = np.floor(low), np.ceil(high)
         drawn_as = _drawn_as(split, keep, ta.split[index_a])
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,
                                      rng=bootstrap.cell_rng(seed, f"{drawn_as}/validity"), level=1.0 - alpha,
-                                     scale_low=low, scale_high=high,
+                                     scale_low=low, scale_high=high, rating_low=rating[0], rating_high=rating[1],
                                      clusters=None if clusters is None else clusters[ia],
                                      # as the baseline's section counted failures (None: written before, drop)
                                      ceiling_failures=settings.ceiling_failures or "drop",
                                      # a regression head's value past a scale end read as that end, as each run's
                                      # own section reads it
-                                     measured_a=measured(ta.score_source[ia]) & _own_ends(ta, ia),
-                                     measured_b=measured(tb.score_source[ib]) & _own_ends(tb, ib)))
+                                     measured_a=measured(ta.score_source[ia]) & _ends_kept(ta, ia),
+                                     measured_b=measured(tb.score_source[ib]) & _ends_kept(tb, ib)))
     return out
 
 
@@ -755,6 +761,7 @@ _VALIDITY_SETTINGS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("alt-test failures", lambda s: s.alt_test.failures),
     ("alt-test minimum items per expert", lambda s: s.alt_test.min_items_per_expert),
     ("alt-test minimum experts per item", lambda s: s.alt_test.min_experts_per_item),
+    ("alt-test minimum tested experts for a verdict", lambda s: s.alt_test.min_experts_tested),
     ("ceiling failures", lambda s: s.ceiling_failures or "drop"),  # absent: written before the setting, drop
     # absent: written before the margin, when "inside" meant an interval reaching 0 (eval.validity.ceiling)
     ("ceiling margin", lambda s: "none (interval reaches 0)" if s.ceiling_margin is None else s.ceiling_margin),

@@ -24,11 +24,12 @@ computes it (``alt_test_example.ipynb`` in the public repository ``nitaytech/Alt
 
 Three stated rules where the reference leaves a gap:
 
-- **A verdict needs two tested experts** (``MIN_EXPERTS_TESTED``; a deliberate difference from the reference, whose
-  notebook divides by however many experts it tested): with fewer, ``passed`` is None (not decided) while omega and
-  rho are still given. The authors' README (``nitaytech/AltTest``) asks for "instances annotated by at least two
-  human annotators" and its FAQ says "our procedure requires at least two annotators" (and recommends three); one
-  tested expert beside ten untested ones is the one-annotator case, and omega over it is 0 or 1 by that one t-test.
+- **A verdict needs two tested experts** (``MIN_EXPERTS_TESTED``, the default of ``settings.min_experts_tested``,
+  ``--alt-test-min-tested``; a deliberate difference from the reference, whose notebook divides by however many
+  experts it tested, and which 1 reproduces): with fewer, ``passed`` is None (not decided) while omega and rho are
+  still given. The authors' README (``nitaytech/AltTest``) asks for "instances annotated by at least two human
+  annotators" and its FAQ says "our procedure requires at least two annotators" (and recommends three); one tested
+  expert beside ten untested ones is the one-annotator case, and omega over it is 0 or 1 by that one t-test.
 - **Failures** (``failures="loss"``, the default; a deliberate difference from the reference): an item the judge
   failed to score (an unparseable verdict, a failed request) stays in the test as a loss for the judge (``W_f = 0``,
   ``W_h = 1``), so a judge cannot pass by failing on the hard items. ``failures="drop"`` is the reference's rule (the
@@ -49,7 +50,7 @@ Three stated rules where the reference leaves a gap:
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
-a verdict (two tested experts or more), and how many domains have none.
+a verdict (``min_experts_tested`` tested experts or more), and how many domains have none.
 """
 
 from __future__ import annotations
@@ -59,14 +60,11 @@ from typing import Any
 
 import numpy as np
 
-from judge.metrics_json.validity import AltTestSettings
+from judge.metrics_json.validity import MIN_EXPERTS_TESTED, AltTestSettings
 
 __all__ = ["MIN_EXPERTS_TESTED", "AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected",
            "difference_p_value", "indicators", "prepare", "stable_order", "summarise",
            "summarise_by_domain"]  # fmt: skip
-
-#: The fewest tested experts the test gives a verdict on (module docstring): below it ``passed`` is None.
-MIN_EXPERTS_TESTED = 2
 
 
 def indicators(judge: np.ndarray, experts: np.ndarray, named: np.ndarray, settings: AltTestSettings,
@@ -251,7 +249,8 @@ def _per_expert(ids: np.ndarray, item: np.ndarray, w_judge: np.ndarray, w_expert
     return out
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(rows: list[dict[str, Any]], min_tested: int) -> dict[str, Any]:
+    """The outcome of one test over its experts' rows; below ``min_tested`` tested experts no verdict."""
     tested = [r for r in rows if r["tested"]]
     untested = [{"expert": r["expert"], "n_items": r["n_items"]} for r in rows if not r["tested"]]
     experts = [{"expert": r["expert"], "n_items": r["n_items"], "advantage_probability": r["advantage_probability"],
@@ -263,7 +262,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "n_experts_rejected": sum(r["rejected"] for r in tested),
         "winning_rate": omega,
         "advantage_probability": float(np.mean([r["advantage_probability"] for r in tested])) if tested else None,
-        "passed": None if len(tested) < MIN_EXPERTS_TESTED else bool(omega >= 0.5),
+        "passed": None if len(tested) < min_tested else bool(omega >= 0.5),
         "experts": experts,
         "untested": untested,
     }
@@ -377,7 +376,8 @@ def summarise(found: Indicators | None, settings: AltTestSettings, items: np.nda
     n_items = int(np.count_nonzero(item[1:] != item[:-1]) + 1) if len(item) else 0
     return {"available": True, **asdict(settings), "n_items": n_items,
             "n_items_few_experts": int((found.few_experts & in_cell).sum()),
-            "n_items_judge_failed": int((found.judge_failed & in_cell).sum()), **_summary(rows)}
+            "n_items_judge_failed": int((found.judge_failed & in_cell).sum()),
+            **_summary(rows, settings.min_experts_tested)}
 
 
 def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, domains: np.ndarray,
@@ -388,7 +388,7 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
 
     Returns:
         ``available`` / ``why`` as ``alt_test``; ``by_domain`` {label: the ``alt_test`` summary of that domain},
-        ``n_passed`` of ``n_domains`` (domains with a verdict: at least ``MIN_EXPERTS_TESTED`` tested experts), and
+        ``n_passed`` of ``n_domains`` (domains with a verdict: at least ``min_experts_tested`` tested experts), and
         ``n_domains_without_verdict``: the other domains of the items in ``items`` (fewer tested experts, or no
         named expert at all), so that "passes in 0 of 0" says how many domains it is silent on.
     """
@@ -409,7 +409,7 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
     by_domain: dict[str, list] = {}
     for r in rows:
         by_domain.setdefault(str(r["group"]), []).append(r)
-    summaries = {label: _summary(group) for label, group in sorted(by_domain.items())}
+    summaries = {label: _summary(group, settings.min_experts_tested) for label, group in sorted(by_domain.items())}
     judged = [s for s in summaries.values() if s["passed"] is not None]
     # every domain with an item here, pairs or not: one without any named expert has no row above
     in_cell = domain_codes if items is None else domain_codes[items]
@@ -432,7 +432,7 @@ def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | No
 
     Returns:
         A JSON-ready dict: ``available`` (False, with ``why``, without ids), the settings, ``winning_rate`` (omega),
-        ``advantage_probability`` (rho), ``passed`` (omega >= 0.5; None below ``MIN_EXPERTS_TESTED``), per tested
+        ``advantage_probability`` (rho), ``passed`` (omega >= 0.5; None below ``min_experts_tested``), per tested
         expert ``experts`` rows (``n_items``, ``advantage_probability``, ``p_value``, ``p_adjusted``,
         ``rejected``, ``constant_difference``), ``untested`` experts with their item counts, and item counts.
     """

@@ -23,10 +23,10 @@ Resamples are capped at ``PAIRED_BOOT`` and drawn in blocks of bounded size (``C
 alt-test's ``failures="drop"`` an item either judge failed on is dropped for both (with ``loss`` a failure is a loss
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
 (``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to where that level lies in
-the item's scale, read against ``scale_low`` / ``scale_high`` when they are given, else the score itself), so that
-the baseline's paired rho is its section's rho on the same items; the ceiling gap takes the raw scores, as the
-section's ceiling does. Items without a prediction in either run are the caller's to leave out (``judge-eval
-compare`` does): a NaN here is a failure.
+the item's scale, read against ``rating_low`` / ``rating_high``, else ``scale_low`` / ``scale_high``, when they
+are given, else the score itself), so that the baseline's paired rho is its section's rho on the same items; the
+ceiling gap takes the raw scores, as the section's ceiling does. Items without a prediction in either run are the
+caller's to leave out (``judge-eval compare`` does): a NaN here is a failure.
 
 Each figure carries ``n_units``, the units its interval resamples (items the figure covers, or their instructions
 under ``--bootstrap-unit instruction``), and ``too_few_units`` where they are under
@@ -114,7 +114,8 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
                     rng: np.random.Generator | None = None, level: float = 0.95,
                     scale_low: np.ndarray | None = None, scale_high: np.ndarray | None = None,
                     clusters: np.ndarray | None = None, ceiling_failures: str = "worst",
-                    measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None) -> dict[str, Any]:
+                    measured_a: np.ndarray | None = None, measured_b: np.ndarray | None = None,
+                    rating_low: np.ndarray | None = None, rating_high: np.ndarray | None = None) -> dict[str, Any]:
     """rho and the ceiling gap of judge B against judge A on the same items, with paired bootstrap intervals.
 
     Args:
@@ -136,6 +137,10 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         measured_a, measured_b: ``(n,)`` True where that judge's score is a regression head's raw value
             (``eval.validity.ceiling.measured`` of the run's ``score_source``): under ``accuracy`` a value past an end
             is that end, as its section reads it (``alt_test_judge``); None: none is.
+        rating_low, rating_high: ``(n,)`` the ends ``accuracy`` reads the judges' levels against where they differ
+            from ``scale_low`` / ``scale_high``: the section reads them rounded out to whole levels
+            (``eval.validity.section._rating_ends``) and its ceiling the ends themselves; None: ``scale_low`` /
+            ``scale_high``.
 
     Returns:
         ``rho`` and ``ceiling_gap``, each {``baseline``, ``run``, ``delta`` (run - baseline), ``ci``,
@@ -161,10 +166,9 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
         judge_a, judge_b = np.where(both, judge_a, np.nan), np.where(both, judge_b, np.nan)
     from eval.validity.section import alt_test_judge
 
-    parts_a = _rho_parts(alt_test_judge(judge_a, scale_low, scale_high, settings.scoring, measured_a), experts,
-                         expert_ids, settings)
-    parts_b = _rho_parts(alt_test_judge(judge_b, scale_low, scale_high, settings.scoring, measured_b), experts,
-                         expert_ids, settings)
+    rating = (scale_low if rating_low is None else rating_low, scale_high if rating_high is None else rating_high)
+    parts_a = _rho_parts(alt_test_judge(judge_a, *rating, settings.scoring, measured_a), experts, expert_ids, settings)
+    parts_b = _rho_parts(alt_test_judge(judge_b, *rating, settings.scoring, measured_b), experts, expert_ids, settings)
     has_gap = count.sum() > 0
     rho_samples: list[np.ndarray] = []
     gap_samples: list[np.ndarray] = []

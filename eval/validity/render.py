@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~580 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~600 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -179,10 +179,23 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 
-def _homogeneity_text(homogeneity: MarginalHomogeneity | None) -> str:
+def _judge_left_out(agreement) -> list[str]:
+    """The judge's items no rating of the scale can stand for, counted in the cell's agreement: its failures and its
+    answers off the item's scale (None: a file written before the counts)."""
+    failed = agreement.n_items_judge_failed if agreement else None
+    off = agreement.n_items_judge_off_scale if agreement else None
+    return ([counted(failed, "failed item")] if failed else []) + ([f"{off} off the scale"] if off else [])
+
+
+def _homogeneity_text(homogeneity: MarginalHomogeneity | None, agreement=None) -> str:
+    """The Stuart–Maxwell row; the table is over the items with a judge level on the scale and a unique mode, so the
+    judge's failed and off-scale items are out of it, said as the α row says them (``agreement``: the same cell's)."""
     if homogeneity is None:
         return "χ² —, df —, p —"
     text = f"χ² {_num(homogeneity.statistic)}, df {homogeneity.df or '—'}, p {_p(homogeneity.p_value)}"
+    left = _judge_left_out(agreement)
+    if left:
+        text += f" (over {counted(homogeneity.n, 'item')}; {' and '.join(left)} left out)"
     # without a test the dashes alone would not say why: no item off the diagonal, or no item to tabulate
     return f"{text}: {homogeneity.why}" if homogeneity.why and homogeneity.p_value is None else text
 
@@ -251,9 +264,14 @@ def _alpha_items(agreement, n_items: int) -> str:
 
 
 def _kappa_left_out(agreement) -> str:
-    """Kappa against the mode is over the items whose judge level and mode are both levels of the scale."""
-    off = agreement.n_kappa_off_domain if agreement else None
-    return f" (over {counted(agreement.n_kappa, 'item')}; {off} off the scale left out)" if off else ""
+    """Kappa against the mode is over the items whose judge level and mode are both levels of the scale: the judge's
+    failed items are out of it (as of alpha with the judge), and so are the items with a judge answer and a mode
+    of which one is off the scale (``n_kappa_off_domain``)."""
+    if not agreement:
+        return ""
+    failed, off = agreement.n_items_judge_failed, agreement.n_kappa_off_domain
+    left = [text for n, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if n]
+    return f" (over {counted(agreement.n_kappa, 'item')}; {' and '.join(left)} left out)" if left else ""
 
 
 def _ceiling_off_scale(ceiling) -> str:
@@ -292,7 +310,7 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
         ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
         ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
-        ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity)],
+        ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity, agreement)],
     ]
     missing = overall.n_items_missing
     if missing:  # a run not finished: say how much of the test the figures above do not cover
@@ -302,7 +320,8 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
         if isinstance(family, AltTestFamily):
             text = f"passes in {family.n_passed} of {counted(family.n_domains, *title)} with a verdict"
             if family.n_domains_without_verdict:  # None: a file written before the count
-                text += (f"; {family.n_domains_without_verdict} without (no {MIN_EXPERTS_TESTED} named experts with "
+                needed = family.min_experts_tested or MIN_EXPERTS_TESTED  # None: written before the option
+                text += (f"; {family.n_domains_without_verdict} without (no {counted(needed, 'named expert')} with "
                          f"{family.min_items_per_expert} judged items or more there)")
         else:
             text = family.why or "—"
@@ -372,8 +391,10 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
                 ""]
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
+            needed = alt.min_experts_tested or MIN_EXPERTS_TESTED  # None: a file written before the option
             out += [f"Alternative annotator test (ε = {alt.epsilon}, q = {alt.q}, {alt.scoring}, judge "
-                    f"failures scored as `{alt.failures}`): ω = {_num(alt.winning_rate)}, "
+                    f"failures scored as `{alt.failures}`, a verdict from {counted(needed, 'tested expert')} or "
+                    f"more): ω = {_num(alt.winning_rate)}, "
                     f"ρ = {_num(alt.advantage_probability)}.", "",
                     markdown_table(_ALT_HEAD, _alt_rows(alt, md_text)), ""]
         rows = _criterion_rows(block, md_text)

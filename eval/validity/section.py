@@ -366,14 +366,16 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
                          "alternative annotator test needs")
     else:
         # Every named expert is tested or untested (``alt_test``): the sentence says how many were not, so that
-        # "1 of 1 experts" does not read as the whole panel; below MIN_EXPERTS_TESTED it gives no verdict (the
-        # tables keep omega and rho), whatever ``passed`` a file written before that rule holds.
+        # "1 of 1 experts" does not read as the whole panel; below ``min_experts_tested`` (MIN_EXPERTS_TESTED in a
+        # file written before the option) it gives no verdict (the tables keep omega and rho), whatever ``passed`` a
+        # file written before that rule holds.
         untested = len(alt.untested)
         tested = "tested experts" if untested else "experts"
         coverage = _alt_coverage(alt, overall, dropped)  # the items the verdict is over, where fewer than the split's
-        if alt.n_experts_tested < MIN_EXPERTS_TESTED:
+        needed = alt.min_experts_tested or MIN_EXPERTS_TESTED
+        if alt.n_experts_tested < needed:
             parts.append(f"too few experts tested to call the alternative annotator test: {alt.n_experts_tested} "
-                         f"tested, at least {MIN_EXPERTS_TESTED} needed{coverage}")
+                         f"tested, at least {needed} needed{coverage}")
         else:
             figures = f"(ω = {_ratio(alt.winning_rate)}, ρ = {_ratio(alt.advantage_probability)})"
             won = f"{alt.n_experts_rejected} of {alt.n_experts_tested} {tested}"

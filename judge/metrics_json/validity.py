@@ -1,7 +1,7 @@
 """The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
 ``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
 
-Why one module of ~510 lines: it is one file's schema, every record of which reads and writes by the same rules
+Why one module of ~520 lines: it is one file's schema, every record of which reads and writes by the same rules
 (nulls kept, counts checked, the file named in errors); split, a record's rules would live apart from its section's.
 
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
@@ -24,7 +24,7 @@ from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_fiel
 from judge.metrics_json.json_record import read_record
 
 __all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
-           "AltTestFamily", "AltTestSettings", "Ceiling",
+           "AltTestFamily", "AltTestSettings", "Ceiling", "MIN_EXPERTS_TESTED",
            "LengthBias", "Leniency", "MarginalHomogeneity", "NamedExpertSlopes", "PairedFigure", "PairedValidity",
            "PooledExpertSlopes", "SectionSettings", "Slope", "Unavailable", "UntestedExpert", "Validity",
            "ValidityCell", "ValiditySplit"]
@@ -38,6 +38,9 @@ FAILURES = ("loss", "drop")
 #: The ceiling's reference (the headline's target) and what a judge failure counts as in it (``eval.validity.ceiling``).
 TARGETS = ("mode", "mean")
 CEILING_FAILURES = ("worst", "drop")
+#: The fewest tested experts the alt-test gives a verdict on by default (``eval.validity.alt_test``); the reference
+#: notebook gives one on any number (``AltTestSettings.min_experts_tested`` 1).
+MIN_EXPERTS_TESTED = 2
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class AltTestSettings:
         failures: ``loss`` (a judge failure is a loss for the judge) or ``drop`` (the reference: left out).
         min_items_per_expert: an expert is tested only with at least this many items.
         min_experts_per_item: an item takes part only with at least this many experts (the left-out one included).
+        min_experts_tested: the test gives a verdict (``passed``) only with at least this many tested experts (this
+            toolkit's 2 by default; 1 is the reference notebook's rule: ``eval.validity.alt_test``). A file written
+            before the option reads as 2, the rule it was written under.
     """
 
     epsilon: float = 0.2
@@ -61,6 +67,7 @@ class AltTestSettings:
     failures: str = "loss"
     min_items_per_expert: int = 30
     min_experts_per_item: int = 2
+    min_experts_tested: int = MIN_EXPERTS_TESTED
 
     def __post_init__(self) -> None:
         if self.scoring not in SCORINGS:
@@ -75,6 +82,9 @@ class AltTestSettings:
             raise ValueError(f"alt-test epsilon must lie in [0, 1), got {self.epsilon}")
         if self.min_experts_per_item < 2 or self.min_items_per_expert < 1:
             raise ValueError("alt-test needs at least 2 experts per item and 1 item per expert")
+        if self.min_experts_tested < 1:  # 0 would call a judge with no expert tested
+            raise ValueError(f"alt-test min_experts_tested (--alt-test-min-tested) must be at least 1, got "
+                             f"{self.min_experts_tested}")
 
 
 class _SectionRecord(JsonRecord):
@@ -137,8 +147,8 @@ class AltTest(_SectionRecord):
 
     Attributes:
         winning_rate: omega, the share of tested experts the judge wins against; advantage_probability: rho, the
-            tested experts' mean; passed: omega >= 0.5 (None with fewer than two experts tested:
-            eval.validity.alt_test.MIN_EXPERTS_TESTED).
+            tested experts' mean; passed: omega >= 0.5 (None with fewer than ``min_experts_tested`` experts tested,
+            2 where absent: a file written before the option).
     """
 
     available: bool | None = optional_field()
@@ -148,6 +158,7 @@ class AltTest(_SectionRecord):
     failures: str | None = optional_field()
     min_items_per_expert: int | None = optional_field()
     min_experts_per_item: int | None = optional_field()
+    min_experts_tested: int | None = optional_field()  # absent: a file written before the option, 2
     n_items: int | None = optional_field()
     n_items_few_experts: int | None = optional_field()
     n_items_judge_failed: int | None = optional_field()
@@ -170,7 +181,7 @@ class AltTest(_SectionRecord):
 @dataclass(frozen=True)
 class AltTestFamily(_SectionRecord):
     """The alt-test per domain (task type or criterion) under one Benjamini–Yekutieli correction: passes in
-    ``n_passed`` of ``n_domains`` (domains with at least two tested experts)."""
+    ``n_passed`` of ``n_domains`` (domains with at least ``min_experts_tested`` tested experts, 2 where absent)."""
 
     available: bool
     epsilon: float
@@ -182,6 +193,7 @@ class AltTestFamily(_SectionRecord):
     n_passed: int
     n_domains: int
     n_domains_without_verdict: int | None = optional_field()  # the grouping's other domains (absent before it)
+    min_experts_tested: int | None = optional_field()  # absent: a file written before the option, 2
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AltTestFamily | Unavailable:

@@ -195,7 +195,8 @@ def test_small_figures_read_in_one_precision_with_plurals():
     rows = dict(_overall_rows(block))
     assert rows["Krippendorff's α (ordinal)"] == ("experts 0.50, with the judge 0.50 (over its readable verdicts: 1 "
                                                   "failed item left out), difference 0.000 [0.000, 0.000]")
-    assert rows["marginal homogeneity (Stuart–Maxwell)"] == "χ² 20.00, df 1, p < 0.001"
+    assert rows["marginal homogeneity (Stuart–Maxwell)"] == ("χ² 20.00, df 1, p < 0.001 (over 40 items; 1 failed item "
+                                                              "left out)")
     assert rows["leniency (+ = lenient)"] == "0.000 [0.000, 0.200]: neither"
     none = _split(_cell(None), {"a": _cell(None)})
     assert "no ceiling verdict on the one criterion (no interval)" in split_sentence(none)

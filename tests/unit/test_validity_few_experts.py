@@ -3,6 +3,8 @@ docs/validity.md): the sentence counts the untested experts, and below two teste
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,55 @@ def test_a_domain_with_one_tested_expert_is_no_domain_with_a_verdict():
     assert family["by_domain"]["x"]["passed"] is True
     assert family["by_domain"]["y"]["n_experts_tested"] == 1 and family["by_domain"]["y"]["passed"] is None
     assert (family["n_passed"], family["n_domains"]) == (1, 1)
+
+
+def test_one_tested_expert_gives_a_verdict_where_the_option_allows_it():
+    """``--alt-test-min-tested 1``, the reference notebook's rule: the panel of ``test_one_tested_expert_gives_no_
+    verdict``, A alone tested, A's remaining expert ties the judge on every item (d = 0, a constant above -0.2, p = 0;
+    Benjamini-Yekutieli over one p-value of 0: 0 <= 0.05, rejected). omega = 1 / 1 = 1.00 >= 0.5: passes. The
+    setting is in the alt-test's block and the section's settings, reads back from metrics.json's section, and the
+    sentence and the report's alt-test line say it."""
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.alt_test import AltTestSettings, alt_test
+    from eval.validity.render import markdown_lines
+    from eval.validity.section import ValiditySettings, validity_section
+    from judge.metrics_json.validity import Validity
+    from tests.support.validity_tables import item_table
+
+    judge, experts, ids = _panel(1)
+    result = alt_test(judge, experts, ids, AltTestSettings(min_experts_tested=1))
+    assert (result["n_experts_tested"], result["n_experts_rejected"]) == (1, 1)
+    assert result["passed"] is True and result["min_experts_tested"] == 1
+
+    n = len(judge)
+    table = item_table(judge, experts, ids, low=np.zeros(n), high=np.full(n, 2.0))
+    section = validity_section(table, "mode", {"standard": np.arange(n)},
+                               ValiditySettings(n_boot=0, alpha_boot=0,
+                                                alt_test=AltTestSettings(min_experts_tested=1)))
+    assert Validity.from_json(section.to_json()) == section
+    assert section.settings.alt_test.min_experts_tested == 1
+    block = section.splits["standard"]
+    assert block.overall.alt_test.passed is True and block.overall.alt_test.min_experts_tested == 1
+    assert block.alt_test_domains["task_type"].min_experts_tested == 1
+    assert block.sentence.startswith("Passes the alternative annotator test against 1 of 1 tested experts (ω = 1.00, "
+                                     "ρ = 1.00); 10 more experts untested (under 30 items each)")
+    lines = "\n".join(markdown_lines(SimpleNamespace(validity=section), markdown_table, md_text))
+    assert "a verdict from 1 tested expert or more" in lines
+
+
+def test_the_verdicts_minimum_is_two_by_default_and_at_least_one():
+    """The default is the toolkit's 2 (``MIN_EXPERTS_TESTED``); 0 would call a judge with no expert tested, refused
+    naming the option; a metrics.json written before the option reads as 2, the rule it was written under."""
+    from eval.cli import build_parser
+    from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings
+    from judge.metrics_json.json_record import read_record
+
+    assert AltTestSettings().min_experts_tested == MIN_EXPERTS_TESTED == 2
+    args = build_parser().parse_args(["score", "--predictions", "p", "--alt-test-min-tested", "1"])
+    assert args.alt_test_min_tested == 1
+    assert build_parser().parse_args(["score", "--predictions", "p"]).alt_test_min_tested == 2
+    with pytest.raises(ValueError, match="--alt-test-min-tested"):
+        AltTestSettings(min_experts_tested=0)
+    older = {"epsilon": 0.2, "q": 0.05, "scoring": "neg_rmse", "failures": "loss", "min_items_per_expert": 30,
+             "min_experts_per_item": 2}
+    assert read_record(AltTestSettings, older).min_experts_tested == 2

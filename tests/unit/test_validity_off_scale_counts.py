@@ -125,3 +125,27 @@ def test_off_scale_counts_and_domains_without_verdict_reach_metrics_json_and_the
     assert rows["alt-test per task type (one BY correction)"] == (
         "passes in 1 of 1 task type with a verdict; 1 without (no 2 named experts with 30 judged items or more "
         "there)")
+
+
+def test_the_kappa_and_homogeneity_rows_say_the_judges_failures_are_left_out():
+    """The table above with the judge also failing on item 3 (truth 0): 40 items, 3 off the scale, 1 failed. Kappa
+    against the mode and the Stuart–Maxwell table are over the items with a judge level on the scale and a unique
+    mode: 40 - 3 - 1 = 36. Both rows said the off-scale items only (the α row said the failure too); now both name
+    the failed item, from the agreement's ``n_items_judge_failed`` (1) and ``n_items_judge_off_scale`` (3)."""
+    from eval.validity.render import _overall_rows
+
+    judge, experts, ids = _panel(40, lambda i: "ABC")
+    judge[:3] = 5.0
+    judge[3] = np.nan
+    status = ["ok"] * 40
+    status[3] = "parse_failed"
+    block = _section(_table(judge, experts, ids, status=status))
+    agreement = block.overall.agreement
+    assert (agreement.n_items_judge_failed, agreement.n_items_judge_off_scale, agreement.n_kappa) == (1, 3, 36)
+    assert block.overall.marginal_homogeneity.n == 36
+    rows = dict(_overall_rows(block, "worst"))
+    assert rows["κ quadratic (judge vs experts' mode)"].endswith(
+        "(over 36 items; 1 failed item and 3 off the scale left out)")
+    assert rows["marginal homogeneity (Stuart–Maxwell)"].startswith(
+        "χ² —, df —, p — (over 36 items; 1 failed item and 3 off the scale left out): no item lies off the "
+        "diagonal")
