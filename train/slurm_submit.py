@@ -57,8 +57,9 @@ DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatc
 #: the rendered script sets each one or unsets it, so that the kept script is exactly what runs.
 TRAIN_SCRIPT_VARIABLES = (
     "JUDGE_CONFIG", "JUDGE_OUTPUT_DIR", "JUDGE_GRAD_ACCUM", "JUDGE_PROCS_PER_NODE", "JUDGE_OVERWRITE_OUTPUT_DIR",
-    "JUDGE_VLLM_SERVE_MODEL", "JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_SERVE_TP", "JUDGE_CACHE_DIR", "JUDGE_WANDB_DIR",
-    "JUDGE_ENV_SCRIPT", "JUDGE_SRUN_ARGS", "JUDGE_MASTER_PORT", "JUDGE_SHUTDOWN_TIMEOUT_S",
+    "JUDGE_VLLM_SERVE_MODEL", "JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_SERVE_TP", "JUDGE_VLLM_SERVE_MAX_LEN",
+    "JUDGE_CACHE_DIR", "JUDGE_WANDB_DIR", "JUDGE_ENV_SCRIPT", "JUDGE_SRUN_ARGS", "JUDGE_MASTER_PORT",
+    "JUDGE_SHUTDOWN_TIMEOUT_S",
 )
 
 
@@ -745,6 +746,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         exports["JUDGE_VLLM_SERVE_MODEL"] = config.model_name_or_path
         exports["JUDGE_VLLM_SERVE_PORT"] = str(config.vllm_server_port)
         exports["JUDGE_VLLM_SERVE_TP"] = str(config.vllm_server_tensor_parallel_size)
+        # The server's context is colocated vLLM's (train.grpo.grpo_arguments: vllm_max_model_length = max_length):
+        # left to the model's config it is 40,960 tokens for Qwen3-8B, and vLLM reserves KV cache to hold it.
+        exports["JUDGE_VLLM_SERVE_MAX_LEN"] = str(config.max_length)
     for name, value in (("JUDGE_CACHE_DIR", args.cache_dir), ("JUDGE_WANDB_DIR", args.wandb_dir),
                         ("JUDGE_ENV_SCRIPT", args.env_script), ("JUDGE_SRUN_ARGS", args.srun_args)):  # fmt: skip
         if value:
@@ -764,8 +768,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         notes.append(f"--overwrite-output-dir: an earlier run in {output_dir} is deleted on the job's first start; a "
                      "requeue of the job resumes its own checkpoints")
     if server:
-        notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}) "
-                     f"on the first node, port {config.vllm_server_port}; training on the other {training_nodes}")
+        notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}, "
+                     f"max length {config.max_length}) on the first node, port {config.vllm_server_port}; training on "
+                     f"the other {training_nodes}")
     script = render_script(
         script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args, unset=unset
     )

@@ -52,13 +52,14 @@ class _Parser(argparse.ArgumentParser):
 
 def make_parser():
     parser = _Parser()
-    for flag in ("--model", "--tensor-parallel-size", "--port", "--host"):
+    for flag in ("--model", "--tensor-parallel-size", "--port", "--host", "--max-model-len"):
         parser.add_argument(flag)
     return parser
 
 def build_command(script_args, extra_args=None):
+    context = ["--max-model-len", script_args.max_model_len] if script_args.max_model_len is not None else []
     return [sys.executable, "-m", "fake_vllm_server", "serve", script_args.model, "--port", script_args.port,
-            *(extra_args or [])]
+            *context, *(extra_args or [])]
 
 def main(script_args, extra_args=None):
     os.execve(sys.executable, build_command(script_args, extra_args), {**os.environ, "VLLM_SERVER_DEV_MODE": "1"})
@@ -120,6 +121,25 @@ def _run(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPro
 
 # --- train.sbatch: GRPO's vLLM server survives the SIGTERM of a preemption, and goes when training returns ------
 
+# The server step's flags for JUDGE_VLLM_SERVE_MODEL=Qwen/Qwen3-8B, port 8011, max length 6144 (what `judge-train
+# submit` renders from configs/train/qwen3-8b/grpo.yaml's max_length), in train.sbatch's order.
+SERVER_FLAGS = ["--max-model-len", "6144", "--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "1", "--port", "8011",
+                "--host", "0.0.0.0"]  # fmt: skip
+
+
+def test_the_installed_trl_vllm_serve_reads_the_server_steps_flags():
+    """train.sbatch hands its flags to trl's own parser (make_parser, parse_args_and_config) and build_command: each
+    must be a field of trl's ScriptArguments in the dashed spelling, or the server step stops at its start (an
+    unknown flag would instead go on to `vllm serve` as an extra argument, which the empty remainder rules out)."""
+    vllm_serve = pytest.importorskip("trl.scripts.vllm_serve")
+    script_args, extra = vllm_serve.make_parser().parse_args_and_config(args=SERVER_FLAGS,
+                                                                        return_remaining_strings=True)
+    assert extra == []
+    assert (script_args.model, script_args.tensor_parallel_size, script_args.port, script_args.host,
+            script_args.max_model_len) == ("Qwen/Qwen3-8B", 1, 8011, "0.0.0.0", 6144)
+    command = vllm_serve.build_command(script_args, extra)
+    assert command[command.index("--max-model-len") + 1] == "6144"  # vLLM's KV cache sized for 6144, not 40,960
+
 
 def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_returns(tmp_path, config_file):
     """The server step gets the SIGTERM Slurm sends every step (preemption, `scontrol requeue`, `scancel`) while the
@@ -135,14 +155,19 @@ def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_retu
     (modules / "fake_vllm_server.py").write_text(FAKE_VLLM_SERVER)
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
+    calls = tmp_path / "srun_calls"
     env = _train_env(tmp_path, config_file, out, JUDGE_VLLM_SERVE_MODEL="Qwen/Qwen3-8B", JUDGE_VLLM_SERVE_PORT="8011",
+                     JUDGE_VLLM_SERVE_MAX_LEN="6144", FAKE_SRUN_CALLS=str(calls),
                      FAKE_READY_FIFO=str(fifo), FAKE_SERVER_SAID=str(tmp_path / "said"),
                      FAKE_SERVER_PID=str(tmp_path / "server_pid"),
                      PYTHONPATH=os.pathsep.join([str(modules), str(REPO)]))  # fmt: skip
     proc = _run("train.sbatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
+    (server_call,) = [line for line in calls.read_text().splitlines() if " --model " in line]
+    assert server_call.endswith(" " + " ".join(SERVER_FLAGS))
     said = (tmp_path / "said").read_text()
-    assert said == "serving ['serve', 'Qwen/Qwen3-8B', '--port', '8011'] dev mode 1\n", proc.stderr
+    assert said == "serving ['serve', 'Qwen/Qwen3-8B', '--port', '8011', '--max-model-len', '6144'] dev mode 1\n", \
+        proc.stderr
     pid = int((tmp_path / "server_pid").read_text())
     assert not Path(f"/proc/{pid}").exists()  # the script waited for the server step's srun, which reaped it
     srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]

@@ -177,6 +177,8 @@ def test_shipped_configs_render_for_64_gpus(capsys, tmp_path, monkeypatch):
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}"}, "JUDGE_OUTPUT_DIR is not set"),
         ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}", "JUDGE_OUTPUT_DIR": "/nonexistent",
                           "JUDGE_OVERWRITE_OUTPUT_DIR": "yes"}, "JUDGE_OVERWRITE_OUTPUT_DIR=yes: use 1"),
+        ("train.sbatch", {"SLURM_JOB_ID": "7", "JUDGE_CONFIG": "{config}", "JUDGE_OUTPUT_DIR": "/nonexistent",
+                          "JUDGE_VLLM_SERVE_MAX_LEN": "6k"}, "JUDGE_VLLM_SERVE_MAX_LEN=6k: a positive whole number"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7"}, "not an array task"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0"}, "JUDGE_EVAL_JUDGE is not set"),
         ("eval.sbatch", {"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "JUDGE_EVAL_JUDGE": "http://x/v1"},

@@ -32,17 +32,18 @@ class _Parser(argparse.ArgumentParser):
 
 def make_parser():
     parser = _Parser()
-    for flag in ("--model", "--tensor-parallel-size", "--port", "--host"):
+    for flag in ("--model", "--tensor-parallel-size", "--port", "--host", "--max-model-len"):
         parser.add_argument(flag)
     return parser
 
 def build_command(script_args, extra_args=None):
-    return [sys.executable, "-m", "fake_vllm_server", "--port", script_args.port]
+    return [sys.executable, "-m", "fake_vllm_server", "--port", script_args.port, "--max-model-len",
+            str(script_args.max_model_len)]
 """
 FAKE_VLLM_SERVER = """
-import os, threading
+import os, sys, threading
 with open(os.environ["FAKE_RECORD"], "a") as record:
-    record.write(f"server on {os.environ['SLURMD_NODENAME']}\\n")
+    record.write(f"server on {os.environ['SLURMD_NODENAME']}: {' '.join(sys.argv[1:])}\\n")
 threading.Event().wait()  # serves until the script stops it
 """
 
@@ -72,7 +73,8 @@ def test_grpo_training_step_takes_one_task_on_each_node_the_server_leaves(slurm_
         "PATH": f"{bin_dir}{os.pathsep}{slurm_job_env['PATH']}",
         "PYTHONPATH": f"{modules}{os.pathsep}{slurm_job_env['PYTHONPATH']}",
         "JUDGE_CONFIG": str(config), "JUDGE_OUTPUT_DIR": str(tmp_path / "run"), "JUDGE_MASTER_PORT": "29511",
-        "JUDGE_VLLM_SERVE_MODEL": "Qwen/Qwen3-0.6B", "JUDGE_VLLM_SERVE_PORT": "8011", "FAKE_RECORD": str(record),
+        "JUDGE_VLLM_SERVE_MODEL": "Qwen/Qwen3-0.6B", "JUDGE_VLLM_SERVE_PORT": "8011",
+        "JUDGE_VLLM_SERVE_MAX_LEN": "2048", "FAKE_RECORD": str(record),
     }  # fmt: skip
     job = slurm_cluster.sbatch(
         ["--nodes=2", "--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out",
@@ -84,6 +86,7 @@ def test_grpo_training_step_takes_one_task_on_each_node_the_server_leaves(slurm_
     assert state["JobState"] == "COMPLETED", log
     lines = sorted(record.read_text().splitlines())
     assert [line.split(":")[0] for line in lines] == ["server on n1", "torchrun on n2 node 0 task 0"], log
+    assert lines[0] == "server on n1: --port 8011 --max-model-len 2048"  # the run's context, not the model's
     torchrun_args = lines[1].split(": ", 1)[1]
     assert "--nnodes=1 --node_rank=0 " in torchrun_args
     assert "--shutdown-timeout=" in torchrun_args  # this torchrun has the flag: passed

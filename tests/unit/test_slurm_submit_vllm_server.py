@@ -1,0 +1,60 @@
+"""`judge-train submit` for GRPO in vLLM server mode: the context `trl vllm-serve` is started with. Colocated vLLM
+gets ``vllm_max_model_length = max_length`` (train.grpo.grpo_arguments); the server, started by slurm/train.sbatch,
+gets the same limit through JUDGE_VLLM_SERVE_MAX_LEN, or it sizes its context and KV cache from the model's config
+(40,960 tokens for Qwen3-8B). What train.sbatch does with the variable is tests/unit/test_slurm_scripts.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from train import slurm_submit
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER_GRPO = REPO / "configs" / "train" / "qwen3-8b" / "grpo.yaml"  # max_length: 6144, vllm_mode: server
+COLOCATE_GRPO = REPO / "configs" / "train" / "t-lite" / "grpo.yaml"
+
+
+@pytest.fixture
+def submit_folder(monkeypatch, tmp_path) -> Path:
+    """What the shipped configs' relative paths name (tests/support/submit_folder.py); their hub ids in no cache, so
+    submit leaves them to the job."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    folder = shipped_configs_submit_folder(tmp_path / "submit")
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", *slurm_submit.TRAIN_SCRIPT_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+def _rendered_block(capsys, config: Path, nodes: int, *after: str) -> list[str]:
+    argv = ["--config", str(config), "--nodes", str(nodes), "--gpus-per-node", "8", "--dry-run"]
+    assert slurm_submit.main([*argv, *(("--", *after) if after else ())]) == 0
+    script = capsys.readouterr().out
+    return script.split("# --- rendered by")[1].split("# --- end of rendered values ---")[0].splitlines()
+
+
+def test_the_server_gets_the_configs_max_length(capsys, submit_folder):
+    """configs/train/qwen3-8b/grpo.yaml's max_length 6144 (a 4,096-token prompt + 2,048 completion tokens) is the
+    server's --max-model-len, as it is colocated vLLM's vllm_max_model_length."""
+    block = _rendered_block(capsys, SERVER_GRPO, 3)
+    assert "export JUDGE_VLLM_SERVE_MAX_LEN=6144" in block
+
+
+def test_the_server_gets_the_max_length_given_after_the_double_dash(capsys, submit_folder):
+    """The job runs with `-- --max-length 4096` applied (max_completion_length 2048 still below it): the server is
+    started for 4096, not the file's 6144."""
+    block = _rendered_block(capsys, SERVER_GRPO, 3, "--max-length", "4096")
+    assert "export JUDGE_VLLM_SERVE_MAX_LEN=4096" in block
+
+
+def test_a_colocated_job_unsets_the_servers_max_length(capsys, submit_folder):
+    """No server: the name is unset with the other server variables, so a value in the submitting shell does not
+    reach the job."""
+    block = _rendered_block(capsys, COLOCATE_GRPO, 1)
+    assert not [line for line in block if line.startswith("export JUDGE_VLLM_SERVE")]
+    (unset,) = [line for line in block if line.startswith("unset ")]
+    assert "JUDGE_VLLM_SERVE_MAX_LEN" in unset.split("#")[0].split()
