@@ -44,8 +44,8 @@ place, ``weights_differences``); any other difference of it is a note in the com
 
 Why one module of ~810 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
-Holm-corrected calls, the Markdown of the result) over the loaded runs' private shapes, which the leaderboard
-(``eval.ranking.leaderboard``) reuses as they are.
+Holm-corrected calls, the Markdown of the result) over the loaded runs' shapes, whose loader, refusals and reasons
+for no call the leaderboard (``eval.ranking.leaderboard``) reuses as they are, by their public names.
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ from judge.wire import HUB_SNAPSHOT, root_identity
 __all__ = ["is_ranking_run", "compare_rankings", "render_ranking_compare_markdown", "judge_settings", "binary_criteria",
            "JUDGE_SETTINGS", "WEIGHTS_SETTINGS", "COMPARED_DIGITS", "compared_values", "weights_differences",
            "judge_note_lines", "called_interval", "holm_adjusted", "holm_unreachable",
-           "margin_aliases", "paired_items", "Pairing"]
+           "margin_aliases", "paired_items", "Pairing",
+           # What the leaderboard (``eval.ranking.leaderboard``) shares with two runs' comparison: one home of each.
+           "UNJUDGED_SETTINGS", "load_ranking_run", "unjudged_setting", "instruction_contents", "judge_differences",
+           "refuse_other_data", "excluded_instructions", "why_no_call", "called_verdict", "finite_or_none"]
 
 log = logging.getLogger("judge_eval.compare")
 
@@ -119,7 +122,7 @@ def is_ranking_run(folder: str | Path) -> bool:
     return (Path(folder) / RANKING_RESULT).is_file()
 
 
-def _load(folder: Path) -> tuple[dict[str, Any], list]:
+def load_ranking_run(folder: Path) -> tuple[dict[str, Any], list]:
     """A run's bench.json and its matrix's items, read again from the files bench.json records (``content_key``).
 
     Raises:
@@ -169,7 +172,7 @@ def _check_result(info: dict[str, Any], path: Path) -> None:
                                               for p in pairs):
         raise ValueError(f"{path}: field 'matrix.binary_criteria' must be a list of [meta, criterion] pairs of text; "
                          "rerun judge-eval rank on the folder")
-    for name in UNJUDGED_SETTINGS:  # absent: a result before the setting (``_unjudged_setting``)
+    for name in UNJUDGED_SETTINGS:  # absent: a result before the setting (``unjudged_setting``)
         if name in matrix and matrix[name] not in EMPTY_ANSWER:
             raise ValueError(f"{path}: field 'matrix.{name}' is {matrix[name]!r}, not one of "
                              f"{', '.join(EMPTY_ANSWER)}; rerun judge-eval rank on the folder")
@@ -180,7 +183,7 @@ UNJUDGED_SETTINGS = {"empty_answer": ("empty answers", "--empty-answer"),
                      "no_answer": ("failed answers", "--no-answer")}
 
 
-def _unjudged_setting(info: dict[str, Any], name: str) -> str:
+def unjudged_setting(info: dict[str, Any], name: str) -> str:
     """How the run scored empty (failed) answers; a bench.json before the setting left them out of the matrix."""
     return info["matrix"].get(name, "unscored")
 
@@ -197,7 +200,7 @@ def _item_keys(items: list) -> list[tuple[Any, str, int]]:
     return keys
 
 
-def _instructions(folder: Path) -> dict[Any, dict[str, Any]]:
+def instruction_contents(folder: Path) -> dict[Any, dict[str, Any]]:
     """What a run's judge read (or would have read) of each instruction it selected: text, reference answer, meta
     and criteria; those it was not asked about from ``unjudged.jsonl``."""
     import judge
@@ -277,9 +280,9 @@ def judge_note_lines(notes: dict[str, list[Any]], prefix: str = "") -> list[str]
     return [f"Note: {prefix}{name} {a!r} vs {b!r}: {_NOTE_MEANING[name]}." for name, (a, b) in notes.items()]
 
 
-def _judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any], allow_other_judge: bool,
-                       which: str = "the runs", settings: list[dict[str, Any] | None] | None = None,
-                       ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+def judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[str, Any], allow_other_judge: bool,
+                      which: str = "the runs", settings: list[dict[str, Any] | None] | None = None,
+                      ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
     """The judge settings that differ between the runs and the weights settings that differ without refusing
     (``weights_differences``), each ``{name: [a, b]}``; ``which``: the runs as a refusal names them; ``settings``:
     the two runs' ``judge_settings`` where the caller has them (a leaderboard reads each run's once, not once per
@@ -327,7 +330,7 @@ def _gate_keys(items: list, keys: list[tuple[Any, str, int]],
             if (it.binary if it.binary is not None else (it.meta, it.criteria_name) in pairs)}
 
 
-def _excluded(items: list, scored: set[Any], shared: set[Any], gate_one_side: set[Any]) -> dict[str, Any]:
+def excluded_instructions(items: list, scored: set[Any], shared: set[Any], gate_one_side: set[Any]) -> dict[str, Any]:
     """The instructions of one run left out of the comparison, by why (``eval.ranking.report.EXCLUDED``), and their
     number."""
     by_status: dict[str, set[Any]] = {}
@@ -342,13 +345,14 @@ def _excluded(items: list, scored: set[Any], shared: set[Any], gate_one_side: se
     return {"n": len(held - shared), **{why: _sorted_ids(ids) for why, ids in out.items()}}
 
 
-def _refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path],
-                       texts: tuple[dict[Any, dict[str, Any]], dict[Any, dict[str, Any]]] | None = None) -> None:
+def refuse_other_data(info_a: dict[str, Any], info_b: dict[str, Any], folders: list[Path],
+                      texts: tuple[dict[Any, dict[str, Any]], dict[Any, dict[str, Any]]] | None = None) -> None:
     """ValueError naming the first instruction whose content differs between the runs (different data).
 
-    ``texts``: the two runs' ``_instructions``, where the caller has them (a leaderboard reads each run's once, not
-    once per pair it is in); read from ``folders`` otherwise."""
-    texts_a, texts_b = texts if texts is not None else (_instructions(folders[0]), _instructions(folders[1]))
+    ``texts``: the two runs' ``instruction_contents``, where the caller has them (a leaderboard reads each run's
+    once, not once per pair it is in); read from ``folders`` otherwise."""
+    texts_a, texts_b = texts if texts is not None else (instruction_contents(folders[0]),
+                                                        instruction_contents(folders[1]))
     for prompt_id in texts_a.keys() & texts_b.keys():
         a, b = texts_a[prompt_id], texts_b[prompt_id]
         differ = [field for field in a if a[field] != b[field]]
@@ -380,8 +384,8 @@ def paired_items(folders: list[Path], runs: list[list], binaries: list[set[tuple
     (a failed Critical verdict keeps every score the other runs' gate may have zeroed).
 
     Args:
-        folders: the runs, as a refusal names them; runs: their items (``_load``); binaries: each run's data's
-            binary (meta, criterion) pairs (``binary_criteria``); settings: how unjudged items are scored
+        folders: the runs, as a refusal names them; runs: their items (``load_ranking_run``); binaries: each run's
+            data's binary (meta, criterion) pairs (``binary_criteria``); settings: how unjudged items are scored
             (``UNJUDGED_SETTINGS``).
 
     Raises:
@@ -409,7 +413,7 @@ def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scor
     """Why runs have nothing to compare, for the refusal: when every instruction they all scored left because its
     binary (gate) criterion was scored by some runs only, how many, and per run the gate verdicts it failed, by
     status (a judge that failed every Critical verdict is the usual cause), not that nothing was scored."""
-    from eval.ranking.matrix import item_status
+    from eval.ranking.items import item_status
 
     every = "both" if len(folders) == 2 else "every one of them"
     if not gate_partial:
@@ -432,9 +436,9 @@ def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scor
             f"{'; '.join(failed) or 'none'}")
 
 
-def _why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int, alpha: float,
-                 scored_by: str = "both runs", non_binary: bool = False,
-                 holm_floor: tuple[float, int] | None = None) -> str | None:
+def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int, alpha: float,
+                scored_by: str = "both runs", non_binary: bool = False,
+                holm_floor: tuple[float, int] | None = None) -> str | None:
     """Why a cell has no call ("—"); None when it is tested. ``scored_by``: whose items pair ("every run" for a
     leaderboard); ``non_binary``: the value is a mean of non-binary scores only (a mean over criteria, the
     leaderboard's mean), so ``instructions`` counts those with such a score; ``holm_floor``: (the cell's smallest
@@ -607,7 +611,7 @@ def _swaps_to_draw(delta: np.ndarray, instructions: np.ndarray, alpha: float, n_
     return wanted
 
 
-def _f(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
@@ -643,7 +647,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     for folder in folders:
         if not is_ranking_run(folder):
             raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
-    (info_a, items_a), (info_b, items_b) = map(_load, folders)
+    (info_a, items_a), (info_b, items_b) = map(load_ranking_run, folders)
     normalize = info_a["matrix"]["normalize"]
     if info_b["matrix"]["normalize"] != normalize:
         raise ValueError(f"the runs normalise differently ({normalize} vs {info_b['matrix']['normalize']}); rerun one "
@@ -654,12 +658,12 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                          "--verdict-reader to match")
     settings = {}
     for name, (what, flag) in UNJUDGED_SETTINGS.items():
-        settings[name], other = (_unjudged_setting(info, name) for info in (info_a, info_b))
+        settings[name], other = (unjudged_setting(info, name) for info in (info_a, info_b))
         if other != settings[name]:
             raise ValueError(f"the runs score {what} differently ({settings[name]} vs {other}); rerun one with "
                              f"{flag} to match")
-    differences, notes = _judge_differences(folders, info_a, info_b, allow_other_judge)
-    _refuse_other_data(info_a, info_b, folders)
+    differences, notes = judge_differences(folders, info_a, info_b, allow_other_judge)
+    refuse_other_data(info_a, info_b, folders)
     runs = (items_a, items_b)
     binaries = [binary_criteria(info) for info in (info_a, info_b)]  # each run's gate by its own data's rubrics
     full_a, full_b = (matrix_arrays(items, normalize, **settings, binary_criteria=b)
@@ -714,7 +718,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     rows = [*layout.criteria, MEAN_OVER_CRITERIA]
     columns = [*layout.metas, MEAN_OVER_META]
     needed = resamples_to_call(alpha)
-    whys = {(i, j): _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+    whys = {(i, j): why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
                                  non_binary=r == MEAN_OVER_CRITERIA)
             for i, r in enumerate(rows) for j in range(len(columns))}
     aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
@@ -723,7 +727,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     floors, family = holm_unreachable(instructions, [cell for cell, why in whys.items() if why is None], alpha,
                                       aliases)
     for (i, j), floor in floors.items():
-        whys[i, j] = _why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+        whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
                                   non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], alpha, aliases)
     cells: dict[str, dict[str, Any]] = {}
@@ -732,9 +736,10 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
         for j, c in enumerate(columns):
             why = whys[i, j]
             verdict = "—" if why else called_verdict(low[i, j], high[i, j], p_holm[i, j], alpha)
-            cells[r][c] = {"a": _f(point_a[i, j]), "b": _f(point_b[i, j]), "delta": _f(delta[i, j]),
-                           "ci": [_f(low[i, j]), _f(high[i, j])], "p_value": _f(p_value[i, j]),
-                           "p_holm": _f(p_holm[i, j]),
+            cells[r][c] = {"a": finite_or_none(point_a[i, j]), "b": finite_or_none(point_b[i, j]),
+                           "delta": finite_or_none(delta[i, j]),
+                           "ci": [finite_or_none(low[i, j]), finite_or_none(high[i, j])],
+                           "p_value": finite_or_none(p_value[i, j]), "p_holm": finite_or_none(p_holm[i, j]),
                            "n_resamples": int(resamples[i, j]), "verdict": verdict, "why_no_call": why,
                            "n": int(n_paired[i, j]), "n_a": int(n_alone[0][i, j]), "n_b": int(n_alone[1][i, j]),
                            "n_dropped_a": int(n_alone[0][i, j] - n_paired[i, j]),
@@ -748,7 +753,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                                    ("b", folders[1], info_b, items_b, scored_b, alone[1])):
         sides[side] = {"run": str(folder), "model": info.get("model", ""),
                        "n_instructions": len({it.prompt_id for it in items}),
-                       "excluded": _excluded(items, scored, set(shared), gate_one_side),
+                       "excluded": excluded_instructions(items, scored, set(shared), gate_one_side),
                        "n_dropped": int(np.asarray(one.counts.sum())) - n_inner,
                        "empty_answers": _sorted_ids({it.prompt_id for it in items if it.status == "empty_answer"})}
     return {**sides, "judge": info_a.get("judge", ""), "judge_differences": differences, "judge_notes": notes,

@@ -61,11 +61,11 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
     Returns the normalisation, the unjudged settings, each run's judge differences from the first, and
     ``{a, b, differences, notes}`` for each pair of runs whose judge settings differ or carry a note
     (``eval.ranking.compare.weights_differences``)."""
-    from eval.ranking.compare import (UNJUDGED_SETTINGS, _instructions, _judge_differences, _refuse_other_data,
-                                      _unjudged_setting, judge_settings)
+    from eval.ranking.compare import (UNJUDGED_SETTINGS, instruction_contents, judge_differences, judge_settings,
+                                      refuse_other_data, unjudged_setting)
 
     normalize = infos[0]["matrix"]["normalize"]
-    settings = {name: _unjudged_setting(infos[0], name) for name in UNJUDGED_SETTINGS}
+    settings = {name: unjudged_setting(infos[0], name) for name in UNJUDGED_SETTINGS}
     differences = [{}]
     for folder, info in zip(folders[1:], infos[1:]):
         if info["matrix"]["normalize"] != normalize:
@@ -76,22 +76,22 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
             raise ValueError(f"{folder} reads verdicts differently from {folders[0]} ({readers[1]} vs {readers[0]}); "
                              "rerun one with --verdict-reader to match")
         for name, (what, flag) in UNJUDGED_SETTINGS.items():
-            if _unjudged_setting(info, name) != settings[name]:
+            if unjudged_setting(info, name) != settings[name]:
                 raise ValueError(f"{folder} scores {what} differently from {folders[0]} "
-                                 f"({_unjudged_setting(info, name)} vs {settings[name]}); rerun one with {flag}")
+                                 f"({unjudged_setting(info, name)} vs {settings[name]}); rerun one with {flag}")
     judge_pairs = []
     judges = [judge_settings(folder) for folder in folders]  # each run.json read once, not once per pair it is in
     for a, b in combinations(range(len(folders)), 2):
         # Every pair, not every run against the first: a run that recorded no weights says nothing of the others'.
-        differ, notes = _judge_differences([folders[a], folders[b]], infos[a], infos[b], allow_other_judge,
+        differ, notes = judge_differences([folders[a], folders[b]], infos[a], infos[b], allow_other_judge,
                                            which=f"{folders[a]} and {folders[b]}", settings=[judges[a], judges[b]])
         if a == 0:
             differences.append(differ)
         if differ or notes:
             judge_pairs.append({"a": str(folders[a]), "b": str(folders[b]), "differences": differ, "notes": notes})
-    texts = [_instructions(folder) for folder in folders]  # each run read once, not once per pair it is in
+    texts = [instruction_contents(folder) for folder in folders]  # each run read once, not once per pair it is in
     for a, b in combinations(range(len(folders)), 2):
-        _refuse_other_data(infos[a], infos[b], [folders[a], folders[b]], (texts[a], texts[b]))
+        refuse_other_data(infos[a], infos[b], [folders[a], folders[b]], (texts[a], texts[b]))
     return normalize, settings, differences, judge_pairs
 
 
@@ -119,8 +119,8 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     from scipy.stats import rankdata
 
     import eval.ranking.compare as compare  # its pairing rule and loader, read at the call (one home of each)
-    from eval.ranking.compare import (_excluded, _f, _why_no_call, binary_criteria, called_interval, called_verdict,
-                                      compared_values, is_ranking_run)
+    from eval.ranking.compare import (binary_criteria, called_interval, called_verdict, compared_values,
+                                      excluded_instructions, finite_or_none, is_ranking_run, why_no_call)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
     from eval.scoring.resample_rules import resamples_to_call
@@ -147,7 +147,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         raise ValueError(f"--alpha {alpha:g}: a call between {k_runs} candidates at alpha / {n_pairs} needs "
                          f"{n_draw} resamples, over the {MAX_RESAMPLES} a leaderboard raises --n-boot {n_boot} to; "
                          f"give --alpha of at least {2 * n_pairs / MAX_RESAMPLES:g}")
-    loaded = [compare._load(folder) for folder in folders]
+    loaded = [compare.load_ranking_run(folder) for folder in folders]
     infos, runs_items = [info for info, _ in loaded], [items for _, items in loaded]
     normalize, settings, differences, judge_pairs = _check_alike(folders, infos, allow_other_judge)
 
@@ -219,7 +219,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
             d = boot_means[:, b] - boot_means[:, a]
             n_resamples = int(np.isfinite(d).sum())
             low, high, _ = called_interval(d, pair_alpha)  # the interval; the p is the sign-flip test's
-        why = _why_no_call(delta, n_rated, n_draw, n_resamples, needed, pair_alpha, scored_by="every run",
+        why = why_no_call(delta, n_rated, n_draw, n_resamples, needed, pair_alpha, scored_by="every run",
                            non_binary=True)
         verdict = "—" if why else called_verdict(low, high, p_value, pair_alpha)
         if verdict == "B higher":
@@ -231,20 +231,21 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
             (same if verdict == "no difference" else untested)[b].append(a)
         x_a, x_b = per_instruction[rated, a], per_instruction[rated, b]
         head_to_head = float(np.mean((x_b > x_a) + 0.5 * (x_b == x_a))) if rated.any() else None
-        pairs.append({"a": str(folders[a]), "b": str(folders[b]), "delta": _f(delta), "ci": [_f(low), _f(high)],
-                      "level": 1.0 - pair_alpha, "p_value": _f(p_value), "n_resamples": n_resamples,
+        pairs.append({"a": str(folders[a]), "b": str(folders[b]), "delta": finite_or_none(delta),
+                      "ci": [finite_or_none(low), finite_or_none(high)], "level": 1.0 - pair_alpha,
+                      "p_value": finite_or_none(p_value), "n_resamples": n_resamples,
                       "win_rate_b": head_to_head, "verdict": verdict, "why_no_call": why})
     models = []
     for k in order:
         ci = percentile_interval(boot_means[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
         win_ci = percentile_interval(boot_wins[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
         models.append({"run": str(folders[k]), "model": infos[k].get("model", ""), "rank": 1 + len(above[k]),
-                       "mean": _f(point_means[k]), "ci": [_f(v) for v in ci], "win_rate": _f(point_wins[k]),
-                       "win_rate_ci": [_f(v) for v in win_ci],
+                       "mean": finite_or_none(point_means[k]), "ci": [finite_or_none(v) for v in ci],
+                       "win_rate": finite_or_none(point_wins[k]), "win_rate_ci": [finite_or_none(v) for v in win_ci],
                        "indistinguishable_from": [str(folders[j]) for j in order if j in same[k]],
                        "untested_with": [str(folders[j]) for j in order if j in untested[k]],
                        "n_instructions": len({it.prompt_id for it in runs_items[k]}),
-                       "excluded": _excluded(runs_items[k], scored_ids[k], set(shared), gate_partial),
+                       "excluded": excluded_instructions(runs_items[k], scored_ids[k], set(shared), gate_partial),
                        "judge_differences": differences[k]})
     return {"kind": "leaderboard", "models": models, "pairs": pairs, "n_instructions": len(shared),
             "n_rated_instructions": n_rated, "n_items": len(paired), "n_boot": n_draw if resampled else 0,
@@ -351,17 +352,18 @@ def render_leaderboard_markdown(result: dict[str, Any]) -> str:
 
 def render_leaderboard_page(result: dict[str, Any]) -> str:
     """compare.html of a leaderboard: the same tables as compare.md."""
-    from eval.ranking.report import _e, _page
+    from eval.ranking.report import html_page
+    from eval.reports.html_text import escape
 
-    summary, board, pairs = _lines(result, _e)
+    summary, board, pairs = _lines(result, escape)
 
     def table(header: list[str], rows: list[list[str]]) -> str:
-        head = "".join(f"<th>{_e(h)}</th>" for h in header)
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)  # escaped
         return (f'<div class="scroll"><table class="grid"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
                 "</table></div>")
 
-    return _page("judge-eval compare: leaderboard of ranking runs", summary,
+    return html_page("judge-eval compare: leaderboard of ranking runs", summary,
                  ["<h2>Leaderboard</h2>", table(BOARD_HEADER, board), "<h2>Pairs</h2>", table(PAIRS_HEADER, pairs)])
 
 

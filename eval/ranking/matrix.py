@@ -70,7 +70,8 @@ from eval.ranking.items import (EMPTY_ANSWER, NO_ANSWER, STATUSES, UNJUDGED_STAT
 __all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER",
            "NO_ANSWER", "MIN_INSTRUCTIONS", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
            "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels",
-           "gate_score", "is_scored", "cell_counts", "cell_instructions", "unnormalisable"]
+           "gate_score", "is_scored", "cell_counts", "cell_instructions", "unnormalisable", "full_matrices",
+           "instruction_weights", "percentile_interval"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
@@ -244,8 +245,8 @@ def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
     return _ratio(total, n)
 
 
-def _full_matrices(w_sums: np.ndarray, w_counts: np.ndarray, w_nb_sums: np.ndarray, w_nb_counts: np.ndarray,
-                   shape: tuple[int, int]) -> np.ndarray:
+def full_matrices(w_sums: np.ndarray, w_counts: np.ndarray, w_nb_sums: np.ndarray, w_nb_counts: np.ndarray,
+                  shape: tuple[int, int]) -> np.ndarray:
     """(b, n_criteria + 1, n_meta + 1) matrices from per-resample cell totals (b, n_cells): POLLUX's table."""
     b = w_sums.shape[0]
     n_c, n_m = shape
@@ -264,8 +265,8 @@ def resampled_matrices(arrays: MatrixArrays, weights: np.ndarray) -> np.ndarray:
     def weighted(totals) -> np.ndarray:
         return np.asarray((totals.T @ weights.T).T)  # sparse.T @ dense: nnz x resamples multiply-adds
 
-    return _full_matrices(weighted(arrays.sums), weighted(arrays.counts), weighted(arrays.nb_sums),
-                          weighted(arrays.nb_counts), arrays.shape)
+    return full_matrices(weighted(arrays.sums), weighted(arrays.counts), weighted(arrays.nb_sums),
+                         weighted(arrays.nb_counts), arrays.shape)
 
 
 def instruction_weights(n: int, n_boot: int, seed: int, key: str = "bench/matrix"):

@@ -111,7 +111,7 @@ def swapped_matrices(arrays_a, arrays_b, swaps: np.ndarray) -> tuple[np.ndarray,
     """(A, B): the (b, rows, columns) matrices (``eval.ranking.matrix``) of the two runs after swapping their
     instructions marked in ``swaps`` (b, n): each of the four totals a matrix is made of moves from one side to the
     other, so every cell, the means over criteria and over meta values included, is what the swapped runs give."""
-    from eval.ranking.matrix import _full_matrices
+    from eval.ranking.matrix import full_matrices
 
     sides: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for name in ("sums", "counts", "nb_sums", "nb_counts"):
@@ -119,5 +119,5 @@ def swapped_matrices(arrays_a, arrays_b, swaps: np.ndarray) -> tuple[np.ndarray,
         shift = np.asarray(((b - a).T @ swaps.T).T)  # what the swapped instructions move from B to A
         sides[0].append(np.asarray(a.sum(axis=0)).ravel()[None, :] + shift)
         sides[1].append(np.asarray(b.sum(axis=0)).ravel()[None, :] - shift)
-    a_matrices, b_matrices = (_full_matrices(*parts, arrays_a.shape) for parts in sides)
+    a_matrices, b_matrices = (full_matrices(*parts, arrays_a.shape) for parts in sides)
     return a_matrices, b_matrices

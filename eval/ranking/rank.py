@@ -82,11 +82,11 @@ from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.plumbing.run_folder import content_key
-from judge.records import RecordError, row_place
+from judge.records import RecordError, row_place, value_words
 
 __all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKED_FILES", "RANKING_RESULT", "UNJUDGED", "AnswerRow",
            "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank", "ranked_files_key",
-           "strip_think", "unnormalisable_rubric"]
+           "strip_think", "unnormalisable_rubric", "ranked_items", "item_origin", "read_unjudged"]
 
 log = logging.getLogger("judge_eval.rank")
 
@@ -230,7 +230,7 @@ def _text(row: Mapping[str, Any], name: str, fail, *, required: bool) -> str:
             raise fail(name, "is missing")
         return ""
     if not isinstance(value, str):
-        raise fail(name, f"must be text, got {type(value).__name__}")
+        raise fail(name, f"must be text, got {value_words(value)}")
     if required and not value.strip():
         raise fail(name, "is empty")
     return value
@@ -253,7 +253,7 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
         return InstructionError(source, index, name, message)
 
     if not isinstance(row, Mapping):
-        raise fail(None, f"expected an object, got {type(row).__name__}")
+        raise fail(None, f"expected an object, got {value_words(row)}")
     pid = row.get("prompt_id")
     if type(pid).__name__.startswith(("int", "uint")) and not isinstance(pid, (bool, int)):
         pid = int(pid)  # a numpy integer (pandas, datasets)
@@ -263,15 +263,15 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
         raise fail("prompt_id", f"must be an integer or text, got {pid!r}")
     meta = row.get("meta")
     if meta is not None and not isinstance(meta, str):
-        raise fail("meta", f"must be text or null, got {type(meta).__name__}")
+        raise fail("meta", f"must be text or null, got {value_words(meta)}")
     criteria = row.get("criteria")
     if criteria is None or isinstance(criteria, (str, bytes, Mapping)) or not hasattr(criteria, "__iter__"):
         raise fail("criteria", "must be a list of {criteria_name, rubrics}"
-                   + ("" if criteria is None else f", got {type(criteria).__name__}"))
+                   + ("" if criteria is None else f", got {value_words(criteria)}"))
     pairs = []
     for k, crit in enumerate(criteria):
         if not isinstance(crit, Mapping):
-            raise fail(f"criteria[{k}]", f"expected an object, got {type(crit).__name__}")
+            raise fail(f"criteria[{k}]", f"expected an object, got {value_words(crit)}")
         name = _text(crit, "criteria_name", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
         rubrics = _text(crit, "rubrics", lambda f, m, k=k: fail(f"criteria[{k}].{f}", m), required=True)
         pairs.append((name, rubrics))
@@ -734,7 +734,7 @@ def item_origin(record: Any, path: Path) -> tuple[int | str, str]:
         raise ValueError(f"{path}: item {record.id!r}: field 'prompt_id' must be an integer or text, got "
                          f"{prompt_id!r}; items.jsonl is written by judge-eval rank: rerun it on the folder")
     if not isinstance(meta, str):
-        raise ValueError(f"{path}: item {record.id!r}: field 'meta' must be text, got {meta!r}; items.jsonl is "
+        raise ValueError(f"{path}: item {record.id!r}: field 'meta' must be text, got {value_words(meta)}; items.jsonl is "
                          "written by judge-eval rank: rerun it on the folder")
     return prompt_id, meta
 

@@ -18,7 +18,8 @@ from eval.reports.html_text import escape
 from eval.reports.names import shown_name, shown_names
 
 __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_page", "exclusion_lines",
-           "calls_line", "resamples_phrase", "holm_applied"]
+           "calls_line", "resamples_phrase", "holm_applied", "EXCLUDED", "html_page", "sign_flip_p_text",
+           "why_not_called", "write_ranking_compare"]
 
 #: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
@@ -73,7 +74,9 @@ def _diverging(value: Any, span: float) -> str:
     return f' style="background: rgb({r},{g},{b}); color: {"#fff" if t > 0.6 else "var(--fg)"}"'
 
 
-def _page(title: str, subtitle: list[str], body: list[str]) -> str:
+def html_page(title: str, subtitle: list[str], body: list[str]) -> str:
+    """A ranking page (a run's report.html, a comparison's or a leaderboard's compare.html): the toolkit's style, the
+    title, the subtitle's lines (HTML, escaped by the caller) and the body."""
     css = resources.files("eval.reports").joinpath("html", "page.css").read_text(encoding="utf-8")
     return "\n".join(["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -191,7 +194,7 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "(judged by the next run): none of them was judged, and each is counted in its cell above. POLLUX sends "
             f"an empty answer to its judge; the toolkit cannot, so those items are {empty}. Verdicts that did not "
             "parse, were out of scale or whose request failed are counted per cell above.</p>"]
-    return _page(f"judge-eval rank: {shown_name(result['model'])}", subtitle, body)
+    return html_page(f"judge-eval rank: {shown_name(result['model'])}", subtitle, body)
 
 
 def write_ranking_page(result: Mapping[str, Any], out: str | Path) -> Path:
@@ -278,7 +281,7 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             "The tooltip gives the p, why a cell is untested or not called, and how "
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]
-    return _page("judge-eval compare: ranking runs", subtitle, body)
+    return html_page("judge-eval compare: ranking runs", subtitle, body)
 
 
 def resamples_phrase(result: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ def test_a_bad_answer_row_is_named_by_its_line_blank_lines_counted(tmp_path: Pat
     path.write_text(json.dumps(GOOD) + "\n\n\n" + json.dumps({**GOOD, "prompt_id": [2]}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError) as caught:
         read_answers(path)
-    assert str(caught.value) == f"{path}: line 4.prompt_id: expected int or str, got list '[2]'"
+    assert str(caught.value) == f"{path}: line 4.prompt_id: expected an integer or a string, got a list '[2]'"
 
 
 def test_a_well_formed_answers_file_still_reads(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def _ranked(tmp_path: Path, item: dict, unjudged: list[dict] | None = None) -> P
 
 @pytest.mark.parametrize(("item", "said"), [({"prompt_id": None}, "field 'prompt_id' must be an integer or text, got None"),
                                             ({"prompt_id": [1]}, "field 'prompt_id' must be an integer or text"),
-                                            ({"meta": None}, "field 'meta' must be text, got None")])
+                                            ({"meta": None}, "field 'meta' must be text, got null")])
 def test_an_item_without_its_instruction_is_named(tmp_path: Path, item: dict, said: str) -> None:
     """Before: KeyError 'prompt_id' / 'meta' for a missing field, TypeError (unhashable) for a list."""
     from eval.ranking.rank import ranked_items

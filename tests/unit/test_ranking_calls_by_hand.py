@@ -96,24 +96,24 @@ def test_refuse_other_data_reads_the_texts_it_is_given():
     texts_a = {"p1": dict(same), "p2": dict(same)}
     texts_b = {"p1": dict(same), "p2": {**same, "reference_answer": "другой"}}
     with pytest.raises(ValueError) as refused:
-        compare._refuse_other_data({"data": "d.jsonl"}, {"data": "d.jsonl"}, [Path("/no/a"), Path("/no/b")],
+        compare.refuse_other_data({"data": "d.jsonl"}, {"data": "d.jsonl"}, [Path("/no/a"), Path("/no/b")],
                                    (texts_a, texts_b))
     assert str(refused.value) == ("the runs were made on different data ('d.jsonl' vs 'd.jsonl'): prompt_id 'p2' "
                                   "has another reference_answer in each; compare runs of one data set")
-    compare._refuse_other_data({}, {}, [Path("/no/a"), Path("/no/b")], (texts_a, dict(texts_a)))  # alike: no refusal
+    compare.refuse_other_data({}, {}, [Path("/no/a"), Path("/no/b")], (texts_a, dict(texts_a)))  # alike: no refusal
 
 
 def test_a_leaderboard_reads_each_runs_instructions_once(tmp_path, monkeypatch):
     """K = 3 runs, 3 pairs: each run's instructions are read once (3 reads), not once per pair it is in (6)."""
     runs = list(map(str, _thirteen(tmp_path)))
     read = []
-    original = compare._instructions
+    original = compare.instruction_contents
 
     def counted(folder):
         read.append(str(folder))
         return original(folder)
 
-    monkeypatch.setattr(compare, "_instructions", counted)
+    monkeypatch.setattr(compare, "instruction_contents", counted)
     leaderboard(runs, n_boot=0)
     assert sorted(read) == sorted(runs)
 

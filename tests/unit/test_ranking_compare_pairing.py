@@ -223,7 +223,7 @@ def test_the_pairing_rule_by_hand_one_function_for_two_runs_and_a_board(tmp_path
             "B": [(1, "m", "X", SCALE, 1.0), (1, "m", "G", BINARY, None), (2, "m", "X", SCALE, None),
                   (2, "m", "G", BINARY, 0.0)]}
     folders = [_run(tmp_path / name, name, rows[name]) for name in ("A", "B")]
-    runs = [compare._load(folder)[1] for folder in folders]
+    runs = [compare.load_ranking_run(folder)[1] for folder in folders]
     settings = {"empty_answer": "zero", "no_answer": "zero"}
     pairing = compare.paired_items(folders, runs, [set(), set()], settings)
     assert pairing.paired == {(2, "G", 0)} and pairing.shared == [2] and pairing.gate_partial == {1}

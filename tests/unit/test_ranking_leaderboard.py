@@ -319,7 +319,7 @@ def test_an_alpha_no_board_can_reach_is_refused_before_any_run_is_read(tmp_path:
     def no_load(folder):
         raise AssertionError(f"{folder} loaded before the refusal")
 
-    monkeypatch.setattr(compare, "_load", no_load)
+    monkeypatch.setattr(compare, "load_ranking_run", no_load)
     assert main(["compare", *runs, "--alpha", "1e-5"]) == 2
     assert capsys.readouterr().err.strip() == (
         "judge-eval compare: error: --alpha 1e-05: a call between 3 candidates at alpha / 3 needs 600000 resamples, "
