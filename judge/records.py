@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+# kind_words and value_words live beneath the contract, where judge.plumbing's readers word their errors too
+from judge.plumbing.json_reading import kind_words, value_words
 from judge.scales import ScaleError, scale_of
 
 __all__ = [
@@ -115,27 +117,6 @@ def row_place(row: int | None) -> str | None:
     if isinstance(row, RowIndex):
         return f"row index {int(row)}"
     return f"row {row}"
-
-
-#: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
-_KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
-                                int: "an integer", float: "a number", bool: "true or false",
-                                type(None): "null"}  # fmt: skip
-
-
-def kind_words(kind: type | tuple[type, ...]) -> str:
-    """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
-    words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
-
-
-def value_words(value: Any) -> str:
-    """What a JSON value is, for "should be X, got Y": "null", "an object", "a list", "an integer"..."""
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else str(value).lower()
-    if isinstance(value, Mapping):
-        return "an object"
-    return _KIND_WORDS.get(type(value), type(value).__name__)
 
 
 class RecordError(ValueError):
@@ -362,7 +343,7 @@ class JudgeRecord:
             RecordError: naming the field that is missing or malformed.
         """
         if not isinstance(row, Mapping):
-            raise RecordError(source, index, None, f"expected an object, got {type(row).__name__}")
+            raise RecordError(source, index, None, f"expected an object, got {value_words(row)}")
 
         def fail(name: str, message: str) -> RecordError:
             return RecordError(source, index, name, message)
@@ -373,27 +354,29 @@ class JudgeRecord:
             if value is None:
                 raise fail(name, "is missing")
             if not isinstance(value, str):
-                raise fail(name, f"must be text, got {type(value).__name__}")
+                raise fail(name, f"must be text, got {value_words(value)}")
             if not value.strip():
                 raise fail(name, "is empty")
             values[name] = value
 
         reference = row.get("reference_answer")
         if reference is not None and not isinstance(reference, str):
-            raise fail("reference_answer", f"must be text or null, got {type(reference).__name__}")
+            raise fail("reference_answer", f"must be text or null, got {value_words(reference)}")
         values["reference_answer"] = reference or ""
 
         for name in _TEXT_OPTIONAL:
             value = row.get(name)
             # an integer is read as its digits (a numbered subtype); a boolean is no text (it would read "True")
             if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool)):
-                raise fail(name, f"must be text, got {type(value).__name__}")
+                raise fail(name, f"must be text, got {value_words(value)}")
             values[name] = "" if value is None else str(value)
 
         provocative = row.get("is_provocative")
         if provocative is not None:
             if type(provocative).__name__ not in ("bool", "bool_"):  # numpy booleans from datasets / pandas
-                raise fail("is_provocative", f"must be true or false, got {provocative!r}")
+                # a text or a number says itself ("yes", 1); an object or a list in words, not as Python's {...}
+                got = repr(provocative) if isinstance(provocative, (str, int, float)) else value_words(provocative)
+                raise fail("is_provocative", f"must be true or false, got {got}")
             provocative = bool(provocative)
         values["is_provocative"] = provocative
 
@@ -445,7 +428,7 @@ class JudgeRecord:
                                  "derives the missing ones)")
             rid = content_id(values)
         elif not isinstance(rid, (str, int)) or isinstance(rid, bool):  # true is no id: it would read "True"
-            raise fail("id", f"must be text or an integer, got {type(rid).__name__}")
+            raise fail("id", f"must be text or an integer, got {value_words(rid)}")
         elif isinstance(rid, str):
             _check_unicode(rid, "id", fail)
         values["id"] = str(rid)
@@ -522,7 +505,7 @@ def _named_experts(annotations: tuple[Annotation, ...], ids: Any, fail) -> tuple
     if ids is None:
         return annotations, None
     if not _is_list(ids):
-        raise fail("expert_ids", f"must be a list of texts, one per expert, got {type(ids).__name__}")
+        raise fail("expert_ids", f"must be a list of texts, one per expert, got {value_words(ids)}")
     ids = tuple(str(i) if type(i) is int else i for i in _at_most_experts(ids, "expert_ids", fail))
     try:
         _check_ids(ids, len(annotations), "row")
@@ -556,11 +539,11 @@ _ANNOTATION_KEYS = frozenset({"comment", "score"})
 def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
     """The released ``annotations`` column: ``[{comment, score}, ...]``, ``-1`` meaning an abstention."""
     if not _is_list(items):
-        raise fail("annotations", f"must be a list of {{comment, score}} objects, got {type(items).__name__}")
+        raise fail("annotations", f"must be a list of {{comment, score}} objects, got {value_words(items)}")
     annotations = []
     for position, item in enumerate(_at_most_experts(items, "annotations", fail)):
         if not isinstance(item, Mapping):
-            raise fail("annotations", f"item {position} must be an object with comment and score, got {type(item).__name__}")
+            raise fail("annotations", f"item {position} must be an object with comment and score, got {value_words(item)}")
         unknown = sorted(set(item) - _ANNOTATION_KEYS, key=str)
         if unknown:  # refused, not dropped: an annotator's id or a second score would be lost without a word
             raise fail("annotations", f"item {position}: unknown key(s) {unknown}; an annotation has comment and score "
@@ -572,7 +555,7 @@ def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
             raise fail("annotations", f"item {position}: score {_shown(item['score'])} is not a finite number")
         comment = item.get("comment")
         if comment is not None and not isinstance(comment, str):
-            raise fail("annotations", f"item {position}: comment must be text, got {type(comment).__name__}")
+            raise fail("annotations", f"item {position}: comment must be text, got {value_words(comment)}")
         annotations.append(Annotation(None if score == ABSTENTION_SCORE else score, comment or ""))
     return tuple(annotations)
 
@@ -583,7 +566,7 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
     if experts is None:
         experts = ()
     elif type(experts) is not list and not _is_list(experts):
-        raise fail("expert_scores", f"must be a list of numbers, got {type(experts).__name__}")
+        raise fail("expert_scores", f"must be a list of numbers, got {value_words(experts)}")
     all_scores: list[float | None] = []
     abstained = False
     for position, value in enumerate(_at_most_experts(experts, "expert_scores", fail)):

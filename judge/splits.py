@@ -33,7 +33,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from judge.records import RecordError
+from judge.records import RecordError, value_words
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
 __all__ = [
@@ -122,7 +122,7 @@ def _split_lists(path: str, text: str) -> dict:
         raise ValueError(f"{path}: not valid YAML ({problem}{where})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a split file is a mapping with task_types and criteria lists, got "
-                         f"{'an empty file' if raw is None else type(raw).__name__}")
+                         f"{'an empty file' if raw is None else value_words(raw)}")
     unknown_keys = set(raw) - {"version", *_SPLIT_LISTS}
     if unknown_keys:
         raise ValueError(f"{path}: unknown keys {sorted(unknown_keys, key=str)}")
@@ -131,11 +131,11 @@ def _split_lists(path: str, text: str) -> dict:
             raise ValueError(f"{path}: key {key!r} is missing (write {key}: [] to hold none out)")
         values = raw[key]
         if not isinstance(values, list):
-            got = "nothing" if values is None else type(values).__name__
+            got = "nothing" if values is None else value_words(values)
             raise ValueError(f"{path}: key {key!r} must be a list of texts (an empty one written as []), got {got}")
         for position, value in enumerate(values):
             if not isinstance(value, str):
-                raise ValueError(f"{path}: key {key!r}: item {position} must be text, got {type(value).__name__}")
+                raise ValueError(f"{path}: key {key!r}: item {position} must be text, got {value_words(value)}")
     return raw
 
 

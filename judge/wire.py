@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from judge.plumbing.json_reading import kind_words, value_words
 from judge.scales import MAX_LEVELS
 
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
@@ -67,7 +68,7 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
             a finite number``; a count's negative value: ``expected a count``).
     """
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        raise ValueError(f"{where}: expected a JSON object, got {value_words(data)}")
     names, required = _field_rules(cls)
     unknown = sorted(set(data) - set(names))
     if unknown:
@@ -164,8 +165,11 @@ def _misfit(value: Any, hint: Any, where: str, count: bool = False) -> ValueErro
             for key, element in value.items():
                 if not _fits(args[1])(element):
                     return _misfit(element, args[1], f"{where}[{key!r}]")
-    names = " or ".join(getattr(o, "__name__", str(o)).replace("NoneType", "null") for o in _options(hint))
-    return ValueError(f"{where}: expected {names}, got {type(value).__name__} {str(value)[:40]!r}")
+    # a nested dataclass is read from an object; list[int] is a list, as whoever wrote the JSON sees them
+    kinds = tuple(dict.fromkeys(dict if dataclasses.is_dataclass(o) else typing.get_origin(o) or o
+                                for o in _options(hint)))  # fmt: skip
+    shown = "" if value is None or isinstance(value, bool) else f" {str(value)[:40]!r}"  # null, true say themselves
+    return ValueError(f"{where}: expected {kind_words(kinds)}, got {value_words(value)}{shown}")
 
 
 def _shown_number(value: float | int) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from judge.plumbing.json_reading import arrow_may_read
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
-from judge.records import LineIndex, row_place
+from judge.records import LineIndex, row_place, value_words
 from judge.wire import checked_json_fields
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
@@ -103,7 +103,8 @@ class PredictionRow:
             if value is None and key != "id":
                 continue
             if not _is_kind(value, kind):
-                raise ValueError(f"{where}.{key}: expected {kind}, got {type(value).__name__} {value!r:.40}")
+                shown = "" if isinstance(value, bool) else f" {value!r:.40}"  # true and false say their value
+                raise ValueError(f"{where}.{key}: expected {kind}, got {value_words(value)}{shown}")
             if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {value!r:.40} is not a judge's score (its size is over "
                                  f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")

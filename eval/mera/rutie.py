@@ -222,7 +222,9 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
     if isinstance(use_context, str) and use_context.strip().lower() in ("true", "false"):
         use_context = use_context.strip().lower() == "true"
     if not isinstance(use_context, bool):  # MERA writes a JSON bool; a 5 or "yes" was read as true without a word
-        raise DataError(f"{where}: field 'meta.use_context' should be true or false, got {use_context!r}")
+        # a text or a number says itself ("yes", 5); null, an object or a list in words, not as Python's None or {...}
+        got = repr(use_context) if isinstance(use_context, (str, int, float)) else value_words(use_context)
+        raise DataError(f"{where}: field 'meta.use_context' should be true or false, got {got}")
     item = RutieItem(
         dialog_id=dialog_id,
         question_id=question_id,

@@ -44,7 +44,7 @@ from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lines, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
-from judge.records import LineIndex, row_place
+from judge.records import LineIndex, row_place, value_words
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import Scale
 from judge.verdicts import VerdictError, read_served_verdict
@@ -125,8 +125,8 @@ class PairwiseRow:
         values = checked_json_fields(cls, data, where, noun="pairwise field", typed=True)
         for name in ("score", "verdict") if values["parse_ok"] else ():
             if not _on_scale(values[name]):
-                raise ValueError(f"{where}.{name}: a parsed judgment's {name} is one of -1, 0, 1, got "
-                                 f"{values[name]!r:.40}")
+                got = value_words(None) if values[name] is None else f"{values[name]!r:.40}"  # null, not None
+                raise ValueError(f"{where}.{name}: a parsed judgment's {name} is one of -1, 0, 1, got {got}")
         return cls(**values)
 
 
@@ -184,7 +184,7 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
             text_id = _content_id([row[n] for n in PAIRWISE_FIELDS])
         elif not isinstance(text_id, (str, int)) or isinstance(text_id, bool):
             # judge.load_records' rule: a list or an object would be its Python repr, true "True", 1.0 "1.0"
-            raise ConfigError(f"{where}: field 'id': must be text or an integer, got {type(text_id).__name__}")
+            raise ConfigError(f"{where}: field 'id': must be text or an integer, got {value_words(text_id)}")
         text_id = str(text_id)
         if text_id in seen:
             raise ConfigError(f"{where}.id: {text_id!r} appears twice")

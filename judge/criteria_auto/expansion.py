@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
-from judge.records import RecordError, _no_id, row_place
+from judge.records import RecordError, _no_id, row_place, value_words
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
@@ -168,7 +168,7 @@ def _task_fields(row: Mapping, where: str) -> tuple[str, ...] | None:
     for name in _TASK_FIELDS:
         value = row.get(name)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{where}: field '{name}' must be text, got {type(value).__name__} (or leave the task "
+            raise ValueError(f"{where}: field '{name}' must be text, got {value_words(value)} (or leave the task "
                              "fields out for the classifier to choose)")
         values.append(value.strip() if value else "")
     for depth in (1, 2):

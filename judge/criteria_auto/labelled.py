@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from judge.criteria_auto.policy import LABEL_SEPARATOR, label_of, leaf_of
-from judge.records import row_place
+from judge.records import row_place, value_words
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 
@@ -168,7 +168,7 @@ def labelled_rows(
             value = row.get(name)
             if value is not None and not isinstance(value, str):  # a label of 5 was an AttributeError traceback
                 raise ValueError(f"{source}: {row_place(index)}: field {name!r}: must be text, got "
-                                 f"{type(value).__name__}")
+                                 f"{value_words(value)}")
         instruction = (row.get("instruction") or "").strip()
         if not instruction:
             raise ValueError(f"{source}: {row_place(index)}: empty or missing 'instruction'")
@@ -231,7 +231,7 @@ def _read_jsonl_objects(path: Path) -> tuple[list[int], list[dict]]:
     indices, rows = [], []
     for source, index, row in jsonl_rows(path):
         if not isinstance(row, dict):
-            raise RecordError(source, index, None, f"a JSON {type(row).__name__}, not an object")
+            raise RecordError(source, index, None, f"{value_words(row)}, not an object")
         indices.append(index)
         rows.append(row)
     return indices, rows

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
+from judge.plumbing.json_reading import value_words
+
 __all__ = ["JsonRecord", "JsonRecordError", "extra_field", "json_value", "keyed", "listed", "optional_field",
            "read_record"]
 
@@ -113,7 +115,8 @@ def count(value: Any) -> int:
     fraction, a boolean or a negative refused here, naming the field, where each failed far from the file (a
     ``"40"`` added to a count, a seed of ``"1"`` or 50.5 repeats as numpy's and range's TypeErrors)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected a whole number, got {type(value).__name__} {value!r}")
+        shown = "" if value is None or isinstance(value, bool) else f" {value!r:.40}"  # null, true say themselves
+        raise TypeError(f"expected a whole number, got {value_words(value)}{shown}")
     if value < 0:
         raise ValueError(f"expected a whole number of 0 or more, got {value}")
     return value
@@ -150,7 +153,7 @@ def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
             string) is taken as it is.
     """
     if not isinstance(data, Mapping):
-        raise JsonRecordError(where, f"{cls.__name__} should be a JSON object, not {type(data).__name__}")
+        raise JsonRecordError(where, f"{cls.__name__} should be a JSON object, not {value_words(data)}")
     by_type = by_type or {}
     plan, names = _plan(cls)
     values: dict[str, Any] = {}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import unreadable_json, value_words
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
            "is_whole_last_line", "json_utf8", "loads_without_repeats", "log_torn_tail", "RepeatedKeyError",
@@ -122,7 +122,7 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
             except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
                 raise JournalError(f"{path}:{number}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
-                raise JournalError(f"{path}:{number}: a JSON {type(row).__name__}, not an object")
+                raise JournalError(f"{path}:{number}: {value_words(row)}, not an object")
             yield number, row
 
 

@@ -11,13 +11,19 @@ before they are asked (Arrow's JSON reader).
   nest deeper than it has ``[`` and ``{``: one pass of ``bytes.translate`` over the file, a small share of what
   reading it costs); a file it does not pass goes to the line-by-line readers, whose ``json.loads`` refuses such
   nesting with a named error, and reads a line whose brackets are text inside strings (a code answer) as it is.
+- A value of the wrong kind is named as whoever wrote the file reads JSON: ``kind_words`` says the kind a field
+  should be ("an integer or a string"), ``value_words`` the kind it holds ("an object", "a list", "null"), never
+  Python's class ("dict", "NoneType"). They live here, beneath the contract, so that this package's readers (the
+  journal, the run folder's key) word it as ``judge.records`` (which re-exports them) and every loader do.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "unreadable_json"]
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "kind_words", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -48,3 +54,24 @@ def unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) 
     # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use
     # sys.set_int_max_str_digits() ...": the advice is for programmers, not for whoever fixes the data
     return f"unreadable JSON: a number too long to read ({str(err).split(';')[0]})"
+
+
+#: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.
+_KIND_WORDS: dict[type, str] = {Mapping: "an object", dict: "an object", list: "a list", str: "a string",
+                                int: "an integer", float: "a number", bool: "true or false",
+                                type(None): "null"}  # fmt: skip
+
+
+def kind_words(kind: type | tuple[type, ...]) -> str:
+    """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
+    words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def value_words(value: Any) -> str:
+    """What a JSON value is, for "should be X, got Y": "null", "an object", "a list", "an integer"..."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, Mapping):
+        return "an object"
+    return _KIND_WORDS.get(type(value), type(value).__name__)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
@@ -223,7 +223,7 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
         except (ValueError, RecursionError) as err:
             raise ResumeMismatch(f"{key_path}: {unreadable_json(err, whole_file=True)}; {unchecked}") from None
         if not isinstance(old, dict):
-            raise ResumeMismatch(f"{key_path}: a JSON {type(old).__name__}, not an object; {unchecked}")
+            raise ResumeMismatch(f"{key_path}: {value_words(old)}, not an object; {unchecked}")
         if old != key:
             diff = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
             details = "; ".join(f"{k}: {old.get(k)!r} -> {key.get(k)!r}" for k in diff)

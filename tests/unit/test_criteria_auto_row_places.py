@@ -24,7 +24,7 @@ def test_expand_file_names_the_bad_row_by_its_line(tmp_path):
     src = _jsonl_with_a_blank_line(tmp_path / "pairs.jsonl", {**GOOD, "task_type": 5})
     with pytest.raises(ValueError) as err:
         expand_file(src, tmp_path / "out", TfidfClassifier.load())
-    assert str(err.value).startswith(f"{src}: line 3: field 'task_type' must be text, got int")
+    assert str(err.value).startswith(f"{src}: line 3: field 'task_type' must be text, got an integer")
 
 
 def test_expand_file_names_both_rows_of_a_repeated_id_by_their_lines(tmp_path):

@@ -32,11 +32,11 @@ class _Counting:
 
 
 @pytest.mark.parametrize("columns, message", [
-    ({"task_type": 5}, "data.jsonl: row 0: field 'task_type' must be text, got int"),
-    ({"task_type": ["Literary text"]}, "data.jsonl: row 0: field 'task_type' must be text, got list"),
+    ({"task_type": 5}, "data.jsonl: row 0: field 'task_type' must be text, got an integer"),
+    ({"task_type": ["Literary text"]}, "data.jsonl: row 0: field 'task_type' must be text, got a list"),
     ({"task_type": "Literary text", "task_subtype": 5}, "data.jsonl: row 0: field 'task_subtype' must be text"),
     ({"task_type": "Code creation", "task_subtype": "Python", "task_subsubtype": {"a": 1}},
-     "data.jsonl: row 0: field 'task_subsubtype' must be text, got dict"),
+     "data.jsonl: row 0: field 'task_subsubtype' must be text, got an object"),
     ({"task_subtype": "Python"}, "data.jsonl: row 0: field 'task_subtype' is 'Python' but field 'task_type' is empty"),
     ({"task_type": "Literary text", "task_subsubtype": "x"},
      "data.jsonl: row 0: field 'task_subsubtype' is 'x' but field 'task_subtype' is empty"),
@@ -205,7 +205,7 @@ def test_a_bad_named_row_is_refused_at_its_own_line_before_anything_is_written(t
     clf = _Counting()
     with pytest.raises(ValueError) as err:
         expand_file(data, tmp_path / "out", clf)
-    assert str(err.value) == f"{data}: line 2: field 'criteria_name': must be text, got list"
+    assert str(err.value) == f"{data}: line 2: field 'criteria_name': must be text, got a list"
     assert not (tmp_path / "out").exists()
 
 
@@ -230,8 +230,8 @@ def test_a_lone_surrogate_in_an_auto_row_is_named_by_file_line_and_field(tmp_pat
     ({"criteria_description": "Рифма"}, "data.jsonl: row 0: field 'criteria_description' describes one criterion"),
     ({"rubrics_example": "пример"}, "data.jsonl: row 0: field 'rubrics_example' describes one criterion"),
     ({"criterion_id": "censor"}, "data.jsonl: row 0: field 'criterion_id' describes one criterion"),
-    ({"model_id": ["m"]}, "data.jsonl: row 0: field 'model_id': must be text, got list"),
-    ({"id": [1]}, "data.jsonl: row 0: field 'id': must be text or an integer, got list"),
+    ({"model_id": ["m"]}, "data.jsonl: row 0: field 'model_id': must be text, got a list"),
+    ({"id": [1]}, "data.jsonl: row 0: field 'id': must be text or an integer, got a list"),
     ({"expert_ids": ["e1", "e2"]}, "data.jsonl: row 0: field 'expert_ids' labels one criterion, but the row names "
                                    "none (criteria_name)"),
 ], ids=["criteria list", "rubrics", "criteria_description", "rubrics_example", "criterion_id", "model_id", "id",

@@ -115,4 +115,4 @@ def test_a_label_that_is_not_text_is_one_line_naming_the_file_line_and_field(tmp
                     '{"instruction": "Напиши ещё одно", "label": 5}\n', encoding="utf-8")
     assert train.criteria_classifier.main(["--out", str(tmp_path / "clf"), "--data", str(data)]) == 2
     assert capsys.readouterr().err == (f"judge-train criteria-classifier: error: {data}: line 2: field 'label': must "
-                                       "be text, got int\n")
+                                       "be text, got an integer\n")

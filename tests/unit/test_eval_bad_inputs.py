@@ -198,7 +198,7 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
     capsys.readouterr()
     code = main(["score", "--predictions", str(run), "--data", str(runs["data"]), "--out", str(tmp_path / "out"),
                  "--n-boot", "0", "--no-plots"])
-    got = f"int {huge!r:.40}" if field == "score" else f"dict {rows[4][field]!r:.40}"
+    got = f"an integer {huge!r:.40}" if field == "score" else f"an object {rows[4][field]!r:.40}"
     kind = "a finite number" if field == "score" else "an object of finite numbers"
     assert (code, _said(capsys)) == (2, ("", f"judge-eval score: error: {run / 'predictions.jsonl'}: line 5.{field}: "
                                              f"expected {kind}, got {got}\n"))
@@ -212,7 +212,7 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
     ('{"judge": \n', "invalid JSON (Expecting value at line 2, column 1)"),  # truncated
     ("", "invalid JSON (Expecting value at line 1, column 1)"),  # empty
     ("[" * 20_000 + "]" * 20_000, "unreadable JSON: nested too deeply"),  # was a RecursionError
-    ("[1]", "expected a JSON object, got list"),
+    ("[1]", "expected a JSON object, got a list"),
 ], ids=["truncated", "empty", "deep", "list"])  # fmt: skip
 def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, text, says):
     """The run is named as it was given (compare takes several), then its file."""
@@ -231,7 +231,7 @@ def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, tex
     (lambda m: m["splits"]["standard"]["overall"].update(mae="low"),
      "splits.standard.overall.mae: Cell.mae is not readable (expected a number, got str 'low')"),
     (lambda m: m["splits"]["all"]["by_model"].update(m2=[]),
-     "splits.all.by_model.m2: Cell should be a JSON object, not list"),
+     "splits.all.by_model.m2: Cell should be a JSON object, not a list"),
     (lambda m: m.update(splits=5), "splits: Metrics.splits is not readable ('int' object has no attribute 'items')"),
 ], ids=["no-judge", "no-n_boot", "mae-text", "cell-list", "splits-number"])  # fmt: skip
 def test_compare_names_the_run_and_field_of_a_metrics_json_of_another_shape(runs, tmp_path, capsys, change, says):

@@ -247,7 +247,7 @@ def test_a_bad_task_column_is_one_sentence_not_a_traceback(tmp_path, capsys):
     with ScriptedServer() as server:
         assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 2
         err = capsys.readouterr().err
-        assert f"{data}: line 1: field 'task_subtype' must be text, got int" in err and "Traceback" not in err
+        assert f"{data}: line 1: field 'task_subtype' must be text, got an integer" in err and "Traceback" not in err
         data.write_text(json.dumps({**row, "task_subtype": "Poetry"}, ensure_ascii=False) + "\n", encoding="utf-8")
         assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
 

@@ -195,7 +195,7 @@ def test_a_row_written_before_the_field_reads_as_none_and_resumes(tmp_path):
 
 def test_a_finish_reason_that_is_no_string_is_named(tmp_path):
     path = _write(tmp_path / "predictions.jsonl", [{**OLD_ROW, "finish_reason": 3}])
-    with pytest.raises(ValueError, match=r"line 1\.finish_reason: expected a string, got int 3"):
+    with pytest.raises(ValueError, match=r"line 1\.finish_reason: expected a string, got an integer 3"):
         read_prediction_table(path)
 
 

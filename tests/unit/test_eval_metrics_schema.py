@@ -110,7 +110,7 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
         Metrics.from_json(bad_cell)
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(int too large"):
         Metrics.from_json({**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})
-    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics should be a JSON object, not list$"):
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics should be a JSON object, not a list$"):
         Metrics.from_json([])
 
 

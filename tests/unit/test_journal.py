@@ -39,7 +39,7 @@ def test_read_journal_drops_only_a_last_line_without_its_newline(tmp_path, data,
     [
         (b'{"a": 1}\nnot json\n{"a": 2}\n', 2, "not a JSON line"),
         (b'{"a": 1}\n{"a": 2}\n{"a": \n', 3, "not a JSON line"),  # a complete last line is held to the rule
-        (b'[1, 2]\n', 1, "a JSON list, not an object"),
+        (b'[1, 2]\n', 1, "a list, not an object"),
         (b'{"a": 1}\n\xff\xfe\n', 2, "not a JSON line"),
     ],
 )

@@ -407,7 +407,7 @@ def test_parse_rutie_row_reads_the_documented_format():
         # MERA writes use_context as a JSON bool: 5 or "yes" were read as true, 0 or "no" as false, without a word
         (_with("meta.use_context", 5), "field 'meta.use_context' should be true or false, got 5"),
         (_with("meta.use_context", "yes"), "field 'meta.use_context' should be true or false, got 'yes'"),
-        (_with("meta.use_context", None), "field 'meta.use_context' should be true or false, got None"),
+        (_with("meta.use_context", None), "field 'meta.use_context' should be true or false, got null"),
         # a JSON true is an int to isinstance: it became the answer text "True"
         (_with("inputs.choice1", True), "field 'inputs.choice1' should be a string, an integer or a number, got true"),
         (_with("inputs.choice2", False), "field 'inputs.choice2' should be"),
@@ -1619,7 +1619,7 @@ def test_a_progress_line_that_is_no_json_object_is_an_input_error(tmp_path, caps
     with ScriptedEndpoint(_table_responder(REPLIES)) as endpoint:
         assert _run(endpoint, data, out) == 2
     assert endpoint.requests == []
-    assert f"{out / 'answers.jsonl'}:2: a JSON list, not an object" in capsys.readouterr().err
+    assert f"{out / 'answers.jsonl'}:2: a list, not an object" in capsys.readouterr().err
 
 
 def test_a_question_too_long_among_held_refusals_is_saved_after_them_in_order(tmp_path):

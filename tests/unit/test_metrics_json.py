@@ -30,13 +30,13 @@ def _edited(path: tuple[str, ...], value) -> dict:
 
 
 @pytest.mark.parametrize("path, value, why", [
-    (("splits", "all", "overall", "n"), "40", "expected a whole number, got str '40'"),
-    (("splits", "all", "overall", "n_failed"), None, "expected a whole number, got NoneType None"),
-    (("splits", "all", "overall", "n_missing"), 2.0, "expected a whole number, got float 2.0"),
-    (("settings", "seed"), "1", "expected a whole number, got str '1'"),
+    (("splits", "all", "overall", "n"), "40", "expected a whole number, got a string '40'"),
+    (("splits", "all", "overall", "n_failed"), None, "expected a whole number, got null"),
+    (("splits", "all", "overall", "n_missing"), 2.0, "expected a whole number, got a number 2.0"),
+    (("settings", "seed"), "1", "expected a whole number, got a string '1'"),
     (("settings", "seed"), -3, "expected a whole number of 0 or more, got -3"),
-    (("settings", "vc_repeats"), 50.5, "expected a whole number, got float 50.5"),
-    (("settings", "n_boot"), True, "expected a whole number, got bool True"),
+    (("settings", "vc_repeats"), 50.5, "expected a whole number, got a number 50.5"),
+    (("settings", "n_boot"), True, "expected a whole number, got true"),
     (("target",), "median", "expected one of mode, mean, got 'median'"),
     (("target",), 3, "expected one of mode, mean, got 3"),
     (("settings", "spearman_target"), "median", "expected one of mode, mean, got 'median'"),

@@ -65,9 +65,9 @@ def test_a_number_that_is_not_one_is_refused_naming_the_field(path, value, field
     (_ALL + ("matrix",), [[1, 0, 0], [0, -2, 0], [0, 0, 0]], ("matrix", "1", "1"),
      "Confusion.matrix is not readable (expected a whole number of 0 or more, got -2)"),
     (_ALL + ("matrix",), [[1, 0, 0], [0, 2, 0], [0, 0.5, 0]], ("matrix", "2", "1"),
-     "Confusion.matrix is not readable (expected a whole number, got float 0.5)"),
+     "Confusion.matrix is not readable (expected a whole number, got a number 0.5)"),
     (_ALL + ("matrix",), [[1, 0, 0], [0, 2, 0], [True, 0, 0]], ("matrix", "2", "0"),
-     "Confusion.matrix is not readable (expected a whole number, got bool True)"),
+     "Confusion.matrix is not readable (expected a whole number, got true)"),
     (("splits", "all", "confusion", "by_task_group", "g", "matrix"), [[1]], ("matrix",),
      "Confusion.matrix: 1 rows of [1] counts, not 3 rows of 3 counts"),
 ])

@@ -35,14 +35,14 @@ def test_a_well_formed_row_and_a_failed_one_read_as_written(tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     # the types, as the pointwise PredictionRow.from_json checks them: nothing converted
-    ({"verdict": "1"}, "line 1.verdict: expected float or null, got str '1'"),
-    ({"parse_ok": "yes"}, "line 1.parse_ok: expected bool, got str 'yes'"),
+    ({"verdict": "1"}, "line 1.verdict: expected a number or null, got a string '1'"),
+    ({"parse_ok": "yes"}, "line 1.parse_ok: expected true or false, got a string 'yes'"),
     ({"verdict": float("nan")}, "line 1.verdict: expected a finite number, got nan"),
     ({"score": float("inf")}, "line 1.score: expected a finite number, got inf"),
     ({"latency_s": None}, "line 1.latency_s: required field is missing"),
     # the values: a parsed judgment's score and verdict are each one of -1, 0, 1
     ({"score": 2.0, "verdict": -2.0}, "line 1.score: a parsed judgment's score is one of -1, 0, 1, got 2.0"),
-    ({"verdict": None}, "line 1.verdict: a parsed judgment's verdict is one of -1, 0, 1, got None"),
+    ({"verdict": None}, "line 1.verdict: a parsed judgment's verdict is one of -1, 0, 1, got null"),
 ])  # fmt: skip
 def test_a_row_of_another_type_or_off_the_scale_is_refused_naming_its_field(tmp_path, change, message):
     """A verdict "1" (a string), a parse flag "yes", a NaN verdict were each counted as a parsed judgment and scored
@@ -54,7 +54,7 @@ def test_a_row_of_another_type_or_off_the_scale_is_refused_naming_its_field(tmp_
     assert str(refused.value) == f"{path}: {message}"
 
 
-@pytest.mark.parametrize("pair_id, kind", [([1], "list"), ({"a": 1}, "dict"), (True, "bool"), (1.0, "float")])
+@pytest.mark.parametrize("pair_id, kind", [([1], "a list"), ({"a": 1}, "an object"), (True, "true"), (1.0, "a number")])
 def test_a_pair_id_that_is_not_text_or_an_integer_is_refused(tmp_path, pair_id, kind):
     """[1] became the id "[1]", {"a": 1} Python's "{'a': 1}", true "True", 1.0 "1.0": each refused, in the words
     judge.load_records refuses the same id of a pointwise row."""

@@ -74,16 +74,16 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
     ('{"id": "x", "scroe": 1}', r"predictions.jsonl: line 5: unknown prediction field\(s\) \['scroe'\]"),
     ('{"score": 1}', r"predictions.jsonl: line 5.id: required field is missing"),
     ('{"id": null}', r"predictions.jsonl: line 5.id: required field is missing"),
-    ('{"id": 7}', r"predictions.jsonl: line 5.id: expected a string, got int 7"),
-    ('{"id": "x", "score": "2"}', r"predictions.jsonl: line 5.score: expected a finite number, got str '2'"),
-    ('{"id": "x", "score": NaN}', r"predictions.jsonl: line 5.score: expected a finite number, got float nan"),
-    ('{"id": "x", "latency_s": Infinity}', r"predictions.jsonl: line 5.latency_s: expected a finite number, got float inf"),
+    ('{"id": 7}', r"predictions.jsonl: line 5.id: expected a string, got an integer 7"),
+    ('{"id": "x", "score": "2"}', r"predictions.jsonl: line 5.score: expected a finite number, got a string '2'"),
+    ('{"id": "x", "score": NaN}', r"predictions.jsonl: line 5.score: expected a finite number, got a number nan"),
+    ('{"id": "x", "latency_s": Infinity}', r"predictions.jsonl: line 5.latency_s: expected a finite number, got a number inf"),
     ('{"id": "x", "score_probs": {"1": NaN}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite"),
-    ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: line 5.parse_ok: expected a boolean, got int 1"),
+    ('{"id": "x", "parse_ok": 1}', r"predictions.jsonl: line 5.parse_ok: expected a boolean, got an integer 1"),
     ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite numbers"),
     ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
-    ('[1, 2]', r"predictions.jsonl:5: a JSON list, not an object"),
-    ('null', r"predictions.jsonl:5: a JSON NoneType, not an object"),
+    ('[1, 2]', r"predictions.jsonl:5: a list, not an object"),
+    ('null', r"predictions.jsonl:5: null, not an object"),
 ])
 def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, message):
     """A bad row between good ones: the error names the file, the line and the field (blank lines counted, as the
@@ -188,7 +188,7 @@ def test_a_line_that_is_json_but_not_an_object_keeps_the_journal_error(tmp_path)
     """Only a line that is not UTF-8 is reworded: a UTF-8 line the journal refuses keeps its own error."""
     path = tmp_path / "predictions.jsonl"
     path.write_text('{"id": "a"}\n[1, 2]\n{"id": "b"}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"predictions.jsonl:2: a JSON list, not an object$"):
+    with pytest.raises(ValueError, match=r"predictions.jsonl:2: a list, not an object$"):
         list(iter_predictions(path))
 
 

@@ -64,9 +64,9 @@ BAD = [
     ({"expert_feedback": ["Есть находки.", "Свежий\ud83d образ.", "Да."]}, "expert_feedback", "not valid Unicode"),
     ({"expert_ids": ["e1", "e\ud800", "e3"]}, "expert_ids", "is not valid Unicode text"),
     # a boolean is no text and no id: it was kept as the text "True"
-    ({"id": True}, "id", "must be text or an integer, got bool"),
-    ({"task_type": False}, "task_type", "must be text, got bool"),
-    ({"difficulty": True}, "difficulty", "must be text, got bool"),
+    ({"id": True}, "id", "must be text or an integer, got true"),
+    ({"task_type": False}, "task_type", "must be text, got false"),
+    ({"difficulty": True}, "difficulty", "must be text, got true"),
 ]
 
 

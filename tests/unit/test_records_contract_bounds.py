@@ -143,11 +143,11 @@ SPLIT_FILES = [
     ("version: x\ntask_types: []\n", "key 'criteria' is missing"),
     ("task_types:\ncriteria: []\n", "key 'task_types' must be a list of texts (an empty one written as []), got nothing"),
     ("task_types: Recommendations\ncriteria: []\n", "key 'task_types' must be a list of texts (an empty one written "
-                                                     "as []), got str"),
-    ("task_types: 5\ncriteria: []\n", "key 'task_types' must be a list of texts (an empty one written as []), got int"),
-    ("task_types: []\ncriteria: [{a: 1}]\n", "key 'criteria': item 0 must be text, got dict"),
-    ("task_types: [5]\ncriteria: []\n", "key 'task_types': item 0 must be text, got int"),
-    ("- Recommendations\n", "a split file is a mapping with task_types and criteria lists, got list"),
+                                                     "as []), got a string"),
+    ("task_types: 5\ncriteria: []\n", "key 'task_types' must be a list of texts (an empty one written as []), got an integer"),
+    ("task_types: []\ncriteria: [{a: 1}]\n", "key 'criteria': item 0 must be text, got an object"),
+    ("task_types: [5]\ncriteria: []\n", "key 'task_types': item 0 must be text, got an integer"),
+    ("- Recommendations\n", "a split file is a mapping with task_types and criteria lists, got a list"),
     ("task_types: [Recommendations\ncriteria: []\n", "not valid YAML ("),
 ]
 

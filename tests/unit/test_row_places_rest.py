@@ -44,7 +44,7 @@ def test_a_bad_prediction_after_a_blank_line_is_named_by_its_line(tmp_path):
 
     path = _lines(tmp_path / "predictions.jsonl",
                   [{"id": "a", "score": 1, "parse_ok": True}, None, {"id": "b", "score": "2"}])
-    expected = f"{path}: line 3.score: expected a finite number, got str '2'"
+    expected = f"{path}: line 3.score: expected a finite number, got a string '2'"
     with pytest.raises(ValueError) as streamed:
         list(iter_predictions(path))
     assert str(streamed.value) == expected

@@ -99,7 +99,7 @@ def test_split_names_a_bad_row_by_its_file_and_line(tmp_path):
     path = _write_jsonl(tmp_path / "annotate.jsonl", [_annotated("i0"), None, _annotated("i1", expert_scores="1")])
     with pytest.raises(RecordError) as err:
         run_split(SplitConfig(), path, tmp_path / "out")
-    assert str(err.value) == f"{path}: line 3: field 'expert_scores': must be a list of numbers, got str"
+    assert str(err.value) == f"{path}: line 3: field 'expert_scores': must be a list of numbers, got a string"
     (tmp_path / "folder").mkdir()
     _write_jsonl(tmp_path / "folder" / "annotate.jsonl", [None, _annotated("i1", expert_scores="1")])
     with pytest.raises(RecordError, match=r"folder: line 2: field 'expert_scores'"):

@@ -400,7 +400,7 @@ def test_load_labelled_reads_jsonl_and_records(tmp_path):
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b'{"instruction": "x", "label": "a"}\n\n[1, 2]\n', "line 3: a JSON list, not an object"),
+        (b'{"instruction": "x", "label": "a"}\n\n[1, 2]\n', "line 3: a list, not an object"),
         (b'{"instruction": "x", "label": "a"}\n{bad\n', r"line 2: invalid JSON \(Expecting property name"),
         (b"abc\xff\n", "line 1: not UTF-8 text"),
         (b'{"instruction": "x", "label": "a"}\n\xff\n', "line 2: not UTF-8 text"),

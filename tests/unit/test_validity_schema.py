@@ -112,7 +112,7 @@ def test_a_broken_section_is_named_in_the_error():
     del ceiling["gap"]
     with pytest.raises(ValueError, match=r"metrics.json's validity section: Ceiling has no 'gap'"):
         ValidityCell.from_json(_cell(ceiling=ceiling))
-    with pytest.raises(ValueError, match=r"validity section: Leniency should be a JSON object, not list"):
+    with pytest.raises(ValueError, match=r"validity section: Leniency should be a JSON object, not a list"):
         ValidityCell.from_json(_cell(leniency=[0.1]))
 
 
@@ -147,8 +147,8 @@ def test_a_settings_value_the_section_has_no_rule_for_is_named_when_read(field, 
 
 
 @pytest.mark.parametrize("path, value, shown", [
-    (("ceiling", "n_pairs"), "40", "str '40'"), (("n_items",), 120.5, "float 120.5"),
-    (("leniency", "n"), True, "bool True"), (("ceiling", "n_items_dropped"), -1, "-1")])
+    (("ceiling", "n_pairs"), "40", "a string '40'"), (("n_items",), 120.5, "a number 120.5"),
+    (("leniency", "n"), True, "true"), (("ceiling", "n_items_dropped"), -1, "-1")])
 def test_a_count_of_the_section_is_read_as_a_whole_number(path, value, shown):
     """The section's counts were taken as they were, though metrics.json's other counts are checked as whole
     numbers: a count of "40" or 120.5 read as it was and failed, if at all, far from the file. Now each is refused
@@ -176,9 +176,9 @@ def test_the_alt_test_settings_counts_are_read_as_whole_numbers():
     settings = {"alt_test": {"min_items_per_expert": "30"}, "n_boot": 20, "alpha_boot": 100, "seed": 0,
                 "level": 0.95, "target": "mode"}
     with pytest.raises(ValueError, match=r"AltTestSettings.min_items_per_expert is not readable \(expected a whole "
-                                         r"number, got str '30'\)"):
+                                         r"number, got a string '30'\)"):
         Validity.from_json({"settings": settings, "named_experts": False, "splits": {}})
     with pytest.raises(ValueError, match=r"SectionSettings.n_boot is not readable \(expected a whole number, got "
-                                         r"float 20.5\)"):
+                                         r"a number 20.5\)"):
         Validity.from_json({"settings": {**settings, "alt_test": {}, "n_boot": 20.5}, "named_experts": False,
                             "splits": {}})

@@ -106,14 +106,14 @@ def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer
      ({"usage": {"prompt_tokens": 1, "cached": 2}}, r"result\.usage: unknown field\(s\) \['cached'\]"),
      ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing"),
      # Values are checked against their fields' types: a server's text score would be scored downstream otherwise.
-     ({"score": "4"}, r"result\.score: expected float or null, got str '4'"),
-     ({"score": True}, r"result\.score: expected float or null, got bool"),
-     ({"parse_ok": 1}, r"result\.parse_ok: expected bool, got int"),
-     ({"scale": [0, "1"]}, r"result\.scale\[1\]: expected int, got str"),
-     ({"score_probs": {"0": "x"}}, r"result\.score_probs\['0'\]: expected float, got str"),
-     ({"usage": {"prompt_tokens": 1.5}}, r"result\.usage\.prompt_tokens: expected int, got float"),
-     ({"lm_verdict": 3}, r"result\.lm_verdict: expected LmVerdict or null, got int"),
-     ({"feedback": None}, r"result\.feedback: expected str, got NoneType")],
+     ({"score": "4"}, r"result\.score: expected a number or null, got a string '4'"),
+     ({"score": True}, r"result\.score: expected a number or null, got true$"),
+     ({"parse_ok": 1}, r"result\.parse_ok: expected true or false, got an integer '1'"),
+     ({"scale": [0, "1"]}, r"result\.scale\[1\]: expected an integer, got a string '1'"),
+     ({"score_probs": {"0": "x"}}, r"result\.score_probs\['0'\]: expected a number, got a string 'x'"),
+     ({"usage": {"prompt_tokens": 1.5}}, r"result\.usage\.prompt_tokens: expected an integer, got a number '1.5'"),
+     ({"lm_verdict": 3}, r"result\.lm_verdict: expected an object or null, got an integer '3'"),
+     ({"feedback": None}, r"result\.feedback: expected a string, got null$")],
 )
 def test_judge_result_refuses_what_it_does_not_know(change, message):
     """An unknown field or score source is refused by name; a missing (or null, where its type has no None)
@@ -140,11 +140,11 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
     # A null usage is tolerated, as before the values were typed (the default stands in).
     assert JudgeResult.from_json({**result, "usage": None}).usage == judge.wire.JudgmentUsage()
     for change, message in [({"items": [{"index": 0, "id": 7, "results": ["4"]}]},
-                             r"items\[0\]\.results\[0\]: expected JudgeResult, got str"),
+                             r"items\[0\]\.results\[0\]: expected an object, got a string '4'"),
                             ({"items": [{"index": "0", "id": 7, "results": [result]}]},
-                             r"items\[0\]\.index: expected int, got str"),
-                            ({"usage": {**body["usage"], "parsed": "1"}}, r"usage\.parsed: expected int, got str"),
-                            ({"created": 1.5}, r"response\.created: expected int, got float")]:
+                             r"items\[0\]\.index: expected an integer, got a string '0'"),
+                            ({"usage": {**body["usage"], "parsed": "1"}}, r"usage\.parsed: expected an integer, got a string '1'"),
+                            ({"created": 1.5}, r"response\.created: expected an integer, got a number '1.5'")]:
         with pytest.raises(ValueError, match=message):
             JudgeResponse.from_json({**body, **change})
 
