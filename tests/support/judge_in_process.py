@@ -42,15 +42,16 @@ def judged(settings: JudgeSettings, tokenizer, request: Mapping[str, Any],
     return json.loads(json.dumps(body, ensure_ascii=False)), endpoint
 
 
-def judged_by_judge_eval(records, answer: Mapping[str, Any], verdict_format: str = "tagged") -> list[dict]:
-    """judge-eval's ``/v1/judge`` backend (``eval.judging.backends.JudgeServeBackend``, model ``tiny``) asking
-    ``records`` of a scripted judge-serve that answers every request with ``answer``: the backend's outcomes, or what
-    it raised."""
+def judged_by_judge_eval(records, answer: Mapping[str, Any], verdict_format: str = "tagged",
+                         **settings: Any) -> list[dict]:
+    """judge-eval's ``/v1/judge`` backend (``eval.judging.backends.JudgeServeBackend``, model ``tiny``, under run
+    ``settings``: ``RunConfig`` fields) asking ``records`` of a scripted judge-serve that answers every request with
+    ``answer``: the backend's outcomes, or what it raised."""
     from eval.judging.backends import JudgeServeBackend
     from eval.judging.config import RunConfig
 
     async def ask(root: str) -> list[dict]:
-        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format=verdict_format))
+        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format=verdict_format, **settings))
         try:
             return await backend.judge(records)
         finally:

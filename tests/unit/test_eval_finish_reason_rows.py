@@ -14,7 +14,6 @@ The judges are scripted on 127.0.0.1 (``tests.support.scripted_endpoint``), judg
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -76,29 +75,13 @@ def test_a_released_regression_judges_cut_rationale_keeps_the_heads_score_under_
     cut = "[FEEDBACK] Рифма ес"
     body, _ = judged(judge_settings("regression", head_input="generated_text"), qwen_tokenizer, REQUEST,
                      _regression_engine(cut, "length"))
-    (row,) = _judged_by_judge_eval_with(RECORDS, body, cut_rationale="score")
+    (row,) = judged_by_judge_eval(RECORDS, body, cut_rationale="score")
     assert (row["parse_ok"], row["score"], row["error"], row["reason"]) == (True, 1.5, None, "")
     assert (row["score_source"], row["regression_score"]) == ("regression_head", 1.5)
     assert (row["raw_output"], row["finish_reason"]) == (cut, "length")
     PredictionRow.from_json({"id": "q1", **row})
-    (default,) = _judged_by_judge_eval_with(RECORDS, body)
+    (default,) = judged_by_judge_eval(RECORDS, body)
     assert (default["score"], default["error"]) == (None, VerdictError.CUT)
-
-
-def _judged_by_judge_eval_with(records, answer: dict, **settings) -> list[dict]:
-    """``tests.support.judge_in_process.judged_by_judge_eval`` under run ``settings`` (``RunConfig`` fields)."""
-    from eval.judging.backends import JudgeServeBackend
-    from eval.judging.config import RunConfig
-
-    async def ask(root: str) -> list[dict]:
-        backend = JudgeServeBackend(root, "", "tiny", RunConfig(verdict_format="tagged", **settings))
-        try:
-            return await backend.judge(records)
-        finally:
-            await backend.aclose()
-
-    with ScriptedEndpoint(lambda path, _: (200, dict(answer))) as server:
-        return asyncio.run(ask(server.base_url.removesuffix("/v1")))
 
 
 def test_a_released_regression_judges_whole_rationale_keeps_the_heads_score(qwen_tokenizer):
