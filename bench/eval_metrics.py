@@ -106,7 +106,7 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
         criteria_name=criteria[crit_idx],
         judge_name="synthetic",
         expert_ids=expert_ids,
-        instruction_key=np.arange(n_items) % 5000,  # the instructions _write_files gives the items
+        instruction_key=np.arange(n_items) % 5000,  # the instructions write_files gives the items
     )
 
 
@@ -114,10 +114,11 @@ def synthetic_table(n_items: int, seed: int = 0, regression: bool = False):
 _RATIONALE_WORDS = "Ответ по существу верен, но рассуждение местами неполно и не опирается на условие задачи. "
 
 
-def _write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Path]:
+def write_files(table, folder: Path, rationale_chars: int = 0) -> tuple[Path, Path]:
     """The table as POLLUX-format JSONL records and a predictions JSONL (what `run` writes, each row's
     ``content_key`` included, which `score` checks against the data); each raw output's
-    rationale is one short sentence, or ``rationale_chars`` characters of one repeated."""
+    rationale is one short sentence, or ``rationale_chars`` characters of one repeated. bench/experts_tables.py
+    times `judge-eval experts` on the same records."""
     rationale = "Обоснование." if not rationale_chars else (
         _RATIONALE_WORDS * (rationale_chars // len(_RATIONALE_WORDS) + 1))[:rationale_chars]
     from judge.plumbing.run_folder import content_key
@@ -360,7 +361,7 @@ def end_to_end(table, n_boot: int, rounds: int, baseline: str = "", rationale_ch
     child_env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        data, preds = _write_files(table, folder, rationale_chars)
+        data, preds = write_files(table, folder, rationale_chars)
         for r, names in enumerate(order):
             for name in names:
                 start = time.perf_counter()

@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import judge
-    from bench.eval_metrics import _write_files, synthetic_table
+    from bench.eval_metrics import synthetic_table, write_files
     from eval.experts.tables import expert_tables, summary_line, write_expert_tables
 
     with tempfile.TemporaryDirectory() as tmp:
-        data, _ = _write_files(synthetic_table(args.items), Path(tmp))
+        data, _ = write_files(synthetic_table(args.items), Path(tmp))
         stages = {}
         load = (lambda: judge.load_records(data)) if args.objects or not hasattr(judge, "load_record_columns") \
             else (lambda: judge.load_record_columns(data)[0])

@@ -36,7 +36,9 @@ _OPEN_0_1 = (lambda v: 0 < v < 1, "between 0 and 1 (both excluded)")
 FLAG_BOUNDS = {"seed": (lambda v: v >= 0, "0 or more"), "vc_repeats": (lambda v: v >= 1, "at least 1"),
                "alpha": _OPEN_0_1, "alt_test_q": _OPEN_0_1, "alt_test_epsilon": (math.isfinite, "a finite number"),
                "alt_test_min_items": (lambda v: v >= 1, "at least 1"),
-               "alt_test_min_experts": (lambda v: v >= 2, "at least 2")}  # fmt: skip
+               "alt_test_min_experts": (lambda v: v >= 2, "at least 2"),
+               # tested experts are counted over the panel, not per item: no per-item cap bounds them from above
+               "alt_test_min_tested": (lambda v: v >= 1, "at least 1")}  # fmt: skip
 
 
 #: The most resamples (and drawn sign-flip swaps) a leaderboard (``eval.ranking.leaderboard``) raises ``n_boot`` to:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import httpx
 
 from eval.judging.backends import N_FIRST_REFUSALS
-from judge.plumbing.retry import EndpointUnusable, failure_said
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy, failure_said, retryable_status
 
-__all__ = ["FailingStreak", "stop_after"]
+__all__ = ["FailingStreak", "stop_after", "streak_failure"]
 
 
 def stop_after(concurrency: int) -> int:
@@ -31,6 +31,17 @@ def stop_after(concurrency: int) -> int:
     ``N_FIRST_REFUSALS``: a run of one worker is not stopped by two unlucky items.
     """
     return max(N_FIRST_REFUSALS, 2 * concurrency)
+
+
+def streak_failure(err: BaseException, policy: RetryPolicy) -> BaseException | None:
+    """What a request that failed with ``err`` after its retries offers ``FailingStreak``: ``err`` when it is a
+    failure the endpoint may get past (``policy.retryable``), or a status worth another attempt that the server said
+    not to retry (a 429 with ``x-should-retry: false``: an exhausted quota, given up without retries, is an endpoint
+    failing all the same); None for any other (the server answered: a bad request, this client's own error). One
+    rule for every runner that counts a streak: ``judge-eval run``'s pointwise and pairwise judging and rank's answers.
+    """
+    status = getattr(getattr(err, "response", None), "status_code", None)
+    return err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
 
 
 #: Statuses that say a server, or a proxy before it, gave up waiting (504 Gateway Timeout, 408 Request Timeout).

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.config import RunConfig
-from eval.judging.breaker import FailingStreak, stop_after
+from eval.judging.breaker import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
                                    too_long_outcome, unasked_first)
@@ -82,7 +82,7 @@ from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import redact, write_provenance
-from judge.plumbing.retry import EndpointUnusable, RetryPolicy, retryable_status
+from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
@@ -235,9 +235,7 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
         reason, refusal = str(err), err
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"
-        # Counted too: a 429 its server marked "x-should-retry: false" (an exhausted quota), given up without retries.
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        failure = err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
+        failure = streak_failure(err, policy)
     return [failed_outcome(REQUEST_FAILED, reason) for _ in batch], refusal, failure
 
 

@@ -382,7 +382,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                                        chat_extra_body, context_refusal, failed_outcome, reasoning_of, refusal_of,
                                        refuse_format_change, refuse_without_choice, retryable_status, short,
                                        too_long_outcome)
-    from eval.judging.breaker import FailingStreak, stop_after
+    from eval.judging.breaker import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
@@ -498,11 +498,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 refusal = err if isinstance(err, Refused) else None
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
                 outcome = failed_outcome(REQUEST_FAILED, reason, pairwise=True)
-                # As the pointwise runner counts one (eval.judging.run._attempted): a transient failure its retries
-                # could not get past, or a 429 its server said not to retry (an exhausted quota).
-                status = getattr(getattr(err, "response", None), "status_code", None)
-                if refusal is None and (policy.retryable(err) or (isinstance(status, int) and retryable_status(status))):
-                    failure = err
+                if refusal is None:  # as every runner counts one (eval.judging.breaker.streak_failure)
+                    failure = streak_failure(err, policy)
             before = (pair.id, order) in failed_before  # neither counted by the streak nor a reset, nor held
             if failure is None or not before:
                 failing.offer(failure, pair.id)

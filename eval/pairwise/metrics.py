@@ -268,14 +268,14 @@ def _combined_text(metrics: dict[str, Any]) -> str:
 
 def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
     """The pairwise section of ``report.md``: counts, then one row per rate with its interval and n. The judge's name
-    and the failure codes come from the run's files: inert Markdown (``md_text``, ``_md_code``), as the other
+    and the failure codes come from the run's files: inert Markdown (``md_text``, ``md_code``), as the other
     reports write them."""
-    from eval.reports.report import _md_code, md_text
+    from eval.reports.report import md_code, md_text
 
     lines = [f"## Pairwise judging{f' — {md_text(name)}' if name else ''}", "",
              f"{metrics['n_pairs']} pairs ({metrics['n_labelled']} labelled), {metrics['n_judgments']} judgments, "
              f"{metrics['n_parsed']} parsed, {metrics['n_failed']} failed"
-             + (f" ({', '.join(f'{_md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
+             + (f" ({', '.join(f'{md_code(k)}: {v}' for k, v in metrics['failures'].items())})"
                 + cut_codes_note(metrics["failures"]) if metrics["failures"] else "")
              + f"; {metrics['n_both_orders']} pairs parsed in both orders."
              + _combined_text(metrics)

@@ -414,7 +414,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, context_refusal,
                                        generation_aborted, refusal_of, refuse_without_choice)
     from eval.judging.answer_text import answer_text
-    from eval.judging.breaker import FailingStreak, stop_after
+    from eval.judging.breaker import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.message_content import described_content
     from judge.plumbing.retry import RetryPolicy, retryable_status
@@ -490,11 +490,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
                                    reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}",
                                    instruction_key=content_key(row.instruction))
-                # As the judge's runner counts one (eval.judging.run._attempted): a transient failure its retries
-                # could not get past, or a 429 its server said not to retry (an exhausted quota).
-                status = getattr(getattr(err, "response", None), "status_code", None)
-                if refusal is None and (policy.retryable(err) or (isinstance(status, int) and retryable_status(status))):
-                    failure = err
+                if refusal is None:  # as every runner counts one (eval.judging.breaker.streak_failure)
+                    failure = streak_failure(err, policy)
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))

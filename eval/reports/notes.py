@@ -1,7 +1,8 @@
 """The sentences report.md, report.html and ``judge-eval score``'s console summary print beside the summary table:
 what the tables alone would hide about the run (items without a prediction, the experts' abstentions, items with
-no expert score) and about the data scored (expert scores off their rubric's scale, exact duplicate rows left out,
-rubrics without a readable scale). ``eval.reports.report`` re-exports ``run_notes``."""
+no expert score, scores a regression head gave on a rationale ``max_tokens`` cut) and about the data scored (expert
+scores off their rubric's scale, exact duplicate rows left out, rubrics without a readable scale).
+``eval.reports.report`` re-exports ``run_notes``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import re
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["console_text", "duplicates_note", "no_scale_note", "off_scale_note", "run_notes", "runs_notes"]
+__all__ = ["console_text", "cut_scored_note", "duplicates_note", "no_scale_note", "off_scale_note", "run_notes",
+           "runs_notes"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -68,16 +70,30 @@ def no_scale_note(result: Metrics) -> str | None:
             f"{were} not checked against a scale (counted as in scale unless the prediction's `in_scale` says not).")
 
 
+def cut_scored_note(result: Metrics) -> str | None:
+    """The sentence on the scored items whose score a regression head gave on a rationale ``max_tokens`` cut
+    (``notes.n_cut_scored``: ``judge-eval run`` with ``cut_rationale: score`` keeps them, as POLLUX scores them, where
+    ``fail`` writes a ``cut`` failure); None when there are none. Their rows read as any other scored row, so no
+    table shows how many of the figures rest on an unfinished rationale."""
+    n = getattr(getattr(result, "notes", None), "n_cut_scored", None) or 0
+    if not n:
+        return None
+    was, its = ("was", "its") if n == 1 else ("were", "their")
+    return (f"**{counted(n, 'item')} {was} scored on a rationale `max_tokens` cut** (`cut_rationale: score`): "
+            f"the regression head's score, kept as POLLUX keeps it; {its} `finish_reason` is `length`.")
+
+
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run), the experts' abstentions and the items with no expert score (``n_unlabelled``),
     over every item of the run: the Zero-Shot +
     Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
     their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
-    items whose rubric has no readable scale (``no_scale_note``). report.md,
-    report.html and the score command's console summary all print these."""
+    items whose rubric has no readable scale (``no_scale_note``) or whose regression head scored a cut rationale
+    (``cut_scored_note``). report.md, report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
-    data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result)) if note]
+    data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result),
+                              cut_scored_note(result)) if note]
     if not tests:
         return data
     unknown = result.splits["unknown"].overall if "unknown" in result.splits else None

@@ -31,9 +31,10 @@ from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow
                                         SplitMetrics)
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
-__all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_text", "log_wandb", "SPLIT_TITLES", "fmt",
-           "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why", "why_no_spearman",
-           "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells", "OFFICIAL_SHOWN"]
+__all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_code", "md_text", "log_wandb", "SPLIT_TITLES",
+           "fmt", "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why",
+           "why_no_spearman", "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells",
+           "OFFICIAL_SHOWN"]
 
 log = logging.getLogger("judge_eval.report")
 
@@ -126,9 +127,10 @@ def md_text(text: Any) -> str:
     return _LEADING_MARK.sub(r"\\\1", text) if not text[:1].isdigit() else _LEADING_MARK.sub(r"\1\\", text)
 
 
-def _md_code(text: Any) -> str:
+def md_code(text: Any) -> str:
     """A code-like value (an error code) in backticks when it is one plain word, else as ``md_text``: a code span
-    shows its characters as they are, so it cannot hold an escaped one."""
+    shows its characters as they are, so it cannot hold an escaped one. The pairwise section's failure codes read
+    through it too (``eval.pairwise.metrics.pairwise_markdown``)."""
     text = str(text)
     return f"`{text}`" if re.fullmatch(r"[\w.:/-]+", text) else md_text(text)
 
@@ -414,7 +416,7 @@ def render_markdown(result: Metrics) -> str:
             continue
         out += [f"## {SPLIT_TITLES[split]}", ""]
         if block.failures:
-            out += ["Failures by reason: " + ", ".join(f"{_md_code(k)} {v}" for k, v in block.failures.items())
+            out += ["Failures by reason: " + ", ".join(f"{md_code(k)} {v}" for k, v in block.failures.items())
                     + cut_codes_note(block.failures), ""]
         if block.model_means is not None and block.model_means.by_model:
             note, header, rows = model_means_cells(block.model_means, result.judge)

@@ -465,7 +465,7 @@ def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
 def _ends_kept(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
     """Where a regression head's value past an end is that end, as the section reads it: every item of a table that
     keeps its scale ends (``item_table.write_table``), since the section reads the judge against each item's ends,
-    its own or inferred from the experts' (``eval.validity.section.alt_test_judge`` with ``_rating_ends``); none of
+    its own or inferred from the experts' (``eval.validity.section.alt_test_judge`` with ``rating_ends``); none of
     one written before it kept them, whose ends compare takes from the criterion cells (``_scale_ends``)."""
     kept = table.scale_low is not None and table.scale_high is not None
     return np.full(len(index), kept, dtype=bool)
@@ -474,7 +474,7 @@ def _ends_kept(table: item_table.ItemTable, index: np.ndarray) -> np.ndarray:
 def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[np.ndarray, np.ndarray]:
     """Each item's scale ends, for the alt-test's levels under ``accuracy`` (``eval.validity.section.alt_test_judge``
     takes the level a score rounds to only where it lies in the item's scale, else the score itself; the caller
-    rounds these out to whole levels, as the section's ``_rating_ends`` does), so that the
+    rounds these out to whole levels with the section's ``rating_ends``), so that the
     paired rho compares what the run's own section compared, and for the paired ceiling gap's ``worst`` failures
     (the end farther from the reference), so that it counts a failure as the section's ceiling does.
 
@@ -515,6 +515,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     are at 1 - ``alpha``, the level compare.json's ``ci_level`` names for every paired interval."""
     from eval.validity.ceiling import measured
     from eval.validity.paired import paired_validity
+    from eval.validity.section import rating_ends
 
     validity = base.metrics.validity
     if not validity:
@@ -527,11 +528,11 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
         ia, ib = index_a[keep & predicted], index_b[keep & predicted]
         low, high = _scale_ends(ta, ia, block)
-        # the alt-test's levels against the ends rounded out to whole levels, as the section reads them
-        # (``eval.validity.section._rating_ends``: an inferred end at an expert's half-point holds its whole level);
-        # the ceiling's failures against the ends themselves, as its ceiling takes them
+        # the alt-test's levels against the ends rounded out to whole levels by the section's own rule (an inferred
+        # end at an expert's half-point holds its whole level); the ceiling's failures against the ends themselves,
+        # as its ceiling takes them
         with np.errstate(invalid="ignore"):
-            rating = np.floor(low), np.ceil(high)
+            rating = rating_ends((low, high))
         drawn_as = _drawn_as(split, keep, ta.split[index_a])
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,

@@ -36,6 +36,7 @@ __all__ = [
     "model_means",
     "why_empty",
     "why_unscored_labels",
+    "label_groups",
     "SPLITS",
     "GROUPINGS",
     "STATUSES",
@@ -838,7 +839,7 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     return Cell(**{name: tuple(value) if name.endswith("_ci") else value for name, value in out.items()})
 
 
-def _groups(labels: np.ndarray) -> dict[str, np.ndarray]:
+def label_groups(labels: np.ndarray) -> dict[str, np.ndarray]:
     """Item indices per label, labels in sorted order (one sort for all labels, not one scan per label).
 
     The labels are numbered by ``pandas.factorize`` (a hash table in C, first seen first), then the few distinct
@@ -919,8 +920,8 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     split_index["all"] = everything[table.split != "unknown"]
     drawn_as = {split: drawn_as_name(split, len(index), len(split_index["all"]))
                 for split, index in split_index.items()}
-    groupings = {name: _groups(getattr(table, column)) for name, column in GROUPINGS.items()}
-    task_groups = _groups(table.task_group)
+    groupings = {name: label_groups(getattr(table, column)) for name, column in GROUPINGS.items()}
+    task_groups = label_groups(table.task_group)
     levels = np.unique(np.concatenate([
         table.experts[~np.isnan(table.experts)], metrics.round_half_up(table.judge[np.isfinite(table.judge)])
     ])) if len(table) else np.zeros(0)
@@ -1015,7 +1016,7 @@ def model_means(table: ItemTable, derived: _Derived, index: np.ndarray, by_model
         )
 
     if groups is None:
-        groups = {label: index[rows] for label, rows in _groups(table.model_id[index]).items()}
+        groups = {label: index[rows] for label, rows in label_groups(table.model_id[index]).items()}
     return ModelMeans(by_model={label: row(items, by_model.get(label)) for label, items in groups.items()},
                       all=row(index, overall))
 

@@ -39,7 +39,7 @@ def paired_resamples_to_call(alpha: float) -> int:
 
 def resamples_for_family(m: int, alpha: float) -> int:
     """The fewest resamples from which Holm's adjustment over a family of ``m`` callable cells can call one whose
-    resamples all agree: its raw p enters as 2 / n (``eval.scoring.compare._holm``), the smallest adjusted p is then
-    2 m / n, and a call needs it below alpha (``eval.scoring.compare._verdict``), so n must be more than 2 m / alpha:
-    41 for one cell at 0.05, 1,001 for 25."""
+    resamples all agree: its raw p enters as 2 / n, the smallest adjusted p is then 2 m / n, and a call needs it
+    below alpha (``judge-eval compare``'s tables by model, task type or criterion, ``eval.scoring.compare.compare``),
+    so n must be more than 2 m / alpha: 41 for one cell at 0.05, 1,001 for 25."""
     return math.floor(2.0 * m / alpha + 1e-9) + 1  # the tolerance: as resamples_to_call's, an exact 2 m / alpha

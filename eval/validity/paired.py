@@ -139,7 +139,7 @@ def paired_validity(judge_a: np.ndarray, judge_b: np.ndarray, experts: np.ndarra
             is that end, as its section reads it (``alt_test_judge``); None: none is.
         rating_low, rating_high: ``(n,)`` the ends ``accuracy`` reads the judges' levels against where they differ
             from ``scale_low`` / ``scale_high``: the section reads them rounded out to whole levels
-            (``eval.validity.section._rating_ends``) and its ceiling the ends themselves; None: ``scale_low`` /
+            (``eval.validity.section.rating_ends``) and its ceiling the ends themselves; None: ``scale_low`` /
             ``scale_high``.
 
     Returns:

@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~600 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~640 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -25,12 +25,15 @@ from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from eval.validity.agreement import MIN_USABLE_SHARE
+from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
                                          Unavailable, ValiditySplit)
+from judge.plumbing.json_reading import value_words
+from judge.scales import MAX_LEVELS
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["READING_GUIDE", "ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks", "html_table",
-           "lead_html", "lead_lines", "markdown_lines", "paired_rows", "signed"]
+__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks",
+           "html_table", "lead_html", "lead_lines", "left_out_criteria", "markdown_lines", "paired_rows", "signed"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -89,6 +92,38 @@ def ceiling_coverage(ceiling, n_items: int, n_missing: int | None) -> str:
         (ceiling.n_items_dropped or 0, f"{ceiling.n_items_dropped} the judge failed on, dropped"),
         (missing, f"{missing} without a prediction")) if count > 0]
     return f", over {ceiling.n_items} of {counted(total, 'item')} ({', '.join(why)})"
+
+
+#: Why the section leaves a criterion out of every figure (``eval.validity.section.too_wide_to_rate``), as the
+#: sentence and the report's line say it.
+LEFT_OUT_WHY = (f"no readable scale, and the experts' scores span more than the {MAX_LEVELS} levels a rubric "
+                "holds")
+
+
+def left_out_criteria(block: ValiditySplit) -> dict[str, int]:
+    """The criteria a split leaves out of every figure, each with its items (``criteria_left_out``; ``LEFT_OUT_WHY``):
+    empty where none is, as in a file written before the rule.
+
+    Raises:
+        JsonRecordError: naming the field, where a file holds anything but an object of item counts there.
+    """
+    left = block.extra.get("criteria_left_out", {})
+    if not isinstance(left, Mapping) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                for n in left.values()):
+        raise JsonRecordError(ValiditySplit.json_where, "ValiditySplit.criteria_left_out should be an object of "
+                              f"item counts (whole numbers above 0), not {value_words(left)}", ("criteria_left_out",))
+    return dict(left)
+
+
+def _left_out_line(block: ValiditySplit, text: Callable[[str], str]) -> str:
+    """The report's line naming the criteria left out of every figure, with their items ("" where none is); ``text``
+    makes a criterion's name (cut as every table cuts names) safe for the format."""
+    left = left_out_criteria(block)
+    if not left:
+        return ""
+    shown = shown_names(left)
+    return (f"Left out of every figure ({LEFT_OUT_WHY}): "
+            + ", ".join(f"{text(shown[str(name)])} ({counted(n, 'item')})" for name, n in left.items()) + ".")
 
 
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:
@@ -385,6 +420,8 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out += [f"### {title}: validity", "", block.sentence, ""]
+        if left := _left_out_line(block, md_text):
+            out += [left, ""]
         if _empty(block):
             continue
         out += [markdown_table(["Figure", "Value"], _overall_rows(block, result.validity.settings.ceiling_failures)),
@@ -427,6 +464,8 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
     for split, block in splits.items():
         title = SPLIT_TITLES.get(split, split)
         out.append(f"<h3>{html.escape(title)}</h3><p><b>{html.escape(block.sentence)}</b></p>")
+        if left := _left_out_line(block, _plain):
+            out.append(f'<p class="note">{escape(left)}</p>')
         if _empty(block):
             continue
         overall = _overall_rows(block, result.validity.settings.ceiling_failures)

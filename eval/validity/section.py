@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~550 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~590 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 
@@ -28,7 +28,7 @@ of its items (``scale_low`` / ``scale_high``), or each scale's own levels where 
 rubric may span (``judge.scales.MAX_LEVELS``: a pooled cell of a 0-2 and a 900-1000 rubric); an item without a
 readable scale adds the integer levels its experts' scores span (floor to ceiling) and the judge's levels there that
 lie within the ends the ceiling takes for it (its criterion's expert range, else the table's, floor to ceiling:
-``_rating_ends``): a judge's answer outside them is off that scale as on a known one (below). It had joined the
+``rating_ends``): a judge's answer outside them is off that scale as on a known one (below). It had joined the
 domain as a level of its own: each distinct stray answer one more level, the value counts' coincidences a levels x
 levels table per distinct row (work growing with the cube of the judge's distinct answers), and kappa weighed 3 as
 one step from 2. The judge's scores enter kappa, alpha and the confusion
@@ -50,6 +50,15 @@ section and counted per cell (``n_items_missing``): the judge was never asked, s
 (the alt-test's ``failures`` rule and the ceiling's, ``ceiling_failures``, are about unparseable verdicts and failed
 requests) nor items of the experts' own figures — every figure covers the same items, those the run predicted. A
 cell whose items are all missing is left out.
+
+An item without a readable scale whose inferred ends (``rating_ends``) span more levels than a rubric may hold
+(``judge.scales.MAX_LEVELS``, 101: 0..100) is left out of every figure too (``too_wide_to_rate``), and named with its
+criterion: per split ``criteria_left_out`` (criterion -> items, written only where any is), a clause of the sentence
+and a line of the report (``eval.validity.render.left_out_criteria``). Expert scores of 0 and 500 tell no rubric's scale: every
+distinct judge answer between them was a level of its own (a levels x levels coincidence table per distinct row,
+nearly empty, and a kappa and alpha measuring nothing), and pooled with the other criteria its errors of hundreds
+would swamp the overall ceiling and leniency. Such an item counts there whatever its status, not in
+``n_items_missing``, so that each item of a split is counted once.
 
 Everything per item is computed once for the table, and a cell selects its items' rows of it: the judge's levels,
 the experts' mode, mean and agreement class, the leave-one-out references and the ceiling's pairs with their
@@ -81,11 +90,11 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import MAX_RESAMPLES, ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
-from eval.validity.render import ceiling_coverage, counted, signed
+from eval.validity.render import LEFT_OUT_WHY, ceiling_coverage, counted, left_out_criteria, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
-           "split_sentence", "validity_section"]
+           "rating_ends", "split_sentence", "too_wide_to_rate", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
 #: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
@@ -202,11 +211,27 @@ def item_scale_ends(table) -> tuple[np.ndarray, np.ndarray]:
     return np.where(known, low, seen_low), np.where(known, high, seen_high)
 
 
-def _rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The scale ends the judge's levels are read against: ``scale_ends``' (a readable scale's own, else the
     experts' range), floor and ceiling, so that an inferred end at an expert's half-point (0.5) still holds the whole
     level below it, as the value domain's span does (``_domain``)."""
     return np.floor(ends[0]), np.ceil(ends[1])
+
+
+def too_wide_to_rate(table, rating: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """True on each item without a readable scale whose ends as the judge's levels are read against (``rating_ends``)
+    span more levels than a rubric may hold: no rubric's scale, so its criterion is left out of the section, counted
+    and named (module docstring). A readable scale is never wider (``judge.scale_of`` refuses one)."""
+    own = np.zeros(len(table), dtype=bool)
+    if table.scale_low is not None and table.scale_high is not None:
+        own = np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
+    # judge.scales.MAX_LEVELS, 101: the levels of 0..100, the widest scale a POLLUX-style rubric is written on
+    # (POLLUX's own criteria have 2 or 3 levels, arXiv 2505.24616v3, Section 2.2) and the most ``judge.scale_of``
+    # reads from a rubric. Past it every distinct answer of the judge between the ends was a level of its own: a
+    # levels x levels coincidence table per distinct row of value counts, nearly empty, and a kappa and alpha that
+    # measure nothing. NaN ends (no expert score in the table) compare False: such an item stays.
+    with np.errstate(invalid="ignore"):
+        return ~own & (rating[1] - rating[0] + 1 > MAX_LEVELS)
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -223,8 +248,10 @@ def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
                 found.update(np.arange(scale_low, scale_high + 1).tolist())
         index = index[~known]
     seen = table.experts[index][np.isfinite(table.experts[index])]
-    low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)  # wider than a rubric:
-    found.update((np.arange(low, high + 1) if high - low < MAX_LEVELS else np.unique(seen)).tolist())  # values seen
+    # Unreadable scales pooled wider than a rubric (one criterion alone that wide is left out: ``too_wide_to_rate``)
+    # take the values seen, not every integer between them.
+    low, high = (np.floor(seen.min()), np.ceil(seen.max())) if len(seen) else (0.0, -1.0)
+    found.update((np.arange(low, high + 1) if high - low < MAX_LEVELS else np.unique(seen)).tolist())
     found.update(np.unique(levels[index][np.isfinite(levels[index])]).tolist())
     return np.array(sorted(found), dtype=float)
 
@@ -308,7 +335,7 @@ def _coded_counts(table, levels: np.ndarray, values: np.ndarray
 
 
 def _group_codes(groups: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, names)`` as ``pandas.factorize`` gives them, of the groups ``item_table._groups`` made."""
+    """``(codes, names)`` as ``pandas.factorize`` gives them, of the groups ``item_table.label_groups`` made."""
     codes = np.full(n, -1, dtype=np.int64)
     for code, members in enumerate(groups.values()):
         codes[members] = code
@@ -341,11 +368,14 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     written before the setting, which left them out)."""
     parts = []
     overall = block.overall
+    left = left_out_criteria(block)  # criteria without a rubric's scale (``too_wide_to_rate``): said, never silent
+    left_out = (f"{counted(sum(left.values()), 'item')} of {counted(len(left), 'criterion', 'criteria')} left out of "
+                f"every figure ({LEFT_OUT_WHY})") if left else ""
     if not overall.n_items and overall.n_items_missing:  # nothing predicted: not the experts' shortfall
         return (f"The judge has no prediction in this split yet ({counted(overall.n_items_missing, 'item')} without "
-                "one): no validity figure.")
+                f"one): no validity figure{'; ' + left_out if left_out else ''}.")
     if not overall.n_items:  # nothing to ask the experts about either: neither their shortfall nor the judge's
-        return "No items in this split: no validity figures."
+        return f"All {left_out}: no validity figures." if left_out else "No items in this split: no validity figures."
     alt = overall.alt_test
     # the judge's failed items the alt-test dropped (under ``loss`` they stay in it, as losses)
     dropped = (alt.n_items_judge_failed or 0) if isinstance(alt, AltTest) and alt.failures == "drop" else 0
@@ -426,6 +456,8 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
     length = overall.length_bias
     if length is not None and not isinstance(length, Unavailable) and length.flag:
         parts.append(length.flag)
+    if left_out:
+        parts.append(left_out)
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + "."
 
@@ -449,7 +481,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
 
     import pandas as pd
 
-    from eval.scoring.item_table import _groups, bootstrap_clusters, drawn_as_name
+    from eval.scoring.item_table import bootstrap_clusters, drawn_as_name, label_groups
     from eval.scoring.metrics import expert_mean, expert_mode, level_counts
 
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
@@ -462,7 +494,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # rubric, where each had joined the value domain as a level of its own (a levels x levels table per distinct
     # row of value counts, and kappa weighing 3 as one step from 2).
     ends = scale_ends(*item_scale_ends(table), table.experts)
-    rating = _rating_ends(ends)
+    rating = rating_ends(ends)
     levels = judge_levels(table.judge, *rating, head)  # NaN off the item's scale
     off_scale = off_scale_levels(table.judge, *rating, head)
     counts = level_counts(table.experts)
@@ -470,12 +502,15 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     mean = expert_mean(table.experts)
     classes = agreement_module.class_codes(table.experts, unique)
     expert_codes = _expert_codes(table.expert_ids)
-    # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell.
-    missing = np.asarray(table.status == "missing", dtype=bool)
+    # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell. An
+    # item whose inferred scale is wider than a rubric's is left out too, counted under its criterion instead.
+    wide = too_wide_to_rate(table, rating)
+    missing = np.asarray(table.status == "missing", dtype=bool) & ~wide
+    outside = missing | wide
     alt_judge = alt_test_judge(table.judge, *rating, settings.alt_test.scoring, head)
     found = prepare(alt_judge, table.experts, table.expert_ids, settings.alt_test, expert_codes=expert_codes,
-                    missing=missing)
-    groups = {name: _groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
+                    missing=outside)
+    groups = {name: label_groups(getattr(table, column)) for name, column in _GROUPINGS.items()}
     # The alt-test's domains numbered from the cells' own groups, so that a domain is named as its cell is: a missing
     # label (None) is a cell named by its text, where pandas' codes gave it -1 (read as the last domain, or failing).
     factorised = {name: _group_codes(groups[name], len(table)) for name in _GROUPINGS} if found is not None else {}
@@ -486,8 +521,10 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
         in_split = np.zeros(len(table), dtype=bool)
         in_split[index] = True
         n_missing = {("overall", "overall"): int(missing[index].sum())}
-        mask = in_split & ~missing  # the split's predicted items: every cell below is within them
-        cells = [("overall", "overall", index[~missing[index]])]
+        mask = in_split & ~outside  # the split's predicted items on a scale: every cell below is within them
+        cells = [("overall", "overall", index[~outside[index]])]
+        left_out = {label: n for label, members in groups["criterion"].items()
+                    if (n := int((in_split[members] & wide[members]).sum()))}
         for name in _GROUPINGS:
             for label, members in groups[name].items():
                 n_missing[name, label] = int((in_split[members] & missing[members]).sum())
@@ -495,8 +532,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                 if len(members):
                     cells.append((name, label, members))
         plan.append((split, mask, [(kind, label, members, _domain(table, members, levels), n_missing[kind, label])
-                                   for kind, label, members in cells]))
-    values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells in plan for _, _, _, d, _ in cells]))
+                                   for kind, label, members in cells], left_out))
+    values = np.unique(np.concatenate([np.zeros(0)] + [d for _, _, cells, _ in plan for _, _, _, d, _ in cells]))
     pairs = CeilingPairs(table.judge, table.experts, leave_one_out_reference(table.experts, target, counts), levels,
                          values, settings.ceiling_failures, *ends,
                          measured=head)
@@ -510,7 +547,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                   coded=_coded_counts(table, levels, values), expert_codes=expert_codes, answers=answers,
                   n_scores=(~np.isnan(table.experts)).sum(axis=1), clusters=clusters)
     splits: dict[str, Any] = {}
-    for split, mask, cells in plan:
+    for split, mask, cells, left_out in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]
         # a test holding every item of "all" draws its intervals as "all" does, as the run's metrics do
         drawn = drawn_as_name(split, len(split_index[split]), len(split_index.get("all", ())))
@@ -534,11 +571,13 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
                 else:
                     grouped[label]["alt_test"] = family
             block[f"by_{name}"] = grouped
+        if left_out:  # only where any: a split without one is written as before
+            block["criteria_left_out"] = left_out
         splits[split] = block
     # leniency: the intervals of every cell, their t quantiles in one scipy call (``bias.leniencies``)
     placed = [(block, cell) for block in splits.values()
               for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
-    cells = [members for _, _, split_cells in plan for _, _, members, _, _ in split_cells]
+    cells = [members for _, _, split_cells, _ in plan for _, _, members, _, _ in split_cells]
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level,
                                                     answers)):
         cell["leniency"] = result

@@ -1,5 +1,5 @@
 """``judge-eval compare``'s paired validity reads the judge's values as its baseline's section read them: for the
-alt-test against the ends rounded out to whole levels (``eval.validity.section._rating_ends``), a regression head's
+alt-test against the ends rounded out to whole levels (``eval.validity.section.rating_ends``), a regression head's
 value past an end, inferred or not, at that end; for the ceiling gap's ``worst`` failures against the ends as
 ``eval.validity.ceiling.scale_ends`` gives them."""
 

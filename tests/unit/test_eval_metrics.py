@@ -587,18 +587,18 @@ def test_a_test_with_no_scored_item_says_why(name, status, experts, abstained, e
 
 
 def test_groups_are_numpys_sorted_unique_labels_with_their_items_in_order():
-    """item_table._groups (labels numbered by Arrow) gives np.unique's groups: the labels as text in code-point
+    """item_table.label_groups (labels numbered by Arrow) gives np.unique's groups: the labels as text in code-point
     order (Cyrillic, accents, None and numbers as their text) and each label's item indices ascending."""
     rng = np.random.default_rng(3)
     pool = ["b", "a", "Я", "я", "ё", "A b", "a\u00e9", "e\u0301", None, 1.5, "", "z"]
     labels = np.empty(3000, dtype=object)
     labels[:] = [pool[k] for k in rng.integers(0, len(pool), 3000)]
     names, inverse = np.unique(labels.astype(str), return_inverse=True)
-    groups = item_table._groups(labels)
+    groups = item_table.label_groups(labels)
     assert list(groups) == [str(n) for n in names] and len(groups) == len(pool)
     for k, name in enumerate(names):
         assert np.array_equal(groups[str(name)], np.flatnonzero(inverse == k))
-    assert item_table._groups(labels[:0]) == {}
+    assert item_table.label_groups(labels[:0]) == {}
 
 
 def test_compare_finds_no_vc_difference_between_two_runs_of_one_judge(tmp_path):

@@ -327,7 +327,9 @@ def test_an_alpha_no_board_can_reach_is_refused_before_any_run_is_read(tmp_path:
 
 
 def test_a_leaderboard_reads_each_runs_judge_settings_once(tmp_path: Path, monkeypatch) -> None:
-    """K = 3 runs, 3 pairs: each run.json's judge settings are read once (3 reads), not twice per pair (6)."""
+    """K = 3 runs, 3 pairs: each run.json's judge settings are read once (3 reads), not twice per pair (6). A read of
+    its own: test_ranking_calls_by_hand.py counts the instructions' reads, which a judge settings read per pair
+    leaves at 3."""
     import eval.ranking.compare as compare
 
     runs = [str(p) for p in _three(tmp_path)]

@@ -150,6 +150,26 @@ def test_items_with_no_expert_score_are_said():
     assert run_notes(older) == []
 
 
+def test_items_scored_on_a_cut_rationale_are_said():
+    """``cut_rationale: score`` keeps a regression head's score on a rationale ``max_tokens`` cut, a row that reads as
+    any other scored row: 3 such items are said (plural), 1 in the singular, none (or a file written before the
+    count) not at all; the console drops the Markdown marks."""
+    from types import SimpleNamespace
+
+    from eval.reports.notes import console_text
+
+    def result(n_cut_scored):
+        return SimpleNamespace(splits={}, notes=SimpleNamespace(n_cut_scored=n_cut_scored))
+
+    assert run_notes(result(3)) == ["**3 items were scored on a rationale `max_tokens` cut** "
+                                    "(`cut_rationale: score`): the regression head's score, kept as POLLUX keeps it; "
+                                    "their `finish_reason` is `length`."]
+    assert run_notes(result(1))[0].startswith("**1 item was scored on a rationale `max_tokens` cut**")
+    assert run_notes(result(1))[0].endswith("its `finish_reason` is `length`.")
+    assert run_notes(result(0)) == run_notes(SimpleNamespace(splits={}, notes=SimpleNamespace())) == []
+    assert console_text(run_notes(result(3))[0]).startswith("3 items were scored on a rationale max_tokens cut")
+
+
 def test_an_item_with_no_expert_score_is_counted_and_said_by_score():
     """Three Standard items, all judged; the second has no expert (unlabelled data): n 3, n_scored 2, n_unlabelled 1
     (and n_all_abstained 0: nobody abstained), and the note says the one item."""

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import ttest_1samp
 from sklearn.metrics import cohen_kappa_score
 
-from eval.scoring.item_table import _groups
+from eval.scoring.item_table import label_groups
 from eval.validity.agreement import CodedCounts, agreement, level_positions, quadratic_kappa, value_counts
 from eval.validity.alt_test import AltTestSettings, prepare, stable_order, summarise, summarise_by_domain
 from eval.validity.bias import leniencies, leniency
@@ -147,10 +147,10 @@ def test_stable_order_and_groups_as_before():
     np.testing.assert_array_equal(stable_order(big), np.argsort(big, kind="stable"))
     # labels grouped by their text, in sorted order; None and NaN by theirs
     labels = np.array(["b", None, "a", "b", 1, "1", "", "None", float("nan"), None], dtype=object)
-    groups = _groups(labels)
+    groups = label_groups(labels)
     assert list(groups) == ["", "1", "None", "a", "b", "nan"]
     assert [g.tolist() for g in groups.values()] == [[6], [4, 5], [1, 7, 9], [2], [0, 3], [8]]
-    assert _groups(np.array([], dtype=object)) == {}
+    assert label_groups(np.array([], dtype=object)) == {}
 
 
 def test_agreement_with_table_codes_equals_its_own_counts():

@@ -92,19 +92,32 @@ def test_an_unreadable_scale_spans_its_experts_integer_levels():
     assert bottom.value_domain == [0.0, 1.0] and bottom.n_expert_scores_off_domain == 1
 
 
-def test_an_unreadable_scales_span_wider_than_any_rubric_takes_the_values_seen():
+def test_an_unreadable_scales_span_wider_than_any_rubric_leaves_its_criterion_out():
     """A span past judge.scales.MAX_LEVELS (101 levels) is no rubric's: one stray expert score of 1,000 beside 0s and
-    1s would make a 1,001-level domain (a value-count table of items x 1,001). The domain is then the values seen,
-    experts' (0, 1, 1000) and the judge's (0, 1): [0, 1, 1000], nothing counted off it. At 100 (a span of 101
-    levels, the most a rubric may hold) the span is kept whole."""
+    1s would make a 1,001-level domain (a value-count table of items x 1,001), and every judge answer between the ends
+    a level of its own. The criterion is left out of every figure, its 2 items counted under its name
+    (``criteria_left_out``); at 1e12 the span is never built (7.28 TiB of levels). At 100 (a span of 101 levels, the
+    most a rubric may hold) the span is kept whole."""
     unknown = np.full(2, np.nan)
-    wide = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 1000.0], [1.0, 1.0, 1.0]]),
-                  low=unknown, high=unknown).overall.agreement
-    assert wide.value_domain == [0.0, 1.0, 1000.0] and wide.n_expert_scores_off_domain == 0
-    # 1e12: the span is never built (7.28 TiB of levels), the values seen taken as for 1,000
-    huge = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 1e12], [1.0, 1.0, 1.0]]),
-                  low=unknown, high=unknown).overall.agreement
-    assert huge.value_domain == [0.0, 1.0, 1e12]
+    for stray in (1000.0, 1e12):
+        wide = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, stray], [1.0, 1.0, 1.0]]),
+                      low=unknown, high=unknown)
+        assert wide.extra == {"criteria_left_out": {"c": 2}} and wide.by_criterion == {}
+        assert wide.overall.n_items == 0 and wide.overall.value_domain == []
     widest = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 100.0], [1.0, 1.0, 1.0]]),
                     low=unknown, high=unknown).overall.agreement
     assert widest.value_domain == [float(v) for v in range(101)]
+
+
+def test_unreadable_scales_pooled_wider_than_any_rubric_take_the_values_seen():
+    """Two criteria without a readable scale, each within a rubric's span: "a" experts (0, 0, 1) and (1, 1, 1), the
+    judge 0 and 1; "b" experts (999, 1000, 1000), the judge 1000. Pooled in the overall cell they span 0-1000, 1,001
+    levels: the domain is then the values seen, [0, 1, 999, 1000], nothing counted off it; "b"'s own is 999-1000."""
+    unknown = np.full(3, np.nan)
+    block = _block(judge=np.array([0.0, 1.0, 1000.0]),
+                   experts=np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [999.0, 1000.0, 1000.0]]),
+                   criteria=["a", "a", "b"], low=unknown, high=unknown)
+    assert "criteria_left_out" not in block.extra
+    assert block.overall.agreement.value_domain == [0.0, 1.0, 999.0, 1000.0]
+    assert block.overall.agreement.n_expert_scores_off_domain == 0
+    assert block.by_criterion["b"].agreement.value_domain == [999.0, 1000.0]

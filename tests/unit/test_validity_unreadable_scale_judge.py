@@ -4,7 +4,10 @@ nor go uncounted."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 
 from tests.support.validity_tables import item_table as _table
 from tests.support.validity_tables import split_section as _section
@@ -65,3 +68,92 @@ def test_scales_far_apart_pool_their_own_levels_not_the_span_between():
     assert block.by_criterion["a"].agreement.value_domain == [0.0, 1.0, 2.0]
     assert block.by_criterion["b"].agreement.value_domain == [float(v) for v in range(900, 1001)]
     assert block.overall.agreement.n_expert_scores_off_domain == 0
+
+
+def _wide_beside_narrow(narrow: int = 30):
+    """Items without a readable scale: criterion "wide" on items 0-29, experts (0, 500), (500, 0), (0, 0) in turn
+    and the judge a different number on each (7, 14, ..., 210); criterion "c" on the ``narrow`` items after them,
+    experts (0, 1), (1, 2), (2, 2) in turn and the judge 1."""
+    n = 30 + narrow
+    experts = np.r_[np.tile([[0.0, 500.0], [500.0, 0.0], [0.0, 0.0]], (10, 1)),
+                    np.tile([[0.0, 1.0], [1.0, 2.0], [2.0, 2.0]], (10, 1))[:narrow]]
+    judge = np.r_[np.arange(1.0, 31.0) * 7, np.ones(narrow)]
+    unknown = np.full(n, np.nan)
+    return _table(judge, experts, low=unknown, high=unknown, criteria=["wide"] * 30 + ["c"] * narrow)
+
+
+def test_a_criterion_whose_experts_span_more_levels_than_a_rubric_is_left_out_and_named():
+    """"wide"'s ends, inferred from its experts, are 0-500: 501 levels, more than any rubric holds
+    (judge.scales.MAX_LEVELS, 101: 0..100). Each of the judge's 30 answers lay within them, so each was a level of
+    the criterion's domain: [0, 7, 14, ..., 210, 500], 32 levels, a coincidence table of 32 x 32 per distinct row for
+    30 items, and kappa weighing 7 against 500 as one step of 31. The criterion is left out of every figure of the
+    split and named with its 30 items; "c" is read as before:
+
+    - no "wide" cell, and ``criteria_left_out`` {"wide": 30} in the split (back from metrics.json as written);
+    - the overall cell over "c"'s 30 items alone: domain [0, 1, 2], its experts' alpha "c"'s, no item missing;
+    - the sentence says how many items of how many criteria, and why.
+    """
+    from judge.metrics_json.validity import ValiditySplit
+
+    block = _section(_wide_beside_narrow())
+    assert list(block.by_criterion) == ["c"]
+    assert block.extra == {"criteria_left_out": {"wide": 30}}
+    assert ValiditySplit.from_json(block.to_json()) == block
+    overall = block.overall
+    assert (overall.n_items, overall.n_items_missing) == (30, 0)
+    assert overall.agreement.value_domain == [0.0, 1.0, 2.0]
+    assert overall.agreement.alpha_experts == block.by_criterion["c"].agreement.alpha_experts
+    assert overall.ceiling.n_items == 30 and overall.leniency.n == 30
+    assert block.by_task_type["t"].n_items == 30
+    assert block.sentence.endswith("; 30 items of 1 criterion left out of every figure (no readable scale, and the "
+                                   "experts' scores span more than the 101 levels a rubric holds).")
+
+
+def test_a_split_whose_every_criterion_is_left_out_says_so():
+    """Only "wide"'s 30 items: no figure at all, and the sentence says why rather than "no items"."""
+    block = _section(_wide_beside_narrow(narrow=0))
+    assert block.overall.n_items == 0 and block.by_criterion == {} and block.by_task_type == {}
+    assert block.extra == {"criteria_left_out": {"wide": 30}}
+    assert block.sentence == ("All 30 items of 1 criterion left out of every figure (no readable scale, and the "
+                              "experts' scores span more than the 101 levels a rubric holds): no validity figures.")
+
+
+def test_a_span_of_101_levels_is_a_rubrics_and_kept():
+    """Experts 0 and 100 on "wide" (101 levels, 0..100: the widest a rubric holds) keep the criterion, its judge's
+    answers levels of its domain; 0 and 101 (102 levels) leave it out."""
+    table = _wide_beside_narrow()
+    kept = table.experts.copy()
+    kept[:30][kept[:30] == 500.0] = 100.0
+    block = _section(dataclasses.replace(table, experts=kept))
+    assert "criteria_left_out" not in block.extra and block.by_criterion["wide"].n_items == 30
+    assert block.by_criterion["wide"].agreement.value_domain == [float(v) for v in range(101)]
+    kept[:30][kept[:30] == 100.0] = 101.0
+    assert _section(dataclasses.replace(table, experts=kept)).extra == {"criteria_left_out": {"wide": 30}}
+
+
+def test_the_report_names_the_criteria_left_out_and_refuses_a_malformed_count():
+    """report.md and report.html name each criterion left out with its items, under the split's sentence, the name
+    made inert as every table's (a "|" no cell of its own in Markdown, "<" an entity in HTML). A metrics.json holding
+    anything but item counts there is refused naming the field, not read as some other number."""
+    import html
+    from types import SimpleNamespace
+
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.render import html_blocks, markdown_lines
+    from eval.validity.section import ValiditySettings, validity_section
+    from judge.metrics_json.json_record import JsonRecordError
+    from judge.metrics_json.validity import Validity
+
+    table = _wide_beside_narrow()
+    table = dataclasses.replace(table, criteria_name=np.where(table.criteria_name == "wide", "w|<i>", "c"))
+    section = validity_section(table, "mode", {"standard": np.arange(60)}, ValiditySettings(n_boot=0, alpha_boot=0))
+    why = "no readable scale, and the experts' scores span more than the 101 levels a rubric holds"
+    lines = markdown_lines(SimpleNamespace(validity=section), markdown_table, md_text)
+    assert f"Left out of every figure ({why}): w&#124;&lt;i&gt; (30 items)." in lines
+    page = "".join(html_blocks(SimpleNamespace(validity=section), html.escape))
+    assert f"<p class=\"note\">Left out of every figure ({html.escape(why)}): w|&lt;i&gt; (30 items).</p>" in page
+    raw = section.to_json()
+    raw["splits"]["standard"]["criteria_left_out"] = {"w": "30"}
+    with pytest.raises(JsonRecordError, match=r"criteria_left_out should be an object of item counts .*, not an "
+                                              r"object"):
+        markdown_lines(SimpleNamespace(validity=Validity.from_json(raw)), markdown_table, md_text)
