@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from judge.record_columns import TEXT_FIELDS, RecordColumns, _per_row, _values
-from judge.records import (_BENCHMARK_MARKERS, _KNOWN, _TEXT_OPTIONAL, _TEXT_REQUIRED, ABSTENTION_SCORE, LineIndex,
-                           LoadReport, RecordError, RowIndex, _duplicate_of, content_id, is_benchmark_row, log_report,
-                           note_off_scale, scale_bounds)  # fmt: skip
+from judge.record_columns import TEXT_FIELDS, RecordColumns, count_per_row, python_values
+from judge.records import (ABSTENTION_SCORE, BENCHMARK_MARKERS, KNOWN_FIELDS, OPTIONAL_TEXT_FIELDS,
+                           REQUIRED_TEXT_FIELDS, LineIndex, LoadReport, RecordError, RowIndex, content_id,
+                           is_benchmark_row, log_report, note_duplicate, note_off_scale, scale_bounds)  # fmt: skip
 
 __all__ = ["columns_from_tables"]
 
@@ -105,7 +105,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     names = table.column_names
     if len(set(names)) != len(names):
         raise _Doubt
-    if not jsonl:  # (a JSONL table was checked whole when read: judge.record_sources._jsonl_table)
+    if not jsonl:  # (a JSONL table was checked whole when judge.record_sources read it into Arrow)
         try:
             # Parquet does not check that a string column holds UTF-8: a value that is not would fail far from
             # here with no row named (a bare UnicodeDecodeError); the row path names the row and field.
@@ -123,12 +123,12 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         _refuse_feedback_without_scores(where, column("expert_feedback"), jsonl)
 
     texts: dict[str, Any] = {}
-    for name in _TEXT_REQUIRED:
+    for name in REQUIRED_TEXT_FIELDS:
         col = column(name)
         if col is None or not _is_text(col.type) or col.null_count or _any_blank(col):
             raise _Doubt
         texts[name] = col
-    for name in ("reference_answer", *_TEXT_OPTIONAL):
+    for name in ("reference_answer", *OPTIONAL_TEXT_FIELDS):
         col = column(name)
         if col is None:
             texts[name] = pa.chunked_array([pa.array([""] * n, pa.string())]) if n else pa.chunked_array([], pa.string())
@@ -138,9 +138,9 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
             texts[name] = pc.fill_null(pc.cast(col, pa.string()), "")  # the row path's str(value)
         else:  # a boolean among them too: the row path refuses it, naming the field
             raise _Doubt
-    extra_names = [c for c in names if c not in _KNOWN]
+    extra_names = [c for c in names if c not in KNOWN_FIELDS]
     if jsonl:
-        for name in (*_BENCHMARK_MARKERS, "annotations", "id", *extra_names):
+        for name in (*BENCHMARK_MARKERS, "annotations", "id", *extra_names):
             if name in present and table.column(name).null_count:
                 raise _Doubt
         for name in extra_names:
@@ -183,7 +183,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     experts = _experts(column("annotations"), column("expert_scores"), column("expert_feedback"), n)
     expert_ids = _expert_ids(column("expert_ids"), experts["lengths"], n)
 
-    n_given = _per_row(~np.isnan(experts["scores"]), experts["lengths"])
+    n_given = count_per_row(~np.isnan(experts["scores"]), experts["lengths"])
     missing = np.isnan(aggregates) & (n_given > 0)  # kept: the load report counts the aggregates derived here
     if missing.any():
         # The aggregate the POLLUX data reports is the mean over the experts who did not abstain (JudgeRecord.from_row);
@@ -245,7 +245,7 @@ def _off_scale(rubrics, scores: np.ndarray, lengths: np.ndarray, aggregates: np.
     row_low, row_high = low[which], high[which]
     with np.errstate(invalid="ignore"):  # NaN (an abstention, no aggregate) compares false: never off the scale
         bad = (scores < np.repeat(row_low, lengths)) | (scores > np.repeat(row_high, lengths))
-        return (_per_row(bad, lengths) > 0) | (aggregates < row_low) | (aggregates > row_high)
+        return (count_per_row(bad, lengths) > 0) | (aggregates < row_low) | (aggregates > row_high)
 
 
 def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
@@ -343,7 +343,7 @@ def _expert_ids(column, lengths: np.ndarray, n: int) -> np.ndarray | None:
 def _derived_ids(texts: Mapping[str, Any], n: int) -> list[str]:
     from judge.records import ID_FIELDS
 
-    columns = [_values(texts[name]) if name in texts else [""] * n for name in ID_FIELDS]
+    columns = [python_values(texts[name]) if name in texts else [""] * n for name in ID_FIELDS]
     return [content_id(dict(zip(ID_FIELDS, values))) for values in zip(*columns)]
 
 
@@ -446,7 +446,7 @@ def _joined_comments(parts: list[dict]) -> list:
         if comments is None:
             out.extend([""] * len(p["scores"]))
         else:
-            out.extend(_values(comments))
+            out.extend(python_values(comments))
     return out
 
 
@@ -467,5 +467,5 @@ def _without_duplicates(columns: RecordColumns, report: LoadReport) -> np.ndarra
         first.setdefault(rid, i)
     for i in np.flatnonzero(repeated).tolist():
         record, earlier = columns.records_at([i, first[columns.ids[i]]])
-        _duplicate_of(record, earlier, report)
+        note_duplicate(record, earlier, report)
     return np.flatnonzero(~repeated)

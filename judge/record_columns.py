@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from judge.records import _TEXT_OPTIONAL, _TEXT_REQUIRED, Annotation, JudgeRecord
+from judge.records import OPTIONAL_TEXT_FIELDS, REQUIRED_TEXT_FIELDS, Annotation, JudgeRecord
 
 __all__ = ["RecordColumns", "TEXT_FIELDS", "as_columns"]
 
 
 #: Every text field of a record, in the constructor's order of ``JudgeRecord``'s attributes.
-TEXT_FIELDS = (*_TEXT_REQUIRED, "reference_answer", *_TEXT_OPTIONAL)
+TEXT_FIELDS = (*REQUIRED_TEXT_FIELDS, "reference_answer", *OPTIONAL_TEXT_FIELDS)
 
 
 class RecordColumns:
@@ -119,7 +119,7 @@ class RecordColumns:
     @property
     def n_abstained(self) -> np.ndarray:
         """Abstentions per record (``JudgeRecord.n_abstained``)."""
-        return _per_row(np.isnan(self.scores), self.n_experts)
+        return count_per_row(np.isnan(self.scores), self.n_experts)
 
     def expert_matrix(self) -> np.ndarray:
         """The non-abstaining experts' scores as an ``(n, k)`` NaN-padded matrix, each row's scores first (as
@@ -135,7 +135,7 @@ class RecordColumns:
     def _packed(self, values: np.ndarray, fill, dtype) -> np.ndarray:
         given = ~np.isnan(self.scores)
         n = len(self)
-        counts = _per_row(given, self.n_experts)
+        counts = count_per_row(given, self.n_experts)
         width = int(counts.max()) if n else 0
         out = np.full((n, width), fill, dtype=dtype)
         row = np.repeat(np.arange(n), self.n_experts)[given]
@@ -346,13 +346,13 @@ def _mixed_radix(code: np.ndarray, bound: int, codes: np.ndarray, n_values: int)
     return code * width + codes, bound * width
 
 
-def _per_row(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def count_per_row(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """How many of each row's flat entries are set (row i owns the next ``lengths[i]`` entries)."""
     rows = np.repeat(np.arange(len(lengths)), lengths)
     return np.bincount(rows[flags], minlength=len(lengths)).astype(np.int64)
 
 
-def _values(column) -> list:
+def python_values(column) -> list:
     """Python values of an Arrow column (or a list, as it is)."""
     return column if isinstance(column, list) else column.to_pylist()
 
@@ -360,7 +360,7 @@ def _values(column) -> list:
 def _taken(column, index: np.ndarray | None) -> list:
     """Python values of an Arrow column or a list at ``index`` (None: all of them)."""
     if index is None:
-        return _values(column)
+        return python_values(column)
     if isinstance(column, list):
         return [column[i] for i in index.tolist()]
     import pyarrow as pa

@@ -26,9 +26,11 @@ from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import arrow_may_read, unreadable_json
 from judge.record_columns import RecordColumns
-from judge.records import MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex, _validated
+from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
+                           records_and_report)
 
-__all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "source_rows", "write_jsonl"]
+__all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "looks_like_dataset_name",
+           "source_rows", "write_jsonl"]
 
 logger = logging.getLogger(__name__)
 
@@ -328,7 +330,7 @@ _RELEASED_DATASETS = {name.lower(): f"ai-forever/{name}" for name in ("POLLUX", 
 _PROJECT_FOLDERS = ("data", "runs")
 
 
-def _looks_like_dataset_name(name: str, path: Path) -> bool:
+def looks_like_dataset_name(name: str, path: Path) -> bool:
     """Whether a source that is no file or folder is a hub dataset's ``owner/name``: one slash, no data file's suffix,
     not a path's start (``./``, ``../``, ``/``, ``~``), and an owner that is none of ``_PROJECT_FOLDERS``
     (``data/POLLUX`` is a path not yet downloaded; asking the hub for it cost ~24 s of retries). A local folder named
@@ -520,18 +522,18 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
     path = Path(source)
     name = str(source)
     if tables is not None:
-        return _validated(_drained(tables), name, make_id)
+        return records_and_report(_drained(tables), name, make_id)
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            return _validated(jsonl_rows(path), name, make_id)
+            return records_and_report(jsonl_rows(path), name, make_id)
         if suffix == ".json":
             rows = _json_file(path)
             if not isinstance(rows, list):
                 raise RecordError(name, None, None, "a .json source must hold a list of rows (use .jsonl for one per line)")
-            return _validated(((name, RowIndex(index), row) for index, row in enumerate(rows)), name, make_id)
+            return records_and_report(((name, RowIndex(index), row) for index, row in enumerate(rows)), name, make_id)
         if suffix == ".parquet":
-            return _validated(_parquet_rows(path), name, make_id)
+            return records_and_report(_parquet_rows(path), name, make_id)
         raise ValueError(f"{name}: unknown file type {suffix!r} (expected .jsonl, .json or .parquet)")
     if path.is_dir():
         if not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
@@ -539,10 +541,10 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
             if not shards:
                 raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
                                         "nor a datasets.save_to_disk layout")  # fmt: skip
-            return _validated((row for shard in shards for row in _parquet_rows(shard)), name, make_id)
-        return _validated(_dataset_rows(name, path, split), name, make_id)
-    if _looks_like_dataset_name(name, path):
-        return _validated(_dataset_rows(name, path, split), name, make_id)
+            return records_and_report((row for shard in shards for row in _parquet_rows(shard)), name, make_id)
+        return records_and_report(_dataset_rows(name, path, split), name, make_id)
+    if looks_like_dataset_name(name, path):
+        return records_and_report(_dataset_rows(name, path, split), name, make_id)
     raise _missing(name)
 
 
@@ -595,7 +597,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
                                     "nor a datasets.save_to_disk layout")
         for shard in shards:
             yield from _parquet_rows(shard)
-    elif path.is_dir() or _looks_like_dataset_name(name, path):
+    elif path.is_dir() or looks_like_dataset_name(name, path):
         yield from _dataset_rows(name, path, split)
     else:
         raise _missing(name)

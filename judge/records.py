@@ -67,9 +67,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_TEXT_REQUIRED = ("instruction", "answer", "criteria_name", "rubrics")
-_TEXT_OPTIONAL = ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain",
-                  "criteria_description", "rubrics_example")  # fmt: skip
+#: The text fields a row must give, non-blank (``JudgeRecord.from_row``; the column-wise reader checks the same).
+REQUIRED_TEXT_FIELDS = ("instruction", "answer", "criteria_name", "rubrics")
+#: The text fields a row may leave out or null (read as ""); an integer among them is read as its digits.
+OPTIONAL_TEXT_FIELDS = ("model_id", "task_type", "task_subtype", "task_subsubtype", "difficulty", "domain",
+                        "criteria_description", "rubrics_example")  # fmt: skip
 #: The released data's marker for an abstaining expert: a score of -1 in ``annotations`` (the dataset card).
 ABSTENTION_SCORE = -1.0
 #: The most experts one item may list (``annotations``, ``expert_scores``, ``expert_feedback``, ``expert_ids``).
@@ -80,15 +82,15 @@ MAX_EXPERTS_PER_ITEM = 64
 #: The fields a content-derived id hashes, in this order (see ``content_id``).
 ID_FIELDS = ("instruction", "reference_answer", "answer", "criteria_name", "rubrics", "model_id", "task_type",
              "task_subtype", "task_subsubtype")  # fmt: skip
-# Columns only the released benchmark has (the dataset's columns); build-data refuses rows that carry them.
-_BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
+#: Columns only the released benchmark has (the dataset's columns); build-data refuses rows that carry them.
+BENCHMARK_MARKERS = ("is_provocative", "criteria_description")
 
 
 def is_benchmark_row(row: Container[str]) -> bool:
     """Whether a row (or a table's set of column names) is in the released benchmark's schema: an ``annotations``
     column, or both of the columns only it carries (``is_provocative``, ``criteria_description``). Training refuses
     such rows."""
-    return "annotations" in row or all(name in row for name in _BENCHMARK_MARKERS)
+    return "annotations" in row or all(name in row for name in BENCHMARK_MARKERS)
 # A hub shard name: "<split>-00000-of-00003.parquet".
 
 
@@ -349,7 +351,7 @@ class JudgeRecord:
             return RecordError(source, index, name, message)
 
         values: dict[str, Any] = {}
-        for name in _TEXT_REQUIRED:
+        for name in REQUIRED_TEXT_FIELDS:
             value = row.get(name)
             if value is None:
                 raise fail(name, "is missing")
@@ -364,7 +366,7 @@ class JudgeRecord:
             raise fail("reference_answer", f"must be text or null, got {value_words(reference)}")
         values["reference_answer"] = reference or ""
 
-        for name in _TEXT_OPTIONAL:
+        for name in OPTIONAL_TEXT_FIELDS:
             value = row.get(name)
             # an integer is read as its digits (a numbered subtype); a boolean is no text (it would read "True")
             if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool)):
@@ -420,7 +422,7 @@ class JudgeRecord:
             values["criteria_score"] = number
 
         rid = row.get("id")
-        if _no_id(rid):
+        if gives_no_id(rid):
             if not make_id:
                 # Said for the command line first (no flag derives ids): the make_id hint is the Python API's only.
                 raise fail("id", "is missing: give each row an id (or leave the id field out of every row: ids are "
@@ -433,7 +435,7 @@ class JudgeRecord:
             _check_unicode(rid, "id", fail)
         values["id"] = str(rid)
 
-        values["extra"] = {k: v for k, v in row.items() if k not in _KNOWN}
+        values["extra"] = {k: v for k, v in row.items() if k not in KNOWN_FIELDS}
         values["benchmark_row"] = is_benchmark_row(row)
         return cls(**values, origin=(source, index))  # __post_init__ checks the experts' fields agree
 
@@ -462,8 +464,10 @@ def off_scale(record: JudgeRecord) -> bool:
         aggregate is not None and not low <= aggregate <= high)
 
 
-_KNOWN = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score", "annotations",
-                    "is_provocative", "expert_ids", *_TEXT_REQUIRED, *_TEXT_OPTIONAL})  # fmt: skip
+#: The columns a record reads; every other column of a row is kept in ``JudgeRecord.extra``.
+KNOWN_FIELDS = frozenset({"id", "reference_answer", "expert_scores", "expert_feedback", "criteria_score",
+                          "annotations", "is_provocative", "expert_ids", *REQUIRED_TEXT_FIELDS,
+                          *OPTIONAL_TEXT_FIELDS})  # fmt: skip
 
 
 _SCORE, _COMMENT, _EXPERT_ID = (operator.attrgetter(name) for name in ("score", "comment", "expert_id"))
@@ -654,7 +658,7 @@ def _shown(value: Any) -> str:
 
 
 #: The record's own texts read from a row, checked for lone surrogates (``_check_unicode``).
-_UNICODE_CHECKED = (*_TEXT_REQUIRED, "reference_answer", *_TEXT_OPTIONAL)
+_UNICODE_CHECKED = (*REQUIRED_TEXT_FIELDS, "reference_answer", *OPTIONAL_TEXT_FIELDS)
 
 
 def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...], comments_field: str, fail) -> None:
@@ -768,14 +772,16 @@ class LoadReport:
         return "; ".join(parts)
 
 
-def _no_id(value: Any) -> bool:
+def gives_no_id(value: Any) -> bool:
     """Whether a row's ``id`` value gives no id (absent, null, or blank text), so that ``from_row`` derives one and
     the load report counts it derived: one rule for both."""
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _validated(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str, make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
-    """Rows (each with its source and index) -> records, dropping exact duplicates and counting what it saw.
+def records_and_report(items: Iterable[tuple[str, int, Mapping[str, Any]]], source: str,
+                       make_id: bool) -> tuple[list[JudgeRecord], LoadReport]:
+    """Rows (each with its source and index) -> records, dropping exact duplicates and counting what it saw: what
+    every row-wise loader (``judge.record_sources``) builds its records through.
 
     A source whose first row has no ``id`` key (a table without an ``id`` column) gets content-derived ids for all
     its rows; otherwise a missing id is an error unless ``make_id``.
@@ -793,7 +799,7 @@ def _checked_rows(items: Iterable[tuple[str, int, Mapping[str, Any]]], state: di
             state["derive"] = True
         state["rows"] += 1
         record = JudgeRecord.from_row(row, source=where, index=index, make_id=state["derive"])
-        derived = _no_id(row.get("id"))
+        derived = gives_no_id(row.get("id"))
         yield where, index, record, derived, record.benchmark_row, record.criteria_score_derived
 
 
@@ -808,7 +814,7 @@ def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool, bool]]
         report.n_derived_ids += derived
         earlier = first.get(record.id)
         if earlier is not None:
-            _duplicate_of(record, earlier, report)
+            note_duplicate(record, earlier, report)
             continue
         first[record.id] = record
         if aggregate_derived:
@@ -830,7 +836,7 @@ def _collected(checked: Iterable[tuple[str, int, JudgeRecord, bool, bool, bool]]
     return records, report
 
 
-def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport) -> None:
+def note_duplicate(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport) -> None:
     """A record whose id an earlier one has: counted in ``report`` when it is the same row again.
 
     Raises:
@@ -838,13 +844,19 @@ def _duplicate_of(record: JudgeRecord, earlier: JudgeRecord, report: LoadReport)
     """
     (where, index), (e_source, e_row) = record.origin, earlier.origin
     other = row_place(e_row) if e_source == where else f"{e_source}: {row_place(e_row)}"
-    if record == earlier and _same_values(record.extra, earlier.extra):
+    if same_content(record, earlier):
         report.n_duplicates += 1
         if len(report.duplicate_rows) < 20:
             here = row_place(index) if e_source == where else f"{where}: {row_place(index)}"
             report.duplicate_rows.append(f"{here} = {other}")
         return
     raise RecordError(where, index, "id", f"{record.id!r} repeats the id of {other} with different content")
+
+
+def same_content(record: JudgeRecord, earlier: JudgeRecord) -> bool:
+    """Whether ``record`` is ``earlier``'s row again: the same fields and the same other columns (``extra``, NaN
+    equal to NaN): one rule for the loaders' duplicates and the criteria expansion's rows passed through."""
+    return record == earlier and _same_values(record.extra, earlier.extra)
 
 
 def _same_values(a: Any, b: Any) -> bool:
@@ -908,6 +920,6 @@ def records_from_rows(rows: Iterable[Mapping[str, Any]], source: str = "<rows>",
             (naming both rows).
     """
     indices = row_index if row_index is not None else map(RowIndex, itertools.count())
-    return _validated(((source, index, row) for index, row in zip(indices, rows)), source, make_id)[0]
+    return records_and_report(((source, index, row) for index, row in zip(indices, rows)), source, make_id)[0]
 
 

@@ -90,6 +90,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from judge.plumbing.json_reading import value_words
 from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
                                   server_message)
 from judge.rewards import (CriterionReward, Reward, RewardRule, completion_text, content_text, cut_completions,
@@ -453,7 +454,9 @@ def _rule(rule: RewardRule | Mapping[str, Any] | None) -> RewardRule:
         return rule
     if isinstance(rule, Mapping):
         return RewardRule.from_dict(rule, where="rule")
-    raise TypeError(f"rule: expected a RewardRule or a mapping of its fields, got {type(rule).__name__}")
+    # value_words: verl's reward_kwargs come from its YAML config (``rule: gate``); another Python object keeps its
+    # class's name
+    raise TypeError(f"rule: expected a RewardRule or a mapping of its fields, got {value_words(rule)}")
 
 
 def _sent_rows(samples: Sequence[RewardSample], first: int) -> list[int]:

@@ -73,6 +73,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
+from judge.plumbing.json_reading import value_words
 from judge.scales import Scale
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResult, ScoreSource
@@ -192,7 +194,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part["text"] for part in content
                        if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str))
-    raise ValueError(f"a message's content must be text or a list of typed parts, got {type(content).__name__}")
+    raise ValueError(f"a message's content must be text or a list of typed parts, got {value_words(content)}")
 
 
 def completion_text(completion: Any) -> str:
@@ -209,7 +211,7 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
     if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
-        raise ValueError(f"a completion must be text or a list of chat messages, got {type(completion).__name__}")
+        raise ValueError(f"a completion must be text or a list of chat messages, got {value_words(completion)}")
     turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
     return content_text(turns[-1].get("content")) if turns else ""
 
@@ -373,9 +375,9 @@ class RewardRule:
         if criterion_id is None and name.strip() in custom:
             return custom[name.strip()]
         if by_name:  # a result without an id (a custom criterion named as a taxonomy one, an older server's)
-            from judge.taxonomy import _norm
+            from judge.taxonomy import name_key
 
-            return by_name.get(_norm(name), self.default_weight)
+            return by_name.get(name_key(name), self.default_weight)
         return self.default_weight
 
 
@@ -387,10 +389,10 @@ def _weight_tables(weights: Mapping[str, float]) -> tuple[dict[str, float], dict
         RewardRuleError: naming the key: one that names no taxonomy criterion and is not ``custom:<name>``, or two
             keys that give one criterion different weights (its Russian and its English name).
     """
-    from judge.taxonomy import TaxonomyError, _norm, load_taxonomy
+    from judge.taxonomy import TaxonomyError, load_taxonomy, name_key
 
     taxonomy = load_taxonomy()
-    names = {cid: {_norm(c.name[lang]) for lang in c.name} for cid, c in taxonomy.criteria.items()}
+    names = {cid: {name_key(c.name[lang]) for lang in c.name} for cid, c in taxonomy.criteria.items()}
     ids: dict[str, float] = {}
     by_name: dict[str, float] = {}
     custom: dict[str, float] = {}
@@ -414,9 +416,9 @@ def _weight_tables(weights: Mapping[str, float]) -> tuple[dict[str, float], dict
             raise RewardRuleError(f"{where}: {err} (a key is a taxonomy criterion's id or its Russian or English name, "
                                   f"or {CUSTOM_WEIGHT_PREFIX}<name> for a custom criterion, a {{name, rubrics}} "
                                   f"object)") from None
-        by_name[_norm(key)] = float(weight)
+        by_name[name_key(key)] = float(weight)
         for cid, its in names.items():
-            if _norm(key) not in its:
+            if name_key(key) not in its:
                 continue
             if cid in named_by and ids[cid] != float(weight):
                 raise RewardRuleError(f"{where}: criterion {cid} is also weighted {ids[cid]:g} as "

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from judge.plumbing.json_reading import value_words
+
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
@@ -393,7 +395,7 @@ def scale_of(rubrics: str | Mapping) -> Scale:
         keys = rubrics[nested[0]].keys() if nested else rubrics.keys()
         return _rubric_scale(_levels_from_keys(keys), rubrics)
     if not isinstance(rubrics, str):
-        raise ScaleError(f"rubrics must be text or a mapping, got {type(rubrics).__name__}")
+        raise ScaleError(f"rubrics must be text or a mapping, got {value_words(rubrics)}")
 
     listed = _level_list(rubrics)
     if listed is not None:

@@ -142,14 +142,15 @@ def _close(name: str, names: list[str], cutoff: float) -> list[str]:
     return difflib.get_close_matches(name, names, n=3, cutoff=cutoff) if len(name) <= SUGGEST_MAX_CHARS else []
 
 
-def _shown(name: str, limit: int = 120) -> str:
-    """A name as a message shows it: a client's may be megabytes long."""
+def quoted_name(name: str, limit: int = 120) -> str:
+    """A name as a message shows it, quoted and cut past ``limit`` characters: a client's may be megabytes long."""
     return repr(name) if len(name) <= limit else f"{name[:limit]!r}... [{len(name)} characters]"
 
 
-def _norm(name: str) -> str:
+def name_key(name: str) -> str:
     """Lookup key for a name: composed (NFC), case-folded, whitespace collapsed, typographic apostrophes and quotes
-    unified.
+    unified. The taxonomy's lookups read names by it, and so does whatever else keys on a criterion's name
+    (``judge.rewards``' weights by name), so that a name the taxonomy finds is found there too.
 
     NFC first: text from macOS file names and some pipelines arrives decomposed ("й" as "и" + U+0306), which looks
     identical but compares unequal, and the Russian names of 74 of the 295 criterion entries and 13 of the 35 task
@@ -226,8 +227,8 @@ class Taxonomy:
         self._display_names: dict[str, str] = {}  # normalised -> as published, for suggestions
         for crit in self.criteria.values():
             for lang in _LANGS:
-                self._display_names.setdefault(_norm(crit.name[lang]), crit.name[lang])
-                ids = self._by_name.setdefault(_norm(crit.name[lang]), [])
+                self._display_names.setdefault(name_key(crit.name[lang]), crit.name[lang])
+                ids = self._by_name.setdefault(name_key(crit.name[lang]), [])
                 if crit.id not in ids:
                     ids.append(crit.id)
 
@@ -252,16 +253,16 @@ class Taxonomy:
         unknown = {c for t in self.tasks for c in t.criteria} - set(self.criteria)
         if unknown:
             raise ValueError(f"tasks.json refers to unknown criteria: {sorted(unknown)}")
-        self._best_at_lowest_names = {_norm(c.name[lang]) for c in self.criteria.values()
+        self._best_at_lowest_names = {name_key(c.name[lang]) for c in self.criteria.values()
                                       if c.group in BEST_AT_LOWEST_GROUPS for lang in _LANGS}
         # English and Russian names of task types (level 1) and of the nodes below them, for canonicalisation.
         self._task_type_names: dict[str, str] = {}
         self._group_names: dict[str, str] = {}
         for task in self.tasks:
             for name in (task.task_type, task.names_ru[1]):
-                self._task_type_names[_norm(name)] = task.task_type
+                self._task_type_names[name_key(name)] = task.task_type
             for name in (task.group, task.names_ru[0]):
-                self._group_names[_norm(name)] = task.group
+                self._group_names[name_key(name)] = task.group
 
     # ----------------------------------------------------------------- criteria
 
@@ -284,11 +285,11 @@ class Taxonomy:
         """
         if key in self.criteria:
             return self.criteria[key]
-        ids = self._by_name.get(_norm(key))
+        ids = self._by_name.get(name_key(key))
         if not ids:
-            close = _close(_norm(key), list(self._by_name), cutoff=0.6)
+            close = _close(name_key(key), list(self._by_name), cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(self._display_names[c]) for c in close)}?" if close else ""
-            raise TaxonomyError(f"unknown criterion {_shown(key)}{hint}")
+            raise TaxonomyError(f"unknown criterion {quoted_name(key)}{hint}")
         if task is not None:
             leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))
             listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
@@ -321,7 +322,7 @@ class Taxonomy:
 
     def is_best_at_lowest(self, criteria_name: str) -> bool:
         """Whether a criterion name (Russian or English, any case) is a Critical criterion's, best at 0."""
-        return _norm(criteria_name) in self._best_at_lowest_names
+        return name_key(criteria_name) in self._best_at_lowest_names
 
     # ----------------------------------------------------------------- tasks
 
@@ -332,11 +333,11 @@ class Taxonomy:
 
     def canonical_task_type(self, name: str) -> str | None:
         """The English task-type name for an English or Russian task-type name, or None."""
-        return self._task_type_names.get(_norm(name))
+        return self._task_type_names.get(name_key(name))
 
     def canonical_group(self, name: str) -> str | None:
         """The English group name for an English or Russian group name, or None."""
-        return self._group_names.get(_norm(name))
+        return self._group_names.get(name_key(name))
 
     def find_tasks(self, task_type: str, subtype: str | None = None, subsubtype: str | None = None) -> list[Task]:
         """Leaves under a path of names (English or Russian, any case); an empty or None level matches any.
@@ -353,17 +354,17 @@ class Taxonomy:
             task_type, subtype, subsubtype = subtype, subsubtype, None
         canonical = self.canonical_task_type(task_type)
         if canonical is None:
-            close = _close(_norm(task_type), list(self._task_type_names), cutoff=0.5)
+            close = _close(name_key(task_type), list(self._task_type_names), cutoff=0.5)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise TaxonomyError(f"unknown task type {_shown(task_type)}{hint}", level=shift)
+            raise TaxonomyError(f"unknown task type {quoted_name(task_type)}{hint}", level=shift)
         leaves = [t for t in self.tasks if t.task_type == canonical]
         for depth, wanted in ((1, subtype), (2, subsubtype)):
             if not wanted:
                 continue
-            key = _norm(wanted)
+            key = name_key(wanted)
             chosen = [
                 t for t in leaves
-                if len(t.path) > depth and key in (_norm(t.path[depth]), _norm(t.names_ru[depth + 1]))
+                if len(t.path) > depth and key in (name_key(t.path[depth]), name_key(t.names_ru[depth + 1]))
             ]
             if not chosen:
                 options = sorted({t.path[depth] for t in leaves if len(t.path) > depth})
@@ -373,7 +374,7 @@ class Taxonomy:
                 above = f"task type {canonical!r}" + (f", subtype {leaves[0].path[1]!r}," if depth == 2 and subtype
                                                       else "")
                 listed = f"options: {options}" if options else f"it has no {level}s"
-                raise TaxonomyError(f"{above} has no {level} {_shown(wanted)}; {listed}", level=depth + shift)
+                raise TaxonomyError(f"{above} has no {level} {quoted_name(wanted)}; {listed}", level=depth + shift)
             leaves = chosen
         return leaves
 
@@ -400,7 +401,7 @@ class Taxonomy:
         shift = int(self.canonical_task_type(names[0]) is None)  # a group named as the task type
         level = min(2, (1 if len({leaf.subtype for leaf in leaves}) > 1 else 2) + shift)
         path = " / ".join(name or "(any)" for name in names[: max(i for i, n in enumerate(names) if n) + 1])
-        raise TaxonomyError(f"task {_shown(path)} names {len(leaves)} leaves, not one: {_describe(leaves)}",
+        raise TaxonomyError(f"task {quoted_name(path)} names {len(leaves)} leaves, not one: {_describe(leaves)}",
                             level=level)
 
 

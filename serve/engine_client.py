@@ -20,6 +20,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 
+from judge.plumbing.json_reading import value_words
+
 T = TypeVar("T")
 
 __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S",
@@ -114,7 +116,7 @@ class EngineClient:
         except ValueError:  # UnicodeDecodeError included
             raise unreadable_answer(path, body[:500].decode("utf-8", "replace"), "not JSON") from None
         if not isinstance(answer, dict):
-            raise unreadable_answer(path, answer, f"a JSON {type(answer).__name__}, not an object")
+            raise unreadable_answer(path, answer, f"{value_words(answer)}, not an object")
         return answer
 
 

@@ -61,7 +61,7 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
-           "load_training_records", "write_rows", "main"]
+           "load_training_records", "write_rows", "main", "VERDICT_OR_THINK_TAG"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,8 @@ _CYRILLIC = re.compile(r"[а-яёА-ЯЁ]")
 _LETTER = re.compile(r"[^\W\d_]")
 #: Verdict tags, and reasoning tags: a <think> left in a feedback would teach the judge to write one in its answer,
 #: and a second [FEEDBACK] a second block, which GRPO's format reward (``judge.verdicts.bare_tagged_answer``) refuses.
-_TAGS = re.compile(r"\[\s*(FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
+#: The synthetic annotate stage asks its teacher again for such a feedback, rather than keep a label dropped here.
+VERDICT_OR_THINK_TAG = re.compile(r"\[\s*(FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
 
 
 class BenchmarkRowsError(judge.LeakageError):
@@ -348,7 +349,7 @@ def _reject(score: float, feedback: str | None, scale, min_russian_share: float)
     off_rubric = scores_off_the_rubric(scale, (score,))
     if off_rubric is not None:
         return off_rubric
-    if _TAGS.search(feedback):
+    if VERDICT_OR_THINK_TAG.search(feedback):
         return "tags_in_feedback"
     # "one word rationale are only eligible for the perfect scores" (arXiv 2505.24616v3, Appendix B): one word, not
     # none; a blank rationale at the best level trained the target "[FEEDBACK]  [RESULT] 2 [END]". Perfect is the

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
+from judge.plumbing.json_reading import value_words
 from judge.sample_data import SAMPLE_DATA  # ``data`` naming the bundled sample: one name in every CLI
 
 if TYPE_CHECKING:
@@ -330,7 +331,7 @@ class TrainConfig:
         params = optimizer.get("params", {})
         if not isinstance(params, dict):
             raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's 'params' must be a JSON "
-                              f"object, got {type(params).__name__}")
+                              f"object, got {value_words(params)}")
         unchecked = sorted(set(params) - DEEPSPEED_ADAMW_PARAMS)
         if unchecked:
             raise ConfigError(f"deepspeed config {self.deepspeed}: its 'optimizer' block's params "

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
-from judge.records import RecordError, _no_id, row_place, value_words
+from judge.records import JudgeRecord, RecordError, gives_no_id, row_place, same_content, value_words
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
@@ -162,7 +162,7 @@ def _task_fields(row: Mapping, where: str) -> tuple[str, ...] | None:
             classify a row whose caller meant to name its task), or a level given without the one above it
             (a subtype alone names no task type to look it up under), naming the row and the field.
     """
-    from judge.taxonomy import _shown
+    from judge.taxonomy import quoted_name
 
     values = []
     for name in _TASK_FIELDS:
@@ -173,7 +173,7 @@ def _task_fields(row: Mapping, where: str) -> tuple[str, ...] | None:
         values.append(value.strip() if value else "")
     for depth in (1, 2):
         if values[depth] and not values[depth - 1]:
-            raise ValueError(f"{where}: field '{_TASK_FIELDS[depth]}' is {_shown(values[depth])} but field "
+            raise ValueError(f"{where}: field '{_TASK_FIELDS[depth]}' is {quoted_name(values[depth])} but field "
                              f"'{_TASK_FIELDS[depth - 1]}' is empty: name the level above it too (or leave the "
                              "task fields out for the classifier to choose)")
     return tuple(v for v in values if v) or None
@@ -395,7 +395,8 @@ def _claim_item_id(item_ids: dict[str, int], item_id: str, index: int, source: s
     item_ids[item_id] = index
 
 
-def _passed_through(row: Mapping, source: str, index: int, item_ids: dict[str, int], named: dict[str, tuple]) -> dict:
+def _passed_through(row: Mapping, source: str, index: int, item_ids: dict[str, int],
+                    named: dict[str, JudgeRecord]) -> dict:
     """A row that names its criterion, as it goes into the items: checked as the record loader checks it
     (``JudgeRecord.from_row``), so that a bad field is named at the user's file and row, before anything is
     written, and given its content id (``judge.records.content_id``, as a load gives an id-less row) when it has
@@ -407,16 +408,13 @@ def _passed_through(row: Mapping, source: str, index: int, item_ids: dict[str, i
         RecordError: a field the loader refuses, naming ``source``, the row and the field.
         ValueError: an item id an earlier row's item has.
     """
-    from judge.records import JudgeRecord, _same_values
-
     record = JudgeRecord.from_row(row, source=source, index=index, make_id=True)
-    rid = row.get("id")
-    item = dict(row) if rid is not None and not (isinstance(rid, str) and not rid.strip()) else {**row, "id": record.id}
+    item = {**row, "id": record.id} if gives_no_id(row.get("id")) else dict(row)
     earlier = named.get(record.id)
-    if earlier is not None and earlier[0] == record and _same_values(earlier[1], record.extra):
+    if earlier is not None and same_content(record, earlier):
         return item
     _claim_item_id(item_ids, record.id, index, source)
-    named[record.id] = (record, record.extra)
+    named[record.id] = record
     return item
 
 
@@ -466,7 +464,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     by_id = {str(r.get("id")): r for r in (recorded or {}).values()}
     seen: dict[str, int] = {}  # row id -> the row that first gave it
     item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
-    named: dict[str, tuple] = {}  # a pass-through row's item id -> its record and columns
+    named: dict[str, JudgeRecord] = {}  # a pass-through row's item id -> its record (its columns in its extra)
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
     reused, other_classifier = 0, 0
     identity = classifier_identity(classifier)
@@ -484,7 +482,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         _refuse_criterion_columns(row, where)
         _checked_columns(row, where, source, index)
         given = row.get("id")
-        row_id = str(i) if _no_id(given) else str(given)  # the loader's rule: blank text is none, an id of 0 is one
+        row_id = str(i) if gives_no_id(given) else str(given)  # the loader's rule: blank text is none, 0 is an id
         if row_id in seen:
             raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(seen[row_id])}: its items' ids "
                              "(<row id>::<criterion id>) would collide")

@@ -21,8 +21,8 @@ from typing import Any, ClassVar, NamedTuple
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "json_value", "keyed", "listed", "optional_field",
-           "read_record"]
+__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "got_words", "json_value", "keyed", "listed",
+           "optional_field", "read_record"]
 
 
 class JsonRecordError(ValueError):
@@ -110,6 +110,14 @@ class JsonRecord:
         return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type)
 
 
+def got_words(value: Any) -> str:
+    """A value read from a JSON file as an error names it: its kind in JSON's words (``value_words``), with a number
+    or a string as written, cut to 40 characters ("a string '0.5'", "an integer 3"); null, true and false say
+    themselves, a list or an object is named by its kind alone (it may be long)."""
+    shown = f" {value!r:.40}" if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    return f"{value_words(value)}{shown}"
+
+
 def count(value: Any) -> int:
     """A whole number read from JSON (a count, a seed, a number of resamples), all of them 0 or more: a string, a
     fraction, a boolean or a negative refused here, naming the field, where each failed far from the file (a
@@ -180,6 +188,8 @@ def keyed(reader: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
     """A reader of a JSON object of records (label -> record), each read by ``reader``; an error's path names the
     label (a table of cells by model: which model's cell)."""
     def read(rows: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(rows, Mapping):  # an integer was "'int' object has no attribute 'items'"
+            raise TypeError(f"expected an object, got {got_words(rows)}")
         out = {}
         for label, row in rows.items():
             try:
@@ -194,6 +204,8 @@ def keyed(reader: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
 def listed(reader: Callable[[Any], Any]) -> Callable[[Any], list[Any]]:
     """A reader of a JSON list of records, each read by ``reader``; an error's path names the index (from 0)."""
     def read(rows: list[Any]) -> list[Any]:
+        if not isinstance(rows, list):  # an object would be read as the list of its keys, a string as its letters
+            raise TypeError(f"expected a list, got {got_words(rows)}")
         out = []
         for index, row in enumerate(rows):
             try:

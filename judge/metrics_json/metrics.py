@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, JsonRecordError, count, extra_field, keyed,
-                                            listed, optional_field, read_record)
+from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, JsonRecordError, count, extra_field, got_words,
+                                            keyed, listed, optional_field, read_record)
 from judge.metrics_json.validity import Validity
 
 __all__ = ["MAX_VC_REPEATS", "NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics",
@@ -39,7 +39,7 @@ def _number(value: Any) -> float:
     if value is None:
         return NAN
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"expected a number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"expected a number, got {got_words(value)}")
     return float(value)
 
 
@@ -55,7 +55,7 @@ def _level(value: Any) -> float:
     """A score level of a confusion matrix: a finite number (a null level heads no row a reader can name)."""
     level = _number(value)
     if not math.isfinite(level):
-        raise ValueError(f"expected a finite score level, got {value!r}")
+        raise ValueError(f"expected a finite score level, got {got_words(value)}")
     return level
 
 
@@ -68,7 +68,7 @@ def _text(value: Any) -> str:
     """A string read from JSON as it is; anything else refused (a number as the judge's name failed far later,
     in the report pages)."""
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
+        raise TypeError(f"expected a string, got {got_words(value)}")
     return value
 
 
@@ -81,7 +81,8 @@ def _one_of(*allowed: str, absent: bool = False) -> Any:
         if value is None and absent:
             return None
         if not isinstance(value, str) or value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+            got = f"{value!r:.40}" if isinstance(value, str) else got_words(value)  # a choice's text says itself
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {got}")
         return value
 
     return read
@@ -276,13 +277,13 @@ class Confusion(_MetricsRecord):
         """Read each level and count (a bad one named by its place), then the shape ``__post_init__`` checks."""
         def levels(values: Any) -> list[float]:
             if not isinstance(values, list):
-                raise TypeError(f"expected a list, got {type(values).__name__}")
+                raise TypeError(f"expected a list, got {got_words(values)}")
             return [_level(v) for v in values]
 
         def row(values: Any) -> list[int]:
             if not isinstance(values, list):
                 raise JsonRecordError(cls.json_where, f"Confusion.matrix: expected a list of counts, got "
-                                                      f"{type(values).__name__}")
+                                                      f"{got_words(values)}")
             out = []
             for at, value in enumerate(values):
                 try:
@@ -294,7 +295,7 @@ class Confusion(_MetricsRecord):
 
         def matrix(values: Any) -> list[list[int]]:
             if not isinstance(values, list):
-                raise TypeError(f"expected a list of rows, got {type(values).__name__}")
+                raise TypeError(f"expected a list of rows, got {got_words(values)}")
             return listed(row)(values)
 
         try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_field, keyed, listed, optional_field
-from judge.metrics_json.json_record import read_record
+from judge.metrics_json.json_record import got_words, read_record
 
 __all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
            "AltTestFamily", "AltTestSettings", "Ceiling", "MIN_EXPERTS_TESTED",
@@ -461,7 +461,8 @@ class SectionSettings(_SectionRecord):
         def one_of(allowed: tuple[str, ...], may_be_absent: bool = False) -> Any:
             def read(value: Any) -> Any:
                 if value not in allowed and not (may_be_absent and value is None):
-                    raise ValueError(f"{value!r} is none of {', '.join(allowed)}")
+                    got = f"{value!r:.40}" if isinstance(value, str) else got_words(value)  # text says itself
+                    raise ValueError(f"{got} is none of {', '.join(allowed)}")
                 return value
             return read
 

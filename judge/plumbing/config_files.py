@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~600 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~650 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import shlex
 import types
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import unreadable_json, value_words
 
 __all__ = [
     "ConfigError",
@@ -178,7 +179,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     if raw is None:  # nothing but comments: every field its default (a command that needs a field says which)
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of field: value, got {type(raw).__name__}")
+        raise ConfigError(f"{path}: expected a mapping of field: value, got {_kind(raw)}")
     if fields_of is not None:
         known = {f.name for f in dataclasses.fields(fields_of)}
         unknown = sorted(set(raw) - known)
@@ -419,9 +420,23 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
+def _kind(value: Any) -> str:
+    """What a config value is, in the words of whoever wrote the YAML ("a mapping", "a list", "text", "null",
+    "true"), not Python's class ("dict", "str", "NoneType"); a JSON flag (``--extra-body``) is worded the same, one
+    wording for one setting whichever way it came."""
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, datetime.date):  # YAML reads an unquoted 2024-01-01 as a date (a datetime is one too)
+        return "a date"
+    return value_words(value)
+
+
 def _got(value: Any) -> str:
-    """A value as an error shows it: a scalar as written, a list or mapping by its kind (it may be long)."""
-    return repr(value) if isinstance(value, (str, int, float, bool)) else type(value).__name__
+    """A value as an error shows it: a number or text as written, anything else by its kind (a list or mapping may
+    be long; null, true and false say themselves)."""
+    return repr(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
 
 
 def _scalar(name: str, value: Any, base: Any) -> Any:
@@ -447,7 +462,7 @@ def _scalar(name: str, value: Any, base: Any) -> Any:
         if isinstance(value, bool):  # YAML reads `bf16: true` as a bool; a text field takes 'true'
             return "true" if value else "false"
         if not isinstance(value, (str, int, float)):
-            raise ValueError(f"expected text, got {type(value).__name__}")
+            raise ValueError(f"expected text, got {_kind(value)}")
         return str(value)
     if base is Any:
         return value
@@ -496,7 +511,7 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
             if isinstance(value, str):
                 value = _json(value) if value.lstrip().startswith("[") else shlex.split(value)
             if not isinstance(value, (list, tuple)):
-                raise ValueError(f"expected a list, got {type(value).__name__}")
+                raise ValueError(f"expected a list, got {_kind(value)}")
             _check_depth(value)
             item = (typing.get_args(base) or (Any,))[0]
             result: Any = [_scalar(name, v, item) for v in value]
@@ -504,7 +519,7 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
             if isinstance(value, str):
                 value = _json(value)
             if not isinstance(value, dict):
-                raise ValueError(f"expected a mapping, got {type(value).__name__}")
+                raise ValueError(f"expected a mapping, got {_kind(value)}")
             _check_depth(value)
             result = dict(value)
         else:

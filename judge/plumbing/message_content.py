@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from judge.plumbing.json_reading import value_words
+
 __all__ = ["REASONING_PARTS", "described_content", "message_text"]
 
 #: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
@@ -41,8 +43,9 @@ def message_text(content: Any) -> str | None:
 
 
 def described_content(content: Any) -> str:
-    """What an unreadable ``content`` was, for the failed request's message (never its text, which may be large)."""
+    """What an unreadable ``content`` was, for the failed request's message (never its text, which may be large): a
+    JSON value by its kind as the chat API's JSON names it ("an object", "an integer"), a part by its ``type``."""
     if isinstance(content, list):
-        kinds = sorted({str(part.get("type")) if isinstance(part, dict) else type(part).__name__ for part in content})
+        kinds = sorted({str(part.get("type")) if isinstance(part, dict) else value_words(part) for part in content})
         return f"a list of parts ({', '.join(kinds)})"
-    return f"a JSON {type(content).__name__}"
+    return value_words(content)

@@ -77,7 +77,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
 from judge.plumbing.provenance import REDACTED, argv_secrets, redact_argv, scrub_secrets
-from judge.plumbing.supervisor import _LINUX, _child_setup, _children_of, descendants, group_members
+from judge.plumbing.supervisor import LINUX, child_setup, children_of, descendants, group_members
 
 __all__ = [
     "ManagedProcess",
@@ -306,7 +306,7 @@ class ManagedProcess:
         """The command's own pid (the supervisor's child), or None once it has gone."""
         if not self.supervised:
             return None if self.exit_code() is not None else self.proc.pid
-        children = _children_of(self.proc.pid)
+        children = children_of(self.proc.pid)
         return min(children) if children else None
 
     def exit_code(self) -> int | None:
@@ -511,9 +511,9 @@ def start_process(
             # The kernel's parent-death signal follows the *thread* that forks: armed only from the main thread,
             # which lives as long as the owner. Started from another thread (a fixture's thread pool, a server's
             # worker), the supervisor notices the owner's death by polling instead (_watch_owner).
-            preexec_fn=_child_setup(
+            preexec_fn=child_setup(
                 shielded=sigterm_shielded,
-                pdeathsig=_LINUX and threading.current_thread() is threading.main_thread(),
+                pdeathsig=LINUX and threading.current_thread() is threading.main_thread(),
             ),
         )
     name = name or Path(command[0]).name

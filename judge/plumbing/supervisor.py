@@ -5,7 +5,7 @@ command...``, so that it imports nothing of the project or of site-packages: it 
 group, is a child subreaper, and takes the whole group down, with every process below it in any other group, when
 its owner or its command dies (``judge.plumbing.processes`` says the rules and why). ``--sigterm-blocked-module
 MODULE ARGS`` runs a Python module with SIGTERM blocked for good (a shielded engine's own process). The helpers the
-owner's side also needs — ``_child_setup`` between fork and exec, ``group_members``, ``descendants`` — live here so
+owner's side also needs — ``child_setup`` between fork and exec, ``group_members``, ``descendants`` — live here so
 that both sides run the same code.
 """
 
@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-_LINUX = sys.platform.startswith("linux")
+#: Whether the kernel is Linux, whose prctl arms the parent-death signal and makes a child subreaper.
+LINUX = sys.platform.startswith("linux")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 #: Seconds between the supervisor's checks that its owner is still alive.
@@ -32,7 +33,7 @@ ORPHAN_GRACE_S = 5.0
 
 def _libc_prctl() -> Callable[[int, int], int] | None:
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl if _LINUX else None
+        return ctypes.CDLL(None, use_errno=True).prctl if LINUX else None
     except (OSError, AttributeError):
         return None
 
@@ -53,7 +54,7 @@ def _die_with_parent(sig: int = signal.SIGTERM) -> None:  # runs in the child be
     _prctl(_PR_SET_PDEATHSIG, sig)
 
 
-def _child_setup(*, shielded: bool, pdeathsig: bool) -> Callable[[], None] | None:
+def child_setup(*, shielded: bool, pdeathsig: bool) -> Callable[[], None] | None:
     """What runs in a child between fork and exec: SIGTERM blocked when shielded, the parent-death signal armed."""
     if not shielded:
         return _die_with_parent if pdeathsig else None
@@ -86,7 +87,8 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _children_of(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, zombies included (Linux ``/proc``)."""
     children = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -217,7 +219,7 @@ def _supervise(argv: list[str]) -> int:
     # Shielded: SIGTERM stays blocked (the owner set it before exec; the command inherits it), so SIGINT does its job.
     shielded = "--sigterm-shielded" in options
     stop_signal = signal.SIGINT if shielded else signal.SIGTERM
-    if _LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
+    if LINUX and os.getppid() != owner:  # the owner died before our parent-death signal was armed
         return 1
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     on_stop = _StopOnce()
@@ -235,7 +237,7 @@ def _supervise(argv: list[str]) -> int:
                 # exec per started command, beside an engine's start of tens of seconds (not measured apart).
                 # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait
                 # below must be the one to reap it.
-                child = subprocess.Popen(command, preexec_fn=_child_setup(shielded=shielded, pdeathsig=_LINUX))
+                child = subprocess.Popen(command, preexec_fn=child_setup(shielded=shielded, pdeathsig=LINUX))
                 child_pid = child.pid
         except OSError as err:
             on_stop.disarm()

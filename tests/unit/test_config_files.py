@@ -294,15 +294,15 @@ def test_every_config_reader_refuses_an_alias_bomb(tmp_path, capsys):
 @pytest.mark.parametrize(
     "yaml_text, message",
     [
-        ("max_steps: [1]\n", "max_steps: expected an integer, got list"),
-        ("max_steps: {a: 1}\n", "max_steps: expected an integer, got dict"),
-        ("learning_rate: {a: 1}\n", "learning_rate: expected a number, got dict"),
-        ("learning_rate: [1e-5]\n", "learning_rate: expected a number, got list"),
+        ("max_steps: [1]\n", "max_steps: expected an integer, got a list"),
+        ("max_steps: {a: 1}\n", "max_steps: expected an integer, got a mapping"),
+        ("learning_rate: {a: 1}\n", "learning_rate: expected a number, got a mapping"),
+        ("learning_rate: [1e-5]\n", "learning_rate: expected a number, got a list"),
         ("learning_rate: 1" + "0" * 400 + "\n", ("learning_rate: expected a number, got an integer too large for one "
                                                  "(10000000000000000000...)")),
-        ("resume: [true]\n", "resume: expected true or false, got list"),
-        ("k: [[1]]\n", "k: expected an integer, got list"),
-        ("engine_args: [[1]]\n", "engine_args: expected text, got list"),
+        ("resume: [true]\n", "resume: expected true or false, got a list"),
+        ("k: [[1]]\n", "k: expected an integer, got a list"),
+        ("engine_args: [[1]]\n", "engine_args: expected text, got a list"),
     ],
 )
 def test_a_list_or_mapping_where_a_number_belongs_is_named(tmp_path, yaml_text, message):
@@ -345,7 +345,7 @@ def test_a_wrong_type_in_a_config_is_a_usage_error(tmp_path, capsys):
     except SystemExit as exit_info:
         code = exit_info.code
     err = capsys.readouterr().err
-    assert code == 2 and f"{path}: concurrency: expected an integer, got list" in err and "Traceback" not in err
+    assert code == 2 and f"{path}: concurrency: expected an integer, got a list" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 

@@ -56,9 +56,9 @@ def test_both_readers_give_the_same_provenance(tmp_path, monkeypatch):
         {"id": "p2", "instruction": "И", "answer": "B", "criteria_name": "К", "rubrics": RUBRIC, "expert_scores": [2],
          "criteria_score": 2},
     ]), encoding="utf-8")  # fmt: skip
-    by_rows = {path: records_module._validated(jsonl_rows(path), str(path), False) for path in (out, plain)}
+    by_rows = {path: records_module.records_and_report(jsonl_rows(path), str(path), False) for path in (out, plain)}
     table = pq.read_table(folder / "data" / "test-00000-of-00001.parquet").to_pylist()
-    by_rows[folder] = records_module._validated(
+    by_rows[folder] = records_module.records_and_report(
         ((str(folder / "data" / "test-00000-of-00001.parquet"), records_module.RowIndex(i), r)
          for i, r in enumerate(table)), str(folder), False)  # fmt: skip
 

@@ -449,7 +449,7 @@ def test_chat_content_that_is_no_text_is_a_failed_request_row(data, tmp_path):
          "finish_reason": None}] * 2
     record = judge.load_records(judge.sample_data_path())[0]
     with ScriptedEndpoint(lambda path, body: (200, chat_completion({"text": "1"}, body["model"]))) as server:
-        with pytest.raises(Refused, match="^the chat answer's message content is not text: a JSON dict$"):
+        with pytest.raises(Refused, match="^the chat answer's message content is not text: an object$"):
             _chat(server.base_url, RunConfig(prompt="ru", verdict_format="tagged"), record)
 
 

@@ -54,6 +54,9 @@ def _said(capsys) -> tuple[str, str]:
     ("--alt-test-q", "0", "must be between 0 and 1 (both excluded), got 0.0"),  # exit code 1, no "error:"
     ("--alt-test-epsilon", "nan", "must be a finite number, got nan"),
     ("--alt-test-min-experts", "1", "must be at least 2, got 1"),
+    # had been refused only by the alt-test's settings, after the up-front checks and in other words
+    ("--alt-test-min-tested", "0", "must be at least 1, got 0"),
+    ("--alt-test-min-tested", "-2", "must be at least 1, got -2"),
 ])  # fmt: skip
 def test_score_refuses_a_flag_out_of_its_bounds_before_writing_anything(runs, tmp_path, capsys, flag, value, says):
     out = tmp_path / "out"
@@ -229,10 +232,10 @@ def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, tex
     (lambda m: m.pop("judge"), "judge: Metrics has no 'judge'"),
     (lambda m: m["settings"].pop("n_boot"), "settings.n_boot: Settings has no 'n_boot'"),
     (lambda m: m["splits"]["standard"]["overall"].update(mae="low"),
-     "splits.standard.overall.mae: Cell.mae is not readable (expected a number, got str 'low')"),
+     "splits.standard.overall.mae: Cell.mae is not readable (expected a number, got a string 'low')"),
     (lambda m: m["splits"]["all"]["by_model"].update(m2=[]),
      "splits.all.by_model.m2: Cell should be a JSON object, not a list"),
-    (lambda m: m.update(splits=5), "splits: Metrics.splits is not readable ('int' object has no attribute 'items')"),
+    (lambda m: m.update(splits=5), "splits: Metrics.splits is not readable (expected an object, got an integer 5)"),
 ], ids=["no-judge", "no-n_boot", "mae-text", "cell-list", "splits-number"])  # fmt: skip
 def test_compare_names_the_run_and_field_of_a_metrics_json_of_another_shape(runs, tmp_path, capsys, change, says):
     """JSON that is not judge-eval score's metrics.json was refused as "metrics.json: Cell.mae is not readable": not

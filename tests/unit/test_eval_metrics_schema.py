@@ -103,10 +103,11 @@ def test_a_value_of_the_wrong_kind_is_refused_naming_its_type_and_field():
     raw = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95},
            "splits": {"all": {"overall": cell, "by_model": {}, "by_task_type": {}, "by_criterion": {}, "failures": {}}}}
     assert Metrics.from_json(raw).splits["all"].overall.mae == 0.0
-    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics.splits is not readable \('int' object"):
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Metrics.splits is not readable \(expected an object, "
+                                              r"got an integer 5\)$"):
         Metrics.from_json({**raw, "splits": 5})
     bad_cell = {**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": "low"}}}}
-    with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(expected a number, got str 'low'\)$"):
+    with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(expected a number, got a string 'low'\)$"):
         Metrics.from_json(bad_cell)
     with pytest.raises(JsonRecordError, match=r"^metrics.json: Cell.mae is not readable \(int too large"):
         Metrics.from_json({**raw, "splits": {"all": {**raw["splits"]["all"], "overall": {**cell, "mae": 10**400}}}})

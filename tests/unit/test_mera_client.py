@@ -45,7 +45,7 @@ def test_a_null_content_is_an_empty_answer():
     ([{"type": "refusal", "refusal": "Не могу."}], "a list of parts (refusal)"),
     ([{"type": "text", "text": "x"}, {"type": "image_url", "image_url": {"url": "u"}}],
      "a list of parts (image_url, text)"),
-    ({"text": "x"}, "a JSON dict"),
+    ({"text": "x"}, "an object"),
 ])  # fmt: skip
 def test_content_that_is_no_text_is_the_samples_failure_naming_what_it_was(content, described):
     (gen,) = _generate(content)

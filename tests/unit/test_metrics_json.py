@@ -14,7 +14,7 @@ _RAW = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc
         "splits": {"all": {"overall": _CELL, "by_model": {}, "by_task_type": {}, "by_criterion": {}, "failures": {}}}}
 
 
-@pytest.mark.parametrize("judge, kind", [(5, "int"), (["a"], "list"), (None, "NoneType"), ({"a": 1}, "dict")])
+@pytest.mark.parametrize("judge, kind", [(5, "an integer 5"), (["a"], "a list"), (None, "null"), ({"a": 1}, "an object")])
 def test_a_judge_that_is_not_text_is_refused_naming_the_field(judge, kind):
     """A metrics.json whose "judge" was a number or a list was read as it was, and ``compare --out`` stopped in a
     TypeError building compare.html; now the reader's error, naming the file and the field."""
@@ -38,7 +38,7 @@ def _edited(path: tuple[str, ...], value) -> dict:
     (("settings", "vc_repeats"), 50.5, "expected a whole number, got a number 50.5"),
     (("settings", "n_boot"), True, "expected a whole number, got true"),
     (("target",), "median", "expected one of mode, mean, got 'median'"),
-    (("target",), 3, "expected one of mode, mean, got 3"),
+    (("target",), 3, "expected one of mode, mean, got an integer 3"),
     (("settings", "spearman_target"), "median", "expected one of mode, mean, got 'median'"),
     (("settings", "regression_scores"), "rounded", "expected one of raw, clipped, got 'rounded'"),
     (("settings", "bootstrap_unit"), "answer", "expected one of item, instruction, got 'answer'"),

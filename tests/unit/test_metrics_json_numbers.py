@@ -40,15 +40,15 @@ _ALL = ("splits", "all", "confusion", "all")
 
 
 @pytest.mark.parametrize("path, value, field, why", [
-    (_OVERALL + ("mae",), True, "mae", "expected a number, got bool True"),
-    (_OVERALL + ("mae",), "0.5", "mae", "expected a number, got str '0.5'"),
-    (_OVERALL + ("mae_ci",), [False, 1.0], "mae_ci", "expected a number, got bool False"),
+    (_OVERALL + ("mae",), True, "mae", "expected a number, got true"),
+    (_OVERALL + ("mae",), "0.5", "mae", "expected a number, got a string '0.5'"),
+    (_OVERALL + ("mae_ci",), [False, 1.0], "mae_ci", "expected a number, got false"),
     (_OVERALL + ("failure_rate",), 7, "failure_rate", "expected a share between 0 and 1, got 7"),
     (_OVERALL + ("failure_rate",), -0.5, "failure_rate", "expected a share between 0 and 1, got -0.5"),
     (_OVERALL + ("vc_judge",), 1.5, "vc_judge", "expected a share between 0 and 1, got 1.5"),
-    (_ALL + ("levels",), [None], "levels", "expected a finite score level, got None"),
-    (_ALL + ("levels",), [0, True, 2], "levels", "expected a number, got bool True"),
-    (_ALL + ("levels",), 3, "levels", "expected a list, got int"),
+    (_ALL + ("levels",), [None], "levels", "expected a finite score level, got null"),
+    (_ALL + ("levels",), [0, True, 2], "levels", "expected a number, got true"),
+    (_ALL + ("levels",), 3, "levels", "expected a list, got an integer 3"),
 ])
 def test_a_number_that_is_not_one_is_refused_naming_the_field(path, value, field, why):
     record = "Cell" if path[2] == "overall" else "Confusion"

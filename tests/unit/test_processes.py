@@ -477,13 +477,13 @@ def test_a_process_started_from_a_worker_thread_outlives_that_thread(tmp_path, m
     from judge.plumbing import processes
 
     armed = []
-    real_setup = processes._child_setup
+    real_setup = processes.child_setup
 
     def recording_setup(**kwargs):
         armed.append(kwargs["pdeathsig"])
         return real_setup(**kwargs)
 
-    monkeypatch.setattr(processes, "_child_setup", recording_setup)
+    monkeypatch.setattr(processes, "child_setup", recording_setup)
     marker, env = _marked_env()
     started = {}
     worker = threading.Thread(target=lambda: started.update(proc=start_process(TREE, log_path=tmp_path / "log", env=env,
@@ -568,7 +568,7 @@ def test_the_child_arms_its_parent_death_signal_without_loading_a_library_betwee
         "    raise OSError('dlopen between fork and exec')\n"
         "ctypes.CDLL = refuse\n"
         f"child = subprocess.run([sys.executable, '-c', {_READS_ITS_PDEATHSIG!r}], capture_output=True, text=True,\n"
-        "                       preexec_fn=supervisor._child_setup(shielded=False, pdeathsig=True))\n"
+        "                       preexec_fn=supervisor.child_setup(shielded=False, pdeathsig=True))\n"
         "print(child.stdout.strip())\n", encoding="utf-8")
     repo = Path(__file__).resolve().parents[2]
     probe = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=repo, timeout=60,

@@ -44,7 +44,7 @@ def _row_path(path, rows, make_id=False):
     """What the row-by-row validator makes of ``rows`` read from ``path`` (a JSONL file's rows numbered by line, a
     table's by row index, as the loaders number them)."""
     kind = records_module.LineIndex if str(path).endswith(".jsonl") else records_module.RowIndex
-    return records_module._validated(((str(path), kind(i), r) for i, r in enumerate(rows)), str(path), make_id)
+    return records_module.records_and_report(((str(path), kind(i), r) for i, r in enumerate(rows)), str(path), make_id)
 
 
 def _forbid_row_path(monkeypatch):
@@ -85,7 +85,7 @@ def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatc
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
     expected = _row_path(tmp_path / "d.parquet", pa.Table.from_pylist(rows).to_pylist())
     folder = write_released_dataset(tmp_path / "POLLUX")
-    expected_released = records_module._validated(
+    expected_released = records_module.records_and_report(
         ((str(shard), records_module.RowIndex(i), r) for shard in sorted((folder / "data").glob("*.parquet"))
          for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
     _forbid_row_path(monkeypatch)
@@ -132,7 +132,7 @@ def test_both_loaders_count_the_aggregates_derived_from_the_experts(tmp_path, mo
         released[k] = released[k] | {"criteria_score": None}
     released[4] = released[4] | {"criteria_score": None}  # every expert abstained: stays without one, not counted
     folder = write_released_dataset(tmp_path / "POLLUX", released)
-    expected_released = records_module._validated(
+    expected_released = records_module.records_and_report(
         ((str(shard), records_module.RowIndex(i), r) for shard in sorted((folder / "data").glob("*.parquet"))
          for i, r in enumerate(pq.read_table(shard).to_pylist())), str(folder), False)  # fmt: skip
     assert expected_released[1].derived_criteria_records == (0, 1)

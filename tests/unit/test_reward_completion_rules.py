@@ -10,7 +10,7 @@ import pytest
 
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import trl_reward_function
-from judge.rewards import completion_text, cut_completions
+from judge.rewards import completion_text, content_text, cut_completions
 from tests.support.judge_in_process import brevity_scored
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from train.grpo_rewards import agreement_reward, format_reward
@@ -70,9 +70,24 @@ def test_a_completion_that_is_no_text_nor_messages_is_refused_naming_its_row():
     with ScriptedEndpoint(brevity_scored) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT)
         with pytest.raises(ValueError, match=r"^completions\[1\]: a completion must be text or a list of chat "
-                                             r"messages, got int$"):
+                                             r"messages, got an integer$"):
             asyncio.run(reward(prompts=["Q0", "Q1"], completions=["A0", 7]))
     assert endpoint.requests == []
+
+
+@pytest.mark.parametrize(("read", "value", "said"), [
+    (content_text, 7, "a message's content must be text or a list of typed parts, got an integer"),
+    (content_text, {"text": "Ответ"}, "a message's content must be text or a list of typed parts, got an object"),
+    (completion_text, None, "a completion must be text or a list of chat messages, got null"),
+    (completion_text, ["Ответ"], "a completion must be text or a list of chat messages, got a list"),
+    (completion_text, 2.5, "a completion must be text or a list of chat messages, got a number"),
+])  # fmt: skip
+def test_a_completion_of_the_wrong_json_kind_is_named_in_jsons_words(read, value, said):
+    """A completion comes from the wire as JSON: the refusal names its JSON kind (an object, null), not a Python class
+    (dict, NoneType). A list of anything but messages is still "a list"."""
+    with pytest.raises(ValueError) as refused:
+        read(value)
+    assert str(refused.value) == said
 
 
 def test_the_id_lists_must_match_the_completions():

@@ -692,7 +692,7 @@ def test_trl_rule_given_as_a_mapping_is_read_as_verls_is_or_refused_when_built()
         assert asyncio.run(plain(prompts=["Q"], completions=["ans"])) == [0.5]
     with pytest.raises(RewardRuleError, match=r"^rule: unknown field\(s\) \['gates'\]"):
         trl_reward_function("http://judge:8000", criteria=["A"], rule={"gates": True})
-    with pytest.raises(TypeError, match=r"^rule: expected a RewardRule or a mapping of its fields, got str"):
+    with pytest.raises(TypeError, match=r"^rule: expected a RewardRule or a mapping of its fields, got a string$"):
         trl_reward_function("http://judge:8000", criteria=["A"], rule="gate")
 
 

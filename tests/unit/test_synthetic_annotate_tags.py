@@ -41,12 +41,12 @@ def test_annotate_does_not_keep_feedback_holding_a_verdict_or_think_tag(feedback
     """Kept as a label, such feedback was dropped later by build-data (a <think> never): the teacher is asked again
     instead, and build-data drops a <think> as it drops a verdict tag."""
     from judge.verdicts import Verdict
-    from train.build_data import _TAGS
+    from train.build_data import VERDICT_OR_THINK_TAG
     from train.synthetic.annotate import unusable_verdict
 
     verdict = Verdict(ok=True, score=2.0, feedback=feedback)
     assert unusable_verdict(verdict, judge.Scale((0, 1, 2)))[0] == "tags_in_feedback"
-    assert _TAGS.search(feedback)
+    assert VERDICT_OR_THINK_TAG.search(feedback)
     assert unusable_verdict(Verdict(ok=True, score=2.0, feedback="Ошибок нет, всё верно."), judge.Scale((0, 1, 2))) is None
 
 
@@ -73,7 +73,7 @@ def test_annotate_asks_again_a_label_journalled_with_tags_in_its_feedback(tmp_pa
 
     with _annotate_stage(tmp_path, respond, row=row) as (server, argv, out):
         with monkeypatch.context() as patch:  # the earlier version, which kept such feedback
-            patch.setattr(train.build_data, "_TAGS", re.compile(r"(?!)"))
+            patch.setattr(train.build_data, "VERDICT_OR_THINK_TAG", re.compile(r"(?!)"))
             _keep_any_tagged_answer(patch)
             assert main(argv) == 0
         first = json.loads((out / "annotate.jsonl").read_text())

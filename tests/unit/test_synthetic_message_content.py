@@ -39,7 +39,7 @@ def test_text_parts_are_joined_and_other_content_is_a_failed_request():
         client = _client(server)
         results = [client.complete("q") for _ in range(5)]
     assert (results[0].ok, results[0].text, results[0].reasoning) == (True, "Оценка: 2", "R")
-    for result, described in zip(results[1:4], ("a JSON dict", "(image_url)", "(refusal, text)")):
+    for result, described in zip(results[1:4], ("not text: an object", "(image_url)", "(refusal, text)")):
         assert (result.ok, result.text) == (False, "")
         assert "not text" in result.error and described in result.error
     assert (results[4].ok, results[4].text) == (True, "")  # no content: an empty answer, as before

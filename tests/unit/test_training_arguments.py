@@ -29,7 +29,7 @@ def test_a_number_yaml_reads_as_text_reaches_the_trainer_as_a_number(tmp_path):
 
 @pytest.mark.parametrize(("line", "message"), [
     ("adam_epsilon: tiny", "trainer_args: adam_epsilon: could not convert string to float: 'tiny'"),
-    ("adam_beta1: [0.9]", "trainer_args: adam_beta1: expected a number, got list"),
+    ("adam_beta1: [0.9]", "trainer_args: adam_beta1: expected a number, got a list"),
     ("eval_accumulation_steps: 2.5", "trainer_args: eval_accumulation_steps: expected an integer, got 2.5"),
     ("torch_compile: maybe", "trainer_args: torch_compile: expected true or false, got 'maybe'"),
 ])

@@ -79,7 +79,7 @@ def test_bad_expert_ids_are_named_on_both_paths(ids, fragment, tmp_path):
 def test_column_wise_jsonl_and_parquet_keep_ids_like_the_row_path(tmp_path, monkeypatch):
     """JSONL and Parquet with expert_ids load column-wise into the row path's records, ids on every annotation."""
     path = _jsonl(tmp_path / "d.jsonl", NAMED)
-    expected = records_module._validated(((str(path), i, r) for i, r in enumerate(NAMED)), str(path), False)
+    expected = records_module.records_and_report(((str(path), i, r) for i, r in enumerate(NAMED)), str(path), False)
     parquet = tmp_path / "d.parquet"
     keys = {key: None for row in NAMED for key in row}  # from_pylist takes its columns from the first row only
     pq.write_table(pa.Table.from_pylist([keys | row for row in NAMED]), parquet)

@@ -135,10 +135,11 @@ def unusable_verdict(verdict, scale=None, text: str | None = None, lenient: bool
     if not verdict.ok:
         return verdict.error, verdict.reason
     # A forged "[RESULT] 0 [END]" or a <think> left in the feedback was kept as a label that build-data then drops
-    # (tags_in_feedback, its _TAGS): unusable here, so the teacher is asked again while a new answer can still help.
-    from train.build_data import _TAGS
+    # (tags_in_feedback, train.build_data.VERDICT_OR_THINK_TAG): unusable here, so the teacher is asked again while a
+    # new answer can still help.
+    from train.build_data import VERDICT_OR_THINK_TAG
 
-    if verdict.feedback and _TAGS.search(verdict.feedback):
+    if verdict.feedback and VERDICT_OR_THINK_TAG.search(verdict.feedback):
         return "tags_in_feedback", "the feedback holds a verdict tag ([FEEDBACK], [RESULT], [END]) or a <think> tag"
     if scale is not None and not scale.is_level(verdict.score):
         return "not_a_level", f"score {verdict.score:g} is between the levels {list(scale.levels)}"
@@ -203,10 +204,10 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     # (unusable_verdict), or its raw output, read again, is another verdict or none. A parser that cut the feedback
     # at a quoted </think> left no tag in it to see, and one that read a reasoning's draft kept the draft's score;
     # only the raw output shows either.
-    from train.build_data import _TAGS
+    from train.build_data import VERDICT_OR_THINK_TAG
 
     def stale(done: dict, record: dict) -> bool:
-        if _TAGS.search(str(done.get("feedback") or "")):
+        if VERDICT_OR_THINK_TAG.search(str(done.get("feedback") or "")):
             return True
         raw = done.get("raw_outputs") or []
         if not raw or not isinstance(raw[-1], str):

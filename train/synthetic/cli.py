@@ -147,7 +147,7 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
     Raises:
         ConfigError: naming the setting and the path.
     """
-    from judge.record_sources import _looks_like_dataset_name  # the one rule load_records reads a name by
+    from judge.record_sources import looks_like_dataset_name  # the one rule load_records reads a name by
 
     path = Path(source)
     if path.is_file():
@@ -157,7 +157,7 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
                 (path / marker).is_file() for marker in ("dataset_info.json", "dataset_dict.json")):
             return
         raise ConfigError(f"{name}: {source}: a folder with no {reads}.jsonl and not a datasets folder")
-    if reads is None and _looks_like_dataset_name(str(source), path):
+    if reads is None and looks_like_dataset_name(str(source), path):
         return
     raise ConfigError(f"{name}: {source}: no such file or folder")
 

@@ -324,7 +324,8 @@ _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 
 def _without_think_blocks(text: str) -> str:
     """``text`` with every complete ``<think>...</think>`` block replaced by a space (``_THINK_BLOCK.sub``), in linear
-    time, as ``judge.verdicts._think_blocks`` finds them: all matches lie before the end of the last ``</think>``."""
+    time, as ``judge.verdicts.parse_integer_verdict`` finds its blocks: all matches lie before the end of the last
+    ``</think>``."""
     last = None
     for last in _THINK_CLOSE.finditer(text):
         pass

@@ -1,0 +1,81 @@
+"""The modules of ``judge/`` and ``train/`` use one another through public names only: what the record loaders, the
+column-wise reader, the criteria expansion, the process starter, the rewards and the synthetic-data stages share
+(the record's field lists and duplicate rule, the supervisor's fork-and-exec setup, the taxonomy's name key, the
+dataset-name rule, build-data's tag pattern) is a public name of the module that owns it, so that a reader sees the
+contract and renaming a private helper of one module cannot break another. Their comments and docstrings cite no
+other module's private names either."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.unit.test_ranking_public_names import private_uses
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = sorted(path for folder in ("judge", "train") for path in (ROOT / folder).rglob("*.py"))
+#: Where a comment or docstring may not cite another module's private name (train/'s other modules are not yet
+#: held to it).
+CITING = sorted(path for folder in ("judge", "train/synthetic") for path in (ROOT / folder).rglob("*.py"))
+#: ``judge.records._shown``: a project module's dotted path, then a name with one leading underscore.
+_PRIVATE_CITATION = re.compile(r"\b((?:judge|train|serve|eval)(?:\.[a-z_0-9]+)*)\.(_[A-Za-z]\w*)")
+
+
+def private_citations(source: str, own: str) -> list[str]:
+    """Another module's private names ``source`` cites as ``module._name`` in its text (comments, docstrings); the
+    module's own (``own``) and dunders are none."""
+    return [f"{module}.{name}" for module, name in _PRIVATE_CITATION.findall(source)
+            if module != own and not name.startswith("__")]
+
+
+def test_private_citations_by_hand():
+    """One private name of another module cited; the module's own, a dunder and a public name are none."""
+    text = ("# checked whole when read: judge.record_sources._jsonl_table\n"
+            '"""as ``judge.verdicts.parse_integer_verdict`` finds them; judge.records._shown, judge.records.__all__"""')
+    assert private_citations(text, "judge.records") == ["judge.record_sources._jsonl_table"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_of_judge_or_train_uses_another_modules_private_names(path):
+    own = _module_name(path)
+    found = private_uses(path.read_text(encoding="utf-8"))
+    assert [name for name in found if not name.startswith(own + ".")] == []
+
+
+@pytest.mark.parametrize("path", CITING, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_comment_or_docstring_cites_another_modules_private_name(path):
+    assert private_citations(path.read_text(encoding="utf-8"), _module_name(path)) == []
+
+
+def test_the_shared_names_are_public_where_they_are_defined():
+    """Each name another module needs is its owner's: importing it by its public name reaches the object the owner's
+    own code uses (the field lists the row check reads, the supervisor's setup, the taxonomy's lookup key)."""
+    import judge.plumbing.supervisor as supervisor
+    import judge.records as records
+    import judge.taxonomy as taxonomy
+    from judge.record_columns import TEXT_FIELDS
+
+    assert TEXT_FIELDS == (*records.REQUIRED_TEXT_FIELDS, "reference_answer", *records.OPTIONAL_TEXT_FIELDS)
+    known = {*records.REQUIRED_TEXT_FIELDS, *records.OPTIONAL_TEXT_FIELDS, *records.BENCHMARK_MARKERS}
+    assert known <= records.KNOWN_FIELDS
+    assert records.gives_no_id("  ") and not records.gives_no_id(0)
+    row = {"id": "a", "instruction": "В", "answer": "О", "criteria_name": "К", "rubrics": "0: нет\n\n1: да",
+           "expert_scores": [1], "note": float("nan")}
+    first, again = (records.JudgeRecord.from_row(row, source="s", index=i) for i in (0, 1))
+    other = records.JudgeRecord.from_row({**row, "note": 0.5}, source="s", index=2)
+    assert records.same_content(again, first) and not records.same_content(other, first)  # NaN equal to NaN
+    assert taxonomy.name_key("  Ёлка\u2019s  ") == "елка's"
+    assert taxonomy.quoted_name("x" * 130, limit=3) == "'xxx'... [130 characters]"
+    assert callable(supervisor.child_setup(shielded=True, pdeathsig=False))
+    assert supervisor.child_setup(shielded=False, pdeathsig=False) is None
+    assert supervisor.LINUX == sys.platform.startswith("linux")
