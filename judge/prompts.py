@@ -40,6 +40,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judge.plumbing.json_reading import value_words
+
 __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSION_EN",
@@ -183,7 +185,7 @@ def _field(value: Any, field: str, clean: bool) -> str:
             return ""
         raise ValueError(f"prompt field {field!r} is missing")
     if not isinstance(value, str):
-        raise TypeError(f"prompt field {field!r} must be text, got {type(value).__name__}")
+        raise TypeError(f"prompt field {field!r} must be text, got {value_words(value)}")
     if clean:
         # Opt-in only (not POLLUX's): blank lines around a field change the section layout, while indentation
         # inside it (code answers) must survive, so only newlines at the start and whitespace at the end go.
@@ -254,7 +256,7 @@ def render_pairwise_prompt(item: Any) -> str:
         if value is None:
             raise ValueError(f"prompt field {name!r} is missing")
         if not isinstance(value, str):
-            raise TypeError(f"prompt field {name!r} must be text, got {type(value).__name__}")
+            raise TypeError(f"prompt field {name!r} must be text, got {value_words(value)}")
         values[name] = value
     return PAIRWISE_TEMPLATE.format(**values)
 

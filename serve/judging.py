@@ -58,6 +58,7 @@ from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, Jud
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
+from judge.plumbing.json_reading import value_words
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
@@ -361,12 +362,31 @@ def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, 
         raise unreadable_answer("/v1/completions", completion, "no choices")
     choice = choices[0]
     if not isinstance(choice, dict):
-        raise unreadable_answer("/v1/completions", completion, f"choices[0] is a {type(choice).__name__}")
+        raise unreadable_answer("/v1/completions", completion, f"choices[0] is {value_words(choice)}")
     text = choice.get("text")
     if text is not None and not isinstance(text, str):
-        raise unreadable_answer("/v1/completions", completion, f"choices[0].text is a {type(text).__name__}")
+        raise unreadable_answer("/v1/completions", completion, f"choices[0].text is {value_words(text)}")
     usage = completion.get("usage")
     return choice, text or "", usage if isinstance(usage, dict) else {}
+
+
+def _head_value(classified: Any) -> Any:
+    """``data[0].probs[0]`` of a pooling engine's ``/classify`` answer, the regression head's value, as sent.
+
+    Raises:
+        EngineFailure: 502, naming where the answer parts from that shape in JSON's words ("data[0] is a list, not an
+            object"); the KeyError, IndexError or TypeError it was named by told nothing of the answer.
+    """
+    node, where = classified, "the answer"
+    for step, path in (("data", "data"), (0, "data[0]"), ("probs", "data[0].probs"), (0, "data[0].probs[0]")):
+        named = isinstance(step, str)  # a key of an object, else the first item of a list
+        if not isinstance(node, dict if named else list):
+            raise unreadable_answer("/classify", classified, f"no data[0].probs[0]: {where} is {value_words(node)}, "
+                                                             f"not {'an object' if named else 'a list'}")
+        if (step not in node) if named else not node:
+            raise unreadable_answer("/classify", classified, f"no data[0].probs[0]: {path} is missing")
+        node, where = node[step], path
+    return node
 
 
 def _logprobs_of(choice: dict[str, Any], completion: dict[str, Any]) -> dict[str, Any] | None:
@@ -830,10 +850,7 @@ class Judge:
                     raise
                 out["error"], out["error_reason"] = _refusal_error(err, job, options)
                 return out, (err if out["error"] == VerdictError.ENGINE_REFUSED else None), False
-        try:
-            raw = classified["data"][0]["probs"][0]
-        except (KeyError, IndexError, TypeError) as err:
-            raise unreadable_answer("/classify", classified, f"no data[0].probs[0]: {type(err).__name__}") from err
+        raw = _head_value(classified)
         if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.

@@ -328,6 +328,8 @@ def json_type_name(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float, _LongNumber, _InfiniteNumber)):
         return "a number"
+    if isinstance(value, Mapping):  # a JSON object decodes to a dict: "got dict" named Python's class
+        return "an object"
     return {str: "a string", list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
 
 

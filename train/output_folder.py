@@ -214,7 +214,7 @@ def finished_export(output_dir: str | Path, checkpoint: Path | None) -> int | No
     keeps the settings that plan depends on, ``RESUME_KEEPS``). Exported from it: the export's run.json (written
     into it before it is put in place, ``train.export.export_after_training``,
     ``train.classifier.export_classifier``) records a result at that step. An earlier checkpoint with that export:
-    a run trained before the final checkpoint was kept (``train.recipe_steps``' ``_keep_last_checkpoint``), whose
+    a run trained before the final checkpoint was kept (``train.recipe_steps.keep_last_checkpoint``), whose
     trainer deleted every checkpoint but the best one at the end (``save_total_limit: 1`` with a validation set);
     an export exists only once training reached its last step, so the run is as finished.
     """

@@ -40,6 +40,7 @@ __all__ = [
     "resolve_base_model",
     "load_tokenizer",
     "drop_build_copies",
+    "keep_last_checkpoint",
     "setup_logging",
 ]
 
@@ -179,7 +180,7 @@ def check_resumed_data(output_dir: str | Path, report: dict[str, Any]) -> None:
         )
 
 
-def _keep_last_checkpoint(stopper):
+def keep_last_checkpoint(stopper):
     """A callback that keeps the checkpoint a run ends at: the one a signal stop saves (the requeued job resumes from
     it) and the final step's (what tells a later ``--resume`` that the run is finished, and what a requeue during
     the export resumes from without training a step).
@@ -333,7 +334,7 @@ class PreparedRun:
         """
         from train import preemption, provenance
 
-        trainer.add_callback(_keep_last_checkpoint(self.stopper))
+        trainer.add_callback(keep_last_checkpoint(self.stopper))
         trainer.add_callback(_clear_earlier_run_when_training_begins(self.config))
         self.stopper.install()
         exporting = False

@@ -241,7 +241,7 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
                               "preemption) would restart the schedule and the optimizer mid-run; remove it (the "
                               "export holds the weights alone; save_total_limit bounds the checkpoints kept)")
         # transformers reloads the best checkpoint at the end only while it knows one, and the recipes forget it
-        # once the last checkpoint is saved (train.recipe_steps._keep_last_checkpoint), so that rotation keeps the
+        # once the last checkpoint is saved (train.recipe_steps.keep_last_checkpoint), so that rotation keeps the
         # checkpoint a --resume needs: the key would be recorded in run.json and the model card and do nothing.
         if key == "load_best_model_at_end" and config.trainer_args[key] not in (False, None):
             raise ConfigError("trainer_args: 'load_best_model_at_end' has no effect here: the export is always the "

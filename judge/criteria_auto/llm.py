@@ -38,6 +38,7 @@ from judge.criteria_auto.policy import (
     label_of,
     type_criteria,
 )
+from judge.records import value_words
 from judge.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]
@@ -182,7 +183,7 @@ class LLMClassifier:
             raise _BodyFault("response body has no choices[0] object with a message")
         text = message.get("content")
         if text is not None and not isinstance(text, str):
-            raise _BodyFault(f"response body's choices[0].message.content is {type(text).__name__}, not text")
+            raise _BodyFault(f"response body's choices[0].message.content is {value_words(text)}, not text")
         field = choice.get("logprobs")  # null without logprobs
         tokens = (field or {}).get("content") if isinstance(field, (dict, type(None))) else "not an object"
         if not isinstance(tokens, (list, type(None))):

@@ -27,6 +27,7 @@ import numpy as np
 from judge.criteria_auto.policy import (LeafScoresClassifier, TaskChoice, choose_from_scores, classified_text,
                                         task_type_of)
 from judge.plumbing.config_files import read_json_object
+from judge.plumbing.json_reading import kind_words, value_words
 
 __all__ = [
     "DEFAULT_TFIDF_DIR",
@@ -346,10 +347,9 @@ class TfidfClassifier(LeafScoresClassifier):
                              "0 to 1")
         for key, kind in (("type_classes", list), ("leaf_classes", list), ("features", dict), ("meta", dict)):
             if not isinstance(spec.get(key), kind):  # a KeyError naming only the key was judge-eval's traceback
-                what = "is missing" if key not in spec else f"is {type(spec[key]).__name__}"
-                raise ValueError(f"tfidf: {folder / 'model.json'}: field {key!r} {what}, expected a JSON "
-                                 f"{'array' if kind is list else 'object'}; retrain it with `judge-train "
-                                 f"criteria-classifier --out {folder}`")
+                what = "is missing" if key not in spec else f"is {value_words(spec[key])}"
+                raise ValueError(f"tfidf: {folder / 'model.json'}: field {key!r} {what}, expected {kind_words(kind)}; "
+                                 f"retrain it with `judge-train criteria-classifier --out {folder}`")
         _refuse_another_taxonomy(folder, spec["leaf_classes"])
         _refuse_other_weights(folder, spec.get(WEIGHTS_DIGEST_KEY))
         with np.load(folder / "weights.npz") as w:

@@ -76,12 +76,15 @@ _OVERSIZED = {"choices": [{"message": {"content": "a" * MAX_RESPONSE_BYTES}}]}
     ({"choices": []}, "response body has no choices[0] object with a message"),
     ({"choices": ["x"]}, "response body has no choices[0] object with a message"),
     ({"choices": [{"message": "x"}]}, "response body has no choices[0] object with a message"),
-    ({"choices": [{"message": {"content": 7}}]}, "response body's choices[0].message.content is int, not text"),
+    ({"choices": [{"message": {"content": 7}}]},
+     "response body's choices[0].message.content is an integer, not text"),
+    ({"choices": [{"message": {"content": {"text": "Advice"}}}]},
+     "response body's choices[0].message.content is an object, not text"),
     ({"choices": [{"message": {"content": "Advice"}, "logprobs": [-0.1]}]},
      "response body's choices[0].logprobs is no object with a content list"),
     (_OVERSIZED, f"response body is over {MAX_RESPONSE_BYTES} bytes"),
 ], ids=["no choices", "empty choices", "choice not an object", "message not an object", "content a number",
-        "logprobs a list", "too long"])  # fmt: skip
+        "content an object", "logprobs a list", "too long"])  # fmt: skip
 def test_a_malformed_or_oversized_body_is_a_failure_that_says_so(body, why):
     """At the task type: a failed choice (TaskChoice.failed) whose reason names what was wrong with the body (a
     message that is no object, a logprobs list, raised AttributeError before)."""

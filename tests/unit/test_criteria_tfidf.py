@@ -44,8 +44,26 @@ def test_a_model_json_missing_a_field_is_one_line_naming_the_file_and_field(tmp_
     with pytest.raises(ValueError) as info:
         TfidfClassifier.load(folder)
     message = str(info.value)
-    assert message.startswith(f"tfidf: {folder / 'model.json'}: field {key!r} is missing, expected a JSON ")
+    assert message.startswith(f"tfidf: {folder / 'model.json'}: field {key!r} is missing, expected a")
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("features", ["tf"], "is a list, expected an object"),
+    ("leaf_classes", None, "is null, expected a list"),
+    ("meta", 3, "is an integer, expected an object"),
+])  # fmt: skip
+def test_a_model_json_field_of_another_kind_is_named_in_json_words(tmp_path, key, value, words):
+    """model.json is a file a user may have edited or copied: the kind its field has is said as JSON names it ("a
+    list", "null"), not as Python's class ("list", "NoneType")."""
+    folder = tmp_path / f"bad_{key}"
+    shutil.copytree(default_classifier_path(), folder)
+    spec = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    spec[key] = value
+    (folder / "model.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        TfidfClassifier.load(folder)
+    assert str(info.value).startswith(f"tfidf: {folder / 'model.json'}: field {key!r} {words}; retrain it with ")
 
 
 def test_a_model_json_that_is_no_object_is_named(tmp_path):

@@ -184,3 +184,18 @@ def test_a_verl_reward_rule_of_the_wrong_kind_is_named_in_its_configs_words(rule
     with pytest.raises(TypeError) as info:
         trl_reward_function("http://judge:8000", criteria=["A"], rule=rule)
     assert str(info.value) == f"rule: expected a RewardRule or a mapping of its fields, got {words}"
+
+
+# ------------------------------------------------------------------------------------------------- prompt fields
+
+
+@pytest.mark.parametrize("value, says", [(5, "got an integer"), ({"a": 1}, "got an object"), (["x"], "got a list")])
+def test_a_prompt_field_of_another_kind_is_named_as_json_names_it(value, says):
+    """A prompt field from a pairwise items file or a caller's mapping said "got int" / "got dict" before."""
+    from judge.prompts import render_pairwise_prompt, render_prompt
+
+    with pytest.raises(TypeError, match=f"prompt field 'answer' must be text, {says}$"):
+        render_prompt({"instruction": "q", "answer": value, "criteria_name": "c", "rubrics": "0: x"})
+    pair = {"instruction": "q", "answer_1": value, "answer_2": "b", "rubrics": "0: x"}
+    with pytest.raises(TypeError, match=f"prompt field 'answer_1' must be text, {says}$"):
+        render_pairwise_prompt(pair)

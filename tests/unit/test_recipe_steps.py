@@ -144,3 +144,23 @@ def test_prepare_refuses_wandb_without_a_key_before_the_base_model(tmp_path, mon
     with pytest.raises(ConfigError, match=r"^report_to all \(wandb is installed, so W&B logs\): no W&B API key"):
         prepare(config, "test")
     assert not (tmp_path / "run" / "base-model").exists()
+
+
+@pytest.mark.parametrize(("stopped_at_step", "global_step", "forgotten"), [
+    (None, 10, True),  # the final step (max_steps 10): the checkpoint a finished run's --resume reads
+    (4, 4, True),  # the step a stop signal saved at: the checkpoint the requeued job resumes from
+    (None, 5, False),  # an ordinary save mid-run: the best checkpoint stays tracked
+    (4, 6, False),  # a save after another step's stop
+])  # fmt: skip
+def test_keep_last_checkpoint_forgets_the_best_one_only_at_the_last_save(stopped_at_step, global_step, forgotten):
+    """The callback is public (train.training_arguments' refusal of load_best_model_at_end rests on it): it forgets
+    the best checkpoint at the save a run ends with, so transformers' end-of-training rotation keeps that one."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerState
+
+    from train.recipe_steps import keep_last_checkpoint
+
+    state = TrainerState(max_steps=10, global_step=global_step, best_model_checkpoint="out/checkpoint-2")
+    keep_last_checkpoint(SimpleNamespace(stopped_at_step=stopped_at_step)).on_save(None, state, None)
+    assert state.best_model_checkpoint == (None if forgotten else "out/checkpoint-2")

@@ -157,7 +157,7 @@ def test_dedup_task_fields_are_named_by_line(tmp_path):
     inputs = read_input(path)
     with pytest.raises(RecordError) as err:
         task_types_of(inputs.rows, path, inputs.row_index)
-    assert str(err.value) == f"{path}: line 3: field 'task_type': not a string (int)"
+    assert str(err.value) == f"{path}: line 3: field 'task_type': an integer, not a string"
 
 
 def test_a_pairwise_prediction_after_a_blank_line_is_named_by_its_line(tmp_path):

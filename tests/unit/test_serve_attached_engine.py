@@ -6,6 +6,7 @@ each payload and header asserted as it crossed."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 import aiohttp
 import pytest
@@ -97,6 +98,17 @@ def test_best_of_is_not_counted_against_max_proxy_tokens(tiny_causal_dir, monkey
         answer = http.post("/v1/completions", headers=AUTH, json=body)
     assert answer.status_code == 200, answer.text
     assert engine.bodies("/v1/completions") == [body]
+
+
+@pytest.mark.parametrize(("value", "words"), [({"n": 1}, "an object"), ([1], "an array"), ("8", "a string"),
+                                              (True, "a boolean"), (1.5, "a number")])  # fmt: skip
+def test_a_token_bound_of_another_json_kind_is_a_400_in_json_words(value, words):
+    """A client's ``max_tokens`` that is no integer is refused naming its JSON kind; an object was "got dict"."""
+    body = {"model": ENGINE_MODEL, "prompt": "2+2=", "max_tokens": value}
+    kept, refused = proxied_token_bound(body, "/v1/completions", 8192)
+    assert kept is body and refused.status_code == 400
+    error = json.loads(refused.body)["error"]
+    assert (error["message"], error["param"]) == (f"max_tokens: must be an integer, got {words}", "max_tokens")
 
 
 def test_an_engine_serving_under_another_name_answers_to_both_names_everywhere(tiny_causal_dir, monkeypatch):

@@ -27,14 +27,15 @@ def _settings(head_input: str, max_model_len: int = 8192):
 
 
 def _judged(tok, head_input: str, text: str, finish_reason: str = "stop", max_model_len: int = 8192,
-            oversize: str = "refuse"):
-    """The response and the (path, body) pairs the engines received, the generation answering ``text``."""
+            oversize: str = "refuse", classified: object = None):
+    """The response and the (path, body) pairs the engines received, the generation answering ``text`` and the
+    pooling engine ``classified`` (default: the head's 1.5)."""
     from serve.engine_client import EngineClient, engine_session
     from serve.judging import Judge
 
     def respond(path: str, body: dict) -> tuple:
         if path == "/classify":
-            return 200, {"data": [{"probs": [1.5]}]}
+            return 200, {"data": [{"probs": [1.5]}]} if classified is None else classified
         return 200, {"choices": [{"text": text, "finish_reason": finish_reason}],
                      "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
 
@@ -130,3 +131,22 @@ def test_the_reserve_covers_an_untagged_rationale_re_rendered(qwen_tokenizer):
     assert regression_reserve(tok, "rationale_target") == added + REGRESSION_RESERVE_MARGIN
     # a released judge's head reads the text as generated: its end of turn alone
     assert regression_reserve(tok, "generated_text") == len(tok.encode("<|im_end|>\n")) + REGRESSION_RESERVE_MARGIN
+
+
+@pytest.mark.parametrize(("classified", "why"), [
+    ({"object": "list"}, "no data[0].probs[0]: data is missing"),
+    ({"data": {"probs": [1.5]}}, "no data[0].probs[0]: data is an object, not a list"),
+    ({"data": []}, "no data[0].probs[0]: data[0] is missing"),
+    ({"data": [[1.5]]}, "no data[0].probs[0]: data[0] is a list, not an object"),
+    ({"data": [{"probs": None}]}, "no data[0].probs[0]: data[0].probs is null, not a list"),
+    ({"data": [{"probs": []}]}, "no data[0].probs[0]: data[0].probs[0] is missing"),
+])  # fmt: skip
+def test_a_classify_answer_of_another_shape_is_a_502_naming_where_in_json_words(qwen_tokenizer, classified, why):
+    """A pooling engine's 200 without ``data[0].probs[0]`` is unreadable: the 502 names where the answer parts from
+    that shape, as JSON names it; it named the Python exception instead ("no data[0].probs[0]: TypeError")."""
+    from serve.engine_client import EngineFailure
+
+    with pytest.raises(EngineFailure) as failure:
+        _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [RESULT] 2 [END]", classified=classified)
+    assert failure.value.status == 502
+    assert f"the engine's answer to /classify could not be read ({why})" in str(failure.value)

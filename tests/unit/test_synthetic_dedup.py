@@ -698,8 +698,8 @@ def _write_jsonl(path: Path, lines: list[dict | None]) -> Path:
         ({"instruction": "Составьте план"}, "field 'task_type': missing"),
         ({"instruction": "Составьте план", "task": "Plans"}, "field 'task_type': missing"),
         ({"instruction": "Составьте план", "task_type": "Планы на жизнь"}, "field 'task_type': 'Планы на жизнь' is not a task type"),
-        ({"instruction": "Составьте план", "task_type": ["Plans"]}, "field 'task_type': not a string (list)"),
-        ({"instruction": "Составьте план", "task_type": "Plans", "task_subtype": 5}, "field 'task_subtype': not a string (int)"),
+        ({"instruction": "Составьте план", "task_type": ["Plans"]}, "field 'task_type': a list, not a string"),
+        ({"instruction": "Составьте план", "task_type": "Plans", "task_subtype": 5}, "field 'task_subtype': an integer, not a string"),
     ],
 )
 def test_a_reference_row_without_a_known_task_type_is_refused_by_file_and_line(tmp_path, reference_row, message):
@@ -732,6 +732,6 @@ def test_a_non_string_task_field_of_an_instruction_is_refused_by_file_and_line(t
     config = DedupConfig(reference=str(reference), embedding_model=str(tmp_path / "no-such-model"))
     with pytest.raises(RecordError, match=None) as err:
         run_dedup(config, inputs, tmp_path / "out")
-    assert str(err.value) == f"{inputs}: line 3: field {field!r}: not a string (int)"
-    with pytest.raises(RecordError, match="rows: row 0: field 'task_type': not a string"):
+    assert str(err.value) == f"{inputs}: line 3: field {field!r}: an integer, not a string"
+    with pytest.raises(RecordError, match="rows: row 0: field 'task_type': an integer, not a string"):
         deduplicate([{"id": "a", "instruction": "x", "task_type": 5}], [], DedupConfig(reference="x"), _table_embedder({}))

@@ -39,10 +39,10 @@ def test_annotate_refuses_a_non_string_task_field_by_file_line_and_field(tmp_pat
     config = AnnotateConfig(teacher={"model": "t", "base_url": "http://127.0.0.1:9/v1"}, max_retries=0)
     with pytest.raises(RecordError) as err:
         run_annotate(config, inputs, tmp_path / "out")
-    assert str(err.value) == f"{inputs}: line 3: field {field!r}: not a string (int)"
+    assert str(err.value) == f"{inputs}: line 3: field {field!r}: an integer, not a string"
     with pytest.raises(RecordError) as err:
         annotation_items([_answer(**{field: 3})], config, source="answers.jsonl")
-    assert str(err.value) == f"answers.jsonl: row 0: field {field!r}: not a string (int)"
+    assert str(err.value) == f"answers.jsonl: row 0: field {field!r}: an integer, not a string"
 
 
 def test_annotate_names_the_line_of_an_answer_whose_task_is_not_a_leaf():

@@ -872,6 +872,22 @@ def test_a_repeated_id_in_a_stage_input_is_refused_naming_both_rows():
     assert require_fields(rows, ("instruction",), "reference.jsonl") == rows
 
 
+@pytest.mark.parametrize(("row", "message"), [
+    ({"id": "ins-1", "instruction": ["а"]}, "field 'instruction': a list, not a string"),
+    ({"id": {"n": 1}, "instruction": "а"}, "field 'id': an object, not a string or an integer"),
+    ({"id": True, "instruction": "а"}, "field 'id': true, not a string or an integer"),
+])  # fmt: skip
+def test_a_stage_input_field_of_another_json_kind_is_named_in_json_words(row, message):
+    """The kind a row's field has is said as JSON names it ("a list", "an object"), not as Python's class ("list",
+    "dict"): whoever reads the error wrote JSON."""
+    from judge import RecordError
+    from train.synthetic.journal import require_fields
+
+    with pytest.raises(RecordError) as error:
+        require_fields([row], ("id", "instruction"), "instructions.jsonl")
+    assert str(error.value) == f"instructions.jsonl: row 0: {message}"
+
+
 def test_a_bad_row_after_a_blank_line_is_named_by_its_line(tmp_path):
     """The row named is the line's (its index the line number minus one, shown as "line 5" as the record loader
     shows a JSONL row): a blank line skipped by the reader shifted it onto the row before."""

@@ -47,7 +47,7 @@ def test_a_key_that_is_not_text_is_named_on_its_line(tmp_path):
     """A blank line before it counts: the line an editor shows."""
     path = tmp_path / "journal.jsonl"
     path.write_text('{"key": "A#0", "ok": true, "content": "2"}\n\n{"key": 7, "ok": true}\n')
-    with pytest.raises(ValueError, match=rf"^{path}:3: field 'key' not a string \(int\)"):
+    with pytest.raises(ValueError, match=rf"^{path}:3: field 'key' is an integer, not a string"):
         Journal(path)
 
 

@@ -59,6 +59,7 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
             field (the taxonomy lookup failed on it with a bare AttributeError).
     """
     from judge import RecordError, TaxonomyError, load_taxonomy
+    from judge.records import value_words
 
     taxonomy = load_taxonomy()
     lang = config.criteria_language
@@ -68,7 +69,7 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
         for name in _TASK_FIELDS:
             value = row.get(name)
             if value is not None and not isinstance(value, str):
-                raise RecordError(source, index, name, f"not a string ({type(value).__name__})")
+                raise RecordError(source, index, name, f"{value_words(value)}, not a string")
         try:
             leaf = taxonomy.leaf(row["task_type"], row.get("task_subtype"), row.get("task_subsubtype"))
         except TaxonomyError as err:  # a KeyError: the CLI would print a traceback that names no row

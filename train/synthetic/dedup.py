@@ -414,6 +414,7 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
             with ``known``, a ``task_type`` missing or not in the taxonomy.
     """
     from judge import RecordError, load_taxonomy
+    from judge.records import value_words
 
     taxonomy = load_taxonomy()
     out = []
@@ -422,7 +423,7 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
         for name in _TASK_FIELDS:
             value = row.get(name)
             if value is not None and not isinstance(value, str):
-                raise RecordError(str(source), where, name, f"not a string ({type(value).__name__})")
+                raise RecordError(str(source), where, name, f"{value_words(value)}, not a string")
         canonical = _canonical_type(row)
         if known and taxonomy.canonical_task_type(canonical) is None:
             problem = "missing" if not row.get("task_type") else f"{row['task_type']!r} is not a task type of the taxonomy"

@@ -35,7 +35,7 @@ from typing import Any
 
 from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyError, iter_journal_lines,
                                     loads_without_repeats, open_journal, rewrite_journal)
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
            "read_input", "read_rows", "require_fields", "log"]
@@ -80,7 +80,7 @@ def _refuse_keyless_row(path: Path) -> None:
     for number, row in iter_journal_lines(path, quiet=True):
         key = row.get("key")
         if not isinstance(key, str):
-            problem = "missing" if key is None else f"not a string ({type(key).__name__})"
+            problem = "missing" if key is None else f"is {value_words(key)}, not a string"
             raise JournalError(f"{path}:{number}: field 'key' {problem}: every journal row names its job; remove the "
                                "row, or rerun with --overwrite to discard the journal")
 
@@ -352,7 +352,8 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
             value = row.get(name)
             if isinstance(value, str) or (name == "id" and isinstance(value, int) and not isinstance(value, bool)):
                 continue
-            problem = "missing" if value is None else f"not a string ({type(value).__name__})"
+            wanted = "a string or an integer" if name == "id" else "a string"
+            problem = "missing" if value is None else f"{value_words(value)}, not {wanted}"
             raise RecordError(str(source), index, name, problem)
         if "id" in fields:
             # A job's key is made of its row's id (as text: 7 and "7" are one key): two rows with one id were one
