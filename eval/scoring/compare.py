@@ -510,12 +510,15 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
 
     The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
-    finished) is left out, as each run's own section leaves it out, not scored as a failure. ``clusters``: per item of
+    finished) is left out, as each run's own section leaves it out, not scored as a failure; so is an item of a
+    criterion with no readable scale whose experts span more levels than a rubric holds, which either run's section
+    leaves out (``eval.validity.section.too_wide_to_rate``; a table written before it kept scale ends came with a
+    section written before that rule, which kept the item). ``clusters``: per item of
     the baseline's table, the unit a paired resample draws whole (``bootstrap_unit``); None: items. The intervals
     are at 1 - ``alpha``, the level compare.json's ``ci_level`` names for every paired interval."""
-    from eval.validity.ceiling import measured
+    from eval.validity.ceiling import measured, scale_ends
     from eval.validity.paired import paired_validity
-    from eval.validity.section import rating_ends
+    from eval.validity.section import item_scale_ends, rating_ends, too_wide_to_rate
 
     validity = base.metrics.validity
     if not validity:
@@ -523,6 +526,10 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     settings = validity.settings
     ta, tb = base.table, other.table
     predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
+    for table, index in ((ta, index_a), (tb, index_b)):
+        if table.scale_low is not None and table.scale_high is not None:  # as that run's section read its ends
+            rating = rating_ends(scale_ends(*item_scale_ends(table), table.experts))
+            predicted &= ~too_wide_to_rate(table, rating)[index]
     out = {}
     for split, block in validity.splits.items():
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split

@@ -62,7 +62,7 @@ OUT_OF_SCALE = "out_of_scale"
 #: What the metrics' bootstrap intervals resample (``evaluate``'s ``bootstrap_unit``).
 BOOTSTRAP_UNITS = ("item", "instruction")
 # The prediction fields build_table reads for every item (the raw output only where an old row is read again).
-_TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score"]
+_TABLE_FIELDS = ["error", "score_source", "score", "parse_ok", "in_scale", "regression_score", "finish_reason"]
 _OK, _PARSE_FAILED, _REQUEST_FAILED, _MISSING = range(len(STATUSES))
 
 
@@ -201,8 +201,10 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
-        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored), repeated ids and the
-        scored items whose rubric has no readable scale (``n_no_scale``, when any).
+        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored), repeated ids, the
+        scored items whose rubric has no readable scale (``n_no_scale``, when any) and those a regression head scored
+        on a rationale ``max_tokens`` cut (``n_cut_scored``, when any; rows written before predictions kept their
+        ``finish_reason`` read as null, so never as cut).
     """
     import pyarrow as pa
 
@@ -312,6 +314,11 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         notes["n_regression_without_raw"] = int(without_raw.sum())
     if len(rescue):
         notes["n_out_of_scale_reparsed"] = len(rescue)
+    # A head's score on a rationale max_tokens cut (cut_rationale: score keeps it, as POLLUX does): a scored row like
+    # any other, so only this count says how many figures rest on an unfinished rationale (eval.reports.notes).
+    cut_scored = ok & (source == ScoreSource.REGRESSION_HEAD) & (column("finish_reason") == "length")
+    if cut_scored.any():
+        notes["n_cut_scored"] = int(cut_scored.sum())
     if no_scale.any():  # their scores count as in scale (n_out_of_scale cannot flag them): said, not left silent
         notes["n_no_scale"] = int(no_scale.sum())
     return table, notes

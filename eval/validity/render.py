@@ -25,10 +25,8 @@ from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from eval.validity.agreement import MIN_USABLE_SHARE
-from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
                                          Unavailable, ValiditySplit)
-from judge.plumbing.json_reading import value_words
 from judge.scales import MAX_LEVELS
 from judge.splits import SPLIT_TITLES
 
@@ -101,18 +99,9 @@ LEFT_OUT_WHY = (f"no readable scale, and the experts' scores span more than the 
 
 
 def left_out_criteria(block: ValiditySplit) -> dict[str, int]:
-    """The criteria a split leaves out of every figure, each with its items (``criteria_left_out``; ``LEFT_OUT_WHY``):
-    empty where none is, as in a file written before the rule.
-
-    Raises:
-        JsonRecordError: naming the field, where a file holds anything but an object of item counts there.
-    """
-    left = block.extra.get("criteria_left_out", {})
-    if not isinstance(left, Mapping) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
-                                                for n in left.values()):
-        raise JsonRecordError(ValiditySplit.json_where, "ValiditySplit.criteria_left_out should be an object of "
-                              f"item counts (whole numbers above 0), not {value_words(left)}", ("criteria_left_out",))
-    return dict(left)
+    """The criteria a split leaves out of every figure, each with its items (``criteria_left_out``, checked when the
+    file was read; ``LEFT_OUT_WHY``): empty where none is, as in a file written before the rule."""
+    return dict(block.criteria_left_out or {})
 
 
 def _left_out_line(block: ValiditySplit, text: Callable[[str], str]) -> str:

@@ -1,6 +1,9 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
+Why one module of ~510 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
+
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
 ``Metrics.from_json()`` reads one back; a reader sees attributes, never string keys. Files written by earlier
 versions read too: a count an older file lacks (``n_out_of_scale`` and the other optional fields below) is None,
@@ -60,8 +63,14 @@ def _level(value: Any) -> float:
 
 
 def _interval(value: Any) -> Interval:
-    low, high = value if value is not None else (None, None)
-    return _number(low), _number(high)
+    """An interval read from JSON: null, or a list [low, high] of ``_number``s (anything else was Python's unpacking
+    error, "too many values to unpack", or a string's two letters read as its ends)."""
+    if value is None:
+        return NAN, NAN
+    if not isinstance(value, list) or len(value) != 2:
+        shown = f"a list of {len(value)}" if isinstance(value, list) else got_words(value)
+        raise ValueError(f"expected a list of 2 numbers (low, high), got {shown}")
+    return _number(value[0]), _number(value[1])
 
 
 def _text(value: Any) -> str:
@@ -393,6 +402,9 @@ class Notes(_MetricsRecord):
     #: items the judge scored whose rubric has no readable scale (``judge.scale_of``): their scores were not
     #: checked against a scale, so they count as in scale unless the prediction's own ``in_scale`` flag says not
     n_no_scale: int | None = optional_field()
+    #: scored items whose score a regression head gave on a rationale ``max_tokens`` cut (``judge-eval run`` with
+    #: ``cut_rationale: score``, as POLLUX scores them; ``eval.judging.backends.is_scored_cut``): said under the summary
+    n_cut_scored: int | None = optional_field()
     #: predictions of a text their item no longer has (the data edited after the run; ``eval.scoring.score.stale_rows``):
     #: left out, so their items are among the ones without a prediction (``n_missing``)
     n_stale_predictions: int | None = optional_field()

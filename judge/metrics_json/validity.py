@@ -1,7 +1,7 @@
 """The typed ``validity`` section of ``metrics.json``: what ``eval.validity.section`` writes and the reports and
 ``judge-eval compare`` read (``eval.validity.render``, ``eval.scoring.compare``).
 
-Why one module of ~520 lines: it is one file's schema, every record of which reads and writes by the same rules
+Why one module of ~560 lines: it is one file's schema, every record of which reads and writes by the same rules
 (nulls kept, counts checked, the file named in errors); split, a record's rules would live apart from its section's.
 
 The statistics (``alt_test``, ``ceiling``, ``agreement``, ``bias``) return JSON-ready dicts, pinned by their own
@@ -16,12 +16,14 @@ answers' lengths.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_field, keyed, listed, optional_field
-from judge.metrics_json.json_record import got_words, read_record
+from judge.metrics_json.json_record import JsonRecordError, got_words, read_record
+from judge.plumbing.json_reading import value_words
 
 __all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
            "AltTestFamily", "AltTestSettings", "Ceiling", "MIN_EXPERTS_TESTED",
@@ -41,6 +43,18 @@ CEILING_FAILURES = ("worst", "drop")
 #: The fewest tested experts the alt-test gives a verdict on by default (``eval.validity.alt_test``); the reference
 #: notebook gives one on any number (``AltTestSettings.min_experts_tested`` 1).
 MIN_EXPERTS_TESTED = 2
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as an error shows it: a string quoted, a number as written, anything else in JSON's words
+    (``value_words``), where a metrics.json's null read back was shown as Python's None."""
+    if isinstance(value, str):
+        return f"{value!r:.40}"
+    return str(value) if _is_number(value) else value_words(value)
 
 
 @dataclass(frozen=True)
@@ -71,15 +85,15 @@ class AltTestSettings:
 
     def __post_init__(self) -> None:
         if self.scoring not in SCORINGS:
-            raise ValueError(f"alt-test scoring must be one of {SCORINGS}, got {self.scoring!r}")
+            raise ValueError(f"alt-test scoring must be one of {', '.join(SCORINGS)}, got {_shown(self.scoring)}")
         if self.failures not in FAILURES:
-            raise ValueError(f"alt-test failures must be one of {FAILURES}, got {self.failures!r}")
-        if not 0 < self.q < 1:
-            raise ValueError(f"alt-test q must lie in (0, 1), got {self.q}")
+            raise ValueError(f"alt-test failures must be one of {', '.join(FAILURES)}, got {_shown(self.failures)}")
+        if not (_is_number(self.q) and 0 < self.q < 1):  # a null from a metrics.json failed in the comparison
+            raise ValueError(f"alt-test q must lie in (0, 1), got {_shown(self.q)}")
         # The tested difference of two advantage probabilities lies in [-1, 1]: an epsilon of 1 or more rejects
         # every expert whatever the judge does (a judge wrong on most items passes), and NaN fails in scipy.
-        if not 0 <= self.epsilon < 1:
-            raise ValueError(f"alt-test epsilon must lie in [0, 1), got {self.epsilon}")
+        if not (_is_number(self.epsilon) and 0 <= self.epsilon < 1):
+            raise ValueError(f"alt-test epsilon must lie in [0, 1), got {_shown(self.epsilon)}")
         if self.min_experts_per_item < 2 or self.min_items_per_expert < 1:
             raise ValueError("alt-test needs at least 2 experts per item and 1 item per expert")
         if self.min_experts_tested < 1:  # 0 would call a judge with no expert tested
@@ -94,6 +108,20 @@ class _SectionRecord(JsonRecord):
 
 def _read(cls, data: Mapping[str, Any], **readers) -> Any:
     return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
+
+
+def _left_out(value: Any) -> dict[str, int]:
+    """``ValiditySplit.criteria_left_out``: criterion -> its items left out, each a whole number above 0 (the section
+    writes the key only where any is). Checked on read, where the error names the file and the field, not first
+    where a report draws it."""
+    held = ""
+    if isinstance(value, Mapping):
+        wrong = [(name, n) for name, n in value.items() if not (type(n) is int and n > 0)]  # true is no count
+        if not wrong:
+            return dict(value)
+        held = f" ({wrong[0][0]!r:.40} holds {got_words(wrong[0][1])})"
+    raise JsonRecordError(_SectionRecord.json_where, "ValiditySplit.criteria_left_out should be an object of item "
+                          f"counts (whole numbers above 0), not {value_words(value)}{held}")
 
 
 def _table(reader):
@@ -428,13 +456,16 @@ class ValiditySplit(_SectionRecord):
     by_task_type: dict[str, ValidityCell]
     by_criterion: dict[str, ValidityCell]
     sentence: str
+    # criterion -> its items left out of every figure (eval.validity.section.too_wide_to_rate); absent where none is,
+    # as in a file written before the rule
+    criteria_left_out: dict[str, int] | None = optional_field()
     extra: dict[str, Any] = extra_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ValiditySplit:
         cells = _table(ValidityCell.from_json)
         return _read(cls, data, overall=ValidityCell.from_json, alt_test_domains=_table(AltTestFamily.from_json),
-                     by_task_type=cells, by_criterion=cells)
+                     by_task_type=cells, by_criterion=cells, criteria_left_out=_left_out)
 
 
 @dataclass(frozen=True)

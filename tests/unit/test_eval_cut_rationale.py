@@ -3,7 +3,8 @@
 judge-serve's head scores the cut text (``finish_reason`` ``length``), as POLLUX's own pipeline scores whatever the
 generation wrote. By default (``fail``) the run records a ``cut`` failure instead, a departure from POLLUX
 (docs/released-pollux.md); ``score`` reproduces POLLUX: the head's value scored, the row's ``finish_reason`` still
-``length``, and the run's summary and log count those rows. The setting is in run.json and the run key.
+``length``, and the run's summary and log count those rows, as score's metrics.json and report count their items.
+The setting is in run.json and the run key.
 
 judge-serve is a scripted stand-in on 127.0.0.1 (``tests.support.scripted_endpoint``) answering every criterion
 with a regression result: the head's 1.5 on the cut rationale ``CUT``.
@@ -138,3 +139,36 @@ def test_cut_rationale_score_with_pairwise_data_is_refused(tmp_path, capsys):
         assert main(run_args(server.base_url, pairs, tmp_path / "run", "--cut-rationale", "score")) == 2
         assert not server.bodies("/v1/judge")
     assert "cut_rationale: score reads a regression judge's pointwise score" in capsys.readouterr().err
+
+
+def test_score_says_how_many_items_were_scored_on_a_cut_rationale(data, tmp_path, capsys):
+    """``score`` after a ``cut_rationale: score`` run whose 2 rows hold the head's value on a cut rationale:
+    metrics.json counts them and report.md says so under the summary; a whole rationale (``stop``) is not counted."""
+    for finish, expected in (("length", 2), ("stop", None)):
+        out = tmp_path / finish
+        with _released_r_judge(finish) as server:
+            assert main(run_args(server.base_url, data, out, "--cut-rationale", "score")) == 0
+        assert main(["score", "--predictions", str(out), "--n-boot", "0"]) == 0
+        capsys.readouterr()
+        notes = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["notes"]
+        assert notes.get("n_cut_scored") == expected
+        report = (out / "report.md").read_text(encoding="utf-8")
+        assert ("**2 items were scored on a rationale `max_tokens` cut**" in report) == (expected == 2)
+
+
+def test_score_reads_predictions_written_before_rows_kept_their_finish_reason(data, tmp_path, capsys):
+    """The same cut run with ``finish_reason`` taken out of every row, as rows were written before it was kept:
+    both rows still score (the head's 1.5), and with no finish reason to read none counts as cut."""
+    out = tmp_path / "run"
+    with _released_r_judge() as server:
+        assert main(run_args(server.base_url, data, out, "--cut-rationale", "score")) == 0
+    lines = (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [row.pop("finish_reason") for row in rows] == ["length"] * 2
+    (out / "predictions.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                           encoding="utf-8")
+    assert main(["score", "--predictions", str(out), "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert (metrics["splits"]["all"]["overall"]["n_scored"], metrics["notes"].get("n_cut_scored")) == (2, None)
+    assert "`max_tokens` cut" not in (out / "report.md").read_text(encoding="utf-8")

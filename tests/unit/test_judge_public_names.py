@@ -2,8 +2,8 @@
 column-wise reader, the criteria expansion, the process starter, the rewards and the synthetic-data stages share
 (the record's field lists and duplicate rule, the supervisor's fork-and-exec setup, the taxonomy's name key, the
 dataset-name rule, build-data's tag pattern) is a public name of the module that owns it, so that a reader sees the
-contract and renaming a private helper of one module cannot break another. Their comments and docstrings cite no
-other module's private names either."""
+contract and renaming a private helper of one module cannot break another. Their comments and docstrings, and
+serve/'s, cite no other module's private names either."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = sorted(path for folder in ("judge", "train") for path in (ROOT / folder).rglob("*.py"))
-#: Where a comment or docstring may not cite another module's private name (train/'s other modules are not yet
-#: held to it).
-CITING = sorted(path for folder in ("judge", "train/synthetic") for path in (ROOT / folder).rglob("*.py"))
+#: Where a comment or docstring may not cite another module's private name: judge/ and train/, and serve/, whose
+#: modules cite judge's.
+CITING = sorted(path for folder in ("judge", "train", "serve") for path in (ROOT / folder).rglob("*.py"))
 #: ``judge.records._shown``: a project module's dotted path, then a name with one leading underscore.
 _PRIVATE_CITATION = re.compile(r"\b((?:judge|train|serve|eval)(?:\.[a-z_0-9]+)*)\.(_[A-Za-z]\w*)")
 
@@ -43,6 +43,31 @@ def test_private_citations_by_hand():
     text = ("# checked whole when read: judge.record_sources._jsonl_table\n"
             '"""as ``judge.verdicts.parse_integer_verdict`` finds them; judge.records._shown, judge.records.__all__"""')
     assert private_citations(text, "judge.records") == ["judge.record_sources._jsonl_table"]
+
+
+#: The documentation pages, which cite code for its readers: a private name is one a rename may leave dangling.
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+#: ```eval/judging/backends.py` `_cut_rationale``: a project file, then a name with one leading underscore.
+_PRIVATE_FILE_CITATION = re.compile(r"`((?:judge|train|serve|eval)/[\w/]+\.py)`,? `(_[A-Za-z]\w*)")
+
+
+def docs_private_citations(text: str) -> list[str]:
+    """The private names a documentation page cites, as ``module._name`` or as a file then ``_name``."""
+    return ([f"{module}.{name}" for module, name in _PRIVATE_CITATION.findall(text) if not name.startswith("__")]
+            + [f"{path} {name}" for path, name in _PRIVATE_FILE_CITATION.findall(text)])
+
+
+def test_docs_private_citations_by_hand():
+    text = ("as `eval/judging/backends.py` `_cut_rationale` does; (`eval/scoring/compare.py`, `_SETTINGS`);\n"
+            "`judge.verdicts._reasoning_end`, `judge.verdicts.parse_verdict`, `eval/judging/backends.py` "
+            "`JudgeServeBackend`")
+    assert docs_private_citations(text) == ["judge.verdicts._reasoning_end", "eval/judging/backends.py _cut_rationale",
+                                            "eval/scoring/compare.py _SETTINGS"]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_documentation_page_cites_a_private_name(path):
+    assert docs_private_citations(path.read_text(encoding="utf-8")) == []
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))

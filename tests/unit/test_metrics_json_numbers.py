@@ -49,6 +49,13 @@ _ALL = ("splits", "all", "confusion", "all")
     (_ALL + ("levels",), [None], "levels", "expected a finite score level, got null"),
     (_ALL + ("levels",), [0, True, 2], "levels", "expected a number, got true"),
     (_ALL + ("levels",), 3, "levels", "expected a list, got an integer 3"),
+    # an interval is [low, high]: anything else was Python's unpacking error ("too many values to unpack")
+    (_OVERALL + ("mae_ci",), [0.0, 0.5, 1.0], "mae_ci", "expected a list of 2 numbers (low, high), got a list of 3"),
+    (_OVERALL + ("mae_ci",), [0.5], "mae_ci", "expected a list of 2 numbers (low, high), got a list of 1"),
+    (_OVERALL + ("mae_ci",), 0.5, "mae_ci", "expected a list of 2 numbers (low, high), got a number 0.5"),
+    (_OVERALL + ("mae_ci",), "01", "mae_ci", "expected a list of 2 numbers (low, high), got a string '01'"),
+    (_OVERALL + ("mae_ci",), {"low": 0.0, "high": 1.0}, "mae_ci",
+     "expected a list of 2 numbers (low, high), got an object"),
 ])
 def test_a_number_that_is_not_one_is_refused_naming_the_field(path, value, field, why):
     record = "Cell" if path[2] == "overall" else "Confusion"

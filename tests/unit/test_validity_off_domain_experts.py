@@ -102,7 +102,7 @@ def test_an_unreadable_scales_span_wider_than_any_rubric_leaves_its_criterion_ou
     for stray in (1000.0, 1e12):
         wide = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, stray], [1.0, 1.0, 1.0]]),
                       low=unknown, high=unknown)
-        assert wide.extra == {"criteria_left_out": {"c": 2}} and wide.by_criterion == {}
+        assert (wide.criteria_left_out, wide.extra, wide.by_criterion) == ({"c": 2}, {}, {})
         assert wide.overall.n_items == 0 and wide.overall.value_domain == []
     widest = _block(judge=np.array([0.0, 1.0]), experts=np.array([[0.0, 0.0, 100.0], [1.0, 1.0, 1.0]]),
                     low=unknown, high=unknown).overall.agreement
@@ -117,7 +117,7 @@ def test_unreadable_scales_pooled_wider_than_any_rubric_take_the_values_seen():
     block = _block(judge=np.array([0.0, 1.0, 1000.0]),
                    experts=np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [999.0, 1000.0, 1000.0]]),
                    criteria=["a", "a", "b"], low=unknown, high=unknown)
-    assert "criteria_left_out" not in block.extra
+    assert block.criteria_left_out is None
     assert block.overall.agreement.value_domain == [0.0, 1.0, 999.0, 1000.0]
     assert block.overall.agreement.n_expert_scores_off_domain == 0
     assert block.by_criterion["b"].agreement.value_domain == [999.0, 1000.0]

@@ -182,3 +182,24 @@ def test_the_alt_test_settings_counts_are_read_as_whole_numbers():
                                          r"a number 20.5\)"):
         Validity.from_json({"settings": {**settings, "alt_test": {}, "n_boot": 20.5}, "named_experts": False,
                             "splits": {}})
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("scoring", None, "alt-test scoring must be one of neg_rmse, accuracy, got null"),
+    ("scoring", "rmse", "alt-test scoring must be one of neg_rmse, accuracy, got 'rmse'"),
+    ("failures", None, "alt-test failures must be one of loss, drop, got null"),
+    ("failures", ["loss"], "alt-test failures must be one of loss, drop, got a list"),
+    ("q", None, "alt-test q must lie in (0, 1), got null"),
+    ("q", "0.05", "alt-test q must lie in (0, 1), got '0.05'"),
+    ("epsilon", True, "alt-test epsilon must lie in [0, 1), got true"),
+])  # fmt: skip
+def test_an_alt_test_setting_read_as_null_says_null(field, value, said):
+    """A metrics.json's alt-test setting that is no rule's is named in JSON's words: a null scoring or failures
+    read "got None" (Python's), a null q or epsilon failed in the comparison itself ("'<' not supported between
+    instances of 'int' and 'NoneType'")."""
+    settings = {"alt_test": {field: value}, "n_boot": 20, "alpha_boot": 100, "seed": 0, "level": 0.95,
+                "target": "mode"}
+    with pytest.raises(ValueError) as caught:
+        Validity.from_json({"settings": settings, "named_experts": False, "splits": {}})
+    assert str(caught.value) == f"metrics.json's validity section: SectionSettings.alt_test is not readable ({said})"
+    assert caught.value.field == "settings.alt_test"

@@ -97,7 +97,7 @@ def test_a_criterion_whose_experts_span_more_levels_than_a_rubric_is_left_out_an
 
     block = _section(_wide_beside_narrow())
     assert list(block.by_criterion) == ["c"]
-    assert block.extra == {"criteria_left_out": {"wide": 30}}
+    assert (block.criteria_left_out, block.extra) == ({"wide": 30}, {})
     assert ValiditySplit.from_json(block.to_json()) == block
     overall = block.overall
     assert (overall.n_items, overall.n_items_missing) == (30, 0)
@@ -113,7 +113,7 @@ def test_a_split_whose_every_criterion_is_left_out_says_so():
     """Only "wide"'s 30 items: no figure at all, and the sentence says why rather than "no items"."""
     block = _section(_wide_beside_narrow(narrow=0))
     assert block.overall.n_items == 0 and block.by_criterion == {} and block.by_task_type == {}
-    assert block.extra == {"criteria_left_out": {"wide": 30}}
+    assert block.criteria_left_out == {"wide": 30}
     assert block.sentence == ("All 30 items of 1 criterion left out of every figure (no readable scale, and the "
                               "experts' scores span more than the 101 levels a rubric holds): no validity figures.")
 
@@ -125,10 +125,10 @@ def test_a_span_of_101_levels_is_a_rubrics_and_kept():
     kept = table.experts.copy()
     kept[:30][kept[:30] == 500.0] = 100.0
     block = _section(dataclasses.replace(table, experts=kept))
-    assert "criteria_left_out" not in block.extra and block.by_criterion["wide"].n_items == 30
+    assert block.criteria_left_out is None and block.by_criterion["wide"].n_items == 30
     assert block.by_criterion["wide"].agreement.value_domain == [float(v) for v in range(101)]
     kept[:30][kept[:30] == 100.0] = 101.0
-    assert _section(dataclasses.replace(table, experts=kept)).extra == {"criteria_left_out": {"wide": 30}}
+    assert _section(dataclasses.replace(table, experts=kept)).criteria_left_out == {"wide": 30}
 
 
 def test_the_report_names_the_criteria_left_out_and_refuses_a_malformed_count():
@@ -157,3 +157,35 @@ def test_the_report_names_the_criteria_left_out_and_refuses_a_malformed_count():
     with pytest.raises(JsonRecordError, match=r"criteria_left_out should be an object of item counts .*, not an "
                                               r"object"):
         markdown_lines(SimpleNamespace(validity=Validity.from_json(raw)), markdown_table, md_text)
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (["wide"], "not a list"),
+    ({"wide": -30}, "not an object ('wide' holds an integer -30)"),
+    ({"wide": 0}, "not an object ('wide' holds an integer 0)"),
+    ({"wide": 1.5}, "not an object ('wide' holds a number 1.5)"),
+    ({"wide": True}, "not an object ('wide' holds true)"),
+    ({"wide": None}, "not an object ('wide' holds null)"),
+])  # fmt: skip
+def test_a_malformed_criteria_left_out_is_refused_on_read(value, said):
+    """``criteria_left_out`` is a typed field of the split, read as the section wrote it (an attribute, not an extra
+    key) and checked when metrics.json is read, not first when a report is drawn: anything but an object of item
+    counts above 0 is one line naming the field's place in the file and what it held."""
+    from eval.validity.section import ValiditySettings, validity_section
+    from judge.metrics_json.json_record import JsonRecordError
+    from judge.metrics_json.validity import Validity
+
+    section = validity_section(_wide_beside_narrow(), "mode", {"standard": np.arange(60)},
+                               ValiditySettings(n_boot=0, alpha_boot=0))
+    block = section.splits["standard"]
+    assert (block.criteria_left_out, block.extra) == ({"wide": 30}, {})
+    raw = section.to_json()
+    assert list(raw["splits"]["standard"])[-2:] == ["sentence", "criteria_left_out"]  # where the extra key was
+    assert Validity.from_json(raw) == section
+    raw["splits"]["standard"]["criteria_left_out"] = value
+    with pytest.raises(JsonRecordError) as caught:
+        Validity.from_json(raw)
+    message = str(caught.value)
+    assert message == ("metrics.json's validity section: ValiditySplit.criteria_left_out should be an object of item "
+                       f"counts (whole numbers above 0), {said}")
+    assert "\n" not in message and caught.value.field == "splits.standard.criteria_left_out"
