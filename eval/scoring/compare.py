@@ -21,7 +21,7 @@ at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
 their items.parquet under the baseline's (``_on_one_vc_draw``).
 
-Why one module of ~980 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,010 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -503,6 +503,27 @@ def _scale_ends(table: item_table.ItemTable, index: np.ndarray, block) -> tuple[
     return ends[codes, 0], ends[codes, 1]
 
 
+def _left_out_by_section(run: ScoredRun) -> np.ndarray:
+    """Per item of the run's table, whether its own validity section left it out of every figure: an item without a
+    readable scale of a criterion a split's ``criteria_left_out`` names (``eval.validity.section.too_wide_to_rate``).
+
+    Read from what the section wrote, not decided again: a run scored before that rule kept such items and wrote no
+    ``criteria_left_out``, and a table without scale ends (items.parquet written before it kept them) came with such
+    a section, so their paired figures keep the items as their sections did; a run scored when the rule still read a
+    criterion without ends of its own against the table's range keeps out what its section kept out."""
+    table = run.table
+    out = np.zeros(len(table), dtype=bool)
+    validity = run.metrics.validity
+    named = {str(name) for block in (validity.splits.values() if validity else ())
+             for name in (block.criteria_left_out or {})}
+    if not named or table.scale_low is None or table.scale_high is None:
+        return out
+    for label, members in item_table.label_groups(table.criteria_name).items():
+        if label in named:  # the section's own groups (``label_groups``), so a label is matched as it was named
+            out[members] = True
+    return out & ~(np.isfinite(table.scale_low) & np.isfinite(table.scale_high))
+
+
 def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray, n_boot: int,
                      seed: int, clusters: np.ndarray | None = None, alpha: float = 0.05
                      ) -> dict[str, PairedValidity]:
@@ -510,15 +531,17 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     the baseline's alt-test settings and reference; empty when the baseline was scored without a validity section.
 
     The items are those both runs predicted: an item either run has no prediction for (status ``missing``, a run not
-    finished) is left out, as each run's own section leaves it out, not scored as a failure; so is an item of a
-    criterion with no readable scale whose experts span more levels than a rubric holds, which either run's section
-    leaves out (``eval.validity.section.too_wide_to_rate``; a table written before it kept scale ends came with a
-    section written before that rule, which kept the item). ``clusters``: per item of
+    finished) is left out, as each run's own section leaves it out, not scored as a failure; so is an item either
+    run's own section left out of every figure (``_left_out_by_section``). A test whose every such item was left out
+    gets, for each figure, why and which criteria (``LEFT_OUT_WHY``), not the reasons of an empty pairing (no tested
+    expert, no leave-one-out reference). ``clusters``: per item of
     the baseline's table, the unit a paired resample draws whole (``bootstrap_unit``); None: items. The intervals
     are at 1 - ``alpha``, the level compare.json's ``ci_level`` names for every paired interval."""
-    from eval.validity.ceiling import measured, scale_ends
-    from eval.validity.paired import paired_validity
-    from eval.validity.section import item_scale_ends, rating_ends, too_wide_to_rate
+    from eval.reports.names import shown_names
+    from eval.validity.ceiling import measured
+    from eval.validity.paired import PAIRED_BOOT, paired_validity
+    from eval.validity.render import LEFT_OUT_WHY, counted
+    from eval.validity.section import rating_ends
 
     validity = base.metrics.validity
     if not validity:
@@ -526,14 +549,20 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
     settings = validity.settings
     ta, tb = base.table, other.table
     predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
-    for table, index in ((ta, index_a), (tb, index_b)):
-        if table.scale_low is not None and table.scale_high is not None:  # as that run's section read its ends
-            rating = rating_ends(scale_ends(*item_scale_ends(table), table.experts))
-            predicted &= ~too_wide_to_rate(table, rating)[index]
+    left_out = _left_out_by_section(base)[index_a] | _left_out_by_section(other)[index_b]
     out = {}
     for split, block in validity.splits.items():
         keep = ta.split[index_a] != "unknown" if split == "all" else ta.split[index_a] == split
-        ia, ib = index_a[keep & predicted], index_b[keep & predicted]
+        ia, ib = index_a[keep & predicted & ~left_out], index_b[keep & predicted & ~left_out]
+        if not len(ia) and (keep & predicted & left_out).any():
+            named = item_table.label_groups(ta.criteria_name[index_a[keep & predicted & left_out]])
+            shown = shown_names(named)  # cut as the report's line cuts them: the names are the data's
+            why = {"why": "every item of the test is of a criterion left out of the validity figures "
+                          f"({LEFT_OUT_WHY}): "
+                          + ", ".join(f"{shown[name]} ({counted(len(rows), 'item')})" for name, rows in named.items())}
+            out[split] = PairedValidity.from_json({"n_items": 0, "n_boot": min(n_boot, PAIRED_BOOT), "rho": why,
+                                                   "ceiling_gap": why})
+            continue
         low, high = _scale_ends(ta, ia, block)
         # the alt-test's levels against the ends rounded out to whole levels by the section's own rule (an inferred
         # end at an expert's half-point holds its whole level); the ceiling's failures against the ends themselves,

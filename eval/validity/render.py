@@ -93,8 +93,8 @@ def ceiling_coverage(ceiling, n_items: int, n_missing: int | None) -> str:
 
 
 #: Why the section leaves a criterion out of every figure (``eval.validity.section.too_wide_to_rate``), as the
-#: sentence and the report's line say it.
-LEFT_OUT_WHY = (f"no readable scale, and the experts' scores span more than the {MAX_LEVELS} levels a rubric "
+#: sentence, the report's line and compare's paired figures say it: the span is the criterion's own experts'.
+LEFT_OUT_WHY = (f"no readable scale, and its experts' scores span more than the {MAX_LEVELS} levels a rubric "
                 "holds")
 
 

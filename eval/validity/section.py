@@ -51,8 +51,10 @@ section and counted per cell (``n_items_missing``): the judge was never asked, s
 requests) nor items of the experts' own figures — every figure covers the same items, those the run predicted. A
 cell whose items are all missing is left out.
 
-An item without a readable scale whose inferred ends (``rating_ends``) span more levels than a rubric may hold
-(``judge.scales.MAX_LEVELS``, 101: 0..100) is left out of every figure too (``too_wide_to_rate``), and named with its
+An item without a readable scale whose criterion's own experts' scores span more levels than a rubric may hold
+(its lowest to its highest expert score over the table, floor to ceiling: ``item_scale_ends``, ``rating_ends``;
+``judge.scales.MAX_LEVELS``, 101: 0..100) is left out of every figure too (``too_wide_to_rate``); a criterion whose
+experts all gave one level, or none, tells no span and is kept, whatever the table's range. It is named with its
 criterion: per split ``criteria_left_out`` (criterion -> items, written only where any is), a clause of the sentence
 and a line of the report (``eval.validity.render.left_out_criteria``). Expert scores of 0 and 500 tell no rubric's scale: every
 distinct judge answer between them was a level of its own (a levels x levels coincidence table per distinct row,
@@ -218,10 +220,11 @@ def rating_ends(ends: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
     return np.floor(ends[0]), np.ceil(ends[1])
 
 
-def too_wide_to_rate(table, rating: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """True on each item without a readable scale whose ends as the judge's levels are read against (``rating_ends``)
-    span more levels than a rubric may hold: no rubric's scale, so its criterion is left out of the section, counted
-    and named (module docstring). A readable scale is never wider (``judge.scale_of`` refuses one)."""
+def too_wide_to_rate(table, ends: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """True on each item without a readable scale whose criterion's own inferred ends (``ends``, ``item_scale_ends``:
+    its experts' lowest and highest score over the table), rounded out to whole levels (``rating_ends``), span more
+    levels than a rubric may hold: no rubric's scale, so its criterion is left out of the section, counted and named
+    (module docstring). A readable scale is never wider (``judge.scale_of`` refuses one)."""
     own = np.zeros(len(table), dtype=bool)
     if table.scale_low is not None and table.scale_high is not None:
         own = np.isfinite(table.scale_low) & np.isfinite(table.scale_high)
@@ -229,9 +232,12 @@ def too_wide_to_rate(table, rating: tuple[np.ndarray, np.ndarray]) -> np.ndarray
     # (POLLUX's own criteria have 2 or 3 levels, arXiv 2505.24616v3, Section 2.2) and the most ``judge.scale_of``
     # reads from a rubric. Past it every distinct answer of the judge between the ends was a level of its own: a
     # levels x levels coincidence table per distinct row of value counts, nearly empty, and a kappa and alpha that
-    # measure nothing. NaN ends (no expert score in the table) compare False: such an item stays.
+    # measure nothing. NaN ends (a criterion whose experts all gave one level, or none) compare False: such an item
+    # stays. Not the ends after ``scale_ends``' fallback to the table's range: that range is the other criteria's,
+    # and would leave out a unanimous criterion for the span of a wide one beside it.
+    low, high = rating_ends(ends)
     with np.errstate(invalid="ignore"):
-        return ~own & (rating[1] - rating[0] + 1 > MAX_LEVELS)
+        return ~own & (high - low + 1 > MAX_LEVELS)
 
 
 def _domain(table, index: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -493,7 +499,8 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     # widened to whole levels: an unreadable scale's stray answers are then off it and counted, as on a known
     # rubric, where each had joined the value domain as a level of its own (a levels x levels table per distinct
     # row of value counts, and kappa weighing 3 as one step from 2).
-    ends = scale_ends(*item_scale_ends(table), table.experts)
+    inferred = item_scale_ends(table)  # a criterion's own ends, before the fallback to the table's
+    ends = scale_ends(*inferred, table.experts)
     rating = rating_ends(ends)
     levels = judge_levels(table.judge, *rating, head)  # NaN off the item's scale
     off_scale = off_scale_levels(table.judge, *rating, head)
@@ -504,7 +511,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     expert_codes = _expert_codes(table.expert_ids)
     # No prediction at all is no judge failure: left out of every figure (module docstring), counted per cell. An
     # item whose inferred scale is wider than a rubric's is left out too, counted under its criterion instead.
-    wide = too_wide_to_rate(table, rating)
+    wide = too_wide_to_rate(table, inferred)
     missing = np.asarray(table.status == "missing", dtype=bool) & ~wide
     outside = missing | wide
     alt_judge = alt_test_judge(table.judge, *rating, settings.alt_test.scoring, head)

@@ -114,14 +114,14 @@ def _left_out(value: Any) -> dict[str, int]:
     """``ValiditySplit.criteria_left_out``: criterion -> its items left out, each a whole number above 0 (the section
     writes the key only where any is). Checked on read, where the error names the file and the field, not first
     where a report draws it."""
-    held = ""
+    got = f"not {value_words(value)}"
     if isinstance(value, Mapping):
         wrong = [(name, n) for name, n in value.items() if not (type(n) is int and n > 0)]  # true is no count
         if not wrong:
             return dict(value)
-        held = f" ({wrong[0][0]!r:.40} holds {got_words(wrong[0][1])})"
+        got = f"but {wrong[0][0]!r:.40} holds {got_words(wrong[0][1])}"  # an object, with a value that is no count
     raise JsonRecordError(_SectionRecord.json_where, "ValiditySplit.criteria_left_out should be an object of item "
-                          f"counts (whole numbers above 0), not {value_words(value)}{held}")
+                          f"counts (whole numbers above 0), {got}")
 
 
 def _table(reader):

@@ -105,7 +105,7 @@ def test_a_criterion_whose_experts_span_more_levels_than_a_rubric_is_left_out_an
     assert overall.agreement.alpha_experts == block.by_criterion["c"].agreement.alpha_experts
     assert overall.ceiling.n_items == 30 and overall.leniency.n == 30
     assert block.by_task_type["t"].n_items == 30
-    assert block.sentence.endswith("; 30 items of 1 criterion left out of every figure (no readable scale, and the "
+    assert block.sentence.endswith("; 30 items of 1 criterion left out of every figure (no readable scale, and its "
                                    "experts' scores span more than the 101 levels a rubric holds).")
 
 
@@ -114,8 +114,31 @@ def test_a_split_whose_every_criterion_is_left_out_says_so():
     block = _section(_wide_beside_narrow(narrow=0))
     assert block.overall.n_items == 0 and block.by_criterion == {} and block.by_task_type == {}
     assert block.criteria_left_out == {"wide": 30}
-    assert block.sentence == ("All 30 items of 1 criterion left out of every figure (no readable scale, and the "
+    assert block.sentence == ("All 30 items of 1 criterion left out of every figure (no readable scale, and its "
                               "experts' scores span more than the 101 levels a rubric holds): no validity figures.")
+
+
+def test_a_criterion_with_no_span_of_its_own_is_kept_beside_a_wide_one():
+    """Whether a criterion is too wide is read from its own experts' ends, not the table's. Beside "wide" (items
+    0-29, ends 0-500), criterion "u" (items 30-39, no readable scale) has experts who all say 1, and criterion "n"
+    (items 40-44, no readable scale) no expert score at all: neither tells a scale of its own (its inferred ends NaN),
+    so neither is too wide, though the ceiling takes the table's 0-500 as their ends. Both are kept, the judge
+    answering 1 on each: ``criteria_left_out`` {"wide": 30} alone, "u" a cell of 10 items and "n" of 5. With readable
+    0-100 and 900-1000 rubrics in the table (experts 0/100 and 900/1000, a table range of 0-1000) and no wide
+    criterion at all, "u" is kept and nothing is left out."""
+    wide = _wide_beside_narrow(narrow=0)
+    experts = np.r_[wide.experts, np.ones((10, 2)), np.full((5, 2), np.nan)]
+    unknown = np.full(45, np.nan)
+    block = _section(_table(np.r_[wide.judge, np.ones(15)], experts, low=unknown, high=unknown,
+                            criteria=["wide"] * 30 + ["u"] * 10 + ["n"] * 5))
+    assert block.criteria_left_out == {"wide": 30}
+    assert (block.by_criterion["u"].n_items, block.by_criterion["n"].n_items) == (10, 5)
+    assert block.overall.n_items == 15
+    experts = np.r_[np.ones((10, 2)), np.tile([[0.0, 100.0]], (10, 1)), np.tile([[900.0, 1000.0]], (10, 1))]
+    low = np.r_[np.full(10, np.nan), np.zeros(10), np.full(10, 900.0)]
+    high = np.r_[np.full(10, np.nan), np.full(10, 100.0), np.full(10, 1000.0)]
+    block = _section(_table(np.ones(30), experts, low=low, high=high, criteria=["u"] * 10 + ["a"] * 10 + ["b"] * 10))
+    assert block.criteria_left_out is None and block.by_criterion["u"].n_items == 10
 
 
 def test_a_span_of_101_levels_is_a_rubrics_and_kept():
@@ -147,25 +170,25 @@ def test_the_report_names_the_criteria_left_out_and_refuses_a_malformed_count():
     table = _wide_beside_narrow()
     table = dataclasses.replace(table, criteria_name=np.where(table.criteria_name == "wide", "w|<i>", "c"))
     section = validity_section(table, "mode", {"standard": np.arange(60)}, ValiditySettings(n_boot=0, alpha_boot=0))
-    why = "no readable scale, and the experts' scores span more than the 101 levels a rubric holds"
+    why = "no readable scale, and its experts' scores span more than the 101 levels a rubric holds"
     lines = markdown_lines(SimpleNamespace(validity=section), markdown_table, md_text)
     assert f"Left out of every figure ({why}): w&#124;&lt;i&gt; (30 items)." in lines
     page = "".join(html_blocks(SimpleNamespace(validity=section), html.escape))
     assert f"<p class=\"note\">Left out of every figure ({html.escape(why)}): w|&lt;i&gt; (30 items).</p>" in page
     raw = section.to_json()
     raw["splits"]["standard"]["criteria_left_out"] = {"w": "30"}
-    with pytest.raises(JsonRecordError, match=r"criteria_left_out should be an object of item counts .*, not an "
-                                              r"object"):
+    with pytest.raises(JsonRecordError, match=r"criteria_left_out should be an object of item counts \(whole "
+                                              r"numbers above 0\), but 'w' holds a string"):
         markdown_lines(SimpleNamespace(validity=Validity.from_json(raw)), markdown_table, md_text)
 
 
 @pytest.mark.parametrize(("value", "said"), [
     (["wide"], "not a list"),
-    ({"wide": -30}, "not an object ('wide' holds an integer -30)"),
-    ({"wide": 0}, "not an object ('wide' holds an integer 0)"),
-    ({"wide": 1.5}, "not an object ('wide' holds a number 1.5)"),
-    ({"wide": True}, "not an object ('wide' holds true)"),
-    ({"wide": None}, "not an object ('wide' holds null)"),
+    ({"wide": -30}, "but 'wide' holds an integer -30"),
+    ({"wide": 0}, "but 'wide' holds an integer 0"),
+    ({"wide": 1.5}, "but 'wide' holds a number 1.5"),
+    ({"wide": True}, "but 'wide' holds true"),
+    ({"wide": None}, "but 'wide' holds null"),
 ])  # fmt: skip
 def test_a_malformed_criteria_left_out_is_refused_on_read(value, said):
     """``criteria_left_out`` is a typed field of the split, read as the section wrote it (an attribute, not an extra
