@@ -18,7 +18,7 @@ import numpy as np
 
 from judge.records import OPTIONAL_TEXT_FIELDS, REQUIRED_TEXT_FIELDS, Annotation, JudgeRecord
 
-__all__ = ["RecordColumns", "TEXT_FIELDS", "as_columns"]
+__all__ = ["RecordColumns", "TEXT_FIELDS", "as_columns", "count_per_row", "python_values"]
 
 
 #: Every text field of a record, in the constructor's order of ``JudgeRecord``'s attributes.

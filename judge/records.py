@@ -63,6 +63,18 @@ __all__ = [
     "row_place",
     "value_words",
     "records_from_rows",
+    # shared with the column-wise reader, the record columns, the loaders and the criteria expansion
+    "REQUIRED_TEXT_FIELDS",
+    "OPTIONAL_TEXT_FIELDS",
+    "KNOWN_FIELDS",
+    "BENCHMARK_MARKERS",
+    "gives_no_id",
+    "same_content",
+    "records_and_report",
+    "note_duplicate",
+    "note_off_scale",
+    "scale_bounds",
+    "log_report",
 ]
 
 logger = logging.getLogger(__name__)

@@ -82,7 +82,7 @@ from judge.wire import JudgeResult, ScoreSource
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
            "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
            "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
-           "label_criterion", "content_text", "completion_text", "cut_completions"]
+           "label_criterion", "content_text", "completion_text", "cut_completions", "engine_refusals"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")

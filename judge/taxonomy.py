@@ -37,6 +37,8 @@ __all__ = [
     "RUBRIC_LEVEL_SEPARATOR",
     "BEST_AT_LOWEST_GROUPS",
     "oriented_scale",
+    "name_key",
+    "quoted_name",
 ]
 
 CRITERION_GROUPS = ("Critical", "Fine-grained", "Domain-specific", "Task-specific", "Subjective")

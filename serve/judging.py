@@ -373,6 +373,11 @@ def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, 
 def _head_value(classified: Any) -> Any:
     """``data[0].probs[0]`` of a pooling engine's ``/classify`` answer, the regression head's value, as sent.
 
+    A value of another kind at ``data[0].probs[0]`` (null, text) is the head's answer and becomes a counted failure
+    of that item; an answer of another shape above it is the engine's fault and fails the request. So
+    ``"probs": "1.5"`` is a 502 ("data[0].probs is a string, not a list"): it was a counted failure only because
+    indexing a string gave its first letter.
+
     Raises:
         EngineFailure: 502, naming where the answer parts from that shape in JSON's words ("data[0] is a list, not an
             object"); the KeyError, IndexError or TypeError it was named by told nothing of the answer.

@@ -61,7 +61,7 @@ from judge.verdicts import gives_reasons, rationale_words
 
 __all__ = ["BenchmarkRowsError", "BuildReport", "build_rows", "refuse_trace_rows", "zero_shot_records", "scores_off_the_rubric",
            "rows_for_config", "split_rows", "instruction_id", "validation_unit", "drop_too_long", "drop_long_examples",
-           "load_training_records", "write_rows", "main", "VERDICT_OR_THINK_TAG"]
+           "load_training_records", "write_rows", "main", "VERDICT_OR_THINK_TAG", "russian_share"]
 
 logger = logging.getLogger(__name__)
 

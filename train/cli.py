@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from train.exit_status import STOPPED_NOT_REQUEUED, stop_exit_code  # noqa: F401 - the statuses run() returns
 
-__all__ = ["main", "run", "build_run_parser", "stop_exit_code", "SUBCOMMANDS", "RECIPE_ENTRIES"]
+__all__ = ["main", "run", "build_run_parser", "stop_exit_code", "check_training_data", "SUBCOMMANDS", "RECIPE_ENTRIES"]
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line help). Dispatched lazily: heavy imports happen only
 #: in the subcommand that runs.

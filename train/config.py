@@ -49,6 +49,7 @@ __all__ = [
     "zero_shot_split",
     "add_config_arguments",
     "config_from_args",
+    "config_to_dict",
 ]
 
 #: ``model_name_or_path`` value that builds a randomly initialised 2-layer Qwen2 on the real Qwen2.5 vocabulary

@@ -30,7 +30,7 @@ from judge.metrics_json.metrics import Metrics
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
-__all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE"]
+__all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE", "evaluation_section"]
 
 CARD_NAME = "README.md"
 DEFAULT_LICENSE = "other"

@@ -47,7 +47,7 @@ from judge.plumbing import slurm_requeue
 from train.exit_status import stop_exit_code
 
 __all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "requeue_with_every_rank", "ExportAbandoned",
-           "RequeueDuringExport"]
+           "RequeueDuringExport", "SCONTROL_REQUEUE_TIMEOUT_S", "SCONTROL_SHOW_JOB_TIMEOUT_S"]
 
 logger = logging.getLogger(__name__)
 

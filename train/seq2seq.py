@@ -48,7 +48,7 @@ from train.provenance import RunResult
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
-           "traces_agreement", "traces_settings_for_config", "trained_lengths", "training_text"]
+           "traces_agreement", "traces_settings_for_config", "trained_lengths", "training_text", "holds_traces"]
 
 logger = logging.getLogger(__name__)
 

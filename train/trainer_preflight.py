@@ -22,7 +22,7 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError
 
 __all__ = ["check_ddp_timeout", "check_optimizer_and_schedule", "check_report_to", "check_wandb_login",
-           "report_to_names", "WANDB_LOCAL_MODES", "DDP_TIMEOUT_MARGIN_S"]
+           "report_to_names", "reports_to_wandb", "WANDB_LOCAL_MODES", "DDP_TIMEOUT_MARGIN_S"]
 
 #: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
 #: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.

@@ -22,7 +22,7 @@ TrainConfig = Any
 
 __all__ = ["Launch", "launch_arithmetic", "use_bf16", "weights_dtype", "training_kwargs", "arguments_fields", "check_trainer_args",
            "recipe_arguments_class", "check_training_arguments", "check_transformers_names",
-           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process"]
+           "DERIVED_ONLY", "stand_in_for_a_launcher", "init_distributed", "is_main_process", "launched_world_size"]
 
 
 @dataclass(frozen=True)

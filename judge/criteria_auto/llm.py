@@ -38,7 +38,7 @@ from judge.criteria_auto.policy import (
     label_of,
     type_criteria,
 )
-from judge.records import value_words
+from judge.plumbing.json_reading import value_words
 from judge.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["JsonRecord", "JsonRecordError", "extra_field", "got_words", "json_value", "keyed", "listed",
-           "optional_field", "read_record"]
+__all__ = ["COUNT_READERS", "JsonRecord", "JsonRecordError", "count", "extra_field", "got_words", "json_value", "keyed",
+           "listed", "optional_field", "read_record", "shown_value"]
 
 
 class JsonRecordError(ValueError):
@@ -110,12 +111,29 @@ class JsonRecord:
         return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type)
 
 
+def shown_value(value: Any, limit: int = 40) -> str:
+    """A number or a string as an error shows it: as written, or past ``limit`` characters a string cut with "..."
+    marking the cut and an integer named by its count of digits ("an integer of 60 digits"): cut with no mark, a
+    60-digit integer read as a 40-digit one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            shown = repr(value)
+        except ValueError:  # past Python's 4,300 digits an integer has no repr
+            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+        return shown if len(shown) <= limit else f"an integer of {len(shown.lstrip('-'))} digits"
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
 def got_words(value: Any) -> str:
     """A value read from a JSON file as an error names it: its kind in JSON's words (``value_words``), with a number
-    or a string as written, cut to 40 characters ("a string '0.5'", "an integer 3"); null, true and false say
-    themselves, a list or an object is named by its kind alone (it may be long)."""
-    shown = f" {value!r:.40}" if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
-    return f"{value_words(value)}{shown}"
+    or a string as ``shown_value`` shows it ("a string '0.5'", "an integer 3", "an integer of 60 digits"); null, true
+    and false say themselves, a list or an object is named by its kind alone (it may be long)."""
+    kind = value_words(value)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return kind
+    shown = shown_value(value)
+    return shown if shown.startswith(kind) else f"{kind} {shown}"  # a long integer's words name its kind already
 
 
 def count(value: Any) -> int:
@@ -123,10 +141,9 @@ def count(value: Any) -> int:
     fraction, a boolean or a negative refused here, naming the field, where each failed far from the file (a
     ``"40"`` added to a count, a seed of ``"1"`` or 50.5 repeats as numpy's and range's TypeErrors)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        shown = "" if value is None or isinstance(value, bool) else f" {value!r:.40}"  # null, true say themselves
-        raise TypeError(f"expected a whole number, got {value_words(value)}{shown}")
+        raise TypeError(f"expected a whole number, got {got_words(value)}")
     if value < 0:
-        raise ValueError(f"expected a whole number of 0 or more, got {value}")
+        raise ValueError(f"expected a whole number of 0 or more, got {shown_value(value)}")
     return value
 
 

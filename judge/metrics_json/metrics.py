@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, JsonRecordError, count, extra_field, got_words,
-                                            keyed, listed, optional_field, read_record)
+                                            keyed, listed, optional_field, read_record, shown_value)
 from judge.metrics_json.validity import Validity
 
 __all__ = ["MAX_VC_REPEATS", "NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics",
@@ -90,7 +90,7 @@ def _one_of(*allowed: str, absent: bool = False) -> Any:
         if value is None and absent:
             return None
         if not isinstance(value, str) or value not in allowed:
-            got = f"{value!r:.40}" if isinstance(value, str) else got_words(value)  # a choice's text says itself
+            got = shown_value(value) if isinstance(value, str) else got_words(value)  # a choice's text says itself
             raise ValueError(f"expected one of {', '.join(allowed)}, got {got}")
         return value
 

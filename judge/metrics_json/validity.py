@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_field, keyed, listed, optional_field
-from judge.metrics_json.json_record import JsonRecordError, got_words, read_record
+from judge.metrics_json.json_record import JsonRecordError, got_words, read_record, shown_value
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["CEILING_FAILURES", "FAILURES", "SCORINGS", "TARGETS", "Agreement", "AgreementClass", "AlphaBoot", "AltTest", "AltTestExpert",
@@ -52,8 +52,8 @@ def _is_number(value: Any) -> bool:
 def _shown(value: Any) -> str:
     """A setting's value as an error shows it: a string quoted, a number as written, anything else in JSON's words
     (``value_words``), where a metrics.json's null read back was shown as Python's None."""
-    if isinstance(value, str):
-        return f"{value!r:.40}"
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return shown_value(value)  # cut with a mark past 40 characters
     return str(value) if _is_number(value) else value_words(value)
 
 
@@ -119,7 +119,7 @@ def _left_out(value: Any) -> dict[str, int]:
         wrong = [(name, n) for name, n in value.items() if not (type(n) is int and n > 0)]  # true is no count
         if not wrong:
             return dict(value)
-        got = f"but {wrong[0][0]!r:.40} holds {got_words(wrong[0][1])}"  # an object, with a value that is no count
+        got = f"but {shown_value(wrong[0][0])} holds {got_words(wrong[0][1])}"  # an object, a value no count
     raise JsonRecordError(_SectionRecord.json_where, "ValiditySplit.criteria_left_out should be an object of item "
                           f"counts (whole numbers above 0), {got}")
 
@@ -492,7 +492,7 @@ class SectionSettings(_SectionRecord):
         def one_of(allowed: tuple[str, ...], may_be_absent: bool = False) -> Any:
             def read(value: Any) -> Any:
                 if value not in allowed and not (may_be_absent and value is None):
-                    got = f"{value!r:.40}" if isinstance(value, str) else got_words(value)  # text says itself
+                    got = shown_value(value) if isinstance(value, str) else got_words(value)  # text says itself
                     raise ValueError(f"{got} is none of {', '.join(allowed)}")
                 return value
             return read

@@ -430,7 +430,11 @@ def _kind(value: Any) -> str:
         return "text"
     if isinstance(value, datetime.date):  # YAML reads an unquoted 2024-01-01 as a date (a datetime is one too)
         return "a date"
-    return value_words(value)
+    if isinstance(value, bool):  # YAML 1.1, PyYAML's: an unquoted yes or off is a boolean too
+        return f"{value_words(value)} (YAML reads yes/on/no/off as booleans)"
+    # the rest of YAML's tagged kinds: !!binary, !!set, and the items of !!omap and !!pairs
+    kinds = ((bytes, "binary data"), ((set, frozenset), "a set"), (tuple, "a key: value pair"))
+    return next((words for kind, words in kinds if isinstance(value, kind)), value_words(value))
 
 
 def _got(value: Any) -> str:

@@ -46,6 +46,7 @@ from judge.plumbing.atomic_write import write_atomically
 
 __all__ = [
     "PROVENANCE_FILE",
+    "scrub_secrets",
     "PACKAGES",
     "SCHEMA_KEYS",
     "git_state",

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import httpx
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
-           "EXIT_UNUSABLE", "list_models", "server_message", "failure_said"]
+           "EXIT_UNUSABLE", "list_models", "server_message", "failure_said", "GenerationAborted"]
 
 log = logging.getLogger("judge.plumbing.retry")
 

@@ -32,8 +32,9 @@ def tiny():
     return fit_tfidf(PAIRS, folds=1, max_char_features=80, max_word_features=20)
 
 
-@pytest.mark.parametrize("key", ["meta", "type_classes", "leaf_classes", "features"])
-def test_a_model_json_missing_a_field_is_one_line_naming_the_file_and_field(tmp_path, key):
+@pytest.mark.parametrize(("key", "kind"), [("meta", "an object"), ("type_classes", "a list"),
+                                         ("leaf_classes", "a list"), ("features", "an object")])
+def test_a_model_json_missing_a_field_is_one_line_naming_the_file_and_field(tmp_path, key, kind):
     """A model.json without one of its fields was a bare KeyError (judge-eval's traceback `KeyError: 'meta'`): a
     ValueError now, naming the file and the field, which judge-eval and judge-serve print as one line."""
     folder = tmp_path / f"no_{key}"
@@ -44,8 +45,8 @@ def test_a_model_json_missing_a_field_is_one_line_naming_the_file_and_field(tmp_
     with pytest.raises(ValueError) as info:
         TfidfClassifier.load(folder)
     message = str(info.value)
-    assert message.startswith(f"tfidf: {folder / 'model.json'}: field {key!r} is missing, expected a")
-    assert "\n" not in message
+    assert message == (f"tfidf: {folder / 'model.json'}: field {key!r} is missing, expected {kind}; retrain it with "
+                       f"`judge-train criteria-classifier --out {folder}`")
 
 
 @pytest.mark.parametrize(("key", "value", "words"), [

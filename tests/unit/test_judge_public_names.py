@@ -1,14 +1,19 @@
 """The modules of ``judge/`` and ``train/`` use one another through public names only: what the record loaders, the
 column-wise reader, the criteria expansion, the process starter, the rewards and the synthetic-data stages share
 (the record's field lists and duplicate rule, the supervisor's fork-and-exec setup, the taxonomy's name key, the
-dataset-name rule, build-data's tag pattern) is a public name of the module that owns it, so that a reader sees the
-contract and renaming a private helper of one module cannot break another. Their comments and docstrings, and
+dataset-name rule, build-data's tag pattern) is a public name of the module that owns it, listed in its ``__all__``
+where it keeps one, so that a reader sees the contract and renaming a private helper of one module cannot break
+another. Their comments and docstrings, and
 serve/'s, cite no other module's private names either."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -104,3 +109,104 @@ def test_the_shared_names_are_public_where_they_are_defined():
     assert callable(supervisor.child_setup(shielded=True, pdeathsig=False))
     assert supervisor.child_setup(shielded=False, pdeathsig=False) is None
     assert supervisor.LINUX == sys.platform.startswith("linux")
+
+
+#: The packages whose modules' imports of one another are checked against the owner's ``__all__``.
+PACKAGES = ("judge", "train")
+
+
+def _source_of(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    return next((path for path in (base.with_suffix(".py"), base / "__init__.py") if path.is_file()), None)
+
+
+@functools.cache
+def offered(module: str) -> frozenset[str] | None:
+    """What a project module offers another to import: its ``__all__`` and its submodules; None for a module that
+    keeps no ``__all__`` (or no such module). A literal list is read from the source, without importing it (train's
+    modules import torch); the package ``judge``'s, built from its export table, by importing it."""
+    path = _source_of(module)
+    if path is None:
+        return None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets):
+            try:
+                names = set(ast.literal_eval(node.value))
+            except ValueError:
+                names = set(importlib.import_module(module).__all__)
+            if path.name == "__init__.py":
+                names |= {child.stem if child.suffix == ".py" else child.name for child in path.parent.iterdir()
+                          if child.suffix == ".py" or (child / "__init__.py").is_file()}
+            return frozenset(names)
+    return None
+
+
+def unexported_imports(source: str, own: str, offers: Callable[[str], frozenset[str] | None]) -> list[str]:
+    """The names ``source`` (the module ``own``) imports from another judge/ or train/ module that keeps an
+    ``__all__`` without them, each as ``module.name``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in PACKAGES
+                and node.module != own and (names := offers(node.module)) is not None):
+            found += [f"{node.module}.{alias.name}" for alias in node.names if alias.name not in names]
+    return found
+
+
+def test_unexported_imports_by_hand():
+    """A name missing from its owner's ``__all__`` is found; one listed, a submodule the owner offers, an import of the
+    module itself, a module without ``__all__``, another package's and a relative import are not."""
+    owners = {"judge.records": frozenset({"JudgeRecord"}), "judge": frozenset({"records", "load_records"})}
+    source = ("from judge.records import JudgeRecord, same_content\n"
+              "from judge import records, load_records, shown\n"
+              "from judge.other import _own\n"
+              "from judge.loose import anything\n"
+              "from numpy import asarray\n"
+              "from .near import helper\n"
+              "def later():\n"
+              "    from judge.records import note_duplicate\n")
+    assert unexported_imports(source, "judge.other", owners.get) == [
+        "judge.records.same_content", "judge.shown", "judge.records.note_duplicate"]
+
+
+def test_offered_reads_a_literal_all_and_a_packages_export_table():
+    import judge
+    import judge.records
+
+    assert offered("judge.records") == frozenset(judge.records.__all__)
+    assert {"records", "plumbing", "load_records"} <= offered("judge") and "_MODULE_OF" not in offered("judge")
+    assert offered("judge.no_such_module") is None
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_what_a_module_imports_from_another_is_in_that_modules_all(path):
+    """A name another module imports is part of its owner's contract: where the owner lists its contract in
+    ``__all__``, the name is there (``from judge.records import same_content`` while ``__all__`` left it out)."""
+    assert unexported_imports(path.read_text(encoding="utf-8"), _module_name(path), offered) == []
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds: its functions, classes, assignments and imports (under an ``if`` or a
+    ``try`` too)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {name.id for name in ast.walk(target) if isinstance(name, ast.Name)}
+    return names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_name_a_modules_all_offers_is_defined_there(path):
+    """A name added to ``__all__`` with a typo, or left there by a rename, would pass the import check above and
+    fail only in the importing module."""
+    listed = offered(_module_name(path))
+    if listed is None or path.name == "__init__.py":  # a package offers its submodules and its lazy exports too
+        return
+    assert sorted(listed - _defined(ast.parse(path.read_text(encoding="utf-8")))) == []

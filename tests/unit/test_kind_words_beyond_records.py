@@ -87,7 +87,15 @@ class _Demo:
 
 @pytest.mark.parametrize("yaml_text, message", [
     ("k: [null]\n", "k: expected an integer, got null"),
-    ("k: [true]\n", "k: expected an integer, got true"),
+    ("k: [true]\n", "k: expected an integer, got true (YAML reads yes/on/no/off as booleans)"),
+    # YAML 1.1, which PyYAML's safe loader reads: an unquoted yes or off is a boolean the user never wrote as one
+    ("k: [yes]\n", "k: expected an integer, got true (YAML reads yes/on/no/off as booleans)"),
+    ("k: off\n", "k: expected a list, got false (YAML reads yes/on/no/off as booleans)"),
+    ("k: [!!binary aGk=]\n", "k: expected an integer, got binary data"),
+    ("name: !!binary aGk=\n", "name: expected text, got binary data"),
+    ("k: !!set {1, 2}\n", "k: expected a list, got a set"),
+    ("extra_body: !!set {a}\n", "extra_body: expected a mapping, got a set"),
+    ("k: !!omap [a: 1]\n", "k: expected an integer, got a key: value pair"),
     ("k: [{a: 1}]\n", "k: expected an integer, got a mapping"),
     ("k: [[1]]\n", "k: expected an integer, got a list"),
     ("name: [a]\n", "name: expected text, got a list"),

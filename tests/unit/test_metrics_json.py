@@ -66,3 +66,35 @@ def test_counts_and_choices_as_score_writes_them_read_back():
             read.settings.bootstrap_unit) == ("mean", "mean", "clipped", "instruction")
     overall = read.splits["all"].overall
     assert (overall.n, overall.n_missing, overall.n_scored, read.settings.seed) == (1, None, 1, 0)
+
+
+@pytest.mark.parametrize("path, value, why", [
+    # cut to 40 characters with no mark, a 60-digit integer read as a 40-digit one
+    (("judge",), 10**59, "expected a string, got an integer of 60 digits"),
+    (("judge",), -(10**59), "expected a string, got an integer of 60 digits"),
+    (("settings", "seed"), -(10**59), "expected a whole number of 0 or more, got an integer of 60 digits"),
+    # a string's repr of 62 characters: its first 37, then the mark
+    (("settings", "seed"), "7" * 60, "expected a whole number, got a string '" + "7" * 36 + "..."),
+    (("target",), "m" * 60, "expected one of mode, mean, got '" + "m" * 36 + "..."),
+    (("target",), 10**59, "expected one of mode, mean, got an integer of 60 digits"),
+    # 40 characters exactly are shown whole
+    (("judge",), 10**39, "expected a string, got an integer " + "1" + "0" * 39),
+    (("target",), "m" * 38, "expected one of mode, mean, got '" + "m" * 38 + "'"),
+])
+def test_a_long_value_is_shown_cut_with_a_mark_or_by_its_digits(path, value, why):
+    """A value longer than 40 characters is cut where the error shows it: a string ends in "..." and an integer is
+    named by its count of digits, where it was cut to 40 characters with no mark and read as another number."""
+    record = {"splits": "Cell", "settings": "Settings"}.get(path[0], "Metrics")
+    with pytest.raises(JsonRecordError) as info:
+        Metrics.from_json(_edited(path, value))
+    assert str(info.value) == f"metrics.json: {record}.{path[-1]} is not readable ({why})"
+
+
+def test_shown_value_by_hand():
+    from judge.metrics_json.json_record import got_words, shown_value
+
+    assert shown_value(12345) == "12345" and shown_value(0.5) == "0.5" and shown_value("ab") == "'ab'"
+    assert shown_value("a" * 50, limit=10) == "'aaaaaa..."
+    assert shown_value(-(10**20), limit=10) == "an integer of 21 digits"
+    assert shown_value(10**5000) == "an integer of about 5001 digits"  # no repr past Python's 4,300 digits
+    assert got_words(10**40) == "an integer of 41 digits" and got_words(True) == "true" and got_words([1]) == "a list"

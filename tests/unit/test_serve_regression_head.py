@@ -140,6 +140,8 @@ def test_the_reserve_covers_an_untagged_rationale_re_rendered(qwen_tokenizer):
     ({"data": [[1.5]]}, "no data[0].probs[0]: data[0] is a list, not an object"),
     ({"data": [{"probs": None}]}, "no data[0].probs[0]: data[0].probs is null, not a list"),
     ({"data": [{"probs": []}]}, "no data[0].probs[0]: data[0].probs[0] is missing"),
+    # indexed as it was, a string gave its first letter and a counted failure: a wrong shape is the engine's fault
+    ({"data": [{"probs": "1.5"}]}, "no data[0].probs[0]: data[0].probs is a string, not a list"),
 ])  # fmt: skip
 def test_a_classify_answer_of_another_shape_is_a_502_naming_where_in_json_words(qwen_tokenizer, classified, why):
     """A pooling engine's 200 without ``data[0].probs[0]`` is unreadable: the 502 names where the answer parts from
@@ -150,3 +152,12 @@ def test_a_classify_answer_of_another_shape_is_a_502_naming_where_in_json_words(
         _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [RESULT] 2 [END]", classified=classified)
     assert failure.value.status == 502
     assert f"the engine's answer to /classify could not be read ({why})" in str(failure.value)
+
+
+@pytest.mark.parametrize("value", [None, "1.5", [1.5]])
+def test_a_head_value_that_is_no_number_is_a_counted_failure_of_its_item(qwen_tokenizer, value):
+    """The shape up to ``data[0].probs[0]`` is right, the head's value is not a number: the head's answer, counted as
+    that item's failure (``no_score``), never a 502 and never a score."""
+    result, _ = _judged(qwen_tokenizer, "rationale_target", "[FEEDBACK] Хороший стих. [RESULT] 2 [END]",
+                        classified={"data": [{"probs": [value]}]})
+    assert (result.error, result.score, result.parse_ok) == ("no_score", None, False)

@@ -59,7 +59,7 @@ def annotation_items(rows: list[dict], config: AnnotateConfig, source: str = "an
             field (the taxonomy lookup failed on it with a bare AttributeError).
     """
     from judge import RecordError, TaxonomyError, load_taxonomy
-    from judge.records import value_words
+    from judge.plumbing.json_reading import value_words
 
     taxonomy = load_taxonomy()
     lang = config.criteria_language

@@ -414,7 +414,7 @@ def task_types_of(rows: list[dict], source: str | Path, row_index: list[int] | N
             with ``known``, a ``task_type`` missing or not in the taxonomy.
     """
     from judge import RecordError, load_taxonomy
-    from judge.records import value_words
+    from judge.plumbing.json_reading import value_words
 
     taxonomy = load_taxonomy()
     out = []
