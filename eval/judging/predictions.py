@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.plumbing.json_reading import arrow_may_read
+from judge.plumbing.json_reading import arrow_may_read, got_words, shown_value
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import LineIndex, row_place, value_words
@@ -103,18 +103,20 @@ class PredictionRow:
             if value is None and key != "id":
                 continue
             if not _is_kind(value, kind):
-                shown = "" if isinstance(value, bool) else f" {value!r:.40}"  # true and false say their value
-                raise ValueError(f"{where}.{key}: expected {kind}, got {value_words(value)}{shown}")
+                # a list or an object shows its start too (got_words names it by its kind alone)
+                container = isinstance(value, (list, dict))
+                got = f"{value_words(value)} {shown_value(value)}" if container else got_words(value)
+                raise ValueError(f"{where}.{key}: expected {kind}, got {got}")
             if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
-                raise ValueError(f"{where}.{key}: {value!r:.40} is not a judge's score (its size is over "
+                raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
                                  f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")
         if values.get("score") is not None and values.get("parse_ok") is None:
             # Every run writes parse_ok, true beside each score: taking the default (false) made a scored row a
             # parse failure, and score's line said "did not parse" where POLLUX's evaluator counted it parsed.
             said = "null" if "parse_ok" in values else "absent"
-            raise ValueError(f"{where}.parse_ok: {said} in a row with score {values['score']!r:.40}; `judge-eval run` "
-                             "writes parse_ok in every row (true beside a score): whether this verdict parsed is "
-                             "unknown")
+            raise ValueError(f"{where}.parse_ok: {said} in a row with score {shown_value(values['score'])}; "
+                             "`judge-eval run` writes parse_ok in every row (true beside a score): whether this "
+                             "verdict parsed is unknown")
         if values.get("parse_ok") is True and values.get("score") is None:
             # The reverse: a parsed verdict's score is what `score` reads; without it the row was silently counted
             # as a parse failure.
@@ -124,9 +126,9 @@ class PredictionRow:
         if values.get("parse_ok") is False and values.get("score") is not None:
             # A verdict that did not parse has no score: `score` counted the row a failure and dropped the number,
             # while the POLLUX-eval line parsed raw_output again; which of the two the row means is unknown.
-            raise ValueError(f"{where}.score: {values['score']!r:.40} in a row with parse_ok false; `judge-eval run` "
-                             "writes no score beside a verdict that did not parse: set score to null, or parse_ok to "
-                             "true if the verdict parsed")
+            raise ValueError(f"{where}.score: {shown_value(values['score'])} in a row with parse_ok false; "
+                             "`judge-eval run` writes no score beside a verdict that did not parse: set score to "
+                             "null, or parse_ok to true if the verdict parsed")
         for key in ("feedback", "reason"):
             if values.get(key) is None:
                 values[key] = ""

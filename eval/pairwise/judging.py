@@ -42,6 +42,7 @@ from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_fi
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.json_reading import shown_value
 from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lines, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place, value_words
@@ -125,7 +126,7 @@ class PairwiseRow:
         values = checked_json_fields(cls, data, where, noun="pairwise field", typed=True)
         for name in ("score", "verdict") if values["parse_ok"] else ():
             if not _on_scale(values[name]):
-                got = value_words(None) if values[name] is None else f"{values[name]!r:.40}"  # null, not None
+                got = value_words(None) if values[name] is None else shown_value(values[name])  # null, not None
                 raise ValueError(f"{where}.{name}: a parsed judgment's {name} is one of -1, 0, 1, got {got}")
         return cls(**values)
 

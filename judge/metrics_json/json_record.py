@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
-from judge.plumbing.json_reading import value_words
+from judge.plumbing.json_reading import got_words, shown_value, value_words
 
 __all__ = ["COUNT_READERS", "JsonRecord", "JsonRecordError", "count", "extra_field", "got_words", "json_value", "keyed",
            "listed", "optional_field", "read_record", "shown_value"]
@@ -109,31 +108,6 @@ class JsonRecord:
         """Read from a JSON object, each field as its annotation says; a type with nested records overrides this
         with their readers."""
         return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type)
-
-
-def shown_value(value: Any, limit: int = 40) -> str:
-    """A number or a string as an error shows it: as written, or past ``limit`` characters a string cut with "..."
-    marking the cut and an integer named by its count of digits ("an integer of 60 digits"): cut with no mark, a
-    60-digit integer read as a 40-digit one."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            shown = repr(value)
-        except ValueError:  # past Python's 4,300 digits an integer has no repr
-            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-        return shown if len(shown) <= limit else f"an integer of {len(shown.lstrip('-'))} digits"
-    shown = repr(value)
-    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
-
-
-def got_words(value: Any) -> str:
-    """A value read from a JSON file as an error names it: its kind in JSON's words (``value_words``), with a number
-    or a string as ``shown_value`` shows it ("a string '0.5'", "an integer 3", "an integer of 60 digits"); null, true
-    and false say themselves, a list or an object is named by its kind alone (it may be long)."""
-    kind = value_words(value)
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        return kind
-    shown = shown_value(value)
-    return shown if shown.startswith(kind) else f"{kind} {shown}"  # a long integer's words name its kind already
 
 
 def count(value: Any) -> int:

@@ -13,17 +13,20 @@ before they are asked (Arrow's JSON reader).
   nesting with a named error, and reads a line whose brackets are text inside strings (a code answer) as it is.
 - A value of the wrong kind is named as whoever wrote the file reads JSON: ``kind_words`` says the kind a field
   should be ("an integer or a string"), ``value_words`` the kind it holds ("an object", "a list", "null"), never
-  Python's class ("dict", "NoneType"). They live here, beneath the contract, so that this package's readers (the
+  Python's class ("dict", "NoneType"); ``shown_value`` and ``got_words`` show a value past 40 characters cut with a
+  mark. They live here, beneath the contract, so that this package's readers (the
   journal, the run folder's key) word it as ``judge.records`` (which re-exports them) and every loader do.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "kind_words", "unreadable_json", "value_words"]
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "got_words", "kind_words", "shown_value", "unreadable_json",
+           "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -75,3 +78,28 @@ def value_words(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return _KIND_WORDS.get(type(value), type(value).__name__)
+
+
+def shown_value(value: Any, limit: int = 40) -> str:
+    """A number or a string as an error shows it: as written, or past ``limit`` characters a string cut with "..."
+    marking the cut and an integer named by its count of digits ("an integer of 60 digits"): cut with no mark, a
+    60-digit integer read as a 40-digit one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            shown = repr(value)
+        except ValueError:  # past Python's 4,300 digits an integer has no repr
+            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+        return shown if len(shown) <= limit else f"an integer of {len(shown.lstrip('-'))} digits"
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
+def got_words(value: Any) -> str:
+    """A value read from a JSON file as an error names it: its kind in JSON's words (``value_words``), with a number
+    or a string as ``shown_value`` shows it ("a string '0.5'", "an integer 3", "an integer of 60 digits"); null, true
+    and false say themselves, a list or an object is named by its kind alone (it may be long)."""
+    kind = value_words(value)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return kind
+    shown = shown_value(value)
+    return shown if shown.startswith(kind) else f"{kind} {shown}"  # a long integer's words name its kind already

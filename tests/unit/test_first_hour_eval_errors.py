@@ -407,6 +407,17 @@ def test_score_refuses_a_prediction_score_no_judge_gives(tmp_path, capsys):
                                 "judge's score (its size is over 1e+06; a rubric's scale is a few points)\n")
 
 
+def test_a_long_prediction_value_is_shown_cut_with_a_mark():
+    """A value was shown as its first 40 characters: a 61-digit score read as a 40-digit one, a long text with no
+    sign of its cut (judge.plumbing.json_reading.shown_value)."""
+    with pytest.raises(ValueError) as refused:
+        PredictionRow.from_json({"id": "a", "score": 10**60}, where="row 1")
+    assert str(refused.value).startswith("row 1.score: an integer of 61 digits is not a judge's score")
+    with pytest.raises(ValueError) as refused:
+        PredictionRow.from_json({"id": "a", "score": "7" * 60}, where="row 1")
+    assert str(refused.value) == f"row 1.score: expected a finite number, got a string '{'7' * 36}..."
+
+
 @pytest.mark.parametrize("field", ["score", "regression_score", "expected_score"])
 def test_a_score_field_over_the_bound_is_refused_row_by_row(field):
     with pytest.raises(ValueError, match=rf"^row 1\.{field}: -2000000\.0 is not a judge's score"):

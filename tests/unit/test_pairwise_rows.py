@@ -43,6 +43,8 @@ def test_a_well_formed_row_and_a_failed_one_read_as_written(tmp_path):
     # the values: a parsed judgment's score and verdict are each one of -1, 0, 1
     ({"score": 2.0, "verdict": -2.0}, "line 1.score: a parsed judgment's score is one of -1, 0, 1, got 2.0"),
     ({"verdict": None}, "line 1.verdict: a parsed judgment's verdict is one of -1, 0, 1, got null"),
+    # shown cut with a mark: its first 40 digits read as another number
+    ({"score": 10**60}, "line 1.score: a parsed judgment's score is one of -1, 0, 1, got an integer of 61 digits"),
 ])  # fmt: skip
 def test_a_row_of_another_type_or_off_the_scale_is_refused_naming_its_field(tmp_path, change, message):
     """A verdict "1" (a string), a parse flag "yes", a NaN verdict were each counted as a parsed judgment and scored
