@@ -237,7 +237,8 @@ def _supervise(argv: list[str]) -> int:
             with on_stop.deferred():
                 # The command is the process this one exists to outlive: only from outside it can its whole group
                 # be taken down when it, or the owner, dies (the module docstring); the cost is this one fork and
-                # exec per started command, beside an engine's start of tens of seconds (not measured apart).
+                # exec of an isolated interpreter per started command, beside an engine's start of tens of seconds
+                # (docs/performance.md, the supervisor's row: bench/supervisor_start.py).
                 # Held until we return: a collected Popen polls (and so reaps) its child in __del__, and the wait
                 # below must be the one to reap it.
                 child = subprocess.Popen(command, preexec_fn=child_setup(shielded=shielded, pdeathsig=LINUX))
