@@ -24,8 +24,9 @@ import logging
 import signal
 import subprocess
 import sys
+from typing import Mapping
 
-__all__ = ["job_record", "requeue_job", "requeue_if_preempted", "main"]
+__all__ = ["run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,15 +35,60 @@ SHOW_JOB_TIMEOUT_S = 30
 REQUEUE_TIMEOUT_S = 60
 
 
+#: Times a query (``scontrol show``, ``squeue``) is asked when its client is killed by a signal before answering.
+QUERY_ATTEMPTS = 3
+
+
+def run_query(args: list[str], timeout_s: float, env: Mapping[str, str] | None = None,
+              log: logging.Logger | None = None, attempts: int = QUERY_ATTEMPTS) -> subprocess.CompletedProcess:
+    """Run a Slurm query (``scontrol show ...``, ``squeue ...``) and return its result; asked again, up to
+    ``attempts`` times, while the client is killed by a signal before it answers.
+
+    A client dying of a signal is not Slurm's answer: ``scontrol show job`` died of SIGPIPE (exit -13) in a loaded
+    run of the test suite's one-host cluster while the job it asked about was running. A query changes nothing, so
+    asking again cannot do anything twice; a command that changes a job (``scontrol requeue``, ``scancel``) is not
+    run through here. Any other exit, Slurm's own error ("Invalid job id specified") included, is returned as is.
+
+    Raises:
+        OSError: The client cannot be started (not installed).
+        subprocess.TimeoutExpired: One attempt took more than ``timeout_s``.
+    """
+    for attempt in range(1, attempts + 1):
+        result = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+        if result.returncode >= 0:
+            return result
+        (log or logger).warning("%s: killed by %s before it answered (attempt %d of %d)%s", " ".join(args),
+                                signal_name(-result.returncode), attempt, attempts,
+                                "; asking again" if attempt < attempts else "")
+    return result
+
+
+def signal_name(signum: int) -> str:
+    """``SIGPIPE`` for 13; ``signal 99`` for a number Python has no name for."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def exit_words(returncode: int) -> str:
+    """How a client ended, in words: ``exit 1``, or ``killed by SIGPIPE`` for subprocess's ``-13``."""
+    return f"killed by {signal_name(-returncode)}" if returncode < 0 else f"exit {returncode}"
+
+
 def job_record(job_id: str, timeout_s: float = SHOW_JOB_TIMEOUT_S, log: logging.Logger | None = None
                ) -> dict[str, str]:
-    """``scontrol show job -o JOB_ID`` as a dict of its ``Key=Value`` fields; empty when the controller cannot be
-    asked."""
+    """``scontrol show job -o JOB_ID`` as a dict of its ``Key=Value`` fields; empty, with the reason logged as an
+    error, when the controller cannot be asked or does not answer."""
+    log = log or logger
+    args = ["scontrol", "show", "job", "-o", job_id]
     try:
-        result = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
-                                timeout=timeout_s, check=False)
+        result = run_query(args, timeout_s, log=log)
     except (OSError, subprocess.TimeoutExpired) as err:
-        (log or logger).error("scontrol show job %s: %s", job_id, err)
+        log.error("scontrol show job %s: %s", job_id, err)
+        return {}
+    if result.returncode != 0:
+        log.error("scontrol show job %s failed (%s): %s", job_id, exit_words(result.returncode), result.stderr.strip())
         return {}
     fields = {}
     for token in result.stdout.split():
@@ -68,7 +114,7 @@ def requeue_job(job_id: str, why: str, rerun: str, timeout_s: float = REQUEUE_TI
         log.error("scontrol requeue %s: %s", job_id, err)
         return False
     if result.returncode != 0:
-        log.error("scontrol requeue %s failed (%d): %s", job_id, result.returncode, result.stderr.strip())
+        log.error("scontrol requeue %s failed (%s): %s", job_id, exit_words(result.returncode), result.stderr.strip())
         return False
     return True
 

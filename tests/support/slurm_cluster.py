@@ -45,6 +45,7 @@ from typing import Iterator, Mapping, Sequence
 from unittest import mock
 
 from judge.plumbing.processes import free_port
+from judge.plumbing.slurm_requeue import exit_words, run_query
 
 #: Daemons and clients the cluster needs (Debian paths: daemons in /usr/sbin).
 REQUIRED_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
@@ -97,12 +98,19 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = CLIENT_TIMEOUT_S) -> str:
-        """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout."""
-        proc = subprocess.run(
-            list(args), env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout.
+
+        A query (``scontrol show``, ``squeue``) is asked again when its client is killed by a signal before it
+        answers (:func:`judge.plumbing.slurm_requeue.run_query`: ``scontrol show job`` died of SIGPIPE in a loaded
+        full run); a command that changes a job runs once.
+        """
+        args = list(args)
+        if args[:2] == ["scontrol", "show"] or args[:1] == ["squeue"]:
+            proc = run_query(args, timeout_s, env=self.env)
+        else:
+            proc = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False)
         if check and proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+            raise RuntimeError(f"{' '.join(args)} failed ({exit_words(proc.returncode)}): {proc.stderr.strip()}")
         return proc.stdout
 
     def sbatch(
