@@ -45,6 +45,7 @@ from pydantic import ValidationError
 from judge import TaxonomyError, load_taxonomy
 from judge.criteria import CriterionError, ResolvedCriterion, resolve_criterion, task_path
 from judge.criteria_auto import TaskChoice
+from judge.plumbing.json_reading import got_words, value_words
 from judge.scales import MAX_LEVELS
 # The request types are the contract's (judge.wire); re-exported here, where the server validates with them.
 from judge.wire import MAX_LIST_ENTRIES, CustomCriterion, JudgeItem, JudgeRequest, PairItem, PairwiseRequest
@@ -158,6 +159,13 @@ def _key_text(key: str) -> str:
 MAX_RANKED_ERRORS = 64
 
 
+#: pydantic's type errors, by their ``type``, as the JSON kind the field must be: its own message names Python's
+#: classes ("Input should be a valid dictionary or instance of JudgeItem").
+_KIND_ERRORS = {"list_type": "a list", "dict_type": "an object", "model_type": "an object",
+                "model_attributes_type": "an object", "string_type": "a string", "int_type": "an integer",
+                "int_from_float": "an integer", "float_type": "a number", "bool_type": "true or false"}  # fmt: skip
+
+
 def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
@@ -177,6 +185,8 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
         message = f"{param}: required field is missing"
     elif kind == "extra_forbidden":
         message = f"{param}: unknown field"
+    elif kind in _KIND_ERRORS:
+        message = f"{param}: must be {_KIND_ERRORS[kind]}, got {got_words(first['input'])}"
     else:
         message = f"{param}: {first['msg']}"
     return RequestError(clip_message(message), param=param)
@@ -324,13 +334,13 @@ def _path_text(link: tuple | None) -> str:
 
 
 def json_type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float, _LongNumber, _InfiniteNumber)):
-        return "a number"
-    if isinstance(value, Mapping):  # a JSON object decodes to a dict: "got dict" named Python's class
-        return "an object"
-    return {str: "a string", list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
+    """What a decoded body value is, in the words every other error uses (``value_words``: "an object", "a list",
+    "true", "an integer"), the decoder's stand-ins for numbers it keeps unconverted included."""
+    if isinstance(value, _LongNumber):
+        return f"an integer of {value.digits} digits"
+    if isinstance(value, _InfiniteNumber):
+        return "a number too large for a float"
+    return value_words(value)
 
 
 #: Characters of a message that echoes the client's text (an unknown criterion name, say) kept in the answer.

@@ -100,8 +100,8 @@ def test_best_of_is_not_counted_against_max_proxy_tokens(tiny_causal_dir, monkey
     assert engine.bodies("/v1/completions") == [body]
 
 
-@pytest.mark.parametrize(("value", "words"), [({"n": 1}, "an object"), ([1], "an array"), ("8", "a string"),
-                                              (True, "a boolean"), (1.5, "a number")])  # fmt: skip
+@pytest.mark.parametrize(("value", "words"), [({"n": 1}, "an object"), ([1], "a list"), ("8", "a string"),
+                                              (True, "true"), (1.5, "a number")])  # fmt: skip
 def test_a_token_bound_of_another_json_kind_is_a_400_in_json_words(value, words):
     """A client's ``max_tokens`` that is no integer is refused naming its JSON kind; an object was "got dict"."""
     body = {"model": ENGINE_MODEL, "prompt": "2+2=", "max_tokens": value}

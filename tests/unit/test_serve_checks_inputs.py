@@ -178,6 +178,24 @@ def test_an_inline_body_is_refused_naming_its_fields_as_sent(body, param, messag
     assert (refused.param, refused.message) == (param, message)
 
 
+@pytest.mark.parametrize(("body", "param", "message"), [
+    ({"items": [5]}, "items[0]", "items[0]: must be an object, got an integer 5"),
+    ({"items": "x"}, "items", "items: must be a list, got a string 'x'"),
+    ({"instruction": True, "answer": "a", "criteria": ["x"]}, "instruction", "instruction: must be a string, got true"),
+    ({"instruction": "q", "answer": "a", "criteria": ["x"], "max_tokens": 1.5}, "max_tokens",
+     "max_tokens: must be an integer, got a number 1.5"),
+    ({"instruction": "q", "answer": "a", "criteria": ["x"], "max_tokens": "9" * 60}, "max_tokens",
+     "max_tokens: must be an integer, got a string '" + "9" * 36 + "..."),
+    ({"instruction": "q", "answer": "a", "criteria": ["x"], "temperature": [0]}, "temperature",
+     "temperature: must be a number, got a list"),
+])  # fmt: skip
+def test_a_field_of_another_json_kind_is_named_in_json_words(body, param, message):
+    """pydantic's own message named Python's classes ("Input should be a valid dictionary or instance of
+    JudgeItem"); the refusal says the JSON kind the field must be and what came, a long value cut with a mark."""
+    refused = _refusal(body)
+    assert (refused.param, refused.message) == (param, message)
+
+
 def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokenizer):
     """Judge.check (and run, which checks first) name an inline body's criterion ``criteria[0]`` and the item as a
     whole ``body``, where a body with ``items`` gets ``items[0].criteria[0]`` / ``items[0]``."""
