@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import unreadable_json, value_words
+from judge.plumbing.json_reading import shown_value, unreadable_json, value_words
 
 __all__ = [
     "ConfigError",
@@ -417,7 +417,7 @@ def _parse_bool(text: str) -> bool:
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"expected true or false, got {text!r}")
+    raise ValueError(f"expected true or false, got {_got(text)}")
 
 
 def _kind(value: Any) -> str:
@@ -438,9 +438,9 @@ def _kind(value: Any) -> str:
 
 
 def _got(value: Any) -> str:
-    """A value as an error shows it: a number or text as written, anything else by its kind (a list or mapping may
-    be long; null, true and false say themselves)."""
-    return repr(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
+    """A value as an error shows it: a number or text as written (``shown_value``: past 40 characters cut with a
+    mark), anything else by its kind (a list or mapping may be long; null, true and false say themselves)."""
+    return shown_value(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
 
 
 def _scalar(name: str, value: Any, base: Any) -> Any:
@@ -454,12 +454,17 @@ def _scalar(name: str, value: Any, base: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
                 isinstance(value, float) and not value.is_integer()):
             raise ValueError(f"expected an integer, got {_got(value)}")
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # "invalid literal for int() with base 10: '<the whole text>'": Python's words, unbounded
+            raise ValueError(f"expected an integer, got {_got(value)}") from None
     if base is float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ValueError(f"expected a number, got {_got(value)}")
         try:
             return float(value)
+        except ValueError:  # "could not convert string to float: '<the whole text>'"
+            raise ValueError(f"expected a number, got {_got(value)}") from None
         except OverflowError:  # an integer of 400 digits
             raise ValueError(f"expected a number, got an integer too large for one ({str(value)[:20]}...)") from None
     if base is str:

@@ -303,6 +303,10 @@ def test_every_config_reader_refuses_an_alias_bomb(tmp_path, capsys):
         ("resume: [true]\n", "resume: expected true or false, got a list"),
         ("k: [[1]]\n", "k: expected an integer, got a list"),
         ("engine_args: [[1]]\n", "engine_args: expected text, got a list"),
+        # Text where a number belongs: Python's "invalid literal for int() with base 10: '<all of it>'" was shown
+        ("max_steps: " + "x" * 100 + "\n", "max_steps: expected an integer, got '" + "x" * 36 + "..."),
+        ("learning_rate: fast\n", "learning_rate: expected a number, got 'fast'"),
+        ("resume: " + "9" * 60 + "\n", "resume: expected true or false, got an integer of 60 digits"),
     ],
 )
 def test_a_list_or_mapping_where_a_number_belongs_is_named(tmp_path, yaml_text, message):

@@ -28,7 +28,7 @@ def test_a_number_yaml_reads_as_text_reaches_the_trainer_as_a_number(tmp_path):
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ("adam_epsilon: tiny", "trainer_args: adam_epsilon: could not convert string to float: 'tiny'"),
+    ("adam_epsilon: tiny", "trainer_args: adam_epsilon: expected a number, got 'tiny'"),
     ("adam_beta1: [0.9]", "trainer_args: adam_beta1: expected a number, got a list"),
     ("eval_accumulation_steps: 2.5", "trainer_args: eval_accumulation_steps: expected an integer, got 2.5"),
     ("torch_compile: maybe", "trainer_args: torch_compile: expected true or false, got 'maybe'"),
@@ -54,7 +54,7 @@ def test_a_trl_number_yaml_reads_as_text_reaches_the_trainer_as_a_number(tmp_pat
     assert all(type(config.trainer_args[key]) is float for key in ("epsilon", "top_p", "epsilon_high"))
     with pytest.raises(ConfigError) as refused:
         _load(tmp_path, grpo + "trainer_args:\n  epsilon: wide\n")
-    assert str(refused.value) == "trainer_args: epsilon: could not convert string to float: 'wide'"
+    assert str(refused.value) == "trainer_args: epsilon: expected a number, got 'wide'"
     config = _load(tmp_path, "recipe: seq2seq\ntrainer_args:\n  router_aux_loss_coef: 1e-3\n  padding_free: 'false'\n")
     assert config.trainer_args == {"router_aux_loss_coef": 0.001, "padding_free": False}
 
