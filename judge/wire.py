@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from judge.plumbing.json_reading import kind_words, value_words
+from judge.plumbing.json_reading import got_words, kind_words, shown_value, value_words
 from judge.scales import MAX_LEVELS
 
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
@@ -151,9 +151,9 @@ def _misfit(value: Any, hint: Any, where: str, count: bool = False) -> ValueErro
     ``count``: the field is a count (``_COUNT``)."""
     number = isinstance(value, (int, float)) and value.__class__ is not bool
     if number and float in _options(hint):
-        return ValueError(f"{where}: expected a finite number, got {_shown_number(value)}")
+        return ValueError(f"{where}: expected a finite number, got {shown_value(value)}")
     if count and number and isinstance(value, int) and value < 0:
-        return ValueError(f"{where}: expected a count (an integer of at least 0), got {value}")
+        return ValueError(f"{where}: expected a count (an integer of at least 0), got {shown_value(value)}")
     for option in _options(hint):
         origin = typing.get_origin(option) or option
         args = typing.get_args(option)
@@ -168,15 +168,7 @@ def _misfit(value: Any, hint: Any, where: str, count: bool = False) -> ValueErro
     # a nested dataclass is read from an object; list[int] is a list, as whoever wrote the JSON sees them
     kinds = tuple(dict.fromkeys(dict if dataclasses.is_dataclass(o) else typing.get_origin(o) or o
                                 for o in _options(hint)))  # fmt: skip
-    shown = "" if value is None or isinstance(value, bool) else f" {str(value)[:40]!r}"  # null, true say themselves
-    return ValueError(f"{where}: expected {kind_words(kinds)}, got {value_words(value)}{shown}")
-
-
-def _shown_number(value: float | int) -> str:
-    """A number for an error message (a huge integer by its size: its repr is refused past 4,300 digits)."""
-    if isinstance(value, int) and value.bit_length() > 256:
-        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    return repr(value)
+    return ValueError(f"{where}: expected {kind_words(kinds)}, got {got_words(value)}")
 
 
 @functools.cache

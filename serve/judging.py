@@ -58,7 +58,7 @@ from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, Jud
 from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
-from judge.plumbing.json_reading import value_words
+from judge.plumbing.json_reading import got_words, value_words
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
@@ -859,7 +859,10 @@ class Judge:
         if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
             # A diverged head (or an overflow in half precision): no score, a counted failure. vLLM sends its NaN as
             # null; clipped, a NaN would stay NaN (max and min keep it) and go out as an ok score no JSON client reads.
-            out["error"], out["error_reason"] = VerdictError.NO_SCORE, f"the score head returned {raw}, not a number"
+            # null named as JSON names it (it printed Python's None), a string or a list by its kind (bounded)
+            shown = repr(raw) if isinstance(raw, float) else got_words(raw)
+            out["error"], out["error_reason"] = (VerdictError.NO_SCORE,
+                                                 f"the score head returned {shown}, not a finite number")
             return out, None, True
         raw = float(raw)
         # The head is unbounded; the score is clipped into the scale, the raw value is kept beside it.

@@ -76,8 +76,9 @@ def test_regression_result_round_trips_its_nested_fields(qwen_tokenizer):
     assert typed.rationale_complete is True and JudgeResult.from_json(typed.to_json()) == typed
 
 
-@pytest.mark.parametrize("head", [float("nan"), float("inf"), None])
-def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer, tmp_path, head):
+@pytest.mark.parametrize(("head", "shown"), [(float("nan"), "nan"), (float("inf"), "inf"), (None, "null"),
+                                            ("0.5", "a string '0.5'"), ([1.0], "a list")])  # fmt: skip
+def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer, tmp_path, head, shown):
     """A diverged regression head (vLLM sends its NaN as null): each result is a failed judgment, no_score, naming the
     head's value, the LM's own verdict beside it; the response is valid JSON and eval writes failed rows from it."""
     import json
@@ -92,7 +93,7 @@ def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer
     json.loads(json.dumps(body, allow_nan=False))  # what a strict JSON client reads
     for result in body["items"][0]["results"]:
         assert (result["parse_ok"], result["score"], result["error"]) == (False, None, "no_score")
-        assert result["error_reason"] == f"the score head returned {head}, not a number"
+        assert result["error_reason"] == f"the score head returned {shown}, not a finite number"
         assert result["regression_score"] is None and result["rationale_complete"] is True
         row = JudgeServeBackend._outcome(JudgeResult.from_json(result))
         assert (row["parse_ok"], row["score"], row["error"]) == (False, None, "no_score")
@@ -108,11 +109,11 @@ def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer
      # Values are checked against their fields' types: a server's text score would be scored downstream otherwise.
      ({"score": "4"}, r"result\.score: expected a number or null, got a string '4'"),
      ({"score": True}, r"result\.score: expected a number or null, got true$"),
-     ({"parse_ok": 1}, r"result\.parse_ok: expected true or false, got an integer '1'"),
+     ({"parse_ok": 1}, r"result\.parse_ok: expected true or false, got an integer 1$"),
      ({"scale": [0, "1"]}, r"result\.scale\[1\]: expected an integer, got a string '1'"),
      ({"score_probs": {"0": "x"}}, r"result\.score_probs\['0'\]: expected a number, got a string 'x'"),
-     ({"usage": {"prompt_tokens": 1.5}}, r"result\.usage\.prompt_tokens: expected an integer, got a number '1.5'"),
-     ({"lm_verdict": 3}, r"result\.lm_verdict: expected an object or null, got an integer '3'"),
+     ({"usage": {"prompt_tokens": 1.5}}, r"result\.usage\.prompt_tokens: expected an integer, got a number 1.5$"),
+     ({"lm_verdict": 3}, r"result\.lm_verdict: expected an object or null, got an integer 3$"),
      ({"feedback": None}, r"result\.feedback: expected a string, got null$")],
 )
 def test_judge_result_refuses_what_it_does_not_know(change, message):
@@ -144,7 +145,7 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
                             ({"items": [{"index": "0", "id": 7, "results": [result]}]},
                              r"items\[0\]\.index: expected an integer, got a string '0'"),
                             ({"usage": {**body["usage"], "parsed": "1"}}, r"usage\.parsed: expected an integer, got a string '1'"),
-                            ({"created": 1.5}, r"response\.created: expected an integer, got a number '1.5'")]:
+                            ({"created": 1.5}, r"response\.created: expected an integer, got a number 1.5$")]:
         with pytest.raises(ValueError, match=message):
             JudgeResponse.from_json({**body, **change})
 
