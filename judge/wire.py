@@ -42,7 +42,7 @@ from judge.scales import MAX_LEVELS
 __all__ = ["ScoreSource", "LmVerdict", "JudgmentUsage", "JudgeResult", "JUDGE_RESULT_FIELDS", "checked_json_fields",
            "CustomCriterion", "JudgeItem", "JudgeRequest", "PairItem", "PairwiseRequest", "JudgeResponseItem",
            "JudgeResponseUsage", "JudgeResponse", "PAIRWISE_CRITERION", "ModelLimits", "MAX_LIST_ENTRIES",
-           "HUB_SNAPSHOT", "root_identity"]
+           "HUB_SNAPSHOT", "root_identity", "context_words", "read_context_words"]
 
 
 def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun: str = "field",
@@ -462,6 +462,26 @@ class JudgeResponse:
         values["usage"] = JudgeResponseUsage(**checked_json_fields(JudgeResponseUsage, values["usage"], f"{where}.usage",
                                                                    typed=True))
         return cls(**values)
+
+
+def context_words(prompt_tokens: int, max_tokens: int, window: int, reserve: int = 0) -> str:
+    """How judge-serve says a prompt does not fit its model's context, after the words naming the prompt ("the prompt
+    is ..."): "is 5000 tokens; with max_tokens 64 it needs 5064 > the model's context of 4096 tokens" (with
+    " and 8 reserved" after max_tokens when tokens are reserved). A client reads the numbers back with
+    ``read_context_words``: one wording on both sides of the wire, not a pattern copied into the client."""
+    reserved = f" and {reserve} reserved" if reserve else ""
+    return (f"is {prompt_tokens} tokens; with max_tokens {max_tokens}{reserved} it needs "
+            f"{prompt_tokens + max_tokens + reserve} > the model's context of {window} tokens")
+
+
+_CONTEXT_WORDS = re.compile(r"is (\d+) tokens; with max_tokens \d+(?: and \d+ reserved)? it needs \d+ > the model's "
+                            r"context of (\d+) tokens")
+
+
+def read_context_words(message: str) -> tuple[int, int] | None:
+    """(the prompt's tokens, the window) from ``context_words`` in a judge-serve message; None when it holds none."""
+    found = _CONTEXT_WORDS.search(message)
+    return None if found is None else (int(found.group(1)), int(found.group(2)))
 
 
 @dataclass(frozen=True)

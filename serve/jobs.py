@@ -31,7 +31,7 @@ from typing import Any
 from judge import Scale, apply_chat, prefix_key, prefix_order
 from judge.criteria_auto import TaskChoice
 from judge.prompts import POLLUX_PROMPT, PromptTemplate, render_pairwise_prompt
-from judge.wire import PAIRWISE_CRITERION, PairwiseRequest
+from judge.wire import PAIRWISE_CRITERION, PairwiseRequest, context_words
 from judge.chat_tokens import chat_ids, chat_parts, template_wrapping
 from serve.chat_tokens import tokenize_sharing_prefixes
 from serve.schema import JudgeRequest, RequestError, ResolvedCriterion, named_as_sent, resolve_criteria
@@ -346,9 +346,8 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
             item = plan.request.items[i]
             where = f"items[{i}]" if item.criteria is None or item.criteria == "auto" else f"items[{i}].criteria[{j}]"
             error = named_as_sent(RequestError(  # a failed result's error_reason too: an inline body's fields as sent
-                f"{where}: the prompt for criterion {_named(crit.name)} is {n_ids} tokens; with max_tokens "
-                f"{plan.max_tokens}{f' and {plan.reserve} reserved' if plan.reserve else ''} it needs "
-                f"{n_ids + plan.max_tokens + plan.reserve} > the model's context of {plan.max_model_len} tokens. "
+                f"{where}: the prompt for criterion {_named(crit.name)} "
+                f"{context_words(n_ids, plan.max_tokens, plan.max_model_len, plan.reserve)}. "
                 f"Shorten the answer or ask for fewer max_tokens.",
                 param=where,
                 code="context_length_exceeded",
@@ -491,8 +490,7 @@ def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: 
     for i, (pair, prompt, ids) in enumerate(zip(request.pairs, prompts, all_ids)):
         if len(ids) + max_tokens > max_model_len:
             raise RequestError(
-                f"pairs[{i}]: the prompt is {len(ids)} tokens; with max_tokens {max_tokens} it needs "
-                f"{len(ids) + max_tokens} > the model's context of {max_model_len} tokens.",
+                f"pairs[{i}]: the prompt {context_words(len(ids), max_tokens, max_model_len)}.",
                 param=f"pairs[{i}]", code="context_length_exceeded",
             )  # fmt: skip
         criterion = ResolvedCriterion(PAIRWISE_CRITERION, pair.rubrics, PAIRWISE_SCALE, None)

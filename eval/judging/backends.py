@@ -32,7 +32,8 @@ from judge.plumbing.message_content import described_content
 from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
-from judge.wire import CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource
+from judge.wire import (CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource,
+                        read_context_words)
 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
@@ -128,21 +129,17 @@ _ANSWER_OVERFLOW = (re.compile(r"maximum context length is (\d+) tokens and your
 _MAX_TOKENS_OVER_WINDOW = re.compile(r"max_(?:completion_)?tokens=\d+ cannot be greater than max_model_len=\d+", re.I)
 
 
-#: judge-serve's pairwise refusal by tokens (serve/jobs.py ``build_pair_jobs``): the prompt's tokens and the window.
-#: Its refusal by characters (``check_pair_sizes``) is read as the pair's own: its bound counts the longest token's
-#: characters per token, so it cannot tell that the prompt would fit the window.
-_SERVE_TOKENS = re.compile(r"the prompt is (\d+) tokens; with max_tokens \d+ it needs \d+ > the model's context of "
-                           r"(\d+) tokens")
-
-
 def _no_room(message: str) -> bool:
     """Whether the server's words say the prompt fits its window and only ``max_tokens`` does not
-    (``_ANSWER_OVERFLOW``, judge-serve's own words), or that ``max_tokens`` alone is over the window
+    (``_ANSWER_OVERFLOW``, judge-serve's ``judge.wire.context_words``), or that ``max_tokens`` alone is over the window
     (``_MAX_TOKENS_OVER_WINDOW``)."""
     if _MAX_TOKENS_OVER_WINDOW.search(message):
         return True
-    if (found := _SERVE_TOKENS.search(message)) is not None:
-        prompt, window = (int(n) for n in found.groups())
+    # judge-serve's refusal by tokens (judge.wire.context_words). Its pairwise refusal by characters
+    # (``check_pair_sizes``) is read as the pair's own: its bound counts the longest token's characters per token, so
+    # it cannot tell that the prompt would fit the window.
+    if (found := read_context_words(message)) is not None:
+        prompt, window = found
         return prompt < window
     for pattern in _ANSWER_OVERFLOW:
         if (found := pattern.search(message)) is not None:

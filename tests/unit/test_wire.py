@@ -277,3 +277,16 @@ def test_a_pairwise_verdict_off_minus_one_zero_one_fails_on_the_wire_as_judge_ev
     assert off["error_reason"] == "2 is not one of -1, 0, 1 (the pairwise scale)"
     assert (kept["parse_ok"], kept["score"]) == (True, -1.0)
     assert body["usage"]["parsed"] == 1 and body["prompt_version"] == judge.prompts.PAIRWISE_PROMPT_VERSION
+
+
+@pytest.mark.parametrize(("reserve", "words"), [
+    (0, "is 5000 tokens; with max_tokens 64 it needs 5064 > the model's context of 4096 tokens"),
+    (8, "is 3000 tokens; with max_tokens 64 and 8 reserved it needs 3072 > the model's context of 4096 tokens"),
+])  # fmt: skip
+def test_judge_serves_context_words_are_read_back_by_its_clients(reserve, words):
+    """One wording on both sides of the wire: what judge-serve says (serve/jobs.py) is what eval reads the prompt's
+    tokens and the window from, a reserve between them included (a copied pattern missed it)."""
+    prompt = 5000 if not reserve else 3000
+    assert judge.wire.context_words(prompt, 64, 4096, reserve) == words
+    assert judge.wire.read_context_words(f"pairs[0]: the prompt {words}.") == (prompt, 4096)
+    assert judge.wire.read_context_words("This model's maximum context length is 4096 tokens") is None
