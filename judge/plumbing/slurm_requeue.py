@@ -26,7 +26,7 @@ import subprocess
 import sys
 from typing import Mapping
 
-__all__ = ["run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted", "main"]
+__all__ = ["run_client", "run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,22 +39,40 @@ REQUEUE_TIMEOUT_S = 60
 QUERY_ATTEMPTS = 3
 
 
+def run_client(args: list[str], timeout_s: float, env: Mapping[str, str] | None = None,
+               cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run a Slurm client (``scontrol``, ``squeue``, ``sbatch``, ``scancel``), its output captured as text, with
+    SIGPIPE ignored as in this process.
+
+    subprocess gives a child SIGPIPE's default (death) unless told not to. Ignored, a socket that munged closed on the
+    client (it drops a client slower than its socket timeout, as a loaded host makes one) is an error that libmunge
+    retries (``m_msg_client_xfer`` in munge's ``src/libmunge/m_msg_client.c``: up to ``MUNGE_SOCKET_RETRY_ATTEMPTS``
+    transactions) instead of the client's death before it asked Slurm anything.
+
+    Raises:
+        OSError: The client cannot be started (not installed).
+        subprocess.TimeoutExpired: It took more than ``timeout_s``.
+    """
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd, input=stdin,
+                          check=False, restore_signals=False)
+
+
 def run_query(args: list[str], timeout_s: float, env: Mapping[str, str] | None = None,
               log: logging.Logger | None = None, attempts: int = QUERY_ATTEMPTS) -> subprocess.CompletedProcess:
-    """Run a Slurm query (``scontrol show ...``, ``squeue ...``) and return its result; asked again, up to
-    ``attempts`` times, while the client is killed by a signal before it answers.
+    """Run a Slurm query (``scontrol show ...``, ``squeue ...``) through ``run_client`` and return its result;
+    asked again, up to ``attempts`` times, while the client is killed by a signal before it answers.
 
     A client dying of a signal is not Slurm's answer: ``scontrol show job`` died of SIGPIPE (exit -13) in a loaded
     run of the test suite's one-host cluster while the job it asked about was running. A query changes nothing, so
-    asking again cannot do anything twice; a command that changes a job (``scontrol requeue``, ``scancel``) is not
-    run through here. Any other exit, Slurm's own error ("Invalid job id specified") included, is returned as is.
+    asking again cannot do anything twice; a command that changes a job (``scontrol requeue``, ``scancel``) is run
+    once. Any other exit, Slurm's own error ("Invalid job id specified") included, is returned as is.
 
     Raises:
         OSError: The client cannot be started (not installed).
         subprocess.TimeoutExpired: One attempt took more than ``timeout_s``.
     """
     for attempt in range(1, attempts + 1):
-        result = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+        result = run_client(args, timeout_s, env)
         if result.returncode >= 0:
             return result
         (log or logger).warning("%s: killed by %s before it answered (attempt %d of %d)%s", " ".join(args),
@@ -108,8 +126,7 @@ def requeue_job(job_id: str, why: str, rerun: str, timeout_s: float = REQUEUE_TI
     log = log or logger
     log.warning("requeueing Slurm job %s after %s (scontrol requeue); %s", job_id, why, rerun)
     try:
-        result = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=timeout_s,
-                                check=False)
+        result = run_client(["scontrol", "requeue", job_id], timeout_s)
     except (OSError, subprocess.TimeoutExpired) as err:
         log.error("scontrol requeue %s: %s", job_id, err)
         return False

@@ -45,7 +45,7 @@ from typing import Iterator, Mapping, Sequence
 from unittest import mock
 
 from judge.plumbing.processes import free_port
-from judge.plumbing.slurm_requeue import exit_words, run_query
+from judge.plumbing.slurm_requeue import exit_words, run_client, run_query
 
 #: Daemons and clients the cluster needs (Debian paths: daemons in /usr/sbin).
 REQUIRED_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
@@ -100,15 +100,16 @@ class SlurmCluster:
     def command(self, args: Sequence[str], *, check: bool = True, timeout_s: float = CLIENT_TIMEOUT_S) -> str:
         """Run a Slurm client command (``scontrol``, ``squeue``, ...) against this cluster; return its stdout.
 
-        A query (``scontrol show``, ``squeue``) is asked again when its client is killed by a signal before it
-        answers (:func:`judge.plumbing.slurm_requeue.run_query`: ``scontrol show job`` died of SIGPIPE in a loaded
-        full run); a command that changes a job runs once.
+        Every client runs with SIGPIPE ignored (:func:`judge.plumbing.slurm_requeue.run_client`); a query
+        (``scontrol show``, ``squeue``) is asked again when its client is killed by a signal before it answers
+        (``run_query``: ``scontrol show job`` died of SIGPIPE in a loaded full run); a command that changes a job
+        runs once.
         """
         args = list(args)
         if args[:2] == ["scontrol", "show"] or args[:1] == ["squeue"]:
             proc = run_query(args, timeout_s, env=self.env)
         else:
-            proc = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=timeout_s, check=False)
+            proc = run_client(args, timeout_s, env=self.env)
         if check and proc.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed ({exit_words(proc.returncode)}): {proc.stderr.strip()}")
         return proc.stdout
@@ -132,18 +133,10 @@ class SlurmCluster:
         Returns:
             The job id.
         """
-        proc = subprocess.run(
-            ["sbatch", "--parsable", *args],
-            cwd=str(cwd),
-            env={**self.env, **(env or {})},
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=CLIENT_TIMEOUT_S,
-            check=False,
-        )
+        proc = run_client(["sbatch", "--parsable", *args], CLIENT_TIMEOUT_S, env={**self.env, **(env or {})},
+                          cwd=str(cwd), stdin=stdin)
         if proc.returncode != 0:
-            raise RuntimeError(f"sbatch {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+            raise RuntimeError(f"sbatch {' '.join(args)} failed ({exit_words(proc.returncode)}): {proc.stderr.strip()}")
         return int(proc.stdout.strip().split(";")[0])
 
     def judge_train_submit(

@@ -1,13 +1,16 @@
-"""A Slurm query whose client is killed by a signal is asked again; Slurm's own answers and changes are not.
+"""Slurm clients run with SIGPIPE ignored, and a query whose client is killed by a signal is asked again; Slurm's
+own answers and changes are not.
 
-Against a fake ``scontrol``/``squeue`` first on PATH that kills itself with SIGPIPE for its first N calls (what
-``scontrol show job`` did in a loaded full run of the suite), then answers. Both the job scripts' requeue rule
-(judge.plumbing.slurm_requeue) and the test cluster's client calls (tests/support/slurm_cluster.py) go through it.
+Against a fake ``scontrol``/``squeue``/``scancel`` first on PATH that kills itself (SIGTERM: SIGPIPE is ignored in
+it, which is the point) for its first N calls, then answers: ``scontrol show job`` died of SIGPIPE in a loaded full
+run of the suite. Both the job scripts' requeue rule (judge.plumbing.slurm_requeue) and the test cluster's client
+calls (tests/support/slurm_cluster.py) go through it.
 """
 
 from __future__ import annotations
 
 import logging
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,12 +18,12 @@ import pytest
 from judge.plumbing import slurm_requeue
 from tests.support.slurm_cluster import SlurmCluster
 
-# Each call appends its arguments; while fewer than $FAKE_KILLS calls were made before it, it dies of SIGPIPE.
+# Each call appends its arguments; while fewer than $FAKE_KILLS calls were made before it, it dies of SIGTERM.
 FAKE_CLIENT = """#!/bin/sh
 before=0
 if [ -f "$FAKE_CALLS" ]; then before=$(wc -l < "$FAKE_CALLS"); fi
 echo "$(basename "$0") $*" >> "$FAKE_CALLS"
-if [ "$before" -lt "$FAKE_KILLS" ]; then kill -PIPE $$; fi
+if [ "$before" -lt "$FAKE_KILLS" ]; then kill -TERM $$; fi
 if [ -n "$FAKE_ERROR" ]; then echo "$FAKE_ERROR" >&2; exit 1; fi
 echo "JobId=7 JobState=RUNNING Restarts=0"
 """
@@ -53,9 +56,21 @@ def test_a_record_asked_again_after_the_client_died_of_sigpipe(tmp_path, monkeyp
     assert _calls(calls) == ["scontrol show job -o 7"] * 3
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == [
-        "scontrol show job -o 7: killed by SIGPIPE before it answered (attempt 1 of 3); asking again",
-        "scontrol show job -o 7: killed by SIGPIPE before it answered (attempt 2 of 3); asking again",
+        "scontrol show job -o 7: killed by SIGTERM before it answered (attempt 1 of 3); asking again",
+        "scontrol show job -o 7: killed by SIGTERM before it answered (attempt 2 of 3); asking again",
     ]
+
+
+def test_a_slurm_client_runs_with_sigpipe_ignored(tmp_path):
+    """subprocess restores SIGPIPE's default in a child unless told not to; a client killed by it cannot retry what
+    munged dropped (libmunge retries a transaction on a socket error). The client here sends itself SIGPIPE and
+    lives to say so."""
+    client = tmp_path / "client"
+    client.write_text("#!/bin/sh\nkill -PIPE $$\necho alive\n")
+    client.chmod(0o755)
+    result = slurm_requeue.run_client([str(client)], timeout_s=30)
+    assert (result.returncode, result.stdout) == (0, "alive\n")
+    assert subprocess.run([str(client)], capture_output=True, check=False).returncode == -13  # the default: death
 
 
 def test_a_client_killed_every_time_is_an_error_that_names_the_signal(tmp_path, monkeypatch, caplog):
@@ -64,7 +79,7 @@ def test_a_client_killed_every_time_is_an_error_that_names_the_signal(tmp_path, 
         assert slurm_requeue.job_record("7") == {}
     assert len(_calls(calls)) == slurm_requeue.QUERY_ATTEMPTS == 3
     assert caplog.records[-1].levelno == logging.ERROR
-    assert caplog.records[-1].getMessage() == "scontrol show job 7 failed (killed by SIGPIPE): "
+    assert caplog.records[-1].getMessage() == "scontrol show job 7 failed (killed by SIGTERM): "
     assert caplog.records[-2].getMessage().endswith("(attempt 3 of 3)")
 
 
@@ -83,7 +98,7 @@ def test_a_requeue_whose_client_died_is_not_asked_again(tmp_path, monkeypatch, c
     with caplog.at_level(logging.WARNING, logger=slurm_requeue.__name__):
         assert slurm_requeue.requeue_job("7", "SIGTERM", "the rerun resumes") is False
     assert _calls(calls) == ["scontrol requeue 7"]
-    assert caplog.records[-1].getMessage() == "scontrol requeue 7 failed (killed by SIGPIPE): "
+    assert caplog.records[-1].getMessage() == "scontrol requeue 7 failed (killed by SIGTERM): "
 
 
 def test_signal_names():
@@ -110,6 +125,6 @@ def test_the_test_clusters_queries_are_asked_again_and_its_changes_are_not(tmp_p
     assert cluster.jobs() == []  # "JobId=7 ..." holds no bare job id: squeue's answer, read
     assert _calls(calls) == ["squeue -h -o %i"] * 2
     calls.unlink()
-    with pytest.raises(RuntimeError, match=r"^scancel 17_1 failed \(killed by SIGPIPE\): $"):
+    with pytest.raises(RuntimeError, match=r"^scancel 17_1 failed \(killed by SIGTERM\): $"):
         cluster.command(["scancel", "17_1"])
     assert _calls(calls) == ["scancel 17_1"]
