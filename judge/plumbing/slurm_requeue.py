@@ -26,7 +26,8 @@ import subprocess
 import sys
 from typing import Mapping
 
-__all__ = ["run_client", "run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted", "main"]
+__all__ = ["run_client", "run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted",
+           "main"]
 
 logger = logging.getLogger(__name__)
 
