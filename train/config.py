@@ -155,7 +155,8 @@ class TrainConfig:
     weight_decay: float = option(0.0, "AdamW weight decay.")
     max_grad_norm: float = option(1.0, "Gradient clipping norm.")
     optim: str = option("adamw_torch", "Optimizer (transformers name).")
-    bf16: str = option("auto", "bfloat16 training: 'auto' (on when CUDA is available), 'true' or 'false'.")
+    bf16: str = option("auto", "bfloat16 training: 'auto' (on when CUDA is available), 'true' or 'false'.",
+                       choices=("auto", "true", "false"))
     gradient_checkpointing: bool = option(True, "Recompute activations in the backward pass to save memory.")
     attn_implementation: str = option(
         "sdpa",

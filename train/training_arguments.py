@@ -346,16 +346,34 @@ def _typed_value(key: str, value: Any, hints: dict[str, Any]) -> Any:
     """
     import typing
 
-    from judge.plumbing.config_files import coerce
+    from judge.plumbing.config_files import coerce, yaml_truth_value_in_text
 
     if key == "lr_scheduler_kwargs" and isinstance(value, dict):
         return {name: float(item) if isinstance(item, str) and _EXPONENT_NUMBER.fullmatch(item.strip()) else item
                 for name, item in value.items()}
     hint = hints.get(key)
     scalar = [arg for arg in typing.get_args(hint) if arg is not type(None)] if typing.get_args(hint) else [hint]
+    if isinstance(value, bool) and scalar and all(_is_text(arg) for arg in scalar) and any(
+            _is_words(arg) for arg in scalar):
+        # `save_strategy: no`, transformers' own word, reached the trainer as False ("False is not a valid
+        # SaveStrategy"). A field typed as plain text may take a truth value on purpose (trl's scale_rewards: false,
+        # its "none"): only a field of an enum's words is refused.
+        raise ConfigError(f"trainer_args: {key}: {yaml_truth_value_in_text(value)}")
     if len(scalar) != 1 or scalar[0] not in (bool, int, float):
         return value
     return coerce(key, value, hint, "trainer_args")
+
+
+def _is_text(tp: Any) -> bool:
+    """Whether a ``TrainingArguments`` field type takes text alone: ``str``, or an enum of words (``SaveStrategy``)."""
+    return tp is str or _is_words(tp)
+
+
+def _is_words(tp: Any) -> bool:
+    """Whether a field type is an enum of words (``SaveStrategy``: no, steps, epoch, best)."""
+    import enum
+
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
 def _splits_batches(accelerator_config: Any) -> bool:

@@ -41,6 +41,7 @@ from judge.plumbing.json_reading import shown_value, unreadable_json, value_word
 
 __all__ = [
     "ConfigError",
+    "yaml_truth_value_in_text",
     "ExactArgumentParser",
     "option",
     "field_types",
@@ -437,6 +438,17 @@ def _kind(value: Any) -> str:
     return next((words for kind, words in kinds if isinstance(value, kind)), value_words(value))
 
 
+def yaml_truth_value_in_text(value: bool) -> str:
+    """Why a YAML truth value cannot be a text setting's value, and what to write instead.
+
+    PyYAML reads YAML 1.1, where an unquoted yes, no, on, off, true or false is a truth value, and the word written is
+    gone once it is read: ``save_strategy: no`` (transformers' own word) reached the trainer as False, and turned back
+    into text it would read "false". Refused, with the remedy, rather than guessed.
+    """
+    return (f"expected text, got {value_words(value)}: YAML reads an unquoted yes, no, on, off, true or false as "
+            "true or false, not as the word written; quote the word meant ('no', not no)")
+
+
 def _got(value: Any) -> str:
     """A value as an error shows it: a number or text as written (``shown_value``: past 40 characters cut with a
     mark), anything else by its kind (a list or mapping may be long; null, true and false say themselves)."""
@@ -468,8 +480,8 @@ def _scalar(name: str, value: Any, base: Any) -> Any:
         except OverflowError:  # an integer of 400 digits
             raise ValueError(f"expected a number, got an integer too large for one ({str(value)[:20]}...)") from None
     if base is str:
-        if isinstance(value, bool):  # YAML reads `bf16: true` as a bool; a text field takes 'true'
-            return "true" if value else "false"
+        if isinstance(value, bool):
+            raise ValueError(yaml_truth_value_in_text(value))
         if not isinstance(value, (str, int, float)):
             raise ValueError(f"expected text, got {_kind(value)}")
         return str(value)
@@ -531,6 +543,8 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
                 raise ValueError(f"expected a mapping, got {_kind(value)}")
             _check_depth(value)
             result = dict(value)
+        elif base is str and isinstance(value, bool) and choices is not None and str(value).lower() in choices:
+            result = str(value).lower()  # `bf16: true` where the field's choices are the words auto, true, false
         else:
             result = _scalar(name, value, base)
     except ValueError as err:

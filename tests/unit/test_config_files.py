@@ -430,3 +430,19 @@ def test_an_empty_config_file_is_named_as_empty(tmp_path, capsys, text):
                                        "['classifier', 'grpo', 'regression', 'seq2seq'] (or run judge-train <recipe> "
                                        "--config FILE)\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("word", ["no", "off", "yes", "true"])
+def test_an_unquoted_yaml_truth_word_in_a_text_field_is_refused_with_the_remedy(tmp_path, word):
+    """PyYAML (YAML 1.1) reads an unquoted no/off/yes/true as a truth value and the word is gone: a text field took
+    it as "false"/"true" without a word. Refused, saying to quote it; quoted, the word is the value."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"output_dir: {word}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        resolve_config(Demo, path)
+    truth = "false" if word in ("no", "off") else "true"
+    assert str(info.value) == (f"{path}: output_dir: expected text, got {truth}: YAML reads an unquoted yes, no, on, "
+                               "off, true or false as true or false, not as the word written; quote the word meant "
+                               "('no', not no)")
+    path.write_text(f"output_dir: '{word}'\n", encoding="utf-8")
+    assert resolve_config(Demo, path).output_dir == word

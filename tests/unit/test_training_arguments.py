@@ -133,3 +133,15 @@ def test_a_decorated_optimizer_builder_is_read_through_its_wrapper():
     assert "optim_args" not in reads.__code__.co_names  # what the check read before
     assert _handler_reads_optim_args(reads, "sgd") is True
     assert _handler_reads_optim_args(ignores, "sgd") is False
+
+
+def test_an_unquoted_no_for_a_field_of_words_is_refused_before_transformers_reads_false(tmp_path):
+    """`save_strategy: no` (transformers' own word) reached TrainingArguments as False: "False is not a valid
+    SaveStrategy". Refused naming the remedy; quoted it loads; `bf16: true` still takes the word true (its choices)."""
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, "recipe: regression\ntrainer_args:\n  save_strategy: no\n")
+    assert str(refused.value).startswith("trainer_args: save_strategy: expected text, got false: YAML reads an "
+                                         "unquoted yes, no, on, off, true or false")
+    assert _load(tmp_path, "recipe: regression\ntrainer_args:\n  save_strategy: 'no'\n").trainer_args == {
+        "save_strategy": "no"}
+    assert _load(tmp_path, "recipe: regression\nbf16: true\n").bf16 == "true"
