@@ -8,8 +8,10 @@ time the same arguments.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,7 +265,8 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
             trl = f" or trl {recipe_arguments_class(config.recipe).__name__}" if sft_fields else ""
             raise ConfigError(f"trainer_args: {key!r} is not a TrainingArguments key of the installed "
                               f"transformers{trl}{hint}")
-    hints = _field_types(recipe_arguments_class(config.recipe))
+    # each field's annotation, resolved: trl's and transformers' dataclasses annotate with ``float | None``
+    hints = typing.get_type_hints(recipe_arguments_class(config.recipe))
     config.trainer_args = {key: _typed_value(key, value, hints) for key, value in config.trainer_args.items()}
     check_training_arguments(config)
 
@@ -317,13 +320,6 @@ def recipe_arguments_class(recipe: str) -> Any:
     return TrainingArguments
 
 
-def _field_types(arguments_cls: Any) -> dict[str, Any]:
-    """Each field's annotation, resolved (trl's and transformers' dataclasses annotate with ``float | None``)."""
-    import typing
-
-    return typing.get_type_hints(arguments_cls)
-
-
 #: A YAML 1.2 float with an exponent and no dot ('1e-6', '5E+3'): PyYAML reads it as text (YAML 1.1's floats need a
 #: dot); every other number spelling it already reads as a number.
 _EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
@@ -339,13 +335,11 @@ def _typed_value(key: str, value: Any, hints: dict[str, Any]) -> Any:
     Such text is converted as the config's own fields are (``judge.plumbing.config_files.coerce``: '1e-8' ->
     1e-08, 'true' -> True); a value that is not one is refused. The values of ``lr_scheduler_kwargs`` (a mapping
     of numbers the schedule computes with) are read as YAML 1.2 reads them: '1e-6' -> 1e-06, other text kept.
-    Other fields (text, mappings, enums) pass as given.
+    Other fields (text, mappings, enums) pass as given, but a truth value for an enum's words (below).
 
     Raises:
-        ConfigError: ``trainer_args: <key>: expected a number, got ...``.
+        ConfigError: ``trainer_args: <key>: expected a number, got ...`` (or ``expected text, got false``).
     """
-    import typing
-
     from judge.plumbing.config_files import coerce, yaml_truth_value_in_text
 
     if key == "lr_scheduler_kwargs" and isinstance(value, dict):
@@ -353,27 +347,13 @@ def _typed_value(key: str, value: Any, hints: dict[str, Any]) -> Any:
                 for name, item in value.items()}
     hint = hints.get(key)
     scalar = [arg for arg in typing.get_args(hint) if arg is not type(None)] if typing.get_args(hint) else [hint]
-    if isinstance(value, bool) and scalar and all(_is_text(arg) for arg in scalar) and any(
-            _is_words(arg) for arg in scalar):
-        # `save_strategy: no`, transformers' own word, reached the trainer as False ("False is not a valid
-        # SaveStrategy"). A field typed as plain text may take a truth value on purpose (trl's scale_rewards: false,
-        # its "none"): only a field of an enum's words is refused.
+    # `save_strategy: no` reached the trainer as False; plain text may take one on purpose (scale_rewards: false)
+    words = [arg for arg in scalar if isinstance(arg, type) and issubclass(arg, enum.Enum)]
+    if isinstance(value, bool) and words and all(arg is str or arg in words for arg in scalar):
         raise ConfigError(f"trainer_args: {key}: {yaml_truth_value_in_text(value)}")
     if len(scalar) != 1 or scalar[0] not in (bool, int, float):
         return value
     return coerce(key, value, hint, "trainer_args")
-
-
-def _is_text(tp: Any) -> bool:
-    """Whether a ``TrainingArguments`` field type takes text alone: ``str``, or an enum of words (``SaveStrategy``)."""
-    return tp is str or _is_words(tp)
-
-
-def _is_words(tp: Any) -> bool:
-    """Whether a field type is an enum of words (``SaveStrategy``: no, steps, epoch, best)."""
-    import enum
-
-    return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
 def _splits_batches(accelerator_config: Any) -> bool:
@@ -447,13 +427,13 @@ def check_transformers_names(config: TrainConfig) -> None:
     from transformers.trainer_utils import SchedulerType
     from transformers.training_args import OptimizerNames
 
-    for key, enum in (("lr_scheduler_type", SchedulerType), ("optim", OptimizerNames)):
-        value, names = getattr(config, key), [member.value for member in enum]
+    for key, words in (("lr_scheduler_type", SchedulerType), ("optim", OptimizerNames)):
+        value, names = getattr(config, key), [member.value for member in words]
         if value not in names:
             close = difflib.get_close_matches(str(value), names, n=3)
             hint = f"did you mean {', '.join(close)}? " if close else ""
             raise ConfigError(f"TrainingArguments refuses this config as set: {key}: {value} is not a valid "
-                              f"{enum.__name__} ({hint}the installed transformers has {', '.join(names)})")
+                              f"{words.__name__} ({hint}the installed transformers has {', '.join(names)})")
 
 
 def stand_in_for_a_launcher() -> None:
