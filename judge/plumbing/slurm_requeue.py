@@ -45,10 +45,10 @@ def run_client(args: list[str], timeout_s: float, env: Mapping[str, str] | None 
     """Run a Slurm client (``scontrol``, ``squeue``, ``sbatch``, ``scancel``), its output captured as text, with
     SIGPIPE ignored as in this process.
 
-    subprocess gives a child SIGPIPE's default (death) unless told not to. Ignored, a socket that munged closed on the
-    client (it drops a client slower than its socket timeout, as a loaded host makes one) is an error that libmunge
-    retries (``m_msg_client_xfer`` in munge's ``src/libmunge/m_msg_client.c``: up to ``MUNGE_SOCKET_RETRY_ATTEMPTS``
-    transactions) instead of the client's death before it asked Slurm anything.
+    subprocess gives a child SIGPIPE's default (death) unless told not to. Ignored, a write to a socket closed on the
+    client is an error the client handles: libmunge retries a credential transaction after a socket error
+    (``m_msg_client_xfer`` in munge's ``src/libmunge/m_msg_client.c``: up to ``MUNGE_SOCKET_RETRY_ATTEMPTS``). Which
+    socket the observed SIGPIPE (``run_query``) came from was not established; killed, no retry could run at all.
 
     Raises:
         OSError: The client cannot be started (not installed).

@@ -62,8 +62,8 @@ def test_a_record_asked_again_after_the_client_died_of_sigpipe(tmp_path, monkeyp
 
 
 def test_a_slurm_client_runs_with_sigpipe_ignored(tmp_path):
-    """subprocess restores SIGPIPE's default in a child unless told not to; a client killed by it cannot retry what
-    munged dropped (libmunge retries a transaction on a socket error). The client here sends itself SIGPIPE and
+    """subprocess restores SIGPIPE's default in a child unless told not to; a client killed by it cannot handle the
+    closed socket (libmunge retries a transaction after a socket error). The client here sends itself SIGPIPE and
     lives to say so."""
     client = tmp_path / "client"
     client.write_text("#!/bin/sh\nkill -PIPE $$\necho alive\n")
