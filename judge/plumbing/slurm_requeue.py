@@ -10,6 +10,7 @@ the partition's GraceTime). Which of them sent it is read from the job's record 
   (observed with Slurm 22.05 on the one-host test cluster): this requeue is what brings it back.
 * otherwise (CANCELLED by ``scancel``, TIMEOUT): the operator or the limit ended it; no requeue (``scontrol requeue``
   would bring back even a cancelled batch job).
+* no record (the controller could not be asked): not requeued, and the log says it could not tell.
 
 train.preemption asks it on rank 0 after a signal-triggered save; slurm/train.sbatch runs it
 (``python -m judge.plumbing.slurm_requeue``) after its training step when a SIGTERM came before any rank could save
@@ -156,6 +157,10 @@ def requeue_if_preempted(job_id: str, restart_count: int, rerun: str = "the reru
     """
     log = log or logger
     record = job_record(job_id, show_timeout_s, log)
+    if not record:  # job_record logged why; "not preempted" would claim what nobody could read
+        log.warning("Slurm job %s ended by %s and its record could not be read, so whether Slurm is preempting it "
+                    "is unknown: not requeued; %s", job_id, why, not_requeued)
+        return False
     state = record.get("JobState", "UNKNOWN")
     restarts = record.get("Restarts", "0")
     if restarts.isdigit() and int(restarts) > restart_count:

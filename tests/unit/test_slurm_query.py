@@ -128,3 +128,16 @@ def test_the_test_clusters_queries_are_asked_again_and_its_changes_are_not(tmp_p
     with pytest.raises(RuntimeError, match=r"^scancel 17_1 failed \(killed by SIGTERM\): $"):
         cluster.command(["scancel", "17_1"])
     assert _calls(calls) == ["scancel 17_1"]
+
+
+def test_an_unreadable_record_is_said_so_not_called_not_preempted(tmp_path, monkeypatch, caplog):
+    # The requeue rule cannot tell a preemption from any other SIGTERM without the record: it does not requeue, and
+    # says that it could not tell rather than "state UNKNOWN, not preempted".
+    calls = _fake_clients(tmp_path, monkeypatch, kills=0, error="slurm_load_jobs error: Unable to contact slurm")
+    with caplog.at_level(logging.WARNING, logger=slurm_requeue.__name__):
+        assert slurm_requeue.requeue_if_preempted("7", 0, not_requeued="resubmit to resume") is False
+    assert _calls(calls) == ["scontrol show job -o 7"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "scontrol show job 7 failed (exit 1): slurm_load_jobs error: Unable to contact slurm",
+        "Slurm job 7 ended by SIGTERM and its record could not be read, so whether Slurm is preempting it is "
+        "unknown: not requeued; resubmit to resume"]
