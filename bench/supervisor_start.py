@@ -5,7 +5,8 @@
     .venv/bin/python bench/supervisor_start.py --rounds 30   # performance.md
 
 Each round runs both arms, in interleaved order, to their end; printed: each arm's wall milliseconds and the
-supervised arm's CPU milliseconds (its own and its children's), as median (min-max, IQR).
+supervised arm's CPU milliseconds (its own and its children's), then the milliseconds the supervisor adds and the
+ratio, one of each per round, each as median (min-max, IQR).
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def main(argv=None) -> int:
     for arm in ARMS:
         print(f"{arm}: wall {fmt(spread(wall[arm]), digits=1)} ms")
     print(f"supervised: CPU {fmt(spread(cpu), digits=1)} ms")
+    # one difference and one ratio per round (its two arms ran back to back), then their spread: the supervisor adds
+    # a fixed interpreter start, so the added milliseconds are the figure; the ratio shows the scale beside it
+    added = [s - b for s, b in zip(wall["supervised"], wall["bare"])]
+    ratios = [s / b for s, b in zip(wall["supervised"], wall["bare"])]
+    print(f"supervised - bare, wall per round: {fmt(spread(added), digits=1)} ms; "
+          f"supervised / bare: {fmt(spread(ratios), 'x', digits=0)}")
     return 0
 
 
