@@ -432,10 +432,14 @@ def _kind(value: Any) -> str:
     if isinstance(value, datetime.date):  # YAML reads an unquoted 2024-01-01 as a date (a datetime is one too)
         return "a date"
     if isinstance(value, bool):  # YAML 1.1, PyYAML's: an unquoted yes or off is a boolean too
-        return f"{value_words(value)} (YAML reads yes/on/no/off as booleans)"
+        return f"{value_words(value)} ({YAML_TRUTH_WORDS})"
     # the rest of YAML's tagged kinds: !!binary, !!set, and the items of !!omap and !!pairs
     kinds = ((bytes, "binary data"), ((set, frozenset), "a set"), (tuple, "a key: value pair"))
     return next((words for kind, words in kinds if isinstance(value, kind)), value_words(value))
+
+
+#: The YAML 1.1 fact behind a truth value nobody meant, said once for both errors that meet it.
+YAML_TRUTH_WORDS = "YAML reads an unquoted yes, no, on, off, true or false as true or false"
 
 
 def yaml_truth_value_in_text(value: bool) -> str:
@@ -445,8 +449,8 @@ def yaml_truth_value_in_text(value: bool) -> str:
     gone once it is read: ``save_strategy: no`` (transformers' own word) reached the trainer as False, and turned back
     into text it would read "false". Refused, with the remedy, rather than guessed.
     """
-    return (f"expected text, got {value_words(value)}: YAML reads an unquoted yes, no, on, off, true or false as "
-            "true or false, not as the word written; quote the word meant ('no', not no)")
+    return (f"expected text, got {value_words(value)}: {YAML_TRUTH_WORDS}, not as the word written; quote the word "
+            "meant ('no', not no)")
 
 
 def _got(value: Any) -> str:

@@ -87,10 +87,13 @@ class _Demo:
 
 @pytest.mark.parametrize("yaml_text, message", [
     ("k: [null]\n", "k: expected an integer, got null"),
-    ("k: [true]\n", "k: expected an integer, got true (YAML reads yes/on/no/off as booleans)"),
+    ("k: [true]\n", "k: expected an integer, got true "
+     "(YAML reads an unquoted yes, no, on, off, true or false as true or false)"),
     # YAML 1.1, which PyYAML's safe loader reads: an unquoted yes or off is a boolean the user never wrote as one
-    ("k: [yes]\n", "k: expected an integer, got true (YAML reads yes/on/no/off as booleans)"),
-    ("k: off\n", "k: expected a list, got false (YAML reads yes/on/no/off as booleans)"),
+    ("k: [yes]\n", "k: expected an integer, got true "
+     "(YAML reads an unquoted yes, no, on, off, true or false as true or false)"),
+    ("k: off\n", "k: expected a list, got false "
+     "(YAML reads an unquoted yes, no, on, off, true or false as true or false)"),
     ("k: [!!binary aGk=]\n", "k: expected an integer, got binary data"),
     ("name: !!binary aGk=\n", "name: expected text, got binary data"),
     ("k: !!set {1, 2}\n", "k: expected a list, got a set"),
