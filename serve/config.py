@@ -256,6 +256,14 @@ class ServeConfig:
         "Constrained decoding: most characters the feedback may have; 0 = unbounded (max_tokens bounds it). A bound "
         "costs vLLM a regex compile that grows with it (a few seconds at 2000, past vLLM's 5 s limit on a busy CPU).",
     )
+    structured_outputs_backend: str = _f(
+        "auto",
+        "vLLM's structured-outputs backend for constrained decoding (--structured-outputs-config.backend): auto "
+        "(vLLM's choice: xgrammar, guidance where xgrammar cannot take a request), xgrammar, or guidance "
+        "(llguidance). With a feedback bound, guidance fills each step's token mask for less CPU (measured: "
+        "docs/performance.md); outputs are the same, the regex is.",
+        choices=("auto", "xgrammar", "guidance"),
+    )
     max_concurrent_engine_requests: int = _f(
         256, "Judgments (/v1/judge, /get_reward) judge-serve keeps in flight to its engines at once (vLLM batches "
              "them); more wait their turn. Proxied OpenAI requests (/v1/chat/completions, /v1/completions, "

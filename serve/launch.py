@@ -131,6 +131,8 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         # GET /tokenizer_info, passed through by judge-serve (to the generating engine, whatever its verdict format):
         # what lm-eval's remote tokenizer reads.
         cmd.append("--enable-tokenizer-info-endpoint")
+        if config.structured_outputs_backend != "auto":  # vLLM's own default left to vLLM
+            cmd += ["--structured-outputs-config.backend", config.structured_outputs_backend]
     if config.enforce_eager:
         cmd.append("--enforce-eager")
     if config.max_num_seqs:

@@ -164,6 +164,28 @@ def test_memory_split_and_engine_commands(tmp_path):
     assert only.memory_share == 0.9
 
 
+def test_structured_outputs_backend_reaches_the_generating_engine_alone(tmp_path):
+    """``structured_outputs_backend`` other than auto becomes vLLM's --structured-outputs-config.backend on the
+    generating engine (the pooling engine decodes nothing); auto passes no flag, leaving vLLM's own choice; a backend
+    judge-serve does not offer is refused with the choices named."""
+    root = _checkpoint(tmp_path / "export", "Qwen2ForSequenceClassification")
+    _checkpoint(root / "generator", "Qwen2ForCausalLM")
+    config = ServeConfig(model=str(root), structured_outputs_backend="guidance").validate()
+    generator, pooler = engine_specs(config, resolve_layout(root))
+    gen_cmd, pool_cmd = engine_command(generator, config, 1234), engine_command(pooler, config, 1235)
+    assert gen_cmd[gen_cmd.index("--structured-outputs-config.backend") + 1] == "guidance"
+    assert "--structured-outputs-config.backend" not in pool_cmd
+    auto = ServeConfig(model=str(root)).validate()
+    assert auto.structured_outputs_backend == "auto"
+    assert not [arg for arg in engine_command(generator, auto, 1234) if arg.startswith("--structured-outputs")]
+    config_file = tmp_path / "serve.yaml"
+    config_file.write_text("structured_outputs_backend: outlines\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        resolve_config(["--config", str(config_file), "--model", str(root)])
+    assert str(refused.value) == (f"{config_file}: structured_outputs_backend: 'outlines' is not one of auto, "
+                                  "xgrammar, guidance")
+
+
 @pytest.mark.parametrize(
     ("max_restarts", "backoff_s", "backoff_max_s", "expected"),
     [
