@@ -253,8 +253,10 @@ class ServeConfig:
     )
     feedback_max_chars: int = _f(
         0,
-        "Constrained decoding: most characters the feedback may have; 0 = unbounded (max_tokens bounds it). A bound "
-        "costs vLLM a regex compile that grows with it (a few seconds at 2000, past vLLM's 5 s limit on a busy CPU).",
+        "Constrained decoding: most characters the feedback may have; 0 = unbounded (max_tokens bounds it). Under "
+        "xgrammar (auto's choice) a bound costs a regex compile that grows with it, and vLLM fails a request whose "
+        "compile outlasts VLLM_REGEX_COMPILATION_TIMEOUT_S (5 s unless set); guidance (structured_outputs_backend) "
+        "compiles as decoding goes. Measured: docs/performance.md.",
     )
     structured_outputs_backend: str = _f(
         "auto",
