@@ -263,7 +263,7 @@ class ServeConfig:
         "vLLM's structured-outputs backend for constrained decoding (--structured-outputs-config.backend): auto "
         "(vLLM's choice: xgrammar, guidance where xgrammar cannot take a request), xgrammar, or guidance "
         "(llguidance). With a feedback bound, guidance fills each step's token mask for less CPU (measured: "
-        "docs/performance.md); outputs are the same, the regex is.",
+        "docs/performance.md); greedy, the verdicts are the same: the regex is.",
         choices=("auto", "xgrammar", "guidance"),
     )
     max_concurrent_engine_requests: int = _f(
