@@ -33,8 +33,8 @@ from serve.engine_version import (EngineVersionError, attached_engine_urls, chec
 from serve.launch import engine_specs, engines_drain_on_sigterm
 from serve.layout import CheckpointLayout, LayoutError, require_weights, resolve_layout
 
-__all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained_lengths", "configure_logging",
-           "CHATTY_LOGGERS"]
+__all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained_lengths", "structured_outputs_notes",
+           "configure_logging", "CHATTY_LOGGERS"]
 
 
 #: judge-serve's exit codes, as ``--help`` lists them.
@@ -210,6 +210,35 @@ def log_dir_problem(log_dir: str) -> str | None:
         return f"{log_dir} cannot hold the engine logs and run.json ({type(err).__name__}: {err.strerror or err})"
 
 
+def structured_outputs_notes(config: ServeConfig) -> list[tuple[int, str]]:
+    """Say at start what the constrained-decoding settings will do that the user may not expect.
+
+    - A feedback bound under xgrammar (named, or ``auto``: vLLM's choice for the verdict regex) on an engine
+      judge-serve starts: xgrammar compiles the bounded regex whole before the first token, in time that grows with
+      the bound, and vLLM fails a request whose compile outlasts ``VLLM_REGEX_COMPILATION_TIMEOUT_S``: the judgment
+      comes back as an ``engine_error``, only once the first constrained request arrives. Said at start, with the fix.
+    - ``structured_outputs_backend`` other than auto with an attached generating engine (``generator_url``): the
+      backend is that engine's own flag, which judge-serve cannot change.
+
+    Returns:
+        ``(logging level, message)`` notes to log once logging is configured (none for the defaults).
+    """
+    notes: list[tuple[int, str]] = []
+    if config.generator_url:
+        if config.structured_outputs_backend != "auto":
+            notes.append((logging.WARNING, "structured_outputs_backend %s does not reach the attached generating "
+                          "engine (generator_url): it decodes with the backend it was started with (give its vllm "
+                          "serve --structured-outputs-config.backend %s)"
+                          % (config.structured_outputs_backend, config.structured_outputs_backend)))
+    elif config.feedback_max_chars > 0 and config.structured_outputs_backend != "guidance":
+        notes.append((logging.WARNING, "feedback_max_chars %d under structured_outputs_backend %s (xgrammar): the "
+                      "bounded verdict regex is compiled whole before decoding, longer the longer the bound, and vLLM "
+                      "fails a constrained judgment whose compile outlasts VLLM_REGEX_COMPILATION_TIMEOUT_S (5 s "
+                      "unless set) with an engine_error; structured_outputs_backend: guidance compiles it as decoding "
+                      "goes (docs/serving.md)" % (config.feedback_max_chars, config.structured_outputs_backend)))
+    return notes
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -221,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config, args = resolve_config(argv)
         layout = resolve_layout(config.model, config.generator_model or None, config.derived_cache_dir or None)
-        config, length_notes = fit_trained_lengths(config, layout, args.chosen_settings)
+        config, start_notes = fit_trained_lengths(config, layout, args.chosen_settings)
+        start_notes += structured_outputs_notes(config)
     except (ConfigError, LayoutError) as err:
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
@@ -258,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging(config.log_level)
     log = logging.getLogger("judge_serve")
-    for level, note in length_notes:
+    for level, note in start_notes:
         log.log(level, note)
     log.info("judge-serve settings: %s", json.dumps(config.to_dict(), ensure_ascii=False))
 

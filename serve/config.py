@@ -260,7 +260,8 @@ class ServeConfig:
     )
     structured_outputs_backend: str = _f(
         "auto",
-        "vLLM's structured-outputs backend for constrained decoding (--structured-outputs-config.backend): auto "
+        "vLLM's structured-outputs backend for constrained decoding (--structured-outputs-config.backend of the "
+        "generating engine judge-serve starts; an attached one keeps its own): auto "
         "(vLLM's choice: xgrammar, guidance where xgrammar cannot take a request), xgrammar, or guidance "
         "(llguidance). With a feedback bound, guidance fills each step's token mask for less CPU (measured: "
         "docs/performance.md); greedy, the verdicts are the same: the regex is.",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from serve.cli import main, resolve_config
+from serve.cli import main, resolve_config, structured_outputs_notes
 from serve.config import ConfigError, ServeConfig, load_yaml_config
 from serve.launch import engine_command, engine_specs
 from serve.layout import LayoutError, resolve_layout
@@ -184,6 +184,32 @@ def test_structured_outputs_backend_reaches_the_generating_engine_alone(tmp_path
         resolve_config(["--config", str(config_file), "--model", str(root)])
     assert str(refused.value) == (f"{config_file}: structured_outputs_backend: 'outlines' is not one of auto, "
                                   "xgrammar, guidance")
+
+
+def test_a_feedback_bound_under_xgrammar_and_a_backend_for_an_attached_engine_are_said_at_start():
+    """A feedback bound under xgrammar (named, or auto: vLLM's choice for the verdict regex) would show itself only
+    as an engine_error on the first constrained judgment (the compile past VLLM_REGEX_COMPILATION_TIMEOUT_S):
+    judge-serve says so at start, naming guidance. A backend set for an attached engine cannot reach it: said too.
+    The defaults, and a bound under guidance, say nothing."""
+    def notes(*argv):
+        return structured_outputs_notes(resolve_config(["--model", "/ckpt", *argv])[0])
+
+    assert notes() == [] and notes("--feedback-max-chars", "2000", "--structured-outputs-backend", "guidance") == []
+    assert notes("--structured-outputs-backend", "xgrammar") == []  # no bound: the unbounded regex compiles at once
+    bounded = notes("--feedback-max-chars", "2000")
+    assert bounded == [(logging.WARNING, "feedback_max_chars 2000 under structured_outputs_backend auto (xgrammar): "
+                        "the bounded verdict regex is compiled whole before decoding, longer the longer the bound, and "
+                        "vLLM fails a constrained judgment whose compile outlasts VLLM_REGEX_COMPILATION_TIMEOUT_S "
+                        "(5 s unless set) with an engine_error; structured_outputs_backend: guidance compiles it as "
+                        "decoding goes (docs/serving.md)")]
+    assert notes("--feedback-max-chars", "16", "--structured-outputs-backend", "xgrammar")[0][1].startswith(
+        "feedback_max_chars 16 under structured_outputs_backend xgrammar (xgrammar): ")
+    attached = ["--generator-url", "http://127.0.0.1:9/v1", "--feedback-max-chars", "2000"]
+    assert notes(*attached) == []  # the attached engine's backend is its own: nothing judge-serve could say of it
+    assert notes(*attached, "--structured-outputs-backend", "guidance") == [(
+        logging.WARNING, "structured_outputs_backend guidance does not reach the attached generating engine "
+        "(generator_url): it decodes with the backend it was started with (give its vllm serve "
+        "--structured-outputs-config.backend guidance)")]
 
 
 @pytest.mark.parametrize(
