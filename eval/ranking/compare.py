@@ -29,9 +29,9 @@ resamples (``eval.scoring.resample_rules.resamples_to_call``) over at least 2 in
 (``matrix.MIN_INSTRUCTIONS``: one instruction redrawn is always itself, a zero-width interval) and enough for the
 test to reach alpha (``permutation.fewest_for_call``: 6 at 0.05); else no call, "—", and the cell's ``why_no_call``
 says why. The tested cells are one family: each cell's call reads its Holm-adjusted p (``p_holm``, Holm's step-down
-over the tested cells' sign-flip p-values, ``statsmodels.stats.multitest.multipletests``; a margin that is another
-cell under another name counted once, ``margin_aliases``), so the chance of any false call in the matrix is at most
-alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
+over the tested cells' sign-flip p-values, statsmodels' ``multipletests`` by ``eval.scoring.holm``; a margin that is
+another cell under another name counted once, ``margin_aliases``), so the chance of any false call in the matrix is
+at most alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
 cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it. So 6 instructions at 0.05
 hold for one test: a cell whose smallest p, Holm-adjusted over the family, is not below alpha is untested too, out
 of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best).
@@ -544,7 +544,7 @@ def margin_aliases(arrays) -> dict[tuple[int, int], tuple[int, int]]:
     return aliases
 
 
-def holm_adjusted(p_value: np.ndarray, tested: list[tuple[int, int]], alpha: float,
+def holm_adjusted(p_value: np.ndarray, tested: list[tuple[int, int]],
                   aliases: dict[tuple[int, int], tuple[int, int]] | None = None) -> tuple[np.ndarray, int]:
     """``p_value``'s cells at ``tested`` adjusted by Holm's step-down method as one family; NaN elsewhere (an
     untested cell has no call to correct, and no false call can come from it). A cell in ``aliases``
@@ -553,13 +553,13 @@ def holm_adjusted(p_value: np.ndarray, tested: list[tuple[int, int]], alpha: flo
     Returns:
         The adjusted p-values and the family's size, the distinct tests (fewer than the tested cells where a margin
         is an alias): the m Holm multiplied by, which the report states."""
-    from statsmodels.stats.multitest import multipletests
+    from eval.scoring.holm import holm_adjusted_p
 
     aliases = aliases or {}
     adjusted = np.full(p_value.shape, np.nan)
     family = sorted({aliases.get(cell, cell) for cell in tested if math.isfinite(p_value[cell])})
     if family:
-        holm = multipletests([p_value[cell] for cell in family], alpha=alpha, method="holm")[1]
+        holm = holm_adjusted_p([p_value[cell] for cell in family])
         by_test = dict(zip(family, holm.tolist()))
         for cell in tested:
             if aliases.get(cell, cell) in by_test:
@@ -586,7 +586,7 @@ def holm_unreachable(instructions: np.ndarray, tested: list[tuple[int, int]], al
     from eval.ranking.permutation import smallest_p
 
     floors = np.vectorize(smallest_p, otypes=[float])(instructions)
-    adjusted, family = holm_adjusted(floors, tested, alpha, aliases)
+    adjusted, family = holm_adjusted(floors, tested, aliases)
     return {cell: float(adjusted[cell]) for cell in tested if not adjusted[cell] < alpha}, family
 
 
@@ -729,7 +729,7 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     for (i, j), floor in floors.items():
         whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
                                   non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
-    p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], alpha, aliases)
+    p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
         cells[r] = {}

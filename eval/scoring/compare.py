@@ -39,6 +39,7 @@ import numpy as np
 
 from eval.scoring import bootstrap, item_table
 from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
+from eval.scoring.holm import holm_adjusted_p
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
 # the resample floors' one definition, which rank and the experts' ceiling read too
 from eval.scoring.resample_rules import paired_resamples_to_call, resamples_for_family
@@ -271,8 +272,6 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
     A p-value estimated as 0 says only p < 2 / resamples (``paired_resamples_to_call``) and enters the adjustment as
     that bound: a call in a family of m cells then needs more than 2 m / alpha resamples (``resamples_for_family``),
     and an adjusted p that rests on such a bound is itself an upper bound (``holm_upper_bounds``)."""
-    from statsmodels.stats.multitest import multipletests
-
     metric_names = sorted({metric for cells in table.values() for metric in cells})
     out = {label: dict(cells) for label, cells in table.items()}
     for metric in metric_names:
@@ -281,7 +280,7 @@ def _holm(table: dict[str, dict[str, Paired]], alpha: float) -> dict[str, dict[s
             continue
         cells = [table[label][metric] for label in family]
         raw = [_entered(p) for p in cells]
-        adjusted = multipletests(raw, alpha=alpha, method="holm")[1]
+        adjusted = holm_adjusted_p(raw)
         for label, p, p_holm in zip(family, cells, adjusted):
             out[label][metric] = replace(p, p_holm=float(p_holm), verdict=_verdict(
                 p.delta, float(p_holm), metric, alpha, p.n_units, p.n_resamples))

@@ -28,12 +28,12 @@ def test_holm_over_the_tested_cells_by_hand():
     cell is below alpha 0.05 on its own, not after Holm. A cell aliased to another enters once and reads its p."""
     p = np.array([[0.01, 0.03], [0.04, 0.001]])
     tested = [(0, 0), (0, 1), (1, 0)]
-    adjusted, n_tests = holm_adjusted(p, tested, 0.05)
+    adjusted, n_tests = holm_adjusted(p, tested)
     assert n_tests == 3
     assert adjusted[0, 0] == pytest.approx(0.03) and adjusted[0, 1] == pytest.approx(0.06)
     assert adjusted[1, 0] == pytest.approx(0.06) and np.isnan(adjusted[1, 1])
     # (1, 0) the same test as (0, 0) under another name: a family of two, 0.01 and 0.03 -> 0.02, 0.03
-    aliased, n_tests = holm_adjusted(np.array([[0.01, 0.03], [0.01, 0.001]]), tested, 0.05, {(1, 0): (0, 0)})
+    aliased, n_tests = holm_adjusted(np.array([[0.01, 0.03], [0.01, 0.001]]), tested, {(1, 0): (0, 0)})
     assert n_tests == 2
     assert aliased[0, 0] == pytest.approx(0.02) and aliased[1, 0] == pytest.approx(0.02)
     assert aliased[0, 1] == pytest.approx(0.03)
