@@ -231,11 +231,12 @@ def structured_outputs_notes(config: ServeConfig) -> list[tuple[int, str]]:
                           "serve --structured-outputs-config.backend %s)"
                           % (config.structured_outputs_backend, config.structured_outputs_backend)))
     elif config.feedback_max_chars > 0 and config.structured_outputs_backend != "guidance":
-        notes.append((logging.WARNING, "feedback_max_chars %d under structured_outputs_backend %s (xgrammar): the "
-                      "bounded verdict regex is compiled whole before decoding, longer the longer the bound, and vLLM "
-                      "fails a constrained judgment whose compile outlasts VLLM_REGEX_COMPILATION_TIMEOUT_S (5 s "
-                      "unless set) with an engine_error; structured_outputs_backend: guidance compiles it as decoding "
-                      "goes (docs/serving.md)" % (config.feedback_max_chars, config.structured_outputs_backend)))
+        backend = "auto (xgrammar)" if config.structured_outputs_backend == "auto" else "xgrammar"
+        notes.append((logging.WARNING, "feedback_max_chars %d under structured_outputs_backend %s: the bounded "
+                      "verdict regex is compiled whole before decoding, longer the longer the bound, and vLLM fails a "
+                      "constrained judgment whose compile outlasts VLLM_REGEX_COMPILATION_TIMEOUT_S (5 s unless set) "
+                      "with an engine_error; structured_outputs_backend: guidance compiles it as decoding goes "
+                      "(docs/serving.md)" % (config.feedback_max_chars, backend)))
     return notes
 
 

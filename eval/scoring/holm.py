@@ -4,7 +4,7 @@
 
 statsmodels ends every Holm adjustment with ``gc.collect()`` (statsmodels/stats/multitest.py, 0.15): a full
 collection, which walks every object the process holds (pandas', scipy's and the run's among them) once per family,
-for a few microseconds of arithmetic. The objects that exist before the call are frozen for it (``gc.freeze``,
+for far less arithmetic. The objects that exist before the call are frozen for it (``gc.freeze``,
 Python's permanent generation), so that collection walks only what the call made; they are unfrozen after, as
 collectable as before. Measured in docs/performance.md; the pitfall and the freeze are pinned in
 tests/unit/test_holm.py.
@@ -30,10 +30,11 @@ def holm_adjusted_p(p_values: Sequence[float]) -> np.ndarray:
     """
     from statsmodels.stats.multitest import multipletests
 
-    if gc.get_freeze_count():
-        return multipletests(list(p_values), method="holm")[1]
-    gc.freeze()
+    freeze = not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
     try:
         return multipletests(list(p_values), method="holm")[1]
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()

@@ -203,7 +203,7 @@ def test_a_feedback_bound_under_xgrammar_and_a_backend_for_an_attached_engine_ar
                         "(5 s unless set) with an engine_error; structured_outputs_backend: guidance compiles it as "
                         "decoding goes (docs/serving.md)")]
     assert notes("--feedback-max-chars", "16", "--structured-outputs-backend", "xgrammar")[0][1].startswith(
-        "feedback_max_chars 16 under structured_outputs_backend xgrammar (xgrammar): ")
+        "feedback_max_chars 16 under structured_outputs_backend xgrammar: the bounded verdict regex ")
     attached = ["--generator-url", "http://127.0.0.1:9/v1", "--feedback-max-chars", "2000"]
     assert notes(*attached) == []  # the attached engine's backend is its own: nothing judge-serve could say of it
     assert notes(*attached, "--structured-outputs-backend", "guidance") == [(
