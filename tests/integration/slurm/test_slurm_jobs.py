@@ -238,6 +238,8 @@ def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_ru
 ZERO3 = str(REPO / "configs" / "deepspeed" / "zero3.json")
 #: The high-priority job's run time: the preempted run waits this long in the queue, then resumes.
 HIGH_PRIORITY_SLEEP_S = 5
+#: The longest a preempted run stays frozen after Slurm decided its preemption, waiting for the SIGTERM to be pending.
+PREEMPTION_SIGNAL_WAIT_S = 60
 
 
 @pytest.fixture(scope="module")
@@ -270,6 +272,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     preempted_at_step = requeued_at_step = None
     preempted_frozen: list[int] = []
     preemption_decided = False
+    decided_at = 0.0
     records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
     ask_slurm = _Every(1.0)
     deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
@@ -294,8 +297,15 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             )  # fmt: skip
             preempted_at_step = _logged_steps(runs["preempted"], jobs["preempted"])
         if preempted_frozen and preemption_decided:
-            signal_processes(preempted_frozen, signal.SIGCONT)
-            preempted_frozen = []
+            # Thawed once Slurm's SIGTERM is pending in the frozen run, so that it lands where the run stood:
+            # PreemptTime shows before slurmd delivers the signal, and a run thawed in between once finished its 4
+            # steps first on a loaded machine (it then resumed from checkpoint-4). Should the signal never show as
+            # pending (Slurm thawing the run itself), the run is thawed after PREEMPTION_SIGNAL_WAIT_S.
+            decided_at = decided_at or time.monotonic()
+            if (signal_pending(preempted_frozen, signal.SIGTERM)
+                    or time.monotonic() - decided_at > PREEMPTION_SIGNAL_WAIT_S):
+                signal_processes(preempted_frozen, signal.SIGCONT)
+                preempted_frozen = []
         if (
             high is not None
             and requeued_at_step is None
