@@ -21,8 +21,9 @@ from typing import Any
 
 from judge.plumbing.config_files import ConfigError
 
-__all__ = ["check_ddp_timeout", "check_optimizer_and_schedule", "check_report_to", "check_wandb_login",
-           "report_to_names", "reports_to_wandb", "WANDB_LOCAL_MODES", "DDP_TIMEOUT_MARGIN_S"]
+__all__ = ["check_ddp_timeout", "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule",
+           "check_report_to", "check_wandb_login", "report_to_names", "reports_to_wandb", "WANDB_LOCAL_MODES",
+           "DDP_TIMEOUT_MARGIN_S"]
 
 #: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
 #: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
@@ -145,7 +146,8 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
     ``schedule_free_*``: schedulefree), an ``adam_epsilon`` the optimizer refuses, or ``cosine_with_min_lr`` without
     ``min_lr`` in ``lr_scheduler_kwargs`` is refused here. GaLore, APOLLO and LOMO need the model's layers: their
     package and arguments are checked, not their layer matching. A ``ddp_timeout`` shorter than a requeue's
-    ``scontrol`` calls is refused first (``check_ddp_timeout``); beside a DeepSpeed JSON with an optimizer block only
+    ``scontrol`` calls is refused first (``check_ddp_timeout``), and ``optim_args`` that change nothing the builder
+    returns after it (``check_optim_args_reach_the_optimizer``); beside a DeepSpeed JSON with an optimizer block only
     the schedule is built (transformers never builds its own optimizer there).
 
     Args:
@@ -176,6 +178,9 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
             # transformers' own refusal of a model-needing optimizer without one: the rest of it needs the model
             if not (needs_model and "model" in str(err)):
                 raise ConfigError(f"optim {config.optim!r} refuses this config{given}: {_one_line(err)}") from None
+        else:
+            if getattr(args, "optim_args", None):
+                check_optim_args_reach_the_optimizer(args, (optimizer_cls, optimizer_kwargs), config)
     # The schedule over a plain torch optimizer: its kind and lr_scheduler_kwargs are what can refuse.
     steps = _schedule_probe_steps(args)
     warmup = args.get_warmup_steps(steps)
@@ -195,6 +200,38 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
         kwargs = f" with lr_scheduler_kwargs {args.lr_scheduler_kwargs}" if args.lr_scheduler_kwargs else ""
         raise ConfigError(f"lr_scheduler_type {config.lr_scheduler_type!r}{kwargs} refuses this config{given}: "
                           f"{_one_line(err)}") from None
+
+
+def check_optim_args_reach_the_optimizer(args: Any, built: tuple[Any, Any], config: Any) -> None:
+    """Refuse ``optim_args`` that change nothing of what transformers builds for ``optim``.
+
+    TrainingArguments takes ``optim_args`` for any ``optim``, and run.json and the model card record it, but each of
+    transformers' optimizer builders reads only its own keys, and some none at all (adamw_torch's, every shipped
+    config's; bitsandbytes' except its RMSprop and AdEMAMix): the rest is dropped without a word, a misspelt key
+    (``momentun=0.9`` for sgd) included. So the builder runs again without them
+    (``Trainer.get_optimizer_cls_and_kwargs``, as in ``check_optimizer_and_schedule``), and the same class and keyword
+    arguments mean they were ignored.
+
+    Args:
+        args: the ``TrainingArguments`` built from the config, with ``optim_args`` set.
+        built: what the builder returned for ``args``: the optimizer's class and keyword arguments.
+        config: the resolved config (for the message).
+
+    Raises:
+        ConfigError: naming ``optim_args`` and ``optim``.
+    """
+    import copy
+
+    from transformers import Trainer
+
+    without = copy.copy(args)
+    without.optim_args = None
+    if Trainer.get_optimizer_cls_and_kwargs(without) != built:
+        return
+    raise ConfigError(f"trainer_args: 'optim_args' {args.optim_args!r} changes nothing transformers' builder for optim "
+                      f"{config.optim!r} passes to the optimizer: it would be recorded in run.json and ignored; "
+                      "remove it, name a key that builder reads (transformers/trainer_optimizer.py: sgd's momentum, "
+                      "dampening and weight_decay, say), or pick an optim whose builder reads it")
 
 
 def _deepspeed_builds_the_optimizer(deepspeed: Any) -> bool:

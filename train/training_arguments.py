@@ -250,15 +250,6 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
                               "model of the last step (the final checkpoint is kept for --resume); pick another "
                               "step's weights from its checkpoint-N folder (trainer_state.json's "
                               "best_model_checkpoint names the best), or set max_steps to end training there")
-        # TrainingArguments takes optim_args for any optim, and run.json and the model card record it, but only some
-        # of transformers' optimizer builders read it: adamw_torch's (every shipped config's) never does.
-        # (A DeepSpeed JSON's optimizer block replaces the builder: TrainConfig.validate refuses optim_args there.)
-        if (key == "optim_args" and config.trainer_args[key] not in (None, "") and not _reads_optim_args(config.optim)
-                and not _deepspeed_builds_the_optimizer(config.deepspeed)):
-            raise ConfigError(f"trainer_args: 'optim_args' is not read by transformers' builder for optim "
-                              f"{config.optim!r}: it would be recorded in run.json and ignored; remove it, or pick "
-                              "an optim whose builder reads it (sgd, adagrad, rmsprop, bitsandbytes' RMSprop and "
-                              "AdEMAMix, the GaLore, APOLLO, torchao and schedule-free ones, ...)")
         if key not in accepted and key not in sft_fields:
             close = difflib.get_close_matches(key, sorted(accepted | sft_fields), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -269,39 +260,6 @@ def check_trainer_args(config: TrainConfig, sft_fields: frozenset[str] = frozens
     hints = typing.get_type_hints(recipe_arguments_class(config.recipe))
     config.trainer_args = {key: _typed_value(key, value, hints) for key, value in config.trainer_args.items()}
     check_training_arguments(config)
-
-
-def _reads_optim_args(optim: str) -> bool:
-    """Whether transformers' builder for ``optim`` (transformers/trainer_optimizer.py, ``_OPTIMIZER_HANDLERS``) reads
-    ``optim_args``; True when that cannot be told (an unknown optim, no such table): nothing is refused on a guess."""
-    try:
-        from transformers.trainer_optimizer import _OPTIMIZER_HANDLERS
-        from transformers.training_args import OptimizerNames
-
-        return _handler_reads_optim_args(_OPTIMIZER_HANDLERS[OptimizerNames(optim)], optim)
-    except (ImportError, KeyError, ValueError):
-        return True
-
-
-def _handler_reads_optim_args(handler: Any, optim: str) -> bool:
-    """Whether ``handler``'s code, under any ``functools.wraps`` decorator, names ``ctx.optim_args`` (no code: True);
-    ``_get_bitsandbytes_optimizer`` reads it in its ``rmsprop`` and ``ademamix`` branches alone."""
-    import inspect
-
-    code = getattr(inspect.unwrap(handler), "__code__", None)
-    if code is not None and getattr(handler, "__name__", "") == "_get_bitsandbytes_optimizer":
-        return "optim_args" in code.co_names and ("rmsprop" in optim or "ademamix" in optim)
-    return code is None or "optim_args" in code.co_names
-
-
-def _deepspeed_builds_the_optimizer(deepspeed: str | None) -> bool:
-    """Whether the DeepSpeed JSON has an ``optimizer`` block (unreadable: no; TrainConfig.validate names it)."""
-    from judge.plumbing.config_files import read_json_object
-
-    try:
-        return deepspeed is not None and "optimizer" in read_json_object(deepspeed)
-    except (OSError, ValueError):
-        return False
 
 
 def recipe_arguments_class(recipe: str) -> Any:
