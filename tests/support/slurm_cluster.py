@@ -332,6 +332,20 @@ def signal_pending(pids: Sequence[int], sig: int) -> list[int]:
     return pending
 
 
+def stopped_processes(pids: Sequence[int]) -> list[int]:
+    """Those of ``pids`` still stopped (``/proc/<pid>/status`` State ``T``): frozen by SIGSTOP and not continued since,
+    by the test or by Slurm (slurmd continues a job's stopped tasks before it kills them)."""
+    stopped = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if any(line.split()[1:2] == ["T"] for line in status.splitlines() if line.startswith("State:")):
+            stopped.append(pid)
+    return stopped
+
+
 def cannot_start_reason() -> str | None:
     """Why a real Slurm cannot start on this host, or ``None`` when it can.
 

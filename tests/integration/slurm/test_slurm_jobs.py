@@ -27,7 +27,15 @@ import pytest
 
 from tests.support.fixtures_models import free_port
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
-from tests.support.slurm_cluster import FINAL_STATES, SlurmCluster, job_processes, signal_pending, signal_processes
+from tests.support.slurm_cluster import (
+    FINAL_STATES,
+    KILL_WAIT_S,
+    SlurmCluster,
+    job_processes,
+    signal_pending,
+    signal_processes,
+    stopped_processes,
+)
 
 # Real Slurm daemons and jobs that train or serve: part of `make test`, not of the quick `-m "not slow"` loop.
 REPO = Path(__file__).resolve().parents[3]
@@ -240,6 +248,9 @@ ZERO3 = str(REPO / "configs" / "deepspeed" / "zero3.json")
 HIGH_PRIORITY_SLEEP_S = 5
 #: The longest a preempted run stays frozen after Slurm decided its preemption, waiting for the SIGTERM to be pending.
 PREEMPTION_SIGNAL_WAIT_S = 60
+#: The longest the ZeRO-3 run stays frozen after its requeue, waiting for the SIGTERM to reach it: well under
+#: KillWait, whose SIGKILL would end a run still frozen before it could save.
+REQUEUE_SIGNAL_WAIT_S = KILL_WAIT_S / 3
 
 
 @pytest.fixture(scope="module")
@@ -250,9 +261,10 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
 
     The requeue must come after the preemption (a requeued run frees CPUs the high-priority job could take without
     preempting anyone), but a 4-step ZeRO-3 run used to finish first on a loaded machine (both full runs here). So
-    the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, then
-    thawed (SIGCONT) and requeued at once: the requeue lands mid-training every time. The logs are read every
-    ``LOG_POLL_S``: a step takes about half a second."""
+    the ZeRO-3 run is frozen (SIGSTOP) as soon as it has logged a step, held until the preemption is decided, requeued
+    while still frozen and left frozen until the requeue's SIGTERM reaches it (slurmd continues it first; should the
+    signal be pending in it still frozen, the test thaws it): the signal lands at the step the run was frozen at. The
+    logs are read every ``LOG_POLL_S``: a step takes about half a second."""
     root, data = training_runs["root"], training_runs["data"]
     # Where DeepSpeed would build an op: the repository cache tests/support/fixtures_train.py uses too.
     env = {**training_runs["env"], "TORCH_EXTENSIONS_DIR": str(REPO / ".cache" / "torch_extensions")}
@@ -272,7 +284,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
     preempted_at_step = requeued_at_step = None
     preempted_frozen: list[int] = []
     preemption_decided = False
-    decided_at = 0.0
+    decided_at = requeued_at = 0.0
     records: dict[str, dict[str, str]] = {name: slurm_cluster.job(job_id) for name, job_id in jobs.items()}
     ask_slurm = _Every(1.0)
     deadline = time.monotonic() + PREEMPTION_TIMEOUT_S
@@ -302,20 +314,27 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             # steps first on a loaded machine (it then resumed from checkpoint-4). Should the signal never show as
             # pending (Slurm thawing the run itself), the run is thawed after PREEMPTION_SIGNAL_WAIT_S.
             decided_at = decided_at or time.monotonic()
-            if (signal_pending(preempted_frozen, signal.SIGTERM)
-                    or time.monotonic() - decided_at > PREEMPTION_SIGNAL_WAIT_S):
+            pending = signal_pending(preempted_frozen, signal.SIGTERM)
+            if pending or time.monotonic() - decided_at > PREEMPTION_SIGNAL_WAIT_S:
+                print(f"\npreempted run thawed {time.monotonic() - decided_at:.1f} s after its preemption showed, "
+                      f"SIGTERM pending in {len(pending)} of {len(preempted_frozen)} processes")
                 signal_processes(preempted_frozen, signal.SIGCONT)
                 preempted_frozen = []
-        if (
-            high is not None
-            and requeued_at_step is None
-            and zero3_frozen
-            and preemption_decided
-        ):
-            signal_processes(zero3_frozen, signal.SIGCONT)
-            slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
-            requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
-            zero3_frozen = []
+        if high is not None and zero3_frozen and preemption_decided:
+            if requeued_at_step is None:
+                # Requeued while frozen, thawed once the SIGTERM reached it: thawed before the requeue, the run
+                # could take its remaining steps before slurmd's signal came.
+                requeued_at_step = _logged_steps(runs["zero3"], jobs["zero3"])
+                slurm_cluster.command(["scontrol", "requeue", str(jobs["zero3"])])
+                requeued_at = time.monotonic()
+            # slurmd continues a job's stopped tasks before it signals them (then nothing stays pending): thawed
+            # by Slurm, the run meets the SIGTERM where it stood.
+            pending, still_stopped = signal_pending(zero3_frozen, signal.SIGTERM), stopped_processes(zero3_frozen)
+            if pending or not still_stopped or time.monotonic() - requeued_at > REQUEUE_SIGNAL_WAIT_S:
+                print(f"\nZeRO-3 run thawed {time.monotonic() - requeued_at:.1f} s after its requeue: SIGTERM "
+                      f"pending in {len(pending)}, still stopped {len(still_stopped)} of {len(zero3_frozen)} processes")
+                signal_processes(zero3_frozen, signal.SIGCONT)
+                zero3_frozen = []
         if all(r["JobState"] in FINAL_STATES for r in records.values()):
             break
         time.sleep(LOG_POLL_S)
