@@ -213,8 +213,8 @@ def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]
 
 
 def write_expert_tables(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
-    """``experts_tables.csv`` (long: table, paper, split, row, column, n_items, value), ``experts.md`` and the same
-    tables as a small page, ``experts.html``.
+    """``experts_tables.csv`` (long: table, paper, split, row, row_en, column, n_items, value), ``experts.md`` and the
+    same tables as a small page, ``experts.html``.
 
     Returns:
         ``{"csv": path, "markdown": path, "html": path}``.
