@@ -235,8 +235,9 @@ def _usage() -> str:
     lines = ["usage: judge-train [--log-level LEVEL] [run] --config FILE [--<field> VALUE ...]",
              "       judge-train [--log-level LEVEL] <command> [...]", "",
              "commands:"]  # fmt: skip
+    width = max(map(len, SUBCOMMANDS))  # the longest name still leaves a column of its own
     for name, (_, help_text) in SUBCOMMANDS.items():
-        lines.append(f"  {name:<11} {help_text}")
+        lines.append(f"  {name:<{width}}  {help_text}")
     lines += ["", "`judge-train <command> --help` describes a command; `judge-train run --help` lists every config field.",
               "--log-level debug|info|warning|error (default info), before or after the command: HTTP request "
               "lines are shown at debug only.",

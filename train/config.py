@@ -71,12 +71,16 @@ DEEPSPEED_ADAMW_OPTIMS = frozenset({"adamw_torch", "adamw_torch_fused"})
 DEEPSPEED_ADAMW_PARAMS = frozenset({"lr", "betas", "eps", "weight_decay"})
 
 
+#: Every recipe config's ``recipe`` help: one text for the four classes.
+_RECIPE_HELP = "Which recipe this file configures: 'seq2seq', 'regression', 'classifier' or 'grpo'."
+
+
 @dataclass
 class TrainConfig:
-    """Fields shared by both recipes."""
+    """Fields shared by every recipe."""
 
     # --- what to train -------------------------------------------------------------------------------------------
-    recipe: str = option("", "Which recipe this file configures: 'seq2seq' or 'regression'.")
+    recipe: str = option("", _RECIPE_HELP)
     model_name_or_path: str = option(
         TINY_MODEL,
         f"Base model: a local folder or a hub id (T-lite: t-tech/T-lite-it-1.0). '{TINY_MODEL}' builds a random "
@@ -204,9 +208,9 @@ class TrainConfig:
     disable_tqdm: bool = option(False, "Hide progress bars (logs still print).")
     trainer_args: dict[str, Any] = option(
         {},
-        "Any other key of the installed transformers' TrainingArguments (and of trl's SFTConfig for seq2seq), passed "
-        "to the trainer as given, e.g. {adam_beta2: 0.95, lr_scheduler_kwargs: {...}} in YAML or "
-        "--trainer-args '{\"adam_beta2\": 0.95}'; a flag's keys are merged over the YAML's, key by key. Checked by "
+        "Any other key of the installed transformers' TrainingArguments (and of trl's SFTConfig for seq2seq, its "
+        "GRPOConfig for grpo), passed to the trainer as given, e.g. {adam_beta2: 0.95, lr_scheduler_kwargs: {...}} "
+        "in YAML or --trainer-args '{\"adam_beta2\": 0.95}'; a flag's keys are merged over the YAML's, key by key. Checked by "
         "building TrainingArguments when the config loads; keys this config sets itself, or derives "
         "(gradient_accumulation_steps), are refused.",
     )
@@ -435,7 +439,7 @@ class TrainConfig:
 class Seq2SeqConfig(TrainConfig):
     """The generating judge: prompt -> ``[FEEDBACK] rationale [RESULT] score [END]`` (trl SFTTrainer)."""
 
-    recipe: str = option("seq2seq", "Which recipe this file configures: 'seq2seq' or 'regression'.")
+    recipe: str = option("seq2seq", _RECIPE_HELP)
     packing: bool = option(
         False,
         "Padding-free packing: trl's packing=True with packing_strategy='bfd' (rows packed into max_length blocks, "
@@ -503,7 +507,7 @@ class Seq2SeqConfig(TrainConfig):
 class RegressionConfig(TrainConfig):
     """The score-head judge: LM head writes ``[FEEDBACK] rationale [END]``, a linear head scores it."""
 
-    recipe: str = option("regression", "Which recipe this file configures: 'seq2seq' or 'regression'.")
+    recipe: str = option("regression", _RECIPE_HELP)
     score_target: str = option(
         "mean",
         "Score the head regresses on: 'mean' (criteria_score, the mean over experts or the teacher's score) or "
@@ -532,7 +536,7 @@ class RegressionConfig(TrainConfig):
 class ClassifierConfig(TrainConfig):
     """The task classifier of ``criteria: auto``: a sequence-classification head over the leaf tasks."""
 
-    recipe: str = option("classifier", "Which recipe this file configures: 'seq2seq', 'regression' or 'classifier'.")
+    recipe: str = option("classifier", _RECIPE_HELP)
     data: str = option(
         SAMPLE_DATA,
         "Labelled instructions, comma-separated: `judge-train data instructions` output, POLLUX-format records "
@@ -657,7 +661,7 @@ class GRPORecipeConfig(TrainConfig):
     2402.03300, Section 4.2: 1e-6); ``docs/reasoning-judges.md`` lists them with their sources.
     """
 
-    recipe: str = option("grpo", "Which recipe this file configures: 'seq2seq', 'regression', 'classifier' or 'grpo'.")
+    recipe: str = option("grpo", _RECIPE_HELP)
     learning_rate: float = option(1e-6, "Peak AdamW learning rate (trl GRPOConfig's default; DeepSeekMath's GRPO, 1e-6).")
     num_train_epochs: float = option(1.0, "Epochs over the training prompts.")
     eval_fraction: float = option(
