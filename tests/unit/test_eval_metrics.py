@@ -402,6 +402,21 @@ def test_regression_scores_are_compared_with_the_mean():
     assert result["splits"]["all"]["overall"]["n_scored"] == 2
 
 
+def test_a_regression_judge_is_correlated_with_the_experts_mean_by_default():
+    """Spearman's reference follows the target unless --spearman-target says otherwise: a regression head's
+    0.2, 1.5, 1.0, 1.9 against means 1/3, 3/2, 5/3, 2 ranks 1,3,2,4 against 1,2,3,4: rho = 1 - 6*2/(4*15) = 0.8.
+    Against the mode the tie 2,1 is out, and 0.2, 1.0, 1.9 against 0, 2, 2 (ranks 1, 2.5, 2.5) is 1.5/sqrt(3)."""
+    judge, experts = [0.2, 1.5, 1.0, 1.9], [[0, 0, 1], [2, 1], [1, 2, 2], [2, 2, 2]]
+    table = _table(judge=judge, status=["ok"] * 4, experts=experts)
+    table.score_source[:] = "regression_head"
+    result = item_table.evaluate(table, n_boot=20).to_json()
+    assert result["settings"]["spearman_target"] == "mean"
+    assert result["splits"]["all"]["overall"]["spearman"] == pytest.approx(0.8)
+    by_mode = item_table.evaluate(table, n_boot=20, spearman_target="mode").to_json()
+    assert by_mode["settings"]["spearman_target"] == "mode"
+    assert by_mode["splits"]["all"]["overall"]["spearman"] == pytest.approx(1.5 / math.sqrt(3))
+
+
 def test_a_judge_that_never_parses_is_reported_not_a_crash():
     """Every verdict failed: n_failed = n, metrics undefined (NaN), Verdict Confidence undefined, no exception."""
     table = _table(judge=[NAN, NAN, NAN], status=["parse_failed"] * 3, experts=[[2, 2], [1, 0], [0]])

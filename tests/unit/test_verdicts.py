@@ -15,6 +15,8 @@ MUST_PARSE = [
     ("markdown emphasis on tags", "**[FEEDBACK]** Неплохо. **[RESULT]** 1 **[END]**", "Неплохо.", 1.0),
     ("emphasis on the score", "[FEEDBACK] Неплохо. [RESULT] **1** [END]", "Неплохо.", 1.0),
     ("lower-case tags with colon", "[feedback]: Неплохо. [result]: 1 [end]", "Неплохо.", 1.0),
+    ("emphasis and a colon on the tag", "[FEEDBACK] Неплохо. **[RESULT]:** **2** [END]", "Неплохо.", 2.0),
+    ("score in parentheses", "[FEEDBACK] Неплохо. [RESULT] (1) [END]", "Неплохо.", 1.0),
     ("negative score", "[FEEDBACK] Плохо. [RESULT] -1 [END]", "Плохо.", -1.0),
     ("decimal point", "[FEEDBACK] Средне. [RESULT] 1.5 [END]", "Средне.", 1.5),
     ("decimal comma", "[FEEDBACK] Средне. [RESULT] 1,5 [END]", "Средне.", 1.5),
