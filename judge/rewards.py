@@ -270,6 +270,20 @@ def prompt_opens_reasoning(prompt: str) -> bool:
     return bool(_PROMPT_ENDS_IN_THINK.search(prompt.rstrip()[-16:]))
 
 
+def _finite(number: int | float) -> bool:
+    """Whether ``number`` is finite as a float: an integer too large for one (``10**400`` from JSON) is not."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
+def _clipped(value: object, limit: int = 40) -> str:
+    """``repr(value)``, its first ``limit`` characters and its length where longer (an integer of 400 digits)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 class RewardRuleError(ValueError):
     """A reward rule that cannot be used; the message names the field."""
 
@@ -312,19 +326,19 @@ class RewardRule:
         if not isinstance(self.weights, Mapping):
             raise RewardRuleError("weights: expected a mapping of criterion name or id to a weight")
         for key, weight in {**self.weights, "default_weight": self.default_weight}.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not _finite(weight) or weight <= 0:
                 where = "default_weight" if key == "default_weight" else f"weights[{key!r}]"
-                raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {weight!r}")
+                raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {_clipped(weight)}")
         if self.weights and self.combine != "weighted":
             raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
         # Not dataclass fields: derived from weights, so equality, to_dict and from_dict see only what was given.
         object.__setattr__(self, "_resolved_weights", _weight_tables(self.weights) if self.weights else ({}, {}, {}))
         if self.empty_answer is not None and (isinstance(self.empty_answer, bool)
                                               or not isinstance(self.empty_answer, (int, float))
-                                              or not math.isfinite(self.empty_answer)):
+                                              or not _finite(self.empty_answer)):
             # NaN or infinity would be a reward no JSON answer can carry (/get_reward's would fail) and no trainer
             # can rank by.
-            raise RewardRuleError(f"empty_answer: expected a finite number or null, got {self.empty_answer!r}")
+            raise RewardRuleError(f"empty_answer: expected a finite number or null, got {_clipped(self.empty_answer)}")
         object.__setattr__(self, "weights", dict(self.weights))
 
     @classmethod
@@ -560,5 +574,9 @@ def reward_of(results: Sequence[JudgeResult], rule: RewardRule) -> Reward:
             return Reward(0.0, parts, failed, True)
         counted = tuple(p for p in parts if not p.is_flag) or parts
     weights = [rule.weight_of(p.criterion, p.criterion_id) for p in counted]
+    # Scaled by the power of two at the largest, so that the sums neither overflow nor underflow whatever finite
+    # weights the rule holds (two of 1e308 summed to infinity, and the mean to 0); a power of two changes no rounding.
+    exponent = math.frexp(max(weights))[1]
+    weights = [math.ldexp(w, -exponent) for w in weights]
     value = sum(w * p.value for w, p in zip(weights, counted)) / sum(weights)  # type: ignore[operator]
     return Reward(value, parts, failed, gate_closed)

@@ -79,6 +79,26 @@ def test_weighted_mean_by_name_and_id():
     assert reward_of(results, rule).value == pytest.approx(2 / 6)
 
 
+@pytest.mark.parametrize("weight", [1e308, 5e-324, 2.0**-1022])
+def test_weights_at_the_ends_of_the_floats_still_give_the_weighted_mean(weight):
+    """Any positive finite weight the rule takes gives the mean: 2 and 1 on 0-2 are (1.0 + 0.5) / 2 = 0.75 under
+    equal weights (two of 1e308 summed to infinity: the reward was 0; 5e-324 twice, 0.5); 3 : 1 stays exact."""
+    results = [ok("a", 2), ok("b", 1)]
+    assert reward_of(results, RewardRule(combine="weighted", default_weight=weight)).value == 0.75
+    both = RewardRule(combine="weighted", weights={"custom:a": weight, "custom:b": weight})
+    assert reward_of(results, both).value == 0.75
+    assert reward_of(results, RewardRule(combine="weighted", weights={"custom:a": 3.0})).value == (3 * 1.0 + 0.5) / 4
+
+
+@pytest.mark.parametrize("field", ["default_weight", "empty_answer"])
+def test_a_number_too_large_for_a_float_is_refused_naming_its_field(field):
+    """JSON and YAML give integers of any size: 10**400 is no finite float (math.isfinite raised OverflowError)."""
+    with pytest.raises(RewardRuleError) as refused:
+        RewardRule.from_dict({"combine": "weighted", field: 10**400})
+    assert f"{field}: " in str(refused.value)
+    assert str(refused.value).endswith(" got 1" + "0" * 39 + "... (401 characters)")  # its first 40 characters
+
+
 @pytest.mark.parametrize(
     "critical_score, expected, closed",
     [
