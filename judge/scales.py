@@ -138,8 +138,9 @@ _SEPARATOR_KIND = {":": "N:", "-": "N -", "–": "N -", "—": "N -", ".": "N.",
 # prose numbers its lists: a preamble ("1. Прочитайте ответ") or a list inside a level ("1) зацикливание").
 _STRONG_KINDS = ("N:", "N -")
 # One line holding every level, "0: плохо; 1: средне; 2: хорошо" (POLLUX's count_rubric_levels, r"(\d+)\s*:",
-# reads that too): a level opens the line, and each next one follows a ";", "," or ".".
-_ONE_LINE_LEVEL = re.compile(r"(?:^|[;,.])\s*+((?:[-+]|\u2212\s*+)?\d+)\s*+(:|–|—)")
+# reads that too): a level opens the line, and each next one follows a ";", "," or "."; a separator touching a digit
+# joins two numbers, as on a level line ("в срок, 2:30 максимум" is a time, not a level 2).
+_ONE_LINE_LEVEL = re.compile(r"(?:^|[;,.])\s*+((?:[-+]|\u2212\s*+)?\d+)\s*+(:|–|—)(?!\d)")
 _LAYOUT = ('write one level a line ("0: ...", "1 — ...", "- 2: ...", each level written the same way), or state a '
            'range ("от 0 до 2", "from 1 to 10")')
 # Ranges in words: "от 0 до 2", "from 1 to 10", "0–2 балла", "between 0 and 3", "по шкале 1–5", "on a scale of 1 to

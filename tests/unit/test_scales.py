@@ -291,6 +291,8 @@ def test_a_hyphen_on_every_level_line_is_a_bullet(rubrics, levels):
     ("2: хорошо; 1: средне; 0: плохо", (0, 1, 2)),
     ("–1: первый лучше; 0: равны; 1: второй лучше".replace("–", "\u2212"), (-1, 0, 1)),
     ("– 0: a\n– 1: b\n– 2: c", (0, 1, 2)),          # en-dash bullets
+    ("0: нет ответа; 1: ответ в срок, 2:30 максимум", (0, 1)),      # a time in a level's text is no level
+    ("1: плохо; 2: средне; 3: хорошо, 4:00 на ответ", (1, 2, 3)),
 ])  # fmt: skip
 def test_levels_on_one_line_or_after_dash_bullets_are_read(rubrics, levels):
     """One line holding each level after a ";" or "," (POLLUX's count_rubric_levels, r"(\\d+)\\s*:", reads it), its
