@@ -235,18 +235,15 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     """
     if text is None or not text.strip():
         return Verdict.failure(VerdictError.EMPTY, "the output is empty")
-    body = text
-    preamble_end = _reasoning_end(body)
-    if preamble_end:
-        body = body[preamble_end:]
-    else:
-        opened = _THINK_OPEN.search(body)
-        first_tag = _TAG.search(body)
-        # Reasoning that never closed: a <think> before any tag. One quoted in the rationale, or after the verdict
-        # (an answer under judgment that leaked the tag), is text, and the verdict around it stands.
-        if opened and (first_tag is None or opened.start() < first_tag.start()):
-            return Verdict.failure(VerdictError.UNCLOSED_THINK,
-                                   "<think> is never closed: the output ended while reasoning")
+    body = text[_reasoning_end(text):]
+    opened = _THINK_OPEN.search(body)
+    first_tag = _TAG.search(body)
+    # Reasoning that never closed: a <think> before any tag, at the start or in a second block after a closed one
+    # (whose draft verdict is no verdict). One quoted in the rationale, or after the verdict (an answer under
+    # judgment that leaked the tag), is text, and the verdict around it stands.
+    if opened and (first_tag is None or opened.start() < first_tag.start()):
+        return Verdict.failure(VerdictError.UNCLOSED_THINK,
+                               "<think> is never closed: the output ended while reasoning")
     body = _normalise_tags(body).strip()
 
     # The final complete "[RESULT] ... [END]" decides: anything after the last [END] is ignored, and a [RESULT]
@@ -507,8 +504,9 @@ _TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?\d+)\s*$")
 # on a 0..N rubric, but on the pairwise -1/0/1 scale it turns "answer 1 is better" into "answer 2 is better". Such
 # a number is never read as its positive value: U+2212 attached to the digits is the minus sign and nothing else,
 # so it reads as one (as an attached ASCII "-" does); any other dash, a minus spaced from the digits ("- 1",
-# "Итог — 1": in Russian a spaced dash is also the copula "is", or a list bullet) and a minus after a digit ("1-2", a
-# range or a subtraction) are ambiguous, and a no_score failure is counted rather than a sign guessed.
+# "Итог — 1": in Russian a spaced dash is also the copula "is", or a list bullet), a minus after a digit ("1-2", a
+# range or a subtraction) and a doubled one ("1--1", "1-−1") are ambiguous, and a no_score failure is counted rather
+# than a sign guessed.
 _MINUS_LIKE = frozenset("-\u02d7\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2796\u2e3a\u2e3b\ufe58\ufe63\uff0d")
 _MINUS_SIGN = "\u2212"
 
@@ -582,19 +580,26 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         shown = text[-40:]
         return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
     written = match.group(0) if match.re is _WHOLE_INTEGER else match.group(1)
-    if match.re is _TRAILING_INTEGER and not written.startswith("-"):
+    if match.re is _TRAILING_INTEGER:
         head = text[: match.start(1)]
-        ahead = head.rstrip()
-        sign = ahead[-1:]
-        if sign and sign in _MINUS_LIKE:
-            attached = len(ahead) == len(head)
-            if sign != _MINUS_SIGN or not attached or ahead[-2:-1] in tuple("0123456789.,"):
-                shown = text[len(ahead) - 1: match.end(1)]
-                return Verdict.failure(
-                    VerdictError.NO_SCORE,
-                    f"the answer ends with {shown!r} (U+{ord(sign):04X} before the integer): a dash, a spaced minus "
-                    "or a minus after a digit is no sign to read, and the integer without it could flip a negative "
-                    "verdict", thought)  # fmt: skip
+        if written.startswith("-"):
+            # The ASCII minus the pattern took as the sign is one, unless another minus touches it ("1--1": a
+            # subtraction of -1, or a doubled dash).
+            sign_at, ambiguous = match.start(1), head[-1:] in _MINUS_LIKE
+        else:
+            ahead = head.rstrip()
+            sign_at = len(ahead) - 1
+            ambiguous = sign_at >= 0 and ahead[-1] in _MINUS_LIKE and (
+                ahead[-1] != _MINUS_SIGN or len(ahead) != len(head)
+                or ahead[-2:-1] in tuple("0123456789.,") or ahead[-2:-1] in _MINUS_LIKE)
+        if ambiguous:
+            shown = text[sign_at - 1 if sign_at and text[sign_at - 1] in _MINUS_LIKE else sign_at: match.end(1)]
+            return Verdict.failure(
+                VerdictError.NO_SCORE,
+                f"the answer ends with {shown!r} (U+{ord(text[sign_at]):04X} before the integer): a dash, a spaced "
+                "or doubled minus or a minus after a digit is no sign to read, and the integer without it could flip "
+                "a negative verdict", thought)  # fmt: skip
+        if not written.startswith("-") and sign_at >= 0 and ahead[-1] == _MINUS_SIGN:
             written = "-" + written
     # float() of the text, not of int(): int() refuses past 4,300 digits (ValueError) and float(int) overflows from
     # 309 (OverflowError), both uncaught by every caller; float() reads any length in linear time, the same value

@@ -127,6 +127,10 @@ MINUS_LIKE = [
     ("Итог — 1", None),  # in Russian a spaced dash also says "is": "the result is 1"
     ("Итог: –1", None),
     ("1-2", None),  # a hyphen after a digit: a range or a subtraction (this parser read 2, POLLUX's regex -2)
+    ("1--1", None),  # a doubled minus after a digit: a subtraction of -1, or a dash; it read -1
+    ("1-−1", None),  # a hyphen, then U+2212: the same; it read -1
+    ("1.--1", None),
+    ("−−1", None),  # U+2212 twice
 ]
 
 

@@ -111,6 +111,9 @@ MUST_FAIL = [
     ("truncated: nothing after [RESULT]", "[FEEDBACK] Хорошо. [RESULT]", {"lenient": True}, VerdictError.NO_SCORE),
     ("unclosed think", "<think>Рассуждаю о том, что [RESULT] 2 [END]", {}, VerdictError.UNCLOSED_THINK),
     ("unclosed think after a preamble", "Итак.\n<think>Рассуждаю: [FEEDBACK] черновик", {}, VerdictError.UNCLOSED_THINK),
+    # a second block may follow a closed first one; never closed, its draft verdict is no verdict
+    ("unclosed second think", "<think>Сначала.</think><think>Черновик [RESULT] 1 [END] хм", {}, VerdictError.UNCLOSED_THINK),
+    ("unclosed second think, no tag", "<think>Сначала.</think>\n<think>Потом", {}, VerdictError.UNCLOSED_THINK),
     # an [END] closed the feedback, the [RESULT] after it has none: the verdict was cut, not missing its tag
     ("[RESULT] after the only [END]", "[FEEDBACK] Хорошо. [END] [RESULT] 2", {}, VerdictError.MISSING_END),
     # a draft verdict inside the reasoning is no verdict: the one after the reasoning has no [RESULT]
