@@ -371,6 +371,10 @@ class ServeConfig:
         """
         if not self.model:
             raise ConfigError("model: a checkpoint folder is required (--model or `model:` in the YAML)")
+        from judge.plumbing.console_logging import LEVELS
+
+        if str(self.log_level).lower() not in LEVELS:  # else a traceback once the port was already bound
+            raise ConfigError(f"log_level: unknown level {self.log_level!r} ({', '.join(LEVELS)})")
         # Every number here, at the start (NUMBER_BOUNDS): a value vLLM refuses would surface only minutes later.
         for name, (low, low_ok, high, high_ok) in NUMBER_BOUNDS.items():
             value = getattr(self, name)

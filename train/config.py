@@ -905,7 +905,7 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
     if name is None:  # an empty file, or one that leaves the recipe out: say what is missing, not "got None"
         raise ConfigError(f"{source}: names no recipe: give 'recipe:' one of {sorted(RECIPES)} (or run judge-train "
                           "<recipe> --config FILE)")
-    if name not in RECIPES:
+    if not isinstance(name, str) or name not in RECIPES:
         raise ConfigError(f"{source}: 'recipe' must be one of {sorted(RECIPES)}, got {name!r}")
     overrides = dict(overrides or {})
     if overrides.get("trainer_args") is not None and path is not None:
@@ -913,7 +913,8 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
         from judge.plumbing.config_files import coerce
 
         flag = coerce("trainer_args", overrides["trainer_args"], dict[str, Any], "command line")
-        overrides["trainer_args"] = {**(read_config_file(path).get("trainer_args") or {}), **flag}
+        given = coerce("trainer_args", read_config_file(path).get("trainer_args") or {}, dict[str, Any], str(path))
+        overrides["trainer_args"] = {**given, **flag}
     config = resolve_config(RECIPES[name], path, {**overrides, "recipe": name}, label=f"the {name} recipe")
     config.validate()
     return config

@@ -135,6 +135,10 @@ _POSITIVE = ("n", "max_tokens", "request_timeout", "exec_timeout", "memory_mb", 
 _NOT_NEGATIVE = ("max_retries", "temperature")
 #: ...and those that are either left out (None: every task; ask the endpoint) or at least 1.
 _NONE_OR_POSITIVE = ("limit", "max_model_len")
+#: ...and the largest each of these may be: both become the sandbox's rlimits (RLIMIT_AS in bytes, RLIMIT_CPU from the
+#: deadline), which setrlimit takes as a C long (1e300 failed there, after the run's folder was made); a day per test
+#: call is past any test a benchmark holds.
+_AT_MOST = {"memory_mb": (1 << 43) - 1, "exec_timeout": 86_400.0}
 
 
 def _flag(name: str) -> str:
@@ -154,6 +158,8 @@ def check_values(config: MeraConfig) -> None:
             raise ConfigError(f"{_flag(name)} must be a finite number, got {value}")
         if name in _POSITIVE and not value > 0:
             raise ConfigError(f"{_flag(name)} must be above 0, got {value}")
+        if name in _AT_MOST and value > _AT_MOST[name]:
+            raise ConfigError(f"{_flag(name)} must be at most {_AT_MOST[name]:,}, got {value:g}")
         if name in _NOT_NEGATIVE and not value >= 0:
             raise ConfigError(f"{_flag(name)} must be 0 or more, got {value}")
         if name in _NONE_OR_POSITIVE and value is not None and not value >= 1:

@@ -183,7 +183,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         raise ConfigError(f"{path}: expected a mapping of field: value, got {_kind(raw)}")
     if fields_of is not None:
         known = {f.name for f in dataclasses.fields(fields_of)}
-        unknown = sorted(set(raw) - known)
+        unknown = sorted(set(raw) - known, key=str)  # YAML keys may be numbers: `1: a` beside `foo: b`
         if unknown:
             raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; {_suggest_keys(unknown, known)}")
     return raw
@@ -545,6 +545,8 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
                 value = _json(value)
             if not isinstance(value, dict):
                 raise ValueError(f"expected a mapping, got {_kind(value)}")
+            if (typing.get_args(base) or (Any,))[0] is str and (bad := [k for k in value if not isinstance(k, str)]):
+                raise ValueError(f"keys must be text, got {bad[0]!r} ({_kind(bad[0])})")
             _check_depth(value)
             result = dict(value)
         elif base is str and isinstance(value, bool) and choices is not None and str(value).lower() in choices:

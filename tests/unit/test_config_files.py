@@ -74,6 +74,7 @@ def test_defaults_then_yaml_then_flags(tmp_path):
     "yaml_text, message",
     [
         ("max_step: 3\n", "unknown keys ['max_step']"),
+        ("1: a\nfoo: b\n", "unknown keys [1, 'foo']"),  # a number beside a text key: sorting them raised TypeError
         ("max_steps: ten\n", "max_steps"),
         ("max_steps: 1.5\n", "expected an integer"),
         ("resume: maybe\n", "expected true or false"),

@@ -920,6 +920,9 @@ def test_no_bundled_expected_output_is_none():
         (["--exec-timeout", "nan"], "--exec-timeout must be a finite number"),
         (["--n", "0"], "--n must be above 0, got 0"),
         (["--memory-mb", "0"], "--memory-mb must be above 0, got 0"),
+        # RLIMIT_AS and RLIMIT_CPU are C longs: setrlimit raised OverflowError in the sandbox's probe child
+        (["--memory-mb", str(1 << 43)], "--memory-mb must be at most 8,796,093,022,207, got 8.79609e+12"),
+        (["--exec-timeout", "1e300"], "--exec-timeout must be at most 86,400.0, got 1e+300"),
         (["--max-tokens", "-5"], "--max-tokens must be above 0, got -5"),
         (["--request-timeout", "0"], "--request-timeout must be above 0, got 0.0"),
     ],

@@ -72,6 +72,7 @@ def test_unknown_yaml_key_is_an_error(tmp_path):
      ({"max_tokens": 4096, "max_model_len": 4096}, "max_tokens"), ({"pooling_memory_fraction": 1.0}, "pooling_memory_fraction"),
      ({"attached_probe_interval_s": 0}, "attached_probe_interval_s"),
      ({"port": 65536}, "port: must be at most 65535"),  # else bind() raises OverflowError, a traceback
+     ({"log_level": "bogus"}, "log_level: unknown level 'bogus' \\(debug, info, warning, error\\)"),  # else after bind
      ({"criteria_classifier": "tfidf", "criteria_threshold": -0.5}, "criteria_threshold: a task-type probability")],
 )  # fmt: skip
 def test_bad_values_name_the_field(override, field):

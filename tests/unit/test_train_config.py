@@ -1002,3 +1002,24 @@ def test_a_deepspeed_config_nested_too_deep_or_no_object_is_one_line(tmp_path, t
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=f"^deepspeed config {path} {said}"):
         load_config(REPO / "configs" / "train" / "tiny" / "seq2seq.yaml", {"deepspeed": str(path)})
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "overrides", "refused"),
+    [
+        ("recipe: [seq2seq]\n", None, "'recipe' must be one of ['classifier', 'grpo', 'regression', 'seq2seq'], "
+                                       "got ['seq2seq']"),
+        ("recipe: {a: 1}\n", None, "'recipe' must be one of"),
+        # the YAML's trainer_args merged under the flag's: checked first, as without the flag
+        ("recipe: seq2seq\ntrainer_args: [1, 2]\n", {"trainer_args": '{"adam_beta2": 0.95}'},
+         "trainer_args: expected a mapping, got a list"),
+        ("recipe: seq2seq\ntrainer_args: {1: 2}\n", None, "trainer_args: keys must be text, got 1 (an integer)"),
+    ],
+)  # fmt: skip
+def test_a_recipe_or_trainer_args_of_the_wrong_shape_is_refused_naming_it(tmp_path, yaml_text, overrides, refused):
+    """Each of these was a TypeError traceback: an unhashable recipe looked up among the recipes, a list merged as a
+    mapping, an integer key handed to difflib."""
+    path = _yaml(tmp_path, yaml_text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, overrides)
+    assert refused in str(info.value) and str(path) in str(info.value)
