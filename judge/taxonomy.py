@@ -296,7 +296,7 @@ class Taxonomy:
             leaves = [task] if isinstance(task, Task) else self.find_tasks(*((task,) if isinstance(task, str) else task))
             listed = [cid for cid in ids if any(cid in leaf.criteria for leaf in leaves)]
             if not listed:
-                raise TaxonomyError(f"criterion {key!r} is not used by task {_describe(leaves)}")
+                raise TaxonomyError(f"criterion {quoted_name(key)} is not used by task {_describe(leaves)}")
             return self.criteria[listed[0]]
         base = [cid for cid in ids if "__" not in cid]
         return self.criteria[(base or ids)[0]]

@@ -70,7 +70,7 @@ def checked_json_fields(cls: type, data: Mapping[str, Any], where: str, *, noun:
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: expected a JSON object, got {value_words(data)}")
     names, required = _field_rules(cls)
-    unknown = sorted(set(data) - set(names))
+    unknown = sorted(set(data) - set(names), key=str)  # a Python caller's keys may be of mixed types
     if unknown:
         raise ValueError(f"{where}: unknown {noun}(s) {unknown}; known: {', '.join(names)}")
     for name, nullable in required:
@@ -282,7 +282,10 @@ class JudgeResult:
         for name, nested in (("lm_verdict", LmVerdict), ("usage", JudgmentUsage)):
             if isinstance(values.get(name), Mapping):
                 values[name] = nested(**checked_json_fields(nested, values[name], f"{where}.{name}", typed=True))
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ValueError as err:  # __post_init__'s own checks (score_source) know the field, not where it is
+            raise ValueError(f"{where}.{err}") from None
 
 
 #: The keys of a ``JudgeResult`` on the wire, in order.

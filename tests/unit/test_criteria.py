@@ -4,6 +4,8 @@ out-of-fold folds the tfidf task classifier of ``criteria: auto`` is calibrated 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from judge.criteria import CriterionError, resolve_criterion, task_path
@@ -194,3 +196,14 @@ def test_a_blank_subtype_leaves_the_sub_subtype_in_its_place():
     request = parse_judge_request({"items": [{"instruction": "Переведи", "answer": "x", "task_type": pair,
                                               "task_subtype": "", "task_subsubtype": "Informative translation"}]})
     assert len(resolve_criteria(request.items[0], 0)) == 18
+
+
+def test_a_long_criterion_name_not_used_by_the_task_is_echoed_clipped():
+    """A name that matches once its whitespace is collapsed, but whose task does not use it, was echoed whole (5 MB
+    of a client's text in the reward client's error); it is clipped as an unknown name is."""
+    name = "Отсутствие избыточной информации (воды)"
+    with pytest.raises(CriterionError) as refused:
+        resolve_criterion(name + " " * 5_000_000, ("Editing",))
+    assert len(str(refused.value)) < 1_000 and "[5000039 characters]" in str(refused.value)
+    with pytest.raises(CriterionError, match=rf"^criterion '{re.escape(name)}' is not used by task Editing"):
+        resolve_criterion(name, ("Editing",))

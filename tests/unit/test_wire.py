@@ -102,7 +102,9 @@ def test_a_score_head_that_returns_no_number_is_a_counted_failure(qwen_tokenizer
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"), ({"score_source": "regression"}, "score_source"),
+    [({"surprise": 1}, r"unknown field\(s\) \['surprise'\]"),
+     ({1: 2, "zz": 3}, r"unknown field\(s\) \[1, 'zz'\]"),  # a Python caller's mixed keys: sorting them raised
+     ({"score_source": "regression"}, r"^result\.score_source: 'regression' is not one of verdict, regression_head$"),
      ({"criterion": None, "scale": None}, None), ({"criterion": None}, r"result\.criterion: required field is missing"),
      ({"usage": {"prompt_tokens": 1, "cached": 2}}, r"result\.usage: unknown field\(s\) \['cached'\]"),
      ({"lm_verdict": {"score": 1.0}}, r"result\.lm_verdict\.parse_ok: required field is missing"),
@@ -145,7 +147,10 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
                             ({"items": [{"index": "0", "id": 7, "results": [result]}]},
                              r"items\[0\]\.index: expected an integer, got a string '0'"),
                             ({"usage": {**body["usage"], "parsed": "1"}}, r"usage\.parsed: expected an integer, got a string '1'"),
-                            ({"created": 1.5}, r"response\.created: expected an integer, got a number 1.5$")]:
+                            ({"created": 1.5}, r"response\.created: expected an integer, got a number 1.5$"),
+                            # __post_init__'s check, named where it is like every other field
+                            ({"items": [{"index": 0, "id": 7, "results": [{**result, "score_source": "x"}]}]},
+                             r"response\.items\[0\]\.results\[0\]\.score_source: 'x' is not one of")]:
         with pytest.raises(ValueError, match=message):
             JudgeResponse.from_json({**body, **change})
 
