@@ -208,7 +208,9 @@ class RecordColumns:
     def _rows(self, index: np.ndarray) -> dict[str, Any]:
         """The records at ``index`` as Python lists per field, their experts flat with ``offsets`` from 0."""
         index = np.asarray(index, dtype=np.int64)
-        every = len(index) == len(self)
+        # every row in order: the whole columns serve as they are (any other index of that length, [1, 0] say, is a
+        # permutation, and the texts, scores and flags must follow it as the ids do)
+        every = len(index) == len(self) and bool((index == np.arange(len(self))).all())
         counts = self.n_experts[index]
         offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
         flat = None if every else np.repeat(self.offsets[index] - offsets[:-1], counts) + np.arange(offsets[-1])

@@ -650,6 +650,8 @@ def _number(value: Any) -> float | None:
     float's range: float() raises OverflowError on one, which would name no row)."""
     if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too: float() reads them as 1/0
         return None
+    if isinstance(value, (bytes, bytearray, memoryview)):  # a Parquet binary column: float(b"1_0") reads 10
+        return None
     if isinstance(value, str):
         if not _NUMBER_TEXT.fullmatch(value):
             return None

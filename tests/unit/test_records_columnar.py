@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,60 @@ def test_clean_jsonl_loads_column_wise_like_row_by_row(tmp_path, monkeypatch):
     _forbid_row_path(monkeypatch)
     _same(load_records_report(path), expected)
     assert expected[1].n_duplicates == 1 and expected[1].n_abstentions == 1
+
+
+def test_records_at_a_permutation_of_every_row_follow_it_field_by_field(tmp_path):
+    """An index as long as the table that is not 0..n-1 in order ([2, 0, 1, 3]) took the whole text, score and flag
+    columns unpermuted while the ids followed it: record "a2" came back with the first row's answer and experts (and
+    a duplicate id in a 2-row file was refused for the wrong field)."""
+    rows = [GOOD, GOOD | {"id": "a2", "answer": "Другой ответ.", "expert_feedback": None, "expert_scores": [0, 0]},
+            ABSTAINING, NO_EXPERTS]  # fmt: skip
+    path = _jsonl(tmp_path / "d.jsonl", rows)
+    columns, _ = judge.load_record_columns(path)
+    expected, _ = _row_path(path, rows)
+    for order in ([2, 0, 1, 3], [1, 0, 2, 3], [0, 1, 2, 3], [3, 2, 1, 0]):
+        taken = columns.records_at(order)
+        assert taken == [expected[i] for i in order], order
+        assert [r.origin for r in taken] == [expected[i].origin for i in order]
+    _jsonl(tmp_path / "dup.jsonl", [GOOD, GOOD | {"expert_scores": [2, 2, 2]}])
+    with pytest.raises(RecordError, match=r"line 2: field 'id': 'a1' repeats the id of line 1 with different content"):
+        judge.load_record_columns(tmp_path / "dup.jsonl")
+
+
+@pytest.mark.parametrize("field", ["criteria_score", "expert_scores"])
+def test_a_score_in_a_binary_parquet_column_is_refused_by_both_loaders(tmp_path, field):
+    """float(b"1_0") is 10: bytes took a path around the number rule the same text is held to ("1_0" is refused)."""
+    row = {k: v for k, v in GOOD.items() if k not in ("expert_feedback", field)}
+    if field == "expert_scores":
+        row["criteria_score"] = 1.5
+    value = pa.array([b"1_0"]) if field == "criteria_score" else pa.array([[b"1_0", b"2"]])
+    table = pa.Table.from_pylist([row]).append_column(field, value)
+    pq.write_table(table, tmp_path / "d.parquet")
+    said = ("field 'criteria_score': b'1_0' is not a finite number" if field == "criteria_score"
+            else "field 'expert_scores': item 0 (b'1_0') is not a finite number")
+    for load in (judge.load_records, judge.load_record_columns):
+        with pytest.raises(RecordError, match=re.escape(f"row index 0: {said}")):
+            load(tmp_path / "d.parquet")
+
+
+def test_a_row_across_lines_or_a_minus_nan_is_refused_by_both_loaders_as_the_row_path_refuses_it(tmp_path):
+    """Arrow reads an object across lines: a row cut after "[" with its rest on the next line, and two rows side by
+    side on a third, loaded as three records numbered one line off. And it reads "-NaN" (Python's JSON does not) as
+    NaN, a missing score. Both now go to the row path, which names the line."""
+    whole = _line(GOOD)
+    cut = whole.index("[") + 1
+    path = tmp_path / "across.jsonl"
+    path.write_text(f"{whole[:cut]}\n{whole[cut:]}\n{_line(GOOD | {'id': 'b'})} {_line(GOOD | {'id': 'c'})}\n",
+                    encoding="utf-8")
+    negative_nan = tmp_path / "nan.jsonl"
+    _jsonl(negative_nan, [GOOD, GOOD | {"id": "b", "criteria_score": 0.0}])
+    negative_nan.write_text(negative_nan.read_text(encoding="utf-8").replace('"criteria_score": 0.0',
+                                                                            '"criteria_score": -NaN'), encoding="utf-8")
+    for load in (judge.load_records, judge.load_record_columns):
+        with pytest.raises(RecordError, match=r"across\.jsonl: line 1: invalid JSON"):
+            load(path)
+        with pytest.raises(RecordError, match=r"nan\.jsonl: line 2: invalid JSON"):
+            load(negative_nan)
 
 
 def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatch):
