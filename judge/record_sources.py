@@ -140,9 +140,13 @@ def _jsonl_table(path: Path):
     data = path.read_bytes()
     start = len(_BOM) if data.startswith(_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    # Every line opens an object at its first byte: no blank lines (the row path skips them, keeping the numbers
-    # of the others; Arrow would renumber), no CR line ends (Python splits lines there, Arrow does not).
-    if not data.startswith(b"{", start) or data.count(b"\n{") != lines - 1 or b"\r" in data:
+    # Every line opens an object at its first byte and closes one at its last: no blank lines (the row path skips
+    # them, keeping the numbers of the others; Arrow would renumber), no CR line ends (Python splits lines there,
+    # Arrow does not), no object across lines (Arrow reads one: a row cut after "[" with its rest on the next line,
+    # and two rows on a third, made three records numbered one line off; no JSON string holds a newline). "-NaN"
+    # Arrow reads as NaN (a missing score, an abstention) where Python's JSON refuses it.
+    if (not data.startswith(b"{", start) or data.count(b"}\n{") != lines - 1
+            or not data.endswith((b"}\n", b"}")) or b"\r" in data or b"-NaN" in data):
         return None
     if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
         return None

@@ -226,9 +226,14 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         if any(not line.startswith(b"{") for line in kept):
             _raise_first_bad_row(path, None)
         body = b"\n".join(kept) + b"\n" if kept else b""
+        lines = len(kept)
     if not body:
         return pa.table({name: pa.array([], type=_arrow_types().get(name, pa.null())) for name in PREDICTION_FIELDS})
     if not arrow_may_read(body):  # nesting that may crash Arrow's reader: the line reader names the line
+        return prediction_table(iter_predictions(path))
+    # Arrow reads an object across lines (no JSON string holds a newline: each line must end its object) and "-NaN"
+    # as NaN, which json.loads refuses: the line reader reads both as it reads every line.
+    if body.count(b"}\n{") != lines - 1 or not body.endswith(b"}\n") or b"-NaN" in body:
         return prediction_table(iter_predictions(path))
     options = pj.ParseOptions(explicit_schema=pa.schema(list(_arrow_types().items())),
                               unexpected_field_behavior="infer")

@@ -241,3 +241,19 @@ def test_parse_ok_still_defaults_to_false_without_a_score_and_refuses_a_score_be
     for read in (read_predictions, lambda p: list(iter_predictions(p))):
         with pytest.raises(ValueError, match=r"line 2\.score: 1\.0 in a row with parse_ok false"):
             read(path)
+
+
+def test_a_row_across_lines_or_a_minus_nan_is_refused_as_the_line_reader_refuses_it(tmp_path):
+    """Arrow reads an object across lines and "-NaN" as NaN; json.loads, line by line, refuses both. The table
+    reader read a row cut after its first field with its rest on the next line (and two rows on a third) as three
+    rows, and a score of -NaN as no score: it now hands both to the line reader, which names the line."""
+    whole, second, third = (json.dumps({"id": f"r{i}", "judge": "j", "raw_output": "x", "score": 1.0,
+                                        "parse_ok": True}) for i in range(3))  # fmt: skip
+    cut = whole.index(",") + 1
+    across, nan = tmp_path / "across.jsonl", tmp_path / "nan.jsonl"
+    across.write_text(f"{whole[:cut]}\n{whole[cut:]}\n{second} {third}\n", encoding="utf-8")
+    nan.write_text(f"{whole}\n{second.replace('1.0', '-NaN')}\n", encoding="utf-8")
+    for path, line in ((across, 1), (nan, 2)):
+        for read in (read_prediction_table, lambda p: list(iter_predictions(p))):
+            with pytest.raises(ValueError, match=rf"{path.name}:{line}: not a JSON line"):
+                read(path)
