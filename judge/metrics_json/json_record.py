@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, NamedTuple
 
 from judge.plumbing.json_reading import got_words, shown_value, value_words
 
-__all__ = ["COUNT_READERS", "JsonRecord", "JsonRecordError", "count", "extra_field", "got_words", "json_value", "keyed",
-           "listed", "optional_field", "read_record", "shown_value"]
+__all__ = ["COUNT_READERS", "MAX_COUNT", "PLAIN_NUMBER_READERS", "JsonRecord", "JsonRecordError", "count",
+           "extra_field", "got_words", "json_value", "keyed", "listed", "optional_field", "plain_number", "plain_number_or_none",
+           "read_record", "shown_value"]
 
 
 class JsonRecordError(ValueError):
@@ -110,6 +113,10 @@ class JsonRecord:
         return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type)
 
 
+#: The largest whole number ``count`` reads: float64's largest finite value, rounded down to an integer.
+MAX_COUNT = int(sys.float_info.max)
+
+
 def count(value: Any) -> int:
     """A whole number read from JSON (a count, a seed, a number of resamples), all of them 0 or more: a string, a
     fraction, a boolean or a negative refused here, naming the field, where each failed far from the file (a
@@ -118,6 +125,8 @@ def count(value: Any) -> int:
         raise TypeError(f"expected a whole number, got {got_words(value)}")
     if value < 0:
         raise ValueError(f"expected a whole number of 0 or more, got {shown_value(value)}")
+    if value > MAX_COUNT:  # the reports divide and format counts as floats: 10**400 was an OverflowError there
+        raise ValueError(f"expected a whole number a float holds (up to about 1.8e308), got {shown_value(value)}")
     return value
 
 
@@ -130,6 +139,31 @@ def count_or_none(value: Any) -> int | None:
 COUNT_READERS: Mapping[str, Callable[[Any], Any]] = {"int": count, "int | None": count_or_none}
 
 
+def plain_number(value: Any) -> int | float:
+    """A number read from JSON as it is written (an integer stays one, so the file writes back the same bytes), if a
+    float holds it: a string, a list, a boolean or 10**400 refused here, naming the field, where each failed in a
+    report's number format (a TypeError, an OverflowError, or "Unknown format code" naming nothing)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {got_words(value)}")
+    try:
+        infinite = math.isinf(value)  # NaN passes: a library caller's undefined figure, null in the file
+    except OverflowError:  # an integer past float's range
+        infinite = True
+    if infinite:
+        raise ValueError(f"expected a finite number a float holds, got {shown_value(value)}")
+    return value
+
+
+def plain_number_or_none(value: Any) -> int | float | None:
+    """``plain_number``, or None (a figure the writer did not have)."""
+    return None if value is None else plain_number(value)
+
+
+#: ``COUNT_READERS`` and readers of numbers that keep JSON's null as None (the validity section's).
+PLAIN_NUMBER_READERS: Mapping[str, Callable[[Any], Any]] = {**COUNT_READERS, "float": plain_number,
+                                                            "float | None": plain_number_or_none}
+
+
 def optional_field(**kwargs) -> Any:
     """A key some objects of the type do not carry: None in memory, left out of the file."""
     return field(default=None, metadata={"optional": True}, **kwargs)
@@ -140,7 +174,7 @@ def extra_field() -> Any:
     return field(default_factory=dict, metadata={"extra": True})
 
 
-def read_record(cls, data: Mapping[str, Any], *, where: str = "a JSON file",
+def read_record(cls, data: Mapping[str, Any], /, *, where: str = "a JSON file",
                 by_type: Mapping[str, Callable[[Any], Any]] | None = None, **readers: Callable[[Any], Any]) -> Any:
     """``cls`` from a JSON object: each field read by its reader (given here, else the one its annotation names in
     ``by_type``, else as it is); an absent field with a default takes it (optional ones None).

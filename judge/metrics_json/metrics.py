@@ -83,6 +83,11 @@ def _text(value: Any) -> str:
 
 
 
+def _text_or_none(value: Any) -> str | None:
+    """``_text``, or None (a path the writer did not have): a number as ``data`` failed in the report's file links."""
+    return None if value is None else _text(value)
+
+
 def _one_of(*allowed: str, absent: bool = False) -> Any:
     """A reader of a string that must be one of ``allowed`` (None too, with ``absent``): a target of "median" was
     taken as it is and failed at use, naming a reference the file never chose."""
@@ -131,7 +136,7 @@ class _MetricsRecord(JsonRecord):
     json_by_type = NUMBER_READERS
 
 
-def _read(cls, data: Mapping[str, Any], **readers) -> Any:
+def _read(cls, data: Mapping[str, Any], /, **readers) -> Any:  # a field may be called data
     return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
 
 
@@ -505,7 +510,8 @@ class Metrics(_MetricsRecord):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Metrics:
-        return _read(cls, data, judge=_text, target=_one_of(*TARGETS), settings=Settings.from_json,
+        return _read(cls, data, judge=_text, data=_text_or_none, predictions=_text_or_none,
+                     target=_one_of(*TARGETS), settings=Settings.from_json,
                      splits=keyed(SplitMetrics.from_json),
                      notes=Notes.from_json, pollux_official=PolluxOfficial.from_json, run=RunInfo.of,
                      validity=Validity.from_json)

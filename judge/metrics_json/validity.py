@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.metrics_json.json_record import COUNT_READERS, JsonRecord, extra_field, keyed, listed, optional_field
+from judge.metrics_json.json_record import (COUNT_READERS, PLAIN_NUMBER_READERS, JsonRecord, extra_field, keyed, listed,
+                                            optional_field)
 from judge.metrics_json.json_record import JsonRecordError, got_words, read_record, shown_value
 from judge.plumbing.json_reading import value_words
 
@@ -103,10 +104,10 @@ class AltTestSettings:
 
 class _SectionRecord(JsonRecord):
     json_where = "metrics.json's validity section"
-    json_by_type = COUNT_READERS  # its counts checked as whole numbers, as the rest of metrics.json's are
+    json_by_type = PLAIN_NUMBER_READERS  # its counts and numbers checked, as the rest of metrics.json's are
 
 
-def _read(cls, data: Mapping[str, Any], **readers) -> Any:
+def _read(cls, data: Mapping[str, Any], /, **readers) -> Any:
     return read_record(cls, data, where=cls.json_where, by_type=cls.json_by_type, **readers)
 
 

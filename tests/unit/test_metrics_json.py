@@ -98,3 +98,43 @@ def test_shown_value_by_hand():
     assert shown_value(-(10**20), limit=10) == "an integer of 21 digits"
     assert shown_value(10**5000) == "an integer of about 5001 digits"  # no repr past Python's 4,300 digits
     assert got_words(10**40) == "an integer of 41 digits" and got_words(True) == "true" and got_words([1]) == "a list"
+
+
+@pytest.mark.parametrize("field", ["data", "predictions"])
+def test_a_data_or_predictions_path_that_is_not_text_is_refused_naming_it(field):
+    """A number as the data path was read as it was, and compare stopped in a TypeError building its file links."""
+    assert Metrics.from_json({**_RAW, field: None}).data is None
+    with pytest.raises(JsonRecordError) as info:
+        Metrics.from_json({**_RAW, field: 5})
+    assert str(info.value) == f"metrics.json: Metrics.{field} is not readable (expected a string, got an integer 5)"
+
+
+def test_a_count_no_float_holds_is_refused_naming_it():
+    """The reports divide and format counts as floats: a count of 10**400 was an OverflowError in report.html;
+    float64's largest integer still reads."""
+    from judge.metrics_json.json_record import MAX_COUNT
+
+    assert MAX_COUNT == int(1.7976931348623157e308)
+    assert Metrics.from_json(_edited(("splits", "all", "overall", "n"), MAX_COUNT)).splits["all"].overall.n == MAX_COUNT
+    with pytest.raises(JsonRecordError, match=r"Cell\.n is not readable \(expected a whole number a float holds "
+                                              r"\(up to about 1\.8e308\), got an integer of 401 digits\)"):
+        Metrics.from_json(_edited(("splits", "all", "overall", "n"), 10**400))
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ([1], "expected a number, got a list"), ("x", "expected a number, got a string 'x'"),
+    (True, "expected a number, got true"),
+    (10**400, "expected a finite number a float holds, got an integer of 401 digits"),
+])  # fmt: skip
+def test_a_validity_figure_that_is_no_number_is_refused_naming_it(value, why):
+    """The validity section's numbers were read unchecked: a list as the ceiling's gap failed in compare's number
+    format (TypeError), 10**400 as an OverflowError, a string as "Unknown format code 'f'" naming nothing. An
+    integer stays an integer (the file writes back the same bytes), and null stays None."""
+    from judge.metrics_json.validity import Leniency
+
+    raw = {"n": 3, "mean_signed_error": 1, "ci": [0.5, 1.5], "direction": "lenient"}
+    assert Leniency.from_json(raw).mean_signed_error == 1 and type(Leniency.from_json(raw).mean_signed_error) is int
+    assert Leniency.from_json({**raw, "mean_signed_error": None}).mean_signed_error is None
+    with pytest.raises(JsonRecordError) as info:
+        Leniency.from_json({**raw, "mean_signed_error": value})
+    assert str(info.value).endswith(f"Leniency.mean_signed_error is not readable ({why})")
