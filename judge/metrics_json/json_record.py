@@ -24,8 +24,8 @@ from typing import Any, ClassVar, NamedTuple
 from judge.plumbing.json_reading import got_words, shown_value, value_words
 
 __all__ = ["COUNT_READERS", "MAX_COUNT", "PLAIN_NUMBER_READERS", "JsonRecord", "JsonRecordError", "count",
-           "extra_field", "got_words", "json_value", "keyed", "listed", "optional_field", "plain_number", "plain_number_or_none",
-           "read_record", "shown_value"]
+           "extra_field", "got_words", "json_value", "keyed", "listed", "optional_field", "plain_number",
+           "plain_number_or_none", "read_record", "shown_value"]
 
 
 class JsonRecordError(ValueError):
