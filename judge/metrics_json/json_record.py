@@ -192,7 +192,8 @@ def read_record(cls, data: Mapping[str, Any], /, *, where: str = "a JSON file",
     values: dict[str, Any] = {}
     for f in plan:
         if f.kind == "extra":
-            values[f.name] = {k: v for k, v in data.items() if k not in names}
+            # a later key named like the holder itself ("extra") is one of them too, not the holder
+            values[f.name] = {k: v for k, v in data.items() if k not in names or k == f.name}
             continue
         if f.name not in data:
             if not f.required:

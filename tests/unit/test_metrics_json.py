@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from judge.metrics_json.json_record import JsonRecordError
@@ -138,3 +140,18 @@ def test_a_validity_figure_that_is_no_number_is_refused_naming_it(value, why):
     with pytest.raises(JsonRecordError) as info:
         Leniency.from_json({**raw, "mean_signed_error": value})
     assert str(info.value).endswith(f"Leniency.mean_signed_error is not readable ({why})")
+
+
+def test_a_cell_without_its_optional_in_scale_interval_writes_back_with_a_later_versions_keys_kept():
+    """A cell with correlations but no mae_in_scale_ci (both optional) read, then failed writing compare.json
+    (StopIteration: the correlations are written after that interval); a later version's key named "extra", the
+    name of the field that holds such keys, was dropped on read. Both now write back, in order: the fields, the
+    correlations, then the later version's keys as given."""
+    from eval.scoring.item_table import dumps
+
+    cell = {**_CELL, "n_spearman": 1, "spearman": 0.5, "later": 2, "extra": {"k": 1}}
+    metrics = Metrics.from_json(_edited(("splits", "all", "overall"), cell))
+    assert metrics.splits["all"].overall.extra == {"later": 2, "extra": {"k": 1}}
+    written = json.loads(dumps(metrics))["splits"]["all"]["overall"]
+    assert list(written.items()) == [*_CELL.items(), ("n_spearman", 1), ("spearman", 0.5), ("later", 2),
+                                     ("extra", {"k": 1})]
