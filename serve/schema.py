@@ -36,7 +36,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -118,26 +118,53 @@ class RequestError(Exception):
         self.message, self.param, self.status, self.code = message, param, status, code
 
 
-def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False) -> str:
+#: No error input given to ``param_of`` (None is a value a body may hold).
+_NO_VALUE = object()
+
+
+def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False, value: Any = _NO_VALUE) -> str:
     """A pydantic error location as a dotted field path: ``("items", 0, "answer")`` -> ``items[0].answer``.
 
     The location mixes the body's keys with the union branch names pydantic inserts (``str``, ``CustomCriterion``,
     ``list[union[str,CustomCriterion]]``). Walking ``data`` (the validated input) tells them apart: a part is a key
     when the object at that point has it (or, with ``missing``, when it is the last part: the absent field), an
     index when the object is a list, and a branch name otherwise. Guessing from the name alone took a client's own
-    field called ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead.
+    field called ``str``, ``int`` or ``my-field`` for a branch name and reported its parent instead. A client's key
+    may also be named like a branch (``{"str": ...}`` in a rubric mapping): with ``value`` (the error's input, the
+    object it is about; for a missing field, the object that lacks it), the reading that reaches it is taken, keys
+    preferred where several do.
     """
-    out = ""
-    node: Any = data
-    for n, part in enumerate(loc):
-        if isinstance(part, int) and isinstance(node, list):
-            out += f"[{part}]"
-            node = node[part] if part < len(node) else None
-        elif isinstance(node, Mapping) and (part in node or (missing and n == len(loc) - 1)):
-            out += ("." if out else "") + _key_text(str(part))
-            node = node.get(part)
-        # else: a union branch name; the value stays where it is
-    return out or "body"
+    readings = list(_readings(loc, 0, data, missing))
+    if value is not _NO_VALUE:
+        for parts, end in readings:
+            if end is value or (type(end) is type(value) and end == value):
+                return _joined(parts)
+    return _joined(readings[0][0])
+
+
+def _readings(loc: tuple[Any, ...], n: int, node: Any, missing: bool) -> Iterator[tuple[list[str], Any]]:
+    """Each reading of ``loc[n:]`` from ``node``: the path's parts, and the value it reaches (for a missing field,
+    the object that lacks it); a key the object has is read as a key first, then as a branch name."""
+    if n == len(loc):
+        yield [], node
+        return
+    part = loc[n]
+    if isinstance(part, int) and isinstance(node, list):
+        for rest, end in _readings(loc, n + 1, node[part] if part < len(node) else None, missing):
+            yield [f"[{part}]", *rest], end
+        return
+    last_missing = missing and n == len(loc) - 1
+    if isinstance(node, Mapping) and (part in node or last_missing):
+        if last_missing:
+            yield [_key_text(str(part))], node
+            return
+        for rest, end in _readings(loc, n + 1, node[part], missing):
+            yield [_key_text(str(part)), *rest], end
+    yield from _readings(loc, n + 1, node, missing)  # a union branch name: the value stays where it is
+
+
+def _joined(parts: list[str]) -> str:
+    return "".join(part if part.startswith("[") or not i else "." + part for i, part in enumerate(parts)) or "body"
 
 
 def _printable(text: str) -> str:
@@ -174,12 +201,12 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     def rank(e: dict) -> tuple[bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
         literal = e["type"] == "literal_error"
-        path = param_of(tuple(e["loc"]), data, e["type"] == "missing")
+        path = param_of(tuple(e["loc"]), data, e["type"] == "missing", e.get("input", _NO_VALUE))
         return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(path))
 
     first = min(errors, key=rank)
     kind = first["type"]
-    param = param_of(tuple(first["loc"]), data, kind == "missing")
+    param = param_of(tuple(first["loc"]), data, kind == "missing", first.get("input", _NO_VALUE))
     param = clip_message(param)  # an unknown field's name is the client's, of any length
     if kind == "missing":
         message = f"{param}: required field is missing"

@@ -196,6 +196,24 @@ def test_a_field_of_another_json_kind_is_named_in_json_words(body, param, messag
     assert (refused.param, refused.message) == (param, message)
 
 
+@pytest.mark.parametrize(("body", "param", "message"), [
+    # the str branch's error is about the whole mapping: its key "str" is no field of it ("rubrics.str" was named)
+    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": {"str": "ok", "1": 5}}]},
+     "criteria[0].rubrics", "criteria[0].rubrics: must be a string, got an object"),
+    # "name" is what is missing, from the object that holds the key "CustomCriterion" (that key was named missing)
+    ({"instruction": "q", "answer": "a", "criteria": [{"CustomCriterion": "x"}]}, "criteria[0].name",
+     "criteria[0].name: required field is missing"),
+    ({"instruction": "q", "answer": "a", "criteria": {"list[union[str,CustomCriterion]]": 1}}, "criteria",
+     "criteria: must be a list, got an object"),
+    ({"instruction": "q", "answer": "a", "criteria": ["x"], "str": 1}, "str", "str: unknown field"),
+])  # fmt: skip
+def test_a_clients_key_named_like_a_union_branch_is_told_from_the_branch(body, param, message):
+    """pydantic's error locations hold union branch names (``str``, ``CustomCriterion``); a client's key of the same
+    name was taken for the field. The error's input (the value it is about) tells which reading is meant."""
+    refused = _refusal(body)
+    assert (refused.param, refused.message) == (param, message)
+
+
 def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokenizer):
     """Judge.check (and run, which checks first) name an inline body's criterion ``criteria[0]`` and the item as a
     whole ``body``, where a body with ``items`` gets ``items[0].criteria[0]`` / ``items[0]``."""
