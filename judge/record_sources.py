@@ -24,7 +24,7 @@ from typing import Any
 
 from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
-from judge.plumbing.json_reading import arrow_may_read, unreadable_json
+from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
                            records_and_report)
@@ -140,13 +140,9 @@ def _jsonl_table(path: Path):
     data = path.read_bytes()
     start = len(_BOM) if data.startswith(_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    # Every line opens an object at its first byte and closes one at its last: no blank lines (the row path skips
-    # them, keeping the numbers of the others; Arrow would renumber), no CR line ends (Python splits lines there,
-    # Arrow does not), no object across lines (Arrow reads one: a row cut after "[" with its rest on the next line,
-    # and two rows on a third, made three records numbered one line off; no JSON string holds a newline). "-NaN"
-    # Arrow reads as NaN (a missing score, an abstention) where Python's JSON refuses it.
-    if (not data.startswith(b"{", start) or data.count(b"}\n{") != lines - 1
-            or not data.endswith((b"}\n", b"}")) or b"\r" in data or b"-NaN" in data):
+    # One object a line, as the row path reads them (blank lines it skips, keeping the numbers of the others), and no
+    # CR line ends (Python splits lines there, Arrow does not).
+    if not arrow_reads_lines_alike(data, lines, start) or b"\r" in data:
         return None
     if not arrow_may_read(data):  # nesting that may crash Arrow's reader: the row path names the line
         return None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.plumbing.json_reading import arrow_may_read, got_words, shown_value
+from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, got_words, shown_value
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import LineIndex, row_place, value_words
@@ -231,9 +231,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         return pa.table({name: pa.array([], type=_arrow_types().get(name, pa.null())) for name in PREDICTION_FIELDS})
     if not arrow_may_read(body):  # nesting that may crash Arrow's reader: the line reader names the line
         return prediction_table(iter_predictions(path))
-    # Arrow reads an object across lines (no JSON string holds a newline: each line must end its object) and "-NaN"
-    # as NaN, which json.loads refuses: the line reader reads both as it reads every line.
-    if body.count(b"}\n{") != lines - 1 or not body.endswith(b"}\n") or b"-NaN" in body:
+    if not arrow_reads_lines_alike(body, lines):  # an object across lines, "-NaN": as the line reader reads them
         return prediction_table(iter_predictions(path))
     options = pj.ParseOptions(explicit_schema=pa.schema(list(_arrow_types().items())),
                               unexpected_field_behavior="infer")

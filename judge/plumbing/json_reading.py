@@ -25,8 +25,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "got_words", "kind_words", "shown_value", "unreadable_json",
-           "value_words"]
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "got_words", "kind_words",
+           "shown_value", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -42,6 +42,16 @@ def arrow_may_read(data: bytes) -> bool:
     if len(kept) - kept.count(b"\n") <= ARROW_MAX_OPENERS_PER_LINE:
         return True  # the whole file has fewer: no line can have more
     return max(len(line) for line in kept.split(b"\n")) <= ARROW_MAX_OPENERS_PER_LINE
+
+
+def arrow_reads_lines_alike(data: bytes, lines: int, start: int = 0) -> bool:
+    """Whether Arrow's JSON reader reads the ``lines`` JSON lines of ``data[start:]`` row for row as ``json.loads``
+    reads each line: every line opens an object at its first byte and closes one at its last (Arrow reads an object
+    across lines: a row cut after "[" with its rest on the next line, and two rows on a third, made three rows
+    numbered one line off; no JSON string holds a newline), and no "-NaN" (Arrow reads it as NaN, json.loads refuses
+    it). A blank line fails too (Arrow would renumber the rows after it)."""
+    return (data.startswith(b"{", start) and data.count(b"}\n{", start) == lines - 1
+            and data.endswith((b"}\n", b"}")) and b"-NaN" not in data)
 
 
 def unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) -> str:
