@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
-from judge.plumbing.json_reading import value_words
+from judge.plumbing.json_reading import shown_value, value_words
 from judge.scales import Scale
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResult, ScoreSource
@@ -278,12 +278,6 @@ def _finite(number: int | float) -> bool:
         return False
 
 
-def _clipped(value: object, limit: int = 40) -> str:
-    """``repr(value)``, its first ``limit`` characters and its length where longer (an integer of 400 digits)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
 class RewardRuleError(ValueError):
     """A reward rule that cannot be used; the message names the field."""
 
@@ -328,7 +322,7 @@ class RewardRule:
         for key, weight in {**self.weights, "default_weight": self.default_weight}.items():
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not _finite(weight) or weight <= 0:
                 where = "default_weight" if key == "default_weight" else f"weights[{key!r}]"
-                raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {_clipped(weight)}")
+                raise RewardRuleError(f"{where}: a weight must be a positive finite number, got {shown_value(weight)}")
         if self.weights and self.combine != "weighted":
             raise RewardRuleError("weights: given, but combine is 'mean' (set combine: weighted)")
         # Not dataclass fields: derived from weights, so equality, to_dict and from_dict see only what was given.
@@ -338,7 +332,8 @@ class RewardRule:
                                               or not _finite(self.empty_answer)):
             # NaN or infinity would be a reward no JSON answer can carry (/get_reward's would fail) and no trainer
             # can rank by.
-            raise RewardRuleError(f"empty_answer: expected a finite number or null, got {_clipped(self.empty_answer)}")
+            raise RewardRuleError("empty_answer: expected a finite number or null, got "
+                                  f"{shown_value(self.empty_answer)}")
         object.__setattr__(self, "weights", dict(self.weights))
 
     @classmethod

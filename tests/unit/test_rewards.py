@@ -96,7 +96,7 @@ def test_a_number_too_large_for_a_float_is_refused_naming_its_field(field):
     with pytest.raises(RewardRuleError) as refused:
         RewardRule.from_dict({"combine": "weighted", field: 10**400})
     assert f"{field}: " in str(refused.value)
-    assert str(refused.value).endswith(" got 1" + "0" * 39 + "... (401 characters)")  # its first 40 characters
+    assert str(refused.value).endswith(" got an integer of 401 digits")  # not its 401 digits
 
 
 @pytest.mark.parametrize(
