@@ -134,12 +134,12 @@ def param_of(loc: tuple[Any, ...], data: Any, missing: bool = False, value: Any 
     object it is about; for a missing field, the object that lacks it), the reading that reaches it is taken, keys
     preferred where several do.
     """
-    readings = list(_readings(loc, 0, data, missing))
-    if value is not _NO_VALUE:
-        for parts, end in readings:
-            if end is value or (type(end) is type(value) and end == value):
-                return _joined(parts)
-    return _joined(readings[0][0])
+    first = None
+    for parts, end in _readings(loc, 0, data, missing):  # lazily: the first reading is nearly always the one
+        if value is _NO_VALUE or end is value or (type(end) is type(value) and end == value):
+            return _joined(parts)
+        first = parts if first is None else first
+    return _joined(first)
 
 
 def _readings(loc: tuple[Any, ...], n: int, node: Any, missing: bool) -> Iterator[tuple[list[str], Any]]:
