@@ -315,35 +315,28 @@ def signal_processes(pids: Sequence[int], sig: int) -> list[int]:
     return sent
 
 
+def _status_fields(pid: int) -> dict[str, str]:
+    """``/proc/<pid>/status`` as field -> value (empty once the process is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    return dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+
+
 def signal_pending(pids: Sequence[int], sig: int) -> list[int]:
     """Those of ``pids`` holding ``sig`` pending (``/proc/<pid>/status`` SigPnd or ShdPnd): with the process frozen
     (SIGSTOP) or the signal blocked, it has been delivered and not acted on yet. A test that freezes a job, has Slurm
     signal it, and thaws it only once the signal is pending makes the signal land at the frozen point."""
     bit = 1 << (sig - 1)
-    pending = []
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        masks = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
-        if any(mask & bit for mask in masks):
-            pending.append(pid)
-    return pending
+    return [pid for pid in pids
+            if any(int(mask, 16) & bit for name, mask in _status_fields(pid).items() if name in ("SigPnd", "ShdPnd"))]
 
 
 def stopped_processes(pids: Sequence[int]) -> list[int]:
     """Those of ``pids`` still stopped (``/proc/<pid>/status`` State ``T``): frozen by SIGSTOP and not continued since,
     by the test or by Slurm (slurmd continues a job's stopped tasks before it kills them)."""
-    stopped = []
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        if any(line.split()[1:2] == ["T"] for line in status.splitlines() if line.startswith("State:")):
-            stopped.append(pid)
-    return stopped
+    return [pid for pid in pids if _status_fields(pid).get("State", "").startswith("T ")]
 
 
 def cannot_start_reason() -> str | None:
