@@ -887,10 +887,28 @@ def test_rutie_chat_logprob_variant_reads_first_token_top_logprobs(tmp_path):
 
 def test_rutie_resumes_after_interruption(tmp_path, capsys):
     """A run whose endpoint fails mid-dialogue (503 after the retries) stops with one line and exit 4, no
-    traceback, and resumes at the next question with the saved answers in context."""
+    traceback, and resumes at the next question with the saved answers in context.
+
+    Both dialogues reach the failing third question before either fails: the first to arrive is held until the
+    other's arrives (its client cannot retry meanwhile, so that is the other dialogue). Unordered, a dialogue that
+    failed first stopped the other one between its questions, so fewer answers were saved."""
+    import threading
+
     data = _write_dialogs(tmp_path / "d.jsonl", dialog_ids=(0, 1))
     out = tmp_path / "run"
-    with ScriptedEndpoint(_table_responder(REPLIES, fail_on={"Кто из них меньше?"})) as endpoint:
+    failing = _table_responder(REPLIES, fail_on={"Кто из них меньше?"})
+    arrived, counting, both_arrived = [0], threading.Lock(), threading.Event()
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if _current_question(body) == "Кто из них меньше?":
+            with counting:  # the server answers each request on its own thread
+                arrived[0] += 1
+                if arrived[0] == 2:
+                    both_arrived.set()
+            assert both_arrived.wait(60), "the other dialogue never reached its third question"
+        return failing(path, body)
+
+    with ScriptedEndpoint(respond) as endpoint:
         assert _run(endpoint, data, out, "--concurrency", "2") == 4
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if line.startswith("judge-eval mera rutie: error:")]
