@@ -148,7 +148,9 @@ def test_get_reward_waits_for_a_restarting_engine_instead_of_failing_openrlhfs_s
     seen = Seen()
     logging.getLogger("judge_serve").addHandler(seen)
     try:
-        with _attached_judge_serve(tiny_causal_dir, monkeypatch, reward_engine_wait_s=60.0) as (http, engine):
+        # The restart is faked: no /health probe of the attached engine (every 5 s by default) may end it meanwhile.
+        with _attached_judge_serve(tiny_causal_dir, monkeypatch, reward_engine_wait_s=60.0,
+                                   attached_probe_interval_s=3600) as (http, engine):
             state = http.app.state.serve
 
             async def restarting() -> None:

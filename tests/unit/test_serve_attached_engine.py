@@ -273,7 +273,10 @@ def test_a_request_that_can_never_succeed_is_refused_while_the_engine_restarts(t
     prompt = "<|im_start|>user\nСколько будет 2+2?<|im_end|>\n<|im_start|>assistant\n"
     reward = {"query": [prompt + "4"], "prompts": [prompt],
               "labels": [{"instruction": ITEM["instruction"], "criteria": ["Нет такого критерия"]}]}
-    with _attached(tiny_causal_dir, monkeypatch, reward_engine_wait_s=30.0) as (http, engine):
+    # The restart is faked: a /health probe of the attached engine (every 5 s by default) found the stand-in
+    # healthy and its GET /version a 404, and judge-serve failed mid-test (its 503s then carry no Retry-After).
+    with _attached(tiny_causal_dir, monkeypatch, reward_engine_wait_s=30.0,
+                   attached_probe_interval_s=3600) as (http, engine):
         state = http.app.state.serve
 
         async def restarting() -> None:

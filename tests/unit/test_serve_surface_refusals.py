@@ -21,7 +21,8 @@ def test_a_pair_too_long_for_the_context_is_refused_while_the_engine_restarts(ti
     an item too long is: the pointwise route's size check runs before the engines' health, the pairwise one ran
     after it (a 503, Retry-After: the client sent the same pair again for ever). A valid pair still gets the 503."""
     pair = {"instruction": "Что больше, 2 или 3?", "answer_1": "3", "answer_2": "2", "rubrics": PAIR_SCALE}
-    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+    # The restart is faked: no /health probe of the attached engine (every 5 s by default) may end it meanwhile.
+    with _attached(tiny_causal_dir, monkeypatch, attached_probe_interval_s=3600) as (http, engine):
         state = http.app.state.serve
 
         async def restarting() -> None:
