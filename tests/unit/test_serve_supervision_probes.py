@@ -136,7 +136,9 @@ def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_dea
     ``engine_hang_probes`` failed probes it counts as dead (calls to it get 503 at once), its tree is stopped and
     its restart begins, the reason naming the hang. While it answered, no probe counted against it. (Before: only
     its exit was watched, and a hung engine was served for ever, every call waiting out request_timeout_s.)"""
-    config = ServeConfig(model="/ckpt", engine_probe_interval_s=0.05, engine_hang_probes=2,
+    # A probe may take as long as the interval between probes (serve.supervision._watch): at 0.05 s, two round trips
+    # to the in-process stand-in slower than 50 ms on a loaded machine made the answering engine "dead".
+    config = ServeConfig(model="/ckpt", engine_probe_interval_s=0.25, engine_hang_probes=2,
                          engine_restart_backoff_s=600.0)  # the heal waits in its backoff: nothing restarts
 
     async def go(stand_in: HoldingEngine, engine: HungEngine) -> ServerState:
