@@ -309,20 +309,25 @@ def _reward_config(endpoint_url: str, tiny_causal_dir, **more) -> ServeConfig:
                        max_queued_judgments=3, **more).validate()  # fmt: skip
 
 
-def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir):
+def test_the_routes_answer_503_with_retry_after_naming_the_bound(tiny_causal_dir, monkeypatch):
     """A /v1/judge request of 2 judgments is held at the engine under a bound of 3: another of 2 gets 503 with
     Retry-After and OpenAI's error body naming the bound at once. A /get_reward request of 2 (it shares the engine
     slots) gets the same 503 ``queue_full`` at its wait's end, never the 504 of a deadline spent: its wait ends
-    max(1 s, a quarter of the deadline) before it, and with reward_deadline_s 1 s (no engine wait) that is its
-    arrival, so the end is due on the loop's next turn and nothing waits in real time (the wait itself:
-    test_get_reward_waits_for_room_and_no_request_passes_it, tests/unit/test_serve_queued_wait.py). Nothing of
-    either reached the engine, nothing of them stays counted. Once the first is answered, a request of 2 is judged."""
+    ``admission_margin_s`` before the deadline, here the whole deadline (60 s, no engine wait), so it ends on its
+    arrival, due on the loop's next turn, and nothing waits in real time (the wait itself:
+    test_get_reward_waits_for_room_and_no_request_passes_it, tests/unit/test_serve_queued_wait.py). With a 1 s
+    deadline and the real margin (at least 1 s), a loop busy for a second before the wait began would see the
+    deadline's 504 instead. Nothing of either reached the engine, nothing of them stays counted. Once the first is
+    answered, a request of 2 is judged."""
+    import serve.rewards
+
+    monkeypatch.setattr(serve.rewards, "admission_margin_s", lambda deadline_s: deadline_s)
     engine = HeldScriptedEngine()
     with ScriptedEndpoint(engine.respond, respond_get=_respond_get) as endpoint:
         from serve.app import create_app
 
         app = create_app(_reward_config(endpoint.url, tiny_causal_dir, reward_engine_wait_s=0.0,
-                                         reward_deadline_s=1.0))
+                                         reward_deadline_s=60.0))
         with served_over_tcp(app, timeout_s=FAILING_AFTER_S) as (root, _):
             state = app.state.serve
             assert state.status == "ready", state.failure
