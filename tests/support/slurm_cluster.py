@@ -64,8 +64,13 @@ NEVER_STARTS = frozenset(
 #: Seconds a client command may take: `scontrol show job` took over 30 s at load average 20 on 2 cores.
 CLIENT_TIMEOUT_S = 120.0
 
-#: Slurm's KillWait (and the preemptible partition's GraceTime): seconds between SIGTERM and SIGKILL.
+#: Slurm's KillWait: seconds between SIGTERM and SIGKILL.
 KILL_WAIT_S = 30
+
+#: The preemptible partition's GraceTime: a preempted job's time from Slurm's decision (when its SIGTERM is sent) to
+#: its end. A CI run under load saw no SIGTERM reach the job within 60 s of its preemption showing: with a grace of
+#: KillWait's 30 s, such a job can be ended before it saves. One that saves and requeues itself at once leaves as soon.
+PREEMPT_GRACE_S = 360
 
 #: Seconds to wait for both nodes to come up idle after the daemons start (~0.3 s when the host is idle).
 START_TIMEOUT_S = 60.0
@@ -419,12 +424,12 @@ MinJobAge=600
 InactiveLimit=0
 # Preemption by partition priority: a job in the default partition (PriorityTier 2) that needs the CPUs of a job
 # in the preemptible one (PriorityTier 1) requeues it. The preempted job gets SIGTERM at once and SIGKILL after
-# GraceTime (then KillWait): its window to checkpoint.
+# GraceTime (then KillWait): its window to checkpoint, longer than KillWait (PREEMPT_GRACE_S says why).
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 {node_lines}
 PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
-PartitionName={preemptible_partition} Nodes={','.join(nodes)} MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={KILL_WAIT_S}
+PartitionName={preemptible_partition} Nodes={','.join(nodes)} MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={PREEMPT_GRACE_S}
 """
 
 

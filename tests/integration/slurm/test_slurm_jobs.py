@@ -29,7 +29,6 @@ from tests.support.fixtures_models import free_port
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.slurm_cluster import (
     FINAL_STATES,
-    KILL_WAIT_S,
     SlurmCluster,
     job_processes,
     signal_pending,
@@ -46,6 +45,12 @@ SIGNAL_AFTER_STEPS = 1
 JOB_TIMEOUT_S = 420.0
 #: The preemption pair: two runs of two starts each, one with DeepSpeed.
 PREEMPTION_TIMEOUT_S = 720.0
+#: The longest a frozen run waits for a signal Slurm sends it (scancel --signal, a preemption, scontrol requeue) to be
+#: pending, or for slurmd to continue it: a CI run under load saw no SIGTERM in 60 s after a preemption showed, and the
+#: run, thawed then, finished its steps before the signal came. Waiting longer costs nothing when the signal is prompt,
+#: and a frozen run cannot be killed meanwhile: slurmd continues a job's tasks before it signals them, and its
+#: KillWait's SIGKILL only follows the SIGTERM.
+SIGNAL_WAIT_S = 300
 
 
 def _console_scripts(bin_dir: Path) -> Path:
@@ -167,7 +172,7 @@ def training_runs(slurm_cluster, slurm_job_env, tmp_path_factory, tiny_causal_di
                 frozen_pids = signal_processes(job_processes(str(runs["preempted"])), signal.SIGSTOP)
                 try:
                     slurm_cluster.command(["scancel", "--signal=USR1", str(jobs["preempted"])])
-                    pending_deadline = time.monotonic() + 60
+                    pending_deadline = time.monotonic() + SIGNAL_WAIT_S
                     while not signal_pending(frozen_pids, signal.SIGUSR1):
                         assert time.monotonic() < pending_deadline, f"SIGUSR1 never reached the frozen job {frozen_pids}"
                         time.sleep(0.05)
@@ -246,13 +251,6 @@ def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_ru
 ZERO3 = str(REPO / "configs" / "deepspeed" / "zero3.json")
 #: The high-priority job's run time: the preempted run waits this long in the queue, then resumes.
 HIGH_PRIORITY_SLEEP_S = 5
-#: The longest a preempted run stays frozen after Slurm decided its preemption, waiting for the SIGTERM to be pending:
-#: a CI run under load saw none in 60 s, and the run thawed then finished its steps before the signal came. Waiting
-#: longer costs nothing when the signal is prompt, and a frozen run cannot be killed before its SIGTERM is pending.
-PREEMPTION_SIGNAL_WAIT_S = 300
-#: The longest the ZeRO-3 run stays frozen after its requeue, waiting for the SIGTERM to reach it: well under
-#: KillWait, whose SIGKILL would end a run still frozen before it could save.
-REQUEUE_SIGNAL_WAIT_S = KILL_WAIT_S / 3
 
 
 @pytest.fixture(scope="module")
@@ -315,11 +313,11 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             # PreemptTime shows before slurmd delivers the signal, and a run thawed in between once finished its 4
             # steps first on a loaded machine (it then resumed from checkpoint-4). Should Slurm continue the run itself
             # (then nothing stays pending), nothing is left to thaw; should no signal come, the run is thawed after
-            # PREEMPTION_SIGNAL_WAIT_S.
+            # SIGNAL_WAIT_S.
             decided_at = decided_at or time.monotonic()
             pending = signal_pending(preempted_frozen, signal.SIGTERM)
             still_stopped = stopped_processes(preempted_frozen)
-            if pending or not still_stopped or time.monotonic() - decided_at > PREEMPTION_SIGNAL_WAIT_S:
+            if pending or not still_stopped or time.monotonic() - decided_at > SIGNAL_WAIT_S:
                 print(f"\npreempted run thawed {time.monotonic() - decided_at:.1f} s after its preemption showed: "
                       f"SIGTERM pending in {len(pending)}, still stopped {len(still_stopped)} of "
                       f"{len(preempted_frozen)} processes")
@@ -335,7 +333,7 @@ def preemption_runs(training_runs, slurm_cluster, tiny_causal_dir):
             # slurmd continues a job's stopped tasks before it signals them (then nothing stays pending): thawed
             # by Slurm, the run meets the SIGTERM where it stood.
             pending, still_stopped = signal_pending(zero3_frozen, signal.SIGTERM), stopped_processes(zero3_frozen)
-            if pending or not still_stopped or time.monotonic() - requeued_at > REQUEUE_SIGNAL_WAIT_S:
+            if pending or not still_stopped or time.monotonic() - requeued_at > SIGNAL_WAIT_S:
                 print(f"\nZeRO-3 run thawed {time.monotonic() - requeued_at:.1f} s after its requeue: SIGTERM "
                       f"pending in {len(pending)}, still stopped {len(still_stopped)} of {len(zero3_frozen)} processes")
                 signal_processes(zero3_frozen, signal.SIGCONT)
