@@ -226,13 +226,16 @@ def _supervise(argv: list[str]) -> int:
         return 1
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     on_stop = _StopOnce()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_stop)
     me = os.getpid()
-    _watch_owner(owner, me, stop_signal)
     statuses: dict[int, int] = {}
     child_pid = None
+    stopped_by = stop_signal
     try:
+        # Inside the try: a stop landing as the handlers are installed or the owner watch starts (an owner that stops
+        # what it has just started) is a stop before the command, not a traceback and exit 1.
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, on_stop)
+        _watch_owner(owner, me, stop_signal)
         try:
             with on_stop.deferred():
                 # The command is the process this one exists to outlive: only from outside it can its whole group
@@ -252,8 +255,8 @@ def _supervise(argv: list[str]) -> int:
             pid, raw = os.waitpid(-1, 0)
             statuses[pid] = raw
         on_stop.disarm()
-    except _Stop:
-        pass
+    except _Stop as stop:
+        stopped_by = stop.args[0]
     else:
         # The command died on its own: what is left are its orphans, with nobody to serve (vLLM's EngineCore, for
         # one, lingers for many seconds after SIGTERM once its API server is gone). A short grace, so the owner
@@ -267,12 +270,15 @@ def _supervise(argv: list[str]) -> int:
     _reap_until_none_left(time.monotonic() + grace_s, statuses)
     _kill_everything_below(me, child_pid, time.monotonic() + 10.0, statuses)
     _reap_until_none_left(time.monotonic() + 10.0, statuses)
-    status = statuses.get(child_pid) if child_pid is not None else None
-    if status is None:  # pragma: no cover - the child outlived SIGKILL
-        return 128 + signal.SIGKILL
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    sig = os.WTERMSIG(status)
+    if child_pid is None:  # stopped before the command started: end as the stop's default action would have
+        sig = stopped_by
+    else:
+        status = statuses.get(child_pid)
+        if status is None:  # pragma: no cover - the child outlived SIGKILL
+            return 128 + signal.SIGKILL
+        if os.WIFEXITED(status):
+            return os.WEXITSTATUS(status)
+        sig = os.WTERMSIG(status)
     if sig != signal.SIGKILL:
         signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a shielded supervisor has SIGTERM blocked

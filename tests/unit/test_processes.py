@@ -245,11 +245,38 @@ def test_a_stop_that_lands_while_the_command_is_being_started_still_reports_the_
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_stop_that_lands_before_the_command_is_started_ends_the_supervisor_of_that_signal(tmp_path):
+    """A stop landing as the supervisor installs its handlers and starts its owner watch (an owner that stops what it
+    has just started) ended it with a traceback and exit 1; it now dies of that signal (-SIGTERM, as the command's
+    default action would have been) and starts nothing. The supervisor runs here with the owner watch's start
+    wrapped to send that stop first."""
+    marker, env = _marked_env()
+    proc = _supervisor_patched(tmp_path, env, """
+        import os, signal, threading
+        real_start = threading.Thread.start
+
+        def start_stopped_first(self):
+            if self.name == "owner-watch":
+                os.kill(os.getpid(), signal.SIGTERM)
+            return real_start(self)
+
+        threading.Thread.start = start_stopped_first
+    """)
+    try:
+        assert proc.wait(timeout=120) == -signal.SIGTERM, (tmp_path / "log").read_text()
+        assert "Traceback" not in (tmp_path / "log").read_text()
+        assert marked_processes(marker) == []  # the command never started
+    finally:
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_sigterm_shielded_tree_outlives_a_job_wide_sigterm_and_stops_when_told(tmp_path):
     """sigterm_shielded: SIGTERM sent to every process of the tree (as scancel sends it to every process of a Slurm
     job) stops none of them; the owner's stop (SIGINT, then SIGKILL) still ends the whole tree."""
     marker, env = _marked_env()
-    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=2, sigterm_shielded=True)
+    # A grace far above the tree's SIGINT exit (at once): past it the command is SIGKILLed and reads -9.
+    proc = start_process(PY_TREE, log_path=tmp_path / "log", env=env, grace_s=30, sigterm_shielded=True)
     pids = _wait_for_tree(marker, 4)  # supervisor, command, child, grandchild
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
@@ -383,6 +410,11 @@ def test_wait_ready_times_out_with_the_log_and_stop_still_cleans_up(tmp_path):
     """wait_ready: no answer within timeout_s raises with the log's tail; the process keeps running until stop."""
     marker, env = _marked_env()
     proc = start_process(["sh", "-c", "echo still-loading; exec sleep 300"], log_path=tmp_path / "log", env=env, grace_s=1)
+    # The line is in the log before the 1 s wait starts: on a loaded machine the command could be slower than it.
+    deadline = time.monotonic() + 30
+    while "still-loading" not in (tmp_path / "log").read_text():
+        assert time.monotonic() < deadline, "the command wrote nothing in 30 s"
+        time.sleep(0.05)
     with pytest.raises(ProcessStartError, match=r"(?s)did not answer .* within 1 s.*still-loading"):
         proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=1, interval_s=0.1)
     assert proc.alive()
