@@ -46,7 +46,7 @@ def test_a_signal_during_the_export_requeues_at_once_through_the_stopper_passed_
 
     def save_and_be_signalled(model, tokenizer, out_dir, **kwargs):
         os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs here, on the main thread; the watch's thread wakes
-        seen_during_the_save.append(requeued.wait(0.5))
+        seen_during_the_save.append(requeued.wait(30))  # True as soon as the watch requeued: 30 s bounds a failing test
         return export._fresh(out_dir)
 
     monkeypatch.setattr(preemption, "requeue_slurm_job", requeue)
@@ -81,7 +81,7 @@ def test_a_signal_before_the_watch_starts_requeues_at_once(monkeypatch):
     stopper = preemption.SaveAndStopOnSignal()
     stopper._on_signal(signal.SIGUSR1, None)  # what the handler does
     with preemption.RequeueDuringExport(stopper) as watch:
-        assert requeued.wait(0.5)
+        assert requeued.wait(30)  # at once; 30 s bounds a failing test on a loaded machine
     assert watch.requeue() is True and stopper._wakes == []  # once; and the stopper forgets the watch's event
 
 
