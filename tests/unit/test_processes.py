@@ -408,13 +408,21 @@ def test_a_start_error_of_an_appended_log_names_only_this_starts_failure(tmp_pat
 
 def test_wait_ready_times_out_with_the_log_and_stop_still_cleans_up(tmp_path):
     """wait_ready: no answer within timeout_s raises with the log's tail; the process keeps running until stop."""
+    import select
+
     marker, env = _marked_env()
-    proc = start_process(["sh", "-c", "echo still-loading; exec sleep 300"], log_path=tmp_path / "log", env=env, grace_s=1)
-    # The line is in the log before the 1 s wait starts: on a loaded machine the command could be slower than it.
-    deadline = time.monotonic() + 30
-    while "still-loading" not in (tmp_path / "log").read_text():
-        assert time.monotonic() < deadline, "the command wrote nothing in 30 s"
-        time.sleep(0.05)
+    # The line is in the log before the 1 s wait starts (on a loaded machine the command could be slower than it): the
+    # command writes to a FIFO after its line, and the test goes on once that write arrives. Opened without blocking,
+    # the FIFO reads as ready only once the command has written (or opened and closed it); 30 s ends a failing test.
+    gate = tmp_path / "logged"
+    os.mkfifo(gate)
+    reader = os.open(gate, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        proc = start_process(["sh", "-c", f"echo still-loading; echo logged > '{gate}'; exec sleep 300"],
+                             log_path=tmp_path / "log", env=env, grace_s=1)  # fmt: skip
+        assert select.select([reader], [], [], 30)[0] and os.read(reader, 64) == b"logged\n", "the command wrote nothing"
+    finally:
+        os.close(reader)
     with pytest.raises(ProcessStartError, match=r"(?s)did not answer .* within 1 s.*still-loading"):
         proc.wait_ready(f"http://127.0.0.1:{free_port()}/", timeout_s=1, interval_s=0.1)
     assert proc.alive()
