@@ -224,7 +224,8 @@ class Cell(_MetricsRecord):
         rest = [(k, v) for k, v in present if k not in self._APART]
         # after the in-scale MAE's interval, or after the last field (before a later version's keys) where a
         # hand-edited file left that optional key out
-        fields_here = set(self.__dataclass_fields__) - {"extra"}  # a later version's key may be called extra
+        # not the later version's keys' holder: a key of theirs may bear its name
+        fields_here = {f.name for f in fields(self) if not f.metadata.get("extra")}
         last_field = max((i for i, (k, _) in enumerate(rest) if k in fields_here), default=-1)
         at = next((i for i, (k, _) in enumerate(rest) if k == "mae_in_scale_ci"), last_field) + 1
         yield from rest[:at] + sorted(apart, key=lambda kv: self._APART.index(kv[0])) + rest[at:]
