@@ -29,13 +29,13 @@ text (a conversational one's last assistant turn, its typed text parts joined) a
 no end id: cut), are ``judge.rewards.completion_text`` and ``judge.rewards.cut_completions``, which the trl judge
 client reads by too.
 
-A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, and its share is logged
-per step as ``verdicts/failed_share`` by either reward (so a config with ``agreement_reward`` alone still counts
-failures; trl averages what both log for one batch, the same share), and by ``format_reward`` with
-``verdicts/out_of_scale_share``. A scored verdict without reasons (fewer than
-``judge.verdicts.MIN_RATIONALE_WORDS`` words of reasoning or ``[FEEDBACK]``: ``judge.verdicts.gives_reasons``, the
-rule the traces stage and the training rows apply) earns 0 from ``format_reward``
-(``verdicts/no_reasoning_share``). The reward functions are named in the config
+A verdict that does not parse is a failure, never a score: it earns 0 from both rewards, as one off the scale or
+between two of its levels does, and their shares are logged per step as ``verdicts/failed_share``,
+``verdicts/out_of_scale_share`` and ``verdicts/between_levels_share`` by either reward (so a config with
+``agreement_reward`` alone still counts them; trl averages what both log for one batch, the same shares). A scored
+verdict without reasons (fewer than ``judge.verdicts.MIN_RATIONALE_WORDS`` words of reasoning or ``[FEEDBACK]``:
+``judge.verdicts.gives_reasons``, the rule the traces stage and the training rows apply) earns 0 from
+``format_reward`` (``verdicts/no_reasoning_share``). The reward functions are named in the config
 (``rewards: {format_reward: 1.0, agreement_reward: 1.0}``) by the names in :data:`REWARDS`, which are also the names
 trl logs them under.
 """
@@ -177,11 +177,7 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     as_trained = [r and _answers_as_trained(f, t, v, o)
                   for r, f, t, v, o in zip(reasoned, verdict_format, texts, verdicts, opened, strict=True)]  # fmt: skip
     if log_metric is not None and verdicts:
-        _log_failed_share(log_metric, verdicts)
-        log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / len(verdicts))
-        log_metric("verdicts/between_levels_share",
-                   sum(v.ok and bool(v.in_scale) and v.score not in levels for v, levels in zip(verdicts, scale_levels))
-                   / len(verdicts))
+        _log_failure_shares(log_metric, verdicts, scale_levels)
         log_metric("verdicts/no_reasoning_share",
                    sum(_scored(v, levels) and not gives_reasons(v.feedback)
                        for v, levels in zip(verdicts, scale_levels)) / len(verdicts))
@@ -198,14 +194,15 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
     verdict, None for an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``).
 
-    Also logs ``verdicts/failed_share``, as ``format_reward`` does: a config may name this reward alone, and its
-    failures must still be counted (both log the same share of one batch, which trl averages). The arguments are
-    :func:`format_reward`'s and ``reference_scores`` (a dataset column).
+    Also logs the shares of the verdicts it pays 0 for, as ``format_reward`` does (``verdicts/failed_share``,
+    ``verdicts/out_of_scale_share``, ``verdicts/between_levels_share``): a config may name this reward alone, and
+    its failures must still be counted (both log the same shares of one batch, which trl averages). The arguments
+    are :func:`format_reward`'s and ``reference_scores`` (a dataset column).
     """
     verdicts = _verdicts(_read_texts(completions, prompts), verdict_format, scale_levels, scale_best, completion_ids,
                          end_token_ids)
     if log_metric is not None and verdicts:
-        _log_failed_share(log_metric, verdicts)
+        _log_failure_shares(log_metric, verdicts, scale_levels)
     rewards: list[float | None] = []
     for verdict, levels, references in zip(verdicts, scale_levels, reference_scores, strict=True):
         if not references:
@@ -215,8 +212,16 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     return rewards
 
 
-def _log_failed_share(log_metric: Callable[[str, float], None], verdicts: Sequence[Verdict]) -> None:
-    log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / len(verdicts))
+def _log_failure_shares(log_metric: Callable[[str, float], None], verdicts: Sequence[Verdict],
+                        scale_levels: Sequence[Sequence[float]]) -> None:
+    """The shares of one batch's verdicts that both rewards pay 0 for: failed to parse, off the scale, between two of
+    its levels."""
+    n = len(verdicts)
+    log_metric("verdicts/failed_share", sum(not v.ok for v in verdicts) / n)
+    log_metric("verdicts/out_of_scale_share", sum(v.ok and v.in_scale is False for v in verdicts) / n)
+    log_metric("verdicts/between_levels_share",
+               sum(v.ok and bool(v.in_scale) and v.score not in levels
+                   for v, levels in zip(verdicts, scale_levels)) / n)
 
 
 #: Reward name (as configs spell it and trl logs it) -> function.

@@ -159,7 +159,8 @@ def test_a_completion_cut_inside_reasoning_the_prompt_opened_is_a_failure():
     rows, _ = grpo.grpo_rows([record("r", [2])])
     prompt = "<|im_start|>user\n" + rows[0]["prompt"] + "<|im_end|>\n" + OPENED
     agreements, logged = call(agreement_reward, rows, ["проверяю пункт 2"], prompts=[prompt])
-    assert agreements == [0.0] and logged == [("verdicts/failed_share", 1.0)]
+    assert agreements == [0.0] and logged == [("verdicts/failed_share", 1.0), ("verdicts/out_of_scale_share", 0.0),
+                                              ("verdicts/between_levels_share", 0.0)]
     formats, _ = call(format_reward, rows, ["проверяю пункт 2"], prompts=[prompt])
     assert formats == [0.0]
 
@@ -372,3 +373,15 @@ def test_a_generation_batch_that_needs_the_ranks_is_refused_before_the_run_folde
     with pytest.raises(ConfigError, match=message):
         grpo.main(config)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_agreement_reward_alone_counts_the_verdicts_it_pays_0_for():
+    """A config may weight ``agreement_reward`` alone: an off-scale verdict, which it pays 0 for, is counted by it
+    too, not only a failed one. A batch of 3 on a 0..2 rubric, experts' mode 2: "2" agrees (1.0); "7" is off the
+    scale and an unclosed reasoning holds no verdict (0.0 each): a share of 1/3 each, none between levels."""
+    rows, _ = grpo.grpo_rows([record("r", [2])])
+    completions = ["<think>Ответ верный.</think>\n\n2", "<think>Много.</think>\n\n7", "<think>Обрыв"]
+    values, logged = call(agreement_reward, rows * 3, completions)
+    assert values == [1.0, 0.0, 0.0]
+    assert logged == [("verdicts/failed_share", 1 / 3), ("verdicts/out_of_scale_share", 1 / 3),
+                      ("verdicts/between_levels_share", 0.0)]

@@ -195,7 +195,9 @@ def test_the_agreement_reward_alone_counts_failed_verdicts():
                    "<think>Ответ верный.</think>2"]
     rewards = agreement_reward(completions=completions, log_metric=lambda name, value: logged.append((name, value)),
                                **columns)
-    assert rewards == [1.0, 0.0, 0.0, None] and logged == [("verdicts/failed_share", 0.5)]
+    assert rewards == [1.0, 0.0, 0.0, None] and logged == [("verdicts/failed_share", 0.5),
+                                                           ("verdicts/out_of_scale_share", 0.0),
+                                                           ("verdicts/between_levels_share", 0.0)]
 
 
 def test_a_tagged_verdict_between_two_levels_is_no_well_formed_verdict():
