@@ -90,6 +90,29 @@ def _attached_judge_serve(model_dir, monkeypatch, ready: bool = True, completion
             yield http, engine
 
 
+def test_a_verdict_whose_engine_text_holds_a_lone_surrogate_is_answered_on_both_routes(tiny_causal_dir, monkeypatch):
+    """An engine of another kind answers a JSON-escaped lone surrogate in its verdict's rationale: /v1/judge (what
+    the trl and verl reward functions call) echoes the feedback, and it was a 500 (UTF-8 cannot encode it), which
+    those clients retry and then fail the samples on. Read as vLLM writes bytes that are no text, U+FFFD, it is a
+    verdict like any other, on /v1/judge and /get_reward alike."""
+    def surrogate(path: str, body: dict) -> tuple:
+        return 200, json.loads('{"choices": [{"text": "[FEEDBACK] Хорошо \\ud800. [RESULT] 2 [END]", '
+                               '"finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}')
+
+    auth = {"Authorization": "Bearer k"}
+    prompt = "<|im_start|>user\nНапиши стих о весне.<|im_end|>\n<|im_start|>assistant\n"
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=surrogate) as (http, _):
+        judged = http.post("/v1/judge", headers=auth, json={"items": [
+            {"instruction": "Напиши стих о весне.", "answer": "Весна пришла.", "criteria": ["Креативность"]}]})
+        rewarded = http.post("/get_reward", headers=auth, json={
+            "query": [prompt + "Весна пришла."], "prompts": [prompt],
+            "labels": [{"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}]})
+    assert judged.status_code == 200, judged.text
+    result = judged.json()["items"][0]["results"][0]
+    assert (result["score"], result["parse_ok"], result["feedback"]) == (2, True, "Хорошо \ufffd.")
+    assert rewarded.status_code == 200 and rewarded.json()["rewards"] == [1.0], rewarded.text
+
+
 def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, monkeypatch, tmp_path):
     """A criteria classifier judge-serve cannot load fails its start as an engine that cannot come up does:
     /health says unhealthy with the cause (it once stayed "starting" forever, the engines held, never fatal)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -557,6 +558,16 @@ def test_an_engine_answer_that_is_no_completion_is_a_502_naming_why(completion, 
         choice, _, _ = _completion_parts(completion)
         _logprobs_of(choice, completion)
     assert err.value.status == 502 and why in err.value.public
+
+
+def test_an_engine_text_holding_lone_surrogates_reads_as_vllm_would_have_written_it():
+    """JSON can escape a lone surrogate ("\\ud800"), which no UTF-8 answer can carry; vLLM writes bytes that are no
+    text as U+FFFD, and so does judge-serve read an engine's text that holds one (else echoed in a feedback it made
+    the whole answer a 500)."""
+    from serve.judging import _completion_parts
+
+    completion = json.loads('{"choices": [{"text": "[FEEDBACK] \\ud800 и \\udcff. [RESULT] 2 [END]"}]}')
+    assert _completion_parts(completion)[1] == "[FEEDBACK] \ufffd и \ufffd. [RESULT] 2 [END]"
 
 
 
