@@ -254,7 +254,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from eval.pairwise.metrics import is_pairwise_run, pairwise_markdown, score_pairwise
+    from eval.pairwise.files import is_pairwise_run
 
     refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
     predictions = Path(args.predictions)
@@ -263,6 +263,7 @@ def _score(args: argparse.Namespace) -> int:
         raise ValueError(f"--html-text-items: must be -1 (all) or 0 or more, got {args.html_text_items}")
     args.data = data_source(args.data)
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
+        from eval.pairwise.metrics import pairwise_markdown, score_pairwise
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name)))
         return 0
@@ -469,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         print("judge-eval: note: `bench` is now `judge-eval rank`; the old name still works", file=sys.stderr)
         args.command = "rank"
     from judge.plumbing.config_files import ConfigError
-    from judge.plumbing.retry import EXIT_UNUSABLE, EndpointUnusable
+    from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
 
     try:

@@ -103,7 +103,7 @@ def refuse_missing_predictions(predictions: str) -> None:
     Raises:
         ValueError: naming the path and what to do.
     """
-    from eval.pairwise.judging import PAIRWISE_PREDICTIONS
+    from eval.pairwise.files import PAIRWISE_PREDICTIONS
 
     path = Path(predictions)
     if not path.exists():

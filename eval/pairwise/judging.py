@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
+from eval.pairwise.files import PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.json_reading import shown_value
@@ -59,7 +60,6 @@ __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "Pa
 
 log = logging.getLogger("judge_eval.pairwise")
 
-PAIRWISE_PREDICTIONS = "pairwise_predictions.jsonl"
 #: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
 PAIRWISE_SCALE = Scale((-1, 0, 1))
 ORDERS = ("original", "swapped")

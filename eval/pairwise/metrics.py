@@ -47,12 +47,13 @@ import numpy as np
 
 from eval.scoring.error_codes import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
-from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
+from eval.pairwise.files import PAIRWISE_PREDICTIONS
+from eval.pairwise.judging import ORDERS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
 
 __all__ = ["PAIRWISE_PAIRS", "combine_orders", "pair_verdicts", "pairwise_metrics", "pairwise_markdown",
-           "pairwise_html", "score_pairwise", "is_pairwise_run"]
+           "pairwise_html", "score_pairwise"]
 
 #: One row per pair: its verdict in each order and the combined verdict (``pair_verdicts``), written by ``score``.
 PAIRWISE_PAIRS = "pairwise_pairs.jsonl"
@@ -328,13 +329,6 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
             "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together). Orders "
             "combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, Section "
             "3.4); a pair with a failed or missing order has none.</p></section>")
-
-
-def is_pairwise_run(path: str | Path) -> bool:
-    """Whether ``path`` (a run folder or its predictions file) holds a pairwise run."""
-    path = Path(path)
-    return path.name == PAIRWISE_PREDICTIONS or (path.is_dir() and (path / PAIRWISE_PREDICTIONS).is_file()
-                                                  and not (path / "predictions.jsonl").is_file())
 
 
 def _run_config(run_file: Path) -> dict[str, Any]:

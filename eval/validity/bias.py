@@ -261,8 +261,9 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
 
 
 def _n_answers(answers: np.ndarray | None, index: np.ndarray) -> int:
-    """How many answers the items ``index`` hold (None: each item its own answer)."""
-    return len(index) if answers is None else len(np.unique(answers[index]))
+    """How many answers the items ``index`` hold (None: each item its own answer). The codes are non-negative
+    integers below the table's count of answers: the distinct ones counted by a bincount, not by a sort per expert."""
+    return len(index) if answers is None else int(np.count_nonzero(np.bincount(answers[index])))
 
 
 def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None, answer_chars: np.ndarray,

@@ -277,13 +277,12 @@ class CeilingPairs:
         return member[self.position["expert"][pairs]] & member[self.position["judge"][pairs]] & member[
             self.position["reference"][pairs]]
 
-    def kappa(self, rater: str, pairs: np.ndarray, domain: np.ndarray) -> float | None:
-        """``quadratic_kappa`` of ``rater`` (expert / judge) against the reference on ``pairs`` over ``domain``, on
-        the pairs ``on_domain`` keeps."""
+    def kappa(self, rater: str, kept: np.ndarray, domain: np.ndarray) -> float | None:
+        """``quadratic_kappa`` of ``rater`` (expert / judge) against the reference over ``domain``, on ``kept``: the
+        pairs ``on_domain`` keeps (the caller selects them once for both raters)."""
         from eval.validity.agreement import table_kappa
 
         size = len(self.values)
-        kept = pairs[self.on_domain(pairs, domain)]
         cells = self.position[rater][kept] * size + self.position["reference"][kept]
         table = np.bincount(cells, minlength=size * size).reshape(size, size)
         columns = np.searchsorted(self.values, np.asarray(domain, dtype=float))
@@ -379,9 +378,10 @@ def cell_ceiling(pairs: CeilingPairs, index: np.ndarray, target: str, domain: np
             interval = percentile_interval(np.concatenate([(w @ cell_sum) / (w @ cell_pairs) for w in weights]), level)
     out["gap_ci"] = interval
     if target == "mode":
-        out["expert_kappa"] = pairs.kappa("expert", mine, domain)
-        out["judge_kappa"] = pairs.kappa("judge", mine, domain)
-        out["n_kappa_off_domain"] = int(len(mine) - pairs.on_domain(mine, domain).sum())
+        kept = mine[pairs.on_domain(mine, domain)]
+        out["expert_kappa"] = pairs.kappa("expert", kept, domain)
+        out["judge_kappa"] = pairs.kappa("judge", kept, domain)
+        out["n_kappa_off_domain"] = int(len(mine) - len(kept))
     else:
         out["expert_kappa"] = out["judge_kappa"] = None
     # No interval (``--n-boot 0``, or a cell of one item): no verdict, rather than one read off the point gap alone.

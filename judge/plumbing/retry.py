@@ -40,6 +40,8 @@ from typing import Any, TypeVar
 # (AttributeError: partially initialized module 'httpx'), which stopped the stage with a traceback.
 import httpx
 
+from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
+
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
            "EXIT_UNUSABLE", "list_models", "server_message", "failure_said", "GenerationAborted"]
 
@@ -238,24 +240,6 @@ class RetryPolicy:
 
 
 # ---------------------------------------------------------------------------------------------- first contact
-
-#: The exit code of a command whose endpoint cannot be used (``EndpointUnusable``): nothing was sent to it beyond
-#: the first contact (or the first requests, all refused alike), or its requests kept failing after their retries
-#: (``eval.judging.breaker``: those are failed rows, the rest unsent).
-EXIT_UNUSABLE = 4
-
-
-class EndpointUnusable(Exception):
-    """An endpoint that cannot be used, said in one plain sentence (the console prints it, no traceback).
-
-    Attributes:
-        status: the HTTP status that said so (None: no answer, or not an HTTP error).
-    """
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
 
 def server_message(response: Any, limit: int = 300) -> str:
     """The message of an error response: OpenAI's ``{"error": {"message"}}``, FastAPI's ``{"detail"}``, else the
