@@ -20,14 +20,12 @@ import os
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.wandb_login import WANDB_LOCAL_MODES, wandb_host_without_a_key
 
 __all__ = ["check_ddp_timeout", "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule",
            "check_report_to", "check_wandb_login", "report_to_names", "reports_to_wandb", "WANDB_LOCAL_MODES",
            "DDP_TIMEOUT_MARGIN_S"]
 
-#: ``WANDB_MODE`` values under which W&B logs without an account: ``offline`` writes the run under ``WANDB_DIR``
-#: (``wandb sync`` uploads it later), ``disabled`` logs nothing, ``dryrun`` is the old spelling of offline.
-WANDB_LOCAL_MODES = frozenset({"offline", "disabled", "dryrun"})
 
 #: Optimizers that transformers builds only with the model (transformers/trainer_optimizer.py: GaLore and APOLLO
 #: match ``optim_target_modules`` against its layers, LOMO takes the model itself): checked here as far as their
@@ -250,11 +248,8 @@ def _deepspeed_builds_the_optimizer(deepspeed: Any) -> bool:
 def check_wandb_login(config: Any) -> None:
     """Refuse ``report_to`` wandb when this process could not log in to W&B and would ask for a key.
 
-    W&B logs in inside ``trainer.train()`` (transformers' ``WandbCallback.setup``, at ``on_train_begin``): without an
-    API key in ``WANDB_API_KEY``, a ``.netrc`` entry for its host (``wandb login``) or the settings, and with
-    ``WANDB_MODE`` unset, a process with no terminal stops there with "No API key configured", after the model
-    loaded. Under ``WANDB_MODE`` offline, disabled or dryrun no key is needed. The credentials are looked up as
-    wandb looks them up (wandb/sdk/lib/wbauth/authenticate.py, ``_use_system_auth``), without logging in.
+    W&B logs in inside ``trainer.train()`` (transformers' ``WandbCallback.setup``, at ``on_train_begin``), after the
+    model loaded; the credentials are looked up as ``judge.plumbing.wandb_login.wandb_host_without_a_key`` says.
     ``report_to: all`` counts as wandb when wandb is installed: ``TrainingArguments`` then reports to every
     integration ``get_available_reporting_integrations`` lists (transformers/training_args.py, ``__post_init__``).
 
@@ -264,21 +259,10 @@ def check_wandb_login(config: Any) -> None:
     if not reports_to_wandb(config):
         return
     given = "wandb" if "wandb" in report_to_names(config) else "all (wandb is installed, so W&B logs)"
-    if os.environ.get("WANDB_MODE", "").strip().lower() in WANDB_LOCAL_MODES:
+    host = wandb_host_without_a_key()
+    if host is None:
         return
-    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
-        return
-    try:
-        from wandb.sdk import wandb_setup
-        from wandb.sdk.lib.wbauth import wbnetrc
-    except ImportError:  # another wandb layout: its own login then decides, as before
-        return
-    settings = wandb_setup.singleton().settings
-    if str(settings.mode).lower() in WANDB_LOCAL_MODES or settings.api_key:
-        return
-    if wbnetrc.read_netrc_auth(host=settings.base_url):
-        return
-    raise ConfigError(f"report_to {given}: no W&B API key for {settings.base_url} (WANDB_API_KEY, or `wandb login`'s "
+    raise ConfigError(f"report_to {given}: no W&B API key for {host} (WANDB_API_KEY, or `wandb login`'s "
                       ".netrc entry) and WANDB_MODE is not set: W&B would stop the run at its first step, after the "
                       "model loaded; set WANDB_API_KEY, or WANDB_MODE=offline to log locally, or --report-to none")
 

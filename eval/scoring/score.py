@@ -230,7 +230,13 @@ def score(
     from eval.judging.predictions import read_prediction_table, refuse_repeated_ids
     from judge.plumbing.journal import JournalError
     from judge.plumbing.provenance import read_provenance
+    from judge.plumbing.config_files import ConfigError
+    from judge.plumbing.wandb_login import wandb_host_without_a_key
 
+    if wandb_project and (host := wandb_host_without_a_key()) is not None:  # wandb.init would stop after the scoring
+        raise ConfigError(f"--wandb-project {wandb_project}: no W&B API key for {host} (WANDB_API_KEY, or `wandb "
+                          "login`'s .netrc entry) and WANDB_MODE is not set; set WANDB_API_KEY, or WANDB_MODE=offline "
+                          "to log locally, or leave --wandb-project out")
     predictions = Path(predictions)
     run_dir = predictions if predictions.is_dir() else predictions.parent
     run_info = read_provenance(run_dir, missing_ok=True)

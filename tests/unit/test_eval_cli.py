@@ -654,6 +654,35 @@ def test_score_logs_tables_and_plots_to_wandb_offline(small_data, tmp_path, monk
     assert html.escape(report.strip()) in page.read_text(encoding="utf-8")
 
 
+def test_score_to_wandb_without_a_key_is_refused_before_it_scores(small_data, tmp_path, monkeypatch, capsys):
+    """wandb.init without a key, in a process with no terminal, stopped `score --wandb-project` with a traceback
+    after the whole scoring. It is refused up front, in one sentence, as `judge-train` refuses report_to wandb; a
+    key or WANDB_MODE=offline passes."""
+    import wandb
+
+    data, _ = small_data
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 0
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-root"))
+    wandb.teardown()  # W&B's process-wide settings keep the mode and key of any run set up earlier in this process
+    try:
+        assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0", "--wandb-project", "t"]) == 2
+        said = capsys.readouterr().err
+        assert "--wandb-project t: no W&B API key for https://" in said and "Traceback" not in said
+        assert "WANDB_MODE=offline" in said and len(said.strip().splitlines()) == 1
+        assert not (tmp_path / "run" / "metrics.json").exists()  # refused before any work
+        monkeypatch.setenv("WANDB_MODE", "offline")
+        monkeypatch.setenv("WANDB_SILENT", "true")
+        wandb.teardown()  # the look-up set W&B's process-wide settings up from the environment without the mode
+        assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0", "--wandb-project", "t"]) == 0
+    finally:
+        wandb.teardown()
+
+
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
     and counts, instead of showing bare "—"."""

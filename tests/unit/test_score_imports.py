@@ -1,6 +1,6 @@
 """`judge-eval score` of a pointwise run contacts no server and scores no pairs, so it imports neither the HTTP
-stack (httpx, whose import alone takes ~0.1 CPU-s, the openai SDK) nor the pairwise judging client: what every
-score pays before its first figure (docs/performance.md, the `judge-eval score` rows)."""
+stack (httpx, the openai SDK) nor the pairwise judging client: imports every score pays before its first figure
+(docs/performance.md, the `judge-eval score` rows, measures them)."""
 
 from __future__ import annotations
 
