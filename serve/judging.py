@@ -59,6 +59,7 @@ from serve.engine_client import EngineClient, EngineFailure, unreadable_answer
 from serve.errors import engine_refused, sanitized, unknown_model_message
 from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from judge.plumbing.json_reading import got_words, value_words
+from judge.plumbing.message_content import without_lone_surrogates
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
                         max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
@@ -82,10 +83,6 @@ CLASSIFIER_THREADS = 4
 #: and the custom ones in use. Kept without a bound, every distinct custom scale a client ever sent stayed (a request
 #: of 512 custom ranges of 101 levels added ~1.8 MB, for good).
 LEVEL_IDS_KEPT = 256
-
-#: A UTF-16 surrogate on its own: JSON can escape one (``"\ud800"``), UTF-8 cannot encode it.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def regression_reserve(tokenizer: Any, head_input: str) -> int:
     """Tokens a regression head's input can hold beyond the generation prompt and the tokens generated, measured
@@ -370,10 +367,9 @@ def _completion_parts(completion: dict[str, Any]) -> tuple[dict[str, Any], str, 
     if text is not None and not isinstance(text, str):
         raise unreadable_answer("/v1/completions", completion, f"choices[0].text is {value_words(text)}")
     usage = completion.get("usage")
-    # An engine of another kind (vLLM decodes bytes that are no text to U+FFFD) may send a JSON-escaped lone
-    # surrogate, which no UTF-8 answer can carry: echoed in a verdict's feedback it failed the whole answer with a
-    # 500. Read as vLLM would have written it.
-    return choice, _LONE_SURROGATE.sub("\ufffd", text or ""), usage if isinstance(usage, dict) else {}
+    # An engine of another kind may send a JSON-escaped lone surrogate: echoed in a verdict's feedback it failed the
+    # whole answer with a 500. Read as vLLM would have written it.
+    return choice, without_lone_surrogates(text or ""), usage if isinstance(usage, dict) else {}
 
 
 def _head_value(classified: Any) -> Any:

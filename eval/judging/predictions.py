@@ -95,7 +95,8 @@ class PredictionRow:
                 (``judge.wire.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
                 string, a ``parse_ok`` that is not a boolean: no value is converted), or a ``score`` without its
                 ``parse_ok`` (absent or null: a run writes both, and no default can say whether the verdict parsed;
-                an absent ``parse_ok`` beside no score is false).
+                an absent ``parse_ok`` beside no score is false), or a text holding a lone surrogate (a JSON
+                ``\\ud800`` escape with no pair: no UTF-8 reader, Arrow's included, takes it).
         """
         values = checked_json_fields(cls, data, where, noun="prediction field")
         for key, value in values.items():
@@ -107,6 +108,13 @@ class PredictionRow:
                 container = isinstance(value, (list, dict))
                 got = f"{value_words(value)} {shown_value(value)}" if container else got_words(value)
                 raise ValueError(f"{where}.{key}: expected {kind}, got {got}")
+            if kind == _TEXT and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as err:  # Arrow's reader refused the file naming no field, a 0-based row
+                    raise ValueError(f"{where}.{key}: not valid Unicode text: a lone surrogate "
+                                     f"(U+{ord(value[err.start]):04X}, a JSON \\u escape with no pair) at character "
+                                     f"{err.start}") from None
             if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
                                  f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")

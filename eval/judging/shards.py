@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Collection, Sequence
 
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
-           "merged_record", "selected_nothing"]
+           "merged_record", "refuse_malformed_counts", "selected_nothing"]
 
 #: Top-level run.json keys each shard has of its own: its launches and its counts (the items; with ``--criteria
 #: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed.
@@ -94,6 +94,41 @@ def selected_nothing(record: dict) -> bool:
     return isinstance(n_items, int) and not isinstance(n_items, bool) and n_items == 0
 
 
+#: run.json keys a shard counts its rows by, summed in the merged record: each a whole number when present.
+_SUMMED_COUNTS = ("n_items", "task_choice_zero_shot")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def refuse_malformed_counts(path: Path, record: dict) -> None:
+    """Refuse a shard's run.json whose counts (``n_items``, ``task_choice_zero_shot``, each level of
+    ``task_choice_levels``) are not whole numbers, or whose ``config.judge`` is not a name or address: the merged
+    record sums and compares them, and a hand-edited or foreign value stopped that with a traceback naming no file.
+
+    Raises:
+        ValueError: naming the file and the key.
+    """
+    def refuse(key: str, value: Any, what: str) -> ValueError:
+        shown = json.dumps(value, ensure_ascii=False)[:200]
+        return ValueError(f"{path}: {key} is {shown}, not {what} as `judge-eval run` writes; rerun the shard")
+
+    for key in _SUMMED_COUNTS:
+        if record.get(key) is not None and not _is_count(record[key]):
+            raise refuse(key, record[key], "a whole number of rows")
+    levels = record.get("task_choice_levels")
+    if levels is not None:
+        if not isinstance(levels, dict):
+            raise refuse("task_choice_levels", levels, "an object of counts by level")
+        for level, n in levels.items():
+            if n is not None and not _is_count(n):
+                raise refuse(f"task_choice_levels.{level}", n, "a whole number of rows")
+    judge = record["config"].get("judge")
+    if judge is not None and not isinstance(judge, str):
+        raise refuse("config.judge", judge, "a judge's name, folder or URL")
+
+
 def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
                   uncompared: Collection[Path] = ()) -> dict:
     """The run.json of the merged folder: the shards' common record, with the whole data and the merged folder in
@@ -128,13 +163,13 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
                 "(--overwrite), or merge only shards judged alike")
     merged = _comparable(first)
     config = dict(merged.get("config") or {})
-    judges = {record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)}
-    if len(judges) == 1:  # one address for every shard: it is the run's; differing URLs stay each shard's own
-        config["judge"] = judges.pop()
+    judges = [record.get("config", {}).get("judge") for _, record in compared if isinstance(record.get("config"), dict)]
+    if judges and all(j == judges[0] for j in judges):  # one address for every shard: the run's; else each shard's
+        config["judge"] = judges[0]
     config["data"] = str(data)
     config["out"] = str(out)
     merged["config"] = config
-    for key in ("n_items", "task_choice_zero_shot"):
+    for key in _SUMMED_COUNTS:
         counts = [record.get(key) for _, record in records]
         if all(isinstance(n, int) for n in counts):
             merged[key] = sum(counts)
@@ -177,6 +212,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             an item to judge (every run.json says ``n_items`` 0).
     """
     from judge.plumbing.atomic_write import write_atomically
+    from judge.plumbing.journal import json_utf8
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
 
     out = Path(out).resolve()
@@ -198,6 +234,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             if not isinstance(record.get("config"), dict):  # {} or another tool's object: no judge settings
                 raise ValueError(f"{shard / PROVENANCE_FILE}: not a run record (no config object, as `judge-eval "
                                  "run` writes); rerun the shard")
+            refuse_malformed_counts(shard / PROVENANCE_FILE, record)
             records.append((shard, record))
             if selected_nothing(record) and not predictions.stat().st_size:
                 judged_nothing.add(shard)
@@ -206,6 +243,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
     merged = merged_record(records, data, out, judged_nothing) if records else None
+    # Encoded before any row is written: a path that is no UTF-8 (Python keeps its bytes as lone surrogates) stays
+    # their escapes, as the journal writes them, where a plain UTF-8 encode failed after predictions.jsonl was replaced.
+    merged_bytes = None if merged is None else json_utf8(json.dumps(merged, ensure_ascii=False, indent=2) + "\n")
 
     for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
         if _torn_tail(predictions):
@@ -218,7 +258,6 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     def join(handle) -> None:
         nonlocal rows
         from eval.judging.predictions import iter_predictions
-        from judge.plumbing.journal import json_utf8
 
         owner: dict[str, Path] = {}  # each id merged so far -> its shard's file
         for predictions in files:
@@ -246,7 +285,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     if merged is None:
         run_json.unlink(missing_ok=True)  # an earlier merge's record would describe predictions no longer here
         return rows, None
-    write_atomically(run_json, (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    write_atomically(run_json, merged_bytes)
     return rows, run_json
 
 

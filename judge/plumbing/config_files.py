@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import re
 import shlex
 import types
 import typing
@@ -341,7 +342,8 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
             return {}
         raise ValueError(f"{path}: not found")
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        value = json.loads(text)
     except UnicodeDecodeError as err:  # a ValueError too, which unreadable_json would call a number too long
         raise ValueError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start})") from None
     except json.JSONDecodeError as err:
@@ -350,7 +352,33 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
         raise ValueError(f"{path}: {unreadable_json(err)}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
+    if _SURROGATE_ESCAPE.search(text) and (where := _lone_surrogate(value)):
+        # Refused here, not where the object is written again (run.json into a merge, a judge's name into
+        # metrics.json and the report), which failed after the work with "'utf-8' codec can't encode", no file named.
+        raise ValueError(f"{path}: {where[0] or 'a key'} holds a lone surrogate (U+{where[1]:04X}: a JSON \\u escape "
+                         "with no pair), which is no Unicode text; mend the file or write it again")
     return value
+
+
+#: A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a file read as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _lone_surrogate(value: Any, where: str = "") -> tuple[str, int] | None:
+    """The dotted key of the first string (or key) in ``value`` holding a lone surrogate, and that code point."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return where, ord(value[err.start])
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = f"{where}.{key}" if where else str(key)
+        found = _lone_surrogate(key, inner) if isinstance(key, str) else None
+        if found or (found := _lone_surrogate(item, inner)):
+            return found
+    return None
 
 
 def refuse_control_characters(setting: str, value: Any) -> None:

@@ -8,11 +8,15 @@ so that a list never reaches a ``str`` method as a crash, and a part no stage ca
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["REASONING_PARTS", "described_content", "message_text"]
+__all__ = ["REASONING_PARTS", "described_content", "message_text", "without_lone_surrogates"]
+
+#: A UTF-16 surrogate standing alone in a Python string: what a JSON ``\\ud800`` escape with no pair decodes to.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Content parts that carry the model's reasoning, not its answer: skipped when the answer's text parts are read.
 REASONING_PARTS = ("thinking", "reasoning")
@@ -49,3 +53,13 @@ def described_content(content: Any) -> str:
         kinds = sorted({str(part.get("type")) if isinstance(part, dict) else value_words(part) for part in content})
         return f"a list of parts ({', '.join(kinds)})"
     return value_words(content)
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate read as U+FFFD, as vLLM writes bytes that are no text.
+
+    A server of another kind may send a JSON-escaped lone surrogate (``"\\ud800"``), which no UTF-8 text can carry:
+    kept, it failed far from its answer, where the text was encoded again (judge-serve's answer, a 500) or read as
+    UTF-8 (Arrow's reader of the predictions ``judge-eval score`` reads, which refuses the whole file).
+    """
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)

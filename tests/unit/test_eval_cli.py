@@ -683,6 +683,29 @@ def test_score_to_wandb_without_a_key_is_refused_before_it_scores(small_data, tm
         wandb.teardown()
 
 
+def test_a_judge_answer_holding_a_lone_surrogate_is_read_as_vllm_writes_it_and_scored(small_data, tmp_path, capsys):
+    """A server of another kind sent a JSON-escaped lone surrogate in a verdict's feedback: the run wrote it as its
+    escape, and `score` then refused the whole file ("The surrogate pair in string is invalid. in row 0", no field).
+    It is read as U+FFFD, as vLLM writes bytes that are no text: the verdict parses, the run scores. A row written so
+    before (a hand edit, an older run) is refused by its file, line and field."""
+    data, records = small_data
+    odd = "[FEEDBACK] Ответ \ud800 соответствует. [RESULT] 1 [END]"
+    with ScriptedServer({judge.render_prompt(records[1]): [odd]}) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+    rows = {row["id"]: row for row in read_predictions(tmp_path)}
+    assert rows[records[1].id]["raw_output"] == odd.replace("\ud800", "\ufffd")
+    assert rows[records[1].id]["feedback"] == "Ответ \ufffd соответствует." and rows[records[1].id]["score"] == 1
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
+    lines = (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = lines[4].replace('"feedback": "', '"feedback": "\\ud800', 1)
+    (tmp_path / "predictions.jsonl").write_text("".join(lines), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 2
+    assert capsys.readouterr().err == (f"judge-eval score: error: {tmp_path / 'predictions.jsonl'}: line 5.feedback: "
+                                       "not valid Unicode text: a lone surrogate (U+D800, a JSON \\u escape with no "
+                                       "pair) at character 0\n")
+
+
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
     and counts, instead of showing bare "—"."""

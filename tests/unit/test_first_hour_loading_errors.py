@@ -297,6 +297,23 @@ def test_a_json_object_file_that_is_not_utf8_says_so(tmp_path):
     assert str(info.value) == f"{path}: not UTF-8 text (byte 0xff at byte 7)"
 
 
+def test_a_json_object_file_holding_a_lone_surrogate_names_its_key(tmp_path):
+    """A JSON \\ud800 escape with no pair decodes to a string no UTF-8 writer takes: a run.json's model so held was
+    written again (a merge's run.json, score's report) and failed there with "'utf-8' codec can't encode", naming no
+    file. Refused where it is read, naming the file and the dotted key (a list by its index, a key itself too;
+    upper-case hex too); a whole pair and an escaped backslash before "ud800" pass."""
+    path = tmp_path / "run.json"
+    for text, where, code in (('{"config": {"judges": ["a", "b\\uDC00"]}}', "config.judges.1", "DC00"),
+                              ('{"m": {"\\ud800k": 1}}', "m.\ud800k", "D800")):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError) as info:
+            read_json_object(path)
+        assert str(info.value) == (f"{path}: {where} holds a lone surrogate (U+{code}: a JSON \\u escape with no "
+                                   "pair), which is no Unicode text; mend the file or write it again")
+    path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', encoding="utf-8")
+    assert read_json_object(path) == {"a": "\U0001F600", "b": "\\ud800"}
+
+
 def test_a_config_that_is_a_folder_says_so(tmp_path):
     """--config a folder was "not found"."""
     with pytest.raises(ConfigError, match="is a folder, not a YAML file"):

@@ -183,6 +183,8 @@ def _merge(tmp_path: Path, dirs: list[Path], data: Path, capsys) -> tuple[int, s
     (b"garbage not json\n", "2: not a JSON line (Expecting value)"),
     (b"\xff\xfe{}\n", "line 2: not UTF-8 text (byte 0xff at column 1)"),
     (b'{"judge": "pollux-4b"}\n', "line 2.id: "),
+    # score refused it later naming the merged file, a 0-based row and no field
+    (b'{"id": "x", "feedback": "\\ud800"}\n', "line 2.feedback: not valid Unicode text: a lone surrogate (U+D800"),
 ])  # fmt: skip
 def test_a_shard_row_that_is_no_prediction_is_named_by_its_shard_file_and_line(tmp_path, capsys, line, said):
     """A shard's second line that is no prediction was copied into the merged file and counted ("merged 11
@@ -262,3 +264,36 @@ def test_a_shard_run_json_holding_no_record_is_said_so(tmp_path, capsys):
     code, err = _merge(tmp_path, dirs, data, capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {dirs[1] / 'run.json'}: not a run record (no config "
                               "object, as `judge-eval run` writes); rerun the shard\n")
+
+
+@pytest.mark.parametrize(("key", "value", "said"), [
+    ("task_choice_levels", {"leaf": [1]}, 'task_choice_levels.leaf is [1], not a whole number of rows'),
+    ("task_choice_levels", {"leaf": "abc"}, 'task_choice_levels.leaf is "abc", not a whole number of rows'),
+    ("task_choice_levels", [1, 2], "task_choice_levels is [1, 2], not an object of counts by level"),
+    ("n_items", "3", 'n_items is "3", not a whole number of rows'),
+    ("config.judge", ["a"], 'config.judge is ["a"], not a judge\'s name, folder or URL'),
+    ("model", "\ud800", "model holds a lone surrogate (U+D800: a JSON \\u escape with no pair), which is no Unicode "
+                        "text; mend the file or write it again"),
+])  # fmt: skip
+def test_a_shard_run_json_value_no_run_writes_is_refused_before_anything_is_written(tmp_path, capsys, key, value,
+                                                                                    said):
+    """Counts the merge sums that were no numbers, a judge that was a list: a traceback (exit 1) naming no file.
+    A lone surrogate (a JSON \\ud800 escape) in a shard's model: the merge replaced an earlier merge's
+    predictions.jsonl, then failed on run.json with "'utf-8' codec can't encode", naming no file. Each is refused
+    naming the shard's run.json and the key, and the earlier merge's files are left as they were."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    assert merge_shards(dirs, data, tmp_path / "out")[0] == 4
+    before = {name: (tmp_path / "out" / name).read_bytes() for name in ("predictions.jsonl", "run.json")}
+    (dirs[1] / "predictions.jsonl").write_text(  # the new merge would write other rows
+        (dirs[1] / "predictions.jsonl").read_text().replace('"score": 1.0', '"score": 2.0'))
+    record = json.loads((dirs[1] / "run.json").read_text())
+    if key.startswith("config."):
+        record["config"][key.split(".")[1]] = value
+    else:
+        record[key] = value
+    (dirs[1] / "run.json").write_text(json.dumps(record))
+    code, err = _merge(tmp_path, dirs, data, capsys)
+    assert code == 2 and err.startswith(f"judge-eval merge: error: {dirs[1] / 'run.json'}: {said}")
+    assert err.count("\n") == 1
+    assert {name: (tmp_path / "out" / name).read_bytes() for name in before} == before
