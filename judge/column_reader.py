@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from judge.record_columns import TEXT_FIELDS, RecordColumns, count_per_row, python_values
-from judge.records import (ABSTENTION_SCORE, BENCHMARK_MARKERS, KNOWN_FIELDS, OPTIONAL_TEXT_FIELDS,
+from judge.records import (ABSTENTION_SCORE, BENCHMARK_MARKERS, KNOWN_FIELDS, OPTIONAL_TEXT_FIELDS, SCORE_BOUND,
                            REQUIRED_TEXT_FIELDS, LineIndex, LoadReport, RecordError, RowIndex, content_id,
                            is_benchmark_row, log_report, note_duplicate, note_off_scale, scale_bounds)  # fmt: skip
 
@@ -48,13 +48,22 @@ def _is_list(kind) -> bool:
 
 
 def _all_finite(array) -> bool:
-    """Every non-null value of a numeric Arrow array is finite (integers always are)."""
+    """Every non-null value of a numeric Arrow array is finite and within ``judge.records.SCORE_BOUND``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pa.types.is_floating(array.type):
-        return True
-    return pc.all(pc.or_kleene(pc.is_finite(array), pc.is_null(array))).as_py() in (True, None)
+    if pa.types.is_floating(array.type) and pc.all(pc.or_kleene(pc.is_finite(array), pc.is_null(array))).as_py() \
+            not in (True, None):
+        return False
+    return _within_bound(array)
+
+
+def _within_bound(array) -> bool:
+    """No non-null value of a numeric Arrow array is past ``judge.records.SCORE_BOUND`` (a NaN is not)."""
+    import pyarrow.compute as pc
+
+    low, high = (value.as_py() for value in pc.min_max(array).values())
+    return all(v is None or v != v or abs(v) <= SCORE_BOUND for v in (low, high))
 
 
 def _any_blank(column) -> bool:
@@ -158,7 +167,7 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
     if aggregate is not None:
         # NaN is a missing aggregate, as null (the row path reads it so); an infinity is the row path's to name.
         if not _is_number(aggregate.type) or (pa.types.is_floating(aggregate.type)
-                                             and pc.any(pc.is_inf(aggregate)).as_py()):
+                                             and pc.any(pc.is_inf(aggregate)).as_py()) or not _within_bound(aggregate):
             raise _Doubt
         aggregates = _floats(aggregate)
     else:

@@ -425,6 +425,8 @@ class JudgeRecord:
             number = _number(aggregate)
             if number is None:
                 raise fail("criteria_score", f"{_shown(aggregate)} is not a finite number")
+            if _past_bound(number):
+                raise fail("criteria_score", f"{_shown(aggregate)} {_PAST_BOUND}")
             if number == ABSTENTION_SCORE and annotations and not scores and row.get("annotations") is not None:
                 # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
                 # be the abstention marker carried over, never a score, so the item has no aggregate. Only when the
@@ -569,6 +571,8 @@ def _released_annotations(items: Any, fail) -> tuple[Annotation, ...]:
         score = _number(item["score"])
         if score is None:
             raise fail("annotations", f"item {position}: score {_shown(item['score'])} is not a finite number")
+        if _past_bound(score):
+            raise fail("annotations", f"item {position}: score {_shown(item['score'])} {_PAST_BOUND}")
         comment = item.get("comment")
         if comment is not None and not isinstance(comment, str):
             raise fail("annotations", f"item {position}: comment must be text, got {value_words(comment)}")
@@ -587,9 +591,9 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
     abstained = False
     for position, value in enumerate(_at_most_experts(experts, "expert_scores", fail)):
         kind = type(value)
-        if kind is float and math.isfinite(value) or kind is int and -_INT_RANGE < value < _INT_RANGE:
-            # the common case, without _number's checks (math.isfinite(int) converts to float: an int past float's
-            # range raised OverflowError, naming no row)
+        if (kind is float or kind is int) and -SCORE_BOUND <= value <= SCORE_BOUND:
+            # the common case, without _number's checks (a NaN fails the comparison; an int is compared as an int: one
+            # past float's range raised OverflowError in math.isfinite, naming no row)
             all_scores.append(float(value))
         elif value is None:
             all_scores.append(None)
@@ -598,6 +602,8 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
             number = _number(value)
             if number is None:
                 raise fail("expert_scores", f"item {position} ({_shown(value)}) is not a finite number")
+            if _past_bound(number):
+                raise fail("expert_scores", f"item {position} ({_shown(value)}) {_PAST_BOUND}")
             all_scores.append(number)
 
     feedback = row.get("expert_feedback")
@@ -627,9 +633,17 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
 _NUMBER_TEXT = re.compile(r"\s*[+-]?\d+(?:[.,]\d+)?\s*", re.ASCII)
 
 
-#: Integers strictly inside this bound convert to a finite float (past about 1.8e308, float() raises OverflowError;
-#: the few between this bound and that one are _number's to read).
-_INT_RANGE = 2**1023
+#: The size no score on a rubric's scale reaches, an expert's, an aggregate's or a judge's (``eval.judging.predictions``):
+#: 1e308 passed as finite, and the metrics overflowed in numpy (warnings, then an error about metrics.json far from
+#: the row). A regression head's raw value may leave the scale, so the bound is far from any scale, not the scale.
+SCORE_BOUND = 1e6
+
+
+_PAST_BOUND = f"is past {SCORE_BOUND:g} in size: no rubric's score (a scale is a few points)"
+
+
+def _past_bound(number: float) -> bool:
+    return abs(number) > SCORE_BOUND
 
 
 def _mean(scores: tuple[float, ...]) -> float | None:

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, got_words, shown_value
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
-from judge.records import LineIndex, row_place, value_words
-from judge.wire import checked_json_fields
+from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
+from judge.wire import ScoreSource, checked_json_fields
 
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
     import pyarrow as pa
@@ -95,7 +95,7 @@ class PredictionRow:
                 (``judge.wire.checked_json_fields``), a value of the wrong JSON type (an ``id`` that is not a
                 string, a ``parse_ok`` that is not a boolean: no value is converted), or a ``score`` without its
                 ``parse_ok`` (absent or null: a run writes both, and no default can say whether the verdict parsed;
-                an absent ``parse_ok`` beside no score is false), or a text holding a lone surrogate (a JSON
+                an absent ``parse_ok`` beside no score is false), a ``score_source`` no run writes, or a text holding a lone surrogate (a JSON
                 ``\\ud800`` escape with no pair: no UTF-8 reader, Arrow's included, takes it).
         """
         values = checked_json_fields(cls, data, where, noun="prediction field")
@@ -118,6 +118,11 @@ class PredictionRow:
             if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
                                  f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")
+        if values.get("score_source") is not None and values["score_source"] not in ScoreSource.ALL:
+            # Read as "not the head's", it silently made the scores a verdict's (score's MAE target is the mode for
+            # verdicts, the mean for a head's) where the row meant something else.
+            raise ValueError(f"{where}.score_source: {shown_value(values['score_source'])} is not one of "
+                             f"{', '.join(ScoreSource.ALL)}, what `judge-eval run` writes beside a score")
         if values.get("score") is not None and values.get("parse_ok") is None:
             # Every run writes parse_ok, true beside each score: taking the default (false) made a scored row a
             # parse failure, and score's line said "did not parse" where POLLUX's evaluator counted it parsed.
@@ -161,10 +166,10 @@ assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 
 
 #: The fields holding a score on the rubric's scale (or a regression head's value near it), and the size none of
-#: them reaches: 1e300 passed as finite and the metrics overflowed in numpy (warnings, infinite MAEs). A head's raw
-#: value may leave the scale, so the bound is far from any scale, not the scale itself.
-_SCORE_FIELDS, _SCORE_BOUND = ("score", "regression_score", "expected_score"), 1e6
-SCORE_BOUND = _SCORE_BOUND  # the runner's backends make a verdict past it a parse failure (``past_bound``)
+#: them reaches, the experts' own (``judge.records.SCORE_BOUND``): 1e300 passed as finite and the metrics overflowed
+#: in numpy (warnings, infinite MAEs).
+_SCORE_FIELDS, _SCORE_BOUND = ("score", "regression_score", "expected_score"), SCORE_BOUND
+# SCORE_BOUND stays importable from here: the runner's backends make a verdict past it a parse failure (``past_bound``)
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -274,6 +279,9 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     scores = [table.column(n) for n in _SCORE_FIELDS if n in table.column_names]
     if any(pa.types.is_floating(c.type) and (pc.max(pc.abs(c)).as_py() or 0) > _SCORE_BOUND for c in scores):
         _raise_first_bad_row(path, None)  # a number no judge's score reaches: the row checks name it
+    sources = pc.drop_null(table.column("score_source")) if "score_source" in table.column_names else None
+    if sources is not None and len(sources) and not pc.all(pc.is_in(sources, pa.array(ScoreSource.ALL))).as_py():
+        _raise_first_bad_row(path, None)  # a source no run writes: the row checks name it
     if "score" in table.column_names and table.column("score").null_count < table.num_rows:
         parsed = table.column("parse_ok") if "parse_ok" in table.column_names else None
         if parsed is None or pc.any(pc.and_(pc.is_valid(table.column("score")), pc.is_null(parsed))).as_py():

@@ -83,6 +83,11 @@ def test_rows_given_as_dicts_make_the_same_table(tmp_path):
     ('{"id": "x", "score_probs": {"1": "a"}}', r"predictions.jsonl: line 5.score_probs: expected an object of finite numbers"),
     ('{"id": "x", "score": 1', r"predictions.jsonl:5: not a JSON line"),
     ('[1, 2]', r"predictions.jsonl:5: a list, not an object"),
+    # read as "not the head's", it was scored as a verdict's, silently: the target is the mode, not the mean
+    ('{"id": "x", "score": 1, "parse_ok": true, "score_source": "regression-head"}',
+     r"predictions.jsonl: line 5.score_source: 'regression-head' is not one of verdict, regression_head, what"),
+    ('{"id": "x", "feedback": "\\ud800"}',
+     r"predictions.jsonl: line 5.feedback: not valid Unicode text: a lone surrogate \(U\+D800"),
     ('null', r"predictions.jsonl:5: null, not an object"),
 ])
 def test_a_bad_row_in_the_middle_is_named_by_file_row_and_field(tmp_path, bad, message):

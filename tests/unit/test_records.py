@@ -57,6 +57,11 @@ BAD = [
     # a number no float holds: float() raised OverflowError, naming no row
     ({"expert_scores": [1, 10**400, 2]}, "expert_scores", "item 1 (an integer of about 401 digits) is not a finite"),
     ({"criteria_score": 10**400}, "criteria_score", "an integer of about 401 digits is not a finite number"),
+    # finite but no rubric's score: numpy overflowed in the metrics (warnings), then metrics.json's validity section
+    # was refused, far from the row
+    ({"expert_scores": [1, 1e308, 2]}, "expert_scores", "item 1 (1e+308) is past 1e+06 in size: no rubric's score"),
+    ({"expert_scores": [1, -10**7, 2]}, "expert_scores", "item 1 (-10000000) is past 1e+06 in size"),
+    ({"criteria_score": 1e300}, "criteria_score", "1e+300 is past 1e+06 in size: no rubric's score"),
     # a lone surrogate (JSON can escape one): hashing a content id or writing the record raised UnicodeEncodeError
     ({"instruction": "i\ud800"}, "instruction", "is not valid Unicode text: a lone surrogate (U+D800) at character 1"),
     ({"task_type": "Literary\udfff text"}, "task_type", "is not valid Unicode text"),

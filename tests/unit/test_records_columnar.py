@@ -375,6 +375,24 @@ def test_nan_score_in_parquet_is_named(tmp_path):
         load_records_report(tmp_path / "d.parquet")
 
 
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("expert_scores", [1.0, 1e308], r"field 'expert_scores': item 1 \(1e\+308\) is past 1e\+06 in size"),
+    ("expert_scores", [1, 10**7], r"field 'expert_scores': item 1 \(10000000\) is past 1e\+06 in size"),
+    ("criteria_score", -1e300, r"field 'criteria_score': -1e\+300 is past 1e\+06 in size"),
+])
+def test_a_score_no_rubric_gives_is_named_by_the_column_reader_as_row_by_row(tmp_path, field, value, said):
+    """A finite expert score of 1e308 passed the column checks, and the metrics overflowed in numpy far from the row:
+    the column reader hands it to the row path, which names the row and the field, in JSONL and Parquet alike."""
+    rows = [GOOD | {"id": "first", "expert_feedback": None, "criteria_score": 1.0},  # from_pylist: its keys the columns
+            GOOD | {"id": "x", "criteria_score": 1.0, field: value, "expert_feedback": None}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(RecordError, match=r"d.parquet: row index 1: " + said):
+        judge.load_record_columns(tmp_path / "d.parquet")
+    with pytest.raises(RecordError, match=r"d.jsonl: line 2: " + said):
+        judge.load_record_columns(tmp_path / "d.jsonl")
+
+
 def test_jsonl_that_arrow_would_read_differently_takes_the_row_path(tmp_path):
     """Blank lines keep the row numbers of the lines after them; absent and null unknown columns stay apart;
     a first row without an id derives ids for every row; an id repeated with different content names both rows."""
@@ -572,10 +590,10 @@ def test_an_exact_duplicate_row_with_nan_in_an_unknown_column_is_counted(tmp_pat
 BIG = 2**53 + 1  # the first integer no float64 holds exactly: it reads as 2**53
 
 
-def test_an_integer_score_no_float_holds_exactly_loads_as_the_row_path_reads_it(tmp_path):
+def test_an_integer_score_no_float_holds_exactly_is_named_by_both_readers(tmp_path):
     """An integer score past 2**53 (an expert's, a released annotation's, the aggregate) made Arrow's cast to float64
-    raise ArrowInvalid ("Integer value ... not in range"), naming no file, row or field; the column reader now hands
-    such a table to the row path, which reads it as the nearest float (2**53) and counts it off the 0..2 scale."""
+    raise ArrowInvalid ("Integer value ... not in range"), naming no file, row or field; the column reader hands such
+    a table to the row path, which names the row and field: no rubric's score is that large (``SCORE_BOUND``)."""
     project = [GOOD | {"id": "big", "expert_scores": [BIG, 1, 2], "criteria_score": BIG},
                GOOD | {"id": "a2", "criteria_score": 1}]
     released = [{k: v for k, v in GOOD.items() if k not in ("expert_scores", "expert_feedback")}
@@ -585,13 +603,13 @@ def test_an_integer_score_no_float_holds_exactly_loads_as_the_row_path_reads_it(
         pq.write_table(pa.Table.from_pylist(rows), tmp_path / name)
         files.append(tmp_path / name)
     for path in files:
-        records, report = load_records_report(path)
-        columns, column_report = judge.load_record_columns(path)
-        assert columns.records() == records and column_report == report
-        assert records[0].expert_scores[0] == 2.0**53
-        # the released row's aggregate is derived: (2**53 + 1.0) / 2 in floats, where the 1 is lost, is 2**52
-        assert records[0].criteria_score == (2.0**53 if path.name != "released.parquet" else 2.0**52)
-        assert report.n_off_scale == 1, path
+        field = "annotations': item 0: score" if path.name == "released.parquet" else "(expert_scores|criteria_score)'"
+        where = "line 1" if path.suffix == ".jsonl" else "row index 0"
+        said = rf"{path.name}: {where}: field '{field}.* is past 1e\+06 in size"
+        with pytest.raises(RecordError, match=said):
+            load_records_report(path)
+        with pytest.raises(RecordError, match=said):
+            judge.load_record_columns(path)
 
 
 def test_a_null_annotations_column_leaves_a_project_rows_minus_one_a_score(tmp_path):
