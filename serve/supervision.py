@@ -706,9 +706,14 @@ async def stop_engines(state: ServerState) -> None:
     await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))
     if state.http is not None:
         await state.http.close()
-    if state.log_dir_is_temporary and state.log_dir is not None:
-        # A folder judge-serve made for itself is not left in the temporary directory, one per start; the engine
-        # log tail of a failed start is in judge-serve's own log already. --log-dir keeps the logs.
+    if state.log_dir_is_temporary and state.log_dir is not None and state.status == "failed":
+        # The start error names a log in it, and the log's tail may miss the root cause (vLLM logs a worker's
+        # traceback above its engine core's): removed, the file it points to was gone before it was read.
+        log.error("kept the temporary log folder %s: its engine logs say why judge-serve failed (remove it when "
+                  "read; --log-dir chooses the folder)", state.log_dir)
+    elif state.log_dir_is_temporary and state.log_dir is not None:
+        # A folder judge-serve made for itself is not left in the temporary directory, one per start. --log-dir keeps
+        # the logs.
         import shutil
 
         shutil.rmtree(state.log_dir, ignore_errors=True)

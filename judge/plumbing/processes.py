@@ -245,9 +245,27 @@ def error_lines(path: Path | None, limit: int = 12, start: int = 0) -> list[str]
         return []
     seen: dict[str, None] = {}
     for line in lines:
-        if _ERROR_LINE.search(line):
+        if _ERROR_LINE.search(line) and not _traceback_body(line):
             seen.setdefault(line.strip()[:400], None)
     return list(seen)[-limit:]
+
+
+#: The message of a logger line at ERROR or CRITICAL level, after vLLM's level, date, time and source position
+#: (``(VllmWorker-0 pid=7) ERROR 12-04 12:31:47 [multiproc_executor.py:953] <message>``).
+_LOGGED_MESSAGE = re.compile(r"\b(?:ERROR|CRITICAL) [^\[]*\[[^\]]*\] ?(.*)$")
+
+
+def _traceback_body(line: str) -> bool:
+    """Whether a logged ERROR line is the inside of a traceback: its header, a frame, a source line or a caret line.
+    vLLM logs a worker's whole traceback line by line at ERROR level: the last twelve such lines were all frames of
+    the engine core's traceback, and the worker's own exception line above them (``ValueError: Available memory on
+    node 0 ... is less than desired CPU memory utilization``), the root cause, was left out."""
+    found = _LOGGED_MESSAGE.search(line)
+    if found is None:
+        return False
+    message = found.group(1)
+    return (message[:1].isspace() or message.startswith("Traceback (most recent call last)")
+            or not message.strip("^~ "))
 
 
 def kill_descendants(pid: int) -> int:

