@@ -48,6 +48,7 @@ from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_p, md_text, p
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
+from judge.plumbing.config_files import lone_surrogate_problem
 from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
@@ -177,7 +178,8 @@ def _read_metrics(path: Path, run: str) -> dict:
     """
     where, again = f"{run}: {path.name}", _score_again(run)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
         raise ValueError(f"{where}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start}); "
                          f"{again}") from None
@@ -185,6 +187,8 @@ def _read_metrics(path: Path, run: str) -> dict:
         raise ValueError(f"{where}: {unreadable_json(err, whole_file=True)}; {again}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a JSON object, got {value_words(data)}; {again}")
+    if problem := lone_surrogate_problem(text, data):  # a bare UnicodeEncodeError once the comparison was written
+        raise ValueError(f"{where}: {problem}; {again}")
     return data
 
 

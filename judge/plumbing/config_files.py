@@ -42,6 +42,7 @@ from judge.plumbing.json_reading import shown_value, unreadable_json, value_word
 
 __all__ = [
     "ConfigError",
+    "lone_surrogate_problem",
     "yaml_truth_value_in_text",
     "ExactArgumentParser",
     "option",
@@ -352,12 +353,21 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
         raise ValueError(f"{path}: {unreadable_json(err)}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
-    if _SURROGATE_ESCAPE.search(text) and (where := _lone_surrogate(value)):
+    if problem := lone_surrogate_problem(text, value):
         # Refused here, not where the object is written again (run.json into a merge, a judge's name into
         # metrics.json and the report), which failed after the work with "'utf-8' codec can't encode", no file named.
-        raise ValueError(f"{path}: {where[0] or 'a key'} holds a lone surrogate (U+{where[1]:04X}: a JSON \\u escape "
-                         "with no pair), which is no Unicode text; mend the file or write it again")
+        raise ValueError(f"{path}: {problem}; mend the file or write it again")
     return value
+
+
+def lone_surrogate_problem(text: str, value: Any) -> str | None:
+    """What is wrong with ``value``, the JSON ``text`` decoded, when a string or key in it holds a lone surrogate
+    (``"\\ud800"``: an escape no UTF-8 writer takes): the dotted key and the code point; else None. The text is
+    searched for an escape first, so a file without one costs one regex scan."""
+    if not _SURROGATE_ESCAPE.search(text) or not (where := _lone_surrogate(value)):
+        return None
+    return (f"{where[0] or 'a key'} holds a lone surrogate (U+{where[1]:04X}: a JSON \\u escape with no pair), "
+            "which is no Unicode text")
 
 
 #: A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a file read as UTF-8.

@@ -217,7 +217,10 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
     ("", "invalid JSON (Expecting value at line 1, column 1)"),  # empty
     ("[" * 20_000 + "]" * 20_000, "unreadable JSON: nested too deeply"),  # was a RecursionError
     ("[1]", "expected a JSON object, got a list"),
-], ids=["truncated", "empty", "deep", "list"])  # fmt: skip
+    # a bare UnicodeEncodeError, naming no file, once the comparison was written
+    ('{"judge": "j\\ud800"}', "judge holds a lone surrogate (U+D800: a JSON \\u escape with no pair), which is no "
+                               "Unicode text"),
+], ids=["truncated", "empty", "deep", "list", "surrogate"])  # fmt: skip
 def test_compare_names_a_metrics_json_it_cannot_read(runs, tmp_path, capsys, text, says):
     """The run is named as it was given (compare takes several), then its file."""
     broken = tmp_path / "broken"
