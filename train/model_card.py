@@ -165,6 +165,9 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
             ``metrics.json`` of ``judge-eval score`` (a missing or unreadable field, named).
     """
     export = Path(export_dir)
+    if not export.is_dir():  # "no pollux_judge.json" sent a mistyped path's user looking inside a folder not there
+        raise FileNotFoundError(f"{export}: no such folder" if not export.exists() else
+                                f"{export}: a file, not a folder; give the export folder (holding {EXPORT_MANIFEST})")
     if not (export / EXPORT_MANIFEST).is_file():
         raise FileNotFoundError(f"{export}: no {EXPORT_MANIFEST}; not a judge-train export")
     manifest = read_manifest(export)

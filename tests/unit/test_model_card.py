@@ -115,6 +115,12 @@ def test_judge_train_card_writes_readme_and_rejects_a_non_export(tmp_path, capsy
     assert "0.412 [0.380, 0.445]" in (export / "README.md").read_text(encoding="utf-8")
     assert train_main(["card", "--export", str(tmp_path)]) == 2
     assert "pollux_judge.json" in capsys.readouterr().err
+    # a mistyped path was "no pollux_judge.json; not a judge-train export", as if the folder were there
+    assert train_main(["card", "--export", str(tmp_path / "expor")]) == 2
+    assert capsys.readouterr().err == f"judge-train card: error: {tmp_path / 'expor'}: no such folder\n"
+    assert train_main(["card", "--export", str(export / "pollux_judge.json")]) == 2
+    assert capsys.readouterr().err == (f"judge-train card: error: {export / 'pollux_judge.json'}: a file, not a "
+                                       "folder; give the export folder (holding pollux_judge.json)\n")
     assert train_main(["card", "--export", str(export), "--run", str(tmp_path / "nowhere")]) == 2
     # read through metrics.json's types (judge.metrics_json): a file that is not one is refused, naming what it lacks
     partial = tmp_path / "partial" / "metrics.json"
