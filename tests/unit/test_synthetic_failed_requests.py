@@ -26,6 +26,8 @@ def test_a_stage_whose_requests_failed_says_so_and_how_to_recover(tmp_path, caps
     assert code == 0
     err = capsys.readouterr().err
     assert "warning: 3 requests failed" in err and "rerun with the same --output" in err
+    # which endpoint never answered: the warning named none (the URL stood only in the config echo above it)
+    assert f"requests failed (the endpoint never answered them: teacher at {server.base_url}; see" in err
 
 
 def test_requests_failed_counts_every_stage_s_failures():

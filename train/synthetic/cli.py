@@ -27,7 +27,7 @@ from typing import Any
 
 from judge.plumbing.config_files import ConfigError, given_flags
 from judge.plumbing.provenance import redact
-from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config
+from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config, stage_endpoints
 
 __all__ = ["build_parser", "main"]
 
@@ -279,8 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     if unanswered:
         # Exit 0 all the same (the stage finished, as the help's codes say), but an unreachable endpoint made a run
         # that kept nothing look like a finished one: the user is told what is missing and how to get it.
+        asked = ", ".join(dict.fromkeys(f"{e.name} at {e.base_url}" for e in stage_endpoints(config)))
         print(f"judge-train data {args.stage}: warning: {unanswered} requests failed (the endpoint never answered "
-              f"them; see failed/dropped rows' errors): rerun with the same --output to ask them again", file=sys.stderr)
+              f"them: {asked}; see failed/dropped rows' errors): rerun with the same --output to ask them again",
+              file=sys.stderr)
     return 0
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judge.plumbing.config_files import add_config_flags as add_shared_flags
 from judge.plumbing.config_files import option as _f
@@ -18,6 +19,7 @@ from judge.plumbing.config_files import resolve_config
 
 __all__ = [
     "EndpointConfig",
+    "stage_endpoints",
     "InstructionsConfig",
     "DedupConfig",
     "PAPER_EMBEDDING_MODEL",
@@ -384,10 +386,22 @@ def load_config(cls: type, path: str | Path | None = None, overrides: dict | Non
         ValueError: unknown keys in the YAML, naming them and the file (``judge.plumbing.config_files.ConfigError``).
     """
     config = resolve_config(cls, path or None, overrides)
-    for f in dataclasses.fields(cls):  # endpoint mappings are validated now, not at the first request
-        value = getattr(config, f.name)
-        if f.name in ("generators", "answer_models"):
-            [EndpointConfig(**e) for e in value]
-        elif (f.name == "teacher" and value) or (f.name == "llm" and getattr(config, "runs_llm_check", False)):
-            EndpointConfig(**value)  # no teacher at all: check_runnable names the setting
+    stage_endpoints(config)  # endpoint mappings are validated now, not at the first request
     return config
+
+
+def stage_endpoints(config: Any) -> list[EndpointConfig]:
+    """The endpoints a stage's config asks: its generators, answer models, teacher, or dedup's LLM check when it runs
+    (none for a stage without a teacher yet: ``check_runnable`` names that setting).
+
+    Raises:
+        ValueError: an endpoint mapping that is not one (``EndpointConfig``'s checks).
+    """
+    endpoints = []
+    for name in ("generators", "answer_models"):
+        endpoints += [EndpointConfig(**e) for e in getattr(config, name, None) or ()]
+    if getattr(config, "teacher", None):
+        endpoints.append(EndpointConfig(**config.teacher))
+    if getattr(config, "llm", None) and getattr(config, "runs_llm_check", False):
+        endpoints.append(EndpointConfig(**config.llm))
+    return endpoints
