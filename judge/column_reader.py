@@ -47,7 +47,7 @@ def _is_list(kind) -> bool:
     return pa.types.is_list(kind) or pa.types.is_large_list(kind)
 
 
-def _all_finite(array) -> bool:
+def _finite_within_bound(array) -> bool:
     """Every non-null value of a numeric Arrow array is finite and within ``judge.records.SCORE_BOUND``."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -279,7 +279,7 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         if items.null_count:
             raise _Doubt
         scores = pc.struct_field(items, "score")
-        if scores.null_count or not _all_finite(scores):
+        if scores.null_count or not _finite_within_bound(scores):
             raise _Doubt
         values = _floats(scores)
         values[values == ABSTENTION_SCORE] = np.nan  # the released data's abstention
@@ -293,7 +293,7 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         if not _is_list(experts.type):
             raise _Doubt
         flat, lengths, _ = _flat(experts)
-        if not (_is_number(flat.type) or pa.types.is_null(flat.type)) or not _all_finite(flat):
+        if not (_is_number(flat.type) or pa.types.is_null(flat.type)) or not _finite_within_bound(flat):
             raise _Doubt
         scores = _floats(flat)  # null: an abstention
     comments, given = None, np.zeros(n, dtype=bool)

@@ -44,7 +44,7 @@ from functools import lru_cache
 from typing import Any
 
 # kind_words and value_words live beneath the contract, where judge.plumbing's readers word their errors too
-from judge.plumbing.json_reading import kind_words, value_words
+from judge.plumbing.json_reading import kind_words, lone_surrogate_at, value_words
 from judge.scales import ScaleError, scale_of
 
 __all__ = [
@@ -713,13 +713,8 @@ def _check_texts(values: Mapping[str, Any], annotations: tuple[Annotation, ...],
 def _check_unicode(text: str, name: str, fail) -> None:
     """Raise ``fail(name, ...)`` for a text holding a lone surrogate (JSON can escape one, ``"\\ud800"``; no UTF-8
     holds it): it would fail far from its row, where a content id is hashed or a record is written."""
-    if text.isascii():  # O(1): the flag is stored with the string
-        return
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise fail(name, f"is not valid Unicode text: a lone surrogate (U+{ord(text[err.start]):04X}) at character "
-                         f"{err.start}") from None
+    if (at := lone_surrogate_at(text)) is not None:
+        raise fail(name, f"is not valid Unicode text: a lone surrogate (U+{ord(text[at]):04X}) at character {at}")
 
 
 def content_id(values: Mapping[str, Any]) -> str:

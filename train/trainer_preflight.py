@@ -20,10 +20,10 @@ import os
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.wandb_login import WANDB_LOCAL_MODES, wandb_host_without_a_key
+from judge.plumbing.wandb_login import wandb_host_without_a_key
 
 __all__ = ["check_ddp_timeout", "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule",
-           "check_report_to", "check_wandb_login", "report_to_names", "reports_to_wandb", "WANDB_LOCAL_MODES",
+           "check_report_to", "check_wandb_login", "report_to_names", "reports_to_wandb",
            "DDP_TIMEOUT_MARGIN_S"]
 
 

@@ -275,7 +275,7 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
 
 def past_bound(outcome: dict[str, Any]) -> dict[str, Any]:
     """``outcome``, or, when a number of its verdict is past the size no judge's score reaches
-    (``predictions.SCORE_BOUND``: a ``[RESULT] 10000000 [END]``, a regression head's value of 5e6), the judge's final
+    (``judge.records.SCORE_BOUND``: a ``[RESULT] 10000000 [END]``, a regression head's value of 5e6), the judge's final
     answer as a parse failure (``no_score``, the number in the reason, each field past the bound nulled): a row
     holding the number is refused by every reader, and was a ``request_failed`` row every rerun asked again.
 
@@ -284,7 +284,7 @@ def past_bound(outcome: dict[str, Any]) -> dict[str, Any]:
     past any scale only when those tokens are no rubric's points; either way the verdict read beside it is not one.
     ``no_score``, not ``out_of_scale``: ``score`` parses an ``out_of_scale`` row's text again, as rows of older runs,
     and would score the number (``eval.scoring.item_table``)."""
-    from eval.judging.predictions import SCORE_BOUND
+    from judge.records import SCORE_BOUND
 
     past = {name: value for name in ("score", "regression_score", "expected_score")
             if (value := outcome.get(name)) is not None and abs(value) > SCORE_BOUND}

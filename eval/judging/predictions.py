@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, got_words, shown_value
+from judge.plumbing.json_reading import (arrow_may_read, arrow_reads_lines_alike, got_words, lone_surrogate_at,
+                                        shown_value)
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
@@ -108,16 +109,13 @@ class PredictionRow:
                 container = isinstance(value, (list, dict))
                 got = f"{value_words(value)} {shown_value(value)}" if container else got_words(value)
                 raise ValueError(f"{where}.{key}: expected {kind}, got {got}")
-            if kind == _TEXT and not value.isascii():
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError as err:  # Arrow's reader refused the file naming no field, a 0-based row
-                    raise ValueError(f"{where}.{key}: not valid Unicode text: a lone surrogate "
-                                     f"(U+{ord(value[err.start]):04X}, a JSON \\u escape with no pair) at character "
-                                     f"{err.start}") from None
-            if key in _SCORE_FIELDS and abs(value) > _SCORE_BOUND:
+            if kind == _TEXT and (at := lone_surrogate_at(value)) is not None:
+                # Arrow's reader refused the file naming no field, a 0-based row
+                raise ValueError(f"{where}.{key}: not valid Unicode text: a lone surrogate (U+{ord(value[at]):04X}, a "
+                                 f"JSON \\u escape with no pair) at character {at}")
+            if key in _SCORE_FIELDS and abs(value) > SCORE_BOUND:
                 raise ValueError(f"{where}.{key}: {shown_value(value)} is not a judge's score (its size is over "
-                                 f"{_SCORE_BOUND:g}; a rubric's scale is a few points)")
+                                 f"{SCORE_BOUND:g}; a rubric's scale is a few points)")
         if values.get("score_source") is not None and values["score_source"] not in ScoreSource.ALL:
             # Read as "not the head's", it silently made the scores a verdict's (score's MAE target is the mode for
             # verdicts, the mean for a head's) where the row meant something else.
@@ -165,11 +163,10 @@ _JSON_KINDS = {"id": _TEXT, "judge": _TEXT, "raw_output": _TEXT, "feedback": _TE
 assert set(_JSON_KINDS) == set(PREDICTION_FIELDS)
 
 
-#: The fields holding a score on the rubric's scale (or a regression head's value near it), and the size none of
-#: them reaches, the experts' own (``judge.records.SCORE_BOUND``): 1e300 passed as finite and the metrics overflowed
+#: The fields holding a score on the rubric's scale (or a regression head's value near it), none of them past
+#: ``judge.records.SCORE_BOUND`` in size, the experts' own bound: 1e300 passed as finite and the metrics overflowed
 #: in numpy (warnings, infinite MAEs).
-_SCORE_FIELDS, _SCORE_BOUND = ("score", "regression_score", "expected_score"), SCORE_BOUND
-# SCORE_BOUND stays importable from here: the runner's backends make a verdict past it a parse failure (``past_bound``)
+_SCORE_FIELDS = ("score", "regression_score", "expected_score")
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -277,7 +274,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
     if any(pa.types.is_floating(c.type) and not pc.all(pc.is_finite(c)).as_py() in (True, None) for c in numbers):
         _raise_first_bad_row(path, None)  # a NaN or infinity (Arrow reads them as Python's json writes them)
     scores = [table.column(n) for n in _SCORE_FIELDS if n in table.column_names]
-    if any(pa.types.is_floating(c.type) and (pc.max(pc.abs(c)).as_py() or 0) > _SCORE_BOUND for c in scores):
+    if any(pa.types.is_floating(c.type) and (pc.max(pc.abs(c)).as_py() or 0) > SCORE_BOUND for c in scores):
         _raise_first_bad_row(path, None)  # a number no judge's score reaches: the row checks name it
     sources = pc.drop_null(table.column("score_source")) if "score_source" in table.column_names else None
     if sources is not None and len(sources) and not pc.all(pc.is_in(sources, pa.array(ScoreSource.ALL))).as_py():

@@ -221,11 +221,13 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
     """``_judged``'s, and the error of a request that still failed transiently after its retries (``FailingStreak``)."""
     refusal = failure = None
     try:
-        outcomes = [_texts_read(outcome) for outcome in await policy.acall(lambda: backend.judge(batch))]
+        outcomes = await policy.acall(lambda: backend.judge(batch))
         for record, outcome in zip(batch, outcomes):
-            # Checked as every reader checks a row: a value no reader takes (a NaN score: Python's json writes and
-            # reads one) is this request's failure, not a row that makes the whole file unreadable to resume and score.
-            PredictionRow.from_json({"id": record.id, **outcome}, where=f"the judge's answer for {record.id}")
+            # Checked as it will be written (``write``), as every reader checks a row: a value no reader takes (a NaN
+            # score: Python's json writes and reads one) is this request's failure, not a row that makes the whole
+            # file unreadable to resume and score.
+            PredictionRow.from_json({"id": record.id, **_texts_read(outcome)},
+                                    where=f"the judge's answer for {record.id}")
         return outcomes, None, None
     except ServerChanged:
         raise  # the server's, not this batch's: the runner stops (_judge_all)

@@ -213,16 +213,15 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
             an item to judge (every run.json says ``n_items`` 0).
     """
     from judge.plumbing.atomic_write import write_atomically
+    from judge.plumbing.json_reading import lone_surrogate_at
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
 
     out = Path(out).resolve()
     data = Path(data).resolve()
     for flag, path in (("--out", out), ("--data", data)):
-        try:
-            str(path).encode("utf-8")
-        except UnicodeEncodeError:  # Python keeps a name's bytes that are no UTF-8 as lone surrogates
+        if lone_surrogate_at(str(path)) is not None:  # Python keeps a name's bytes that are no UTF-8 as surrogates
             raise ValueError(f"{flag} {os.fsencode(path)!r}: a path whose name is not UTF-8 text, which run.json (JSON "
-                             "text) cannot record and score cannot read back; give a UTF-8 name") from None
+                             "text) cannot record and score cannot read back; give a UTF-8 name")
     records: list[tuple[Path, dict]] = []
     judged_nothing: set[Path] = set()
     files: list[Path] = []
@@ -249,9 +248,6 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
     merged = merged_record(records, data, out, judged_nothing) if records else None
-    # Encoded before any row is written: an encoding error found after predictions.jsonl was replaced left the merged
-    # folder half written.
-    merged_bytes = None if merged is None else (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode()
 
     for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
         if _torn_tail(predictions):
@@ -292,7 +288,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     if merged is None:
         run_json.unlink(missing_ok=True)  # an earlier merge's record would describe predictions no longer here
         return rows, None
-    write_atomically(run_json, merged_bytes)
+    write_atomically(run_json, (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     return rows, run_json
 
 

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import shown_value, unreadable_json, value_words
+from judge.plumbing.json_reading import lone_surrogate_at, shown_value, unreadable_json, value_words
 
 __all__ = [
     "ConfigError",
@@ -377,11 +377,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 def _lone_surrogate(value: Any, where: str = "") -> tuple[str, int] | None:
     """The dotted key of the first string (or key) in ``value`` holding a lone surrogate, and that code point."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as err:
-            return where, ord(value[err.start])
-        return None
+        at = lone_surrogate_at(value)
+        return None if at is None else (where, ord(value[at]))
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         inner = f"{where}.{key}" if where else str(key)

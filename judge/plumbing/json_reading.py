@@ -16,6 +16,8 @@ before they are asked (Arrow's JSON reader).
   Python's class ("dict", "NoneType"); ``shown_value`` and ``got_words`` show a value past 40 characters cut with a
   mark. They live here, beneath the contract, so that this package's readers (the
   journal, the run folder's key) word it as ``judge.records`` (which re-exports them) and every loader do.
+- ``json.loads`` reads a ``\\ud800`` escape with no pair as a lone surrogate, a string no UTF-8 writer (nor Arrow's
+  reader) takes: ``lone_surrogate_at`` finds one, for the readers to refuse it where it is read.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "got_words", "kind_words",
-           "shown_value", "unreadable_json", "value_words"]
+           "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -113,3 +115,15 @@ def got_words(value: Any) -> str:
         return kind
     shown = shown_value(value)
     return shown if shown.startswith(kind) else f"{kind} {shown}"  # a long integer's words name its kind already
+
+
+def lone_surrogate_at(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (no UTF-8 form), or None; O(1) for ASCII text (the flag is
+    stored with the string)."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
