@@ -28,7 +28,8 @@ is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path
 exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.contact.fit_max_tokens``, with a printed note),
 and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
 instead of writing a failed row per item, as does one whose requests keep failing after their retries
-(``eval.judging.breaker``, exit code 4; the items not sent have no row). Keys: ``judge.plumbing.api_keys.KEY_RULE``.
+(``judge.plumbing.failing_streak``, exit code 4; the items not sent have no row).
+Keys: ``judge.plumbing.api_keys.KEY_RULE``.
 Paths in ``run.json`` are absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 
 The judge's verdict format (``judge.VerdictFormat``: ``tagged`` or ``integer``, ``Pollux-4B-Judge``) is the one a
@@ -45,7 +46,8 @@ default, into ``pairwise_predictions.jsonl``).
 
 Why one module of ~580 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
-it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``breaker``, ``run_settings``).
+it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
+breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).
 """
 
 
@@ -63,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.judging.config import RunConfig
-from eval.judging.breaker import FailingStreak, stop_after, streak_failure
+from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
                                    too_long_outcome, unasked_first)

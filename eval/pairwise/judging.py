@@ -14,9 +14,9 @@ scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, aski
 failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
 answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts;
 rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``): an endpoint refusing
-its first requests alike, or failing every retry for pair after pair (``eval.judging.breaker``, exit 4), a judge whose
-first answers do not read in the verdict format guessed from its model id (``FormatWatch``, exit 2), and ``split``,
-which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
+its first requests alike, or failing every retry for pair after pair (``judge.plumbing.failing_streak``, exit 4), a
+judge whose first answers do not read in the verdict format guessed from its model id (``FormatWatch``, exit 2), and
+``split``, which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
 
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
@@ -383,7 +383,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                                        chat_extra_body, context_refusal, failed_outcome, reasoning_of, refusal_of,
                                        refuse_format_change, refuse_without_choice, retryable_status, short,
                                        too_long_outcome)
-    from eval.judging.breaker import FailingStreak, stop_after, streak_failure
+    from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
     from judge.verdicts import VerdictFormat
@@ -499,7 +499,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 refusal = err if isinstance(err, Refused) else None
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
                 outcome = failed_outcome(REQUEST_FAILED, reason, pairwise=True)
-                if refusal is None:  # as every runner counts one (eval.judging.breaker.streak_failure)
+                if refusal is None:  # as every runner counts one (judge.plumbing.failing_streak.streak_failure)
                     failure = streak_failure(err, policy)
             before = (pair.id, order) in failed_before  # neither counted by the streak nor a reset, nor held
             if failure is None or not before:

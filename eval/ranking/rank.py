@@ -58,7 +58,7 @@ evaluator").
 Before answering, the candidate's model list is asked (``eval.judging.contact.first_contact``; its key by
 ``judge.plumbing.api_keys.KEY_RULE``, as the judge's), ``max_tokens`` is fitted to its ``max_model_len`` with a printed
 note; a candidate that refuses its first requests alike, or whose requests keep failing after their retries for
-instruction after instruction (``eval.judging.breaker``), stops the ranking with its words (exit code 4): the
+instruction after instruction (``judge.plumbing.failing_streak``), stops the ranking with its words (exit code 4): the
 instructions it failed are written as failed rows, and a rerun asks those never sent first, then the failed ones.
 """
 
@@ -397,7 +397,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
     Stops as ``judge-eval run`` does (``EndpointUnusable``, exit 4): when the first requests are all refused alike
     (``FirstRefusals``), and when ``stop_after(concurrency)`` different instructions in a row still failed
-    transiently after their retries (``eval.judging.breaker.FailingStreak``): either way their failed rows are
+    transiently after their retries (``judge.plumbing.failing_streak.FailingStreak``): either way their failed rows are
     written, the instructions not sent have none, and a rerun asks those first, then the failed ones
     (``answers_stage``). ``failed_before``: the prompt ids whose answer failed in an earlier run, which the streak
     does not count (a rerun would otherwise stop on the same few instructions).
@@ -414,7 +414,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, context_refusal,
                                        generation_aborted, refusal_of, refuse_without_choice)
     from eval.judging.answer_text import answer_text
-    from eval.judging.breaker import FailingStreak, stop_after, streak_failure
+    from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.message_content import described_content
     from judge.plumbing.retry import RetryPolicy, retryable_status
@@ -490,7 +490,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
                                    reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}",
                                    instruction_key=content_key(row.instruction))
-                if refusal is None:  # as every runner counts one (eval.judging.breaker.streak_failure)
+                if refusal is None:  # as every runner counts one (judge.plumbing.failing_streak.streak_failure)
                     failure = streak_failure(err, policy)
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset

@@ -11,7 +11,7 @@ __all__ = ["EXIT_UNUSABLE", "EndpointUnusable"]
 
 #: The exit code of a command whose endpoint cannot be used (``EndpointUnusable``): nothing was sent to it beyond
 #: the first contact (or the first requests, all refused alike), or its requests kept failing after their retries
-#: (``eval.judging.breaker``: those are failed rows, the rest unsent).
+#: (``judge.plumbing.failing_streak``: those are failed rows, the rest unsent).
 EXIT_UNUSABLE = 4
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import openai
 
-from eval.judging.breaker import FailingStreak
+from judge.plumbing.failing_streak import FailingStreak
 
 URL = "http://judge.invalid/v1/chat/completions"
 
@@ -68,7 +68,7 @@ def test_a_streak_mixing_client_and_server_timeouts_names_both_timeouts():
     """A proxy's 504s beside the client's own timeouts: raising --timeout-s alone would not help the 504s."""
     import httpx
 
-    from eval.judging.breaker import FailingStreak
+    from judge.plumbing.failing_streak import FailingStreak
 
     streak = FailingStreak(2)
     request = httpx.Request("POST", "http://judge/v1/chat/completions")

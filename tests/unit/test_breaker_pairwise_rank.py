@@ -1,6 +1,6 @@
 """Pairwise judging and `rank`'s answer stage against an endpoint that keeps failing after every retry
-(eval.judging.breaker): the run stops with exit 4 after a few items, not after every item's full retries, a rerun
-resumes (nothing lost, nothing asked twice), and one item the server cannot take never stops a healthy run.
+(judge.plumbing.failing_streak): the run stops with exit 4 after a few items, not after every item's full retries, a
+rerun resumes (nothing lost, nothing asked twice), and one item the server cannot take never stops a healthy run.
 
 Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint); the backoff is made next to
 nothing with ``--backoff-s``, and nothing is timed.
@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from eval.cli import main
-from eval.judging.breaker import stop_after
+from judge.plumbing.failing_streak import stop_after
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_rows
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Candidate, Judge, rank_argv, scores_by_output

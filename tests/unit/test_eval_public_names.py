@@ -81,7 +81,7 @@ def test_streak_failure_counts_what_the_retries_could_not_get_past():
     """A dropped connection and a 503 are transient (retried, then counted); a 429 the server marked
     ``x-should-retry: false`` (an exhausted quota) is given up without retries and still counted; a 400 and a
     ``ValueError`` are the server's answer or this client's bug, never an endpoint's outage."""
-    from eval.judging.breaker import streak_failure
+    from judge.plumbing.failing_streak import streak_failure
     from judge.plumbing.retry import RetryPolicy
 
     policy = RetryPolicy()

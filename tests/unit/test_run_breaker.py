@@ -1,5 +1,6 @@
-"""`judge-eval run` against an endpoint that keeps failing after every retry (eval.judging.breaker): a quota that never
-clears stops the run with exit 4 after a few items, not after every item's full retries; a flaky endpoint never does.
+"""`judge-eval run` against an endpoint that keeps failing after every retry (judge.plumbing.failing_streak): a quota
+that never clears stops the run with exit 4 after a few items, not after every item's full retries; a flaky endpoint
+never does.
 
 Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); the backoff is made next to
 nothing with ``--backoff-s``, and nothing is timed.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import judge
 from eval.cli import main
-from eval.judging.breaker import FailingStreak, stop_after
+from judge.plumbing.failing_streak import MIN_STREAK, FailingStreak, stop_after
 from eval.judging.backends import N_FIRST_REFUSALS
 from eval.judging.predictions import read_predictions
 from judge.plumbing.retry import EXIT_UNUSABLE
@@ -141,7 +142,7 @@ def test_failing_streak_counts_failures_in_a_row_only():
     assert by_answer.stopped is None
     by_answer.offer(failures[1], "c")
     assert by_answer.stopped is failures[1]
-    assert stop_after(1) == N_FIRST_REFUSALS and stop_after(8) == 16
+    assert stop_after(1) == MIN_STREAK == 3 and stop_after(8) == 16
 
 
 def test_a_quota_marked_not_worth_retrying_is_given_up_at_once_and_stops_the_run(tmp_path, capsys):

@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, longer_than_asked
+from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked
 from train.synthetic.config import AnnotateConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
 
@@ -157,7 +157,8 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
 
     config.check_runnable()  # a teacher configured (max_attempts >= 1 is checked when the config is built)
     teacher = EndpointConfig(**config.teacher)
-    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s)
+    client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s,
+                        watch=EndpointWatch(teacher, "teacher", config.concurrency))
     inputs = read_input(input_path, "answers")
     rows = require_fields(inputs.rows, ("id", "instruction", "answer", "task_type"), input_path,
                           row_index=inputs.row_index)

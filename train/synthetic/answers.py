@@ -25,7 +25,7 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, stable_endpoint
+from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint
 from train.synthetic.config import AnswersConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
                                      run_jobs, write_stage_outputs)
@@ -102,7 +102,8 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     """Run stage 3 on the de-duplicated instructions at ``input_path`` into ``out_dir`` (resumable)."""
     config.check_runnable()  # answer models configured (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
-    clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
+    clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s,
+                          watch=EndpointWatch(e, "answer model", config.concurrency)) for e in endpoints]
     inputs = read_input(input_path, "dedup")
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     journal = Journal(out_dir / "journal.jsonl")

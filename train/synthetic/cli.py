@@ -46,7 +46,9 @@ EXIT_CODES = (
     "Exit codes: 0 the stage finished (its kept, dropped and failed counts printed; requests the endpoint never "
     "answered are counted, said on stderr, and asked again by a rerun into the same --output); 2 a usage or configuration "
     "error, refused training data (Zero-Shot or released-benchmark rows), a malformed row, or an output folder "
-    "another run holds."
+    "another run holds; 4 an endpoint that cannot be used: unreachable, refusing the key or still failing at its "
+    "first contact, or failing request after request (twice --concurrency in a row, each after its retries); what it "
+    "answered stays journalled, and a rerun into the same --output resumes."
 )
 
 
@@ -208,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     from judge import LeakageError, RecordError
+    from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
     from judge.plumbing.run_folder import RUN_KEY_FILE, ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
 
     try:
@@ -251,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     except (RunFolderBusy, ResumeMismatch, ConfigError) as err:  # ConfigError: an --output that is a file
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
+    except EndpointUnusable as err:  # the endpoint's one sentence (train.synthetic.client.EndpointWatch), no traceback
+        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2

@@ -5,6 +5,10 @@ runs many of them at once through ``journal.run_jobs``. Only transient failures 
 connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``. Any other 4xx is
 the caller's bug and fails at once.
 
+Every stage asks its endpoints through an ``EndpointWatch``: the first request waits for the endpoint's first contact
+(its model list), and requests that keep failing after their retries stop the stage (exit code 4), as ``judge-eval
+run`` stops, instead of each job paying its full backoff against an endpoint that is not there.
+
 Every output is bounded before a stage reads it (``longer_than_asked``): the answer (``message.content``, a reasoning
 written inline in it included) to what the request's ``max_tokens`` could produce, ``CHARS_PER_TOKEN`` characters a
 token; a reasoning the server returns apart, which some providers do not count in ``max_tokens``, to its own larger
@@ -15,15 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from judge.plumbing.message_content import described_content, message_text
-from judge.plumbing.retry import Attempts, RetryPolicy
+from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models
 from train.synthetic.config import EndpointConfig
+from train.synthetic.journal import log
 
-__all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "REASONING_TOKEN_CAP", "longer_than_asked", "message_text",
-           "stable_endpoint"]
+__all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "REASONING_TOKEN_CAP", "longer_than_asked",
+           "message_text", "stable_endpoint"]
 
 _BACKOFF_CAP_S = 60.0
 
@@ -44,6 +51,9 @@ class ChatResult:
         reasoning: the reasoning a server returned apart from the answer ("" when none): vLLM's and judge-serve's
             ``message.reasoning`` (``--reasoning-parser``), or ``reasoning_content`` as DeepSeek's API and older
             vLLM name it.
+        outage: the last error of a request that failed transiently after its retries (``streak_failure``: no
+            connection, a timeout, a 429 or 5xx), which ``EndpointWatch`` counts; None for any other outcome. Not
+            journalled: ``error`` says it.
     """
 
     text: str
@@ -53,6 +63,7 @@ class ChatResult:
     finish_reason: str = ""
     reasoning: str = ""
     oversized: bool = False
+    outage: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 #: The most characters one token of a model's output is taken to stand for. A tokenizer's average is 3 to 5
@@ -77,6 +88,81 @@ def longer_than_asked(text_length: int, max_tokens: int | None, reasoning_length
     return (bool(max_tokens) and text_length > max_tokens * CHARS_PER_TOKEN) or reasoning_length > reasoning_cap
 
 
+#: What a stage leaves when an ``EndpointWatch`` stops it, as ``FailingStreak.error`` says it.
+_JOURNAL_LEFT = ("every answer received is journalled, the failed requests as failed, and a rerun into the same "
+                 "--output asks them and the jobs not sent")
+
+
+class EndpointWatch:
+    """One endpoint's health as a stage sees it, shared by every client that asks it (the traces stage asks its
+    teacher through one client per sample seed).
+
+    The first request waits for the endpoint's first contact (``judge.plumbing.retry.list_models``, its ``GET
+    /models``, retried as a request is but at most 4 times and 10 s apart): no server at the address, a refused key,
+    or a server still failing is one sentence (``EndpointUnusable``) before a job is sent, where each job used to pay
+    its full backoff against a port nothing listened on, and the stage then exited 0 with every request failed. A
+    server with no model list (404, 405: some proxies) is asked all the same, as ``judge-eval run`` asks it; a list
+    without the endpoint's model is said once, as a warning. After that, the requests that still fail transiently
+    after their retries are counted (``FailingStreak``): ``stop_after(concurrency)`` in a row stop the stage. Either
+    stop is raised by the next request; the jobs in flight finish and are journalled. Nothing is asked, and nothing
+    checked, by a stage whose jobs are all journalled: a rerun that only retunes thresholds needs no endpoint.
+
+    Args:
+        endpoint: the endpoint asked.
+        role: who it is in the stage, as messages name it (``teacher``, ``generator``).
+        concurrency: the stage's requests in flight (``stop_after``).
+    """
+
+    def __init__(self, endpoint: EndpointConfig, role: str, concurrency: int):
+        self.endpoint = endpoint
+        self.who = f"the {role} {endpoint.name}"
+        self.what = f"{self.who} at {endpoint.base_url}"
+        self.streak = FailingStreak(stop_after(concurrency))
+        self.n_sent = 0
+        self._contacted = False
+        self._stop: EndpointUnusable | None = None
+        self._lock = threading.Lock()  # the stage's worker threads share one watch
+
+    def before_request(self, policy: RetryPolicy) -> None:
+        """Called before each request: the first contact on the first one, then the stop once there is one.
+
+        Raises:
+            EndpointUnusable: the endpoint cannot be used (the message says why).
+        """
+        with self._lock:  # held through the first contact: the other workers wait for it instead of asking too
+            if not self._contacted:
+                self._contacted = True
+                self._stop = self._first_contact(policy)
+            if self._stop is not None:
+                raise self._stop
+            self.n_sent += 1
+
+    def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
+        """Count one finished request (``result.outage``); the streak's stop is raised by the next request."""
+        with self._lock:
+            self.streak.offer(result.outage)
+            if self.streak.stopped is not None and self._stop is None:
+                self._stop = self.streak.error(self.what, policy.max_retries, self.n_sent, None, left=_JOURNAL_LEFT)
+
+    def _first_contact(self, policy: RetryPolicy) -> EndpointUnusable | None:
+        ep = self.endpoint
+        probe = RetryPolicy(max_retries=min(policy.max_retries, 4), backoff_s=policy.backoff_s, max_backoff_s=10.0,
+                            sleep=policy.sleep)
+        try:
+            models = list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
+                                 policy=probe, bound_flag="")
+        except EndpointUnusable as err:
+            if err.status in (404, 405):  # no model list to check against: the requests will say
+                return None
+            return err
+        listed = [str(m.get("id")) for m in models]
+        if ep.model not in listed:
+            shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
+            log(f"warning: {self.what} does not list the model {ep.model!r} (it lists {shown or 'none'}): its "
+                "requests may be refused")
+        return None
+
+
 class ChatClient:
     """A chat client for one endpoint.
 
@@ -86,12 +172,15 @@ class ChatClient:
         backoff_s: the first retry delay; it doubles per retry, capped at 60 s, jittered, never shorter than the
             server's ``Retry-After`` (``judge.plumbing.retry``).
         timeout_s: per-request timeout.
+        watch: the endpoint's ``EndpointWatch`` (None: every request is sent and none is counted, for one-off use).
     """
 
-    def __init__(self, endpoint: EndpointConfig, max_retries: int = 5, backoff_s: float = 1.0, timeout_s: float = 600.0):
+    def __init__(self, endpoint: EndpointConfig, max_retries: int = 5, backoff_s: float = 1.0, timeout_s: float = 600.0,
+                 *, watch: EndpointWatch | None = None):
         import openai
 
         self.endpoint = endpoint
+        self.watch = watch
         #: judge.plumbing.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S)
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
@@ -102,8 +191,19 @@ class ChatClient:
         """Ask for one completion of ``prompt`` as a single user turn.
 
         Returns:
-            A ``ChatResult``; never raises for endpoint failures.
+            A ``ChatResult``; never raises for a failed request.
+
+        Raises:
+            EndpointUnusable: the client's ``watch`` stopped asking (nothing was sent).
         """
+        if self.watch is None:
+            return self._complete(prompt, system, temperature)
+        self.watch.before_request(self.retry)
+        result = self._complete(prompt, system, temperature)
+        self.watch.after_request(result, self.retry)
+        return result
+
+    def _complete(self, prompt: str, system: str, temperature: float | None) -> ChatResult:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         ep = self.endpoint
         attempts = Attempts()
@@ -116,7 +216,8 @@ class ChatClient:
                 extra_body=ep.extra_body or None,
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
-            return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n)
+            return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n,
+                              outage=streak_failure(err, self.retry))
         except Exception as err:
             # Anything else the SDK or its transport raised (a thread reading a module another thread was still
             # importing raised AttributeError) escaped run_jobs's worker and stopped the whole stage with a

@@ -683,9 +683,11 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     # confirmed, so the sample stays (journalled_answer), and counted apart from the unanswered.
     oversized_checks: set[str] = set()
     if config.runs_llm_check:
-        from train.synthetic.client import ChatClient
+        from train.synthetic.client import ChatClient, EndpointWatch
 
-        client = ChatClient(EndpointConfig(**config.llm), config.max_retries, config.backoff_s, config.timeout_s)
+        checker = EndpointConfig(**config.llm)
+        client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s,
+                            watch=EndpointWatch(checker, "LLM check", config.concurrency))
         journal = Journal(Path(out_dir) / "llm_checks.jsonl")
 
         def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:

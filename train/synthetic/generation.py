@@ -17,7 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, stable_endpoint
+from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint
 from train.synthetic.config import EndpointConfig, InstructionsConfig
 from train.synthetic.journal import Journal, answered_oversized, log, run_jobs, write_stage_outputs
 
@@ -228,7 +228,8 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
     """Run stage 1 into ``out_dir`` (resumable). Returns the summary."""
     config.check_runnable()  # generators and the details language (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**g) for g in config.generators]
-    clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s) for e in endpoints]
+    clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s,
+                          watch=EndpointWatch(e, "generator", config.concurrency)) for e in endpoints]
     jobs = generation_jobs(config)
     log(f"instructions: {len(jobs)} jobs over {len(endpoints)} generators -> {out_dir}")
 

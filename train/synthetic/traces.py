@@ -79,7 +79,7 @@ from collections import Counter
 from pathlib import Path
 
 from judge.verdicts import bare_answer, has_think_tag
-from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, longer_than_asked
+from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
 
@@ -310,8 +310,9 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     # trace. Sample i is asked with the configured seed + i, so they can differ; a teacher with no seed keeps its body.
     seed = (teacher.extra_body or {}).get("seed")
     seeded = isinstance(seed, int) and not isinstance(seed, bool)
+    watch = EndpointWatch(teacher, "teacher", config.concurrency)  # one server, however many seeds ask it
     clients = [ChatClient(dataclasses.replace(teacher, extra_body={**teacher.extra_body, "seed": seed + sample})
-                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s)
+                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
                for sample in range(k if seeded else 1)]  # fmt: skip
     jobs = [(f"{record.id}#{sample}", (record, sample)) for record, _, _ in items for sample in range(k)]
     limited = f" (--limit {config.limit})" if config.limit else ""

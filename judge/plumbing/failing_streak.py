@@ -1,24 +1,27 @@
 """Stopping a run whose endpoint keeps failing after every retry (``FailingStreak``).
 
-``eval.judging.backends.FirstRefusals`` stops a run refused alike from its first requests; a request that fails
-*transiently* (a 429 that never clears, such as OpenAI's ``insufficient_quota``; a 5xx; a server gone) is no refusal:
-each one is retried in full (about 31 s of backoff with the defaults) and written as a failed row, so a run of 10,000
-items at concurrency 8 once took about ten hours to write nothing but failures. ``FailingStreak`` counts the requests
-that still failed transiently after their retries, in the order they finish, by the answer they were about; any
-other outcome (an answer, even a refusal or a verdict that does not parse: the server is there) starts the count
-again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable`` (exit code 4), naming the
-last failure. A streak of timeouts only is told apart: a healthy server slower than ``--timeout-s`` on long items (a
-data set sorted by length reaches them together) fails the same way, and checking its quota and health would not help.
+A request that fails *transiently* (a 429 that never clears, such as OpenAI's ``insufficient_quota``; a 5xx; a server
+gone) is retried in full (about 31 s of backoff with the defaults) and then written as a failed row or journalled as a
+failed job, so a run of 10,000 items at concurrency 8 once took about ten hours to write nothing but failures.
+``FailingStreak`` counts the requests that still failed transiently after their retries, in the order they finish, by
+the answer they were about; any other outcome (an answer, even a refusal or a verdict that does not parse: the server
+is there) starts the count again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable``
+(exit code 4), naming the last failure. A streak of timeouts only is told apart: a healthy server slower than
+``--timeout-s`` on long items (a data set sorted by length reaches them together) fails the same way, and checking its
+quota and health would not help. Every command that asks an endpoint item after item counts one: ``judge-eval run``
+(pointwise and pairwise), ``rank``'s candidate answers, and the synthetic-data stages of ``judge-train data``.
 """
 
 from __future__ import annotations
 
 import httpx
 
-from eval.judging.backends import N_FIRST_REFUSALS
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy, failure_said, retryable_status
 
-__all__ = ["FailingStreak", "stop_after", "streak_failure"]
+__all__ = ["FailingStreak", "MIN_STREAK", "stop_after", "streak_failure"]
+
+#: The fewest different answers in a row that stop a run: a run of one worker is not stopped by two unlucky items.
+MIN_STREAK = 3
 
 
 def stop_after(concurrency: int) -> int:
@@ -28,9 +31,9 @@ def stop_after(concurrency: int) -> int:
     ``concurrency`` requests in flight at once, each after its full retries, so one wave of failures says little;
     a second whole wave that also found no answer means the endpoint stayed down through two rounds of backoff
     (about a minute with the default retries), and costs the run no more than that before it stops. At least
-    ``N_FIRST_REFUSALS``: a run of one worker is not stopped by two unlucky items.
+    ``MIN_STREAK``.
     """
-    return max(N_FIRST_REFUSALS, 2 * concurrency)
+    return max(MIN_STREAK, 2 * concurrency)
 
 
 def streak_failure(err: BaseException, policy: RetryPolicy) -> BaseException | None:
@@ -38,7 +41,7 @@ def streak_failure(err: BaseException, policy: RetryPolicy) -> BaseException | N
     failure the endpoint may get past (``policy.retryable``), or a status worth another attempt that the server said
     not to retry (a 429 with ``x-should-retry: false``: an exhausted quota, given up without retries, is an endpoint
     failing all the same); None for any other (the server answered: a bad request, this client's own error). One
-    rule for every runner that counts a streak: ``judge-eval run``'s pointwise and pairwise judging and rank's answers.
+    rule for every runner that counts a streak.
     """
     status = getattr(getattr(err, "response", None), "status_code", None)
     return err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
@@ -67,13 +70,18 @@ def waited_s(failure: BaseException) -> float | None:
     return float(read) if isinstance(read, (int, float)) else None
 
 
+#: What ``judge-eval run`` and ``rank`` leave when a streak stops them, as ``FailingStreak.error`` says it.
+UNSENT_ROWS = ("the failed ones were written as failed rows, which a rerun asks after the items not asked yet, and the "
+               "items not sent have no row")
+
+
 class FailingStreak:
     """Counts the answers whose requests failed transiently after their retries, in a row.
 
-    A streak counts distinct answers (``key``: the prefix an answer's criteria share, ``judge.prefix_key``), not
+    A streak counts distinct answers (``key``: judge-eval's answer, the prompt prefix its criteria share), not
     requests: an answer whose text makes the server fail (a 500 on one prompt) fails each of its 2-11 criteria's
     requests, sent back to back, and would stop a healthy run on its own. A request about an item that already
-    failed in an earlier run (asked last, ``unasked_first``) is not counted either: a rerun would otherwise stop on
+    failed in an earlier run (which judge-eval asks last) is not counted either: a rerun would otherwise stop on
     the same few answers every time.
 
     Args:
@@ -99,16 +107,25 @@ class FailingStreak:
         if len(self.keys) >= self.n_stop and self.stopped is None:
             self.stopped = failure
 
-    def error(self, what: str, n_retries: int, n_sent: int, n_total: int) -> EndpointUnusable:
-        """The stop to raise: the last failure's status and words, how much was sent, what a rerun does."""
+    def error(self, what: str, n_retries: int, n_sent: int, n_total: int | None, *,
+              left: str = UNSENT_ROWS) -> EndpointUnusable:
+        """The stop to raise: the last failure's status and words, how much was sent, what a rerun does.
+
+        Args:
+            what: who failed, as the message starts (``the judge (served)``).
+            n_retries: the retries each request had.
+            n_sent: requests sent; ``n_total``: of how many (None: a runner that cannot say).
+            left: what the run leaves for a rerun (``UNSENT_ROWS``: judge-eval's failed rows; the synthetic stages
+                say their journal).
+        """
         assert self.stopped is not None
         status = getattr(getattr(self.stopped, "response", None), "status_code", None)
+        of = f" of {n_total}" if n_total is not None else ""
         return EndpointUnusable(
             f"{what} failed {self.n} requests in a row, about {len(self.keys)} different answers, each after up to "
             f"{n_retries} retries (none where the server said x-should-retry: false), with no answer between: last "
-            f"{failure_said(self.stopped)} (stopped after sending {n_sent} of {n_total} requests; the failed ones "
-            "were written as failed rows, which a rerun asks after the items not asked yet, and the items not sent "
-            f"have no row: {self._advice()}, then rerun to resume)",
+            f"{failure_said(self.stopped)} (stopped after sending {n_sent}{of} requests; {left}: {self._advice()}, "
+            "then rerun to resume)",
             status if isinstance(status, int) else None)
 
     def _advice(self) -> str:
