@@ -54,7 +54,8 @@ the worst reward; None to skip it).
 
 **The completion read** (``completion_text``, ``cut_completions``): one rule for every trl reward, the GRPO
 recipe's (``train.grpo_rewards``) and the trl judge client's: a conversational completion's text is its last
-assistant turn, and a completion whose token ids end in no end id (none at all included) was cut by the length limit.
+assistant turn, with the reasoning trl parsed apart from it put back before its content, and a completion whose
+token ids end in no end id (none at all included) was cut by the length limit.
 
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
@@ -205,6 +206,15 @@ def completion_text(completion: Any) -> str:
     output is not the policy's words, and the last assistant turn is the answer given after them. A message without
     a role is read as the assistant's; a list with no assistant message has no text ("").
 
+    A turn whose reasoning trl parsed apart (``parse_response`` in ``trl/chat_template_utils.py``, used on
+    conversational completions when the tokenizer has a response template or schema, or the trainer has tools: its
+    schemas put the ``<think>`` block in ``reasoning_content``, LFM2.5's in ``thinking``; vLLM's own field is
+    ``reasoning``) is read with its reasoning put back as Qwen3's chat template writes one
+    (``trl/chat_templates/qwen3.jinja``: ``<think>``, a newline, the reasoning, a newline, ``</think>``, a blank
+    line, the content): the
+    policy wrote it, the answer judged is still what follows it (``policy_answer``), and a reward that asks for
+    reasons (the GRPO recipe's ``format_reward``) would otherwise read every reasoned verdict as a bare score.
+
     Raises:
         ValueError: neither a string nor a list of chat messages (mappings).
     """
@@ -213,7 +223,19 @@ def completion_text(completion: Any) -> str:
     if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
         raise ValueError(f"a completion must be text or a list of chat messages, got {value_words(completion)}")
     turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
-    return content_text(turns[-1].get("content")) if turns else ""
+    if not turns:
+        return ""
+    text = content_text(turns[-1].get("content"))
+    reasoning = next((r for r in map(turns[-1].get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
+    if reasoning is None:
+        return text
+    return "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + text.lstrip("\n")
+
+
+#: The fields a chat message's reasoning is returned in apart from its content, in the order ``completion_text``
+#: reads them: trl's response schemas' ``reasoning_content`` (as DeepSeek's API names it), LFM2.5's ``thinking``,
+#: vLLM's ``reasoning``.
+_REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
 
 def cut_completions(completion_ids: Sequence[Sequence[int]] | None, end_ids: Collection[int] | None,

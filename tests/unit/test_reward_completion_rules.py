@@ -93,3 +93,34 @@ def test_a_completion_of_the_wrong_json_kind_is_named_in_jsons_words(read, value
 def test_the_id_lists_must_match_the_completions():
     with pytest.raises(ValueError, match=r"^completion_ids: 1 id lists for 2 completions$"):
         cut_completions([[IM_END]], ENDS, 2)
+
+
+REASONING = "Ошибок нет вовсе, ответ краток."
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "thinking", "reasoning"])
+def test_a_reasoning_trl_parsed_apart_is_put_back_before_the_answer(field):
+    """trl's ``parse_response`` (a tokenizer with a response template, or tools) returns a Qwen3 turn as
+    ``{"reasoning_content": ..., "content": "2"}``: read as the content alone, every reasoned integer verdict looked
+    like a bare score, and the recipe's format reward paid 0.0 for all of them."""
+    completion = [{"role": "assistant", field: f"\n{REASONING}\n", "content": "\n2"}]
+    # As trl/chat_templates/qwen3.jinja renders the turn: <think>\n + reasoning (its own newlines stripped) +
+    # \n</think>\n\n + the content (its leading newlines stripped).
+    assert completion_text(completion) == f"<think>\n{REASONING}\n</think>\n\n2"
+    columns = dict(completions=[completion], verdict_format=["integer"], scale_levels=[[0, 1, 2]], scale_best=[2])
+    assert format_reward(**columns) == [1.0]
+    assert agreement_reward(reference_scores=[[2]], **columns) == [1.0]
+
+    # The answer judged is still what follows the reasoning: the trl client sends "2", not the reasoning.
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT)
+        asyncio.run(reward(prompts=[[{"role": "user", "content": "Вопрос"}]], completions=[completion]))
+    assert [item["answer"] for _, body in endpoint.requests for item in body["items"]] == ["2"]
+
+
+def test_an_empty_or_absent_reasoning_leaves_the_content_as_it_is():
+    assert completion_text([{"role": "assistant", "reasoning_content": " \n", "content": "2"}]) == "2"
+    assert completion_text([{"role": "assistant", "reasoning_content": None, "content": "2"}]) == "2"
+    # A bare score with no reasons is still no well-formed verdict.
+    assert format_reward(completions=[[{"role": "assistant", "content": "2"}]], verdict_format=["integer"],
+                         scale_levels=[[0, 1, 2]], scale_best=[2]) == [0.0]
