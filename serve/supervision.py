@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~710 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~730 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -91,6 +91,9 @@ class ServerState:
     #: (engine_start_timeout_s) than the window; reset at the death of a restarted engine that stayed up that long.
     failed_restarts: dict[str, int] = field(default_factory=dict)
     came_up: dict[str, float] = field(default_factory=dict)  # role -> when its restarted engine answered /health
+    #: The roles whose engine answered /health during judge-serve's start: one that dies before it has no tail of
+    #: its own to log (``_declare_dead``), the start's error carries it.
+    up_at_start: set[str] = field(default_factory=set)
     #: role -> when its engine stopped serving: seen dead, or, for one hung, its first unanswered probe. Its life is
     #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
     died_at: dict[str, float] = field(default_factory=dict)
@@ -183,9 +186,12 @@ async def _bring_up(state: ServerState) -> None:
                 config.criteria_classifier_model, config.criteria_threshold, config.criteria_classifier_api_key_env,
             )
         stop = lambda: state.status != "starting"  # noqa: E731
-        await asyncio.gather(
-            *(asyncio.to_thread(e.wait_ready, config.engine_start_timeout_s, stop) for e in state.engines.values())
-        )
+
+        async def wait_for(role: str, engine: Engine) -> None:
+            await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, stop)
+            state.up_at_start.add(role)
+
+        await asyncio.gather(*(wait_for(role, e) for role, e in state.engines.items()))
     except EngineStartError as err:  # vLLM's own "Engine core initialization failed" names no setting
         from serve.config import cpu_start_hint
 
@@ -510,7 +516,11 @@ def _declare_dead(state: ServerState, role: str, reason: str, since: float | Non
     if healing:
         state.retry_after[role] = 5
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
-    if engine.owned:
+    # An engine that dies before it ever came up fails judge-serve's start with an EngineStartError that carries
+    # this same tail, logged as the start fails (``_fail_start``): logged here too, a first start on a machine that
+    # cannot hold the engine showed vLLM's last lines twice. One that came up, then died while another still loads,
+    # fails nothing: its tail is logged here, and only here.
+    if engine.owned and (state.status != "starting" or role in state.up_at_start):
         _log_the_tail(role, engine)
 
 

@@ -571,8 +571,10 @@ def test_a_dead_engines_log_tail_reaches_judge_serves_log_with_its_secrets_redac
     spec = EngineSpec(role="generator", model_dir=tmp_path, served_name="m", memory_share=0.5)
     config = ServeConfig(model=str(tmp_path))
     engine = Engine.start(spec, config, tmp_path)
+    # It came up, then died while judge-serve was still starting (another engine loading): no start error carries
+    # its tail, the watcher's copy is the only one.
     state = ServerState(config=config, layout=None, status="starting", engines={"generator": engine},
-                        dead={"generator": asyncio.Event()})
+                        dead={"generator": asyncio.Event()}, up_at_start={"generator"})
 
     async def watch_it_die() -> None:
         watcher = asyncio.create_task(_watch(state, interval_s=0.01))
@@ -715,7 +717,7 @@ def test_a_dead_engines_log_tail_is_its_own_and_the_watcher_never_waits_for_it(m
 
     engine.log_tail = held_back
     state = ServerState(config=config, layout=None, status="starting", engines={"generator": engine},
-                        dead={"generator": asyncio.Event()})
+                        dead={"generator": asyncio.Event()}, up_at_start={"generator"})
     try:
         with caplog.at_level(logging.ERROR, logger="judge_serve"):
             serve.supervision._declare_dead(state, "generator", "the generator engine exited with code 1")
@@ -758,3 +760,27 @@ def test_a_log_tail_that_cannot_be_read_is_said_in_judge_serves_log_not_on_stder
     said = [(r.getMessage(), r.exc_info[0] if r.exc_info else None) for r in caplog.records]
     assert said == [("the generator engine's log tail could not be read (log: /logs/generator.log)", UnicodeDecodeError)]
     assert hooked == []
+
+
+def test_an_engine_that_dies_before_it_came_up_leaves_its_tail_to_the_start_error(monkeypatch):
+    """The start's EngineStartError carries the dead engine's log tail, and judge-serve logs it as it fails: the
+    watcher logged the same tail as well, and a first start on a machine too small for the engine showed vLLM's
+    last lines twice. Once judge-serve is ready, or for an engine that came up during the start, the watcher's copy
+    is the only one and stays."""
+    import serve.supervision
+
+    logged: list[str] = []
+    monkeypatch.setattr(serve.supervision, "_log_the_tail", lambda role, engine: logged.append(role))
+    engines = {"generator": ExitedEngine(), "pooler": ExitedEngine(), "attached": AttachedEngine()}
+    starting = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="starting", engines=engines,
+                           dead={role: asyncio.Event() for role in engines}, up_at_start={"pooler"})
+    for role in engines:
+        serve.supervision._declare_dead(starting, role, f"the {role} engine exited with code 1")
+    assert logged == ["pooler"]  # the generator's is in the start error; an attached engine's log is not ours
+    assert all(starting.dead[role].is_set() for role in engines)  # declared dead all the same
+
+    logged.clear()
+    failed = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="failed",
+                         engines={"generator": ExitedEngine()}, dead={"generator": asyncio.Event()})
+    serve.supervision._declare_dead(failed, "generator", "the generator engine exited with code 1")
+    assert logged == ["generator"]
