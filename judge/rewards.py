@@ -83,7 +83,8 @@ from judge.wire import JudgeResult, ScoreSource
 __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBINE", "ON_FAILURE", "ON_FAILURE_ALIASES",
            "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
            "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
-           "label_criterion", "content_text", "completion_text", "cut_completions", "engine_refusals"]
+           "label_criterion", "content_text", "completion_text", "completion_reasoning", "cut_completions",
+           "engine_refusals"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
@@ -206,33 +207,63 @@ def completion_text(completion: Any) -> str:
     output is not the policy's words, and the last assistant turn is the answer given after them. A message without
     a role is read as the assistant's; a list with no assistant message has no text ("").
 
-    A turn whose reasoning trl parsed apart (``parse_response`` in ``trl/chat_template_utils.py``, used on
-    conversational completions when the tokenizer has a response template or schema, or the trainer has tools: its
-    schemas put the ``<think>`` block in ``reasoning_content``, LFM2.5's in ``thinking``; vLLM's own field is
-    ``reasoning``) is read with its reasoning put back as Qwen3's chat template writes one
-    (``trl/chat_templates/qwen3.jinja``: ``<think>``, a newline, the reasoning, a newline, ``</think>``, a blank
-    line, the content): the
-    policy wrote it, the answer judged is still what follows it (``policy_answer``), and a reward that asks for
-    reasons (the GRPO recipe's ``format_reward``) would otherwise read every reasoned verdict as a bare score.
+    A turn whose reasoning trl parsed apart (``completion_reasoning``) is read with its reasoning put back as Qwen3's
+    chat template writes one (``trl/chat_templates/qwen3.jinja``: ``<think>``, a newline, the reasoning, a newline,
+    ``</think>``, a blank line, the content): the policy wrote it, the answer judged is still what follows it
+    (``policy_answer``), and a reward that asks for reasons (the GRPO recipe's ``format_reward``) would otherwise
+    read every reasoned verdict as a bare score.
 
     Raises:
         ValueError: neither a string nor a list of chat messages (mappings).
     """
     if isinstance(completion, str):
         return completion
-    if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
-        raise ValueError(f"a completion must be text or a list of chat messages, got {value_words(completion)}")
-    turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
-    if not turns:
+    turn = _last_assistant_turn(completion)
+    if turn is None:
         return ""
-    text = content_text(turns[-1].get("content"))
-    reasoning = next((r for r in map(turns[-1].get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
+    text = content_text(turn.get("content"))
+    reasoning = completion_reasoning(completion)
     if reasoning is None:
         return text
     return "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + text.lstrip("\n")
 
 
-#: The fields a chat message's reasoning is returned in apart from its content, in the order ``completion_text``
+def completion_reasoning(completion: Any) -> str | None:
+    """The reasoning trl returned apart from a conversational completion's last assistant turn, which
+    ``completion_text`` puts back before its content; None for a text completion, a turn without one, or one that
+    cannot be put back as one block.
+
+    trl parses a conversational completion (``parse_response`` in ``trl/chat_template_utils.py``, when the tokenizer
+    has a response template or schema, or the trainer has tools) into fields: its schemas put the ``<think>`` block
+    in ``reasoning_content``, LFM2.5's in ``thinking``; vLLM's own field is ``reasoning``. Not put back: a reasoning
+    of whitespace only (an empty block), a content that already opens with its own ``<think>`` block (a server
+    that also leaves the reasoning inline: put back, it would be read twice, the second block taken for the
+    answer), and a reasoning holding a ``</think>`` (put back, its text after that tag would be read as the answer;
+    the parsers split at the first one, so none should).
+
+    Raises:
+        ValueError: neither a string nor a list of chat messages (mappings).
+    """
+    if isinstance(completion, str):
+        return None
+    turn = _last_assistant_turn(completion)
+    if turn is None:
+        return None
+    reasoning = next((r for r in map(turn.get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
+    if reasoning is None or _THINK_CLOSE.search(reasoning):
+        return None
+    return None if _LEADING_THINK.match(content_text(turn.get("content")).lstrip()) else reasoning
+
+
+def _last_assistant_turn(completion: Any) -> Mapping | None:
+    """A conversational completion's last assistant message (a message without a role is the assistant's)."""
+    if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
+        raise ValueError(f"a completion must be text or a list of chat messages, got {value_words(completion)}")
+    turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
+    return turns[-1] if turns else None
+
+
+#: The fields a chat message's reasoning is returned in apart from its content, in the order ``completion_reasoning``
 #: reads them: trl's response schemas' ``reasoning_content`` (as DeepSeek's API names it), LFM2.5's ``thinking``,
 #: vLLM's ``reasoning``.
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")

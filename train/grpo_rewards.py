@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from judge.rewards import completion_text, cut_completions, prompt_opens_reasoning
+from judge.rewards import completion_reasoning, completion_text, cut_completions, prompt_opens_reasoning
 from judge.scales import Scale
 from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer,
                             gives_reasons, has_think_tag, read_served_verdict)
@@ -171,7 +171,11 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
             recipe); None: cuts are not told.
     """
     texts = _read_texts(completions, prompts)
-    opened = [_opens_reasoning(p) for p in (prompts if prompts is not None else [None] * len(texts))]
+    # A reasoning trl parsed apart and completion_text put back opened a block as a thinking prompt's does: the
+    # tagged answer after it reads as after the reasoning such a prompt opened (``_answers_as_trained``), whoever
+    # opened it (the message cannot say; read alone, the content was the answer, and was paid as one).
+    opened = [_opens_reasoning(p) or completion_reasoning(c) is not None
+              for c, p in zip(completions, prompts if prompts is not None else [None] * len(texts), strict=True)]
     verdicts = _verdicts(texts, verdict_format, scale_levels, scale_best, completion_ids, end_token_ids)
     reasoned = [_scored(v, levels) and gives_reasons(v.feedback) for v, levels in zip(verdicts, scale_levels)]
     as_trained = [r and _answers_as_trained(f, t, v, o)

@@ -10,7 +10,7 @@ import pytest
 
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import trl_reward_function
-from judge.rewards import completion_text, content_text, cut_completions
+from judge.rewards import completion_reasoning, completion_text, content_text, cut_completions, policy_answer
 from tests.support.judge_in_process import brevity_scored
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from train.grpo_rewards import agreement_reward, format_reward
@@ -124,3 +124,33 @@ def test_an_empty_or_absent_reasoning_leaves_the_content_as_it_is():
     # A bare score with no reasons is still no well-formed verdict.
     assert format_reward(completions=[[{"role": "assistant", "content": "2"}]], verdict_format=["integer"],
                          scale_levels=[[0, 1, 2]], scale_best=[2]) == [0.0]
+
+
+def test_a_reasoning_also_left_inline_or_holding_a_close_tag_is_not_put_back():
+    """A server that returns the reasoning apart and inline too: put back, it was read twice, and the answer judged
+    was the second block and the integer. A reasoning holding a ``</think>``: put back, its words after the tag were
+    read as the answer. Either is read as its content alone, as before the reasoning was put back."""
+    inline = f"<think>\n{REASONING}\n</think>\n\n2"
+    twice = [{"role": "assistant", "reasoning_content": REASONING, "content": inline}]
+    assert completion_text(twice) == inline and completion_reasoning(twice) is None
+    assert policy_answer(completion_text(twice)) == "2"
+    columns = dict(verdict_format=["integer"], scale_levels=[[0, 1, 2]], scale_best=[2])
+    assert format_reward(completions=[twice], **columns) == [1.0]
+
+    closing = [{"role": "assistant", "reasoning_content": "напишу </think> и оценку", "content": "2"}]
+    assert completion_text(closing) == "2" and policy_answer(completion_text(closing)) == "2"
+
+
+def test_a_tagged_answer_after_a_reasoning_put_back_reads_as_after_a_reasoning_its_prompt_opened():
+    """Read as the content alone, a tagged verdict with a reasoning apart was well-formed (1.0); put back, its
+    ``<think>`` block stood before the tagged answer as text around it, and every such completion lost the reward.
+    It reads as the same text after a prompt that opened the reasoning (a thinking-always template) reads."""
+    conversational = [{"role": "assistant", "reasoning_content": REASONING, "content": VERDICT}]
+    columns = dict(verdict_format=["tagged"], scale_levels=[[0, 1, 2]], scale_best=[2])
+    assert format_reward(completions=[conversational], prompts=[[{"role": "user", "content": "Вопрос"}]],
+                         **columns) == [1.0]
+    opened_by_prompt = format_reward(completions=[f"{REASONING}\n</think>\n\n{VERDICT}"],
+                                     prompts=["Вопрос<|im_start|>assistant\n<think>\n"], **columns)
+    assert opened_by_prompt == [1.0]
+    # A text completion that opens its own reasoning before a tagged answer is still no answer as trained.
+    assert format_reward(completions=[completion_text(conversational)], prompts=["Вопрос"], **columns) == [0.0]
