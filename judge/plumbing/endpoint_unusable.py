@@ -19,7 +19,8 @@ class EndpointUnusable(Exception):
     """An endpoint that cannot be used, said in one plain sentence (the console prints it, no traceback).
 
     Attributes:
-        status: the HTTP status that said so (None: no answer, or not an HTTP error).
+        status: the HTTP status of the answer that said so (None: no answer, or not an HTTP error; a 200 whose
+            body was not what was asked for keeps its 200).
     """
 
     def __init__(self, message: str, status: int | None = None):

@@ -92,6 +92,7 @@ class FailingStreak:
         self.n_stop = n_stop
         self.n = 0  # requests failed since the last other outcome
         self.keys: set = set()  # the answers they were about
+        self.keyed = False  # whether they were offered with keys (else each request is its own answer)
         self.stopped: BaseException | None = None  # the failure that made the streak n_stop answers long
         self.timeouts: list[str | None] = []  # each failed request's ``timeout_kind``, to name what the streak was
 
@@ -103,6 +104,7 @@ class FailingStreak:
             return
         self.timeouts.append(timeout_kind(failure))
         self.n += 1
+        self.keyed = self.keyed or key is not None
         self.keys.add(key if key is not None else object())
         if len(self.keys) >= self.n_stop and self.stopped is None:
             self.stopped = failure
@@ -121,9 +123,11 @@ class FailingStreak:
         assert self.stopped is not None
         status = getattr(getattr(self.stopped, "response", None), "status_code", None)
         of = f" of {n_total}" if n_total is not None else ""
+        about = f", about {len(self.keys)} different answers," if self.keyed else ""
+        retries = (f"each after up to {n_retries} retries (none where the server said x-should-retry: false)"
+                   if n_retries else "each without a retry (none are allowed)")
         return EndpointUnusable(
-            f"{what} failed {self.n} requests in a row, about {len(self.keys)} different answers, each after up to "
-            f"{n_retries} retries (none where the server said x-should-retry: false), with no answer between: last "
+            f"{what} failed {self.n} requests in a row{about} {retries}, with no answer between: last "
             f"{failure_said(self.stopped)} (stopped after sending {n_sent}{of} requests; {left}: {self._advice()}, "
             "then rerun to resume)",
             status if isinstance(status, int) else None)

@@ -341,5 +341,5 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
         models = None
     if not isinstance(models, list):
         raise EndpointUnusable(f"{what} at {base_url}: GET {url} did not answer an OpenAI model list (is it an "
-                               "OpenAI-compatible server's base URL?)")
+                               "OpenAI-compatible server's base URL?)", response.status_code)
     return [m for m in models if isinstance(m, dict)]

@@ -1,6 +1,7 @@
-"""The synthetic-data stages stop on an endpoint they cannot use (``train.synthetic.client.EndpointWatch``), exit 4:
-nothing listening, a refused key, or requests failing in a row after their retries. Before, each job paid its full
-backoff and the stage exited 0 with every request failed."""
+"""The synthetic-data stages stop asking an endpoint they cannot use (``train.synthetic.client.EndpointWatch``) and
+end with exit 4: nothing listening, a server still failing at the first contact, or requests failing in a row after
+their retries. Before, each job paid its full backoff and the stage exited 0 with every request failed. An endpoint
+that answers its requests is never refused for what its model list says."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 RUBRICS = "0: много ошибок\n\n1: есть ошибки\n\n2: ошибок нет"
 
 
-def _records(tmp_path, n: int):
-    path = tmp_path / "records.jsonl"
+def _records(folder, n: int):
+    path = folder / "records.jsonl"
     rows = [{"id": f"r{i}", "instruction": f"Исправьте: «раз {i}»", "answer": "раз", "expert_scores": [2],
              "reference_answer": "", "criteria_name": "Грамотность", "rubrics": RUBRICS, "task_type": "Editing"}
             for i in range(n)]
@@ -22,17 +23,16 @@ def _records(tmp_path, n: int):
     return path
 
 
-def _traces(tmp_path, base_url: str, n_items: int, samples: int = 1, concurrency: int = 1, **teacher) -> list[str]:
-    config = tmp_path / "traces.yaml"
+def _traces(folder, base_url: str, n_items: int, samples: int = 1, concurrency: int = 1, **teacher) -> list[str]:
+    config = folder / "traces.yaml"
     config.write_text(json.dumps({"teacher": {"model": "teacher", "base_url": base_url, "max_tokens": 64, **teacher},
                                   "samples_per_item": samples, "concurrency": concurrency, "max_retries": 0,
                                   "backoff_s": 0.0}))
-    return ["traces", "--config", str(config), "--input", str(_records(tmp_path, n_items)),
-            "--output", str(tmp_path / "out")]
+    return ["traces", "--config", str(config), "--input", str(_records(folder, n_items)),
+            "--output", str(folder / "out")]
 
 
-def _journal(tmp_path) -> list[dict]:
-    path = tmp_path / "out" / "journal.jsonl"
+def _rows(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
@@ -43,35 +43,61 @@ def _free_port() -> int:
 
 
 def _answer(path: str, body: dict):
-    return 200, chat_completion("<think>Ошибок нет.</think>2", body["model"])
+    return 200, chat_completion("<think>Ошибок нет, всё верно.</think>2", body["model"])
 
 
-def test_nothing_listening_stops_the_stage_before_a_job_is_sent(tmp_path, capsys):
+def test_nothing_listening_sends_no_job_and_ends_with_exit_4(tmp_path, capsys):
     from train.synthetic.cli import main
 
     url = f"http://127.0.0.1:{_free_port()}/v1"
     assert main(_traces(tmp_path, url, n_items=3, samples=2, concurrency=2)) == 4
-    err = capsys.readouterr().err
-    assert f"error: the teacher teacher at {url} cannot be reached (ConnectError" in err
-    assert "Traceback" not in err and "requests failed" not in err
-    assert _journal(tmp_path) == []  # no job was run: nothing to ask again, nothing half-written
+    captured = capsys.readouterr()
+    said = f"error: the teacher teacher at {url} cannot be reached (ConnectError"
+    assert said in captured.err and captured.err.count(said) == 1 and "Traceback" not in captured.err
+    assert "failed 6 (request_failed 6)" in captured.out  # the stage's outputs and summary are written all the same
+    rows = _rows(tmp_path / "out" / "journal.jsonl")
+    assert len(rows) == 6 and all(not row["ok"] and row["attempts"] == 0 for row in rows)
+    assert all(row["error"].startswith(f"not sent: the teacher teacher at {url} cannot be reached") for row in rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert len(summary["endpoints_unusable"]) == 1 and "cannot be reached" in summary["endpoints_unusable"][0]
 
 
-def test_a_refused_key_is_said_once_naming_its_variable(tmp_path, capsys, monkeypatch):
+def test_a_server_still_failing_at_its_first_contact_is_asked_nothing(tmp_path, capsys):
     from train.synthetic.cli import main
 
-    monkeypatch.setenv("TEACHER_KEY", "wrong")
-    with ScriptedEndpoint(_answer, model="teacher", respond_get=lambda path: (401, {"error": {"message": "bad key"}})
+    with ScriptedEndpoint(_answer, model="teacher", respond_get=lambda path: (503, {"error": {"message": "loading"}})
                           ) as server:
-        assert main(_traces(tmp_path, server.base_url, n_items=2, api_key_env="TEACHER_KEY")) == 4
+        assert main(_traces(tmp_path, server.base_url, n_items=2)) == 4
         assert server.requests == [] and server.gets == ["/v1/models"]
-        assert server.headers[0]["authorization"] == "Bearer wrong"
-    assert "refused the key from $TEACHER_KEY (HTTP 401: bad key)" in capsys.readouterr().err
+    assert "still answers HTTP 503 (loading)" in capsys.readouterr().err
 
 
-def test_requests_failing_in_a_row_stop_the_stage_and_a_rerun_resumes(tmp_path, capsys):
-    """Concurrency 2 stops after 4 (``stop_after``): at most one more request, already in flight, is sent; every one
-    sent is journalled as failed, and the rerun against a server that answers asks all of them."""
+def test_a_model_list_the_endpoint_refuses_or_shapes_otherwise_does_not_stop_its_requests(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """A key may chat without the right to list models (401), a provider may answer its list as a bare array, a
+    proxy may have none (404): the requests decide. The first two are said; a list without the model is too."""
+    from train.synthetic.cli import main
+
+    monkeypatch.setenv("TEACHER_KEY", "chat-only")
+    answers = {"refused": (401, {"error": {"message": "missing scope api.model.read"}}), "array": (200, []),
+               "none": (404, {"detail": "Not Found"})}
+    for name, answer in answers.items():
+        (tmp_path / name).mkdir()
+        with ScriptedEndpoint(_answer, model="teacher", respond_get=lambda path, a=answer: a) as server:
+            assert main(_traces(tmp_path / name, server.base_url, n_items=2, api_key_env="TEACHER_KEY")) == 0
+            assert len(server.requests) == 2 and server.gets == ["/v1/models"]  # asked once, not per request
+            assert all(h["authorization"] == "Bearer chat-only" for h in server.headers)
+        err = capsys.readouterr().err
+        assert ("asking it all the same" in err) == (name != "none")
+    (tmp_path / "other").mkdir()
+    with ScriptedEndpoint(_answer, model="another") as server:
+        assert main(_traces(tmp_path / "other", server.base_url, n_items=2)) == 0
+    assert "does not list the model 'teacher' (it lists another)" in capsys.readouterr().err
+
+
+def test_requests_failing_in_a_row_stop_the_endpoint_and_a_rerun_resumes(tmp_path, capsys):
+    """Concurrency 2 stops after 4 (``stop_after``): at most one more request, already in flight, is sent; every job
+    is journalled, the ones not sent as failed, and the rerun against a server that answers asks all of them."""
     from train.synthetic.cli import main
 
     down = lambda path, body: (503, {"error": {"message": "overloaded"}})  # noqa: E731
@@ -80,15 +106,29 @@ def test_requests_failing_in_a_row_stop_the_stage_and_a_rerun_resumes(tmp_path, 
         sent = len(server.requests)
     err = capsys.readouterr().err
     assert 4 <= sent <= 5
-    assert f"error: the teacher teacher at {server.base_url} failed 4 requests in a row" in err
-    assert "last HTTP 503: overloaded" in err and "a rerun into the same --output asks them" in err
-    rows = _journal(tmp_path)
-    assert len(rows) == sent and not any(row["ok"] for row in rows)
+    assert (f"error: the teacher teacher at {server.base_url} failed 4 requests in a row each without a retry "
+            "(none are allowed), with no answer between: last HTTP 503: overloaded") in err
+    rows = _rows(tmp_path / "out" / "journal.jsonl")
+    assert len(rows) == 12 and not any(row["ok"] for row in rows)
+    assert sum(row["error"].startswith("not sent: ") for row in rows) == 12 - sent
 
     with ScriptedEndpoint(_answer, model="teacher") as server:
         assert main(_traces(tmp_path, server.base_url, n_items=6, samples=2, concurrency=2)) == 0
-        assert len(server.requests) == 12  # the failed ones and those never sent
+        assert len(server.requests) == 12  # every failed job, sent or not
     assert "kept 6" in capsys.readouterr().out  # the two samples of an item answer alike: one kept per item
+
+
+def test_the_samples_of_one_teacher_share_one_watch(tmp_path, capsys):
+    """A seeded teacher is asked through a client per sample: one first contact, and one streak across them."""
+    from train.synthetic.cli import main
+
+    down = lambda path, body: (500, {"error": {"message": "broken"}})  # noqa: E731
+    with ScriptedEndpoint(down, model="teacher") as server:
+        argv = _traces(tmp_path, server.base_url, n_items=3, samples=3, extra_body={"seed": 0})
+        assert main(argv) == 4
+        assert server.gets == ["/v1/models"]
+        assert sorted(body["seed"] for _, body in server.requests) == [0, 1, 2]  # stop_after(1) is 3
+    assert "failed 3 requests in a row" in capsys.readouterr().err
 
 
 def test_failures_between_answers_never_stop_the_stage(tmp_path, capsys):
@@ -109,19 +149,27 @@ def test_failures_between_answers_never_stop_the_stage(tmp_path, capsys):
     assert "warning: 6 requests failed" in capsys.readouterr().err
 
 
-def test_a_server_without_a_model_list_is_asked_and_a_missing_model_is_warned_of(tmp_path, capsys):
+def test_one_endpoint_gone_leaves_the_others_answering(tmp_path, capsys):
+    """Two answer models, one with nothing listening: the other answers every job it is given, the gone one's are
+    journalled as not sent, and the stage ends with exit 4 naming it."""
     from train.synthetic.cli import main
 
-    with ScriptedEndpoint(_answer, model="teacher", respond_get=lambda path: (404, {"detail": "Not Found"})) as server:
-        assert main(_traces(tmp_path, server.base_url, n_items=2)) == 0
-        assert len(server.requests) == 2 and server.gets == ["/v1/models"]  # asked once, not per request
-    assert "does not list" not in capsys.readouterr().err
-
-    (tmp_path / "b").mkdir()
-    with ScriptedEndpoint(_answer, model="another") as server:
-        assert main(_traces(tmp_path / "b", server.base_url, n_items=2)) == 0
-    assert "the teacher teacher at" in (err := capsys.readouterr().err) and \
-        "does not list the model 'teacher' (it lists another)" in err
+    rows = [{"id": f"ins-{i}", "instruction": f"Вопрос {i}?", "task_type": "Editing"} for i in range(4)]
+    (tmp_path / "dedup").mkdir()
+    (tmp_path / "dedup" / "dedup.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    gone = f"http://127.0.0.1:{_free_port()}/v1"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion("Ответ.", body["model"])), model="up") as server:
+        config = tmp_path / "answers.yaml"
+        config.write_text(json.dumps({"answer_models": [{"model": "up", "base_url": server.base_url},
+                                                        {"model": "gone", "base_url": gone}],
+                                      "answers_per_instruction": 2, "max_retries": 0, "backoff_s": 0.0}))
+        code = main(["answers", "--config", str(config), "--input", str(tmp_path / "dedup"),
+                     "--output", str(tmp_path / "out")])
+        assert code == 4 and len(server.requests) == 4
+    assert f"error: the answer model gone at {gone} cannot be reached" in capsys.readouterr().err
+    kept = _rows(tmp_path / "out" / "answers.jsonl")
+    assert sorted(r["model_id"] for r in kept) == ["up"] * 4
 
 
 def test_a_finished_journal_is_read_again_with_the_endpoint_down(tmp_path, capsys):

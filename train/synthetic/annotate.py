@@ -33,7 +33,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked
+from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
+                                    unusable_endpoints)
 from train.synthetic.config import AnnotateConfig, EndpointConfig
 from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
 
@@ -248,4 +249,4 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
             dropped.append({**row, "drop_reason": done.get("error") or "request_failed", "reason": done.get("reason")})
     return write_stage_outputs(out_dir, "annotate", kept, dropped, config, {
         "teacher": teacher.name, "input_answers": len(rows), "verdicts": len(every_item),
-        "verdicts_beyond_limit": len(every_item) - len(items)})
+        "verdicts_beyond_limit": len(every_item) - len(items), **unusable_endpoints([client])})

@@ -25,7 +25,7 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint
+from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint, unusable_endpoints
 from train.synthetic.config import AnswersConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
                                      run_jobs, write_stage_outputs)
@@ -155,4 +155,4 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     # What --limit left out is counted, not only logged: every (instruction, slot) is kept, dropped or left out.
     return write_stage_outputs(out_dir, "answers", kept, dropped, config, {
         "input_instructions": len(rows), "answers": len(every_job), "answers_beyond_limit": len(every_job) - len(jobs),
-        "answers_reasoning_removed": reasoning_removed})
+        "answers_reasoning_removed": reasoning_removed, **unusable_endpoints(clients)})

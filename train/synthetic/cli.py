@@ -46,9 +46,10 @@ EXIT_CODES = (
     "Exit codes: 0 the stage finished (its kept, dropped and failed counts printed; requests the endpoint never "
     "answered are counted, said on stderr, and asked again by a rerun into the same --output); 2 a usage or configuration "
     "error, refused training data (Zero-Shot or released-benchmark rows), a malformed row, or an output folder "
-    "another run holds; 4 an endpoint that cannot be used: unreachable, refusing the key or still failing at its "
-    "first contact, or failing request after request (twice --concurrency in a row, each after its retries); what it "
-    "answered stays journalled, and a rerun into the same --output resumes."
+    "another run holds; 4 the stage finished, but an endpoint could not be used and was asked no more: nothing "
+    "answering at its address, or still failing, at its first contact, or its requests failing in a row after their "
+    "retries (max(3, 2 x --concurrency)); its jobs are journalled as failed and asked again by a rerun into the same "
+    "--output."
 )
 
 
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
     from judge import LeakageError, RecordError
-    from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
+    from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE
     from judge.plumbing.run_folder import RUN_KEY_FILE, ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
 
     try:
@@ -254,9 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     except (RunFolderBusy, ResumeMismatch, ConfigError) as err:  # ConfigError: an --output that is a file
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
-    except EndpointUnusable as err:  # the endpoint's one sentence (train.synthetic.client.EndpointWatch), no traceback
-        print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
-        return EXIT_UNUSABLE
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
@@ -289,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-train data {args.stage}: warning: {unanswered} requests failed (the endpoint never answered "
               f"them: {asked}; see failed/dropped rows' errors): rerun with the same --output to ask them again",
               file=sys.stderr)
-    return 0
+    for stop in summary.get("endpoints_unusable", ()):  # train.synthetic.client.EndpointWatch: asked no more
+        print(f"judge-train data {args.stage}: error: {stop}", file=sys.stderr)
+    return EXIT_UNUSABLE if summary.get("endpoints_unusable") else 0
 
 
 def requests_failed(summary: dict) -> int:

@@ -6,8 +6,8 @@ connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server'
 the caller's bug and fails at once.
 
 Every stage asks its endpoints through an ``EndpointWatch``: the first request waits for the endpoint's first contact
-(its model list), and requests that keep failing after their retries stop the stage (exit code 4), as ``judge-eval
-run`` stops, instead of each job paying its full backoff against an endpoint that is not there.
+(its model list), and an endpoint not there, or whose requests keep failing after their retries, is asked no more
+(exit code 4 once the stage ends), as ``judge-eval run`` stops, instead of each job paying its full backoff.
 
 Every output is bounded before a stage reads it (``longer_than_asked``): the answer (``message.content``, a reasoning
 written inline in it included) to what the request's ``max_tokens`` could produce, ``CHARS_PER_TOKEN`` characters a
@@ -20,17 +20,17 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from judge.plumbing.message_content import described_content, message_text
-from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models
+from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models, retryable_status
 from train.synthetic.config import EndpointConfig
 from train.synthetic.journal import log
 
 __all__ = ["ChatClient", "ChatResult", "CHARS_PER_TOKEN", "EndpointWatch", "REASONING_TOKEN_CAP", "longer_than_asked",
-           "message_text", "stable_endpoint"]
+           "message_text", "stable_endpoint", "unusable_endpoints"]
 
 _BACKOFF_CAP_S = 60.0
 
@@ -89,8 +89,8 @@ def longer_than_asked(text_length: int, max_tokens: int | None, reasoning_length
 
 
 #: What a stage leaves when an ``EndpointWatch`` stops it, as ``FailingStreak.error`` says it.
-_JOURNAL_LEFT = ("every answer received is journalled, the failed requests as failed, and a rerun into the same "
-                 "--output asks them and the jobs not sent")
+_JOURNAL_LEFT = ("the endpoint's requests not sent fail at once, every job is journalled (the failed ones as failed), "
+                 "and a rerun into the same --output asks the failed ones again")
 
 
 class EndpointWatch:
@@ -98,14 +98,19 @@ class EndpointWatch:
     teacher through one client per sample seed).
 
     The first request waits for the endpoint's first contact (``judge.plumbing.retry.list_models``, its ``GET
-    /models``, retried as a request is but at most 4 times and 10 s apart): no server at the address, a refused key,
-    or a server still failing is one sentence (``EndpointUnusable``) before a job is sent, where each job used to pay
-    its full backoff against a port nothing listened on, and the stage then exited 0 with every request failed. A
-    server with no model list (404, 405: some proxies) is asked all the same, as ``judge-eval run`` asks it; a list
-    without the endpoint's model is said once, as a warning. After that, the requests that still fail transiently
-    after their retries are counted (``FailingStreak``): ``stop_after(concurrency)`` in a row stop the stage. Either
-    stop is raised by the next request; the jobs in flight finish and are journalled. Nothing is asked, and nothing
-    checked, by a stage whose jobs are all journalled: a rerun that only retunes thresholds needs no endpoint.
+    /models``, retried as a request is): no server at the address, or a server still failing (a 5xx, a 429) once
+    the retries are spent, stops the endpoint before one job is sent to it, where each job used to pay its full
+    backoff against a port nothing listened on, the stage then exiting 0 with every request failed. Any other
+    answer lets the requests decide, since some work where the list does not: a server without one (404, 405: some
+    proxies) silently, and with a warning a key refused the list only (401, 403: an OpenAI key without the
+    models scope may still chat), a list in another shape (Together's is a bare array), or a list without the
+    endpoint's model. After that, the requests that still fail transiently after their retries are counted
+    (``FailingStreak``): ``stop_after(concurrency)`` in a row stop the endpoint.
+
+    A stopped endpoint's later requests are not sent: each fails at once (``not sent: <why>``), so its jobs are
+    journalled as failed and asked again by a rerun, while the stage's other endpoints go on; the stage then ends
+    with exit code 4 (``unusable_endpoints``). Nothing is asked, and nothing checked, by a stage whose jobs are all
+    journalled: a rerun that only retunes thresholds needs no endpoint.
 
     Args:
         endpoint: the endpoint asked.
@@ -119,48 +124,53 @@ class EndpointWatch:
         self.what = f"{self.who} at {endpoint.base_url}"
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
+        self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
         self._contacted = False
-        self._stop: EndpointUnusable | None = None
         self._lock = threading.Lock()  # the stage's worker threads share one watch
 
-    def before_request(self, policy: RetryPolicy) -> None:
-        """Called before each request: the first contact on the first one, then the stop once there is one.
-
-        Raises:
-            EndpointUnusable: the endpoint cannot be used (the message says why).
-        """
+    def before_request(self, policy: RetryPolicy) -> EndpointUnusable | None:
+        """Called before each request: the first contact on the first one. Returns the stop once there is one: the
+        request is then not sent."""
         with self._lock:  # held through the first contact: the other workers wait for it instead of asking too
             if not self._contacted:
                 self._contacted = True
-                self._stop = self._first_contact(policy)
-            if self._stop is not None:
-                raise self._stop
-            self.n_sent += 1
+                self.stop = self._first_contact(policy)
+            if self.stop is None:
+                self.n_sent += 1
+            return self.stop
 
     def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
-        """Count one finished request (``result.outage``); the streak's stop is raised by the next request."""
+        """Count one request sent and finished (``result.outage``); the streak's stop holds back the next ones."""
         with self._lock:
             self.streak.offer(result.outage)
-            if self.streak.stopped is not None and self._stop is None:
-                self._stop = self.streak.error(self.what, policy.max_retries, self.n_sent, None, left=_JOURNAL_LEFT)
+            if self.streak.stopped is not None and self.stop is None:
+                self.stop = self.streak.error(self.what, policy.max_retries, self.n_sent, None, left=_JOURNAL_LEFT)
 
     def _first_contact(self, policy: RetryPolicy) -> EndpointUnusable | None:
         ep = self.endpoint
-        probe = RetryPolicy(max_retries=min(policy.max_retries, 4), backoff_s=policy.backoff_s, max_backoff_s=10.0,
-                            sleep=policy.sleep)
         try:
             models = list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
-                                 policy=probe, bound_flag="")
+                                 policy=policy, bound_flag="")
         except EndpointUnusable as err:
-            if err.status in (404, 405):  # no model list to check against: the requests will say
-                return None
-            return err
+            if err.status is None or retryable_status(err.status):  # nothing answered, or still failing
+                return err
+            if err.status not in (404, 405):  # no model list at all is common; anything else is said
+                log(f"warning: {err}; asking it all the same: its requests will say whether it answers")
+            return None
         listed = [str(m.get("id")) for m in models]
         if ep.model not in listed:
             shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
             log(f"warning: {self.what} does not list the model {ep.model!r} (it lists {shown or 'none'}): its "
                 "requests may be refused")
         return None
+
+
+def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, list[str]]:
+    """A stage summary's ``endpoints_unusable``: why each endpoint its ``clients`` ask was stopped
+    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened."""
+    stops = [str(watch.stop) for watch in dict.fromkeys(c.watch for c in clients if c.watch is not None)
+             if watch.stop is not None]
+    return {"endpoints_unusable": stops} if stops else {}
 
 
 class ChatClient:
@@ -191,14 +201,13 @@ class ChatClient:
         """Ask for one completion of ``prompt`` as a single user turn.
 
         Returns:
-            A ``ChatResult``; never raises for a failed request.
-
-        Raises:
-            EndpointUnusable: the client's ``watch`` stopped asking (nothing was sent).
+            A ``ChatResult``; never raises for a failed request, nor for one its ``watch`` did not send.
         """
         if self.watch is None:
             return self._complete(prompt, system, temperature)
-        self.watch.before_request(self.retry)
+        stop = self.watch.before_request(self.retry)
+        if stop is not None:  # failed like an outage, not sent: journalled as failed, asked again by a rerun
+            return ChatResult("", False, f"not sent: {stop}", attempts=0)
         result = self._complete(prompt, system, temperature)
         self.watch.after_request(result, self.retry)
         return result

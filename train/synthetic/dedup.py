@@ -683,7 +683,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     # confirmed, so the sample stays (journalled_answer), and counted apart from the unanswered.
     oversized_checks: set[str] = set()
     if config.runs_llm_check:
-        from train.synthetic.client import ChatClient, EndpointWatch
+        from train.synthetic.client import ChatClient, EndpointWatch, unusable_endpoints
 
         checker = EndpointConfig(**config.llm)
         client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s,
@@ -717,6 +717,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         # answered, which a rerun asks again.
         info["llm_check_failed_requests"] = len(failed_checks)
         info["llm_check_oversized"] = len(oversized_checks)
+        info.update(unusable_endpoints([client]))
     info["total_elapsed_s"] = round(time.perf_counter() - started, 3)
     log(f"dedup: {len(rows)} instructions in {info['elapsed_s']:.1f} s ({info['instructions_per_s']} instructions/s; "
         f"with model load {info['total_elapsed_s']:.1f} s)")

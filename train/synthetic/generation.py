@@ -17,7 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint
+from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint, unusable_endpoints
 from train.synthetic.config import EndpointConfig, InstructionsConfig
 from train.synthetic.journal import Journal, answered_oversized, log, run_jobs, write_stage_outputs
 
@@ -289,4 +289,5 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
             continue
         seen.add(norm)
         kept.append(row)
-    return write_stage_outputs(out_dir, "instructions", kept, dropped, config, {"generation_version": GENERATION_VERSION})
+    return write_stage_outputs(out_dir, "instructions", kept, dropped, config,
+                               {"generation_version": GENERATION_VERSION, **unusable_endpoints(clients)})

@@ -79,7 +79,8 @@ from collections import Counter
 from pathlib import Path
 
 from judge.verdicts import bare_answer, has_think_tag
-from train.synthetic.client import CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked
+from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
+                                    unusable_endpoints)
 from train.synthetic.config import EndpointConfig, TracesConfig
 from train.synthetic.journal import Journal, log, request_failed, run_jobs, write_stage_outputs
 
@@ -420,6 +421,7 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "cut_traces_asked_again": len(cut),
         "skipped_items": len(skipped),
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
+        **unusable_endpoints(clients),
     }
     summary = write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
     for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
