@@ -61,7 +61,15 @@ Role = Literal["generator", "pooler"]
 
 
 class EngineStartError(ProcessStartError):
-    """An engine exited or did not answer in time while starting; the message carries its log tail."""
+    """An engine exited or did not answer in time while starting; the message carries its log tail.
+
+    Attributes:
+        role: the engine's (``generator``, ``pooler``); "" when not known.
+    """
+
+    def __init__(self, message: str, exit_code: int | None = None, role: str = "") -> None:
+        super().__init__(message, exit_code)
+        self.role = role
 
 
 @dataclass(frozen=True)
@@ -293,13 +301,14 @@ class Engine:
             deadline = time.monotonic() + timeout_s
             while not self.healthy():
                 if should_stop() or time.monotonic() > deadline:
-                    raise EngineStartError(f"the attached {self.role} engine at {self.url} does not answer /health")
+                    raise EngineStartError(f"the attached {self.role} engine at {self.url} does not answer /health",
+                                           role=self.role)
                 time.sleep(0.5)
             return
         try:
             self.proc.wait_ready(self.url + "/health", timeout_s, should_stop=should_stop)
         except ProcessStartError as err:
-            raise EngineStartError(str(err)) from None
+            raise EngineStartError(str(err), err.exit_code, self.role) from None
         log.info("%s engine ready at %s", self.role, self.url)
 
     def stop(self, grace_s: float | None = None) -> int | None:

@@ -91,9 +91,10 @@ class ServerState:
     #: (engine_start_timeout_s) than the window; reset at the death of a restarted engine that stayed up that long.
     failed_restarts: dict[str, int] = field(default_factory=dict)
     came_up: dict[str, float] = field(default_factory=dict)  # role -> when its restarted engine answered /health
-    #: The roles whose engine answered /health during judge-serve's start: one that dies before it has no tail of
-    #: its own to log (``_declare_dead``), the start's error carries it.
+    #: The roles whose engine answered /health during judge-serve's start, and those whose dead engine's log tail
+    #: the watcher held back meanwhile: the start's error carries the tail of the engine it names (``_declare_dead``).
     up_at_start: set[str] = field(default_factory=set)
+    tails_held: set[str] = field(default_factory=set)
     #: role -> when its engine stopped serving: seen dead, or, for one hung, its first unanswered probe. Its life is
     #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
     died_at: dict[str, float] = field(default_factory=dict)
@@ -187,19 +188,21 @@ async def _bring_up(state: ServerState) -> None:
             )
         stop = lambda: state.status != "starting"  # noqa: E731
 
-        async def wait_for(role: str, engine: Engine) -> None:
-            await asyncio.to_thread(engine.wait_ready, config.engine_start_timeout_s, stop)
-            state.up_at_start.add(role)
+        def wait_for(role: str, engine: Engine) -> None:
+            engine.wait_ready(config.engine_start_timeout_s, stop)
+            state.up_at_start.add(role)  # in the waiting thread: as soon as it answered
 
-        await asyncio.gather(*(wait_for(role, e) for role, e in state.engines.items()))
+        await asyncio.gather(*(asyncio.to_thread(wait_for, role, e) for role, e in state.engines.items()))
     except EngineStartError as err:  # vLLM's own "Engine core initialization failed" names no setting
         from serve.config import cpu_start_hint
 
         owned = any(e.owned for e in state.engines.values())
         _fail_start(state, str(err) + (cpu_start_hint(config) if owned else ""))
+        _log_held_tails(state, but=err.role)
         return
     except Exception as err:  # noqa: BLE001 - any failure to come up is fatal, and reported as such
         _fail_start(state, str(err))
+        _log_held_tails(state)
         return
     changed = await asyncio.to_thread(checkpoint_changed_while_loading, state)
     if changed:
@@ -237,6 +240,7 @@ async def _bring_up(state: ServerState) -> None:
     if state.status == "starting":
         state.status = "ready"
         log.info("judge-serve ready: %s judge %r on http://%s:%d", state.layout.kind, config.model_name, config.host, config.port)
+        _log_held_tails(state)  # one that died as it came up: no start error carried its tail
         heal_the_dead(state)
 
 
@@ -518,10 +522,21 @@ def _declare_dead(state: ServerState, role: str, reason: str, since: float | Non
         state.tasks.append(_background(state, _heal(state, role), f"restart of the {role} engine"))
     # An engine that dies before it ever came up fails judge-serve's start with an EngineStartError that carries
     # this same tail, logged as the start fails (``_fail_start``): logged here too, a first start on a machine that
-    # cannot hold the engine showed vLLM's last lines twice. One that came up, then died while another still loads,
-    # fails nothing: its tail is logged here, and only here.
-    if engine.owned and (state.status != "starting" or role in state.up_at_start):
+    # cannot hold the engine showed vLLM's last lines twice. So it is held back until the start ends, and logged
+    # then unless the start's error named this engine (``_log_held_tails``: another engine's error may have ended
+    # the start first). One that came up, then died while another still loads, fails nothing: logged now.
+    if engine.owned and state.status == "starting" and role not in state.up_at_start:
+        state.tails_held.add(role)
+    elif engine.owned:
         _log_the_tail(role, engine)
+
+
+def _log_held_tails(state: ServerState, but: str = "") -> None:
+    """Log the tails ``_declare_dead`` held back during the start, but the one of the engine role ``but``, whose
+    start error carries it."""
+    for role in sorted(state.tails_held - {but}):
+        _log_the_tail(role, state.engines[role])
+    state.tails_held.clear()
 
 
 def _log_the_tail(role: str, engine: Engine) -> None:

@@ -765,8 +765,10 @@ def test_a_log_tail_that_cannot_be_read_is_said_in_judge_serves_log_not_on_stder
 def test_an_engine_that_dies_before_it_came_up_leaves_its_tail_to_the_start_error(monkeypatch):
     """The start's EngineStartError carries the dead engine's log tail, and judge-serve logs it as it fails: the
     watcher logged the same tail as well, and a first start on a machine too small for the engine showed vLLM's
-    last lines twice. Once judge-serve is ready, or for an engine that came up during the start, the watcher's copy
-    is the only one and stays."""
+    last lines twice. The watcher now holds such a tail back until the start ends: the engine the start's error
+    names is not logged again, any other is (two engines dead, the first error ending the start), and so is one
+    that died as it came up once judge-serve turns ready. Once ready, or for an engine that came up during the start,
+    the watcher's copy is the only one and is logged at once."""
     import serve.supervision
 
     logged: list[str] = []
@@ -776,11 +778,38 @@ def test_an_engine_that_dies_before_it_came_up_leaves_its_tail_to_the_start_erro
                            dead={role: asyncio.Event() for role in engines}, up_at_start={"pooler"})
     for role in engines:
         serve.supervision._declare_dead(starting, role, f"the {role} engine exited with code 1")
-    assert logged == ["pooler"]  # the generator's is in the start error; an attached engine's log is not ours
+    assert logged == ["pooler"]  # the generator's is held; an attached engine's log is not judge-serve's
     assert all(starting.dead[role].is_set() for role in engines)  # declared dead all the same
+    assert starting.tails_held == {"generator"}
+    serve.supervision._log_held_tails(starting, but="generator")  # the start error named it: its tail is there
+    assert logged == ["pooler"] and starting.tails_held == set()
+
+    logged.clear()
+    two = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="starting",
+                      engines={"generator": ExitedEngine(), "pooler": ExitedEngine()},
+                      dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
+    serve.supervision._declare_dead(two, "generator", "the generator engine exited with code 1")
+    serve.supervision._declare_dead(two, "pooler", "the pooler engine exited with code 1")
+    serve.supervision._log_held_tails(two, but="pooler")  # the pooler's error ended the start first
+    assert logged == ["generator"]
 
     logged.clear()
     failed = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="failed",
                          engines={"generator": ExitedEngine()}, dead={"generator": asyncio.Event()})
     serve.supervision._declare_dead(failed, "generator", "the generator engine exited with code 1")
     assert logged == ["generator"]
+
+
+def test_an_engine_start_error_names_its_engine(monkeypatch, tmp_path):
+    """What the start reads to leave that engine's tail to the error (``_log_held_tails``)."""
+    from serve.launch import Engine, EngineSpec, EngineStartError
+
+    monkeypatch.setattr(serve.launch, "engine_command", lambda spec, config, port: [sys.executable, "-c", "exit(3)"])
+    spec = EngineSpec(role="pooler", model_dir=tmp_path, served_name="m", memory_share=0.5)
+    engine = Engine.start(spec, ServeConfig(model=str(tmp_path)), tmp_path)
+    try:
+        with pytest.raises(EngineStartError) as raised:
+            engine.wait_ready(60)
+    finally:
+        engine.stop(grace_s=0)
+    assert raised.value.role == "pooler" and raised.value.exit_code == 3
