@@ -123,7 +123,7 @@ class FailingStreak:
         assert self.stopped is not None
         status = getattr(getattr(self.stopped, "response", None), "status_code", None)
         of = f" of {n_total}" if n_total is not None else ""
-        about = f", about {len(self.keys)} different answers," if self.keyed else ""
+        about = f", about {len(self.keys)} different answers," if self.keyed else ","
         retries = (f"each after up to {n_retries} retries (none where the server said x-should-retry: false)"
                    if n_retries else "each without a retry (none are allowed)")
         return EndpointUnusable(

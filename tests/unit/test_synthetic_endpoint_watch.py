@@ -95,6 +95,22 @@ def test_a_model_list_the_endpoint_refuses_or_shapes_otherwise_does_not_stop_its
     assert "does not list the model 'teacher' (it lists another)" in capsys.readouterr().err
 
 
+def test_a_key_refused_its_list_and_its_first_request_stops_the_endpoint(tmp_path, capsys, monkeypatch):
+    """A wrong key: refused the model list, then refused its first request with the same status. A refusal is no
+    outage the streak counts, so every job was sent and refused, and the stage exited 0."""
+    from train.synthetic.cli import main
+
+    monkeypatch.setenv("TEACHER_KEY", "wrong")
+    refuse = lambda *a: (401, {"error": {"message": "invalid api key"}})  # noqa: E731
+    with ScriptedEndpoint(refuse, model="teacher", respond_get=refuse) as server:
+        assert main(_traces(tmp_path, server.base_url, n_items=6, samples=2, api_key_env="TEACHER_KEY")) == 4
+        assert len(server.requests) == 1
+    err = capsys.readouterr().err
+    assert (f"error: the teacher teacher at {server.base_url} refused the key from $TEACHER_KEY (HTTP 401: invalid "
+            "api key), and so did its first request (AuthenticationError: Error code: 401") in err
+    assert sum(row["error"].startswith("not sent: ") for row in _rows(tmp_path / "out" / "journal.jsonl")) == 11
+
+
 def test_requests_failing_in_a_row_stop_the_endpoint_and_a_rerun_resumes(tmp_path, capsys):
     """Concurrency 2 stops after 4 (``stop_after``): at most one more request, already in flight, is sent; every job
     is journalled, the ones not sent as failed, and the rerun against a server that answers asks all of them."""
@@ -106,7 +122,7 @@ def test_requests_failing_in_a_row_stop_the_endpoint_and_a_rerun_resumes(tmp_pat
         sent = len(server.requests)
     err = capsys.readouterr().err
     assert 4 <= sent <= 5
-    assert (f"error: the teacher teacher at {server.base_url} failed 4 requests in a row each without a retry "
+    assert (f"error: the teacher teacher at {server.base_url} failed 4 requests in a row, each without a retry "
             "(none are allowed), with no answer between: last HTTP 503: overloaded") in err
     rows = _rows(tmp_path / "out" / "journal.jsonl")
     assert len(rows) == 12 and not any(row["ok"] for row in rows)

@@ -183,9 +183,9 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
                 # reasoning returned apart passed its bound.
                 problem = ("oversized", result.error.removeprefix("oversized: "))
                 continue
-            if not result.ok:
+            if not result.ok:  # attempts: the queries made, not one its endpoint's watch did not send
                 return {"raw_outputs": raw_outputs, "ok": False, "error": "request_failed", "reason": result.error,
-                        "attempts": attempt}
+                        "attempts": attempt if result.attempts else attempt - 1}
             raw_outputs.append(result.text)
             if result.finish_reason == "length":
                 # Still writing when the limit stopped it: a block read from it may be a draft inside a reasoning the

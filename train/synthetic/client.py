@@ -54,6 +54,7 @@ class ChatResult:
         outage: the last error of a request that failed transiently after its retries (``streak_failure``: no
             connection, a timeout, a 429 or 5xx), which ``EndpointWatch`` counts; None for any other outcome. Not
             journalled: ``error`` says it.
+        status: the HTTP status of a failed request's last answer (None: none, or the request succeeded).
     """
 
     text: str
@@ -64,6 +65,7 @@ class ChatResult:
     reasoning: str = ""
     oversized: bool = False
     outage: BaseException | None = field(default=None, repr=False, compare=False)
+    status: int | None = None
 
 
 #: The most characters one token of a model's output is taken to stand for. A tokenizer's average is 3 to 5
@@ -104,8 +106,9 @@ class EndpointWatch:
     answer lets the requests decide, since some work where the list does not: a server without one (404, 405: some
     proxies) silently, and with a warning a key refused the list only (401, 403: an OpenAI key without the
     models scope may still chat), a list in another shape (Together's is a bare array), or a list without the
-    endpoint's model. After that, the requests that still fail transiently after their retries are counted
-    (``FailingStreak``): ``stop_after(concurrency)`` in a row stop the endpoint.
+    endpoint's model. A key refused the list whose first answered request is refused with the same status is
+    refused: that stops the endpoint. After that, the requests that still fail transiently after their retries are
+    counted (``FailingStreak``): ``stop_after(concurrency)`` in a row stop the endpoint.
 
     A stopped endpoint's later requests are not sent: each fails at once (``not sent: <why>``), so its jobs are
     journalled as failed and asked again by a rerun, while the stage's other endpoints go on; the stage then ends
@@ -125,6 +128,7 @@ class EndpointWatch:
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
         self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
+        self.list_refused: EndpointUnusable | None = None  # the first contact's 401 or 403, until a request answers
         self._contacted = False
         self._lock = threading.Lock()  # the stage's worker threads share one watch
 
@@ -142,6 +146,12 @@ class EndpointWatch:
     def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
         """Count one request sent and finished (``result.outage``); the streak's stop holds back the next ones."""
         with self._lock:
+            refused = self.list_refused
+            if refused is not None and result.outage is None:  # the first answer from the server itself
+                self.list_refused = None
+                if result.status == refused.status and self.stop is None:
+                    self.stop = EndpointUnusable(f"{refused}, and so did its first request ({result.error[:300]})",
+                                                 refused.status)
             self.streak.offer(result.outage)
             if self.streak.stopped is not None and self.stop is None:
                 self.stop = self.streak.error(self.what, policy.max_retries, self.n_sent, None, left=_JOURNAL_LEFT)
@@ -156,6 +166,8 @@ class EndpointWatch:
                 return err
             if err.status not in (404, 405):  # no model list at all is common; anything else is said
                 log(f"warning: {err}; asking it all the same: its requests will say whether it answers")
+            if err.status in (401, 403):
+                self.list_refused = err
             return None
         listed = [str(m.get("id")) for m in models]
         if ep.model not in listed:
@@ -225,8 +237,10 @@ class ChatClient:
                 extra_body=ep.extra_body or None,
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
+            status = getattr(err, "status_code", None)
             return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n,
-                              outage=streak_failure(err, self.retry))
+                              outage=streak_failure(err, self.retry),
+                              status=status if isinstance(status, int) else None)
         except Exception as err:
             # Anything else the SDK or its transport raised (a thread reading a module another thread was still
             # importing raised AttributeError) escaped run_jobs's worker and stopped the whole stage with a

@@ -677,7 +677,6 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
 
     llm_fn = None
-    sent = [0]  # requests made to the endpoint in this run; the journal answers the rest
     failed_checks: set[str] = set()  # pairs whose request failed (unanswered, asked again by a rerun)
     # Pairs whose answer the client refused as longer than max_tokens allows: answered (not asked again), not
     # confirmed, so the sample stays (journalled_answer), and counted apart from the unanswered.
@@ -686,8 +685,9 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         from train.synthetic.client import ChatClient, EndpointWatch, unusable_endpoints
 
         checker = EndpointConfig(**config.llm)
-        client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s,
-                            watch=EndpointWatch(checker, "LLM check", config.concurrency))
+        # Its n_sent: the requests made in this run (the journal answers the rest; a stopped checker sends none).
+        watch = EndpointWatch(checker, "LLM check", config.concurrency)
+        client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
         journal = Journal(Path(out_dir) / "llm_checks.jsonl")
 
         def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:
@@ -702,9 +702,9 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
             # rows recorded their finish_reason may have been read from a cut answer: asked again, once.
             unproven = [key for key, _, _ in pairs if key in journal and "finish_reason" not in journal.rows[key]
                         and journal.rows[key].get("answer") is True]
-            sent[0] += run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency,
-                                "dedup llm check", fingerprint=lambda payload: render_llm_check_prompt(*payload),
-                                redo=unproven, redo_why="whose DUPLICATE was journalled without its finish_reason")
+            run_jobs(((key, (a, b)) for key, a, b in pairs), work, journal, config.concurrency, "dedup llm check",
+                     fingerprint=lambda payload: render_llm_check_prompt(*payload), redo=unproven,
+                     redo_why="whose DUPLICATE was journalled without its finish_reason")
             for key, _, _ in pairs:
                 (failed_checks.add if request_failed(journal.rows[key]) else failed_checks.discard)(key)
                 (oversized_checks.add if answered_oversized(journal.rows[key]) else oversized_checks.discard)(key)
@@ -712,7 +712,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
 
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
     if llm_fn is not None:
-        info["llm_check_requests"]["sent"] = sent[0]
+        info["llm_check_requests"]["sent"] = watch.n_sent
         # Beside llm_check_requests, not in it: those are the pairs the algorithm asked; these the endpoint never
         # answered, which a rerun asks again.
         info["llm_check_failed_requests"] = len(failed_checks)
