@@ -95,6 +95,7 @@ class ServerState:
     #: the watcher held back meanwhile: the start's error carries the tail of the engine it names (``_declare_dead``).
     up_at_start: set[str] = field(default_factory=set)
     tails_held: set[str] = field(default_factory=set)
+    tail_in_error: str = ""  # the role whose tail the start's EngineStartError carried: never logged again
     #: role -> when its engine stopped serving: seen dead, or, for one hung, its first unanswered probe. Its life is
     #: measured to here, not to its restart's start, which comes after stopping it (up to engine_stop_grace_s).
     died_at: dict[str, float] = field(default_factory=dict)
@@ -197,8 +198,9 @@ async def _bring_up(state: ServerState) -> None:
         from serve.config import cpu_start_hint
 
         owned = any(e.owned for e in state.engines.values())
+        state.tail_in_error = err.role
         _fail_start(state, str(err) + (cpu_start_hint(config) if owned else ""))
-        _log_held_tails(state, but=err.role)
+        _log_held_tails(state)
         return
     except Exception as err:  # noqa: BLE001 - any failure to come up is fatal, and reported as such
         _fail_start(state, str(err))
@@ -207,6 +209,7 @@ async def _bring_up(state: ServerState) -> None:
     changed = await asyncio.to_thread(checkpoint_changed_while_loading, state)
     if changed:
         _fail_start(state, changed)
+        _log_held_tails(state)
         return
     assert state.http is not None
     for role, engine in state.engines.items():
@@ -524,17 +527,20 @@ def _declare_dead(state: ServerState, role: str, reason: str, since: float | Non
     # this same tail, logged as the start fails (``_fail_start``): logged here too, a first start on a machine that
     # cannot hold the engine showed vLLM's last lines twice. So it is held back until the start ends, and logged
     # then unless the start's error named this engine (``_log_held_tails``: another engine's error may have ended
-    # the start first). One that came up, then died while another still loads, fails nothing: logged now.
-    if engine.owned and state.status == "starting" and role not in state.up_at_start:
+    # the start first); one the start saw die first (``tail_in_error``) is never logged here. One that came up,
+    # then died while another still loads, fails nothing: logged now.
+    if not engine.owned or role == state.tail_in_error:
+        return
+    if state.status == "starting" and role not in state.up_at_start:
         state.tails_held.add(role)
-    elif engine.owned:
+    else:
         _log_the_tail(role, engine)
 
 
-def _log_held_tails(state: ServerState, but: str = "") -> None:
-    """Log the tails ``_declare_dead`` held back during the start, but the one of the engine role ``but``, whose
-    start error carries it."""
-    for role in sorted(state.tails_held - {but}):
+def _log_held_tails(state: ServerState) -> None:
+    """Log the tails ``_declare_dead`` held back during the start, but the one the start's error carries
+    (``tail_in_error``)."""
+    for role in sorted(state.tails_held - {state.tail_in_error}):
         _log_the_tail(role, state.engines[role])
     state.tails_held.clear()
 

@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -766,9 +767,8 @@ def test_an_engine_that_dies_before_it_came_up_leaves_its_tail_to_the_start_erro
     """The start's EngineStartError carries the dead engine's log tail, and judge-serve logs it as it fails: the
     watcher logged the same tail as well, and a first start on a machine too small for the engine showed vLLM's
     last lines twice. The watcher now holds such a tail back until the start ends: the engine the start's error
-    names is not logged again, any other is (two engines dead, the first error ending the start), and so is one
-    that died as it came up once judge-serve turns ready. Once ready, or for an engine that came up during the start,
-    the watcher's copy is the only one and is logged at once."""
+    names is not logged again, whether the watcher saw it die before or after the start did; any other is. Once
+    ready, or for an engine that came up during the start, the watcher's copy is the only one and is logged at once."""
     import serve.supervision
 
     logged: list[str] = []
@@ -781,23 +781,52 @@ def test_an_engine_that_dies_before_it_came_up_leaves_its_tail_to_the_start_erro
     assert logged == ["pooler"]  # the generator's is held; an attached engine's log is not judge-serve's
     assert all(starting.dead[role].is_set() for role in engines)  # declared dead all the same
     assert starting.tails_held == {"generator"}
-    serve.supervision._log_held_tails(starting, but="generator")  # the start error named it: its tail is there
-    assert logged == ["pooler"] and starting.tails_held == set()
-
-    logged.clear()
-    two = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="starting",
-                      engines={"generator": ExitedEngine(), "pooler": ExitedEngine()},
-                      dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
-    serve.supervision._declare_dead(two, "generator", "the generator engine exited with code 1")
-    serve.supervision._declare_dead(two, "pooler", "the pooler engine exited with code 1")
-    serve.supervision._log_held_tails(two, but="pooler")  # the pooler's error ended the start first
-    assert logged == ["generator"]
 
     logged.clear()
     failed = ServerState(config=ServeConfig(model="/ckpt"), layout=None, status="failed",
-                         engines={"generator": ExitedEngine()}, dead={"generator": asyncio.Event()})
+                         engines={"generator": ExitedEngine(), "pooler": ExitedEngine()},
+                         dead={"generator": asyncio.Event(), "pooler": asyncio.Event()}, tail_in_error="generator")
+    # The start saw the generator die first and failed with its tail; the watcher's next turn sees both dead.
     serve.supervision._declare_dead(failed, "generator", "the generator engine exited with code 1")
-    assert logged == ["generator"]
+    serve.supervision._declare_dead(failed, "pooler", "the pooler engine exited with code 1")
+    assert logged == ["pooler"]
+
+
+class FailingToStart(ExitedEngine):
+    """An engine whose start wait fails at once (``fails``) or, like the engine still loading beside it, once the
+    start is abandoned."""
+
+    def __init__(self, role: str, fails: bool) -> None:
+        super().__init__()
+        self.role, self.fails = role, fails
+
+    def wait_ready(self, timeout_s, should_stop) -> None:
+        from serve.launch import EngineStartError
+
+        while not self.fails and not should_stop():
+            threading.Event().wait(0.01)
+        raise EngineStartError(f"{self.role} engine exited with code 1 while starting", 1, self.role)
+
+
+def test_a_failed_start_logs_the_tails_held_back_but_the_one_its_error_carries(monkeypatch):
+    """Both engines died before they came up, the watcher holding both tails back: the pooler's error ends the
+    start, carrying its tail; the generator's, carried by no error, is logged once."""
+    import serve.supervision
+
+    logged: list[str] = []
+    monkeypatch.setattr(serve.supervision, "_log_the_tail", lambda role, engine: logged.append(role))
+    monkeypatch.setattr(serve.supervision, "load_tokenizer", lambda root: None)
+    engines = {"generator": FailingToStart("generator", fails=False), "pooler": FailingToStart("pooler", fails=True)}
+    # A layout only for the tokenizer's folder (load_tokenizer is stubbed); a fingerprint given, so none is computed
+    layout = types.SimpleNamespace(root=Path("/ckpt"))
+    state = ServerState(config=ServeConfig(model="/ckpt"), layout=layout, status="starting", engines=engines,
+                        dead={role: asyncio.Event() for role in engines}, weights_fingerprint="not read")
+    for role in engines:
+        serve.supervision._declare_dead(state, role, f"the {role} engine exited with code 1")
+    assert logged == [] and state.tails_held == {"generator", "pooler"}
+    asyncio.run(serve.supervision._bring_up(state))
+    assert state.status == "failed" and state.failure.startswith("pooler engine exited with code 1 while starting")
+    assert logged == ["generator"] and state.tails_held == set()
 
 
 def test_an_engine_start_error_names_its_engine(monkeypatch, tmp_path):
