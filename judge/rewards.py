@@ -216,13 +216,7 @@ def completion_text(completion: Any) -> str:
     Raises:
         ValueError: neither a string nor a list of chat messages (mappings).
     """
-    if isinstance(completion, str):
-        return completion
-    turn = _last_assistant_turn(completion)
-    if turn is None:
-        return ""
-    text = content_text(turn.get("content"))
-    reasoning = completion_reasoning(completion)
+    text, reasoning = _text_and_reasoning(completion)
     if reasoning is None:
         return text
     return "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + text.lstrip("\n")
@@ -244,23 +238,25 @@ def completion_reasoning(completion: Any) -> str | None:
     Raises:
         ValueError: neither a string nor a list of chat messages (mappings).
     """
+    return _text_and_reasoning(completion)[1]
+
+
+def _text_and_reasoning(completion: Any) -> tuple[str, str | None]:
+    """A completion's text as the policy's turn holds it (a text completion's whole; a conversational one's last
+    assistant message's content, a message without a role being the assistant's) and the reasoning
+    ``completion_reasoning`` returns."""
     if isinstance(completion, str):
-        return None
-    turn = _last_assistant_turn(completion)
-    if turn is None:
-        return None
-    reasoning = next((r for r in map(turn.get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
-    if reasoning is None or _THINK_CLOSE.search(reasoning):
-        return None
-    return None if _LEADING_THINK.match(content_text(turn.get("content")).lstrip()) else reasoning
-
-
-def _last_assistant_turn(completion: Any) -> Mapping | None:
-    """A conversational completion's last assistant message (a message without a role is the assistant's)."""
+        return completion, None
     if not isinstance(completion, list) or not all(isinstance(m, Mapping) for m in completion):
         raise ValueError(f"a completion must be text or a list of chat messages, got {value_words(completion)}")
     turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
-    return turns[-1] if turns else None
+    if not turns:
+        return "", None
+    text = content_text(turns[-1].get("content"))
+    reasoning = next((r for r in map(turns[-1].get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
+    if reasoning is None or _THINK_CLOSE.search(reasoning) or _LEADING_THINK.match(text.lstrip()):
+        return text, None
+    return text, reasoning
 
 
 #: The fields a chat message's reasoning is returned in apart from its content, in the order ``completion_reasoning``
