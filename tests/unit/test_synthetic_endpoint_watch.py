@@ -198,3 +198,56 @@ def test_a_finished_journal_is_read_again_with_the_endpoint_down(tmp_path, capsy
     argv = _traces(tmp_path, f"http://127.0.0.1:{_free_port()}/v1", n_items=2) + ["--tolerance", "1"]
     assert main(argv) == 0
     assert "kept 2" in capsys.readouterr().out
+
+
+def test_dedup_says_its_checker_is_gone_before_it_embeds(tmp_path, monkeypatch, capsys):
+    """Dedup embeds every instruction before its first borderline pair reaches the LLM check, which took minutes on
+    the paper's embedding model before the run learned its checker was not there. Now the checker is contacted
+    first: the warning comes before the embedder loads, the new pairs are not sent, and the summary names the
+    checker. A rerun whose journal answers every pair needs no checker and counts none."""
+    import numpy as np
+
+    import train.synthetic.dedup as dedup
+    from tests.unit.test_synthetic_dedup import _CHAIN, _REF_ROWS, _REFERENCE, _cosine_only, _row
+
+    said_before_embedding: list[str] = []
+
+    class TableModel:
+        def encode(self, texts, **kwargs):
+            return np.stack([{**_REFERENCE, **_CHAIN}[t] for t in texts])
+
+    def load_embedder(*args, **kwargs):
+        said_before_embedding.append(capsys.readouterr().err)
+        return TableModel()
+
+    monkeypatch.setattr(dedup, "load_embedder", load_embedder)
+    (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(_row(k, k)) + "\n" for k in "abc"))
+    (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _REF_ROWS))
+    out = tmp_path / "dedup"
+
+    def run(base_url: str) -> dict:
+        config = _cosine_only(llm={"model": "checker", "base_url": base_url, "temperature": 0.0}, max_retries=0,
+                              backoff_s=0.0)
+        config.reference = str(tmp_path / "reference.jsonl")
+        return dedup.run_dedup(config, tmp_path / "instructions.jsonl", out)
+
+    gone = f"http://127.0.0.1:{_free_port()}/v1"
+    summary = run(gone)
+    warned = f"warning: the LLM check checker at {gone} cannot be reached (ConnectError"
+    assert warned in said_before_embedding[0]
+    assert "Dedup embeds the instructions all the same" in said_before_embedding[0]
+    assert summary["endpoints_unusable"][0].startswith(f"the LLM check checker at {gone} cannot be reached")
+    journal = _rows(out / "llm_checks.jsonl")
+    # a, b and c all kept unconfirmed, so a second wave asks b-c (and holds it back too)
+    assert sorted(r["key"] for r in journal) == ["a|b", "a|c", "b|c"]
+    assert all(r["error"].startswith("not sent") for r in journal)
+    assert summary["llm_check_failed_requests"] == 3 and summary["llm_check_requests"]["sent"] == 0
+
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion("DIFFERENT", body["model"])), model="checker") as up:
+        summary = run(up.base_url)  # the failed pairs asked again
+        assert len(up.requests) == 3  # the three pairs
+    assert "endpoints_unusable" not in summary and summary["llm_check_failed_requests"] == 0
+    summary = run(gone)  # everything journalled: the warning, and nothing else
+    assert warned in said_before_embedding[-1]
+    assert "endpoints_unusable" not in summary and summary["llm_check_requests"]["sent"] == 0
+    assert [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()] == ["a", "b", "c"]

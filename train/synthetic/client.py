@@ -113,7 +113,10 @@ class EndpointWatch:
     A stopped endpoint's later requests are not sent: each fails at once (``not sent: <why>``), so its jobs are
     journalled as failed and asked again by a rerun, while the stage's other endpoints go on; the stage then ends
     with exit code 4 (``unusable_endpoints``). Nothing is asked, and nothing checked, by a stage whose jobs are all
-    journalled: a rerun that only retunes thresholds needs no endpoint.
+    journalled: a rerun that only retunes thresholds needs no endpoint. A stage with long work before its first
+    request (dedup embeds every instruction first) makes the first contact up front (``contact``), so that an
+    endpoint it cannot use is said before that work, not after it; a stop found then ends the stage with exit 4 only
+    if a request was held back by it (a rerun whose journal answers every job needs none).
 
     Args:
         endpoint: the endpoint asked.
@@ -127,6 +130,7 @@ class EndpointWatch:
         self.what = f"{self.who} at {endpoint.base_url}"
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
+        self.n_held = 0  # requests not sent because of ``stop``
         self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
         self.list_refused: EndpointUnusable | None = None  # the first contact's 401 or 403, until a request answers
         self._contacted = False
@@ -136,12 +140,24 @@ class EndpointWatch:
         """Called before each request: the first contact on the first one. Returns the stop once there is one: the
         request is then not sent."""
         with self._lock:  # held through the first contact: the other workers wait for it instead of asking too
-            if not self._contacted:
-                self._contacted = True
-                self.stop = self._first_contact(policy)
+            self._contact_once(policy)
             if self.stop is None:
                 self.n_sent += 1
+            else:
+                self.n_held += 1
             return self.stop
+
+    def contact(self, policy: RetryPolicy) -> EndpointUnusable | None:
+        """The first contact now rather than on the first request (nothing again if it was made): the stop it
+        found, if any, which holds back every request as one found on the first request does."""
+        with self._lock:
+            self._contact_once(policy)
+            return self.stop
+
+    def _contact_once(self, policy: RetryPolicy) -> None:
+        if not self._contacted:
+            self._contacted = True
+            self.stop = self._first_contact(policy)
 
     def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
         """Count one request sent and finished (``result.outage``); the streak's stop holds back the next ones."""
@@ -179,9 +195,11 @@ class EndpointWatch:
 
 def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, list[str]]:
     """A stage summary's ``endpoints_unusable``: why each endpoint its ``clients`` ask was stopped
-    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened."""
+    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened. A stop
+    that neither a sent request nor a held one met (an up-front ``contact`` of an endpoint the journal left nothing to
+    ask) cost the stage nothing and is not counted."""
     stops = [str(watch.stop) for watch in dict.fromkeys(c.watch for c in clients if c.watch is not None)
-             if watch.stop is not None]
+             if watch.stop is not None and (watch.n_sent or watch.n_held)]
     return {"endpoints_unusable": stops} if stops else {}
 
 

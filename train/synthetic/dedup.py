@@ -673,9 +673,6 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     task_types_of(reference_rows, config.reference, reference.row_index, known=True)
     log(f"dedup: {len(rows)} instructions, {len(reference_rows)} reference rows, model {config.embedding_model}, "
         f"LLM check: {EndpointConfig(**config.llm).name if config.runs_llm_check else 'off (borderline: ' + config.borderline_without_check + ')'}")
-    model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)
-    embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
-
     llm_fn = None
     failed_checks: set[str] = set()  # pairs whose request failed (unanswered, asked again by a rerun)
     # Pairs whose answer the client refused as longer than max_tokens allows: answered (not asked again), not
@@ -689,6 +686,15 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         watch = EndpointWatch(checker, "LLM check", config.concurrency)
         client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
         journal = Journal(Path(out_dir) / "llm_checks.jsonl")
+        # Asked now, not at the first borderline pair: embedding every instruction comes first and may take long.
+        # A checker that cannot be used is said before it; the stage goes on, since its journal may answer every
+        # pair it will check (a rerun that retunes thresholds), and ends with exit 4 if a pair had to be held back.
+        stop = watch.contact(client.retry)
+        if stop is not None:
+            said = str(stop).rstrip()
+            log(f"warning: {said}{'' if said.endswith(('.', '?', '!')) else '.'} Dedup embeds the instructions all "
+                "the same: the pairs its journal has answered are read from it, any other is not sent, and the stage "
+                "then exits 4")
 
         def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:
             def work(payload: tuple[str, str]) -> dict:
@@ -710,6 +716,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
                 (oversized_checks.add if answered_oversized(journal.rows[key]) else oversized_checks.discard)(key)
             return {key: journalled_answer(journal.rows[key]) for key, _, _ in pairs}
 
+    model = load_embedder(config.embedding_model, config.device, config.max_seq_length, config.trust_remote_code)
+    embed_fn = _cached_embed_fn(model, config, Path(out_dir) / "cache")
     kept, dropped, info = deduplicate(rows, reference_rows, config, embed_fn, llm_fn)
     if llm_fn is not None:
         info["llm_check_requests"]["sent"] = watch.n_sent
