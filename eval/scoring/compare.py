@@ -365,9 +365,9 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         and each run's own metrics.json.
 
     Raises:
-        ValueError: fewer than two runs, or runs whose shared items carry different expert scores (scored on
-            different data), or ``instruction`` resampling of a baseline whose items.parquet predates the
-            instructions' keys.
+        ValueError: fewer than two runs, or runs whose shared ids are different items (other expert scores, answer
+            length, criterion, task type or evaluated model: scored on different data), or ``instruction``
+            resampling of a baseline whose items.parquet predates the instructions' keys.
     """
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
@@ -385,12 +385,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                                                   return_indices=True)
         if len(common) == 0:
             raise ValueError(f"{base.folder} and {other.folder} share no item ids")
-        ea, eb = ta.experts[index_a], tb.experts[index_b]
-        width = max(ea.shape[1], eb.shape[1])
-        ea = np.pad(ea, ((0, 0), (0, width - ea.shape[1])), constant_values=np.nan)
-        eb = np.pad(eb, ((0, 0), (0, width - eb.shape[1])), constant_values=np.nan)
-        if not np.array_equal(ea, eb, equal_nan=True):
-            raise ValueError(f"{base.folder} and {other.folder} were scored on different expert labels")
+        _refuse_other_items(base, other, index_a, index_b)
         splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
             # "all" is the paper's two tests together, as in each run's own metrics: never the "unknown" items
@@ -419,6 +414,49 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
                                                           alpha=alpha)))
     return Comparison(base.name, [r.name for r in runs], [r.folder for r in runs], alpha, n_boot, comparisons,
                       [r.metrics for r in runs], bootstrap_unit=bootstrap_unit, ci_level=1.0 - alpha)
+
+
+#: What one item is beside its expert labels, as the item table holds it: a shared id whose answer (its length, the
+#: one trace of its text an items.parquet keeps), criterion, task type or evaluated model differs is another item.
+_SAME_ITEM = {"answer_chars": "answer length in characters", "criteria_name": "criterion",
+              "task_type": "task type", "model_id": "evaluated model"}
+
+
+def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
+    """Refuse runs whose shared ids are not the same items: pairing a run on one revision of the data with a run on
+    another compared two judges on different answers under one id, and called the difference the judges'.
+
+    Raises:
+        ValueError: the first column that differs, with how many shared items it differs on and the first one's id
+            and values.
+    """
+    ta, tb = base.table, other.table
+    ea, eb = ta.experts[index_a], tb.experts[index_b]
+    width = max(ea.shape[1], eb.shape[1])
+    ea = np.pad(ea, ((0, 0), (0, width - ea.shape[1])), constant_values=np.nan)
+    eb = np.pad(eb, ((0, 0), (0, width - eb.shape[1])), constant_values=np.nan)
+    if not np.array_equal(ea, eb, equal_nan=True):
+        raise ValueError(f"{base.folder} and {other.folder} were scored on different expert labels")
+    for column, said in _SAME_ITEM.items():
+        a, b = getattr(ta, column), getattr(tb, column)
+        if a is None or b is None:  # an items.parquet written before the column: nothing to compare
+            continue
+        a, b = a[index_a], b[index_b]
+        differ = np.flatnonzero(a.astype(str) != b.astype(str))
+        if len(differ):
+            first = differ[0]
+            shown = [_quoted_value(v[first]) for v in (a, b)]
+            raise ValueError(
+                f"{base.folder} and {other.folder} hold different items under the same ids: the {said} differs on "
+                f"{len(differ)} of the {len(a)} items both hold (item {ta.ids[index_a[first]]!r}: {shown[0]} in "
+                f"{base.folder}, {shown[1]} in {other.folder}); score both on the same data")
+
+
+def _quoted_value(value: Any) -> str:
+    """An item table's value as a message quotes it: a count stored as a float as the integer it is, text quoted."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return repr(str(value))
 
 
 def _ci_level(result: Comparison) -> float:

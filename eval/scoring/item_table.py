@@ -428,6 +428,9 @@ def arrow_table(table: ItemTable, extra: Mapping[str, np.ndarray] | None = None)
         for name in ("scale_low", "scale_high"):
             values = np.asarray(getattr(table, name), dtype=np.float64)
             columns[name] = pa.array(values, mask=np.isnan(values))
+    if table.answer_chars is not None:  # compare refuses to pair two runs' items whose answers differ in length
+        chars = np.asarray(table.answer_chars, dtype=np.float64)
+        columns["answer_chars"] = pa.array(np.nan_to_num(chars).astype(np.int64), mask=np.isnan(chars))
     if table.expert_ids is not None:  # beside expert_scores, one id per score (null: a record naming no experts)
         columns["expert_ids"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(table.expert_ids[valid].tolist(),
                                                                                      type=pa.string()))
@@ -457,7 +460,7 @@ def _column_type_error(name: str, kind) -> str | None:
         return lambda t: pa.types.is_null(t) or (pa.types.is_list(t) or pa.types.is_large_list(t)) and test(t.value_type)
 
     expected = {"judge_score": (number, "numbers"), "n_abstained": (pa.types.is_integer, "integers"),
-                "instruction_key": (pa.types.is_integer, "integers"),
+                "instruction_key": (pa.types.is_integer, "integers"), "answer_chars": (pa.types.is_integer, "integers"),
                 "in_scale": (lambda t: pa.types.is_boolean(t) or number(t), "booleans"),
                 "expert_scores": (listed(number), "lists of numbers"), "expert_ids": (listed(text), "lists of strings"),
                 **{name: (text, "strings") for name in _REQUIRED_COLUMNS if name not in ("judge_score", "expert_scores")}}
@@ -612,13 +615,15 @@ def read_table(path: str | Path) -> tuple[ItemTable, dict[str, np.ndarray]]:
         expert_ids=(pad_expert_ids(data["expert_ids"], max(map(len, data["expert_scores"]), default=0))
                     if "expert_ids" in data else None),
         instruction_key=np.array(data["instruction_key"], dtype=np.int64) if "instruction_key" in data else None,
+        answer_chars=(np.array([np.nan if v is None else v for v in data["answer_chars"]], dtype=np.float64)
+                      if "answer_chars" in data else None),  # None: a table written before it was kept
         # Tables written before the scales were kept: compare falls back to the criterion's widest scale.
         **{name: np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
            for name in ("scale_low", "scale_high") if "scale_low" in data and "scale_high" in data},
     )
     known = {"id", "judge_score", "status", "error", "score_source", "expert_scores", "split", "model_id",
              "task_type", "task_group", "criteria_name", "in_scale", "n_abstained", "expert_ids", "instruction_key",
-             "scale_low", "scale_high"}
+             "scale_low", "scale_high", "answer_chars"}
     extra = {name: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
              for name, values in data.items() if name not in known and name != "why_unscored"}
     return table, extra

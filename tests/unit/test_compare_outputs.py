@@ -97,3 +97,28 @@ def test_unreadable_data_and_predictions_leave_a_note_on_the_pages(tmp_path):
     page = write_compare_page(compare(runs, n_boot=50), tmp_path / "cmp").read_text(encoding="utf-8")
     assert f"Unreadable: the labelled data ({garbage}: " in page
     assert f"Unreadable: the predictions of b ({garbage}: " in page
+
+
+def test_compare_refuses_a_run_scored_on_an_answer_rewritten_since(sample_runs, tmp_path, capsys):
+    """score keeps each answer's length in items.parquet; a second run scored on the sample with one answer
+    rewritten under the same id is refused by compare in one line naming the item, not paired with the first."""
+    from eval.scoring import item_table
+
+    table, _ = item_table.read_table(sample_runs / "exact" / "items.parquet")
+    records = {r.id: r for r in judge.load_records(judge.sample_data_path())}
+    assert [int(n) for n in table.answer_chars] == [len(records[i].answer) for i in table.ids]
+
+    rows = [json.loads(line) for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines()]
+    rows[0]["answer"] += " И ещё одно предложение."
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text((sample_runs / "exact" / "predictions.jsonl").read_text(encoding="utf-8"),
+                                           encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(sample_runs / "exact"), str(run), "--out", str(tmp_path / "c"), "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "hold different items under the same ids: the answer length in characters differs on" in err
+    assert f"(item {rows[0]['id']!r}: {len(rows[0]['answer']) - 24} in " in err and "Traceback" not in err

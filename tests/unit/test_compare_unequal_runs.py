@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from eval.scoring import item_table
 from tests.unit.test_compare_reference_and_counts import EXPERTS, JUDGE, _scored_run
@@ -112,3 +113,47 @@ def test_runs_holding_partly_different_items_are_said_to(tmp_path):
     assert ("a and b do not hold the same items: the pairs are drawn from the 20 both hold (b: 0 of its 20 items "
             "outside the 20 both runs hold; a: 20 of its 40); each run's own figures are over all of its items.") in said
     assert not any("do not hold the same items" in line for line in headline(compare([a, c], n_boot=50)))
+
+
+def test_runs_whose_shared_ids_are_other_items_are_refused_naming_the_first(tmp_path):
+    """Two runs on two revisions of the data: the same ids and expert labels, but item i3's answer rewritten (its
+    length the one trace an items.parquet keeps of its text) or a criterion renamed. Paired, the difference of the
+    answers was reported as the judges'. Now refused, naming what differs, on how many items, and the first one."""
+    from eval.scoring.compare import compare
+
+    ids = [f"i{k}" for k in range(40)]
+
+    def run(name: str, **columns):
+        folder = _run_with(tmp_path / name, name, ids, JUDGE, EXPERTS, ["standard"] * 40)
+        table, extra = item_table.read_table(folder / "items.parquet")
+        changed = {k: np.array(v, dtype=float if k == "answer_chars" else object) for k, v in columns.items()}
+        item_table.write_table(dataclasses.replace(table, **changed), folder / "items.parquet", extra=extra)
+        return folder
+
+    lengths = [100.0] * 40
+    a = run("A", answer_chars=lengths)
+    b = run("B", answer_chars=lengths[:3] + [95.0] + lengths[4:])
+    with pytest.raises(ValueError) as err:
+        compare([a, b], n_boot=50)
+    assert str(err.value) == (f"{a} and {b} hold different items under the same ids: the answer length in characters "
+                              f"differs on 1 of the 40 items both hold (item 'i3': 100 in {a}, 95 in {b}); score both "
+                              "on the same data")
+    c = run("C", criteria_name=["c"] * 38 + ["Грамотность"] * 2)
+    with pytest.raises(ValueError, match="the criterion differs on 2 of the 40 items both hold "
+                                         r"\(item 'i38': 'c' in .*, 'Грамотность' in "):
+        compare([a, c], n_boot=50)
+    d = run("D", answer_chars=lengths)
+    assert compare([a, d], n_boot=50).comparisons[0].n_common == 40
+    # a run whose items.parquet keeps no answer lengths (written before they were kept) is compared on the rest
+    assert compare([_run_with(tmp_path / "E", "e", ids, JUDGE, EXPERTS, ["standard"] * 40), b],
+                   n_boot=50).comparisons[0].n_common == 40
+
+
+def test_runs_scored_on_other_expert_labels_are_refused(tmp_path):
+    from eval.scoring.compare import compare
+
+    ids = [f"i{k}" for k in range(40)]
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, EXPERTS, ["standard"] * 40)
+    b = _run_with(tmp_path / "B", "b", ids, JUDGE, [[2, 2, 2]] + EXPERTS[1:], ["standard"] * 40)
+    with pytest.raises(ValueError, match="were scored on different expert labels"):
+        compare([a, b], n_boot=50)
