@@ -76,6 +76,7 @@ from typing import Any
 
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
 from judge.plumbing.json_reading import shown_value, value_words
+from judge.plumbing.message_content import separated_reasoning
 from judge.scales import Scale
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResult, ScoreSource
@@ -253,16 +254,10 @@ def _text_and_reasoning(completion: Any) -> tuple[str, str | None]:
     if not turns:
         return "", None
     text = content_text(turns[-1].get("content"))
-    reasoning = next((r for r in map(turns[-1].get, _REASONING_FIELDS) if isinstance(r, str) and r.strip()), None)
+    reasoning = separated_reasoning(turns[-1])
     if reasoning is None or _THINK_CLOSE.search(reasoning) or _LEADING_THINK.match(text.lstrip()):
         return text, None
     return text, reasoning
-
-
-#: The fields a chat message's reasoning is returned in apart from its content, in the order ``completion_reasoning``
-#: reads them: trl's response schemas' ``reasoning_content`` (as DeepSeek's API names it), LFM2.5's ``thinking``,
-#: vLLM's ``reasoning``.
-_REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
 
 def cut_completions(completion_ids: Sequence[Sequence[int]] | None, end_ids: Collection[int] | None,

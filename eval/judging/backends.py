@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.message_content import described_content
+from judge.plumbing.message_content import described_content, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
@@ -557,16 +557,10 @@ def is_scored_cut(row: Any) -> bool:
 
 
 def reasoning_of(message: Any) -> str | None:
-    """A chat message's separated reasoning: vLLM's ``reasoning`` (``--reasoning-parser``), or the
-    ``reasoning_content`` older vLLM and DeepSeek's API write; None when the server sent neither."""
-    if message is None:
-        return None
-    extra = getattr(message, "model_extra", None) or {}
-    for name in ("reasoning", "reasoning_content"):
-        value = getattr(message, name, None) or extra.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    """A chat message's separated reasoning (vLLM's ``reasoning`` with ``--reasoning-parser``; the
+    ``reasoning_content`` older vLLM and DeepSeek's API write), read as every stage reads it
+    (``judge.plumbing.message_content.separated_reasoning``); None when the server sent none."""
+    return separated_reasoning(message)
 
 
 def refuse_without_choice(response: Any) -> None:

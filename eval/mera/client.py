@@ -325,27 +325,16 @@ def _answer_text(message: Any, finish_reason: str | None) -> tuple[str, str | No
     name ``reasoning``): the same event on another server. One that ended there of its own accord answered nothing,
     as a null content does: "". Any other content no reader can take as text is named, never its text.
     """
-    from judge.plumbing.message_content import REASONING_PARTS, described_content, message_text
+    from judge.plumbing.message_content import REASONING_PARTS, described_content, message_text, separated_reasoning
 
     content = None if message is None else message.content
     text = message_text(content)
     if text is not None:
-        cut_in_reasoning = text == "" and finish_reason == "length" and _has_separate_reasoning(message)
+        cut_in_reasoning = text == "" and finish_reason == "length" and separated_reasoning(message) is not None
         return text, REASONING_NOT_FINISHED if cut_in_reasoning else None
     if isinstance(content, list) and all(_part_kind(part) in REASONING_PARTS for part in content):
         return "", REASONING_NOT_FINISHED if finish_reason == "length" else None
     return "", f"the endpoint's message content is not text: {described_content(content)}"
-
-
-def _has_separate_reasoning(message: Any) -> bool:
-    """Whether a chat message carries reasoning text in a field beside its content (an SDK message keeps a field the
-    SDK does not declare in ``model_extra``)."""
-    extra = getattr(message, "model_extra", None) or {}
-    for name in ("reasoning_content", "reasoning"):
-        value = getattr(message, name, None) or extra.get(name)
-        if isinstance(value, str) and value.strip():
-            return True
-    return False
 
 
 def _part_kind(part: Any) -> Any:

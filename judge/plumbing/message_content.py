@@ -9,11 +9,13 @@ so that a list never reaches a ``str`` method as a crash, and a part no stage ca
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["REASONING_PARTS", "described_content", "message_text", "without_lone_surrogates"]
+__all__ = ["REASONING_FIELDS", "REASONING_PARTS", "described_content", "message_text", "separated_reasoning",
+           "without_lone_surrogates"]
 
 #: A UTF-16 surrogate standing alone in a Python string: what a JSON ``\\ud800`` escape with no pair decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -43,6 +45,35 @@ def message_text(content: Any) -> str | None:
                 return None
             texts.append(text)
         return "".join(texts) if texts or not content else None  # reasoning parts alone: no answer
+    return None
+
+
+#: The fields a chat message returns its reasoning in apart from its content, in the order ``separated_reasoning``
+#: reads them: vLLM's ``reasoning`` (``--reasoning-parser``); ``reasoning_content``, as DeepSeek's API, SGLang,
+#: older vLLM and trl's response schemas (``trl/chat_template_utils.py``) name it; ``thinking``, trl's LFM2.5 schema.
+REASONING_FIELDS = ("reasoning", "reasoning_content", "thinking")
+
+
+def separated_reasoning(message: Any) -> str | None:
+    """A chat message's reasoning returned apart from its content, one reading for every stage (judge-eval's judge
+    clients, MERA, the synthetic-data stages, the GRPO rewards): the first of ``REASONING_FIELDS`` holding more than
+    whitespace, a string as it is or a list of text parts as ``message_text`` joins them; None when none does.
+
+    ``message`` is an SDK message, whose type keeps a field it does not declare in ``model_extra``, or a JSON
+    object (a mapping, as trl passes completions). A field of whitespace only is an empty block, no reasoning: a
+    server may send ``"reasoning": "\n"`` beside a ``reasoning_content`` that holds the text.
+    """
+    if message is None:
+        return None
+    if isinstance(message, Mapping):
+        values = map(message.get, REASONING_FIELDS)
+    else:
+        extra = getattr(message, "model_extra", None) or {}
+        values = (getattr(message, name, None) or extra.get(name) for name in REASONING_FIELDS)
+    for value in values:
+        text = value if isinstance(value, str) else message_text(value) if isinstance(value, list) else None
+        if text and text.strip():
+            return text
     return None
 
 

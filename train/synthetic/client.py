@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
-from judge.plumbing.message_content import described_content, message_text
+from judge.plumbing.message_content import described_content, message_text, separated_reasoning
 from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models, retryable_status
 from train.synthetic.config import EndpointConfig
 from train.synthetic.journal import log
@@ -270,8 +270,6 @@ class ChatClient:
         if not choices or getattr(choices[0], "message", None) is None:
             return ChatResult("", False, "no choice in the endpoint's response", attempts=attempts.n)
         choice = choices[0]
-        # Fields the SDK's message type does not declare arrive as pydantic extras, readable as attributes.
-        reasoning = getattr(choice.message, "reasoning", None) or getattr(choice.message, "reasoning_content", None) or ""
         finish_reason = choice.finish_reason if isinstance(choice.finish_reason, str) else ""
         text = message_text(choice.message.content)
         if text is None:
@@ -279,7 +277,7 @@ class ChatClient:
             # after traces and answers had journalled it as answered, so that every rerun crashed the same way.
             return ChatResult("", False, f"the endpoint's message content is not text: {described_content(choice.message.content)}",
                               attempts=attempts.n, finish_reason=finish_reason)
-        reasoning = message_text(reasoning) or ""
+        reasoning = separated_reasoning(choice.message) or ""
         if longer_than_asked(len(text), ep.max_tokens, len(reasoning)):
             # Bounded here, once, before any stage parses, journals or trains on it: a server that ignored the limit
             # sent text no request could have produced, and every parser downstream would read all of it.
