@@ -202,15 +202,18 @@ def test_a_finished_journal_is_read_again_with_the_endpoint_down(tmp_path, capsy
 
 def test_dedup_says_its_checker_is_gone_before_it_embeds(tmp_path, monkeypatch, capsys):
     """Dedup embeds every instruction before its first borderline pair reaches the LLM check, which took minutes on
-    the paper's embedding model before the run learned its checker was not there. Now the checker is contacted
-    first: the warning comes before the embedder loads, the new pairs are not sent, and the summary names the
-    checker. A rerun whose journal answers every pair needs no checker and counts none."""
+    the paper's embedding model before the run learned its checker was not there. Now the checker is probed first:
+    the warning comes before the embedder loads. The probe stops nothing: a checker that came up during the
+    embedding answers every pair, one still gone has the new pairs held back (exit 4 by the summary), and a rerun
+    whose journal answers every pair needs no checker."""
     import numpy as np
 
     import train.synthetic.dedup as dedup
     from tests.unit.test_synthetic_dedup import _CHAIN, _REF_ROWS, _REFERENCE, _cosine_only, _row
 
     said_before_embedding: list[str] = []
+    comes_up: list[int] = []  # a port a checker starts on while the embedder loads (one still loading its weights)
+    started: list[ScriptedEndpoint] = []
 
     class TableModel:
         def encode(self, texts, **kwargs):
@@ -218,36 +221,49 @@ def test_dedup_says_its_checker_is_gone_before_it_embeds(tmp_path, monkeypatch, 
 
     def load_embedder(*args, **kwargs):
         said_before_embedding.append(capsys.readouterr().err)
+        if comes_up:
+            started.append(ScriptedEndpoint(lambda path, body: (200, chat_completion("DIFFERENT", body["model"])),
+                                            model="checker", port=comes_up[0]))
         return TableModel()
 
     monkeypatch.setattr(dedup, "load_embedder", load_embedder)
     (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(_row(k, k)) + "\n" for k in "abc"))
     (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _REF_ROWS))
-    out = tmp_path / "dedup"
 
-    def run(base_url: str) -> dict:
+    def run(base_url: str, out) -> dict:
         config = _cosine_only(llm={"model": "checker", "base_url": base_url, "temperature": 0.0}, max_retries=0,
                               backoff_s=0.0)
         config.reference = str(tmp_path / "reference.jsonl")
         return dedup.run_dedup(config, tmp_path / "instructions.jsonl", out)
 
-    gone = f"http://127.0.0.1:{_free_port()}/v1"
-    summary = run(gone)
+    port = _free_port()
+    gone = f"http://127.0.0.1:{port}/v1"
     warned = f"warning: the LLM check checker at {gone} cannot be reached (ConnectError"
+
+    # still gone at the first pair: every pair held back, the checker named in the summary
+    summary = run(gone, tmp_path / "gone")
     assert warned in said_before_embedding[0]
     assert "Dedup embeds the instructions all the same" in said_before_embedding[0]
     assert summary["endpoints_unusable"][0].startswith(f"the LLM check checker at {gone} cannot be reached")
-    journal = _rows(out / "llm_checks.jsonl")
+    journal = _rows(tmp_path / "gone" / "llm_checks.jsonl")
     # a, b and c all kept unconfirmed, so a second wave asks b-c (and holds it back too)
     assert sorted(r["key"] for r in journal) == ["a|b", "a|c", "b|c"]
     assert all(r["error"].startswith("not sent") for r in journal)
     assert summary["llm_check_failed_requests"] == 3 and summary["llm_check_requests"]["sent"] == 0
 
-    with ScriptedEndpoint(lambda path, body: (200, chat_completion("DIFFERENT", body["model"])), model="checker") as up:
-        summary = run(up.base_url)  # the failed pairs asked again
-        assert len(up.requests) == 3  # the three pairs
+    # up by the time the embedding is done: the warning, then every pair asked and answered
+    comes_up.append(port)
+    try:
+        summary = run(gone, tmp_path / "late")
+    finally:
+        for server in started:
+            server.close()
+    assert warned in said_before_embedding[-1] and len(started[0].requests) == 3
     assert "endpoints_unusable" not in summary and summary["llm_check_failed_requests"] == 0
-    summary = run(gone)  # everything journalled: the warning, and nothing else
+    comes_up.clear()
+
+    summary = run(gone, tmp_path / "late")  # everything journalled: the warning, and nothing asked
     assert warned in said_before_embedding[-1]
     assert "endpoints_unusable" not in summary and summary["llm_check_requests"]["sent"] == 0
-    assert [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()] == ["a", "b", "c"]
+    kept = [json.loads(line)["id"] for line in (tmp_path / "late" / "dedup.jsonl").read_text().splitlines()]
+    assert kept == ["a", "b", "c"]

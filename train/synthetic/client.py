@@ -23,6 +23,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import httpx
+
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from judge.plumbing.message_content import described_content, message_text, separated_reasoning
 from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models, retryable_status
@@ -90,6 +92,11 @@ def longer_than_asked(text_length: int, max_tokens: int | None, reasoning_length
     return (bool(max_tokens) and text_length > max_tokens * CHARS_PER_TOKEN) or reasoning_length > reasoning_cap
 
 
+#: ``EndpointWatch.probe``'s bounds, seconds: connecting (a host dropping packets is not waited out for a whole
+#: request's timeout before the stage's long work) and reading the model list.
+_PROBE_CONNECT_S = 5.0
+_PROBE_READ_S = 30.0
+
 #: What a stage leaves when an ``EndpointWatch`` stops it, as ``FailingStreak.error`` says it.
 _JOURNAL_LEFT = ("the endpoint's requests not sent fail at once, every job is journalled (the failed ones as failed), "
                  "and a rerun into the same --output asks the failed ones again")
@@ -114,9 +121,8 @@ class EndpointWatch:
     journalled as failed and asked again by a rerun, while the stage's other endpoints go on; the stage then ends
     with exit code 4 (``unusable_endpoints``). Nothing is asked, and nothing checked, by a stage whose jobs are all
     journalled: a rerun that only retunes thresholds needs no endpoint. A stage with long work before its first
-    request (dedup embeds every instruction first) makes the first contact up front (``contact``), so that an
-    endpoint it cannot use is said before that work, not after it; a stop found then ends the stage with exit 4 only
-    if a request was held back by it (a rerun whose journal answers every job needs none).
+    request (dedup embeds every instruction first) asks once up front (``probe``), only to warn before that work:
+    the endpoint may come up meanwhile (a server still loading its weights), so the first contact still decides.
 
     Args:
         endpoint: the endpoint asked.
@@ -130,7 +136,6 @@ class EndpointWatch:
         self.what = f"{self.who} at {endpoint.base_url}"
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
-        self.n_held = 0  # requests not sent because of ``stop``
         self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
         self.list_refused: EndpointUnusable | None = None  # the first contact's 401 or 403, until a request answers
         self._contacted = False
@@ -140,24 +145,25 @@ class EndpointWatch:
         """Called before each request: the first contact on the first one. Returns the stop once there is one: the
         request is then not sent."""
         with self._lock:  # held through the first contact: the other workers wait for it instead of asking too
-            self._contact_once(policy)
+            if not self._contacted:
+                self._contacted = True
+                self.stop = self._first_contact(policy)
             if self.stop is None:
                 self.n_sent += 1
-            else:
-                self.n_held += 1
             return self.stop
 
-    def contact(self, policy: RetryPolicy) -> EndpointUnusable | None:
-        """The first contact now rather than on the first request (nothing again if it was made): the stop it
-        found, if any, which holds back every request as one found on the first request does."""
-        with self._lock:
-            self._contact_once(policy)
-            return self.stop
-
-    def _contact_once(self, policy: RetryPolicy) -> None:
-        if not self._contacted:
-            self._contacted = True
-            self.stop = self._first_contact(policy)
+    def probe(self) -> EndpointUnusable | None:
+        """One ``GET /models``, no retry, connecting for at most ``_PROBE_CONNECT_S``: why the endpoint cannot be
+        reached now (nothing answered, or a 5xx or 429), else None. It stops nothing and is not the first contact,
+        which the first request still makes with its retries: the server may be up by then."""
+        ep = self.endpoint
+        try:
+            list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
+                        policy=RetryPolicy(max_retries=0), bound_flag="",
+                        timeout=httpx.Timeout(_PROBE_READ_S, connect=_PROBE_CONNECT_S))
+        except EndpointUnusable as err:
+            return err if err.status is None or retryable_status(err.status) else None
+        return None
 
     def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
         """Count one request sent and finished (``result.outage``); the streak's stop holds back the next ones."""
@@ -195,11 +201,9 @@ class EndpointWatch:
 
 def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, list[str]]:
     """A stage summary's ``endpoints_unusable``: why each endpoint its ``clients`` ask was stopped
-    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened. A stop
-    that neither a sent request nor a held one met (an up-front ``contact`` of an endpoint the journal left nothing to
-    ask) cost the stage nothing and is not counted."""
+    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened."""
     stops = [str(watch.stop) for watch in dict.fromkeys(c.watch for c in clients if c.watch is not None)
-             if watch.stop is not None and (watch.n_sent or watch.n_held)]
+             if watch.stop is not None]
     return {"endpoints_unusable": stops} if stops else {}
 
 

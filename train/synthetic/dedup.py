@@ -686,15 +686,15 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         watch = EndpointWatch(checker, "LLM check", config.concurrency)
         client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
         journal = Journal(Path(out_dir) / "llm_checks.jsonl")
-        # Asked now, not at the first borderline pair: embedding every instruction comes first and may take long.
-        # A checker that cannot be used is said before it; the stage goes on, since its journal may answer every
-        # pair it will check (a rerun that retunes thresholds), and ends with exit 4 if a pair had to be held back.
-        stop = watch.contact(client.retry)
-        if stop is not None:
-            said = str(stop).rstrip()
+        # Embedding every instruction comes before the first borderline pair and may take long: a checker that cannot
+        # be reached now is said before it. Said only: it may be up by the first pair (a server loading its weights),
+        # and the journal may answer every pair (a rerun that retunes thresholds); the first request decides.
+        unreachable = watch.probe()
+        if unreachable is not None:
+            said = str(unreachable).rstrip()
             log(f"warning: {said}{'' if said.endswith(('.', '?', '!')) else '.'} Dedup embeds the instructions all "
-                "the same: the pairs its journal has answered are read from it, any other is not sent, and the stage "
-                "then exits 4")
+                "the same and asks again at its first pair its journal has not answered; if the checker cannot be "
+                "used then, such pairs are not sent and the stage exits 4")
 
         def llm_fn(pairs: list[tuple[str, str, str]]) -> dict[str, bool | None]:
             def work(payload: tuple[str, str]) -> dict:
