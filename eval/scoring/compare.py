@@ -427,36 +427,47 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
     another compared two judges on different answers under one id, and called the difference the judges'.
 
     Raises:
-        ValueError: the first column that differs, with how many shared items it differs on and the first one's id
-            and values.
+        ValueError: the first thing that differs (the expert labels, then ``_SAME_ITEM``'s columns), with how many
+            shared items it differs on and the first one's id and values.
     """
     ta, tb = base.table, other.table
     ea, eb = ta.experts[index_a], tb.experts[index_b]
     width = max(ea.shape[1], eb.shape[1])
     ea = np.pad(ea, ((0, 0), (0, width - ea.shape[1])), constant_values=np.nan)
     eb = np.pad(eb, ((0, 0), (0, width - eb.shape[1])), constant_values=np.nan)
-    if not np.array_equal(ea, eb, equal_nan=True):
-        raise ValueError(f"{base.folder} and {other.folder} were scored on different expert labels")
+    differ = np.flatnonzero(~((ea == eb) | (np.isnan(ea) & np.isnan(eb))).all(axis=1))
+    if len(differ):
+        shown = [_quoted_value([int(v) if float(v).is_integer() else float(v) for v in row[~np.isnan(row)]])
+                 for row in (ea[differ[0]], eb[differ[0]])]
+        _refuse(base, other, "the expert labels", differ, index_a, shown)
     for column, said in _SAME_ITEM.items():
         a, b = getattr(ta, column), getattr(tb, column)
         if a is None or b is None:  # an items.parquet written before the column: nothing to compare
             continue
         a, b = a[index_a], b[index_b]
-        differ = np.flatnonzero(a.astype(str) != b.astype(str))
+        if column == "answer_chars":  # a length left null (a table another tool wrote) is not known to differ
+            differ = np.flatnonzero((a != b) & ~np.isnan(a) & ~np.isnan(b))
+        else:
+            differ = np.flatnonzero(a.astype(str) != b.astype(str))
         if len(differ):
-            first = differ[0]
-            shown = [_quoted_value(v[first]) for v in (a, b)]
-            raise ValueError(
-                f"{base.folder} and {other.folder} hold different items under the same ids: the {said} differs on "
-                f"{len(differ)} of the {len(a)} items both hold (item {ta.ids[index_a[first]]!r}: {shown[0]} in "
-                f"{base.folder}, {shown[1]} in {other.folder}); score both on the same data")
+            _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)])
+
+
+def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, index_a: np.ndarray,
+            shown: list[str]) -> None:
+    raise ValueError(
+        f"{base.folder} and {other.folder} hold different items under the same ids: {what} differ"
+        f"{'' if what.endswith('labels') else 's'} on {len(differ)} of the {len(index_a)} items both hold (item "
+        f"{base.table.ids[index_a[differ[0]]]!r}: {shown[0]} in {base.folder}, {shown[1]} in {other.folder}); score "
+        "both against the same data file (judge-eval score --data)")
 
 
 def _quoted_value(value: Any) -> str:
-    """An item table's value as a message quotes it: a count stored as a float as the integer it is, text quoted."""
+    """An item table's value as a message quotes it: a count stored as a float as the integer it is, a list of
+    scores as a list, text quoted."""
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
-    return repr(str(value))
+    return str(value) if isinstance(value, list) else repr(str(value))
 
 
 def _ci_level(result: Comparison) -> float:

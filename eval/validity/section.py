@@ -306,7 +306,8 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
             out["length_bias"] = length_bias(judge, experts, ids, table.answer_chars[index], best_low, settings.level,
                                              expert_codes=codes, mean=mean[index], answers=answers[index])
         else:
-            out["length_bias"] = {"why": "the answers' lengths are unknown (an item table read back from Parquet)"}
+            out["length_bias"] = {"why": "the answers' lengths are unknown (an item table read back from an "
+                                         "items.parquet written before it kept them)"}
     return out
 
 
