@@ -416,7 +416,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from eval.judging.answer_text import answer_text
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
-    from judge.plumbing.message_content import described_content
+    from judge.plumbing.message_content import described_content, separated_reasoning
     from judge.plumbing.retry import RetryPolicy, retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
@@ -476,8 +476,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 if text is None:  # no answer of the model's to judge: a failed row the next run asks again
                     raise Refused(f"the candidate's message content is not text: {described_content(content)}")
                 answer, cut = strip_think(text)
+                finish_reason = getattr(choice, "finish_reason", None)
+                # The same cut with the reasoning in a field of its own (a vLLM or SGLang --reasoning-parser): no
+                # content, the generation stopped by max_tokens, some reasoning beside it.
+                cut = cut or (answer == "" and finish_reason == "length"
+                              and separated_reasoning(choice.message) is not None)
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=answer,
-                                   finish_reason=getattr(choice, "finish_reason", None), cut_in_thinking=cut,
+                                   finish_reason=finish_reason, cut_in_thinking=cut,
                                    instruction_key=content_key(row.instruction))
             except (TooLong, NoRoom) as err:
                 # The instruction's final answer row. A too-long instruction is the data's own, never held by the

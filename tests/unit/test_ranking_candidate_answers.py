@@ -171,6 +171,30 @@ def test_an_answer_of_reasoning_parts_alone_is_one_cut_in_its_thinking(tmp_path:
     assert (counts["n_answer_failed"], counts["n_answer_empty"], counts["n_cut_in_thinking"]) == (0, 2, 2)
 
 
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+def test_an_empty_answer_cut_beside_a_separate_reasoning_is_one_cut_in_its_thinking(field, tmp_path: Path,
+                                                                                   data: Path) -> None:
+    """The same cut from a server with a --reasoning-parser: no content, finish_reason length, the reasoning in a
+    field of its own. It was an empty answer not said to be cut in thinking (bench.json's n_cut_in_thinking missed
+    it); an empty answer the model ended itself beside its reasoning stays a plain empty answer."""
+    out = tmp_path / "bench"
+
+    def script(pid: int, n: int, model: str):
+        if pid not in (2, 3):
+            return None
+        reply = chat_completion("", model, finish_reason="length" if pid == 2 else "stop")
+        reply["choices"][0]["message"].update({"content": None, field: "рассуждение"})
+        return 200, reply
+
+    with Scripted(script) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    rows = _answers(out)
+    assert {pid: (rows[pid]["answer"], rows[pid]["cut_in_thinking"], rows[pid]["finish_reason"])
+            for pid in (2, 3)} == {2: ("", True, "length"), 3: ("", False, "stop")}
+    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    assert counts["n_cut_in_thinking"] == 2  # instruction 2's, and instruction 6's inline one
+
+
 def test_a_rerun_left_with_refused_instructions_asks_them_instead_of_stopping(tmp_path: Path, data: Path) -> None:
     """The run above, rerun once more: only instructions 1-3 are left, all refused before. They are asked again and
     written as failed rows (exit 3); the first refusals' stop, armed only by instructions never asked, stopped every
