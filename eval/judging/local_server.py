@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,38 @@ from judge.plumbing.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["local_server", "served_name"]
+__all__ = ["local_server", "served_name", "start_failure_reason"]
 
 log = logging.getLogger("judge_eval.local_server")
+
+
+#: How many of a failed start's last log lines ``start_failure_reason`` reads (a traceback ends within them).
+_REASON_LINES = 200
+
+#: judge-serve's own one-line refusals (``judge-serve: config file ... not found``, argparse's ``judge-serve: error:
+#: unrecognized arguments: ...``), its start failure as it logs it, its hint for a CPU start, and a traceback's last
+#: line (``ValueError: ...``: vLLM's OpenAI server alone, or anything judge-serve did not catch).
+_OWN_REFUSAL = re.compile(r"^judge-serve: (?:error: )?(.+)$")
+_CANNOT_START = re.compile(r"judge-serve cannot start: (.+)$")
+_CPU_HINT = re.compile(r"start it with --config (\S+)")
+_TRACEBACK_END = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+$")
+
+
+def start_failure_reason(log: str) -> str:
+    """Why a judge server that exited while starting did, in one line, from the end of its log: judge-serve's own
+    refusal, else its "cannot start" line (with its advice to start on a CPU with the CPU config, when given), else
+    a traceback's last line; "" when the log says none of these."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if found := _OWN_REFUSAL.match(line):
+            return f"judge-serve: {found.group(1)}"
+    for line in lines:
+        if found := _CANNOT_START.search(line):
+            hint = next((h.group(1) for h in map(_CPU_HINT.search, reversed(lines)) if h), "")
+            # judge-serve's advice names its own flag; judge-eval passes it on through --server-args
+            advice = f"; on a CPU, give judge-serve its CPU config: --server-args '[\"--config\", \"{hint}\"]'"
+            return f"judge-serve cannot start: {found.group(1).rstrip('.')}" + (advice if hint else "")
+    return next((line for line in reversed(lines) if _TRACEBACK_END.match(line)), "")
 
 
 def _judge_serve_command() -> list[str] | None:
@@ -52,9 +82,10 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
         ``(base_url, served model name)``.
 
     Raises:
-        ConfigError: a regression checkpoint without judge-serve (vLLM alone cannot produce its verdicts).
-        EndpointUnusable: the server exited or did not answer within ``server_timeout_s``: one line naming its
-            log (``judge-eval`` prints it, exit code 4).
+        ConfigError: a regression checkpoint without judge-serve (vLLM alone cannot produce its verdicts), or a
+            server that exited with code 2 (its usage error: the server arguments given): as below, exit code 2.
+        EndpointUnusable: the server exited or did not answer within ``server_timeout_s``: one line with the reason
+            its log gives (``start_failure_reason``) and naming the log (``judge-eval`` prints it, exit code 4).
     """
     from judge.checkpoints import CheckpointNotFound, judge_kind, resolve_checkpoint
     from judge.plumbing.processes import ProcessStartError, free_port, start_process
@@ -93,8 +124,14 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
         try:
             server.wait_ready(root + ready_path, config.server_timeout_s, interval_s=1.0)
         except ProcessStartError as err:
-            # One line and the log to read (appended to by every launch), not its tail as a traceback's message.
-            raise EndpointUnusable(f"{str(err).splitlines()[0]} See its log: {out / 'server.log'}") from err
+            # One line and the log to read (appended to by every launch), not its tail as a traceback's message; with
+            # the reason the log gives, which was one line among dozens of a traceback's.
+            said = str(err).splitlines()[0].rstrip(".")
+            reason = start_failure_reason(server.log_tail(_REASON_LINES))
+            message = f"{said}{': ' + reason if reason else '.'} See its log: {out / 'server.log'}"
+            # Exit code 2 is the server's usage error (judge-serve's bad configuration, argparse's bad flag): the
+            # --server-args or config given to judge-eval, reported as judge-eval's own (exit 2, not 4).
+            raise (ConfigError if err.exit_code == 2 else EndpointUnusable)(message) from err
         yield root + "/v1", name
     finally:
         server.stop()

