@@ -85,8 +85,8 @@ class RunConfig:
     extra_body: dict = _f({}, "Extra JSON fields sent with every request: chat ({reasoning_effort: low}) or "
                                 "judge-serve's /v1/judge ({constrained: true}).")
     server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")
-    server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--enforce-eager', '--dtype', 'float32'] "
-                               "on CPU.")
+    server_args: list = _f([], "Checkpoint judges: extra server flags, e.g. ['--config', "
+                               "'configs/serve/tiny-cpu.yaml'] for judge-serve with a tiny judge on CPU.")
     server_env: dict = _f({}, "Checkpoint judges: environment variables for the server, e.g. "
                               "{VLLM_CPU_KVCACHE_SPACE: '1'} (GiB of KV cache) on CPU.")
     server_timeout_s: float = _f(900.0, "Checkpoint judges: seconds the server may take to start.")

@@ -4,7 +4,8 @@
         --data ai-forever/POLLUX-instructions --out runs/rank/my-model
     judge-eval rank --model /ckpt/my-model --judge /ckpt/pollux-judge-7b --data POLLUX-instructions/ --out ...
 
-Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20``.
+Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20`` (a tiny judge on CPU:
+``configs/eval/tiny-cpu.yaml``).
 
 Why one module of ~1,060 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
