@@ -172,7 +172,8 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
             if number == 0 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
             try:
-                line = raw.decode("utf-8")
+                # without its line break: json counts one as a new line, so a row cut short was refused "at column 1"
+                line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:
                 raise RecordError(str(path), number, None,
                                   f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})") from None

@@ -54,7 +54,9 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     with opener(path, "rb") as f:
         for line_no, raw in enumerate(_bounded_lines(f, path, compressed), start=1):
             try:
-                line = raw.decode("utf-8")
+                # without its line break: json counts one as a new line, so a row cut short was refused "line 2
+                # column 1" of a one-line row
+                line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:
                 raise DataError(f"{path}: {line_place(line_no)}: not UTF-8: {err}") from None
             if not line.strip():

@@ -277,6 +277,10 @@ def test_load_tasks_reads_both_formats(tmp_path, humaneval_tasks):
     bad.write_text(json.dumps(MERA_ROW) + "\n\n{oops\n", encoding="utf-8")
     with pytest.raises(DataError, match="line 3: not JSON"):
         load_tasks(bad)
+    bad.write_text(json.dumps(MERA_ROW) + "\n" + '{"task_id": 1, \n', encoding="utf-8")  # cut short: where it ends
+    with pytest.raises(DataError, match=r"line 2: not JSON: Expecting property name enclosed in double quotes: "
+                                        r"line 1 column 16 \(char 15\)$"):
+        load_tasks(bad)
     bad.write_text(json.dumps(MERA_ROW) + "\n" + json.dumps(MERA_ROW) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"duplicate task ids \['7'\]"):
         load_tasks(bad)

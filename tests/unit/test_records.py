@@ -238,3 +238,18 @@ def test_an_unreadable_file_is_named_with_where_it_breaks(tmp_path):
             load(broken)
         with pytest.raises(RecordError, match=rf"^{binary}: line 2: not UTF-8 text \(byte 0xff at column 18\)"):
             load(binary)
+
+
+def test_a_row_cut_short_is_refused_where_it_ends_not_at_column_1(tmp_path):
+    """A JSONL row cut after `{"instruction": "x", ` (21 characters) was refused "at column 1": json read the line
+    with its line break and counted the error on a line after it. It is refused at column 22, the end of the row."""
+    import judge
+
+    for ending in ("\n", "\r\n"):
+        cut = tmp_path / "cut.jsonl"
+        cut.write_bytes(b'{"instruction": "x", ' + ending.encode())
+        for load in (load_records, judge.load_record_columns):
+            with pytest.raises(RecordError) as refused:
+                load(cut)
+            assert str(refused.value) == (f"{cut}: line 1: invalid JSON (Expecting property name enclosed in double "
+                                          "quotes at column 22)")
