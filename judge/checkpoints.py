@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -66,6 +66,10 @@ __all__ = [
     "TRAINED_LENGTHS",
     "TrainedLengths",
     "checkpoint_trained_lengths",
+    "WEIGHT_FILES",
+    "weight_files",
+    "folders_fingerprint",
+    "export_weights_fingerprint",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -449,3 +453,38 @@ def checkpoint_trained_lengths(folder: str | Path) -> TrainedLengths | None:
         raise ValueError(f"{where}: max_completion_length {values['max_completion_length']} is above max_length "
                          f"{values['max_length']}")
     return TrainedLengths(**values)
+
+
+#: The files a folder's weights come in: save_pretrained's safetensors or PyTorch files, or a sharded index.
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.index.json")
+
+
+def weight_files(folder: str | Path) -> list[Path]:
+    """The weights files (``WEIGHT_FILES``) directly in ``folder``, sorted."""
+    return sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
+
+
+def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:
+    """What identifies the weights in ``folders`` (in order, each once), as judge-serve's ``GET /v1/models`` entry
+    gives it (``weights_fingerprint``, ``serve.layout.weights_fingerprint`` choosing the folders) and ``judge-eval
+    run`` records it: a SHA-256 over each weights file's name, size and modification time in nanoseconds, folder by
+    folder. Only each file's metadata is read (the files are gigabytes); a copy or a ``touch`` changes it, as a
+    retraining into the same folder does. None when no folder holds a weights file."""
+    import hashlib
+
+    digest, found = hashlib.sha256(), False
+    for position, folder in enumerate(dict.fromkeys(Path(f) for f in folders)):
+        for path in weight_files(folder):  # stat follows a hub snapshot's symlinks to the blobs they name
+            info = path.stat()
+            digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+            found = True
+    return digest.hexdigest() if found else None
+
+
+def export_weights_fingerprint(export: str | Path) -> str | None:
+    """A judge-train export's ``folders_fingerprint`` over the folders judge-serve's engines load from it: the
+    export, and a regression judge's generating model (its manifest's ``generator``), as judge-serve serving the
+    export alone (no ``--generator-model``) fingerprints it."""
+    root = Path(export)
+    generator = read_manifest(root).get("generator")
+    return folders_fingerprint([root] + ([root / str(generator)] if generator else []))

@@ -41,15 +41,18 @@ from judge.checkpoints import (
     GENERATOR_SUBDIR,
     REGRESSION_HEAD_PREFIX,
     RELEASED_REGRESSION_ARCHITECTURES,
+    WEIGHT_FILES,
     CheckpointNotFound,
     JudgeKind,
     TrainedLengths,
     checkpoint_trained_lengths,
+    folders_fingerprint,
     is_released_regression,
     judge_kind,
     read_config,
     read_manifest,
     resolve_checkpoint,
+    weight_files,
 )
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
@@ -59,8 +62,6 @@ __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
 HeadInput = Literal["generated_text", "rationale_target"]
 
-#: The files a folder's weights come in: save_pretrained's safetensors or PyTorch files, or a sharded index.
-WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.index.json")
 
 #: Subfolders of a regression export searched for the generating model.
 GENERATOR_SUBFOLDERS = (GENERATOR_SUBDIR,)
@@ -221,11 +222,6 @@ def _refuse_hidden_regression_head(root: Path, archs: list[str]) -> None:
         )
 
 
-def _weight_files(folder: str | Path) -> list[Path]:
-    """The weights files (``WEIGHT_FILES``) directly in ``folder``, sorted."""
-    return sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
-
-
 def require_weights(folder: Path, role: str) -> None:
     """Refuse a folder an engine is to load that holds no weights file (``WEIGHT_FILES``).
 
@@ -236,7 +232,7 @@ def require_weights(folder: Path, role: str) -> None:
     Raises:
         LayoutError: naming the folder and the engine (``role``) that would load it.
     """
-    if not _weight_files(folder):
+    if not weight_files(folder):
         raise LayoutError(
             f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}), so the {role} engine would have nothing "
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
@@ -261,20 +257,11 @@ def weights_fingerprint(layout: CheckpointLayout) -> str | None:
     or kept in another cache with new modification times over the same weights, and a resume would be refused as if
     the judge had been retrained. The views are rebuilt whenever the folder changes, so the folder says it all.
     """
-    import hashlib
-
-    digest, found = hashlib.sha256(), False
     engines = (layout.root, layout.generator_dir, layout.pooler_dir)
     if layout.released and layout.views_dir is not None:
         views = layout.views_dir
         engines = tuple(d for d in engines if d is not None and not Path(d).is_relative_to(views))
-    folders = dict.fromkeys(d for d in engines if d is not None)
-    for position, folder in enumerate(folders):
-        for path in _weight_files(folder):  # stat follows a hub snapshot's symlinks to the blobs they name
-            info = path.stat()
-            digest.update(f"{position}/{path.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
-            found = True
-    return digest.hexdigest() if found else None
+    return folders_fingerprint([d for d in engines if d is not None])
 
 
 #: Why a dead engine is not restarted (``serve.supervision``): what it would load is not what the served fingerprint

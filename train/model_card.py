@@ -11,6 +11,12 @@ and the score head are), ``run.json`` (the resolved training config, data counts
 package versions, and once training has finished, the steps taken and the logged losses) and ``config.json``
 (architecture). Nothing is invented: a field the folder does not record is written as "not recorded".
 
+``--run`` must be a run of this export: a run whose ``run.json`` records judge-serve's weights fingerprint of other
+weights files than the export's (``judge.checkpoints.export_weights_fingerprint``: another judge, or this folder
+retrained since)
+is refused; a run that records none (an older run, a server other than judge-serve) or asked an endpoint URL cannot be
+checked, and the card is written with a warning saying so.
+
 The hub's model-card fields (https://huggingface.co/docs/hub/model-cards): ``base_model``, ``language``,
 ``library_name``, ``pipeline_tag``, ``tags``, ``license``. The base model's license is not recorded anywhere in a
 run, so ``license`` is an option (default ``other``: check the base model's terms before publishing).
@@ -18,19 +24,23 @@ run, so ``license`` is an option (default ``other``: check the base model's term
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, read_manifest
+from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, read_manifest
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
 
 __all__ = ["render_card", "write_card", "main", "CARD_NAME", "DEFAULT_LICENSE", "evaluation_section"]
+
+logger = logging.getLogger(__name__)
 
 CARD_NAME = "README.md"
 DEFAULT_LICENSE = "other"
@@ -125,6 +135,64 @@ def _read_metrics(path: Path) -> Metrics:
         raise ValueError(f"{path}: not a metrics.json of judge-eval score ({err})") from err
 
 
+def _short(fingerprint: str | None) -> str:
+    return fingerprint[:12] if fingerprint else "none (no weights files)"
+
+
+def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str | None:
+    """Refuse a scored run that judged other weights than ``export``'s: its figures would be another judge's.
+
+    The run's ``run.json`` (beside ``metrics.json``, else beside the predictions it scored) records the judge it
+    asked (``config.judge``) and, when judge-serve served it, ``weights_fingerprint``; the export's is computed as
+    judge-serve computes it (``judge.checkpoints.export_weights_fingerprint``), so a run of this very folder
+    matches.
+
+    Returns:
+        None when the run judged these weights; else a line to warn with: what could not be checked, and why.
+
+    Raises:
+        ValueError: the run recorded other weights (naming both folders, and what to do).
+    """
+    candidates = [metrics_path.parent / "run.json"]
+    if metrics.predictions:  # `judge-eval score --out` elsewhere: the run folder is the predictions'
+        candidates.append(Path(metrics.predictions).parent / "run.json")
+    found = next((path for path in candidates if path.is_file()), None)
+    if found is None:
+        return (f"{metrics_path.parent}: no run.json of judge-eval run, so the run's judge cannot be checked against "
+                f"{export}: make sure it judged this export")
+    run_dir = found.parent
+    try:
+        record = read_json_object(found)
+    except ValueError as err:
+        return f"{err}: the run's judge cannot be checked against {export}"
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    judge_ref = config.get("judge") if isinstance(config.get("judge"), str) else ""
+    recorded = record.get("weights_fingerprint")
+    recorded = recorded if isinstance(recorded, str) and recorded else None
+    # No judge named: its URL came from an environment variable (base_url_env), an endpoint as well.
+    served = not judge_ref or judge_ref.startswith(("http://", "https://"))
+    judged = judge_ref or f"the endpoint in ${config.get('base_url_env') or 'base_url_env'}"
+    if recorded is None:
+        return (f"{run_dir}: the run records no weights fingerprint (judge {judged}; an older judge-eval run, or a "
+                f"server other than judge-serve, records none), so its judge cannot be checked against {export}")
+    try:
+        current = export_weights_fingerprint(export)
+    except (ValueError, OSError) as err:
+        return f"{export}: its weights fingerprint cannot be computed ({err}), so the run {run_dir} cannot be checked"
+    if current == recorded:
+        return None
+    if served:  # the endpoint may serve a copy on another machine: other modification times, the same weights
+        return (f"{run_dir}: the run asked an endpoint ({judged}) serving weights with fingerprint {_short(recorded)}, "
+                f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this export")
+    todo = f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score"
+    if Path(judge_ref).is_absolute() and Path(judge_ref).resolve() == export.resolve():
+        raise ValueError(f"{run_dir}: the run judged {export}, which was retrained (its weights files rewritten) "
+                         f"since: weights fingerprint {_short(recorded)} then, {_short(current)} now; {todo}")
+    raise ValueError(f"{run_dir}: the run judged {judge_ref} (weights fingerprint {_short(recorded)}), not {export} "
+                     f"({_short(current)}; the fingerprint is of the weights files' names, sizes and modification "
+                     f"times, so a copy made without cp -p differs too); {todo}")
+
+
 def _evaluation(metrics: Metrics, source: str) -> list[str]:
     """The evaluation section from a ``metrics.json`` of ``judge-eval score``."""
     out = ["## Evaluation", "",
@@ -147,7 +215,8 @@ def _evaluation(metrics: Metrics, source: str) -> list[str]:
 
 
 def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, eval_run: str | Path | None = None,
-                license: str = DEFAULT_LICENSE, name: str | None = None) -> str:  # noqa: A002 - the hub's key
+                license: str = DEFAULT_LICENSE, name: str | None = None,  # noqa: A002 - the hub's key
+                warn: Callable[[str], None] | None = None) -> str:
     """The model card of an export folder.
 
     Args:
@@ -157,19 +226,24 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
         eval_run: a folder scored by ``judge-eval score`` (or its ``metrics.json``) to report.
         license: the hub's ``license`` field.
         name: the model's name in the title and the serve commands; default: the run's folder name.
+        warn: called with a line when ``eval_run``'s judge cannot be checked against the export (default: logged).
 
     Raises:
         FileNotFoundError: the folder has no ``pollux_judge.json`` (not an export of judge-train), or ``eval_run``
-            has no ``metrics.json``.
-        ValueError: a ``run_json`` given that is not there, a JSON file that does not parse, or one that is not a
-            ``metrics.json`` of ``judge-eval score`` (a missing or unreadable field, named).
+            is not there or has no ``metrics.json``.
+        ValueError: a ``run_json`` given that is not there, a JSON file that does not parse, one that is not a
+            ``metrics.json`` of ``judge-eval score`` (a missing or unreadable field, named), or an ``eval_run``
+            whose run.json records judge-serve's fingerprint of other weights than the export's.
     """
     export = Path(export_dir)
     if not export.is_dir():  # "no pollux_judge.json" sent a mistyped path's user looking inside a folder not there
         raise FileNotFoundError(f"{export}: no such folder" if not export.exists() else
                                 f"{export}: a file, not a folder; give the export folder (holding {EXPORT_MANIFEST})")
     if not (export / EXPORT_MANIFEST).is_file():
-        raise FileNotFoundError(f"{export}: no {EXPORT_MANIFEST}; not a judge-train export")
+        # a judge-train run folder: its judge is in export/ (judge-serve and judge-eval say the same)
+        hint = (f"; its judge is {export / 'export'} (pass that folder)"
+                if (export / "export" / EXPORT_MANIFEST).is_file() else "")
+        raise FileNotFoundError(f"{export}: no {EXPORT_MANIFEST}; not a judge-train export{hint}")
     manifest = read_manifest(export)
     # A card without a training record says "not recorded"; a run.json the caller named and mistyped is refused.
     missing_ok = run_json is None
@@ -284,8 +358,14 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
     out.append("")
     if eval_run is not None:
         metrics_path = Path(eval_run)
+        if not metrics_path.exists():  # "no metrics.json; score the run first" sent a mistyped path's user scoring
+            raise FileNotFoundError(f"{metrics_path}: no such {'file' if metrics_path.suffix == '.json' else 'folder'}")
         metrics_path = metrics_path / "metrics.json" if metrics_path.is_dir() else metrics_path
-        out += _evaluation(_read_metrics(metrics_path), str(metrics_path.parent))
+        metrics = _read_metrics(metrics_path)
+        unchecked = _check_run_judge(export, metrics_path, metrics)
+        if unchecked:
+            (warn or logger.warning)(unchecked)
+        out += _evaluation(metrics, str(metrics_path.parent))
     else:
         out += ["## Evaluation", "", "Not evaluated yet. Judge and score the POLLUX test, then rewrite this card:",
                 "", "```bash", f"judge-eval run --judge {model_path} --data TEST.jsonl --out runs/eval/{name}",
@@ -358,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = ExactArgumentParser(prog="judge-train card", description=__doc__.split("\n\n")[0],
                                      epilog="example: judge-train card --export runs/x/export --run runs/eval/x. "
                                      "Without --run, figures an earlier --run wrote are kept. Exit codes: 0 the card "
-                                     "written; 2 a missing or unreadable export, run or run.json.")
+                                     "written; 2 a missing or unreadable export, run or run.json, or a run that "
+                                     "judged other weights.")
     parser.add_argument("--export", required=True, help="the export folder (holding pollux_judge.json)")
     parser.add_argument("--run", default=None, help="a folder scored by `judge-eval score` whose figures to include")
     parser.add_argument("--run-json", default=None, help="the training run.json (default: the export's own)")
@@ -369,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         # Without --run the card keeps the figures an earlier --run wrote into it (they describe the same weights).
         kept = None if args.run else evaluation_section(args.export)
         path = write_card(args.export, run_json=args.run_json, eval_run=args.run, license=args.license, name=args.name,
-                          kept_evaluation=kept, kept_note=None)
+                          kept_evaluation=kept, kept_note=None,
+                          warn=lambda line: print(f"judge-train card: warning: {line}", file=sys.stderr))
     except (FileNotFoundError, ValueError) as err:
         print(f"judge-train card: error: {err}", file=sys.stderr)
         return 2
