@@ -256,7 +256,8 @@ def held_root(out: Path, n_written: int, root: str | None, judge_ref: str, askin
                       "--overwrite, or use another --out")
 
 
-def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_ref: str, asking: bool) -> str | None:
+def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_ref: str, asking: bool,
+                     held_by: str = "serves") -> str | None:
     """The ``weights_fingerprint`` this launch records in run.json (what a judge-serve's model entry says identifies
     the weights it serves), held to the one the ``n_written`` verdicts already in ``out`` were asked of. A judge
     retrained into the same folder and served again under the same name differs from the first in nothing else:
@@ -264,6 +265,8 @@ def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_r
     not re-judged: the run keeps a folder to one judge's verdicts, and which to keep is the user's choice. A server
     that gives none (any OpenAI server; a judge-serve over an attached engine) resumes as before, with a note; a
     folder that recorded none holds nothing to compare. The recorded one is kept where this launch has none.
+    ``held_by``: how ``judge_ref`` has the weights, for the message ("serves"; "holds" for a checkpoint folder read
+    before any server starts).
 
     Raises:
         ConfigError: a launch that would ask the judge finds other weights served than the recorded ones (naming
@@ -280,7 +283,7 @@ def held_fingerprint(out: Path, n_written: int, fingerprint: str | None, judge_r
     if not asking or fingerprint is None:
         return earlier
     raise ConfigError(f"judge: the {n_written} verdicts already in {out} were asked of weights with fingerprint "
-                      f"{earlier}, but {judge_ref} now serves weights with fingerprint {fingerprint} (retrained or "
+                      f"{earlier}, but {judge_ref} now {held_by} weights with fingerprint {fingerprint} (retrained or "
                       "replaced in place): start again with --overwrite, or use another --out, or resume against the "
                       "weights that started the folder")
 

@@ -80,7 +80,7 @@ from eval.judging.run_settings import clear_score_outputs, resolved_paths, run_k
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
                                    selected_pairs)
 from judge.plumbing.api_keys import client_api_key
-from judge.checkpoints import is_hub_id
+from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.message_content import without_lone_surrogates
@@ -205,6 +205,23 @@ async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPol
     """The backend's outcomes, retrying transient failures by ``policy`` (``Retry-After`` honoured); a batch that
     still fails (or is refused) gets ``request_failed`` rows, retried by the next run."""
     return (await _judged(backend, batch, policy))[0]
+
+
+def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunConfig) -> None:
+    """``held_fingerprint`` for a judge-train export on this machine, before any server starts: the weights
+    fingerprint judge-serve will give for it (``judge.checkpoints.export_weights_fingerprint``) is known from the
+    folder alone. A judge retrained into the same folder, its run then rerun into the same --out, was found only
+    after a server had started for it (a minute on a CPU), and not at all when every item was already judged: the
+    old verdicts were kept as the new judge's, silently.
+
+    Raises:
+        ConfigError: the verdicts already in ``out`` were asked of other weights (``held_fingerprint``'s message).
+    """
+    folder = Path(judge_ref)
+    served_otherwise = "--generator-model" in map(str, config.server_args) or config.server == "vllm"
+    if not n_written or served_otherwise or not (folder / EXPORT_MANIFEST).is_file():
+        return  # nothing to hold; a fingerprint judge-serve would not give (vLLM gives none); not an export
+    held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds")
 
 
 async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:
@@ -445,6 +462,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             # A resume serves the checkpoint under the name its verdicts were asked of (the run key holds its path):
             # a folder started before exports were served as their run still names them "export".
             name = config.model or (earlier_model(out) if n_written else None) or served_name(judge_ref)
+            _hold_local_weights(out, n_written, judge_ref, config)
             if not todo:
                 base_url, model = "", name  # nothing to do: no server needed
             else:

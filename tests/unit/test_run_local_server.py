@@ -133,3 +133,55 @@ def test_an_export_is_served_as_its_run_and_a_folder_judged_as_export_resumes(tm
     assert names == ["export"]  # the resume keeps the name its verdicts were asked of
     rows = read_predictions(old)
     assert len(rows) == 4 and {r["judge"] for r in rows} == {"export"}
+
+
+def _served_export(tmp_path):
+    """``_export`` made a judge-train export (its manifest) with a weights file, and a ``local_server`` stand-in
+    whose judge-serve entry gives the weights fingerprint judge-serve gives for it, recording each start."""
+    from judge.checkpoints import export_weights_fingerprint, write_manifest
+
+    export = _export(tmp_path)
+    write_manifest(export, "seq2seq", generator=".", verdict_format="tagged")
+    (export / "model.safetensors").write_bytes(b"weights one")
+    starts: list = []
+
+    @contextlib.contextmanager
+    def fake(checkpoint, config, out, name=None):
+        starts.append(name)
+        entry = {"id": name, "object": "model", "max_model_len": 4096,
+                 "weights_fingerprint": export_weights_fingerprint(checkpoint)}
+        with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]"), model=name,
+                              respond_get=lambda path: (200, {"object": "list", "data": [entry]})) as server:
+            yield server.base_url, name
+
+    return export, fake, starts
+
+
+def test_a_judge_retrained_in_place_is_refused_before_its_server_starts(tmp_path, monkeypatch, capsys):
+    """The quickstart's judge retrained into the same folder, then the same `judge-eval run` into the same --out:
+    with every item judged, the old verdicts were kept as the new judge's (exit 0, "written": 0), and with some left
+    a server was started for a minute before the resume was refused. The export's fingerprint is read from the
+    folder first: refused at once, no server started."""
+    export, fake, starts = _served_export(tmp_path)
+    monkeypatch.setattr(run_module, "local_server", fake)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    assert main(_args(export, data, out)) == 0
+    recorded = json.loads((out / "run.json").read_text())["weights_fingerprint"]
+    assert main(_args(export, data, out)) == 0 and len(starts) == 1  # the same weights, all judged: kept, no start
+
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")
+    from judge.checkpoints import export_weights_fingerprint
+
+    now = export_weights_fingerprint(export)
+    said = (f"judge-eval run: error: judge: the 3 verdicts already in {out} were asked of weights with fingerprint "
+            f"{recorded}, but {export} now holds weights with fingerprint {now} (retrained or replaced in place): "
+            "start again with --overwrite, or use another --out, or resume against the weights that started the "
+            "folder\n")
+    capsys.readouterr()
+    assert main(_args(export, data, out)) == 2
+    assert capsys.readouterr().err == said
+    cut_predictions_to(out, 2)  # one item left to judge: refused as early, no server started for it
+    assert main(_args(export, data, out)) == 2
+    assert capsys.readouterr().err == said.replace("the 3 verdicts", "the 2 verdicts") and len(starts) == 1
+    assert main(_args(export, data, out, "--overwrite")) == 0 and len(starts) == 2
