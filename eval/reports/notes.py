@@ -83,9 +83,48 @@ def cut_scored_note(result: Metrics) -> str | None:
             f"the regression head's score, kept as POLLUX keeps it; {its} `finish_reason` is `length`.")
 
 
+def _selection_words(notes) -> str | None:
+    """What the run judged, from metrics.json's ``notes`` (``unselected_split`` and ``unselected_limit``, the flags
+    that left out an item without a prediction: ``eval.scoring.score.selected_items``), e.g. "the run judged only
+    the first 20: `--limit 20`"; None when it names neither flag."""
+    split, limit = notes.unselected_split or None, notes.unselected_limit or None
+    if split is None and limit is None:
+        return None
+    items = f"{split} items" if split else ""
+    if limit is None:
+        what = f"the {items}"
+    elif limit == 1:
+        what = f"the first {items[:-1] if items else 'item'}"
+    else:
+        what = f"the first {limit}" + (f" {items}" if items else "")
+    flags = " ".join(([f"--split {split}"] if split else []) + ([f"--limit {limit}"] if limit else []))
+    return f"the run judged only {what}: `{flags}`"
+
+
+def _why_missing(result: Metrics, missing: int) -> str:
+    """Why ``missing`` items have no prediction: left out by the run's ``--limit`` or ``--split``
+    (``notes.n_missing_unselected``, counted at scoring), predictions of a text since edited
+    (``notes.n_stale_predictions``), or else the run is unfinished; the items the selection does not explain are said
+    apart, so that a limited run still cut short is called unfinished for those alone."""
+    notes = getattr(result, "notes", None)
+    stale = getattr(notes, "n_stale_predictions", None) or 0  # data edited after the run
+    outside = getattr(notes, "n_missing_unselected", None)
+    chosen = _selection_words(notes) if outside is not None and 0 < outside <= missing else None
+    if chosen is None:
+        return f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
+    rest = missing - outside  # selected by the run, and without a prediction all the same
+    if stale:
+        return f"{chosen}; {stale} judged a text since edited; rerun `judge-eval run`"
+    if rest:
+        have = "has" if rest == 1 else "have"
+        return f"{chosen}; {rest} of those {have} none yet: the run is unfinished"
+    return chosen
+
+
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
-    prediction (an unfinished run), the experts' abstentions and the items with no expert score (``n_unlabelled``),
+    prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
+    experts' abstentions and the items with no expert score (``n_unlabelled``),
     over every item of the run: the Zero-Shot +
     Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
     their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
@@ -103,9 +142,8 @@ def run_notes(result: Metrics) -> list[str]:
         among = (f"; {unknown.n_missing} of them of a task type the taxonomy does not know"
                  if unknown is not None and unknown.n_missing else "")
         have, they = ("has", "it is") if missing == 1 else ("have", "they are")
-        stale = getattr(getattr(result, "notes", None), "n_stale_predictions", None) or 0  # data edited after the run
-        why = f"{stale} judged a text since edited; rerun `judge-eval run`" if stale else "the run is unfinished"
-        notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({why}{among}): {they} not in `n`.")
+        notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({_why_missing(result, missing)}{among}): "
+                     f"{they} not in `n`.")
     abstained = sum(c.n_abstained or 0 for c in tests)
     all_abstained = sum(c.n_all_abstained or 0 for c in tests)
     if abstained:

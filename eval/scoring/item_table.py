@@ -55,7 +55,8 @@ SPLITS = ("zero_shot", "standard", "unknown", "all")
 GROUPINGS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
 _CORRELATED = {"model", "task_type"}
 # Why an item has no score: the judge answered but the verdict did not parse, the request itself failed
-# (retried on the next `run`), or there is no prediction for it at all (the run is unfinished).
+# (retried on the next `run`), or there is no prediction for it at all (the run is unfinished, or its --limit or
+# --split left the item out).
 STATUSES = ("ok", "parse_failed", "request_failed", "missing")
 # judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
 OUT_OF_SCALE = "out_of_scale"
@@ -656,7 +657,8 @@ class _Derived:
 UNSCORED_REASONS = ("no_prediction", "request_failed", "parse_failed", "all_experts_abstained", "no_expert_scores",
                     "no_unique_mode")
 _REASON_TEXT = {
-    "no_prediction": "no prediction (the run is unfinished)",
+    # an unfinished run's, or one its own --limit or --split left out (the note under the summary says which)
+    "no_prediction": "no prediction (an unfinished run, or outside its --limit or --split)",
     "request_failed": "the request failed (retried by the next `run`)",
     "parse_failed": "the verdict did not parse",
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",

@@ -15,7 +15,9 @@ Files written to the output folder:
   the data was edited after the run (``stale_rows``: predictions of a text no longer there, scored as none);
   ``notes.n_off_scale`` and ``notes.off_scale_rows`` when records have an expert score off their rubric's scale
   (counted by the load, scored as given), ``notes.n_duplicate_rows`` and ``notes.duplicate_rows`` when exact
-  duplicate rows were left out; report.md and report.html say both under the summary;
+  duplicate rows were left out; report.md and report.html say both under the summary; ``notes.n_missing_unselected``
+  when items have no prediction because the run's ``--limit`` or ``--split`` left them out (``selected_items``), so
+  that the reports say so instead of calling the run unfinished;
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
@@ -175,6 +177,68 @@ def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
     raise ValueError(f"{run_dir / 'run.json'}: config.data: expected a path, got {json.dumps(data)[:80]}; pass --data")
 
 
+def refuse_ranking_folder(predictions: Path, run_dir: Path) -> None:
+    """ValueError for predictions in a folder ``judge-eval rank`` wrote (its ``bench.json``, which ``judge-eval run``
+    never writes; ``eval.ranking.compare.is_ranking_run``): its predictions are verdicts on a candidate's answers,
+    which carry no expert scores, and scoring them wrote a judge report of no items over the ranking's own
+    report.html. Refused before the predictions are read or any output is written.
+
+    Raises:
+        ValueError: ``run_dir`` holds a bench.json, saying where the ranking's results are and what to run instead.
+    """
+    from eval.ranking.compare import is_ranking_run
+
+    if is_ranking_run(run_dir):
+        where = "" if predictions == run_dir else f" (in {run_dir})"
+        raise ValueError(f"--predictions {predictions}{where}: a folder written by `judge-eval rank` (it holds "
+                         "bench.json), which scores its own verdicts: the ranking is in its report.html and "
+                         "bench.json, and `judge-eval rank` on the same --out scores it again; `judge-eval score` "
+                         "scores a folder written by `judge-eval run`")
+
+
+def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]:
+    """What the run's own selection (its run.json's ``config.split`` and ``config.limit``, ``judge-eval run``'s
+    ``--split`` and ``--limit``) left unjudged, for metrics.json's ``notes``: an item the run never meant to
+    judge has no prediction, but the run is not unfinished for it.
+
+    The run selects as ``eval.judging.run._select`` does: the records of its split, in the data's order, then the
+    first ``limit`` of them; so only when the data scored is the data the run judged (its ``config.data``) and the
+    run selected as many items as its run.json's ``n_items`` records. Any doubt (another --data, a field not as
+    ``judge-eval run`` writes it, data edited since) gives None, and the reports say what they say of any item
+    without a prediction.
+
+    Returns:
+        ``Notes``' ``n_missing_unselected`` (the items with no prediction outside the selection) with
+        ``unselected_split`` and ``unselected_limit`` (each only when it left out one of them); {} when there are
+        none.
+    """
+    import numpy as np
+
+    config = run_info.get("config")
+    if not isinstance(config, dict):
+        return {}
+    limit, split, run_data = config.get("limit") or 0, config.get("split") or "all", config.get("data")
+    if (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+            or split not in ("all", "zero_shot", "standard") or not isinstance(run_data, str) or not run_data
+            or (not limit and split == "all")):
+        return {}
+    if _absolute(data_source(run_data)) != _absolute(data):
+        return {}
+    in_split = np.ones(len(table), dtype=bool) if split == "all" else table.split == split
+    selected = np.zeros(len(table), dtype=bool)
+    selected[np.flatnonzero(in_split)[:limit or None]] = True
+    n_items = run_info.get("n_items")
+    if isinstance(n_items, int) and not isinstance(n_items, bool) and n_items != int(selected.sum()):
+        return {}  # the data is not as the run read it: its first items may not be the run's
+    outside = (table.status == "missing") & ~selected
+    if not outside.any():
+        return {}
+    flags = {"unselected_split": split} if (outside & ~in_split).any() else {}
+    if limit and (outside & in_split).any():
+        flags["unselected_limit"] = limit
+    return {**flags, "n_missing_unselected": int(outside.sum())}
+
+
 @_one_blas_thread
 def score(
     predictions: str | Path,
@@ -233,12 +297,13 @@ def score(
     from judge.plumbing.config_files import ConfigError
     from judge.plumbing.wandb_login import wandb_host_without_a_key
 
+    predictions = Path(predictions)
+    run_dir = predictions if predictions.is_dir() else predictions.parent
+    refuse_ranking_folder(predictions, run_dir)  # first: no other flag matters for a folder score cannot read
     if wandb_project and (host := wandb_host_without_a_key()) is not None:  # wandb.init would stop after the scoring
         raise ConfigError(f"--wandb-project {wandb_project}: no W&B API key for {host} (WANDB_API_KEY, or `wandb "
                           "login`'s .netrc entry) and WANDB_MODE is not set; set WANDB_API_KEY, or WANDB_MODE=offline "
                           "to log locally, or leave --wandb-project out")
-    predictions = Path(predictions)
-    run_dir = predictions if predictions.is_dir() else predictions.parent
     run_info = read_provenance(run_dir, missing_ok=True)
     config = run_info.get("config") if isinstance(run_info.get("config"), dict) else {}
     data_from_run = not data
@@ -269,6 +334,7 @@ def score(
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
     rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
+    selection = selected_items(run_info, table, data)
     if notes["n_unknown_ids"]:
         import pyarrow.compute as pc
 
@@ -299,7 +365,8 @@ def score(
         validity=validity_section(table, target, tests, validity), data=_absolute(data),
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in
-        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **_load_notes(load_report)),
+        notes=Notes(**notes, **({"n_stale_predictions": n_stale} if n_stale else {}), **_load_notes(load_report),
+                    **selection),
         # POLLUX's evaluator reads "[RESULT] n" tags: a judge that answers with a bare integer (Pollux-4B-Judge)
         # would read as 0 % format accuracy under a title that presents it as POLLUX's figure. Left out; the
         # report says why. A run with a regression head's scores gets None from pollux_official itself (no POLLUX

@@ -418,6 +418,12 @@ class Notes(_MetricsRecord):
     #: predictions of a text their item no longer has (the data edited after the run; ``eval.scoring.score.stale_rows``):
     #: left out, so their items are among the ones without a prediction (``n_missing``)
     n_stale_predictions: int | None = optional_field()
+    #: items with no prediction that the run never selected: beyond its ``--limit``, or outside its ``--split``
+    #: (``eval.scoring.score.selected_items``); unselected_split / unselected_limit: the run's flags that left them
+    #: out, each only when it left out one of them. The reports call the run unfinished only for the rest.
+    n_missing_unselected: int | None = optional_field()
+    unselected_split: str | None = optional_field()
+    unselected_limit: int | None = optional_field()
     #: records whose expert score or aggregate lies outside their rubric's scale (the load's
     #: ``judge.records.LoadReport.n_off_scale``): scored as given, against that reference
     n_off_scale: int | None = optional_field()
