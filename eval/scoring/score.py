@@ -201,11 +201,10 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
     ``--split`` and ``--limit``) left unjudged, for metrics.json's ``notes``: an item the run never meant to
     judge has no prediction, but the run is not unfinished for it.
 
-    The run selects as ``eval.judging.run._select`` does: the records of its split, in the data's order, then the
-    first ``limit`` of them; so only when the data scored is the data the run judged (its ``config.data``) and the
-    run selected as many items as its run.json's ``n_items`` records. Any doubt (another --data, a field not as
-    ``judge-eval run`` writes it, data edited since) gives None, and the reports say what they say of any item
-    without a prediction.
+    ``judge-eval run`` selects the records of its split, in the data's order, then the first ``limit`` of them; so
+    only when the data scored is the data the run judged (its ``config.data``) and the run selected as many items as
+    its run.json's ``n_items`` records. Any doubt (another --data, a field not as ``judge-eval run`` writes it, data
+    edited since) gives {}, and the reports say what they say of any item without a prediction.
 
     Returns:
         ``Notes``' ``n_missing_unselected`` (the items with no prediction outside the selection) with

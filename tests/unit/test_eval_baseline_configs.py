@@ -20,7 +20,7 @@ BASELINES = {
     "m-prometheus-14b.yaml": ("Unbabel/M-Prometheus-14B", "en", "chat", "http://127.0.0.1:8000/v1"),
 }
 # the POLLUX judges themselves get the Russian prompt of Appendix M.1
-POLLUX = {"pollux-serve.yaml": "ru", "local-cpu.yaml": "ru"}
+POLLUX = {"pollux-serve.yaml": "ru", "local-cpu.yaml": "ru", "tiny-cpu.yaml": "ru"}
 
 
 def test_every_shipped_eval_config_is_pinned_here():
