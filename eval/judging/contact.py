@@ -122,6 +122,13 @@ def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = 
             raise EndpointUnusable(f"{what} at {base_of(base_url)} lists no models; name one with --model")
         model = str(models[0]["id"])
     found = next((m for m in models if m.get("id") == model), None)
+    if found is None and models:
+        # Said, not refused: some APIs serve an alias their list does not hold. A name the server does not serve
+        # otherwise showed only as each request's refusal in predictions.jsonl, or as a stop after three of them.
+        listed = [str(m.get("id")) for m in models]
+        shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
+        log.warning("%s at %s does not list the model %r (it lists %s): its requests may be refused; --model names "
+                    "the model to ask", what, base_of(base_url), model, shown)
     if entry is not None and isinstance(found, dict):
         entry.update(found)
     return model, ModelLimits.from_entry(found)

@@ -115,6 +115,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     for batch in batches:  # in prefix order: workers take them in that order
         queue.put_nowait(batch)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0, "cut_scored": 0}
+    first_failed: list[PredictionRow] = []  # said at the end: the reasons are otherwise only in the file's rows
     bar = tqdm(total=len(records), desc=f"judging ({backend.name})", unit="item", disable=not config.progress)
     journal = JournalWriter(path)
     policy = retry_policy(config)
@@ -135,6 +136,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
             counts["written"] += 1
             if row.error == REQUEST_FAILED:
                 counts["request_failed"] += 1
+                first_failed[:] = first_failed or [row]
             elif not row.parse_ok:
                 counts["parse_failed"] += 1
             counts["cut_scored"] += is_scored_cut(row)
@@ -187,6 +189,12 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
         raise first.keep_held(write, f"the judge ({backend.name})", len(batches) - queue.qsize(), len(batches))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them after the items never sent
         raise failing.error(f"the judge ({backend.name})", policy.max_retries, len(batches) - queue.qsize(), len(batches))
+    if first_failed:
+        row = first_failed[0]
+        n = counts["request_failed"]
+        log.warning("%d request%s failed (the first written, item %s: %s): each is a row of %s with its reason, and a "
+                    "rerun into the same --out asks them again", n, "" if n == 1 else "s", row.id, short(row.reason),
+                    path)
     return counts
 
 

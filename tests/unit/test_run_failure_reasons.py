@@ -1,0 +1,53 @@
+"""What `judge-eval run` says when its requests fail: a --model its server does not list is warned of at the first
+contact, and a run that ends with failed requests says how many and the first one's reason on stderr, where before
+the reason was only in predictions.jsonl's rows and the console showed `"request_failed": 3` and exit 3."""
+
+from __future__ import annotations
+
+import re
+
+import judge
+from eval.cli import main
+from tests.support.eval_cli import run_args
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+#: vLLM's answer to a chat request naming a model it does not serve.
+NOT_FOUND = {"error": {"message": "The model `other` does not exist.", "type": "NotFoundError", "param": None,
+                       "code": 404}}
+
+
+def _server() -> ScriptedEndpoint:
+    """A vLLM-like server serving `tiny-seq2seq`: chat requests for another model are refused with vLLM's 404."""
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        if body["model"] != "tiny-seq2seq":
+            return 404, NOT_FOUND
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] 1 [END]", body["model"])
+
+    entry = {"id": "tiny-seq2seq", "object": "model", "max_model_len": 4096}
+    return ScriptedEndpoint(respond, respond_get=lambda path: (200, {"object": "list", "data": [entry]}))
+
+
+def test_a_model_the_server_does_not_list_is_warned_of_and_the_failures_reason_said(tmp_path, caplog):
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _server() as server:
+        assert main(run_args(server.base_url, data, out, "--model", "other", "--max-retries", "0")) == 3
+    err = caplog.text
+    assert (f"the judge at {server.base_url} does not list the model 'other' (it lists tiny-seq2seq): its requests "
+            "may be refused; --model names the model to ask") in err
+    ids = "|".join(record.id for record in judge.load_records(data))  # the two requests are in flight together
+    said = (rf"2 requests failed \(the first written, item ({ids}): HTTP 404: Error code: 404 - The model `other` does "
+            rf"not exist\.\): each is a row of {re.escape(str(out / 'predictions.jsonl'))} with its reason, and a "
+            "rerun into the same --out asks them again")
+    assert re.search(said, err), err
+    assert "Traceback" not in err
+
+
+def test_a_run_whose_requests_all_answered_says_nothing_of_failures(tmp_path, caplog):
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    with _server() as server:
+        assert main(run_args(server.base_url, data, tmp_path / "run", "--model", "tiny-seq2seq")) == 0
+    err = caplog.text
+    assert "requests failed" not in err and "does not list the model" not in err
