@@ -63,6 +63,10 @@ class ConfigError(ValueError):
     """A configuration that cannot run: a missing file, an unknown key, a wrong type or an impossible value."""
 
 
+#: The most lines of usage an argparse error keeps above its message (``ExactArgumentParser.error``).
+_SHORT_USAGE_LINES = 4
+
+
 class ExactArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` that takes long options only as spelt in full (``allow_abbrev=False``).
 
@@ -102,13 +106,18 @@ class ExactArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> typing.NoReturn:
         """As argparse's, except for unrecognized options: one line with the closest option of the command that was
-        run, not a usage of forty lines above ``unrecognized arguments`` (a mistyped ``--dat`` for ``--data``)."""
+        run, not a usage of forty lines above ``unrecognized arguments`` (a mistyped ``--dat`` for ``--data``); and
+        any other error of a command whose usage runs past ``_SHORT_USAGE_LINES`` lines is one line too (a bad
+        ``--learning-rate abc`` printed 38 lines of judge-train's usage above it), naming ``--help``."""
         import difflib
         import sys
 
         prefix = "unrecognized arguments: "
         if not message.startswith(prefix):
-            super().error(message)
+            if self.format_usage().count("\n") <= _SHORT_USAGE_LINES:
+                super().error(message)
+            print(f"{self.prog}: error: {message}; `{self.prog} --help` lists the options", file=sys.stderr)
+            sys.exit(2)
         command = self._command_run()
         options = [s for parser in {self, command} for s in parser._option_string_actions if s.startswith("--")]
         said, passed_on = [], False

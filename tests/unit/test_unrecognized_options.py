@@ -70,3 +70,19 @@ def test_judge_train_with_a_mistyped_data_flag():
     assert done.returncode == 2
     assert done.stderr == ("judge-train run: error: unrecognized arguments: --dat (did you mean --data?) sample; "
                            "`judge-train run --help` lists the options\n")
+
+
+def test_another_error_of_a_command_with_a_long_usage_is_one_line(capsys):
+    """judge-train's usage runs to 38 lines: a bad value (`--learning-rate abc`) printed all of them above its one
+    line of error. A usage past a few lines is left out, the error naming --help instead; a short one is kept (the
+    test above)."""
+    from judge.plumbing.config_files import ExactArgumentParser
+
+    parser = ExactArgumentParser(prog="long")
+    for k in range(30):
+        parser.add_argument(f"--option-number-{k}", type=int)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--option-number-3", "x"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("long: error: argument --option-number-3: invalid int value: 'x'; "
+                                       "`long --help` lists the options\n")
