@@ -127,8 +127,8 @@ def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = 
         # otherwise showed only as each request's refusal in predictions.jsonl, or as a stop after three of them.
         listed = [str(m.get("id")) for m in models]
         shown = ", ".join(listed[:5]) + (", ..." if len(listed) > 5 else "")
-        log.warning("%s at %s does not list the model %r (it lists %s): its requests may be refused; --model names "
-                    "the model to ask", what, base_of(base_url), model, shown)
+        log.warning("%s at %s does not list the model %r (it lists %s): its requests may be refused", what,
+                    base_of(base_url), model, shown)
     if entry is not None and isinstance(found, dict):
         entry.update(found)
     return model, ModelLimits.from_entry(found)

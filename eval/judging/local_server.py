@@ -37,14 +37,21 @@ _CPU_HINT = re.compile(r"start it with --config (\S+)")
 _TRACEBACK_END = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+$")
 
 
-def start_failure_reason(log: str) -> str:
-    """Why a judge server that exited while starting did, in one line, from the end of its log: judge-serve's own
-    refusal, else its "cannot start" line (with its advice to start on a CPU with the CPU config, when given), else
-    a traceback's last line; "" when the log says none of these."""
+def start_failure_reason(log: str, exit_code: int | None) -> str:
+    """Why a judge server that exited while starting with ``exit_code`` did, in one line, from the end of its log:
+    for exit code 2 (a refusal of its arguments), judge-serve's own last line; else its "cannot start" line (with
+    its advice to start on a CPU with the CPU config, when given), else a traceback's last line; "" when the log
+    says none of these, or the server did not exit (a timeout: a traceback it logged may be one it recovered from).
+
+    judge-serve also writes a few warnings as ``judge-serve: ...`` lines before its logging is set up (a key typed
+    into its settings): only a refusal's exit code makes such a line the reason."""
+    if exit_code is None:
+        return ""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if found := _OWN_REFUSAL.match(line):
-            return f"judge-serve: {found.group(1)}"
+    if exit_code == 2:
+        for line in reversed(lines):
+            if found := _OWN_REFUSAL.match(line):
+                return f"judge-serve: {found.group(1)}"
     for line in lines:
         if found := _CANNOT_START.search(line):
             hint = next((h.group(1) for h in map(_CPU_HINT.search, reversed(lines)) if h), "")
@@ -127,8 +134,10 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
             # One line and the log to read (appended to by every launch), not its tail as a traceback's message; with
             # the reason the log gives, which was one line among dozens of a traceback's.
             said = str(err).splitlines()[0].rstrip(".")
-            reason = start_failure_reason(server.log_tail(_REASON_LINES))
-            message = f"{said}{': ' + reason if reason else '.'} See its log: {out / 'server.log'}"
+            reason = start_failure_reason(server.log_tail(_REASON_LINES), err.exit_code)
+            if reason:
+                said += ": " + reason + ("" if reason.endswith((".", "?", "!")) else ".")
+            message = f"{said}{'' if reason else '.'} See its log: {out / 'server.log'}"
             # Exit code 2 is the server's usage error (judge-serve's bad configuration, argparse's bad flag): the
             # --server-args or config given to judge-eval, reported as judge-eval's own (exit 2, not 4).
             raise (ConfigError if err.exit_code == 2 else EndpointUnusable)(message) from err

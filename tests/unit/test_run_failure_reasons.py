@@ -36,7 +36,7 @@ def test_a_model_the_server_does_not_list_is_warned_of_and_the_failures_reason_s
         assert main(run_args(server.base_url, data, out, "--model", "other", "--max-retries", "0")) == 3
     err = caplog.text
     assert (f"the judge at {server.base_url} does not list the model 'other' (it lists tiny-seq2seq): its requests "
-            "may be refused; --model names the model to ask") in err
+            "may be refused") in err
     ids = "|".join(record.id for record in judge.load_records(data))  # the two requests are in flight together
     said = (rf"2 requests failed \(the first written, item ({ids}): HTTP 404: Error code: 404 - The model `other` does "
             rf"not exist\.\): each is a row of {re.escape(str(out / 'predictions.jsonl'))} with its reason, and a "

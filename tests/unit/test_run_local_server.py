@@ -68,7 +68,7 @@ def test_a_server_refusing_its_arguments_is_said_with_its_reason_and_exit_2(tmp_
     assert main(_args(_export(tmp_path), data, out, "--server-timeout-s", "60")) == 2
     assert capsys.readouterr().err == (
         "judge-eval run: error: the judge server exited with code 2 while starting: judge-serve: config file "
-        f"configs/serve/tiny-cpu.yml not found See its log: {out / 'server.log'}\n")
+        f"configs/serve/tiny-cpu.yml not found. See its log: {out / 'server.log'}\n")
 
 
 #: The end of judge-serve's log when its engine failed to start on a CPU without the CPU config (abridged from a real
@@ -90,15 +90,19 @@ INFO:     Shutting down
 def test_the_reason_a_server_gives_is_read_from_its_log():
     from eval.judging.local_server import start_failure_reason
 
-    assert start_failure_reason(_CPU_START_LOG) == (
+    assert start_failure_reason(_CPU_START_LOG, 1) == (
         "judge-serve cannot start: generator engine exited with code 1 while starting; on a CPU, give judge-serve its "
         "CPU config: --server-args '[\"--config\", \"configs/serve/tiny-cpu.yaml\"]'")
     usage = "usage: judge-serve [-h] ...\njudge-serve: error: unrecognized arguments: --enforce-eagr\n"
-    assert start_failure_reason(usage) == "judge-serve: unrecognized arguments: --enforce-eagr"
+    assert start_failure_reason(usage, 2) == "judge-serve: unrecognized arguments: --enforce-eagr"
+    # judge-serve's early warning (a key typed into its settings) is no reason unless the exit code is a refusal's
+    warned = "judge-serve: an API key typed into the settings (--api-key, api_key:) is visible\n" + _CPU_START_LOG
+    assert start_failure_reason(warned, 1) == start_failure_reason(_CPU_START_LOG, 1)
     # vLLM's own server: its traceback's last line
     traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: max_model_len 9000 > 4096\n"
-    assert start_failure_reason(traceback) == "ValueError: max_model_len 9000 > 4096"
-    assert start_failure_reason("ERROR: no accelerator for this engine\n") == ""  # no reason it can tell: none
+    assert start_failure_reason(traceback, 1) == "ValueError: max_model_len 9000 > 4096"
+    assert start_failure_reason(traceback, None) == ""  # timed out, still running: a traceback it may have survived
+    assert start_failure_reason("ERROR: no accelerator for this engine\n", 1) == ""  # no reason it can tell: none
 
 
 def _scripted_local_server(names: list, serve_as: str | None = None):
@@ -185,3 +189,29 @@ def test_a_judge_retrained_in_place_is_refused_before_its_server_starts(tmp_path
     assert main(_args(export, data, out)) == 2
     assert capsys.readouterr().err == said.replace("the 3 verdicts", "the 2 verdicts") and len(starts) == 1
     assert main(_args(export, data, out, "--overwrite")) == 0 and len(starts) == 2
+
+
+def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(tmp_path, monkeypatch, capsys):
+    """judge-serve given a generating model of its own (any spelling of --generator-model, or generator_model: in
+    its --config) fingerprints that model, not the export's generator/: the export's own fingerprint would refuse a
+    resume of the very weights it served, as "retrained". Such a resume is left to the check after the server
+    starts; with every item judged, it resumes."""
+    from eval.judging.run import _names_generator
+
+    config = tmp_path / "serve.yaml"
+    config.write_text("generator_model: /elsewhere/generator\n")
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("enforce_eager: true\n")
+    for args in (["--generator-model", "X"], ["--generator-model=X"], ["--generator_model", "X"],
+                 ["--config", str(config)], [f"--config={config}"], ["--config", str(tmp_path / "missing.yaml")]):
+        assert _names_generator(args), args
+    assert not _names_generator(["--config", str(plain), "--enforce-eager"]) and not _names_generator([])
+
+    export, fake, starts = _served_export(tmp_path)
+    monkeypatch.setattr(run_module, "local_server", fake)
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    argv = _args(export, data, out, "--server-args", json.dumps(["--generator-model=/elsewhere/generator"]))
+    assert main(argv) == 0
+    (export / "model.safetensors").write_bytes(b"weights two, retrained")  # not what that server fingerprinted
+    assert main(argv) == 0 and len(starts) == 1  # all judged: nothing to ask, nothing started, not refused
