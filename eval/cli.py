@@ -1,8 +1,7 @@
 """judge-eval: run a judge over expert-labelled POLLUX records, score it, compare checkpoints; MERA tasks.
 
     judge-eval run --judge http://127.0.0.1:8000/v1 --data DATA.jsonl --out runs/judge-a
-    judge-eval run --judge CHECKPOINT_DIR --out runs/judge-b --config configs/eval/local-cpu.yaml   (on a CPU)
-    judge-eval run --judge runs/tiny-seq2seq/export --out runs/eval/tiny --config configs/eval/tiny-cpu.yaml
+    judge-eval run --judge CHECKPOINT_DIR --out runs/judge-b --config configs/eval/local-cpu.yaml  (CPU; tiny: tiny-cpu)
     OPENAI_BASE_URL=https://api.openai.com/v1 judge-eval run --config configs/eval/gpt-4o.yaml --data DATA.jsonl --out runs/gpt-4o
     judge-eval score --predictions runs/judge-a --data DATA.jsonl --out runs/judge-a
     judge-eval compare runs/judge-a runs/judge-b [runs/gpt-4o ...] --out runs/compare
