@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from pathlib import Path
 
 import judge
 from eval.cli import main
@@ -36,16 +37,23 @@ def _args(export, data, out, *extra):
             "32", "--backoff-s", "0.01", *extra]
 
 
-def test_a_local_server_that_exits_is_one_line_naming_its_log_and_exit_4(tmp_path, monkeypatch, capsys):
-    argv_file = tmp_path / "argv.json"
+def _failing_judge_serve(tmp_path, monkeypatch, body: str) -> tuple[list[str], Path]:
+    """judge-serve as a script of ``body`` (what it prints, and its exit), and ``judge-eval run``'s arguments for a
+    run of two sample items through it into ``tmp_path / "run"``, with that folder."""
     script = tmp_path / "judge_serve.py"
-    script.write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
-                      "print('ERROR: no accelerator for this engine', file=sys.stderr)\nsys.exit(1)\n")
+    script.write_text("import json, sys\n" + body)
     monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: [sys.executable, str(script)])
     data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
     out = tmp_path / "run"
+    return _args(_export(tmp_path), data, out, "--server-timeout-s", "60"), out
+
+
+def test_a_local_server_that_exits_is_one_line_naming_its_log_and_exit_4(tmp_path, monkeypatch, capsys):
+    argv_file = tmp_path / "argv.json"
+    argv, out = _failing_judge_serve(tmp_path, monkeypatch, f"json.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+                                     "print('ERROR: no accelerator for this engine', file=sys.stderr)\nsys.exit(1)\n")
     capsys.readouterr()
-    assert main(_args(_export(tmp_path), data, out, "--server-timeout-s", "60")) == 4
+    assert main(argv) == 4
     err = capsys.readouterr().err
     assert err.startswith("judge-eval run: error: the judge server exited with code 1 while starting.")
     assert err.rstrip("\n").endswith(f"See its log: {out / 'server.log'}") and err.count("\n") == 1, err
@@ -57,15 +65,11 @@ def test_a_server_refusing_its_arguments_is_said_with_its_reason_and_exit_2(tmp_
     """judge-serve refusing the --server-args it was given (a config file not found, a misspelt flag) exits 2 with
     one line saying why, which judge-eval reported only as "exited with code 2 ... See its log" among 89 lines of
     log: now that line is in judge-eval's own, and the exit code is 2 (the arguments given), not 4."""
-    script = tmp_path / "judge_serve.py"
-    script.write_text("import sys\nprint('INFO starting', file=sys.stderr)\n"
-                      "print('judge-serve: config file configs/serve/tiny-cpu.yml not found', file=sys.stderr)\n"
-                      "sys.exit(2)\n")
-    monkeypatch.setattr(local_server_module, "_judge_serve_command", lambda: [sys.executable, str(script)])
-    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
-    out = tmp_path / "run"
+    argv, out = _failing_judge_serve(tmp_path, monkeypatch, "print('INFO starting', file=sys.stderr)\n"
+                                     "print('judge-serve: config file configs/serve/tiny-cpu.yml not found', "
+                                     "file=sys.stderr)\nsys.exit(2)\n")
     capsys.readouterr()
-    assert main(_args(_export(tmp_path), data, out, "--server-timeout-s", "60")) == 2
+    assert main(argv) == 2
     assert capsys.readouterr().err == (
         "judge-eval run: error: the judge server exited with code 2 while starting: judge-serve: config file "
         f"configs/serve/tiny-cpu.yml not found. See its log: {out / 'server.log'}\n")

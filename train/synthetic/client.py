@@ -156,14 +156,17 @@ class EndpointWatch:
         """One ``GET /models``, no retry, connecting for at most ``_PROBE_CONNECT_S``: why the endpoint cannot be
         reached now (nothing answered, or a 5xx or 429), else None. It stops nothing and is not the first contact,
         which the first request still makes with its retries: the server may be up by then."""
-        ep = self.endpoint
         try:
-            list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
-                        policy=RetryPolicy(max_retries=0), bound_flag="",
-                        timeout=httpx.Timeout(_PROBE_READ_S, connect=_PROBE_CONNECT_S))
+            self._models(RetryPolicy(max_retries=0), httpx.Timeout(_PROBE_READ_S, connect=_PROBE_CONNECT_S))
         except EndpointUnusable as err:
-            return err if err.status is None or retryable_status(err.status) else None
+            return err if _unreachable(err) else None
         return None
+
+    def _models(self, policy: RetryPolicy, timeout: float | httpx.Timeout = 30) -> list[dict]:
+        """The endpoint's ``GET /models`` (``list_models``), as the probe and the first contact ask it."""
+        ep = self.endpoint
+        return list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
+                           policy=policy, bound_flag="", timeout=timeout)
 
     def after_request(self, result: ChatResult, policy: RetryPolicy) -> None:
         """Count one request sent and finished (``result.outage``); the streak's stop holds back the next ones."""
@@ -181,10 +184,9 @@ class EndpointWatch:
     def _first_contact(self, policy: RetryPolicy) -> EndpointUnusable | None:
         ep = self.endpoint
         try:
-            models = list_models(ep.base_url, api_key=ep.api_key, key_source=f"${ep.api_key_env}", what=self.who,
-                                 policy=policy, bound_flag="")
+            models = self._models(policy)
         except EndpointUnusable as err:
-            if err.status is None or retryable_status(err.status):  # nothing answered, or still failing
+            if _unreachable(err):
                 return err
             if err.status not in (404, 405):  # no model list at all is common; anything else is said
                 log(f"warning: {err}; asking it all the same: its requests will say whether it answers")
@@ -197,6 +199,12 @@ class EndpointWatch:
             log(f"warning: {self.what} does not list the model {ep.model!r} (it lists {shown or 'none'}): its "
                 "requests may be refused")
         return None
+
+
+def _unreachable(err: EndpointUnusable) -> bool:
+    """Whether a model list's failure says the endpoint cannot be used now: nothing answered, or a server still
+    failing (a 5xx, a 429) once the retries were spent; any other status lets the requests decide."""
+    return err.status is None or retryable_status(err.status)
 
 
 def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, list[str]]:
