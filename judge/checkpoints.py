@@ -24,6 +24,13 @@ export ``train/export.py`` writes has a manifest, so a folder without one is a r
 A judge trained by reinforcement learning also records ``trained_lengths`` (``max_length`` and
 ``max_completion_length``, the token lengths its completions were sampled under; ``checkpoint_trained_lengths``
 reads them): a reasoning judge served with less room than it learned to think in is cut before its verdict.
+
+**Which weights.** ``export_weights_fingerprint`` is what judge-serve reports for an export served alone, and
+``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
+records and checks it, judge-train card checks a run against its export.
+
+Why one module of ~520 lines: each part reads the same folder and its manifest, and each is read by serving,
+evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ __all__ = [
     "weight_files",
     "folders_fingerprint",
     "export_weights_fingerprint",
+    "names_generator_model",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -488,3 +496,26 @@ def export_weights_fingerprint(export: str | Path) -> str | None:
     root = Path(export)
     generator = read_manifest(root).get("generator")
     return folders_fingerprint([root] + ([root / str(generator)] if generator else []))
+
+
+def names_generator_model(server_args: Sequence[str]) -> bool:
+    """Whether judge-serve's arguments name a generating model of its own (``--generator-model X``, ``=X``, the
+    underscore spelling, or ``generator_model:`` in a ``--config`` file), or a config file that cannot be read to
+    tell: the weights fingerprint it serves is then not ``export_weights_fingerprint``'s. judge-eval run (whose check
+    it leaves to the server's) and judge-train card (which words its refusal by it) read them alike."""
+    import yaml
+
+    for i, arg in enumerate(map(str, server_args)):
+        flag, _, value = arg.partition("=")
+        flag = flag.replace("_", "-")
+        if flag == "--generator-model":
+            return True
+        if flag == "--config":
+            path = value or (str(server_args[i + 1]) if i + 1 < len(server_args) else "")
+            try:
+                settings = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                return True
+            if not isinstance(settings, dict) or settings.get("generator_model"):
+                return True
+    return False

@@ -12,8 +12,8 @@ package versions, and once training has finished, the steps taken and the logged
 (architecture). Nothing is invented: a field the folder does not record is written as "not recorded".
 
 ``--run`` must be a run of this export: a run whose ``run.json`` records judge-serve's weights fingerprint of other
-weights files than the export's (``judge.checkpoints.export_weights_fingerprint``: another judge, or this folder
-retrained since)
+weights files than the export's (``judge.checkpoints.export_weights_fingerprint``: another judge, this folder
+retrained since, or the export served with a generating model of its own, ``judge.checkpoints.names_generator_model``)
 is refused; a run that records none (an older run, a server other than judge-serve) or asked an endpoint URL cannot be
 checked, and the card is written with a warning saying so.
 
@@ -33,7 +33,8 @@ from typing import Any
 
 import yaml
 
-from judge.checkpoints import EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, read_manifest
+from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, names_generator_model,
+                               read_manifest)
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.config_files import read_json_object
 from judge.splits import SPLIT_TITLES, STANDARD, ZERO_SHOT
@@ -185,6 +186,12 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str 
         return (f"{run_dir}: the run asked an endpoint ({judged}) serving weights with fingerprint {_short(recorded)}, "
                 f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this export")
     todo = f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score"
+    server_args = config.get("server_args") if isinstance(config.get("server_args"), list) else []
+    if names_generator_model(server_args):  # the fingerprint is of the model given, whichever the export
+        raise ValueError(f"{run_dir}: the run's judge-serve was given a generating model of its own (server_args "
+                         f"{' '.join(map(str, server_args))}), so the rationales it scored are not {export}'s "
+                         f"as served alone: weights fingerprint {_short(recorded)}, not the export's "
+                         f"{_short(current)}; {todo}, without --generator-model")
     if Path(judge_ref).is_absolute() and Path(judge_ref).resolve() == export.resolve():
         raise ValueError(f"{run_dir}: the run judged {export}, which was retrained (its weights files rewritten) "
                          f"since: weights fingerprint {_short(recorded)} then, {_short(current)} now; {todo}")

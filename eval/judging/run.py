@@ -80,7 +80,7 @@ from eval.judging.run_settings import clear_score_outputs, resolved_paths, run_k
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
                                    selected_pairs)
 from judge.plumbing.api_keys import client_api_key
-from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id
+from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.message_content import without_lone_surrogates
@@ -228,31 +228,9 @@ def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunCo
     folder = Path(judge_ref)
     if not n_written or config.server == "vllm" or not (folder / EXPORT_MANIFEST).is_file():
         return  # nothing to hold; a server that gives no fingerprint; not an export
-    if _names_generator([str(a) for a in config.server_args]):
+    if names_generator_model(config.server_args):
         return  # judge-serve fingerprints the generating model it is given, not the export's own: its check decides
     held_fingerprint(out, n_written, export_weights_fingerprint(folder), judge_ref, asking=True, held_by="holds")
-
-
-def _names_generator(server_args: list[str]) -> bool:
-    """Whether judge-serve's arguments name a generating model of their own (``--generator-model X``, ``=X``, the
-    underscore spelling, or ``generator_model:`` in a ``--config`` file), or a config file that cannot be read to
-    tell: its fingerprint is then not ``export_weights_fingerprint``'s."""
-    import yaml
-
-    for i, arg in enumerate(server_args):
-        flag, _, value = arg.partition("=")
-        flag = flag.replace("_", "-")
-        if flag == "--generator-model":
-            return True
-        if flag == "--config":
-            path = value or (server_args[i + 1] if i + 1 < len(server_args) else "")
-            try:
-                settings = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
-                return True
-            if not isinstance(settings, dict) or settings.get("generator_model"):
-                return True
-    return False
 
 
 async def _judged(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None]:

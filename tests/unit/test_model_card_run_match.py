@@ -45,11 +45,13 @@ def _fingerprint(export: Path) -> str:
     return fingerprint
 
 
-def _scored_run(folder: Path, judge: str | None, fingerprint: str | None, mae: float = 0.4125) -> Path:
+def _scored_run(folder: Path, judge: str | None, fingerprint: str | None, mae: float = 0.4125,
+                server_args: tuple[str, ...] = ()) -> Path:
     """A run folder as `judge-eval run` then `judge-eval score` leave it: run.json naming the judge, metrics.json."""
     folder.mkdir(parents=True)
     if judge is not None:
-        record = {"job": "judge-eval run", "config": {"judge": judge, "base_url_env": "JUDGE_BASE_URL"}}
+        record = {"job": "judge-eval run",
+                  "config": {"judge": judge, "base_url_env": "JUDGE_BASE_URL", "server_args": list(server_args)}}
         if fingerprint is not None:
             record["weights_fingerprint"] = fingerprint
         (folder / "run.json").write_text(json.dumps(record), encoding="utf-8")
@@ -109,6 +111,30 @@ def test_a_run_of_the_weights_before_retraining_is_refused_as_such(tmp_path, cap
                    f"weights fingerprint {before[:12]} then, {_fingerprint(export)[:12]} now; score a run of this "
                    f"export: judge-eval run --judge {export} ..., then judge-eval score\n")
     assert not (export / "README.md").exists()
+
+
+def test_a_run_served_with_a_generating_model_of_its_own_is_refused_as_such(tmp_path, capsys):
+    """judge-serve given --generator-model fingerprints that model in place of the export's generator/: the rationales
+    the run scored came from other weights than the export serves alone, so the card refuses it, saying so (not that
+    the export was retrained). The same generator given explicitly is the export as served alone: accepted."""
+    export = _export(tmp_path / "judge", "regression")
+    other = _export(tmp_path / "other", "regression") / "generator"
+    served = weights_fingerprint(resolve_layout(export, generator_model=str(other)))
+    assert served is not None and served != _fingerprint(export)
+    run = _scored_run(tmp_path / "eval", str(export.resolve()), served,
+                      server_args=("--generator-model", str(other), "--enforce-eager"))
+    code, err = _card(export, run, capsys)
+    assert code == 2
+    assert err == (f"{ERROR}{run}: the run's judge-serve was given a generating model of its own (server_args "
+                   f"--generator-model {other} --enforce-eager), so the rationales it scored are not {export}'s as "
+                   f"served alone: weights fingerprint {served[:12]}, not the export's {_fingerprint(export)[:12]}; "
+                   f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score, without "
+                   "--generator-model\n")
+    assert not (export / "README.md").exists()
+
+    same = _scored_run(tmp_path / "same", str(export.resolve()), _fingerprint(export),
+                       server_args=(f"--generator-model={export / 'generator'}",))
+    assert _card(export, same, capsys) == (0, "")
 
 
 def test_a_run_without_a_fingerprint_is_written_with_a_warning(tmp_path, capsys):

@@ -200,7 +200,7 @@ def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(
     its --config) fingerprints that model, not the export's generator/: the export's own fingerprint would refuse a
     resume of the very weights it served, as "retrained". Such a resume is left to the check after the server
     starts; with every item judged, it resumes."""
-    from eval.judging.run import _names_generator
+    from judge.checkpoints import names_generator_model
 
     config = tmp_path / "serve.yaml"
     config.write_text("generator_model: /elsewhere/generator\n")
@@ -208,8 +208,8 @@ def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(
     plain.write_text("enforce_eager: true\n")
     for args in (["--generator-model", "X"], ["--generator-model=X"], ["--generator_model", "X"],
                  ["--config", str(config)], [f"--config={config}"], ["--config", str(tmp_path / "missing.yaml")]):
-        assert _names_generator(args), args
-    assert not _names_generator(["--config", str(plain), "--enforce-eager"]) and not _names_generator([])
+        assert names_generator_model(args), args
+    assert not names_generator_model(["--config", str(plain), "--enforce-eager"]) and not names_generator_model([])
 
     export, fake, starts = _served_export(tmp_path)
     monkeypatch.setattr(run_module, "local_server", fake)
