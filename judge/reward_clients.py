@@ -82,19 +82,21 @@ from __future__ import annotations
 
 import json
 import logging
+import numbers
 import os
 import re
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.json_reading import value_words
 from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
                                   server_message)
-from judge.rewards import (CriterionReward, Reward, RewardRule, completion_text, content_text, cut_completions,
-                           engine_refusals, label_criterion, policy_answer, prompt_opens_reasoning, reward_of)
+from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
+                           cut_completions, engine_refusals, label_criterion, policy_answer, prompt_opens_reasoning,
+                           reward_of)
 from judge.verdicts import VerdictError, format_score
 from judge.wire import JudgeResponse
 
@@ -159,6 +161,21 @@ class RewardSample:
             item["reference_answer"] = self.reference_answer
         item.update(self.task)
         return item
+
+
+def _text_or_none(value: Any, where: str) -> str | None:
+    """A sample's text field (an instruction, a reference answer) as a string, or None where it has none: None, "",
+    or a float NaN, a pandas frame's empty cell (a row built from one by hand; Arrow and parquet give None).
+
+    Raises:
+        ValueError: naming ``where``: another type (a number, a list), which judge-serve would refuse, or JSON
+            could not even carry (a NaN among other values).
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected a string or null, got {value_words(value)}")
+    return value or None
 
 
 def _task(source: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -419,7 +436,10 @@ class JudgeRewardClient:
             return _checked(httpx.post(self.url, content=data, headers=self._headers(),
                                        timeout=request_timeout(self.timeout_s)), rows, self.url)
 
-        return rewards_from_response(samples, self.retry.call(attempt), self.rule)
+        try:
+            return rewards_from_response(samples, self.retry.call(attempt), self.rule)
+        except httpx.HTTPError as err:
+            raise self._named(err)
 
     async def arewards(self, samples: Sequence[RewardSample], first: int = 0) -> list[Reward | None]:
         """The samples' rewards (one request), awaited; as ``rewards``."""
@@ -437,7 +457,17 @@ class JudgeRewardClient:
             async def attempt() -> dict[str, Any]:
                 return _checked(await client.post(self.url, content=data, headers=self._headers()), rows, self.url)
 
-            return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+            try:
+                return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+            except httpx.HTTPError as err:
+                raise self._named(err)
+
+    def _named(self, err: Exception) -> Exception:
+        """``err``, a request that still failed after the retries, with a note naming judge-serve's URL and the
+        retries' bound: httpx's own message ("[Errno 111] Connection refused") names neither, and verl shows only the
+        traceback. Its type is kept: the trl function takes it for a transient failure (no rewards this step)."""
+        err.add_note(f"judge-serve at {self.url}: still failing after the retries (max_retries={self.retry.max_retries})")
+        return err
 
 
 def _rule(rule: RewardRule | Mapping[str, Any] | None) -> RewardRule:
@@ -659,6 +689,24 @@ def _check_columns(columns: Mapping[str, Any], criteria_column: str | None, inst
             raise ValueError(f"{argument}={column!r}: trl passed no such dataset column; it passed {sorted(columns)}")
 
 
+def _end_token_ids(end_token_ids: Sequence[int | None] | None) -> frozenset[int] | None:
+    """``end_token_ids`` as a set of token ids, a None in it passed over (``tokenizer.pad_token_id`` of a tokenizer
+    without one). Refused when no id is left: every completion would be taken for one its length limit cut, and each
+    would get the failure's value, silently."""
+    if end_token_ids is None:
+        return None
+    if isinstance(end_token_ids, (str, bytes, Mapping)) or not isinstance(end_token_ids, Iterable):
+        raise ValueError(f"end_token_ids: expected a list of token ids, got {type(end_token_ids).__name__}")
+    ids = list(end_token_ids)
+    for i, token in enumerate(ids):
+        if token is not None and (isinstance(token, bool) or not isinstance(token, numbers.Integral) or token < 0):
+            raise ValueError(f"end_token_ids[{i}]: {token!r} is not a token id (a non-negative integer)")
+    if all(token is None for token in ids):
+        raise ValueError("end_token_ids: no token id in it, so no completion would end and every one would count as "
+                         "cut: pass the tokenizer's eos and pad ids and the model's generation_config eos ids, or None")
+    return frozenset(int(token) for token in ids if token is not None)
+
+
 def trl_reward_function(
     url: str,
     *,
@@ -711,8 +759,9 @@ def trl_reward_function(
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
-    ends = frozenset(end_token_ids) if end_token_ids is not None else None
+    ends = _end_token_ids(end_token_ids)
     warned_blind = contacted = False
+    watch = FailedVerdictsWatch()
 
     async def reward(prompts, completions, completion_ids=None, log_extra=None, log_metric=None,
                      **columns) -> list[float | None]:
@@ -731,11 +780,17 @@ def trl_reward_function(
         cut_rewards: dict[int, Reward] = {}
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
-            try:
-                instruction = columns[instruction_column][i] if instruction_column else _instruction(prompt)
-            except ValueError as err:
-                raise ValueError(f"prompts[{i}]: {err}") from None
-            reference = columns[reference_column][i] if reference_column else None
+            if instruction_column:
+                instruction = _text_or_none(columns[instruction_column][i], f"{instruction_column}[{i}]")
+                if instruction is None:
+                    raise ValueError(f"{instruction_column}[{i}]: no instruction (null or empty)")
+            else:
+                try:
+                    instruction = _instruction(prompt)
+                except ValueError as err:
+                    raise ValueError(f"prompts[{i}]: {err}") from None
+            reference = _text_or_none(columns[reference_column][i], f"{reference_column}[{i}]") if reference_column \
+                else None
             task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
             if fixed is not None:
                 crit = fixed
@@ -773,13 +828,16 @@ def trl_reward_function(
         failed_requests = failures = refused = 0
         for chunk, answer in zip(chunks, answers):
             if isinstance(answer, BaseException):  # transient, and still failing after the retries
-                log.warning("judge-serve gave no rewards for %d samples: %s: %s", sum(bool(s.answer) for s in chunk),
-                            type(answer).__name__, answer)
+                log.warning("judge-serve at %s gave no rewards for %d samples: %s: %s", client.url,
+                            sum(bool(s.answer) for s in chunk), type(answer).__name__, answer)
                 failed_requests += 1
                 # A sample with nothing to judge was never sent: its value is the rule's, whatever the judge does.
                 values += [None if s.answer else client.rule.empty_answer for s in chunk]
                 rationales += [f"(no judgment: {type(answer).__name__})" if s.answer else "(empty answer)" for s in chunk]
                 continue
+            failing = watch.add(answer)
+            if failing:
+                log.warning("%s: %s", name, failing)
             for r in answer:
                 values.append(_value(r, client.rule))  # None only where the rule skips
                 failures += r.failed if r is not None else 0
@@ -838,16 +896,26 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     given = {k: v for k, v in (extra_info or {}).items()
              if k in ("instruction", "criteria", "reference_answer", *TASK_FIELDS) and v is not None}
     label = _label(ground_truth)
+    if label is None and isinstance(ground_truth, str) and ground_truth.lstrip().startswith("{"):
+        # meant as a JSON label: taken for a reference answer, its instruction and criteria would be lost silently
+        try:
+            json.loads(ground_truth)
+        except ValueError as err:
+            raise ValueError(f"verl sample: ground_truth: opens with '{{' but is not valid JSON ({err}); a reference "
+                             "answer that opens so goes in extra_info['reference_answer']") from None
     source = {**{k: v for k, v in (label or {}).items() if v is not None}, **given}
     if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
         source["reference_answer"] = ground_truth
-    if not source.get("instruction"):
+    instruction = _text_or_none(source.get("instruction"),
+                                "verl sample: instruction (extra_info['instruction'] or the ground_truth label)")
+    if instruction is None:
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
     task = _task(source)
     crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)",
                      task_named=_names_task(task))
-    reference = source.get("reference_answer") or None
-    return RewardSample(str(source["instruction"]), policy_answer(solution_str), crit, reference, task)
+    reference = _text_or_none(source.get("reference_answer"),
+                              "verl sample: reference_answer (extra_info['reference_answer'] or the ground_truth label)")
+    return RewardSample(instruction, policy_answer(solution_str), crit, reference, task)
 
 
 #: The keyword arguments verl's reward managers pass a custom reward function beside ``reward_kwargs``
@@ -881,7 +949,15 @@ def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, ap
                              max_body_bytes=max_body_bytes)
 
 
+#: verl calls its reward function once per sample, each call with a client of its own: the process's failures are
+#: watched across them.
+_VERL_FAILURES = FailedVerdictsWatch()
+
+
 def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:
+    failing = _VERL_FAILURES.add([reward])
+    if failing:
+        log.warning("verl reward: %s", failing)
     return {
         "score": float(_value(reward, rule)),  # type: ignore[arg-type]
         "judge_failures": reward.failed if reward is not None else 0,

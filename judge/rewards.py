@@ -60,7 +60,7 @@ token ids end in no end id (none at all included) was cut by the length limit.
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
 
-Why one module of ~630 lines: it is the reward contract every path shares, the rule that turns verdicts into a
+Why one module of ~660 lines: it is the reward contract every path shares, the rule that turns verdicts into a
 number and the reading of what the policy answered that the rule is applied to; split, a reward path would import
 half of it from each file and the two halves' rules (what counts as an answer, what a failure is worth) would be
 read apart.
@@ -85,7 +85,7 @@ __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBIN
            "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
            "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
            "label_criterion", "content_text", "completion_text", "completion_reasoning", "cut_completions",
-           "engine_refusals"]
+           "engine_refusals", "FailedVerdictsWatch"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
@@ -532,6 +532,49 @@ def engine_refusals(reward: Reward | None) -> int:
     cannot parse and an engine refusing every long prompt give the same zeros, and only the second is the serving
     configuration's to mend (its window, a sampling value)."""
     return sum(part.failure == VerdictError.ENGINE_REFUSED for part in reward.criteria) if reward is not None else 0
+
+
+class FailedVerdictsWatch:
+    """Says when a judge's verdicts keep failing. A failed criterion is valued by the rule's ``on_failure`` (its
+    worst level by default), so a judge that cannot answer (a broken checkpoint, a window too small for its
+    rationale) gives the policy its zeros, counted in ``judge_failures`` but said nowhere a person reads. Fed each
+    request's (or trainer call's) rewards, ``add`` returns a warning line the first time every judgment of one
+    failed, and whenever ``window`` judgments have been seen of which at least ``share`` failed; None otherwise.
+    One per reward path (judge-serve's route, the trl function, verl's functions in a process), safe across threads.
+    """
+
+    def __init__(self, window: int = 100, share: float = 0.5):
+        import threading
+
+        self.window, self.share = window, share
+        self._lock = threading.Lock()
+        self._judged = self._failed = 0
+        self._first: str | None = None  # the window's first failure, "criterion: reason"
+        self._said_all_failed = False
+
+    def add(self, rewards: Sequence[Reward | None]) -> str | None:
+        parts = [part for reward in rewards if reward is not None for part in reward.criteria]
+        failed = [part for part in parts if part.failure is not None]
+        with self._lock:
+            self._judged += len(parts)
+            self._failed += len(failed)
+            if failed and self._first is None:
+                self._first = f"{failed[0].criterion}: {failed[0].failure}"
+            if parts and len(failed) == len(parts) and not self._said_all_failed:
+                self._said_all_failed = True
+                return self._said(f"all {len(parts)} judgments of one request failed")
+            if self._judged < self.window:
+                return None
+            judged, failed_n, self._judged, self._failed = self._judged, self._failed, 0, 0
+            line = self._said(f"{failed_n} of the last {judged} judgments failed") if failed_n >= self.share * judged \
+                else None
+            self._first = None
+            return line
+
+    def _said(self, what: str) -> str:
+        return (f"{what} (the first: {self._first}): each failed "
+                "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
+                "trained on the judge's failures; see judge_failures, and the judge's log")
 
 
 def normalised(score: float, scale: Scale) -> float:

@@ -86,9 +86,10 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
+from judge.plumbing.provenance import scrub_secrets
 from judge.reward_clients import label_criteria
-from judge.rewards import (END_OF_TURN_MARKERS, Reward, RewardRule, engine_refusals, policy_answer, prompt_opens_reasoning,
-                           reward_of)
+from judge.rewards import (END_OF_TURN_MARKERS, FailedVerdictsWatch, Reward, RewardRule, engine_refusals,
+                           policy_answer, prompt_opens_reasoning, reward_of)
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import ServeConfig
@@ -101,7 +102,7 @@ from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bou
                           decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
-           "install_reward_routes", "REWARD_JOURNAL", "SecretPathFilter", "admission_margin_s"]
+           "install_reward_routes", "REWARD_JOURNAL", "JOURNAL_ANSWER_CHARS", "SecretPathFilter", "admission_margin_s"]
 
 log = logging.getLogger("judge_serve")
 
@@ -276,24 +277,37 @@ def reward_key_of(config: ServeConfig) -> str:
     registered as a secret so that no run file holds it."""
     import os
 
+    from urllib.parse import quote
+
     from judge.plumbing.provenance import register_secret
 
     key = os.environ.get(config.reward_key_env, "") if config.reward_key_env else ""
     if key:
         register_secret(key)
+        register_secret(quote(key, safe=""))  # as a request's path spells it, which uvicorn's access log writes
     return key
 
 
+#: The characters of a judged answer the rewards journal keeps (``answer_chars`` gives its whole length).
+JOURNAL_ANSWER_CHARS = 2000
+
+
 class SecretPathFilter(logging.Filter):
-    """Replaces the key in ``/get_reward/<key>`` by ``<reward-key>`` in the records of the logger it is added to."""
+    """Replaces the key in ``/get_reward/<key>`` by ``<reward-key>`` in the records of the logger it is added to, and
+    the secrets this process registered (the reward key, as read and as a path writes it) wherever else they appear:
+    a mistyped route (``/get_rewards/<key>``) is answered 404 by the router, never reaching the reward route, and
+    uvicorn's access line still names its path."""
 
     _SECRET = re.compile(r"(/get_reward/)[^\s?]+")
 
+    def _masked(self, text: str) -> str:
+        return scrub_secrets(self._SECRET.sub(r"\1<reward-key>", text))
+
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(self._SECRET.sub(r"\1<reward-key>", a) if isinstance(a, str) else a for a in record.args)
-        if isinstance(record.msg, str) and "/get_reward/" in record.msg:
-            record.msg = self._SECRET.sub(r"\1<reward-key>", record.msg)
+            record.args = tuple(self._masked(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = self._masked(record.msg)
         return True
 
 
@@ -384,6 +398,7 @@ class RewardRoute:
         self.config, self.error = config, error
         self.rule = reward_rule_of(config)
         self.reward_key = reward_key_of(config)
+        self._failures = FailedVerdictsWatch()
         self._journal: JournalWriter | None = None
         # One thread of its own: the default pool also builds /v1/judge's and /get_reward's plans (tokenizing), which
         # a slow fsync would hold up; one worker also writes the requests' rows in the order they were answered.
@@ -455,6 +470,9 @@ class RewardRoute:
                                   headers=state.retry_headers(state.engines))
         latency = time.monotonic() - started
         rewards = [reward_of(r, self.rule) if r else None for r in results]
+        failing = self._failures.add(rewards)
+        if failing:  # OpenRLHF logs the counts only, beside its other metrics: the failures are said here too
+            log.warning("rewards: %s", failing)
         body_out = self._body(rewards, latency)
         await self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
@@ -641,6 +659,9 @@ class RewardRoute:
         for i, (answer, sample, reward) in enumerate(zip(answers, results, rewards)):
             rows.append({
                 "request_id": request_id, "time": now, "index": i, "latency_s": latency,
+                # What was judged, as read from the query: OpenRLHF sends no request id, so the answer is what ties
+                # a row to the trainer's sample; clipped, as a policy's answer may run to megabytes.
+                "answer": answer[:JOURNAL_ANSWER_CHARS], "answer_chars": len(answer),
                 "reward": reward.value if reward else self.rule.empty_answer,
                 "empty_answer": reward is None, "failed": reward.failed if reward else 0,
                 "gate_closed": reward.gate_closed if reward else None,

@@ -103,3 +103,19 @@ def test_a_refused_key_at_first_contact_names_the_variable(monkeypatch):
         with pytest.raises(EndpointUnusable, match=r"refused the key from \$JUDGE_SERVE_API_KEY \(HTTP 401"):
             _call(reward)
     assert endpoint.requests == []
+
+
+def test_verl_names_the_judge_url_a_request_could_not_reach():
+    """verl calls compute_score once per sample and shows its traceback: the connection error (httpx's own words name
+    no URL) carries a note naming judge-serve's URL and the retries' bound, and keeps its type."""
+    import httpx
+
+    from judge.reward_clients import compute_score
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}"
+        with pytest.raises(httpx.ConnectError) as failed:
+            compute_score("d", "Ответ", None, {"instruction": "Вопрос", "criteria": ["Креативность"]},
+                          judge_url=url, max_retries=0)
+    assert failed.value.__notes__ == [f"judge-serve at {url}/v1/judge: still failing after the retries (max_retries=0)"]

@@ -94,3 +94,20 @@ def test_a_refusal_still_names_the_batch_row_past_a_cut_completion():
         with pytest.raises(RewardRequestRefused) as refused:
             _call(reward, [[7, IM_END], [7, 8], [7, END_OF_TEXT]])
     assert refused.value.sample == 2 and refused.value.param == "samples[2].criteria[0]"
+
+
+def test_end_token_ids_without_an_id_are_refused_when_the_function_is_built():
+    """An empty end_token_ids would take every completion for a cut one, and every reward would be the failure's
+    value with no error: refused at once, naming the entry. A None beside real ids (a tokenizer without a pad id)
+    is passed over: the completion ending in the eos id is whole, and sent."""
+    for given, message in (([], r"^end_token_ids: no token id in it"), ([None], r"^end_token_ids: no token id in it"),
+                           ([IM_END, "151643"], r"^end_token_ids\[1\]: '151643' is not a token id"),
+                           ([True], r"^end_token_ids\[0\]: True is not a token id"),
+                           ([-1], r"^end_token_ids\[0\]: -1 is not a token id"),
+                           (IM_END, r"^end_token_ids: expected a list of token ids, got int")):
+        with pytest.raises(ValueError, match=message):
+            trl_reward_function("http://127.0.0.1:9", criteria=[BREVITY], end_token_ids=given)
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], retry=NO_WAIT, end_token_ids=[IM_END, None])
+        assert _call(reward, [[7, IM_END], [7, 8, 9], [7, IM_END]]) == [1.0, 0.0, 1.0]
+    assert [len(body["items"]) for _, body in endpoint.requests] == [2]

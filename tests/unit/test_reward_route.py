@@ -720,6 +720,7 @@ def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_
         append(self, *rows)
 
     monkeypatch.setattr(JournalWriter, "append", recorded)
+    monkeypatch.setattr("serve.rewards.JOURNAL_ANSWER_CHARS", 3)
     body = {"query": [PROMPT + "Весна.<|im_end|>", PROMPT + "<|im_end|>"], "prompts": [PROMPT, PROMPT],
             "labels": [{"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}] * 2}
     with _attached_judge_serve(tiny_causal_dir, monkeypatch, log_dir=str(tmp_path)) as (http, _):
@@ -730,6 +731,9 @@ def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_
     # The first answer judged 2 of 0-2 (the scripted verdict): 1.0; the second has nothing to judge: empty_answer 0.0.
     assert [(r["request_id"], r["index"], r["reward"], r["empty_answer"]) for r in rows] == [
         ("req-1", 0, 1.0, False), ("req-1", 1, 0.0, True)]
+    # the answer judged, as read from the query (OpenRLHF sends no X-Request-Id: the answer ties a row to its sample),
+    # clipped to JOURNAL_ANSWER_CHARS (3 here), its whole length beside it
+    assert [(r["answer"], r["answer_chars"]) for r in rows] == [("Вес", 6), ("", 0)]
     assert [c["criterion"] for c in rows[0]["criteria"]] == ["Креативность"] and rows[1]["criteria"] == []
 
 

@@ -97,6 +97,25 @@ def test_access_log_filter_hides_the_reward_key():
     assert record.getMessage() == '127.0.0.1:5 - "POST /get_reward/<reward-key>?x=1 HTTP/1.1" 200'
 
 
+def test_access_log_filter_hides_a_registered_reward_key_on_a_mistyped_route(monkeypatch):
+    """A mistyped route (/get_rewards/<key>) is answered 404 by the router, and uvicorn's access line names its path:
+    the key judge-serve read is masked wherever it appears, as read and as a path spells it (percent-encoded)."""
+    from judge.plumbing import provenance
+    from judge.plumbing.provenance import REDACTED
+    from serve.config import ServeConfig
+    from serve.rewards import reward_key_of
+
+    monkeypatch.setattr(provenance, "_KNOWN_SECRETS", set())
+    monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", "rk/s3cret")
+    assert reward_key_of(ServeConfig(model="m", reward_key_env="JUDGE_SERVE_REWARD_KEY")) == "rk/s3cret"
+    for path, shown in (("/get_rewards/rk%2Fs3cret", f"/get_rewards/{REDACTED}"),
+                        ("/getreward/rk/s3cret/x", f"/getreward/{REDACTED}/x")):
+        record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+                                   ("127.0.0.1:5", "POST", path, "1.1", 404), None)  # fmt: skip
+        assert SecretPathFilter().filter(record)
+        assert record.getMessage() == f'127.0.0.1:5 - "POST {shown} HTTP/1.1" 404'
+
+
 def judge_response(items: list[list[JudgeResult]]) -> dict:
     """A /v1/judge response body holding these results."""
     return {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",

@@ -1,0 +1,69 @@
+"""A judge whose verdicts keep failing is said in the log (``judge.rewards.FailedVerdictsWatch``): each failed
+criterion gets the rule's ``on_failure`` value, which the policy trains on, and the counts alone went only to the
+trainer's metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import trl_reward_function
+from judge.rewards import FailedVerdictsWatch, RewardRule, reward_of
+from judge.wire import JudgeResult
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+SCALE = [0, 1, 2]
+
+
+def _result(score: int | None, criterion: str = "Краткость") -> JudgeResult:
+    if score is None:
+        return JudgeResult(criterion=criterion, criterion_id=None, scale=SCALE, error="unparseable",
+                           error_reason="no [RESULT] tag")
+    return JudgeResult(criterion=criterion, criterion_id=None, scale=SCALE, score=score, parse_ok=True, in_scale=True,
+                       score_source="verdict", feedback="fb")
+
+
+def _rewards(*samples: list[int | None]):
+    return [reward_of([_result(s) for s in sample], RewardRule()) for sample in samples]
+
+
+def test_said_once_when_one_request_fails_whole_then_per_window_at_half_failed():
+    """The first request whose every judgment failed is said at once; later windows of 4 judgments are said when at
+    least half failed (2 of 4 yes, 1 of 4 no), each naming the window's first failure; a sample with nothing judged
+    (None) adds no judgment."""
+    watch = FailedVerdictsWatch(window=4, share=0.5)
+    assert watch.add(_rewards([2, 1])) is None  # 2 judged, none failed
+    first = watch.add(_rewards([None]) + [None])  # all of one request failed: said at once (3 judged so far)
+    assert first is not None and first.startswith("all 1 judgments of one request failed (the first: Краткость: "
+                                                  "unparseable): each failed criterion gets on_failure's value")
+    said = watch.add(_rewards([None]))  # the window: 4 judged, 2 failed
+    assert said is not None and said.startswith("2 of the last 4 judgments failed (the first: Краткость: unparseable)")
+    assert watch.add(_rewards([None])) is None  # a whole request failed again: said once only, the window not full
+    assert watch.add(_rewards([2, 2, 1])) is None  # 1 of 4 failed: under half
+    assert watch.add(_rewards([None, 2, None, 0])).startswith("2 of the last 4 judgments failed")
+
+
+def _unparsed(path: str, body: dict) -> tuple[int, dict]:
+    """A scripted judge-serve whose every verdict failed to parse."""
+    results = [_result(None).to_json()]
+    return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                 "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                 "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                 "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def test_the_trl_function_says_a_judge_whose_every_verdict_failed(caplog):
+    """Every verdict unparsed: each sample gets 0.0 (on_failure zero), and the log says so once, naming the reason,
+    where before only <name>/judge_failures counted it."""
+    criterion = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+    with ScriptedEndpoint(_unparsed) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[criterion], name="judge",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
+            for _ in range(2):
+                assert asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"])) == [0.0, 0.0]
+    said = [r.getMessage() for r in caplog.records if r.name == "judge.reward_clients"]
+    assert said == ["judge: all 2 judgments of one request failed (the first: Краткость: unparseable): each failed "
+                    "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
+                    "trained on the judge's failures; see judge_failures, and the judge's log"]

@@ -1,0 +1,54 @@
+"""A reward sample's text fields as the trl and verl paths read them: a pandas frame's empty cell (NaN) is no
+reference answer, another type is refused naming its field and row (it reached the JSON encoder as "Out of range
+float values are not JSON compliant"), and a verl ground truth meant as a JSON label that is not valid JSON is
+refused rather than taken for a reference answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import sample_from_verl, trl_reward_function
+from tests.support.judge_in_process import brevity_scored
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+NAN = float("nan")
+BREVITY = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+INFO = {"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}
+
+
+def test_verl_reads_a_nan_reference_as_none_and_refuses_another_type_naming_it():
+    assert sample_from_verl("Весна.", None, {**INFO, "reference_answer": NAN}).reference_answer is None
+    assert sample_from_verl("Весна.", None, {**INFO, "reference_answer": "Эталон"}).reference_answer == "Эталон"
+    with pytest.raises(ValueError, match=r"^verl sample: reference_answer \(extra_info\['reference_answer'\] or the "
+                                         r"ground_truth label\): expected a string or null, got a list$"):
+        sample_from_verl("Весна.", None, {**INFO, "reference_answer": ["Эталон"]})
+    with pytest.raises(ValueError, match=r"^verl sample: no instruction in extra_info\['instruction'\]"):
+        sample_from_verl("Весна.", None, {**INFO, "instruction": NAN})  # was judged as the instruction "nan"
+
+
+def test_verl_refuses_a_ground_truth_opening_as_json_that_is_not():
+    """'{bad json' was taken for the reference answer, and the label it was meant to be (its criteria) lost; a plain
+    ground truth is still the reference answer."""
+    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is not valid JSON \(.*\); "
+                                         r"a reference answer that opens so goes in extra_info\['reference_answer'\]$"):
+        sample_from_verl("Весна.", '{"criteria": ["Креативность"]', INFO)
+    assert sample_from_verl("Весна.", "Эталон", INFO).reference_answer == "Эталон"
+
+
+def test_trl_reads_a_nan_reference_as_none_and_names_a_bad_cell():
+    """The reference column's NaN row is sent without a reference; a number in the instruction column is refused
+    naming the column and row, before any request."""
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY], reference_column="ref",
+                                     instruction_column="task", retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        values = asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"], ref=[NAN, "Эталон"],
+                                    task=["Вопрос 0", "Вопрос 1"]))
+        assert values == [1.0, 1.0]
+        with pytest.raises(ValueError, match=r"^task\[1\]: expected a string or null, got "):
+            asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"], ref=[None, None], task=["Вопрос", 3]))
+    (_, body), = endpoint.requests
+    assert [item.get("reference_answer") for item in body["items"]] == [None, "Эталон"]
+    assert [item["instruction"] for item in body["items"]] == ["Вопрос 0", "Вопрос 1"]
