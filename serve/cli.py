@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="YAML file of settings (keys are the flag names with underscores).")
     parser.add_argument("--print-config", action="store_true", help="Print the resolved settings as JSON and exit.")
+    parser.add_argument("--check-labels", metavar="FILE",
+                        help="Check every label of a JSONL prompt dataset (OpenRLHF's --data.prompt_dataset) as "
+                             "POST /get_reward would, against these settings, print each refused one, and exit "
+                             "(0: all pass; 2: some refused). No engine starts.")
+    parser.add_argument("--label-key", default="label",
+                        help="With --check-labels: the rows' field holding the label (OpenRLHF's --data.label_key).")
     add_config_flags(parser, ServeConfig)
     return parser
 
@@ -102,6 +108,47 @@ def resolve_config(argv: Sequence[str] | None = None) -> tuple[ServeConfig, argp
     config.api_key = resolve_api_key(config.api_key, config.api_key_env, command="judge-serve",
                                      default_env="JUDGE_SERVE_API_KEY")
     return config.validate(), args
+
+
+#: The refused labels ``--check-labels`` prints before it only counts them.
+SHOWN_LABEL_PROBLEMS = 20
+
+
+def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
+    """``--check-labels``: each JSONL row's ``label_key`` value checked as ``/get_reward`` checks a label
+    (``serve.rewards.label_problems``); the first ``SHOWN_LABEL_PROBLEMS`` refusals printed, one line each, then a
+    count. Exit 0 when every label passes, 2 when any is refused or the file cannot be read (a line that is no JSON
+    object, a row without the key), naming the line."""
+    from judge.plumbing.json_reading import got_words, unreadable_json
+    from serve.rewards import label_problems
+
+    n_rows, problems = 0, []
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for number, text in enumerate(lines, 1):
+                if not text.strip():
+                    continue
+                n_rows += 1
+                where = f"{path}:{number}"
+                try:
+                    row = json.loads(text.rstrip("\r\n"))
+                except (ValueError, RecursionError) as err:
+                    problems.append(f"{where}: {unreadable_json(err)}")
+                    continue
+                if not isinstance(row, dict) or label_key not in row:
+                    problems.append(f"{where}: no {label_key!r} field (--label-key)" if isinstance(row, dict) else
+                                    f"{where}: expected a JSON object, got {got_words(row)}")
+                    continue
+                problems += label_problems([(f"{where}: {label_key}", row[label_key])], config)
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"judge-serve: --check-labels: {path}: {err}", file=sys.stderr)
+        return 2
+    for problem in problems[:SHOWN_LABEL_PROBLEMS]:
+        print(problem, file=sys.stderr)
+    more = f" ({len(problems) - SHOWN_LABEL_PROBLEMS} more not shown)" if len(problems) > SHOWN_LABEL_PROBLEMS else ""
+    print(f"judge-serve: --check-labels: {n_rows} rows of {path}, {len(problems)} labels refused{more}",
+          file=sys.stderr)
+    return 2 if problems else 0
 
 
 def fit_trained_lengths(config: ServeConfig, layout: CheckpointLayout,
@@ -257,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge-serve: {err}", file=sys.stderr)
         return 2
     config = engines_drain_on_sigterm(config)
+    if args.check_labels:
+        return check_labels(config, args.check_labels, args.label_key)
     if args.print_config:
         print(json.dumps({**config.to_dict(), "judge_kind": layout.kind}, indent=2, ensure_ascii=False))
         return 0

@@ -77,6 +77,7 @@ import logging
 import re
 import time
 import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -102,7 +103,8 @@ from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bou
                           decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
-           "install_reward_routes", "REWARD_JOURNAL", "JOURNAL_ANSWER_CHARS", "SecretPathFilter", "admission_margin_s"]
+           "install_reward_routes", "REWARD_JOURNAL", "JOURNAL_ANSWER_CHARS", "label_problems",
+           "refuse_repeated_criteria", "SecretPathFilter", "admission_margin_s"]
 
 log = logging.getLogger("judge_serve")
 
@@ -317,6 +319,51 @@ def _install_secret_path_filters() -> None:
     for logger in (logging.getLogger("uvicorn.access"), log):
         if not any(isinstance(f, SecretPathFilter) for f in logger.filters):
             logger.addFilter(SecretPathFilter())
+
+
+def refuse_repeated_criteria(criteria: Sequence[Any] | None, index: int) -> None:
+    """A label naming one criterion twice (``"Креативность"`` and ``"creativity"``, one taxonomy id; or one custom
+    name and rubric) would have it judged twice and weigh twice in the reward, silently.
+
+    Raises:
+        RequestError: naming the second mention (``items[index].criteria[k]``, which the route names ``labels[i]``).
+    """
+    seen: dict[Any, int] = {}
+    for k, criterion in enumerate(criteria or ()):
+        key = criterion.id if criterion.id is not None else (criterion.name, criterion.rubrics)
+        if key in seen:
+            field = f"items[{index}].criteria[{k}]"
+            raise RequestError(f"{field}: names the criterion of criteria[{seen[key]}] ({criterion.name}) again: it "
+                               "would be judged twice and weigh twice in the reward", param=field)
+        seen[key] = k
+
+
+def label_problems(rows: Iterable[tuple[str, Any]], config: ServeConfig) -> Iterator[str]:
+    """Each label of a prompt dataset checked as ``/get_reward`` checks it (``_read``): its fields, criteria, task,
+    rubric scales, repeated criteria and the judgments it asks for, against this server's settings (its task
+    classifier for ``"auto"``, ``max_judgments_per_request``), with no engine: ``judge-serve --check-labels``. A bad
+    label is otherwise found when training first draws its row, which OpenRLHF answers by failing the step.
+
+    Args:
+        rows: (where, label) pairs, ``where`` naming the row (``data.jsonl:7: label``).
+
+    Yields:
+        One line per refused label: where, then the refusal's message, its field read from the label.
+    """
+    for where, raw in rows:
+        try:
+            label = _label(raw, 0)
+            check_bounds({"items": [label]}, None, config.max_judgments_per_request)
+            request = parse_judge_request({"items": [{**label, "answer": _STAND_IN_ANSWER}], "oversize": "fail"})
+            for criteria in check_criteria(request, classifying=bool(config.criteria_classifier)):
+                refuse_repeated_criteria(criteria, 0)
+        except RequestError as err:
+            message = err.message
+            for prefix in ("labels[0]", "items[0]", "items"):
+                if message.startswith(prefix):
+                    message = message[len(prefix):].lstrip(".:").lstrip()
+                    break
+            yield f"{where}{'' if message.startswith('.') else ': '}{message}"
 
 
 def _strings(body: dict, key: str) -> list[str]:
@@ -544,7 +591,10 @@ class RewardRoute:
         Raises:
             RequestError: naming ``items[i]``, the label of sample i.
         """
-        return check_criteria(request, classifying=bool(self.config.criteria_classifier))
+        resolved = check_criteria(request, classifying=bool(self.config.criteria_classifier))
+        for i, criteria in enumerate(resolved):
+            refuse_repeated_criteria(criteria, i)
+        return resolved
 
     async def _judged_in_time(self, request: Request, state, parsed, resolved, deadline: float
                               ) -> JudgeResponse | None:

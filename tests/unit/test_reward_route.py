@@ -523,7 +523,9 @@ def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_cau
     with _attached_judge_serve(tiny_causal_dir, monkeypatch, max_judgments_per_request=10) as (http, engine):
         body = _reward_body("Весна.", [criterion] * 300)
         answer = http.post("/get_reward", headers=AUTH, json={key: values * 2 for key, values in body.items()})
-        within = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна.", [criterion] * 10))
+        # ten criteria of their own names (one criterion named twice in a label is refused: judged and weighed twice)
+        within = http.post("/get_reward", headers=AUTH,
+                           json=_reward_body("Весна.", [{**criterion, "name": f"Кратко {k}"} for k in range(10)]))
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == {
         "message": "labels: 600 (item, criterion) judgments requested; this server takes at most 10 per request. "
