@@ -296,6 +296,8 @@ def _experts(annotations, experts, feedback, n: int) -> dict[str, Any]:
         if not (_is_number(flat.type) or pa.types.is_null(flat.type)) or not _finite_within_bound(flat):
             raise _Doubt
         scores = _floats(flat)  # null: an abstention
+        if (scores == ABSTENTION_SCORE).any():
+            raise _Doubt  # the row path keeps a -1 only on a rubric with that level, and otherwise names the row
     comments, given = None, np.zeros(n, dtype=bool)
     if feedback is not None:
         if not _is_list(feedback.type):

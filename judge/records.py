@@ -5,8 +5,10 @@ Two schemas are read natively, row by row:
 - **the released POLLUX schema** (dataset ``ai-forever/POLLUX``, its Hugging Face dataset card): the experts sit in
   ``annotations``, a list of ``{comment, score}`` (one per expert, in order); a score of ``-1`` there is an
   abstention ("the criterion does not apply"), not a score; there is no ``id`` column;
-- **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention; a ``-1`` here is
-  a real score, since rubric levels may be negative) with ``expert_feedback`` (one text per expert, or null).
+- **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention) with
+  ``expert_feedback`` (one text per expert, or null). A ``-1`` there is refused, naming the row, unless the row's
+  rubric lists -1 as a level (a custom scale may run below zero): elsewhere it can only be the release's abstention
+  code carried over by hand, and read as a score it would pull every mean and agreement statistic down.
 
 Either schema may name its experts: ``expert_ids``, a list of texts parallel to the experts (``annotations`` or
 ``expert_scores``), one distinct id per expert of the row. An abstaining expert keeps its id in ``annotations`` and is
@@ -24,7 +26,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~900 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~960 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -409,6 +411,12 @@ class JudgeRecord:
             values["expert_feedback"] = tuple(a.comment for a in given) if given else None
         else:
             annotations, values["expert_scores"], values["expert_feedback"] = _project_experts(row, fail)
+            if ABSTENTION_SCORE in values["expert_scores"] and not _has_level(values["rubrics"], -1):
+                position = next(i for i, a in enumerate(annotations) if a.score == ABSTENTION_SCORE)
+                # the column-wise reader leaves a table holding a -1 to this path, so that this is the one message
+                raise fail("expert_scores", f"item {position} is -1, which is not a level of this row's rubric: write "
+                                            "null for an abstention (-1 is the POLLUX release's abstention code, "
+                                            "which the release loader turns into null)")
         annotations, values["expert_ids"] = _named_experts(annotations, row.get("expert_ids"), fail)
         values["annotations"] = annotations
         _check_texts(values, annotations, "annotations" if row.get("annotations") is not None else "expert_feedback",
@@ -464,6 +472,16 @@ def scale_bounds(rubrics: str) -> tuple[int, int] | None:
     except ScaleError:
         return None
     return scale.min, scale.max
+
+
+@lru_cache(maxsize=4096)
+def _has_level(rubrics: str, level: int) -> bool:
+    """Whether a rubric's scale lists ``level`` (``judge.scales.scale_of``); False when no scale can be read from
+    it: nothing then says that a -1 is one of its levels rather than an abstention carried over."""
+    try:
+        return level in scale_of(rubrics).levels
+    except ScaleError:
+        return False
 
 
 def off_scale(record: JudgeRecord) -> bool:

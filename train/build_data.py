@@ -331,7 +331,7 @@ def zero_shot_records(records: Iterable[JudgeRecord], zero_shot: str, spec: judg
 
 def scores_off_the_rubric(scale, scores: Iterable[float]) -> str | None:
     """Why expert scores cannot be trained towards on ``scale``: ``score_out_of_scale`` (one outside the rubric's
-    range: in the project's schema a -1 is a score, not an abstention, and lies off a 0..2 rubric),
+    range: a 3 on a 0..2 rubric; a project file's -1 is refused at loading unless the rubric has that level),
     ``score_not_a_level`` (one between its levels: a 1.5 on 0..2 would teach a score between the rubric's points);
     None when every one is a level. The reasons a verdict's own score is dropped here and a traces item is not asked
     (``train.synthetic.traces.training_records``), the ones GRPO drops an item for (``train.grpo``)."""

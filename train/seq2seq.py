@@ -455,7 +455,7 @@ def _disagreement(record, reasoning: str, score: float, scale, rule: dict[str, A
     from train.synthetic.traces import trace_outcome
 
     if record.expert_scores and (off := scores_off_the_rubric(scale, record.expert_scores)) is not None:
-        return off  # experts off the rubric (in the project's schema a -1 is a score): no label a trace can agree with
+        return off  # experts off the rubric (a 3 on 0..2): no label a trace can agree with
     references, why = _trace_references(record, rule["agreement"], rule["no_unique_mode"])
     if references is None:
         return why

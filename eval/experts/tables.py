@@ -17,8 +17,9 @@ the pooling are right before comparing any judge. The paper's tables (arXiv 2505
 How they aggregate, as far as the paper says:
 
 - an item's expert score is "an unweighted average of the corresponding point estimates" (Section 2.3), over the
-  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (the dataset card); an item all
-  of whose experts abstained has no score and is left out (``n_no_experts``);
+  experts who did not abstain: a ``-1`` in ``annotations`` is an abstention, not a score (the dataset card), as a
+  ``null`` is in a project file's ``expert_scores`` (where the loader refuses a -1 its rubric has no level for); an
+  item all of whose experts abstained has no score and is left out (``n_no_experts``);
 - an item's Verdict Confidence is the largest share of one score among its experts (Appendix D.2.2), only where two or
   more experts scored it (Table 15's note: no VC for the single-annotator Technical Problems);
 - a cell is the mean over its items (the paper does not say; the only reading its figures allow, see next);
@@ -285,7 +286,8 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
         ("h2", "The experts' own tables (judge-independent)"),
         ("p", f"{c['n_records']} items "
               f"({', '.join(f'{_SPLIT_TITLES[s]} {n}' for s, n in c['by_split'].items() if n)}); "
-              f"{c['n_abstentions']} abstentions (-1) left out; {c['n_no_experts']} items without a non-abstaining "
+              f"{c['n_abstentions']} abstention{'' if c['n_abstentions'] == 1 else 's'} (the release's -1, a project "
+              f"file's null) left out; {c['n_no_experts']} items without a non-abstaining "
               f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
               "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), a cell the "

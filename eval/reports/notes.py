@@ -1,7 +1,8 @@
 """The sentences report.md, report.html and ``judge-eval score``'s console summary print beside the summary table:
-what the tables alone would hide about the run (items without a prediction, the experts' abstentions, items with
-no expert score, scores a regression head gave on a rationale ``max_tokens`` cut) and about the data scored (expert
-scores off their rubric's scale, exact duplicate rows left out, rubrics without a readable scale).
+what the tables alone would hide about the run (items without a prediction, predictions of ids the data lacks, the
+experts' abstentions, items with no expert score, scores a regression head gave on a rationale ``max_tokens`` cut)
+and about the data scored (expert scores off their rubric's scale, exact duplicate rows left out, rubrics without a
+readable scale).
 ``eval.reports.report`` re-exports ``run_notes``."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
 __all__ = ["console_text", "cut_scored_note", "duplicates_note", "no_scale_note", "off_scale_note", "run_notes",
-           "runs_notes"]
+           "runs_notes", "unknown_ids_note"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -40,6 +41,28 @@ def off_scale_note(result: Metrics) -> str | None:
     their = "its" if n == 1 else "their"
     return (f"**{counted(n, 'item')} {have} an expert score or `criteria_score` off {their} rubric's scale**"
             f"{f' ({shown})' if shown else ''}: scored as given.")
+
+
+def unknown_ids_note(result: Metrics) -> str | None:
+    """The sentence on the predictions whose id the data lacks (``notes.n_unknown_ids``, counted by
+    ``eval.scoring.item_table.build_table``), naming the first (``notes.first_unknown_id``, in the predictions
+    file's order); None when there are none. They are left out of every figure; without this sentence a run judged
+    partly on other data, or on a copy whose ids were renumbered, reads only as an unfinished one."""
+    notes = getattr(result, "notes", None)
+    n = getattr(notes, "n_unknown_ids", None) or 0
+    if not n:
+        return None
+    first = getattr(notes, "first_unknown_id", None)
+    named = f" (the first: {_id_span(first)})" if first is not None else ""
+    name, were = ("prediction names an id", "was") if n == 1 else ("predictions name ids", "were")
+    return f"**{n} {name} the data lacks**{named}: {'it' if n == 1 else 'they'} {were} left out of every figure."
+
+
+def _id_span(rid: str) -> str:
+    """An id from a predictions file as a code span: on one line, without the characters a span cannot hold (a
+    backtick) or a report should not show (control and bidirectional marks), a long one cut."""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in rid.replace("`", "'")).split())
+    return "`" + (shown if len(shown) <= 80 else shown[:77] + "...") + "`"
 
 
 def duplicates_note(result: Metrics) -> str | None:
@@ -124,17 +147,18 @@ def _why_missing(result: Metrics, missing: int) -> str:
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
-    experts' abstentions and the items with no expert score (``n_unlabelled``),
-    over every item of the run: the Zero-Shot +
-    Standard cell and the items of unknown task type, which are in neither test; and the data's expert scores off
+    predictions of ids the data lacks (``unknown_ids_note``), the experts' abstentions and the items with no expert
+    score (``n_unlabelled``), over every item of the run: the Zero-Shot + Standard cell and the items of unknown task
+    type, which are in neither test; and the data's expert scores off
     their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
     items whose rubric has no readable scale (``no_scale_note``) or whose regression head scored a cut rationale
     (``cut_scored_note``). report.md, report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
     data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result),
                               cut_scored_note(result)) if note]
+    foreign = [note for note in (unknown_ids_note(result),) if note]
     if not tests:
-        return data
+        return foreign + data
     unknown = result.splits["unknown"].overall if "unknown" in result.splits else None
     notes = []
     missing = sum(c.n_missing or 0 for c in tests)
@@ -144,10 +168,12 @@ def run_notes(result: Metrics) -> list[str]:
         have, they = ("has", "it is") if missing == 1 else ("have", "they are")
         notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({_why_missing(result, missing)}{among}): "
                      f"{they} not in `n`.")
+    notes += foreign  # beside the items without one: the two together say what the predictions file holds
     abstained = sum(c.n_abstained or 0 for c in tests)
     all_abstained = sum(c.n_all_abstained or 0 for c in tests)
     if abstained:
-        notes.append(f"Expert abstentions (a released `-1`: the criterion does not apply) are left out of every "
+        notes.append(f"Expert abstentions (a released `-1` or a project file's `null`: the criterion does not apply) "
+                     f"are left out of every "
                      f"score: {abstained} in all; {counted(all_abstained, 'item')} had every expert abstain and "
                      f"{'is' if all_abstained == 1 else 'are'} unlabelled (not errors).")
     # Items with no expert score at all (the abstentions' sentence says those every expert abstained on): counted in

@@ -17,7 +17,8 @@ Files written to the output folder:
   (counted by the load, scored as given), ``notes.n_duplicate_rows`` and ``notes.duplicate_rows`` when exact
   duplicate rows were left out; report.md and report.html say both under the summary; ``notes.n_missing_unselected``
   when items have no prediction because the run's ``--limit`` or ``--split`` left them out (``selected_items``), so
-  that the reports say so instead of calling the run unfinished;
+  that the reports say so instead of calling the run unfinished; ``notes.n_unknown_ids`` and
+  ``notes.first_unknown_id`` when predictions name ids the data lacks (left out; the reports say so and name one);
 - ``report.md``: the tables; ``report.html``: the same tables, SVG plots and the item explorer;
 - ``items.parquet``: the per-item table (judge score, status, experts, reference, Verdict Confidences, ``in_scale``,
   ``n_abstained``, ``why_unscored``), which ``judge-eval compare`` pairs across runs;
@@ -143,6 +144,11 @@ def _without_stale(rows, records, predictions: Path, data):
     log.warning("%d predictions judged a text their item no longer has in %s (e.g. id %r: the data changed since "
                 "the run): counted as no prediction; rerun `judge-eval run` to ask them again", n_stale, data, example)
     return rows.filter(pa.array(~stale)), n_stale
+
+
+def _first_unknown_id(rows, records) -> str | None:
+    """The first prediction row's id, in file order, that no record has (None when every id is the records')."""
+    return next((str(rid) for rid in rows.column("id").to_pylist() if records.index_of(rid) is None), None)
 
 
 def _load_notes(load_report) -> dict:
@@ -341,7 +347,10 @@ def score(
             # Not an unfinished run (every item would read "no prediction"): the predictions are of other data.
             raise ValueError(f"--predictions {predictions}: none of its {notes['n_unknown_ids']} ids is in --data "
                              f"{data}; these predictions were made on other data")
-        log.warning("%d predictions have ids that are not in %s: ignored", notes["n_unknown_ids"], data)
+        # Named in metrics.json, so that report.md and report.html say what was left out, not only the console
+        notes["first_unknown_id"] = _first_unknown_id(rows, records)
+        log.warning("%d predictions have ids that are not in %s (the first: %r): ignored", notes["n_unknown_ids"],
+                    data, notes["first_unknown_id"])
     # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.
     tests = {split: np.flatnonzero(table.split == split) if split != "all" else np.flatnonzero(table.split != "unknown")
              for split in item_table.SPLITS if split != "unknown" or (table.split == split).any()}

