@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~640 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~690 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -30,8 +30,9 @@ from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, Mar
 from judge.scales import MAX_LEVELS
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "ceiling_coverage", "compare_html", "compare_rows", "counted", "html_blocks",
-           "html_table", "lead_html", "lead_lines", "left_out_criteria", "markdown_lines", "paired_rows", "signed"]
+__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "T_TEST_ITEMS", "alt_test_line", "ceiling_coverage",
+           "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
+           "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -115,6 +116,56 @@ def _left_out_line(block: ValiditySplit, text: Callable[[str], str]) -> str:
             + ", ".join(f"{text(shown[str(name)])} ({counted(n, 'item')})" for name, n in left.items()) + ".")
 
 
+#: The items per expert the alt-test's t-test needs for its normality, by its authors' FAQ ("What if I have fewer
+#: than 30 annotated instances per annotator?", in the README of the public repository ``nitaytech/AltTest``;
+#: Calderon et al. 2025, arXiv 2501.10970), which suggests the Wilcoxon signed-rank test below it.
+T_TEST_ITEMS = 30
+#: The experts the authors recommend for the alt-test (the same FAQ, "Why do you recommend at least three human
+#: annotators and not two?"): with two it only checks which annotator the judge aligns with more.
+RECOMMENDED_EXPERTS = 3
+
+
+def two_experts_caveat(alt: AltTest) -> str:
+    """What a verdict of the alt-test means where fewer than ``RECOMMENDED_EXPERTS`` experts were tested, or every
+    item tested has one other expert beside the left-out one (``n_items_two_experts``; None: a file written before
+    the count, read on the tested experts alone): a clause, "" where neither holds or no expert was tested. A judge
+    that copies one of two experts then wins against both (``eval.validity.alt_test``)."""
+    tested = alt.n_experts_tested
+    if not tested:
+        return ""
+    if tested < RECOMMENDED_EXPERTS:
+        return (f"with {counted(tested, 'expert')} tested the alt-test only checks which expert the judge sides "
+                "with more, not whether it stands for the panel (its authors recommend at least "
+                f"{RECOMMENDED_EXPERTS})")
+    if alt.n_items and alt.n_items_two_experts is not None and alt.n_items_two_experts >= alt.n_items:
+        return ("with one other expert on every item tested the alt-test only checks which of each item's two "
+                "experts the judge sides with more, not whether it stands for the panel (its authors recommend at "
+                f"least {RECOMMENDED_EXPERTS} experts)")
+    return ""
+
+
+def alt_test_line(alt: AltTest) -> str:
+    """The report's alt-test line: its settings, the minimums included (``min_items_per_expert``,
+    ``min_experts_per_item``, the verdict's ``min_experts_tested``; a file without them shows what it has), a note
+    where an expert is tested on fewer items than the t-test's normality asks (``T_TEST_ITEMS``), then omega and
+    rho and ``two_experts_caveat``."""
+    needed = alt.min_experts_tested or MIN_EXPERTS_TESTED  # None: a file written before the option
+    settings = [f"ε = {alt.epsilon}", f"q = {alt.q}", str(alt.scoring), f"judge failures scored as `{alt.failures}`"]
+    items, per_item = alt.min_items_per_expert, alt.min_experts_per_item
+    if items is not None:
+        settings.append(f"experts tested on {counted(items, 'item')} or more")
+    if per_item is not None:
+        settings.append(f"items with {counted(per_item, 'named expert')} or more")
+    settings.append(f"a verdict from {counted(needed, 'tested expert')} or more")
+    text = f"Alternative annotator test ({', '.join(settings)})"
+    if items is not None and items < T_TEST_ITEMS:
+        text += (f"; under {T_TEST_ITEMS} items per expert the t-test's normality does not hold (its authors "
+                 "suggest the Wilcoxon signed-rank test there)")
+    caveat = two_experts_caveat(alt)
+    return (f"{text}: ω = {_num(alt.winning_rate)}, ρ = {_num(alt.advantage_probability)}"
+            + (f"; {caveat}" if caveat else "") + ".")
+
+
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:
     """The validity section's splits of a run's metrics (empty for a file written before the section existed)."""
     return result.validity.splits if result.validity else {}
@@ -181,22 +232,33 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 _CLUSTERS = " (instructions under --bootstrap-unit instruction)"
 
 
+def _partial(length: LengthBias) -> str:
+    """The judge's score on log length with the experts' mean held (``bias.partial_slope``), beside its residual's
+    slope: a judge that tracks quality less than the experts gets the negative of their mean's slope as its
+    residual's, and this says whether its own score follows length ("" in a file written before it)."""
+    partial = length.judge_partial
+    if partial is None:
+        return ""
+    return f"; its score on log length with the experts' mean held {_num(partial.slope, 3)}{_ci(partial.ci, 3)}"
+
+
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
         judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
         # "not flagged" only where there was an experts' range to be outside of: without named experts
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
-            return f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
+            return (f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
+                    f"{_partial(length)}")
         if length.experts.range is None:
             return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
-                    f"slope of their own needs{_CLUSTERS}")
+                    f"slope of their own needs{_CLUSTERS}{_partial(length)}")
         low, high = length.experts.range
         # no flag: the interval within the range, or the judge's slope over fewer answers than a flag needs
         # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
         unflagged = (f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} "
                      f"answers{_CLUSTERS})")
-        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
+        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}{_partial(length)}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
         return ("no judge slope: fewer than 3 answers with a judge score and two experts or more, or one length for "
                 f"all{_CLUSTERS}")
@@ -298,6 +360,14 @@ def _kappa_left_out(agreement) -> str:
     return f" (over {counted(agreement.n_kappa, 'item')}; {' and '.join(left)} left out)" if left else ""
 
 
+def _leniency_left_out(lenient) -> str:
+    """Leniency is over the judge's scores on the items' scales (``bias.leniencies``): its failed and off-scale items
+    named as the κ row names them (None: a file written before the counts, whose leniency took off-scale answers)."""
+    failed, off = lenient.n_judge_failed, lenient.n_judge_off_scale
+    left = [text for n, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if n]
+    return f" (over {counted(lenient.n, 'item')}; {' and '.join(left)} left out)" if left else ""
+
+
 def _ceiling_off_scale(ceiling) -> str:
     """The judge's off-scale answers in the ceiling: in kappa at an end of the item's scale (a verdict's: the end
     farther from the reference; a regression head's value: the nearer one), in the MAE at their distance; and the
@@ -332,7 +402,8 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_unusable(agreement)}"
          f"{_alpha_items(agreement, overall.n_items)}{_alpha_off_domain(agreement)}"],
         ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
-        ["leniency (+ = lenient)", f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}"],
+        ["leniency (+ = lenient)",
+         f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}{_leniency_left_out(lenient)}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
         ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity, agreement)],
     ]
@@ -417,12 +488,7 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
                 ""]
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
-            needed = alt.min_experts_tested or MIN_EXPERTS_TESTED  # None: a file written before the option
-            out += [f"Alternative annotator test (ε = {alt.epsilon}, q = {alt.q}, {alt.scoring}, judge "
-                    f"failures scored as `{alt.failures}`, a verdict from {counted(needed, 'tested expert')} or "
-                    f"more): ω = {_num(alt.winning_rate)}, "
-                    f"ρ = {_num(alt.advantage_probability)}.", "",
-                    markdown_table(_ALT_HEAD, _alt_rows(alt, md_text)), ""]
+            out += [alt_test_line(alt), "", markdown_table(_ALT_HEAD, _alt_rows(alt, md_text)), ""]
         rows = _criterion_rows(block, md_text)
         if rows:
             out += [f"#### {title}: validity by criterion", "", markdown_table(_CRITERION_HEAD, rows), ""]
@@ -461,6 +527,7 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
         out.append(html_table(["Figure", "Value"], overall, escape))
         alt = block.overall.alt_test
         if isinstance(alt, AltTest):
+            out.append(f'<p class="note">{escape(alt_test_line(alt).replace("`", ""))}</p>')
             out.append(f"<details class=\"block\"><summary>Alternative annotator test per expert</summary>"
                        f"{html_table(_ALT_HEAD, _alt_rows(alt, _plain), escape)}</details>")
         rows = _criterion_rows(block, _plain)

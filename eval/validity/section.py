@@ -1,6 +1,6 @@
 """The ``validity`` section of ``metrics.json``: can this judge stand in for an expert, and where is it biased?
 
-Why one module of ~590 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
+Why one module of ~600 lines: the rules below (which items every figure covers, how a judge's score becomes a level)
 hold for every cell at once, and the per-table precomputations that carry them feed every cell; split, each half
 would restate them.
 
@@ -92,7 +92,7 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import MAX_RESAMPLES, ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
-from eval.validity.render import LEFT_OUT_WHY, ceiling_coverage, counted, left_out_criteria, signed
+from eval.validity.render import LEFT_OUT_WHY, ceiling_coverage, counted, left_out_criteria, signed, two_experts_caveat
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
@@ -425,6 +425,9 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
                      if alt.min_items_per_expert is not None else "too few items")
             under += f", after {was_dropped}" if dropped else ""
             parts.append(f"{untested} more expert{'s' if untested != 1 else ''} untested ({under})")
+        # with two experts a judge copying one of them wins against both: say what a verdict means
+        if alt.n_experts_tested >= needed and (caveat := two_experts_caveat(alt)):
+            parts.append(caveat)
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
     if any(verdicts):
         # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
@@ -458,8 +461,12 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
             how = (f"{in_ceiling} of them with a ceiling pair, {how}" if in_ceiling
                    else "none of them with a ceiling pair")
         parts.append(f"the judge failed on {failed} item{'s' if failed != 1 else ''} ({how})")
-    if overall.leniency.direction != "neither":
-        parts.append(f"{overall.leniency.direction} overall ({overall.leniency.mean_signed_error:+.2f})")
+    lenient = overall.leniency
+    if lenient.direction != "neither":
+        # over the judge's scores on the scale: its off-scale answers named, as the leniency row names them
+        off = lenient.n_judge_off_scale
+        off = f"; {counted(off, 'off-scale answer')} left out" if off else ""
+        parts.append(f"{lenient.direction} overall ({lenient.mean_signed_error:+.2f}{off})")
     length = overall.length_bias
     if length is not None and not isinstance(length, Unavailable) and length.flag:
         parts.append(length.flag)
@@ -586,8 +593,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     placed = [(block, cell) for block in splits.values()
               for cell in [block["overall"], *block["by_task_type"].values(), *block["by_criterion"].values()]]
     cells = [members for _, _, split_cells, _ in plan for _, _, members, _, _ in split_cells]
+    # a judge score off the item's scale is no rating of it: out of leniency as of kappa and alpha, counted
     for (_, cell), result in zip(placed, leniencies(table.judge, mean, table.best_low, cells, settings.level,
-                                                    answers)):
+                                                    answers, off_scale=np.isfinite(off_scale))):
         cell["leniency"] = result
     typed = {}
     for split, block in splits.items():  # the statistics' dicts read into the section's types once, here

@@ -191,6 +191,8 @@ class AltTest(_SectionRecord):
     n_items: int | None = optional_field()
     n_items_few_experts: int | None = optional_field()
     n_items_judge_failed: int | None = optional_field()
+    # of n_items, those with two named experts: the left-out expert's one other (absent from files before the count)
+    n_items_two_experts: int | None = optional_field()
     n_experts_tested: int = 0
     n_experts_rejected: int = 0
     winning_rate: float | None = None
@@ -327,6 +329,10 @@ class Leniency(_SectionRecord):
     mean_signed_error: float | None
     ci: Interval
     direction: str  # "lenient", "harsh" or "neither"
+    # items with an experts' mean whose judge verdict failed, or lies off the item's scale: out of the errors (absent
+    # from files written before the counts, whose leniency took off-scale answers in)
+    n_judge_failed: int | None = optional_field()
+    n_judge_off_scale: int | None = optional_field()
 
 
 @dataclass(frozen=True)
@@ -381,7 +387,10 @@ class LengthBias(_SectionRecord):
 
     judge: Slope | None
     experts: NamedExpertSlopes | PooledExpertSlopes
-    flag: str | None  # "lenient on long answers", "harsh on long answers" or None
+    # "lenient on long answers", "harsh on long answers" (with a clause where judge_partial's interval covers 0) or None
+    flag: str | None
+    # the judge's score on log length with the experts' mean held (absent from files written before it)
+    judge_partial: Slope | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LengthBias | Unavailable:
@@ -393,7 +402,7 @@ class LengthBias(_SectionRecord):
                 return PooledExpertSlopes(Slope.from_json(block["pooled"]), block.get("why"))
             return _read(NamedExpertSlopes, block, by_expert=_table(Slope.from_json))
 
-        return _read(cls, data, judge=Slope.from_json, experts=experts)
+        return _read(cls, data, judge=Slope.from_json, experts=experts, judge_partial=Slope.from_json)
 
 
 # ----------------------------------------------------------------------------------------- cells and splits

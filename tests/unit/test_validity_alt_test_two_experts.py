@@ -1,0 +1,78 @@
+"""What the alt-test's verdict means with two experts (the authors' FAQ, "Why do you recommend at least three human
+annotators and not two?", README of nitaytech/AltTest; Calderon et al. 2025, arXiv 2501.10970), and the report's
+alt-test line naming the test's minimums (``eval.validity.render.alt_test_line``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+
+def test_a_judge_copying_one_of_two_experts_passes_with_the_caveat():
+    """60 items on 0-2, experts A and B on each, B one level off A on every third item; the judge copies A. Left out
+    A, the judge (= A) and A align with B alike: ties, d = 0 > -0.2 on every item, p = 0, rejected. Left out B, the
+    judge aligns with A exactly, B no better: d >= 0 on every item, rejected. 2 of 2: passes, whatever the judge is
+    worth; the sentence and the alt-test line say that with 2 experts the test only asks which one it sides with."""
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.render import markdown_lines
+    from judge.metrics_json.validity import Validity
+    from tests.support.validity_tables import table_on_0_to_2
+
+    from eval.validity.section import ValiditySettings, validity_section
+
+    a = np.arange(60) % 3.0
+    b = np.where(np.arange(60) % 3 == 0, 1.0, a)
+    ids = np.tile(np.array(["A", "B"], dtype=object), (60, 1))
+    table = table_on_0_to_2(a.copy(), np.column_stack([a, b]), ids)
+    section = validity_section(table, "mode", {"standard": np.arange(60)}, ValiditySettings(n_boot=0, alpha_boot=0))
+    block = section.splits["standard"]
+    alt = block.overall.alt_test
+    assert (alt.passed, alt.n_experts_tested, alt.n_items, alt.n_items_two_experts) == (True, 2, 60, 60)
+    caveat = ("with 2 experts tested the alt-test only checks which expert the judge sides with more, not whether it "
+              "stands for the panel (its authors recommend at least 3)")
+    assert block.sentence.startswith("Passes the alternative annotator test against 2 of 2 experts (ω = 1.00, "
+                                     f"ρ = 1.00); {caveat};")
+    lines = markdown_lines(SimpleNamespace(validity=section), markdown_table, md_text)
+    assert any(line.endswith(f"ω = 1.00, ρ = 1.00; {caveat}.") for line in lines)
+    assert Validity.from_json(section.to_json()) == section
+
+
+def test_three_experts_whose_items_have_two_each_get_the_items_caveat_and_three_per_item_none():
+    """90 items, each scored by two of A, B, C (A-B, B-C, C-A in turn, 60 items per expert): three tested experts,
+    but every item tested has the left-out expert's one other (``n_items_two_experts`` 90 of 90), so the caveat
+    names the items. With all three on every item: 0 items of two, no caveat."""
+    from eval.validity.render import two_experts_caveat
+    from tests.support.validity_tables import panel, split_section, table_on_0_to_2
+
+    pairs = ("AB", "BC", "CA")
+    truth, experts, ids = panel(90, lambda i: pairs[i % 3])
+    alt = split_section(table_on_0_to_2(truth.copy(), experts, ids)).overall.alt_test
+    assert (alt.n_experts_tested, alt.n_items, alt.n_items_two_experts) == (3, 90, 90)
+    assert two_experts_caveat(alt).startswith("with one other expert on every item tested the alt-test only checks")
+    truth, experts, ids = panel(90, lambda i: "ABC")
+    alt = split_section(table_on_0_to_2(truth.copy(), experts, ids)).overall.alt_test
+    assert (alt.n_experts_tested, alt.n_items_two_experts) == (3, 0)
+    assert two_experts_caveat(alt) == ""
+
+
+def test_the_alt_test_line_names_both_minimums_and_warns_under_30_items():
+    """The settings line shows items per expert and experts per item beside the verdict's minimum; under 30 items
+    per expert (the FAQ's floor for the t-test's normality) it says so; a file written before the minimums were
+    recorded shows the rest as before."""
+    from eval.validity.render import alt_test_line
+    from judge.metrics_json.validity import AltTest
+
+    common = dict(epsilon=0.2, q=0.05, scoring="neg_rmse", failures="loss", min_experts_tested=2,
+                  n_experts_tested=4, n_experts_rejected=4, winning_rate=1.0, advantage_probability=0.9)
+    low = alt_test_line(AltTest(min_items_per_expert=1, min_experts_per_item=3, **common))
+    assert low == ("Alternative annotator test (ε = 0.2, q = 0.05, neg_rmse, judge failures scored as `loss`, "
+                   "experts tested on 1 item or more, items with 3 named experts or more, a verdict from 2 tested "
+                   "experts or more); under 30 items per expert the t-test's normality does not hold (its authors "
+                   "suggest the Wilcoxon signed-rank test there): ω = 1.00, ρ = 0.90.")
+    default = alt_test_line(AltTest(min_items_per_expert=30, min_experts_per_item=2, **common))
+    assert "experts tested on 30 items or more, items with 2 named experts or more" in default
+    assert "normality" not in default
+    older = alt_test_line(AltTest(**common))
+    assert older == ("Alternative annotator test (ε = 0.2, q = 0.05, neg_rmse, judge failures scored as `loss`, a "
+                     "verdict from 2 tested experts or more): ω = 1.00, ρ = 0.90.")

@@ -1,0 +1,59 @@
+"""Leniency leaves the judge's off-scale answers out, as kappa, alpha and the marginal homogeneity table do, and
+names them in its row and the sentence (``eval.validity.bias.leniencies``, docs/validity.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _block(judge: np.ndarray, experts: np.ndarray):
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    return split_section(table_on_0_to_2(judge, experts, None))
+
+
+def test_an_off_scale_answer_is_out_of_leniency_and_counted():
+    """40 items on 0-2, experts (e, e) with e = 0, 1, 0, 1, ...; the judge gives e on 36 items and 7 on the last
+    four. Kept, the four 7s (errors 7, 6, 7, 6) made the mean 26 / 40 = +0.65 out of a judge otherwise exact. Left
+    out: 36 errors of 0, mean 0 with the zero-width interval [0, 0], "neither"; 4 off the scale counted, 0 failed.
+    The row names them as the kappa row does."""
+    from eval.validity.render import _overall_rows
+
+    truth = np.arange(40) % 2.0
+    experts = np.column_stack([truth, truth])
+    judge = truth.copy()
+    judge[36:] = 7.0
+    block = _block(judge, experts)
+    lenient = block.overall.leniency
+    assert (lenient.n, lenient.mean_signed_error, lenient.ci, lenient.direction) == (36, 0.0, [0.0, 0.0], "neither")
+    assert (lenient.n_judge_failed, lenient.n_judge_off_scale) == (0, 4)
+    row = dict(_overall_rows(block))["leniency (+ = lenient)"]
+    assert row == "0.000 [0.000, 0.000]: neither (over 36 items; 4 off the scale left out)"
+
+
+def test_the_sentence_names_the_off_scale_answers_left_out_of_a_direction():
+    """The same 40 items, the judge one level above the experts (e + 1, on the scale) on the first 36: errors of +1,
+    the zero-width [1, 1] over 36 answers (at least 10), lenient +1.00; the four 7s are left out and named."""
+    truth = np.arange(40) % 2.0
+    judge = truth + 1
+    judge[36:] = 7.0
+    block = _block(judge, np.column_stack([truth, truth]))
+    assert block.overall.leniency.direction == "lenient"
+    assert "lenient overall (+1.00; 4 off-scale answers left out)" in block.sentence
+
+
+def test_leniencies_counts_failures_and_off_scale_answers_on_items_with_an_experts_mean():
+    """Five items: judge (1, NaN, 9, 2, NaN), experts' mean (0, 1, 1, NaN, 2), the 9 off the scale. Errors: item 0
+    alone (+1). Failed with a mean: items 1 and 4 (item 3's judge is there, its mean is not); off the scale with a
+    mean: item 2. Without ``off_scale`` the counts are not written and the 9 is an error: (1 + 8) / 2 = 4.5."""
+    from eval.validity.bias import leniencies
+
+    judge = np.array([1.0, np.nan, 9.0, 2.0, np.nan])
+    mean = np.array([0.0, 1.0, 1.0, np.nan, 2.0])
+    off = np.array([False, False, True, False, False])
+    (got,) = leniencies(judge, mean, None, [np.arange(5)], off_scale=off)
+    assert (got["n"], got["mean_signed_error"], got["n_judge_failed"], got["n_judge_off_scale"]) == (1, 1.0, 2, 1)
+    (before,) = leniencies(judge, mean, None, [np.arange(5)])
+    assert before["n"] == 2 and before["mean_signed_error"] == pytest.approx(4.5)
+    assert "n_judge_off_scale" not in before
