@@ -47,16 +47,12 @@
   **What the residual's slope confounds.** The judge's residual (judge minus the experts' mean) carries the experts'
   mean with a minus sign, and an expert's leave-one-out residual carries no such quality term: a judge that tracks
   quality less than an expert does (a constant, one compressed toward the middle of the scale, a random one) gets
-  about the negative of the experts' mean's own slope on length, and a constant judge exactly that on criteria
-  of one orientation. Where longer
-  answers are better, such a judge reads "harsh on long answers" without reading the answers at all; read the flag
-  beside the agreement figures (alpha, kappa, the ceiling). Beside it, ``judge_partial`` is the judge's oriented
-  score regressed on log length and the experts' oriented mean (and the orientation, so that a constant judge's
-  +-c is wholly explained), the coefficient of log length with its interval clustered as the slopes' are
-  (``partial_slope``): 0 for a constant judge, b for a judge equal to the experts' mean plus b log(length). Where
-  a flag's judge has a partial slope whose interval covers 0, the flag says so (``PARTIAL_COVERS_ZERO``): its
-  score does not follow length once the experts' scores are held, so the flag reads its weaker tracking of quality,
-  not a bias for or against length. The residual's slope stays the figure compared with the experts' range.
+  about the negative of the experts' mean's own slope on length, and a constant judge exactly that on criteria of one
+  orientation. Where longer answers are better, such a judge reads "harsh on long answers" without reading the answers
+  at all; read the flag beside the agreement figures (alpha, kappa, the ceiling). Holding the experts' mean in a
+  regression does not separate the two: the mean is a noisy measure of quality, and the coefficient of length then
+  takes up part of how quality grows with length (a judge of half the experts' slope on quality and no length term had
+  a partial slope whose interval excluded 0), so no such figure is given.
 - **Marginal homogeneity**: whether the judge uses the scale's levels as often as the experts' mode does: the
   Stuart–Maxwell test of the judge x mode table, clustered by answer (``marginal_homogeneity``). Each item off the
   diagonal moves one count from the judge's level to the mode's; per answer g those moves sum to a vector ``D_g``,
@@ -81,8 +77,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "MIN_SLOPE_ANSWERS", "PARTIAL_COVERS_ZERO", "answer_codes", "cluster_mean",
-           "cluster_slope", "leniencies", "leniency", "length_bias", "marginal_homogeneity", "partial_slope"]
+__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "MIN_SLOPE_ANSWERS", "answer_codes", "cluster_mean", "cluster_slope",
+           "leniencies", "leniency", "length_bias", "marginal_homogeneity"]
 
 #: An expert's own length slope needs at least this many items.
 MIN_PAIRS = 30
@@ -91,10 +87,7 @@ MIN_PAIRS = 30
 MIN_SLOPE_ANSWERS = 30
 #: A leniency direction needs at least this many answers (clusters; module docstring).
 MIN_LENIENCY_N = 10
-#: What a length flag adds where the judge's partial slope (its score on length, the experts' mean held) has an
-#: interval that covers 0: the residual's slope is then the experts' own quality slope, reversed (module docstring).
-PARTIAL_COVERS_ZERO = ("(its score does not follow length once the experts' scores are held: it tracks quality less "
-                       "than they do)")
+
 
 
 def answer_codes(model_id: np.ndarray, task_type: np.ndarray, answer_chars: np.ndarray | None = None,
@@ -236,54 +229,6 @@ def _slope(x: np.ndarray, y: np.ndarray, level: float, clusters: np.ndarray | No
     return {"n": int(len(x)), "slope": float(fit.slope), "ci": [float(fit.slope) - half, float(fit.slope) + half]}
 
 
-def partial_slope(x: np.ndarray, y: np.ndarray, controls: np.ndarray, clusters: np.ndarray | None,
-                  level: float = 0.95) -> dict[str, Any] | None:
-    """The coefficient of ``x`` in the least-squares fit of ``y`` on an intercept, ``x`` and the columns of
-    ``controls`` (``(n, m)``), with its cluster-robust t interval (``clusters`` non-negative integer codes; None:
-    each row its own cluster): ``statsmodels``' ``OLS(y, [1, x, controls]).fit(cov_type="cluster",
-    cov_kwds={"groups": clusters}, use_t=True)`` coefficient and standard error of ``x`` (a test pins them equal).
-
-    By Frisch–Waugh–Lovell the coefficient is the slope of ``y`` on ``x`` once both are residualised on the intercept
-    and the controls (``x~``), and the sandwich's row for it is ``cluster_slope``'s with ``x~`` for the centred
-    regressor: ``var(b) = c sum_g (sum_{i in g} x~_i e_i)^2 / (sum_i x~_i^2)^2``, ``c = G / (G - 1) (n - 1) / (n - k)``
-    (k the fit's rank). A control collinear with the intercept (an orientation column where every criterion has one
-    orientation) drops out of the rank, as statsmodels' pseudo-inverse drops it. Degrees of freedom as in
-    ``cluster_slope``: G - 2 where ``x`` is constant within every cluster, else G - 1. ``y`` that the controls
-    explain exactly (a constant judge, whose oriented score is a multiple of the orientation column) has a slope of
-    exactly 0 and a zero-width interval, not the rounding of the residualisation. None with fewer than 3 rows, 2
-    clusters, or an ``x`` the controls explain.
-    """
-    from scipy.stats import t as student_t
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = len(x)
-    codes = np.arange(n) if clusters is None else np.asarray(clusters, dtype=np.intp)
-    sizes = np.bincount(codes) if n else np.zeros(0, dtype=np.intp)
-    g = int(np.count_nonzero(sizes))
-    if n < 3 or g < 2 or np.ptp(x) == 0:
-        return None
-    design = np.column_stack([np.ones(n), np.asarray(controls, dtype=float).reshape(n, -1)])
-    fit, _, rank, _ = np.linalg.lstsq(design, np.column_stack([x, y]), rcond=None)
-    tilde_x, tilde_y = (np.column_stack([x, y]) - design @ fit).T
-    centred = x - x.mean()
-    sxx = float(tilde_x @ tilde_x)
-    if sxx <= 1e-12 * float(centred @ centred):  # the controls explain x: no coefficient of its own
-        return None
-    k = int(rank) + 1
-    cluster_mean = np.bincount(codes, weights=centred, minlength=len(sizes)) / np.maximum(sizes, 1)
-    within = centred - cluster_mean[codes]
-    df = g - 2 if float(within @ within) <= 1e-12 * float(centred @ centred) else g - 1
-    if df < 1 or n <= k:
-        return None
-    if float(tilde_y @ tilde_y) <= 1e-24 * max(float(y @ y), 1.0):  # y in the controls' span, but for rounding
-        return {"n": int(n), "slope": 0.0, "ci": [0.0, 0.0]}
-    slope = float(tilde_x @ tilde_y) / sxx
-    score = np.bincount(codes, weights=tilde_x * (tilde_y - slope * tilde_x), minlength=len(sizes))
-    variance = g / (g - 1) * (n - 1) / (n - k) * float(score @ score) / sxx**2
-    half = float(student_t.ppf(0.5 + level / 2, df) * np.sqrt(variance))
-    return {"n": int(n), "slope": slope, "ci": [slope - half, slope + half]}
-
-
 def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: float = 0.95) -> dict[str, Any] | None:
     """The slope of ``y`` on ``x`` (with an intercept) and its cluster-robust t interval, the clusters given as
     non-negative integer codes: what ``statsmodels``' ``OLS(y, add_constant(x)).fit(cov_type="cluster",
@@ -361,10 +306,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and
         their ``range`` (named experts), or ``pooled`` None with ``why`` (no named expert: module docstring);
         ``flag``: "lenient on long answers", "harsh on long answers" or None (also whenever there is no experts'
-        range to compare with, or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers), followed by
-        ``PARTIAL_COVERS_ZERO`` where ``judge_partial``'s interval covers 0. An expert with fewer than ``MIN_PAIRS``
-        pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``. ``judge_partial`` {n, slope, ci}: the
-        judge's score on log length with the experts' mean held (``partial_slope``; None where it has none).
+        range to compare with, or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers). An expert
+        with fewer than ``MIN_PAIRS`` pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``.
     """
     from eval.scoring.metrics import expert_mean
 
@@ -427,16 +370,7 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     if out["judge"] is not None and band is not None and judge_answers >= MIN_SLOPE_ANSWERS:
         low, high = out["judge"]["ci"]
         flag = "lenient on long answers" if low > band[1] else "harsh on long answers" if high < band[0] else None
-    # the judge's score on length with the experts' scores held (module docstring): the same items, oriented, with
-    # the orientation itself a control, so that a constant judge's oriented score (+-c) is wholly the controls'
     out["flag"] = flag
-    out["judge_partial"] = (partial_slope(length[both], (judge * sign)[both],
-                                          np.column_stack([(mean * sign)[both], sign[both]]),
-                                          None if answers is None else answers[both], level)
-                            if both.any() else None)
-    partial = out["judge_partial"]
-    if flag is not None and partial is not None and partial["ci"][0] <= 0 <= partial["ci"][1]:
-        out["flag"] = f"{flag} {PARTIAL_COVERS_ZERO}"
     return out
 
 

@@ -128,19 +128,25 @@ RECOMMENDED_EXPERTS = 3
 def two_experts_caveat(alt: AltTest) -> str:
     """What a verdict of the alt-test means where fewer than ``RECOMMENDED_EXPERTS`` experts were tested, or every
     item tested has one other expert beside the left-out one (``n_items_two_experts``; None: a file written before
-    the count, read on the tested experts alone): a clause, "" where neither holds or no expert was tested. A judge
-    that copies one of two experts then wins against both (``eval.validity.alt_test``)."""
+    the count): a clause, "" where neither holds or no expert was tested. A judge that copies one of two experts then
+    wins against both (``eval.validity.alt_test``). Fewer experts tested over items with more experts each are no
+    such case: each left-out expert is still compared with the others' mean, but omega can take only a few values."""
     tested = alt.n_experts_tested
     if not tested:
         return ""
-    if tested < RECOMMENDED_EXPERTS:
+    pairs_only = bool(alt.n_items) and alt.n_items_two_experts is not None and alt.n_items_two_experts >= alt.n_items
+    if pairs_only and tested < RECOMMENDED_EXPERTS:
         return (f"with {counted(tested, 'expert')} tested the alt-test only checks which expert the judge sides "
                 "with more, not whether it stands for the panel (its authors recommend at least "
                 f"{RECOMMENDED_EXPERTS})")
-    if alt.n_items and alt.n_items_two_experts is not None and alt.n_items_two_experts >= alt.n_items:
+    if pairs_only:
         return ("with one other expert on every item tested the alt-test only checks which of each item's two "
                 "experts the judge sides with more, not whether it stands for the panel (its authors recommend at "
                 f"least {RECOMMENDED_EXPERTS} experts)")
+    if tested < RECOMMENDED_EXPERTS:
+        values = [f"{k / tested:g}" for k in range(tested + 1)]
+        return (f"with {counted(tested, 'expert')} tested ω can only be {', '.join(values[:-1])} or {values[-1]} "
+                f"(its authors recommend at least {RECOMMENDED_EXPERTS})")
     return ""
 
 
@@ -232,16 +238,6 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 _CLUSTERS = " (instructions under --bootstrap-unit instruction)"
 
 
-def _partial(length: LengthBias) -> str:
-    """The judge's score on log length with the experts' mean held (``bias.partial_slope``), beside its residual's
-    slope: a judge that tracks quality less than the experts gets the negative of their mean's slope as its
-    residual's, and this says whether its own score follows length ("" in a file written before it)."""
-    partial = length.judge_partial
-    if partial is None:
-        return ""
-    return f"; its score on log length with the experts' mean held {_num(partial.slope, 3)}{_ci(partial.ci, 3)}"
-
-
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
         judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
@@ -249,16 +245,16 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
             return (f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
-                    f"{_partial(length)}")
+                    f"")
         if length.experts.range is None:
             return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
-                    f"slope of their own needs{_CLUSTERS}{_partial(length)}")
+                    f"slope of their own needs{_CLUSTERS}")
         low, high = length.experts.range
         # no flag: the interval within the range, or the judge's slope over fewer answers than a flag needs
         # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
         unflagged = (f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} "
                      f"answers{_CLUSTERS})")
-        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}{_partial(length)}"
+        return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
         return ("no judge slope: fewer than 3 answers with a judge score and two experts or more, or one length for "
                 f"all{_CLUSTERS}")

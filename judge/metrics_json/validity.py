@@ -387,10 +387,7 @@ class LengthBias(_SectionRecord):
 
     judge: Slope | None
     experts: NamedExpertSlopes | PooledExpertSlopes
-    # "lenient on long answers", "harsh on long answers" (with a clause where judge_partial's interval covers 0) or None
-    flag: str | None
-    # the judge's score on log length with the experts' mean held (absent from files written before it)
-    judge_partial: Slope | None = optional_field()
+    flag: str | None  # "lenient on long answers", "harsh on long answers" or None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LengthBias | Unavailable:
@@ -402,7 +399,7 @@ class LengthBias(_SectionRecord):
                 return PooledExpertSlopes(Slope.from_json(block["pooled"]), block.get("why"))
             return _read(NamedExpertSlopes, block, by_expert=_table(Slope.from_json))
 
-        return _read(cls, data, judge=Slope.from_json, experts=experts, judge_partial=Slope.from_json)
+        return _read(cls, data, judge=Slope.from_json, experts=experts)
 
 
 # ----------------------------------------------------------------------------------------- cells and splits

@@ -56,6 +56,24 @@ def test_three_experts_whose_items_have_two_each_get_the_items_caveat_and_three_
     assert two_experts_caveat(alt) == ""
 
 
+def test_two_experts_tested_over_items_of_more_experts_say_what_omega_can_be():
+    """Two tested experts where items have more experts (the others untested, under 30 items each): each left-out
+    expert is compared with the others' mean, so the "which expert it sides with" caveat would be false; omega over
+    two experts can only be 0, 0.5 or 1, and that is said. A file without the count reads the same; one tested
+    expert, 0 or 1."""
+    from eval.validity.render import two_experts_caveat
+    from judge.metrics_json.validity import AltTest
+
+    common = dict(epsilon=0.2, q=0.05, scoring="neg_rmse", failures="loss", min_experts_tested=2,
+                  n_experts_rejected=2, winning_rate=1.0, advantage_probability=0.9)
+    wider = AltTest(n_experts_tested=2, n_items=60, n_items_two_experts=0, **common)
+    assert two_experts_caveat(wider) == ("with 2 experts tested ω can only be 0, 0.5 or 1 (its authors recommend at "
+                                         "least 3)")
+    assert two_experts_caveat(AltTest(n_experts_tested=2, **common)) == two_experts_caveat(wider)
+    one = AltTest(n_experts_tested=1, n_items=60, n_items_two_experts=10, **common)
+    assert two_experts_caveat(one) == "with 1 expert tested ω can only be 0 or 1 (its authors recommend at least 3)"
+
+
 def test_the_alt_test_line_names_both_minimums_and_warns_under_30_items():
     """The settings line shows items per expert and experts per item beside the verdict's minimum; under 30 items
     per expert (the FAQ's floor for the t-test's normality) it says so; a file written before the minimums were

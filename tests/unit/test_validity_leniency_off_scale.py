@@ -30,6 +30,15 @@ def test_an_off_scale_answer_is_out_of_leniency_and_counted():
     assert (lenient.n_judge_failed, lenient.n_judge_off_scale) == (0, 4)
     row = dict(_overall_rows(block))["leniency (+ = lenient)"]
     assert row == "0.000 [0.000, 0.000]: neither (over 36 items; 4 off the scale left out)"
+    # the length slope leaves them out too, its 36 residuals all 0; kept, the 7s on the longest answers made it rise
+    import dataclasses
+
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    table = table_on_0_to_2(judge, experts, None)
+    table = dataclasses.replace(table, answer_chars=np.arange(1, 41) * 50)
+    slope = split_section(table).overall.length_bias.judge
+    assert (slope.n, slope.slope, slope.ci) == (36, 0.0, [0.0, 0.0])
 
 
 def test_the_sentence_names_the_off_scale_answers_left_out_of_a_direction():
