@@ -498,11 +498,12 @@ def export_weights_fingerprint(export: str | Path) -> str | None:
     return folders_fingerprint([root] + ([root / str(generator)] if generator else []))
 
 
-def names_generator_model(server_args: Sequence[str]) -> bool:
+def names_generator_model(server_args: Sequence[str], *, unreadable: bool = True) -> bool:
     """Whether judge-serve's arguments name a generating model of its own (``--generator-model X``, ``=X``, the
-    underscore spelling, or ``generator_model:`` in a ``--config`` file), or a config file that cannot be read to
-    tell: the weights fingerprint it serves is then not ``export_weights_fingerprint``'s. judge-eval run (whose check
-    it leaves to the server's) and judge-train card (which words its refusal by it) read them alike."""
+    underscore spelling, or ``generator_model:`` in a ``--config`` file): the weights fingerprint it serves is then not
+    ``export_weights_fingerprint``'s. A config file that cannot be read (moved since, a relative path) cannot tell:
+    ``unreadable`` is the answer then, True for judge-eval run (whose check it then leaves to the server's), False for
+    judge-train card (which words a refusal by it and must not give a reason it cannot know)."""
     import yaml
 
     for i, arg in enumerate(map(str, server_args)):
@@ -515,7 +516,9 @@ def names_generator_model(server_args: Sequence[str]) -> bool:
             try:
                 settings = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
-                return True
-            if not isinstance(settings, dict) or settings.get("generator_model"):
+                return unreadable
+            if not isinstance(settings, dict):
+                return unreadable
+            if settings.get("generator_model"):
                 return True
     return False

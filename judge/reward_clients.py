@@ -950,8 +950,8 @@ def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, ap
 
 
 #: verl calls its reward function once per sample, each call with a client of its own: the process's failures are
-#: watched across them.
-_VERL_FAILURES = FailedVerdictsWatch()
+#: watched across them, by windows only (one sample's failure is no request failing whole).
+_VERL_FAILURES = FailedVerdictsWatch(whole_request=False)
 
 
 def _verl_result(reward: Reward | None, rule: RewardRule) -> dict[str, Any]:

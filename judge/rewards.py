@@ -540,17 +540,19 @@ class FailedVerdictsWatch:
     rationale) gives the policy its zeros, counted in ``judge_failures`` but said nowhere a person reads. Fed each
     request's (or trainer call's) rewards, ``add`` returns a warning line the first time every judgment of one
     failed, and whenever ``window`` judgments have been seen of which at least ``share`` failed; None otherwise.
+    ``whole_request=False`` says windows only: verl asks one sample a call, whose one failed criterion would spend the
+    once-only warning on what may be one flaky judgment.
     One per reward path (judge-serve's route, the trl function, verl's functions in a process), safe across threads.
     """
 
-    def __init__(self, window: int = 100, share: float = 0.5):
+    def __init__(self, window: int = 100, share: float = 0.5, *, whole_request: bool = True):
         import threading
 
         self.window, self.share = window, share
         self._lock = threading.Lock()
         self._judged = self._failed = 0
         self._first: str | None = None  # the window's first failure, "criterion: reason"
-        self._said_all_failed = False
+        self._said_all_failed = not whole_request
 
     def add(self, rewards: Sequence[Reward | None]) -> str | None:
         parts = [part for reward in rewards if reward is not None for part in reward.criteria]

@@ -63,7 +63,7 @@ the plain route is refused (401, naming ``/get_reward/<reward key>``). The key i
 uvicorn's access log. A refusal (a 400 naming its field, a 401) is logged as a warning too: OpenRLHF never reads
 the body of an answer it cannot use.
 
-Why one module of ~690 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~740 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """

@@ -187,12 +187,12 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str 
                 f"not {export}'s ({_short(current)}): its judge cannot be checked; make sure it served this export")
     todo = f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score"
     server_args = config.get("server_args") if isinstance(config.get("server_args"), list) else []
-    if names_generator_model(server_args):  # the fingerprint is of the model given, whichever the export
-        raise ValueError(f"{run_dir}: the run's judge-serve was given a generating model of its own (server_args "
-                         f"{' '.join(map(str, server_args))}), so the rationales it scored are not {export}'s "
-                         f"as served alone: weights fingerprint {_short(recorded)}, not the export's "
-                         f"{_short(current)}; {todo}, without --generator-model")
     if Path(judge_ref).is_absolute() and Path(judge_ref).resolve() == export.resolve():
+        if names_generator_model(server_args, unreadable=False):  # the fingerprint is of the model given
+            raise ValueError(f"{run_dir}: the run's judge-serve was given a generating model of its own (server_args "
+                             f"{' '.join(map(str, server_args))}), so the rationales it scored are not {export}'s "
+                             f"as served alone: weights fingerprint {_short(recorded)}, not the export's "
+                             f"{_short(current)}; {todo}, without --generator-model")
         raise ValueError(f"{run_dir}: the run judged {export}, which was retrained (its weights files rewritten) "
                          f"since: weights fingerprint {_short(recorded)} then, {_short(current)} now; {todo}")
     raise ValueError(f"{run_dir}: the run judged {judge_ref} (weights fingerprint {_short(recorded)}), not {export} "

@@ -135,6 +135,15 @@ def test_a_run_served_with_a_generating_model_of_its_own_is_refused_as_such(tmp_
     same = _scored_run(tmp_path / "same", str(export.resolve()), _fingerprint(export),
                        server_args=(f"--generator-model={export / 'generator'}",))
     assert _card(export, same, capsys) == (0, "")
+    # another judge served with a generating model is another judge's run, said as such
+    elsewhere = _scored_run(tmp_path / "elsewhere", str(other.parent.resolve()), served,
+                            server_args=("--generator-model", str(other)))
+    judged_other = f"{ERROR}{elsewhere}: the run judged {other.parent.resolve()} "
+    assert _card(export, elsewhere, capsys)[1].startswith(judged_other)
+    # a --config that cannot be read now tells nothing: no generating model is claimed for it
+    unread = _scored_run(tmp_path / "unread", str(export.resolve()), served,
+                         server_args=("--config", str(tmp_path / "moved.yaml")))
+    assert "was retrained" in _card(export, unread, capsys)[1]
 
 
 def test_a_run_without_a_fingerprint_is_written_with_a_warning(tmp_path, capsys):

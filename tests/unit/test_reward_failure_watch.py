@@ -44,6 +44,13 @@ def test_said_once_when_one_request_fails_whole_then_per_window_at_half_failed()
     assert watch.add(_rewards([None, 2, None, 0])).startswith("2 of the last 4 judgments failed")
 
 
+def test_windows_only_for_verls_one_sample_calls():
+    """whole_request=False (verl's): one sample's failed criterion says nothing; a window at half failed does."""
+    watch = FailedVerdictsWatch(window=2, share=0.5, whole_request=False)
+    assert watch.add(_rewards([None])) is None
+    assert watch.add(_rewards([2])).startswith("1 of the last 2 judgments failed (the first: Краткость: unparseable)")
+
+
 def _unparsed(path: str, body: dict) -> tuple[int, dict]:
     """A scripted judge-serve whose every verdict failed to parse."""
     results = [_result(None).to_json()]
