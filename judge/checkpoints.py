@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~520 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~535 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -78,6 +78,7 @@ __all__ = [
     "folders_fingerprint",
     "export_weights_fingerprint",
     "names_generator_model",
+    "generator_model_named",
 ]
 
 EXPORT_MANIFEST = "pollux_judge.json"
@@ -502,10 +503,18 @@ def names_generator_model(server_args: Sequence[str], *, unreadable: bool = True
     """Whether judge-serve's arguments name a generating model of its own (``--generator-model X``, ``=X``, the
     underscore spelling, or ``generator_model:`` in a ``--config`` file): the weights fingerprint it serves is then not
     ``export_weights_fingerprint``'s. A config file that cannot be read (moved since, a relative path) cannot tell:
-    ``unreadable`` is the answer then, True for judge-eval run (whose check it then leaves to the server's), False for
-    judge-train card (which words a refusal by it and must not give a reason it cannot know)."""
+    where nothing else names one, ``unreadable`` is the answer, True for judge-eval run (whose check it then leaves to
+    the server's); judge-train card asks ``generator_model_named`` for the three answers."""
+    named = generator_model_named(server_args)
+    return unreadable if named is None else named
+
+
+def generator_model_named(server_args: Sequence[str]) -> bool | None:
+    """``names_generator_model``'s reading: True where the arguments name a generating model (any of them), else None
+    where a ``--config`` among them cannot be read to tell, else False."""
     import yaml
 
+    untold = False
     for i, arg in enumerate(map(str, server_args)):
         flag, _, value = arg.partition("=")
         flag = flag.replace("_", "-")
@@ -516,9 +525,10 @@ def names_generator_model(server_args: Sequence[str], *, unreadable: bool = True
             try:
                 settings = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
-                return unreadable
+                untold = True
+                continue
             if not isinstance(settings, dict):
-                return unreadable
-            if settings.get("generator_model"):
+                untold = True
+            elif settings.get("generator_model"):
                 return True
-    return False
+    return None if untold else False

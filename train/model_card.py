@@ -13,7 +13,7 @@ package versions, and once training has finished, the steps taken and the logged
 
 ``--run`` must be a run of this export: a run whose ``run.json`` records judge-serve's weights fingerprint of other
 weights files than the export's (``judge.checkpoints.export_weights_fingerprint``: another judge, this folder
-retrained since, or the export served with a generating model of its own, ``judge.checkpoints.names_generator_model``)
+retrained since, or the export served with a generating model of its own, ``judge.checkpoints.generator_model_named``)
 is refused; a run that records none (an older run, a server other than judge-serve) or asked an endpoint URL cannot be
 checked, and the card is written with a warning saying so.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, names_generator_model,
+from judge.checkpoints import (EXPORT_MANIFEST, GENERATOR_SUBDIR, export_weights_fingerprint, generator_model_named,
                                read_manifest)
 from judge.metrics_json.metrics import Metrics
 from judge.plumbing.config_files import read_json_object
@@ -188,11 +188,16 @@ def _check_run_judge(export: Path, metrics_path: Path, metrics: Metrics) -> str 
     todo = f"score a run of this export: judge-eval run --judge {export} ..., then judge-eval score"
     server_args = config.get("server_args") if isinstance(config.get("server_args"), list) else []
     if Path(judge_ref).is_absolute() and Path(judge_ref).resolve() == export.resolve():
-        if names_generator_model(server_args, unreadable=False):  # the fingerprint is of the model given
+        named = generator_model_named(server_args)
+        if named:  # the fingerprint is of the model given
             raise ValueError(f"{run_dir}: the run's judge-serve was given a generating model of its own (server_args "
                              f"{' '.join(map(str, server_args))}), so the rationales it scored are not {export}'s "
                              f"as served alone: weights fingerprint {_short(recorded)}, not the export's "
                              f"{_short(current)}; {todo}, without --generator-model")
+        if named is None:  # its --config is gone: either reason fits, and neither is known
+            raise ValueError(f"{run_dir}: the run judged {export} with weights fingerprint {_short(recorded)}, not "
+                             f"its {_short(current)} now: it was retrained since, or the run's --config (which cannot "
+                             f"be read now) gave judge-serve a generating model of its own; {todo}")
         raise ValueError(f"{run_dir}: the run judged {export}, which was retrained (its weights files rewritten) "
                          f"since: weights fingerprint {_short(recorded)} then, {_short(current)} now; {todo}")
     raise ValueError(f"{run_dir}: the run judged {judge_ref} (weights fingerprint {_short(recorded)}), not {export} "

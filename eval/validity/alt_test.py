@@ -48,14 +48,15 @@ Three stated rules where the reference leaves a gap:
   scipy's ``ttest_1samp`` gives the reference; the expert counts among the tested and is never rejected
   (``by_rejected``), as the reference's Benjamini–Yekutieli step, which never selects a NaN, treats it.
 
-**Two experts** (``n_items_two_experts``: the items tested whose only other expert is one; the report's caveat,
+**Two experts** (``n_items_two_experts``: of the items a tested expert is left out on, ``n_items_tested``, those
+whose only other expert is one; the report's caveat,
 ``eval.validity.section.split_sentence``): the authors' FAQ ("Why do you recommend at least three human annotators
 and not two?", in the README of ``nitaytech/AltTest``) says that with two annotators the procedure "simply checks
 whether the LLM aligns more with one annotator than the other", lacking a consensus signal. A judge that copies one
 of two experts then wins against both (ties count for both, and against the copied expert the judge's alignment is
 that expert's own). The minimums stay as they are (the authors' two experts per item and 30 items per expert, this
 toolkit's two tested experts for a verdict); the sentence and the report's alt-test line say what such a verdict
-means where fewer than three experts were tested or every item tested has two experts.
+means where every item tested has two experts, and what omega can be where fewer than three experts were tested.
 
 Per domain (task type, criterion) the test runs on each domain's items and one Benjamini–Yekutieli correction covers
 every domain x expert p-value of that grouping; the result says in how many domains the judge passes, of those with
@@ -384,13 +385,20 @@ def summarise(found: Indicators | None, settings: AltTestSettings, items: np.nda
     # the pairs come item by item (ascending): the items are the runs, each as long as the item's named experts
     starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]]) if len(item) else np.zeros(0, dtype=np.intp)
     n_items = len(starts)
-    # items whose left-out expert has one other expert to be compared with: with only those, the test asks which of
-    # two experts the judge sides with more (the authors' FAQ on three annotators; module docstring)
-    n_two = int(np.count_nonzero(np.diff(np.r_[starts, len(item)]) == 2))
+    # the items a tested expert is left out on, and of those the ones whose left-out expert has one other expert to be
+    # compared with: with only those, the test asks which of two experts the judge sides with more (the authors' FAQ
+    # on three annotators; module docstring). An item only untested experts scored tests nothing.
+    experts = found.expert[pairs]
+    tested = np.bincount(experts, minlength=len(found.expert_names)) >= settings.min_items_per_expert
+    tested_items = np.zeros(n_items, dtype=bool)
+    if n_items:
+        np.logical_or.at(tested_items, np.cumsum(np.r_[True, item[1:] != item[:-1]]) - 1, tested[experts])
+    two = np.diff(np.r_[starts, len(item)]) == 2
     return {"available": True, **asdict(settings), "n_items": n_items,
             "n_items_few_experts": int((found.few_experts & in_cell).sum()),
             "n_items_judge_failed": int((found.judge_failed & in_cell).sum()),
-            "n_items_two_experts": n_two, **_summary(rows, settings.min_experts_tested)}
+            "n_items_tested": int(tested_items.sum()), "n_items_two_experts": int((two & tested_items).sum()),
+            **_summary(rows, settings.min_experts_tested)}
 
 
 def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, domains: np.ndarray,

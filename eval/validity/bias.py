@@ -89,7 +89,6 @@ MIN_SLOPE_ANSWERS = 30
 MIN_LENIENCY_N = 10
 
 
-
 def answer_codes(model_id: np.ndarray, task_type: np.ndarray, answer_chars: np.ndarray | None = None,
                  instruction_key: np.ndarray | None = None) -> np.ndarray | None:
     """Each item's answer as an integer code, the clusters of the section's analytic intervals (``cluster_slope``,

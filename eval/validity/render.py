@@ -127,14 +127,16 @@ RECOMMENDED_EXPERTS = 3
 
 def two_experts_caveat(alt: AltTest) -> str:
     """What a verdict of the alt-test means where fewer than ``RECOMMENDED_EXPERTS`` experts were tested, or every
-    item tested has one other expert beside the left-out one (``n_items_two_experts``; None: a file written before
-    the count): a clause, "" where neither holds or no expert was tested. A judge that copies one of two experts then
-    wins against both (``eval.validity.alt_test``). Fewer experts tested over items with more experts each are no
-    such case: each left-out expert is still compared with the others' mean, but omega can take only a few values."""
+    item a tested expert is left out on (``n_items_tested``) has one other expert beside it (``n_items_two_experts``;
+    None: a file written before the counts): a clause, "" where neither holds or no expert was tested. A judge that
+    copies one of two experts then wins against both (``eval.validity.alt_test``). Fewer experts tested over items
+    with more experts each are no such case: each left-out expert is still compared with the others' mean, but omega
+    can take only a few values."""
     tested = alt.n_experts_tested
     if not tested:
         return ""
-    pairs_only = bool(alt.n_items) and alt.n_items_two_experts is not None and alt.n_items_two_experts >= alt.n_items
+    tested_items = alt.n_items_tested
+    pairs_only = bool(tested_items) and alt.n_items_two_experts is not None and alt.n_items_two_experts >= tested_items
     if pairs_only and tested < RECOMMENDED_EXPERTS:
         return (f"with {counted(tested, 'expert')} tested the alt-test only checks which expert the judge sides "
                 "with more, not whether it stands for the panel (its authors recommend at least "
@@ -244,8 +246,7 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
         # "not flagged" only where there was an experts' range to be outside of: without named experts
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
-            return (f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
-                    f"")
+            return f"{judge}; not compared: the experts' slopes need named experts (the data names none)"
         if length.experts.range is None:
             return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
                     f"slope of their own needs{_CLUSTERS}")
@@ -256,8 +257,8 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
                      f"answers{_CLUSTERS})")
         return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
-        return ("no judge slope: fewer than 3 answers with a judge score and two experts or more, or one length for "
-                f"all{_CLUSTERS}")
+        return ("no judge slope: fewer than 3 answers with a judge score on the scale and two experts or more, or one "
+                f"length for all{_CLUSTERS}")
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 

@@ -191,7 +191,9 @@ class AltTest(_SectionRecord):
     n_items: int | None = optional_field()
     n_items_few_experts: int | None = optional_field()
     n_items_judge_failed: int | None = optional_field()
-    # of n_items, those with two named experts: the left-out expert's one other (absent from files before the count)
+    # the items a tested expert is left out on, and of those the ones with two named experts: the left-out expert's
+    # one other (both absent from files before the counts)
+    n_items_tested: int | None = optional_field()
     n_items_two_experts: int | None = optional_field()
     n_experts_tested: int = 0
     n_experts_rejected: int = 0

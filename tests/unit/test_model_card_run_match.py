@@ -140,10 +140,18 @@ def test_a_run_served_with_a_generating_model_of_its_own_is_refused_as_such(tmp_
                             server_args=("--generator-model", str(other)))
     judged_other = f"{ERROR}{elsewhere}: the run judged {other.parent.resolve()} "
     assert _card(export, elsewhere, capsys)[1].startswith(judged_other)
-    # a --config that cannot be read now tells nothing: no generating model is claimed for it
-    unread = _scored_run(tmp_path / "unread", str(export.resolve()), served,
-                         server_args=("--config", str(tmp_path / "moved.yaml")))
-    assert "was retrained" in _card(export, unread, capsys)[1]
+    # a --config that cannot be read now tells nothing: both reasons are given, neither claimed; a --generator-model
+    # after it still tells
+    moved = str(tmp_path / "moved.yaml")
+    unread = _scored_run(tmp_path / "unread", str(export.resolve()), served, server_args=("--config", moved))
+    assert _card(export, unread, capsys)[1] == (
+        f"{ERROR}{unread}: the run judged {export} with weights fingerprint {served[:12]}, not its "
+        f"{_fingerprint(export)[:12]} now: it was retrained since, or the run's --config (which cannot be read now) "
+        f"gave judge-serve a generating model of its own; score a run of this export: judge-eval run --judge {export} "
+        "..., then judge-eval score\n")
+    both = _scored_run(tmp_path / "both", str(export.resolve()), served,
+                       server_args=("--config", moved, "--generator-model", str(other)))
+    assert "was given a generating model of its own" in _card(export, both, capsys)[1]
 
 
 def test_a_run_without_a_fingerprint_is_written_with_a_warning(tmp_path, capsys):

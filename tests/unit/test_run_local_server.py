@@ -210,8 +210,10 @@ def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(
                  ["--config", str(config)], [f"--config={config}"], ["--config", str(tmp_path / "missing.yaml")]):
         assert names_generator_model(args), args
     assert not names_generator_model(["--config", str(plain), "--enforce-eager"]) and not names_generator_model([])
-    # judge-train card asks with unreadable=False: a config that cannot be read tells it nothing
-    assert not names_generator_model(["--config", str(tmp_path / "missing.yaml")], unreadable=False)
+    # unreadable=False: a config that cannot be read tells nothing, and a --generator-model after it still does
+    missing = str(tmp_path / "missing.yaml")
+    assert not names_generator_model(["--config", missing], unreadable=False)
+    assert names_generator_model(["--config", missing, "--generator-model", "X"], unreadable=False)
     assert names_generator_model(["--config", str(config)], unreadable=False)
 
     export, fake, starts = _served_export(tmp_path)

@@ -28,7 +28,7 @@ def test_a_judge_copying_one_of_two_experts_passes_with_the_caveat():
     section = validity_section(table, "mode", {"standard": np.arange(60)}, ValiditySettings(n_boot=0, alpha_boot=0))
     block = section.splits["standard"]
     alt = block.overall.alt_test
-    assert (alt.passed, alt.n_experts_tested, alt.n_items, alt.n_items_two_experts) == (True, 2, 60, 60)
+    assert (alt.passed, alt.n_experts_tested, alt.n_items_tested, alt.n_items_two_experts) == (True, 2, 60, 60)
     caveat = ("with 2 experts tested the alt-test only checks which expert the judge sides with more, not whether it "
               "stands for the panel (its authors recommend at least 3)")
     assert block.sentence.startswith("Passes the alternative annotator test against 2 of 2 experts (ω = 1.00, "
@@ -48,12 +48,28 @@ def test_three_experts_whose_items_have_two_each_get_the_items_caveat_and_three_
     pairs = ("AB", "BC", "CA")
     truth, experts, ids = panel(90, lambda i: pairs[i % 3])
     alt = split_section(table_on_0_to_2(truth.copy(), experts, ids)).overall.alt_test
-    assert (alt.n_experts_tested, alt.n_items, alt.n_items_two_experts) == (3, 90, 90)
+    assert (alt.n_experts_tested, alt.n_items_tested, alt.n_items_two_experts) == (3, 90, 90)
     assert two_experts_caveat(alt).startswith("with one other expert on every item tested the alt-test only checks")
     truth, experts, ids = panel(90, lambda i: "ABC")
     alt = split_section(table_on_0_to_2(truth.copy(), experts, ids)).overall.alt_test
     assert (alt.n_experts_tested, alt.n_items_two_experts) == (3, 0)
     assert two_experts_caveat(alt) == ""
+
+
+def test_an_item_only_untested_experts_scored_does_not_hide_the_caveat():
+    """40 items of experts A and B (tested, 40 items each), one more item of C, D and E (untested, 1 item each): the
+    items a tested expert is left out on are the 40, every one with two experts, so a judge copying A gets the
+    two-experts caveat; the 41st item tests nothing."""
+    from eval.validity.render import two_experts_caveat
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    truth = np.arange(41) % 3.0
+    experts, ids = np.full((41, 3), np.nan), np.full((41, 3), None, dtype=object)
+    experts[:40, :2], ids[:40, :2] = truth[:40, None], ["A", "B"]
+    experts[40], ids[40] = truth[40], ["C", "D", "E"]
+    alt = split_section(table_on_0_to_2(truth.copy(), experts, ids)).overall.alt_test
+    assert (alt.n_items, alt.n_items_tested, alt.n_items_two_experts, alt.n_experts_tested) == (41, 40, 40, 2)
+    assert two_experts_caveat(alt).startswith("with 2 experts tested the alt-test only checks which expert")
 
 
 def test_two_experts_tested_over_items_of_more_experts_say_what_omega_can_be():
@@ -66,11 +82,11 @@ def test_two_experts_tested_over_items_of_more_experts_say_what_omega_can_be():
 
     common = dict(epsilon=0.2, q=0.05, scoring="neg_rmse", failures="loss", min_experts_tested=2,
                   n_experts_rejected=2, winning_rate=1.0, advantage_probability=0.9)
-    wider = AltTest(n_experts_tested=2, n_items=60, n_items_two_experts=0, **common)
+    wider = AltTest(n_experts_tested=2, n_items_tested=60, n_items_two_experts=0, **common)
     assert two_experts_caveat(wider) == ("with 2 experts tested ω can only be 0, 0.5 or 1 (its authors recommend at "
                                          "least 3)")
     assert two_experts_caveat(AltTest(n_experts_tested=2, **common)) == two_experts_caveat(wider)
-    one = AltTest(n_experts_tested=1, n_items=60, n_items_two_experts=10, **common)
+    one = AltTest(n_experts_tested=1, n_items_tested=60, n_items_two_experts=10, **common)
     assert two_experts_caveat(one) == "with 1 expert tested ω can only be 0 or 1 (its authors recommend at least 3)"
 
 

@@ -354,8 +354,9 @@ def test_the_length_row_says_why_there_is_no_slope_or_no_flag():
 
     experts = {"by_expert": {"a": {"n": 40, "slope": 0.0, "ci": [-0.1, 0.1]}}, "range": [0.0, 0.0]}
     none = LengthBias.from_json({"judge": None, "experts": experts, "flag": None})
-    assert _length_text(none) == ("no judge slope: fewer than 3 answers with a judge score and two experts or more, "
-                                  "or one length for all (instructions under --bootstrap-unit instruction)")
+    assert _length_text(none) == ("no judge slope: fewer than 3 answers with a judge score on the scale and two "
+                                  "experts or more, or one length for all (instructions under --bootstrap-unit "
+                                  "instruction)")
     inside = LengthBias.from_json({"judge": {"n": 40, "slope": 0.5, "ci": [0.4, 0.6]}, "experts": experts,
                                    "flag": None})
     assert _length_text(inside).endswith("experts 0.000 to 0.000: not flagged (a flag needs the interval outside "
