@@ -103,8 +103,8 @@ from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bou
                           decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
-           "install_reward_routes", "REWARD_JOURNAL", "JOURNAL_ANSWER_CHARS", "label_problems",
-           "refuse_repeated_criteria", "SecretPathFilter", "admission_margin_s"]
+           "install_reward_routes", "REWARD_JOURNAL", "JOURNAL_ANSWER_CHARS", "checked_label_criteria",
+           "label_problems", "refuse_repeated_criteria", "SecretPathFilter", "admission_margin_s"]
 
 log = logging.getLogger("judge_serve")
 
@@ -338,6 +338,20 @@ def refuse_repeated_criteria(criteria: Sequence[Any] | None, index: int) -> None
         seen[key] = k
 
 
+def checked_label_criteria(request: JudgeRequest, config: ServeConfig) -> list:
+    """The criteria of every label's item resolved as the judging resolves them (``serve.jobs.check_criteria``, with
+    this server's task classifier for ``"auto"``), a criterion named twice refused (``refuse_repeated_criteria``):
+    the route's check and ``label_problems``'.
+
+    Raises:
+        RequestError: naming ``items[i]``, the label of sample i.
+    """
+    resolved = check_criteria(request, classifying=bool(config.criteria_classifier))
+    for i, criteria in enumerate(resolved):
+        refuse_repeated_criteria(criteria, i)
+    return resolved
+
+
 def label_problems(rows: Iterable[tuple[str, Any]], config: ServeConfig) -> Iterator[str]:
     """Each label of a prompt dataset checked as ``/get_reward`` checks it (``_read``): its fields, criteria, task,
     rubric scales, repeated criteria and the judgments it asks for, against this server's settings (its task
@@ -354,16 +368,15 @@ def label_problems(rows: Iterable[tuple[str, Any]], config: ServeConfig) -> Iter
         try:
             label = _label(raw, 0)
             check_bounds({"items": [label]}, None, config.max_judgments_per_request)
-            request = parse_judge_request({"items": [{**label, "answer": _STAND_IN_ANSWER}], "oversize": "fail"})
-            for criteria in check_criteria(request, classifying=bool(config.criteria_classifier)):
-                refuse_repeated_criteria(criteria, 0)
+            checked_label_criteria(parse_judge_request({"items": [{**label, "answer": _STAND_IN_ANSWER}],
+                                                        "oversize": "fail"}), config)
         except RequestError as err:
             message = err.message
             for prefix in ("labels[0]", "items[0]", "items"):
                 if message.startswith(prefix):
                     message = message[len(prefix):].lstrip(".:").lstrip()
                     break
-            yield f"{where}{'' if message.startswith('.') else ': '}{message}"
+            yield f"{where}: {message}"
 
 
 def _strings(body: dict, key: str) -> list[str]:
@@ -591,10 +604,7 @@ class RewardRoute:
         Raises:
             RequestError: naming ``items[i]``, the label of sample i.
         """
-        resolved = check_criteria(request, classifying=bool(self.config.criteria_classifier))
-        for i, criteria in enumerate(resolved):
-            refuse_repeated_criteria(criteria, i)
-        return resolved
+        return checked_label_criteria(request, self.config)
 
     async def _judged_in_time(self, request: Request, state, parsed, resolved, deadline: float
                               ) -> JudgeResponse | None:

@@ -22,7 +22,14 @@ _PLAIN_PLACE = re.compile(r"[\w .:/-]+")
 
 
 def _place(place: str) -> str:
-    return place if _PLAIN_PLACE.fullmatch(place) else "`" + " ".join(place.replace("`", "'").split()) + "`"
+    return place if _PLAIN_PLACE.fullmatch(place) else _code_span(place)
+
+
+def _code_span(text: str, limit: int | None = None) -> str:
+    """``text`` as a code span: on one line, without the characters a span cannot hold (a backtick) or a report
+    should not show (control and bidirectional marks), cut past ``limit`` characters (None: whole)."""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in text.replace("`", "'")).split())
+    return "`" + (shown if limit is None or len(shown) <= limit else shown[:limit - 3] + "...") + "`"
 
 
 def off_scale_note(result: Metrics) -> str | None:
@@ -53,16 +60,9 @@ def unknown_ids_note(result: Metrics) -> str | None:
     if not n:
         return None
     first = getattr(notes, "first_unknown_id", None)
-    named = f" (the first: {_id_span(first)})" if first is not None else ""
+    named = f" (the first: {_code_span(first, limit=80)})" if first is not None else ""
     name, were = ("prediction names an id", "was") if n == 1 else ("predictions name ids", "were")
     return f"**{n} {name} the data lacks**{named}: {'it' if n == 1 else 'they'} {were} left out of every figure."
-
-
-def _id_span(rid: str) -> str:
-    """An id from a predictions file as a code span: on one line, without the characters a span cannot hold (a
-    backtick) or a report should not show (control and bidirectional marks), a long one cut."""
-    shown = " ".join("".join(c if c.isprintable() else " " for c in rid.replace("`", "'")).split())
-    return "`" + (shown if len(shown) <= 80 else shown[:77] + "...") + "`"
 
 
 def duplicates_note(result: Metrics) -> str | None:

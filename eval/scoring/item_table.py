@@ -202,7 +202,8 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
 
     Returns:
         ``(table, notes)``: the table over all records (items without a prediction have status "missing"), and
-        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored), repeated ids, the
+        notes counting predictions whose id is not in the data (``n_unknown_ids``, ignored; the first of them in
+        the predictions' order, ``first_unknown_id``, when any), repeated ids, the
         scored items whose rubric has no readable scale (``n_no_scale``, when any) and those a regression head scored
         on a rationale ``max_tokens`` cut (``n_cut_scored``, when any; rows written before predictions kept their
         ``finish_reason`` read as null, so never as cut).
@@ -304,7 +305,10 @@ def build_table(records, predictions, judge_name: str = "", clip_regression: boo
         answer_chars=columns.text_lengths("answer"),
         instruction_key=columns.distinct(["instruction"])[0],
     )
-    notes = {"n_unknown_ids": len(first.keys() - set(record_ids)), "n_repeated_ids": repeated}
+    unknown = first.keys() - set(record_ids)
+    notes = {"n_unknown_ids": len(unknown), "n_repeated_ids": repeated}
+    if unknown:  # the first in the predictions' order, for the reports to name (``notes.first_unknown_id``)
+        notes["first_unknown_id"] = str(min(unknown, key=first.__getitem__))
     without_raw = ok & (source == ScoreSource.REGRESSION_HEAD) & ~np.isfinite(raw)
     if from_head.any() or without_raw.any():
         # How many of the head's raw values fell outside their scale (they are clipped only with clip_regression),

@@ -146,11 +146,6 @@ def _without_stale(rows, records, predictions: Path, data):
     return rows.filter(pa.array(~stale)), n_stale
 
 
-def _first_unknown_id(rows, records) -> str | None:
-    """The first prediction row's id, in file order, that no record has (None when every id is the records')."""
-    return next((str(rid) for rid in rows.column("id").to_pylist() if records.index_of(rid) is None), None)
-
-
 def _load_notes(load_report) -> dict:
     """What the load of the records counted that the figures do not show, for metrics.json's notes (each only when
     not zero): records off their rubric's scale, scored as given (``eval.reports.notes.off_scale_note`` says why),
@@ -347,8 +342,6 @@ def score(
             # Not an unfinished run (every item would read "no prediction"): the predictions are of other data.
             raise ValueError(f"--predictions {predictions}: none of its {notes['n_unknown_ids']} ids is in --data "
                              f"{data}; these predictions were made on other data")
-        # Named in metrics.json, so that report.md and report.html say what was left out, not only the console
-        notes["first_unknown_id"] = _first_unknown_id(rows, records)
         log.warning("%d predictions have ids that are not in %s (the first: %r): ignored", notes["n_unknown_ids"],
                     data, notes["first_unknown_id"])
     # The same tests as the paper's metrics: "all" is Zero-Shot + Standard; "unknown" only where some item has it.

@@ -390,9 +390,7 @@ def summarise(found: Indicators | None, settings: AltTestSettings, items: np.nda
     # on three annotators; module docstring). An item only untested experts scored tests nothing.
     experts = found.expert[pairs]
     tested = np.bincount(experts, minlength=len(found.expert_names)) >= settings.min_items_per_expert
-    tested_items = np.zeros(n_items, dtype=bool)
-    if n_items:
-        np.logical_or.at(tested_items, np.cumsum(np.r_[True, item[1:] != item[:-1]]) - 1, tested[experts])
+    tested_items = np.logical_or.reduceat(tested[experts], starts) if n_items else np.zeros(0, dtype=bool)
     two = np.diff(np.r_[starts, len(item)]) == 2
     return {"available": True, **asdict(settings), "n_items": n_items,
             "n_items_few_experts": int((found.few_experts & in_cell).sum()),

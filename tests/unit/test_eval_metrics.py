@@ -452,7 +452,7 @@ def test_build_table_never_scores_a_parse_failure():
     table, notes = item_table.build_table(records, predictions)
     assert table.status.tolist() == ["ok", "parse_failed", "request_failed", "missing"]
     assert table.judge[0] == 1 and np.isnan(table.judge[1:]).all()
-    assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 0}
+    assert notes == {"n_unknown_ids": 1, "n_repeated_ids": 0, "first_unknown_id": "zzz"}
     assert table.judge_name == "j"
 
 
