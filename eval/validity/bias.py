@@ -292,21 +292,25 @@ def _n_answers(answers: np.ndarray | None, index: np.ndarray) -> int:
 def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None, answer_chars: np.ndarray,
                 best_low: np.ndarray | None, level: float = 0.95,
                 expert_codes: tuple[np.ndarray, np.ndarray] | None = None, mean: np.ndarray | None = None,
-                answers: np.ndarray | None = None) -> dict[str, Any]:
+                answers: np.ndarray | None = None, off_scale: np.ndarray | None = None) -> dict[str, Any]:
     """The judge's length slope beside the experts' (module docstring), and whether it is flagged.
 
     ``expert_codes``: the ids already numbered, ``(codes, names)`` with ``codes`` an ``(n, k)`` integer matrix
     parallel to ``experts`` (-1 where unnamed) and ``names[code]`` the id, when the caller has them; ``mean``: the
     experts' mean per item, when the caller has it; ``answers``: ``(n,)`` each item's answer as a non-negative
     integer code, so that the intervals are clustered by answer (``cluster_slope``; the section passes
-    ``answer_codes``); None: each item its own answer, the classical interval.
+    ``answer_codes``); None: each item its own answer, the classical interval. ``off_scale``: ``(n,)`` True where
+    the judge's score lies off the item's scale: no rating of it, left out of the judge's slope as leniency leaves it
+    out, and counted.
 
     Returns:
         ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and
         their ``range`` (named experts), or ``pooled`` None with ``why`` (no named expert: module docstring);
         ``flag``: "lenient on long answers", "harsh on long answers" or None (also whenever there is no experts'
         range to compare with, or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers). An expert
-        with fewer than ``MIN_PAIRS`` pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``.
+        with fewer than ``MIN_PAIRS`` pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``. With
+        ``off_scale``, ``n_judge_failed`` and ``n_judge_off_scale``: the items the judge's slope is drawn from (two
+        experts or more) whose judge score failed or lies off the scale, out of the slope.
     """
     from eval.scoring.metrics import expert_mean
 
@@ -316,7 +320,10 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
     valid = ~np.isnan(experts)
     count = valid.sum(axis=1, keepdims=True)
     # the judge on the items the experts' slopes are drawn from: two experts or more (module docstring)
-    both = np.isfinite(judge) & np.isfinite(mean) & (count[:, 0] >= 2)
+    eligible = np.isfinite(mean) & (count[:, 0] >= 2)
+    answered = np.isfinite(judge)
+    off = np.zeros(len(judge), dtype=bool) if off_scale is None else np.asarray(off_scale, dtype=bool) & answered
+    both = eligible & answered & ~off
     answers = None if answers is None else np.asarray(answers, dtype=np.intp)
     out: dict[str, Any] = {"judge": _slope(length[both], ((judge - mean) * sign)[both], level,
                                            None if answers is None else answers[both])}
@@ -370,6 +377,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         low, high = out["judge"]["ci"]
         flag = "lenient on long answers" if low > band[1] else "harsh on long answers" if high < band[0] else None
     out["flag"] = flag
+    if off_scale is not None:
+        out.update(n_judge_failed=int((eligible & ~answered).sum()), n_judge_off_scale=int((eligible & off).sum()))
     return out
 
 

@@ -240,9 +240,21 @@ _CRITERION_HEAD = ["Criterion", "pairs", "expert MAE", "judge MAE", "gap", "expe
 _CLUSTERS = " (instructions under --bootstrap-unit instruction)"
 
 
+def _left_out(n: int | None, failed: int | None, off: int | None) -> str:
+    """" (over n items; F failed items and O off the scale left out)" where a row's figure left any out (None: a
+    count a file written before it does not carry; ``n`` None: the figure itself has no items to name)."""
+    left = [text for k, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if k]
+    if not left:
+        return ""
+    over = f"over {counted(n, 'item')}; " if n is not None else ""
+    return f" ({over}{' and '.join(left)} left out)"
+
+
 def _length_text(length: LengthBias | Unavailable | None) -> str:
     if isinstance(length, LengthBias) and length.judge:
-        judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}"
+        # the judge's slope is over its scores on the items' scales (``bias.length_bias``), as leniency is
+        left_out = _left_out(length.judge.n, length.n_judge_failed, length.n_judge_off_scale)
+        judge = f"judge {_num(length.judge.slope, 3)}{_ci(length.judge.ci, 3)}{left_out}"
         # "not flagged" only where there was an experts' range to be outside of: without named experts
         # (PooledExpertSlopes, never fitted: bias.length_bias) or without an expert with enough items, say so.
         if isinstance(length.experts, PooledExpertSlopes):
@@ -257,8 +269,9 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
                      f"answers{_CLUSTERS})")
         return f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: {length.flag or unflagged}"
     if isinstance(length, LengthBias):  # fitted, but no slope (``bias.cluster_slope``)
+        left_out = _left_out(None, length.n_judge_failed, length.n_judge_off_scale)
         return ("no judge slope: fewer than 3 answers with a judge score on the scale and two experts or more, or one "
-                f"length for all{_CLUSTERS}")
+                f"length for all{_CLUSTERS}{left_out}")
     return (length.why if isinstance(length, Unavailable) else "") or "—"
 
 
@@ -352,17 +365,13 @@ def _kappa_left_out(agreement) -> str:
     of which one is off the scale (``n_kappa_off_domain``)."""
     if not agreement:
         return ""
-    failed, off = agreement.n_items_judge_failed, agreement.n_kappa_off_domain
-    left = [text for n, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if n]
-    return f" (over {counted(agreement.n_kappa, 'item')}; {' and '.join(left)} left out)" if left else ""
+    return _left_out(agreement.n_kappa, agreement.n_items_judge_failed, agreement.n_kappa_off_domain)
 
 
 def _leniency_left_out(lenient) -> str:
     """Leniency is over the judge's scores on the items' scales (``bias.leniencies``): its failed and off-scale items
     named as the κ row names them (None: a file written before the counts, whose leniency took off-scale answers)."""
-    failed, off = lenient.n_judge_failed, lenient.n_judge_off_scale
-    left = [text for n, text in ((failed, counted(failed or 0, "failed item")), (off, f"{off} off the scale")) if n]
-    return f" (over {counted(lenient.n, 'item')}; {' and '.join(left)} left out)" if left else ""
+    return _left_out(lenient.n, lenient.n_judge_failed, lenient.n_judge_off_scale)
 
 
 def _ceiling_off_scale(ceiling) -> str:

@@ -303,10 +303,10 @@ def _cell(table, index: np.ndarray, key: str, *, target: str, levels: np.ndarray
         if table.answer_chars is not None:
             ids = table.expert_ids[index] if table.expert_ids is not None else None
             codes = (expert_codes[0][index], expert_codes[1]) if expert_codes is not None else None
-            # a score off the item's scale is no rating of it: left out of the slope, as leniency leaves it out
-            rated = np.where(np.isfinite(off_scale[index]), np.nan, judge)
-            out["length_bias"] = length_bias(rated, experts, ids, table.answer_chars[index], best_low, settings.level,
-                                             expert_codes=codes, mean=mean[index], answers=answers[index])
+            # a score off the item's scale is no rating of it: left out of the slope, and counted, as leniency
+            out["length_bias"] = length_bias(judge, experts, ids, table.answer_chars[index], best_low, settings.level,
+                                             expert_codes=codes, mean=mean[index], answers=answers[index],
+                                             off_scale=np.isfinite(off_scale[index]))
         else:
             out["length_bias"] = {"why": "the answers' lengths are unknown (an item table read back from an "
                                          "items.parquet written before it kept them)"}

@@ -390,6 +390,10 @@ class LengthBias(_SectionRecord):
     judge: Slope | None
     experts: NamedExpertSlopes | PooledExpertSlopes
     flag: str | None  # "lenient on long answers", "harsh on long answers" or None
+    # items with two experts or more whose judge verdict failed, or lies off the item's scale: out of the judge's
+    # slope (absent from files written before the counts)
+    n_judge_failed: int | None = optional_field()
+    n_judge_off_scale: int | None = optional_field()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LengthBias | Unavailable:

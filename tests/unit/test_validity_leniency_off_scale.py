@@ -37,8 +37,42 @@ def test_an_off_scale_answer_is_out_of_leniency_and_counted():
 
     table = table_on_0_to_2(judge, experts, None)
     table = dataclasses.replace(table, answer_chars=np.arange(1, 41) * 50)
-    slope = split_section(table).overall.length_bias.judge
-    assert (slope.n, slope.slope, slope.ci) == (36, 0.0, [0.0, 0.0])
+    length = split_section(table).overall.length_bias
+    assert (length.judge.n, length.judge.slope, length.judge.ci) == (36, 0.0, [0.0, 0.0])
+    # ... and counts them, as leniency does; its row names them as the leniency row does
+    assert (length.n_judge_failed, length.n_judge_off_scale) == (0, 4)
+    from eval.validity.render import _length_text
+
+    assert _length_text(length).startswith("judge 0.000 [0.000, 0.000] (over 36 items; 4 off the scale left out); ")
+
+
+def test_length_bias_counts_failures_and_off_scale_answers_on_the_items_its_slope_is_drawn_from():
+    """Six items, answers 100..600 characters: judge (1, NaN, 9, 2, NaN, 2), experts ((0, 0), (1, 1), (1, 1),
+    (2, NaN), (NaN, NaN), (0, 2)), the 9 off the scale. The slope's items have two experts or more: 0, 1, 2, 5.
+    Failed among them: item 1 (item 4's judge failed too, but it has no expert); off the scale: item 2 (item 3 has
+    one expert). That leaves items 0 and 5, too few for a slope (three answers). Without ``off_scale`` nothing is
+    counted and the 9 enters the slope, over items 0, 2 and 5."""
+    from eval.validity.bias import length_bias
+
+    judge = np.array([1.0, np.nan, 9.0, 2.0, np.nan, 2.0])
+    experts = np.array([[0, 0], [1, 1], [1, 1], [2, np.nan], [np.nan, np.nan], [0, 2]], dtype=float)
+    chars = np.arange(1, 7) * 100
+    off = np.array([False, False, True, False, False, False])
+    got = length_bias(judge, experts, None, chars, None, off_scale=off)
+    assert (got["judge"], got["n_judge_failed"], got["n_judge_off_scale"]) == (None, 1, 1)
+    before = length_bias(judge, experts, None, chars, None)
+    assert before["judge"]["n"] == 3
+    assert "n_judge_off_scale" not in before and "n_judge_failed" not in before
+
+
+def test_the_length_row_without_a_slope_still_names_what_it_left_out():
+    """A slope needs three answers: with the judge off the scale on all but two of the items, there is none, and
+    the row says which answers were left out of it."""
+    from eval.validity.render import _length_text
+    from judge.metrics_json.validity import LengthBias, NamedExpertSlopes
+
+    length = LengthBias(None, NamedExpertSlopes({}, None), None, n_judge_failed=1, n_judge_off_scale=5)
+    assert _length_text(length).endswith("(1 failed item and 5 off the scale left out)")
 
 
 def test_the_sentence_names_the_off_scale_answers_left_out_of_a_direction():
