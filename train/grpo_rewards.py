@@ -42,7 +42,8 @@ trl logs them under.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from judge.rewards import completion_reasoning, completion_text, cut_completions, prompt_opens_reasoning
@@ -194,15 +195,22 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
                      scale_best: Sequence[int], reference_scores: Sequence[Sequence[float]],
                      log_metric: Callable[[str, float], None] | None = None, prompts: Sequence[Any] | None = None,
                      completion_ids: Sequence[Sequence[int]] | None = None,
-                     end_token_ids: Collection[int] | None = None, **_: Any) -> list[float | None]:  # fmt: skip
+                     end_token_ids: Collection[int] | None = None, **columns: Any) -> list[float | None]:  # fmt: skip
     """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
     verdict, None for an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``).
+
+    ``reference_scores`` are checked before any verdict is read (:func:`_checked_references`): a row whose
+    references are not a list of the criterion's levels is refused with a ``ValueError`` naming the row (its ``id``
+    column where the dataset has one, else its place in the batch). ``train.grpo.grpo_rows`` writes only levels;
+    a dataset made by hand could pay a negative reward for a reference off the scale, or read a bare ``0`` as "no
+    reference".
 
     Also logs the shares of the verdicts it pays 0 for, as ``format_reward`` does (``verdicts/failed_share``,
     ``verdicts/out_of_scale_share``, ``verdicts/between_levels_share``): a config may name this reward alone, and
     its failures must still be counted (both log the same shares of one batch, which trl averages). The arguments
     are :func:`format_reward`'s and ``reference_scores`` (a dataset column).
     """
+    reference_scores = _checked_references(reference_scores, scale_levels, len(completions), columns.get("id"))
     verdicts = _verdicts(_read_texts(completions, prompts), verdict_format, scale_levels, scale_best, completion_ids,
                          end_token_ids)
     if log_metric is not None and verdicts:
@@ -214,6 +222,33 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
         else:
             rewards.append(agreement(verdict.score, references, levels) if _scored(verdict, levels) else 0.0)
     return rewards
+
+
+def _checked_references(reference_scores: Any, scale_levels: Sequence[Sequence[int]], n: int,
+                        ids: Sequence[Any] | None) -> list[list[float]]:
+    """``reference_scores`` as one list of the criterion's levels per completion (empty: no reference), or a
+    ``ValueError`` naming the first bad row: a column of another length than the completions, a row that is no
+    list (a bare ``2`` would read as ten references if a string, or fail deep in the reward), a reference that is no
+    number, or one that is not a level of the row's ``scale_levels`` (its reward would go below 0 or above 1)."""
+    def row(i: int) -> str:
+        return f"the row with id {ids[i]!r}" if ids is not None and i < len(ids) else f"row {i} of the batch"
+
+    sized = not isinstance(reference_scores, (str, bytes, Mapping)) and hasattr(reference_scores, "__len__")
+    if not sized or len(reference_scores) != n or len(scale_levels) != n:
+        got = len(reference_scores) if sized else type(reference_scores).__name__
+        raise ValueError(f"agreement_reward: reference_scores must be a column with one list per completion ({n}); "
+                         f"got {got} (and {len(scale_levels)} scale_levels)")
+    out: list[list[float]] = []
+    for i, (references, levels) in enumerate(zip(reference_scores, scale_levels)):
+        if isinstance(references, (str, bytes, Mapping)) or not hasattr(references, "__iter__"):
+            raise ValueError(f"agreement_reward: reference_scores of {row(i)} must be a list of the criterion's "
+                             f"levels (empty: no reference), got {references!r}")
+        for reference in references:
+            if isinstance(reference, bool) or not isinstance(reference, Real) or reference not in levels:
+                raise ValueError(f"agreement_reward: reference_scores of {row(i)} holds {reference!r}, not a level "
+                                 f"of its scale_levels {list(levels)}")
+        out.append([float(reference) for reference in references])
+    return out
 
 
 def _log_failure_shares(log_metric: Callable[[str, float], None], verdicts: Sequence[Verdict],
