@@ -201,10 +201,11 @@ def _part(where: str, table, state: dict[str, Any], jsonl: bool) -> dict[str, An
         rows = np.repeat(np.arange(n), experts["lengths"])[given]
         sums = np.bincount(rows, weights=experts["scores"][given], minlength=n)
         aggregates[missing] = sums[missing] / n_given[missing]
-    if "annotations" in present:
-        # an all-abstained released item's -1 aggregate is the marker carried over (JudgeRecord.from_row)
-        released_rows = experts["released"]
-        aggregates[released_rows & (aggregates == ABSTENTION_SCORE) & (n_given == 0) & (experts["lengths"] > 0)] = np.nan
+    released_rows, unscored = experts["released"], (aggregates == ABSTENTION_SCORE) & (n_given == 0)
+    # an all-abstained released item's -1 aggregate is the marker carried over (JudgeRecord.from_row)
+    aggregates[released_rows & unscored & (experts["lengths"] > 0)] = np.nan
+    if (~released_rows & unscored).any():
+        raise _Doubt  # the row path keeps such a -1 only on a rubric with that level, and otherwise names the row
 
     benchmark = is_benchmark_row(present)  # column names: the row rule read on the header
     if ids is None:

@@ -8,7 +8,8 @@ Two schemas are read natively, row by row:
 - **the project's JSONL schema**: ``expert_scores`` (a list of numbers, ``null`` for an abstention) with
   ``expert_feedback`` (one text per expert, or null). A ``-1`` there is refused, naming the row, unless the row's
   rubric lists -1 as a level (a custom scale may run below zero): elsewhere it can only be the release's abstention
-  code carried over by hand, and read as a score it would pull every mean and agreement statistic down.
+  code carried over by hand, and read as a score it would pull every mean and agreement statistic down. The same
+  holds for a ``criteria_score`` of ``-1`` with no expert score beside it, and for a record built in code.
 
 Either schema may name its experts: ``expert_ids``, a list of texts parallel to the experts (``annotations`` or
 ``expert_scores``), one distinct id per expert of the row. An abstaining expert keeps its id in ``annotations`` and is
@@ -26,7 +27,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~960 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~990 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -40,7 +41,7 @@ import logging
 import math
 import operator
 import re
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -260,6 +261,7 @@ class JudgeRecord:
                 raise self._invalid("expert_feedback",
                                     f"{len(feedback)} feedback texts for {len(self.expert_scores)} scores")
             self._check_ids(ids, len(self.expert_scores))
+            self._check_no_abstention_code(self.expert_scores)
             comments = feedback if feedback is not None else ("",) * len(self.expert_scores)
             named = ids if ids is not None else (None,) * len(self.expert_scores)
             object.__setattr__(self, "annotations",
@@ -280,6 +282,7 @@ class JudgeRecord:
             object.__setattr__(self, "expert_ids", given_ids)
         elif ids != given_ids:
             raise self._invalid("expert_ids", "expert_ids disagree with the annotations' expert ids")
+        self._check_no_abstention_code(all_scores)  # the place among the annotations, abstentions counted
         comments = tuple(map(_COMMENT, given))
         if not self.expert_scores and feedback is None:
             # Built from annotations alone: the non-abstaining experts are the scores and rationales.
@@ -300,6 +303,15 @@ class JudgeRecord:
         if self.origin is not None:
             return RecordError(self.origin[0], self.origin[1], name, message)
         return RecordError(f"record {self.id!r}", None, name, message)
+
+    def _check_no_abstention_code(self, scores: Sequence[float | None]) -> None:
+        """A -1 score on a rubric without that level is the release's abstention code, which ``from_row`` refuses in
+        a project file: refused for a record built in code too, whose file would be refused when read back."""
+        if ABSTENTION_SCORE in scores and not _has_level(self.rubrics, -1):
+            position = list(scores).index(ABSTENTION_SCORE)
+            raise self._invalid("expert_scores", f"item {position} is -1, which is not a level of this record's "
+                                                 "rubric: give None (an annotation's score) for an abstention (-1 is "
+                                                 "the POLLUX release's abstention code)")
 
     def _check_ids(self, ids: tuple | None, n_experts: int) -> None:
         try:
@@ -442,6 +454,14 @@ class JudgeRecord:
                 # experts came from annotations: a null annotations key beside expert_scores (a project table
                 # concatenated with released rows) leaves -1 the project's real score, as the column reader reads it.
                 number = None
+            elif number == ABSTENTION_SCORE and not scores and row.get("annotations") is None \
+                    and not _has_level(values["rubrics"], -1):
+                # A project row's -1 with no expert score beside it is the release's abstention code carried over
+                # (its annotations dropped), which would be read as a real score of -1, off the scale: refused as
+                # a -1 in expert_scores is. The column-wise reader leaves such a table to this path.
+                raise fail("criteria_score", "is -1 with no expert score, and -1 is not a level of this row's "
+                                             "rubric: write null for an item no expert scored (-1 is the POLLUX "
+                                             "release's abstention code, which the release loader turns into null)")
             values["criteria_score"] = number
 
         rid = row.get("id")

@@ -169,3 +169,58 @@ def test_a_project_rows_minus_one_is_refused_unless_its_rubric_has_that_level(tm
             records = records if isinstance(records, list) else records.records()
             assert (records[1].expert_scores, records[1].criteria_score) == ((-1.0, 1.0), 0.0), (source, load)
             assert (report.n_abstentions, report.n_off_scale) == (1, 0), (source, load)
+
+
+def test_a_project_rows_minus_one_aggregate_with_no_expert_score_is_refused_unless_a_level(tmp_path):
+    """A project row with criteria_score -1 and no expert score (none given, or all null) was read as a score of -1,
+    off the scale and counted, although it can only be the release's abstention code carried over without its
+    annotations: both loaders refuse it, from JSONL and Parquet (the column reader leaves it to the row path),
+    naming the row and the field. With an expert's score beside it, or on a rubric that lists -1, it is a score."""
+    said = ("field 'criteria_score': is -1 with no expert score, and -1 is not a level of this row's rubric: write "
+            "null for an item no expert scored (-1 is the POLLUX release's abstention code, which the release loader "
+            "turns into null)")
+    # Arrow takes a table's columns from its first row: that row names criteria_score too
+    first = GOOD | {"expert_feedback": None, "criteria_score": None}
+    none = GOOD | {"id": "b", "expert_scores": None, "expert_feedback": None, "criteria_score": -1}
+    abstained = GOOD | {"id": "b", "expert_scores": [None, None], "expert_feedback": None, "criteria_score": -1}
+    for n, minus in enumerate((none, abstained)):
+        path = _lines(tmp_path / f"d{n}.jsonl", _row(), json.dumps(minus, ensure_ascii=False))
+        pq.write_table(pa.Table.from_pylist([first, minus]), tmp_path / f"d{n}.parquet")
+        for source, place in ((path, "line 2"), (tmp_path / f"d{n}.parquet", "row index 1")):
+            for load in LOADERS:
+                with pytest.raises(RecordError) as info:
+                    load(source)
+                assert str(info.value) == f"{source}: {place}: {said}", (source, load)
+    # beside an expert's 2 the -1 is the file's own aggregate (off the 0..2 scale, counted); on a -1 / 0 / 1 rubric
+    # it is a level
+    scored = GOOD | {"id": "b", "expert_scores": [2], "expert_feedback": None, "criteria_score": -1}
+    level = none | {"rubrics": "-1: хуже\n\n0: так же\n\n1: лучше"}
+    for n, row in enumerate((scored, level)):
+        kept = _lines(tmp_path / f"k{n}.jsonl", _row(), json.dumps(row, ensure_ascii=False))
+        pq.write_table(pa.Table.from_pylist([first, row]), tmp_path / f"k{n}.parquet")
+        for source in (kept, tmp_path / f"k{n}.parquet"):
+            for load in LOADERS:
+                records, report = load(source)
+                records = records if isinstance(records, list) else records.records()
+                assert records[1].criteria_score == -1.0, (source, load)
+                assert report.n_off_scale == (1 if row is scored else 0), (source, load)
+
+
+def test_a_record_built_in_code_with_a_minus_one_score_is_refused_unless_a_level():
+    """A JudgeRecord built in Python with -1 among its experts' scores on a 0..2 rubric was kept, and the file
+    written from it refused when read back: it is refused where it is built, from scores or from annotations,
+    naming the record and the expert's place. On a -1 / 0 / 1 rubric -1 is a level."""
+    from judge import JudgeRecord
+    from judge.records import Annotation
+
+    base = dict(id="r", instruction="И", answer="О", criteria_name="К", rubrics="0: a\n\n1: b\n\n2: c")
+    with pytest.raises(RecordError) as info:
+        JudgeRecord(**base, expert_scores=(2.0, -1.0))
+    assert str(info.value) == ("record 'r': field 'expert_scores': item 1 is -1, which is not a level of this "
+                               "record's rubric: give None (an annotation's score) for an abstention (-1 is the "
+                               "POLLUX release's abstention code)")
+    with pytest.raises(RecordError, match="item 1 is -1"):  # the place among the annotations
+        JudgeRecord(**base, annotations=(Annotation(None, ""), Annotation(-1.0, ""), Annotation(2.0, "")))
+    level = base | {"rubrics": "-1: хуже\n\n0: так же\n\n1: лучше"}
+    assert JudgeRecord(**level, expert_scores=(-1, 1)).expert_scores == (-1, 1)
+    assert JudgeRecord(**base, annotations=(Annotation(None, ""), Annotation(2.0, ""))).expert_scores == (2.0,)

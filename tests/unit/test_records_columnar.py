@@ -612,16 +612,16 @@ def test_an_integer_score_no_float_holds_exactly_is_named_by_both_readers(tmp_pa
             judge.load_record_columns(path)
 
 
-def test_a_null_annotations_column_leaves_a_project_rows_minus_one_a_score(tmp_path):
-    """A project row (-1 a real score, null an abstention) beside an all-null annotations column, as concatenating a
-    converted table with released rows gives: its criteria_score -1 with every expert abstaining stays -1 on both
-    paths (the row path took the annotations key alone for released experts and read None), off the 0..2 scale."""
+def test_a_null_annotations_column_leaves_a_project_rows_minus_one_to_the_project_rule(tmp_path):
+    """A project row (null an abstention) beside an all-null annotations column, as concatenating a converted table
+    with released rows gives: its criteria_score -1 with every expert abstaining is the project rule's on both paths
+    (the row path took the annotations key alone for released experts), not the release's marker turned into null:
+    refused, as a project file's -1 with no expert score is (``test_record_error_places``), naming the row."""
     row = GOOD | {"id": "p", "expert_scores": [None, None, None], "criteria_score": -1, "annotations": None}
     path = _jsonl(tmp_path / "d.jsonl", [row])  # JSONL: an annotations key, null: the row path
     pq.write_table(pa.Table.from_pylist([row]), tmp_path / "d.parquet")  # Parquet: a null column, the column path
-    for source in (path, tmp_path / "d.parquet"):
+    for source, place in ((path, "line 1"), (tmp_path / "d.parquet", "row index 0")):
         for load in (load_records_report, judge.load_record_columns):
-            records, report = load(source)
-            records = records if isinstance(records, list) else records.records()
-            assert records[0].criteria_score == -1.0 and records[0].expert_scores == (), (source, load)
-            assert (report.n_off_scale, report.n_all_abstained) == (1, 1), (source, load)
+            with pytest.raises(RecordError, match=rf"^{re.escape(str(source))}: {place}: field 'criteria_score': is -1 "
+                                                  "with no expert score"):
+                load(source)

@@ -120,10 +120,11 @@ def test_regression_rows_carry_the_rationale_target_and_the_label(score_target, 
 
 
 def test_a_regression_label_is_not_a_mean_over_an_off_scale_score():
-    """Experts 2 and -1 on a 0..2 rubric: the -1 row is dropped (off the scale), and the mean label 0.5 it pulled
-    down would have been the other row's label; the item trains no regression row, counted. Each expert's own score
-    as the label (score_target expert) keeps the in-scale row."""
-    rec = record("r1", [2, -1], ["Всё верно, ошибок нет.", "Ответ никуда не годится."])
+    """Experts 2 and 5 on a 0..2 rubric: the 5 row is dropped (off the scale), and the mean label 3.5 it pulled
+    up would have been the other row's label; the item trains no regression row, counted. Each expert's own score
+    as the label (score_target expert) keeps the in-scale row. (A -1 there is refused when the record is built:
+    the release's abstention code, ``test_record_error_places``.)"""
+    rec = record("r1", [2, 5], ["Всё верно, ошибок нет.", "Ответ лучше всяких похвал."])
     rows, report = build_rows([rec], recipe="regression")
     assert rows == [] and dict(report.dropped) == {"label_from_off_scale_scores": 2}
     rows, report = build_rows([rec], recipe="regression", score_target="expert")
