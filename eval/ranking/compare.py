@@ -34,7 +34,10 @@ another cell under another name counted once, ``margin_aliases``), so the chance
 at most alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
 cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it. So 6 instructions at 0.05
 hold for one test: a cell whose smallest p, Holm-adjusted over the family, is not below alpha is untested too, out
-of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best).
+of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best). The smallest
+p is over the instructions the runs score differently in the cell (``matrix.moving_instructions``): a cell both runs
+scored alike throughout, such as a gate row both keep at 0, has p = 1 and is left out rather than multiply the
+others' p.
 Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -42,7 +45,7 @@ failed answers (their ``bench.json`` says which) and should use one judge: runs 
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
 place, ``weights_differences``); any other difference of it is a note in the comparison (``judge_notes``).
 
-Why one module of ~810 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
+Why one module of ~840 lines: the two-run comparison is one pipeline (the refusals of runs that cannot be compared,
 the pairing of items and gates (``paired_items``, the leaderboard's too), the paired bootstrap and its
 Holm-corrected calls, the Markdown of the result) over the loaded runs' shapes, whose loader, refusals and reasons
 for no call the leaderboard (``eval.ranking.leaderboard``) reuses as they are, by their public names.
@@ -438,11 +441,13 @@ def nothing_shared(folders: list[Path], runs: list[list], keys: list[list], scor
 
 def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, needed: int, alpha: float,
                 scored_by: str = "both runs", non_binary: bool = False,
-                holm_floor: tuple[float, int] | None = None) -> str | None:
+                holm_floor: tuple[float, int] | None = None, moving: int | None = None) -> str | None:
     """Why a cell has no call ("—"); None when it is tested. ``scored_by``: whose items pair ("every run" for a
     leaderboard); ``non_binary``: the value is a mean of non-binary scores only (a mean over criteria, the
     leaderboard's mean), so ``instructions`` counts those with such a score; ``holm_floor``: (the cell's smallest
-    Holm-adjusted p, the tests it was adjusted over), given where that is not below alpha (``holm_unreachable``)."""
+    Holm-adjusted p, the tests it was adjusted over), given where that is not below alpha (``holm_unreachable``);
+    ``moving``: of ``instructions``, those whose swap between the runs moves the cell (``matrix.moving_instructions``;
+    None: all of them), which the test's smallest p and the Holm floor are on."""
     from eval.ranking.matrix import MIN_INSTRUCTIONS
     from eval.ranking.permutation import fewest_for_call, smallest_p
 
@@ -461,9 +466,14 @@ def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, ne
         return "no resamples"
     if resamples < needed:
         return f"{resamples} resamples defined it; a call needs at least {needed}"
+    if moving == 0:
+        return (f"scored alike by {scored_by} on every one of its {instructions} {what}: no swap between the runs "
+                "moves it (sign-flip p 1), so it is left out of Holm's family")
     if holm_floor is not None:
-        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
-                f"2/2^{instructions} = {smallest_p(instructions):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
+        k = instructions if moving is None else moving
+        differ = f", {k} of which the runs score differently" if k != instructions else ""
+        return (f"rests on {instructions} {what} scored by {scored_by}{differ}: the sign-flip test's smallest p "
+                f"there, 2/2^{k} = {smallest_p(k):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
                 f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
                 "more instructions or fewer cells")
     return None
@@ -572,12 +582,16 @@ def holm_unreachable(instructions: np.ndarray, tested: list[tuple[int, int]], al
                      ) -> tuple[dict[tuple[int, int], float], int]:
     """The cells of ``tested`` Holm could never call, with their smallest Holm-adjusted p, and the family's size.
 
-    Each cell's test gives at best p = 2/2^n on its n ``instructions`` (``permutation.smallest_p``), and Holm's
+    Each cell's test gives at best p = 2/2^n on its n ``instructions`` (``permutation.smallest_p``; the section
+    passes the instructions that move the cell, ``matrix.moving_instructions``), and Holm's
     adjusted p grows with every raw p (its first step alone multiplies the smallest by the m tests), so the tested
     cells' floors, adjusted as one family (``holm_adjusted``), bound each cell's adjusted p from below: a floor not
     below alpha is a cell no data could call (three cells on 6 instructions: 3 x 1/32 = 0.094 at best). Such cells
-    are left untested, out of the family: which they are follows from the instruction counts alone, never from the
-    scores, so Holm over the cells left still bounds the chance of any false call by alpha.
+    are left untested, out of the family: which they are follows from the instruction counts alone, or from which
+    instructions the runs score differently, never from the signs of the differences. Swapping an instruction's two
+    sides, the null's symmetry, changes neither, so Holm over the cells left still bounds the chance of any false call
+    by alpha (Tarone's modified Bonferroni method for discrete tests, Biometrics 46, 1990, leaves out the tests whose
+    smallest attainable p cannot reach the level the same way).
 
     Returns:
         ``{cell: its floor}`` of the cells that cannot be called, and the family's size (distinct tests) they
@@ -639,7 +653,8 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             failed answers or judge settings, or no item both scored.
     """
     from eval.ranking.matrix import (MEAN_OVER_CRITERIA, MEAN_OVER_META, MIN_INSTRUCTIONS, cell_counts,
-                                     cell_instructions, instruction_weights, matrix_arrays, resampled_matrices)
+                                     cell_instructions, instruction_weights, matrix_arrays, moving_instructions,
+                                     resampled_matrices)
     from eval.ranking.permutation import sign_flip_p, swapped_matrices
     from eval.scoring.resample_rules import resamples_to_call
 
@@ -723,12 +738,18 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             for i, r in enumerate(rows) for j in range(len(columns))}
     aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
     # A cell Holm could never call (its test's smallest p, adjusted over the family, not below alpha) is untested,
-    # with why: "tested, no difference" said it had a chance it never had.
-    floors, family = holm_unreachable(instructions, [cell for cell, why in whys.items() if why is None], alpha,
-                                      aliases)
-    for (i, j), floor in floors.items():
-        whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
-                                  non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
+    # with why: "tested, no difference" said it had a chance it never had. Its floor is over the instructions that
+    # move it: one both runs scored alike throughout (a gate row, a criterion scored the same) is p = 1 whatever
+    # its instructions, and in the family it only multiplied every other cell's p.
+    moving = moving_instructions(arrays[0], arrays[1])
+    tested = [cell for cell, why in whys.items() if why is None]
+    floors, family = holm_unreachable(moving, [cell for cell in tested if moving[cell] > 0], alpha, aliases)
+    for i, j in tested:
+        if moving[i, j] == 0 or (i, j) in floors:
+            whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed,
+                                      alpha, non_binary=rows[i] == MEAN_OVER_CRITERIA,
+                                      holm_floor=(floors[i, j], family) if (i, j) in floors else None,
+                                      moving=int(moving[i, j]))
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):

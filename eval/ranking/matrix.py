@@ -49,6 +49,10 @@ scored.
 The rubric reader here is POLLUX's (``pollux_scale_levels``), not the toolkit's ``judge.scale_of``: the matrix claims
 POLLUX's numbers, and the two differ on rubrics such as a ``0.5:`` level or bold levels. Verdicts are read by the
 toolkit's parser unless the ranking is told ``--verdict-reader pollux`` (``judge.verdicts.parse_pollux_result``).
+
+Why one module of ~510 lines: the matrix, the per-instruction arrays it is folded from and every count over them
+(items, instructions, moving instructions) share one layout of cells and margins, which the resamples, the two-run
+comparison and the leaderboard all read; split, the margins' rules would be written in two places.
 """
 
 from __future__ import annotations
@@ -70,8 +74,8 @@ from eval.ranking.items import (EMPTY_ANSWER, NO_ANSWER, STATUSES, UNJUDGED_STAT
 __all__ = ["RankedItem", "RankingMatrix", "NORMALIZE", "STATUSES", "UNJUDGED_STATUSES", "EMPTY_ANSWER",
            "NO_ANSWER", "MIN_INSTRUCTIONS", "MEAN_OVER_META", "MEAN_OVER_CRITERIA",
            "pollux_matrix", "matrix_arrays", "MatrixArrays", "resampled_matrices", "pollux_scale_levels",
-           "gate_score", "is_scored", "cell_counts", "cell_instructions", "unnormalisable", "full_matrices",
-           "instruction_weights", "percentile_interval"]
+           "gate_score", "is_scored", "cell_counts", "cell_instructions", "moving_instructions", "unnormalisable",
+           "full_matrices", "instruction_weights", "percentile_interval"]
 
 #: POLLUX's names of the added column and row (metrics.py: ``matrix["mean_over_meta"]``,
 #: ``matrix.loc["mean_over_criteria"]``) and of the index column of metrics.csv.
@@ -412,9 +416,29 @@ def cell_instructions(arrays: MatrixArrays) -> np.ndarray:
     """The distinct instructions behind each cell's scores, margins as ``cell_counts``: a ``mean_over_meta`` cell
     counts the instructions with a score in its row, a ``mean_over_criteria`` cell those with a non-binary score in
     its column, the corner those with any non-binary score."""
-    n_c, n_m = arrays.shape
-    has = (arrays.counts > 0).astype(np.int64).tocsr()
-    has_nb = (arrays.nb_counts > 0).astype(np.int64).tocsr()
+    return _instructions_per_cell(arrays.counts > 0, arrays.nb_counts > 0, arrays.shape)
+
+
+def moving_instructions(arrays_a: MatrixArrays, arrays_b: MatrixArrays) -> np.ndarray:
+    """Per cell, margins as ``cell_instructions``: the instructions whose folded totals differ between two runs'
+    arrays over the same instructions and layout (a sum or a count, all scores for a cell, non-binary ones for the
+    means over criteria). Swapping any other instruction between the runs leaves the cell as it is, so its
+    sign-flip test has at best p = 2/2^k on these k (``permutation.smallest_p``), whatever the instructions behind
+    it; k = 0 is a cell the two runs scored alike throughout, p = 1."""
+    def differ(totals: str, counts: str):
+        return (abs(getattr(arrays_a, totals) - getattr(arrays_b, totals))
+                + abs(getattr(arrays_a, counts) - getattr(arrays_b, counts))) > 0
+
+    return _instructions_per_cell(differ("sums", "counts"), differ("nb_sums", "nb_counts"), arrays_a.shape)
+
+
+def _instructions_per_cell(marked, marked_nb, shape: tuple[int, int]) -> np.ndarray:
+    """How many instructions (rows) are marked in each cell's columns: a cell its own column, a ``mean_over_meta``
+    margin any column of its criterion, a ``mean_over_criteria`` margin any non-binary column of its meta value, the
+    corner any non-binary column."""
+    n_c, n_m = shape
+    has = marked.astype(np.int64).tocsr()
+    has_nb = marked_nb.astype(np.int64).tocsr()
     out = np.zeros((n_c + 1, n_m + 1), dtype=np.int64)
     out[:-1, :-1] = np.asarray(has.sum(axis=0)).reshape(n_c, n_m)
     for c in range(n_c):  # any score in the criterion's cells

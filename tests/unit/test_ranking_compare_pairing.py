@@ -30,8 +30,9 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     verdict has no score; on the 10 others both score G 2; both score H 1 everywhere.
 
     Unpaired, B's G was 2/2 = 1 against A's (10 * 0 + 10 * 1) / 20 = 0.5: "B higher" for failing. Paired, G holds
-    the 10 easy items on each side: 1 vs 1, delta 0 in every resample, "no difference"; n 10, n_a 20, n_b 10, A lost
-    10 items to B's failures (n_dropped_a 10), B none. H: 20 paired items, delta 0. The corner pools G and H: n 30.
+    the 10 easy items on each side: 1 vs 1, delta 0 in every resample; n 10, n_a 20, n_b 10, A lost 10 items to B's
+    failures (n_dropped_a 10), B none. H: 20 paired items, delta 0. The corner pools G and H: n 30. Both runs score
+    every cell alike on every instruction, so no swap moves any: untested ("—"), saying so, out of Holm's family.
     """
     rows_a, rows_b = [], []
     for p in range(20):
@@ -41,16 +42,16 @@ def test_an_item_one_side_failed_leaves_both_sides(tmp_path: Path) -> None:
     result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=200,
                               allow_other_judge=True)
     g = result["cells"]["G"]["m"]
-    assert (g["a"], g["b"], g["delta"], g["verdict"]) == (1.0, 1.0, 0.0, "no difference")
+    assert (g["a"], g["b"], g["delta"], g["p_value"], g["verdict"]) == (1.0, 1.0, 0.0, 1.0, "—")
+    assert g["why_no_call"] == ("scored alike by both runs on every one of its 10 instructions: no swap between the "
+                                "runs moves it (sign-flip p 1), so it is left out of Holm's family")
     assert (g["n"], g["n_a"], g["n_b"], g["n_dropped_a"], g["n_dropped_b"]) == (10, 20, 10, 10, 0)
     assert g["n_instructions"] == {"a": 20, "b": 10, "shared": 10}
     corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
     assert (corner["delta"], corner["n"], corner["n_dropped_a"]) == (0.0, 30, 10)
     assert (result["a"]["n_dropped"], result["b"]["n_dropped"], result["n_instructions"]) == (10, 0, 20)
     md = render_ranking_compare_markdown(result)
-    # Every instruction's difference is 0, so every sign flip is as far from 0: sign-flip p 1 (Holm's too), shown
-    # beside the cell.
-    assert "+0.000 [+0.000, +0.000] p 1, Holm 1 (dropped A 10, B 0)" in md
+    assert "| G | +0.000 [+0.000, +0.000] — (dropped A 10, B 0) |" in md and result["holm_tests"] == 0
     assert ("Items left out of both sides (paired per item; the other run's verdict of the item, or of its "
             "instruction's gate, failed or was not scored): A 10, B 0; per cell n_dropped_a / n_dropped_b in "
             "compare.json.") in md
@@ -90,7 +91,8 @@ def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) 
     """20 instructions of meta gen score G 1 (0.5) in both runs; one instruction, 99 of meta rare, has criterion T:
     A 1 (0.5), B 2 (1.0). T x rare rests on instruction 99 alone: every resample that holds it redraws it, so its
     interval was [0.5, 0.5] and the call "B higher". Now: delta 0.5, no interval, no call, and why; G x gen (20
-    instructions, delta 0 everywhere) keeps its interval and call. A single run says the same of that cell."""
+    instructions, delta 0 everywhere) keeps its interval, and is untested as scored alike by both runs (no swap
+    moves it). A single run says the same of that cell."""
     rows_a = [(p, "gen", "G", SCALE, 1.0) for p in range(20)] + [(99, "rare", "T", SCALE, 1.0)]
     rows_b = [(p, "gen", "G", SCALE, 1.0) for p in range(20)] + [(99, "rare", "T", SCALE, 2.0)]
     result = compare_rankings(_run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b), n_boot=200,
@@ -100,7 +102,7 @@ def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) 
     assert t["n_instructions"] == {"a": 1, "b": 1, "shared": 1}
     assert t["why_no_call"] == "rests on 1 instruction scored by both runs; an interval needs at least 2"
     g = result["cells"]["G"]["gen"]
-    assert (g["ci"], g["verdict"], g["why_no_call"]) == ([0.0, 0.0], "no difference", None)
+    assert (g["ci"], g["verdict"]) == ([0.0, 0.0], "—") and g["why_no_call"].startswith("scored alike by both runs")
     single = pollux_matrix([RankedItem(p, m, c, (0.0, 1.0, 2.0), s) for p, m, c, _, s in rows_b], n_boot=200)
     cell = single.cell("T", "rare")
     assert (cell["value"], cell["ci"], cell["n_instructions"]) == (1.0, [None, None], 1)
@@ -114,14 +116,15 @@ def test_a_cell_of_one_instruction_gets_no_interval_and_no_call(tmp_path: Path) 
 def test_compare_says_how_many_cells_it_tested_and_that_calls_are_holm_corrected(tmp_path: Path) -> None:
     """20 instructions of meta m: G is A 0, B 2 (normalised 0 vs 1), H is 1 on both (0.5). Six cells are tested:
     G x m, G x mean_over_meta, mean_over_criteria x m and the corner differ on every instruction (B higher); H x m
-    and H x mean_over_meta do not (no difference). A row's mean_over_meta over its one cell is that cell's test; the
-    corner pools G's and H's 20 scores each, (sum_G + sum_H) / 40, which is mean_over_criteria x m's
-    (sum_G / 20 + sum_H / 20) / 2 in every swap and resample (one meta value, one score of each criterion per
-    instruction): one test too. So Holm's family is three tests: G, H and mean_over_criteria x m. Above 12
-    instructions the swaps are drawn: --n-boot 100 is raised to 6 / 0.05 = 120 (Holm over up to six cells needs
-    m / alpha), and none of them is as far from 0 as a difference of one sign on all 20 (chance 2/2^20 a swap):
-    p = 1/121 on the two differing tests, 1 on H. Holm: sorted 1/121, 1/121, 1, adjusted max(3/121, 2/121) = 3/121
-    = 0.0248 < 0.05 on each of the two: called; H 1. Without resamples no line."""
+    and H x mean_over_meta are scored alike by both runs on every instruction: no swap moves them (p 1), untested
+    and out of Holm's family. A row's mean_over_meta over its one cell is that cell's test; the corner pools G's and
+    H's 20 scores each, (sum_G + sum_H) / 40, which is mean_over_criteria x m's (sum_G / 20 + sum_H / 20) / 2 in
+    every swap and resample (one meta value, one score of each criterion per instruction): one test too. So Holm's
+    family is two tests: G and mean_over_criteria x m (with H it was three, and H's p of 1 only raised theirs, to
+    3/121). Above 12 instructions the swaps are drawn: --n-boot 100 is raised to 6 / 0.05 = 120 (Holm over up to
+    six cells needs m / alpha), and none of them is as far from 0 as a difference of one sign on all 20 (chance
+    2/2^20 a swap): p = 1/121 on the two differing tests, 1 on H. Holm: 2 x 1/121 = 0.0165 < 0.05 on each: called.
+    Without resamples no line."""
     rows_a = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 0.0), ("H", 1.0))]
     rows_b = [(p, "m", name, SCALE, score) for p in range(20) for name, score in (("G", 2.0), ("H", 1.0))]
     a, b = _run(tmp_path / "a", "A", rows_a), _run(tmp_path / "b", "B", rows_b)
@@ -131,16 +134,16 @@ def test_compare_says_how_many_cells_it_tested_and_that_calls_are_holm_corrected
     for row, column in (("G", "m"), ("G", "mean_over_meta"), ("mean_over_criteria", "m"),
                         ("mean_over_criteria", "mean_over_meta")):
         cell = result["cells"][row][column]
-        assert (cell["p_value"], cell["p_holm"], cell["verdict"]) == (pytest.approx(1 / 121), pytest.approx(3 / 121),
+        assert (cell["p_value"], cell["p_holm"], cell["verdict"]) == (pytest.approx(1 / 121), pytest.approx(2 / 121),
                                                                       "B higher"), (row, column)
     h = result["cells"]["H"]["m"]
-    assert (h["p_value"], h["p_holm"], h["verdict"]) == (1.0, 1.0, "no difference")
+    assert (h["p_value"], h["p_holm"], h["verdict"]) == (1.0, None, "—")
     md = render_ranking_compare_markdown(result)
-    assert result["holm_tests"] == 3
-    assert ("Calls: 4 of the 6 cells tested (B higher 4, B lower 0), each on its sign-flip p adjusted by Holm's "
-            "step-down over the 3 distinct tests of the 6 tested cells (a margin that is another cell under another "
+    assert result["holm_tests"] == 2
+    assert ("Calls: 4 of the 4 cells tested (B higher 4, B lower 0), each on its sign-flip p adjusted by Holm's "
+            "step-down over the 2 distinct tests of the 4 tested cells (a margin that is another cell under another "
             "name counted once), so that were nothing different, the chance of any call is at most alpha 0.05") in md
-    assert "Calls: 4 of the 6 cells" in render_ranking_compare_page(result)
+    assert "Calls: 4 of the 4 cells" in render_ranking_compare_page(result)
     assert "Calls:" not in render_ranking_compare_markdown(compare_rankings(a, b, n_boot=0, allow_other_judge=True))
 
 
@@ -152,11 +155,13 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same scores: 0.4
     too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs 0.39999999999999997),
     which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the leaderboard's digits, the
-    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1). Holm's family would be X1, X2, X3 (their
-    rows' mean_over_meta each that one cell) and mean_over_criteria x m (the corner is it: one meta value, one score
-    of each criterion per instruction): four tests on 6 instructions, each p at best 1/32, so Holm's first step
-    gives at best 4 x 1/32 = 0.125, not below 0.05: no cell could ever be called, and each is untested ("—"),
-    saying why (it read "no difference", X1's Holm p max(4/32, 3/32) = 0.125, as if tested)."""
+    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1). X2 is scored alike on every instruction:
+    no swap moves it, out of the family. Holm's family would be X1, X3 (their rows' mean_over_meta each that one
+    cell) and mean_over_criteria x m (the corner is it: one meta value, one score of each criterion per
+    instruction; its totals differ per criterion, so its instructions count as moving though its value does not
+    change): three tests on 6 instructions, each p at best 1/32, so Holm's first step gives at best 3 x 1/32 =
+    0.09375, not below 0.05: no cell could ever be called, and each is untested ("—"), saying why (it read "no
+    difference", X1's Holm p max(4/32, 3/32) = 0.125, as if tested)."""
     scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
     a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((2, 9, 1))])
@@ -171,11 +176,12 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"], x1["p_holm"]) == (0.2, 0.1, "—", 2 / 64, None)
     assert x1["delta"] == pytest.approx(-0.1, abs=1e-15) and result["holm_tests"] == 0
     assert x1["why_no_call"] == ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p "
-                                 "there, 2/2^6 = 0.03125, Holm-adjusted over the 4 tests with enough instructions, is "
-                                 "at best 0.125, not below alpha 0.05; a call needs more instructions or fewer cells")
+                                 "there, 2/2^6 = 0.03125, Holm-adjusted over the 3 tests with enough instructions, is "
+                                 "at best 0.09375, not below alpha 0.05; a call needs more instructions or fewer "
+                                 "cells")
     page = render_ranking_compare_page(result)  # the tooltip says why X1 x m could not be called
     assert "X1 × m: A 0.2000, B 0.1000, sign-flip p 0.0312, Holm p —; untested: rests on 6 instructions" in page
-    assert "is at best 0.125, not below alpha 0.05" in page
+    assert "is at best 0.09375, not below alpha 0.05" in page
 
 
 def test_a_judge_that_failed_every_gate_verdict_is_named_not_nothing_scored(tmp_path: Path) -> None:
