@@ -154,6 +154,11 @@ def _offline() -> bool:
     return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
+def _what_is_downloaded(repo_type: str) -> str:
+    """What a hub repository of ``repo_type`` holds, in a remedy's words: a judge's weights or a data set."""
+    return "dataset" if repo_type == "dataset" else "checkpoint"
+
+
 def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_type: str = "model") -> Path:
     """The local folder of a judge checkpoint (or, with ``repo_type="dataset"``, a dataset) given as a folder or a
     hub id.
@@ -221,7 +226,8 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
          "Download it first")
         + f" where the hub is reachable (`hf download {text}{kind}`; older huggingface_hub: "
         f"`huggingface-cli download {text}{kind}`) into this cache, or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
-        "(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the checkpoint's folder instead."
+        f"(HF_HUB_OFFLINE=1 then resolves it with no network), or pass the {_what_is_downloaded(repo_type)}'s folder "
+        "instead."
     )
     if _offline() or not allow_download:
         why = "HF_HUB_OFFLINE is set" if _offline() else "downloading is not allowed here"

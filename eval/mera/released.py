@@ -177,5 +177,7 @@ def resolve_task_data(task: str, data: str) -> TaskData:
     try:
         root = resolve_checkpoint(data, repo_type="dataset")
     except CheckpointNotFound as err:
-        raise DataNotFound(str(err)) from None
+        # the toolkit's own copy needs no hub: said beside the hub's remedies
+        raise DataNotFound(f"{err} Without the released data, --data sample runs the few rows of the task bundled "
+                           "with the toolkit.") from None
     return _choose(task, root, data)

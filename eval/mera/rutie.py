@@ -1001,6 +1001,10 @@ MERA_TASKS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The settings that play a part only where the answer is a generated reply (``scoring="generate"``).
+GENERATION_ONLY = ("answer_parser", "stop", "max_tokens", "temperature")
+
+
 def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
     """The settings that decide a run's answers, and whether they are one of MERA's two runs.
 
@@ -1011,7 +1015,7 @@ def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
     (``n_context_truncated``). ``think_blocks`` says how a generated reply's ``<think>...</think>`` reasoning was
     read (``think_reading``): ``"skip"`` (chat mode's default, and always the ``choice`` parser's: ``parse_reply``),
     ``"read"`` (the harness's regex on the whole reply, completion mode's default under ``mera``), ``None`` under
-    log-probability scoring (no reply is parsed).
+    log-probability scoring (no reply is parsed), as are the other settings of generation (``GENERATION_ONLY``).
     """
     ours: dict[str, Any] = {
         "mode": settings.mode, "scoring": settings.scoring, "answer_cue": settings.answer_cue,
@@ -1019,6 +1023,8 @@ def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
         "temperature": settings.temperature, "context_overflow": settings.context_overflow,
     }  # fmt: skip
     ours["think_blocks"] = think_reading(settings)
+    if settings.scoring == "logprobs":  # no reply is generated: generation's settings decide nothing, so none is shown
+        ours.update(dict.fromkeys(GENERATION_ONLY))
     task = "rutie" if settings.scoring == "logprobs" else "rutie_gen"
     # The cue is a completion-mode setting: a chat run (already not MERA's) never sends it.
     differs = [f"{key}={ours[key]!r} (MERA's {task}: {value!r})" for key, value in MERA_TASKS[task].items()

@@ -198,7 +198,8 @@ def test_hub_id_is_read_offline_from_the_cache(offline_cache):
 
 
 def test_hub_id_missing_offline_says_how_to_get_it(tmp_path, monkeypatch):
-    """Not in the cache and offline: the error names the id, the cache and the download command for a dataset."""
+    """Not in the cache and offline: the error names the id, the cache and the download command for a dataset, a
+    dataset's folder (not a checkpoint's, as it said) as the local alternative, and the bundled sample rows."""
     import huggingface_hub.constants  # noqa: F401 - as in offline_cache
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
@@ -207,6 +208,9 @@ def test_hub_id_missing_offline_says_how_to_get_it(tmp_path, monkeypatch):
         resolve_task_data("ruhumaneval", MERA_DATASET)
     for part in (MERA_DATASET, str(tmp_path / "empty"), f"hf download {MERA_DATASET} --repo-type dataset"):
         assert part in str(err.value)
+    assert str(err.value).endswith("or pass the dataset's folder instead. Without the released data, --data sample "
+                                   "runs the few rows of the task bundled with the toolkit.")
+    assert "checkpoint" not in str(err.value)
 
 
 def test_english_humaneval_only_under_its_own_name():

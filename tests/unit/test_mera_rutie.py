@@ -843,6 +843,18 @@ def test_describe_protocol_names_meras_run_and_each_difference(settings, task, d
         task, not differs, differs)
 
 
+def test_a_log_likelihood_runs_protocol_shows_no_setting_of_generation():
+    """Under --scoring logprobs no reply is generated or parsed: metrics.json's protocol listed the parser, the stop
+    and max_tokens as if they had decided the answers; they are null there, as think_blocks was."""
+    from eval.mera.rutie import RutieSettings, describe_protocol
+
+    protocol = describe_protocol(RutieSettings(scoring="logprobs", answer_cue="", max_tokens=4))
+    keys = ("answer_parser", "stop", "max_tokens", "temperature", "think_blocks")
+    assert {k: protocol[k] for k in keys} == dict.fromkeys(keys)
+    assert (protocol["mode"], protocol["same_as_mera_task"]) == ("completion", True)
+    assert describe_protocol(RutieSettings(answer_cue=""))["max_tokens"] == 256
+
+
 def test_an_exact_tie_of_the_two_logprobs_is_counted():
     """A tie answers "1" (the harness's np.argmax) and is counted, so a scorer that cannot tell the choices apart
     shows in metrics.json."""
