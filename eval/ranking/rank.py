@@ -944,13 +944,23 @@ def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source
     """
     from eval.ranking.matrix import pollux_scale_levels, unnormalisable
 
+    raw = []  # (prompt_id, criterion) whose rubric has no levels: kept raw among normalised scores
     for row in rows:
         for name, rubrics in row.criteria:
-            why = unnormalisable(pollux_scale_levels(rubrics), normalize)
+            levels = pollux_scale_levels(rubrics)
+            why = unnormalisable(levels, normalize)
             if why:
                 raise ConfigError(f"data: {source}: prompt_id {row.prompt_id!r}, criterion {name!r}: its rubric "
                                   f"{why} (read as POLLUX's score_utils.py reads a rubric); fix the rubric, leave the "
                                   "instruction out (--meta, --limit), or rank with --normalize none")
+            if not levels:
+                raw.append((row.prompt_id, name))
+    if raw and normalize != "none":
+        # POLLUX's metrics.py keeps such a score raw too (module docstring), so it is kept, and said: a judge's 5 there
+        # sits among 0-1 scores and can lift a cell above 1.
+        log.warning("data: %s: %d criteria have a rubric with no levels read (as POLLUX's score_utils.py reads one), "
+                    "so their scores enter the matrix raw, not normalised to 0-1 like the others, as in POLLUX's "
+                    "metrics.py; the first: prompt_id %r, criterion %r", source, len(raw), *raw[0])
 
 
 def unasked_judge(config: RankConfig, out: Path) -> dict[str, Any]:

@@ -80,3 +80,24 @@ def test_a_parquet_row_is_named_by_its_row_index(tmp_path: Path) -> None:
     with pytest.raises(RecordError, match=said) as caught:
         load_instructions(path)
     assert caught.value.row == 1
+
+
+def test_a_rubric_with_no_levels_is_ranked_raw_and_said(caplog) -> None:
+    """Two criteria of instruction 3 and 5 have rubrics with no level POLLUX's reader finds: their scores are kept
+    raw, as metrics.py keeps them, among 0-1 scores, and a warning says how many and names the first; under
+    --normalize none every score is raw, and nothing is said. A rubric with levels is not counted."""
+    import logging
+
+    from eval.ranking.rank import InstructionRow, unnormalisable_rubric
+
+    def row(prompt_id, rubrics):
+        return InstructionRow(prompt_id, "x", "", "m", (("c", "0: плохо\n\n1: хорошо"), ("d", rubrics)))
+
+    rows = [row(1, "0: a\n\n2: b"), row(3, "Оцените полноту ответа."), row(5, "Без уровней.")]
+    with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
+        unnormalisable_rubric(rows, "minmax", "data.jsonl")
+        unnormalisable_rubric(rows, "none", "data.jsonl")
+    said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.rank"]
+    assert said == ["data: data.jsonl: 2 criteria have a rubric with no levels read (as POLLUX's score_utils.py "
+                    "reads one), so their scores enter the matrix raw, not normalised to 0-1 like the others, as in "
+                    "POLLUX's metrics.py; the first: prompt_id 3, criterion 'd'"]
