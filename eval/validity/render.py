@@ -562,6 +562,11 @@ _PAIRED_HEAD = ["Run", "Test", "Figure", "baseline", "run", "delta", "note"]
 OLDER_ALPHA = "— (scored before α took only items two experts scored: score it again)"
 
 
+#: Beside a leniency of a run scored before it left the judge's off-scale answers out, where another run's leaves
+#: them out: the older one may hold such answers as errors, so the two may not be the same statistic.
+OLDER_LENIENCY = " (scored before leniency left off-scale answers out: score it again to compare)"
+
+
 def _n_alpha_items(block) -> int | None:
     """The items both alphas of a split's overall cell are over (None: a file written before the count)."""
     agreement = block.overall.agreement
@@ -582,6 +587,8 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
         # newer run's section says the split has such items, the two alphas are different statistics
         one_expert_items = any(_n_alpha_items(b) is not None and _n_alpha_items(b) < b.overall.n_items
                                for b in blocks.values())
+        # likewise a leniency written before the off-scale count took such answers in as errors
+        counted_off = any(b.overall.leniency.n_judge_off_scale is not None for b in blocks.values())
         for name in names:
             block = blocks[name]
             alt, ceiling = block.overall.alt_test, block.overall.ceiling
@@ -592,7 +599,9 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
                          _num(alt.advantage_probability) if tested else "—",
                          _num(ceiling.gap) + _ci(ceiling.gap_ci),
                          OLDER_ALPHA if older else _num(block.overall.alpha_with_judge),
-                         _num(block.overall.leniency.mean_signed_error, 3),
+                         _num(block.overall.leniency.mean_signed_error, 3)
+                         + (OLDER_LENIENCY if counted_off and block.overall.leniency.n_judge_off_scale is None
+                            else ""),
                          block.sentence])
         tables.append((SPLIT_TITLES.get(split, split), rows))
     return tables

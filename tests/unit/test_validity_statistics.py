@@ -992,6 +992,31 @@ def test_compare_shows_no_older_alpha_beside_a_newer_one_on_one_expert_items():
     assert runs(experts)[1] == {"new": "1.00", "old": "1.00"}
 
 
+def test_compare_marks_an_older_leniency_beside_a_newer_one_that_leaves_off_scale_answers_out():
+    """A metrics.json written before leniency left the judge's off-scale answers out (no n_judge_off_scale) took
+    them in as errors; beside a newer run's leniency, compare now says so after its number. Two runs of that age,
+    or two newer ones, are shown as they are."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from eval.validity.render import OLDER_LENIENCY, _side_by_side
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    truth = np.arange(40) % 2.0
+    block = split_section(table_on_0_to_2(truth.copy(), np.column_stack([truth, truth]), None))
+    lenient = dataclasses.replace(block.overall.leniency, n_judge_failed=None, n_judge_off_scale=None)
+    older = dataclasses.replace(block, overall=dataclasses.replace(block.overall, leniency=lenient))
+
+    def shown(**blocks):
+        runs = {name: SimpleNamespace(validity=SimpleNamespace(splits={"standard": b})) for name, b in blocks.items()}
+        return {row[0]: row[5] for row in _side_by_side(runs)[0][1]}
+
+    assert block.overall.leniency.n_judge_off_scale == 0
+    assert shown(new=block, old=older) == {"new": "0.000", "old": "0.000" + OLDER_LENIENCY}
+    assert shown(old=older, older=older) == {"old": "0.000", "older": "0.000"}
+    assert shown(new=block, newer=block) == {"new": "0.000", "newer": "0.000"}
+
+
 def test_n_kappa_counts_the_pairs_kappa_used():
     """Judge (0, 1, 1, 2) against the experts' mode (0, 1, 0.5, 2) on the domain 0-2: the mode 0.5 is no level of
     the domain, so kappa is over the 3 other pairs, all on the diagonal (kappa 1); ``n_kappa`` counts those 3, not
