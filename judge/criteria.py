@@ -17,9 +17,9 @@ Typical use::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from judge.scales import Scale, ScaleError, scale_of
 from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR, Criterion, TaxonomyError, load_taxonomy
@@ -27,7 +27,7 @@ from judge.taxonomy import RUBRIC_LEVEL_SEPARATOR, Criterion, TaxonomyError, loa
 if TYPE_CHECKING:  # the wire's pydantic is imported by whoever builds one
     from judge.wire import CustomCriterion
 
-__all__ = ["CriterionError", "ResolvedCriterion", "resolve_criterion", "task_path"]
+__all__ = ["CriterionError", "ResolvedCriterion", "repeated_criterion", "resolve_criterion", "task_path"]
 
 
 class CriterionError(ValueError):
@@ -68,6 +68,20 @@ class ResolvedCriterion:
     def of(cls, criterion: Criterion) -> ResolvedCriterion:
         """A taxonomy criterion as the Russian prompt shows it."""
         return cls(criterion.name["ru"], criterion.rubric("ru"), criterion.scale, criterion.id)
+
+
+def repeated_criterion(criteria: Sequence[ResolvedCriterion] | None) -> tuple[int, int] | None:
+    """The first criterion one item names twice, as ``(first, again)`` positions, or None: one taxonomy criterion
+    however it was named (``"Креативность"`` and its id), or one custom name with one rubric. A reward label that
+    names one twice would have it judged twice and weigh twice in the reward, silently: every reward path (the
+    ``/get_reward`` route, ``judge-serve --check-labels``, the trl and verl clients) refuses it by this rule."""
+    seen: dict[Any, int] = {}
+    for k, criterion in enumerate(criteria or ()):
+        key = criterion.id if criterion.id is not None else (criterion.name, criterion.rubrics)
+        if key in seen:
+            return seen[key], k
+        seen[key] = k
+    return None
 
 
 def task_path(task_type: str | None, subtype: str | None = None,

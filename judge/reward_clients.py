@@ -73,7 +73,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,030 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,070 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -510,47 +510,79 @@ def _unsent_reward(sample: RewardSample, rule: RewardRule, reason: str, row: int
         ValueError: naming ``samples[row].task_type`` or ``samples[row].criteria[j]`` (with its field, as
             judge-serve's ``param`` names it): a task or criterion judge-serve would refuse.
     """
-    from pydantic import ValidationError
-
-    from judge.criteria import CriterionError, resolve_criterion, task_path
+    from judge.criteria import task_path
     from judge.taxonomy import TaxonomyError
-    from judge.wire import CustomCriterion, JudgeResult
+    from judge.wire import JudgeResult
 
     try:
         task = task_path(*(dict(sample.task).get(name) for name in TASK_FIELDS))
     except TaxonomyError as err:  # its level names the column at fault (a blank one between is kept, as None)
         raise ValueError(f"samples[{row}].{TASK_FIELDS[err.level or 0]}: {err}") from None
-    if not isinstance(sample.criteria, tuple):
-        crits = _set_criteria(sample.criteria, task, row)
-        return reward_of([JudgeResult(criterion=c.name, criterion_id=c.id, scale=list(c.scale.levels), error=error,
-                                      error_reason=reason) for c in crits], rule)
+    crits = (_set_criteria(sample.criteria, task, row) if not isinstance(sample.criteria, tuple)
+             else _resolved_criteria(sample.criteria, task, f"samples[{row}].criteria"))
+    return reward_of([JudgeResult(criterion=c.name, criterion_id=c.id, scale=list(c.scale.levels), error=error,
+                                  error_reason=reason) for c in crits], rule)
+
+
+def _resolved_criteria(criteria: tuple[Any, ...], task: tuple[str | None, ...] | None, where: str) -> list:
+    """A sample's listed criteria resolved as judge-serve resolves them (``judge.criteria.resolve_criterion``).
+
+    Raises:
+        ValueError: naming ``where[j]`` (with its field, as judge-serve's ``param`` names it): a criterion
+            judge-serve would refuse.
+    """
+    from pydantic import ValidationError
+
+    from judge.criteria import CriterionError, resolve_criterion
+    from judge.wire import CustomCriterion
+
     # The criteria as judge-serve would read them, after the JSON encoding: a Python rubric mapping's integer
     # levels arrive as strings, a tuple as a list.
-    specs = json.loads(json.dumps(list(sample.criteria)))
+    specs = json.loads(json.dumps(list(criteria)))
     parsed: list[str | CustomCriterion] = []
     for j, spec in enumerate(specs):
-        where = f"samples[{row}].criteria[{j}]"
         if isinstance(spec, str):
             parsed.append(spec)
             continue
         if not isinstance(spec, dict):
-            raise ValueError(f"{where}: expected a criterion's name or id, or a {{name, rubrics}} object")
+            raise ValueError(f"{where}[{j}]: expected a criterion's name or id, or a {{name, rubrics}} object")
         try:
             parsed.append(CustomCriterion.model_validate(spec))
         except ValidationError as err:
             first = err.errors(include_url=False)[0]
-            field = f"{where}.{first['loc'][0]}" if first["loc"] else where
+            field = f"{where}[{j}].{first['loc'][0]}" if first["loc"] else f"{where}[{j}]"
             raise ValueError(f"{field}: {first['msg']}") from None
-    results = []
+    resolved = []
     for j, spec in enumerate(parsed):
         try:
-            crit = resolve_criterion(spec, task)
+            resolved.append(resolve_criterion(spec, task))
         except CriterionError as err:
-            where = err.param(f"samples[{row}].criteria[{j}]")
-            raise ValueError(f"{where}: {err}") from None
-        results.append(JudgeResult(criterion=crit.name, criterion_id=crit.id, scale=list(crit.scale.levels),
-                                   error=error, error_reason=reason))
-    return reward_of(results, rule)
+            raise ValueError(f"{err.param(f'{where}[{j}]')}: {err}") from None
+    return resolved
+
+
+def _refuse_repeated(criteria: tuple[Any, ...] | str | None, task: tuple[tuple[str, str], ...], where: str) -> None:
+    """A sample whose listed criteria name one twice, refused before it is sent, as ``/get_reward`` refuses such a
+    label (``judge.criteria.repeated_criterion``): judge-serve's ``/v1/judge``, which the clients call, judges what
+    it is asked, so the criterion would be judged twice and weigh twice in the reward. A criterion that does not
+    resolve is left to judge-serve's refusal, which names it.
+
+    Raises:
+        ValueError: naming ``where[k]``, the second mention.
+    """
+    if not isinstance(criteria, tuple) or len(criteria) < 2:
+        return
+    from judge.criteria import repeated_criterion, task_path
+
+    try:  # the sample's task fields (``RewardSample.task``) as the path its names resolve under
+        resolved = _resolved_criteria(criteria, task_path(*(dict(task).get(name) for name in TASK_FIELDS)), where)
+    except (ValueError, LookupError):  # a task (TaxonomyError) or criterion judge-serve refuses, naming it
+        return
+    repeat = repeated_criterion(resolved)
+    if repeat is not None:
+        first, k = repeat
+        raise ValueError(f"{where}[{k}]: names the criterion of {where}[{first}] ({resolved[k].name}) again: it would "
+                         "be judged twice and weigh twice in the reward")
 
 
 def _set_criteria(criteria: str | None, task: tuple[str, ...] | None, row: int) -> list:
@@ -799,6 +831,7 @@ def trl_reward_function(
                 where = (f"{criteria_column}[{i}]" if criteria_column
                          else f"samples[{i}].criteria (criteria_column=None)")
                 crit = _criteria(value, where, task_named=_names_task(task))
+            _refuse_repeated(crit, task, where if fixed is None else "criteria")
             # A text prompt shows whether its template opened a <think>; a conversational one shows no template
             # (None: policy_answer reads a </think> with no <think> before it as closing one).
             opened = prompt_opens_reasoning(prompt) if isinstance(prompt, str) else None
@@ -911,8 +944,9 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
     if instruction is None:
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
     task = _task(source)
-    crit = _criteria(source.get("criteria"), "verl sample: criteria (extra_info['criteria'] or the ground_truth label)",
-                     task_named=_names_task(task))
+    where = "verl sample: criteria (extra_info['criteria'] or the ground_truth label)"
+    crit = _criteria(source.get("criteria"), where, task_named=_names_task(task))
+    _refuse_repeated(crit, task, where)
     reference = _text_or_none(source.get("reference_answer"),
                               "verl sample: reference_answer (extra_info['reference_answer'] or the ground_truth label)")
     return RewardSample(instruction, policy_answer(solution_str), crit, reference, task)

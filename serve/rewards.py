@@ -88,6 +88,7 @@ from starlette.requests import ClientDisconnect
 
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import scrub_secrets
+from judge.criteria import repeated_criterion
 from judge.reward_clients import label_criteria
 from judge.rewards import (END_OF_TURN_MARKERS, FailedVerdictsWatch, Reward, RewardRule, engine_refusals,
                            policy_answer, prompt_opens_reasoning, reward_of)
@@ -323,19 +324,18 @@ def _install_secret_path_filters() -> None:
 
 def refuse_repeated_criteria(criteria: Sequence[Any] | None, index: int) -> None:
     """A label naming one criterion twice (``"Креативность"`` and ``"creativity"``, one taxonomy id; or one custom
-    name and rubric) would have it judged twice and weigh twice in the reward, silently.
+    name and rubric) would have it judged twice and weigh twice in the reward, silently
+    (``judge.criteria.repeated_criterion``, the rule of every reward path).
 
     Raises:
         RequestError: naming the second mention (``items[index].criteria[k]``, which the route names ``labels[i]``).
     """
-    seen: dict[Any, int] = {}
-    for k, criterion in enumerate(criteria or ()):
-        key = criterion.id if criterion.id is not None else (criterion.name, criterion.rubrics)
-        if key in seen:
-            field = f"items[{index}].criteria[{k}]"
-            raise RequestError(f"{field}: names the criterion of criteria[{seen[key]}] ({criterion.name}) again: it "
-                               "would be judged twice and weigh twice in the reward", param=field)
-        seen[key] = k
+    repeat = repeated_criterion(criteria)
+    if repeat is not None:
+        first, k = repeat
+        field = f"items[{index}].criteria[{k}]"
+        raise RequestError(f"{field}: names the criterion of criteria[{first}] ({criteria[k].name}) again: it would be "
+                           "judged twice and weigh twice in the reward", param=field)
 
 
 def checked_label_criteria(request: JudgeRequest, config: ServeConfig) -> list:

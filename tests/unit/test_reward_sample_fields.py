@@ -52,3 +52,30 @@ def test_trl_reads_a_nan_reference_as_none_and_names_a_bad_cell():
     (_, body), = endpoint.requests
     assert [item.get("reference_answer") for item in body["items"]] == [None, "Эталон"]
     assert [item["instruction"] for item in body["items"]] == ["Вопрос 0", "Вопрос 1"]
+
+
+def test_the_clients_refuse_a_criterion_named_twice_before_sending():
+    """/v1/judge judges what it is asked: a sample listing "Креативность" and its taxonomy id, or one custom
+    criterion twice, had it judged twice and weigh twice in the reward (the route's /get_reward refuses such a
+    label). Both clients now refuse it before any request, naming the second mention; different criteria, or
+    one name the server cannot resolve (its own refusal names it), are sent as before."""
+    with pytest.raises(ValueError, match=r"^verl sample: criteria \(extra_info\['criteria'\] or the ground_truth "
+                                         r"label\)\[1\]: names the criterion of .*\[0\] \(Креативность\) again: it "
+                                         r"would be judged twice and weigh twice in the reward$"):
+        sample_from_verl("Весна.", None, {**INFO, "criteria": ["Креативность", "Creativity"]})
+    assert len(sample_from_verl("Весна.", None, {**INFO, "criteria": ["Креативность", BREVITY]}).criteria) == 2
+    assert len(sample_from_verl("Весна.", None, {**INFO, "criteria": ["Нет такого", "Нет такого"]}).criteria) == 2
+    unknown_task = {**INFO, "criteria": ["Креативность"] * 2, "task_type": "Нет такой задачи"}
+    assert len(sample_from_verl("Весна.", None, unknown_task).criteria) == 2  # the server names the task
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria_column="crit",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        with pytest.raises(ValueError, match=r"^crit\[1\]\[2\]: names the criterion of crit\[1\]\[0\] \(Краткость\) "
+                                             r"again"):
+            asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"],
+                               crit=[[BREVITY], [BREVITY, "Креативность", dict(BREVITY)]]))
+        fixed = trl_reward_function(endpoint.base_url, criteria=[BREVITY, BREVITY],
+                                    retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        with pytest.raises(ValueError, match=r"^criteria\[1\]: names the criterion of criteria\[0\]"):
+            asyncio.run(fixed(prompts=["Q0"], completions=["a"]))
+    assert endpoint.requests == []
