@@ -717,9 +717,10 @@ def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str
     ``max_tokens``, which gives room to nothing. Any other ``finish_reason`` leaves it ``unclosed_think``: "length"
     (a parser returns a cut inside the reasoning that way), none or "" (not reported), and "content_filter",
     "abort" or "tool_calls" (the turn was not ended by the judge), the rule the teacher traces read
-    (``train.synthetic.traces``, docs/reasoning-judges.md)."""
+    (``train.synthetic.traces``, docs/reasoning-judges.md). Any other failure of an output "length" stopped fails
+    as ``cut`` (``_failed_by_the_cut``)."""
     if verdict_format == VerdictFormat.TAGGED:
-        return read_tagged_verdict(text, scale, lenient, finish_reason)
+        return _failed_by_the_cut(read_tagged_verdict(text, scale, lenient, finish_reason), finish_reason)
     if (verdict_format == VerdictFormat.INTEGER and finish_reason == "stop"
             and not (text or "").strip() and (reasoning or "").strip()):
         return Verdict.failure(VerdictError.EMPTY, "the judge ended its turn (finish_reason stop) with no answer after "
@@ -727,7 +728,20 @@ def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str
     verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
         verdict = cut_short(verdict, "max_tokens (finish_reason length)")
-    return verdict
+    return _failed_by_the_cut(verdict, finish_reason)
+
+
+def _failed_by_the_cut(verdict: Verdict, finish_reason: str | None) -> Verdict:
+    """A failure of an output the length limit stopped is the cut's: what the parser found there (nothing but
+    whitespace, no score yet, a run of hundreds of digits) is where the cut fell, and the remedy is a larger
+    ``max_tokens``, which ``empty`` or ``no_score`` would not say. It fails as ``VerdictError.CUT``, the parser's own
+    reading kept in the reason. ``unclosed_think`` stays: it says the cut fell inside the reasoning, and already
+    sends the caller to ``max_tokens``."""
+    if finish_reason != "length" or verdict.ok or verdict.error in (VerdictError.CUT, VerdictError.UNCLOSED_THINK):
+        return verdict
+    return Verdict.failure(VerdictError.CUT, "the output reached max_tokens (finish_reason length) before a verdict "
+                           f"was written whole; read as it stands: {verdict.error} ({verdict.reason})",
+                           verdict.feedback)
 
 # ---------------------------------------------------------------------------------------------- POLLUX's reading
 

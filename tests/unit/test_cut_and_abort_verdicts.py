@@ -33,10 +33,10 @@ RUBRICS_0_10 = "\n\n".join(f"{level}: level {level}" for level in range(11))
 
 @pytest.mark.parametrize(("text", "lenient", "finish_reason", "score", "error"), [
     ("[FEEDBACK] ok [RESULT] 1", True, "length", None, VerdictError.CUT),          # the "1" of a cut "10"
-    ("[FEEDBACK] ok [RESULT] 1", False, "length", None, VerdictError.MISSING_END),
+    ("[FEEDBACK] ok [RESULT] 1", False, "length", None, VerdictError.CUT),          # missing_end, by the cut
     ("[FEEDBACK] ok [RESULT] 10", True, "length", 10.0, None),                     # no longer level starts "10"
     ("[FEEDBACK] ok [RESULT] 7 [EN", True, "length", 7.0, None),                   # cut inside the closing tag
-    ("[FEEDBACK] ok [RESULT] 7 [EN", False, "length", None, VerdictError.MISSING_END),
+    ("[FEEDBACK] ok [RESULT] 7 [EN", False, "length", None, VerdictError.CUT),      # missing_end, by the cut
     ("[FEEDBACK] ok [RESULT] 7 [", True, "stop", 7.0, None),
     ("[FEEDBACK] ok [RESULT] 1 [END]", False, "length", 1.0, None),                # [END] written: read as is
     ("[FEEDBACK] ok [RESULT] 1", True, "stop", 1.0, None),                         # not cut: lenient reads it

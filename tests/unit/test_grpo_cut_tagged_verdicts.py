@@ -1,6 +1,7 @@
 """A tagged verdict the length limit stopped is read in GRPO training as judge-serve and judge-eval read it
 (``judge.verdicts.read_served_verdict``): a ``[RESULT] n [END]`` written whole before the cut scores, a draft with
-text after its ``[END]`` fails as ``cut``, a cut before ``[END]`` fails as the parser says (fast tier)."""
+text after its ``[END]`` fails as ``cut``, and so does a cut before ``[END]``, the parser's reading in its reason
+(fast tier)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ CASES = [
     # the limit fell right after [END]: the verdict was written whole
     pytest.param("[FEEDBACK] Ответ полностью верный. [RESULT] 2 [END]", False, 2.0, True, None, 1.0, 1.0,
                  id="ends-at-end"),
-    # cut before [END]: the strict parser's missing_end, as it was before and as judge-serve reads it
-    pytest.param("[FEEDBACK] Ответ полностью верный. [RESULT] 1", False, None, False, VerdictError.MISSING_END,
+    # cut before [END]: a failure the cut made, so cut (the strict parser's missing_end in its reason), as judge-serve
+    # reads it
+    pytest.param("[FEEDBACK] Ответ полностью верный. [RESULT] 1", False, None, False, VerdictError.CUT,
                  0.0, 0.0, id="cut-before-end"),
-    # cut inside the rationale: no [RESULT] yet
-    pytest.param("[FEEDBACK] Ответ полностью", False, None, False, VerdictError.NO_RESULT, 0.0, 0.0,
+    # cut inside the rationale: no [RESULT] yet, cut too (no_result in its reason)
+    pytest.param("[FEEDBACK] Ответ полностью", False, None, False, VerdictError.CUT, 0.0, 0.0,
                  id="cut-in-rationale"),
     # a block drafted inside a reasoning, the text still going after its [END]: no verdict
     pytest.param("Черновик: [FEEDBACK] Ответ верный. [RESULT] 0 [END] Хотя нет", False, None, False, VerdictError.CUT,

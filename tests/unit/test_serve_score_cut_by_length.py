@@ -29,8 +29,13 @@ def test_a_tagged_score_the_length_limit_may_have_cut_fails_as_cut():
     assert _read("[FEEDBACK] good [RESULT] 1 [END] and 1", ten, "length") == (1.0, True, None)
     pairwise = Scale((-10, -1, 0, 1))
     assert _read("[FEEDBACK] good [RESULT] -1", pairwise, "length") == (None, False, "cut")
-    # without lenient a missing [END] fails as it did
-    assert _read("[FEEDBACK] good [RESULT] 1", ten, "length", lenient=False) == (None, False, "missing_end")
+    # without lenient a missing [END] fails, as cut: the cut made it (missing_end in the reason); stopped by the
+    # judge, the same text fails as missing_end
+    assert _read("[FEEDBACK] good [RESULT] 1", ten, "length", lenient=False) == (None, False, "cut")
+    assert _read("[FEEDBACK] good [RESULT] 1", ten, "stop", lenient=False) == (None, False, "missing_end")
+    reason = seq2seq_verdict("[FEEDBACK] good [RESULT] 1", None, ten, False, finish_reason="length")["error_reason"]
+    assert reason.startswith("the output reached max_tokens (finish_reason length) before a verdict was written "
+                             "whole; read as it stands: missing_end (")
     reason = seq2seq_verdict("[FEEDBACK] good [RESULT] 1", None, ten, True, finish_reason="length")["error_reason"]
     assert "'1' may be the start of the level 10" in reason
 
@@ -45,3 +50,28 @@ def test_a_score_before_a_cut_end_tag_is_read_leniently(tail):
     assert _read(text, ten, "length") == (1.0, True, None)
     assert _read(text, ten, "stop") == (1.0, True, None)
     assert _read(text, ten, "length", lenient=False)[:2] == (None, False)
+
+
+@pytest.mark.parametrize(("text", "read_as"), [
+    ("\n" * 1024, "empty"),                                   # a policy that wrote newlines to the limit
+    ("<think>Ответ верный.</think>\n\nОценка:", "no_score"),  # cut before its integer
+    ("<think>Ответ верный.</think>\n\n" + "1" * 860, None),   # a run of digits to the limit: no finite number
+])
+def test_an_integer_verdict_the_length_limit_stopped_fails_as_cut_whatever_the_parser_read(text, read_as):
+    """A GRPO export whose outputs ran to max_tokens was reported "empty", "no_score" or "an integer of 860 digits is
+    not a finite number", none of which said to raise max_tokens. Stopped by the limit, each fails as cut, the
+    parser's own reading kept in the reason; the same text the judge ended itself fails as the parser says, and a
+    cut inside the reasoning stays unclosed_think."""
+    from judge.verdicts import read_served_verdict
+
+    scale = Scale.range(0, 2)
+    cut = read_served_verdict("integer", text, scale=scale, finish_reason="length")
+    assert (cut.ok, cut.error) == (False, "cut")
+    assert cut.reason.startswith("the output reached max_tokens (finish_reason length) before a verdict was written "
+                                 "whole; read as it stands: ")
+    stopped = read_served_verdict("integer", text, scale=scale, finish_reason="stop")
+    assert stopped.ok is False and stopped.error != "cut"
+    if read_as is not None:
+        assert stopped.error == read_as and f"read as it stands: {read_as} (" in cut.reason
+    inside = read_served_verdict("integer", "<think>Ответ верный, и", scale=scale, finish_reason="length")
+    assert inside.error == "unclosed_think"

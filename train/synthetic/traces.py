@@ -173,8 +173,10 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         if finish == "length" and verdict.error != VerdictError.UNCLOSED_THINK:
             # The limit stopped the answer (before its first character, or inside "Оценка:" before its integer): the
             # teacher did not end it, so no verdict is missing from it but the one the cut kept back. verdict_cut, as
-            # a cut answer that did parse; one cut inside its reasoning keeps its own name, unclosed_think.
-            return "failed", "verdict_cut", verdict
+            # a cut answer that did parse; one cut inside its reasoning keeps its own name, unclosed_think. The row
+            # keeps the failure every serving route gives it (cut, the parser's reading in its reason).
+            return "failed", "verdict_cut", read_served_verdict(VerdictFormat.INTEGER, content, reasoning=reasoning,
+                                                                scale=scale, finish_reason=finish)
         return "failed", f"verdict_{verdict.error}", verdict
     if finish not in (None, "", "stop", "length"):
         # Aborted, filtered or turned into a tool call: the teacher never ended its turn, and the integer read is
