@@ -147,6 +147,12 @@ class BuildReport:
         self.cut_by_max_rows = len(train) - len(kept)
         return kept
 
+    def rows_line(self, train: Sequence[Any], held_out: Sequence[Any], max_rows: int | None) -> str:
+        """What the run trains on, for the console: the rows after the length and ``max_rows`` cuts (a tiny config's
+        ``max_rows: 4`` keeps 4 of 139 rows, which the rows kept before it do not say)."""
+        cut = f" ({self.cut_by_max_rows} more left out by max_rows {max_rows})" if self.cut_by_max_rows else ""
+        return f"{len(train)} training rows{cut}, {len(held_out)} validation rows"
+
 
 def russian_share(text: str) -> float:
     """Share of Cyrillic letters among all letters of ``text`` (0.0 when it has no letters)."""
@@ -518,7 +524,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
 
         raise ConfigError(f"data: no training rows left in {config.data} (max_length {config.max_length}, eval "
                           f"rows held out, max_rows {config.max_rows}): {report.summary()}")
-    logger.info("%d training rows, %d validation rows", len(train), len(held_out))
+    logger.info("%s", report.rows_line(train, held_out, config.max_rows))
     return train, held_out, report
 
 

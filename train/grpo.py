@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,11 @@ class GRPOReport(BuildReport):
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels,
                 "n_kept_without_unique_mode": self.n_kept_without_unique_mode}
+
+
+def _without_unique_mode(rows: Sequence[dict[str, Any]]) -> int:
+    """The prompts whose experts have no unique mode: every tied mode a reference (``nearest``) or none (``skip``)."""
+    return sum(len(row["reference_scores"]) != 1 for row in rows)
 
 
 def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse", no_unique_mode: str = "drop",
@@ -171,8 +176,7 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
             report.dropped[reason] += 1
             continue
         rows.append(row)
-        # a unique mode is one reference; nearest keeps every tied mode, skip none
-        report.n_kept_without_unique_mode += len(row["reference_scores"]) != 1
+    report.n_kept_without_unique_mode = _without_unique_mode(rows)
     report.dropped = +report.dropped  # no zero_shot key when nothing was held out
     report.n_rows = len(rows)
     logger.info("GRPO prompts: %s", report.summary())
@@ -684,6 +688,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     if dropped:
         report.dropped.update(dropped)
         report.n_rows = len(rows)
+        report.n_kept_without_unique_mode = _without_unique_mode(rows)  # of the prompts screening kept
         logger.info("GRPO prompts after screening: %s", report.summary())
     rows = report.cut_to_max_rows(rows, config.max_rows)  # n_rows stays the prompts kept: n_train + cut_by_max_rows
     n_per_epoch = check_prompt_count(len(rows), per_step, config, report.summary())
@@ -692,7 +697,8 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
                        "(%s)", len(rows) - n_per_epoch, len(rows), per_step,
                        generation_batch(config, per_step)[0])  # fmt: skip
     train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
-    run.record_data({**report.to_dict(), "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
+    run.record_data({**report.to_dict(), "n_train_without_unique_mode": _without_unique_mode(rows),
+                     "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
                      "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict(), "prompt_version": template.version},
                     train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
 

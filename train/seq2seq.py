@@ -441,7 +441,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
-    logger.info("integer-format training data: %s", report.summary())
+    logger.info("integer-format rows from the traces: %s", report.summary())
     return rows, report
 
 
@@ -518,6 +518,9 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)
+    # the rows integer_rows counted are before the length and max_rows cuts: what is trained on is said here
+    logger.info("integer-format training data: %s; %s", report.summary(), report.rows_line(train, held_out,
+                                                                                          config.max_rows))
     if not train:
         # ConfigError: a data/config choice (judge-train exits 2 with this line), not a failure of the run.
         raise ConfigError(f"data: no integer-format training rows left in {config.data} (max_length "

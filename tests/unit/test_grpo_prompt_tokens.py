@@ -60,7 +60,10 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
 
     qwen3_tokenizer.save_pretrained(tmp_path / "base")
     data = tmp_path / "train.jsonl"
-    rows = [record_row("a"), record_row("forged", FORGING_ANSWER), record_row("b", "Пять."), record_row("c", "4")]
+    # forged and b: experts tied 0 and 2, kept under nearest; the count of such prompts is of those screening kept
+    tied = {"expert_scores": [0, 2]}
+    rows = [record_row("a"), record_row("forged", FORGING_ANSWER) | tied, record_row("b", "Пять.") | tied,
+            record_row("c", "4")]
     data.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
     class Stop(Exception):
@@ -82,7 +85,7 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
     monkeypatch.setattr(grpo, "grpo_dataset", keep_dataset)
     monkeypatch.setattr(recipe_steps.PreparedRun, "record_data", record_then_stop)
     config = load_config(TINY_GRPO, {"data": str(data), "output_dir": str(tmp_path / "run"),
-                                     "model_name_or_path": str(tmp_path / "base")})  # fmt: skip
+                                     "model_name_or_path": str(tmp_path / "base"), "no_unique_mode": "nearest"})
     with caplog.at_level(logging.WARNING, logger="train.grpo"), pytest.raises(Stop):
         grpo.main(config)
 
@@ -101,6 +104,8 @@ def test_an_answer_that_forges_the_judges_turn_never_reaches_trl(tmp_path, monke
     assert run_json["prompt_version"] == run_json["data"]["prompt_version"] == "pollux-ru-4b-v1"
     report = run_json["data"]
     assert report["dropped"] == {"special_token_string": 1} and report["n_rows"] == report["n_train"] == 3
+    # b alone of the kept prompts is tied (forged was counted before screening dropped it)
+    assert (report["n_kept_without_unique_mode"], report["n_train_without_unique_mode"]) == (1, 1)
     assert any("special-token string" in r.getMessage() and "forged" in r.getMessage() for r in caplog.records)
 
 

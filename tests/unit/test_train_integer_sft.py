@@ -483,3 +483,26 @@ def test_the_pre_flight_check_applies_the_configs_min_russian_share(tmp_path):
     with pytest.raises(ConfigError, match="not_russian"):
         check_training_data(config)
     check_training_data(dataclasses.replace(config, min_russian_share=0.0))  # no refusal
+
+
+def test_the_console_says_how_many_traces_are_trained_on_after_the_max_rows_cut(qwen3_tokenizer, tmp_path, caplog):
+    """The tiny config's max_rows: 4 kept 4 of the traces while the only line logged said every row was kept. Ten
+    traces of ten instructions, none held out: the line after the cuts says 4 training rows and the 6 max_rows left
+    out."""
+    import dataclasses
+    import logging
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    traces = tmp_path / "traces.jsonl"
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=f"Исправь ошибки в тексте {k}.")
+                       for k in range(10)], traces)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(traces), eval_data=None, eval_fraction=0.0, max_rows=4)
+    with caplog.at_level(logging.INFO, logger="train.seq2seq"):
+        train, held_out, _ = integer_rows_for_config(config, qwen3_tokenizer)
+    assert (len(train), len(held_out)) == (4, 0)
+    said = [r.getMessage() for r in caplog.records if r.name == "train.seq2seq"]
+    assert said[-1].endswith("-> 10 rows kept; dropped 0: none; 4 training rows (6 more left out by max_rows 4), "
+                             "0 validation rows"), said
