@@ -56,6 +56,7 @@ from train.config import ConfigError, GRPORecipeConfig, zero_shot_split
 from train.provenance import RunResult
 
 __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step",
+           "warn_if_nothing_to_learn",
            "generation_batch", "check_prompt_count", "check_resumed_prompts_per_step", "prompt_template",
            "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm", "main"]
 
@@ -103,6 +104,22 @@ class GRPOReport(BuildReport):
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "n_expert_scores": self.n_expert_scores, "n_pooled_panels": self.n_pooled_panels,
                 "n_kept_without_unique_mode": self.n_kept_without_unique_mode}
+
+
+def warn_if_nothing_to_learn(log_history: Sequence[dict[str, Any]]) -> bool:
+    """Warn when every logged step's groups had rewards all equal (trl's ``frac_reward_zero_std`` 1 throughout): a
+    group's advantages are its rewards less their mean, so the policy's gradient was 0 at every step and the export
+    is the base model (its weights changed by no more than weight decay). Exit status 0 and "exported" said nothing
+    of it. Returns whether it warned (False when trl logged no such figure)."""
+    shares = [entry["frac_reward_zero_std"] for entry in log_history if "frac_reward_zero_std" in entry]
+    if not shares or min(shares) < 1.0:
+        return False
+    logger.warning("every group of completions at every logged step (%d) had equal rewards (frac_reward_zero_std 1): "
+                   "GRPO had no advantage to learn from, and the export is the base model again. Sampled more "
+                   "alike than the rewards can tell apart: a higher temperature, more num_generations, a longer "
+                   "max_completion_length (completions/clipped_ratio says how many were cut), or a base that already "
+                   "writes verdicts (rewards/*/mean)", len(shares))
+    return True
 
 
 def _without_unique_mode(rows: Sequence[dict[str, Any]]) -> int:
@@ -734,6 +751,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
         result = run.train(trainer)
     if run.stopped:
         return result
+    warn_if_nothing_to_learn(result.log_history)
 
     # ---- save ---------------------------------------------------------------------------------------------------
     # The export's probe: the two shortest prompts, as the policy saw them (rank 0 reloads the export on CPU).

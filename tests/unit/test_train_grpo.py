@@ -685,3 +685,20 @@ def test_the_t_lite_grpo_config_samples_as_long_as_its_base_learned():
     assert grpo_config.max_completion_length >= min(traces_max_tokens, sft.max_length) == 4096
     assert grpo_config.max_length - grpo_config.max_completion_length == 4096
     assert grpo_config.model_name_or_path == "runs/t-lite-integer/export" and grpo_config.verdict_format == "integer"
+
+
+def test_a_run_whose_groups_never_differed_in_reward_is_warned_about(caplog):
+    """Every step of a GRPO run with frac_reward_zero_std 1 (every completion of a group rewarded alike, e.g. all
+    cut and paid 0) had advantages of 0: the export was the base model, exit 0, and nothing said so. One step with
+    a group that differed (0.5) is learning; a history without the figure (not GRPO's) says nothing."""
+    import logging
+
+    history = [{"loss": 0.0, "frac_reward_zero_std": 1.0}, {"frac_reward_zero_std": 1.0}, {"train_runtime": 3.0}]
+    with caplog.at_level(logging.WARNING, logger="train.grpo"):
+        assert grpo.warn_if_nothing_to_learn(history)
+        assert not grpo.warn_if_nothing_to_learn([*history, {"frac_reward_zero_std": 0.5}])
+        assert not grpo.warn_if_nothing_to_learn([{"loss": 0.1}])
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "train.grpo"]
+    assert said.startswith("every group of completions at every logged step (2) had equal rewards "
+                           "(frac_reward_zero_std 1): GRPO had no advantage to learn from, and the export is the base "
+                           "model again.")
