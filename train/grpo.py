@@ -524,9 +524,12 @@ def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
     except ValueError as err:  # a manifest that does not read: judge-serve would refuse the export too
         raise ConfigError(f"model_name_or_path: {err}") from None
     if declared != config.verdict_format:
+        def a(word: str) -> str:  # "an integer judge", "a tagged judge"
+            return ("an " if word[:1] in "aeiou" else "a ") + word
+
         raise ConfigError(
-            f"model_name_or_path {base} is a {declared} judge ({why}), but verdict_format is "
-            f"{config.verdict_format}: GRPO would prompt it as a {config.verdict_format} judge and reward verdicts it "
+            f"model_name_or_path {base} is {a(declared)} judge ({why}), but verdict_format is "
+            f"{config.verdict_format}: GRPO would prompt it as {a(config.verdict_format)} judge and reward verdicts it "
             f"was never taught to write. Set verdict_format: {declared}, or start from a {config.verdict_format} "
             "export")
     warnings = []

@@ -148,7 +148,8 @@ def test_a_cached_hub_base_is_asked_with_the_template_its_manifest_names(tmp_pat
     template, why = grpo.prompt_template(config, base)
     assert template is POLLUX_PROMPT and why == f"org/integer-judge: its export manifest {EXPORT_MANIFEST} names pollux-ru-v2"
     tagged = load_config(TINY_GRPO, {"model_name_or_path": "org/integer-judge", "verdict_format": "tagged"})
-    with pytest.raises(ConfigError, match="is a integer judge .*but verdict_format is tagged"):
+    with pytest.raises(ConfigError, match="is an integer judge .*but verdict_format is tagged: GRPO would prompt it "
+                                          "as a tagged judge"):
         grpo.check_base_checkpoint(tagged)
 
 

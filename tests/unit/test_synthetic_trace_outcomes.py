@@ -84,7 +84,20 @@ def test_items_that_give_no_trace_are_counted_and_said(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["items"], summary["items_with_a_kept_trace"]) == (3, 1)
     assert (summary["items_without_a_kept_trace"], summary["items_every_trace_failed"]) == (2, 1)
-    assert "items without a kept trace 2 of 3 (every trace failed 1)" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "items without a kept trace 2 of 3 (every trace failed 1)" in said.out
+    assert "no trace kept" not in said.err
+    # asked again with every answer disagreeing: the stage still exits 0, and now says on stderr that nothing was kept
+    wrong = [("0", "Ошибок очень много."), ("0", "Ошибок очень много, увы.")]
+    script.update({"A": list(wrong), "B": list(wrong), "C": [("2", "Ошибок нет, всё верно."), ("2", "Ошибок нет.")]})
+    with ScriptedEndpoint(respond, model="teacher") as server:
+        config.write_text(json.dumps({"teacher": {"model": "teacher", "base_url": server.base_url, "max_tokens": 64},
+                                      "samples_per_item": 2, "concurrency": 1, "max_retries": 0, "backoff_s": 0.0}),
+                          encoding="utf-8")  # fmt: skip
+        none = tmp_path / "none"
+        assert main(["traces", "--config", str(config), "--input", str(inputs), "--output", str(none)]) == 0
+    assert ("traces: warning: no trace kept of the 6 asked (disagrees 6): the integer-format SFT step has nothing "
+            "to train on; failed.jsonl and dropped.jsonl hold each answer with its reason") in capsys.readouterr().err
 
 
 def test_a_mean_reference_agrees_within_the_tolerance_despite_float_rounding():

@@ -425,6 +425,12 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
         "skipped_items_by_reason": dict(sorted(Counter(reason for _, reason in skipped).items())),
         **unusable_endpoints(clients),
     }
+    if jobs and not kept:
+        # exit 0 with "kept 0" read as a finished stage; the SFT step after it then finds no traces to train on
+        reasons = Counter(row["fail_reason"] for row in failed) + Counter(row["drop_reason"] for row in dropped)
+        log(f"traces: warning: no trace kept of the {len(jobs)} asked "
+            f"({', '.join(f'{reason} {n}' for reason, n in reasons.most_common())}): the integer-format SFT step has "
+            "nothing to train on; failed.jsonl and dropped.jsonl hold each answer with its reason")
     summary = write_stage_outputs(out_dir, "traces", kept, dropped, config, extra)
     for name, rows in (("failed.jsonl", failed), ("skipped.jsonl", skipped_rows)):
         rewrite_journal(Path(out_dir) / name, rows)  # replaced whole, as write_stage_outputs replaces its files
