@@ -34,10 +34,13 @@ another cell under another name counted once, ``margin_aliases``), so the chance
 at most alpha, as ``judge-eval compare`` of scored runs (``eval.scoring.compare``) adjusts its
 cells and the leaderboard its pairs (Bonferroni); the raw ``p_value`` is kept beside it. So 6 instructions at 0.05
 hold for one test: a cell whose smallest p, Holm-adjusted over the family, is not below alpha is untested too, out
-of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best). The smallest
-p is over the instructions the runs score differently in the cell (``matrix.moving_instructions``): a cell both runs
-scored alike throughout, such as a gate row both keep at 0, has p = 1 and is left out rather than multiply the
-others' p.
+of the family, and says why (``holm_unreachable``: three tests on 6 instructions are 3 x 1/32 at best). So is a cell
+whose own test cannot reach alpha over the instructions the runs score differently in it
+(``matrix.moving_instructions``: a swap of any other moves nothing there), such as a gate row both runs keep at 0
+(p = 1 whatever its instructions), which in the family only multiplied the others' p. Each cell's own instructions
+decide it, never the signs of its differences, which a swap changes: Holm over the cells left is then still the
+closed testing of Bonferroni tests over the cells that can be called, and bounds the chance of any false call by
+alpha.
 Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -447,7 +450,7 @@ def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, ne
     leaderboard's mean), so ``instructions`` counts those with such a score; ``holm_floor``: (the cell's smallest
     Holm-adjusted p, the tests it was adjusted over), given where that is not below alpha (``holm_unreachable``);
     ``moving``: of ``instructions``, those whose swap between the runs moves the cell (``matrix.moving_instructions``;
-    None: all of them), which the test's smallest p and the Holm floor are on."""
+    None: not known), which the cell's own test can reach alpha over or not."""
     from eval.ranking.matrix import MIN_INSTRUCTIONS
     from eval.ranking.permutation import fewest_for_call, smallest_p
 
@@ -466,16 +469,18 @@ def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, ne
         return "no resamples"
     if resamples < needed:
         return f"{resamples} resamples defined it; a call needs at least {needed}"
+    if holm_floor is not None:
+        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
+                f"2/2^{instructions} = {smallest_p(instructions):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
+                f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
+                "more instructions or fewer cells")
     if moving == 0:
         return (f"scored alike by {scored_by} on every one of its {instructions} {what}: no swap between the runs "
                 "moves it (sign-flip p 1), so it is left out of Holm's family")
-    if holm_floor is not None:
-        k = instructions if moving is None else moving
-        differ = f", {k} of which the runs score differently" if k != instructions else ""
-        return (f"rests on {instructions} {what} scored by {scored_by}{differ}: the sign-flip test's smallest p "
-                f"there, 2/2^{k} = {smallest_p(k):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
-                f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
-                "more instructions or fewer cells")
+    if moving is not None and smallest_p(moving) >= alpha:
+        return (f"rests on {instructions} {what} scored by {scored_by}, {moving} of which the runs score "
+                f"differently: the sign-flip test's smallest p there, 2/2^{moving} = {smallest_p(moving):.4g}, is not "
+                f"below alpha {alpha:.4g}; a call needs at least {fewest_for_call(alpha)} that differ")
     return None
 
 
@@ -582,16 +587,12 @@ def holm_unreachable(instructions: np.ndarray, tested: list[tuple[int, int]], al
                      ) -> tuple[dict[tuple[int, int], float], int]:
     """The cells of ``tested`` Holm could never call, with their smallest Holm-adjusted p, and the family's size.
 
-    Each cell's test gives at best p = 2/2^n on its n ``instructions`` (``permutation.smallest_p``; the section
-    passes the instructions that move the cell, ``matrix.moving_instructions``), and Holm's
+    Each cell's test gives at best p = 2/2^n on its n ``instructions`` (``permutation.smallest_p``), and Holm's
     adjusted p grows with every raw p (its first step alone multiplies the smallest by the m tests), so the tested
     cells' floors, adjusted as one family (``holm_adjusted``), bound each cell's adjusted p from below: a floor not
     below alpha is a cell no data could call (three cells on 6 instructions: 3 x 1/32 = 0.094 at best). Such cells
-    are left untested, out of the family: which they are follows from the instruction counts alone, or from which
-    instructions the runs score differently, never from the signs of the differences. Swapping an instruction's two
-    sides, the null's symmetry, changes neither, so Holm over the cells left still bounds the chance of any false call
-    by alpha (Tarone's modified Bonferroni method for discrete tests, Biometrics 46, 1990, leaves out the tests whose
-    smallest attainable p cannot reach the level the same way).
+    are left untested, out of the family: which they are follows from the instruction counts alone, never from the
+    scores, so Holm over the cells left still bounds the chance of any false call by alpha.
 
     Returns:
         ``{cell: its floor}`` of the cells that cannot be called, and the family's size (distinct tests) they
@@ -738,18 +739,20 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
             for i, r in enumerate(rows) for j in range(len(columns))}
     aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
     # A cell Holm could never call (its test's smallest p, adjusted over the family, not below alpha) is untested,
-    # with why: "tested, no difference" said it had a chance it never had. Its floor is over the instructions that
-    # move it: one both runs scored alike throughout (a gate row, a criterion scored the same) is p = 1 whatever
+    # with why: "tested, no difference" said it had a chance it never had.
+    tested = [cell for cell, why in whys.items() if why is None]
+    floors, family = holm_unreachable(instructions, tested, alpha, aliases)
+    for (i, j), floor in floors.items():
+        whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+                                  non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
+    # So is one whose own test cannot reach alpha over the instructions the runs score differently in it (module
+    # docstring): one both runs scored alike throughout (a gate row, a criterion scored the same) is p = 1 whatever
     # its instructions, and in the family it only multiplied every other cell's p.
     moving = moving_instructions(arrays[0], arrays[1])
-    tested = [cell for cell, why in whys.items() if why is None]
-    floors, family = holm_unreachable(moving, [cell for cell in tested if moving[cell] > 0], alpha, aliases)
     for i, j in tested:
-        if moving[i, j] == 0 or (i, j) in floors:
+        if whys[i, j] is None:
             whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed,
-                                      alpha, non_binary=rows[i] == MEAN_OVER_CRITERIA,
-                                      holm_floor=(floors[i, j], family) if (i, j) in floors else None,
-                                      moving=int(moving[i, j]))
+                                      alpha, non_binary=rows[i] == MEAN_OVER_CRITERIA, moving=int(moving[i, j]))
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
@@ -827,7 +830,8 @@ def render_ranking_compare_markdown(result: dict[str, Any]) -> str:
     untested = (f"Each cell: B − A [its {100 * (1 - result['alpha']):g}% interval], then {p_read}"
                 f"{result['alpha']:g} and the interval excludes 0 on that side, or — when untested: cells on fewer "
                 f"than {fewest} instructions both runs scored are not tested at alpha {result['alpha']:g} (the "
-                f"test's smallest p there, 2/2^{fewest - 1}, is not below it){holm_floor}, nor any with fewer than "
+                f"test's smallest p there, 2/2^{fewest - 1}, is not below it){holm_floor}, nor any on fewer than "
+                f"{fewest} the runs score differently (scored alike throughout: p 1), nor any with fewer than "
                 f"{resamples_to_call(result['alpha'])} resamples.")
     return "\n".join([f"# {md_text(result['b']['model'])} (B) vs {md_text(result['a']['model'])} (A): POLLUX matrix, "
                       "B − A", "", f"{result['n_instructions']} instructions with an item scored by both; judge "

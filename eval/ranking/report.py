@@ -276,8 +276,8 @@ def render_ranking_compare_page(result: Mapping[str, Any]) -> str:
             f"feed both), and the call when the paired sign-flip test's p{holm_note} is below alpha "
             f"{result['alpha']:g} and the interval excludes 0 on that side; — where the cell is untested (a cell "
             f"resting on fewer than {fewest_for_call(result['alpha'])} instructions both runs scored, where the "
-            f"test's smallest p is not below alpha{holm_floor}, or fewer than {resamples_to_call(result['alpha'])} "
-            "resamples). "
+            f"test's smallest p is not below alpha{holm_floor}, on fewer than that the runs score differently, or "
+            f"fewer than {resamples_to_call(result['alpha'])} resamples). "
             "The tooltip gives the p, why a cell is untested or not called, and how "
             "many items a cell left out because the other run has no score for them (or for their instruction's gate)."
             "</p>", "".join(table)]

@@ -220,23 +220,21 @@ def test_an_n_boot_above_the_swaps_cap_is_kept_not_lowered():
 
 def test_cells_holm_could_never_call_are_untested_and_say_why(tmp_path):
     """X differs by +1 on each of 6 instructions, Y by 0 (the shape above, one instruction fewer). Each cell rests on
-    6 instructions: the exact test's smallest p is 2/2^6 = 1/32 < 0.05, so each was tested alone. Y, scored alike
-    throughout, moves in no swap and is left out; the family holds two tests (X, mean_over_criteria x m), and Holm's
-    first step multiplies the smallest p by 2: at best 2/32 = 0.0625, never below 0.05. Every cell read "tested, no
-    difference" (Holm p 0.09375 on X, with Y in the family) though none could ever be called; now each is untested
-    ("—"), says why, and the family is empty."""
+    6 instructions: the exact test's smallest p is 2/2^6 = 1/32 < 0.05, so each was tested alone; but the family
+    holds three tests (X, Y, mean_over_criteria x m), and Holm's first step multiplies the smallest p by 3: at best
+    3/32 = 0.09375, never below 0.05. Every cell read "tested, no difference" (Holm p 0.09375 on X) though none
+    could ever be called; now each is untested ("—"), says why, and the family is empty. The instruction counts
+    decide it, before which instructions differ: Y, scored alike, is one of the three."""
     a, b = _x_and_y(tmp_path, 6)
     result = compare_rankings(a, b, n_boot=200, seed=0, alpha=0.05)
     assert result["holm_tests"] == 0
     why = ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p there, 2/2^6 = 0.03125, "
-           "Holm-adjusted over the 2 tests with enough instructions, is at best 0.0625, not below alpha 0.05; a call "
+           "Holm-adjusted over the 3 tests with enough instructions, is at best 0.09375, not below alpha 0.05; a call "
            "needs more instructions or fewer cells")
-    alike = ("scored alike by both runs on every one of its 6 instructions: no swap between the runs moves it "
-             "(sign-flip p 1), so it is left out of Holm's family")
-    for row, said in (("X", why), ("Y", alike)):
+    for row in ("X", "Y"):
         for column in ("m", "mean_over_meta"):
             cell = result["cells"][row][column]
-            assert (cell["verdict"], cell["why_no_call"], cell["p_holm"]) == ("—", said, None), (row, column)
+            assert (cell["verdict"], cell["why_no_call"], cell["p_holm"]) == ("—", why, None), (row, column)
     corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
     assert corner["verdict"] == "—" and corner["why_no_call"] == why.replace(
         "instructions scored", "instructions with a non-binary score scored")
@@ -260,10 +258,9 @@ def test_holm_floor_leaves_out_only_the_cells_that_cannot_reach_alpha():
 def test_a_cells_holm_floor_is_over_the_instructions_the_runs_score_differently(tmp_path):
     """20 instructions of meta m. Y is A 0, B 2 on all 20; X is A 0, B 2 on 5 of them and 1 on both on the other 15.
     Swapping one of those 15 moves nothing in X, so X's sign-flip p is at best 2/2^5 = 0.0625 whatever its 20
-    instructions (2/2^20 was its floor before): it can never be called at 0.05, and is untested, saying so. The
-    floors' family is X, Y and mean_over_criteria x m (20 moving each; the margins of one meta value are their
-    cells): Holm of 2^-19, 2^-19, 1/16 gives X max(3 x 2^-19, 2 x 2^-19, 1/16) = 0.0625. Left are Y and the mean:
-    two tests, both differ on all 20, both called."""
+    instructions (2/2^20 was its floor before): it can never be called at 0.05, and is untested, saying so, out of
+    the family (decided by X's own instructions). Left are Y and mean_over_criteria x m (the margins of one meta
+    value are their cells): two tests, both differing on all 20, both called."""
     rows_a = [(p, "m", name, SCALE, 0.0) for p in range(1, 21) for name in ("X", "Y")]
     rows_b = [(p, "m", "Y", SCALE, 2.0) for p in range(1, 21)]
     rows_a = [(p, m, n, sc, 1.0 if n == "X" and p > 5 else s) for p, m, n, sc, s in rows_a]
@@ -273,9 +270,8 @@ def test_a_cells_holm_floor_is_over_the_instructions_the_runs_score_differently(
     x = result["cells"]["X"]["m"]
     assert (x["verdict"], x["p_holm"]) == ("—", None)
     assert x["why_no_call"] == ("rests on 20 instructions scored by both runs, 5 of which the runs score differently: "
-                                "the sign-flip test's smallest p there, 2/2^5 = 0.0625, Holm-adjusted over the 3 tests "
-                                "with enough instructions, is at best 0.0625, not below alpha 0.05; a call needs more "
-                                "instructions or fewer cells")
+                                "the sign-flip test's smallest p there, 2/2^5 = 0.0625, is not below alpha 0.05; a call "
+                                "needs at least 6 that differ")
     assert result["holm_tests"] == 2
     for row in ("Y", "mean_over_criteria"):
         assert result["cells"][row]["m"]["verdict"] == "B higher", row

@@ -176,6 +176,7 @@ def test_untested_cells_are_marked_and_the_fewest_instructions_said(tmp_path):
     assert "| X | +0.500 [+0.500, +0.500] — | +0.500 [+0.500, +0.500] — |" in md
     assert ("or — when untested: cells on fewer than 6 instructions both runs scored are not tested at alpha 0.05 "
             "(the test's smallest p there, 2/2^5, is not below it)") in md
+    assert "nor any on fewer than 6 the runs score differently (scored alike throughout: p 1)" in md
     page = render_ranking_compare_page(result)
     assert ("the call when the paired sign-flip test's p, adjusted by Holm over the tested cells, is below alpha 0.05 "
             "and the interval excludes 0 on that side; — where the cell is untested (a cell resting on fewer than 6 "

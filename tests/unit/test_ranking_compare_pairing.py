@@ -155,13 +155,12 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     (0.2 + 0.9 + 0.1) / 3 = (0.1 + 0.9 + 0.2) / 3 = 0.4 on both sides, and the corner pools the same scores: 0.4
     too. Summed in another order the floats differ in their last bit (0.4000000000000001 vs 0.39999999999999997),
     which unrounded was a delta of -1e-16 in every resample: "B lower", p 0. Compared at the leaderboard's digits, the
-    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1). X2 is scored alike on every instruction:
-    no swap moves it, out of the family. Holm's family would be X1, X3 (their rows' mean_over_meta each that one
-    cell) and mean_over_criteria x m (the corner is it: one meta value, one score of each criterion per
-    instruction; its totals differ per criterion, so its instructions count as moving though its value does not
-    change): three tests on 6 instructions, each p at best 1/32, so Holm's first step gives at best 3 x 1/32 =
-    0.09375, not below 0.05: no cell could ever be called, and each is untested ("—"), saying why (it read "no
-    difference", X1's Holm p max(4/32, 3/32) = 0.125, as if tested)."""
+    tie is one: delta 0, interval [0, 0], every flip as far from 0 (p 1). Holm's family would be X1, X2, X3 (their
+    rows' mean_over_meta each that one cell) and mean_over_criteria x m (the corner is it: one meta value, one score
+    of each criterion per instruction): four tests on 6 instructions, each p at best 1/32, so Holm's first step
+    gives at best 4 x 1/32 = 0.125, not below 0.05: no cell could ever be called, and each is untested ("—"),
+    saying why (it read "no difference", X1's Holm p max(4/32, 3/32) = 0.125, as if tested). The instruction
+    counts decide it, before which instructions differ (X2, scored alike, is one of the four)."""
     scale = "\n\n".join(f"{k}: уровень {k}" for k in range(11))
     a = write_rank_run(tmp_path / "a", "A", [(p, "m", f"X{c + 1}", scale, float(s)) for p in range(1, 7)
                                              for c, s in enumerate((2, 9, 1))])
@@ -176,12 +175,11 @@ def test_equal_cells_averaged_in_another_order_are_no_difference(tmp_path: Path)
     assert (x1["a"], x1["b"], x1["verdict"], x1["p_value"], x1["p_holm"]) == (0.2, 0.1, "—", 2 / 64, None)
     assert x1["delta"] == pytest.approx(-0.1, abs=1e-15) and result["holm_tests"] == 0
     assert x1["why_no_call"] == ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p "
-                                 "there, 2/2^6 = 0.03125, Holm-adjusted over the 3 tests with enough instructions, is "
-                                 "at best 0.09375, not below alpha 0.05; a call needs more instructions or fewer "
-                                 "cells")
+                                 "there, 2/2^6 = 0.03125, Holm-adjusted over the 4 tests with enough instructions, is "
+                                 "at best 0.125, not below alpha 0.05; a call needs more instructions or fewer cells")
     page = render_ranking_compare_page(result)  # the tooltip says why X1 x m could not be called
     assert "X1 × m: A 0.2000, B 0.1000, sign-flip p 0.0312, Holm p —; untested: rests on 6 instructions" in page
-    assert "is at best 0.09375, not below alpha 0.05" in page
+    assert "is at best 0.125, not below alpha 0.05" in page
 
 
 def test_a_judge_that_failed_every_gate_verdict_is_named_not_nothing_scored(tmp_path: Path) -> None:
