@@ -256,6 +256,11 @@ class JudgeRecord:
                 if ids:
                     raise self._invalid("expert_ids", f"{len(ids)} expert ids for no expert scores")
                 object.__setattr__(self, "expert_ids", None)
+                if self.criteria_score == ABSTENTION_SCORE and not _has_level(self.rubrics, -1):
+                    # from_row's refusal of a project row's -1 with no expert score, for a record built in code
+                    raise self._invalid("criteria_score", "is -1 with no expert score, and -1 is not a level of this "
+                                                          "record's rubric: give None for an item no expert scored "
+                                                          "(-1 is the POLLUX release's abstention code)")
                 return
             if feedback is not None and len(feedback) != len(self.expert_scores):
                 raise self._invalid("expert_feedback",

@@ -576,13 +576,13 @@ def _refuse_repeated(criteria: tuple[Any, ...] | str | None, task: tuple[tuple[s
 
     try:  # the sample's task fields (``RewardSample.task``) as the path its names resolve under
         resolved = _resolved_criteria(criteria, task_path(*(dict(task).get(name) for name in TASK_FIELDS)), where)
-    except (ValueError, LookupError):  # a task (TaxonomyError) or criterion judge-serve refuses, naming it
-        return
+    except (ValueError, LookupError, TypeError):  # a task (TaxonomyError), a criterion or a value JSON cannot encode:
+        return  # judge-serve's refusal, or the request's encoding, names it
     repeat = repeated_criterion(resolved)
     if repeat is not None:
         first, k = repeat
-        raise ValueError(f"{where}[{k}]: names the criterion of {where}[{first}] ({resolved[k].name}) again: it would "
-                         "be judged twice and weigh twice in the reward")
+        raise ValueError(f"{where}[{k}]: names the criterion at [{first}] ({resolved[k].name}) again: it would be "
+                         "judged twice and weigh twice in the reward")
 
 
 def _set_criteria(criteria: str | None, task: tuple[str, ...] | None, row: int) -> list:

@@ -226,21 +226,26 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
 
 def _checked_references(reference_scores: Any, scale_levels: Sequence[Sequence[int]], n: int,
                         ids: Sequence[Any] | None) -> list[list[float]]:
-    """``reference_scores`` as one list of the criterion's levels per completion (empty: no reference), or a
+    """``reference_scores`` as one list of the criterion's levels per completion (empty or null: no reference), or a
     ``ValueError`` naming the first bad row: a column of another length than the completions, a row that is no
     list (a bare ``2`` would read as ten references if a string, or fail deep in the reward), a reference that is no
     number, or one that is not a level of the row's ``scale_levels`` (its reward would go below 0 or above 1)."""
     def row(i: int) -> str:
         return f"the row with id {ids[i]!r}" if ids is not None and i < len(ids) else f"row {i} of the batch"
 
-    sized = not isinstance(reference_scores, (str, bytes, Mapping)) and hasattr(reference_scores, "__len__")
-    if not sized or len(reference_scores) != n or len(scale_levels) != n:
-        got = len(reference_scores) if sized else type(reference_scores).__name__
-        raise ValueError(f"agreement_reward: reference_scores must be a column with one list per completion ({n}); "
-                         f"got {got} (and {len(scale_levels)} scale_levels)")
+    for name, column in (("reference_scores", reference_scores), ("scale_levels", scale_levels)):
+        sized = not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
+        if not sized or len(column) != n:
+            got = len(column) if sized else type(column).__name__
+            raise ValueError(f"agreement_reward: {name} must be a column with one list per completion ({n}); got "
+                             f"{got}")
     out: list[list[float]] = []
     for i, (references, levels) in enumerate(zip(reference_scores, scale_levels)):
-        if isinstance(references, (str, bytes, Mapping)) or not hasattr(references, "__iter__"):
+        if references is None:  # a null list cell (Arrow, a JSON null): no reference, as []
+            out.append([])
+            continue
+        if isinstance(references, (str, bytes, Mapping)) or not hasattr(references, "__iter__") \
+                or getattr(references, "ndim", 1) == 0:  # a 0-d numpy array iterates into a TypeError
             raise ValueError(f"agreement_reward: reference_scores of {row(i)} must be a list of the criterion's "
                              f"levels (empty: no reference), got {references!r}")
         for reference in references:

@@ -178,6 +178,6 @@ def resolve_task_data(task: str, data: str) -> TaskData:
         root = resolve_checkpoint(data, repo_type="dataset")
     except CheckpointNotFound as err:
         # the toolkit's own copy needs no hub: said beside the hub's remedies
-        raise DataNotFound(f"{err} Without the released data, --data sample runs the few rows of the task bundled "
-                           "with the toolkit.") from None
+        raise DataNotFound(f"{str(err).rstrip('.')}. Without the released data, --data sample runs the few rows of "
+                           "the task bundled with the toolkit.") from None
     return _choose(task, root, data)

@@ -958,9 +958,11 @@ def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source
     if raw and normalize != "none":
         # POLLUX's metrics.py keeps such a score raw too (module docstring), so it is kept, and said: a judge's 5 there
         # sits among 0-1 scores and can lift a cell above 1.
-        log.warning("data: %s: %d criteria have a rubric with no levels read (as POLLUX's score_utils.py reads one), "
-                    "so their scores enter the matrix raw, not normalised to 0-1 like the others, as in POLLUX's "
-                    "metrics.py; the first: prompt_id %r, criterion %r", source, len(raw), *raw[0])
+        names = len({name for _, name in raw})
+        log.warning("data: %s: %d (instruction, criterion) items (%d %s) have a rubric with no levels read (as "
+                    "POLLUX's score_utils.py reads one), so their scores enter the matrix raw, not normalised to 0-1 "
+                    "like the others, as in POLLUX's metrics.py; the first: prompt_id %r, criterion %r", source,
+                    len(raw), names, "criterion" if names == 1 else "criteria", *raw[0])
 
 
 def unasked_judge(config: RankConfig, out: Path) -> dict[str, Any]:

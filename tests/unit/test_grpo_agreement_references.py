@@ -44,5 +44,19 @@ def test_a_reference_that_is_no_number_and_a_column_of_the_wrong_length_are_refu
     with pytest.raises(ValueError, match=r"holds True, not a level"):  # a bool is no score, though True == 1
         _reward([[True]])
     with pytest.raises(ValueError, match=r"^agreement_reward: reference_scores must be a column with one list per "
-                                         r"completion \(1\); got 2 \(and 1 scale_levels\)$"):
+                                         r"completion \(1\); got 2$"):
         agreement_reward([VERDICT], ["integer"], [[0, 1, 2]], [2], [[2], [2]])
+    with pytest.raises(ValueError, match=r"^agreement_reward: scale_levels must be a column with one list per "
+                                         r"completion \(1\); got 2$"):
+        agreement_reward([VERDICT], ["integer"], [[0, 1, 2], [0, 1]], [2], [[2]])
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"of row 0 of the batch must be a list"):  # a 0-d array is no list
+        _reward([np.array(2)])
+
+
+def test_a_null_row_is_no_reference_and_numpy_rows_are_read():
+    """A null list cell (Arrow) is no reference, as [] is; numpy rows and scalars read as their values."""
+    import numpy as np
+
+    assert _reward([None, np.array([2]), [np.int64(0)], (np.float32(1.0),)]) == [None, 1.0, 0.0, 0.5]

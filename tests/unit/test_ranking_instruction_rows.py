@@ -98,6 +98,6 @@ def test_a_rubric_with_no_levels_is_ranked_raw_and_said(caplog) -> None:
         unnormalisable_rubric(rows, "minmax", "data.jsonl")
         unnormalisable_rubric(rows, "none", "data.jsonl")
     said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.rank"]
-    assert said == ["data: data.jsonl: 2 criteria have a rubric with no levels read (as POLLUX's score_utils.py "
-                    "reads one), so their scores enter the matrix raw, not normalised to 0-1 like the others, as in "
-                    "POLLUX's metrics.py; the first: prompt_id 3, criterion 'd'"]
+    assert said == ["data: data.jsonl: 2 (instruction, criterion) items (1 criterion) have a rubric with no levels "
+                    "read (as POLLUX's score_utils.py reads one), so their scores enter the matrix raw, not normalised "
+                    "to 0-1 like the others, as in POLLUX's metrics.py; the first: prompt_id 3, criterion 'd'"]

@@ -221,6 +221,9 @@ def test_a_record_built_in_code_with_a_minus_one_score_is_refused_unless_a_level
                                "POLLUX release's abstention code)")
     with pytest.raises(RecordError, match="item 1 is -1"):  # the place among the annotations
         JudgeRecord(**base, annotations=(Annotation(None, ""), Annotation(-1.0, ""), Annotation(2.0, "")))
+    with pytest.raises(RecordError, match=r"^record 'r': field 'criteria_score': is -1 with no expert score"):
+        JudgeRecord(**base, criteria_score=-1.0)  # the aggregate alone, as a project row's is refused when read
     level = base | {"rubrics": "-1: хуже\n\n0: так же\n\n1: лучше"}
     assert JudgeRecord(**level, expert_scores=(-1, 1)).expert_scores == (-1, 1)
+    assert JudgeRecord(**level, criteria_score=-1.0).criteria_score == -1.0
     assert JudgeRecord(**base, annotations=(Annotation(None, ""), Annotation(2.0, ""))).expert_scores == (2.0,)
