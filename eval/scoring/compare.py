@@ -705,8 +705,10 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
             continue
         p = block.overall["mae"]
         if not p.n:
-            lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no "
-                         "scored items" + _outside(comp, own, result) + ".")
+            # where both hold the same items, how many lie outside (0 and 0) says nothing: none was scored by both
+            why = (_outside(comp, own, result) if _holds_other_items(comp, own, result)
+                   else f" (both hold the same {comp.n_common} items; none of this split's has a score in both runs)")
+            lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no scored items{why}.")
             continue
         failures = _failures(comp, own, result, split, p.n)
         delta = p.delta or 0.0

@@ -76,6 +76,21 @@ def test_a_split_the_runs_share_no_item_of_is_said(tmp_path):
             "hold; b: 0 of its 20).") in headline(_half_runs(tmp_path))
 
 
+def test_a_split_neither_run_scored_is_said_without_counting_items_outside(tmp_path):
+    """Both runs hold the same 40 items; each failed every Zero-Shot verdict. The headline said "(a: 0 of its 40
+    items outside the 40 both runs hold; b: 0 of its 40)", which explains nothing; it now says why there is no pair."""
+    from eval.scoring.compare import compare, headline
+
+    ids = [f"i{k}" for k in range(40)]
+    split = ["zero_shot"] * 20 + ["standard"] * 20
+    status = ["parse_failed"] * 20 + ["ok"] * 20
+    nan = [float("nan")] * 20
+    a = _run_with(tmp_path / "A", "a", ids, nan + JUDGE[20:], EXPERTS, split, status=status)
+    b = _run_with(tmp_path / "B", "b", ids, nan + JUDGE[20:], EXPERTS, split, status=status)
+    assert ("On the Zero-Shot test, b and a share no scored items (both hold the same 40 items; none of this split's "
+            "has a score in both runs).") in headline(compare([a, b], n_boot=50))
+
+
 def test_a_split_one_run_lacks_is_shown_in_compare_md_with_a_dash(tmp_path):
     """a has one item of a task type the taxonomy does not know, b none (so no such split in its metrics.json):
     compare.md's own-items table and its side-by-side tables keep that split's rows, with "—" for b, as compare.html
