@@ -1234,3 +1234,19 @@ def test_a_malformed_input_line_is_exit_2_naming_file_and_line(tmp_path, capsys)
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"judge-train data split: error: {source}:2: not a JSON line"), last
+
+
+def test_the_traces_stage_takes_the_bundled_sample_as_training_takes_it():
+    """`judge-train data traces --input sample` was refused ("no such file or folder") while judge-train's
+    `data: sample` and the stage itself read the bundled records; a stage that reads another stage's output (split)
+    still refuses the name."""
+    from train.config import ConfigError
+    from train.synthetic.cli import check_input
+    from train.synthetic.traces import training_records
+    from train.synthetic.config import TracesConfig
+
+    check_input("sample", None)
+    with pytest.raises(ConfigError, match="--input: sample: no such file or folder"):
+        check_input("sample", "annotate")
+    items, skipped = training_records("sample", TracesConfig(teacher={"model": "t"}, zero_shot="drop"))
+    assert len(items) + len(skipped) > 0

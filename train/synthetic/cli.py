@@ -143,8 +143,9 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
 
     Args:
         source: the path given.
-        reads: the stage file a folder must hold (``INPUT_READS``); None: any existing file or folder, or a name
-            shaped like a dataset's (``owner/name``, read by ``datasets.load_dataset`` later).
+        reads: the stage file a folder must hold (``INPUT_READS``); None: any existing file or folder, a name
+            shaped like a dataset's (``owner/name``, read by ``datasets.load_dataset`` later), or ``sample`` (the
+            bundled records).
         name: how the message names the setting (``--input``, ``reference``).
 
     Raises:
@@ -152,8 +153,12 @@ def check_input(source: str, reads: str | None, name: str = "--input") -> None:
     """
     from judge.record_sources import looks_like_dataset_name  # the one rule load_records reads a name by
 
+    from judge.sample_data import SAMPLE_DATA
+
     path = Path(source)
     if path.is_file():
+        return
+    if reads is None and str(source) == SAMPLE_DATA:  # records, as judge-train's data: sample reads them
         return
     if path.is_dir():
         if reads is None or (path / f"{reads}.jsonl").is_file() or any(
