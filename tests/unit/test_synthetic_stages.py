@@ -370,14 +370,19 @@ def test_instructions_stage_resumes_from_its_journal(scripted, tmp_path, capsys)
     assert main(argv) == 0
     first = (out / "instructions.jsonl").read_text()
     sent = len(server.received)
+    capsys.readouterr()
     assert main(argv) == 0
     assert len(server.received) == sent and (out / "instructions.jsonl").read_text() == first
+    n = len((out / "journal.jsonl").read_text(encoding="utf-8").splitlines())
+    # the rerun says what it sends (nothing), not what a fresh run would
+    assert f"instructions: {n} of {n} jobs answered in the journal; 0 to ask" in capsys.readouterr().err
 
     lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     cut = json.loads(lines[-1])["key"]
     (out / "journal.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
     assert main(argv) == 0
     assert len(server.received) == sent + 1
+    assert f"instructions: {n - 1} of {n} jobs answered in the journal; 1 to ask" in capsys.readouterr().err
     keys = [json.loads(line)["key"] for line in (out / "journal.jsonl").read_text().splitlines() if line.endswith("}")]
     assert keys.count(cut) == 1
 

@@ -169,6 +169,8 @@ def run_jobs(
             "changed since the journal was written)")
     if asked_again:
         log(f"{desc}: asking again the {len(asked_again)} journalled jobs {redo_why or 'the stage asks again'}")
+    if len(todo) < len(jobs):  # a resumed stage: what it sends, not what it would send afresh
+        log(f"{desc}: {len(jobs) - len(todo)} of {len(jobs)} jobs answered in the journal; {len(todo)} to ask")
     if not todo:
         return 0
 
