@@ -108,7 +108,7 @@ def test_an_exports_cut_rationale_stays_the_cut_judge_serve_answers(qwen_tokeniz
 
 @pytest.mark.parametrize(("text", "finish_reason", "score", "error"), [
     ("[FEEDBACK] Рифма есть. [RESULT] 1 [END]", "stop", 1.0, None),
-    ("[FEEDBACK] Рифма есть. [RESULT] 1", "length", None, VerdictError.MISSING_END),
+    ("[FEEDBACK] Рифма есть. [RESULT] 1", "length", None, VerdictError.CUT),  # missing_end, made by the cut
 ])  # fmt: skip
 def test_a_seq2seq_judge_serve_row_keeps_the_finish_reason(qwen_tokenizer, text, finish_reason, score, error):
     body, _ = judged(judge_settings(), qwen_tokenizer, REQUEST, _regression_engine(text, finish_reason))
@@ -124,7 +124,7 @@ def data(tmp_path):
 
 @pytest.mark.parametrize(("verdict_format", "text", "finish_reason", "score", "error"), [
     ("tagged", "[FEEDBACK] ok [RESULT] 1 [END]", "stop", 1.0, None),
-    ("tagged", "[FEEDBACK] ok [RESULT] 1", "length", None, VerdictError.MISSING_END),
+    ("tagged", "[FEEDBACK] ok [RESULT] 1", "length", None, VerdictError.CUT),  # missing_end, made by the cut
     ("integer", "<think>ok</think>1", "stop", 1.0, None),
     ("integer", "<think>ok</think>1", "length", None, VerdictError.CUT),
 ])  # fmt: skip

@@ -319,8 +319,9 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
                for sample in range(k if seeded else 1)]  # fmt: skip
     jobs = [(f"{record.id}#{sample}", (record, sample)) for record, _, _ in items for sample in range(k)]
     limited = f" (--limit {config.limit})" if config.limit else ""
-    log(f"traces: {len(jobs)} traces ({len(items)} items{limited} x {k} samples) from {teacher.name}; "
-        f"{len(skipped)} items not asked -> {out_dir}")
+    # the requests a fresh run sends; a resumed one says below (run_jobs) how many its journal answered
+    log(f"traces: {len(jobs)} traces ({len(items)} items{limited} x {k} samples: {len(jobs)} requests) from "
+        f"{teacher.name}; {len(skipped)} items not asked -> {out_dir}")
 
     def work(job) -> dict:
         record, sample = job

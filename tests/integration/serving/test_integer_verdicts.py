@@ -15,6 +15,7 @@ import pytest
 
 import judge
 from judge import Scale, parse_integer_verdict
+from judge.verdicts import read_served_verdict
 
 
 # ---- judge-serve serves a Qwen3 judge in the integer format (tiny real model, real vLLM engine) ------------------
@@ -31,7 +32,8 @@ def tiny_pollux_4b(tmp_path_factory) -> Path:
 
 def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, tmp_path, monkeypatch):
     """judge-serve on a folder named Pollux-4B-Judge picks the integer format: the prompt is the 4B's own
-    (pollux-ru-4b-v1: the POLLUX prompt and one newline), rendered with thinking on; each /v1/judge result is exactly judge.parse_integer_verdict of its output (reasoning as feedback); the chat
+    (pollux-ru-4b-v1: the POLLUX prompt and one newline), rendered with thinking on; each /v1/judge result is exactly
+    its output read with its finish reason (judge.verdicts.read_served_verdict; reasoning as feedback); the chat
     passthrough answers with `reasoning` apart (--reasoning-parser qwen3); and `judge-eval run` against it writes
     the server's verdicts as predictions, with no extra flag."""
     import httpx
@@ -63,7 +65,9 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
         assert (body["verdict_format"], body["usage"]["prompt_tokens"]) == ("integer", n_prompt)
         assert body["prompt_version"] == "pollux-ru-4b-v1"
         (result,) = body["items"][0]["results"]
-        expected = parse_integer_verdict(result["output"], None, Scale((0, 1)))
+        # read as every route reads it: with the finish reason (cut at max_tokens: cut)
+        expected = read_served_verdict("integer", result["output"], scale=Scale((0, 1)),
+                                       finish_reason=result["finish_reason"])
         assert (result["parse_ok"], result["score"], result["feedback"], result["error"]) == (
             expected.ok, expected.score, expected.feedback, expected.error)
         assert result["output"] and result["usage"]["completion_tokens"] > 0
@@ -106,6 +110,6 @@ def test_judge_serve_serves_a_qwen3_judge_in_the_integer_format(tiny_pollux_4b, 
     assert json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["prompt_version"] == "pollux-ru-4b-v1"
     assert len(rows) == 3
     for row in rows:
-        again = parse_integer_verdict(row["raw_output"], None)
+        again = read_served_verdict("integer", row["raw_output"], finish_reason=row["finish_reason"])
         assert (row["parse_ok"], row["feedback"]) == (again.ok, again.feedback)
         assert row["error"] == (None if again.ok else again.error)

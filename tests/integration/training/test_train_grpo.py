@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import judge
+from judge.verdicts import read_served_verdict
 from train import grpo
 from train.config import load_config
 from tests.support.train_grpo import TINY_GRPO
@@ -152,7 +153,9 @@ def test_the_grpo_export_is_served_and_scored_in_the_integer_format(grpo_run, tm
         body = response.json()
         assert body["verdict_format"] == "integer"
         (result,) = body["items"][0]["results"]
-        again = judge.parse_integer_verdict(result["output"], None, judge.scale_of(first.rubrics))
+        # read as every route reads it: with the finish reason (a tiny policy cut at max_tokens fails as cut)
+        again = read_served_verdict("integer", result["output"], scale=judge.scale_of(first.rubrics),
+                                    finish_reason=result["finish_reason"])
         assert (result["parse_ok"], result["score"], result["error"]) == (again.ok, again.score, again.error)
 
         monkeypatch.setenv("TEST_JUDGE_KEY", server.api_key)
