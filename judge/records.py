@@ -256,11 +256,7 @@ class JudgeRecord:
                 if ids:
                     raise self._invalid("expert_ids", f"{len(ids)} expert ids for no expert scores")
                 object.__setattr__(self, "expert_ids", None)
-                if self.criteria_score == ABSTENTION_SCORE and not _has_level(self.rubrics, -1):
-                    # from_row's refusal of a project row's -1 with no expert score, for a record built in code
-                    raise self._invalid("criteria_score", "is -1 with no expert score, and -1 is not a level of this "
-                                                          "record's rubric: give None for an item no expert scored "
-                                                          "(-1 is the POLLUX release's abstention code)")
+                self._check_no_abstention_code(())
                 return
             if feedback is not None and len(feedback) != len(self.expert_scores):
                 raise self._invalid("expert_feedback",
@@ -310,13 +306,27 @@ class JudgeRecord:
         return RecordError(f"record {self.id!r}", None, name, message)
 
     def _check_no_abstention_code(self, scores: Sequence[float | None]) -> None:
-        """A -1 score on a rubric without that level is the release's abstention code, which ``from_row`` refuses in
-        a project file: refused for a record built in code too, whose file would be refused when read back."""
-        if ABSTENTION_SCORE in scores and not _has_level(self.rubrics, -1):
-            position = list(scores).index(ABSTENTION_SCORE)
-            raise self._invalid("expert_scores", f"item {position} is -1, which is not a level of this record's "
-                                                 "rubric: give None (an annotation's score) for an abstention (-1 is "
-                                                 "the POLLUX release's abstention code)")
+        """A -1 among the experts' scores (``scores``: every expert's, None for an abstention), or as the aggregate of
+        an item no expert scored, on a rubric without that level, is the release's abstention code carried over, and
+        read as a score it would pull every mean down: refused, for a project file's row (``from_row``, whose
+        ``origin`` the error names; the column-wise reader leaves a table holding a -1 to that path) and for a record
+        built in code alike. The release's own -1 is read as an abstention before it gets here."""
+        expert = ABSTENTION_SCORE in scores
+        if not expert and (self.criteria_score != ABSTENTION_SCORE or any(s is not None for s in scores)):
+            return
+        if _has_level(self.rubrics, -1):
+            return
+        # in a file's words (null) or in Python's (None)
+        kind, write, code = (("row", "write null", "abstention code, which the release loader turns into null")
+                             if self.origin is not None else ("record", "give None", "abstention code"))
+        if expert:
+            none = write if self.origin is not None else f"{write} (an annotation's score)"
+            raise self._invalid("expert_scores", f"item {list(scores).index(ABSTENTION_SCORE)} is -1, which is not a "
+                                                 f"level of this {kind}'s rubric: {none} for an abstention (-1 is the "
+                                                 f"POLLUX release's {code})")
+        raise self._invalid("criteria_score", f"is -1 with no expert score, and -1 is not a level of this {kind}'s "
+                                              f"rubric: {write} for an item no expert scored (-1 is the POLLUX "
+                                              f"release's {code})")
 
     def _check_ids(self, ids: tuple | None, n_experts: int) -> None:
         try:
@@ -427,13 +437,8 @@ class JudgeRecord:
             values["expert_scores"] = tuple(a.score for a in given)
             values["expert_feedback"] = tuple(a.comment for a in given) if given else None
         else:
+            # a -1 among them is refused by the record's own check (JudgeRecord._check_no_abstention_code)
             annotations, values["expert_scores"], values["expert_feedback"] = _project_experts(row, fail)
-            if ABSTENTION_SCORE in values["expert_scores"] and not _has_level(values["rubrics"], -1):
-                position = next(i for i, a in enumerate(annotations) if a.score == ABSTENTION_SCORE)
-                # the column-wise reader leaves a table holding a -1 to this path, so that this is the one message
-                raise fail("expert_scores", f"item {position} is -1, which is not a level of this row's rubric: write "
-                                            "null for an abstention (-1 is the POLLUX release's abstention code, "
-                                            "which the release loader turns into null)")
         annotations, values["expert_ids"] = _named_experts(annotations, row.get("expert_ids"), fail)
         values["annotations"] = annotations
         _check_texts(values, annotations, "annotations" if row.get("annotations") is not None else "expert_feedback",
@@ -456,17 +461,9 @@ class JudgeRecord:
             if number == ABSTENTION_SCORE and annotations and not scores and row.get("annotations") is not None:
                 # The dataset card is silent on the aggregate of an item whose experts all abstained; a -1 there can only
                 # be the abstention marker carried over, never a score, so the item has no aggregate. Only when the
-                # experts came from annotations: a null annotations key beside expert_scores (a project table
-                # concatenated with released rows) leaves -1 the project's real score, as the column reader reads it.
+                # experts came from annotations: a project row's -1 with no expert score (a null annotations key
+                # beside expert_scores) is the record's own check's (JudgeRecord._check_no_abstention_code).
                 number = None
-            elif number == ABSTENTION_SCORE and not scores and row.get("annotations") is None \
-                    and not _has_level(values["rubrics"], -1):
-                # A project row's -1 with no expert score beside it is the release's abstention code carried over
-                # (its annotations dropped), which would be read as a real score of -1, off the scale: refused as
-                # a -1 in expert_scores is. The column-wise reader leaves such a table to this path.
-                raise fail("criteria_score", "is -1 with no expert score, and -1 is not a level of this row's "
-                                             "rubric: write null for an item no expert scored (-1 is the POLLUX "
-                                             "release's abstention code, which the release loader turns into null)")
             values["criteria_score"] = number
 
         rid = row.get("id")
