@@ -40,7 +40,8 @@ whose own test cannot reach alpha over the instructions the runs score different
 (p = 1 whatever its instructions), which in the family only multiplied the others' p. Each cell's own instructions
 decide it, never the signs of its differences, which a swap changes: Holm over the cells left is then still the
 closed testing of Bonferroni tests over the cells that can be called, and bounds the chance of any false call by
-alpha.
+alpha. The floor before it is over every tested cell, such cells included, so that it too rests on no cell's scores:
+there, identical cells still count.
 Both runs must use one normalisation, verdict reading and treatment of empty and
 failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
@@ -469,11 +470,7 @@ def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, ne
         return "no resamples"
     if resamples < needed:
         return f"{resamples} resamples defined it; a call needs at least {needed}"
-    if holm_floor is not None:
-        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
-                f"2/2^{instructions} = {smallest_p(instructions):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
-                f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
-                "more instructions or fewer cells")
+    # the cell's own reason first: it holds whatever the other cells are
     if moving == 0:
         return (f"scored alike by {scored_by} on every one of its {instructions} {what}: no swap between the runs "
                 "moves it (sign-flip p 1), so it is left out of Holm's family")
@@ -481,6 +478,11 @@ def why_no_call(delta: float, instructions: int, n_boot: int, resamples: int, ne
         return (f"rests on {instructions} {what} scored by {scored_by}, {moving} of which the runs score "
                 f"differently: the sign-flip test's smallest p there, 2/2^{moving} = {smallest_p(moving):.4g}, is not "
                 f"below alpha {alpha:.4g}; a call needs at least {fewest_for_call(alpha)} that differ")
+    if holm_floor is not None:
+        return (f"rests on {instructions} {what} scored by {scored_by}: the sign-flip test's smallest p there, "
+                f"2/2^{instructions} = {smallest_p(instructions):.4g}, Holm-adjusted over the {holm_floor[1]} tests "
+                f"with enough instructions, is at best {holm_floor[0]:.4g}, not below alpha {alpha:.4g}; a call needs "
+                "more instructions or fewer cells")
     return None
 
 
@@ -740,19 +742,18 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
     aliases = dict(margin_aliases(arrays[0]).items() & margin_aliases(arrays[1]).items())
     # A cell Holm could never call (its test's smallest p, adjusted over the family, not below alpha) is untested,
     # with why: "tested, no difference" said it had a chance it never had.
-    tested = [cell for cell, why in whys.items() if why is None]
-    floors, family = holm_unreachable(instructions, tested, alpha, aliases)
-    for (i, j), floor in floors.items():
-        whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
-                                  non_binary=rows[i] == MEAN_OVER_CRITERIA, holm_floor=(floor, family))
     # So is one whose own test cannot reach alpha over the instructions the runs score differently in it (module
     # docstring): one both runs scored alike throughout (a gate row, a criterion scored the same) is p = 1 whatever
-    # its instructions, and in the family it only multiplied every other cell's p.
+    # its instructions, and in the family it only multiplied every other cell's p. The floor above is over every
+    # tested cell, these included: it rests on the instruction counts alone, so that which cells it leaves out never
+    # turns on another cell's scores (why such a cell may still keep another from the family).
+    tested = [cell for cell, why in whys.items() if why is None]
+    floors, family = holm_unreachable(instructions, tested, alpha, aliases)
     moving = moving_instructions(arrays[0], arrays[1])
     for i, j in tested:
-        if whys[i, j] is None:
-            whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed,
-                                      alpha, non_binary=rows[i] == MEAN_OVER_CRITERIA, moving=int(moving[i, j]))
+        whys[i, j] = why_no_call(delta[i, j], int(instructions[i, j]), n_boot, int(resamples[i, j]), needed, alpha,
+                                  non_binary=rows[i] == MEAN_OVER_CRITERIA, moving=int(moving[i, j]),
+                                  holm_floor=(floors[i, j], family) if (i, j) in floors else None)
     p_holm, holm_tests = holm_adjusted(p_value, [cell for cell, why in whys.items() if why is None], aliases)
     cells: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):

@@ -224,17 +224,19 @@ def test_cells_holm_could_never_call_are_untested_and_say_why(tmp_path):
     holds three tests (X, Y, mean_over_criteria x m), and Holm's first step multiplies the smallest p by 3: at best
     3/32 = 0.09375, never below 0.05. Every cell read "tested, no difference" (Holm p 0.09375 on X) though none
     could ever be called; now each is untested ("—"), says why, and the family is empty. The instruction counts
-    decide it, before which instructions differ: Y, scored alike, is one of the three."""
+    decide it, before which instructions differ: Y, scored alike, is one of the three, and says its own reason."""
     a, b = _x_and_y(tmp_path, 6)
     result = compare_rankings(a, b, n_boot=200, seed=0, alpha=0.05)
     assert result["holm_tests"] == 0
     why = ("rests on 6 instructions scored by both runs: the sign-flip test's smallest p there, 2/2^6 = 0.03125, "
            "Holm-adjusted over the 3 tests with enough instructions, is at best 0.09375, not below alpha 0.05; a call "
            "needs more instructions or fewer cells")
-    for row in ("X", "Y"):
+    alike = ("scored alike by both runs on every one of its 6 instructions: no swap between the runs moves it "
+             "(sign-flip p 1), so it is left out of Holm's family")
+    for row, said in (("X", why), ("Y", alike)):
         for column in ("m", "mean_over_meta"):
             cell = result["cells"][row][column]
-            assert (cell["verdict"], cell["why_no_call"], cell["p_holm"]) == ("—", why, None), (row, column)
+            assert (cell["verdict"], cell["why_no_call"], cell["p_holm"]) == ("—", said, None), (row, column)
     corner = result["cells"]["mean_over_criteria"]["mean_over_meta"]
     assert corner["verdict"] == "—" and corner["why_no_call"] == why.replace(
         "instructions scored", "instructions with a non-binary score scored")
