@@ -54,6 +54,7 @@ __all__ = [
     "has_think_tag",
     "leading_reasoning",
     "read_served_verdict",
+    "failed_by_the_cut",
     "MIN_RATIONALE_WORDS",
     "rationale_words",
     "gives_reasons",
@@ -69,8 +70,9 @@ class VerdictError:
     NO_SCORE = "no_score"
     MISSING_END = "missing_end"
     # The length limit stopped the output before its end (trl: no end-of-sequence id; vLLM: finish_reason
-    # "length"): an integer read from it is wherever the cut fell (a "1" of "10"), not a verdict. The GRPO rewards
-    # and judge-serve fail such an integer verdict alike; the traces stage counts it as ``verdict_cut``.
+    # "length"): an integer read from it is wherever the cut fell (a "1" of "10"), not a verdict, and whatever else
+    # failed to parse there failed for the cut (failed_by_the_cut). The GRPO rewards, judge-serve and judge-eval fail
+    # such a verdict alike; the traces stage counts it as ``verdict_cut``.
     CUT = "cut"
     # Not a parse failure (parse_verdict returns ok with in_scale=False): the drop reason of callers that must
     # reject out-of-scale scores (teacher annotation, training-data building).
@@ -637,8 +639,9 @@ def parse_judge_output(verdict_format: str, text: str | None, *, reasoning: str 
 def cut_short(verdict: Verdict, limit: str) -> Verdict:
     """``verdict`` read from an output that ``limit`` stopped before its end (vLLM's ``finish_reason`` "length",
     trl's completion without an end-of-sequence id): a readable score there is wherever the cut fell (the "1" of
-    "10"), so it fails as ``VerdictError.CUT``; a failure stays the failure it is. One rule for the GRPO rewards,
-    judge-serve and judge-eval's chat client."""
+    "10"), so it fails as ``VerdictError.CUT``; a failure is left to ``failed_by_the_cut``, which
+    ``read_served_verdict`` applies after it. One rule for the GRPO rewards, judge-serve and judge-eval's chat
+    client."""
     if not verdict.ok:
         return verdict
     return Verdict.failure(VerdictError.CUT, f"the output reached {limit} before its end: the score read is wherever "
@@ -718,9 +721,9 @@ def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str
     (a parser returns a cut inside the reasoning that way), none or "" (not reported), and "content_filter",
     "abort" or "tool_calls" (the turn was not ended by the judge), the rule the teacher traces read
     (``train.synthetic.traces``, docs/reasoning-judges.md). Any other failure of an output "length" stopped fails
-    as ``cut`` (``_failed_by_the_cut``)."""
+    as ``cut`` (``failed_by_the_cut``)."""
     if verdict_format == VerdictFormat.TAGGED:
-        return _failed_by_the_cut(read_tagged_verdict(text, scale, lenient, finish_reason), finish_reason)
+        return failed_by_the_cut(read_tagged_verdict(text, scale, lenient, finish_reason), finish_reason)
     if (verdict_format == VerdictFormat.INTEGER and finish_reason == "stop"
             and not (text or "").strip() and (reasoning or "").strip()):
         return Verdict.failure(VerdictError.EMPTY, "the judge ended its turn (finish_reason stop) with no answer after "
@@ -728,10 +731,10 @@ def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str
     verdict = parse_judge_output(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient)
     if verdict_format == VerdictFormat.INTEGER and finish_reason == "length":
         verdict = cut_short(verdict, "max_tokens (finish_reason length)")
-    return _failed_by_the_cut(verdict, finish_reason)
+    return failed_by_the_cut(verdict, finish_reason)
 
 
-def _failed_by_the_cut(verdict: Verdict, finish_reason: str | None) -> Verdict:
+def failed_by_the_cut(verdict: Verdict, finish_reason: str | None) -> Verdict:
     """A failure of an output the length limit stopped is the cut's: what the parser found there (nothing but
     whitespace, no score yet, a run of hundreds of digits) is where the cut fell, and the remedy is a larger
     ``max_tokens``, which ``empty`` or ``no_score`` would not say. It fails as ``VerdictError.CUT``, the parser's own

@@ -530,7 +530,7 @@ def check_base_checkpoint(config: GRPORecipeConfig) -> BaseCheckpoint:
         raise ConfigError(
             f"model_name_or_path {base} is {a(declared)} judge ({why}), but verdict_format is "
             f"{config.verdict_format}: GRPO would prompt it as {a(config.verdict_format)} judge and reward verdicts it "
-            f"was never taught to write. Set verdict_format: {declared}, or start from a {config.verdict_format} "
+            f"was never taught to write. Set verdict_format: {declared}, or start from {a(config.verdict_format)} "
             "export")
     warnings = []
     if trained is not None and config.max_completion_length < trained.max_completion_length:

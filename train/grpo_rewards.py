@@ -234,7 +234,8 @@ def _checked_references(reference_scores: Any, scale_levels: Sequence[Sequence[i
         return f"the row with id {ids[i]!r}" if ids is not None and i < len(ids) else f"row {i} of the batch"
 
     for name, column in (("reference_scores", reference_scores), ("scale_levels", scale_levels)):
-        sized = not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
+        sized = (not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
+                 and getattr(column, "ndim", 1) != 0)  # a 0-d array has __len__, which raises
         if not sized or len(column) != n:
             got = len(column) if sized else type(column).__name__
             raise ValueError(f"agreement_reward: {name} must be a column with one list per completion ({n}); got "

@@ -53,6 +53,9 @@ def test_a_reference_that_is_no_number_and_a_column_of_the_wrong_length_are_refu
 
     with pytest.raises(ValueError, match=r"of row 0 of the batch must be a list"):  # a 0-d array is no list
         _reward([np.array(2)])
+    with pytest.raises(ValueError, match=r"^agreement_reward: reference_scores must be a column with one list per "
+                                         r"completion \(1\); got ndarray$"):  # nor a column
+        agreement_reward([VERDICT], ["integer"], [[0, 1, 2]], [2], np.array(2))
 
 
 def test_a_null_row_is_no_reference_and_numpy_rows_are_read():

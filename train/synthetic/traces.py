@@ -148,7 +148,7 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
         failure reason; the parsed ``judge.Verdict`` (None when the request failed).
     """
     from judge import VerdictError, VerdictFormat
-    from judge.verdicts import gives_reasons, read_served_verdict
+    from judge.verdicts import failed_by_the_cut, gives_reasons, read_served_verdict
     from train.build_data import russian_share
 
     if str(done.get("error") or "").startswith("verdict_oversized"):
@@ -174,9 +174,9 @@ def trace_outcome(done: dict, scale, references: tuple[float, ...], tolerance: f
             # The limit stopped the answer (before its first character, or inside "Оценка:" before its integer): the
             # teacher did not end it, so no verdict is missing from it but the one the cut kept back. verdict_cut, as
             # a cut answer that did parse; one cut inside its reasoning keeps its own name, unclosed_think. The row
-            # keeps the failure every serving route gives it (cut, the parser's reading in its reason).
-            return "failed", "verdict_cut", read_served_verdict(VerdictFormat.INTEGER, content, reasoning=reasoning,
-                                                                scale=scale, finish_reason=finish)
+            # keeps the failure every serving route gives it (cut, the parser's reading in its reason: the one rule,
+            # judge.verdicts.failed_by_the_cut, on the verdict read above).
+            return "failed", "verdict_cut", failed_by_the_cut(verdict, finish)
         return "failed", f"verdict_{verdict.error}", verdict
     if finish not in (None, "", "stop", "length"):
         # Aborted, filtered or turned into a tool call: the teacher never ended its turn, and the integer read is
