@@ -338,6 +338,26 @@ def signal_pending(pids: Sequence[int], sig: int) -> list[int]:
             if any(int(mask, 16) & bit for name, mask in _status_fields(pid).items() if name in ("SigPnd", "ShdPnd"))]
 
 
+def signal_states(pids: Sequence[int]) -> str:
+    """One line per pid: its title, state, parent, process group and signal masks (``/proc/<pid>/status``), or
+    that it is gone. What a test that waits for a signal to be pending says when it never is: whether the process
+    blocks or ignores it, was thawed, or died."""
+    lines = []
+    for pid in pids:
+        fields = _status_fields(pid)
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")[-60:]
+        except OSError:
+            title = "?"
+        if not fields:
+            lines.append(f"{pid}: gone")
+            continue
+        masks = " ".join(f"{name}={fields.get(name, '?')}" for name in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+        lines.append(f"{pid} {title}: State={fields.get('State')} PPid={fields.get('PPid')} "
+                     f"NSpgid={fields.get('NSpgid')} {masks}")
+    return "\n".join(lines)
+
+
 def stopped_processes(pids: Sequence[int]) -> list[int]:
     """Those of ``pids`` still stopped (``/proc/<pid>/status`` State ``T``): frozen by SIGSTOP and not continued since,
     by the test or by Slurm (slurmd continues a job's stopped tasks before it kills them)."""
