@@ -131,7 +131,27 @@ def test_requests_failing_in_a_row_stop_the_endpoint_and_a_rerun_resumes(tmp_pat
     with ScriptedEndpoint(_answer, model="teacher") as server:
         assert main(_traces(tmp_path, server.base_url, n_items=6, samples=2, concurrency=2)) == 0
         assert len(server.requests) == 12  # every failed job, sent or not
-    assert "kept 6" in capsys.readouterr().out  # the two samples of an item answer alike: one kept per item
+    captured = capsys.readouterr()
+    assert "kept 6" in captured.out  # the two samples of an item answer alike: one kept per item
+    rows = _rows(tmp_path / "out" / "journal.jsonl")  # the failed attempts are replaced, not kept beside the answers
+    assert len(rows) == 12 and all(row["ok"] for row in rows)
+    assert "journal.jsonl: 12 rows of earlier attempts at jobs asked again are dropped from it" in captured.err
+
+
+def test_reruns_against_an_endpoint_still_down_do_not_grow_the_journal(tmp_path, capsys):
+    """Each rerun while the endpoint stays down journals every job again as not sent; the file keeps one row per job,
+    the newest."""
+    from train.synthetic.cli import main
+
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    sizes = []
+    for _ in range(3):
+        assert main(_traces(tmp_path, url, n_items=3, samples=2, concurrency=2)) == 4
+        rows = _rows(tmp_path / "out" / "journal.jsonl")
+        sizes.append(len(rows))
+        assert len({row["key"] for row in rows}) == len(rows)
+    assert sizes == [6, 6, 6]
+    assert capsys.readouterr().err.count("6 rows of earlier attempts at jobs asked again are dropped") == 2
 
 
 def test_the_samples_of_one_teacher_share_one_watch(tmp_path, capsys):

@@ -4,7 +4,8 @@ Every stage writes one folder::
 
     journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here, but
                     asks again a job whose request failed: the endpoint's outage is not the job's answer; and one
-                    its stage asks again, as traces does an answer cut by a lower max_tokens than the rerun's)
+                    its stage asks again, as traces does an answer cut by a lower max_tokens than the rerun's; the
+                    newest row of a job asked again replaces the older ones in the file once the jobs are done)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``); absent when none is kept
@@ -48,7 +49,8 @@ def log(message: str) -> None:
 
 class Journal:
     """Finished jobs keyed by ``row["key"]``: a ``judge.plumbing.journal`` journal (strict reading, a torn last line dropped
-    and cut from the file so its job is redone, fsynced appends)."""
+    and cut from the file so its job is redone, fsynced appends). Opening it keeps only the newest row of each job in
+    the file (rewritten whole, atomically), so reruns that ask jobs again do not grow it."""
 
     def __init__(self, path: Path):
         """Read the journal at ``path`` (created on the first append).
@@ -62,8 +64,10 @@ class Journal:
         if not all(isinstance(row.get("key"), str) for row in rows):
             _refuse_keyless_row(self.path)
         self.rows: dict[str, dict] = {row["key"]: row for row in rows}
+        self._lines = len(rows)
         self._writer = JournalWriter(self.path)
         self._lock = threading.Lock()
+        self.compact()  # a run killed before its own compact left its older rows
 
     def __contains__(self, key: str) -> bool:
         return key in self.rows
@@ -72,6 +76,21 @@ class Journal:
         with self._lock:
             self._writer.append(row)
             self.rows[row["key"]] = row
+            self._lines += 1
+
+    def compact(self) -> None:
+        """Rewrite the file (whole, atomically) with only the newest row of each job, when it holds older ones.
+
+        A job asked again appends its new row, and only the newest row of a key is ever read; each rerun while an
+        endpoint stays down journals its not-sent jobs again, so without this the file grew by a stage's jobs per
+        rerun."""
+        with self._lock:
+            older = self._lines - len(self.rows)
+            if older:
+                rewrite_journal(self.path, self.rows.values())
+                self._lines = len(self.rows)
+                log(f"{self.path}: {older} rows of earlier attempts at jobs asked again are dropped from it; the "
+                    "newest row of each job is kept")
 
 
 def _refuse_keyless_row(path: Path) -> None:
@@ -194,6 +213,7 @@ def run_jobs(
             pool.shutdown(wait=False, cancel_futures=True)
             log(f"{desc}: stopping: the jobs not started are cancelled; waiting for those in flight to be journalled")
             raise
+    journal.compact()
     return len(todo)
 
 
