@@ -79,7 +79,8 @@ from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowL
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, bearer_matches, own_host_names,
                                unless_disconnected)
 from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to, unless_dead
-from serve.errors import engine_error, error_response, judgment_failed, relayed_stream, sanitized
+from serve.errors import (engine_error, error_response, judgment_failed, relayed_stream, sanitized,
+                          unknown_model_message)
 from serve.judging import check_before_start, unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
@@ -98,6 +99,10 @@ _FORWARD_REQUEST_HEADERS = {"content-type", "accept", "user-agent", "x-request-i
 _DROP_RESPONSE_HEADERS = {"connection", "keep-alive", "transfer-encoding", "server", "date"}
 #: Most bytes of an engine's error body judge-serve reads to rewrite it in OpenAI's shape.
 _MAX_ENGINE_ERROR_BYTES = 64 * 1024
+#: Longest model name a proxied request is forwarded with: longer, no engine serves it (vLLM's names are a served
+#: name or a LoRA adapter's), and the engine's 404 echoing it would pass _MAX_ENGINE_ERROR_BYTES, cut, and be read
+#: as no 404 for a model at all.
+_MAX_MODEL_NAME_CHARS = 1024
 
 
 def _names_a_path(key: str, value: Any) -> bool:
@@ -334,6 +339,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             asked = body.get("model") if isinstance(body, dict) else None
+            if isinstance(asked, str) and len(asked) > _MAX_MODEL_NAME_CHARS and asked not in served_names(state):
+                return error_response(404, unknown_model_message(asked, served_names(state)), "not_found_error",
+                                      "model", "model_not_found")
             bounded_body, refused = proxied_token_bound(body, path, config.max_proxy_tokens,
                                                         state.engine_window(role))
             if refused is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import uuid
 from collections.abc import Iterable
@@ -17,8 +18,8 @@ from typing import Any, Awaitable, TypeVar
 from serve.errors import error_response
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
-           "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches", "header_deadline_protocol",
-           "own_host_names", "quiet_health_polls", "unless_disconnected"]
+           "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
+           "header_deadline_protocol", "own_host_names", "quiet_health_polls", "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")
@@ -27,12 +28,18 @@ log = logging.getLogger("judge_serve")
 MAX_HEADER_BYTES = 64 * 1024
 
 
-#: The answer to a request whose body did not arrive in time: no response has started (the route is still
-#: reading the body), so the connection can carry this one, in OpenAI's error shape, before it is closed.
-_BODY_TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: %d"
-    b"\r\n\r\n%s"
-)
+#: What uvicorn's limit_concurrency does not refuse: a liveness probe answered 503 while clients hold every
+#: connection slot would have a healthy judge-serve restarted (its /health answers 503 only when nothing will heal
+#: it). The probe is answered by the app, which is no more work than the 503.
+PAST_THE_CONNECTION_LIMIT = frozenset({"/health"})
+
+
+def _closing_error(status: int, reason: str, message: str, param: str | None, code: str) -> bytes:
+    """A whole HTTP/1.1 answer in OpenAI's error shape, the connection closed after it: for the answers the
+    connection layer writes itself, before or instead of the app (every error judge-serve gives has that shape)."""
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            f"content-length: {len(body)}\r\n\r\n{body}").encode()
 
 
 def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES,
@@ -43,11 +50,12 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
     uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
     finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
     new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
-    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` is closed too.
-    Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few seconds,
-    holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete that long
-    after its headers gets a 408 and the connection is closed. Pass the returned class as
-    ``uvicorn.Config(http=...)``.
+    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` gets a 431 and is
+    closed. Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few
+    seconds, holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete
+    that long after its headers gets a 408 and the connection is closed. What uvicorn itself answers in plain text
+    (a request its parser refuses, the 503 past ``max_connections``) is answered in OpenAI's error shape, and
+    ``PAST_THE_CONNECTION_LIMIT`` is served past that limit. Pass the returned class as ``uvicorn.Config(http=...)``.
     """
     from uvicorn.protocols.http.flow_control import service_unavailable
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -62,7 +70,12 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
         def _count(self, n: int) -> None:
             self._header_bytes += n
             if self._header_bytes > max_header_bytes:
-                self._headers_too_slow()
+                self._disarm()
+                if not self.transport.is_closing():  # the parser goes on with the rest of what it was fed
+                    self.transport.write(_closing_error(
+                        431, "Request Header Fields Too Large", f"headers: the request line and headers pass "
+                        f"{max_header_bytes} bytes", "headers", "headers_too_large"))
+                    self.transport.close()
 
         def on_url(self, url: bytes) -> None:
             self._count(len(url))
@@ -116,11 +129,10 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             if self.transport.is_closing():
                 return
             cycle = getattr(self, "cycle", None)
-            if cycle is not None and not cycle.response_started:
-                message = (b'{"error":{"message":"body: the request body did not arrive within %d s of its headers",'
-                           b'"type":"invalid_request_error","param":"body","code":"body_timeout"}}'
-                           % round(body_timeout_s))
-                self.transport.write(_BODY_TIMEOUT_RESPONSE % (len(message), message))
+            if cycle is not None and not cycle.response_started:  # the route is still reading the body
+                self.transport.write(_closing_error(
+                    408, "Request Timeout", f"body: the request body did not arrive within {round(body_timeout_s)} s "
+                    "of its headers", "body", "body_timeout"))
             if cycle is not None:  # the route reading the body is told the client is gone; nothing more is sent
                 cycle.disconnected = True
                 cycle.message_event.set()
@@ -129,7 +141,15 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
         def _start_asgi_task(self, cycle, app) -> None:
             # Past limit_concurrency uvicorn answers with its own plain-text 503: every error judge-serve gives is
             # OpenAI's {"error": ...} shape, with a Retry-After its clients honour.
-            super()._start_asgi_task(cycle, too_many if app is service_unavailable else app)
+            if app is service_unavailable:
+                app = self.app if cycle.scope.get("path") in PAST_THE_CONNECTION_LIMIT else too_many
+            super()._start_asgi_task(cycle, app)
+
+        def send_400_response(self, msg: str) -> None:  # uvicorn's answer to what its parser refuses, in plain text
+            if not self.transport.is_closing():
+                self.transport.write(_closing_error(400, "Bad Request", f"the request is not valid HTTP/1.1 ({msg})",
+                                                    None, "invalid_http_request"))
+                self.transport.close()
 
         def connection_lost(self, exc) -> None:
             self._disarm()
@@ -184,11 +204,13 @@ class BodyLimitMiddleware:
 
 def bearer_matches(headers: Iterable[tuple[bytes, bytes]], api_key: str) -> bool:
     """Whether a request's raw headers (ASGI's ``scope["headers"]``, Starlette's ``request.headers.raw``: lower-case
-    names) hold ``Authorization: Bearer <api_key>``: the first such header's bytes as sent, compared in constant
-    time. The one check of judge-serve's key, so that every route lets in the same callers (Starlette's
-    ``request.headers.get`` would decode them as Latin-1, and ``hmac.compare_digest`` refuses a non-ASCII str)."""
+    names) hold ``Authorization: Bearer <api_key>``: the first such header's key bytes as sent, compared in constant
+    time; the scheme in any case, as RFC 9110 section 11.1 has it (``bearer``, ``BEARER``). The one check of
+    judge-serve's key, so that every route lets in the same callers (Starlette's ``request.headers.get`` would decode
+    them as Latin-1, and ``hmac.compare_digest`` refuses a non-ASCII str)."""
     given = next((value for name, value in headers if name == b"authorization"), b"")
-    return hmac.compare_digest(given, f"Bearer {api_key}".encode())
+    scheme, _, key = given.partition(b" ")
+    return hmac.compare_digest(scheme.lower() + b" " + key.lstrip(b" "), b"bearer " + api_key.encode())
 
 
 class ApiKeyMiddleware:
@@ -211,9 +233,11 @@ class ApiKeyMiddleware:
         path = scope.get("path", "")
         if scope["type"] == "http" and path not in self.OPEN and not path.startswith(self.OPEN_UNDER) \
                 and not bearer_matches(scope["headers"], self.api_key):
+            # Closed after the answer, its body unread: kept alive, a client with no key could hold a connection
+            # slot for the whole body deadline by declaring a long body and trickling it.
             response = error_response(
                 401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error",
-                code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
+                code="invalid_api_key", headers={"WWW-Authenticate": "Bearer", "Connection": "close"},
             )  # fmt: skip
             return await response(scope, receive, send)
         return await self.app(scope, receive, send)
@@ -244,41 +268,70 @@ class HostAllowListMiddleware:
     an http URL under the default referrer policy, and what a sandboxed frame sends), or whose ``Sec-Fetch-Site`` is
     ``cross-site``, gets a 400 naming ``origin``."""
 
+    #: Most distinct refused values logged: enough to name every mistyped or missing host a deployment has, and no
+    #: log flood from a client sending a new value each time.
+    MAX_LOGGED_REFUSALS = 32
+
     def __init__(self, app, hosts: list[str]):
         self.app, self.hosts = app, {h.lower().strip("[]") for h in hosts}
+        self._logged: set[tuple[str, str]] = set()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+            hosts = [value for key, value in scope["headers"] if key == b"host"]
+            host = hosts[0].decode("latin-1").lower() if hosts else ""
             if host.startswith("["):  # [IPv6]:port
-                name = host[1:].split("]")[0]
-            else:  # name:port, or a bare IPv6 address (more than one colon, no port)
-                name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+                name, _, port = host[1:].partition("]")
+                port = port.removeprefix(":")
+            elif host.count(":") == 1:  # name:port
+                name, port = host.split(":")
+            else:  # a name alone, or a bare IPv6 address (more than one colon, no port)
+                name, port = host, ""
+            if len(hosts) > 1:  # RFC 9112 section 3.2: a server answers 400 to more than one Host
+                return await self._refuse(scope, receive, send, f"host: the request sends {len(hosts)} Host headers; "
+                                          "one is allowed", "host", "host_not_allowed")
             if name not in self.hosts:
-                response = error_response(400, f"host: {name or '(none)'!r} is not in allowed_hosts", param="host",
-                                          code="host_not_allowed")
-                return await response(scope, receive, send)
-            refused = self._cross_site(scope["headers"])
+                return await self._refuse(scope, receive, send, f"host: {name or '(none)'!r} is not in allowed_hosts",
+                                          "host", "host_not_allowed", logged=name)
+            refused = self._cross_site(scope["headers"], port or "80")
             if refused is not None:
-                response = error_response(400, f"origin: {refused}: without an api_key judge-serve serves no web page "
-                                          "of another site", param="origin", code="origin_not_allowed")
-                return await response(scope, receive, send)
+                return await self._refuse(scope, receive, send, f"origin: {refused}: without an api_key judge-serve "
+                                          "serves no web page of another site", "origin", "origin_not_allowed")
         return await self.app(scope, receive, send)
 
-    def _cross_site(self, headers) -> str | None:
+    async def _refuse(self, scope, receive, send, message: str, param: str, code: str, logged: str = "") -> None:
+        """The 400, closed after the answer with its body unread (as the API key's 401 is, ``ApiKeyMiddleware``).
+        A host refused is logged the first time (``MAX_LOGGED_REFUSALS`` at most): a client of this machine's
+        cluster that reaches judge-serve by a name or address it does not know (a Slurm node's NodeAddr) would
+        otherwise see only its own 400s, and judge-serve's log nothing."""
+        if logged and (param, logged) not in self._logged and len(self._logged) < self.MAX_LOGGED_REFUSALS:
+            self._logged.add((param, logged))
+            log.warning("refused a request for Host %r: not one of this machine's names, nor in allowed_hosts (add it "
+                        "with --allowed-hosts, or set an api_key); this host's later refusals are not logged",
+                        logged[:200])
+        response = error_response(400, message, param=param, code=code, headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+    def _cross_site(self, headers, port: str) -> str | None:
         """Why a request comes from a web page of another site, or None. Every ``Origin`` and ``Sec-Fetch-Site``
-        header is read: a request that sends two is refused if either says so."""
+        header is read: a request that sends two is refused if either says so. An ``Origin`` is allowed only on an
+        allowed host *and* on judge-serve's own ``port`` (the request's ``Host`` port): a page of another web
+        server on this machine (a notebook, a development server on localhost:3000) is another origin."""
         from urllib.parse import urlsplit
 
         for key, value in headers:
             if key == b"origin":
                 origin = value.decode("latin-1")
                 try:
-                    name = urlsplit(origin.strip()).hostname  # lower-cased, without the port or IPv6 brackets
-                except ValueError:  # an unclosed [IPv6 bracket
-                    name = None
+                    parts = urlsplit(origin.strip())
+                    name = parts.hostname  # lower-cased, without the port or IPv6 brackets
+                    origin_port = str(parts.port or {"https": 443}.get(parts.scheme, 80))
+                except ValueError:  # an unclosed [IPv6 bracket, a port that is no number
+                    name, origin_port = None, ""
                 if name not in self.hosts:
                     return f"{origin[:200]!r} is not in allowed_hosts"
+                if origin_port != port:
+                    return f"{origin[:200]!r} is another port than judge-serve's ({port})"
             elif key == b"sec-fetch-site" and value.strip().lower() == b"cross-site":
                 return "a cross-site request (Sec-Fetch-Site: cross-site)"
         return None

@@ -113,14 +113,18 @@ def test_only_health_ready_and_the_reward_routes_are_open_without_the_key():
 
 def test_bearer_matches_reads_the_first_authorization_header_as_sent():
     """The one check every route uses (serve.connections.bearer_matches): the first Authorization header's raw bytes
-    against ``Bearer <key>``; a second header, another case of the scheme or the key's Latin-1 reading do not pass."""
+    against ``Bearer <key>``, the scheme in any case (RFC 9110 section 11.1); a second header, another case of the key
+    or the key's Latin-1 reading do not pass."""
     from serve.connections import bearer_matches
 
     assert bearer_matches([(b"authorization", b"Bearer k")], "k")
     assert bearer_matches([(b"x-other", b"Bearer x"), (b"authorization", b"Bearer k"),
                            (b"authorization", b"Bearer x")], "k")
     assert not bearer_matches([(b"authorization", b"Bearer x"), (b"authorization", b"Bearer k")], "k")
-    assert not bearer_matches([(b"authorization", b"bearer k")], "k")
+    for given in (b"bearer k", b"BEARER  k"):
+        assert bearer_matches([(b"authorization", given)], "k")
+    for given in (b"Bearer K", b"Bearerk", b"Basic k", b"Bearer"):
+        assert not bearer_matches([(b"authorization", given)], "k")
     assert not bearer_matches([], "k")
     assert bearer_matches([(b"authorization", "Bearer ключ".encode())], "ключ")
     assert not bearer_matches([(b"authorization", "Bearer ключ".encode("cp1251"))], "ключ")

@@ -1,7 +1,9 @@
 """judge-serve's connection-level answers (serve.connections.header_deadline_protocol), on a real uvicorn server in
 this process with a route that reads its body as judge-serve's routes do (Starlette's ``Request.body()``): a client
 that sends its headers and then trickles its body is answered 408 and cut off, so it cannot hold a connection slot
-for ever; past max_connections the 503 is OpenAI's error object."""
+for ever; nor can one without the API key (its 401 closes the connection); past max_connections the 503 is OpenAI's
+error object, and /health is still answered; what uvicorn's parser refuses, and headers over their bound, get
+OpenAI's error object too, never plain text or a silent close."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import threading
 import pytest
 
 from judge.plumbing.processes import free_port
-from serve.connections import header_deadline_protocol
+from serve.connections import MAX_HEADER_BYTES, ApiKeyMiddleware, header_deadline_protocol
 
 BODY_TIMEOUT_S = 1.0
 
@@ -26,7 +28,7 @@ def server():
 
 
 @contextlib.contextmanager
-def _serving(**config):
+def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIMEOUT_S, **config):
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect, Request
@@ -36,13 +38,19 @@ def _serving(**config):
     async def echo(request: Request) -> JSONResponse:
         return JSONResponse({"bytes": len(await request.body())})
 
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
     async def client_gone(request: Request, err: ClientDisconnect) -> Response:
         return Response(status_code=499)
 
-    app = Starlette(routes=[Route("/echo", echo, methods=["POST"])], exception_handlers={ClientDisconnect: client_gone})
+    app = Starlette(routes=[Route("/echo", echo, methods=["POST"]), Route("/health", health)],
+                    exception_handlers={ClientDisconnect: client_gone})
+    if api_key is not None:
+        app = ApiKeyMiddleware(app, api_key)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            http=header_deadline_protocol(5.0, body_timeout_s=BODY_TIMEOUT_S), **config)
+                            http=header_deadline_protocol(5.0, body_timeout_s=body_timeout_s), **config)
     started = threading.Event()
 
     class Server(uvicorn.Server):
@@ -114,3 +122,50 @@ def test_past_max_connections_the_503_is_in_openais_shape_with_retry_after():
     assert head.startswith(b"HTTP/1.1 503 Service Unavailable") and b"retry-after: 1" in head.lower()
     assert json.loads(body)["error"]["code"] == "too_many_connections"
 
+
+
+def _parts(answer: bytes) -> tuple[bytes, dict]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, json.loads(body)
+
+
+def test_past_max_connections_health_is_still_answered():
+    """A liveness probe answered 503 while clients hold every slot would have a healthy judge-serve restarted."""
+    with _serving(limit_concurrency=1) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = _until_closed(sock)
+    head, body = _parts(answer)
+    assert head.startswith(b"HTTP/1.1 200 OK") and body == {"status": "ok"}
+
+
+def test_a_request_without_the_key_is_answered_401_and_closed_with_its_body_unread():
+    """Kept alive, a client with no key that declares a long body and sends little of it would hold its connection
+    slot until the body deadline (here: none); the 401 closes it at once."""
+    with _serving(api_key="k", body_timeout_s=None) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(_head(100_000) + b"x" * 10)
+        answer = _until_closed(sock)  # 30 s at most: a kept-alive connection would wait for the body for ever
+    head, body = _parts(answer)
+    assert head.startswith(b"HTTP/1.1 401 Unauthorized") and b"connection: close" in head.lower()
+    assert body["error"]["code"] == "invalid_api_key" and answer.count(b"HTTP/1.1") == 1
+
+
+def test_what_the_parser_refuses_is_a_400_in_openais_shape(server):
+    """uvicorn's own answer is text/plain "Invalid HTTP request received."."""
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: -1\r\n\r\n")
+        answer = _until_closed(sock)
+    head, body = _parts(answer)
+    assert head.startswith(b"HTTP/1.1 400 Bad Request") and b"content-type: application/json" in head
+    assert body["error"] == {"message": "the request is not valid HTTP/1.1 (Invalid HTTP request received.)",
+                             "type": "invalid_request_error", "param": None, "code": "invalid_http_request"}
+
+
+def test_headers_over_their_bound_get_a_431_in_openais_shape(server):
+    """Before: the connection was closed with no answer at all."""
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"GET /" + b"x" * (MAX_HEADER_BYTES + 10) + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = _until_closed(sock)
+    head, body = _parts(answer)
+    assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large") and answer.count(b"HTTP/1.1") == 1
+    assert body["error"] == {"message": f"headers: the request line and headers pass {MAX_HEADER_BYTES} bytes",
+                             "type": "invalid_request_error", "param": "headers", "code": "headers_too_large"}

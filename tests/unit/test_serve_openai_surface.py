@@ -340,6 +340,9 @@ def test_without_a_key_a_web_page_of_another_site_is_refused_and_curl_is_not(tin
             http.post("/get_reward", content=b'{"query": ["q"]}', headers={**page, "Origin": "http://evil.example:8000"}),
             http.post("/v1/chat/completions", content=chat, headers={**page, "Sec-Fetch-Site": "cross-site"}),
             http.get("/v1/models", headers={"Origin": "http://[::2]:8000"}),
+            # a page of another web server on this machine (a notebook, a development server): another origin
+            http.post("/v1/chat/completions", content=chat,
+                      headers={**page, "Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-site"}),
         ]
         sent_before = len(engine.requests)
         same_host = http.post("/v1/chat/completions", content=chat, headers={
@@ -352,6 +355,8 @@ def test_without_a_key_a_web_page_of_another_site_is_refused_and_curl_is_not(tin
         "origin: 'https://evil.example' is not in allowed_hosts: without an api_key judge-serve serves no web page of "
         "another site")
     assert refused[3].json()["error"]["message"].startswith("origin: a cross-site request (Sec-Fetch-Site: cross-site)")
+    assert refused[5].json()["error"]["message"].startswith(
+        "origin: 'http://localhost:3000' is another port than judge-serve's (8000)")
     assert sent_before == 0  # readiness reads GETs only: none of the refused reached the engine
     assert same_host.status_code == 200 and curl.status_code == 200, (same_host.text, curl.text)
     assert [path for path, _ in engine.requests] == ["/v1/chat/completions", "/v1/completions"]
@@ -504,6 +509,25 @@ def test_a_model_the_engine_does_not_serve_is_model_not_found_naming_judge_serve
     assert judged.json()["error"] == unknown.json()["error"]
     assert (missing.value.code, missing.value.body["param"]) == ("model_not_found", "model")
     assert [body["model"] for body in engine.bodies("/v1/chat/completions")] == ["gpt-4"]  # the engine decided
+
+
+def test_a_model_name_longer_than_any_served_is_model_not_found_without_asking_the_engine(tiny_causal_dir, engine,
+                                                                                          monkeypatch):
+    """A 70,000-character model name: the engine's 404 echoing it passed the bytes judge-serve reads of an engine's
+    error, was cut, and came back as a 404 whose message was the engine's raw JSON, ``param`` null, code
+    ``not_found``. Now it is the same 404 as a short unknown name's, and the engine is not asked."""
+    name = "m" * 70_000
+    chat = {"model": name, "messages": [{"role": "user", "content": "hi"}]}
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        sent_before = len(engine.bodies("/v1/chat/completions"))
+        unknown = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+        sent_after = len(engine.bodies("/v1/chat/completions"))
+    assert unknown.status_code == 404 and sent_after == sent_before
+    error = unknown.json()["error"]
+    assert (error["type"], error["param"], error["code"]) == ("not_found_error", "model", "model_not_found")
+    assert error["message"].startswith("model: the model `mmm") and len(error["message"]) < 4_000
+    assert error["message"].endswith("does not exist; this server serves `attached-judge`")
 
 
 def test_a_stream_the_engine_breaks_off_ends_with_an_error_event_and_done(tiny_causal_dir, monkeypatch):
