@@ -19,7 +19,8 @@ from serve.errors import error_response
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
            "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
-           "header_deadline_protocol", "own_host_names", "quiet_health_polls", "unless_disconnected"]
+           "header_deadline_protocol", "own_host_names", "quiet_health_polls", "space_concurrency_warnings",
+           "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")
@@ -426,6 +427,33 @@ def quiet_health_polls(log_level: str) -> None:
         access.removeFilter(existing)
     if str(log_level).lower() != "debug":
         access.addFilter(_NoHealthPolls())
+
+
+class _SpacedConcurrencyWarnings(logging.Filter):
+    """Lets uvicorn's "Exceeded concurrency limit." through at the 1st, 2nd, 4th, 8th, ... time, with its count: it
+    is logged once per refused request, so a client holding every connection slot grew the log by a line per try."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Exceeded concurrency limit.":
+            return True
+        self.count += 1
+        if self.count & (self.count - 1):
+            return False
+        record.msg, record.args = ("Exceeded concurrency limit (max_connections): a request refused with 503 "
+                                   "too_many_connections, refusal %d since the start (logged at the 1st, 2nd, 4th, "
+                                   "...)"), (self.count,)
+        return True
+
+
+def space_concurrency_warnings() -> None:
+    """Install ``_SpacedConcurrencyWarnings`` on uvicorn's error logger, once (call after uvicorn's logging set-up)."""
+    errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _SpacedConcurrencyWarnings) for f in errors.filters):
+        errors.addFilter(_SpacedConcurrencyWarnings())
 
 
 async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:

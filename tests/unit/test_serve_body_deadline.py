@@ -169,3 +169,28 @@ def test_headers_over_their_bound_get_a_431_in_openais_shape(server):
     assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large") and answer.count(b"HTTP/1.1") == 1
     assert body["error"] == {"message": f"headers: the request line and headers pass {MAX_HEADER_BYTES} bytes",
                              "type": "invalid_request_error", "param": "headers", "code": "headers_too_large"}
+
+
+def test_the_over_limit_warning_is_logged_at_the_1st_2nd_4th_refusal_with_its_count(caplog):
+    """uvicorn logs "Exceeded concurrency limit." once per refused request: a client holding every slot grew the log
+    by a line per try (serve.connections.space_concurrency_warnings)."""
+    import logging
+
+    from serve.connections import space_concurrency_warnings
+
+    errors = logging.getLogger("uvicorn.error")
+    before = list(errors.filters)
+    try:
+        space_concurrency_warnings()
+        space_concurrency_warnings()  # installed once
+        assert len(errors.filters) == len(before) + 1
+        with caplog.at_level("WARNING", logger="uvicorn.error"):
+            for _ in range(5):
+                errors.warning("Exceeded concurrency limit.")
+            errors.warning("another warning")
+    finally:
+        errors.filters[:] = before
+    said = [r.getMessage() for r in caplog.records if r.name == "uvicorn.error"]
+    assert said == [f"Exceeded concurrency limit (max_connections): a request refused with 503 too_many_connections, "
+                    f"refusal {n} since the start (logged at the 1st, 2nd, 4th, ...)" for n in (1, 2, 4)] + [
+        "another warning"]
