@@ -2,7 +2,7 @@
 
     judge-eval compare runs/rank/model-a runs/rank/model-b --out runs/rank/a-vs-b
 
-Both folders are ``judge-eval rank`` outputs (``bench.json``, ``items.jsonl``, ``predictions.jsonl``) of one data
+Both folders are ``judge-eval rank`` outputs (``rank.json``, ``items.jsonl``, ``predictions.jsonl``) of one data
 set: an instruction both runs hold must have the same text, reference answer, ``meta`` and criteria in each (two runs
 of different data are refused; two copies of one data set at different paths are not). The comparison is paired per
 item: each run's binary gate is first decided from its own verdicts, then only the (instruction, criterion) items
@@ -43,7 +43,7 @@ closed testing of Bonferroni tests over the cells that can be called, and bounds
 alpha. The floor before it is over every tested cell, such cells included, so that it too rests on no cell's scores:
 there, identical cells still count.
 Both runs must use one normalisation, verdict reading and treatment of empty and
-failed answers (their ``bench.json`` says which) and should use one judge: runs whose judge settings differ
+failed answers (their ``rank.json`` says which) and should use one judge: runs whose judge settings differ
 (``JUDGE_SETTINGS``, read from each folder's ``run.json``) are refused, naming each difference, unless
 ``allow_other_judge``. What a server said of its weights (``WEIGHTS_SETTINGS``) names a place as much as the weights,
 so it refuses only where both runs recorded it and name one judge checkpoint whose fingerprint changed (retrained in
@@ -123,37 +123,39 @@ def compared_values(values: Any) -> np.ndarray:
 
 
 def is_ranking_run(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a ``judge-eval rank`` run (its ``bench.json``)."""
-    from eval.ranking.rank import RANKING_RESULT
+    """Whether ``folder`` holds a ``judge-eval rank`` run (its ``rank.json``, or ``bench.json`` if ranked before the
+    rename: ``eval.ranking.rank.ranking_result``)."""
+    from eval.ranking.rank import ranking_result
 
-    return (Path(folder) / RANKING_RESULT).is_file()
+    return ranking_result(folder) is not None
 
 
 def load_ranking_run(folder: Path) -> tuple[dict[str, Any], list]:
-    """A run's bench.json and its matrix's items, read again from the files bench.json records (``content_key``).
+    """A run's rank.json (``ranking_result``: bench.json if ranked before the rename) and its matrix's items, read
+    again from the files it records (``content_key``).
 
     Raises:
-        ValueError: an unreadable bench.json, naming it and the field; or files changed since it was written (a
-            rank rerun rewrites items.jsonl before its judge stage), naming the folder.
+        ValueError: no such file, or an unreadable one, naming it and the field; or files changed since it was
+            written (a rank rerun rewrites items.jsonl before its judge stage), naming the folder.
     """
-    from eval.ranking.rank import RANKING_RESULT, ITEMS, UNJUDGED, ranked_files_key, ranked_items
+    from eval.ranking.rank import ITEMS, RANKING_RESULT, UNJUDGED, ranked_files_key, ranked_items, ranking_result
 
-    path = folder / RANKING_RESULT
+    path = ranking_result(folder) or folder / RANKING_RESULT  # neither: read_json_object names the file missing
     info = read_json_object(path)
     _check_result(info, path)
-    if "content_key" not in info:  # a bench.json written before the key: read as before
-        log.info("%s: written before bench.json recorded the files it rests on (content_key): not checked against "
-                 "items.jsonl, predictions.jsonl and unjudged.jsonl as they are now", path)
+    if "content_key" not in info:  # a result written before the key: read as before
+        log.info("%s: written before the ranking's result recorded the files it rests on (content_key): not checked "
+                 "against items.jsonl, predictions.jsonl and unjudged.jsonl as they are now", path)
     elif info["content_key"] != ranked_files_key(folder):
-        raise ValueError(f"{folder}: changed since its bench.json was written (a rank rerun in progress or cut "
+        raise ValueError(f"{folder}: changed since its {path.name} was written (a rank rerun in progress or cut "
                          "short); rerun judge-eval rank on it")
-    # The matrix is recomputed with the reading the run's own used (a bench.json before the option: the toolkit's).
+    # The matrix is recomputed with the reading the run's own used (a result before the option: the toolkit's).
     return info, ranked_items(folder / ITEMS, folder / "predictions.jsonl", info.get("verdict_reader", "toolkit"),
                               unjudged=folder / UNJUDGED)
 
 
 def _check_result(info: dict[str, Any], path: Path) -> None:
-    """ValueError naming the file and field when ``bench.json`` lacks what a comparison reads of it (a file cut or
+    """ValueError naming the file and field when ``rank.json`` lacks what a comparison reads of it (a file cut or
     edited by hand was a KeyError or AttributeError traceback)."""
     from eval.ranking.matrix import EMPTY_ANSWER, NORMALIZE
     from eval.ranking.rank import RANKED_FILES
@@ -185,13 +187,13 @@ def _check_result(info: dict[str, Any], path: Path) -> None:
                              f"{', '.join(EMPTY_ANSWER)}; rerun judge-eval rank on the folder")
 
 
-#: How a run scored the items its judge was not asked about (``bench.json``'s ``matrix``), with the flag that sets it.
+#: How a run scored the items its judge was not asked about (``rank.json``'s ``matrix``), with the flag that sets it.
 UNJUDGED_SETTINGS = {"empty_answer": ("empty answers", "--empty-answer"),
                      "no_answer": ("failed answers", "--no-answer")}
 
 
 def unjudged_setting(info: dict[str, Any], name: str) -> str:
-    """How the run scored empty (failed) answers; a bench.json before the setting left them out of the matrix."""
+    """How the run scored empty (failed) answers; a result written before the setting left them out of the matrix."""
     return info["matrix"].get(name, "unscored")
 
 
@@ -309,7 +311,7 @@ def judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[
               if name not in WEIGHTS_SETTINGS and settings[0][name] != settings[1][name]}
     weights, notes = weights_differences(*settings)
     differ.update(weights)
-    if info_a.get("judge") != info_b.get("judge"):  # bench.json's label, as run.json's name says it
+    if info_a.get("judge") != info_b.get("judge"):  # rank.json's label, as run.json's name says it
         differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
     if differ and not allow_other_judge:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differ.items())
@@ -323,7 +325,7 @@ def _sorted_ids(ids) -> list[Any]:
 
 
 def binary_criteria(info: dict[str, Any]) -> set[tuple[str, str]]:
-    """The data's binary (meta, criterion) pairs a run's ``bench.json`` keeps (``matrix.pollux_matrix``); none in a
+    """The data's binary (meta, criterion) pairs a run's ``rank.json`` keeps (``matrix.pollux_matrix``); none in a
     result written before the field (its gate read its own selection's rubrics only)."""
     return {(meta, name) for meta, name in info["matrix"].get("binary_criteria", ())}
 
@@ -659,12 +661,13 @@ def compare_rankings(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, s
                                      cell_instructions, instruction_weights, matrix_arrays, moving_instructions,
                                      resampled_matrices)
     from eval.ranking.permutation import sign_flip_p, swapped_matrices
+    from eval.ranking.rank import NOT_A_RANKING
     from eval.scoring.resample_rules import resamples_to_call
 
     folders = [Path(run_a), Path(run_b)]
     for folder in folders:
         if not is_ranking_run(folder):
-            raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
+            raise ValueError(f"{folder}: {NOT_A_RANKING}")
     (info_a, items_a), (info_b, items_b) = map(load_ranking_run, folders)
     normalize = info_a["matrix"]["normalize"]
     if info_b["matrix"]["normalize"] != normalize:

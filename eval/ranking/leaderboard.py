@@ -123,6 +123,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
                                       excluded_instructions, finite_or_none, is_ranking_run, why_no_call)
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
+    from eval.ranking.rank import NOT_A_RANKING
     from eval.scoring.resample_rules import resamples_to_call
 
     folders = [Path(run) for run in runs]
@@ -135,7 +136,7 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
         raise ValueError(f"{', '.join(twice)}: the same run given twice; a leaderboard ranks distinct runs")
     for folder in folders:
         if not is_ranking_run(folder):
-            raise ValueError(f"{folder}: not a judge-eval rank run (no bench.json)")
+            raise ValueError(f"{folder}: {NOT_A_RANKING}")
     k_runs = len(folders)
     n_pairs = k_runs * (k_runs - 1) // 2
     pair_alpha = alpha / n_pairs

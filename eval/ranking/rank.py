@@ -7,7 +7,7 @@
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20`` (a tiny judge on CPU:
 ``configs/eval/tiny-cpu.yaml``).
 
-Why one module of ~1,060 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~1,100 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -38,8 +38,9 @@ Three stages, each resumable, all in ``--out``:
    (``SELECTION_KEYS``) are refused, the ranking selects them. With no answer to judge (every one empty or failed)
    the stage is skipped (``unasked_judge``) and the matrix holds the unjudged items alone.
 3. **matrix** (POLLUX ``src/metrics.py``, see ``eval.ranking.matrix``): ``matrix.csv`` laid out exactly as POLLUX's
-   ``metrics.csv``; ``bench.json`` (its ``matrix``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell,
-   the verdicts that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
+   ``metrics.csv``; ``rank.json`` (its ``matrix``; ``bench.json`` in a folder ranked before the rename, read as it
+   is: ``ranking_result``) and ``cells.csv`` with bootstrap intervals over instructions and, per cell, the verdicts
+   that did not parse, scores out of scale, failed requests and items with no verdict at all (POLLUX
    drops those silently; a missing verdict fails the run, exit code 3, and the next run asks for it), and the items
    of instructions the judge was not asked about (``n_no_answer``, ``n_empty_answer``; listed in ``unjudged.jsonl``);
    ``report.html``, the matrix as a heat map. ``judge-eval compare`` of two ranking folders is ``eval.ranking.compare``,
@@ -85,17 +86,23 @@ from judge.plumbing.config_files import option as _f
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place, value_words
 
-__all__ = ["ANSWERS", "ITEMS", "MATRIX", "RANKED_FILES", "RANKING_RESULT", "UNJUDGED", "AnswerRow",
-           "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank", "ranked_files_key",
-           "strip_think", "unnormalisable_rubric", "ranked_items", "item_origin", "read_unjudged"]
+__all__ = ["ANSWERS", "EARLIER_RANKING_RESULT", "ITEMS", "MATRIX", "NOT_A_RANKING", "RANKED_FILES", "RANKING_RESULT",
+           "UNJUDGED", "AnswerRow", "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank",
+           "ranked_files_key", "ranking_result", "strip_think", "unnormalisable_rubric", "ranked_items", "item_origin",
+           "read_unjudged"]
 
 log = logging.getLogger("judge_eval.rank")
 
-ANSWERS, ITEMS, MATRIX, RANKING_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "bench.json"
+ANSWERS, ITEMS, MATRIX, RANKING_RESULT = "answers.jsonl", "items.jsonl", "matrix.csv", "rank.json"
+#: The name the same file has in a folder ranked before it was named ``rank.json``: read as it is (``ranking_result``).
+EARLIER_RANKING_RESULT = "bench.json"
+#: What a reader says of a folder holding neither (``ranking_result`` None).
+NOT_A_RANKING = (f"not a judge-eval rank run (no {RANKING_RESULT}, nor the {EARLIER_RANKING_RESULT} of a run ranked "
+                 "before the rename)")
 #: The (instruction, criterion) items of this run's selection the judge was not asked about (``write_items``).
 UNJUDGED = "unjudged.jsonl"
 #: The files a run's matrix is read from (``ranked_items``), which ``compare`` reads again: a rerun rewrites
-#: items.jsonl before its judge stage, so bench.json records them as they were (``ranked_files_key``).
+#: items.jsonl before its judge stage, so rank.json records them as they were (``ranked_files_key``).
 RANKED_FILES = (ITEMS, "predictions.jsonl", UNJUDGED)
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
@@ -117,9 +124,10 @@ class RankConfig:
     data: str = _f("", "POLLUX-instructions rows (prompt_id, instruction, reference_answer, meta, criteria): JSONL, "
                        "Parquet, a folder of hub shards, a save_to_disk folder or a dataset name.")
     split: str = _f("", "Split of a multi-split source (default: the only one; POLLUX's answer.py reads 'train').")
-    out: str = _f("", "Output folder: answers.jsonl, items.jsonl, predictions.jsonl, matrix.csv, report.html.")
-    meta: str = _f("", "Bench only the instructions whose meta equals this value (answer.py's --meta; empty: all).")
-    limit: int = _f(0, "Bench only the first N instructions (0: all).")
+    out: str = _f("", "Output folder: answers.jsonl, items.jsonl, predictions.jsonl, matrix.csv, rank.json, "
+                      "report.html.")
+    meta: str = _f("", "Rank only the instructions whose meta equals this value (answer.py's --meta; empty: all).")
+    limit: int = _f(0, "Rank only the first N instructions (0: all).")
     max_tokens: int = _f(POLLUX_ANSWER_MAX_TOKENS, "Tokens the candidate may generate per answer (answer.py: 4096).")
     temperature: float = _f(POLLUX_ANSWER_TEMPERATURE, "The candidate's sampling temperature (answer.py: 0.7).")
     concurrency: int = _f(POLLUX_ANSWER_CONCURRENCY, "Candidate requests in flight at once (answer.py: 10).")
@@ -814,8 +822,8 @@ def judge_config(config: RankConfig, items: Path, out: Path):
 
 def ranked_files_key(folder: Path) -> dict[str, str | None]:
     """Per file of ``RANKED_FILES``, the SHA-256 of its bytes (None: absent, as predictions.jsonl of a run with
-    nothing to judge): written into bench.json beside the matrix, so that ``compare`` refuses a folder whose files
-    changed since (a rank rerun in progress or cut short) instead of comparing a matrix bench.json does not
+    nothing to judge): written into rank.json beside the matrix, so that ``compare`` refuses a folder whose files
+    changed since (a rank rerun in progress or cut short) instead of comparing a matrix rank.json does not
     describe."""
     import hashlib
 
@@ -828,6 +836,17 @@ def ranked_files_key(folder: Path) -> dict[str, str | None]:
         with path.open("rb") as handle:
             key[name] = hashlib.file_digest(handle, "sha256").hexdigest()
     return key
+
+
+def ranking_result(folder: str | Path) -> Path | None:
+    """The file holding a ranking's result in ``folder``: ``RANKING_RESULT``, else ``EARLIER_RANKING_RESULT`` (a
+    folder ranked before the rename, same content); ``RANKING_RESULT`` when both are there, since ``rank`` writes
+    only it. None: neither, so not a folder ``judge-eval rank`` finished."""
+    for name in (RANKING_RESULT, EARLIER_RANKING_RESULT):
+        path = Path(folder) / name
+        if path.is_file():
+            return path
+    return None
 
 
 def refuse_pollux_reading(verdict_reader: str, verdict_format: str, why: str) -> None:
@@ -1037,7 +1056,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     else:
         # Every selected answer is empty or failed (a reasoning candidate always cut inside <think>): no verdict to
         # ask for, and the matrix is the unjudged items' alone, scored by --empty-answer and --no-answer. Refusing
-        # here left no bench.json, and every rerun refused again, since an empty answer is final.
+        # here left no rank.json, and every rerun refused again, since an empty answer is final.
         judge_counts = unasked_judge(config, out)
     # The format the judge stage resolved (a judge URL's from its server): its verdicts stay for a rerun.
     refuse_pollux_reading(config.verdict_reader, (read_provenance(out, missing_ok=True).get("config") or {}).get(
@@ -1070,9 +1089,12 @@ def rank(config: RankConfig) -> dict[str, Any]:
     # ``compare`` and the ranking page read it back: replaced whole, never left cut by a kill.
     write_atomically(out / RANKING_RESULT,
                      (json.dumps(result, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode("utf-8"))
+    # A folder ranked before the rename keeps its old result otherwise: readers skip it, a script reading it by name
+    # would get the earlier matrix as if it were this run's.
+    (out / EARLIER_RANKING_RESULT).unlink(missing_ok=True)
     page = write_ranking_page(result, out)
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
-    update_provenance(out, bench={"config": dataclasses.asdict(config), "model": result["model"]})
+    update_provenance(out, rank={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("rank: %s", _summary_line(matrix, unanswered, selection, len(rows)))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],

@@ -1,7 +1,7 @@
 """``report.html`` of a ranking run (and of a comparison of two): the matrix as a heat map, one self-contained page.
 
 The page uses the report pages' stylesheet (``eval/reports/html/page.css``) inline and no script: each cell's colour is
-its value on the matrix's own scale (``scale`` in bench.json: 0–1 for normalised scores, the rubrics' range for raw
+its value on the matrix's own scale (``scale`` in rank.json: 0–1 for normalised scores, the rubrics' range for raw
 ones; white at the bottom -> blue at the top), with the interval and the counts of what was not scored in its
 tooltip and under the value. A comparison colours the difference (red: B lower, green:
 B higher) and marks the cells whose paired interval excludes 0.
@@ -21,10 +21,10 @@ __all__ = ["render_ranking_page", "write_ranking_page", "render_ranking_compare_
            "calls_line", "resamples_phrase", "holm_applied", "EXCLUDED", "html_page", "sign_flip_p_text",
            "why_not_called", "write_ranking_compare"]
 
-#: ``bench.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
+#: ``rank.json`` counts about the candidate's answers (instructions): one cut short is judged as it is when text is
 #: left, and is an empty answer when none is.
 ANSWER_COUNTS = ("n_answer_failed", "n_answer_too_long", "n_answer_empty", "n_cut_in_thinking", "n_finish_length")
-#: ``bench.json`` counts of (instruction, criterion) items that have no verdict.
+#: ``rank.json`` counts of (instruction, criterion) items that have no verdict.
 NOT_SCORED = ("n_no_answer", "n_empty_answer", "n_no_prediction")
 #: What a cell averages, per ``--normalize`` (``eval.ranking.matrix.NORMALIZE``).
 SCORES = {"minmax": "scores normalised to 0–1 by their rubric's scale, (s − min) / (max − min)",
@@ -93,7 +93,7 @@ def _failures(cell: Mapping[str, Any]) -> dict[str, int]:
 
 def _matrix_table(matrix: Mapping[str, Any]) -> str:
     rows, columns, cells = matrix["rows"], matrix["columns"], matrix["cells"]
-    low_end, high_end = matrix.get("scale") or (0.0, 1.0)  # a bench.json before the field: normalised scores
+    low_end, high_end = matrix.get("scale") or (0.0, 1.0)  # a result written before the field: normalised scores
     # Criteria and candidates are the data's names, written in the heading, the row and every cell's tooltip: cut as
     # every report table cuts them.
     row_name, column_name = shown_names(rows), shown_names(columns)
@@ -142,7 +142,7 @@ def _resampled(matrix: Mapping[str, Any]) -> str:
 
 def _selection(result: Mapping[str, Any]) -> list[str]:
     """A line when --limit or --meta ranked a part of the data: its matrix is that part's, not the data set's."""
-    selection = result.get("selection") or {}  # a bench.json before the field says nothing of it
+    selection = result.get("selection") or {}  # a result written before the field says nothing of it
     total, chosen = selection.get("n_data_instructions"), result["counts"]["n_instructions"]
     if not total or chosen >= total:
         return []

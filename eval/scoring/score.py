@@ -179,21 +179,24 @@ def _data_of_run(run_info: dict, run_dir: Path) -> str | None:
 
 
 def refuse_ranking_folder(predictions: Path, run_dir: Path) -> None:
-    """ValueError for predictions in a folder ``judge-eval rank`` wrote (its ``bench.json``, which ``judge-eval run``
-    never writes; ``eval.ranking.compare.is_ranking_run``): its predictions are verdicts on a candidate's answers,
-    which carry no expert scores, and scoring them wrote a judge report of no items over the ranking's own
-    report.html. Refused before the predictions are read or any output is written.
+    """ValueError for predictions in a folder ``judge-eval rank`` wrote (its ``rank.json``, or ``bench.json`` if
+    ranked before the rename, which ``judge-eval run`` never writes; ``eval.ranking.rank.ranking_result``): its
+    predictions are verdicts on a candidate's answers, which carry no expert scores, and scoring them wrote a judge
+    report of no items over the ranking's own report.html. Refused before the predictions are read or any output is
+    written.
 
     Raises:
-        ValueError: ``run_dir`` holds a bench.json, saying where the ranking's results are and what to run instead.
+        ValueError: ``run_dir`` holds a ranking's result, saying where the ranking's results are (naming the file it
+            holds) and what to run instead.
     """
-    from eval.ranking.compare import is_ranking_run
+    from eval.ranking.rank import ranking_result
 
-    if is_ranking_run(run_dir):
+    result = ranking_result(run_dir)
+    if result is not None:
         where = "" if predictions == run_dir else f" (in {run_dir})"
         raise ValueError(f"--predictions {predictions}{where}: a folder written by `judge-eval rank` (it holds "
-                         "bench.json), which scores its own verdicts: the ranking is in its report.html and "
-                         "bench.json, and `judge-eval rank` on the same --out scores it again; `judge-eval score` "
+                         f"{result.name}), which scores its own verdicts: the ranking is in its report.html and "
+                         f"{result.name}, and `judge-eval rank` on the same --out scores it again; `judge-eval score` "
                          "scores a folder written by `judge-eval run`")
 
 

@@ -91,7 +91,7 @@ def scores_by_output() -> dict[tuple[str, str], int | None]:
 def write_rank_run(folder: Path, model: str, rows: list[tuple], matrix: dict | None = None,
                    run_json: bool = True) -> Path:
     """A folder as ``judge-eval rank`` leaves it, from ``(prompt_id, meta, criterion, rubric, score)`` rows (score
-    None: a verdict without [RESULT]): ``items.jsonl``, ``predictions.jsonl``, ``bench.json`` (its ``matrix`` fields
+    None: a verdict without [RESULT]): ``items.jsonl``, ``predictions.jsonl``, ``rank.json`` (its ``matrix`` fields
     updated by ``matrix``) and, with ``run_json``, a ``run.json`` of one URL judge."""
     import json
 
@@ -111,7 +111,7 @@ def write_rank_run(folder: Path, model: str, rows: list[tuple], matrix: dict | N
     (folder / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
     bench = {"model": model, "judge": "j", "verdict_reader": "toolkit",
              "matrix": {"normalize": "minmax", "empty_answer": "zero", "no_answer": "zero", **(matrix or {})}}
-    (folder / "bench.json").write_text(json.dumps(bench), encoding="utf-8")
+    (folder / "rank.json").write_text(json.dumps(bench), encoding="utf-8")
     if run_json:
         (folder / "run.json").write_text(json.dumps({"config": {"name": "j", "judge": "http://judge/v1"},
                                                      "model": "j"}), encoding="utf-8")

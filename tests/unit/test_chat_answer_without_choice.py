@@ -86,7 +86,7 @@ def test_ranking_no_choice_is_a_failed_answer_asked_again(tmp_path: Path, body: 
     answers = {row["prompt_id"]: row for row in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
     assert (answers[2]["answer"], answers[2]["error"]) == (None, REQUEST_FAILED)
     assert answers[2]["reason"] == f"Refused: {reason}"
-    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]["n_answer_failed"] == 1
+    assert json.loads((out / "rank.json").read_text(encoding="utf-8"))["counts"]["n_answer_failed"] == 1
     with Candidate() as cand, Judge(scores_by_output()) as judge_server:
         assert main(rank_argv(cand.base_url, judge_server.base_url, data, out)) == 0
         assert [b["messages"][0]["content"] for b in cand.bodies("/v1/chat/completions")] == [

@@ -95,7 +95,7 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
         f"{FULLNESS},0.5,{r(third)},{r((0.5 + third) / 2)}\n"
         f"mean_over_criteria,0.5,{r((0.25 + third) / 2)},{r(4.0 / 11)}\n")
 
-    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    result = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     cells = result["matrix"]["cells"]
     assert cells[LITERACY][TECH]["n"] == 4 and cells[LITERACY][TECH]["n_unparsed"] == 1  # prompt 5
     assert cells[FULLNESS][TECH]["n_out_of_scale"] == 1 and cells[FULLNESS][TECH]["n"] == 3  # prompt 4's 5
@@ -131,7 +131,7 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None
     with Candidate(fail={2}) as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
         first_judged = len(judge.bodies("/v1/chat/completions"))
-    first = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    first = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
     # prompt 1's 2/2 = 1 and prompt 2's failed answer scored 0 (--no-answer zero, the default): (1 + 0) / 2
     assert first["matrix"]["cells"][LITERACY][GEN]["value"] == 0.5
@@ -321,7 +321,7 @@ def test_resume_asks_again_only_what_the_data_changed(tmp_path: Path, data: Path
     verdicts = {row["id"]: row for row in _lines(out / "predictions.jsonl")}
     assert len(items) == len(verdicts) == 14 and {i["id"] for i in items} == set(verdicts)
     assert [i["criteria_name"] for i in items if i["prompt_id"] == 3] == [FULLNESS, LITERACY]
-    assert json.loads((out / "bench.json").read_text(encoding="utf-8"))["matrix"]["grand_mean"] == pytest.approx(4 / 11)
+    assert json.loads((out / "rank.json").read_text(encoding="utf-8"))["matrix"]["grand_mean"] == pytest.approx(4 / 11)
 
 
 @pytest.mark.parametrize("flag, value, shown", [
@@ -356,7 +356,7 @@ def test_smaller_selection_keeps_what_was_paid_for(tmp_path: Path, data: Path) -
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--limit", "2")) == 0
-        limited = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+        limited = json.loads((out / "rank.json").read_text(encoding="utf-8"))
         assert len(_lines(out / "answers.jsonl")) == len(CASES) and len(_lines(out / "predictions.jsonl")) == 14
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--meta", TECH)) == 0
         assert len(_lines(out / "answers.jsonl")) == len(CASES) and len(_lines(out / "predictions.jsonl")) == 14
@@ -407,7 +407,7 @@ def test_judge_config_with_server_args_for_a_url_judge_is_refused_before_any_can
 
 def test_an_item_without_a_verdict_is_a_counted_failure(tmp_path: Path, data: Path, monkeypatch, capsys) -> None:
     """An item the judge stage left without a prediction stays in the matrix's counts (n_no_prediction, per cell and
-    in bench.json), the run exits 3 instead of claiming success, and the next run judges that item alone."""
+    in rank.json), the run exits 3 instead of claiming success, and the next run judges that item alone."""
     import eval.judging.run as judging
 
     real_run, lost = judging.run, []
@@ -426,7 +426,7 @@ def test_an_item_without_a_verdict_is_a_counted_failure(tmp_path: Path, data: Pa
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_no_prediction"] == 1 and summary["request_failed"] == 1
-    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    result = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     assert result["counts"]["n_no_prediction"] == 1
     assert result["matrix"]["cells"]["mean_over_criteria"]["mean_over_meta"]["n_no_prediction"] == 1
     assert "n_no_prediction 1" in (out / "report.html").read_text(encoding="utf-8")

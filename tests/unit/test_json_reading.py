@@ -59,10 +59,10 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
     document.write_text(f'{{"x": {value}}}', encoding="utf-8")
     with pytest.raises(ValueError, match=f"run.json: {SAID[value]}"):
         read_json_object(document)
-    for name in ("a", "b"):  # two ranking runs whose bench.json cannot be read
+    for name in ("a", "b"):  # two ranking runs whose rank.json cannot be read
         (tmp_path / name).mkdir()
-        (tmp_path / name / "bench.json").write_text(f'{{"x": {value}}}', encoding="utf-8")
-    with pytest.raises(ValueError, match=f"bench.json: {SAID[value]}"):
+        (tmp_path / name / "rank.json").write_text(f'{{"x": {value}}}', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"rank.json: {SAID[value]}"):
         compare_rankings(tmp_path / "a", tmp_path / "b")
     resumed = tmp_path / "resumed"  # progress whose run key cannot be read, so cannot be checked
     resumed.mkdir()

@@ -1,7 +1,7 @@
 """`judge-eval rank` of a candidate with no answer to judge: every answer empty once thinking is stripped (a
 reasoning model always cut inside ``<think>``), or empty and failed. The judge is asked nothing; the matrix is the
 unjudged items' alone, scored by ``--empty-answer`` / ``--no-answer`` (0 on every criterion by default), so the
-candidate still gets its bench.json and reaches ``compare``.
+candidate still gets its rank.json and reaches ``compare``.
 
 Expected values by hand, from the cases of ``tests.support.eval_ranking`` (items per cell, every one scored 0):
   SAFE (binary, left out of the grand mean): GEN p1, p2 -> n 2; TECH p4 -> n 1.
@@ -27,7 +27,7 @@ ALL_CUT = {pid: "<think>рассуждаю и не заканчиваю" for pid
 
 
 def _bench(folder: Path) -> dict:
-    return json.loads((folder / "bench.json").read_text(encoding="utf-8"))
+    return json.loads((folder / "rank.json").read_text(encoding="utf-8"))
 
 
 def test_every_answer_empty_gives_a_matrix_of_zeros_without_asking_the_judge(tmp_path: Path, data: Path) -> None:
@@ -66,7 +66,7 @@ def test_every_answer_empty_and_unscored_is_refused_naming_them(tmp_path: Path, 
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b", "--empty-answer", "unscored")) == 2
     err = capsys.readouterr().err
     assert "no verdict was scored" in err and "'empty_answer': 16" in err
-    assert not (tmp_path / "b" / "bench.json").exists()
+    assert not (tmp_path / "b" / "rank.json").exists()
 
 
 def test_a_failed_answer_among_empty_ones_still_exits_3(tmp_path: Path, data: Path) -> None:

@@ -1,5 +1,5 @@
 """A ranking folder's files read back wrong (cut, edited by hand, from another tool) are errors naming the file, the
-line and the field, never a traceback: ``answers.jsonl`` (``eval.ranking.rank.read_answers``) and ``bench.json`` (read
+line and the field, never a traceback: ``answers.jsonl`` (``eval.ranking.rank.read_answers``) and ``rank.json`` (read
 by ``judge-eval compare``)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_a_well_formed_answers_file_still_reads(tmp_path: Path) -> None:
 
 def _folder(path: Path, bench: object) -> Path:
     path.mkdir()
-    (path / "bench.json").write_bytes(bench if isinstance(bench, bytes) else json.dumps(bench).encode("utf-8"))
+    (path / "rank.json").write_bytes(bench if isinstance(bench, bytes) else json.dumps(bench).encode("utf-8"))
     return path
 
 
@@ -59,13 +59,13 @@ def _folder(path: Path, bench: object) -> Path:
     ({"verdict_reader": "polux", "matrix": {"normalize": "minmax"}},
      "field 'verdict_reader' is 'polux', not one of toolkit, pollux"),
 ])
-def test_compare_names_a_bench_json_it_cannot_read(tmp_path: Path, capsys, bench: object, said: str) -> None:
+def test_compare_names_a_rank_json_it_cannot_read(tmp_path: Path, capsys, bench: object, said: str) -> None:
     """Before: KeyError 'matrix' or AttributeError ('list' object has no attribute 'get'), a traceback; bytes that
     are not UTF-8 and an unknown verdict reader named neither the file nor the field."""
     a, b = _folder(tmp_path / "a", bench), _folder(tmp_path / "b", bench)
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
     err = capsys.readouterr().err
-    assert f"{a / 'bench.json'}: " in err and said in err
+    assert f"{a / 'rank.json'}: " in err and said in err
 
 
 def _ranked(tmp_path: Path, item: dict, unjudged: list[dict] | None = None) -> Path:
@@ -109,7 +109,7 @@ def test_an_unjudged_row_with_a_list_for_an_id_is_named(tmp_path: Path) -> None:
 
 
 def _eight(tmp_path: Path) -> tuple[Path, Path]:
-    """Runs A and B of one criterion on P1-P8, their bench.json recording the files they rest on, as rank writes it."""
+    """Runs A and B of one criterion on P1-P8, their rank.json recording the files they rest on, as rank writes it."""
     from eval.ranking.rank import RANKING_RESULT, ranked_files_key
     from tests.support.eval_ranking import write_rank_run
 
@@ -124,9 +124,9 @@ def _eight(tmp_path: Path) -> tuple[Path, Path]:
     return runs[0], runs[1]
 
 
-def test_compare_refuses_a_run_changed_since_its_bench_json(tmp_path: Path, capsys) -> None:
+def test_compare_refuses_a_run_changed_since_its_rank_json(tmp_path: Path, capsys) -> None:
     """A rank rerun with --limit 3 rewrites items.jsonl (P4-P8 marked selected: false) before its judge stage: a
-    compare in that window rested on 3 of the 8 instructions A's bench.json describes, blaming B's 5 as not scored
+    compare in that window rested on 3 of the 8 instructions A's rank.json describes, blaming B's 5 as not scored
     by the other run. Now it is refused in one line naming the folder (exit 2)."""
     a, b = _eight(tmp_path)
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 0  # as written: compared
@@ -135,22 +135,22 @@ def test_compare_refuses_a_run_changed_since_its_bench_json(tmp_path: Path, caps
     (a / "items.jsonl").write_text("".join(json.dumps({**row, **({"selected": False} if row["prompt_id"] > 3 else {})},
                                                       ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
     assert main(["compare", str(a), str(b), "--n-boot", "0"]) == 2
-    assert capsys.readouterr().err == (f"judge-eval compare: error: {a}: changed since its bench.json was written (a "
+    assert capsys.readouterr().err == (f"judge-eval compare: error: {a}: changed since its rank.json was written (a "
                                        "rank rerun in progress or cut short); rerun judge-eval rank on it\n")
 
 
-def test_a_bench_json_without_the_key_is_read_unchecked_with_a_note(tmp_path: Path, caplog) -> None:
-    """A bench.json written before the key: compared from the files as they are, and the log says it is unchecked."""
+def test_a_rank_json_without_the_key_is_read_unchecked_with_a_note(tmp_path: Path, caplog) -> None:
+    """A rank.json written before the key: compared from the files as they are, and the log says it is unchecked."""
     import logging
 
     from eval.ranking.compare import compare_rankings
 
     a, b = _eight(tmp_path)
-    bench = json.loads((a / "bench.json").read_text(encoding="utf-8"))
+    bench = json.loads((a / "rank.json").read_text(encoding="utf-8"))
     del bench["content_key"]
-    (a / "bench.json").write_text(json.dumps(bench), encoding="utf-8")
+    (a / "rank.json").write_text(json.dumps(bench), encoding="utf-8")
     caplog.set_level(logging.INFO, logger="judge_eval.compare")
     assert compare_rankings(a, b, n_boot=0)["n_instructions"] == 8
     assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.compare"] == [
-        f"{a / 'bench.json'}: written before bench.json recorded the files it rests on (content_key): not checked "
-        "against items.jsonl, predictions.jsonl and unjudged.jsonl as they are now"]
+        f"{a / 'rank.json'}: written before the ranking's result recorded the files it rests on (content_key): not "
+        "checked against items.jsonl, predictions.jsonl and unjudged.jsonl as they are now"]

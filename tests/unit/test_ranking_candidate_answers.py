@@ -82,7 +82,7 @@ def test_an_aborted_generation_after_its_retries_is_a_failed_request(tmp_path: P
     assert row["answer"] is None and row["error"] == "request_failed"
     assert row["reason"] == ("GenerationAborted: the candidate's engine aborted the generation for prompt_id 2 "
                              "(finish_reason abort)")
-    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    result = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     # Its three criteria are no_answer items (an empty answer would have been n_empty_answer, final).
     assert result["counts"]["n_answer_failed"] == 1 and result["counts"]["n_no_answer"] == 3
     assert result["counts"]["n_empty_answer"] == 2  # prompt 6's alone, cut inside <think>
@@ -114,7 +114,7 @@ def test_refused_first_instructions_are_kept_and_asked_after_the_others(tmp_path
     rows = _answers(out)
     assert list(rows) == sorted(CASES)  # one row per instruction, in data order
     assert [pid for pid, r in rows.items() if r["error"]] == [1, 2, 3]
-    result = json.loads((out / "bench.json").read_text(encoding="utf-8"))
+    result = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     assert result["counts"]["n_answer_failed"] == 3
 
 
@@ -167,7 +167,7 @@ def test_an_answer_of_reasoning_parts_alone_is_one_cut_in_its_thinking(tmp_path:
     rows = _answers(out)
     assert {pid: (rows[pid]["answer"], rows[pid]["cut_in_thinking"], rows[pid]["error"]) for pid in (2, 6)} == {
         2: ("", True, None), 6: ("", True, None)}
-    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    counts = json.loads((out / "rank.json").read_text(encoding="utf-8"))["counts"]
     assert (counts["n_answer_failed"], counts["n_answer_empty"], counts["n_cut_in_thinking"]) == (0, 2, 2)
 
 
@@ -175,7 +175,7 @@ def test_an_answer_of_reasoning_parts_alone_is_one_cut_in_its_thinking(tmp_path:
 def test_an_empty_answer_cut_beside_a_separate_reasoning_is_one_cut_in_its_thinking(field, tmp_path: Path,
                                                                                    data: Path) -> None:
     """The same cut from a server with a --reasoning-parser: no content, finish_reason length, the reasoning in a
-    field of its own. It was an empty answer not said to be cut in thinking (bench.json's n_cut_in_thinking missed
+    field of its own. It was an empty answer not said to be cut in thinking (rank.json's n_cut_in_thinking missed
     it); an empty answer the model ended itself beside its reasoning stays a plain empty answer."""
     out = tmp_path / "bench"
 
@@ -191,7 +191,7 @@ def test_an_empty_answer_cut_beside_a_separate_reasoning_is_one_cut_in_its_think
     rows = _answers(out)
     assert {pid: (rows[pid]["answer"], rows[pid]["cut_in_thinking"], rows[pid]["finish_reason"])
             for pid in (2, 3)} == {2: ("", True, "length"), 3: ("", False, "stop")}
-    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    counts = json.loads((out / "rank.json").read_text(encoding="utf-8"))["counts"]
     assert counts["n_cut_in_thinking"] == 2  # instruction 2's, and instruction 6's inline one
 
 
@@ -255,7 +255,7 @@ def test_an_instruction_longer_than_the_context_is_a_final_row_scored_by_no_answ
     row = _answers(out)[7]
     assert (row["answer"], row["error"], row["reason"]) == (None, "context_length_exceeded",
                                                             TOO_LONG[1]["error"]["message"])
-    counts = json.loads((out / "bench.json").read_text(encoding="utf-8"))["counts"]
+    counts = json.loads((out / "rank.json").read_text(encoding="utf-8"))["counts"]
     assert (counts["n_answer_failed"], counts["n_answer_too_long"], counts["n_no_answer"]) == (0, 1, 1)
 
 

@@ -1,7 +1,7 @@
 """`judge-eval compare` of two ranking runs is paired per (instruction, criterion) item and makes no call on a cell
 that rests on one instruction.
 
-Each run here is a folder as ``judge-eval rank`` leaves it (``bench.json``, ``items.jsonl``, ``predictions.jsonl``),
+Each run here is a folder as ``judge-eval rank`` leaves it (``rank.json``, ``items.jsonl``, ``predictions.jsonl``),
 written from a table of scores; expected values are derived by hand in each docstring.
 """
 

@@ -1,6 +1,6 @@
 """`judge-eval compare` of three or more rank runs: one leaderboard, paired over instructions.
 
-Each run is a folder as ``judge-eval rank`` leaves it (``bench.json``, ``items.jsonl``, ``predictions.jsonl``,
+Each run is a folder as ``judge-eval rank`` leaves it (``rank.json``, ``items.jsonl``, ``predictions.jsonl``,
 ``run.json``), written from a table of scores small enough to work on paper; each docstring derives its values.
 """
 

@@ -39,7 +39,7 @@ def test_limit_keeps_the_data_s_binary_rule(tmp_path: Path, caplog) -> None:
     caplog.set_level(logging.INFO, logger="judge_eval.rank")
     with Candidate(override={1: "Ответ один.", 2: "Ответ два."}) as cand, Judge(table) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--limit", "1")) == 0
-    matrix = json.loads((out / "bench.json").read_text(encoding="utf-8"))["matrix"]
+    matrix = json.loads((out / "rank.json").read_text(encoding="utf-8"))["matrix"]
     assert matrix["grand_mean"] == 0.0 and matrix["cells"]["mean_over_criteria"]["mean_over_meta"]["n"] == 1
     assert matrix["cells"]["X"]["m"]["value"] == 0.0 and matrix["cells"]["C"]["m"]["value"] == 0.0
     assert matrix["binary_criteria"] == [["m", "C"]]  # what compare gates this run by
@@ -58,7 +58,7 @@ def _run(folder: Path, model: str, scores: dict[int, tuple[float, float]]) -> Pa
 
 
 def test_compare_gates_by_each_run_s_data(tmp_path: Path) -> None:
-    """A: P1 X 2, C 1; P2 X 2, C 0. B: X 2, C 0 on both. (m, C) binary in the data (bench.json), so A's P1 is gated:
+    """A: P1 X 2, C 1; P2 X 2, C 0. B: X 2, C 0 on both. (m, C) binary in the data (rank.json), so A's P1 is gated:
     A's X (0 + 1) / 2 = 1/2, B's 1, delta +1/2 (read on the items alone, C was no gate and the delta 0)."""
     a = _run(tmp_path / "a", "A", {1: (2.0, 1.0), 2: (2.0, 0.0)})
     b = _run(tmp_path / "b", "B", {1: (2.0, 0.0), 2: (2.0, 0.0)})
@@ -67,8 +67,8 @@ def test_compare_gates_by_each_run_s_data(tmp_path: Path) -> None:
 
 
 def test_a_malformed_binary_criteria_field_is_named(tmp_path: Path) -> None:
-    """bench.json's binary_criteria edited into text: a ValueError naming the file and field, not a traceback."""
+    """rank.json's binary_criteria edited into text: a ValueError naming the file and field, not a traceback."""
     a = _run(tmp_path / "a", "A", {1: (2.0, 0.0), 2: (2.0, 0.0)})
     b = write_rank_run(tmp_path / "b", "B", [(1, "m", "X", SCALE, 2.0)], matrix={"binary_criteria": "m,C"})
-    with pytest.raises(ValueError, match=r"bench.json: field 'matrix.binary_criteria' must be a list of \[meta, "):
+    with pytest.raises(ValueError, match=r"rank.json: field 'matrix.binary_criteria' must be a list of \[meta, "):
         compare_rankings(a, b, n_boot=0, allow_other_judge=True)

@@ -155,7 +155,7 @@ def test_ranking_matrix_with_each_verdict_reader(tmp_path):
         ["scale", "0.0", "0.0"],
         ["mean_over_criteria", "0.6666666666666666", "0.6666666666666666"]]
     for reader, n_unparsed in (("toolkit", 1), ("pollux", 2)):
-        result = json.loads((tmp_path / reader / "bench.json").read_text(encoding="utf-8"))
+        result = json.loads((tmp_path / reader / "rank.json").read_text(encoding="utf-8"))
         assert result["verdict_reader"] == reader
         assert result["matrix"]["cells"]["mean_over_criteria"]["mean_over_meta"]["n_unparsed"] == n_unparsed
 
@@ -202,7 +202,7 @@ def test_pollux_reading_of_an_integer_judge_is_refused_before_anything_is_asked(
 
 def test_pollux_reading_of_a_judge_found_integer_by_its_server_is_refused_after_its_verdicts(tmp_path, capsys):
     """A judge URL says its format only when asked: a served ``ai-forever/Pollux-4B-Judge`` is read as integer by
-    the judge stage (run.json records it), so the matrix is refused there, before a bench.json of zeros or a "no
+    the judge stage (run.json records it), so the matrix is refused there, before a rank.json of zeros or a "no
     verdict was scored" ValueError; its verdicts are kept for a rerun with --verdict-reader toolkit."""
     from eval.cli import main
 
@@ -224,4 +224,4 @@ def test_pollux_reading_of_a_judge_found_integer_by_its_server_is_refused_after_
     assert err == ("judge-eval rank: error: verdict_reader: pollux reads only POLLUX's '[RESULT] n [END]', but the "
                    "judge's verdict_format is integer (recorded in run.json by the judge stage), so every verdict "
                    "would be unparsed; use --verdict-reader toolkit")
-    assert not (out / "bench.json").exists() and (out / "predictions.jsonl").is_file()
+    assert not (out / "rank.json").exists() and (out / "predictions.jsonl").is_file()

@@ -35,7 +35,7 @@ def _rank_a_and_b(tmp_path: Path, data: Path, *extra: str) -> tuple[dict, dict]:
         # Nothing of instruction 4 reached the judge: its answer is empty once the thinking is cut.
         asked = [b["messages"][0]["content"] for b in judge.bodies("/v1/chat/completions")]
         assert asked and not any("Инструкция 4:" in prompt for prompt in asked)
-    return tuple(json.loads((tmp_path / run / "bench.json").read_text(encoding="utf-8")) for run in "ab")
+    return tuple(json.loads((tmp_path / run / "rank.json").read_text(encoding="utf-8")) for run in "ab")
 
 
 def _cells_csv(path: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -136,7 +136,7 @@ def test_a_failed_answer_is_counted_in_its_cells_and_named_by_compare(tmp_path: 
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
     with Candidate(fail={2}) as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "b")) == 3
-    b = json.loads((tmp_path / "b" / "bench.json").read_text(encoding="utf-8"))
+    b = json.loads((tmp_path / "b" / "rank.json").read_text(encoding="utf-8"))
     cells = b["matrix"]["cells"]
     assert [cells[c][GEN]["n_no_answer"] for c in (SAFE, LITERACY, FULLNESS)] == [1, 1, 1]
     assert cells["mean_over_criteria"]["mean_over_meta"]["n_no_answer"] == 3 == b["counts"]["n_no_answer"]
@@ -209,7 +209,7 @@ def test_an_empty_answer_without_thinking_is_counted_as_one_cut_in_thinking(tmp_
                 .splitlines()]
     assert sorted({(row["prompt_id"], row["status"]) for row in unjudged}) == [
         (3, "empty_answer"), (4, "empty_answer"), (6, "empty_answer"), (7, "empty_answer")]
-    bench = json.loads((tmp_path / "run" / "bench.json").read_text(encoding="utf-8"))
+    bench = json.loads((tmp_path / "run" / "rank.json").read_text(encoding="utf-8"))
     # criteria: 3 and 6 two each, 4 three, 7 one
     assert bench["counts"]["n_answer_empty"] == 4 and bench["counts"]["n_empty_answer"] == 8
     cells = bench["matrix"]["cells"]

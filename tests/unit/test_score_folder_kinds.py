@@ -36,20 +36,20 @@ def _score(*args: str) -> int:
 def _rank_refusal(predictions: Path, folder: Path) -> str:
     where = "" if predictions == folder else f" (in {folder})"
     return (f"judge-eval score: error: --predictions {predictions}{where}: a folder written by `judge-eval rank` "
-            "(it holds bench.json), which scores its own verdicts: the ranking is in its report.html and bench.json, "
+            "(it holds rank.json), which scores its own verdicts: the ranking is in its report.html and rank.json, "
             "and `judge-eval rank` on the same --out scores it again; `judge-eval score` scores a folder written by "
             "`judge-eval run`\n")
 
 
 def test_a_rank_folder_is_refused_and_left_as_it_was(tmp_path, data, capsys):
-    """A real ranking's folder (its report.html, bench.json, run.json, predictions.jsonl, ...): score refuses it in
+    """A real ranking's folder (its report.html, rank.json, run.json, predictions.jsonl, ...): score refuses it in
     one line, exit 2, whether given the folder or its predictions.jsonl, with or without --out, and no file in it
     is written, added or changed (scoring it replaced the ranking's report.html with a judge report of 0 items)."""
     out = tmp_path / "rank"
     with Candidate() as cand, Judge(scores_by_output()) as judge:
         assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
     before = _files(out)
-    assert {"bench.json", "report.html", "run.json", "predictions.jsonl", "items.jsonl"} <= before.keys()
+    assert {"rank.json", "report.html", "run.json", "predictions.jsonl", "items.jsonl"} <= before.keys()
     capsys.readouterr()
     elsewhere = tmp_path / "elsewhere"
     for predictions, extra in ((out, ()), (out / "predictions.jsonl", ()), (out, ("--out", str(elsewhere)))):

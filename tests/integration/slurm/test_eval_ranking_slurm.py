@@ -42,6 +42,6 @@ def test_ranking_array_two_candidates(slurm_cluster, slurm_job_env, tmp_path: Pa
     assert [r["JobState"] for r in records] == ["COMPLETED", "COMPLETED"], logs[-5000:]
     assert "judge-eval rank 0/2" in logs and "judge-eval rank 1/2" in logs
     assert (asked_a, asked_b) == (len(CASES), len(CASES))  # each task asked its own candidate, every instruction
-    a = json.loads((tmp_path / "runs" / "0" / "bench.json").read_text(encoding="utf-8"))
+    a = json.loads((tmp_path / "runs" / "0" / "rank.json").read_text(encoding="utf-8"))
     assert a["matrix"]["grand_mean"] == pytest.approx(4 / 11)  # the hand-derived matrix of test_eval_ranking
     assert main(["compare", str(tmp_path / "runs" / "0"), str(tmp_path / "runs" / "1"), "--n-boot", "50"]) == 0
