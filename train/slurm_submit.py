@@ -27,11 +27,14 @@ reaches the job: a leftover ``JUDGE_OVERWRITE_OUTPUT_DIR=1`` would delete the ru
 Each such variable set in the shell is named on stderr with the flag that sets it.
 
 ``--dry-run`` prints that script and submits nothing; otherwise it is written to
-``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted) and passed to ``sbatch``,
-whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. ``--gpus-per-node 0`` requests no GPUs and
-runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU configs and the Slurm tests use it.
+``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted; removed again when sbatch
+refuses it) and passed to ``sbatch``, whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. A
+run folder that a live job of the same user already trains in (``squeue``: its batch script is one kept there) or
+that a live process holds (``run.lock``) is refused, as that job's judge-train would refuse this one's.
+``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU
+configs and the Slurm tests use it.
 
-Why one module of ~780 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~870 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -305,7 +308,7 @@ def slurm_time_s(limit: str | None) -> int | None:
         return 0
     days, dash, rest = limit.strip().rpartition("-") if "-" in limit else ("", "", limit.strip())
     parts = rest.split(":")
-    if not all(p.isdigit() for p in parts) or (days and not days.isdigit()) or len(parts) > 3:
+    if not all(p.isdigit() for p in parts) or (dash and not days.isdigit()) or len(parts) > 3:
         return None
     numbers = [int(p) for p in parts]
     if dash:  # days-hours[:minutes[:seconds]]
@@ -315,6 +318,11 @@ def slurm_time_s(limit: str | None) -> int | None:
         return (numbers[0] * 60 + numbers[1]) * 60 + numbers[2]
     minutes, seconds = (numbers + [0])[:2]
     return minutes * 60 + seconds
+
+
+#: The forms of a time limit ``slurm_time_s`` reads, as sbatch(1) names them under --time.
+TIME_FORMS = ("minutes (90), minutes:seconds (90:00), hours:minutes:seconds (48:00:00), days-hours (2-0), "
+              "days-hours:minutes (2-00:00) or days-hours:minutes:seconds (2-00:00:00)")
 
 
 def _template_option(script_path: Path, key: str) -> str | None:
@@ -341,8 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
         "config, of a checkpoint without optimizer.pt or scheduler.pt, of a DeepSpeed ZeRO checkpoint written by "
         "another number of ranks, of checkpoints all cut off mid-save (with -- --resume), or of a folder whose last "
         "--overwrite-output-dir launch stopped before it deleted the earlier run; a fresh run over a finished "
-        "export/) or a run folder it cannot write; 127 no sbatch on PATH; sbatch's "
-        "own status when it refuses the job (1 if it gives none). A run already finished is submitted with a "
+        "export/) or a run folder it cannot write; a run folder a live process holds (its run.lock) or a queued "
+        "or running job of yours trains in (squeue: a script submit kept in its slurm/ folder), unless the job waits "
+        "for another; a --time Slurm would not read; 127 no sbatch on PATH; sbatch's "
+        "own status when it refuses the job (1 if it gives none; the script kept for it is removed). A run already "
+        "finished is submitted with a "
         "warning on stderr (its job exits 0 at once), as is each cut-off checkpoint the job will set aside.",
     )
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
@@ -396,15 +407,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge-train submit: {err}", file=sys.stderr)
         return 2
     if args.dry_run:
+        _warn_of_sbatch_variables()  # what a submit would leave out, said before it is run
         sys.stdout.write(script)
         return 0
     slurm_dir = output_dir / "slurm"
     path = slurm_dir / f"train-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}.sbatch"
+    made = [folder for folder in (output_dir, slurm_dir) if not folder.exists()]  # removed again if left empty
     try:
         slurm_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(script)
     except OSError as err:
         print(f"judge-train submit: cannot keep the job script in {slurm_dir}: {err}", file=sys.stderr)
+        return 2
+    # A second submission into a folder a queued job of the same user will train in: its job would stop at the
+    # folder's lock once both run, FAILED (an afterok chain broken). Asked of Slurm here, with the script kept,
+    # so that this one is told from it; --dry-run asks Slurm nothing.
+    holder = None if _waits_for_another(args) else _queued_writer(slurm_dir, path)
+    if holder is not None:
+        _drop_kept_script(path, made)
+        print(f"judge-train submit: job {holder} already trains in {output_dir}; this job would stop at its lock: "
+              f"wait for it, scancel {holder.split()[0]}, or give another --output-dir", file=sys.stderr)
         return 2
     try:
         proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, env=_sbatch_env())
@@ -413,12 +435,27 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 127
     if proc.returncode != 0:
-        print(f"judge-train submit: sbatch {path} failed ({proc.returncode}): {proc.stderr.strip()}", file=sys.stderr)
+        # Nothing was submitted: a script kept beside the job scripts of the run would read as one that ran.
+        _drop_kept_script(path, made)
+        print(f"judge-train submit: sbatch refused the job ({proc.returncode}): {proc.stderr.strip()} (nothing "
+              f"submitted; {path} removed)", file=sys.stderr)
         return proc.returncode or 1
     job_id = proc.stdout.strip().split(";")[0]
+    log_path = slurm_dir / f"{job_name}-{job_id}.out"
     print(f"submitted job {job_id}: {path}")
-    print(f"log: {slurm_dir / f'{job_name}-{job_id}.out'}")
+    print(f"follow it: squeue -j {job_id}   tail -f {shlex.quote(str(log_path))}")
+    print(f"log: {log_path}")
     return 0
+
+
+def _drop_kept_script(path: Path, made: Sequence[Path]) -> None:
+    """Remove the script kept for a job that was not submitted, and the folders submit made for it if that left
+    them empty (innermost first)."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # not empty: something else is there now
+            folder.rmdir()
 
 
 def _srun_args_joined(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
@@ -463,11 +500,17 @@ def _sbatch_env() -> dict[str, str]:
     options, over the script's ``#SBATCH`` lines (sbatch(1), INPUT ENVIRONMENT VARIABLES): ``SBATCH_TIMELIMIT`` would
     undo the check of --signal-before-s against --time, ``SBATCH_NO_REQUEUE`` the requeue the job relies on. The job
     gets exactly the script kept in the run folder; other options go through the flags or --sbatch-arg."""
+    _warn_of_sbatch_variables()
+    return {name: value for name, value in os.environ.items() if not name.startswith("SBATCH_")}
+
+
+def _warn_of_sbatch_variables() -> None:
+    """Name on stderr the ``SBATCH_*`` variables of this shell that submit does not pass to sbatch (``_sbatch_env``);
+    --dry-run names them too, as what its submission would leave out."""
     dropped = sorted(name for name in os.environ if name.startswith("SBATCH_"))
     if dropped:
         print(f"judge-train submit: warning: not passing {', '.join(dropped)} to sbatch (they would override the "
               "rendered #SBATCH lines); give such options with submit's flags or --sbatch-arg", file=sys.stderr)
-    return {name: value for name, value in os.environ.items() if not name.startswith("SBATCH_")}
 
 
 def check_judge_args(config_path: Path, judge_args: Sequence[str]) -> Any:
@@ -543,6 +586,56 @@ def _names_a_missing_input(err: BaseException) -> bool:
             and not isinstance(err.__context__, OfflineNotCached))
 
 
+def _waits_for_another(args: argparse.Namespace) -> bool:
+    """Whether the job waits for another (its inputs, or an ``--sbatch-arg=--dependency=...``): then the run folder
+    is the job's to check when it starts, as that other job (one training this run, say) may write in it."""
+    return args.inputs_from_earlier_job or any(_is_dependency(option) for option in args.sbatch_arg)
+
+
+def _refuse_a_held_run_folder(output_dir: Path) -> None:
+    """Refuse a run folder a live process holds (``judge.plumbing.run_folder``'s lock, which judge-train's rank 0
+    and train.sbatch take): the job would stop at it after the queue's wait, FAILED, and break an afterok chain."""
+    from judge.plumbing.run_folder import run_folder_holder
+
+    holder = run_folder_holder(output_dir)
+    if holder is not None:
+        raise SubmitError(f"{output_dir} is in use by {holder}; its job would stop there: wait for that run to end "
+                          "or scancel it, or give another --output-dir")
+
+
+def _queued_writer(slurm_dir: Path, own_script: Path) -> str | None:
+    """A live job of this user (pending, running, completing: squeue's default states) whose batch script is a
+    script submit kept in ``slurm_dir`` (``train-*.sbatch``, the command squeue shows as ``%o``): "<id> (<script>)",
+    or None. A squeue that cannot answer is said on stderr and counts as none (the lock check covers a running job);
+    no squeue at all is left to sbatch's own absence."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid
+        user = str(os.getuid())
+    try:
+        proc = subprocess.run(["squeue", "--noheader", "--user", user, "--format", "%i %o"], capture_output=True,
+                              text=True, timeout=20)
+    except FileNotFoundError:
+        return None
+    except (OSError, subprocess.TimeoutExpired) as err:
+        proc = subprocess.CompletedProcess([], 1, "", str(err))
+    if proc.returncode != 0:
+        said = " ".join(proc.stderr.split())[:300] or f"exit {proc.returncode}"
+        print(f"judge-train submit: warning: squeue could not say whether a job of yours already writes into "
+              f"{slurm_dir.parent} ({said}); not checked", file=sys.stderr)
+        return None
+    folder = os.path.realpath(slurm_dir)
+    for line in proc.stdout.splitlines():
+        job_id, _, command = line.strip().partition(" ")
+        script = Path(command.strip())
+        if (script.name.startswith("train-") and script.suffix == ".sbatch" and script != own_script
+                and os.path.realpath(script.parent) == folder):
+            return f"{job_id} ({script})"
+    return None
+
+
 def _check_run_folder(config: Any, output_dir: Path, plan: BatchPlan) -> None:
     """Refuse what the job's ``train.output_folder.check_output_dir`` would refuse on every rank after the queue's
     wait: a resume of an edited config, of a checkpoint without its optimizer or of one written by another number of
@@ -605,6 +698,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                      "--env-script": args.env_script, "--srun-args": args.srun_args, "--script": args.script,
                      **{f"--sbatch-arg (number {i + 1})": option for i, option in enumerate(args.sbatch_arg)},
                      **{f"judge-train argument {i + 1} after --": arg for i, arg in enumerate(judge_args)}})
+    if args.time is not None and slurm_time_s(args.time) is None:
+        # sbatch would refuse it, after every check here; and unread, the check of --signal-before-s against the
+        # limit (below) was skipped.
+        raise SubmitError(f"--time {args.time!r} is no Slurm time limit; give {TIME_FORMS}")
     try:
         config = load_config(config_path)
     except ConfigError as err:
@@ -648,11 +745,12 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     # A job that waits for another (its inputs, or an --sbatch-arg=--dependency=...) may find the folder changed by
     # it, e.g. a continuation of the run that job trains: the folder is the job's to check once it starts.
     dependency = next((option for option in args.sbatch_arg if _is_dependency(option)), None)
-    if args.inputs_from_earlier_job or dependency is not None:
+    if _waits_for_another(args):
         given = "--inputs-from-earlier-job" if args.inputs_from_earlier_job else f"--sbatch-arg={dependency}"
         print(f"judge-train submit: warning: {given}: the run folder {output_dir} is not checked now (the job this "
               "one waits for may change it); the job checks it when it starts", file=sys.stderr)
     else:
+        _refuse_a_held_run_folder(output_dir)
         _check_run_folder(config, output_dir, plan)
     job_name = args.job_name or f"judge-train-{config_path.parent.name}-{config_path.stem}"
     # The log path (below) goes through Slurm's filename patterns: a backslash turns them off and is dropped, a / in

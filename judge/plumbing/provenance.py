@@ -12,8 +12,9 @@ such as ``"unknown"``:
     python           the interpreter's version, e.g. "3.12.3"
     prompt_version   the judge prompt template the job renders (judge.PROMPT_VERSION / PROMPT_VERSION_EN);
                      null for a job that renders none
-    launch           this launch: argv, host, pid, started_utc, slurm_job_id, slurm_restart_count, and the
-                     job's own launch facts (world size, accumulation, resume_from, ...)
+    launch           this launch: argv, host, pid, started_utc, slurm_job_id, slurm_restart_count ("0" on a
+                     Slurm job's first start, null outside Slurm), and the job's own launch facts (world size,
+                     accumulation, resume_from, ...)
     earlier_launches the ``launch`` of every earlier run into the same folder, oldest first (a resumed run
                      keeps its history)
 
@@ -364,9 +365,18 @@ def _launch(extra: dict[str, Any] | None) -> dict[str, Any]:
         "pid": os.getpid(),
         "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-        "slurm_restart_count": os.environ.get("SLURM_RESTART_COUNT"),
+        "slurm_restart_count": _slurm_restart_count(),
         **(extra or {}),
     }
+
+
+def _slurm_restart_count() -> str | None:
+    """``SLURM_RESTART_COUNT`` as Slurm gives it; "0" in a Slurm job that has none: Slurm sets it only once the job
+    has been requeued, and a first launch recorded as null read as "not a Slurm job". Null outside Slurm."""
+    count = os.environ.get("SLURM_RESTART_COUNT")
+    if count is None and os.environ.get("SLURM_JOB_ID"):
+        return "0"
+    return count
 
 
 def provenance(job: str, config: dict[str, Any], *, prompt_version: str | None = None,

@@ -35,7 +35,7 @@ from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
-           "refuse_file", "refuse_unwritable", "content_key"]
+           "refuse_file", "refuse_unwritable", "content_key", "run_folder_holder"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"
@@ -92,11 +92,36 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
                   "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "argv": redact_argv(sys.argv)}  # fmt: skip
+        if os.environ.get("SLURM_JOB_ID"):  # what `scancel` needs, for whoever finds the folder held
+            holder["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
         yield folder
     finally:
         os.close(fd)  # releases the lock; the file stays (removing it would race a process opening it now)
+
+
+def run_folder_holder(out_dir: str | Path) -> str | None:
+    """Who holds ``out_dir``'s lock now (as ``RunFolderBusy`` names it), or None when no one does: for a command that
+    starts a writer later (``judge-train submit``, whose job would stop at the lock after the queue's wait).
+
+    The lock is taken and dropped at once to ask: a writer starting at that instant would find the folder held and
+    stop. Nothing is created: no lock file, no holder. A lock that cannot be asked (no permission to open the file,
+    a file system without locks) counts as not held; the writer itself still takes it."""
+    import fcntl
+
+    path = Path(out_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR)  # read-write, as the holders open it: on NFS an exclusive lock needs it
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        return _describe_holder(path) if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES) else None
+    finally:
+        os.close(fd)  # drops the lock if it was taken
+    return None
 
 
 def refuse_file(out_dir: str | Path | None, flag: str = "") -> None:
@@ -172,9 +197,10 @@ def _unwritable_message(out_dir: str | Path, err: OSError, flag: str = "", what:
 def _describe_holder(path: Path) -> str:
     try:
         holder = json.loads(path.read_text(encoding="utf-8"))
+        job = f"; Slurm job {holder['slurm_job_id']}" if holder.get("slurm_job_id") else ""
         return (f"{holder['job']} (pid {holder['pid']} on {holder['host']}, started {holder['started_utc']}: "
-                f"{' '.join(map(str, holder['argv']))})")
-    except (OSError, ValueError, KeyError, TypeError):  # the holder took the lock and has not written itself yet
+                f"{' '.join(map(str, holder['argv']))}{job})")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # the holder has not written itself yet
         return f"another process (it has not recorded itself in {path} yet)"
 
 

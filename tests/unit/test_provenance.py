@@ -108,3 +108,17 @@ def test_a_secret_value_with_whitespace_that_is_no_group_of_options_is_hidden_wh
     name, _, value = arg.partition("=")
     assert redact_argv([arg]) == [f"{name}=***"]
     assert argv_secrets([arg]) == [value]
+
+
+@pytest.mark.parametrize(("environ", "recorded"), [
+    ({"SLURM_JOB_ID": "12"}, "0"),  # a Slurm job's first start: Slurm sets no SLURM_RESTART_COUNT yet
+    ({"SLURM_JOB_ID": "12", "SLURM_RESTART_COUNT": "2"}, "2"),
+    ({}, None),  # no Slurm job
+])  # fmt: skip
+def test_a_slurm_jobs_first_launch_records_restart_count_0(monkeypatch, environ, recorded):
+    """The first launch of a Slurm job recorded slurm_restart_count null, as if it ran outside Slurm."""
+    for name in ("SLURM_JOB_ID", "SLURM_RESTART_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert provenance.provenance("judge-train run", {})["launch"]["slurm_restart_count"] == recorded

@@ -29,12 +29,24 @@ if [[ -n ${FAKE_SQUEUE_WARNING:-} ]]; then echo "$FAKE_SQUEUE_WARNING" >&2; fi
 echo "$state"
 """
 
+# curl: the URL (its last argument) kept; the answer is a line of $FAKE_CURL_ANSWERS ("<status> <body>", one a call,
+# the last repeated; default 200 with judge-serve's ready body), written as `-w '\n%{http_code}'` writes it.
+FAKE_CURL = r"""#!/bin/bash
+echo "${@: -1}" >>"$FAKE_CURL_CALLS"
+answer="200 {\"status\": \"ready\"}"
+if [[ -n ${FAKE_CURL_ANSWERS:-} ]]; then
+    calls=$(wc -l <"$FAKE_CURL_CALLS")
+    answer=$(sed -n "${calls}p" "$FAKE_CURL_ANSWERS"); [[ -n $answer ]] || answer=$(tail -n 1 "$FAKE_CURL_ANSWERS")
+fi
+printf '%s\n%s' "${answer#* }" "${answer%% *}"
+"""
+
 
 def _eval_env(tmp_path: Path, squeue_states: list[str], *, sacct: str = "", **extra: str) -> dict[str, str]:
     bin_dir = write_executables(tmp_path / "bin", {
         "squeue": FAKE_SQUEUE,
         "sacct": sacct or 'echo "Slurm accounting storage is disabled" >&2; exit 1\n',
-        "curl": 'echo "${@: -1}" >>"$FAKE_CURL_CALLS"\n',  # /ready answers 200
+        "curl": FAKE_CURL,
         "srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n',
         "judge-eval": "exit 0\n",
         # the poll interval's sleep, recorded, then slept for real (this folder is PATH's first entry)
@@ -241,3 +253,56 @@ def test_the_inputs_are_checked_before_the_wait_for_the_serve_job(tmp_path, vari
     assert proc.returncode == 2
     assert proc.stderr == f"eval.sbatch: {message}\n"
     assert not (tmp_path / "squeue_calls").exists()
+
+
+# --- eval.sbatch: what /ready answers decides the wait ----------------------------------------------------------
+
+HOST_NOT_ALLOWED = ('{"error": {"message": "host: \'192.0.2.2\' is not in allowed_hosts", "type": '
+                    '"invalid_request_error", "param": null, "code": "host_not_allowed"}}')
+
+
+def _curl_answers(tmp_path: Path, answers: list[str]) -> str:
+    path = tmp_path / "curl_answers"
+    path.write_text("".join(f"{answer}\n" for answer in answers))
+    return str(path)
+
+
+def test_a_server_that_refuses_the_task_stops_the_wait_at_once_naming_its_answer(tmp_path):
+    """A judge-serve without an API key answers only its own names: published by its NodeAddr, it answered /ready
+    with 400 host_not_allowed, which `curl -f` hid; the task polled for JUDGE_EVAL_WAIT_S (an hour) and then
+    blamed the serve job's readiness. Now the first such answer stops the task (exit 2), naming the URL, the
+    status and the body, before anything is judged."""
+    env = _eval_env(tmp_path, ["RUNNING"], JUDGE_EVAL_WAIT_S="3600",
+                    FAKE_CURL_ANSWERS=_curl_answers(tmp_path, [f"400 {HOST_NOT_ALLOWED}"]))
+    _leave_endpoint_file(env)
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"eval.sbatch: judge-serve at http://n2:41234/ready answered 400: "
+                                  f"{HOST_NOT_ALLOWED} (serve job {SERVE_JOB}, "), proc.stderr
+    assert "--allowed-hosts" in proc.stderr and "its log says why" not in proc.stderr
+    assert not (tmp_path / "sleeps").exists() and not (tmp_path / "srun_args").exists()
+
+
+@pytest.mark.parametrize("answer", ["503 {\"status\": \"starting\"}", "000 ", "429 {}"])
+def test_a_loading_server_is_still_waited_for(tmp_path, answer):
+    """What a judge-serve still loading answers (503 from /ready, or no answer before its port is bound; 429 says
+    retry) is waited through, and the task judges once /ready answers 200."""
+    answers = _curl_answers(tmp_path, [answer, '200 {"status": "ready"}'])
+    env = _eval_env(tmp_path, ["RUNNING"], FAKE_CURL_ANSWERS=answers)
+    _leave_endpoint_file(env)
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sleeps").read_text() == "5\n"
+    assert (tmp_path / "curl_calls").read_text() == "http://n2:41234/ready\n" * 2
+
+
+def test_the_deadline_message_says_what_ready_last_answered(tmp_path):
+    """A server that never gets ready: the message past JUDGE_EVAL_WAIT_S gives /ready's last answer."""
+    env = _eval_env(tmp_path, ["RUNNING"], JUDGE_EVAL_WAIT_S="0",
+                    FAKE_CURL_ANSWERS=_curl_answers(tmp_path, ['503 {"status": "starting"}']))
+    _leave_endpoint_file(env)
+    proc = _run_eval(env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"eval.sbatch: no ready judge-serve at {URL} after 0 s; serve job {SERVE_JOB} is RUNNING; "
+                           '/ready last answered 503: {"status": "starting"} (the serve job\'s log says why it is not '
+                           "ready)\n")

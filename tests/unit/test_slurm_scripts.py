@@ -678,3 +678,55 @@ def test_serve_sbatch_publishes_no_loopback_for_a_node_it_cannot_name(tmp_path, 
                                "Slurm gives no NodeAddr for it, so no address other nodes reach can be published; fix "
                                "the node's name resolution or set NodeAddr in slurm.conf\n")
         assert not (tmp_path / "seen").exists() and not list((tmp_path / "endpoints").glob("*.endpoint"))
+
+
+# --- serve.sbatch: judge-serve answers the host its endpoint file names ------------------------------------------
+
+NODE_ADDR_SCONTROL = ('case "$1 $2" in\n  "show hostnames") echo nx-gone.invalid;;\n'
+                      '  "show node") echo "NodeName=nx-gone.invalid NodeAddr=192.0.2.2";;\nesac\n')
+
+
+def _served_config(tmp_path: Path, flags: list[str], config: str | None = None):
+    """judge-serve's settings as it reads the flags serve.sbatch gives it (the fake srun keeps them), published by
+    Slurm's NodeAddr (the node's name does not resolve)."""
+    from serve.cli import resolve_config
+
+    extra = {}
+    if config is not None:
+        (tmp_path / "serve.yaml").write_text(config)
+        extra["JUDGE_SERVE_CONFIG"] = str(tmp_path / "serve.yaml")
+    env = _serve_env(tmp_path, 'printf "%s\\0" "$@" >"$FAKE_ARGS"\n', JUDGE_PORT="40291",
+                     FAKE_ARGS=str(tmp_path / "args"), **extra)
+    # python3 that imports pollux-judge, as in the job's environment
+    write_executables(tmp_path / "bin", {"scontrol": NODE_ADDR_SCONTROL,
+                                         "python3": f'exec {sys.executable} "$@"\n'})
+    proc = subprocess.run(["bash", str(SLURM_DIR / "serve.sbatch"), *flags], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "endpoint  http://192.0.2.2:40291/v1" in proc.stdout
+    args = (tmp_path / "args").read_text().split("\0")[:-1]
+    argv = args[args.index("judge-serve") + 1:]
+    assert argv.count("--allowed-hosts") == 1, argv
+    config, _ = resolve_config(argv)
+    return config
+
+
+def test_serve_sbatch_lets_judge_serve_answer_the_host_it_publishes(tmp_path):
+    """Published by its NodeAddr, a judge-serve without an API key answered /ready with 400 host_not_allowed for
+    `Host: 192.0.2.2`, and the eval array waited an hour. The published host is now an allowed host, beside
+    judge-serve's own names (app.py adds allowed_hosts to them)."""
+    assert _served_config(tmp_path, []).allowed_hosts == ["192.0.2.2"]
+
+
+@pytest.mark.parametrize(("flags", "config", "allowed"), [
+    (["--allowed-hosts", "judge.example.org other"], None, ["judge.example.org", "other", "192.0.2.2"]),
+    (['--allowed-hosts=["judge.example.org"]'], None, ["judge.example.org", "192.0.2.2"]),
+    ([], "allowed_hosts: [judge.example.org]\n", ["judge.example.org", "192.0.2.2"]),
+    (["--allowed-hosts", "flag.example.org"], "allowed_hosts: [judge.example.org]\n",
+     ["flag.example.org", "192.0.2.2"]),  # the flag replaces the config's list, as judge-serve reads them
+    (["--allowed-hosts", "192.0.2.2"], None, ["192.0.2.2"]),
+])  # fmt: skip
+def test_serve_sbatch_keeps_the_allowed_hosts_given_beside_its_own(tmp_path, flags, config, allowed):
+    """Hosts the config or a flag after the script allow are kept: a second --allowed-hosts would replace one list
+    with the other (judge-serve takes the last flag)."""
+    assert _served_config(tmp_path, flags, config).allowed_hosts == allowed

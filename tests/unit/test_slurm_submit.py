@@ -294,6 +294,8 @@ def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[
 def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
     """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
     monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
+    # nor the reading of --time, which refuses the injected one as no time limit
+    monkeypatch.setattr(slurm_submit, "slurm_time_s", lambda limit: 86400 if limit else None)
     # nor the base model's look-up, which finds no folder or hub id by the injected name
     monkeypatch.setattr("train.cli.check_training_data", lambda config, download: None)
     for setting, argv, marker in _injection_cases(tmp_path, config_file):
@@ -582,6 +584,8 @@ def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, 
     (bin_dir / "sbatch").write_text('#!/bin/bash\nenv >"$FAKE_SBATCH_ENV"\nprintf "%s\\0" "$@" >"$FAKE_SBATCH_ARGS"\n'
                                     "echo 43\n")
     (bin_dir / "sbatch").chmod(0o755)
+    (bin_dir / "squeue").write_text("#!/bin/bash\n")  # no job of this user
+    (bin_dir / "squeue").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SBATCH_ENV", str(tmp_path / "env"))
     monkeypatch.setenv("FAKE_SBATCH_ARGS", str(tmp_path / "args"))

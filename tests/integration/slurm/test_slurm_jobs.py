@@ -235,7 +235,7 @@ def test_preempted_job_saves_requeues_and_resumes_to_the_same_result(training_ru
     # The rerun saw SLURM_RESTART_COUNT=1 and resumed from the checkpoint the signal produced.
     run = json.loads((out / "run.json").read_text())
     assert run["launch"]["slurm_restart_count"] == "1"
-    assert [e["slurm_restart_count"] for e in run["earlier_launches"]] == [None]
+    assert [e["slurm_restart_count"] for e in run["earlier_launches"]] == ["0"]  # the first start, under Slurm
     stopped = int(Path(run["launch"]["resume_from"]).name.split("-")[1])
     assert SIGNAL_AFTER_STEPS <= stopped < MAX_STEPS
     resumed, reference = _final_state(out), _final_state(training_runs["runs"]["reference"])
