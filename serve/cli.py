@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from serve.app import create_app
-    from serve.connections import header_deadline_protocol, quiet_health_polls, space_concurrency_warnings
+    from serve.connections import header_deadline_protocol, quiet_client_floods, quiet_health_polls
 
     raise_descriptor_limit(log)
 
@@ -391,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     quiet_health_polls(config.log_level)  # after uvicorn.Config, which sets up uvicorn's loggers
-    space_concurrency_warnings()
+    quiet_client_floods()
 
     def fatal() -> None:
         server.should_exit = True

@@ -19,8 +19,8 @@ from serve.errors import error_response
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
            "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
-           "header_deadline_protocol", "own_host_names", "quiet_health_polls", "space_concurrency_warnings",
-           "unless_disconnected"]
+           "header_deadline_protocol", "own_host_names", "quiet_client_floods", "quiet_health_polls",
+           "SpacedWarning", "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")
@@ -63,6 +63,10 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
 
     too_many = error_response(503, "judge-serve holds as many connections as it takes (max_connections); retry",
                               code="too_many_connections", headers={"Retry-After": "1", "Connection": "close"})
+    # uvicorn's own line for each refusal is dropped (quiet_client_floods): a client holding every slot would grow the
+    # log by a line per try.
+    over_the_limit = SpacedWarning(logging.getLogger("uvicorn.error"), "a request refused with 503 "
+                                   "too_many_connections: judge-serve holds max_connections connections")
 
     class HeaderDeadlineProtocol(HttpToolsProtocol):
         _header_timer = None
@@ -73,10 +77,17 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             if self._header_bytes > max_header_bytes:
                 self._disarm()
                 if not self.transport.is_closing():  # the parser goes on with the rest of what it was fed
-                    self.transport.write(_closing_error(
-                        431, "Request Header Fields Too Large", f"headers: the request line and headers pass "
-                        f"{max_header_bytes} bytes", "headers", "headers_too_large"))
+                    if self._nothing_in_flight():
+                        self.transport.write(_closing_error(
+                            431, "Request Header Fields Too Large", f"headers: the request line and headers pass "
+                            f"{max_header_bytes} bytes", "headers", "headers_too_large"))
                     self.transport.close()
+
+        def _nothing_in_flight(self) -> bool:
+            """Whether an answer written now is read as this request's: no earlier request on the connection (a
+            pipelined one) is still unanswered, whose client would take it for that one's answer."""
+            cycle = getattr(self, "cycle", None)
+            return (cycle is None or cycle.response_complete) and not self.pipeline
 
         def on_url(self, url: bytes) -> None:
             self._count(len(url))
@@ -143,13 +154,20 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             # Past limit_concurrency uvicorn answers with its own plain-text 503: every error judge-serve gives is
             # OpenAI's {"error": ...} shape, with a Retry-After its clients honour.
             if app is service_unavailable:
-                app = self.app if cycle.scope.get("path") in PAST_THE_CONNECTION_LIMIT else too_many
+                if cycle.scope.get("path") in PAST_THE_CONNECTION_LIMIT:
+                    # Answered, then closed: kept alive, connections polling /health would pass the limit for good.
+                    cycle.keep_alive, app = False, self.app
+                else:
+                    over_the_limit()
+                    app = too_many
             super()._start_asgi_task(cycle, app)
 
         def send_400_response(self, msg: str) -> None:  # uvicorn's answer to what its parser refuses, in plain text
             if not self.transport.is_closing():
-                self.transport.write(_closing_error(400, "Bad Request", f"the request is not valid HTTP/1.1 ({msg})",
-                                                    None, "invalid_http_request"))
+                if self._nothing_in_flight():
+                    self.transport.write(_closing_error(400, "Bad Request",
+                                                        f"the request is not valid HTTP/1.1 ({msg})", None,
+                                                        "invalid_http_request"))
                 self.transport.close()
 
         def connection_lost(self, exc) -> None:
@@ -294,7 +312,7 @@ class HostAllowListMiddleware:
             if name not in self.hosts:
                 return await self._refuse(scope, receive, send, f"host: {name or '(none)'!r} is not in allowed_hosts",
                                           "host", "host_not_allowed", logged=name)
-            refused = self._cross_site(scope["headers"], port or "80")
+            refused = self._cross_site(scope["headers"], port)
             if refused is not None:
                 return await self._refuse(scope, receive, send, f"origin: {refused}: without an api_key judge-serve "
                                           "serves no web page of another site", "origin", "origin_not_allowed")
@@ -316,23 +334,26 @@ class HostAllowListMiddleware:
     def _cross_site(self, headers, port: str) -> str | None:
         """Why a request comes from a web page of another site, or None. Every ``Origin`` and ``Sec-Fetch-Site``
         header is read: a request that sends two is refused if either says so. An ``Origin`` is allowed only on an
-        allowed host *and* on judge-serve's own ``port`` (the request's ``Host`` port): a page of another web
-        server on this machine (a notebook, a development server on localhost:3000) is another origin."""
+        allowed host *and* on the port the request was sent to (``port``, its ``Host`` header's): a page of another
+        web server on this machine (a notebook, a development server on localhost:3000) is another origin. A
+        ``Host`` without a port is a default one, 80 or 443: a browser names any other in ``Host``, and a reverse
+        proxy that sets ``Host`` to the name alone (nginx's ``$host``) serves on either."""
         from urllib.parse import urlsplit
 
+        ports = {int(port)} if port.isdigit() else {80, 443}
         for key, value in headers:
             if key == b"origin":
                 origin = value.decode("latin-1")
                 try:
                     parts = urlsplit(origin.strip())
                     name = parts.hostname  # lower-cased, without the port or IPv6 brackets
-                    origin_port = str(parts.port or {"https": 443}.get(parts.scheme, 80))
+                    origin_port = parts.port or {"https": 443}.get(parts.scheme, 80)
                 except ValueError:  # an unclosed [IPv6 bracket, a port that is no number
-                    name, origin_port = None, ""
+                    name, origin_port = None, None
                 if name not in self.hosts:
                     return f"{origin[:200]!r} is not in allowed_hosts"
-                if origin_port != port:
-                    return f"{origin[:200]!r} is another port than judge-serve's ({port})"
+                if origin_port not in ports:
+                    return f"{origin[:200]!r} is another port than the one the request was sent to ({port or 80})"
             elif key == b"sec-fetch-site" and value.strip().lower() == b"cross-site":
                 return "a cross-site request (Sec-Fetch-Site: cross-site)"
         return None
@@ -429,31 +450,44 @@ def quiet_health_polls(log_level: str) -> None:
         access.addFilter(_NoHealthPolls())
 
 
-class _SpacedConcurrencyWarnings(logging.Filter):
-    """Lets uvicorn's "Exceeded concurrency limit." through at the 1st, 2nd, 4th, 8th, ... time, with its count: it
-    is logged once per refused request, so a client holding every connection slot grew the log by a line per try."""
+class SpacedWarning:
+    """A warning about a repeated event, logged the first time and then at most once per ``interval_s``, with how many
+    there were since the start: a client that repeats what is refused (a wrong key, a connection past the limit)
+    adds a line a minute to the log, not one per try, however long it keeps on.
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
+    ``clock``: seconds, monotonic (tests give their own).
+    """
+
+    def __init__(self, logger: logging.Logger, message: str, interval_s: float = 60.0, clock=None) -> None:
+        import time
+
+        self.logger, self.message, self.interval_s = logger, message, interval_s
+        self.clock = clock or time.monotonic
+        self.count, self._last = 0, None
+
+    def __call__(self, *args: Any) -> None:
+        """Count one event; log ``message % args`` with the count when the last line is ``interval_s`` old."""
+        self.count += 1
+        now = self.clock()
+        if self._last is None or now - self._last >= self.interval_s:
+            self._last = now
+            self.logger.warning(f"{self.message} (%d since the start; at most one such line per %g s)", *args,
+                                self.count, self.interval_s)
+
+
+class _NoConcurrencyWarnings(logging.Filter):
+    """Drops uvicorn's "Exceeded concurrency limit.", logged once per request past ``limit_concurrency`` (and before
+    judge-serve's protocol has seen its path, /health included): ``header_deadline_protocol`` logs its own."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.getMessage() != "Exceeded concurrency limit.":
-            return True
-        self.count += 1
-        if self.count & (self.count - 1):
-            return False
-        record.msg, record.args = ("Exceeded concurrency limit (max_connections): a request refused with 503 "
-                                   "too_many_connections, refusal %d since the start (logged at the 1st, 2nd, 4th, "
-                                   "...)"), (self.count,)
-        return True
+        return record.getMessage() != "Exceeded concurrency limit."
 
 
-def space_concurrency_warnings() -> None:
-    """Install ``_SpacedConcurrencyWarnings`` on uvicorn's error logger, once (call after uvicorn's logging set-up)."""
+def quiet_client_floods() -> None:
+    """Install ``_NoConcurrencyWarnings`` on uvicorn's error logger, once (call after uvicorn's logging set-up)."""
     errors = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _SpacedConcurrencyWarnings) for f in errors.filters):
-        errors.addFilter(_SpacedConcurrencyWarnings())
+    if not any(isinstance(f, _NoConcurrencyWarnings) for f in errors.filters):
+        errors.addFilter(_NoConcurrencyWarnings())
 
 
 async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:

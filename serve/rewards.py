@@ -60,8 +60,8 @@ variable the secret route refuses everything. ``POST /get_reward`` (no key in th
 ``Authorization: Bearer`` key, and is open only when judge-serve has no key at all, neither its own nor a reward
 key (then the Host allow-list applies, as to every route): with ``$JUDGE_SERVE_REWARD_KEY`` set and no ``api_key``,
 the plain route is refused (401, naming ``/get_reward/<reward key>``). The key in the path is compared in constant time and replaced by ``<reward-key>`` in
-uvicorn's access log. A refusal (a 400 naming its field; a 401 at the 1st, 2nd, 4th, ... one) is logged as a
-warning too: OpenRLHF never reads the body of an answer it cannot use.
+uvicorn's access log. A refusal (a 400 naming its field; a 401, at most one line a minute) is logged as a warning
+too: OpenRLHF never reads the body of an answer it cannot use.
 
 Why one module of ~740 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
@@ -95,7 +95,7 @@ from judge.rewards import (END_OF_TURN_MARKERS, FailedVerdictsWatch, Reward, Rew
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import ServeConfig
-from serve.connections import bearer_matches, unless_disconnected
+from serve.connections import SpacedWarning, bearer_matches, unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
 from serve.jobs import check_criteria
@@ -456,7 +456,7 @@ class RewardRoute:
 
     def __init__(self, config: ServeConfig, error: Callable[..., JSONResponse]):
         self.config, self.error = config, error
-        self.refused = 0  # requests refused for their key (401), for the log's spacing
+        self.refused = SpacedWarning(log, "a reward request was refused (401) on POST %s: missing or wrong reward key")
         self.rule = reward_rule_of(config)
         self.reward_key = reward_key_of(config)
         self._failures = FailedVerdictsWatch()
@@ -490,12 +490,9 @@ class RewardRoute:
             how = keyed if secret is not None or not self.config.api_key \
                 else "Authorization: Bearer <key>, or POST /get_reward/<reward key>"  # fmt: skip
             # OpenRLHF never reads a refusal's body: the log is the only place its cause is kept (the path's key is
-            # written <reward-key> by SecretPathFilter, on this logger). Logged at the 1st, 2nd, 4th, 8th, ...
-            # refusal: a client without the key, however many times it asks, adds a few lines, not one per request.
-            self.refused += 1
-            if self.refused & (self.refused - 1) == 0:
-                log.warning("a reward request was refused (401) on POST %s: missing or wrong reward key (refusal %d "
-                            "since the start; logged at the 1st, 2nd, 4th, 8th, ...)", request.url.path, self.refused)
+            # written <reward-key> by SecretPathFilter, on this logger). Spaced: a client without the key, however
+            # many times it asks, adds a line a minute, not one per request.
+            self.refused(request.url.path)
             # Closed after the answer, its body unread, as judge-serve's own 401 (serve.connections.ApiKeyMiddleware).
             return self.error(401, f"missing or wrong reward key: send {how}", "authentication_error",
                               code="invalid_api_key", headers={"Connection": "close"})

@@ -69,3 +69,29 @@ def test_a_refused_host_is_logged_once_and_the_distinct_hosts_logged_are_bounded
     assert said[0].startswith("refused a request for Host '192.0.2.2': not one of this machine's names, nor in "
                               "allowed_hosts (add it with --allowed-hosts, or set an api_key)")
     assert len(said) == HostAllowListMiddleware.MAX_LOGGED_REFUSALS
+
+
+def _origin_answer(host: bytes, origin: bytes) -> tuple[int, dict | None]:
+    status, _, body = _answer([(b"host", host), (b"origin", origin)])
+    return status, body
+
+
+@pytest.mark.parametrize(("host", "origin"), [
+    (b"localhost:8000", b"http://localhost:8000"),
+    (b"localhost:08000", b"http://localhost:8000"),  # the same port, written otherwise
+    (b"localhost", b"https://localhost"),  # a reverse proxy on 443 that sets Host to the name alone
+    (b"localhost", b"http://localhost"),
+])
+def test_an_origin_on_the_port_the_request_was_sent_to_is_served(host, origin):
+    assert _origin_answer(host, origin)[0] == 200
+
+
+@pytest.mark.parametrize(("host", "origin"), [
+    (b"localhost:8000", b"http://localhost:3000"),
+    (b"localhost", b"http://localhost:8080"),
+    (b"localhost:8000", b"http://localhost"),
+])
+def test_an_origin_on_another_port_is_another_site(host, origin):
+    status, body = _origin_answer(host, origin)
+    assert (status, body["error"]["param"]) == (400, "origin")
+    assert "is another port than the one the request was sent to" in body["error"]["message"]

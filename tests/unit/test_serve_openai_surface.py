@@ -356,7 +356,7 @@ def test_without_a_key_a_web_page_of_another_site_is_refused_and_curl_is_not(tin
         "another site")
     assert refused[3].json()["error"]["message"].startswith("origin: a cross-site request (Sec-Fetch-Site: cross-site)")
     assert refused[5].json()["error"]["message"].startswith(
-        "origin: 'http://localhost:3000' is another port than judge-serve's (8000)")
+        "origin: 'http://localhost:3000' is another port than the one the request was sent to (8000)")
     assert sent_before == 0  # readiness reads GETs only: none of the refused reached the engine
     assert same_host.status_code == 200 and curl.status_code == 200, (same_host.text, curl.text)
     assert [path for path, _ in engine.requests] == ["/v1/chat/completions", "/v1/completions"]
@@ -513,9 +513,9 @@ def test_a_model_the_engine_does_not_serve_is_model_not_found_naming_judge_serve
 
 def test_a_model_name_longer_than_any_served_is_model_not_found_without_asking_the_engine(tiny_causal_dir, engine,
                                                                                           monkeypatch):
-    """A 70,000-character model name: the engine's 404 echoing it passed the bytes judge-serve reads of an engine's
-    error, was cut, and came back as a 404 whose message was the engine's raw JSON, ``param`` null, code
-    ``not_found``. Now it is the same 404 as a short unknown name's, and the engine is not asked."""
+    """A 70,000-character model name gets the same 404 as a short unknown name's, without asking the engine: the
+    engine's 404 echoing it would pass the bytes judge-serve reads of an engine's error, be cut, and read as no
+    404 for a model at all (its raw JSON as the message, ``param`` null)."""
     name = "m" * 70_000
     chat = {"model": name, "messages": [{"role": "user", "content": "hi"}]}
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
