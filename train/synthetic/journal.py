@@ -5,7 +5,7 @@ Every stage writes one folder::
     journal.jsonl   one line per finished job (appended as jobs finish; a rerun skips the keys it finds here, but
                     asks again a job whose request failed: the endpoint's outage is not the job's answer; and one
                     its stage asks again, as traces does an answer cut by a lower max_tokens than the rerun's; the
-                    newest row of a job asked again replaces the older ones in the file once the jobs are done)
+                    newest row of a job asked again replaces the older ones in the file once they are half of it)
     <stage>.jsonl   the kept rows
     dropped.jsonl   the dropped rows, each with its ``drop_reason``
     dataset/        the kept rows as a ``datasets`` folder (``datasets.load_from_disk``); absent when none is kept
@@ -49,8 +49,8 @@ def log(message: str) -> None:
 
 class Journal:
     """Finished jobs keyed by ``row["key"]``: a ``judge.plumbing.journal`` journal (strict reading, a torn last line dropped
-    and cut from the file so its job is redone, fsynced appends). Opening it keeps only the newest row of each job in
-    the file (rewritten whole, atomically), so reruns that ask jobs again do not grow it."""
+    and cut from the file so its job is redone, fsynced appends). ``compact`` keeps only the newest row of each job in
+    the file once older rows are half of it, so reruns that ask jobs again do not grow it without bound."""
 
     def __init__(self, path: Path):
         """Read the journal at ``path`` (created on the first append).
@@ -79,14 +79,16 @@ class Journal:
             self._lines += 1
 
     def compact(self) -> None:
-        """Rewrite the file (whole, atomically) with only the newest row of each job, when it holds older ones.
+        """Rewrite the file (whole, atomically) with only the newest row of each job, once at least half its rows are
+        older ones.
 
         A job asked again appends its new row, and only the newest row of a key is ever read; each rerun while an
-        endpoint stays down journals its not-sent jobs again, so without this the file grew by a stage's jobs per
-        rerun."""
+        endpoint stays down journals its not-sent jobs again, so without this the file would grow by a stage's jobs
+        per rerun. Half, not any: a stage that runs its jobs in waves (dedup) compacts at the end of each, and a
+        rewrite of the whole file for one job asked again would cost more than the row it drops."""
         with self._lock:
             older = self._lines - len(self.rows)
-            if older:
+            if older and older >= len(self.rows):
                 rewrite_journal(self.path, self.rows.values())
                 self._lines = len(self.rows)
                 log(f"{self.path}: {older} rows of earlier attempts at jobs asked again are dropped from it; the "
