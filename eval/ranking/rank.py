@@ -839,14 +839,15 @@ def ranked_files_key(folder: Path) -> dict[str, str | None]:
 
 
 def ranking_result(folder: str | Path) -> Path | None:
-    """The file holding a ranking's result in ``folder``: ``RANKING_RESULT``, else ``EARLIER_RANKING_RESULT`` (a
-    folder ranked before the rename, same content); ``RANKING_RESULT`` when both are there, since ``rank`` writes
-    only it. None: neither, so not a folder ``judge-eval rank`` finished."""
-    for name in (RANKING_RESULT, EARLIER_RANKING_RESULT):
-        path = Path(folder) / name
-        if path.is_file():
-            return path
-    return None
+    """The file holding a ranking's result in ``folder``: ``RANKING_RESULT``, or ``EARLIER_RANKING_RESULT`` (a
+    folder ranked before the rename, same content). When both are there, the one written last: an older checkout's
+    rank rerun in the folder writes only the earlier name, and this one's rerun cut between writing its result and
+    removing the earlier file leaves that file older. None: neither, so not a folder ``judge-eval rank`` finished."""
+    found = [path for path in (Path(folder) / RANKING_RESULT, Path(folder) / EARLIER_RANKING_RESULT) if path.is_file()]
+    if len(found) == 2:
+        with contextlib.suppress(OSError):
+            return max(found, key=lambda path: path.stat().st_mtime_ns)
+    return found[0] if found else None
 
 
 def refuse_pollux_reading(verdict_reader: str, verdict_format: str, why: str) -> None:
@@ -1094,7 +1095,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
     (out / EARLIER_RANKING_RESULT).unlink(missing_ok=True)
     page = write_ranking_page(result, out)
     # run.json is the verdict stage's (written by eval.judging.run.run); the ranking's settings join it.
-    update_provenance(out, rank={"config": dataclasses.asdict(config), "model": result["model"]})
+    # The section's name before the result was rank.json: left, it would describe an earlier ranking of the folder.
+    update_provenance(out, replacing=("bench",), rank={"config": dataclasses.asdict(config), "model": result["model"]})
     log.info("rank: %s", _summary_line(matrix, unanswered, selection, len(rows)))
     # A verdict the judge never wrote fails the run as a failed request does (exit 3): the next run asks for it.
     return {"model": result["model"], "judge": result["judge"], "grand_mean": result["matrix"]["grand_mean"],

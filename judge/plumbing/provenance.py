@@ -40,7 +40,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import unquote_plus
 
 from judge.plumbing.atomic_write import write_atomically
@@ -438,14 +438,17 @@ def write_provenance(run_dir: str | Path, job: str, config: dict[str, Any], *, p
     return path
 
 
-def update_provenance(run_dir: str | Path, **sections: Any) -> Path:
-    """Merge top-level ``sections`` (e.g. ``data=...``, ``result=...``) into the folder's run.json.
+def update_provenance(run_dir: str | Path, *, replacing: Sequence[str] = (), **sections: Any) -> Path:
+    """Merge top-level ``sections`` (e.g. ``data=...``, ``result=...``) into the folder's run.json, removing the
+    sections named in ``replacing`` (one a section has replaced, which would otherwise stay beside it).
 
     Raises:
         ValueError: the folder has no run.json (``write_provenance`` comes first).
     """
     path = Path(run_dir) / PROVENANCE_FILE
     record = read_provenance(path)
+    for name in replacing:
+        record.pop(name, None)
     record.update(sections)
     _write(path, record)
     return path

@@ -47,8 +47,12 @@ def test_rank_writes_rank_json_and_a_rerun_replaces_an_old_bench_json(tmp_path: 
         first = json.loads((out / "rank.json").read_text(encoding="utf-8"))
 
         _as_before_the_rename(out)
+        run_json["bench"] = run_json.pop("rank")  # the section's name then
+        (out / "run.json").write_text(json.dumps(run_json), encoding="utf-8")
         assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--n-boot", "0")) == 0
     assert (out / "rank.json").is_file() and not (out / "bench.json").exists()
+    run_json = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert run_json["rank"]["model"] == "cand-model" and "bench" not in run_json  # not left beside it
     assert json.loads((out / "rank.json").read_text(encoding="utf-8"))["matrix"] == first["matrix"]
 
 
@@ -90,12 +94,20 @@ def test_the_leaderboard_reads_bench_json_as_it_read_it_before(tmp_path: Path) -
     assert leaderboard(runs, n_boot=200, seed=0) == before
 
 
-def test_a_folder_holding_both_is_read_by_its_rank_json(tmp_path: Path) -> None:
+def test_a_folder_holding_both_is_read_by_the_one_written_last(tmp_path: Path) -> None:
+    """An older checkout's rerun writes only bench.json; a rerun of this one cut before it removed bench.json leaves
+    that file the older one."""
+    import os
+
     a = _run(tmp_path / "a", "A", {p: 2.0 for p in range(1, 9)})
     b = _run(tmp_path / "b", "B", {p: 1.0 for p in range(1, 9)})
     (a / "bench.json").write_text(json.dumps({"model": "stale", "matrix": {"normalize": "none"}}), encoding="utf-8")
+    os.utime(a / "bench.json", ns=(10**18, 10**18))
+    os.utime(a / "rank.json", ns=(2 * 10**18, 2 * 10**18))
     assert ranking_result(a) == a / "rank.json"
     assert compare_rankings(a, b, n_boot=0)["a"]["model"] == "A"
+    os.utime(a / "bench.json", ns=(3 * 10**18, 3 * 10**18))
+    assert ranking_result(a) == a / "bench.json"
 
 
 @pytest.mark.parametrize("runs", [2, 3])
