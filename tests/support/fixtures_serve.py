@@ -235,7 +235,7 @@ class JudgeServeProcess:
         while (pid := self.managed.main_pid()) is None:
             self._check_alive()
             if time.monotonic() > deadline:
-                raise RuntimeError(f"judge-serve's supervisor started nothing in {timeout_s:.0f} s\n{self._logs()}")
+                raise RuntimeError(f"judge-serve's supervisor started nothing in {timeout_s:.0f} s\n{self.logs()}")
             time.sleep(0.02)
         return pid
 
@@ -253,15 +253,16 @@ class JudgeServeProcess:
         while http_status(self.server.root_url + "/ready") != 200:
             self._check_alive()
             if time.monotonic() > deadline:
-                raise RuntimeError(f"judge-serve not ready within {timeout_s:.0f} s\n{self._logs()}")
+                raise RuntimeError(f"judge-serve not ready within {timeout_s:.0f} s\n{self.logs()}")
             time.sleep(0.5)
         return self.server
 
     def _check_alive(self) -> None:
         if self.managed.exit_code() is not None:
-            raise RuntimeError(f"judge-serve exited with code {self.managed.exit_code()}\n{self._logs()}")
+            raise RuntimeError(f"judge-serve exited with code {self.managed.exit_code()}\n{self.logs()}")
 
-    def _logs(self) -> str:
+    def logs(self) -> str:
+        """The tails of judge-serve's log and of each engine's, for a failure message."""
         parts = [f"--- judge-serve log:\n{self.server.log_tail()}"]
         for engine_log in sorted(self.run_dir.glob("*.log")):
             if engine_log != self.log_path:

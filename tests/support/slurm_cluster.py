@@ -352,7 +352,8 @@ def signal_states(pids: Sequence[int]) -> str:
         if not fields:
             lines.append(f"{pid}: gone")
             continue
-        masks = " ".join(f"{name}={fields.get(name, '?')}" for name in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+        masks = " ".join(f"{name}={fields.get(name, '?')}"
+                         for name in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
         lines.append(f"{pid} {title}: State={fields.get('State')} PPid={fields.get('PPid')} "
                      f"NSpgid={fields.get('NSpgid')} {masks}")
     return "\n".join(lines)

@@ -161,15 +161,6 @@ def test_past_the_restart_limit_judge_serve_exits_non_zero_and_leaves_nothing(he
     print(f"judge-serve exited 1 and its tree was gone {time.monotonic() - killed_at:.1f} s after the second kill")
 
 
-def _logs_tail(process: JudgeServeProcess, n: int = 25) -> str:
-    """The last lines of judge-serve's log and of each engine's log, for a failure message."""
-    parts = []
-    for log_file in sorted(process.run_dir.glob("*.log")):
-        lines = log_file.read_text(errors="replace").splitlines()[-n:]
-        parts.append(f"--- {log_file.name} (last {len(lines)} lines)\n" + "\n".join(lines))
-    return "\n".join(parts)
-
-
 def _is_engine_core(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"VLLM::EngineCore")
@@ -249,8 +240,8 @@ def test_judge_serve_kill_9_leaves_nothing(tiny_causal_dir, tmp_path):
         while len(signal_pending(stopping, signal.SIGINT)) < len(stopping):
             assert time.monotonic() < deadline, (
                 f"the engine's stop signal never reached its frozen processes {stopping}; the engine's supervisor, "
-                f"then its frozen processes:\n{signal_states([supervisor, *frozen])}\nthis test's process: "
-                f"{signal_states([os.getpid()])}\n{_logs_tail(process)}")
+                f"then its frozen processes:\n{signal_states([supervisor, *frozen])}\nthe outer supervisor (frozen) "
+                f"and this test's process:\n{signal_states([*outer, os.getpid()])}\n{process.logs()}")
             time.sleep(0.05)
         signal_processes(outer, signal.SIGCONT)
         assert wait_until_gone(marker, 90) == []
