@@ -345,7 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from serve.app import create_app
-    from serve.connections import header_deadline_protocol, quiet_client_floods, quiet_health_polls
+    from serve.connections import header_deadline_protocol
+    from serve.quiet_logs import quiet_client_floods, quiet_health_polls
 
     raise_descriptor_limit(log)
 

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from typing import Any, Awaitable, TypeVar
 
 from serve.errors import error_response
+from serve.quiet_logs import SpacedWarning
 
-__all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HEALTH_POLLS", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
+__all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
            "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
-           "header_deadline_protocol", "own_host_names", "quiet_client_floods", "quiet_health_polls",
-           "SpacedWarning", "unless_disconnected"]
+           "header_deadline_protocol", "own_host_names", "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")
@@ -63,7 +63,7 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
 
     too_many = error_response(503, "judge-serve holds as many connections as it takes (max_connections); retry",
                               code="too_many_connections", headers={"Retry-After": "1", "Connection": "close"})
-    # uvicorn's own line for each refusal is dropped (quiet_client_floods): a client holding every slot would grow the
+    # uvicorn's own line for each refusal is dropped (serve.quiet_logs): a client holding every slot would grow the
     # log by a line per try.
     over_the_limit = SpacedWarning(logging.getLogger("uvicorn.error"), "a request refused with 503 "
                                    "too_many_connections: judge-serve holds max_connections connections")
@@ -425,69 +425,6 @@ class RequestIdMiddleware:
             await send(message)
 
         return await self.app(scope, receive, echo)
-
-
-#: Routes that load balancers, Slurm scripts and ``until curl .../ready`` loops poll every second or so.
-HEALTH_POLLS = ("/health", "/ready")
-
-
-class _NoHealthPolls(logging.Filter):
-    """Drops uvicorn's access-log line of a health poll: one line per poll per second would bury every request
-    that did work. uvicorn's access record carries ``(client, method, path, http_version, status)`` as its args."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (len(args) >= 3 and str(args[2]).split("?", 1)[0] in HEALTH_POLLS)
-
-
-def quiet_health_polls(log_level: str) -> None:
-    """Keep health polls out of the access log, unless ``log_level`` is debug (call after uvicorn's logging
-    set-up, which ``uvicorn.Config`` performs)."""
-    access = logging.getLogger("uvicorn.access")
-    for existing in [f for f in access.filters if isinstance(f, _NoHealthPolls)]:
-        access.removeFilter(existing)
-    if str(log_level).lower() != "debug":
-        access.addFilter(_NoHealthPolls())
-
-
-class SpacedWarning:
-    """A warning about a repeated event, logged the first time and then at most once per ``interval_s``, with how many
-    there were since the start: a client that repeats what is refused (a wrong key, a connection past the limit)
-    adds a line a minute to the log, not one per try, however long it keeps on.
-
-    ``clock``: seconds, monotonic (tests give their own).
-    """
-
-    def __init__(self, logger: logging.Logger, message: str, interval_s: float = 60.0, clock=None) -> None:
-        import time
-
-        self.logger, self.message, self.interval_s = logger, message, interval_s
-        self.clock = clock or time.monotonic
-        self.count, self._last = 0, None
-
-    def __call__(self, *args: Any) -> None:
-        """Count one event; log ``message % args`` with the count when the last line is ``interval_s`` old."""
-        self.count += 1
-        now = self.clock()
-        if self._last is None or now - self._last >= self.interval_s:
-            self._last = now
-            self.logger.warning(f"{self.message} (%d since the start; at most one such line per %g s)", *args,
-                                self.count, self.interval_s)
-
-
-class _NoConcurrencyWarnings(logging.Filter):
-    """Drops uvicorn's "Exceeded concurrency limit.", logged once per request past ``limit_concurrency`` (and before
-    judge-serve's protocol has seen its path, /health included): ``header_deadline_protocol`` logs its own."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != "Exceeded concurrency limit."
-
-
-def quiet_client_floods() -> None:
-    """Install ``_NoConcurrencyWarnings`` on uvicorn's error logger, once (call after uvicorn's logging set-up)."""
-    errors = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _NoConcurrencyWarnings) for f in errors.filters):
-        errors.addFilter(_NoConcurrencyWarnings())
 
 
 async def unless_disconnected(request: Any, work: Awaitable[T]) -> T:

@@ -95,11 +95,12 @@ from judge.rewards import (END_OF_TURN_MARKERS, FailedVerdictsWatch, Reward, Rew
 from judge.verdicts import VerdictError
 from judge.wire import JudgeResponse, JudgeResult
 from serve.config import ServeConfig
-from serve.connections import SpacedWarning, bearer_matches, unless_disconnected
+from serve.connections import bearer_matches, unless_disconnected
 from serve.engine_client import EngineFailure, EngineUnavailable
 from serve.errors import judgment_failed
 from serve.jobs import check_criteria
 from serve.queued import QueueFull
+from serve.quiet_logs import SpacedWarning
 from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bounds, clip_message,
                           decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 

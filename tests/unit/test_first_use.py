@@ -460,7 +460,7 @@ def test_trained_judge_is_served_under_its_run_name(outcomes):
 
 def test_health_polls_stay_out_of_the_access_log():
     """uvicorn's access lines for /health and /ready are dropped below debug; other routes and debug keep them."""
-    from serve.connections import quiet_health_polls
+    from serve.quiet_logs import quiet_health_polls
 
     access = logging.getLogger("uvicorn.access")
 

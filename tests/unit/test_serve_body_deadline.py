@@ -176,7 +176,7 @@ def test_a_spaced_warning_logs_the_first_event_then_one_line_per_interval_with_t
     log, not one per try, and the counts never stop a later burst from being logged."""
     import logging
 
-    from serve.connections import SpacedWarning
+    from serve.quiet_logs import SpacedWarning
 
     now = [0.0]
     warn = SpacedWarning(logging.getLogger("judge_serve"), "refused on %s", interval_s=60, clock=lambda: now[0])
@@ -190,10 +190,10 @@ def test_a_spaced_warning_logs_the_first_event_then_one_line_per_interval_with_t
 
 def test_past_max_connections_the_refusal_is_logged_by_judge_serve_and_not_per_request_by_uvicorn(caplog):
     """uvicorn's "Exceeded concurrency limit." came once per refused request, /health included
-    (serve.connections.quiet_client_floods drops it); the protocol's own line is spaced, and /health is not counted."""
+    (serve.quiet_logs.quiet_client_floods drops it); the protocol's own line is spaced, and /health is not counted."""
     import logging
 
-    from serve.connections import quiet_client_floods
+    from serve.quiet_logs import quiet_client_floods
 
     errors = logging.getLogger("uvicorn.error")
     before = list(errors.filters)
