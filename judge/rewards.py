@@ -28,8 +28,8 @@ The rule, step by step (``reward_of``):
    by taxonomy id, by a taxonomy criterion's Russian or English name (every variant that carries it), or by
    ``custom:<name>`` for a custom criterion; ``default_weight`` for the others). A key that names no taxonomy
    criterion is refused when the rule is built: a misspelt or unknown name would otherwise weigh nothing, silently.
-5. **POLLUX's binary gate** (``gate=True``): a two-level criterion (``Scale.is_flag``, POLLUX's own test for a
-   binary criterion) that is not at its best level closes the gate and the reward is 0.0. A verdict's score is one
+5. **POLLUX's binary gate** (``gate=True``): a binary criterion (levels exactly {0, 1}: ``Scale.is_binary``,
+   POLLUX's ``is_binary_scale``) that is not at its best level closes the gate and the reward is 0.0. A verdict's score is one
    of the levels (step 3), so its normalised value is exactly 0 or 1. A regression head's value
    is at the level it is nearest to: a flag is at its best when its normalised value is 0.5 or more (a head's 0.03 on
    a Critical criterion, best at 0, is no violation; POLLUX gates integer verdicts only). An open gate leaves the
@@ -492,7 +492,7 @@ class CriterionReward:
             None when it failed.
         failure: why it failed (a ``judge.VerdictError`` code, ``out_of_scale`` or ``not_a_level``), None when
             scored.
-        is_flag: a two-level criterion (a gate under ``gate=True``).
+        is_flag: a binary criterion, levels exactly {0, 1} (``Scale.is_binary``): a gate under ``gate=True``.
         feedback: the judge's rationale (for journals and logs; it never changes the value).
     """
 
@@ -633,7 +633,8 @@ def criterion_reward(result: JudgeResult, rule: RewardRule) -> CriterionReward:
         value = 0.0  # the worst level, normalised, whichever end is best
     else:
         value = None
-    return CriterionReward(result.criterion, result.criterion_id, value, score, failure, scale.is_flag, result.feedback)
+    return CriterionReward(result.criterion, result.criterion_id, value, score, failure, scale.is_binary,
+                           result.feedback)
 
 
 def reward_of(results: Sequence[JudgeResult], rule: RewardRule) -> Reward:

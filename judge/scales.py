@@ -66,10 +66,16 @@ class Scale:
     def is_flag(self) -> bool:
         """Whether the rubric is a yes/no question: exactly two levels; which answer is the good one is ``best``.
 
-        The reward gate's test (``judge.rewards``). POLLUX's ``src/metrics.py`` (since commit 83f6eb6b) calls a
-        rubric binary only when its levels are exactly {0, 1}; ``eval.ranking.matrix`` follows that rule.
-        """
+        POLLUX's oldest ``src/metrics.py`` (commit 2e8eb789) called such a rubric binary; since commit 83f6eb6b its
+        ``is_binary_scale`` does so only for the levels {0, 1}: ``is_binary``."""
         return len(self.levels) == 2
+
+    @property
+    def is_binary(self) -> bool:
+        """POLLUX's binary criterion (``src/utils/score_utils.py`` ``is_binary_scale``, used by ``src/metrics.py``):
+        levels exactly {0, 1}. The gate of the benchmark matrix (``eval.ranking.matrix``) and of the rewards
+        (``judge.rewards``); every two-level rubric of the taxonomy is one."""
+        return self.levels == (0, 1)
 
     def is_level(self, score: float) -> bool:
         """Whether ``score`` is one of the scale's levels: what a judge's verdict and a training target must be

@@ -140,6 +140,15 @@ def test_gate_on_a_regression_heads_flag_takes_the_level_it_is_nearest(raw, clos
     assert reward.value == (0.0 if closed else 1.0)
 
 
+def test_the_gate_takes_pollux_binary_criteria_only_levels_zero_and_one():
+    """POLLUX's is_binary_scale (src/utils/score_utils.py, used by src/metrics.py since commit 83f6eb6b): a custom
+    two-level rubric {1, 2} is no gate. Its verdict 1 (its worst, normalised 0.0) is averaged with the other
+    criterion's 1.0: (0.0 + 1.0) / 2 = 0.5, as POLLUX's matrix counts it; a gate would have made it 0.0."""
+    reward = reward_of([ok("своя шкала", 1, (1, 2)), ok("a", 2)], RewardRule(gate=True))
+    assert (reward.value, reward.gate_closed) == (pytest.approx(0.5), False)
+    assert [part.is_flag for part in reward.criteria] == [False, False]
+
+
 def test_gate_with_only_flags_keeps_their_mean():
     """Only flags, all at their best: the mean over the flags, 1.0."""
     reward = reward_of([ok(CRITICAL_NAME, 0, (0, 1)), ok("Вежливость", 1, (0, 1))], RewardRule(gate=True))

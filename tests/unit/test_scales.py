@@ -108,10 +108,13 @@ def test_a_scale_is_best_at_its_top_unless_told():
         Scale((0, 1, 2), best=1)
 
 
-def test_is_flag_is_pollux_binary_rule_exactly_two_levels():
-    """is_flag is POLLUX's binary test (src/metrics.py: a rubric with exactly two levels), whichever end is best."""
+def test_is_flag_is_two_levels_and_is_binary_pollux_levels_zero_and_one():
+    """is_flag: a yes/no rubric, exactly two levels, whichever end is best. is_binary: POLLUX's is_binary_scale
+    (src/utils/score_utils.py since commit 83f6eb6b), the levels exactly {0, 1}: {1, 5} is a flag but not binary."""
     assert scale_of("0: нет\n\n1: да").is_flag and Scale((1, 5)).is_flag
     assert not scale_of("0: плохо\n\n1: средне\n\n2: хорошо").is_flag and not Scale((3,)).is_flag
+    assert scale_of("0: нет\n\n1: да").is_binary and Scale((0, 1), best=0).is_binary
+    assert not Scale((1, 5)).is_binary and not Scale((1, 2)).is_binary and not Scale((0, 1, 2)).is_binary
 
 
 @pytest.mark.parametrize("criterion_id", ["narushenie_formata", "censor"])
