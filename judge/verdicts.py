@@ -11,9 +11,9 @@ judge's LM head writes (no score: the head scores). ``parse_verdict`` reads any 
 failure is a value (``Verdict.ok`` is False, ``error`` says why); it is never a score.
 
 A number outside the rubric's scale is the judge's answer, not a parse failure: the POLLUX paper scores such
-verdicts (arXiv 2505.24616v3, Table 11: M-Prometheus-14B's MAE of 2.36-2.69 on mostly 0-2 scales, and its
-2.5-4.0 mean scores in Table 10, only arise from scoring out-of-range values; Appendix D.2.3: it "frequently
-produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
+verdicts (arXiv 2505.24616v3, Table 11: M-Prometheus-14B's MAE of 1.68-2.69, 2.29 on average, on mostly 0-2
+scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-range values; Appendix D.2.3: it
+"frequently produc[es] values outside the defined evaluation range"). Such a verdict is ``ok`` with
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 

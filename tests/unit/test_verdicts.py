@@ -159,8 +159,8 @@ def test_failure_keeps_feedback():
 
 
 IN_SCALE = [
-    # (name, text, scale, expected score, expected in_scale). The paper scores out-of-range numbers (Table 11
-    # of arXiv 2505.24616v3: M-Prometheus-14B's MAE 2.36-2.69 on mostly 0-2 scales; Appendix D.2.3).
+    # (name, text, scale, expected score, expected in_scale). The paper scores out-of-range numbers (Table 11 of
+    # arXiv 2505.24616v3: M-Prometheus-14B's MAE 1.68-2.69, 2.29 on average, on mostly 0-2 scales; Appendix D.2.3).
     ("above the scale: 3 on 0..2", "[FEEDBACK] Хорошо. [RESULT] 3 [END]", ZERO_TO_TWO, 3.0, False),
     ("below the scale: -1 on 0..2", "[FEEDBACK] Плохо. [RESULT] -1 [END]", ZERO_TO_TWO, -1.0, False),
     ("far above: 10 on 0..2", "[FEEDBACK] Отлично. [RESULT] 10 [END]", ZERO_TO_TWO, 10.0, False),
