@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,14 @@ def python_sigint_handler():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def submit_config(tmp_path) -> Path:
+    """A judge-train config for the ``judge-train submit`` tests: the seq2seq recipe on the bundled sample, its run
+    folder ``tmp_path / "run"``."""
+    path = tmp_path / "judge.yaml"
+    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
+    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
+                    f"output_dir: {tmp_path / 'run'}\n")
+    return path

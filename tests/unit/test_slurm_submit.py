@@ -18,15 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "slurm"
 
 
-@pytest.fixture
-def config_file(tmp_path) -> Path:
-    path = tmp_path / "judge.yaml"
-    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
-    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
-                    f"output_dir: {tmp_path / 'run'}\n")
-    return path
-
-
 def _dry_run(capsys, *argv: str) -> str:
     assert slurm_submit.main(["--dry-run", *argv]) == 0
     return capsys.readouterr().out
@@ -60,10 +51,10 @@ def test_a_global_batch_that_does_not_divide_is_refused(per_device, nodes, ranks
         plan_batch(256, per_device, nodes, ranks)
 
 
-def test_dry_run_8x8_renders_header_and_accumulation(capsys, config_file, tmp_path):
+def test_dry_run_8x8_renders_header_and_accumulation(capsys, submit_config, tmp_path):
     """8 nodes x 8 GPUs with per-device batch 4: the header asks for 8 x 8 and the script says accumulation 1."""
     script = _dry_run(
-        capsys, "--config", str(config_file), "--nodes", "8", "--gpus-per-node", "8",
+        capsys, "--config", str(submit_config), "--nodes", "8", "--gpus-per-node", "8",
         "--partition", "gpu", "--account", "pollux", "--time", "48:00:00",
     )  # fmt: skip
     header = _header(script)
@@ -78,7 +69,7 @@ def test_dry_run_8x8_renders_header_and_accumulation(capsys, config_file, tmp_pa
     assert f"#SBATCH --output={tmp_path / 'run'}/slurm/%x-%j.out" in header
     assert "export JUDGE_GRAD_ACCUM=1" in script
     assert "export JUDGE_PROCS_PER_NODE=8" in script
-    assert f"export JUDGE_CONFIG={config_file}" in script
+    assert f"export JUDGE_CONFIG={submit_config}" in script
     assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'run'}" in script
     assert "# global batch 256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)" in script
     # Every option appears once; the body after the rendered block is the template's, unchanged.
@@ -87,19 +78,19 @@ def test_dry_run_8x8_renders_header_and_accumulation(capsys, config_file, tmp_pa
     assert script.endswith((SLURM_DIR / "train.sbatch").read_text().split("set -euo pipefail\n", 1)[1])
 
 
-def test_dry_run_1x2_accumulates_32(capsys, config_file):
+def test_dry_run_1x2_accumulates_32(capsys, submit_config):
     """1 node x 2 GPUs with per-device batch 4: accumulation 32 keeps 256."""
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2")
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2")
     assert "#SBATCH --nodes=1" in _header(script)
     assert "#SBATCH --gpus-per-node=2" in _header(script)
     assert "export JUDGE_GRAD_ACCUM=32" in script
     assert "# global batch 256 = 4 per device x 32 accumulation x 2 ranks (1 nodes x 2)" in script
 
 
-def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, config_file):
+def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, submit_config):
     """--gpus-per-node 0 asks for no GPUs, one CPU rank per node; flags after `--` reach judge-train."""
     script = _dry_run(
-        capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+        capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "0",
         "--sbatch-arg=--exclusive", "--signal-before-s", "30", "--", "--max_steps", "6",
     )  # fmt: skip
     header = _header(script)
@@ -111,37 +102,37 @@ def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, con
     assert "set -- --max_steps 6 \"$@\"" in script
 
 
-def test_dry_run_script_is_valid_bash(capsys, config_file, tmp_path):
+def test_dry_run_script_is_valid_bash(capsys, submit_config, tmp_path):
     """The rendered script parses (bash -n)."""
     path = tmp_path / "rendered.sbatch"
-    path.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "4"))
+    path.write_text(_dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "4"))
     subprocess.run(["bash", "-n", str(path)], check=True)
 
 
-def test_header_values_with_a_space_are_quoted_for_sbatch(capsys, config_file, tmp_path):
+def test_header_values_with_a_space_are_quoted_for_sbatch(capsys, submit_config, tmp_path):
     """sbatch splits an #SBATCH line at whitespace and refuses the leftover word ("Invalid directive found in batch
     script"), and an unpaired quote, but keeps a quoted value whole: a run folder or job name with a space or a quote
     is quoted with the other quote; a value with both quotes cannot be written and is refused before anything is
     submitted."""
     out = tmp_path / "my runs" / "x"
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
                       str(out), "--job-name", "my judge", "--sbatch-arg=--comment=two words")
     header = _header(script)
     assert '#SBATCH --job-name="my judge"' in header and '#SBATCH --comment="two words"' in header
     assert f'#SBATCH --output="{out}/slurm/%x-%j.out"' in header
     assert "#SBATCH --nodes=1" in header  # values without a space are written as they were
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "8", "--output-dir",
                       str(tmp_path / "o'brien"), '--sbatch-arg=--comment=a "b" c')
     assert f'#SBATCH --output="{tmp_path}/o\'brien/slurm/%x-%j.out"' in _header(script)
     assert "#SBATCH --comment='a \"b\" c'" in _header(script)
-    assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "8",
+    assert slurm_submit.main(["--dry-run", "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "8",
                               "--sbatch-arg=--comment=it's \"b\""]) == 2
     assert "cannot be written in an #SBATCH line" in capsys.readouterr().err
 
 
-def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, config_file, tmp_path):
+def test_submit_refuses_an_indivisible_batch_and_a_bad_config(capsys, submit_config, tmp_path):
     """Errors come back as exit status 2 with the reason, before anything reaches sbatch."""
-    assert slurm_submit.main(["--config", str(config_file), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]) == 2
+    assert slurm_submit.main(["--config", str(submit_config), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]) == 2
     assert "does not divide" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text("recipe: seq2seq\nper_device_batch: 4\n")
@@ -195,10 +186,10 @@ def test_shipped_configs_render_for_64_gpus(capsys, tmp_path, monkeypatch):
                           "JUDGE_SERVE_CONFIG": "/nonexistent.yaml"}, "JUDGE_SERVE_CONFIG=/nonexistent.yaml is not a file"),
     ],
 )
-def test_sbatch_scripts_name_the_missing_variable(script, env, message, config_file):
+def test_sbatch_scripts_name_the_missing_variable(script, env, message, submit_config):
     """Run outside a proper job, a script exits 2 naming what to set, before launching anything."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))}
-    env = {k: v.format(config=config_file) for k, v in env.items()}
+    env = {k: v.format(config=submit_config) for k, v in env.items()}
     proc = subprocess.run(
         ["bash", str(SLURM_DIR / script)], env={**clean, **env}, capture_output=True, text=True, timeout=30
     )
@@ -234,7 +225,7 @@ def _fake_slurm_bin(bin_dir: Path) -> Path:
     return bin_dir
 
 
-def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, config_file):
+def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, submit_config):
     """A checkpoint cut off mid-save (no trainer_state.json) is set aside; --resume is passed for the complete one;
     rendezvous falls back to Slurm's NodeAddr when the first node's name does not resolve."""
     out = tmp_path / "run"
@@ -247,7 +238,7 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
         "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
         "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "nx-node-[1-2]", "SLURM_JOB_NUM_NODES": "2",
         "SLURM_RESTART_COUNT": "1", "SLURM_CPUS_PER_TASK": "16",
-        "JUDGE_CONFIG": str(config_file), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "JUDGE_CONFIG": str(submit_config), "JUDGE_OUTPUT_DIR": str(out), "JUDGE_CACHE_DIR": str(tmp_path / "cache"),
         "JUDGE_PROCS_PER_NODE": "8",
     }  # fmt: skip
     proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch"), "--max_steps", "9"], env=env,
@@ -262,7 +253,7 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
     assert srun[6:8] == ["bash", "-c"] and 'trap "" USR1' in srun[8] and "--no-python judge-train" in srun[8]
     assert srun[9] == "judge-train"  # $0 of the inner shell; judge-train's arguments follow
     # restart 1: a requeue keeps its folder, after every other argument (test_slurm_train_requeue_overwrite.py)
-    assert srun[10:] == ["--config", str(config_file), "--output-dir", str(out), "--resume", "--max_steps", "9",
+    assert srun[10:] == ["--config", str(submit_config), "--output-dir", str(out), "--resume", "--max_steps", "9",
                          "--no-overwrite-output-dir"]
 
 
@@ -271,12 +262,12 @@ def test_train_sbatch_resumes_from_the_newest_complete_checkpoint(tmp_path, conf
 _INJECTED = "gpu\ntouch {marker} #"  # a bare name (bash runs in tmp_path); `#` comments out the line's rest
 
 
-def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[str], str]]:
+def _injection_cases(tmp_path: Path, submit_config: Path) -> list[tuple[str, list[str], str]]:
     """(setting named in the error, argv, marker file the injected line would create) for every rendered value."""
     cases = []
     for flag in ("--partition", "--account", "--job-name", "--time"):
         marker = tmp_path / f"pwned{flag}"
-        cases.append((flag, ["--config", str(config_file), flag, _INJECTED.format(marker=marker.name)], marker))
+        cases.append((flag, ["--config", str(submit_config), flag, _INJECTED.format(marker=marker.name)], marker))
     marker = tmp_path / "pwned-model"
     model_config = tmp_path / "model.yaml"
     model_config.write_text("recipe: seq2seq\nper_device_train_batch_size: 4\n"
@@ -286,19 +277,19 @@ def _injection_cases(tmp_path: Path, config_file: Path) -> list[tuple[str, list[
     odd_dir = tmp_path / f"cfg\ntouch {marker.name} #"
     odd_dir.mkdir()
     odd_config = odd_dir / "judge.yaml"
-    odd_config.write_text(config_file.read_text())
+    odd_config.write_text(submit_config.read_text())
     cases.append(("--config (the file's path)", ["--config", str(odd_config)], marker))
     return cases
 
 
-def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_file, monkeypatch):
+def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, submit_config, monkeypatch):
     """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
     monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
     # nor the reading of --time, which refuses the injected one as no time limit
     monkeypatch.setattr(slurm_submit, "slurm_time_s", lambda limit: 86400 if limit else None)
     # nor the base model's look-up, which finds no folder or hub id by the injected name
     monkeypatch.setattr("train.cli.check_training_data", lambda config, download: None)
-    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+    for setting, argv, marker in _injection_cases(tmp_path, submit_config):
         args = slurm_submit.build_parser().parse_args(["--nodes", "1", "--gpus-per-node", "0", *argv])
         script, _, _ = slurm_submit._render(args, [])
         path = tmp_path / "rendered.sbatch"
@@ -308,16 +299,16 @@ def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, config_f
         assert marker.exists(), setting
 
 
-def test_a_control_character_in_a_rendered_value_is_refused_naming_the_setting(tmp_path, config_file, capsys):
+def test_a_control_character_in_a_rendered_value_is_refused_naming_the_setting(tmp_path, submit_config, capsys):
     """Each injected value is refused before any script is printed or written, and the error names its setting."""
-    for setting, argv, marker in _injection_cases(tmp_path, config_file):
+    for setting, argv, marker in _injection_cases(tmp_path, submit_config):
         assert slurm_submit.main(["--dry-run", "--nodes", "1", "--gpus-per-node", "0", *argv]) == 2
         captured = capsys.readouterr()
         assert captured.out == ""
         assert f"judge-train submit: {setting}: control character '\\n'" in captured.err
         assert not marker.exists()
     for bad in ("gpu\r", "gpu\x00", "gpu\x1b[2J", "gpu\u2028x"):
-        assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+        assert slurm_submit.main(["--dry-run", "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0",
                                   f"--sbatch-arg=--comment={bad}"]) == 2
         assert "--sbatch-arg (number 1): control character" in capsys.readouterr().err
 
@@ -352,7 +343,7 @@ def _run_train_sbatch(script: Path, tmp_path: Path, out: Path, restart: str | No
     return srun[srun.index("judge-train") + 1:]
 
 
-def test_overwrite_applies_to_the_jobs_first_start_and_a_requeue_resumes_its_own_checkpoints(tmp_path, config_file,
+def test_overwrite_applies_to_the_jobs_first_start_and_a_requeue_resumes_its_own_checkpoints(tmp_path, submit_config,
                                                                                              capsys):  # fmt: skip
     """`submit -- --overwrite-output-dir` over a folder with an earlier run: the first start starts over (no
     --resume beside the flag, which judge-train refuses); a requeue resumes the checkpoint the job saved itself,
@@ -362,7 +353,7 @@ def test_overwrite_applies_to_the_jobs_first_start_and_a_requeue_resumes_its_own
 
     out = tmp_path / "run"
     script = tmp_path / "train.sbatch"
-    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+    script.write_text(_dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "0",
                                "--output-dir", str(out), "--", "--overwrite-output-dir", "--max_steps", "9"))
     assert "export JUDGE_OVERWRITE_OUTPUT_DIR=1" in script.read_text()
     old = out / "checkpoint-50"
@@ -386,11 +377,11 @@ def test_overwrite_applies_to_the_jobs_first_start_and_a_requeue_resumes_its_own
     assert (job_config(requeued).resume, job_config(requeued).overwrite_output_dir) == (True, False)
 
 
-def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, config_file, capsys):
+def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, submit_config, capsys):
     """The default: a resubmission into a folder with a checkpoint continues it (the flag is not rendered)."""
     out = tmp_path / "run"
     script = tmp_path / "train.sbatch"
-    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+    script.write_text(_dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "0",
                                "--output-dir", str(out)))
     assert "export JUDGE_OVERWRITE_OUTPUT_DIR=0" in script.read_text().split("# --- end of rendered values ---")[0]
     (out / "checkpoint-50").mkdir(parents=True)
@@ -399,14 +390,14 @@ def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, con
     assert "--resume" in args and "--overwrite-output-dir" not in args and "--no-overwrite-output-dir" not in args
 
 
-def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tmp_path, config_file, capsys):
+def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tmp_path, submit_config, capsys):
     """sbatch hands the job the submitting shell's environment. A JUDGE_OVERWRITE_OUTPUT_DIR=1 left there (the manual
     sbatch of docs/slurm.md sets it) made a plain resubmission over checkpoint-50 start over, deleting that run; the
     others changed the job as silently (a vLLM server for a seq2seq run, another rendezvous port, extra srun flags).
     Run here as the job gets them, not stripped: the rendered script sets or unsets each one itself."""
     out = tmp_path / "run"
     script = tmp_path / "train.sbatch"
-    script.write_text(_dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "0",
+    script.write_text(_dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "0",
                                "--output-dir", str(out)))
     (out / "checkpoint-50").mkdir(parents=True)
     (out / "checkpoint-50" / "trainer_state.json").write_text("{}")
@@ -414,7 +405,7 @@ def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tm
     shell = {"JUDGE_OVERWRITE_OUTPUT_DIR": "1", "JUDGE_VLLM_SERVE_MODEL": "Qwen/Qwen3-4B", "JUDGE_MASTER_PORT": "1",
              "JUDGE_SRUN_ARGS": "--container-image=leftover.sqsh", "JUDGE_SHUTDOWN_TIMEOUT_S": "5"}
     args = _run_train_sbatch(script, tmp_path, out, restart=None, shell=shell)
-    assert args == ["--config", str(config_file), "--output-dir", str(out), "--resume"]
+    assert args == ["--config", str(submit_config), "--output-dir", str(out), "--resume"]
     srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
     assert "--container-image=leftover.sqsh" not in srun and "--nodelist=nx-node-2" not in srun
     # What the rendered block leaves of the shell's values, the script's own defaults applying after it.
@@ -424,7 +415,7 @@ def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tm
     assert sorted(line for line in env if line.split("=")[0] in shell) == ["JUDGE_OVERWRITE_OUTPUT_DIR=0"]
 
 
-def test_each_judge_variable_of_the_submitting_shell_is_named_with_the_flag_that_sets_it(capsys, config_file,
+def test_each_judge_variable_of_the_submitting_shell_is_named_with_the_flag_that_sets_it(capsys, submit_config,
                                                                                           monkeypatch):
     """A container image in JUDGE_SRUN_ARGS or a venv in JUDGE_ENV_SCRIPT, exported for an older submit that let sbatch
     hand them on, would be unset by the kept script without a word: each is named on stderr with its flag. A value
@@ -432,7 +423,7 @@ def test_each_judge_variable_of_the_submitting_shell_is_named_with_the_flag_that
     monkeypatch.setenv("JUDGE_SRUN_ARGS", "--container-image=IMG")
     monkeypatch.setenv("JUDGE_ENV_SCRIPT", "/shared/env.sh")
     monkeypatch.setenv("JUDGE_MASTER_PORT", "29600")
-    assert slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
+    assert slurm_submit.main(["--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0", "--dry-run",
                               "--master-port", "29600"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if "does not reach the job" in line] == [
@@ -442,13 +433,13 @@ def test_each_judge_variable_of_the_submitting_shell_is_named_with_the_flag_that
         "it); give it with --srun-args"]
 
 
-def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, config_file):
+def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, submit_config):
     """Each JUDGE_* name train.sbatch reads (all but JUDGE_NNODES, which it sets itself) is exported or unset in the
     rendered block, once: a name added to the script and not here would reach the job from the shell again."""
     template = (SLURM_DIR / "train.sbatch").read_text()
     read = set(re.findall(r"\$\{?(JUDGE_[A-Z_]+)", template)) - {"JUDGE_NNODES"}
     assert read == set(slurm_submit.TRAIN_SCRIPT_VARIABLES)
-    block = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0")
+    block = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0")
     block = block.split("# --- rendered by")[1].split("# --- end of rendered values ---")[0]
     exported = re.findall(r"^export (JUDGE_[A-Z_]+)=", block, re.M)
     (unset_line,) = [line for line in block.splitlines() if line.startswith("unset ")]
@@ -456,10 +447,10 @@ def test_the_rendered_script_sets_every_variable_train_sbatch_reads(capsys, conf
     assert sorted(exported + unset) == sorted(read)
 
 
-def test_master_port_and_shutdown_timeout_are_submits_flags(capsys, config_file):
+def test_master_port_and_shutdown_timeout_are_submits_flags(capsys, submit_config):
     """The two variables train.sbatch reads that had no flag (a value in the shell no longer reaches the job):
     rendered when given, checked at submit."""
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0",
                       "--master-port", "29600", "--shutdown-timeout-s", "1200")
     assert "export JUDGE_MASTER_PORT=29600\n" in script and "export JUDGE_SHUTDOWN_TIMEOUT_S=1200\n" in script
     unset_line = next(line for line in script.splitlines() if line.startswith("unset "))
@@ -467,7 +458,7 @@ def test_master_port_and_shutdown_timeout_are_submits_flags(capsys, config_file)
     for flag, value, said in (("--master-port", "70000", "--master-port must be a port from 1 to 65535, got 70000"),
                               ("--shutdown-timeout-s", "0", "--shutdown-timeout-s must be a positive number of "
                                                             "seconds, got 0")):
-        assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "0",
+        assert slurm_submit.main(["--dry-run", "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "0",
                                   flag, value]) == 2
         assert capsys.readouterr().err == f"judge-train submit: {said}\n"
 
@@ -520,12 +511,12 @@ def test_every_srun_passes_the_jobs_cpus_per_task():
     ("--no-req", "the job must be requeueable: it requeues itself after saving on a signal"),
     ("--open=truncate", "a requeued job appends to its log (--open-mode=append)"),
 ])  # fmt: skip
-def test_sbatch_arg_may_not_override_what_submit_plans(capsys, config_file, option, flag):
+def test_sbatch_arg_may_not_override_what_submit_plans(capsys, submit_config, option, flag):
     """A later #SBATCH value wins in sbatch: --gpus-per-node=1 beside JUDGE_PROCS_PER_NODE=2 starts two ranks on one
     GPU, and --signal=B:USR1@60 signals only the batch shell, which has no USR1 trap and dies. sbatch reads an
     abbreviated name as the whole one (--sig is --signal). Refused, exit 2, naming the planned option and what to
     use instead; nothing is printed."""
-    assert slurm_submit.main(["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+    assert slurm_submit.main(["--dry-run", "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2",
                               f"--sbatch-arg={option}"]) == 2  # fmt: skip
     captured = capsys.readouterr()
     name = option[2:].split("=")[0].split()[0]
@@ -537,17 +528,17 @@ def test_sbatch_arg_may_not_override_what_submit_plans(capsys, config_file, opti
 
 
 @pytest.mark.parametrize("option", ["--exclusive", "--mem=0", "--gres=gpu:2", "--time-min=30", "--nodelist=n1"])
-def test_sbatch_arg_passes_options_that_are_not_planned(capsys, config_file, option):
+def test_sbatch_arg_passes_options_that_are_not_planned(capsys, submit_config, option):
     """Only the planned options and their abbreviations are refused: an option whose name merely begins with a
     planned one's (--time-min, --nodelist) is rendered."""
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2",
                       f"--sbatch-arg={option}")  # fmt: skip
     assert any(line.startswith(f"#SBATCH {option.split()[0].split('=')[0]}") for line in _header(script))
 
 
-def test_every_planned_option_is_in_the_rendered_header(capsys, config_file):
+def test_every_planned_option_is_in_the_rendered_header(capsys, submit_config):
     """The refused options are the header's own (plus --no-requeue, requeue's negation), so none is missed."""
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "2", "--gpus-per-node", "2",
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "2",
                       "--partition", "gpu", "--account", "acc")  # fmt: skip
     header = {line[len("#SBATCH --"):].split("=")[0] for line in _header(script)}
     assert header == set(slurm_submit.PLANNED_SBATCH_OPTIONS) - {"no-requeue"}
@@ -557,9 +548,9 @@ def test_every_planned_option_is_in_the_rendered_header(capsys, config_file):
     ("00:05:00", 7200, "--time 00:05:00: 300 s", 299), ("5", 300, "--time 5: 300 s", 299),
     ("1-0", 86400, "--time 1-0: 86400 s", 65535), (None, 86400, "the template's --time=24:00:00: 86400 s", 600),
 ])  # fmt: skip
-def test_signal_before_s_must_be_below_the_time_limit(capsys, config_file, time, before, limit, accepted):
+def test_signal_before_s_must_be_below_the_time_limit(capsys, submit_config, time, before, limit, accepted):
     """SIGUSR1 7200 s before a 5-minute limit would come as the job starts: every start would save and requeue."""
-    argv = ["--dry-run", "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2",
+    argv = ["--dry-run", "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2",
             "--signal-before-s", str(before), *(["--time", time] if time else [])]  # fmt: skip
     assert slurm_submit.main(argv) == 2
     captured = capsys.readouterr()
@@ -574,7 +565,7 @@ def test_signal_before_s_must_be_below_the_time_limit(capsys, config_file, time,
 # --- what reaches sbatch: the rendered script, not the caller's SBATCH_* variables -------------------------------
 
 
-def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, config_file, capsys, monkeypatch):
+def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, submit_config, capsys, monkeypatch):
     """sbatch reads SBATCH_TIMELIMIT, SBATCH_NO_REQUEUE... as options that override the script's #SBATCH lines
     (sbatch(1), INPUT ENVIRONMENT VARIABLES): a 5-minute limit from the shell would meet the 600 s signal submit
     checked against --time, and the job could not requeue. submit leaves them out and names them; the rest of the
@@ -593,7 +584,7 @@ def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, 
     monkeypatch.setenv("SBATCH_TIMELIMIT", "00:05:00")
     monkeypatch.setenv("SBATCH_NO_REQUEUE", "1")
     out = tmp_path / "run"
-    assert slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", "--time",
+    assert slurm_submit.main(["--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2", "--time",
                               "01:00:00", "--output-dir", str(out)]) == 0  # fmt: skip
     captured = capsys.readouterr()
     assert captured.err == ("judge-train submit: warning: not passing SBATCH_NO_REQUEUE, SBATCH_TIMELIMIT to sbatch "
@@ -614,20 +605,20 @@ def test_sbatch_gets_no_sbatch_variables_from_the_callers_environment(tmp_path, 
     "--container-image=/shared/images/pollux-judge.sqsh --container-mounts=/shared:/shared",  # docs/slurm.md's
 ])  # fmt: skip
 @pytest.mark.parametrize("spelling", ["--srun-args {}", "--srun-args={}", "--srun_args {}"])
-def test_srun_args_take_a_value_that_starts_with_a_dash(capsys, config_file, value, spelling):
+def test_srun_args_take_a_value_that_starts_with_a_dash(capsys, submit_config, value, spelling):
     """argparse reads a lone word starting with `--` (and holding no space) as an option: `--srun-args
     "--container-image=IMG"`, the help's example, failed with "expected one argument". Every spelling renders
     JUDGE_SRUN_ARGS."""
     flag, sep, _ = spelling.partition("=") if "=" in spelling else spelling.partition(" ")
     words = [f"{flag}={value}"] if sep == "=" else [flag, value]
-    script = _dry_run(capsys, "--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", *words)
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2", *words)
     assert f"export JUDGE_SRUN_ARGS={shlex.quote(value)}" in script
 
 
-def test_srun_args_followed_by_a_submit_flag_is_still_a_missing_value(capsys, config_file):
+def test_srun_args_followed_by_a_submit_flag_is_still_a_missing_value(capsys, submit_config):
     """`--srun-args --dry-run` forgot its value: submit's own flag is not taken for srun's."""
     with pytest.raises(SystemExit) as exit_info:
-        slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", "--srun-args",
+        slurm_submit.main(["--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2", "--srun-args",
                            "--dry-run"])  # fmt: skip
     assert exit_info.value.code == 2
     assert "--srun-args: expected one argument" in capsys.readouterr().err

@@ -15,15 +15,6 @@ from tests.support.fake_commands import write_executables
 from train import slurm_submit
 
 
-@pytest.fixture
-def config_file(tmp_path) -> Path:
-    path = tmp_path / "judge.yaml"
-    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
-    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
-                    f"output_dir: {tmp_path / 'run'}\n")
-    return path
-
-
 def _fake_slurm(tmp_path: Path, monkeypatch, *, squeue: str = "", sbatch: str = "echo 43\n") -> None:
     """sbatch and squeue first on PATH: squeue prints ``squeue`` (its lines, "<id> <command>") and each call of
     either is kept in tmp_path/calls."""
@@ -41,14 +32,14 @@ def _calls(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _submit(config_file: Path, *argv: str) -> int:
-    return slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", *argv])
+def _submit(submit_config: Path, *argv: str) -> int:
+    return slurm_submit.main(["--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2", *argv])
 
 
 # --- a run folder a live job or process already trains in ------------------------------------------------------
 
 
-def test_a_second_submission_into_a_queued_jobs_folder_is_refused_naming_that_job(tmp_path, config_file, capsys,
+def test_a_second_submission_into_a_queued_jobs_folder_is_refused_naming_that_job(tmp_path, submit_config, capsys,
                                                                                   monkeypatch):  # fmt: skip
     """The same command twice: the second job failed when it ran ("... is in use by judge-train run"), FAILED. Now
     squeue's live job whose batch script submit kept in the folder's slurm/ refuses it at submit, exit 2, one line
@@ -59,7 +50,7 @@ def test_a_second_submission_into_a_queued_jobs_folder_is_refused_naming_that_jo
     first.write_text("#!/bin/bash\n")
     _fake_slurm(tmp_path, monkeypatch, squeue=f"40 {tmp_path}/other/slurm/train-20260101T000000Z.sbatch\n"
                                               f"41 {first}\n")
-    assert _submit(config_file, "--output-dir", str(out)) == 2
+    assert _submit(submit_config, "--output-dir", str(out)) == 2
     err = capsys.readouterr().err
     assert err == (f"judge-train submit: job 41 ({first}) already trains in {out}; this job would stop at its lock: "
                    "wait for it, scancel 41, or give another --output-dir\n")
@@ -68,34 +59,34 @@ def test_a_second_submission_into_a_queued_jobs_folder_is_refused_naming_that_jo
     assert sorted((out / "slurm").iterdir()) == [first]
 
 
-def test_a_job_in_another_folder_or_one_that_waits_is_submitted(tmp_path, config_file, capsys, monkeypatch):
+def test_a_job_in_another_folder_or_one_that_waits_is_submitted(tmp_path, submit_config, capsys, monkeypatch):
     """A live job of another run folder is no reason to refuse; a job that waits for another (afterok on the one
     training this folder) is the folder's next job, not asked about."""
     out = tmp_path / "run"
     _fake_slurm(tmp_path, monkeypatch, squeue=f"40 {tmp_path}/other/slurm/train-20260101T000000Z.sbatch\n")
-    assert _submit(config_file, "--output-dir", str(out)) == 0
+    assert _submit(submit_config, "--output-dir", str(out)) == 0
     capsys.readouterr()
     (kept,) = (out / "slurm").glob("train-*.sbatch")
     monkeypatch.setenv("FAKE_SQUEUE_OUT", f"41 {kept}\n")
     (tmp_path / "calls").unlink()
-    assert _submit(config_file, "--output-dir", str(out), "--sbatch-arg=--dependency=afterok:41") == 0
+    assert _submit(submit_config, "--output-dir", str(out), "--sbatch-arg=--dependency=afterok:41") == 0
     assert [call.split()[0] for call in _calls(tmp_path)] == ["sbatch"]
 
 
-def test_dry_run_asks_slurm_nothing(tmp_path, config_file, capsys, monkeypatch):
+def test_dry_run_asks_slurm_nothing(tmp_path, submit_config, capsys, monkeypatch):
     _fake_slurm(tmp_path, monkeypatch, squeue=f"41 {tmp_path}/run/slurm/train-20260101T000000Z.sbatch\n")
-    assert _submit(config_file, "--dry-run") == 0
+    assert _submit(submit_config, "--dry-run") == 0
     assert _calls(tmp_path) == []
 
 
-def test_a_run_folder_a_live_process_holds_is_refused_naming_it(tmp_path, config_file, capsys, monkeypatch):
+def test_a_run_folder_a_live_process_holds_is_refused_naming_it(tmp_path, submit_config, capsys, monkeypatch):
     """A run started by hand (or a job submitted otherwise) holds the folder's run.lock: its job would stop there.
     Refused at submit (--dry-run too), naming the holder; the holder keeps its lock."""
     monkeypatch.setenv("SLURM_JOB_ID", "77")  # the holder's job, recorded for the message
     out = tmp_path / "run"
     with hold_run_folder(out, "judge-train run"):
         monkeypatch.delenv("SLURM_JOB_ID")
-        assert _submit(config_file, "--output-dir", str(out), "--dry-run") == 2
+        assert _submit(submit_config, "--output-dir", str(out), "--dry-run") == 2
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err.startswith(f"judge-train submit: {out} is in use by judge-train run (pid {os.getpid()} ")
@@ -104,14 +95,14 @@ def test_a_run_folder_a_live_process_holds_is_refused_naming_it(tmp_path, config
         with pytest.raises(Exception, match="in use by"):  # still held
             with hold_run_folder(out, "judge-train run"):
                 pass
-    assert _submit(config_file, "--output-dir", str(out), "--dry-run") == 0
+    assert _submit(submit_config, "--output-dir", str(out), "--dry-run") == 0
 
 
 # --- a submission sbatch refused leaves no script -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("existing", [False, True])
-def test_a_refused_submission_removes_its_kept_script_and_the_folders_made_for_it(tmp_path, config_file, capsys,
+def test_a_refused_submission_removes_its_kept_script_and_the_folders_made_for_it(tmp_path, submit_config, capsys,
                                                                                    monkeypatch, existing):  # fmt: skip
     """sbatch refused `--partition gpu`: runs/<x>/slurm/train-*.sbatch stayed, read later as a job that ran. Now it
     goes, and so do slurm/ and the run folder when submit made them; a folder that was there stays."""
@@ -121,7 +112,7 @@ def test_a_refused_submission_removes_its_kept_script_and_the_folders_made_for_i
         (out / "notes.txt").write_text("mine\n")
     _fake_slurm(tmp_path, monkeypatch,
                 sbatch='echo "sbatch: error: invalid partition specified: gpu" >&2\nexit 1\n')
-    assert _submit(config_file, "--output-dir", str(out), "--partition", "gpu") == 1
+    assert _submit(submit_config, "--output-dir", str(out), "--partition", "gpu") == 1
     err = capsys.readouterr().err
     assert err.startswith("judge-train submit: sbatch refused the job (1): sbatch: error: invalid partition "
                           "specified: gpu (nothing submitted; ")
@@ -134,7 +125,7 @@ def test_a_refused_submission_removes_its_kept_script_and_the_folders_made_for_i
 
 
 @pytest.mark.parametrize("limit", ["24h", "1:2:3:4", "-5", "2-x", ""])
-def test_a_time_limit_submit_cannot_read_is_refused_before_the_data_checks(tmp_path, config_file, capsys,
+def test_a_time_limit_submit_cannot_read_is_refused_before_the_data_checks(tmp_path, submit_config, capsys,
                                                                           monkeypatch, limit):  # fmt: skip
     """`--time 24h` read as no limit skipped the check of --signal-before-s against it, and sbatch refused the job
     only after every check. Refused first (exit 2), naming Slurm's forms."""
@@ -142,7 +133,7 @@ def test_a_time_limit_submit_cannot_read_is_refused_before_the_data_checks(tmp_p
         raise AssertionError("the data was checked first")
 
     monkeypatch.setattr("train.cli.check_training_data", no_data_check)
-    assert _submit(config_file, "--time", limit, "--dry-run") == 2
+    assert _submit(submit_config, "--time", limit, "--dry-run") == 2
     assert capsys.readouterr().err == (f"judge-train submit: --time {limit!r} is no Slurm time limit; give minutes "
                                        "(90), minutes:seconds (90:00), hours:minutes:seconds (48:00:00), days-hours "
                                        "(2-0), days-hours:minutes (2-00:00) or days-hours:minutes:seconds "
@@ -159,9 +150,9 @@ def test_the_time_forms_named_are_read(limit, seconds):
 # --- --dry-run names the SBATCH_* variables a submit leaves out ---------------------------------------------------
 
 
-def test_dry_run_warns_of_the_sbatch_variables_it_would_leave_out(tmp_path, config_file, capsys, monkeypatch):
+def test_dry_run_warns_of_the_sbatch_variables_it_would_leave_out(tmp_path, submit_config, capsys, monkeypatch):
     monkeypatch.setenv("SBATCH_TIMELIMIT", "00:05:00")
-    assert _submit(config_file, "--dry-run") == 0
+    assert _submit(submit_config, "--dry-run") == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("#!/bin/bash")
     assert captured.err == ("judge-train submit: warning: not passing SBATCH_TIMELIMIT to sbatch (they would "
@@ -172,10 +163,10 @@ def test_dry_run_warns_of_the_sbatch_variables_it_would_leave_out(tmp_path, conf
 # --- how to follow a submitted job ----------------------------------------------------------------------------------
 
 
-def test_a_submitted_job_is_followed_with_squeue_and_tail(tmp_path, config_file, capsys, monkeypatch):
+def test_a_submitted_job_is_followed_with_squeue_and_tail(tmp_path, submit_config, capsys, monkeypatch):
     out = tmp_path / "run"
     _fake_slurm(tmp_path, monkeypatch)
-    assert _submit(config_file, "--output-dir", str(out), "--job-name", "dup") == 0
+    assert _submit(submit_config, "--output-dir", str(out), "--job-name", "dup") == 0
     lines = capsys.readouterr().out.splitlines()
     log = out / "slurm" / "dup-43.out"
     assert lines[0].startswith("submitted job 43: ")

@@ -15,17 +15,8 @@ import pytest
 from train import slurm_submit
 
 
-@pytest.fixture
-def config_file(tmp_path) -> Path:
-    path = tmp_path / "judge.yaml"
-    # zero_shot: drop: the bundled sample data holds Zero-Shot rows, which the default refuses (at submit too)
-    path.write_text(f"recipe: seq2seq\nper_device_train_batch_size: 4\nzero_shot: drop\n"
-                    f"output_dir: {tmp_path / 'run'}\n")
-    return path
-
-
-def _submit(config_file: Path, *argv: str) -> int:
-    return slurm_submit.main(["--config", str(config_file), "--nodes", "1", "--gpus-per-node", "2", *argv])
+def _submit(submit_config: Path, *argv: str) -> int:
+    return slurm_submit.main(["--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2", *argv])
 
 
 @pytest.mark.parametrize(("flag", "value", "named"), [
@@ -34,42 +25,42 @@ def _submit(config_file: Path, *argv: str) -> int:
     # %x is the job name: a / in it names a folder below slurm/ that no one made
     ("--job-name", "exp/1", "--job-name 'exp/1'"),
 ])  # fmt: skip
-def test_a_job_log_slurm_cannot_write_is_refused_before_submitting(tmp_path, config_file, capsys, monkeypatch, flag,
+def test_a_job_log_slurm_cannot_write_is_refused_before_submitting(tmp_path, submit_config, capsys, monkeypatch, flag,
                                                                     value, named):  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    assert _submit(config_file, flag, value, "--dry-run") == 2
+    assert _submit(submit_config, flag, value, "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith(f"judge-train submit: {named.format(tmp=tmp_path)}: Slurm cannot write the job log")
 
 
-def test_the_run_folders_percent_signs_are_escaped_in_the_log_pattern(tmp_path, config_file, capsys):
+def test_the_run_folders_percent_signs_are_escaped_in_the_log_pattern(tmp_path, submit_config, capsys):
     """`%x` in a folder's name would be read as the job name (the job then fails at launch, no log); `%%` is a %."""
     out = tmp_path / "run 100%x"
-    assert _submit(config_file, "--output-dir", str(out), "--dry-run") == 0
+    assert _submit(submit_config, "--output-dir", str(out), "--dry-run") == 0
     header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#SBATCH --output=")]
     assert header == [f'#SBATCH --output="{tmp_path}/run 100%%x/slurm/%x-%j.out"']
 
 
-def test_a_missing_env_script_is_refused_at_submit(tmp_path, config_file, capsys):
-    assert _submit(config_file, "--env-script", str(tmp_path / "env.sh"), "--dry-run") == 2
+def test_a_missing_env_script_is_refused_at_submit(tmp_path, submit_config, capsys):
+    assert _submit(submit_config, "--env-script", str(tmp_path / "env.sh"), "--dry-run") == 2
     assert capsys.readouterr().err == (f"judge-train submit: --env-script {tmp_path / 'env.sh'} is not a file (the "
                                        "job would stop at its start)\n")  # fmt: skip
 
 
-def test_a_run_folder_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, config_file, capsys):
+def test_a_run_folder_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, submit_config, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")  # a file where the run folder's parent should be
-    assert _submit(config_file, "--output-dir", str(blocker / "run")) == 2
+    assert _submit(submit_config, "--output-dir", str(blocker / "run")) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"judge-train submit: cannot keep the job script in {blocker / 'run' / 'slurm'}: ")
     assert err.count("\n") == 1
 
 
-def test_no_sbatch_on_path_is_one_line_and_keeps_the_script(tmp_path, config_file, capsys, monkeypatch):
+def test_no_sbatch_on_path_is_one_line_and_keeps_the_script(tmp_path, submit_config, capsys, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     out = tmp_path / "run"
-    assert _submit(config_file, "--output-dir", str(out)) == 127
+    assert _submit(submit_config, "--output-dir", str(out)) == 127
     (script,) = (out / "slurm").glob("train-*.sbatch")
     assert capsys.readouterr().err == (f"judge-train submit: no sbatch on PATH; run on a Slurm login node, or "
                                        f"--dry-run ({script} kept)\n")  # fmt: skip
@@ -77,15 +68,15 @@ def test_no_sbatch_on_path_is_one_line_and_keeps_the_script(tmp_path, config_fil
 
 
 @pytest.mark.parametrize("spelling", [["--output_dir", "{b}"], ["--output-dir={b}"]])
-def test_a_second_run_folder_after_the_double_dash_is_refused(tmp_path, config_file, capsys, spelling):
+def test_a_second_run_folder_after_the_double_dash_is_refused(tmp_path, submit_config, capsys, spelling):
     """judge-train in the job took the folder after -- (the later flag) while train.sbatch locked, looked for
     checkpoints and logged in --output-dir's: a requeued job found nothing to resume there."""
     judge_args = [word.format(b=tmp_path / "b") for word in spelling]
-    assert _submit(config_file, "--output-dir", str(tmp_path / "a"), "--dry-run", "--", *judge_args) == 2
+    assert _submit(submit_config, "--output-dir", str(tmp_path / "a"), "--dry-run", "--", *judge_args) == 2
     assert capsys.readouterr().err == ("judge-train submit: --output-dir and an --output-dir after --: give the run "
                                        "folder once, with --output-dir\n")  # fmt: skip
     # alone after --, it is the run folder for both
-    assert _submit(config_file, "--dry-run", "--", *judge_args) == 0
+    assert _submit(submit_config, "--dry-run", "--", *judge_args) == 0
     assert f"export JUDGE_OUTPUT_DIR={tmp_path / 'b'}\n" in capsys.readouterr().out
 
 
@@ -94,11 +85,11 @@ def test_a_second_run_folder_after_the_double_dash_is_refused(tmp_path, config_f
     ("--exclusive  --time=01:00:00", "--time=01:00:00"),
     ("--mem 0", "0"),
 ])  # fmt: skip
-def test_an_sbatch_arg_of_more_than_one_option_is_refused(config_file, capsys, option, rest):
+def test_an_sbatch_arg_of_more_than_one_option_is_refused(submit_config, capsys, option, rest):
     """sbatch reads every word of an #SBATCH line as an argument, in order, and only the option's first word was
     checked: `#SBATCH --exclusive --signal=B:USR1@60` overrode the planned --signal=USR1@600 (SIGUSR1 to the batch
     shell alone, which dies of it). One option per --sbatch-arg, its value after =."""
-    assert _submit(config_file, f"--sbatch-arg={option}", "--dry-run") == 2
+    assert _submit(submit_config, f"--sbatch-arg={option}", "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     name = option[2:].split()[0]
@@ -108,30 +99,30 @@ def test_an_sbatch_arg_of_more_than_one_option_is_refused(config_file, capsys, o
 
 
 @pytest.mark.parametrize("option", ['--si"gnal"=B:USR1@60', "--sig'nal'=B:USR1@60", "--sig\\nal=B:USR1@60"])
-def test_an_sbatch_arg_name_sbatch_would_read_as_another_is_refused(config_file, capsys, option):
+def test_an_sbatch_arg_name_sbatch_would_read_as_another_is_refused(submit_config, capsys, option):
     """sbatch drops a directive's quotes and backslashes: --si"gnal" is --signal to it, not a name the planned
     options' check knows."""
-    assert _submit(config_file, f"--sbatch-arg={option}", "--dry-run") == 2
+    assert _submit(submit_config, f"--sbatch-arg={option}", "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith(f"judge-train submit: --sbatch-arg={option}: an option's name is letters, digits "
                                    "and hyphens")
 
 
-def test_a_value_with_spaces_is_still_one_option(config_file, capsys):
+def test_a_value_with_spaces_is_still_one_option(submit_config, capsys):
     """Only the name part is one word: a value's spaces are quoted in the header, which sbatch keeps whole."""
-    assert _submit(config_file, "--sbatch-arg=--comment=a --signal=B:USR1@60", "--dry-run") == 0
+    assert _submit(submit_config, "--sbatch-arg=--comment=a --signal=B:USR1@60", "--dry-run") == 0
     header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#SBATCH --")]
     assert '#SBATCH --comment="a --signal=B:USR1@60"' in header
     assert "#SBATCH --signal=USR1@600" in header
 
 
 @pytest.mark.parametrize("spelling", [["--config", "{c}"], ["--config={c}"]])
-def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, config_file, capsys, spelling):
+def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, submit_config, capsys, spelling):
     """slurm/train.sbatch refuses a --config after the script (judge-train would take the later one while the
     banner, the lock and the checks read JUDGE_CONFIG): submit says so at once, not after the job's queue wait."""
-    judge_args = [word.format(c=config_file) for word in spelling]
-    assert _submit(config_file, "--dry-run", "--", *judge_args) == 2
+    judge_args = [word.format(c=submit_config) for word in spelling]
+    assert _submit(submit_config, "--dry-run", "--", *judge_args) == 2
     assert capsys.readouterr().err == (f"judge-train submit: after --: {judge_args[0]} is submit's own --config (the "
                                        "job reads that one); give it once, before --\n")
 
@@ -386,7 +377,7 @@ def test_a_hub_id_is_looked_up_in_the_jobs_cache_and_never_downloaded(tmp_path, 
 # --- the run folder: what the job's train.output_folder.check_output_dir would refuse, refused before the queue ----
 
 
-def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_before_the_queue(tmp_path, config_file,
+def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_before_the_queue(tmp_path, submit_config,
                                                                                             capsys):  # fmt: skip
     """slurm/train.sbatch resumes the folder's complete checkpoint-6; its run.json records learning_rate 2e-05 and
     the file now says the default 1e-05. Every rank of the job refused that resume after the queue's wait; submit
@@ -401,9 +392,9 @@ def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_befor
     checkpoint.mkdir(parents=True)
     for name, body in (("trainer_state.json", '{"global_step": 6}'), ("optimizer.pt", ""), ("scheduler.pt", "")):
         (checkpoint / name).write_text(body)
-    earlier = dataclasses.replace(load_config(config_file), learning_rate=2e-5)
+    earlier = dataclasses.replace(load_config(submit_config), learning_rate=2e-5)
     write_run_json(run, config=config_to_dict(earlier), launch={"world_size": 2})
-    assert _submit(config_file, "--dry-run") == 2
+    assert _submit(submit_config, "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
@@ -412,16 +403,16 @@ def test_a_resubmission_of_an_edited_config_into_its_run_folder_is_refused_befor
         "would not take effect as the config says, while run.json and the model card would record them. Train with "
         "them into a fresh --output-dir (or start over here with --overwrite-output-dir; under judge-train submit, "
         "`-- --overwrite-output-dir`), or resume with the earlier values (run.json's config)\n")
-    assert _submit(config_file, "--dry-run", "--", "--overwrite-output-dir") == 0
+    assert _submit(submit_config, "--dry-run", "--", "--overwrite-output-dir") == 0
 
 
-def test_a_fresh_run_into_a_folder_holding_a_finished_export_is_refused_before_the_queue(tmp_path, config_file,
+def test_a_fresh_run_into_a_folder_holding_a_finished_export_is_refused_before_the_queue(tmp_path, submit_config,
                                                                                          capsys):  # fmt: skip
     """No checkpoint, so the job trains fresh, and its judge-train refused to replace export/ (a judge someone may
     be serving) on every rank after the queue's wait."""
     (tmp_path / "run" / "export").mkdir(parents=True)
     (tmp_path / "run" / "export" / "model.safetensors").write_bytes(b"")
-    assert _submit(config_file, "--dry-run") == 2
+    assert _submit(submit_config, "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (f"judge-train submit: {tmp_path / 'run'} already holds a finished export/; "
@@ -429,8 +420,8 @@ def test_a_fresh_run_into_a_folder_holding_a_finished_export_is_refused_before_t
 
 
 @pytest.mark.parametrize("cpus", ["0", "-4"])
-def test_a_cpus_per_task_below_one_is_refused_by_submit_not_sbatch(config_file, capsys, cpus):
-    assert _submit(config_file, "--cpus-per-task", cpus, "--dry-run") == 2
+def test_a_cpus_per_task_below_one_is_refused_by_submit_not_sbatch(submit_config, capsys, cpus):
+    assert _submit(submit_config, "--cpus-per-task", cpus, "--dry-run") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"judge-train submit: --cpus-per-task must be positive, got {cpus}\n"
@@ -447,27 +438,27 @@ def _cut_rng_checkpoint(tmp_path: Path) -> Path:
     return checkpoint
 
 
-def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_submitted_naming_the_checkpoint(tmp_path, config_file,
+def test_a_folder_whose_only_checkpoint_has_a_cut_rng_file_is_submitted_naming_the_checkpoint(tmp_path, submit_config,
                                                                                                capsys):  # fmt: skip
     """slurm/train.sbatch sets a checkpoint whose RNG file is cut aside (train.output_folder's rule) and, none whole
     left, starts fresh: submit renders the job (exit 0) and names on stderr the checkpoint it will not resume
     from, which the folder logger's silencing used to hide; stdout is the script alone."""
     _cut_rng_checkpoint(tmp_path)
-    assert _submit(config_file, "--dry-run") == 0
+    assert _submit(submit_config, "--dry-run") == 0
     captured = capsys.readouterr()
     assert captured.err == (f"judge-train submit: warning: {tmp_path / 'run'}: checkpoint-2 (rng_state_1.pth cut off): "
                             "a save that did not finish, not resumed from\n")
     (tmp_path / "run").rename(tmp_path / "moved")
-    assert _submit(config_file, "--dry-run") == 0
+    assert _submit(submit_config, "--dry-run") == 0
     assert capsys.readouterr().out == captured.out
 
 
-def test_a_resume_asked_of_a_folder_of_cut_checkpoints_only_is_refused_before_the_queue(tmp_path, config_file,
+def test_a_resume_asked_of_a_folder_of_cut_checkpoints_only_is_refused_before_the_queue(tmp_path, submit_config,
                                                                                         capsys):  # fmt: skip
     """Under `-- --resume` the job resumes whatever the script found, and judge-train finds no whole checkpoint:
     refused here, exit 2, as the job would on every rank."""
     _cut_rng_checkpoint(tmp_path)
-    assert _submit(config_file, "--dry-run", "--", "--resume") == 2
+    assert _submit(submit_config, "--dry-run", "--", "--resume") == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (  # the refusal alone: it names the checkpoint the warning would
@@ -478,14 +469,14 @@ def test_a_resume_asked_of_a_folder_of_cut_checkpoints_only_is_refused_before_th
 
 
 @pytest.mark.parametrize("option", ["--dependency=afterany:123", "--dep=afterok:123"])
-def test_a_job_that_waits_for_another_leaves_the_run_folder_to_the_job(tmp_path, config_file, capsys, option):
+def test_a_job_that_waits_for_another_leaves_the_run_folder_to_the_job(tmp_path, submit_config, capsys, option):
     """Job B continues the folder job A is training (--dependency=afterany:A): at submit the folder holds A's
     finished export/ and no checkpoint yet, which a fresh run would be refused over; by B's start A has changed it.
     Submit renders B (exit 0) with a warning; sbatch's getopt_long reads --dep as --dependency. Without the
     dependency the folder is refused (test_a_fresh_run_into_a_folder_holding_a_finished_export_...)."""
     (tmp_path / "run" / "export").mkdir(parents=True)
     (tmp_path / "run" / "export" / "model.safetensors").write_bytes(b"")
-    assert _submit(config_file, "--dry-run", f"--sbatch-arg={option}") == 0
+    assert _submit(submit_config, "--dry-run", f"--sbatch-arg={option}") == 0
     captured = capsys.readouterr()
     assert f"#SBATCH --{option[2:]}\n" in captured.out
     assert captured.err == (f"judge-train submit: warning: --sbatch-arg={option}: the run folder {tmp_path / 'run'} "
