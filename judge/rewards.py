@@ -29,9 +29,9 @@ The rule, step by step (``reward_of``):
    ``custom:<name>`` for a custom criterion; ``default_weight`` for the others). A key that names no taxonomy
    criterion is refused when the rule is built: a misspelt or unknown name would otherwise weigh nothing, silently.
 5. **POLLUX's binary gate** (``gate=True``): a binary criterion (levels exactly {0, 1}: ``Scale.is_binary``,
-   POLLUX's ``is_binary_scale``) that is not at its best level closes the gate and the reward is 0.0. A verdict's score is one
-   of the levels (step 3), so its normalised value is exactly 0 or 1. A regression head's value
-   is at the level it is nearest to: a flag is at its best when its normalised value is 0.5 or more (a head's 0.03 on
+   POLLUX's ``is_binary_scale``) that is not at its best level closes the gate and the reward is 0.0. A verdict's
+   score is one of the levels (step 3), so its normalised value is exactly 0 or 1. A regression head's value is at
+   the level it is nearest to: a flag is at its best when its normalised value is 0.5 or more (a head's 0.03 on
    a Critical criterion, best at 0, is no violation; POLLUX gates integer verdicts only). An open gate leaves the
    mean over the criteria that are not flags (POLLUX's ``mean_over_criteria`` leaves binary scores out), or over
    the flags when they are all there is. Deliberate deviation: POLLUX's ``src/metrics.py`` closes its gate when a

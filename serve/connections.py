@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Awaitable, TypeVar
 
-from serve.errors import error_response
+from serve.errors import error_body, error_response
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
@@ -38,9 +38,9 @@ PAST_THE_CONNECTION_LIMIT = frozenset({"/health"})
 def _closing_error(status: int, reason: str, message: str, param: str | None, code: str) -> bytes:
     """A whole HTTP/1.1 answer in OpenAI's error shape, the connection closed after it: for the answers the
     connection layer writes itself, before or instead of the app (every error judge-serve gives has that shape)."""
-    body = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
+    body = json.dumps(error_body(message, "invalid_request_error", param, code)).encode()
     return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
-            f"content-length: {len(body)}\r\n\r\n{body}").encode()
+            f"content-length: {len(body)}\r\n\r\n").encode() + body
 
 
 def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES,
@@ -76,18 +76,20 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             self._header_bytes += n
             if self._header_bytes > max_header_bytes:
                 self._disarm()
-                if not self.transport.is_closing():  # the parser goes on with the rest of what it was fed
-                    if self._nothing_in_flight():
-                        self.transport.write(_closing_error(
-                            431, "Request Header Fields Too Large", f"headers: the request line and headers pass "
-                            f"{max_header_bytes} bytes", "headers", "headers_too_large"))
-                    self.transport.close()
+                self._close_with(_closing_error(431, "Request Header Fields Too Large", "headers: the request line "
+                                                f"and headers pass {max_header_bytes} bytes", "headers",
+                                                "headers_too_large"))
 
-        def _nothing_in_flight(self) -> bool:
-            """Whether an answer written now is read as this request's: no earlier request on the connection (a
-            pipelined one) is still unanswered, whose client would take it for that one's answer."""
+        def _close_with(self, answer: bytes) -> None:
+            """Write ``answer`` and close the connection, unless it is closing already (the parser goes on with the
+            rest of what it was fed after a close). The answer only when no earlier request on the connection (a
+            pipelined one) is still unanswered: its client would take the answer for that request's."""
+            if self.transport.is_closing():
+                return
             cycle = getattr(self, "cycle", None)
-            return (cycle is None or cycle.response_complete) and not self.pipeline
+            if (cycle is None or cycle.response_complete) and not self.pipeline:
+                self.transport.write(answer)
+            self.transport.close()
 
         def on_url(self, url: bytes) -> None:
             self._count(len(url))
@@ -163,12 +165,8 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             super()._start_asgi_task(cycle, app)
 
         def send_400_response(self, msg: str) -> None:  # uvicorn's answer to what its parser refuses, in plain text
-            if not self.transport.is_closing():
-                if self._nothing_in_flight():
-                    self.transport.write(_closing_error(400, "Bad Request",
-                                                        f"the request is not valid HTTP/1.1 ({msg})", None,
-                                                        "invalid_http_request"))
-                self.transport.close()
+            self._close_with(_closing_error(400, "Bad Request", f"the request is not valid HTTP/1.1 ({msg})", None,
+                                            "invalid_http_request"))
 
         def connection_lost(self, exc) -> None:
             self._disarm()

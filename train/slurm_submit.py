@@ -610,19 +610,20 @@ def _queued_writer(slurm_dir: Path, own_script: Path) -> str | None:
     no squeue at all is left to sbatch's own absence."""
     import getpass
 
+    from judge.plumbing.slurm_requeue import exit_words, run_query
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid
         user = str(os.getuid())
     try:
-        proc = subprocess.run(["squeue", "--noheader", "--user", user, "--format", "%i %o"], capture_output=True,
-                              text=True, timeout=20)
+        proc = run_query(["squeue", "--noheader", "--user", user, "--format", "%i %o"], 20)
     except FileNotFoundError:
         return None
     except (OSError, subprocess.TimeoutExpired) as err:
         proc = subprocess.CompletedProcess([], 1, "", str(err))
     if proc.returncode != 0:
-        said = " ".join(proc.stderr.split())[:300] or f"exit {proc.returncode}"
+        said = " ".join(proc.stderr.split())[:300] or exit_words(proc.returncode)
         print(f"judge-train submit: warning: squeue could not say whether a job of yours already writes into "
               f"{slurm_dir.parent} ({said}); not checked", file=sys.stderr)
         return None

@@ -12,10 +12,11 @@ judge output with ``TextEvaluator.extract_score`` (lines 26-35) and reports, in 
 - ``mse``: the mean squared error over the outputs with a score (lines 82-85).
 
 Both are reproduced rule for rule (this module's own code, not a copy), known bugs included, so that a user can put
-the repository's figures beside the paper's. Over every item scored: the repository's own command
-(``src/inference.py``, ``Scoring.__init__``: ``load_dataset(test_path)["test"].select(range(100))``) scores the first
-100 rows of the test only, so its figures are of those rows. The paper's metrics (MAE against the experts' mode, Verdict
-Confidence, Spearman; ``eval.scoring.item_table``) stay the headline; these numbers are reported in their own section.
+the repository's figures beside the paper's. They are computed over every item scored, where the
+repository's own command (``src/inference.py``, ``Scoring.__init__``:
+``load_dataset(test_path)["test"].select(range(100))``) scores only the first 100 rows of the test. The paper's
+metrics (MAE against the experts' mode, Verdict Confidence, Spearman; ``eval.scoring.item_table``) stay the
+headline; these numbers are reported in their own section.
 
 Which of POLLUX's two readings: the repository reads a verdict in two ways. ``evaluation.py``'s ``extract_score``
 (here ``extract_score``) takes the first "d.d" decimal, else the first single digit, after a literal "[RESULT] "
