@@ -30,11 +30,13 @@ Each such variable set in the shell is named on stderr with the flag that sets i
 ``<output_dir>/slurm/train-<UTC time>.sbatch`` (the run folder keeps what was submitted; removed again when sbatch
 refuses it) and passed to ``sbatch``, whose job log goes to ``<output_dir>/slurm/<job name>-<job id>.out``. A
 run folder that a live job of the same user already trains in (``squeue``: its batch script is one kept there) or
-that a live process holds (``run.lock``) is refused, as that job's judge-train would refuse this one's.
+that a live process holds (``run.lock``) is refused, as that job's judge-train would refuse this one's. A job Slurm
+accepts but keeps pending for a reason it cannot start under as submitted (more nodes or time than the partition
+gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU
 configs and the Slurm tests use it.
 
-Why one module of ~870 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~900 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -445,7 +447,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"submitted job {job_id}: {path}")
     print(f"follow it: squeue -j {job_id}   tail -f {shlex.quote(str(log_path))}")
     print(f"log: {log_path}")
+    _warn_if_it_cannot_start(job_id)
     return 0
+
+
+def _warn_if_it_cannot_start(job_id: str) -> None:
+    """Say on stderr when Slurm keeps the job just submitted pending for a reason it cannot start under as submitted
+    (``judge.plumbing.slurm_requeue.CANNOT_START_REASONS``: 3 nodes asked of a 2-node partition, a --time past the
+    partition's): sbatch accepts such a job and it waits in the queue without a word, possibly for good. Asked of
+    squeue once; a squeue that cannot answer, or any other state, says nothing (the job was submitted either way)."""
+    from judge.plumbing.slurm_requeue import CANNOT_START_REASONS, run_query
+
+    try:
+        proc = run_query(["squeue", "--noheader", "--jobs", job_id, "--format", "%T %r"], 20)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    state, _, reason = proc.stdout.strip().partition(" ")
+    if proc.returncode != 0 or state != "PENDING" or reason not in CANNOT_START_REASONS:
+        return
+    print(f"judge-train submit: warning: job {job_id} is pending with reason {reason}: "
+          f"{CANNOT_START_REASONS[reason]}, so it may never start. `scontrol show job {job_id}` says what it asks, "
+          f"`scontrol show partition` what the partition gives; scancel {job_id} and submit again with fewer "
+          f"--nodes, a shorter --time or another --partition", file=sys.stderr)
 
 
 def _drop_kept_script(path: Path, made: Sequence[Path]) -> None:

@@ -28,13 +28,31 @@ import sys
 from typing import Mapping
 
 __all__ = ["run_client", "run_query", "signal_name", "exit_words", "job_record", "requeue_job", "requeue_if_preempted",
-           "main"]
+           "CANNOT_START_REASONS", "main"]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds to wait for ``scontrol show job`` and ``scontrol requeue`` (train.preemption passes its own).
 SHOW_JOB_TIMEOUT_S = 30
 REQUEUE_TIMEOUT_S = 60
+
+
+#: Pending reasons with which Slurm keeps a job it cannot start as submitted, in this module's words (Slurm's own
+#: are in squeue(1), "JOB REASON CODES"). Slurm queues such a job without a word when the cluster does not enforce
+#: partition limits at submission (``EnforcePartLimits=NO``, its default). The reason is set when the job is
+#: submitted, before a scheduling pass: ``PartitionConfig`` first, refined to ``PartitionNodeLimit`` or
+#: ``PartitionTimeLimit`` by the pass (Slurm 22.05, the test suite's one-host cluster). An administrator's change to
+#: the partition, or nodes returning from DOWN or DRAINED (``PartitionNodeLimit`` covers them too), can still start it.
+CANNOT_START_REASONS: dict[str, str] = {
+    "PartitionConfig": "it asks for more nodes, CPUs, memory or time than its partition gives",
+    "PartitionNodeLimit": "it asks for more (or fewer) nodes than its partition allows, or the nodes it needs are "
+                          "down or drained",
+    "PartitionTimeLimit": "its --time is longer than its partition allows",
+    "BadConstraints": "no node satisfies its constraints",
+    "InvalidAccount": "Slurm does not know its account",
+    "InvalidQOS": "Slurm does not know its QOS",
+    "DependencyNeverSatisfied": "a job it depends on ended in a way its dependency excludes",
+}  # fmt: skip
 
 
 #: Times a query (``scontrol show``, ``squeue``) is asked when its client is killed by a signal before answering.

@@ -45,7 +45,7 @@ from typing import Iterator, Mapping, Sequence
 from unittest import mock
 
 from judge.plumbing.processes import free_port
-from judge.plumbing.slurm_requeue import exit_words, run_client, run_query
+from judge.plumbing.slurm_requeue import CANNOT_START_REASONS, exit_words, run_client, run_query
 
 #: Daemons and clients the cluster needs (Debian paths: daemons in /usr/sbin).
 REQUIRED_PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel")
@@ -55,11 +55,9 @@ FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 )
 
-#: Reasons a pending job gives when it can never start on this cluster (fail at once instead of timing out).
-NEVER_STARTS = frozenset(
-    {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit", "DependencyNeverSatisfied",
-     "InvalidAccount", "InvalidQOS"}
-)  # fmt: skip
+#: Reasons a pending job gives when it can never start on this cluster (fail at once instead of timing out): the ones
+#: `judge-train submit` warns of.
+NEVER_STARTS = frozenset(CANNOT_START_REASONS)
 
 #: Seconds a client command may take: `scontrol show job` took over 30 s at load average 20 on 2 cores.
 CLIENT_TIMEOUT_S = 120.0

@@ -15,15 +15,20 @@ from tests.support.fake_commands import write_executables
 from train import slurm_submit
 
 
-def _fake_slurm(tmp_path: Path, monkeypatch, *, squeue: str = "", sbatch: str = "echo 43\n") -> None:
-    """sbatch and squeue first on PATH: squeue prints ``squeue`` (its lines, "<id> <command>") and each call of
-    either is kept in tmp_path/calls."""
+def _fake_slurm(tmp_path: Path, monkeypatch, *, squeue: str = "", sbatch: str = "echo 43\n", state: str = "",
+                state_exit: int = 0) -> None:
+    """sbatch and squeue first on PATH: squeue prints ``squeue`` (its lines, "<id> <command>"), or, asked for a
+    job's state and reason (``%T %r``), ``state`` and exits ``state_exit``; each call of either is kept in
+    tmp_path/calls."""
     calls = tmp_path / "calls"
     write_executables(tmp_path / "bin", {
-        "squeue": f'echo "squeue $*" >>"{calls}"\nprintf "%s" "$FAKE_SQUEUE_OUT"\n',
+        "squeue": f'echo "squeue $*" >>"{calls}"\n'
+                  f'case "$*" in *"%T %r"*) printf "%s" "$FAKE_SQUEUE_STATE"; exit {state_exit} ;; esac\n'
+                  'printf "%s" "$FAKE_SQUEUE_OUT"\n',
         "sbatch": f'echo "sbatch $*" >>"{calls}"\n{sbatch}',
     })  # fmt: skip
     monkeypatch.setenv("FAKE_SQUEUE_OUT", squeue)
+    monkeypatch.setenv("FAKE_SQUEUE_STATE", state)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
 
 
@@ -70,7 +75,9 @@ def test_a_job_in_another_folder_or_one_that_waits_is_submitted(tmp_path, submit
     monkeypatch.setenv("FAKE_SQUEUE_OUT", f"41 {kept}\n")
     (tmp_path / "calls").unlink()
     assert _submit(submit_config, "--output-dir", str(out), "--sbatch-arg=--dependency=afterok:41") == 0
-    assert [call.split()[0] for call in _calls(tmp_path)] == ["sbatch"]
+    # the run folder's question not asked; only the submitted job's state, after sbatch
+    assert [call.split()[0] for call in _calls(tmp_path)] == ["sbatch", "squeue"]
+    assert _calls(tmp_path)[1] == "squeue --noheader --jobs 43 --format %T %r"
 
 
 def test_dry_run_asks_slurm_nothing(tmp_path, submit_config, capsys, monkeypatch):
@@ -171,3 +178,46 @@ def test_a_submitted_job_is_followed_with_squeue_and_tail(tmp_path, submit_confi
     log = out / "slurm" / "dup-43.out"
     assert lines[0].startswith("submitted job 43: ")
     assert lines[1:] == [f"follow it: squeue -j 43   tail -f {log}", f"log: {log}"]
+
+
+# --- a job Slurm accepts but cannot start as submitted ----------------------------------------------------------------
+
+
+def test_a_job_pending_for_a_reason_it_cannot_start_under_is_named_with_what_to_do(tmp_path, submit_config, capsys,
+                                                                                    monkeypatch):  # fmt: skip
+    """Three nodes asked of a two-node partition: sbatch took the job and it waited in the queue without a word.
+    Now squeue's reason right after the submission (PartitionConfig, as the one-host cluster gives it at once) is
+    named on stderr with what to do; the job stays submitted, exit 0."""
+    _fake_slurm(tmp_path, monkeypatch, state="PENDING PartitionConfig\n")
+    assert _submit(submit_config, "--output-dir", str(tmp_path / "run")) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("submitted job 43: ")
+    assert said.err == ("judge-train submit: warning: job 43 is pending with reason PartitionConfig: it asks for more "
+                        "nodes, CPUs, memory or time than its partition gives, so it may never start. `scontrol show "
+                        "job 43` says what it asks, `scontrol show partition` what the partition gives; scancel 43 "
+                        "and submit again with fewer --nodes, a shorter --time or another --partition\n")
+    assert _calls(tmp_path)[-1] == "squeue --noheader --jobs 43 --format %T %r"
+
+
+@pytest.mark.parametrize("state, state_exit", [
+    ("PENDING Resources\n", 0),  # waits for nodes in use: it will start
+    ("PENDING Priority\n", 0),
+    ("PENDING None\n", 0),  # not yet looked at by a scheduling pass
+    ("RUNNING None\n", 0),
+    ("PENDING PartitionTimeLimit\n", 1),  # squeue failed: its output is not read
+    ("", 1),  # the job already left squeue's view, or squeue could not answer
+])  # fmt: skip
+def test_a_job_that_can_start_or_a_squeue_that_cannot_say_adds_no_warning(tmp_path, submit_config, capsys, monkeypatch,
+                                                                           state, state_exit):  # fmt: skip
+    _fake_slurm(tmp_path, monkeypatch, state=state, state_exit=state_exit)
+    assert _submit(submit_config, "--output-dir", str(tmp_path / "run")) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("reason", ["PartitionNodeLimit", "PartitionTimeLimit", "DependencyNeverSatisfied"])
+def test_each_reason_named_gets_its_own_words(tmp_path, submit_config, capsys, monkeypatch, reason):
+    from judge.plumbing.slurm_requeue import CANNOT_START_REASONS
+
+    _fake_slurm(tmp_path, monkeypatch, state=f"PENDING {reason}\n")
+    assert _submit(submit_config, "--output-dir", str(tmp_path / "run")) == 0
+    assert f"with reason {reason}: {CANNOT_START_REASONS[reason]}, so it may never start" in capsys.readouterr().err
