@@ -26,6 +26,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,10 @@ __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", 
 LOCK_FILE = "run.lock"
 #: The settings a run folder was started with.
 RUN_KEY_FILE = "run_key.json"
+#: Seconds a writer asks again for a held lock before it stops, every ``BUSY_POLL_S``: ``run_folder_holder`` holds it
+#: for the moment of one system call to ask, and a writer starting then would otherwise stop on a folder no one uses.
+BUSY_RETRY_S = 0.5
+BUSY_POLL_S = 0.02
 
 
 class RunFolderBusy(RuntimeError):
@@ -69,11 +74,10 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         The folder.
 
     Raises:
-        RunFolderBusy: another process holds it; the message names its pid, host, command and start time.
+        RunFolderBusy: another process holds it (still after ``BUSY_RETRY_S``); the message names its pid, host,
+            command and start time.
         ConfigError: ``out_dir`` is a file, or lies under one, or cannot be made or written (read-only, no permission).
     """
-    import fcntl
-
     refuse_file(out_dir)
     try:
         folder = make_private_dir(out_dir)
@@ -82,13 +86,9 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
     except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
         raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
+        if not _lock_within(fd, BUSY_RETRY_S):
             raise RunFolderBusy(f"{folder} is in use by {_describe_holder(path)}; wait for it to end, stop it, or "
-                                "use another output folder") from None
+                                "use another output folder")
         holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
                   "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "argv": redact_argv(sys.argv)}  # fmt: skip
@@ -101,12 +101,30 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         os.close(fd)  # releases the lock; the file stays (removing it would race a process opening it now)
 
 
+def _lock_within(fd: int, seconds: float) -> bool:
+    """Take the exclusive lock on ``fd``, asking again for ``seconds`` while another holds it: whether it was taken.
+    A holder of a moment (``run_folder_holder`` asking) is waited out; a writer holds it far longer."""
+    import fcntl
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as err:
+            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(BUSY_POLL_S)
+
+
 def run_folder_holder(out_dir: str | Path) -> str | None:
     """Who holds ``out_dir``'s lock now (as ``RunFolderBusy`` names it), or None when no one does: for a command that
     starts a writer later (``judge-train submit``, whose job would stop at the lock after the queue's wait).
 
-    The lock is taken and dropped at once to ask: a writer starting at that instant would find the folder held and
-    stop. Nothing is created: no lock file, no holder. A lock that cannot be asked (no permission to open the file,
+    The lock is taken and dropped at once to ask (``flock`` has no query): a writer starting at that instant finds
+    the folder held, and waits it out (``BUSY_RETRY_S``). Nothing is created: no lock file, no holder. A lock that cannot be asked (no permission to open the file,
     a file system without locks) counts as not held; the writer itself still takes it."""
     import fcntl
 

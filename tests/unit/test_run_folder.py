@@ -85,6 +85,47 @@ def test_the_lock_is_released_when_the_holder_ends(tmp_path):
     assert oct((tmp_path / "run" / LOCK_FILE).stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_writer_waits_out_the_moment_a_holder_check_holds_the_lock(tmp_path, monkeypatch):
+    """``run_folder_holder`` (judge-train submit) asks by taking the lock for a moment: a job starting in the folder
+    at that moment stopped as if the folder were in use. Now the writer asks again; the order is made to happen:
+    the check's lock is dropped only once the writer has been refused it."""
+    import fcntl
+
+    from judge.plumbing import run_folder
+
+    out = tmp_path / "run"
+    with hold_run_folder(out, "an earlier run"):
+        pass  # the folder and its lock file, as a finished run leaves them
+    check = os.open(out / LOCK_FILE, os.O_RDWR)
+    fcntl.flock(check, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the check's moment
+    real_flock, refused = fcntl.flock, []
+
+    def flock(fd, operation):
+        try:
+            return real_flock(fd, operation)
+        except BlockingIOError:
+            refused.append(fd)
+            os.close(check)  # the check ends right after the writer's first try
+            raise
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    monkeypatch.setattr(run_folder, "BUSY_RETRY_S", 30.0)  # the order, not a race, decides
+    with hold_run_folder(out, "the job") as folder:
+        assert json.loads((folder / LOCK_FILE).read_text())["job"] == "the job"
+    assert len(refused) == 1
+
+
+def test_a_folder_held_past_the_retry_is_refused(tmp_path, monkeypatch):
+    """A writer that holds the folder for longer than ``BUSY_RETRY_S`` is a writer: the second stops, naming it."""
+    from judge.plumbing import run_folder
+
+    monkeypatch.setattr(run_folder, "BUSY_RETRY_S", 0.0)
+    with hold_run_folder(tmp_path / "run", "first"):
+        with pytest.raises(RunFolderBusy, match=r"in use by first \(pid \d+"):
+            with hold_run_folder(tmp_path / "run", "second"):
+                pass
+
+
 def test_mera_and_training_take_the_same_lock(tmp_path, capsys):
     """judge-eval mera, judge-train run and judge-train data on a held folder stop before writing anything."""
     from eval.mera import cli as mera_cli
