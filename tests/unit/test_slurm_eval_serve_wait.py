@@ -49,8 +49,10 @@ def _eval_env(tmp_path: Path, squeue_states: list[str], *, sacct: str = "", **ex
         "curl": FAKE_CURL,
         "srun": 'printf "%s\\n" "$@" >"$FAKE_SRUN_ARGS"\n',
         "judge-eval": "exit 0\n",
-        # the poll interval's sleep, recorded, then slept for real (this folder is PATH's first entry)
-        "sleep": 'echo "$*" >>"$FAKE_SLEEPS"\nPATH=${PATH#*:} exec sleep "$@"\n',
+        # the poll interval's sleep, recorded; slept for real only with FAKE_SLEEP_REAL set (this folder is PATH's
+        # first entry): each test's squeue answers decide when its wait ends, and a budget (JUDGE_EVAL_WAIT_S) a test
+        # runs out is 0, spent before the first sleep; one test checks that the wait reported counts the sleeps
+        "sleep": 'echo "$*" >>"$FAKE_SLEEPS"\n[[ -z ${FAKE_SLEEP_REAL:-} ]] || PATH=${PATH#*:} exec sleep "$@"\n',
     })
     (tmp_path / "states").write_text("".join(f"{state}\n" for state in squeue_states))
     data = tmp_path / "test.jsonl"
@@ -113,7 +115,7 @@ def test_a_serve_job_slurm_no_longer_lists_stops_the_wait(tmp_path, sacct, named
 def test_a_pending_serve_job_is_waited_for_and_a_running_one_judged_through(tmp_path):
     """PENDING (the engines' node not yet given) is waited through; once RUNNING with its file written and /ready
     answering, the task judges through the file's URL."""
-    env = _eval_env(tmp_path, ["PENDING", "RUNNING"])
+    env = _eval_env(tmp_path, ["PENDING", "RUNNING"], FAKE_SLEEP_REAL="1")
     _leave_endpoint_file(env)  # a running job's own file
     proc = _run_eval(env, tmp_path)
     assert proc.returncode == 0, proc.stderr
