@@ -19,9 +19,11 @@ one metric, and its calls are read against Holm-adjusted p-values over its calla
 so that the chance of any false call among a table's cells of one metric (one column of compare.html's table) stays
 at most ``alpha``. Verdict Confidence is paired under one draw: where
 the runs were scored with different ``--seed`` or ``--vc-repeats``, both runs' per-item VC is drawn again from
-their items.parquet under the baseline's (``_on_one_vc_draw``).
+their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's failed verdicts are paired on the items
+both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
+says nothing of the items one judge failed on.
 
-Why one module of ~1,010 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,100 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -38,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from eval.scoring import bootstrap, item_table
-from eval.scoring.comparison import Comparison, Paired, RunComparison, SplitComparison
+from eval.scoring.comparison import Comparison, Paired, PairedFailures, RunComparison, SplitComparison
 from eval.scoring.holm import holm_adjusted_p
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
 # the resample floors' one definition, which rank and the experts' ceiling read too
@@ -251,6 +253,27 @@ def _paired(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.
     return Paired.of(found, call, units)
 
 
+#: The item table's statuses of a failed verdict: it did not parse, or its request failed.
+_FAILED = ("parse_failed", "request_failed")
+
+
+def _paired_failures(status_a: np.ndarray, status_b: np.ndarray, alpha: float) -> PairedFailures:
+    """The two runs' failed verdicts on the items both have a prediction for (``item_table.STATUSES``: not
+    "missing"), aligned item for item, compared by McNemar's exact test (statsmodels' ``mcnemar``, ``exact=True``: a
+    two-sided binomial test of the items only the baseline failed on against those only the run failed on; McNemar,
+    Psychometrika 12, 1947): a paired test, as the items are the same. No item that only one run failed on is p = 1."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    both = (status_a != "missing") & (status_b != "missing")
+    failed_a, failed_b = np.isin(status_a[both], _FAILED), np.isin(status_b[both], _FAILED)
+    only_a, only_b = int((failed_a & ~failed_b).sum()), int((failed_b & ~failed_a).sum())
+    n_both_failed = int((failed_a & failed_b).sum())
+    p_value = float(mcnemar([[n_both_failed, only_a], [only_b, int(both.sum()) - n_both_failed - only_a - only_b]],
+                            exact=True).pvalue)
+    verdict = "n.s." if p_value >= alpha or only_a == only_b else ("better" if only_b < only_a else "worse")
+    return PairedFailures(int(both.sum()), int(failed_a.sum()), int(failed_b.sum()), only_a, only_b, p_value, verdict)
+
+
 def _too_few(n_units: int | None, n_resamples: int | None, alpha: float) -> bool:
     """Too few paired units (under ``MIN_PAIRED``) or resamples (under ``paired_resamples_to_call``) to call any
     cell."""
@@ -408,7 +431,8 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             splits[split] = SplitComparison(
                 overall={m: _paired(paired_base, paired_other, ia, ib, m, f"{key}/overall/{m}", n_boot, seed, alpha,
                                     clusters)
-                         for m in ("mae", "spearman", "vc_judge")}, **groups)
+                         for m in ("mae", "spearman", "vc_judge")}, **groups,
+                failures=_paired_failures(ta.status[ia], tb.status[ib], alpha))
         comparisons.append(RunComparison(other.name, other.folder, len(common), splits,
                                          _paired_validity(base, other, index_a, index_b, n_boot, seed, clusters,
                                                           alpha=alpha)))
@@ -731,6 +755,9 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
                if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
             + failures
         )
+        called = _failures_called(comp, result, split, p.verdict)
+        if called:
+            lines.append(called)
     lines += _families_too_large(comp, result)
     return lines
 
@@ -778,6 +805,26 @@ def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str,
         return ""
     return (f"; {comp.run} failed on {run.n_failed} of {run.n}, {result.baseline} on {base.n_failed} of "
             f"{base.n}: paired on the {n_paired} both scored")
+
+
+def _failures_called(comp: RunComparison, result: Comparison, split: str, mae_verdict: str) -> str:
+    """The sentence a headline adds where the runs' failed verdicts differ in ``split`` by more than chance
+    (``PairedFailures``' call): how many each failed on among the items both predicted, the test, and, where the
+    MAE's call went the other way, that a judge failing on more items is not shown better by its MAE over the rest.
+    Empty where the failures are not called or a compare.json from before holds none."""
+    block = comp.splits.get(split)
+    f = block.failures if block is not None else None
+    if f is None or f.verdict not in ("better", "worse"):
+        return ""
+    more, fewer = (comp.run, result.baseline) if f.verdict == "worse" else (result.baseline, comp.run)
+    said = (f"On the {SPLIT_TITLES[split]}, {more} fails on more items than {fewer}: of the {f.n} items both have a "
+            f"prediction for, {comp.run} failed on {f.b} and {result.baseline} on {f.a}, {f.only_b} failed by "
+            f"{comp.run} only and {f.only_a} by {result.baseline} only (McNemar's exact test, "
+            f"{'p < 0.001' if f.p_value < 0.001 else f'p = {f.p_value:.3f}'}): {f.verdict}.")
+    if mae_verdict in ("better", "worse") and mae_verdict != f.verdict:
+        said += (f" {comp.run}'s MAE call above ({mae_verdict}) is over the items both scored only: a judge that "
+                 "fails on more items is not shown the better judge by its MAE on the rest.")
+    return said
 
 
 def _totals(own: Metrics, result: Comparison) -> list[int | None]:

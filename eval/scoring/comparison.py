@@ -17,7 +17,7 @@ from judge.metrics_json.json_record import JsonRecord, keyed, listed, optional_f
 from judge.metrics_json.metrics import NUMBER_READERS, Interval, Metrics
 from judge.metrics_json.validity import PairedValidity
 
-__all__ = ["Comparison", "Paired", "RunComparison", "SplitComparison"]
+__all__ = ["Comparison", "Paired", "PairedFailures", "RunComparison", "SplitComparison"]
 
 
 class _ComparisonRecord(JsonRecord):
@@ -75,14 +75,38 @@ class Paired(_ComparisonRecord):
 
 
 @dataclass(frozen=True)
+class PairedFailures(_ComparisonRecord):
+    """Both judges' failed verdicts (the verdict did not parse, or its request failed) on the items both have a
+    prediction for, paired: the deltas of ``Paired`` read only the items both scored, so a judge failing on most
+    items can be better there on the few it answered.
+
+    Attributes:
+        n: items both runs have a prediction for; a, b: the baseline's and the run's failures among them; only_a,
+        only_b: the items only the baseline, only the run failed on; p_value: McNemar's exact test of only_a
+        against only_b (two-sided; 1.0 when no item differs); verdict: "better" (the run fails on fewer items),
+        "worse" or "n.s." at the comparison's alpha.
+    """
+
+    n: int
+    a: int
+    b: int
+    only_a: int
+    only_b: int
+    p_value: float
+    verdict: str
+
+
+@dataclass(frozen=True)
 class SplitComparison(_ComparisonRecord):
     """One test: the overall cell's statistics (metric -> ``Paired``) and the cells by evaluated model, task type and
-    criterion (label -> metric -> ``Paired``; Spearman only where it is pooled)."""
+    criterion (label -> metric -> ``Paired``; Spearman only where it is pooled), and the failed verdicts paired
+    (``PairedFailures``; None in a compare.json written before)."""
 
     overall: dict[str, Paired]
     by_model: dict[str, dict[str, Paired]]
     by_task_type: dict[str, dict[str, Paired]]
     by_criterion: dict[str, dict[str, Paired]]
+    failures: PairedFailures | None = optional_field()
 
     def by(self, grouping: str) -> dict[str, dict[str, Paired]]:
         """The cells of a grouping: ``model``, ``task_type`` or ``criterion``."""
@@ -93,7 +117,8 @@ class SplitComparison(_ComparisonRecord):
         def cells(block: Mapping[str, Any]) -> dict[str, dict[str, Paired]]:
             return keyed(_by_metric)(block)
 
-        return _read(cls, data, overall=_by_metric, by_model=cells, by_task_type=cells, by_criterion=cells)
+        return _read(cls, data, overall=_by_metric, by_model=cells, by_task_type=cells, by_criterion=cells,
+                     failures=PairedFailures.from_json)
 
 
 @dataclass(frozen=True)
