@@ -553,6 +553,7 @@ def refuse_repeated_ids(ids: Iterable[str], where: str | Path) -> None:
         return
     repeated = [(i, n) for i, n in Counter(values).items() if n > 1]
     shown = ", ".join(f"{i!r} x{n}" for i, n in repeated[:3])
-    raise ValueError(f"{where}: {len(repeated)} ids appear more than once ({shown}{', ...' if len(repeated) > 3 else ''})"
+    many = "1 id appears" if len(repeated) == 1 else f"{len(repeated)} ids appear"
+    raise ValueError(f"{where}: {many} more than once ({shown}{', ...' if len(repeated) > 3 else ''})"
                      "; two runs wrote into one folder, or files were joined. Rerun `judge-eval run` on the folder "
                      "(its resume keeps one row per id), or pass --allow-repeated-ids to score each id's first row")

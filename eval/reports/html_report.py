@@ -68,7 +68,9 @@ _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_ou
                "n_spearman": "n in Spearman", "n_vc_experts_all": "n in VC experts (all predicted)",
                "n_vc_experts_labelled": "n in VC experts (all labelled)",
                "failure_rate": "failure rate", "n_missing": "no prediction", "n_parse_failed": "parse failed",
-               "n_request_failed": "request failed"}
+               "n_request_failed": "request failed", "n_abstained": "abstentions",
+               "n_all_abstained": "every expert abstained", "n_scored_in_scale": "scored (in scale)",
+               "n_unlabelled": "no expert score", "spearman_n_resamples": "Spearman resamples"}
 #: The switch that shows a table's bookkeeping columns (hidden at first: the tables fit a 1280-pixel screen).
 _BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bookkeeping"> show bookkeeping columns '
                        "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")

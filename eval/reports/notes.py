@@ -65,6 +65,18 @@ def unknown_ids_note(result: Metrics) -> str | None:
     return f"**{n} {name} the data lacks**{named}: {'it' if n == 1 else 'they'} {were} left out of every figure."
 
 
+def repeated_ids_note(result: Metrics) -> str | None:
+    """The sentence on the prediction rows left out as repeats of an id an earlier row gave (``notes.n_repeated_ids``:
+    scored under ``--allow-repeated-ids``, each id on its first row); None when there are none. Without it the
+    predictions file's row count and the report's ``n`` differ without a word."""
+    n = getattr(getattr(result, "notes", None), "n_repeated_ids", None) or 0
+    if not n:
+        return None
+    repeat, later = ("repeats an id", "one was") if n == 1 else ("repeat ids", "ones were")
+    return (f"**{counted(n, 'prediction row')} {repeat} an earlier row gave** (`--allow-repeated-ids`): each id "
+            f"is scored on its first row, the later {later} left out.")
+
+
 def duplicates_note(result: Metrics) -> str | None:
     """The sentence on the exact duplicate rows the load left out (``notes.n_duplicate_rows``), naming the pairs the
     file keeps; None when there were none. Each item is scored once, on its first copy: the rows are the same
@@ -147,16 +159,17 @@ def _why_missing(result: Metrics, missing: int) -> str:
 def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
-    predictions of ids the data lacks (``unknown_ids_note``), the experts' abstentions and the items with no expert
-    score (``n_unlabelled``), over every item of the run: the Zero-Shot + Standard cell and the items of unknown task
-    type, which are in neither test; and the data's expert scores off
+    predictions of ids the data lacks (``unknown_ids_note``) and the rows repeating one (``repeated_ids_note``), the
+    experts' abstentions and the items with no expert score (``n_unlabelled``), over every item of the run: the
+    Zero-Shot + Standard cell and the items of unknown task type, which are in neither test; and the data's expert
+    scores off
     their rubric's scale (``off_scale_note``), its duplicate rows left out (``duplicates_note``) and its scored
     items whose rubric has no readable scale (``no_scale_note``) or whose regression head scored a cut rationale
     (``cut_scored_note``). report.md, report.html and the score command's console summary all print these."""
     tests = [result.splits[split].overall for split in ("all", "unknown") if split in result.splits]
     data = [note for note in (off_scale_note(result), duplicates_note(result), no_scale_note(result),
                               cut_scored_note(result)) if note]
-    foreign = [note for note in (unknown_ids_note(result),) if note]
+    foreign = [note for note in (unknown_ids_note(result), repeated_ids_note(result)) if note]
     if not tests:
         return foreign + data
     unknown = result.splits["unknown"].overall if "unknown" in result.splits else None

@@ -121,10 +121,16 @@ def load_run(folder: str | Path) -> ScoredRun:
                          "figures (agreement, position consistency) are side by side in their metrics.json and "
                          "report.md")
     absent = [path.name for path in (items, metrics_path) if not path.exists()]
+    if absent and (folder / "compare.json").exists():  # "score the run first" would not help
+        raise FileNotFoundError(f"{folder}: a folder `judge-eval compare` wrote (compare.json), not a scored run; give "
+                                "the runs it compared, each a folder `judge-eval score` wrote")
     if absent:
+        # score reads a run folder's data from its run.json; a folder without one (predictions made elsewhere)
+        # needs --data, or the command shown would fail at once
+        data = "" if (folder / "run.json").exists() else " --data <the data it was judged on>"
         raise FileNotFoundError(
             f"{folder}: no {' or '.join(absent)}; score the run first: "
-            f"judge-eval score --predictions {folder} --out {folder}"
+            f"judge-eval score --predictions {folder}{data} --out {folder}"
         )
     try:
         table, extra = item_table.read_table(items)

@@ -59,6 +59,25 @@ def test_the_missing_file_of_a_run_is_named_alone(tmp_path):
         load_run(run)
     assert f"{run}: no items.parquet; score the run first" in str(err.value)
     assert "metrics.json" not in str(err.value)
+    # no run.json to read the data from: the command shown names --data, which score would otherwise ask for
+    assert str(err.value).endswith(f"judge-eval score --predictions {run} --data <the data it was judged on> "
+                                   f"--out {run}")
+    (run / "run.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match=rf"judge-eval score --predictions {run} --out {run}$"):
+        load_run(run)
+
+
+def test_a_compare_folder_given_as_a_run_is_named_as_one(tmp_path):
+    """`judge-eval compare A B --out C`, then C given as a run: "score the run first" sent the user to score it."""
+    from eval.scoring.compare import load_run
+
+    folder = tmp_path / "cmp"
+    folder.mkdir()
+    (folder / "compare.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(FileNotFoundError) as err:
+        load_run(folder)
+    assert str(err.value) == (f"{folder}: a folder `judge-eval compare` wrote (compare.json), not a scored run; give "
+                              "the runs it compared, each a folder `judge-eval score` wrote")
 
 
 @pytest.mark.parametrize(("edit", "problem"), [

@@ -207,10 +207,16 @@ def test_score_refuses_repeated_ids_unless_told(data, tmp_path, capsys):
     repeated = json.loads(lines[0])["id"]
     capsys.readouterr()
     assert eval_main(["score", "--predictions", str(out), "--n-boot", "0", "--no-plots"]) == 2
-    assert f"1 ids appear more than once ({repeated!r} x2)" in capsys.readouterr().err
+    assert f"1 id appears more than once ({repeated!r} x2)" in capsys.readouterr().err
     assert eval_main(["score", "--predictions", str(out), "--n-boot", "0", "--no-plots",
                       "--allow-repeated-ids"]) == 0  # fmt: skip
-    assert (out / "metrics.json").is_file()
+    assert json.loads((out / "metrics.json").read_text())["notes"]["n_repeated_ids"] == 1
+    # the row left out is said in the report, on the console and on the page, not only counted in metrics.json
+    said = ("**1 prediction row repeats an id an earlier row gave** (`--allow-repeated-ids`): each id is scored on "
+            "its first row, the later one was left out.")
+    assert said in (out / "report.md").read_text(encoding="utf-8")
+    assert "1 prediction row repeats an id an earlier row gave (--allow-repeated-ids)" in capsys.readouterr().out
+    assert "1 prediction row repeats an id an earlier row gave" in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_refuse_repeated_ids_names_the_first_few():
