@@ -107,7 +107,6 @@ def is_benchmark_row(row: Container[str]) -> bool:
     column, or both of the columns only it carries (``is_provocative``, ``criteria_description``). Training refuses
     such rows."""
     return "annotations" in row or all(name in row for name in BENCHMARK_MARKERS)
-# A hub shard name: "<split>-00000-of-00003.parquet".
 
 
 class LineIndex(int):
@@ -535,12 +534,6 @@ def _all_texts(values: tuple) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _annotation_ids(annotations) -> tuple[str, ...] | None:
-    """The experts' ids of these annotations, or None when none is named."""
-    ids = tuple(map(_EXPERT_ID, annotations))
-    return None if ids.count(None) == len(ids) else ids
 
 
 def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:

@@ -55,8 +55,9 @@ __all__ = [
 
 ZERO_SHOT = "zero_shot"
 STANDARD = "standard"
-#: The split of a record whose task type the taxonomy cannot resolve (only with ``split_of(..., allow_unknown=True)``;
-#: a record with no task type at all is split by its criterion there instead).
+#: The split of a record whose task type the taxonomy cannot resolve, or that has none (only with ``split_of(...,
+#: allow_unknown=True)``; an item ``criteria: auto`` judged on the criteria for any text is split by its criterion
+#: there instead).
 UNKNOWN = "unknown"
 #: How reports and model cards title each split, in report order; "all" is Zero-Shot + Standard, the paper's overall
 #: figures (a report's name for the union: no record is in it alone).
@@ -265,14 +266,12 @@ def _unknown_task_type(record) -> UnknownTaskTypeError:
     source, row = getattr(record, "origin", None) or ("<records>", None)
     if record.task_type:
         what = f"unknown task type {record.task_type!r}" + (f" (subtype {record.task_subtype!r})" if record.task_subtype else "")
-        allowed = "put it in the 'unknown' split"
     else:
         what = "has no task type"
-        allowed = "split it by its criterion alone"
     return UnknownTaskTypeError(
         source, row, "task_type",
         f"record {record.id!r}: {what}, so its Zero-Shot/Standard split is unknown; use a task type of the POLLUX "
-        f"taxonomy (English or Russian name), or pass allow_unknown=True to {allowed}",
+        "taxonomy (English or Russian name), or pass allow_unknown=True to put it in the 'unknown' split",
     )
 
 

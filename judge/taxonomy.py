@@ -150,8 +150,8 @@ def quoted_name(name: str, limit: int = 120) -> str:
 
 
 def name_key(name: str) -> str:
-    """Lookup key for a name: composed (NFC), case-folded, whitespace collapsed, typographic apostrophes and quotes
-    unified. The taxonomy's lookups read names by it, and so does whatever else keys on a criterion's name
+    """Lookup key for a name: composed (NFC), case-folded, whitespace collapsed, the typographic apostrophe (’) read
+    as ' and ё as е (other quotes are kept as written: «…» and "…" are two keys). The taxonomy's lookups read names by it, and so does whatever else keys on a criterion's name
     (``judge.rewards``' weights by name), so that a name the taxonomy finds is found there too.
 
     NFC first: text from macOS file names and some pipelines arrives decomposed ("й" as "и" + U+0306), which looks

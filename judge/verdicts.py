@@ -781,11 +781,15 @@ def parse_pollux_result(text: str | None, scale: Scale | None = None) -> Verdict
         scale: the rubric's scale, for ``in_scale`` (None: not checked).
 
     Returns:
-        A ``Verdict``: ok with the score, or a failure ``no_result`` (``empty`` for no text).
+        A ``Verdict``: ok with the score, or a failure ``no_result`` (``empty`` for no text; ``no_score`` for a
+        number too long for a float, which POLLUX's ``float`` reads as infinity).
     """
     if not text or not text.strip():
         return Verdict.failure(VerdictError.EMPTY, "the output is empty")
     found = _POLLUX_RESULT.search(text)
     if found is None:
         return Verdict.failure(VerdictError.NO_RESULT, "no complete '[RESULT] <number> [END]' (POLLUX's metrics.py)")
-    return _read("", float(found.group(1).replace(",", ".")), scale)
+    score = float(found.group(1).replace(",", "."))
+    if not math.isfinite(score):  # 400 nines read as inf: no score, as parse_verdict rules, not an infinite one
+        return Verdict.failure(VerdictError.NO_SCORE, f"score {found.group(1)[:40]!r} is not finite")
+    return _read("", score, scale)

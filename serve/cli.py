@@ -5,8 +5,10 @@
     JUDGE_SERVE_API_KEY="$KEY" judge-serve --config configs/serve/t-lite-seq2seq.yaml --tensor-parallel-size 2
 
 Starts vLLM for the checkpoint (one generating engine; a regression checkpoint adds a pooling engine) and serves,
-on one port, vLLM's /v1/chat/completions, /v1/completions and /v1/models unchanged, POST /v1/judge, /health,
-/ready and /metrics. Settings come from the defaults, then --config YAML, then flags (``serve.config``).
+on one port (``serve.app``): vLLM's /v1/chat/completions, /v1/completions, /v1/responses and its tokenizer routes,
+passed through; /v1/models, its entries with judge-serve's limits and a digest for a local folder's path; POST
+/v1/judge and POST /get_reward (``serve.rewards``); /health, /ready, /metrics and /version. Settings come from the
+defaults, then --config YAML, then flags (``serve.config``).
 """
 
 from __future__ import annotations
@@ -237,9 +239,14 @@ def raise_descriptor_limit(log: logging.Logger) -> None:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
-        with contextlib.suppress(ValueError, OSError):
+        try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            log.info("descriptor limit raised from %d to %d", soft, hard)
+        except (ValueError, OSError) as err:  # a container's policy, a hard limit the kernel will not give
+            log.warning("could not raise the descriptor limit from %d to its hard limit %d (%s): clients past about "
+                        "%d open connections (max_connections) may be refused for want of descriptors", soft, hard,
+                        err, soft // 2)
+            return
+        log.info("descriptor limit raised from %d to %d", soft, hard)
 
 
 def log_dir_problem(log_dir: str) -> str | None:

@@ -224,7 +224,7 @@ def _refuse_criterion_columns(row: Mapping, where: str) -> None:
                          "auto to choose the criteria")
 
 
-def _checked_columns(row: Mapping, where: str, source: str, index: int) -> None:
+def _checked_columns(row: Mapping, source: str, index: int) -> None:
     """Check an auto row's columns as the record loader will check its items (``JudgeRecord.from_row``), before it
     is classified: an error names the user's file, row and field, not the generated ``auto_items.jsonl``, and comes
     before any classifier request. A lone surrogate in the instruction or answer is named so too (it failed
@@ -480,7 +480,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")
         _refuse_criterion_columns(row, where)
-        _checked_columns(row, where, source, index)
+        _checked_columns(row, source, index)
         given = row.get("id")
         row_id = str(i) if gives_no_id(given) else str(given)  # the loader's rule: blank text is none, 0 is an id
         if row_id in seen:

@@ -12,7 +12,13 @@
 - ``api_keys``: one way to give a key to every command (from the environment; a typed key warned about);
 - ``run_folder``: one writer per run folder (an ``flock`` naming the holder) and one resume guard (``run_key.json``).
 - ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only).
-- ``message_content``: a chat answer's ``content`` (a string, null or typed parts) read as text, one way for every client.
+- ``message_content``: a chat answer's ``content`` (a string, null or typed parts) read as text, one way for every
+  client;
+- ``json_reading``: what ``json.loads`` and Arrow's JSON reader cannot read, said in one wording, and a value's kind
+  named in JSON's words;
+- ``endpoint_unusable``: the failure of an endpoint that cannot be used and its exit code, apart from the HTTP stack;
+- ``slurm_requeue``: the Slurm clients (``scontrol``, ``squeue``) and whether a SIGTERM'd job goes back in the queue;
+- ``wandb_login``: whether this process could log in to W&B without asking for a key, looked up before work.
 
 Nothing here knows what a judge is; the contract (``judge``) and the stages (``train``, ``serve``, ``eval``) build on
 it.

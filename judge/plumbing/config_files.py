@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~650 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~730 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -503,7 +503,7 @@ def _got(value: Any) -> str:
     return shown_value(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
 
 
-def _scalar(name: str, value: Any, base: Any) -> Any:
+def _scalar(value: Any, base: Any) -> Any:
     # A YAML list or mapping where a number is meant must be a ValueError like any wrong value: int([1]) is a
     # TypeError, which coerce would let through as a traceback.
     if base is bool:
@@ -583,7 +583,7 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
                 raise ValueError(f"expected a list, got {_kind(value)}")
             _check_depth(value)
             item = (typing.get_args(base) or (Any,))[0]
-            result: Any = [_scalar(name, v, item) for v in value]
+            result: Any = [_scalar(v, item) for v in value]
         elif origin is dict:
             if isinstance(value, str):
                 value = _json(value)
@@ -596,7 +596,7 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
         elif base is str and isinstance(value, bool) and choices is not None and str(value).lower() in choices:
             result = str(value).lower()  # `bf16: true` where the field's choices are the words auto, true, false
         else:
-            result = _scalar(name, value, base)
+            result = _scalar(value, base)
     except ValueError as err:
         raise ConfigError(f"{source}: {name}: {err}") from None
     if choices is not None and result not in choices:

@@ -1,6 +1,6 @@
 """Starting, watching and stopping server processes (vLLM engines, judge-serve) so that none outlives its owner.
 
-Why one module of ~520 lines: starting a process under its supervisor, waiting for it, reading its log and stopping
+Why one module of ~550 lines: starting a process under its supervisor, waiting for it, reading its log and stopping
 it all follow the rules below over one ``ManagedProcess``; split, each part would restate them.
 
     proc = start_process([sys.executable, "-m", "serve.cli", ...], log_path=run_dir / "judge-serve.log")

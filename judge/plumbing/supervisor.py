@@ -48,6 +48,9 @@ _PRCTL = _libc_prctl()
 
 
 def _prctl(option: int, value: int) -> None:
+    # Quiet on failure: between fork and exec nothing may be raised or logged (an exception there reaches the parent
+    # as subprocess's bare SubprocessError), and neither option is the only guard: the supervisor also polls its
+    # owner (``_OWNER_POLL_S``) and signals its group's and its descendants' processes by pid.
     if _PRCTL is not None:
         with contextlib.suppress(Exception):
             _PRCTL(option, value)

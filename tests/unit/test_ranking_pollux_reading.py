@@ -51,6 +51,7 @@ def test_rubric_levels_read_as_pollux_reads_them(rubrics, levels):
     ("[RESULT] 2", None, VerdictError.NO_RESULT),                # no [END]
     ("[RESULT] 2 балла [END]", None, VerdictError.NO_RESULT),    # words before [END]
     ("", None, VerdictError.EMPTY),
+    ("[RESULT] " + "9" * 400 + " [END]", None, VerdictError.NO_SCORE),  # float() reads it as inf: no score, not inf
 ])  # fmt: skip
 def test_pollux_verdict_reading(text, score, error):
     """``parse_pollux_result``: the first complete ``[RESULT] n [END]`` (score_utils.py ``extract_score``)."""
