@@ -151,8 +151,9 @@ def quoted_name(name: str, limit: int = 120) -> str:
 
 def name_key(name: str) -> str:
     """Lookup key for a name: composed (NFC), case-folded, whitespace collapsed, the typographic apostrophe (’) read
-    as ' and ё as е (other quotes are kept as written: «…» and "…" are two keys). The taxonomy's lookups read names by it, and so does whatever else keys on a criterion's name
-    (``judge.rewards``' weights by name), so that a name the taxonomy finds is found there too.
+    as ' and ё as е (other quotes are kept as written: «…» and "…" are two keys). The taxonomy's lookups read names
+    by it, and so does whatever else keys on a criterion's name (``judge.rewards``' weights by name), so that a name
+    the taxonomy finds is found there too.
 
     NFC first: text from macOS file names and some pipelines arrives decomposed ("й" as "и" + U+0306), which looks
     identical but compares unequal, and the Russian names of 74 of the 295 criterion entries and 13 of the 35 task
