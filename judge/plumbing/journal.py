@@ -117,8 +117,10 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
                 raise JournalError(f"{path}:{number}: not a JSON line ({err}); only a last line without its newline "
                                    "is taken for a write cut by a kill") from err
             except json.JSONDecodeError as err:
-                raise JournalError(f"{path}:{number}: not a JSON line ({err.msg}); only a last line without its "
-                                   "newline is taken for a write cut by a kill") from err
+                # with the column: "Invalid control character at" alone ended mid-sentence
+                raise JournalError(f"{path}:{number}: not a JSON line ({err.msg.removesuffix(' at')} at column "
+                                   f"{err.colno}); only a last line without its newline is taken for a write cut by a "
+                                   "kill") from err
             except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
                 raise JournalError(f"{path}:{number}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):

@@ -66,7 +66,9 @@ def test_a_half_row_an_older_run_left_mid_file_says_how_to_resume(tmp_path):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError) as raised:
         resume_predictions(path, ["a", "b", "c"])
-    assert str(raised.value).startswith(f"{path}:2: not a JSON line (")
+    # the decoder's column too: the cut row ends at column 12, where the next row's "{" begins
+    assert str(raised.value).startswith(f"{path}:2: not a JSON line (Expecting property name enclosed in double "
+                                        "quotes at column 13)")
     assert str(raised.value).endswith("; the run cannot resume from this file: mend or delete that line (its item is "
                                       "then asked again), or start again with --overwrite")
     assert path.read_text(encoding="utf-8") == text

@@ -180,7 +180,7 @@ def _merge(tmp_path: Path, dirs: list[Path], data: Path, capsys) -> tuple[int, s
 
 
 @pytest.mark.parametrize(("line", "said"), [
-    (b"garbage not json\n", "2: not a JSON line (Expecting value)"),
+    (b"garbage not json\n", "2: not a JSON line (Expecting value at column 1)"),
     (b"\xff\xfe{}\n", "line 2: not UTF-8 text (byte 0xff at column 1)"),
     (b'{"judge": "pollux-4b"}\n', "line 2.id: "),
     # score refused it later naming the merged file, a 0-based row and no field
