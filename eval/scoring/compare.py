@@ -415,6 +415,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         if len(common) == 0:
             raise ValueError(f"{base.folder} and {other.folder} share no item ids")
         _refuse_other_items(base, other, index_a, index_b)
+        both_predicted = (ta.status[index_a] != "missing") & (tb.status[index_b] != "missing")
         splits: dict[str, SplitComparison] = {}
         for split in item_table.SPLITS:
             # "all" is the paper's two tests together, as in each run's own metrics: never the "unknown" items
@@ -424,7 +425,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
             # a split either run holds but none of whose items both hold: kept with no pairs, so that the headline
             # says the runs share no scored items there rather than dropping the split without a word
             ia, ib = index_a[keep], index_b[keep]
-            key = _drawn_as(split, keep, ta.split[index_a])
+            key = _drawn_as(split, keep, ta.split[index_a], both_predicted)
             groups = {}
             for name, column in _GROUPS.items():
                 labels = getattr(ta, column)[ia].astype(str)
@@ -531,12 +532,14 @@ def _on_one_vc_draw(base: ScoredRun, other: ScoredRun) -> tuple[ScoredRun, Score
     return drawn_again(base), drawn_again(other)
 
 
-def _drawn_as(split: str, keep: np.ndarray, splits: np.ndarray) -> str:
+def _drawn_as(split: str, keep: np.ndarray, splits: np.ndarray, predicted: np.ndarray) -> str:
     """The name a split's paired resamples are drawn under (``bootstrap.cell_rng``): "all" for a test that holds
-    every paired item of "all" (data without Zero-Shot items), so that one item set gets one interval and one call,
-    as ``item_table.evaluate`` draws the runs' own; else the split's own."""
+    every item of "all" both runs predicted (``predicted``, aligned with ``keep`` and ``splits``: data without
+    Zero-Shot items, or runs of one test's items only), so that one item set gets one interval and one call, as
+    ``item_table.evaluate`` draws the runs' own; else the split's own."""
     # ``keep`` lies within "all"'s items, so equal counts are the same items
-    return item_table.drawn_as_name(split, int(keep.sum()), int(_in_split(splits, "all").sum()))
+    return item_table.drawn_as_name(split, int((keep & predicted).sum()),
+                                    int((_in_split(splits, "all") & predicted).sum()))
 
 
 def _in_split(splits: np.ndarray, split: str) -> np.ndarray:
@@ -651,7 +654,7 @@ def _paired_validity(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, ind
         # as its ceiling takes them
         with np.errstate(invalid="ignore"):
             rating = rating_ends((low, high))
-        drawn_as = _drawn_as(split, keep, ta.split[index_a])
+        drawn_as = _drawn_as(split, keep, ta.split[index_a], predicted)
         out[split] = PairedValidity.from_json(paired_validity(ta.judge[ia], tb.judge[ib], ta.experts[ia],
                                      ta.expert_ids[ia] if ta.expert_ids is not None else None,
                                      settings.target, settings.alt_test, n_boot=n_boot,

@@ -887,10 +887,18 @@ def label_groups(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 def drawn_as_name(split: str, n_items: int, n_all: int) -> str:
     """The name a split's resamples are drawn under (``bootstrap.cell_rng`` is keyed by name): a test that holds
-    every one of the ``n_all`` items of "all" (data without Zero-Shot items: any custom data set) draws as "all"
-    does, so that one item set shows one interval, not two that differ. ``n_items``: the test's items, a subset of
-    "all"'s. One rule for the runs' metrics, their validity sections and compare's paired draws."""
+    every one of the ``n_all`` predicted items of "all" draws as "all" does, so that one item set shows one interval,
+    not two that differ: data without Zero-Shot items (any custom data set), or predictions of one test's items only
+    (a run under ``--limit`` or ``--split``), whose other test's items are never resampled. ``n_items``: the test's
+    predicted items, a subset of "all"'s. One rule for the runs' metrics, their validity sections and compare's
+    paired draws (there, the items both runs predicted)."""
     return "all" if split in ("zero_shot", "standard") and n_items == n_all else split
+
+
+def predicted_count(table: ItemTable, index: np.ndarray) -> int:
+    """How many of the items at ``index`` have a prediction (status not ``missing``): what ``drawn_as_name``
+    counts."""
+    return int((table.status[index] != "missing").sum())
 
 
 def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: int = 0, vc_repeats: int = 100,
@@ -936,7 +944,7 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     if (table.split == "unknown").any():
         split_index["unknown"] = everything[table.split == "unknown"]
     split_index["all"] = everything[table.split != "unknown"]
-    drawn_as = {split: drawn_as_name(split, len(index), len(split_index["all"]))
+    drawn_as = {split: drawn_as_name(split, predicted_count(table, index), predicted_count(table, split_index["all"]))
                 for split, index in split_index.items()}
     groupings = {name: label_groups(getattr(table, column)) for name, column in GROUPINGS.items()}
     task_groups = label_groups(table.task_group)

@@ -497,7 +497,7 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
 
     import pandas as pd
 
-    from eval.scoring.item_table import bootstrap_clusters, drawn_as_name, label_groups
+    from eval.scoring.item_table import bootstrap_clusters, drawn_as_name, label_groups, predicted_count
     from eval.scoring.metrics import expert_mean, expert_mode, level_counts
 
     if table.experts.shape[1] == 0:  # unlabelled data: one empty expert column, so that every figure reads "none"
@@ -566,8 +566,9 @@ def validity_section(table, target: str, split_index: dict[str, np.ndarray],
     splits: dict[str, Any] = {}
     for split, mask, cells, left_out in plan:
         (_, _, index, domain, n_missing), cells = cells[0], cells[1:]
-        # a test holding every item of "all" draws its intervals as "all" does, as the run's metrics do
-        drawn = drawn_as_name(split, len(split_index[split]), len(split_index.get("all", ())))
+        # a test holding every predicted item of "all" draws its intervals as "all" does, as the run's metrics do
+        drawn = drawn_as_name(split, predicted_count(table, split_index[split]),
+                              predicted_count(table, split_index.get("all", np.zeros(0, dtype=np.intp))))
         block: dict[str, Any] = {"overall": _cell(table, index, f"{drawn}/overall", kind="overall", domain=domain,
                                                   n_missing=n_missing, **common)}
         block["overall"]["alt_test"] = summarise(found, settings.alt_test, mask)

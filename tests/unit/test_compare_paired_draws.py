@@ -96,3 +96,32 @@ def test_one_item_set_is_drawn_once_whatever_splits_hold_it(tmp_path):
             c.agreement.alpha_difference_ci for c in all_cells]
     assert section["all"].overall.ceiling.gap_ci is not None
     assert section["all"].overall.agreement.alpha_difference_ci is not None
+
+
+def test_predictions_of_one_test_only_are_drawn_once_too(tmp_path):
+    """Data with both tests, predictions of the Zero-Shot items only (a run under --limit or --split): the
+    Standard items are all "missing", never resampled, so Zero-Shot and "Zero-Shot + Standard" resample the same
+    items; they were drawn under two names (two intervals, two p-values for one item set) because the rule counted
+    the data's items, not the predicted ones. Now both runs' own cells and the paired rows draw alike; with the
+    Standard items predicted, the two tests draw apart again."""
+    from eval.scoring.compare import compare
+
+    n = len(JUDGE)
+    split = ["zero_shot"] * (n // 2) + ["standard"] * (n - n // 2)
+    status = ["ok"] * (n // 2) + ["missing"] * (n - n // 2)
+    nan = float("nan")
+    judge_a = JUDGE[: n // 2] + [nan] * (n - n // 2)
+    judge_b = [2.0 - v for v in JUDGE[: n // 2]] + [nan] * (n - n // 2)
+    a = _scored_run(tmp_path / "A", "a", judge_a, EXPERTS, status=status, split=split)
+    b = _scored_run(tmp_path / "B", "b", judge_b, EXPERTS, status=status, split=split)
+    result = compare([a, b], n_boot=50)
+    zero_shot, both = (result.comparisons[0].splits[s] for s in ("zero_shot", "all"))
+    assert zero_shot.overall["mae"].n == both.overall["mae"].n == n // 2
+    for metric in ("mae", "vc_judge"):
+        assert zero_shot.overall[metric] == both.overall[metric]
+    own = result.metrics[0].splits
+    assert own["zero_shot"].overall.mae_ci == own["all"].overall.mae_ci
+
+    whole = compare([_scored_run(tmp_path / "C", "c", JUDGE, EXPERTS, split=split),
+                     _scored_run(tmp_path / "D", "d", [2.0 - v for v in JUDGE], EXPERTS, split=split)], n_boot=50)
+    assert whole.metrics[0].splits["zero_shot"].overall.mae_ci != whole.metrics[0].splits["all"].overall.mae_ci

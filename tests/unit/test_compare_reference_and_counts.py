@@ -15,11 +15,12 @@ EXPERTS = [[0, 0, 1], [1, 1, 2], [2, 2, 1], [0, 1, 1], [2, 1, 1]] * 8
 JUDGE = [0.0, 1, 2, 1, 0, 0, 2, 2, 1, 1, 1, 1, 2, 0, 1, 0, 1, 1, 1, 2] * 2
 
 
-def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50):
+def _scored_run(folder, name, judge, experts, status=None, spearman_target=None, n_boot=50, split=None):
     """A run folder as ``judge-eval score`` writes it (items.parquet with the references compare pairs on, and
-    metrics.json), scored against the experts' mode with ``spearman_target`` for the correlations."""
+    metrics.json), scored against the experts' mode with ``spearman_target`` for the correlations; ``split``: each
+    item's test (default: Standard)."""
     status = status or ["ok"] * len(judge)
-    table = _table(judge, status, experts)
+    table = _table(judge, status, experts, split=split)
     derived = item_table.derive(table, "mode", spearman_target=spearman_target)
     result = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=n_boot, derived=derived,
                                                              spearman_target=spearman_target)))
