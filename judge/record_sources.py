@@ -27,7 +27,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
-                           records_and_report)
+                           records_and_report, released_columns_problem)
 
 __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "looks_like_dataset_name",
            "source_rows", "write_jsonl"]
@@ -257,11 +257,34 @@ def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | No
     """A Parquet file's or a shard folder's tables, each named by its file, read once for both paths (the column
     checks, and the row path when a check flags them); None for any other source."""
     if path.is_file() and path.suffix.lower() == ".parquet":
-        return [(str(path), _parquet_table(path))]
+        return _checked_columns([(str(path), _parquet_table(path))])
     if path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
         shards = _parquet_shards(path, split)
-        return [(str(shard), _parquet_table(shard)) for shard in shards] if shards else None
+        return _checked_columns([(str(shard), _parquet_table(shard)) for shard in shards]) if shards else None
     return None
+
+
+def _checked_columns(tables: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``tables``, once their columns are those one data set's tables have: the same in every shard of a split
+    (a column renamed in one shard read as another item's content: a repeated id, a label lost), and, in the
+    released benchmark's schema, every column the records read (``judge.records.released_columns_problem``).
+
+    Raises:
+        RecordError: naming the file and the column.
+    """
+    first_name, first = tables[0]
+    for name, table in tables:
+        if problem := released_columns_problem(table.column_names):
+            raise RecordError(name, None, problem[0], problem[1])
+        if set(table.column_names) != set(first.column_names):
+            only_here = sorted(set(table.column_names) - set(first.column_names))
+            only_there = sorted(set(first.column_names) - set(table.column_names))
+            column = (only_there or only_here)[0]
+            differ = ([f"has {', '.join(map(repr, only_here))}"] if only_here else []) + (
+                [f"lacks {', '.join(map(repr, only_there))}"] if only_there else [])
+            raise RecordError(name, None, column, f"the shards of one split have other columns: this one "
+                              f"{' and '.join(differ)}, beside {first_name}; give every shard the same columns")
+    return tables
 
 
 def _parquet_shards(folder: Path, split: str | None) -> list[Path]:

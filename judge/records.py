@@ -53,6 +53,8 @@ from judge.scales import ScaleError, scale_of
 __all__ = [
     "ABSTENTION_SCORE",
     "is_benchmark_row",
+    "RELEASED_COLUMNS",
+    "released_columns_problem",
     "ID_FIELDS",
     "MAX_EXPERTS_PER_ITEM",
     "SCORE_BOUND",
@@ -107,6 +109,34 @@ def is_benchmark_row(row: Container[str]) -> bool:
     column, or both of the columns only it carries (``is_provocative``, ``criteria_description``). Training refuses
     such rows."""
     return "annotations" in row or all(name in row for name in BENCHMARK_MARKERS)
+
+
+#: The released benchmark's columns the records are built from (the dataset card's schema, ``ai-forever/POLLUX`` on
+#: the hub): the prompt's texts, the evaluated model (in the content id), the experts and their aggregate. A released
+#: table without one of them loads with a quiet default (an empty reference answer in every prompt, no expert label,
+#: an aggregate derived from the experts), so ``released_columns_problem`` refuses it.
+RELEASED_COLUMNS = ("instruction", "reference_answer", "answer", "model_id", "criteria_name", "rubrics",
+                    "annotations", "criteria_score")  # fmt: skip
+
+
+def released_columns_problem(names: Sequence[str]) -> tuple[str, str] | None:
+    """(the first missing column, why) when a table's columns ``names`` are the released benchmark's (both
+    ``BENCHMARK_MARKERS``, or ``annotations``, and no ``expert_scores``, which only the project schema has) without
+    every one of ``RELEASED_COLUMNS``; None otherwise. The columns the release does not have are named too: a
+    renamed column ("reference" for "reference_answer") is the usual cause."""
+    present = set(names)
+    if "expert_scores" in present or not is_benchmark_row(present):
+        return None
+    missing = [name for name in RELEASED_COLUMNS if name not in present]
+    if not missing:
+        return None
+    foreign = sorted(present - KNOWN_FIELDS)
+    others = f"; it has {', '.join(map(repr, foreign))}, which the release does not: renamed?" if foreign else ""
+    kind = "annotations" if "annotations" in present else " and ".join(BENCHMARK_MARKERS)
+    columns = "s" if len(missing) > 1 else ""
+    return missing[0], (f"a released POLLUX table (it has {kind}) without the column{columns} "
+                        f"{', '.join(map(repr, missing))}{others}; the records read every one of "
+                        f"{', '.join(RELEASED_COLUMNS)}")
 
 
 class LineIndex(int):

@@ -597,7 +597,8 @@ def test_an_integer_score_no_float_holds_exactly_is_named_by_both_readers(tmp_pa
     project = [GOOD | {"id": "big", "expert_scores": [BIG, 1, 2], "criteria_score": BIG},
                GOOD | {"id": "a2", "criteria_score": 1}]
     released = [{k: v for k, v in GOOD.items() if k not in ("expert_scores", "expert_feedback")}
-                | {"id": "big", "annotations": [{"comment": "а", "score": BIG}, {"comment": "б", "score": 1}]}]
+                | {"id": "big", "annotations": [{"comment": "а", "score": BIG}, {"comment": "б", "score": 1}],
+                   "criteria_score": 1.0}]  # every released column (judge.records.RELEASED_COLUMNS)
     files = [_jsonl(tmp_path / "d.jsonl", project)]
     for name, rows in (("d.parquet", project), ("released.parquet", released)):
         pq.write_table(pa.Table.from_pylist(rows), tmp_path / name)

@@ -1,0 +1,62 @@
+"""A released POLLUX table with a column renamed or missing: the loader built records with quiet defaults (an empty
+reference answer in every prompt, no expert label, an aggregate derived from the experts, another content id), and a
+shard whose columns differed from the others' was read as other items. Now both are refused, naming the file and
+the column, before any record is built."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import judge
+from judge.records import RELEASED_COLUMNS, RecordError, released_columns_problem
+
+ROW = {"instruction": "Придумай сюжет.", "reference_answer": "", "answer": "Маяк гаснет.", "model_id": "gpt4",
+       "task_type": "Творческий брейншторминг", "task_subtype": "Литературный брейншторминг", "task_subsubtype": "",
+       "difficulty": "Easy", "domain": "Художественный", "is_provocative": False, "criteria_name": "Проактивность",
+       "criteria_description": "…", "rubrics": "0: нет\n\n1: частично\n\n2: да", "rubrics_example": "",
+       "annotations": [{"comment": "а", "score": 1.0}, {"comment": "б", "score": 2.0}], "criteria_score": 1.5}
+
+
+def _shards(folder, tables):
+    (folder / "data").mkdir(parents=True)
+    for k, rows in enumerate(tables):
+        pq.write_table(pa.Table.from_pylist(rows), folder / "data" / f"test-0000{k}-of-0000{len(tables)}.parquet")
+    return folder
+
+
+@pytest.mark.parametrize("old, new", [("reference_answer", "reference"), ("model_id", "model"),
+                                      ("criteria_score", "score"), ("annotations", "annotation")])
+def test_a_released_column_renamed_in_every_shard_is_refused_naming_both_names(tmp_path, old, new):
+    renamed = [{(new if k == old else k): v for k, v in ROW.items()}]
+    folder = _shards(tmp_path / "POLLUX", [renamed, renamed])
+    for load in (judge.load_records_report, judge.load_record_columns):
+        with pytest.raises(RecordError) as err:
+            load(folder)
+        assert err.value.field == old
+        assert str(err.value).startswith(f"{folder / 'data' / 'test-00000-of-00002.parquet'}: field '{old}': a "
+                                         "released POLLUX table (it has ")
+        assert f"without the column '{old}'; it has '{new}', which the release does not: renamed?" in str(err.value)
+
+
+def test_shards_with_other_columns_are_refused_naming_the_shard(tmp_path):
+    """The same column renamed in the second shard only: its rows were read without their experts' labels."""
+    renamed = [{("annotation" if k == "annotations" else k): v for k, v in ROW.items()} | {"annotations": None}]
+    folder = _shards(tmp_path / "POLLUX", [[ROW], renamed])
+    with pytest.raises(RecordError) as err:
+        judge.load_records_report(folder)
+    first, second = sorted((folder / "data").iterdir())
+    assert str(err.value) == (f"{second}: field 'annotation': the shards of one split have other columns: this one "
+                              f"has 'annotation', beside {first}; give every shard the same columns")
+
+
+def test_the_release_and_the_project_schema_load_as_before(tmp_path):
+    """Every released column: loads. A project table (``expert_scores``) with the release's marker columns, as
+    ``judge-eval convert`` writes it, is not held to the release's columns."""
+    records, _ = judge.load_records_report(_shards(tmp_path / "POLLUX", [[ROW], [ROW | {"answer": "Другой."}]]))
+    assert [r.expert_scores for r in records] == [(1.0, 2.0), (1.0, 2.0)]
+    assert set(RELEASED_COLUMNS) <= set(ROW)
+    project = {k: v for k, v in ROW.items() if k not in ("annotations", "reference_answer")}
+    assert released_columns_problem([*project, "expert_scores"]) is None
+    assert released_columns_problem(["instruction", "answer"]) is None  # neither schema's markers
