@@ -33,7 +33,7 @@ from serve.config import ConfigError, ServeConfig
 from serve.engine_version import (EngineVersionError, attached_engine_urls, check_installed_vllm, starts_own_engines,
                                   watch_attached_versions)
 from serve.launch import engine_specs, engines_drain_on_sigterm
-from serve.layout import CheckpointLayout, LayoutError, require_weights, resolve_layout
+from serve.layout import CheckpointLayout, LayoutError, require_tokenizer, require_weights, resolve_layout
 
 __all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained_lengths", "structured_outputs_notes",
            "configure_logging", "CHATTY_LOGGERS"]
@@ -332,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for spec in engine_specs(config, layout):
             if not spec.url:
                 require_weights(spec.model_dir, spec.role)
+        require_tokenizer(layout.root)  # judge-serve's own, whatever the engines load (attached ones too)
     except LayoutError as err:
         listening.close()
         print(f"judge-serve: {err}", file=sys.stderr)

@@ -56,7 +56,8 @@ from judge.checkpoints import (
 )
 
 __all__ = ["CheckpointLayout", "LayoutError", "resolve_layout", "require_weights", "GENERATOR_SUBFOLDERS",
-           "EXPORT_MANIFEST", "WEIGHT_FILES", "weights_fingerprint", "weights_changed", "CHECKPOINT_CHANGED"]
+           "EXPORT_MANIFEST", "WEIGHT_FILES", "weights_fingerprint", "weights_changed", "CHECKPOINT_CHANGED",
+           "TOKENIZER_FILES", "require_tokenizer"]
 
 #: What a regression head reads as the assistant turn: the generated text as it came out (released ``-r`` judges,
 #: as POLLUX scores them) or the parsed rationale re-rendered as ``[FEEDBACK] ... [END]`` (our exports' training text).
@@ -237,6 +238,28 @@ def require_weights(folder: Path, role: str) -> None:
             f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}), so the {role} engine would have nothing "
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
             "attach a running engine with --generator-url / --pooling-url"
+        )
+
+
+#: The files a tokenizer is built from (any one is enough to try): a fast tokenizer's ``tokenizer.json``, a BPE
+#: vocabulary (``vocab.json``, with ``merges.txt``), a SentencePiece or WordPiece model.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "vocab.txt")
+
+
+def require_tokenizer(folder: Path) -> None:
+    """Refuse a local checkpoint folder that holds none of ``TOKENIZER_FILES``: judge-serve renders and tokenizes
+    every prompt with the checkpoint's tokenizer, and transformers builds one from such a folder anyway, with a
+    vocabulary of one token, so that judge-serve turned ready and every prompt reached the engine empty (400, "You
+    must pass at least one prompt").
+
+    Raises:
+        LayoutError: naming the folder and the files looked for.
+    """
+    if Path(folder).is_dir() and not any((Path(folder) / name).is_file() for name in TOKENIZER_FILES):
+        raise LayoutError(
+            f"model: {folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): judge-serve tokenizes every prompt "
+            "with it; save the base model's tokenizer into the folder (tokenizer.save_pretrained), as judge-train's "
+            "exports have it"
         )
 
 

@@ -117,6 +117,11 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
     port = free_port()
     common = ["--model", str(checkpoint), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
     if serve_cmd is not None:
+        given = {str(arg).split("=", 1)[0].replace("_", "-") for arg in config.server_args}
+        if config.verdict_format != "auto" and "--verdict-format" not in given:
+            # the format judge-eval was told is the server's to render and parse: started without it, judge-serve
+            # chose its own and the run was refused only once the engines had loaded
+            common += ["--verdict-format", config.verdict_format]
         cmd, ready_path = [*serve_cmd, *common, *map(str, config.server_args)], "/ready"
     else:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *common, *map(str, config.server_args)]

@@ -499,6 +499,11 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             kind = said_before["backend"]
         # One folder, one route: a regression judge's /v1/judge scores are its head's, its chat passthrough's the
         # LM's own verdicts, and a probe that once failed must not mix the two in one predictions file.
+        if todo and kind == "judge-serve" and config.prompt == "en" and not pairwise:
+            # its /v1/judge renders the Russian POLLUX prompt itself: the English one would be recorded, never sent
+            raise ConfigError(f"prompt: en, but {judge_ref} is a judge-serve, whose /v1/judge renders the Russian "
+                              "POLLUX prompt itself: the English prompt would be recorded in run.json, not sent; send "
+                              "it through its chat route with --backend chat, or drop --prompt en")
         made_by = earlier_record(out).get("backend") if n_written and todo else None
         if made_by and made_by != kind:
             raise ConfigError(f"backend: the {n_written} verdicts already in {out} were asked through {made_by}, this "

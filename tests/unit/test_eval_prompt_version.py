@@ -155,3 +155,17 @@ def test_a_resume_under_another_setting_is_refused_and_one_under_the_same_keeps_
     assert len(sent) == len(records) + 2
     assert set(sent) == {judge.render_prompt(r) + newline for r in records}
     assert _run_json(out)["prompt_version"] == ("pollux-ru-4b-v1" if first == "auto" else "pollux-ru-v2")
+
+
+def test_the_english_prompt_against_judge_serve_is_refused_before_any_item(data, tmp_path, capsys):
+    """judge-serve renders /v1/judge's prompts itself, in Russian: ``--prompt en`` was sent nowhere and recorded in
+    run.json as the template the verdicts were asked with. Now refused before any item, naming what to do; through
+    its chat route (``--backend chat``) the English prompt is what the judge gets."""
+    with _judge_serve("pollux-ru-4b-v1") as server:
+        assert eval_main(run_args(server.base_url, data, tmp_path / "refused", "--prompt", "en")) == 2
+        assert not [body for body in server.bodies("/v1/judge") if body]
+    err = capsys.readouterr().err
+    assert (f"prompt: en, but {server.base_url} is a judge-serve, whose /v1/judge renders the Russian POLLUX prompt "
+            "itself: the English prompt would be recorded in run.json, not sent; send it through its chat route with "
+            "--backend chat, or drop --prompt en") in err
+    assert not (tmp_path / "refused" / "predictions.jsonl").exists()

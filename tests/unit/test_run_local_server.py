@@ -224,3 +224,22 @@ def test_a_generating_model_given_to_judge_serve_leaves_the_check_to_its_server(
     assert main(argv) == 0
     (export / "model.safetensors").write_bytes(b"weights two, retrained")  # not what that server fingerprinted
     assert main(argv) == 0 and len(starts) == 1  # all judged: nothing to ask, nothing started, not refused
+
+
+def test_the_verdict_format_judge_eval_is_given_reaches_the_judge_serve_it_starts(tmp_path, monkeypatch, capsys):
+    """``--verdict-format integer`` on a checkpoint: judge-serve was started without it, chose its own format once
+    its engines had loaded (~40 s on CPU), and the run was then refused, telling the user to serve the judge with
+    the flag, on a server judge-eval itself had started. Now the flag is passed on; one given in --server-args
+    wins."""
+    argv_file = tmp_path / "argv.json"
+    argv, _ = _failing_judge_serve(tmp_path, monkeypatch, f"json.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+                                   "sys.exit(1)\n")
+    assert main([*argv, "--verdict-format", "integer"]) == 4
+    started = json.loads(argv_file.read_text())
+    assert started[started.index("--verdict-format") + 1] == "integer"
+    assert main([*argv, "--verdict-format", "integer", "--server-args", '["--verdict_format=tagged"]',
+                 "--out", str(tmp_path / "other")]) == 4
+    started = json.loads(argv_file.read_text())
+    assert "--verdict-format" not in started and started[-1] == "--verdict_format=tagged"
+    assert main([*argv, "--out", str(tmp_path / "auto")]) == 4
+    assert "--verdict-format" not in json.loads(argv_file.read_text())  # auto: judge-serve's own choice

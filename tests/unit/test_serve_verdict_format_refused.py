@@ -21,6 +21,7 @@ def test_a_verdict_format_the_judge_cannot_write_is_one_line_exit_2_with_the_por
     monkeypatch.setattr(serve.cli, "check_installed_vllm", lambda: None)
     monkeypatch.setattr(serve.cli, "bind_listening_socket", lambda host, port: socket)
     root = released_r(tmp_path / "r")
+    (root / "tokenizer.json").write_text("{}")  # the release ships one; without it the folder is refused first
     code = serve.cli.main(["--model", str(root), "--verdict-format", "integer", "--log-dir", str(tmp_path / "logs")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and socket.closed
