@@ -239,6 +239,33 @@ def require_weights(folder: Path, role: str) -> None:
             "to load; pass a checkpoint folder written by save_pretrained (or a hub id whose download finished), or "
             "attach a running engine with --generator-url / --pooling-url"
         )
+    missing = _shards_not_there(folder)
+    if missing:
+        # the engine refuses it too, half a minute later and only in its own log ("Weight files referenced in index
+        # but missing"), under judge-serve's "exited with code 1 while starting"
+        raise LayoutError(
+            f"model: {folder}: its weights index names {', '.join(missing[:3])}"
+            f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''}, not in the folder, so the {role} engine "
+            "could not load it; copy the missing shards (a download or copy cut short), or pass a complete folder"
+        )
+
+
+def _shards_not_there(folder: Path) -> list[str]:
+    """The files a sharded checkpoint's index (``*.index.json``, its ``weight_map``) names that the folder lacks,
+    sorted; [] when there is no index or it cannot be read (the engine's to refuse: an unreadable index is no
+    evidence of a missing file). A hub snapshot's files are links to its blobs: a link whose blob is gone is
+    missing."""
+    import json
+
+    named: set[str] = set()
+    for index in sorted(Path(folder).glob("*.index.json")):
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(weight_map, dict):
+            named |= {str(name) for name in weight_map.values() if isinstance(name, str)}
+    return sorted(name for name in named if not (Path(folder) / name).is_file())
 
 
 #: The files a tokenizer is built from (any one is enough to try): a fast tokenizer's ``tokenizer.json``, a BPE

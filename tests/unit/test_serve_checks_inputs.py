@@ -107,6 +107,22 @@ def test_each_kind_of_weights_file_is_enough(tmp_path, weights):
         serve.layout.require_weights(_folder(tmp_path / "bare", CAUSAL, "tokenizer.json"), "generator")
 
 
+def test_a_sharded_folder_missing_a_shard_its_index_names_is_refused_naming_it(tmp_path):
+    """A copy or download cut short: the index names two shards, the folder holds one. vLLM refused it half a
+    minute later in its own log only ("Weight files referenced in index but missing"), judge-serve saying "exited
+    with code 1 while starting"; now the refusal names the shard, before any engine starts."""
+    root = _folder(tmp_path / "ckpt", CAUSAL, "model-00001-of-00002.safetensors")
+    (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    with pytest.raises(LayoutError) as err:
+        serve.layout.require_weights(root, "generator")
+    assert str(err.value) == (f"model: {root}: its weights index names model-00002-of-00002.safetensors, not in the "
+                              "folder, so the generator engine could not load it; copy the missing shards (a download "
+                              "or copy cut short), or pass a complete folder")
+    (root / "model-00002-of-00002.safetensors").write_bytes(b"")
+    serve.layout.require_weights(root, "generator")
+
+
 def test_a_released_regression_judge_from_the_hub_cache_passes(tmp_path, monkeypatch, released_hub_cache):
     """The released -r layout (docs/released-pollux.md) served by hub id: both derived views hold weights."""
     monkeypatch.setenv("HF_HUB_CACHE", str(released_hub_cache))
