@@ -392,6 +392,23 @@ def _refuse_split_of_a_file(path: Path, split: str | None) -> None:
                          "shards, a datasets folder or a dataset name); leave out the split to read the whole file")
 
 
+def _cached_dataset(source: str | Path) -> str | Path:
+    """A dataset name's snapshot in the Hugging Face cache, when it holds Parquet shards: what ``hf download NAME
+    --repo-type dataset`` (without ``--local-dir``) leaves, read as the folder of shards it is, offline, as
+    ``judge.checkpoints.resolve_checkpoint`` reads a judge's; else ``source`` as given (a file, a folder, a name the
+    cache lacks, for ``datasets.load_dataset`` to try: it did not find such a snapshot offline)."""
+    path, name = Path(source), str(source)
+    if path.exists() or not looks_like_dataset_name(name, path):
+        return source
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    try:
+        folder = resolve_checkpoint(name, allow_download=False, repo_type="dataset")
+    except CheckpointNotFound:
+        return source
+    return folder if any(folder.glob("data/*.parquet")) or any(folder.glob("*.parquet")) else source
+
+
 def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[str, int, Mapping]]:
     import datasets
 
@@ -447,6 +464,7 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
     record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
     arguments, errors and report as ``load_records_report``.
     """
+    source = _cached_dataset(source)
     _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
@@ -464,9 +482,10 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
     Args:
         source: a ``.jsonl`` / ``.json`` (a list of rows) / ``.parquet`` file; a folder of Parquet shards as the hub
             lays it out (``<dir>/data/test-00000-of-00003.parquet`` ..., or the shards directly in ``<dir>``; read
-            in name order); a folder written by ``datasets.save_to_disk``; or a dataset name
-            ``datasets.load_dataset`` can reach (a hub name on machines that have access, or with
-            ``HF_HUB_OFFLINE=1`` and a populated cache).
+            in name order); a folder written by ``datasets.save_to_disk``; or a dataset name: its snapshot in the
+            Hugging Face cache when one holds Parquet shards (``hf download NAME --repo-type dataset``), read
+            offline as that folder, else what ``datasets.load_dataset`` can reach (a hub name on machines that have
+            access, or with ``HF_HUB_OFFLINE=1`` and its own populated cache).
         split: the split to take from a shard folder, a ``DatasetDict`` or a named dataset (default: the only
             split, or "test"); a single file holds one split, and any other is refused (``_refuse_split_of_a_file``),
             as a ``save_to_disk`` folder of one Dataset holds its own (its folder's name when saved with none).
@@ -483,6 +502,8 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
         ValueError: an unknown file type, a split the source does not hold (or any split but its own asked of a
             single file), a shard folder missing shards.
     """
+    source = _cached_dataset(source)
+    source = _cached_dataset(source)
     _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
@@ -598,6 +619,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
         RecordError: a JSONL line or a .json file that is not readable JSON; FileNotFoundError / ValueError: as
             ``load_records_report``.
     """
+    source = _cached_dataset(source)
     path = Path(source)
     name = str(source)
     _refuse_split_of_a_file(path, split)
