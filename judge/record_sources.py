@@ -257,6 +257,10 @@ def _parquet_tables(path: Path, split: str | None) -> list[tuple[str, Any]] | No
     """A Parquet file's or a shard folder's tables, each named by its file, read once for both paths (the column
     checks, and the row path when a check flags them); None for any other source."""
     if path.is_file() and path.suffix.lower() == ".parquet":
+        shard = _shard_name(path.name)
+        if shard and int(shard.group("n")) > 1:  # one shard of several, given alone: the others are not read
+            logger.warning("%s: shard %d of %s of split %r, read alone; give the folder to read them all", path,
+                           int(shard.group("k")) + 1, int(shard.group("n")), shard.group("split"))
         return _checked_columns([(str(path), _parquet_table(path))])
     if path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
         shards = _parquet_shards(path, split)
@@ -306,6 +310,11 @@ def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
     if split not in by_split:
         raise ValueError(f"{folder}: no shards of split {split!r}; available: {sorted(by_split)}")
     _refuse_missing_shards(folder, by_split[split])
+    if split and by_split.get(""):  # files named as no shard beside the split's: a copy's "(1)", an export's own name
+        stray = [shard.name for shard in by_split[""]]
+        logger.warning("%s: read the %d shards of split %r; left out %s, named as no split's shard "
+                       "(<split>-0000k-of-0000n.parquet)", folder, len(by_split[split]), split,
+                       ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else ""))
     return by_split[split]
 
 

@@ -60,3 +60,25 @@ def test_the_release_and_the_project_schema_load_as_before(tmp_path):
     project = {k: v for k, v in ROW.items() if k not in ("annotations", "reference_answer")}
     assert released_columns_problem([*project, "expert_scores"]) is None
     assert released_columns_problem(["instruction", "answer"]) is None  # neither schema's markers
+
+
+def test_a_file_named_as_no_shard_beside_a_splits_shards_is_named_as_left_out(tmp_path, caplog):
+    """``test-00000-of-00001 (1).parquet`` (a second copy of a shard) was skipped without a word."""
+    folder = _shards(tmp_path / "POLLUX", [[ROW]])
+    pq.write_table(pa.Table.from_pylist([ROW]), folder / "data" / "test-00000-of-00001 (1).parquet")
+    with caplog.at_level("WARNING", logger="judge.record_sources"):
+        records, _ = judge.load_records_report(folder)
+    assert len(records) == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "judge.record_sources"] == [
+        f"{folder}: read the 1 shards of split 'test'; left out test-00000-of-00001 (1).parquet, named as no split's "
+        "shard (<split>-0000k-of-0000n.parquet)"]
+
+
+def test_one_shard_of_several_given_alone_is_said(tmp_path, caplog):
+    folder = _shards(tmp_path / "POLLUX", [[ROW], [ROW | {"answer": "Другой."}]])
+    with caplog.at_level("WARNING", logger="judge.record_sources"):
+        records, _ = judge.load_records_report(folder / "data" / "test-00001-of-00002.parquet")
+    assert len(records) == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "judge.record_sources"] == [
+        f"{folder / 'data' / 'test-00001-of-00002.parquet'}: shard 2 of 2 of split 'test', read alone; give the "
+        "folder to read them all"]
