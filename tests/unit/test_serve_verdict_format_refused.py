@@ -1,28 +1,60 @@
-"""judge-serve asked for a verdict format its judge cannot write: one line, exit 2, the port let go."""
+"""judge-serve refusing a checkpoint at start, with the port it took let go: a verdict format its judge cannot
+write, and a folder without tokenizer files (transformers built a tokenizer of one token from it, judge-serve turned
+ready, and every prompt reached the engine empty: 400 "You must pass at least one prompt", every item a failure).
+Each is one line, exit 2, before any engine starts."""
 
 from __future__ import annotations
 
+import pytest
+
+from serve.layout import TOKENIZER_FILES, LayoutError, require_tokenizer
 from tests.support.released_r_checkpoint import released_r
+
+
+class _Socket:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _main(monkeypatch, argv: list[str]) -> tuple[int, _Socket]:
+    """judge-serve's main with no vLLM check and a stand-in for the socket it listens on."""
+    import serve.cli
+
+    socket = _Socket()
+    monkeypatch.setattr(serve.cli, "check_installed_vllm", lambda: None)
+    monkeypatch.setattr(serve.cli, "bind_listening_socket", lambda host, port: socket)
+    return serve.cli.main(argv), socket
 
 
 def test_a_verdict_format_the_judge_cannot_write_is_one_line_exit_2_with_the_port_released(tmp_path, monkeypatch,
                                                                                            capsys):
     """create_app decides the verdict format: an integer format asked of a regression judge is a bad configuration
     (exit 2, one line), not a traceback, and the port judge-serve took is let go."""
-    import serve.cli
-
-    class Socket:
-        closed = False
-
-        def close(self) -> None:
-            self.closed = True
-
-    socket = Socket()
-    monkeypatch.setattr(serve.cli, "check_installed_vllm", lambda: None)
-    monkeypatch.setattr(serve.cli, "bind_listening_socket", lambda host, port: socket)
     root = released_r(tmp_path / "r")
     (root / "tokenizer.json").write_text("{}")  # the release ships one; without it the folder is refused first
-    code = serve.cli.main(["--model", str(root), "--verdict-format", "integer", "--log-dir", str(tmp_path / "logs")])
+    code, socket = _main(monkeypatch, ["--model", str(root), "--verdict-format", "integer", "--log-dir",
+                                       str(tmp_path / "logs")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and socket.closed
     assert err.startswith("judge-serve: verdict_format: integer") and "\n" not in err
+
+
+def test_a_folder_without_tokenizer_files_is_refused_at_start_naming_them(tmp_path, monkeypatch, capsys):
+    root = released_r(tmp_path / "r")  # weights and tokenizer_config.json, no tokenizer
+    code, socket = _main(monkeypatch, ["--model", str(root), "--log-dir", str(tmp_path / "logs")])
+    assert code == 2 and socket.closed
+    assert capsys.readouterr().err == (
+        f"judge-serve: model: {root} holds no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, "
+        "vocab.txt): judge-serve tokenizes every prompt with it; save the base model's tokenizer into the folder "
+        "(tokenizer.save_pretrained), as judge-train's exports have it\n")
+
+
+@pytest.mark.parametrize("name", TOKENIZER_FILES)
+def test_any_tokenizer_file_passes(tmp_path, name):
+    (tmp_path / name).write_text("{}")
+    require_tokenizer(tmp_path)
+    (tmp_path / name).unlink()
+    with pytest.raises(LayoutError, match="holds no tokenizer"):
+        require_tokenizer(tmp_path)
