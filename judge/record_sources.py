@@ -312,8 +312,9 @@ def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
     _refuse_missing_shards(folder, by_split[split])
     if split and by_split.get(""):  # files named as no shard beside the split's: a copy's "(1)", an export's own name
         stray = [shard.name for shard in by_split[""]]
-        logger.warning("%s: read the %d shards of split %r; left out %s, named as no split's shard "
-                       "(<split>-0000k-of-0000n.parquet)", folder, len(by_split[split]), split,
+        logger.warning("%s: read %s of split %r; left out %s, named as no split's shard "
+                       "(<split>-0000k-of-0000n.parquet)", folder,
+                       "its one shard" if len(by_split[split]) == 1 else f"the {len(by_split[split])} shards", split,
                        ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else ""))
     return by_split[split]
 
@@ -401,11 +402,12 @@ def _refuse_split_of_a_file(path: Path, split: str | None) -> None:
                          "shards, a datasets folder or a dataset name); leave out the split to read the whole file")
 
 
-def _cached_dataset(source: str | Path) -> str | Path:
-    """A dataset name's snapshot in the Hugging Face cache, when it holds Parquet shards: what ``hf download NAME
-    --repo-type dataset`` (without ``--local-dir``) leaves, read as the folder of shards it is, offline, as
-    ``judge.checkpoints.resolve_checkpoint`` reads a judge's; else ``source`` as given (a file, a folder, a name the
-    cache lacks, for ``datasets.load_dataset`` to try: it did not find such a snapshot offline)."""
+def _cached_dataset(source: str | Path, split: str | None) -> str | Path:
+    """A dataset name's snapshot in the Hugging Face cache, when it holds the Parquet shards of ``split`` (the
+    default split when None): what ``hf download NAME --repo-type dataset`` (without ``--local-dir``) leaves, read as
+    the folder of shards it is, offline, as ``judge.checkpoints.resolve_checkpoint`` reads a judge's; else ``source``
+    as given (a file, a folder, a name the cache lacks or holds another split of, for ``datasets.load_dataset`` to
+    try: it did not find such a snapshot offline)."""
     path, name = Path(source), str(source)
     if path.exists() or not looks_like_dataset_name(name, path):
         return source
@@ -413,9 +415,9 @@ def _cached_dataset(source: str | Path) -> str | Path:
 
     try:
         folder = resolve_checkpoint(name, allow_download=False, repo_type="dataset")
-    except CheckpointNotFound:
+        return folder if _parquet_shards(folder, split) else source
+    except (CheckpointNotFound, ValueError):  # not cached, or not this split's shards (or not all of them)
         return source
-    return folder if any(folder.glob("data/*.parquet")) or any(folder.glob("*.parquet")) else source
 
 
 def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[str, int, Mapping]]:
@@ -473,7 +475,7 @@ def load_record_columns(source: str | Path, split: str | None = None, make_id: b
     record; any other source (or one a check flags) is read row by row, as ``load_records_report`` reads it. Same
     arguments, errors and report as ``load_records_report``.
     """
-    source = _cached_dataset(source)
+    source = _cached_dataset(source, split)
     _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
@@ -511,8 +513,7 @@ def load_records_report(source: str | Path, split: str | None = None, make_id: b
         ValueError: an unknown file type, a split the source does not hold (or any split but its own asked of a
             single file), a shard folder missing shards.
     """
-    source = _cached_dataset(source)
-    source = _cached_dataset(source)
+    source = _cached_dataset(source, split)
     _refuse_split_of_a_file(Path(source), split)
     tables = _parquet_tables(Path(source), split)
     found = _column_wise(source, make_id, tables)
@@ -628,7 +629,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
         RecordError: a JSONL line or a .json file that is not readable JSON; FileNotFoundError / ValueError: as
             ``load_records_report``.
     """
-    source = _cached_dataset(source)
+    source = _cached_dataset(source, split)
     path = Path(source)
     name = str(source)
     _refuse_split_of_a_file(path, split)

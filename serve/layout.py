@@ -253,12 +253,17 @@ def require_weights(folder: Path, role: str) -> None:
 def _shards_not_there(folder: Path) -> list[str]:
     """The files a sharded checkpoint's index (``*.index.json``, its ``weight_map``) names that the folder lacks,
     sorted; [] when there is no index or it cannot be read (the engine's to refuse: an unreadable index is no
-    evidence of a missing file). A hub snapshot's files are links to its blobs: a link whose blob is gone is
-    missing."""
+    evidence of a missing file). Only the indexes of the format the engine loads: with any safetensors file present,
+    the safetensors index alone (a repository that ships both formats, downloaded without its ``.bin`` files, keeps
+    a ``pytorch_model.bin.index.json`` naming them). A hub snapshot's files are links to its blobs: a link whose blob
+    is gone is missing."""
     import json
 
     named: set[str] = set()
-    for index in sorted(Path(folder).glob("*.index.json")):
+    indexes = sorted(Path(folder).glob("*.index.json"))
+    if any(Path(folder).glob("*.safetensors")):
+        indexes = [index for index in indexes if index.name.endswith(".safetensors.index.json")]
+    for index in indexes:
         try:
             weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
         except (OSError, ValueError, AttributeError):

@@ -465,10 +465,10 @@ def _warn_if_it_cannot_start(job_id: str) -> None:
     state, _, reason = proc.stdout.strip().partition(" ")
     if proc.returncode != 0 or state != "PENDING" or reason not in CANNOT_START_REASONS:
         return
-    print(f"judge-train submit: warning: job {job_id} is pending with reason {reason}: "
-          f"{CANNOT_START_REASONS[reason]}, so it may never start. `scontrol show job {job_id}` says what it asks, "
-          f"`scontrol show partition` what the partition gives; scancel {job_id} and submit again with fewer "
-          f"--nodes, a shorter --time or another --partition", file=sys.stderr)
+    meaning, remedy = CANNOT_START_REASONS[reason]
+    print(f"judge-train submit: warning: job {job_id} is pending with reason {reason}: {meaning}; it may never "
+          f"start as it stands. `scontrol show job {job_id}` says what it asks; {remedy.format(job=job_id)}",
+          file=sys.stderr)
 
 
 def _drop_kept_script(path: Path, made: Sequence[Path]) -> None:

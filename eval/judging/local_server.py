@@ -20,7 +20,7 @@ from judge.plumbing.config_files import ConfigError
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["local_server", "served_name", "start_failure_reason"]
+__all__ = ["local_server", "served_name", "start_failure_reason", "starts_judge_serve"]
 
 log = logging.getLogger("judge_eval.local_server")
 
@@ -67,6 +67,12 @@ def _judge_serve_command() -> list[str] | None:
     beside = Path(sys.executable).parent / "judge-serve"  # the venv's own script first, then PATH
     found = str(beside) if beside.exists() else shutil.which("judge-serve")
     return [found] if found else None
+
+
+def starts_judge_serve(config: RunConfig) -> bool:
+    """Whether ``local_server`` would start judge-serve (not vLLM's own server) for ``config``: its ``server`` allows
+    it and judge-serve is installed."""
+    return config.server in ("auto", "judge-serve") and _judge_serve_command() is not None
 
 
 def served_name(checkpoint: str | Path) -> str:

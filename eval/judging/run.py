@@ -73,7 +73,7 @@ from eval.judging.contact import base_of, detect_backend, first_contact, fit_max
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
-from eval.judging.local_server import local_server, served_name
+from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
 from eval.judging.run_settings import clear_score_outputs, resolved_paths, run_key
@@ -213,6 +213,14 @@ async def _with_retries(backend: JudgeBackend, batch: Sequence, policy: RetryPol
     """The backend's outcomes, retrying transient failures by ``policy`` (``Retry-After`` honoured); a batch that
     still fails (or is refused) gets ``request_failed`` rows, retried by the next run."""
     return (await _judged(backend, batch, policy))[0]
+
+
+def _english_prompt_on_judge_serve(judge_ref: str) -> ConfigError:
+    """``--prompt en`` against a judge-serve's /v1/judge, which renders the Russian POLLUX prompt itself: the English
+    one would be recorded in run.json as what the verdicts were asked with, and never sent."""
+    return ConfigError(f"prompt: en, but {judge_ref} is a judge-serve, whose /v1/judge renders the Russian POLLUX "
+                       "prompt itself: the English prompt would be recorded in run.json, not sent; send it through "
+                       "its chat route with --backend chat, or drop --prompt en")
 
 
 def _hold_local_weights(out: Path, n_written: int, judge_ref: str, config: RunConfig) -> None:
@@ -475,6 +483,9 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             if not todo:
                 base_url, model = "", name  # nothing to do: no server needed
             else:
+                if (config.prompt == "en" and not pairwise and config.backend in ("auto", "judge-serve")
+                        and starts_judge_serve(config)):
+                    raise _english_prompt_on_judge_serve(judge_ref)  # before its engines load, not after
                 base_url, model = stack.enter_context(local_server(Path(judge_ref), config, out, name))
         else:
             raise not_a_model_ref(judge_ref, "judge")
@@ -500,10 +511,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # One folder, one route: a regression judge's /v1/judge scores are its head's, its chat passthrough's the
         # LM's own verdicts, and a probe that once failed must not mix the two in one predictions file.
         if todo and kind == "judge-serve" and config.prompt == "en" and not pairwise:
-            # its /v1/judge renders the Russian POLLUX prompt itself: the English one would be recorded, never sent
-            raise ConfigError(f"prompt: en, but {judge_ref} is a judge-serve, whose /v1/judge renders the Russian "
-                              "POLLUX prompt itself: the English prompt would be recorded in run.json, not sent; send "
-                              "it through its chat route with --backend chat, or drop --prompt en")
+            raise _english_prompt_on_judge_serve(judge_ref)
         made_by = earlier_record(out).get("backend") if n_written and todo else None
         if made_by and made_by != kind:
             raise ConfigError(f"backend: the {n_written} verdicts already in {out} were asked through {made_by}, this "

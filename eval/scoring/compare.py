@@ -737,11 +737,15 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
         if block is None:
             continue
         p = block.overall["mae"]
+        # the failures' own call, an exact test: said whatever the MAE's sentence can say (no shared scored item,
+        # no resamples), where it matters most
+        called = _failures_called(comp, result, split, p.verdict if p.n and result.n_boot else "")
         if not p.n:
             # where both hold the same items, how many lie outside (0 and 0) says nothing: none was scored by both
             why = (_outside(comp, own, result) if _holds_other_items(comp, own, result)
                    else f" (both hold the same {comp.n_common} items; none of this split's has a score in both runs)")
             lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no scored items{why}.")
+            lines += [called] if called else []
             continue
         failures = _failures(comp, own, result, split, p.n)
         delta = p.delta or 0.0
@@ -752,6 +756,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
         if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
             lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
                          f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
+            lines += [called] if called else []
             continue
         lines.append(
             f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
@@ -764,9 +769,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
                if p.verdict == "n.s." and p.n_resamples is not None and p.n_resamples < needed else "")
             + failures
         )
-        called = _failures_called(comp, result, split, p.verdict)
-        if called:
-            lines.append(called)
+        lines += [called] if called else []
     lines += _families_too_large(comp, result)
     return lines
 

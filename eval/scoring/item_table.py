@@ -664,7 +664,7 @@ _REASON_TEXT = {
     # an unfinished run's, or one its own --limit or --split left out (the note under the summary says which)
     "no_prediction": "no prediction (an unfinished run, or outside its --limit or --split)",
     "request_failed": "the request failed (retried by the next `run`)",
-    "parse_failed": "no verdict read from the answer (unparsed or cut: the failures table gives each reason)",
+    "parse_failed": "no verdict read from the answer (unparsed or cut: report.md's 'Failures by reason' says which)",
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
     "no_expert_scores": "no expert scores (unlabelled)",
     "no_unique_mode": "the experts have no unique mode",

@@ -37,21 +37,31 @@ SHOW_JOB_TIMEOUT_S = 30
 REQUEUE_TIMEOUT_S = 60
 
 
-#: Pending reasons with which Slurm keeps a job it cannot start as submitted, in this module's words (Slurm's own
-#: are in squeue(1), "JOB REASON CODES"). Slurm queues such a job without a word when the cluster does not enforce
-#: partition limits at submission (``EnforcePartLimits=NO``, its default). The reason is set when the job is
-#: submitted, before a scheduling pass: ``PartitionConfig`` first, refined to ``PartitionNodeLimit`` or
-#: ``PartitionTimeLimit`` by the pass (Slurm 22.05, the test suite's one-host cluster). An administrator's change to
-#: the partition, or nodes returning from DOWN or DRAINED (``PartitionNodeLimit`` covers them too), can still start it.
-CANNOT_START_REASONS: dict[str, str] = {
-    "PartitionConfig": "it asks for more nodes, CPUs, memory or time than its partition gives",
-    "PartitionNodeLimit": "it asks for more (or fewer) nodes than its partition allows, or the nodes it needs are "
-                          "down or drained",
-    "PartitionTimeLimit": "its --time is longer than its partition allows",
-    "BadConstraints": "no node satisfies its constraints",
-    "InvalidAccount": "Slurm does not know its account",
-    "InvalidQOS": "Slurm does not know its QOS",
-    "DependencyNeverSatisfied": "a job it depends on ended in a way its dependency excludes",
+#: Pending reasons with which Slurm keeps a job it cannot start as submitted: reason -> (what it means, what to do,
+#: ``{job}`` standing for the job's id), in this module's words (Slurm's own are in squeue(1), "JOB REASON CODES").
+#: Slurm queues such a job without a word when the cluster does not enforce partition limits at submission
+#: (``EnforcePartLimits=NO``, its default). The reason is set when the job is submitted, before a scheduling pass:
+#: ``PartitionConfig`` first, refined to ``PartitionNodeLimit`` or ``PartitionTimeLimit`` by the pass (Slurm 22.05,
+#: the test suite's one-host cluster). An administrator's change to the partition, or nodes returning from DOWN or
+#: DRAINED (``PartitionNodeLimit`` covers them too), can still start a job held by a partition's limits; nothing
+#: starts one whose dependency can never be met.
+_PARTITION = ("`scontrol show partition` says what the partition gives; scancel {job} and submit again with fewer "
+              "--nodes, a shorter --time or another --partition")
+CANNOT_START_REASONS: dict[str, tuple[str, str]] = {
+    "PartitionConfig": ("it asks for more nodes, CPUs, memory or time than its partition gives", _PARTITION),
+    "PartitionNodeLimit": ("it asks for more (or fewer) nodes than its partition allows, or the nodes it needs are "
+                           "down or drained", _PARTITION),
+    "PartitionTimeLimit": ("its --time is longer than its partition allows", _PARTITION),
+    "BadConstraints": ("no node satisfies its constraints",
+                       "scancel {job} and submit again without the constraint no node has (--sbatch-arg)"),
+    "InvalidAccount": ("Slurm does not know its account",
+                       "scancel {job} and submit again with an --account `sacctmgr show assoc user=$USER` lists"),
+    "InvalidQOS": ("Slurm does not know its QOS, or its account may not use it",
+                   "scancel {job} and submit again with a QOS `sacctmgr show assoc user=$USER` lists "
+                   "(--sbatch-arg=--qos=NAME)"),
+    "DependencyNeverSatisfied": ("a job it depends on ended in a way its dependency excludes, so it will never start",
+                                 "scancel {job}; submit it again once the job it waits for has done what the "
+                                 "dependency needs"),
 }  # fmt: skip
 
 

@@ -90,3 +90,24 @@ def test_runs_failing_alike_add_no_sentence_and_an_older_compare_json_reads_with
     older = Comparison.from_json(written)
     assert older.comparisons[0].splits["all"].failures is None
     assert not any("fails on more items" in line for line in headline(older))
+
+
+@pytest.mark.parametrize("n_boot", [0, 50])
+def test_the_failures_call_is_said_where_no_item_was_scored_by_both_or_no_resample_drawn(tmp_path, n_boot):
+    """A run failing on every item shares no scored item with the baseline: its headline said only that, and
+    under --n-boot 0 only "no intervals or calls", where its failures were the one finding (review)."""
+    from eval.scoring.compare import compare, headline
+
+    base = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
+    failed = _scored_run(tmp_path / "B", "b", [NAN] * 40, EXPERTS, status=["parse_failed"] * 40)
+    said = headline(compare([base, failed], n_boot=n_boot))
+    assert any(line.startswith("On the Standard test, b and a share no scored items") for line in said)
+    assert ("On the Standard test, b fails on more items than a: of the 40 items both have a prediction for, b failed "
+            "on 40 and a on 0, 40 failed by b only and 0 by a only (McNemar's exact test, p < 0.001): worse.") in said
+    # where each scored some: the MAE sentence under --n-boot 0, then the failures'
+    run = _scored_run(tmp_path / "C", "c", [NAN] * 12 + MODE[12:], EXPERTS, status=["parse_failed"] * 12 + ["ok"] * 28)
+    lines = headline(compare([base, run], n_boot=0))
+    at = next(k for k, line in enumerate(lines) if line.startswith("On the Standard test, c's MAE is"))
+    assert "no intervals or calls (--n-boot 0)" in lines[at]
+    assert lines[at + 1].startswith("On the Standard test, c fails on more items than a:")
+    assert "MAE call above" not in lines[at + 1]  # no MAE call to go against

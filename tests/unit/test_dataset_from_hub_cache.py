@@ -39,3 +39,19 @@ def test_a_dataset_name_the_cache_lacks_still_goes_to_datasets(tmp_path, monkeyp
     with pytest.raises(FileNotFoundError, match=r"ai-forever/POLLUX: not a local file or folder, and "
                                                 r"datasets\.load_dataset\('ai-forever/POLLUX'\) failed"):
         judge.load_records_report("ai-forever/POLLUX")
+
+
+def test_a_snapshot_without_the_split_asked_for_is_left_to_datasets(tmp_path, monkeypatch):
+    """A cache holding the test shards only, asked for another split: the snapshot took priority and refused it,
+    naming the cache's path, where datasets.load_dataset would have fetched the split online (review)."""
+    files = tmp_path / "download" / "data"
+    files.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([ROW]), files / "test-00000-of-00001.parquet")
+    dataset_cache(tmp_path / "hub", "ai-forever/POLLUX", files.parent)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"^ai-forever/POLLUX: not a local file or folder, and "
+                                                r"datasets\.load_dataset\('ai-forever/POLLUX'\) failed"):
+        judge.load_records_report("ai-forever/POLLUX", split="train")
+    assert len(judge.load_records_report("ai-forever/POLLUX", split="test")[0]) == 1

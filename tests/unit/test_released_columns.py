@@ -70,7 +70,7 @@ def test_a_file_named_as_no_shard_beside_a_splits_shards_is_named_as_left_out(tm
         records, _ = judge.load_records_report(folder)
     assert len(records) == 1
     assert [r.getMessage() for r in caplog.records if r.name == "judge.record_sources"] == [
-        f"{folder}: read the 1 shards of split 'test'; left out test-00000-of-00001 (1).parquet, named as no split's "
+        f"{folder}: read its one shard of split 'test'; left out test-00000-of-00001 (1).parquet, named as no split's "
         "shard (<split>-0000k-of-0000n.parquet)"]
 
 

@@ -243,3 +243,16 @@ def test_the_verdict_format_judge_eval_is_given_reaches_the_judge_serve_it_start
     assert "--verdict-format" not in started and started[-1] == "--verdict_format=tagged"
     assert main([*argv, "--out", str(tmp_path / "auto")]) == 4
     assert "--verdict-format" not in json.loads(argv_file.read_text())  # auto: judge-serve's own choice
+
+
+def test_the_english_prompt_is_refused_before_a_local_judge_serve_starts(tmp_path, monkeypatch, capsys):
+    """``--prompt en`` on a checkpoint: judge-eval starts judge-serve for it, whose /v1/judge renders the Russian
+    prompt; the refusal came only once its engines had loaded (review). Now before it starts: nothing is run."""
+    argv_file = tmp_path / "argv.json"
+    argv, _ = _failing_judge_serve(tmp_path, monkeypatch, f"json.dump(sys.argv[1:], open({str(argv_file)!r}, 'w'))\n"
+                                   "sys.exit(1)\n")
+    capsys.readouterr()
+    assert main([*argv, "--prompt", "en"]) == 2
+    assert "prompt: en, but " in capsys.readouterr().err and not argv_file.exists()
+    assert main([*argv, "--prompt", "en", "--backend", "chat", "--out", str(tmp_path / "chat")]) == 4
+    assert argv_file.exists()  # through its chat route the English prompt is sent: the server is started

@@ -121,6 +121,15 @@ def test_a_sharded_folder_missing_a_shard_its_index_names_is_refused_naming_it(t
                               "or copy cut short), or pass a complete folder")
     (root / "model-00002-of-00002.safetensors").write_bytes(b"")
     serve.layout.require_weights(root, "generator")
+    # a repository that ships both formats, downloaded without its .bin files: the engine loads the safetensors and
+    # ignores the .bin index, which names files not there (review)
+    (root / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": {"a": "pytorch_model-1.bin"}}))
+    serve.layout.require_weights(root, "generator")
+    bins = _folder(tmp_path / "bins", CAUSAL, "pytorch_model-1.bin")
+    (bins / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": {
+        "a": "pytorch_model-1.bin", "b": "pytorch_model-2.bin"}}))
+    with pytest.raises(LayoutError, match="its weights index names pytorch_model-2.bin, not in the folder"):
+        serve.layout.require_weights(bins, "generator")
 
 
 def test_a_released_regression_judge_from_the_hub_cache_passes(tmp_path, monkeypatch, released_hub_cache):

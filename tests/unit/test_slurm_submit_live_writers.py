@@ -193,9 +193,10 @@ def test_a_job_pending_for_a_reason_it_cannot_start_under_is_named_with_what_to_
     said = capsys.readouterr()
     assert said.out.startswith("submitted job 43: ")
     assert said.err == ("judge-train submit: warning: job 43 is pending with reason PartitionConfig: it asks for more "
-                        "nodes, CPUs, memory or time than its partition gives, so it may never start. `scontrol show "
-                        "job 43` says what it asks, `scontrol show partition` what the partition gives; scancel 43 "
-                        "and submit again with fewer --nodes, a shorter --time or another --partition\n")
+                        "nodes, CPUs, memory or time than its partition gives; it may never start as it stands. "
+                        "`scontrol show job 43` says what it asks; `scontrol show partition` says what the partition "
+                        "gives; scancel 43 and submit again with fewer --nodes, a shorter --time or another "
+                        "--partition\n")
     assert _calls(tmp_path)[-1] == "squeue --noheader --jobs 43 --format %T %r"
 
 
@@ -214,10 +215,22 @@ def test_a_job_that_can_start_or_a_squeue_that_cannot_say_adds_no_warning(tmp_pa
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("reason", ["PartitionNodeLimit", "PartitionTimeLimit", "DependencyNeverSatisfied"])
-def test_each_reason_named_gets_its_own_words(tmp_path, submit_config, capsys, monkeypatch, reason):
+@pytest.mark.parametrize("reason, remedy", [
+    ("PartitionNodeLimit", "scancel 43 and submit again with fewer --nodes"),
+    ("PartitionTimeLimit", "scancel 43 and submit again with fewer --nodes, a shorter --time"),
+    ("BadConstraints", "scancel 43 and submit again without the constraint no node has (--sbatch-arg)"),
+    ("InvalidAccount", "scancel 43 and submit again with an --account `sacctmgr show assoc user=$USER` lists"),
+    ("InvalidQOS", "(--sbatch-arg=--qos=NAME)"),
+    # no partition to look at, and no administrator's change that starts it (review)
+    ("DependencyNeverSatisfied", "scancel 43; submit it again once the job it waits for has done what the dependency "
+                                 "needs"),
+])  # fmt: skip
+def test_each_reason_named_gets_its_own_words_and_remedy(tmp_path, submit_config, capsys, monkeypatch, reason, remedy):
     from judge.plumbing.slurm_requeue import CANNOT_START_REASONS
 
     _fake_slurm(tmp_path, monkeypatch, state=f"PENDING {reason}\n")
     assert _submit(submit_config, "--output-dir", str(tmp_path / "run")) == 0
-    assert f"with reason {reason}: {CANNOT_START_REASONS[reason]}, so it may never start" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"with reason {reason}: {CANNOT_START_REASONS[reason][0]}; it may never start as it stands." in err
+    assert err.rstrip("\n").endswith(remedy) or remedy in err
+    assert ("scontrol show partition" in err) == reason.startswith("Partition")

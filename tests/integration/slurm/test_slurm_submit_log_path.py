@@ -65,6 +65,6 @@ def test_a_job_asking_more_nodes_than_the_partition_has_is_named_at_submit(slurm
         reason = slurm_cluster.job(job_id)["Reason"]
         assert reason in ("PartitionConfig", "PartitionNodeLimit"), reason
         assert f"judge-train submit: warning: job {job_id} is pending with reason Partition" in stderr, stderr
-        assert f"so it may never start. `scontrol show job {job_id}` says what it asks" in stderr
+        assert f"it may never start as it stands. `scontrol show job {job_id}` says what it asks" in stderr
     finally:
         slurm_cluster.command(["scancel", job_id])
