@@ -333,6 +333,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not spec.url:
                 require_weights(spec.model_dir, spec.role)
         require_tokenizer(layout.root)  # judge-serve's own, whatever the engines load (attached ones too)
+        if config.criteria_classifier_path:  # the classifier loads beside the engines: its folder is looked at first
+            from judge.criteria_auto.registry import artefact_folder_problem
+
+            problem = artefact_folder_problem(config.criteria_classifier, config.criteria_classifier_path)
+            if problem:
+                raise LayoutError(problem)
     except LayoutError as err:
         listening.close()
         print(f"judge-serve: {err}", file=sys.stderr)

@@ -212,6 +212,9 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
         message = f"{param}: required field is missing"
     elif kind == "extra_forbidden":
         message = f"{param}: unknown field"
+    elif kind == "list_type" and param.endswith(".criteria") and isinstance(first["input"], str):
+        # the union's other branch is the string "auto": "must be a list, got a string" hid it ("AUTO", "Auto")
+        message = f'{param}: must be a list of criteria or "auto" (lower case), got {got_words(first["input"])}'
     elif kind in _KIND_ERRORS:
         message = f"{param}: must be {_KIND_ERRORS[kind]}, got {got_words(first['input'])}"
     else:

@@ -145,6 +145,8 @@ class RunConfig:
             raise ConfigError(f"criteria_threshold: a task-type probability, from 0 to 1; got {self.criteria_threshold}")
         if self.criteria not in ("", "auto"):
             raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
+        if self.criteria_classifier not in ("tfidf", "llm", "head"):  # before its path: "path required" misled
+            raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
         if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
             raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
                               f"{self.criteria_classifier} (artefact folder or llm URL)")

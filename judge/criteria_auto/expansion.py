@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
+from judge.plumbing.json_reading import got_words
 from judge.records import JudgeRecord, RecordError, gives_no_id, row_place, same_content, value_words
 from judge.taxonomy import load_taxonomy
 
@@ -57,8 +58,8 @@ def expand_criteria(
         (items, choice record). Each item has the POLLUX record columns ``instruction``, ``answer``,
         ``criteria_name`` (the criterion's Russian name, as the dataset names it), ``rubrics``, ``task_type``,
         ``task_subtype``, ``task_subsubtype`` (of the top-1 leaf; empty when the choice fell back or failed, its
-        guess then only in ``task_choice``; the task type alone when it was decided at the task type with no leaf
-        ranked), plus ``criterion_id`` and ``task_choice``
+        guess then only in ``task_choice``; the task type alone when it was decided at the task type), plus
+        ``criterion_id`` and ``task_choice``
         (the choice record, so a report can be filtered by it). The choice record is ``TaskChoice.to_dict()``.
     """
     if not isinstance(choice, TaskChoice):
@@ -68,11 +69,12 @@ def expand_criteria(
     # choice that fell back (the classifier unsure of the task type): its top-1 leaf is a guess the threshold
     # rejected, and per-task-type reports and --split would count its items under that type; the guess stays in
     # task_choice. A choice at a task type the row gave (``_given_task``) names the type, not one leaf: its own
-    # columns stand. A choice decided at the task type with no leaf ranked (the llm method's level below it failed)
-    # names the type alone: its label is only the type's first leaf, and per-subtype reports would count it there.
+    # columns stand. A choice decided at the task type (its leaf rejected: too unsure of it, or the llm method's level
+    # below failed) names the type alone: it is judged on the type's criteria, its label is a leaf the policy did not
+    # take, and per-subtype reports would count it there.
     fell_back = choice.level == "fallback"
     leaf = leaf_of(choice.label, taxonomy) if choice.label and choice.method != "given" and not fell_back else None
-    type_only = leaf is not None and choice.level == "task_type" and not choice.alternatives
+    type_only = leaf is not None and choice.level == "task_type"
     task = (("", "", "") if fell_back else (leaf.task_type, "", "") if type_only
             else (leaf.task_type, leaf.subtype or "", leaf.subsubtype or "") if leaf
             else (choice.task_type, choice.task_subtype, choice.task_subsubtype))
@@ -474,6 +476,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         index = indices[i] if indices is not None else i
         where = f"{source}: {row_place(index)}"
         if row.get("criteria_name"):
+            if row.get("criteria") not in (None, "", [], ()):  # judged as named, the other field copied on unread
+                raise ValueError(f"{where}: field 'criteria' ({got_words(row['criteria'])}) beside criteria_name "
+                                 f"{row['criteria_name']!r}: a row names its criterion or asks for the criteria to be "
+                                 "chosen (criteria: auto), not both; drop one")
             items.append(_passed_through(row, source, index, item_ids, named))
             continue
         for key in ("instruction", "answer"):

@@ -7,6 +7,7 @@ none of them imports another back.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
@@ -15,8 +16,8 @@ from judge.criteria_auto.tfidf import TfidfClassifier
 from judge.plumbing.api_keys import SERVE_KEY_ENV, client_api_key, resolve_api_key
 from judge.plumbing.config_files import ConfigError
 
-__all__ = ["CLASSIFIER_KEY_ENV", "JUDGE_KEY_ENVS", "METHODS", "build_classifier", "check_classifier_key_env",
-           "classifier_api_key", "classifier_from_settings"]
+__all__ = ["CLASSIFIER_KEY_ENV", "JUDGE_KEY_ENVS", "METHODS", "artefact_folder_problem", "build_classifier",
+           "check_classifier_key_env", "classifier_api_key", "classifier_from_settings"]
 
 
 #: Method name -> factory. ``tfidf`` and ``head`` take ``path``; ``llm`` takes ``base_url`` and ``model``.
@@ -81,6 +82,28 @@ def classifier_api_key(api_key_env: str, command: str = "criteria auto") -> str:
         raise ConfigError(f"criteria_classifier_{err}") from None
 
 
+#: The file a classifier artefact folder of each method cannot be loaded without: told before anything starts.
+_ARTEFACT_FILES = {"tfidf": "model.json", "head": "config.json"}
+
+
+def artefact_folder_problem(method: str, location: str) -> str | None:
+    """Why the ``tfidf`` / ``head`` artefact folder ``location`` cannot be a classifier of ``method``, in a line naming
+    the setting, or None (another method, no location: the shipped tfidf, or one that looks loadable). A cheap look
+    at the folder, for judge-serve to refuse before its engines start: it loads the classifier beside them, so a
+    wrong folder failed the start once the engines were launched."""
+    needed = _ARTEFACT_FILES.get(method)
+    if needed is None or not location:
+        return None
+    folder = Path(location)
+    if not folder.is_dir():
+        return f"criteria_classifier_path: {location}: no such folder"
+    if not (folder / needed).is_file():
+        made_by = ("judge-train criteria-classifier's --out folder" if method == "tfidf"
+                   else "judge-train classifier's <run>/export folder")
+        return f"criteria_classifier_path: {location}: no {needed}, so no {method} classifier (one is {made_by})"
+    return None
+
+
 def classifier_from_settings(method: str, location: str, model: str = "", threshold: float | None = None,
                              api_key_env: str = CLASSIFIER_KEY_ENV) -> TaskClassifier:
     """The classifier judge-eval's ``--criteria-classifier*`` and judge-serve's ``criteria_classifier*`` settings name.
@@ -115,11 +138,19 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         return TfidfClassifier.load(location, threshold=threshold)
     kwargs = ({"base_url": location, "model": model, "api_key": classifier_api_key(api_key_env) or None}
               if method == "llm" else {"path": location})
+    if method == "head" and not Path(location).is_dir():
+        # transformers would read a missing folder as a hub id ("Repo id must be in the form ...")
+        raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): {location}: no such folder; give "
+                         "the head classifier's export folder (judge-train classifier's <run>/export)")
     try:
         return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
-    except OSError as err:
-        # The user's artefact (transformers refuses a head folder without its weights with an OSError): said as a
-        # setting's error in judge-eval and judge-serve alike, where an OSError read as a connection's failure.
+    except (OSError, ValueError) as err:
+        # The user's artefact (transformers refuses a head folder without its weights with an OSError, one without
+        # a tokenizer with a five-line ValueError naming no folder): said as a setting's error in judge-eval and
+        # judge-serve alike, naming the folder, where an OSError read as a connection's failure.
+        if isinstance(err, ValueError) and method != "head":
+            raise
         cause = (str(err).strip().splitlines() or [type(err).__name__])[0]  # transformers' first line names the file
-        raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): the task classifier cannot be "
-                         f"loaded: {cause}") from None
+        raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): the task classifier in {location} "
+                         f"cannot be loaded ({cause}); a head classifier is judge-train classifier's <run>/export "
+                         "folder") from None

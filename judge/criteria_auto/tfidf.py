@@ -352,8 +352,14 @@ class TfidfClassifier(LeafScoresClassifier):
                                  f"retrain it with `judge-train criteria-classifier --out {folder}`")
         _refuse_another_taxonomy(folder, spec["leaf_classes"])
         _refuse_other_weights(folder, spec.get(WEIGHTS_DIGEST_KEY))
-        with np.load(folder / "weights.npz") as w:
-            arrays = {k: w[k] for k in w.files}
+        try:
+            with np.load(folder / "weights.npz") as w:
+                arrays = {k: w[k] for k in w.files}
+        except (OSError, ValueError, EOFError) as err:  # missing, cut short, not an npz ("pickled data", not to load)
+            missing = isinstance(err, FileNotFoundError)
+            raise ValueError(f"tfidf: {folder / 'weights.npz'}: {'no such file' if missing else 'not readable weights'}"
+                             f"{'' if missing else f' ({type(err).__name__})'}; retrain it with `judge-train "
+                             f"criteria-classifier --out {folder}`") from None
         lacking = [k for k in ("type_coef", "type_intercept", "leaf_coef", "leaf_intercept") if k not in arrays]
         if lacking:
             raise ValueError(f"tfidf: {folder / 'weights.npz'} lacks {lacking}")

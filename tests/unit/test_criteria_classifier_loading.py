@@ -25,7 +25,7 @@ def test_a_head_folder_without_its_weights_is_one_line_naming_the_flag(tmp_path,
     err = capsys.readouterr().err
     assert code == 2
     assert err.splitlines()[-1] == (
-        "judge-eval run: error: criteria_classifier_path (--criteria-classifier-path): the task classifier cannot be "
-        "loaded: Error no file named "
-        f"model.safetensors, or pytorch_model.bin, found in directory {head}.")
+        f"judge-eval run: error: criteria_classifier_path (--criteria-classifier-path): the task classifier in {head} "
+        f"cannot be loaded (Error no file named model.safetensors, or pytorch_model.bin, found in directory {head}.); "
+        "a head classifier is judge-train classifier's <run>/export folder")
     assert "Traceback" not in err

@@ -58,3 +58,26 @@ def test_any_tokenizer_file_passes(tmp_path, name):
     (tmp_path / name).unlink()
     with pytest.raises(LayoutError, match="holds no tokenizer"):
         require_tokenizer(tmp_path)
+
+
+@pytest.mark.parametrize("method, made, said", [
+    ("tfidf", None, "no such folder"),
+    ("tfidf", "config.json", "no model.json, so no tfidf classifier (one is judge-train criteria-classifier's --out "
+                             "folder)"),
+    ("head", "model.json", "no config.json, so no head classifier (one is judge-train classifier's <run>/export "
+                           "folder)"),
+])  # fmt: skip
+def test_a_classifier_folder_that_cannot_be_one_is_refused_before_the_engines_start(tmp_path, monkeypatch, capsys,
+                                                                                    method, made, said):
+    """judge-serve loads its task classifier beside its engines: a wrong folder failed the start (exit 1) once they
+    were launched, naming no setting. Now one line naming criteria_classifier_path, exit 2, nothing started."""
+    root = released_r(tmp_path / "r")
+    (root / "tokenizer.json").write_text("{}")
+    folder = tmp_path / "clf"
+    if made:
+        folder.mkdir()
+        (folder / made).write_text("{}")
+    code, socket = _main(monkeypatch, ["--model", str(root), "--criteria-classifier", method,
+                                       "--criteria-classifier-path", str(folder), "--log-dir", str(tmp_path / "logs")])
+    assert code == 2 and socket.closed
+    assert capsys.readouterr().err == f"judge-serve: criteria_classifier_path: {folder}: {said}\n"

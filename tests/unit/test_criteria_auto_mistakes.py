@@ -1,0 +1,89 @@
+"""criteria: auto, what the walk as a user found unclear or silent: a row naming its criterion and asking for auto
+(judged as named, the other field copied on unread), a misspelt classifier method (an error about its path), a head
+folder that is not a head export (a five-line tokenizer message naming no folder, or "Repo id must be in the form"),
+a tfidf ``weights.npz`` that is not one (numpy's advice to load pickles), and judge-serve's ``"AUTO"`` (a message
+saying a string is not allowed at all)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from eval.judging.config import RunConfig
+from judge.criteria_auto import TfidfClassifier, expand_rows
+from judge.criteria_auto.registry import classifier_from_settings
+from judge.criteria_auto.tfidf import default_classifier_path
+from judge.plumbing.config_files import ConfigError
+from serve.schema import RequestError, parse_judge_request
+
+ROW = {"instruction": "Напиши стихотворение о весне", "answer": "Весна пришла.", "criteria_name": "Креативность",
+       "rubrics": "0: нет\n\n1: частично\n\n2: да"}
+
+
+@pytest.mark.parametrize("criteria, shown", [("auto", "a string 'auto'"), (["Креативность"], "a list")])
+def test_a_row_naming_its_criterion_and_asking_for_auto_is_refused_naming_both(criteria, shown):
+    with pytest.raises(ValueError) as err:
+        expand_rows([ROW | {"criteria": criteria}], TfidfClassifier.load(), "data.jsonl")
+    assert str(err.value) == (f"data.jsonl: row 0: field 'criteria' ({shown}) beside criteria_name 'Креативность': a "
+                              "row names its criterion or asks for the criteria to be chosen (criteria: auto), not "
+                              "both; drop one")
+    items, _ = expand_rows([ROW | {"criteria": ""}], TfidfClassifier.load(), "data.jsonl")  # an empty column: none
+    assert [item["criteria_name"] for item in items] == ["Креативность"]
+
+
+@pytest.mark.parametrize("method", ["tfidff", ""])
+def test_a_misspelt_classifier_method_is_named_before_its_path(tmp_path, method):
+    config = RunConfig(judge="http://127.0.0.1:9/v1", out=str(tmp_path), criteria="auto", criteria_classifier=method)
+    with pytest.raises(ConfigError, match=rf"^criteria_classifier: '{method}' is not one of tfidf, llm, head$"):
+        config.validate()
+
+
+def test_a_head_folder_that_is_no_head_export_is_named(tmp_path):
+    with pytest.raises(ValueError, match=rf"^criteria_classifier_path \(--criteria-classifier-path\): "
+                                         rf"{tmp_path / 'nope'}: no such folder"):
+        classifier_from_settings("head", str(tmp_path / "nope"))
+    (tmp_path / "run").mkdir()  # a run folder, not its export: no config, no tokenizer, no weights
+    with pytest.raises(ValueError) as err:
+        classifier_from_settings("head", str(tmp_path / "run"))
+    said = str(err.value)
+    assert said.startswith(f"criteria_classifier_path (--criteria-classifier-path): the task classifier in "
+                           f"{tmp_path / 'run'} cannot be loaded (")
+    assert said.endswith("a head classifier is judge-train classifier's <run>/export folder") and "\n" not in said
+
+
+@pytest.mark.parametrize("weights", [None, b"not an npz at all"])
+def test_a_tfidf_weights_file_missing_or_not_one_is_named_with_the_way_out(tmp_path, weights):
+    folder = tmp_path / "clf"
+    shutil.copytree(default_classifier_path(), folder)
+    if weights is None:
+        (folder / "weights.npz").unlink()
+    else:
+        (folder / "weights.npz").write_bytes(weights)
+    with pytest.raises(ValueError) as err:
+        TfidfClassifier.load(folder)
+    said = str(err.value)
+    assert said.startswith(f"tfidf: {folder / 'weights.npz'}") or said.startswith(f"tfidf: no weights.npz in {folder}")
+    assert said.endswith(f"retrain it with `judge-train criteria-classifier --out {folder}`")
+    assert "pickle" not in said
+
+
+@pytest.mark.parametrize("criteria", ["AUTO", "Auto"])
+def test_judge_serve_names_auto_for_a_string_that_is_almost_it(criteria):
+    with pytest.raises(RequestError) as err:
+        parse_judge_request({"model": "judge", "items": [{"instruction": "a", "answer": "b", "criteria": criteria}]})
+    assert str(err.value) == (f"items[0].criteria: must be a list of criteria or \"auto\" (lower case), got a string "
+                              f"'{criteria}'")
+
+
+def test_items_decided_at_the_task_type_carry_the_type_alone():
+    """The shipped classifier is unsure of this instruction's leaf (its share under the leaf threshold) and decides
+    at the task type: the items are judged on the type's criteria, and carried the leaf it rejected as their
+    task_subtype and task_subsubtype (a brief retelling of a journalistic text), where fallback rows and the llm
+    method's type-level choices carry none."""
+    row = {"id": "a3", "instruction": "Перескажи кратко содержание романа «Война и мир».",
+           "answer": "Война, мир, любовь."}
+    items, choices = expand_rows([row], TfidfClassifier.load(), "data.jsonl")
+    assert choices[0]["level"] == "task_type" and choices[0]["alternatives"]  # the leaf ranked, and not taken
+    assert {(item["task_subtype"], item["task_subsubtype"]) for item in items} == {("", "")}
+    assert {item["task_type"] for item in items} == {choices[0]["task_type"]} != {""}
