@@ -81,7 +81,8 @@ class RunConfig:
                                       "bias shows as verdicts that do not flip with the order); original asks once.")
     batch_size: int = _f(16, "judge-serve backend: most criteria per /v1/judge request.")
     split: str = _f("all", "Which items to judge: all, zero_shot or standard.")
-    limit: int = _f(0, "Judge only the first N items of the data (0: all).")
+    limit: int = _f(0, "Judge only the first N items of the data (0: all); with criteria auto, the first N items "
+                       "its rows expand to (one per chosen criterion), not N rows.")
     extra_body: dict = _f({}, "Extra JSON fields sent with every request: chat ({reasoning_effort: low}) or "
                                 "judge-serve's /v1/judge ({constrained: true}).")
     server: str = _f("auto", "Checkpoint judges: auto (judge-serve if installed, else vLLM), judge-serve or vllm.")

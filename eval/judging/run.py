@@ -438,6 +438,14 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # the Standard split never saw.
         levels = {"task_choice_levels": choice_levels, "task_choice_zero_shot": n_zero_shot}
     pairwise, records = data if data is not None else _read_data(config)
+    if config.criteria == "auto" and config.limit:
+        # --limit counts items, and an auto row expands to one per chosen criterion: said, with what the choice
+        # counts cover (every row was classified), where a user reads rows
+        with open(config.data, encoding="utf-8") as lines:
+            n_expanded = sum(1 for line in lines if line.strip())
+        log.warning("criteria auto: --limit %d judges the first %d of the %d items the %d rows expand to (one per "
+                    "chosen criterion), not %d rows; task_choice_levels and the log's choice counts cover every row",
+                    config.limit, len(records), n_expanded, sum(choice_levels.values()), config.limit)
     if pairwise and config.prompt_version != "auto":  # names a pointwise template: never silently left unused
         raise ConfigError(f"prompt_version: {config.prompt_version} names a pointwise template; {config.data} holds "
                           "pairwise rows, asked with the pairwise one: drop --prompt-version")

@@ -317,3 +317,22 @@ def test_a_zero_shot_task_is_flagged_in_its_choice_and_counted(caplog):
     old = {k: v for k, v in choices[0].items() if k not in ("row", "id", "instruction_key", "classifier", "zero_shot")}
     assert TaskChoice.from_dict(old).zero_shot is True and zero_shot_choices([old]) == 1
     assert TaskChoice.from_dict({**old, "zero_shot": False}).to_dict()["zero_shot"] is True
+
+
+def test_a_limit_on_an_auto_run_says_it_counts_items_not_rows(tmp_path, caplog):
+    """--limit 3 on two auto rows judged the first row's first 3 criteria, while every row was classified and
+    run.json's choice counts covered both: a user reading rows was told nothing. Now the run says so."""
+    import logging
+
+    pairs, _ = load_labelled([training_path()])
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"id": f"p{k}", "instruction": pairs[k]["instruction"], "answer": "Ответ."},
+                                       ensure_ascii=False) + "\n" for k in range(2)), encoding="utf-8")
+    out = tmp_path / "run"
+    with ScriptedServer() as server, caplog.at_level(logging.WARNING, logger="judge_eval.run"):
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto", "--limit", "3")) == 0
+    n_items = sum(1 for _ in (out / "auto_items.jsonl").open(encoding="utf-8"))
+    assert len(read_predictions(out / "predictions.jsonl")) == 3
+    assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.run"] == [
+        f"criteria auto: --limit 3 judges the first 3 of the {n_items} items the 2 rows expand to (one per chosen "
+        "criterion), not 3 rows; task_choice_levels and the log's choice counts cover every row"]
