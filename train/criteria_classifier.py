@@ -169,9 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge-train criteria-classifier: error: --out {args.out}: {err.strerror or err}", file=sys.stderr)
         return 2
     cal = clf.meta["calibration"]
+    for warning in cal.get("warnings") or []:  # a calibration on too few instructions (train.criteria_tfidf)
+        print(f"judge-train criteria-classifier: warning: {warning}", file=sys.stderr)
     # "note": why no out-of-fold calibration was made (one fold, or too few instructions for the default five)
     summary = {"out": str(out), "rows": len(pairs), "counts": counts, "threshold": clf.threshold,
-               **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen", "note") if k in cal}}  # fmt: skip
+               **{k: cal[k] for k in ("temperature", "type_accuracy", "ece", "chosen", "note", "warnings")
+                  if cal.get(k) not in (None, [])}}  # fmt: skip
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0
 

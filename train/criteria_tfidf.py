@@ -82,6 +82,7 @@ def _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, 
         calibration.update({"temperature": temperature, **oof})
         if threshold is None:
             threshold = oof["chosen"]["threshold"]
+        calibration["warnings"] = _calibration_warnings(temperature, threshold, oof["chosen"], len(real))
     if threshold is None:
         threshold = DEFAULT_THRESHOLD
         why = f"{folds} fold" if folds < 2 else f"fewer than {folds} real instructions"
@@ -90,6 +91,23 @@ def _fit(pairs, char_ngrams, word_ngrams, max_char_features, max_word_features, 
     model.meta = {**params, "n_train": len(pairs), "training_digest": training_digest(pairs),
                   "calibration": calibration}
     return model
+
+
+def _calibration_warnings(temperature: float, threshold: float, chosen: Mapping, n_instructions: int) -> list[str]:
+    """What a calibration on too few instructions looks like, said rather than shipped quietly: a temperature at an
+    end of its search grid (no minimum inside it: the probabilities are as sharp, or as flat, as the grid allows, and
+    a poem request read "Code creation" at 0.87 from nine training rows), and a chosen threshold of 0 (the fallback
+    never helped on these instructions, so the classifier never falls back)."""
+    said = []
+    low, high, _ = TEMPERATURE_GRID
+    if math.isclose(temperature, low) or math.isclose(temperature, high):
+        said.append(f"the fitted temperature {temperature:g} is at the end of its search grid ({low:g} to {high:g}): "
+                    f"{n_instructions} out-of-fold instructions are too few to calibrate the probabilities, and the "
+                    "threshold read from them; train on more")
+    if threshold == 0.0 and chosen.get("threshold") == 0.0:
+        said.append(f"the threshold chosen on {n_instructions} instructions is 0: the classifier never falls back to "
+                    "the general criteria; pass --threshold, or train on more")
+    return said
 
 
 def _fit_once(pairs: Sequence[Mapping], params: Mapping, temperature: float, threshold: float) -> TfidfClassifier:
@@ -325,14 +343,19 @@ def _fit_leaves_within_types(x, pairs: Sequence[Mapping], params: Mapping):
     return labels, coef, intercept
 
 
+#: The temperatures ``_fit_temperature`` searches, geometrically spaced: a fit at either end found no minimum inside.
+TEMPERATURE_GRID = (0.05, 20.0, 200)
+
+
 def _fit_temperature(logits: Sequence, gold_index: Sequence[int]) -> float:
     """The temperature T minimising the negative log-likelihood of ``softmax(logits / T)`` (temperature scaling,
     Guo et al. 2017) on out-of-fold logits, one vector per instruction (fold models may know different numbers of
-    classes); a grid of 200 values between 0.05 and 20, so there is no optimiser to tune. 1.0 without logits."""
+    classes); a grid of 200 values between 0.05 and 20 (``TEMPERATURE_GRID``), so there is no optimiser to tune. 1.0
+    without logits."""
     if not len(logits):
         return 1.0
     best_t, best_nll = 1.0, math.inf
-    for t in np.geomspace(0.05, 20.0, 200):
+    for t in np.geomspace(*TEMPERATURE_GRID):
         nll = 0.0
         for z, g in zip(logits, gold_index):
             z = np.asarray(z, dtype=float) / t

@@ -87,3 +87,33 @@ def test_items_decided_at_the_task_type_carry_the_type_alone():
     assert choices[0]["level"] == "task_type" and choices[0]["alternatives"]  # the leaf ranked, and not taken
     assert {(item["task_subtype"], item["task_subsubtype"]) for item in items} == {("", "")}
     assert {item["task_type"] for item in items} == {choices[0]["task_type"]} != {""}
+
+
+def test_a_classifier_calibrated_on_too_few_instructions_is_warned_of(tmp_path, capsys):
+    """Nine training rows, two folds: the temperature came out at the end of its search grid and the threshold at 0
+    (the classifier never falls back), and a poem request then read "Code creation" at 0.87, all without a word.
+    Both are said on stderr and kept in the summary and the artefact's calibration record."""
+    import json
+
+    from train.criteria_classifier import main
+
+    rows = [("Напиши функцию на Python, которая считает факториал числа рекурсивно.", "Code creation / Python"),
+            ("Реализуй на Python класс стека с методами push и pop.", "Code creation / Python"),
+            ("Напиши скрипт на Python, читающий CSV-файл и считающий среднее по столбцу.", "Code creation / Python"),
+            ("Подскажи, как правильно ухаживать за орхидеей зимой.", "Advice"),
+            ("Посоветуй, как научиться вставать рано утром без будильника.", "Advice"),
+            ("Дай рекомендации, как сэкономить на продуктах в большом городе.", "Advice")]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"id": f"d{k}", "instruction": text, "label": label}, ensure_ascii=False) + "\n"
+                            for k, (text, label) in enumerate(rows)), encoding="utf-8")
+    assert main(["--data", str(data), "--no-bundled", "--folds", "2", "--max-char-features", "2000",
+                 "--max-word-features", "500", "--out", str(tmp_path / "clf")]) == 0
+    said = capsys.readouterr()
+    summary = json.loads(said.out)
+    warned = [line.removeprefix("judge-train criteria-classifier: warning: ") for line in said.err.splitlines()
+              if line.startswith("judge-train criteria-classifier: warning: ")]
+    assert warned and warned == summary["warnings"]
+    assert any(w.startswith(f"the fitted temperature {summary['temperature']:g} is at the end of its search grid")
+               or w.startswith("the threshold chosen on 6 instructions is 0") for w in warned)
+    meta = json.loads((tmp_path / "clf" / "model.json").read_text(encoding="utf-8"))["meta"]
+    assert meta["calibration"]["warnings"] == warned
