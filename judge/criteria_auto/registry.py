@@ -138,18 +138,18 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         return TfidfClassifier.load(location, threshold=threshold)
     kwargs = ({"base_url": location, "model": model, "api_key": classifier_api_key(api_key_env) or None}
               if method == "llm" else {"path": location})
-    if method == "head" and not Path(location).is_dir():
-        # transformers would read a missing folder as a hub id ("Repo id must be in the form ...")
-        raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): {location}: no such folder; give "
-                         "the head classifier's export folder (judge-train classifier's <run>/export)")
+    # a head folder that is missing (transformers would read it as a hub id: "Repo id must be in the form ...") or
+    # holds no config.json: the one look judge-serve also takes before its engines start
+    problem = artefact_folder_problem(method, location) if method == "head" else None
+    if problem:
+        raise ValueError(problem)
+    # The user's artefact (transformers refuses a head folder without its weights with an OSError, one without a
+    # tokenizer with a five-line ValueError naming no folder): said as a setting's error in judge-eval and judge-serve
+    # alike, naming the folder, where an OSError read as a connection's failure.
+    unloadable = (OSError, ValueError) if method == "head" else OSError
     try:
         return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
-    except (OSError, ValueError) as err:
-        # The user's artefact (transformers refuses a head folder without its weights with an OSError, one without
-        # a tokenizer with a five-line ValueError naming no folder): said as a setting's error in judge-eval and
-        # judge-serve alike, naming the folder, where an OSError read as a connection's failure.
-        if isinstance(err, ValueError) and method != "head":
-            raise
+    except unloadable as err:
         cause = (str(err).strip().splitlines() or [type(err).__name__])[0]  # transformers' first line names the file
         raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): the task classifier in {location} "
                          f"cannot be loaded ({cause}); a head classifier is judge-train classifier's <run>/export "

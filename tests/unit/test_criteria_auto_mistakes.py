@@ -40,10 +40,16 @@ def test_a_misspelt_classifier_method_is_named_before_its_path(tmp_path, method)
 
 
 def test_a_head_folder_that_is_no_head_export_is_named(tmp_path):
-    with pytest.raises(ValueError, match=rf"^criteria_classifier_path \(--criteria-classifier-path\): "
-                                         rf"{tmp_path / 'nope'}: no such folder"):
+    """Told as judge-serve tells it before its engines start (``artefact_folder_problem``), and a folder that has a
+    config.json but is no head checkpoint in one line naming it."""
+    with pytest.raises(ValueError, match=rf"^criteria_classifier_path: {tmp_path / 'nope'}: no such folder$"):
         classifier_from_settings("head", str(tmp_path / "nope"))
     (tmp_path / "run").mkdir()  # a run folder, not its export: no config, no tokenizer, no weights
+    with pytest.raises(ValueError) as err:
+        classifier_from_settings("head", str(tmp_path / "run"))
+    assert str(err.value) == (f"criteria_classifier_path: {tmp_path / 'run'}: no config.json, so no head classifier "
+                              "(one is judge-train classifier's <run>/export folder)")
+    (tmp_path / "run" / "config.json").write_text("{}")  # a config, but no tokenizer and no weights
     with pytest.raises(ValueError) as err:
         classifier_from_settings("head", str(tmp_path / "run"))
     said = str(err.value)
