@@ -603,8 +603,8 @@ def _set_criteria(criteria: str | None, task: tuple[str, ...] | None, row: int) 
         raise ValueError(f"samples[{row}].criteria: required unless task_type names a task whose criteria set to use")
     try:
         return [ResolvedCriterion.of(c) for c in taxonomy.criteria_for(*task)]
-    except TaxonomyError as err:
-        raise ValueError(f"samples[{row}].task_type: {err}") from None
+    except TaxonomyError as err:  # unknown, or of several criteria sets: its level names the field at fault
+        raise ValueError(f"samples[{row}].{TASK_FIELDS[err.level or 0]}: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -311,15 +311,18 @@ class Taxonomy:
 
         Raises:
             TaxonomyError: unknown task, or leaves below the given path with different criteria sets (the
-                message lists the subtypes to choose from).
+                message lists the subtypes to choose from; its ``level`` is the level below the last name given,
+                the field that must name the leaf, as ``judge-eval``'s ``criteria: auto`` names it).
         """
         leaves = self.find_tasks(task_type, subtype, subsubtype)
         sets = {leaf.criteria for leaf in leaves}
         if len(sets) > 1:
             options = sorted({" / ".join(leaf.path) for leaf in leaves})
+            given = [p for p in (task_type, subtype, subsubtype) if p]
             raise TaxonomyError(
-                f"task {' / '.join(p for p in (task_type, subtype, subsubtype) if p)!r} has leaves with different "
-                f"criteria sets; name one of: {'; '.join(options)}"
+                f"task {' / '.join(given)!r} has leaves with different criteria sets; name one of: "
+                f"{'; '.join(options)}",
+                level=min(len(given), 2),
             )
         return [self.criteria[cid] for cid in leaves[0].criteria]
 

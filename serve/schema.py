@@ -539,8 +539,9 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
     if item.criteria is None:
         try:
             crits = taxonomy.criteria_for(*task)  # type: ignore[misc]
-        except TaxonomyError as err:
-            raise RequestError(clip_message(f"items[{index}].task_type: {err}"), param=f"items[{index}].task_type") from None
+        except TaxonomyError as err:  # leaves of several criteria sets: the level below the last one given
+            field = f"items[{index}].{('task_type', 'task_subtype', 'task_subsubtype')[err.level or 0]}"
+            raise RequestError(clip_message(f"{field}: {err}"), param=field) from None
         return [ResolvedCriterion.of(c) for c in crits]
 
     resolved = []

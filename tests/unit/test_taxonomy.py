@@ -104,8 +104,16 @@ def test_criteria_for_single_leaf_task_type(taxonomy):
 
 def test_criteria_for_ambiguous_task_type_names_options(taxonomy):
     """Leaves with different criteria sets need a subtype; the error lists them."""
-    with pytest.raises(TaxonomyError, match="Literary text / Poetry"):
+    with pytest.raises(TaxonomyError, match="Literary text / Poetry") as err:
         taxonomy.criteria_for("Literary text")
+    assert err.value.level == 1  # the subtype must name the leaf, as judge-eval's criteria: auto says
+
+
+def test_criteria_for_ambiguous_subtype_names_the_sub_subtype(taxonomy):
+    """A subtype whose sub-subtypes differ in criteria: the level at fault is the sub-subtype's."""
+    with pytest.raises(TaxonomyError, match="name one of") as err:
+        taxonomy.criteria_for("Summarizing", "Brief retelling")
+    assert err.value.level == 2
 
 
 def test_group_then_task_type_path(taxonomy):
