@@ -159,14 +159,17 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     from judge.criteria_auto.head import INPUT_KEY, input_record
     from train import recipe_steps
 
-    # ---- config -------------------------------------------------------------------------------------------------
+    # ---- data's refusals, then config -----------------------------------------------------------------------------
+    # The rows are read before the base model is resolved (built, for the tiny one): benchmark rows, held-out
+    # instructions and Zero-Shot rows are refused without that wait. Its tokenizer comes with the model, below.
+    recipe_steps.setup_logging()
+    pairs, report = classifier_rows(config)
     # Its export is not the judges' (export_classifier): the stopper's handlers go when training ends.
     run = recipe_steps.prepare(config, "task classifier", export_under_stopper=False)
 
     # ---- data ---------------------------------------------------------------------------------------------------
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
     label2id = {lab: i for i, lab in enumerate(labels)}
-    pairs, report = classifier_rows(config)
     examples, kept = _examples_and_kept_pairs(run.tokenizer, pairs, label2id, config.max_length)
     report["dropped_too_long"] = len(pairs) - len(kept)
     if not examples:  # a data choice, named on one line (judge-train exits 2), not the Trainer's empty-dataset error

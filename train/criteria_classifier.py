@@ -45,7 +45,7 @@ def training_rows(data: Sequence[str], bundled: bool, include_zero_shot: bool,
     from judge.criteria_auto.labelled import heldout_leaks
     from train.criteria_rows import bundled_rows, refuse_benchmark_sources, taxonomy_rows
 
-    refuse_benchmark_sources(data, allow_benchmark_rows)
+    refuse_benchmark_sources(data, allow_benchmark_rows, config_file=False)  # the command takes flags only
 
     pairs, counts = bundled_rows(include_zero_shot) if bundled else (taxonomy_rows(include_zero_shot), {})
     if data:

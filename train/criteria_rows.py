@@ -18,11 +18,14 @@ from judge.taxonomy import Taxonomy, load_taxonomy
 __all__ = ["bundled_rows", "taxonomy_rows", "refuse_benchmark_sources"]
 
 
-def refuse_benchmark_sources(sources, allow: bool) -> None:
+def refuse_benchmark_sources(sources, allow: bool, *, config_file: bool = True) -> None:
     """Refuse labelled sources in the released POLLUX benchmark's schema, as ``judge-train build-data`` refuses them
     (``train.build_data.BenchmarkRowsError``): a task classifier trained on the benchmark's instructions has seen the
     test it routes in ``judge-eval run --criteria auto``, Zero-Shot task types included, and the dataset card
     (ai-forever/POLLUX) asks that the benchmark not be trained on.
+
+    Args:
+        config_file: whether the command takes a config file, whose key the refusal then names beside the flag.
 
     Raises:
         BenchmarkRowsError: naming the source, unless ``allow``.
@@ -51,7 +54,7 @@ def refuse_benchmark_sources(sources, allow: bool) -> None:
                 f"{where} in the released POLLUX benchmark's schema. A task classifier trained on them has "
                 "seen the instructions `judge-eval run --criteria auto` then routes on POLLUX, and the dataset card "
                 "(ai-forever/POLLUX) asks that the benchmark not be trained on. Pass --allow-benchmark-rows "
-                "(config: allow_benchmark_rows: true) only for a deliberate experiment.")
+                f"{'(config: allow_benchmark_rows: true) ' if config_file else ''}only for a deliberate experiment.")
 
 
 def taxonomy_rows(include_zero_shot: bool = False, taxonomy: Taxonomy | None = None) -> list[dict]:

@@ -75,6 +75,33 @@ def test_classifier_training_refuses_the_released_benchmark(tmp_path, capsys):
         classifier_rows(config)
 
 
+def test_the_head_classifier_refuses_benchmark_rows_before_its_base_model(tmp_path, monkeypatch):
+    """judge-train's classifier recipe reads its rows before it resolves (for the tiny config, builds) its base
+    model: a refusal of the data comes without that wait. The command without a config file is not told of a
+    config key."""
+    import dataclasses
+
+    from tests.support.release_artifacts import write_released_dataset
+    from train import recipe_steps
+    from train.build_data import BenchmarkRowsError
+    from train.classifier import train_classifier
+    from train.config import load_config
+    from train.criteria_rows import refuse_benchmark_sources
+
+    def built(*args, **kwargs):
+        raise AssertionError("the base model was prepared before the data were refused")
+
+    monkeypatch.setattr(recipe_steps, "prepare", built)
+    folder = write_released_dataset(tmp_path / "POLLUX")
+    config = dataclasses.replace(load_config("configs/train/tiny/classifier.yaml"), data=str(folder),
+                                 output_dir=str(tmp_path / "run"))
+    with pytest.raises(BenchmarkRowsError, match=r"allow_benchmark_rows: true\) only"):
+        train_classifier(config)
+    with pytest.raises(BenchmarkRowsError, match="--allow-benchmark-rows only for") as err:
+        refuse_benchmark_sources([folder], False, config_file=False)
+    assert "config:" not in str(err.value)
+
+
 @pytest.mark.parametrize("zero_shot, n_zero_shot_texts", [("drop", 0), ("refuse", 0), ("allow", 190)])
 def test_the_taxonomy_texts_of_the_zero_shot_task_types_are_trained_on_only_with_allow(tmp_path, zero_shot,
                                                                                         n_zero_shot_texts):
