@@ -517,11 +517,15 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
     """
     taxonomy = load_taxonomy()
     if item.criteria == "auto":
-        if any(map(task_level_named, (item.task_type, item.task_subtype, item.task_subsubtype))):
+        levels = dict(zip(("task_type", "task_subtype", "task_subsubtype"),
+                          (item.task_type, item.task_subtype, item.task_subsubtype)))
+        stated = [name for name, level in levels.items() if task_level_named(level)]
+        if stated:
             # "auto" guesses the task; a task stated beside it would be silently overridden by the guess.
+            fields = ", ".join(stated)
             raise RequestError(
                 f"items[{index}]: criteria 'auto' chooses the task from the text, but the item names its task "
-                "(task_type): leave criteria out (null) to judge it on its task's criteria, or drop task_type",
+                f"({fields}): leave criteria out (null) to judge it on its task's criteria, or drop {fields}",
                 param=f"items[{index}].criteria",
             )
         if choice is None:

@@ -61,7 +61,9 @@ def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
     pairs, counts = load_labelled(sources, include_zero_shot=config.zero_shot != "drop")
     if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
         n = sum(p["split"] == "zero_shot" for p in pairs)
-        raise ConfigError(f"{n} training instructions belong to Zero-Shot task types; set zero_shot: drop or allow")
+        counted = "1 training instruction belongs to a Zero-Shot task type" if n == 1 else (
+            f"{n} training instructions belong to Zero-Shot task types")
+        raise ConfigError(f"{counted}; set zero_shot: drop or allow")
     # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
     leaked = heldout_leaks(pairs)
     if leaked:

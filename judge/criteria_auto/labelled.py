@@ -113,8 +113,9 @@ def heldout_leaks(pairs: Sequence[Mapping]) -> str:
     if not found:
         return ""
     i, j, _, _ = found[0]
-    return (f"{len({j for _, j, _, _ in found})} training instructions are in the bundled held-out set or near "
-            f"duplicates of it (e.g. {pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
+    n = len({j for _, j, _, _ in found})
+    counted = "1 training instruction is" if n == 1 else f"{n} training instructions are"
+    return (f"{counted} in the bundled held-out set or near duplicates of it (e.g. {pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
 
 
 #: The columns that name a row's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).

@@ -214,11 +214,15 @@ def _refuse_bad_parts(clf: "TfidfClassifier", folder: Path) -> None:
     """The checks ``TfidfClassifier.__init__`` documents."""
     spec_file, weights_file = folder / "model.json", folder / "weights.npz"
     temperature, threshold = _number(clf.temperature), _number(clf.threshold)
+
+    def stated(value) -> str:  # a field left out of model.json, or null, reads as None here
+        return "missing or null" if value is None else f"{value!r}"
+
     if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"tfidf: {spec_file}: field 'temperature' is {clf.temperature!r}, not a finite number > 0")
+        raise ValueError(f"tfidf: {spec_file}: field 'temperature' is {stated(clf.temperature)}, not a finite number > 0")
     if not 0.0 <= threshold <= 1.0:  # NaN fails too
-        raise ValueError(f"tfidf: {spec_file}: field 'threshold' is {clf.threshold!r}, not a task-type probability "
-                         "from 0 to 1")
+        raise ValueError(f"tfidf: {spec_file}: field 'threshold' is {stated(clf.threshold)}, not a task-type "
+                         "probability from 0 to 1")
     if len(set(clf.type_classes)) != len(clf.type_classes):
         raise ValueError(f"tfidf: {spec_file}: field 'type_classes' repeats a task type")
     missing = sorted({task_type_of(lab) for lab in clf.leaf_classes} - set(clf.type_classes))

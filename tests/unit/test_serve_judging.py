@@ -286,9 +286,14 @@ def test_criteria_auto_parses_and_resolves_to_the_choice_criteria():
     # A task stated beside "auto" would be overridden by the guess: refused, saying what to send instead.
     (stated,) = parse_judge_request({"instruction": "x", "answer": "y", "criteria": "auto",
                                      "task_type": "Literary text"}).items
-    with pytest.raises(RequestError, match="leave criteria out") as err:
+    with pytest.raises(RequestError, match=r"names its task \(task_type\): leave criteria out") as err:
         resolve_criteria(stated, 0, choice)
     assert err.value.param == "items[0].criteria"
+    # A subtype sent alone is named as sent, not as a task_type the item does not have.
+    (subtype_only,) = parse_judge_request({"instruction": "x", "answer": "y", "criteria": "auto",
+                                           "task_subtype": "Poetry"}).items
+    with pytest.raises(RequestError, match=r"names its task \(task_subtype\): .* or drop task_subtype$"):
+        resolve_criteria(subtype_only, 0, choice)
 
 
 # ------------------------------------------------------------------------------------------------ bounds before work

@@ -163,7 +163,7 @@ def test_criteria_classifier_refuses_a_near_copy_of_a_heldout_instruction(tmp_pa
                     encoding="utf-8")
     assert main(["--data", str(path), "--out", str(tmp_path / "clf")]) == 2
     err = capsys.readouterr().err
-    assert "1 training instructions are in the bundled held-out set or near duplicates of it" in err
+    assert "1 training instruction is in the bundled held-out set or near duplicates of it" in err
     assert f"held-out {row['id']}" in err and not (tmp_path / "clf").exists()
 
 

@@ -45,6 +45,10 @@ def _write(folder, spec, arrays):
     np.savez_compressed(folder / "weights.npz", **arrays)
 
 
+#: A field left out of model.json (not written as null).
+_MISSING = object()
+
+
 def _n_features(spec):
     return len(spec["features"]["char"]["vocabulary"]) + len(spec["features"]["word"]["vocabulary"])
 
@@ -52,11 +56,14 @@ def _n_features(spec):
 @pytest.mark.parametrize("field, value, message", [
     ("threshold", math.nan, r"model.json: field 'threshold' is nan, not a task-type probability from 0 to 1"),
     ("threshold", 2.0, r"model.json: field 'threshold' is 2.0, not a task-type probability"),
-    ("threshold", None, r"model.json: field 'threshold' is None"),
+    ("threshold", None, r"model.json: field 'threshold' is missing or null, not a task-type probability"),
+    ("threshold", _MISSING, r"model.json: field 'threshold' is missing or null"),
+    ("temperature", _MISSING, r"model.json: field 'temperature' is missing or null, not a finite number > 0"),
     ("temperature", -1.0, r"model.json: field 'temperature' is -1.0, not a finite number > 0"),
     ("temperature", 0.0, r"model.json: field 'temperature' is 0.0"),
     ("temperature", math.inf, r"model.json: field 'temperature' is inf"),
-], ids=["threshold NaN", "threshold 2", "threshold null", "temperature -1", "temperature 0", "temperature inf"])  # fmt: skip
+], ids=["threshold NaN", "threshold 2", "threshold null", "threshold missing", "temperature missing", "temperature -1",
+        "temperature 0", "temperature inf"])  # fmt: skip
 def test_an_artefact_whose_threshold_or_temperature_is_out_of_range_is_refused_at_load(tmp_path, field, value,
                                                                                         message):
     """A NaN threshold never falls back (every comparison is False), one above 1 always does, a temperature <= 0
@@ -64,6 +71,8 @@ def test_an_artefact_whose_threshold_or_temperature_is_out_of_range_is_refused_a
     folder = tmp_path / "clf"
     spec, arrays = _copy_shipped(folder)
     spec[field] = value
+    if value is _MISSING:
+        del spec[field]
     _write(folder, spec, arrays)
     with pytest.raises(ValueError, match=rf"tfidf: {folder}/{message}"):
         TfidfClassifier.load(folder)

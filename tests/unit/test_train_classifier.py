@@ -31,7 +31,22 @@ def test_classifier_rows_refuse_heldout_instructions(tmp_path):
     path = tmp_path / "leak.jsonl"
     path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     config = load_config(TINY_YAML, {"data": str(path)})
-    with pytest.raises(ConfigError, match="1 training instructions are in the bundled held-out set"):
+    with pytest.raises(ConfigError, match="1 training instruction is in the bundled held-out set"):
+        classifier_rows(config)
+
+
+@pytest.mark.parametrize("n, counted", [(1, "1 training instruction belongs to a Zero-Shot task type;"),
+                                         (2, "2 training instructions belong to Zero-Shot task types;")])
+def test_classifier_rows_refuse_zero_shot_rows_when_asked_counting_them(tmp_path, n, counted):
+    """zero_shot: refuse names how many rows are of a Zero-Shot task type, in the singular for one."""
+    from train.classifier import classifier_rows
+
+    rows = [{"instruction": f"Напиши рекомендацию по выбору книги номер {i}.", "label": "Recommendations"}
+            for i in range(n)]
+    path = tmp_path / "zero_shot.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    config = load_config(TINY_YAML, {"data": str(path), "zero_shot": "refuse"})
+    with pytest.raises(ConfigError, match=counted):
         classifier_rows(config)
 
 
