@@ -260,10 +260,12 @@ class Taxonomy:
                                       if c.group in BEST_AT_LOWEST_GROUPS for lang in _LANGS}
         # English and Russian names of task types (level 1) and of the nodes below them, for canonicalisation.
         self._task_type_names: dict[str, str] = {}
+        self._task_type_display: dict[str, str] = {}  # name key -> the name as tasks.json writes it (suggestions)
         self._group_names: dict[str, str] = {}
         for task in self.tasks:
             for name in (task.task_type, task.names_ru[1]):
                 self._task_type_names[name_key(name)] = task.task_type
+                self._task_type_display[name_key(name)] = name
             for name in (task.group, task.names_ru[0]):
                 self._group_names[name_key(name)] = task.group
 
@@ -361,7 +363,10 @@ class Taxonomy:
         canonical = self.canonical_task_type(task_type)
         if canonical is None:
             close = _close(name_key(task_type), list(self._task_type_names), cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            # as written (a key is lower-cased), a Russian name with the English one that run.json and reports use
+            named = [(self._task_type_display[c], self._task_type_names[c]) for c in close]
+            hint = (f"; did you mean {', '.join(repr(n) + ('' if n == en else f' ({en})') for n, en in named)}?"
+                    if close else "")
             raise TaxonomyError(f"unknown task type {quoted_name(task_type)}{hint}", level=shift)
         leaves = [t for t in self.tasks if t.task_type == canonical]
         for depth, wanted in ((1, subtype), (2, subsubtype)):

@@ -109,6 +109,17 @@ def test_criteria_for_ambiguous_task_type_names_options(taxonomy):
     assert err.value.level == 1  # the subtype must name the leaf, as judge-eval's criteria: auto says
 
 
+def test_an_unknown_task_type_is_answered_with_names_as_written(taxonomy):
+    """The closest task types are suggested as tasks.json writes them (not lower-cased), a Russian one with the
+    English name that run.json and the reports use."""
+    with pytest.raises(TaxonomyError) as err:
+        taxonomy.find_tasks("Литературный тескт")
+    assert str(err.value) == ("unknown task type 'Литературный тескт'; did you mean 'Написать научный текст' "
+                              "(Scientific text), 'Написать художественный текст' (Literary text)?")
+    with pytest.raises(TaxonomyError, match=r"did you mean 'Editing', 'Rephrasing'\?$"):
+        taxonomy.find_tasks("Editng")
+
+
 def test_criteria_for_ambiguous_subtype_names_the_sub_subtype(taxonomy):
     """A subtype whose sub-subtypes differ in criteria: the level at fault is the sub-subtype's."""
     with pytest.raises(TaxonomyError, match="name one of") as err:
