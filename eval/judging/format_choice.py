@@ -26,7 +26,8 @@ from judge.prompts import PromptTemplate
 from judge.verdicts import VerdictFormat
 from judge.wire import root_identity
 
-__all__ = ["SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder", "chosen_verdict_format", "resolve_verdict_format",
+__all__ = ["RECORDED_SERVED_FORMAT_WHY", "SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder",
+           "chosen_verdict_format", "resolve_verdict_format",
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
            "held_fingerprint",
@@ -56,6 +57,9 @@ def checkpoint_folder(judge_ref: str) -> Path | None:
 #: Why a run takes judge-serve's verdict format (logged, and named where a resume is refused).
 SERVED_FORMAT_WHY = ("judge-serve says so in its GET /v1/models entry: its judge writes, and its /v1/judge parses, "
                      "that format")
+#: The same, for a rerun with nothing to ask: no server was asked, the entry is the one run.json recorded.
+RECORDED_SERVED_FORMAT_WHY = ("judge-serve said so in its GET /v1/models entry when the folder's verdicts were asked, "
+                              "as run.json's server_limits records")
 
 
 def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None,
@@ -117,6 +121,8 @@ def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | N
             verdicts already in ``out`` (naming both), before any item is asked.
     """
     fmt, why = chosen_verdict_format(setting, judge_ref, model, served, root)
+    if not asking and why == SERVED_FORMAT_WHY:  # the served format read back from run.json, not said now
+        why = RECORDED_SERVED_FORMAT_WHY
     recorded = earlier_verdict_format(out) if out is not None and n_written else None
     if recorded is not None and recorded != fmt:
         if asking:

@@ -585,7 +585,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                                 config.prompt_version)  # a setting judge-serve contradicts: refused
         prompt_version = template.version
         if kind == "judge-serve" and limits.prompt_version and config.prompt_version == "auto":  # it renders them
-            prompt_version, why = limits.prompt_version, "judge-serve renders the prompts; its GET /v1/models says so"
+            prompt_version, why = limits.prompt_version, (
+                "judge-serve renders the prompts; its GET /v1/models says so" if todo else
+                "judge-serve rendered the prompts; its GET /v1/models said so when the folder's verdicts were asked, "
+                "as run.json's server_limits records")
         if not pairwise and config.prompt == "ru":
             log.info("prompt template %s (%s)", prompt_version, why)
         asked_with = (judge.prompts.PAIRWISE_PROMPT_VERSION if pairwise else
@@ -605,6 +608,10 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                   "start again with --overwrite, or use another --out")
             asked_with = made_with_template  # nothing asked now: run.json goes on saying what its verdicts had
             asked_why = "the template of the verdicts already in the folder (nothing asked now)"
+        if not todo and isinstance(said_before.get("prompt_version_why"), str):
+            # Nothing asked: the reason recorded with the verdicts stands (this run's log words it for a rerun), so a
+            # whole shard run again still agrees with its siblings in `judge-eval merge`.
+            asked_why = said_before["prompt_version_why"]
         write_provenance(out, "judge-eval run", dataclasses.asdict(config), backend=kind, model=model,
                          n_items=len(records),
                          server_limits=held_limits or {**dataclasses.asdict(limits),

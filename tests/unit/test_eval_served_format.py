@@ -215,17 +215,32 @@ def test_a_resume_against_a_judge_serve_serving_another_format_is_refused(data, 
     assert len(read_predictions(out)) == 4 and _run_json(out)["config"]["verdict_format"] == "integer"
 
 
-def test_a_finished_folder_rerun_keeps_the_format_its_verdicts_were_recorded_in(data, tmp_path):
+def test_a_finished_folder_rerun_keeps_the_format_its_verdicts_were_recorded_in(data, tmp_path, caplog):
     """A rerun of a finished folder asks no server (so learns no served format): its run.json goes on saying the
-    integer format the judge-serve served, not the tagged one the name "judge" alone gives."""
+    integer format the judge-serve served, not the tagged one the name "judge" alone gives. Its log says the format
+    and template were said when the verdicts were asked (not that the server says so now), and run.json keeps the
+    template's recorded reason, which `judge-eval merge` compares across shards."""
+    import logging
+
     out = tmp_path / "run"
     with _judge_serve("integer") as server:
         assert eval_main(_run_args(server.base_url, data, out)) == 0
         assert _run_json(out)["config"]["verdict_format"] == "integer"
+        judged_why = _run_json(out)["prompt_version_why"]
+        assert judged_why == "judge-serve renders the prompts; its GET /v1/models says so"
         n = len(server.requests)
-        assert eval_main(_run_args(server.base_url, data, out)) == 0
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="judge_eval.run"):
+            assert eval_main(_run_args(server.base_url, data, out)) == 0
         assert len(server.requests) == n
+    said = [r.getMessage() for r in caplog.records if r.name == "judge_eval.run"]
+    assert ("verdict format integer (judge-serve said so in its GET /v1/models entry when the folder's verdicts were "
+            "asked, as run.json's server_limits records)") in said
+    assert ("prompt template pollux-ru-v2 (judge-serve rendered the prompts; its GET /v1/models said so when the "
+            "folder's verdicts were asked, as run.json's server_limits records)") in said
+    assert not [m for m in said if "says so" in m]
     assert _run_json(out)["config"]["verdict_format"] == "integer"
+    assert _run_json(out)["prompt_version_why"] == judged_why
 
 
 def test_a_judge_serve_answering_in_another_format_mid_run_stops_the_run(data, tmp_path, capsys):
