@@ -553,7 +553,7 @@ def lead_html(result: Metrics) -> str:
     return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
 
 
-_SIDE_HEAD = ["Run", "ω", "ρ", "ceiling gap", "α with judge", "leniency", "in a sentence"]
+_SIDE_HEAD = ["Run", "ω", "ρ (advantage)", "ceiling gap", "α with judge", "leniency", "in a sentence"]
 _PAIRED_HEAD = ["Run", "Test", "Figure", "baseline", "run", "delta", "note"]
 
 
