@@ -91,7 +91,7 @@ from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "not_a_model_ref", "refuse_unreachable_judge", "refuse_server_args_for_url",
+           "RUN_FOLDER_JOBS", "not_a_model_ref", "refuse_unreachable_judge", "refuse_server_args_for_url",
            "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
 log = logging.getLogger("judge_eval.run")
@@ -415,6 +415,11 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     return ConfigError(f"{field}: {ref}: no such folder, and not an http(s) URL")
 
 
+#: The run.json jobs a `judge-eval run` folder may hold: its own, and a ranking's (`judge-eval rank` judges its
+#: candidate's answers in its own folder through this run, and writes that job where no item reached the judge).
+RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
+
+
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                  data: tuple[bool, list] | None = None) -> dict[str, Any]:
     import judge
@@ -425,7 +430,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                  server_env=dict(config.server_env), **resolved_paths(config))
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
-                     overwrite=config.overwrite)
+                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS)
     if config.overwrite:  # with the predictions: their scores, never left to stand for the next run's
         clear_score_outputs(out)
     # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows

@@ -210,7 +210,8 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         "max_tokens": config.max_tokens, "seed": config.seed, "sampling": config.sampling,
     }  # fmt: skip
     outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
-    resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite)
+    resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite,
+                               jobs=("judge-eval mera ruhumaneval",))  # another command's folder: refused
     gen_path = out / GENERATIONS_FILE
     done = resumed_generations(gen_path, n)  # each row checked for what is read of it below, before run.json is touched
     write_run_record(out, config, resolved, n_tasks=len(tasks), sandbox=sandbox.describe(), stops=list(MERA_STOPS),
@@ -371,6 +372,7 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
     ``task_data``: ``read_task_data(config)``, when the caller has read it (read here otherwise)."""
     from eval.mera.client import check_endpoint
     from eval.mera.progress import claim_run_folder
+    from judge.plumbing.run_folder import refuse_other_job
     from eval.mera.rutie import (PROGRESS_FILE, RutieSettings, check_resume, describe_protocol, run_dialogues,
                                  rutie_metrics, think_reading)
 
@@ -411,6 +413,7 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
         **({"think_blocks": reading} if reading != default_reading else {}),
     }  # fmt: skip
     progress = [PROGRESS_FILE, METRICS_FILE]
+    refuse_other_job(out, ("judge-eval mera rutie",))  # another command's folder, before the endpoint is asked
     if not config.overwrite and any((out / name).exists() for name in progress):  # a resume: checked before the
         claim_run_folder(out, run_key, progress)  # endpoint is asked; a fresh folder is written only once it answers
         check_resume(dialogues, out, settings)
@@ -419,7 +422,8 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
     if not config.max_model_len:  # the endpoint's window, once it is known to answer
         settings = dataclasses.replace(settings, max_model_len=client.max_model_len())
         check_window(settings.max_model_len, "the endpoint's /v1/models")
-    resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite)  # as above (resume checked there)
+    resumed = claim_run_folder(out, run_key, progress, overwrite=config.overwrite,  # as above (resume checked there)
+                               jobs=("judge-eval mera rutie",))
     write_run_record(out, config, resolved, max_model_len=settings.max_model_len, resumed=resumed,
                   n_dialogues=len(dialogues), n_questions=sum(len(d) for d in dialogues.values()))  # fmt: skip
     logger.info("rutie: %d dialogues, %d questions from %s, mode=%s, scoring=%s%s", len(dialogues),

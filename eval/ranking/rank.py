@@ -1019,12 +1019,16 @@ def rank(config: RankConfig) -> dict[str, Any]:
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
     from eval.judging.format_choice import chosen_verdict_format
-    from eval.judging.run import run
+    from eval.judging.run import RUN_FOLDER_JOBS, run
     from judge.plumbing.provenance import read_provenance, update_provenance
+    from judge.plumbing.run_folder import refuse_other_job
     from judge.verdicts import VerdictReader
 
     config.validate()
     out = Path(config.out)
+    # Another command's folder (a MERA task's) is refused before any candidate answer is paid for: its own key
+    # files are not the ranking's, so nothing else would stop its record and results being written over.
+    refuse_other_job(out, RUN_FOLDER_JOBS)
     if config.judge_config or config.verdict_reader == VerdictReader.POLLUX:
         # A missing YAML, or one that selects items, fails before the candidate is asked anything; so does a
         # format the POLLUX reader cannot read, where the settings tell it (a judge URL tells it when asked: below).

@@ -35,8 +35,8 @@ from judge.plumbing.config_files import ConfigError
 from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
-__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder", "claim_run_folder",
-           "refuse_file", "refuse_unwritable", "content_key", "run_folder_holder"]
+__all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder",
+           "claim_run_folder", "refuse_other_job", "refuse_file", "refuse_unwritable", "content_key", "run_folder_holder"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"
@@ -224,7 +224,7 @@ def _describe_holder(path: Path) -> str:
 
 def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_files: list[str],
                      overwrite: bool = False, adopt_unkeyed: bool = False,
-                     out_flag: str = "--out") -> bool:  # fmt: skip
+                     out_flag: str = "--out", jobs: tuple[str, ...] = ()) -> bool:  # fmt: skip
     """Prepare ``out_dir`` for a run with these settings.
 
     Args:
@@ -237,6 +237,10 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             (the caller says so) instead of refused.
         out_flag: the caller's flag for the folder, as a refusal advises a fresh one (``judge-train data``'s is
             ``--output``).
+        jobs: the ``job`` values of a run.json this command's folder may hold (its own first); empty: not checked.
+            A folder whose run.json names another job is another command's (a MERA task's, a ranking's): its key
+            and record would be replaced, and its results overwritten, because the command's own progress files
+            are not there to be compared (``refuse_other_job``).
 
     Returns:
         True when earlier progress exists and will be resumed.
@@ -247,6 +251,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
         ConfigError: ``out_dir`` is a file, or lies under one.
     """
     refuse_file(out_dir)
+    if jobs:
+        refuse_other_job(Path(out_dir), jobs, out_flag)
     out_dir = make_private_dir(out_dir)
     key_path = out_dir / RUN_KEY_FILE
     existing = [out_dir / name for name in progress_files if (out_dir / name).exists()]
@@ -280,6 +286,27 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             f"{out_dir} holds progress files but no {RUN_KEY_FILE}; use --overwrite or a fresh {out_flag}")
     write_private_text(key_path, json.dumps(key, ensure_ascii=False, indent=2) + "\n")
     return bool(existing)
+
+
+def refuse_other_job(out_dir: Path, jobs: tuple[str, ...], out_flag: str = "--out") -> None:
+    """Refuse a folder whose run.json names a job outside ``jobs``, with or without ``--overwrite``: that flag
+    discards this command's progress only, and the other job's files (a MERA task's metrics.json, a ranking's
+    answers) would stay beside this run's, or be written over. A run.json that cannot be read, or names no job,
+    is left to the key check.
+
+    Raises:
+        ResumeMismatch: naming the folder, the job it holds and this command.
+    """
+    from judge.plumbing.provenance import PROVENANCE_FILE
+
+    try:
+        held = json.loads((out_dir / PROVENANCE_FILE).read_text(encoding="utf-8")).get("job")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return
+    if isinstance(held, str) and held not in jobs:
+        raise ResumeMismatch(f"{out_dir} holds a `{held}` run (its {PROVENANCE_FILE}), not a `{jobs[0]}` one: use "
+                             f"a fresh {out_flag} (--overwrite discards this command's own progress, never another "
+                             "command's files)")
 
 
 def content_key(*texts: str) -> str:

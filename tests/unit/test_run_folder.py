@@ -169,6 +169,79 @@ def test_judge_eval_run_resumes_only_with_its_settings(data, tmp_path, capsys):
     assert json.loads((out / RUN_KEY_FILE).read_text())["temperature"] == 0.7
 
 
+# ----------------------------------------------------------------------------------- another command's folder
+
+
+def _other_command_folder(folder: Path, job: str) -> dict[str, bytes]:
+    """A folder as another command leaves it: its run.json naming ``job``, its key and a result file; returns the
+    files' bytes, which a refused command must leave as they were."""
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"job": job, "config": {}}), encoding="utf-8")
+    (folder / RUN_KEY_FILE).write_text(json.dumps({"task": job}), encoding="utf-8")
+    (folder / "metrics.json").write_text('{"pass@1": 0.5}', encoding="utf-8")
+    return _files(folder)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """The folder's files but the writers' lock file, which every command takes before it reads the folder."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.name != LOCK_FILE}
+
+
+def test_a_folder_of_another_command_is_refused_with_or_without_overwrite(data, tmp_path, capsys):
+    """judge-eval run into a ruHumanEval folder (none of its own progress files there, so no key was compared) wrote
+    its key and run.json over the task's, and `score` then wrote over its pass@k. Refused now, naming the job the
+    folder holds, --overwrite included (it discards the command's own progress, never another command's files), and
+    before any request; the folder is left as it was."""
+    out = tmp_path / "mera"
+    before = _other_command_folder(out, "judge-eval mera ruhumaneval")
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        for extra in ((), ("--overwrite",)):
+            capsys.readouterr()
+            assert eval_main(_run_args(server.base_url, data, out, *extra)) == 2
+            assert capsys.readouterr().err.endswith(
+                f"judge-eval run: error: {out} holds a `judge-eval mera ruhumaneval` run (its run.json), not a "
+                "`judge-eval run` one: use a fresh --out (--overwrite discards this command's own progress, never "
+                "another command's files)\n")
+        assert server.requests == []
+    assert _files(out) == before
+
+
+def test_rank_and_rutie_refuse_another_commands_folder_before_asking_anything(tmp_path, capsys):
+    """rank into a MERA task's folder, and ruTiE into a ranking's (its run.json is the judge stage's, `judge-eval
+    run`) or ruHumanEval's: each refused naming the job, before its endpoint is contacted (the URLs answer nothing),
+    and the folder is left as it was. The ranking's own folders (run.json of `judge-eval run` or `judge-eval rank`)
+    are its own."""
+    from judge.plumbing.run_folder import ResumeMismatch, refuse_other_job
+
+    dead = "http://127.0.0.1:1/v1"
+    instructions = tmp_path / "instructions.jsonl"
+    instructions.write_text(json.dumps({"prompt_id": 0, "instruction": "Задание", "meta": "m", "criteria": [
+        {"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    mera = tmp_path / "mera"
+    before = _other_command_folder(mera, "judge-eval mera ruhumaneval")
+    capsys.readouterr()
+    assert eval_main(["rank", "--model", dead, "--judge", dead, "--data", str(instructions), "--out",
+                      str(mera), "--no-progress"]) == 2
+    assert f"judge-eval rank: error: {mera} holds a `judge-eval mera ruhumaneval` run" in capsys.readouterr().err
+    assert eval_main(["mera", "rutie", "--endpoint", dead, "--model", "m", "--data", "sample", "--out", str(mera)]) == 2
+    assert f"{mera} holds a `judge-eval mera ruhumaneval` run (its run.json), not a `judge-eval mera rutie` one" in (
+        capsys.readouterr().err)
+    assert _files(mera) == before
+    ranked = tmp_path / "rank"
+    before = _other_command_folder(ranked, "judge-eval run")
+    assert eval_main(["mera", "rutie", "--endpoint", dead, "--model", "m", "--data", "sample", "--out",
+                      str(ranked)]) == 2
+    assert f"{ranked} holds a `judge-eval run` run" in capsys.readouterr().err
+    assert _files(ranked) == before
+    for job in ("judge-eval run", "judge-eval rank"):
+        (ranked / "run.json").write_text(json.dumps({"job": job}), encoding="utf-8")
+        refuse_other_job(ranked, ("judge-eval run", "judge-eval rank"))  # a ranking's folder: its own
+    with pytest.raises(ResumeMismatch, match="holds a `judge-eval rank` run"):
+        refuse_other_job(ranked, ("judge-eval mera rutie",))
+    (ranked / "run.json").write_text("not json", encoding="utf-8")
+    refuse_other_job(ranked, ("judge-eval mera rutie",))  # unreadable: left to the key check, as before
+
+
 # ------------------------------------------------------------------------------ training and a finished export
 
 
