@@ -76,7 +76,7 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
-from eval.judging.run_settings import clear_score_outputs, resolved_paths, run_key
+from eval.judging.run_settings import clear_score_outputs, earlier_run_keys, resolved_paths, run_key
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
                                    selected_pairs)
 from judge.plumbing.api_keys import client_api_key
@@ -430,7 +430,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                  server_env=dict(config.server_env), **resolved_paths(config))
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
-                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS)
+                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS, earlier_keys=earlier_run_keys(config))
     if config.overwrite:  # with the predictions: their scores, never left to stand for the next run's
         clear_score_outputs(out)
     # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows

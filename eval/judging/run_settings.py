@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
-__all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "run_key", "resolved_paths", "clear_score_outputs"]
+__all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "IN_OUT", "run_key", "earlier_run_keys", "resolved_paths",
+           "clear_score_outputs"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -44,7 +45,33 @@ def run_key(config: RunConfig) -> dict[str, Any]:
         key["judge"] = "<url>"
     if key["data"] and _is_sample(key["data"]):
         key["data"] = ""
+    inside = _inside_out(config)
+    if inside is not None:  # a file of the folder's own (a ranking's items.jsonl): the folder may be moved
+        key["data"] = inside
     return key
+
+
+#: How ``run_key`` names a data file inside the run folder: this, then its path from the folder.
+IN_OUT = "<out>/"
+
+
+def _inside_out(config: RunConfig) -> str | None:
+    """``data`` as ``IN_OUT`` and its path from ``out`` when it is a file inside the run folder (``judge-eval rank``
+    judges its candidate's answers from its folder's ``items.jsonl``), else None: keyed by its absolute path, a
+    folder moved or copied elsewhere was refused as other data, its answers and verdicts discarded to go on."""
+    if not (config.data and config.out) or config.data.startswith(("http://", "https://")):
+        return None
+    data, out = Path(config.data).expanduser().resolve(), Path(config.out).expanduser().resolve()
+    return f"{IN_OUT}{data.relative_to(out).as_posix()}" if data.is_relative_to(out) else None
+
+
+def earlier_run_keys(config: RunConfig) -> tuple[dict[str, Any], ...]:
+    """Keys of this run as releases before ``_inside_out`` wrote them (a data file inside the folder by its absolute
+    path), which a resume in place still takes (``claim_run_folder``'s ``earlier_keys``); none otherwise."""
+    key = run_key(config)
+    if not str(key.get("data", "")).startswith(IN_OUT):
+        return ()
+    return ({**key, "data": str(Path(config.data).expanduser().resolve())},)
 
 
 def _is_sample(data: str) -> bool:

@@ -224,7 +224,8 @@ def _describe_holder(path: Path) -> str:
 
 def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_files: list[str],
                      overwrite: bool = False, adopt_unkeyed: bool = False,
-                     out_flag: str = "--out", jobs: tuple[str, ...] = ()) -> bool:  # fmt: skip
+                     out_flag: str = "--out", jobs: tuple[str, ...] = (),
+                     earlier_keys: tuple[Mapping[str, Any], ...] = ()) -> bool:  # fmt: skip
     """Prepare ``out_dir`` for a run with these settings.
 
     Args:
@@ -241,6 +242,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             A folder whose run.json names another job is another command's (a MERA task's, a ranking's): its key
             and record would be replaced, and its results overwritten, because the command's own progress files
             are not there to be compared (``refuse_other_job``).
+        earlier_keys: the same settings as an older release keyed them: a folder keyed so is resumed (and keyed
+            anew), not refused as other settings.
 
     Returns:
         True when earlier progress exists and will be resumed.
@@ -274,7 +277,7 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             raise ResumeMismatch(f"{key_path}: {unreadable_json(err, whole_file=True)}; {unchecked}") from None
         if not isinstance(old, dict):
             raise ResumeMismatch(f"{key_path}: {value_words(old)}, not an object; {unchecked}")
-        if old != key:
+        if old != key and old not in [redact(json.loads(json.dumps(k, default=str))) for k in earlier_keys]:
             diff = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
             details = "; ".join(f"{k}: {old.get(k)!r} -> {key.get(k)!r}" for k in diff)
             raise ResumeMismatch(

@@ -147,6 +147,32 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path) -> None
     assert float(grid[2][1]) == pytest.approx(0.5)  # LITERACY x GEN with the gate: as in the full run
 
 
+def test_a_ranking_folder_moved_or_copied_resumes_asking_nothing(tmp_path: Path, data: Path) -> None:
+    """The judge stage keyed its data, the folder's own items.jsonl, by its absolute path: a ranking folder moved or
+    copied elsewhere was refused as other settings, its answers and verdicts to be discarded to go on. Keyed by its
+    path in the folder, the copy resumes and asks neither server anything; a folder keyed the old way resumes in
+    place, and is keyed anew."""
+    import shutil
+
+    from judge.plumbing.run_folder import RUN_KEY_FILE
+
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    assert json.loads((out / RUN_KEY_FILE).read_text(encoding="utf-8"))["data"] == "<out>/items.jsonl"
+    moved = tmp_path / "elsewhere" / "bench"
+    shutil.copytree(out, moved)
+    old_key = json.loads((out / RUN_KEY_FILE).read_text(encoding="utf-8"))
+    (out / RUN_KEY_FILE).write_text(json.dumps({**old_key, "data": str((out / "items.jsonl").resolve())}),
+                                    encoding="utf-8")  # as a release before keyed it
+    for folder in (moved, out):
+        with Candidate() as cand, Judge(scores_by_output()) as judge:
+            assert main(rank_argv(cand.base_url, judge.base_url, data, folder)) == 0
+            assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+        assert json.loads((folder / RUN_KEY_FILE).read_text(encoding="utf-8")) == old_key
+    assert _matrix_csv(moved / "matrix.csv") == _matrix_csv(out / "matrix.csv")
+
+
 def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     """compare of two bench runs gives B - A per cell over shared instructions, with a paired interval."""
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
