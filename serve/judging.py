@@ -691,7 +691,9 @@ class Judge:
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
             lenient=request.lenient if request.lenient is not None else s.lenient,
-            constrained=False,  # the verdict regex is the per-criterion one
+            # The server's constrained decoding covers pairs as it covers items: the verdict regex over the pairwise
+            # scale's levels (-1, 0, 1). An integer judge's reasoning has no such grammar (refused for items).
+            constrained=s.constrained and s.verdict_format == VerdictFormat.TAGGED,
             request_id=request_id,
             field="pairs",
         )

@@ -572,3 +572,59 @@ def test_pairwise_failure_codes_are_bounded_and_counted_most_first():
     assert list(failures)[0] == "no_score" and failures["no_score"] == 3
     assert all(len(code) <= 100 for code in failures)
     assert "the codes after the 50 most frequent are counted together" in pairwise_markdown(metrics)
+
+
+def test_judge_serve_constrains_a_pair_as_it_constrains_an_item(tiny_causal_dir, tmp_path, monkeypatch):
+    """judge-serve's constrained decoding (``constrained_decoding: true``, the tiny CPU config's) reached items only:
+    pairs were asked unconstrained, and the tiny judge that needs it failed every pairwise judgment. A pair's engine
+    request now carries the verdict regex over the pairwise levels -1, 0, 1 when the server constrains, none when it
+    does not (the same server, its setting flipped)."""
+    import dataclasses
+    import re
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from judge.checkpoints import EXPORT_MANIFEST
+    from serve.app import create_app
+    from serve.config import ServeConfig
+    from tests.support.serve_in_process import await_bring_up
+
+    root = tmp_path / "tagged-judge"
+    shutil.copytree(tiny_causal_dir, root, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    (root / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "prompt_version": "pollux-ru-v2",
+                                                    "generator": ".", "score_head": None, "verdict_format": "tagged"}),
+                                        encoding="utf-8")
+    payloads = []
+
+    def answer(path: str, body: dict) -> tuple:
+        payloads.append(body)
+        return 200, {"choices": [{"text": "[FEEDBACK] Второй точнее. [RESULT] 1 [END]", "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 9}}
+
+    def engine_get(path: str) -> tuple:
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 4096}]}
+        return (200, {}) if path == "/health" else (404, {"detail": "Not Found"})
+
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    pair = {"id": "p1", "instruction": "Что лучше?", "answer_1": "Так.", "answer_2": "Вот так.", "rubrics": SCALE_TEXT}
+    with ScriptedEndpoint(answer, respond_get=engine_get) as engine:
+        config = ServeConfig(model=str(root), served_model_name="judge", generator_url=engine.url, max_model_len=4096,
+                             max_tokens=64, api_key="k", constrained_decoding=True).validate()
+        with TestClient(create_app(config), base_url="http://localhost") as http:
+            await_bring_up(http)
+            replies = [http.post("/v1/judge", headers={"Authorization": "Bearer k"}, json={"pairs": [pair]})]
+            judge_ = http.app.state.serve.judge
+            judge_.settings = dataclasses.replace(judge_.settings, constrained=False)
+            replies.append(http.post("/v1/judge", headers={"Authorization": "Bearer k"}, json={"pairs": [pair]}))
+    for reply in replies:
+        assert reply.status_code == 200, reply.text
+        (result,) = reply.json()["items"][0]["results"]
+        assert (result["score"], result["parse_ok"]) == (1.0, True)
+    constrained, free = [p for p in payloads if "prompt" in p]
+    regex = constrained["structured_outputs"]["regex"]
+    assert regex == r"\[FEEDBACK\] [^\[\]]+ \[RESULT\] (\-1|0|1) \[END\]"
+    assert re.fullmatch(regex, "[FEEDBACK] Второй точнее. [RESULT] -1 [END]")
+    assert not re.fullmatch(regex, "[FEEDBACK] Второй точнее. [RESULT] 2 [END]")
+    assert "structured_outputs" not in free
