@@ -439,6 +439,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     for row in rows:
         queue.put_nowait(row)
     counts = {"answered": 0, "request_failed": 0, "too_long": 0}
+    first_failed: list[AnswerRow] = []  # said at the end: the reasons are otherwise only in answers.jsonl's rows
     bar = tqdm(total=len(rows), desc="answers", unit="instruction", disable=not config.progress)
 
     async def ask(row: InstructionRow):
@@ -463,6 +464,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
     def write(result: AnswerRow, failed: bool) -> None:
         counts[{None: "answered", CONTEXT_LENGTH_EXCEEDED: "too_long"}.get(result.error, "request_failed")] += 1
+        if result.error == REQUEST_FAILED and not first_failed:
+            first_failed.append(result)
         journal.append(result.to_json())
         bar.update(1)
 
@@ -536,6 +539,11 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         raise first.keep_held(write, f"the candidate ({name})", len(rows) - queue.qsize(), len(rows))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them with the instructions never sent
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
+    if first_failed:  # as judge-eval run says its failed requests: the run then exits 3 with counts alone
+        n, row = counts["request_failed"], first_failed[0]
+        log.warning("%d answer request%s to the candidate failed (the first written, prompt_id %s: %s): each is a "
+                    "row of %s with its reason, and a rerun into the same --out asks them again", n,
+                    "" if n == 1 else "s", row.prompt_id, row.reason, path)
     return counts
 
 
