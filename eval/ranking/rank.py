@@ -322,6 +322,13 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
             raise InstructionError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} {row_place(first_row)}")
         seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
+    no_meta = [r.prompt_id for r in rows if not r.meta.strip()]
+    if no_meta:
+        # Kept, not refused (null is the schema's "none"): pandas' groupby in POLLUX's metrics.py would drop these
+        # rows unseen; here they are one column of their own, whose blank name matrix.csv and the page show.
+        log.warning("data: %s: %d of %d instructions have no meta (the first: prompt_id %r): they make one matrix "
+                    "column with a blank name; give each a meta (a task type, a domain) to name its column",
+                    source, len(no_meta), len(rows), no_meta[0])
     return rows
 
 

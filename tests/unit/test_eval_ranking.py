@@ -302,6 +302,25 @@ def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
     assert caught.value.place == "line 2" and caught.value.row == 1 and caught.value.field == "criteria"
 
 
+def test_instructions_without_meta_are_kept_and_said(tmp_path: Path, caplog) -> None:
+    """Rows with no meta (absent, null, blank) are ranked in one column with a blank name: kept, as the schema's null
+    allows, and said in one warning counting them and naming the first, not only seen as a blank matrix header."""
+    import logging
+
+    path = tmp_path / "instructions.jsonl"
+    crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
+    rows = [{"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": crit},
+            {"prompt_id": 2, "instruction": "y", "criteria": crit},
+            {"prompt_id": 3, "instruction": "z", "meta": None, "criteria": crit}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
+        loaded = load_instructions(path)
+    assert [r.meta for r in loaded] == ["m", "", ""]
+    assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.rank"] == [
+        f"data: {path}: 2 of 3 instructions have no meta (the first: prompt_id 2): they make one matrix column with "
+        "a blank name; give each a meta (a task type, a domain) to name its column"]
+
+
 @pytest.mark.parametrize("argv", [["rank", "--help"], ["compare", "--help"]])
 def test_rank_help(argv: list[str], capsys) -> None:
     """rank --help exits 0 and names the flags docs/ranking.md uses."""
