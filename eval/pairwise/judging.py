@@ -132,7 +132,9 @@ class PairwiseRow:
 
 
 def is_pairwise_data(path: str | Path | None) -> bool:
-    """Whether ``path`` is a JSONL file whose first row has ``answer_1`` (pairwise rows) rather than ``answer``."""
+    """Whether ``path`` is a JSONL file whose first row is pairwise: it has ``answer_1`` or ``answer_2`` and no
+    ``answer`` (one of the two misspelt is then named by the pairwise reader, not read as a pointwise row with no
+    ``answer``)."""
     if not path or not Path(path).is_file() or Path(path).suffix not in (".jsonl", ".json"):
         return False
     # Bytes, decoded a line at a time: a text-mode handle decodes ahead of the line it returns, so a bad byte on a
@@ -145,7 +147,7 @@ def is_pairwise_data(path: str | Path | None) -> bool:
                     row = json.loads(line.decode("utf-8"))
                 except (ValueError, RecursionError):  # not UTF-8, not JSON, or JSON json.loads cannot hold
                     return False
-                return isinstance(row, dict) and "answer_1" in row
+                return isinstance(row, dict) and "answer" not in row and ("answer_1" in row or "answer_2" in row)
     return False
 
 
@@ -177,8 +179,13 @@ def load_pairs(path: str | Path) -> list[PairRecord]:
         if not isinstance(row, dict):
             raise ConfigError(f"{where}: expected a JSON object")
         for name in PAIRWISE_FIELDS:
-            if not isinstance(row.get(name), str) or not row[name].strip():
-                raise ConfigError(f"{where}.{name}: required text is missing or empty")
+            value = row.get(name)
+            if value is None:
+                raise ConfigError(f"{where}.{name}: required text is missing")
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}.{name}: must be text, got {value_words(value)}")
+            if not value.strip():
+                raise ConfigError(f"{where}.{name}: required text is empty")
         text_id = row.get("id")
         if text_id is None or (isinstance(text_id, str) and not text_id.strip()):
             # a stable id from the content, as records without ids get one (a blank id is none, as there)

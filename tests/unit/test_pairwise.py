@@ -68,13 +68,16 @@ PAIRS = [
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"answer_2": ""}, r"line 1\.answer_2: required text is missing or empty"),
+    ({"answer_2": ""}, r"line 1\.answer_2: required text is empty$"),
+    ({"answer_2": "  "}, r"line 1\.answer_2: required text is empty$"),
+    ({"answer_1": 1}, r"line 1\.answer_1: must be text, got an integer$"),
+    ({"answer_1": None}, r"line 1\.answer_1: required text is missing$"),
     ({"winner": 2}, r"line 1\.winner: 2 is not one of"),
     ({"winner": True}, r"line 1\.winner: True is not one of"),
     ({"winner": False}, r"line 1\.winner: False is not one of"),
     ({"winner": 0.5}, r"line 1\.winner: 0\.5 is not one of"),
     ({"winner": "1"}, r"line 1\.winner: '1' is not one of"),
-    ({"rubrics": None}, r"line 1\.rubrics: required text"),
+    ({"rubrics": None}, r"line 1\.rubrics: required text is missing$"),
 ])  # fmt: skip
 def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
     """A missing answer or scale, or a winner outside -1/0/1/answer_1/tie/answer_2, is refused naming file, row (its
@@ -83,6 +86,21 @@ def test_bad_pairwise_rows_name_the_row_and_field(tmp_path, change, message):
         load_pairs(_write([{**PAIRS[0], **change}], tmp_path / "pairs.jsonl"))
     with pytest.raises(ConfigError, match=r"twice.jsonl: line 2\.id: 'p1' appears twice"):
         load_pairs(_write([PAIRS[0], PAIRS[0]], tmp_path / "twice.jsonl"))
+
+
+def test_a_first_row_with_answer_1_misspelt_is_still_read_as_pairwise(tmp_path):
+    """A first row with answer_2 and a misspelt answer_1 was taken for a pointwise row ("field 'answer': is
+    missing"); the same typo on line 2 named answer_1. Both name answer_1 now; a pointwise row stays pointwise."""
+    from eval.pairwise.judging import is_pairwise_data
+
+    typo = {k if k != "answer_1" else "answr_1": v for k, v in PAIRS[0].items()}
+    first = _write([typo, PAIRS[1]], tmp_path / "first.jsonl")
+    assert is_pairwise_data(first) is True
+    with pytest.raises(ConfigError, match=r"first\.jsonl: line 1\.answer_1: required text is missing$"):
+        load_pairs(first)
+    pointwise = tmp_path / "pointwise.jsonl"
+    pointwise.write_text(json.dumps({"instruction": "x", "answer": "y", "answer_2": "z"}) + "\n", encoding="utf-8")
+    assert is_pairwise_data(pointwise) is False
 
 
 def test_a_pairwise_line_that_is_not_utf8_is_named_with_its_file_and_row(tmp_path):
