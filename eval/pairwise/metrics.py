@@ -376,6 +376,9 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
             raise ConfigError(f"data: {run_file} is missing or names no data; pass the pairs the run judged with "
                               "--data PAIRS.jsonl")
         data = config["data"]
+        if not Path(data).is_file():  # a bare OS error otherwise, naming neither run.json nor the way out
+            raise ConfigError(f"data: {run_file} names --data {data}, which is not here (moved, or judged on another "
+                              "machine); pass the pairs the run judged with --data PAIRS.jsonl")
     rows = read_pairwise_rows(run_dir / PAIRWISE_PREDICTIONS if path.is_dir() else path)
     name = name or next((r.judge for r in rows), "")
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.

@@ -6,6 +6,7 @@ judge-serve's /v1/judge, payloads asserted exactly), and the pairwise metrics de
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -332,6 +333,14 @@ def test_score_without_run_json_asks_for_data(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--data" in err and str(alone / "run.json") in err and "Traceback" not in err
     assert main(["score", "--predictions", str(alone), "--data", data, "--n-boot", "0"]) == 0
+    # The pairs moved after the run: run.json names a file that is not there, said as such (it was a bare OS error).
+    moved = tmp_path / "moved.jsonl"
+    Path(data).rename(moved)
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "0"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"judge-eval score: error: data: {tmp_path / 'run' / 'run.json'} names --data {data}, which is not here "
+        "(moved, or judged on another machine); pass the pairs the run judged with --data PAIRS.jsonl\n")
+    assert main(["score", "--predictions", str(tmp_path / "run"), "--data", str(moved), "--n-boot", "0"]) == 0
 
 
 def test_compare_of_pairwise_runs_says_what_it_compares(tmp_path, capsys):
