@@ -99,6 +99,14 @@ JUDGE_SETTINGS = {"name": ("config", "name"), "served model": ("model",), "judge
 #: differ for the same weights too (a hub id's root lies in the machine's HF cache; the fingerprint hashes files'
 #: modification times): compared by ``weights_differences``.
 WEIGHTS_SETTINGS = ("weights_fingerprint", "root")
+#: The settings a run learns from its judge's server (its name, its model entry, the route it answers on, the
+#: template and format it serves, the max_tokens fitted to it): a run whose judge was never asked (every answer failed
+#: or was empty: no item to judge) has its configured values there, not the server's, so they are not compared for
+#: it, as ``eval.judging.shards.SERVER_SAID`` leaves them out for a shard that asked no server.
+SERVER_SAID_SETTINGS = ("name", "served model", "route", "prompt_version", "verdict_format", "max_tokens",
+                        *WEIGHTS_SETTINGS)
+#: ``judge_settings``' key saying whether the run asked its judge anything (run.json's ``n_items`` above 0).
+ASKED = "asked"
 #: A hub id's checkpoint as the HF cache lays it out: the part of a root that names the weights, whatever HF_HOME
 #: holds it (judge-serve sends that part itself as its root).
 _HUB_SNAPSHOT = HUB_SNAPSHOT
@@ -250,6 +258,7 @@ def judge_settings(folder: str | Path) -> dict[str, Any] | None:
         settings[name] = value
     if str(settings["judge"]).startswith(("http://", "https://")):
         settings.update(judge="<url>", server=None, server_args=None)
+    settings[ASKED] = record.get("n_items") != 0  # absent in older records: taken as asked
     return settings
 
 
@@ -307,12 +316,17 @@ def judge_differences(folders: list[Path], info_a: dict[str, Any], info_b: dict[
             raise ValueError(f"{', '.join(missing)}: no run.json with the judge's settings, so whether both runs were "
                              "judged alike cannot be checked; pass --allow-other-judge to compare them anyway")
         return {"run.json": [settings[0] is not None, settings[1] is not None]}, {}
+    unasked = [str(folder) for folder, found in zip(folders, settings) if not found.get(ASKED, True)]
+    # A run whose judge was never asked holds no server's word to compare: its configured settings alone are.
+    skipped = SERVER_SAID_SETTINGS if unasked else WEIGHTS_SETTINGS
     differ = {name: [settings[0][name], settings[1][name]] for name in JUDGE_SETTINGS
-              if name not in WEIGHTS_SETTINGS and settings[0][name] != settings[1][name]}
-    weights, notes = weights_differences(*settings)
-    differ.update(weights)
-    if info_a.get("judge") != info_b.get("judge"):  # rank.json's label, as run.json's name says it
-        differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
+              if name not in skipped and settings[0][name] != settings[1][name]}
+    notes: dict[str, list[Any]] = {}
+    if not unasked:
+        weights, notes = weights_differences(*settings)
+        differ.update(weights)
+        if info_a.get("judge") != info_b.get("judge"):  # rank.json's label, as run.json's name says it
+            differ.setdefault("name", [info_a.get("judge"), info_b.get("judge")])
     if differ and not allow_other_judge:
         said = "; ".join(f"{name} {a!r} vs {b!r}" for name, (a, b) in differ.items())
         raise ValueError(f"{which} were judged differently ({said}): their matrices are not comparable; pass "

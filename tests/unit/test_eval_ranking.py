@@ -181,6 +181,31 @@ def test_a_ranking_folder_moved_or_copied_resumes_asking_nothing(tmp_path: Path,
     assert _matrix_csv(moved / "matrix.csv") == _matrix_csv(out / "matrix.csv")
 
 
+def test_a_run_whose_judge_was_never_asked_compares_on_its_configured_judge(tmp_path: Path, data: Path,
+                                                                            capsys) -> None:
+    """A candidate whose every answer failed leaves its judge unasked (no item to judge): its run.json has the judge's
+    configured settings, not a server's word (no served model, no name, the unfitted max_tokens). compare refused it
+    as "judged differently" against any run, its way out --allow-other-judge switching the judge check off for every
+    pair. Those server-said settings are left out for such a run now; its configured ones are still compared."""
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "a")) == 0
+    with Candidate(fail=set(CASES)) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "f", "--model-name", "cand-f")) == 3
+        assert judge.bodies("/v1/chat/completions") == []
+    assert json.loads((tmp_path / "f" / "run.json").read_text(encoding="utf-8"))["n_items"] == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "f"), "--out", str(tmp_path / "cmp"),
+                 "--n-boot", "0"]) == 0, capsys.readouterr().err
+    warm = tmp_path / "warm.yaml"
+    warm.write_text("temperature: 0.7\n", encoding="utf-8")  # a configured judge setting: compared as before
+    with Candidate(fail=set(CASES)) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "g", "--model-name", "cand-g",
+                              "--judge-config", str(warm))) == 3
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "g"), "--n-boot", "0"]) == 2
+    assert "were judged differently (temperature 0.0 vs 0.7)" in capsys.readouterr().err
+
+
 def test_ranking_compare_paired(tmp_path: Path, data: Path, capsys) -> None:
     """compare of two bench runs gives B - A per cell over shared instructions, with a paired interval."""
     better = {pid: f"Лучший ответ {pid}." for pid in CASES}
