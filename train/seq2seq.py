@@ -366,7 +366,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         the stage's ``agreement`` and ``tolerance``), ``no_expert_scores`` (no label to agree with) and
         ``no_unique_mode`` (experts tied between modes, which the stage leaves out by default) and
         ``reference_mismatch`` (the row's recorded ``experts_reference`` is not its ``expert_scores``': relabelled
-        since its trace was kept). Rejection sampling
+        since its trace was kept), and ``duplicate_trace`` (the same reasoning and score for the same item as a row
+        kept before it, whatever its id or file: the item is its ``item_id``, else its prompt). Rejection sampling
         keeps only traces that agree with the label, whatever file they come from.
 
     Raises:
@@ -385,6 +386,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     from train.build_data import instruction_id
 
     rows: list[dict[str, Any]] = []
+    trained: set[tuple[str, str, float]] = set()  # (item, reasoning, score) of the rows kept so far
     for record in records:
         if record.extra.get("drop_reason") or record.extra.get("fail_reason"):
             # a row of the traces stage's dropped.jsonl or failed.jsonl: it carries a reasoning and a score too, but
@@ -435,7 +437,14 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
                                    min_russian_share)) is not None:
             report.dropped[why] += 1
+        elif (trace := (str(record.extra.get("item_id") or (prompt := judge.render_prompt(record))),
+                        reasoning.strip(), value)) in trained:
+            # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
+            # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
+            # The item is the stage's item_id, else the prompt the judge reads (records of your own).
+            report.dropped["duplicate_trace"] += 1
         else:
+            trained.add(trace)
             prompt = judge.render_prompt(record)
             rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
                          "instruction_id": instruction_id(record), "prompt": prompt,
