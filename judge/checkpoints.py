@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~535 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~580 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -75,6 +75,10 @@ __all__ = [
     "checkpoint_trained_lengths",
     "WEIGHT_FILES",
     "weight_files",
+    "TOKENIZER_FILES",
+    "holds_tokenizer",
+    "holds_chat_template",
+    "model_folder_gaps",
     "folders_fingerprint",
     "export_weights_fingerprint",
     "names_generator_model",
@@ -477,6 +481,46 @@ WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.index.json")
 def weight_files(folder: str | Path) -> list[Path]:
     """The weights files (``WEIGHT_FILES``) directly in ``folder``, sorted."""
     return sorted({path for pattern in WEIGHT_FILES for path in Path(folder).glob(pattern) if path.is_file()})
+
+
+#: The files a tokenizer is built from (any one is enough to try): a fast tokenizer's ``tokenizer.json``, a BPE
+#: vocabulary (``vocab.json``, with ``merges.txt``), a SentencePiece or WordPiece model. From a folder with none of
+#: them transformers builds a tokenizer anyway, with a vocabulary of one token, and nothing fails until a prompt is
+#: rendered or tokenized, so judge-serve and judge-train look for them first.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "vocab.txt")
+
+
+def holds_tokenizer(folder: str | Path) -> bool:
+    """Whether ``folder`` holds any of ``TOKENIZER_FILES``."""
+    return any((Path(folder) / name).is_file() for name in TOKENIZER_FILES)
+
+
+def holds_chat_template(folder: str | Path) -> bool:
+    """Whether a tokenizer loaded from ``folder`` has a default chat template, where transformers reads one:
+    ``chat_template.jinja`` (what save_pretrained writes), ``additional_chat_templates/default.jinja``, or the
+    ``chat_template`` of ``tokenizer_config.json`` (older saves). An unreadable tokenizer_config.json counts as none."""
+    folder = Path(folder)
+    if (folder / "chat_template.jinja").is_file() or (folder / "additional_chat_templates" / "default.jinja").is_file():
+        return True
+    try:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(tokenizer_config, dict) and bool(tokenizer_config.get("chat_template"))
+
+
+def model_folder_gaps(folder: str | Path) -> list[str]:
+    """What a local model folder lacks for a model to be built from it and prompted through its chat template: each
+    a phrase (``"no config.json"``, ``"no tokenizer (...)"``, ``"no chat template (...)"``), empty when nothing is
+    missing. judge-train refuses a base model folder with any, before anything is written: transformers fails on
+    each only later (an empty tokenizer, "Unrecognized model")."""
+    folder = Path(folder)
+    gaps = [] if (folder / "config.json").is_file() else ["no config.json"]
+    if not holds_tokenizer(folder):
+        gaps.append(f"no tokenizer ({', '.join(TOKENIZER_FILES)})")
+    if not holds_chat_template(folder):
+        gaps.append("no chat template (chat_template.jinja, or chat_template in tokenizer_config.json)")
+    return gaps
 
 
 def folders_fingerprint(folders: Sequence[str | Path]) -> str | None:

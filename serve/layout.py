@@ -41,12 +41,14 @@ from judge.checkpoints import (
     GENERATOR_SUBDIR,
     REGRESSION_HEAD_PREFIX,
     RELEASED_REGRESSION_ARCHITECTURES,
+    TOKENIZER_FILES,
     WEIGHT_FILES,
     CheckpointNotFound,
     JudgeKind,
     TrainedLengths,
     checkpoint_trained_lengths,
     folders_fingerprint,
+    holds_tokenizer,
     is_released_regression,
     judge_kind,
     read_config,
@@ -273,11 +275,6 @@ def _shards_not_there(folder: Path) -> list[str]:
     return sorted(name for name in named if not (Path(folder) / name).is_file())
 
 
-#: The files a tokenizer is built from (any one is enough to try): a fast tokenizer's ``tokenizer.json``, a BPE
-#: vocabulary (``vocab.json``, with ``merges.txt``), a SentencePiece or WordPiece model.
-TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "vocab.txt")
-
-
 def require_tokenizer(folder: Path) -> None:
     """Refuse a local checkpoint folder that holds none of ``TOKENIZER_FILES``: judge-serve renders and tokenizes
     every prompt with the checkpoint's tokenizer, and transformers builds one from such a folder anyway, with a
@@ -287,7 +284,7 @@ def require_tokenizer(folder: Path) -> None:
     Raises:
         LayoutError: naming the folder and the files looked for.
     """
-    if Path(folder).is_dir() and not any((Path(folder) / name).is_file() for name in TOKENIZER_FILES):
+    if Path(folder).is_dir() and not holds_tokenizer(folder):
         raise LayoutError(
             f"model: {folder} holds no tokenizer ({', '.join(TOKENIZER_FILES)}): judge-serve tokenizes every prompt "
             "with it; save the base model's tokenizer into the folder (tokenizer.save_pretrained), as judge-train's "

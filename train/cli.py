@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 from train.exit_status import STOPPED_NOT_REQUEUED, stop_exit_code  # noqa: F401 - the statuses run() returns
 
-__all__ = ["main", "run", "build_run_parser", "stop_exit_code", "check_training_data", "SUBCOMMANDS", "RECIPE_ENTRIES"]
+__all__ = ["main", "run", "build_run_parser", "stop_exit_code", "check_training_data", "refuse_incomplete_base",
+           "SUBCOMMANDS", "RECIPE_ENTRIES"]
 
 #: Subcommand -> (module with ``main(argv) -> int``, one-line help). Dispatched lazily: heavy imports happen only
 #: in the subcommand that runs.
@@ -143,7 +144,8 @@ def check_training_data(config, *, download: bool = True) -> None:
     model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
     ``max_length`` are counted later, with the base model's tokenizer.
 
-    The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason; the
+    The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason, and
+    its folder must hold config.json, a tokenizer and a chat template (``refuse_incomplete_base``); the
     regression recipe refuses a base that is not Qwen2, and a regression judge, whose trained head it would drop
     (``train.regression.refuse_unfit_base``).
 
@@ -174,6 +176,8 @@ def check_training_data(config, *, download: bool = True) -> None:
         from train.regression import refuse_unfit_base
 
         refuse_unfit_base(config.model_name_or_path, base)  # build_model's own check, before anything is written
+    if base is not None:  # after the regression check, whose wrong architecture no added file would mend
+        refuse_incomplete_base(base)
     if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
     from train.config import zero_shot_split
@@ -209,6 +213,29 @@ def check_training_data(config, *, download: bool = True) -> None:
                                       score_target=getattr(config, "score_target", "mean"), split_spec=spec)
         if not rows:
             raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
+
+
+def refuse_incomplete_base(base) -> None:
+    """Refuse a base model folder without config.json, a tokenizer or a chat template (``judge.checkpoints.
+    model_folder_gaps``): transformers builds a one-token tokenizer from a folder with no tokenizer files and fails
+    only when the first prompt is rendered, after the run folder and its lock exist, with a traceback.
+
+    Raises:
+        ConfigError: naming the folder and each thing it lacks (and, for a judge-train run folder, its export).
+    """
+    from pathlib import Path
+
+    from judge.checkpoints import model_folder_gaps
+    from train.config import ConfigError
+
+    gaps = model_folder_gaps(base)
+    if not gaps:
+        return
+    export = Path(base) / "export"
+    if model_folder_gaps(export) == []:  # a run folder given for its export, as GRPO after an integer SFT takes it
+        raise ConfigError(f"model_name_or_path: {base} is a judge-train run folder, not a model; its model is {export}")
+    raise ConfigError(f"model_name_or_path: {base} holds {', '.join(gaps)}; a base model is a folder that "
+                      "save_pretrained wrote the model and its tokenizer into")
 
 
 def _one_writer(output_dir: str, prog: str):

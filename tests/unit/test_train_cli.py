@@ -62,3 +62,65 @@ def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_fold
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while a holder is left
     finally:
         os.close(fd)
+
+
+def _base_folder(path: Path, *names: str, tokenizer_config: dict | None = None) -> Path:
+    """A base model folder holding only ``names`` (their content is never read: the check looks for files), and a
+    tokenizer_config.json when given."""
+    import json
+
+    path.mkdir(parents=True)
+    for name in names:
+        (path / name).write_text("{}", encoding="utf-8")
+    if tokenizer_config is not None:
+        (path / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
+    return path
+
+
+NO_TOKENIZER = "no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, vocab.txt)"
+NO_CHAT_TEMPLATE = "no chat template (chat_template.jinja, or chat_template in tokenizer_config.json)"
+
+
+@pytest.mark.parametrize("subcommand, config", [("run", "seq2seq.yaml"), ("grpo", "grpo.yaml")])
+@pytest.mark.parametrize("names, tokenizer_config, lacks", [
+    (("config.json",), None, f"{NO_TOKENIZER}, {NO_CHAT_TEMPLATE}"),
+    (("config.json", "tokenizer.json"), {"model_max_length": 8}, NO_CHAT_TEMPLATE),
+    (("tokenizer.json", "chat_template.jinja"), None, "no config.json"),
+], ids=["no-tokenizer", "no-chat-template", "no-config"])  # fmt: skip
+def test_a_base_folder_missing_a_part_is_one_line_before_any_folder_is_made(tmp_path, capsys, subcommand, config,
+                                                                            names, tokenizer_config, lacks):
+    """transformers builds a one-token tokenizer from a folder with no tokenizer files, so a base without one (or
+    without a chat template, or config.json) ended in a traceback (exit 1) once the first prompt was rendered, after
+    the run folder existed. Now one line naming the folder and what it lacks, exit 2, and no run folder."""
+    from train.cli import main
+
+    base = _base_folder(tmp_path / "base", *names, tokenizer_config=tokenizer_config)
+    out = tmp_path / "run"
+    code = main([subcommand, "--config", str(REPO / "configs/train/tiny" / config), "--model-name-or-path", str(base),
+                 "--output-dir", str(out)])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"judge-train {subcommand}: error: model_name_or_path: {base} holds {lacks}; a base model is a folder that "
+        "save_pretrained wrote the model and its tokenizer into\n")
+    assert not out.exists()
+
+
+def test_a_run_folder_given_as_the_base_points_at_its_export(tmp_path, capsys):
+    """A judge-train run folder in place of its export/ (GRPO after an integer SFT) is named as such."""
+    run = tmp_path / "sft"
+    _base_folder(run / "export", "config.json", "tokenizer.json", "chat_template.jinja")
+    code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--model-name-or-path", str(run),
+                      "--output-dir", str(tmp_path / "run")])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err == (f"judge-train run: error: model_name_or_path: {run} is a judge-train run "
+                                       f"folder, not a model; its model is {run / 'export'}\n")
+
+
+@pytest.mark.parametrize("names, tokenizer_config", [
+    (("config.json", "vocab.json", "chat_template.jinja"), None),
+    (("config.json", "tokenizer.json"), {"chat_template": "{{ messages }}"}),  # older saves keep it there
+], ids=["template-file", "template-in-tokenizer-config"])  # fmt: skip
+def test_a_complete_base_folder_has_no_gaps(tmp_path, names, tokenizer_config):
+    from judge.checkpoints import model_folder_gaps
+
+    assert model_folder_gaps(_base_folder(tmp_path / "base", *names, tokenizer_config=tokenizer_config)) == []

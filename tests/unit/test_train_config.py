@@ -381,13 +381,15 @@ def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_
 
 def test_the_regression_recipe_refuses_a_base_that_is_not_qwen2(tmp_path):
     """Its model is Qwen2's: a local Qwen3 folder is refused by its config.json before anything is built; a Qwen2
-    one passes on to the data checks."""
+    one (with the tokenizer files and chat template every base needs) passes on to the data checks."""
     from train.cli import check_training_data
 
     for model_type, refused in (("qwen3", True), ("qwen2", False)):
         base = tmp_path / model_type
         base.mkdir()
         (base / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
+        for name in ("tokenizer.json", "chat_template.jinja"):
+            (base / name).write_text("{}", encoding="utf-8")
         config = RegressionConfig(output_dir=str(tmp_path / "run"), model_name_or_path=str(base),
                                   data=str(tmp_path / "missing.jsonl"))
         with pytest.raises(ConfigError) as err:
