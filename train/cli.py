@@ -155,9 +155,12 @@ def check_training_data(config, *, download: bool = True) -> None:
             only, and one not there is left to the job, which downloads it into its own cache.
 
     Raises:
-        ConfigError: naming the field and the source (and what the filters dropped).
+        ConfigError: naming the field and the source (and what the filters dropped): one that is missing, not
+            readable or of an unknown file type too.
         LeakageError: held-out rows in the training data (``train.build_data``).
+        RecordError: a row that is not a record, naming the source, row and field.
     """
+    from judge import LeakageError, RecordError
     from judge.checkpoints import CheckpointNotFound, NotDownloadedHere, resolve_checkpoint
     from train.build_data import build_rows, load_training_records
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
@@ -189,7 +192,11 @@ def check_training_data(config, *, download: bool = True) -> None:
             continue
         try:
             records = load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
-        except FileNotFoundError as err:
+        except (LeakageError, RecordError):
+            raise  # they name the source, row and field themselves
+        except (OSError, ValueError) as err:
+            # a source that is not there or not readable, an unknown file type, a split it does not hold: one line
+            # naming the field, as judge-train build-data and judge-eval say them, not a traceback
             raise ConfigError(f"{field}: {err}") from None
         if not records:
             raise ConfigError(f"{field}: {source} holds no records")

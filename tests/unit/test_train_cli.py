@@ -124,3 +124,20 @@ def test_a_complete_base_folder_has_no_gaps(tmp_path, names, tokenizer_config):
     from judge.checkpoints import model_folder_gaps
 
     assert model_folder_gaps(_base_folder(tmp_path / "base", *names, tokenizer_config=tokenizer_config)) == []
+
+
+@pytest.mark.parametrize("subcommand, config", [("run", "seq2seq.yaml"), ("grpo", "grpo.yaml")])
+def test_data_of_an_unknown_file_type_is_one_line_naming_the_field(tmp_path, capsys, subcommand, config):
+    """`--data recs.txt` was a traceback ending in the loader's ValueError (exit 1); judge-train build-data and
+    judge-eval said the same in one line, exit 2. Now judge-train run and grpo do, naming the field."""
+    from train.cli import main
+
+    data = tmp_path / "recs.txt"
+    data.write_text("{}\n", encoding="utf-8")
+    out = tmp_path / "run"
+    code = main([subcommand, "--config", str(REPO / "configs/train/tiny" / config), "--data", str(data),
+                 "--output-dir", str(out)])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err == (f"judge-train {subcommand}: error: data: {data}: unknown file type '.txt' "
+                                       "(expected .jsonl, .json or .parquet)\n")
+    assert not out.exists()
