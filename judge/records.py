@@ -27,7 +27,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~990 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~1015 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -679,6 +679,11 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
             if type(text) is not str:
                 raise fail("expert_feedback", "must contain only texts")
         if len(feedback) != len(all_scores):
+            if row.get("expert_scores") is None:
+                # the field that is not there is the one to name, as the column-wise reader does for a whole column
+                texts = f"{len(feedback)} text{'' if len(feedback) == 1 else 's'}"
+                absent = "is missing" if "expert_scores" not in row else "is null"
+                raise fail("expert_scores", f"{absent}, while expert_feedback gives {texts} here, one per expert score")
             raise fail("expert_feedback", f"has {len(feedback)} texts for {len(all_scores)} expert scores")
     comments = feedback if feedback is not None else ("",) * len(all_scores)
     annotations = tuple(map(Annotation, all_scores, comments))

@@ -87,6 +87,23 @@ def test_bad_row_names_row_and_field(mutation, field, fragment):
     assert fragment in str(err) and "data.jsonl: row index 1: " in str(err)
 
 
+def test_a_row_without_expert_scores_names_them_not_its_rationales(tmp_path):
+    """One JSONL row without ``expert_scores`` (its rationales kept), among rows that have them, was refused as
+    "field 'expert_feedback': has 3 texts for 0 expert scores", blaming the field that is there; the row names the
+    missing one, as a whole missing column is named (``judge.column_reader``). A null is named as a null."""
+    rows = [GOOD | {"id": "first"}, {key: value for key, value in GOOD.items() if key != "expert_scores"}]
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    with pytest.raises(RecordError) as info:
+        load_records(path)
+    assert str(info.value) == (f"{path}: line 2: field 'expert_scores': is missing, while expert_feedback gives 3 "
+                               "texts here, one per expert score")
+    with pytest.raises(RecordError) as info:
+        records_from_rows([GOOD | {"expert_scores": None, "expert_feedback": ["Одно."]}], source="data.jsonl")
+    assert str(info.value) == ("data.jsonl: row index 0: field 'expert_scores': is null, while expert_feedback gives 1 "
+                               "text here, one per expert score")
+
+
 def test_an_integer_too_long_for_repr_is_named_without_its_digits():
     """An integer past Python's 4,300-digit limit for str() (a row built in code) is named by its size: the message
     itself must not raise."""
