@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~930 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~985 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -133,8 +133,9 @@ class TrainConfig:
     )
     max_length: int = option(
         4096,
-        "Longest training sequence in tokens (prompt + target through the chat template). Longer rows are dropped "
-        "and counted, never truncated: a truncated target teaches a judge that never writes [END].",
+        "Longest training sequence in tokens (prompt + target through the chat template; grpo: prompt + completion, "
+        "see `judge-train grpo --help`). Longer rows are dropped and counted, never truncated: a truncated target "
+        "teaches a judge that never writes [END].",
     )
 
     # --- optimisation (POLLUX paper, Section 3.2: AdamW, lr from 1e-5 to 0 over 3 epochs, global batch 256; the linear
@@ -151,10 +152,11 @@ class TrainConfig:
                                 "not set, num_train_epochs decides.")
     global_batch_size: int = option(
         256,
-        "Rows per optimizer step over all ranks. Gradient accumulation is derived: "
-        "global_batch_size / (per_device_train_batch_size x world size), which must divide evenly.",
+        "Rows per optimizer step over all ranks (grpo: completions, prompts x num_generations). Gradient "
+        "accumulation is derived: global_batch_size / (per_device_train_batch_size x world size), which must divide "
+        "evenly.",
     )
-    per_device_train_batch_size: int = option(1, "Rows per forward pass on one device.")
+    per_device_train_batch_size: int = option(1, "Rows per forward pass on one device (grpo: completions).")
     per_device_eval_batch_size: int = option(1, "Rows per forward pass during evaluation.")
     weight_decay: float = option(0.0, "AdamW weight decay.")
     max_grad_norm: float = option(1.0, "Gradient clipping norm.")
@@ -690,6 +692,21 @@ class GRPORecipeConfig(TrainConfig):
         "them), 'nearest' rewards agreement with the closest of the tied modes, 'skip' keeps them for the format "
         "reward only (agreement None, which trl leaves out of the mean; refused unless rewards weights format_reward).",
     )
+    # The shared fields whose unit differs here: trl's GRPO batches count completions, and a sequence is a prompt
+    # with a sampled completion rather than a row with its target (train.grpo.prompts_per_step, screen_prompts).
+    max_length: int = option(
+        4096,
+        "Longest sequence in tokens: the prompt (through the chat template) + its completion, and the context vLLM "
+        "is sized to. Prompts longer than max_length - max_completion_length are dropped and counted as too_long, "
+        "never truncated.",
+    )
+    global_batch_size: int = option(
+        256,
+        "Completions per optimizer step over all ranks: prompts per step x num_generations, so a multiple of "
+        "num_generations. Gradient accumulation is derived: global_batch_size / (per_device_train_batch_size x world "
+        "size), which must divide evenly.",
+    )
+    per_device_train_batch_size: int = option(1, "Completions per forward pass on one device.")
     num_generations: int = option(8, "Completions sampled per prompt (the group; trl's default 8).")
     beta: float = option(0.0, "KL weight against the reference model, >= 0 (trl's default 0: DAPO drops the KL "
                               "term).")

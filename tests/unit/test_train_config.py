@@ -163,6 +163,37 @@ def test_help_runs_for_every_subcommand(command, capsys):
     assert "usage" in capsys.readouterr().out.lower()
 
 
+def _flag_help(parser) -> dict[str, str]:
+    """Each option's help as --help shows it (the hidden underscore spellings left out)."""
+    import argparse
+
+    return {action.dest: action.help for action in parser._actions if action.help != argparse.SUPPRESS}
+
+
+def test_grpo_help_counts_completions_and_prompt_plus_completion():
+    """`judge-train grpo --help` gave the SFT meaning of the batch and length settings ("Rows per optimizer step",
+    "prompt + target"), while trl's GRPO batches count completions and a sequence is a prompt with its completion;
+    judge-train run's shared help says both meanings."""
+    grpo = _flag_help(build_run_parser(prog="judge-train grpo", recipe="grpo"))
+    assert grpo["global_batch_size"] == (
+        "Completions per optimizer step over all ranks: prompts per step x num_generations, so a multiple of "
+        "num_generations. Gradient accumulation is derived: global_batch_size / (per_device_train_batch_size x world "
+        "size), which must divide evenly. (default: 256)")
+    assert grpo["max_length"] == (
+        "Longest sequence in tokens: the prompt (through the chat template) + its completion, and the context vLLM "
+        "is sized to. Prompts longer than max_length - max_completion_length are dropped and counted as too_long, "
+        "never truncated. (default: 4096)")
+    assert grpo["per_device_train_batch_size"] == "Completions per forward pass on one device. (default: 1)"
+    shared = _flag_help(build_run_parser())
+    assert shared["global_batch_size"].startswith(
+        "Rows per optimizer step over all ranks (grpo: completions, prompts x num_generations). ")
+    assert shared["max_length"].startswith(
+        "Longest training sequence in tokens (prompt + target through the chat template; grpo: prompt + completion, "
+        "see `judge-train grpo --help`). ")
+    assert shared["per_device_train_batch_size"] == (
+        "Rows per forward pass on one device (grpo: completions). (default: 1)")
+
+
 def test_top_level_help_lists_the_commands(capsys):
     """`judge-train --help` lists run and build-data; a bare `judge-train` is a usage error."""
     assert main(["--help"]) == 0
