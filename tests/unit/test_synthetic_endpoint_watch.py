@@ -47,6 +47,8 @@ def _answer(path: str, body: dict):
 
 
 def test_nothing_listening_sends_no_job_and_ends_with_exit_4(tmp_path, capsys):
+    """Every job fails unsent; the warning says so ("6 requests failed (the endpoint never answered them" was said of
+    requests no endpoint ever saw), and summary.json counts them as requests_not_sent."""
     from train.synthetic.cli import main
 
     url = f"http://127.0.0.1:{_free_port()}/v1"
@@ -54,12 +56,16 @@ def test_nothing_listening_sends_no_job_and_ends_with_exit_4(tmp_path, capsys):
     captured = capsys.readouterr()
     said = f"error: the teacher teacher at {url} cannot be reached (ConnectError"
     assert said in captured.err and captured.err.count(said) == 1 and "Traceback" not in captured.err
+    assert ("judge-train data traces: warning: 6 requests were not sent (their endpoint was stopped first: the error "
+            "below says why): rerun with the same --output to ask them again\n") in captured.err
+    assert "requests failed" not in captured.err
     assert "failed 6 (request_failed 6)" in captured.out  # the stage's outputs and summary are written all the same
     rows = _rows(tmp_path / "out" / "journal.jsonl")
     assert len(rows) == 6 and all(not row["ok"] and row["attempts"] == 0 for row in rows)
     assert all(row["error"].startswith(f"not sent: the teacher teacher at {url} cannot be reached") for row in rows)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert len(summary["endpoints_unusable"]) == 1 and "cannot be reached" in summary["endpoints_unusable"][0]
+    assert summary["requests_not_sent"] == 6
 
 
 def test_a_server_still_failing_at_its_first_contact_is_asked_nothing(tmp_path, capsys):
@@ -124,6 +130,10 @@ def test_requests_failing_in_a_row_stop_the_endpoint_and_a_rerun_resumes(tmp_pat
     assert 4 <= sent <= 5
     assert (f"error: the teacher teacher at {server.base_url} failed 4 requests in a row, each without a retry "
             "(none are allowed), with no answer between: last HTTP 503: overloaded") in err
+    # the sent ones failed, the rest were held back: the warning counts each as what it was
+    assert (f"warning: {sent} requests failed (the endpoint never answered them: teacher at {server.base_url}; see "
+            f"failed/dropped rows' errors) and {12 - sent} were not sent (their endpoint was stopped first: the "
+            "error below says why): rerun with the same --output to ask them again\n") in err
     rows = _rows(tmp_path / "out" / "journal.jsonl")
     assert len(rows) == 12 and not any(row["ok"] for row in rows)
     assert sum(row["error"].startswith("not sent: ") for row in rows) == 12 - sent

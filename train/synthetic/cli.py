@@ -287,19 +287,33 @@ def main(argv: list[str] | None = None) -> int:
     unanswered = requests_failed(summary)
     if unanswered:
         # Exit 0 all the same (the stage finished, as the help's codes say), but an unreachable endpoint made a run
-        # that kept nothing look like a finished one: the user is told what is missing and how to get it.
-        asked = ", ".join(dict.fromkeys(f"{e.name} at {e.base_url}" for e in stage_endpoints(config)))
-        print(f"judge-train data {args.stage}: warning: {unanswered} requests failed (the endpoint never answered "
-              f"them: {asked}; see failed/dropped rows' errors): rerun with the same --output to ask them again",
-              file=sys.stderr)
+        # that kept nothing look like a finished one: the user is told what is missing and how to get it. Requests a
+        # stopped endpoint held back are failed jobs too, but were never sent: said apart, as not sent.
+        not_sent = min(summary.get("requests_not_sent", 0), unanswered)
+        said = []
+        if unanswered > not_sent:
+            asked = ", ".join(dict.fromkeys(f"{e.name} at {e.base_url}" for e in stage_endpoints(config)))
+            said.append(f"{_requests(unanswered - not_sent)} failed (the endpoint never answered them: {asked}; see "
+                        "failed/dropped rows' errors)")
+        if not_sent:
+            count = str(not_sent) if said else _requests(not_sent)  # "3 requests failed ... and 41 were not sent"
+            said.append(f"{count} {'was' if not_sent == 1 else 'were'} not sent (their endpoint was stopped first: the "
+                        "error below says why)")
+        print(f"judge-train data {args.stage}: warning: {' and '.join(said)}: rerun with the same --output to ask "
+              "them again", file=sys.stderr)
     for stop in summary.get("endpoints_unusable", ()):  # train.synthetic.client.EndpointWatch: asked no more
         print(f"judge-train data {args.stage}: error: {stop}", file=sys.stderr)
     return EXIT_UNUSABLE if summary.get("endpoints_unusable") else 0
 
 
+def _requests(n: int) -> str:
+    return f"{n} request{'' if n == 1 else 's'}"
+
+
 def requests_failed(summary: dict) -> int:
-    """The jobs of a stage's summary whose request failed (``request_failed``: the endpoint never answered them), which
-    a rerun into the same folder asks again: traces' failed traces, the other stages' dropped rows, dedup's checks."""
+    """The jobs of a stage's summary whose request failed (``request_failed``: no endpoint answered them, sent or
+    not), which a rerun into the same folder asks again: traces' failed traces, the other stages' dropped rows, dedup's
+    checks."""
     return (summary.get("failed_by_reason", {}).get("request_failed", 0)
             + summary.get("dropped_by_reason", {}).get("request_failed", 0)
             + summary.get("llm_check_failed_requests", 0))

@@ -22,6 +22,7 @@ import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -136,6 +137,7 @@ class EndpointWatch:
         self.what = f"{self.who} at {endpoint.base_url}"
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
+        self.n_not_sent = 0  # requests held back once stopped: failed jobs no endpoint ever saw
         self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
         self.list_refused: EndpointUnusable | None = None  # the first contact's 401 or 403, until a request answers
         self._contacted = False
@@ -150,6 +152,8 @@ class EndpointWatch:
                 self.stop = self._first_contact(policy)
             if self.stop is None:
                 self.n_sent += 1
+            else:
+                self.n_not_sent += 1
             return self.stop
 
     def probe(self) -> EndpointUnusable | None:
@@ -207,12 +211,16 @@ def _unreachable(err: EndpointUnusable) -> bool:
     return err.status is None or retryable_status(err.status)
 
 
-def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, list[str]]:
+def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, Any]:
     """A stage summary's ``endpoints_unusable``: why each endpoint its ``clients`` ask was stopped
-    (``EndpointWatch``), once per endpoint; {} when none was, so a summary says it only when it happened."""
-    stops = [str(watch.stop) for watch in dict.fromkeys(c.watch for c in clients if c.watch is not None)
-             if watch.stop is not None]
-    return {"endpoints_unusable": stops} if stops else {}
+    (``EndpointWatch``), once per endpoint, and ``requests_not_sent``: how many of their requests were then held back
+    (failed jobs, but no endpoint's failure to answer); {} when none was stopped, so a summary says it only when it
+    happened."""
+    watches = list(dict.fromkeys(c.watch for c in clients if c.watch is not None))
+    stops = [str(watch.stop) for watch in watches if watch.stop is not None]
+    if not stops:
+        return {}
+    return {"endpoints_unusable": stops, "requests_not_sent": sum(watch.n_not_sent for watch in watches)}
 
 
 class ChatClient:
