@@ -509,16 +509,17 @@ def holds_chat_template(folder: str | Path) -> bool:
     return isinstance(tokenizer_config, dict) and bool(tokenizer_config.get("chat_template"))
 
 
-def model_folder_gaps(folder: str | Path) -> list[str]:
+def model_folder_gaps(folder: str | Path, chat_template: bool = True) -> list[str]:
     """What a local model folder lacks for a model to be built from it and prompted through its chat template: each
     a phrase (``"no config.json"``, ``"no tokenizer (...)"``, ``"no chat template (...)"``), empty when nothing is
     missing. judge-train refuses a base model folder with any, before anything is written: transformers fails on
-    each only later (an empty tokenizer, "Unrecognized model")."""
+    each only later (an empty tokenizer, "Unrecognized model"). ``chat_template`` False: a model never prompted
+    through one (a task classifier's base reads the bare instruction) needs none."""
     folder = Path(folder)
     gaps = [] if (folder / "config.json").is_file() else ["no config.json"]
     if not holds_tokenizer(folder):
         gaps.append(f"no tokenizer ({', '.join(TOKENIZER_FILES)})")
-    if not holds_chat_template(folder):
+    if chat_template and not holds_chat_template(folder):
         gaps.append("no chat template (chat_template.jinja, or chat_template in tokenizer_config.json)")
     return gaps
 

@@ -180,7 +180,8 @@ def check_training_data(config, *, download: bool = True) -> None:
 
         refuse_unfit_base(config.model_name_or_path, base)  # build_model's own check, before anything is written
     if base is not None:  # after the regression check, whose wrong architecture no added file would mend
-        refuse_incomplete_base(base)
+        # the task classifier's head reads the bare instruction: its base needs no chat template
+        refuse_incomplete_base(base, chat_template=config.recipe != "classifier")
     if config.recipe not in ("seq2seq", "regression", "grpo"):
         return
     from train.config import zero_shot_split
@@ -222,7 +223,7 @@ def check_training_data(config, *, download: bool = True) -> None:
             raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
 
 
-def refuse_incomplete_base(base) -> None:
+def refuse_incomplete_base(base, chat_template: bool = True) -> None:
     """Refuse a base model folder without config.json, a tokenizer or a chat template (``judge.checkpoints.
     model_folder_gaps``): transformers builds a one-token tokenizer from a folder with no tokenizer files and fails
     only when the first prompt is rendered, after the run folder and its lock exist, with a traceback.
@@ -235,11 +236,11 @@ def refuse_incomplete_base(base) -> None:
     from judge.checkpoints import model_folder_gaps
     from train.config import ConfigError
 
-    gaps = model_folder_gaps(base)
+    gaps = model_folder_gaps(base, chat_template)
     if not gaps:
         return
     export = Path(base) / "export"
-    if model_folder_gaps(export) == []:  # a run folder given for its export, as GRPO after an integer SFT takes it
+    if model_folder_gaps(export, chat_template) == []:  # a run folder given for its export, as GRPO after an integer SFT takes it
         raise ConfigError(f"model_name_or_path: {base} is a judge-train run folder, not a model; its model is {export}")
     raise ConfigError(f"model_name_or_path: {base} holds {', '.join(gaps)}; a base model is a folder that "
                       "save_pretrained wrote the model and its tokenizer into")

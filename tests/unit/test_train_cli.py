@@ -126,6 +126,20 @@ def test_a_complete_base_folder_has_no_gaps(tmp_path, names, tokenizer_config):
     assert model_folder_gaps(_base_folder(tmp_path / "base", *names, tokenizer_config=tokenizer_config)) == []
 
 
+def test_a_classifier_base_needs_no_chat_template(tmp_path):
+    """The task classifier's head reads the bare instruction, never a chat template: its base (an encoder, say) is
+    not refused for lacking one; a judge recipe's is."""
+    from judge.checkpoints import model_folder_gaps
+    from train.cli import refuse_incomplete_base
+    from train.config import ConfigError
+
+    base = _base_folder(tmp_path / "encoder", "config.json", "vocab.txt")
+    assert model_folder_gaps(base, chat_template=False) == []
+    refuse_incomplete_base(base, chat_template=False)
+    with pytest.raises(ConfigError, match=f"holds {NO_CHAT_TEMPLATE.replace('(', '[(]').replace(')', '[)]')};"):
+        refuse_incomplete_base(base)
+
+
 @pytest.mark.parametrize("subcommand, config", [("run", "seq2seq.yaml"), ("grpo", "grpo.yaml")])
 def test_data_of_an_unknown_file_type_is_one_line_naming_the_field(tmp_path, capsys, subcommand, config):
     """`--data recs.txt` was a traceback ending in the loader's ValueError (exit 1); judge-train build-data and
