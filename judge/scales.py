@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS"]
+__all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
+           "PAIRWISE_SCALE"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -447,3 +448,9 @@ def has_unique_mode(scores) -> bool:
     from collections import Counter
 
     return bool(unique_mode_mask([list(Counter(scores).values())])[0])
+
+
+#: The pairwise comparison scale: -1 the first answer is better, 0 a tie, 1 the second (ai-forever/POLLUX
+#: ``demo/serve_pollux_demo.py``, lines 77-78). judge-serve's pairwise jobs and judge-eval's pairwise reader both
+#: read verdicts on it.
+PAIRWISE_SCALE = Scale((-1, 0, 1))

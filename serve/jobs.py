@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Scale, apply_chat, prefix_key, prefix_order
+from judge import apply_chat, prefix_key, prefix_order
+from judge.scales import PAIRWISE_SCALE
 from judge.criteria_auto import TaskChoice
 from judge.prompts import POLLUX_PROMPT, PromptTemplate, render_pairwise_prompt
 from judge.wire import PAIRWISE_CRITERION, PairwiseRequest, context_words
@@ -446,8 +447,6 @@ def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: in
     return found
 
 
-#: The pairwise comparison scale: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
-PAIRWISE_SCALE = Scale((-1, 0, 1))
 
 
 def check_pair_sizes(request: PairwiseRequest, *, max_model_len: int, max_tokens: int, chars_per_token: int) -> None:

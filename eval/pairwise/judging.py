@@ -48,7 +48,7 @@ from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lin
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place, value_words
 from judge.plumbing.retry import RetryPolicy
-from judge.scales import Scale
+from judge.scales import PAIRWISE_SCALE
 from judge.verdicts import VerdictError, read_served_verdict
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
 
@@ -60,8 +60,6 @@ __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "Pa
 
 log = logging.getLogger("judge_eval.pairwise")
 
-#: -1 answer 1 better, 0 tie, 1 answer 2 better (demo/serve_pollux_demo.py:77-78).
-PAIRWISE_SCALE = Scale((-1, 0, 1))
 ORDERS = ("original", "swapped")
 _WINNER_NAMES = {"answer_1": -1, "tie": 0, "answer_2": 1}
 
