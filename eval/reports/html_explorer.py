@@ -679,7 +679,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
     verdicts = _Verdicts(predictions, None if records is None else _current_keys(texts))
     in_scale, why_unscored = items.get("in_scale"), items.get("why_unscored")
     filters = [("split", "split"), ("model", "evaluated model"), ("task", "task type"), ("criterion", "criterion"),
-               ("status", "status (failures first)"), ("mode", "experts' mode")]
+               ("status", "status (a failed item is 'failed', whatever else holds)"), ("mode", "experts' mode")]
     if in_scale is not None:  # an items.parquet written before in_scale existed has no scale to filter by
         filters.append(("scale", "judge's score vs scale"))
 

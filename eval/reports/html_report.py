@@ -285,9 +285,13 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
     body = [lead_html(result), '<h2 id="summary">Summary</h2>']
     # What the tables alone would hide (an unfinished run first): at the top, where the page is first read.
     body += [f'<p class="warn">{_md_text(note)}</p>' for note in run_notes(result)]
-    body += ['<p class="note">A verdict that failed to parse counts in <code>n_failed</code> and is never scored; '
-             "<i>scored</i> counts the items MAE is over (and Spearman, unless <i>n in Spearman</i> gives the pairs "
-             "of the correlations' own reference). "
+    body += ['<p class="note">A verdict that failed (its request, or its reading) counts in <code>n_failed</code> '
+             "and is never scored; <i>scored</i> counts the items MAE is over, and Spearman's pairs too (a run scored "
+             "with <code>--spearman-target</code> gives the correlations' own in the bookkeeping column <i>n in "
+             "Spearman</i>). Spearman, Pearson and Kendall are pooled per evaluated model and task type (the paper's "
+             "Appendix D.2.4): the by-criterion tables show them as —. VC is Verdict Confidence (Appendix D.2.2): "
+             "the share of an item's annotators giving its most common score, the judge standing in for one expert "
+             "(VC judge) beside the experts' own. "
             "Click a column header to sort." + (" Intervals in grey." if s.n_boot else "")
             + " The headline columns come first; the bookkeeping "
             "ones (exclusions, in-scale figures, Pearson, Kendall, counts) appear with the switch at the top.</p>",

@@ -331,7 +331,8 @@ def random_labelling_note() -> str:
     """The paper's random-labelling Verdict Confidence, to read the VC columns against."""
     return (f"VC under random labelling: {fmt(RANDOM_LABELLING_VC)} (17/27: three annotators picking among three "
             "labels at random, arXiv 2505.24616v3, Appendix D.2.2; below 0.60 it reads "
-            "as \"comparable to random labeling\"). `VC experts` covers the items with a parsed verdict of the judge; "
+            "as \"comparable to random labeling\"; the paper's case only: a panel of another size or scale has "
+            "another random level, two annotators on two labels 0.75). `VC experts` covers the items with a parsed verdict of the judge; "
             "`VC experts (all predicted)` every item with a prediction, parsed or failed; "
             "`VC experts (all labelled)` every labelled item with two or more annotators, whatever the judge did (the "
             "paper's Experts VC, judge-independent).")

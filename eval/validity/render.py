@@ -183,6 +183,11 @@ def _splits(result: Metrics) -> dict[str, ValiditySplit]:
 #: report, and the folder holds none.
 READING_GUIDE = ("How to read these figures: the Validity page of the pollux-judge documentation (docs/validity.md in "
                  "the pollux-judge repository).")
+#: The lead sentences' symbols, said where they are first read: ρ beside a Spearman column reads as a correlation.
+TERMS = ("ω: the share of the tested experts the judge could replace (the alternative annotator test, passed at "
+         "ω ≥ 0.5); ρ: the advantage probability, the chance the judge agrees with the other experts at least as well "
+         "as an expert does (not Spearman's ρ); ceiling gap: the judge's MAE minus the experts' own, each against the "
+         "rest of the item's experts; lenient / harsh: more / less generous than the experts' mean.")
 
 
 def lead_lines(result: Metrics) -> list[str]:
@@ -192,7 +197,7 @@ def lead_lines(result: Metrics) -> list[str]:
         return []
     lines = ["**Can this judge stand in for an expert?**", ""]
     lines += [f"- {SPLIT_TITLES.get(split, split)}: {block.sentence}" for split, block in splits.items()]
-    return lines + ["", READING_GUIDE, ""]
+    return lines + ["", TERMS, READING_GUIDE, ""]
 
 
 def _plain(text: str) -> str:
@@ -550,7 +555,8 @@ def lead_html(result: Metrics) -> str:
         return ""
     items = "".join(f"<li><b>{html.escape(SPLIT_TITLES.get(s, s))}</b>: {html.escape(b.sentence)}</li>"
                     for s, b in splits.items())
-    return f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
+    return (f'<p><b>Can this judge stand in for an expert?</b></p><ul class="lead">{items}</ul>'
+            f'<p class="note">{html.escape(TERMS)}</p>')
 
 
 _SIDE_HEAD = ["Run", "ω", "ρ (advantage)", "ceiling gap", "α with judge", "leniency", "in a sentence"]
