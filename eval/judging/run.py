@@ -86,12 +86,13 @@ from judge.plumbing.journal import JournalWriter
 from judge.plumbing.message_content import without_lone_surrogates
 from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
-from judge.plumbing.run_folder import claim_run_folder, hold_run_folder
+from judge.plumbing.run_folder import ResumeMismatch, claim_run_folder, hold_run_folder
 from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "RUN_FOLDER_JOBS", "not_a_model_ref", "refuse_unreachable_judge", "refuse_server_args_for_url",
+           "RUN_FOLDER_JOBS", "RANKING_MARKERS", "refuse_other_run_kind", "not_a_model_ref", "refuse_unreachable_judge",
+           "refuse_server_args_for_url",
            "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
 log = logging.getLogger("judge_eval.run")
@@ -328,7 +329,7 @@ def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], in
     return items, choice_levels(recorded), zero_shot_choices(recorded)
 
 
-def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
+def run(config: RunConfig, *, max_tokens_chosen: bool = True, ranking: bool = False) -> dict[str, Any]:
     """Judge every selected record that has no final prediction yet.
 
     Args:
@@ -336,6 +337,8 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
         max_tokens_chosen: whether the user chose ``max_tokens`` (the CLI knows; a caller passing a config has).
             When not, a judge-serve judge trained by GRPO is asked for the completion length it was trained with,
             where that is more (``trained_max_completion_length`` in its ``GET /v1/models`` entry).
+        ranking: the caller is `judge-eval rank`'s verdict stage, judging in the ranking's own folder
+            (``refuse_other_run_kind``).
 
     With ``overwrite``, the predictions, criteria auto's items and the scores ``judge-eval score`` wrote into ``out``
     (``eval.judging.run_settings.SCORE_OUTPUTS``, each named in the log) are deleted once the folder is claimed,
@@ -363,7 +366,7 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True) -> dict[str, Any]:
     # run with the row fixed in a new file was then refused as a resume under another `data`.
     data = None if config.criteria == "auto" else _read_data(config)
     with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
-        return _run_holding(config, out, max_tokens_chosen, data)
+        return _run_holding(config, out, max_tokens_chosen, data, ranking)
 
 
 def _read_data(config: RunConfig) -> tuple[bool, list]:
@@ -415,22 +418,47 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     return ConfigError(f"{field}: {ref}: no such folder, and not an http(s) URL")
 
 
-#: The run.json jobs a `judge-eval run` folder may hold: its own, and a ranking's (`judge-eval rank` judges its
-#: candidate's answers in its own folder through this run, and writes that job where no item reached the judge).
+#: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
+#: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
 RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
+#: What only a ranking's folder holds (its candidate stage's answers and key): with the run.json job both share,
+#: what tells a ranking's folder from a plain run's.
+RANKING_MARKERS = ("answers.jsonl", "candidate/run_key.json")
+
+
+def refuse_other_run_kind(out: Path, ranking: bool) -> None:
+    """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (its predictions, no ranking's
+    answers) to a ranking, before any request: both write `judge-eval run` in run.json, so the job alone
+    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts.
+
+    Raises:
+        ResumeMismatch: naming the folder and what it holds.
+    """
+    marked = [name for name in RANKING_MARKERS if (out / name).exists()]
+    if not ranking and marked:
+        raise ResumeMismatch(f"{out} holds a `judge-eval rank` run (its {marked[0]}), not a `judge-eval run` one: "
+                             "use a fresh --out (--overwrite discards this command's own progress, never another "
+                             "command's files)")
+    if ranking and not marked and (out / "predictions.jsonl").exists():
+        raise ResumeMismatch(f"{out} holds a `judge-eval run` run (its predictions.jsonl, no ranking's answers), not "
+                             "a `judge-eval rank` one: use a fresh --out (--overwrite discards this command's own "
+                             "progress, never another command's files)")
 
 
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
-                 data: tuple[bool, list] | None = None) -> dict[str, Any]:
+                 data: tuple[bool, list] | None = None, ranking: bool = False) -> dict[str, Any]:
     import judge
 
     # The run resolves data, name and model into its own copy: the caller's config is left as it was given. Paths
     # are made absolute, so run.json names files a later `score` (or a Slurm job) finds from any directory.
     config = dataclasses.replace(config, extra_body=dict(config.extra_body), server_args=list(config.server_args),
                                  server_env=dict(config.server_env), **resolved_paths(config))
+    if not ranking:
+        refuse_other_run_kind(out, ranking=False)
     claim_run_folder(out, run_key(config),
                      ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
-                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS, earlier_keys=earlier_run_keys(config))
+                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS if ranking else ("judge-eval run",),
+                     earlier_keys=earlier_run_keys(config))
     if config.overwrite:  # with the predictions: their scores, never left to stand for the next run's
         clear_score_outputs(out)
     # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows

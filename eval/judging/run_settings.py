@@ -45,7 +45,7 @@ def run_key(config: RunConfig) -> dict[str, Any]:
         key["judge"] = "<url>"
     if key["data"] and _is_sample(key["data"]):
         key["data"] = ""
-    inside = _inside_out(config)
+    inside = _inside_out(config) if key["data"] else None  # the sample stays "" wherever it lies
     if inside is not None:  # a file of the folder's own (a ranking's items.jsonl): the folder may be moved
         key["data"] = inside
     return key
@@ -57,12 +57,15 @@ IN_OUT = "<out>/"
 
 def _inside_out(config: RunConfig) -> str | None:
     """``data`` as ``IN_OUT`` and its path from ``out`` when it is a file inside the run folder (``judge-eval rank``
-    judges its candidate's answers from its folder's ``items.jsonl``), else None: keyed by its absolute path, a
-    folder moved or copied elsewhere was refused as other data, its answers and verdicts discarded to go on."""
+    judges its candidate's answers from its folder's ``items.jsonl``; a Slurm eval shard's block is its folder's
+    ``data.jsonl``), else None (a dataset name, a hub id, a file elsewhere): so keyed, the folder resumes where it
+    is moved or copied, its answers and verdicts kept."""
     if not (config.data and config.out) or config.data.startswith(("http://", "https://")):
         return None
     data, out = Path(config.data).expanduser().resolve(), Path(config.out).expanduser().resolve()
-    return f"{IN_OUT}{data.relative_to(out).as_posix()}" if data.is_relative_to(out) else None
+    if not data.is_file() or not data.is_relative_to(out):
+        return None
+    return f"{IN_OUT}{data.relative_to(out).as_posix()}"
 
 
 def earlier_run_keys(config: RunConfig) -> tuple[dict[str, Any], ...]:

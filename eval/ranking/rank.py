@@ -89,7 +89,7 @@ from judge.records import RecordError, row_place, value_words
 __all__ = ["ANSWERS", "EARLIER_RANKING_RESULT", "ITEMS", "MATRIX", "NOT_A_RANKING", "RANKED_FILES", "RANKING_RESULT",
            "UNJUDGED", "AnswerRow", "InstructionError", "InstructionRow", "RankConfig", "load_instructions", "rank",
            "ranked_files_key", "ranking_result", "strip_think", "unnormalisable_rubric", "ranked_items", "item_origin",
-           "read_unjudged"]
+           "read_unjudged", "say_no_meta"]
 
 log = logging.getLogger("judge_eval.rank")
 
@@ -288,7 +288,7 @@ def instruction_from_row(row: Any, source: str, index: int) -> InstructionRow:
         raise fail("criteria", "is empty: an instruction needs at least one criterion to be judged on")
     return InstructionRow(prompt_id=pid, instruction=_text(row, "instruction", fail, required=True),
                           reference_answer=_text(row, "reference_answer", fail, required=False),
-                          meta=meta or "", criteria=tuple(pairs))
+                          meta=meta if meta and meta.strip() else "", criteria=tuple(pairs))  # blank is none
 
 
 def load_instructions(source: str | Path, split: str | None = None) -> list[InstructionRow]:
@@ -322,14 +322,17 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
             raise InstructionError(where, index, "prompt_id", f"{parsed.prompt_id!r} {same} {row_place(first_row)}")
         seen[key] = (index, parsed.prompt_id)
         rows.append(parsed)
-    no_meta = [r.prompt_id for r in rows if not r.meta.strip()]
+    return rows
+
+
+def say_no_meta(rows: Sequence[InstructionRow], source: str | Path) -> None:
+    """Warn when ranked ``rows`` (the run's selection) have no meta: kept, not refused (null is the schema's "none"),
+    as one matrix column with a blank name, which pandas' groupby in POLLUX's metrics.py would drop unseen."""
+    no_meta = [r.prompt_id for r in rows if not r.meta]
     if no_meta:
-        # Kept, not refused (null is the schema's "none"): pandas' groupby in POLLUX's metrics.py would drop these
-        # rows unseen; here they are one column of their own, whose blank name matrix.csv and the page show.
         log.warning("data: %s: %d of %d instructions have no meta (the first: prompt_id %r): they make one matrix "
                     "column with a blank name; give each a meta (a task type, a domain) to name its column",
                     source, len(no_meta), len(rows), no_meta[0])
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------- answers
@@ -1034,7 +1037,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     from eval.ranking.matrix import UNJUDGED_STATUSES, pollux_matrix
     from eval.ranking.report import write_ranking_page
     from eval.judging.format_choice import chosen_verdict_format
-    from eval.judging.run import RUN_FOLDER_JOBS, run
+    from eval.judging.run import RUN_FOLDER_JOBS, refuse_other_run_kind, run
     from judge.plumbing.provenance import read_provenance, update_provenance
     from judge.plumbing.run_folder import refuse_other_job
     from judge.verdicts import VerdictReader
@@ -1044,6 +1047,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     # Another command's folder (a MERA task's) is refused before any candidate answer is paid for: its own key
     # files are not the ranking's, so nothing else would stop its record and results being written over.
     refuse_other_job(out, RUN_FOLDER_JOBS)
+    refuse_other_run_kind(out, ranking=True)
     if config.judge_config or config.verdict_reader == VerdictReader.POLLUX:
         # A missing YAML, or one that selects items, fails before the candidate is asked anything; so does a
         # format the POLLUX reader cannot read, where the settings tell it (a judge URL tells it when asked: below).
@@ -1062,6 +1066,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
         rows = rows[: config.limit]
     if not rows:
         raise ValueError(f"data: {config.data} holds no instructions")
+    say_no_meta(rows, config.data)
     unnormalisable_rubric(rows, config.normalize, str(config.data))
     out.mkdir(parents=True, exist_ok=True)  # once the data is read and checked: a bad one leaves no empty folder
 
@@ -1072,7 +1077,7 @@ def rank(config: RankConfig) -> dict[str, Any]:
     item_counts = write_items(rows, answers, out / ITEMS, others=others,
                               judged=judged_ids(out / "predictions.jsonl") if others else (), unjudged=out / UNJUDGED)
     if item_counts["n_items"]:
-        judge_counts = run(judge_config(config, out / ITEMS, out))
+        judge_counts = run(judge_config(config, out / ITEMS, out), ranking=True)
     else:
         # Every selected answer is empty or failed (a reasoning candidate always cut inside <think>): no verdict to
         # ask for, and the matrix is the unjudged items' alone, scored by --empty-answer and --no-answer. Refusing

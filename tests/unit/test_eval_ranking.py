@@ -328,21 +328,27 @@ def test_bad_instruction_row_names_field(tmp_path: Path) -> None:
 
 
 def test_instructions_without_meta_are_kept_and_said(tmp_path: Path, caplog) -> None:
-    """Rows with no meta (absent, null, blank) are ranked in one column with a blank name: kept, as the schema's null
-    allows, and said in one warning counting them and naming the first, not only seen as a blank matrix header."""
+    """Rows with no meta (absent, null, blank or spaces) are ranked in one column with a blank name: kept, as the
+    schema's null allows, and said in one warning counting the selected ones and naming the first, not only seen as
+    a blank matrix header; a selection without them (--meta m) says nothing."""
     import logging
+
+    from eval.ranking.rank import say_no_meta
 
     path = tmp_path / "instructions.jsonl"
     crit = [{"criteria_name": LITERACY, "rubrics": RUBRICS[LITERACY]}]
     rows = [{"prompt_id": 1, "instruction": "x", "meta": "m", "criteria": crit},
             {"prompt_id": 2, "instruction": "y", "criteria": crit},
-            {"prompt_id": 3, "instruction": "z", "meta": None, "criteria": crit}]
+            {"prompt_id": 3, "instruction": "z", "meta": None, "criteria": crit},
+            {"prompt_id": 4, "instruction": "w", "meta": "  ", "criteria": crit}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    loaded = load_instructions(path)
+    assert [r.meta for r in loaded] == ["m", "", "", ""]
     with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
-        loaded = load_instructions(path)
-    assert [r.meta for r in loaded] == ["m", "", ""]
+        say_no_meta(loaded, path)
+        say_no_meta([r for r in loaded if r.meta == "m"], path)
     assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.rank"] == [
-        f"data: {path}: 2 of 3 instructions have no meta (the first: prompt_id 2): they make one matrix column with "
+        f"data: {path}: 3 of 4 instructions have no meta (the first: prompt_id 2): they make one matrix column with "
         "a blank name; give each a meta (a task type, a domain) to name its column"]
 
 

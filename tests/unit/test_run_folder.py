@@ -232,6 +232,10 @@ def test_rank_and_rutie_refuse_another_commands_folder_before_asking_anything(tm
     assert eval_main(["mera", "rutie", "--endpoint", dead, "--model", "m", "--data", "sample", "--out",
                       str(ranked)]) == 2
     assert f"{ranked} holds a `judge-eval run` run" in capsys.readouterr().err
+    assert eval_main(["mera", "ruhumaneval", "--self-check", "--data", "sample", "--limit", "1", "--out",
+                      str(ranked)]) == 2
+    assert f"{ranked} holds a `judge-eval run` run (its run.json), not a `judge-eval mera ruhumaneval` one" in (
+        capsys.readouterr().err)
     assert _files(ranked) == before
     for job in ("judge-eval run", "judge-eval rank"):
         (ranked / "run.json").write_text(json.dumps({"job": job}), encoding="utf-8")
@@ -240,6 +244,40 @@ def test_rank_and_rutie_refuse_another_commands_folder_before_asking_anything(tm
         refuse_other_job(ranked, ("judge-eval mera rutie",))
     (ranked / "run.json").write_text("not json", encoding="utf-8")
     refuse_other_job(ranked, ("judge-eval mera rutie",))  # unreadable: left to the key check, as before
+
+
+def test_a_ranking_and_a_plain_run_refuse_each_others_folders(data, tmp_path, capsys):
+    """Both write `judge-eval run` in run.json (a ranking judges through judge-eval run), so the job alone does not
+    tell their folders apart: a plain run's folder holds predictions and no ranking's answers, a ranking's its
+    answers.jsonl. judge-eval run refuses a ranking's folder and rank a plain run's, --overwrite included, before any
+    request, the folder left as it was."""
+    dead = "http://127.0.0.1:1/v1"
+    ranked = tmp_path / "rank"
+    before = _other_command_folder(ranked, "judge-eval run")
+    (ranked / "answers.jsonl").write_text("", encoding="utf-8")
+    before = _files(ranked)
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        for extra in ((), ("--overwrite",)):
+            capsys.readouterr()
+            assert eval_main(_run_args(server.base_url, data, ranked, *extra)) == 2
+            assert (f"judge-eval run: error: {ranked} holds a `judge-eval rank` run (its answers.jsonl), not a "
+                    "`judge-eval run` one: use a fresh --out") in capsys.readouterr().err
+        assert server.requests == []
+    assert _files(ranked) == before
+    plain = tmp_path / "plain"
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        assert eval_main(_run_args(server.base_url, data, plain)) == 0
+    before = _files(plain)
+    instructions = tmp_path / "instructions.jsonl"
+    instructions.write_text(json.dumps({"prompt_id": 0, "instruction": "Задание", "meta": "m", "criteria": [
+        {"criteria_name": "c", "rubrics": "0: нет\n\n1: да"}]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    for extra in ((), ("--overwrite",)):
+        capsys.readouterr()
+        assert eval_main(["rank", "--model", dead, "--judge", dead, "--data", str(instructions), "--out", str(plain),
+                          "--no-progress", *extra]) == 2
+        assert (f"judge-eval rank: error: {plain} holds a `judge-eval run` run (its predictions.jsonl, no ranking's "
+                "answers), not a `judge-eval rank` one") in capsys.readouterr().err
+    assert _files(plain) == before
 
 
 # ------------------------------------------------------------------------------ training and a finished export
