@@ -487,12 +487,15 @@ def weight_files(folder: str | Path) -> list[Path]:
 #: vocabulary (``vocab.json``, with ``merges.txt``), a SentencePiece or WordPiece model. From a folder with none of
 #: them transformers builds a tokenizer anyway, with a vocabulary of one token, and nothing fails until a prompt is
 #: rendered or tokenized, so judge-serve and judge-train look for them first.
-TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "vocab.txt")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "spm.model",
+                   "sentencepiece.bpe.model", "vocab.txt", "*.tiktoken")
 
 
 def holds_tokenizer(folder: str | Path) -> bool:
-    """Whether ``folder`` holds any of ``TOKENIZER_FILES``."""
-    return any((Path(folder) / name).is_file() for name in TOKENIZER_FILES)
+    """Whether ``folder`` holds any of ``TOKENIZER_FILES`` (a ``*`` name by its pattern)."""
+    folder = Path(folder)
+    return any(path.is_file() for name in TOKENIZER_FILES
+               for path in (folder.glob(name) if "*" in name else [folder / name]))
 
 
 def holds_chat_template(folder: str | Path) -> bool:

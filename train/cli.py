@@ -165,6 +165,17 @@ def check_training_data(config, *, download: bool = True) -> None:
     from train.build_data import build_rows, load_training_records
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
+    if config.recipe == "classifier":
+        # The task classifier's rows (benchmark rows, held-out instructions, Zero-Shot rows) are refused before its
+        # base is looked up, which for a hub id not in the cache is a download.
+        from train.classifier import classifier_rows
+
+        try:
+            classifier_rows(config)
+        except (ConfigError, LeakageError, RecordError):
+            raise  # they name the source, row and field themselves
+        except (OSError, ValueError) as err:  # a source not there, not readable or of an unknown type: one line
+            raise ConfigError(f"data: {err}") from None
     base = None
     if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
         try:  # a typo or an id the offline cache lacks: one line naming the field, not transformers' traceback

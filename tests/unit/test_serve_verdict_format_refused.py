@@ -47,7 +47,7 @@ def test_a_folder_without_tokenizer_files_is_refused_at_start_naming_them(tmp_pa
     assert code == 2 and socket.closed
     assert capsys.readouterr().err == (
         f"judge-serve: model: {root} holds no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, "
-        "vocab.txt): judge-serve tokenizes every prompt with it; save the base model's tokenizer into the folder "
+        "spm.model, sentencepiece.bpe.model, vocab.txt, *.tiktoken): judge-serve tokenizes every prompt with it; save the base model's tokenizer into the folder "
         "(tokenizer.save_pretrained), as judge-train's exports have it\n")
 
 

@@ -90,6 +90,26 @@ def test_classifier_training_refuses_the_released_benchmark(tmp_path, capsys):
         classifier_rows(config)
 
 
+def test_judge_train_classifier_refuses_benchmark_rows_before_looking_its_base_up(tmp_path, monkeypatch, capsys):
+    """Through the command, the base (a hub id here, which a cache without it would download) is not looked up
+    before the rows are refused: one line, exit 2, no run folder."""
+    import judge.checkpoints
+    from tests.support.release_artifacts import write_released_dataset
+    from train.cli import main
+
+    def looked_up(*args, **kwargs):
+        raise AssertionError("the base model was looked up before the data were refused")
+
+    monkeypatch.setattr(judge.checkpoints, "resolve_checkpoint", looked_up)
+    folder = write_released_dataset(tmp_path / "POLLUX")
+    out = tmp_path / "run"
+    assert main(["classifier", "--config", "configs/train/tiny/classifier.yaml", "--data", str(folder),
+                 "--model-name-or-path", "Qwen/Qwen2.5-0.5B", "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("judge-train classifier: error: ") and "released POLLUX benchmark's schema" in err
+    assert not out.exists()
+
+
 def test_the_head_classifier_refuses_benchmark_rows_before_its_base_model(tmp_path, monkeypatch):
     """judge-train's classifier recipe reads its rows before it resolves (for the tiny config, builds) its base
     model: a refusal of the data comes without that wait. The command without a config file is not told of a

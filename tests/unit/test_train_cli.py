@@ -77,7 +77,8 @@ def _base_folder(path: Path, *names: str, tokenizer_config: dict | None = None) 
     return path
 
 
-NO_TOKENIZER = "no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, vocab.txt)"
+NO_TOKENIZER = ("no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, spm.model, "
+                "sentencepiece.bpe.model, vocab.txt, *.tiktoken)")
 NO_CHAT_TEMPLATE = "no chat template (chat_template.jinja, or chat_template in tokenizer_config.json)"
 
 
@@ -135,6 +136,8 @@ def test_a_classifier_base_needs_no_chat_template(tmp_path):
 
     base = _base_folder(tmp_path / "encoder", "config.json", "vocab.txt")
     assert model_folder_gaps(base, chat_template=False) == []
+    for i, name in enumerate(("spm.model", "sentencepiece.bpe.model", "cl100k_base.tiktoken")):  # DeBERTa, XLM-R, ...
+        assert model_folder_gaps(_base_folder(tmp_path / f"other-{i}", "config.json", name), chat_template=False) == []
     refuse_incomplete_base(base, chat_template=False)
     with pytest.raises(ConfigError, match=f"holds {NO_CHAT_TEMPLATE.replace('(', '[(]').replace(')', '[)]')};"):
         refuse_incomplete_base(base)
