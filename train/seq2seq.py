@@ -437,8 +437,8 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
                                    min_russian_share)) is not None:
             report.dropped[why] += 1
-        elif (trace := (str(record.extra.get("item_id") or (prompt := judge.render_prompt(record))),
-                        reasoning.strip(), value)) in trained:
+        elif (trace := (str(record.extra.get("item_id") or judge.render_prompt(record)), reasoning.strip(),
+                        value)) in trained:
             # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
             # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
             # The item is the stage's item_id, else the prompt the judge reads (records of your own).
