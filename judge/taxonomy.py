@@ -313,18 +313,21 @@ class Taxonomy:
 
         Raises:
             TaxonomyError: unknown task, or leaves below the given path with different criteria sets (the
-                message lists the subtypes to choose from; its ``level`` is the level below the last name given,
-                the field that must name the leaf, as ``judge-eval``'s ``criteria: auto`` names it).
+                message lists the subtypes to choose from; its ``level`` is the first level left blank below the task
+                type, the field that must name the leaf, as ``judge-eval``'s ``criteria: auto`` names it).
         """
         leaves = self.find_tasks(task_type, subtype, subsubtype)
         sets = {leaf.criteria for leaf in leaves}
         if len(sets) > 1:
             options = sorted({" / ".join(leaf.path) for leaf in leaves})
-            given = [p for p in (task_type, subtype, subsubtype) if p]
+            names = (task_type, subtype, subsubtype)
+            given = [p for p in names if p]
+            # the first level left blank below the task type must name the leaf (the last one, when all are given)
+            blank = next((i for i in (1, 2) if not names[i]), 2)
             raise TaxonomyError(
                 f"task {' / '.join(given)!r} has leaves with different criteria sets; name one of: "
                 f"{'; '.join(options)}",
-                level=min(len(given), 2),
+                level=blank,
             )
         return [self.criteria[cid] for cid in leaves[0].criteria]
 

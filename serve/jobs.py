@@ -447,8 +447,6 @@ def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: in
     return found
 
 
-
-
 def check_pair_sizes(request: PairwiseRequest, *, max_model_len: int, max_tokens: int, chars_per_token: int) -> None:
     """Refuse a pair whose texts hold more characters than the prompt's tokens could stand for, before anything is
     rendered: ``check_sizes``' bound for pairs, which ``serve.judging.Judge.check`` asks before the engines' health.

@@ -251,7 +251,8 @@ def refuse_incomplete_base(base, chat_template: bool = True) -> None:
     if not gaps:
         return
     export = Path(base) / "export"
-    if model_folder_gaps(export, chat_template) == []:  # a run folder given for its export, as GRPO after an integer SFT takes it
+    # a run folder given for its export, as GRPO after an integer SFT takes it
+    if model_folder_gaps(export, chat_template) == []:
         raise ConfigError(f"model_name_or_path: {base} is a judge-train run folder, not a model; its model is {export}")
     raise ConfigError(f"model_name_or_path: {base} holds {', '.join(gaps)}; a base model is a folder that "
                       "save_pretrained wrote the model and its tokenizer into")

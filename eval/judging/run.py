@@ -44,7 +44,7 @@ Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.j
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~580 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~680 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
 breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).

@@ -115,7 +115,8 @@ def heldout_leaks(pairs: Sequence[Mapping]) -> str:
     i, j, _, _ = found[0]
     n = len({j for _, j, _, _ in found})
     counted = "1 training instruction is" if n == 1 else f"{n} training instructions are"
-    return (f"{counted} in the bundled held-out set or near duplicates of it (e.g. {pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
+    return (f"{counted} in the bundled held-out set or near duplicates of it (e.g. "
+            f"{pairs[j]['instruction'][:60]!r} ~ held-out {held[i].get('id', i)}); remove them")
 
 
 #: The columns that name a row's task, in the order ``Taxonomy.leaf`` takes them (``TaxonomyError.level``).

@@ -219,7 +219,8 @@ def _refuse_bad_parts(clf: "TfidfClassifier", folder: Path) -> None:
         return "missing or null" if value is None else f"{value!r}"
 
     if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"tfidf: {spec_file}: field 'temperature' is {stated(clf.temperature)}, not a finite number > 0")
+        raise ValueError(f"tfidf: {spec_file}: field 'temperature' is {stated(clf.temperature)}, not a finite number "
+                         "> 0")
     if not 0.0 <= threshold <= 1.0:  # NaN fails too
         raise ValueError(f"tfidf: {spec_file}: field 'threshold' is {stated(clf.threshold)}, not a task-type "
                          "probability from 0 to 1")

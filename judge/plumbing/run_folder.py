@@ -36,7 +36,8 @@ from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder",
-           "claim_run_folder", "refuse_other_job", "refuse_file", "refuse_unwritable", "content_key", "run_folder_holder"]
+           "claim_run_folder", "refuse_other_job", "refuse_file", "refuse_unwritable", "content_key",
+           "run_folder_holder"]
 
 #: The lock every writer of a run folder holds.
 LOCK_FILE = "run.lock"

@@ -125,6 +125,9 @@ def test_criteria_for_ambiguous_subtype_names_the_sub_subtype(taxonomy):
     with pytest.raises(TaxonomyError, match="name one of") as err:
         taxonomy.criteria_for("Summarizing", "Brief retelling")
     assert err.value.level == 2
+    with pytest.raises(TaxonomyError, match="name one of") as err:
+        taxonomy.criteria_for("Summarizing", "", "")  # blanks are not names: the subtype is still the one to give
+    assert err.value.level == 1
 
 
 def test_group_then_task_type_path(taxonomy):
