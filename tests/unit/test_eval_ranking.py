@@ -136,9 +136,9 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path, caplog)
             assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
         first_judged = len(judge.bodies("/v1/chat/completions"))
     (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
-    assert said.startswith("1 answer request to the candidate failed (the first written, prompt_id 2: ")
-    assert said.endswith(f"): each is a row of {out / 'answers.jsonl'} with its reason, and a rerun into the same "
-                         "--out asks them again")
+    assert said == ("1 answer request to the candidate failed (the first written, prompt_id 2: InternalServerError: "
+                    "Error code: 500 - engine down): each is a row of "
+                    f"{out / 'answers.jsonl'} with its reason, and a rerun into the same --out asks them again")
     first = json.loads((out / "rank.json").read_text(encoding="utf-8"))
     assert first["counts"]["n_no_answer"] == 3 and first["counts"]["n_answer_failed"] == 1
     # prompt 1's 2/2 = 1 and prompt 2's failed answer scored 0 (--no-answer zero, the default): (1 + 0) / 2
