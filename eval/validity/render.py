@@ -25,12 +25,13 @@ from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from eval.validity.agreement import MIN_USABLE_SHARE
-from judge.metrics_json.validity import (AltTest, AltTestFamily, LengthBias, MarginalHomogeneity, PooledExpertSlopes,
-                                         Unavailable, ValiditySplit)
+from judge.metrics_json.validity import (AgreementClass, AltTest, AltTestFamily, LengthBias, MarginalHomogeneity,
+                                         PooledExpertSlopes, Unavailable, ValiditySplit)
 from judge.scales import MAX_LEVELS
 from judge.splits import SPLIT_TITLES
 
-__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "T_TEST_ITEMS", "alt_test_line", "ceiling_coverage",
+__all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "TERMS", "T_TEST_ITEMS", "agreement_class_rows",
+           "alt_test_line", "ceiling_coverage",
            "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
            "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat"]
 
@@ -432,9 +433,21 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
         else:
             text = family.why or "—"
         rows.append([f"alt-test per {name.replace('_', ' ')} (one BY correction)", text])
-    for name, figures in (agreement.by_expert_agreement if agreement else {}).items():
-        rows.append([f"experts {name} (n {figures.n})",
-                     f"judge = mode {_num(figures.exact)}, MAE to the experts' mean {_num(figures.mae_to_mean)}"])
+    rows += agreement_class_rows(agreement.by_expert_agreement if agreement else {})
+    return rows
+
+
+def agreement_class_rows(classes: Mapping[str, AgreementClass]) -> list[list[str]]:
+    """The judge on the items whose experts were unanimous, a majority or split: each row's n counts the class's
+    items and, where fewer, those the judge scored, which its figures are over; a split class's exact share is "—"
+    with why (no unique mode to equal)."""
+    rows = []
+    for name, figures in classes.items():
+        judged = "" if figures.n_judged == figures.n else f", {figures.n_judged} judged"
+        exact = (_num(figures.exact) if figures.exact is not None or name != "split"
+                 else "— (split experts have no unique mode)")
+        rows.append([f"experts {name} (n {figures.n}{judged})",
+                     f"judge = mode {exact}, MAE to the experts' mean {_num(figures.mae_to_mean)}"])
     return rows
 
 

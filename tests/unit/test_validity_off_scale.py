@@ -142,3 +142,22 @@ def test_a_regression_heads_mae_to_the_experts_mean_takes_its_score():
     assert classes["majority"].mae_to_mean == pytest.approx(0.0, abs=1e-12)
     assert (classes["unanimous"].n_judged, classes["unanimous"].exact) == (20, 1.0)
     assert classes["unanimous"].mae_to_mean == pytest.approx(0.6, abs=1e-12)
+
+
+def test_agreement_class_rows_say_the_items_their_figures_are_over():
+    """The judge's exact share on unanimous items was shown beside the class's n (52) though taken over the 46 it
+    scored (33/46 = 0.72, not 33/52); the row says both counts where they differ, and a split class's "—" says why."""
+    from eval.validity.render import agreement_class_rows
+    from judge.metrics_json.validity import AgreementClass
+
+    rows = agreement_class_rows({
+        "unanimous": AgreementClass(n=52, n_judged=46, exact=33 / 46, mae_to_mean=0.4),
+        "majority": AgreementClass(n=10, n_judged=10, exact=0.5, mae_to_mean=0.7),
+        "split": AgreementClass(n=8, n_judged=7, exact=None, mae_to_mean=0.9),
+    })
+    assert rows == [
+        ["experts unanimous (n 52, 46 judged)", "judge = mode 0.72, MAE to the experts' mean 0.40"],
+        ["experts majority (n 10)", "judge = mode 0.50, MAE to the experts' mean 0.70"],
+        ["experts split (n 8, 7 judged)",
+         "judge = mode — (split experts have no unique mode), MAE to the experts' mean 0.90"],
+    ]
