@@ -824,7 +824,9 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
     shown_of = {key: shown_names(base[column]) for key, column in (("model", "model_id"), ("task", "task_type"),
                                                                    ("criterion", "criteria_name"))}
     filters = [("pair", "comparison"), ("split", "split"), ("model", "evaluated model"), ("task", "task type"),
-               ("criterion", "criterion"), ("status", "status")]
+               ("criterion", "criterion"),
+               ("status", "status (both judged: a verdict from each run, mode ties included, which the paired "
+                          "figures' 'both scored' leaves out)")]
     values: dict[str, list[str]] = {key: [] for key, _ in filters}
 
     def code(key: str, label: str) -> int:
@@ -897,12 +899,14 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
 
 
 def compare_status(baseline: Any, run: Any) -> str:
-    """compare.html's status of an item: ``both scored``, or each side's ``items.parquet`` status in words
-    (``baseline parse failed, run ok``). A status that is not one of ``eval.scoring.item_table.STATUSES`` reads
-    ``unknown``: the file may have been written by hand, and the label is shown on the page."""
+    """compare.html's status of an item: ``both judged`` (a verdict from each run; the headline's "both scored"
+    leaves out those of them whose experts have no unique mode, which have no reference), or each side's
+    ``items.parquet`` status in words (``baseline parse failed, run ok``). A status that is not one of
+    ``eval.scoring.item_table.STATUSES`` reads ``unknown``: the file may have been written by hand, and the label is
+    shown on the page."""
     from eval.scoring.item_table import STATUSES
 
     sides = [str(v) if str(v) in STATUSES else "unknown" for v in (baseline, run)]
     if sides == ["ok", "ok"]:
-        return "both scored"
+        return "both judged"
     return f"baseline {sides[0].replace('_', ' ')}, run {sides[1].replace('_', ' ')}"

@@ -514,7 +514,7 @@ def test_report_page_says_when_its_files_are_gone(scored_relative):
 
 
 @pytest.mark.parametrize("baseline, run, expected", [
-    ("ok", "ok", "both scored"), ("ok", "parse_failed", "baseline ok, run parse failed"),
+    ("ok", "ok", "both judged"), ("ok", "parse_failed", "baseline ok, run parse failed"),
     ("missing", "request_failed", "baseline missing, run request failed"),
     ('"><img src=x onerror=alert(1)>', "ok", "baseline unknown, run ok"),
 ])
