@@ -5,8 +5,9 @@
   function sortTable(th) {
     const table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
     const dir = th.dataset.dir === "desc" ? "asc" : "desc";
-    table.querySelectorAll("th").forEach(h => { delete h.dataset.dir; });
+    table.querySelectorAll("th").forEach(h => { delete h.dataset.dir; h.removeAttribute("aria-sort"); });
     th.dataset.dir = dir;
+    th.setAttribute("aria-sort", dir === "asc" ? "ascending" : "descending");
     const keep = Array.from(body.rows).filter(r => r.classList.contains("overall"));
     const rows = Array.from(body.rows).filter(r => !r.classList.contains("overall"));
     const key = r => { const c = r.cells[col]; if (!c) return null; const v = c.dataset.v;
@@ -20,6 +21,13 @@
   document.addEventListener("click", ev => {
     const th = ev.target.closest("table.sortable th");
     if (th) sortTable(th);
+  });
+  // The keyboard reaches every sortable heading (Tab) and sorts by it with Enter or Space, as a click does.
+  document.querySelectorAll("table.sortable th").forEach(th => { th.tabIndex = 0; });
+  const pressed = ev => ev.key === "Enter" || ev.key === " ";
+  document.addEventListener("keydown", ev => {
+    const th = ev.target.closest && ev.target.closest("table.sortable th");
+    if (th && pressed(ev)) { ev.preventDefault(); sortTable(th); }
   });
   // ---- the bookkeeping columns of every metric table: shown by the switch in the nav ----
   const toggle = document.getElementById("show-bookkeeping");
@@ -134,7 +142,7 @@
       cells.push('<td class="num">' + fmt(r[3]) + "</td>");
       for (const s of r[2]) cells.push('<td class="num">' + fmt(s) + "</td>");
       cells.push('<td class="num">' + fmt(r[4]) + "</td>");
-      html.push('<tr class="item" data-row="' + i + '">' + cells.join("") + "</tr>");
+      html.push('<tr class="item" tabindex="0" data-row="' + i + '">' + cells.join("") + "</tr>");
     }
     body.innerHTML = html.join("");
     window.__firstPageMs = window.__firstPageMs || performance.now();
@@ -189,9 +197,7 @@
     return out;
   }
 
-  body.addEventListener("click", ev => {
-    const tr = ev.target.closest("tr.item");
-    if (!tr) return;
+  function toggleItem(tr) {
     const next = tr.nextElementSibling;
     if (next && next.classList.contains("detail-row")) { next.remove(); tr.classList.remove("open"); return; }
     const row = document.createElement("tr");
@@ -199,6 +205,15 @@
     row.innerHTML = '<td colspan="' + tr.cells.length + '"><div class="detail">' + detail(Number(tr.dataset.row)) + "</div></td>";
     tr.after(row);
     tr.classList.add("open");
+  }
+  body.addEventListener("click", ev => {
+    const tr = ev.target.closest("tr.item");
+    if (tr) toggleItem(tr);
+  });
+  // An item row is reached with Tab and opened (or closed) with Enter or Space, as a click does.
+  body.addEventListener("keydown", ev => {
+    const tr = ev.target.closest("tr.item");
+    if (tr && ev.target === tr && pressed(ev)) { ev.preventDefault(); toggleItem(tr); }
   });
   document.getElementById("prev").addEventListener("click", () => { state.page--; render(); });
   document.getElementById("next").addEventListener("click", () => { state.page++; render(); });

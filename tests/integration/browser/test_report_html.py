@@ -83,6 +83,22 @@ def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp
     heading.click()
     assert maes() == sorted(maes())
     assert table.find_elements(By.CSS_SELECTOR, "tbody tr")[-1].get_attribute("class") == "overall"
+    assert heading.get_attribute("aria-sort") == "ascending"
+    # The keyboard does what the mouse does: a heading takes the focus and sorts with Enter, an item row opens with
+    # Enter and closes with Space (the first item is open from above: Enter closes it, Space opens it again).
+    from selenium.webdriver.common.keys import Keys
+
+    assert heading.get_attribute("tabindex") == "0"
+    heading.send_keys(Keys.ENTER)
+    assert maes() == sorted(maes(), reverse=True) and heading.get_attribute("aria-sort") == "descending"
+    item = browser.find_element(By.CSS_SELECTOR, "#items tr.item")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus()", item)
+    assert browser.switch_to.active_element == item
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")) == 1
+    item.send_keys(Keys.ENTER)
+    assert not browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")
+    item.send_keys(Keys.SPACE)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")) == 1
 
 
 def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path):  # noqa: F811
