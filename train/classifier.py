@@ -31,48 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from train.config import ClassifierConfig, ConfigError
+from train.criteria_rows import classifier_rows  # the rows judge-train checks before the run, read here too
 from train.provenance import RunResult
 
 __all__ = ["main", "train_classifier", "export_classifier", "classifier_rows", "classifier_examples",
            "ClassifierCollator", "record_weights_digest"]
 
 logger = logging.getLogger(__name__)
-
-
-def classifier_rows(config: ClassifierConfig) -> tuple[list[dict], dict]:
-    """The labelled training rows of a config and a report of what was read, dropped or refused.
-
-    ``zero_shot`` (the config's help: 'drop', 'allow', 'refuse') governs the data's rows and the taxonomy texts
-    (``taxonomy_text``) alike: the texts of the Zero-Shot task types are added only with ``allow``. With ``refuse``
-    they are left out rather than refused: they are rows this recipe adds, not the user's, and a run that refuses
-    Zero-Shot data must train on none of it (190 taxonomy texts: 38 leaves, five each).
-
-    Raises:
-        ConfigError: held-out instructions or near duplicates of them (``judge.criteria_auto.labelled.
-            near_duplicates``) in the data, or Zero-Shot rows with ``zero_shot: refuse``.
-    """
-    from judge.criteria_auto import load_labelled, training_path
-    from judge.criteria_auto.labelled import heldout_leaks
-    from train.criteria_rows import refuse_benchmark_sources, taxonomy_rows
-    from train.config import SAMPLE_DATA, ConfigError
-
-    sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]
-    refuse_benchmark_sources(sources, config.allow_benchmark_rows)
-    pairs, counts = load_labelled(sources, include_zero_shot=config.zero_shot != "drop")
-    if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
-        n = sum(p["split"] == "zero_shot" for p in pairs)
-        counted = "1 training instruction belongs to a Zero-Shot task type" if n == 1 else (
-            f"{n} training instructions belong to Zero-Shot task types")
-        raise ConfigError(f"{counted}; set zero_shot: drop or allow")
-    # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
-    leaked = heldout_leaks(pairs)
-    if leaked:
-        raise ConfigError(leaked)
-    if config.taxonomy_text:
-        pairs += taxonomy_rows(include_zero_shot=config.zero_shot == "allow")
-    if config.max_rows:
-        pairs = pairs[: config.max_rows]
-    return pairs, {**counts, "n_train": len(pairs), "taxonomy_text": config.taxonomy_text}
 
 
 def classifier_examples(tokenizer, pairs: Sequence[dict], label2id: dict[str, int],

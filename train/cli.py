@@ -168,7 +168,7 @@ def check_training_data(config, *, download: bool = True) -> None:
     if config.recipe == "classifier":
         # The task classifier's rows (benchmark rows, held-out instructions, Zero-Shot rows) are refused before its
         # base is looked up, which for a hub id not in the cache is a download.
-        from train.classifier import classifier_rows
+        from train.criteria_rows import classifier_rows
 
         try:
             classifier_rows(config)

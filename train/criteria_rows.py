@@ -15,7 +15,7 @@ from judge.criteria_auto.policy import label_of
 from judge.splits import STANDARD, ZERO_SHOT, load_split_spec
 from judge.taxonomy import Taxonomy, load_taxonomy
 
-__all__ = ["bundled_rows", "taxonomy_rows", "refuse_benchmark_sources"]
+__all__ = ["bundled_rows", "classifier_rows", "taxonomy_rows", "refuse_benchmark_sources"]
 
 
 def refuse_benchmark_sources(sources, allow: bool, *, config_file: bool = True) -> None:
@@ -93,3 +93,37 @@ def bundled_rows(include_zero_shot: bool = True) -> tuple[list[dict], dict]:
     sample = Path(str(resources.files("judge") / "data" / "sample.jsonl"))
     pairs, counts = load_labelled([training_path(), sample], include_zero_shot=include_zero_shot)
     return pairs + taxonomy_rows(include_zero_shot=include_zero_shot), counts
+
+
+def classifier_rows(config) -> tuple[list[dict], dict]:
+    """The labelled training rows of a ``ClassifierConfig`` and a report of what was read, dropped or refused.
+
+    ``zero_shot`` (the config's help: 'drop', 'allow', 'refuse') governs the data's rows and the taxonomy texts
+    (``taxonomy_text``) alike: the texts of the Zero-Shot task types are added only with ``allow``. With ``refuse``
+    they are left out rather than refused: they are rows this recipe adds, not the user's, and a run that refuses
+    Zero-Shot data must train on none of it (190 taxonomy texts: 38 leaves, five each).
+
+    Raises:
+        ConfigError: held-out instructions or near duplicates of them (``judge.criteria_auto.labelled.
+            near_duplicates``) in the data, or Zero-Shot rows with ``zero_shot: refuse``.
+    """
+    from judge.criteria_auto.labelled import heldout_leaks
+    from train.config import SAMPLE_DATA, ConfigError
+
+    sources = [training_path() if s.strip() == SAMPLE_DATA else Path(s.strip()) for s in config.data.split(",") if s.strip()]
+    refuse_benchmark_sources(sources, config.allow_benchmark_rows)
+    pairs, counts = load_labelled(sources, include_zero_shot=config.zero_shot != "drop")
+    if config.zero_shot == "refuse" and any(p["split"] == "zero_shot" for p in pairs):
+        n = sum(p["split"] == "zero_shot" for p in pairs)
+        counted = "1 training instruction belongs to a Zero-Shot task type" if n == 1 else (
+            f"{n} training instructions belong to Zero-Shot task types")
+        raise ConfigError(f"{counted}; set zero_shot: drop or allow")
+    # near duplicates too (a held-out instruction with a clause cut, a few words changed), not only exact copies
+    leaked = heldout_leaks(pairs)
+    if leaked:
+        raise ConfigError(leaked)
+    if config.taxonomy_text:
+        pairs += taxonomy_rows(include_zero_shot=config.zero_shot == "allow")
+    if config.max_rows:
+        pairs = pairs[: config.max_rows]
+    return pairs, {**counts, "n_train": len(pairs), "taxonomy_text": config.taxonomy_text}

@@ -4,7 +4,8 @@ it there and the job reads it from there (slurm/train.sbatch runs judge-train in
 ``configs/`` (their ``deepspeed: configs/deepspeed/...``) links to the repository's; ``runs/data/split/train.jsonl``
 and ``validation.jsonl`` hold the bundled sample's trained-on records (none held out as Zero-Shot, so
 ``zero_shot: refuse`` passes); ``runs/t-lite-integer/export`` stands for the SFT judge ``configs/train/t-lite/
-grpo.yaml`` starts from. Their hub bases (``t-tech/T-lite-it-1.0``, ``Qwen/Qwen3-8B``) are in no cache: submit leaves
+grpo.yaml`` starts from (the files a base folder is checked for, ``judge.checkpoints.model_folder_gaps``: their
+names, not their content, is what submit looks at). Their hub bases (``t-tech/T-lite-it-1.0``, ``Qwen/Qwen3-8B``) are in no cache: submit leaves
 them to the job to download.
 
 Example::
@@ -29,7 +30,10 @@ def shipped_configs_submit_folder(folder: Path) -> Path:
     lines = kept_lines()
     for name in ("train.jsonl", "validation.jsonl"):
         write_lines(split / name, lines)
-    (folder / "runs" / "t-lite-integer" / "export").mkdir(parents=True, exist_ok=True)
+    export = folder / "runs" / "t-lite-integer" / "export"
+    export.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "chat_template.jinja"):
+        (export / name).write_text("{}", encoding="utf-8")
     if not (folder / "configs").exists():
         (folder / "configs").symlink_to(REPO / "configs")
     return folder

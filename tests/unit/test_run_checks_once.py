@@ -29,7 +29,7 @@ def _count_calls(monkeypatch, owner, name: str, calls: list[str]) -> None:
 
 
 def _stub_holding(monkeypatch, held: list) -> None:
-    def holding(config, out, max_tokens_chosen=True, data=None):
+    def holding(config, out, max_tokens_chosen=True, data=None, ranking=False):
         held.append(config)
         return {"request_failed": 0}
 
