@@ -96,6 +96,8 @@ class BuildReport:
             before a recipe's length check on the ids it trains, ``drop_long_examples``).
         repeated_content: records whose content (instruction, answers, criterion, rubric, scores, rationales) repeats
             an earlier record's under another id: kept, and counted so that a copied record shows.
+        first_dropped: reason -> the id of the first row dropped for it, where the builder names them (``drop``):
+            a count alone does not say which row to look at.
     """
 
     n_records: int = 0
@@ -107,6 +109,12 @@ class BuildReport:
     cut_by_max_rows: int | None = None
     eval: dict[str, Any] | None = None
     repeated_content: int = 0
+    first_dropped: dict[str, str] = field(default_factory=dict)
+
+    def drop(self, reason: str, row_id: Any) -> None:
+        """Count one row dropped for ``reason``, keeping the first such row's id."""
+        self.dropped[reason] += 1
+        self.first_dropped.setdefault(reason, str(row_id))
 
     def summary(self) -> str:
         """One line: kept and dropped counts with their reasons."""
@@ -128,6 +136,7 @@ class BuildReport:
             **({} if self.cut_by_max_rows is None else {"cut_by_max_rows": self.cut_by_max_rows}),
             **({} if self.eval is None else {"eval": self.eval}),
             **({"repeated_content": self.repeated_content} if self.repeated_content else {}),
+            **({"first_dropped": dict(sorted(self.first_dropped.items()))} if self.first_dropped else {}),
         }
 
     def count_held_out(self, config, held_out: Sequence[dict[str, Any]], eval_report: BuildReport | None) -> None:

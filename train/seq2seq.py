@@ -391,7 +391,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         if record.extra.get("drop_reason") or record.extra.get("fail_reason"):
             # a row of the traces stage's dropped.jsonl or failed.jsonl: it carries a reasoning and a score too, but
             # one that disagrees with the label (or was cut); only traces.jsonl's rows agree
-            report.dropped["trace_not_kept"] += 1
+            report.drop("trace_not_kept", record.id)
             continue
         reasoning, score = record.extra.get("reasoning"), record.extra.get("reasoning_score")
         missing = ("reasoning" if not isinstance(reasoning, str) or not reasoning.strip()
@@ -405,12 +405,12 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                     "`judge-train data traces`, or set missing_reasoning: drop (--missing-reasoning drop) to leave "
                     "such rows out and count them",
                 )
-            report.dropped[f"no_{missing}"] += 1
+            report.drop(f"no_{missing}", record.id)
             continue
         try:
             scale = judge.oriented_scale(record.criteria_name, record.rubrics)
         except judge.ScaleError:
-            report.dropped["no_scale"] += 1
+            report.drop("no_scale", record.id)
             continue
         try:
             value = float(score)
@@ -419,30 +419,30 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         answer = record.extra.get("teacher_content")
         if isinstance(answer, str) and not bare_answer(answer):
             # The stage's rule (trace_outcome): the integer read from "Оценка 1 из 2" is 2, not the reasoning's 1.
-            report.dropped["answer_not_bare"] += 1
+            report.drop("answer_not_bare", record.id)
         elif not value.is_integer():
-            report.dropped["score_not_integer"] += 1
+            report.drop("score_not_integer", record.id)
         elif not scale.contains(value):
-            report.dropped["score_out_of_scale"] += 1
+            report.drop("score_out_of_scale", record.id)
         elif not scale.is_level(value):
-            report.dropped["score_not_a_level"] += 1
+            report.drop("score_not_a_level", record.id)
         elif not gives_reasons(reasoning):
-            report.dropped["too_few_words"] += 1
+            report.drop("too_few_words", record.id)
         elif has_think_tag(reasoning):
-            report.dropped["think_tags_in_reasoning"] += 1
+            report.drop("think_tags_in_reasoning", record.id)
         elif russian_share(reasoning) < min_russian_share:
             # The judge learns to reason in the language it is trained on: an English trace teaches English
             # reasoning, as an English rationale would teach English feedback (build-data drops that one too).
-            report.dropped["not_russian"] += 1
+            report.drop("not_russian", record.id)
         elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
                                    min_russian_share)) is not None:
-            report.dropped[why] += 1
+            report.drop(why, record.id)
         elif (trace := (str(record.extra.get("item_id") or judge.render_prompt(record)), reasoning.strip(),
                         value)) in trained:
             # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
             # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
             # The item is the stage's item_id, else the prompt the judge reads (records of your own).
-            report.dropped["duplicate_trace"] += 1
+            report.drop("duplicate_trace", record.id)
         else:
             trained.add(trace)
             prompt = judge.render_prompt(record)
@@ -450,7 +450,9 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
     report.n_rows = len(rows)
-    logger.info("integer-format rows from the traces: %s", report.summary())
+    first = "; ".join(f"{reason} {row_id}" for reason, row_id in sorted(report.first_dropped.items()))
+    logger.info("integer-format rows from the traces: %s%s", report.summary(),
+                f" (the first row dropped for each reason: {first})" if first else "")
     return rows, report
 
 

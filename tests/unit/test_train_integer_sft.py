@@ -138,6 +138,9 @@ def test_unusable_traces_are_dropped_by_reason():
     assert [(row["id"], row["completion"][-1]) for row in rows] == [("d#0", "0")]
     assert dict(report.dropped) == {"score_not_integer": 1, "score_out_of_scale": 1, "think_tags_in_reasoning": 1}
     assert (report.n_records, report.n_rows) == (4, 1)
+    # which row to look at, not a count alone: run.json's data report names the first of each reason
+    assert report.to_dict()["first_dropped"] == {"score_not_integer": "a#0", "score_out_of_scale": "b#0",
+                                                  "think_tags_in_reasoning": "c#0"}
 
 
 def test_the_same_trace_under_another_id_is_trained_once():
