@@ -33,7 +33,8 @@ from typing import Any
 
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.json_reading import unreadable_json, value_words
-from judge.plumbing.provenance import make_private_dir, redact, redact_argv, write_private_text
+from judge.plumbing.provenance import (PROVENANCE_FILE, make_private_dir, read_provenance, redact, redact_argv,
+                                       write_private_text)
 
 __all__ = ["LOCK_FILE", "RUN_KEY_FILE", "RunFolderBusy", "RunFolderUnwritable", "ResumeMismatch", "hold_run_folder",
            "claim_run_folder", "refuse_other_job", "refuse_file", "refuse_unwritable", "content_key",
@@ -301,11 +302,9 @@ def refuse_other_job(out_dir: Path, jobs: tuple[str, ...], out_flag: str = "--ou
     Raises:
         ResumeMismatch: naming the folder, the job it holds and this command.
     """
-    from judge.plumbing.provenance import PROVENANCE_FILE
-
     try:
-        held = json.loads((out_dir / PROVENANCE_FILE).read_text(encoding="utf-8")).get("job")
-    except (OSError, ValueError, AttributeError, RecursionError):
+        held = read_provenance(out_dir / PROVENANCE_FILE, missing_ok=True).get("job")
+    except (OSError, ValueError):  # not JSON, not an object: left to the key check, which names it
         return
     if isinstance(held, str) and held not in jobs:
         raise ResumeMismatch(f"{out_dir} holds a `{held}` run (its {PROVENANCE_FILE}), not a `{jobs[0]}` one: use "
