@@ -655,3 +655,14 @@ def test_judge_serve_constrains_a_pair_as_it_constrains_an_item(tiny_causal_dir,
     assert re.fullmatch(regex, "[FEEDBACK] Второй точнее. [RESULT] -1 [END]")
     assert not re.fullmatch(regex, "[FEEDBACK] Второй точнее. [RESULT] 2 [END]")
     assert "structured_outputs" not in free
+
+
+def test_the_pairwise_scale_is_the_demos_and_both_stages_share_it():
+    """-1 the first answer better, 0 a tie, 1 the second (ai-forever/POLLUX demo/serve_pollux_demo.py, lines 77-78):
+    one scale, in judge.scales, which judge-serve's pairwise jobs and judge-eval's pairwise reader both read."""
+    import eval.pairwise.judging
+    import serve.jobs
+    from judge.scales import PAIRWISE_SCALE
+
+    assert tuple(PAIRWISE_SCALE.levels) == (-1, 0, 1)
+    assert serve.jobs.PAIRWISE_SCALE is PAIRWISE_SCALE is eval.pairwise.judging.PAIRWISE_SCALE
