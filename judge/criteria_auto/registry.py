@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from judge.checkpoints import TOKENIZER_FILES, holds_tokenizer
 from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
 from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
@@ -101,6 +102,11 @@ def artefact_folder_problem(method: str, location: str) -> str | None:
         made_by = ("judge-train criteria-classifier's --out folder" if method == "tfidf"
                    else "judge-train classifier's <run>/export folder")
         return f"criteria_classifier_path: {location}: no {needed}, so no {method} classifier (one is {made_by})"
+    if method == "head" and not holds_tokenizer(folder):
+        # transformers says so only once the engines are up, in five lines naming no folder; the head reads the bare
+        # instruction, so it needs a tokenizer but no chat template
+        return (f"criteria_classifier_path: {location}: no tokenizer ({', '.join(TOKENIZER_FILES)}), so no head "
+                "classifier (judge-train classifier's <run>/export folder holds its base model's)")
     return None
 
 
@@ -146,11 +152,14 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
     # The user's artefact (transformers refuses a head folder without its weights with an OSError, one without a
     # tokenizer with a five-line ValueError naming no folder): said as a setting's error in judge-eval and judge-serve
     # alike, naming the folder, where an OSError read as a connection's failure.
-    unloadable = (OSError, ValueError) if method == "head" else OSError
+    # A tokenizer.json that is not one (say "{}") fails in tokenizers with a bare KeyError: told the same way.
+    unloadable = (OSError, ValueError, KeyError) if method == "head" else OSError
     try:
         return build_classifier(method, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, **kwargs)
     except unloadable as err:
         cause = (str(err).strip().splitlines() or [type(err).__name__])[0]  # transformers' first line names the file
+        if isinstance(err, KeyError):  # its text is the key alone
+            cause = f"KeyError: {cause}"
         raise ValueError(f"criteria_classifier_path (--criteria-classifier-path): the task classifier in {location} "
                          f"cannot be loaded ({cause}); a head classifier is judge-train classifier's <run>/export "
                          "folder") from None

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from eval.judging.config import RunConfig
+from judge.checkpoints import TOKENIZER_FILES
 from judge.criteria_auto import TfidfClassifier, expand_rows
 from judge.criteria_auto.registry import classifier_from_settings
 from judge.criteria_auto.tfidf import default_classifier_path
@@ -52,9 +53,15 @@ def test_a_head_folder_that_is_no_head_export_is_named(tmp_path):
     (tmp_path / "run" / "config.json").write_text("{}")  # a config, but no tokenizer and no weights
     with pytest.raises(ValueError) as err:
         classifier_from_settings("head", str(tmp_path / "run"))
+    tokenizers = ", ".join(TOKENIZER_FILES)
+    assert str(err.value) == (f"criteria_classifier_path: {tmp_path / 'run'}: no tokenizer ({tokenizers}), so no head "
+                              "classifier (judge-train classifier's <run>/export folder holds its base model's)")
+    (tmp_path / "run" / "tokenizer.json").write_text("{}")  # a config and a tokenizer file that is none, no weights
+    with pytest.raises(ValueError) as err:
+        classifier_from_settings("head", str(tmp_path / "run"))
     said = str(err.value)
     assert said.startswith(f"criteria_classifier_path (--criteria-classifier-path): the task classifier in "
-                           f"{tmp_path / 'run'} cannot be loaded (")
+                           f"{tmp_path / 'run'} cannot be loaded (KeyError: 'added_tokens')")
     assert said.endswith("a head classifier is judge-train classifier's <run>/export folder") and "\n" not in said
 
 

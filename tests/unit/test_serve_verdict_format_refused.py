@@ -66,6 +66,9 @@ def test_any_tokenizer_file_passes(tmp_path, name):
                              "folder)"),
     ("head", "model.json", "no config.json, so no head classifier (one is judge-train classifier's <run>/export "
                            "folder)"),
+    ("head", "config.json", "no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, spm.model, "
+                            "sentencepiece.bpe.model, vocab.txt, *.tiktoken), so no head classifier (judge-train "
+                            "classifier's <run>/export folder holds its base model's)"),
 ])  # fmt: skip
 def test_a_classifier_folder_that_cannot_be_one_is_refused_before_the_engines_start(tmp_path, monkeypatch, capsys,
                                                                                     method, made, said):
