@@ -336,7 +336,7 @@ def render_html(result: dict[str, Any]) -> str:
     style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}td:first-child,th:first-child,"
              "td:nth-child(2){text-align:left}tr:last-child td{font-weight:bold}")
-    return ("<!DOCTYPE html>\n<html lang=\"ru\"><head><meta charset=\"utf-8\"><title>The experts' own tables</title>"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>The experts' own tables</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
 
 

@@ -78,7 +78,7 @@ def html_page(title: str, subtitle: list[str], body: list[str]) -> str:
     """A ranking page (a run's report.html, a comparison's or a leaderboard's compare.html): the toolkit's style, the
     title, the subtitle's lines (HTML, escaped by the caller) and the body."""
     css = resources.files("eval.reports").joinpath("html", "page.css").read_text(encoding="utf-8")
-    return "\n".join(["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
+    return "\n".join(["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
                       f"<title>{_e(title)}</title><style>{css}{_EXTRA_CSS}</style></head><body>",
                       f"<header><h1>{_e(title)}</h1>", *(f"<p>{line}</p>" for line in subtitle), "</header><main>",

@@ -71,6 +71,50 @@ _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_ou
                "n_request_failed": "request failed", "n_abstained": "abstentions",
                "n_all_abstained": "every expert abstained", "n_scored_in_scale": "scored (in scale)",
                "n_unlabelled": "no expert score", "spearman_n_resamples": "Spearman resamples"}
+# What each known key means, in one line: its heading's tooltip, with the key metrics.json holds it under (the
+# paper's metrics: arXiv 2505.24616v3, Appendix D.2; docs/evaluation.md, "Metrics").
+_KEY_MEANINGS = {
+    "n": "items with a prediction",
+    "n_missing": "items without a prediction (the run is unfinished or left them out)",
+    "n_failed": "verdicts not scored: parse and request failures among the n",
+    "n_parse_failed": "verdicts whose text could not be read",
+    "n_request_failed": "requests the judge did not answer",
+    "failure_rate": "failed / n",
+    "n_no_unique_mode": "items among the n whose experts tie: no mode to score against",
+    "n_scored": "items in MAE and the correlations: scored by the judge, with a reference",
+    "mae": "mean absolute error of the judge's score against the experts' mode (their mean under --target mean), "
+           "with its bootstrap interval",
+    "mae_in_scale": "MAE without the verdicts outside their scale",
+    "n_out_of_scale": "verdicts outside their scale: scored, as the paper scores them",
+    "n_scored_in_scale": "scored items whose verdict is inside its scale",
+    "spearman": "Spearman's rank correlation of the judge's scores with the experts' reference, pooled, with its "
+                "bootstrap interval",
+    "spearman_in_scale": "Spearman without the verdicts outside their scale",
+    "spearman_n_resamples": "the resamples Spearman's interval is taken over (those with a defined Spearman)",
+    "pearson": "Pearson's correlation of the judge's scores with the experts' reference",
+    "kendall": "Kendall's tau of the judge's scores with the experts' reference",
+    "n_spearman": "the pairs the correlations cover, their reference chosen apart (--spearman-target)",
+    "n_vc": "scored items with two or more annotators: those Verdict Confidence is over",
+    "vc_judge": "Verdict Confidence with the judge in place of one expert: the largest share of one score among "
+                "the annotators, averaged over items",
+    "vc_experts": "the experts' own Verdict Confidence on the same items",
+    "vc_experts_all": "the experts' Verdict Confidence over every predicted item with two or more annotators",
+    "n_vc_experts_all": "the items VC experts (all predicted) is over",
+    "vc_experts_labelled": "the experts' Verdict Confidence over every labelled item, predicted or not (the paper's "
+                           "Experts VC)",
+    "n_vc_experts_labelled": "the items VC experts (all labelled) is over",
+    "n_abstained": "expert abstentions (-1) over the items",
+    "n_all_abstained": "items every expert abstained on",
+    "n_unlabelled": "items with no expert score at all: in no figure",
+}
+
+
+def _heading_title(key: str) -> str:
+    """A column heading's tooltip: what the key means and the key itself, as metrics.json and compare.json hold it."""
+    meaning = _KEY_MEANINGS.get(key)
+    return f"{meaning} (metrics.json: {key})" if meaning else key
+
+
 #: The switch that shows a table's bookkeeping columns (hidden at first: the tables fit a 1280-pixel screen).
 _BOOKKEEPING_TOGGLE = ('<label class="toggle"><input type="checkbox" id="show-bookkeeping"> show bookkeeping columns '
                        "(exclusions, in-scale figures, Pearson, Kendall, counts)</label>")
@@ -90,7 +134,8 @@ def _asset(name: str) -> str:
 
 def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: list[str], data: Any | None) -> str:
     """The whole HTML document; ``data`` (the explorer's) is embedded as JSON, every ``<`` escaped for the parser."""
-    parts = ["<!doctype html>", '<html lang="ru"><head><meta charset="utf-8">',
+    # The page speaks English; the texts it shows of the data (mostly Russian) say so themselves (page.js).
+    parts = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
              f"<style>{_asset('page.css')}</style></head><body>", f"<header><h1>{_e(title)}</h1>"]
     parts += [f"<p>{line}</p>" for line in subtitle]
@@ -157,8 +202,8 @@ def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | No
     overall = _carried(overall_cell)
     columns = _columns(list(cells.values()) + ([overall] if overall else []))
     book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
-    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(k)}"{b}>{_e(_KEY_LABELS.get(k, k))}</th>'
-                                             for k, b in zip(columns, book))
+    head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(_heading_title(k))}" data-key="{_e(k)}"{b}>'
+                                             f"{_e(_KEY_LABELS.get(k, k))}</th>" for k, b in zip(columns, book))
     shown = shown_names(cells)  # cut, and still one row's name each
     rows = [f"<tr><td>{_e(shown[str(name)])}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book))
             + "</tr>" for name, c in cells.items()]
@@ -433,9 +478,13 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False, 
 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
                   css_id: str, n_boot: int, level: float = 0.95, alpha: float = 0.05) -> str:
-    head = [label, f"n ({metrics_shown[0]})" if metrics_shown else "n"]
+    # (heading, tooltip): each metric by its label, as report.html heads it, and what it means
+    head = [(label, ""), (f"n ({_KEY_LABELS.get(metrics_shown[0], metrics_shown[0])})" if metrics_shown else "n",
+                          "the items both runs scored, paired for the first metric")]
     for m in metrics_shown:
-        head += [f"{m} baseline", f"{m} run", f"{m} delta [{ci_percent(level)} % CI] p call"]
+        shown, title = _KEY_LABELS.get(m, m), _heading_title(m)
+        head += [(f"{shown} baseline", title), (f"{shown} run", title),
+                 (f"{shown} delta [{ci_percent(level)} % CI] p call", f"run − baseline; {title}")]
     rows, bounds = [], holm_upper_bounds(cells)
     names = shown_names(cells)  # cut, and still one row's name each
     for name, by_metric in cells.items():
@@ -453,7 +502,8 @@ def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics
                     _delta_td(p, n_boot, n_shown, (name, m) in bounds, alpha)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return (f'<div class="scroll"><table class="grid sortable" id="{_e(css_id)}"><thead><tr>'
-            + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+            + "".join(f'<th title="{_e(t)}">{_e(h)}</th>' if t else f"<th>{_e(h)}</th>" for h, t in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
 def _named_for_page(result: Comparison) -> Comparison:

@@ -227,10 +227,25 @@ def test_tables_render_every_key_a_metric_cell_has():
                                  "failures": {}, "confusion": {}}},
               "figures_added_later": {"mae": 0.5}}
     page = render_report_page(Metrics.from_json(result), None)
-    assert 'title="n_out_of_scale" class="book">out of scale</th>' in page  # bookkeeping: behind the toggle
-    assert 'title="model_means"' in page and "&quot;experts&quot;: 1.25" in page
+    # bookkeeping: behind the toggle; the tooltip says what the column is, then its key in metrics.json
+    assert ('title="verdicts outside their scale: scored, as the paper scores them (metrics.json: n_out_of_scale)" '
+            'data-key="n_out_of_scale" class="book">out of scale</th>') in page
+    assert 'title="model_means" data-key="model_means"' in page and "&quot;experts&quot;: 1.25" in page  # unknown
     assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
     assert "figures_added_later" in page  # an unknown top-level key is shown, not dropped
+
+
+def test_the_pages_are_english_and_the_datas_texts_russian(scored):
+    """The page's own words are English (``lang="en"``); the item texts page.js writes (instruction, answer,
+    reference, rubric, feedback, raw output, experts' comments) say ``lang="ru"``, so a screen reader reads each in
+    its own voice."""
+    from eval.reports.html_report import _asset
+
+    page = (scored["root"] / "exact" / "report.html").read_text(encoding="utf-8")
+    assert '<html lang="en">' in page and 'lang="ru"' not in page.split("<script>")[0]
+    script = _asset("page.js")
+    assert script.count('<div class="text" lang="ru">') == 2 and '<div class="text feedback" lang="ru">' in script
+    assert '<td lang="ru" style="white-space:pre-wrap">' in script and '<div class="text">' not in script
 
 
 def test_nav_links_escape_a_split_key():
@@ -291,7 +306,11 @@ def test_compare_page_says_the_paired_count_of_each_metric():
     cells = {"all items": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.01, "better"),
                            "vc_judge": Paired(50, 0.7, 0.8, 0.1, (0.0, 0.2), 0.08, "n.s.")}}
     page = _paired_table("Overall", cells, ["mae", "vc_judge"], "t", 1000)
-    assert "<th>n (mae)</th>" in page and '<td data-v="100">100</td>' in page
+    assert ('<th title="the items both runs scored, paired for the first metric">n (MAE)</th>' in page
+            and '<td data-v="100">100</td>' in page)
+    # each metric headed by its label, as report.html heads it, and told in its tooltip
+    assert '<th title="Verdict Confidence with the judge in place of one expert: ' in page
+    assert ">VC judge baseline</th>" in page and ">VC judge run</th>" in page and ">vc_judge" not in page
     mae_cell, vc_cell = re.findall(r'<span class="ci">([^<]*)</span>', page)
     assert mae_cell == "[-0.200, -0.050] p = 0.010" and vc_cell == "[0.000, 0.200] p = 0.080, n 50"
 
@@ -423,7 +442,7 @@ def test_compare_page_names_its_interval_level(scored_relative):
     recorded = render_compare_page(dataclasses.replace(result, ci_level=0.7), None)
     assert "paired bootstrap, 70 % intervals" in recorded and "delta [70 % CI] p call" in recorded
     cells = {"all items": {"mae": Paired(100, 0.5, 0.4, -0.1, (-0.2, -0.05), 0.01, "better")}}
-    assert "mae delta [70 % CI] p call" in _paired_table("Overall", cells, ["mae"], "t", 1000, 0.7)
+    assert "MAE delta [70 % CI] p call" in _paired_table("Overall", cells, ["mae"], "t", 1000, 0.7)
 
 
 def test_compare_page_cuts_run_names_and_keeps_them_apart(scored_relative):

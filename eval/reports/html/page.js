@@ -149,9 +149,11 @@
     document.body.dataset.ready = "1";
   }
 
+  // The data's texts (POLLUX's are Russian) say lang="ru" where the page around them is English: a screen reader
+  // then reads each in its own voice.
   function text(title, value) {
     if (value === null || value === undefined || value === "") return "<h5>" + esc(title) + '</h5><div class="note">(none)</div>';
-    return "<h5>" + esc(title) + '</h5><div class="text">' + esc(value) + "</div>";
+    return "<h5>" + esc(title) + '</h5><div class="text" lang="ru">' + esc(value) + "</div>";
   }
 
   function verdict(name, v) {
@@ -172,8 +174,8 @@
         '<span style="height:' + Math.max(1, Math.round(38 * v.p[l])) + 'px" title="' + esc(l) + ": " + fmt(v.p[l], 3) +
         '"><em>' + esc(l) + "</em></span>").join("") + "</div><div style=\"height:14px\"></div>";
     }
-    out += '<div class="text feedback">' + esc(v.f || "") + "</div>";
-    if (v.o && v.o !== v.f) out += '<details><summary>raw output</summary><div class="text">' + esc(v.o) + "</div></details>";
+    out += '<div class="text feedback" lang="ru">' + esc(v.f || "") + "</div>";
+    if (v.o && v.o !== v.f) out += '<details><summary>raw output</summary><div class="text" lang="ru">' + esc(v.o) + "</div></details>";
     return out;
   }
 
@@ -186,7 +188,7 @@
       : text("Instruction", S[t.i]) + text("Answer", S[t.a]) + text("Reference answer", S[t.r])) +
       "</div><div>" + (t.m ? "" : text("Criterion and rubric", S[t.u]));
     out += "<h5>Experts</h5><table class=\"grid experts\"><tr><th>#</th><th>score</th><th>comment</th></tr>" +
-      r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td style="white-space:pre-wrap">' +
+      r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td lang="ru" style="white-space:pre-wrap">' +
         esc((t.c && t.c[k]) || "") + "</td></tr>").join("") + "</table>";
     out += "<div class=\"note\">" + esc(D.reference_label) + ": " + fmt(r[3]) + "</div>";
     // compare.html names each row's own run over its verdict (D.filter_judges, by the row's comparison): the

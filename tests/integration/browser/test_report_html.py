@@ -70,8 +70,9 @@ def test_report_page_in_chromium_filter_open_and_screenshot(browser, scored, tmp
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     # A sortable table: a click on the MAE heading sorts worst first, a second click best first; Overall stays last.
     table = browser.find_element(By.ID, "table-all-model")
-    heading = table.find_element(By.CSS_SELECTOR, 'th[title="mae"]')
-    column = [h.get_attribute("title") for h in table.find_elements(By.TAG_NAME, "th")].index("mae") + 1
+    heading = table.find_element(By.CSS_SELECTOR, 'th[data-key="mae"]')
+    assert heading.get_attribute("title").startswith("mean absolute error of the judge's score against the experts'")
+    column = [h.get_attribute("data-key") for h in table.find_elements(By.TAG_NAME, "th")].index("mae") + 1
 
     def maes() -> list[float]:
         cells = table.find_elements(By.CSS_SELECTOR, f"tbody tr:not(.overall) td:nth-child({column})")
@@ -128,7 +129,7 @@ def test_compare_page_in_chromium_shows_both_judges(browser, scored, tmp_path): 
 def _visible_headings(table) -> list[str]:
     from selenium.webdriver.common.by import By
 
-    return [h.get_attribute("title") or h.text for h in table.find_elements(By.TAG_NAME, "th") if h.is_displayed()]
+    return [h.get_attribute("data-key") or h.text for h in table.find_elements(By.TAG_NAME, "th") if h.is_displayed()]
 
 
 def _fits(driver, table) -> bool:
