@@ -446,6 +446,10 @@ def _dataset_rows(source: str, path: Path, split: str | None) -> Iterable[tuple[
     elif path.is_dir() and split is not None and split != _own_split(path, loaded):
         # (a dataset name's split is load_dataset's to choose, above)
         _refuse_split_of_a_dataset(source, path, loaded, split)
+    # A dataset has one set of columns, as a Parquet table has (a JSONL file's rows each have their own, and a
+    # hand-written one may leave optional columns out): checked as the Parquet path checks them.
+    if problem := released_columns_problem(loaded.column_names):
+        raise RecordError(source, None, problem[0], problem[1])
     return ((source, RowIndex(index), row) for index, row in enumerate(loaded))
 
 

@@ -82,3 +82,23 @@ def test_one_shard_of_several_given_alone_is_said(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "judge.record_sources"] == [
         f"{folder / 'data' / 'test-00001-of-00002.parquet'}: shard 2 of 2 of split 'test', read alone; give the "
         "folder to read them all"]
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_saved_dataset_with_a_released_column_renamed_is_refused_as_a_parquet_table_is(tmp_path, whole):
+    """A ``save_to_disk`` folder (one Dataset, or a DatasetDict) has one set of columns, as a Parquet table has:
+    the same check, where its rows were read with an empty reference answer in every prompt."""
+    import datasets
+
+    renamed = datasets.Dataset.from_list([{("reference" if k == "reference_answer" else k): v for k, v in ROW.items()}])
+    folder = tmp_path / "saved"
+    (datasets.DatasetDict({"test": renamed}) if whole else renamed).save_to_disk(str(folder))
+    for load in (judge.load_records_report, judge.load_record_columns):
+        with pytest.raises(RecordError) as err:
+            load(folder)
+        assert err.value.field == "reference_answer" and err.value.row is None
+        assert str(err.value).startswith(f"{folder}: field 'reference_answer': a released POLLUX table (it has ")
+        assert "it has 'reference', which the release does not: renamed?" in str(err.value)
+    datasets.Dataset.from_list([ROW]).save_to_disk(str(tmp_path / "whole"))
+    records, _ = judge.load_records_report(tmp_path / "whole")
+    assert [r.expert_scores for r in records] == [(1.0, 2.0)]
