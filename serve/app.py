@@ -85,8 +85,8 @@ from serve.judging import check_before_start, unknown_model
 from serve.layout import CheckpointLayout, LayoutError, resolve_layout
 from serve.rewards import install_reward_routes
 from serve.proxy_bounds import proxied_token_bound
-from serve.schema import (RequestError, check_values, clip_message, decode_json_body, parse_judge_request,
-                          read_off_loop)
+from serve.schema import (JUDGE_BODY_NESTING, RequestError, check_values, clip_message, decode_json_body,
+                          parse_judge_request, read_off_loop)
 from serve.supervision import ServerState, restart_delay, start_engines, stop_engines
 
 __all__ = ["ServerState", "create_app", "proxied_token_bound", "resolved_verdict_format", "restart_delay"]
@@ -563,7 +563,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         judge = state.judge  # None only until the engines first came up
 
         def read() -> tuple[Any, Any]:
-            parsed = parse_judge_request(decode_json_body(data), max_items=config.max_batch_items,
+            parsed = parse_judge_request(decode_json_body(data, nesting=JUDGE_BODY_NESTING),
+                                         max_items=config.max_batch_items,
                                          max_judgments=config.max_judgments_per_request)
             # The request's own checks (model, max_tokens, constrained, criteria, tasks, scales, an item too long to
             # fit) need no engine: asked here, before the engines' health. Before the judge exists, those its

@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~570 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~580 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -56,6 +56,7 @@ __all__ = [
     "RequestError",
     "clip_message",
     "decode_json_body",
+    "JUDGE_BODY_NESTING",
     "read_off_loop",
     "OFF_LOOP_BYTES",
     "check_values",
@@ -258,8 +259,16 @@ def _refuse_constant(name: str) -> None:
                        code="invalid_json")
 
 
-def decode_json_body(raw: bytes) -> Any:
+#: What ``/v1/judge`` says of its own bodies when one is nested past the decoder's limit.
+JUDGE_BODY_NESTING = "a /v1/judge body nests at most 6"
+
+
+def decode_json_body(raw: bytes, *, nesting: str = "") -> Any:
     """Decode a request body as JSON (UTF-8; UTF-16/32 as ``json`` detects them).
+
+    ``nesting``: what the route's own bodies nest at most, added to the refusal of a body nested too deeply
+    (``/v1/judge`` gives ``JUDGE_BODY_NESTING``); left out, the refusal names no route, so that a proxied
+    generation's or a reward's body is not told what a ``/v1/judge`` body holds.
 
     Raises:
         RequestError: on ``body`` (code ``invalid_json``): not JSON, not text in a JSON encoding, or nesting
@@ -275,8 +284,8 @@ def decode_json_body(raw: bytes) -> Any:
         # The C decoder stops at Python's recursion limit (sys.getrecursionlimit(), less the caller's stack) and
         # raises RecursionError, which is not a JSONDecodeError. A /v1/judge body nests 6 levels deep.
         raise RequestError(
-            f"body: JSON nested too deeply to decode (more than about {sys.getrecursionlimit()} levels; a /v1/judge "
-            "body nests at most 6)",
+            f"body: JSON nested too deeply to decode (more than about {sys.getrecursionlimit()} levels"
+            f"{'; ' + nesting if nesting else ''})",
             param="body", code="invalid_json",
         ) from None  # fmt: skip
 

@@ -683,6 +683,25 @@ def test_a_number_json_has_no_place_for_is_refused_not_sent_on(tiny_causal_dir, 
     assert engine.bodies("/v1/chat/completions") == []
 
 
+def test_a_body_nested_too_deeply_is_refused_in_the_words_of_its_own_route(tiny_causal_dir, engine, monkeypatch):
+    """A body nested past the decoder's limit is a 400 naming ``body`` on every route; only /v1/judge's refusal says
+    how deep its own bodies nest (a proxied chat body was told "a /v1/judge body nests at most 6"). Nothing is sent
+    on."""
+    deep = b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
+        _ready(http)
+        chat = http.post("/v1/chat/completions", headers={**AUTH, "Content-Type": "application/json"}, content=deep)
+        judge = http.post("/v1/judge", headers={**AUTH, "Content-Type": "application/json"},
+                          content=deep.replace(b"messages", b"items"))
+    for answer in (chat, judge):
+        assert answer.status_code == 400
+        assert (answer.json()["error"]["param"], answer.json()["error"]["code"]) == ("body", "invalid_json")
+        assert answer.json()["error"]["message"].startswith("body: JSON nested too deeply to decode (more than about ")
+    assert "/v1/judge" not in chat.json()["error"]["message"]
+    assert judge.json()["error"]["message"].endswith("; a /v1/judge body nests at most 6)")
+    assert engine.bodies("/v1/chat/completions") == []
+
+
 def test_vllms_own_error_events_pass_in_judge_serves_shape(tiny_causal_dir, engine, monkeypatch, caplog):
     """vLLM's in-stream error event (an integer code, its paths) reaches the client as judge-serve's other errors do:
     a 4xx with its message sanitized and a string code, a 5xx saying only that the engine failed (its text in
