@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~650 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~730 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -375,10 +375,34 @@ def looks_like_dataset_name(name: str, path: Path) -> bool:
             and path.suffix.lower() not in {".jsonl", ".json", ".parquet"} and owner not in _PROJECT_FOLDERS)
 
 
+def _special_kind(path: Path) -> str:
+    """What a path that exists but is no regular file or folder is ("" for anything else, a missing path too)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):  # not there, a link to nothing, a name the system cannot take
+        return ""
+    for test, kind in ((stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return ""
+
+
 def _missing(name: str) -> FileNotFoundError:
     """The error of a source that is not there, with the download command when its last part names a released
-    dataset (a missing ``data/POLLUX`` is the benchmark not downloaded yet)."""
-    released = _RELEASED_DATASETS.get(Path(name).name.lower())
+    dataset (a missing ``data/POLLUX`` is the benchmark not downloaded yet). A source that is there but is no
+    regular file or folder (a pipe, ``/dev/stdin``, a device, a socket) or a link to nothing is said to be that:
+    "no such file" sent its user looking for a typo in a path that exists."""
+    path = Path(name)
+    kind = _special_kind(path)
+    if kind:
+        return FileNotFoundError(f"{name}: {kind}, not a regular file or folder; the loaders read a .jsonl, .json or "
+                                 ".parquet file, a folder of them or a dataset name (write a stream to a file first)")
+    if path.is_symlink():
+        return FileNotFoundError(f"{name}: a link to {os.readlink(path)}, which is not there")
+    released = _RELEASED_DATASETS.get(path.name.lower())
     if released is None:
         return FileNotFoundError(f"{name}: no such file or folder")
     return FileNotFoundError(f"{name}: no such file or folder; to read the released {released}, download it first "

@@ -175,6 +175,25 @@ def test_a_missing_path_that_names_no_released_dataset_gets_no_download_hint(tmp
     assert str(info.value) == "runs/my-data: no such file or folder"
 
 
+def test_a_source_that_is_there_but_no_file_is_named_for_what_it_is(tmp_path, no_hub):
+    """A pipe (``--data <(zcat data.jsonl.gz)``), a device and a link to nothing are refused naming what they are:
+    each was "no such file or folder", a path that exists sending its user to look for a typo. The pipe is not
+    opened (that would wait for a writer)."""
+    import os
+
+    pipe, link = tmp_path / "stream.jsonl", tmp_path / "link.jsonl"
+    os.mkfifo(pipe)
+    link.symlink_to(tmp_path / "gone" / "data.jsonl")
+    said = {str(pipe): f"{pipe}: a pipe, not a regular file or folder",
+            "/dev/null": "/dev/null: a character device, not a regular file or folder",
+            str(link): f"{link}: a link to {tmp_path / 'gone' / 'data.jsonl'}, which is not there"}
+    for load in (load_records, load_record_columns, lambda source: list(source_rows(source))):
+        for source, start in said.items():
+            with pytest.raises(FileNotFoundError) as info:
+                load(source)
+            assert str(info.value).startswith(start), str(info.value)
+
+
 def test_a_local_folder_named_like_the_owner_does_not_keep_a_hub_id_from_the_hub(tmp_path, monkeypatch):
     """One dataset downloaded hub-style (``--local-dir ai-forever/POLLUX``) leaves a folder ``ai-forever/``: its
     sibling ``ai-forever/POLLUX-instructions`` is still a hub id, asked of the hub, not a missing path."""
