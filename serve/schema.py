@@ -36,6 +36,7 @@ import json
 import math
 import re
 import sys
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
@@ -59,6 +60,7 @@ __all__ = [
     "JUDGE_BODY_NESTING",
     "read_off_loop",
     "OFF_LOOP_BYTES",
+    "LARGE_BODY_DECODES",
     "check_values",
     "json_type_name",
     "CustomCriterion",
@@ -571,10 +573,28 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
 #: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
 OFF_LOOP_BYTES = 64 * 1024
 
+#: Bodies past ``OFF_LOOP_BYTES`` decoded at once; the others wait their turn (none is refused: a reward client's
+#: batch waits, as its queue does). Decoding holds the GIL, so more at once finish no sooner, and each takes one of the
+#: event loop's few default worker threads (processors + 4), which the judging work (``serve.judging``'s rendering
+#: and tokenizing) also runs on: many large bodies decoding at once held small /v1/judge requests up behind them, and
+#: held every one's decoded copy (many times its bytes for an array of empty objects) in memory at once.
+LARGE_BODY_DECODES = 2
+# One semaphore per event loop: an asyncio.Semaphore belongs to the loop it first waits on (a server's one loop; the
+# tests start several).
+_large_decodes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
 _Read = TypeVar("_Read")
 
 
 async def read_off_loop(size: int, read: Callable[[], _Read]) -> _Read:
     """``read()`` (decoding and checking a body of ``size`` bytes, or encoding one): in a worker thread past
-    ``OFF_LOOP_BYTES``, on the event loop below it. Every route that reads a body goes through it."""
-    return await asyncio.to_thread(read) if size > OFF_LOOP_BYTES else read()
+    ``OFF_LOOP_BYTES``, at most ``LARGE_BODY_DECODES`` at once; on the event loop below it. Every route that reads a
+    body goes through it."""
+    if size <= OFF_LOOP_BYTES:
+        return read()
+    loop = asyncio.get_running_loop()
+    decodes = _large_decodes.get(loop)
+    if decodes is None:
+        decodes = _large_decodes[loop] = asyncio.Semaphore(LARGE_BODY_DECODES)
+    async with decodes:
+        return await asyncio.to_thread(read)
