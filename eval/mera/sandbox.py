@@ -163,6 +163,11 @@ def tests_as_literal(tests: Sequence[Any]) -> str:
     try:
         back = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        if isinstance(err, RecursionError) or "too many nested parentheses" in str(err):
+            # a JSON list of lists nested deeper than Python's parser reads (its own limit, far below JSON's): the
+            # cause first, not a guess at inf or nan
+            raise ValueError(f"the tests nest too deeply for Python's parser to read them back, as the sandbox "
+                             f"must ({_short(str(err) or type(err).__name__, 80)})") from None
         raise ValueError(f"the tests are not Python literals that repr() gives back (inf, nan, an object?): "
                          f"{_short(str(err), 80)}") from None  # fmt: skip
     if back != list(tests):

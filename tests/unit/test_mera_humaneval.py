@@ -189,6 +189,10 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(inputs__tests="[]", outputs=[]), "field 'inputs.tests' is empty"),  # no test: any program would pass
         (_row(inputs__tests="[{5: 1}, {'a': 2}]"), "test 0 is not a dict of keyword arguments"),  # f(**{5: 1})
         (_row(inputs__tests="[{'a': 1e999}, {'a': 2}]"), "not Python literals that repr() gives back"),  # inf
+        # JSON nests deeper than Python's parser reads back: the cause said, not a guess at inf or nan
+        (_row(inputs__tests=[{"a": json.loads("[" * 300 + "]" * 300)}]),
+         "field 'inputs.tests': the tests nest too deeply for Python's parser to read them back, as the sandbox must "
+         "(too many nested parentheses"),
         (_row(inputs__tests="[{'a': {[1]: 2}}, {'a': 2}]"), "not a Python literal"),  # unhashable: TypeError
         (_row(inputs__tests="[{'a': " + "-" * 20_000 + "1}]"), "not a Python literal"),  # MemoryError inside
         (_row(inputs__tests="[" * (MAX_TESTS_CHARS + 1)), "more than the limit"),  # bounded before parsing
