@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~690 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~780 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -20,7 +20,7 @@ from eval.scoring.resample_rules import paired_resamples_to_call
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
 from eval.validity.alt_test import MIN_EXPERTS_TESTED
-from eval.validity.bias import MIN_PAIRS, MIN_SLOPE_ANSWERS
+from eval.validity.bias import MIN_LENIENCY_N, MIN_PAIRS, MIN_SLOPE_ANSWERS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
@@ -380,6 +380,54 @@ def _leniency_left_out(lenient) -> str:
     return _left_out(lenient.n, lenient.n_judge_failed, lenient.n_judge_off_scale)
 
 
+#: Why an agreement coefficient with ratings to pair is undefined: its expected disagreement is 0. Without it the
+#: row showed a bare "—", which reads as a figure not computed (a test with every expert and the judge at 2).
+NO_DISAGREEMENT = "no two of the ratings it pairs differ, so there is no disagreement to expect"
+
+
+def _kappas_undefined(ceiling) -> str:
+    """Why a ceiling kappa (mode reference) is "—" over pairs it has: every pair on one level, its expected
+    disagreement 0 (the pairs of one side: the expert's levels and the references, or the judge's)."""
+    if ceiling.reference != "mode" or not ceiling.n_pairs or (ceiling.n_kappa_off_domain or 0) >= ceiling.n_pairs:
+        return ""  # the mean reference has no kappa; no pair (or none on the levels) is said by the coverage
+    if ceiling.expert_kappa is not None and ceiling.judge_kappa is not None:
+        return ""
+    return f"; κ —: {NO_DISAGREEMENT}"
+
+
+def _kappa_undefined(kappa: float | None, agreement) -> str:
+    """Why kappa against the mode is "—": no item to pair, or every pair on one level (the judge's levels and the
+    modes all one level: ``agreement.table_kappa``)."""
+    if kappa is not None or not agreement:
+        return ""
+    if not agreement.n_kappa:
+        return ": no item has both a judge level on the scale and a unique experts' mode"
+    return f": {NO_DISAGREEMENT}"
+
+
+def _alpha_undefined(overall, agreement) -> str:
+    """Why the experts' alpha is "—" over items two experts scored: no two of their scores on the value domain
+    differ (every one on one level), so the expected disagreement is 0 (``agreement.CodedCounts``). With no such
+    item ``_alpha_items`` says so; alpha with the judge alone undefined comes of its failures, which
+    ``_alpha_failed`` names."""
+    n_alpha = agreement.n_items_alpha if agreement else None
+    if overall.alpha_experts is not None or n_alpha == 0:
+        return ""
+    return f"; α —: {NO_DISAGREEMENT}"
+
+
+def _leniency_direction(lenient) -> str:
+    """The leniency row's direction, with why it has none where its figures alone would not say (``bias``): no
+    error to average (every verdict failed or off the scale), or an interval that excludes 0 (or none: one answer)
+    over fewer than ``MIN_LENIENCY_N`` answers, the floor under the zero-spread rule."""
+    if lenient.mean_signed_error is None:
+        return "no direction"
+    low, high = lenient.ci
+    if lenient.direction == "neither" and (low is None or low > 0 or high < 0):
+        return f"neither (a direction needs {MIN_LENIENCY_N} answers or more)"
+    return lenient.direction
+
+
 def _ceiling_off_scale(ceiling) -> str:
     """The judge's off-scale answers in the ceiling: in kappa at an end of the item's scale (a verdict's: the end
     farther from the reference; a regression head's value: the nearer one), in the MAE at their distance; and the
@@ -406,16 +454,20 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}"
          f"{ceiling_coverage(ceiling, overall.n_items, overall.n_items_missing)}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
-         f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"],
+         f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"
+         f"{_kappas_undefined(ceiling)}"],
         ["Krippendorff's α (ordinal)",
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
          f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_unusable(agreement)}"
-         f"{_alpha_items(agreement, overall.n_items)}{_alpha_off_domain(agreement)}"],
-        ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"],
+         f"{_alpha_items(agreement, overall.n_items)}{_alpha_off_domain(agreement)}"
+         f"{_alpha_undefined(overall, agreement)}"],
+        ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"
+                                                 f"{_kappa_undefined(overall.kappa_quadratic, agreement)}"],
         ["leniency (+ = lenient)",
-         f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {lenient.direction}{_leniency_left_out(lenient)}"],
+         f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {_leniency_direction(lenient)}"
+         f"{_leniency_left_out(lenient)}"],
         ["length bias (slope on log length)", _length_text(overall.length_bias)],
         ["marginal homogeneity (Stuart–Maxwell)", _homogeneity_text(overall.marginal_homogeneity, agreement)],
     ]

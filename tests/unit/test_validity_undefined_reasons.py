@@ -1,0 +1,69 @@
+"""A "—" in the validity table says why: an agreement coefficient whose ratings all lie on one level has no
+disagreement to expect, kappa with no item to pair has no table, and a leniency without a direction says whether
+it had no error to average or too few answers for one (``eval.validity.render``, docs/validity.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _rows(judge, experts):
+    from eval.validity.render import _overall_rows
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    return dict(_overall_rows(split_section(table_on_0_to_2(np.asarray(judge, dtype=float),
+                                                            np.asarray(experts, dtype=float), None))))
+
+
+def test_every_rating_on_one_level_leaves_alpha_and_kappa_undefined_and_the_rows_say_why():
+    """40 items on 0-2, three experts and the judge all at 2. Krippendorff's expected disagreement is a sum over
+    pairs of different values (none here), so 0: alpha is 0/0. Kappa's table is one cell (2, 2) with margins 40 and
+    40 on level 2 alone: expected weighted disagreement 0, kappa 0/0. The ceiling's pairs, (2, reference 2) on both
+    sides, the same. Each row had shown a bare "—"."""
+    from eval.validity.render import NO_DISAGREEMENT
+
+    rows = _rows(np.full(40, 2.0), np.full((40, 3), 2.0))
+    assert rows["Krippendorff's α (ordinal)"] == f"experts —, with the judge —, difference —; α —: {NO_DISAGREEMENT}"
+    assert rows["κ quadratic (judge vs experts' mode)"] == f"—: {NO_DISAGREEMENT}"
+    assert rows["κ quadratic (to the rest of the panel)"] == f"expert —, judge —; κ —: {NO_DISAGREEMENT}"
+
+
+def test_a_constant_judge_against_a_constant_mode_of_another_level_is_kappa_zero_without_a_reason():
+    """Experts at 2 on 40 items, the judge at 1 on all: the table's one cell (1, 2) is also its expected cell
+    (margins 40 on judge level 1, 40 on mode 2), so observed and expected disagreement are equal: kappa 1 - 1 = 0,
+    a figure, not undefined. Alpha with the judge: each item's values (2, 2, 2, 1) give coincidences o(2,2) = 2,
+    o(1,2) = o(2,1) = 1; over 40 items n_1 = 40, n_2 = 120, n = 160, and with delta(1, 2) the same in both terms
+    alpha = 1 - 80 / (2 * 40 * 120 / 159) = 1 - 159 / 120 = -0.325; the experts' own alpha stays undefined."""
+    import pytest
+
+    from eval.validity.render import NO_DISAGREEMENT
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    judge, experts = np.full(40, 1.0), np.full((40, 3), 2.0)
+    overall = split_section(table_on_0_to_2(judge, experts, None)).overall
+    assert (overall.kappa_quadratic, overall.alpha_experts) == (0.0, None)
+    assert overall.alpha_with_judge == pytest.approx(-0.325, abs=1e-12)
+    rows = _rows(judge, experts)
+    assert rows["κ quadratic (judge vs experts' mode)"] == "0.00"
+    assert rows["Krippendorff's α (ordinal)"].endswith(f"difference —; α —: {NO_DISAGREEMENT}")
+
+
+def test_a_leniency_interval_off_zero_over_fewer_than_ten_answers_says_why_it_has_no_direction():
+    """Five items (five answers), experts (0, 0), the judge at 1: errors +1, the zero-width interval [1, 1], which
+    excludes 0; a direction needs 10 answers (``bias.MIN_LENIENCY_N``), so "neither", and the row says why, where
+    "[1.000, 1.000]: neither" read as a contradiction."""
+    rows = _rows(np.ones(5), np.zeros((5, 2)))
+    assert rows["leniency (+ = lenient)"] == "1.000 [1.000, 1.000]: neither (a direction needs 10 answers or more)"
+    # an interval that holds 0 is "neither" on its own: no clause
+    rows = _rows(np.array([1.0, 0.0, 0.0, 0.0, 1.0]), np.array([[0, 0], [1, 1], [0, 0], [1, 1], [1, 1]], dtype=float))
+    assert rows["leniency (+ = lenient)"].endswith(": neither")
+
+
+def test_with_every_verdict_failed_leniency_has_no_direction_and_kappa_no_item():
+    """Five items, every verdict failed: no error to average, so no direction (it had read "—: neither", a judge
+    neither lenient nor harsh), and no (judge level, mode) pair for kappa."""
+    rows = _rows(np.full(5, np.nan), np.array([[0, 0], [1, 1], [2, 2], [0, 1], [1, 1]], dtype=float))
+    assert rows["leniency (+ = lenient)"] == "—: no direction (over 0 items; 5 failed items left out)"
+    assert rows["κ quadratic (judge vs experts' mode)"] == (
+        "— (over 0 items; 5 failed items left out): no item has both a judge level on the scale and a unique "
+        "experts' mode")
