@@ -1,6 +1,6 @@
 """The validity section as report text: one lead sentence per split, then the tables (Markdown and HTML).
 
-Why one module of ~780 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
+Why one module of ~800 lines: the lead sentence, the report's tables and compare's rows say the same figures in the
 same words (``counted``, ``signed``, the coverage and resample notes); split, one figure's wording would live twice.
 
 ``report.md`` and ``report.html`` lead with ``lead_lines`` and show ``markdown_lines`` / ``html_blocks`` after the
@@ -385,6 +385,20 @@ def _leniency_left_out(lenient) -> str:
 NO_DISAGREEMENT = "no two of the ratings it pairs differ, so there is no disagreement to expect"
 
 
+#: Under the table by criterion, whose cells have no room for a reason, where an α or κ there is undefined: a
+#: criterion of a few items often has every rating on one level, and a bare "—" beside figures read as missing.
+CRITERION_NOTE = ("α or κ —: no two of the ratings it pairs differ (every one on one level), so there is no "
+                  "disagreement to expect; or it has none to pair (α: no item two experts scored; α with the judge "
+                  "and κ: no readable verdict on the scale; κ: no item with a unique experts' mode).")
+
+
+def _criterion_note(block: ValiditySplit) -> str:
+    """``CRITERION_NOTE`` where a criterion's α or κ is undefined, else nothing."""
+    undefined = any(None in (c.alpha_experts, c.alpha_with_judge, c.kappa_quadratic)
+                    for c in block.by_criterion.values())
+    return CRITERION_NOTE if undefined else ""
+
+
 def _kappas_undefined(ceiling) -> str:
     """Why a ceiling kappa (mode reference) is "—" over pairs it has: every pair on one level, its expected
     disagreement 0 (the pairs of one side: the expert's levels and the references, or the judge's)."""
@@ -568,6 +582,8 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
         rows = _criterion_rows(block, md_text)
         if rows:
             out += [f"#### {title}: validity by criterion", "", markdown_table(_CRITERION_HEAD, rows), ""]
+            if note := _criterion_note(block):
+                out += [note, ""]
     return out
 
 
@@ -609,7 +625,9 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
         rows = _criterion_rows(block, _plain)
         if rows:
             out.append(f"<details class=\"block\"><summary>{html.escape(title)}: validity by criterion</summary>"
-                       f"{html_table(_CRITERION_HEAD, rows, escape)}</details>")
+                       f"{html_table(_CRITERION_HEAD, rows, escape)}"
+                       + (f'<p class="note">{html.escape(note)}</p>' if (note := _criterion_note(block)) else "")
+                       + "</details>")
     return out
 
 

@@ -67,3 +67,25 @@ def test_with_every_verdict_failed_leniency_has_no_direction_and_kappa_no_item()
     assert rows["κ quadratic (judge vs experts' mode)"] == (
         "— (over 0 items; 5 failed items left out): no item has both a judge level on the scale and a unique "
         "experts' mode")
+
+
+def test_the_table_by_criterion_explains_its_undefined_alpha_and_kappa_under_it_only_where_one_is():
+    """Two criteria on 0-2, 35 items each. "c": experts (2, 2) and the judge 2 on every item, so every rating is 2:
+    α of the experts, α with the judge and κ against the mode are all 0/0. "d": experts (e, e) with e = 0, 1, 2, ...
+    and the judge e: α 1, κ 1. The note under the table says what a "—" there means; a table without one has none."""
+    from eval.validity.render import CRITERION_NOTE, _criterion_note
+    from tests.support.validity_tables import item_table, split_section
+
+    n = 70
+    truth = np.where(np.arange(n) < 35, 2.0, np.arange(n) % 3.0)
+    criteria = np.where(np.arange(n) < 35, "c", "d")
+    table = item_table(truth, np.column_stack([truth, truth]), None, low=np.zeros(n), high=np.full(n, 2.0),
+                       criteria=criteria)
+    block = split_section(table)
+    c, d = block.by_criterion["c"], block.by_criterion["d"]
+    assert (c.alpha_experts, c.alpha_with_judge, c.kappa_quadratic) == (None, None, None)
+    assert (d.alpha_experts, d.alpha_with_judge, d.kappa_quadratic) == (1.0, 1.0, 1.0)
+    assert _criterion_note(block) == CRITERION_NOTE
+    only_d = split_section(item_table(truth[35:], np.column_stack([truth, truth])[35:], None, low=np.zeros(35),
+                                      high=np.full(35, 2.0), criteria=criteria[35:]))
+    assert _criterion_note(only_d) == ""
