@@ -309,6 +309,14 @@ _VERDICTS = {"inside": "inside the experts' range", "outside": "outside the expe
                              "too few resamples: see the note on the bracketed ranges)"}
 
 
+def _ceiling_verdict(ceiling) -> str:
+    """The ceiling row's verdict; without one (``ceiling.verdict``: no interval, under ``--n-boot 0`` or over a cell
+    of one item or instruction; or no pair at all) it says so, where a bare "—" read as a figure missing."""
+    if ceiling.verdict is not None:
+        return _VERDICTS.get(ceiling.verdict, ceiling.verdict)
+    return "no verdict (no interval)" if ceiling.gap is not None else "no verdict (no pair)"
+
+
 def _ceiling_failed(ceiling, failures: str | None) -> str:
     """What the ceiling did with the judge's failures, when it had any (``failures``: the section's
     ``ceiling_failures``; None, a file written before the setting: left out)."""
@@ -465,7 +473,7 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
     rows = [
         ["experts' ceiling (MAE to the rest of the panel)",
          f"expert {_num(ceiling.expert_mae)}, judge {_num(ceiling.judge_mae)}, gap {_num(ceiling.gap)}"
-         f"{_ci(ceiling.gap_ci)}: {_VERDICTS.get(ceiling.verdict, '—')}"
+         f"{_ci(ceiling.gap_ci)}: {_ceiling_verdict(ceiling)}"
          f"{ceiling_coverage(ceiling, overall.n_items, overall.n_items_missing)}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
          f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"

@@ -89,3 +89,15 @@ def test_the_table_by_criterion_explains_its_undefined_alpha_and_kappa_under_it_
     only_d = split_section(item_table(truth[35:], np.column_stack([truth, truth])[35:], None, low=np.zeros(35),
                                       high=np.full(35, 2.0), criteria=criteria[35:]))
     assert _criterion_note(only_d) == ""
+
+
+def test_a_ceiling_without_a_verdict_says_whether_it_lacks_an_interval_or_a_pair():
+    """No bootstrap (the tables here are built with ``n_boot=0``): 40 items whose experts and judge all say 2 have
+    pairs (gap 0 - 0 = 0) but no interval; five items of one expert each have no pair (no rest of the panel), so no
+    gap. Both rows had ended in a bare "—"."""
+    ceiling = "experts' ceiling (MAE to the rest of the panel)"
+    assert _rows(np.full(40, 2.0), np.full((40, 3), 2.0))[ceiling] == \
+        "expert 0.00, judge 0.00, gap 0.00: no verdict (no interval)"
+    single = np.column_stack([[0.0, 1.0, 2.0, 1.0, 0.0], np.full(5, np.nan)])
+    assert _rows(single[:, 0], single)[ceiling] == \
+        "expert —, judge —, gap —: no verdict (no pair), over 0 of 5 items (5 with fewer than 2 experts)"
