@@ -206,6 +206,10 @@ def _plain(text: str) -> str:
     return text
 
 
+#: Beside an alt-test p-value set by the constant-difference rule rather than a t-test (docs/validity.md).
+CONSTANT_D = "every item's W_f − W_h equal: no t-test, the constant-difference rule"
+
+
 def _exact_p(value: float | None) -> str:
     """The alt-test's p-values at three significant digits (they reach 1e-20 on a large panel); "—" when absent or
     undefined (NaN: an expert with one item)."""
@@ -216,7 +220,9 @@ def _alt_rows(alt: AltTest, text: Callable[[str], str]) -> list[list[str]]:
     """The alt-test's rows per expert; ``text`` makes an expert id (the data's, cut as every table cuts names:
     ``eval.reports.names.shown_names``) safe for the table's format."""
     shown = shown_names([r.expert for r in alt.experts] + [u.expert for u in alt.untested])
-    rows = [[text(shown[str(r.expert)]), str(r.n_items), _num(r.advantage_probability), _exact_p(r.p_value),
+    # a constant difference's p is the stated rule's 0 or 1, no t-test's (``alt_test``): a bare 0 read as underflow
+    rows = [[text(shown[str(r.expert)]), str(r.n_items), _num(r.advantage_probability),
+             _exact_p(r.p_value) + (f" ({CONSTANT_D})" if r.constant_difference else ""),
              _exact_p(r.p_adjusted), "yes" if r.rejected else "no"] for r in alt.experts]
     rows += [[text(shown[str(u.expert)]), str(u.n_items), "untested", "", "", ""] for u in alt.untested]
     return rows

@@ -5,6 +5,7 @@ it had no error to average or too few answers for one (``eval.validity.render``,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def _rows(judge, experts):
@@ -34,8 +35,6 @@ def test_a_constant_judge_against_a_constant_mode_of_another_level_is_kappa_zero
     a figure, not undefined. Alpha with the judge: each item's values (2, 2, 2, 1) give coincidences o(2,2) = 2,
     o(1,2) = o(2,1) = 1; over 40 items n_1 = 40, n_2 = 120, n = 160, and with delta(1, 2) the same in both terms
     alpha = 1 - 80 / (2 * 40 * 120 / 159) = 1 - 159 / 120 = -0.325; the experts' own alpha stays undefined."""
-    import pytest
-
     from eval.validity.render import NO_DISAGREEMENT
     from tests.support.validity_tables import split_section, table_on_0_to_2
 
@@ -101,3 +100,24 @@ def test_a_ceiling_without_a_verdict_says_whether_it_lacks_an_interval_or_a_pair
     single = np.column_stack([[0.0, 1.0, 2.0, 1.0, 0.0], np.full(5, np.nan)])
     assert _rows(single[:, 0], single)[ceiling] == \
         "expert —, judge —, gap —: no verdict (no pair), over 0 of 5 items (5 with fewer than 2 experts)"
+
+
+def test_an_alt_test_p_value_set_by_the_constant_difference_rule_says_so_in_the_table():
+    """40 items, experts a, b, c and the judge all at 2: left out, each expert's alignment with the other two is
+    -sqrt(0) = 0, the judge's the same, so W_f = W_h = 1 and d = 0 on every item. No spread: the stated rule gives
+    p = 0 (0 > -0.2), and the table says the 0 is that rule's, not a t-test's underflow. With the judge at 1 on the
+    first ten items each expert's d is -1 there and 0 elsewhere: mean -0.25, s = sqrt(0.25 * 0.75 * 40 / 39) =
+    0.4385, t = (-0.25 + 0.2) / (0.4385 / sqrt(40)) = -0.721 on 39 degrees of freedom, p = 0.762: a t-test, no mark."""
+    from eval.validity.render import CONSTANT_D, _alt_rows
+    from tests.support.validity_tables import section_with_alt_test, table_on_0_to_2
+
+    ids = np.tile(np.array(["a", "b", "c"], dtype=object), (40, 1))
+    alt = section_with_alt_test(table_on_0_to_2(np.full(40, 2.0), np.full((40, 3), 2.0), ids)).overall.alt_test
+    assert [(r.expert, r.p_value, r.constant_difference) for r in alt.experts] == [
+        ("a", 0.0, True), ("b", 0.0, True), ("c", 0.0, True)]
+    assert [row[3] for row in _alt_rows(alt, str)] == [f"0 ({CONSTANT_D})"] * 3
+    judge = np.where(np.arange(40) < 10, 1.0, 2.0)
+    alt = section_with_alt_test(table_on_0_to_2(judge, np.full((40, 3), 2.0), ids)).overall.alt_test
+    assert [r.constant_difference for r in alt.experts] == [False] * 3
+    assert [r.p_value for r in alt.experts] == pytest.approx([0.762] * 3, abs=5e-4)
+    assert all("(" not in row[3] for row in _alt_rows(alt, str))
