@@ -452,7 +452,9 @@ def _leniency_direction(lenient) -> str:
         return "no direction"
     low, high = lenient.ci
     if lenient.direction == "neither" and (low is None or low > 0 or high < 0):
-        return f"neither (a direction needs {MIN_LENIENCY_N} answers or more)"
+        # the floor counts the interval's clusters: instructions under that unit (``bias.leniencies``)
+        return (f"neither (a direction needs {MIN_LENIENCY_N} answers or more, instructions under --bootstrap-unit "
+                "instruction)")
     return lenient.direction
 
 

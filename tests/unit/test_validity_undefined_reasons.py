@@ -52,7 +52,8 @@ def test_a_leniency_interval_off_zero_over_fewer_than_ten_answers_says_why_it_ha
     excludes 0; a direction needs 10 answers (``bias.MIN_LENIENCY_N``), so "neither", and the row says why, where
     "[1.000, 1.000]: neither" read as a contradiction."""
     rows = _rows(np.ones(5), np.zeros((5, 2)))
-    assert rows["leniency (+ = lenient)"] == "1.000 [1.000, 1.000]: neither (a direction needs 10 answers or more)"
+    assert rows["leniency (+ = lenient)"] == ("1.000 [1.000, 1.000]: neither (a direction needs 10 answers or more, "
+                                                  "instructions under --bootstrap-unit instruction)")
     # an interval that holds 0 is "neither" on its own: no clause
     rows = _rows(np.array([1.0, 0.0, 0.0, 0.0, 1.0]), np.array([[0, 0], [1, 1], [0, 0], [1, 1], [1, 1]], dtype=float))
     assert rows["leniency (+ = lenient)"].endswith(": neither")
@@ -121,3 +122,22 @@ def test_an_alt_test_p_value_set_by_the_constant_difference_rule_says_so_in_the_
     assert [r.constant_difference for r in alt.experts] == [False] * 3
     assert [r.p_value for r in alt.experts] == pytest.approx([0.762] * 3, abs=5e-4)
     assert all("(" not in row[3] for row in _alt_rows(alt, str))
+
+
+def test_under_the_instruction_unit_the_leniency_floor_counts_instructions():
+    """40 items, experts (0, 0), the judge at 1: errors +1 on 40 answers read lenient [1, 1]. Under
+    ``--bootstrap-unit instruction`` with the 40 items in 4 instructions the interval is clustered by instruction:
+    4 clusters, under the floor of 10, so "neither", and the row's reason names instructions as the unit counted."""
+    import dataclasses
+
+    from eval.validity.render import _overall_rows
+    from tests.support.validity_tables import split_section, table_on_0_to_2
+
+    table = table_on_0_to_2(np.ones(40), np.zeros((40, 2)), None)
+    assert split_section(table).overall.leniency.direction == "lenient"
+    table = dataclasses.replace(table, instruction_key=np.arange(40) // 10)
+    block = split_section(table, bootstrap_unit="instruction")
+    assert (block.overall.leniency.ci, block.overall.leniency.direction) == ([1.0, 1.0], "neither")
+    assert dict(_overall_rows(block))["leniency (+ = lenient)"] == (
+        "1.000 [1.000, 1.000]: neither (a direction needs 10 answers or more, instructions under --bootstrap-unit "
+        "instruction)")
