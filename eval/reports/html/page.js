@@ -175,7 +175,8 @@
         '"><em>' + esc(l) + "</em></span>").join("") + "</div><div style=\"height:14px\"></div>";
     }
     out += '<div class="text feedback" lang="ru">' + esc(v.f || "") + "</div>";
-    if (v.o && v.o !== v.f) out += '<details><summary>raw output</summary><div class="text" lang="ru">' + esc(v.o) + "</div></details>";
+    if (v.o && v.o !== v.f)
+      out += '<details><summary>raw output</summary><div class="text" lang="ru">' + esc(v.o) + "</div></details>";
     return out;
   }
 
@@ -188,7 +189,8 @@
       : text("Instruction", S[t.i]) + text("Answer", S[t.a]) + text("Reference answer", S[t.r])) +
       "</div><div>" + (t.m ? "" : text("Criterion and rubric", S[t.u]));
     out += "<h5>Experts</h5><table class=\"grid experts\"><tr><th>#</th><th>score</th><th>comment</th></tr>" +
-      r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) + '</td><td lang="ru" style="white-space:pre-wrap">' +
+      r[5].map((s, k) => "<tr><td>" + (k + 1) + "</td><td>" + fmt(s, 1) +
+        '</td><td lang="ru" style="white-space:pre-wrap">' +
         esc((t.c && t.c[k]) || "") + "</td></tr>").join("") + "</table>";
     out += "<div class=\"note\">" + esc(D.reference_label) + ": " + fmt(r[3]) + "</div>";
     // compare.html names each row's own run over its verdict (D.filter_judges, by the row's comparison): the
