@@ -37,8 +37,10 @@ or the dataset column ``instruction_column`` names; the criteria are ``criteria`
 sample) or the column ``criteria_column`` names, per row as a ``/get_reward`` label gives them (a list or a JSON
 string of one, ``"auto"``, or null where the row's ``task_type`` names the task whose criteria set to use); a
 reference answer comes from ``reference_column`` when given (a column named that trl does not pass is a ``ValueError``
-naming it and the columns trl passed); the dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns,
-when it has them, pick each named criterion's rubric variant, as a ``/get_reward`` label's task fields do. The answer
+naming it and the columns trl passed; one of another length than ``prompts``, naming it and both counts); the
+dataset's ``task_type``, ``task_subtype`` and ``task_subsubtype`` columns, when it has them, pick each named criterion's
+rubric variant, as a ``/get_reward`` label's task fields do (a value neither text nor null is refused naming its
+column and row, as ``/get_reward`` refuses it). The answer
 judged is ``judge.rewards.policy_answer`` of the completion's text (``judge.rewards.completion_text``: a
 conversational completion's last assistant turn), and a cut completion is told by ``judge.rewards.cut_completions``:
 the rules ``train.grpo_rewards`` reads its completions by.
@@ -64,8 +66,9 @@ criteria and reference answer (and the task fields) come from ``extra_info`` (ke
 ``reference_answer``, ``task_type``, ``task_subtype``, ``task_subsubtype``; ``criteria`` in a label's forms) and, for
 what it lacks, from ``ground_truth`` read as a label (a JSON object or a string holding one; any other string is the
 reference answer); a key whose value is None counts as absent (verl reads ``extra_info`` from parquet, where a row
-without a key holds None). verl needs a number for every sample: a rule that skips (``on_failure="skip"``) is refused,
-and a request that fails after the retries raises.
+without a key holds None), and a task field neither text nor None is refused naming it. verl needs a number for
+every sample: a rule that skips (``on_failure="skip"``) is refused, and a request that fails after the retries
+raises.
 
 Both follow the shared retry policy (``judge.plumbing.retry``: connection errors, timeouts, 408/409/429/5xx,
 ``Retry-After`` honoured) and send ``Authorization: Bearer`` with the key from ``$JUDGE_SERVE_API_KEY`` (or the
@@ -73,7 +76,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,070 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,100 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -178,11 +181,21 @@ def _text_or_none(value: Any, where: str) -> str | None:
     return value or None
 
 
-def _task(source: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def _task(source: Mapping[str, Any], where: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
     """The ``TASK_FIELDS`` ``source`` gives (a string with more than whitespace each, as judge-serve reads a task
-    field: ``serve.schema.task_level_named``), in their order."""
-    return tuple((name, source[name]) for name in TASK_FIELDS
-                 if isinstance(source.get(name), str) and source[name].strip())
+    field: ``serve.schema.task_level_named``), in their order; ``where(name)`` names a field in an error.
+
+    Raises:
+        ValueError: a task field that is neither text nor null (a number, a list), naming it. ``/get_reward``
+            refuses such a label; passed over here, a row with criteria would be judged on another task's rubric
+            variants, and one without on the message that it names no task.
+    """
+    task = []
+    for name in TASK_FIELDS:
+        value = _text_or_none(source.get(name), where(name))
+        if value is not None and value.strip():
+            task.append((name, value))
+    return tuple(task)
 
 
 def _judgments_of(sample: RewardSample) -> int:
@@ -721,6 +734,25 @@ def _check_columns(columns: Mapping[str, Any], criteria_column: str | None, inst
             raise ValueError(f"{argument}={column!r}: trl passed no such dataset column; it passed {sorted(columns)}")
 
 
+def _check_lengths(prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any],
+                   read: Iterable[str | None]) -> None:
+    """One completion, and one value of each dataset column the function reads (``read``, and the task columns
+    trl passed), per prompt, as trl's ``_calculate_rewards`` passes them.
+
+    Raises:
+        ValueError: naming the first list of another length and both counts: a shorter one would stop the call
+            with a bare ``IndexError``, and a longer one, or fewer completions, would pair rows silently
+            (``zip``) and give fewer rewards than prompts.
+    """
+    n = len(prompts)
+    if len(completions) != n:
+        raise ValueError(f"completions: {len(completions)} completions for {n} prompts; one per prompt")
+    for column in (*read, *TASK_FIELDS):
+        if column and column in columns and len(columns[column]) != n:
+            raise ValueError(f"{column}: {len(columns[column])} values for {n} prompts; trl passes a dataset column "
+                             "with one value per prompt")
+
+
 def _end_token_ids(end_token_ids: Sequence[int | None] | None) -> frozenset[int] | None:
     """``end_token_ids`` as a set of token ids, a None in it passed over (``tokenizer.pad_token_id`` of a tokenizer
     without one). Refused when no id is left: every completion would be taken for one its length limit cut, and each
@@ -799,6 +831,8 @@ def trl_reward_function(
                      **columns) -> list[float | None]:
         nonlocal warned_blind, contacted
         _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
+        _check_lengths(prompts, completions, columns,
+                       (criteria_column if fixed is None else None, instruction_column, reference_column))
         if not contacted:
             # The rewards below take a failed request for a transient one (None, trained on as NaN): a wrong or dead
             # URL would give no reward at every step and never stop the run. Checked once, before the first request.
@@ -823,7 +857,8 @@ def trl_reward_function(
                     raise ValueError(f"prompts[{i}]: {err}") from None
             reference = _text_or_none(columns[reference_column][i], f"{reference_column}[{i}]") if reference_column \
                 else None
-            task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns})
+            task = _task({name: columns[name][i] for name in TASK_FIELDS if name in columns},
+                         lambda name: f"{name}[{i}]")
             if fixed is not None:
                 crit = fixed
             else:
@@ -943,7 +978,7 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
                                 "verl sample: instruction (extra_info['instruction'] or the ground_truth label)")
     if instruction is None:
         raise ValueError("verl sample: no instruction in extra_info['instruction'] or the ground_truth label")
-    task = _task(source)
+    task = _task(source, lambda name: f"verl sample: {name} (extra_info['{name}'] or the ground_truth label)")
     where = "verl sample: criteria (extra_info['criteria'] or the ground_truth label)"
     crit = _criteria(source.get("criteria"), where, task_named=_names_task(task))
     _refuse_repeated(crit, task, where)

@@ -78,3 +78,43 @@ def test_the_clients_refuse_a_criterion_named_twice_before_sending():
         with pytest.raises(ValueError, match=r"^criteria\[1\]: names the criterion at \[0\]"):
             asyncio.run(fixed(prompts=["Q0"], completions=["a"]))
     assert endpoint.requests == []
+
+
+@pytest.mark.parametrize("bad", [5, ["Креативные задания"]], ids=["number", "list"])
+def test_the_clients_refuse_a_task_field_that_is_not_text_naming_it(bad):
+    """A task field that is a number or a list was passed over on the trl and verl paths, where /get_reward refuses
+    the label ("labels[0].task_type: must be a string"): a row with criteria was judged on the default rubric
+    variants, and a row without was refused for its criteria. Both now name the task field; null, NaN and blank
+    still mean no task."""
+    with pytest.raises(ValueError, match=r"^verl sample: task_subtype \(extra_info\['task_subtype'\] or the "
+                                         r"ground_truth label\): expected a string or null, got "):
+        sample_from_verl("Весна.", None, {**INFO, "task_subtype": bad})
+    with pytest.raises(ValueError, match=r"^verl sample: task_type \(extra_info\['task_type'\] or the ground_truth "
+                                         r"label\): expected a string or null, got "):
+        sample_from_verl("Весна.", {"task_type": bad}, {"instruction": "Напиши стих о весне."})
+    assert sample_from_verl("Весна.", None, {**INFO, "task_type": NAN, "task_subtype": "  "}).task == ()
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[BREVITY],
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        with pytest.raises(ValueError, match=r"^task_type\[1\]: expected a string or null, got "):
+            asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"], task_type=[None, bad]))
+        assert asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"], task_type=[None, NAN])) == [1.0, 1.0]
+    assert all("task_type" not in item for _, body in endpoint.requests for item in body["items"])
+
+
+def test_trl_names_a_column_or_completions_of_another_length_than_the_prompts():
+    """trl passes one value of each dataset column per prompt. Called otherwise (a column cut short, a misaligned
+    batch), the function stopped with a bare IndexError, or paired rows by zip and returned fewer rewards than
+    prompts; it now names the list and both counts, before any request."""
+    with ScriptedEndpoint(brevity_scored) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, reference_column="ref",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        two = {"prompts": ["Q0", "Q1"], "completions": ["a", "b"], "criteria": [[BREVITY]] * 2, "ref": [None] * 2}
+        for changed, message in [({"criteria": [[BREVITY]]}, r"^criteria: 1 values for 2 prompts; "),
+                                 ({"ref": [None] * 3}, r"^ref: 3 values for 2 prompts; "),
+                                 ({"task_type": ["Креативные задания"]}, r"^task_type: 1 values for 2 prompts; "),
+                                 ({"completions": ["a"]}, r"^completions: 1 completions for 2 prompts; ")]:
+            with pytest.raises(ValueError, match=message):
+                asyncio.run(reward(**{**two, **changed}))
+        assert endpoint.requests == []
+        assert asyncio.run(reward(**two)) == [1.0, 1.0]
