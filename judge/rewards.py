@@ -564,17 +564,20 @@ class FailedVerdictsWatch:
                 self._first = f"{failed[0].criterion}: {failed[0].failure}"
             if parts and len(failed) == len(parts) and not self._said_all_failed:
                 self._said_all_failed = True
-                return self._said(f"all {len(parts)} judgments of one request failed")
+                # this request's own first failure: the window's may be another request's, on another criterion
+                return self._said(f"all {len(parts)} judgments of one request failed",
+                                  f"{failed[0].criterion}: {failed[0].failure}")
             if self._judged < self.window:
                 return None
             judged, failed_n, self._judged, self._failed = self._judged, self._failed, 0, 0
-            line = self._said(f"{failed_n} of the last {judged} judgments failed") if failed_n >= self.share * judged \
-                else None
+            line = self._said(f"{failed_n} of the last {judged} judgments failed", self._first) \
+                if failed_n >= self.share * judged else None
             self._first = None
             return line
 
-    def _said(self, what: str) -> str:
-        return (f"{what} (the first: {self._first}): each failed "
+    @staticmethod
+    def _said(what: str, first: str | None) -> str:
+        return (f"{what} (the first: {first}): each failed "
                 "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
                 "trained on the judge's failures; see judge_failures, and the judge's log")
 

@@ -44,6 +44,18 @@ def test_said_once_when_one_request_fails_whole_then_per_window_at_half_failed()
     assert watch.add(_rewards([None, 2, None, 0])).startswith("2 of the last 4 judgments failed")
 
 
+def test_a_request_that_fails_whole_is_said_with_its_own_first_failure():
+    """The whole-request line named the window's first failure, which an earlier request could have given: a
+    "Краткость" verdict that failed beside a good one, then a request of one "Креативность" judgment failing whole,
+    was said as "all 1 judgments of one request failed (the first: Краткость: …)". It names its own now; the window's
+    line still names the window's first."""
+    watch = FailedVerdictsWatch(window=4, share=0.5)
+    assert watch.add(_rewards([2, None])) is None  # Краткость failed, beside a good verdict
+    whole = [reward_of([_result(None, "Креативность")], RewardRule())]
+    assert watch.add(whole).startswith("all 1 judgments of one request failed (the first: Креативность: unparseable)")
+    assert watch.add(_rewards([2])).startswith("2 of the last 4 judgments failed (the first: Краткость: unparseable)")
+
+
 def test_windows_only_for_verls_one_sample_calls():
     """whole_request=False (verl's): one sample's failed criterion says nothing; a window at half failed does."""
     watch = FailedVerdictsWatch(window=2, share=0.5, whole_request=False)
