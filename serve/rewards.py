@@ -395,9 +395,12 @@ def _label(raw: Any, i: int) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             raw = decode_json_body(raw.encode("utf-8", "surrogatepass"))
-        except RequestError:
-            raise RequestError(f"{where}: a string label must hold a JSON object (instruction, criteria, ...)",
-                               param=where) from None  # fmt: skip
+        except RequestError as err:
+            # the decoder's own cause after the body's "body: " (not JSON, NaN, nested too deeply): a label that is
+            # JSON but too deep was told only that it must hold an object
+            cause = err.message.removeprefix("body: ")
+            raise RequestError(f"{where}: a string label must hold a JSON object (instruction, criteria, ...); "
+                               f"{cause}", param=where) from None
     if not isinstance(raw, dict):
         raise RequestError(f"{where}: expected a JSON object with instruction and criteria", param=where)
     if len(raw) > MAX_OBJECT_KEYS:  # counted first: a label of 400,000 keys is not sorted, nor echoed back

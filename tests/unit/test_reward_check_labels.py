@@ -95,3 +95,16 @@ def test_the_route_refuses_a_label_naming_one_criterion_twice_by_its_sample():
     body = {"query": [prompt + "Весна."], "prompts": [prompt], "labels": [{**LABEL, "criteria": [brevity, other]}]}
     _, _, parsed, _ = route._read(json.dumps(body, ensure_ascii=False).encode(), [])
     assert len(parsed.items[0].criteria) == 2
+
+
+def test_a_string_label_that_is_no_json_object_says_why_the_decoder_refused_it(tmp_path):
+    """A label given as a JSON string was told only that it must hold an object, whatever the decoder refused: NaN,
+    text that is no JSON and nesting too deep to decode now each add the decoder's own cause."""
+    config = ServeConfig(model=str(_model(tmp_path)))
+    deep = "[" * 100_000 + "]" * 100_000
+    said = list(label_problems([("a", "NaN"), ("b", "{not json"), ("c", deep), ("d", "[1]")], config))
+    prefix = "a string label must hold a JSON object (instruction, criteria, ...); "
+    assert said[0] == f"a: {prefix}NaN is not JSON (RFC 8259 has no NaN or Infinity)"
+    assert said[1].startswith(f"b: {prefix}not valid JSON (Expecting property name")
+    assert said[2].startswith(f"c: {prefix}JSON nested too deeply to decode (more than about ")
+    assert said[3] == "d: expected a JSON object with instruction and criteria"  # JSON, but no object
