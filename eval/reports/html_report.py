@@ -75,7 +75,7 @@ _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_ou
 # paper's metrics: arXiv 2505.24616v3, Appendix D.2; docs/evaluation.md, "Metrics").
 _KEY_MEANINGS = {
     "n": "items with a prediction",
-    "n_missing": "items without a prediction (the run is unfinished or left them out)",
+    "n_missing": "items without a prediction: not judged yet, or left out by the run's --limit or --split",
     "n_failed": "verdicts not scored: parse and request failures among the n",
     "n_parse_failed": "verdicts whose text could not be read",
     "n_request_failed": "requests the judge did not answer",

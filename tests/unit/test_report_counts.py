@@ -99,8 +99,10 @@ def test_report_html_shows_the_counts_in_the_headline_columns():
     result = _read_back(item_table.evaluate(_table(**FIVE), target="mode", spearman_target="mean", n_boot=0,
                                             vc_repeats=2))
     page = render_report_page(result, None)
-    assert '<th title="n_scored">scored</th>' in page
-    assert '<th title="n_spearman">n in Spearman</th>' in page
+    assert ('<th title="items in MAE and the correlations: scored by the judge, with a reference (metrics.json: '
+            'n_scored)" data-key="n_scored">scored</th>') in page
+    assert ('<th title="the pairs the correlations cover, their reference chosen apart (--spearman-target) '
+            '(metrics.json: n_spearman)" data-key="n_spearman">n in Spearman</th>') in page
 
 
 def test_a_note_counts_missing_predictions_of_every_test():
