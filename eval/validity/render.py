@@ -33,7 +33,8 @@ from judge.splits import SPLIT_TITLES
 __all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "TERMS", "T_TEST_ITEMS", "agreement_class_rows",
            "alt_test_line", "ceiling_coverage",
            "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
-           "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat"]
+           "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat",
+           "constant_difference_caveat"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -153,11 +154,22 @@ def two_experts_caveat(alt: AltTest) -> str:
     return ""
 
 
+def constant_difference_caveat(alt: AltTest) -> str:
+    """A clause where every tested expert's differences W_f − W_h are one value on all their items (``alt_test``'s
+    constant-difference rule set each p, no t-test did), "" otherwise: a panel that never disagrees, with a judge
+    that agrees with it, is then "passed" against every expert, as the authors' notebook passes it too, and the
+    sentence says what such a verdict rests on."""
+    if not alt.experts or not all(r.constant_difference for r in alt.experts):
+        return ""
+    return ("every tested expert's W_f − W_h is one value on all their items, so each p is the constant-difference "
+            "rule's, no t-test's (the experts and the judge may never disagree there)")
+
+
 def alt_test_line(alt: AltTest) -> str:
     """The report's alt-test line: its settings, the minimums included (``min_items_per_expert``,
     ``min_experts_per_item``, the verdict's ``min_experts_tested``; a file without them shows what it has), a note
     where an expert is tested on fewer items than the t-test's normality asks (``T_TEST_ITEMS``), then omega and
-    rho and ``two_experts_caveat``."""
+    rho, ``two_experts_caveat`` and ``constant_difference_caveat``."""
     needed = alt.min_experts_tested or MIN_EXPERTS_TESTED  # None: a file written before the option
     settings = [f"ε = {alt.epsilon}", f"q = {alt.q}", str(alt.scoring), f"judge failures scored as `{alt.failures}`"]
     items, per_item = alt.min_items_per_expert, alt.min_experts_per_item
@@ -170,9 +182,9 @@ def alt_test_line(alt: AltTest) -> str:
     if items is not None and items < T_TEST_ITEMS:
         text += (f"; under {T_TEST_ITEMS} items per expert the t-test's normality does not hold (its authors "
                  "suggest the Wilcoxon signed-rank test there)")
-    caveat = two_experts_caveat(alt)
+    caveats = [c for c in (two_experts_caveat(alt), constant_difference_caveat(alt)) if c]
     return (f"{text}: ω = {_num(alt.winning_rate)}, ρ = {_num(alt.advantage_probability)}"
-            + (f"; {caveat}" if caveat else "") + ".")
+            + "".join(f"; {c}" for c in caveats) + ".")
 
 
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:

@@ -112,16 +112,26 @@ def test_an_alt_test_p_value_set_by_the_constant_difference_rule_says_so_in_the_
     from eval.validity.render import CONSTANT_D, _alt_rows
     from tests.support.validity_tables import section_with_alt_test, table_on_0_to_2
 
+    from eval.validity.render import alt_test_line, constant_difference_caveat
+
     ids = np.tile(np.array(["a", "b", "c"], dtype=object), (40, 1))
-    alt = section_with_alt_test(table_on_0_to_2(np.full(40, 2.0), np.full((40, 3), 2.0), ids)).overall.alt_test
+    block = section_with_alt_test(table_on_0_to_2(np.full(40, 2.0), np.full((40, 3), 2.0), ids))
+    alt = block.overall.alt_test
     assert [(r.expert, r.p_value, r.constant_difference) for r in alt.experts] == [
         ("a", 0.0, True), ("b", 0.0, True), ("c", 0.0, True)]
     assert [row[3] for row in _alt_rows(alt, str)] == [f"0 ({CONSTANT_D})"] * 3
+    # every tested expert's p the rule's: the verdict "passes against 3 of 3" says what it rests on, where it is said
+    caveat = constant_difference_caveat(alt)
+    assert caveat.startswith("every tested expert's W_f − W_h is one value on all their items")
+    assert block.sentence.startswith("Passes the alternative annotator test against 3 of 3 experts") and caveat in block.sentence
+    assert alt_test_line(alt).endswith(f"; {caveat}.")
     judge = np.where(np.arange(40) < 10, 1.0, 2.0)
-    alt = section_with_alt_test(table_on_0_to_2(judge, np.full((40, 3), 2.0), ids)).overall.alt_test
+    block = section_with_alt_test(table_on_0_to_2(judge, np.full((40, 3), 2.0), ids))
+    alt = block.overall.alt_test
     assert [r.constant_difference for r in alt.experts] == [False] * 3
     assert [r.p_value for r in alt.experts] == pytest.approx([0.762] * 3, abs=5e-4)
     assert all("(" not in row[3] for row in _alt_rows(alt, str))
+    assert constant_difference_caveat(alt) == "" and "W_f" not in block.sentence + alt_test_line(alt)
 
 
 def test_under_the_instruction_unit_the_leniency_floor_counts_instructions():
