@@ -228,6 +228,26 @@ def _refuse_control(values: dict[str, object]) -> None:
         raise SubmitError(str(err)) from None
 
 
+def _refuse_blank_names(args: argparse.Namespace) -> None:
+    """SubmitError for a blank --partition, --account or --job-name, or a partition or account with a space in it.
+
+    An empty value (``--partition "$PARTITION"`` with the variable unset) rendered a bare ``#SBATCH --partition``,
+    which sbatch reads as the option without its value; a blank job name names the job log `` -<id>.out``. Slurm's
+    partition and account names hold no whitespace (slurm.conf(5) splits its lines at it), so one with a space is a
+    name sbatch cannot find, found at submit instead of in the queue."""
+    leave_out = {"--partition": "leave --partition out for the cluster's default partition",
+                 "--account": "leave --account out to charge your default account",
+                 "--job-name": "leave --job-name out for judge-train-<config folder>-<config file stem>"}
+    for flag, value in (("--partition", args.partition), ("--account", args.account), ("--job-name", args.job_name)):
+        if value is None:
+            continue
+        if not value.strip():
+            raise SubmitError(f"{flag} {value!r} is blank: give a name, or {leave_out[flag]}")
+        if flag != "--job-name" and any(c.isspace() for c in value):
+            raise SubmitError(f"{flag} {value!r} holds whitespace, which no Slurm {flag[2:]} name does: give the "
+                              f"name alone (several partitions: comma-separated, no spaces), or {leave_out[flag]}")
+
+
 def _sbatch_line(key: str, value: str) -> str:
     """One header line. sbatch splits a directive at whitespace and refuses the leftover word ("Invalid directive
     found in batch script"), and an unpaired quote ("Unmatched `'`"), but keeps a quoted value whole: a value with a
@@ -722,6 +742,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                      "--env-script": args.env_script, "--srun-args": args.srun_args, "--script": args.script,
                      **{f"--sbatch-arg (number {i + 1})": option for i, option in enumerate(args.sbatch_arg)},
                      **{f"judge-train argument {i + 1} after --": arg for i, arg in enumerate(judge_args)}})
+    _refuse_blank_names(args)
     if args.time is not None and slurm_time_s(args.time) is None:
         # sbatch would refuse it, after every check here; and unread, the check of --signal-before-s against the
         # limit (below) was skipped.
@@ -826,6 +847,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
             raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
                               f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
         _check_one_option_name(option, key)
+        if sep and not value.strip():
+            # Rendered, it was `#SBATCH --qos`: the option without its value, which sbatch refuses or misreads.
+            raise SubmitError(f"--sbatch-arg={option}: nothing after the '=': give the value (--{key}=...), or "
+                              f"--sbatch-arg=--{key} for an option that takes none")
         sbatch[key] = value if sep else ""
 
     from judge import LeakageError, RecordError

@@ -285,6 +285,8 @@ def _injection_cases(tmp_path: Path, submit_config: Path) -> list[tuple[str, lis
 def test_a_newline_in_a_rendered_value_would_run_as_a_command(tmp_path, submit_config, monkeypatch):
     """Without the check, each injected value puts `touch MARKER` on its own line and bash runs it."""
     monkeypatch.setattr(slurm_submit, "_refuse_control", lambda values: None)
+    # nor the refusal of whitespace in a partition or account name, which a newline is too
+    monkeypatch.setattr(slurm_submit, "_refuse_blank_names", lambda args: None)
     # nor the reading of --time, which refuses the injected one as no time limit
     monkeypatch.setattr(slurm_submit, "slurm_time_s", lambda limit: 86400 if limit else None)
     # nor the base model's look-up, which finds no folder or hub id by the injected name

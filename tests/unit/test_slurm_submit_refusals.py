@@ -427,6 +427,33 @@ def test_a_cpus_per_task_below_one_is_refused_by_submit_not_sbatch(submit_config
     assert captured.err == f"judge-train submit: --cpus-per-task must be positive, got {cpus}\n"
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    # `--partition "$PARTITION"` with the variable unset rendered a bare `#SBATCH --partition`, the option without
+    # its value
+    (["--partition", ""], "--partition '' is blank: give a name, or leave --partition out for the cluster's default "
+                          "partition"),
+    (["--account", " "], "--account ' ' is blank: give a name, or leave --account out to charge your default account"),
+    (["--job-name", ""], "--job-name '' is blank: give a name, or leave --job-name out for "
+                         "judge-train-<config folder>-<config file stem>"),
+    (["--partition", "gpu a100"], "--partition 'gpu a100' holds whitespace, which no Slurm partition name does"),
+    (["--sbatch-arg=--qos="], "--sbatch-arg=--qos=: nothing after the '=': give the value (--qos=...)"),
+])  # fmt: skip
+def test_a_blank_slurm_name_or_option_value_is_refused_not_rendered_bare(submit_config, capsys, argv, message):
+    assert _submit(submit_config, *argv, "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"judge-train submit: {message}")
+    assert captured.err.count("\n") == 1
+
+
+def test_named_partitions_account_and_a_job_name_with_a_space_still_render(submit_config, capsys):
+    assert _submit(submit_config, "--partition", "gpu,gpu2", "--account", "my-project", "--job-name", "my judge",
+                   "--dry-run") == 0
+    header = capsys.readouterr().out.splitlines()
+    assert {"#SBATCH --partition=gpu,gpu2", "#SBATCH --account=my-project", '#SBATCH --job-name="my judge"'} <= set(
+        header)
+
+
 def _cut_rng_checkpoint(tmp_path: Path) -> Path:
     """tmp_path/run/checkpoint-2 with trainer_state.json, its optimizer and schedule, and rank 1's RNG file cut
     after the zip signature (torch.save writes a zip archive, whose directory comes last)."""
