@@ -228,6 +228,14 @@ def _refuse_control(values: dict[str, object]) -> None:
         raise SubmitError(str(err)) from None
 
 
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that exists, when it is not a folder; None when it is one."""
+    for path in (folder.resolve(), *folder.resolve().parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
 def _refuse_blank_names(args: argparse.Namespace) -> None:
     """SubmitError for a blank --partition, --account or --job-name, or a partition or account with a space in it.
 
@@ -787,6 +795,14 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     except ConfigError as err:
         raise SubmitError(f"{err} (this submission: global batch {plan.describe()})") from None
     output_dir = Path(args.output_dir or config.output_dir).resolve()
+    # A folder the job makes or writes in, where a file stands (or stands above it): the job would fail at its start,
+    # after the queue's wait (a cache's only when HF or Triton first writes there), and a dry run said nothing.
+    for setting, folder in (("--output-dir" if args.output_dir else f"output_dir in {config_path}", output_dir),
+                            ("--cache-dir", args.cache_dir), ("--wandb-dir", args.wandb_dir)):  # fmt: skip
+        blocker = _file_in_the_way(Path(folder)) if folder else None
+        if blocker is not None:
+            raise SubmitError(f"{setting} {folder}: {blocker} is a file, not a folder, so the job could not write "
+                              "there; give a folder")
     # A job that waits for another (its inputs, or an --sbatch-arg=--dependency=...) may find the folder changed by
     # it, e.g. a continuation of the run that job trains: the folder is the job's to check once it starts.
     dependency = next((option for option in args.sbatch_arg if _is_dependency(option)), None)

@@ -49,12 +49,28 @@ def test_a_missing_env_script_is_refused_at_submit(tmp_path, submit_config, caps
 
 
 def test_a_run_folder_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, submit_config, capsys):
-    blocker = tmp_path / "file"
-    blocker.write_text("")  # a file where the run folder's parent should be
-    assert _submit(submit_config, "--output-dir", str(blocker / "run")) == 2
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "slurm").write_text("")  # a file where the folder of the kept job script should be
+    assert _submit(submit_config, "--output-dir", str(run)) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"judge-train submit: cannot keep the job script in {blocker / 'run' / 'slurm'}: ")
+    assert err.startswith(f"judge-train submit: cannot keep the job script in {run / 'slurm'}: ")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("flag", ["--output-dir", "--cache-dir", "--wandb-dir"])
+@pytest.mark.parametrize("below", [False, True])
+def test_a_file_where_a_jobs_folder_goes_is_refused_by_the_dry_run_too(tmp_path, submit_config, capsys, flag, below):
+    """The dry run passed it, and a submitted job failed at its start after the queue's wait (the cache's only when
+    HF or Triton first wrote there)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    folder = blocker / "sub" if below else blocker
+    assert _submit(submit_config, flag, str(folder), "--dry-run") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"judge-train submit: {flag} {folder}: {blocker} is a file, not a folder, so the job "
+                            "could not write there; give a folder\n")
 
 
 def test_no_sbatch_on_path_is_one_line_and_keeps_the_script(tmp_path, submit_config, capsys, monkeypatch):
