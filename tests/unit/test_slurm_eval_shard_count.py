@@ -1,11 +1,14 @@
 """slurm/eval.sbatch run by bash with stand-in srun and judge-eval: an array whose size differs from the shard count
-an earlier array recorded in the same JUDGE_EVAL_OUT is refused before it rewrites shards/count or any shard."""
+an earlier array recorded in the same JUDGE_EVAL_OUT is refused before it rewrites shards/count or any shard, and so
+is a JUDGE_EVAL_DATA without a record, before any shard is cut."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "eval.sbatch"
 
@@ -67,3 +70,15 @@ def test_no_overwrite_last_wins_over_overwrite(tmp_path):
     proc = _one_task_array(tmp_path, 0, "--overwrite", "--no-overwrite")
     assert proc.returncode == 2 and "says the earlier array had 4 shards" in proc.stderr
     assert (tmp_path / "eval" / "shards" / "count").read_text(encoding="utf-8") == "4\n"
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
+def test_a_data_file_without_a_record_stops_the_task_instead_of_completing_it_empty(tmp_path, text):
+    """Each task took the no-records path (exit 0, an empty shard), so the array ended COMPLETED having judged
+    nothing, and only the merge job said the file was empty."""
+    (tmp_path / "data.jsonl").write_text(text, encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl holds no record (empty, or "
+                                   "blank lines only): nothing to judge")
+    assert not (tmp_path / "eval").exists()
