@@ -785,6 +785,14 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
                           f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
                           f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
+    if server and config.vllm_server_tensor_parallel_size > args.gpus_per_node:
+        # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
+        # waiting vllm_server_timeout for it, all after the queue's wait.
+        raise SubmitError(f"vllm_server_tensor_parallel_size {config.vllm_server_tensor_parallel_size} is more than "
+                          f"the {args.gpus_per_node} GPUs of the node `trl vllm-serve` runs on: ask for "
+                          f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
+                          f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
+                          "model's attention heads)")
     training_nodes = args.nodes - 1 if server else args.nodes
     plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, training_nodes, ranks)
     # The job's prepare compares a DeepSpeed JSON's fixed accumulation (and an 'auto' bf16, which follows CUDA: on

@@ -58,3 +58,18 @@ def test_a_colocated_job_unsets_the_servers_max_length(capsys, submit_folder):
     assert not [line for line in block if line.startswith("export JUDGE_VLLM_SERVE")]
     (unset,) = [line for line in block if line.startswith("unset ")]
     assert "JUDGE_VLLM_SERVE_MAX_LEN" in unset.split("#")[0].split()
+
+
+def test_a_server_tensor_parallel_size_above_the_nodes_gpus_is_refused_before_the_queue(capsys, submit_folder):
+    """configs/train/qwen3-8b/grpo.yaml's server splits the model over 8 GPUs of the first node: on nodes of 4 the
+    job was rendered, and vLLM stopped at its start after the queue's wait."""
+    argv = ["--config", str(SERVER_GRPO), "--nodes", "3", "--gpus-per-node", "4", "--dry-run"]
+    assert slurm_submit.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "judge-train submit: vllm_server_tensor_parallel_size 8 is more than the 4 GPUs of the node `trl vllm-serve` "
+        "runs on: ask for --gpus-per-node 8 or more, or give -- --vllm-server-tensor-parallel-size 4 or less (one "
+        "that divides the model's attention heads)\n")
+    assert slurm_submit.main([*argv, "--", "--vllm-server-tensor-parallel-size", "4"]) == 0
+    assert "export JUDGE_VLLM_SERVE_TP=4" in capsys.readouterr().out
