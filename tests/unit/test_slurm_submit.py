@@ -78,6 +78,26 @@ def test_dry_run_8x8_renders_header_and_accumulation(capsys, submit_config, tmp_
     assert script.endswith((SLURM_DIR / "train.sbatch").read_text().split("set -euo pipefail\n", 1)[1])
 
 
+def test_the_rendered_notes_name_the_deepspeed_json_and_its_zero_stage(capsys, submit_config, tmp_path, monkeypatch):
+    """What the job shards by, and what decides whether its checkpoint resumes on other ranks: the config's JSON, or
+    the one after --, which the rendered script showed nowhere."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2")
+    assert "# deepspeed: none (plain DDP: every rank holds the whole model and optimizer)" in script.splitlines()
+    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache: the hub base is left to the job
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    t_pro = str(REPO / "configs" / "train" / "t-pro" / "seq2seq.yaml")
+    script = _dry_run(capsys, "--config", t_pro, "--nodes", "8", "--gpus-per-node", "8")
+    assert "# deepspeed configs/deepspeed/zero3.json: ZeRO stage 3" in script.splitlines()
+    script = _dry_run(capsys, "--config", t_pro, "--nodes", "2", "--gpus-per-node", "8", "--",
+                      "--deepspeed", "configs/deepspeed/zero3_offload.json")
+    assert ("# deepspeed configs/deepspeed/zero3_offload.json: ZeRO stage 3, offloaded: optimizer to cpu, weights to "
+            "cpu") in script.splitlines()
+
+
 def test_dry_run_1x2_accumulates_32(capsys, submit_config):
     """1 node x 2 GPUs with per-device batch 4: accumulation 32 keeps 256."""
     script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2")
