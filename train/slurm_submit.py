@@ -36,7 +36,7 @@ gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU
 configs and the Slurm tests use it.
 
-Why one module of ~900 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~970 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
