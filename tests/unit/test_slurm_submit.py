@@ -412,6 +412,20 @@ def test_without_overwrite_the_job_resumes_any_complete_checkpoint(tmp_path, sub
     assert "--resume" in args and "--overwrite-output-dir" not in args and "--no-overwrite-output-dir" not in args
 
 
+@pytest.mark.parametrize("name", ["run[lr2e-5]", "run?1", "run*"])
+def test_a_run_folder_whose_name_holds_glob_characters_is_resumed(tmp_path, submit_config, capsys, name):
+    """The script looked for checkpoints with the folder's name as part of a glob pattern: `[lr2e-5]` matched no
+    folder of that name, so a requeued job passed no --resume over its own checkpoint-50 (which submit, listing the
+    folder, had planned to resume)."""
+    out = tmp_path / name
+    script = tmp_path / "train.sbatch"
+    script.write_text(_dry_run(capsys, "--config", str(submit_config), "--nodes", "2", "--gpus-per-node", "0",
+                               "--output-dir", str(out)))
+    (out / "checkpoint-50").mkdir(parents=True)
+    (out / "checkpoint-50" / "trainer_state.json").write_text("{}")
+    assert "--resume" in _run_train_sbatch(script, tmp_path, out, restart="1")
+
+
 def test_a_judge_variable_left_in_the_submitting_shell_does_not_reach_the_job(tmp_path, submit_config, capsys):
     """sbatch hands the job the submitting shell's environment. A JUDGE_OVERWRITE_OUTPUT_DIR=1 left there (the manual
     sbatch of docs/slurm.md sets it) made a plain resubmission over checkpoint-50 start over, deleting that run; the
