@@ -833,11 +833,6 @@ def trl_reward_function(
         _check_columns(columns, criteria_column if fixed is None else None, instruction_column, reference_column)
         _check_lengths(prompts, completions, columns,
                        (criteria_column if fixed is None else None, instruction_column, reference_column))
-        if not contacted:
-            # The rewards below take a failed request for a transient one (None, trained on as NaN): a wrong or dead
-            # URL would give no reward at every step and never stop the run. Checked once, before the first request.
-            await asyncio.to_thread(client.first_contact)
-            contacted = True
         if ends is None and completion_ids is not None and not warned_blind:
             warned_blind = True
             log.warning("%s: no end_token_ids given: a completion max_completion_length cut is judged as if it were "
@@ -881,6 +876,12 @@ def trl_reward_function(
             except ValueError as err:
                 raise ValueError(f"completions[{i}]: {err}") from None
             samples.append(RewardSample(instruction, policy_answer(text, opened), crit, reference, task))
+        if not contacted:
+            # The rewards below take a failed request for a transient one (None, trained on as NaN): a wrong or dead
+            # URL would give no reward at every step and never stop the run. Checked once, before the first request,
+            # and after the rows: a bad row is the data's to fix whether or not judge-serve is up.
+            await asyncio.to_thread(client.first_contact)
+            contacted = True
         chunks = request_chunks(samples, max_items, max_judgments, max_body_bytes, model)
         firsts = [sum(map(len, chunks[:k])) for k in range(len(chunks))]  # each chunk's first row in the batch
         started = time.monotonic()

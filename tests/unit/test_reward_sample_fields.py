@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 
+from judge.plumbing.endpoint_unusable import EndpointUnusable
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import sample_from_verl, trl_reward_function
 from tests.support.judge_in_process import brevity_scored
@@ -118,3 +119,16 @@ def test_trl_names_a_column_or_completions_of_another_length_than_the_prompts():
                 asyncio.run(reward(**{**two, **changed}))
         assert endpoint.requests == []
         assert asyncio.run(reward(**two)) == [1.0, 1.0]
+
+
+def test_trl_names_a_bad_row_before_it_asks_a_judge_that_is_down():
+    """The rows are read before the first contact with judge-serve: a bad row with judge-serve down was told as the
+    endpoint's failure (EndpointUnusable), which hid the data's error until the server came back."""
+    from judge.plumbing.processes import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    reward = trl_reward_function(dead, criteria=[BREVITY], retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+    with pytest.raises(ValueError, match=r"^task_type\[0\]: expected a string or null, got "):
+        asyncio.run(reward(prompts=["Q0"], completions=["a"], task_type=[5]))
+    with pytest.raises(EndpointUnusable):  # a good row: judge-serve is asked, and its absence said
+        asyncio.run(reward(prompts=["Q0"], completions=["a"]))
