@@ -387,8 +387,14 @@ def _alpha_items(agreement, n_items: int) -> str:
     """Both alphas are over the items two experts scored (``eval.validity.agreement``): how many, where fewer than
     the cell's (None: a file written before the count)."""
     n = agreement.n_items_alpha if agreement else None
-    return f"; both over {n} of {counted(n_items, 'item')}, those two experts scored" if n is not None and n < n_items \
-        else ""
+    if n is None:
+        return ""
+    text = f"; both over {n} of {counted(n_items, 'item')}, those two experts scored" if n < n_items else ""
+    if 0 < n < MIN_VERDICT_UNITS:
+        # alpha over one item is 0 whatever the ratings, and an interval over a few is a few draws' spread: the floor
+        # the ceiling's verdict and compare's paired intervals read
+        text += f"; over {counted(n, 'item')}, under {MIN_VERDICT_UNITS}: too few to read α or its interval"
+    return text
 
 
 def _kappa_left_out(agreement) -> str:

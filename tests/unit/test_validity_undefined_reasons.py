@@ -151,3 +151,17 @@ def test_under_the_instruction_unit_the_leniency_floor_counts_instructions():
     assert dict(_overall_rows(block))["leniency (+ = lenient)"] == (
         "1.000 [1.000, 1.000]: neither (a direction needs 10 answers or more, instructions under --bootstrap-unit "
         "instruction)")
+
+
+def test_alpha_over_fewer_items_than_the_verdict_floor_says_it_is_too_few_to_read():
+    """Krippendorff's alpha over one item is 0 whatever its ratings: the observed disagreement is that item's, and
+    the expected one is the same pairs' (here experts 0 and 2: D_o = D_e, alpha = 1 - 1 = 0). The row said "0.00"
+    with no count; under ``MIN_VERDICT_UNITS`` items it now names the count and the floor. 30 items: no note."""
+    from eval.scoring.bootstrap import MIN_VERDICT_UNITS
+
+    alpha = "Krippendorff's α (ordinal)"
+    one = _rows([1.0], [[0.0, 2.0]])[alpha]
+    assert one.startswith("experts 0.00, ") and one.endswith(
+        f"; over 1 item, under {MIN_VERDICT_UNITS}: too few to read α or its interval")
+    truth = np.arange(MIN_VERDICT_UNITS) % 3.0
+    assert "too few to read" not in _rows(truth, np.column_stack([truth, truth]))[alpha]
