@@ -573,7 +573,8 @@ def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:
     if len(ids) != n_experts:
         raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
     if ids and (set(map(type, ids)) != {str} or "" in ids):
-        raise ValueError(f"{where}: expert ids must be non-empty texts (one per expert), got {list(ids)!r}")
+        raise ValueError(f"{where}: expert ids must be non-empty texts or integers (one per expert), got "
+                         f"{list(ids)!r}")
     if len(set(ids)) != len(ids):
         raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")
 
@@ -587,7 +588,7 @@ def _named_experts(annotations: tuple[Annotation, ...], ids: Any, fail) -> tuple
     if ids is None:
         return annotations, None
     if not _is_list(ids):
-        raise fail("expert_ids", f"must be a list of texts, one per expert, got {value_words(ids)}")
+        raise fail("expert_ids", f"must be a list of texts or integers, one per expert, got {value_words(ids)}")
     ids = tuple(str(i) if type(i) is int else i for i in _at_most_experts(ids, "expert_ids", fail))
     try:
         _check_ids(ids, len(annotations), "row")

@@ -64,6 +64,9 @@ def test_constructor_builds_annotations_with_ids_and_checks_them():
     (["e1", "e1", "e3"], "repeats within the item"),
     (["e1", "", "e3"], "non-empty texts"),
     ("e1", "must be a list of texts"),
+    ([1, 2.0, 3], r"non-empty texts or integers \(one per expert\), got \['1', 2.0, '3'\]"),  # 2.0: no integer
+    ([1, True, 3], "non-empty texts or integers"),  # true is no id: it would read "True"
+    ([1, "1", 3], r"repeats within the item \(\['1', '1', '3'\]\)"),  # 1 and "1" name one expert
 ])  # fmt: skip
 def test_bad_expert_ids_are_named_on_both_paths(ids, fragment, tmp_path):
     """A bad expert_ids list raises a RecordError naming the field and row, from rows and from a JSONL file."""
@@ -74,6 +77,15 @@ def test_bad_expert_ids_are_named_on_both_paths(ids, fragment, tmp_path):
     with pytest.raises(RecordError, match=fragment) as raised:
         judge.load_records(_jsonl(tmp_path / "bad.jsonl", rows))
     assert (raised.value.row, raised.value.field) == (1, "expert_ids")
+
+
+def test_integer_expert_ids_are_read_as_their_decimal_text_on_both_paths(tmp_path):
+    """Annotation tools often number their annotators: an integer id is the id's text, as a row's integer id is."""
+    rows = [NAMED[1], NAMED[0] | {"expert_ids": [7, 12, 3]}]  # scores 1, abstains, 0
+    by_rows = judge.records_from_rows(rows)
+    assert by_rows[1].expert_ids == ("7", "3")  # the abstaining expert 12 left out with its score
+    assert [a.expert_id for a in by_rows[1].annotations] == ["7", "12", "3"]
+    assert judge.load_records(_jsonl(tmp_path / "ints.jsonl", rows)) == by_rows
 
 
 def test_column_wise_jsonl_and_parquet_keep_ids_like_the_row_path(tmp_path, monkeypatch):
