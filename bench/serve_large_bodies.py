@@ -118,7 +118,9 @@ def one_arm(model: str, unbounded: bool, bodies: int, zeros: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from judge.plumbing.config_files import ExactArgumentParser  # long options in full, never abbreviated
+
+    parser = ExactArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of both arms")
     parser.add_argument("--bodies", type=int, default=16, help="large bodies sent at once")
     parser.add_argument("--zeros", type=int, default=4 * 1024 * 1024 - 16, help="entries of each large body's array")
