@@ -94,12 +94,21 @@ class BatchPlan:
     def world_size(self) -> int:
         return self.nodes * self.ranks_per_node
 
+    def ranks(self) -> str:
+        """``64 ranks (8 nodes x 8)``, ``2 ranks (1 node x 2)``."""
+        return f"{counted(self.world_size, 'rank')} ({counted(self.nodes, 'node')} x {self.ranks_per_node})"
+
     def describe(self) -> str:
         """``256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)``."""
         return (
             f"{self.global_batch_size} = {self.per_device_batch_size} per device x {self.gradient_accumulation} "
-            f"accumulation x {self.world_size} ranks ({self.nodes} nodes x {self.ranks_per_node})"
+            f"accumulation x {self.ranks()}"
         )
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``: the plan's text is read by people, and "1 nodes" reads as a typo."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 FITS_SHOWN = 12  # the per-device batch sizes an error names: the smallest ones, then how many there are
@@ -159,8 +168,8 @@ def plan_batch(global_batch_size: int, per_device_batch_size: int, nodes: int, r
         )
         raise SubmitError(
             f"global batch {global_batch_size} does not divide into per-device batch {per_device_batch_size} x "
-            f"{nodes} nodes x {ranks_per_node} ranks = {per_step} rows per pass; choose nodes x GPUs that divide "
-            f"it ({hint})"
+            f"{counted(nodes, 'node')} x {counted(ranks_per_node, 'rank')} = {per_step} rows per pass; choose "
+            f"nodes x GPUs that divide it ({hint})"
         )
     return BatchPlan(global_batch_size, per_device_batch_size, nodes, ranks_per_node, global_batch_size // per_step)
 
@@ -735,8 +744,7 @@ def _check_run_folder(config: Any, output_dir: Path, plan: BatchPlan) -> None:
     log = logging.Logger("judge-train submit: run folder")
     log.addHandler(said)
     try:
-        check_output_dir(job, plan.world_size, launch="this submission trains on {ranks} ranks "
-                         f"({plan.nodes} nodes x {plan.ranks_per_node})", log=log)
+        check_output_dir(job, plan.world_size, launch=f"this submission trains on {plan.ranks()}", log=log)
     except ConfigError as err:
         raise SubmitError(str(err)) from None
     except RunFinished as finished:
@@ -806,7 +814,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
         # waiting vllm_server_timeout for it, all after the queue's wait.
         raise SubmitError(f"vllm_server_tensor_parallel_size {config.vllm_server_tensor_parallel_size} is more than "
-                          f"the {args.gpus_per_node} GPUs of the node `trl vllm-serve` runs on: ask for "
+                          f"the {counted(args.gpus_per_node, 'GPU')} of the node `trl vllm-serve` runs on: ask for "
                           f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
                           f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
                           "model's attention heads)")
@@ -959,7 +967,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     if server:
         notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}, "
                      f"max length {config.max_length}) on the first node, port {config.vllm_server_port}; training on "
-                     f"the other {training_nodes}")
+                     f"the other {counted(training_nodes, 'node') if training_nodes > 1 else 'node'}")
     script = render_script(
         script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args, unset=unset
     )

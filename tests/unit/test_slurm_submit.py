@@ -104,7 +104,7 @@ def test_dry_run_1x2_accumulates_32(capsys, submit_config):
     assert "#SBATCH --nodes=1" in _header(script)
     assert "#SBATCH --gpus-per-node=2" in _header(script)
     assert "export JUDGE_GRAD_ACCUM=32" in script
-    assert "# global batch 256 = 4 per device x 32 accumulation x 2 ranks (1 nodes x 2)" in script
+    assert "# global batch 256 = 4 per device x 32 accumulation x 2 ranks (1 node x 2)" in script
 
 
 def test_dry_run_cpu_ranks_drop_the_gpu_request_and_pass_extra_flags(capsys, submit_config):
@@ -694,3 +694,12 @@ def test_a_huge_batch_that_does_not_divide_is_refused_at_once(monkeypatch):
     with pytest.raises(SubmitError, match=r"one of \[1, \.\.\.\]\)$"):
         plan_batch(2**61 - 1, 2, 1, 1)
     assert scanned == [(1, 10**6 + 1), (1, 10**6 + 1)] and slurm_submit.FITS_SCAN == 10**6
+
+
+def test_the_plan_counts_one_node_and_one_rank_in_the_singular():
+    """The plan's text is read by people: "1 nodes x 8" and "1 ranks" read as typos; 2 and more stay plural."""
+    assert plan_batch(256, 4, 1, 8).describe() == "256 = 4 per device x 8 accumulation x 8 ranks (1 node x 8)"
+    assert plan_batch(16, 4, 1, 1).describe() == "16 = 4 per device x 4 accumulation x 1 rank (1 node x 1)"
+    assert plan_batch(256, 4, 8, 8).describe() == "256 = 4 per device x 1 accumulation x 64 ranks (8 nodes x 8)"
+    with pytest.raises(SubmitError, match=r"per-device batch 3 x 1 node x 1 rank = 3 rows per pass"):
+        plan_batch(16, 3, 1, 1)

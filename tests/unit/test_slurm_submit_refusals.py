@@ -171,7 +171,7 @@ def test_a_resubmission_on_another_number_of_ranks_than_its_zero_checkpoint_is_r
     assert captured.out == ""
     assert captured.err == (
         f"judge-train submit: --resume: {checkpoint} is a DeepSpeed ZeRO checkpoint written by 4 ranks (4 zero_pp_rank "
-        "optimizer files in global_step4) and this submission trains on 2 ranks (1 nodes x 2): each rank saved its "
+        "optimizer files in global_step4) and this submission trains on 2 ranks (1 node x 2): each rank saved its "
         "own share of the optimizer state, which DeepSpeed cannot load on another number of ranks; resume on 4 ranks "
         "(the same nodes x GPUs), or start over with --overwrite-output-dir (under judge-train submit, "
         "`-- --overwrite-output-dir`)\n")
@@ -348,11 +348,11 @@ def test_a_deepspeed_accumulation_or_bf16_this_launch_would_not_give_is_refused_
     assert submit(4) == 2
     assert capsys.readouterr().err == (
         f"judge-train submit: deepspeed config {deepspeed}: gradient_accumulation_steps 2 vs the accumulation derived "
-        f"from global_batch_size and the ranks 1{tail}16 = 4 per device x 1 accumulation x 4 ranks (1 nodes x 4))\n")
+        f"from global_batch_size and the ranks 1{tail}16 = 4 per device x 1 accumulation x 4 ranks (1 node x 4))\n")
     assert submit(0, ranks=2) == 2
     assert capsys.readouterr().err == (
         f"judge-train submit: deepspeed config {deepspeed}: bf16.enabled True vs bf16 'auto' False{tail}16 = 4 per "
-        "device x 2 accumulation x 2 ranks (1 nodes x 2))\n")
+        "device x 2 accumulation x 2 ranks (1 node x 2))\n")
 
 
 def test_a_hub_id_is_looked_up_in_the_jobs_cache_and_never_downloaded(tmp_path, capsys, monkeypatch):

@@ -73,3 +73,11 @@ def test_a_server_tensor_parallel_size_above_the_nodes_gpus_is_refused_before_th
         "that divides the model's attention heads)\n")
     assert slurm_submit.main([*argv, "--", "--vllm-server-tensor-parallel-size", "4"]) == 0
     assert "export JUDGE_VLLM_SERVE_TP=4" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("nodes", "training"), [(2, "the other node"), (3, "the other 2 nodes")])
+def test_the_server_note_counts_the_training_nodes(capsys, submit_folder, nodes, training):
+    """Two nodes: the server on the first, training on one; the note said "training on the other 1"."""
+    block = _rendered_block(capsys, SERVER_GRPO, nodes)
+    (note,) = [line for line in block if line.startswith("# vLLM server mode")]
+    assert note.endswith(f"; training on {training}")
