@@ -539,3 +539,19 @@ def test_submit_help_lists_the_run_folder_refusals(capsys):
                     "--overwrite-output-dir launch stopped before it deleted the earlier run",
                     "a fresh run over a finished export/", "unless the job waits for another"):
         assert refusal in text, refusal
+
+
+def test_a_config_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_path, capsys):
+    """--config /dev/null, or a FIFO (a process substitution's path), said "config file ... not found" of a path
+    that is there: its user looked for a typo. A missing file is still "not found"."""
+    fifo = tmp_path / "recipe.yaml"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/null", "a character device"), (str(fifo), "a pipe")):
+        assert slurm_submit.main(["--config", path, "--nodes", "1", "--gpus-per-node", "0", "--dry-run"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (f"judge-train submit: --config {path}: {kind}, not a regular file; give the recipe's "
+                                "YAML file (configs/train/...; write a stream to a file first)\n")
+    missing = tmp_path / "missing.yaml"
+    assert slurm_submit.main(["--config", str(missing), "--nodes", "1", "--gpus-per-node", "0", "--dry-run"]) == 2
+    assert capsys.readouterr().err == f"judge-train submit: config file {missing} not found\n"
