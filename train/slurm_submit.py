@@ -33,8 +33,8 @@ run folder that a live job of the same user already trains in (``squeue``: its b
 that a live process holds (``run.lock``) is refused, as that job's judge-train would refuse this one's. A job Slurm
 accepts but keeps pending for a reason it cannot start under as submitted (more nodes or time than the partition
 gives) is named on stderr, with what to do.
-``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``): the tiny CPU
-configs and the Slurm tests use it.
+``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``, refused beside
+GPUs): the tiny CPU configs and the Slurm tests use it.
 
 Why one module of ~970 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
@@ -431,7 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", required=True, help="Recipe YAML (configs/train/...).")
     parser.add_argument("--nodes", type=int, required=True, help="Nodes to allocate.")
     parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs (= ranks) per node; 0 for CPU ranks.")
-    parser.add_argument("--cpu-ranks-per-node", type=int, default=1, help="Ranks per node when --gpus-per-node is 0.")
+    parser.add_argument("--cpu-ranks-per-node", type=int,
+                        help="Ranks per node when --gpus-per-node is 0 (default 1); refused beside GPUs, where each "
+                             "node runs one rank per GPU.")
     parser.add_argument("--dry-run", action="store_true", help="Print the rendered script; submit nothing.")
     parser.add_argument("--inputs-from-earlier-job", action="store_true",
                         help="The data or the base model is written by a job this one waits for (e.g. GRPO after its "
@@ -823,7 +825,15 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError(f"--cpus-per-task must be positive, got {args.cpus_per_task}")
     if args.gpus_per_node < 0:
         raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
-    ranks = args.gpus_per_node or args.cpu_ranks_per_node
+    if args.gpus_per_node and args.cpu_ranks_per_node is not None:
+        # The ranks per node are the GPUs: the flag was dropped without a word, and a user who meant a CPU job (or
+        # fewer ranks than GPUs) got a GPU job of another shape.
+        raise SubmitError(f"--cpu-ranks-per-node {args.cpu_ranks_per_node} applies to --gpus-per-node 0 (CPU ranks) "
+                          f"only; with --gpus-per-node {args.gpus_per_node} each node runs one rank per GPU: leave "
+                          "--cpu-ranks-per-node out, or give --gpus-per-node 0 for a CPU job")
+    if args.cpu_ranks_per_node is not None and args.cpu_ranks_per_node <= 0:
+        raise SubmitError(f"--cpu-ranks-per-node must be positive, got {args.cpu_ranks_per_node}")
+    ranks = args.gpus_per_node or args.cpu_ranks_per_node or 1
     # A GRPO config in vLLM server mode: `trl vllm-serve` holds the first node, training the others.
     server = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", None) == "server"
     if server and (args.nodes < 2 or not args.gpus_per_node):

@@ -338,8 +338,9 @@ def test_a_deepspeed_accumulation_or_bf16_this_launch_would_not_give_is_refused_
                                f"deepspeed: {deepspeed}\n")
 
     def submit(gpus: int, ranks: int = 1) -> int:
-        return slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", str(gpus),
-                                  "--cpu-ranks-per-node", str(ranks), "--dry-run"])
+        cpu_ranks = [] if gpus else ["--cpu-ranks-per-node", str(ranks)]  # refused beside GPUs
+        return slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", str(gpus), *cpu_ranks,
+                                  "--dry-run"])
 
     tail = (": transformers refuses a value that differs from the config's only once training starts; set these to "
             "\"auto\" (filled from this config) or to the config's values (this submission: global batch ")
@@ -555,3 +556,19 @@ def test_a_config_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_path, c
     missing = tmp_path / "missing.yaml"
     assert slurm_submit.main(["--config", str(missing), "--nodes", "1", "--gpus-per-node", "0", "--dry-run"]) == 2
     assert capsys.readouterr().err == f"judge-train submit: config file {missing} not found\n"
+
+
+def test_cpu_ranks_beside_gpus_are_refused_naming_both_flags(submit_config, capsys):
+    """--cpu-ranks-per-node was dropped without a word when GPUs were asked for: 4 GPUs gave 4 ranks a node whatever
+    it said. With --gpus-per-node 0 it sets the ranks; 0 ranks is refused naming the flag."""
+    argv = ["--config", str(submit_config), "--nodes", "1", "--dry-run"]
+    assert slurm_submit.main([*argv, "--gpus-per-node", "4", "--cpu-ranks-per-node", "2"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("judge-train submit: --cpu-ranks-per-node 2 applies to --gpus-per-node 0 (CPU ranks) "
+                            "only; with --gpus-per-node 4 each node runs one rank per GPU: leave --cpu-ranks-per-node "
+                            "out, or give --gpus-per-node 0 for a CPU job\n")
+    assert slurm_submit.main([*argv, "--gpus-per-node", "0", "--cpu-ranks-per-node", "2"]) == 0
+    assert "export JUDGE_PROCS_PER_NODE=2\n" in capsys.readouterr().out
+    assert slurm_submit.main([*argv, "--gpus-per-node", "0", "--cpu-ranks-per-node", "0"]) == 2
+    assert capsys.readouterr().err == "judge-train submit: --cpu-ranks-per-node must be positive, got 0\n"
