@@ -848,6 +848,16 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                           f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
                           f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
                           "model's attention heads)")
+    if not args.gpus_per_node and config.attn_implementation.startswith("flash_attention"):
+        # FlashAttention runs on CUDA GPUs only (and its package is built against CUDA): every CPU rank stopped at the
+        # model's load, after the queue's wait. The T-lite, T-pro and Qwen3-8B recipes ask for it; sdpa is their CPU
+        # choice.
+        after = any(a.split("=", 1)[0] in ("--attn-implementation", "--attn_implementation") for a in judge_args)
+        given = (f"-- --attn-implementation {config.attn_implementation}" if after
+                 else f"attn_implementation: {config.attn_implementation} (in {config_path})")
+        raise SubmitError(f"--gpus-per-node 0 trains on CPU, where {given} cannot load the model (FlashAttention runs "
+                          "on CUDA GPUs only): give -- --attn-implementation sdpa for a CPU job, or ask for GPUs with "
+                          "--gpus-per-node")
     training_nodes = args.nodes - 1 if server else args.nodes
     plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, training_nodes, ranks)
     # The job's prepare compares a DeepSpeed JSON's fixed accumulation (and an 'auto' bf16, which follows CUDA: on

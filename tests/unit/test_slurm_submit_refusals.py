@@ -572,3 +572,29 @@ def test_cpu_ranks_beside_gpus_are_refused_naming_both_flags(submit_config, caps
     assert "export JUDGE_PROCS_PER_NODE=2\n" in capsys.readouterr().out
     assert slurm_submit.main([*argv, "--gpus-per-node", "0", "--cpu-ranks-per-node", "0"]) == 2
     assert capsys.readouterr().err == "judge-train submit: --cpu-ranks-per-node must be positive, got 0\n"
+
+
+def test_a_flash_attention_config_on_cpu_ranks_is_refused_with_the_override(tmp_path, capsys, monkeypatch):
+    """configs/train/t-lite/seq2seq.yaml asks for flash_attention_2, which loads on CUDA GPUs only: under
+    --gpus-per-node 0 the job rendered and every CPU rank stopped at the model's load. Refused naming the flag and
+    the config key, with the override (-- --attn-implementation sdpa), which renders."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache: the hub base is left to the job
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    config = Path(slurm_submit.__file__).parents[1] / "configs" / "train" / "t-lite" / "seq2seq.yaml"
+    argv = ["--config", str(config), "--nodes", "1", "--gpus-per-node", "0", "--dry-run"]
+    assert slurm_submit.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"judge-train submit: --gpus-per-node 0 trains on CPU, where attn_implementation: "
+                            f"flash_attention_2 (in {config}) cannot load the model (FlashAttention runs on CUDA GPUs "
+                            "only): give -- --attn-implementation sdpa for a CPU job, or ask for GPUs with "
+                            "--gpus-per-node\n")
+    assert slurm_submit.main([*argv, "--", "--attn-implementation", "sdpa"]) == 0
+    assert "set -- --attn-implementation sdpa \"$@\"" in capsys.readouterr().out
+    assert slurm_submit.main([*argv, "--", "--attn-implementation=flash_attention_2"]) == 2
+    assert "where -- --attn-implementation flash_attention_2 cannot load" in capsys.readouterr().err
+    assert slurm_submit.main([*argv[:-2], "8", "--dry-run"]) == 0  # on GPUs it is the config's choice
