@@ -19,7 +19,9 @@ in the POLLUX paper) on N x G ranks::
 
 A GRPO config with ``use_vllm: true`` and ``vllm_mode: server`` renders the same script with the vLLM server on the
 first node (``trl vllm-serve``, ``JUDGE_VLLM_SERVE_*``) and training on the other nodes, whose ranks alone count in
-the batch arithmetic; colocated GRPO (vLLM inside each training rank) is an ordinary job.
+the batch arithmetic; its tensor-parallel size is checked against the model's attention heads when the model's
+config.json is here (a folder, or the job's HF cache). Colocated GRPO (vLLM inside each training rank) is an
+ordinary job.
 
 Every ``JUDGE_*`` variable the template reads is rendered: exported with its value, or unset when submit has none
 for it, so that a value left in the submitting shell (``sbatch`` hands the job the caller's environment) never
@@ -36,7 +38,7 @@ gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``, refused beside
 GPUs): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~970 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~1,060 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -268,6 +270,36 @@ def _special_kind(path: Path) -> str:
         if test(mode):
             return kind
     return ""
+
+
+def vllm_tensor_parallel_fits(tp: int, heads: int, kv_heads: int) -> bool:
+    """Whether vLLM shards a model with ``heads`` attention heads and ``kv_heads`` key/value heads over ``tp`` GPUs:
+    the heads divide by it (vllm/config/model.py, ``verify_with_parallel_config``), and the key/value heads divide
+    by it, or it by them when they are fewer and are replicated (vllm/model_executor/layers/linear.py,
+    ``QKVParallelLinear``)."""
+    return heads % tp == 0 and (kv_heads % tp == 0 if kv_heads >= tp else tp % kv_heads == 0)
+
+
+def _attention_heads(model: str, cache_dir: str | None) -> tuple[int, int, Path] | None:
+    """The attention heads and key/value heads in ``model``'s config.json, and the file, where it is here: a folder,
+    or a hub id in the job's Hugging Face cache (``_job_hub_cache``; nothing is downloaded). None when the config
+    is not here or holds no whole numbers for them at its top level (where vLLM reads a text model's), so that what
+    cannot be read here is left to the job."""
+    import json
+
+    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+
+    try:
+        with _job_hub_cache(cache_dir):
+            path = resolve_checkpoint(model, allow_download=False) / "config.json"
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (CheckpointNotFound, OSError, ValueError):  # ValueError: not JSON, not UTF-8
+        return None
+    heads = settings.get("num_attention_heads") if isinstance(settings, dict) else None
+    kv_heads = settings.get("num_key_value_heads", heads) if isinstance(settings, dict) else None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (heads, kv_heads)):
+        return None
+    return heads, kv_heads, path
 
 
 def _file_in_the_way(folder: Path) -> Path | None:
@@ -848,6 +880,18 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                           f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
                           f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
                           "model's attention heads)")
+    heads = _attention_heads(config.model_name_or_path, args.cache_dir) \
+        if server and not args.inputs_from_earlier_job else None  # an earlier job's base is not there yet
+    if heads and not vllm_tensor_parallel_fits(config.vllm_server_tensor_parallel_size, heads[0], heads[1]):
+        # vLLM refuses the split at the server's start, after the queue's wait, the training nodes waiting
+        # vllm_server_timeout for a server that is gone.
+        tp = config.vllm_server_tensor_parallel_size
+        fits = [str(n) for n in range(1, args.gpus_per_node + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
+        fits = " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1])))  # 1 fits any model: never empty
+        raise SubmitError(f"vllm_server_tensor_parallel_size {tp}: vLLM cannot split {config.model_name_or_path}'s "
+                          f"{heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over {tp} GPUs, and "
+                          f"would refuse it at the server's start; give -- --vllm-server-tensor-parallel-size "
+                          f"{fits} (the sizes up to --gpus-per-node {args.gpus_per_node} that split them)")
     if not args.gpus_per_node and config.attn_implementation.startswith("flash_attention"):
         # FlashAttention runs on CUDA GPUs only (and its package is built against CUDA): every CPU rank stopped at the
         # model's load, after the queue's wait. The T-lite, T-pro and Qwen3-8B recipes ask for it; sdpa is their CPU

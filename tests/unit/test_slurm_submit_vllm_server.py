@@ -5,6 +5,7 @@ gets the same limit through JUDGE_VLLM_SERVE_MAX_LEN, or it sizes its context an
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,58 @@ def test_the_server_note_counts_the_training_nodes(capsys, submit_folder, nodes,
     block = _rendered_block(capsys, SERVER_GRPO, nodes)
     (note,) = [line for line in block if line.startswith("# vLLM server mode")]
     assert note.endswith(f"; training on {training}")
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "fits", "refused"), [
+    (28, 4, [1, 2, 4], [3, 7, 8]),  # T-lite (Qwen2.5-7B): 7 divides the heads, but neither 4 nor 7 the other
+    (32, 8, [1, 2, 4, 8, 16], [3, 6, 12]),  # Qwen3-8B: 16 splits the heads, the 8 key/value heads replicated twice
+])  # fmt: skip
+def test_the_tensor_parallel_sizes_vllm_shards_a_model_over(heads, kv_heads, fits, refused):
+    """vLLM's rule (vllm/config/model.py verify_with_parallel_config; vllm/model_executor/layers/linear.py
+    QKVParallelLinear): the heads divide by the size, and the key/value heads by it, or it by them when fewer."""
+    assert all(slurm_submit.vllm_tensor_parallel_fits(n, heads, kv_heads) for n in fits)
+    assert not any(slurm_submit.vllm_tensor_parallel_fits(n, heads, kv_heads) for n in refused)
+
+
+def _model_folder(folder: Path, heads: int, kv_heads: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"num_attention_heads": heads, "num_key_value_heads": kv_heads}))
+    for name in ("tokenizer.json", "chat_template.jinja"):  # the names a base folder is checked for
+        (folder / name).write_text("{}")
+    return folder
+
+
+def test_a_server_tensor_parallel_size_the_models_heads_do_not_divide_is_refused_before_the_queue(capsys,
+                                                                                                submit_folder):
+    """A T-lite base (28 attention heads, 4 key/value heads) read from its local folder: the server's 8 GPUs passed
+    submit, and vLLM refused the split at the server's start, after the queue's wait."""
+    base = _model_folder(submit_folder / "runs" / "t-lite-integer" / "export", 28, 4)
+    argv = ["--config", str(SERVER_GRPO), "--nodes", "3", "--gpus-per-node", "8", "--dry-run", "--",
+            "--model-name-or-path", str(base)]
+    assert slurm_submit.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"judge-train submit: vllm_server_tensor_parallel_size 8: vLLM cannot split {base}'s 28 attention heads (4 "
+        f"key/value heads; {base / 'config.json'}) over 8 GPUs, and would refuse it at the server's start; give -- "
+        "--vllm-server-tensor-parallel-size 1, 2 or 4 (the sizes up to --gpus-per-node 8 that split them)\n")
+    assert slurm_submit.main([*argv, "--vllm-server-tensor-parallel-size", "4"]) == 0
+    assert "export JUDGE_VLLM_SERVE_TP=4" in capsys.readouterr().out
+
+
+def test_the_heads_are_read_from_the_jobs_hub_cache_and_an_unread_config_says_nothing(capsys, submit_folder,
+                                                                                      tmp_path):
+    """Qwen/Qwen3-8B in the job's cache (32 heads, 8 key/value heads): 8 splits them, 3 does not. Not in the cache
+    (nothing is downloaded), or a config.json without the counts: the job's vLLM is left to say."""
+    snapshot = tmp_path / "hub" / "models--Qwen--Qwen3-8B" / "snapshots" / ("a" * 40)
+    _model_folder(snapshot, 32, 8)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("a" * 40)
+    argv = ["--config", str(SERVER_GRPO), "--nodes", "3", "--gpus-per-node", "8", "--dry-run"]
+    assert slurm_submit.main(argv) == 0
+    assert "export JUDGE_VLLM_SERVE_TP=8" in capsys.readouterr().out
+    assert slurm_submit.main([*argv, "--", "--vllm-server-tensor-parallel-size", "3"]) == 2
+    assert "cannot split Qwen/Qwen3-8B's 32 attention heads (8 key/value heads; " in capsys.readouterr().err
+    (snapshot / "config.json").write_text("{}")
+    assert slurm_submit.main([*argv, "--", "--vllm-server-tensor-parallel-size", "3"]) == 0
+    assert "export JUDGE_VLLM_SERVE_TP=3" in capsys.readouterr().out
