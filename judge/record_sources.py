@@ -24,6 +24,7 @@ from typing import Any
 
 from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.config_files import special_file_kind
 from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
@@ -375,20 +376,6 @@ def looks_like_dataset_name(name: str, path: Path) -> bool:
             and path.suffix.lower() not in {".jsonl", ".json", ".parquet"} and owner not in _PROJECT_FOLDERS)
 
 
-def _special_kind(path: Path) -> str:
-    """What a path that exists but is no regular file or folder is ("" for anything else, a missing path too)."""
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except (OSError, ValueError):  # not there, a link to nothing, a name the system cannot take
-        return ""
-    for test, kind in ((stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return ""
-
 
 def _missing(name: str) -> FileNotFoundError:
     """The error of a source that is not there, with the download command when its last part names a released
@@ -396,7 +383,7 @@ def _missing(name: str) -> FileNotFoundError:
     regular file or folder (a pipe, ``/dev/stdin``, a device, a socket) or a link to nothing is said to be that:
     "no such file" sent its user looking for a typo in a path that exists."""
     path = Path(name)
-    kind = _special_kind(path)
+    kind = special_file_kind(path)
     if kind:
         return FileNotFoundError(f"{name}: {kind}, not a regular file or folder; the loaders read a .jsonl, .json or "
                                  ".parquet file, a folder of them or a dataset name (write a stream to a file first)")

@@ -256,21 +256,6 @@ def _deepspeed_note(deepspeed: str | None) -> str:
         f", offloaded: {', '.join(offloads)}" if offloads else "")
 
 
-def _special_kind(path: Path) -> str:
-    """What a path that exists but is no regular file or folder is (a pipe, a device, a socket); "" for anything
-    else, a missing path too."""
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except (OSError, ValueError):  # not there, a link to nothing, a name the system cannot take
-        return ""
-    for test, kind in ((stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return ""
-
 
 def vllm_tensor_parallel_fits(tp: int, heads: int, kv_heads: int) -> bool:
     """Whether vLLM shards a model with ``heads`` attention heads and ``kv_heads`` key/value heads over ``tp`` GPUs:
@@ -830,8 +815,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         # sbatch would refuse it, after every check here; and unread, the check of --signal-before-s against the
         # limit (below) was skipped.
         raise SubmitError(f"--time {args.time!r} is no Slurm time limit; give {TIME_FORMS}")
-    kind = _special_kind(config_path)
-    if kind:  # load_config says "not found" of what is there: a user looks for a typo in a path that exists
+    from judge.plumbing.config_files import special_file_kind
+
+    kind = special_file_kind(config_path)
+    if kind:  # said in submit's words, naming the recipe's YAML, before load_config says it in its own
         raise SubmitError(f"--config {args.config}: {kind}, not a regular file; give the recipe's YAML file "
                           "(configs/train/...; write a stream to a file first)")
     try:

@@ -43,6 +43,7 @@ from judge.plumbing.json_reading import lone_surrogate_at, shown_value, unreadab
 __all__ = [
     "ConfigError",
     "lone_surrogate_problem",
+    "special_file_kind",
     "yaml_truth_value_in_text",
     "ExactArgumentParser",
     "option",
@@ -152,6 +153,24 @@ class ExactArgumentParser(argparse.ArgumentParser):
         return self
 
 
+def special_file_kind(path: str | Path) -> str:
+    """What a path that exists but is no regular file or folder is ("a pipe", "a character device", "a block
+    device", "a socket"); "" for anything else, a missing path too. For the readers of a user's files to say so:
+    "not found" of ``/dev/null`` or a process substitution's pipe sent its user looking for a typo in a path that
+    exists."""
+    import stat
+
+    try:
+        mode = Path(path).stat().st_mode
+    except (OSError, ValueError):  # not there, a link to nothing, a name the system cannot take
+        return ""
+    for test, kind in ((stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return ""
+
+
 def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[str, Any]:
     """Read a YAML config file into a dict of the keys it sets.
 
@@ -163,7 +182,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         The mapping, to merge over the dataclass defaults.
 
     Raises:
-        ConfigError: the file is missing, empty, not YAML or not a mapping, gives a key twice in one mapping (named,
+        ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a mapping, gives a key twice in one mapping (named,
             with both lines), or sets unknown keys (named, with the known ones).
     """
     import yaml
@@ -171,6 +190,9 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"config file {path} is a folder, not a YAML file (give the .yaml file in it)")
+    if kind := special_file_kind(path):
+        raise ConfigError(f"config file {path}: {kind}, not a regular file; give the YAML file (write a stream to a "
+                          "file first)")
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
     try:

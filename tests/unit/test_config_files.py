@@ -447,3 +447,23 @@ def test_an_unquoted_yaml_truth_word_in_a_text_field_is_refused_with_the_remedy(
                                "('no', not no)")
     path.write_text(f"output_dir: '{word}'\n", encoding="utf-8")
     assert resolve_config(Demo, path).output_dir == word
+
+
+def test_a_config_path_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_path):
+    """judge-eval --config, judge-serve --config and the training recipes read YAML through read_config_file:
+    /dev/null or a process substitution's pipe was "not found", a path that exists. A missing file still is."""
+    import os
+
+    from judge.plumbing.config_files import ConfigError, read_config_file, special_file_kind
+
+    fifo = tmp_path / "serve.yaml"
+    os.mkfifo(fifo)  # never opened: a reader would wait for a writer
+    for path, kind in (("/dev/null", "a character device"), (str(fifo), "a pipe")):
+        assert special_file_kind(path) == kind
+        with pytest.raises(ConfigError) as err:
+            read_config_file(path)
+        assert str(err.value) == f"config file {path}: {kind}, not a regular file; give the YAML file (write a " \
+                                 "stream to a file first)"
+    assert special_file_kind(tmp_path) == special_file_kind(tmp_path / "missing") == ""
+    with pytest.raises(ConfigError, match=r"not found$"):
+        read_config_file(tmp_path / "missing.yaml")
