@@ -747,7 +747,8 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
             lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no scored items{why}.")
             lines += [called] if called else []
             continue
-        failures = _failures(comp, own, result, split, p.n)
+        # where the failures' own sentence follows, it gives their counts, once
+        failures = "" if called else _failures(comp, own, result, split, p.n)
         delta = p.delta or 0.0
         # what the minimum counted: instructions when they were resampled (n_units), else the paired items
         units = p.n_units if p.n_units is not None else p.n

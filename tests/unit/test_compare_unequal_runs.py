@@ -43,8 +43,18 @@ def test_a_judge_that_failed_on_more_items_is_not_called_better_without_saying_s
     status = ["parse_failed"] * 20 + ["ok"] * 20
     b = _scored_run(tmp_path / "B", "b", [NAN] * 20 + JUDGE[20:], EXPERTS, status=status)
     result = compare([a, b], n_boot=50)
-    line = next(line for line in headline(result) if line.startswith("On the Standard test"))
-    assert line.endswith("; b failed on 20 of 40, a on 0 of 40: paired on the 20 both scored")
+    lines = headline(result)
+    at = next(k for k, line in enumerate(lines) if line.startswith("On the Standard test"))
+    # the failures' own call follows and gives their counts: the MAE's sentence does not say them again
+    assert lines[at].endswith("20 paired items): n.s. (under 30 paired items: too few to call)")
+    assert lines[at + 1].startswith("On the Standard test, b fails on more items than a: of the 40 items both have a "
+                                    "prediction for, b failed on 20 and a on 0")
+    # failures too few to call (2 against 0: McNemar's exact p = 0.5): the MAE's sentence says the counts
+    two = _scored_run(tmp_path / "B2", "b", [NAN] * 2 + JUDGE[2:], EXPERTS, status=["parse_failed"] * 2 + ["ok"] * 38)
+    lines = headline(compare([a, two], n_boot=50))
+    line = next(line for line in lines if line.startswith("On the Standard test"))
+    assert line.endswith("; b failed on 2 of 40, a on 0 of 40: paired on the 38 both scored")
+    assert not any("fails on more items" in line for line in lines)
     notes = runs_notes(result)
     assert ("b", "**failed on 20 of 40 items** (no score read from its judge): they are left out of every paired "
                  "row, which counts only the items both runs scored.") in notes
