@@ -355,6 +355,49 @@ def test_the_engine_judge_serve_started_answers_only_judge_serve(seq2seq_server)
             assert ENGINE_KEY.encode() not in written.read_bytes(), written
 
 
+def test_a_media_url_in_a_proxied_message_is_refused_and_never_fetched(seq2seq_server):
+    """A chat or response message whose content part names a media URL (``image_url``, ``audio_url``,
+    ``video_url``, ``input_image``) is passed through as it came, and the text-only judge's engine refuses it (400,
+    "not a multimodal model") before it fetches anything: a client cannot make the engine's machine request a URL of
+    its choosing (a service on that machine's network) through the judge. A listener on this machine counts what
+    reaches it: nothing."""
+    import http.server
+
+    fetched: list[str] = []
+
+    class Listener(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            fetched.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    listener = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    url = f"http://127.0.0.1:{listener.server_address[1]}"
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        assert httpx.get(url + "/probe", timeout=10).status_code == 404 and fetched == ["/probe"]  # it listens
+        fetched.clear()
+        parts = [{"type": "image_url", "image_url": {"url": url + "/x.png"}},
+                 {"type": "audio_url", "audio_url": {"url": url + "/a.wav"}},
+                 {"type": "video_url", "video_url": {"url": url + "/v.mp4"}}]
+        for part in parts:
+            body = {"model": seq2seq_server.model, "max_tokens": 2,
+                    "messages": [{"role": "user", "content": [{"type": "text", "text": "Что здесь?"}, part]}]}
+            refused = _post(seq2seq_server, "/v1/chat/completions", body)
+            assert refused.status_code == 400 and "multimodal" in refused.json()["error"]["message"], refused.text
+        response = {"model": seq2seq_server.model, "max_output_tokens": 2, "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Что здесь?"}, {"type": "input_image", "image_url": url + "/r.png"}]}]}
+        refused = _post(seq2seq_server, "/v1/responses", response)
+        assert refused.status_code == 400 and "multimodal" in refused.json()["error"]["message"], refused.text
+    finally:
+        listener.shutdown()
+        listener.server_close()
+    assert fetched == []
+
+
 def test_cpu_worker_in_engine_leaves_the_engine_without_a_worker_process(seq2seq_server):
     """The session's judge-serve runs with ``--cpu-worker-in-engine``: its engine's process group holds vLLM's
     EngineCore and no ``VLLM::Worker`` (the process that setting saves; the default's tree, worker included, is
