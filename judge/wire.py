@@ -228,7 +228,7 @@ class JudgeResult:
         in_scale: seq2seq: False for a number outside the scale (scored, as the paper does); None for regression.
         expected_score, confidence, score_probs, score_mass: seq2seq with score log-probabilities: the score
             token's distribution over the scale (``serve.score_reading.ScoreDistribution``), keys of ``score_probs``
-            are the levels as strings.
+            are the levels as strings; None for a scale with a level of more than one token (``"10"``, ``"-1"``).
         regression_score: the head's raw (unclipped) value.
         rationale_complete: regression: whether a tag (``[RESULT]`` or ``[END]``) closed the rationale (False: none
             did; a cut generation is told by ``finish_reason`` ``length``).

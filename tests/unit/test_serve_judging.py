@@ -192,10 +192,12 @@ def test_too_many_judgments(qwen_tokenizer):
 
 
 def test_level_tokens(qwen_tokenizer):
-    """Scale levels 0..4 are single Qwen tokens; a 0..10 scale is not (no expected score then)."""
+    """Scale levels 0..4 are single Qwen tokens; a 0..10 scale is not, nor the pairwise -1, 0, 1 ("-1" is two): no
+    expected score then, as docs/serving.md says."""
     ids = level_token_ids(qwen_tokenizer, Scale.range(0, 4))
     assert ids is not None and [qwen_tokenizer.decode([i]) for i in ids.values()] == ["0", "1", "2", "3", "4"]
     assert level_token_ids(qwen_tokenizer, Scale.range(0, 10)) is None
+    assert level_token_ids(qwen_tokenizer, Scale((-1, 0, 1))) is None
 
 
 # ------------------------------------------------------------------------------------------ score distributions
