@@ -17,7 +17,7 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~770 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~800 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
 the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
 would be defined twice and could drift apart.
@@ -191,6 +191,12 @@ _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 _SCORE = re.compile(r"^[*_(\s]*([+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+))[*_)\s]*$")
 
 
+def _nothing_written(text: str | None) -> str:
+    """Why an output holds no verdict when it holds no text: empty, or blank (a judge that wrote only newlines, as a
+    tiny or broken one does, reads "the output is empty" beside an output of 40 newlines otherwise)."""
+    return "the output is empty" if not text else f"the output is blank: {len(text)} whitespace characters"
+
+
 def _normalise_tags(text: str) -> str:
     return _TAG.sub(lambda m: f"[{m.group(1).upper()}]", text)
 
@@ -236,7 +242,7 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
         A ``Verdict``; ``ok`` is False with an ``error`` code and a ``reason`` when no numeric score was read.
     """
     if text is None or not text.strip():
-        return Verdict.failure(VerdictError.EMPTY, "the output is empty")
+        return Verdict.failure(VerdictError.EMPTY, _nothing_written(text))
     body = text[_reasoning_end(text):]
     opened = _THINK_OPEN.search(body)
     first_tag = _TAG.search(body)
@@ -576,7 +582,7 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         if thought:
             return Verdict.failure(VerdictError.UNCLOSED_THINK,
                                    "no answer after the reasoning: the output ended while reasoning", thought)
-        return Verdict.failure(VerdictError.EMPTY, "the output is empty")
+        return Verdict.failure(VerdictError.EMPTY, _nothing_written(content))
     match = _WHOLE_INTEGER.fullmatch(text) or _TRAILING_INTEGER.search(text)
     if not match:
         shown = text[-40:]
@@ -785,7 +791,7 @@ def parse_pollux_result(text: str | None, scale: Scale | None = None) -> Verdict
         number too long for a float, which POLLUX's ``float`` reads as infinity).
     """
     if not text or not text.strip():
-        return Verdict.failure(VerdictError.EMPTY, "the output is empty")
+        return Verdict.failure(VerdictError.EMPTY, _nothing_written(text))
     found = _POLLUX_RESULT.search(text)
     if found is None:
         return Verdict.failure(VerdictError.NO_RESULT, "no complete '[RESULT] <number> [END]' (POLLUX's metrics.py)")

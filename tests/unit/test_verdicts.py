@@ -144,6 +144,19 @@ def test_fails_with_reason(name, text, kwargs, error):
     assert verdict.reason
 
 
+def test_a_blank_output_is_said_to_be_blank_not_empty():
+    """An output of newlines alone fails ``empty`` with a reason that says it is blank (its output field shows the
+    newlines: "the output is empty" beside them read as a bug), in each format, and as a cut verdict's reason."""
+    from judge.verdicts import parse_integer_verdict, read_served_verdict
+
+    blank = "\n" * 40
+    for verdict in (parse_verdict(blank), parse_integer_verdict(blank),
+                    read_served_verdict("tagged", blank, finish_reason="length")):
+        assert verdict.error in (VerdictError.EMPTY, VerdictError.CUT)
+        assert "the output is blank: 40 whitespace characters" in verdict.reason, verdict.reason
+    assert parse_verdict("").reason == parse_verdict(None).reason == "the output is empty"
+
+
 def test_lenient_accepts_missing_end():
     """A generation cut right after the score parses only when lenient."""
     text = "[FEEDBACK] Ответ полный. [RESULT] 2"
