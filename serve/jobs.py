@@ -19,6 +19,9 @@
    once the classifier has chosen. ``build_jobs`` is both in one call.
 
 A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_jobs``).
+
+Why one module of ~500 lines: every size check a request meets before the engine (characters, the shared part's
+tokens, each prompt's) reads the same items in one pass and words its refusal alike; apart, they would drift.
 """
 
 from __future__ import annotations
@@ -92,6 +95,14 @@ def _named(name: str, limit: int = 80) -> str:
     return repr(name) if len(name) <= limit else f"{name[:limit]!r}... [{len(name)} characters]"
 
 
+def _shorten(item: Any, criterion_chars: int = 0) -> str:
+    """An over-long item's remedy naming its longest part the client wrote (the answer on a tie; a taxonomy
+    criterion's rubric is none), not always "Shorten the answer"."""
+    parts = {"answer": len(item.answer), "instruction": len(item.instruction),
+             "reference answer": len(item.reference_answer or ""), "criterion's rubric": criterion_chars}
+    return f"Shorten the {max(parts, key=parts.__getitem__)}"
+
+
 def max_token_chars(tokenizer: Any) -> int:
     """The most characters one token of ``tokenizer`` can stand for (an upper bound: the longest vocabulary entry
     as stored; a byte-level BPE entry has one symbol per byte). Qwen2.5: 128 (a run of spaces)."""
@@ -131,7 +142,7 @@ def check_sizes(request: JudgeRequest, *, max_model_len: int, max_tokens: int, r
             too_long[i] = RequestError(
                 f"{where}: {chars + extra} characters of instruction, answer, reference and criterion cannot fit the "
                 f"{budget} prompt tokens left of the model's context of {max_model_len} (max_tokens {max_tokens}); "
-                f"at most {limit} characters. Shorten the answer.",
+                f"at most {limit} characters. {_shorten(item, extra)}.",
                 param=where,
                 code="context_length_exceeded",
             )
@@ -264,7 +275,7 @@ def plan_jobs(
     budget = max_model_len - max_tokens - reserve
     prefixes = _shared_prefixes(request, tokenizer, thinking=thinking, skip=too_long, template=template)
     # kept as the results' error_reason under "oversize": "fail": an inline body's named as it was sent
-    over_budget = _items_over_budget(prefixes, budget, max_model_len, max_tokens, oversize=oversize)
+    over_budget = _items_over_budget(request, prefixes, budget, max_model_len, max_tokens, oversize=oversize)
     too_long.update({i: named_as_sent(error, request) for i, error in over_budget.items()})
     # An "auto" item too long for the context is that item's failure, as any too long item is, never the request's
     # refusal; it is not classified (a classifier would read the text that cannot fit). It stands on the criteria a
@@ -349,7 +360,7 @@ def _judgments(plan: JobPlan, items: list[tuple[int, tuple[ResolvedCriterion, ..
             error = named_as_sent(RequestError(  # a failed result's error_reason too: an inline body's fields as sent
                 f"{where}: the prompt for criterion {_named(crit.name)} "
                 f"{context_words(n_ids, plan.max_tokens, plan.max_model_len, plan.reserve)}. "
-                f"Shorten the answer or ask for fewer max_tokens.",
+                f"{_shorten(item, 0 if crit.id else len(crit.name) + len(crit.rubrics))} or ask for fewer max_tokens.",
                 param=where,
                 code="context_length_exceeded",
             ), plan.request)
@@ -421,8 +432,8 @@ def _shared_prefixes(request: JudgeRequest, tokenizer: Any, *, thinking: bool, s
     return {i: (text, item_ids) for i, text, item_ids in zip(order, texts, ids)}
 
 
-def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: int, max_model_len: int,
-                       max_tokens: int, *, oversize: str) -> dict[int, RequestError]:
+def _items_over_budget(request: JudgeRequest, prefixes: Mapping[int, tuple[str, list[int]]], budget: int,
+                       max_model_len: int, max_tokens: int, *, oversize: str) -> dict[int, RequestError]:
     """The items whose shared part alone is more tokens than a prompt may hold, found before any criterion's prompt
     is rendered: otherwise an answer just under ``check_sizes``' character bound, on 128 criteria, is rendered and
     chat-wrapped 128 times (hundreds of MB) before the first token count refuses it. The shared part's tokens are
@@ -438,7 +449,7 @@ def _items_over_budget(prefixes: Mapping[int, tuple[str, list[int]]], budget: in
             found[i] = RequestError(
                 f"items[{i}]: its instruction, reference answer and answer alone are {len(ids)} tokens, more than "
                 f"the {budget} prompt tokens left of the model's context of {max_model_len} (max_tokens "
-                f"{max_tokens}). Shorten the answer.",
+                f"{max_tokens}). {_shorten(request.items[i])}.",
                 param=f"items[{i}]",
                 code="context_length_exceeded",
             )

@@ -152,6 +152,37 @@ def test_prompt_longer_than_context_is_a_clear_error(qwen_tokenizer, monkeypatch
     assert (err.value.param, err.value.code, rendered) == ("items[1]", "context_length_exceeded", [])
 
 
+def test_a_refusal_for_length_names_the_part_to_shorten(qwen_tokenizer):
+    """A prompt too long for the context is refused naming its longest part, the one worth shortening: a long
+    instruction is not told "Shorten the answer" (each of the three checks: characters, the shared part's tokens, a
+    criterion's prompt)."""
+    from serve.jobs import check_sizes
+
+    def refusal(item, check=build_jobs):
+        with pytest.raises(RequestError) as err:
+            if check is build_jobs:
+                build_jobs(parse_judge_request({"items": [item]}), qwen_tokenizer, max_model_len=512, max_tokens=64)
+            else:
+                check_sizes(parse_judge_request({"items": [item]}), max_model_len=512, max_tokens=64, reserve=0,
+                            chars_per_token=4)
+        assert err.value.code == "context_length_exceeded"
+        return str(err.value)
+
+    assert refusal({**GOOD_ITEM, "instruction": "слово " * 600}).endswith("(max_tokens 64). Shorten the instruction.")
+    assert refusal({**GOOD_ITEM, "answer": "слово " * 600}).endswith("(max_tokens 64). Shorten the answer.")
+    rubric = "\n\n".join(f"{level}: " + "очень подробное описание уровня " * 60 for level in (0, 1))
+    assert refusal({**GOOD_ITEM, "criteria": [{"name": "Своё", "rubrics": rubric}]}).endswith(
+        "Shorten the criterion's rubric or ask for fewer max_tokens.")
+    # a taxonomy criterion's rubric is no client's to shorten, however long beside a short answer
+    request = parse_judge_request({"items": [GOOD_ITEM]})
+    (job,) = build_jobs(request, qwen_tokenizer, max_model_len=8192, max_tokens=64)
+    with pytest.raises(RequestError) as err:
+        build_jobs(request, qwen_tokenizer, max_model_len=len(job.prompt_ids) + 63, max_tokens=64)
+    assert str(err.value).endswith("Shorten the answer or ask for fewer max_tokens."), err.value
+    assert refusal({**GOOD_ITEM, "reference_answer": "слово " * 600}, check_sizes).endswith(
+        "Shorten the reference answer.")
+
+
 def test_oversize_fail_marks_the_judgments_that_cannot_fit_and_keeps_the_rest(qwen_tokenizer):
     """``"oversize": "fail"`` (the reward paths): the judgment the default refuses becomes a job marked ``too_long``
     with the refusal's message, the item that fits is judged as before; an item whose text alone is over the
