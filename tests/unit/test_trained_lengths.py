@@ -108,3 +108,6 @@ def test_model_limits_carry_the_trained_completion_length():
                                    "trained_max_completion_length": 2048}
     assert ModelLimits.from_entry({"max_model_len": 6144, **limits.advertised()}) == ModelLimits(6144, 2048, 8192, 2048)
     assert ModelLimits.from_entry({"trained_max_completion_length": "2048"}).trained_max_completion_length is None
+    # a judge without trained lengths (a tagged SFT export, a plain folder) leaves the field out, as docs/serving.md
+    # says, rather than list it null
+    assert "trained_max_completion_length" not in ModelLimits(judge_max_tokens=2048, max_proxy_tokens=8192).advertised()
