@@ -321,10 +321,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
     async def proxy(request: Request, role: str, path: str, bounded: bool = False) -> Response:
         state = state_of(request)
-        problem = state.engine_problem(role)
-        if problem:
-            return unavailable(state, role, problem)
-        assert state.http is not None
+        # The body's own checks before the engine's health, as on /v1/judge: a request that can never succeed gets
+        # its 400 while the engine restarts, not a 503 whose Retry-After has the client send it again for ever.
         data = await request.body()
         asked = None  # the model a generation request names, for the engine's 404 if it has no such model
         if bounded and data:
@@ -359,6 +357,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         problem = state.engine_problem(role)
         if problem:
             return unavailable(state, role, problem)
+        assert state.http is not None
         engine = state.engines[role]
         headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARD_REQUEST_HEADERS}
         headers.update(engine.auth_headers)

@@ -40,6 +40,34 @@ def test_a_pair_too_long_for_the_context_is_refused_while_the_engine_restarts(ti
     assert engine.bodies("/v1/completions") == []
 
 
+def test_a_proxied_generation_that_can_never_succeed_is_refused_while_the_engine_restarts(tiny_causal_dir,
+                                                                                         monkeypatch):
+    """A chat or completion asking for more than ``max_proxy_tokens``, or a body that is no JSON, gets its own 400
+    while the engine restarts, as ``/v1/judge``'s requests do: before, the proxy asked the engine's health first, and
+    the 503 with Retry-After had a client send the same doomed request again. A valid one still gets the 503, and
+    nothing reaches the engine."""
+    with _attached(tiny_causal_dir, monkeypatch, attached_probe_interval_s=3600) as (http, engine):
+        state = http.app.state.serve
+
+        async def restarting() -> None:
+            state.dead_reason["generator"] = "the generator engine exited with code 1; judge-serve is restarting it"
+            state.retry_after["generator"] = 5
+
+        http.portal.call(restarting)
+        chat = {"model": attached.ENGINE_MODEL, "messages": [{"role": "user", "content": "Привет"}]}
+        too_many = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 3000, "n": 3})
+        echoed = http.post("/v1/completions", headers=AUTH, json={"model": attached.ENGINE_MODEL, "prompt": "x",
+                                                                  "echo": True, "max_tokens": 0, "n": 9000})
+        not_json = http.post("/v1/chat/completions", headers={**AUTH, "Content-Type": "application/json"},
+                             content=b'{"max_tokens": NaN}')
+        valid = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 4})
+    for refused, param in ((too_many, "max_tokens"), (echoed, "max_tokens"), (not_json, "body")):
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["param"] == param and "retry-after" not in refused.headers, refused.text
+    assert valid.status_code == 503 and valid.headers["retry-after"] == "5", valid.text
+    assert engine.bodies("/v1/chat/completions") == engine.bodies("/v1/completions") == []
+
+
 def test_score_logprobs_that_are_no_log_probabilities_are_a_502_not_a_500(tiny_causal_dir, monkeypatch):
     """An engine answer whose score-token log-probabilities are NaN, infinite or far above 0 (JSON ``NaN`` and
     ``Infinity``, which Python's reader takes; an attached server that is not vLLM) is a 502 naming the engine's
