@@ -541,8 +541,9 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
             )
         if choice is None:
             raise RequestError(
-                f"items[{index}].criteria: 'auto' needs a task classifier on this server "
-                "(judge-serve --criteria-classifier tfidf|llm|head --criteria-classifier-path PATH)",
+                f"items[{index}].criteria: 'auto' needs a task classifier, which this server was started without "
+                "(--criteria-classifier ''): start judge-serve without that flag for the shipped tfidf classifier, "
+                "or with --criteria-classifier llm|head --criteria-classifier-path PATH",
                 param=f"items[{index}].criteria",
             )
         return [ResolvedCriterion.of(taxonomy.criteria[cid]) for cid in choice.criteria]

@@ -68,6 +68,9 @@ def test_the_checks_follow_the_servers_settings():
     assert list(label_problems(auto, ServeConfig(model="m"))) == []
     assert [line.split(": ", 2)[:2] for line in label_problems(auto, ServeConfig(model="m", criteria_classifier=""))
             ] == [["row 1", "criteria"]]
+    # the remedy: the shipped tfidf classifier needs no path, only the flag that turned it off left out
+    (line,) = label_problems(auto, ServeConfig(model="m", criteria_classifier=""))
+    assert "started without (--criteria-classifier '')" in line and "shipped tfidf classifier" in line, line
 
 
 def test_the_route_refuses_a_label_naming_one_criterion_twice_by_its_sample():
