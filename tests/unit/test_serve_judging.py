@@ -41,6 +41,11 @@ BAD_REQUESTS = [
     ({"items": [GOOD_ITEM], "max_tokens": 0}, "max_tokens"),
     ({"items": [GOOD_ITEM], "temperature": -1}, "temperature"),
     ({**GOOD_ITEM, "items": [GOOD_ITEM]}, "instruction"),
+    # a pairwise body has neither (docs/serving.md): pairs follow the server's constrained setting, a long pair is a 400
+    ({"pairs": [{"instruction": "q", "answer_1": "a", "answer_2": "b", "rubrics": "-1: 1\n0: =\n1: 2"}],
+      "constrained": False}, "constrained"),
+    ({"pairs": [{"instruction": "q", "answer_1": "a", "answer_2": "b", "rubrics": "-1: 1\n0: =\n1: 2"}],
+      "oversize": "fail"}, "oversize"),
 ]
 
 
