@@ -743,7 +743,7 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
         if not p.n:
             # where both hold the same items, how many lie outside (0 and 0) says nothing: none was scored by both
             why = (_outside(comp, own, result) if _holds_other_items(comp, own, result)
-                   else f" (both hold the same {comp.n_common} items; none of this split's has a score in both runs)")
+                   else f" (both hold the same {comp.n_common} items; {_why_none_paired(block.failures)})")
             lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run} and {result.baseline} share no scored items{why}.")
             lines += [called] if called else []
             continue
@@ -818,6 +818,17 @@ def _failures(comp: RunComparison, own: Metrics, result: Comparison, split: str,
         return ""
     return (f"; {comp.run} failed on {run.n_failed} of {run.n}, {result.baseline} on {base.n_failed} of "
             f"{base.n}: paired on the {n_paired} both scored")
+
+
+def _why_none_paired(failures: PairedFailures | None) -> str:
+    """Why a split's paired MAE has no item, where both runs hold its items: no verdict in both runs, or verdicts in
+    both on items without a reference (experts with no unique mode, or no expert score), which "none has a score in
+    both runs" would misstate: both judges scored them."""
+    judged = 0 if failures is None else failures.n - failures.a - failures.only_b  # neither run failed on them
+    if judged == 0:
+        return "none of this split's has a score in both runs"
+    return (f"both judges gave a verdict on {judged} of this split's items, none of which has a reference: their "
+            "experts have no unique mode, or no expert scored them")
 
 
 def _failures_called(comp: RunComparison, result: Comparison, split: str, mae_verdict: str) -> str:

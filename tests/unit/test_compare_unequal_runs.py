@@ -101,6 +101,24 @@ def test_a_split_neither_run_scored_is_said_without_counting_items_outside(tmp_p
             "has a score in both runs).") in headline(compare([a, b], n_boot=50))
 
 
+def test_a_split_both_judges_scored_without_a_reference_is_not_said_to_lack_scores(tmp_path):
+    """Both runs gave a verdict on every item, but each Zero-Shot item's experts tie (0, 1, 2 one each: no unique
+    mode), so no Zero-Shot item has a reference. The headline said "none of this split's has a score in both runs",
+    which is false of 20 items both judges scored; it now says both judged the 20 and none has a reference."""
+    from eval.scoring.compare import compare, headline
+
+    ids = [f"i{k}" for k in range(40)]
+    split = ["zero_shot"] * 20 + ["standard"] * 20
+    experts = [[0, 1, 2]] * 20 + EXPERTS[20:]
+    a = _run_with(tmp_path / "A", "a", ids, JUDGE, experts, split)
+    b = _run_with(tmp_path / "B", "b", ids, JUDGE[::-1], experts, split)
+    said = headline(compare([a, b], n_boot=50))
+    assert ("On the Zero-Shot test, b and a share no scored items (both hold the same 40 items; both judges gave a "
+            "verdict on 20 of this split's items, none of which has a reference: their experts have no unique mode, "
+            "or no expert scored them).") in said
+    assert not any("none of this split's has a score in both runs" in line for line in said)
+
+
 def test_a_split_one_run_lacks_is_shown_in_compare_md_with_a_dash(tmp_path):
     """a has one item of a task type the taxonomy does not know, b none (so no such split in its metrics.json):
     compare.md's own-items table and its side-by-side tables keep that split's rows, with "—" for b, as compare.html
