@@ -85,7 +85,8 @@ _KEY_MEANINGS = {
     "mae": "mean absolute error of the judge's score against the experts' mode (their mean under --target mean), "
            "with its bootstrap interval",
     "mae_in_scale": "MAE without the verdicts outside their scale",
-    "n_out_of_scale": "verdicts outside their scale: scored, as the paper scores them",
+    "n_out_of_scale": "parsed verdicts outside their scale: scored, as the paper scores them, where the item has a "
+                      "reference (counted here also on an item without one, a mode tie)",
     "n_scored_in_scale": "scored items whose verdict is inside its scale",
     "spearman": "Spearman's rank correlation of the judge's scores with the experts' reference, pooled, with its "
                 "bootstrap interval",

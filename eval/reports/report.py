@@ -390,8 +390,10 @@ def render_markdown(result: Metrics) -> str:
         "can differ from them: an item every expert abstained on has no reference, and against the experts' mean a "
         "mode tie has one. "
         "A number outside the rubric's scale "
-        "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts them and the "
-        "`in scale` columns give the figures without them (\"=\" when there were none).",
+        "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts every parsed "
+        "verdict outside its scale, those on an item without a reference (a mode tie) too, so `scored` − `out of "
+        "scale` can be fewer than the items the `in scale` columns are over; those columns give the figures without "
+        "the scored ones (\"=\" when there were none).",
         "",
     ]
     out += _regression_lines(result)

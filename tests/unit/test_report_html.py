@@ -228,7 +228,8 @@ def test_tables_render_every_key_a_metric_cell_has():
               "figures_added_later": {"mae": 0.5}}
     page = render_report_page(Metrics.from_json(result), None)
     # bookkeeping: behind the toggle; the tooltip says what the column is, then its key in metrics.json
-    assert ('title="verdicts outside their scale: scored, as the paper scores them (metrics.json: n_out_of_scale)" '
+    assert ('title="parsed verdicts outside their scale: scored, as the paper scores them, where the item has a '
+            'reference (counted here also on an item without one, a mode tie) (metrics.json: n_out_of_scale)" '
             'data-key="n_out_of_scale" class="book">out of scale</th>') in page
     assert 'title="model_means" data-key="model_means"' in page and "&quot;experts&quot;: 1.25" in page  # unknown
     assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
