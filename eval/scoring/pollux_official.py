@@ -37,7 +37,10 @@ has no ``criteria_score``, the loaders (``judge.JudgeRecord.from_row``, ``judge.
 mean of the experts' scores, the aggregate the release reports, before this module sees the record. The record does
 not say which it was; the load's report does (``judge.LoadReport.derived_criteria_records``), and ``judge-eval
 score`` hands those positions here, so ``n_reference_from_experts`` counts them, together with the records handed
-here without an aggregate (built in Python), whose reference this module derives the same way.
+here without an aggregate (built in Python), whose reference this module derives the same way. POLLUX's own caller
+(``src/inference.py``) hands that reference to ``compute_metrics`` as the text ``[RESULT] {float(criteria_score)}``,
+read back with ``extract_score``: a negative one (a rubric with a -1 level) reads nothing and its sample is skipped,
+here as there (``_as_pollux_reads_reference``; counted in ``n_no_reference``).
 
 A request that failed is an empty output, as POLLUX's pipeline makes it: its client returns "" for any exception
 (``src/utils/openai_runner.py``, ``run_async``), and ``compute_metrics`` reads no score from "", so the item is in
@@ -164,6 +167,20 @@ def official_metrics(scores: Iterable[float | None], references: Iterable[float]
     }
 
 
+def _as_pollux_reads_reference(references: np.ndarray) -> np.ndarray:
+    """Each reference as POLLUX reads it back: ``src/inference.py`` (``Scoring.compute_metrics``, ai-forever/POLLUX
+    at 0a9944ab) hands ``compute_metrics`` the text ``f'[FEEDBACK] [RESULT] {float(criteria_score)} [END]'``, which
+    ``extract_score`` reads (evaluation.py:63), skipping the sample when it reads nothing (lines 64-66). A
+    non-negative float's text is its own value again; a negative one ("[RESULT] -0.5") reads nothing, so the item is
+    skipped there, NaN here (``n_no_reference``). Read once per distinct value: the references are few."""
+    out = references.copy()
+    finite = np.isfinite(references)
+    for value in np.unique(references[finite]):
+        read = extract_score(f"[FEEDBACK] [RESULT] {float(value)} [END]")
+        out[finite & (references == value)] = np.nan if read is None else read
+    return out
+
+
 def _references(columns, derived: Iterable[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Each record's ``criteria_score``; without one, the mean of its expert scores, which is how the released
     aggregate is made ("an unweighted average of the corresponding point estimates",
@@ -222,8 +239,9 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
         ``OfficialSplit``), where each split holds
         ``official_metrics``'s keys over the outputs (a row whose request failed is an empty output, as POLLUX's
         client makes it: in ``n`` with no score, and counted in ``n_request_failed``), ``n_no_prediction`` (left
-        out), ``n_no_reference`` (no criteria_score and no expert score:
-        left out), ``n_reference_from_experts`` (references that are the experts' mean: ``derived_references``,
+        out), ``n_no_reference`` (no criteria_score and no expert score, or
+        one POLLUX's text reference reads nothing from, a negative one: left out), ``n_reference_from_experts``
+        (references that are the experts' mean: ``derived_references``,
         and records handed in without criteria_score; ``_references``),
         ``n_regression`` and ``n_regression_clipped`` (0: a run with a head's scores gets None).
     """
@@ -260,6 +278,7 @@ def pollux_official(records, predictions, splits: Mapping[str, Any], derived_ref
     scores[output] = [np.nan if score is None else score
                       for score in map(extract_score, [raw_output[j] for j in row[~request_failed].tolist()])]
     references, from_experts = _references(columns, derived_references)
+    references = _as_pollux_reads_reference(references)
 
     no_output = kind == "no_prediction"  # an unfinished run's missing item: no output, not even ""
     usable = ~no_output & np.isfinite(references)

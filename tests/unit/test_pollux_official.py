@@ -402,3 +402,23 @@ def test_score_leaves_the_section_out_for_a_regression_run_and_says_why(tmp_path
     assert official_not_computed(Metrics.from_json(metrics)) == NOT_COMPUTED_REGRESSION
     said = capsys.readouterr().out
     assert "POLLUX repository eval: " + NOT_COMPUTED_REGRESSION.replace("`", "") in said
+
+
+def test_a_negative_reference_is_skipped_as_polluxs_inference_reads_it_back():
+    """POLLUX's src/inference.py hands compute_metrics the reference as the text "[FEEDBACK] [RESULT] -0.5 [END]",
+    from which extract_score reads nothing (no digit after "[RESULT] "), so the sample is skipped. Item n is on a
+    rubric with a -1 level, experts -1 and 0: criteria_score -0.5, left out (n_no_reference 1); item p, 1.5 against
+    '[RESULT] 1.5', is read back as 1.5 and exact. Counted by hand: n 1, format_acc 1, score_acc 1, mse 0 (with n
+    in: n 2, score_acc 1/2, mse (0 - -0.5)^2 / 2 = 0.125)."""
+    base = {"instruction": "i", "answer": "x", "criteria_name": "c"}
+    records = judge.records_from_rows([
+        {**base, "id": "n", "rubrics": "-1: неприменимо\n\n0: нет\n\n1: да", "criteria_score": -0.5,
+         "expert_scores": [-1, 0]},
+        {**base, "id": "p", "rubrics": "0: нет\n\n1: частично\n\n2: да", "criteria_score": 1.5,
+         "expert_scores": [1, 2]},
+    ])
+    predictions = [{"id": "n", "raw_output": "[FEEDBACK] x [RESULT] 0 [END]", "parse_ok": True, "score": 0},
+                   {"id": "p", "raw_output": "[FEEDBACK] x [RESULT] 1.5 [END]", "parse_ok": True, "score": 1.5}]
+    block = pollux_official(records, predictions, {"all": np.arange(2)}).to_json()["splits"]["all"]
+    assert (block["n"], block["n_no_reference"]) == (1, 1)
+    assert (block["format_acc"], block["score_acc"], block["mse"]) == (1.0, 1.0, 0.0)
