@@ -48,13 +48,38 @@ def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
 @pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny" and p.stem != "grpo"],
                          ids=lambda p: p.parent.name + "/" + p.stem)
 def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
-    """AdamW, lr 1e-5 to 0 (paper, Section 3.2; linear is our choice), 3 epochs, global batch 256, bf16 on GPU, checkpointing."""
+    """AdamW, lr 1e-5 to 0 (paper, Section 3.2; linear is our choice), 3 epochs, global batch 256, bf16 on GPU, checkpointing.
+
+    "From 1e-5 to 0" is pinned on what the trainer gets, not only on the YAML's keys: the arguments built for a
+    64-rank launch (the paper's 64 A100s) carry no warm-up (a warm-up would start the rate at 0, not 1e-5) and
+    accumulate to a global batch of 256, and transformers' scheduler built from them (as the Trainer builds it) gives
+    1e-5 at the first step and 0 after the last."""
+    import torch
+    from transformers import get_scheduler
+
     monkeypatch.chdir(REPO)
     config = load_config(path)
     assert (config.learning_rate, config.lr_scheduler_type, config.num_train_epochs) == (1e-5, "linear", 3.0)
     assert (config.global_batch_size, config.optim, config.bf16) == (256, "adamw_torch", "auto")
     assert config.gradient_checkpointing and config.zero_shot == "refuse"
     assert config.deepspeed == "configs/deepspeed/zero3.json"
+
+    launch = launch_arithmetic(config, world_size=64)
+    kwargs = training_kwargs(config, launch, has_eval=False)
+    assert kwargs["per_device_train_batch_size"] * kwargs["gradient_accumulation_steps"] * 64 == 256
+    assert (kwargs["optim"], kwargs["learning_rate"], kwargs["num_train_epochs"]) == ("adamw_torch", 1e-5, 3.0)
+    assert kwargs["warmup_steps"] == 0 and kwargs.get("warmup_ratio", 0) == 0
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=kwargs["learning_rate"])
+    steps = 30
+    schedule = get_scheduler(kwargs["lr_scheduler_type"], optimizer, num_warmup_steps=kwargs["warmup_steps"],
+                             num_training_steps=steps, scheduler_specific_kwargs=kwargs.get("lr_scheduler_kwargs"))
+    rates = [schedule.get_last_lr()[0]]
+    for _ in range(steps):
+        optimizer.step()
+        schedule.step()
+        rates.append(schedule.get_last_lr()[0])
+    assert rates[0] == 1e-5 and rates[-1] == 0.0
+    assert all(a >= b for a, b in zip(rates, rates[1:]))  # a decay, never a rise
 
 
 def test_a_cli_flag_overrides_the_yaml(monkeypatch):
