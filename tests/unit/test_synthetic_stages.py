@@ -292,6 +292,38 @@ def test_non_russian_share(text, ignore_code, share):
     assert non_russian_share(text, ignore_code) == pytest.approx(share)
 
 
+# Twenty words each: one English word is a share of 1/20 = 0.05, two are 2/20 = 0.10.
+_TWENTY_RU = ("Исправьте ошибки в этом коротком письме другу о поездке на море летом и сохраните его дружеский "
+              "тон без лишних слов")
+_ONE_IN_TWENTY = _TWENTY_RU.replace("летом", "summer")
+_TWO_IN_TWENTY = _ONE_IN_TWENTY.replace("тон", "tone")
+
+
+def test_the_non_russian_filter_is_the_papers_5_percent_and_keeps_exactly_5_percent(scripted, tmp_path):
+    """arXiv 2505.24616v3, Section 3.1: "Instructions that contained more than 5% non-Russian tokens ... were
+    removed". The default bound is 0.05 and only a share above it drops: 1 English word in 20 (0.05) is kept, 2 in
+    20 (0.10) are dropped as non_russian. Tokens are counted as letter runs, code left out (``ignore_code``, a
+    named option): the paper names no tokenizer."""
+    from train.synthetic.config import InstructionsConfig
+    from train.synthetic.generation import non_russian_share, render_generation_prompt
+
+    assert (InstructionsConfig.max_non_russian, InstructionsConfig.ignore_code) == (0.05, True)
+    assert (non_russian_share(_ONE_IN_TWENTY), non_russian_share(_TWO_IN_TWENTY)) == (1 / 20, 2 / 20)
+    task = _editing()
+    server = scripted({
+        ("gen-a", render_generation_prompt(task, "easy")): [f"[PROBLEM] {_ONE_IN_TWENTY} [END]"],
+        ("gen-a", render_generation_prompt(task, "medium")): [f"[PROBLEM] {_TWO_IN_TWENTY} [END]"],
+        ("gen-a", render_generation_prompt(task, "hard")): [f"[PROBLEM] {_TWENTY_RU} [END]"],
+    })
+    yaml_text = INSTRUCTIONS_YAML.format(url=server.base_url).replace("per_task_level: 2", "per_task_level: 1")
+    config = _write_yaml(tmp_path / "instructions.yaml", yaml_text)
+    out = tmp_path / "instructions"
+    assert main(["data", "instructions", "--config", str(config), "--output", str(out)]) == 0
+    assert [r["instruction"] for r in _jsonl(out / "instructions.jsonl")] == [_ONE_IN_TWENTY, _TWENTY_RU]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["dropped_by_reason"] == {"non_russian": 1}
+
+
 INSTRUCTIONS_YAML = """\
 generators:
   - {{name: gen-a, model: gen-a, base_url: "{url}", temperature: 0.9, max_tokens: 64}}
