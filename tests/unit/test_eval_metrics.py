@@ -72,6 +72,19 @@ def test_verdict_confidence_matches_the_papers_worked_example():
     assert metrics.verdict_confidence_experts(metrics.pad_scores([[0, 1, 2, 2, 2]]))[0] == pytest.approx(0.6)
 
 
+def test_verdict_confidence_under_random_labels_is_the_papers_17_over_27():
+    """arXiv 2505.24616v3, Appendix D.2.2: three annotators labelling at random from three labels have an expected
+    Verdict Confidence of E[m] / 3 = (3 * 1/9 + 2 * 2/3 + 1 * 2/9) / 3 = 17/27: over all 27 labellings, 3 are
+    unanimous (VC 1), 18 have a pair (2/3) and 6 are all different (1/3)."""
+    import itertools
+
+    labellings = [list(scores) for scores in itertools.product([0, 1, 2], repeat=3)]
+    values = metrics.verdict_confidence_experts(metrics.pad_scores(labellings))
+    assert len(values) == 27
+    assert sorted(values) == pytest.approx([1 / 3] * 6 + [2 / 3] * 18 + [1.0] * 3)
+    assert sum(values) / 27 == pytest.approx(17 / 27)
+
+
 def test_verdict_confidence_by_hand_for_a_three_expert_and_a_one_expert_item():
     """The paper's definition (Appendix D.2.2) worked by hand.
 
