@@ -82,6 +82,20 @@ def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
     assert all(a >= b for a, b in zip(rates, rates[1:]))  # a decay, never a rise
 
 
+@pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny" and p.stem == "regression"],
+                         ids=lambda p: p.parent.name + "/" + p.stem)
+def test_regression_configs_train_the_head_by_mse_beside_the_rationales_cross_entropy(path, monkeypatch):
+    """Paper, Section 3.2: "cross-entropy and mean squared error objectives for the sequence-to-sequence and
+    regression formats". The -r recipes regress the head on criteria_score ("mean") by MSE and keep the rationale's
+    cross-entropy (the released -r judges' LM head writes [FEEDBACK] ... [END]), weighted 1 and 1: the weights are
+    this toolkit's choice (score_loss_weight, lm_loss_weight), and so are the defaults a config without them gets."""
+    monkeypatch.chdir(REPO)
+    config = load_config(path)
+    assert (config.score_target, config.score_loss_weight, config.lm_loss_weight) == ("mean", 1.0, 1.0)
+    default = RegressionConfig()
+    assert (default.score_target, default.score_loss_weight, default.lm_loss_weight) == ("mean", 1.0, 1.0)
+
+
 def test_a_cli_flag_overrides_the_yaml(monkeypatch):
     """defaults -> YAML -> flags: --learning_rate beats the YAML's 3e-3; untouched fields keep the YAML's values."""
     monkeypatch.chdir(REPO)
