@@ -19,6 +19,7 @@ BASELINES = {
     "deepseek-r1.yaml": ("deepseek-ai/DeepSeek-R1", "en", "chat", "DEEPSEEK_BASE_URL"),
     "m-prometheus-14b.yaml": ("Unbabel/M-Prometheus-14B", "en", "chat", "http://127.0.0.1:8000/v1"),
 }
+MAX_TOKENS = {"gpt-4o.yaml": 1024, "deepseek-r1.yaml": 8192, "m-prometheus-14b.yaml": 1024}
 # the POLLUX judges themselves get the Russian prompt of Appendix M.1
 POLLUX = {"pollux-serve.yaml": "ru", "local-cpu.yaml": "ru", "tiny-cpu.yaml": "ru"}
 
@@ -30,12 +31,14 @@ def test_every_shipped_eval_config_is_pinned_here():
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_baseline_configs_pin_the_papers_models_and_english_prompt(name):
-    """Each baseline names the exact model the paper evaluated and the English M.1 prompt, greedy."""
+    """Each baseline names the exact model the paper evaluated and the English M.1 prompt, greedy, its token budget."""
     config = RunConfig(**RunConfig.from_yaml(CONFIGS / name), out="runs/x")
     config.validate()
     model, prompt, backend, where = BASELINES[name]
     assert (config.model, config.prompt, config.backend, config.judge or config.base_url_env) == (model, prompt, backend, where)
-    assert config.temperature == 0.0
+    # The paper gives no sampling settings: greedy, and POLLUX's own 1,024 new tokens (its
+    # src/vllm_offline_generation.py), more for R1, whose reasoning comes first: choices of this toolkit.
+    assert (config.temperature, config.max_tokens) == (0.0, MAX_TOKENS[name])
 
 
 @pytest.mark.parametrize("name", sorted(POLLUX))
