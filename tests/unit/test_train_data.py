@@ -189,6 +189,24 @@ def test_split_keeps_an_instructions_records_together_and_is_stable():
     assert split_rows(rows, 0.0) == (rows, [])
 
 
+def test_a_rationale_half_in_cyrillic_letters_is_russian_enough_by_default():
+    """Paper, Appendix B: "The rationale must be written in the Russian language"; the bound is this toolkit's
+    (``min_russian_share``, 0.5 of the letters, the default of the config and of build_rows alike): "Ответ good" is
+    5 Cyrillic letters of 9 (kept), "Да, all good" 2 of 9 (dropped as not_russian), "Ответ верный OK okay" 11 of 17
+    (kept), "Код ok: print works" 3 of 15 (dropped)."""
+    from train.config import Seq2SeqConfig
+
+    assert Seq2SeqConfig().min_russian_share == 0.5
+    texts = ["Ответ good", "Да, all good", "Ответ верный OK okay", "Код ok: print works"]
+    assert [russian_share(t) for t in texts] == [5 / 9, 2 / 9, 11 / 17, 3 / 15]
+    rows, report = build_rows([record("r1", [1, 1, 1, 1], texts)], recipe="seq2seq")
+    assert [row["feedback"] for row in rows] == ["Ответ good", "Ответ верный OK okay"]
+    assert dict(report.dropped) == {"not_russian": 2}
+    exact = "Ответ abcde"  # 5 of 10: exactly the bound, kept (only a share below it drops)
+    assert russian_share(exact) == 0.5
+    assert [row["feedback"] for row in build_rows([record("r2", [1], [exact])], recipe="seq2seq")[0]] == [exact]
+
+
 @pytest.mark.parametrize("text, share", [("Ответ верный", 1.0), ("Ответ OK", 5 / 7), ("All good", 0.0), ("123 !", 0.0)])
 def test_russian_share_counts_letters_only(text, share):
     """Digits and punctuation do not count; the share is over letters."""
