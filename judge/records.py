@@ -27,7 +27,7 @@ validated; a bad row raises a
 know are kept in ``JudgeRecord.extra``, and exact duplicate rows, abstentions, items whose experts all abstained and
 aggregates (``criteria_score``) derived from the experts are counted in a ``LoadReport`` (``load_records_report``).
 
-Why one module of ~1015 lines: the record and the one validation of its invariants for both row schemas belong
+Why one module of ~1030 lines: the record and the one validation of its invariants for both row schemas belong
 together (every loader builds records through it); where rows come from is ``judge.record_sources``, the
 column-wise reader ``judge.column_reader``.
 """
@@ -276,6 +276,12 @@ class JudgeRecord:
         Raises:
             RecordError: naming the field and, for a loaded record, its source and row (``origin``).
         """
+        # A record built in code may give its experts as lists: kept as the tuples the fields are typed as, or it
+        # would be unhashable and unequal to the same record written (write_jsonl) and loaded back.
+        for name in ("expert_scores", "expert_feedback", "annotations"):
+            value = getattr(self, name)
+            if value is not None and type(value) is not tuple:
+                object.__setattr__(self, name, tuple(value))
         feedback, ids = self.expert_feedback, self.expert_ids
         if ids is not None:
             ids = tuple(ids)
@@ -376,7 +382,9 @@ class JudgeRecord:
         (or null when no expert left one). The released columns are written when set, and a benchmark row's markers
         always (``benchmark_row``). An aggregate the load derived (``criteria_score_derived``) is written null while
         it is still the experts' mean. ``load_records`` / ``JudgeRecord.from_row`` read the dict back into an equal
-        record, with the same load report (its ids aside, which the dict now gives).
+        record, with the same load report (its ids aside, which the dict now gives). A record built in code with
+        experts and no ``criteria_score`` is written with a null aggregate too, so it reloads with the experts' mean,
+        as any row without an aggregate does.
         """
         aggregate = self.criteria_score
         if self.criteria_score_derived and aggregate is not None and aggregate == _mean(self.expert_scores):
@@ -676,9 +684,12 @@ def _project_experts(row: Mapping[str, Any], fail) -> tuple[tuple[Annotation, ..
         if not _is_list(feedback):  # an object too: iterated, it would give its keys as the texts
             raise fail("expert_feedback", "must be a list of texts, one per expert score")
         feedback = _at_most_experts(feedback, "expert_feedback", fail)
-        for text in feedback:
+        for position, text in enumerate(feedback):
             if type(text) is not str:
-                raise fail("expert_feedback", "must contain only texts")
+                # the item named, and what to write instead of a null: an annotation's null comment reads as "",
+                # a project row's one text per expert is a text
+                raise fail("expert_feedback", f"must contain only texts: item {position} is {value_words(text)} "
+                                              '(write "" for an expert who left no rationale)')
         if len(feedback) != len(all_scores):
             if row.get("expert_scores") is None:
                 # the field that is not there is the one to name, as the column-wise reader does for a whole column

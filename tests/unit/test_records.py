@@ -270,3 +270,22 @@ def test_a_row_cut_short_is_refused_where_it_ends_not_at_column_1(tmp_path):
                 load(cut)
             assert str(refused.value) == (f"{cut}: line 1: invalid JSON (Expecting property name enclosed in double "
                                           "quotes at column 22)")
+
+
+def test_a_record_built_in_code_with_lists_keeps_tuples_and_survives_a_round_trip(tmp_path):
+    """A record built in code with its experts as lists (what a caller has at hand) kept the lists: it was unhashable
+    and unequal to itself written and loaded back, whose fields are tuples. The fields are the tuples they are typed
+    as, and the reload is the same record (an aggregate given, so that the load derives none)."""
+    from judge import Annotation
+
+    record = JudgeRecord(id="c1", instruction="и", answer="о", criteria_name="к", rubrics="0: нет\n\n1: да",
+                         criteria_score=0.5, expert_scores=[0, 1], expert_feedback=["плохо", "хорошо"],
+                         expert_ids=["e1", "e2"])
+    assert (type(record.expert_scores), type(record.expert_feedback), type(record.expert_ids)) == (tuple,) * 3
+    hash(record)
+    built = JudgeRecord(id="c2", instruction="и", answer="о", criteria_name="к", rubrics="0: нет\n\n1: да",
+                        criteria_score=1.0, annotations=[Annotation(1.0, "да"), Annotation(None, "")])
+    assert type(built.annotations) is tuple and built.expert_scores == (1.0,) and built.n_abstained == 1
+    write_jsonl([record, built], tmp_path / "r.jsonl")
+    assert load_records(tmp_path / "r.jsonl") == [record, built]
+    assert {record, built} == set(load_records(tmp_path / "r.jsonl"))

@@ -202,7 +202,8 @@ def test_both_loaders_count_the_aggregates_derived_from_the_experts(tmp_path, mo
 BAD_ROWS = [(mutation, field, fragment) for mutation, field, fragment in BAD] + [
     ({"annotations": value, "expert_scores": None, "expert_feedback": None}, "annotations", fragment)
     for value, fragment in BAD_ANNOTATIONS
-] + [({"expert_scores": [1, None], "expert_feedback": ["а", None]}, "expert_feedback", "must contain only texts"),
+] + [({"expert_scores": [1, None], "expert_feedback": ["а", None]}, "expert_feedback",
+      "must contain only texts: item 1 is null (write \"\" for an expert who left no rationale)"),
      ({"is_provocative": "да"}, "is_provocative", "must be true or false"),
      ({"annotations": [{"comment": "а", "score": 1}]}, "expert_scores", "both annotations and expert_scores"),
      ({"annotations": [{"comment": "а", "score": 1}] * 3, "expert_scores": None}, "expert_feedback",
