@@ -11,7 +11,7 @@ and ``5: отлично``: the scale 1..5), or a mapping from level to descripti
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from judge.plumbing.json_reading import value_words
@@ -36,7 +36,8 @@ class Scale:
     """The scores a criterion allows, and which end of them is best.
 
     Attributes:
-        levels: the allowed integer levels, ascending (``(0, 1, 2)`` for the usual POLLUX criterion).
+        levels: the allowed integer levels, ascending (``(0, 1, 2)`` for the usual POLLUX criterion); a list or
+            range given is kept as a tuple.
         best: the level that means "nothing to fault"; the highest level unless given (None). It is one end of the
             scale: a rubric runs from worst to best or from best to worst. Rubric text says nothing about its
             orientation, so the POLLUX taxonomy decides for its criteria and ``judge.taxonomy.oriented_scale``
@@ -49,6 +50,10 @@ class Scale:
     best: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.levels, tuple) and isinstance(self.levels, Iterable) and not isinstance(self.levels, str):
+            # a list or range of levels (a JudgeResult's scale is a list) is the tuple the field is typed as: it was
+            # refused as "not distinct and ascending", which it was
+            object.__setattr__(self, "levels", tuple(self.levels))
         if not self.levels:
             raise ScaleError("a scale needs at least one level")
         if tuple(sorted(set(self.levels))) != self.levels:

@@ -313,3 +313,13 @@ def test_an_unread_layout_is_refused_naming_the_layouts_read(rubrics):
     """Layouts not read fail loudly, and the error says which layouts are."""
     with pytest.raises(ScaleError, match=r'write one level a line \("0: \.\.\."'):
         scale_of(rubrics)
+
+
+def test_scale_levels_given_as_a_list_or_range_are_the_tuple():
+    """Scale([0, 1, 2]) (a JudgeResult's scale is a list) was refused as "must be distinct and ascending, got
+    [0, 1, 2]", which it is: a list or range is kept as the tuple; levels out of order are still refused."""
+    assert Scale([0, 1, 2]) == Scale(range(3)) == Scale((0, 1, 2))
+    assert type(Scale([0, 1], best=0).levels) is tuple and Scale([0, 1], best=0).worst == 1
+    hash(Scale([0, 1, 2]))
+    with pytest.raises(ScaleError, match=r"distinct and ascending, got \(2, 1, 0\)"):
+        Scale([2, 1, 0])
