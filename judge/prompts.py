@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from judge.plumbing.json_reading import value_words
@@ -271,7 +272,9 @@ def render_pairwise_prompt(item: Any) -> str:
 #: prompts, the regression head's input), by the seq2seq recipe's trl dataset (``chat_template_kwargs`` column) and,
 #: as ``chat_template_kwargs``, by judge-eval's chat requests to vLLM and judge-serve's engine
 #: (``--default-chat-template-kwargs``).
-JUDGE_CHAT_TEMPLATE_KWARGS: Mapping[str, Any] = {"enable_thinking": False}
+#: Read-only (a ``MappingProxyType``): a caller that updated the shared dict turned thinking on for every later
+#: ``apply_chat`` in the process; copy it (``dict(...)``) to send or change it.
+JUDGE_CHAT_TEMPLATE_KWARGS: Mapping[str, Any] = MappingProxyType({"enable_thinking": False})
 
 
 def chat_messages(prompt: str, completion: str | None = None) -> list[dict[str, str]]:

@@ -134,7 +134,7 @@ def engine_command(spec: EngineSpec, config: ServeConfig, port: int) -> list[str
         # Chat requests passed through to the generating engine render as judge-serve's own prompts do: thinking
         # off (judge.JUDGE_CHAT_TEMPLATE_KWARGS; Qwen3 templates read it, ChatML ignores it). A client's own
         # chat_template_kwargs still win.
-        cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(JUDGE_CHAT_TEMPLATE_KWARGS)]
+        cmd += ["--runner", "generate", "--default-chat-template-kwargs", json.dumps(dict(JUDGE_CHAT_TEMPLATE_KWARGS))]
     if spec.role == "generator":
         # GET /tokenizer_info, passed through by judge-serve (to the generating engine, whatever its verdict format):
         # what lm-eval's remote tokenizer reads.

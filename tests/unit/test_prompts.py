@@ -200,6 +200,23 @@ def test_apply_chat_uses_the_tokenizers_template(qwen_tokenizer):
     )
 
 
+
+def test_the_judge_chat_template_kwargs_are_read_only():
+    """JUDGE_CHAT_TEMPLATE_KWARGS was a plain dict: a caller that updated it (to send it with more keys) turned thinking
+    on for every later apply_chat in the process. It is read-only; a copy is a dict to send or change."""
+
+    class Recorder:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt, **kwargs):
+            return kwargs
+
+    with pytest.raises(TypeError):
+        judge.JUDGE_CHAT_TEMPLATE_KWARGS["enable_thinking"] = True
+    sent = dict(judge.JUDGE_CHAT_TEMPLATE_KWARGS)
+    sent["enable_thinking"] = True
+    assert apply_chat(Recorder(), "P") == {"enable_thinking": False}
+    assert apply_chat(Recorder(), "P", thinking=True) == {}
+
+
 # One prefix_order, in the contract, for serve and eval.
 @pytest.mark.parametrize(
     ("keys", "order"),
