@@ -2,9 +2,9 @@
 
 Records (``JudgeRecord``, ``load_records``), prompt rendering (``render_prompt``, ``apply_chat``), verdict
 rendering and parsing (``render_target``, ``parse_verdict``), rubric scales (``scale_of``), the POLLUX taxonomy
-(``load_taxonomy``), the Zero-Shot / Standard split (``split_of``) and the ``/v1/judge`` result on the wire
-(``JudgeResult``, ``ScoreSource``). ``train``, ``serve`` and ``eval`` import
-this package and never each other.
+(``load_taxonomy``), the Zero-Shot / Standard split (``split_of``, ``splits_of``) and the ``/v1/judge`` result on
+the wire (``JudgeResult``, ``ScoreSource``). ``train``, ``serve`` and ``eval`` import this package and never each
+other.
 """
 
 # The names are imported when first used (PEP 562), so that a console script's `--help` or a refusal of its
@@ -24,7 +24,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "judge.sample_data": ("sample_data_path",),
     "judge.scales": ("Scale", "ScaleError", "scale_of"),
     "judge.splits": ("STANDARD", "UNKNOWN", "ZERO_SHOT", "LeakageError", "SplitSpec", "check_no_leakage",
-                     "load_split_spec", "UnknownTaskTypeError", "split_of"),
+                     "load_split_spec", "UnknownTaskTypeError", "split_of", "splits_of"),
     "judge.taxonomy": ("Criterion", "Task", "Taxonomy", "TaxonomyError", "load_taxonomy", "oriented_scale"),
     "judge.verdicts": ("Verdict", "VerdictError", "VerdictFormat", "format_score", "parse_integer_verdict",
                        "parse_judge_output", "verdict_format_of_model", "parse_rationale", "parse_verdict",
