@@ -574,15 +574,16 @@ def _all_texts(values: tuple) -> bool:
     return True
 
 
-def _check_ids(ids: tuple | None, n_experts: int, where: str) -> None:
-    """One distinct text id per expert, or no ids at all (raises ValueError naming what is wrong)."""
+def _check_ids(ids: tuple | None, n_experts: int, where: str, kinds: str = "texts") -> None:
+    """One distinct text id per expert, or no ids at all (raises ValueError naming what is wrong). ``kinds``: what
+    the caller takes, as its refusal says it: a data row's integers are read as their text before this check
+    (``_named_experts``), a ``JudgeRecord`` built in Python takes texts only."""
     if ids is None:
         return
     if len(ids) != n_experts:
         raise ValueError(f"{where}: {len(ids)} expert ids for {n_experts} experts")
     if ids and (set(map(type, ids)) != {str} or "" in ids):
-        raise ValueError(f"{where}: expert ids must be non-empty texts or integers (one per expert), got "
-                         f"{list(ids)!r}")
+        raise ValueError(f"{where}: expert ids must be non-empty {kinds} (one per expert), got {list(ids)!r}")
     if len(set(ids)) != len(ids):
         raise ValueError(f"{where}: an expert id repeats within the item ({list(ids)!r})")
 
@@ -599,7 +600,7 @@ def _named_experts(annotations: tuple[Annotation, ...], ids: Any, fail) -> tuple
         raise fail("expert_ids", f"must be a list of texts or integers, one per expert, got {value_words(ids)}")
     ids = tuple(str(i) if type(i) is int else i for i in _at_most_experts(ids, "expert_ids", fail))
     try:
-        _check_ids(ids, len(annotations), "row")
+        _check_ids(ids, len(annotations), "row", kinds="texts or integers")
     except ValueError as error:
         raise fail("expert_ids", str(error).removeprefix("row: ")) from None
     if not annotations:

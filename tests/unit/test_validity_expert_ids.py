@@ -57,6 +57,10 @@ def test_constructor_builds_annotations_with_ids_and_checks_them():
         JudgeRecord(id="x", **BASE, expert_scores=(1.0, 0.0), expert_ids=("a",))
     with pytest.raises(ValueError, match="repeats"):
         JudgeRecord(id="x", **BASE, expert_scores=(1.0, 0.0), expert_ids=("a", "a"))
+    # integers are read as their text from a data row only: built in Python, the refusal offers no integers
+    with pytest.raises(ValueError) as refused:
+        JudgeRecord(id="x", **BASE, expert_scores=(1.0, 0.0), expert_ids=(7, 12))
+    assert str(refused.value).endswith("expert ids must be non-empty texts (one per expert), got [7, 12]")
 
 
 @pytest.mark.parametrize(("ids", "fragment"), [
