@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from judge.plumbing.json_reading import counted
+
 #: The template: the sbatch script shipped in the repository's ``slurm/`` folder.
 DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatch"
 
@@ -106,11 +108,6 @@ class BatchPlan:
             f"{self.global_batch_size} = {self.per_device_batch_size} per device x {self.gradient_accumulation} "
             f"accumulation x {self.ranks()}"
         )
-
-
-def counted(number: int, noun: str) -> str:
-    """``1 node``, ``2 nodes``: the plan's text is read by people, and "1 nodes" reads as a typo."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 FITS_SHOWN = 12  # the per-device batch sizes an error names: the smallest ones, then how many there are

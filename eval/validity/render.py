@@ -25,6 +25,7 @@ from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
 from eval.validity.agreement import MIN_USABLE_SHARE
+from judge.plumbing.json_reading import counted
 from judge.metrics_json.validity import (AgreementClass, AltTest, AltTestFamily, LengthBias, MarginalHomogeneity,
                                          PooledExpertSlopes, Unavailable, ValiditySplit)
 from judge.scales import MAX_LEVELS
@@ -66,12 +67,6 @@ def signed(value: float | None, pair: Any = None) -> str:
     """A difference with its sign and its interval at two decimals: "+0.61 [0.22, 0.99]" ("—" for None)."""
     shown = _num(value)
     return (shown if shown[:1] in "-—" else f"+{shown}") + _ci(pair)
-
-
-def counted(n: int, noun: str, nouns: str | None = None) -> str:
-    """``n`` and the noun in its number: "1 item", "2 items", "1 criterion" / "3 criteria" (``nouns``: an irregular
-    plural)."""
-    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def ceiling_coverage(ceiling, n_items: int, n_missing: int | None) -> str:

@@ -14,8 +14,9 @@ before they are asked (Arrow's JSON reader).
 - A value of the wrong kind is named as whoever wrote the file reads JSON: ``kind_words`` says the kind a field
   should be ("an integer or a string"), ``value_words`` the kind it holds ("an object", "a list", "null"), never
   Python's class ("dict", "NoneType"); ``shown_value`` and ``got_words`` show a value past 40 characters cut with a
-  mark. They live here, beneath the contract, so that this package's readers (the
-  journal, the run folder's key) word it as ``judge.records`` (which re-exports them) and every loader do.
+  mark; ``counted`` says a count with its noun in its number ("1 node", "2 nodes", "3 criteria"). They live here,
+  beneath the contract, so that this package's readers (the journal, the run folder's key) word it as
+  ``judge.records`` (which re-exports them) and every loader do, and training, serving and evaluation alike.
 - ``json.loads`` reads a ``\\ud800`` escape with no pair as a lone surrogate, a string no UTF-8 writer (nor Arrow's
   reader) takes: ``lone_surrogate_at`` finds one, for the readers to refuse it where it is read.
 """
@@ -27,8 +28,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "got_words", "kind_words",
-           "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "counted", "got_words",
+           "kind_words", "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -81,6 +82,12 @@ def kind_words(kind: type | tuple[type, ...]) -> str:
     """``(int, str)`` as "an integer or a string", ``Mapping`` as "an object": the kind a field should be."""
     words = [_KIND_WORDS.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,))]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def counted(n: int, noun: str, nouns: str | None = None) -> str:
+    """``n`` and the noun in its number: "1 item", "2 items", "1 criterion" / "3 criteria" (``nouns``: an irregular
+    plural). Every stage's text is read by people, and "1 values" reads as a typo."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def value_words(value: Any) -> str:
