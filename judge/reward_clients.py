@@ -94,7 +94,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from judge.plumbing.json_reading import value_words
+from judge.plumbing.json_reading import counted, value_words
 from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
                                   server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
@@ -746,11 +746,12 @@ def _check_lengths(prompts: Sequence[Any], completions: Sequence[Any], columns: 
     """
     n = len(prompts)
     if len(completions) != n:
-        raise ValueError(f"completions: {len(completions)} completions for {n} prompts; one per prompt")
+        raise ValueError(f"completions: {counted(len(completions), 'completion')} for {counted(n, 'prompt')}; one "
+                         "per prompt")
     for column in (*read, *TASK_FIELDS):
         if column and column in columns and len(columns[column]) != n:
-            raise ValueError(f"{column}: {len(columns[column])} values for {n} prompts; trl passes a dataset column "
-                             "with one value per prompt")
+            raise ValueError(f"{column}: {counted(len(columns[column]), 'value')} for {counted(n, 'prompt')}; trl "
+                             "passes a dataset column with one value per prompt")
 
 
 def _end_token_ids(end_token_ids: Sequence[int | None] | None) -> frozenset[int] | None:

@@ -29,6 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from judge.plumbing.json_reading import counted
 from judge.scales import Scale
 
 __all__ = [
@@ -194,7 +195,7 @@ _SCORE = re.compile(r"^[*_(\s]*([+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+))[*_)\s]*$")
 def _nothing_written(text: str | None) -> str:
     """Why an output holds no verdict when it holds no text: empty, or blank (a judge that wrote only newlines, as a
     tiny or broken one does, reads "the output is empty" beside an output of 40 newlines otherwise)."""
-    return "the output is empty" if not text else f"the output is blank: {len(text)} whitespace characters"
+    return "the output is empty" if not text else f"the output is blank: {counted(len(text), 'whitespace character')}"
 
 
 def _normalise_tags(text: str) -> str:

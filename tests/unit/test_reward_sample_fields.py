@@ -111,10 +111,10 @@ def test_trl_names_a_column_or_completions_of_another_length_than_the_prompts():
         reward = trl_reward_function(endpoint.base_url, reference_column="ref",
                                      retry=RetryPolicy(max_retries=0, backoff_s=0.0))
         two = {"prompts": ["Q0", "Q1"], "completions": ["a", "b"], "criteria": [[BREVITY]] * 2, "ref": [None] * 2}
-        for changed, message in [({"criteria": [[BREVITY]]}, r"^criteria: 1 values for 2 prompts; "),
+        for changed, message in [({"criteria": [[BREVITY]]}, r"^criteria: 1 value for 2 prompts; "),
                                  ({"ref": [None] * 3}, r"^ref: 3 values for 2 prompts; "),
-                                 ({"task_type": ["Креативные задания"]}, r"^task_type: 1 values for 2 prompts; "),
-                                 ({"completions": ["a"]}, r"^completions: 1 completions for 2 prompts; ")]:
+                                 ({"task_type": ["Креативные задания"]}, r"^task_type: 1 value for 2 prompts; "),
+                                 ({"completions": ["a"]}, r"^completions: 1 completion for 2 prompts; ")]:
             with pytest.raises(ValueError, match=message):
                 asyncio.run(reward(**{**two, **changed}))
         assert endpoint.requests == []

@@ -155,6 +155,7 @@ def test_a_blank_output_is_said_to_be_blank_not_empty():
         assert verdict.error in (VerdictError.EMPTY, VerdictError.CUT)
         assert "the output is blank: 40 whitespace characters" in verdict.reason, verdict.reason
     assert parse_verdict("").reason == parse_verdict(None).reason == "the output is empty"
+    assert parse_verdict(" ").reason == "the output is blank: 1 whitespace character"  # its noun in its number
 
 
 def test_lenient_accepts_missing_end():
