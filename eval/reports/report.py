@@ -393,7 +393,7 @@ def render_markdown(result: Metrics) -> str:
         "is the judge's answer and is scored, as the paper does (its Table 11); `out of scale` counts every parsed "
         "verdict outside its scale, those on an item without a reference (a mode tie) too, so `scored` − `out of "
         "scale` can be fewer than the items the `in scale` columns are over; those columns give the figures without "
-        "the scored ones (\"=\" when there were none).",
+        "the scored verdicts outside their scale (\"=\" when no verdict was outside its scale).",
         "",
     ]
     out += _regression_lines(result)

@@ -30,4 +30,5 @@ def test_an_off_scale_verdict_on_a_mode_tie_is_counted_but_not_scored_and_the_no
     text = " ".join(render_markdown(result).split())
     assert ("`out of scale` counts every parsed verdict outside its scale, those on an item without a reference (a "
             "mode tie) too, so `scored` − `out of scale` can be fewer than the items the `in scale` columns are "
-            "over") in text
+            "over; those columns give the figures without the scored verdicts outside their scale (\"=\" when no "
+            "verdict was outside its scale)") in text  # not "without the scored ones", which read as every scored item
