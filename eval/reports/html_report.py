@@ -13,7 +13,7 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
 
-Why one module of ~520 lines: report.html and compare.html share one page frame, one table writer and one way of
+Why one module of ~590 lines: report.html and compare.html share one page frame, one table writer and one way of
 showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
 already their own modules.
 """
@@ -59,7 +59,8 @@ HEADLINE_KEYS = ("n", "n_failed", "n_scored", "mae", "n_spearman", "spearman", "
 _KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale", "mae_in_scale", "spearman_in_scale", "pearson",
                               "kendall", "vc_experts_all", "n_vc", "n_vc_experts_all", "n_vc_experts_labelled",
                               "failure_rate", "n_missing", "n_parse_failed", "n_request_failed")
-# Column headings of the known keys (the raw key is the heading's tooltip); other keys are shown as they are.
+# Column headings of the known keys (a heading's tooltip is its key's meaning, _KEY_MEANINGS, and the key); other
+# keys are shown as they are.
 _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
                "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
                "spearman_in_scale": "Spearman (in scale)", "kendall": "Kendall", "vc_judge": "VC judge",
@@ -75,15 +76,16 @@ _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_ou
 # paper's metrics: arXiv 2505.24616v3, Appendix D.2; docs/evaluation.md, "Metrics").
 _KEY_MEANINGS = {
     "n": "items with a prediction",
-    "n_missing": "items without a prediction: not judged yet, or left out by the run's --limit or --split",
+    "n_missing": "items without a prediction: not judged yet, left out by the run's --limit or --split, or judged "
+                 "before the record's text changed (a stale prediction, left out)",
     "n_failed": "verdicts not scored: parse and request failures among the n",
     "n_parse_failed": "verdicts whose text could not be read",
     "n_request_failed": "requests the judge did not answer",
     "failure_rate": "failed / n",
     "n_no_unique_mode": "items among the n whose experts tie: no mode to score against",
     "n_scored": "items in MAE and the correlations: scored by the judge, with a reference",
-    "mae": "mean absolute error of the judge's score against the experts' mode (their mean under --target mean), "
-           "with its bootstrap interval",
+    "mae": "mean absolute error of the judge's score against the experts' mode (their mean for a regression judge or "
+           "under --target mean), with its bootstrap interval",
     "mae_in_scale": "MAE without the verdicts outside their scale",
     "n_out_of_scale": "parsed verdicts outside their scale: scored, as the paper scores them, where the item has a "
                       "reference (counted here also on an item without one, a mode tie)",

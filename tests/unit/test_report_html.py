@@ -232,6 +232,14 @@ def test_tables_render_every_key_a_metric_cell_has():
             'reference (counted here also on an item without one, a mode tie) (metrics.json: n_out_of_scale)" '
             'data-key="n_out_of_scale" class="book">out of scale</th>') in page
     assert 'title="model_means" data-key="model_means"' in page and "&quot;experts&quot;: 1.25" in page  # unknown
+    # MAE's reference is the mean for a regression judge under the default --target auto too, not only under mean
+    assert ("title=\"mean absolute error of the judge&#x27;s score against the experts&#x27; mode (their mean for a "
+            "regression judge or under --target mean), with its bootstrap interval (metrics.json: mae)\"") in page
+    from eval.reports.html_report import _heading_title
+
+    # score leaves a stale prediction out (its record's text changed since): its item counts as one without one
+    assert _heading_title("n_missing").startswith("items without a prediction: not judged yet, left out by the run's "
+                                                  "--limit or --split, or judged before the record's text changed")
     assert "0.500 <span class=\"ci\">[0.250, 0.750]</span>" in page
     assert "figures_added_later" in page  # an unknown top-level key is shown, not dropped
 
