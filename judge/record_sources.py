@@ -376,7 +376,6 @@ def looks_like_dataset_name(name: str, path: Path) -> bool:
             and path.suffix.lower() not in {".jsonl", ".json", ".parquet"} and owner not in _PROJECT_FOLDERS)
 
 
-
 def _missing(name: str) -> FileNotFoundError:
     """The error of a source that is not there, with the download command when its last part names a released
     dataset (a missing ``data/POLLUX`` is the benchmark not downloaded yet). A source that is there but is no

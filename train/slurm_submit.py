@@ -253,7 +253,6 @@ def _deepspeed_note(deepspeed: str | None) -> str:
         f", offloaded: {', '.join(offloads)}" if offloads else "")
 
 
-
 def vllm_tensor_parallel_fits(tp: int, heads: int, kv_heads: int) -> bool:
     """Whether vLLM shards a model with ``heads`` attention heads and ``kv_heads`` key/value heads over ``tp`` GPUs:
     the heads divide by it (vllm/config/model.py, ``verify_with_parallel_config``), and the key/value heads divide

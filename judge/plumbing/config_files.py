@@ -182,8 +182,9 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         The mapping, to merge over the dataclass defaults.
 
     Raises:
-        ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a mapping, gives a key twice in one mapping (named,
-            with both lines), or sets unknown keys (named, with the known ones).
+        ConfigError: the file is missing (or a pipe, a device: ``special_file_kind``), empty, not YAML or not a
+            mapping, gives a key twice in one mapping (named, with both lines), or sets unknown keys (named, with the
+            known ones).
     """
     import yaml
 

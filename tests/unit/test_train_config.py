@@ -48,7 +48,8 @@ def test_every_train_yaml_parses_and_starts_with_its_command(path, monkeypatch):
 @pytest.mark.parametrize("path", [p for p in TRAIN_CONFIGS if p.parent.name != "tiny" and p.stem != "grpo"],
                          ids=lambda p: p.parent.name + "/" + p.stem)
 def test_real_configs_carry_the_paper_hyperparameters(path, monkeypatch):
-    """AdamW, lr 1e-5 to 0 (paper, Section 3.2; linear is our choice), 3 epochs, global batch 256, bf16 on GPU, checkpointing.
+    """AdamW, lr 1e-5 to 0 (paper, Section 3.2; linear is our choice), 3 epochs, global batch 256, bf16 on GPU,
+    checkpointing.
 
     "From 1e-5 to 0" is pinned on what the trainer gets, not only on the YAML's keys: the arguments built for a
     64-rank launch (the paper's 64 A100s) carry no warm-up (a warm-up would start the rate at 0, not 1e-5) and

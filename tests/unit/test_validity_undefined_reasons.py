@@ -123,7 +123,8 @@ def test_an_alt_test_p_value_set_by_the_constant_difference_rule_says_so_in_the_
     # every tested expert's p the rule's: the verdict "passes against 3 of 3" says what it rests on, where it is said
     caveat = constant_difference_caveat(alt)
     assert caveat.startswith("every tested expert's W_f − W_h is one value on all their items")
-    assert block.sentence.startswith("Passes the alternative annotator test against 3 of 3 experts") and caveat in block.sentence
+    assert block.sentence.startswith("Passes the alternative annotator test against 3 of 3 experts")
+    assert caveat in block.sentence
     assert alt_test_line(alt).endswith(f"; {caveat}.")
     judge = np.where(np.arange(40) < 10, 1.0, 2.0)
     block = section_with_alt_test(table_on_0_to_2(judge, np.full((40, 3), 2.0), ids))
