@@ -55,6 +55,17 @@ RUN_EXIT_CODES = (
 )
 
 
+#: What ``judge-train run`` and the commands that fix its recipe train, as their ``--help`` says it.
+RECIPE_DESCRIPTIONS: dict[str | None, str] = {
+    None: "Train a POLLUX judge (seq2seq, regression head, task classifier or GRPO: the config's recipe)",
+    "classifier": "Train the criteria: auto task classifier (a head over the leaf tasks)",
+    "grpo": "Train a judge by GRPO against the experts' labels",
+}
+
+#: The tiny config each command that fixes its recipe names when it is run with no arguments at all.
+TINY_RECIPE_CONFIGS = {"classifier": "configs/train/tiny/classifier.yaml", "grpo": "configs/train/tiny/grpo.yaml"}
+
+
 def build_run_parser(prog: str = "judge-train run", recipe: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``judge-train run``: ``--config``/``--recipe`` plus one flag per config field."""
     from train.config import add_config_arguments
@@ -63,7 +74,8 @@ def build_run_parser(prog: str = "judge-train run", recipe: str | None = None) -
 
     parser = ExactArgumentParser(
         prog=prog,
-        description="Train a POLLUX judge (seq2seq or regression head) from a YAML config; flags override the YAML.",
+        description=f"{RECIPE_DESCRIPTIONS.get(recipe, RECIPE_DESCRIPTIONS[None])} from a YAML config; flags override "
+                    "the YAML.",
         epilog="example: judge-train run --config configs/train/tiny/seq2seq.yaml --max-steps 5 --output-dir runs/demo. "
                + RUN_EXIT_CODES,
     )
@@ -106,6 +118,12 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     args = build_run_parser(prog=prog, recipe=recipe).parse_args(list(argv))
     if args.config is None and getattr(args, "recipe", None) is None and recipe is None:
         print(f"{prog}: error: give --config FILE (or --recipe with every field as a flag)", file=sys.stderr)
+        return 2
+    if recipe is not None and not argv:
+        # A bare `judge-train classifier` would train on every default (the tiny base, runs/judge, the sample) for
+        # many minutes on a CPU: a newcomer trying the command gets a usage error, as a bare `judge-train` does.
+        print(f"{prog}: error: give --config FILE (e.g. --config {TINY_RECIPE_CONFIGS[recipe]}) or the fields as "
+              f"flags; `{prog} --help` lists them", file=sys.stderr)
         return 2
     # Until training starts the run is being built (minutes for a large model) and the stopper's handler is not
     # installed: a SIGUSR1 meanwhile is kept for it, not dropped by the "ignore" slurm/train.sbatch leaves

@@ -242,6 +242,24 @@ def test_top_level_help_lists_the_commands(capsys):
     assert main([]) == 2
 
 
+@pytest.mark.parametrize("command", ["classifier", "grpo"])
+def test_a_bare_recipe_command_is_a_usage_error_that_names_a_config(command, capsys, tmp_path, monkeypatch):
+    """`judge-train classifier` with no arguments once trained on every default (minutes a step on a CPU, into
+    runs/judge); like a bare `judge-train` it is a usage error naming the tiny config, and nothing is written. Its
+    --help says what it trains, not the seq2seq/regression description of `judge-train run`."""
+    monkeypatch.chdir(tmp_path)
+    assert main([command]) == 2
+    err = capsys.readouterr().err
+    assert f"judge-train {command}: error: give --config FILE (e.g. --config configs/train/tiny/{command}.yaml)" in err
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("COLUMNS", "1000")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "seq2seq or regression head" not in out
+    assert ("task classifier" if command == "classifier" else "GRPO") in out
+
+
 def test_bf16_weights_only_where_a_float32_copy_is_kept(monkeypatch):
     """bf16 weights under DeepSpeed (fp32 master weights) or LoRA (a frozen base); without either, AdamW would
     update bf16 weights in place and lose updates under half their spacing, so they load in float32 (the compute
