@@ -200,6 +200,23 @@ def refuse_ranking_folder(predictions: Path, run_dir: Path) -> None:
                          "scores a folder written by `judge-eval run`")
 
 
+def refuse_another_run(out: Path, run_dir: Path) -> None:
+    """ValueError for an ``--out`` that is not the scored run's folder but holds a run of its own (its
+    ``predictions.jsonl`` or ``run.json``: another judge's verdicts, a ranking, a training run): its metrics.json,
+    report.md and report.html would be replaced by this run's, and a later ``judge-eval compare`` would read this
+    judge's figures under that run's name. Refused before anything is read or written.
+
+    Raises:
+        ValueError: naming ``--out``, the file that marks it as a run, and what to give instead.
+    """
+    if not out.is_dir() or out.resolve() == run_dir.resolve():
+        return
+    held = next((name for name in ("predictions.jsonl", "run.json") if (out / name).exists()), None)
+    if held is not None:
+        raise ValueError(f"--out {out}: holds another run (its {held}), whose reports this would replace with "
+                         f"{run_dir}'s; leave --out out to write beside the predictions, or give a folder of its own")
+
+
 def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]:
     """What the run's own selection (its run.json's ``config.split`` and ``config.limit``, ``judge-eval run``'s
     ``--split`` and ``--limit``) left unjudged, for metrics.json's ``notes``: an item the run never meant to
@@ -315,6 +332,7 @@ def score(
     if not data:
         raise ValueError("score: no --data given and the run folder has no run.json naming its data")
     out = Path(out) if out else run_dir
+    refuse_another_run(out, run_dir)
 
     # ---- inputs: the predictions as one Arrow table, the records, joined by id into the item table's columns
     try:

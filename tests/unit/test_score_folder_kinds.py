@@ -123,3 +123,30 @@ def test_a_limit_that_left_nothing_out_is_not_named(tmp_path, small_data, capsys
     cut_predictions_to(run, 8)
     written = _notes_said(run, capsys, "**4 items have no prediction** (the run is unfinished): they are not in `n`.")
     assert _selection(written) == {}
+
+
+def test_an_out_holding_another_run_is_refused_and_left_as_it_was(tmp_path, small_data, capsys):  # noqa: F811
+    """`score --predictions A --out B` where B is another judge's run folder wrote A's metrics.json and reports over
+    B's, and `compare` then read A's figures under B's name. Refused, exit 2, naming the file that marks B as a run
+    (its predictions.jsonl; a training run's run.json too), and nothing in B is written; --out the run's own folder
+    (by another spelling) and a fresh folder both score."""
+    path, _ = small_data
+    first, second = _limited_run(tmp_path / "a", path), _limited_run(tmp_path / "b", path)
+    assert _score("--predictions", str(second)) == 0
+    before = _files(second)
+    capsys.readouterr()
+    assert _score("--predictions", str(first), "--out", str(second)) == 2
+    said = capsys.readouterr()
+    assert said.err == (f"judge-eval score: error: --out {second}: holds another run (its predictions.jsonl), whose "
+                        f"reports this would replace with {first}'s; leave --out out to write beside the "
+                        "predictions, or give a folder of its own\n")
+    assert said.out == "" and _files(second) == before
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "run.json").write_text(json.dumps({"job": "judge-train run", "config": {}}), encoding="utf-8")
+    assert _score("--predictions", str(first), "--out", str(trained)) == 2
+    assert "holds another run (its run.json)" in capsys.readouterr().err
+    assert sorted(p.name for p in trained.iterdir()) == ["run.json"]
+    assert _score("--predictions", str(first / "predictions.jsonl"), "--out", f"{first}/") == 0
+    assert _score("--predictions", str(first), "--out", str(tmp_path / "fresh")) == 0
+    assert (first / "metrics.json").is_file() and (tmp_path / "fresh" / "metrics.json").is_file()
