@@ -109,7 +109,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         config error or held-out data in the training set (the message says which).
     """
     from judge import LeakageError, RecordError
-    from judge.plumbing.run_folder import RunFolderBusy
+    from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
     from train import signal_latch
     from train.config import ConfigError, config_from_args
     from train.output_folder import RunFinished
@@ -139,7 +139,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             module, function, what = RECIPE_ENTRIES[config.recipe]
             with _one_writer(config.output_dir, prog):
                 result = getattr(importlib.import_module(module), function)(config)
-        except (ConfigError, LeakageError, RecordError, RunFolderBusy) as err:
+        except (ConfigError, LeakageError, RecordError, RunFolderBusy, ResumeMismatch) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
         except RunFinished as finished:
@@ -276,6 +276,11 @@ def refuse_incomplete_base(base, chat_template: bool = True) -> None:
                       "save_pretrained wrote the model and its tokenizer into")
 
 
+#: The jobs a training run folder's run.json may name (``train.provenance``; GRPO writes ``judge-train run``):
+#: ``--overwrite-output-dir`` starts any of them over, and a folder of any other job is refused.
+TRAINING_JOBS = ("judge-train run", "judge-train classifier")
+
+
 def _one_writer(output_dir: str, prog: str):
     """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
     tells them, so they take no lock (they would each find the folder held).
@@ -283,13 +288,19 @@ def _one_writer(output_dir: str, prog: str):
     Raises:
         ConfigError: the folder is a file, lies under one, or cannot be made or written, named after its flag
             (``--output-dir``; the YAML's ``output_dir``) as judge-eval names ``--out``.
+        ResumeMismatch: the folder holds another command's run (its run.json names a job not in ``TRAINING_JOBS``).
     """
     import contextlib
 
-    from judge.plumbing.run_folder import hold_run_folder, refuse_file, refuse_unwritable
+    from pathlib import Path
+
+    from judge.plumbing.run_folder import hold_run_folder, refuse_file, refuse_other_job, refuse_unwritable
     from train.training_arguments import is_main_process
 
     refuse_file(output_dir, "--output-dir")  # every rank: a rank that only waited for rank 0 would stop unexplained
+    # A folder another command wrote (a judge-eval run's verdicts, a judge-serve log folder) is not a run folder: the
+    # export and run.json would land beside its files, and its run.json would be replaced by this one's.
+    refuse_other_job(Path(output_dir), (prog, *TRAINING_JOBS), "--output-dir", "--overwrite-output-dir")
     if not is_main_process():
         return contextlib.nullcontext()
     refuse_unwritable(output_dir, "--output-dir")

@@ -293,7 +293,8 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
     return bool(existing)
 
 
-def refuse_other_job(out_dir: Path, jobs: tuple[str, ...], out_flag: str = "--out") -> None:
+def refuse_other_job(out_dir: Path, jobs: tuple[str, ...], out_flag: str = "--out",
+                     overwrite_flag: str = "--overwrite") -> None:
     """Refuse a folder whose run.json names a job outside ``jobs``, with or without ``--overwrite``: that flag
     discards this command's progress only, and the other job's files (a MERA task's metrics.json, a ranking's
     answers) would stay beside this run's, or be written over. A run.json that cannot be read, or names no job,
@@ -308,8 +309,8 @@ def refuse_other_job(out_dir: Path, jobs: tuple[str, ...], out_flag: str = "--ou
         return
     if isinstance(held, str) and held not in jobs:
         raise ResumeMismatch(f"{out_dir} holds a `{held}` run (its {PROVENANCE_FILE}), not a `{jobs[0]}` one: use "
-                             f"a fresh {out_flag} (--overwrite discards this command's own progress, never another "
-                             "command's files)")
+                             f"a fresh {out_flag} ({overwrite_flag} discards this command's own progress, never "
+                             "another command's files)")
 
 
 def content_key(*texts: str) -> str:

@@ -206,6 +206,26 @@ def test_a_folder_of_another_command_is_refused_with_or_without_overwrite(data, 
     assert _files(out) == before
 
 
+def test_training_refuses_another_commands_folder_with_or_without_overwrite(tmp_path, capsys):
+    """judge-train with --output-dir a judge-eval run's folder trained into it, exit 0, and replaced its run.json
+    with the training's (and `judge-eval run` there then took it for a training run). Refused now, exit 2, naming the
+    job the folder holds and the flag judge-train discards its own runs with, --overwrite-output-dir included, and
+    nothing in the folder is written."""
+    from train.cli import run as train_run
+
+    out = tmp_path / "eval"
+    before = _other_command_folder(out, "judge-eval run")
+    for extra in ((), ("--overwrite-output-dir", "true")):
+        capsys.readouterr()
+        assert train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out),
+                          *extra]) == 2  # fmt: skip
+        assert capsys.readouterr().err == (
+            f"judge-train run: error: {out} holds a `judge-eval run` run (its run.json), not a `judge-train run` one: "
+            "use a fresh --output-dir (--overwrite-output-dir discards this command's own progress, never another "
+            "command's files)\n")
+    assert _files(out) == before
+
+
 def test_rank_and_rutie_refuse_another_commands_folder_before_asking_anything(tmp_path, capsys):
     """rank into a MERA task's folder, and ruTiE into a ranking's (its run.json is the judge stage's, `judge-eval
     run`) or ruHumanEval's: each refused naming the job, before its endpoint is contacted (the URLs answer nothing),
