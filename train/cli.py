@@ -113,6 +113,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     from train import signal_latch
     from train.config import ConfigError, config_from_args
     from train.output_folder import RunFinished
+    from train.trainer_preflight import check_attention_kernel
     from train.training_arguments import check_training_arguments, is_main_process
 
     args = build_run_parser(prog=prog, recipe=recipe).parse_args(list(argv))
@@ -136,6 +137,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             # and transformers, ~5 CPU-s, which a refused file should not cost.
             check_training_data(config)
             check_training_arguments(config)
+            check_attention_kernel(config)
             module, function, what = RECIPE_ENTRIES[config.recipe]
             with _one_writer(config.output_dir, prog):
                 result = getattr(importlib.import_module(module), function)(config)

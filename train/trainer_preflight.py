@@ -22,9 +22,9 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.wandb_login import wandb_host_without_a_key
 
-__all__ = ["check_ddp_timeout", "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule",
-           "check_report_to", "check_wandb_login", "report_to_names", "reports_to_wandb",
-           "DDP_TIMEOUT_MARGIN_S"]
+__all__ = ["check_attention_kernel", "check_ddp_timeout", "check_optim_args_reach_the_optimizer",
+           "check_optimizer_and_schedule", "check_report_to", "check_wandb_login", "report_to_names",
+           "reports_to_wandb", "DDP_TIMEOUT_MARGIN_S"]
 
 
 #: Optimizers that transformers builds only with the model (transformers/trainer_optimizer.py: GaLore and APOLLO
@@ -70,6 +70,34 @@ def reports_to_wandb(config: Any) -> bool:
 
         return "wandb" in get_available_reporting_integrations()
     return "wandb" in names
+
+
+def check_attention_kernel(config: Any) -> None:
+    """``attn_implementation: flash_attention_*`` (the T-lite, T-pro and Qwen3-8B recipes) where this process can run
+    it: FlashAttention runs on CUDA GPUs only, and ``flash_attention_2`` needs the flash-attn package, which is no
+    extra (it compiles against the installed torch: docs/install.md). Without either, transformers' ``from_pretrained``
+    raised an ImportError traceback after the base model was built and the run folder made. Checked where training
+    runs (``judge-train run`` on every rank), not by ``judge-train submit``, whose login node may have neither.
+
+    Raises:
+        ConfigError: naming the key, what is missing here, and ``--attn-implementation sdpa``.
+    """
+    import importlib.util
+
+    import torch
+
+    kernel = str(config.attn_implementation or "")
+    if not kernel.startswith("flash_attention"):
+        return
+    missing = []
+    if not torch.cuda.is_available():
+        missing.append("no CUDA GPU (FlashAttention runs on CUDA GPUs only)")
+    if kernel == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        missing.append("the flash-attn package is not installed (`pip install flash-attn --no-build-isolation` on a "
+                       "GPU machine: docs/install.md)")
+    if missing:
+        raise ConfigError(f"attn_implementation: {kernel} cannot load the model here: {'; '.join(missing)}; give "
+                          "--attn-implementation sdpa, which needs neither")
 
 
 def check_report_to(config: Any) -> None:

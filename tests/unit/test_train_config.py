@@ -260,6 +260,29 @@ def test_a_bare_recipe_command_is_a_usage_error_that_names_a_config(command, cap
     assert ("task classifier" if command == "classifier" else "GRPO") in out
 
 
+def test_flash_attention_where_it_cannot_run_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """The T-lite recipe's attn_implementation flash_attention_2 on a machine without CUDA (or the flash-attn package)
+    was transformers' ImportError traceback, exit 1, after the base model was built into the run folder. Refused now
+    in one line naming the key, what is missing and sdpa, exit 2, with no run folder; sdpa passes the check."""
+    import importlib.util
+
+    import torch
+
+    from train.trainer_preflight import check_attention_kernel
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "run"
+    assert main(["--config", "configs/train/tiny/seq2seq.yaml", "--attn-implementation", "flash_attention_2",
+                 "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("judge-train run: error: attn_implementation: flash_attention_2 cannot load the model here: "
+                          "no CUDA GPU (FlashAttention runs on CUDA GPUs only)")
+    assert err.endswith("; give --attn-implementation sdpa, which needs neither") and "\n" not in err
+    assert ("flash-attn package is not installed" in err) == (importlib.util.find_spec("flash_attn") is None)
+    assert not out.exists()
+    check_attention_kernel(load_config("configs/train/tiny/seq2seq.yaml"))  # sdpa: nothing to refuse
+
+
 def test_bf16_weights_only_where_a_float32_copy_is_kept(monkeypatch):
     """bf16 weights under DeepSpeed (fp32 master weights) or LoRA (a frozen base); without either, AdamW would
     update bf16 weights in place and lose updates under half their spacing, so they load in float32 (the compute
