@@ -245,10 +245,21 @@ def error_lines(path: Path | None, limit: int = 12, start: int = 0) -> list[str]
         return []
     seen: dict[str, None] = {}
     after_frame = False  # the line before was a traceback's frame: this one may be its source line
+    reasons_left = 0  # indented lines still to keep under an exception line printed bare
     for line in lines:
         inside, after_frame = _traceback_body(line, after_frame)
         if _ERROR_LINE.search(line) and not inside:
             seen.setdefault(line.strip()[:400], None)
+            reasons_left = 2 if _LOGGED_MESSAGE.search(line) is None else 0
+        elif reasons_left and line[:1].isspace() and not line.strip().startswith(("File ", "For further information")):
+            # A bare traceback's exception line may hold no reason: pydantic's "ValidationError: 1 validation
+            # error for ModelConfig" (vLLM's API server refusing --max-model-len) gives it on the indented line
+            # under it, which "errors in the log" otherwise left to the raw tail, under some forty frame lines.
+            if line.strip():
+                seen.setdefault(line.strip()[:400], None)
+            reasons_left -= 1
+        else:
+            reasons_left = 0
     return list(seen)[-limit:]
 
 

@@ -420,6 +420,22 @@ def test_a_worker_traceback_logged_line_by_line_at_error_level_leaves_its_except
         "RuntimeError: Engine core initialization failed. See root cause above."]
 
 
+def test_a_bare_tracebacks_pydantic_reason_is_among_the_error_lines(tmp_path):
+    """vLLM's API server refusing a --max-model-len over the model's (a T-lite serve config on a tiny model) dies in
+    a bare traceback whose exception line names no reason: "errors in the log" said only "ValidationError: 1
+    validation error for ModelConfig", and the reason, on the indented line under it, was left in the raw tail
+    under forty frames. It is kept now, without pydantic's link line; an indented line under anything else is not."""
+    lines = ["Traceback (most recent call last):", '  File "/v/vllm/engine/arg_utils.py", line 1955, in create',
+             "    return ModelConfig(",
+             "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+             "  Value error, User-specified max_model_len (8192) is greater than the derived max_model_len "
+             "(max_position_embeddings=4096.0 or model_max_length=None in model's config.json).",
+             "    For further information visit https://errors.pydantic.dev/2.14/v/value_error",
+             "INFO:     Shutting down", "  an indented line under no failure"]
+    (tmp_path / "log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert error_lines(tmp_path / "log") == [lines[3].strip(), lines[4].strip()]
+
+
 def test_a_start_error_of_an_appended_log_names_only_this_starts_failure(tmp_path):
     """A log appended to (a restarted engine's, a --log-dir used again) holds an earlier run's failure: the start
     error, its log tail and the process's own log_tail read only what this start wrote. Before: last week's CUDA
