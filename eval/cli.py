@@ -303,17 +303,11 @@ def _score(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     import judge
+    from eval.input_checks import refuse_convert_out
     from judge.plumbing.run_folder import refuse_file, refuse_unwritable
 
-    if Path(args.out).is_dir():  # open() stopped in IsADirectoryError, a traceback, after the records were read
-        raise ValueError(f"--out: {args.out} is a folder, not a file; give the JSONL file to write")
-    if Path(args.out).suffix.lower() != ".jsonl":  # out.parquet held JSONL text: a name every reader misreads
-        raise ValueError(f"--out {args.out}: convert writes JSONL; give a file name ending in .jsonl")
     args.data = data_source(args.data)
-    source = Path(args.data)
-    if Path(args.out).exists() and source.exists() and os.path.samefile(args.out, source):
-        raise ValueError(f"--out {args.out}: is the --data file itself, which the JSONL would replace; give "
-                         "another --out")
+    refuse_convert_out(args.out, args.data)
     refuse_file(Path(args.out).parent, "--out")  # FILE/x.jsonl: mkdir of FILE stopped in FileExistsError
     refuse_unwritable(Path(args.out).parent, what=f"folder of --out {args.out}")
     records, report = judge.load_records_report(args.data, split=args.split)

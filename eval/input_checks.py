@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 __all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "refuse_empty_data", "refuse_out_of_bounds",
-           "refuse_missing_predictions", "os_error_text"]
+           "refuse_missing_predictions", "refuse_convert_out", "os_error_text"]
 
 
 def refuse_empty_data(data: str) -> None:
@@ -133,3 +133,27 @@ def _has_content(path, name: str) -> bool:
             return any(line.strip() for line in handle)
     except OSError as err:
         raise ValueError(f"{name}: cannot be read ({err.strerror or err})") from None
+
+
+def refuse_convert_out(out: str, data: str) -> None:
+    """Refuse, before any record is read, a ``judge-eval convert --out`` that is not a JSONL file of its own: a
+    folder (open() stopped in IsADirectoryError, a traceback, after the records were read), a name not ending in
+    .jsonl (out.parquet held JSONL text, a name every reader misreads), the ``--data`` file itself, or a file that
+    exists in a run folder (one holding run.json: replaced by records, a run's predictions.jsonl lost its verdicts
+    without a word). Writing the same plain file again (a rerun of an eval.sbatch set-up) stays allowed.
+
+    Raises:
+        ValueError: naming ``--out`` and what to give instead.
+    """
+    import os
+
+    path = Path(out)
+    if path.is_dir():
+        raise ValueError(f"--out: {out} is a folder, not a file; give the JSONL file to write")
+    if path.suffix.lower() != ".jsonl":
+        raise ValueError(f"--out {out}: convert writes JSONL; give a file name ending in .jsonl")
+    if path.exists() and Path(data).exists() and os.path.samefile(out, data):
+        raise ValueError(f"--out {out}: is the --data file itself, which the JSONL would replace; give another --out")
+    if path.exists() and (path.parent / "run.json").is_file():
+        raise ValueError(f"--out {out}: a file of the run in {path.parent} (it holds run.json), which the records "
+                         "would replace; give a file outside that run folder")
