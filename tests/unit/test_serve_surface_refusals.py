@@ -6,6 +6,8 @@ The app runs in process in front of a scripted engine on 127.0.0.1 (``tests.unit
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.unit import test_serve_attached_engine as attached
@@ -15,13 +17,10 @@ from tests.unit.test_serve_attached_engine import AUTH, _attached
 PAIR_SCALE = "Какой ответ лучше по корректности?\n-1: первый\n0: одинаково\n1: второй"
 
 
-def test_a_pair_too_long_for_the_context_is_refused_while_the_engine_restarts(tiny_causal_dir, monkeypatch):
-    """A pair whose answer alone holds more characters than any prompt of the context's tokens could (a million
-    ASCII characters against a 2,048-token window) is refused 400 naming ``pairs[0]`` while the engine restarts, as
-    an item too long is: the pointwise route's size check runs before the engines' health, the pairwise one ran
-    after it (a 503, Retry-After: the client sent the same pair again for ever). A valid pair still gets the 503."""
-    pair = {"instruction": "Что больше, 2 или 3?", "answer_1": "3", "answer_2": "2", "rubrics": PAIR_SCALE}
-    # The restart is faked: no /health probe of the attached engine (every 5 s by default) may end it meanwhile.
+@contextlib.contextmanager
+def _restarting(tiny_causal_dir, monkeypatch):
+    """judge-serve attached to a stand-in engine, its generator marked as restarting (503, Retry-After 5). The restart
+    is faked: no /health probe of the attached engine (every 5 s by default) may end it meanwhile."""
     with _attached(tiny_causal_dir, monkeypatch, attached_probe_interval_s=3600) as (http, engine):
         state = http.app.state.serve
 
@@ -30,6 +29,16 @@ def test_a_pair_too_long_for_the_context_is_refused_while_the_engine_restarts(ti
             state.retry_after["generator"] = 5
 
         http.portal.call(restarting)
+        yield http, engine
+
+
+def test_a_pair_too_long_for_the_context_is_refused_while_the_engine_restarts(tiny_causal_dir, monkeypatch):
+    """A pair whose answer alone holds more characters than any prompt of the context's tokens could (a million
+    ASCII characters against a 2,048-token window) is refused 400 naming ``pairs[0]`` while the engine restarts, as
+    an item too long is: the pointwise route's size check runs before the engines' health, the pairwise one ran
+    after it (a 503, Retry-After: the client sent the same pair again for ever). A valid pair still gets the 503."""
+    pair = {"instruction": "Что больше, 2 или 3?", "answer_1": "3", "answer_2": "2", "rubrics": PAIR_SCALE}
+    with _restarting(tiny_causal_dir, monkeypatch) as (http, engine):
         too_long = http.post("/v1/judge", headers=AUTH, json={"pairs": [pair, {**pair, "answer_2": "a" * 1_000_000}]})
         valid = http.post("/v1/judge", headers=AUTH, json={"pairs": [pair]})
     assert too_long.status_code == 400, too_long.text
@@ -46,14 +55,7 @@ def test_a_proxied_generation_that_can_never_succeed_is_refused_while_the_engine
     while the engine restarts, as ``/v1/judge``'s requests do: before, the proxy asked the engine's health first, and
     the 503 with Retry-After had a client send the same doomed request again. A valid one still gets the 503, and
     nothing reaches the engine."""
-    with _attached(tiny_causal_dir, monkeypatch, attached_probe_interval_s=3600) as (http, engine):
-        state = http.app.state.serve
-
-        async def restarting() -> None:
-            state.dead_reason["generator"] = "the generator engine exited with code 1; judge-serve is restarting it"
-            state.retry_after["generator"] = 5
-
-        http.portal.call(restarting)
+    with _restarting(tiny_causal_dir, monkeypatch) as (http, engine):
         chat = {"model": attached.ENGINE_MODEL, "messages": [{"role": "user", "content": "Привет"}]}
         too_many = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "max_tokens": 3000, "n": 3})
         echoed = http.post("/v1/completions", headers=AUTH, json={"model": attached.ENGINE_MODEL, "prompt": "x",
