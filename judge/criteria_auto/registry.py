@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from judge.checkpoints import TOKENIZER_FILES, holds_tokenizer
+from judge.checkpoints import model_folder_gaps
 from judge.criteria_auto.head import HeadClassifier
 from judge.criteria_auto.llm import LLMClassifier
 from judge.criteria_auto.policy import DEFAULT_THRESHOLD, TaskClassifier
@@ -102,11 +102,12 @@ def artefact_folder_problem(method: str, location: str) -> str | None:
         made_by = ("judge-train criteria-classifier's --out folder" if method == "tfidf"
                    else "judge-train classifier's <run>/export folder")
         return f"criteria_classifier_path: {location}: no {needed}, so no {method} classifier (one is {made_by})"
-    if method == "head" and not holds_tokenizer(folder):
-        # transformers says so only once the engines are up, in five lines naming no folder; the head reads the bare
-        # instruction, so it needs a tokenizer but no chat template
-        return (f"criteria_classifier_path: {location}: no tokenizer ({', '.join(TOKENIZER_FILES)}), so no head "
-                "classifier (judge-train classifier's <run>/export folder holds its base model's)")
+    # transformers says a missing tokenizer only once the engines are up, in five lines naming no folder; the head
+    # reads the bare instruction, so it needs a tokenizer but no chat template (config.json was asked above)
+    gaps = model_folder_gaps(folder, chat_template=False) if method == "head" else []
+    if gaps:
+        return (f"criteria_classifier_path: {location}: {gaps[0]}, so no head classifier (judge-train classifier's "
+                "<run>/export folder holds its base model's)")
     return None
 
 
