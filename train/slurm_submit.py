@@ -266,29 +266,21 @@ def _attention_heads(model: str, cache_dir: str | None) -> tuple[int, int, Path]
     or a hub id in the job's Hugging Face cache (``_job_hub_cache``; nothing is downloaded). None when the config
     is not here or holds no whole numbers for them at its top level (where vLLM reads a text model's), so that what
     cannot be read here is left to the job."""
-    import json
-
     from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+    from judge.plumbing.config_files import read_json_object
 
     try:
         with _job_hub_cache(cache_dir):
             path = resolve_checkpoint(model, allow_download=False) / "config.json"
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except (CheckpointNotFound, OSError, ValueError):  # ValueError: not JSON, not UTF-8
+        settings = read_json_object(path)
+    except (CheckpointNotFound, OSError, ValueError):  # ValueError: missing, not JSON, not an object
         return None
-    heads = settings.get("num_attention_heads") if isinstance(settings, dict) else None
-    kv_heads = settings.get("num_key_value_heads", heads) if isinstance(settings, dict) else None
+    heads = settings.get("num_attention_heads")
+    kv_heads = settings.get("num_key_value_heads", heads)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (heads, kv_heads)):
         return None
     return heads, kv_heads, path
 
-
-def _file_in_the_way(folder: Path) -> Path | None:
-    """The nearest of ``folder`` and its parents that exists, when it is not a folder; None when it is one."""
-    for path in (folder.resolve(), *folder.resolve().parents):
-        if path.exists():
-            return None if path.is_dir() else path
-    return None
 
 
 def _refuse_blank_names(args: argparse.Namespace) -> None:
@@ -796,6 +788,7 @@ class _Gathered(logging.Handler):
 
 
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
+    from judge.plumbing.run_folder import refuse_file
     from train.config import ConfigError, load_config
 
     config_path = Path(args.config).resolve()
@@ -899,10 +892,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     # after the queue's wait (a cache's only when HF or Triton first writes there), and a dry run said nothing.
     for setting, folder in (("--output-dir" if args.output_dir else f"output_dir in {config_path}", output_dir),
                             ("--cache-dir", args.cache_dir), ("--wandb-dir", args.wandb_dir)):  # fmt: skip
-        blocker = _file_in_the_way(Path(folder)) if folder else None
-        if blocker is not None:
-            raise SubmitError(f"{setting} {folder}: {blocker} is a file, not a folder, so the job could not write "
-                              "there; give a folder")
+        try:
+            refuse_file(folder)  # "<the file> is a file, not a folder"
+        except ConfigError as err:
+            raise SubmitError(f"{setting} {folder}: {err}, so the job could not write there; give a folder") from None
     # A job that waits for another (its inputs, or an --sbatch-arg=--dependency=...) may find the folder changed by
     # it, e.g. a continuation of the run that job trains: the folder is the job's to check once it starts.
     dependency = next((option for option in args.sbatch_arg if _is_dependency(option)), None)
