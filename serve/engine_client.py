@@ -30,12 +30,8 @@ __all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead",
 
 
 class EngineUnavailable(Exception):
-    """The engine died or cannot be reached; the server answers 503. ``cause``: the connection's error by its type's
-    name (``ConnectionTimeoutError``) where a call failed to reach it, "" otherwise (a death the watcher saw)."""
-
-    def __init__(self, message: str = "", cause: str = ""):
-        super().__init__(message)
-        self.cause = cause
+    """The engine died or cannot be reached; the server answers 503. Where a call failed to reach it, the
+    connection's error is its ``__cause__``."""
 
 
 class EngineBusy(EngineUnavailable):
@@ -102,14 +98,12 @@ class EngineClient:
         except aiohttp.ConnectionTimeoutError as err:
             # A TimeoutError as well, but no connection was made: an engine that cannot be reached (503 with
             # Retry-After), not one that took too long to answer (504).
-            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}",
-                                    type(err).__name__) from err
+            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
         except asyncio.TimeoutError as err:
             # aiohttp's read timeout is a TimeoutError: reported like the request's own deadline, 504.
             raise asyncio.TimeoutError(f"engine at {self.url} did not answer in time") from err
         except aiohttp.ClientError as err:
-            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}",
-                                    type(err).__name__) from err
+            raise EngineUnavailable(f"engine at {self.url} unreachable: {type(err).__name__}: {err}") from err
         if status != 200:
             param = None
             try:

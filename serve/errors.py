@@ -184,9 +184,9 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
         log.warning("engine unavailable during a judgment: %s", err)
         message = str(err)
         for role, engine in state.engines.items():
-            if engine.url in message:  # the cause by its type's name, as the proxied routes say it
-                message = (f"the {role} engine is unreachable ({err.cause})" if getattr(err, "cause", "")
-                           else f"the {role} engine is unavailable")
+            if engine.url in message:  # the connection's error by its type's name, as the proxied routes say it
+                message = (f"the {role} engine is unreachable ({type(err.__cause__).__name__})"
+                           if err.__cause__ is not None else f"the {role} engine is unavailable")
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers=state.retry_headers(state.engines))
     log.error("engine failure during a judgment: %s", err)
