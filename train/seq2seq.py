@@ -437,16 +437,16 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
         elif (why := _disagreement(record, reasoning, value, scale, _row_rule(record, rule),
                                    min_russian_share)) is not None:
             report.drop(why, record.id)
-        elif (trace := (str(record.extra.get("item_id") or (prompt := judge.render_prompt(record))),
-                        reasoning.strip(), value)) in trained:
+        else:
+            prompt = judge.render_prompt(record)
             # The traces stage's duplicate_trace (one item's trace given twice), across files and ids: a traces.jsonl
             # joined with a dropped.jsonl whose drop_reason was stripped, or two trace folders, would weigh it twice.
             # The item is the stage's item_id, else the prompt the judge reads (records of your own).
-            report.drop("duplicate_trace", record.id)
-        else:
+            trace = (str(record.extra.get("item_id") or prompt), reasoning.strip(), value)
+            if trace in trained:
+                report.drop("duplicate_trace", record.id)
+                continue
             trained.add(trace)
-            if record.extra.get("item_id"):  # the prompt was rendered above only where it stood for the item
-                prompt = judge.render_prompt(record)
             rows.append({"id": record.id, "record_id": str(record.extra.get("item_id") or record.id),
                          "instruction_id": instruction_id(record), "prompt": prompt,
                          "reasoning": reasoning.strip(), "score": value, "completion": integer_target(reasoning, value)})  # fmt: skip
