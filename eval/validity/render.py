@@ -35,7 +35,7 @@ __all__ = ["LEFT_OUT_WHY", "READING_GUIDE", "RECOMMENDED_EXPERTS", "TERMS", "T_T
            "alt_test_line", "ceiling_coverage",
            "compare_html", "compare_rows", "counted", "html_blocks", "html_table", "lead_html", "lead_lines",
            "left_out_criteria", "markdown_lines", "paired_rows", "signed", "two_experts_caveat",
-           "constant_difference_caveat"]
+           "constant_difference_caveat", "alt_caveats"]
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -160,11 +160,17 @@ def constant_difference_caveat(alt: AltTest) -> str:
             "rule's, no t-test's (the experts and the judge may never disagree there)")
 
 
+def alt_caveats(alt: AltTest) -> list[str]:
+    """What a verdict of the alt-test rests on, where it needs saying (``two_experts_caveat``,
+    ``constant_difference_caveat``): the clauses the lead sentence and the alt-test line both add."""
+    return [c for c in (two_experts_caveat(alt), constant_difference_caveat(alt)) if c]
+
+
 def alt_test_line(alt: AltTest) -> str:
     """The report's alt-test line: its settings, the minimums included (``min_items_per_expert``,
     ``min_experts_per_item``, the verdict's ``min_experts_tested``; a file without them shows what it has), a note
     where an expert is tested on fewer items than the t-test's normality asks (``T_TEST_ITEMS``), then omega and
-    rho, ``two_experts_caveat`` and ``constant_difference_caveat``."""
+    rho, then ``alt_caveats``."""
     needed = alt.min_experts_tested or MIN_EXPERTS_TESTED  # None: a file written before the option
     settings = [f"ε = {alt.epsilon}", f"q = {alt.q}", str(alt.scoring), f"judge failures scored as `{alt.failures}`"]
     items, per_item = alt.min_items_per_expert, alt.min_experts_per_item
@@ -177,9 +183,8 @@ def alt_test_line(alt: AltTest) -> str:
     if items is not None and items < T_TEST_ITEMS:
         text += (f"; under {T_TEST_ITEMS} items per expert the t-test's normality does not hold (its authors "
                  "suggest the Wilcoxon signed-rank test there)")
-    caveats = [c for c in (two_experts_caveat(alt), constant_difference_caveat(alt)) if c]
     return (f"{text}: ω = {_num(alt.winning_rate)}, ρ = {_num(alt.advantage_probability)}"
-            + "".join(f"; {c}" for c in caveats) + ".")
+            + "".join(f"; {c}" for c in alt_caveats(alt)) + ".")
 
 
 def _splits(result: Metrics) -> dict[str, ValiditySplit]:

@@ -92,8 +92,7 @@ from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_h
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
 from eval.validity.ceiling import MAX_RESAMPLES, ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
-from eval.validity.render import (LEFT_OUT_WHY, ceiling_coverage, constant_difference_caveat, counted,
-                                  left_out_criteria, signed, two_experts_caveat)
+from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
 
 __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_levels", "off_scale_levels",
@@ -430,7 +429,7 @@ def split_sentence(block: ValiditySplit, ceiling_failures: str | None = None) ->
             parts.append(f"{untested} more expert{'s' if untested != 1 else ''} untested ({under})")
         # with two experts a judge copying one of them wins against both: say what a verdict means
         if alt.n_experts_tested >= needed:
-            parts += [c for c in (two_experts_caveat(alt), constant_difference_caveat(alt)) if c]
+            parts += alt_caveats(alt)
     verdicts = [c.ceiling.verdict for c in block.by_criterion.values()]
     if any(verdicts):
         # Only a shown closeness counts as inside (``ceiling.verdict``); the rest are said apart, so that "inside on
