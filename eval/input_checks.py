@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 
 __all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "refuse_empty_data", "refuse_out_of_bounds",
@@ -145,8 +146,6 @@ def refuse_convert_out(out: str, data: str) -> None:
     Raises:
         ValueError: naming ``--out`` and what to give instead.
     """
-    import os
-
     path = Path(out)
     if path.is_dir():
         raise ValueError(f"--out: {out} is a folder, not a file; give the JSONL file to write")

@@ -578,7 +578,7 @@ class ClassifierConfig(TrainConfig):
         super().validate()
         if self.lora:
             raise ConfigError("the classifier recipe trains all weights; lora is not supported for it")
-        # The classifier reads neither (train.classifier.classifier_rows): accepted, run.json and the model card
+        # The classifier reads neither (train.criteria_rows.classifier_rows): accepted, run.json and the model card
         # recorded a validation set and a filter that never existed, as the grpo recipe refuses what it ignores.
         if self.eval_fraction or self.eval_data:
             raise ConfigError(f"eval_data {self.eval_data!r} / eval_fraction {self.eval_fraction}: the classifier "

@@ -1,7 +1,6 @@
 """`out of scale` counts every parsed verdict outside its scale, also one on an item the experts tie on (no
 reference, so not scored): report.md's note says so, since `scored` − `out of scale` is then fewer than the items the
-`in scale` figures are over (on the bundled sample with a judge off the scale now and then: 127 scored, 8 out of
-scale, 120 in scale)."""
+`in scale` figures are over."""
 
 from __future__ import annotations
 
