@@ -72,6 +72,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
@@ -378,7 +379,14 @@ class RewardRule:
             # can rank by.
             raise RewardRuleError("empty_answer: expected a finite number or null, got "
                                   f"{shown_value(self.empty_answer)}")
-        object.__setattr__(self, "weights", dict(self.weights))
+        # Read-only: the weight tables above are derived once, so a caller's later edit of ``rule.weights`` would
+        # change what the rule says but not what it rewards.
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+
+    def __hash__(self) -> int:
+        # frozen, so usable as a key or in a set; dataclass' own hash would hash the weights mapping, which has none
+        return hash(tuple(frozenset(v.items()) if name == "weights" else v
+                          for name in self.__dataclass_fields__ for v in [getattr(self, name)]))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "reward rule") -> RewardRule:

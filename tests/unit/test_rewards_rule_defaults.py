@@ -62,3 +62,15 @@ def test_a_non_finite_empty_answer_is_refused_naming_the_field(text):
     with pytest.raises(ConfigError, match=r"^reward_rule\.empty_answer: expected a finite number or null"):
         ServeConfig(model="x", reward_rule={"empty_answer": value}).validate()
     assert RewardRule(empty_answer=-1).empty_answer == -1 and RewardRule(empty_answer=None).empty_answer is None
+
+
+def test_a_rule_is_hashable_and_its_weights_cannot_drift_from_what_it_rewards():
+    """A frozen rule is a key (a cache of rules, a set of configurations): equal rules hash equal. Its weights are
+    read-only: the tables a reward is weighted by are derived once, so an edit after construction would change what
+    the rule says without changing what it rewards."""
+    rule = RewardRule(combine="weighted", weights={"Доступность": 2.0})
+    same = RewardRule.from_dict({"combine": "weighted", "weights": {"Доступность": 2.0}})
+    assert rule == same and hash(rule) == hash(same) and len({rule, same, RewardRule()}) == 2
+    with pytest.raises(TypeError):
+        rule.weights["Доступность"] = 5.0  # type: ignore[index]
+    assert rule.to_dict()["weights"] == {"Доступность": 2.0} and json.dumps(rule.to_dict()["weights"], ensure_ascii=False)
