@@ -431,7 +431,7 @@ def _criterion_note(block: ValiditySplit) -> str:
     return CRITERION_NOTE if undefined else ""
 
 
-def _kappas_undefined(ceiling) -> str:
+def _why_ceiling_kappa_blank(ceiling) -> str:
     """Why a ceiling kappa (mode reference) is "—" over pairs it has: every pair on one level, its expected
     disagreement 0 (the pairs of one side: the expert's levels and the references, or the judge's)."""
     if ceiling.reference != "mode" or not ceiling.n_pairs or (ceiling.n_kappa_off_domain or 0) >= ceiling.n_pairs:
@@ -441,7 +441,7 @@ def _kappas_undefined(ceiling) -> str:
     return f"; κ —: {NO_DISAGREEMENT}"
 
 
-def _kappa_undefined(kappa: float | None, agreement) -> str:
+def _why_mode_kappa_blank(kappa: float | None, agreement) -> str:
     """Why kappa against the mode is "—": no item to pair, or every pair on one level (the judge's levels and the
     modes all one level: ``agreement.table_kappa``)."""
     if kappa is not None or not agreement:
@@ -451,7 +451,7 @@ def _kappa_undefined(kappa: float | None, agreement) -> str:
     return f": {NO_DISAGREEMENT}"
 
 
-def _alpha_undefined(overall, agreement) -> str:
+def _why_experts_alpha_blank(overall, agreement) -> str:
     """Why the experts' alpha is "—" over items two experts scored: no two of their scores on the value domain
     differ (every one on one level), so the expected disagreement is 0 (``agreement.CodedCounts``). With no such
     item ``_alpha_items`` says so; alpha with the judge alone undefined comes of its failures, which
@@ -503,16 +503,16 @@ def _overall_rows(block: ValiditySplit, failures: str | None = None) -> list[lis
          f"{ceiling_coverage(ceiling, overall.n_items, overall.n_items_missing)}{_ceiling_failed(ceiling, failures)}"],
         ["κ quadratic (to the rest of the panel)",
          f"expert {_num(ceiling.expert_kappa)}, judge {_num(ceiling.judge_kappa)}{_ceiling_off_scale(ceiling)}"
-         f"{_kappas_undefined(ceiling)}"],
+         f"{_why_ceiling_kappa_blank(ceiling)}"],
         ["Krippendorff's α (ordinal)",
          f"experts {_num(overall.alpha_experts)}, with the judge {_num(overall.alpha_with_judge)}"
          f"{_alpha_failed(agreement)}, "
          f"difference {_num(agreement.alpha_difference if agreement else None, 3)}"
          f"{_ci(agreement.alpha_difference_ci if agreement else None, 3)}{_alpha_unusable(agreement)}"
          f"{_alpha_items(agreement, overall.n_items)}{_alpha_off_domain(agreement)}"
-         f"{_alpha_undefined(overall, agreement)}"],
+         f"{_why_experts_alpha_blank(overall, agreement)}"],
         ["κ quadratic (judge vs experts' mode)", f"{_num(overall.kappa_quadratic)}{_kappa_left_out(agreement)}"
-                                                 f"{_kappa_undefined(overall.kappa_quadratic, agreement)}"],
+                                                 f"{_why_mode_kappa_blank(overall.kappa_quadratic, agreement)}"],
         ["leniency (+ = lenient)",
          f"{_num(lenient.mean_signed_error, 3)}{_ci(lenient.ci, 3)}: {_leniency_direction(lenient)}"
          f"{_leniency_left_out(lenient)}"],
