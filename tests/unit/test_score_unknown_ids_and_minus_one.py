@@ -1,12 +1,16 @@
 """`judge-eval score` and `judge-eval experts` on two inputs the tables alone hid: predictions naming ids the data
 lacks (left out; report.md, report.html and the console now say how many and name the first, beside the items
 without a prediction), and a project file's expert score of -1 (the release's abstention code, refused with one
-line naming the row, where it was averaged in as a score while the experts' page counted no abstention)."""
+line naming the row, where it was averaged in as a score while the experts' page counted no abstention); and the
+release's own -1, an abstention, left out of every figure of the score."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import pytest
 
 import judge
 from eval.cli import main
@@ -116,3 +120,35 @@ def test_the_experts_page_counts_a_project_files_null_as_an_abstention(tmp_path)
     page = (tmp_path / "out" / "experts.md").read_text(encoding="utf-8")
     assert "8 items (" in page and "; 1 abstention (the release's -1, a project file's null) left out;" in page
     assert judge.load_records(data)[2].expert_scores == (2.0, 2.0)
+
+
+def test_a_released_minus_one_is_an_abstention_left_out_of_every_figure_by_hand(tmp_path):
+    """Three released rows (one model, one task type, the 0..2 "repeats" rubric), the abstaining expert in the middle
+    of two: experts [2, -1, 2] judged 2, [1, -1, -1] judged 1, [0, 0, -1] judged 1. Left out, the experts are [2, 2],
+    [1] and [0, 0]: modes 2, 1, 0, so MAE = (0 + 0 + 1) / 3; Verdict Confidence only where two experts remain, the
+    first and the third: experts 1 and 1, the judge 1 (2 replacing a 2) and 1/2 (1 replacing a 0), so 0.75;
+    Spearman of judge 2, 1, 1 against 2, 1, 0 (midranks 3, 1.5, 1.5 and 3, 2, 1) = 1.5 / sqrt(1.5 * 2) = sqrt(3)/2;
+    confusion rows the judge, columns the mode: (2, 2), (1, 1), (1, 0). Read as a score, the -1 would make the
+    second item's mode -1 (MAE 1) and the first's VC 2/3."""
+    from tests.support.release_artifacts import NOT_APPLICABLE, released_row, write_released_dataset
+
+    experts_and_judge = [([2, -1, 2], 2), ([1, -1, -1], 1), ([0, 0, -1], 1)]
+    rows = [released_row(("Editing",), "repeats", [(s, NOT_APPLICABLE if s == -1 else "Оценка.") for s in scores],
+                         instruction=f"Отредактируй текст номер {i}.", answer=f"Текст {i}.", model_id="gpt4")
+            for i, (scores, _) in enumerate(experts_and_judge)]  # fmt: skip
+    data = write_released_dataset(tmp_path / "POLLUX", rows, n_shards=1)
+    records = judge.load_records(data)
+    assert [r.expert_scores for r in records] == [(2.0, 2.0), (1.0,), (0.0, 0.0)]
+    run = tmp_path / "run"
+    run.mkdir()
+    predictions = [dict(_prediction(r.id, record_content_key(r)), score=score, raw_output=f"[RESULT] {score} [END]")
+                   for r, (_, score) in zip(records, experts_and_judge)]  # fmt: skip
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
+    assert _score(run, data, tmp_path / "out") == 0
+    block = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))["splits"]["all"]
+    overall = block["overall"]
+    assert (overall["n_scored"], overall["n_abstained"], overall["n_all_abstained"]) == (3, 4, 0)
+    assert overall["mae"] == pytest.approx(1 / 3)
+    assert (overall["n_vc"], overall["vc_experts"], overall["vc_judge"]) == (2, 1.0, pytest.approx(0.75))
+    assert overall["spearman"] == pytest.approx(math.sqrt(3) / 2)
+    assert block["confusion"]["all"] == {"levels": [0.0, 1.0, 2.0], "matrix": [[0, 0, 0], [1, 1, 0], [0, 0, 1]]}
