@@ -88,9 +88,10 @@ def test_pass_at_k_with_the_cards_n_of_10(c, k, expected):
 
 
 def test_cli_defaults_are_the_cards_and_harness_protocol():
-    """n = 10 samples, pass@1/5/10 (card "Metrics"; harness repeats: 10), temperature 0.6 (MERA's
-    scripts/run_benchmark.sh RUHUMANEVAL_GEN_KWARGS), 256 new tokens (ruhumaneval.yaml sets no max_gen_toks, so
-    lm-eval's HFLM default of 256 applies)."""
+    """n = 10 samples (card "Metrics"; harness ruhumaneval.yaml repeats: 10), pass@1/5/10 (the card says only
+    k <= n: the budgets are the harness's, ruhumaneval.yaml metric_list and utils.py process_results), temperature
+    0.6 (MERA's scripts/run_benchmark.sh RUHUMANEVAL_GEN_KWARGS), 256 new tokens (ruhumaneval.yaml sets no
+    max_gen_toks, so lm-eval's HFLM default of 256 applies)."""
     args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
     assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
     assert args.max_tokens == 256
