@@ -91,10 +91,12 @@ def test_cli_defaults_are_the_cards_and_harness_protocol():
     """n = 10 samples (card "Metrics"; harness ruhumaneval.yaml repeats: 10), pass@1/5/10 (the card says only
     k <= n: the budgets are the harness's, ruhumaneval.yaml metric_list and utils.py process_results), temperature
     0.6 (MERA's scripts/run_benchmark.sh RUHUMANEVAL_GEN_KWARGS), 256 new tokens (ruhumaneval.yaml sets no
-    max_gen_toks, so lm-eval's HFLM default of 256 applies)."""
+    max_gen_toks, so lm-eval's HFLM default of 256 applies); 3 s per test call, the harness's timeout (utils.py
+    execute_function), given per test by default and as one 3 + 1 s for the whole sample under --deadline harness."""
     args = cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x"]))
     assert (args.n, args.k, args.temperature, args.extraction) == (10, [1, 5, 10], 0.6, "mera")
     assert args.max_tokens == 256
+    assert (args.exec_timeout, args.deadline) == (3.0, "per-test")
     assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
     assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
