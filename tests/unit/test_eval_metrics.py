@@ -404,6 +404,20 @@ def test_spearman_is_pooled_per_model_and_per_task_type_by_hand():
     assert "spearman" not in block["by_criterion"]["c"]
 
 
+def test_the_overall_spearman_pools_every_item_and_is_not_the_mean_of_the_models_rows():
+    """The overall figure (the tables' "Avg." row) is Spearman over every item together ("when the full dataset is
+    considered ... the overall rho", Appendix D.2.4), not the mean of the per-model figures. Unanimous experts:
+    model x, judge 0, 1 vs 0, 1 -> 1; model y, judge 1, 2 vs 2, 1 -> -1; their mean is 0. Pooled, judge 0, 1, 1, 2
+    vs 0, 1, 2, 1: midranks (1, 2.5, 2.5, 4) and (1, 2.5, 4, 2.5), deviations (-1.5, 0, 0, 1.5) and (-1.5, 0, 1.5, 0):
+    2.25 / 4.5 = 0.5."""
+    table = _table(judge=[0, 1, 1, 2], status=["ok"] * 4, experts=[[0, 0], [1, 1], [2, 2], [1, 1]],
+                   models=["x", "x", "y", "y"])
+    block = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]
+    assert (block["by_model"]["x"]["spearman"], block["by_model"]["y"]["spearman"]) == (
+        pytest.approx(1.0), pytest.approx(-1.0))
+    assert block["overall"]["spearman"] == pytest.approx(0.5)
+
+
 def test_regression_scores_are_compared_with_the_mean():
     """score_source regression_head switches the reference to the mean: judge 1.5 vs experts 2,1 (mean 1.5) -> 0;
     judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
