@@ -208,6 +208,8 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         "task": "ruhumaneval", "model": config.model, "data_sha256": sha256_of(data), "limit": config.limit,
         "self_check": config.self_check, "mode": config.mode, "n": n, "temperature": config.temperature,
         "max_tokens": config.max_tokens, "seed": config.seed, "sampling": config.sampling,
+        # only when sent: a run folder made before the option resumes under the same key
+        **({"top_k": config.top_k} if config.top_k is not None else {}),
     }  # fmt: skip
     outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
     resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite,
@@ -254,7 +256,7 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                 gens = client.generate(
                     request, mode=config.mode, n=n, temperature=config.temperature, max_tokens=config.max_tokens,
                     stop=MERA_STOPS if config.mode == "completion" else (), stop_on_server=config.mode == "completion",
-                    seed=config.seed, sampling=config.sampling,
+                    seed=config.seed, sampling=config.sampling, top_k=config.top_k,
                 )  # fmt: skip
                 generations_record(record, gens, n)  # a sample not returned or without text: its own failure
                 if len(gens) < n:  # a server that ignores n

@@ -187,6 +187,7 @@ class OpenAICompatClient:
         stop_on_server: bool = True,
         seed: int | None = None,
         sampling: str = "n",
+        top_k: int | None = None,
     ) -> list[Generation]:
         """Sample ``n`` continuations of a prompt (completion mode) or a message list (chat mode).
 
@@ -200,6 +201,7 @@ class OpenAICompatClient:
             seed: Base seed. ``sampling="n"`` sends it once with ``n``; ``sampling="seeds"`` sends ``n``
                 requests with seeds ``seed, seed+1, ...`` (for servers that ignore ``n``).
             sampling: ``"n"`` or ``"seeds"``.
+            top_k: sent as ``top_k`` (vLLM's extension of the OpenAI API) when given; None sends none.
 
         Returns:
             ``n`` generations (fewer where the server returned fewer); a chat choice with no answer text is one
@@ -216,13 +218,15 @@ class OpenAICompatClient:
             for i in range(n):
                 out += self.generate(prompt, mode=mode, n=1, temperature=temperature, max_tokens=max_tokens,
                                      stop=stop, stop_on_server=stop_on_server,
-                                     seed=None if seed is None else seed + i, sampling="n")  # fmt: skip
+                                     seed=None if seed is None else seed + i, sampling="n", top_k=top_k)  # fmt: skip
             return out
         params: dict[str, Any] = {"model": self.model, "n": n, "temperature": temperature, "max_tokens": max_tokens}
         if seed is not None:
             params["seed"] = seed
         if stop and stop_on_server:
             params["stop"] = list(stop[:MAX_SERVER_STOPS])
+        if top_k is not None:  # not an OpenAI field: the client sends it in the body as given
+            params["extra_body"] = {"top_k": top_k}
         if mode == "chat":
             if not isinstance(prompt, list):
                 raise TypeError("chat mode takes a list of messages")

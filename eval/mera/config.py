@@ -67,6 +67,11 @@ class HumanEvalConfig(MeraConfig):
                                  "temperature=0.6,do_sample=True).")
     max_tokens: int = _f(256, "Tokens to generate (MERA's ruhumaneval.yaml sets no max_gen_toks: lm-eval's default "
                               "of 256 applies).")
+    top_k: int | None = _f(None, "Sample from the k likeliest tokens, sent as the request's top_k (a vLLM extension "
+                                 "of the OpenAI API; default: not sent, the endpoint's own default applies). MERA's "
+                                 "harness samples through transformers' generate, which keeps the 50 likeliest where "
+                                 "the checkpoint's generation_config.json sets no top_k: --top-k 50 reproduces that "
+                                 "for such a checkpoint (docs/mera.md).")
     n: int = _f(10, "Samples per task.")
     k: list[int] = _f([1, 5, 10], "pass@k budgets; every k <= n.", nargs="+")
     sampling: str = _f("n", "n: the API's n in one request; seeds: one request per sample with seed+i.",
@@ -134,7 +139,7 @@ TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "ru
 _POSITIVE = ("n", "max_tokens", "request_timeout", "exec_timeout", "memory_mb", "concurrency", "exec_workers")
 _NOT_NEGATIVE = ("max_retries", "temperature")
 #: ...and those that are either left out (None: every task; ask the endpoint) or at least 1.
-_NONE_OR_POSITIVE = ("limit", "max_model_len")
+_NONE_OR_POSITIVE = ("limit", "max_model_len", "top_k")
 #: ...and the largest each of these may be: both become the sandbox's rlimits (RLIMIT_AS in bytes, RLIMIT_CPU from the
 #: deadline), which setrlimit takes as a C long (1e300 failed there, after the run's folder was made); a day per test
 #: call is past any test a benchmark holds.

@@ -140,3 +140,25 @@ def test_each_choice_is_read_on_its_own_and_an_unreadable_one_fails_alone(sampli
         ("    return a + b\n", "stop", None),
         ("", "length", "reasoning not finished"),
         ("", "stop", "the endpoint's message content is not text: a list of parts (refusal)")]
+
+
+@pytest.mark.parametrize("mode", ["completion", "chat"])
+def test_top_k_is_sent_in_the_body_only_when_given(mode):
+    """--top-k 50 (what transformers' generate applies in MERA's harness when the checkpoint's generation_config.json
+    sets none) reaches the endpoint as the body's top_k, vLLM's extension of the OpenAI API; left out, no top_k."""
+    prompt = MESSAGES if mode == "chat" else "def f():"
+
+    def answer(path, body):
+        if mode == "chat":
+            return 200, chat_completion("    return 1\n", body["model"])
+        return 200, {"id": "c", "object": "text_completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "text": "    return 1\n", "finish_reason": "stop"}]}
+
+    route = "/v1/chat/completions" if mode == "chat" else "/v1/completions"
+    with ScriptedEndpoint(answer) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
+        client.generate(prompt, mode=mode, n=1, temperature=0.6, max_tokens=8, seed=3, top_k=50)
+        client.generate(prompt, mode=mode, n=1, temperature=0.6, max_tokens=8, seed=3)
+    key = "messages" if mode == "chat" else "prompt"
+    base = {"model": "scripted", key: prompt, "n": 1, "temperature": 0.6, "max_tokens": 8, "seed": 3}
+    assert endpoint.bodies(route) == [{**base, "top_k": 50}, base]

@@ -98,6 +98,10 @@ def test_cli_defaults_are_the_cards_and_harness_protocol():
     assert args.max_tokens == 256
     assert (args.exec_timeout, args.deadline) == (3.0, "per-test")
     assert (N_SAMPLES, PASS_AT_K) == (10, (1, 5, 10))
+    # no top_k sent unless asked (the harness's 50 of transformers' generate is --top-k 50: docs/mera.md)
+    assert args.top_k is None
+    assert cli.config_from_args(cli.build_parser().parse_args(["ruhumaneval", "--out", "x", "--top-k", "50"])
+                                ).top_k == 50
     assert MERA_STOPS == ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
 
@@ -936,6 +940,7 @@ def test_no_bundled_expected_output_is_none():
         (["--exec-timeout", "1e300"], "--exec-timeout must be at most 86,400.0, got 1e+300"),
         (["--max-tokens", "-5"], "--max-tokens must be above 0, got -5"),
         (["--request-timeout", "0"], "--request-timeout must be above 0, got 0.0"),
+        (["--top-k", "0"], "--top-k must be at least 1"),
     ],
 )
 def test_values_out_of_range_are_usage_errors_naming_the_flag(tmp_path, capsys, argv, said):
