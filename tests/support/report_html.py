@@ -8,7 +8,6 @@ import pytest
 
 import judge
 from eval.cli import main
-from tests.support.browser import browser  # noqa: F401  (the fixture)
 
 FAILED_RAW = "[FEEDBACK] Непонятно. [RESULT] отлично [END]"
 # A feedback that would end the page's <script> element if it were embedded unescaped.

@@ -1,8 +1,8 @@
-"""report.html and compare.html: generic tables from metrics.json, item statuses, the embedded item data, and the
-pages driven in a real headless chromium (filter, open an item, screenshot) from a run scored on hand-written
-predictions.
+"""report.html and compare.html: generic tables from metrics.json, item statuses and the embedded item data, from
+runs scored on hand-written predictions.
 
-The tests of this subject that start heavy components are in tests/integration/browser/test_report_html.py.
+The pages driven in a real headless chromium (filter, open an item, screenshot) are tested in
+tests/integration/browser/test_report_html.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import judge
 from eval.reports.html_explorer import item_status, report_items
 from eval.reports.html_report import render_report_page, write_report_page
 from judge.metrics_json.metrics import Metrics
-from tests.support.browser import browser  # noqa: F401  (the fixture)
 from tests.support.report_html import TRICKY_FEEDBACK
 
 

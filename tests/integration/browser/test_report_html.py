@@ -1,9 +1,7 @@
-"""report.html and compare.html: generic tables from metrics.json, item statuses, the embedded item data, and the
-pages driven in a real headless chromium (filter, open an item, screenshot) from a run scored on hand-written
-predictions.
+"""report.html and compare.html driven in a real headless chromium (filter, open an item, screenshot), from runs
+scored on hand-written predictions.
 
-The tests of this subject that start heavy components (an engine, judge-serve, a Slurm cluster, a
-browser, training or the sandbox); the others are tests/unit/test_report_html.py.
+The tests of this subject that start a browser; the others are in tests/unit/test_report_html.py.
 """
 
 from __future__ import annotations
