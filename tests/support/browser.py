@@ -19,7 +19,7 @@ __all__ = ["browser", "CHROMIUM", "CHROMEDRIVER", "chrome_options", "missing_bro
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-# Flags measured in ENVIRONMENT.md: root needs --no-sandbox; the rest keep a headless run offline and quiet.
+# Chromium refuses to start as root without --no-sandbox; the rest keep a headless run offline and quiet.
 _FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
           "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000")
 

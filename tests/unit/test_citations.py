@@ -34,7 +34,8 @@ FORBIDDEN = {
         r"\bseeds[/:]|\b00[1-4]_[0-9a-f]{6}|\b00[1-4]…|\bcard ?00[1-4]?:\d"),
     "a line of the paper or a task card (cite its section, appendix or table)": re.compile(
         r"\b(?:paper|card)(?:'s)? lines? \d|#\s*:\d{3,}", re.IGNORECASE),
-    "a file outside the repository": re.compile(r"\.\./shared/|/work/shared|\.\./mera/|\bRELEASE\.md\b"),
+    "a file outside the repository": re.compile(
+        r"\.\./shared/|/work/shared|\.\./mera/|\b(?:RELEASE|ENVIRONMENT)\.md\b"),
     "the review process (say what the case is)": re.compile(r"\breviewers?\b|\breview[-_ ]?fix", re.IGNORECASE),
 }
 #: What no file of code may hold, strings and names included: a test's folder or fixture named after a review says
@@ -117,6 +118,7 @@ def test_no_comment_cites_what_a_clone_cannot_open():
     '"### Task Description:\\n"  # :2726',
     "# as the paper says (paper line 220)",
     "# ../shared/pollux/RELEASE.md, 'The released judges'",
+    "# Flags measured in ENVIRONMENT.md: root needs --no-sandbox",
     "# the path ``eval/no_such_module.py`` holds it",
     '"""The reviewer\'s probe: 20 instructions."""',
     "# a reviewer reads it whole",
