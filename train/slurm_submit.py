@@ -787,6 +787,23 @@ class _Gathered(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+def _refuse_cuda_only_attention(config: Any, config_path: Path, judge_args: Sequence[str]) -> None:
+    """SubmitError for a CPU job (``--gpus-per-node 0``) whose ``attn_implementation`` loads on CUDA GPUs only
+    (``train.trainer_preflight.attention_kernel_cuda_only``): every CPU rank stopped at the model's load, after the
+    queue's wait. The T-lite, T-pro and Qwen3-8B recipes ask for FlashAttention; sdpa is their CPU choice. Named as
+    the user gave it: the config's key, or the argument after ``--`` that set it."""
+    from train.trainer_preflight import attention_kernel_cuda_only
+
+    cuda_only = attention_kernel_cuda_only(config.attn_implementation)
+    if cuda_only is None:
+        return
+    after = any(a.split("=", 1)[0] in ("--attn-implementation", "--attn_implementation") for a in judge_args)
+    given = (f"-- --attn-implementation {config.attn_implementation}" if after
+             else f"attn_implementation: {config.attn_implementation} (in {config_path})")
+    raise SubmitError(f"--gpus-per-node 0 trains on CPU, where {given} cannot load the model ({cuda_only}): give -- "
+                      "--attn-implementation sdpa for a CPU job, or ask for GPUs with --gpus-per-node")
+
+
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
     from judge.plumbing.run_folder import refuse_file
     from train.config import ConfigError, load_config
@@ -868,16 +885,8 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                           f"{heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over {tp} GPUs, and "
                           f"would refuse it at the server's start; give -- --vllm-server-tensor-parallel-size "
                           f"{fits} (the sizes up to --gpus-per-node {args.gpus_per_node} that split them)")
-    if not args.gpus_per_node and config.attn_implementation.startswith("flash_attention"):
-        # FlashAttention runs on CUDA GPUs only (and its package is built against CUDA): every CPU rank stopped at the
-        # model's load, after the queue's wait. The T-lite, T-pro and Qwen3-8B recipes ask for it; sdpa is their CPU
-        # choice.
-        after = any(a.split("=", 1)[0] in ("--attn-implementation", "--attn_implementation") for a in judge_args)
-        given = (f"-- --attn-implementation {config.attn_implementation}" if after
-                 else f"attn_implementation: {config.attn_implementation} (in {config_path})")
-        raise SubmitError(f"--gpus-per-node 0 trains on CPU, where {given} cannot load the model (FlashAttention runs "
-                          "on CUDA GPUs only): give -- --attn-implementation sdpa for a CPU job, or ask for GPUs with "
-                          "--gpus-per-node")
+    if not args.gpus_per_node:
+        _refuse_cuda_only_attention(config, config_path, judge_args)
     training_nodes = args.nodes - 1 if server else args.nodes
     plan = plan_batch(config.global_batch_size, config.per_device_train_batch_size, training_nodes, ranks)
     # The job's prepare compares a DeepSpeed JSON's fixed accumulation (and an 'auto' bf16, which follows CUDA: on

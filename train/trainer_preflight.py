@@ -22,9 +22,9 @@ from typing import Any
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.wandb_login import wandb_host_without_a_key
 
-__all__ = ["check_attention_kernel", "check_ddp_timeout", "check_optim_args_reach_the_optimizer",
-           "check_optimizer_and_schedule", "check_report_to", "check_wandb_login", "report_to_names",
-           "reports_to_wandb", "DDP_TIMEOUT_MARGIN_S"]
+__all__ = ["attention_kernel_cuda_only", "check_attention_kernel", "check_ddp_timeout",
+           "check_optim_args_reach_the_optimizer", "check_optimizer_and_schedule", "check_report_to",
+           "check_wandb_login", "report_to_names", "reports_to_wandb", "DDP_TIMEOUT_MARGIN_S"]
 
 
 #: Optimizers that transformers builds only with the model (transformers/trainer_optimizer.py: GaLore and APOLLO
@@ -72,12 +72,23 @@ def reports_to_wandb(config: Any) -> bool:
     return "wandb" in names
 
 
+def attention_kernel_cuda_only(kernel: Any) -> str | None:
+    """Why ``attn_implementation`` ``kernel`` cannot load a model without a CUDA GPU, or None for one that loads on
+    any device (eager, sdpa): the FlashAttention kernels (``flash_attention_2``, ``flash_attention_3``) are CUDA code.
+    The one rule ``check_attention_kernel`` applies to this process and ``judge-train submit`` to a job's CPU ranks
+    (``--gpus-per-node 0``), each in its own sentence around this reason."""
+    if str(kernel or "").startswith("flash_attention"):
+        return "FlashAttention runs on CUDA GPUs only"
+    return None
+
+
 def check_attention_kernel(config: Any) -> None:
     """``attn_implementation: flash_attention_*`` (the T-lite, T-pro and Qwen3-8B recipes) where this process can run
-    it: FlashAttention runs on CUDA GPUs only, and ``flash_attention_2`` needs the flash-attn package, which is no
-    extra (it compiles against the installed torch: docs/install.md). Without either, transformers' ``from_pretrained``
-    raised an ImportError traceback after the base model was built and the run folder made. Checked where training
-    runs (``judge-train run`` on every rank), not by ``judge-train submit``, whose login node may have neither.
+    it: FlashAttention runs on CUDA GPUs only (``attention_kernel_cuda_only``), and ``flash_attention_2`` needs the
+    flash-attn package, which is no extra (it compiles against the installed torch: docs/install.md). Without either,
+    transformers' ``from_pretrained`` raised an ImportError traceback after the base model was built and the run
+    folder made. Checked where training runs (``judge-train run`` on every rank); ``judge-train submit``, whose login
+    node may have neither, refuses only a CPU job's (``--gpus-per-node 0``).
 
     Raises:
         ConfigError: naming the key, what is missing here, and ``--attn-implementation sdpa``.
@@ -87,11 +98,12 @@ def check_attention_kernel(config: Any) -> None:
     import torch
 
     kernel = str(config.attn_implementation or "")
-    if not kernel.startswith("flash_attention"):
+    cuda_only = attention_kernel_cuda_only(kernel)
+    if cuda_only is None:
         return
     missing = []
     if not torch.cuda.is_available():
-        missing.append("no CUDA GPU (FlashAttention runs on CUDA GPUs only)")
+        missing.append(f"no CUDA GPU ({cuda_only})")
     if kernel == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
         missing.append("the flash-attn package is not installed (`pip install flash-attn --no-build-isolation` on a "
                        "GPU machine: docs/install.md)")

@@ -192,3 +192,35 @@ def test_report_to_all_is_checked_as_wandb_when_wandb_is_installed(tmp_path, mon
     monkeypatch.delenv("WANDB_MODE")
     monkeypatch.setattr(integration_utils, "get_available_reporting_integrations", lambda: ["tensorboard"])
     check_wandb_login(config)
+
+
+@pytest.mark.parametrize(("kernel", "cuda_only"), [
+    ("flash_attention_2", True), ("flash_attention_3", True),
+    ("sdpa", False), ("eager", False), ("flex_attention", False), (None, False),
+])  # fmt: skip
+def test_which_attention_kernels_need_a_cuda_gpu(kernel, cuda_only):
+    """The one rule judge-train run's check and judge-train submit's CPU refusal both ask: FlashAttention is CUDA
+    code, whichever version; the kernels transformers runs on any device are not refused."""
+    from train.trainer_preflight import attention_kernel_cuda_only
+
+    assert attention_kernel_cuda_only(kernel) == ("FlashAttention runs on CUDA GPUs only" if cuda_only else None)
+
+
+def test_the_run_and_submit_refuse_flash_attention_on_cpu_by_the_one_rule(tmp_path, monkeypatch):
+    """A kernel the rule calls CUDA-only is refused by both callers, in their own words around its reason: the run's
+    check on a machine without CUDA, submit's for a CPU job (--gpus-per-node 0). Neither keeps a copy of it."""
+    import torch
+
+    from train import slurm_submit, trainer_preflight
+
+    monkeypatch.setattr(trainer_preflight, "attention_kernel_cuda_only",
+                        lambda kernel: "a reason of the rule's" if kernel == "sdpa" else None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = _config(tmp_path, attn_implementation="sdpa")
+    with pytest.raises(ConfigError, match=r"^attn_implementation: sdpa cannot load the model here: no CUDA GPU \(a "
+                                          r"reason of the rule's\); give --attn-implementation sdpa"):
+        trainer_preflight.check_attention_kernel(config)
+    with pytest.raises(slurm_submit.SubmitError, match=r"where attn_implementation: sdpa \(in x.yaml\) cannot load "
+                                                       r"the model \(a reason of the rule's\)"):
+        slurm_submit._refuse_cuda_only_attention(config, "x.yaml", [])
+    slurm_submit._refuse_cuda_only_attention(_config(tmp_path, attn_implementation="eager"), "x.yaml", [])
