@@ -451,8 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--job-name", help="Job name (default: judge-train-<config folder>-<config file stem>).")
     parser.add_argument("--cpus-per-task", type=int, help="CPUs per node task (default: the template's 16).")
     parser.add_argument("--signal-before-s", type=int, default=600,
-                        help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and requeue "
-                        "(below the --time limit).")
+                        help="Seconds before the time limit at which SIGUSR1 asks the trainer to checkpoint and "
+                        "requeue (below the --time limit).")
     parser.add_argument("--output-dir", help="Run folder on shared storage (default: the config's output_dir).")
     parser.add_argument("--cache-dir", help="JUDGE_CACHE_DIR: HF, torch-extension and Triton caches.")
     parser.add_argument("--wandb-dir", help="JUDGE_WANDB_DIR (default: the run folder).")
@@ -804,12 +804,111 @@ def _refuse_cuda_only_attention(config: Any, config_path: Path, judge_args: Sequ
                       "--attn-implementation sdpa for a CPU job, or ask for GPUs with --gpus-per-node")
 
 
+def _refuse_bad_counts(args: argparse.Namespace) -> None:
+    """SubmitError for a count or number among submit's flags that no job could run with: nodes, ports, seconds,
+    CPUs, GPUs and CPU ranks per node."""
+    if args.nodes <= 0:
+        raise SubmitError(f"--nodes must be positive, got {args.nodes}")
+    if args.master_port is not None and not 1 <= args.master_port <= 65535:
+        raise SubmitError(f"--master-port must be a port from 1 to 65535, got {args.master_port}")
+    if args.shutdown_timeout_s is not None and args.shutdown_timeout_s <= 0:
+        raise SubmitError(f"--shutdown-timeout-s must be a positive number of seconds, got {args.shutdown_timeout_s}")
+    if args.cpus_per_task is not None and args.cpus_per_task <= 0:
+        raise SubmitError(f"--cpus-per-task must be positive, got {args.cpus_per_task}")
+    if args.gpus_per_node < 0:
+        raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
+    if args.gpus_per_node and args.cpu_ranks_per_node is not None:
+        # The ranks per node are the GPUs: the flag was dropped without a word, and a user who meant a CPU job (or
+        # fewer ranks than GPUs) got a GPU job of another shape.
+        raise SubmitError(f"--cpu-ranks-per-node {args.cpu_ranks_per_node} applies to --gpus-per-node 0 (CPU ranks) "
+                          f"only; with --gpus-per-node {args.gpus_per_node} each node runs one rank per GPU: leave "
+                          "--cpu-ranks-per-node out, or give --gpus-per-node 0 for a CPU job")
+    if args.cpu_ranks_per_node is not None and args.cpu_ranks_per_node <= 0:
+        raise SubmitError(f"--cpu-ranks-per-node must be positive, got {args.cpu_ranks_per_node}")
+
+
+def _check_vllm_server(config: Any, args: argparse.Namespace) -> bool:
+    """Whether the config is GRPO in vLLM server mode (``trl vllm-serve`` holds the first node, training the
+    others), after refusing what its server could not start with: fewer than two GPU nodes, more tensor-parallel
+    GPUs than a node has, or a tensor-parallel size the model's attention heads do not split over."""
+    server = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", None) == "server"
+    if server and (args.nodes < 2 or not args.gpus_per_node):
+        raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
+                          f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
+                          f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
+    if server and config.vllm_server_tensor_parallel_size > args.gpus_per_node:
+        # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
+        # waiting vllm_server_timeout for it, all after the queue's wait.
+        raise SubmitError(f"vllm_server_tensor_parallel_size {config.vllm_server_tensor_parallel_size} is more than "
+                          f"the {counted(args.gpus_per_node, 'GPU')} of the node `trl vllm-serve` runs on: ask for "
+                          f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
+                          f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
+                          "model's attention heads)")
+    heads = _attention_heads(config.model_name_or_path, args.cache_dir) \
+        if server and not args.inputs_from_earlier_job else None  # an earlier job's base is not there yet
+    if heads and not vllm_tensor_parallel_fits(config.vllm_server_tensor_parallel_size, heads[0], heads[1]):
+        # vLLM refuses the split at the server's start, after the queue's wait, the training nodes waiting
+        # vllm_server_timeout for a server that is gone.
+        tp = config.vllm_server_tensor_parallel_size
+        fits = [str(n) for n in range(1, args.gpus_per_node + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
+        fits = " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1])))  # 1 fits any model: never empty
+        raise SubmitError(f"vllm_server_tensor_parallel_size {tp}: vLLM cannot split {config.model_name_or_path}'s "
+                          f"{heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over {tp} GPUs, and "
+                          f"would refuse it at the server's start; give -- --vllm-server-tensor-parallel-size "
+                          f"{fits} (the sizes up to --gpus-per-node {args.gpus_per_node} that split them)")
+    return server
+
+
+def _check_signal_before(args: argparse.Namespace, script_path: Path) -> None:
+    """SubmitError for a ``--signal-before-s`` sbatch cannot take, or one not below the time limit (``--time``, or
+    the template's)."""
+    limit = args.time if args.time is not None else _template_option(script_path, "time")
+    limit_s = slurm_time_s(limit)
+    if limit_s and args.signal_before_s >= limit_s:
+        given = f"--time {limit}" if args.time is not None else f"the template's --time={limit}"
+        raise SubmitError(f"--signal-before-s {args.signal_before_s} is not below the time limit ({given}: "
+                          f"{limit_s} s): SIGUSR1 would come as the job starts, and every start would save, requeue "
+                          "and stop again; give fewer seconds than the limit, enough for a step and a full save")
+    if not 0 <= args.signal_before_s <= 65535:  # sbatch(1), --signal: sig_time
+        raise SubmitError(f"--signal-before-s must be 0 to 65535 seconds, got {args.signal_before_s}")
+
+
+def _extra_sbatch_options(options: Sequence[str]) -> dict[str, str]:
+    """The ``--sbatch-arg`` options as ``#SBATCH`` settings (long name -> value, ``""`` for a flag), in order, a
+    later one of a name winning; refused: a short or empty option, one submit sets itself (or a beginning of its
+    name), more than one option in one argument, and an ``=`` with nothing after it."""
+    extra: dict[str, str] = {}
+    for option in options:
+        if not option.startswith("--"):
+            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
+        key, sep, value = option[2:].partition("=")
+        name = (key.split() or [""])[0]  # "--nodes 2" names --nodes too
+        if not name:
+            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
+        planned = _planned_option(name)
+        if planned is not None:
+            # sbatch reads options with getopt_long, which takes any unambiguous beginning of a name for the whole
+            # one: --sig=B:USR1@60 is --signal, --gpus-per-n=4 is --gpus-per-node (and --ntasks, --gpus clash with
+            # the planned --ntasks-per-node, --gpus-per-node).
+            abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
+            raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
+                              f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
+        _check_one_option_name(option, key)
+        if sep and not value.strip():
+            # Rendered, it was `#SBATCH --qos`: the option without its value, which sbatch refuses or misreads.
+            raise SubmitError(f"--sbatch-arg={option}: nothing after the '=': give the value (--{key}=...), or "
+                              f"--sbatch-arg=--{key} for an option that takes none")
+        extra[key] = value if sep else ""
+    return extra
+
+
 def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, Path, str]:
     from judge.plumbing.run_folder import refuse_file
     from train.config import ConfigError, load_config
 
     config_path = Path(args.config).resolve()
-    # Every value that reaches the script, named as the user gave it, before anything is rendered: a newline in one would become a command line.
+    # Every value that reaches the script, named as the user gave it, before anything is rendered: a newline in one
+    # would become a command line.
     _refuse_control({"--config (the file's path)": config_path, "--job-name": args.job_name,
                      "--partition": args.partition, "--account": args.account, "--time": args.time,
                      "--output-dir": args.output_dir, "--cache-dir": args.cache_dir, "--wandb-dir": args.wandb_dir,
@@ -840,51 +939,9 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         raise SubmitError("--output-dir and an --output-dir after --: give the run folder once, with --output-dir")
     _refuse_control({f"model_name_or_path in {config_path}": config.model_name_or_path,
                      f"output_dir in {config_path}": config.output_dir})
-    if args.nodes <= 0:
-        raise SubmitError(f"--nodes must be positive, got {args.nodes}")
-    if args.master_port is not None and not 1 <= args.master_port <= 65535:
-        raise SubmitError(f"--master-port must be a port from 1 to 65535, got {args.master_port}")
-    if args.shutdown_timeout_s is not None and args.shutdown_timeout_s <= 0:
-        raise SubmitError(f"--shutdown-timeout-s must be a positive number of seconds, got {args.shutdown_timeout_s}")
-    if args.cpus_per_task is not None and args.cpus_per_task <= 0:
-        raise SubmitError(f"--cpus-per-task must be positive, got {args.cpus_per_task}")
-    if args.gpus_per_node < 0:
-        raise SubmitError(f"--gpus-per-node must be 0 (CPU) or more, got {args.gpus_per_node}")
-    if args.gpus_per_node and args.cpu_ranks_per_node is not None:
-        # The ranks per node are the GPUs: the flag was dropped without a word, and a user who meant a CPU job (or
-        # fewer ranks than GPUs) got a GPU job of another shape.
-        raise SubmitError(f"--cpu-ranks-per-node {args.cpu_ranks_per_node} applies to --gpus-per-node 0 (CPU ranks) "
-                          f"only; with --gpus-per-node {args.gpus_per_node} each node runs one rank per GPU: leave "
-                          "--cpu-ranks-per-node out, or give --gpus-per-node 0 for a CPU job")
-    if args.cpu_ranks_per_node is not None and args.cpu_ranks_per_node <= 0:
-        raise SubmitError(f"--cpu-ranks-per-node must be positive, got {args.cpu_ranks_per_node}")
+    _refuse_bad_counts(args)
     ranks = args.gpus_per_node or args.cpu_ranks_per_node or 1
-    # A GRPO config in vLLM server mode: `trl vllm-serve` holds the first node, training the others.
-    server = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", None) == "server"
-    if server and (args.nodes < 2 or not args.gpus_per_node):
-        raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
-                          f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
-                          f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
-    if server and config.vllm_server_tensor_parallel_size > args.gpus_per_node:
-        # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
-        # waiting vllm_server_timeout for it, all after the queue's wait.
-        raise SubmitError(f"vllm_server_tensor_parallel_size {config.vllm_server_tensor_parallel_size} is more than "
-                          f"the {counted(args.gpus_per_node, 'GPU')} of the node `trl vllm-serve` runs on: ask for "
-                          f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
-                          f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
-                          "model's attention heads)")
-    heads = _attention_heads(config.model_name_or_path, args.cache_dir) \
-        if server and not args.inputs_from_earlier_job else None  # an earlier job's base is not there yet
-    if heads and not vllm_tensor_parallel_fits(config.vllm_server_tensor_parallel_size, heads[0], heads[1]):
-        # vLLM refuses the split at the server's start, after the queue's wait, the training nodes waiting
-        # vllm_server_timeout for a server that is gone.
-        tp = config.vllm_server_tensor_parallel_size
-        fits = [str(n) for n in range(1, args.gpus_per_node + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
-        fits = " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1])))  # 1 fits any model: never empty
-        raise SubmitError(f"vllm_server_tensor_parallel_size {tp}: vLLM cannot split {config.model_name_or_path}'s "
-                          f"{heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over {tp} GPUs, and "
-                          f"would refuse it at the server's start; give -- --vllm-server-tensor-parallel-size "
-                          f"{fits} (the sizes up to --gpus-per-node {args.gpus_per_node} that split them)")
+    server = _check_vllm_server(config, args)
     if not args.gpus_per_node:
         _refuse_cuda_only_attention(config, config_path, judge_args)
     training_nodes = args.nodes - 1 if server else args.nodes
@@ -929,15 +986,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     if not script_path.is_file():
         raise SubmitError(f"sbatch template {script_path} not found")
 
-    limit = args.time if args.time is not None else _template_option(script_path, "time")
-    limit_s = slurm_time_s(limit)
-    if limit_s and args.signal_before_s >= limit_s:
-        given = f"--time {limit}" if args.time is not None else f"the template's --time={limit}"
-        raise SubmitError(f"--signal-before-s {args.signal_before_s} is not below the time limit ({given}: "
-                          f"{limit_s} s): SIGUSR1 would come as the job starts, and every start would save, requeue "
-                          "and stop again; give fewer seconds than the limit, enough for a step and a full save")
-    if not 0 <= args.signal_before_s <= 65535:  # sbatch(1), --signal: sig_time
-        raise SubmitError(f"--signal-before-s must be 0 to 65535 seconds, got {args.signal_before_s}")
+    _check_signal_before(args, script_path)
     sbatch: dict[str, str | None] = {
         "job-name": job_name,
         "nodes": str(args.nodes),
@@ -949,27 +998,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         value = getattr(args, key)
         if value is not None:
             sbatch[key.replace("_", "-")] = str(value)
-    for option in args.sbatch_arg:
-        if not option.startswith("--"):
-            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
-        key, sep, value = option[2:].partition("=")
-        name = (key.split() or [""])[0]  # "--nodes 2" names --nodes too
-        if not name:
-            raise SubmitError(f"--sbatch-arg takes a long option like --exclusive or --mem=0, got {option!r}")
-        planned = _planned_option(name)
-        if planned is not None:
-            # sbatch reads options with getopt_long, which takes any unambiguous beginning of a name for the whole
-            # one: --sig=B:USR1@60 is --signal, --gpus-per-n=4 is --gpus-per-node (and --ntasks, --gpus clash with
-            # the planned --ntasks-per-node, --gpus-per-node).
-            abbreviation = "" if planned == name else f" (--{name} abbreviates it, or clashes with it)"
-            raise SubmitError(f"--sbatch-arg={option}: judge-train submit sets #SBATCH --{planned} itself"
-                              f"{abbreviation}; {PLANNED_SBATCH_OPTIONS[planned]}")
-        _check_one_option_name(option, key)
-        if sep and not value.strip():
-            # Rendered, it was `#SBATCH --qos`: the option without its value, which sbatch refuses or misreads.
-            raise SubmitError(f"--sbatch-arg={option}: nothing after the '=': give the value (--{key}=...), or "
-                              f"--sbatch-arg=--{key} for an option that takes none")
-        sbatch[key] = value if sep else ""
+    sbatch.update(_extra_sbatch_options(args.sbatch_arg))
 
     from judge import LeakageError, RecordError
     from train.cli import check_training_data
