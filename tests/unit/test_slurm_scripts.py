@@ -310,6 +310,19 @@ def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
     assert _rendezvous_port(proc) == 29611 and len(calls.read_text().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("given", "line"), [
+    ({}, "x 1 rank"),  # no GPUs from Slurm: one CPU rank a node
+    ({"SLURM_GPUS_ON_NODE": "1"}, "x 1 rank"),
+    ({"JUDGE_PROCS_PER_NODE": "2"}, "x 2 ranks"),
+])  # fmt: skip
+def test_train_sbatch_banner_counts_the_ranks_of_a_node(tmp_path, config_file, given, line):
+    """The banner said "x 1 ranks" for every job of one rank a node; the word now follows the count."""
+    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", **given)
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^    nodes       2: nx-node-\[1-2\] (.*)$", proc.stdout, re.M).group(1) == line
+
+
 # --- eval.sbatch: serve.sbatch's JUDGE_API_KEY reaches judge-eval --------------------------------------------
 
 
@@ -730,3 +743,12 @@ def test_serve_sbatch_keeps_the_allowed_hosts_given_beside_its_own(tmp_path, fla
     """Hosts the config or a flag after the script allow are kept: a second --allowed-hosts would replace one list
     with the other (judge-serve takes the last flag)."""
     assert _served_config(tmp_path, flags, config).allowed_hosts == allowed
+
+
+@pytest.mark.parametrize(("gpus", "said"), [(None, "(0 GPUs)"), ("1", "(1 GPU)"), ("2", "(2 GPUs)")])
+def test_serve_sbatch_banner_counts_the_nodes_gpus(tmp_path, gpus, said):
+    """Every one-GPU serve job (the template's default) said "(1 GPUs)"; the word now follows the count."""
+    env = _serve_env(tmp_path, "exit 0\n", **({"SLURM_GPUS_ON_NODE": gpus} if gpus else {}))
+    proc = _run("serve.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"=== judge-serve: Slurm job 91 on localhost {said}, ")
