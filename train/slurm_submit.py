@@ -705,19 +705,16 @@ def _refuse_a_held_run_folder(output_dir: Path) -> None:
 
 def _queued_writer(slurm_dir: Path, own_script: Path) -> str | None:
     """A live job of this user (pending, running, completing: squeue's default states) whose batch script is a
-    script submit kept in ``slurm_dir`` (``train-*.sbatch``, the command squeue shows as ``%o``): "<id> (<script>)",
-    or None. A squeue that cannot answer is said on stderr and counts as none (the lock check covers a running job);
-    no squeue at all is left to sbatch's own absence."""
-    import getpass
-
+    script submit kept in ``slurm_dir`` (``train-*.sbatch``): "<id> (<script>)", or None. squeue's ``%o`` is the
+    job's command, for a batch job the script sbatch was given, made absolute by sbatch (its ``search_path``) and
+    printed whole when the format gives no width, spaces included; the line is split at its first space only. The
+    user is this process's uid, not ``$USER``, which a container or a changed account can leave naming someone
+    else. A squeue that cannot answer is said on stderr and counts as none (the lock check covers a running job); no
+    squeue at all is left to sbatch's own absence."""
     from judge.plumbing.slurm_requeue import exit_words, run_query
 
     try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid
-        user = str(os.getuid())
-    try:
-        proc = run_query(["squeue", "--noheader", "--user", user, "--format", "%i %o"], 20)
+        proc = run_query(["squeue", "--noheader", "--user", str(os.getuid()), "--format", "%i %o"], 20)
     except FileNotFoundError:
         return None
     except (OSError, subprocess.TimeoutExpired) as err:

@@ -64,6 +64,30 @@ def test_a_second_submission_into_a_queued_jobs_folder_is_refused_naming_that_jo
     assert sorted((out / "slurm").iterdir()) == [first]
 
 
+def test_the_queued_job_question_is_squeues_script_column_for_this_uid(tmp_path, monkeypatch):
+    """The exact question: this process's jobs by uid (a $USER left naming another account, as a container image's
+    can, asked about that account's jobs and found none), each with squeue's %o, the job's command: for a batch job
+    the script sbatch was given, absolute, printed whole. A run folder with a space in its name is read whole too."""
+    import subprocess
+
+    from judge.plumbing import slurm_requeue
+
+    slurm_dir = tmp_path / "my runs" / "slurm"
+    own, other = slurm_dir / "train-20260102T000000Z.sbatch", slurm_dir / "train-20260101T000000Z.sbatch"
+    asked = []
+
+    def squeue(args, timeout_s, *more, **named):
+        asked.append(args)
+        return subprocess.CompletedProcess(args, 0, f"40 {tmp_path}/elsewhere/slurm/{other.name}\n41 {own}\n"
+                                                    f"42 {other}\n", "")
+
+    monkeypatch.setattr(slurm_requeue, "run_query", squeue)
+    for name in ("USER", "LOGNAME"):
+        monkeypatch.setenv(name, "someone-else")
+    assert slurm_submit._queued_writer(slurm_dir, own) == f"42 ({other})"
+    assert asked == [["squeue", "--noheader", "--user", str(os.getuid()), "--format", "%i %o"]]
+
+
 def test_a_job_in_another_folder_or_one_that_waits_is_submitted(tmp_path, submit_config, capsys, monkeypatch):
     """A live job of another run folder is no reason to refuse; a job that waits for another (afterok on the one
     training this folder) is the folder's next job, not asked about."""
