@@ -38,7 +38,7 @@ gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``, refused beside
 GPUs): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~1,060 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~1,080 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -281,6 +281,19 @@ def _attention_heads(model: str, cache_dir: str | None) -> tuple[int, int, Path]
         return None
     return heads, kv_heads, path
 
+
+def unsplittable_heads(model: str, tp: int, most: int, cache_dir: str | None = None) -> tuple[str, str] | None:
+    """What vLLM would refuse when ``model``'s attention heads do not split over ``tp`` GPUs
+    (``vllm_tensor_parallel_fits``), and the sizes up to ``most`` that split them: ("vLLM cannot split M's 28
+    attention heads (4 key/value heads; <its config.json>) over 8 GPUs", "1, 2 or 4"). None when they split, or
+    when the model's config.json is not here to say (``_attention_heads``), which leaves it to vLLM. Asked by
+    ``judge-train submit`` of GRPO's vLLM server, and by slurm/serve.sbatch of judge-serve's engines."""
+    heads = _attention_heads(model, cache_dir)
+    if heads is None or vllm_tensor_parallel_fits(tp, heads[0], heads[1]):
+        return None
+    fits = [str(n) for n in range(1, most + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
+    return (f"vLLM cannot split {model}'s {heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over "
+            f"{tp} GPUs", " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1]))))  # 1 fits any model
 
 
 def _refuse_blank_names(args: argparse.Namespace) -> None:
@@ -828,32 +841,30 @@ def _check_vllm_server(config: Any, args: argparse.Namespace) -> bool:
     """Whether the config is GRPO in vLLM server mode (``trl vllm-serve`` holds the first node, training the
     others), after refusing what its server could not start with: fewer than two GPU nodes, more tensor-parallel
     GPUs than a node has, or a tensor-parallel size the model's attention heads do not split over."""
-    server = bool(getattr(config, "use_vllm", False)) and getattr(config, "vllm_mode", None) == "server"
-    if server and (args.nodes < 2 or not args.gpus_per_node):
+    if not (getattr(config, "use_vllm", False) and getattr(config, "vllm_mode", None) == "server"):
+        return False
+    if args.nodes < 2 or not args.gpus_per_node:
         raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
                           f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
                           f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
-    if server and config.vllm_server_tensor_parallel_size > args.gpus_per_node:
+    tp = config.vllm_server_tensor_parallel_size
+    if tp > args.gpus_per_node:
         # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
         # waiting vllm_server_timeout for it, all after the queue's wait.
-        raise SubmitError(f"vllm_server_tensor_parallel_size {config.vllm_server_tensor_parallel_size} is more than "
-                          f"the {counted(args.gpus_per_node, 'GPU')} of the node `trl vllm-serve` runs on: ask for "
-                          f"--gpus-per-node {config.vllm_server_tensor_parallel_size} or more, or give "
-                          f"-- --vllm-server-tensor-parallel-size {args.gpus_per_node} or less (one that divides the "
-                          "model's attention heads)")
-    heads = _attention_heads(config.model_name_or_path, args.cache_dir) \
-        if server and not args.inputs_from_earlier_job else None  # an earlier job's base is not there yet
-    if heads and not vllm_tensor_parallel_fits(config.vllm_server_tensor_parallel_size, heads[0], heads[1]):
+        raise SubmitError(f"vllm_server_tensor_parallel_size {tp} is more than the "
+                          f"{counted(args.gpus_per_node, 'GPU')} of the node `trl vllm-serve` runs on: ask for "
+                          f"--gpus-per-node {tp} or more, or give -- --vllm-server-tensor-parallel-size "
+                          f"{args.gpus_per_node} or less (one that divides the model's attention heads)")
+    split = None if args.inputs_from_earlier_job else (  # an earlier job's base is not there yet
+        unsplittable_heads(config.model_name_or_path, tp, args.gpus_per_node, args.cache_dir))
+    if split:
         # vLLM refuses the split at the server's start, after the queue's wait, the training nodes waiting
         # vllm_server_timeout for a server that is gone.
-        tp = config.vllm_server_tensor_parallel_size
-        fits = [str(n) for n in range(1, args.gpus_per_node + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
-        fits = " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1])))  # 1 fits any model: never empty
-        raise SubmitError(f"vllm_server_tensor_parallel_size {tp}: vLLM cannot split {config.model_name_or_path}'s "
-                          f"{heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over {tp} GPUs, and "
-                          f"would refuse it at the server's start; give -- --vllm-server-tensor-parallel-size "
-                          f"{fits} (the sizes up to --gpus-per-node {args.gpus_per_node} that split them)")
-    return server
+        refused, fits = split
+        raise SubmitError(f"vllm_server_tensor_parallel_size {tp}: {refused}, and would refuse it at the server's "
+                          f"start; give -- --vllm-server-tensor-parallel-size {fits} (the sizes up to --gpus-per-node "
+                          f"{args.gpus_per_node} that split them)")
+    return True
 
 
 def _check_signal_before(args: argparse.Namespace, script_path: Path) -> None:

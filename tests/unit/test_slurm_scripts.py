@@ -752,3 +752,44 @@ def test_serve_sbatch_banner_counts_the_nodes_gpus(tmp_path, gpus, said):
     proc = _run("serve.sbatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"=== judge-serve: Slurm job 91 on localhost {said}, ")
+
+
+def test_serve_sbatch_refuses_a_tensor_parallel_size_the_models_heads_do_not_split(tmp_path):
+    """T-lite's 28 attention heads (4 key/value heads) on an 8-GPU node: judge-serve's engines stopped at their start
+    with vLLM's traceback, after the queue's wait. The job stops at once, before it publishes an endpoint or runs
+    srun, naming the sizes that split them (judge-train submit's rule, asked of the size judge-serve would use); a
+    size after the script is the one checked, and one that splits them serves."""
+    env = _serve_env(tmp_path, 'touch "$FAKE_SRUN_RAN"\n', SLURM_GPUS_ON_NODE="8",
+                     FAKE_SRUN_RAN=str(tmp_path / "ran"), PYTHONPATH=str(REPO))
+    write_executables(tmp_path / "bin", {"python3": f'exec "{sys.executable}" "$@"\n'})  # pollux-judge's python
+    model = tmp_path / "model"
+    (model / "config.json").write_text(json.dumps({"num_attention_heads": 28, "num_key_value_heads": 4}))
+
+    def serve(*flags: str, **more: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(SLURM_DIR / "serve.sbatch"), *flags], env={**env, **more},
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    refused = (f"vLLM cannot split {model}'s 28 attention heads (4 key/value heads; {model / 'config.json'}) over "
+               "{tp} GPUs, and would stop judge-serve's engines at their start; ask for --gpus-per-node 1, 2 or 4, "
+               "or give --tensor-parallel-size 1, 2 or 4 after the script\n")
+    proc = serve()
+    assert proc.returncode == 2
+    assert proc.stderr == ("serve.sbatch: tensor-parallel size 8 (the node's GPUs, SLURM_GPUS_ON_NODE): "
+                           + refused.format(tp=8))
+    assert not (tmp_path / "endpoints").exists() and not (tmp_path / "ran").exists()
+    proc = serve("--tensor-parallel-size=3")
+    assert proc.returncode == 2
+    assert proc.stderr == ("serve.sbatch: tensor-parallel size 3 (JUDGE_SERVE_CONFIG or a flag after the script): "
+                           + refused.format(tp=3))
+    assert not (tmp_path / "ran").exists()
+    proc = serve("--tensor-parallel-size", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ran").exists()
+    (tmp_path / "ran").unlink()
+    assert serve(SLURM_GPUS_ON_NODE="4").returncode == 0 and (tmp_path / "ran").exists()
+    # a batch shell whose python3 cannot import pollux-judge leaves the size to judge-serve and vLLM, as before
+    no_judge = "echo \"ModuleNotFoundError: No module named 'serve'\" >&2; exit 1\n"
+    write_executables(tmp_path / "bin", {"python3": no_judge})
+    (tmp_path / "ran").unlink()
+    proc = serve(JUDGE_PORT="8123")
+    assert proc.returncode == 0 and proc.stderr == "" and (tmp_path / "ran").exists()
