@@ -294,6 +294,21 @@ def structured_outputs_notes(config: ServeConfig) -> list[tuple[int, str]]:
     return notes
 
 
+def refuse_unsplittable_heads(model_dir: str, config: ServeConfig) -> None:
+    """LayoutError when an engine's model cannot be split over ``tensor_parallel_size`` GPUs
+    (``judge.plumbing.tensor_parallel``): vLLM finds it only once the engine starts, minutes in, with a traceback.
+    A size given in ``engine_args`` is vLLM's to check (those flags come last, so theirs is the one it uses)."""
+    from judge.plumbing.tensor_parallel import unsplittable_heads
+
+    tp = config.tensor_parallel_size
+    if tp <= 1 or any(arg.split("=")[0] in ("--tensor-parallel-size", "-tp") for arg in config.engine_args):
+        return
+    refused = unsplittable_heads(model_dir, tp, tp)
+    if refused:
+        raise LayoutError(f"tensor_parallel_size {tp}: {refused[0]}, and its engine would stop at its start; give "
+                          f"--tensor-parallel-size {refused[1]}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run judge-serve until SIGTERM/SIGINT.
 
@@ -332,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for spec in engine_specs(config, layout):
             if not spec.url:
                 require_weights(spec.model_dir, spec.role)
+                refuse_unsplittable_heads(str(spec.model_dir), config)
         require_tokenizer(layout.root)  # judge-serve's own, whatever the engines load (attached ones too)
         if config.criteria_classifier_path:  # the classifier loads beside the engines: its folder is looked at first
             from judge.criteria_auto.registry import artefact_folder_problem

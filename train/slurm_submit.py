@@ -253,47 +253,13 @@ def _deepspeed_note(deepspeed: str | None) -> str:
         f", offloaded: {', '.join(offloads)}" if offloads else "")
 
 
-def vllm_tensor_parallel_fits(tp: int, heads: int, kv_heads: int) -> bool:
-    """Whether vLLM shards a model with ``heads`` attention heads and ``kv_heads`` key/value heads over ``tp`` GPUs:
-    the heads divide by it (vllm/config/model.py, ``verify_with_parallel_config``), and the key/value heads divide
-    by it, or it by them when they are fewer and are replicated (vllm/model_executor/layers/linear.py,
-    ``QKVParallelLinear``)."""
-    return heads % tp == 0 and (kv_heads % tp == 0 if kv_heads >= tp else tp % kv_heads == 0)
-
-
-def _attention_heads(model: str, cache_dir: str | None) -> tuple[int, int, Path] | None:
-    """The attention heads and key/value heads in ``model``'s config.json, and the file, where it is here: a folder,
-    or a hub id in the job's Hugging Face cache (``_job_hub_cache``; nothing is downloaded). None when the config
-    is not here or holds no whole numbers for them at its top level (where vLLM reads a text model's), so that what
-    cannot be read here is left to the job."""
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
-    from judge.plumbing.config_files import read_json_object
-
-    try:
-        with _job_hub_cache(cache_dir):
-            path = resolve_checkpoint(model, allow_download=False) / "config.json"
-        settings = read_json_object(path)
-    except (CheckpointNotFound, OSError, ValueError):  # ValueError: missing, not JSON, not an object
-        return None
-    heads = settings.get("num_attention_heads")
-    kv_heads = settings.get("num_key_value_heads", heads)
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (heads, kv_heads)):
-        return None
-    return heads, kv_heads, path
-
-
 def unsplittable_heads(model: str, tp: int, most: int, cache_dir: str | None = None) -> tuple[str, str] | None:
-    """What vLLM would refuse when ``model``'s attention heads do not split over ``tp`` GPUs
-    (``vllm_tensor_parallel_fits``), and the sizes up to ``most`` that split them: ("vLLM cannot split M's 28
-    attention heads (4 key/value heads; <its config.json>) over 8 GPUs", "1, 2 or 4"). None when they split, or
-    when the model's config.json is not here to say (``_attention_heads``), which leaves it to vLLM. Asked by
-    ``judge-train submit`` of GRPO's vLLM server, and by slurm/serve.sbatch of judge-serve's engines."""
-    heads = _attention_heads(model, cache_dir)
-    if heads is None or vllm_tensor_parallel_fits(tp, heads[0], heads[1]):
-        return None
-    fits = [str(n) for n in range(1, most + 1) if vllm_tensor_parallel_fits(n, heads[0], heads[1])]
-    return (f"vLLM cannot split {model}'s {heads[0]} attention heads ({heads[1]} key/value heads; {heads[2]}) over "
-            f"{tp} GPUs", " or ".join(filter(None, (", ".join(fits[:-1]), fits[-1]))))  # 1 fits any model
+    """``judge.plumbing.tensor_parallel.unsplittable_heads``, the model looked up in the job's Hugging Face cache
+    (``_job_hub_cache``; nothing is downloaded)."""
+    from judge.plumbing.tensor_parallel import unsplittable_heads as refused_split
+
+    with _job_hub_cache(cache_dir):
+        return refused_split(model, tp, most)
 
 
 def _refuse_blank_names(args: argparse.Namespace) -> None:

@@ -262,3 +262,20 @@ def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokeniz
             judge_.check(parse_judge_request(body))
         assert refused.value.param == where and refused.value.message.startswith(f"{where}: 10001 characters"), \
             refused.value.message
+
+
+def test_a_tensor_parallel_size_the_heads_do_not_split_is_refused_before_any_engine(tmp_path, capsys, monkeypatch):
+    """T-lite's 28 attention heads (4 key/value) over 8 GPUs: vLLM refused it only once the engine started, with a
+    traceback; judge-serve now says so at once (exit 2), naming the sizes that split them (1, 2 or 4: 4 divides both,
+    8 neither). The same size given in engine_args is vLLM's to check: no refusal of judge-serve's own then."""
+    monkeypatch.setattr(serve_cli, "check_installed_vllm", lambda: None)
+    folder = _folder(tmp_path / "ckpt", {**CAUSAL, "num_attention_heads": 28, "num_key_value_heads": 4},
+                     "model.safetensors")
+    assert serve_cli.main(["--model", str(folder), "--port", str(_free_port()), "--tensor-parallel-size", "8"]) == 2
+    assert capsys.readouterr().err == (
+        f"judge-serve: tensor_parallel_size 8: vLLM cannot split {folder}'s 28 attention heads (4 key/value heads; "
+        f"{folder / 'config.json'}) over 8 GPUs, and its engine would stop at its start; give --tensor-parallel-size "
+        "1, 2 or 4\n")
+    config = ServeConfig(model=str(folder), tensor_parallel_size=8, engine_args=["--tensor-parallel-size=4"])
+    serve_cli.refuse_unsplittable_heads(str(folder), config)  # vLLM's to check: engine_args come last
+    serve_cli.refuse_unsplittable_heads(str(folder), ServeConfig(model=str(folder), tensor_parallel_size=4))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.plumbing.tensor_parallel import vllm_tensor_parallel_fits
 from train import slurm_submit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,8 +92,8 @@ def test_the_server_note_counts_the_training_nodes(capsys, submit_folder, nodes,
 def test_the_tensor_parallel_sizes_vllm_shards_a_model_over(heads, kv_heads, fits, refused):
     """vLLM's rule (vllm/config/model.py verify_with_parallel_config; vllm/model_executor/layers/linear.py
     QKVParallelLinear): the heads divide by the size, and the key/value heads by it, or it by them when fewer."""
-    assert all(slurm_submit.vllm_tensor_parallel_fits(n, heads, kv_heads) for n in fits)
-    assert not any(slurm_submit.vllm_tensor_parallel_fits(n, heads, kv_heads) for n in refused)
+    assert all(vllm_tensor_parallel_fits(n, heads, kv_heads) for n in fits)
+    assert not any(vllm_tensor_parallel_fits(n, heads, kv_heads) for n in refused)
 
 
 def _model_folder(folder: Path, heads: int, kv_heads: int) -> Path:

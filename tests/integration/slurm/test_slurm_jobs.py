@@ -200,7 +200,7 @@ def test_two_node_training_job_trains_and_checkpoints(training_runs):
     assert record["NodeList"] == "n[1-2]" and record["Restarts"] == "0"
     # The banner, and the arithmetic the recipe logged: one rank per node, accumulation 1 on 2 ranks.
     assert f"judge-train: Slurm job {job_id} (restart 0)" in log
-    assert "nodes       2: n[1-2] x 1 ranks" in log
+    assert "nodes       2: n[1-2] x 1 rank" in log
     assert "rendezvous  127.0.0.1:" in log  # the fake names do not resolve: Slurm's NodeAddr
     # What submit rendered (global batch 2 over 2 ranks: accumulation 1) is what the recipe derived in the job.
     assert "accumulate  1" in log
