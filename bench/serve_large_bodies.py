@@ -38,15 +38,13 @@ def serve(port: int, model: str, unbounded: bool) -> None:
     """The server side, in its own process: judge-serve on ``port`` until killed."""
     import uvicorn
 
-    import serve.schema
     from serve.app import create_app
     from serve.config import ServeConfig
     from serve.connections import header_deadline_protocol
+    from serve.schema import LargeDecodes
     from tests.support.scripted_endpoint import ScriptedEndpoint
     from tests.support.serve_in_process import attached_engine_get
 
-    if unbounded:
-        serve.schema.LARGE_BODY_DECODES = 10**6
     verdict = "[FEEDBACK] ok [RESULT] 1 [END]"
 
     def answer(path, body):
@@ -57,8 +55,11 @@ def serve(port: int, model: str, unbounded: bool) -> None:
     with ScriptedEndpoint(answer, respond_get=attached_engine_get) as engine:
         config = ServeConfig(model=model, served_model_name="judge", generator_url=engine.url, max_model_len=1024,
                              max_tokens=128, api_key=KEY)
+        app = create_app(config)
+        if unbounded:  # every large body decoded at once, as before the bound
+            app.state.serve.large_decodes = LargeDecodes(10**6)
         uvicorn.Server(uvicorn.Config(
-            create_app(config), host="127.0.0.1", port=port, log_level="warning",
+            app, host="127.0.0.1", port=port, log_level="warning",
             http=header_deadline_protocol(config.header_timeout_s, body_timeout_s=config.body_timeout_s),
             limit_concurrency=config.max_connections)).run()
 

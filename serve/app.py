@@ -333,7 +333,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 return body
 
             try:
-                body = await read_off_loop(len(data), read)
+                body = await read_off_loop(len(data), read, state.large_decodes)
             except RequestError as err:
                 return error_response(err.status, err.message, param=err.param, code=err.code)
             asked = body.get("model") if isinstance(body, dict) else None
@@ -351,7 +351,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     and bounded_body.get("model") in served_names(state)):
                 bounded_body = {**bounded_body, "model": engine_name}
             if bounded_body is not body:  # encoded again as it was decoded: off the loop when large
-                data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode())
+                data = await read_off_loop(len(data), lambda: json.dumps(bounded_body, ensure_ascii=False).encode(),
+                                          state.large_decodes)
         # Looked up now, not before the body arrived (up to body_timeout_s): the engine may have died meanwhile, or
         # been restarted on another port under another key; its old port may be anyone's.
         problem = state.engine_problem(role)
@@ -574,7 +575,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return parsed, judge.check(parsed)
 
         try:
-            parsed, checked = await read_off_loop(len(data), read)
+            parsed, checked = await read_off_loop(len(data), read, state.large_decodes)
         except RequestError as err:
             return _refused(err)
         # judge-serve as a whole first: one that failed before it registered any engine has none to ask, and no judge.

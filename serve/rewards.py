@@ -502,11 +502,12 @@ class RewardRoute:
                               code="invalid_api_key", headers={"Connection": "close"})
         sample_of: list[int] = []  # a /v1/judge error's items[k] is about sample sample_of[k]
         data = await request.body()
+        state = request.app.state.serve
         try:
-            queries, answers, parsed, resolved = await read_off_loop(len(data), lambda: self._read(data, sample_of))
+            queries, answers, parsed, resolved = await read_off_loop(len(data), lambda: self._read(data, sample_of),
+                                                                     state.large_decodes)
         except RequestError as err:
             return self._refused(err, sample_of)
-        state = request.app.state.serve
         started = time.monotonic()
         results: list[list[JudgeResult]] = [[] for _ in queries]
         if parsed is not None:

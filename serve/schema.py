@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~580 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~620 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -61,6 +61,7 @@ __all__ = [
     "read_off_loop",
     "OFF_LOOP_BYTES",
     "LARGE_BODY_DECODES",
+    "LargeDecodes",
     "check_values",
     "json_type_name",
     "CustomCriterion",
@@ -574,28 +575,48 @@ def resolve_criteria(item: JudgeItem, index: int, choice: TaskChoice | None = No
 #: the health probes: an 8 MiB array took seconds to decode and walk. A smaller one takes under a millisecond or so.
 OFF_LOOP_BYTES = 64 * 1024
 
-#: Bodies past ``OFF_LOOP_BYTES`` decoded at once; the others wait their turn (none is refused: a reward client's
+#: Bodies past ``OFF_LOOP_BYTES`` decoded at once by default (``LargeDecodes``, which a server's state holds:
+#: ``serve.supervision.ServerState.large_decodes``); the others wait their turn (none is refused: a reward client's
 #: batch waits, as its queue does). Decoding holds the GIL, so more at once finish no sooner, and each takes one of the
 #: event loop's few default worker threads (processors + 4), which the judging work (``serve.judging``'s rendering
 #: and tokenizing) also runs on: many large bodies decoding at once held small /v1/judge requests up behind them, and
 #: held every one's decoded copy (many times its bytes for an array of empty objects) in memory at once.
 LARGE_BODY_DECODES = 2
-# One semaphore per event loop: an asyncio.Semaphore belongs to the loop it first waits on (a server's one loop; the
-# tests start several).
-_large_decodes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 _Read = TypeVar("_Read")
 
 
-async def read_off_loop(size: int, read: Callable[[], _Read]) -> _Read:
+class LargeDecodes:
+    """The bound on bodies past ``OFF_LOOP_BYTES`` decoded at once, ``at_once`` (``LARGE_BODY_DECODES`` unless
+    given). One per server, in its state, so that a test or a benchmark sets its own on the state it builds; the
+    bound never changes after it is made (a semaphore already waited on keeps its count)."""
+
+    def __init__(self, at_once: int = LARGE_BODY_DECODES) -> None:
+        if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 1:
+            raise ValueError(f"at_once: {at_once!r} is not a whole number of at least 1")
+        self._at_once = at_once
+        # One semaphore per event loop: an asyncio.Semaphore belongs to the loop it first waits on (a server's one
+        # loop; the tests start several over one app).
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
+            weakref.WeakKeyDictionary()
+
+    @property
+    def at_once(self) -> int:
+        return self._at_once
+
+    def _on_running_loop(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        decodes = self._by_loop.get(loop)
+        if decodes is None:
+            decodes = self._by_loop[loop] = asyncio.Semaphore(self._at_once)
+        return decodes
+
+
+async def read_off_loop(size: int, read: Callable[[], _Read], decodes: LargeDecodes) -> _Read:
     """``read()`` (decoding and checking a body of ``size`` bytes, or encoding one): in a worker thread past
-    ``OFF_LOOP_BYTES``, at most ``LARGE_BODY_DECODES`` at once; on the event loop below it. Every route that reads a
-    body goes through it."""
+    ``OFF_LOOP_BYTES``, at most ``decodes.at_once`` at once (the server's ``ServerState.large_decodes``); on the
+    event loop below it. Every route that reads a body goes through it."""
     if size <= OFF_LOOP_BYTES:
         return read()
-    loop = asyncio.get_running_loop()
-    decodes = _large_decodes.get(loop)
-    if decodes is None:
-        decodes = _large_decodes[loop] = asyncio.Semaphore(LARGE_BODY_DECODES)
-    async with decodes:
+    async with decodes._on_running_loop():
         return await asyncio.to_thread(read)

@@ -58,6 +58,7 @@ from serve.engine_client import EngineClient, EngineFailure, EngineHttp, Hop, en
 from serve.judging import Judge, JudgeSettings, config_bounds
 from serve.launch import Engine, EngineStartError, engine_key, engine_specs
 from serve.layout import CHECKPOINT_CHANGED, CheckpointLayout, weights_changed, weights_fingerprint
+from serve.schema import LargeDecodes
 from serve.tokenizer import load_tokenizer
 
 __all__ = ["ServerState", "restart_delay", "probe", "start_engines", "stop_engines", "checkpoint_changed_while_loading",
@@ -111,6 +112,9 @@ class ServerState:
     #: ``serve.layout.weights_fingerprint`` of the layout as judge-serve was built (when ``serve.app`` takes the one
     #: it advertises): a restart from weights that differ from it is refused.
     weights_fingerprint: str | None = None
+    #: How many bodies past ``serve.schema.OFF_LOOP_BYTES`` every route decodes at once (``read_off_loop``); the
+    #: others wait their turn. A test or benchmark builds the state with its own (``LargeDecodes(at_once=...)``).
+    large_decodes: LargeDecodes = field(default_factory=LargeDecodes)
 
     def __post_init__(self) -> None:
         if self.layout is not None and self.weights_fingerprint is None:

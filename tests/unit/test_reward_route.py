@@ -493,18 +493,27 @@ def test_a_large_reward_body_is_read_off_the_event_loop(tiny_causal_dir, monkeyp
     a worker thread, as /v1/judge's is, so the event loop keeps serving; a small one stays on the loop. Its errors
     still name the caller's fields."""
     import serve.rewards
+    from serve.schema import LargeDecodes
 
-    on_loop = []
+    on_loop, taken = [], []
 
     original = serve.rewards.decode_json_body
     monkeypatch.setattr(serve.rewards, "decode_json_body", lambda data: (on_loop.append(on_event_loop()),
                                                                          original(data))[1])
+
+    class Counted(LargeDecodes):  # the server's own bound, which every large read waits its turn under
+        def _on_running_loop(self):
+            taken.append(len(on_loop))
+            return super()._on_running_loop()
+
     with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
+        http.app.state.serve.large_decodes = Counted(1)
         small = http.post("/get_reward", headers=AUTH, json=_reward_body("<|im_end|>", ["Нет такого критерия"]))
         large = _reward_body("<|im_end|>", ["Нет такого критерия"])
         large["labels"][0] = {**large["labels"][0], "instruction": "в" * 70_000}
         big = http.post("/get_reward", headers=AUTH, json=large)
     assert on_loop == [True, False]
+    assert taken == [1]  # the large body only, before its decode
     for refused in (small, big):
         assert refused.status_code == 400 and refused.json()["error"]["param"] == "labels[0].criteria[0]", refused.text
 

@@ -70,12 +70,14 @@ def test_a_reward_key_closes_the_plain_get_reward_when_judge_serve_has_no_key(re
 
     from serve.errors import error_response
     from serve.rewards import install_reward_routes
+    from serve.supervision import ServerState
 
     if reward_key is None:
         monkeypatch.delenv("JUDGE_SERVE_REWARD_KEY", raising=False)
     else:
         monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", reward_key)
     app = FastAPI()
+    app.state.serve = ServerState(config=ServeConfig(model="x"), layout=None)  # the body is read under its bound
     install_reward_routes(app, ServeConfig(model="x"), error_response)
     with TestClient(app) as http:
         answer = http.post("/get_reward", json={})

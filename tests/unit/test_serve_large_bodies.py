@@ -1,6 +1,6 @@
-"""Bodies past ``OFF_LOOP_BYTES`` are decoded in worker threads, ``LARGE_BODY_DECODES`` at a time: many at once took
-every default worker thread (the judging work's too) and held every decoded copy in memory. The rest wait; none is
-refused."""
+"""Bodies past ``OFF_LOOP_BYTES`` are decoded in worker threads, ``LargeDecodes.at_once`` at a time (the server's
+``ServerState.large_decodes``, ``LARGE_BODY_DECODES`` by default): many at once took every default worker thread (the
+judging work's too) and held every decoded copy in memory. The rest wait; none is refused."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from serve.schema import LARGE_BODY_DECODES, OFF_LOOP_BYTES, read_off_loop
+import pytest
+
+from serve.schema import LARGE_BODY_DECODES, OFF_LOOP_BYTES, LargeDecodes, read_off_loop
+from serve.supervision import ServerState
 
 
-def test_large_bodies_decode_a_few_at_a_time_and_the_rest_wait_their_turn():
+def _started_first(decodes: LargeDecodes, n: int) -> tuple[list, list[int]]:
+    """``n`` large reads sent at once under ``decodes``: those handed to a worker thread before any ended, and what
+    every read gave back once all were let go."""
     release = threading.Event()
-    reads = [lambda k=k: (release.wait(), k)[1] for k in range(LARGE_BODY_DECODES + 3)]
+    reads = [lambda k=k: (release.wait(), k)[1] for k in range(n)]
     submitted: list = []
 
     class Counting(ThreadPoolExecutor):
@@ -21,18 +26,38 @@ def test_large_bodies_decode_a_few_at_a_time_and_the_rest_wait_their_turn():
             submitted.extend(a for a in getattr(fn, "args", ()) if a in reads)
             return super().submit(fn, *args, **kwargs)
 
-    async def main() -> list[int]:
+    async def main() -> tuple[list, list[int]]:
         asyncio.get_running_loop().set_default_executor(Counting(max_workers=len(reads) + 1))
-        tasks = [asyncio.create_task(read_off_loop(OFF_LOOP_BYTES + 1, read)) for read in reads]
+        tasks = [asyncio.create_task(read_off_loop(OFF_LOOP_BYTES + 1, read, decodes)) for read in reads]
         await asyncio.sleep(0)  # every task has run to its first wait: a thread, or the semaphore
-        try:
-            assert submitted == reads[:LARGE_BODY_DECODES]
-        finally:
-            release.set()  # the threads end whatever was asserted
-        return await asyncio.gather(*tasks)
+        first = [reads.index(read) for read in submitted]
+        release.set()  # the threads end whatever is asserted
+        return first, await asyncio.gather(*tasks)
 
-    assert asyncio.run(main()) == list(range(len(reads)))  # every one read in the end, each its own
-    assert sorted(map(reads.index, submitted)) == list(range(len(reads)))
+    first, results = asyncio.run(main())
+    assert sorted(map(reads.index, submitted)) == list(range(n))  # every one was handed to a thread in the end
+    return first, results
+
+
+def test_large_bodies_decode_a_few_at_a_time_and_the_rest_wait_their_turn():
+    first, results = _started_first(LargeDecodes(), LARGE_BODY_DECODES + 3)
+    assert first == list(range(LARGE_BODY_DECODES))
+    assert results == list(range(LARGE_BODY_DECODES + 3))  # every one read in the end, each its own
     small = []
-    assert asyncio.run(read_off_loop(OFF_LOOP_BYTES, lambda: small.append(threading.get_ident()) or 7)) == 7
+    assert asyncio.run(read_off_loop(OFF_LOOP_BYTES, lambda: small.append(threading.get_ident()) or 7,
+                                     LargeDecodes())) == 7
     assert small == [threading.get_ident()]  # a small body: on the loop's own thread, no worker
+
+
+def test_the_bound_is_the_server_states_own_setting():
+    """A state is built with its bound (a test's, a benchmark's) instead of a module constant patched for the whole
+    process: each ``LargeDecodes`` holds its own count."""
+    assert LARGE_BODY_DECODES == 2
+    assert ServerState(config=None, layout=None).large_decodes.at_once == LARGE_BODY_DECODES
+    one = ServerState(config=None, layout=None, large_decodes=LargeDecodes(1))
+    assert one.large_decodes.at_once == 1
+    assert _started_first(one.large_decodes, 4)[0] == [0]
+    assert _started_first(LargeDecodes(4), 6)[0] == [0, 1, 2, 3]
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="at_once"):
+            LargeDecodes(bad)

@@ -472,15 +472,26 @@ def test_large_bodies_are_read_off_the_event_loop_and_past_the_bounds_nothing_is
     monkeypatch.setattr(serve.app, "json", SimpleNamespace(**{**vars(real_json), "dumps": dumps}))
     chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
     big = b'{"items":[{"instruction":"x","answer":"y","criteria":[' + b",".join([b"0"] * 200_000) + b"]}]}"
+    taken = []
+
+    class Counted(serve.schema.LargeDecodes):  # the server's own bound, which every large read waits its turn under
+        def _on_running_loop(self):
+            taken.append(on_event_loop())
+            return super()._on_running_loop()
+
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
+        http.app.state.serve.large_decodes = Counted(1)
         small_chat = http.post("/v1/chat/completions", headers=AUTH, json=chat)
         big_chat = http.post("/v1/chat/completions", headers=AUTH, json={**chat, "user": "u" * 100_000})
+        assert taken == [True]  # the large body's decode, not the small one's
         unbounded = {key: value for key, value in chat.items() if key != "max_tokens"}
         rewritten = http.post("/v1/chat/completions", headers=AUTH, json={**unbounded, "user": "u" * 100_000})
         assert rewritten.status_code == 200 and encoded_on_loop == [False]
+        assert len(taken) == 3  # its decode and its encoding again
         small_judge = http.post("/v1/judge", headers=AUTH, json={"items": [{**ITEM, "criteria": ["Нет такого"]}]})
         big_judge = http.post("/v1/judge", headers={**AUTH, "content-type": "application/json"}, content=big)
+        assert len(taken) == 4
     assert small_chat.status_code == big_chat.status_code == 200
     assert small_judge.status_code == 400 and big_judge.status_code == 400
     assert big_judge.json()["error"]["param"] == "items"
