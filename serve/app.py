@@ -28,7 +28,8 @@ Routes:
   state (``starting`` until judge-serve has seen every engine answer, ``never seen up`` for one it had not when it
   failed or began to drain, ``up``, ``dead``, ``restarting``), restarts
   and last exit code; no pid (``run.json`` and the log have them). ``GET /ready``: 200 only when every engine answers and the
-  server is not draining; without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
+  server is not draining (an engine of its own whose process has exited is 503 at once, before the watcher has seen it:
+  ``ServerState.exited_unseen``); without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
   ``"draining"`` or ``"unavailable"``), with it also the model, or why not ready.
 
 Robustness (the guards in ``serve.connections``, the error shape in ``serve.errors``): with an API key every
@@ -292,6 +293,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     async def ready(request: Request) -> JSONResponse:
         state = state_of(request)
         problem = state.failure if state.status == "failed" else state.any_dead()
+        if state.status == "ready" and not problem:  # an engine that exited since the watcher last looked
+            problem = state.exited_unseen()
         # Without the key, the state alone, as /health: why an engine failed holds its log tail and command line.
         if state.status == "ready" and not problem:
             body = {"status": "ready", "model": config.model_name, "judge_kind": state.layout.kind}

@@ -133,6 +133,16 @@ class ServerState:
     def any_dead(self) -> str | None:
         return next(iter(self.dead_reason.values()), None)
 
+    def exited_unseen(self) -> str | None:
+        """Why an engine judge-serve started is down though the watcher (``_watch``, every half second) has not yet
+        declared it dead: its process has exited; else None. Asked at request time by ``/ready``, which must not
+        answer 200 over a dead engine meanwhile; costs one ``waitid`` per engine and reaps nothing."""
+        for role, engine in self.engines.items():
+            code = None if role in self.dead_reason else engine.exit_code()
+            if code is not None:
+                return f"the {role} engine exited with code {code}"
+        return None
+
     def healing(self, role: str) -> bool:
         """Whether ``role``'s engine is dead and being restarted."""
         return role in self.retry_after
