@@ -378,6 +378,9 @@ class PairwiseRequest(_Strict):
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
     lenient: StrictBool | None = None  # as the pointwise body's: None keeps the server's setting
+    #: A pair whose prompt cannot fit the model's context, as the pointwise body's ``oversize``: ``refuse`` (the
+    #: default) answers the whole request 400 naming it; ``fail`` makes it a failed result and judges the rest.
+    oversize: Literal["refuse", "fail"] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -18,9 +18,10 @@
    needs no classifier's choice and builds the other items' jobs; ``JobPlan.complete`` adds the classified items'
    once the classifier has chosen. ``build_jobs`` is both in one call.
 
-A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_jobs``).
+A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_jobs``); a pair too long for the
+context follows the request's ``oversize`` as an item does (``check_pair_sizes`` for its characters).
 
-Why one module of ~500 lines: every size check a request meets before the engine (characters, the shared part's
+Why one module of ~530 lines: every size check a request meets before the engine (characters, the shared part's
 tokens, each prompt's) reads the same items in one pass and words its refusal alike; apart, they would drift.
 """
 
@@ -458,49 +459,77 @@ def _items_over_budget(request: JudgeRequest, prefixes: Mapping[int, tuple[str, 
     return found
 
 
-def check_pair_sizes(request: PairwiseRequest, *, max_model_len: int, max_tokens: int, chars_per_token: int) -> None:
+def check_pair_sizes(request: PairwiseRequest, *, max_model_len: int, max_tokens: int, chars_per_token: int,
+                     oversize: str = "refuse") -> dict[int, RequestError]:
     """Refuse a pair whose texts hold more characters than the prompt's tokens could stand for, before anything is
     rendered: ``check_sizes``' bound for pairs, which ``serve.judging.Judge.check`` asks before the engines' health.
 
+    Returns:
+        With ``oversize`` ``fail``: the refusal each such pair would have got, by pair index (none: empty).
+
     Raises:
-        RequestError: naming the pair, ``context_length_exceeded``.
+        RequestError: naming the pair, ``context_length_exceeded`` (``oversize`` ``refuse``).
     """
     limit = (max_model_len - max_tokens) * chars_per_token
+    too_long: dict[int, RequestError] = {}
     for i, pair in enumerate(request.pairs):
         chars = len(pair.instruction) + len(pair.answer_1) + len(pair.answer_2) + len(pair.rubrics)
         if chars > limit:
-            raise RequestError(
+            too_long[i] = RequestError(
                 f"pairs[{i}]: {chars} characters of instruction, answers and rubrics cannot fit the "
                 f"{max_model_len - max_tokens} prompt tokens left of the model's context of {max_model_len} "
                 f"(max_tokens {max_tokens}); at most {limit} characters.",
                 param=f"pairs[{i}]", code="context_length_exceeded",
             )  # fmt: skip
+            if oversize != "fail":
+                raise too_long[i]
+    return too_long
 
 
 def build_pair_jobs(request: PairwiseRequest, tokenizer: Any, *, max_model_len: int, max_tokens: int,
-                    thinking: bool, chars_per_token: int | None = None) -> list[Job]:
+                    thinking: bool, chars_per_token: int | None = None, oversize: str = "refuse",
+                    too_long: Mapping[int, RequestError] | None = None) -> list[Job]:
     """Render and tokenize every pair of a pairwise request (``judge.render_pairwise_prompt``), in request order.
 
     With ``chars_per_token`` (``max_token_chars``), a pair whose texts hold more characters than the prompt's tokens
     could stand for is refused before anything is rendered, as ``check_sizes`` refuses an item.
 
+    Args:
+        oversize: ``refuse`` (raise on a prompt that cannot fit) or ``fail`` (mark its job ``too_long``).
+        too_long: ``check_pair_sizes``' answer under ``fail``, when the caller asked it already: those pairs are
+            never rendered (``chars_per_token`` then asks nothing again).
+
     Raises:
-        RequestError: a prompt that does not fit the context, naming the pair.
+        RequestError: a prompt that does not fit the context, naming the pair (``oversize`` ``refuse``).
     """
-    if chars_per_token is not None:
-        check_pair_sizes(request, max_model_len=max_model_len, max_tokens=max_tokens, chars_per_token=chars_per_token)
-    prompts = [render_pairwise_prompt(pair) for pair in request.pairs]
+    if too_long is None:
+        too_long = (check_pair_sizes(request, max_model_len=max_model_len, max_tokens=max_tokens,
+                                     chars_per_token=chars_per_token, oversize=oversize)
+                    if chars_per_token is not None else {})
+    rendered = [i for i in range(len(request.pairs)) if i not in too_long]
+    prompts = [render_pairwise_prompt(request.pairs[i]) for i in rendered]
     texts = [apply_chat(tokenizer, prompt, thinking=thinking) for prompt in prompts]
     opening, closing = template_wrapping(tokenizer, thinking) if texts else (None, None)
     # The answers' special-token strings are text (chat_ids): no answer can end the turn and write the judge's.
-    all_ids = chat_ids(tokenizer, [chat_parts(text, prompt, opening, closing) for text, prompt in zip(texts, prompts)])
-    jobs = []
-    for i, (pair, prompt, ids) in enumerate(zip(request.pairs, prompts, all_ids)):
+    parts = [chat_parts(text, prompt, opening, closing) for text, prompt in zip(texts, prompts)]
+    all_ids = chat_ids(tokenizer, parts) if parts else []  # every pair too long: the tokenizer is never asked
+    built = {}
+    for i, prompt, ids in zip(rendered, prompts, all_ids):
         if len(ids) + max_tokens > max_model_len:
-            raise RequestError(
+            error = RequestError(
                 f"pairs[{i}]: the prompt {context_words(len(ids), max_tokens, max_model_len)}.",
                 param=f"pairs[{i}]", code="context_length_exceeded",
             )  # fmt: skip
-        criterion = ResolvedCriterion(PAIRWISE_CRITERION, pair.rubrics, PAIRWISE_SCALE, None)
-        jobs.append(Job(i, 0, criterion, prompt, ids))
-    return jobs
+            if oversize != "fail":
+                raise error
+            built[i] = Job(i, 0, _pair_criterion(request, i), "", [], too_long=error.message)
+            continue
+        built[i] = Job(i, 0, _pair_criterion(request, i), prompt, ids)
+    for i, error in too_long.items():  # never rendered
+        built[i] = Job(i, 0, _pair_criterion(request, i), "", [], too_long=error.message)
+    return [built[i] for i in range(len(request.pairs))]
+
+
+def _pair_criterion(request: PairwiseRequest, i: int) -> ResolvedCriterion:
+    """Pair ``i``'s judgment's criterion: the comparison scale's text, criterion included, on ``PAIRWISE_SCALE``."""
+    return ResolvedCriterion(PAIRWISE_CRITERION, request.pairs[i].rubrics, PAIRWISE_SCALE, None)

@@ -273,8 +273,9 @@ def unknown_model(model: str, names: tuple[str, ...] | list[str]) -> RequestErro
 class CheckedRequest:
     """A request as ``Judge.check`` found it, with every decision ``Judge.run`` builds on, so that none is made twice:
     its ``max_tokens``, its options (None for a pairwise request), the tokens a judgment needs beyond prompt and
-    generation (``reserve``), what an item too long for the context becomes (``oversize``), under ``"oversize": "fail"``
-    the items whose text alone cannot fit (``serve.jobs.check_sizes``), and its items' criteria
+    generation (``reserve``), what an item or pair too long for the context becomes (``oversize``), under
+    ``"oversize": "fail"`` the items or pairs whose text alone cannot fit (``serve.jobs.check_sizes``,
+    ``check_pair_sizes``), and its items' criteria
     (``serve.jobs.check_criteria``; None for a pairwise request)."""
 
     request: Any
@@ -495,9 +496,10 @@ class Judge:
             if self._chars_per_token is None:
                 self._chars_per_token = max_token_chars(self.tokenizer)
             # a pair too long for the context is refused here, before the engines' health, as an item is
-            check_pair_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens,
-                             chars_per_token=self._chars_per_token)
-            return CheckedRequest(request, max_tokens, None, {})
+            oversize = request.oversize or "refuse"
+            too_long = check_pair_sizes(request, max_model_len=s.max_model_len, max_tokens=max_tokens,
+                                        chars_per_token=self._chars_per_token, oversize=oversize)
+            return CheckedRequest(request, max_tokens, None, too_long, oversize=oversize)
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
@@ -558,7 +560,7 @@ class Judge:
         s = self.settings
         request, max_tokens = checked.request, checked.max_tokens
         if isinstance(request, PairwiseRequest):
-            return await self._run_pairs(request, max_tokens, request_id, admitted)
+            return await self._run_pairs(checked, request_id, admitted)
         assert checked.options is not None
         options = dataclasses.replace(checked.options, request_id=request_id, oversize=checked.oversize)
         # Everything that needs no classifier first: a request that will be refused (an "auto" item naming its task, an
@@ -678,15 +680,15 @@ class Judge:
             ),
         )
 
-    async def _run_pairs(self, request: PairwiseRequest, max_tokens: int, request_id: str,
-                         admitted: Admitted) -> JudgeResponse:
-        """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format."""
+    async def _run_pairs(self, checked: CheckedRequest, request_id: str, admitted: Admitted) -> JudgeResponse:
+        """A pairwise request: one judgment per pair on ``PAIRWISE_SCALE``, in the judge's verdict format; a pair too
+        long for the context by the request's ``oversize``, as an item is (``check`` found those its texts alone
+        make too long)."""
         s = self.settings
-        if self._chars_per_token is None:
-            self._chars_per_token = max_token_chars(self.tokenizer)
+        request, max_tokens = checked.request, checked.max_tokens
         jobs = await _planned(admitted, build_pair_jobs, request, self.tokenizer, max_model_len=s.max_model_len,
                               max_tokens=max_tokens, thinking=s.verdict_format == VerdictFormat.INTEGER,
-                              chars_per_token=self._chars_per_token)
+                              oversize=checked.oversize, too_long=checked.too_long)
         options = JudgeOptions(
             max_tokens=max_tokens,
             temperature=float(request.temperature if request.temperature is not None else s.temperature),
@@ -695,6 +697,7 @@ class Judge:
             # scale's levels (-1, 0, 1). An integer judge's reasoning has no such grammar (refused for items).
             constrained=s.constrained and s.verdict_format == VerdictFormat.TAGGED,
             request_id=request_id,
+            oversize=checked.oversize,
             field="pairs",
         )
         results = [_off_the_pairwise_scale_fails(r) for r in await self._judge_jobs(jobs, options)]

@@ -41,11 +41,11 @@ BAD_REQUESTS = [
     ({"items": [GOOD_ITEM], "max_tokens": 0}, "max_tokens"),
     ({"items": [GOOD_ITEM], "temperature": -1}, "temperature"),
     ({**GOOD_ITEM, "items": [GOOD_ITEM]}, "instruction"),
-    # a pairwise body has neither (docs/serving.md): pairs follow the server's constrained setting, a long pair is a 400
+    # a pairwise body has no constrained (docs/serving.md): pairs follow the server's setting
     ({"pairs": [{"instruction": "q", "answer_1": "a", "answer_2": "b", "rubrics": "-1: 1\n0: =\n1: 2"}],
       "constrained": False}, "constrained"),
     ({"pairs": [{"instruction": "q", "answer_1": "a", "answer_2": "b", "rubrics": "-1: 1\n0: =\n1: 2"}],
-      "oversize": "fail"}, "oversize"),
+      "oversize": "drop"}, "oversize"),
 ]
 
 
@@ -480,6 +480,9 @@ def test_a_pair_too_long_to_fit_is_refused_before_anything_is_rendered(qwen_toke
     with pytest.raises(RequestError, match=r"^pairs\[0\]: 50\d\d characters") as err:
         build_pair_jobs(request, NeverCalled(), max_model_len=512, max_tokens=64, thinking=False, chars_per_token=10)
     assert err.value.code == "context_length_exceeded"
+    (failed,) = build_pair_jobs(request, NeverCalled(), max_model_len=512, max_tokens=64, thinking=False,
+                                chars_per_token=10, oversize="fail")  # its failed result, still never rendered
+    assert failed.too_long == err.value.message and failed.prompt_ids == [] and failed.item == 0
     (job,) = build_pair_jobs(PairwiseRequest.model_validate({"pairs": [{**pair, "answer_1": "b"}]}), qwen_tokenizer,
                              max_model_len=512, max_tokens=64, thinking=False, chars_per_token=10)
     assert job.prompt_ids
