@@ -10,8 +10,23 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "refuse_empty_data", "refuse_out_of_bounds",
-           "refuse_missing_predictions", "refuse_convert_out", "os_error_text"]
+__all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "RUN_MARKERS", "RANKING_MARKERS", "refuse_empty_data",
+           "refuse_out_of_bounds", "refuse_missing_predictions", "refuse_convert_out", "run_marker", "os_error_text"]
+
+#: What marks a folder as holding a run, in the order a refusal names them: its verdicts, else the record every run
+#: writes (``judge-eval run``'s, a ranking's, a MERA task's, a training's).
+RUN_MARKERS = ("predictions.jsonl", "run.json")
+#: What only a ranking's folder holds (its candidate stage's answers and key, ``eval.ranking.rank``): a ranking
+#: judges through ``judge-eval run`` in its own folder, so its predictions and run.json alone do not tell it from a
+#: plain run's.
+RANKING_MARKERS = ("answers.jsonl", "candidate/run_key.json")
+
+
+def run_marker(folder: str | Path, markers: tuple[str, ...] = RUN_MARKERS) -> str | None:
+    """The first of ``markers`` that ``folder`` holds (a file or a folder), or None: what a refusal of a folder
+    holding a run of another kind (``refuse_convert_out``, ``eval.scoring.score.refuse_another_run``,
+    ``eval.judging.run.refuse_other_run_kind``) names as the reason."""
+    return next((name for name in markers if (Path(folder) / name).exists()), None)
 
 
 def refuse_empty_data(data: str) -> None:
@@ -153,6 +168,9 @@ def refuse_convert_out(out: str, data: str) -> None:
         raise ValueError(f"--out {out}: convert writes JSONL; give a file name ending in .jsonl")
     if path.exists() and Path(data).exists() and os.path.samefile(out, data):
         raise ValueError(f"--out {out}: is the --data file itself, which the JSONL would replace; give another --out")
-    if path.exists() and (path.parent / "run.json").is_file():
-        raise ValueError(f"--out {out}: a file of the run in {path.parent} (it holds run.json), which the records "
+    # run.json alone: a predictions.jsonl beside a file need not be a run's (a folder of data files), and the file
+    # itself is no marker (a plain predictions.jsonl may be converted into again)
+    held = run_marker(path.parent, ("run.json",)) if path.exists() else None
+    if held is not None:
+        raise ValueError(f"--out {out}: a file of the run in {path.parent} (it holds {held}), which the records "
                          "would replace; give a file outside that run folder")

@@ -64,6 +64,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
@@ -91,7 +92,7 @@ from judge.verdicts import VerdictError
 from judge.wire import ModelLimits
 
 __all__ = ["RunConfig", "ConfigError", "EndpointUnusable", "run", "resolved_paths", "N_FIRST_REFUSALS",
-           "RUN_FOLDER_JOBS", "RANKING_MARKERS", "refuse_other_run_kind", "not_a_model_ref", "refuse_unreachable_judge",
+           "RUN_FOLDER_JOBS", "refuse_other_run_kind", "not_a_model_ref", "refuse_unreachable_judge",
            "refuse_server_args_for_url",
            "resolve_verdict_format", "resolve_prompt_template"]  # the last two: eval.judging.format_choice's
 
@@ -421,28 +422,26 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
 #: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
 #: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
 RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
-#: What only a ranking's folder holds (its candidate stage's answers and key): with the run.json job both share,
-#: what tells a ranking's folder from a plain run's.
-RANKING_MARKERS = ("answers.jsonl", "candidate/run_key.json")
 
 
 def refuse_other_run_kind(out: Path, ranking: bool) -> None:
     """Refuse a ranking's folder to a plain `judge-eval run` and a plain run's folder (its predictions, no ranking's
     answers) to a ranking, before any request: both write `judge-eval run` in run.json, so the job alone
-    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts.
+    (``refuse_other_job``) does not tell them apart, and --overwrite would discard the other's verdicts. What marks
+    each: ``eval.input_checks.run_marker`` with ``RANKING_MARKERS``.
 
     Raises:
         ResumeMismatch: naming the folder and what it holds.
     """
-    marked = [name for name in RANKING_MARKERS if (out / name).exists()]
+    marked = run_marker(out, RANKING_MARKERS)
     if not ranking and marked:
-        raise ResumeMismatch(f"{out} holds a `judge-eval rank` run (its {marked[0]}), not a `judge-eval run` one: "
-                             "use a fresh --out (--overwrite discards this command's own progress, never another "
-                             "command's files)")
-    if ranking and not marked and (out / "predictions.jsonl").exists():
-        raise ResumeMismatch(f"{out} holds a `judge-eval run` run (its predictions.jsonl, no ranking's answers), not "
-                             "a `judge-eval rank` one: use a fresh --out (--overwrite discards this command's own "
-                             "progress, never another command's files)")
+        held, kind, this = f"its {marked}", "judge-eval rank", "judge-eval run"
+    elif ranking and not marked and (out / "predictions.jsonl").exists():
+        held, kind, this = "its predictions.jsonl, no ranking's answers", "judge-eval run", "judge-eval rank"
+    else:
+        return
+    raise ResumeMismatch(f"{out} holds a `{kind}` run ({held}), not a `{this}` one: use a fresh --out (--overwrite "
+                         "discards this command's own progress, never another command's files)")
 
 
 def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,

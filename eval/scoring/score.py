@@ -38,6 +38,7 @@ import json
 import logging
 from pathlib import Path
 
+from eval.input_checks import run_marker
 from eval.scoring import item_table
 from eval.reports.html_explorer import DEFAULT_TEXT_ITEMS, item_columns, report_items
 from eval.reports.html_report import render_report_page
@@ -202,16 +203,17 @@ def refuse_ranking_folder(predictions: Path, run_dir: Path) -> None:
 
 def refuse_another_run(out: Path, run_dir: Path) -> None:
     """ValueError for an ``--out`` that is not the scored run's folder but holds a run of its own (its
-    ``predictions.jsonl`` or ``run.json``: another judge's verdicts, a ranking, a training run): its metrics.json,
-    report.md and report.html would be replaced by this run's, and a later ``judge-eval compare`` would read this
-    judge's figures under that run's name. Refused before anything is read or written.
+    ``predictions.jsonl`` or ``run.json``: ``eval.input_checks.run_marker``; another judge's verdicts, a ranking, a
+    training run): its metrics.json, report.md and report.html would be replaced by this run's, and a later
+    ``judge-eval compare`` would read this judge's figures under that run's name. Refused before anything is read or
+    written.
 
     Raises:
         ValueError: naming ``--out``, the file that marks it as a run, and what to give instead.
     """
     if not out.is_dir() or out.resolve() == run_dir.resolve():
         return
-    held = next((name for name in ("predictions.jsonl", "run.json") if (out / name).exists()), None)
+    held = run_marker(out)
     if held is not None:
         raise ValueError(f"--out {out}: holds another run (its {held}), whose reports this would replace with "
                          f"{run_dir}'s; leave --out out to write beside the predictions, or give a folder of its own")
