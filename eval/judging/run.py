@@ -366,7 +366,9 @@ def run(config: RunConfig, *, max_tokens_chosen: bool = True, ranking: bool = Fa
     # The data too: a bad row refused after the folder was claimed left run.lock and run_key.json behind, and the
     # run with the row fixed in a new file was then refused as a resume under another `data`.
     data = None if config.criteria == "auto" else _read_data(config)
-    with hold_run_folder(config.out, "judge-eval run") as out:  # one writer per folder
+    # One writer per folder; a refusal before any verdict (another kind's folder, other settings, a key unset or
+    # refused) leaves the folder as it found it, not holding a lock and a key of settings nothing was asked with.
+    with hold_run_folder(config.out, "judge-eval run", progress_files=PROGRESS_FILES) as out:
         return _run_holding(config, out, max_tokens_chosen, data, ranking)
 
 
@@ -419,6 +421,8 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     return ConfigError(f"{field}: {ref}: no such folder, and not an http(s) URL")
 
 
+#: What a run's work writes (its verdicts, criteria auto's items and choices): a folder holding them is resumed.
+PROGRESS_FILES = ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"]
 #: The run.json jobs a ranking's folder may hold: `judge-eval rank` judges its candidate's answers in its own folder
 #: through this run (whose job its run.json then names), and writes its own where no item reached the judge.
 RUN_FOLDER_JOBS = ("judge-eval run", "judge-eval rank")
@@ -454,10 +458,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                  server_env=dict(config.server_env), **resolved_paths(config))
     if not ranking:
         refuse_other_run_kind(out, ranking=False)
-    claim_run_folder(out, run_key(config),
-                     ["predictions.jsonl", PAIRWISE_PREDICTIONS, "auto_items.jsonl", "task_choices.jsonl"],
-                     overwrite=config.overwrite, jobs=RUN_FOLDER_JOBS if ranking else ("judge-eval run",),
-                     earlier_keys=earlier_run_keys(config))
+    claim_run_folder(out, run_key(config), PROGRESS_FILES, overwrite=config.overwrite,
+                     jobs=RUN_FOLDER_JOBS if ranking else ("judge-eval run",), earlier_keys=earlier_run_keys(config))
     if config.overwrite:  # with the predictions: their scores, never left to stand for the next run's
         clear_score_outputs(out)
     # How sure the classifier was of each auto row's task (leaf, task type, fallback, failed): a run whose rows

@@ -8,7 +8,8 @@ Every job that appends to a run folder and resumes from it (``judge-eval run``, 
   instead of both appending (every item judged twice). The kernel drops the lock when the holder
   exits, however it exits, so a killed run never leaves a stale lock behind. On NFS, Linux emulates ``flock`` with
   byte-range locks (since 2.6.12), which hold across nodes; on file systems without locks ``flock`` fails with an
-  error rather than passing silently.
+  error rather than passing silently. Given the job's progress files, a launch refused before any work leaves the
+  folder as it found it (no lock, key or folder of its own left behind).
 - ``claim_run_folder(out, run_key, progress_files)``: the folder's ``run_key.json`` (the settings that shape the
   results, written when the folder was started) must equal this launch's; a mismatch is refused with the settings
   that differ, unless ``overwrite`` discards the earlier progress.
@@ -27,7 +28,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +66,17 @@ class RunFolderUnwritable(ConfigError):
 
 
 @contextlib.contextmanager
-def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
+def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str] | None = None) -> Iterator[Path]:
     """Hold ``out_dir`` (created 0700 if missing) for this process until the block ends.
 
     Args:
         out_dir: the run folder.
         job: the console command, recorded for whoever finds the folder held (``"judge-eval run"``).
+        progress_files: the job's progress files (``claim_run_folder``'s). Given, a block that raises before it
+            made, changed or removed any of them (a refusal before any work: another command's folder, other
+            settings, an API key unset or refused) leaves the folder as it found it: its key and run.json as they
+            were, the lock file gone if this made it, and the folder (with the parents made for it) gone if this
+            made it and nothing else was written there. Without them, what the block wrote stays.
 
     Yields:
         The folder.
@@ -81,16 +87,12 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         ConfigError: ``out_dir`` is a file, or lies under one, or cannot be made or written (read-only, no permission).
     """
     refuse_file(out_dir)
+    made = [p for p in (Path(out_dir), *Path(out_dir).parents) if not p.exists()]  # the folder first, its parents
+    lock_made = not (Path(out_dir) / LOCK_FILE).exists()
+    folder, fd = _locked(out_dir)
+    found = None
     try:
-        folder = make_private_dir(out_dir)
-        path = folder / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
-        raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
-    try:
-        if not _lock_within(fd, BUSY_RETRY_S):
-            raise RunFolderBusy(f"{folder} is in use by {_describe_holder(path)}; wait for it to end, stop it, or "
-                                "use another output folder")
+        found = _found(folder, progress_files) if progress_files is not None else None
         holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
                   "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "argv": redact_argv(sys.argv)}  # fmt: skip
@@ -99,8 +101,86 @@ def hold_run_folder(out_dir: str | Path, job: str) -> Iterator[Path]:
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(holder, ensure_ascii=False) + "\n").encode(), 0)
         yield folder
+    except (Exception, KeyboardInterrupt):
+        if found is not None:
+            _leave_as_found(folder, progress_files, found, lock_made, made)
+        raise
     finally:
-        os.close(fd)  # releases the lock; the file stays (removing it would race a process opening it now)
+        # Releases the lock. The file stays, but where the folder is left as found: removed while held, a writer
+        # that opened it meanwhile finds it gone once it takes the lock, and takes the one there then (_locked).
+        os.close(fd)
+
+
+#: What ``hold_run_folder`` puts back as it found it after a refusal: the files a claim and a run's record write.
+_BOOKKEEPING = (RUN_KEY_FILE, PROVENANCE_FILE)
+#: How often ``_locked`` opens the lock file again when the one it locked was removed meanwhile.
+_RELOCK_ATTEMPTS = 5
+
+
+def _locked(out_dir: str | Path) -> tuple[Path, int]:
+    """(the folder, made if missing; an open descriptor of its lock file, locked). A lock taken on a file removed
+    meanwhile (a holder leaving the folder as it found it) holds nothing: the file there now is opened again, a few
+    times at most (a file system whose inode numbers are not stable would otherwise never get past it)."""
+    for attempt in range(_RELOCK_ATTEMPTS):
+        try:
+            folder = make_private_dir(out_dir)
+            path = folder / LOCK_FILE
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
+            raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
+        try:
+            if not _lock_within(fd, BUSY_RETRY_S):
+                raise RunFolderBusy(f"{folder} is in use by {_describe_holder(path)}; wait for it to end, stop it, "
+                                    "or use another output folder")
+            with contextlib.suppress(FileNotFoundError):
+                named, held = os.stat(path), os.fstat(fd)
+                if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino) or attempt == _RELOCK_ATTEMPTS - 1:
+                    return folder, fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise RunFolderBusy(f"{out_dir}: its lock file was removed each time it was taken; try again")
+
+
+def _found(folder: Path, progress_files: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes | None]]:
+    """(each progress file's identity, size and time, or None; each of ``_BOOKKEEPING``'s bytes, or None)."""
+    def signature(path: Path) -> tuple[int, int, int] | None:
+        with contextlib.suppress(FileNotFoundError):
+            stat = path.stat()
+            return stat.st_ino, stat.st_size, stat.st_mtime_ns
+        return None
+
+    def content(path: Path) -> bytes | None:
+        with contextlib.suppress(FileNotFoundError):
+            return path.read_bytes()
+        return None
+
+    return ({name: signature(folder / name) for name in progress_files},
+            {name: content(folder / name) for name in _BOOKKEEPING})
+
+
+def _leave_as_found(folder: Path, progress_files: Sequence[str], found: tuple[dict, dict], lock_made: bool,
+                    made: list[Path]) -> None:
+    """Unless a progress file differs from ``found`` (work was done: what was written stays), put the bookkeeping
+    files back as ``found`` holds them, then, the lock still held, remove the lock file if this launch made it, and
+    the folders in ``made`` (the run folder, then the parents made for it), each only while empty. Best effort: the
+    refusal itself is what the caller reports."""
+    from judge.plumbing.atomic_write import write_atomically
+
+    with contextlib.suppress(OSError):
+        if _found(folder, progress_files)[0] != found[0]:
+            return
+        for name, was in found[1].items():
+            path = folder / name
+            if was is None:
+                path.unlink(missing_ok=True)
+            elif not path.is_file() or path.read_bytes() != was:
+                write_atomically(path, was, mode=0o600)
+        if lock_made:
+            (folder / LOCK_FILE).unlink()
+        for path in made:
+            path.rmdir()  # stops at the first one not empty: something else was written there
 
 
 def _lock_within(fd: int, seconds: float) -> bool:

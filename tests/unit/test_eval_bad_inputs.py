@@ -361,4 +361,5 @@ def test_run_refuses_bad_data_before_it_claims_the_folder(runs, tmp_path, capsys
                  "0", "--connect-timeout-s", "1"])
     said = _said(capsys)[1]
     assert "--overwrite" not in said, said  # no judge answers at URL; what stops the run is not a resume refusal
-    assert code != 2 and (out / "run_key.json").is_file(), (code, said)
+    assert code == 4 and f"the judge at {URL} cannot be reached" in said, (code, said)  # past the claim, to the judge
+    assert not out.exists()  # stopped before any verdict: the folder it made is taken back (hold_run_folder)

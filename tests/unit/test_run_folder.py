@@ -126,6 +126,49 @@ def test_a_folder_held_past_the_retry_is_refused(tmp_path, monkeypatch):
                 pass
 
 
+def test_a_writer_whose_lock_file_was_removed_meanwhile_locks_the_one_there_now(tmp_path, monkeypatch):
+    """A holder refused before any work removes the lock file it made (``hold_run_folder``'s progress_files). A writer
+    that opened that file before it went would lock a file no one else can open, and a third writer would take the
+    new one beside it: two writers. The writer asks again whether the file it locked is still the folder's; the
+    removal is made to fall between its open and its lock."""
+    from judge.plumbing import run_folder
+    from judge.plumbing.run_folder import run_folder_holder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / LOCK_FILE).touch()
+    real, locked = run_folder._lock_within, []
+
+    def removed_first(fd, seconds):
+        if not locked:
+            (out / LOCK_FILE).unlink()  # the holder leaving the folder as it found it, after this writer's open
+        locked.append(fd)
+        return real(fd, seconds)
+
+    monkeypatch.setattr(run_folder, "_lock_within", removed_first)
+    with hold_run_folder(out, "the job"):
+        assert len(locked) == 2
+        assert run_folder_holder(out).startswith("the job (pid ")  # the file the folder names is the one held
+
+
+def test_a_refused_block_leaves_the_folder_as_found_unless_it_wrote_progress(tmp_path):
+    """With progress_files, a block raising before any progress file changed takes back the key, record, lock and
+    folder it made; one raising after it wrote progress (a run interrupted after its first verdicts) keeps all of
+    it, its key above all, which says what settings that progress was made with."""
+    out = tmp_path / "made" / "run"
+    for wrote_progress in (False, True):
+        with pytest.raises(KeyboardInterrupt):
+            with hold_run_folder(out, "the job", progress_files=["predictions.jsonl"]) as folder:
+                (folder / RUN_KEY_FILE).write_text("{}", encoding="utf-8")
+                (folder / "run.json").write_text("{}", encoding="utf-8")
+                if wrote_progress:
+                    (folder / "predictions.jsonl").write_text("{}\n", encoding="utf-8")
+                raise KeyboardInterrupt
+        if not wrote_progress:
+            assert not (tmp_path / "made").exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted([LOCK_FILE, RUN_KEY_FILE, "run.json", "predictions.jsonl"])
+
+
 def test_mera_and_training_take_the_same_lock(tmp_path, capsys):
     """judge-eval mera, judge-train run and judge-train data on a held folder stop before writing anything."""
     from eval.mera import cli as mera_cli
@@ -298,6 +341,52 @@ def test_a_ranking_and_a_plain_run_refuse_each_others_folders(data, tmp_path, ca
         assert (f"judge-eval rank: error: {plain} holds a `judge-eval run` run (its predictions.jsonl, no ranking's "
                 "answers), not a `judge-eval rank` one") in capsys.readouterr().err
     assert _files(plain) == before
+
+
+def _whole(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder``, the lock file too, by its path in the folder."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_run_refused_before_judging_leaves_the_folder_as_it_found_it(data, tmp_path, capsys, monkeypatch):
+    """A refused launch left its run.lock behind, and one refused once the folder was claimed its run_key.json too:
+    a ranking's folder, or a run's copied without its lock, gained a lock; a fresh --out whose API key was unset or
+    refused was made, holding a key of settings no verdict was asked with; a key already there was rewritten. Each
+    refusal before any verdict now leaves the folder as it found it, byte for byte, its absence included."""
+    monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
+    ranked = tmp_path / "rank"
+    _other_command_folder(ranked, "judge-eval run")
+    (ranked / "answers.jsonl").write_text("", encoding="utf-8")
+    finished = tmp_path / "finished"
+    keyed = tmp_path / "keyed"  # a key and no progress: what an earlier launch refused after its claim left
+    keyed.mkdir()
+    (keyed / RUN_KEY_FILE).write_text('{"judge": "an earlier one"}', encoding="utf-8")
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        assert eval_main(_run_args(server.base_url, data, finished)) == 0
+        (finished / LOCK_FILE).unlink()
+        n_asked = len(server.requests)
+        for out, extra, said in (
+                (ranked, (), f"{ranked} holds a `judge-eval rank` run (its answers.jsonl)"),
+                (finished, ("--temperature", "0.5"), f"{finished} holds progress made with other settings "
+                                                     "(temperature: 0.0 -> 0.5)"),
+                (keyed, ("--api-key-env", "NO_SUCH_KEY_VARIABLE"), "NO_SUCH_KEY_VARIABLE is not set")):
+            before = _whole(out)
+            capsys.readouterr()
+            assert eval_main(_run_args(server.base_url, data, out, *extra)) == 2
+            assert said in capsys.readouterr().err
+            assert _whole(out) == before, out
+        assert len(server.requests) == n_asked
+    fresh = tmp_path / "new" / "fresh"
+    with ScriptedEndpoint(vllm_chat(VERDICT)) as server:
+        assert eval_main(_run_args(server.base_url, data, fresh, "--api-key-env", "NO_SUCH_KEY_VARIABLE")) == 2
+    assert "NO_SUCH_KEY_VARIABLE is not set" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    with ScriptedEndpoint(vllm_chat(VERDICT), respond_get=lambda path: (401, {"error": {"message": "bad key"}})) as (
+            refusing):
+        assert eval_main(_run_args(refusing.base_url, data, fresh)) == 4
+        assert refusing.requests == []
+    assert "401" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
 
 
 # ------------------------------------------------------------------------------ training and a finished export
