@@ -107,22 +107,51 @@ class ExactArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> typing.NoReturn:
         """As argparse's, except for unrecognized options: one line with the closest option of the command that was
-        run, not a usage of forty lines above ``unrecognized arguments`` (a mistyped ``--dat`` for ``--data``); and
-        any other error of a command whose usage runs past ``_SHORT_USAGE_LINES`` lines is one line too (a bad
-        ``--learning-rate abc`` printed 38 lines of judge-train's usage above it), naming ``--help``."""
-        import difflib
+        run, not a usage of forty lines above ``unrecognized arguments`` (a mistyped ``--dat`` for ``--data``); a
+        required option missing, one line naming it, whatever the usage's length (the line names what is missing:
+        ``judge-eval score`` said it in one line, ``judge-eval experts`` under its usage), and beside an option not
+        recognized, both, the unrecognized first (``--prediction`` for ``--predictions``: argparse said only that
+        ``--predictions`` is required, never naming the word it could not read); and any other error of a command
+        whose usage runs past ``_SHORT_USAGE_LINES`` lines is one line too (a bad ``--learning-rate abc`` printed 38
+        lines of judge-train's usage above it), naming ``--help``."""
         import sys
 
         prefix = "unrecognized arguments: "
+        command = self._command_run()
+        required = message.startswith("the following arguments are required: ")
+        if required and (unread := self._unrecognized_options()):
+            print(f"{self.prog}: error: {prefix}{self._with_closest(unread, command)}; {message}; "
+                  f"`{command.prog} --help` lists the options", file=sys.stderr)
+            sys.exit(2)
         if not message.startswith(prefix):
-            if self.format_usage().count("\n") <= _SHORT_USAGE_LINES:
+            if not required and self.format_usage().count("\n") <= _SHORT_USAGE_LINES:
                 super().error(message)
             print(f"{self.prog}: error: {message}; `{self.prog} --help` lists the options", file=sys.stderr)
             sys.exit(2)
-        command = self._command_run()
+        print(f"{self.prog}: error: {prefix}{self._with_closest(message[len(prefix):].split(' '), command)}; "
+              f"`{command.prog} --help` lists the options", file=sys.stderr)
+        sys.exit(2)
+
+    def _unrecognized_options(self) -> list[str]:
+        """The long options given to this parser (before a bare ``--``) that are none of its own, as given; a word
+        with a space is a value to argparse (``--server-args "--max-num-seqs 8"``), not an option."""
+        unread = []
+        for word in getattr(self, "_given", []):
+            if word == "--":
+                break
+            if word.startswith("--") and " " not in word and word.partition("=")[0] not in self._option_string_actions:
+                unread.append(word)
+        return unread
+
+    def _with_closest(self, words: list[str], command: argparse.ArgumentParser | None = None) -> str:
+        """``words`` as an error names them, each unrecognized option with the closest option of ``command`` (this
+        parser by default), or said to be ``command``'s when given before its subcommand."""
+        import difflib
+
+        command = command or self
         options = [s for parser in {self, command} for s in parser._option_string_actions if s.startswith("--")]
         said, passed_on = [], False
-        for word in message[len(prefix):].split(" "):
+        for word in words:
             passed_on = passed_on or word == "--"  # after a bare --: another program's, no option of ours
             flag = word.partition("=")[0]
             if passed_on or not word.startswith("--"):
@@ -132,9 +161,7 @@ class ExactArgumentParser(argparse.ArgumentParser):
             else:
                 close = difflib.get_close_matches(flag, options, n=1)
                 said.append(f"{word} (did you mean {close[0]}?)" if close else word)
-        print(f"{self.prog}: error: {prefix}{' '.join(said)}; `{command.prog} --help` lists the options",
-              file=sys.stderr)
-        sys.exit(2)
+        return " ".join(said)
 
     def _command_run(self) -> argparse.ArgumentParser:
         """The parser of the subcommand the command line named, else this one: argparse reports a subcommand's

@@ -53,6 +53,59 @@ def test_an_unrecognized_option_is_one_line_with_the_closest_option(capsys, argv
     assert captured.out == ""
 
 
+def _required_parser() -> ExactArgumentParser:
+    """A command with a short usage (argparse's own errors keep it above their line) and a required option."""
+    parser = ExactArgumentParser(prog="tool")
+    parser.add_argument("--predictions", required=True)
+    parser.add_argument("--data")
+    return parser
+
+
+@pytest.mark.parametrize("argv, said", [
+    # argparse stopped at the missing option, never naming the word it could not read
+    (["--prediction", "x"], "tool: error: unrecognized arguments: --prediction (did you mean --predictions?); the "
+                            "following arguments are required: --predictions; `tool --help` lists the options"),
+    (["--predict=x", "--dat", "y"], "tool: error: unrecognized arguments: --predict=x (did you mean --predictions?) "
+                                    "--dat (did you mean --data?); the following arguments are required: "
+                                    "--predictions; `tool --help` lists the options"),
+    # missing alone: one line too, not the usage above it (which a long usage already left out)
+    ([], "tool: error: the following arguments are required: --predictions; `tool --help` lists the options"),
+    # after a bare --: another program's words, none of ours
+    (["--data", "y", "--", "--prediction"], "tool: error: the following arguments are required: --predictions; "
+                                            "`tool --help` lists the options"),
+], ids=["misspelt", "abbreviated-and-misspelt", "missing", "after-a-bare-dashdash"])
+def test_a_missing_required_option_is_one_line_naming_any_option_not_recognized(capsys, argv, said):
+    with pytest.raises(SystemExit) as exited:
+        _required_parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == said + "\n"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["score", "--prediction", "runs/a"],
+     "judge-eval score: error: unrecognized arguments: --prediction (did you mean --predictions?); the following "
+     "arguments are required: --predictions; `judge-eval score --help` lists the options"),
+    (["score", "--predict", "runs/a", "--data", "d.jsonl"],  # a prefix: abbreviations are never read (allow_abbrev)
+     "judge-eval score: error: unrecognized arguments: --predict (did you mean --predictions?); the following "
+     "arguments are required: --predictions; `judge-eval score --help` lists the options"),
+    (["experts", "--out", "runs/experts"],
+     "judge-eval experts: error: the following arguments are required: --data; `judge-eval experts --help` lists "
+     "the options"),
+    (["experts", "--dat", "d.jsonl", "--out", "runs/experts"],
+     "judge-eval experts: error: unrecognized arguments: --dat (did you mean --data?); the following arguments are "
+     "required: --data; `judge-eval experts --help` lists the options"),
+], ids=["score-misspelt", "score-prefix", "experts-no-data", "experts-misspelt-data"])
+def test_judge_eval_names_the_option_it_could_not_read_or_is_missing(capsys, argv, said):
+    from eval.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == said + "\n"
+    assert captured.out == ""
+
+
 def test_other_argparse_errors_keep_the_usage(capsys):
     """A missing value is argparse's own error, with its usage: only unrecognized options changed."""
     with pytest.raises(SystemExit) as exited:
