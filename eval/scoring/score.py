@@ -332,7 +332,9 @@ def score(
     data = data or _data_of_run(run_info, run_dir) or None
     verdict_format = config.get("verdict_format")
     if not data:
-        raise ValueError("score: no --data given and the run folder has no run.json naming its data")
+        held = (f"{run_dir / 'run.json'} names no data" if (run_dir / "run.json").exists()
+                else f"the run folder {run_dir} has no run.json naming the data")
+        raise ValueError(f"--data: not given, and {held}; give --data (the labelled records the run judged)")
     out = Path(out) if out else run_dir
     refuse_another_run(out, run_dir)
 

@@ -41,6 +41,28 @@ def _said(capsys) -> tuple[str, str]:
     return captured.out, captured.err
 
 
+# ------------------------------------------------------------------------------------------ a missing --data
+
+
+def test_score_and_rank_without_the_data_they_need_name_the_data_flag(runs, tmp_path, capsys):
+    """score reads its data from the run's run.json, rank has none to read: without --data, either is one line
+    naming --data, exit 2, and nothing written. score said "score: no --data given" after "judge-eval score: error:",
+    the same folder named twice over; which of the run.json's absence or its silence on the data is now said."""
+    lone = write_run(tmp_path / "lone", [prediction_row(runs["records"][0], 1)])
+    assert main(["score", "--predictions", str(lone / "predictions.jsonl")]) == 2
+    assert _said(capsys) == ("", f"judge-eval score: error: --data: not given, and the run folder {lone} has no "
+                                 "run.json naming the data; give --data (the labelled records the run judged)\n")
+    (lone / "run.json").write_text(json.dumps({"job": "judge-eval run", "config": {}}), encoding="utf-8")
+    assert main(["score", "--predictions", str(lone)]) == 2
+    assert _said(capsys) == ("", f"judge-eval score: error: --data: not given, and {lone / 'run.json'} names no data; "
+                                 "give --data (the labelled records the run judged)\n")
+    assert sorted(p.name for p in lone.iterdir()) == ["predictions.jsonl", "run.json"]
+    out = tmp_path / "rank"
+    assert main(["rank", "--model", URL, "--judge", URL, "--out", str(out), "--no-progress"]) == 2
+    assert _said(capsys) == ("", "judge-eval rank: error: data: required (--data)\n")
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------------------ score's flags
 
 
