@@ -398,6 +398,30 @@ def test_slurm_rank_rerun_of_one_candidate_ranks_that_candidate(tmp_path):
     assert args[args.index("--out") + 1] == str(tmp_path / "runs" / "1")
 
 
+@pytest.mark.parametrize(("listed", "said"), [
+    ("/models/a\n", "lists 1 candidate; use --array=0"),  # not "lists 1; use --array=0-0"
+    ("/models/a\n/models/b\n", "lists 2 candidates; use --array=0-1"),
+    ("\n  \n", None),
+])  # fmt: skip
+def test_slurm_rank_task_past_the_list_names_its_candidates(tmp_path, listed, said):
+    """A task past the list is told how many candidates it holds, in words that agree with the count; an empty list
+    is said to be one (it said "lists 0; use --array=0--1")."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "candidates.txt").write_text(listed, encoding="utf-8")
+    env = _slurm_stand_ins(bin_dir, tmp_path, **_array_task(
+        2, SLURM_SUBMIT_DIR=str(tmp_path), JUDGE_RANK_MODELS="candidates.txt", JUDGE_RANK_JUDGE="http://judge:8000/v1",
+        JUDGE_RANK_DATA=str(tmp_path / "candidates.txt"), JUDGE_RANK_OUT=str(tmp_path / "runs"),
+        JUDGE_CACHE_DIR=str(tmp_path / "cache")))
+    script = str(Path(__file__).resolve().parents[2] / "slurm" / "rank.sbatch")
+    proc = subprocess.run(["bash", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    models = tmp_path / "candidates.txt"
+    why = (f"task 2 has no candidate: {models} {said}" if said
+           else f"{models} lists no candidate (empty, or blank lines only): nothing to rank")
+    assert (proc.returncode, proc.stderr) == (2, f"rank.sbatch: {why}\n")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "srun.args").exists()
+
+
 def test_slurm_eval_rerun_of_one_shard_judges_that_shard_of_the_recorded_count(tmp_path):
     """JUDGE_EVAL_SHARDS=2 `sbatch --array=1 slurm/eval.sbatch` rejudges shard 1 of 2 (records 3-4 of 4); without
     it an array of one task was one shard of all the data, written over shard 0. A count other than the one the

@@ -1,9 +1,11 @@
 """slurm/eval.sbatch run by bash with stand-in srun and judge-eval: an array whose size differs from the shard count
 an earlier array recorded in the same JUDGE_EVAL_OUT is refused before it rewrites shards/count or any shard, and so
-is a JUDGE_EVAL_DATA without a record, before any shard is cut."""
+is a JUDGE_EVAL_DATA without a record, before any shard is cut. The counts its messages give agree with their nouns
+("1 task", "1 shard", "1 record"), and the merge job's too."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -13,8 +15,9 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "eval.sbatch"
 
 
-def _one_task_array(tmp_path: Path, index: int, *script_args: str) -> subprocess.CompletedProcess:
-    """`sbatch --array=<index> slurm/eval.sbatch <script_args>` without JUDGE_EVAL_SHARDS."""
+def _one_task_array(tmp_path: Path, index: int, *script_args: str, **slurm: str) -> subprocess.CompletedProcess:
+    """`sbatch --array=<index> slurm/eval.sbatch <script_args>` without JUDGE_EVAL_SHARDS; ``slurm`` replaces or adds
+    variables (another array's size, JUDGE_EVAL_SHARDS)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name in ("srun", "judge-eval"):
@@ -25,7 +28,7 @@ def _one_task_array(tmp_path: Path, index: int, *script_args: str) -> subprocess
            "SLURM_ARRAY_JOB_ID": "8", "SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_TASK_MIN": str(index),
            "SLURM_ARRAY_TASK_MAX": str(index), "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_SUBMIT_DIR": str(tmp_path),
            "JUDGE_EVAL_JUDGE": "http://judge:8000/v1", "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval",
-           "JUDGE_CACHE_DIR": str(tmp_path / "cache")}
+           "JUDGE_CACHE_DIR": str(tmp_path / "cache"), **slurm}
     return subprocess.run(["bash", str(SCRIPT), *script_args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=30)
 
@@ -46,9 +49,9 @@ def test_a_one_task_rerun_without_the_recorded_count_is_refused_and_changes_noth
     proc = _one_task_array(tmp_path, 2)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        f"eval.sbatch: this array has 1 tasks, but {tmp_path}/eval/shards/count says the earlier array had 4 shards; "
+        f"eval.sbatch: this array has 1 task, but {tmp_path}/eval/shards/count says the earlier array had 4 shards; "
         "rerun some of them with JUDGE_EVAL_SHARDS=4, write a fresh JUDGE_EVAL_OUT, or pass --overwrite after the "
-        "script to judge all the data again in 1 shards")
+        "script to judge all the data again in 1 shard")
     shards = tmp_path / "eval" / "shards"
     assert (shards / "count").read_text(encoding="utf-8") == "4\n"
     assert (shards / "0" / "data.jsonl").read_text(encoding="utf-8") == '{"id": "0"}\n{"id": "1"}\n'
@@ -82,3 +85,84 @@ def test_a_data_file_without_a_record_stops_the_task_instead_of_completing_it_em
     assert proc.stderr.strip() == (f"eval.sbatch: JUDGE_EVAL_DATA={tmp_path}/data.jsonl holds no record (empty, or "
                                    "blank lines only): nothing to judge")
     assert not (tmp_path / "eval").exists()
+
+
+def _array_of(tasks: int, index: int) -> dict[str, str]:
+    """The variables Slurm sets for task ``index`` of ``sbatch --array=0-<tasks - 1>``."""
+    return {"SLURM_ARRAY_TASK_ID": str(index), "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": str(tasks - 1),
+            "SLURM_ARRAY_TASK_COUNT": str(tasks)}
+
+
+def test_an_array_of_two_after_one_of_one_task_says_one_shard(tmp_path):
+    """An earlier array of one task left count 1: "had 1 shards" read as a typo beside "2 tasks"."""
+    (tmp_path / "data.jsonl").write_text('{"id": "0"}\n{"id": "1"}\n', encoding="utf-8")
+    (tmp_path / "eval" / "shards").mkdir(parents=True)
+    (tmp_path / "eval" / "shards" / "count").write_text("1\n", encoding="utf-8")
+    proc = _one_task_array(tmp_path, 0, **_array_of(2, 0))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"eval.sbatch: this array has 2 tasks, but {tmp_path}/eval/shards/count says the earlier array had 1 shard; "
+        "rerun some of them with JUDGE_EVAL_SHARDS=1, write a fresh JUDGE_EVAL_OUT, or pass --overwrite after the "
+        "script to judge all the data again in 2 shards")
+    rerun = _one_task_array(tmp_path, 0, JUDGE_EVAL_SHARDS="2")
+    assert rerun.returncode == 2
+    assert rerun.stderr.strip() == (f"eval.sbatch: JUDGE_EVAL_SHARDS=2, but {tmp_path}/eval/shards/count says the "
+                                    "earlier array had 1 shard")
+
+
+def test_an_index_past_one_shard_is_told_to_use_index_0(tmp_path):
+    (tmp_path / "data.jsonl").write_text('{"id": "0"}\n', encoding="utf-8")
+    proc = _one_task_array(tmp_path, 1, JUDGE_EVAL_SHARDS="1")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "eval.sbatch: array index 1 is no shard of 1 (JUDGE_EVAL_SHARDS): use index 0"
+    past = _one_task_array(tmp_path, 2, JUDGE_EVAL_SHARDS="2")
+    assert past.stderr.strip() == "eval.sbatch: array index 2 is no shard of 2 (JUDGE_EVAL_SHARDS): use indices 0-1"
+
+
+def test_a_shard_past_the_one_record_says_one_record_in_two_shards(tmp_path):
+    """More tasks than records: the empty shard's line said "(1 records in 2 shards)"."""
+    (tmp_path / "data.jsonl").write_text('{"id": "0"}\n', encoding="utf-8")
+    proc = _one_task_array(tmp_path, 1, **_array_of(2, 1))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "=== judge-eval shard 1/2: no records (1 record in 2 shards)\n"
+    assert (tmp_path / "eval" / "shards" / "1" / "predictions.jsonl").read_text(encoding="utf-8") == ""
+
+
+@pytest.mark.parametrize(("records", "shards", "index", "block", "ids"), [
+    (4, 2, 1, "records 3-4 of 4", ["2", "3"]),
+    (1, 2, 0, "record 1 of 1", ["0"]),  # not "records 1-1"
+    (3, 2, 1, "record 3 of 3", ["2"]),  # its block is 3-4: the data ends at 3
+    (5, 4, 2, "record 5 of 5", ["4"]),  # 2 a shard: 5-6
+    (7, 2, 1, "records 5-7 of 7", ["4", "5", "6"]),  # 4 a shard: 5-8
+])  # fmt: skip
+def test_the_banner_names_the_records_the_shard_holds(tmp_path, records, shards, index, block, ids):
+    """The banner's block stopped past the data ("records 5-6 of 5"), and one record read "records 1-1"."""
+    (tmp_path / "data.jsonl").write_text("".join(f'{{"id": "{k}"}}\n' for k in range(records)), encoding="utf-8")
+    proc = _one_task_array(tmp_path, index, **_array_of(shards, index))
+    assert proc.returncode == 0, proc.stderr
+    assert f"\n    data     {tmp_path}/data.jsonl: {block}\n" in proc.stdout
+    held = (tmp_path / "eval" / "shards" / str(index) / "data.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in held] == ids
+
+
+def test_the_merge_refuses_a_shard_past_an_array_of_one_shard(tmp_path):
+    """An extra shard folder beside an array of one task: "one of this array's 1 shards" read as a typo."""
+    out = tmp_path / "eval"
+    for k in range(2):
+        (out / "shards" / str(k)).mkdir(parents=True)
+        (out / "shards" / str(k) / "predictions.jsonl").write_text(f'{{"id": "{k}"}}\n', encoding="utf-8")
+    (out / "shards" / "count").write_text("1\n", encoding="utf-8")
+    (tmp_path / "data.jsonl").write_text("{}\n", encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "judge-eval").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    (bin_dir / "judge-eval").chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
+           "SLURM_SUBMIT_DIR": str(tmp_path), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "eval"}
+    proc = subprocess.run(["bash", str(SCRIPT.with_name("eval_merge.sbatch"))], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"eval_merge.sbatch: {out}/shards/1/predictions.jsonl is not one of this array's 1 shard (left by an earlier "
+        "array with more tasks?); remove it, or give this run its own JUDGE_EVAL_OUT")
