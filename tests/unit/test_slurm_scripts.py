@@ -323,6 +323,40 @@ def test_train_sbatch_banner_counts_the_ranks_of_a_node(tmp_path, config_file, g
     assert re.search(r"^    nodes       2: nx-node-\[1-2\] (.*)$", proc.stdout, re.M).group(1) == line
 
 
+# Three nodes; `scontrol show hostlist` compacts the training two when FAKE_HOSTLIST=yes, else fails as it would where
+# the controller does not answer.
+THREE_NODE_SCONTROL = r"""#!/bin/bash
+case "$1 $2" in
+  "show hostnames") printf "nx-node-1\nnx-node-2\nnx-node-3\n";;
+  "show hostlist") [[ $FAKE_HOSTLIST == yes && $3 == nx-node-2,nx-node-3 ]] && echo "nx-node-[2-3]" || exit 1;;
+  "show node") echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.5 NodeHostName=$3";;
+esac
+"""
+
+
+@pytest.mark.parametrize(("hostlist", "nodes"), [("yes", "nx-node-[2-3]"), ("no", "nx-node-2,nx-node-3")])
+def test_train_sbatch_banner_names_the_training_nodes_apart_from_the_vllm_server(tmp_path, config_file, hostlist,
+                                                                                 nodes):
+    """GRPO's server holds the first node: the banner said "nodes 2: nx-node-[1-3]", the count of training nodes beside
+    the job's whole list. It now lists the nodes that train, and which one runs the server."""
+    modules = tmp_path / "modules"
+    (modules / "trl" / "scripts").mkdir(parents=True)
+    for package in (modules / "trl", modules / "trl" / "scripts"):
+        (package / "__init__.py").write_text("")
+    (modules / "trl" / "scripts" / "vllm_serve.py").write_text("raise SystemExit(0)\n")  # a server step that ends
+    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", SLURM_GPUS_ON_NODE="8",
+                     SLURM_JOB_NODELIST="nx-node-[1-3]", JUDGE_VLLM_SERVE_MODEL="Qwen/Qwen3-8B", FAKE_HOSTLIST=hostlist,
+                     PYTHONPATH=os.pathsep.join([str(modules), str(REPO)]))  # fmt: skip
+    write_executables(tmp_path / "bin3", {"scontrol": THREE_NODE_SCONTROL})
+    env["PATH"] = f"{tmp_path / 'bin3'}{os.pathsep}{env['PATH']}"
+    proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^    nodes       (.*)$", proc.stdout, re.M).group(1) == (
+        f"2: {nodes} x 8 ranks, training; nx-node-1 runs the vLLM server")
+    srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
+    assert "--nodes=2" in srun and "--nodelist=nx-node-2,nx-node-3" in srun  # the banner's nodes are the step's
+
+
 # --- eval.sbatch: serve.sbatch's JUDGE_API_KEY reaches judge-eval --------------------------------------------
 
 
