@@ -37,3 +37,33 @@ def test_requests_failed_counts_every_stage_s_failures():
     assert requests_failed({"dropped_by_reason": {}, "failed_by_reason": {"request_failed": 4}}) == 4
     assert requests_failed({"dropped_by_reason": {}, "llm_check_failed_requests": 1}) == 1
     assert requests_failed({"dropped_by_reason": {"near_duplicate:llm": 1}}) == 0
+
+
+ASKED = "teacher at http://t:8000/v1"
+
+
+def test_the_warning_says_the_requests_not_sent_apart_from_those_sent_and_never_answered():
+    """requests_not_sent counts requests, one per job, each of them among the failed jobs: said apart, not twice."""
+    from train.synthetic.cli import unanswered_warning
+
+    assert unanswered_warning({"failed_by_reason": {"request_failed": 0}}, ASKED) is None
+    assert unanswered_warning({"failed_by_reason": {"request_failed": 3}}, ASKED) == (
+        f"3 requests failed (the endpoint never answered them: {ASKED}; see failed/dropped rows' errors)")
+    assert unanswered_warning({"dropped_by_reason": {"request_failed": 44}, "requests_not_sent": 41}, ASKED) == (
+        f"3 requests failed (the endpoint never answered them: {ASKED}; see failed/dropped rows' errors) and 41 were "
+        "not sent (their endpoint was stopped first: the error below says why)")
+    assert unanswered_warning({"llm_check_failed_requests": 1, "requests_not_sent": 1}, ASKED) == (
+        "1 request was not sent (their endpoint was stopped first: the error below says why)")
+
+
+def test_counts_that_do_not_nest_are_both_said_not_cut_to_fit():
+    """More requests not sent than failed jobs breaks the rule the warning rests on (a request not sent fails its
+    job): min() said "2 were not sent" of 5 and nothing of the other 3. Both counts are said as they stand."""
+    from train.synthetic.cli import unanswered_warning
+
+    said = unanswered_warning({"failed_by_reason": {"request_failed": 2}, "requests_not_sent": 5}, ASKED)
+    assert said == ("2 requests failed, and 5 requests were not sent (their endpoint was stopped first: the error "
+                    "below says why); a request not sent fails its job, so these counts should nest and do not: "
+                    "summary.json's request_failed counts and requests_not_sent disagree")
+    assert unanswered_warning({"requests_not_sent": 1}, ASKED).startswith("0 requests failed, and 1 request was not "
+                                                                          "sent (")

@@ -284,36 +284,57 @@ def main(argv: list[str] | None = None) -> int:
     if summary.get("skipped_items"):
         line += f"; items not asked {summary['skipped_items']} ({counts(summary['skipped_items_by_reason'])})"
     print(f"{line} -> {out_dir}")
-    unanswered = requests_failed(summary)
-    if unanswered:
+    asked = ", ".join(dict.fromkeys(f"{e.name} at {e.base_url}" for e in stage_endpoints(config)))
+    warning = unanswered_warning(summary, asked)
+    if warning:
         # Exit 0 all the same (the stage finished, as the help's codes say), but an unreachable endpoint made a run
-        # that kept nothing look like a finished one: the user is told what is missing and how to get it. Requests a
-        # stopped endpoint held back are failed jobs too, but were never sent: said apart, as not sent.
-        not_sent = min(summary.get("requests_not_sent", 0), unanswered)
-        said = []
-        if unanswered > not_sent:
-            asked = ", ".join(dict.fromkeys(f"{e.name} at {e.base_url}" for e in stage_endpoints(config)))
-            said.append(f"{_requests(unanswered - not_sent)} failed (the endpoint never answered them: {asked}; see "
-                        "failed/dropped rows' errors)")
-        if not_sent:
-            count = str(not_sent) if said else _requests(not_sent)  # "3 requests failed ... and 41 were not sent"
-            said.append(f"{count} {'was' if not_sent == 1 else 'were'} not sent (their endpoint was stopped first: the "
-                        "error below says why)")
-        print(f"judge-train data {args.stage}: warning: {' and '.join(said)}: rerun with the same --output to ask "
-              "them again", file=sys.stderr)
+        # that kept nothing look like a finished one: the user is told what is missing and how to get it.
+        print(f"judge-train data {args.stage}: warning: {warning}: rerun with the same --output to ask them again",
+              file=sys.stderr)
     for stop in summary.get("endpoints_unusable", ()):  # train.synthetic.client.EndpointWatch: asked no more
         print(f"judge-train data {args.stage}: error: {stop}", file=sys.stderr)
     return EXIT_UNUSABLE if summary.get("endpoints_unusable") else 0
+
+
+def unanswered_warning(summary: dict, asked: str) -> str | None:
+    """What a stage summary's unanswered requests leave to do, for stderr (None: every request was answered).
+    ``asked``: the stage's endpoints, named for the requests sent and never answered.
+
+    ``requests_failed`` counts the jobs whose request failed, and ``requests_not_sent`` (``unusable_endpoints``) the
+    requests a stopped endpoint held back. Both count requests, one per job: a job sends one request at a time and
+    ends at the first that fails (annotate asks again only after an answer), a request not sent fails its job as
+    ``request_failed`` does, and a run asks each job once. The requests not sent are so among the failed ones, and
+    are said apart as not sent. Counts that do not nest that way break that rule: both are said as they stand, and
+    neither is cut to fit the other.
+    """
+    unanswered = requests_failed(summary)
+    not_sent = summary.get("requests_not_sent", 0)
+    if not_sent > unanswered:
+        return (f"{_requests(unanswered)} failed, and {_requests(not_sent)} {_were(not_sent)} not sent (their endpoint "
+                "was stopped first: the error below says why); a request not sent fails its job, so these counts "
+                "should nest and do not: summary.json's request_failed counts and requests_not_sent disagree")
+    said = []
+    if unanswered > not_sent:
+        said.append(f"{_requests(unanswered - not_sent)} failed (the endpoint never answered them: {asked}; see "
+                    "failed/dropped rows' errors)")
+    if not_sent:
+        count = str(not_sent) if said else _requests(not_sent)  # "3 requests failed ... and 41 were not sent"
+        said.append(f"{count} {_were(not_sent)} not sent (their endpoint was stopped first: the error below says why)")
+    return " and ".join(said) or None
 
 
 def _requests(n: int) -> str:
     return f"{n} request{'' if n == 1 else 's'}"
 
 
+def _were(n: int) -> str:
+    return "was" if n == 1 else "were"
+
+
 def requests_failed(summary: dict) -> int:
     """The jobs of a stage's summary whose request failed (``request_failed``: no endpoint answered them, sent or
-    not), which a rerun into the same folder asks again: traces' failed traces, the other stages' dropped rows, dedup's
-    checks."""
+    not), one failed request each, which a rerun into the same folder asks again: traces' failed traces (one an
+    item's sample), the other stages' dropped rows, dedup's checks (one a pair)."""
     return (summary.get("failed_by_reason", {}).get("request_failed", 0)
             + summary.get("dropped_by_reason", {}).get("request_failed", 0)
             + summary.get("llm_check_failed_requests", 0))

@@ -137,7 +137,7 @@ class EndpointWatch:
         self.what = f"{self.who} at {endpoint.base_url}"
         self.streak = FailingStreak(stop_after(concurrency))
         self.n_sent = 0
-        self.n_not_sent = 0  # requests held back once stopped: failed jobs no endpoint ever saw
+        self.n_not_sent = 0  # requests held back once stopped, one per job, which fails as no endpoint ever saw it
         self.stop: EndpointUnusable | None = None  # why the endpoint is no longer asked
         self.list_refused: EndpointUnusable | None = None  # the first contact's 401 or 403, until a request answers
         self._contacted = False
@@ -213,9 +213,10 @@ def _unreachable(err: EndpointUnusable) -> bool:
 
 def unusable_endpoints(clients: Iterable[ChatClient]) -> dict[str, Any]:
     """A stage summary's ``endpoints_unusable``: why each endpoint its ``clients`` ask was stopped
-    (``EndpointWatch``), once per endpoint, and ``requests_not_sent``: how many of their requests were then held back
-    (failed jobs, but no endpoint's failure to answer); {} when none was stopped, so a summary says it only when it
-    happened."""
+    (``EndpointWatch``), once per endpoint, and ``requests_not_sent``: how many of their requests were then held back,
+    one per job (the traces stage's one per item and sample, dedup's one per pair checked), each job failed as
+    ``request_failed`` but by no endpoint's failure to answer; {} when none was stopped, so a summary says it only
+    when it happened."""
     watches = list(dict.fromkeys(c.watch for c in clients if c.watch is not None))
     stops = [str(watch.stop) for watch in watches if watch.stop is not None]
     if not stops:
