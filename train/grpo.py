@@ -50,6 +50,7 @@ from typing import Any
 
 import judge
 from judge.checkpoints import TrainedLengths
+from judge.plumbing.json_reading import counted
 from judge.prompts import POLLUX_4B_PROMPT, POLLUX_PROMPT, PromptTemplate
 from train.build_data import BuildReport, scores_off_the_rubric, zero_shot_records
 from train.config import ConfigError, GRPORecipeConfig, zero_shot_split
@@ -359,14 +360,14 @@ def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
         steps = config.trainer_args.get("steps_per_generation") or launch.gradient_accumulation_steps
         generation_batch = per_ranks * steps
         sized = (f"trainer_args steps_per_generation {steps} x per_device_train_batch_size "
-                 f"{launch.per_device_train_batch_size} x {launch.world_size} ranks"
+                 f"{launch.per_device_train_batch_size} x {counted(launch.world_size, 'rank')}"
                  if "steps_per_generation" in config.trainer_args else "global_batch_size")  # fmt: skip
     else:
         sized = "trainer_args generation_batch_size"
         if generation_batch % per_ranks:
             raise ConfigError(f"trainer_args generation_batch_size {generation_batch} must be a multiple of "
                               f"per_device_train_batch_size {launch.per_device_train_batch_size} x "
-                              f"{launch.world_size} ranks = {per_ranks} (trl refuses it otherwise)")  # fmt: skip
+                              f"{counted(launch.world_size, 'rank')} = {per_ranks} (trl refuses it otherwise)")  # fmt: skip
     if generation_batch % config.num_generations:  # whole groups only; global_batch_size's own is checked by the config
         raise ConfigError(f"{sized} = {generation_batch} completions must be a multiple of num_generations "
                           f"{config.num_generations}: a generation batch holds whole groups (trl refuses it otherwise)")
@@ -388,7 +389,7 @@ def generation_batch(config: GRPORecipeConfig, per_step: int) -> tuple[str, str]
         # trl's generation batch is steps x per-device batch x ranks: the ranks are what the product leaves
         ranks = completions // (steps * config.per_device_train_batch_size)
         sized = (f"trainer_args steps_per_generation {steps} x per_device_train_batch_size "
-                 f"{config.per_device_train_batch_size} x {ranks} ranks = {completions}")
+                 f"{config.per_device_train_batch_size} x {counted(ranks, 'rank')} = {completions}")
         setting = "trainer_args steps_per_generation or per_device_train_batch_size"
     else:
         sized, setting = f"global_batch_size {config.global_batch_size}", "global_batch_size"

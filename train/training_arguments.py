@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.json_reading import counted
 
 #: A ``train.config.TrainConfig`` (or a subclass). Not imported: the config's own validation calls
 #: ``check_trainer_args`` here, and the import would close a cycle (tests/unit/test_import_cycles.py).
@@ -39,7 +40,7 @@ class Launch:
     def describe(self) -> str:
         return (
             f"global batch {self.global_batch_size} = {self.per_device_train_batch_size} per device x "
-            f"{self.gradient_accumulation_steps} accumulation steps x {self.world_size} ranks"
+            f"{counted(self.gradient_accumulation_steps, 'accumulation step')} x {counted(self.world_size, 'rank')}"
         )
 
 
@@ -60,7 +61,7 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
     if config.global_batch_size % per_step:
         raise ConfigError(
             f"global_batch_size {config.global_batch_size} is not a multiple of per_device_train_batch_size "
-            f"{config.per_device_train_batch_size} x {world} ranks = {per_step}; change per_device_train_batch_size "
+            f"{config.per_device_train_batch_size} x {counted(world, 'rank')} = {per_step}; change per_device_train_batch_size "
             "or the number of ranks"
         )
     return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)

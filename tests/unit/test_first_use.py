@@ -257,7 +257,7 @@ def test_an_empty_data_flag_is_refused_alike_and_sample_works_in_merge(outcomes,
         assert not (scratch / made).exists()
     merged = outcomes["merge_sample"]
     assert (merged.code, merged.out.strip()) == (
-        0, f"merged 0 predictions from 1 shards -> {Path('merged-sample') / 'predictions.jsonl'} (no shard has a "
+        0, f"merged 0 predictions from 1 shard -> {Path('merged-sample') / 'predictions.jsonl'} (no shard has a "
            "run.json: no record written)"), merged.err
     assert (scratch / "merged-sample" / "predictions.jsonl").read_text(encoding="utf-8") == ""
 

@@ -71,7 +71,7 @@ def test_an_epoch_uses_whole_steps_of_prompts(n_prompts, per_step, used):
     ({"generation_batch_size": 32}, 5, "trainer_args generation_batch_size 32 completions / num_generations 4 = 8 "
      "prompts", "Lower trainer_args generation_batch_size"),
     # 4 steps x 2 per device x 1 rank = 8 completions / 4 = 2 prompts
-    ({"steps_per_generation": 4}, 1, "trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 ranks "
+    ({"steps_per_generation": 4}, 1, "trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 rank "
      "= 8 completions / num_generations 4 = 2 prompts", "Lower trainer_args steps_per_generation"),
     # the default: the global batch, 16 / 4 = 4 prompts
     ({}, 3, "global_batch_size 16 completions / num_generations 4 = 4 prompts", "Lower global_batch_size"),
@@ -104,7 +104,7 @@ def test_a_resume_that_changes_the_prompts_per_generation_is_refused(tmp_path):
     assert per_step == 1
     (tmp_path / "run.json").write_text(json.dumps({"data": {"prompts_per_step": 2}}), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"^--resume: .* drew 2 prompts a generation \(run.json's prompts_per_step\), this launch would "
-                       r"draw 1 \(trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 ranks = 8 "
+                       r"draw 1 \(trainer_args steps_per_generation 4 x per_device_train_batch_size 2 x 1 rank = 8 "
                        r"completions / num_generations 8 = 1 prompts\).*per_device_train_batch_size"):
         grpo.check_resumed_prompts_per_step(tmp_path, per_step, config)
     grpo.check_resumed_prompts_per_step(tmp_path, 2, config)  # unchanged: goes on
@@ -361,7 +361,7 @@ def test_trl_refuses_what_the_config_refuses(trainer_args):
     ({"trainer_args": {"generation_batch_size": 12}}, 2, r"generation_batch_size 12 .*4 x 2 ranks = 8"),
     # per-device 2 x 1 rank x 1 step = 2 completions: half a group of 4 (floor-divided, 0 prompts a step)
     ({"per_device_train_batch_size": 2, "trainer_args": {"steps_per_generation": 1}}, 1,
-     r"steps_per_generation 1 x per_device_train_batch_size 2 x 1 ranks = 2 completions .*num_generations 4"),
+     r"steps_per_generation 1 x per_device_train_batch_size 2 x 1 rank = 2 completions .*num_generations 4"),
 ])  # fmt: skip
 def test_a_generation_batch_that_needs_the_ranks_is_refused_before_the_run_folder(tmp_path, monkeypatch, overrides,
                                                                                  world, message):
