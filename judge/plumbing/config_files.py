@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~730 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~770 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -588,6 +588,14 @@ def _scalar(value: Any, base: Any) -> Any:
     raise ValueError(f"unsupported field type {base}")
 
 
+def _keyed_scalar(key: Any, value: Any, base: Any) -> Any:
+    """``_scalar`` for one value of a mapping, its refusal naming the key."""
+    try:
+        return _scalar(value, base)
+    except ValueError as err:
+        raise ValueError(f"{key}: {err}") from None
+
+
 def _json(text: str) -> Any:
     """``json.loads`` whose refusals (malformed, nested past the recursion limit, an integer past 4,300 digits) are
     ValueErrors in the words of every JSON reader here."""
@@ -643,6 +651,11 @@ def coerce(name: str, value: Any, tp: Any, source: str, choices: Sequence[Any] |
                 raise ValueError(f"keys must be text, got {bad[0]!r} ({_kind(bad[0])})")
             _check_depth(value)
             result = dict(value)
+            # A mapping of numbers (GRPO's reward weights) reads its values as a scalar field does: PyYAML's text
+            # '5e-1' (YAML 1.1 floats need a dot) is the number 0.5, and text that is no number is named by its key.
+            value_type = (typing.get_args(base) + (Any, Any))[1]
+            if value_type in (bool, int, float):
+                result = {key: _keyed_scalar(key, item, value_type) for key, item in result.items()}
         elif base is str and isinstance(value, bool) and choices is not None and str(value).lower() in choices:
             result = str(value).lower()  # `bf16: true` where the field's choices are the words auto, true, false
         else:

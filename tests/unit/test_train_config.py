@@ -832,6 +832,22 @@ def test_grpo_weights_that_can_train_still_load():
     assert config.rewards == {"format_reward": 0.0, "agreement_reward": 1.0} and config.min_russian_share == 0.5
 
 
+def test_grpo_weights_written_with_an_exponent_load_as_numbers(tmp_path):
+    """PyYAML reads ``5e-1`` (no dot, YAML 1.1) as the text '5e-1': a weight so written is the number YAML 1.2 reads,
+    as the config's own numbers are, not refused as "not a finite number"; a weight that is no number is refused
+    naming its reward."""
+    grpo = (REPO / "configs/train/tiny/grpo.yaml").read_text(encoding="utf-8")
+    shipped = "rewards: {format_reward: 1.0, agreement_reward: 1.0}"
+    assert shipped in grpo
+    path = tmp_path / "grpo.yaml"
+    path.write_text(grpo.replace(shipped, "rewards: {format_reward: 5e-1, agreement_reward: 1}"), encoding="utf-8")
+    assert load_config(path).rewards == {"format_reward": 0.5, "agreement_reward": 1.0}
+    path.write_text(grpo.replace(shipped, "rewards: {format_reward: one, agreement_reward: 1.0}"), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: rewards: format_reward: expected a number, got 'one'"
+
+
 _VESPO_REFUSED = ("loss_type 'vespo' with use_vllm needs trainer_args vllm_importance_sampling_mode 'token_truncate' "
                   "or 'token_mask' (got {mode!r}; trl's default is 'sequence_mask'), or "
                   "vllm_importance_sampling_correction false: trl refuses the rest once the model has loaded")
