@@ -49,6 +49,7 @@ __all__ = [
     "option",
     "field_types",
     "coerce",
+    "suggest_keys",
     "add_config_flags",
     "given_flags",
     "chosen_fields",
@@ -246,7 +247,8 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         known = {f.name for f in dataclasses.fields(fields_of)}
         unknown = sorted(set(raw) - known, key=str)  # YAML keys may be numbers: `1: a` beside `foo: b`
         if unknown:
-            raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; {_suggest_keys(unknown, known)}")
+            raise ConfigError(f"{path}: unknown keys {unknown} for {fields_of.__name__}; "
+                              f"{suggest_keys(unknown, known)}")
     return raw
 
 
@@ -371,7 +373,7 @@ def _check_node_count(root: Any, path: Path) -> None:
         stack.extend((child, depth + 1, False) for child in children(node))
 
 
-def _suggest_keys(unknown: Sequence[str], known: set[str]) -> str:
+def suggest_keys(unknown: Sequence[str], known: set[str]) -> str:
     """"did you mean" for each misspelt key that is close to a known one (``difflib``'s similarity, its default
     cutoff 0.6); the whole list of known keys only when no key has a close match (a list of ~50 keys hides the
     one that was meant)."""

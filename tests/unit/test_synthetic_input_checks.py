@@ -180,3 +180,58 @@ def test_annotate_reads_a_blank_subtype_as_unknown_and_names_the_field_at_fault(
         annotation_items([_answer(task_type="Literary text", task_subtype="Nope")], config, "answers.jsonl")
     assert str(err.value) == ("answers.jsonl: row 0: field 'task_subtype': task type 'Literary text' has no subtype "
                               "'Nope'; options: ['Drama', 'Fragment', 'Poetry', 'Prose']")
+
+
+# ----------------------------------------------------------------------------------------------------- endpoints
+
+
+@pytest.mark.parametrize(
+    ("teacher", "message"),
+    [
+        # a misspelt key was a TypeError traceback from EndpointConfig(**teacher)
+        ("{model: t, max_token: 4096}",
+         "traces: teacher: unknown keys ['max_token'] for an endpoint; 'max_token': did you mean 'max_tokens'?"),
+        # a word where a number goes was a TypeError from the bound check (4096 > 'lots')
+        ("{model: t, max_tokens: lots}", "traces: teacher: max_tokens: expected an integer, got 'lots'"),
+        ("{model: t, extra_body: 3}", "traces: teacher: extra_body: expected a mapping, got an integer"),
+    ],
+)
+def test_a_bad_endpoint_mapping_is_one_line_naming_its_setting(tmp_path, capsys, teacher, message):
+    """The teacher's mapping is checked as the config's own keys are, when the config loads: an unknown key with
+    its likely meaning, a value of the wrong type by its key; the CLI says it in one line and claims no folder."""
+    from train.synthetic.cli import main
+    from train.synthetic.config import TracesConfig
+
+    config = tmp_path / "traces.yaml"
+    config.write_text(f"teacher: {teacher}\n", encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        load_config(TracesConfig, config)
+    assert str(refused.value) == message
+    inputs = _write_jsonl(tmp_path / "items.jsonl", [_answer()])
+    out = tmp_path / "out"
+    assert main(["traces", "--config", str(config), "--input", str(inputs), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"judge-train data traces: error: {message}" and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_an_endpoint_number_written_with_an_exponent_is_sent_as_a_number(tmp_path):
+    """PyYAML reads ``temperature: 6e-1`` (no dot) as the text '6e-1', which went to the server as text; the
+    endpoint reads it as the number YAML 1.2 reads, as the config's own numbers are."""
+    from train.synthetic.config import EndpointConfig, TracesConfig, stage_endpoints
+
+    config = tmp_path / "traces.yaml"
+    config.write_text("teacher: {model: t, temperature: 6e-1, max_tokens: 4096}\n", encoding="utf-8")
+    (teacher,) = stage_endpoints(load_config(TracesConfig, config))
+    assert (teacher.temperature, teacher.max_tokens) == (0.6, 4096)
+    assert EndpointConfig(model="t", temperature="6e-1").temperature == 0.6
+
+
+def test_an_endpoint_list_item_that_is_no_mapping_is_named_by_its_place(tmp_path):
+    """``generators: [gpt-4o]`` (a name where a mapping goes) was a TypeError from ``EndpointConfig(**'gpt-4o')``."""
+    config = tmp_path / "instructions.yaml"
+    config.write_text("generators: [{model: a}, gpt-4o]\n", encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        load_config(InstructionsConfig, config)
+    assert str(refused.value) == ("instructions: generators[1]: expected a mapping of endpoint settings (model: ..., "
+                                  "base_url: ...), got 'gpt-4o'")

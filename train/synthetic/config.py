@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import add_config_flags as add_shared_flags
+from judge.plumbing.config_files import ConfigError, coerce, field_types, resolve_config, suggest_keys
 from judge.plumbing.config_files import option as _f
-from judge.plumbing.config_files import resolve_config
 
 __all__ = [
     "EndpointConfig",
@@ -116,6 +116,12 @@ class EndpointConfig:
     extra_body: dict = _f({}, "extra request fields passed through unchanged (e.g. top_p, seed)")
 
     def __post_init__(self) -> None:
+        # Typed as the config's own fields are: PyYAML reads `temperature: 6e-1` (no dot) as the text '6e-1', which
+        # went to the server as text. A value of the wrong type is refused by its key when the config loads
+        # (endpoint_config); here it is converted for every stage that builds its endpoints from the mappings.
+        hints = field_types(EndpointConfig)
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, coerce(f.name, getattr(self, f.name), hints[f.name], f"endpoint {self.model}"))
         if not self.model:
             raise ValueError("endpoint: 'model' is required")
         # A NaN share passed `<= 0` (every comparison with it is false) and sent every job to the last endpoint.
@@ -397,11 +403,32 @@ def stage_endpoints(config: Any) -> list[EndpointConfig]:
     Raises:
         ValueError: an endpoint mapping that is not one (``EndpointConfig``'s checks).
     """
+    stage = getattr(config, "stage", "") or type(config).__name__
     endpoints = []
     for name in ("generators", "answer_models"):
-        endpoints += [EndpointConfig(**e) for e in getattr(config, name, None) or ()]
+        endpoints += [endpoint_config(e, f"{stage}: {name}[{i}]")
+                      for i, e in enumerate(getattr(config, name, None) or ())]
     if getattr(config, "teacher", None):
-        endpoints.append(EndpointConfig(**config.teacher))
+        endpoints.append(endpoint_config(config.teacher, f"{stage}: teacher"))
     if getattr(config, "llm", None) and getattr(config, "runs_llm_check", False):
-        endpoints.append(EndpointConfig(**config.llm))
+        endpoints.append(endpoint_config(config.llm, f"{stage}: llm"))
     return endpoints
+
+
+def endpoint_config(mapping: Any, where: str) -> EndpointConfig:
+    """An endpoint from its YAML mapping, checked as a config's own keys are: an unknown key (``max_token``) with
+    the key it likely meant, a value of the wrong type by its key, both named by ``where`` (``traces: teacher``),
+    where ``EndpointConfig(**mapping)`` raised a TypeError.
+
+    Raises:
+        ConfigError: one line naming ``where`` and the key.
+    """
+    if not isinstance(mapping, dict):
+        raise ConfigError(f"{where}: expected a mapping of endpoint settings (model: ..., base_url: ...), got "
+                          f"{repr(mapping)[:60]}")
+    known = {f.name for f in dataclasses.fields(EndpointConfig)}
+    unknown = sorted(set(mapping) - known, key=str)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown} for an endpoint; {suggest_keys(unknown, known)}")
+    hints = field_types(EndpointConfig)
+    return EndpointConfig(**{key: coerce(key, value, hints[key], where) for key, value in mapping.items()})
