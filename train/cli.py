@@ -138,6 +138,10 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             check_training_data(config)
             check_training_arguments(config)
             check_attention_kernel(config)
+            if config.recipe == "grpo":  # its refusals from the config and the base's manifest
+                from train.grpo import refuse_before_the_run_folder
+
+                refuse_before_the_run_folder(config)
             module, function, what = RECIPE_ENTRIES[config.recipe]
             with _one_writer(config.output_dir, prog):
                 result = getattr(importlib.import_module(module), function)(config)
@@ -237,6 +241,16 @@ def check_training_data(config, *, download: bool = True) -> None:
 
             rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                                      verdict_format=config.verdict_format, split_spec=spec)  # fmt: skip
+            if field == "data" and rows:
+                # Fewer prompts than one step samples: the recipe's own refusal (train.grpo.check_prompt_count),
+                # made here before the run folder. judge-train submit counts them without the job's ranks (one,
+                # unless WORLD_SIZE is set): a step samples at most as many prompts on fewer ranks, so no job that
+                # could train is refused.
+                from train.grpo import check_prompt_count, prompts_per_step
+                from train.training_arguments import launch_arithmetic
+
+                check_prompt_count(len(rows[: config.max_rows]), prompts_per_step(config, launch_arithmetic(config)),
+                                   config, report.summary())
         elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
             from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
 

@@ -33,7 +33,7 @@ another number of prompts per generation is refused (:func:`check_resumed_prompt
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~740 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~790 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -59,7 +59,8 @@ from train.provenance import RunResult
 __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_prompts", "prompts_per_step",
            "warn_if_nothing_to_learn",
            "generation_batch", "check_prompt_count", "check_resumed_prompts_per_step", "prompt_template",
-           "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm", "main"]
+           "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm",
+           "refuse_before_the_run_folder", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -661,6 +662,22 @@ def installed_vllm() -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+def refuse_before_the_run_folder(config: GRPORecipeConfig) -> None:
+    """The refusals ``main`` makes from the config and the base's export manifest alone: vLLM off trl's line
+    (``check_training_vllm``) and a base export of another verdict format (``check_base_checkpoint``).
+    ``judge-train grpo`` makes them before it claims the run folder, with its checks of the data
+    (``train.cli.check_training_data``, which refuses too few prompts for one step): made inside ``main``, after the
+    CLI had claimed it, they left an empty ``--output-dir`` holding only its ``run.lock``. ``main`` makes them again,
+    for a caller that does not come through the CLI.
+
+    Raises:
+        ConfigError: as the two checks name it.
+    """
+    if config.use_vllm:
+        check_training_vllm(installed_vllm())
+    check_base_checkpoint(config)
 
 
 def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:

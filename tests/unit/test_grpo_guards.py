@@ -385,3 +385,34 @@ def test_the_agreement_reward_alone_counts_the_verdicts_it_pays_0_for():
     assert values == [1.0, 0.0, 0.0]
     assert logged == [("verdicts/failed_share", 1 / 3), ("verdicts/out_of_scale_share", 1 / 3),
                       ("verdicts/between_levels_share", 0.0)]
+
+
+# ---- judge-train grpo refuses these before it claims the run folder -------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["one prompt", "other verdict format", "vLLM off trl's line"])
+def test_judge_train_grpo_refuses_them_before_the_run_folder(tmp_path, monkeypatch, capsys, case):
+    """The refusals above, through the command a user runs: each is one line (exit 2) and leaves no run folder. The
+    recipe made them after ``judge-train grpo`` had claimed --output-dir, which then held only its run.lock."""
+    from train.cli import main
+
+    out = tmp_path / "run"
+    argv = ["grpo", "--config", str(TINY_GRPO), "--output-dir", str(out)]
+    if case == "one prompt":
+        argv += ["--max-rows", "1"]
+        said = "1 training prompt"
+    elif case == "other verdict format":
+        base = _base_export(tmp_path / "base", verdict_format="tagged")
+        # check_training_data's look at the base: a folder with a model, a tokenizer and a chat template
+        for name in ("config.json", "tokenizer.json", "chat_template.jinja"):
+            (base / name).write_text("{}", encoding="utf-8")
+        argv += ["--model-name-or-path", str(base)]
+        said = "is a tagged judge"
+    else:
+        monkeypatch.setattr(grpo, "installed_vllm", lambda: "0.32.0")
+        argv += ["--use-vllm", "true"]
+        said = "use_vllm: vLLM 0.32.0 is outside trl's supported"
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("judge-train grpo: error: ") and said in err[-1], err
+    assert not out.exists()

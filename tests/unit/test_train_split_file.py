@@ -115,7 +115,8 @@ def test_the_classifier_recipe_refuses_a_split_file_it_would_not_apply(split):
 
 
 @pytest.mark.parametrize("recipe, settings", [
-    ("seq2seq", {}), ("regression", {}), ("grpo", {}), ("seq2seq", {"verdict_format": "integer"}),
+    # grpo: one prompt a step (4 completions, a group of 4), or the preflight refuses the one record as too few
+    ("seq2seq", {}), ("regression", {}), ("grpo", {"global_batch_size": 4}), ("seq2seq", {"verdict_format": "integer"}),
 ])  # fmt: skip
 def test_judge_train_s_preflight_refuses_and_drops_by_the_config_s_split(split, tmp_path, recipe, settings):
     """``judge-train run`` checks the data before anything is written: every recipe that trains on POLLUX-format
