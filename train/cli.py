@@ -334,7 +334,9 @@ def _usage() -> str:
               "--log-level debug|info|warning|error (default info), before or after the command: HTTP request "
               "lines are shown at debug only.",
               "exit codes: 0 done; 2 a usage, configuration or data error (named on stderr); 1 a failure while "
-              "training (traceback); `judge-train submit` passes on sbatch's own code when sbatch fails."]
+              "training (traceback); 75 a run stopped at a checkpoint by a signal and not requeued (continue with "
+              "--resume); 4 a data stage that finished with an endpoint it could not use (a rerun into the same "
+              "--output asks its jobs again); `judge-train submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 

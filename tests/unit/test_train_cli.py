@@ -158,3 +158,15 @@ def test_data_of_an_unknown_file_type_is_one_line_naming_the_field(tmp_path, cap
     assert capsys.readouterr().err == (f"judge-train {subcommand}: error: data: {data}: unknown file type '.txt' "
                                        "(expected .jsonl, .json or .parquet)\n")
     assert not out.exists()
+
+
+def test_the_command_list_names_every_exit_code_its_commands_use(capsys):
+    """`judge-train --help` summarises the exit codes for every command: a run a signal stopped at a checkpoint
+    exits 75 (`judge-train run --help`), and a data stage whose endpoint could not be used exits 4
+    (`judge-train data traces --help`); the summary named 0, 2 and 1 only."""
+    from train.cli import main
+
+    assert main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    codes = text[text.index("exit codes:"):]
+    assert "75 a run stopped at a checkpoint by a signal" in codes and "4 a data stage" in codes, codes
