@@ -80,6 +80,17 @@ EXECUTIONS_FILE = "executions.jsonl"
 METRICS_FILE = "metrics.json"
 
 
+def progress_files(task: str) -> list[str]:
+    """What ``task``'s work writes (its answers, their executions, its metrics): a folder holding one is resumed
+    under its run_key.json, and a launch refused before it wrote any leaves the folder as it found it
+    (``hold_run_folder``)."""
+    if task == "ruhumaneval":
+        return [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
+    from eval.mera.rutie import PROGRESS_FILE
+
+    return [PROGRESS_FILE, METRICS_FILE]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,8 +222,7 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         # only when sent: a run folder made before the option resumes under the same key
         **({"top_k": config.top_k} if config.top_k is not None else {}),
     }  # fmt: skip
-    outputs = [GENERATIONS_FILE, EXECUTIONS_FILE, METRICS_FILE]  # --overwrite leaves no earlier pass@k beside the key
-    resumed = claim_run_folder(out, run_key, outputs, overwrite=config.overwrite,
+    resumed = claim_run_folder(out, run_key, progress_files("ruhumaneval"), overwrite=config.overwrite,
                                jobs=("judge-eval mera ruhumaneval",))  # another command's folder: refused
     gen_path = out / GENERATIONS_FILE
     done = resumed_generations(gen_path, n)  # each row checked for what is read of it below, before run.json is touched
@@ -414,7 +424,7 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
         # the setting resumes under its default, and one under the other reading is refused naming think_blocks.
         **({"think_blocks": reading} if reading != default_reading else {}),
     }  # fmt: skip
-    progress = [PROGRESS_FILE, METRICS_FILE]
+    progress = progress_files("rutie")
     refuse_other_job(out, ("judge-eval mera rutie",))  # another command's folder, before the endpoint is asked
     if not config.overwrite and any((out / name).exists() for name in progress):  # a resume: checked before the
         claim_run_folder(out, run_key, progress)  # endpoint is asked; a fresh folder is written only once it answers
@@ -510,7 +520,9 @@ def main(argv: list[str] | None = None) -> int:
         # SIGTERM and SIGHUP unwind the run as Ctrl+C does (eval.mera.interrupts); one writer per folder
         with stopping_signals_interrupt():
             task_data = read_task_data(config)  # before the run folder: a bad --data leaves no folder behind
-            with hold_run_folder(config.out, f"judge-eval mera {config.task}"):
+            # A refusal before any answer (another command's folder, other settings, an endpoint that refuses the
+            # key) leaves the folder as it found it, not holding a lock and a key of settings nothing was asked with.
+            with hold_run_folder(config.out, f"judge-eval mera {config.task}", progress_files(config.task)):
                 if config.task == "ruhumaneval":
                     if run_ruhumaneval(config, task_data)["n_sandbox_errors"]:
                         return EXIT_SANDBOX_ERRORS

@@ -389,6 +389,42 @@ def test_a_run_refused_before_judging_leaves_the_folder_as_it_found_it(data, tmp
     assert not (tmp_path / "new").exists()
 
 
+def test_mera_refused_before_any_answer_leaves_the_folder_as_it_found_it(tmp_path, capsys):
+    """judge-eval mera refused once it held its folder left run.lock behind: a fresh --out whose endpoint refused the
+    key was made, and ruHumanEval's held its run_key.json and run.json too; a folder of other settings (copied
+    without its lock) gained one. Both tasks now leave the folder as they found it, its absence included, and ask
+    no question."""
+    from eval.mera import cli as mera_cli
+    from eval.mera.progress import claim_run_folder
+    from tests.support.mera_humaneval import SAMPLE as HUMANEVAL_SAMPLE
+    from tests.support.mera_rutie import SAMPLE as RUTIE_SAMPLE
+
+    def never_asked(path, body):
+        raise AssertionError(f"a question was sent: {path}")
+
+    refusing_key = ScriptedEndpoint(never_asked, respond_get=lambda path: (401, {"error": {"message": "bad key"}}))
+    with refusing_key as endpoint:
+        for task, data, first_row in (("ruhumaneval", HUMANEVAL_SAMPLE, {"task_id": "0", "completions": [""]}),
+                                      ("rutie", RUTIE_SAMPLE, {"dialog_id": 0, "question_id": 0})):
+            def mera(out: Path) -> int:
+                return mera_cli.main([task, "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                                      str(data), "--out", str(out), "--max-retries", "0"])  # fmt: skip
+
+            capsys.readouterr()
+            assert mera(tmp_path / task / "new" / "run") == 4
+            assert "HTTP 401: bad key" in capsys.readouterr().err
+            assert not (tmp_path / task).exists()
+            other = tmp_path / f"{task}-other"
+            progress = mera_cli.progress_files(task)
+            claim_run_folder(other, {"task": task, "model": "another"}, progress)
+            (other / progress[0]).write_text(json.dumps(first_row) + "\n", encoding="utf-8")
+            before = _whole(other)
+            assert mera(other) == 2
+            assert "model: 'another' -> 'scripted'" in capsys.readouterr().err
+            assert _whole(other) == before
+        assert endpoint.requests == []
+
+
 # ------------------------------------------------------------------------------ training and a finished export
 
 
