@@ -425,6 +425,29 @@ def test_mera_refused_before_any_answer_leaves_the_folder_as_it_found_it(tmp_pat
         assert endpoint.requests == []
 
 
+def test_a_data_stage_refused_before_any_work_leaves_the_folder_as_it_found_it(tmp_path, capsys):
+    """judge-train data <stage> refused once it held its --output (an input line that is not JSON, found as the
+    stage reads it; a journal of other settings) left run.lock and its run_key.json there, in a folder it made.
+    Left as found now, its absence included."""
+    from judge.plumbing.run_folder import claim_run_folder
+    from train.synthetic.cli import JOURNAL_FILES
+    from train.synthetic.cli import main as data_main
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"prompt_id": 1}\nnot json\n', encoding="utf-8")
+    capsys.readouterr()
+    assert data_main(["split", "--input", str(rows), "--output", str(tmp_path / "new" / "split")]) == 2
+    assert f"{rows}:2: not a JSON line" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    other = tmp_path / "other"
+    claim_run_folder(other, {"stage": "split", "seed": 7}, list(JOURNAL_FILES))
+    (other / JOURNAL_FILES[0]).write_text('{"key": "a"}\n', encoding="utf-8")
+    before = _whole(other)
+    assert data_main(["split", "--input", str(rows), "--output", str(other)]) == 2
+    assert f"{other} holds progress made with other settings" in capsys.readouterr().err
+    assert _whole(other) == before
+
+
 # ------------------------------------------------------------------------------ training and a finished export
 
 

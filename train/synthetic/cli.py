@@ -111,6 +111,12 @@ def _without(value: Any, fields: tuple[str, ...]) -> Any:
     return {k: v for k, v in value.items() if k not in fields} if isinstance(value, dict) else value
 
 
+def stage_progress_files(stage: str) -> list[str]:
+    """What a stage's work writes: the journals of its requests, then its outputs
+    (``train.synthetic.journal.write_stage_outputs``, whose first file is ``<stage>.jsonl``)."""
+    return [*JOURNAL_FILES, f"{stage}.jsonl", "dropped.jsonl", "summary.json"]
+
+
 def forget_unkeyed_caps(out_dir: Path, stage: str) -> None:
     """Drop from the folder's stored run key the caps ``UNKEYED_CAPS`` leaves out of it now: a traces folder keyed
     before held its teacher's ``max_tokens``, and would refuse the rerun that raises it, the one that asks its cut
@@ -220,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     from judge.plumbing.run_folder import RUN_KEY_FILE, ResumeMismatch, RunFolderBusy, claim_run_folder, hold_run_folder
 
     try:
-        with hold_run_folder(args.output, f"judge-train data {args.stage}") as out_dir:  # one writer per folder
+        # One writer per folder; a refusal before any request was journalled or any output written (other settings,
+        # an input line that is not JSON) leaves the folder as it found it, not holding a lock and a key of its own.
+        with hold_run_folder(args.output, f"judge-train data {args.stage}",
+                             progress_files=stage_progress_files(args.stage)) as out_dir:
             # A journal resumed under other settings would mix their answers in silently (another answer model's
             # texts under this run's assignment, another teacher's verdicts): the folder is claimed for these.
             unkeyed = any((out_dir / name).exists() for name in JOURNAL_FILES) and not (out_dir / RUN_KEY_FILE).exists()
