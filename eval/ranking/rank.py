@@ -627,7 +627,19 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     Raises:
         ResumeMismatch: ``answers.jsonl`` was asked with other candidate settings (``candidate_key``), naming each.
         ConfigError: it holds another candidate's answers.
+        RunFolderBusy: another ranking's candidate stage holds the folder.
     """
+    from judge.plumbing.run_folder import hold_run_folder
+
+    # The stage holds its own folder (the judge stage holds ``out``): one writer of answers.jsonl, and a refusal
+    # before any answer (an unreachable candidate, a key it refuses, other settings) leaves the folder as it found
+    # it. The key it left marked a ranking's folder (eval.input_checks.RANKING_MARKERS): judge-eval run refused it.
+    with hold_run_folder(out / "candidate", "judge-eval rank", progress_files=[f"../{ANSWERS}"]):
+        return _answers_holding(rows, config, out)
+
+
+def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Path) -> dict[str, Any]:
+    """``answers_stage``, its folder held."""
     from eval.judging.backends import unasked_first
     from judge.plumbing.journal import rewrite_journal
     from judge.plumbing.run_folder import claim_run_folder
@@ -1068,8 +1080,8 @@ def rank(config: RankConfig) -> dict[str, Any]:
         raise ValueError(f"data: {config.data} holds no instructions")
     say_no_meta(rows, config.data)
     unnormalisable_rubric(rows, config.normalize, str(config.data))
-    out.mkdir(parents=True, exist_ok=True)  # once the data is read and checked: a bad one leaves no empty folder
-
+    # The folder is made by the candidate stage, once the data is read and checked (a bad one leaves no empty
+    # folder), and taken back if the stage is refused before any answer.
     answer_counts = answers_stage(rows, config, out)
     answers = read_answers(out / ANSWERS)
     chosen = {r.prompt_id for r in rows}

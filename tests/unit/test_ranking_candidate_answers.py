@@ -346,3 +346,32 @@ def test_a_refusal_held_while_every_later_instruction_is_too_long_is_written(tmp
     assert (code, sorted(rows)) == (3, sorted(CASES))  # 3: failed answers, counted
     assert rows[1]["error"] == "request_failed" and rows[1]["reason"].startswith("Refused: HTTP 400")
     assert {rows[pid]["error"] for pid in rows if pid != 1} == {"context_length_exceeded"}
+
+
+def test_a_candidate_refused_before_any_answer_leaves_the_folder_as_it_found_it(tmp_path: Path, data: Path,
+                                                                                 capsys) -> None:
+    """A candidate that refuses the key (HTTP 401 at first contact) stopped the ranking before any answer, and left
+    candidate/run_key.json: a ranking's mark (eval.input_checks.RANKING_MARKERS), so a judge-eval run into the same
+    folder was then refused as "holds a judge-eval rank run". The folder is left as found: one the rank made is
+    gone, one that was there holds nothing of the ranking's, and the judge-eval run goes ahead."""
+    import judge
+    from tests.support.eval_cli import run_args
+    from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
+
+    def never_asked(path: str, body: dict):
+        raise AssertionError(f"the candidate was asked {path}")
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    refusing_key = ScriptedEndpoint(never_asked, respond_get=lambda path: (401, {"error": {"message": "bad key"}}))
+    with refusing_key as cand, Judge(scores_by_output()) as judge_server:
+        for out in (tmp_path / "new" / "bench", mine):
+            capsys.readouterr()
+            assert main(rank_argv(cand.base_url, judge_server.base_url, data, out)) == 4
+            assert "refused a request without a key (HTTP 401: bad key)" in capsys.readouterr().err
+        assert judge_server.requests == []
+    assert not (tmp_path / "new").exists() and list(mine.iterdir()) == []
+    records = tmp_path / "records.jsonl"
+    judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], records)
+    with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]")) as judge_server:
+        assert main(run_args(judge_server.base_url, records, mine)) == 0, capsys.readouterr().err
