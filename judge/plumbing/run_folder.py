@@ -1,7 +1,8 @@
 """Run folders: one writer at a time, and a resume only with the settings the folder was started with.
 
 Every job that appends to a run folder and resumes from it (``judge-eval run``, ``judge-eval mera <task>``,
-``judge-train run``) does two things before its first write:
+``judge-train data <stage>``, ``judge-train run``, ``judge-eval rank``'s candidate stage in ``candidate/``) does two
+things before its first write:
 
 - ``hold_run_folder(out, job)``: an exclusive ``fcntl.flock`` on ``out/run.lock`` for as long as the job runs. A
   second job on the same folder stops at once with an error naming the holder (pid, host, command, start time),
