@@ -122,12 +122,17 @@ _RELOCK_ATTEMPTS = 5
 def _locked(out_dir: str | Path) -> tuple[Path, int]:
     """(the folder, made if missing; an open descriptor of its lock file, locked). A lock taken on a file removed
     meanwhile (a holder leaving the folder as it found it) holds nothing: the file there now is opened again, a few
-    times at most (a file system whose inode numbers are not stable would otherwise never get past it)."""
+    times at most (a file system whose inode numbers are not stable would otherwise never get past it). So is a
+    folder that such a holder removed between its making here and the lock file's opening."""
     for attempt in range(_RELOCK_ATTEMPTS):
         try:
             folder = make_private_dir(out_dir)
             path = folder / LOCK_FILE
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError as err:  # the folder, or a parent, removed meanwhile: made again
+            if attempt == _RELOCK_ATTEMPTS - 1:
+                raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
+            continue
         except OSError as err:  # a read-only or foreign place: one line naming it, not mkdir's traceback
             raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
         try:
@@ -214,8 +219,9 @@ def run_folder_holder(out_dir: str | Path) -> str | None:
     starts a writer later (``judge-train submit``, whose job would stop at the lock after the queue's wait).
 
     The lock is taken and dropped at once to ask (``flock`` has no query): a writer starting at that instant finds
-    the folder held, and waits it out (``BUSY_RETRY_S``). Nothing is created: no lock file, no holder. A lock that cannot be asked (no permission to open the file,
-    a file system without locks) counts as not held; the writer itself still takes it."""
+    the folder held, and waits it out (``BUSY_RETRY_S``). Nothing is created: no lock file, no holder. A lock that
+    cannot be asked (no permission to open the file, a file system without locks) counts as not held; the writer
+    itself still takes it."""
     import fcntl
 
     path = Path(out_dir) / LOCK_FILE

@@ -151,6 +151,29 @@ def test_a_writer_whose_lock_file_was_removed_meanwhile_locks_the_one_there_now(
         assert run_folder_holder(out).startswith("the job (pid ")  # the file the folder names is the one held
 
 
+def test_a_writer_whose_folder_was_removed_before_its_lock_file_makes_it_again(tmp_path, monkeypatch):
+    """A holder leaving the folder as it found it removes the folder it made. A writer that made (or found) the folder
+    just before that, and opened its lock file just after, found no folder to open it in: it was refused as a place
+    that "cannot be made or written". It makes the folder again; the removal is made to fall between the two."""
+    from judge.plumbing import run_folder
+
+    out = tmp_path / "made" / "run"
+    real, made = run_folder.make_private_dir, []
+
+    def removed_after(path):
+        folder = real(path)
+        if not made:
+            folder.rmdir()  # the holder's rmdir, after this writer made the folder and before it opens run.lock
+            folder.parent.rmdir()
+        made.append(folder)
+        return folder
+
+    monkeypatch.setattr(run_folder, "make_private_dir", removed_after)
+    with hold_run_folder(out, "the job") as folder:
+        assert len(made) == 2 and folder == out
+        assert json.loads((out / LOCK_FILE).read_text())["job"] == "the job"
+
+
 def test_a_refused_block_leaves_the_folder_as_found_unless_it_wrote_progress(tmp_path):
     """With progress_files, a block raising before any progress file changed takes back the key, record, lock and
     folder it made; one raising after it wrote progress (a run interrupted after its first verdicts) keeps all of
