@@ -72,8 +72,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
 from judge.plumbing.json_reading import shown_value, value_words
@@ -327,6 +326,20 @@ class RewardRuleError(ValueError):
     """A reward rule that cannot be used; the message names the field."""
 
 
+class _ReadOnlyWeights(dict):
+    """A ``RewardRule``'s ``weights``: read-only, since the weight tables it rewards by are derived from them once,
+    yet a dict, so that a rule still pickles, deep-copies and goes through ``dataclasses.asdict`` (a
+    ``MappingProxyType`` does none of the three)."""
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a RewardRule's weights are read-only; build another rule (dataclasses.replace)")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type, tuple[dict]]:
+        return type(self), (dict(self),)  # dict's own reduction sets each item, which this refuses
+
+
 @dataclass(frozen=True)
 class RewardRule:
     """How a sample's verdicts become its reward (see the module docstring for the steps).
@@ -381,7 +394,7 @@ class RewardRule:
                                   f"{shown_value(self.empty_answer)}")
         # Read-only: the weight tables above are derived once, so a caller's later edit of ``rule.weights`` would
         # change what the rule says but not what it rewards.
-        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+        object.__setattr__(self, "weights", _ReadOnlyWeights(self.weights))
 
     def __hash__(self) -> int:
         # frozen, so usable as a key or in a set; dataclass' own hash would hash the weights mapping, which has none

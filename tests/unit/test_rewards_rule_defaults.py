@@ -71,6 +71,27 @@ def test_a_rule_is_hashable_and_its_weights_cannot_drift_from_what_it_rewards():
     rule = RewardRule(combine="weighted", weights={"Доступность": 2.0})
     same = RewardRule.from_dict({"combine": "weighted", "weights": {"Доступность": 2.0}})
     assert rule == same and hash(rule) == hash(same) and len({rule, same, RewardRule()}) == 2
-    with pytest.raises(TypeError):
-        rule.weights["Доступность"] = 5.0  # type: ignore[index]
-    assert rule.to_dict()["weights"] == {"Доступность": 2.0} and json.dumps(rule.to_dict()["weights"], ensure_ascii=False)
+    for edit in (lambda w: w.__setitem__("Доступность", 5.0), lambda w: w.update(Доступность=5.0),
+                 lambda w: w.pop("Доступность"), lambda w: w.clear(), lambda w: w.setdefault("Ясность", 5.0)):
+        with pytest.raises(TypeError, match="read-only"):
+            edit(rule.weights)
+    assert rule.weights == {"Доступность": 2.0} and rule.weight_of("Доступность", None) == 2.0
+    assert rule.to_dict()["weights"] == {"Доступность": 2.0}
+    assert json.dumps(rule.to_dict()["weights"], ensure_ascii=False) == '{"Доступность": 2.0}'
+
+
+def test_a_rule_pickles_and_copies_with_its_weights():
+    """A rule is a value a trainer's reward function holds: it pickles (a process pool, a saved trainer) and
+    deep-copies (``dataclasses.asdict`` too) as the frozen dataclass it is; its weights' read-only mapping had made
+    all three a TypeError. The copy is equal, as read-only, and rewards by the same weights."""
+    import copy
+    import dataclasses
+    import pickle
+
+    rule = RewardRule(combine="weighted", weights={"Доступность": 2.0}, gate=True)
+    for again in (pickle.loads(pickle.dumps(rule)), copy.deepcopy(rule), copy.copy(rule)):
+        assert again == rule and hash(again) == hash(rule) and again.weight_of("Доступность", None) == 2.0
+        with pytest.raises(TypeError, match="read-only"):
+            again.weights["Доступность"] = 5.0  # type: ignore[index]
+    assert dataclasses.asdict(rule)["weights"] == {"Доступность": 2.0}
+    assert dataclasses.replace(rule, gate=False).weights == {"Доступность": 2.0}
