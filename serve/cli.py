@@ -36,7 +36,7 @@ from serve.launch import engine_specs, engines_drain_on_sigterm
 from serve.layout import CheckpointLayout, LayoutError, require_tokenizer, require_weights, resolve_layout
 
 __all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained_lengths", "structured_outputs_notes",
-           "configure_logging", "CHATTY_LOGGERS"]
+           "engines_tensor_parallel_size", "refuse_unsplittable_heads", "configure_logging", "CHATTY_LOGGERS"]
 
 
 #: judge-serve's exit codes, as ``--help`` lists them.
@@ -294,14 +294,25 @@ def structured_outputs_notes(config: ServeConfig) -> list[tuple[int, str]]:
     return notes
 
 
+def engines_tensor_parallel_size(config: ServeConfig) -> int | None:
+    """The tensor-parallel size judge-serve decides for its engines, ``tensor_parallel_size``; None when
+    ``engine_args`` give one (``--tensor-parallel-size``, vLLM's underscore spelling or ``-tp``, with or without
+    ``=``): those flags come last, so theirs is the one vLLM uses, and vLLM's to check. Asked by
+    ``refuse_unsplittable_heads`` and by slurm/serve.sbatch, so that both check the same size."""
+    for arg in config.engine_args:
+        if arg.split("=", 1)[0].replace("_", "-") in ("--tensor-parallel-size", "-tp"):
+            return None
+    return config.tensor_parallel_size
+
+
 def refuse_unsplittable_heads(model_dir: str, config: ServeConfig) -> None:
     """LayoutError when an engine's model cannot be split over ``tensor_parallel_size`` GPUs
     (``judge.plumbing.tensor_parallel``): vLLM finds it only once the engine starts, minutes in, with a traceback.
-    A size given in ``engine_args`` is vLLM's to check (those flags come last, so theirs is the one it uses)."""
+    A size given in ``engine_args`` is vLLM's to check (``engines_tensor_parallel_size``)."""
     from judge.plumbing.tensor_parallel import unsplittable_heads
 
-    tp = config.tensor_parallel_size
-    if tp <= 1 or any(arg.split("=")[0] in ("--tensor-parallel-size", "-tp") for arg in config.engine_args):
+    tp = engines_tensor_parallel_size(config)
+    if tp is None or tp <= 1:
         return
     refused = unsplittable_heads(model_dir, tp, tp)
     if refused:

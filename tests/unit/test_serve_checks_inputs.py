@@ -279,3 +279,20 @@ def test_a_tensor_parallel_size_the_heads_do_not_split_is_refused_before_any_eng
     config = ServeConfig(model=str(folder), tensor_parallel_size=8, engine_args=["--tensor-parallel-size=4"])
     serve_cli.refuse_unsplittable_heads(str(folder), config)  # vLLM's to check: engine_args come last
     serve_cli.refuse_unsplittable_heads(str(folder), ServeConfig(model=str(folder), tensor_parallel_size=4))
+
+
+@pytest.mark.parametrize("engine_args", [["--tensor-parallel-size=4"], ["--tensor-parallel-size", "4"],
+                                         ["--tensor_parallel_size", "4"], ["-tp", "4"], ["-tp=4"]])
+def test_a_size_in_engine_args_in_any_of_vllms_spellings_is_vllms_to_check(tmp_path, engine_args):
+    """vLLM reads ``--tensor_parallel_size`` as ``--tensor-parallel-size`` (and ``-tp`` too): given in engine_args,
+    which come last, it is the size the engines use, so judge-serve's own (8, which 28 heads do not split over) is
+    not the one refused. serve.sbatch asks the same function, so both check one size."""
+    folder = _folder(tmp_path / "ckpt", {**CAUSAL, "num_attention_heads": 28, "num_key_value_heads": 4},
+                     "model.safetensors")
+    config = ServeConfig(model=str(folder), tensor_parallel_size=8, engine_args=["--seed", "0", *engine_args])
+    assert serve_cli.engines_tensor_parallel_size(config) is None
+    serve_cli.refuse_unsplittable_heads(str(folder), config)
+    mine = ServeConfig(model=str(folder), tensor_parallel_size=8, engine_args=["--seed", "0"])
+    assert serve_cli.engines_tensor_parallel_size(mine) == 8
+    with pytest.raises(LayoutError, match=r"^tensor_parallel_size 8: vLLM cannot split "):
+        serve_cli.refuse_unsplittable_heads(str(folder), mine)

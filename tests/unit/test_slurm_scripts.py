@@ -791,8 +791,8 @@ def test_serve_sbatch_banner_counts_the_nodes_gpus(tmp_path, gpus, said):
 def test_serve_sbatch_refuses_a_tensor_parallel_size_the_models_heads_do_not_split(tmp_path):
     """T-lite's 28 attention heads (4 key/value heads) on an 8-GPU node: judge-serve's engines stopped at their start
     with vLLM's traceback, after the queue's wait. The job stops at once, before it publishes an endpoint or runs
-    srun, naming the sizes that split them (judge-train submit's rule, asked of the size judge-serve would use); a
-    size after the script is the one checked, and one that splits them serves."""
+    srun, naming the sizes that split them (judge-serve's own rule, judge.plumbing.tensor_parallel, asked of the
+    size judge-serve would use); a size after the script is the one checked, and one that splits them serves."""
     env = _serve_env(tmp_path, 'touch "$FAKE_SRUN_RAN"\n', SLURM_GPUS_ON_NODE="8",
                      FAKE_SRUN_RAN=str(tmp_path / "ran"), PYTHONPATH=str(REPO))
     write_executables(tmp_path / "bin", {"python3": f'exec "{sys.executable}" "$@"\n'})  # pollux-judge's python
@@ -827,3 +827,19 @@ def test_serve_sbatch_refuses_a_tensor_parallel_size_the_models_heads_do_not_spl
     (tmp_path / "ran").unlink()
     proc = serve(JUDGE_PORT="8123")
     assert proc.returncode == 0 and proc.stderr == "" and (tmp_path / "ran").exists()
+
+
+def test_serve_sbatch_leaves_a_size_engine_args_give_to_vllm(tmp_path):
+    """engine_args that give vLLM its own size (here 4, in JUDGE_SERVE_CONFIG) come last, and are the size the
+    engines use: judge-serve itself leaves it to vLLM (serve.cli.engines_tensor_parallel_size). The job checked the
+    node's 8 GPUs instead, which 28 heads do not split over, and stopped a job judge-serve would have served."""
+    env = _serve_env(tmp_path, 'touch "$FAKE_SRUN_RAN"\n', SLURM_GPUS_ON_NODE="8",
+                     FAKE_SRUN_RAN=str(tmp_path / "ran"), PYTHONPATH=str(REPO))
+    write_executables(tmp_path / "bin", {"python3": f'exec "{sys.executable}" "$@"\n'})  # pollux-judge's python
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"num_attention_heads": 28, "num_key_value_heads": 4}))
+    config = tmp_path / "serve.yaml"
+    config.write_text('engine_args: ["--seed", "0", "--tensor-parallel-size", "4"]\n', encoding="utf-8")
+    proc = subprocess.run(["bash", str(SLURM_DIR / "serve.sbatch")], env={**env, "JUDGE_SERVE_CONFIG": str(config)},
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (tmp_path / "ran").exists()
