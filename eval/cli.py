@@ -359,7 +359,8 @@ def _merge(args: argparse.Namespace) -> int:
     if not data.stat().st_size:
         raise ValueError(f"--data {args.data}: the file is empty; give the JSONL file the shards were cut from")
     rows, run_json = merge_shards(args.shards, args.data, args.out)
-    print(f"merged {counted(rows, 'prediction')} from {counted(len(args.shards), 'shard')} -> {Path(args.out) / 'predictions.jsonl'}"
+    print(f"merged {counted(rows, 'prediction')} from {counted(len(args.shards), 'shard')} -> "
+          f"{Path(args.out) / 'predictions.jsonl'}"
           + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)"))
     return 0
 

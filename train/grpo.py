@@ -368,7 +368,8 @@ def prompts_per_step(config: GRPORecipeConfig, launch) -> int:
         if generation_batch % per_ranks:
             raise ConfigError(f"trainer_args generation_batch_size {generation_batch} must be a multiple of "
                               f"per_device_train_batch_size {launch.per_device_train_batch_size} x "
-                              f"{counted(launch.world_size, 'rank')} = {per_ranks} (trl refuses it otherwise)")  # fmt: skip
+                              f"{counted(launch.world_size, 'rank')} = {per_ranks} (trl refuses it "
+                              "otherwise)")  # fmt: skip
     if generation_batch % config.num_generations:  # whole groups only; global_batch_size's own is checked by the config
         raise ConfigError(f"{sized} = {generation_batch} completions must be a multiple of num_generations "
                           f"{config.num_generations}: a generation batch holds whole groups (trl refuses it otherwise)")

@@ -61,8 +61,8 @@ def launch_arithmetic(config: TrainConfig, world_size: int | None = None) -> Lau
     if config.global_batch_size % per_step:
         raise ConfigError(
             f"global_batch_size {config.global_batch_size} is not a multiple of per_device_train_batch_size "
-            f"{config.per_device_train_batch_size} x {counted(world, 'rank')} = {per_step}; change per_device_train_batch_size "
-            "or the number of ranks"
+            f"{config.per_device_train_batch_size} x {counted(world, 'rank')} = {per_step}; change "
+            "per_device_train_batch_size or the number of ranks"
         )
     return Launch(world, config.per_device_train_batch_size, config.global_batch_size // per_step, config.global_batch_size)
 
