@@ -1157,3 +1157,26 @@ def test_overwrite_leaves_no_earlier_runs_figures_beside_the_new_runs_settings(t
         assert _run(endpoint, out, "--concurrency", "1", "--temperature", "0.5", "--overwrite") == 4
     assert not (out / "metrics.json").exists() and not (out / cli.EXECUTIONS_FILE).exists()
     assert json.loads((out / "run_key.json").read_text())["temperature"] == 0.5
+
+
+def test_top_k_joins_the_run_key_only_when_sent(tmp_path, capsys):
+    """--top-k changes what is sampled, so a folder sampled without it is not resumed with it (refused naming top_k,
+    nothing asked); a folder made without the option resumes under the same key, which holds no top_k."""
+    def down_for_strlen(path, body):
+        if "def strlen(" in body["prompt"]:
+            return 503, {"error": {"message": "scripted outage"}}
+        return _scripted(path, body)
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(down_for_strlen) as endpoint:
+        assert _run(endpoint, out, "--concurrency", "1") == 4  # the first task's samples saved, the second's not
+    assert "top_k" not in json.loads((out / "run_key.json").read_text())
+    capsys.readouterr()
+    with ScriptedEndpoint(_scripted) as endpoint:
+        assert _run(endpoint, out, "--concurrency", "1", "--top-k", "50") == 2
+        assert endpoint.requests == []
+    assert "top_k: None -> 50" in capsys.readouterr().err
+    with ScriptedEndpoint(down_for_strlen) as endpoint:
+        assert _run(endpoint, out, "--concurrency", "1") == 4  # resumed: only the second task asked again
+    asked = endpoint.bodies("/v1/completions")
+    assert asked and all("def strlen(" in body["prompt"] and "top_k" not in body for body in asked)
