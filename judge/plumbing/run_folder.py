@@ -94,7 +94,11 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
     folder, fd = _locked(out_dir)
     found = None
     try:
-        found = _found(folder, progress_files) if progress_files is not None else None
+        if progress_files is not None:
+            # Unreadable (a run.json without read permission, or a folder by that name): nothing to put back by, and
+            # the launch goes on to the refusal of its own that names it.
+            with contextlib.suppress(OSError):
+                found = _found(folder, progress_files)
         holder = {"job": job, "pid": os.getpid(), "host": socket.gethostname(),
                   "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "argv": redact_argv(sys.argv)}  # fmt: skip

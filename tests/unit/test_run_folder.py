@@ -192,6 +192,21 @@ def test_a_refused_block_leaves_the_folder_as_found_unless_it_wrote_progress(tmp
     assert sorted(p.name for p in out.iterdir()) == sorted([LOCK_FILE, RUN_KEY_FILE, "run.json", "predictions.jsonl"])
 
 
+def test_a_folder_whose_record_cannot_be_read_is_held_and_left_as_the_block_left_it(tmp_path):
+    """What is put back after a refusal is read as the folder is taken; a record that cannot be read (here a folder
+    named run.json) stopped the launch there with an IsADirectoryError traceback, before the job could name the
+    problem. The block runs, and nothing is put back by a reading that failed."""
+    out = tmp_path / "run"
+    (out / "run.json").mkdir(parents=True)
+    ran = []
+    with pytest.raises(RuntimeError, match="the job's own refusal"):
+        with hold_run_folder(out, "the job", progress_files=["predictions.jsonl"]) as folder:
+            ran.append(folder)
+            (folder / RUN_KEY_FILE).write_text("{}", encoding="utf-8")
+            raise RuntimeError("the job's own refusal")
+    assert ran == [out] and sorted(p.name for p in out.iterdir()) == sorted([LOCK_FILE, RUN_KEY_FILE, "run.json"])
+
+
 def test_a_progress_pattern_counts_each_match_made_changed_or_removed(tmp_path):
     """A pattern among progress_files (a training's ``checkpoint-*``, whose names are known only once saved): its
     matches as they were leave the folder as found; one more saved is work done, and what the block wrote stays."""
