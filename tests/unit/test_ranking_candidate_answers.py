@@ -375,3 +375,19 @@ def test_a_candidate_refused_before_any_answer_leaves_the_folder_as_it_found_it(
     judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], records)
     with ScriptedEndpoint(vllm_chat("[FEEDBACK] ok [RESULT] 1 [END]")) as judge_server:
         assert main(run_args(judge_server.base_url, records, mine)) == 0, capsys.readouterr().err
+
+
+def test_one_candidate_stage_at_a_time_asks_into_a_folder(tmp_path: Path, data: Path, capsys) -> None:
+    """Two rankings into one folder would each append the candidate's answers to one answers.jsonl (every
+    instruction asked, and paid for, twice). While one holds candidate/run.lock, the other stops (exit 2) naming the
+    holder, before it asks the candidate anything or writes there."""
+    from judge.plumbing.run_folder import hold_run_folder
+
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge_server:
+        with hold_run_folder(out / "candidate", "judge-eval rank"):
+            capsys.readouterr()
+            assert main(rank_argv(cand.base_url, judge_server.base_url, data, out)) == 2
+            assert f"{out / 'candidate'} is in use by judge-eval rank (pid " in capsys.readouterr().err
+        assert cand.requests == [] and judge_server.requests == []
+    assert sorted(p.name for p in out.rglob("*")) == ["candidate", "run.lock"]
