@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError, given_flags
+from judge.plumbing.json_reading import counted
 from judge.plumbing.provenance import redact
 from train.synthetic.config import STAGE_CONFIGS, add_config_flags, load_config, stage_endpoints
 
@@ -319,21 +320,18 @@ def unanswered_warning(summary: dict, asked: str) -> str | None:
     unanswered = requests_failed(summary)
     not_sent = summary.get("requests_not_sent", 0)
     if not_sent > unanswered:
-        return (f"{_requests(unanswered)} failed, and {_requests(not_sent)} {_were(not_sent)} not sent (their endpoint "
-                "was stopped first: the error below says why); a request not sent fails its job, so these counts "
-                "should nest and do not: summary.json's request_failed counts and requests_not_sent disagree")
+        return (f"{counted(unanswered, 'request')} failed, and {counted(not_sent, 'request')} {_were(not_sent)} not "
+                "sent (their endpoint was stopped first: the error below says why); a request not sent fails its job, "
+                "so these counts should nest and do not: summary.json's request_failed counts and requests_not_sent "
+                "disagree")
     said = []
     if unanswered > not_sent:
-        said.append(f"{_requests(unanswered - not_sent)} failed (the endpoint never answered them: {asked}; see "
-                    "failed/dropped rows' errors)")
+        said.append(f"{counted(unanswered - not_sent, 'request')} failed (the endpoint never answered them: {asked}; "
+                    "see failed/dropped rows' errors)")
     if not_sent:
-        count = str(not_sent) if said else _requests(not_sent)  # "3 requests failed ... and 41 were not sent"
+        count = str(not_sent) if said else counted(not_sent, 'request')  # "3 requests failed ... and 41 were not sent"
         said.append(f"{count} {_were(not_sent)} not sent (their endpoint was stopped first: the error below says why)")
     return " and ".join(said) or None
-
-
-def _requests(n: int) -> str:
-    return f"{n} request{'' if n == 1 else 's'}"
 
 
 def _were(n: int) -> str:
