@@ -295,19 +295,11 @@ def refuse_incomplete_base(base, chat_template: bool = True) -> None:
 #: The jobs a training run folder's run.json may name (``train.provenance``; GRPO writes ``judge-train run``):
 #: ``--overwrite-output-dir`` starts any of them over, and a folder of any other job is refused.
 TRAINING_JOBS = ("judge-train run", "judge-train classifier")
-#: What a training's work writes in its folder: its checkpoints, the model saved for its export, the export. A launch
-#: refused before any of them (the folder's rules, a W&B login, the trainer's arguments) leaves the folder as it found
-#: it: run.json as it was, no lock or folder of its own (``hold_run_folder``'s progress_files).
-TRAINING_PROGRESS = ("checkpoint-*", "trained", "export")
 
 
 def _one_writer(output_dir: str, prog: str):
     """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
     tells them, so they take no lock (they would each find the folder held).
-
-    Rank 0 alone leaves the folder as it found it after a refusal before any ``TRAINING_PROGRESS``: run.json is
-    rank 0's to write, and the other ranks write nothing else there before the first checkpoint but the tiny base
-    model (``train.recipe_steps.resolve_base_model``), whose folder then keeps the run folder standing.
 
     Raises:
         ConfigError: the folder is a file, lies under one, or cannot be made or written, named after its flag
@@ -318,7 +310,6 @@ def _one_writer(output_dir: str, prog: str):
 
     from pathlib import Path
 
-    from judge.plumbing.atomic_write import aside_dir, staging_dir
     from judge.plumbing.run_folder import hold_run_folder, refuse_file, refuse_other_job, refuse_unwritable
     from train.training_arguments import is_main_process
 
@@ -329,9 +320,7 @@ def _one_writer(output_dir: str, prog: str):
     if not is_main_process():
         return contextlib.nullcontext()
     refuse_unwritable(output_dir, "--output-dir")
-    export = Path(output_dir) / "export"  # with the folders its replacement is staged in
-    return hold_run_folder(output_dir, prog, progress_files=[*TRAINING_PROGRESS, staging_dir(export).name,
-                                                             aside_dir(export).name])
+    return hold_run_folder(output_dir, prog)
 
 
 def _usage() -> str:

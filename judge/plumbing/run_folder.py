@@ -73,8 +73,7 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
     Args:
         out_dir: the run folder.
         job: the console command, recorded for whoever finds the folder held (``"judge-eval run"``).
-        progress_files: the job's progress files (``claim_run_folder``'s), or patterns of their names
-            (``checkpoint-*``: a match made, changed or removed counts). Given, a block that raises before it
+        progress_files: the job's progress files (``claim_run_folder``'s). Given, a block that raises before it
             made, changed or removed any of them (a refusal before any work: another command's folder, other
             settings, an API key unset or refused) leaves the folder as it found it: its key and run.json as they
             were, the lock file gone if this made it, and the folder (with the parents made for it) gone if this
@@ -155,25 +154,19 @@ def _locked(out_dir: str | Path) -> tuple[Path, int]:
 
 
 def _found(folder: Path, progress_files: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes | None]]:
-    """(each progress file's identity, size and time, or None, a pattern's the sorted names of its matches with
-    theirs; each of ``_BOOKKEEPING``'s bytes, or None)."""
+    """(each progress file's identity, size and time, or None; each of ``_BOOKKEEPING``'s bytes, or None)."""
     def signature(path: Path) -> tuple[int, int, int] | None:
         with contextlib.suppress(FileNotFoundError):
             stat = path.stat()
             return stat.st_ino, stat.st_size, stat.st_mtime_ns
         return None
 
-    def found(name: str) -> Any:
-        if any(char in name for char in "*?["):  # a training's checkpoint-N: its names are known only once saved
-            return sorted((path.name, signature(path)) for path in folder.glob(name))
-        return signature(folder / name)
-
     def content(path: Path) -> bytes | None:
         with contextlib.suppress(FileNotFoundError):
             return path.read_bytes()
         return None
 
-    return ({name: found(name) for name in progress_files},
+    return ({name: signature(folder / name) for name in progress_files},
             {name: content(folder / name) for name in _BOOKKEEPING})
 
 

@@ -207,43 +207,6 @@ def test_a_folder_whose_record_cannot_be_read_is_held_and_left_as_the_block_left
     assert ran == [out] and sorted(p.name for p in out.iterdir()) == sorted([LOCK_FILE, RUN_KEY_FILE, "run.json"])
 
 
-def test_a_progress_pattern_counts_each_match_made_changed_or_removed(tmp_path):
-    """A pattern among progress_files (a training's ``checkpoint-*``, whose names are known only once saved): its
-    matches as they were leave the folder as found; one more saved is work done, and what the block wrote stays."""
-    out = tmp_path / "run"
-    (out / "checkpoint-5").mkdir(parents=True)
-    for saved in (None, "checkpoint-10"):
-        with pytest.raises(RuntimeError):
-            with hold_run_folder(out, "the job", progress_files=["checkpoint-*", "export"]) as folder:
-                (folder / "run.json").write_text("{}", encoding="utf-8")
-                if saved:
-                    (folder / saved).mkdir()
-                raise RuntimeError("refused")
-        if not saved:
-            assert sorted(p.name for p in out.iterdir()) == ["checkpoint-5"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(["checkpoint-10", "checkpoint-5", LOCK_FILE, "run.json"])
-
-
-def test_training_refused_before_any_checkpoint_leaves_the_folder_as_it_found_it(tmp_path, capsys):
-    """judge-train run refused once rank 0 held its --output-dir (--resume with nothing to resume, a finished export
-    without --overwrite-output-dir) left run.lock there, in a folder it made. Left as found now, its absence
-    included."""
-    from train.cli import run as train_run
-
-    config = str(REPO / "configs/train/tiny/seq2seq.yaml")
-    capsys.readouterr()
-    assert train_run(["--config", config, "--output-dir", str(tmp_path / "new" / "run"), "--resume", "true"]) == 2
-    assert "--resume: no checkpoint-N folder in" in capsys.readouterr().err
-    assert not (tmp_path / "new").exists()
-    finished = tmp_path / "finished"  # an earlier run's folder, copied without its lock
-    (finished / "export").mkdir(parents=True)
-    (finished / "export" / "model.safetensors").write_bytes(b"weights")
-    before = _whole(finished)
-    assert train_run(["--config", config, "--output-dir", str(finished)]) == 2
-    assert "already holds a finished export/" in capsys.readouterr().err
-    assert _whole(finished) == before
-
-
 def test_mera_and_training_take_the_same_lock(tmp_path, capsys):
     """judge-eval mera, judge-train run and judge-train data on a held folder stop before writing anything."""
     from eval.mera import cli as mera_cli
