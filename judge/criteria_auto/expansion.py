@@ -3,7 +3,7 @@ judge item per chosen criterion (``expand_criteria``), over a dataset (``expand_
 criterion pass through, per-criterion labels on an unnamed row are refused) or a JSONL file (``expand_file``:
 ``auto_items.jsonl`` and ``task_choices.jsonl``). judge-eval and judge-serve expand through it.
 
-Why one module of ~605 lines: a row's checks (its task columns, the columns that belong to one criterion, the
+Why one module of ~640 lines: a row's checks (its task columns, the columns that belong to one criterion, the
 loader's own check of its items), its expansion, the ids that must stay unique across expanded and named rows, and
 the counts of the choices made are one pass over the data, each step reading what the one before it decided; the
 choice records a resumed pass reuses are read and checked here, by the rules that pass applies to them.
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from judge.criteria_auto.policy import TaskChoice, TaskClassifier, fallback_criteria, leaf_of, zero_shot_choice
 from judge.plumbing.json_reading import got_words
-from judge.records import JudgeRecord, RecordError, gives_no_id, row_place, same_content, value_words
+from judge.records import (JudgeRecord, RecordError, content_id, gives_no_id, row_place, same_content,
+                           value_words)
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
@@ -226,21 +227,40 @@ def _refuse_criterion_columns(row: Mapping, where: str) -> None:
                          "auto to choose the criteria")
 
 
-def _checked_columns(row: Mapping, source: str, index: int) -> None:
+def _checked_columns(row: Mapping, source: str, index: int) -> JudgeRecord:
     """Check an auto row's columns as the record loader will check its items (``JudgeRecord.from_row``), before it
     is classified: an error names the user's file, row and field, not the generated ``auto_items.jsonl``, and comes
     before any classifier request. A lone surrogate in the instruction or answer is named so too (it failed
     unlocated, where the instruction's content key is hashed or the classifier's request encoded).
 
+    Returns:
+        The row read as one of its items with a stand-in criterion, which ``same_content`` compares with another
+        row's to tell a repeated row from another one under the same derived id.
+
     Raises:
         RecordError: naming ``source``, the row and the field.
     """
-    from judge.records import JudgeRecord
-
     # One item of the row as expanded, with a stand-in criterion: what the loader checks of the row's own columns
     # (an id that is no text, a model_id that is a list, a reference_answer of 5, a surrogate in any text).
     probe = {k: v for k, v in row.items() if k not in _SET or k in ("id", "instruction", "answer")}
-    JudgeRecord.from_row({**probe, "criteria_name": "-", "rubrics": "-"}, source=source, index=index, make_id=True)
+    return JudgeRecord.from_row({**probe, "criteria_name": "-", "rubrics": "-"}, source=source, index=index,
+                                make_id=True)
+
+
+def _derived_row_id(row: Mapping, position: int, recorded_by_id: Mapping[str, Mapping]) -> str:
+    """The row id of a row that gives none: its content id (``judge.records.content_id`` over the row's
+    ``ID_FIELDS``, the id a load without criteria: auto gives an id-less row), so that rows added, removed or
+    reordered around it leave its items' ids, its recorded choice and its verdicts as they were.
+
+    A run folder whose choices were recorded when such a row's id was its position keeps that id for it while the
+    record at that position is of the same instruction: its verdicts are kept under the ids they were written with.
+    """
+    derived = content_id(row)
+    legacy = recorded_by_id.get(str(position))
+    if (derived not in recorded_by_id and legacy is not None and legacy.get("row") == position
+            and legacy.get(INSTRUCTION_KEY) == instruction_key(row["instruction"])):
+        return str(position)
+    return derived
 
 
 def _choice_or_failure(classifier: TaskClassifier, row: Mapping) -> TaskChoice:
@@ -428,7 +448,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     Rows that already name a criterion (``criteria_name``) pass through unchanged, so a file may mix both. A row that
     names its task (``task_type``, ...) gets that task's criteria, not a classifier's guess (``_given_task``). Every
     other column of a row is copied into its items.
-    Item ids are ``<row id>::<criterion id>`` (row id: the row's ``id``, else its index), stable across runs.
+    Item ids are ``<row id>::<criterion id>``, stable across runs: the row id is the row's ``id``, else its content
+    id (``_derived_row_id``), so rows added or reordered around a row without one leave its ids as they were. An
+    id-less row given twice (the same content) is expanded once, as a load keeps one of two copies.
 
     A row the classifier fails on is judged on the fallback criteria with the failure as its reason
     (``_choice_or_failure``); the failures are counted and logged as one warning. The rows are counted by the level
@@ -446,7 +468,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             records without either key are classified anew. How many were reused is logged.
         indices: each row's index as its reader gave it (a ``judge.records.LineIndex`` for a JSONL line), so that
             an error names the row as the record loader does ("line 3": blank lines counted); default its position
-            ("row 0"). Row ids, choice records and ``recorded`` stay by position.
+            ("row 0"). Choice records' ``row`` and ``recorded``'s keys stay by position.
 
     Returns:
         (items, choices): the POLLUX-format items, and one choice record per expanded row (``row`` index, ``id``
@@ -464,7 +486,8 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     taxonomy = load_taxonomy()
     # By row id, not index: a row inserted above the others keeps their choices (the key still checks each).
     by_id = {str(r.get("id")): r for r in (recorded or {}).values()}
-    seen: dict[str, int] = {}  # row id -> the row that first gave it
+    seen: dict[str, tuple[int, JudgeRecord]] = {}  # row id -> the row that first gave it, as _checked_columns read it
+    repeated: list[tuple[int, int]] = []  # (row, the earlier row it repeats): id-less rows given twice
     item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
     named: dict[str, JudgeRecord] = {}  # a pass-through row's item id -> its record (its columns in its extra)
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
@@ -486,13 +509,21 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")
         _refuse_criterion_columns(row, where)
-        _checked_columns(row, source, index)
-        given = row.get("id")
-        row_id = str(i) if gives_no_id(given) else str(given)  # the loader's rule: blank text is none, 0 is an id
+        probe = _checked_columns(row, source, index)
+        derived = gives_no_id(row.get("id"))  # the loader's rule: blank text is none, 0 is an id
+        row_id = _derived_row_id(row, i, by_id) if derived else str(row["id"])
         if row_id in seen:
-            raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(seen[row_id])}: its items' ids "
+            first, first_probe = seen[row_id]
+            if derived and same_content(probe, first_probe):  # the same row again, left out as a load leaves it
+                repeated.append((index, first))
+                continue
+            if derived:
+                raise ValueError(f"{where}: the row has no id, and its content id {row_id!r} (judge.records."
+                                 f"content_id: its instruction, answer, reference_answer, model_id and task columns) "
+                                 f"is also that of {row_place(first)}, whose other columns differ: give the rows ids")
+            raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(first)}: its items' ids "
                              "(<row id>::<criterion id>) would collide")
-        seen[row_id] = index
+        seen[row_id] = (index, probe)
         carried = {k: v for k, v in row.items() if k not in _SET}  # nothing of the row lost on the way
         chosen = _given_task(row, taxonomy, where)
         if chosen is None:
@@ -514,6 +545,10 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         items.extend(got)
         choices.append({"row": i, "id": row_id, INSTRUCTION_KEY: instruction_key(row["instruction"]),
                         CLASSIFIER_KEY: identity, **record})  # fmt: skip
+    if repeated:
+        shown = ", ".join(f"{row_place(k)} = {row_place(first)}" for k, first in repeated[:3])
+        log.warning("criteria auto: %d exact duplicate rows without an id left out (%s%s), as a load leaves them out",
+                    len(repeated), shown, ", ..." if len(repeated) > 3 else "")
     if recorded:
         log.info("criteria auto: reused the recorded task choice of %d rows, classified %d anew (new or edited "
                  "instructions, failed choices, choices of another classifier, records without an instruction key)",
@@ -527,7 +562,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         first = f"{row_place(failed[0][0])}: {failed[0][1]}"
         # Refused only when nothing else would be judged: a failed row among rows naming their criteria or task
         # (or classified) is one row's fallback, not the end of the run.
-        if len(failed) == n_rows:
+        if len(failed) == n_rows - len(repeated):
             raise ChoicesFailed(f"{source}: the task classifier ({name}) failed on all {asked} rows it was asked "
                                 f"about ({first}), and no row names its criteria or task; nothing would be judged "
                                 "on a chosen task. Fix the classifier (its endpoint, its artefact) and run again")

@@ -123,7 +123,10 @@ def test_a_resumed_expansion_classifies_new_and_edited_rows_and_reuses_the_rest(
     choices = [json.loads(line) for line in (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [c["task_type"] for c in choices][1] == "Translation, English-Russian language pair"
     items = [json.loads(line) for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert {i["instruction"] for i in items if i["id"].startswith("1::")} == {edited[1]["instruction"]}
+    from judge.records import content_id
+
+    assert {i["instruction"] for i in items if i["id"].startswith(f"{content_id(edited[1])}::")} == {
+        edited[1]["instruction"]}
     # a row that named its task and no longer does is classified, not given the task it used to name
     _write(src, [{**rows[0], "task_type": "Advice"}])
     expand_file(src, out, _Counting(), resume=True)
@@ -186,7 +189,7 @@ def test_a_named_row_without_an_id_gets_its_content_id_beside_expanded_rows(tmp_
     fields = ["Реши 2+2", "", "4", "Проактивность", "0: нет\n\n1: да", "", "", "", ""]
     key = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     assert records[-1].instruction == "Реши 2+2" and records[-1].id == hashlib.sha256(key).hexdigest()[:16]
-    assert all(r.id.startswith("0::") for r in records[:-1])
+    assert all(r.id.startswith(f"{judge.content_id(BASE)}::") for r in records[:-1])
     # The same named row twice is one item, as a load without auto keeps one of two copies.
     items, _ = expand_rows([NAMED, BASE, NAMED], TfidfClassifier.load())
     assert [i["id"] for i in items if "::" not in i["id"]] == [records[-1].id] * 2
@@ -249,9 +252,12 @@ def test_a_column_an_auto_row_cannot_carry_is_refused(columns, message):
 
 def test_a_blank_id_is_no_id_as_the_loader_reads_it():
     """A row id of " " was taken as an id: two such rows were refused as repeating one id, and one gave items
-    ' ::<criterion>'. Blank text is no id, as for the record loader (judge.records): the rows' own places are used."""
-    items, _ = expand_rows([{**BASE, "id": " "}, {**BASE, "id": "\t"}], TfidfClassifier.load(), "data.jsonl")
-    assert {i["id"].split("::")[0] for i in items} == {"0", "1"}
+    ' ::<criterion>'. Blank text is no id, as for the record loader (judge.records): the rows' content ids are used."""
+    from judge.records import content_id
+
+    rows = [{**BASE, "id": " "}, {**BASE, "id": "\t", "answer": "Лето."}]
+    items, _ = expand_rows(rows, TfidfClassifier.load(), "data.jsonl")
+    assert {i["id"].split("::")[0] for i in items} == {content_id(rows[0]), content_id(rows[1])}
 
 
 def test_what_an_auto_row_carries_into_its_items():
@@ -273,3 +279,57 @@ def test_data_whose_every_row_is_named_says_nothing_was_classified(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "criteria auto: every one of the 2 rows of data.jsonl names its criterion (criteria_name): nothing was "
         "classified, the rows are judged as given"]
+
+
+def test_rows_without_an_id_keep_their_item_ids_when_rows_are_added_or_moved(tmp_path, caplog):
+    """A row without an id was named by its position: a row added above it, or the rows reordered, gave every row
+    below another id, so a resumed run classified them all again and judged all their items again. Its id is its
+    content id now (what a load without auto gives it), so only the added row is classified; an id-less row given
+    twice is expanded once, and two id-less rows of one content id but other columns are refused naming both."""
+    from judge.records import content_id
+
+    src, out = tmp_path / "data.jsonl", tmp_path / "out"
+    advice = {"instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."}
+    _write(src, [BASE, advice])
+    expand_file(src, out, _Counting())
+
+    def item_ids() -> list[str]:
+        return [json.loads(line)["id"] for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
+
+    first = item_ids()
+    assert {i.split("::")[0] for i in first} == {content_id(BASE), content_id(advice)}
+    added = {"instruction": "Переведи на английский: «Привет, как дела?»", "answer": "Hi, how are you?"}
+    _write(src, [added, advice, BASE])
+    clf = _Counting()
+    with caplog.at_level(logging.INFO, logger="judge.criteria_auto.expansion"):
+        expand_file(src, out, clf, resume=True)
+    assert clf.asked == [added["instruction"]]
+    assert "reused the recorded task choice of 2 rows, classified 1 anew" in caplog.text
+    assert set(first) < set(item_ids())
+    # the same row twice: one row's items, with a warning naming both places
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
+        items, choices = expand_rows([BASE, advice, BASE], TfidfClassifier.load(), "data.jsonl")
+    assert len(choices) == 2 and len(items) == len({i["id"] for i in items})
+    assert "1 exact duplicate rows without an id left out (row 2 = row 0)" in caplog.text
+    with pytest.raises(ValueError, match=r"^data.jsonl: row 1: the row has no id, and its content id '\w{16}' .* is "
+                                         r"also that of row 0, whose other columns differ: give the rows ids$"):
+        expand_rows([BASE, {**BASE, "source": "b"}], TfidfClassifier.load(), "data.jsonl")
+
+
+def test_a_folder_whose_rows_were_named_by_position_keeps_their_ids(tmp_path):
+    """A run folder whose id-less rows were recorded under their positions ("0", "1") before ids were derived from
+    content keeps those ids while each row is the one recorded there: its verdicts stand under the ids they were
+    written with, and nothing is classified again."""
+    src, out = tmp_path / "data.jsonl", tmp_path / "out"
+    advice = {"instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."}
+    _write(src, [BASE, advice])
+    expand_file(src, out, _Counting())
+    path = out / "task_choices.jsonl"
+    _write(path, [{**json.loads(line), "id": str(k)} for k, line in enumerate(path.read_text(encoding="utf-8")
+                                                                                .splitlines())])
+    clf = _Counting()
+    expand_file(src, out, clf, resume=True)
+    assert clf.asked == []
+    ids = [json.loads(line)["id"] for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {i.split("::")[0] for i in ids} == {"0", "1"}

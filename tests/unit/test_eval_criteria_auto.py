@@ -336,3 +336,25 @@ def test_a_limit_on_an_auto_run_says_it_counts_items_not_rows(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.run"] == [
         f"criteria auto: --limit 3 judges the first 3 of the {n_items} items the 2 rows expand to (one per chosen "
         "criterion), not 3 rows; task_choice_levels and the log's choice counts cover every row"]
+
+
+def test_a_row_added_above_rows_without_ids_costs_only_its_own_verdicts(tmp_path):
+    """Rows without an id were named by their place: a row added at the top of the data renamed every other row, and
+    the resumed run dropped all their verdicts and asked the judge for every item again. Each such row is named by
+    its content now: the rerun asks the judge about the added row's items only."""
+    data, out = tmp_path / "pairs.jsonl", tmp_path / "run"
+    rows = [{"instruction": "Дай совет, как выспаться", "answer": "Ложитесь раньше."},
+            {"instruction": "Посоветуй, что почитать", "answer": "Чехова."}]
+    added = {"instruction": "Переведи на английский язык: «Привет, как дела?»", "answer": "Hi, how are you?"}
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
+        before = {row["id"] for row in read_predictions(out / "predictions.jsonl")}
+        data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (added, *rows)), encoding="utf-8")
+        n_judged = len(server.prompts())
+        assert main(_run_args(server.base_url, data, out, "--criteria", "auto")) == 0
+        asked_again = server.prompts()[n_judged:]
+    (choice,) = [c for c in map(json.loads, (out / "task_choices.jsonl").read_text(encoding="utf-8").splitlines())
+                 if c["row"] == 0]
+    assert len(asked_again) == len(choice["criteria"]) and all(added["instruction"] in p for p in asked_again)
+    assert before < {row["id"] for row in read_predictions(out / "predictions.jsonl")}
