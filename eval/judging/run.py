@@ -84,6 +84,7 @@ from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.journal import JournalWriter
+from judge.plumbing.json_reading import counted
 from judge.plumbing.message_content import without_lone_surrogates
 from judge.plumbing.provenance import redact, write_provenance
 from judge.plumbing.retry import EndpointUnusable, RetryPolicy
@@ -471,15 +472,19 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
         # Apart from the levels (they add up to the rows): rows judged on criteria a judge trained by default on
         # the Standard split never saw.
         levels = {"task_choice_levels": choice_levels, "task_choice_zero_shot": n_zero_shot}
-    pairwise, records = data if data is not None else _read_data(config)
     if config.criteria == "auto" and config.limit:
-        # --limit counts items, and an auto row expands to one per chosen criterion: said, with what the choice
-        # counts cover (every row was classified), where a user reads rows
-        with open(config.data, encoding="utf-8") as lines:
-            n_expanded = sum(1 for line in lines if line.strip())
-        log.warning("criteria auto: --limit %d judges the first %d of the %d items the %d rows expand to (one per "
-                    "chosen criterion), not %d rows; task_choice_levels and the log's choice counts cover every row",
-                    config.limit, len(records), n_expanded, sum(choice_levels.values()), config.limit)
+        # --limit counts items, and an auto row expands to one per chosen criterion: where it cuts the items (those
+        # of --split, as loaded: a repeated row once), said, with what the choice counts cover (every row expanded)
+        pairwise, records = _read_data(dataclasses.replace(config, limit=0))
+        n_items, records = len(records), records[: config.limit]
+        if len(records) < n_items:
+            log.warning("criteria auto: --limit %d judges the first %d of the %d items%s (an auto row gives one per "
+                        "chosen criterion), not %d rows; task_choice_levels and the log's choice counts cover the %s "
+                        "expanded", config.limit, len(records), n_items,
+                        "" if config.split == "all" else f" in the {config.split} test", config.limit,
+                        counted(sum(choice_levels.values()), "row"))
+    else:
+        pairwise, records = data if data is not None else _read_data(config)
     if pairwise and config.prompt_version != "auto":  # names a pointwise template: never silently left unused
         raise ConfigError(f"prompt_version: {config.prompt_version} names a pointwise template; {config.data} holds "
                           "pairwise rows, asked with the pairwise one: drop --prompt-version")

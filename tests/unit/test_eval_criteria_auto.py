@@ -334,8 +334,44 @@ def test_a_limit_on_an_auto_run_says_it_counts_items_not_rows(tmp_path, caplog):
     n_items = sum(1 for _ in (out / "auto_items.jsonl").open(encoding="utf-8"))
     assert len(read_predictions(out / "predictions.jsonl")) == 3
     assert [r.getMessage() for r in caplog.records if r.name == "judge_eval.run"] == [
-        f"criteria auto: --limit 3 judges the first 3 of the {n_items} items the 2 rows expand to (one per chosen "
-        "criterion), not 3 rows; task_choice_levels and the log's choice counts cover every row"]
+        f"criteria auto: --limit 3 judges the first 3 of the {n_items} items (an auto row gives one per chosen "
+        "criterion), not 3 rows; task_choice_levels and the log's choice counts cover the 2 rows expanded"]
+
+
+def test_the_limit_warning_counts_the_items_a_run_can_judge(tmp_path, caplog):
+    """The --limit warning counted the lines of auto_items.jsonl and the classified rows only: beside rows naming
+    their criterion it said "the first 5 of the 20 items the 1 rows expand to" (a repeated named row counted twice,
+    the named rows not at all), under --split it said "the first 24 of the 69 items" of items the split had left
+    out, and a limit above the items warned of a cut that did not happen. Counted by hand: 3 named rows (one given
+    twice, loaded once) and one Advice row of 16 criteria are 19 items; the Advice row's 16 are the standard split's
+    (the named rows are a poem's: Zero-Shot)."""
+    import logging
+
+    from judge.criteria_auto import leaf_of
+
+    named = judge.sample_data_path().read_text(encoding="utf-8").splitlines()[:3]
+    advice = json.dumps({"id": "a", "instruction": "Дай совет, как выспаться перед экзаменом", "answer": "Спите."},
+                        ensure_ascii=False)
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("\n".join([*named, named[0], advice]) + "\n", encoding="utf-8")
+    n_advice = len(leaf_of("Advice").criteria)
+    assert n_advice == 16 and {judge.split_of(r) for r in judge.records_from_rows(map(json.loads, named))} == {
+        "zero_shot"}
+
+    def warned(*flags) -> list[str]:
+        caplog.clear()
+        with ScriptedServer() as server, caplog.at_level(logging.WARNING, logger="judge_eval.run"):
+            assert main(_run_args(server.base_url, data, tmp_path / "-".join(flags), "--criteria", "auto",
+                                  *flags)) == 0
+        return [r.getMessage() for r in caplog.records if r.name == "judge_eval.run" and "--limit" in r.getMessage()]
+
+    tail = "(an auto row gives one per chosen criterion), not 5 rows; task_choice_levels and the log's choice counts "
+    assert warned("--limit", "5") == [
+        f"criteria auto: --limit 5 judges the first 5 of the 19 items {tail}cover the 1 row expanded"]
+    assert warned("--limit", "5", "--split", "standard") == [
+        f"criteria auto: --limit 5 judges the first 5 of the 16 items in the standard test {tail}cover the 1 row "
+        "expanded"]
+    assert warned("--limit", "19") == [] and warned("--limit", "20", "--split", "standard") == []
 
 
 def test_a_row_added_above_rows_without_ids_costs_only_its_own_verdicts(tmp_path):
