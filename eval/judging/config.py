@@ -21,6 +21,10 @@ from judge.verdicts import VerdictFormat
 
 __all__ = ["RunConfig", "ConfigError"]
 
+#: The task classifier's settings with their defaults: only ``criteria: auto`` reads them.
+_CLASSIFIER_DEFAULTS = {"criteria_classifier": "tfidf", "criteria_classifier_path": "", "criteria_classifier_model": "",
+                        "criteria_classifier_api_key_env": "", "criteria_threshold": None}
+
 
 @dataclass
 class RunConfig:
@@ -148,6 +152,10 @@ class RunConfig:
             raise ConfigError(f"criteria: {self.criteria!r} is not one of '', auto")
         if self.criteria_classifier not in ("tfidf", "llm", "head"):  # before its path: "path required" misled
             raise ConfigError(f"criteria_classifier: {self.criteria_classifier!r} is not one of tfidf, llm, head")
+        unused = [name for name, default in _CLASSIFIER_DEFAULTS.items() if getattr(self, name) != default]
+        if self.criteria != "auto" and unused:  # a setting that would go unused is refused, never dropped unseen
+            raise ConfigError(f"{unused[0]}: applies only with --criteria auto (the task classifier that chooses the "
+                              "criteria of rows without criteria_name); add --criteria auto, or drop it")
         if self.criteria == "auto" and self.criteria_classifier != "tfidf" and not self.criteria_classifier_path:
             raise ConfigError(f"criteria_classifier_path: required with --criteria-classifier "
                               f"{self.criteria_classifier} (artefact folder or llm URL)")

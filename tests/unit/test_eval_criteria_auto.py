@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
@@ -394,3 +396,20 @@ def test_a_row_added_above_rows_without_ids_costs_only_its_own_verdicts(tmp_path
                  if c["row"] == 0]
     assert len(asked_again) == len(choice["criteria"]) and all(added["instruction"] in p for p in asked_again)
     assert before < {row["id"] for row in read_predictions(out / "predictions.jsonl")}
+
+
+@pytest.mark.parametrize("flags", [["--criteria-threshold", "0.3"], ["--criteria-classifier-path", "runs/task-clf"],
+                                   ["--criteria-classifier", "head"], ["--criteria-classifier-model", "clf"],
+                                   ["--criteria-classifier-api-key-env", "CLASSIFIER_API_KEY"]])
+def test_a_classifier_setting_without_criteria_auto_is_refused(flags, tmp_path, capsys):
+    """A classifier setting given without --criteria auto was dropped without a word: the data's named rows were
+    judged as given, and the user believed the classifier (or threshold) had chosen. Refused, naming the setting,
+    before the run folder is made."""
+    field = flags[0][2:].replace("-", "_")
+    out = tmp_path / "run"
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, judge.sample_data_path(), out, "--limit", "1", *flags)) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"judge-eval run: error: {field}: applies only with --criteria auto (the task classifier that chooses the "
+        "criteria of rows without criteria_name); add --criteria auto, or drop it")
+    assert not out.exists()
