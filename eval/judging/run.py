@@ -379,7 +379,15 @@ def _read_data(config: RunConfig) -> tuple[bool, list]:
 
     if is_pairwise_data(config.data):  # rows with answer_1/answer_2: eval.pairwise.judging
         return True, selected_pairs(config)
-    records = judge.load_records(config.data or judge.sample_data_path())
+    try:
+        records = judge.load_records(config.data or judge.sample_data_path())
+    except judge.RecordError as err:
+        if config.criteria == "auto" or (err.field, err.message) != ("criteria_name", "is missing"):
+            raise
+        # Most often an (instruction, answer) pair meant for criteria: auto, run without it: the way there, said.
+        raise judge.RecordError(err.source, err.row, err.field, f"{err.message} (a row without a criterion is an "
+                                "(instruction, answer) pair to judge with --criteria auto, which chooses its "
+                                "criteria)") from None
     if not records:  # `[]` or `{}`: a run that judged nothing and exited 0 read as a finished one
         raise ValueError(f"--data {config.data}: no records; nothing to judge")
     return False, _select(records, config)

@@ -413,3 +413,14 @@ def test_a_classifier_setting_without_criteria_auto_is_refused(flags, tmp_path, 
         f"judge-eval run: error: {field}: applies only with --criteria auto (the task classifier that chooses the "
         "criteria of rows without criteria_name); add --criteria auto, or drop it")
     assert not out.exists()
+
+
+def test_pairs_run_without_criteria_auto_hear_of_it(tmp_path, capsys):
+    """(instruction, answer) pairs run without --criteria auto were refused as "field 'criteria_name': is missing",
+    which does not say that such rows are what --criteria auto judges. The line names the flag now."""
+    data = _pairs_file(tmp_path)
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run")) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"judge-eval run: error: {data}: line 1: field 'criteria_name': is missing (a row without a criterion is an "
+        "(instruction, answer) pair to judge with --criteria auto, which chooses its criteria)")
