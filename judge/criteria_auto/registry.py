@@ -96,6 +96,8 @@ def artefact_folder_problem(method: str, location: str) -> str | None:
     if needed is None or not location:
         return None
     folder = Path(location)
+    if folder.exists() and not folder.is_dir():  # a file named for the folder: "no such folder" would contradict ls
+        return f"criteria_classifier_path: {location}: a file, not a {method} classifier's folder"
     if not folder.is_dir():
         return f"criteria_classifier_path: {location}: no such folder"
     if not (folder / needed).is_file():
@@ -141,15 +143,15 @@ def classifier_from_settings(method: str, location: str, model: str = "", thresh
         if method != "tfidf":
             raise ValueError(f"task classifier {method!r}: no artefact folder or URL given")
         return TfidfClassifier.load(None, threshold=threshold)  # the classifier shipped with the package
+    # a folder that is missing (transformers would read a head's as a hub id: "Repo id must be in the form ...") or
+    # holds no model.json / config.json: the one look judge-serve also takes before its engines start, told alike
+    problem = artefact_folder_problem(method, location)
+    if problem:
+        raise ValueError(problem)
     if method == "tfidf":
         return TfidfClassifier.load(location, threshold=threshold)
     kwargs = ({"base_url": location, "model": model, "api_key": classifier_api_key(api_key_env) or None}
               if method == "llm" else {"path": location})
-    # a head folder that is missing (transformers would read it as a hub id: "Repo id must be in the form ...") or
-    # holds no config.json: the one look judge-serve also takes before its engines start
-    problem = artefact_folder_problem(method, location) if method == "head" else None
-    if problem:
-        raise ValueError(problem)
     # The user's artefact (transformers refuses a head folder without its weights with an OSError, one without a
     # tokenizer with a five-line ValueError naming no folder): said as a setting's error in judge-eval and judge-serve
     # alike, naming the folder, where an OSError read as a connection's failure.

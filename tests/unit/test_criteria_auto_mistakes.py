@@ -13,7 +13,7 @@ import pytest
 from eval.judging.config import RunConfig
 from judge.checkpoints import TOKENIZER_FILES
 from judge.criteria_auto import TfidfClassifier, expand_rows
-from judge.criteria_auto.registry import classifier_from_settings
+from judge.criteria_auto.registry import artefact_folder_problem, classifier_from_settings
 from judge.criteria_auto.tfidf import default_classifier_path
 from judge.plumbing.config_files import ConfigError
 from serve.schema import RequestError, parse_judge_request
@@ -130,3 +130,22 @@ def test_a_classifier_calibrated_on_too_few_instructions_is_warned_of(tmp_path, 
                or w.startswith("the threshold chosen on 6 instructions is 0") for w in warned)
     meta = json.loads((tmp_path / "clf" / "model.json").read_text(encoding="utf-8"))["meta"]
     assert meta["calibration"]["warnings"] == warned
+
+
+def test_a_tfidf_folder_that_is_no_classifier_is_named_as_judge_serve_names_it(tmp_path):
+    """judge-eval said "tfidf: no model.json in nope" for a folder that does not exist and for a file, where
+    judge-serve's start says "criteria_classifier_path: ...: no such folder": one line naming the setting, alike in
+    both, and a file is called a file."""
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("{}\n", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    said = {}
+    for name in ("nope", "pairs.jsonl", "empty"):
+        with pytest.raises(ValueError) as err:
+            classifier_from_settings("tfidf", str(tmp_path / name))
+        said[name] = str(err.value)
+        assert said[name] == artefact_folder_problem("tfidf", str(tmp_path / name))
+    assert said == {"nope": f"criteria_classifier_path: {tmp_path / 'nope'}: no such folder",
+                    "pairs.jsonl": f"criteria_classifier_path: {data}: a file, not a tfidf classifier's folder",
+                    "empty": f"criteria_classifier_path: {tmp_path / 'empty'}: no model.json, so no tfidf classifier "
+                             "(one is judge-train criteria-classifier's --out folder)"}

@@ -122,7 +122,7 @@ def test_a_task_classifier_that_cannot_load_fails_the_start(tiny_causal_dir, mon
         health = http.get("/health", headers={"Authorization": "Bearer k"})  # the start has ended (the helper)
         assert http.get("/ready").status_code != 200
     assert health.status_code == 503 and health.json()["status"] == "unhealthy"
-    assert health.json()["detail"].startswith("tfidf: no model.json in")  # its path sanitised, as every detail
+    assert health.json()["detail"] == "criteria_classifier_path: <path>: no such folder"  # sanitised, as every detail
 
 
 def test_a_task_classifier_that_fails_on_a_request_is_a_502_in_openais_shape(tiny_causal_dir, monkeypatch):
