@@ -21,7 +21,7 @@
 A pairwise request becomes one job per pair on ``PAIRWISE_SCALE`` (``build_pair_jobs``); a pair too long for the
 context follows the request's ``oversize`` as an item does (``check_pair_sizes`` for its characters).
 
-Why one module of ~530 lines: every size check a request meets before the engine (characters, the shared part's
+Why one module of ~555 lines: every size check a request meets before the engine (characters, the shared part's
 tokens, each prompt's) reads the same items in one pass and words its refusal alike; apart, they would drift.
 """
 
@@ -240,6 +240,25 @@ class JobPlan:
         sent = [job for job in every if job.item not in self.too_long]
         skipped = [job for job in every if job.item in self.too_long]  # never rendered: last, in request order
         return [sent[k] for k in prefix_order([prefix_key(self.request.items[job.item]) for job in sent])] + skipped
+
+
+    def refuse_over_bound_while_classifying(self, chosen: int, n_classified: int) -> None:
+        """A 400 naming ``items`` once the criteria chosen for the first ``n_classified`` of the ``"auto"`` items
+        (``chosen`` in all) take the request past ``max_judgments``: what ``complete`` would refuse after every item
+        was classified, said before the items after them are (their criteria can only add to the count).
+
+        Raises:
+            RequestError: the judgments counted so far, above ``max_judgments``.
+        """
+        total = sum(len(c) for c in self.resolved if c is not None) + chosen
+        if n_classified == len(self.to_classify) or self.max_judgments is None or total <= self.max_judgments:
+            return  # every item classified: ``complete`` counts them, in its own words
+        raise RequestError(
+            f"items: at least {total} (item, criterion) judgments requested, counted once {n_classified} of its "
+            f"{len(self.to_classify)} \"auto\" items were classified; this server takes at most {self.max_judgments} "
+            "per request. Split the batch.",
+            param="items",
+        )
 
 
 def plan_jobs(

@@ -26,7 +26,7 @@ Steps for one request:
    read as the GRPO rewards read it in training: after the ``<think>`` a thinking template's prompt opened, and
    failed (``cut``) when ``max_tokens`` stopped it.
 
-Why one module of ~850 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
+Why one module of ~890 lines: it is one class, ``Judge``, whose steps share its engines, tokenizer, settings and
 thread pool; the jobs (``serve.jobs``), their token ids (``serve.chat_tokens``), the score reading
 (``serve.score_reading``) and the transport (``serve.engine_client``) are already apart.
 """
@@ -61,7 +61,7 @@ from judge.chat_tokens import chat_ids, chat_parts, prepare_tokenizer
 from judge.plumbing.json_reading import got_words, value_words
 from judge.plumbing.message_content import without_lone_surrogates
 from serve.jobs import (PAIRWISE_SCALE, Job, build_pair_jobs, check_criteria, check_pair_sizes, check_sizes,
-                        max_token_chars, plan_jobs, refuse_over_bound)
+                        JobPlan, max_token_chars, plan_jobs, refuse_over_bound)
 from serve.schema import JudgeRequest, RequestError, named_as_sent
 from serve.queued import Admitted, JudgmentQueue, largest_task_criteria
 from serve.score_reading import level_token_ids, logprobs_fit, seq2seq_verdict
@@ -584,8 +584,8 @@ class Judge:
             )
         except RequestError as err:  # as check's: an inline body's fields as sent
             raise named_as_sent(err, request) from None
-        choices = await self._choices(request, plan.to_classify) if plan.to_classify else {}
-        try:  # the bound counted once the choices' criteria are known: an inline body's fields as sent too
+        try:  # the bound counted as the choices' criteria become known: an inline body's fields as sent too
+            choices = await self._choices(request, plan) if plan.to_classify else {}
             jobs = await _planned(admitted, plan.complete, choices) if choices else plan.complete({})
         except RequestError as err:
             raise named_as_sent(err, request) from None
@@ -608,8 +608,11 @@ class Judge:
         ]
         return self._response(items, results)
 
-    async def _choices(self, request: JudgeRequest, indices: tuple[int, ...]) -> dict[int, TaskChoice]:
-        """The classifier's choice for each item of ``indices``, one call at a time on its own threads.
+    async def _choices(self, request: JudgeRequest, plan: JobPlan) -> dict[int, TaskChoice]:
+        """The classifier's choice for each item of ``plan.to_classify``, one call at a time on its own threads.
+
+        A request whose criteria chosen so far already pass ``max_judgments_per_request`` gets its 400 at once
+        (``JobPlan.refuse_over_bound_while_classifying``): the items after them are not classified for nothing.
 
         Each call is awaited alone, so a cancelled request (past its deadline, its client gone) asks nothing more.
         Its cancellation ends the wait at once: the call running goes on to its end in its thread (a thread cannot be
@@ -619,11 +622,13 @@ class Judge:
 
         Raises:
             EngineFailure: 502, for a classifier that raised (the llm method's endpoint, a model file).
+            RequestError: the judgments counted so far over ``max_judgments_per_request``.
         """
         assert self.classifier is not None  # plan_jobs refuses "auto" items without one
         loop = asyncio.get_running_loop()
         choices: dict[int, TaskChoice] = {}
-        for i in indices:
+        chosen = 0  # the criteria of the choices so far
+        for i in plan.to_classify:
             item = request.items[i]
             try:
                 choices[i] = await loop.run_in_executor(self._classifying, self.classifier.choose, item.instruction,
@@ -632,6 +637,8 @@ class Judge:
                 raise EngineFailure(f"the task classifier failed: {type(err).__name__}: {err}", status=502,
                                     public=f"the task classifier failed ({type(err).__name__}); judge-serve's log has "
                                            "its message") from err
+            chosen += len(choices[i].criteria)
+            plan.refuse_over_bound_while_classifying(chosen, len(choices))
         return choices
 
     async def _judge_jobs(self, jobs: list[Job], options: JudgeOptions) -> list[JudgeResult]:

@@ -300,3 +300,34 @@ def test_an_inline_auto_body_over_max_judgments_once_classified_hears_of_its_cri
         refusals.append((refused.value.status, refused.value.param, refused.value.message.split(":")[0]))
     assert refusals == [(400, "criteria", "criteria"), (400, "items", "items")]
     assert engine.prompts == []
+
+
+def test_a_request_stops_being_classified_once_its_chosen_criteria_pass_max_judgments(qwen_tokenizer):
+    """Every "auto" item of a request was classified before the judgments they came to were counted: a request of 6
+    such items on a server taking 20 judgments made 6 classifier calls (an llm classifier's requests) to be refused.
+    It is refused once the criteria chosen so far pass the bound: the stand-in chooses the 13 criteria for any text,
+    so the second item's choice (26 judgments) ends it, and the other 4 items are never classified. A request whose
+    every item is classified is still counted in ``complete``'s words."""
+    from judge.criteria_auto.policy import fallback_criteria
+    from serve.judging import Judge, JudgeSettings
+    from serve.schema import RequestError, parse_judge_request
+
+    n_any = len(fallback_criteria(None))
+    settings = JudgeSettings(model_name="m", kind="seq2seq", engine_models={"generator": "m"}, max_model_len=2048,
+                             max_tokens=16, temperature=0.0, score_logprobs=False, lenient=False, constrained=False,
+                             feedback_max_chars=0, max_judgments=20)
+    engine, chooser = _Engine(), HeldClassifier(_Chooser())
+    chooser.release.set()
+    judge = Judge(settings, qwen_tokenizer, engine, None, asyncio.Semaphore(1), classifier=chooser)
+    with pytest.raises(RequestError) as refused:
+        asyncio.run(judge.run(parse_judge_request({"items": [_auto(f"Запрос {k}.") for k in range(6)]})))
+    assert (refused.value.param, refused.value.message) == ("items", (
+        f"items: at least {2 * n_any} (item, criterion) judgments requested, counted once 2 of its 6 \"auto\" items "
+        "were classified; this server takes at most 20 per request. Split the batch."))
+    assert chooser.calls == ["Запрос 0.", "Запрос 1."] and engine.prompts == []
+    chooser.calls.clear()
+    with pytest.raises(RequestError) as refused:
+        asyncio.run(judge.run(parse_judge_request({"items": [_auto(f"Запрос {k}.") for k in range(2)]})))
+    assert refused.value.message == (f"items: {2 * n_any} (item, criterion) judgments requested; this server takes at "
+                                     "most 20 per request. Split the batch.")
+    assert len(chooser.calls) == 2
