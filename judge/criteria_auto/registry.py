@@ -88,10 +88,14 @@ _ARTEFACT_FILES = {"tfidf": "model.json", "head": "config.json"}
 
 
 def artefact_folder_problem(method: str, location: str) -> str | None:
-    """Why the ``tfidf`` / ``head`` artefact folder ``location`` cannot be a classifier of ``method``, in a line naming
-    the setting, or None (another method, no location: the shipped tfidf, or one that looks loadable). A cheap look
-    at the folder, for judge-serve to refuse before its engines start: it loads the classifier beside them, so a
-    wrong folder failed the start once the engines were launched."""
+    """Why the ``tfidf`` / ``head`` artefact folder ``location`` cannot be a classifier of ``method`` (or why it is no
+    ``llm`` endpoint: not an http(s) URL), in a line naming the setting, or None (no location: the shipped tfidf, or
+    one that looks usable). A cheap look at the folder, for judge-serve to refuse before its engines start: it loads
+    the classifier beside them, so a wrong folder failed the start once the engines were launched."""
+    if method == "llm" and location and not location.startswith(("http://", "https://")):
+        # every row's request failed on it, each row judged on the fallback set with a warning, not refused
+        return (f"criteria_classifier_path: {location}: not an http(s) URL; the llm method's is its endpoint's "
+                "OpenAI-compatible base URL (http://host:8000/v1)")
     needed = _ARTEFACT_FILES.get(method)
     if needed is None or not location:
         return None

@@ -149,3 +149,22 @@ def test_a_tfidf_folder_that_is_no_classifier_is_named_as_judge_serve_names_it(t
                     "pairs.jsonl": f"criteria_classifier_path: {data}: a file, not a tfidf classifier's folder",
                     "empty": f"criteria_classifier_path: {tmp_path / 'empty'}: no model.json, so no tfidf classifier "
                              "(one is judge-train criteria-classifier's --out folder)"}
+
+
+def test_an_llm_classifier_path_that_is_no_url_is_refused(tmp_path, capsys):
+    """The llm method given a folder or a bare name for its endpoint passed every check: each row's request failed
+    ("UnsupportedProtocol"), and a run with one row naming its task judged every other row on the fallback set with
+    exit 0 and a warning. Refused now, in one line naming the setting, before anything is classified."""
+    from eval.cli import main
+    from tests.unit.test_eval_cli import ScriptedServer, _run_args
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text('{"instruction": "Дай совет", "answer": "Спите."}\n', encoding="utf-8")
+    with ScriptedServer() as server:
+        assert main(_run_args(server.base_url, data, tmp_path / "run", "--criteria", "auto", "--criteria-classifier",
+                              "llm", "--criteria-classifier-model", "m", "--criteria-classifier-path",
+                              "localhost:8000/v1")) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "judge-eval run: error: criteria_classifier_path: localhost:8000/v1: not an http(s) URL; the llm method's is "
+        "its endpoint's OpenAI-compatible base URL (http://host:8000/v1)")
+    assert not (tmp_path / "run").exists()
