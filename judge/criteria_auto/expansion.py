@@ -505,6 +505,11 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                                  "chosen (criteria: auto), not both; drop one")
             items.append(_passed_through(row, source, index, item_ids, named))
             continue
+        if "answer" not in row and {"answer_1", "answer_2"} <= set(row):
+            # a pairwise row: said as such, where "'answer' must be a non-empty string" left its maker guessing
+            raise ValueError(f"{where}: a pairwise row (answer_1, answer_2); criteria: auto chooses the criteria to "
+                             "judge one answer by: give (instruction, answer) rows, or judge the pairs as they are, "
+                             "without criteria: auto")
         for key in ("instruction", "answer"):
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise ValueError(f"{where}: '{key}' must be a non-empty string for criteria: auto")

@@ -333,3 +333,17 @@ def test_a_folder_whose_rows_were_named_by_position_keeps_their_ids(tmp_path):
     assert clf.asked == []
     ids = [json.loads(line)["id"] for line in (out / "auto_items.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {i.split("::")[0] for i in ids} == {"0", "1"}
+
+
+def test_a_pairwise_row_is_named_as_one_not_as_a_row_missing_its_answer():
+    """A pairwise file under criteria: auto was refused as "'answer' must be a non-empty string", which left its
+    maker looking for a missing field; the row is named as a pair, with what criteria: auto takes instead. A row
+    with an answer beside answer_1 stays an (instruction, answer) row, checked as any other."""
+    pair = {"instruction": BASE["instruction"], "answer_1": "Весна.", "answer_2": "Лето."}
+    with pytest.raises(ValueError) as err:
+        expand_rows([BASE, pair], TfidfClassifier.load(), "pairs.jsonl")
+    assert str(err.value) == ("pairs.jsonl: row 1: a pairwise row (answer_1, answer_2); criteria: auto chooses the "
+                              "criteria to judge one answer by: give (instruction, answer) rows, or judge the pairs as "
+                              "they are, without criteria: auto")
+    with pytest.raises(ValueError, match="row 0: 'answer' must be a non-empty string for criteria: auto"):
+        expand_rows([{**pair, "answer": " "}], TfidfClassifier.load(), "pairs.jsonl")
