@@ -89,8 +89,7 @@ def hold_run_folder(out_dir: str | Path, job: str, progress_files: Sequence[str]
     """
     refuse_file(out_dir)
     made = [p for p in (Path(out_dir), *Path(out_dir).parents) if not p.exists()]  # the folder first, its parents
-    lock_made = not (Path(out_dir) / LOCK_FILE).exists()
-    folder, fd = _locked(out_dir)
+    folder, fd, lock_made = _locked(out_dir)
     found = None
     try:
         if progress_files is not None:
@@ -122,17 +121,22 @@ _BOOKKEEPING = (RUN_KEY_FILE, PROVENANCE_FILE)
 _RELOCK_ATTEMPTS = 5
 
 
-def _locked(out_dir: str | Path) -> tuple[Path, int]:
-    """(the folder, made if missing; an open descriptor of its lock file, locked). A lock taken on a file removed
-    meanwhile (a holder leaving the folder as it found it) holds nothing: the file there now is opened again, a few
-    times at most (a file system whose inode numbers are not stable would otherwise never get past it). So is a
-    folder that such a holder removed between its making here and the lock file's opening."""
+def _locked(out_dir: str | Path) -> tuple[Path, int, bool]:
+    """(the folder, made if missing; an open descriptor of its lock file, locked; whether this call made that file,
+    told by the open itself, so that a file another writer made a moment before is never taken for this launch's and
+    removed by ``_leave_as_found``). A lock taken on a file removed meanwhile (a holder leaving the folder as it found
+    it) holds nothing: the file there now is opened again, a few times at most (a file system whose inode numbers are
+    not stable would otherwise never get past it). So is a folder that such a holder removed between its making here
+    and the lock file's opening."""
     for attempt in range(_RELOCK_ATTEMPTS):
         try:
             folder = make_private_dir(out_dir)
             path = folder / LOCK_FILE
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except FileNotFoundError as err:  # the folder, or a parent, removed meanwhile: made again
+            try:
+                fd, made = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), True
+            except FileExistsError:
+                fd, made = os.open(path, os.O_RDWR), False
+        except FileNotFoundError as err:  # the folder, a parent or the file removed meanwhile: made again
             if attempt == _RELOCK_ATTEMPTS - 1:
                 raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
             continue
@@ -145,7 +149,7 @@ def _locked(out_dir: str | Path) -> tuple[Path, int]:
             with contextlib.suppress(FileNotFoundError):
                 named, held = os.stat(path), os.fstat(fd)
                 if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino) or attempt == _RELOCK_ATTEMPTS - 1:
-                    return folder, fd
+                    return folder, fd, made
         except BaseException:
             os.close(fd)
             raise

@@ -174,6 +174,28 @@ def test_a_writer_whose_folder_was_removed_before_its_lock_file_makes_it_again(t
         assert json.loads((out / LOCK_FILE).read_text())["job"] == "the job"
 
 
+def test_a_lock_file_another_writer_made_meanwhile_is_not_taken_back(tmp_path, monkeypatch):
+    """Whether a launch made the lock file it removes after a refusal is told by its own open (O_EXCL), not by a look
+    before it: a file another writer made between that look and the open (here, as the folder is made) is the other
+    writer's, and stays when this launch is refused."""
+    from judge.plumbing import run_folder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    real = run_folder.make_private_dir
+
+    def other_writer_first(path):
+        folder = real(path)
+        (folder / LOCK_FILE).touch()  # the other writer's open, after this launch found no lock file
+        return folder
+
+    monkeypatch.setattr(run_folder, "make_private_dir", other_writer_first)
+    with pytest.raises(RuntimeError):
+        with hold_run_folder(out, "the job", progress_files=["predictions.jsonl"]):
+            raise RuntimeError("refused")
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_FILE]
+
+
 def test_a_refused_block_leaves_the_folder_as_found_unless_it_wrote_progress(tmp_path):
     """With progress_files, a block raising before any progress file changed takes back the key, record, lock and
     folder it made; one raising after it wrote progress (a run interrupted after its first verdicts) keeps all of
