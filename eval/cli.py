@@ -35,6 +35,7 @@ __all__ = ["main", "build_parser", "resolve_run_config", "configure_logging", "C
 
 from eval.input_checks import os_error_text, refuse_empty_data, refuse_missing_predictions, refuse_out_of_bounds
 from judge.plumbing.atomic_write import write_atomically
+from judge.plumbing.json_reading import counted
 from judge.sample_data import SAMPLE_DATA, data_source  # `--data sample` and an empty --data, as judge-train reads them
 from judge.plumbing.console_logging import CHATTY_LOGGERS, configure_logging  # the one set-up of every console script
 
@@ -330,8 +331,6 @@ def _experts(args: argparse.Namespace) -> int:
     result = expert_tables(records, critical_in_means=args.critical_in_means)
     counts = result["counts"]
     if counts["n_no_experts"] == counts["n_records"]:  # every table would be empty: said as the input error it is
-        from eval.validity.render import counted
-
         raise ValueError(f"--data {args.data}: no item with an expert score ({counted(counts['n_records'], 'record')}"
                          f", {counted(counts['n_abstentions'], 'expert abstention')}); the experts' tables need "
                          "labelled rows")
@@ -342,7 +341,6 @@ def _experts(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     from eval.judging.shards import merge_shards
-    from judge.plumbing.json_reading import counted
     from judge.plumbing.run_folder import refuse_file
 
     refuse_file(args.out, "--out")
