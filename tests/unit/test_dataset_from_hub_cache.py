@@ -15,6 +15,20 @@ from tests.unit.test_mera_released import dataset_cache
 from tests.unit.test_released_columns import ROW
 
 
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """HF_HUB_OFFLINE as a user sets it before starting the process. datasets and huggingface_hub read it once, when
+    they are imported, and another test of this worker may have imported them already: setting the variable then
+    leaves them online, and a name the cache lacks is then asked of the hub with retries (~23 s each, no network)."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+
+
 def test_a_dataset_name_in_the_hub_cache_is_read_as_its_snapshot_offline(tmp_path, monkeypatch):
     files = tmp_path / "download" / "data"
     files.mkdir(parents=True)
@@ -22,7 +36,6 @@ def test_a_dataset_name_in_the_hub_cache_is_read_as_its_snapshot_offline(tmp_pat
     pq.write_table(pa.Table.from_pylist([ROW | {"answer": "Другой ответ."}]), files / "test-00001-of-00002.parquet")
     snapshot = dataset_cache(tmp_path / "hub", "ai-forever/POLLUX", files.parent)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)  # no folder named ai-forever/ here
     records, report = judge.load_records_report("ai-forever/POLLUX")
     assert [r.answer for r in records] == ["Маяк гаснет.", "Другой ответ."] and report.n_records == 2
@@ -34,7 +47,6 @@ def test_a_dataset_name_in_the_hub_cache_is_read_as_its_snapshot_offline(tmp_pat
 
 def test_a_dataset_name_the_cache_lacks_still_goes_to_datasets(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"ai-forever/POLLUX: not a local file or folder, and "
                                                 r"datasets\.load_dataset\('ai-forever/POLLUX'\) failed"):
@@ -49,7 +61,6 @@ def test_a_snapshot_without_the_split_asked_for_is_left_to_datasets(tmp_path, mo
     pq.write_table(pa.Table.from_pylist([ROW]), files / "test-00000-of-00001.parquet")
     dataset_cache(tmp_path / "hub", "ai-forever/POLLUX", files.parent)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"^ai-forever/POLLUX: not a local file or folder, and "
                                                 r"datasets\.load_dataset\('ai-forever/POLLUX'\) failed"):
