@@ -177,7 +177,10 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
     """SIGTERM while one task's request is still unanswered: the command waited for it (up to --request-timeout
     and its retries), past a scheduler's grace period (docker stop's 10 s), as its thread pool joined every worker.
     It now returns 143 while that request is still in flight, task 0's answer saved. Ordered by events, no sleeps:
-    task 1's request is held until the command has returned (the bound on the hold only ends a failing test)."""
+    task 0 is answered once task 1's request is in flight; the stop comes with task 2's request, which its worker sends
+    only after it saved task 0's answer (a stop before any answer is saved leaves the folder as it found it: absent);
+    tasks 1 and 2 are held until the command has returned (the bound on the hold only ends a failing test), so task
+    3 is never sent."""
     in_flight, release = threading.Event(), threading.Event()
     answered: list[str] = []
     received: list[int] = []
@@ -187,9 +190,12 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
             in_flight.set()
             release.wait(30)
             answered.append("1")
-        elif "def greatest_common_divisor(" in body["prompt"]:  # task 0: the stop comes while task 1 is in flight
+        elif "def greatest_common_divisor(" in body["prompt"]:  # task 0: answered while task 1 is in flight
             in_flight.wait(30)
+        elif "def flip_case(" in body["prompt"]:  # task 2: sent once task 0's answer is saved; the stop comes now
             os.kill(os.getpid(), signal.SIGTERM)
+            release.wait(30)
+            answered.append("2")
         return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
 
     def test_handler(signum, frame):  # where the command sets none, the signal lands here, not on the test process
@@ -211,6 +217,7 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
     err = capsys.readouterr().err
     assert (code, received, answered_on_return) == (143, [], []), err
     assert f"judge-eval mera ruhumaneval: interrupted by SIGTERM; the answers saved so far in {out} are kept" in err
-    # The answers that came before the process would end are saved (task 1's only once the command had returned).
+    # The answers that came before the process would end are saved (tasks 1 and 2 only once the command had
+    # returned); task 3 was never started.
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
-    assert {"0", "1"} <= set(saved) and len(saved) < 4
+    assert saved[0] == "0" and sorted(saved) == ["0", "1", "2"], saved
