@@ -248,6 +248,7 @@ def _run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, data="")
     refuse_empty_data(config.data)
     refuse_file(config.out, "--out")
+    args.out = config.out  # from the flags or the YAML: the Ctrl+C line (main) says whether it holds rows
     # run() validates the config, refuses a judge it could not reach, then logs the config: once, for every caller.
     summary = run(config, max_tokens_chosen="max_tokens" in chosen_fields(args, RunConfig))
     print(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -372,6 +373,7 @@ def _rank(args: argparse.Namespace) -> int:
     config.validate()  # a setting out of its bounds first, as run's; rank() validates again, at no cost
     refuse_empty_data(config.data)  # as run's: a missing, empty or unreadable file named before --out is made
     refuse_file(config.out, "--out")
+    args.out = config.out  # as _run's
     log.info("rank config: %s", json.dumps(dataclasses.asdict(config), ensure_ascii=False))
     summary = rank(config)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -485,8 +487,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback
-        print(f"judge-eval {args.command}: interrupted" + ("; the rows written are kept, a rerun resumes" if
-                                                          args.command in ("run", "rank") else ""), file=sys.stderr)
+        # A stop before the first row leaves the folder as it was found (hold_run_folder): none is claimed kept then.
+        kept = args.command in ("run", "rank") and getattr(args, "out", None) and Path(args.out).exists()
+        print(f"judge-eval {args.command}: interrupted" + ("; the rows written are kept, a rerun resumes" if kept
+                                                          else ""), file=sys.stderr)  # fmt: skip
         return 130
 
 

@@ -65,3 +65,18 @@ def test_ctrl_c_during_a_run_is_one_line_exit_130_and_keeps_the_rows(tmp_path, c
         assert main(_run_args(rerun.base_url, data, out, "--concurrency", "1")) == 0
         assert rerun.asked == 9
     assert sorted(_ids(out / "predictions.jsonl")) == sorted(ids)
+
+
+def test_ctrl_c_before_the_first_row_claims_no_rows_kept(tmp_path, capsys, python_sigint_handler):
+    """Ctrl+C while the first question is asked: no row was journaled, so the folder this launch made is left as it
+    was found (absent), and the one line claims no rows kept and no resume (there is nothing to resume from)."""
+    records = sample_by_split()
+    data = tmp_path / "records.jsonl"
+    judge.write_jsonl(records, data)
+    out = tmp_path / "runs" / "run"
+    with CtrlCAt(at=1) as server:
+        capsys.readouterr()
+        code = main(_run_args(server.base_url, data, out, "--concurrency", "1"))
+        err = capsys.readouterr().err
+    assert (code, err, server.asked) == (130, "judge-eval run: interrupted\n", 1)
+    assert not (tmp_path / "runs").exists()
