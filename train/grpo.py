@@ -60,6 +60,7 @@ __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_p
            "warn_if_nothing_to_learn",
            "generation_batch", "check_prompt_count", "check_resumed_prompts_per_step", "prompt_template",
            "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm",
+           "check_base_checkpoint",
            "refuse_before_the_run_folder", "main"]
 
 logger = logging.getLogger(__name__)

@@ -995,6 +995,10 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                         raise
                     raise SubmitError(f"{err} (written by a job this one waits for? then add "
                                       "--inputs-from-earlier-job)") from None
+                if config.recipe == "grpo":  # a base export of another verdict format: its manifest, a few bytes
+                    from train.grpo import check_base_checkpoint
+
+                    check_base_checkpoint(config)
         check_training_arguments(config)
     except (ConfigError, LeakageError, RecordError) as err:
         raise SubmitError(str(err)) from None

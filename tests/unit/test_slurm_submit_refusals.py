@@ -312,6 +312,36 @@ def test_a_missing_data_file_or_base_model_names_the_flag_for_an_earlier_jobs_ou
         f"judge-train submit: data: {tmp_path / 'empty.jsonl'} holds no records\n")
 
 
+def test_a_grpo_base_export_of_another_verdict_format_is_refused_at_submit(tmp_path, capsys):
+    """An integer SFT export as the base of a tagged GRPO run: judge-train run refuses it from the export's manifest
+    before its run folder (train.grpo.check_base_checkpoint); submit passed it (exit 0) and the job was refused after
+    the queue's wait. Submit now says judge-train run's message in one line, exit 2, and writes nothing; the same
+    export under an integer config is submitted."""
+    from judge.checkpoints import EXPORT_MANIFEST
+    from judge.prompts import PROMPT_VERSION
+
+    base = _folder_with_config(tmp_path / "sft" / "export", {"architectures": ["Qwen3ForCausalLM"],
+                                                             "model_type": "qwen3"})
+    (base / "tokenizer.json").write_text("{}", encoding="utf-8")  # model_folder_gaps asks only that they are there
+    (base / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}), encoding="utf-8")
+    (base / EXPORT_MANIFEST).write_text(json.dumps({"mode": "seq2seq", "prompt_version": PROMPT_VERSION,
+                                                    "verdict_format": "integer"}), encoding="utf-8")
+    body = (f"recipe: grpo\nmodel_name_or_path: {base}\ndata: sample\nzero_shot: drop\nno_unique_mode: nearest\n"
+            "num_generations: 4\nglobal_batch_size: 8\n")
+
+    def submit(verdict_format: str) -> int:
+        config = _config(tmp_path, f"{body}verdict_format: {verdict_format}\n")
+        return slurm_submit.main(["--config", str(config), "--nodes", "1", "--gpus-per-node", "2", "--dry-run"])
+
+    assert submit("tagged") == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith(f"judge-train submit: model_name_or_path {base} is an integer judge") and (
+        "but verdict_format is tagged: GRPO would prompt it as a tagged judge") in captured.err, captured.err
+    assert not (tmp_path / "run").exists()
+    assert submit("integer") == 0 and "#SBATCH --nodes=1" in capsys.readouterr().out
+
+
 def test_an_uncached_hub_id_refused_offline_names_no_earlier_job(tmp_path, capsys, monkeypatch):
     """HF_HUB_OFFLINE in the submitting shell reaches the job (sbatch passes the environment on): an uncached hub id
     is refused, and no earlier job would make it downloadable, so the refusal names no --inputs-from-earlier-job."""
