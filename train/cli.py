@@ -143,7 +143,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
                 refuse_before_the_run_folder(config)
             module, function, what = RECIPE_ENTRIES[config.recipe]
-            with _one_writer(config.output_dir, prog):
+            with _one_writer(config, prog):
                 result = getattr(importlib.import_module(module), function)(config)
         except (ConfigError, LeakageError, RecordError, RunFolderBusy, ResumeMismatch) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
@@ -297,22 +297,30 @@ def refuse_incomplete_base(base, chat_template: bool = True) -> None:
 TRAINING_JOBS = ("judge-train run", "judge-train classifier")
 
 
-def _one_writer(output_dir: str, prog: str):
+def _one_writer(config, prog: str):
     """Global rank 0 holds the run folder (``judge.plumbing.run_folder``) for the whole run; the other ranks write where it
     tells them, so they take no lock (they would each find the folder held).
 
+    Rank 0 makes the recipe's refusals that the config, the launch and the folder's contents decide
+    (``train.launch_checks.check_launch``: ``--resume`` with nothing to resume, a finished export, a W&B login)
+    before it holds the folder, so that they leave it as they found it; a folder another run holds is refused as such.
+
     Raises:
         ConfigError: the folder is a file, lies under one, or cannot be made or written, named after its flag
-            (``--output-dir``; the YAML's ``output_dir``) as judge-eval names ``--out``.
+            (``--output-dir``; the YAML's ``output_dir``) as judge-eval names ``--out``; or ``check_launch``'s.
         ResumeMismatch: the folder holds another command's run (its run.json names a job not in ``TRAINING_JOBS``).
+        RunFinished: ``--resume`` of a finished run.
     """
     import contextlib
 
     from pathlib import Path
 
-    from judge.plumbing.run_folder import hold_run_folder, refuse_file, refuse_other_job, refuse_unwritable
+    from judge.plumbing.run_folder import (hold_run_folder, refuse_file, refuse_other_job, refuse_unwritable,
+                                           run_folder_holder)
+    from train.launch_checks import check_launch
     from train.training_arguments import is_main_process
 
+    output_dir = config.output_dir
     refuse_file(output_dir, "--output-dir")  # every rank: a rank that only waited for rank 0 would stop unexplained
     # A folder another command wrote (a judge-eval run's verdicts, a judge-serve log folder) is not a run folder: the
     # export and run.json would land beside its files, and its run.json would be replaced by this one's.
@@ -320,6 +328,8 @@ def _one_writer(output_dir: str, prog: str):
     if not is_main_process():
         return contextlib.nullcontext()
     refuse_unwritable(output_dir, "--output-dir")
+    if run_folder_holder(output_dir) is None:  # one held by another run: hold_run_folder names its holder instead
+        check_launch(config, before_the_lock=True)
     return hold_run_folder(output_dir, prog)
 
 

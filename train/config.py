@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~985 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1030 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -42,6 +42,9 @@ __all__ = [
     "ClassifierConfig",
     "GRPORecipeConfig",
     "GRPO_RECIPE_ARGUMENTS",
+    "SEQ2SEQ_RECIPE_ARGUMENTS",
+    "REGRESSION_RECIPE_ARGUMENTS",
+    "CLASSIFIER_RECIPE_ARGUMENTS",
     "GRPO_TRAINER_ARG_CHOICES",
     "GRPO_TRAINER_ARG_RANGES",
     "TINY_QWEN3",
@@ -273,6 +276,14 @@ class TrainConfig:
                               "(slurm/train.sbatch passes --resume whenever the folder holds a checkpoint: to start "
                               "over there, set JUDGE_OVERWRITE_OUTPUT_DIR=1, as `judge-train submit -- "
                               "--overwrite-output-dir` does)")
+        # The keys the recipe passes its trainer itself: PreparedRun.training_arguments refused them only once the run
+        # folder, run.json and the base model existed. A field of this config is left to check_trainer_args, which
+        # names the field to set instead.
+        passed, own = self.recipe_arguments(), {f.name for f in dataclasses.fields(self)}
+        for key in self.trainer_args:
+            if key in passed and key not in own:
+                raise ConfigError(f"trainer_args.{key}: the {self.recipe} recipe passes this to the trainer itself (it "
+                                  f"is {passed[key]}); remove it")
         # trainer_args first: its numbers typed (YAML's '1e-8' text) before the DeepSpeed JSON's are compared to them
         if self.trainer_args:
             from train.training_arguments import check_trainer_args
@@ -436,6 +447,29 @@ class TrainConfig:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""
         return frozenset()
 
+    def recipe_arguments(self) -> dict[str, str]:
+        """The trainer-arguments keys the recipe passes itself beside this config's fields -> what it makes each
+        (``validate`` refuses them in ``trainer_args``); none here. The grpo recipe refuses its own
+        (``GRPO_RECIPE_ARGUMENTS``) before the shared checks."""
+        return {}
+
+
+#: The trainer-arguments keys each recipe passes itself (``train.recipe_steps.PreparedRun.training_arguments``'s
+#: ``extra``; the recipe checks it passes exactly these) -> what it makes each. ``TrainConfig.validate`` refuses a
+#: ``trainer_args`` key among them at load, not once the run folder, run.json and the base model's copy exist.
+SEQ2SEQ_RECIPE_ARGUMENTS: dict[str, str] = {
+    "max_length": "max_length", "packing": "packing", "packing_strategy": "'bfd', packing's padding-free one",
+    "completion_only_loss": "true: the loss reads the completion alone",
+    "prediction_loss_only": "true: the validation computes its loss alone",
+}  # fmt: skip
+REGRESSION_RECIPE_ARGUMENTS: dict[str, str] = {
+    "remove_unused_columns": "false: the collator builds the batch from the rows' score labels",
+    "prediction_loss_only": "true: the validation computes its loss alone",
+}
+CLASSIFIER_RECIPE_ARGUMENTS: dict[str, str] = {
+    "remove_unused_columns": "false: the collator builds the batch from the rows' labels",
+}
+
 
 @dataclass
 class Seq2SeqConfig(TrainConfig):
@@ -504,6 +538,9 @@ class Seq2SeqConfig(TrainConfig):
 
         return arguments_fields(SFTConfig) - arguments_fields()
 
+    def recipe_arguments(self) -> dict[str, str]:
+        return SEQ2SEQ_RECIPE_ARGUMENTS
+
 
 @dataclass
 class RegressionConfig(TrainConfig):
@@ -532,6 +569,9 @@ class RegressionConfig(TrainConfig):
             raise ConfigError(f"trainer_args: 'label_smoothing_factor' {self.trainer_args['label_smoothing_factor']} "
                               "has no effect in the regression recipe: its joint loss takes the rationale's "
                               "cross-entropy without label smoothing (train/joint_loss.py); remove it")
+
+    def recipe_arguments(self) -> dict[str, str]:
+        return REGRESSION_RECIPE_ARGUMENTS
 
 
 @dataclass
@@ -593,6 +633,9 @@ class ClassifierConfig(TrainConfig):
         if self.min_russian_share != default:
             raise ConfigError(f"min_russian_share {self.min_russian_share}: the classifier recipe does not apply it "
                               f"(its rows are instructions, with no rationale); leave it at {default}")
+
+    def recipe_arguments(self) -> dict[str, str]:
+        return CLASSIFIER_RECIPE_ARGUMENTS
 
 
 #: The loss types trl 1.16's GRPOTrainer computes (trl/trainer/grpo_config.py, ``loss_type``).

@@ -19,16 +19,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from train.config import TINY_MODEL, TINY_QWEN3, ConfigError, TrainConfig, config_to_dict
-from train.output_folder import check_output_dir, clear_earlier_run
+from train.output_folder import clear_earlier_run
 from train.trainer_preflight import check_optimizer_and_schedule
-from train.training_arguments import (Launch, init_distributed, is_main_process, launch_arithmetic, stand_in_for_a_launcher,
+from train.training_arguments import (Launch, init_distributed, is_main_process, stand_in_for_a_launcher,
                                       training_kwargs, use_bf16, weights_dtype)
 
 __all__ = [
@@ -305,6 +304,10 @@ class PreparedRun:
             ConfigError: ``arguments_cls`` refuses a value or a combination (its own message), or the optimizer or
                 the schedule cannot be built (``train.trainer_preflight.check_optimizer_and_schedule``).
         """
+        passed = self.config.recipe_arguments()
+        # The config refuses these keys in trainer_args at load: one passed here and not listed there would be refused
+        # only below, after the run folder, run.json and the base model's copy exist (grpo checks its own).
+        assert not passed or extra.keys() <= passed.keys(), sorted(extra.keys() - passed.keys())
         clash = sorted(set(extra) & set(self.config.trainer_args))
         if clash:
             raise ConfigError(f"trainer_args {clash}: the {self.config.recipe} recipe sets these itself")
@@ -422,8 +425,9 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
     """The config step every recipe starts with, then the base model and its tokenizer.
 
     Sets up logging, derives the batch arithmetic (and checks a DeepSpeed JSON against it), applies the
-    output-folder rules (``check_output_dir``), points W&B at the run folder (and checks it can log in), seeds
-    everything with ``config.seed`` and resolves the base model (building the tiny one when asked).
+    output-folder rules (``check_output_dir``), points W&B at the run folder (and checks it can log in): all
+    ``check_launch``; then seeds everything with ``config.seed`` and resolves the base model (building the tiny one
+    when asked).
 
     Args:
         config: the resolved config.
@@ -440,17 +444,11 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
     import transformers
 
     from train import preemption
-    from train.trainer_preflight import check_wandb_login, reports_to_wandb
+    from train.launch_checks import check_launch
 
     setup_logging()
-    launch = launch_arithmetic(config)
-    # the DeepSpeed JSON's accumulation and bf16 against this launch's, known only here (ranks, CUDA)
-    config.check_deepspeed_launch(launch.gradient_accumulation_steps, use_bf16(config))
-    resume_from = check_output_dir(config)
+    launch, resume_from = check_launch(config)
     logger.info("%s: %s -> %s; %s", name, config.model_name_or_path, config.output_dir, launch.describe())
-    if reports_to_wandb(config):  # "all" too, with wandb installed (a substring test missed it)
-        os.environ.setdefault("WANDB_DIR", config.output_dir)
-        check_wandb_login(config)  # after WANDB_DIR: W&B's process-wide setup keeps the one it first sees
     transformers.set_seed(config.seed)
     base_model = resolve_base_model(config)
     return PreparedRun(config=config, launch=launch, resume_from=resume_from, base_model=base_model,

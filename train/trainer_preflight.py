@@ -9,8 +9,9 @@ traceback on every rank. ``check_optimizer_and_schedule`` and ``check_report_to`
 ``check_optimizer_and_schedule`` again on each rank's real arguments before the model loads
 (``train.recipe_steps.PreparedRun.training_arguments``), the only check of them a job launched by hand (sbatch,
 torchrun) gets;
-``check_wandb_login`` runs in the training process itself (``train.recipe_steps.prepare``), whose environment
-(``JUDGE_ENV_SCRIPT`` under Slurm) is the one W&B logs in from.
+``check_wandb_login`` runs in the training process itself (``train.launch_checks.check_launch``, from
+``train.recipe_steps.prepare`` and, before the run folder is held, ``judge-train``'s rank 0), whose environment (``JUDGE_ENV_SCRIPT`` under Slurm) is the
+one W&B logs in from.
 """
 
 from __future__ import annotations

@@ -170,3 +170,76 @@ def test_the_command_list_names_every_exit_code_its_commands_use(capsys):
     text = " ".join(capsys.readouterr().out.split())
     codes = text[text.index("exit codes:"):]
     assert "75 a run stopped at a checkpoint by a signal" in codes and "4 a data stage" in codes, codes
+
+
+def _whole(folder: Path) -> dict[str, bytes] | None:
+    """Every file under ``folder`` by its path in it (None when there is no folder)."""
+    if not folder.exists():
+        return None
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _finished(out: Path) -> None:
+    """An earlier run's folder, copied without its lock: its export alone."""
+    (out / "export").mkdir(parents=True)
+    (out / "export" / "model.safetensors").write_bytes(b"weights")
+
+
+@pytest.mark.parametrize("recipe, flags, earlier, says", [
+    ("seq2seq", ["--resume", "true"], None, "error: --resume: no checkpoint-N folder in {out} to resume from"),
+    ("regression", [], _finished, "error: {out} already holds a finished export/; --overwrite-output-dir to start "
+                                  "over, or choose another --output-dir"),
+    ("seq2seq", ["--trainer-args", '{"prediction_loss_only": false}'], None,
+     "error: trainer_args.prediction_loss_only: the seq2seq recipe passes this to the trainer itself"),
+    ("regression", ["--trainer-args", '{"remove_unused_columns": true}'], _finished,
+     "error: trainer_args.remove_unused_columns: the regression recipe passes this to the trainer itself"),
+], ids=["resume-nothing", "finished-export", "seq2seq-recipe-key", "regression-recipe-key"])  # fmt: skip
+def test_a_launch_refused_on_its_config_or_folder_leaves_the_folder_as_it_found_it(tmp_path, capsys, recipe, flags,
+                                                                                   earlier, says):
+    """The folder's rules (--resume with nothing to resume, a finished export without --overwrite-output-dir) were
+    applied only once rank 0 held the --output-dir: a missing folder was made, holding run.lock, and an earlier run's
+    gained one. A trainer_args key the recipe passes itself was refused later still, with the tiny base model built
+    and run.json written. Each is one line now, exit 2, before the folder is held: left as found, absence included."""
+    out = tmp_path / "run"
+    if earlier:
+        earlier(out)
+    before = _whole(out)
+    code = train_run(["--config", str(REPO / "configs/train/tiny" / f"{recipe}.yaml"), "--output-dir", str(out),
+                      *flags])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"judge-train run: {says.format(out=out)}" in err and err.count("\n") == 1, err
+    assert _whole(out) == before
+
+
+def test_wandb_without_a_key_leaves_no_run_folder(tmp_path, capsys, monkeypatch):
+    """report_to wandb with no way to log in was refused once rank 0 held the --output-dir, which it had made."""
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    import wandb
+
+    wandb.teardown()  # W&B's process-wide setup keeps what an earlier test in this process set
+    out = tmp_path / "run"
+    code = train_run(["--config", str(REPO / "configs/train/tiny/regression.yaml"), "--output-dir", str(out),
+                      "--report-to", "wandb"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("judge-train run: error: report_to wandb: no W&B API key for "), err
+    assert not out.exists()
+    wandb.teardown()  # its setup read this test's HOME and WANDB_DIR
+
+
+def test_a_held_folder_is_refused_as_held_before_its_rules(tmp_path, capsys):
+    """The folder's rules are applied before the lock only when no one holds it: a fresh launch on a folder a
+    running training holds (its checkpoint there) is told who holds it, not to pass --resume, which would stop at
+    the same lock."""
+    from judge.plumbing.run_folder import hold_run_folder
+
+    out = tmp_path / "run"
+    (out / "checkpoint-6").mkdir(parents=True)
+    (out / "checkpoint-6" / "trainer_state.json").write_text("{}", encoding="utf-8")
+    with hold_run_folder(out, "holder"):
+        code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "is in use by holder (pid" in err and "already holds" not in err, err

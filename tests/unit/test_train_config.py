@@ -335,9 +335,18 @@ def test_output_dir_rules_keep_runs_apart(tmp_path):
     assert not list(folder.glob("checkpoint-*")) and not (folder / "export").exists()
 
 
-def test_overwrite_keeps_the_earlier_run_when_the_new_one_is_refused(tmp_path, capsys, tiny_causal_dir):
-    """--overwrite-output-dir deletes the earlier run only once the new one is built: a trainer_args key the recipe
-    sets itself, refused after the output folder is checked, exits 2 with checkpoint-2 and export/ still there."""
+def test_overwrite_keeps_the_earlier_run_when_the_new_one_is_refused(tmp_path, capsys, monkeypatch,
+                                                                     tiny_causal_dir):
+    """--overwrite-output-dir deletes the earlier run only once the new one is built: a chat template that does not
+    keep the prompt verbatim, refused after the output folder is checked (the rows are rendered with the base's
+    tokenizer), exits 2 with checkpoint-2 and export/ still there."""
+    import judge
+
+    def reflowing(tokenizer, prompt, completion=None, thinking=False):
+        text = "<|im_start|>user\n" + " ".join(prompt.split()) + "<|im_end|>\n<|im_start|>assistant\n"
+        return text if completion is None else text + completion + "<|im_end|>\n"
+
+    monkeypatch.setattr(judge, "apply_chat", reflowing)
     out = tmp_path / "run"
     (out / "checkpoint-2").mkdir(parents=True)
     (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
@@ -345,9 +354,26 @@ def test_overwrite_keeps_the_earlier_run_when_the_new_one_is_refused(tmp_path, c
     (out / "export" / "config.json").write_text("{}")
     code = main(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out),
                  "--model-name-or-path", str(tiny_causal_dir),  # the session's tiny model: none is built here
-                 "--overwrite-output-dir", "--trainer-args", '{"packing_strategy": "wrapped"}'])
-    assert code == 2 and "trainer_args ['packing_strategy']: the seq2seq recipe sets these itself" in capsys.readouterr().err
+                 "--overwrite-output-dir"])
+    assert code == 2 and "does not keep the prompt verbatim" in capsys.readouterr().err
     assert (out / "checkpoint-2" / "trainer_state.json").exists() and (out / "export" / "config.json").exists()
+
+
+@pytest.mark.parametrize("recipe, key, value, says", [
+    ("seq2seq", "packing_strategy", "wrapped", r"trainer_args.packing_strategy: the seq2seq recipe passes this to the "
+                                               r"trainer itself \(it is 'bfd', packing's padding-free one\); remove it"),
+    ("seq2seq", "completion_only_loss", False, "trainer_args.completion_only_loss: the seq2seq recipe passes"),
+    ("regression", "prediction_loss_only", False, "trainer_args.prediction_loss_only: the regression recipe passes"),
+    ("classifier", "remove_unused_columns", True, "trainer_args.remove_unused_columns: the classifier recipe passes"),
+    ("seq2seq", "max_length", 64, r"'max_length' is a key of this config; set it there \(--max-length\)"),
+])  # fmt: skip
+def test_a_trainer_args_key_the_recipe_passes_is_refused_when_the_config_loads(recipe, key, value, says):
+    """Each key the seq2seq, regression and classifier recipes hand their trainer arguments themselves is one line
+    naming the key at load; before, those that are not config fields were refused only when the trainer arguments
+    were built, after the run folder, run.json and the tiny base model existed. A config field is refused by the
+    shared check, which names the field to set instead."""
+    with pytest.raises(ConfigError, match=says):
+        load_config(None, {"trainer_args": {key: value}}, recipe=recipe)
 
 
 # --------------------------------------------------------------------------- trainer_args: any TrainingArguments key
@@ -474,7 +500,9 @@ def test_a_value_transformers_rejects_stops_run_and_submit_before_any_work(tmp_p
 
 def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_keys(tmp_path):
     """PreparedRun.training_arguments builds the recipe's arguments class with trainer_args in it (adam_beta2 0.97
-    reaches trl's SFTConfig); a trainer_args key the recipe passes itself (completion_only_loss) is an error."""
+    reaches trl's SFTConfig); a trainer_args key the recipe passes itself (completion_only_loss) is an error, at load
+    (``test_a_trainer_args_key_the_recipe_passes_is_refused_when_the_config_loads``) and here again for a config
+    built without the load's checks."""
     from trl import SFTConfig
 
     from train.recipe_steps import PreparedRun
@@ -486,9 +514,11 @@ def test_the_recipe_step_passes_trainer_args_to_the_trainer_and_refuses_its_own_
 
     args = prepared('{"adam_beta2": 0.97}').training_arguments(SFTConfig, has_eval=False, max_length=64)
     assert (args.adam_beta2, args.max_length, args.gradient_accumulation_steps) == (0.97, 64, 2)
+    unchecked = Seq2SeqConfig(output_dir=str(tmp_path / "run"), global_batch_size=2,
+                              trainer_args={"completion_only_loss": False})
+    run = PreparedRun(unchecked, launch_arithmetic(unchecked, world_size=1), None, "base", None, None, None)
     with pytest.raises(ConfigError, match=r"trainer_args \['completion_only_loss'\]: the seq2seq recipe sets these"):
-        prepared('{"completion_only_loss": false}').training_arguments(SFTConfig, has_eval=False,
-                                                                        completion_only_loss=True)
+        run.training_arguments(SFTConfig, has_eval=False, completion_only_loss=True)
 
 
 def test_the_regression_recipe_refuses_a_base_that_is_not_qwen2(tmp_path):
