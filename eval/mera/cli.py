@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~540 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~570 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -253,6 +253,10 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
         lock = threading.Lock()
         sent = [0]
+        # Interrupted before any answer was saved, the launch leaves the run folder as it found it (hold_run_folder)
+        # while the requests in flight go on (eval.mera.workers): an answer that came then was written into a folder
+        # whose key was taken back, which no rerun resumes. Such an answer is dropped; the rerun asks again.
+        dropped_late = [False]
 
         def generate(task) -> None:
             if first.stopped is not None:  # the endpoint refuses every request alike: nothing more is sent
@@ -298,6 +302,8 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                               error=str(err)[:500])  # fmt: skip
                 refusal = err.as_refused()
             with lock:  # saved when first lets it through: a refusal is held while the run's first are all alike
+                if dropped_late[0]:
+                    return
                 sent[0] += 1
                 saved = first.offer(refusal, record, aside=too_long)
                 if saved:
@@ -305,9 +311,14 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                 done.update((rec["task_id"], rec) for rec in saved)
 
         started = time.monotonic()
-        for i, _ in enumerate(client.map(generate, todo), start=1):
-            if i % 10 == 0 or i == len(todo):
-                logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
+        try:
+            for i, _ in enumerate(client.map(generate, todo), start=1):
+                if i % 10 == 0 or i == len(todo):
+                    logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
+        except KeyboardInterrupt:
+            with lock:  # an answer being saved now is saved whole first, and the folder kept with it
+                dropped_late[0] = not gen_path.exists()
+            raise
         # A refusal held while every later task was too long for the window (those never end the holding) is
         # still held here: saved now, its task's failure, as any refusal the stop did not fire at.
         released = first.release()

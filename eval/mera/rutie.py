@@ -86,7 +86,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~1020 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~1040 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -825,6 +825,8 @@ def run_dialogues(
             dropped = max(dropped, record["context_turns_dropped"])
             history.append((item, record["context_answer"]))
             with lock:
+                if dropped_late[0]:
+                    return
                 asked[0] += 1
                 saved = save(dialog_id, record, refusal)
             if on_record is not None:
@@ -834,13 +836,19 @@ def run_dialogues(
     # One dialogue's failure (an endpoint down past its retries) ends the run: it sets ``abort`` at once, so the
     # other dialogues finish the question each is asking (its answer saved) and ask no more, and the queued ones
     # never start. Ctrl+C or SIGTERM ends it without waiting for the questions being asked (``eval.mera.workers``):
-    # an answer that comes before the process ends is saved, and the rerun asks the others.
+    # an answer that comes before the process ends is saved, and the rerun asks the others; unless none was saved
+    # before the interrupt: the launch then leaves the run folder as it found it (hold_run_folder), and an answer
+    # written into it meanwhile was left there without the key its rerun resumes by (all are asked again).
     abort = threading.Event()
+    dropped_late = [False]
     try:
         for _ in ordered_map(run_one, list(dialogues), concurrency):
             pass
-    except BaseException:
+    except BaseException as err:
         abort.set()
+        if isinstance(err, KeyboardInterrupt):
+            with lock:  # an answer being saved now is saved whole first, and the folder kept with it
+                dropped_late[0] = not progress_path.exists()
         raise
     if first.stopped is not None:
         raise EndpointUnusable(_stopped_message(first, asked[0], n_todo))

@@ -5,11 +5,13 @@ interpreter exit, so Ctrl+C or SIGTERM during generation (``eval.mera.interrupts
 flight, each up to ``--request-timeout`` and its retries: past a scheduler's grace period (docker stop's 10 s), which
 then killed the run with SIGKILL. These workers are daemon threads that nothing joins once the run is interrupted: no
 queued item starts and the ones running are left to end with the process. An answer that comes first is saved as
-usual (the callers journal each as it comes); one that does not is asked again by the rerun, as any answer the
-interrupted run never got. An item's own error stops the run: the worker that met it stops the others from starting
-any queued item, and the ones running finish (their answers saved) before the error is raised. The stop is set
-there, not by the thread that takes the results: that one waits in input order, and while an earlier item was still
-running the workers went on starting queued ones (each a request with its retries against a failing endpoint).
+usual (the callers journal each as it comes), unless none was saved before the interrupt: the run folder is then left
+as it was found (``hold_run_folder``), and the callers drop such an answer rather than leave it there without its
+key. One not saved is asked again by the rerun, as any answer the interrupted run never got. An item's own error
+stops the run: the worker that met it stops the others from starting any queued item, and the ones running finish
+(their answers saved) before the error is raised. The stop is set there, not by the thread that takes the results:
+that one waits in input order, and while an earlier item was still running the workers went on starting queued ones
+(each a request with its retries against a failing endpoint).
 """
 
 from __future__ import annotations

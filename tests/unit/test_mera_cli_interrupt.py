@@ -221,3 +221,56 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
     # returned); task 3 was never started.
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
     assert saved[0] == "0" and sorted(saved) == ["0", "1", "2"], saved
+
+
+def test_an_answer_that_comes_while_an_interrupted_launch_puts_its_folder_back_is_not_saved(tmp_path, capsys,
+                                                                                           monkeypatch,
+                                                                                           python_sigint_handler):
+    """Ctrl+C while task 0's request is in flight, no answer saved yet: the launch leaves the folder as it found it
+    (absent). Its worker is not waited for, and an answer that came while the folder was being put back was saved
+    into it: its key and record already taken back, the folder could not be removed, and it was left holding answers
+    without their key (the one line said they were kept and a rerun resumed; that rerun was refused). An answer that
+    comes once the run is interrupted with nothing saved is now dropped, as the folder is. Ordered, not waited for:
+    the main thread raises the signal itself once the request is in flight (a signal sent from another thread can
+    land while it is between releasing the GIL and blocking, and then waits for the answer), and the answer is let
+    through, and its worker waited for, just after the folder was found unchanged by any answer."""
+    from eval.mera import workers as workers_mod
+    from judge.plumbing import run_folder
+
+    in_flight, release = threading.Event(), threading.Event()
+    put_back: list[bool] = []
+
+    def respond(path, body):
+        in_flight.set()
+        release.wait(30)  # a bound for a failing test only: let through while the folder is put back
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
+
+    class StoppedWhileWaited(workers_mod.Future):
+        def result(self, timeout=None):
+            assert in_flight.wait(30)
+            signal.raise_signal(signal.SIGINT)  # Ctrl+C, in the thread that waits for the answer
+            return super().result(timeout)
+
+    real_found = run_folder._found
+
+    def found(folder, progress_files):
+        seen = real_found(folder, progress_files)
+        if in_flight.is_set():  # the launch putting its folder back: the answer comes now
+            put_back.append(True)
+            release.set()
+            for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
+                worker.join(30)
+        return seen
+
+    monkeypatch.setattr(workers_mod, "Future", StoppedWhileWaited)
+    monkeypatch.setattr(run_folder, "_found", found)
+    out = tmp_path / "runs" / "run"
+    with ScriptedEndpoint(respond) as endpoint:
+        code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(SAMPLE),
+                         "--out", str(out), "--limit", "1", "--n", "1", "--k", "1", "--concurrency", "1",
+                         "--max-retries", "0"])  # fmt: skip
+        release.set()
+    err = capsys.readouterr().err
+    assert (code, put_back) == (130, [True]), err
+    assert err.splitlines()[-1] == "judge-eval mera ruhumaneval: interrupted", err
+    assert not (tmp_path / "runs").exists(), sorted(p.name for p in out.iterdir())

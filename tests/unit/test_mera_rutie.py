@@ -1390,7 +1390,11 @@ def test_a_dialogue_whose_held_refusal_is_dropped_at_the_stop_saves_nothing_late
 def test_ctrl_c_while_a_question_is_asked_waits_for_no_answer(tmp_path, python_sigint_handler):
     """Ctrl+C (a real SIGINT) while dialogue 1's question is still unanswered: the run waited for it (up to
     --request-timeout and its retries) as its thread pool joined every worker. It now raises at once, dialogue 1's
-    question still in flight; the answers that came before the process would end are saved. Ordered by events, no sleeps (the bound on the hold only ends a failing test)."""
+    question still in flight; the answers that came before the process would end are saved. Ordered by events, no
+    sleeps (the bound on the hold only ends a failing test): the stop comes with dialogue 0's second question, which
+    its worker asks only after it saved the first's answer (a stop before any answer is saved drops the later ones,
+    as the run folder is left as found), and is answered at once: the waiting thread, on dialogue 0, wakes with it
+    even where the signal came before it blocked."""
     import dataclasses
     import os
     import signal
@@ -1408,12 +1412,13 @@ def test_ctrl_c_while_a_question_is_asked_waits_for_no_answer(tmp_path, python_s
                 in_flight.set()
                 release.wait(30)
                 answered.append("d1")
-            elif "d0 q0" in request:  # the user presses Ctrl+C while dialogue 1's question is asked
+            elif "d0 q1" in request:  # the user presses Ctrl+C while dialogue 1's question is asked
                 in_flight.wait(30)
                 os.kill(os.getpid(), signal.SIGINT)
             return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
 
-    dialogues = {d: [dataclasses.replace(_item(0, f"d{d} q0?", "a", "b"), dialog_id=d)] for d in range(2)}
+    dialogues = {d: [dataclasses.replace(_item(q, f"d{d} q{q}?", "a", "b"), dialog_id=d) for q in range(2 - d)]
+                 for d in range(2)}  # fmt: skip
     with pytest.raises(KeyboardInterrupt):
         run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=2)
     answered_on_return = list(answered)
@@ -1421,7 +1426,48 @@ def test_ctrl_c_while_a_question_is_asked_waits_for_no_answer(tmp_path, python_s
     for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
         worker.join(30)  # the abandoned question ends here, not in a later test
     assert answered_on_return == []
-    assert sorted(r["dialog_id"] for r in read_jsonl(tmp_path / "answers.jsonl")) == [0, 1]
+    saved = [(r["dialog_id"], r["question_id"]) for r in read_jsonl(tmp_path / "answers.jsonl")]
+    assert saved[0] == (0, 0) and sorted(saved) == [(0, 0), (0, 1), (1, 0)], saved
+
+
+def test_an_answer_that_comes_after_ctrl_c_with_none_saved_is_dropped(tmp_path, monkeypatch, python_sigint_handler):
+    """Ctrl+C while the first question is asked, no answer saved: the launch leaves the run folder as it found it
+    (hold_run_folder), and an answer that came meanwhile was saved into it without its key, which no rerun resumes.
+    It is now dropped (the rerun asks again). Ordered, not waited for: the waiting thread raises the signal itself
+    once the question is in flight, and the answer is let through only after run_dialogues has raised."""
+    import dataclasses
+    import signal
+    import threading
+
+    from eval.mera import workers as workers_mod
+    from eval.mera.client import Generation
+    from eval.mera.rutie import RutieSettings, run_dialogues
+
+    in_flight, release = threading.Event(), threading.Event()
+    answered: list[str] = []
+
+    class Client:
+        def generate(self, request, **kwargs):
+            in_flight.set()
+            release.wait(30)  # a bound for a failing test only
+            answered.append(request)
+            return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
+
+    class StoppedWhileWaited(workers_mod.Future):
+        def result(self, timeout=None):
+            assert in_flight.wait(30)
+            signal.raise_signal(signal.SIGINT)  # Ctrl+C, in the thread that waits for the answer
+            return super().result(timeout)
+
+    monkeypatch.setattr(workers_mod, "Future", StoppedWhileWaited)
+    dialogues = {0: [dataclasses.replace(_item(0, "d0 q0?", "a", "b"), dialog_id=0)]}
+    with pytest.raises(KeyboardInterrupt):
+        run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=1)
+    release.set()
+    for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
+        worker.join(30)
+    assert len(answered) == 1  # the answer came, after the interrupt
+    assert not (tmp_path / "answers.jsonl").exists()
 
 
 def test_a_prompt_of_exactly_the_window_is_over_it(tmp_path):
