@@ -20,25 +20,48 @@ from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.unit.test_mera_rutie import completion_body
 
 
+def _held_after_the_second(release: threading.Event, stop: int):
+    """A ``respond`` for four tasks asked one at a time: task 0 answered, ``stop`` sent to this process while task 1
+    is answered (then answered at once, so that the thread waiting for it wakes with the stop even where the signal
+    came before it blocked), and any later task held until ``release`` (the command has returned; the bound only ends
+    a failing test). A worker that took task 2 before the stop was seen is held there, so task 3 is never sent, and
+    no worker writes while the test reads what was saved."""
+    def respond(path, body):
+        if "def strlen(" in body["prompt"]:  # the second task: the stop comes while it is answered
+            os.kill(os.getpid(), stop)
+        elif "def greatest_common_divisor(" not in body["prompt"]:
+            release.wait(30)
+        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
+
+    return respond
+
+
+def _join_workers() -> None:
+    """Wait for the workers the interrupted command left running (each let go already): nothing of theirs is written
+    after the test reads, or in a later test."""
+    for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
+        worker.join(30)
+
+
 def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_answers(tmp_path, capsys, python_sigint_handler):
     """A real SIGINT while the second task is being answered: the first task's generation stays saved for the
     rerun, and the command says so in one line with exit 130. It ended in a KeyboardInterrupt traceback."""
-    def respond(path, body):
-        if "def strlen(" in body["prompt"]:  # the second task: the user presses Ctrl+C while it is answered
-            os.kill(os.getpid(), signal.SIGINT)
-        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
-
+    release = threading.Event()
     out = tmp_path / "run"
-    with ScriptedEndpoint(respond) as endpoint:
-        code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data", str(SAMPLE),
-                         "--out", str(out), "--limit", "4", "--n", "1", "--k", "1", "--concurrency", "1",
-                         "--max-retries", "0"])  # fmt: skip
+    with ScriptedEndpoint(_held_after_the_second(release, signal.SIGINT)) as endpoint:
+        try:
+            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+                             "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
+        finally:
+            release.set()
+            _join_workers()
     err = capsys.readouterr().err
     assert code == 130
     assert f"judge-eval mera ruhumaneval: interrupted; the answers saved so far in {out} are kept" in err, err
     assert "Traceback" not in err
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
-    assert saved[0] == "0" and len(saved) < 4  # the run stopped: the last tasks were never asked
+    assert saved[:2] == ["0", "1"] and "3" not in saved, saved  # the run stopped: the last task was never asked
     assert not (out / cli.METRICS_FILE).exists()
 
 
@@ -56,27 +79,28 @@ def test_sighup_from_a_closed_terminal_exits_129_though_stderr_fails(tmp_path, m
     """A closed terminal sends SIGHUP and takes stderr with it: the "interrupted by SIGHUP" line failed with EIO, and
     the command ended in that OSError (exit 1, a traceback no one saw) instead of the documented 129. The line is
     now dropped where it cannot be written; the answers saved before the hangup are kept."""
-    def respond(path, body):
-        if "def strlen(" in body["prompt"]:  # the second task: the terminal closes while it is answered
-            os.kill(os.getpid(), signal.SIGHUP)
-        return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
-
+    release = threading.Event()
     received: list[int] = []
     # The test's own SIGHUP handler (not ignored, so the command sets its own); it sees the signal only where the
     # command set none.
     earlier = signal.signal(signal.SIGHUP, lambda signum, frame: received.append(signum))
     out = tmp_path / "run"
     try:
-        with ScriptedEndpoint(respond) as endpoint:
+        # the terminal closes while the second task is answered
+        with ScriptedEndpoint(_held_after_the_second(release, signal.SIGHUP)) as endpoint:
             monkeypatch.setattr(sys, "stderr", HungUpTerminal())
-            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
-                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
-                             "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
+            try:
+                code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
+                                 str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+                                 "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
+            finally:
+                release.set()
+                _join_workers()
     finally:
         signal.signal(signal.SIGHUP, earlier)
     assert (code, received) == (129, [])
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
-    assert saved[0] == "0" and len(saved) < 4
+    assert saved[:2] == ["0", "1"] and "3" not in saved, saved
 
 
 #: A continuation of the task's stub: says its working folder and its pid on the FIFO ``up``, then waits until the test
@@ -177,25 +201,23 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
     """SIGTERM while one task's request is still unanswered: the command waited for it (up to --request-timeout
     and its retries), past a scheduler's grace period (docker stop's 10 s), as its thread pool joined every worker.
     It now returns 143 while that request is still in flight, task 0's answer saved. Ordered by events, no sleeps:
-    task 0 is answered once task 1's request is in flight; the stop comes with task 2's request, which its worker sends
-    only after it saved task 0's answer (a stop before any answer is saved leaves the folder as it found it: absent);
-    tasks 1 and 2 are held until the command has returned (the bound on the hold only ends a failing test), so task
-    3 is never sent."""
-    in_flight, release = threading.Event(), threading.Event()
+    with two workers on three tasks, tasks 1 and 2 are both in flight only once task 0, taken first, is done and its
+    answer saved; the stop is sent while task 1 is answered, only then (a stop before any answer is saved leaves the
+    folder as it found it: absent). Task 1 is answered at once after the stop: the thread waiting for it wakes with
+    the stop even where the signal came before it blocked. Task 2 is held until the command has returned (the bound
+    on the hold only ends a failing test)."""
+    task_2_in_flight, release = threading.Event(), threading.Event()
     answered: list[str] = []
     received: list[int] = []
 
     def respond(path, body):
-        if "def strlen(" in body["prompt"]:  # task 1: a long generation, still running at the stop
-            in_flight.set()
-            release.wait(30)
-            answered.append("1")
-        elif "def greatest_common_divisor(" in body["prompt"]:  # task 0: answered while task 1 is in flight
-            in_flight.wait(30)
-        elif "def flip_case(" in body["prompt"]:  # task 2: sent once task 0's answer is saved; the stop comes now
-            os.kill(os.getpid(), signal.SIGTERM)
+        if "def flip_case(" in body["prompt"]:  # task 2: a long generation, still running at the stop
+            task_2_in_flight.set()
             release.wait(30)
             answered.append("2")
+        elif "def strlen(" in body["prompt"]:  # task 1: the stop comes once task 0's answer is saved
+            task_2_in_flight.wait(30)
+            os.kill(os.getpid(), signal.SIGTERM)
         return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
 
     def test_handler(signum, frame):  # where the command sets none, the signal lands here, not on the test process
@@ -206,19 +228,17 @@ def test_sigterm_during_generation_waits_for_no_request_in_flight(tmp_path, caps
     try:
         with ScriptedEndpoint(respond) as endpoint:
             code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
-                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
+                             str(SAMPLE), "--out", str(out), "--limit", "3", "--n", "1", "--k", "1",
                              "--concurrency", "2", "--max-retries", "0"])  # fmt: skip
             answered_on_return = list(answered)
             release.set()
-            for worker in [t for t in threading.enumerate() if t.name.startswith("mera-worker-")]:
-                worker.join(30)  # the abandoned request ends here, not in a later test
+            _join_workers()  # the abandoned request ends here, not in a later test
     finally:
         signal.signal(signal.SIGTERM, earlier_term)
     err = capsys.readouterr().err
     assert (code, received, answered_on_return) == (143, [], []), err
     assert f"judge-eval mera ruhumaneval: interrupted by SIGTERM; the answers saved so far in {out} are kept" in err
-    # The answers that came before the process would end are saved (tasks 1 and 2 only once the command had
-    # returned); task 3 was never started.
+    # The answers that came before the process would end are saved (task 2 only once the command had returned).
     saved = [json.loads(line)["task_id"] for line in (out / cli.GENERATIONS_FILE).read_text().splitlines()]
     assert saved[0] == "0" and sorted(saved) == ["0", "1", "2"], saved
 
