@@ -78,7 +78,8 @@ def test_a_silent_engine_times_out():
     release = threading.Event()
 
     def slow(path, body):
-        release.wait(5)
+        release.wait(60)  # let go by the finally below: a bound for a failing test, never the order (5 s could answer
+        # before a loaded event loop saw its 0.3 s timeout, a 200 and no TimeoutError)
         return 200, COMPLETION
 
     with ScriptedEndpoint(slow) as engine:
