@@ -777,20 +777,20 @@ def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
 
 
 def test_deadline_harness_rescores_the_saved_samples_and_is_recorded(tmp_path, sandbox_user):
-    """--deadline is recorded in run.json (the setting and the sandbox's limits) and in metrics.json. A task of three
-    1.5 s tests passes under the default per-test deadline (--exec-timeout 2 x 3 tests) and times out under the
+    """--deadline is recorded in run.json (the setting and the sandbox's limits) and in metrics.json. A task of eight
+    0.25 s tests passes under the default per-test deadline (--exec-timeout 0.5 x 8 tests) and times out under the
     harness's one --exec-timeout + 1; the same folder is rerun with the other deadline, not refused: executions are
     rerun whole on every run (as under another --exec-timeout), so the saved samples are scored again, never
     discarded for it."""
-    tests = "[{'a': 1, 'b': 2}, {'a': -1, 'b': 1}, {'a': 2, 'b': 3}]"
-    slow = "    import time\n    time.sleep(1.5)\n    return a + b\n"
-    row = {**MERA_ROW, "inputs": {**MERA_ROW["inputs"], "tests": tests}, "outputs": ["3", "0", "5"],
+    tests = repr([{"a": a, "b": 1} for a in range(8)])
+    slow = "    import time\n    time.sleep(0.25)\n    return a + b\n"
+    row = {**MERA_ROW, "inputs": {**MERA_ROW["inputs"], "tests": tests}, "outputs": [str(a + 1) for a in range(8)],
            "meta": {**MERA_ROW["meta"], "canonical_solution": slow}}
     path = tmp_path / "slow.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     out = tmp_path / "run"
     argv = ["ruhumaneval", "--self-check", "--data", str(path), "--out", str(out), "--sandbox", "none",
-            "--exec-timeout", "2"]  # fmt: skip
+            "--exec-timeout", "0.5"]  # fmt: skip
     for deadline, pass_1, timeouts in (("per-test", 1.0, 0), ("harness", 0.0, 1)):
         assert cli.main([*argv, *(["--deadline", deadline] if deadline == "harness" else [])]) == 0, deadline
         run = json.loads((out / "run.json").read_text(encoding="utf-8"))

@@ -140,19 +140,21 @@ def test_a_sample_at_its_cpu_limit_times_out_and_one_that_exits_names_its_code(s
     assert (exits.status, exits.detail) == (RUNTIME, "the process exited before test 0 finished (exit 3)")
 
 
-#: Three tests of 1.5 s each: 4.5 s in all, under 3 x 2 s (per-test) and over 2 s + 1 (harness).
-SLOW_TESTS = ExecJob(program="import time\ndef f(x):\n    time.sleep(1.5)\n    return x\n", entry_point="f",
-                     tests=[{"x": 1}, {"x": 2}, {"x": 3}], expected=["1", "2", "3"])  # fmt: skip
+#: Eight tests of 0.25 s each: 2 s in all, under 8 x 0.5 s (per-test) and over 0.5 s + 1 (harness). Sleeps never end
+#: early, so the harness's timeout cannot be lost to a fast machine; a loaded one only eats the per-test margin.
+SLOW_TIMEOUT_S = 0.5
+SLOW_TESTS = ExecJob(program="import time\ndef f(x):\n    time.sleep(0.25)\n    return x\n", entry_point="f",
+                     tests=[{"x": i} for i in range(1, 9)], expected=[str(i) for i in range(1, 9)])  # fmt: skip
 
 
 def test_the_harness_deadline_is_one_timeout_plus_one_for_the_whole_sample(sandbox_user):
-    """A sample of three slow tests passes under the per-test deadline (timeout_s x 3 = 6 s for 4.5 s of work) and
-    is a timeout under MERA's harness's (timeout_s + 1 = 3 s for the whole sample: MERA-Evaluation/MERA
+    """A sample of eight slow tests passes under the per-test deadline (timeout_s x 8 = 4 s for 2 s of work) and
+    is a timeout under MERA's harness's (timeout_s + 1 = 1.5 s for the whole sample: MERA-Evaluation/MERA
     ``benchmark_tasks/ruhumaneval/utils.py`` ``check_correctness``); a check()-mode sample's budget is one step."""
-    per_test = Sandbox(Limits(timeout_s=2.0), isolation="none").run(SLOW_TESTS)
-    assert (per_test.status, per_test.outputs) == (PASSED, ("1", "2", "3")), per_test
-    harness = Sandbox(Limits(timeout_s=2.0, deadline="harness"), isolation="none").run(SLOW_TESTS)
-    assert (harness.status, harness.stopped_by, harness.outputs[2]) == (TIMEOUT, "deadline", None), harness
+    per_test = Sandbox(Limits(timeout_s=SLOW_TIMEOUT_S), isolation="none").run(SLOW_TESTS)
+    assert (per_test.status, per_test.outputs) == (PASSED, tuple(SLOW_TESTS.expected)), per_test
+    harness = Sandbox(Limits(timeout_s=SLOW_TIMEOUT_S, deadline="harness"), isolation="none").run(SLOW_TESTS)
+    assert (harness.status, harness.stopped_by, harness.outputs[-1]) == (TIMEOUT, "deadline", None), harness
     assert [Limits(timeout_s=2.0, deadline=d).sample_seconds(n) for d in ("per-test", "harness") for n in (1, 3)] \
         == [2.0, 6.0, 3.0, 3.0]
     with pytest.raises(ValueError, match="deadline must be one of per-test, harness, got 'harnes'"):
