@@ -30,6 +30,9 @@ from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 KEY = "flood-test-key"
 DESCRIPTORS = 200  # judge-serve's RLIMIT_NOFILE, soft and hard; it holds a few dozen itself before the flood
+#: judge-serve's attached_probe_interval_s: the come-back tests wait out five probes and the flood test floods until
+#: one fails, so it is the watcher's own tick (serve/supervision.py ``_watch``), the shortest interval it can keep.
+PROBE_INTERVAL_S = 0.5
 
 
 class EngineHealth:
@@ -89,7 +92,7 @@ def _judge_serve(model_dir: Path, engine_url: str):
     port = free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="judge-serve-flood-"))
     argv = ["serve.cli", "--model", str(model_dir), "--port", str(port), "--generator-url", engine_url,
-            "--api-key", KEY, "--header-timeout-s", "2", "--attached-probe-interval-s", "1",
+            "--api-key", KEY, "--header-timeout-s", "2", "--attached-probe-interval-s", str(PROBE_INTERVAL_S),
             "--log-dir", str(run_dir)]  # fmt: skip
     # The limit is set inside judge-serve's own process, before anything else runs; raising the soft limit to the
     # hard one (what judge-serve does at start) then changes nothing.
@@ -168,7 +171,7 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
         return "could not probe the attached generator engine" in text or "stopped answering /health" in text
 
     # The probe can fail for want of a descriptor only once the flood holds every one judge-serve had free (the
-    # flood opens 50 at a time; the 1 s probe may come at any batch after that, so no more is asserted).
+    # flood opens 50 at a time; the next probe may come at any batch after that, so no more is asserted).
     free = DESCRIPTORS - len(list(Path(f"/proc/{pid}/fd").iterdir()))
     opened = _flood_until(port, probed)
     assert opened >= free > 0
