@@ -33,7 +33,8 @@ def test_an_output_dir_that_cannot_be_made_is_named_after_its_flag(tmp_path, cap
                           "there (") and err.count("\n") == 1, err
 
 
-def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_folder(tmp_path, capsys, monkeypatch):
+def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_folder(tmp_path, capsys, monkeypatch,
+                                                                                   tiny_causal_dir):
     """A template that does not keep the judge prompt verbatim (one that trims or reflows its user turn) is the
     base model's setting, refused as ``model_name_or_path`` in one line with exit 2 (a ValueError was a traceback,
     exit 1), and the run folder's lock is released: the next run on it is not refused as busy."""
@@ -49,10 +50,11 @@ def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_fold
 
     monkeypatch.setattr(judge, "apply_chat", reflowing)
     out = tmp_path / "run"
-    code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)])
+    code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out),
+                      "--model-name-or-path", str(tiny_causal_dir)])  # the session's tiny model: none is built here
     err = capsys.readouterr().err
     assert code == 2
-    # before it, only the tiny base model's save progress bar (carriage returns)
+    # before it, at most a progress bar (carriage returns)
     *before, last = err.rstrip("\n").split("\n")
     assert last.startswith("judge-train run: error: model_name_or_path: the chat template of ")
     assert "does not keep the prompt verbatim (row " in last
