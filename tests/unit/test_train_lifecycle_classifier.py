@@ -37,18 +37,17 @@ def test_the_classifier_defaults_to_no_validation_set():
 
 
 def test_the_classifier_s_n_train_counts_the_rows_left_after_the_too_long_ones(tmp_path, tiny_causal_dir,
-                                                                                  monkeypatch):
-    """A max_length between the 8 rows' lengths drops some of them: n_train is what trained, not the 8 read."""
-    from transformers import AutoTokenizer
-
+                                                                                  qwen_tokenizer, monkeypatch):
+    """A max_length between the 8 rows' lengths drops some of them: n_train is what trained, not the 8 read. The
+    lengths are read with the session's tokenizer, the one saved in tiny_causal_dir, rather than a second load of it."""
     from judge.criteria_auto.head import TRAINING_INPUT, input_ids
     from train.classifier import classifier_rows, main
     from train.config import load_config
 
     monkeypatch.delenv("RANK", raising=False)
     pairs, _ = classifier_rows(load_config(TINY))
-    tokenizer = AutoTokenizer.from_pretrained(tiny_causal_dir)
-    lengths = sorted(len(input_ids(tokenizer, p["instruction"], TRAINING_INPUT["add_special_tokens"])) for p in pairs)
+    lengths = sorted(len(input_ids(qwen_tokenizer, p["instruction"], TRAINING_INPUT["add_special_tokens"]))
+                     for p in pairs)
     max_length = lengths[len(lengths) // 2]
     kept = sum(n <= max_length for n in lengths)
     assert 0 < kept < len(pairs) == 8
