@@ -69,16 +69,18 @@ def _without_stamps(stderr: str) -> list[str]:
 
 
 def test_judge_eval_run_against_a_closed_port_prints_its_wait_once(closed_url, tmp_path):
-    """The whole stderr: the config of a run that goes on, its data, the one wait line, the one error line."""
+    """The whole stderr: the config of a run that goes on, its data, the one wait line, the one error line. The
+    connect bound is waited out, so it is short; run_argv's --backoff-s 0.2 still makes at least three attempts
+    within it whatever the jitter: two after the one the wait line is about."""
     data = sample_records_file(tmp_path / "data.jsonl", 2)
     code, _, err = wait_outcome(start_judge_eval(
-        run_argv(closed_url, tmp_path / "out", data, "--connect-timeout-s", "3"), env_without_keys()))
+        run_argv(closed_url, tmp_path / "out", data, "--connect-timeout-s", "1"), env_without_keys()))
     lines = _without_stamps(err)
     assert code == EXIT_UNUSABLE, err
     assert len(lines) == 4, err
     assert lines[0].startswith('INFO judge_eval.run: run config: {"judge": "' + closed_url + '"'), err
     assert lines[1] == f"INFO judge.record_sources: {data}: 2 rows -> 2 records"
-    assert lines[2] == (f"WARNING judge.plumbing.retry: waiting for the judge at {closed_url} (up to 3 s; "
+    assert lines[2] == (f"WARNING judge.plumbing.retry: waiting for the judge at {closed_url} (up to 1 s; "
                         f"--connect-timeout-s): {REFUSED}")
     assert re.fullmatch(
         rf"judge-eval run: error: the judge at {re.escape(closed_url)} cannot be reached \({re.escape(REFUSED)}\) "
