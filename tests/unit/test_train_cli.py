@@ -215,21 +215,29 @@ def test_a_launch_refused_on_its_config_or_folder_leaves_the_folder_as_it_found_
 
 
 def test_wandb_without_a_key_leaves_no_run_folder(tmp_path, capsys, monkeypatch):
-    """report_to wandb with no way to log in was refused once rank 0 held the --output-dir, which it had made."""
+    """report_to wandb with no way to log in was refused once rank 0 held the --output-dir, which it had made. W&B is
+    pointed at the folder (WANDB_DIR) before the refusal, and its setup reading that path makes nothing there."""
+    import os
+
     for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_DIR"):
-        monkeypatch.delenv(name, raising=False)
+        # set first, so that unset is what the test's end puts back: the run sets WANDB_DIR itself (check_launch),
+        # and a delenv of a variable already unset records nothing to undo
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     import wandb
 
     wandb.teardown()  # W&B's process-wide setup keeps what an earlier test in this process set
     out = tmp_path / "run"
-    code = train_run(["--config", str(REPO / "configs/train/tiny/regression.yaml"), "--output-dir", str(out),
-                      "--report-to", "wandb"])  # fmt: skip
+    try:
+        code = train_run(["--config", str(REPO / "configs/train/tiny/regression.yaml"), "--output-dir", str(out),
+                          "--report-to", "wandb"])  # fmt: skip
+    finally:
+        wandb.teardown()  # its setup read this test's HOME and WANDB_DIR
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("judge-train run: error: report_to wandb: no W&B API key for "), err
-    assert not out.exists()
-    wandb.teardown()  # its setup read this test's HOME and WANDB_DIR
+    assert os.environ.get("WANDB_DIR") == str(out) and not out.exists()
 
 
 def test_a_held_folder_is_refused_as_held_before_its_rules(tmp_path, capsys):
