@@ -455,7 +455,7 @@ class TrainConfig:
 
 
 #: The trainer-arguments keys each recipe passes itself (``train.recipe_steps.PreparedRun.training_arguments``'s
-#: ``extra``; the recipe checks it passes exactly these) -> what it makes each. ``TrainConfig.validate`` refuses a
+#: ``extra``, which asserts it passes none beyond these) -> what it makes each. ``TrainConfig.validate`` refuses a
 #: ``trainer_args`` key among them at load, not once the run folder, run.json and the base model's copy exist.
 SEQ2SEQ_RECIPE_ARGUMENTS: dict[str, str] = {
     "max_length": "max_length", "packing": "packing", "packing_strategy": "'bfd', packing's padding-free one",

@@ -360,8 +360,9 @@ def test_overwrite_keeps_the_earlier_run_when_the_new_one_is_refused(tmp_path, c
 
 
 @pytest.mark.parametrize("recipe, key, value, says", [
-    ("seq2seq", "packing_strategy", "wrapped", r"trainer_args.packing_strategy: the seq2seq recipe passes this to the "
-                                               r"trainer itself \(it is 'bfd', packing's padding-free one\); remove it"),
+    ("seq2seq", "packing_strategy", "wrapped", r"trainer_args.packing_strategy: the seq2seq recipe passes this to "
+                                               r"the trainer itself \(it is 'bfd', packing's padding-free one\); "
+                                               r"remove it"),
     ("seq2seq", "completion_only_loss", False, "trainer_args.completion_only_loss: the seq2seq recipe passes"),
     ("regression", "prediction_loss_only", False, "trainer_args.prediction_loss_only: the regression recipe passes"),
     ("classifier", "remove_unused_columns", True, "trainer_args.remove_unused_columns: the classifier recipe passes"),
