@@ -19,7 +19,8 @@ from tests.unit.test_released_columns import ROW
 def offline(monkeypatch):
     """HF_HUB_OFFLINE as a user sets it before starting the process. datasets and huggingface_hub read it once, when
     they are imported, and another test of this worker may have imported them already: setting the variable then
-    leaves them online, and a name the cache lacks is then asked of the hub with retries (~23 s each, no network)."""
+    leaves them online, and a name the cache lacks is then asked of the hub, retried until it fails for want of a
+    network."""
     import datasets.config
     import huggingface_hub.constants
 
