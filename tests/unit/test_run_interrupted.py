@@ -80,3 +80,21 @@ def test_ctrl_c_before_the_first_row_claims_no_rows_kept(tmp_path, capsys, pytho
         err = capsys.readouterr().err
     assert (code, err, server.asked) == (130, "judge-eval run: interrupted\n", 1)
     assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_names_the_rows_kept_in_an_out_the_config_file_gave(tmp_path, capsys, python_sigint_handler):
+    """--out unset on the command line, out: in the --config YAML: the Ctrl+C line reads the resolved folder, so the
+    rows journaled there before the stop are said to be kept (read from the flags, it said nothing was kept)."""
+    records = sample_by_split()
+    data = tmp_path / "records.jsonl"
+    judge.write_jsonl(records, data)
+    out = tmp_path / "run"
+    config = tmp_path / "run.yaml"
+    config.write_text(f"out: {out}\n", encoding="utf-8")
+    with CtrlCAt(at=4) as server:
+        capsys.readouterr()
+        code = main(["run", "--config", str(config), "--judge", server.base_url, "--data", str(data), "--max-tokens",
+                     "32", "--no-progress", "--backoff-s", "0.01", "--concurrency", "1"])  # _run_args' but --out
+        err = capsys.readouterr().err
+    assert (code, err) == (130, "judge-eval run: interrupted; the rows written are kept, a rerun resumes\n")
+    assert _ids(out / "predictions.jsonl") == [r.id for r in records][:3]
