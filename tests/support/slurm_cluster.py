@@ -22,7 +22,7 @@ Clients find the cluster through ``SLURM_CONF``: use :attr:`SlurmCluster.env` fo
 call; jobs inherit it (sbatch exports the caller's environment), so ``scontrol requeue`` inside a job reaches the
 same controller.
 
-Why one module of ~600 lines: the config it writes, the daemons it starts and stops, and the client calls and job
+Why one module of ~650 lines: the config it writes, the daemons it starts and stops, and the client calls and job
 process helpers the tests use all read the one scratch layout and the timings set here; split, each part would
 re-derive the paths and knobs the others set.
 """
