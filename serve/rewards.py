@@ -63,7 +63,7 @@ the plain route is refused (401, naming ``/get_reward/<reward key>``). The key i
 uvicorn's access log. A refusal (a 400 naming its field; a 401, at most one line a minute) is logged as a warning
 too: OpenRLHF never reads the body of an answer it cannot use.
 
-Why one module of ~740 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~770 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -523,8 +523,12 @@ class RewardRoute:
                 return judgment_failed(err, state)
             except asyncio.TimeoutError:
                 name, seconds = self.deadline
-                return self.error(504, f"the rewards took longer than {name}={seconds:g} s (the wait for an engine "
-                                  "included); their judging is cancelled", "timeout", code="timeout")
+                message = (f"the rewards took longer than {name}={seconds:g} s (the wait for an engine included); "
+                           "their judging is cancelled")
+                # OpenRLHF never reads the body (it resends, and after its fifth 504 fails the step): the log keeps
+                # the cause.
+                log.warning("a reward request was answered 504: %s", message)
+                return self.error(504, message, "timeout", code="timeout")
             if response is None:  # the client left: nobody to answer (serve.app answers a body never read alike)
                 return Response(status_code=499)
             for k, item in enumerate(response.items):
