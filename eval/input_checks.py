@@ -114,17 +114,25 @@ def os_error_text(err: OSError, out: str | Path | None) -> str:
 
 
 def refuse_missing_predictions(predictions: str) -> None:
-    """Refuse a ``--predictions`` that is not there, or holds no prediction, before anything is read or written.
+    """Refuse a ``--predictions`` that is not there, holds no prediction, or is a run folder a job still writes
+    (its ``run.lock`` held), before anything is read or written.
 
     Raises:
         ValueError: naming the path and what to do.
     """
     from eval.pairwise.files import PAIRWISE_PREDICTIONS
+    from judge.plumbing.run_folder import run_folder_holder
 
     path = Path(predictions)
     if not path.exists():
         raise ValueError(f"--predictions {predictions}: not found; give a run folder written by `judge-eval run` "
                          "(or its predictions.jsonl)")
+    folder = path if path.is_dir() else path.parent
+    # A run still judging has written only part of its verdicts (and no run.json yet): scored now, its figures read
+    # as a finished run's, and a report written into its folder goes stale when the run ends.
+    if holder := run_folder_holder(folder):
+        raise ValueError(f"--predictions {predictions}: {holder} is still writing this run; score it once the run "
+                         "has finished, or stop the run first (what it judged is kept and scored as it is)")
     # A pairwise run writes its judgments under another name (eval.pairwise.judging); either file is a run's
     # predictions.
     names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)

@@ -1,13 +1,15 @@
 """judge-eval's first-hour errors, each one line on stderr with exit 2 naming the flag, file, row or field, never a
 traceback: an --out that cannot be made or written (checked before any work), a run.json whose data is gone or
-malformed, a checkpoint path that is not there, a file given as --predictions that is no JSONL, an items.parquet
-that compare cannot read, and a prediction score no judge gives. Expected messages are written out by hand."""
+malformed, a run still being judged, a checkpoint path that is not there, a file given as --predictions that is no
+JSONL, an items.parquet that compare cannot read, and a prediction score no judge gives. Expected messages are
+written out by hand."""
 
 from __future__ import annotations
 
 import errno
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -21,7 +23,7 @@ import judge
 from eval.cli import main
 from eval.judging.predictions import PredictionRow, read_prediction_table
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.run_folder import RunFolderUnwritable, refuse_unwritable
+from judge.plumbing.run_folder import RunFolderUnwritable, hold_run_folder, refuse_unwritable
 from tests.support.eval_cli import prediction_row, sample_by_split, write_run
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self").is_dir()
@@ -197,6 +199,42 @@ def test_a_malformed_config_is_no_matter_with_data_given(tmp_path, capsys):
     run = _run_with_run_json(tmp_path, {"config": "x"})
     assert main(["score", "--predictions", str(run), "--data", "sample", "--out", str(tmp_path / "out"),
                  "--n-boot", "0", "--vc-repeats", "5"]) == 0
+
+
+# ------------------------------------------------------------------------------------------- a run still being judged
+
+
+@pytest.mark.parametrize("given", ["folder", "file", "folder before its first verdict"])
+def test_score_refuses_a_run_that_is_still_judging(scored, tmp_path, monkeypatch, capsys, given):
+    """Before: a run mid-way was scored as an unfinished one (exit 0, its report written into the folder the run
+    was still writing), or, before its first verdict, was called no run folder at all."""
+    run = shutil.copytree(scored["run"], tmp_path / "run")
+    for name in ("run.json", "metrics.json", "report.md", "report.html", "items.parquet"):
+        (run / name).unlink(missing_ok=True)  # what a run mid-way has not written yet
+    if given == "folder before its first verdict":
+        (run / "predictions.jsonl").unlink()
+    predictions = run / "predictions.jsonl" if given == "file" else run
+    _no_reading(monkeypatch)
+    capsys.readouterr()
+    with hold_run_folder(run, "judge-eval run"):
+        assert main(["score", "--predictions", str(predictions), "--n-boot", "0"]) == 2
+    out, err = _said(capsys)
+    assert out == "" and re.fullmatch(
+        rf"judge-eval score: error: --predictions {re.escape(str(predictions))}: judge-eval run \(pid {os.getpid()} on "
+        r"[^\n]+\) is still writing this run; score it once the run has finished, or stop the run first \(what it "
+        r"judged is kept and scored as it is\)\n", err), err
+    assert sorted(p.name for p in run.iterdir()) == sorted(
+        ["run.lock", *(["predictions.jsonl"] if given != "folder before its first verdict" else [])])
+
+
+def test_score_takes_a_run_whose_judging_has_ended(scored, tmp_path, capsys):
+    """The lock file stays behind a finished run; only a held one refuses."""
+    run = shutil.copytree(scored["run"], tmp_path / "run")
+    with hold_run_folder(run, "judge-eval run"):
+        pass
+    assert (run / "run.lock").exists()
+    assert main(["score", "--predictions", str(run), "--data", str(scored["data"]), "--n-boot", "0",
+                 "--vc-repeats", "5"]) == 0
 
 
 # --------------------------------------------------------------------------------------- a checkpoint that is not there
