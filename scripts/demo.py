@@ -1,6 +1,6 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
-Why one module of ~520 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
+Why one module of ~530 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
 share the judge-serve processes (``_Servers``) and the one-line ``DemoError`` convention, and split they would be a
 package to find one's way through for what ``make demo`` runs as one file.
 
@@ -71,9 +71,11 @@ try:
     from judge.sample_data import data_source
     from judge.scales import has_unique_mode
 except ModuleNotFoundError as missing:
-    # `python3 scripts/demo.py` outside the venv: the toolkit is not on this Python's path, which is a setup step
-    # missed, not a bug to show as a traceback (even for --help). A module missing inside the toolkit is a bug: raised.
-    if missing.name != "judge":
+    # `python3 scripts/demo.py` outside the venv: the toolkit, or with PYTHONPATH at the clone a dependency the set-up
+    # installs (numpy), is not on this Python's path: a setup step missed, not a bug to show as a traceback (even for
+    # --help). A module missing inside the toolkit is a bug: raised.
+    if (missing.name or "").partition(".")[0] in ("judge", "train", "serve", "eval", "scripts") \
+            and missing.name != "judge":
         raise
     print(f"demo: run it with .venv/bin/python (make setup first); this Python has no module {missing.name!r}",
           file=sys.stderr)
@@ -121,7 +123,8 @@ def _parse_args(argv):
     args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = sorted(set(args.stages) - set(names))
     if unknown:
-        parser.error(f"unknown stages {unknown}; choose from {names}")
+        parser.error(f"--stages: unknown stage{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; choose from "
+                     f"{','.join(names)} (comma-separated), or leave --stages out for every stage")
     if not args.stages:  # `--stages ""` or `--stages ,` once ran nothing and said "make demo finished"
         parser.error(f"--stages names no stage; choose from {names}")
     return args

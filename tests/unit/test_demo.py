@@ -40,7 +40,7 @@ def test_unknown_stage_is_refused(capsys):
     """A misspelt stage name is an error, not a silent no-op."""
     with pytest.raises(SystemExit):
         demo.main(["--stages", "contract,trian"])
-    assert "unknown stages ['trian']" in capsys.readouterr().err
+    assert "--stages: unknown stage trian;" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("make_argv, said", [

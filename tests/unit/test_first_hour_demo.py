@@ -19,6 +19,22 @@ def _record_commands(monkeypatch) -> list[list[str]]:
     return commands
 
 
+@pytest.mark.parametrize(("stages", "said"), [
+    ("nope", "unknown stage nope"),
+    ("contract,trian,serv", "unknown stages serv, trian"),
+])  # fmt: skip
+def test_an_unknown_stage_is_refused_naming_the_flag(tmp_path, capsys, stages, said):
+    """Before: "unknown stages ['nope']; choose from [...]", naming neither --stages nor the way to run them all."""
+    with pytest.raises(SystemExit) as exited:
+        demo.main(["--out", str(tmp_path / "out"), "--stages", stages])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.splitlines()[-1] == (
+        f"python scripts/demo.py: error: --stages: {said}; choose from contract,train,serve,eval,mera "
+        "(comma-separated), or leave --stages out for every stage")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("stages", [",", "", " , "])
 def test_a_stages_list_naming_no_stage_is_refused(tmp_path, capsys, stages):
     """`--stages ,` once ran nothing, exit 0, and printed "make demo finished": a silent no-op."""
@@ -110,19 +126,23 @@ def test_ctrl_c_is_one_line_and_exit_code_130(tmp_path, capsys, monkeypatch):
     assert err.startswith("demo: interrupted") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_python_without_the_toolkit_is_told_which_python_to_use():
+@pytest.mark.parametrize(("pythonpath", "missing"), [(False, "judge"), (True, "numpy")])
+def test_a_python_without_the_toolkit_is_told_which_python_to_use(pythonpath, missing):
     """`python3 scripts/demo.py --help` outside the venv was a ModuleNotFoundError traceback. `-S` leaves out the
-    site packages, so this interpreter has no `judge`, as a system Python without `make setup` has none."""
+    site packages, so this interpreter has no `judge`, as a system Python without `make setup` has none; with
+    PYTHONPATH at the clone it finds `judge` but none of its dependencies (numpy's traceback, before)."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(demo.__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | ({"PYTHONPATH": str(root)} if pythonpath else {})
     done = subprocess.run([sys.executable, "-S", "scripts/demo.py", "--help"], cwd=root, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
     assert done.returncode == 2
     assert done.stderr == ("demo: run it with .venv/bin/python (make setup first); this Python has no module "
-                           "'judge'\n")
+                           f"'{missing}'\n")
     assert done.stdout == ""
 
 
