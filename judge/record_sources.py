@@ -608,13 +608,24 @@ def _row_wise(source: str | Path, split: str | None, make_id: bool, tables: list
         if not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
             shards = _parquet_shards(path, split)
             if not shards:
-                raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
-                                        "nor a datasets.save_to_disk layout")  # fmt: skip
+                raise _no_table_in(name, path)
             return records_and_report((row for shard in shards for row in _parquet_rows(shard)), name, make_id)
         return records_and_report(_dataset_rows(name, path, split), name, make_id)
     if looks_like_dataset_name(name, path):
         return records_and_report(_dataset_rows(name, path, split), name, make_id)
     raise _missing(name)
+
+
+def _no_table_in(name: str, path: Path) -> FileNotFoundError:
+    """A folder read as a table that holds none: a folder of JSONL or JSON files (``--data data/`` for
+    ``data/train.jsonl``) is told the file to give, since a folder is read only as Parquet shards or a dataset."""
+    files = sorted((p.suffix.lower() != ".jsonl", p.name) for p in path.iterdir()
+                   if p.is_file() and p.suffix.lower() in (".jsonl", ".json"))  # JSONL, the records' form, first
+    names = [name for _, name in files]
+    hint = (f"; it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: give the file itself "
+            f"({path / names[0]})" if names else "")
+    return FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) nor a "
+                             f"datasets.save_to_disk layout{hint}")
 
 
 def _json_file(path: Path) -> Any:
@@ -663,8 +674,7 @@ def source_rows(source: str | Path, split: str | None = None) -> Iterator[tuple[
     elif path.is_dir() and not any((path / marker).is_file() for marker in _SAVE_TO_DISK_FILES):
         shards = _parquet_shards(path, split)
         if not shards:
-            raise FileNotFoundError(f"{name}: a folder with neither Parquet shards (data/*.parquet, *.parquet) "
-                                    "nor a datasets.save_to_disk layout")
+            raise _no_table_in(name, path)
         for shard in shards:
             yield from _parquet_rows(shard)
     elif path.is_dir() or looks_like_dataset_name(name, path):

@@ -57,6 +57,26 @@ def test_build_data_refuses_a_data_source_it_cannot_read_in_one_line(tmp_path, c
     assert str(source) in err and said in err
 
 
+def test_a_folder_of_jsonl_files_is_told_the_file_to_give(tmp_path, capsys):
+    """`--data data/` for data/train.jsonl said only that the folder held no Parquet shards, not the file to give."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _jsonl(folder / "train.jsonl", [_record("a", "Верно.")])
+    (folder / "meta.json").write_text("{}", encoding="utf-8")
+    said = (f"{folder}: a folder with neither Parquet shards (data/*.parquet, *.parquet) nor a datasets.save_to_disk "
+            f"layout; it holds train.jsonl, meta.json: give the file itself ({folder / 'train.jsonl'})")
+    with pytest.raises(FileNotFoundError) as raised:
+        load_records(folder)
+    assert str(raised.value) == said
+    with pytest.raises(FileNotFoundError) as raised:
+        list(source_rows(folder))
+    assert str(raised.value) == said
+    capsys.readouterr()
+    assert build_data_main(["--data", str(folder)]) == 2
+    _, err = _one_error_line(capsys)
+    assert err.endswith(f"give the file itself ({folder / 'train.jsonl'})\n"), err
+
+
 def test_build_data_refuses_an_out_folder_before_reading_the_data(tmp_path, capsys):
     """--out a folder: refused at once (was an IsADirectoryError traceback after the whole build)."""
     assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(tmp_path)]) == 2
