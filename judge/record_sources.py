@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~730 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~735 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -390,6 +390,14 @@ def _missing(name: str) -> FileNotFoundError:
         return FileNotFoundError(f"{name}: a link to {os.readlink(path)}, which is not there")
     released = _RELEASED_DATASETS.get(path.name.lower())
     if released is None:
+        import difflib
+
+        from judge.sample_data import SAMPLE_DATA
+
+        # `--data sampel`: the one bare name every command takes, misspelt, reads as a path that is not there.
+        if difflib.get_close_matches(name.lower(), [SAMPLE_DATA], n=1, cutoff=0.75):
+            return FileNotFoundError(f"{name}: no such file or folder; did you mean `{SAMPLE_DATA}` (the bundled "
+                                     "sample data)?")
         return FileNotFoundError(f"{name}: no such file or folder")
     return FileNotFoundError(f"{name}: no such file or folder; to read the released {released}, download it first "
                              f"(hf download {released} --repo-type dataset --local-dir {name}) or pass {released} "

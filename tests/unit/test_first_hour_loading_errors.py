@@ -77,6 +77,20 @@ def test_a_folder_of_jsonl_files_is_told_the_file_to_give(tmp_path, capsys):
     assert err.endswith(f"give the file itself ({folder / 'train.jsonl'})\n"), err
 
 
+@pytest.mark.parametrize(("name", "said"), [
+    ("sampel", "sampel: no such file or folder; did you mean `sample` (the bundled sample data)?"),
+    ("Samples", "Samples: no such file or folder; did you mean `sample` (the bundled sample data)?"),
+    ("simple.jsonl", "simple.jsonl: no such file or folder"),
+    ("data/sample.jsonl", "data/sample.jsonl: no such file or folder"),
+])  # fmt: skip
+def test_a_misspelt_sample_is_told_the_name(tmp_path, monkeypatch, name, said):
+    """`--data sampel` said only "no such file or folder", not that `sample` is the bundled data's name."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as raised:
+        load_records(name)
+    assert str(raised.value) == said
+
+
 def test_build_data_refuses_an_out_folder_before_reading_the_data(tmp_path, capsys):
     """--out a folder: refused at once (was an IsADirectoryError traceback after the whole build)."""
     assert build_data_main(["--data", "sample", "--zero-shot", "drop", "--out", str(tmp_path)]) == 2
