@@ -43,19 +43,25 @@ def _join_workers() -> None:
         worker.join(30)
 
 
+def _four_tasks_one_at_a_time(base_url: str, out, release: threading.Event) -> int:
+    """ruHumanEval's first four sample tasks, one request at a time, against ``base_url``: the command's exit code.
+    However it ends, the held requests are let go and the workers joined before the test reads what was saved."""
+    try:
+        return cli.main(["ruhumaneval", "--endpoint", base_url, "--model", "scripted", "--data", str(SAMPLE), "--out",
+                         str(out), "--limit", "4", "--n", "1", "--k", "1", "--concurrency", "1",
+                         "--max-retries", "0"])  # fmt: skip
+    finally:
+        release.set()
+        _join_workers()
+
+
 def test_ctrl_c_mid_run_is_one_line_exit_130_and_keeps_the_answers(tmp_path, capsys, python_sigint_handler):
     """A real SIGINT while the second task is being answered: the first task's generation stays saved for the
     rerun, and the command says so in one line with exit 130. It ended in a KeyboardInterrupt traceback."""
     release = threading.Event()
     out = tmp_path / "run"
     with ScriptedEndpoint(_held_after_the_second(release, signal.SIGINT)) as endpoint:
-        try:
-            code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
-                             str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
-                             "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
-        finally:
-            release.set()
-            _join_workers()
+        code = _four_tasks_one_at_a_time(endpoint.base_url, out, release)
     err = capsys.readouterr().err
     assert code == 130
     assert f"judge-eval mera ruhumaneval: interrupted; the answers saved so far in {out} are kept" in err, err
@@ -89,13 +95,7 @@ def test_sighup_from_a_closed_terminal_exits_129_though_stderr_fails(tmp_path, m
         # the terminal closes while the second task is answered
         with ScriptedEndpoint(_held_after_the_second(release, signal.SIGHUP)) as endpoint:
             monkeypatch.setattr(sys, "stderr", HungUpTerminal())
-            try:
-                code = cli.main(["ruhumaneval", "--endpoint", endpoint.base_url, "--model", "scripted", "--data",
-                                 str(SAMPLE), "--out", str(out), "--limit", "4", "--n", "1", "--k", "1",
-                                 "--concurrency", "1", "--max-retries", "0"])  # fmt: skip
-            finally:
-                release.set()
-                _join_workers()
+            code = _four_tasks_one_at_a_time(endpoint.base_url, out, release)
     finally:
         signal.signal(signal.SIGHUP, earlier)
     assert (code, received) == (129, [])

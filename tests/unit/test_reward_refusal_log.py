@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from tests.unit.test_reward_route import PROMPT, _attached_judge_serve, _reward_body
+from tests.unit.test_reward_route import PROMPT, _attached_judge_serve, _reward_body, judge_serve_log
 
 
 def test_a_refused_reward_request_is_logged_with_its_cause_and_without_the_key(tiny_causal_dir, monkeypatch):
@@ -13,26 +13,13 @@ def test_a_refused_reward_request_is_logged_with_its_cause_and_without_the_key(t
     keyed route holds the key nowhere either."""
     key = "reward-key-that-must-stay-secret"
     monkeypatch.setenv("JUDGE_SERVE_REWARD_KEY", key)
-    records: list[logging.LogRecord] = []
-
-    class Seen(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    logger = logging.getLogger("judge_serve")
-    seen = Seen()
-    logger.addHandler(seen)
-    monkeypatch.setattr(logger, "level", logging.INFO)  # judge-serve's own level (configure_logging's default)
-    try:
-        with _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, engine):
-            wrong = http.post(f"/get_reward/{key}-not", json=_reward_body("Весна.", ["Креативность"]))
-            for _ in range(4):  # logged once a minute at most: a keyless client cannot flood the log
-                assert http.post(f"/get_reward/{key}-not", json={}).status_code == 401
-            bad = http.post(f"/get_reward/{key}", json=_reward_body("Весна.", ["Нет такого критерия"]))
-            other = http.post(f"/get_reward/{key}", json={"query": ["Другой запрос, не этот."], "prompts": [PROMPT],
-                                                          "labels": [{"instruction": "В", "criteria": ["Креативность"]}]})
-    finally:
-        logger.removeHandler(seen)
+    with judge_serve_log(monkeypatch) as records, _attached_judge_serve(tiny_causal_dir, monkeypatch) as (http, _):
+        wrong = http.post(f"/get_reward/{key}-not", json=_reward_body("Весна.", ["Креативность"]))
+        for _ in range(4):  # logged once a minute at most: a keyless client cannot flood the log
+            assert http.post(f"/get_reward/{key}-not", json={}).status_code == 401
+        bad = http.post(f"/get_reward/{key}", json=_reward_body("Весна.", ["Нет такого критерия"]))
+        other = http.post(f"/get_reward/{key}", json={"query": ["Другой запрос, не этот."], "prompts": [PROMPT],
+                                                      "labels": [{"instruction": "В", "criteria": ["Креативность"]}]})
     assert (wrong.status_code, bad.status_code, other.status_code) == (401, 400, 400)
     assert wrong.headers["connection"] == "close"  # its body unread: no connection held by a keyless client
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
@@ -47,26 +34,15 @@ def test_a_refused_reward_request_is_logged_with_its_cause_and_without_the_key(t
     assert [m for m in (r.getMessage() for r in records) if key in m] == []
 
 
-def test_a_refusals_log_line_is_clipped():
+def test_a_refusals_log_line_is_clipped(monkeypatch):
     """A message echoing a client's long field is clipped in the log as in the answer (serve.schema.clip_message)."""
     from serve.config import ServeConfig
     from serve.rewards import RewardRoute
     from serve.schema import MESSAGE_MAX_CHARS, RequestError
 
-    records: list[logging.LogRecord] = []
-
-    class Seen(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
-    logger = logging.getLogger("judge_serve")
-    seen = Seen()
-    logger.addHandler(seen)
-    try:
+    with judge_serve_log(monkeypatch) as records:
         route = RewardRoute(ServeConfig(model="x"), error=lambda *a, **k: None)
         route._refused(RequestError("labels[0]: " + "я" * 10 * MESSAGE_MAX_CHARS, param="items[0]"), [0])
-    finally:
-        logger.removeHandler(seen)
     [line] = [r.getMessage() for r in records]
     assert line.startswith("a reward request was refused (400, param labels[0]): labels[0]: яя")
     assert len(line) < 2 * MESSAGE_MAX_CHARS

@@ -301,6 +301,31 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
     OpenRLHF never reads the 504's body (it resends, then fails the step): its cause is a warning in the log."""
     import logging
 
+    release, held = threading.Event(), threading.Event()
+    with judge_serve_log(monkeypatch) as records, _attached_judge_serve(
+            tiny_causal_dir, monkeypatch, completions=_held_first(release, held), reward_deadline_s=3.0,
+            reward_engine_wait_s=0.5, max_concurrent_engine_requests=1) as (http, engine):
+        late = http.post("/get_reward", headers=AUTH,
+                         json=_reward_body("Весна пришла поздно.", ["Креативность", "Грамотность", "Полезность"]))
+        assert held.is_set(), "the deadline passed before the first judgment reached the engine"
+        release.set()
+        following = http.post("/get_reward", headers=AUTH, json=_reward_body("Лето.", ["Креативность"]))
+    message = ("the rewards took longer than reward_deadline_s=3 s (the wait for an engine included); their judging "
+               "is cancelled")
+    assert late.status_code == 504, late.text
+    assert late.json()["error"] == {"message": message, "type": "timeout", "param": None, "code": "timeout"}
+    assert [r.getMessage() for r in records if r.levelno == logging.WARNING and "504" in r.getMessage()] == [
+        f"a reward request was answered 504: {message}"]
+    assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
+    assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
+
+
+@contextlib.contextmanager
+def judge_serve_log(monkeypatch):
+    """The records judge-serve's logger takes while inside (a list, filled as they come), at judge-serve's own level
+    (configure_logging's default, INFO)."""
+    import logging
+
     records: list[logging.LogRecord] = []
 
     class Seen(logging.Handler):
@@ -310,27 +335,11 @@ def test_get_reward_past_its_deadline_is_a_504_and_its_judging_is_cancelled(tiny
     logger = logging.getLogger("judge_serve")
     seen = Seen()
     logger.addHandler(seen)
-    monkeypatch.setattr(logger, "level", logging.INFO)  # judge-serve's own level (configure_logging's default)
-    release, held = threading.Event(), threading.Event()
+    monkeypatch.setattr(logger, "level", logging.INFO)
     try:
-        with _attached_judge_serve(tiny_causal_dir, monkeypatch, completions=_held_first(release, held),
-                                   reward_deadline_s=3.0, reward_engine_wait_s=0.5,
-                                   max_concurrent_engine_requests=1) as (http, engine):
-            late = http.post("/get_reward", headers=AUTH,
-                             json=_reward_body("Весна пришла поздно.", ["Креативность", "Грамотность", "Полезность"]))
-            assert held.is_set(), "the deadline passed before the first judgment reached the engine"
-            release.set()
-            following = http.post("/get_reward", headers=AUTH, json=_reward_body("Лето.", ["Креативность"]))
+        yield records
     finally:
         logger.removeHandler(seen)
-    message = ("the rewards took longer than reward_deadline_s=3 s (the wait for an engine included); their judging "
-               "is cancelled")
-    assert late.status_code == 504, late.text
-    assert late.json()["error"] == {"message": message, "type": "timeout", "param": None, "code": "timeout"}
-    assert [r.getMessage() for r in records if r.levelno == logging.WARNING and "504" in r.getMessage()] == [
-        f"a reward request was answered 504: {message}"]
-    assert following.status_code == 200 and following.json()["rewards"] == [1.0], following.text
-    assert _answers_judged(engine, qwen_tokenizer) == ["Весна пришла поздно.", "Лето."]
 
 
 @contextlib.contextmanager
