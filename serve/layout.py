@@ -106,7 +106,10 @@ def _config(folder: Path) -> dict:
     try:
         return read_config(folder)
     except ValueError as err:
-        raise LayoutError(f"{err}; --model must be a checkpoint folder (or hub id) written by save_pretrained") from err
+        said = str(err)
+        if "save_pretrained" not in said:  # read_config says what a checkpoint is where config.json is missing
+            said += "; --model must be a checkpoint folder (or hub id) written by save_pretrained"
+        raise LayoutError(said) from err
 
 
 def _architectures(folder: Path) -> list[str]:

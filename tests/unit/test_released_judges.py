@@ -79,6 +79,18 @@ def test_folder_passes_through_and_nonsense_is_refused(tmp_path):
         resolve_checkpoint("runs/x/y")
 
 
+def test_a_folder_without_config_json_is_said_to_need_one_once(tmp_path):
+    """judge-serve --model on an empty folder: what a checkpoint is, said once (it was said twice, read_config's
+    sentence and the layout's own after it); a config.json that does not read still gets the layout's."""
+    with pytest.raises(LayoutError) as caught:
+        resolve_layout(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: no config.json; a judge checkpoint is a folder written by save_pretrained"
+    (tmp_path / "config.json").write_text("[1]", encoding="utf-8")
+    with pytest.raises(LayoutError, match=r"; --model must be a checkpoint folder \(or hub id\) written by "
+                                          r"save_pretrained$"):
+        resolve_layout(tmp_path)
+
+
 # ------------------------------------------------------------------------------------------------ kinds
 
 
