@@ -487,8 +487,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judge-eval {args.command}: error: {os_error_text(err, getattr(args, 'out', None))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl+C (asyncio.run cancels its tasks first): the rows are journaled, no traceback
-        # A stop before the first row leaves the folder as it was found (hold_run_folder): none is claimed kept then.
-        kept = args.command in ("run", "rank") and getattr(args, "out", None) and Path(args.out).exists()
+        # Rows are kept where a journal (*.jsonl) holds some: a stop before the first leaves the folder as it was found
+        # (hold_run_folder), and --overwrite has emptied an earlier run's before its first.
+        kept = args.command in ("run", "rank") and getattr(args, "out", None) and any(
+            p.is_file() and p.stat().st_size for p in Path(args.out).glob("*.jsonl"))
         print(f"judge-eval {args.command}: interrupted" + ("; the rows written are kept, a rerun resumes" if kept
                                                           else ""), file=sys.stderr)  # fmt: skip
         return 130

@@ -98,3 +98,21 @@ def test_ctrl_c_names_the_rows_kept_in_an_out_the_config_file_gave(tmp_path, cap
         err = capsys.readouterr().err
     assert (code, err) == (130, "judge-eval run: interrupted; the rows written are kept, a rerun resumes\n")
     assert _ids(out / "predictions.jsonl") == [r.id for r in records][:3]
+
+
+def test_ctrl_c_before_the_first_row_of_an_overwrite_claims_no_rows_kept(tmp_path, capsys, python_sigint_handler):
+    """--overwrite empties the earlier run's predictions before its judge is asked: stopped at its first question,
+    the folder is still there but holds no row, so the line claims none kept."""
+    records = sample_by_split()
+    data = tmp_path / "records.jsonl"
+    judge.write_jsonl(records, data)
+    out = tmp_path / "run"
+    with CtrlCAt(at=3) as server:
+        assert main(_run_args(server.base_url, data, out, "--concurrency", "1")) == 130
+    assert len(_ids(out / "predictions.jsonl")) == 2
+    with CtrlCAt(at=1) as server:
+        capsys.readouterr()
+        code = main(_run_args(server.base_url, data, out, "--concurrency", "1", "--overwrite"))
+        err = capsys.readouterr().err
+    assert (code, err, server.asked) == (130, "judge-eval run: interrupted\n", 1)
+    assert not (out / "predictions.jsonl").is_file() or not (out / "predictions.jsonl").stat().st_size
