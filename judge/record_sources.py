@@ -394,8 +394,10 @@ def _missing(name: str) -> FileNotFoundError:
 
         from judge.sample_data import SAMPLE_DATA
 
-        # `--data sampel`: the one bare name every command takes, misspelt, reads as a path that is not there.
-        if difflib.get_close_matches(name.lower(), [SAMPLE_DATA], n=1, cutoff=0.75):
+        # `--data sampel`: the bare name the commands reading judged records take, misspelt, reads as a path that is
+        # not there. The name itself arrives here only from a reader that does not take it (judge-eval rank's
+        # instructions, judge.load_records): asked whether it meant what it gave, its user would learn nothing.
+        if name != SAMPLE_DATA and difflib.get_close_matches(name.lower(), [SAMPLE_DATA], n=1, cutoff=0.75):
             return FileNotFoundError(f"{name}: no such file or folder; did you mean `{SAMPLE_DATA}` (the bundled "
                                      "sample data)?")
         return FileNotFoundError(f"{name}: no such file or folder")

@@ -82,6 +82,9 @@ def test_a_folder_of_jsonl_files_is_told_the_file_to_give(tmp_path, capsys):
     ("Samples", "Samples: no such file or folder; did you mean `sample` (the bundled sample data)?"),
     ("simple.jsonl", "simple.jsonl: no such file or folder"),
     ("data/sample.jsonl", "data/sample.jsonl: no such file or folder"),
+    # the name itself, given to a reader that does not take it (judge-eval rank's --data): not asked whether it meant
+    # what it gave
+    ("sample", "sample: no such file or folder"),
 ])  # fmt: skip
 def test_a_misspelt_sample_is_told_the_name(tmp_path, monkeypatch, name, said):
     """`--data sampel` said only "no such file or folder", not that `sample` is the bundled data's name."""
