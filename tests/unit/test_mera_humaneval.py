@@ -777,14 +777,15 @@ def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
 
 
 def test_deadline_harness_rescores_the_saved_samples_and_is_recorded(tmp_path, sandbox_user):
-    """--deadline is recorded in run.json (the setting and the sandbox's limits) and in metrics.json. A task of eight
-    0.25 s tests passes under the default per-test deadline (--exec-timeout 0.5 x 8 tests) and times out under the
+    """--deadline is recorded in run.json (the setting and the sandbox's limits) and in metrics.json. A task of sixteen
+    0.125 s tests passes under the default per-test deadline (--exec-timeout 0.5 x 16 tests: 8 s for 2 s of sleep,
+    the sample's own running time against the sandbox's wall clock) and times out under the
     harness's one --exec-timeout + 1; the same folder is rerun with the other deadline, not refused: executions are
     rerun whole on every run (as under another --exec-timeout), so the saved samples are scored again, never
     discarded for it."""
-    tests = repr([{"a": a, "b": 1} for a in range(8)])
-    slow = "    import time\n    time.sleep(0.25)\n    return a + b\n"
-    row = {**MERA_ROW, "inputs": {**MERA_ROW["inputs"], "tests": tests}, "outputs": [str(a + 1) for a in range(8)],
+    tests = repr([{"a": a, "b": 1} for a in range(16)])
+    slow = "    import time\n    time.sleep(0.125)\n    return a + b\n"
+    row = {**MERA_ROW, "inputs": {**MERA_ROW["inputs"], "tests": tests}, "outputs": [str(a + 1) for a in range(16)],
            "meta": {**MERA_ROW["meta"], "canonical_solution": slow}}
     path = tmp_path / "slow.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")

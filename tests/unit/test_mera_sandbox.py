@@ -140,15 +140,17 @@ def test_a_sample_at_its_cpu_limit_times_out_and_one_that_exits_names_its_code(s
     assert (exits.status, exits.detail) == (RUNTIME, "the process exited before test 0 finished (exit 3)")
 
 
-#: Eight tests of 0.25 s each: 2 s in all, under 8 x 0.5 s (per-test) and over 0.5 s + 1 (harness). Sleeps never end
-#: early, so the harness's timeout cannot be lost to a fast machine; a loaded one only eats the per-test margin.
+#: Sixteen tests of 0.125 s each: 2 s in all, under 16 x 0.5 s (per-test) and over 0.5 s + 1 (harness). The sleep is
+#: the sample's own running time, measured against the sandbox's wall-clock deadline, not a wait for another event.
+#: It never ends early, so the harness's timeout cannot be lost to a fast machine; a loaded one can only eat the
+#: per-test side's margin (6 s), which more, shorter tests widen at no cost in time.
 SLOW_TIMEOUT_S = 0.5
-SLOW_TESTS = ExecJob(program="import time\ndef f(x):\n    time.sleep(0.25)\n    return x\n", entry_point="f",
-                     tests=[{"x": i} for i in range(1, 9)], expected=[str(i) for i in range(1, 9)])  # fmt: skip
+SLOW_TESTS = ExecJob(program="import time\ndef f(x):\n    time.sleep(0.125)\n    return x\n", entry_point="f",
+                     tests=[{"x": i} for i in range(1, 17)], expected=[str(i) for i in range(1, 17)])  # fmt: skip
 
 
 def test_the_harness_deadline_is_one_timeout_plus_one_for_the_whole_sample(sandbox_user):
-    """A sample of eight slow tests passes under the per-test deadline (timeout_s x 8 = 4 s for 2 s of work) and
+    """A sample of sixteen slow tests passes under the per-test deadline (timeout_s x 16 = 8 s for 2 s of work) and
     is a timeout under MERA's harness's (timeout_s + 1 = 1.5 s for the whole sample: MERA-Evaluation/MERA
     ``benchmark_tasks/ruhumaneval/utils.py`` ``check_correctness``); a check()-mode sample's budget is one step."""
     per_test = Sandbox(Limits(timeout_s=SLOW_TIMEOUT_S), isolation="none").run(SLOW_TESTS)
