@@ -342,7 +342,6 @@ def _list(container: Any, key: str) -> list:
     return value if isinstance(value, list) else []
 
 
-
 def _value(reward: Reward | None, rule: RewardRule) -> float | None:
     return reward.value if reward is not None else rule.empty_answer
 

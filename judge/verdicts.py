@@ -713,7 +713,6 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
     return verdict
 
 
-
 def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str | None = None,
                         scale: Scale | None = None, lenient: bool = False, finish_reason: str | None = None) -> Verdict:
     """A served judge's output read as every route reads one (judge-serve, judge-eval's chat route, pairwise

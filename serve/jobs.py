@@ -241,7 +241,6 @@ class JobPlan:
         skipped = [job for job in every if job.item in self.too_long]  # never rendered: last, in request order
         return [sent[k] for k in prefix_order([prefix_key(self.request.items[job.item]) for job in sent])] + skipped
 
-
     def refuse_over_bound_while_classifying(self, chosen: int, n_classified: int) -> None:
         """A 400 naming ``items`` once the criteria chosen for the first ``n_classified`` of the ``"auto"`` items
         (``chosen`` in all) take the request past ``max_judgments``: what ``complete`` would refuse after every item

@@ -164,8 +164,6 @@ def engines_drain_on_sigterm(config: ServeConfig) -> ServeConfig:
     return dataclasses.replace(config, engine_args=[*config.engine_args, "--shutdown-timeout", grace])
 
 
-
-
 def engine_key() -> str:
     """The key judge-serve's engines are started with and judge-serve sends them: ``$VLLM_API_KEY`` when set (so
     several judge-serves, or an attached engine, can share one), else a fresh secret on each call, one per start of

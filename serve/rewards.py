@@ -442,7 +442,6 @@ _ITEM_PATH = re.compile(r"items\[(\d+)\](\.answer)?")
 _STAND_IN_ANSWER = "-"
 
 
-
 def admission_margin_s(deadline_s: float) -> float:
     """How long before a request's deadline of ``deadline_s`` seconds its wait for room under
     ``max_queued_judgments`` ends in 503 ``queue_full``: a quarter of it, at least a second (``RewardRoute._judged``

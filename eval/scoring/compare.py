@@ -72,8 +72,6 @@ N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
                 "draws; one draw is a zero-width interval that reads as certainty)")
 
 
-
-
 #: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
 _NO_BOOT = "no intervals or calls (--n-boot 0)"
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}

@@ -81,8 +81,6 @@ def _text(value: Any) -> str:
     return value
 
 
-
-
 def _text_or_none(value: Any) -> str | None:
     """``_text``, or None (a path the writer did not have): a number as ``data`` failed in the report's file links."""
     return None if value is None else _text(value)

@@ -40,7 +40,6 @@ def write_run(folder: Path, rows: list[dict]) -> Path:
     return folder
 
 
-
 def run_args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
     """``judge-eval run`` against ``url`` on ``data`` into ``out``: no progress bar, 32 tokens, retries at once."""
     return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--no-progress", "--max-tokens", "32",

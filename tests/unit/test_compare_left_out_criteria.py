@@ -55,7 +55,6 @@ def test_paired_validity_leaves_out_a_criterion_too_wide_to_rate():
         tuple(block.overall.ceiling.gap for block in own))
 
 
-
 def test_paired_validity_of_a_table_without_scale_ends_keeps_every_predicted_item():
     """An items.parquet written before it kept scale ends (``scale_low`` None) came with a section written before
     the rule, which kept every item: compare leaves none out for it. The 40 items above, the baseline's table read

@@ -274,7 +274,6 @@ def test_the_pool_drops_a_connection_before_the_engine_would(monkeypatch):
     assert engine.connections == 2
 
 
-
 class WorkThenDropEngine:
     """An HTTP/1.1 engine on 127.0.0.1 that answers the first request of a connection, then reads the second one
     whole, runs ``work`` (the engine working on it) and closes the connection unanswered: a proxy cutting a long

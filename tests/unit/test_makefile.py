@@ -76,7 +76,6 @@ def test_system_packages_installs_as_root_after_a_run_that_could_not(tmp_path):
     assert "Nothing to be done" in _make(work, bin_dir, "system-packages").stdout  # done once, for good
 
 
-
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_an_apt_failure_as_root_is_a_warning_and_the_other_groups_still_install(tmp_path):
     """Ubuntu has no `chromium` deb: apt-get exits 100 on it. As root the set-up still completes, warns what it could

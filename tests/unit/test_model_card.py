@@ -153,7 +153,6 @@ def test_a_grpo_card_counts_the_experts_verdicts_not_its_items(tmp_path):
     assert "(from 5 records, 12 expert verdicts)" in render_card(folder)
 
 
-
 def test_rewriting_a_card_without_run_keeps_its_figures(tmp_path, capsys):
     """``judge-train card`` again to change --license (no --run) keeps the figures the first --run wrote, as they
     were (the same weights: no resume note), and takes the new license."""

@@ -200,7 +200,6 @@ def test_apply_chat_uses_the_tokenizers_template(qwen_tokenizer):
     )
 
 
-
 def test_the_judge_chat_template_kwargs_are_read_only():
     """JUDGE_CHAT_TEMPLATE_KWARGS was a plain dict: a caller that updated it (to send it with more keys) turned thinking
     on for every later apply_chat in the process. It is read-only; a copy is a dict to send or change."""

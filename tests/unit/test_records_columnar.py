@@ -149,7 +149,6 @@ def test_clean_parquet_and_released_shards_load_column_wise(tmp_path, monkeypatc
     assert expected_released[1].n_derived_ids == 9 and expected_released[1].n_abstentions == 4
 
 
-
 # Rows without an aggregate, each marked with whether the loader derives it from the experts (by hand: the mean of
 # the experts who did not abstain, when there is one).
 WITHOUT_AGGREGATE = [

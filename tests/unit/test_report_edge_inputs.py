@@ -209,7 +209,6 @@ def test_one_missing_item_is_one_item():
     assert run_notes(result) == ["**1 item has no prediction** (the run is unfinished): it is not in `n`."]
 
 
-
 def test_a_double_asterisk_inside_a_code_span_is_text_on_the_pages():
     """report.md's sentences name data files and rows in code spans; a ``**`` in one is its characters, as Markdown
     reads it, not the start of bold: the page's bold tags open and close where the sentence's own ``**`` are, and

@@ -44,7 +44,6 @@ def _random_items(n: int, seed: int) -> dict[str, list]:
     }
 
 
-
 def test_numeric_columns_may_come_as_numpy_arrays():
     """The page reads items.parquet's float columns as numpy arrays: the same data as from lists."""
     items = _random_items(200, 7)

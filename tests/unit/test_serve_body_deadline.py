@@ -123,7 +123,6 @@ def test_past_max_connections_the_503_is_in_openais_shape_with_retry_after():
     assert json.loads(body)["error"]["code"] == "too_many_connections"
 
 
-
 def _parts(answer: bytes) -> tuple[bytes, dict]:
     head, _, body = answer.partition(b"\r\n\r\n")
     return head, json.loads(body)

@@ -618,7 +618,6 @@ def test_an_engine_text_holding_lone_surrogates_reads_as_vllm_would_have_written
     assert _completion_parts(completion)[1] == "[FEEDBACK] \ufffd и \ufffd. [RESULT] 2 [END]"
 
 
-
 # ------------------------------------------------------------------- a prompt whose chat template opened reasoning
 
 

@@ -178,7 +178,6 @@ def test_the_proxied_token_bound_counts_what_the_engine_would_generate(path, bod
     assert json.loads(refused.body)["error"]["param"] == "max_tokens"
 
 
-
 def test_an_unknown_field_of_any_length_is_named_in_a_bounded_message():
     """An unknown field's name is the client's: a 4,000-character one is named by its first characters and length,
     in the message and the param alike, not echoed whole."""

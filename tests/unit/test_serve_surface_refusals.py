@@ -103,7 +103,6 @@ def test_score_logprobs_that_are_no_log_probabilities_are_a_502_not_a_500(tiny_c
     assert abs(result["score_probs"]["0"] - 0.3543) < 1e-3 and abs(result["expected_score"] - 0.6457) < 1e-3
 
 
-
 def test_a_completion_that_echoes_without_generating_still_counts_one_token_each(tiny_causal_dir, monkeypatch):
     """``/v1/completions`` with ``echo`` and ``max_tokens: 0`` generates one token per completion all the same (vLLM
     samples with ``max_tokens`` 1 then: ``echo_without_generation`` in vllm/entrypoints/openai/completion/protocol.py),

@@ -99,7 +99,6 @@ def test_judge_serve_says_when_the_chosen_room_is_below_the_trained_one(tmp_path
         logging.WARNING]
 
 
-
 def test_model_limits_carry_the_trained_completion_length():
     from judge.wire import ModelLimits
 

@@ -155,7 +155,6 @@ def test_a_response_that_is_not_objects_or_has_values_of_the_wrong_type_names_wh
             JudgeResponse.from_json({**body, **change})
 
 
-
 def test_a_response_of_a_judge_kind_no_reader_knows_is_read_and_one_of_another_format_stops_the_run():
     """A newer judge-serve may name a kind this reader does not know (its ``judge_kind`` is information, the results
     carry their own score source): read as sent. A verdict format other than the run's is the server changing under
