@@ -143,7 +143,7 @@ def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
                     continue
                 problems += label_problems([(f"{where}: {label_key}", row[label_key])], config)
     except (OSError, UnicodeDecodeError) as err:
-        print(f"judge-serve: --check-labels: {path}: {err}", file=sys.stderr)
+        print(f"judge-serve: error: --check-labels: {path}: {err}", file=sys.stderr)
         return 2
     for problem in problems[:SHOWN_LABEL_PROBLEMS]:
         print(problem, file=sys.stderr)
@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, start_notes = fit_trained_lengths(config, layout, args.chosen_settings)
         start_notes += structured_outputs_notes(config)
     except (ConfigError, LayoutError) as err:
-        print(f"judge-serve: {err}", file=sys.stderr)
+        print(f"judge-serve: error: {err}", file=sys.stderr)
         return 2
     config = engines_drain_on_sigterm(config)
     if args.check_labels:
@@ -346,13 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             check_installed_vllm()  # the tested vLLM line only (serve.engine_version)
         except EngineVersionError as err:
-            print(f"judge-serve: {err}", file=sys.stderr)
+            print(f"judge-serve: error: {err}", file=sys.stderr)
             return 2
 
     try:
         listening = bind_listening_socket(config.host, config.port)
     except (PortInUse, OSError) as err:  # OSError: a host name that does not resolve
-        print(f"judge-serve: {err}", file=sys.stderr)
+        print(f"judge-serve: error: {err}", file=sys.stderr)
         return 2
     try:  # a folder with no weights would start an engine that dies a minute later (serve.layout.require_weights)
         for spec in engine_specs(config, layout):
@@ -368,13 +368,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise LayoutError(problem)
     except LayoutError as err:
         listening.close()
-        print(f"judge-serve: {err}", file=sys.stderr)
+        print(f"judge-serve: error: {err}", file=sys.stderr)
         return 2
     if config.log_dir:  # engine logs and run.json go there: a folder that cannot take them is a bad configuration
         problem = log_dir_problem(config.log_dir)
         if problem:
             listening.close()
-            print(f"judge-serve: log_dir: {problem}", file=sys.stderr)
+            print(f"judge-serve: error: log_dir: {problem}", file=sys.stderr)
             return 2
 
     configure_logging(config.log_level)
@@ -395,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(config, layout)
     except ValueError as err:  # LayoutError among them; the engines have not started
         listening.close()
-        print(f"judge-serve: {err}", file=sys.stderr)
+        print(f"judge-serve: error: {err}", file=sys.stderr)
         return 2
 
     class Server(uvicorn.Server):

@@ -71,7 +71,7 @@ def _empty(folder):
     return path
 
 
-VLLM_MISSING = "judge-serve: vLLM is not installed, and judge-serve starts its engines with it. Fix: install it."
+VLLM_MISSING = "judge-serve: error: vLLM is not installed, and judge-serve starts its engines with it. Fix: install it."
 
 
 def _exits_2_saying_vllm_is_missing(folder: Path) -> str:

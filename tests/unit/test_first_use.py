@@ -281,8 +281,9 @@ def test_judge_serve_finds_a_port_in_use_before_any_engine_starts(outcomes, scra
     """A taken port: exit 2 with the port named, before an engine (or its log folder) exists."""
     busy = outcomes["serve_port_in_use"]
     assert busy.code == 2
-    assert re.fullmatch(r"judge-serve: port \d+ on 127\.0\.0\.1 is already in use \(another judge-serve\?\); stop it "
-                        r"or choose another with --port", busy.last_error_line), busy.err
+    assert re.fullmatch(r"judge-serve: error: port \d+ on 127\.0\.0\.1 is already in use "
+                        r"\(another judge-serve\?\); stop it or choose another with --port",
+                        busy.last_error_line), busy.err
     assert not (scratch / "serve-port-logs").exists()  # start_engines never ran
 
 
@@ -335,8 +336,8 @@ def test_model_on_a_run_folder_points_at_its_export(outcomes):
     served = outcomes["serve_run_folder"]
     assert served.code == 2
     assert served.last_error_line.startswith(
-        "judge-serve: runs/my-judge: a judge-train run folder, not a checkpoint; its judge is runs/my-judge/export "
-        "(pass that folder)")
+        "judge-serve: error: runs/my-judge: a judge-train run folder, not a checkpoint; its judge is "
+        "runs/my-judge/export (pass that folder)")
 
 
 def test_one_convention_for_log_level_underscores_and_sample_data(outcomes, scratch):

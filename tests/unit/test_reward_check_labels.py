@@ -59,7 +59,7 @@ def test_clean_labels_pass_and_many_refusals_are_counted_past_the_shown_ones(tmp
     assert err[-1] == (f"judge-serve: --check-labels: {SHOWN_LABEL_PROBLEMS + 3} rows of {bad}, "
                        f"{SHOWN_LABEL_PROBLEMS + 3} labels refused (3 more not shown)")
     assert serve_main(["--model", str(model), "--check-labels", str(tmp_path / "missing.jsonl")]) == 2
-    assert capsys.readouterr().err.startswith(f"judge-serve: --check-labels: {tmp_path / 'missing.jsonl'}: ")
+    assert capsys.readouterr().err.startswith(f"judge-serve: error: --check-labels: {tmp_path / 'missing.jsonl'}: ")
 
 
 def test_the_checks_follow_the_servers_settings():

@@ -52,8 +52,8 @@ def test_a_dtype_vllm_refuses_is_named_with_the_choices(tmp_path, capsys):
     naming the flag and what vLLM takes. Every value vLLM takes still passes."""
     folder = _folder(tmp_path / "ckpt", CAUSAL, "model.safetensors")
     assert serve_cli.main(["--model", str(folder), "--dtype", "float64", "--print-config"]) == 2
-    assert capsys.readouterr().err == ("judge-serve: dtype (--dtype): 'float64' is not one of auto, half, float16, "
-                                       "bfloat16, float, float32 (vLLM's --dtype)\n")
+    assert capsys.readouterr().err == ("judge-serve: error: dtype (--dtype): 'float64' is not one of auto, half, "
+                                       "float16, bfloat16, float, float32 (vLLM's --dtype)\n")
     for dtype in ("auto", "half", "float16", "bfloat16", "float", "float32"):
         assert ServeConfig(model="m", dtype=dtype).validate().dtype == dtype
 
@@ -79,8 +79,8 @@ def test_a_folder_without_weights_is_refused_before_any_engine(tmp_path, capsys,
     folder, logs, port = _folder(tmp_path / "ckpt", CAUSAL), tmp_path / "logs", _free_port()
     assert serve_cli.main(["--model", str(folder), "--port", str(port), "--log-dir", str(logs)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"judge-serve: model: {folder} holds no weights (*.safetensors, *.bin, *.pt, *.index.json), "
-                          "so the generator engine would have nothing to load;"), err
+    assert err.startswith(f"judge-serve: error: model: {folder} holds no weights (*.safetensors, *.bin, *.pt, "
+                          "*.index.json), so the generator engine would have nothing to load;"), err
     assert err.count("\n") == 1 and not logs.exists()
     with socket.socket() as again:  # the listening socket was closed
         # SO_REUSEADDR: a bind still fails while anything listens on the port (what is checked), but not because
@@ -95,7 +95,7 @@ def test_a_regression_export_whose_generator_has_no_weights_names_that_folder(tm
     root = _folder(tmp_path / "export", CLASSIFIER, "model.safetensors")
     _folder(root / "generator", CAUSAL)
     assert serve_cli.main(["--model", str(root), "--port", str(_free_port())]) == 2
-    assert capsys.readouterr().err.startswith(f"judge-serve: model: {root / 'generator'} holds no weights")
+    assert capsys.readouterr().err.startswith(f"judge-serve: error: model: {root / 'generator'} holds no weights")
 
 
 @pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin", "model.pt",
@@ -273,9 +273,9 @@ def test_a_tensor_parallel_size_the_heads_do_not_split_is_refused_before_any_eng
                      "model.safetensors")
     assert serve_cli.main(["--model", str(folder), "--port", str(_free_port()), "--tensor-parallel-size", "8"]) == 2
     assert capsys.readouterr().err == (
-        f"judge-serve: tensor_parallel_size 8: vLLM cannot split {folder}'s 28 attention heads (4 key/value heads; "
-        f"{folder / 'config.json'}) over 8 GPUs, and its engine would stop at its start; give --tensor-parallel-size "
-        "1, 2 or 4\n")
+        f"judge-serve: error: tensor_parallel_size 8: vLLM cannot split {folder}'s 28 attention heads "
+        f"(4 key/value heads; {folder / 'config.json'}) over 8 GPUs, and its engine would stop at its start; give "
+        "--tensor-parallel-size 1, 2 or 4\n")
     config = ServeConfig(model=str(folder), tensor_parallel_size=8, engine_args=["--tensor-parallel-size=4"])
     serve_cli.refuse_unsplittable_heads(str(folder), config)  # vLLM's to check: engine_args come last
     serve_cli.refuse_unsplittable_heads(str(folder), ServeConfig(model=str(folder), tensor_parallel_size=4))

@@ -359,7 +359,7 @@ def test_print_config_refuses_a_bad_number_with_exit_2(flags, message, capsys):
     OverflowError traceback, exit 1)."""
     assert main(["--model", "M", "--print-config", *flags]) == 2
     err = capsys.readouterr().err
-    assert err == f"judge-serve: {message}\n"
+    assert err == f"judge-serve: error: {message}\n"
 
 
 @pytest.mark.parametrize("verdict_format", ["integer", "auto"])

@@ -26,7 +26,7 @@ def test_a_log_dir_that_is_a_file_is_a_bad_configuration_named_before_any_engine
     code = serve_cli.main(["--model", str(tiny_causal_dir), "--port", str(_free_port()), "--log-dir", str(taken)])
     err = capsys.readouterr().err
     assert code == 2 and started == []
-    assert err.startswith(f"judge-serve: log_dir: {taken} cannot hold the engine logs and run.json ("), err
+    assert err.startswith(f"judge-serve: error: log_dir: {taken} cannot hold the engine logs and run.json ("), err
     assert err.count("\n") == 1
 
 

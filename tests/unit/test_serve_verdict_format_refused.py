@@ -38,7 +38,7 @@ def test_a_verdict_format_the_judge_cannot_write_is_one_line_exit_2_with_the_por
                                        str(tmp_path / "logs")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and socket.closed
-    assert err.startswith("judge-serve: verdict_format: integer") and "\n" not in err
+    assert err.startswith("judge-serve: error: verdict_format: integer") and "\n" not in err
 
 
 def test_a_folder_without_tokenizer_files_is_refused_at_start_naming_them(tmp_path, monkeypatch, capsys):
@@ -46,8 +46,8 @@ def test_a_folder_without_tokenizer_files_is_refused_at_start_naming_them(tmp_pa
     code, socket = _main(monkeypatch, ["--model", str(root), "--log-dir", str(tmp_path / "logs")])
     assert code == 2 and socket.closed
     assert capsys.readouterr().err == (
-        f"judge-serve: model: {root} holds no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, "
-        "spm.model, sentencepiece.bpe.model, vocab.txt, *.tiktoken): judge-serve tokenizes every prompt with it; save the base model's tokenizer into the folder "
+        f"judge-serve: error: model: {root} holds no tokenizer (tokenizer.json, vocab.json, tokenizer.model, "
+        "spiece.model, spm.model, sentencepiece.bpe.model, vocab.txt, *.tiktoken): judge-serve tokenizes every prompt with it; save the base model's tokenizer into the folder "
         "(tokenizer.save_pretrained), as judge-train's exports have it\n")
 
 
@@ -83,4 +83,4 @@ def test_a_classifier_folder_that_cannot_be_one_is_refused_before_the_engines_st
     code, socket = _main(monkeypatch, ["--model", str(root), "--criteria-classifier", method,
                                        "--criteria-classifier-path", str(folder), "--log-dir", str(tmp_path / "logs")])
     assert code == 2 and socket.closed
-    assert capsys.readouterr().err == f"judge-serve: criteria_classifier_path: {folder}: {said}\n"
+    assert capsys.readouterr().err == f"judge-serve: error: criteria_classifier_path: {folder}: {said}\n"
