@@ -104,6 +104,25 @@ def test_alpha_ordinal_by_hand():
     assert with_judge["alpha_difference"] == pytest.approx(expected - 4 / 9)
 
 
+def test_alpha_is_ordinal_by_hand_on_three_levels():
+    """The two-level example above gives 4/9 under every level of measurement; three levels tell them apart.
+
+    Two raters, five units (0,0), (0,0), (1,1), (2,2), (0,2): coincidences o_00 = 4, o_11 = 2, o_22 = 2,
+    o_02 = o_20 = 1; n_0 = 5, n_1 = 2, n_2 = 3, n = 10.
+    Ordinal delta^2_ck = (n_c + ... + n_k - (n_c + n_k)/2)^2: delta_01 = 3.5^2 = 12.25, delta_12 = 2.5^2 = 6.25,
+      delta_02 = (10 - 4)^2 = 36. D_o = 2 * 36 / 10 = 7.2; D_e = 2 (5*2*12.25 + 5*3*36 + 2*3*6.25) / (10*9) = 1400/90;
+      alpha = 1 - 7.2 * 90 / 1400 = 94/175 = 0.5371.
+    Interval (delta = (c - k)^2) gives 1 - 0.8 / (152/90) = 10/19 = 0.5263, nominal 1 - 0.2 / (62/90) = 22/31: the
+    section's alpha is the ordinal one, and equals the package's ordinal alpha."""
+    experts = np.array([[0, 0], [0, 0], [1, 1], [2, 2], [0, 2]], dtype=float)
+    result = agreement(np.full(5, nan), experts, np.array([0, 0, 1, 2, nan]), np.array([0.0, 1.0, 2.0]), n_boot=0)
+    assert result["alpha_experts"] == pytest.approx(94 / 175, abs=1e-12)
+    data = experts.T
+    assert krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal") == pytest.approx(94 / 175)
+    assert krippendorff.alpha(reliability_data=data, level_of_measurement="interval") == pytest.approx(10 / 19)
+    assert krippendorff.alpha(reliability_data=data, level_of_measurement="nominal") == pytest.approx(22 / 31)
+
+
 def test_both_alphas_are_over_the_items_two_experts_scored():
     """An item with one expert pairs once the judge is added, but the experts' alpha cannot take it: both alphas are
     over the 150 items with two experts (the judge's agreement on the other 150 is no part of what it adds to the
