@@ -7,7 +7,9 @@ computes it (``alt_test_example.ipynb`` in the public repository ``nitaytech/Alt
 1. Items with fewer than ``min_experts_per_item`` experts are left out (and, in the reference, items the LLM did not
    annotate: ``failures="drop"`` here).
 2. Leave one expert ``h`` out. On each remaining item ``h`` scored, the judge's and ``h``'s alignment with the item's
-   other experts: ``neg_rmse`` (minus the root mean squared difference) or ``accuracy`` (the share of equal labels).
+   other experts: ``neg_rmse`` (minus the root mean squared difference; the default, as the notebook scores its
+   rating-scale data sets) or ``accuracy`` (the share of equal labels; the notebook's ``alt_test`` default, which
+   it keeps for its categorical data sets).
 3. Indicators, ties counting for both: ``W_f = [judge's alignment >= h's]``, ``W_h = [h's >= judge's]``.
 4. Experts with fewer than ``min_items_per_expert`` such items are not tested (listed as untested, not counted);
    an expert of the cell with none (one who scored only items with too few experts) is listed with 0 items, so

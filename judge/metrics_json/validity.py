@@ -67,7 +67,10 @@ class AltTestSettings:
         epsilon: the cost-benefit margin granted to the judge (the paper: 0.2 for experts, 0.15 skilled annotators,
             0.1 crowd workers).
         q: the false discovery rate of the Benjamini–Yekutieli correction.
-        scoring: ``neg_rmse`` (numeric rubrics, the default here) or ``accuracy``.
+        scoring: ``neg_rmse`` (the default here) or ``accuracy``. The reference function's own default is
+            ``accuracy``, but its notebook scores its rating-scale data sets (summeval, 10k_prompts, cebab_stars,
+            lesion) with ``neg_rmse`` and only the categorical ones with ``accuracy``; POLLUX's rubrics are
+            ordered levels, where a judge one level off should count as nearer than one two levels off.
         failures: ``loss`` (a judge failure is a loss for the judge) or ``drop`` (the reference: left out).
         min_items_per_expert: an expert is tested only with at least this many items.
         min_experts_per_item: an item takes part only with at least this many experts (the left-out one included).
