@@ -245,6 +245,7 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         from eval.judging.backends import FirstRefusals, TooLong, context_refusal
         from eval.judging.run import N_FIRST_REFUSALS
         from eval.mera.client import ContextLimitError, RequestRefused
+        from eval.mera.workers import LateAnswers
         from judge.plumbing.retry import EndpointUnusable
 
         client = _client(config)
@@ -253,10 +254,10 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
         first = FirstRefusals(N_FIRST_REFUSALS if len(todo) >= N_FIRST_REFUSALS else 0)
         lock = threading.Lock()
         sent = [0]
-        # Interrupted before any answer was saved, the launch leaves the run folder as it found it (hold_run_folder)
-        # while the requests in flight go on (eval.mera.workers): an answer that came then was written into a folder
-        # whose key was taken back, which no rerun resumes. Such an answer is dropped; the rerun asks again.
-        dropped_late = [False]
+        # Interrupted, the run lets go of its folder while the requests in flight go on (eval.mera.workers): an
+        # answer that comes once the generation is left is dropped and said, not written into a folder that a
+        # rerun may hold, or that was put back as found; the rerun asks it again.
+        late = LateAnswers()
 
         def generate(task) -> None:
             if first.stopped is not None:  # the endpoint refuses every request alike: nothing more is sent
@@ -302,7 +303,7 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
                               error=str(err)[:500])  # fmt: skip
                 refusal = err.as_refused()
             with lock:  # saved when first lets it through: a refusal is held while the run's first are all alike
-                if dropped_late[0]:
+                if late.drop(f"task {task.task_id}"):
                     return
                 sent[0] += 1
                 saved = first.offer(refusal, record, aside=too_long)
@@ -315,10 +316,9 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
             for i, _ in enumerate(client.map(generate, todo), start=1):
                 if i % 10 == 0 or i == len(todo):
                     logger.info("generated %d/%d tasks (%.0f s)", i, len(todo), time.monotonic() - started)
-        except KeyboardInterrupt:
+        finally:
             with lock:  # an answer being saved now is saved whole first, and the folder kept with it
-                dropped_late[0] = not gen_path.exists()
-            raise
+                late.close()
         # A refusal held while every later task was too long for the window (those never end the holding) is
         # still held here: saved now, its task's failure, as any refusal the stop did not fire at.
         released = first.release()

@@ -756,7 +756,7 @@ def run_dialogues(
     from eval.judging.backends import FirstRefusals, TooLong, context_refusal
     from eval.judging.run import N_FIRST_REFUSALS
     from eval.mera.client import ContextLimitError
-    from eval.mera.workers import ordered_map
+    from eval.mera.workers import LateAnswers, ordered_map
     from judge.plumbing.retry import EndpointUnusable
 
     progress_path = Path(out_dir) / PROGRESS_FILE
@@ -825,7 +825,7 @@ def run_dialogues(
             dropped = max(dropped, record["context_turns_dropped"])
             history.append((item, record["context_answer"]))
             with lock:
-                if dropped_late[0]:
+                if late.drop(f"dialogue {dialog_id} question {item.question_id}"):
                     return
                 asked[0] += 1
                 saved = save(dialog_id, record, refusal)
@@ -835,21 +835,20 @@ def run_dialogues(
 
     # One dialogue's failure (an endpoint down past its retries) ends the run: it sets ``abort`` at once, so the
     # other dialogues finish the question each is asking (its answer saved) and ask no more, and the queued ones
-    # never start. Ctrl+C or SIGTERM ends it without waiting for the questions being asked (``eval.mera.workers``):
-    # an answer that comes before the process ends is saved, and the rerun asks the others; unless none was saved
-    # before the interrupt: the launch then leaves the run folder as it found it (hold_run_folder), and an answer
-    # written into it meanwhile was left there without the key its rerun resumes by (all are asked again).
+    # never start. Ctrl+C or SIGTERM ends it without waiting for the questions being asked (``eval.mera.workers``),
+    # and the caller lets go of the run folder: an answer that comes once this is left is dropped and said, not
+    # written into a folder that a rerun may hold, or that was put back as found; the rerun asks it again.
     abort = threading.Event()
-    dropped_late = [False]
+    late = LateAnswers()
     try:
         for _ in ordered_map(run_one, list(dialogues), concurrency):
             pass
-    except BaseException as err:
+    except BaseException:
         abort.set()
-        if isinstance(err, KeyboardInterrupt):
-            with lock:  # an answer being saved now is saved whole first, and the folder kept with it
-                dropped_late[0] = not progress_path.exists()
         raise
+    finally:
+        with lock:  # an answer being saved now is saved whole first, and the folder kept with it
+            late.close()
     if first.stopped is not None:
         raise EndpointUnusable(_stopped_message(first, asked[0], n_todo))
     return [rec for d in dialogues for rec in results[d]]

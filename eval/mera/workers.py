@@ -4,18 +4,21 @@
 interpreter exit, so Ctrl+C or SIGTERM during generation (``eval.mera.interrupts``) waited for every request in
 flight, each up to ``--request-timeout`` and its retries: past a scheduler's grace period (docker stop's 10 s), which
 then killed the run with SIGKILL. These workers are daemon threads that nothing joins once the run is interrupted: no
-queued item starts and the ones running are left to end with the process. An answer that comes first is saved as
-usual (the callers journal each as it comes), unless none was saved before the interrupt: the run folder is then left
-as it was found (``hold_run_folder``), and the callers drop such an answer rather than leave it there without its
-key. One not saved is asked again by the rerun, as any answer the interrupted run never got. An item's own error
-stops the run: the worker that met it stops the others from starting any queued item, and the ones running finish
-(their answers saved) before the error is raised. The stop is set there, not by the thread that takes the results:
-that one waits in input order, and while an earlier item was still running the workers went on starting queued ones
-(each a request with its retries against a failing endpoint).
+queued item starts and the ones running are left to end with the process. What they answer then is not written:
+the run folder's lock is let go as the interrupt unwinds (``hold_run_folder``), and an answer appended after that
+landed while a rerun might hold the folder (two processes appending to one journal, or an answer after the rerun read
+it), or, none saved before the interrupt, in a folder put back as it was found, without its key. The callers save each
+answer under one lock and close their ``LateAnswers`` under it once ``ordered_map`` is left, before the run folder is
+let go: an answer that comes later is dropped, counted and said, and the rerun asks it again, as any answer the
+interrupted run never got. An item's own error stops the run: the worker that met it stops the others from starting any
+queued item, and the ones running finish (their answers saved) before the error is raised. The stop is set there, not by
+the thread that takes the results: that one waits in input order, and while an earlier item was still running the
+workers went on starting queued ones (each a request with its retries against a failing endpoint).
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +28,39 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["ordered_map"]
+__all__ = ["LateAnswers", "ordered_map"]
+
+logger = logging.getLogger("eval.mera")
+
+
+class LateAnswers:
+    """Whether a run's workers may still save, and the answers dropped since they may not.
+
+    The caller saves every answer under one lock of its own, asking ``drop`` first, and calls ``close`` under that
+    lock once it has left ``ordered_map`` (an interrupt waits for no worker): an answer being saved then is saved
+    whole first, and every later one is dropped, never written into a run folder the process may no longer hold.
+
+    Attributes:
+        closed: no answer is saved any more.
+        dropped: the names of the answers dropped since, in the order they came (each said in a warning too).
+    """
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.dropped: list[str] = []
+
+    def close(self) -> None:
+        """From now on every answer is dropped (the caller holds its save lock)."""
+        self.closed = True
+
+    def drop(self, name: str) -> bool:
+        """Whether the answer ``name`` (``"task 7"``) must not be saved: the run was closed. A dropped one is counted
+        and said (the caller holds its save lock)."""
+        if not self.closed:
+            return False
+        self.dropped.append(name)
+        logger.warning("%s: its answer came after the run was stopped: not saved, a rerun asks it again", name)
+        return True
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:

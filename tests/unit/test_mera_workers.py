@@ -1,5 +1,6 @@
 """``eval.mera.workers.ordered_map``: results in input order, and an item's error stops the run at once: no queued
-item starts after it, whichever thread takes the results. Ordered by events and thread joins, never by sleeps."""
+item starts after it, whichever thread takes the results. Ordered by events and thread joins, never by sleeps. And
+``LateAnswers``: once closed, every answer is dropped, counted and said."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from eval.mera.workers import ordered_map
+from eval.mera.workers import LateAnswers, ordered_map
 
 # A bound on each wait, so that a broken ordered_map fails the test instead of hanging it; no test waits it out.
 _BOUND = 30.0
@@ -132,3 +133,13 @@ def test_an_item_cancelled_while_being_taken_raises_the_later_items_error(monkey
     for thread in set(threading.enumerate()) - before:
         thread.join(_BOUND)
     assert started == [1]
+
+
+def test_late_answers_are_saved_until_closed_then_dropped_counted_and_said(caplog):
+    late = LateAnswers()
+    assert not late.drop("task 0")  # the run still waits for its workers: saved
+    late.close()
+    assert late.drop("task 1") and late.drop("task 2")
+    assert late.dropped == ["task 1", "task 2"]
+    assert caplog.messages == [f"task {i}: its answer came after the run was stopped: not saved, a rerun asks it again"
+                               for i in (1, 2)]  # fmt: skip
