@@ -240,7 +240,7 @@ def cluster_slope(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, level: flo
 
     Why not statsmodels itself: ``score`` would import its regression module and fit ~100 models on 160,000 items
     (the judge and each of 24 experts, per test) inside the seconds the whole ``score`` is budgeted
-    (docs/performance.md, the ``judge-eval score`` end-to-end rows), for a sandwich with two parameters. By
+    (docs/performance.md, the ``judge-eval score`` end-to-end row), for a sandwich with two parameters. By
     Frisch–Waugh–Lovell the slope's row of the sandwich is the centred regressor:
 
         var(b) = c sum_g (sum_{i in g} (x_i - mean x) e_i)^2 / (sum_i (x_i - mean x)^2)^2
