@@ -104,6 +104,8 @@ UNJUDGED = "unjudged.jsonl"
 #: The files a run's matrix is read from (``ranked_items``), which ``compare`` reads again: a rerun rewrites
 #: items.jsonl before its judge stage, so rank.json records them as they were (``ranked_files_key``).
 RANKED_FILES = (ITEMS, "predictions.jsonl", UNJUDGED)
+#: What a ranking writes from its answers: ``--overwrite`` deletes them with the answers (``_answers_holding``).
+RANKING_OUTPUTS = (*RANKED_FILES, RANKING_RESULT, EARLIER_RANKING_RESULT, MATRIX, "cells.csv", "report.html")
 #: answer.py's defaults: ``max_tokens: int = 4096``, ``temperature: float = 0.7``, ``concurrency: int = 10``.
 POLLUX_ANSWER_MAX_TOKENS, POLLUX_ANSWER_TEMPERATURE, POLLUX_ANSWER_CONCURRENCY = 4096, 0.7, 10
 
@@ -175,9 +177,9 @@ class RankConfig:
                            "resample is a zero-width interval), at most 100,000.")
     seed: int = _f(0, "Seed of the bootstrap resamples.")
     progress: bool = _f(True, "Show progress bars.")
-    overwrite: bool = _f(False, "Discard the answers and verdicts already in out instead of resuming; without it, a "
-                                "resume with other candidate settings (model, max_tokens, temperature, extra_body, "
-                                "server_args) or judge settings is refused.")
+    overwrite: bool = _f(False, "Discard the answers, verdicts and matrix already in out instead of resuming; "
+                                "without it, a resume with other candidate settings (model, max_tokens, temperature, "
+                                "extra_body, server_args) or judge settings is refused.")
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first bad key."""
@@ -650,6 +652,15 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     # asked again anyway.
     claim_run_folder(out / "candidate", candidate_key(config), [f"../{ANSWERS}"], overwrite=config.overwrite,
                      adopt_unkeyed=True)
+    if config.overwrite:
+        # The claim has just deleted the answers: what was computed from them goes with them, as `judge-eval run
+        # --overwrite` deletes its scores with its predictions. Left, a Ctrl+C before this run's first answer said
+        # them kept, and a rerun without --overwrite judged its items by their verdicts.
+        gone = [name for name in RANKING_OUTPUTS if (out / name).is_file()]
+        for name in gone:
+            (out / name).unlink()
+        if gone:
+            log.info("overwrite: deleted the discarded ranking's %s", ", ".join(gone))
     written = read_answers(path)
     done = {r.prompt_id for r in rows if r.prompt_id in written and written[r.prompt_id].final(r)}
     failed_before = {r.prompt_id for r in rows if r.prompt_id not in done and r.prompt_id in written
