@@ -31,7 +31,7 @@ from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadRep
                            records_and_report, released_columns_problem)
 
 __all__ = ["jsonl_rows", "load_record_columns", "load_records", "load_records_report", "looks_like_dataset_name",
-           "source_rows", "write_jsonl"]
+           "near_sample", "source_rows", "write_jsonl"]
 
 logger = logging.getLogger(__name__)
 
@@ -376,6 +376,16 @@ def looks_like_dataset_name(name: str, path: Path) -> bool:
             and path.suffix.lower() not in {".jsonl", ".json", ".parquet"} and owner not in _PROJECT_FOLDERS)
 
 
+def near_sample(name: str) -> bool:
+    """Whether ``name`` is the bundled sample's name (``judge.sample_data.SAMPLE_DATA``) or a near miss of it
+    (``sampel``, ``Samples``), as a mistyped ``--data`` would be."""
+    import difflib
+
+    from judge.sample_data import SAMPLE_DATA
+
+    return bool(difflib.get_close_matches(name.lower(), [SAMPLE_DATA], n=1, cutoff=0.75))
+
+
 def _missing(name: str) -> FileNotFoundError:
     """The error of a source that is not there, with the download command when its last part names a released
     dataset (a missing ``data/POLLUX`` is the benchmark not downloaded yet). A source that is there but is no
@@ -390,14 +400,12 @@ def _missing(name: str) -> FileNotFoundError:
         return FileNotFoundError(f"{name}: a link to {os.readlink(path)}, which is not there")
     released = _RELEASED_DATASETS.get(path.name.lower())
     if released is None:
-        import difflib
-
         from judge.sample_data import SAMPLE_DATA
 
         # `--data sampel`: the bare name the commands reading judged records take, misspelt, reads as a path that is
         # not there. The name itself arrives here only from a reader that does not take it (judge-eval rank's
         # instructions, judge.load_records): asked whether it meant what it gave, its user would learn nothing.
-        if name != SAMPLE_DATA and difflib.get_close_matches(name.lower(), [SAMPLE_DATA], n=1, cutoff=0.75):
+        if name != SAMPLE_DATA and near_sample(name):
             return FileNotFoundError(f"{name}: no such file or folder; did you mean `{SAMPLE_DATA}` (the bundled "
                                      "sample data)?")
         return FileNotFoundError(f"{name}: no such file or folder")

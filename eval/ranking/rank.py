@@ -302,7 +302,10 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
             ``1`` and ``"1"`` count as the same id.
         FileNotFoundError: as ``judge.load_records``.
     """
-    from judge.record_sources import source_rows
+    import os
+
+    from judge.record_sources import near_sample, source_rows
+    from judge.sample_data import SAMPLE_DATA
 
     # The index as the source gives it (a JSONL line, a table's row index), named as load_records names it: a +1
     # here once made a Parquet row "row 2" where pandas and the loader say index 1.
@@ -311,6 +314,15 @@ def load_instructions(source: str | Path, split: str | None = None) -> list[Inst
             yield from source_rows(source, split=split)
         except RecordError as err:  # an unreadable line: its place kept, the type this loader raises
             raise InstructionError(err.source, err.row, err.field, err.message) from None
+        except FileNotFoundError:
+            # `--data sampel` is asked whether it meant `sample` by the readers of judged records; here that name
+            # reads as a path too, so the ranking says what it reads instead. A path that is there is the user's.
+            if os.path.lexists(source) or not near_sample(str(source)):
+                raise
+            raise FileNotFoundError(f"{source}: no such file or folder; the bundled `{SAMPLE_DATA}` holds judged "
+                                    "records, which judge-eval rank does not read: it ranks on POLLUX-instructions "
+                                    "rows (prompt_id, instruction, criteria), such as ai-forever/POLLUX-instructions"
+                                    ) from None
 
     rows, seen = [], {}
     for where, index, row in indexed():
