@@ -641,7 +641,7 @@ def answers_stage(rows: Sequence[InstructionRow], config: RankConfig, out: Path)
     Raises:
         ResumeMismatch: ``answers.jsonl`` was asked with other candidate settings (``candidate_key``), naming each.
         ConfigError: it holds another candidate's answers.
-        RunFolderBusy: another ranking's candidate stage holds the folder.
+        RunFolderBusy: another ranking's candidate stage holds the folder, or a verdict stage holds ``out``.
     """
     from judge.plumbing.run_folder import hold_run_folder
 
@@ -656,8 +656,14 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     """``answers_stage``, its folder held."""
     from eval.judging.backends import unasked_first
     from judge.plumbing.journal import rewrite_journal
-    from judge.plumbing.run_folder import claim_run_folder
+    from judge.plumbing.run_folder import RunFolderBusy, claim_run_folder, run_folder_holder
 
+    # Another ranking's verdict stage holds ``out`` (its own lock, taken after its candidate stage let this one go):
+    # this run would rewrite the items it judges, and --overwrite delete its verdicts. Asked, never waited for, so
+    # the one order the two locks are taken in (the candidate's, then out's) has nothing to deadlock on.
+    holder = run_folder_holder(out)
+    if holder is not None:
+        raise RunFolderBusy(f"{out} is in use by {holder}; wait for it to end, stop it, or use another output folder")
     path = out / ANSWERS
     # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``); answers
     # written before the file existed are kept under this key: their rows have no instruction key, so they are

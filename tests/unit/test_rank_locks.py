@@ -1,0 +1,57 @@
+"""`judge-eval rank` takes two locks, one after the other: its candidate stage's (``out/candidate/run.lock``), let go
+before its verdict stage takes ``out/run.lock``. A refusal once the first is taken leaves neither held; and a
+candidate stage finding ``out`` held by a verdict stage stops at once, before it changes a file there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval.cli import main
+from judge.plumbing.run_folder import hold_run_folder, run_folder_holder
+from tests.support.eval_ranking import Candidate, Judge, rank_argv, scores_by_output
+
+
+def _ranked(tmp_path: Path, data: Path) -> Path:
+    out = tmp_path / "bench"
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+    return out
+
+
+def test_a_refusal_in_the_candidate_stage_lets_both_locks_go(tmp_path: Path, data: Path, capsys) -> None:
+    out = _ranked(tmp_path, data)
+    capsys.readouterr()
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--temperature", "0.2")) == 2
+    assert "holds progress made with other settings" in capsys.readouterr().err
+    assert (run_folder_holder(out / "candidate"), run_folder_holder(out)) == (None, None)
+
+
+def test_a_refusal_in_the_verdict_stage_lets_both_locks_go(tmp_path: Path, data: Path, capsys) -> None:
+    """The candidate stage resumes (its lock taken and let go), then the judge's other settings are refused."""
+    out = _ranked(tmp_path, data)
+    judge_config = tmp_path / "judge.yaml"
+    judge_config.write_text("temperature: 0.5\n", encoding="utf-8")
+    capsys.readouterr()
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--judge-config", str(judge_config)))
+        assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+    assert code == 2 and "temperature: 0.0 -> 0.5" in capsys.readouterr().err
+    assert (run_folder_holder(out / "candidate"), run_folder_holder(out)) == (None, None)
+
+
+def test_a_verdict_stage_holding_out_stops_the_candidate_stage_before_it_deletes_anything(
+        tmp_path: Path, data: Path, capsys) -> None:
+    """Another ranking judging in ``out``: an --overwrite here would have deleted the answers and verdicts under it.
+    Refused (exit 2) naming the holder, every file as it was, the candidate's lock let go."""
+    out = _ranked(tmp_path, data)
+    before = {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and path.name != "run.lock"}
+    capsys.readouterr()
+    with hold_run_folder(out, "judge-eval run"), Candidate() as cand, Judge(scores_by_output()) as judge:
+        code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--overwrite"))
+        assert cand.bodies("/v1/chat/completions") == [] and judge.bodies("/v1/chat/completions") == []
+        assert run_folder_holder(out / "candidate") is None
+    err = capsys.readouterr().err
+    assert code == 2 and f"{out} is in use by" in err and "judge-eval run" in err
+    assert {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and path.name != "run.lock"} \
+        == before
