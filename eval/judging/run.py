@@ -290,19 +290,18 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
 
 def _select(records: list, config: RunConfig) -> list:
     import judge
+    from eval.judging.run_settings import selected_positions
 
+    splits = [""] * len(records)  # --split all reads no record's split
     if config.split != "all":
         spec = judge.load_split_spec()
         # An item whose task type the taxonomy does not know is in neither test: it runs only under --split all
         # (score then reports it as the "unknown" split), never silently as Standard, and never aborts the run.
-        n_read = len(records)
-        records = [r for r in records if judge.split_of(r, spec, allow_unknown=True) == config.split]
-        if n_read and not records:  # said, not refused: a Slurm shard of one split's rows has none of the other's
+        splits = [judge.split_of(r, spec, allow_unknown=True) for r in records]
+        if records and config.split not in splits:  # said, not refused: a Slurm shard of one split's rows has none
             log.warning("split: none of the %d records of %s is in the %s test (judge.split_of): nothing to judge; "
-                        "--split all judges them", n_read, config.data or "the bundled sample", config.split)
-    if config.limit:
-        records = records[: config.limit]
-    return records
+                        "--split all judges them", len(records), config.data or "the bundled sample", config.split)
+    return [records[k] for k in selected_positions(splits, config.split, config.limit)]
 
 
 def _expand_auto(config: RunConfig, out: Path) -> tuple[Path, dict[str, int], int]:

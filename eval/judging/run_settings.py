@@ -1,18 +1,20 @@
 """What ties a ``judge-eval run`` folder to its settings: the run key a resume must match, the paths run.json
-records, and what ``--overwrite`` clears besides the progress files (``eval.judging.run``)."""
+records, which records its ``--split`` and ``--limit`` select, and what ``--overwrite`` clears besides the progress
+files (``eval.judging.run``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
 __all__ = ["RESUME_FREE", "SCORE_OUTPUTS", "IN_OUT", "run_key", "earlier_run_keys", "resolved_paths",
-           "clear_score_outputs"]
+           "clear_score_outputs", "selected_positions"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -108,3 +110,12 @@ def clear_score_outputs(out: Path) -> list[Path]:
         log.info("overwrite: deleted the scores of the discarded predictions: %s",
                  ", ".join(str(p.relative_to(out)) for p in gone))
     return gone
+
+
+def selected_positions(splits: Sequence[str], split: str, limit: int) -> list[int]:
+    """The positions of the records ``judge-eval run`` judges, given each record's split (``judge.split_of``), in the
+    data's order: those of ``split`` (``all``: every one), then the first ``limit`` of them (0: all). One rule for the
+    run that selects and for ``judge-eval score``, which tells an item the run never meant to judge from one it has
+    not judged yet (``eval.scoring.score.selected_items``)."""
+    chosen = [k for k, of in enumerate(splits) if split == "all" or of == split]
+    return chosen[: limit or None]

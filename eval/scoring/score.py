@@ -236,6 +236,8 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
     """
     import numpy as np
 
+    from eval.judging.run_settings import selected_positions
+
     config = run_info.get("config")
     if not isinstance(config, dict):
         return {}
@@ -248,7 +250,7 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
         return {}
     in_split = np.ones(len(table), dtype=bool) if split == "all" else table.split == split
     selected = np.zeros(len(table), dtype=bool)
-    selected[np.flatnonzero(in_split)[:limit or None]] = True
+    selected[selected_positions(table.split, split, limit)] = True
     n_items = run_info.get("n_items")
     if isinstance(n_items, int) and not isinstance(n_items, bool) and n_items != int(selected.sum()):
         return {}  # the data is not as the run read it: its first items may not be the run's

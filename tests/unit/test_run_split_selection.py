@@ -31,3 +31,16 @@ def test_a_split_with_none_of_the_records_is_said(tmp_path, caplog):
             assert main(run_args(server.base_url, data, tmp_path / "standard", "--split", "standard")) == 0
         assert len(server.bodies("/v1/chat/completions")) == 4
         assert not [r for r in caplog.records if r.name == "judge_eval.run" and r.levelno == logging.WARNING]
+
+
+def test_the_run_and_score_select_by_one_rule():
+    """The records of the split in the data's order, then the first --limit of them: the rule the run judges by and
+    `judge-eval score` reads a run's selection back by (eval.judging.run_settings.selected_positions)."""
+    from eval.judging.run_settings import selected_positions
+
+    splits = ["standard", "zero_shot", "standard", "unknown", "standard"]
+    assert selected_positions(splits, "standard", 2) == [0, 2]
+    assert selected_positions(splits, "standard", 0) == [0, 2, 4]
+    assert selected_positions(splits, "all", 4) == [0, 1, 2, 3]
+    assert selected_positions(splits, "zero_shot", 5) == [1]
+    assert selected_positions([], "all", 3) == []
