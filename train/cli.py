@@ -113,6 +113,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     from train import signal_latch
     from train.config import ConfigError, config_from_args
     from train.output_folder import RunFinished
+    from train.recipe_data import data_before_the_claim
     from train.trainer_preflight import check_attention_kernel
     from train.training_arguments import check_training_arguments, is_main_process
 
@@ -143,8 +144,14 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
                 refuse_before_the_run_folder(config)
             module, function, what = RECIPE_ENTRIES[config.recipe]
-            with _one_writer(config, prog):
-                result = getattr(importlib.import_module(module), function)(config)
+            claim = _one_writer(config, prog)  # the launch's refusals; the folder is held when the block opens
+            # The recipe's data step with the base's tokenizer alone (train.recipe_data), between the launch's
+            # refusals and the claim: a chat template that cannot render the rows, or rows all over max_length, are
+            # refused with nothing written, and the rows are tokenized once, for the recipe.
+            data = data_before_the_claim(config, module)
+            with claim:
+                entry = getattr(importlib.import_module(module), function)
+                result = entry(config) if data is None else entry(config, data=data)
         except (ConfigError, LeakageError, RecordError, RunFolderBusy, ResumeMismatch) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
@@ -165,8 +172,9 @@ def check_training_data(config, *, download: bool = True) -> None:
     """Read a seq2seq, regression or grpo config's data as its recipe will, and refuse it when no training row would come
     out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
     ``min_russian_share``). Done before anything is written, so a bad ``data`` leaves no run folder, lock or base
-    model behind. Costs one more read of the data (the recipe reads it again after building the model); rows over
-    ``max_length`` are counted later, with the base model's tokenizer.
+    model behind. Costs one more read of the data (the recipe's data step reads it again); rows over ``max_length``
+    are counted there, with the base model's tokenizer (``train.recipe_data.data_before_the_claim``, before the
+    run folder is claimed too).
 
     The base model is looked up too (a folder, or a hub id in the cache or downloadable), for the same reason, and
     its folder must hold config.json, a tokenizer and a chat template (``refuse_incomplete_base``); the

@@ -33,7 +33,7 @@ another number of prompts per generation is refused (:func:`check_resumed_prompt
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~790 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~850 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -61,7 +61,7 @@ __all__ = ["TRAINING_VLLM", "GRPOReport", "grpo_rows", "grpo_dataset", "screen_p
            "generation_batch", "check_prompt_count", "check_resumed_prompts_per_step", "prompt_template",
            "completion_end_ids", "reward_functions", "grpo_arguments", "check_training_vllm", "installed_vllm",
            "check_base_checkpoint",
-           "refuse_before_the_run_folder", "main"]
+           "refuse_before_the_run_folder", "GRPOPrompts", "GRPOData", "grpo_prompts", "training_data", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,6 @@ def grpo_rows(records: Iterable[judge.JudgeRecord], *, zero_shot: str = "refuse"
     report.n_kept_without_unique_mode = _without_unique_mode(rows)
     report.dropped = +report.dropped  # no zero_shot key when nothing was held out
     report.n_rows = len(rows)
-    logger.info("GRPO prompts: %s", report.summary())
     return rows, report
 
 
@@ -682,22 +681,42 @@ def refuse_before_the_run_folder(config: GRPORecipeConfig) -> None:
     check_base_checkpoint(config)
 
 
-def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
-    """Train and export a judge by GRPO.
+@dataclass
+class GRPOPrompts:
+    """The GRPO data step before the tokenizer (:func:`grpo_prompts`): what the config, the base's manifest and the
+    records decide."""
 
-    Args:
-        config: a resolved ``GRPORecipeConfig`` (``train.config.load_config``).
-        callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to watch or interrupt a run).
+    base_checkpoint: BaseCheckpoint
+    template: PromptTemplate
+    rows: list[dict[str, Any]]
+    report: GRPOReport
+    per_step: int
 
-    Returns:
-        A ``RunResult``; the export is in ``<output_dir>/export``.
+
+@dataclass
+class GRPOData:
+    """The GRPO data step (:func:`training_data`): the prompts screened with the base's tokenizer and the dataset
+    trl trains on, tokenized once. ``judge-train grpo`` takes it before it claims the run folder and hands it to
+    :func:`main`."""
+
+    tokenizer: Any = field(repr=False)
+    prompts: GRPOPrompts
+    rows: list[dict[str, Any]]
+    n_per_epoch: int
+    dataset: Any = field(repr=False)
+
+
+def grpo_prompts(config: GRPORecipeConfig) -> GRPOPrompts:
+    """The data step's part that needs no tokenizer: the base's manifest (:func:`check_base_checkpoint`), the records,
+    the template the base is asked with and the prompts (:func:`grpo_rows`), refused when fewer than one step samples
+    (:func:`check_prompt_count`). The data summary is logged here, once a run.
+
+    Raises:
+        ConfigError: a base export of another verdict format, or too few prompts for one step.
     """
-    from train import build_data, export, lora, recipe_steps
+    from train import build_data
     from train.training_arguments import launch_arithmetic
 
-    # ---- config -------------------------------------------------------------------------------------------------
-    if config.use_vllm:
-        check_training_vllm(installed_vllm())
     # The base export's manifest is a few bytes of JSON: a format it was not trained in is refused before any data,
     # tokenizer or model is read.
     base_checkpoint = check_base_checkpoint(config)
@@ -707,8 +726,6 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     # Released benchmark rows are refused before anything is built or imported (trl's GRPO pulls in vLLM: ~7 s).
     records = build_data.load_training_records(config.data, allow_benchmark_rows=config.allow_benchmark_rows)
     per_step = prompts_per_step(config, launch_arithmetic(config))
-
-    # ---- data ---------------------------------------------------------------------------------------------------
     template, template_why = prompt_template(config, base_checkpoint)
     # A base the local cache lacks gets the template judge-serve would use for it without a manifest: a guess that the
     # export's manifest then records as fact, so it is said as a warning.
@@ -717,13 +734,30 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
     rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
                              verdict_format=config.verdict_format, template=template,
                              split_spec=zero_shot_split(config))  # fmt: skip
+    logger.info("GRPO prompts: %s", report.summary())
     # Too few prompts for one step are refused before the tokenizer, the model or the run folder: screening the
-    # prompts (below, with the tokenizer) only leaves fewer.
+    # prompts (training_data, with the tokenizer) only leaves fewer.
     check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
-    run = recipe_steps.prepare(config, "GRPO judge", prompt_version=template.version)
-    if run.resume_from is not None:
-        check_resumed_prompts_per_step(config.output_dir, per_step, config)
-    rows, dropped = screen_prompts(rows, run.tokenizer, config.max_length - config.max_completion_length,
+    return GRPOPrompts(base_checkpoint, template, rows, report, per_step)
+
+
+def training_data(config: GRPORecipeConfig, tokenizer, prompts: GRPOPrompts | None = None) -> GRPOData:
+    """The GRPO data step: :func:`grpo_prompts` (unless given), then the prompts screened with the base's tokenizer
+    (:func:`screen_prompts`), cut to ``max_rows`` and counted again, and trl's dataset (:func:`grpo_dataset`).
+
+    Raises:
+        ConfigError: as :func:`grpo_prompts`; a chat template that cannot render the judge prompt
+            (``train.recipe_steps.refuse_unrenderable_chat_template``) or a tokenizer trl would tokenize otherwise
+            than judge-serve, naming ``model_name_or_path``; too few prompts left once those too long for
+            ``max_length`` are dropped, naming ``data``.
+    """
+    from train.recipe_data import refuse_unrenderable_chat_template
+
+    prompts = prompts if prompts is not None else grpo_prompts(config)
+    report, per_step = prompts.report, prompts.per_step
+    refuse_unrenderable_chat_template(tokenizer, config.model_name_or_path,
+                                      thinking=config.verdict_format == judge.VerdictFormat.INTEGER)
+    rows, dropped = screen_prompts(prompts.rows, tokenizer, config.max_length - config.max_completion_length,
                                    config.verdict_format)  # fmt: skip
     if dropped:
         report.dropped.update(dropped)
@@ -736,9 +770,40 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = ()) -> RunResult:
         logger.warning("%d of %d training prompts are left out of each epoch: trl samples whole steps of %d prompts "
                        "(%s)", len(rows) - n_per_epoch, len(rows), per_step,
                        generation_batch(config, per_step)[0])  # fmt: skip
-    train_dataset = grpo_dataset(rows, run.tokenizer, config.verdict_format)
+    return GRPOData(tokenizer, prompts, rows, n_per_epoch, grpo_dataset(rows, tokenizer, config.verdict_format))
+
+
+def main(config: GRPORecipeConfig, *, callbacks: tuple = (), data: GRPOData | None = None) -> RunResult:
+    """Train and export a judge by GRPO.
+
+    Args:
+        config: a resolved ``GRPORecipeConfig`` (``train.config.load_config``).
+        callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to watch or interrupt a run).
+        data: :func:`training_data`'s result, where the caller took the data step before the run folder was claimed
+            (``judge-train grpo``); None takes it here: the part without a tokenizer before ``prepare``, the rest
+            after it.
+
+    Returns:
+        A ``RunResult``; the export is in ``<output_dir>/export``.
+    """
+    from train import export, lora, recipe_steps
+
+    # ---- config -------------------------------------------------------------------------------------------------
+    if config.use_vllm:
+        check_training_vllm(installed_vllm())
+    prompts = data.prompts if data is not None else grpo_prompts(config)
+    base_checkpoint, template, per_step = prompts.base_checkpoint, prompts.template, prompts.per_step
+    run = recipe_steps.prepare(config, "GRPO judge", prompt_version=template.version,
+                               tokenizer=data.tokenizer if data is not None else None)
+    if run.resume_from is not None:
+        check_resumed_prompts_per_step(config.output_dir, per_step, config)
+
+    # ---- data ---------------------------------------------------------------------------------------------------
+    if data is None:
+        data = training_data(config, run.tokenizer, prompts)
+    rows, report, train_dataset = data.rows, prompts.report, data.dataset
     run.record_data({**report.to_dict(), "n_train_without_unique_mode": _without_unique_mode(rows),
-                     "prompts_per_step": per_step, "n_train_per_epoch": n_per_epoch,
+                     "prompts_per_step": per_step, "n_train_per_epoch": data.n_per_epoch,
                      "n_eval": 0, "base_checkpoint": base_checkpoint.to_dict(), "prompt_version": template.version},
                     train_rows=rows)  # n_train and the rows' fingerprint, which a resume checks
 

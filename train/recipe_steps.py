@@ -421,7 +421,7 @@ class PreparedRun:
 
 
 def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True,
-            prompt_version: str | None = None) -> PreparedRun:
+            prompt_version: str | None = None, tokenizer=None) -> PreparedRun:
     """The config step every recipe starts with, then the base model and its tokenizer.
 
     Sets up logging, derives the batch arithmetic (and checks a DeepSpeed JSON against it), applies the
@@ -435,6 +435,7 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
         export_under_stopper: ``PreparedRun.export_under_stopper``: False for a recipe that does not export
             through ``export_judge``.
         prompt_version: ``PreparedRun.prompt_version`` (GRPO: the template its base is asked with).
+        tokenizer: the base's tokenizer, loaded by the data step before the claim (``train.recipe_data``); None: here.
 
     Raises:
         ConfigError: a global batch that does not divide, a DeepSpeed JSON whose accumulation or bf16 differs from
@@ -452,7 +453,7 @@ def prepare(config: TrainConfig, name: str, *, export_under_stopper: bool = True
     transformers.set_seed(config.seed)
     base_model = resolve_base_model(config)
     return PreparedRun(config=config, launch=launch, resume_from=resume_from, base_model=base_model,
-                       tokenizer=load_tokenizer(base_model), dtype=weights_dtype(config),
+                       tokenizer=tokenizer or load_tokenizer(base_model), dtype=weights_dtype(config),
                        stopper=preemption.SaveAndStopOnSignal(), export_under_stopper=export_under_stopper,
                        prompt_version=prompt_version)
 

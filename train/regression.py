@@ -28,8 +28,10 @@ from typing import Any
 
 from train.config import RegressionConfig
 from train.provenance import RunResult
+from train.recipe_data import TrainingData
 
-__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "refuse_unfit_base", "tokenize_rows"]
+__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "refuse_unfit_base", "tokenize_rows",
+           "training_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -230,12 +232,39 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     return model
 
 
-def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
+def training_data(config: RegressionConfig, tokenizer) -> TrainingData:
+    """The recipe's data step: rows cut to ``max_length`` and the ids they train as (``tokenize_rows``).
+    ``judge-train run`` takes it before it claims the run folder, with the base's tokenizer alone, and hands it to
+    ``main``.
+
+    Raises:
+        ConfigError: a chat template that cannot render the judge prompt
+            (``train.recipe_steps.refuse_unrenderable_chat_template``) or that the rows cannot be trained through
+            (``tokenize_rows``), naming ``model_name_or_path`` (and the row); no training row left within
+            ``max_length``, naming ``data``.
+    """
+    from train import build_data
+    from train.recipe_data import refuse_unrenderable_chat_template
+
+    refuse_unrenderable_chat_template(tokenizer, config.model_name_or_path)
+    train_rows, eval_rows, report = build_data.rows_for_config(config, tokenizer)
+    # Checked again on the ids trained: the data step counts a special-token string as one token, and the collator
+    # cuts nothing, so a row longer than max_length would train whole (drop_long_examples).
+    train_rows, train_examples = build_data.drop_long_examples(
+        config, report, train_rows, tokenize_rows(train_rows, tokenizer))
+    eval_rows, eval_examples = build_data.drop_long_examples(
+        config, report, eval_rows, tokenize_rows(eval_rows, tokenizer) if eval_rows else [], validation=True)
+    return TrainingData(tokenizer, train_rows, eval_rows, report, train_examples, eval_examples)
+
+
+def main(config: RegressionConfig, *, callbacks: tuple = (), data: TrainingData | None = None) -> RunResult:
     """Train and export a regression judge.
 
     Args:
         config: a resolved ``RegressionConfig`` (``train.config.load_config``).
         callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to interrupt a run).
+        data: ``training_data``'s result, where the caller took the data step before the run folder was claimed
+            (``judge-train run``); None takes it here, after ``prepare``.
 
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export`` (see ``train/export.py`` for the layout).
@@ -243,25 +272,21 @@ def main(config: RegressionConfig, *, callbacks: tuple = ()) -> RunResult:
     from datasets import Dataset
     from transformers import TrainingArguments
 
-    from train import build_data, recipe_steps
+    from train import recipe_steps
     from train.joint_loss import JointLossTrainer
     from train.score_head import Qwen2ForRationaleAndScore
 
     # ---- config -------------------------------------------------------------------------------------------------
-    run = recipe_steps.prepare(config, "regression judge")
+    run = recipe_steps.prepare(config, "regression judge", tokenizer=data.tokenizer if data is not None else None)
     logger.info("loss = %g x rationale cross-entropy + %g x score MSE", config.lm_loss_weight, config.score_loss_weight)
 
     # ---- data ---------------------------------------------------------------------------------------------------
-    train_rows, eval_rows, data_report = build_data.rows_for_config(config, run.tokenizer)
-    # Checked again on the ids trained: the data step counts a special-token string as one token, and the collator
-    # cuts nothing, so a row longer than max_length would train whole (drop_long_examples).
-    train_rows, train_examples = build_data.drop_long_examples(
-        config, data_report, train_rows, tokenize_rows(train_rows, run.tokenizer))
-    eval_rows, eval_examples = build_data.drop_long_examples(
-        config, data_report, eval_rows, tokenize_rows(eval_rows, run.tokenizer) if eval_rows else [], validation=True)
-    train_dataset = Dataset.from_list(train_examples)
-    eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
-    run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
+    if data is None:
+        data = training_data(config, run.tokenizer)
+    train_rows, eval_rows = data.train_rows, data.eval_rows
+    train_dataset = Dataset.from_list(data.train_examples)
+    eval_dataset = Dataset.from_list(data.eval_examples) if eval_rows else None
+    run.record_data({**data.report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

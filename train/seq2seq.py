@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~650 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~670 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -45,10 +45,12 @@ from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig, zero_shot_split
 from train.provenance import RunResult
+from train.recipe_data import TrainingData
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
-           "traces_agreement", "traces_settings_for_config", "trained_lengths", "training_text", "holds_traces"]
+           "traces_agreement", "traces_settings_for_config", "trained_lengths", "training_data", "training_text",
+           "holds_traces"]
 
 logger = logging.getLogger(__name__)
 
@@ -572,12 +574,42 @@ def trained_lengths(config: Seq2SeqConfig, rows: Sequence[dict[str, Any]], token
     return TrainedLengths(config.max_length, min(generated, config.max_length))
 
 
-def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
+def training_data(config: Seq2SeqConfig, tokenizer) -> TrainingData:
+    """The recipe's data step: rows (tagged, or the integer format's from traces), cut to ``max_length``, and the ids
+    they train as (``sft_examples``), each row tokenized for training once. ``judge-train run`` takes it before it
+    claims the run folder, with the base's tokenizer alone, and hands it to ``main``.
+
+    Raises:
+        ConfigError: a chat template that cannot render the judge prompt
+            (``train.recipe_steps.refuse_unrenderable_chat_template``) or that the rows cannot be trained through
+            (``sft_examples``), naming ``model_name_or_path`` (and the row); no training row left within
+            ``max_length``, naming ``data``.
+    """
+    from train import build_data
+    from train.recipe_data import refuse_unrenderable_chat_template
+
+    thinking = config.verdict_format == judge.VerdictFormat.INTEGER
+    refuse_unrenderable_chat_template(tokenizer, config.model_name_or_path, thinking=thinking)
+    if thinking:
+        train_rows, eval_rows, report = integer_rows_for_config(config, tokenizer)
+    else:
+        train_rows, eval_rows, report = build_data.rows_for_config(
+            config, tokenizer, text_of=lambda row: training_text(row, tokenizer))
+    train_rows, train_examples = build_data.drop_long_examples(
+        config, report, train_rows, sft_examples(train_rows, tokenizer, thinking=thinking))
+    eval_rows, eval_examples = build_data.drop_long_examples(
+        config, report, eval_rows, sft_examples(eval_rows, tokenizer, thinking=thinking), validation=True)
+    return TrainingData(tokenizer, train_rows, eval_rows, report, train_examples, eval_examples)
+
+
+def main(config: Seq2SeqConfig, *, callbacks: tuple = (), data: TrainingData | None = None) -> RunResult:
     """Train and export a seq2seq judge.
 
     Args:
         config: a resolved ``Seq2SeqConfig`` (``train.config.load_config``).
         callbacks: extra ``transformers.TrainerCallback`` objects (tests use them to interrupt a run).
+        data: ``training_data``'s result, where the caller took the data step before the run folder was claimed
+            (``judge-train run``); None takes it here, after ``prepare``.
 
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export``.
@@ -585,27 +617,20 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = ()) -> RunResult:
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from train import build_data, lora, recipe_steps
+    from train import lora, recipe_steps
 
     # ---- config -------------------------------------------------------------------------------------------------
-    run = recipe_steps.prepare(config, "seq2seq judge")
+    run = recipe_steps.prepare(config, "seq2seq judge", tokenizer=data.tokenizer if data is not None else None)
 
     # ---- data ---------------------------------------------------------------------------------------------------
-    thinking = config.verdict_format == judge.VerdictFormat.INTEGER
-    if thinking:
-        train_rows, eval_rows, data_report = integer_rows_for_config(config, run.tokenizer)
-    else:
-        train_rows, eval_rows, data_report = build_data.rows_for_config(
-            config, run.tokenizer, text_of=lambda row: training_text(row, run.tokenizer))
+    if data is None:
+        data = training_data(config, run.tokenizer)
     from datasets import Dataset
 
-    train_rows, train_examples = build_data.drop_long_examples(
-        config, data_report, train_rows, sft_examples(train_rows, run.tokenizer, thinking=thinking))
-    eval_rows, eval_examples = build_data.drop_long_examples(
-        config, data_report, eval_rows, sft_examples(eval_rows, run.tokenizer, thinking=thinking), validation=True)
-    train_dataset = Dataset.from_list(train_examples)
-    eval_dataset = Dataset.from_list(eval_examples) if eval_rows else None
-    run.record_data({**data_report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
+    train_rows, eval_rows = data.train_rows, data.eval_rows
+    train_dataset = Dataset.from_list(data.train_examples)
+    eval_dataset = Dataset.from_list(data.eval_examples) if eval_rows else None
+    run.record_data({**data.report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

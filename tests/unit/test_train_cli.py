@@ -33,16 +33,13 @@ def test_an_output_dir_that_cannot_be_made_is_named_after_its_flag(tmp_path, cap
                           "there (") and err.count("\n") == 1, err
 
 
-def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_folder(tmp_path, capsys, monkeypatch,
-                                                                                   tiny_causal_dir):
+def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_leaves_no_run_folder(tmp_path, capsys, monkeypatch,
+                                                                                       tiny_causal_dir):
     """A template that does not keep the judge prompt verbatim (one that trims or reflows its user turn) is the
     base model's setting, refused as ``model_name_or_path`` in one line with exit 2 (a ValueError was a traceback,
-    exit 1), and the run folder's lock is released: the next run on it is not refused as busy."""
-    import fcntl
-    import os
-
+    exit 1). The rows are rendered with the base's tokenizer before the run folder is claimed: no folder is left
+    (it held its run.lock once the refusal came after the claim)."""
     import judge
-    from judge.plumbing.run_folder import LOCK_FILE
 
     def reflowing(tokenizer, prompt, completion=None, thinking=False):
         text = "<|im_start|>user\n" + " ".join(prompt.split()) + "<|im_end|>\n<|im_start|>assistant\n"
@@ -59,11 +56,7 @@ def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_frees_the_fold
     assert last.startswith("judge-train run: error: model_name_or_path: the chat template of ")
     assert "does not keep the prompt verbatim (row " in last
     assert all(line.startswith("\r") for line in before) and "Traceback" not in err
-    fd = os.open(out / LOCK_FILE, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while a holder is left
-    finally:
-        os.close(fd)
+    assert not out.exists()
 
 
 def _base_folder(path: Path, *names: str, tokenizer_config: dict | None = None) -> Path:

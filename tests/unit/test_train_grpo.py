@@ -654,7 +654,7 @@ def test_gives_reasons_counts_words_not_pieces_between_spaces():
 # ---- the data report counts items; the t-lite config keeps the integer SFT's room --------------------------------
 
 
-def test_the_data_report_counts_items_in_every_field_the_log_and_run_json_read(caplog):
+def test_the_data_report_counts_items_in_every_field_the_log_and_run_json_read():
     """One prompt per item, so the report counts items: kept + dropped is the items read, which n_verdicts (one
     reference each) is; the six expert scores of the five items are n_expert_scores, beside them. By hand: std
     kept; zs (zero_shot), off (3 on 0..2), noscale, between (1.5) dropped: 1 + 4 = 5 items, 1+1+1+1+2 = 6 scores."""
@@ -662,14 +662,12 @@ def test_the_data_report_counts_items_in_every_field_the_log_and_run_json_read(c
                                     instruction="Перепиши функцию на Python без рекурсии.")
     items = [record("std", [2]), zero_shot, record("off", [3], answer="4."),
              record("noscale", [1], rubrics="Оцените ответ."), record("between", [1.5, 2], answer="Четыре!")]
-    with caplog.at_level("INFO", logger="train.grpo"):
-        _, report = grpo.grpo_rows(items, zero_shot="drop")
+    _, report = grpo.grpo_rows(items, zero_shot="drop")
     assert report.n_rows + sum(report.dropped.values()) == report.n_verdicts == report.n_records == 5
     assert report.to_dict()["n_expert_scores"] == 6
-    summary = ("5 items (6 expert scores) -> 1 prompts kept; dropped 4 items: no_scale=1, score_not_a_level=1, "
-               "score_out_of_scale=1, zero_shot=1")
-    assert report.summary() == summary
-    assert f"GRPO prompts: {summary}" in [r.getMessage() for r in caplog.records]
+    # the line the recipe's data step logs, once a run (grpo.grpo_prompts)
+    assert report.summary() == ("5 items (6 expert scores) -> 1 prompts kept; dropped 4 items: no_scale=1, "
+                                "score_not_a_level=1, score_out_of_scale=1, zero_shot=1")
 
 
 def test_the_t_lite_grpo_config_samples_as_long_as_its_base_learned():

@@ -33,8 +33,8 @@ def _recorded_data(monkeypatch, tokenizer, config) -> dict:
         recorded.update(report=report, train_rows=train_rows)
         raise _Recorded
 
-    monkeypatch.setattr(recipe_steps, "prepare", lambda config, name: SimpleNamespace(tokenizer=tokenizer,
-                                                                                      record_data=record_data))
+    monkeypatch.setattr(recipe_steps, "prepare", lambda config, name, **_: SimpleNamespace(tokenizer=tokenizer,
+                                                                                           record_data=record_data))
     with pytest.raises(_Recorded):
         regression.main(config)
     return recorded
@@ -81,7 +81,7 @@ def test_regression_with_no_row_left_in_its_trained_ids_is_a_config_error(monkey
     def record_data(report, train_rows=None):
         pytest.fail(f"recorded {len(train_rows)} rows over max_length {max_length}")
 
-    monkeypatch.setattr(recipe_steps, "prepare", lambda config, name: SimpleNamespace(tokenizer=qwen_tokenizer,
-                                                                                      record_data=record_data))
+    monkeypatch.setattr(recipe_steps, "prepare", lambda config, name, **_: SimpleNamespace(tokenizer=qwen_tokenizer,
+                                                                                           record_data=record_data))
     with pytest.raises(ConfigError, match=f"no training rows left in {forged_only} within max_length {max_length}"):
         regression.main(config)
