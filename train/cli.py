@@ -244,7 +244,7 @@ def check_training_data(config, *, download: bool = True) -> None:
             raise ConfigError(f"{field}: {err}") from None
         if not records:
             raise ConfigError(f"{field}: {source} holds no records")
-        if config.recipe == "grpo":  # prompts with their labels (train.grpo); rows too long are counted later
+        if config.recipe == "grpo":  # prompts with their labels (train.grpo); too long ones: train.recipe_data
             from train.grpo import grpo_rows
 
             rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
