@@ -10,6 +10,8 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eval.pairwise.files import PAIRWISE_PAIRS
+
 if TYPE_CHECKING:
     from eval.judging.config import RunConfig
 
@@ -27,8 +29,8 @@ RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "p
 #: What ``judge-eval score`` writes into a run folder (``eval.scoring.score``, ``eval.pairwise.metrics``): figures of
 #: the predictions ``--overwrite`` discards, so discarded with them (the plots by the names ``eval.reports.plots``
 #: gives them; anything else in the folder is left).
-SCORE_OUTPUTS = ("metrics.json", "report.md", "report.html", "items.parquet", "plots/confusion_*.png",
-                 "plots/mae_by_criterion_*.png")
+SCORE_OUTPUTS = ("metrics.json", "report.md", "report.html", "items.parquet", PAIRWISE_PAIRS,
+                 "plots/confusion_*.png", "plots/mae_by_criterion_*.png")
 
 
 def run_key(config: RunConfig) -> dict[str, Any]:

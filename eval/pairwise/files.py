@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["PAIRWISE_PREDICTIONS", "is_pairwise_run"]
+__all__ = ["PAIRWISE_PAIRS", "PAIRWISE_PREDICTIONS", "is_pairwise_run"]
 
 PAIRWISE_PREDICTIONS = "pairwise_predictions.jsonl"
+#: One row per pair: its verdict in each order and the combined verdict (``eval.pairwise.metrics.pair_verdicts``),
+#: written by ``score``; here so that ``--overwrite`` (``eval.judging.run_settings.SCORE_OUTPUTS``) names it too.
+PAIRWISE_PAIRS = "pairwise_pairs.jsonl"
 
 
 def is_pairwise_run(path: str | Path) -> bool:

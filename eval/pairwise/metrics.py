@@ -47,7 +47,7 @@ import numpy as np
 
 from eval.scoring.error_codes import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
-from eval.pairwise.files import PAIRWISE_PREDICTIONS
+from eval.pairwise.files import PAIRWISE_PAIRS, PAIRWISE_PREDICTIONS
 from eval.pairwise.judging import ORDERS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import ConfigError
@@ -55,8 +55,6 @@ from judge.plumbing.config_files import ConfigError
 __all__ = ["PAIRWISE_PAIRS", "combine_orders", "pair_verdicts", "pairwise_metrics", "pairwise_markdown",
            "pairwise_html", "score_pairwise"]
 
-#: One row per pair: its verdict in each order and the combined verdict (``pair_verdicts``), written by ``score``.
-PAIRWISE_PAIRS = "pairwise_pairs.jsonl"
 #: The level of every rate's percentile bootstrap interval (the reports' "95% CI").
 CI_LEVEL = 0.95
 RATES = ("agreement", "combined_agreement", "tie_rate", "position_consistency", "first_position_rate")

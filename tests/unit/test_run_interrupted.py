@@ -9,6 +9,7 @@ by the request itself, not by a clock.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -116,3 +117,24 @@ def test_ctrl_c_before_the_first_row_of_an_overwrite_claims_no_rows_kept(tmp_pat
         err = capsys.readouterr().err
     assert (code, err, server.asked) == (130, "judge-eval run: interrupted\n", 1)
     assert not (out / "predictions.jsonl").is_file() or not (out / "predictions.jsonl").stat().st_size
+
+
+def test_ctrl_c_before_the_first_row_of_a_pairwise_overwrite_claims_no_rows_kept(tmp_path, capsys,
+                                                                               python_sigint_handler):
+    """A scored pairwise run holds pairwise_pairs.jsonl, score's per-pair verdicts: --overwrite discards it with the
+    judgments it was computed from, so Ctrl+C at the overwrite's first question finds no row in the folder and the
+    line claims none kept (the left file read as rows kept, and stood for a run no longer there)."""
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"id": f"p{k}", "instruction": "q", "answer_1": f"a{k}", "answer_2": "b",
+                                        "rubrics": "-1, 0, 1"}) + "\n" for k in range(2)), encoding="utf-8")
+    out = tmp_path / "run"
+    with CtrlCAt(at=0) as server:
+        assert main(_run_args(server.base_url, data, out, "--concurrency", "1")) == 0
+    assert main(["score", "--predictions", str(out), "--n-boot", "10"]) == 0
+    assert (out / "pairwise_pairs.jsonl").is_file()
+    with CtrlCAt(at=1) as server:
+        capsys.readouterr()
+        code = main(_run_args(server.base_url, data, out, "--concurrency", "1", "--overwrite"))
+        err = capsys.readouterr().err
+    assert (code, err, server.asked) == (130, "judge-eval run: interrupted\n", 1)
+    assert not (out / "pairwise_pairs.jsonl").exists()
