@@ -6,7 +6,7 @@ reader of Arrow tables (JSONL and Parquet); this module only finds the rows or t
 ``load_record_columns`` gives the records of any source as columns (``judge.record_columns.RecordColumns``, what
 the scoring path reads), ``load_records`` as ``JudgeRecord`` objects.
 
-Why one module of ~735 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
+Why one module of ~750 lines: every reader of records (scoring, training, the synthetic stages, the ranking's
 instructions) takes a source through one decision, which file or folder or dataset name it is, which split, and what
 to say when it is none of them; kept in several modules, the rules for one source would drift between readers.
 """
@@ -292,9 +292,22 @@ def _checked_columns(tables: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return tables
 
 
+#: A judge's verdicts, as ``judge-eval run`` writes them (a pairwise run's under the second name): a folder holding one
+#: is a run, whose items.parquet (``judge-eval score``'s item table) is no data set's shard.
+_RUN_VERDICT_FILES = ("predictions.jsonl", "pairwise_predictions.jsonl")
+
+
 def _parquet_shards(folder: Path, split: str | None) -> list[Path]:
     """The Parquet shards of a hub-layout folder (``data/<split>-0000k-of-0000n.parquet``, a fingerprint after the
-    numbers or not, or without ``data/``), in name order, for one split (default: the only one, else ``test``)."""
+    numbers or not, or without ``data/``), in name order, for one split (default: the only one, else ``test``).
+
+    Raises:
+        ValueError: for a judge-eval run folder (``_RUN_VERDICT_FILES``): its items.parquet read as a shard was
+            refused for a missing ``instruction``, and, unscored, it was told to give its predictions.jsonl.
+    """
+    if verdicts := next((name for name in _RUN_VERDICT_FILES if (folder / name).is_file()), None):
+        raise ValueError(f"{folder}: a judge-eval run folder (it holds {verdicts}, a judge's verdicts), not labelled "
+                         "records; give the data the run judged (its run.json's `data`)")
     shards = sorted((folder / "data").glob("*.parquet")) or sorted(folder.glob("*.parquet"))
     if not shards:
         return []

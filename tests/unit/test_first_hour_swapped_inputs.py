@@ -1,0 +1,48 @@
+"""A new user's swapped inputs, each refused in one line naming the path and what it is: a run folder given as
+--data, a config or the data file given as score's --predictions, a checkpoint's file given as its folder. Expected
+messages are written out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from eval.cli import main
+from judge.record_sources import load_record_columns, load_records
+
+
+def _run_folder(root: Path, *, scored: bool) -> Path:
+    """A judge-eval run folder: its predictions, and score's items.parquet when ``scored``."""
+    folder = root / "run"
+    folder.mkdir()
+    (folder / "predictions.jsonl").write_text(json.dumps({"id": "s0001", "parse_ok": False}) + "\n", encoding="utf-8")
+    (folder / "run.json").write_text("{}", encoding="utf-8")
+    if scored:  # any Parquet file in it: the folder was read as a data set's shards
+        pq.write_table(pa.table({"id": ["s0001"], "score": [1.0]}), folder / "items.parquet")
+    return folder
+
+
+@pytest.mark.parametrize("scored", [True, False], ids=["scored", "unscored"])
+@pytest.mark.parametrize("reader", [load_records, load_record_columns], ids=["records", "columns"])
+def test_a_run_folder_given_as_data_is_named_a_run_not_read_as_shards(tmp_path, scored, reader):
+    # scored: its items.parquet was read as a shard ("field 'instruction': is missing"); unscored: it was told to
+    # give its own predictions.jsonl as the data
+    folder = _run_folder(tmp_path, scored=scored)
+    with pytest.raises(ValueError) as caught:
+        reader(folder)
+    assert str(caught.value) == (f"{folder}: a judge-eval run folder (it holds predictions.jsonl, a judge's verdicts), "
+                                 "not labelled records; give the data the run judged (its run.json's `data`)")
+
+
+def test_judge_eval_run_names_a_run_folder_given_as_data(tmp_path, capsys):
+    folder = _run_folder(tmp_path, scored=True)
+    code = main(["run", "--judge", "http://127.0.0.1:9/v1", "--data", str(folder), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-eval run: error: {folder}: a judge-eval run folder (it holds predictions.jsonl, a judge's verdicts), "
+        "not labelled records; give the data the run judged (its run.json's `data`)")
+    assert not (tmp_path / "out").exists()
