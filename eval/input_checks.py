@@ -6,6 +6,7 @@ or written, in one line naming the flag or the file (``eval.cli`` prints it and 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from pathlib import Path
@@ -114,8 +115,8 @@ def os_error_text(err: OSError, out: str | Path | None) -> str:
 
 
 def refuse_missing_predictions(predictions: str) -> None:
-    """Refuse a ``--predictions`` that is not there, holds no prediction, or is a run folder a job still writes
-    (its ``run.lock`` held), before anything is read or written.
+    """Refuse a ``--predictions`` that is not there, is a file other than JSONL, holds no prediction, or is a run
+    folder a job still writes (its ``run.lock`` held), before anything is read or written.
 
     Raises:
         ValueError: naming the path and what to do.
@@ -140,9 +141,28 @@ def refuse_missing_predictions(predictions: str) -> None:
     if not file.is_file():
         raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
                          "folder; give a run folder written by `judge-eval run`")
-    if not _has_content(file, str(file)):
+    if file.suffix.lower() != ".jsonl":  # a config or report given by mistake: said before score asks for --data
+        raise ValueError(f"--predictions {predictions}: not a predictions.jsonl (JSONL rows written by judge-eval run)")
+    first = _first_line(file, str(file))
+    if first is None:
         raise ValueError(f"{file}: no predictions (the file is empty); run `judge-eval run --out "
                          f"{file.parent}` first, or rerun it if it stopped")
+    if _is_record(first):  # --data's file given as --predictions: asked for --data, or told of 15 unknown fields
+        from judge.records import REQUIRED_TEXT_FIELDS
+
+        raise ValueError(f"--predictions {predictions}: holds POLLUX records ({', '.join(REQUIRED_TEXT_FIELDS)}: what "
+                         "--data takes), not a judge's predictions; give the run folder `judge-eval run` wrote")
+
+
+def _is_record(line: bytes) -> bool:
+    """Whether a JSONL line is a POLLUX record (its required text fields), not a prediction row."""
+    from judge.records import REQUIRED_TEXT_FIELDS
+
+    try:
+        row = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
+    except ValueError:  # not JSON, or not UTF-8: the predictions reader names the line
+        return False
+    return isinstance(row, dict) and all(name in row for name in REQUIRED_TEXT_FIELDS)
 
 
 def _has_content(path, name: str) -> bool:
@@ -152,9 +172,18 @@ def _has_content(path, name: str) -> bool:
         ValueError: naming ``name`` when the file cannot be read (no permission, a write-only file): an input error,
             said in one line, not a traceback.
     """
+    return _first_line(path, name) is not None
+
+
+def _first_line(path, name: str) -> bytes | None:
+    """A text file's first line with a character other than white space, or None (read until that line).
+
+    Raises:
+        ValueError: as ``_has_content``.
+    """
     try:
         with open(path, "rb") as handle:
-            return any(line.strip() for line in handle)
+            return next((line for line in handle if line.strip()), None)
     except OSError as err:
         raise ValueError(f"{name}: cannot be read ({err.strerror or err})") from None
 

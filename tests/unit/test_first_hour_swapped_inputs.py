@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from eval.cli import main
+from eval.input_checks import refuse_missing_predictions
 from judge.record_sources import load_record_columns, load_records
+from judge.sample_data import sample_data_path
 
 
 def _run_folder(root: Path, *, scored: bool) -> Path:
@@ -46,3 +48,31 @@ def test_judge_eval_run_names_a_run_folder_given_as_data(tmp_path, capsys):
         f"judge-eval run: error: {folder}: a judge-eval run folder (it holds predictions.jsonl, a judge's verdicts), "
         "not labelled records; give the data the run judged (its run.json's `data`)")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_config_file_given_as_predictions_is_refused_before_data_is_asked_for(tmp_path):
+    # without --data, score asked for --data ("the run folder ... has no run.json naming the data")
+    config = tmp_path / "seq2seq.yaml"
+    config.write_text("learning_rate: 0.001\n", encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        refuse_missing_predictions(str(config))
+    assert str(caught.value) == (f"--predictions {config}: not a predictions.jsonl (JSONL rows written by judge-eval "
+                                 "run)")
+
+
+def test_score_names_the_data_file_given_as_predictions(tmp_path, capsys):
+    records = tmp_path / "records.jsonl"
+    # a byte order mark, as a file saved by a Windows editor starts
+    records.write_bytes(b"\xef\xbb\xbf" + sample_data_path().read_bytes().splitlines(keepends=True)[0])
+    code = main(["score", "--predictions", str(records)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-eval score: error: --predictions {records}: holds POLLUX records (instruction, answer, "
+        "criteria_name, rubrics: what --data takes), not a judge's predictions; give the run folder `judge-eval run` "
+        "wrote")
+
+
+def test_a_predictions_file_is_not_taken_for_records(tmp_path):
+    run = _run_folder(tmp_path, scored=False)
+    refuse_missing_predictions(str(run))  # a prediction row passes
+    refuse_missing_predictions(str(run / "predictions.jsonl"))
