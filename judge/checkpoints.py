@@ -180,12 +180,16 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
         The folder (for a hub id: the cached snapshot, ``.../models--owner--name/snapshots/<revision>``).
 
     Raises:
-        CheckpointNotFound: naming ``ref`` and what to do (download it first, or point the cache at it).
+        CheckpointNotFound: naming ``ref`` and what to do (download it first, or point the cache at it; for a file,
+            the folder holding it).
     """
     path = Path(ref)
     if path.is_dir():
         return path
     text = str(ref)
+    if path.is_file():  # a file of the checkpoint (its config.json, a shard): was "no such folder", though it is there
+        raise CheckpointNotFound(f"{text}: a file, not a {_what_is_downloaded(repo_type)} folder; give the folder "
+                                 f"that holds it ({path.parent})")
     if not _HUB_ID.match(text):
         raise CheckpointNotFound(f"{text}: no such folder, and not a hub id of the form owner/name")
     from huggingface_hub import constants, snapshot_download

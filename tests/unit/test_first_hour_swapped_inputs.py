@@ -13,6 +13,7 @@ import pytest
 
 from eval.cli import main
 from eval.input_checks import refuse_missing_predictions
+from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
 from judge.record_sources import load_record_columns, load_records
 from judge.sample_data import sample_data_path
 
@@ -76,3 +77,14 @@ def test_a_predictions_file_is_not_taken_for_records(tmp_path):
     run = _run_folder(tmp_path, scored=False)
     refuse_missing_predictions(str(run))  # a prediction row passes
     refuse_missing_predictions(str(run / "predictions.jsonl"))
+
+
+def test_a_checkpoints_file_given_as_its_folder_names_the_folder(tmp_path):
+    # was "no such folder, and not a hub id": the file is there
+    export = tmp_path / "runs" / "tiny" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(CheckpointNotFound) as caught:
+        resolve_checkpoint(export / "config.json", allow_download=False)
+    assert str(caught.value) == (f"{export / 'config.json'}: a file, not a checkpoint folder; give the folder that "
+                                 f"holds it ({export})")
