@@ -418,7 +418,7 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
                              stop=tuple(stop), temperature=config.temperature, seed=config.seed,
                              max_model_len=config.max_model_len, answer_cue=config.answer_cue,
                              answer_parser=config.answer_parser, context_overflow=config.context_overflow,
-                             think_blocks=config.think_blocks)  # fmt: skip
+                             think_blocks=config.think_blocks, chat_form=config.chat_form)  # fmt: skip
     reading, default_reading = think_reading(settings), think_reading(dataclasses.replace(settings, think_blocks=None))
     run_key = {
         "task": "rutie", "model": config.model, "data_sha256": sha256_of(data), "mode": config.mode,
@@ -434,6 +434,9 @@ def run_rutie(config: RutieConfig, task_data: tuple[Any, Any] | None = None) -> 
         # And the reading of <think> blocks: only one other than the mode's default is keyed, so a folder from before
         # the setting resumes under its default, and one under the other reading is refused naming think_blocks.
         **({"think_blocks": reading} if reading != default_reading else {}),
+        # And the chat form: only the one that is not the default, so a chat folder from before it resumes as it was
+        # asked (multi-turn), and one asked in the other form is refused naming chat_form.
+        **({"chat_form": config.chat_form} if config.mode == "chat" and config.chat_form != "multiturn" else {}),
     }  # fmt: skip
     progress = progress_files("rutie")
     refuse_other_job(out, ("judge-eval mera rutie",))  # another command's folder, before the endpoint is asked

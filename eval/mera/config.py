@@ -131,6 +131,10 @@ class RutieConfig(MeraConfig):
                                         "reply): the first digit anywhere, the reasoning's included. The choice parser "
                                         "always skips; log-probability scoring parses no reply.",
                                   choices=THINK_BLOCKS)
+    chat_form: str = _f("multiturn", "Chat mode: how the dialogue is laid out. multiturn: the harness's "
+                                     "--fewshot_as_multiturn form, earlier answers as assistant turns; single: one "
+                                     "user turn holding the harness's completion prompt, as MERA's documented chat "
+                                     "commands send it (--apply_chat_template alone).", choices=("multiturn", "single"))
 
 
 TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "rutie": RutieConfig}

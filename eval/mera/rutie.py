@@ -45,10 +45,16 @@ The answer shown is **the model's own earlier answer**, never the gold one (card
 (the digit, as in card "Data Instances" and the harness, not the choice text the card's prose mentions); when it gave
 none, see the parsers below.
 
-Chat mode follows the harness's multi-turn form (``fewshot_as_multiturn``): the first user turn is the
-instruction's first part plus the first earlier question ending in ``Ответ:``, each earlier answer an assistant
-turn, each further earlier question a user turn, and the last user turn the instruction's second part filled and
-stripped. With no earlier questions it is one user turn, the instruction with an empty context.
+Chat mode has the harness's two forms, one named option ``RutieSettings.chat_form`` (MERA's card is silent on chat):
+``"multiturn"`` (default), lm-eval's ``--fewshot_as_multiturn`` (``ruTiEContextFormer.get_chat_context``): the
+first user turn is the instruction's first part plus the first earlier question ending in ``Ответ:``, each earlier
+answer an assistant turn, each further earlier question a user turn, and the last user turn the instruction's second
+part filled and stripped; with no earlier questions it is one user turn, the instruction with an empty context (the
+harness leaves ``{context}`` in that first question's text, unfilled: a slip not reproduced). ``"single"``: one user
+turn holding the harness's completion prompt (no answer cue), as lm-eval builds it under ``--apply_chat_template``
+without ``--fewshot_as_multiturn`` (``lm_eval/api/task.py`` ``fewshot_context``: the context former's string, then
+``append_target_question`` adds the question to that user message), the form of MERA's documented chat commands
+(``MODEL_SCORING.md``, OpenAI chat models).
 
 Answers (the card is silent on parsing), one named option ``RutieSettings.answer_parser``:
 
@@ -86,7 +92,7 @@ Metrics (``rutie_metrics``): the headline ``accuracy`` is correct answers over *
 answer counting as wrong (card "Metrics": "Accuracy ..., the average for the dialogue"; the harness scores its
 fallback ``-1`` as wrong). ``accuracy_parsed`` (over parsed answers) and ``n_unparsed`` stand beside it.
 
-Why one module of ~1040 lines: it follows the task from its rows to its metric in the harness's order (rows,
+Why one module of ~1060 lines: it follows the task from its rows to its metric in the harness's order (rows,
 context, prompt, reply, the answer fed back into the next question's context, accuracy), and each step is used by
 this task alone.
 """
@@ -128,6 +134,8 @@ PROGRESS_FILE = "answers.jsonl"
 )  # fmt: skip
 #: What a prompt over the context window does (``RutieSettings.context_overflow``).
 CONTEXT_OVERFLOWS = ("truncate", "fail")
+#: Chat mode's message forms (``RutieSettings.chat_form``, ``chat_messages``).
+CHAT_FORMS = ("multiturn", "single")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,12 +353,19 @@ def completion_prompt(item: RutieItem, history: Sequence[tuple[RutieItem, str]],
     return with_answer_cue(prompt if history else TURN_SEPARATOR + prompt, answer_cue)
 
 
-def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]]) -> list[dict[str, str]]:
-    """Chat-mode messages in the harness's multi-turn form (``ruTiEContextFormer.get_chat_context``).
+def chat_messages(item: RutieItem, history: Sequence[tuple[RutieItem, str]],
+                  form: str = "multiturn") -> list[dict[str, str]]:
+    """Chat-mode messages in one of the harness's two forms (``CHAT_FORMS``, the module docstring).
 
-    Earlier questions are user turns ending in ``Ответ:`` (the first one after the instruction's first part), the
-    model's answers assistant turns; the last user turn is the instruction's second part, filled and stripped.
+    ``"multiturn"`` (``ruTiEContextFormer.get_chat_context`` under ``fewshot_as_multiturn``): earlier questions are
+    user turns ending in ``Ответ:`` (the first one after the instruction's first part), the model's answers assistant
+    turns; the last user turn is the instruction's second part, filled and stripped. ``"single"``: one user turn, the
+    harness's completion prompt with no cue (``completion_prompt(item, history, "")``).
     """
+    if form == "single":
+        return [{"role": "user", "content": completion_prompt(item, history, "")}]
+    if form != "multiturn":
+        raise ValueError(f"chat_form must be one of {CHAT_FORMS}, not {form!r}")
     if not history:
         return [{"role": "user", "content": render_prompt(item, "")}]
     head, tail = _split_instruction(item)
@@ -496,6 +511,8 @@ class RutieSettings:
         context_overflow: What a prompt the endpoint refuses as over its context window does. ``"truncate"``
             (default, as the harness, which left-truncates every prompt to fit: see ``ask``): the oldest whole
             earlier turns are left out until it fits; ``"fail"``: the question is unparsed ("context limit").
+        chat_form: Chat mode: ``"multiturn"`` (the harness's ``--fewshot_as_multiturn``) or ``"single"`` (one user
+            turn, MERA's documented chat commands); ``chat_messages``.
     """
 
     mode: str = "completion"
@@ -509,6 +526,7 @@ class RutieSettings:
     answer_parser: str = "mera"
     context_overflow: str = "truncate"
     think_blocks: str | None = None
+    chat_form: str = "multiturn"
 
 
 def think_reading(settings: RutieSettings) -> str | None:
@@ -599,13 +617,15 @@ def ask(
         raise ValueError(f"scoring must be 'generate' or 'logprobs', not {settings.scoring!r}")
     if settings.context_overflow not in CONTEXT_OVERFLOWS:
         raise ValueError(f"context_overflow must be one of {CONTEXT_OVERFLOWS}, not {settings.context_overflow!r}")
+    if settings.chat_form not in CHAT_FORMS:
+        raise ValueError(f"chat_form must be one of {CHAT_FORMS}, not {settings.chat_form!r}")
     refusal = think_blocks_refusal(settings.scoring, settings.answer_parser, settings.think_blocks)
     if refusal is not None:
         raise ValueError(refusal)
 
     def build(turns: Sequence[tuple[RutieItem, str]]) -> Any:
         if settings.mode == "chat":
-            return chat_messages(item, turns)
+            return chat_messages(item, turns, settings.chat_form)
         return completion_prompt(item, turns, settings.answer_cue)
 
     full_request = build(history)
@@ -1030,6 +1050,9 @@ def describe_protocol(settings: RutieSettings) -> dict[str, Any]:
         "temperature": settings.temperature, "context_overflow": settings.context_overflow,
     }  # fmt: skip
     ours["think_blocks"] = think_reading(settings)
+    # How chat mode lays out the dialogue; completion mode sends no messages. MERA's two runs are completion runs,
+    # so a chat run already differs by its mode and the form is recorded, not compared.
+    ours["chat_form"] = settings.chat_form if settings.mode == "chat" else None
     if settings.scoring == "logprobs":  # no reply is generated: generation's settings decide nothing, so none is shown
         ours.update(dict.fromkeys(GENERATION_ONLY))
     task = "rutie" if settings.scoring == "logprobs" else "rutie_gen"
