@@ -50,7 +50,10 @@ Execution differs from the harness (``utils.py`` ``check_correctness``, ``unsafe
   ``check_solution`` compares ``str(expected) == str(result)``: so an expected ``"None"`` matches there a call that
   returned ``None``, one that raised, or a program that did not run. Its comment says no expected output is
   ``None``; the two agree on data where none is ``"None"``, which
-  ``test_mera_humaneval.py::test_no_bundled_expected_output_is_none`` checks for the bundled rows.
+  ``test_mera_humaneval.py::test_no_bundled_expected_output_is_none`` checks for the bundled rows. MERA's site
+  scores with another rule (``modules/scoring/src/tasks/ruhumaneval.py`` ``check_solution``: ``expected == result``,
+  no ``str()``), under which nothing that raised or returned ``None`` matches ``"None"``: here only a returned
+  ``None`` does, as in the harness's local metric.
 """
 
 from __future__ import annotations
