@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p.add_argument("--split", default=None, help="Split of a multi-split source (default: the only one, or test).")
     exp_p.add_argument("--critical-in-means", choices=("include", "exclude"), default="include",
                        help="The two Critical criteria (0 best) in the mean scores' pooled figures (Tables 10, 1, 9): "
-                            "the paper does not say; POLLUX's src/metrics.py leaves two-level criteria out.")
+                            "the paper does not say; POLLUX's src/metrics.py leaves 0/1 criteria out.")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     for name, codes in EXIT_CODES.items():  # each subcommand's --help ends with the exit codes it uses

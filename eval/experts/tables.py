@@ -31,12 +31,13 @@ How they aggregate, as far as the paper says:
 Whether the two Critical criteria (0 best: "0" means no critical violation, Appendix P.1) count in the mean scores
 that pool over criteria is a choice: the paper does not say. Table 9 lists them as rows, which says nothing of Tables
 10 and 1 or of the Avg. row; POLLUX's own aggregation (``src/metrics.py`` of ai-forever/POLLUX: ``grand_mean`` and the
-``mean_over_criteria`` row) leaves out every two-level criterion, these two among them. ``critical_in_means``
+``mean_over_criteria`` row) leaves out every criterion whose levels are exactly 0 and 1 (its ``is_binary_scale``),
+these two among them. ``critical_in_means``
 (``judge-eval experts --critical-in-means``) names it: ``include`` (the default, the figures this module always gave)
 counts them like any criterion; ``exclude`` leaves their items out of Table 10's and Table 1's cells and of every
 ``Avg.`` row of the mean-score tables, while Table 9 keeps each Critical criterion's own row (as POLLUX's matrix keeps
-its rows and leaves them out of the means only). Only the two Critical criteria: POLLUX's rule (any rubric with two
-levels) also drops best-at-top two-level criteria such as Operability. The experts' VC tables are unaffected. The
+its rows and leaves them out of the means only). Only the two Critical criteria: POLLUX's rule (any 0/1 rubric) also
+drops best-at-top 0/1 criteria such as Operability. The experts' VC tables are unaffected. The
 outputs say which was used.
 
 Task types are shown by their English taxonomy name where the taxonomy knows the record's (Russian) one, criteria
@@ -272,7 +273,7 @@ def critical_in_means_sentence(result: dict[str, Any]) -> str:
            "left out of the means by model (Table 10), by task type (Table 1) and of every Avg. row; Table 9 keeps "
            "their own rows")
     return (f"Critical criteria (0 best){items}: {how} (--critical-in-means {chosen['setting']}; the paper does not "
-            "say; POLLUX's src/metrics.py leaves two-level criteria out of its means).")
+            "say; POLLUX's src/metrics.py leaves 0/1 criteria out of its means).")
 
 
 def _blocks(result: dict[str, Any]) -> list[tuple]:

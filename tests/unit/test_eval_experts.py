@@ -168,7 +168,7 @@ def tables_without_critical(tmp_path_factory):
 
 def test_critical_criteria_in_the_means_is_a_named_choice_both_ways(tables, tables_without_critical):
     """The paper does not say whether the two Critical criteria count in the mean scores; POLLUX's src/metrics.py
-    leaves two-level criteria out of its means. Item 8 (the Critical format criterion, gpt4, Standard, mean 0.2) is
+    leaves 0/1 criteria out of its means. Item 8 (the Critical format criterion, gpt4, Standard, mean 0.2) is
     the only Critical item. include (the default): the figures above. exclude, by hand: Standard gpt4 {1, 2}
     (5/3 + 0)/2 = 5/6, Avg. {1, 2, 5} (5/3 + 0 + 1)/3 = 8/9; Full test gpt4 {1, 2, 3} (5/3 + 0 + 1.5)/3 = 19/18,
     Avg. of 6 items (5/3 + 0 + 1.5 + 2 + 1 + 0)/6 = 37/36; Zero-Shot unchanged (7/6); Table 1 Editing gpt4 {1, 2} 5/6;
