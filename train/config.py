@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1030 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1050 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -808,6 +808,7 @@ class GRPORecipeConfig(TrainConfig):
         if self.loss_type not in GRPO_LOSS_TYPES:
             raise ConfigError(f"loss_type must be one of {list(GRPO_LOSS_TYPES)}, got {self.loss_type!r}")
         self._validate_vespo()
+        self._validate_trainer_init_refusals()
         _check_trl_grpo_settings(self.trainer_args)
         from train.grpo_rewards import REWARDS
 
@@ -891,6 +892,29 @@ class GRPORecipeConfig(TrainConfig):
                               f"'token_truncate' or 'token_mask' (got {mode!r}; trl's default is 'sequence_mask'), "
                               "or vllm_importance_sampling_correction false: trl refuses the rest once the model "
                               "has loaded")
+
+    def _validate_trainer_init_refusals(self) -> None:
+        """trl's refusals in ``GRPOTrainer.__init__`` (trl/trainer/grpo_trainer.py, trl 1.16) that the config alone
+        decides, made at load: there they come after the run folder is claimed and the model loaded.
+
+        ``sync_ref_model`` needs a reference model to synchronise, which trl makes only for ``beta`` above 0, and
+        is not supported under LoRA (trl keeps no reference model then: it disables the adapter). An adapter on
+        ``lm_head`` is refused: trl computes the log-probabilities from ``lm_head.weight`` directly, so the adapter
+        would never be trained.
+        """
+        if self.trainer_args.get("sync_ref_model"):
+            if self.beta == 0:
+                raise ConfigError(f"trainer_args.sync_ref_model needs beta above 0 (a reference model to "
+                                  f"synchronise; trl makes none at beta {float(self.beta)}): set beta, or remove "
+                                  "sync_ref_model")
+            if self.lora:
+                raise ConfigError("trainer_args.sync_ref_model is not supported with lora (trl keeps no reference "
+                                  "model under LoRA, it disables the adapter instead): remove one of them")
+        modules = [name.strip() for name in self.lora_target_modules.split(",")]
+        if self.lora and "lm_head" in modules:
+            raise ConfigError(f"lora_target_modules: the grpo recipe cannot train an adapter on lm_head (trl computes "
+                              f"the log-probabilities from lm_head.weight directly, so it would never train), got "
+                              f"{self.lora_target_modules!r}")
 
     def _validate_generation_batch(self) -> None:
         """trl's checks of a generation batch set in ``trainer_args``, as far as they go without the number of ranks.
