@@ -833,8 +833,7 @@ def main(config: GRPORecipeConfig, *, callbacks: tuple = (), data: GRPOData | No
     # ---- train --------------------------------------------------------------------------------------------------
     # trl's fused LM head scores only the completion's positions on CPU too (the seq2seq recipe's measure; GRPO's
     # log-probabilities go through the same head): otherwise every prompt position, most of each row, is projected
-    # onto the 151,936-token vocabulary and back. The test's two steps (tiny Qwen3, 4 x 16 tokens) spent 19.1 s in
-    # trainer.train() without it and 7.5 s with it (one profiled run each, this shared 2-core machine).
+    # onto the 151,936-token vocabulary and back (the seq2seq recipe's figure is in docs/performance.md).
     with recipe_steps.labelled_positions_only_on_cpu():
         result = run.train(trainer)
     if run.stopped:
