@@ -54,8 +54,11 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
     uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` gets a 431 and is
     closed. Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few
     seconds, holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete
-    that long after its headers gets a 408 and the connection is closed. What uvicorn itself answers in plain text
-    (a request its parser refuses, the 503 past ``max_connections``) is answered in OpenAI's error shape, and
+    that long after its headers gets a 408 and the connection is closed. Nor does it bound the time a client takes to
+    read its answer: one that reads nothing held its slot for ever (the answer waiting in memory, the connection's
+    close waiting for it to be sent). With ``body_timeout_s``, writing paused that long (the client took too little to
+    bring what waits below the transport's low-water mark) aborts the connection. What uvicorn itself answers in
+    plain text (a request its parser refuses, the 503 past ``max_connections``) is answered in OpenAI's error shape, and
     ``PAST_THE_CONNECTION_LIMIT`` is served past that limit. Pass the returned class as ``uvicorn.Config(http=...)``.
     """
     from uvicorn.protocols.http.flow_control import service_unavailable
@@ -168,9 +171,31 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             self._close_with(_closing_error(400, "Bad Request", f"the request is not valid HTTP/1.1 ({msg})", None,
                                             "invalid_http_request"))
 
+        _stalled_timer = None
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if body_timeout_s is not None and self._stalled_timer is None:
+                self._stalled_timer = self.loop.call_later(body_timeout_s, self._reader_too_slow)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._disarm_stalled()
+
+        def _disarm_stalled(self) -> None:
+            if self._stalled_timer is not None:
+                self._stalled_timer.cancel()
+                self._stalled_timer = None
+
+        def _reader_too_slow(self) -> None:
+            # Aborted, not closed: a close waits until what is buffered has been sent, which this client never takes.
+            self._stalled_timer = None
+            self.transport.abort()
+
         def connection_lost(self, exc) -> None:
             self._disarm()
             self._disarm_body()
+            self._disarm_stalled()
             super().connection_lost(exc)
 
     return HeaderDeadlineProtocol

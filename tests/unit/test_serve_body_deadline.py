@@ -19,6 +19,8 @@ from judge.plumbing.processes import free_port
 from serve.connections import MAX_HEADER_BYTES, ApiKeyMiddleware, header_deadline_protocol
 
 BODY_TIMEOUT_S = 1.0
+#: An answer larger than a loopback connection's socket buffers (a few MiB at most): one its client must read.
+LARGE_ANSWER_BYTES = 32 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +30,9 @@ def server():
 
 
 @contextlib.contextmanager
-def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIMEOUT_S, **config):
+def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIMEOUT_S, lost=None, **config):
+    """A uvicorn server on a thread with judge-serve's connection protocol; ``lost`` (a ``threading.Event``), when
+    given, is set as the server loses a connection, however it ends."""
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect, Request
@@ -41,16 +45,28 @@ def _serving(api_key: str | None = None, body_timeout_s: float | None = BODY_TIM
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    async def large(request: Request) -> Response:  # more than the kernel's socket buffers hold
+        return Response(b"x" * LARGE_ANSWER_BYTES)
+
     async def client_gone(request: Request, err: ClientDisconnect) -> Response:
         return Response(status_code=499)
 
-    app = Starlette(routes=[Route("/echo", echo, methods=["POST"]), Route("/health", health)],
+    app = Starlette(routes=[Route("/echo", echo, methods=["POST"]), Route("/health", health),
+                            Route("/large", large)],
                     exception_handlers={ClientDisconnect: client_gone})
     if api_key is not None:
         app = ApiKeyMiddleware(app, api_key)
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            http=header_deadline_protocol(5.0, body_timeout_s=body_timeout_s), **config)
+    protocol = header_deadline_protocol(5.0, body_timeout_s=body_timeout_s)
+    if lost is not None:
+        class Watched(protocol):
+            def connection_lost(self, exc) -> None:
+                super().connection_lost(exc)
+                lost.set()
+
+        protocol = Watched
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", http=protocol,
+                            **config)
     started = threading.Event()
 
     class Server(uvicorn.Server):
@@ -110,6 +126,22 @@ def test_a_body_sent_in_time_is_served_and_the_connection_kept(server):
                 assert chunk, f"closed after {answer!r}"
                 answer += chunk
             assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'\r\n\r\n{"bytes":4}')
+
+
+def test_a_client_that_does_not_read_its_answer_is_cut_off_after_the_body_deadline():
+    """A client that sends its request and then reads nothing of the answer held its connection slot for ever: the
+    answer waited in judge-serve's memory for a reader, and its close waited for the answer to be sent. Once the
+    client has taken nothing for body_timeout_s the connection is aborted (its slot and the answer's memory freed)."""
+    lost = threading.Event()
+    with _serving(lost=lost) as port, socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # takes little before it stops reading
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"GET /large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert lost.wait(30), "the connection of a client that reads nothing is still held"
+        read = 0
+        with contextlib.suppress(ConnectionResetError):
+            read = len(_until_closed(sock))
+    assert read < LARGE_ANSWER_BYTES
 
 
 def test_past_max_connections_the_503_is_in_openais_shape_with_retry_after():
