@@ -333,7 +333,8 @@ class HostAllowListMiddleware:
                 return await self._refuse(scope, receive, send, f"host: the request sends {len(hosts)} Host headers; "
                                           "one is allowed", "host", "host_not_allowed")
             if name not in self.hosts:
-                return await self._refuse(scope, receive, send, f"host: {name or '(none)'!r} is not in allowed_hosts",
+                shown = f"{name[:200]!r}... [{len(name)} characters]" if len(name) > 200 else repr(name or "(none)")
+                return await self._refuse(scope, receive, send, f"host: {shown} is not in allowed_hosts",
                                           "host", "host_not_allowed", logged=name)
             refused = self._cross_site(scope["headers"], port)
             if refused is not None:

@@ -95,3 +95,14 @@ def test_an_origin_on_another_port_is_another_site(host, origin):
     status, body = _origin_answer(host, origin)
     assert (status, body["error"]["param"]) == (400, "origin")
     assert "is another port than the one the request was sent to" in body["error"]["message"]
+
+
+def test_a_long_refused_host_or_origin_is_echoed_clipped():
+    """A refused Host was echoed whole (up to the 64 KiB the headers may hold), unlike every other text of the
+    client's an error echoes: its first 200 characters, as the log line and a refused Origin's, and its length."""
+    long_name = b"h" * 60_000
+    status, _, body = _answer([(b"host", long_name)])
+    assert status == 400 and body["error"]["param"] == "host"
+    assert len(body["error"]["message"]) < 400 and "60000 characters" in body["error"]["message"]
+    status, _, body = _answer([(b"host", b"localhost:8000"), (b"origin", b"http://" + long_name)])
+    assert status == 400 and body["error"]["param"] == "origin" and len(body["error"]["message"]) < 400
