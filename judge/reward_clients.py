@@ -88,6 +88,7 @@ import logging
 import numbers
 import os
 import re
+import sys
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -660,6 +661,20 @@ def _instruction(prompt: Any) -> str:
     raise ValueError("a prompt must be text or a list of chat messages with a user turn")
 
 
+def _json_int(text: str) -> int:
+    """An integer of a criteria JSON string, refused in words of its own past Python's conversion limit (whose
+    ValueError tells the client to call ``sys.set_int_max_str_digits``)."""
+    digits = len(text.lstrip("-"))
+    if digits > sys.get_int_max_str_digits():
+        raise ValueError(f"a number of {digits} digits")
+    return int(text)
+
+
+def _no_json_constant(name: str) -> None:
+    # json.loads takes NaN, Infinity and -Infinity by default; RFC 8259 has no such values.
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
 def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[Any, ...] | str | None:
     """A sample's criteria as a ``/get_reward`` label gives them, in the forms the wire takes (``RewardSample``): a
     list (or a JSON string of one, or one criterion, a name or a ``{name, rubrics}`` object, plain or as a JSON
@@ -675,7 +690,7 @@ def label_criteria(value: Any, where: str, task_named: bool = False) -> tuple[An
         value = value.tolist()
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json.loads(value, parse_int=_json_int, parse_constant=_no_json_constant)
         except RecursionError:  # a JSON string nested past the parser's depth: no criteria list is that deep
             raise ValueError(f"{where}: a JSON string nested too deeply to be a list of criteria") from None
         except ValueError as err:

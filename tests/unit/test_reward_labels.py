@@ -156,6 +156,10 @@ def test_one_criterion_object_is_a_list_of_one_as_one_name_is(value):
 
 @pytest.mark.parametrize(("value", "message"), [
     ('["Краткость", ', r"^labels\[3\]\.criteria: not valid JSON: Expecting value: line 1 column 15 \(char 14\)$"),
+    # Python's own words for these told the client to call sys.set_int_max_str_digits(), or read NaN as a number
+    ("[" + "9" * 5000 + "]", r"^labels\[3\]\.criteria: not valid JSON: a number of 5000 digits$"),
+    ('["Краткость", NaN]', r"^labels\[3\]\.criteria: not valid JSON: NaN is not JSON \(RFC 8259 has no NaN or "
+                           r"Infinity\)$"),
     ("  {'name': 'Краткость'}", r"^labels\[3\]\.criteria: not valid JSON: Expecting property name enclosed in double "
                                 r"quotes: line 1 column 4 \(char 3\)$"),
 ])  # fmt: skip
