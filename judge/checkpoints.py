@@ -29,7 +29,7 @@ reads them): a reasoning judge served with less room than it learned to think in
 ``names_generator_model`` tells when its arguments make it report another one: judge-serve reports it, judge-eval run
 records and checks it, judge-train card checks a run against its export.
 
-Why one module of ~580 lines: each part reads the same folder and its manifest, and each is read by serving,
+Why one module of ~600 lines: each part reads the same folder and its manifest, and each is read by serving,
 evaluation and training alike; split, the manifest's keys would be spelled in several places.
 """
 
@@ -56,6 +56,7 @@ __all__ = [
     "REGRESSION_HEAD_PREFIX",
     "CheckpointNotFound",
     "NotDownloadedHere",
+    "checkpoint_file_hint",
     "OfflineNotCached",
     "write_manifest",
     "read_manifest",
@@ -163,6 +164,15 @@ def _what_is_downloaded(repo_type: str) -> str:
     return "dataset" if repo_type == "dataset" else "checkpoint"
 
 
+def checkpoint_file_hint(path: str | Path) -> str:
+    """For a file given where a checkpoint folder is asked for: ``"; give the folder that holds it (FOLDER)"`` when it
+    is a checkpoint's own file (its folder holds config.json: config.json itself, a weights shard, the tokenizer),
+    else ``""``. Any other file's folder (a YAML config's, a data file's) is no checkpoint either: named, it would
+    send the user on to a second refusal."""
+    folder = Path(path).parent
+    return f"; give the folder that holds it ({folder})" if (folder / "config.json").is_file() else ""
+
+
 def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_type: str = "model") -> Path:
     """The local folder of a judge checkpoint (or, with ``repo_type="dataset"``, a dataset) given as a folder or a
     hub id.
@@ -180,16 +190,16 @@ def resolve_checkpoint(ref: str | Path, *, allow_download: bool = True, repo_typ
         The folder (for a hub id: the cached snapshot, ``.../models--owner--name/snapshots/<revision>``).
 
     Raises:
-        CheckpointNotFound: naming ``ref`` and what to do (download it first, or point the cache at it; for a file,
-            the folder holding it).
+        CheckpointNotFound: naming ``ref`` and what to do (download it first, or point the cache at it; for a
+            checkpoint's file, the folder holding it: ``checkpoint_file_hint``).
     """
     path = Path(ref)
     if path.is_dir():
         return path
     text = str(ref)
-    if path.is_file():  # a file of the checkpoint (its config.json, a shard): was "no such folder", though it is there
-        raise CheckpointNotFound(f"{text}: a file, not a {_what_is_downloaded(repo_type)} folder; give the folder "
-                                 f"that holds it ({path.parent})")
+    if path.is_file():  # was "no such folder", though it is there
+        raise CheckpointNotFound(f"{text}: a file, not a {_what_is_downloaded(repo_type)} folder"
+                                 f"{checkpoint_file_hint(path)}")
     if not _HUB_ID.match(text):
         raise CheckpointNotFound(f"{text}: no such folder, and not a hub id of the form owner/name")
     from huggingface_hub import constants, snapshot_download

@@ -418,10 +418,11 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     """The error for a ``--judge`` / ``--model`` that is no http(s) URL, no folder and not spelled as a hub id, in
     judge-serve's words (``judge.checkpoints.resolve_checkpoint``'s, which such a ref stops in before any hub call):
     most often a checkpoint path mistyped or not there yet."""
-    from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
+    from judge.checkpoints import CheckpointNotFound, checkpoint_file_hint, resolve_checkpoint
 
-    if Path(ref).exists():  # a file: no checkpoint is one file
-        return ConfigError(f"{field}: {ref}: a file, not a checkpoint folder (nor a hub id or an http(s) URL)")
+    if Path(ref).exists():  # a file: no checkpoint is one file; a checkpoint's own file names its folder
+        return ConfigError(f"{field}: {ref}: a file, not a checkpoint folder"
+                           f"{checkpoint_file_hint(ref) or ' (nor a hub id or an http(s) URL)'}")
     try:
         resolve_checkpoint(ref, allow_download=False)
     except CheckpointNotFound as err:

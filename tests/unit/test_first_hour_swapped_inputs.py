@@ -88,3 +88,31 @@ def test_a_checkpoints_file_given_as_its_folder_names_the_folder(tmp_path):
         resolve_checkpoint(export / "config.json", allow_download=False)
     assert str(caught.value) == (f"{export / 'config.json'}: a file, not a checkpoint folder; give the folder that "
                                  f"holds it ({export})")
+
+
+def test_a_file_outside_any_checkpoint_names_no_folder_to_give(tmp_path, capsys):
+    # A YAML config given as --model (beside --config): its folder is no checkpoint, and naming it sent the user on
+    # to a second refusal there.
+    from serve.cli import main as serve_main
+
+    config = tmp_path / "configs" / "tiny-cpu.yaml"
+    config.parent.mkdir()
+    config.write_text("port: 8000\n", encoding="utf-8")
+    with pytest.raises(CheckpointNotFound) as caught:
+        resolve_checkpoint(config, allow_download=False)
+    assert str(caught.value) == f"{config}: a file, not a checkpoint folder"
+    capsys.readouterr()
+    assert serve_main(["--model", str(config), "--print-config"]) == 2
+    assert capsys.readouterr().err == f"judge-serve: error: model: {config}: a file, not a checkpoint folder\n"
+
+
+def test_judge_eval_run_names_the_folder_of_a_checkpoints_file_given_as_judge(tmp_path, capsys):
+    export = tmp_path / "runs" / "tiny" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text("{}", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["run", "--judge", str(export / "config.json"), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-eval run: error: judge: {export / 'config.json'}: a file, not a checkpoint folder; give the folder "
+        f"that holds it ({export})")
+    assert not (tmp_path / "out").exists()
