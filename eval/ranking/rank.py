@@ -663,7 +663,7 @@ def _answers_holding(rows: Sequence[InstructionRow], config: RankConfig, out: Pa
     # the one order the two locks are taken in (the candidate's, then out's) has nothing to deadlock on.
     holder = run_folder_holder(out)
     if holder is not None:
-        raise RunFolderBusy(f"{out} is in use by {holder}; wait for it to end, stop it, or use another output folder")
+        raise RunFolderBusy.held(out, holder)
     path = out / ANSWERS
     # The candidate's own key file, in the folder of its stage (the judge stage's is ``out/run_key.json``); answers
     # written before the file existed are kept under this key: their rows have no instruction key, so they are

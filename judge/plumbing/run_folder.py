@@ -55,6 +55,12 @@ BUSY_POLL_S = 0.02
 class RunFolderBusy(RuntimeError):
     """Another process holds the run folder."""
 
+    @classmethod
+    def held(cls, folder: str | Path, holder: str) -> "RunFolderBusy":
+        """The refusal of ``folder``, held by ``holder`` (``run_folder_holder``'s words), in the one sentence every
+        writer says it with."""
+        return cls(f"{folder} is in use by {holder}; wait for it to end, stop it, or use another output folder")
+
 
 class ResumeMismatch(RuntimeError):
     """The output folder holds progress made with different settings."""
@@ -144,8 +150,7 @@ def _locked(out_dir: str | Path) -> tuple[Path, int, bool]:
             raise RunFolderUnwritable(_unwritable_message(out_dir, err)) from None
         try:
             if not _lock_within(fd, BUSY_RETRY_S):
-                raise RunFolderBusy(f"{folder} is in use by {_describe_holder(path)}; wait for it to end, stop it, "
-                                    "or use another output folder")
+                raise RunFolderBusy.held(folder, _describe_holder(path))
             with contextlib.suppress(FileNotFoundError):
                 named, held = os.stat(path), os.fstat(fd)
                 if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino) or attempt == _RELOCK_ATTEMPTS - 1:
