@@ -570,9 +570,9 @@ class RewardRoute:
             raise RequestError(f"query, prompts, labels: {len(queries)}, {len(prompts)} and {len(labels)} entries; "
                                "one each per sample", param="query")  # fmt: skip
         if len(queries) > self.config.max_batch_items:
-            # OpenRLHF before 0.10.0 posts a whole rollout in one request: the refusal says which version to use.
+            # OpenRLHF before 0.9.1 posts a whole rollout in one request: the refusal says which version to use.
             raise RequestError(f"query: {len(queries)} samples; this server takes at most "
-                               f"{self.config.max_batch_items} per request (OpenRLHF >= 0.10.0 posts one sample per "
+                               f"{self.config.max_batch_items} per request (OpenRLHF >= 0.9.1 posts one sample per "
                                "request; earlier versions post the whole rollout at once)", param="query",
                                code="too_many_items")  # fmt: skip
         labelled, answers = [], []

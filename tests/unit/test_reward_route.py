@@ -720,7 +720,7 @@ def test_a_label_of_many_or_long_unknown_fields_is_refused_in_a_short_answer(tin
 
 
 def test_a_rollout_in_one_request_is_refused_naming_the_openrlhf_version_that_sends_one_sample():
-    """OpenRLHF before 0.10.0 posts the whole rollout in one request: the refusal says which version posts one
+    """OpenRLHF before 0.9.1 posts the whole rollout in one request: the refusal says which version posts one
     sample per request (OpenRLHF never reads it, but judge-serve's log keeps it)."""
     from serve.schema import RequestError
 
@@ -731,7 +731,7 @@ def test_a_rollout_in_one_request_is_refused_naming_the_openrlhf_version_that_se
         route._read(json.dumps(body, ensure_ascii=False).encode(), [])
     assert (refused.value.code, refused.value.param) == ("too_many_items", "query")
     assert refused.value.message.startswith("query: 3 samples; this server takes at most 2 per request (OpenRLHF >= "
-                                            "0.10.0 posts one sample per request")
+                                            "0.9.1 posts one sample per request")
 
 
 def test_the_rewards_journal_is_written_off_the_event_loop_and_whole_before_the_answer(tiny_causal_dir, monkeypatch,
