@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from judge.criteria_auto.expansion import UNSURE_BELOW
 from judge.splits import STANDARD, ZERO_SHOT
 from judge.criteria_auto import (
     CRITERIA_MATCHES,
@@ -255,6 +256,10 @@ def _run(args) -> int:
         print("| bin | n | stated | accuracy |\n|---|---|---|---|")
         for b in cal["bins"]:
             print(f"| {b['bin'][0]:.1f}-{b['bin'][1]:.1f} | {b['n']} | {b['stated']:.3f} | {b['accuracy']:.3f} |")
+        # the choices judge-eval's warning counts (expansion.taken_unsure): taken, yet stated below one half
+        unsure = [r for r in rows if r["level"] in ("leaf", "task_type") and r["type_probability"] < UNSURE_BELOW]
+        print(f"{method}: {len(unsure)} taken below {UNSURE_BELOW} (above the threshold, judged on the chosen task's "
+              f"criteria), the task type right for {sum(r['type_top1'] for r in unsure)}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0

@@ -3,7 +3,7 @@ judge item per chosen criterion (``expand_criteria``), over a dataset (``expand_
 criterion pass through, per-criterion labels on an unnamed row are refused) or a JSONL file (``expand_file``:
 ``auto_items.jsonl`` and ``task_choices.jsonl``). judge-eval and judge-serve expand through it.
 
-Why one module of ~640 lines: a row's checks (its task columns, the columns that belong to one criterion, the
+Why one module of ~670 lines: a row's checks (its task columns, the columns that belong to one criterion, the
 loader's own check of its items), its expansion, the ids that must stay unique across expanded and named rows, and
 the counts of the choices made are one pass over the data, each step reading what the one before it decided; the
 choice records a resumed pass reuses are read and checked here, by the rules that pass applies to them.
@@ -29,7 +29,7 @@ from judge.records import (JudgeRecord, RecordError, content_id, gives_no_id, ro
 from judge.taxonomy import load_taxonomy
 
 __all__ = ["CHOICE_LEVELS", "ChoicesFailed", "choice_levels", "expand_criteria", "expand_file", "expand_rows",
-           "failed_choices", "zero_shot_choices"]
+           "failed_choices", "taken_unsure", "UNSURE_BELOW", "zero_shot_choices"]
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +314,24 @@ def choice_levels(choices: Iterable[Mapping] | str | Path) -> dict[str, int]:
     return counts
 
 
+#: A task chosen at a task-type probability below this is more likely wrong than right, by the classifier's own
+#: (calibrated, for tfidf) probability, though a threshold below it (the shipped tfidf one, chosen for the criteria
+#: it gives, not for the task) lets it through: such rows are counted in a warning (``taken_unsure``).
+UNSURE_BELOW = 0.5
+
+
+def taken_unsure(choices: Iterable[Mapping] | str | Path) -> int:
+    """How many of the expanded rows (their choice records, as ``choice_levels`` reads them) were judged on a chosen
+    task, at the leaf or the task type, whose stated task-type probability is below ``UNSURE_BELOW``. Rows that fell
+    back, failed or named their task are not counted, nor a choice without a probability (``leaf_untested``)."""
+    count = 0
+    for record in _records(choices):
+        p = record.get("task_type_probability")
+        count += (record.get("method") != "given" and not _is_failure(record) and not record.get("fallback")
+                  and isinstance(p, (int, float)) and p < UNSURE_BELOW)
+    return count
+
+
 def zero_shot_choices(choices: Iterable[Mapping] | str | Path) -> int:
     """How many of the expanded rows (their choice records, as ``choice_levels`` reads them) were judged on a
     Zero-Shot task (``TaskChoice.zero_shot``: a held-out task type chosen or given, such as Literary text / Poetry):
@@ -591,6 +609,13 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
             log.warning("criteria auto: %d of %d rows judged at a leaf taken untested: the classifier gave no "
                         "probability (no logprobs), so the threshold or leaf-share test was not applied; each row's "
                         "reason is in its task choice", levels["leaf_untested"], len(choices))
+        unsure = taken_unsure(choices)
+        if unsure:
+            log.warning("criteria auto: %d of %d rows were judged on a task chosen at a task-type probability below "
+                        "%.1f, above the classifier's threshold %.3f: more likely another task than the one chosen; "
+                        "each row's probability is in its task choice (task_type_probability), and a row that names "
+                        "its task (task_type) is judged on that task's criteria", unsure, len(choices), UNSURE_BELOW,
+                        getattr(classifier, "threshold", float("nan")))
         n_zero_shot = zero_shot_choices(choices)
         if n_zero_shot:
             log.info("criteria auto: %d of %d rows on a Zero-Shot task type, chosen or given (zero_shot in their "
