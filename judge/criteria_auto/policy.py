@@ -11,8 +11,9 @@ Also here: the leaf labels (``label_of``, ``leaf_of``) and the ``TaskClassifier`
 
 The paper and the released taxonomy disagree on one point, and this module follows the taxonomy. The paper says an
 answer's criteria "necessarily include General, Critical, and Subjective ones" (arXiv 2505.24616v3, Section 2.3),
-but the released taxonomy (``judge/data/tasks.json``, POLLUX's metainfo ``tasks.json``) lists no Critical criterion
-for the 5 STEM-exercise and 15 Code leaves (and no General or Subjective one either: only Task-specific criteria).
+but the released taxonomy (``judge/data/tasks.json``, POLLUX's metainfo ``tasks.json``) lists all 13 of them for only
+35 of its 152 leaves: 91 leave out Literacy and Absence of speech errors, 6 list only the two Critical ones, and the 5
+STEM-exercise and 15 Code leaves none (only Task-specific criteria; docs/criteria-auto.md names them).
 A leaf's criteria here are the taxonomy's list as released, never completed with the paper's groups: the judges were
 trained and the benchmark annotated on those lists, and a criterion added here would be one no expert scored for
 that task. Only the fallback set (``fallback_criteria``) is derived from the paper's groups, because no leaf list
