@@ -101,13 +101,21 @@ def artefact_folder_problem(method: str, location: str) -> str | None:
         return None
     folder = Path(location)
     if folder.exists() and not folder.is_dir():  # a file named for the folder: "no such folder" would contradict ls
-        return f"criteria_classifier_path: {location}: a file, not a {method} classifier's folder"
+        # an artefact's model.json or config.json given for its folder: the folder that holds it is the one to name
+        holder = (f"; name the folder that holds it, {folder.parent}" if folder.name in _ARTEFACT_FILES.values()
+                  else "")
+        return f"criteria_classifier_path: {location}: a file, not a {method} classifier's folder{holder}"
     if not folder.is_dir():
         return f"criteria_classifier_path: {location}: no such folder"
     if not (folder / needed).is_file():
         made_by = ("judge-train criteria-classifier's --out folder" if method == "tfidf"
                    else "judge-train classifier's <run>/export folder")
-        return f"criteria_classifier_path: {location}: no {needed}, so no {method} classifier (one is {made_by})"
+        # The shipped tfidf folder given to the head method: said as the other method's folder. Not the other way
+        # round: a config.json is in any checkpoint (the judge's own), so it does not make a folder a head export.
+        other = ("; it holds a model.json, as a tfidf classifier's folder does: criteria_classifier tfidf reads it"
+                 if method == "head" and (folder / _ARTEFACT_FILES["tfidf"]).is_file() else "")
+        return (f"criteria_classifier_path: {location}: no {needed}, so no {method} classifier (one is {made_by})"
+                f"{other}")
     # transformers says a missing tokenizer only once the engines are up, in five lines naming no folder; the head
     # reads the bare instruction, so it needs a tokenizer but no chat template (config.json was asked above)
     gaps = model_folder_gaps(folder, chat_template=False) if method == "head" else []

@@ -168,3 +168,25 @@ def test_an_llm_classifier_path_that_is_no_url_is_refused(tmp_path, capsys):
         "judge-eval run: error: criteria_classifier_path: localhost:8000/v1: not an http(s) URL; the llm method's is "
         "its endpoint's OpenAI-compatible base URL (http://host:8000/v1)")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_classifier_folder_of_the_other_method_or_its_file_is_named_as_such(tmp_path):
+    """The shipped tfidf folder given to the head method was "no config.json, so no head classifier", and its
+    model.json given for the folder "a file, not a tfidf classifier's folder": both true, neither saying what to give
+    instead. Now the first names the method the folder is for, the second the folder that holds the file."""
+    from judge.criteria_auto import default_classifier_path
+
+    shipped = default_classifier_path()
+    assert artefact_folder_problem("head", str(shipped)) == (
+        f"criteria_classifier_path: {shipped}: no config.json, so no head classifier (one is judge-train classifier's "
+        "<run>/export folder); it holds a model.json, as a tfidf classifier's folder does: criteria_classifier tfidf "
+        "reads it")
+    assert artefact_folder_problem("tfidf", str(shipped / "model.json")) == (
+        f"criteria_classifier_path: {shipped / 'model.json'}: a file, not a tfidf classifier's folder; name the "
+        f"folder that holds it, {shipped}")
+    config = tmp_path / "export" / "config.json"
+    config.parent.mkdir()
+    config.write_text("{}", encoding="utf-8")
+    assert artefact_folder_problem("head", str(config)) == (
+        f"criteria_classifier_path: {config}: a file, not a head classifier's folder; name the folder that holds it, "
+        f"{config.parent}")

@@ -65,7 +65,8 @@ def test_any_tokenizer_file_passes(tmp_path, name):
     ("tfidf", "config.json", "no model.json, so no tfidf classifier (one is judge-train criteria-classifier's --out "
                              "folder)"),
     ("head", "model.json", "no config.json, so no head classifier (one is judge-train classifier's <run>/export "
-                           "folder)"),
+                           "folder); it holds a model.json, as a tfidf classifier's folder does: criteria_classifier "
+                           "tfidf reads it"),
     ("head", "config.json", "no tokenizer (tokenizer.json, vocab.json, tokenizer.model, spiece.model, spm.model, "
                             "sentencepiece.bpe.model, vocab.txt, *.tiktoken), so no head classifier (judge-train "
                             "classifier's <run>/export folder holds its base model's)"),
