@@ -17,7 +17,9 @@ One module per job:
 - ``measures``: criteria-set precision / recall / Jaccard, by exact or base criterion id (``CRITERIA_MATCHES``),
   and calibration (``reliability``).
 
-Everything public is importable from here: ``from judge.criteria_auto import TfidfClassifier``.
+What a caller builds or calls is importable from here (``from judge.criteria_auto import TfidfClassifier``); the
+pieces judge-eval's and judge-serve's own expansion share (``choice_levels``, ``zero_shot_choices``, ``taken_unsure``)
+from ``judge.criteria_auto.expansion``.
 """
 
 from judge.criteria_auto.expansion import ChoicesFailed, expand_criteria, expand_file, expand_rows, failed_choices
