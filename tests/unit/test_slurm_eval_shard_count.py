@@ -166,3 +166,15 @@ def test_the_merge_refuses_a_shard_past_an_array_of_one_shard(tmp_path):
     assert proc.stderr.strip() == (
         f"eval_merge.sbatch: {out}/shards/1/predictions.jsonl is not one of this array's 1 shard (left by an earlier "
         "array with more tasks?); remove it, or give this run its own JUDGE_EVAL_OUT")
+
+
+def test_lines_of_blanks_between_records_do_not_leave_tasks_without_a_block(tmp_path):
+    """8 records, each followed by a line of spaces, in 4 shards: the count took the 8 blank lines for records (16),
+    so shards 0 and 1 held 4 records each and shards 2 and 3 none."""
+    (tmp_path / "data.jsonl").write_text("".join(f'{{"id": "{k}"}}\n  \n' for k in range(8)), encoding="utf-8")
+    for index in range(4):
+        proc = _one_task_array(tmp_path, index, **_array_of(4, index))
+        assert proc.returncode == 0, proc.stderr
+        assert f"\n    data     {tmp_path}/data.jsonl: records {2 * index + 1}-{2 * index + 2} of 8\n" in proc.stdout
+        held = (tmp_path / "eval" / "shards" / str(index) / "data.jsonl").read_text(encoding="utf-8").splitlines()
+        assert [json.loads(line)["id"] for line in held] == [str(2 * index), str(2 * index + 1)]
