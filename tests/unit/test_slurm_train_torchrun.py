@@ -21,7 +21,8 @@ HELP_WITH_FLAG = "usage: torchrun [-h] [--nnodes NNODES] [--shutdown-timeout SHU
 HELP_WITHOUT_FLAG = "usage: torchrun [-h] [--nnodes NNODES] [--nproc-per-node NPROC_PER_NODE]"
 
 
-def _launch(tmp_path: Path, torchrun_help: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _launch(tmp_path: Path, torchrun_help: str,
+            master_port: str = "29500") -> tuple[subprocess.CompletedProcess, list[str]]:
     """Run train.sbatch on one node; return the process and the arguments torchrun was started with."""
     (tmp_path / "judge.yaml").write_text("recipe: seq2seq\n")
     bin_dir = write_executables(tmp_path / "bin", {
@@ -34,7 +35,7 @@ def _launch(tmp_path: Path, torchrun_help: str) -> tuple[subprocess.CompletedPro
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_TORCHRUN_ARGS": str(tmp_path / "torchrun_args"),
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
-        "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml", "JUDGE_OUTPUT_DIR": "run",
+        "JUDGE_MASTER_PORT": master_port, "JUDGE_CONFIG": "judge.yaml", "JUDGE_OUTPUT_DIR": "run",
         "JUDGE_CACHE_DIR": "cache", "JUDGE_SHUTDOWN_TIMEOUT_S": "1200",
     }  # fmt: skip
     proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch")], env=env, capture_output=True, text=True,
@@ -55,3 +56,19 @@ def test_the_shutdown_timeout_is_passed_only_to_a_torchrun_that_has_it(tmp_path,
     assert said == ([] if has_flag else [
         "train.sbatch: this torchrun has no --shutdown-timeout (an older torch): launching "
         "without it, its ranks have 30 s after a SIGTERM to save, not JUDGE_SHUTDOWN_TIMEOUT_S=1200 s"])
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "123456", "29500x"])
+def test_a_master_port_that_is_no_port_stops_the_job_before_any_node_starts(tmp_path, port):
+    """JUDGE_MASTER_PORT was checked for digits only: 0 or 65536 reached every node's torchrun."""
+    proc, args = _launch(tmp_path, HELP_WITH_FLAG, master_port=port)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: rendezvous port '{port}' is not a port: an integer from 1 to 65535; set "
+                           "JUDGE_MASTER_PORT to one\n")
+    assert args == []
+
+
+def test_a_master_port_with_a_leading_zero_is_passed_as_its_number(tmp_path):
+    proc, args = _launch(tmp_path, HELP_WITH_FLAG, master_port="08080")
+    assert proc.returncode == 0, proc.stderr
+    assert "--master_port=8080" in args
