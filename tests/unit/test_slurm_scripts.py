@@ -386,6 +386,29 @@ def test_eval_sbatch_hands_judge_api_key_to_judge_eval(tmp_path, given, sent):
     assert not [key for key in given.values() if key in proc.stdout + proc.stderr]  # a key is never printed
 
 
+def test_eval_sbatch_sends_a_key_its_env_script_reads_from_a_file(tmp_path):
+    """docs/slurm.md keeps the key out of the job's recorded environment (sacct --env-vars) by exporting it in
+    JUDGE_ENV_SCRIPT from a file: the script must source that before it hands JUDGE_API_KEY on."""
+    bin_dir = write_executables(tmp_path / "bin", {
+        "srun": 'printf "%s" "${JUDGE_SERVE_API_KEY:-}" >"$FAKE_KEY"\n', "judge-eval": "exit 0\n"})
+    (tmp_path / "key").write_text("k-file\n")
+    (tmp_path / "env.sh").write_text(f'export JUDGE_API_KEY=$(<"{tmp_path / "key"}")\n')
+    data = tmp_path / "test.jsonl"
+    data.write_text('{"id": 1}\n')
+    env = {
+        **{k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "JUDGE_")) and k not in ("OPENAI_API_KEY", "JUDGE_SERVE_API_KEY")},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_KEY": str(tmp_path / "sent"),
+        "SLURM_JOB_ID": "7", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_NODELIST": "n1",
+        "JUDGE_EVAL_JUDGE": "http://n1:8000/v1", "JUDGE_EVAL_DATA": str(data), "JUDGE_EVAL_OUT": str(tmp_path / "ev"),
+        "JUDGE_CACHE_DIR": str(tmp_path / "cache"), "JUDGE_ENV_SCRIPT": str(tmp_path / "env.sh"),
+    }  # fmt: skip
+    proc = _run("eval.sbatch", env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sent").read_text() == "k-file"
+    assert "k-file" not in proc.stdout + proc.stderr
+
+
 # --- eval.sbatch, rank.sbatch: a task can be put back with `scontrol requeue <id>_<task>` ---------------------
 
 
