@@ -866,3 +866,12 @@ def test_serve_sbatch_leaves_a_size_engine_args_give_to_vllm(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("script", sorted(path.name for path in SLURM_DIR.glob("*.sbatch")))
+def test_every_job_appends_to_its_log_so_a_requeue_keeps_the_run_before_it(script):
+    """A job Slurm requeues (its own --requeue, a node failure, a preemption under the cluster's JobRequeue) starts its
+    script again with the same --output file: without --open-mode=append the second run truncates the first's log,
+    and with it the reason the first stopped."""
+    headers = [line for line in (SLURM_DIR / script).read_text().splitlines() if line.startswith("#SBATCH ")]
+    assert "#SBATCH --open-mode=append" in headers, headers
