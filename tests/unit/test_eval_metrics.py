@@ -418,6 +418,29 @@ def test_the_overall_spearman_pools_every_item_and_is_not_the_mean_of_the_models
     assert block["overall"]["spearman"] == pytest.approx(0.5)
 
 
+def test_the_overall_mae_and_verdict_confidence_pool_every_item_and_are_not_the_mean_of_the_rows():
+    """The tables' "Avg." row is over every item together: Tables 11, 12 and 13 (MAE by evaluated model, task type
+    and criterion, arXiv 2505.24616v3, Appendix D.2.1) print one Avg. (0.456 for POLLUX 7B), as do Tables 14-16 for
+    Verdict Confidence (0.888 for the experts), which only a figure pooled over items gives; Table 11's rows for
+    POLLUX 7B average 0.457. By hand, unanimous experts: model x (criterion p) one item, experts 2, 2, judge 0: error
+    2, the judge in place of either expert leaves 2, 0: VC 1/2. Model y (criterion q) three items, experts 1, 1,
+    judge 1: errors 0, VC 1. The rows' means would be MAE (2 + 0) / 2 = 1 and VC (1/2 + 1) / 2 = 3/4; pooled over
+    the four items, MAE 2/4 = 1/2 and VC (1/2 + 3) / 4 = 7/8."""
+    import dataclasses
+
+    table = _table(judge=[0, 1, 1, 1], status=["ok"] * 4, experts=[[2, 2], [1, 1], [1, 1], [1, 1]],
+                   models=["x", "y", "y", "y"])
+    table = dataclasses.replace(table, criteria_name=np.array(["p", "q", "q", "q"], dtype=object))
+    block = item_table.evaluate(table, n_boot=0).to_json()["splits"]["all"]
+    for rows in (block["by_model"], block["by_criterion"]):
+        assert [(rows[k]["mae"], rows[k]["vc_judge"]) for k in sorted(rows)] == [(2.0, 0.5), (0.0, 1.0)]
+    overall = block["overall"]
+    assert (overall["n_scored"], overall["n_vc"]) == (4, 4)
+    assert overall["mae"] == pytest.approx(1 / 2) and overall["vc_judge"] == pytest.approx(7 / 8)
+    assert overall["vc_experts"] == 1.0
+    assert block["model_means"]["all"]["mae"] == pytest.approx(1 / 2)
+
+
 def test_regression_scores_are_compared_with_the_mean():
     """score_source regression_head switches the reference to the mean: judge 1.5 vs experts 2,1 (mean 1.5) -> 0;
     judge 0.2 vs 0,0,1 (mean 1/3) -> 2/15; MAE 1/15, and the tie 2,1 is not excluded."""
