@@ -183,7 +183,8 @@ class TrainConfig:
     lora_dropout: float = option(0.05, "Dropout on the LoRA input.")
     lora_target_modules: str = option(
         "all-linear",
-        "Modules that get adapters: 'all-linear' or a comma-separated list (q_proj,k_proj,...).",
+        "Modules that get adapters: 'all-linear' (the decoder blocks' linear layers) or a comma-separated list "
+        "(q_proj,k_proj,...); lm_head is refused for seq2seq and grpo (trl reads lm_head.weight directly).",
     )
 
     # --- checkpoints, logging ------------------------------------------------------------------------------------
@@ -529,6 +530,14 @@ class Seq2SeqConfig(TrainConfig):
         if self.no_unique_mode not in (None, "skip", "any"):
             raise ConfigError(f"no_unique_mode must be 'skip' or 'any' (or null) for the seq2seq recipe, got "
                               f"{self.no_unique_mode!r}")
+        # trl's SFTTrainer computes the loss through its fused LM head, which multiplies the hidden states by
+        # lm_head.weight directly (trl/trainer/utils.py, add_fused_lm_head): an adapter there would never train, and
+        # SFTTrainer.__init__ refuses it, but only after the run folder, run.json and the loaded base.
+        if self.lora and "lm_head" in [name.strip() for name in self.lora_target_modules.split(",")]:
+            raise ConfigError(f"lora_target_modules: the seq2seq recipe cannot train an adapter on lm_head (trl's "
+                              f"SFTTrainer computes the loss from lm_head.weight directly, so it would never train), "
+                              f"got {self.lora_target_modules!r}; remove lm_head ('all-linear' is the decoder's "
+                              "linear layers)")
 
     def arguments_class_fields(self) -> frozenset[str]:
         """trl ``SFTConfig``'s own keys (the seq2seq recipe's trainer arguments)."""
