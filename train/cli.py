@@ -218,10 +218,12 @@ def check_training_data(config, *, download: bool = True) -> None:
             # a missing folder (``runs/x`` with runs/ here), an invalid id, or an offline environment the job
             # inherits (sbatch passes HF_HUB_OFFLINE on): the job would refuse it after the queue
             raise ConfigError(f"model_name_or_path: {err}") from None
-    if config.recipe == "regression" and (base is not None or config.model_name_or_path == TINY_QWEN3):
+    if config.recipe == "regression" and (base is not None or config.model_name_or_path in (TINY_MODEL, TINY_QWEN3)):
+        from train.lora import target_modules
         from train.regression import refuse_unfit_base
 
-        refuse_unfit_base(config.model_name_or_path, base)  # build_model's own check, before anything is written
+        # build_model's own check, before anything is written
+        refuse_unfit_base(config.model_name_or_path, base, lora_targets=target_modules(config))
     if base is not None:  # after the regression check, whose wrong architecture no added file would mend
         # the task classifier's head reads the bare instruction: its base needs no chat template
         refuse_incomplete_base(base, chat_template=config.recipe != "classifier")

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from train.config import TrainConfig
 
-__all__ = ["QWEN2_LINEAR_MODULES", "lora_config", "trainable_in_float32"]
+__all__ = ["QWEN2_LINEAR_MODULES", "lora_config", "target_modules", "trainable_in_float32"]
 
 #: The linear layers of a Qwen2 decoder block: what LoRA's "all-linear" means here. Listing them keeps the LM head
 #: and the regression ``score`` head out of the adapters (the score head is trained in full instead).
 QWEN2_LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def target_modules(config: TrainConfig) -> list[str]:
+    """The module names that get adapters: none when LoRA is off, the decoder's linear layers for "all-linear"."""
+    if not config.lora:
+        return []
+    if config.lora_target_modules == "all-linear":
+        return list(QWEN2_LINEAR_MODULES)
+    return [name.strip() for name in config.lora_target_modules.split(",") if name.strip()]
 
 
 def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None):
@@ -17,15 +26,11 @@ def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None
         return None
     from peft import LoraConfig
 
-    if config.lora_target_modules == "all-linear":
-        targets = list(QWEN2_LINEAR_MODULES)
-    else:
-        targets = [name.strip() for name in config.lora_target_modules.split(",") if name.strip()]
     return LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
         lora_dropout=config.lora_dropout,
-        target_modules=targets,
+        target_modules=target_modules(config),
         modules_to_save=modules_to_save,
         task_type="CAUSAL_LM",
     )

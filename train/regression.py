@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,8 @@ def _manifest_mode(base_model: str | Path, folder: Path) -> Any:
         raise ConfigError(f"model_name_or_path: {base_model}: {err}") from None
 
 
-def refuse_unfit_base(base_model: str | Path, folder: Path | None = None) -> None:
+def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
+                      lora_targets: Sequence[str] = ()) -> None:
     """Refuse a base the regression recipe would train corrupted, before any weight loads: ``judge-train run``'s
     check (``train.cli.check_training_data``) and ``build_model`` both call it.
 
@@ -133,18 +135,24 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None) -> Non
       another architecture's weights by name, initialising what is missing and dropping what it has no place for (a
       Qwen3's ``q_norm``/``k_norm``), with nothing but transformers' load report to say so.
     * A regression judge (``refuse_trained_head``).
+    * An adapter on ``lm_head`` (``lora_targets``) of a base that ties it to ``embed_tokens`` (Qwen2.5-0.5B to 3B,
+      the tiny base): the adapter trains on the head alone, but merged at export it is written into the one shared
+      matrix, so the export's input embeddings are not the trained ones and its check fails after the training.
 
     Args:
-        base_model: ``model_name_or_path`` as given (named in the message); ``tiny-qwen3`` is Qwen3 before it is built.
+        base_model: ``model_name_or_path`` as given (named in the message); ``tiny-qwen3`` is Qwen3 before it is built,
+            ``tiny-qwen2`` a Qwen2 with tied embeddings.
         folder: its resolved folder; None looks a hub id up in the local cache only (never downloading).
+        lora_targets: the modules that get adapters (``train.lora.target_modules``).
 
     Raises:
         ConfigError: one line naming ``model_name_or_path``; a base folder whose manifest (``pollux_judge.json``)
             does not read is refused too, naming it, after its architecture was checked.
     """
-    from train.config import TINY_QWEN3, ConfigError
+    from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
-    base = None if str(base_model) == TINY_QWEN3 else _base_config(base_model, folder)
+    tiny = str(base_model) in (TINY_MODEL, TINY_QWEN3)
+    base = None if tiny else _base_config(base_model, folder)
     model_type = "qwen3" if str(base_model) == TINY_QWEN3 else (base[1].get("model_type") if base else None)
     # config.json alone says the architecture: checked before the manifest is read, so no manifest error hides it
     if model_type not in (None, "qwen2"):
@@ -152,6 +160,12 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None) -> Non
                           f"{base_model} is {model_type}")
     if base is not None:
         _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
+    tied = str(base_model) == TINY_MODEL or bool(base and base[1].get("tie_word_embeddings"))
+    if tied and "lm_head" in lora_targets:
+        raise ConfigError(f"lora_target_modules: an adapter on lm_head of {base_model}, whose lm_head is its input "
+                          "embedding matrix (tie_word_embeddings), would be merged into both at export, so the "
+                          "exported judge would not be the one trained; remove lm_head, or train an untied base "
+                          "(T-lite, T-pro)")
 
 
 def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> None:
@@ -215,7 +229,8 @@ def build_model(config: RegressionConfig, base_model: str, dtype, pad_token_id: 
     from train import lora
     from train.score_head import Qwen2ForRationaleAndScore
 
-    refuse_unfit_base(base_model)  # judge-train run refused it before anything was written; a direct caller here
+    # judge-train run refused it before anything was written; a direct caller here
+    refuse_unfit_base(base_model, lora_targets=lora.target_modules(config))
     model = Qwen2ForRationaleAndScore.from_pretrained(base_model, dtype=dtype, attn_implementation=config.attn_implementation)
     model.config.pad_token_id = pad_token_id
     peft_config = lora.lora_config(config, modules_to_save=["score"])

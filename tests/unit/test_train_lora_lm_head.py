@@ -4,7 +4,8 @@ trl 1.16's ``SFTTrainer`` computes the loss through its fused LM head (trl/train
 which multiplies the hidden states by ``lm_head.weight`` directly: an adapter there would never train, and
 ``SFTTrainer.__init__`` refuses it with a ``ValueError`` (trl/trainer/sft_trainer.py). That came after judge-train
 had claimed the run folder, written run.json and loaded the base. The regression recipe calls its ``lm_head``
-module (train/score_head.py), so an adapter there trains, and is taken.
+module (train/score_head.py), so an adapter there trains, and is taken on a base whose lm_head is not tied to its
+input embeddings; on a tied one the merge at export would change both, and it is refused before the run folder.
 
 Run: .venv/bin/python -m pytest tests/unit/test_train_lora_lm_head.py -q -n 0
 """
@@ -70,3 +71,38 @@ def test_trls_sft_trainer_still_refuses_an_adapter_on_lm_head(tmp_path, qwen_tok
         SFTTrainer(model=Qwen2ForCausalLM(tiny_qwen2_config()), args=args, train_dataset=rows,
                    processing_class=qwen_tokenizer, peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "lm_head"],
                                           task_type="CAUSAL_LM"))
+
+
+def _base(folder, tied: bool):
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+                                                    "tie_word_embeddings": tied}), encoding="utf-8")
+    return folder
+
+
+TIED_HEAD_REFUSAL = r"^lora_target_modules: an adapter on lm_head of .*\(tie_word_embeddings\)"
+
+
+def test_a_regression_adapter_on_the_lm_head_of_a_tied_base_is_refused(tmp_path):
+    """Qwen2.5-0.5B to 3B (and the tiny base) tie lm_head to embed_tokens: the adapter trains on the head alone, but
+    merging it at export writes it into the one shared matrix, so the exported judge's input embeddings are not the
+    trained ones and the export's check fails after the whole training. An untied base (T-lite, T-pro) is taken."""
+    from train.regression import refuse_unfit_base
+
+    tied, untied = _base(tmp_path / "tied", True), _base(tmp_path / "untied", False)
+    with pytest.raises(ConfigError, match=TIED_HEAD_REFUSAL):
+        refuse_unfit_base(str(tied), tied, lora_targets=["q_proj", "lm_head"])
+    refuse_unfit_base(str(tied), tied, lora_targets=["q_proj", "v_proj"])
+    refuse_unfit_base(str(untied), untied, lora_targets=["q_proj", "lm_head"])
+
+
+def test_judge_train_refuses_it_for_the_tiny_base_before_the_run_folder(tmp_path):
+    from train.cli import check_training_data
+
+    config = load_config(TINY_REGRESSION, {"lora": True, "lora_target_modules": "q_proj,lm_head",
+                                           "output_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError, match=TIED_HEAD_REFUSAL):
+        check_training_data(config)
+    assert not (tmp_path / "run").exists()
