@@ -375,7 +375,7 @@ def holm_applied(result: Comparison) -> bool:
 
 
 def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
-            bootstrap_unit: str = "item") -> Comparison:
+            bootstrap_unit: str | None = None) -> Comparison:
     """Compare scored runs with the first one.
 
     Args:
@@ -384,7 +384,9 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         seed: bootstrap seed (per cell, see ``bootstrap.cell_rng``).
         alpha: significance level of the better/worse calls.
         bootstrap_unit: what a paired resample draws: ``item`` or ``instruction`` (every item of an instruction
-            together, as ``item_table.evaluate``'s); the baseline's items.parquet says which items share one.
+            together, as ``item_table.evaluate``'s); the baseline's items.parquet says which items share one. None:
+            the unit the baseline was scored with (its ``settings.bootstrap_unit``; item where it names none), so
+            that runs scored by instruction, their items declared dependent, are not paired as independent items.
 
     Returns:
         ``eval.scoring.comparison.Comparison`` (``compare.json``): per compared run and test the paired statistics of
@@ -399,6 +401,7 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
     runs = [load_run(f) for f in folders]
+    bootstrap_unit = bootstrap_unit or runs[0].metrics.settings.bootstrap_unit or "item"
     clusters = item_table.bootstrap_clusters(runs[0].table, bootstrap_unit, where=str(runs[0].folder))
     # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
     for run, name in zip(runs, distinct_names([r.name for r in runs], [r.folder for r in runs])):

@@ -144,17 +144,19 @@ def test_runs_scored_with_other_settings_are_said_to_be_so(tmp_path):
         written["settings"].update(regression_scores=clipping, bootstrap_unit=unit)
         written["notes"] = {"n_unknown_ids": 0, "n_regression_scores": 40}  # a regression head's scores, all 40
         (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
-    said = headline(compare([a, b], n_boot=50))
+    # by item, as asked: the hand-made tables hold no instruction keys to draw a baseline's "instruction" unit with
+    said = headline(compare([a, b], n_boot=50, bootstrap_unit="item"))
     assert ("b was scored with --clip-regression (a regression head's scores clipped to their scale), a without "
             "--clip-regression (a regression head's scores as the head gave them): the MAE deltas measure the clipping "
             "as well as the judges; score both runs alike to compare the judges alone.") in said
     assert ("b's own intervals were drawn from 20 resamples of items at 95 %, a's from 50 resamples of instructions "
             "at 95 % (its --n-boot, --bootstrap-unit, level): under \"Each run on its own items\" their widths differ "
             "by that as well as by the judges; the paired intervals are this comparison's own.") in said
-    alike = headline(compare([a, c], n_boot=50))
+    alike = headline(compare([a, c], n_boot=50, bootstrap_unit="item"))
     assert not any("--clip-regression" in line or "own intervals" in line for line in alike)
     for folder in (a, b):  # a verdict judge's runs: the option changed nothing
         written = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
         written["notes"] = {"n_unknown_ids": 0}
         (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
-    assert not any("--clip-regression" in line for line in headline(compare([a, b], n_boot=50)))
+    said = headline(compare([a, b], n_boot=50, bootstrap_unit="item"))
+    assert not any("--clip-regression" in line for line in said)
