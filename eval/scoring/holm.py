@@ -27,8 +27,17 @@ def holm_adjusted_p(p_values: Sequence[float]) -> np.ndarray:
 
     Where the process already holds frozen objects (someone else's ``gc.freeze``), nothing is frozen or unfrozen
     here: their state is theirs, and the adjustment runs as statsmodels runs it.
+
+    Raises:
+        ValueError: a p-value that is NaN or outside [0, 1], naming it: statsmodels adjusts a NaN as a member of
+            the family (it counts in m, and comes back NaN) and a value past 1 as a p-value, without a word.
     """
     from statsmodels.stats.multitest import multipletests
+
+    bad = [p for p in p_values if not 0.0 <= p <= 1.0]  # NaN compares false: caught here too
+    if bad:
+        raise ValueError(f"Holm's adjustment: {bad[0]} is not a p-value (NaN or outside [0, 1]); leave an undefined "
+                         "cell out of the family")
 
     freeze = not gc.get_freeze_count()
     if freeze:

@@ -79,3 +79,13 @@ def test_the_adjustment_walks_only_what_it_made_and_leaves_the_collector_as_it_f
         gc.unfreeze()
     gc.collect()
     assert theirs() is None
+
+
+@pytest.mark.parametrize("p_values", [[0.01, float("nan"), 0.03], [0.01, 1.5], [-0.01, 0.2], [0.01, float("inf")]])
+def test_a_p_value_that_is_none_is_refused_not_adjusted(p_values):
+    """statsmodels adjusts [0.01, NaN, 0.03] to [0.03, NaN, 0.06] without a word: the NaN counts in the family's m
+    and no cell learns of it; 1.5 or -0.01 are adjusted as p-values too. The callers keep undefined cells out of
+    the family (``eval.scoring.compare._callable``, ``eval.ranking.compare.holm_adjusted``); one that did not would
+    get numbers, so the adjustment refuses them, naming the value."""
+    with pytest.raises(ValueError, match="p-value"):
+        holm_adjusted_p(p_values)
