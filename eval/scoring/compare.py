@@ -1124,16 +1124,20 @@ def _metric_label(result: Comparison, comp, metric: str) -> str:
 
 def _paired_note(result: Comparison, unit: str) -> list[str]:
     """The paired tables' note; Holm's adjustment named only where the comparison carries it (``holm_applied``)."""
-    tables = ("The overall rows are called on their own p; the tables by evaluated model, task type and criterion on "
-              "p adjusted by Holm's method over the table's cells of one metric that may be called (p (Holm); the "
-              f"raw p beside it), so that, per metric, a table's chance of any false call stays at most {result.alpha}; "
-              "a raw p shown as < 2 / resamples enters as that bound, so a call in a table of m such cells needs more "
-              "than 2 m / alpha resamples, and a p (Holm) resting on that bound is an upper bound (≤)."
+    tables = ("The overall rows are called on their own p, each test, metric and compared run at "
+              f"{result.alpha}, not adjusted for one another; the tables by evaluated model, task type and "
+              "criterion on p adjusted by Holm's method over the table's cells of one metric that may be called "
+              "(p (Holm); the raw p beside it), so that, per metric, a table's chance of any false call stays at "
+              f"most {result.alpha}; a raw p shown as < 2 / resamples enters as that bound, so a call in a table of "
+              "m such cells needs more than 2 m / alpha resamples, and a p (Holm) resting on that bound is an upper "
+              "bound (≤)."
               if holm_applied(result) else "Every row is called on its own p.")
     return [f"Paired: delta = run − baseline on items both scored; {result.n_boot} paired bootstrap resamples of "
             f"{unit}; "
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
-            "a handful of them can have a zero-width interval and p = 0 by chance). A call also needs at least "
+            "a handful of them can have a zero-width interval and p = 0 by chance); n.s. says no difference was shown, "
+            "not that the runs are equal: the interval holds the differences the data leave possible. A call also "
+            "needs at least "
             f"{paired_resamples_to_call(result.alpha)} resamples (more than 2 / alpha: p moves in steps of "
             "2 / resamples). " + tables, ""]

@@ -197,6 +197,9 @@ def test_a_compare_json_without_holm_p_values_is_not_said_to_be_holm_adjusted(tm
     note = next(line for line in render_markdown(result).splitlines() if line.startswith("Paired: delta"))
     assert "so that, per metric, a table's chance of any false call stays at most 0.05" in note
     assert "a call in a table of m such cells needs more than 2 m / alpha resamples" in note
+    # what is left unadjusted, and what n.s. does not say
+    assert "The overall rows are called on their own p, each test, metric and compared run at 0.05, not" in note
+    assert "n.s. says no difference was shown, not that the runs are equal" in note
     for split in written["comparisons"][0]["splits"].values():
         for grouping in ("by_model", "by_task_type", "by_criterion"):
             for cells in split[grouping].values():
