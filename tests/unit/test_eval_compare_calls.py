@@ -271,3 +271,18 @@ def test_a_holm_family_needs_more_than_2m_over_alpha_resamples():
     from eval.scoring.resample_rules import resamples_for_family
 
     assert [resamples_for_family(m, 0.05) for m in (1, 2, 25, 66)] == [41, 81, 1001, 2641]
+
+
+def test_a_comparison_is_reproduced_by_its_seed_and_moves_with_another(tmp_path):
+    """Each cell draws from ``cell_rng(seed, its name)``: compare of the same runs under one --seed writes the same
+    compare.json again, cell for cell, and another seed draws other resamples (intervals and p-values move, deltas
+    do not)."""
+    from eval.scoring.compare import compare
+
+    table = _random_verdicts()
+    a = _scored_run(tmp_path / "A", "a", table)
+    b = _scored_run(tmp_path / "B", "b", dataclasses.replace(table, judge=np.roll(table.judge, 1)))
+    first, again, other = (json.loads(item_table.dumps(compare([a, b], n_boot=200, seed=seed))) for seed in (3, 3, 4))
+    assert first == again
+    cells = [c["comparisons"][0]["splits"]["all"]["overall"]["mae"] for c in (first, other)]
+    assert cells[0]["delta"] == cells[1]["delta"] and cells[0]["ci"] != cells[1]["ci"]
