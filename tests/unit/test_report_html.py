@@ -345,8 +345,12 @@ def test_compare_page_says_why_a_cell_too_small_is_never_called(scored_relative)
                      f"n.s. (under {needed} resamples: too few to call)", "n.s.", "better"]
     root, _ = scored_relative
     result = compare([root / "a", root / "b"], n_boot=20)
+    page = render_compare_page(result, None)
     assert (f"A cell under {MIN_PAIRED} paired items or {needed} resamples is n.s. whatever its p: too few to call."
-            in render_compare_page(result, None))
+            in page)
+    # the page read alone says what n.s. is not, as compare.md does
+    assert ("n.s. says no difference was shown, not that the runs are equal; the overall rows are each called at "
+            "0.05, not adjusted for one another." in page)
 
 
 def test_compare_pages_validity_link_points_at_its_first_heading(scored_relative):
