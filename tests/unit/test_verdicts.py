@@ -374,3 +374,31 @@ def test_a_draft_cut_while_writing_another_tag_is_cut_under_lenient_too():
     plain = read_served_verdict("tagged", "[FEEDBACK] Верно. [RESULT] 1 [EN", scale=ZERO_TO_TWO, lenient=True,
                                 finish_reason="length")
     assert (plain.ok, plain.score) == (True, 1.0)
+
+
+def _stopped_at_first_end(text: str) -> str:
+    """What judge-serve's ``/v1/judge`` gets back from a tagged judge: vLLM's ``stop: ["[END]"]`` with
+    ``include_stop_str_in_output`` ends the output at its first ``[END]``, that tag kept."""
+    at = text.find("[END]")
+    return text if at < 0 else text[: at + len("[END]")]
+
+
+@pytest.mark.parametrize(("full", "served", "pollux"), [
+    ("[FEEDBACK] Хорошо. [RESULT] 2 [END]", 2.0, 2.0),
+    # a judge that corrects itself: the stop keeps POLLUX's first block; the chat route (no stop) reads the last
+    ("[FEEDBACK] Сначала 1. [RESULT] 1 [END] Нет, лучше так. [RESULT] 2 [END]", 1.0, 1.0),
+    # an [END] closing the feedback before the [RESULT]: the stop leaves no verdict, POLLUX reads past it
+    ("[FEEDBACK] Ответ верный. [END] [RESULT] 2 [END]", None, 2.0),
+])  # fmt: skip
+def test_the_end_stop_of_judge_serve_keeps_polluxs_first_block_where_the_first_end_closes_the_result(
+        full, served, pollux):
+    """docs/released-pollux.md ("Sampling") and docs/fidelity.md name it: POLLUX generates a tagged judge to the end
+    of its turn and reads the first complete ``[RESULT] n [END]`` (src/utils/score_utils.py); judge-serve stops at the
+    first ``[END]``. The verdict is POLLUX's where that ``[END]`` closes the result, and ``no_result`` where it closes
+    the feedback before it."""
+    stopped = parse_verdict(_stopped_at_first_end(full), scale=ZERO_TO_TWO)
+    assert stopped.score == served
+    assert stopped.ok == (served is not None)
+    if served is None:
+        assert stopped.error == VerdictError.NO_RESULT
+    assert judge.verdicts.parse_pollux_result(full).score == pollux
