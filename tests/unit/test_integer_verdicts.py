@@ -53,6 +53,9 @@ FAILED = [
     # lines 178-180: no integer at the end -> parse error (POLLUX: score None)
     ("Оценка — два.", "думаю", VerdictError.NO_SCORE),
     ("2 балла", None, VerdictError.NO_SCORE),
+    # an integer on the first line, then text: MERA's Pollux-4B-Judge task reads its first line, 2
+    # (pollux_human_centric/utils.py parse_judge_score; docs/fidelity.md), POLLUX's client no integer at the end
+    ("2\n\nПояснение: ответ верный.", None, VerdictError.NO_SCORE),
     # beyond the client: an answer cut inside its reasoning is a counted failure, never a score. vLLM's qwen3
     # reasoning parser returns a generation cut before </think> as all reasoning and no content ...
     (None, "Сначала проверю факты. Ответ содержит 2 ошибки и", VerdictError.UNCLOSED_THINK),
