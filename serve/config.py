@@ -3,6 +3,9 @@
 Precedence is defaults, then the YAML given with ``--config``, then command-line flags (``serve.cli``, through
 ``judge.plumbing.config_files``). Every field carries its help text; the CLI builds its flags from them, so a field added
 here is a flag and a YAML key at once. Unknown YAML keys are errors.
+
+Why one module of ~500 lines: each setting is its flag, its YAML key and its help at once, with its bounds and checks
+beside it; split, a reader would look for one setting in two places.
 """
 
 from __future__ import annotations
@@ -246,6 +249,9 @@ class ServeConfig:
     )
     score_logprobs: bool = _f(True, "Seq2seq: compute the expected score and confidence from score-token logprobs.")
     lenient_parsing: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
+    stop_at_end: bool = _f(
+        True, "Tagged judges: stop at the first [END] (POLLUX's verdict wherever that [END] closes the [RESULT] "
+              "block); false: generate to the end of the turn, as POLLUX does (no stop string), read whole.")
     constrained_decoding: bool = _f(
         False,
         "Force the verdict format ([FEEDBACK] ... [RESULT] n [END]) with vLLM structured outputs by default; "

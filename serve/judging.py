@@ -157,6 +157,8 @@ class JudgeSettings:
     template: PromptTemplate = POLLUX_PROMPT
     #: Judgments queued across all requests in progress (``serve.queued``); more get 503 with Retry-After.
     max_queued_judgments: int = MAX_QUEUED_JUDGMENTS
+    #: A tagged judge's generation stops at its first ``[END]`` (``ServeConfig.stop_at_end``); False: at its turn's end.
+    stop_at_end: bool = True
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -743,6 +745,10 @@ class Judge:
             del payload["stop"], payload["include_stop_str_in_output"]
         elif reasoning_opened and s.kind == JudgeKind.SEQ2SEQ:
             # a drafted "[END]" inside the reasoning would end the output before the verdict (unclosed_think)
+            del payload["stop"], payload["include_stop_str_in_output"]
+        elif not s.stop_at_end:
+            # POLLUX generates to the end of the turn (no stop string): an [END] that closes the feedback before the
+            # result no longer cuts the verdict off (no_result), and the output is read whole
             del payload["stop"], payload["include_stop_str_in_output"]
         # The score token's position is known for the tagged format only (after [RESULT]).
         tagged = s.verdict_format == VerdictFormat.TAGGED

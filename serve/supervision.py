@@ -246,6 +246,7 @@ async def _bring_up(state: ServerState) -> None:
         temperature=config.temperature,
         score_logprobs=config.score_logprobs,
         lenient=config.lenient_parsing,
+        stop_at_end=config.stop_at_end,
         constrained=config.constrained_decoding,
         feedback_max_chars=config.feedback_max_chars,
         max_judgments=config.max_judgments_per_request, **config_bounds(config),  # the queue's bound

@@ -785,3 +785,18 @@ def test_v1_judge_states_neutral_sampling_so_generation_config_json_changes_noth
     bare = {k: v for k, v in bodies[1].items() if k not in neutral}
     taken = CompletionRequest(**bare).to_sampling_params(48, defaults)
     assert (taken.repetition_penalty, taken.top_k, taken.top_p, taken.min_p) == (2.0, 20, 0.8, 0.1)
+
+
+@pytest.mark.parametrize("stop_at_end", [True, False])
+def test_stop_at_end_false_generates_a_tagged_judge_to_the_end_of_its_turn(tiny_causal_dir, engine, monkeypatch,
+                                                                           stop_at_end):
+    """``stop_at_end`` (on by default) stops a tagged judge at its first ``[END]``, a stop POLLUX's generation has
+    not (``SamplingParams(temperature=0, max_tokens=1024)``, ai-forever/POLLUX ``src/vllm_offline_generation.py``);
+    off, the engine's body carries no stop string, and the judge writes to the end of its turn, as POLLUX's does."""
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY, stop_at_end=stop_at_end) as http:
+        _ready(http)
+        judged = http.post("/v1/judge", headers=AUTH, json={"items": [ITEM]})
+        assert judged.status_code == 200, judged.text
+    [body] = engine.bodies("/v1/completions")
+    stops = {k: body[k] for k in ("stop", "include_stop_str_in_output") if k in body}
+    assert stops == ({"stop": ["[END]"], "include_stop_str_in_output": True} if stop_at_end else {})
