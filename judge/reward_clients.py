@@ -8,27 +8,26 @@ torch or a GPU (they need ``httpx`` and the contract).
     trainer = GRPOTrainer(model=..., reward_funcs=[reward], train_dataset=..., args=GRPOConfig(...))
 
 trl calls an async reward function with ``prompts``, ``completions``, ``completion_ids``, ``trainer_state``,
-``log_extra``, ``log_metric`` and every other dataset column as a list (``trl/trainer/grpo_trainer.py``,
-``_calculate_rewards``); it takes ``None`` as "no reward for this sample". The function built here sends one
-``/v1/judge`` request per generation batch, split only where one request would pass judge-serve's bounds
-(``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments, its
-``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280; ``max_body_bytes``
+``log_extra``, ``log_metric`` (``environments`` too, given an ``environment_factory``) and every other dataset column as
+a list (``trl/trainer/grpo_trainer.py``, ``_calculate_rewards``); it takes ``None`` as "no reward for this sample". The
+function built here sends one ``/v1/judge`` request per generation batch, split only where one request would pass
+judge-serve's bounds (``max_items`` samples, its ``max_batch_items``; ``max_judgments`` (sample, criterion) judgments,
+its ``max_judgments_per_request``: 64 samples of 20 criteria, a POLLUX task's usual count, are 1,280; ``max_body_bytes``
 of encoded JSON, under its ``max_body_bytes``, whose 413 would stop training), turns each sample's verdicts into a
-reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample of a request that failed transiently
-(a 5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
+reward by ``judge.rewards.reward_of``, answers ``None`` for every judged sample of a request that failed transiently (a
+5xx, a timeout, no connection) after the retry policy's tries (a sample with nothing to judge still gets
 ``empty_answer``), logs a warning counting the samples left without a reward, and, when trl passes them, logs the
 judge's rationales as a completions-table column (``log_extra``) and the failure count, of it the judgments
-judge-serve's engine refused (``engine_refusals``), and the latency as metrics (``log_metric``). A sample whose own
-body is over ``max_body_bytes`` is not sent: each of its criteria fails (``context_length_exceeded``), valued by the
-rule's ``on_failure``, as judge-serve values an answer too long for the judge. A request judge-serve refuses (a 4xx
-other than 408/409/429: a wrong key or URL, a malformed sample) raises ``RewardRequestRefused``: retrying cannot mend
-it, and the same sample would fail every step. For the same reason the first call first asks judge-serve's
-``GET /v1/models`` (``JudgeRewardClient.first_contact``): a URL nothing answers at raises ``EndpointUnusable`` naming
-it, rather than a ``None`` for every sample of every step. Given ``end_token_ids``, a completion whose
-``completion_ids`` end in none of them (trl's own test of a completion its ``max_completion_length`` cut) is not
-sent either: ``/v1/judge`` items carry no "cut" flag, and a cut answer judged as it stands is rated as a whole one.
-Each of its criteria fails (``cut``), valued by the rule's ``on_failure``, and the count goes to the metric
-``<name>/cut_completions``.
+judge-serve's engine refused (``engine_refusals``), and the latency as metrics (``log_metric``). A sample whose own body
+is over ``max_body_bytes`` is not sent: each of its criteria fails (``context_length_exceeded``), valued by the rule's
+``on_failure``, as judge-serve values an answer too long for the judge. A request judge-serve refuses (a 4xx other than
+408/409/429: a wrong key or URL, a malformed sample) raises ``RewardRequestRefused``: retrying cannot mend it, and the
+same sample would fail every step. For the same reason the first call first asks judge-serve's ``GET /v1/models``
+(``JudgeRewardClient.first_contact``): a URL nothing answers at raises ``EndpointUnusable`` naming it, rather than a
+``None`` for every sample of every step. Given ``end_token_ids``, a completion whose ``completion_ids`` end in none of
+them (trl's own test of a completion its ``max_completion_length`` cut) is not sent either: ``/v1/judge`` items carry no
+"cut" flag, and a cut answer judged as it stands is rated as a whole one. Each of its criteria fails (``cut``), valued
+by the rule's ``on_failure``, and the count goes to the metric ``<name>/cut_completions``.
 
 The instruction is the prompt's last user turn (conversational, its content a string or trl's list of typed parts,
 whose text parts are joined; or a text prompt already rendered through a ChatML, Llama 3, Gemma or DeepSeek-R1 chat
