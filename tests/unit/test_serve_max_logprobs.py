@@ -58,4 +58,3 @@ def test_vllms_id_limit_is_128_and_a_longer_scale_asks_none_said_once(caplog):
     said = [r.getMessage() for r in caplog.records if "single-token levels" in r.getMessage()]
     assert said == ["a scale of 129 single-token levels: no expected_score or confidence for it (vLLM takes at most "
                     "128 logprob_token_ids per request and refuses a request asking more)"]
-
