@@ -53,3 +53,36 @@ def test_annotate_seeds_nothing_refuses_a_non_zero_seed_and_resumes_a_folder_key
         assert len(server.requests) == 1
     assert "seed" not in json.loads(key_file.read_text())
     assert json.loads((out / "summary.json").read_text())["kept"] == 1
+
+
+def test_a_folder_another_stage_wrote_is_refused_before_anything_in_it_changes(tmp_path, capsys):
+    """split writes no journal, so its folder held no progress file for an answers run to be compared with: answers
+    took the split's folder over, writing its answers.jsonl, dataset/ and summary.json beside the split's train.jsonl
+    and validation.jsonl (which traces reads from that folder). A folder whose run.json names another stage is
+    refused, naming both, with --overwrite too (it discards this stage's progress only), and nothing in it changes."""
+    import json
+
+    from tests.unit.test_synthetic_stages import _annotated
+    from train.synthetic.cli import main
+
+    (tmp_path / "annotate").mkdir()
+    rows = [_annotated(f"i{k}", "Editing", "repeats") for k in range(4)]
+    (tmp_path / "annotate" / "annotate.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    out = tmp_path / "split"
+    assert main(["split", "--input", str(tmp_path / "annotate"), "--output", str(out)]) == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and path.name != "run.lock"}
+    config = tmp_path / "answers.yaml"
+    config.write_text(json.dumps({"answer_models": [{"model": "m", "base_url": "http://127.0.0.1:9/v1"}],
+                                  "backoff_s": 0.0}))
+    capsys.readouterr()
+    for extra in ([], ["--overwrite"]):
+        argv = ["answers", "--config", str(config), "--input", str(tmp_path / "annotate" / "annotate.jsonl"),
+                "--output", str(out), *extra]
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"judge-train data answers: error: {out} holds a `judge-train data split` run (its run.json), not a "
+            "`judge-train data answers` one: use a fresh --output (--overwrite discards this command's own progress, "
+            "never another command's files)")
+        assert {path.name: path.read_bytes() for path in out.iterdir()
+                if path.is_file() and path.name != "run.lock"} == before
+        assert not (out / "answers.jsonl").exists()

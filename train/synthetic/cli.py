@@ -236,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
             unkeyed = any((out_dir / name).exists() for name in JOURNAL_FILES) and not (out_dir / RUN_KEY_FILE).exists()
             forget_unkeyed_caps(out_dir, args.stage)
             claim_run_folder(out_dir, stage_run_key(args.stage, config, getattr(args, "input", None)),
-                             list(JOURNAL_FILES), overwrite=args.overwrite, adopt_unkeyed=True, out_flag="--output")
+                             list(JOURNAL_FILES), overwrite=args.overwrite, adopt_unkeyed=True, out_flag="--output",
+                             # A stage with no journal (split; dedup without its check) leaves no progress file to
+                             # compare keys with: its run.json names it, so another stage cannot write over its outputs.
+                             jobs=(f"judge-train data {args.stage}",))
             if unkeyed and not args.overwrite:
                 print(f"judge-train data {args.stage}: warning: {out_dir} holds a journal from before run keys; "
                       "resuming it under these settings (they are not checked against the run that wrote it)",
