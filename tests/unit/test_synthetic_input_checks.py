@@ -235,3 +235,44 @@ def test_an_endpoint_list_item_that_is_no_mapping_is_named_by_its_place(tmp_path
         load_config(InstructionsConfig, config)
     assert str(refused.value) == ("instructions: generators[1]: expected a mapping of endpoint settings (model: ..., "
                                   "base_url: ...), got 'gpt-4o'")
+
+
+# ----------------------------------------------------------------------------------------------------- a later stage's rows
+
+
+def _later_stage_rows() -> dict[str, dict]:
+    """One row of each stage output that carries a stage's marks, as the stages write them."""
+    from tests.unit.test_synthetic_stages import _annotated, _answer_rows
+
+    annotated = {**_annotated("ins-1", "Editing", "repeats"), "answer_id": "ans-1", "teacher": "teacher"}
+    return {"answers": _answer_rows()[0], "annotate": annotated,
+            "traces": {**annotated, "id": "ans-1:repeats#0", "item_id": "ans-1:repeats", "reasoning": "Повторов нет.",
+                       "reasoning_score": 1}}
+
+
+@pytest.mark.parametrize("stage, given, reads", [
+    ("dedup", "answers", "instructions"), ("dedup", "annotate", "instructions"),
+    ("answers", "answers", "dedup"), ("answers", "annotate", "dedup"), ("answers", "traces", "dedup"),
+    ("annotate", "annotate", "answers"), ("annotate", "traces", "answers"),
+    ("split", "traces", "annotate"),
+])
+def test_a_stage_given_a_later_stages_output_says_so_and_exits_2(tmp_path, capsys, stage, given, reads):
+    """answers given annotate.jsonl asked its answer models once per verdict row (each holds an id and the
+    instruction), and annotate given its own output annotated every verdict again: the rows hold every field the stage
+    requires. A row carrying the fields only a later stage writes is refused by file and line, naming both stages,
+    before any request (the endpoints are unreachable: a request would have been exit 4)."""
+    from train.synthetic.cli import main
+
+    source = _write_jsonl(tmp_path / f"{given}.jsonl", [_later_stage_rows()[given]])
+    endpoint = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    config = {"dedup": {"reference": str(REPO / "judge" / "data" / "sample.jsonl")},
+              "answers": {"answer_models": [endpoint], "backoff_s": 0.0},
+              "annotate": {"teacher": endpoint, "backoff_s": 0.0}, "split": {}}[stage]
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(config))
+    assert main([stage, "--config", str(path), "--input", str(source), "--output", str(tmp_path / "out")]) == 2
+    marks = {"answers": "answer, instruction_id and model_id", "annotate": "criteria_score, teacher and answer_id",
+             "traces": "reasoning, reasoning_score and item_id"}[given]
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-train data {stage}: error: {source}: line 1: a row of the {given} stage's output (it holds {marks}): "
+        f"the {stage} stage reads the {reads} stage's output")

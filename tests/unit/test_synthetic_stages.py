@@ -977,6 +977,8 @@ def test_each_stage_names_the_line_of_a_bad_row_after_blank_lines(stage, which, 
     """Every stage that checks its input's fields (and dedup its reference's) names a bad row by its line, from 1
     with blank lines counted: the stage hands the reader's row indices to require_fields, before any request."""
     good = {**_answer_rows()[0], "id": "ins-1"}
+    if stage != "annotate":  # an instruction, not an answer: dedup and answers refuse the answers stage's rows
+        good = {k: v for k, v in good.items() if k not in ("answer", "instruction_id", "model_id")}
     bad = {"id": "ins-2", "task_type": "Editing"}  # no instruction
     source, reference = tmp_path / "input.jsonl", tmp_path / "reference.jsonl"
     lines = "\n\n" + json.dumps(good, ensure_ascii=False) + "\n\n" + json.dumps(bad) + "\n"

@@ -36,7 +36,8 @@ from pathlib import Path
 from train.synthetic.client import (CHARS_PER_TOKEN, ChatClient, EndpointWatch, longer_than_asked,
                                     unusable_endpoints)
 from train.synthetic.config import AnnotateConfig, EndpointConfig
-from train.synthetic.journal import Journal, log, read_input, require_fields, run_jobs, write_stage_outputs
+from train.synthetic.journal import (Journal, log, read_input, refuse_later_stage_rows, require_fields, run_jobs,
+                                     write_stage_outputs)
 
 __all__ = ["annotation_items", "unusable_verdict", "tagged_answer_is_bare", "run_annotate"]
 
@@ -161,6 +162,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s,
                         watch=EndpointWatch(teacher, "teacher", config.concurrency))
     inputs = read_input(input_path, "answers")
+    refuse_later_stage_rows(inputs.rows, input_path, "annotate", "answers", row_index=inputs.row_index)
     rows = require_fields(inputs.rows, ("id", "instruction", "answer", "task_type"), input_path,
                           row_index=inputs.row_index)
     every_item = annotation_items(rows, dataclasses.replace(config, limit=0), source=str(input_path),

@@ -28,7 +28,7 @@ from pathlib import Path
 from train.synthetic.client import ChatClient, EndpointWatch, stable_endpoint, unusable_endpoints
 from train.synthetic.config import AnswersConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
-                                     run_jobs, write_stage_outputs)
+                                     refuse_later_stage_rows, run_jobs, write_stage_outputs)
 
 __all__ = ["answer_jobs", "run_answers", "split_answer_reasoning"]
 
@@ -105,6 +105,7 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s,
                           watch=EndpointWatch(e, "answer model", config.concurrency)) for e in endpoints]
     inputs = read_input(input_path, "dedup")
+    refuse_later_stage_rows(inputs.rows, input_path, "answers", "dedup", row_index=inputs.row_index)
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     journal = Journal(out_dir / "journal.jsonl")
     every_job = answer_jobs(rows, dataclasses.replace(config, limit=0), journal.rows)

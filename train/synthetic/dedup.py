@@ -59,7 +59,7 @@ import numpy as np
 from judge.plumbing.atomic_write import write_atomically
 from train.synthetic.config import DedupConfig, EndpointConfig
 from train.synthetic.journal import (Journal, answered_oversized, log, read_input, request_failed, require_fields,
-                                     run_jobs, write_stage_outputs)
+                                     refuse_later_stage_rows, run_jobs, write_stage_outputs)
 
 _logger = logging.getLogger("judge_train.dedup")
 
@@ -666,6 +666,7 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
     config.check_runnable()  # the reference is required (also checked before the CLI claims the folder)
     started = time.perf_counter()
     inputs = read_input(input_path, "instructions")
+    refuse_later_stage_rows(inputs.rows, input_path, "dedup", "instructions", row_index=inputs.row_index)
     rows = require_fields(inputs.rows, ("id", "instruction"), input_path, row_index=inputs.row_index)
     reference = read_input(config.reference, "instructions")
     reference_rows = require_fields(reference.rows, ("instruction",), config.reference, row_index=reference.row_index)

@@ -39,7 +39,7 @@ from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyErro
 from judge.plumbing.json_reading import unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
-           "read_input", "read_rows", "require_fields", "log"]
+           "read_input", "read_rows", "require_fields", "refuse_later_stage_rows", "log"]
 
 
 def log(message: str) -> None:
@@ -386,6 +386,39 @@ def require_fields(rows: list[dict], fields: tuple[str, ...], source: str | Path
             if earlier != index:
                 raise RecordError(str(source), index, "id", f"{row['id']!r} repeats the id of {row_place(earlier)}")
     return rows
+
+
+#: The stages in pipeline order, and per stage the fields every row of its output holds and no earlier stage's row
+#: does: a row holding them all is that stage's output (or a later one's, which keeps them).
+STAGE_ORDER = ("instructions", "dedup", "answers", "annotate", "split", "traces")
+STAGE_ROW_MARKS = {
+    "answers": ("answer", "instruction_id", "model_id"),
+    "annotate": ("criteria_score", "teacher", "answer_id"),
+    "traces": ("reasoning", "reasoning_score", "item_id"),
+}
+
+
+def refuse_later_stage_rows(rows: list[dict], source: str | Path, stage: str, reads: str, *,
+                            row_index: Sequence[int] | None = None) -> None:
+    """Refuse a row of a later stage's output than ``reads``, the one ``stage`` reads: such rows hold every field the
+    stage requires (an id, the instruction, an answer), so annotate.jsonl given to answers was answered once per
+    verdict row, and annotate's own output annotated again.
+
+    Raises:
+        judge.RecordError: naming the file, the row, the stage whose output it is (by its marks) and the one expected.
+    """
+    from judge import RecordError
+
+    later = [name for name in STAGE_ORDER[STAGE_ORDER.index(reads) + 1:] if name in STAGE_ROW_MARKS]
+    for position, row in enumerate(rows):
+        # the latest stage first: a traces row holds annotate's and answers' marks too
+        for name in reversed(later):
+            marks = STAGE_ROW_MARKS[name]
+            if all(mark in row for mark in marks):
+                where = row_index[position] if row_index is not None else position
+                held = ", ".join(marks[:-1]) + f" and {marks[-1]}"
+                raise RecordError(str(source), where, None, f"a row of the {name} stage's output (it holds {held}): "
+                                  f"the {stage} stage reads the {reads} stage's output")
 
 
 def _read_input_jsonl(path: Path) -> InputRows:

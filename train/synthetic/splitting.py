@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from train.synthetic.config import SplitConfig
-from train.synthetic.journal import log, read_input, write_stage_outputs
+from train.synthetic.journal import log, read_input, refuse_later_stage_rows, write_stage_outputs
 
 __all__ = ["split_records", "run_split"]
 
@@ -87,6 +87,7 @@ def run_split(config: SplitConfig, input_path: str | Path, out_dir: Path) -> dic
             would pass for a finished stage, and the failure would wait for training, which refuses them).
     """
     inputs = read_input(input_path, "annotate")
+    refuse_later_stage_rows(inputs.rows, input_path, "split", "annotate", row_index=inputs.row_index)
     rows = inputs.rows
     if not rows and Path(input_path).is_file():
         raise ValueError(f"--input {input_path}: holds no records (an empty file); nothing to split")
