@@ -91,3 +91,34 @@ def test_run_dedup_journals_the_finish_reason_and_asks_an_unproven_duplicate_aga
     assert asked == [render_llm_check_prompt("a", "b")]
     kept = [json.loads(line)["id"] for line in (out / "dedup.jsonl").read_text().splitlines()]
     assert kept == ["a", "c"] and summary["llm_check_failed_requests"] == 0
+
+
+def test_the_stage_line_counts_the_borderline_checks_without_a_usable_answer(tmp_path, monkeypatch, capsys):
+    """A checker whose answers say neither DUPLICATE nor DIFFERENT keeps every borderline sample (nothing is
+    confirmed), as annotate and traces keep no unparseable verdict; they count theirs on the stage's last line, and
+    dedup's were in summary.json only, so a run whose every check was unreadable read as one that found no duplicate.
+    a, b and c, every pair borderline (cosine 0.7): none confirmed, so all three are asked, and counted on the line."""
+    import train.synthetic.dedup as dedup
+    from tests.unit.test_synthetic_dedup import _CHAIN, _REF_ROWS, _REFERENCE, _row
+    from train.synthetic.cli import main
+
+    class TableModel:
+        def encode(self, texts, **kwargs):
+            return np.stack([{**_REFERENCE, **_CHAIN}[t] for t in texts])
+
+    monkeypatch.setattr(dedup, "load_embedder", lambda *args, **kwargs: TableModel())
+    (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(_row(k, k)) + "\n" for k in "abc"))
+    (tmp_path / "reference.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _REF_ROWS))
+    out = tmp_path / "dedup"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion("Hard to say.", body["model"]))) as server:
+        config = tmp_path / "dedup.yaml"
+        config.write_text(json.dumps({
+            "reference": str(tmp_path / "reference.jsonl"), "chrf_min_cosine": 1.0, "chrf_max": 1.01,
+            "chrf_original": 0.0, "backoff_s": 0.0, "llm": {"model": "checker", "base_url": server.base_url}}))
+        assert main(["dedup", "--config", str(config), "--input", str(tmp_path / "instructions.jsonl"),
+                     "--output", str(out)]) == 0
+        assert len(server.requests) == 3
+    assert json.loads((out / "summary.json").read_text())["llm_check"] == {"duplicate": 0, "different": 0,
+                                                                          "unanswered": 3}
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"dedup: kept 3, dropped 0 (none); borderline checks without a usable answer 3 (their samples kept) -> {out}")

@@ -292,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         # Items asked that give SFT no trace: unsaid, the hardest items would vanish from the training data unnoticed.
         line += (f"; items without a kept trace {summary['items_without_a_kept_trace']} of {summary['items']} "
                  f"(every trace failed {summary['items_every_trace_failed']})")
+    unclear = summary.get("llm_check", {}).get("unanswered", 0)
+    if unclear:  # dedup: checks that confirmed nothing (unreadable, cut, or failed), so their samples stay
+        line += f"; borderline checks without a usable answer {unclear} (their samples kept)"
     if summary.get("cut_traces_asked_again"):
         line += f"; cut traces asked again {summary['cut_traces_asked_again']}"
     if summary.get("skipped_items"):
