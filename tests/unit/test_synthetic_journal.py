@@ -44,3 +44,52 @@ def test_a_stage_given_such_an_input_exits_2_naming_it(tmp_path, capsys):
     assert err.strip().splitlines()[-1] == (f"judge-train data split: error: {source}:2: field 'instruction' is given "
                                             "twice in the row (JSON would keep the last value without a word): give "
                                             "it once")
+
+
+def test_ctrl_c_ends_a_stage_with_one_line_naming_what_its_journal_keeps(tmp_path, monkeypatch, capsys):
+    """Ctrl-C ended every stage with a KeyboardInterrupt traceback (run_jobs re-raises it once the jobs in flight are
+    journalled). The stage's last line now says it was interrupted, how many requests its journal keeps (counted in
+    the file, so a second Ctrl-C that cut the wait for the jobs in flight is not claimed journalled) and that a rerun
+    resumes; exit 130. Ctrl-C is raised here after two of three jobs are journalled; the rerun asks the third only."""
+    import json
+
+    import train.synthetic.answers as answers
+    from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+
+    real_run_jobs = answers.run_jobs
+
+    def interrupted(jobs, *args, **kwargs):
+        real_run_jobs(list(jobs)[:2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    rows = [{"id": f"ins-{k}", "instruction": f"Задание {k}", "task_type": "Editing"} for k in range(3)]
+    (tmp_path / "instructions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    out = tmp_path / "answers"
+    with ScriptedEndpoint(lambda path, body: (200, chat_completion("Ответ.", body["model"]))) as server:
+        config = tmp_path / "answers.yaml"
+        config.write_text(json.dumps({"answer_models": [{"model": "m", "base_url": server.base_url}]}))
+        argv = ["answers", "--config", str(config), "--input", str(tmp_path / "instructions.jsonl"), "--output", str(out)]
+        monkeypatch.setattr(answers, "run_jobs", interrupted)
+        assert main(argv) == 130
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"judge-train data answers: interrupted; its journal ({out / 'journal.jsonl'}) keeps 2 requests: rerun "
+            "with the same --output to ask only for the rest")
+        assert len(server.requests) == 2
+        monkeypatch.setattr(answers, "run_jobs", real_run_jobs)
+        assert main(argv) == 0
+        assert len(server.requests) == 3
+
+
+def test_ctrl_c_before_any_request_is_journalled_says_so(tmp_path, monkeypatch, capsys):
+    """Interrupted before its first request was journalled (dedup embedding, say): nothing to resume is claimed."""
+    import train.synthetic.splitting as splitting
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(splitting, "split_records", interrupted)
+    source = tmp_path / "annotate.jsonl"
+    source.write_text('{"id": "a", "instruction": "а"}\n', encoding="utf-8")
+    assert main(["split", "--input", str(source), "--output", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "judge-train data split: interrupted; no request was journalled")

@@ -50,7 +50,8 @@ EXIT_CODES = (
     "another run holds; 4 the stage finished, but an endpoint could not be used and was asked no more: nothing "
     "answering at its address, or still failing, at its first contact, or its requests failing in a row after their "
     "retries (max(3, 2 x --concurrency)); its jobs are journalled as failed and asked again by a rerun into the same "
-    "--output."
+    "--output; 130 interrupted (Ctrl-C) once the requests in flight were journalled: a rerun into the same --output "
+    "asks only for the rest."
 )
 
 
@@ -276,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     except (LeakageError, RecordError) as err:  # training data refused, or a bad row: named, no traceback
         print(f"judge-train data {args.stage}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C: run_jobs cancelled the jobs not started and waited for those in flight. The journal's rows are
+        # counted in the file rather than assumed: a second Ctrl-C may have cut that wait short.
+        print(f"judge-train data {args.stage}: interrupted; {_journal_kept(Path(args.output))}", file=sys.stderr)
+        return 130
     except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError) as err:
         # What only the run finds: an input line that is not JSON, an embedding model not found, a traces input
         # named like a dataset that cannot be loaded: named, no traceback (the help's exit 2).
@@ -310,6 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     for stop in summary.get("endpoints_unusable", ()):  # train.synthetic.client.EndpointWatch: asked no more
         print(f"judge-train data {args.stage}: error: {stop}", file=sys.stderr)
     return EXIT_UNUSABLE if summary.get("endpoints_unusable") else 0
+
+
+def _journal_kept(out_dir: Path) -> str:
+    """What an interrupted stage's folder keeps for a rerun: its journal's rows (one per request journalled)."""
+    for name in JOURNAL_FILES:
+        path = out_dir / name
+        if path.is_file():
+            with path.open(encoding="utf-8", errors="replace") as lines:
+                rows = sum(1 for line in lines if line.strip())
+            if rows:
+                return (f"its journal ({path}) keeps {counted(rows, 'request')}: rerun with the same --output to ask "
+                        "only for the rest")
+    return "no request was journalled"
 
 
 def unanswered_warning(summary: dict, asked: str) -> str | None:
