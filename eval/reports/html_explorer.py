@@ -853,6 +853,10 @@ def compare_items(result: Comparison, top: int = 1000) -> dict[str, Any]:
             diff = abs(a - b) if a is not None and b is not None else None
             candidates.append((diff is None, -(diff or 0.0), str(item_id), i, j, a, b, diff))
         candidates.sort()
+        if len(candidates) > top:  # said, or the page's "N of M items match" reads as all the runs share
+            notes.append(f"{names[other_k]} vs {names[0]}: {top:,} of the {len(candidates):,} items both runs hold "
+                         f"are listed, those where the judges differ most (compare.html lists at most {top:,} per "
+                         "comparison).")
         texts.prefetch(c[2] for c in candidates[:top])
         shown = [c[2] for c in candidates[:top]]
         # each side's verdicts of the items shown, by id; the sentence in place of a run's gone predictions

@@ -580,3 +580,20 @@ def test_a_crafted_status_in_items_parquet_never_reaches_the_pages(scored_relati
     assert "unknown" in labels and set(labels) <= set(STATUS_LABELS)
     text = report.read_text(encoding="utf-8")
     assert "onerror" not in text and "img src" not in text
+
+
+def test_compare_explorer_says_when_it_lists_only_the_top_items(scored_relative):
+    """compare.html lists at most ``top`` items per comparison: past that, the page's "N of M items match" counted
+    only the listed ones, and nothing said that the other items both runs hold were left out. A note says the cap
+    and the count it was taken from; under the cap there is none."""
+    from eval.reports.html_explorer import compare_items
+    from eval.scoring.compare import compare
+
+    root, records = scored_relative
+    result = compare([root / "a", root / "b"], n_boot=0)
+    capped = compare_items(result, top=5)
+    assert len(capped["rows"]) == 5
+    assert capped["notes"] == [f"{result.runs[1]} vs {result.runs[0]}: 5 of the {len(records)} items both runs hold "
+                               "are listed, those where the judges differ most (compare.html lists at most 5 per "
+                               "comparison)."]
+    assert compare_items(result, top=len(records))["notes"] == []
