@@ -536,9 +536,13 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                 # compare.md's paired note: such a cell is left out of the Holm family and shows no Holm p
                 f"A cell under {MIN_PAIRED} paired {unit.removeprefix('whole ')} or "
                 f"{paired_resamples_to_call(result.alpha)} resamples is n.s. whatever its p: too few to call. "
-                # compare.md's paired note too: a reader of the page alone must not take n.s. for equal judges
-                "n.s. says no difference was shown, not that the runs are equal; the overall rows are each called at "
-                f"{_e(result.alpha)}, not adjusted for one another."]
+                # compare.md's paired note too: a reader of the page alone must not take n.s. for equal judges, nor
+                # a table's rows for adjusted where no cell carries a Holm p (compare.md: "Every row is called on
+                # its own p")
+                "n.s. says no difference was shown, not that the runs are equal; "
+                + (f"the overall rows are each called at {_e(result.alpha)}, not adjusted for one another."
+                   if holm_applied(result) else
+                   f"every row is called on its own p at {_e(result.alpha)}, none adjusted for another.")]
     body = ['<h2 id="side">Each run on its own items</h2>']
     for split, title in SPLIT_TITLES.items():
         cells = {name: m.splits[split].overall for name, m in zip(runs, result.metrics) if split in m.splits}

@@ -348,9 +348,10 @@ def test_compare_page_says_why_a_cell_too_small_is_never_called(scored_relative)
     page = render_compare_page(result, None)
     assert (f"A cell under {MIN_PAIRED} paired items or {needed} resamples is n.s. whatever its p: too few to call."
             in page)
-    # the page read alone says what n.s. is not, as compare.md does
-    assert ("n.s. says no difference was shown, not that the runs are equal; the overall rows are each called at "
-            "0.05, not adjusted for one another." in page)
+    # the page read alone says what n.s. is not, as compare.md does (no cell here carries a Holm p: every row is
+    # called on its own)
+    assert ("n.s. says no difference was shown, not that the runs are equal; every row is called on its own p at "
+            "0.05, none adjusted for another." in page)
 
 
 def test_compare_pages_validity_link_points_at_its_first_heading(scored_relative):
@@ -597,3 +598,23 @@ def test_compare_explorer_says_when_it_lists_only_the_top_items(scored_relative)
                                "are listed, those where the judges differ most (compare.html lists at most 5 per "
                                "comparison)."]
     assert compare_items(result, top=len(records))["notes"] == []
+
+
+def test_compare_page_says_which_rows_are_adjusted_as_compare_md_does(scored_relative, monkeypatch):
+    """compare.md says "Every row is called on its own p" where no cell carries a Holm p (cells too small to call,
+    or a compare.json written before the adjustment), and that the overall rows are not adjusted where the tables
+    are. compare.html said the latter in both cases, as if the tables' rows were adjusted when none was."""
+    import eval.reports.html_report as html_report
+    from eval.scoring.compare import compare, holm_applied
+
+    root, _ = scored_relative
+    result = compare([root / "a", root / "b"], n_boot=20)
+    assert not holm_applied(result)  # 12 items: every table cell is under the minimum to call
+    page = html_report.render_compare_page(result, None)
+    assert ("n.s. says no difference was shown, not that the runs are equal; every row is called on its own p at "
+            "0.05, none adjusted for another." in page)
+    assert "overall rows" not in page and "Holm" not in page
+    monkeypatch.setattr(html_report, "holm_applied", lambda _: True)
+    page = html_report.render_compare_page(result, None)
+    assert ("n.s. says no difference was shown, not that the runs are equal; the overall rows are each called at "
+            "0.05, not adjusted for one another." in page)
