@@ -15,7 +15,7 @@ the text), and items stop being embedded once their texts reach ``DEFAULT_TEXT_B
 judge's raw output is embedded only for a failed verdict: a parsed one is its feedback and score again (a reasoning
 judge's ``<think>…</think>`` plus the score), which doubled the texts of such a run.
 
-Why one module of ~910 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
+Why one module of ~920 lines: report.html's explorer and compare.html's are one data layout (the columns, the text
 cap, the status labels the page's filters and badges know); apart, the page script's one contract would live in two
 files. Finding a run's files again is ``eval.reports.run_files``.
 """
@@ -761,6 +761,10 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
             break
     rows = _ItemRows(ids, codes, judge_scores, references, shown_diffs, flat, starts, detail)
     details = budget.details
+    # The cap said over the items, not only inside an item past it once opened (the budget's own note says its cut)
+    capped = (f"{'Texts are' if records is not None else 'Feedback is'} embedded for {len(details)} of {n} items, "
+              f"the largest differences of each criterion and evaluated model first (--html-text-items {text_items})."
+              if (records is not None or predictions is not None) and len(details) < n and not budget.full else "")
     return {
         # The judges' labels as the page shows them, in the column heading and over each verdict.
         "kind": "report", "judges": ["judge: " + shown_name(judge_name or "(unnamed)")], "strings": strings.values, "details": details,
@@ -770,7 +774,7 @@ def report_items(items: Mapping[str, Sequence], records: Sequence | None,
         "no_text_note": _no_text_note(len(details), n, budget.note(), no_data if records is None else None),
         "notes": [note for note in (records_note, predictions_note, budget.note() and
                                     f"{'Texts are' if records is not None else 'Feedback is'} embedded for "
-                                    f"{len(details)} of {n} items: {budget.note()}.") if note],
+                                    f"{len(details)} of {n} items: {budget.note()}.", capped) if note],
     }
 
 

@@ -618,3 +618,15 @@ def test_compare_page_says_which_rows_are_adjusted_as_compare_md_does(scored_rel
     page = html_report.render_compare_page(result, None)
     assert ("n.s. says no difference was shown, not that the runs are equal; the overall rows are each called at "
             "0.05, not adjusted for one another." in page)
+
+
+def test_report_explorer_says_at_the_top_when_the_text_cap_left_items_without_texts():
+    """Past ``--html-text-items`` an item opened to "Texts are embedded for 2 of 6 items", but the page said nothing
+    until one was opened: the explorer's notes (shown over the items) now say the cap was reached; under the cap
+    they say nothing."""
+    records = [judge.JudgeRecord(id=f"i{k}", instruction=f"instr {k}", answer="a", criteria_name="c",
+                                 rubrics="0: no\n1: yes", expert_scores=(0.0, 0.0, 1.0)) for k in range(6)]
+    data = report_items(_items(6), records, [], "j", "mode", text_items=2)
+    assert data["notes"] == ["Texts are embedded for 2 of 6 items, the largest differences of each criterion and "
+                             "evaluated model first (--html-text-items 2)."]
+    assert report_items(_items(6), records, [], "j", "mode", text_items=6)["notes"] == []
