@@ -56,8 +56,9 @@ def _ci(pair: Any, digits: int = 2) -> str:
 
 
 def _p(value: float | None, digits: int = 3) -> str:
-    """A p-value at ``digits`` decimals; one that would round to 0 reads "< 0.001" (a test never shows p = 0)."""
-    if value is None:
+    """A p-value at ``digits`` decimals; one that would round to 0 reads "< 0.001" (a test never shows p = 0); "—"
+    for None or NaN, as ``_num`` (a result rendered before metrics.json's round trip, which writes NaN as null)."""
+    if value is None or value != value:
         return "—"
     floor = 10.0 ** -digits
     return f"< {floor:.{digits}f}" if value < floor / 2 else f"{value:.{digits}f}"

@@ -401,3 +401,12 @@ def test_the_tables_say_over_which_items_the_ceiling_and_alpha_are_and_why_alpha
     assert ", over 2 of 40 items (38 with fewer than 2 experts)" in markdown
     assert (f"(no interval: {boot.n_resamples} of 200 resamples had both α defined, under 90%); both over 2 of 40 "
             "items, those two experts scored") in markdown
+
+
+def test_an_undefined_p_value_reads_as_a_dash_before_and_after_metrics_json():
+    """metrics.json writes an undefined p-value (NaN) as null; a section rendered before that round trip held the NaN
+    itself and read "p nan". Both read "—" now, as the section's other figures do."""
+    from eval.validity.render import _num, _p
+
+    assert _p(float("nan")) == _p(None) == _num(float("nan")) == "—"
+    assert (_p(0.0004), _p(0.0123)) == ("< 0.001", "0.012")
