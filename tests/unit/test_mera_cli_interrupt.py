@@ -18,6 +18,7 @@ import pytest
 
 from eval.mera import cli
 from tests.support.mera_humaneval import SAMPLE
+from tests.support.mera_interrupts import ctrl_c_once_in_flight
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.unit.test_mera_rutie import completion_body
 
@@ -260,7 +261,6 @@ def test_an_answer_that_comes_while_an_interrupted_launch_puts_its_folder_back_i
     the main thread raises the signal itself once the request is in flight (a signal sent from another thread can
     land while it is between releasing the GIL and blocking, and then waits for the answer), and the answer is let
     through, and its worker waited for, just after the folder was found unchanged by any answer."""
-    from eval.mera import workers as workers_mod
     from judge.plumbing import run_folder
 
     in_flight, release = threading.Event(), threading.Event()
@@ -271,11 +271,6 @@ def test_an_answer_that_comes_while_an_interrupted_launch_puts_its_folder_back_i
         release.wait(30)  # a bound for a failing test only: let through while the folder is put back
         return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
 
-    class StoppedWhileWaited(workers_mod.Future):
-        def result(self, timeout=None):
-            assert in_flight.wait(30)
-            signal.raise_signal(signal.SIGINT)  # Ctrl+C, in the thread that waits for the answer
-            return super().result(timeout)
 
     real_found = run_folder._found
 
@@ -288,7 +283,7 @@ def test_an_answer_that_comes_while_an_interrupted_launch_puts_its_folder_back_i
                 worker.join(30)
         return seen
 
-    monkeypatch.setattr(workers_mod, "Future", StoppedWhileWaited)
+    ctrl_c_once_in_flight(monkeypatch, in_flight)
     monkeypatch.setattr(run_folder, "_found", found)
     out = tmp_path / "runs" / "run"
     with ScriptedEndpoint(respond) as endpoint:
@@ -312,7 +307,6 @@ def test_an_answer_that_comes_once_the_interrupted_run_let_its_folder_go_is_not_
     it again. Ordered by events, no sleeps: the main thread raises the signal itself once the second request is in
     flight, and the test takes the folder's lock, as a rerun would, before it lets that request be answered (the
     bound on the hold only ends a failing test)."""
-    from eval.mera import workers as workers_mod
     from judge.plumbing.run_folder import hold_run_folder
     from tests.support.mera_rutie import SAMPLE as RUTIE_SAMPLE
 
@@ -327,13 +321,8 @@ def test_an_answer_that_comes_once_the_interrupted_run_let_its_folder_go_is_not_
         answered.append(len(answered))
         return 200, completion_body(body["model"], [reply], prompt_tokens=10)
 
-    class StoppedWhileWaited(workers_mod.Future):
-        def result(self, timeout=None):
-            assert in_flight.wait(30)
-            signal.raise_signal(signal.SIGINT)  # Ctrl+C, in the thread that waits for the answers
-            return super().result(timeout)
 
-    monkeypatch.setattr(workers_mod, "Future", StoppedWhileWaited)
+    ctrl_c_once_in_flight(monkeypatch, in_flight)
     out = tmp_path / "run"
     journal = out / cli.progress_files(task)[0]
     data, extra = (SAMPLE, ["--limit", "2", "--n", "1", "--k", "1"]) if task == "ruhumaneval" else (RUTIE_SAMPLE, [])

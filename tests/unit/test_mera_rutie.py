@@ -41,6 +41,7 @@ from eval.mera.rutie import (
     rutie_metrics,
 )
 from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.mera_interrupts import ctrl_c_once_in_flight
 from tests.support.mera_rutie import SAMPLE
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1439,10 +1440,8 @@ def test_an_answer_that_comes_after_ctrl_c_with_none_saved_is_dropped(tmp_path, 
     It is now dropped (the rerun asks again). Ordered, not waited for: the waiting thread raises the signal itself
     once the question is in flight, and the answer is let through only after run_dialogues has raised."""
     import dataclasses
-    import signal
     import threading
 
-    from eval.mera import workers as workers_mod
     from eval.mera.client import Generation
     from eval.mera.rutie import RutieSettings, run_dialogues
 
@@ -1456,13 +1455,8 @@ def test_an_answer_that_comes_after_ctrl_c_with_none_saved_is_dropped(tmp_path, 
             answered.append(request)
             return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
 
-    class StoppedWhileWaited(workers_mod.Future):
-        def result(self, timeout=None):
-            assert in_flight.wait(30)
-            signal.raise_signal(signal.SIGINT)  # Ctrl+C, in the thread that waits for the answer
-            return super().result(timeout)
 
-    monkeypatch.setattr(workers_mod, "Future", StoppedWhileWaited)
+    ctrl_c_once_in_flight(monkeypatch, in_flight)
     dialogues = {0: [dataclasses.replace(_item(0, "d0 q0?", "a", "b"), dialog_id=0)]}
     with pytest.raises(KeyboardInterrupt):
         run_dialogues(dialogues, Client(), RutieSettings(), tmp_path, concurrency=1)
