@@ -211,3 +211,18 @@ def test_the_experts_command_names_its_critical_in_means_choice(tmp_path, capsys
         assert f"(--critical-in-means {setting};" in (out / "experts.md").read_text(encoding="utf-8")
         assert f"(--critical-in-means {setting};" in (out / "experts.html").read_text(encoding="utf-8")
         assert f"Critical criteria in the means: {setting}" in capsys.readouterr().out
+
+
+def test_an_item_left_with_one_expert_by_an_abstention_has_a_mean_but_no_verdict_confidence(tmp_path):
+    """Item A [2, -1]: one expert once the abstention is out, so its score 2 counts in the means but it has no
+    Verdict Confidence (Appendix D.2.2 needs two or more experts; Table 15's single-annotator task types read "—");
+    item B [1, 1]: mean 1, VC 1. Standard gpt4: mean (2 + 1)/2 = 1.5 over 2 items, VC 1 over 1 item."""
+    rows = [released_row(EDITING, "repeats", [(2, "Комментарий эксперта."), (-1, NOT_APPLICABLE)],
+                         instruction="Задание A.", answer="Ответ A.", model_id="gpt4"),
+            released_row(EDITING, "proactivity", [(1, "Комментарий эксперта."), (1, "Комментарий эксперта.")],
+                         instruction="Задание B.", answer="Ответ B.", model_id="gpt4")]
+    out = expert_tables(judge.load_records(write_released_dataset(tmp_path / "POLLUX", rows)))
+    assert out["tables"]["mean_by_model"]["standard"]["gpt4"]["Experts"] == (2, 1.5)
+    assert out["tables"]["vc_by_model"]["standard"]["gpt4"]["Experts"] == (1, 1.0)
+    assert out["counts"]["n_single_expert"] == 1 and out["counts"]["n_abstentions"] == 1
+
