@@ -187,10 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge_p.add_argument("--out", required=True, help="The folder for the merged predictions.jsonl and run.json.")
 
     exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
-                           description="Mean expert score by evaluated model per split (Table 10's Experts column), "
-                                       "by task type (Table 1) and by criterion (Table 9), and the experts' Verdict "
-                                       "Confidence (Tables 14-16): experts_tables.csv, experts.md and "
-                                       "experts.html.")
+                           description="Mean expert scores (Tables 10, 1, 9), experts' Verdict Confidence (14-16).")
     exp_p.add_argument("--data", required=True, help="The labelled records (any source judge.load_records reads, "
                                                      "e.g. ai-forever/POLLUX or a folder of its Parquet shards).")
     exp_p.add_argument("--out", required=True, help="Folder for experts_tables.csv, experts.md and experts.html.")
@@ -198,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp_p.add_argument("--critical-in-means", choices=("include", "exclude"), default="include",
                        help="The two Critical criteria (0 best) in the mean scores' pooled figures (Tables 10, 1, 9): "
                             "the paper does not say; POLLUX's src/metrics.py leaves 0/1 criteria out.")
+    exp_p.add_argument("--mean-over", choices=("items", "annotations"), default="items", help="A mean-score cell: "
+                       "each item's score once, or weighed by its non-abstaining experts; the paper does not say.")
 
     sub.add_parser("mera", help="MERA tasks (ruHumanEval, ruTiE): `judge-eval mera --help`.", add_help=False)
     for name, codes in EXIT_CODES.items():  # each subcommand's --help ends with the exit codes it uses
@@ -329,7 +328,7 @@ def _experts(args: argparse.Namespace) -> int:
     records, report = judge.load_record_columns(data_source(args.data), split=args.split)  # columns: no object per record
     if not len(records):
         raise ValueError(f"--data {args.data}: no records; the experts' tables need labelled rows")
-    result = expert_tables(records, critical_in_means=args.critical_in_means)
+    result = expert_tables(records, critical_in_means=args.critical_in_means, mean_over=args.mean_over)
     counts = result["counts"]
     if counts["n_no_experts"] == counts["n_records"]:  # every table would be empty: said as the input error it is
         raise ValueError(f"--data {args.data}: no item with an expert score ({counted(counts['n_records'], 'record')}"

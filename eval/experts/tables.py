@@ -22,11 +22,17 @@ How they aggregate, as far as the paper says:
   item all of whose experts abstained has no score and is left out (``n_no_experts``);
 - an item's Verdict Confidence is the largest share of one score among its experts (Appendix D.2.2), only where two or
   more experts scored it (Table 15's note: no VC for the single-annotator Technical Problems);
-- a cell is the mean over its items (the paper does not say; the only reading its figures allow, see next);
+- a cell is the mean over its items of their scores: the paper defines the item's score (above) and calls its tables
+  "mean expert scores", but does not write how a cell pools them, and its printed figures cannot tell this from a
+  mean over every point estimate (which weighs an item by its experts: a Critical criterion's five against a
+  Task-specific one's two). ``mean_over`` (``judge-eval experts --mean-over``) names it: ``items`` (the default, the
+  figures this module always gave) or ``annotations``; the outputs say which was used, and the cells count items
+  either way. The Verdict Confidence tables are per item under both (Appendix D.2.2 computes it "for each instance");
 - the "Avg." row is the mean over **all items** of the column, not the mean of the rows: Table 10's seven model
   rows average to (1.569 + 1.404 + 1.398 + 1.295 + 1.300 + 1.333 + 1.541) / 7 = 1.406, but its Avg. is 1.401;
   Tables 14, 15 and 16 group the same items three ways and all give Avg. 0.888, which only an item-pooled mean
-  does (Table 14's rows average to 0.887). ``Avg.`` in the outputs is that pooled mean.
+  does (Table 14's rows average to 0.887, Table 15's 31 task types with a value to 0.890). ``Avg.`` in the outputs
+  is that pooled mean.
 
 Whether the two Critical criteria (0 best: "0" means no critical violation, Appendix P.1) count in the mean scores
 that pool over criteria is a choice: the paper does not say. Table 9 lists them as rows, which says nothing of Tables
@@ -60,12 +66,15 @@ from judge.record_columns import as_columns
 from eval.reports.report import fmt, markdown_table
 from judge.plumbing.atomic_write import write_atomically
 
-__all__ = ["AVG", "CRITICAL_IN_MEANS", "PAPER", "critical_in_means_sentence", "expert_tables", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
+__all__ = ["AVG", "CRITICAL_IN_MEANS", "MEAN_OVER", "PAPER", "critical_in_means_sentence", "expert_tables",
+           "mean_over_sentence", "render_html", "render_markdown", "summary_line", "write_expert_tables"]
 
 #: The pooled row's name, as the paper's tables write it.
 AVG = "Avg."
 #: ``critical_in_means``'s settings (module docstring): the paper is silent, ``include`` is the default.
 CRITICAL_IN_MEANS = ("include", "exclude")
+#: ``mean_over``'s settings (module docstring): how a mean-score cell pools its items; ``items`` is the default.
+MEAN_OVER = ("items", "annotations")
 _SPLITS = ("zero_shot", "standard", "unknown", "all")
 _SPLIT_TITLES = {"zero_shot": "Zero-Shot test", "standard": "Standard test", "unknown": "split unknown",
                  "all": "Full test (Zero-Shot + Standard)"}
@@ -122,39 +131,44 @@ def _codes(labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
 
 
 def _cells(values: np.ndarray, rows: tuple[list[str], np.ndarray], columns: tuple[list[str], np.ndarray] | None,
-           index: np.ndarray) -> dict:
+           index: np.ndarray, weights: np.ndarray | None = None) -> dict:
     """``{row: {column: (n, mean)}}`` over the finite values of ``index``, with the pooled ``AVG`` row; the column is
-    the evaluated model (cross tables, with the pooled ``AVG`` column: all models together) or ``"Experts"``."""
+    the evaluated model (cross tables, with the pooled ``AVG`` column: all models together) or ``"Experts"``. ``n``
+    counts items; the mean weighs each item by ``weights`` (default: 1)."""
     keep = index[np.isfinite(values[index])]
+    weight = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=np.float64)
     row_names, row_codes = rows
     col_names, col_codes = columns if columns is not None else (["Experts"], np.zeros(len(values), dtype=np.int64))
     shape = (len(row_names), len(col_names))
     flat = row_codes[keep] * shape[1] + col_codes[keep]
-    n = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
-    total = np.bincount(flat, weights=values[keep], minlength=shape[0] * shape[1]).reshape(shape)
+    size = shape[0] * shape[1]
+    n = np.bincount(flat, minlength=size).reshape(shape)
+    mass = np.bincount(flat, weights=weight[keep], minlength=size).reshape(shape)
+    total = np.bincount(flat, weights=weight[keep] * values[keep], minlength=size).reshape(shape)
     # The pooled row (and, in a cross table, column) adds the counts and sums: a mean over items, not over cells.
-    n = np.vstack([n, n.sum(axis=0)])
-    total = np.vstack([total, total.sum(axis=0)])
+    n, mass, total = (np.vstack([a, a.sum(axis=0)]) for a in (n, mass, total))
     names = list(col_names)
     if columns is not None:
-        n, total = np.hstack([n, n.sum(axis=1, keepdims=True)]), np.hstack([total, total.sum(axis=1, keepdims=True)])
+        n, mass, total = (np.hstack([a, a.sum(axis=1, keepdims=True)]) for a in (n, mass, total))
         names.append(AVG)
     out = {}
     for i in [*np.argsort(np.asarray(row_names, dtype=object), kind="stable"), len(row_names)]:
-        cells = {names[j]: (int(n[i, j]), float(total[i, j] / n[i, j])) for j in np.argsort(names, kind="stable")
+        cells = {names[j]: (int(n[i, j]), float(total[i, j] / mass[i, j])) for j in np.argsort(names, kind="stable")
                  if n[i, j]}
         if cells:
             out[row_names[i] if i < len(row_names) else AVG] = cells
     return out
 
 
-def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]:
+def expert_tables(records, critical_in_means: str = "include", mean_over: str = "items") -> dict[str, Any]:
     """The experts' tables of labelled records, judge-independent.
 
     Args:
         records: the labelled records as columns (``judge.load_record_columns``), or a ``JudgeRecord`` list.
         critical_in_means: ``include`` or ``exclude`` the two Critical criteria's items from the mean scores that
             pool over criteria (module docstring: the paper does not say).
+        mean_over: ``items`` (each item once) or ``annotations`` (each item weighed by its non-abstaining experts)
+            in the mean-score tables (module docstring: the paper does not say).
 
     Returns:
         ``{"counts": {...}, "english_names": {criterion: English name}, "tables": {table: {split: {row: {column:
@@ -162,10 +176,12 @@ def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]
         pooled; ``mean_by_model`` has the one column ``"Experts"``); ``vc_by_*`` have the column ``"Experts"``.
         Every table has the pooled ``AVG`` row. A group without a value is absent (the paper's "—"). Also
         ``"critical_in_means": {"setting", "n_items"}``: the setting and how many items it concerns (Critical
-        criteria with an expert score, every split).
+        criteria with an expert score, every split), and ``"mean_over"``: the setting.
     """
     if critical_in_means not in CRITICAL_IN_MEANS:
         raise ValueError(f"critical_in_means: {critical_in_means!r}; one of {', '.join(CRITICAL_IN_MEANS)}")
+    if mean_over not in MEAN_OVER:
+        raise ValueError(f"mean_over: {mean_over!r}; one of {', '.join(MEAN_OVER)}")
     import judge
 
     columns = as_columns(records)
@@ -173,6 +189,9 @@ def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]
     experts = columns.expert_matrix()
     item_mean = expert_mean(experts)
     item_vc = verdict_confidence_experts(experts)
+    n_experts = np.isfinite(experts).sum(axis=1)
+    # Every point estimate once, or every item once (VC is per item either way).
+    mean_weights = n_experts if mean_over == "annotations" else None
     models = np.where(columns.text("model_id") == "", "(none)", columns.text("model_id")).astype(object)
     group_of = {"model_id": _codes(models.tolist()), "task_type": _codes(tasks.tolist()),
                 "criterion": _codes(criteria.tolist())}
@@ -187,15 +206,16 @@ def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]
     for key, value, by, _ in _TABLES:
         values = item_vc if value == "vc" else item_mean if by == "criterion" else pooled_mean
         cross = group_of["model_id"] if value == "mean" and by != "model_id" else None
-        tables[key] = {name: _cells(values, group_of[by], cross, idx) for name, idx in index.items() if len(idx)}
+        weights = mean_weights if value == "mean" else None
+        tables[key] = {name: _cells(values, group_of[by], cross, idx, weights) for name, idx in index.items()
+                       if len(idx)}
         if value == "mean" and by == "criterion" and pooled_mean is not item_mean:
             # Each criterion keeps its own row; the Avg. row pools without the Critical ones.
             for name, idx in index.items():
                 if name in tables[key]:
                     rows = {row: cells for row, cells in tables[key][name].items() if row != AVG}
-                    pooled = _cells(pooled_mean, group_of[by], cross, idx).get(AVG)
+                    pooled = _cells(pooled_mean, group_of[by], cross, idx, weights).get(AVG)
                     tables[key][name] = {**rows, **({AVG: pooled} if pooled else {})}
-    n_experts = np.isfinite(experts).sum(axis=1)
     released = columns.criteria_score
     differs = np.isfinite(item_mean) & np.isfinite(released) & ~np.isclose(item_mean, released, atol=1e-6)
     counts = {
@@ -210,6 +230,7 @@ def expert_tables(records, critical_in_means: str = "include") -> dict[str, Any]
     return {"counts": counts,
             "critical_in_means": {"setting": critical_in_means,
                                   "n_items": int((critical & np.isfinite(item_mean)).sum())},
+            "mean_over": mean_over,
             "english_names": dict(sorted({c: e for c, e in zip(criteria.tolist(), english.tolist()) if e}.items())),
             "tables": tables}
 
@@ -276,6 +297,15 @@ def critical_in_means_sentence(result: dict[str, Any]) -> str:
             "say; POLLUX's src/metrics.py leaves 0/1 criteria out of its means).")
 
 
+def mean_over_sentence(result: dict[str, Any]) -> str:
+    """How the mean-score cells pooled their items (``mean_over``; the paper does not say), for every output."""
+    setting = result.get("mean_over", "items")
+    how = ("each item's score once" if setting == "items" else
+           "each item's score weighed by its non-abstaining experts (every point estimate once)")
+    return (f"A mean-score cell is the mean of {how} (--mean-over {setting}; the paper does not say); the Verdict "
+            "Confidence cells are per item either way.")
+
+
 def _blocks(result: dict[str, Any]) -> list[tuple]:
     """The report section as ("h2" | "h3" | "p", text) and ("table", header, rows) blocks, for both renderers."""
     c = result["counts"]
@@ -291,9 +321,9 @@ def _blocks(result: dict[str, Any]) -> list[tuple]:
               f"file's null) left out; {c['n_no_experts']} items without a non-abstaining "
               f"expert left out; {c['n_single_expert']} items with a single expert have no Verdict Confidence; "
               f"{c['n_criteria_score_differs']} items whose released criteria_score is not the mean of their "
-              "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), a cell the "
-              "mean over its items, Avg. the mean over all items of the column (not of the rows). Cells: value "
-              "(items)."),
+              "experts. An item's score is the mean of its experts' point estimates (paper, Section 2.3), Avg. "
+              "pools all items of the column (not the rows). Cells: value (items)."),
+        ("p", mean_over_sentence(result)),
         ("p", critical_in_means_sentence(result)),
         ("h3", "Mean expert score by evaluated model (Table 10's Experts column is the Zero-Shot one)"),
         ("table", *_column_table(tables["mean_by_model"], splits, None)),
@@ -356,4 +386,5 @@ def summary_line(result: dict[str, Any]) -> str:
     if not parts:
         return "no item with an expert score"
     return "; ".join(parts + [f"{_SPLIT_TITLES[split]}: no item with an expert score" for split in empty]
-                     + [f"Critical criteria in the means: {setting}"])
+                     + [f"Critical criteria in the means: {setting}",
+                        f"means over {result.get('mean_over', 'items')}"])

@@ -226,3 +226,45 @@ def test_an_item_left_with_one_expert_by_an_abstention_has_a_mean_but_no_verdict
     assert out["tables"]["vc_by_model"]["standard"]["gpt4"]["Experts"] == (1, 1.0)
     assert out["counts"]["n_single_expert"] == 1 and out["counts"]["n_abstentions"] == 1
 
+
+def test_mean_over_annotations_is_a_named_choice(tables, tmp_path):
+    """The paper defines an item's score as the mean of its point estimates (Section 2.3) and its tables as "mean
+    expert scores", without writing how a cell pools them: ``mean_over="annotations"`` weighs each item by its
+    non-abstaining experts (every point estimate once), ``items`` (the default) each item once. By hand, sums of
+    point estimates / their number: Zero-Shot gpt4 {3} 6/4 = 1.5, llama {4, 7} (4 + 0)/(2 + 1) = 4/3, Avg. 10/7 (items:
+    7/6); Standard gpt4 {1, 2, 8} (5 + 0 + 1)/(3 + 2 + 5) = 3/5, llama {5} 1, Avg. 7/11; Full test gpt4 12/14 = 6/7,
+    llama {4, 5, 7} 5/4, Avg. 17/18. Cells still count items; the VC tables are per item either way."""
+    records = judge.load_records(write_released_dataset(tmp_path / "POLLUX", _rows()))
+    out = expert_tables(records, mean_over="annotations")
+    assert tables["mean_over"] == "items" and out["mean_over"] == "annotations"
+    expected = {"zero_shot": {"gpt4": (1, 1.5), "llama": (2, 4 / 3), AVG: (3, 10 / 7)},
+                "standard": {"gpt4": (3, 3 / 5), "llama": (1, 1.0), AVG: (4, 7 / 11)},
+                "all": {"gpt4": (4, 6 / 7), "llama": (3, 5 / 4), AVG: (7, 17 / 18)}}
+    for split, rows in expected.items():
+        got = {row: cols["Experts"] for row, cols in out["tables"]["mean_by_model"][split].items()}
+        assert got.keys() == rows.keys()
+        for row, (n, value) in rows.items():
+            assert got[row][0] == n and got[row][1] == pytest.approx(value), (split, row)
+    # Table 1, Editing: gpt4 {1, 2, 8} as Standard's gpt4 (3/5); Table 9, the Critical format criterion: item 8 alone.
+    assert out["tables"]["mean_by_task_type"]["all"]["Editing"]["gpt4"] == (3, pytest.approx(3 / 5))
+    assert out["tables"]["mean_by_criterion"]["all"][_name("narushenie_formata")]["gpt4"] == (1, pytest.approx(0.2))
+    for key in ("vc_by_model", "vc_by_task_type", "vc_by_criterion"):
+        assert out["tables"][key] == tables["tables"][key]
+
+
+def test_the_experts_command_names_its_mean_over_choice(tmp_path, capsys):
+    """`judge-eval experts --mean-over annotations`: the Zero-Shot Avg. 10/7 in the CSV, and the choice said in
+    experts.md, experts.html and on the console; without the flag: items (7/6)."""
+    folder = write_released_dataset(tmp_path / "POLLUX", _rows())
+    for flag, zero_shot_avg in (("annotations", 10 / 7), (None, 7 / 6)):
+        out = tmp_path / (flag or "default")
+        assert main(["experts", "--data", str(folder), "--out", str(out),
+                     *(["--mean-over", flag] if flag else [])]) == 0
+        setting = flag or "items"
+        with (out / "experts_tables.csv").open(encoding="utf-8") as f:
+            avg = [r for r in csv.DictReader(f)
+                   if (r["table"], r["split"], r["row"]) == ("mean_by_model", "zero_shot", AVG)]
+        assert float(avg[0]["value"]) == pytest.approx(zero_shot_avg)
+        assert f"(--mean-over {setting};" in (out / "experts.md").read_text(encoding="utf-8")
+        assert f"(--mean-over {setting};" in (out / "experts.html").read_text(encoding="utf-8")
+        assert f"means over {setting}" in capsys.readouterr().out
