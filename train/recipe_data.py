@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TrainingData", "data_before_the_claim", "refuse_unrenderable_chat_template", "tokenizer_before_the_claim"]
+__all__ = ["TrainingData", "data_before_the_claim", "recorded_datasets", "refuse_unrenderable_chat_template",
+           "tokenizer_before_the_claim"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +104,14 @@ def data_before_the_claim(config: Any, module: str) -> Any:
     if tokenizer is None:
         return None
     return training_data(config, tokenizer)
+
+
+def recorded_datasets(run: Any, data: TrainingData) -> tuple[Any, Any]:
+    """The data step's examples as the trainer's datasets (no evaluation dataset without evaluation rows), with the
+    data report and the training rows recorded in run.json (``run``: the recipe's ``train.recipe_steps`` run)."""
+    from datasets import Dataset
+
+    train_dataset = Dataset.from_list(data.train_examples)
+    eval_dataset = Dataset.from_list(data.eval_examples) if data.eval_rows else None
+    run.record_data({**data.report.to_dict(), "n_eval": len(data.eval_rows)}, train_rows=data.train_rows)
+    return train_dataset, eval_dataset

@@ -29,7 +29,7 @@ from typing import Any
 
 from train.config import RegressionConfig
 from train.provenance import RunResult
-from train.recipe_data import TrainingData
+from train.recipe_data import TrainingData, recorded_datasets
 
 __all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "refuse_unfit_base", "tokenize_rows",
            "training_data"]
@@ -284,7 +284,6 @@ def main(config: RegressionConfig, *, callbacks: tuple = (), data: TrainingData 
     Returns:
         A ``RunResult``; the export is in ``<output_dir>/export`` (see ``train/export.py`` for the layout).
     """
-    from datasets import Dataset
     from transformers import TrainingArguments
 
     from train import recipe_steps
@@ -298,10 +297,8 @@ def main(config: RegressionConfig, *, callbacks: tuple = (), data: TrainingData 
     # ---- data ---------------------------------------------------------------------------------------------------
     if data is None:
         data = training_data(config, run.tokenizer)
-    train_rows, eval_rows = data.train_rows, data.eval_rows
-    train_dataset = Dataset.from_list(data.train_examples)
-    eval_dataset = Dataset.from_list(data.eval_examples) if eval_rows else None
-    run.record_data({**data.report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
+    train_dataset, eval_dataset = recorded_datasets(run, data)
+    train_rows = data.train_rows
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.

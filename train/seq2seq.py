@@ -45,7 +45,7 @@ from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
 from train.config import ConfigError, Seq2SeqConfig, zero_shot_split
 from train.provenance import RunResult
-from train.recipe_data import TrainingData
+from train.recipe_data import TrainingData, recorded_datasets
 from train.recipe_steps import labelled_positions_only_on_cpu
 
 __all__ = ["integer_rows", "integer_rows_for_config", "integer_target", "main", "sft_dataset", "sft_examples",
@@ -625,12 +625,8 @@ def main(config: Seq2SeqConfig, *, callbacks: tuple = (), data: TrainingData | N
     # ---- data ---------------------------------------------------------------------------------------------------
     if data is None:
         data = training_data(config, run.tokenizer)
-    from datasets import Dataset
-
-    train_rows, eval_rows = data.train_rows, data.eval_rows
-    train_dataset = Dataset.from_list(data.train_examples)
-    eval_dataset = Dataset.from_list(data.eval_examples) if eval_rows else None
-    run.record_data({**data.report.to_dict(), "n_eval": len(eval_rows)}, train_rows=train_rows)
+    train_dataset, eval_dataset = recorded_datasets(run, data)
+    train_rows = data.train_rows
 
     # ---- model --------------------------------------------------------------------------------------------------
     # Arguments before the model: under ZeRO-3 from_pretrained then partitions the weights as they load.
