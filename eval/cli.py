@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "alpha/m): at 0.05, >= 6 instructions for one test, more for m tests (2/2^n below "
                        "alpha/m: Holm's first step over two rank runs' m tested cells; 7 for a board of 3, 11 of 8).")
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
-                       help="What a paired resample draws: items or whole instructions (as score's); default: the "
-                            "unit the baseline was scored with. Rank runs are always compared by instruction.")
+                       help="What a paired resample draws: items or whole instructions (as score's); default: "
+                            "instructions where any run was scored by them. Rank runs: always instructions.")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
                        help="Rank runs: compare them even when their judge settings (run.json) differ.")
 

@@ -385,8 +385,9 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
         alpha: significance level of the better/worse calls.
         bootstrap_unit: what a paired resample draws: ``item`` or ``instruction`` (every item of an instruction
             together, as ``item_table.evaluate``'s); the baseline's items.parquet says which items share one. None:
-            the unit the baseline was scored with (its ``settings.bootstrap_unit``; item where it names none), so
-            that runs scored by instruction, their items declared dependent, are not paired as independent items.
+            ``instruction`` where any of the runs was scored with it (``settings.bootstrap_unit``), else ``item``:
+            the runs hold the same items, so one run declaring them dependent declares them so for every run, and
+            which run is the baseline does not change the unit.
 
     Returns:
         ``eval.scoring.comparison.Comparison`` (``compare.json``): per compared run and test the paired statistics of
@@ -401,7 +402,12 @@ def compare(folders: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha:
     if len(folders) < 2:
         raise ValueError("compare needs at least two scored runs")
     runs = [load_run(f) for f in folders]
-    bootstrap_unit = bootstrap_unit or runs[0].metrics.settings.bootstrap_unit or "item"
+    by_instruction = [r.folder for r in runs if r.metrics.settings.bootstrap_unit == "instruction"]
+    if bootstrap_unit is None and by_instruction and runs[0].table.instruction_key is None:
+        raise ValueError(f"{runs[0].folder}: its items.parquet does not say which items share an instruction (written "
+                         f"by an older version), and {by_instruction[0]} was scored by instruction; score the baseline "
+                         "again, or give --bootstrap-unit item to pair them as independent items")
+    bootstrap_unit = bootstrap_unit or ("instruction" if by_instruction else "item")
     clusters = item_table.bootstrap_clusters(runs[0].table, bootstrap_unit, where=str(runs[0].folder))
     # two runs of one judge (say, two checkpoints' folders) are told apart by their folders
     for run, name in zip(runs, distinct_names([r.name for r in runs], [r.folder for r in runs])):

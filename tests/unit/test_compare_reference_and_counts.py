@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from eval.scoring import item_table
 from tests.unit.test_eval_metrics import _table
 
@@ -144,7 +146,11 @@ def test_runs_scored_with_other_settings_are_said_to_be_so(tmp_path):
         written["settings"].update(regression_scores=clipping, bootstrap_unit=unit)
         written["notes"] = {"n_unknown_ids": 0, "n_regression_scores": 40}  # a regression head's scores, all 40
         (folder / "metrics.json").write_text(json.dumps(written), encoding="utf-8")
-    # by item, as asked: the hand-made tables hold no instruction keys to draw a baseline's "instruction" unit with
+    # the hand-made tables hold no instruction keys: a's "instruction" unit cannot be drawn over b's table unless
+    # --bootstrap-unit item is given, which the refusal names
+    with pytest.raises(ValueError, match=f"{b}: its items.parquet .* and {a} was scored by instruction; .* "
+                                         "--bootstrap-unit item"):
+        compare([b, a], n_boot=50)
     said = headline(compare([a, b], n_boot=50, bootstrap_unit="item"))
     assert ("b was scored with --clip-regression (a regression head's scores clipped to their scale), a without "
             "--clip-regression (a regression head's scores as the head gave them): the MAE deltas measure the clipping "

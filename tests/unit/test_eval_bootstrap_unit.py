@@ -177,15 +177,18 @@ def test_an_items_table_without_instruction_keys_is_refused_naming_why(runs, tmp
     assert item_table.evaluate(read, n_boot=10).settings.bootstrap_unit == "item"
 
 
-def test_compare_resamples_as_the_baseline_was_scored_unless_told(runs, tmp_path):
-    """Without ``--bootstrap-unit``, compare draws the unit the baseline was scored with: runs scored by instruction
-    (their items declared dependent) were paired by item, narrower intervals and smaller p-values than the runs' own
-    unit allows, with nothing but the note's "resamples of items" to say so. Given, the flag decides."""
+def test_compare_resamples_by_instruction_where_any_run_was_scored_so_unless_told(runs, tmp_path):
+    """Without ``--bootstrap-unit``, compare draws whole instructions where any of its runs was scored by them: runs
+    scored by instruction (their items declared dependent) were paired by item, narrower intervals and smaller
+    p-values than the runs' own unit allows, with nothing but the note's "resamples of items" to say so. The items
+    are the same in every run, so which run is the baseline does not change the unit. Given, the flag decides."""
     root = runs["root"]
     by_instruction, exact = str(root / "by_instruction-instruction"), str(root / "exact-instruction")
     cases = {"default": ([by_instruction, exact], "instruction"),
              "told": ([by_instruction, exact, "--bootstrap-unit", "item"], "item"),
-             "baseline by item": ([str(root / "by_instruction-item"), exact], "item")}
+             "baseline by item": ([str(root / "by_instruction-item"), exact], "instruction"),
+             "either order": ([exact, str(root / "by_instruction-item")], "instruction"),
+             "both by item": ([str(root / "by_instruction-item"), str(root / "exact-item")], "item")}
     for name, (given, unit) in cases.items():
         out = tmp_path / name
         assert main(["compare", *given, "--out", str(out), "--n-boot", "400"]) == 0
