@@ -346,8 +346,8 @@ class ServeConfig:
         10.0, "Seconds a client connection may take to send a request's headers before it is closed."
     )
     body_timeout_s: float = _f(
-        60.0, "Seconds a client may take to send a request's body once its headers are in (then a 408), or to resume "
-        "reading an answer it stopped reading: past either the connection is closed, whose slot it held for ever.",
+        60.0, "Seconds a client may take to send a request's body once its headers are in (then a 408), and to take "
+        "64 KiB of an answer waiting for it: past either the connection is closed, whose slot it held for ever.",
     )
     max_proxy_tokens: int = _f(
         8192,

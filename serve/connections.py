@@ -2,7 +2,10 @@
 (uvicorn's protocol), the body limit, the API key, the Host and Origin allow-list, refusal while draining, the
 request id, and the health polls kept out of the access log. A guard that refuses a request answers in OpenAI's
 error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
-``unless_disconnected`` ends a route's work when its client leaves."""
+``unless_disconnected`` ends a route's work when its client leaves.
+
+Why one module of ~525 lines: each guard is small, and they are read together (one request passes every one in
+order, and the protocol's deadlines share its connection's state); one module per guard would scatter that order."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from serve.errors import error_body, error_response
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
-           "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
+           "MIN_READ_PER_WINDOW", "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
            "header_deadline_protocol", "own_host_names", "unless_disconnected"]
 
 T = TypeVar("T")
@@ -27,6 +30,10 @@ log = logging.getLogger("judge_serve")
 
 #: Most bytes of request line plus headers one request may send (httptools itself sets no bound).
 MAX_HEADER_BYTES = 64 * 1024
+#: What a client must take of its answer in each ``body_timeout_s`` while judge-serve's writing is paused on it to
+#: keep its connection: one reading steadily takes far more, one that stopped takes nothing, and one taking a few
+#: bytes a window would hold its slot for as long as it liked.
+MIN_READ_PER_WINDOW = 64 * 1024
 
 
 #: What uvicorn's limit_concurrency does not refuse: a liveness probe answered 503 while clients hold every
@@ -176,7 +183,11 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
         def pause_writing(self) -> None:
             super().pause_writing()
             if body_timeout_s is not None and self._stalled_timer is None:
-                self._stalled_timer = self.loop.call_later(body_timeout_s, self._reader_too_slow)
+                self._arm_stalled()
+
+        def _arm_stalled(self) -> None:
+            self._unsent_when_armed = unsent_bytes(self.transport)
+            self._stalled_timer = self.loop.call_later(body_timeout_s, self._reader_too_slow)
 
         def resume_writing(self) -> None:
             super().resume_writing()
@@ -188,8 +199,15 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
                 self._stalled_timer = None
 
         def _reader_too_slow(self) -> None:
-            # Aborted, not closed: a close waits until what is buffered has been sent, which this client never takes.
             self._stalled_timer = None
+            # The answer is buffered whole at once (Starlette writes it in one go), so writing stays paused until the
+            # client has taken nearly all of it: one reading steadily, if slowly, gets another window for each
+            # MIN_READ_PER_WINDOW it took; one that stopped (or trickles) is cut off.
+            taken = self._unsent_when_armed - unsent_bytes(self.transport)
+            if taken >= min(MIN_READ_PER_WINDOW, self._unsent_when_armed):
+                self._arm_stalled()
+                return
+            # Aborted, not closed: a close waits until what is buffered has been sent, which this client never takes.
             self.transport.abort()
 
         def connection_lost(self, exc) -> None:
@@ -199,6 +217,22 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             super().connection_lost(exc)
 
     return HeaderDeadlineProtocol
+
+
+def unsent_bytes(transport: Any) -> int:
+    """What ``transport`` holds that its client has not yet taken: its own buffer and, on Linux, the socket's send
+    queue (``TIOCOUTQ``). The buffer alone moves in jumps: the kernel says a socket is writable again only once a third
+    of its send buffer (megabytes, autotuned) is free, so a client reading steadily could leave it unchanged for
+    seconds."""
+    import fcntl
+    import struct
+    import termios
+
+    unsent = transport.get_write_buffer_size()
+    sock = transport.get_extra_info("socket")
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        unsent += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    return unsent
 
 
 class _TooLarge(Exception):

@@ -266,3 +266,27 @@ def test_headers_over_their_bound_after_a_pipelined_request_are_not_answered_in_
         sock.sendall(_head(100) + b"x" * 100 + b"GET /" + b"x" * (MAX_HEADER_BYTES + 10) + b" HTTP/1.1\r\n\r\n")
         answer = _until_closed(sock)
     assert b"431" not in answer.split(b"\r\n", 1)[0] and answer.count(b"HTTP/1.1 431") == 0
+
+
+def test_a_client_reading_its_answer_steadily_past_the_body_deadline_gets_it_whole():
+    """The answer is buffered whole at once, so judge-serve's writing stays paused until the client has taken nearly
+    all of it: a deadline armed once at the pause cut off a client that read steadily but needed longer than
+    body_timeout_s for the whole answer. Each window in which it takes MIN_READ_PER_WINDOW earns another. Here the
+    client takes 256 KiB every 20 ms (128 pauses: at least 2.56 s, past the 1 s deadline), ~200 times the minimum a
+    window asks."""
+    import time
+
+    from serve.connections import MIN_READ_PER_WINDOW
+
+    assert 256 * 1024 / 0.02 * BODY_TIMEOUT_S > 100 * MIN_READ_PER_WINDOW
+    lost = threading.Event()
+    with _serving(lost=lost) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /large HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        sock.settimeout(30)
+        started, received = time.monotonic(), 0
+        while chunk := sock.recv(256 * 1024):
+            received += len(chunk)
+            time.sleep(0.02)  # the slow reader this test is about: its pace is the workload, not a wait
+    assert time.monotonic() - started > BODY_TIMEOUT_S  # it did read past the deadline a single window would give
+    head_length = received - LARGE_ANSWER_BYTES
+    assert 0 < head_length < 1024, received  # the whole body, after its head
