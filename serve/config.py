@@ -251,7 +251,7 @@ class ServeConfig:
     lenient_parsing: bool = _f(False, "Accept a verdict whose [END] was cut off (judge.parse_verdict lenient=True).")
     stop_at_end: bool = _f(
         True, "Tagged judges: stop at the first [END] (POLLUX's verdict wherever that [END] closes the [RESULT] "
-              "block); false: generate to the end of the turn, as POLLUX does (no stop string), read whole.")
+              "block); false: no stop string, as POLLUX (constrained decoding still ends at the verdict's [END]).")
     constrained_decoding: bool = _f(
         False,
         "Force the verdict format ([FEEDBACK] ... [RESULT] n [END]) with vLLM structured outputs by default; "
