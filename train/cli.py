@@ -18,10 +18,12 @@ from it and derives gradient accumulation so that the global batch stays ``globa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from train.exit_status import STOPPED_NOT_REQUEUED, stop_exit_code  # noqa: F401 - the statuses run() returns
 
@@ -136,7 +138,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             # Both before the run folder, the lock and the base model exist. The data first: reading it takes a
             # fraction of a second, while building TrainingArguments (a misspelt schedule or optimizer) imports torch
             # and transformers, ~5 CPU-s, which a refused file should not cost.
-            check_training_data(config)
+            check_training_data(config, quiet=True)  # the recipe's data step reads it again, and says what it read
             check_training_arguments(config)
             check_attention_kernel(config)
             if config.recipe == "grpo":  # its refusals from the config and the base's manifest
@@ -168,7 +170,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
 
 
-def check_training_data(config, *, download: bool = True) -> None:
+def check_training_data(config, *, download: bool = True, quiet: bool = False) -> None:
     """Read a seq2seq, regression or grpo config's data as its recipe will, and refuse it when no training row would come
     out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
     ``min_russian_share``). Done before anything is written, so a bad ``data`` leaves no run folder, lock or base
@@ -185,6 +187,9 @@ def check_training_data(config, *, download: bool = True) -> None:
         config: the resolved config.
         download: False for ``judge-train submit`` on a login node: a hub id is looked up in the Hugging Face cache
             only, and one not there is left to the job, which downloads it into its own cache.
+        quiet: read the data without its log lines below ERROR (the load summary, the rows line, the loader's
+            warnings): for ``judge-train run``, whose recipe's data step reads it again at once and logs them. A
+            refusal says what the filters dropped in its own message.
 
     Raises:
         ConfigError: naming the field and the source (and what the filters dropped): one that is missing, not
@@ -197,13 +202,15 @@ def check_training_data(config, *, download: bool = True) -> None:
     from train.build_data import build_rows, load_training_records
     from train.config import TINY_MODEL, TINY_QWEN3, ConfigError
 
+    reading = _read_quietly if quiet else contextlib.nullcontext
     if config.recipe == "classifier":
         # The task classifier's rows (benchmark rows, held-out instructions, Zero-Shot rows) are refused before its
         # base is looked up, which for a hub id not in the cache is a download.
         from train.criteria_rows import classifier_rows
 
         try:
-            classifier_rows(config)
+            with reading():
+                classifier_rows(config)
         except (ConfigError, LeakageError, RecordError):
             raise  # they name the source, row and field themselves
         except (OSError, ValueError) as err:  # a source not there, not readable or of an unknown type: one line
@@ -232,50 +239,67 @@ def check_training_data(config, *, download: bool = True) -> None:
     from train.config import zero_shot_split
 
     spec = zero_shot_split(config)
-    for field in ("data", "eval_data"):
-        source = getattr(config, field, None)
-        if not source:
-            continue
-        try:
-            records = load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
-        except (LeakageError, RecordError):
-            raise  # they name the source, row and field themselves
-        except (OSError, ValueError) as err:
-            # a source that is not there or not readable, an unknown file type, a split it does not hold: one line
-            # naming the field, as judge-train build-data and judge-eval say them, not a traceback
-            raise ConfigError(f"{field}: {err}") from None
-        if not records:
-            raise ConfigError(f"{field}: {source} holds no records")
-        if config.recipe == "grpo":  # prompts with their labels (train.grpo); too long ones: train.recipe_data
-            from train.grpo import grpo_rows
+    with reading():  # the field's records and rows
+        for field in ("data", "eval_data"):
+            source = getattr(config, field, None)
+            if not source:
+                continue
+            try:
+                records = load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+            except (LeakageError, RecordError):
+                raise  # they name the source, row and field themselves
+            except (OSError, ValueError) as err:
+                # a source that is not there or not readable, an unknown file type, a split it does not hold: one line
+                # naming the field, as judge-train build-data and judge-eval say them, not a traceback
+                raise ConfigError(f"{field}: {err}") from None
+            if not records:
+                raise ConfigError(f"{field}: {source} holds no records")
+            if config.recipe == "grpo":  # prompts with their labels (train.grpo); too long ones: train.recipe_data
+                from train.grpo import grpo_rows
 
-            rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
-                                     verdict_format=config.verdict_format, split_spec=spec)  # fmt: skip
-            if field == "data" and rows:
-                # Fewer prompts than one step samples: the recipe's own refusal (train.grpo.check_prompt_count),
-                # made here before the run folder. judge-train submit counts them without the job's ranks (one,
-                # unless WORLD_SIZE is set): a step samples at most as many prompts on fewer ranks, so no job that
-                # could train is refused.
-                from train.grpo import check_prompt_count, prompts_per_step
-                from train.training_arguments import launch_arithmetic
+                rows, report = grpo_rows(records, zero_shot=config.zero_shot, no_unique_mode=config.no_unique_mode,
+                                         verdict_format=config.verdict_format, split_spec=spec)  # fmt: skip
+                if field == "data" and rows:
+                    # Fewer prompts than one step samples: the recipe's own refusal (train.grpo.check_prompt_count),
+                    # made here before the run folder. judge-train submit counts them without the job's ranks (one,
+                    # unless WORLD_SIZE is set): a step samples at most as many prompts on fewer ranks, so no job that
+                    # could train is refused.
+                    from train.grpo import check_prompt_count, prompts_per_step
+                    from train.training_arguments import launch_arithmetic
 
-                check_prompt_count(len(rows[: config.max_rows]), prompts_per_step(config, launch_arithmetic(config)),
-                                   config, report.summary())
-        elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
-            from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
+                    per_step = prompts_per_step(config, launch_arithmetic(config))
+                    check_prompt_count(len(rows[: config.max_rows]), per_step, config, report.summary())
+            elif getattr(config, "verdict_format", "tagged") == "integer":  # reasoning traces (train.seq2seq)
+                from train.seq2seq import holds_traces, integer_rows, traces_settings_for_config
 
-            if field == "eval_data" and not holds_traces(records):
-                continue  # not traces: the recipe holds out part of the training traces instead
-            rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
-                                        source=source, min_russian_share=config.min_russian_share,
-                                        traces_settings=traces_settings_for_config(config, source),
-                                        split_spec=spec)  # fmt: skip
-        else:
-            rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
-                                      min_russian_share=config.min_russian_share,
-                                      score_target=getattr(config, "score_target", "mean"), split_spec=spec)
-        if not rows:
-            raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
+                if field == "eval_data" and not holds_traces(records):
+                    continue  # not traces: the recipe holds out part of the training traces instead
+                rows, report = integer_rows(records, zero_shot=config.zero_shot,
+                                            missing_reasoning=config.missing_reasoning, source=source,
+                                            min_russian_share=config.min_russian_share,
+                                            traces_settings=traces_settings_for_config(config, source),
+                                            split_spec=spec)  # fmt: skip
+            else:
+                rows, report = build_rows(records, recipe=config.recipe, zero_shot=config.zero_shot,
+                                          min_russian_share=config.min_russian_share,
+                                          score_target=getattr(config, "score_target", "mean"), split_spec=spec)
+            if not rows:
+                raise ConfigError(f"{field}: no training rows left in {source}: {report.summary()}")
+
+
+@contextlib.contextmanager
+def _read_quietly() -> Iterator[None]:
+    """The toolkit's own loggers (``judge``, ``train``) say only errors inside the block: ``check_training_data``'s
+    read of data that the recipe's data step reads again and reports. Their levels are put back after it."""
+    loggers = [logging.getLogger(name) for name in ("judge", "train")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def refuse_incomplete_base(base, chat_template: bool = True) -> None:

@@ -33,6 +33,12 @@ def test_an_output_dir_that_cannot_be_made_is_named_after_its_flag(tmp_path, cap
                           "there (") and err.count("\n") == 1, err
 
 
+def _reflowing(tokenizer, prompt, completion=None, thinking=False):
+    """A chat template that does not keep the judge prompt verbatim: it reflows its user turn."""
+    text = "<|im_start|>user\n" + " ".join(prompt.split()) + "<|im_end|>\n<|im_start|>assistant\n"
+    return text if completion is None else text + completion + "<|im_end|>\n"
+
+
 def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_leaves_no_run_folder(tmp_path, capsys, monkeypatch,
                                                                                        tiny_causal_dir):
     """A template that does not keep the judge prompt verbatim (one that trims or reflows its user turn) is the
@@ -41,11 +47,7 @@ def test_a_chat_template_that_rewrites_the_prompt_is_one_line_and_leaves_no_run_
     (it held its run.lock once the refusal came after the claim)."""
     import judge
 
-    def reflowing(tokenizer, prompt, completion=None, thinking=False):
-        text = "<|im_start|>user\n" + " ".join(prompt.split()) + "<|im_end|>\n<|im_start|>assistant\n"
-        return text if completion is None else text + completion + "<|im_end|>\n"
-
-    monkeypatch.setattr(judge, "apply_chat", reflowing)
+    monkeypatch.setattr(judge, "apply_chat", _reflowing)
     out = tmp_path / "run"
     code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out),
                       "--model-name-or-path", str(tiny_causal_dir)])  # the session's tiny model: none is built here
@@ -246,3 +248,21 @@ def test_a_held_folder_is_refused_as_held_before_its_rules(tmp_path, capsys):
         code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "is in use by holder (pid" in err and "already holds" not in err, err
+
+
+def test_a_run_logs_its_data_once(tmp_path, capsys, caplog, monkeypatch, tiny_causal_dir):
+    """The data is read twice before training (``check_training_data``, then the recipe's data step), but its load
+    summary and its rows line are each logged once: the check reads quietly and leaves them to the data step. The
+    run is refused by its data step (a chat template that reflows the prompt), after both lines are said."""
+    import logging
+
+    import judge
+
+    monkeypatch.setattr(judge, "apply_chat", _reflowing)
+    caplog.set_level(logging.INFO)
+    code = train_run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(tmp_path / "run"),
+                      "--model-name-or-path", str(tiny_causal_dir)])
+    assert code == 2 and "the chat template of " in capsys.readouterr().err
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum(message.startswith("training data: ") for message in messages) == 1, messages
+    assert sum(" rows -> " in message and " records" in message for message in messages) == 1, messages

@@ -66,7 +66,7 @@ def test_judge_train_run_latches_from_its_start(tmp_path, monkeypatch, usr1_igno
 
     seen = {}
 
-    def check_data(config):
+    def check_data(config, **settings):
         os.kill(os.getpid(), signal.SIGUSR1)
 
     def recipe(config):
