@@ -501,8 +501,10 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
 
     spec = zero_shot_split(config)
 
-    def build(source: str):
-        records = build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+    def read(source: str) -> list[judge.JudgeRecord]:
+        return build_data.load_training_records(source, allow_benchmark_rows=config.allow_benchmark_rows)
+
+    def build(source: str, records: list[judge.JudgeRecord]):
         rows, report = integer_rows(records, zero_shot=config.zero_shot, missing_reasoning=config.missing_reasoning,
                                     source=source, min_russian_share=config.min_russian_share,
                                     traces_settings=traces_settings_for_config(config, source),
@@ -516,9 +518,9 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
             report.n_rows = len(rows)
         return rows, report
 
-    rows, report = build(config.data)
-    eval_traces = config.eval_data and holds_traces(
-        build_data.load_training_records(config.eval_data, allow_benchmark_rows=config.allow_benchmark_rows))
+    rows, report = build(config.data, read(config.data))
+    eval_records = read(config.eval_data) if config.eval_data else []  # read once: asked for traces, then built
+    eval_traces = holds_traces(eval_records)
     if config.eval_data and not eval_traces:
         logger.warning("eval_data %s holds no reasoning traces (records, not `judge-train data traces` rows): the "
                        "validation rows are %.0f%% of the training traces' instructions, held out with all their "
@@ -526,7 +528,7 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
                        100 * config.eval_fraction)
     eval_report = None
     if eval_traces:
-        train, (held_out, eval_report) = rows, build(config.eval_data)
+        train, (held_out, eval_report) = rows, build(config.eval_data, eval_records)
     else:
         report.validation_split = build_data.validation_unit(config)
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)

@@ -437,6 +437,29 @@ def test_an_eval_data_of_records_without_traces_gives_way_to_a_split_of_the_trac
     assert len(integer_rows_for_config(as_given, qwen3_tokenizer)[1]) == 60
 
 
+def test_an_eval_data_of_traces_is_read_once(tmp_path, qwen3_tokenizer, caplog):
+    """The integer recipe asks whether eval_data holds traces and then builds its rows from the same records: one
+    read, so its load summary is logged once (the file was read, and said, twice)."""
+    import dataclasses
+    import logging
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    traces, eval_traces = tmp_path / "traces.jsonl", tmp_path / "eval-traces.jsonl"
+    for path, first in ((traces, 0), (eval_traces, 100)):
+        judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=f"Исправь ошибки в тексте {k}.")
+                           for k in range(first, first + 8)], path)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(traces), eval_data=str(eval_traces), eval_fraction=0.0, max_rows=None)
+    with caplog.at_level(logging.INFO, logger="train"):
+        train, held_out, _ = integer_rows_for_config(config, qwen3_tokenizer)
+    assert len(train) == len(held_out) == 8
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum(message.startswith(f"{eval_traces}: 8 rows -> ") for message in messages) == 1, messages
+    assert sum(message.startswith(f"{traces}: 8 rows -> ") for message in messages) == 1, messages
+
+
 def test_a_reasoning_not_in_russian_is_dropped_as_build_data_drops_a_rationale(qwen3_tokenizer, tmp_path):
     """build-data drops a tagged rationale with fewer than min_russian_share of its letters Cyrillic (not_russian);
     the same text as a trace's reasoning trained an English-reasoning judge. It is dropped the same way (build-data's
