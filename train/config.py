@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1050 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1070 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -293,6 +293,13 @@ class TrainConfig:
         if self.deepspeed is not None:
             self._check_deepspeed_json()
 
+    def adapter_names(self) -> list[str]:
+        """``lora_target_modules`` as names, none when LoRA is off (``all-linear`` stays one name here:
+        ``train.lora.target_modules`` expands it)."""
+        if not self.lora:
+            return []
+        return [name.strip() for name in self.lora_target_modules.split(",") if name.strip()]
+
     def _check_deepspeed_json(self) -> None:
         """Refuse a DeepSpeed JSON whose blocks would silently replace what this config (and run.json) say.
 
@@ -533,7 +540,7 @@ class Seq2SeqConfig(TrainConfig):
         # trl's SFTTrainer computes the loss through its fused LM head, which multiplies the hidden states by
         # lm_head.weight directly (trl/trainer/utils.py, add_fused_lm_head): an adapter there would never train, and
         # SFTTrainer.__init__ refuses it, but only after the run folder, run.json and the loaded base.
-        if self.lora and "lm_head" in [name.strip() for name in self.lora_target_modules.split(",")]:
+        if "lm_head" in self.adapter_names():
             raise ConfigError(f"lora_target_modules: the seq2seq recipe cannot train an adapter on lm_head (trl's "
                               f"SFTTrainer computes the loss from lm_head.weight directly, so it would never train), "
                               f"got {self.lora_target_modules!r}; remove lm_head ('all-linear' is the decoder's "
@@ -919,8 +926,7 @@ class GRPORecipeConfig(TrainConfig):
             if self.lora:
                 raise ConfigError("trainer_args.sync_ref_model is not supported with lora (trl keeps no reference "
                                   "model under LoRA, it disables the adapter instead): remove one of them")
-        modules = [name.strip() for name in self.lora_target_modules.split(",")]
-        if self.lora and "lm_head" in modules:
+        if "lm_head" in self.adapter_names():
             raise ConfigError(f"lora_target_modules: the grpo recipe cannot train an adapter on lm_head (trl computes "
                               f"the log-probabilities from lm_head.weight directly, so it would never train), got "
                               f"{self.lora_target_modules!r}")

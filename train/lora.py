@@ -13,11 +13,8 @@ QWEN2_LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 
 def target_modules(config: TrainConfig) -> list[str]:
     """The module names that get adapters: none when LoRA is off, the decoder's linear layers for "all-linear"."""
-    if not config.lora:
-        return []
-    if config.lora_target_modules == "all-linear":
-        return list(QWEN2_LINEAR_MODULES)
-    return [name.strip() for name in config.lora_target_modules.split(",") if name.strip()]
+    names = config.adapter_names()
+    return list(QWEN2_LINEAR_MODULES) if names == ["all-linear"] else names
 
 
 def lora_config(config: TrainConfig, *, modules_to_save: list[str] | None = None):
