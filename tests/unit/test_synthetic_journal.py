@@ -48,7 +48,7 @@ def test_a_stage_given_such_an_input_exits_2_naming_it(tmp_path, capsys):
 
 def test_ctrl_c_ends_a_stage_with_one_line_naming_what_its_journal_keeps(tmp_path, monkeypatch, capsys):
     """Ctrl-C ended every stage with a KeyboardInterrupt traceback (run_jobs re-raises it once the jobs in flight are
-    journalled). The stage's last line now says it was interrupted, how many requests its journal keeps (counted in
+    journalled). The stage's last line now says it was interrupted, how many rows its journal keeps (counted in
     the file, so a second Ctrl-C that cut the wait for the jobs in flight is not claimed journalled) and that a rerun
     resumes; exit 130. Ctrl-C is raised here after two of three jobs are journalled; the rerun asks the third only."""
     import json
@@ -72,8 +72,8 @@ def test_ctrl_c_ends_a_stage_with_one_line_naming_what_its_journal_keeps(tmp_pat
         monkeypatch.setattr(answers, "run_jobs", interrupted)
         assert main(argv) == 130
         assert capsys.readouterr().err.strip().splitlines()[-1] == (
-            f"judge-train data answers: interrupted; its journal ({out / 'journal.jsonl'}) keeps 2 requests: rerun "
-            "with the same --output to ask only for the rest")
+            f"judge-train data answers: interrupted; its journal ({out / 'journal.jsonl'}) keeps 2 rows: rerun "
+            "with the same --output to ask only for what they do not answer")
         assert len(server.requests) == 2
         monkeypatch.setattr(answers, "run_jobs", real_run_jobs)
         assert main(argv) == 0

@@ -319,15 +319,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _journal_kept(out_dir: Path) -> str:
-    """What an interrupted stage's folder keeps for a rerun: its journal's rows (one per request journalled)."""
+    """What an interrupted stage's folder keeps for a rerun: its journal's rows, counted as rows (a request asked
+    again, a failure journalled, is a row more: the rerun skips what those rows answered, not one request per row)."""
     for name in JOURNAL_FILES:
         path = out_dir / name
         if path.is_file():
             with path.open(encoding="utf-8", errors="replace") as lines:
                 rows = sum(1 for line in lines if line.strip())
             if rows:
-                return (f"its journal ({path}) keeps {counted(rows, 'request')}: rerun with the same --output to ask "
-                        "only for the rest")
+                return (f"its journal ({path}) keeps {counted(rows, 'row')}: rerun with the same --output to ask "
+                        "only for what they do not answer")
     return "no request was journalled"
 
 
