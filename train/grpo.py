@@ -747,7 +747,7 @@ def training_data(config: GRPORecipeConfig, tokenizer, prompts: GRPOPrompts | No
 
     Raises:
         ConfigError: as :func:`grpo_prompts`; a chat template that cannot render the judge prompt
-            (``train.recipe_steps.refuse_unrenderable_chat_template``) or a tokenizer trl would tokenize otherwise
+            (``train.recipe_data.refuse_unrenderable_chat_template``) or a tokenizer trl would tokenize otherwise
             than judge-serve, naming ``model_name_or_path``; too few prompts left once those too long for
             ``max_length`` are dropped, naming ``data``.
     """

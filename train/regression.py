@@ -254,7 +254,7 @@ def training_data(config: RegressionConfig, tokenizer) -> TrainingData:
 
     Raises:
         ConfigError: a chat template that cannot render the judge prompt
-            (``train.recipe_steps.refuse_unrenderable_chat_template``) or that the rows cannot be trained through
+            (``train.recipe_data.refuse_unrenderable_chat_template``) or that the rows cannot be trained through
             (``tokenize_rows``), naming ``model_name_or_path`` (and the row); no training row left within
             ``max_length``, naming ``data``.
     """
