@@ -484,6 +484,34 @@ class ServingEngine(StartedEngine):
         return ""
 
 
+class LookedAtEngine(ServingEngine):
+    """A serving engine that counts the watcher's looks at it (each look begins by asking its exit code), so that a
+    test can wait for the looks it needs instead of sleeping through some."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.looks = 0
+        self._wanted: tuple[int, asyncio.Event] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def exit_code(self) -> None:
+        self.looks += 1
+        if self._wanted is not None and self.looks >= self._wanted[0]:
+            self._wanted[1].set()
+        return super().exit_code()
+
+    def stop(self) -> None:  # called in a worker thread (asyncio.to_thread), hence the loop's threadsafe call
+        super().stop()
+        if self._wanted is not None:  # counted dead: the watcher looks no more, and a waiting test is told at once
+            self._loop.call_soon_threadsafe(self._wanted[1].set)
+
+    def looked_at(self, more: int) -> asyncio.Event:
+        """An event set once the watcher has begun ``more`` further looks at this engine, or has stopped it."""
+        self._loop = asyncio.get_running_loop()
+        self._wanted = (self.looks + more, asyncio.Event())
+        return self._wanted[1]
+
+
 def test_an_engine_whose_port_refuses_connections_counts_as_dead_before_its_supervisor_exits():
     """vLLM's API server killed: its port is free at once, but its supervisor exits only once the engine's other
     processes are gone (up to ORPHAN_GRACE_S, 5 s), and judge-serve watched only that exit; requests sent meanwhile
@@ -498,7 +526,7 @@ def test_an_engine_whose_port_refuses_connections_counts_as_dead_before_its_supe
     config = ServeConfig(model="/ckpt", engine_restart_backoff_s=600.0, engine_hang_probes=0)
     with socket.create_server(("127.0.0.1", 0)) as listening:
         gone = ServingEngine(f"http://127.0.0.1:{free_port()}")  # nothing listens there: refused
-        alive = ServingEngine(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        alive = LookedAtEngine(f"http://127.0.0.1:{listening.getsockname()[1]}")
         state = ServerState(config=config, layout=None, status="ready", engines={"generator": gone, "pooler": alive},
                             dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
 
@@ -506,8 +534,8 @@ def test_an_engine_whose_port_refuses_connections_counts_as_dead_before_its_supe
             watcher = asyncio.create_task(_watch(state, interval_s=0.001))
             await asyncio.wait_for(state.dead["generator"].wait(), 30)  # the bound only ends a failing test
             await asyncio.to_thread(gone.stopped.wait, 30)
-            for _ in range(5):  # a few more looks: the live one stays served
-                await asyncio.sleep(0.01)
+            # Two whole looks at the live one after the death (a third begun): its port accepts, it stays served.
+            await asyncio.wait_for(alive.looked_at(3).wait(), 30)  # the bound only ends a failing test
             watcher.cancel()
             for task in state.tasks:
                 task.cancel()
