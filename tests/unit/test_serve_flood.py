@@ -144,7 +144,7 @@ def _flood_until(port: int, done, timeout_s: float = 45.0) -> int:
                 count += 1
             while len(opened) > 3 * DESCRIPTORS:
                 opened.pop(0).close()
-            time.sleep(0.05)
+            time.sleep(0.05)  # the flood's pace, part of the workload: its end is done(), looked at each round
     finally:
         for s in opened:
             s.close()
