@@ -93,3 +93,12 @@ def test_ctrl_c_before_any_request_is_journalled_says_so(tmp_path, monkeypatch, 
     assert main(["split", "--input", str(source), "--output", str(tmp_path / "out")]) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "judge-train data split: interrupted; no request was journalled")
+
+
+def test_ctrl_c_with_one_row_journalled_says_it_in_the_singular(tmp_path):
+    """One journalled row is "1 row", and the rerun asks for what *it* does not answer (not "they")."""
+    from train.synthetic.cli import _journal_kept
+
+    (tmp_path / "journal.jsonl").write_text('{"key": "a"}\n', encoding="utf-8")
+    assert _journal_kept(tmp_path) == (f"its journal ({tmp_path / 'journal.jsonl'}) keeps 1 row: rerun with the same "
+                                       "--output to ask only for what it does not answer")

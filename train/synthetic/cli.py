@@ -328,7 +328,7 @@ def _journal_kept(out_dir: Path) -> str:
                 rows = sum(1 for line in lines if line.strip())
             if rows:
                 return (f"its journal ({path}) keeps {counted(rows, 'row')}: rerun with the same --output to ask "
-                        "only for what they do not answer")
+                        f"only for what {'it does' if rows == 1 else 'they do'} not answer")
     return "no request was journalled"
 
 
