@@ -22,8 +22,8 @@ from serve.errors import error_body, error_response
 from serve.quiet_logs import SpacedWarning
 
 __all__ = ["ApiKeyMiddleware", "BodyLimitMiddleware", "HostAllowListMiddleware", "MAX_HEADER_BYTES",
-           "MIN_READ_PER_WINDOW", "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware", "bearer_matches",
-           "header_deadline_protocol", "own_host_names", "unless_disconnected"]
+           "MIN_READ_PER_WINDOW", "PAST_THE_CONNECTION_LIMIT", "RefuseWhileDrainingMiddleware", "RequestIdMiddleware",
+           "bearer_matches", "header_deadline_protocol", "own_host_names", "unless_disconnected"]
 
 T = TypeVar("T")
 log = logging.getLogger("judge_serve")

@@ -271,7 +271,6 @@ def test_an_answer_that_comes_while_an_interrupted_launch_puts_its_folder_back_i
         release.wait(30)  # a bound for a failing test only: let through while the folder is put back
         return 200, completion_body(body["model"], ["\n    return None\n"], prompt_tokens=10)
 
-
     real_found = run_folder._found
 
     def found(folder, progress_files):
@@ -320,7 +319,6 @@ def test_an_answer_that_comes_once_the_interrupted_run_let_its_folder_go_is_not_
             release.wait(30)
         answered.append(len(answered))
         return 200, completion_body(body["model"], [reply], prompt_tokens=10)
-
 
     ctrl_c_once_in_flight(monkeypatch, in_flight)
     out = tmp_path / "run"

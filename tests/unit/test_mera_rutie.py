@@ -40,9 +40,9 @@ from eval.mera.rutie import (
     render_context,
     rutie_metrics,
 )
-from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.support.mera_interrupts import ctrl_c_once_in_flight
 from tests.support.mera_rutie import SAMPLE
+from tests.support.scripted_endpoint import ScriptedEndpoint
 
 # ---------------------------------------------------------------------------------------------------------------
 # What the scripted endpoint answers
@@ -1454,7 +1454,6 @@ def test_an_answer_that_comes_after_ctrl_c_with_none_saved_is_dropped(tmp_path, 
             release.wait(30)  # a bound for a failing test only
             answered.append(request)
             return [Generation(text="1", raw_text="1", finish_reason="stop", prompt_tokens=9)]
-
 
     ctrl_c_once_in_flight(monkeypatch, in_flight)
     dialogues = {0: [dataclasses.replace(_item(0, "d0 q0?", "a", "b"), dialog_id=0)]}

@@ -448,7 +448,8 @@ def test_an_eval_data_of_traces_is_read_once(tmp_path, qwen3_tokenizer, caplog):
 
     traces, eval_traces = tmp_path / "traces.jsonl", tmp_path / "eval-traces.jsonl"
     for path, first in ((traces, 0), (eval_traces, 100)):
-        judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=f"Исправь ошибки в тексте {k}.")
+        judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}",
+                                        instruction=f"Исправь ошибки в тексте {k}.")
                            for k in range(first, first + 8)], path)
     config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
                                  data=str(traces), eval_data=str(eval_traces), eval_fraction=0.0, max_rows=None)
