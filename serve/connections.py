@@ -223,7 +223,9 @@ def unsent_bytes(transport: Any) -> int:
     """What ``transport`` holds that its client has not yet taken: its own buffer and, on Linux, the socket's send
     queue (``TIOCOUTQ``). The buffer alone moves in jumps: the kernel says a socket is writable again only once a third
     of its send buffer (megabytes, autotuned) is free, so a client reading steadily could leave it unchanged for
-    seconds."""
+    seconds. A TCP socket's queue holds what the client's kernel has not acknowledged: what it acknowledged but the
+    client has not read counts as taken, at most its receive buffer, so a client that stopped reading is still cut
+    off once that is full. Where the queue cannot be read (another platform, a closed socket) the buffer alone."""
     import fcntl
     import struct
     import termios

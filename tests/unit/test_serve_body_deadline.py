@@ -290,3 +290,35 @@ def test_a_client_reading_its_answer_steadily_past_the_body_deadline_gets_it_who
     assert time.monotonic() - started > BODY_TIMEOUT_S  # it did read past the deadline a single window would give
     head_length = received - LARGE_ANSWER_BYTES
     assert 0 < head_length < 1024, received  # the whole body, after its head
+
+
+def test_what_a_client_has_not_taken_is_the_transports_buffer_where_the_kernel_cannot_say():
+    """Where the socket's send queue cannot be read (no socket, a closed one, an ioctl the platform lacks), what a
+    client has not taken is the transport's own buffer alone; on a Linux socket it adds the kernel's queue."""
+    from serve.connections import unsent_bytes
+
+    class Transport:
+        def __init__(self, sock):
+            self.sock = sock
+
+        def get_write_buffer_size(self):
+            return 70_000
+
+        def get_extra_info(self, name):
+            assert name == "socket"
+            return self.sock
+
+    class Closed:
+        def fileno(self):
+            return -1
+
+    assert unsent_bytes(Transport(None)) == unsent_bytes(Transport(Closed())) == 70_000
+    with socket.create_server(("127.0.0.1", 0)) as listening, \
+            socket.create_connection(listening.getsockname()) as client:
+        served, _ = listening.accept()
+        with served:
+            served.sendall(b"x" * 4096)
+            # TCP's TIOCOUTQ counts bytes the peer has not acknowledged (some or none of the 4096 here, as its
+            # acknowledgement races this look), in bytes: not the buffers' size, as a Unix socket's would be
+            assert 70_000 <= unsent_bytes(Transport(served)) <= 70_000 + 4096
+            assert client.recv(4096, socket.MSG_WAITALL) == b"x" * 4096
