@@ -294,7 +294,7 @@ def _read_quietly() -> Iterator[None]:
     loggers = [logging.getLogger(name) for name in ("judge", "train")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
-        logger.setLevel(logging.ERROR)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))  # quieter, never louder than it was
     try:
         yield
     finally:

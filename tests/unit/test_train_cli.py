@@ -266,3 +266,23 @@ def test_a_run_logs_its_data_once(tmp_path, capsys, caplog, monkeypatch, tiny_ca
     messages = [record.getMessage() for record in caplog.records]
     assert sum(message.startswith("training data: ") for message in messages) == 1, messages
     assert sum(" rows -> " in message and " records" in message for message in messages) == 1, messages
+
+
+def test_the_quiet_data_check_makes_a_logger_quieter_never_louder():
+    """check_training_data's early read sets the toolkit's loggers to errors only for its block: a logger a caller
+    had set quieter still (CRITICAL) stays so, and each gets its own level back after the block."""
+    import logging
+
+    from train.cli import _read_quietly
+
+    train_logger, judge_logger = logging.getLogger("train"), logging.getLogger("judge")
+    before = train_logger.level, judge_logger.level
+    try:
+        train_logger.setLevel(logging.CRITICAL)
+        judge_logger.setLevel(logging.NOTSET)
+        with _read_quietly():
+            assert train_logger.level == logging.CRITICAL and judge_logger.getEffectiveLevel() >= logging.ERROR
+        assert (train_logger.level, judge_logger.level) == (logging.CRITICAL, logging.NOTSET)
+    finally:
+        train_logger.setLevel(before[0])
+        judge_logger.setLevel(before[1])
