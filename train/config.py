@@ -269,7 +269,9 @@ class TrainConfig:
         if not 0.0 <= self.lora_dropout < 1.0:
             raise ConfigError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         modules = [name.strip() for name in self.lora_target_modules.split(",")]
-        if not all(modules):
+        # peft reads 'all-linear' only as the whole setting: in a list it is a module name no layer has, and the
+        # adapters would go to the other names alone
+        if not all(modules) or ("all-linear" in modules and len(modules) > 1):
             raise ConfigError(f"lora_target_modules must be 'all-linear' or module names separated by commas, got "
                               f"{self.lora_target_modules!r}")
         if self.resume and self.overwrite_output_dir:

@@ -738,6 +738,8 @@ def test_a_deepspeed_run_without_a_launcher_gets_the_environment_of_rank_0_of_1(
         ({"lora_dropout": -0.1}, "lora_dropout"),
         ({"lora_target_modules": ","}, "lora_target_modules"),
         ({"lora_target_modules": "q_proj,,v_proj"}, "lora_target_modules"),
+        # peft takes 'all-linear' only as the whole setting: in a list the adapters went to q_proj alone, silently
+        ({"lora_target_modules": "all-linear,q_proj"}, "lora_target_modules"),
         ({"num_train_epochs": -1}, "num_train_epochs"),
         ({"num_train_epochs": 0}, "num_train_epochs"),  # and no max_steps: nothing to train
         ({"learning_rate": -1}, "learning_rate"),
