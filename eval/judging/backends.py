@@ -20,10 +20,11 @@ apart, each client would restate them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
@@ -43,9 +44,11 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
-           "FINISH_REASON_CHARS", "is_scored_cut"]
+           "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout"]
 
 log = logging.getLogger("judge_eval.backends")
+
+T = TypeVar("T")
 
 
 class JudgeBackend(Protocol):
@@ -207,6 +210,20 @@ def generation_aborted(reason: str) -> Exception:
     return GenerationAborted(reason)
 
 
+async def within_timeout(answer: Awaitable[T], timeout_s: float) -> T:
+    """``await answer``, bounded by the run's ``timeout_s`` as a whole: the HTTP clients' own timeout bounds each
+    read, so a server sending its answer a few bytes at a time held a request for as long as it kept sending. Past
+    the bound, an ``httpx.ReadTimeout``: a transient failure, retried and counted as a client timeout
+    (``judge.plumbing.failing_streak``) as the clients' own are."""
+    import httpx
+
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await answer
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"no whole answer within timeout_s {timeout_s:g} s") from None
+
+
 def failed_outcome(error: str, reason: str, *, pairwise: bool = False) -> dict[str, Any]:
     """A row's judge fields for a judgment with no verdict, one way for every writer: pointwise (``PredictionRow``) or
     ``pairwise`` (``PairwiseRow``: no score source, scale flag, regression head's value or finish reason)."""
@@ -344,13 +361,13 @@ class ChatBackend:
         kwargs: dict[str, Any] = {"extra_body": body} if body else {}
         integer = self.config.verdict_format == VerdictFormat.INTEGER
         try:
-            response = await self.client.chat.completions.create(
+            response = await within_timeout(self.client.chat.completions.create(
                 model=self.model,
                 messages=judge.chat_messages(self.prompt(record)),
                 max_tokens=self.config.max_tokens,
                 temperature=self.config.temperature,
                 **kwargs,
-            )
+            ), self.config.timeout_s)
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise  # the retry policy decides (x-should-retry: true makes a 4xx worth another try)
@@ -468,7 +485,7 @@ class JudgeServeBackend:
         return self.request(batch).model_dump(mode="json", exclude_unset=True)
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
-        response = await self.http.post("/v1/judge", json=self.payload(batch))
+        response = await within_timeout(self.http.post("/v1/judge", json=self.payload(batch)), self.config.timeout_s)
         if response.status_code != 200:
             if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                 response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
