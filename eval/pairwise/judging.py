@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first
+from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first, within_timeout
 from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
 from eval.pairwise.files import PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import content_key
@@ -414,7 +414,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         shown = pair.shown(order)
         if kind == "judge-serve":
             request = pairwise_request(model, PairItem(id=pair.id, **shown), config)
-            response = await http.post("/v1/judge", json=request.model_dump(mode="json", exclude_unset=True))
+            response = await within_timeout(http.post("/v1/judge", json=request.model_dump(mode="json",
+                                                                                    exclude_unset=True)),
+                                            config.timeout_s)  # the whole answer, as the pointwise backend's
             if response.status_code != 200:
                 if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()
@@ -438,9 +440,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                               f"{short(result.error_reason or '', 200)}", 400, result.error_reason or "")
             return _from_result(result)
         try:
-            reply = await chat.chat.completions.create(model=model, messages=chat_messages(render_pairwise_prompt(shown)),
-                                                       max_tokens=config.max_tokens, temperature=config.temperature,
-                                                       **({"extra_body": body} if body else {}))  # fmt: skip
+            reply = await within_timeout(chat.chat.completions.create(
+                model=model, messages=chat_messages(render_pairwise_prompt(shown)), max_tokens=config.max_tokens,
+                temperature=config.temperature, **({"extra_body": body} if body else {})), config.timeout_s)
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
