@@ -196,21 +196,27 @@ def test_critical_criteria_in_the_means_is_a_named_choice_both_ways(tables, tabl
         assert out["tables"][key] == tables["tables"][key]
 
 
-def test_the_experts_command_names_its_critical_in_means_choice(tmp_path, capsys):
-    """`judge-eval experts --critical-in-means exclude` writes the figures without the Critical item (Standard Avg.
-    8/9 in the CSV) and says which was used in experts.md and on the console; without the flag: include (43/60)."""
+@pytest.mark.parametrize("option, default, split, console, figures", [
+    # without the Critical item, the Standard Avg. is 8/9; with it (the default): 43/60
+    ("--critical-in-means", "include", "standard", "Critical criteria in the means: {}", {"exclude": 8 / 9,
+                                                                                        None: 43 / 60}),
+    # each annotation once, the Zero-Shot Avg. is 10/7; each item once (the default): 7/6
+    ("--mean-over", "items", "zero_shot", "means over {}", {"annotations": 10 / 7, None: 7 / 6}),
+], ids=["critical-in-means", "mean-over"])  # fmt: skip
+def test_the_experts_command_names_its_choices(tmp_path, capsys, option, default, split, console, figures):
+    """`judge-eval experts` with a named choice writes its figures (the Avg. of a split's means by model in the CSV)
+    and says which setting was used in experts.md, experts.html and on the console; without the flag, the default."""
     folder = write_released_dataset(tmp_path / "POLLUX", _rows())
-    for flag, standard_avg in (("exclude", 8 / 9), (None, 43 / 60)):
+    for flag, expected_avg in figures.items():
         out = tmp_path / (flag or "default")
-        assert main(["experts", "--data", str(folder), "--out", str(out),
-                     *(["--critical-in-means", flag] if flag else [])]) == 0
-        setting = flag or "include"
+        assert main(["experts", "--data", str(folder), "--out", str(out), *([option, flag] if flag else [])]) == 0
+        setting = flag or default
         with (out / "experts_tables.csv").open(encoding="utf-8") as f:
-            avg = [r for r in csv.DictReader(f) if (r["table"], r["split"], r["row"]) == ("mean_by_model", "standard", AVG)]
-        assert float(avg[0]["value"]) == pytest.approx(standard_avg)
-        assert f"(--critical-in-means {setting};" in (out / "experts.md").read_text(encoding="utf-8")
-        assert f"(--critical-in-means {setting};" in (out / "experts.html").read_text(encoding="utf-8")
-        assert f"Critical criteria in the means: {setting}" in capsys.readouterr().out
+            avg = [r for r in csv.DictReader(f) if (r["table"], r["split"], r["row"]) == ("mean_by_model", split, AVG)]
+        assert float(avg[0]["value"]) == pytest.approx(expected_avg)
+        assert f"({option} {setting};" in (out / "experts.md").read_text(encoding="utf-8")
+        assert f"({option} {setting};" in (out / "experts.html").read_text(encoding="utf-8")
+        assert console.format(setting) in capsys.readouterr().out
 
 
 def test_an_item_left_with_one_expert_by_an_abstention_has_a_mean_but_no_verdict_confidence(tmp_path):
@@ -250,21 +256,3 @@ def test_mean_over_annotations_is_a_named_choice(tables, tmp_path):
     assert out["tables"]["mean_by_criterion"]["all"][_name("narushenie_formata")]["gpt4"] == (1, pytest.approx(0.2))
     for key in ("vc_by_model", "vc_by_task_type", "vc_by_criterion"):
         assert out["tables"][key] == tables["tables"][key]
-
-
-def test_the_experts_command_names_its_mean_over_choice(tmp_path, capsys):
-    """`judge-eval experts --mean-over annotations`: the Zero-Shot Avg. 10/7 in the CSV, and the choice said in
-    experts.md, experts.html and on the console; without the flag: items (7/6)."""
-    folder = write_released_dataset(tmp_path / "POLLUX", _rows())
-    for flag, zero_shot_avg in (("annotations", 10 / 7), (None, 7 / 6)):
-        out = tmp_path / (flag or "default")
-        assert main(["experts", "--data", str(folder), "--out", str(out),
-                     *(["--mean-over", flag] if flag else [])]) == 0
-        setting = flag or "items"
-        with (out / "experts_tables.csv").open(encoding="utf-8") as f:
-            avg = [r for r in csv.DictReader(f)
-                   if (r["table"], r["split"], r["row"]) == ("mean_by_model", "zero_shot", AVG)]
-        assert float(avg[0]["value"]) == pytest.approx(zero_shot_avg)
-        assert f"(--mean-over {setting};" in (out / "experts.md").read_text(encoding="utf-8")
-        assert f"(--mean-over {setting};" in (out / "experts.html").read_text(encoding="utf-8")
-        assert f"means over {setting}" in capsys.readouterr().out
