@@ -67,6 +67,97 @@ def test_a_command_marked_for_the_doc_is_the_docs_command():
         assert re.search(pattern, doc), f"{name}: {command!r} is not docs/performance.md's"
 
 
+#: A bench command in a code span of a doc: the script, then its arguments up to the end of the span or a shell
+#: separator (`for i in 1 2 3; do python bench/serve.py overhead; done`).
+DOC_COMMAND = re.compile(r"(?:^|[\s;])(?:python\s+)?bench/(\w+)\.py((?:\s+[^\s;|&]+)*)")
+
+#: Run in a fresh interpreter: parse each command's arguments with its script's own parser and measure nothing. A
+#: script's module-level `parse_args` (which may check more after argparse) is called as it is; otherwise `main` runs
+#: with argparse's `parse_args` stopping right after a successful parse, before any bench work.
+PARSE_ONLY = """
+import argparse, contextlib, inspect, io, json, runpy, sys
+commands = json.load(sys.stdin)
+sys.path.insert(0, sys.argv[1])
+class Parsed(Exception):
+    pass
+parse = argparse.ArgumentParser.parse_args
+def parse_then_stop(self, args=None, namespace=None):
+    parse(self, args, namespace)
+    raise Parsed
+failures = []
+for script, argv in commands:
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            names = runpy.run_path(script, run_name="bench_parse_only")
+            sys.argv = [script, *argv]
+            if callable(names.get("parse_args")):
+                names["parse_args"](argv)
+            else:
+                argparse.ArgumentParser.parse_args = parse_then_stop
+                try:
+                    names["main"](argv) if inspect.signature(names["main"]).parameters else names["main"]()
+                finally:
+                    argparse.ArgumentParser.parse_args = parse
+    except Parsed:
+        pass
+    except SystemExit as exit_:
+        failures.append(f"{' '.join([script, *argv])}: exit {exit_.code}: {said.getvalue().strip()[-300:]}")
+print(json.dumps(failures))
+"""
+
+
+def doc_commands(text: str) -> list[tuple[str, list[str]]]:
+    """(script name, arguments) of every bench command in the text's code spans, `python` before it or not."""
+    return [(name, args.split()) for span in re.findall(r"`([^`]+)`", text)
+            for name, args in DOC_COMMAND.findall(span)]  # fmt: skip
+
+
+def unparsed(commands: list[tuple[str, list[str]]]) -> list[str]:
+    """The commands whose script is not a runnable bench script or whose parser refuses their arguments."""
+    runnable = {p.stem for p in _scripts()}
+    missing = [f"bench/{name}.py: no such bench script" for name, _ in commands if name not in runnable]
+    batch = [[str(BENCH / f"{name}.py"), args] for name, args in commands if name in runnable]
+    done = subprocess.run([sys.executable, "-c", PARSE_ONLY, str(BENCH)], input=json.dumps(batch), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return missing + json.loads(done.stdout.splitlines()[-1])
+
+
+def test_every_command_of_the_performance_doc_parses():
+    """Each `python bench/X.py ...` docs/performance.md gives for a figure names a bench script whose parser takes
+    those arguments as written (a renamed or dropped flag, a wrong positional): the command a reader copies runs."""
+    commands = doc_commands((REPO / "docs" / "performance.md").read_text(encoding="utf-8"))
+    assert len(commands) >= 30 and ("dedup", ["--sizes", "1000", "--embedder", "minilm", "--reference-per-type",
+                                              "10"]) in commands  # fmt: skip
+    assert unparsed([(name, args) for name, args in commands if name != "measure"]) == []
+
+
+def test_the_command_check_catches_a_wrong_command():
+    """By hand: a flag the script does not have, an abbreviated one, a value outside its choices, a missing
+    positional and a script that is not there are each refused; the right commands and a shell loop's are not."""
+    text = ("`for i in 1 2 3; do python bench/serve.py overhead; done`, `python bench/dedup.py --sizes 10 "
+            "--embedder hashed`, `bench/suite_cpu.py F --top 3`, `python bench/dedup.py --size 10`, "
+            "`python bench/dedup.py --embed hashed`, `python bench/serve.py tokens`, `python bench/suite_cpu.py`, "
+            "`python bench/nowhere.py --rounds 2`")
+    commands = doc_commands(text)
+    assert commands[:3] == [("serve", ["overhead"]), ("dedup", ["--sizes", "10", "--embedder", "hashed"]),
+                            ("suite_cpu", ["F", "--top", "3"])]  # fmt: skip
+    refused = unparsed(commands)
+    assert len(refused) == 5 and refused[0] == "bench/nowhere.py: no such bench script"
+    assert [r.split(":")[0].rsplit("/", 1)[-1] for r in refused[1:]] == [
+        "dedup.py --size 10", "dedup.py --embed hashed", "serve.py tokens", "suite_cpu.py"]
+    assert all(": exit 2: " in r for r in refused[1:]) and "unrecognized arguments: --size" in refused[1]
+
+
+def test_every_bench_script_is_cited_by_a_doc():
+    """A bench script is the command of a row of docs/performance.md or of the development log (measure.py, the
+    benches' shared library, is named there as such): a script no doc cites measures nothing anyone reads."""
+    docs = "".join((REPO / "docs" / name).read_text(encoding="utf-8") for name in ("performance.md", "dev-log.md"))
+    assert [p.name for p in _scripts() if f"bench/{p.name}" not in docs] == []
+    assert "`bench/measure.py`" in docs
+
+
 @pytest.fixture
 def suite_cpu(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))  # suite_cpu imports the benches' `measure` as the pytest plugin does
