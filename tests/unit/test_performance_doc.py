@@ -3,6 +3,7 @@ and point to its row, so a re-measured figure is changed in one place and no cop
 
 from __future__ import annotations
 
+import importlib
 import io
 import re
 import subprocess
@@ -134,3 +135,54 @@ def test_the_criteria_auto_accuracy_lives_in_the_performance_doc_only():
     repeated = sorted(f for f in figures if re.search(rf"(?<![\w.]){re.escape(f)}(?![\w.])", accuracy))
     assert repeated == []
     assert perf.count("**0.735**") == 1
+
+
+#: A dotted name of the toolkit's code in a code span (`serve.schema.LARGE_BODY_DECODES`, `eval.scoring.holm`).
+CODE_NAME = re.compile(r"`((?:eval|judge|serve|train)(?:\.\w+)+)`")
+#: A repository path in a code span, alone or inside a command (`configs/serve/tiny-cpu.yaml`, `bench/X.py ...`).
+REPO_PATH = re.compile(r"(?<![\w/.])((?:bench|configs|eval|judge|serve|train|tests|scripts|slurm|docs)/[\w./-]+"
+                       r"\.(?:py|yaml|yml|sh|sbatch|md|jsonl))\b")
+#: A file's path followed by a name defined in it (`eval/validity/bias.py` `MIN_SLOPE_ANSWERS`).
+FILE_AND_NAME = re.compile(r"`((?:bench|eval|judge|serve|train)/[\w/]+\.py)`\s+`(\w+)`")
+
+
+def resolves(dotted: str) -> bool:
+    """The longest importable module of the name, then each attribute after it."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_the_names_and_paths_the_performance_doc_cites_exist():
+    """What a row names as its subject (`eval.scoring.holm`, `serve.jobs.Job.prefix_ids`), the files its commands
+    read (`configs/train/tiny/seq2seq.yaml`, the test files timed) and a constant beside its file
+    (`eval/validity/bias.py` `MIN_SLOPE_ANSWERS`) are in the tree: a rename leaves no row pointing at nothing."""
+    perf = PERFORMANCE.read_text(encoding="utf-8")
+    spans = " ".join(f"`{span}`" for span in re.findall(r"`([^`]+)`", perf))
+    names = sorted(set(CODE_NAME.findall(perf)))
+    assert {"eval.scoring.holm", "serve.schema.LARGE_BODY_DECODES", "serve.jobs.Job.prefix_ids"} <= set(names)
+    assert [name for name in names if not resolves(name)] == []
+    paths = sorted(set(REPO_PATH.findall(spans)))
+    assert {"configs/serve/tiny-cpu.yaml", "tests/unit/test_slurm_eval_serve_wait.py"} <= set(paths)
+    assert [path for path in paths if not (ROOT / path).is_file()] == []
+    pairs = FILE_AND_NAME.findall(perf)
+    assert ("eval/validity/bias.py", "MIN_SLOPE_ANSWERS") in pairs
+    assert [f"{path} {name}" for path, name in pairs
+            if not re.search(rf"^(?:def |class )?{name}\b", (ROOT / path).read_text(encoding="utf-8"), re.M)] == []
+
+
+def test_the_name_check_refuses_what_is_not_there():
+    """By hand: a module, a function and a class attribute resolve; a misspelt attribute or module does not."""
+    assert resolves("eval.scoring.holm") and resolves("serve.jobs.Job.prefix_ids") and resolves("serve.jobs")
+    assert not resolves("eval.scoring.holms") and not resolves("serve.nowhere.thing")
+    assert REPO_PATH.findall("`judge-train --config configs/train/tiny/seq2seq.yaml`, `runs/demo/x.py`") == [
+        "configs/train/tiny/seq2seq.yaml"]
