@@ -2,7 +2,8 @@
 Slurm tests.
 
 ``ScriptedEndpoint`` is a real HTTP server that answers every POST with ``respond(path, body) -> (status, json)``
-(or ``(status, json, headers)``, e.g. a ``Retry-After``, or an ``EventStream``: a streamed reply, cut or whole) and
+(or ``(status, json, headers)``, e.g. a ``Retry-After``; a ``RawBody`` for ``json``: bytes that are no JSON, an HTML
+page; or an ``EventStream``: a streamed reply, cut or whole) and
 records each ``(path, body)`` it receives, so a test can assert the exact payloads that crossed the wire. What to
 answer (a table, a script, a fixed verdict) stays with each test module.
 """
@@ -26,6 +27,15 @@ class EventStream:
     events: tuple[str, ...]
     cut: bool = False
     hold: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A body for ``respond`` sent as these bytes, not as JSON: an HTML page, plain text, JSON cut short (a proxy's
+    or a web server's answer where an OpenAI one was expected)."""
+
+    data: bytes
+    content_type: str = "application/json"
 
 
 class ScriptedEndpoint:
@@ -56,12 +66,13 @@ class ScriptedEndpoint:
             def log_message(self, *args):  # keep pytest output clean
                 pass
 
-            def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict | RawBody, headers: dict[str, str] | None = None) -> None:
+                raw = isinstance(payload, RawBody)
+                data = payload.data if raw else json.dumps(payload).encode()
                 self.send_response(status)
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", payload.content_type if raw else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
