@@ -5,7 +5,8 @@
 - ``JudgeServeBackend``: judge-serve's ``/v1/judge``, all criteria of one (instruction, answer) per request.
 
 Transient failures raise (the runner retries them; an engine's aborted generation is one: ``generation_aborted``); a
-server's refusal raises ``Refused``; a judge-serve answering in another verdict format than the run records raises
+server's refusal raises ``Refused``, an HTTP 200 that is no answer of the protocol's ``MalformedAnswer`` (a
+``Refused`` the failing streak counts); a judge-serve answering in another verdict format than the run records raises
 ``ServerChanged`` (the runner stops).
 
 Before the work starts, ``eval.judging.contact.first_contact`` asks the server's model list (``judge.plumbing.retry.list_models``: a server
@@ -13,14 +14,15 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~700 lines: both backends and the pairwise and ranking clients read a server's answer by the same
-rules (refusals, a context too small, aborted generations, a verdict past any scale, the first refusals' stop);
-apart, each client would restate them.
+Why one module of ~740 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+rules (refusals, a malformed 200 (``MalformedAnswer``), a context too small, aborted generations, a verdict past
+any scale, the first refusals' stop); apart, each client would restate them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,7 +46,7 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
-           "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout"]
+           "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -79,6 +81,18 @@ class Refused(Exception):
     def __init__(self, message: str, status: int | None = None, said: str = ""):
         super().__init__(message)
         self.status, self.said = status, said or message
+
+
+class MalformedAnswer(Refused):
+    """An HTTP 200 that is no answer of the protocol's: not JSON (a proxy's or web server's page), or JSON that is no
+    chat completion or ``/v1/judge`` response (no ``choices``, a choice that is no object). Not retried (the same
+    server answers the same way), it is a failed row the next run asks again, and it counts in the failing streak
+    (``judge.plumbing.failing_streak``) as a request failed after its retries does: an endpoint answering every
+    request so stops the run (exit 4), where each answer, read alone, looked like one item's failure.
+
+    ``unretried`` is what the streak's message says of these failures, which had no retry."""
+
+    unretried = "answered HTTP 200 with no chat completion"
 
 
 class ServerChanged(Exception):
@@ -376,8 +390,9 @@ class ChatBackend:
             if isinstance(refusal, TooLong):
                 return [too_long_outcome(refusal.final_reason)]
             raise refusal from err  # NoRoom included: the runner offers it to FirstRefusals (eval.judging.run)
-        refuse_without_choice(response)
-        choice = response.choices[0]
+        except json.JSONDecodeError as err:  # a body that says it is JSON and is not
+            raise MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}") from err
+        choice = chat_choice(response)
         finish_reason = getattr(choice, "finish_reason", None)
         if finish_reason == ABORTED_FINISH:
             raise generation_aborted(f"the chat server's engine aborted the generation for {record.id} (finish_reason "
@@ -491,7 +506,11 @@ class JudgeServeBackend:
                 response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                           server_message(response))
-        body = JudgeResponse.from_json(response.json())
+        try:
+            body = JudgeResponse.from_json(response.json())
+        except ValueError as err:  # not JSON (json's JSONDecodeError), or JSON that is no /v1/judge response
+            raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
+                                  ) from err
         refuse_format_change(body.verdict_format, self.config, self.model)
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
@@ -581,14 +600,29 @@ def reasoning_of(message: Any) -> str | None:
 
 
 def refuse_without_choice(response: Any) -> None:
-    """``Refused`` for a chat completion with no choice (a proxy's HTTP 200 carrying ``{"error": ...}``, or an empty
-    list), with the server's words: no answer of the model's, so a failed request the next run asks again, never a
-    final "empty" verdict or answer (``judge-eval run``, pairwise judging and ``rank`` alike)."""
+    """``MalformedAnswer`` (a ``Refused``) for a chat completion with no choice (a proxy's HTTP 200 carrying
+    ``{"error": ...}``, an empty list, none at all, ``null``) or a body that is no JSON object (the SDK hands a page
+    it cannot read as JSON back as its text), with the server's words: no answer of the model's, so a failed request
+    the next run asks again, never a final "empty" verdict or answer (``judge-eval run``, pairwise judging and
+    ``rank`` alike)."""
+    if not hasattr(response, "choices"):  # a str (text, an HTML page) or a JSON list: the SDK's value as it read it
+        raise MalformedAnswer("HTTP 200, but the answer is not a JSON object with choices: "
+                              f"{short(repr(response), 200)}")
     if response.choices:
         return
     said = (getattr(response, "model_extra", None) or {}).get("error")
     said = said.get("message", said) if isinstance(said, dict) else said
-    raise Refused("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+    raise MalformedAnswer("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+
+
+def chat_choice(response: Any) -> Any:
+    """A chat completion's first choice (``refuse_without_choice`` first); ``MalformedAnswer`` for one that is no
+    object (a string, a number: the SDK keeps what it cannot read as a choice as it came)."""
+    refuse_without_choice(response)
+    choice = response.choices[0]
+    if not hasattr(choice, "message"):
+        raise MalformedAnswer(f"the chat answer's choice is not an object: {short(repr(choice), 200)}")
+    return choice
 
 
 def short(text: str, limit: int = 300) -> str:

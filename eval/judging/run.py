@@ -27,7 +27,8 @@ Before any item is sent, the server's model list is asked (``eval.judging.contac
 is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path is one sentence, ``EndpointUnusable``,
 exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.contact.fit_max_tokens``, with a printed note),
 and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
-instead of writing a failed row per item, as does one whose requests keep failing after their retries
+instead of writing a failed row per item, as does one whose requests keep failing after their retries, or keep
+being answered with an HTTP 200 that is no chat completion (``eval.judging.backends.MalformedAnswer``)
 (``judge.plumbing.failing_streak``, exit code 4; the items not sent have no row).
 Keys: ``judge.plumbing.api_keys.KEY_RULE``.
 Paths in ``run.json`` are absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
@@ -44,7 +45,7 @@ Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.j
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
-Why one module of ~680 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
+Why one module of ~700 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
 it; what stands alone already lives apart (``contact``, ``format_choice``, ``backends``, ``run_settings``; the streak
 breaker is ``judge.plumbing.failing_streak``, which the synthetic-data stages share).
@@ -68,8 +69,8 @@ from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
-                                   too_long_outcome, unasked_first)
+                                   MalformedAnswer, NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut,
+                                   short, too_long_outcome, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -257,7 +258,8 @@ def _texts_read(outcome: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None, Any]:
-    """``_judged``'s, and the error of a request that still failed transiently after its retries (``FailingStreak``)."""
+    """``_judged``'s, and the error of a request that still failed transiently after its retries, or was answered with
+    a ``MalformedAnswer`` (``FailingStreak`` counts both)."""
     refusal = failure = None
     try:
         outcomes = await policy.acall(lambda: backend.judge(batch))
@@ -282,6 +284,9 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
         if isinstance(err, NoRoom):  # its final rows, unless the first refusals' stop fires at it (_judge_all)
             return [too_long_outcome(err.final_reason) for _ in batch], err, None
         reason, refusal = str(err), err
+        # A 200 that is no answer says nothing of the items: an endpoint answering every request so is as unusable
+        # as one failing every retry, and each of its failed rows alone read as one item's failure.
+        failure = err if isinstance(err, MalformedAnswer) else None
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"
         failure = streak_failure(err, policy)

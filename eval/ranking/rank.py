@@ -529,7 +529,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
-                                   reason=f"{type(err).__name__}: {' '.join(str(err).split())[:300]}",
+                                   # a MalformedAnswer is a Refused: named so, as it was before it had its name
+                                   reason=f"{'Refused' if refusal else type(err).__name__}: "
+                                          f"{' '.join(str(err).split())[:300]}",
                                    instruction_key=content_key(row.instruction))
                 if refusal is None:  # as every runner counts one (judge.plumbing.failing_streak.streak_failure)
                     failure = streak_failure(err, policy)

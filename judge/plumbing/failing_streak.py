@@ -8,7 +8,9 @@ the answer they were about; any other outcome (an answer, even a refusal or a ve
 is there) starts the count again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable``
 (exit code 4), naming the last failure. A streak of timeouts only is told apart: a healthy server slower than
 ``--timeout-s`` on long items (a data set sorted by length reaches them together) fails the same way, and checking its
-quota and health would not help. Every command that asks an endpoint item after item counts one: ``judge-eval run``
+quota and health would not help. A failure a runner offers without retrying it counts too: ``judge-eval run``'s
+HTTP 200 that is no chat completion (a proxy's page, JSON without choices), whose ``unretried`` words the message
+names. Every command that asks an endpoint item after item counts one: ``judge-eval run``
 (pointwise and pairwise), ``rank``'s candidate answers, and the synthetic-data stages of ``judge-train data``.
 """
 
@@ -95,14 +97,19 @@ class FailingStreak:
         self.keyed = False  # whether they were offered with keys (else each request is its own answer)
         self.stopped: BaseException | None = None  # the failure that made the streak n_stop answers long
         self.timeouts: list[str | None] = []  # each failed request's ``timeout_kind``, to name what the streak was
+        # What the streak's failures that had no retry were (their ``unretried``: a malformed 200), for its message.
+        self.unretried: set[str] = set()
 
     def offer(self, failure: BaseException | None, key: object = None) -> None:
-        """One finished request: ``failure`` is its last error when it failed transiently after its retries, None
-        for any other outcome; ``key`` the answer it was about (None: every request its own)."""
+        """One finished request: ``failure`` is its last error when it failed transiently after its retries (or was
+        answered with no answer at all: a failure whose ``unretried`` says why it had no retry), None for any other
+        outcome; ``key`` the answer it was about (None: every request its own)."""
         if failure is None:
-            self.n, self.keys, self.timeouts = 0, set(), []
+            self.n, self.keys, self.timeouts, self.unretried = 0, set(), [], set()
             return
         self.timeouts.append(timeout_kind(failure))
+        if isinstance(said := getattr(failure, "unretried", None), str):
+            self.unretried.add(said)
         self.n += 1
         self.keyed = self.keyed or key is not None
         self.keys.add(key if key is not None else object())
@@ -124,7 +131,8 @@ class FailingStreak:
         status = getattr(getattr(self.stopped, "response", None), "status_code", None)
         of = f" of {n_total}" if n_total is not None else ""
         about = f", about {len(self.keys)} different answers," if self.keyed else ","
-        retries = (f"each after up to {n_retries} retries (none where the server said x-should-retry: false)"
+        none_where = " or ".join(["the server said x-should-retry: false", *sorted(self.unretried)])
+        retries = (f"each after up to {n_retries} retries (none where {none_where})"
                    if n_retries else "each without a retry (none are allowed)")
         return EndpointUnusable(
             f"{what} failed {self.n} requests in a row{about} {retries}, with no answer between: last "

@@ -1,0 +1,110 @@
+"""`judge-eval run` against an endpoint whose chat answers are HTTP 200 but no chat completion (plain text, an HTML
+page, JSON cut short, JSON without ``choices``, ``choices: null``, a choice that is no object), after a valid
+``GET /v1/models``: each is a ``request_failed`` row whose reason says what the answer was, and it counts in the
+failing streak (judge.plumbing.failing_streak) as a request failed after its retries does, so an endpoint answering
+every request so stops the run with exit 4 after the streak's bound, not after the whole data set; one such answer
+among good ones is that item's failed row and the run goes on (exit 3).
+
+Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import judge
+from eval.cli import main
+from eval.judging.predictions import read_predictions
+from judge.plumbing.failing_streak import stop_after
+from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
+
+GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
+HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+
+# Each malformed 200, and the words its failed row's reason starts with.
+MALFORMED = {
+    "plain-text": (RawBody(b"upstream said no", "text/plain"),
+                   "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
+    "html": (RawBody(HTML, "text/html"),
+             "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
+    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
+    "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
+    "null-choices": ({"id": "x", "object": "chat.completion", "choices": None}, "the chat answer holds no choice"),
+    "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
+                          "the chat answer's choice is not an object: 'x'"),
+}
+
+
+def _data(tmp_path: Path, n: int) -> tuple[Path, list]:
+    records = judge.load_records(judge.sample_data_path())[:n]
+    return judge.write_jsonl(records, tmp_path / "data.jsonl"), records
+
+
+def _args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
+            "--verdict-format", "tagged", "--backoff-s", "0.001", "--concurrency", "1", "--max-retries", "1", *extra]
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_an_endpoint_answering_every_request_malformed_stops_after_the_streak(tmp_path, capsys, case):
+    """Every chat request answered with one malformed 200: at concurrency 1 the run stops with exit 4 once
+    stop_after(1) = 3 different answers in a row got one, each asked once (a malformed answer is not retried), each a
+    failed row with a reason that says what came back; the items not sent have no row, and one line says why."""
+    body, says = MALFORMED[case]
+    data, records = _data(tmp_path, 20)
+
+    def respond(path, request):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 200, body
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run"))
+        asked = server.bodies("/v1/chat/completions")
+    err = capsys.readouterr().err
+    rows = read_predictions(tmp_path / "run")
+    assert code == EXIT_UNUSABLE, err
+    by_id = {r.id: judge.prefix_key(r) for r in records}
+    assert len({by_id[r["id"]] for r in rows}) == stop_after(1) and len(rows) < len(records)
+    assert len(asked) == len(rows)  # one request per row: none retried
+    assert {r["error"] for r in rows} == {"request_failed"}
+    assert all(r["reason"].startswith(says) and "Error" not in r["reason"] for r in rows), rows[0]["reason"]
+    stop = [line for line in err.splitlines() if "requests in a row" in line]
+    assert len(stop) == 1, err
+    assert (f"failed {len(rows)} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
+            "retries (none where the server said x-should-retry: false or answered HTTP 200 with no chat completion)"
+            ", with no answer between: last MalformedAnswer: " + says) in stop[0], stop[0]
+    assert f"stopped after sending {len(rows)} of {len(records)} requests" in stop[0]
+
+
+@pytest.mark.parametrize("case", ["html", "choice-not-object"])
+def test_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys, case):
+    """The second chat request is answered with a malformed 200, every other one well: the streak starts again at
+    the next success, so every item is asked once and scored but that one, a failed row (exit 3)."""
+    body, says = MALFORMED[case]
+    data, records = _data(tmp_path, 12)
+    lock = threading.Lock()
+    n_asked = [0]
+
+    def respond(path, request):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        with lock:
+            n_asked[0] += 1
+            k = n_asked[0]
+        return (200, body) if k == 2 else (200, chat_completion(GOOD, "judge"))
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run"))
+        asked = server.bodies("/v1/chat/completions")
+    assert code == 3, capsys.readouterr().err
+    assert len(asked) == len(records)
+    rows = read_predictions(tmp_path / "run")
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in records)
+    failed = [r for r in rows if r["error"]]
+    assert len(failed) == 1 and failed[0]["error"] == "request_failed" and failed[0]["reason"].startswith(says)
+    assert sorted(r["score"] for r in rows if not r["error"]) == [1.0] * (len(records) - 1)
