@@ -4,7 +4,7 @@ request id, and the health polls kept out of the access log. A guard that refuse
 error shape (``serve.errors``); the header deadline closes the connection, which has sent no request to answer yet.
 ``unless_disconnected`` ends a route's work when its client leaves.
 
-Why one module of ~525 lines: each guard is small, and they are read together (one request passes every one in
+Why one module of ~520 lines: each guard is small, and they are read together (one request passes every one in
 order, and the protocol's deadlines share its connection's state); one module per guard would scatter that order."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
         def _count(self, n: int) -> None:
             self._header_bytes += n
             if self._header_bytes > max_header_bytes:
-                self._disarm()
+                self._cancel("_header_timer")
                 self._close_with(_closing_error(431, "Request Header Fields Too Large", "headers: the request line "
                                                 f"and headers pass {max_header_bytes} bytes", "headers",
                                                 "headers_too_large"))
@@ -113,10 +113,13 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             if self._header_timer is None:
                 self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
 
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+        def _cancel(self, *timers: str) -> None:
+            """Cancel the named deadlines still pending (``_header_timer``, ``_body_timer``, ``_stalled_timer``)."""
+            for name in timers:
+                timer = getattr(self, name)
+                if timer is not None:
+                    timer.cancel()
+                    setattr(self, name, None)
 
         def _headers_too_slow(self) -> None:
             self._header_timer = None
@@ -134,19 +137,14 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
         _body_timer = None
 
         def on_headers_complete(self) -> None:
-            self._disarm()
+            self._cancel("_header_timer")
             super().on_headers_complete()
             if body_timeout_s is not None:
                 self._body_timer = self.loop.call_later(body_timeout_s, self._body_too_slow)
 
         def on_message_complete(self) -> None:
-            self._disarm_body()
+            self._cancel("_body_timer")
             super().on_message_complete()
-
-        def _disarm_body(self) -> None:
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
 
         def _body_too_slow(self) -> None:
             self._body_timer = None
@@ -191,12 +189,7 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
 
         def resume_writing(self) -> None:
             super().resume_writing()
-            self._disarm_stalled()
-
-        def _disarm_stalled(self) -> None:
-            if self._stalled_timer is not None:
-                self._stalled_timer.cancel()
-                self._stalled_timer = None
+            self._cancel("_stalled_timer")
 
         def _reader_too_slow(self) -> None:
             self._stalled_timer = None
@@ -211,9 +204,7 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
             self.transport.abort()
 
         def connection_lost(self, exc) -> None:
-            self._disarm()
-            self._disarm_body()
-            self._disarm_stalled()
+            self._cancel("_header_timer", "_body_timer", "_stalled_timer")
             super().connection_lost(exc)
 
     return HeaderDeadlineProtocol
