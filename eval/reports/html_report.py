@@ -38,7 +38,8 @@ from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
-from eval.scoring.compare import MIN_PAIRED, comparison_headline, fmt_p_bound, holm_applied, holm_upper_bounds
+from eval.scoring.compare import (MIN_PAIRED, NOT_SHOWN_EQUAL, comparison_headline, fmt_p_bound, holm_applied,
+                                  holm_upper_bounds)
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.scoring.resample_rules import paired_resamples_to_call
@@ -539,7 +540,7 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
                 # compare.md's paired note too: a reader of the page alone must not take n.s. for equal judges, nor
                 # a table's rows for adjusted where no cell carries a Holm p (compare.md: "Every row is called on
                 # its own p")
-                "n.s. says no difference was shown, not that the runs are equal; "
+                f"{NOT_SHOWN_EQUAL}; "
                 + (f"the overall rows are each called at {_e(result.alpha)}, not adjusted for one another."
                    if holm_applied(result) else
                    f"every row is called on its own p at {_e(result.alpha)}, none adjusted for another.")]

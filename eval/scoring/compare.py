@@ -54,9 +54,12 @@ from judge.plumbing.config_files import lone_surrogate_problem
 from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
-__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline", "fmt_p_bound",
-           "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown", "spearman_target"]
+__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline",
+           "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
+           "spearman_target"]
 
+#: What an "n.s." cell does not say, in compare.md's note and compare.html's alike.
+NOT_SHOWN_EQUAL = "n.s. says no difference was shown, not that the runs are equal"
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
 MIN_PAIRED = bootstrap.MIN_VERDICT_UNITS
@@ -1142,8 +1145,7 @@ def _paired_note(result: Comparison, unit: str) -> list[str]:
             f"{unit}; "
             f"better/worse at p < {result.alpha} (MAE lower is better; Spearman and VC higher) and at least "
             f"{MIN_PAIRED} paired {unit}; a cell with fewer is n.s. whatever its p (too few to call: a bootstrap over "
-            "a handful of them can have a zero-width interval and p = 0 by chance); n.s. says no difference was shown, "
-            "not that the runs are equal: the interval holds the differences the data leave possible. A call also "
-            "needs at least "
+            f"a handful of them can have a zero-width interval and p = 0 by chance); {NOT_SHOWN_EQUAL}: the interval "
+            "holds the differences the data leave possible. A call also needs at least "
             f"{paired_resamples_to_call(result.alpha)} resamples (more than 2 / alpha: p moves in steps of "
             "2 / resamples). " + tables, ""]
