@@ -180,11 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
                                          "run.json beside it (the whole data in its config), which `judge-eval "
                                          "score` reads the judge's settings from. Shards judged with different "
                                          "settings are refused, naming the first key that differs; so are a bad "
-                                         "row, a torn last line (rerun that array task), an id in two shards and "
-                                         "a merge where no shard had an item to judge.")
+                                         "row, a torn last line (rerun that array task), an id in two shards, "
+                                         "a merge where no shard had an item to judge, an eval array's shard left "
+                                         "off (unless --allow-missing-shards), shards of two arrays, and a shard "
+                                         "still running or unfinished.")
     merge_p.add_argument("shards", nargs="+", help="The shard folders (each holding predictions.jsonl, run.json).")
     merge_p.add_argument("--data", required=True, help="The whole labelled JSONL the shards were cut from.")
     merge_p.add_argument("--out", required=True, help="The folder for the merged predictions.jsonl and run.json.")
+    merge_p.add_argument("--allow-missing-shards", action="store_true",
+                         help="Merge an eval array's shards though some were not given (default: refuse, naming "
+                              "them); run.json's shard_array records the missing ones, and score's report says so.")
 
     exp_p = sub.add_parser("experts", help="The experts' own tables from the labels alone (no judge).",
                            description="Mean expert scores (Tables 10, 1, 9), experts' Verdict Confidence (14-16).")
@@ -221,8 +226,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "convert": {0: "written", 2: _USAGE_ERROR + "; or a source with no records"},
     "experts": {0: "written", 2: _USAGE_ERROR + "; or a source with no records, or none with an expert score"},
     "merge": {0: "merged", 2: _USAGE_ERROR + "; or shards judged with different settings (the first differing key "
-                              "named), a shard with predictions and no run.json, a bad or torn row, or an id in "
-                              "two shards"},
+                              "named), a shard with predictions and no run.json, a bad or torn row, an id in two "
+                              "shards, an eval array's shard not given (without --allow-missing-shards; each "
+                              "named), shards of two arrays or cut from other data, or a shard running or "
+                              "unfinished"},
 }
 
 
@@ -340,26 +347,9 @@ def _experts(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from eval.judging.shards import merge_shards
-    from judge.plumbing.run_folder import refuse_file
+    from eval.judging.shards import merge_command
 
-    refuse_file(args.out, "--out")
-    # The data is not read here, only named in the merged run.json, which `score` then reads it from: a missing
-    # one passed and the score job failed later, naming the run.json. Said here, as the help's exit 2 promises.
-    args.data = data_source(args.data)  # run.json then names the sample's path, which score reads
-    data = Path(args.data)
-    if not data.exists():
-        raise ValueError(f"--data {args.data}: no such file; give the JSONL file the shards were cut from")
-    if not data.is_file():
-        raise ValueError(f"--data {args.data}: not a file; give the JSONL file the shards were cut from")
-    if not os.access(data, os.R_OK):
-        raise ValueError(f"--data {args.data}: cannot be read (permission denied)")
-    if not data.stat().st_size:
-        raise ValueError(f"--data {args.data}: the file is empty; give the JSONL file the shards were cut from")
-    rows, run_json = merge_shards(args.shards, args.data, args.out)
-    print(f"merged {counted(rows, 'prediction')} from {counted(len(args.shards), 'shard')} -> "
-          f"{Path(args.out) / 'predictions.jsonl'}"
-          + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)"))
+    print(merge_command(args.shards, args.data, args.out, allow_missing_shards=args.allow_missing_shards))
     return 0
 
 

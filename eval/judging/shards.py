@@ -18,6 +18,12 @@ A shard that had no item to judge (``--split`` kept none of its block's rows) as
 a run (``SERVER_SAID``, ``SERVER_SAID_CONFIG``) is not compared for it; every other key still is (its ``--split``,
 ``--limit``, criteria, prompt): a shard run with another split has rows no shard judged. It is counted and listed as
 the others are. A merge where no shard had an item to judge is refused: ``score`` would find nothing to score.
+
+Every shard of the array must be given (``eval.judging.shard_array``: the shards' folder layout is what records
+their index and the array's size): a shard left off is refused, naming it and the records its block holds, unless
+``--allow-missing-shards``, with which the merged run.json's ``shard_array`` names the missing ones and ``score``
+says so. A shard still being written (its folder's lock held) or unfinished (fewer rows than its ``n_items``) is
+refused either way: rerun it, or leave it out.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
+from eval.judging.shard_array import ShardArray, refuse_missing, shard_array
+
 __all__ = ["ShardMismatch", "PER_SHARD", "PER_SHARD_CONFIG", "SERVER_SAID", "SERVER_SAID_CONFIG", "merge_shards",
-           "merged_record", "refuse_malformed_counts", "selected_nothing"]
+           "merge_command", "merged_record", "refuse_malformed_counts", "selected_nothing"]
 
 #: Top-level run.json keys each shard has of its own: its launches and its counts (the items; with ``--criteria
 #: auto``, its rows by the level their criteria were chosen at and those on a Zero-Shot task), the counts summed.
@@ -187,7 +195,8 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     return merged
 
 
-def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path) -> tuple[int, Path | None]:
+def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path,
+                 allow_missing_shards: bool = False) -> tuple[int, Path | None]:
     """Join the shards' predictions into ``out/predictions.jsonl`` and write their common run.json beside it.
 
     Each shard's rows are read as ``judge-eval score`` reads them (``eval.judging.predictions.iter_predictions``), so
@@ -202,6 +211,11 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     server tells a run (``merged_record``), and counted and listed in the merged record; when every shard with a
     run.json is one, the merge is refused.
 
+    The shards of an eval array must all be given (``eval.judging.shard_array``): a shard left off is refused,
+    naming it, unless ``allow_missing_shards``; the merged run.json's ``shard_array`` then names the missing ones. A
+    shard still being written (a ``judge-eval run`` holds its folder) and one with fewer rows than its run.json's
+    ``n_items`` (its run stopped before the end, and was not rerun) are refused, with or without it.
+
     Returns:
         (rows merged, the run.json written, or None when no shard has one: a stale one in ``out`` is removed).
 
@@ -210,11 +224,51 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
         FileNotFoundError: a shard without predictions.jsonl.
         ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
             prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
-            an item to judge (every run.json says ``n_items`` 0).
+            an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
+            shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
     """
+    return _merge(shard_dirs, data, out, allow_missing_shards)[:2]
+
+
+def merge_command(shard_dirs: Sequence[str], data: str, out: str, allow_missing_shards: bool = False) -> str:
+    """``judge-eval merge``: ``--data`` checked (it is only named in the merged run.json, which `score` reads it
+    from: a missing one passed, and the score job failed later, naming the run.json), the shards merged; returns
+    the line the command prints.
+
+    Raises:
+        ValueError: ``--out`` under a file, a ``--data`` that is not a readable non-empty file; ``merge_shards``'s.
+    """
+    from judge.plumbing.json_reading import counted
+    from judge.plumbing.run_folder import refuse_file
+    from judge.sample_data import data_source
+
+    refuse_file(out, "--out")
+    data = data_source(data)  # run.json then names the sample's path, which score reads
+    path = Path(data)
+    if not path.exists():
+        raise ValueError(f"--data {data}: no such file; give the JSONL file the shards were cut from")
+    if not path.is_file():
+        raise ValueError(f"--data {data}: not a file; give the JSONL file the shards were cut from")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"--data {data}: cannot be read (permission denied)")
+    if not path.stat().st_size:
+        raise ValueError(f"--data {data}: the file is empty; give the JSONL file the shards were cut from")
+    rows, run_json, array = _merge(shard_dirs, data, out, allow_missing_shards)
+    left_out = f"; {array.missing_words()}, as run.json's shard_array records" if array and array.missing else ""
+    if array and array.missing and run_json is None:
+        left_out = f"; {array.missing_words()} (no run.json records it: no shard given has one)"
+    return (f"merged {counted(rows, 'prediction')} from {counted(len(shard_dirs), 'shard')} -> "
+            f"{Path(out) / 'predictions.jsonl'}"
+            + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)") + left_out)
+
+
+def _merge(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path,
+           allow_missing_shards: bool) -> tuple[int, Path | None, ShardArray | None]:
+    """``merge_shards``, also returning the shards' array (None when they are no array's)."""
     from judge.plumbing.atomic_write import write_atomically
     from judge.plumbing.json_reading import lone_surrogate_at
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance
+    from judge.plumbing.run_folder import run_folder_holder
 
     out = Path(out).resolve()
     data = Path(data).resolve()
@@ -225,11 +279,14 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     records: list[tuple[Path, dict]] = []
     judged_nothing: set[Path] = set()
     files: list[Path] = []
+    expected: dict[Path, Any] = {}  # each shard's predictions -> the items its run.json says it judged
     seen_dirs: dict[Path, Path] = {}
     for shard in map(Path, shard_dirs):
         if shard.resolve() in seen_dirs:  # its ids would all be merged twice
             raise ValueError(f"{shard}: given twice (as {seen_dirs[shard.resolve()]} too); give each shard once")
         seen_dirs[shard.resolve()] = shard
+        if (holder := run_folder_holder(shard)) is not None:  # its rows are being appended: merged half-judged
+            raise ValueError(f"{shard}: {holder} is writing it now; merge once its array task has ended")
         predictions = shard / "predictions.jsonl"
         if not predictions.is_file():
             raise FileNotFoundError(f"{predictions}: no such file; did this shard's array task finish?")
@@ -241,13 +298,18 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                                  "run` writes); rerun the shard")
             refuse_malformed_counts(shard / PROVENANCE_FILE, record)
             records.append((shard, record))
+            expected[predictions] = record.get("n_items")
             if selected_nothing(record) and not predictions.stat().st_size:
                 judged_nothing.add(shard)
         elif predictions.stat().st_size:
             raise ShardMismatch(f"{shard / PROVENANCE_FILE}: no such file beside the shard's predictions; the "
                                 "merged run would not say which judge made them (judge-eval run writes it: rerun "
                                 "the shard)")
+    array = shard_array([Path(shard) for shard in shard_dirs], data)
+    refuse_missing(array, allow_missing_shards)
     merged = merged_record(records, data, out, judged_nothing) if records else None
+    if merged is not None and array is not None:
+        merged["shard_array"] = array.record()
 
     for predictions in files:  # refused before any row is read or written, and before the reader warns it dropped it
         if _torn_tail(predictions):
@@ -264,6 +326,7 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
 
         owner: dict[str, Path] = {}  # each id merged so far -> its shard's file
         for predictions in files:
+            before = rows
             for row in iter_predictions(predictions):
                 if row["id"] in owner:
                     held = owner[row["id"]]
@@ -275,6 +338,11 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
                 owner[row["id"]] = predictions
                 handle.write(json_utf8(json.dumps(row, ensure_ascii=False) + "\n"))
                 rows += 1
+            n_items = expected.get(predictions)
+            if isinstance(n_items, int) and rows - before < n_items:  # merged, it read as a whole shard's rows
+                raise ValueError(f"{predictions}: {rows - before} rows for the {n_items} items of its run.json "
+                                 "(n_items): the shard's run is unfinished; rerun its array task, which resumes it, "
+                                 "or leave it out with --allow-missing-shards")
 
     made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -287,9 +355,9 @@ def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | 
     run_json = out / PROVENANCE_FILE
     if merged is None:
         run_json.unlink(missing_ok=True)  # an earlier merge's record would describe predictions no longer here
-        return rows, None
+        return rows, None, array
     write_atomically(run_json, (json.dumps(merged, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    return rows, run_json
+    return rows, run_json, array
 
 
 #: Bytes read at a time, from the end, looking for a shard's last newline.

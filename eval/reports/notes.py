@@ -137,11 +137,34 @@ def _selection_words(notes) -> str | None:
 
 
 def _why_missing(result: Metrics, missing: int) -> str:
-    """Why ``missing`` items have no prediction: left out by the run's ``--limit`` or ``--split``
+    """Why ``missing`` items have no prediction: shards of an eval array a merge left out (``notes.missing_shards``:
+    ``judge-eval merge --allow-missing-shards``), left out by the run's ``--limit`` or ``--split``
     (``notes.n_missing_unselected``, counted at scoring), predictions of a text since edited
-    (``notes.n_stale_predictions``), or else the run is unfinished; the items the selection does not explain are said
-    apart, so that a limited run still cut short is called unfinished for those alone."""
+    (``notes.n_stale_predictions``), or else the run is unfinished; the items the shards or the selection do not
+    explain are said apart, so that a limited run still cut short is called unfinished for those alone."""
     notes = getattr(result, "notes", None)
+    shards = _missing_shards_words(notes)
+    if shards is not None:  # a partial merge: its left-out shards' items first, then whatever else is missing
+        left_out = getattr(notes, "n_missing_shard_records", None)
+        rest = missing - left_out if left_out is not None else 0
+        return shards if rest <= 0 else f"{shards}; {rest} more: {_why_missing_rest(notes, rest)}"
+    return _why_missing_rest(notes, missing)
+
+
+def _missing_shards_words(notes) -> str | None:
+    """e.g. "shard 2 of 4 was left out of the merge: `judge-eval merge --allow-missing-shards`" (metrics.json's
+    ``notes.missing_shards``); None when no shard was."""
+    missing = getattr(notes, "missing_shards", None)
+    if not missing:
+        return None
+    count = getattr(notes, "shard_count", None)
+    named = ("shard " if len(missing) == 1 else "shards ") + ", ".join(map(str, missing))
+    return (f"{named}{f' of {count}' if count else ''} {'was' if len(missing) == 1 else 'were'} left out of the "
+            "merge: `judge-eval merge --allow-missing-shards`")
+
+
+def _why_missing_rest(notes, missing: int) -> str:
+    """``_why_missing`` for the items no left-out shard explains."""
     stale = getattr(notes, "n_stale_predictions", None) or 0  # data edited after the run
     outside = getattr(notes, "n_missing_unselected", None)
     chosen = _selection_words(notes) if outside is not None and 0 < outside <= missing else None

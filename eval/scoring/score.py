@@ -263,6 +263,26 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
     return {**flags, "n_missing_unselected": int(outside.sum())}
 
 
+def missing_shards(run_info: dict) -> dict[str, object]:
+    """The shards a partial merge left out (``judge-eval merge --allow-missing-shards`` records them in run.json's
+    ``shard_array``: ``eval.judging.shard_array``), for metrics.json's ``notes``; {} when none are (or the record is
+    not as the merge writes it), so that the reports call the run unfinished only for the items the shards do not
+    explain."""
+    array = run_info.get("shard_array")
+    missing = array.get("missing") if isinstance(array, dict) else None
+    if not missing or not isinstance(missing, list) or not all(_whole(k) for k in missing):
+        return {}
+    out: dict[str, object] = {"missing_shards": missing}
+    for key, field in (("count", "shard_count"), ("missing_records", "n_missing_shard_records")):
+        if _whole(array.get(key)):
+            out[field] = array[key]
+    return out
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 @_one_blas_thread
 def score(
     predictions: str | Path,
@@ -361,7 +381,7 @@ def score(
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
     rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
-    selection = selected_items(run_info, table, data)
+    selection = {**selected_items(run_info, table, data), **missing_shards(run_info)}
     if notes["n_unknown_ids"]:
         import pyarrow.compute as pc
 

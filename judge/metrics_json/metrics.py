@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~510 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~530 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
@@ -424,6 +424,12 @@ class Notes(_MetricsRecord):
     n_missing_unselected: int | None = optional_field()
     unselected_split: str | None = optional_field()
     unselected_limit: int | None = optional_field()
+    #: the eval array's shards a ``judge-eval merge --allow-missing-shards`` left out (its run.json's
+    #: ``shard_array``), of shard_count; n_missing_shard_records: the records of the data their blocks hold (absent
+    #: where the array recorded no count). Their items are among those without a prediction (``n_missing``).
+    missing_shards: list[int] | None = optional_field()
+    shard_count: int | None = optional_field()
+    n_missing_shard_records: int | None = optional_field()
     #: records whose expert score or aggregate lies outside their rubric's scale (the load's
     #: ``judge.records.LoadReport.n_off_scale``): scored as given, against that reference
     n_off_scale: int | None = optional_field()

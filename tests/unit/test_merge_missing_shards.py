@@ -1,0 +1,272 @@
+"""`judge-eval merge` and the eval array the shards belong to (eval/judging/shard_array.py): a shard left off, shards
+of two arrays, a shard cut from other data, one still being written or unfinished. Each is refused in one line
+(exit 2) before anything is written; `--allow-missing-shards` merges an incomplete array and the merged run.json,
+metrics.json and the report say which shards are missing. No cluster, no judge: shards laid out as eval.sbatch
+lays them out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main as eval_main
+from eval.judging.shards import merge_shards
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sample_lines(n: int) -> list[str]:
+    import judge
+
+    return [line for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines() if line.strip()][:n]
+
+
+def _array(root: Path, n_records: int, count: int | None, write_count: bool = True) -> tuple[Path, list[Path]]:
+    """eval.sbatch's layout: the data (n_records of the sample), ``count`` beside the shard folders, and shard i
+    holding records i*ceil(N/K)+1 ... of it as data.jsonl, a prediction per record and its run.json."""
+    lines = _sample_lines(n_records)
+    data = root / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shards = root / "out" / "shards"
+    shards.mkdir(parents=True)
+    if write_count:
+        (shards / "count").write_text(f"{count}\n")
+    per = -(-n_records // count)
+    dirs = []
+    for k in range(count):
+        shard = shards / str(k)
+        shard.mkdir()
+        block = lines[k * per:(k + 1) * per]
+        (shard / "data.jsonl").write_text("".join(line + "\n" for line in block), encoding="utf-8")
+        rows = [{"id": json.loads(line)["id"], "judge": "pollux-4b", "raw_output": "1", "feedback": "", "score": 1.0,
+                 "parse_ok": True, "error": None, "reason": "", "score_source": "verdict", "in_scale": True}
+                for line in block]
+        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        if block:
+            (shard / "run.json").write_text(json.dumps({
+                "job": "judge-eval run", "git_revision": "abc123", "prompt_version": "pollux-ru-4b-v1",
+                "backend": "chat", "model": "pollux-4b", "n_items": len(block),
+                "config": {"judge": "http://n1:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard),
+                           "verdict_format": "integer", "prompt": "ru", "max_tokens": 1024},
+                "launch": {"pid": 100 + k}, "earlier_launches": []}), encoding="utf-8")
+        dirs.append(shard)
+    return data, dirs
+
+
+def _merge(root: Path, data: Path, dirs: list[Path], capsys, *flags: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = eval_main(["merge", "--data", str(data), "--out", str(root / "out"), *flags, *map(str, dirs)])
+    said = capsys.readouterr()
+    return code, said.out, said.err
+
+
+def _nothing_written(root: Path) -> bool:
+    return not (root / "out" / "predictions.jsonl").exists() and not (root / "out" / "run.json").exists()
+
+
+def test_a_shard_left_off_is_refused_naming_its_index_and_records(tmp_path, capsys):
+    """Shards 0, 1 and 3 of 4 given by hand merged with exit 0 and a run folder that looked whole, a quarter of the
+    items missing. Refused in one line (exit 2), naming shard 2 of 4, its records of --data and the opt-in."""
+    data, dirs = _array(tmp_path, 8, 4)
+    code, out, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 2 of the array's 4 (shards/count) "
+                   "was not given (2 records of --data: 5-6 of 8); give every shard of the array, or pass "
+                   "--allow-missing-shards to merge the others and record the missing ones\n")
+    assert _nothing_written(tmp_path)
+
+
+def test_two_missing_shards_are_named_with_their_records(tmp_path, capsys):
+    data, dirs = _array(tmp_path, 10, 4)  # blocks of 3: 1-3, 4-6, 7-9, 10
+    code, _, err = _merge(tmp_path, data, [dirs[1], dirs[2]], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "shards 0, 3 of the array's 4 (shards/count) were not given (4 records of --data: 1-3, 10 of 10)" in err
+
+
+def test_allow_missing_shards_merges_and_records_the_missing_ones_through_score(tmp_path, capsys):
+    """The opt-in merges the shards given; run.json's shard_array names the missing ones and their records, the
+    console says so, and score's metrics.json and report call the items shards left out, not an unfinished run."""
+    data, dirs = _array(tmp_path, 8, 4)
+    code, out, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys, "--allow-missing-shards")
+    assert (code, err) == (0, "")
+    run_dir = tmp_path / "out"
+    assert out == (f"merged 6 predictions from 3 shards -> {run_dir / 'predictions.jsonl'}, {run_dir / 'run.json'}; "
+                   "shard 2 of 4 left out (2 records of --data), as run.json's shard_array records\n")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["shard_array"] == {"folder": str(run_dir / "shards"), "count": 4, "merged": [0, 1, 3],
+                                     "missing": [2], "missing_records": 2}
+    assert eval_main(["score", "--predictions", str(run_dir), "--n-boot", "0", "--vc-repeats", "2"]) == 0
+    console = capsys.readouterr().out
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert {k: metrics["notes"].get(k) for k in ("missing_shards", "shard_count", "n_missing_shard_records")} == {
+        "missing_shards": [2], "shard_count": 4, "n_missing_shard_records": 2}
+    said = ("2 items have no prediction (shard 2 of 4 was left out of the merge: judge-eval merge "
+            "--allow-missing-shards)")
+    assert said in console
+    assert "unfinished" not in console
+    assert said.replace("judge-eval merge --allow-missing-shards", "`judge-eval merge --allow-missing-shards`") \
+        .replace("2 items have no prediction", "**2 items have no prediction**") in (run_dir / "report.md").read_text()
+
+
+def test_a_complete_array_records_nothing_missing(tmp_path, capsys):
+    data, dirs = _array(tmp_path, 8, 4)
+    code, out, _ = _merge(tmp_path, data, dirs, capsys)
+    assert code == 0 and "left out" not in out
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert record["shard_array"] == {"folder": str(tmp_path / "out" / "shards"), "count": 4, "merged": [0, 1, 2, 3],
+                                     "missing": [], "missing_records": 0}
+
+
+def test_an_array_without_a_count_file_names_the_sibling_left_off(tmp_path, capsys):
+    """An array of an earlier eval.sbatch wrote no shards/count: its shard folders are the array's, and one of them
+    left off (eval_merge.sbatch then passed every shard holding predictions) is named; its records are unknown."""
+    data, dirs = _array(tmp_path, 8, 4, write_count=False)
+    (dirs[2] / "predictions.jsonl").unlink()  # the task died before writing any
+    code, _, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 2 of the array's "
+                              "folders 0-3 (no shards/count) was not given; give every shard of the array, or pass "
+                              "--allow-missing-shards to merge the others and record the missing ones\n")
+
+
+def test_shards_of_two_arrays_are_refused(tmp_path, capsys):
+    """Shards 0-1 of one array's folder and 2-3 of another's (each cut from its own data): no id overlaps, and each
+    array is half there; refused naming both folders."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    data, dirs_a = _array(a, 8, 4)
+    _, dirs_b = _array(b, 8, 4)
+    code, _, err = _merge(tmp_path, data, [*dirs_a[:2], *dirs_b[2:]], capsys, "--allow-missing-shards")
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs_b[2]}: a shard of {b / 'out' / 'shards'}, but "
+                              f"{dirs_a[0]} is one of {a / 'out' / 'shards'}: the shards come from two eval arrays; "
+                              "merge one array's shards at a time\n")
+    assert _nothing_written(tmp_path)
+
+
+def test_a_folder_that_is_no_array_shard_beside_array_shards_is_refused(tmp_path, capsys):
+    data, dirs = _array(tmp_path, 8, 2)
+    extra = tmp_path / "hand-run"
+    extra.mkdir()
+    (extra / "predictions.jsonl").write_text("")
+    code, _, err = _merge(tmp_path, data, [*dirs, extra], capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {extra}: not a shard folder of an eval array (shards/<i>), "
+                              f"but {dirs[0]} is one of {tmp_path / 'out' / 'shards'}; merge one array's shards "
+                              "at a time\n")
+
+
+def test_a_shard_past_the_arrays_count_is_refused(tmp_path, capsys):
+    """An earlier array of more tasks left shards/4 in the folder; this array has 4 (0-3)."""
+    data, dirs = _array(tmp_path, 8, 4)
+    (dirs[0].parent / "count").write_text("2\n")
+    code, _, err = _merge(tmp_path, data, dirs, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[2]}: shard 2 is none of the array's 2 "
+                              "(shards/count: 0-1), left by an earlier array of more tasks; merge shards 0-1 alone, "
+                              "or give this run its own folder\n")
+
+
+def test_a_count_file_that_is_no_count_is_refused(tmp_path, capsys):
+    data, dirs = _array(tmp_path, 8, 2)
+    (dirs[0].parent / "count").write_text("two\n")
+    code, _, err = _merge(tmp_path, data, dirs, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[0].parent / 'count'}: holds 'two', not a number "
+                              "of shards as eval.sbatch writes it\n")
+
+
+def test_a_shard_cut_from_other_data_is_refused(tmp_path, capsys):
+    """--data of 10 records, the array cut from 8: its blocks are not this data's (a shard's records would be
+    scored against other items or called missing). Refused naming the shard's data.jsonl and both counts."""
+    data, dirs = _array(tmp_path, 8, 4)
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(_sample_lines(10)) + "\n", encoding="utf-8")
+    code, _, err = _merge(tmp_path, other, dirs, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[0] / 'data.jsonl'}: 2 records, but shard 0 of 4 of "
+                              f"--data {other} is 3 (records 1-3 of 10): the array was cut from other data; give "
+                              "the --data the array judged\n")
+    assert _nothing_written(tmp_path)
+
+
+def test_a_shard_still_being_written_is_refused(tmp_path, capsys):
+    """A shard whose `judge-eval run` holds its folder (an array task still running) is appending rows: refused,
+    naming the holder, rather than merged half-judged."""
+    from judge.plumbing.run_folder import hold_run_folder
+
+    data, dirs = _array(tmp_path, 8, 2)
+    with hold_run_folder(dirs[1], "judge-eval run"):
+        code, _, err = _merge(tmp_path, data, dirs, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"judge-eval merge: error: {dirs[1]}: judge-eval run (pid ")
+    assert err.endswith("is writing it now; merge once its array task has ended\n")
+    assert _nothing_written(tmp_path)
+
+
+def test_an_unfinished_shard_is_refused(tmp_path, capsys):
+    """A shard whose run stopped before every item had a row (an unusable server: exit 4; a kill between rows)
+    merged as if whole. Refused, naming its rows and items; --allow-missing-shards does not take it (leave the
+    shard out instead, which the record then says)."""
+    data, dirs = _array(tmp_path, 8, 2)
+    predictions = dirs[1] / "predictions.jsonl"
+    predictions.write_text("".join(predictions.read_text().splitlines(keepends=True)[:3]))
+    for flags in ((), ("--allow-missing-shards",)):
+        code, _, err = _merge(tmp_path, data, dirs, capsys, *flags)
+        assert (code, err) == (2, f"judge-eval merge: error: {predictions}: 3 rows for the 4 items of its run.json "
+                                  "(n_items): the shard's run is unfinished; rerun its array task, which resumes it, "
+                                  "or leave it out with --allow-missing-shards\n")
+    assert _nothing_written(tmp_path)
+    code, out, _ = _merge(tmp_path, data, dirs[:1], capsys, "--allow-missing-shards")
+    assert code == 0 and "shard 1 of 2 left out (4 records of --data)" in out
+
+
+def test_an_empty_shard_folder_is_refused_in_one_line(tmp_path, capsys):
+    """A shard folder with nothing in it (its task never started): refused naming the file, no traceback."""
+    data, dirs = _array(tmp_path, 8, 2)
+    for name in ("predictions.jsonl", "run.json", "data.jsonl"):
+        (dirs[1] / name).unlink()
+    code, _, err = _merge(tmp_path, data, dirs, capsys)
+    assert (code, err) == (2, f"judge-eval merge: error: {dirs[1] / 'predictions.jsonl'}: no such file; did this "
+                              "shard's array task finish?\n")
+
+
+def test_merge_shards_refuses_a_partial_array_unless_allowed(tmp_path):
+    data, dirs = _array(tmp_path, 8, 4)
+    with pytest.raises(ValueError, match=r"shard 2 of the array's 4 \(shards/count\) was not given"):
+        merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out")
+    rows, run_json = merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out", allow_missing_shards=True)
+    assert rows == 6 and json.loads(run_json.read_text())["shard_array"]["missing"] == [2]
+
+
+def _merge_job(root: Path) -> subprocess.CompletedProcess:
+    """slurm/eval_merge.sbatch itself on ``root`` (data.jsonl, out/shards), its srun writing what it would score."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text('#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\necho "$*" >"$FAKE_SCORE"\n')
+    (bin_dir / "srun").chmod(0o755)
+    venv_bin = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
+           "FAKE_SCORE": str(root / "score"), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n1",
+           "SLURM_SUBMIT_DIR": str(root), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "out"}
+    return subprocess.run(["bash", str(REPO / "slurm" / "eval_merge.sbatch")], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_merge_job_gives_the_whole_array_with_no_new_flag(tmp_path):
+    data, _ = _array(tmp_path, 8, 4)
+    proc = _merge_job(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["shard_array"]["missing"] == []
+    assert (tmp_path / "score").exists()
+
+
+def test_the_merge_job_of_an_array_without_a_count_stops_at_a_shard_with_no_predictions(tmp_path):
+    """An array of an earlier eval.sbatch (no shards/count): the job passed every shard holding predictions, so a
+    task that died before writing any was left out silently and the rest scored. The merge now stops it (exit 2)."""
+    _, dirs = _array(tmp_path, 8, 4, write_count=False)
+    (dirs[3] / "predictions.jsonl").unlink()
+    proc = _merge_job(tmp_path)
+    assert proc.returncode == 2
+    assert (f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 3 of the array's folders 0-3 (no "
+            "shards/count) was not given") in proc.stderr
+    assert not (tmp_path / "score").exists() and not (tmp_path / "out" / "predictions.jsonl").exists()
