@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1070 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,080 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -709,7 +709,7 @@ GRPO_RECIPE_ARGUMENTS: dict[str, str] = {
     "max_completion_length": "max_completion_length", "temperature": "temperature",
     "reward_weights": "the weights of rewards", "use_vllm": "use_vllm", "vllm_mode": "vllm_mode",
     "vllm_server_host": "vllm_server_host", "vllm_server_port": "vllm_server_port",
-    "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "vllm_group_port": "vllm_group_port", "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization",
     "vllm_max_model_length": "max_length (prompt + completion, the most a sequence holds)",
     "remove_unused_columns": "false: the reward functions read the rows' scale and reference columns",
 }  # fmt: skip
@@ -785,7 +785,18 @@ class GRPORecipeConfig(TrainConfig):
         "own node (judge-train submit renders both), reached at vllm_server_host:vllm_server_port.",
     )
     vllm_server_host: str = option("127.0.0.1", "server mode: the host running `trl vllm-serve`.")
-    vllm_server_port: int = option(8000, "server mode: the port of `trl vllm-serve` (1-65535).")
+    vllm_server_port: int = option(
+        8000,
+        "server mode: the port of `trl vllm-serve` (1-65535; trl's default 8000). A server you start yourself; the job "
+        "`judge-train submit` renders starts its own on a port found free on its node at the job's start and passes "
+        "it here (its --vllm-server-port fixes one).",
+    )
+    vllm_group_port: int = option(
+        51216,
+        "server mode: the port the trainer's main process opens on its host for the NCCL group that pushes the "
+        "weights to the server (1-65535; trl's GRPOConfig default 51216). The job `judge-train submit` renders "
+        "passes one found free on the first training host at the job's start (its --vllm-group-port fixes one).",
+    )
     vllm_server_tensor_parallel_size: int = option(
         1,
         "server mode: GPUs `trl vllm-serve` splits the model over (judge-train submit renders it; it must divide the "
@@ -860,8 +871,9 @@ class GRPORecipeConfig(TrainConfig):
             raise ConfigError(f"beta must not be negative, got {self.beta}")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ConfigError(f"vllm_gpu_memory_utilization must be in (0, 1], got {self.vllm_gpu_memory_utilization}")
-        if not 0 < self.vllm_server_port <= 65535:
-            raise ConfigError(f"vllm_server_port must be in (0, 65535], got {self.vllm_server_port}")
+        for name in ("vllm_server_port", "vllm_group_port"):
+            if not 0 < getattr(self, name) <= 65535:
+                raise ConfigError(f"{name} must be in (0, 65535], got {getattr(self, name)}")
         if self.vllm_server_tensor_parallel_size <= 0:
             raise ConfigError(f"vllm_server_tensor_parallel_size must be positive, got "
                               f"{self.vllm_server_tensor_parallel_size}")

@@ -619,6 +619,7 @@ def grpo_arguments(config: GRPORecipeConfig) -> dict[str, Any]:
         "vllm_mode": config.vllm_mode,
         "vllm_server_host": config.vllm_server_host,
         "vllm_server_port": config.vllm_server_port,
+        "vllm_group_port": config.vllm_group_port,
         "vllm_gpu_memory_utilization": config.vllm_gpu_memory_utilization,
         "vllm_max_model_length": config.max_length,
         "remove_unused_columns": False,  # the reward functions read the scale and reference columns

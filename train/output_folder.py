@@ -304,7 +304,7 @@ RESUME_FREE = frozenset({
     "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
     "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",
     "per_device_eval_batch_size", "gradient_checkpointing", "attn_implementation",
-    "vllm_mode", "vllm_server_host", "vllm_server_port", "vllm_server_tensor_parallel_size",
+    "vllm_mode", "vllm_server_host", "vllm_server_port", "vllm_group_port", "vllm_server_tensor_parallel_size",
     "vllm_gpu_memory_utilization",
 })  # fmt: skip
 

@@ -38,7 +38,7 @@ gives) is named on stderr, with what to do.
 ``--gpus-per-node 0`` requests no GPUs and runs one CPU rank per node (``--cpu-ranks-per-node``, refused beside
 GPUs): the tiny CPU configs and the Slurm tests use it.
 
-Why one module of ~1,060 lines: every check here guards the one rendered script, against the same parsed flags and
+Why one module of ~1,100 lines: every check here guards the one rendered script, against the same parsed flags and
 config, so that a bad submission fails before it queues; split, each part would re-derive what the others read.
 """
 
@@ -66,9 +66,9 @@ DEFAULT_SCRIPT = Path(__file__).resolve().parent.parent / "slurm" / "train.sbatc
 #: the rendered script sets each one or unsets it, so that the kept script is exactly what runs.
 TRAIN_SCRIPT_VARIABLES = (
     "JUDGE_CONFIG", "JUDGE_OUTPUT_DIR", "JUDGE_GRAD_ACCUM", "JUDGE_PROCS_PER_NODE", "JUDGE_OVERWRITE_OUTPUT_DIR",
-    "JUDGE_VLLM_SERVE_MODEL", "JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_SERVE_TP", "JUDGE_VLLM_SERVE_MAX_LEN",
-    "JUDGE_CACHE_DIR", "JUDGE_WANDB_DIR", "JUDGE_ENV_SCRIPT", "JUDGE_SRUN_ARGS", "JUDGE_MASTER_PORT",
-    "JUDGE_SHUTDOWN_TIMEOUT_S",
+    "JUDGE_VLLM_SERVE_MODEL", "JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_GROUP_PORT", "JUDGE_VLLM_SERVE_TP",
+    "JUDGE_VLLM_SERVE_MAX_LEN", "JUDGE_CACHE_DIR", "JUDGE_WANDB_DIR", "JUDGE_ENV_SCRIPT", "JUDGE_SRUN_ARGS",
+    "JUDGE_MASTER_PORT", "JUDGE_SHUTDOWN_TIMEOUT_S",
 )
 
 
@@ -440,6 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--master-port", type=int,
                         help="JUDGE_MASTER_PORT: rendezvous port (default: one the kernel finds free on the first "
                              "training host when the job starts).")
+    parser.add_argument("--vllm-server-port", type=int,
+                        help="JUDGE_VLLM_SERVE_PORT, GRPO in vLLM server mode: the port of `trl vllm-serve` on the "
+                             "first node (default: one the kernel finds free there when the job starts; one given "
+                             "is checked free then, and the job stops when it is taken).")
+    parser.add_argument("--vllm-group-port", type=int,
+                        help="JUDGE_VLLM_GROUP_PORT, GRPO in vLLM server mode: the port of the trainer's weight-sync "
+                             "group on the first training host (trl's vllm_group_port; default: one found free there "
+                             "when the job starts; one given is checked free then).")
     parser.add_argument("--shutdown-timeout-s", type=int,
                         help="JUDGE_SHUTDOWN_TIMEOUT_S: seconds torchrun lets the ranks finish a save after SIGTERM "
                              "before it kills them (default: the template's 900).")
@@ -556,6 +564,7 @@ def _srun_args_joined(argv: Sequence[str], parser: argparse.ArgumentParser) -> l
 _SHELL_VARIABLE_FLAGS = {
     "JUDGE_CACHE_DIR": "--cache-dir", "JUDGE_WANDB_DIR": "--wandb-dir", "JUDGE_ENV_SCRIPT": "--env-script",
     "JUDGE_SRUN_ARGS": "--srun-args", "JUDGE_MASTER_PORT": "--master-port",
+    "JUDGE_VLLM_SERVE_PORT": "--vllm-server-port", "JUDGE_VLLM_GROUP_PORT": "--vllm-group-port",
     "JUDGE_SHUTDOWN_TIMEOUT_S": "--shutdown-timeout-s",
     "JUDGE_OVERWRITE_OUTPUT_DIR": "overwrite_output_dir in the config, or -- --overwrite-output-dir",
 }
@@ -785,8 +794,10 @@ def _refuse_bad_counts(args: argparse.Namespace) -> None:
     CPUs, GPUs and CPU ranks per node."""
     if args.nodes <= 0:
         raise SubmitError(f"--nodes must be positive, got {args.nodes}")
-    if args.master_port is not None and not 1 <= args.master_port <= 65535:
-        raise SubmitError(f"--master-port must be a port from 1 to 65535, got {args.master_port}")
+    for flag in ("--master-port", "--vllm-server-port", "--vllm-group-port"):
+        port = getattr(args, flag[2:].replace("-", "_"))
+        if port is not None and not 1 <= port <= 65535:
+            raise SubmitError(f"{flag} must be a port from 1 to 65535, got {port}")
     if args.shutdown_timeout_s is not None and args.shutdown_timeout_s <= 0:
         raise SubmitError(f"--shutdown-timeout-s must be a positive number of seconds, got {args.shutdown_timeout_s}")
     if args.cpus_per_task is not None and args.cpus_per_task <= 0:
@@ -803,16 +814,33 @@ def _refuse_bad_counts(args: argparse.Namespace) -> None:
         raise SubmitError(f"--cpu-ranks-per-node must be positive, got {args.cpu_ranks_per_node}")
 
 
-def _check_vllm_server(config: Any, args: argparse.Namespace) -> bool:
+#: judge-train's flags for where the vLLM server listens, in both spellings: slurm/train.sbatch sets them itself.
+_SERVER_PLACE_FLAGS = ("--vllm-server-host", "--vllm_server_host", "--vllm-server-port", "--vllm_server_port",
+                       "--vllm-group-port", "--vllm_group_port")
+
+
+def _check_vllm_server(config: Any, args: argparse.Namespace, judge_args: Sequence[str]) -> bool:
     """Whether the config is GRPO in vLLM server mode (``trl vllm-serve`` holds the first node, training the
     others), after refusing what its server could not start with: fewer than two GPU nodes, more tensor-parallel
     GPUs than a node has, or a tensor-parallel size the model's attention heads do not split over."""
     if not (getattr(config, "use_vllm", False) and getattr(config, "vllm_mode", None) == "server"):
+        given = [flag for flag in ("--vllm-server-port", "--vllm-group-port")
+                 if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if given:  # the job starts no server: the port would be dropped without a word
+            raise SubmitError(f"{' and '.join(given)}: the job starts no vLLM server (the config is not GRPO with "
+                              "use_vllm: true and vllm_mode: server); leave them out")
         return False
     if args.nodes < 2 or not args.gpus_per_node:
         raise SubmitError("vllm_mode: server runs `trl vllm-serve` on a GPU node of its own and trains on the others: "
                           f"ask for --nodes 2 or more with GPUs (got --nodes {args.nodes} --gpus-per-node "
                           f"{args.gpus_per_node}), or set vllm_mode: colocate for one node")
+    # The job passes the server's address and ports to the trainer before the arguments after --: a later one there
+    # wins, and the trainer would look for its server where none of this job's listens (another job's, perhaps).
+    placed = sorted({a.split("=", 1)[0] for a in judge_args} & set(_SERVER_PLACE_FLAGS))
+    if placed:
+        raise SubmitError(f"{', '.join(placed)} after --: the job starts the vLLM server itself and tells the trainer "
+                          "where it listens; give its ports with judge-train submit's --vllm-server-port and "
+                          "--vllm-group-port")
     tp = config.vllm_server_tensor_parallel_size
     if tp > args.gpus_per_node:
         # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes
@@ -831,6 +859,13 @@ def _check_vllm_server(config: Any, args: argparse.Namespace) -> bool:
                           f"start; give -- --vllm-server-tensor-parallel-size {fits} (the sizes up to --gpus-per-node "
                           f"{args.gpus_per_node} that split them)")
     return True
+
+
+def _config_default(config: Any, name: str) -> Any:
+    """The default of the config's field ``name`` (its recipe's dataclass)."""
+    import dataclasses
+
+    return next(f.default for f in dataclasses.fields(config) if f.name == name)
 
 
 def _check_signal_before(args: argparse.Namespace, script_path: Path) -> None:
@@ -915,7 +950,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
                      f"output_dir in {config_path}": config.output_dir})
     _refuse_bad_counts(args)
     ranks = args.gpus_per_node or args.cpu_ranks_per_node or 1
-    server = _check_vllm_server(config, args)
+    server = _check_vllm_server(config, args, judge_args)
     if not args.gpus_per_node:
         _refuse_cuda_only_attention(config, config_path, judge_args)
     training_nodes = args.nodes - 1 if server else args.nodes
@@ -1016,7 +1051,18 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
     exports["JUDGE_OVERWRITE_OUTPUT_DIR"] = "1" if config.overwrite_output_dir else "0"
     if server:
         exports["JUDGE_VLLM_SERVE_MODEL"] = config.model_name_or_path
-        exports["JUDGE_VLLM_SERVE_PORT"] = str(config.vllm_server_port)
+        # The ports are the job's to find free when it starts (slurm/train.sbatch), on the hosts that open them,
+        # unless the flags fix them: the config's (trl's defaults 8000 and 51216) were every job's, and two jobs on a
+        # shared node met on them. The script passes the ones it uses to the trainer, over the config's.
+        for name, flag, field in (("JUDGE_VLLM_SERVE_PORT", "--vllm-server-port", "vllm_server_port"),
+                                  ("JUDGE_VLLM_GROUP_PORT", "--vllm-group-port", "vllm_group_port")):
+            given = getattr(args, flag[2:].replace("-", "_"))
+            if given is not None:
+                exports[name] = str(given)
+            elif getattr(config, field) != _config_default(config, field):
+                print(f"judge-train submit: warning: {field} {getattr(config, field)} in the config is not used by "
+                      f"the job: it starts its own vLLM server and takes a port found free when it starts; give "
+                      f"{flag} {getattr(config, field)} to fix that one", file=sys.stderr)
         exports["JUDGE_VLLM_SERVE_TP"] = str(config.vllm_server_tensor_parallel_size)
         # The server's context is colocated vLLM's (train.grpo.grpo_arguments: vllm_max_model_length = max_length):
         # left to the model's config it is 40,960 tokens for Qwen3-8B, and vLLM reserves KV cache to hold it.
@@ -1041,8 +1087,11 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         notes.append(f"--overwrite-output-dir: an earlier run in {output_dir} is deleted on the job's first start; a "
                      "requeue of the job resumes its own checkpoints")
     if server:
+        ports = ", ".join(f"{what} {exports[name] if name in exports else 'found free when the job starts'}"
+                          for what, name in (("port", "JUDGE_VLLM_SERVE_PORT"),
+                                             ("weight-sync group port", "JUDGE_VLLM_GROUP_PORT")))
         notes.append(f"vLLM server mode: `trl vllm-serve` (tensor parallel {config.vllm_server_tensor_parallel_size}, "
-                     f"max length {config.max_length}) on the first node, port {config.vllm_server_port}; training on "
+                     f"max length {config.max_length}) on the first node, {ports}; training on "
                      f"the other {counted(training_nodes, 'node') if training_nodes > 1 else 'node'}")
     script = render_script(
         script_path.read_text(), sbatch=sbatch, exports=exports, notes=notes, judge_args=judge_args, unset=unset

@@ -172,7 +172,8 @@ def test_the_grpo_server_step_outlives_sigterm_and_is_stopped_when_training_retu
     assert not Path(f"/proc/{pid}").exists()  # the script waited for the server step's srun, which reaped it
     srun = (tmp_path / "srun_args").read_text().split("\0")[:-1]
     assert "--nodelist=nx-node-2" in srun  # training on the other node, generating through the first one's server
-    assert srun[-4:] == ["--vllm-server-host", "10.0.0.5", "--vllm-server-port", "8011"]
+    assert srun[-6:-1] == ["--vllm-server-host", "10.0.0.5", "--vllm-server-port", "8011", "--vllm-group-port"]
+    assert 1 <= int(srun[-1]) <= 65535  # found free on the first training host (tests below)
 
 
 # --- train.sbatch: the set-aside of cut-off checkpoints happens under the run folder's lock ---------------------
@@ -297,7 +298,8 @@ def test_train_sbatch_takes_a_free_rendezvous_port(tmp_path, config_file):
         with socket.socket() as probe:
             probe.bind(("", port))  # it was free (the fake torchrun never took it)
         steps = calls.read_text().splitlines()
-        probes = [step for step in steps if step.startswith("--nodes=1 --ntasks=1 --nodelist=nx-node-1 python3 -c ")]
+        probe = "--nodes=1 --ntasks=1 --nodelist=nx-node-1 --cpus-per-task=16 python3 -c "  # on the job's CPUs
+        probes = [step for step in steps if step.startswith(probe)]
         assert len(probes) == (1 if probe_step else 0) and len(steps) == len(probes) + 1, (batch_host, steps)
 
 

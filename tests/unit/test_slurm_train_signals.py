@@ -22,8 +22,10 @@ SCRIPT = Path(__file__).resolve().parents[2] / "slurm" / "train.sbatch"
 #: srun: GRPO's vLLM server step (it is given --model) logs that it is up, says so on the ready pipe and, on the
 #: SIGTERM the script's kill sends, logs that it stopped; the training step records its folder and arguments, logs
 #: that it started, says so, and blocks reading the go pipe (bounded, so that a failing test leaves no process behind
-#: for long) until the test writes to or closes it, before logging that it saved.
+#: for long) until the test writes to or closes it, before logging that it saved. A port probe's step (the script's
+#: python3 program binding sockets) runs, as on the host it names.
 FAKE_SRUN = r'''
+if [[ $* == *"import socket"* ]]; then while [[ $1 == --* ]]; do shift; done; exec "$@"; fi
 if [[ " $* " == *" --model "* ]]; then
     trap 'kill "$idle" 2>/dev/null; echo server-stopped >>"$FAKE_LOG"; exit 0' TERM
     sleep 300 & idle=$!

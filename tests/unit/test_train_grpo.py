@@ -585,7 +585,9 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     bin_dir.mkdir()
     # The server's srun runs in the background and the job kills it on exit: the training srun waits until the
     # server's call is on record, so that both are, whatever the scheduling.
-    fakes = {"srun": 'if [[ " $* " != *" --ntasks=1 "* ]]; then\n'
+    # A port probe's step (python3 on one host) runs, as on the host it names, and is not recorded.
+    fakes = {"srun": 'if [[ $* == *"import socket"* ]]; then while [[ $1 == --* ]]; do shift; done; exec "$@"; fi\n'
+                     'if [[ " $* " != *" --ntasks=1 "* ]]; then\n'
                      '  for _ in $(seq 100); do grep -q -- --ntasks=1 "$FAKE_SRUN_ARGS" 2>/dev/null && break; sleep 0.1; done\n'
                      'fi\nprintf "%s\\0" "$@" >>"$FAKE_SRUN_ARGS"; printf "\\036" >>"$FAKE_SRUN_ARGS"\n',
              "scontrol": 'case "$1 $2" in\n  "show hostnames") printf "gx-1\\ngx-2\\ngx-3\\n";;\n'
@@ -615,15 +617,17 @@ def test_a_server_mode_grpo_job_serves_on_the_first_node_and_trains_on_the_rest(
     # A call's arguments end in NUL, the call in RS (\x1e): the server's Python program holds newlines.
     server, training = sorted((call.split("\0") for call in (tmp_path / "srun").read_text().split("\0\x1e")[:-1]),
                               key=lambda call: "--ntasks=1" not in call)  # the server's step first
-    assert "--nodelist=gx-1" in server and server[-8:] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "8",
-                                                             "--port", "8000", "--host", "0.0.0.0"]
+    assert "--nodelist=gx-1" in server and server[-8:-3] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "8",
+                                                               "--port"] and server[-2:] == ["--host", "0.0.0.0"]
+    serve_port = server[-3]  # found free on gx-1 when the job started: the trainer is pointed at the same one
     assert 'trap "" USR1' in server[server.index("-c") + 1]
     assert "--nodes=2" in training and "--nodelist=gx-2,gx-3" in training
     for step in (server, training):  # the generation server runs in the job's container, on its CPUs, as training
         assert "--cpus-per-task=16" in step and "--container-image=judge.sqsh" in step, step
     tail = training[training.index("judge-train", training.index("-c") + 2) + 1:]
-    assert tail == ["--config", str(SERVER_GRPO), "--output-dir", str(out), "--resume",
-                    "--vllm-server-host", "10.0.0.1", "--vllm-server-port", "8000"]
+    assert tail[:-1] == ["--config", str(SERVER_GRPO), "--output-dir", str(out), "--resume",
+                         "--vllm-server-host", "10.0.0.1", "--vllm-server-port", serve_port, "--vllm-group-port"]
+    assert 1 <= int(serve_port) <= 65535 and 1 <= int(tail[-1]) <= 65535
 
 
 def test_released_benchmark_rows_are_refused_as_grpo_prompts(tmp_path, capsys):

@@ -49,7 +49,8 @@ def test_every_field_of_every_recipe_is_either_kept_or_may_change_on_a_resume():
         "output_dir", "run_name", "report_to", "logging_steps", "disable_tqdm", "save_steps", "save_total_limit",
         "resume", "overwrite_output_dir", "dataloader_num_workers", "per_device_train_batch_size",
         "per_device_eval_batch_size", "gradient_checkpointing", "attn_implementation", "vllm_mode",
-        "vllm_server_host", "vllm_server_port", "vllm_server_tensor_parallel_size", "vllm_gpu_memory_utilization",
+        "vllm_server_host", "vllm_server_port", "vllm_group_port", "vllm_server_tensor_parallel_size",
+        "vllm_gpu_memory_utilization",
     }  # fmt: skip
     assert {"learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
             "global_batch_size", "seed", "data", "eval_data", "model_name_or_path", "recipe", "max_length",
