@@ -841,6 +841,12 @@ def _check_vllm_server(config: Any, args: argparse.Namespace, judge_args: Sequen
         raise SubmitError(f"{', '.join(placed)} after --: the job starts the vLLM server itself and tells the trainer "
                           "where it listens; give its ports with judge-train submit's --vllm-server-port and "
                           "--vllm-group-port")
+    # trl takes vllm_server_base_url over the host and port (trl/trainer/grpo_config.py): the trainer would never
+    # reach the server this job starts.
+    if config.trainer_args.get("vllm_server_base_url") is not None:
+        raise SubmitError(f"trainer_args.vllm_server_base_url {config.trainer_args['vllm_server_base_url']!r}: trl "
+                          "would send the trainer there, not to the vLLM server the job starts (on the first node, "
+                          "at a port found free); remove it")
     tp = config.vllm_server_tensor_parallel_size
     if tp > args.gpus_per_node:
         # The server runs on the first node alone (slurm/train.sbatch): vLLM would stop at its start, the other nodes

@@ -268,3 +268,13 @@ def test_the_group_port_is_trls_setting_and_the_recipe_passes_it():
     for port in (0, 65536):
         with pytest.raises(ConfigError, match=f"^vllm_group_port must be in \\(0, 65535\\], got {port}$"):
             load_config(SERVER_GRPO, {"vllm_group_port": port})
+
+
+def test_submit_refuses_a_base_url_that_would_send_the_trainer_past_the_jobs_server(capsys, submit_folder):
+    """trl reads vllm_server_base_url over vllm_server_host and vllm_server_port: the job's server would be started
+    and the trainer would generate elsewhere."""
+    code, _, err = _submit(capsys, SERVER_GRPO, 3, "--", "--trainer-args",
+                           '{"vllm_server_timeout": 900, "vllm_server_base_url": "http://10.0.0.9:8000"}')
+    assert (code, err) == (2, "judge-train submit: trainer_args.vllm_server_base_url 'http://10.0.0.9:8000': trl would "
+                              "send the trainer there, not to the vLLM server the job starts (on the first node, at a "
+                              "port found free); remove it\n")
