@@ -153,6 +153,33 @@ def test_a_grpo_card_counts_the_experts_verdicts_not_its_items(tmp_path):
     assert "(from 5 records, 12 expert verdicts)" in render_card(folder)
 
 
+def test_a_grpo_card_says_how_many_verdicts_failed_to_parse_as_the_rewards_moved(tmp_path):
+    """Both rewards pay 0 for a verdict that fails to parse, and trl logs the share as verdicts/failed_share: the card
+    said only that the rewards' means rose (0.25 -> 0.75), which a policy that fails more often can show too. It says
+    the failed share at the first and the last logged step, and that it was not logged when it was not."""
+    folder = _fake_export(tmp_path)
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run["config"].update({"recipe": "grpo", "rewards": {"format_reward": 1.0, "agreement_reward": 0.5},
+                          "num_generations": 8, "no_unique_mode": "drop"})
+    run["result"]["log_history"] = [
+        {"rewards/format_reward/mean": 0.25, "rewards/agreement_reward/mean": 0.5, "verdicts/failed_share": 0.625,
+         "step": 1},
+        {"rewards/format_reward/mean": 0.75, "rewards/agreement_reward/mean": 0.625, "verdicts/failed_share": 0.125,
+         "step": 2},
+        {"train_runtime": 9.5, "step": 2}]  # trl's closing entry: no reward in it
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    (line,) = [line for line in render_card(folder).splitlines() if line.startswith("- rewards (GRPO")]
+    assert line == ("- rewards (GRPO, trl GRPOTrainer): `format_reward` x 1.0 (mean 0.250 → 0.750), "
+                    "`agreement_reward` x 0.5 (mean 0.500 → 0.625); verdicts that failed to parse (both rewards pay 0 for them): 0.625 → "
+                    "0.125 of the completions (verdicts/failed_share); groups of 8 completions; experts without a "
+                    "unique mode: `drop`")
+    for entry in run["result"]["log_history"]:
+        entry.pop("verdicts/failed_share", None)
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    (line,) = [line for line in render_card(folder).splitlines() if line.startswith("- rewards (GRPO")]
+    assert "; verdicts that failed to parse: not recorded (no verdicts/failed_share logged); groups of 8" in line
+
+
 def test_rewriting_a_card_without_run_keeps_its_figures(tmp_path, capsys):
     """``judge-train card`` again to change --license (no --run) keeps the figures the first --run wrote, as they
     were (the same weights: no resume note), and takes the new license."""
