@@ -1,5 +1,5 @@
 """The judge's Verdict Confidence draws its random expert replacement 100 times per instance (arXiv 2505.24616v3,
-Appendix D.2.2: "we repeat this procedure 100 times for each instance"): every default on the way from the
+Appendix D.2.2: "This procedure was repeated 100 times per instance"): every default on the way from the
 command line to the draws is pinned here, and so is what `judge-eval score` writes when no --vc-repeats is given."""
 
 from __future__ import annotations

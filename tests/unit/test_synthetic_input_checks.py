@@ -128,6 +128,16 @@ def test_stage_1_skips_the_zero_shot_task_types_by_default():
     assert len(generation_jobs(InstructionsConfig(generators=generators, skip_zero_shot=False))) == 450
 
 
+def test_the_shipped_stage_1_config_asks_three_generators_in_equal_shares():
+    """arXiv 2505.24616v3, Section 3.1: the instructions were "generated ... by DeepSeek-V3 ..., OpenAI GPT-4o and
+    o3-mini in equal shares", and those that "contained more than 5% non-Russian tokens" removed. The shipped YAML
+    lists three generator endpoints (placeholders to point at your three models) of one share each, and keeps the
+    0.05 bound."""
+    shipped = load_config(InstructionsConfig, REPO / "configs" / "data" / "instructions.yaml")
+    assert [generator["share"] for generator in shipped.generators] == [1.0, 1.0, 1.0]
+    assert shipped.max_non_russian == 0.05
+
+
 def test_stage_1_holds_out_the_task_types_of_the_run_s_split_file(tmp_path, capsys):
     """The split stage holds out the task types of its ``split_file``; stage 1 held out the packaged split's whatever
     the run's split was, and refused ``split_file`` in its YAML as an unknown key. With a split holding out only

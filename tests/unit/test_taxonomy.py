@@ -24,7 +24,9 @@ def test_sizes(taxonomy):
 
 
 def test_groups_are_the_five_known(taxonomy):
-    """Every criterion belongs to one of the five POLLUX criterion groups."""
+    """Every criterion belongs to one of the five POLLUX criterion groups (arXiv 2505.24616v3, Appendix P.1-P.5:
+    Critical, Fine-grained, Domain-specific, Task-specific and Subjective), and each group has criteria."""
+    assert CRITERION_GROUPS == ("Critical", "Fine-grained", "Domain-specific", "Task-specific", "Subjective")
     assert {c.group for c in taxonomy.criteria.values()} == set(CRITERION_GROUPS)
 
 

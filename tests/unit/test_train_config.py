@@ -97,6 +97,25 @@ def test_regression_configs_train_the_head_by_mse_beside_the_rationales_cross_en
     assert (default.score_target, default.score_loss_weight, default.lm_loss_weight) == ("mean", 1.0, 1.0)
 
 
+#: The shipped configs of the 7B and 32B judges (arXiv 2505.24616v3, Section 3.2).
+PAPER_BASE_SIZES = ("t-lite", "t-pro")
+
+
+def test_real_configs_train_the_papers_base_models_in_both_formats(monkeypatch):
+    """Paper, Section 3.2: "We choose T-lite-it-1.0 and T-pro-it-1.0 for the base models of 7B and 32B parameters"
+    and trains each "in two modes": sequence-to-sequence and regression. Each of the four shipped judge configs is the
+    recipe its file names, started from its size's base model."""
+    monkeypatch.chdir(REPO)
+    shipped = {(size, recipe): load_config(REPO / "configs" / "train" / size / f"{recipe}.yaml")
+               for size in PAPER_BASE_SIZES for recipe in ("seq2seq", "regression")}
+    assert {key: (type(config), config.model_name_or_path) for key, config in shipped.items()} == {
+        ("t-lite", "seq2seq"): (Seq2SeqConfig, "t-tech/T-lite-it-1.0"),
+        ("t-lite", "regression"): (RegressionConfig, "t-tech/T-lite-it-1.0"),
+        ("t-pro", "seq2seq"): (Seq2SeqConfig, "t-tech/T-pro-it-1.0"),
+        ("t-pro", "regression"): (RegressionConfig, "t-tech/T-pro-it-1.0"),
+    }
+
+
 def test_a_cli_flag_overrides_the_yaml(monkeypatch):
     """defaults -> YAML -> flags: --learning_rate beats the YAML's 3e-3; untouched fields keep the YAML's values."""
     monkeypatch.chdir(REPO)
