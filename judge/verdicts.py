@@ -55,6 +55,7 @@ __all__ = [
     "has_think_tag",
     "leading_reasoning",
     "read_served_verdict",
+    "inline_reasoning",
     "failed_by_the_cut",
     "MIN_RATIONALE_WORDS",
     "rationale_words",
@@ -711,6 +712,24 @@ def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = F
         return cut_short(verdict, f"max_tokens (finish_reason length; {written!r} may be the start of the level "
                          f"{longer[0]})")
     return verdict
+
+
+def inline_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None = None) -> str | None:
+    """A chat answer's separated reasoning put back where the engine wrote it: ``<think>``, the reasoning,
+    ``</think>``, the content; ``content`` as it is when the server separated none. This is the text a completion
+    of the same generation holds (what judge-serve's ``/v1/judge`` reads and returns as ``output``): vLLM's
+    reasoning parsers split ``<think>R</think>C`` at its tags into R and C, neither stripped
+    (``vllm/reasoning/basic_parsers.py``, ``BaseThinkingReasoningParser.extract_reasoning``), so the chat route's
+    raw output and verdict are the typed route's for the same engine answer.
+
+    A parser gives reasoning with no content both for ``<think>R</think>`` (the judge ended its turn after its
+    reasoning) and for ``<think>R`` (cut inside it); ``finish_reason`` tells them apart as ``read_served_verdict``
+    does: "stop" closes the block (read ``empty``), anything else leaves it open (``unclosed_think``)."""
+    if reasoning is None:
+        return content
+    if content or finish_reason == "stop":
+        return f"<think>{reasoning}</think>{content or ''}"
+    return f"<think>{reasoning}"
 
 
 def read_served_verdict(verdict_format: str, text: str | None, *, reasoning: str | None = None,

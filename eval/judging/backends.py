@@ -276,18 +276,23 @@ def verdict_outcome(text: str | None, record, lenient: bool, *, verdict_format: 
     """Parse a judge's raw output against the record's scale (a score outside it is scored, ``in_scale`` false).
 
     ``verdict_format`` is the judge's (``judge.VerdictFormat``); for ``integer``, ``reasoning`` is the server's
-    separated reasoning, kept as the row's ``feedback``, and an answer ``max_tokens`` stopped (``finish_reason``
-    "length") fails as ``cut``, as judge-serve reads it (``judge.verdicts.cut_short``): a reasoning parser hands the
-    text after a cut ``</think>`` as the answer, whose integer is then wherever the cut fell. A ``tagged`` verdict is
+    separated reasoning, kept as the row's ``feedback`` and put back before the answer in its ``raw_output``
+    (``judge.verdicts.inline_reasoning``: the text judge-serve's ``/v1/judge`` returns for the same generation),
+    and an answer ``max_tokens`` stopped (``finish_reason`` "length") fails as ``cut``, as judge-serve reads it
+    (``judge.verdicts.cut_short``): a reasoning parser hands the text after a cut ``</think>`` as the answer, whose
+    integer is then wherever the cut fell. A ``tagged`` verdict is
     read as judge-serve reads it too (``judge.verdicts.read_tagged_verdict``, the length cut's rule included).
     """
     from judge import ScaleError, scale_of
-    from judge.verdicts import read_served_verdict
+    from judge.verdicts import inline_reasoning, read_served_verdict
 
     try:
         scale = scale_of(record.rubrics)
     except ScaleError:
         scale = None  # a rubric without a readable scale: no range check, rather than no verdict
+    if verdict_format == VerdictFormat.INTEGER:
+        # the row's raw output and verdict are those of the engine's whole text, as judge-serve's /v1/judge reads it
+        text, reasoning = inline_reasoning(text, reasoning, finish_reason), None
     verdict = read_served_verdict(verdict_format, text, reasoning=reasoning, scale=scale, lenient=lenient,
                                   finish_reason=finish_reason)
     return past_bound({

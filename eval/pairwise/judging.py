@@ -21,7 +21,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~520 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~540 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -49,7 +49,7 @@ from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place, value_words
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import PAIRWISE_SCALE
-from judge.verdicts import VerdictError, read_served_verdict
+from judge.verdicts import VerdictError, VerdictFormat, inline_reasoning, read_served_verdict
 from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
 
 if TYPE_CHECKING:
@@ -309,7 +309,10 @@ def _on_scale(score: float | None) -> bool:
 def _outcome(text: str | None, reasoning: str | None, verdict_format: str, lenient: bool,
              finish_reason: str | None = None) -> dict[str, Any]:
     """A chat answer's row, read as every route reads one (``judge.verdicts.read_served_verdict``), on the
-    pairwise scale."""
+    pairwise scale; an integer judge's separated reasoning put back before its answer
+    (``judge.verdicts.inline_reasoning``), so the row holds what ``/v1/judge`` returns for the same generation."""
+    if verdict_format == VerdictFormat.INTEGER:
+        text, reasoning = inline_reasoning(text, reasoning, finish_reason), None
     verdict = read_served_verdict(verdict_format, text, reasoning=reasoning, scale=PAIRWISE_SCALE, lenient=lenient,
                                   finish_reason=finish_reason)
     ok = verdict.ok and _on_scale(verdict.score)

@@ -16,6 +16,7 @@ judge-serve is the real app in front of a scripted engine (``tests.support.serve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -273,3 +274,78 @@ def test_a_judge_serve_that_does_not_say_its_format_is_held_to_its_answers(data,
         assert eval_main(_run_args(server.base_url, data, tmp_path / "set", "--verdict-format", "integer")) == 0
     assert _run_json(tmp_path / "set")["config"]["verdict_format"] == "integer"
     assert len(read_predictions(tmp_path / "set")) == 4
+
+
+# ------------------------------------------- one engine answer, the same row through /v1/judge and the chat passthrough
+
+
+#: An integer judge's whole generation and its finish_reason, one per record: a verdict; a reasoning cut by
+#: max_tokens; a reasoning closed with no answer after it; an answer the length limit stopped.
+GENERATIONS = [("<think>\nБез ошибок.\n</think>\n\n1", "stop"), ("<think>\nпроверяю пункт 2", "length"),
+               ("<think>\nготово\n</think>", "stop"), ("<think>\nготово\n</think>\n\n1", "length")]
+
+
+def _split_as_vllm(text: str) -> tuple[str | None, str | None]:
+    """The (reasoning, content) vLLM's reasoning parser makes of ``text`` on a chat answer
+    (``vllm/reasoning/basic_parsers.py``, ``BaseThinkingReasoningParser.extract_reasoning``): its ``<think>``
+    dropped, the text up to ``</think>`` the reasoning, the rest the content (None when empty); no ``</think>``:
+    all of it reasoning."""
+    opened = text.partition("<think>")
+    text = opened[2] if opened[1] else opened[0]
+    if "</think>" not in text:
+        return text, None
+    reasoning, _, content = text.partition("</think>")
+    return reasoning, content or None
+
+
+@pytest.mark.parametrize("backend", ["judge-serve", "chat"])
+def test_an_integer_judges_row_is_the_same_through_the_typed_route_and_the_chat_passthrough(
+        integer_export, tmp_path, monkeypatch, backend):
+    """The same generation of an integer judge, given whole on /v1/completions (judge-serve's /v1/judge) and split
+    by vLLM's reasoning parser on chat (judge-serve's passthrough, judge-eval parses): every row field the two
+    routes share is the same, raw_output included: the reasoning put back before the answer, as the engine wrote
+    it. (Before: the chat row's raw_output was the bare integer, its reasoning gone from it, so reading it again
+    gave another feedback; a reasoning closed with no answer gave another reason.)"""
+    from transformers import AutoTokenizer
+
+    from serve.app import create_app
+    from tests.support.serve_in_process import served_over_tcp
+
+    records = [dataclasses.replace(r, answer=f"case{k} {r.answer}")
+               for k, r in enumerate(judge.load_records(judge.sample_data_path())[:len(GENERATIONS)])]
+    data = judge.write_jsonl(records, tmp_path / "data.jsonl")
+    tokenizer = AutoTokenizer.from_pretrained(integer_export)
+
+    def generation(prompt: str) -> tuple[str, str]:
+        (k,) = [k for k in range(len(GENERATIONS)) if f"case{k} " in prompt]
+        return GENERATIONS[k]
+
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/completions":
+            text, finish = generation(tokenizer.decode(body["prompt"]))
+            return 200, {"choices": [{"text": text, "finish_reason": finish}],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+        text, finish = generation(body["messages"][0]["content"])
+        reasoning, content = _split_as_vllm(text)
+        reply = chat_completion(content, SERVED, finish)
+        reply["choices"][0]["message"]["reasoning"] = reasoning
+        return 200, reply
+
+    monkeypatch.setenv("VLLM_API_KEY", "engine-key")
+    monkeypatch.setenv("JUDGE_SERVE_API_KEY", "k")
+    out = tmp_path / backend
+    with ScriptedEndpoint(respond, respond_get=_engine_get) as engine:
+        app = create_app(_judge_serve_config(integer_export, engine))
+        with served_over_tcp(app) as (root, _):
+            assert eval_main(_run_args(root, data, out, "--backend", backend)) == 0
+    shared = ("raw_output", "feedback", "score", "parse_ok", "error", "reason", "finish_reason")
+    rows = {row["id"]: tuple(row[name] for name in shared) for row in read_predictions(out)}
+    expected = {
+        "s0001": ("<think>\nБез ошибок.\n</think>\n\n1", "Без ошибок.", 1.0, True, None, "", "stop"),
+        "s0002": ("<think>\nпроверяю пункт 2", "проверяю пункт 2", None, False, "unclosed_think",
+                  "<think> is never closed: the output ended while reasoning", "length"),
+        "s0003": ("<think>\nготово\n</think>", "готово", None, False, "empty",
+                  "the reasoning closed with no answer after it", "stop"),
+    }
+    assert {k: rows[k] for k in expected} == expected
+    assert rows["s0004"][:5] == ("<think>\nготово\n</think>\n\n1", "готово", None, False, "cut")

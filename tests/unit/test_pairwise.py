@@ -202,6 +202,10 @@ def test_judge_eval_run_asks_both_orders_and_scores_pairwise(tmp_path):
     assert (rows["p2", "swapped"].score, rows["p2", "swapped"].verdict) == (-1.0, 1.0)
     assert (rows["p1", "swapped"].score, rows["p1", "swapped"].verdict, rows["p1", "swapped"].feedback) == (1.0, -1.0, "Париж верен.")
     assert (rows["p3", "swapped"].parse_ok, rows["p3", "swapped"].verdict, rows["p3", "swapped"].error) == (False, None, "unclosed_think")
+    # raw_output is the generation as a /v1/judge result holds it: the separated reasoning back before the answer
+    # (before: the bare "1", and None for the cut one, whose reasoning was all the judge wrote)
+    assert (rows["p1", "swapped"].raw_output, rows["p3", "swapped"].raw_output) == (
+        "<think>Париж верен.</think>1", "<think>Сравниваю привет")
     assert rows["p3", "original"].verdict == 0.0 and str(rows["p3", "original"].verdict) == "0.0"
 
     assert main(["score", "--predictions", str(tmp_path / "run"), "--n-boot", "200"]) == 0
