@@ -204,8 +204,9 @@ class ServeConfig:
     )
     attached_probe_interval_s: float = _f(
         5.0,
-        "Seconds between judge-serve's /health probes of an attached engine (generator_url, pooling_url): two "
-        "failed probes in a row mark it dead (requests get 503), and the first answer after that takes it back, under "
+        "Seconds between judge-serve's /health probes of an attached engine (generator_url, pooling_url; each probe "
+        "waits at most 5 s): two failed probes in a row mark it dead (requests get 503), and the first answer after "
+        "that takes it back, under "
         "the name and max_model_len its /v1/models lists then (kept as they were when that list cannot be read "
         "within 5 s).",
     )

@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~750 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~830 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -441,6 +441,64 @@ async def probe(http: EngineHttp, url: str, timeout_s: float = 5.0) -> bool | No
     return response.status == 200
 
 
+#: The longest a ``/health`` probe may wait for the engine's answer: an engine of judge-serve's own is given this or
+#: ``engine_probe_interval_s`` when shorter, so that a probe never outlasts the interval between two.
+PROBE_DEADLINE_S = 5.0
+
+
+@dataclass
+class _Probe:
+    """A ``/health`` probe in flight: its task, when it was sent, and the engine it asks (a restart replaces the
+    role's engine: an answer about the one before counts for nothing)."""
+
+    task: asyncio.Task
+    sent: float
+    engine: Engine
+
+
+class _Probes:
+    """The watcher's probes, one in flight per engine at most, each on a task of its own: an engine that accepts
+    the connection and never answers holds only its own probe, for its deadline, never the watcher, which meanwhile
+    goes on seeing the other engines' exits and probing them. Each engine is probed ``every`` seconds from the send
+    of its last probe (not from its end): the deadline of an unanswered probe does not stretch the schedule."""
+
+    def __init__(self, http: EngineHttp, clock: Callable[[], float] | None = None) -> None:
+        self.http, self.clock = http, clock  # None: time.monotonic, looked up at each call
+        self.flying: dict[str, _Probe] = {}
+        self.due: dict[str, float] = {}  # role -> when its engine is next probed (time.monotonic)
+
+    def answer(self, role: str, engine: Engine, every: float, deadline: float) -> tuple[bool | None, float] | None:
+        """The finished probe of ``role``'s ``engine`` (whether it answered, None for no news; when it was sent), or
+        None when none finished since the last call; sends the next probe when one is due (the first at once)."""
+        now = (self.clock or time.monotonic)()
+        flying = self.flying.get(role)
+        if flying is not None and flying.engine is not engine:
+            self.drop(role)
+            flying = None
+        if flying is None:
+            due = self.due.setdefault(role, now)
+            if now >= due:
+                task = asyncio.ensure_future(probe(self.http, engine.url, deadline))
+                self.flying[role] = _Probe(task, now, engine)
+                self.due[role] = now + every
+            return None
+        if not flying.task.done():
+            return None
+        del self.flying[role]
+        return flying.task.result(), flying.sent
+
+    def drop(self, role: str) -> None:
+        """Forget ``role``'s probe in flight (its engine died or was replaced) and its schedule."""
+        flying = self.flying.pop(role, None)
+        self.due.pop(role, None)
+        if flying is not None:
+            flying.task.cancel()
+
+    def close(self) -> None:
+        for role in list(self.flying):
+            self.drop(role)
+
+
 async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
     """Notice a dead engine: a started one as soon as its process exits, or, once judge-serve is ready, as soon as
     its port refuses connections (its server gone, its supervisor not yet exited), or when its
@@ -448,80 +506,89 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
     but hung exits never), then heal it; an attached one when its /health fails twice (probed every
     ``attached_probe_interval_s``). An attached engine marked dead is probed on the same schedule and taken back as
     soon as it answers; a probe judge-serve could not send (its own descriptors or memory ran out, its probe
-    connections all busy) counts neither way."""
+    connections all busy) counts neither way. Probes run beside the watcher (``_Probes``), each within its deadline
+    (``PROBE_DEADLINE_S``; for an engine of judge-serve's own, ``engine_probe_interval_s`` when shorter), so a hung
+    engine is declared dead within ``engine_hang_probes`` intervals and one deadline of its last answer (an attached
+    one within its interval, the longer of its interval and the deadline, and a deadline), and
+    ``/ready``, which reads what the watcher has seen, turns 503 then."""
     config = state.config
-    attached_every = max(1, round(config.attached_probe_interval_s / interval_s))
-    owned_every = max(1, round(config.engine_probe_interval_s / interval_s))
-    owned_probe_s = min(5.0, config.engine_probe_interval_s)  # a probe may not outlast the interval between probes
+    owned_probe_s = min(PROBE_DEADLINE_S, config.engine_probe_interval_s)
     misses: dict[str, int] = {}
     first_miss: dict[str, float] = {}  # role -> when the first of its engine's unanswered probes in a row was sent
-    tick = 0
-    while True:
-        await asyncio.sleep(interval_s)
-        tick += 1
-        for role, engine in list(state.engines.items()):
-            attached_turn = not engine.owned and state.status == "ready" and tick % attached_every == 0
-            owned_turn = (engine.owned and state.status == "ready" and config.engine_hang_probes > 0
-                          and tick % owned_every == 0)
-            if role in state.dead_reason:
-                if attached_turn and state.http is not None and await probe(state.http, engine.url) is True:
-                    known, refusal = await asyncio.to_thread(_version_refusal, role, engine.url)
-                    if refusal is not None:  # as serve.cli refuses it at start: judge-serve stops (exit 1)
-                        _give_up(state, refusal)
-                        return
-                    if not known:
-                        continue  # its /version does not answer yet: taken back once it does
-                    await _follow_the_engine(state, role)
-                    misses[role] = 0
-                    state.dead[role].clear()
-                    state.dead_reason.pop(role, None)
-                    log.info("the attached %s engine at %s answers /health again: serving", role, engine.url)
-                continue
-            reason = None
-            code = engine.exit_code()
-            if code is not None:
-                state.last_exit[role] = code
-                reason = f"the {role} engine exited with code {code}"
-                log.error("%s (log: %s)", reason, engine.log_path)
-            elif attached_turn and state.http is not None:
-                healthy = await probe(state.http, engine.url)
-                if healthy is None:
-                    log.warning("could not probe the attached %s engine: judge-serve is out of descriptors or memory, or "
-                                "its probe connections are all busy", role)
+    probes: _Probes | None = None
+    try:
+        while True:
+            await asyncio.sleep(interval_s)
+            if probes is None and state.http is not None:
+                probes = _Probes(state.http)
+            for role, engine in list(state.engines.items()):
+                attached = not engine.owned and state.status == "ready" and probes is not None
+                owned = (engine.owned and state.status == "ready" and config.engine_hang_probes > 0
+                         and probes is not None)
+                if role in state.dead_reason:
+                    answered = probes.answer(role, engine, config.attached_probe_interval_s, PROBE_DEADLINE_S) \
+                        if attached else None
+                    if answered is not None and answered[0] is True:
+                        known, refusal = await asyncio.to_thread(_version_refusal, role, engine.url)
+                        if refusal is not None:  # as serve.cli refuses it at start: judge-serve stops (exit 1)
+                            _give_up(state, refusal)
+                            return
+                        if not known:
+                            continue  # its /version does not answer yet: taken back once it does
+                        await _follow_the_engine(state, role)
+                        misses[role] = 0
+                        state.dead[role].clear()
+                        state.dead_reason.pop(role, None)
+                        log.info("the attached %s engine at %s answers /health again: serving", role, engine.url)
                     continue
-                misses[role] = 0 if healthy else misses.get(role, 0) + 1
-                if misses[role] >= 2:
-                    reason = f"the attached {role} engine stopped answering /health; judge-serve resumes when it answers"
-                    log.error("%s (%s)", reason, engine.url)
-            elif engine.owned and state.status == "ready" and await _refuses(engine.url):
-                # Its server is gone while its supervisor waits (up to ORPHAN_GRACE_S, 5 s) for the engine's other
-                # processes before it exits: meanwhile the port is free, and whatever judge-serve sent there would
-                # hand the engine's key to any program that bound it. Counted dead now, stopped, restarted.
-                reason = state.hung[role] = f"the {role} engine's server is gone {_PORT_REFUSED}"
-                log.error("%s (log: %s)", reason, engine.log_path)
-            elif owned_turn and state.http is not None:
-                # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits: without
-                # this, every call to it would wait out request_timeout_s for ever. Its tree is stopped and it is
-                # restarted as if it had died.
-                sent = time.monotonic()
-                healthy = await probe(state.http, engine.url, owned_probe_s)
-                if healthy is None:
-                    log.warning("could not probe the %s engine: judge-serve is out of descriptors or memory, or its "
-                                "probe connections are all busy", role)
-                    continue
-                misses[role] = 0 if healthy else misses.get(role, 0) + 1
-                if healthy:
-                    first_miss.pop(role, None)
-                else:
-                    first_miss.setdefault(role, sent)
-                if misses[role] >= config.engine_hang_probes:
-                    reason = state.hung[role] = (
-                        f"the {role} engine stopped answering /health ({misses[role]} probes "
-                        f"{config.engine_probe_interval_s:g} s apart)")
+                reason = None
+                code = engine.exit_code()
+                answered = None
+                if code is not None:
+                    state.last_exit[role] = code
+                    reason = f"the {role} engine exited with code {code}"
                     log.error("%s (log: %s)", reason, engine.log_path)
-            if reason:
-                misses.pop(role, None)  # its successor starts with a clean count
-                _declare_dead(state, role, reason, first_miss.pop(role, None))
+                elif engine.owned and state.status == "ready" and await _refuses(engine.url):
+                    # Its server is gone while its supervisor waits (up to ORPHAN_GRACE_S, 5 s) for the engine's other
+                    # processes before it exits: meanwhile the port is free, and whatever judge-serve sent there would
+                    # hand the engine's key to any program that bound it. Counted dead now, stopped, restarted.
+                    reason = state.hung[role] = f"the {role} engine's server is gone {_PORT_REFUSED}"
+                    log.error("%s (log: %s)", reason, engine.log_path)
+                elif attached:
+                    answered = probes.answer(role, engine, config.attached_probe_interval_s, PROBE_DEADLINE_S)
+                elif owned:
+                    # Its process runs, but a hung engine (a wedged EngineCore, a deadlocked worker) never exits:
+                    # without this, every call to it would wait out request_timeout_s for ever. Its tree is stopped
+                    # and it is restarted as if it had died.
+                    answered = probes.answer(role, engine, config.engine_probe_interval_s, owned_probe_s)
+                if answered is not None:
+                    healthy, sent = answered
+                    if healthy is None:
+                        log.warning("could not probe the %s%s engine: judge-serve is out of descriptors or memory, or "
+                                    "its probe connections are all busy", "" if engine.owned else "attached ", role)
+                        continue
+                    misses[role] = 0 if healthy else misses.get(role, 0) + 1
+                    if healthy:
+                        first_miss.pop(role, None)
+                    else:
+                        first_miss.setdefault(role, sent)
+                    if not engine.owned and misses[role] >= 2:
+                        reason = (f"the attached {role} engine stopped answering /health; judge-serve resumes when it "
+                                  "answers")
+                        log.error("%s (%s)", reason, engine.url)
+                    elif engine.owned and misses[role] >= config.engine_hang_probes:
+                        reason = state.hung[role] = (
+                            f"the {role} engine stopped answering /health ({misses[role]} probes "
+                            f"{config.engine_probe_interval_s:g} s apart)")
+                        log.error("%s (log: %s)", reason, engine.log_path)
+                if reason:
+                    misses.pop(role, None)  # its successor starts with a clean count
+                    if probes is not None:
+                        probes.drop(role)  # a probe still in flight asks about the dead engine
+                    _declare_dead(state, role, reason, first_miss.pop(role, None))
+    finally:
+        if probes is not None:
+            probes.close()
 
 
 def _declare_dead(state: ServerState, role: str, reason: str, since: float | None = None) -> None:

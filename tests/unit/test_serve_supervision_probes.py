@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
 
 import serve.engine_client as engine_client
 from serve.config import ServeConfig
@@ -168,6 +172,128 @@ def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_dea
     assert "restarting it" in state.dead_reason["generator"]
 
 
+class SilentEngine:
+    """A hung engine's port: the kernel completes every handshake and the server never answers a byte.
+    ``probed`` is set once a request for ``/health`` came in (a probe is in flight, and stays so); a bare connection
+    (the watcher's check that the port still listens) is no probe."""
+
+    def __init__(self):
+        self.probed, self._closing = threading.Event(), threading.Event()
+        self._held: list[socket.socket] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._held.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            if conn.recv(1024).startswith(b"GET /health"):
+                self.probed.set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._closing.set()
+        for conn in [self._listener, *self._held]:
+            conn.close()
+
+
+class ExitingEngine(HungEngine):
+    """An engine judge-serve started whose process exits (code 1) once ``exited`` is set."""
+
+    def __init__(self, url: str):
+        super().__init__(url)
+        self.exited = threading.Event()
+
+    def exit_code(self) -> int | None:
+        return 1 if self.exited.is_set() else None
+
+
+async def _watching(state: ServerState, work):
+    """Run ``work()`` while the watcher watches ``state`` (every 10 ms), then stop the watcher and what it began."""
+    async with engine_session(30.0, max_connections=4) as http:
+        state.http = http
+        watcher = asyncio.ensure_future(_watch(state, interval_s=0.01))
+        try:
+            return await work()
+        finally:
+            watcher.cancel()
+            for task in state.tasks:
+                task.cancel()
+            await asyncio.gather(watcher, *state.tasks, return_exceptions=True)
+
+
+def test_a_probe_the_engine_never_answers_does_not_hold_the_watcher():
+    """The generator engine accepts the probe's connection and never answers; while that probe waits out its
+    deadline (engine_probe_interval_s, 2 s), the pooler engine exits: its death is declared first, at once, the
+    generator's unanswered probe still in flight; the generator is declared dead when its probe's deadline passes
+    (one probe in a row is its bound here). (Before: the watcher awaited each probe in turn, so the pooler's exit
+    waited behind the hung generator's probe, seen only after the generator was declared dead.)"""
+    config = ServeConfig(model="/ckpt", engine_probe_interval_s=2.0, engine_hang_probes=1,
+                         engine_restart_backoff_s=600.0)  # the heals wait in their backoff: nothing restarts
+
+    with SilentEngine() as silent, HoldingEngine() as healthy:
+        generator, pooler = HungEngine(silent.url), ExitingEngine(healthy.url)
+        state = ServerState(config=config, layout=None, status="ready",
+                            engines={"generator": generator, "pooler": pooler},
+                            dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
+
+        async def work() -> bool:
+            assert await asyncio.to_thread(silent.probed.wait, 10), "the generator was not probed within 10 s"
+            pooler.exited.set()
+            await asyncio.wait_for(state.dead["pooler"].wait(), 30)
+            generator_dead_first = state.dead["generator"].is_set()
+            await asyncio.wait_for(state.dead["generator"].wait(), 30)
+            return generator_dead_first
+
+        assert asyncio.run(_watching(state, work)) is False
+    assert state.dead_reason["pooler"].startswith("the pooler engine exited with code 1")
+    assert state.dead_reason["generator"].startswith("the generator engine stopped answering /health (1 probes 2 s")
+
+
+def test_ready_answers_while_an_engine_hangs_and_says_why_once_it_is_declared_dead(tiny_causal_dir):
+    """/ready reads what the watcher has seen and asks no engine itself: while the engine holds a probe unanswered it
+    answers 200 at once (the hang not yet past its bound), and once the probe's deadline has passed, 503, its
+    reason given to a client with the key and the state alone to one without."""
+    from serve.app import create_app
+
+    config = ServeConfig(model=str(tiny_causal_dir), served_model_name="tiny", api_key="ready-key",
+                         engine_probe_interval_s=2.0, engine_hang_probes=1, engine_restart_backoff_s=600.0).validate()
+    app = create_app(config)  # its lifespan never entered: no engines start, the watcher is the test's
+    keyed = {"Authorization": "Bearer ready-key"}
+
+    with SilentEngine() as silent:
+        state = app.state.serve
+        state.engines, state.dead = {"generator": HungEngine(silent.url)}, {"generator": asyncio.Event()}
+        state.status = "ready"
+
+        async def work() -> list:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+                assert await asyncio.to_thread(silent.probed.wait, 10), "the generator was not probed within 10 s"
+                during = await asyncio.wait_for(client.get("/ready", headers=keyed), 10)
+                still_probing = not state.dead["generator"].is_set()
+                await asyncio.wait_for(state.dead["generator"].wait(), 30)
+                after = [await client.get("/ready", headers=keyed), await client.get("/ready")]
+                return [still_probing, during, *after]
+
+        still_probing, during, told, anonymous = asyncio.run(_watching(state, work))
+    assert still_probing and (during.status_code, during.json()) == (
+        200, {"status": "ready", "model": "tiny", "judge_kind": state.layout.kind})
+    assert told.status_code == 503 and told.json()["status"] == "unavailable"
+    assert told.json()["detail"].startswith("the generator engine stopped answering /health (1 probes 2 s apart)")
+    assert (anonymous.status_code, anonymous.json()) == (503, {"status": "unavailable"})
+
+
 class VersionedEngine:
     """An attached engine on 127.0.0.1 that answers ``/health``, ``/v1/models`` (model "m", window 4096) and
     ``/version`` with ``version``."""
@@ -246,3 +372,44 @@ def test_an_attached_engine_back_on_the_tested_line_is_served_again(tmp_path):
     state, fatal, _ = _watch_the_attached_engine_come_back("0.32.1.dev3+g1234", tmp_path)
     assert state.status == "ready" and fatal == [] and state.dead_reason == {}
     assert state.engine_models == {"generator": "m"} and state.engine_windows == {"generator": 4096}
+
+
+def test_probes_are_sent_an_interval_apart_from_send_to_send(monkeypatch):
+    """An engine is probed every interval from the send of its last probe, not from its end: a probe that waits
+    out its deadline does not push the next one back, so a hung engine's count of misses grows at its interval and
+    its bound is engine_hang_probes intervals and one deadline. Only one probe of an engine is in flight at once.
+    The clock is the test's; the probes are events it sets."""
+    import serve.supervision as supervision
+
+    now, sent = [0.0], []
+
+    async def probe(http, url, timeout_s):
+        answered = asyncio.Event()
+        sent.append((now[0], url, timeout_s, answered))
+        await answered.wait()
+        return False
+
+    monkeypatch.setattr(supervision, "probe", probe)
+    engine = HungEngine("http://127.0.0.1:9")
+
+    async def go() -> list:
+        probes = supervision._Probes(http=None, clock=lambda: now[0])
+        seen = [probes.answer("generator", engine, 2.0, 1.5)]  # the first probe goes at once
+        await asyncio.sleep(0)
+        now[0] = 1.5  # its deadline: it ends unanswered
+        sent[0][3].set()
+        await asyncio.sleep(0)
+        seen.append(probes.answer("generator", engine, 2.0, 1.5))  # its answer, taken
+        now[0] = 1.9
+        seen.append(probes.answer("generator", engine, 2.0, 1.5))  # not yet due: nothing sent
+        now[0] = 2.0
+        seen.append(probes.answer("generator", engine, 2.0, 1.5))  # an interval after the first's send
+        await asyncio.sleep(0)
+        now[0] = 4.5  # past the next interval, the second probe still in flight: no third one beside it
+        seen.append(probes.answer("generator", engine, 2.0, 1.5))
+        probes.close()
+        return seen
+
+    seen = asyncio.run(go())
+    assert seen == [None, (False, 0.0), None, None, None]
+    assert [(t, url, deadline) for t, url, deadline, _ in sent] == [(0.0, engine.url, 1.5), (2.0, engine.url, 1.5)]
