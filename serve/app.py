@@ -31,7 +31,7 @@ Routes:
   server is not draining (an engine of its own whose process has exited is 503 at once, before the watcher has seen it:
   ``ServerState.exited_unseen``); without the key its body is only the state (``{"status": "ready"}``, ``"starting"``,
   ``"draining"`` or ``"unavailable"``), with it also the model, or why not ready. Both read what the watcher
-  (``serve.supervision._watch``) has seen and ask no engine, so they answer at once while an engine hangs; the
+  (``serve.supervision``'s engine watcher) has seen and ask no engine, so they answer at once while an engine hangs; the
   watcher's probes bound how long a hung engine is served as up.
 
 Robustness (the guards in ``serve.connections``, the error shape in ``serve.errors``): with an API key every
