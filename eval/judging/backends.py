@@ -14,7 +14,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~740 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~760 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a malformed 200 (``MalformedAnswer``), a context too small, aborted generations, a verdict past
 any scale, the first refusals' stop); apart, each client would restate them.
 """
@@ -46,7 +46,8 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
-           "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice"]
+           "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice",
+           "not_json", "judge_response"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -396,7 +397,7 @@ class ChatBackend:
                 return [too_long_outcome(refusal.final_reason)]
             raise refusal from err  # NoRoom included: the runner offers it to FirstRefusals (eval.judging.run)
         except json.JSONDecodeError as err:  # a body that says it is JSON and is not
-            raise MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}") from err
+            raise not_json(err) from err
         choice = chat_choice(response)
         finish_reason = getattr(choice, "finish_reason", None)
         if finish_reason == ABORTED_FINISH:
@@ -511,11 +512,7 @@ class JudgeServeBackend:
                 response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
             raise Refused(f"HTTP {response.status_code}: {short(response.text)}", response.status_code,
                           server_message(response))
-        try:
-            body = JudgeResponse.from_json(response.json())
-        except ValueError as err:  # not JSON (json's JSONDecodeError), or JSON that is no /v1/judge response
-            raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
-                                  ) from err
+        body = judge_response(response)
         refuse_format_change(body.verdict_format, self.config, self.model)
         results = body.items[0].results if body.items else []
         if len(results) != len(batch):
@@ -618,6 +615,23 @@ def refuse_without_choice(response: Any) -> None:
     said = (getattr(response, "model_extra", None) or {}).get("error")
     said = said.get("message", said) if isinstance(said, dict) else said
     raise MalformedAnswer("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+
+
+def not_json(err: json.JSONDecodeError) -> MalformedAnswer:
+    """The ``MalformedAnswer`` of a chat answer whose body says it is JSON and is not (the SDK raises json's
+    ``JSONDecodeError`` for it): the pointwise, pairwise and ``rank`` chat clients' one wording."""
+    return MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}")
+
+
+def judge_response(response: Any) -> JudgeResponse:
+    """A judge-serve's HTTP 200 ``/v1/judge`` answer, read strictly (``judge.wire.JudgeResponse``), pointwise or
+    pairwise; ``MalformedAnswer`` for one that is no JSON (a proxy's page, a body cut short) or JSON that is no
+    ``/v1/judge`` response."""
+    try:
+        return JudgeResponse.from_json(response.json())
+    except ValueError as err:  # not JSON (json's JSONDecodeError), or JSON that is no /v1/judge response
+        raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
+                              ) from err
 
 
 def chat_choice(response: Any) -> Any:

@@ -69,8 +69,8 @@ from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   MalformedAnswer, NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut,
-                                   short, too_long_outcome, unasked_first)
+                                   NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
+                                   too_long_outcome, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -284,9 +284,9 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
         if isinstance(err, NoRoom):  # its final rows, unless the first refusals' stop fires at it (_judge_all)
             return [too_long_outcome(err.final_reason) for _ in batch], err, None
         reason, refusal = str(err), err
-        # A 200 that is no answer says nothing of the items: an endpoint answering every request so is as unusable
-        # as one failing every retry, and each of its failed rows alone read as one item's failure.
-        failure = err if isinstance(err, MalformedAnswer) else None
+        # A 200 that is no answer (MalformedAnswer) says nothing of the items: an endpoint answering every request so
+        # is as unusable as one failing every retry, and each of its failed rows alone read as one item's failure.
+        failure = streak_failure(err, policy)
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = f"{type(err).__name__}: {short(str(err))}"
         failure = streak_failure(err, policy)

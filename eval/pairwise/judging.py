@@ -14,7 +14,8 @@ scores the file. The file is a ``judge.plumbing.journal``: a rerun resumes, aski
 failed and pairs whose text changed: each row keeps the ``content_key`` of what the judge read (instruction, both
 answers, rubrics), so a pair edited in place under the same ``id`` is judged again, never scored by stale verdicts;
 rows of pairs removed from the data are dropped. A run stops as a pointwise one does (``judge_pairs``): an endpoint refusing
-its first requests alike, or failing every retry for pair after pair (``judge.plumbing.failing_streak``, exit 4), a
+its first requests alike, or failing every retry for pair after pair, or answering each with an HTTP 200 that is no
+answer (``eval.judging.backends.MalformedAnswer``: a failed row each) (``judge.plumbing.failing_streak``, exit 4), a
 judge whose first answers do not read in the verdict format guessed from its model id (``FormatWatch``, exit 2), and
 ``split``, which chooses pointwise items by task type, is refused on pairwise data (``selected_pairs``).
 
@@ -50,7 +51,7 @@ from judge.records import LineIndex, row_place, value_words
 from judge.plumbing.retry import RetryPolicy
 from judge.scales import PAIRWISE_SCALE
 from judge.verdicts import VerdictError, VerdictFormat, inline_reasoning, read_served_verdict
-from judge.wire import JudgeResponse, PairItem, PairwiseRequest, checked_json_fields
+from judge.wire import PairItem, PairwiseRequest, checked_json_fields
 
 if TYPE_CHECKING:
     from eval.judging.format_choice import FormatWatch
@@ -370,7 +371,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     stops as the pointwise one does (``eval.judging.run``): at a judge-serve answering in another verdict format than
     ``config.verdict_format`` (``ServerChanged``), when its first requests are all refused alike
     (``FirstRefusals``), and when the requests of ``stop_after(concurrency)`` different pairs in a row still failed
-    transiently after their retries (``FailingStreak``; a pair is the streak's unit, as an answer is pointwise: a pair
+    transiently after their retries or were answered with an HTTP 200 that is no answer (``MalformedAnswer``)
+    (``FailingStreak``; a pair is the streak's unit, as an answer is pointwise: a pair
     whose text makes the server fail fails in both orders). No row is written for a changed answer; the refused and
     the failed judgments are written as failed rows, which the next run asks after the judgments never asked
     (``pending_judgments``), and a judgment whose row failed before is not counted by the streak. ``watch``
@@ -388,9 +390,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import openai
 
     from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, chat_answer_text,
-                                       chat_extra_body, context_refusal, failed_outcome, reasoning_of, refusal_of,
-                                       refuse_format_change, refuse_without_choice, retryable_status, short,
-                                       too_long_outcome)
+                                       chat_choice, chat_extra_body, context_refusal, failed_outcome, judge_response,
+                                       not_json, reasoning_of, refusal_of, refuse_format_change, retryable_status,
+                                       short, too_long_outcome)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -430,7 +432,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                     # its final row, one leaving no room for max_tokens held as the settings' refusal
                     raise context_refusal(refused, refused.said, config.max_tokens, is_context=True)
                 raise refused
-            answer = JudgeResponse.from_json(response.json())
+            answer = judge_response(response)  # a 200 that is no /v1/judge response: MalformedAnswer
             refuse_format_change(answer.verdict_format, config, model)
             (item,) = answer.items
             (result,) = item.results
@@ -452,8 +454,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             # the pointwise chat path's rule (eval.judging.backends.context_refusal): a pair too long for the window
             # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
-        refuse_without_choice(reply)
-        choice = reply.choices[0]
+        except json.JSONDecodeError as err:  # a body that says it is JSON and is not: MalformedAnswer
+            raise not_json(err) from err
+        choice = chat_choice(reply)  # a 200 with no choice, or one that is no object: MalformedAnswer
         finish_reason = getattr(choice, "finish_reason", None)
         if finish_reason == ABORTED_FINISH:  # no verdict: retried, then a request_failed row a rerun asks again
             raise generation_aborted(f"the chat server's engine aborted the generation for pair {pair.id} ({order})")
@@ -509,8 +512,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 refusal = err if isinstance(err, Refused) else None
                 reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
                 outcome = failed_outcome(REQUEST_FAILED, reason, pairwise=True)
-                if refusal is None:  # as every runner counts one (judge.plumbing.failing_streak.streak_failure)
-                    failure = streak_failure(err, policy)
+                # As every runner counts one (judge.plumbing.failing_streak.streak_failure): a transient failure
+                # after its retries, or a 200 that is no answer (MalformedAnswer, a Refused); no other refusal.
+                failure = streak_failure(err, policy)
             before = (pair.id, order) in failed_before  # neither counted by the streak nor a reset, nor held
             if failure is None or not before:
                 failing.offer(failure, pair.id)

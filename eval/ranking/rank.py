@@ -430,8 +430,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
 
     Stops as ``judge-eval run`` does (``EndpointUnusable``, exit 4): when the first requests are all refused alike
     (``FirstRefusals``), and when ``stop_after(concurrency)`` different instructions in a row still failed
-    transiently after their retries (``judge.plumbing.failing_streak.FailingStreak``): either way their failed rows are
-    written, the instructions not sent have none, and a rerun asks those first, then the failed ones
+    transiently after their retries or were answered with an HTTP 200 that is no chat completion
+    (``eval.judging.backends.MalformedAnswer``) (``judge.plumbing.failing_streak.FailingStreak``): either way their
+    failed rows are written, the instructions not sent have none, and a rerun asks those first, then the failed ones
     (``answers_stage``). ``failed_before``: the prompt ids whose answer failed in an earlier run, which the streak
     does not count (a rerun would otherwise stop on the same few instructions).
 
@@ -444,8 +445,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, context_refusal,
-                                       generation_aborted, refusal_of, refuse_without_choice)
+    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, chat_choice,
+                                       context_refusal, generation_aborted, not_json, refusal_of)
     from eval.judging.answer_text import answer_text
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
@@ -479,12 +480,17 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             # the judge routes' rule (eval.judging.backends.context_refusal): an instruction too long for the
             # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
+        except json.JSONDecodeError as err:  # a body that says it is JSON and is not: MalformedAnswer
+            raise not_json(err) from err
+        # An HTTP 200 that is no chat completion (a proxy's page, no choice, a choice that is no object) is a
+        # MalformedAnswer: a failed row, never retried, and counted by the failing streak as the judge's clients do.
+        choice = chat_choice(response)
         # Raised here, inside the retry policy's call: an aborted generation is worth another attempt, as the judge's
         # clients treat one (eval.judging.backends.ChatBackend.judge).
-        if response.choices and getattr(response.choices[0], "finish_reason", None) == ABORTED_FINISH:
+        if getattr(choice, "finish_reason", None) == ABORTED_FINISH:
             raise generation_aborted(f"the candidate's engine aborted the generation for prompt_id {row.prompt_id!r} "
                                      f"(finish_reason {ABORTED_FINISH})")
-        return response
+        return choice
 
     def write(result: AnswerRow, failed: bool) -> None:
         counts[{None: "answered", CONTEXT_LENGTH_EXCEEDED: "too_long"}.get(result.error, "request_failed")] += 1
@@ -502,9 +508,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             start = time.perf_counter()
             refusal = failure = None
             try:
-                response = await policy.acall(lambda row=row: ask(row))
-                refuse_without_choice(response)
-                choice = response.choices[0]
+                choice = await policy.acall(lambda row=row: ask(row))
                 content = choice.message.content if choice.message is not None else None
                 # Reasoning parts alone read as an unclosed <think> (eval.judging.answer_text): the answer cut inside
                 # its reasoning, an empty answer scored by --empty-answer as the inline cut is, not asked again.
@@ -533,8 +537,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                                    reason=f"{'Refused' if refusal else type(err).__name__}: "
                                           f"{' '.join(str(err).split())[:300]}",
                                    instruction_key=content_key(row.instruction))
-                if refusal is None:  # as every runner counts one (judge.plumbing.failing_streak.streak_failure)
-                    failure = streak_failure(err, policy)
+                # As every runner counts one (judge.plumbing.failing_streak.streak_failure): a transient failure
+                # after its retries, or a 200 that is no answer (MalformedAnswer, a Refused); no other refusal.
+                failure = streak_failure(err, policy)
             if failure is None or row.prompt_id not in failed_before:
                 failing.offer(failure, row.prompt_id)  # an instruction failed before: neither counted nor a reset
             result = dataclasses.replace(result, latency_s=round(time.perf_counter() - start, 4))

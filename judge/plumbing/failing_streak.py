@@ -8,10 +8,11 @@ the answer they were about; any other outcome (an answer, even a refusal or a ve
 is there) starts the count again, and ``stop_after`` different answers in a row stop the run with ``EndpointUnusable``
 (exit code 4), naming the last failure. A streak of timeouts only is told apart: a healthy server slower than
 ``--timeout-s`` on long items (a data set sorted by length reaches them together) fails the same way, and checking its
-quota and health would not help. A failure a runner offers without retrying it counts too: ``judge-eval run``'s
-HTTP 200 that is no chat completion (a proxy's page, JSON without choices), whose ``unretried`` words the message
-names. Every command that asks an endpoint item after item counts one: ``judge-eval run``
-(pointwise and pairwise), ``rank``'s candidate answers, and the synthetic-data stages of ``judge-train data``.
+quota and health would not help. A failure a runner offers without retrying it counts too: an HTTP 200 that is no
+chat completion or ``/v1/judge`` response (a proxy's page, JSON without choices), in ``judge-eval run`` (pointwise
+and pairwise) and ``rank``'s candidate answers alike, whose ``unretried`` words the message names
+(``streak_failure``). Every command that asks an endpoint item after item counts one: ``judge-eval run`` (pointwise
+and pairwise), ``rank``'s candidate answers, and the synthetic-data stages of ``judge-train data``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,15 @@ def stop_after(concurrency: int) -> int:
 
 def streak_failure(err: BaseException, policy: RetryPolicy) -> BaseException | None:
     """What a request that failed with ``err`` after its retries offers ``FailingStreak``: ``err`` when it is a
-    failure the endpoint may get past (``policy.retryable``), or a status worth another attempt that the server said
+    failure the endpoint may get past (``policy.retryable``), a status worth another attempt that the server said
     not to retry (a 429 with ``x-should-retry: false``: an exhausted quota, given up without retries, is an endpoint
-    failing all the same); None for any other (the server answered: a bad request, this client's own error). One
-    rule for every runner that counts a streak.
+    failing all the same), or a failure that says why it had no retry (its ``unretried`` words: an HTTP 200 that is
+    no answer of the protocol, ``eval.judging.backends.MalformedAnswer``, says nothing of the item asked); None for
+    any other (the server answered: a bad request, a refusal, this client's own error). One rule for every runner
+    that counts a streak.
     """
+    if isinstance(getattr(err, "unretried", None), str):
+        return err
     status = getattr(getattr(err, "response", None), "status_code", None)
     return err if policy.retryable(err) or (isinstance(status, int) and retryable_status(status)) else None
 

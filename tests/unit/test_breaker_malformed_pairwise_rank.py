@@ -1,0 +1,185 @@
+"""Pairwise `judge-eval run` (chat and judge-serve routes) and `rank`'s candidate answers against an endpoint whose
+answers are HTTP 200 but no answer of the protocol (plain text, an HTML page, JSON cut short, JSON without
+``choices``, a choice that is no object, JSON that is no ``/v1/judge`` response): each is a failed row whose reason
+says what came back, never a verdict or an answer, and it counts in the failing streak
+(judge.plumbing.failing_streak) as it does for a pointwise run (tests/unit/test_run_breaker_malformed.py), so an
+endpoint answering every request so stops with exit 4 after the streak's bound instead of grinding through every
+item; one such answer among good ones is that item's failed row and the run goes on.
+
+Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main
+from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_rows
+from judge.plumbing.failing_streak import stop_after
+from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.eval_ranking import CASES, Judge, rank_argv, scores_by_output
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
+
+TIE = "[FEEDBACK] Ответы равноценны. [RESULT] 0 [END]"
+HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+N_PAIRS = 10
+
+# Each malformed chat answer, and the words its failed row's reason starts with.
+MALFORMED_CHAT = {
+    "plain-text": (RawBody(b"upstream said no", "text/plain"),
+                   "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
+    "html": (RawBody(HTML, "text/html"),
+             "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
+    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
+    "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
+    "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
+                          "the chat answer's choice is not an object: 'x'"),
+}
+
+# Each malformed /v1/judge answer of a judge-serve, and the words its failed row's reason starts with.
+MALFORMED_SERVE = {
+    "html": (RawBody(HTML, "text/html"), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "cut-json": (RawBody(b'{"id": "x", "ite'), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "not-a-judge-response": ({"id": "x", "object": "chat.completion", "choices": []},
+                             "HTTP 200, but the answer is not a /v1/judge response: "),
+}
+
+UNRETRIED = "answered HTTP 200 with no chat completion"
+
+
+def _pairs(tmp_path: Path) -> Path:
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": f"Ответ {k}а.", "answer_2": f"Ответ {k}б.",
+             "rubrics": "-1: лучше первый\n0: равны\n1: лучше второй"} for k in range(N_PAIRS)]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _pair_args(url: str, data: Path, out: Path) -> list[str]:
+    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
+            "--verdict-format", "tagged", "--backoff-s", "0.001", "--max-retries", "1", "--concurrency", "1"]
+
+
+def _journal(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _stop_line(err: str) -> str:
+    stop = [line for line in err.splitlines() if "requests in a row" in line]
+    assert len(stop) == 1, err
+    return stop[0]
+
+
+def _assert_streak_stop(err: str, n_rows: int, n_total: int, says: str) -> None:
+    stop = _stop_line(err)
+    assert (f"failed {n_rows} requests in a row, about {stop_after(1)} different answers, each after up to 1 retries "
+            f"(none where the server said x-should-retry: false or {UNRETRIED}), with no answer between: last "
+            f"MalformedAnswer: {says}") in stop, stop
+    assert f"stopped after sending {n_rows} of {n_total} requests" in stop, stop
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_CHAT))
+def test_pairwise_chat_endpoint_answering_every_request_malformed_stops_after_the_streak(tmp_path, capsys, case):
+    """Every chat request answered with one malformed 200: the pairwise run stops with exit 4 once stop_after(1) = 3
+    different pairs in a row got one (the third pair's first order ends it), each judgment asked once (not retried),
+    each a request_failed row whose reason says what came back; the 20 judgments are not all asked."""
+    body, says = MALFORMED_CHAT[case]
+    data = _pairs(tmp_path)
+
+    def respond(path, request):
+        return (200, body) if path == "/v1/chat/completions" else (404, {"detail": "Not Found"})
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, out))
+        asked = server.bodies("/v1/chat/completions")
+    err = capsys.readouterr().err
+    rows = _journal(out / PAIRWISE_PREDICTIONS)
+    assert code == EXIT_UNUSABLE, err
+    assert len({r["id"] for r in rows}) == stop_after(1) and len(rows) == 2 * stop_after(1) - 1
+    assert len(asked) == len(rows)  # one request per row: none retried
+    assert {(r["error"], r["verdict"], r["score"], r["parse_ok"]) for r in rows} == {
+        ("request_failed", None, None, False)}
+    assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says)
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_SERVE))
+def test_pairwise_judge_serve_answering_every_request_malformed_stops_after_the_streak(tmp_path, capsys, case):
+    """A judge-serve (its /v1/judge answers an empty body 400) whose every pairwise /v1/judge request is answered
+    with a malformed 200: a request_failed row each, asked once, and the run stops with exit 4 after the streak."""
+    body, says = MALFORMED_SERVE[case]
+    data = _pairs(tmp_path)
+
+    def respond(path, request):
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        return 200, body
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, out))
+        asked = [b for b in server.bodies("/v1/judge") if b]
+    err = capsys.readouterr().err
+    rows = _journal(out / PAIRWISE_PREDICTIONS)
+    assert code == EXIT_UNUSABLE, err
+    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
+    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says)
+
+
+def test_pairwise_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):
+    """The second chat request is answered with a choice that is no object, every other one well: the streak starts
+    again at the next success, every judgment is asked once, and that one is a request_failed row (exit 3)."""
+    data = _pairs(tmp_path)
+    lock, n_asked = threading.Lock(), [0]
+    body, says = MALFORMED_CHAT["choice-not-object"]
+
+    def respond(path, request):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        with lock:
+            n_asked[0] += 1
+            k = n_asked[0]
+        return (200, body) if k == 2 else (200, chat_completion(TIE, "judge"))
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, tmp_path / "run"))
+        asked = server.bodies("/v1/chat/completions")
+    assert code == 3, capsys.readouterr().err
+    rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
+    assert len(asked) == len(rows) == N_PAIRS * len(ORDERS)
+    (failed,) = [r for r in rows if r.error]
+    assert failed.error == "request_failed" and failed.reason.startswith(says) and failed.verdict is None
+    assert {r.verdict for r in rows if not r.error} == {0.0}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_CHAT))
+def test_rank_candidate_answering_every_request_malformed_stops_the_answer_stage(tmp_path, data, capsys, case):
+    """Every candidate request answered with one malformed 200: the answer stage stops with exit 4 after
+    stop_after(1) = 3 instructions (each asked once), not after all 7, each a request_failed row whose reason says
+    what came back, and the judge is never asked."""
+    body, says = MALFORMED_CHAT[case]
+    out = tmp_path / "bench"
+
+    def respond(path, request):
+        return (200, body) if path == "/v1/chat/completions" else (404, {"detail": "Not Found"})
+
+    with (ScriptedEndpoint(respond, model="cand-model", max_model_len=32768) as cand,
+          Judge(scores_by_output()) as judge):
+        code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1", "--max-retries", "1",
+                              "--backoff-s", "0.001"))
+        asked = cand.bodies("/v1/chat/completions")
+        judged = judge.bodies("/v1/chat/completions")
+    err = capsys.readouterr().err
+    rows = _journal(out / "answers.jsonl")
+    assert code == EXIT_UNUSABLE, err
+    assert len(rows) == len(asked) == stop_after(1) < len(CASES) and not judged
+    assert {(r["error"], r["answer"]) for r in rows} == {("request_failed", None)}
+    assert all(r["reason"].startswith(f"Refused: {says}") for r in rows), rows[0]["reason"]
+    _assert_streak_stop(err, len(rows), len(CASES), says)
