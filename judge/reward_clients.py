@@ -95,8 +95,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.json_reading import counted, value_words
-from judge.plumbing.retry import (GenerationAborted, RetryPolicy, is_transient, list_models, retryable_status,
-                                  server_message)
+from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
+                                  retry_stop_said, retryable_status, server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
                            cut_completions, engine_refusals, label_criterion, policy_answer, prompt_opens_reasoning,
                            reward_of)
@@ -368,7 +368,9 @@ class JudgeRewardClient:
         api_key_env: the variable holding judge-serve's key (empty: send none).
         model: the served model name to send (optional).
         timeout_s: seconds per request to answer; connecting has ``CONNECT_TIMEOUT_S`` (``request_timeout``).
-        retry: the retry policy (``judge.plumbing.retry.RetryPolicy``).
+        retry: the retry policy (``judge.plumbing.retry.RetryPolicy``; default: 4 retries, one request's waits
+            together at most ``DEFAULT_WAIT_BUDGET_S``, so a judge-serve answering 503 with a long ``Retry-After``
+            holds a step for at most that plus the attempts' ``timeout_s``).
         max_body_bytes: the largest body sent (``encoded_body``; None: no bound). One sample over it is not sent:
             its criteria fail (``_unsent_reward``); several are the caller's to split (``request_chunks``).
     """
@@ -383,7 +385,8 @@ class JudgeRewardClient:
         self.url = root + "/v1/judge"
         self.rule = _rule(rule)
         self.model, self.timeout_s = model, timeout_s
-        self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0)
+        self.retry = retry or RetryPolicy(max_retries=4, backoff_s=1.0, max_backoff_s=30.0,
+                                          wait_budget_s=DEFAULT_WAIT_BUDGET_S, bound_flag="retry_wait_budget_s")
         self.api_key_env = api_key_env
         self.max_body_bytes = max_body_bytes
 
@@ -478,7 +481,9 @@ class JudgeRewardClient:
         """``err``, a request that still failed after the retries, with a note naming judge-serve's URL and the
         retries' bound: httpx's own message ("[Errno 111] Connection refused") names neither, and verl shows only the
         traceback. Its type is kept: the trl function takes it for a transient failure (no rewards this step)."""
-        err.add_note(f"judge-serve at {self.url}: still failing after the retries (max_retries={self.retry.max_retries})")
+        stopped = f"; {said}" if (said := retry_stop_said(err)) else ""  # a wait past the budget ended them early
+        err.add_note(f"judge-serve at {self.url}: still failing after the retries (max_retries={self.retry.max_retries}"
+                     f"{stopped})")
         return err
 
 
@@ -1017,7 +1022,7 @@ def _check_verl_kwargs(function: str, extra: Mapping[str, Any], *, concurrency: 
     """
     unknown = sorted(set(extra) - set(VERL_EXTRA_KWARGS))
     if unknown:
-        taken = ["judge_url", "rule", "model", "api_key_env", "timeout_s", "max_retries",
+        taken = ["judge_url", "rule", "model", "api_key_env", "timeout_s", "max_retries", "retry_wait_budget_s",
                  *(["max_concurrent_requests"] if concurrency else []), "max_body_bytes"]
         raise TypeError(f"{function}: unknown custom_reward_function.reward_kwargs key(s) {unknown}; it takes "
                         f"{', '.join(taken)} (verl itself passes {' and '.join(VERL_EXTRA_KWARGS)})")
@@ -1025,11 +1030,18 @@ def _check_verl_kwargs(function: str, extra: Mapping[str, Any], *, concurrency: 
 
 def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, api_key_env: str, timeout_s: float,
                  max_retries: int, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
-                 model: str | None = None) -> JudgeRewardClient:
+                 model: str | None = None, retry_wait_budget_s: float = DEFAULT_WAIT_BUDGET_S) -> JudgeRewardClient:
     rule = _rule(rule)
     rule.require_numeric("custom_reward_function.reward_kwargs.rule")
+    if isinstance(retry_wait_budget_s, bool) or not isinstance(retry_wait_budget_s, (int, float)) \
+            or not 0 <= retry_wait_budget_s < float("inf"):  # NaN fails both bounds
+        raise ValueError(f"custom_reward_function.reward_kwargs.retry_wait_budget_s: must be a finite number of "
+                         f"seconds, 0 or more (one request's waits between retries, all together), got "
+                         f"{retry_wait_budget_s!r}")
     return JudgeRewardClient(judge_url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s,
-                             retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0),
+                             retry=RetryPolicy(max_retries=max_retries, backoff_s=1.0, max_backoff_s=30.0,
+                                               wait_budget_s=float(retry_wait_budget_s),
+                                               bound_flag="retry_wait_budget_s"),
                              max_body_bytes=max_body_bytes)
 
 
@@ -1055,14 +1067,15 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
                   *, judge_url: str, rule: Mapping[str, Any] | None = None, model: str | None = None,
                   api_key_env: str = "JUDGE_SERVE_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
                   max_retries: int = 4, max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
-                  **verl_extra: Any) -> dict[str, Any]:
+                  retry_wait_budget_s: float = DEFAULT_WAIT_BUDGET_S, **verl_extra: Any) -> dict[str, Any]:
     """verl's custom reward function, synchronous: one judged sample, ``{"score", judge_failures,
     judge_engine_refused, judge_gate_closed, judge_empty_answer}``, every key a number for every sample.
 
     ``judge_url`` and the rest come from ``custom_reward_function.reward_kwargs`` (``model``, ``timeout_s`` and the
-    rule as ``trl_reward_function`` takes them); the keyword arguments verl passes itself (``VERL_EXTRA_KWARGS``) are
-    ignored. A sample whose body is over ``max_body_bytes`` is not sent: its criteria fail, valued by the rule
-    (``zero`` by default).
+    rule as ``trl_reward_function`` takes them; ``retry_wait_budget_s`` bounds one request's waits between its
+    retries, all together, ``judge.plumbing.retry.RetryPolicy.wait_budget_s``); the keyword arguments verl passes
+    itself (``VERL_EXTRA_KWARGS``) are ignored. A sample whose body is over ``max_body_bytes`` is not sent: its
+    criteria fail, valued by the rule (``zero`` by default).
 
     Raises:
         TypeError: a ``reward_kwargs`` key this function does not take (``rules``, ``timeout``), naming it.
@@ -1072,7 +1085,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
         httpx.HTTPError: judge-serve did not answer after the retries.
     """
     _check_verl_kwargs("compute_score", verl_extra)
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model)
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model,
+                          retry_wait_budget_s)
     return _verl_result(client.rewards([sample_from_verl(solution_str, ground_truth, extra_info)])[0], client.rule)
 
 
@@ -1082,6 +1096,7 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
                               api_key_env: str = "JUDGE_SERVE_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
                               max_retries: int = 4, max_concurrent_requests: int = DEFAULT_VERL_CONCURRENCY,
                               max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+                              retry_wait_budget_s: float = DEFAULT_WAIT_BUDGET_S,
                               **verl_extra: Any) -> dict[str, Any]:
     """verl's custom reward function, awaited by its reward loop (``inspect.iscoroutinefunction``); as
     ``compute_score``. verl starts one per sample at once: at most ``max_concurrent_requests`` requests are in
@@ -1095,7 +1110,8 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
             or max_concurrent_requests < 1:
         raise ValueError(f"custom_reward_function.reward_kwargs.max_concurrent_requests: must be a whole number of at "
                          f"least 1 (requests in flight per event loop), got {max_concurrent_requests!r}")
-    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model)
+    client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model,
+                          retry_wait_budget_s)
     sample = sample_from_verl(solution_str, ground_truth, extra_info)
     async with _verl_slots(max_concurrent_requests):
         rewards = await client.arewards([sample])

@@ -32,7 +32,7 @@ from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.message_content import described_content, separated_reasoning
-from judge.plumbing.retry import EndpointUnusable, is_transient, retryable_status, server_message
+from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
 from judge.wire import (CustomCriterion, JudgeItem, JudgeRequest, JudgeResponse, JudgeResult, ScoreSource,
@@ -47,7 +47,7 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
            "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice",
-           "not_json", "judge_response"]
+           "not_json", "judge_response", "failure_reason"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -642,6 +642,13 @@ def chat_choice(response: Any) -> Any:
     if not hasattr(choice, "message"):
         raise MalformedAnswer(f"the chat answer's choice is not an object: {short(repr(choice), 200)}")
     return choice
+
+
+def failure_reason(err: BaseException) -> str:
+    """A failed request's row reason (pointwise, pairwise, ``rank``'s answers): the error's type and words, then why
+    the retry policy stopped before its retries were spent (a wait past ``--retry-wait-budget-s``), if it did."""
+    stopped = f" ({said})" if (said := retry_stop_said(err)) else ""
+    return f"{type(err).__name__}: {short(str(err))}{stopped}"
 
 
 def short(text: str, limit: int = 300) -> str:

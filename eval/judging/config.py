@@ -16,6 +16,7 @@ from typing import Any
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError, read_config_file
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.prompts import PROMPT_TEMPLATES
 from judge.verdicts import VerdictFormat
 
@@ -72,6 +73,11 @@ class RunConfig:
     connect_timeout_s: float = _f(120.0, "Seconds the first contact (GET /v1/models) keeps retrying a server that is "
                                          "unreachable or still loading (5xx, Retry-After honoured) before the run "
                                          "stops with exit code 4.")
+    retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, "Seconds one request may spend waiting between its "
+                                    "retries, all waits together (the backoff and the server's Retry-After, each "
+                                    "taken up to 600 s): a retry whose wait would pass it is not made, and the "
+                                    "request is a failed row saying so (judge.plumbing.retry). Each attempt has "
+                                    "timeout_s besides.")
     max_tokens: int = _f(1024, "Tokens the judge may generate per verdict; a resume keeps the budget its folder's "
                                "verdicts were asked with (run.json's config.max_tokens) and refuses another.")
     temperature: float = _f(0.0, "Sampling temperature, 0 or more (0: greedy).")
@@ -134,11 +140,12 @@ class RunConfig:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
         # Every comparison with NaN is false: a NaN connect_timeout_s passed "<= 0" and then retried for ever, and a
         # NaN temperature went to the server unseen. An infinity is no number of seconds either.
-        for key in ("backoff_s", "timeout_s", "connect_timeout_s", "server_timeout_s", "temperature"):
+        for key in ("backoff_s", "timeout_s", "connect_timeout_s", "retry_wait_budget_s", "server_timeout_s",
+                    "temperature"):
             if not math.isfinite(getattr(self, key)):
                 raise ConfigError(f"{key}: must be a finite number, got {getattr(self, key)}")
         # A negative limit would slice items off the end, silently.
-        for key in ("limit", "max_retries", "backoff_s", "temperature"):
+        for key in ("limit", "max_retries", "backoff_s", "retry_wait_budget_s", "temperature"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):

@@ -69,8 +69,8 @@ from eval.input_checks import RANKING_MARKERS, run_marker
 from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
-                                   NoRoom, Refused, ServerChanged, failed_outcome, is_scored_cut, short,
-                                   too_long_outcome, unasked_first)
+                                   NoRoom, Refused, ServerChanged, failed_outcome, failure_reason, is_scored_cut,
+                                   short, too_long_outcome, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -203,8 +203,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
 
 
 def retry_policy(config: RunConfig) -> RetryPolicy:
-    """The run's ``judge.plumbing.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s)."""
-    return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
+    """The run's ``judge.plumbing.retry`` policy (``max_retries``, ``backoff_s``; base delay capped at 60 s; one
+    request's waits together bounded by ``retry_wait_budget_s``), pointwise and pairwise."""
+    return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0,
+                       wait_budget_s=config.retry_wait_budget_s, bound_flag="--retry-wait-budget-s")
 
 
 def first_contact_policy(config: Any) -> RetryPolicy:
@@ -288,7 +290,7 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
         # is as unusable as one failing every retry, and each of its failed rows alone read as one item's failure.
         failure = streak_failure(err, policy)
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
-        reason = f"{type(err).__name__}: {short(str(err))}"
+        reason = failure_reason(err)
         failure = streak_failure(err, policy)
     return [failed_outcome(REQUEST_FAILED, reason) for _ in batch], refusal, failure
 

@@ -24,7 +24,7 @@ log = logging.getLogger("judge_eval.run")
 #: of the run's key (``run_key``), so a new setting is guarded unless it is added here.
 RESUME_FREE = ("out", "concurrency", "max_retries", "backoff_s", "timeout_s", "progress", "batch_size", "api_key",
                "api_key_env", "base_url_env", "server_env", "server_timeout_s", "overwrite",
-               "connect_timeout_s", "criteria_classifier_api_key_env")  # fmt: skip
+               "connect_timeout_s", "retry_wait_budget_s", "criteria_classifier_api_key_env")  # fmt: skip
 
 #: What ``judge-eval score`` writes into a run folder (``eval.scoring.score``, ``eval.pairwise.metrics``): figures of
 #: the predictions ``--overwrite`` discards, so discarded with them (the plots by the names ``eval.reports.plots``

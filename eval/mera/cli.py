@@ -153,7 +153,8 @@ def _client(config: MeraConfig):
     from eval.mera.client import OpenAICompatClient
 
     return OpenAICompatClient(config.endpoint, config.model, api_key=config.api_key, timeout_s=config.request_timeout,
-                              max_retries=config.max_retries, concurrency=config.concurrency)  # fmt: skip
+                              max_retries=config.max_retries, retry_wait_budget_s=config.retry_wait_budget_s,
+                              concurrency=config.concurrency)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from eval.mera.extraction import truncate_at_stops
-from judge.plumbing.retry import RetryPolicy
+from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, retry_stop_said
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -108,6 +108,9 @@ class OpenAICompatClient:
         timeout_s: Per-request timeout, seconds.
         max_retries: Retries after the first attempt for connection errors, timeouts, 408/409/429 and 5xx.
         backoff_s: First retry delay; doubles each time up to ``max_backoff_s`` (jittered, at least ``Retry-After``).
+        retry_wait_budget_s: Seconds one request may wait between its retries, all waits together: a retry whose
+            wait would pass it is not made (``judge.plumbing.retry.RetryPolicy.wait_budget_s``;
+            ``--retry-wait-budget-s``).
         concurrency: Threads used by ``map``.
     """
 
@@ -121,6 +124,7 @@ class OpenAICompatClient:
         max_retries: int = 5,
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
+        retry_wait_budget_s: float | None = DEFAULT_WAIT_BUDGET_S,
         concurrency: int = 4,
     ):
         import openai
@@ -128,7 +132,8 @@ class OpenAICompatClient:
         self.base_url = base_url.rstrip("/")
         self.model = model
         #: judge.plumbing.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
+                                 wait_budget_s=retry_wait_budget_s, bound_flag="--retry-wait-budget-s")
         self.concurrency = max(1, concurrency)
         # The SDK's own retries are off: ours are explicit, counted, and shared by every call shape.
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=timeout_s,
@@ -404,6 +409,8 @@ def endpoint_failure(err: BaseException, config: Any) -> str | None:
         said = f"HTTP {err.status_code}: {server_message(err.response, 300)}"
     else:
         said = " ".join(str(err).split())[:300] or type(err).__name__
-    return (f"the endpoint at {config.endpoint} failed mid-run ({said}; a transient failure is retried "
-            f"--max-retries {config.max_retries} times); the answers so far are saved in {config.out}: rerunning the "
-            "same command resumes")
+    # The retries stopped before --max-retries were spent: a wait past --retry-wait-budget-s, said as the policy says it
+    retried = retry_stop_said(err) or (f"a transient failure is retried --max-retries {config.max_retries} times, "
+                                       f"waiting up to --retry-wait-budget-s {config.retry_wait_budget_s:g} s in all")
+    return (f"the endpoint at {config.endpoint} failed mid-run ({said}; {retried}); the answers so far are saved in "
+            f"{config.out}: rerunning the same command resumes")

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = ["MeraConfig", "HumanEvalConfig", "RutieConfig", "TASK_CONFIGS", "ConfigError", "check_values",
            "parse_stop_list", "THINK_BLOCKS", "think_blocks_refusal"]
@@ -53,6 +54,10 @@ class MeraConfig:
                                           "(judge.plumbing.api_keys.KEY_RULE).")
     request_timeout: float = _f(600.0, "Seconds per request.")
     max_retries: int = _f(5, "Retries on connection errors, timeouts, 408, 409, 429 and 5xx (1 s, doubling).")
+    retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, "Seconds one request may spend waiting between its "
+                                    "retries, all waits together (the backoff and the server's Retry-After, each "
+                                    "taken up to 600 s): a retry whose wait would pass it is not made, and the run "
+                                    "stops there as at retries spent, saying so (judge.plumbing.retry).")
     overwrite: bool = _f(False, "Discard earlier progress in out.")
     log_level: str = _f("info", "Logging level (debug, info, warning, error); HTTP request lines at debug only.")
 
@@ -141,7 +146,7 @@ TASK_CONFIGS: dict[str, type[MeraConfig]] = {"ruhumaneval": HumanEvalConfig, "ru
 
 #: Fields that must be above zero (a number of samples, tokens, seconds or MiB), and those that may be zero.
 _POSITIVE = ("n", "max_tokens", "request_timeout", "exec_timeout", "memory_mb", "concurrency", "exec_workers")
-_NOT_NEGATIVE = ("max_retries", "temperature")
+_NOT_NEGATIVE = ("max_retries", "retry_wait_budget_s", "temperature")
 #: ...and those that are either left out (None: every task; ask the endpoint) or at least 1.
 _NONE_OR_POSITIVE = ("limit", "max_model_len", "top_k")
 #: ...and the largest each of these may be: both become the sandbox's rlimits (RLIMIT_AS in bytes, RLIMIT_CPU from the

@@ -390,7 +390,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import openai
 
     from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, chat_answer_text,
-                                       chat_choice, chat_extra_body, context_refusal, failed_outcome, judge_response,
+                                       chat_choice, chat_extra_body, context_refusal, failed_outcome, failure_reason,
+                                       judge_response,
                                        not_json, reasoning_of, refusal_of, refuse_format_change, retryable_status,
                                        short, too_long_outcome)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
@@ -510,7 +511,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 outcome = too_long_outcome(err.final_reason, pairwise=True)
             except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure is a counted row
                 refusal = err if isinstance(err, Refused) else None
-                reason = str(err) if refusal else f"{type(err).__name__}: {short(str(err))}"
+                reason = str(err) if refusal else failure_reason(err)
                 outcome = failed_outcome(REQUEST_FAILED, reason, pairwise=True)
                 # As every runner counts one (judge.plumbing.failing_streak.streak_failure): a transient failure
                 # after its retries, or a 200 that is no answer (MalformedAnswer, a Refused); no other refusal.

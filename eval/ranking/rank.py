@@ -7,7 +7,7 @@
 Example override: ``--judge-config configs/eval/local-cpu.yaml --n-boot 0 --limit 20`` (a tiny judge on CPU:
 ``configs/eval/tiny-cpu.yaml``).
 
-Why one module of ~1,170 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
+Why one module of ~1,200 lines: it follows POLLUX's three scripts in order (config, instructions, answers, the
 judge's verdicts, the matrix), each stage reading the files of the one before; the page and the comparison of two
 runs live beside it (``report.py``, ``compare.py``), POLLUX's matrix in ``matrix.py``.
 
@@ -83,6 +83,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place, value_words
 
@@ -145,6 +146,11 @@ class RankConfig:
                                          "/v1/models) keeps retrying a server that is unreachable or still loading "
                                          "before the ranking stops with exit code 4.")
     max_retries: int = _f(5, "Retries of a candidate request that failed for a transient reason (judge.plumbing.retry).")
+    retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, "Seconds one candidate request may spend waiting between "
+                                    "its retries, all waits together (the backoff and the server's Retry-After, "
+                                    "each taken up to 600 s): a retry whose wait would pass it is not made, and the "
+                                    "answer is a failed row saying so (judge.plumbing.retry). The judge's requests "
+                                    "have judge-eval run's own (judge_config's retry_wait_budget_s).")
     backoff_s: float = _f(1.0, "First retry delay in seconds; doubles per retry (judge.plumbing.retry).")
     server_args: list = _f([], "Checkpoint candidates: extra vLLM flags, e.g. ['--enforce-eager'].")
     server_env: dict = _f({}, "Checkpoint candidates: environment variables for the vLLM server.")
@@ -193,10 +199,11 @@ class RankConfig:
                 raise ConfigError(f"{key}: must be at least 1, got {getattr(self, key)}")
         # As RunConfig.validate: every comparison with NaN is false, so a NaN passed each bound below and reached
         # the client (a NaN connect_timeout_s retried for ever); an infinity is no number of seconds either.
-        for key in ("timeout_s", "connect_timeout_s", "backoff_s", "server_timeout_s", "temperature"):
+        for key in ("timeout_s", "connect_timeout_s", "backoff_s", "retry_wait_budget_s", "server_timeout_s",
+                    "temperature"):
             if not math.isfinite(getattr(self, key)):
                 raise ConfigError(f"{key}: must be a finite number, got {getattr(self, key)}")
-        for key in ("limit", "seed", "max_retries", "backoff_s", "temperature"):
+        for key in ("limit", "seed", "max_retries", "backoff_s", "retry_wait_budget_s", "temperature"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("timeout_s", "connect_timeout_s", "server_timeout_s"):
@@ -424,6 +431,22 @@ REQUEST_FAILED = "request_failed"
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 
 
+def candidate_policy(config: RankConfig):
+    """The candidate's answers' ``judge.plumbing.retry`` policy: ``max_retries``, ``backoff_s`` (base delay capped at
+    60 s), one request's waits together bounded by ``retry_wait_budget_s``."""
+    from judge.plumbing.retry import RetryPolicy
+
+    return RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0,
+                       wait_budget_s=config.retry_wait_budget_s, bound_flag="--retry-wait-budget-s")
+
+
+def _stopped(err: BaseException) -> str:
+    """Why the retry policy stopped before ``err``'s retries were spent, bracketed for a row's reason; "" if not."""
+    from judge.plumbing.retry import retry_stop_said
+
+    return f" ({said})" if (said := retry_stop_said(err)) else ""
+
+
 async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_url: str, model: str, name: str,
                       path: Path, api_key: str = "", failed_before: Collection[Any] = ()) -> dict[str, int]:
     """Ask the candidate every instruction of ``rows``, appending one ``AnswerRow`` each to ``path``.
@@ -451,13 +474,13 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.message_content import described_content, separated_reasoning
-    from judge.plumbing.retry import RetryPolicy, retryable_status
+    from judge.plumbing.retry import retryable_status
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=config.timeout_s)
     # Only instructions never asked before can tell a refusing candidate from refused instructions: one refused
     # before is refused again on its own (a content filter), written as a failed row, never held (FirstRefusals).
     first = FirstRefusals.for_run(sum(row.prompt_id not in failed_before for row in rows))
-    policy = RetryPolicy(max_retries=config.max_retries, backoff_s=config.backoff_s, max_backoff_s=60.0)
+    policy = candidate_policy(config)
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
     journal = JournalWriter(path)
     queue: asyncio.Queue = asyncio.Queue()
@@ -535,7 +558,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
                 result = AnswerRow(prompt_id=row.prompt_id, model=name, answer=None, error=REQUEST_FAILED,
                                    # a MalformedAnswer is a Refused: named so, as it was before it had its name
                                    reason=f"{'Refused' if refusal else type(err).__name__}: "
-                                          f"{' '.join(str(err).split())[:300]}",
+                                          f"{' '.join(str(err).split())[:300]}{_stopped(err)}",
                                    instruction_key=content_key(row.instruction))
                 # As every runner counts one (judge.plumbing.failing_streak.streak_failure): a transient failure
                 # after its retries, or a 200 that is no answer (MalformedAnswer, a Refused); no other refusal.

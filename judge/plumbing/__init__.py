@@ -4,7 +4,8 @@
   command runs under, so that no process outlives its owner;
 - ``journal``: append-only JSONL (predictions, MERA progress, synthetic jobs): one strict reader, one torn-tail rule;
 - ``atomic_write``: one way to replace a file whole (written aside, fsynced, renamed over it);
-- ``retry``: one retry policy for every HTTP client, never sooner than the server's ``Retry-After``;
+- ``retry``: one retry policy for every HTTP client, never sooner than the server's ``Retry-After``; its default
+  bound on one request's waits is ``retry_bounds``, apart from the HTTP stack;
 - ``failing_streak``: one rule for stopping a run whose endpoint keeps failing after every retry (exit code 4);
 - ``config_files``: the config layer (defaults, then YAML, then flags; unknown keys are errors);
 - ``provenance``: ``run.json``, one schema written by every console script into its run folder.

@@ -12,8 +12,20 @@ spread by a jitter drawn from ``[1, 1.5)`` of it, so the clients one answer turn
 same instant.
 
 The ``openai`` SDK's own retries are turned off wherever this policy is used (``max_retries=0``), so every attempt
-is counted here. A policy may also bound the time spent (``max_wait_s``): no attempt starts after it, and no wait
-reaches past it.
+is counted here. A ``Retry-After`` is taken up to ``MAX_RETRY_AFTER_S`` per wait, so ``max_retries`` waits alone
+could hold one request for ``max_retries`` x 10 minutes; two bounds stop that, each where the next wait would pass
+it, before sleeping, never after sleeping up to it:
+
+- ``max_wait_s``, a deadline from the first attempt (a first contact's ``--connect-timeout-s``): no attempt starts
+  after it; a wait of this client's own backoff is cut to end at it (one last attempt there), and a wait the server
+  asked for (``Retry-After``) that ends past it stops the retries at once: the server said it will not be ready.
+- ``wait_budget_s``, the waits of one call together (a run's ``--retry-wait-budget-s``): a retry whose wait would
+  take them past it is not made. It bounds the waiting only: each attempt has its own timeout, so a call ends
+  within ``wait_budget_s`` plus its attempts' timeouts, and a timeout longer than a deadline cannot quietly leave a
+  request no retry at all.
+
+A call stopped by either says so on the failure it raises, whose type is kept (callers tell failures by type):
+``retry_stop_said`` reads the words, and ``failure_said`` includes them.
 
 **First contact** (``list_models``): every client asks ``GET {base}/models`` before any work, through this policy
 with a time bound, so a server still loading (judge-serve's 503 with ``Retry-After``) is waited for, and a failure
@@ -41,9 +53,11 @@ from typing import Any, TypeVar
 import httpx
 
 from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
-           "EXIT_UNUSABLE", "list_models", "server_message", "failure_said", "GenerationAborted"]
+           "EXIT_UNUSABLE", "list_models", "server_message", "failure_said", "GenerationAborted", "retry_stop_said",
+           "DEFAULT_WAIT_BUDGET_S", "MAX_RETRY_AFTER_S"]
 
 log = logging.getLogger("judge.plumbing.retry")
 
@@ -136,14 +150,23 @@ def retry_after_s(err: BaseException, now: float | None = None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
+def retry_stop_said(err: BaseException) -> str:
+    """Why ``RetryPolicy`` stopped retrying ``err`` before its ``max_retries`` were spent (a wait that would pass
+    ``max_wait_s`` or ``wait_budget_s``), in words for a failed row's reason or a stop's message; "" otherwise."""
+    said = getattr(err, "retry_stopped", "")
+    return said if isinstance(said, str) else ""
+
+
 def failure_said(err: BaseException, limit: int = 200) -> str:
     """A failed attempt in a few words: ``HTTP <status>: <the server's message>`` for an answer, else the
-    exception's own words (``ConnectError: ...``), on one line."""
+    exception's own words (``ConnectError: ...``), on one line; then, in brackets, why the retries stopped early
+    (``retry_stop_said``), if they did."""
     response = _response_of(err)
+    stopped = f" ({said})" if (said := retry_stop_said(err)) else ""
     if response is not None and hasattr(response, "status_code"):
-        return f"HTTP {response.status_code}: {server_message(response, limit)}"
+        return f"HTTP {response.status_code}: {server_message(response, limit)}{stopped}"
     words = " ".join(str(err).split())[:limit]
-    return f"{type(err).__name__}: {words}" if words else type(err).__name__
+    return (f"{type(err).__name__}: {words}" if words else type(err).__name__) + stopped
 
 
 @dataclass
@@ -163,8 +186,14 @@ class RetryPolicy:
         max_backoff_s: cap on the base delay (seconds), before jitter.
         sleep, asleep: how to wait (``time.sleep`` / ``asyncio.sleep``); tests inject recorders.
         retryable: which exceptions are retried (default ``is_transient``).
-        max_wait_s: a bound on the time (seconds) from the first attempt: no attempt starts after it and no wait
-            reaches past it; None: only ``max_retries`` bounds the retries.
+        max_wait_s: a deadline (seconds) from the first attempt: no attempt starts after it, a backoff wait is cut
+            to end at it, and a wait the server asked for that ends past it stops the retries at once; None: none.
+        wait_budget_s: the most seconds one call waits between its attempts, all waits together: a retry whose
+            wait would pass it is not made; None: only ``max_retries`` bounds the waiting.
+        bound_flag: the option that sets the bounds, named in the words a stop leaves on the failure (``""``:
+            none).
+        clock: the monotonic clock ``max_wait_s`` is measured by (``time.monotonic``); tests that record their
+            sleeps advance one of their own.
         waiting: when set, called with the first failure just before the first retry's wait, and every failed
             attempt is then logged at debug level instead of as a warning: a first contact waiting for a server
             that is not up yet says so once, not once per attempt for two minutes.
@@ -174,6 +203,9 @@ class RetryPolicy:
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
     max_wait_s: float | None = None
+    wait_budget_s: float | None = None
+    bound_flag: str = ""
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     sleep: Callable[[float], Any] = field(default=time.sleep, repr=False)
     asleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False)
     retryable: Callable[[BaseException], bool] = field(default=is_transient, repr=False)
@@ -192,14 +224,55 @@ class RetryPolicy:
             return delay
         return max(delay, min(asked * (1.0 + 0.5 * random.random()), MAX_RETRY_AFTER_S))
 
+    def _planned(self, retry: int, err: BaseException | None, elapsed_s: float, waited_s: float
+                 ) -> tuple[float | None, str]:
+        """The wait before retry ``retry`` (0-based) after ``err``, ``elapsed_s`` after the first attempt started and
+        with ``waited_s`` waited already, or None and the words saying why no retry is made: the wait would pass a
+        bound (``max_wait_s``, ``wait_budget_s``)."""
+        delay = self.delay_s(retry, err)
+        asked = retry_after_s(err) if err is not None else None
+        flag = f" ({self.bound_flag})" if self.bound_flag else ""
+        if self.max_wait_s is not None:
+            left = self.max_wait_s - elapsed_s
+            if left <= 0:  # the deadline itself, which every caller of a deadline says in its own words
+                return None, ""
+            if asked is not None and asked > left:  # the server said it will not be ready before the bound
+                return None, (f"the server asked to wait {asked:g} s (Retry-After), past the {self.max_wait_s:g} s "
+                              f"bound{flag}, {left:.0f} s away")
+            delay = min(delay, left)  # this client's own backoff: the last attempt comes at the bound
+        if self.wait_budget_s is not None and waited_s + delay > self.wait_budget_s:
+            why = f"the server's Retry-After of {asked:g} s" if asked is not None and delay >= asked else "backoff"
+            return None, (f"the next wait, {delay:.0f} s ({why}), would take this request's waits past "
+                          f"{self.wait_budget_s:g} s{flag}, {waited_s:.0f} s waited already")
+        return delay, ""
+
     def _kwargs(self, attempts: Attempts | None) -> dict[str, Any]:
         import tenacity
 
+        # One call's: when it started (max_wait_s), what it waited (wait_budget_s), each retry's wait once drawn
+        # (tenacity asks the wait and the stop in either order across its versions; the jitter is drawn once).
+        start, waited, plans = self.clock(), [0.0], {}
+
+        def plan(state: tenacity.RetryCallState) -> float | None:
+            n = state.attempt_number
+            if n not in plans:
+                err = state.outcome.exception() if state.outcome else None
+                delay, why = self._planned(n - 1, err, self.clock() - start, waited[0])
+                if delay is None and why and err is not None:
+                    try:  # said on the failure the caller gets, whose type is kept (callers tell failures by type)
+                        err.retry_stopped = f"retries stopped after {n} attempt{'s' if n != 1 else ''}: {why}"
+                        err.retry_stopped_because = why
+                    except AttributeError:  # an exception that takes no attribute keeps its own words
+                        pass
+                plans[n] = delay
+            return plans[n]
+
         def wait(state: tenacity.RetryCallState) -> float:
-            delay = self.delay_s(state.attempt_number - 1, state.outcome.exception() if state.outcome else None)
-            if self.max_wait_s is not None:  # the last attempt comes at the bound, not a backoff after it
-                delay = min(delay, max(self.max_wait_s - (state.seconds_since_start or 0.0), 0.0))
-            return delay
+            delay = plan(state)
+            return 0.0 if delay is None else delay
+
+        def bounded(state: tenacity.RetryCallState) -> bool:
+            return plan(state) is None
 
         def before(state: tenacity.RetryCallState) -> None:
             if attempts is not None:
@@ -215,10 +288,11 @@ class RetryPolicy:
             log.log(logging.WARNING if self.waiting is None else logging.DEBUG,
                     "attempt %d failed (%s: %s); retrying in %.1f s", state.attempt_number, type(err).__name__, said,
                     state.upcoming_sleep)
+            waited[0] += state.upcoming_sleep
 
         stop = tenacity.stop_after_attempt(self.max_retries + 1)
-        if self.max_wait_s is not None:
-            stop = stop | tenacity.stop_after_delay(self.max_wait_s)
+        if self.max_wait_s is not None or self.wait_budget_s is not None:
+            stop = tenacity.stop_any(stop, bounded)  # the attempts first: a bound's words only where it stopped
         return {"stop": stop, "wait": wait,
                 "retry": tenacity.retry_if_exception(self.retryable), "before": before,
                 "before_sleep": before_sleep, "reraise": True}
@@ -270,7 +344,8 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
 
     Connection errors, timeouts and 408/409/429/5xx answers are retried by ``policy`` (``Retry-After`` honoured, its
     ``max_wait_s`` the bound), said in one warning before the first retry (``waiting for the judge at URL (up to
-    120 s; --connect-timeout-s): <the failure>``; each attempt then at debug level); anything else, or a transient failure past the bound, is an ``EndpointUnusable``
+    120 s; --connect-timeout-s): <the failure>``; each attempt then at debug level); anything else, or a transient
+    failure past the bound (or asked by the server's ``Retry-After`` to wait past it), is an ``EndpointUnusable``
     naming its cause.
 
     Args:
@@ -296,6 +371,8 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
 
     if policy.waiting is None:
         policy = dataclasses.replace(policy, waiting=waiting)
+    if bound_flag and not policy.bound_flag:  # named where the server's Retry-After stops the waiting early
+        policy = dataclasses.replace(policy, bound_flag=bound_flag)
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key and api_key != "EMPTY" else {}
     attempts = Attempts()
@@ -307,10 +384,12 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
             response.raise_for_status()  # HTTPStatusError: retried when the status is transient
         return response
 
-    def tried() -> str:
-        return f"after {attempts.n} attempt{'s' if attempts.n != 1 else ''} in {time.monotonic() - start:.0f} s"
+    def tried(err: BaseException) -> str:
+        because = getattr(err, "retry_stopped_because", "")  # a Retry-After past the bound: said so
+        return (f"after {attempts.n} attempt{'s' if attempts.n != 1 else ''} in {policy.clock() - start:.0f} s"
+                + (f" ({because})" if because else ""))
 
-    start = time.monotonic()
+    start = policy.clock()
     try:
         with client:
             response = policy.call(get, attempts)
@@ -327,14 +406,14 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
                                    "wrong; give the server's base URL, e.g. http://127.0.0.1:8000/v1", status) from None
         if retryable_status(status, response.headers):  # "x-should-retry: false" was not retried: not "still"
             longer = f", or allow longer with {bound_flag}" if bound_flag else ""
-            raise EndpointUnusable(f"{what} at {base_url} still answers HTTP {status} ({said}) {tried()}; it may still "
-                                   f"be loading: wait and rerun{longer}", status) from None
+            raise EndpointUnusable(f"{what} at {base_url} still answers HTTP {status} ({said}) {tried(err)}; it may "
+                                   f"still be loading: wait and rerun{longer}", status) from None
         raise EndpointUnusable(f"{what} at {base_url}: GET {url} answered HTTP {status}: {said}", status) from None
     except httpx.TransportError as err:
         cause = " ".join(str(err).split()) or type(err).__name__
         longer = f" ({bound_flag} sets how long to keep trying)" if bound_flag else ""
-        raise EndpointUnusable(f"{what} at {base_url} cannot be reached ({type(err).__name__}: {cause}) {tried()}: is "
-                               f"the server running, on that host and port?{longer}") from None
+        raise EndpointUnusable(f"{what} at {base_url} cannot be reached ({type(err).__name__}: {cause}) {tried(err)}: "
+                               f"is the server running, on that host and port?{longer}") from None
     try:
         models = response.json().get("data")
     except (ValueError, AttributeError):
