@@ -841,6 +841,12 @@ def _check_vllm_server(config: Any, args: argparse.Namespace, judge_args: Sequen
         raise SubmitError(f"{', '.join(placed)} after --: the job starts the vLLM server itself and tells the trainer "
                           "where it listens; give its ports with judge-train submit's --vllm-server-port and "
                           "--vllm-group-port")
+    # Both bind on the first training host (torchrun's store, trl's weight-sync group): the second fails late, once
+    # the model is loaded.
+    if args.master_port is not None and args.master_port == args.vllm_group_port:
+        raise SubmitError(f"--master-port and --vllm-group-port are both {args.master_port}: the rendezvous and the "
+                          "weight-sync group each bind their own port on the first training host; give two, or leave "
+                          "one out for one found free when the job starts")
     # trl takes vllm_server_base_url over the host and port (trl/trainer/grpo_config.py): the trainer would never
     # reach the server this job starts.
     if config.trainer_args.get("vllm_server_base_url") is not None:

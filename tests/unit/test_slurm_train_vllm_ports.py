@@ -25,11 +25,19 @@ REPO = Path(__file__).resolve().parents[2]
 SERVER_GRPO = REPO / "configs" / "train" / "qwen3-8b" / "grpo.yaml"  # vllm_mode: server
 COLOCATE_GRPO = REPO / "configs" / "train" / "t-lite" / "grpo.yaml"
 
-# srun: a port probe (the script's python3 program binding sockets) runs here, as on the host it names; any other
-# step is recorded, one file a call, and ends. The server's step runs in the background and the script stops it once
-# training returns: the training step waits until the server's call is on record, so that both are.
+# srun: a port probe (the script's python3 program binding sockets) runs here, as on the host it names, and is
+# recorded as a line of its srun flags and the ports it asks for ("probes"); on the host FAKE_PROBE_DEAD names, it
+# gives no answer, as where python3 cannot run. Any other step is recorded, one file a call, and ends. The server's
+# step runs in the background and the script stops it once training returns: the training step waits until the
+# server's call is on record, so that both are.
 FAKE_SRUN = r"""
-if [[ $* == *"import socket"* ]]; then while [[ $1 == --* ]]; do shift; done; exec "$@"; fi
+if [[ $* == *"import socket"* ]]; then
+    flags=()
+    while [[ $1 == --* ]]; do flags+=("$1"); shift; done
+    echo "${flags[*]} | ${*:4}" >>"$FAKE_SRUN_CALLS/probes"
+    [[ " ${flags[*]} " != *" --nodelist=${FAKE_PROBE_DEAD:-} "* ]] || exit 1
+    exec "$@"
+fi
 if [[ " $* " != *" --model "* ]]; then
     for _ in $(seq 100); do [[ -e $FAKE_SRUN_CALLS/server ]] && break; sleep 0.1; done
     printf "%s\0" "$@" >"$FAKE_SRUN_CALLS/training"
@@ -146,6 +154,52 @@ def test_a_named_group_port_another_job_holds_stops_the_job_before_any_step(tmp_
     assert server == training == []
 
 
+def _probes(tmp_path: Path) -> list[str]:
+    probes = tmp_path / "calls" / "probes"
+    return probes.read_text().splitlines() if probes.exists() else []
+
+
+def test_each_port_is_probed_on_the_host_that_opens_it(tmp_path):
+    """The server's port on the server's node (nx-a); the rendezvous port and the weight-sync group port, which the
+    trainer's main process opens (trl/generation/vllm_client.py ``init_communicator``: its own address is the
+    group's master), on the first training host (nx-b). The batch shell runs on neither, so both are steps."""
+    proc, _, training = _job(tmp_path, SLURM_CPUS_PER_TASK="16")
+    assert proc.returncode == 0, proc.stderr
+    assert _probes(tmp_path) == ["--nodes=1 --ntasks=1 --nodelist=nx-a --cpus-per-task=16 | 0",
+                                 "--nodes=1 --ntasks=1 --nodelist=nx-b --cpus-per-task=16 | 0 0"]
+    assert training  # the job went on to train
+
+
+def test_a_named_server_port_where_python3_gives_no_answer_is_not_called_taken(tmp_path):
+    """The probe checks a named port too: naming another (what the message advised) fails the same way."""
+    proc, server, training = _job(tmp_path, JUDGE_VLLM_SERVE_PORT="18000", FAKE_PROBE_DEAD="nx-a")
+    assert proc.returncode == 2
+    assert proc.stderr == ("train.sbatch: the vLLM server's port on nx-a: python3 there, which finds a free port or "
+                           "checks the one named, gave no answer; the job needs python3 on that host\n")
+    assert server == training == []
+
+
+def test_named_trainer_ports_where_python3_gives_no_answer_are_not_the_remedy(tmp_path):
+    """Both named, the group port is still checked on nx-b: "set JUDGE_MASTER_PORT and JUDGE_VLLM_GROUP_PORT" (the
+    message's advice) changed nothing."""
+    proc, server, training = _job(tmp_path, JUDGE_MASTER_PORT="29611", JUDGE_VLLM_GROUP_PORT="51300",
+                                  FAKE_PROBE_DEAD="nx-b")
+    assert proc.returncode == 2
+    assert proc.stderr == ("train.sbatch: the trainer's ports on nx-b: python3 there, which finds free ports or checks "
+                           "the weight-sync group port named, gave no answer; the job needs python3 on that host\n")
+    assert server == training == []
+
+
+def test_one_port_named_for_both_the_rendezvous_and_the_group_stops_the_job(tmp_path):
+    """torchrun's store and trl's group store would both bind it on nx-b: the second fails once the model loaded."""
+    proc, server, training = _job(tmp_path, JUDGE_MASTER_PORT="29611", JUDGE_VLLM_GROUP_PORT="29611")
+    assert proc.returncode == 2
+    assert proc.stderr == ("train.sbatch: JUDGE_MASTER_PORT and JUDGE_VLLM_GROUP_PORT are both 29611: the rendezvous "
+                           "and the weight-sync group each bind their own port on nx-b; name two, or leave one unset "
+                           "for one found free\n")
+    assert server == training == [] and _probes(tmp_path) == []
+
+
 @pytest.mark.parametrize("name", ["JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_GROUP_PORT"])
 @pytest.mark.parametrize("value", ["0", "65536", "80x"])
 def test_a_named_port_that_is_no_port_stops_the_job(tmp_path, name, value):
@@ -218,6 +272,9 @@ def test_submit_renders_ports_given_with_its_flags(capsys, submit_folder):
 @pytest.mark.parametrize(("argv", "said"), [
     (["--vllm-server-port", "0"], "--vllm-server-port must be a port from 1 to 65535, got 0"),
     (["--vllm-group-port", "70000"], "--vllm-group-port must be a port from 1 to 65535, got 70000"),
+    (["--master-port", "29611", "--vllm-group-port", "29611"], "--master-port and --vllm-group-port are both "
+     "29611: the rendezvous and the weight-sync group each bind their own port on the first training host; give two, "
+     "or leave one out for one found free when the job starts"),
     (["--", "--vllm-server-port", "9000"], "--vllm-server-port after --: the job starts the vLLM server itself and "
      "tells the trainer where it listens; give its ports with judge-train submit's --vllm-server-port and "
      "--vllm-group-port"),
