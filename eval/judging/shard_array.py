@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["COUNT_FILE", "ShardArray", "shard_array", "refuse_missing"]
+__all__ = ["COUNT_FILE", "ShardArray", "shard_array", "shard_block", "refuse_missing"]
 
 #: The file beside the shard folders in which eval.sbatch records the array's task count.
 COUNT_FILE = "count"
@@ -56,9 +56,10 @@ class ShardArray:
     n_records: int | None = None
 
     def record(self) -> dict:
-        """The merged run.json's ``shard_array`` section."""
+        """The merged run.json's ``shard_array`` section (``n_records``: so that ``judge-eval score`` can tell the
+        missing shards' items by their place in ``--data``, ``missing_block_items``)."""
         return {"folder": str(self.folder), "count": self.count, "merged": list(self.merged),
-                "missing": list(self.missing), "missing_records": self.missing_records}
+                "missing": list(self.missing), "missing_records": self.missing_records, "n_records": self.n_records}
 
     def missing_words(self) -> str:
         """e.g. "shard 2 of 4 left out (2 records of --data)"."""
@@ -95,11 +96,12 @@ def _read_count(path: Path) -> int:
     return int(text)
 
 
-def _block(k: int, count: int, n_records: int) -> tuple[int, int]:
+def shard_block(k: int, count: int, n_records: int) -> tuple[int, int]:
     """Shard ``k``'s records (first, last), 1-based, by eval.sbatch's rule; last < first for an empty block."""
     per = -(-n_records // count)
     first = k * per + 1
     return first, min(first + per - 1, n_records)
+
 
 
 def shard_array(shard_dirs: Sequence[Path], data: Path) -> ShardArray | None:
@@ -140,7 +142,7 @@ def shard_array(shard_dirs: Sequence[Path], data: Path) -> ShardArray | None:
         cut = shard / "data.jsonl"
         if not cut.is_file():  # a shard laid out by hand: nothing to compare
             continue
-        first_record, last_record = _block(k, count, n_records)
+        first_record, last_record = shard_block(k, count, n_records)
         expected = max(0, last_record - first_record + 1)
         held = _count_lines(cut)
         if held != expected:
@@ -148,7 +150,7 @@ def shard_array(shard_dirs: Sequence[Path], data: Path) -> ShardArray | None:
                              f"({_range(first_record, last_record, 'records')} of {n_records}): the array was cut "
                              "from other data; give the --data the array judged")
     missing = sorted(set(range(count)) - set(given))
-    blocks = [_block(k, count, n_records) for k in missing]
+    blocks = [shard_block(k, count, n_records) for k in missing]
     return ShardArray(folder, count, tuple(given), tuple(missing),
                       sum(max(0, last - first + 1) for first, last in blocks),
                       tuple(_range(first, last) for first, last in blocks if last >= first), n_records)

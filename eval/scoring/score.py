@@ -219,7 +219,7 @@ def refuse_another_run(out: Path, run_dir: Path) -> None:
                          f"{run_dir}'s; leave --out out to write beside the predictions, or give a folder of its own")
 
 
-def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]:
+def selected_items(run_info: dict, table, data: str | Path, left_out=None) -> dict[str, object]:
     """What the run's own selection (its run.json's ``config.split`` and ``config.limit``, ``judge-eval run``'s
     ``--split`` and ``--limit``) left unjudged, for metrics.json's ``notes``: an item the run never meant to
     judge has no prediction, but the run is not unfinished for it.
@@ -228,6 +228,9 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
     only when the data scored is the data the run judged (its ``config.data``) and the run selected as many items as
     its run.json's ``n_items`` records. Any doubt (another --data, a field not as ``judge-eval run`` writes it, data
     edited since) gives {}, and the reports say what they say of any item without a prediction.
+
+    ``left_out`` marks the items of the shards a partial merge left out (``missing_block_items``): they were never
+    judged, so neither the run's ``n_items`` nor ``n_missing_unselected`` counts them (``missing_shards`` does).
 
     Returns:
         ``Notes``' ``n_missing_unselected`` (the items with no prediction outside the selection) with
@@ -251,10 +254,11 @@ def selected_items(run_info: dict, table, data: str | Path) -> dict[str, object]
     in_split = np.ones(len(table), dtype=bool) if split == "all" else table.split == split
     selected = np.zeros(len(table), dtype=bool)
     selected[selected_positions(table.split, split, limit)] = True
+    kept = np.ones(len(table), dtype=bool) if left_out is None else ~left_out
     n_items = run_info.get("n_items")
-    if isinstance(n_items, int) and not isinstance(n_items, bool) and n_items != int(selected.sum()):
+    if isinstance(n_items, int) and not isinstance(n_items, bool) and n_items != int((selected & kept).sum()):
         return {}  # the data is not as the run read it: its first items may not be the run's
-    outside = (table.status == "missing") & ~selected
+    outside = (table.status == "missing") & ~selected & kept
     if not outside.any():
         return {}
     flags = {"unselected_split": split} if (outside & ~in_split).any() else {}
@@ -277,6 +281,26 @@ def missing_shards(run_info: dict) -> dict[str, object]:
         if _whole(array.get(key)):
             out[field] = array[key]
     return out
+
+
+def missing_block_items(run_info: dict, n_items: int):
+    """Which of the data's ``n_items`` items (in its order) the shards a partial merge left out held: a bool array,
+    by eval.sbatch's cut (``eval.judging.shard_array.shard_block``); None when no shard is missing, or when the data
+    is not the one the array was cut from (another number of records than run.json's ``shard_array.n_records``)."""
+    import numpy as np
+
+    from eval.judging.shard_array import shard_block
+
+    array = run_info.get("shard_array")
+    if not missing_shards(run_info) or not _whole(array.get("count")) or not array["count"]:
+        return None
+    if array.get("n_records") != n_items or not _whole(n_items):
+        return None  # one item a record, in order, only where the load kept every record the array cut
+    left_out = np.zeros(n_items, dtype=bool)
+    for k in array["missing"]:
+        first, last = shard_block(k, array["count"], n_items)
+        left_out[first - 1:last] = True
+    return left_out
 
 
 def _whole(value: object) -> bool:
@@ -381,7 +405,8 @@ def score(
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
     rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
-    selection = {**selected_items(run_info, table, data), **missing_shards(run_info)}
+    left_out = missing_block_items(run_info, len(table))
+    selection = {**selected_items(run_info, table, data, left_out), **missing_shards(run_info)}
     if notes["n_unknown_ids"]:
         import pyarrow.compute as pc
 

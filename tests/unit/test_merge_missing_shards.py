@@ -25,10 +25,11 @@ def _sample_lines(n: int) -> list[str]:
     return [line for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines() if line.strip()][:n]
 
 
-def _array(root: Path, n_records: int, count: int | None, write_count: bool = True) -> tuple[Path, list[Path]]:
-    """eval.sbatch's layout: the data (n_records of the sample), ``count`` beside the shard folders, and shard i
-    holding records i*ceil(N/K)+1 ... of it as data.jsonl, a prediction per record and its run.json."""
-    lines = _sample_lines(n_records)
+def _array(root: Path, n_records: int, count: int | None, write_count: bool = True,
+           lines: list[str] | None = None) -> tuple[Path, list[Path]]:
+    """eval.sbatch's layout: the data (n_records of the sample, or ``lines``), ``count`` beside the shard folders,
+    and shard i holding records i*ceil(N/K)+1 ... of it as data.jsonl, a prediction per record and its run.json."""
+    lines = lines if lines is not None else _sample_lines(n_records)
     data = root / "data.jsonl"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     shards = root / "out" / "shards"
@@ -98,7 +99,7 @@ def test_allow_missing_shards_merges_and_records_the_missing_ones_through_score(
                    "shard 2 of 4 left out (2 records of --data), as run.json's shard_array records\n")
     record = json.loads((run_dir / "run.json").read_text())
     assert record["shard_array"] == {"folder": str(run_dir / "shards"), "count": 4, "merged": [0, 1, 3],
-                                     "missing": [2], "missing_records": 2}
+                                     "missing": [2], "missing_records": 2, "n_records": 8}
     assert eval_main(["score", "--predictions", str(run_dir), "--n-boot", "0", "--vc-repeats", "2"]) == 0
     console = capsys.readouterr().out
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -112,13 +113,51 @@ def test_allow_missing_shards_merges_and_records_the_missing_ones_through_score(
         .replace("2 items have no prediction", "**2 items have no prediction**") in (run_dir / "report.md").read_text()
 
 
+def _alternating_splits(n: int) -> list[str]:
+    """``n`` records of the sample, Zero-Shot and Standard in turn (its first records are all Zero-Shot)."""
+    import judge
+
+    lines = _sample_lines(10**6)
+    split = {record.id: judge.split_of(record) for record in judge.load_records(judge.sample_data_path())}
+    by_split = {name: [line for line in lines if split[json.loads(line)["id"]] == name]
+                for name in ("zero_shot", "standard")}
+    return [line for pair in zip(by_split["zero_shot"], by_split["standard"]) for line in pair][:n]
+
+
+def test_a_partial_merge_of_a_split_run_calls_the_other_splits_items_unselected_not_unfinished(tmp_path, capsys):
+    """Each shard judged its block's Standard items (--split standard) and shard 2 of 4 was left out: of the 10 items
+    without a prediction, 4 are that shard's and 6 the other shards' Zero-Shot items, which the run never meant to
+    judge. The report called those 6 an unfinished run."""
+    import judge
+
+    data, dirs = _array(tmp_path, 16, 4, lines=_alternating_splits(16))
+    for shard in dirs:
+        standard = {r.id for r in judge.load_records(shard / "data.jsonl") if judge.split_of(r) == "standard"}
+        rows = [line for line in (shard / "predictions.jsonl").read_text().splitlines()
+                if json.loads(line)["id"] in standard]
+        (shard / "predictions.jsonl").write_text("".join(line + "\n" for line in rows))
+        record = json.loads((shard / "run.json").read_text())
+        record["config"]["split"], record["n_items"] = "standard", len(standard)
+        (shard / "run.json").write_text(json.dumps(record))
+    code, _, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys, "--allow-missing-shards")
+    assert (code, err) == (0, "")
+    run_dir = tmp_path / "out"
+    assert eval_main(["score", "--predictions", str(run_dir), "--n-boot", "0", "--vc-repeats", "2"]) == 0
+    assert ("10 items have no prediction (shard 2 of 4 was left out of the merge: judge-eval merge "
+            "--allow-missing-shards; 6 more: the run judged only the standard items: --split standard)"
+            in capsys.readouterr().out)
+    notes = json.loads((run_dir / "metrics.json").read_text())["notes"]
+    assert (notes["n_missing_unselected"], notes["unselected_split"], notes["n_missing_shard_records"]) == (
+        6, "standard", 4)
+
+
 def test_a_complete_array_records_nothing_missing(tmp_path, capsys):
     data, dirs = _array(tmp_path, 8, 4)
     code, out, _ = _merge(tmp_path, data, dirs, capsys)
     assert code == 0 and "left out" not in out
     record = json.loads((tmp_path / "out" / "run.json").read_text())
     assert record["shard_array"] == {"folder": str(tmp_path / "out" / "shards"), "count": 4, "merged": [0, 1, 2, 3],
-                                     "missing": [], "missing_records": 0}
+                                     "missing": [], "missing_records": 0, "n_records": 8}
 
 
 def test_an_array_without_a_count_file_names_the_sibling_left_off(tmp_path, capsys):
@@ -270,3 +309,15 @@ def test_the_merge_job_of_an_array_without_a_count_stops_at_a_shard_with_no_pred
     assert (f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 3 of the array's folders 0-3 (no "
             "shards/count) was not given") in proc.stderr
     assert not (tmp_path / "score").exists() and not (tmp_path / "out" / "predictions.jsonl").exists()
+
+
+def test_score_finds_the_left_out_shards_items_by_eval_sbatchs_cut_or_not_at_all():
+    """Blocks of 3 over 10 records (1-3, 4-6, 7-9, 10): shards 0 and 3 left out are the first three items and the
+    last. Data of another size than the array's is not guessed at."""
+    from eval.scoring.score import missing_block_items
+
+    run_info = {"shard_array": {"count": 4, "merged": [1, 2], "missing": [0, 3], "missing_records": 4,
+                                "n_records": 10}}
+    assert missing_block_items(run_info, 10).tolist() == [True] * 3 + [False] * 6 + [True]
+    assert missing_block_items(run_info, 9) is None
+    assert missing_block_items({"shard_array": {**run_info["shard_array"], "missing": []}}, 10) is None
