@@ -59,15 +59,16 @@ _HYPERPARAMETERS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_t
 _CARD_SPLITS = (ZERO_SHOT, STANDARD, "all")
 
 
-def _failed_verdicts(history: list[dict[str, Any]]) -> str:
+def _failed_verdicts(history: list[dict[str, Any]], n_rewards: int) -> str:
     """The GRPO card's share of completions whose verdict failed to parse, at the first and the last logged step
-    (``train.grpo_rewards`` logs it as ``verdicts/failed_share``): both rewards pay 0 for such a verdict, so their
-    means can rise while the policy fails as often, or more."""
+    (``train.grpo_rewards`` logs it as ``verdicts/failed_share``): each reward (the run's ``n_rewards``) pays 0 for
+    such a verdict, so their means can rise while the policy fails as often, or more."""
     shares = [entry["verdicts/failed_share"] for entry in history if "verdicts/failed_share" in entry]
     if not shares:
         return f"; verdicts that failed to parse: {NOT_RECORDED} (no verdicts/failed_share logged)"
-    return (f"; verdicts that failed to parse (both rewards pay 0 for them): {_num(shares[0])} → {_num(shares[-1])} of "
-            "the completions (verdicts/failed_share)")
+    pay = "the reward pays" if n_rewards == 1 else "both rewards pay"
+    return (f"; verdicts that failed to parse ({pay} 0 for them): {_num(shares[0])} → {_num(shares[-1])} of the "
+            "completions (verdicts/failed_share)")
 
 
 def _expert_scores(data: dict[str, Any]) -> Any:
@@ -331,7 +332,7 @@ def render_card(export_dir: str | Path, *, run_json: str | Path | None = None, e
         out.append("- rewards (GRPO, trl GRPOTrainer): " + ", ".join(
             f"`{name}` x {weight}" + (f" (mean {_num(means[name][0])} → {_num(means[name][-1])})" if means[name] else "")
             for name, weight in config["rewards"].items())
-            + _failed_verdicts(history)
+            + _failed_verdicts(history, len(config["rewards"]))
             + f"; groups of {config.get('num_generations', '?')} completions; experts without a unique mode: "
             f"`{config.get('no_unique_mode', NOT_RECORDED)}`")
     dropped = data.get("dropped") or {}

@@ -170,9 +170,13 @@ def test_a_grpo_card_says_how_many_verdicts_failed_to_parse_as_the_rewards_moved
     (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
     (line,) = [line for line in render_card(folder).splitlines() if line.startswith("- rewards (GRPO")]
     assert line == ("- rewards (GRPO, trl GRPOTrainer): `format_reward` x 1.0 (mean 0.250 → 0.750), "
-                    "`agreement_reward` x 0.5 (mean 0.500 → 0.625); verdicts that failed to parse (both rewards pay 0 for them): 0.625 → "
-                    "0.125 of the completions (verdicts/failed_share); groups of 8 completions; experts without a "
-                    "unique mode: `drop`")
+                    "`agreement_reward` x 0.5 (mean 0.500 → 0.625); verdicts that failed to parse (both rewards pay 0 "
+                    "for them): 0.625 → 0.125 of the completions (verdicts/failed_share); groups of 8 completions; "
+                    "experts without a unique mode: `drop`")
+    run["config"]["rewards"] = {"agreement_reward": 1.0}  # one reward: no "both"
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    (line,) = [line for line in render_card(folder).splitlines() if line.startswith("- rewards (GRPO")]
+    assert "; verdicts that failed to parse (the reward pays 0 for them): 0.625 → 0.125 of the completions" in line
     for entry in run["result"]["log_history"]:
         entry.pop("verdicts/failed_share", None)
     (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
