@@ -16,7 +16,8 @@ name), records *K* in ``OUT/shards/count`` (every task writes the same), and cut
 - a shard whose ``data.jsonl`` holds another number of records than its block of ``--data`` was cut from other data
   (or with another count): refused. Only counts are compared, so data whose labels were edited since still merges
   (``judge-eval score`` then says which predictions judged a text since edited);
-- folders that are no array's shards (no whole-number name) are merged as given: nothing says what a whole set is.
+- folders that are no array's shards (no whole-number name, or not in a ``shards/`` folder) are merged as given:
+  nothing says what a whole set is.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ def _shards_named(indices: Sequence[int]) -> str:
 
 
 def _index(shard: Path) -> int | None:
-    return int(shard.name) if _INDEX.fullmatch(shard.name) else None
+    """The shard's index, where it is an eval array's: a whole-number folder in a ``shards/`` folder, as eval.sbatch
+    lays them out (a run folder of one's own named by a number is no array's)."""
+    return int(shard.name) if _INDEX.fullmatch(shard.name) and shard.parent.name == "shards" else None
 
 
 def _count_lines(path: Path) -> int:

@@ -171,6 +171,20 @@ def test_an_array_without_a_count_file_names_the_sibling_left_off(tmp_path, caps
                               "--allow-missing-shards to merge the others and record the missing ones\n")
 
 
+def test_numbered_run_folders_outside_a_shards_folder_are_merged_as_given(tmp_path, capsys):
+    """eval.sbatch writes its shards into OUT/shards/<i>; run folders of one's own named 1 and 2 beside a 0 are no
+    eval array's, and were refused as one missing its shard 0."""
+    data, dirs = _array(tmp_path, 8, 4)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for k, shard in enumerate(dirs[:3]):
+        shard.rename(runs / str(k))
+    code, out, err = _merge(tmp_path, data, [runs / "1", runs / "2"], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("merged 4 predictions from 2 shards") and "left out" not in out
+    assert "shard_array" not in json.loads((tmp_path / "out" / "run.json").read_text())
+
+
 def test_shards_of_two_arrays_are_refused(tmp_path, capsys):
     """Shards 0-1 of one array's folder and 2-3 of another's (each cut from its own data): no id overlaps, and each
     array is half there; refused naming both folders."""
