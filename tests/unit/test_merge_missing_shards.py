@@ -335,3 +335,45 @@ def test_score_finds_the_left_out_shards_items_by_eval_sbatchs_cut_or_not_at_all
     assert missing_block_items(run_info, 10).tolist() == [True] * 3 + [False] * 6 + [True]
     assert missing_block_items(run_info, 9) is None
     assert missing_block_items({"shard_array": {**run_info["shard_array"], "missing": []}}, 10) is None
+
+
+@pytest.mark.parametrize(("n_records", "count"), [(8, 4), (5, 4), (10, 4), (3, 5)])
+def test_the_blocks_are_the_ones_eval_sbatch_cuts(tmp_path, n_records, count):
+    """eval.sbatch itself (its awk, a stand-in judge-eval) cuts data with blank and blanks-only lines between the
+    records; each shard's data.jsonl is its block by ``shard_block`` (``shard_array`` refuses any other), and the
+    blocks the merge names are the ones the task logged ("records 5-6 of 8")."""
+    from eval.judging.shard_array import shard_array, shard_block
+
+    lines = _sample_lines(n_records)
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n \t\n".join(lines) + "\n\n", encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("srun", "judge-eval"):
+        (bin_dir / name).write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    logged = {}
+    for k in range(count):
+        env = {**{key: v for key, v in os.environ.items() if not key.startswith(("SLURM_", "JUDGE_"))},
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n1",
+               "SLURM_JOB_ID": str(100 + k), "SLURM_ARRAY_JOB_ID": "99", "SLURM_ARRAY_TASK_ID": str(k),
+               "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": str(count - 1),
+               "SLURM_ARRAY_TASK_COUNT": str(count), "SLURM_SUBMIT_DIR": str(tmp_path),
+               "JUDGE_EVAL_JUDGE": "http://judge:8000/v1", "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "out",
+               "JUDGE_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.run(["bash", str(REPO / "slurm" / "eval.sbatch")], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        said = [line.rsplit(": ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("    data ")]
+        logged[k] = said[0] if said else "none"
+    shards = [tmp_path / "out" / "shards" / str(k) for k in range(count)]
+    array = shard_array(shards, data)  # every data.jsonl its block's size, or refused
+    assert (array.count, array.missing, array.n_records) == (count, (), n_records)
+    for k, shard in enumerate(shards):
+        first, last = shard_block(k, count, n_records)
+        assert (shard / "data.jsonl").read_text(encoding="utf-8") == "".join(
+            line + "\n" for line in lines[first - 1:last])
+        array = shard_array([s for s in shards if s != shard], data)
+        assert array.missing == (k,)
+        expected = logged[k].replace("records ", "").replace("record ", "").split(" of ")[0]
+        assert array.missing_ranges == (() if logged[k] == "none" else (expected,))
