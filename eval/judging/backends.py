@@ -14,7 +14,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~760 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~800 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a malformed 200 (``MalformedAnswer``), a context too small, aborted generations, a verdict past
 any scale, the first refusals' stop); apart, each client would restate them.
 """
@@ -91,9 +91,19 @@ class MalformedAnswer(Refused):
     (``judge.plumbing.failing_streak``) as a request failed after its retries does: an endpoint answering every
     request so stops the run (exit 4), where each answer, read alone, looked like one item's failure.
 
-    ``unretried`` is what the streak's message says of these failures, which had no retry."""
+    ``unretried`` is what the streak's message says of these failures, which had no retry: what the answer should
+    have been (``expected``: ``CHAT_COMPLETION`` on the chat route, ``JUDGE_RESPONSE`` on judge-serve's ``/v1/judge``),
+    so a stop names the protocol of the backend in use."""
 
-    unretried = "answered HTTP 200 with no chat completion"
+    def __init__(self, message: str, *, expected: str):
+        super().__init__(message)
+        self.expected = expected
+        self.unretried = f"answered HTTP 200 with no {expected}"
+
+
+#: What a ``MalformedAnswer`` was expected to be, by route, as the failing streak's stop names it.
+CHAT_COMPLETION = "chat completion"
+JUDGE_RESPONSE = "/v1/judge response"
 
 
 class ServerChanged(Exception):
@@ -514,9 +524,9 @@ class JudgeServeBackend:
                           server_message(response))
         body = judge_response(response)
         refuse_format_change(body.verdict_format, self.config, self.model)
-        results = body.items[0].results if body.items else []
-        if len(results) != len(batch):
-            raise Refused(f"judge-serve returned {len(results)} results for {len(batch)} criteria")
+        # Another number of items or results is no answer to this request (MalformedAnswer): a failed row each, and
+        # counted by the failing streak, as pairwise judging counts it.
+        results = judge_results(body, len(batch), f"{len(batch)} criteria of {batch[0].id}")
         # Results are matched to records by position: one answered in another order (or for another criterion) would
         # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again.
         # Compared stripped: judge-serve releases before this one stripped a custom criterion's name.
@@ -609,18 +619,19 @@ def refuse_without_choice(response: Any) -> None:
     ``rank`` alike)."""
     if not hasattr(response, "choices"):  # a str (text, an HTML page) or a JSON list: the SDK's value as it read it
         raise MalformedAnswer("HTTP 200, but the answer is not a JSON object with choices: "
-                              f"{short(repr(response), 200)}")
+                              f"{short(repr(response), 200)}", expected=CHAT_COMPLETION)
     if response.choices:
         return
     said = (getattr(response, "model_extra", None) or {}).get("error")
     said = said.get("message", said) if isinstance(said, dict) else said
-    raise MalformedAnswer("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""))
+    raise MalformedAnswer("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""),
+                          expected=CHAT_COMPLETION)
 
 
 def not_json(err: json.JSONDecodeError) -> MalformedAnswer:
     """The ``MalformedAnswer`` of a chat answer whose body says it is JSON and is not (the SDK raises json's
     ``JSONDecodeError`` for it): the pointwise, pairwise and ``rank`` chat clients' one wording."""
-    return MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}")
+    return MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}", expected=CHAT_COMPLETION)
 
 
 def judge_response(response: Any) -> JudgeResponse:
@@ -630,8 +641,24 @@ def judge_response(response: Any) -> JudgeResponse:
     try:
         return JudgeResponse.from_json(response.json())
     except ValueError as err:  # not JSON (json's JSONDecodeError), or JSON that is no /v1/judge response
-        raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
-                              ) from err
+        raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}",
+                              expected=JUDGE_RESPONSE) from err
+
+
+def judge_results(body: JudgeResponse, n_asked: int, asked: str) -> list[JudgeResult]:
+    """The results of a ``/v1/judge`` response to a request of one item and ``n_asked`` judgments (``asked``: what
+    they were, as the reason names them: ``3 criteria``, ``1 judgment of pair p1 (original)``), pointwise or
+    pairwise; ``MalformedAnswer`` for a response holding another number of items or results: valid as a response but
+    no answer to the request, it says nothing of the item asked, and counts in the failing streak as any HTTP 200
+    that is no answer does."""
+    if len(body.items) != 1:
+        raise MalformedAnswer(f"HTTP 200, but the /v1/judge response holds {len(body.items)} items for the 1 asked "
+                              f"({asked})", expected=JUDGE_RESPONSE)
+    results = body.items[0].results
+    if len(results) != n_asked:
+        raise MalformedAnswer(f"HTTP 200, but the /v1/judge response holds {len(results)} results for {asked}",
+                              expected=JUDGE_RESPONSE)
+    return list(results)
 
 
 def chat_choice(response: Any) -> Any:
@@ -640,7 +667,8 @@ def chat_choice(response: Any) -> Any:
     refuse_without_choice(response)
     choice = response.choices[0]
     if not hasattr(choice, "message"):
-        raise MalformedAnswer(f"the chat answer's choice is not an object: {short(repr(choice), 200)}")
+        raise MalformedAnswer(f"the chat answer's choice is not an object: {short(repr(choice), 200)}",
+                              expected=CHAT_COMPLETION)
     return choice
 
 

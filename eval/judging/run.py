@@ -28,8 +28,9 @@ is unreachable or loading, up to ``connect_timeout_s``; a wrong key, URL or path
 exit code 4), ``max_tokens`` is fitted to what it advertises (``eval.judging.contact.fit_max_tokens``, with a printed note),
 and a run whose first requests are all refused alike stops with the server's words (``eval.judging.backends.FirstRefusals``)
 instead of writing a failed row per item, as does one whose requests keep failing after their retries, or keep
-being answered with an HTTP 200 that is no chat completion (``eval.judging.backends.MalformedAnswer``)
-(``judge.plumbing.failing_streak``, exit code 4; the items not sent have no row).
+being answered with an HTTP 200 that is no chat completion or ``/v1/judge`` response
+(``eval.judging.backends.MalformedAnswer``) (``judge.plumbing.failing_streak``, exit code 4; the items not sent have
+no row).
 Keys: ``judge.plumbing.api_keys.KEY_RULE``.
 Paths in ``run.json`` are absolute (``resolved_paths``), so ``judge-eval score`` finds the data from any directory.
 

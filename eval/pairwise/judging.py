@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~540 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~550 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -391,9 +391,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
 
     from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, chat_answer_text,
                                        chat_choice, chat_extra_body, context_refusal, failed_outcome, failure_reason,
-                                       judge_response,
-                                       not_json, reasoning_of, refusal_of, refuse_format_change, retryable_status,
-                                       short, too_long_outcome)
+                                       judge_response, judge_results, not_json, reasoning_of, refusal_of,
+                                       refuse_format_change, retryable_status, short, too_long_outcome)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -435,8 +434,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 raise refused
             answer = judge_response(response)  # a 200 that is no /v1/judge response: MalformedAnswer
             refuse_format_change(answer.verdict_format, config, model)
-            (item,) = answer.items
-            (result,) = item.results
+            # Another number of items or results than the one judgment asked is no answer to it: a MalformedAnswer,
+            # as the pointwise backend reads one, so a failed row that the failing streak counts.
+            (result,) = judge_results(answer, 1, f"1 judgment of pair {pair.id} ({order})")
             if result.error == VerdictError.ABORTED:  # no verdict: asked again, as the pointwise backend does
                 raise generation_aborted(f"judge-serve's engine aborted the generation for pair {pair.id} ({order})")
             # Never from judge-eval's one pair a request (a lone refusal is the request's 400, above): it guards a

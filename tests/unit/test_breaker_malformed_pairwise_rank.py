@@ -4,7 +4,11 @@ answers are HTTP 200 but no answer of the protocol (plain text, an HTML page, JS
 says what came back, never a verdict or an answer, and it counts in the failing streak
 (judge.plumbing.failing_streak) as it does for a pointwise run (tests/unit/test_run_breaker_malformed.py), so an
 endpoint answering every request so stops with exit 4 after the streak's bound instead of grinding through every
-item; one such answer among good ones is that item's failed row and the run goes on.
+item; one such answer among good ones is that item's failed row and the run goes on. A valid ``/v1/judge`` response
+holding another number of items or results than the one judgment asked is such an answer too, as pointwise reads it
+(``eval.judging.backends.judge_results``), where it was a ``ValueError`` row the streak took for an answer. The
+stop names what the answers should have been: a chat completion on the chat route, a ``/v1/judge`` response on
+judge-serve's.
 
 Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
 """
@@ -48,7 +52,9 @@ MALFORMED_SERVE = {
                              "HTTP 200, but the answer is not a /v1/judge response: "),
 }
 
-UNRETRIED = "answered HTTP 200 with no chat completion"
+# What the stop says the streak's answers were, by route.
+UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
+UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
 
 
 def _pairs(tmp_path: Path) -> Path:
@@ -74,10 +80,10 @@ def _stop_line(err: str) -> str:
     return stop[0]
 
 
-def _assert_streak_stop(err: str, n_rows: int, n_total: int, says: str) -> None:
+def _assert_streak_stop(err: str, n_rows: int, n_total: int, says: str, unretried: str) -> None:
     stop = _stop_line(err)
     assert (f"failed {n_rows} requests in a row, about {stop_after(1)} different answers, each after up to 1 retries "
-            f"(none where the server said x-should-retry: false or {UNRETRIED}), with no answer between: last "
+            f"(none where the server said x-should-retry: false or {unretried}), with no answer between: last "
             f"MalformedAnswer: {says}") in stop, stop
     assert f"stopped after sending {n_rows} of {n_total} requests" in stop, stop
 
@@ -105,7 +111,8 @@ def test_pairwise_chat_endpoint_answering_every_request_malformed_stops_after_th
     assert {(r["error"], r["verdict"], r["score"], r["parse_ok"]) for r in rows} == {
         ("request_failed", None, None, False)}
     assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says)
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_CHAT)
+    assert UNRETRIED_SERVE not in err
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED_SERVE))
@@ -130,7 +137,91 @@ def test_pairwise_judge_serve_answering_every_request_malformed_stops_after_the_
     assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
     assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
     assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says)
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_SERVE)
+    assert UNRETRIED_CHAT not in err
+
+
+def _served_pair(pair_id: str, model: str, n_items: int, n_results: int) -> dict:
+    """A valid /v1/judge response to one pair judged 0, holding ``n_items`` items of ``n_results`` results each."""
+    from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+
+    result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=0.0,
+                         parse_ok=True, score_source="verdict", in_scale=True, output=TIE)
+    items = [JudgeResponseItem(k, pair_id, [result] * n_results) for k in range(n_items)]
+    return JudgeResponse("judge-1", "judge.result", 0, model, "seq2seq", "tagged", "v", items,
+                         JudgeResponseUsage(n_items, n_items * n_results, 0, 0, 0)).to_json()
+
+
+# A /v1/judge response holding another count than the one judgment asked, and its failed rows' reason, for pair p0
+# in its first order (the later rows name their own pair and order).
+MISCOUNTED_SERVE = {
+    "no-item": ((0, 1), "HTTP 200, but the /v1/judge response holds 0 items for the 1 asked (1 judgment of pair p0 "
+                        "(original))"),
+    "two-items": ((2, 1), "HTTP 200, but the /v1/judge response holds 2 items for the 1 asked (1 judgment of pair p0 "
+                          "(original))"),
+    "no-result": ((1, 0), "HTTP 200, but the /v1/judge response holds 0 results for 1 judgment of pair p0 "
+                          "(original)"),
+    "two-results": ((1, 2), "HTTP 200, but the /v1/judge response holds 2 results for 1 judgment of pair p0 "
+                            "(original)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISCOUNTED_SERVE))
+def test_pairwise_judge_serve_answering_every_request_with_the_wrong_count_stops_after_the_streak(tmp_path, capsys,
+                                                                                                 case):
+    """A judge-serve whose every pairwise /v1/judge answer is a valid response holding another number of items or
+    results than the one judgment asked: a MalformedAnswer each, as the pointwise backend reads a wrong count, so a
+    request_failed row naming the counts, asked once, and the run stops with exit 4 after the streak (it was a
+    ValueError row that reset the streak, and all 20 judgments were asked)."""
+    (n_items, n_results), says = MISCOUNTED_SERVE[case]
+    data = _pairs(tmp_path)
+
+    def respond(path, request):
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        (pair,) = request["pairs"]
+        return 200, _served_pair(pair["id"], request["model"], n_items, n_results)
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, out))
+        asked = [b for b in server.bodies("/v1/judge") if b]
+    err = capsys.readouterr().err
+    rows = _journal(out / PAIRWISE_PREDICTIONS)
+    assert code == EXIT_UNUSABLE, err
+    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
+    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    (first,) = [r for r in rows if (r["id"], r["order"]) == ("p0", "original")]
+    assert first["reason"] == says
+    last = says.replace("p0", rows[-1]["id"]).replace("original", rows[-1]["order"])
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), last, UNRETRIED_SERVE)
+
+
+def test_pairwise_judge_serve_one_miscounted_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):
+    """The second /v1/judge request is answered with two results for its one judgment, every other one well: that
+    judgment's failed row (exit 3), every judgment asked once, the others judged."""
+    data = _pairs(tmp_path)
+    lock, n_asked = threading.Lock(), [0]
+
+    def respond(path, request):
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        with lock:
+            n_asked[0] += 1
+            k = n_asked[0]
+        (pair,) = request["pairs"]
+        return 200, _served_pair(pair["id"], request["model"], 1, 2 if k == 2 else 1)
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, tmp_path / "run"))
+        asked = [b for b in server.bodies("/v1/judge") if b]
+    assert code == 3, capsys.readouterr().err
+    rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
+    assert len(asked) == len(rows) == N_PAIRS * len(ORDERS)
+    (failed,) = [r for r in rows if r.error]
+    assert failed.error == "request_failed" and failed.verdict is None
+    assert failed.reason.startswith("HTTP 200, but the /v1/judge response holds 2 results for 1 judgment of pair ")
+    assert {r.verdict for r in rows if not r.error} == {0.0}
 
 
 def test_pairwise_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):
@@ -182,4 +273,5 @@ def test_rank_candidate_answering_every_request_malformed_stops_the_answer_stage
     assert len(rows) == len(asked) == stop_after(1) < len(CASES) and not judged
     assert {(r["error"], r["answer"]) for r in rows} == {("request_failed", None)}
     assert all(r["reason"].startswith(f"Refused: {says}") for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), len(CASES), says)
+    _assert_streak_stop(err, len(rows), len(CASES), says, UNRETRIED_CHAT)
+    assert UNRETRIED_SERVE not in err

@@ -3,7 +3,10 @@ page, JSON cut short, JSON without ``choices``, ``choices: null``, a choice that
 ``GET /v1/models``: each is a ``request_failed`` row whose reason says what the answer was, and it counts in the
 failing streak (judge.plumbing.failing_streak) as a request failed after its retries does, so an endpoint answering
 every request so stops the run with exit 4 after the streak's bound, not after the whole data set; one such answer
-among good ones is that item's failed row and the run goes on (exit 3).
+among good ones is that item's failed row and the run goes on (exit 3). On judge-serve's ``/v1/judge`` route the same
+holds for a body that is no ``/v1/judge`` response and for a valid one holding another number of items or results
+than the request asked, and the stop names what the answers should have been there (a ``/v1/judge`` response, not a
+chat completion).
 
 Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
 """
@@ -18,6 +21,7 @@ import pytest
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
@@ -37,6 +41,10 @@ MALFORMED = {
     "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
                           "the chat answer's choice is not an object: 'x'"),
 }
+
+# What the stop says the streak's answers were, by route.
+UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
+UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
 
 
 def _data(tmp_path: Path, n: int) -> tuple[Path, list]:
@@ -76,9 +84,76 @@ def test_an_endpoint_answering_every_request_malformed_stops_after_the_streak(tm
     stop = [line for line in err.splitlines() if "requests in a row" in line]
     assert len(stop) == 1, err
     assert (f"failed {len(rows)} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
-            "retries (none where the server said x-should-retry: false or answered HTTP 200 with no chat completion)"
+            f"retries (none where the server said x-should-retry: false or {UNRETRIED_CHAT})"
             ", with no answer between: last MalformedAnswer: " + says) in stop[0], stop[0]
     assert f"stopped after sending {len(rows)} of {len(records)} requests" in stop[0]
+    assert UNRETRIED_SERVE not in err
+
+
+def _served(body: dict, n_items: int, extra_results: int) -> dict:
+    """A valid /v1/judge response to ``body`` (one item, its criteria each scored 1), holding ``n_items`` copies of
+    the item and ``extra_results`` more results than criteria asked (fewer when negative)."""
+    criteria = body["items"][0]["criteria"]
+    results = [JudgeResult(criterion=c["name"], criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
+                           score_source="verdict", output=GOOD) for c in criteria]
+    results = results + results[:extra_results] if extra_results >= 0 else results[:extra_results]
+    items = [JudgeResponseItem(k, body["items"][0]["id"], results) for k in range(n_items)]
+    usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+    return JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION, items,
+                         usage).to_json()
+
+
+# Each malformed /v1/judge answer (a body, or a response to the request's body), and the words its failed row's
+# reason starts with.
+MALFORMED_SERVE = {
+    "html": (lambda body: RawBody(HTML, "text/html"), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "cut-json": (lambda body: RawBody(b'{"id": "x", "ite'), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "no-item": (lambda body: _served(body, 0, 0), "HTTP 200, but the /v1/judge response holds 0 items for the 1 "
+                                                  "asked ("),
+    "two-items": (lambda body: _served(body, 2, 0), "HTTP 200, but the /v1/judge response holds 2 items for the 1 "
+                                                    "asked ("),
+    "one-result-more": (lambda body: _served(body, 1, 1), "HTTP 200, but the /v1/judge response holds "),
+    "one-result-less": (lambda body: _served(body, 1, -1), "HTTP 200, but the /v1/judge response holds "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_SERVE))
+def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_naming_v1_judge(tmp_path, capsys,
+                                                                                                 case):
+    """Every /v1/judge request answered with one malformed 200 (no /v1/judge response, or one holding another
+    number of items or results than asked): each a request_failed row, asked once, and the run stops with exit 4
+    after the streak, saying the answers were no /v1/judge response (it said "no chat completion", the chat
+    route's words; a wrong count was a plain refusal that reset the streak, and every item was asked)."""
+    answer, says = MALFORMED_SERVE[case]
+    data, records = _data(tmp_path, 20)
+
+    def respond(path, request):
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        return 200, answer(request)
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_args(server.base_url, data, tmp_path / "run", "--backend", "judge-serve"))
+        asked = [b for b in server.bodies("/v1/judge") if b]
+    err = capsys.readouterr().err
+    rows = read_predictions(tmp_path / "run")
+    assert code == EXIT_UNUSABLE, err
+    by_id = {r.id: judge.prefix_key(r) for r in records}
+    assert len({by_id[r["id"]] for r in rows}) == stop_after(1) and len(rows) < len(records)
+    assert len(asked) == stop_after(1)  # one request per answer, none retried
+    assert {r["error"] for r in rows} == {"request_failed"}
+    assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
+    if case.startswith("one-result"):  # the counts named: each request's criteria, one more or one fewer results
+        n_asked = [len(b["items"][0]["criteria"]) for b in asked]
+        n_back = [n + (1 if case == "one-result-more" else -1) for n in n_asked]
+        assert {r["reason"].split(" criteria of ")[0] for r in rows} == {
+            f"{says}{back} results for {n}" for back, n in zip(n_back, n_asked)}
+    stop = [line for line in err.splitlines() if "requests in a row" in line]
+    assert len(stop) == 1, err
+    assert (f"failed {len(asked)} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
+            f"retries (none where the server said x-should-retry: false or {UNRETRIED_SERVE}), with no answer "
+            "between: last MalformedAnswer: " + says) in stop[0], stop[0]
+    assert UNRETRIED_CHAT not in err
 
 
 @pytest.mark.parametrize("case", ["html", "choice-not-object"])
