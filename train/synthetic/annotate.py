@@ -160,6 +160,7 @@ def run_annotate(config: AnnotateConfig, input_path: str | Path, out_dir: Path) 
     config.check_runnable()  # a teacher configured (max_attempts >= 1 is checked when the config is built)
     teacher = EndpointConfig(**config.teacher)
     client = ChatClient(teacher, config.max_retries, config.backoff_s, config.timeout_s,
+                        retry_wait_budget_s=config.retry_wait_budget_s,
                         watch=EndpointWatch(teacher, "teacher", config.concurrency))
     inputs = read_input(input_path, "answers")
     refuse_later_stage_rows(inputs.rows, input_path, "annotate", "answers", row_index=inputs.row_index)

@@ -103,6 +103,7 @@ def run_answers(config: AnswersConfig, input_path: str | Path, out_dir: Path) ->
     config.check_runnable()  # answer models configured (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**m) for m in config.answer_models]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s,
+                          retry_wait_budget_s=config.retry_wait_budget_s,
                           watch=EndpointWatch(e, "answer model", config.concurrency)) for e in endpoints]
     inputs = read_input(input_path, "dedup")
     refuse_later_stage_rows(inputs.rows, input_path, "answers", "dedup", row_index=inputs.row_index)

@@ -2,8 +2,9 @@
 
 Every data stage talks to its models through ``ChatClient.complete`` (one user turn, optionally a system turn) and
 runs many of them at once through ``journal.run_jobs``. Only transient failures are retried (``judge.plumbing.retry``):
-connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``. Any other 4xx is
-the caller's bug and fails at once.
+connection errors, timeouts, 408, 409, 429 and 5xx, waiting at least the server's ``Retry-After``, one request's
+waits together at most the stage's ``retry_wait_budget_s`` (a retry whose wait would pass it is not made). Any other
+4xx is the caller's bug and fails at once.
 
 Every stage asks its endpoints through an ``EndpointWatch``: the first request waits for the endpoint's first contact
 (its model list), and an endpoint not there, or whose requests keep failing after their retries, is asked no more
@@ -28,7 +29,9 @@ import httpx
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from judge.plumbing.message_content import described_content, message_text, separated_reasoning
-from judge.plumbing.retry import Attempts, EndpointUnusable, RetryPolicy, list_models, retryable_status
+from judge.plumbing.retry import (Attempts, EndpointUnusable, RetryPolicy, list_models, retry_stop_said,
+                                  retryable_status)
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from train.synthetic.config import EndpointConfig
 from train.synthetic.journal import log
 
@@ -233,17 +236,21 @@ class ChatClient:
         backoff_s: the first retry delay; it doubles per retry, capped at 60 s, jittered, never shorter than the
             server's ``Retry-After`` (``judge.plumbing.retry``).
         timeout_s: per-request timeout.
+        retry_wait_budget_s: the most seconds one request waits between its retries, all waits together
+            (``RetryPolicy.wait_budget_s``; the stage config's ``retry_wait_budget_s``): a retry whose wait would
+            pass it is not made, and the request fails as at retries spent, its ``error`` saying why.
         watch: the endpoint's ``EndpointWatch`` (None: every request is sent and none is counted, for one-off use).
     """
 
     def __init__(self, endpoint: EndpointConfig, max_retries: int = 5, backoff_s: float = 1.0, timeout_s: float = 600.0,
-                 *, watch: EndpointWatch | None = None):
+                 *, retry_wait_budget_s: float = DEFAULT_WAIT_BUDGET_S, watch: EndpointWatch | None = None):
         import openai
 
         self.endpoint = endpoint
         self.watch = watch
-        #: judge.plumbing.retry's policy (Retry-After honoured); tests swap in one with a recording sleep.
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S)
+        #: judge.plumbing.retry's policy (Retry-After honoured); tests swap its sleep for a recording one.
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=_BACKOFF_CAP_S,
+                                 wait_budget_s=retry_wait_budget_s, bound_flag="retry_wait_budget_s")
         # The SDK's own retries are off: this class retries, so attempts are counted and reported.
         self._client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout_s)
         self._api_error = openai.APIError
@@ -277,7 +284,8 @@ class ChatClient:
             ), attempts)
         except self._api_error as err:  # retries spent, or a 4xx retrying will not fix
             status = getattr(err, "status_code", None)
-            return ChatResult("", False, f"{type(err).__name__}: {err}", attempts=attempts.n,
+            stopped = f" ({said})" if (said := retry_stop_said(err)) else ""  # a wait past retry_wait_budget_s
+            return ChatResult("", False, f"{type(err).__name__}: {err}{stopped}", attempts=attempts.n,
                               outage=streak_failure(err, self.retry),
                               status=status if isinstance(status, int) else None)
         except Exception as err:

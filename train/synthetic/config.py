@@ -16,6 +16,7 @@ from typing import Any
 from judge.plumbing.config_files import add_config_flags as add_shared_flags
 from judge.plumbing.config_files import ConfigError, coerce, field_types, resolve_config, suggest_keys
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = [
     "EndpointConfig",
@@ -46,6 +47,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, bool, float | None, bool]] = {
     "max_retries": (0, True, None, False),
     "backoff_s": (0, True, None, False),
     "timeout_s": (0, False, None, False),
+    "retry_wait_budget_s": (0, True, None, False),  # 0: no wait, so no retry
     "seed": (0, True, None, False),
     "limit": (0, True, None, False),  # 0: all
     # endpoints
@@ -136,6 +138,14 @@ class EndpointConfig:
         return resolve_api_key("", self.api_key_env, command="judge-train data", default_env=self.api_key_env) or "EMPTY"
 
 
+#: ``retry_wait_budget_s``'s help: the bound judge-eval's ``--retry-wait-budget-s`` puts on one request's waits, with
+#: the same default. Without it a server answering 503 with ``Retry-After: 600`` held each request for ``max_retries``
+#: waits of ten minutes (``judge.plumbing.retry.MAX_RETRY_AFTER_S`` caps each wait, nothing capped their sum).
+_WAIT_BUDGET_HELP = ("seconds one request may spend waiting between its retries, all waits together (the backoff and "
+                     "the server's Retry-After, each taken up to 600 s): a retry whose wait would pass it is not made, "
+                     "and the job fails as at retries spent, its error saying why (judge.plumbing.retry); each "
+                     "attempt has timeout_s besides")
+
 #: ``seed``'s help in the stages it seeds nothing in (annotate, traces), whose configs refuse any but 0.
 _UNUSED_SEED_HELP = "seeds nothing in this stage (no job is assigned or shuffled), so only 0 is accepted"
 # What seeds the teacher instead, as the refusal of a non-zero ``seed`` ends. Annotate re-asks the same prompt up to
@@ -156,6 +166,7 @@ class _Common:
     max_retries: int = _f(5, "retries of a failed request (connection errors, 429, 5xx) before giving up")
     backoff_s: float = _f(1.0, "first retry delay in seconds; doubles on every retry (capped at 60 s)")
     timeout_s: float = _f(600.0, "per-request timeout in seconds")
+    retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, _WAIT_BUDGET_HELP)
     seed: int = _f(0, "seed for job assignment and shuffling")
     limit: int = _f(0, "process only the first N jobs (0: all); for dry runs")
 
@@ -248,6 +259,7 @@ class DedupConfig:
     max_retries: int = _f(5, "retries of a failed borderline-check request")
     backoff_s: float = _f(1.0, "first retry delay in seconds")
     timeout_s: float = _f(120.0, "per-request timeout in seconds")
+    retry_wait_budget_s: float = _f(DEFAULT_WAIT_BUDGET_S, _WAIT_BUDGET_HELP)
     device: str = _f("cpu", "embedding device (cpu, cuda)")
 
     def __post_init__(self) -> None:

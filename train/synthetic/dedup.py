@@ -685,7 +685,8 @@ def run_dedup(config: DedupConfig, input_path: str | Path, out_dir: Path) -> dic
         checker = EndpointConfig(**config.llm)
         # Its n_sent: the requests made in this run (the journal answers the rest; a stopped checker sends none).
         watch = EndpointWatch(checker, "LLM check", config.concurrency)
-        client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
+        client = ChatClient(checker, config.max_retries, config.backoff_s, config.timeout_s,
+                            retry_wait_budget_s=config.retry_wait_budget_s, watch=watch)
         journal = Journal(Path(out_dir) / "llm_checks.jsonl")
         # Embedding every instruction comes before the first borderline pair and may take long: a checker that cannot
         # be reached now is said before it. Said only: it may be up by the first pair (a server loading its weights),

@@ -229,6 +229,7 @@ def run_instructions(config: InstructionsConfig, out_dir: Path) -> dict:
     config.check_runnable()  # generators and the details language (also checked before the CLI claims the folder)
     endpoints = [EndpointConfig(**g) for g in config.generators]
     clients = [ChatClient(e, config.max_retries, config.backoff_s, config.timeout_s,
+                          retry_wait_budget_s=config.retry_wait_budget_s,
                           watch=EndpointWatch(e, "generator", config.concurrency)) for e in endpoints]
     jobs = generation_jobs(config)
     log(f"instructions: {len(jobs)} jobs over {len(endpoints)} generators -> {out_dir}")

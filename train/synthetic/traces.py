@@ -315,7 +315,8 @@ def run_traces(config: TracesConfig, input_path: str | Path, out_dir: Path) -> d
     seeded = isinstance(seed, int) and not isinstance(seed, bool)
     watch = EndpointWatch(teacher, "teacher", config.concurrency)  # one server, however many seeds ask it
     clients = [ChatClient(dataclasses.replace(teacher, extra_body={**teacher.extra_body, "seed": seed + sample})
-                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s, watch=watch)
+                          if seeded else teacher, config.max_retries, config.backoff_s, config.timeout_s,
+                          retry_wait_budget_s=config.retry_wait_budget_s, watch=watch)
                for sample in range(k if seeded else 1)]  # fmt: skip
     jobs = [(f"{record.id}#{sample}", (record, sample)) for record, _, _ in items for sample in range(k)]
     limited = f" (--limit {config.limit})" if config.limit else ""
