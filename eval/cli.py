@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     run_p.add_argument("--config", default=None, help="YAML with RunConfig keys (configs/eval/*.yaml).")
     from eval.judging.config import RunConfig
+    from eval.scoring.interval_options import add_extreme_rate_flag
     from judge.plumbing.config_files import add_config_flags
 
     add_config_flags(run_p, RunConfig)
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Score regression (-r) judges on the head's value clipped into the scale (as "
                               "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
                               "evaluator's). Named in metrics.json and the report.")
+    add_extreme_rate_flag(score_p, "A pairwise run's rates")
     score_p.add_argument("--no-plots", dest="png", action="store_false", help="No PNG plots (the default).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
     score_p.add_argument("--allow-repeated-ids", action="store_true",
@@ -149,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--bootstrap-unit", choices=("item", "instruction"), default=None,
                        help="What a paired resample draws: items or whole instructions (as score's); default: "
                             "instructions where any run was scored by them. Rank runs: always instructions.")
+    add_extreme_rate_flag(cmp_p, "A leaderboard's win rates (three or more rank runs)")
     cmp_p.add_argument("--allow-other-judge", action="store_true",
                        help="Rank runs: compare them even when their judge settings (run.json) differ.")
 
@@ -263,6 +266,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     from eval.pairwise.files import is_pairwise_run
+    from eval.scoring.interval_options import extreme_rate_choice
 
     refuse_missing_predictions(args.predictions)  # a missing input named first, then any flag out of its bounds
     predictions = Path(args.predictions)
@@ -270,10 +274,11 @@ def _score(args: argparse.Namespace) -> int:
     if args.html_text_items is not None and args.html_text_items < -1:  # -3 embedded every item, as -1 does
         raise ValueError(f"--html-text-items: must be -1 (all) or 0 or more, got {args.html_text_items}")
     args.data = data_source(args.data)
+    extreme = extreme_rate_choice(args, is_pairwise_run(args.predictions), "only a pairwise run has rates")
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
         from eval.pairwise.metrics import pairwise_markdown, score_pairwise
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
-                                               seed=args.seed, name=args.name)))
+                                               seed=args.seed, name=args.name, extreme_rate_interval=extreme)))
         return 0
     from eval.reports.report import SPLIT_TITLES, constant_judge_score, fmt, fmt_ci, run_notes, why_no_spearman
     from eval.reports.notes import console_text
@@ -371,6 +376,7 @@ def _rank(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from eval.ranking.compare import is_ranking_run
+    from eval.scoring.interval_options import extreme_rate_choice
 
     missing = [run for run in args.runs if not Path(run).exists()]
     if missing:
@@ -385,6 +391,8 @@ def _compare(args: argparse.Namespace) -> int:
             raise ValueError(f"{run}: given twice" + ("" if run == same else f" (the folder {same})") + "; compare "
                              "takes different runs")
     refuse_out_of_bounds(args)  # as score: a missing input named first, then any flag out of its bounds
+    extreme_rate_choice(args, len(args.runs) > 2 and any(map(is_ranking_run, args.runs)),
+                        "only a leaderboard (three or more rank runs) has rates with an interval, its win rates")
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
     from eval.reports.notes import console_text, runs_notes

@@ -28,7 +28,10 @@ Definitions (a *judgment* is one pair asked in one order; its ``verdict`` is in 
   how often the data's first answer is the better one).
 
 Every rate comes with a 95 % percentile bootstrap interval that resamples **pairs** (both orders of a pair go
-together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate over nothing is
+together: they are not independent), seeded per metric with ``eval.scoring.bootstrap.cell_rng``. A rate of 0 or 1 has
+the zero-width interval there (every resample is that rate), said in the reports, or under
+``--extreme-rate-interval clopper-pearson`` the exact binomial one over its pairs (``eval.scoring.interval_options``);
+metrics.json's ``settings`` names the choice. A rate over nothing is
 None with the reason said, never NaN. Failed judgments are counted (``n_failed``, by error code), never scored. A
 judgment of an older text of its pair (its ``content_key`` is not the pair's: the data was edited after the run) is
 not scored either: it counts as ``n_stale``, not as missing (the run has its row: the data changed, the run is not
@@ -47,6 +50,8 @@ import numpy as np
 
 from eval.scoring.error_codes import code_counts, cut_codes_note
 from eval.scoring.bootstrap import cell_rng, percentile_interval, resample_weights
+from eval.scoring.interval_options import PERCENTILE_METHOD, check_extreme_rate_interval, zero_width_at_bound
+from eval.scoring.interval_options import extreme_rate_interval as extreme_rate_interval_of
 from eval.pairwise.files import PAIRWISE_PAIRS, PAIRWISE_PREDICTIONS
 from eval.pairwise.judging import ORDERS, PairRecord, PairwiseRow, load_pairs, read_pairwise_rows
 from judge.plumbing.atomic_write import write_atomically
@@ -133,13 +138,17 @@ def _pair_verdicts(pairs: list[PairRecord], by_pair: dict[str, dict[str, Pairwis
     return out
 
 
-def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, why_empty: str) -> dict[str, Any]:
+def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, why_empty: str,
+          extreme_rate_interval: str = "percentile") -> dict[str, Any]:
     """``sum(num) / sum(den)`` over pairs, with a bootstrap interval that resamples pairs (a pair's judgments in both
     orders are one entry of ``num`` and ``den``, so they are drawn together).
 
     The resamples come from ``eval.scoring.bootstrap.resample_weights`` over the pairs with ``den > 0`` (a pair
     outside the rate adds 0 to both sums, so dropping it changes no resample's ratio): each block of weights is
     bounded in size whatever the number of pairs, and each resample's rate is ``(w @ num) / (w @ den)``.
+    A rate of 0 or 1 has the zero-width interval there; under ``extreme_rate_interval="clopper-pearson"`` it is the
+    exact binomial one over those pairs instead, and the block says so (``ci_method``;
+    ``eval.scoring.interval_options``).
     """
     total = float(den.sum())
     if total == 0:
@@ -152,15 +161,22 @@ def _rate(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int, key: str, wh
         blocks = resample_weights(np.ones(len(num_k), dtype=np.int64), n_boot, cell_rng(seed, f"pairwise/{key}"))
         samples = np.concatenate([(w @ num_k) / (w @ den_k) for w in blocks])
         ci = percentile_interval(samples, CI_LEVEL)
-    return {"value": value, "ci": ci, "n": int(total)}
+    ci, replaced_by = extreme_rate_interval_of(value, ci, int(keep.sum()), CI_LEVEL, extreme_rate_interval)
+    block = {"value": value, "ci": ci, "n": int(total)}
+    if replaced_by:
+        block.update(ci_method=replaced_by, n_units=int(keep.sum()))
+    return block
 
 
 def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: int = 1000, seed: int = 0,
-                     orders: tuple[str, ...] = ("original", "swapped")) -> dict[str, Any]:
+                     orders: tuple[str, ...] = ("original", "swapped"),
+                     extreme_rate_interval: str = "percentile") -> dict[str, Any]:
     """The pairwise metrics of ``rows`` (the judgments) against ``pairs`` (labels in ``winner``).
 
     Args:
         orders: the orders the run asked each pair in (its ``pairwise_orders``): the judgments expected.
+        extreme_rate_interval: the interval of a rate of 0 or 1 (``eval.scoring.interval_options``):
+            ``percentile`` (the bootstrap's zero-width one) or ``clopper-pearson``.
 
     Returns:
         ``n_pairs``, ``n_labelled``, ``n_judgments``, ``n_missing`` (expected judgments with no row at all: an
@@ -172,6 +188,7 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         judgments; no interval: it describes the run, not a sample) and, for each of ``RATES``, ``{value, ci, n}``
         (or ``{value: None, why_empty}``).
     """
+    check_extreme_rate_interval(extreme_rate_interval)
     by_pair, n_stale = _current(pairs, rows)
     judged_at_all = {(row.id, row.order) for row in rows}
     combined = _pair_verdicts(pairs, by_pair, orders)
@@ -226,23 +243,27 @@ def pairwise_metrics(pairs: list[PairRecord], rows: list[PairwiseRow], n_boot: i
         "n_orders_disagree": sum(1 for c in combined if c["combined_status"] == DISAGREE),
         "n_pairs_uncombined": sum(1 for c in combined if c["combined"] is None),
     }
-    out["agreement"] = _rate(agree_num, agree_den, n_boot, seed, "agreement",
-                             "no parsed judgment of a labelled pair (the data has no winner labels, or every such "
-                             "judgment failed)")
+
+    def rate(*args: Any) -> dict[str, Any]:
+        return _rate(*args, extreme_rate_interval=extreme_rate_interval)
+
+    out["agreement"] = rate(agree_num, agree_den, n_boot, seed, "agreement",
+                            "no parsed judgment of a labelled pair (the data has no winner labels, or every such "
+                            "judgment failed)")
     expected = m * len(orders)
     out["coverage"] = ({"value": out["n_parsed"] / expected, "n": expected, "n_parsed": out["n_parsed"]} if expected
                        else {"value": None, "n": 0, "n_parsed": 0, "why_empty": "no pair to judge"})
-    out["combined_agreement"] = _rate(
+    out["combined_agreement"] = rate(
         both_num, both_den, n_boot, seed, "combined_agreement",
         "no labelled pair has a combined verdict (the pairs were asked in one order only: run with pairwise_orders: "
         "both)" if tuple(orders) != ORDERS else
         "no labelled pair has a combined verdict (the data has no winner labels, or every such pair has an order "
         "that failed or was not judged)")  # fmt: skip
-    out["tie_rate"] = _rate(tie_num, tie_den, n_boot, seed, "tie_rate", "no parsed judgment")
-    out["position_consistency"] = _rate(flip_num, flip_den, n_boot, seed, "position_consistency",
-                                        "no pair parsed in both orders (run with pairwise_orders: both)")
-    out["first_position_rate"] = _rate(first_num, first_den, n_boot, seed, "first_position_rate",
-                                       "no parsed judgment that is not a tie")
+    out["tie_rate"] = rate(tie_num, tie_den, n_boot, seed, "tie_rate", "no parsed judgment")
+    out["position_consistency"] = rate(flip_num, flip_den, n_boot, seed, "position_consistency",
+                                       "no pair parsed in both orders (run with pairwise_orders: both)")
+    out["first_position_rate"] = rate(first_num, first_den, n_boot, seed, "first_position_rate",
+                                      "no parsed judgment that is not a tie")
     return out
 
 
@@ -291,8 +312,28 @@ def pairwise_markdown(metrics: dict[str, Any], name: str = "") -> str:
             lines.append(_coverage_row(metrics["coverage"], "| {title} | {value} | {n} |"))
     lines += ["", "Intervals: percentile bootstrap over pairs (both orders of a pair resampled together).",
               "Orders combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, "
-              "Section 3.4); a pair with a failed or missing order has none.", *notes]
+              "Section 3.4); a pair with a failed or missing order has none.", *notes,
+              *(f"- {note}" for note in extreme_rate_notes(metrics))]
     return "\n".join(lines) + "\n"
+
+
+def extreme_rate_notes(metrics: dict[str, Any]) -> list[str]:
+    """A sentence per rate of 0 or 1 (``eval.scoring.interval_options``): its interval is exact binomial
+    (``--extreme-rate-interval clopper-pearson``), or the bootstrap's of zero width, which says no more than that
+    every pair gave that rate."""
+    notes = []
+    for key in RATES:
+        block = metrics[key]
+        if block.get("ci_method") == "clopper-pearson":
+            notes.append(f"{TITLES[key]}: every one of its {block['n_units']} pairs gives {block['value']:g}; its "
+                         "interval is the exact binomial (Clopper-Pearson) one over those pairs "
+                         "(--extreme-rate-interval clopper-pearson).")
+        elif zero_width_at_bound(block["value"], block.get("ci")):
+            notes.append(f"{TITLES[key]}: every pair gives {block['value']:g}, and so does every resample: the "
+                         f"interval [{block['value']:g}, {block['value']:g}] has zero width whatever the number of "
+                         "pairs, which is no certainty (--extreme-rate-interval clopper-pearson gives the exact "
+                         "binomial interval).")
+    return notes
 
 
 #: The coverage row's title: parsed judgments over those the run asks.
@@ -326,7 +367,8 @@ def pairwise_html(metrics: dict[str, Any], name: str = "") -> str:
             f"<th>value [95% CI]</th><th>n</th><th>why empty</th></tr></thead><tbody>{rows}</tbody></table>"
             "<p>Intervals: percentile bootstrap over pairs (both orders of a pair resampled together). Orders "
             "combined: a verdict both orders give, a tie where they disagree (Zheng et al., arXiv 2306.05685, Section "
-            "3.4); a pair with a failed or missing order has none.</p></section>")
+            "3.4); a pair with a failed or missing order has none.</p>"
+            + "".join(f"<p>{html.escape(note)}</p>" for note in extreme_rate_notes(metrics)) + "</section>")
 
 
 def _run_config(run_file: Path) -> dict[str, Any]:
@@ -355,7 +397,8 @@ def _run_config(run_file: Path) -> dict[str, Any]:
 
 
 def score_pairwise(predictions: str | Path, data: str | Path | None = None, out: str | Path | None = None,
-                   n_boot: int = 1000, seed: int = 0, name: str = "") -> dict[str, Any]:
+                   n_boot: int = 1000, seed: int = 0, name: str = "",
+                   extreme_rate_interval: str = "percentile") -> dict[str, Any]:
     """``judge-eval score`` of a pairwise run: ``metrics.json``, ``pairwise_pairs.jsonl`` (each pair's verdicts and
     combined verdict), ``report.md`` and ``report.html`` in ``out``.
 
@@ -363,6 +406,8 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
         predictions: the run folder or its ``pairwise_predictions.jsonl``.
         data: the pairs (default: the data ``run.json`` names).
         out: output folder (default: the run folder).
+        extreme_rate_interval: as ``pairwise_metrics``'; metrics.json's ``settings`` names it, with the resamples,
+            the seed, the level and the percentile rule.
     """
     path = Path(predictions)
     run_dir = path.parent if path.is_file() else path
@@ -382,8 +427,11 @@ def score_pairwise(predictions: str | Path, data: str | Path | None = None, out:
     # The pairs the run asked (its --limit, as judge-eval run read them): the others were never judged, not failed.
     pairs = load_pairs(data)[: config.get("limit") or None]
     orders = ORDERS if config.get("pairwise_orders", "both") == "both" else ORDERS[:1]
-    metrics = {"kind": "pairwise", "judge": name,
-               **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders)}
+    settings = {"n_boot": n_boot, "seed": seed, "ci_level": CI_LEVEL, "percentile_method": PERCENTILE_METHOD,
+                "extreme_rate_interval": extreme_rate_interval}
+    metrics = {"kind": "pairwise", "judge": name, "settings": settings,
+               **pairwise_metrics(pairs, rows, n_boot=n_boot, seed=seed, orders=orders,
+                                  extreme_rate_interval=extreme_rate_interval)}
     target = Path(out) if out else run_dir
     target.mkdir(parents=True, exist_ok=True)
     verdicts = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pair_verdicts(pairs, rows, orders))

@@ -96,16 +96,23 @@ def _check_alike(folders: list[Path], infos: list[dict[str, Any]],
 
 
 def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05,
-                allow_other_judge: bool = False) -> dict[str, Any]:
+                allow_other_judge: bool = False, extreme_rate_interval: str = "percentile") -> dict[str, Any]:
     """The leaderboard of K >= 3 ranking runs (module docstring).
+
+    ``extreme_rate_interval``: a win rate of 0 or 1 (every rated instruction lost, or won, against every other
+    candidate) has the bootstrap's zero-width interval there (``percentile``) or the exact binomial one over the
+    rated instructions (``clopper-pearson``, its model's ``win_rate_ci_method`` says so;
+    ``eval.scoring.interval_options``); the result names the choice.
 
     Returns:
         ``{"kind": "leaderboard", "models": [{run, model, rank, mean, ci, win_rate, win_rate_ci,
         indistinguishable_from, untested_with, n_instructions, excluded, judge_differences}] (by mean, highest
         first), "pairs": [{a, b, delta, ci, level, p_value, n_resamples, win_rate_b, verdict, why_no_call}],
         "n_instructions", "n_rated_instructions", "n_items", "n_boot", "n_boot_asked", "call_test",
-        "why_no_interval", "seed", "alpha", "pair_level", "n_pairs", "judge", "judge_pairs" (``_check_alike``),
-        "normalize", "empty_answer", "no_answer"}``; a model's ``judge_differences`` are from the first run's. A
+        "why_no_interval", "seed", "alpha", "pair_level", "n_pairs", "percentile_method" (how every percentile
+        interval's ends are read), "extreme_rate_interval", "judge", "judge_pairs" (``_check_alike``), "normalize",
+        "empty_answer", "no_answer"}``; a model's ``judge_differences`` are from the first run's, and a model whose
+        win rate's interval is exact binomial says so in ``win_rate_ci_method``. A
         pair's ``p_value`` is its sign-flip test's and ``why_no_call`` says why it is untested ("—"; None when
         tested); ``n_rated_instructions`` counts the instructions with a non-binary score (the means', win rates'
         and tests'); ``n_boot`` the resamples drawn, ``n_boot_asked`` the ``n_boot`` given (fewer when a call at
@@ -124,7 +131,11 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     from eval.ranking.matrix import MIN_INSTRUCTIONS, instruction_weights, matrix_arrays, percentile_interval
     from eval.ranking.permutation import sign_flip_p
     from eval.ranking.rank import NOT_A_RANKING
+    from eval.scoring.interval_options import PERCENTILE_METHOD, check_extreme_rate_interval
+    from eval.scoring.interval_options import extreme_rate_interval as extreme_rate_interval_of
     from eval.scoring.resample_rules import resamples_to_call
+
+    check_extreme_rate_interval(extreme_rate_interval)
 
     folders = [Path(run) for run in runs]
     if len(folders) < MIN_RUNS:
@@ -240,6 +251,9 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
     for k in order:
         ci = percentile_interval(boot_means[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
         win_ci = percentile_interval(boot_wins[:, k], 1.0 - alpha) if resampled else [math.nan, math.nan]
+        win_ci, win_ci_method = extreme_rate_interval_of(float(point_wins[k]), win_ci if resampled else None, n_rated,
+                                                         1.0 - alpha, extreme_rate_interval)
+        win_ci = win_ci or [math.nan, math.nan]
         models.append({"run": str(folders[k]), "model": infos[k].get("model", ""), "rank": 1 + len(above[k]),
                        "mean": finite_or_none(point_means[k]), "ci": [finite_or_none(v) for v in ci],
                        "win_rate": finite_or_none(point_wins[k]), "win_rate_ci": [finite_or_none(v) for v in win_ci],
@@ -247,12 +261,14 @@ def leaderboard(runs: list[str | Path], n_boot: int = 1000, seed: int = 0, alpha
                        "untested_with": [str(folders[j]) for j in order if j in untested[k]],
                        "n_instructions": len({it.prompt_id for it in runs_items[k]}),
                        "excluded": excluded_instructions(runs_items[k], scored_ids[k], set(shared), gate_partial),
-                       "judge_differences": differences[k]})
+                       "judge_differences": differences[k],
+                       **({"win_rate_ci_method": win_ci_method} if win_ci_method else {})})
     return {"kind": "leaderboard", "models": models, "pairs": pairs, "n_instructions": len(shared),
             "n_rated_instructions": n_rated, "n_items": len(paired), "n_boot": n_draw if resampled else 0,
             "n_boot_asked": n_boot, "call_test": test,
             "why_no_interval": None if resampled else _why_no_interval(n_rated, n_boot),
             "seed": seed, "alpha": alpha, "pair_level": 1.0 - pair_alpha, "n_pairs": n_pairs,
+            "percentile_method": PERCENTILE_METHOD, "extreme_rate_interval": extreme_rate_interval,
             "judge": infos[0].get("judge", ""), "judge_pairs": judge_pairs, "normalize": normalize, **settings}
 
 
@@ -271,6 +287,22 @@ def _num(value: Any) -> str:
 
 def _interval(ci: list[Any]) -> str:
     return "—" if None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _win_rate_note(model: dict[str, Any]) -> str:
+    """A win rate of 0 or 1: its interval is exact binomial, or the bootstrap's of zero width (which says no more
+    than that every rated instruction gave that rate: ``eval.scoring.interval_options``); else ""."""
+    from eval.scoring.interval_options import zero_width_at_bound
+
+    rate = model["win_rate"]
+    if model.get("win_rate_ci_method") == "clopper-pearson":
+        return (f"win rate {rate:g} on every rated instruction; its interval is the exact binomial (Clopper-Pearson) "
+                "one over those instructions (--extreme-rate-interval clopper-pearson).")
+    if zero_width_at_bound(rate, model["win_rate_ci"]):
+        return (f"win rate {rate:g} on every rated instruction, and so in every resample: the interval "
+                f"[{rate:g}, {rate:g}] has zero width whatever the number of instructions, which is no certainty "
+                "(--extreme-rate-interval clopper-pearson gives the exact binomial interval).")
+    return ""
 
 
 def _excluded_line(model: dict[str, Any]) -> str:
@@ -310,6 +342,7 @@ def _lines(result: dict[str, Any], esc: Any) -> tuple[list[str], list[list[str]]
                "nothing either way.",
                "Left out per run (instructions): " + "; ".join(f"{names[m['run']]} {_excluded_line(m)}"
                                                                for m in result["models"]) + "."]
+    summary += [names[m["run"]] + ": " + esc(note) for m in result["models"] if (note := _win_rate_note(m))]
     raw = {m["run"]: f"{m['model']} ({m['run']})" for m in result["models"]}
     for pair in result.get("judge_pairs", ()):  # a result before every pair was checked: none
         both = f"{raw[pair['a']]} and {raw[pair['b']]}: "
@@ -373,8 +406,11 @@ def leaderboard_command(args: Any) -> int:
     ``--out``, else compare.md on stdout."""
     from eval.ranking.report import write_ranking_compare
 
+    from eval.scoring.interval_options import extreme_rate_choice
+
     result = leaderboard(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
-                         allow_other_judge=args.allow_other_judge)
+                         allow_other_judge=args.allow_other_judge,
+                         extreme_rate_interval=extreme_rate_choice(args, applies=True))
     markdown = render_leaderboard_markdown(result)
     if not args.out:
         print(markdown)

@@ -67,3 +67,72 @@ def test_a_rates_interval_is_scipys_paired_percentile_bootstrap_of_the_ratio():
                              confidence_level=0.95, random_state=2).confidence_interval
     assert ours["value"] == num.sum() / den.sum()
     assert ours["ci"] == [pytest.approx(theirs.low, abs=0.02), pytest.approx(theirs.high, abs=0.02)]
+
+
+# Ten pairs, each judged in both orders, every judgment agreeing with the label and none a tie: agreement 1 and tie
+# rate 0 on every pair, so on every resample too. The exact binomial (Clopper-Pearson) 95 % interval of k of n = 10
+# pairs, by hand: k = 0 has P(K = 0) = (1 - p)^10 = 0.025 at its upper end, p = 1 - 0.025^(1/10) = 0.30850; k = 10
+# mirrors it, low = 0.025^(1/10) = 0.69150. Its n is the pairs the bootstrap draws, not the 20 judgments.
+_TEN = [PairRecord(f"p{k}", "q", f"a{k}", "b", "r", -1 if k % 2 else 1) for k in range(10)]
+# the raw answer names the winner's position: the label's side in the original order, the other in the swapped one
+_TEN_ROWS = [_row(p, order, float(p.winner) * (1 if order == "original" else -1)) for p in _TEN
+             for order in ("original", "swapped")]
+_UPPER_AT_0 = 1 - 0.025 ** (1 / 10)
+
+
+def test_a_rate_of_0_or_1_takes_the_exact_binomial_interval_when_asked():
+    assert _UPPER_AT_0 == pytest.approx(0.30850, abs=5e-6)
+    exact = pairwise_metrics(_TEN, _TEN_ROWS, n_boot=200, seed=0, extreme_rate_interval="clopper-pearson")
+    assert (exact["agreement"]["value"], exact["agreement"]["n"]) == (1.0, 20)
+    assert exact["agreement"]["ci"] == [pytest.approx(1 - _UPPER_AT_0, abs=1e-12), 1.0]
+    assert exact["tie_rate"]["value"] == 0.0
+    assert exact["tie_rate"]["ci"] == [0.0, pytest.approx(_UPPER_AT_0, abs=1e-12)]
+    assert (exact["tie_rate"]["ci_method"], exact["tie_rate"]["n_units"]) == ("clopper-pearson", 10)
+    # the first-position rate is 1/2 (each pair's original order prefers one position, its swapped the other):
+    # not at a bound, its bootstrap interval kept, and no ci_method
+    assert exact["first_position_rate"]["value"] == 0.5 and "ci_method" not in exact["first_position_rate"]
+    text = pairwise_markdown(exact)
+    assert ("Tie rate: every one of its 10 pairs gives 0; its interval is the exact binomial (Clopper-Pearson) one "
+            "over those pairs (--extreme-rate-interval clopper-pearson).") in text
+
+
+def test_by_default_a_rate_of_0_or_1_keeps_its_zero_width_interval_and_the_report_says_so():
+    """Today's figures stay (percentile, the default); report.md flags the zero width as no certainty."""
+    default = pairwise_metrics(_TEN, _TEN_ROWS, n_boot=200, seed=0)
+    assert (default["agreement"]["ci"], default["tie_rate"]["ci"]) == ([1.0, 1.0], [0.0, 0.0])
+    assert "ci_method" not in default["agreement"]
+    text = pairwise_markdown(default)
+    assert ("- Tie rate: every pair gives 0, and so does every resample: the interval [0, 0] has zero width whatever "
+            "the number of pairs, which is no certainty (--extreme-rate-interval clopper-pearson gives the exact "
+            "binomial interval).") in text
+    assert "Agreement with labels (per judgment): every pair gives 1" in text
+    with pytest.raises(ValueError, match="must be one of percentile, clopper-pearson, got 'wilson'"):
+        pairwise_metrics(_TEN, _TEN_ROWS, n_boot=0, extreme_rate_interval="wilson")
+
+
+def test_score_of_a_pairwise_run_records_its_interval_settings(tmp_path, capsys):
+    """metrics.json says how its intervals were read: the option chosen, the percentile rule, resamples and level."""
+    import json
+
+    from eval.cli import main
+    from eval.pairwise.files import PAIRWISE_PREDICTIONS
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"id": p.id, "instruction": p.instruction, "answer_1": p.answer_1,
+                                        "answer_2": p.answer_2, "rubrics": p.rubrics, "winner": p.winner}) + "\n"
+                            for p in _TEN), encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / PAIRWISE_PREDICTIONS).write_text("".join(json.dumps(r.to_json()) + "\n" for r in _TEN_ROWS),
+                                            encoding="utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "200",
+                 "--extreme-rate-interval", "clopper-pearson"]) == 0
+    metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["settings"] == {"n_boot": 200, "seed": 0, "ci_level": 0.95, "percentile_method": "linear",
+                                   "extreme_rate_interval": "clopper-pearson"}
+    assert metrics["tie_rate"]["ci"][1] == pytest.approx(_UPPER_AT_0, abs=1e-12)
+    assert "exact binomial (Clopper-Pearson)" in (run / "report.html").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "200"]) == 0
+    metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["settings"]["extreme_rate_interval"] == "percentile" and metrics["tie_rate"]["ci"] == [0.0, 0.0]

@@ -343,3 +343,42 @@ def test_a_leaderboard_reads_each_runs_judge_settings_once(tmp_path: Path, monke
     monkeypatch.setattr(compare, "judge_settings", counted)
     leaderboard(runs, n_boot=0)
     assert sorted(read) == sorted(runs)
+
+
+def test_a_win_rate_of_1_takes_the_exact_binomial_interval_when_asked(tmp_path: Path) -> None:
+    """A beats both others on each of the 4 rated instructions (``test_leaderboard_by_hand``): win rate 1, and 1 in
+    every resample, so the bootstrap's interval is [1, 1] whatever the number of instructions. Asked, it is the
+    exact binomial (Clopper-Pearson) one of 4 wins in 4 at 1 - alpha = 95 %: its low end has P(K = 4) = p^4 = 0.025,
+    p = 0.025^(1/4) = 0.39764. B's 5/16 is no bound: its interval stays the bootstrap's."""
+    a, b, c = map(str, _three(tmp_path))
+    default = leaderboard([a, b, c], n_boot=200, seed=0)
+    exact = leaderboard([a, b, c], n_boot=200, seed=0, extreme_rate_interval="clopper-pearson")
+    before, after = ({m["model"]: m for m in r["models"]} for r in (default, exact))
+    assert before["A"]["win_rate_ci"] == [1.0, 1.0] and "win_rate_ci_method" not in before["A"]
+    assert 0.025 ** (1 / 4) == pytest.approx(0.39764, abs=5e-6)
+    assert after["A"]["win_rate_ci"] == [pytest.approx(0.025 ** (1 / 4), abs=1e-12), 1.0]
+    assert after["A"]["win_rate_ci_method"] == "clopper-pearson"
+    assert after["B"]["win_rate_ci"] == before["B"]["win_rate_ci"] and "win_rate_ci_method" not in after["B"]
+    assert (default["extreme_rate_interval"], exact["extreme_rate_interval"]) == ("percentile", "clopper-pearson")
+    assert default["percentile_method"] == "linear"
+    said = render_leaderboard_markdown(default)
+    assert ("win rate 1 on every rated instruction, and so in every resample: the interval [1, 1] has zero width "
+            "whatever the number of instructions, which is no certainty") in said
+    assert "the exact binomial (Clopper-Pearson) one over those instructions" in render_leaderboard_markdown(exact)
+
+
+def test_the_extreme_rate_flag_is_refused_where_no_rate_has_an_interval(tmp_path: Path, capsys) -> None:
+    """compare of two rank runs has no win rate: the flag would change nothing, so it is refused (exit 2, nothing
+    written), as on score of a pointwise run; a board of three takes it."""
+    a, b, c = map(str, _three(tmp_path))
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["compare", a, b, "--out", str(out), "--extreme-rate-interval", "clopper-pearson"]) == 2
+    assert capsys.readouterr().err == (
+        "judge-eval compare: error: --extreme-rate-interval: only a leaderboard (three or more rank runs) has rates "
+        "with an interval, its win rates; leave the flag out\n")
+    assert not out.exists()
+    assert main(["compare", a, b, c, "--out", str(out), "--n-boot", "200", "--extreme-rate-interval",
+                 "clopper-pearson"]) == 0
+    written = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert written["extreme_rate_interval"] == "clopper-pearson"
