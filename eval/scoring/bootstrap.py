@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.scoring.interval_options import PERCENTILE_METHOD
 from eval.scoring.metrics import finite_pairs
 
 __all__ = [
@@ -278,11 +279,13 @@ def _weights(counts: np.ndarray, n_boot: int, rng: np.random.Generator, cell_of_
 
 
 def percentile_interval(samples: np.ndarray, level: float) -> list[float]:
+    """The central ``level`` interval of the finite samples, its ends read with ``PERCENTILE_METHOD`` (named, so that
+    metrics.json says it and a change of numpy's default moves no interval)."""
     samples = samples[np.isfinite(samples)]
     if len(samples) == 0:
         return [float("nan"), float("nan")]
     tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(samples, [tail, 100.0 - tail])
+    low, high = np.percentile(samples, [tail, 100.0 - tail], method=PERCENTILE_METHOD)
     return [float(low), float(high)]
 
 

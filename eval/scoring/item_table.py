@@ -23,6 +23,7 @@ import numpy as np
 
 from eval.scoring import bootstrap, metrics
 from eval.scoring.error_codes import code_counts, code_labels
+from eval.scoring.interval_options import PERCENTILE_METHOD
 from eval.judging.predictions import REQUEST_FAILED
 from judge.metrics_json.metrics import (Cell, Confusion, Confusions, Metrics, ModelMeans, ModelMeansRow, Settings,
                                         SplitMetrics, check_vc_repeats)
@@ -953,7 +954,9 @@ def evaluate(table: ItemTable, target: str = "auto", n_boot: int = 1000, seed: i
     ])) if len(table) else np.zeros(0)
 
     settings = Settings(n_boot=n_boot, seed=seed, vc_repeats=vc_repeats, ci_level=ci_level,
-                        spearman_target=spearman_target, bootstrap_unit=bootstrap_unit)
+                        spearman_target=spearman_target, bootstrap_unit=bootstrap_unit,
+                        percentile_method=PERCENTILE_METHOD, judge_rounding=metrics.JUDGE_ROUNDING,
+                        confusion_rows=metrics.CONFUSION_ROWS, confusion_columns=metrics.CONFUSION_COLUMNS)
 
     def cells_by(name: str, split: str, in_split: np.ndarray) -> dict[str, Cell]:
         return {label: cell(table, derived, index[in_split[index]], key=f"{drawn_as[split]}/{name}/{label}",

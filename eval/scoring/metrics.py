@@ -38,6 +38,9 @@ __all__ = [
     "expert_mode",
     "expert_mean",
     "round_half_up",
+    "JUDGE_ROUNDING",
+    "CONFUSION_ROWS",
+    "CONFUSION_COLUMNS",
     "MIN_VC_ANNOTATORS",
     "verdict_confidence_experts",
     "verdict_confidence_judge",
@@ -147,6 +150,18 @@ def expert_mean(experts: np.ndarray) -> np.ndarray:
     total = np.where(valid, experts, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(k > 0, total / np.maximum(k, 1), np.nan)
+
+
+#: How ``round_half_up`` rounds, as metrics.json's ``settings.judge_rounding`` names it: the one rule that makes a
+#: real-valued judge score a level, in the judge's Verdict Confidence and the confusion matrices (and the validity
+#: section's agreement). The paper says "rounded to the nearest integer" (arXiv 2505.24616v3, Appendix D.2.3) and is
+#: silent on halves; POLLUX's public evaluator rounds nothing. A fixed choice, not an option: a half is only a
+#: verdict written as one (``[RESULT] 1.5 [END]``), as a regression head's real value is almost never exactly one.
+JUDGE_ROUNDING = "half-up"
+#: The confusion matrices' axes, as metrics.json's ``settings.confusion_rows`` and ``confusion_columns`` name them:
+#: rows the judge's level, columns the experts' mode (the paper's figures plot "predictions vs. expert annotations"
+#: and say no more; a fixed choice: the other orientation is the same matrix transposed).
+CONFUSION_ROWS, CONFUSION_COLUMNS = "judge", "expert_mode"
 
 
 def round_half_up(values: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~530 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~550 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
@@ -28,9 +28,9 @@ from judge.metrics_json.json_record import (COUNT_READERS, JsonRecord, JsonRecor
                                             keyed, listed, optional_field, read_record, shown_value)
 from judge.metrics_json.validity import Validity
 
-__all__ = ["MAX_VC_REPEATS", "NUMBER_READERS", "TARGETS", "Cell", "Confusion", "Confusions", "Interval", "Metrics",
-           "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit", "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics",
-           "check_vc_repeats"]
+__all__ = ["JUDGE_ROUNDINGS", "MAX_VC_REPEATS", "NUMBER_READERS", "PERCENTILE_METHODS", "TARGETS", "Cell", "Confusion",
+           "Confusions", "Interval", "Metrics", "ModelMeans", "ModelMeansRow", "Notes", "OfficialSplit",
+           "PolluxOfficial", "RunInfo", "Settings", "SplitMetrics", "check_vc_repeats"]
 
 NAN = float("nan")
 Interval = tuple[float, float]
@@ -120,6 +120,10 @@ def _vc_repeats(value: Any) -> int:
 
 #: The references MAE and the correlations are against (``judge-eval score --target``, ``--spearman-target``).
 TARGETS = ("mode", "mean")
+#: What ``Settings.percentile_method`` and ``Settings.judge_rounding`` may say: the one rule ``judge-eval score``
+#: applies of each (a file saying another was not written by it).
+PERCENTILE_METHODS = ("linear",)
+JUDGE_ROUNDINGS = ("half-up",)
 
 #: Readers that follow from a field's annotation: JSON's null is NaN in a number and in an interval's ends; a
 #: whole number is checked as one (``json_record.count``).
@@ -378,6 +382,17 @@ class Settings(_MetricsRecord):
     regression_scores: str | None = optional_field()  # "raw" or "clipped" (``--clip-regression``)
     #: what the intervals resample, "item" or "instruction" (``--bootstrap-unit``); None: items (older files)
     bootstrap_unit: str | None = optional_field()
+    #: How each percentile interval's ends are read off the resamples: numpy.percentile's method, "linear"
+    #: (``eval.scoring.interval_options.PERCENTILE_METHOD``, a fixed choice); None: not said (older files, the same).
+    percentile_method: str | None = optional_field()
+    #: How a real-valued judge score (a regression head's, a decimal verdict) becomes a score level in the judge's
+    #: Verdict Confidence and the confusion matrices: "half-up" (1.5 -> 2, 0.5 -> 1; the paper says "rounded to the
+    #: nearest integer", Appendix D.2.3, silent on halves); None: not said (older files, the same).
+    judge_rounding: str | None = optional_field()
+    #: The confusion matrices' axes: rows "judge" (its score rounded by ``judge_rounding``), columns "expert_mode"
+    #: (the experts' mode, whatever MAE's target); None: not said (older files, the same).
+    confusion_rows: str | None = optional_field()
+    confusion_columns: str | None = optional_field()
 
     def __post_init__(self) -> None:
         """Refuse (ValueError) ``vc_repeats`` out of 1 to ``MAX_VC_REPEATS`` where the settings are made:
@@ -392,7 +407,11 @@ class Settings(_MetricsRecord):
         # each checked against what score writes: compare pairs on these and says when two runs' differ
         return _read(cls, data, vc_repeats=_vc_repeats, spearman_target=_one_of(*TARGETS, absent=True),
                      regression_scores=_one_of("raw", "clipped", absent=True),
-                     bootstrap_unit=_one_of("item", "instruction", absent=True))
+                     bootstrap_unit=_one_of("item", "instruction", absent=True),
+                     percentile_method=_one_of(PERCENTILE_METHODS[0], absent=True),
+                     judge_rounding=_one_of(JUDGE_ROUNDINGS[0], absent=True),
+                     confusion_rows=_one_of("judge", absent=True),
+                     confusion_columns=_one_of("expert_mode", absent=True))
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,61 @@ def test_experts_vc_over_every_labelled_item_stands_beside_the_judges_subset():
     assert (shown["VC experts"], shown["VC experts (all labelled)"]) == ("1.000", "0.750")
     assert header.index("VC experts (all labelled)") == header.index("VC experts") + 1
     assert any(line.startswith("VC under random labelling: 0.630 (17/27") for line in lines)
+
+
+def test_metrics_json_names_the_interval_rule_the_rounding_and_the_confusion_axes():
+    """The choices the paper leaves open and score makes without an option are written where a reader of
+    metrics.json finds them, and read back typed: percentile ends by numpy's "linear" rule, a real-valued judge
+    score rounded half up (0.5 -> 1, as the judge's VC and the confusion matrix below take it), rows the judge and
+    columns the experts' mode. Item B's judge 0.5 is rounded to 1, its experts' mode 1: the matrix counts it on the
+    diagonal (row 1, column 1), where half to even would put it in row 0."""
+    table = _table([0.0, 0.5], ["ok", "ok"], [[0, 0], [1, 1]])
+    result = item_table.evaluate(table, target="mode", n_boot=0, vc_repeats=2)
+    written = result.to_json()["settings"]
+    assert {k: written[k] for k in ("percentile_method", "judge_rounding", "confusion_rows", "confusion_columns")} == {
+        "percentile_method": "linear", "judge_rounding": "half-up", "confusion_rows": "judge",
+        "confusion_columns": "expert_mode"}
+    assert result.splits["all"].confusion.all.matrix == [[1, 0], [0, 1]]
+    assert result.splits["all"].overall.vc_judge == 1.0  # each item's judge agrees with both experts once rounded
+    read = Metrics.from_json(result.to_json()).settings
+    assert (read.percentile_method, read.judge_rounding, read.confusion_rows) == ("linear", "half-up", "judge")
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("judge_rounding", "half-even", "expected one of half-up, got 'half-even'"),
+    ("percentile_method", "nearest", "expected one of linear, got 'nearest'"),
+    ("confusion_rows", "experts", "expected one of judge, got 'experts'"),
+])
+def test_a_metrics_json_naming_a_rule_score_does_not_apply_is_refused_naming_the_field(field, value, says):
+    from judge.metrics_json.json_record import JsonRecordError
+
+    raw = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95,
+                                                        field: value},
+           "splits": {}}
+    with pytest.raises(JsonRecordError) as info:
+        Metrics.from_json(raw)
+    assert info.value.field == f"settings.{field}" and says in str(info.value)
+
+
+def test_the_percentile_rule_is_numpys_linear_one_by_hand():
+    """Eleven resamples 0..10 at 95 %: the ends sit at ranks 0.025 x 10 = 0.25 and 9.75 between neighbours, so
+    linear interpolation gives [0.25, 9.75] (numpy's "lower" would give [0, 9], "nearest" [0, 10])."""
+    from eval.scoring.bootstrap import percentile_interval
+
+    assert percentile_interval(np.arange(11, dtype=float), 0.95) == [pytest.approx(0.25, abs=1e-12), 9.75]
+
+
+def test_the_extreme_rate_flag_is_refused_on_a_pointwise_run(tmp_path, capsys):
+    """A pointwise run has no rate with an interval: the flag, which would change nothing, is refused before
+    anything is read or written (exit 2, naming the flag)."""
+    from eval.cli import main
+
+    run, out = tmp_path / "run", tmp_path / "out"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text("{}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(run), "--data", "sample", "--out", str(out),
+                 "--extreme-rate-interval", "percentile"]) == 2
+    assert capsys.readouterr().err == ("judge-eval score: error: --extreme-rate-interval: only a pairwise run has "
+                                       "rates; leave the flag out\n")
+    assert not out.exists()
