@@ -255,6 +255,8 @@ class RetryPolicy:
 
         def plan(state: tenacity.RetryCallState) -> float | None:
             n = state.attempt_number
+            if n > self.max_retries:  # its retries spent: no wait to plan, and no bound's words on its failure
+                return None
             if n not in plans:
                 err = state.outcome.exception() if state.outcome else None
                 delay, why = self._planned(n - 1, err, self.clock() - start, waited[0])
@@ -292,7 +294,9 @@ class RetryPolicy:
 
         stop = tenacity.stop_after_attempt(self.max_retries + 1)
         if self.max_wait_s is not None or self.wait_budget_s is not None:
-            stop = tenacity.stop_any(stop, bounded)  # the attempts first: a bound's words only where it stopped
+            # The attempts first, and ``plan`` plans nothing after the last one: tenacity 9 asks the wait before the
+            # stop, and a bound's words were left on a failure that had only spent its retries.
+            stop = tenacity.stop_any(stop, bounded)
         return {"stop": stop, "wait": wait,
                 "retry": tenacity.retry_if_exception(self.retryable), "before": before,
                 "before_sleep": before_sleep, "reraise": True}

@@ -287,3 +287,46 @@ def data(tmp_path):
     from tests.support.release_instructions import write_instructions_dataset
 
     return write_instructions_dataset(tmp_path / "POLLUX-instructions", instruction_rows())
+
+
+class FixedJitter:
+    """``judge.plumbing.retry``'s source of jitter, drawing ``value`` every time: the jitter's low or high end."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def _call(policy: RetryPolicy, url: str, asynchronous: bool) -> None:
+    """POST ``url`` through ``policy``, by ``call`` or by ``acall``."""
+    if asynchronous:
+        async def attempt() -> httpx.Response:
+            async with httpx.AsyncClient() as client:
+                return (await client.post(url, json={})).raise_for_status()
+
+        asyncio.run(policy.acall(attempt))
+    else:
+        policy.call(lambda: httpx.post(url, json={}).raise_for_status())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["call", "acall"])
+def test_a_call_that_spent_its_retries_within_the_budget_does_not_say_a_bound_stopped_it(monkeypatch, asynchronous):
+    """max_retries 1, a budget of 150 s, Retry-After: 100 for ever: one wait (150 s at the jitter's high end, within
+    the budget), the second attempt fails, and the retries are spent. The budget did not stop them: the failure says
+    nothing of it (tenacity 9 asks the wait before the stop, so the wait after the last attempt was planned, and its
+    words were left on a failure that only ran out of retries), on both paths alike."""
+    import judge.plumbing.retry as retry
+
+    monkeypatch.setattr(retry, "random", FixedJitter(0.999))
+    busy = (503, {"error": {"message": "busy"}}, {"Retry-After": "100"})
+    recorder = Recorder()
+    with ScriptedEndpoint(_always(busy)) as endpoint:
+        with pytest.raises(httpx.HTTPStatusError) as caught:
+            _call(recorder.into(RetryPolicy(max_retries=1, wait_budget_s=150.0)),
+                  endpoint.base_url + "/chat/completions", asynchronous)
+        n_requests = len(endpoint.requests)
+    assert (n_requests, len(recorder.waits)) == (2, 1) and 100.0 <= recorder.waits[0] <= 150.0
+    assert retry_stop_said(caught.value) == ""
+
