@@ -20,9 +20,10 @@ it, before sleeping, never after sleeping up to it:
   after it; a wait of this client's own backoff is cut to end at it (one last attempt there), and a wait the server
   asked for (``Retry-After``) that ends past it stops the retries at once: the server said it will not be ready.
 - ``wait_budget_s``, the waits of one call together (a run's ``--retry-wait-budget-s``): a retry whose wait would
-  take them past it is not made. It bounds the waiting only: each attempt has its own timeout, so a call ends
-  within ``wait_budget_s`` plus its attempts' timeouts, and a timeout longer than a deadline cannot quietly leave a
-  request no retry at all.
+  take them past it is not made, that wait taken at its least (the server's ``Retry-After`` or half the backoff,
+  whichever is longer), so the jitter never decides it; a wait the jitter drew past the budget is cut to end at it.
+  It bounds the waiting only: each attempt has its own timeout, so a call ends within ``wait_budget_s`` plus its
+  attempts' timeouts, and a timeout longer than a deadline cannot quietly leave a request no retry at all.
 
 A call stopped by either says so on the failure it raises, whose type is kept (callers tell failures by type):
 ``retry_stop_said`` reads the words, and ``failure_said`` includes them.
@@ -218,17 +219,21 @@ class RetryPolicy:
         once read the same value, and waiting it exactly brought them all back in the same instant. The jittered
         wait stays within ``MAX_RETRY_AFTER_S``, as the value read does.
         """
-        delay = min(self.max_backoff_s, self.backoff_s * 2**retry) * (0.5 + random.random())
+        delay = self._base_s(retry) * (0.5 + random.random())
         asked = retry_after_s(err) if err is not None else None
         if asked is None:
             return delay
         return max(delay, min(asked * (1.0 + 0.5 * random.random()), MAX_RETRY_AFTER_S))
 
+    def _base_s(self, retry: int) -> float:
+        """Retry ``retry``'s (0-based) backoff before its jitter: ``backoff_s`` doubled per retry, capped."""
+        return min(self.max_backoff_s, self.backoff_s * 2**retry)
+
     def _planned(self, retry: int, err: BaseException | None, elapsed_s: float, waited_s: float
                  ) -> tuple[float | None, str]:
         """The wait before retry ``retry`` (0-based) after ``err``, ``elapsed_s`` after the first attempt started and
         with ``waited_s`` waited already, or None and the words saying why no retry is made: the wait would pass a
-        bound (``max_wait_s``, ``wait_budget_s``)."""
+        bound (``max_wait_s``; ``wait_budget_s``, the wait at its least)."""
         delay = self.delay_s(retry, err)
         asked = retry_after_s(err) if err is not None else None
         flag = f" ({self.bound_flag})" if self.bound_flag else ""
@@ -240,10 +245,17 @@ class RetryPolicy:
                 return None, (f"the server asked to wait {asked:g} s (Retry-After), past the {self.max_wait_s:g} s "
                               f"bound{flag}, {left:.0f} s away")
             delay = min(delay, left)  # this client's own backoff: the last attempt comes at the bound
-        if self.wait_budget_s is not None and waited_s + delay > self.wait_budget_s:
-            why = f"the server's Retry-After of {asked:g} s" if asked is not None and delay >= asked else "backoff"
-            return None, (f"the next wait, {delay:.0f} s ({why}), would take this request's waits past "
-                          f"{self.wait_budget_s:g} s{flag}, {waited_s:.0f} s waited already")
+        if self.wait_budget_s is not None:
+            # Decided on the least wait the jitter could have drawn (the server's Retry-After, or half this client's
+            # backoff), never on the draw itself: the same server's answers failed a request or not by a coin toss.
+            # A wait drawn past the budget is cut to end at it, still no sooner than the server asked.
+            least = min(delay, max(self._base_s(retry) * 0.5, asked if asked is not None else 0.0))
+            if waited_s + least > self.wait_budget_s:
+                why = (f"the server's Retry-After of {asked:g} s" if asked is not None and least >= asked else
+                       "backoff")
+                return None, (f"the next wait, {least:.0f} s ({why}), would take this request's waits past "
+                              f"{self.wait_budget_s:g} s{flag}, {waited_s:.0f} s waited already")
+            delay = min(delay, self.wait_budget_s - waited_s)
         return delay, ""
 
     def _kwargs(self, attempts: Attempts | None) -> dict[str, Any]:

@@ -330,3 +330,25 @@ def test_a_call_that_spent_its_retries_within_the_budget_does_not_say_a_bound_st
     assert (n_requests, len(recorder.waits)) == (2, 1) and 100.0 <= recorder.waits[0] <= 150.0
     assert retry_stop_said(caught.value) == ""
 
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["call", "acall"])
+def test_the_jitter_never_decides_whether_a_retry_is_made(monkeypatch, asynchronous):
+    """Retry-After: 400 for ever, a budget of 1000 s, 2 retries: the two waits the server asks for (800 s) fit the
+    budget, so both retries are made whatever the jitter draws; at its high end the second wait is cut to end at the
+    budget, never below the Retry-After. Before, the jitter's high end (600 s, then 600 s more past 1000) made one
+    retry where its low end made two: the same server failed a request or not by a coin toss."""
+    import judge.plumbing.retry as retry
+
+    busy = (503, {"error": {"message": "busy"}}, {"Retry-After": "400"})
+    outcomes = {}
+    for jitter in (0.0, 0.999):
+        monkeypatch.setattr(retry, "random", FixedJitter(jitter))
+        recorder = Recorder()
+        with ScriptedEndpoint(_always(busy)) as endpoint:
+            with pytest.raises(httpx.HTTPStatusError) as caught:
+                _call(recorder.into(RetryPolicy(max_retries=2, wait_budget_s=1000.0)),
+                      endpoint.base_url + "/chat/completions", asynchronous)
+            outcomes[jitter] = (len(endpoint.requests), retry_stop_said(caught.value))
+        assert len(recorder.waits) == 2 and all(wait >= 400.0 for wait in recorder.waits), (jitter, recorder.waits)
+        assert sum(recorder.waits) <= 1000.0, (jitter, recorder.waits)
+    assert outcomes == {0.0: (3, ""), 0.999: (3, "")}
