@@ -11,7 +11,8 @@ import logging
 from typing import Any
 
 from eval.judging.backends import short
-from judge.plumbing.retry import EndpointUnusable, RetryPolicy, list_models, retryable_status, server_message
+from judge.plumbing.retry import (EndpointUnusable, RetryPolicy, list_models, retry_stop_said, retryable_status,
+                                  server_message)
 from judge.wire import ModelLimits
 
 __all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_model", "first_contact", "fit_max_tokens",
@@ -70,9 +71,10 @@ def detect_backend(base_url: str, api_key: str, limits: ModelLimits, *,
     except httpx.HTTPError as err:
         status = err.response.status_code if isinstance(err, httpx.HTTPStatusError) else None
         said_why = f"HTTP {status}: {server_message(err.response)}" if status else f"{type(err).__name__}: {err}"
+        stopped = f"; {said}" if (said := retry_stop_said(err)) else ""  # a wait past the run's budget ended them
         raise EndpointUnusable(f"the judge at {base_url}: POST {url}, which tells judge-serve from a chat server, "
-                               f"is still unanswered after retries ({short(said_why, 200)}); rerun when the server "
-                               "answers, or set --backend chat or --backend judge-serve", status) from None
+                               f"is still unanswered after retries ({short(said_why, 200)}{stopped}); rerun when the "
+                               "server answers, or set --backend chat or --backend judge-serve", status) from None
     kind = "chat" if response.status_code in (404, 405) else "judge-serve"
     # The probe's 4xx is the expected answer, not an error: said once, at debug level.
     log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)

@@ -210,6 +210,16 @@ def retry_policy(config: RunConfig) -> RetryPolicy:
                        wait_budget_s=config.retry_wait_budget_s, bound_flag="--retry-wait-budget-s")
 
 
+def probe_policy(config: RunConfig) -> RetryPolicy:
+    """The backend probe's policy (``eval.judging.contact.PROBE_POLICY``, read when asked), its waits bounded by
+    ``retry_wait_budget_s`` as every request of the run is: unbounded, a server answering the probe 503 with a long
+    ``Retry-After`` held the run four waits of up to 600 s before it asked anything."""
+    from eval.judging import contact
+
+    return dataclasses.replace(contact.PROBE_POLICY, wait_budget_s=config.retry_wait_budget_s,
+                               bound_flag="--retry-wait-budget-s")
+
+
 def first_contact_policy(config: Any) -> RetryPolicy:
     """The first contact's policy: the run's backoff, waits of at most 10 s, bounded by ``connect_timeout_s``."""
     return RetryPolicy(max_retries=10**6, backoff_s=config.backoff_s, max_backoff_s=10.0,
@@ -568,7 +578,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                                             fingerprint=weights_fingerprint(entry)))
         kind = config.backend
         if todo and kind == "auto":
-            kind = detect_backend(base_url, api_key, limits)
+            kind = detect_backend(base_url, api_key, limits, policy=probe_policy(config))
         elif kind == "auto" and isinstance(said_before.get("backend"), str):
             kind = said_before["backend"]
         # One folder, one route: a regression judge's /v1/judge scores are its head's, its chat passthrough's the

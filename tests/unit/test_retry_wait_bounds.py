@@ -352,3 +352,28 @@ def test_the_jitter_never_decides_whether_a_retry_is_made(monkeypatch, asynchron
         assert len(recorder.waits) == 2 and all(wait >= 400.0 for wait in recorder.waits), (jitter, recorder.waits)
         assert sum(recorder.waits) <= 1000.0, (jitter, recorder.waits)
     assert outcomes == {0.0: (3, ""), 0.999: (3, "")}
+
+
+def test_judge_eval_runs_backend_probe_waits_within_the_budget_too(tmp_path, monkeypatch, capsys):
+    """`judge-eval run --backend auto` against a server whose model list does not say it is a judge-serve, and whose
+    POST /v1/judge (the probe that tells one) answers 503 with Retry-After: 600 for ever: the probe's waits are bounded
+    by --retry-wait-budget-s as every other request's are (1000 s: one 600 s wait, not its four retries' 2,400 s before
+    the run had asked anything), and the run stops (exit 4) saying why the retries stopped."""
+    import eval.judging.contact as contact
+
+    recorder = Recorder()
+    monkeypatch.setattr(contact, "PROBE_POLICY", recorder.into(contact.PROBE_POLICY))
+
+    def respond(path: str, body: dict) -> tuple:
+        return BUSY_600 if path == "/v1/judge" else (404, {"detail": "Not Found"})
+
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:2], tmp_path / "data.jsonl")
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_eval_args(server.base_url, data, tmp_path / "run", "--retry-wait-budget-s", "1000"))
+        probes = server.bodies("/v1/judge")
+        asked = server.bodies("/v1/chat/completions")
+    err = capsys.readouterr().err
+    assert code == EXIT_UNUSABLE, err
+    assert (len(probes), recorder.waits, asked) == (2, [600.0], [])
+    assert ("retries stopped after 2 attempts: the next wait, 600 s (the server's Retry-After of 600 s), would take "
+            "this request's waits past 1000 s (--retry-wait-budget-s), 600 s waited already") in err, err
