@@ -329,29 +329,56 @@ class FormatWatch:
     with. For a ``tagged`` run only answers with no ``[RESULT]`` at all count: a tagged verdict cut before its
     ``[END]`` ends with its score, which the integer reader would take.
 
+    With ``no_verdict``, the first ``n_first`` answers read in neither format, each ended by the model itself
+    (``finish_reason`` stop: a verdict ``max_tokens`` cut is a judge's, fixed by that flag), stop it too: ``--judge``
+    names a chat model that is no judge, whose every answer would otherwise be a final parse failure of a run exiting
+    0. Pointwise runs only: a pairwise row is read by its own rules.
+
     Args:
         verdict_format: the run's.
         n_first: how many alike answers stop it (0: never).
+        no_verdict: stop on answers that read in neither format, as above.
     """
 
-    def __init__(self, verdict_format: str, n_first: int = N_FIRST_MISREAD):
+    def __init__(self, verdict_format: str, n_first: int = N_FIRST_MISREAD, *, no_verdict: bool = False):
         self.verdict_format, self.n_first, self.seen = verdict_format, n_first, 0
         self.other = VerdictFormat.TAGGED if verdict_format == VerdictFormat.INTEGER else VerdictFormat.INTEGER
         self.misread: str | None = None
+        self.seen_none = 0 if no_verdict else n_first  # as ``seen``, for answers that read in neither format
+        self.first_answer: Any = None  # the first row read, quoted when the answers hold no verdict
 
     def offer(self, rows: list[Any]) -> str | None:
-        """``misread`` once the rule holds; None while it may, or after an answer that breaks it."""
+        """``misread`` once a rule holds; None while one may, or after answers that break both."""
         from judge.verdicts import VerdictError, parse_judge_output
 
         for row in rows:
-            if self.seen >= self.n_first or row.raw_output is None:  # decided, or no answer to read
+            if min(self.seen, self.seen_none) >= self.n_first or row.raw_output is None:  # decided, or no answer
                 continue
-            wrong = (not row.parse_ok and parse_judge_output(self.other, row.raw_output).ok
-                     and (self.verdict_format == VerdictFormat.INTEGER or row.error == VerdictError.NO_RESULT))
-            self.seen = self.seen + 1 if wrong else self.n_first
-            if wrong and self.seen == self.n_first:
+            self.first_answer = self.first_answer or row
+            in_other = not row.parse_ok and parse_judge_output(self.other, row.raw_output).ok
+            wrong = in_other and (self.verdict_format == VerdictFormat.INTEGER or row.error == VerdictError.NO_RESULT)
+            open_wrong, open_none = self.seen < self.n_first, self.seen_none < self.n_first
+            # Read only under no_verdict (a pairwise row has no finish_reason). NO_RESULT and NO_SCORE: a text with
+            # no verdict in the run's format, not an empty one (a reasoning model's content) nor one cut off.
+            none = (open_none and not row.parse_ok and not in_other and row.finish_reason == "stop"
+                    and row.error in (VerdictError.NO_RESULT, VerdictError.NO_SCORE))
+            self.seen = self.seen + 1 if wrong and open_wrong else self.n_first
+            self.seen_none = self.seen_none + 1 if none and open_none else self.n_first
+            if wrong and open_wrong and self.seen == self.n_first:
                 self.misread = (f"verdict_format: the judge's first {self.n_first} answers do not read as "
                                 f"{self.verdict_format} verdicts but do as {self.other} ones; {self.verdict_format} "
                                 f"was guessed from the model id: start again with --overwrite --verdict-format "
                                 f"{self.other}")
+            if none and open_none and self.seen_none == self.n_first:
+                self.misread = self._no_verdict_sentence()
         return self.misread
+
+    def _no_verdict_sentence(self) -> str:
+        from eval.judging.backends import short
+
+        first = self.first_answer
+        return (f"judge: the first {self.n_first} answers of {first.judge} hold no verdict, read as tagged ([FEEDBACK] "
+                f"... [RESULT] n [END]) or integer (a bare integer last), though each ended on its own; the first: "
+                f"'{short(first.raw_output, 120)}': is it a POLLUX judge? Start again with --overwrite (this --out "
+                f"holds those answers) and --judge at one, or --verdict-format to judge with this one anyway, each "
+                f"such answer a counted parse failure")

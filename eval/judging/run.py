@@ -696,7 +696,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config, template))
-            watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" and config.prompt == "ru" else None
+            watch = (FormatWatch(config.verdict_format, no_verdict=True) if guessed and kind == "chat"
+                     and config.prompt == "ru" else None)
             counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch, failed_before))
     # Counted only where asked for: under fail no row is scored on a cut rationale, and a summary's keys stay as
     # they were for every run that does not depart from them.

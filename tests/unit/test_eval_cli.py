@@ -732,10 +732,11 @@ def test_a_judge_serve_failure_quoting_a_lone_surrogate_is_written_as_text_a_rer
 
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
-    and counts, instead of showing bare "—"."""
+    and counts, instead of showing bare "—". (Its format stated: a guessed one stops at the first answers that hold
+    no verdict, tests/unit/test_run_format_guess.py.)"""
     data, records = small_data
     with ScriptedServer({judge.render_prompt(r): ["Ответ хороший."] for r in records}) as server:
-        assert main(_run_args(server.base_url, data, tmp_path)) == 0
+        assert main(_run_args(server.base_url, data, tmp_path, "--verdict-format", "tagged")) == 0
     assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
     for split, n in (("zero_shot", 6), ("standard", 6), ("all", 12)):
