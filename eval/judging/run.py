@@ -436,8 +436,16 @@ def not_a_model_ref(ref: str, field: str) -> ConfigError:
     """The error for a ``--judge`` / ``--model`` that is no http(s) URL, no folder and not spelled as a hub id, in
     judge-serve's words (``judge.checkpoints.resolve_checkpoint``'s, which such a ref stops in before any hub call):
     most often a checkpoint path mistyped or not there yet."""
+    import re
+
     from judge.checkpoints import CheckpointNotFound, checkpoint_file_hint, resolve_checkpoint
 
+    # A server's address typed as the console shows it (host:port, maybe a path): the scheme is what is missing.
+    address = re.fullmatch(r"(localhost|[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})(/\S*)?", ref)
+    if address and not Path(ref).exists():
+        host, port, path = address.groups()
+        return ConfigError(f"{field}: {ref}: no such folder; a server's address is a URL with its scheme: "
+                           f"--{field.replace('_', '-')} http://{host}:{port}{path or '/v1'}")
     if Path(ref).exists():  # a file: no checkpoint is one file; a checkpoint's own file names its folder
         return ConfigError(f"{field}: {ref}: a file, not a checkpoint folder"
                            f"{checkpoint_file_hint(ref) or ' (nor a hub id or an http(s) URL)'}")

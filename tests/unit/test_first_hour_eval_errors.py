@@ -250,6 +250,21 @@ def test_run_says_a_missing_checkpoint_folder_in_judge_serves_words(tmp_path, ca
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("ref", "meant"), [("127.0.0.1:8000", "http://127.0.0.1:8000/v1"),
+                                           ("localhost:8000/v1", "http://localhost:8000/v1"),
+                                           ("gpu-node-3:8100/v1/", "http://gpu-node-3:8100/v1/")])
+def test_run_says_a_server_address_without_its_scheme_is_a_url_to_write_with_http(tmp_path, monkeypatch, capsys,
+                                                                                 ref, meant):
+    """Before: "127.0.0.1:8000: no such folder, and not a hub id of the form owner/name (nor an http(s) URL)",
+    which leaves the newcomer who typed the server's address to guess that the scheme is what is missing."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["run", "--judge", ref, "--out", str(tmp_path / "out"), "--data", "sample"]) == 2
+    assert _said(capsys)[1] == (f"judge-eval run: error: judge: {ref}: no such folder; a server's address is a URL "
+                                f"with its scheme: --judge {meant}\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_run_says_a_file_given_as_judge_is_a_file(tmp_path, capsys):
     file = tmp_path / "model.safetensors"
     file.write_bytes(b"x")
