@@ -296,10 +296,17 @@ class Engine:
             EngineStartError: the engine exited, ``timeout_s`` passed, or ``should_stop()`` became true.
         """
         if self.proc is None:
-            deadline = time.monotonic() + timeout_s
-            while not self.healthy():
+            deadline, said = time.monotonic() + timeout_s, False
+            while (status := http_status(self.url + "/health")) != 200:
+                why = "nothing answers there" if status == 0 else f"it answers HTTP {status}"
+                if not said:  # an attached engine may still be loading: said once, so a wrong URL is not a silent wait
+                    log.info("waiting for the attached %s engine at %s to answer /health (up to %g s: "
+                                "--engine-start-timeout-s): %s%s", self.role, self.url, timeout_s, why,
+                                " (is it running, at that host and port?)" if status == 0 else "")
+                    said = True
                 if should_stop() or time.monotonic() > deadline:
-                    raise EngineStartError(f"the attached {self.role} engine at {self.url} does not answer /health",
+                    raise EngineStartError(f"the attached {self.role} engine at {self.url} does not answer /health "
+                                           f"within {timeout_s:g} s (--engine-start-timeout-s): {why}",
                                            role=self.role)
                 time.sleep(0.5)
             return
