@@ -117,6 +117,9 @@ class ExactArgumentParser(argparse.ArgumentParser):
         lines of judge-train's usage above it), naming ``--help``."""
         import sys
 
+        if left_out := self._command_left_out():
+            print(f"{self.prog}: error: {left_out}", file=sys.stderr)
+            sys.exit(2)
         prefix = "unrecognized arguments: "
         command = self._command_run()
         required = message.startswith("the following arguments are required: ")
@@ -132,6 +135,27 @@ class ExactArgumentParser(argparse.ArgumentParser):
         print(f"{self.prog}: error: {prefix}{self._with_closest(message[len(prefix):].split(' '), command)}; "
               f"`{command.prog} --help` lists the options", file=sys.stderr)
         sys.exit(2)
+
+    def _command_left_out(self) -> str:
+        """The error of a command line that names no subcommand and begins with an option of one (``judge-eval
+        --judge X --out Y``, as judge-train takes ``run`` for granted): argparse read the option's value as the
+        subcommand ("invalid choice: 'X'") or suggested the closest option of the top parser. "" otherwise."""
+        subs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        given = getattr(self, "_given", [])
+        if subs is None or any(word in subs.choices for word in given):
+            return ""
+        first = next((word for word in given if word.startswith("--")
+                      and word.partition("=")[0] not in self._option_string_actions), "")
+        flag = first.partition("=")[0]
+        commands: dict[int, tuple[str, argparse.ArgumentParser]] = {}
+        for name, parser in subs.choices.items():  # an alias comes after its command's name: the name is kept
+            commands.setdefault(id(parser), (name, parser))
+        owners = [parser for _, parser in commands.values() if flag and flag in parser._option_string_actions]
+        if not owners:
+            return ""
+        return (f"no command before {first}: `{owners[0].prog} {first} ...` ({flag} is an option of "
+                f"{', '.join(f'`{parser.prog}`' for parser in owners)}); the commands: "
+                f"{', '.join(name for name, _ in commands.values())}; `{self.prog} --help` lists them")
 
     def _unrecognized_options(self) -> list[str]:
         """The long options given to this parser (before a bare ``--``) that are none of its own, as given; a word

@@ -139,3 +139,32 @@ def test_another_error_of_a_command_with_a_long_usage_is_one_line(capsys):
     assert exited.value.code == 2
     assert capsys.readouterr().err == ("long: error: argument --option-number-3: invalid int value: 'x'; "
                                        "`long --help` lists the options\n")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--judge", "runs/x/export", "--out", "runs/eval/x"],
+     "tool: error: no command before --judge: `tool run --judge ...` (--judge is an option of `tool run`); the "
+     "commands: run, eval; `tool --help` lists them"),
+    (["--split=zero_shot"],
+     "tool: error: no command before --split=zero_shot: `tool eval --split=zero_shot ...` (--split is an option of "
+     "`tool eval`); the commands: run, eval; `tool --help` lists them"),
+], ids=["space", "equals"])
+def test_a_command_left_out_before_its_option_is_one_line_naming_the_command(capsys, argv, said):
+    """Before: `judge-eval --judge runs/x/export --out ...` (the command left out, as judge-train allows for `run`)
+    was argparse's usage and "invalid choice: 'runs/x/export'": the judge's folder taken for the command."""
+    with pytest.raises(SystemExit) as exited:
+        _parser(with_commands=True).parse_args(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == said + "\n"
+
+
+def test_judge_eval_without_run_names_run(capsys):
+    from eval.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--judge", "runs/tiny-seq2seq/export", "--out", "runs/eval/tiny"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "judge-eval: error: no command before --judge: `judge-eval run --judge ...` (--judge is an option of "
+        "`judge-eval run`, `judge-eval rank`); the commands: run, score, compare, rank, convert, merge, experts, "
+        "mera; `judge-eval --help` lists them\n")
