@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~770 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~820 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
