@@ -170,6 +170,20 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
 
 
 
+def _tiny_base_meant(name: str) -> str:
+    """"; did you mean tiny-qwen2? ..." for a base named like one of the two tiny bases judge-train builds locally (a
+    typo of the quickstart's ``tiny-qwen2``), else "": such a name is no folder and no hub id, and the refusal alone
+    never said that two names build a base here. The closest wins, ``tiny-qwen2`` (the tiny configs') on a tie."""
+    import difflib
+
+    from train.config import TINY_MODEL, TINY_QWEN3
+
+    ratio = {tiny: difflib.SequenceMatcher(None, name, tiny).ratio() for tiny in (TINY_MODEL, TINY_QWEN3)}
+    meant = max(ratio, key=ratio.get)
+    return (f"; did you mean {meant}? ({TINY_MODEL} and {TINY_QWEN3} build a tiny base here)"
+            if ratio[meant] >= 0.75 else "")
+
+
 def check_training_data(config, *, download: bool = True, quiet: bool = False) -> None:
     """Read a seq2seq, regression or grpo config's data as its recipe will, and refuse it when no training row would come
     out: a missing source, one with no records, or one whose every row the config's filters drop (``zero_shot``,
@@ -224,7 +238,7 @@ def check_training_data(config, *, download: bool = True, quiet: bool = False) -
         except CheckpointNotFound as err:
             # a missing folder (``runs/x`` with runs/ here), an invalid id, or an offline environment the job
             # inherits (sbatch passes HF_HUB_OFFLINE on): the job would refuse it after the queue
-            raise ConfigError(f"model_name_or_path: {err}") from None
+            raise ConfigError(f"model_name_or_path: {err}{_tiny_base_meant(config.model_name_or_path)}") from None
     if config.recipe == "regression" and (base is not None or config.model_name_or_path in (TINY_MODEL, TINY_QWEN3)):
         from train.lora import target_modules
         from train.regression import refuse_unfit_base

@@ -48,3 +48,24 @@ def test_a_missing_folder_named_like_a_hub_id_is_refused(empty_cache):
 def test_an_uncached_hub_id_is_refused_when_the_job_would_be_offline(empty_cache, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert _refused_field(_config(empty_cache, "org/not-cached"), download=False) == "model_name_or_path"
+
+
+@pytest.mark.parametrize("model, meant", [("tiny-qwen", "tiny-qwen2"), ("tiny_qwen3", "tiny-qwen3"),
+                                          ("tiny-qwen2.5", "tiny-qwen2")])
+def test_a_misspelt_tiny_base_names_the_tiny_base_meant(empty_cache, model, meant):
+    """Before: "tiny-qwen: no such folder, and not a hub id of the form owner/name", which never says that two names
+    build a tiny base locally, nor which was meant."""
+    from train.cli import check_training_data
+
+    with pytest.raises(ConfigError) as err:
+        check_training_data(_config(empty_cache, model), download=False)
+    assert str(err.value) == (f"model_name_or_path: {model}: no such folder, and not a hub id of the form owner/name; "
+                              f"did you mean {meant}? (tiny-qwen2 and tiny-qwen3 build a tiny base here)")
+
+
+def test_a_name_far_from_the_tiny_bases_is_refused_without_them(empty_cache):
+    from train.cli import check_training_data
+
+    with pytest.raises(ConfigError) as err:
+        check_training_data(_config(empty_cache, "my-base"), download=False)
+    assert str(err.value) == "model_name_or_path: my-base: no such folder, and not a hub id of the form owner/name"
