@@ -19,7 +19,7 @@ One flag style (``add_config_flags``): ``--output-dir`` for field ``output_dir``
 This module also holds the one reader of the JSON objects stages hand each other (a checkpoint's
 ``config.json``, the export manifest, ``run.json``).
 
-Why one module of ~820 lines: reading a config (the YAML file, bounded before any value is built), checking each
+Why one module of ~830 lines: reading a config (the YAML file, bounded before any value is built), checking each
 value against its field and resolving the layers are one path that every job's settings take, with one error type
 naming the field and its source; its parts are not used apart.
 """
@@ -247,7 +247,7 @@ def read_config_file(path: str | Path, fields_of: type | None = None) -> dict[st
         raise ConfigError(f"config file {path}: {kind}, not a regular file; give the YAML file (write a stream to a "
                           "file first)")
     if not path.is_file():
-        raise ConfigError(f"config file {path} not found")
+        raise ConfigError(f"config file {path} not found{_from_the_repository_root(path)}")
     try:
         raw = _bounded_yaml(path.read_text(encoding="utf-8"), path)
     except yaml.YAMLError as err:  # the parser's own words carry the line and column
@@ -285,6 +285,17 @@ MAX_CONFIG_NODES = 10_000
 #: A shipped config nests four; ``json.loads`` reads ~1,000 levels, which ``dataclasses.asdict`` then cannot copy
 #: (RecursionError), so the bound comes before any work.
 MAX_CONFIG_DEPTH = 64
+
+
+def _from_the_repository_root(path: Path) -> str:
+    """For a relative config path missing here but present in the repository this code runs from (a shipped config
+    named from another folder, as the docs name them from the root): where it is and where to run. "" otherwise,
+    and for an installed package, which has no configs/ beside it."""
+    root = Path(__file__).resolve().parents[2]
+    if path.is_absolute() or not (root / path).is_file() or Path.cwd().resolve() == root:
+        return ""
+    return (f" in {Path.cwd()}; the repository's is {root / path}: run from {root}, where the docs' relative paths "
+            "start")
 
 
 def _bounded_yaml(text: str, path: Path) -> Any:

@@ -467,3 +467,23 @@ def test_a_config_path_that_is_a_device_or_a_pipe_is_named_for_what_it_is(tmp_pa
     assert special_file_kind(tmp_path) == special_file_kind(tmp_path / "missing") == ""
     with pytest.raises(ConfigError, match=r"not found$"):
         read_config_file(tmp_path / "missing.yaml")
+
+
+def test_a_shipped_config_named_from_another_folder_says_where_it_is(tmp_path, monkeypatch):
+    """The configs are addressed from the repository root (the quickstart's `--config configs/train/tiny/...`).
+    Before: from any other folder, "config file configs/train/tiny/seq2seq.yaml not found", for a file that is there.
+    Now the repository's file and the folder to run from are named; a path that is nowhere stays as it was."""
+    from pathlib import Path
+
+    from judge.plumbing.config_files import read_config_file
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        read_config_file("configs/train/tiny/seq2seq.yaml")
+    assert str(err.value) == (f"config file configs/train/tiny/seq2seq.yaml not found in {tmp_path}; the "
+                              f"repository's is {root / 'configs/train/tiny/seq2seq.yaml'}: run from {root}, where "
+                              "the docs' relative paths start")
+    with pytest.raises(ConfigError) as err:
+        read_config_file("configs/train/tiny/no-such.yaml")
+    assert str(err.value) == "config file configs/train/tiny/no-such.yaml not found"
