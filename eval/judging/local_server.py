@@ -35,6 +35,8 @@ _OWN_REFUSAL = re.compile(r"^judge-serve: (?:error: )?(.+)$")
 _CANNOT_START = re.compile(r"judge-serve cannot start: (.+)$")
 _CPU_HINT = re.compile(r"start it with --config (\S+)")
 _TRACEBACK_END = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+$")
+#: judge-serve's line naming the temporary engine-log folder it keeps after a failed start (``serve.supervision``).
+_KEPT_LOGS = re.compile(r"kept the temporary log folder (.+?): judge-serve failed")
 
 
 def start_failure_reason(log: str, exit_code: int | None) -> str:
@@ -149,6 +151,8 @@ def local_server(checkpoint: Path, config: RunConfig, out: Path, name: str = "")
             if reason:
                 said += ": " + reason + ("" if reason.endswith((".", "?", "!")) else ".")
             message = f"{said}{'' if reason else '.'} See its log: {out / 'server.log'}"
+            if kept := _KEPT_LOGS.search(server.log_tail(_REASON_LINES)):  # else left in the temporary dir unsaid
+                message += f"; its engines' logs are kept in {kept.group(1)} (remove the folder when read)"
             # Exit code 2 is the server's usage error (judge-serve's bad configuration, argparse's bad flag): the
             # --server-args or config given to judge-eval, reported as judge-eval's own (exit 2, not 4).
             raise (ConfigError if err.exit_code == 2 else EndpointUnusable)(message) from err

@@ -61,6 +61,24 @@ def test_a_local_server_that_exits_is_one_line_naming_its_log_and_exit_4(tmp_pat
     assert argv[argv.index("--served-model-name") + 1] == "tiny-judge"  # the run's name, as judge-serve's
 
 
+def test_a_failed_start_names_the_engine_log_folder_judge_serve_kept(tmp_path, monkeypatch, capsys):
+    """judge-serve keeps its temporary engine-log folder after a failed start, for reading. Before, judge-eval's line
+    named only server.log, so each failed quickstart run left a /tmp/judge-serve-* folder nobody was told of."""
+    kept = tmp_path / "judge-serve-abc123"
+    argv, out = _failing_judge_serve(tmp_path, monkeypatch, (
+        "print('2026-12-05 21:39:05,025 ERROR judge_serve: judge-serve cannot start: generator engine exited with "
+        "code 1 while starting.', file=sys.stderr)\n"
+        f"print('2026-12-05 21:39:05,173 ERROR judge_serve: kept the temporary log folder {kept}: judge-serve "
+        "failed, and the logs of the engines it started are there (remove it when read; --log-dir chooses the "
+        "folder)', file=sys.stderr)\nsys.exit(1)\n"))
+    capsys.readouterr()
+    assert main(argv) == 4
+    assert capsys.readouterr().err == (
+        "judge-eval run: error: the judge server exited with code 1 while starting: judge-serve cannot start: "
+        f"generator engine exited with code 1 while starting. See its log: {out / 'server.log'}; its engines' logs "
+        f"are kept in {kept} (remove the folder when read)\n")
+
+
 def test_a_server_refusing_its_arguments_is_said_with_its_reason_and_exit_2(tmp_path, monkeypatch, capsys):
     """judge-serve refusing the --server-args it was given (a config file not found, a misspelt flag) exits 2 with
     one line saying why, which judge-eval reported only as "exited with code 2 ... See its log" among 89 lines of
