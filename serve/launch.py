@@ -326,8 +326,9 @@ class Engine:
         """
         if self.proc is None:
             return None
-        if self.proc.alive():
-            log.info("stopping %s engine (process group %d)", self.role, self.proc.pgid)
+        if self.proc.alive():  # a loading vLLM may heed the signal only once loaded: the wait's bound is said
+            log.info("stopping %s engine (process group %d; killed if still running after %g s: engine_stop_grace_s)",
+                     self.role, self.proc.pgid, self.proc.grace_s if grace_s is None else grace_s)
         try:
             return self.proc.stop(grace_s)
         finally:

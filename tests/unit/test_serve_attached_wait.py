@@ -1,7 +1,10 @@
-"""judge-serve attached to an engine (``--generator-url``/``--pooling-url``) that does not answer: it waits up to
+"""judge-serve's waits on its engines are said with their bounds.
+
+judge-serve attached to an engine (``--generator-url``/``--pooling-url``) that does not answer: it waits up to
 ``--engine-start-timeout-s`` (the engine may still be loading, started beside it), but says at once what it waits
 for and why, and its refusal names the bound. Before, a URL with a wrong port left it silent for the whole wait
-(900 s by default), /ready answering "the engines are still starting"."""
+(900 s by default), /ready answering "the engines are still starting". Stopping an engine of its own names how
+long it may take (``engine_stop_grace_s``)."""
 
 from __future__ import annotations
 
@@ -33,3 +36,22 @@ def test_an_attached_engine_that_does_not_answer_is_said_at_once_and_refused_nam
     assert str(raised.value) == (f"the attached generator engine at {url} does not answer /health within 0 s "
                                  "(--engine-start-timeout-s): nothing answers there")
     assert raised.value.role == "generator"
+
+
+def test_stopping_an_engine_says_how_long_it_may_take(tmp_path, caplog):
+    """A Ctrl+C while an engine loads: vLLM may not heed SIGINT until its load is done, and judge-serve then waited
+    out engine_stop_grace_s (30 s) after "stopping generator engine" with nothing said of the wait. The line now
+    names the bound."""
+    import sys
+
+    from judge.plumbing.processes import start_process
+
+    proc = start_process([sys.executable, "-c", "import sys; sys.stdin.read()"], log_path=tmp_path / "engine.log",
+                         grace_s=7.5)
+    engine = Engine(spec=EngineSpec("generator", tmp_path, "judge", 0.9), url="http://127.0.0.1:9", proc=proc)
+    with caplog.at_level(logging.INFO, logger="judge_serve.launch"):
+        engine.stop()
+    assert not proc.alive()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"stopping generator engine (process group {proc.pgid}; killed if still running after 7.5 s: "
+        "engine_stop_grace_s)"]
