@@ -469,23 +469,26 @@ class _Probes:
 
     def answer(self, role: str, engine: Engine, every: float, deadline: float) -> tuple[bool | None, float] | None:
         """The finished probe of ``role``'s ``engine`` (whether it answered, None for no news; when it was sent), or
-        None when none finished since the last call; sends the next probe when one is due (the first at once)."""
+        None when none finished since the last call; sends the next probe when one is due (the first at once), in
+        the same call that takes the last one's answer: a probe whose deadline is the interval ends as the next is
+        due, and sent a call later, each would come a watcher round late."""
         now = (self.clock or time.monotonic)()
         flying = self.flying.get(role)
         if flying is not None and flying.engine is not engine:
             self.drop(role)
             flying = None
-        if flying is None:
-            due = self.due.setdefault(role, now)
-            if now >= due:
-                task = asyncio.ensure_future(probe(self.http, engine.url, deadline))
-                self.flying[role] = _Probe(task, now, engine)
-                self.due[role] = now + every
-            return None
-        if not flying.task.done():
-            return None
-        del self.flying[role]
-        return flying.task.result(), flying.sent
+        finished = None
+        if flying is not None:
+            if not flying.task.done():
+                return None
+            del self.flying[role]
+            finished = flying.task.result(), flying.sent
+        due = self.due.setdefault(role, now)
+        if now >= due:
+            task = asyncio.ensure_future(probe(self.http, engine.url, deadline))
+            self.flying[role] = _Probe(task, now, engine)
+            self.due[role] = now + every
+        return finished
 
     def drop(self, role: str) -> None:
         """Forget ``role``'s probe in flight (its engine died or was replaced) and its schedule."""

@@ -413,3 +413,37 @@ def test_probes_are_sent_an_interval_apart_from_send_to_send(monkeypatch):
     seen = asyncio.run(go())
     assert seen == [None, (False, 0.0), None, None, None]
     assert [(t, url, deadline) for t, url, deadline, _ in sent] == [(0.0, engine.url, 1.5), (2.0, engine.url, 1.5)]
+
+
+def test_the_call_that_takes_a_probes_answer_sends_the_next_one_when_it_is_due(monkeypatch):
+    """An engine of judge-serve's own probed every 2 s waits at most 2 s for each answer (the deadline is the interval
+    when shorter than 5 s): an unanswered probe ends just as the next is due. The watcher's round that takes its
+    answer sends the next probe too, an interval after the last one's send. (Before: that round only took the answer
+    and the next probe went a round later, so each probe of a hung engine came a round late and its bound grew by a
+    round per probe.) The clock is the test's."""
+    import serve.supervision as supervision
+
+    now, sent = [0.0], []
+
+    async def probe(http, url, timeout_s):
+        sent.append(now[0])
+        return False
+
+    monkeypatch.setattr(supervision, "probe", probe)
+    engine = HungEngine("http://127.0.0.1:9")
+
+    async def go() -> list:
+        probes = supervision._Probes(http=None, clock=lambda: now[0])
+        seen = [probes.answer("generator", engine, 2.0, 2.0)]  # the first probe goes at once
+        await asyncio.sleep(0)  # it ends (unanswered)
+        now[0] = 2.0  # its deadline, and the next one's time
+        seen.append(probes.answer("generator", engine, 2.0, 2.0))
+        await asyncio.sleep(0)
+        now[0] = 4.0
+        seen.append(probes.answer("generator", engine, 2.0, 2.0))
+        await asyncio.sleep(0)
+        probes.close()
+        return seen
+
+    assert asyncio.run(go()) == [None, (False, 0.0), (False, 2.0)]
+    assert sent == [0.0, 2.0, 4.0]
