@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~830 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~840 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or
@@ -512,8 +512,11 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
     connections all busy) counts neither way. Probes run beside the watcher (``_Probes``), each within its deadline
     (``PROBE_DEADLINE_S``; for an engine of judge-serve's own, ``engine_probe_interval_s`` when shorter), so a hung
     engine is declared dead within ``engine_hang_probes`` intervals and one deadline of its last answer (an attached
-    one within its interval, the longer of its interval and the deadline, and a deadline), and
-    ``/ready``, which reads what the watcher has seen, turns 503 then."""
+    one within its interval, the longer of its interval and the deadline, and a deadline), plus a round of this
+    loop per probe and one more: a probe is sent, and its answer read, in the first round at or after its time (a
+    round: ``interval_s`` and the port checks, each at most 0.25 s, and in one that takes an attached engine back,
+    its ``/version`` and ``/v1/models`` reads), and ``/ready``, which reads what the watcher
+    has seen, turns 503 then."""
     config = state.config
     owned_probe_s = min(PROBE_DEADLINE_S, config.engine_probe_interval_s)
     misses: dict[str, int] = {}
