@@ -491,15 +491,25 @@ class _Probes:
         return finished
 
     def drop(self, role: str) -> None:
-        """Forget ``role``'s probe in flight (its engine died or was replaced) and its schedule."""
+        """Forget ``role``'s probe in flight (its engine died or was replaced) and its schedule. A probe that already
+        ended on an error ``probe`` does not expect is raised here, once forgotten, as ``answer`` would raise it: a
+        bug stops the watcher (and judge-serve) whether or not its engine died in the same round."""
         flying = self.flying.pop(role, None)
         self.due.pop(role, None)
-        if flying is not None:
+        if flying is None:
+            return
+        if not flying.task.done():
             flying.task.cancel()
+        elif not flying.task.cancelled():
+            flying.task.result()
 
     def close(self) -> None:
+        """Forget every probe: at the watcher's end, which a probe's own error must not replace; logged instead."""
         for role in list(self.flying):
-            self.drop(role)
+            try:
+                self.drop(role)
+            except Exception:  # noqa: BLE001 - the watcher is ending anyway: its own end (a cancel) stands
+                log.exception("the /health probe of the %s engine failed on an error judge-serve did not expect", role)
 
 
 async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
@@ -589,9 +599,9 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
                         log.error("%s (log: %s)", reason, engine.log_path)
                 if reason:
                     misses.pop(role, None)  # its successor starts with a clean count
+                    _declare_dead(state, role, reason, first_miss.pop(role, None))
                     if probes is not None:
                         probes.drop(role)  # a probe still in flight asks about the dead engine
-                    _declare_dead(state, role, reason, first_miss.pop(role, None))
     finally:
         if probes is not None:
             probes.close()

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import logging
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import pytest
 
 import serve.engine_client as engine_client
 from serve.config import ServeConfig
@@ -447,3 +450,39 @@ def test_the_call_that_takes_a_probes_answer_sends_the_next_one_when_it_is_due(m
 
     assert asyncio.run(go()) == [None, (False, 0.0), (False, 2.0)]
     assert sent == [0.0, 2.0, 4.0]
+
+
+def test_a_probe_that_failed_on_an_error_it_did_not_expect_is_never_dropped_unread(monkeypatch, caplog):
+    """A probe's task that ended on an error ``probe`` does not expect (a bug, not an engine's answer) stops the
+    watcher as one read in its turn does, also when its engine died in the same round and the probe is dropped:
+    ``drop`` raises it, its engine forgotten first; at the watcher's end (``close``) it is logged, never raised over
+    the watcher's own end. Either way asyncio never reports it as an exception nobody retrieved. (Before: dropped,
+    the error was lost, and asyncio's "Task exception was never retrieved" came when the task was collected.)"""
+    import serve.supervision as supervision
+
+    async def probe(http, url, timeout_s):
+        raise RuntimeError("a bug in the probe")
+
+    monkeypatch.setattr(supervision, "probe", probe)
+    engine = HungEngine("http://127.0.0.1:9")
+    unretrieved: list[str] = []
+
+    async def go() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: unretrieved.append(context["message"]))
+        probes = supervision._Probes(http=None, clock=lambda: 0.0)
+        probes.answer("generator", engine, 2.0, 2.0)
+        await asyncio.sleep(0)  # the probe's task ends on its error
+        with pytest.raises(RuntimeError, match="a bug in the probe"):
+            probes.drop("generator")
+        assert probes.flying == {} and probes.due == {}
+        probes.answer("pooler", engine, 2.0, 2.0)
+        await asyncio.sleep(0)
+        with caplog.at_level(logging.ERROR, logger="judge_serve"):
+            probes.close()
+        assert probes.flying == {}
+        gc.collect()
+
+    asyncio.run(go())
+    assert unretrieved == []
+    assert [r.getMessage() for r in caplog.records if r.name == "judge_serve"] == [
+        "the /health probe of the pooler engine failed on an error judge-serve did not expect"]
