@@ -177,11 +177,13 @@ def test_a_started_engine_that_stops_answering_is_stopped_and_restarted_as_a_dea
 
 class SilentEngine:
     """A hung engine's port: the kernel completes every handshake and the server never answers a byte.
-    ``probed`` is set once a request for ``/health`` came in (a probe is in flight, and stays so); a bare connection
-    (the watcher's check that the port still listens) is no probe."""
+    ``probed`` is set once a request for ``/health`` came in (a probe is in flight, and stays so until ``hang_up``:
+    from then on every connection is closed, those it holds at once and each later one once its request is read,
+    while the port still listens); a bare connection (the watcher's check that the port still listens) is no
+    probe."""
 
     def __init__(self):
-        self.probed, self._closing = threading.Event(), threading.Event()
+        self.probed, self._closing, self._hung_up = threading.Event(), threading.Event(), threading.Event()
         self._held: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.05)
@@ -201,6 +203,19 @@ class SilentEngine:
         with contextlib.suppress(OSError):
             if conn.recv(1024).startswith(b"GET /health"):
                 self.probed.set()
+        if self._hung_up.is_set():  # aiohttp sends an idempotent request again on a new connection once
+            self._hang_up(conn)
+
+    @staticmethod
+    def _hang_up(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)
+        conn.close()
+
+    def hang_up(self) -> None:
+        self._hung_up.set()
+        for conn in list(self._held):
+            self._hang_up(conn)
 
     def __enter__(self):
         return self
@@ -236,13 +251,16 @@ async def _watching(state: ServerState, work):
             await asyncio.gather(watcher, *state.tasks, return_exceptions=True)
 
 
-def test_a_probe_the_engine_never_answers_does_not_hold_the_watcher():
-    """The generator engine accepts the probe's connection and never answers; while that probe waits out its
-    deadline (engine_probe_interval_s, 2 s), the pooler engine exits: its death is declared first, at once, the
-    generator's unanswered probe still in flight; the generator is declared dead when its probe's deadline passes
-    (one probe in a row is its bound here). (Before: the watcher awaited each probe in turn, so the pooler's exit
+def test_a_probe_the_engine_never_answers_does_not_hold_the_watcher(monkeypatch):
+    """The generator engine accepts the probe's connection and never answers; while that probe is in flight (its
+    deadline an hour: it ends only when the test hangs up), the pooler engine exits: its death is declared, the
+    generator's unanswered probe still in flight; the generator is declared dead when the engine hangs up on its
+    probe (one failed probe is its bound here). (Before: the watcher awaited each probe in turn, so the pooler's exit
     waited behind the hung generator's probe, seen only after the generator was declared dead.)"""
-    config = ServeConfig(model="/ckpt", engine_probe_interval_s=2.0, engine_hang_probes=1,
+    import serve.supervision as supervision
+
+    monkeypatch.setattr(supervision, "PROBE_DEADLINE_S", 3600.0)
+    config = ServeConfig(model="/ckpt", engine_probe_interval_s=3600.0, engine_hang_probes=1,
                          engine_restart_backoff_s=600.0)  # the heals wait in their backoff: nothing restarts
 
     with SilentEngine() as silent, HoldingEngine() as healthy:
@@ -256,22 +274,28 @@ def test_a_probe_the_engine_never_answers_does_not_hold_the_watcher():
             pooler.exited.set()
             await asyncio.wait_for(state.dead["pooler"].wait(), 30)
             generator_dead_first = state.dead["generator"].is_set()
+            silent.hang_up()
             await asyncio.wait_for(state.dead["generator"].wait(), 30)
             return generator_dead_first
 
         assert asyncio.run(_watching(state, work)) is False
     assert state.dead_reason["pooler"].startswith("the pooler engine exited with code 1")
-    assert state.dead_reason["generator"].startswith("the generator engine stopped answering /health (1 probes 2 s")
+    assert state.dead_reason["generator"].startswith(
+        "the generator engine stopped answering /health (1 probes 3600 s")
 
 
-def test_ready_answers_while_an_engine_hangs_and_says_why_once_it_is_declared_dead(tiny_causal_dir):
-    """/ready reads what the watcher has seen and asks no engine itself: while the engine holds a probe unanswered it
-    answers 200 at once (the hang not yet past its bound), and once the probe's deadline has passed, 503, its
-    reason given to a client with the key and the state alone to one without."""
+def test_ready_answers_while_an_engine_hangs_and_says_why_once_it_is_declared_dead(tiny_causal_dir, monkeypatch):
+    """/ready reads what the watcher has seen and asks no engine itself: while the engine holds a probe unanswered
+    (its deadline an hour: it ends only when the test hangs up) it answers 200 at once (the hang not yet past its
+    bound), and once the probe failed, 503, its reason given to a client with the key and the state alone to one
+    without."""
+    import serve.supervision as supervision
     from serve.app import create_app
 
+    monkeypatch.setattr(supervision, "PROBE_DEADLINE_S", 3600.0)
     config = ServeConfig(model=str(tiny_causal_dir), served_model_name="tiny", api_key="ready-key",
-                         engine_probe_interval_s=2.0, engine_hang_probes=1, engine_restart_backoff_s=600.0).validate()
+                         engine_probe_interval_s=3600.0, engine_hang_probes=1,
+                         engine_restart_backoff_s=600.0).validate()
     app = create_app(config)  # its lifespan never entered: no engines start, the watcher is the test's
     keyed = {"Authorization": "Bearer ready-key"}
 
@@ -285,6 +309,7 @@ def test_ready_answers_while_an_engine_hangs_and_says_why_once_it_is_declared_de
                 assert await asyncio.to_thread(silent.probed.wait, 10), "the generator was not probed within 10 s"
                 during = await asyncio.wait_for(client.get("/ready", headers=keyed), 10)
                 still_probing = not state.dead["generator"].is_set()
+                silent.hang_up()
                 await asyncio.wait_for(state.dead["generator"].wait(), 30)
                 after = [await client.get("/ready", headers=keyed), await client.get("/ready")]
                 return [still_probing, during, *after]
@@ -293,7 +318,7 @@ def test_ready_answers_while_an_engine_hangs_and_says_why_once_it_is_declared_de
     assert still_probing and (during.status_code, during.json()) == (
         200, {"status": "ready", "model": "tiny", "judge_kind": state.layout.kind})
     assert told.status_code == 503 and told.json()["status"] == "unavailable"
-    assert told.json()["detail"].startswith("the generator engine stopped answering /health (1 probes 2 s apart)")
+    assert told.json()["detail"].startswith("the generator engine stopped answering /health (1 probes 3600 s apart)")
     assert (anonymous.status_code, anonymous.json()) == (503, {"status": "unavailable"})
 
 
