@@ -538,6 +538,10 @@ async def _watch(state: ServerState, interval_s: float = 0.5) -> None:
             if probes is None and state.http is not None:
                 probes = _Probes(state.http)
             for role, engine in list(state.engines.items()):
+                if state.engines.get(role) is not engine:
+                    # Replaced while this round waited (a restart ended): the engine held here is the stopped one, whose
+                    # exit code is no death of the role's new engine. That one is watched from the next round on.
+                    continue
                 attached = not engine.owned and state.status == "ready" and probes is not None
                 owned = (engine.owned and state.status == "ready" and config.engine_hang_probes > 0
                          and probes is not None)

@@ -511,3 +511,44 @@ def test_a_probe_that_failed_on_an_error_it_did_not_expect_is_never_dropped_unre
     assert unretrieved == []
     assert [r.getMessage() for r in caplog.records if r.name == "judge_serve"] == [
         "the /health probe of the pooler engine failed on an error judge-serve did not expect"]
+
+
+def test_an_engine_replaced_while_the_watchers_round_waited_is_not_judged_by_the_one_it_replaced(monkeypatch):
+    """The watcher's round takes the engines as they were when it began, and waits inside it (a port check, an
+    attached engine's /version): a restart that ends meanwhile (the heal put a new engine in the role and took the
+    role back) leaves the round holding the engine it replaced, stopped, its exit code readable. That engine is no
+    longer the role's: the round passes it by, and the new one is watched from the next round on. (Before: the
+    replaced engine's exit code was taken for a death of the role's new engine, which was stopped and restarted.)
+    The round's wait is the test's: the generator's port check waits until the test has made the restart."""
+    import serve.supervision as supervision
+
+    config = ServeConfig(model="/ckpt", engine_hang_probes=0,  # no probes: the port checks are the round's waits
+                         engine_restart_backoff_s=600.0)
+    generator, replaced, restarted = (HungEngine("http://127.0.0.1:8"), ExitingEngine("http://127.0.0.1:9"),
+                                      HungEngine("http://127.0.0.1:10"))
+    state = ServerState(config=config, layout=None, status="ready", engines={"generator": generator, "pooler": replaced},
+                        dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
+    checked: list[str] = []
+    waiting, restart_made, next_round = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def refuses(url: str, timeout_s: float = 0.25) -> bool:
+        checked.append(url)
+        if url == generator.url and checked.count(url) == 1:
+            waiting.set()
+            await restart_made.wait()
+        elif url == generator.url:
+            next_round.set()
+        return False
+
+    monkeypatch.setattr(supervision, "_refuses", refuses)
+
+    async def work() -> None:
+        await asyncio.wait_for(waiting.wait(), 10)
+        state.engines["pooler"] = restarted  # the heal's restart, while the round waits: its engine stopped
+        replaced.exited.set()
+        restart_made.set()
+        await asyncio.wait_for(next_round.wait(), 10)
+
+    asyncio.run(_watching(state, work))
+    assert state.dead_reason == {} and not state.dead["pooler"].is_set() and not restarted.stopped.is_set()
+    assert checked[:2] == [generator.url, generator.url]  # the replaced engine's port was never checked either
