@@ -1,7 +1,7 @@
 """judge-serve's engine supervision: starting, watching, healing and stopping the vLLM engines behind the HTTP
 surface (``serve.app``).
 
-Why one module of ~840 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
+Why one module of ~850 lines: the state, the watcher, the healer and the start and stop are one lifecycle over one
 ``ServerState``; split, each part would reach into the others' fields.
 
 State: ``ServerState`` is what the routes and the supervisor share; ``status`` runs starting -> ready -> draining, or

@@ -526,7 +526,8 @@ def test_an_engine_replaced_while_the_watchers_round_waited_is_not_judged_by_the
                          engine_restart_backoff_s=600.0)
     generator, replaced, restarted = (HungEngine("http://127.0.0.1:8"), ExitingEngine("http://127.0.0.1:9"),
                                       HungEngine("http://127.0.0.1:10"))
-    state = ServerState(config=config, layout=None, status="ready", engines={"generator": generator, "pooler": replaced},
+    state = ServerState(config=config, layout=None, status="ready",
+                        engines={"generator": generator, "pooler": replaced},
                         dead={"generator": asyncio.Event(), "pooler": asyncio.Event()})
     checked: list[str] = []
     waiting, restart_made, next_round = asyncio.Event(), asyncio.Event(), asyncio.Event()
