@@ -17,7 +17,7 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~800 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~820 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
 the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
 would be defined twice and could drift apart.
@@ -718,9 +718,13 @@ def inline_reasoning(content: str | None, reasoning: str | None, finish_reason: 
     """A chat answer's separated reasoning put back where the engine wrote it: ``<think>``, the reasoning,
     ``</think>``, the content; ``content`` as it is when the server separated none. This is the text a completion
     of the same generation holds (what judge-serve's ``/v1/judge`` reads and returns as ``output``): vLLM's
-    reasoning parsers split ``<think>R</think>C`` at its tags into R and C, neither stripped
-    (``vllm/reasoning/basic_parsers.py``, ``BaseThinkingReasoningParser.extract_reasoning``), so the chat route's
-    raw output and verdict are the typed route's for the same engine answer.
+    reasoning parsers split ``<think>R</think>C`` at its tags into R and C, neither stripped (``--reasoning-parser
+    qwen3``, judge-serve's for an integer judge, is ``Qwen3Parser`` in vLLM 0.32's ``vllm/parser/qwen3.py``; most
+    others ``BaseThinkingReasoningParser.extract_reasoning`` in ``vllm/reasoning/basic_parsers.py``), so the chat
+    route's raw output and verdict are the typed route's for the same engine answer. Not where the split lost what
+    the judge wrote: a generation with no ``</think>`` comes back as reasoning alone whether it opened ``<think>``
+    or not (a bare ``1`` is put back as a closed reasoning with no answer), and a reasoning of whitespace only is no
+    reasoning to ``separated_reasoning`` (the same verdict, without its empty block).
 
     A parser gives reasoning with no content both for ``<think>R</think>`` (the judge ended its turn after its
     reasoning) and for ``<think>R`` (cut inside it); ``finish_reason`` tells them apart as ``read_served_verdict``

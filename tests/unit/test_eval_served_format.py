@@ -286,8 +286,8 @@ GENERATIONS = [("<think>\nБез ошибок.\n</think>\n\n1", "stop"), ("<thin
 
 
 def _split_as_vllm(text: str) -> tuple[str | None, str | None]:
-    """The (reasoning, content) vLLM's reasoning parser makes of ``text`` on a chat answer
-    (``vllm/reasoning/basic_parsers.py``, ``BaseThinkingReasoningParser.extract_reasoning``): its ``<think>``
+    """The (reasoning, content) vLLM's reasoning parser makes of ``text`` on a chat answer (``qwen3``'s, which
+    ``test_the_stand_in_split_is_the_installed_vllm_qwen3_reasoning_parsers`` holds it to): its ``<think>``
     dropped, the text up to ``</think>`` the reasoning, the rest the content (None when empty); no ``</think>``:
     all of it reasoning."""
     opened = text.partition("<think>")
@@ -349,3 +349,21 @@ def test_an_integer_judges_row_is_the_same_through_the_typed_route_and_the_chat_
     }
     assert {k: rows[k] for k in expected} == expected
     assert rows["s0004"][:5] == ("<think>\nготово\n</think>\n\n1", "готово", None, False, "cut")
+
+
+def test_the_stand_in_split_is_the_installed_vllm_qwen3_reasoning_parsers(qwen3_tokenizer):
+    """``_split_as_vllm`` is what judge-serve's engine (vLLM 0.32, ``--reasoning-parser qwen3``: ``Qwen3Parser`` in
+    ``vllm/parser/qwen3.py``, which the ``qwen3`` name maps to, not ``BaseThinkingReasoningParser``) makes of each
+    generation the route test gives, so the chat rows that test reads are the ones vLLM's split gives; and where that
+    parser's split loses what the judge wrote (a generation with no ``</think>`` is all reasoning, opened or not; an
+    empty reasoning is None), which no chat client can put back."""
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.reasoning import ReasoningParserManager
+
+    parser_class = ReasoningParserManager.get_reasoning_parser("qwen3")
+    request = ChatCompletionRequest(model=SERVED, messages=[{"role": "user", "content": "x"}])
+    split = {text: parser_class(qwen3_tokenizer).extract_reasoning(text, request) for text, _ in GENERATIONS}
+    assert split == {text: _split_as_vllm(text) for text, _ in GENERATIONS}
+    lossy = ["1", "<think>1</think>", "<think></think>1"]
+    assert [parser_class(qwen3_tokenizer).extract_reasoning(text, request) for text in lossy] == [
+        ("1", None), ("1", None), (None, "1")]
