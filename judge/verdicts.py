@@ -728,8 +728,12 @@ def inline_reasoning(content: str | None, reasoning: str | None, finish_reason: 
 
     A parser gives reasoning with no content both for ``<think>R</think>`` (the judge ended its turn after its
     reasoning) and for ``<think>R`` (cut inside it); ``finish_reason`` tells them apart as ``read_served_verdict``
-    does: "stop" closes the block (read ``empty``), anything else leaves it open (``unclosed_think``)."""
-    if reasoning is None:
+    does: "stop" closes the block (read ``empty``), anything else leaves it open (``unclosed_think``).
+
+    A content that opens with its own ``<think>`` block is returned as it came: its server left the generation
+    whole beside the reasoning it also sent apart, which put back would be written twice (the rule
+    ``judge.rewards.completion_reasoning`` keeps for a policy's turn)."""
+    if reasoning is None or _THINK_OPEN.match((content or "").lstrip()):
         return content
     if content or finish_reason == "stop":
         return f"<think>{reasoning}</think>{content or ''}"

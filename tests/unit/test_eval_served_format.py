@@ -367,3 +367,21 @@ def test_the_stand_in_split_is_the_installed_vllm_qwen3_reasoning_parsers(qwen3_
     lossy = ["1", "<think>1</think>", "<think></think>1"]
     assert [parser_class(qwen3_tokenizer).extract_reasoning(text, request) for text in lossy] == [
         ("1", None), ("1", None), (None, "1")]
+
+
+def test_a_chat_answer_whose_content_holds_its_own_think_block_is_not_given_the_reasoning_again():
+    """A server that returns the reasoning apart and also leaves it inline (content ``<think>R</think>1`` beside
+    ``reasoning`` R) already holds the whole generation: put back before it, the block would be written twice in the
+    row's raw output. The content stands as it came, read as /v1/judge reads that text; a bare answer still gets its
+    reasoning back. (Before: ``<think>R</think><think>R</think>1``.) judge.rewards.completion_text does not put
+    such a reasoning back either."""
+    from eval.judging.backends import verdict_outcome
+
+    record = judge.load_records(judge.sample_data_path())[0]
+    inline = verdict_outcome("<think>\nБез ошибок.\n</think>\n\n1", record, False, verdict_format="integer",
+                             reasoning="\nБез ошибок.\n", finish_reason="stop")
+    apart = verdict_outcome("\n\n1", record, False, verdict_format="integer", reasoning="\nБез ошибок.\n",
+                            finish_reason="stop")
+    for row in (inline, apart):
+        assert (row["raw_output"], row["feedback"], row["score"], row["parse_ok"]) == (
+            "<think>\nБез ошибок.\n</think>\n\n1", "Без ошибок.", 1.0, True)
