@@ -394,7 +394,8 @@ def _usage() -> str:
               "exit codes: 0 done; 2 a usage, configuration or data error (named on stderr); 1 a failure while "
               "training (traceback); 75 a run stopped at a checkpoint by a signal and not requeued (continue with "
               "--resume); 4 a data stage that finished with an endpoint it could not use (a rerun into the same "
-              "--output asks its jobs again); `judge-train submit` passes on sbatch's own code when sbatch fails."]
+              "--output asks its jobs again); 130 a data stage interrupted (Ctrl-C; a rerun into the same --output "
+              "asks only for the rest); `judge-train submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 

@@ -119,6 +119,21 @@ def test_every_subcommand_has_help(argv, capsys):
     assert "usage:" in capsys.readouterr().out
 
 
+def test_every_subcommands_help_lists_the_code_of_an_interrupt(capsys):
+    """`main` answers Ctrl+C in every subcommand with one line and exit 130 (docs/evaluation.md lists it for run and
+    rank), yet each `--help`'s exit codes stopped at 4 or 2: a script reading 130 found it in no help."""
+    from eval.cli import EXIT_CODES, EXIT_INTERRUPTED
+
+    subcommands = build_parser()._subparsers._group_actions[0].choices
+    assert set(EXIT_CODES) == set(subcommands) - {"mera", "bench"}  # mera lists its own; bench is rank's old name
+    for name in EXIT_CODES:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"; {EXIT_INTERRUPTED} interrupted (Ctrl+C)" in text[text.index("exit codes: 0 "):], (name, text[-300:])
+    assert EXIT_INTERRUPTED == 130
+
+
 def test_console_script_is_installed():
     """The `judge-eval` entry point resolves to eval.cli:main."""
     from importlib.metadata import entry_points

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -159,14 +160,20 @@ def test_data_of_an_unknown_file_type_is_one_line_naming_the_field(tmp_path, cap
 
 def test_the_command_list_names_every_exit_code_its_commands_use(capsys):
     """`judge-train --help` summarises the exit codes for every command: a run a signal stopped at a checkpoint
-    exits 75 (`judge-train run --help`), and a data stage whose endpoint could not be used exits 4
-    (`judge-train data traces --help`); the summary named 0, 2 and 1 only."""
-    from train.cli import main
+    exits 75 (`judge-train run --help`), and a data stage whose endpoint could not be used exits 4 and one
+    interrupted by Ctrl-C 130 (`judge-train data traces --help`); the summary named 0, 2 and 1 only, then left out
+    130. Each code the commands' own lists give is taken from those lists, so a code added there is one here."""
+    from train.cli import RUN_EXIT_CODES, main
+    from train.synthetic.cli import EXIT_CODES as DATA_EXIT_CODES
 
     assert main(["--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     codes = text[text.index("exit codes:"):]
     assert "75 a run stopped at a checkpoint by a signal" in codes and "4 a data stage" in codes, codes
+    listed = {int(code) for code in re.findall(r"(?:exit codes: |; )(\d+) ", codes)}
+    for own in (RUN_EXIT_CODES, DATA_EXIT_CODES):
+        used = {int(code) for code in re.findall(r"(?:[Ee]xit codes: |; )(\d+) ", own)}
+        assert used and used <= listed, (sorted(used - listed), codes)
 
 
 def _whole(folder: Path) -> dict[str, bytes] | None:
