@@ -7,15 +7,13 @@ stderr and the exit code. No engine starts and nothing trains: the fast tier.
 
 The tests of this subject that start heavy components are in tests/integration/training/test_first_use.py.
 
-Why one module of ~540 lines: every refusal a console start shows shares the one batch, started once per file.
+Why one module of ~530 lines: every refusal a console start shows shares the one batch, started once per file.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import contextlib
-import io
 import json
 import logging
 import os
@@ -28,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import judge
+from tests.support.cli_parsers import collected_parsers
 from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
 from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
 
@@ -351,39 +350,6 @@ def test_one_convention_for_log_level_underscores_and_sample_data(outcomes, scra
     assert len((scratch / "sample.jsonl").read_text(encoding="utf-8").splitlines()) == n
 
 
-def _collected_parsers():
-    """Every argparse parser the console scripts build (subcommands included), by building them for --help."""
-    import eval.cli
-    import eval.mera.cli
-    import serve.cli
-    import train.cli
-    from judge.plumbing import config_files
-
-    made = []
-    original = config_files.ExactArgumentParser.__init__
-
-    def recording(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        made.append(self)
-
-    calls = [(train.cli.main, [name, "--help"]) for name in train.cli.SUBCOMMANDS]
-    calls += [(serve.cli.main, ["--help"]), (eval.cli.main, ["--help"]), (eval.mera.cli.main, ["--help"])]
-    config_files.ExactArgumentParser.__init__ = recording
-    try:
-        for main, argv in calls:
-            err = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                try:
-                    code = main(argv)
-                except SystemExit as exit_info:  # --help exits 0; anything else is a help that failed
-                    code = exit_info.code
-            assert code in (0, None), (argv, code, err.getvalue()[-500:])
-    finally:
-        config_files.ExactArgumentParser.__init__ = original
-    assert len(made) >= len(calls)  # every command built its parser (a subcommand's help builds one or more)
-    return made
-
-
 #: Flags of other programs that messages name, with the program.
 FOREIGN_FLAGS = {
     "--repo-type": "hf download",
@@ -425,7 +391,7 @@ def test_every_flag_a_message_suggests_is_one_the_cli_takes():
     """Every --flag in an error, warning or print of the toolkit is an option of one of its console scripts, spelt
     as its --help shows it (dashes), with a value among the flag's choices where it has them."""
     actions = {}
-    for parser in _collected_parsers():
+    for parser in collected_parsers():
         for action in parser._actions:
             for option in action.option_strings:
                 if option.startswith("--") and action.help != "==SUPPRESS==":
