@@ -1,0 +1,254 @@
+"""What README.md and docs/*.md say of the commands, checked against the code that decides it: a flag given to a
+command in a code span or block is one that command's parser takes, a default the docs give a flag is the
+parser's, a `JUDGE_*` variable the docs name is one a script or the code reads (and every variable an sbatch
+script reads is named in the docs), and the exit codes docs/evaluation.md lists for `run` and `rank` are those
+their `--help` lists. Each failure names the page, the line and what differs. The first pages' command blocks are
+also run against `--help` in tests/unit/test_first_hour_docs.py; this file reads every page without starting a
+process, from the parsers the console scripts build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_parsers import parsers_by_prog
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+CONSOLE_SCRIPTS = ("judge-train", "judge-serve", "judge-eval")
+#: Shell words that end one command's arguments (the next command's flags are not its own).
+SEPARATORS = {"|", "||", "&&", ";", "&", "(", ")", "$(", ">", ">>", "<", "2>", "2>&1"}
+#: Words after which a console script's name is the command that runs, not an argument of another one.
+COMMAND_PREFIXES = {"nohup", "exec", "env", "srun", "/usr/bin/time", "time"}
+#: A subcommand's other name: its parser's prog names it by its own (`judge-eval bench` is rank's old name).
+ALIASES = {"bench": "rank"}
+
+
+@pytest.fixture(scope="module")
+def parsers() -> dict[str, argparse.ArgumentParser]:
+    return parsers_by_prog()
+
+
+def _where(page: Path, line: int) -> str:
+    return f"{page.relative_to(REPO)}:{line}"
+
+
+def code_segments(page: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of each code block's command (its ``\\``-continued lines joined) and each inline code span."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    prose: list[tuple[int, str]] = []
+    in_block, command, start = False, "", 0
+    for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            in_block = not in_block
+            continue
+        if not in_block:
+            prose.append((number, line))
+            continue
+        command, start = (command + " " + line, start) if command else (line, number)
+        if not line.rstrip().endswith("\\"):
+            yield start, command.replace("\\ ", " ")
+            command = ""
+    text, starts = "", []
+    for number, line in prose:
+        starts.append((len(text), number))
+        text += line + "\n"
+    for span in re.finditer(r"`([^`]+)`", text):
+        line = max(number for offset, number in starts if offset <= span.start())
+        yield line, span.group(1).replace("\n", " ")
+
+
+def _words(segment: str) -> list[str]:
+    """The shell words of a segment, separators apart; a segment shlex cannot split (a quote cut off) by spaces."""
+    lexer = shlex.shlex(segment, posix=True, punctuation_chars=True)
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError:
+        return segment.split()
+
+
+def _command(words: list[str], parsers: dict[str, argparse.ArgumentParser]) -> tuple[str, int]:
+    """The parser's prog a console script's words run (``judge-eval mera rutie``), and how many words name it."""
+    prog, used = words[0].rsplit("/", 1)[-1], 1
+    while used < len(words) and words[used] == "--log-level":  # taken before the subcommand too (split_log_level)
+        used += 2
+    if prog == "judge-train" and (used >= len(words) or f"judge-train {words[used]}" not in parsers):
+        return "judge-train run", used  # `judge-train --config ...` is `judge-train run --config ...`
+    while used < len(words) and f"{prog} {ALIASES.get(words[used], words[used])}" in parsers:
+        prog, used = f"{prog} {ALIASES.get(words[used], words[used])}", used + 1
+    return prog, used
+
+
+def segment_flags(segment: str, parsers: dict[str, argparse.ArgumentParser]) -> list[tuple[str, str]]:
+    """(command, flag) of each flag a code segment gives a console script, as the shell would run the segment."""
+    words, found, prog, i = _words(segment), [], None, 0
+    while i < len(words):
+        word, before = words[i], words[i - 1] if i else ""
+        if word.rsplit("/", 1)[-1] in CONSOLE_SCRIPTS and (
+                not before or before in SEPARATORS or before in COMMAND_PREFIXES
+                or re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", before)):
+            prog, used = _command(words[i:], parsers)
+            i += used
+            continue
+        if word in SEPARATORS:
+            prog = None
+        elif prog and word == "--":
+            # `judge-train submit ... -- --flag`: what follows is the job's `judge-train run` line
+            prog = "judge-train run" if prog == "judge-train submit" else None
+        elif prog and re.fullmatch(r"--[a-z][a-z0-9_-]*(=.*)?", word):
+            found.append((prog, word.split("=", 1)[0]))
+        i += 1
+    return found
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+def test_every_flag_the_docs_give_a_command_is_one_that_command_takes(parsers):
+    """A flag after `judge-train`, `judge-serve` or `judge-eval` in a code span or block is an option of the parser
+    that command line reaches (`judge-eval mera rutie`, `judge-train data traces`, the job's `judge-train run`
+    after `submit ... --`): a renamed or removed flag in a page sends its reader to an argparse error."""
+    wrong, checked = [], 0
+    for page in PAGES:
+        for line, segment in code_segments(page):
+            for prog, flag in segment_flags(segment, parsers):
+                checked += 1
+                if flag == "--log-level":
+                    continue  # every console script takes it, before or after the subcommand (split_log_level)
+                # a command named without its subcommand (`judge-eval mera`): any of its subcommands' flags
+                taken = set().union(*(_options(parsers[p]) for p in parsers if p == prog or p.startswith(prog + " ")))
+                if flag not in taken:
+                    wrong.append(f"{_where(page, line)}: {prog} takes no {flag}")
+    assert checked > 200, checked  # the scan reads the pages (about 270 flags today)
+    assert not wrong, "flags the docs give commands that do not take them:\n" + "\n".join(wrong)
+
+
+def test_the_flag_scan_follows_the_shell(parsers):
+    """The scan gives a flag to the command the shell runs it with: not past a pipe, not to a console script's name
+    given as another program's argument, nor inside a quoted value; the job's flags after `submit --` are
+    `judge-train run`'s."""
+    segment = ("JUDGE_X=1 judge-eval --log-level debug mera rutie --mode chat | tee --append log && "
+               "python bench/engine_start.py --arms judge-serve --rounds 2; judge-eval run --server-args "
+               "'[\"--seed\", \"0\"]' --engine-args '--seed 0'; judge-train submit --nodes 2 -- --max-steps 5 "
+               "# --not-a-flag")
+    assert segment_flags(segment, parsers) == [
+        ("judge-eval mera rutie", "--mode"), ("judge-eval run", "--server-args"), ("judge-eval run", "--engine-args"),
+        ("judge-train submit", "--nodes"), ("judge-train run", "--max-steps")]
+    assert segment_flags("judge-train --config c.yaml --max-steps 5", parsers) == [
+        ("judge-train run", "--config"), ("judge-train run", "--max-steps")]
+    assert segment_flags("judge-eval bench --model x", parsers) == [("judge-eval rank", "--model")]
+
+
+def _numeric_defaults(parsers: dict[str, argparse.ArgumentParser]) -> dict[str, set[float]]:
+    """Flag -> the numeric defaults its parsers give it (a config flag's default is its dataclass field's)."""
+    from eval.judging.config import RunConfig
+    from eval.mera.config import HumanEvalConfig, RutieConfig
+    from eval.ranking.rank import RankConfig
+    from serve.config import ServeConfig
+    from train.config import RECIPES
+    from train.synthetic import config as data_config
+
+    classes = [RunConfig, HumanEvalConfig, RutieConfig, RankConfig, ServeConfig, *RECIPES.values(),
+               *(c for c in vars(data_config).values() if isinstance(c, type) and dataclasses.is_dataclass(c))]
+    fields = {}
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            if field.default is not dataclasses.MISSING:
+                fields.setdefault(field.name, []).append(field.default)
+    found: dict[str, set[float]] = {}
+    for parser in parsers.values():
+        for action in parser._actions:
+            values = fields.get(action.dest, []) if action.default == argparse.SUPPRESS else [action.default]
+            for option in action.option_strings:
+                for value in values:
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        found.setdefault(option, set()).add(float(value))
+                    elif isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
+                        found.setdefault(option, set()).add(float(value))
+    return found
+
+
+#: A flag and the number the docs give as its default: "`--flag` (900 s)", "`--flag` (512)", "`--flag`, default 2",
+#: "`--flag` seconds (default 120".
+_STATED_DEFAULT = re.compile(r"`(--[a-z][a-z0-9-]*)`(?:'s)?,? *\((?:default:? *)?(\d[\d,]*(?:\.\d+)?) *(?:s|MiB)?[,;)]"
+                             r"|`(--[a-z][a-z0-9-]*)`[^`.;()]{0,30}?\(?\bdefault:? *(\d[\d,]*(?:\.\d+)?)\b")
+
+
+def test_every_default_the_docs_state_for_a_flag_is_its_default(parsers):
+    """A number a page gives as a flag's default ("`--connect-timeout-s` seconds (default 120", "`--max-connections`
+    (512)") is the default of a parser that takes the flag, or of the config field behind it. A flag whose parser
+    default is None (resolved later: `submit --cpus-per-task`, the template's 16) is not checked."""
+    defaults = _numeric_defaults(parsers)
+    wrong, checked = [], 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in _STATED_DEFAULT.finditer(text):
+            flag, stated = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            if flag not in defaults:
+                continue
+            checked += 1
+            if float(stated.replace(",", "")) not in defaults[flag]:
+                line = text.count("\n", 0, match.start()) + 1
+                wrong.append(f"{_where(page, line)}: {flag} default {stated}, the code's {sorted(defaults[flag])}")
+    assert checked > 12, checked  # the scan reads the pages (about 20 stated defaults today)
+    assert not wrong, "defaults the docs state that the code does not have:\n" + "\n".join(wrong)
+
+
+def _sbatch_texts() -> dict[str, str]:
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted((REPO / "slurm").glob("*.sbatch"))}
+
+
+def test_every_judge_variable_the_docs_name_is_read_by_a_script_or_the_code():
+    """A `JUDGE_*` variable in a page is one an sbatch script or the Python code uses: a renamed variable in a page
+    is a setting the job silently never sees."""
+    known = set()
+    for text in _sbatch_texts().values():
+        known |= set(re.findall(r"\bJUDGE_[A-Z0-9_]*[A-Z0-9]", text))
+    for package in ("judge", "train", "serve", "eval"):
+        for path in (REPO / package).rglob("*.py"):
+            known |= set(re.findall(r"\bJUDGE_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    wrong, checked = [], 0
+    for page in [*PAGES, REPO / "slurm" / "README.md"]:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for variable in re.findall(r"\bJUDGE_[A-Z0-9_]*[A-Z0-9]", line):
+                checked += 1
+                if variable not in known:
+                    wrong.append(f"{_where(page, number)}: {variable} is read by no slurm/*.sbatch and no code")
+    assert checked > 50, checked
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_variable_an_sbatch_script_reads_is_named_in_the_docs():
+    """Each `JUDGE_*` setting an sbatch script takes from its environment (`${JUDGE_X:-default}`, `${JUDGE_X:?}`,
+    `${JUDGE_X-}`) is named in docs/slurm.md or another page: a setting no page names is one no user sets."""
+    docs = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+    named = set(re.findall(r"\bJUDGE_[A-Z0-9_]*[A-Z0-9]", docs))
+    missing, checked = [], 0
+    for name, text in _sbatch_texts().items():
+        for variable in sorted(set(re.findall(r"\$\{(JUDGE_[A-Z0-9_]+):?[-?]", text))):
+            checked += 1
+            if variable not in named:
+                missing.append(f"slurm/{name}: {variable} is named in no page")
+    assert checked > 20, checked  # the scripts' settings (about 40 today)
+    assert not missing, "\n".join(missing)
+
+
+def test_the_exit_codes_the_docs_list_for_run_and_rank_are_the_ones_their_help_lists():
+    """docs/evaluation.md's "**Exit codes** of `run` and `rank`" list the codes `judge-eval run --help` and
+    `judge-eval rank --help` list (eval.cli.EXIT_CODES): the page said 130 where the help stopped at 4."""
+    from eval.cli import EXIT_CODES
+
+    text = (REPO / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    start = text.index("**Exit codes** of `run` and `rank`:")
+    paragraph = text[start:text.index("\n\n", start)]
+    stated = {int(code) for code in re.findall(r"(?:: |; )(\d+) ", " ".join(paragraph.split()))}
+    assert stated == set(EXIT_CODES["run"]) == set(EXIT_CODES["rank"]), (stated, EXIT_CODES["run"].keys())
