@@ -42,7 +42,9 @@ __all__ = ["main", "build_parser", "begin_drain", "resolve_config", "fit_trained
 #: judge-serve's exit codes, as ``--help`` lists them.
 EXIT_CODES = (
     "exit codes: 0 a clean shutdown (SIGTERM/SIGINT); 1 an engine failed to start, or kept dying past "
-    "engine_max_restarts, or an attached engine runs another vLLM release line; 2 a bad configuration or checkpoint "
+    "engine_max_restarts, or an attached engine runs another vLLM release line, or serving stopped on what "
+    "judge-serve cannot mend itself (the checkpoint's weights changed under it: start it again; a background task "
+    "failed), /health naming why; 2 a bad configuration or checkpoint "
     "(named), an installed vLLM outside the supported line, or a port already in use (found before any engine "
     "starts)."
 )

@@ -294,6 +294,8 @@ def test_every_help_lists_its_exit_codes(outcomes):
         assert "exit codes: 0" in text and " 2 " in text, (key, text[-400:])
     assert "3 some requests failed" in " ".join(outcomes["help_eval_run"].out.split())
     assert "a port already in use" in " ".join(outcomes["help_serve"].out.split())
+    # docs/serving.md and docs/reliability.md: weights replaced under a running judge-serve stop it with exit 1
+    assert "the checkpoint's weights changed under it" in " ".join(outcomes["help_serve"].out.split())
 
 
 def test_the_tiny_serve_config_fits_a_default_run_and_forces_the_verdict_format():
