@@ -1,10 +1,11 @@
 """What README.md and docs/*.md say of the commands, checked against the code that decides it: a flag given to a
 command in a code span or block is one that command's parser takes, a default the docs give a flag is the
 parser's, a `JUDGE_*` variable the docs name is one a script or the code reads (and every variable an sbatch
-script reads is named in the docs), and the exit codes docs/evaluation.md lists for `run` and `rank` are those
-their `--help` lists. Each failure names the page, the line and what differs. The first pages' command blocks are
-also run against `--help` in tests/unit/test_first_hour_docs.py; this file reads every page without starting a
-process, from the parsers the console scripts build.
+script reads is named in the docs), the exit codes docs/evaluation.md lists for `run` and `rank` are those their
+`--help` lists, and a `metrics.json` key named with its section is in that section. Each failure names the page,
+the line and what differs. The first pages' command blocks are also run against `--help` in
+tests/unit/test_first_hour_docs.py; this file reads every page without starting a process, from the parsers the
+console scripts build.
 """
 
 from __future__ import annotations
@@ -252,3 +253,25 @@ def test_the_exit_codes_the_docs_list_for_run_and_rank_are_the_ones_their_help_l
     paragraph = text[start:text.index("\n\n", start)]
     stated = {int(code) for code in re.findall(r"(?:: |; )(\d+) ", " ".join(paragraph.split()))}
     assert stated == set(EXIT_CODES["run"]) == set(EXIT_CODES["rank"]), (stated, EXIT_CODES["run"].keys())
+
+
+def test_every_metrics_json_key_the_docs_name_by_its_section_is_in_that_section():
+    """A `metrics.json` key a page names with its section (`notes.n_cut_scored`, `settings.bootstrap_unit`,
+    `validity.settings.ceiling_failures`) is a field of that section's record (judge/metrics_json): docs/validity.md
+    named the validity section's `ceiling_failures` as `settings.`'s, a key the file's top-level settings lacks."""
+    from judge.metrics_json.metrics import Notes, PolluxOfficial, Settings
+    from judge.metrics_json.validity import SectionSettings
+
+    sections = {"settings": Settings, "notes": Notes, "pollux_official": PolluxOfficial,
+                "validity.settings": SectionSettings}
+    wrong, checked = [], 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"`((?:validity\.)?(?:settings|notes|pollux_official))\.([a-z_]+)`", text):
+            section, key = match.groups()
+            checked += 1
+            if key not in {field.name for field in dataclasses.fields(sections[section])}:
+                line = text.count("\n", 0, match.start()) + 1
+                wrong.append(f"{_where(page, line)}: metrics.json's {section} has no {key}")
+    assert checked > 10, checked  # the scan reads the pages (about 20 keys today)
+    assert not wrong, "\n".join(wrong)
