@@ -142,6 +142,10 @@ def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_
     assert len({by_id[r["id"]] for r in rows}) == stop_after(1) and len(rows) < len(records)
     assert len(asked) == stop_after(1)  # one request per answer, none retried
     assert {r["error"] for r in rows} == {"request_failed"}
+    # nothing lost: every judgment a sent request asked has its failed row, whatever count the answer held
+    sent = {by_id[b["items"][0]["id"]] for b in asked}
+    assert sorted(r["id"] for r in rows) == sorted(r.id for r in records if by_id[r.id] in sent)
+    assert len(rows) == sum(len(b["items"][0]["criteria"]) for b in asked)
     assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
     if case.startswith("one-result"):  # the counts named: each request's criteria, one more or one fewer results
         n_asked = [len(b["items"][0]["criteria"]) for b in asked]
