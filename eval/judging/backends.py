@@ -86,10 +86,12 @@ class Refused(Exception):
 
 class MalformedAnswer(Refused):
     """An HTTP 200 that is no answer of the protocol's: not JSON (a proxy's or web server's page), or JSON that is no
-    chat completion or ``/v1/judge`` response (no ``choices``, a choice that is no object). Not retried (the same
-    server answers the same way), it is a failed row the next run asks again, and it counts in the failing streak
-    (``judge.plumbing.failing_streak``) as a request failed after its retries does: an endpoint answering every
-    request so stops the run (exit 4), where each answer, read alone, looked like one item's failure.
+    chat completion or ``/v1/judge`` response (no ``choices``, a choice that is no object), or a ``/v1/judge``
+    response that is no answer to the request sent (another number of items or results, results for other criteria
+    or in another order). Not retried (the same server answers the same way), it is a failed row the next run asks
+    again, and it counts in the failing streak (``judge.plumbing.failing_streak``) as a request failed after its
+    retries does: an endpoint answering every request so stops the run (exit 4), where each answer, read alone,
+    looked like one item's failure.
 
     ``unretried`` is what the streak's message says of these failures, which had no retry: what the answer should
     have been (``expected``: ``CHAT_COMPLETION`` on the chat route, ``JUDGE_RESPONSE`` on judge-serve's ``/v1/judge``),
@@ -528,12 +530,14 @@ class JudgeServeBackend:
         # counted by the failing streak, as pairwise judging counts it.
         results = judge_results(body, len(batch), f"{len(batch)} criteria of {batch[0].id}")
         # Results are matched to records by position: one answered in another order (or for another criterion) would
-        # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again.
+        # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again. No
+        # answer to this request, as a wrong count is none: a MalformedAnswer, so a server answering every request
+        # so stops the run after the failing streak, where a plain refusal reset it and every item was asked.
         # Compared stripped: judge-serve releases before this one stripped a custom criterion's name.
         named, asked = [result.criterion for result in results], [record.criteria_name for record in batch]
         if [name.strip() for name in named] != [name.strip() for name in asked]:
-            raise Refused(f"judge-serve answered for the criteria {short(str(named), 200)}, asked for "
-                          f"{short(str(asked), 200)} in that order")
+            raise MalformedAnswer(f"judge-serve answered for the criteria {short(str(named), 200)}, asked for "
+                                  f"{short(str(asked), 200)} in that order", expected=JUDGE_RESPONSE)
         aborted = [result.criterion for result in results if result.error == VerdictError.ABORTED]
         if aborted:  # the whole request asked again: its other results come back with it, as they would on a 503
             raise generation_aborted(f"judge-serve's engine aborted the generation for {short(str(aborted), 200)} "

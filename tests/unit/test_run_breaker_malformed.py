@@ -103,6 +103,13 @@ def _served(body: dict, n_items: int, extra_results: int) -> dict:
                          usage).to_json()
 
 
+def _for_other_criteria(served: dict) -> dict:
+    """``served`` with each result named for a criterion the request did not ask (a server that renamed them)."""
+    for result in served["items"][0]["results"]:
+        result["criterion"] = "Другой критерий"
+    return served
+
+
 # Each malformed /v1/judge answer (a body, or a response to the request's body), and the words its failed row's
 # reason starts with.
 MALFORMED_SERVE = {
@@ -113,6 +120,8 @@ MALFORMED_SERVE = {
     "two-items": (lambda body: _served(body, 2, 0), "HTTP 200, but the /v1/judge response holds 2 items for the 1 "
                                                     "asked ("),
     "one-result-more": (lambda body: _served(body, 1, 1), "HTTP 200, but the /v1/judge response holds "),
+    "other-criteria": (lambda body: _for_other_criteria(_served(body, 1, 0)),
+                       "judge-serve answered for the criteria ['Другой критерий'"),
     "one-result-less": (lambda body: _served(body, 1, -1), "HTTP 200, but the /v1/judge response holds "),
 }
 
@@ -121,9 +130,10 @@ MALFORMED_SERVE = {
 def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_naming_v1_judge(tmp_path, capsys,
                                                                                                  case):
     """Every /v1/judge request answered with one malformed 200 (no /v1/judge response, or one holding another
-    number of items or results than asked): each a request_failed row, asked once, and the run stops with exit 4
-    after the streak, saying the answers were no /v1/judge response (it said "no chat completion", the chat
-    route's words; a wrong count was a plain refusal that reset the streak, and every item was asked)."""
+    number of items or results than asked, or results for other criteria than asked): each a request_failed row,
+    asked once, and the run stops with exit 4 after the streak, saying the answers were no /v1/judge response (it
+    said "no chat completion", the chat route's words; a wrong count, and results for other criteria, were plain
+    refusals that reset the streak, and every item was asked)."""
     answer, says = MALFORMED_SERVE[case]
     data, records = _data(tmp_path, 20)
 
