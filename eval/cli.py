@@ -255,7 +255,9 @@ def _score(args: argparse.Namespace) -> int:
     args.data = data_source(args.data)
     extreme = extreme_rate_choice(args, is_pairwise_run(args.predictions), "only a pairwise run has rates")
     if is_pairwise_run(args.predictions):  # a pairwise run (eval.pairwise.judging): its own metrics and report
+        from eval.input_checks import refuse_pointwise_flags
         from eval.pairwise.metrics import pairwise_markdown, score_pairwise
+        refuse_pointwise_flags(args, build_parser().parse_args(["score", "--predictions", args.predictions]))
         print(pairwise_markdown(score_pairwise(args.predictions, args.data, args.out, n_boot=args.n_boot,
                                                seed=args.seed, name=args.name, extreme_rate_interval=extreme)))
         return 0

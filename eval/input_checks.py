@@ -11,8 +11,9 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "RUN_MARKERS", "RANKING_MARKERS", "refuse_empty_data",
-           "refuse_out_of_bounds", "refuse_missing_predictions", "refuse_convert_out", "run_marker", "os_error_text"]
+__all__ = ["FLAG_BOUNDS", "MAX_RESAMPLES", "N_BOOT_CAP", "POINTWISE_SCORE_FLAGS", "RUN_MARKERS", "RANKING_MARKERS",
+           "refuse_empty_data", "refuse_out_of_bounds", "refuse_pointwise_flags", "refuse_missing_predictions",
+           "refuse_convert_out", "run_marker", "os_error_text"]
 
 #: What marks a folder as holding a run, in the order a refusal names them: its verdicts, else the record every run
 #: writes (``judge-eval run``'s, a ranking's, a MERA task's, a training's).
@@ -211,3 +212,23 @@ def refuse_convert_out(out: str, data: str) -> None:
     if held is not None:
         raise ValueError(f"--out {out}: a file of the run in {path.parent} (it holds {held}), which the records "
                          "would replace; give a file outside that run folder")
+
+
+#: ``judge-eval score``'s flags that only a pointwise run reads (its reference score, VC, correlations, intervals'
+#: unit, validity section, plots and pages): a pairwise run (``eval.pairwise.metrics.score_pairwise``) reads none, its
+#: intervals resampling pairs. In the parser's order.
+POINTWISE_SCORE_FLAGS = ("target", "vc_repeats", "spearman_target", "bootstrap_unit", "clip_regression", "png",
+                         "wandb_project", "allow_repeated_ids", "html_text_items", "alt_test_epsilon", "alt_test_q",
+                         "alt_test_failures", "alt_test_scoring", "alt_test_min_items", "alt_test_min_experts",
+                         "alt_test_min_tested", "ceiling_failures")
+
+
+def refuse_pointwise_flags(args: argparse.Namespace, defaults: argparse.Namespace) -> None:
+    """Refuse (ValueError, naming each) a ``POINTWISE_SCORE_FLAGS`` flag given to the score of a pairwise run, one
+    whose value is not the parser's default (``defaults``): it would change nothing and read as taken, as
+    ``--bootstrap-unit instruction`` read as if the pairwise intervals drew whole instructions."""
+    given = [f"--{name.replace('_', '-')}" for name in POINTWISE_SCORE_FLAGS
+             if getattr(args, name, None) != getattr(defaults, name, None)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: a pairwise run takes none of the pointwise scoring flags (its intervals "
+                         "resample pairs); leave them out")

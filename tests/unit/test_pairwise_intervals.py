@@ -136,3 +136,43 @@ def test_score_of_a_pairwise_run_records_its_interval_settings(tmp_path, capsys)
     assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "200"]) == 0
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["settings"]["extreme_rate_interval"] == "percentile" and metrics["tie_rate"]["ci"] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (("--bootstrap-unit", "instruction"), "--bootstrap-unit"),
+    (("--target", "mean"), "--target"),
+    (("--vc-repeats", "5", "--alt-test-q", "0.1"), "--vc-repeats, --alt-test-q"),
+])
+def test_score_of_a_pairwise_run_refuses_the_pointwise_flags_it_would_ignore(tmp_path, capsys, flags, named):
+    """A pairwise run's intervals resample pairs, and it has no reference score, VC or validity section: a pointwise
+    flag given to its score changed nothing and was taken without a word (``--bootstrap-unit instruction`` read as if
+    its intervals drew whole instructions). Refused before anything is written (exit 2), naming each flag."""
+    import json
+
+    from eval.cli import main
+    from eval.pairwise.files import PAIRWISE_PREDICTIONS
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"id": p.id, "instruction": p.instruction, "answer_1": p.answer_1,
+                                        "answer_2": p.answer_2, "rubrics": p.rubrics, "winner": p.winner}) + "\n"
+                            for p in _TEN), encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / PAIRWISE_PREDICTIONS).write_text("".join(json.dumps(r.to_json()) + "\n" for r in _TEN_ROWS),
+                                            encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", "--predictions", str(run), "--data", str(data), "--n-boot", "20", *flags]) == 2
+    assert capsys.readouterr().err == (f"judge-eval score: error: {named}: a pairwise run takes none of the pointwise "
+                                       "scoring flags (its intervals resample pairs); leave them out\n")
+    assert not (run / "metrics.json").exists()
+
+
+def test_every_score_flag_is_read_by_a_pairwise_score_or_refused_there():
+    """A flag added to score later is named here: read by the pairwise score, or refused on a pairwise run."""
+    from eval.cli import build_parser
+    from eval.input_checks import POINTWISE_SCORE_FLAGS
+
+    read_by_pairwise = {"command", "log_level", "predictions", "data", "out", "n_boot", "seed", "name",
+                        "extreme_rate_interval"}
+    flags = set(vars(build_parser().parse_args(["score", "--predictions", "x"])))
+    assert flags - read_by_pairwise == set(POINTWISE_SCORE_FLAGS)
