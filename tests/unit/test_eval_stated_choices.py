@@ -145,3 +145,13 @@ def test_the_extreme_rate_flag_is_refused_on_a_pointwise_run(tmp_path, capsys):
     assert capsys.readouterr().err == ("judge-eval score: error: --extreme-rate-interval: only a pairwise run has "
                                        "rates; leave the flag out\n")
     assert not out.exists()
+
+
+def test_a_metrics_json_written_before_the_stated_choices_reads_as_they_were():
+    """A metrics.json from before settings named the percentile rule, the rounding and the confusion axes reads
+    (compare and the reports take it beside a new one), each choice None: not said, the same rules applied."""
+    raw = {"judge": "j", "target": "mode", "settings": {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95},
+           "splits": {}}
+    read = Metrics.from_json(raw).settings
+    assert (read.percentile_method, read.judge_rounding, read.confusion_rows, read.confusion_columns) == (
+        None, None, None, None)

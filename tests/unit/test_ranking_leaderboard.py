@@ -382,3 +382,13 @@ def test_the_extreme_rate_flag_is_refused_where_no_rate_has_an_interval(tmp_path
                  "clopper-pearson"]) == 0
     written = json.loads((out / "compare.json").read_text(encoding="utf-8"))
     assert written["extreme_rate_interval"] == "clopper-pearson"
+
+
+def test_the_exact_binomial_win_rate_interval_is_at_the_boards_level(tmp_path: Path) -> None:
+    """At --alpha 0.1 the interval of A's 4 wins in 4 is the 90 % exact one: P(K = 4) = p^4 = 0.05 at its low end,
+    p = 0.05^(1/4) = 0.47287, not the 95 % one's 0.39764."""
+    a, b, c = map(str, _three(tmp_path))
+    exact = leaderboard([a, b, c], n_boot=200, seed=0, alpha=0.1, extreme_rate_interval="clopper-pearson")
+    (top,) = [m for m in exact["models"] if m["model"] == "A"]
+    assert 0.05 ** (1 / 4) == pytest.approx(0.47287, abs=5e-6)
+    assert top["win_rate_ci"] == [pytest.approx(0.05 ** (1 / 4), abs=1e-12), 1.0]
