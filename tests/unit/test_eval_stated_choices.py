@@ -155,3 +155,23 @@ def test_a_metrics_json_written_before_the_stated_choices_reads_as_they_were():
     read = Metrics.from_json(raw).settings
     assert (read.percentile_method, read.judge_rounding, read.confusion_rows, read.confusion_columns) == (
         None, None, None, None)
+
+
+def test_another_of_numpys_percentile_rules_moves_an_end_by_less_than_one_rank():
+    """What the docs say another rule would change, checked over numpy's thirteen: each end stays between the sorted
+    resamples one rank beyond the two around linear's (its position h = q (n - 1)), but not always between those two
+    (the Weibull rule's position is q (n + 1) - 1, nearly a rank below linear's at 2.5 %)."""
+    import math
+
+    methods = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen",
+               "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+    x = np.sort(np.random.default_rng(0).exponential(size=1010))
+    beyond_the_gap = 0
+    for q in (2.5, 97.5):
+        h = q / 100 * (len(x) - 1)
+        low, high = math.floor(h), math.ceil(h)
+        for method in methods:
+            end = np.percentile(x, q, method=method)
+            assert x[low - 1] <= end <= x[high + 1], (q, method)
+            beyond_the_gap += not x[low] <= end <= x[high]
+    assert beyond_the_gap > 0  # "at most the gap between the two values around it" did not hold
