@@ -41,6 +41,7 @@ def test_cells_equal_their_np_unique_definition(name):
     columns = CASES[name]
     got = bootstrap._cells(*columns, item_cells=True)
     want = _cells_by_unique(*columns)
+    assert len(got) == len(want) == 3  # cells, counts and each item's cell: zip alone would pass a missing one
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
