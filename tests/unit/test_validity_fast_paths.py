@@ -34,6 +34,7 @@ def test_coded_alphas_equal_the_krippendorff_package():
     drawn = rng.integers(0, 400, size=(12, 150))
     for domain in (values, np.arange(4.0)):
         got = coded.alphas(coded.draws(drawn), domain)
+        assert len(got) == len(drawn)  # one alpha per resample: zip alone would pass a short answer
         for row, items in zip(got, drawn):
             counts = value_counts(experts[items], domain)
             expected = krippendorff.alpha(value_counts=counts[counts.sum(axis=1) >= 2], value_domain=list(domain),
@@ -97,6 +98,7 @@ def test_batched_leniency_intervals_equal_one_call_per_cell_and_the_libraries():
     cells.append(np.array([0]))
     for clusters in (None, answers):
         batched = leniencies(judge, mean, best_low, cells, clusters=clusters)
+        assert len(batched) == len(cells)  # the one-item cell last: zip alone would pass it left out
         for index, got in zip(cells, batched):
             assert got == leniency(judge[index], mean[index], best_low[index],
                                    clusters=None if clusters is None else clusters[index])
