@@ -53,6 +53,7 @@ def test_special_token_strings_in_a_requests_text_stay_text(request, template, t
     # a whole prompt's way (a chat template that does not keep the prompt verbatim)
     whole = tokenize_sharing_prefixes(tok, chats, [(0, job.criterion, job.prompt) for job in jobs], template=template,
                                       thinking=thinking)
+    assert len(whole) == len(chats) == 2  # one prompt per criterion: zip alone would pass a short answer
     for ids, chat in zip(whole, chats):
         assert (ids.count(im_start), ids.count(im_end)) == (2, 1)
         assert tok.decode(ids) == chat  # the answer's characters, every one
