@@ -15,11 +15,17 @@ def test_an_exception_that_is_not_the_sdk_s_error_is_a_failed_result_naming_it(m
     ``complete`` caught only ``openai.APIError``, so it escaped the worker and stopped the stage with a traceback."""
     client = ChatClient(EndpointConfig(name="t", model="teacher", base_url="http://127.0.0.1:9/v1"), max_retries=0)
 
+    sent: list[dict] = []
+
     def create(**kwargs):
+        sent.append(kwargs)
         raise AttributeError("partially initialized module 'httpx' has no attribute 'Timeout'")
 
     monkeypatch.setattr(client._client.chat.completions, "create", create)
     result = client.complete("q")
+    # what reached the SDK: the endpoint's model, one user turn, EndpointConfig's defaults (0.7, 1024, no extra body)
+    assert sent == [{"model": "teacher", "messages": [{"role": "user", "content": "q"}], "temperature": 0.7,
+                     "max_tokens": 1024, "extra_body": None}]
     assert (result.ok, result.text, result.attempts) == (False, "", 1)
     assert "AttributeError" in result.error and "partially initialized" in result.error
 
