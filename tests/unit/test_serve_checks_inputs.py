@@ -151,8 +151,11 @@ def test_a_failed_download_is_named_in_one_line(tmp_path, monkeypatch):
     import huggingface_hub
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    def snapshot_download(repo_id, *, local_files_only=False, **_):
-        if local_files_only:
+    asked: list[tuple[str, dict]] = []
+
+    def snapshot_download(repo_id, **kwargs):
+        asked.append((repo_id, kwargs))
+        if kwargs.get("local_files_only"):
             raise LocalEntryNotFoundError("not in the cache")
         raise OSError("Got: ConnectError: [Errno -2] Name or service not known\nAn error happened while trying ...")
 
@@ -165,6 +168,9 @@ def test_a_failed_download_is_named_in_one_line(tmp_path, monkeypatch):
     message = str(refused.value)
     assert "\n" not in message
     assert "downloading it failed (OSError: Got: ConnectError: [Errno -2] Name or service not known). " in message
+    # the cache first, then the download, both into the cache HF_HUB_CACHE names
+    cache = {"cache_dir": str(tmp_path / "cache"), "repo_type": "model"}
+    assert asked == [("nobody-here/no-model", {**cache, "local_files_only": True}), ("nobody-here/no-model", cache)]
 
 
 def test_a_control_character_is_named_without_a_doubled_word():
