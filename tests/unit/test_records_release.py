@@ -275,12 +275,16 @@ def test_unreachable_dataset_name_is_a_clear_error(monkeypatch):
     """A dataset name datasets cannot load says which name, that the hub may be unreachable, and how to fix it."""
     import datasets
 
+    asked = []
+
     def offline(name, split=None):  # the network boundary: what load_dataset raises without hub access
+        asked.append((name, split))
         raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(FileNotFoundError) as info:
         load_records("ai-forever/POLLUX")
+    assert asked == [("ai-forever/POLLUX", None)]  # the name as given, no split asked: load_dataset's to choose
     message = str(info.value)
     assert "ai-forever/POLLUX" in message and "ConnectionError" in message
     assert "HF_HUB_OFFLINE=1" in message and "hf download ai-forever/POLLUX --repo-type dataset" in message
