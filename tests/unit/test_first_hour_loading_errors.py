@@ -255,13 +255,17 @@ def test_a_hub_name_that_fails_suggests_the_released_id_when_it_names_a_released
     """`someone/POLLUX` unreachable: the hint to download names ai-forever/POLLUX, not the name given."""
     import datasets
 
+    asked = []
+
     def offline(name, split=None):
+        asked.append((name, split))
         raise ConnectionError(f"Couldn't reach '{name}' on the Hub")
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(FileNotFoundError) as info:
         load_records("someone/pollux")
+    assert asked == [("someone/pollux", None)]  # the name given is asked; only the hint names the release
     message = str(info.value)
     assert "the released dataset is ai-forever/POLLUX" in message
     assert "hf download ai-forever/POLLUX --repo-type dataset" in message
