@@ -7,8 +7,12 @@ The stage behaviour itself is tests/unit/test_demo.py.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+import judge
 from scripts import demo
 
 
@@ -187,9 +191,14 @@ def test_a_judge_serve_failing_the_serve_stage_is_one_line_naming_its_log(tmp_pa
     assert demo.main(["--out", str(out), "--stages", "serve"]) == 2
     [(base_url, path, body)] = sent
     assert (base_url, path) == ("http://127.0.0.1:9/v1/", "/judge")
-    assert [item["id"] for item in body["items"]] == ["s0156", "s0157", "s0158"]
-    assert all(len(item["criteria"]) == 1 and set(item["criteria"][0]) == {"name", "rubrics"}
-               for item in body["items"])
+    # the exact body: each row's texts as the bundled sample file holds them, and its one criterion
+    rows = {row["id"]: row for row in map(json.loads, (Path(judge.__file__).parent / "data" / "sample.jsonl")
+                                          .read_text(encoding="utf-8").splitlines())}
+    assert body == {"items": [
+        {"id": i, "instruction": rows[i]["instruction"], "answer": rows[i]["answer"],
+         "reference_answer": rows[i]["reference_answer"],
+         "criteria": [{"name": rows[i]["criteria_name"], "rubrics": rows[i]["rubrics"]}]}
+        for i in ("s0156", "s0157", "s0158")]}
     err = capsys.readouterr().err
     assert err == (f"demo: judge-serve for the seq2seq judge failed the serve stage's request ({said}); its log: "
                    f"{out / 'serve' / 'seq2seq' / 'judge-serve.log'}\n")
