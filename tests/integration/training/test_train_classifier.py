@@ -81,6 +81,7 @@ def test_vllm_pooling_runner_serves_the_classifier(classifier_run):
     labels = [label_of(t) for t in TAX.tasks]
     with start_vllm_server(export, extra_args=["--runner", "pooling"]) as server:
         body = httpx.post(server.root_url + "/classify", json={"model": server.model, "input": texts}, timeout=120).json()
+    assert len(body["data"]) == len(texts), body  # one row per text: zip alone would pass a short or empty answer
     for row, want in zip(body["data"], expected):
         assert len(row["probs"]) == 152
         got = dict(zip(labels, row["probs"]))
