@@ -1,6 +1,7 @@
 """Loading judged items: every format, and a clear error naming row and field for every kind of bad row."""
 
 import json
+import re
 
 import pytest
 
@@ -221,9 +222,11 @@ def test_a_datasetdict_split_folder_is_read_as_its_split(tmp_path):
 
 def test_missing_path_is_a_clear_error(tmp_path):
     """A path that does not exist is reported as such, not as a hub lookup."""
-    with pytest.raises(FileNotFoundError):
+    # the message, not the type alone: a failed hub lookup is a FileNotFoundError too (naming datasets.load_dataset)
+    missing = re.escape(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(FileNotFoundError, match=rf"^{missing}: no such file or folder$"):
         load_records(tmp_path / "nope.jsonl")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"^data/nope\.jsonl: no such file or folder$"):
         load_records("data/nope.jsonl")  # relative, looks like "owner/name" but is a file path
 
 
