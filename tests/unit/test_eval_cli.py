@@ -179,10 +179,13 @@ def test_cli_flags_override_the_yaml(tmp_path):
     assert config.server_args == ["--enforce-eager"] and config.lenient is False
 
 
-def test_unknown_yaml_key_is_an_error(tmp_path):
+def test_unknown_yaml_key_is_an_error(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("judge: http://x/v1\nconcurency: 4\n", encoding="utf-8")
     assert main(["run", "--config", str(bad), "--out", str(tmp_path)]) == 2
+    # the key named, not only exit 2 (which any usage error gives)
+    assert capsys.readouterr().err == (f"judge-eval run: error: {bad}: unknown keys ['concurency'] for RunConfig; "
+                                       "'concurency': did you mean 'concurrency'?\n")
 
 
 def test_prefix_order_groups_criteria_of_one_answer():
@@ -345,12 +348,17 @@ def test_a_run_stopped_by_its_first_refusals_makes_progress_on_the_next(small_da
     assert sorted(r["error"] or "ok" for r in rows.values()) == ["ok"] * 9 + ["request_failed"] * 3
 
 
-def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path):
+def test_resuming_into_a_folder_of_another_judge_is_refused(small_data, tmp_path, capsys):
     """Rows of judge A are never mixed with judge B's in one predictions file."""
     data, _ = small_data
     with ScriptedServer() as server:
         assert main(_run_args(server.base_url, data, tmp_path, "--limit", "2", "--name", "a")) == 0
-        assert main(_run_args(server.base_url, data, tmp_path, "--name", "b")) == 2
+        capsys.readouterr()
+        # the same settings but the judge's name, so that the name alone is what refuses the run
+        assert main(_run_args(server.base_url, data, tmp_path, "--limit", "2", "--name", "b")) == 2
+        assert capsys.readouterr().err == (
+            f"judge-eval run: error: {tmp_path} holds progress made with other settings (name: 'a' -> 'b'). Use a "
+            "fresh --out, or --overwrite to discard it.\n")
         assert len(read_predictions(tmp_path)) == 2
 
 
