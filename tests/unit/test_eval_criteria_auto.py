@@ -45,10 +45,12 @@ def test_run_criteria_auto_expands_pairs_and_records_the_choice(tmp_path):
     assert {r.extra["task_choice"]["label"] for r in records} == {c["label"] for c in choices}
 
 
-def test_run_criteria_auto_with_an_llm_classifier_needs_its_url(tmp_path):
+def test_run_criteria_auto_with_an_llm_classifier_needs_its_url(tmp_path, capsys):
     """--criteria auto with the llm method but no URL is a config error (exit 2), not a silent plain run."""
     assert main(["run", "--judge", "http://127.0.0.1:9/v1", "--out", str(tmp_path), "--criteria", "auto",
                  "--criteria-classifier", "llm"]) == 2
+    assert capsys.readouterr().err == ("judge-eval run: error: criteria_classifier_path: required with "
+                                       "--criteria-classifier llm (artefact folder or llm URL)\n")
 
 
 def _pairs_file(tmp_path):
