@@ -88,10 +88,10 @@ class MalformedAnswer(Refused):
     """An HTTP 200 that is no answer of the protocol's: not JSON (a proxy's or web server's page), or JSON that is no
     chat completion or ``/v1/judge`` response (no ``choices``, a choice that is no object), or a ``/v1/judge``
     response that is no answer to the request sent (another number of items or results, results for other criteria
-    or in another order). Not retried (the same server answers the same way), it is a failed row the next run asks
-    again, and it counts in the failing streak (``judge.plumbing.failing_streak``) as a request failed after its
-    retries does: an endpoint answering every request so stops the run (exit 4), where each answer, read alone,
-    looked like one item's failure.
+    or in another order, an item of another id or index than the one asked: ``judge_results``). Not retried (the
+    same server answers the same way), it is a failed row the next run asks again, and it counts in the failing
+    streak (``judge.plumbing.failing_streak``) as a request failed after its retries does: an endpoint answering
+    every request so stops the run (exit 4), where each answer, read alone, looked like one item's failure.
 
     ``unretried`` is what the streak's message says of these failures, which had no retry: what the answer should
     have been (``expected``: ``CHAT_COMPLETION`` on the chat route, ``JUDGE_RESPONSE`` on judge-serve's ``/v1/judge``),
@@ -526,9 +526,10 @@ class JudgeServeBackend:
                           server_message(response))
         body = judge_response(response)
         refuse_format_change(body.verdict_format, self.config, self.model)
-        # Another number of items or results is no answer to this request (MalformedAnswer): a failed row each, and
-        # counted by the failing streak, as pairwise judging counts it.
-        results = judge_results(body, len(batch), f"{len(batch)} criteria of {batch[0].id}")
+        # Another number of items or results, or an item of another id or index (another item's verdicts on the same
+        # criteria), is no answer to this request (MalformedAnswer): a failed row each, and counted by the failing
+        # streak, as pairwise judging counts it.
+        results = judge_results(body, len(batch), f"{len(batch)} criteria of {batch[0].id}", item_id=batch[0].id)
         # Results are matched to records by position: one answered in another order (or for another criterion) would
         # put each verdict on a row it was not asked for, so the request fails instead, and a rerun asks it again. No
         # answer to this request, as a wrong count is none: a MalformedAnswer, so a server answering every request
@@ -649,16 +650,27 @@ def judge_response(response: Any) -> JudgeResponse:
                               expected=JUDGE_RESPONSE) from err
 
 
-def judge_results(body: JudgeResponse, n_asked: int, asked: str) -> list[JudgeResult]:
-    """The results of a ``/v1/judge`` response to a request of one item and ``n_asked`` judgments (``asked``: what
-    they were, as the reason names them: ``3 criteria``, ``1 judgment of pair p1 (original)``), pointwise or
-    pairwise; ``MalformedAnswer`` for a response holding another number of items or results: valid as a response but
-    no answer to the request, it says nothing of the item asked, and counts in the failing streak as any HTTP 200
-    that is no answer does."""
+def judge_results(body: JudgeResponse, n_asked: int, asked: str, *,
+                  item_id: str | int | None) -> list[JudgeResult]:
+    """The results of a ``/v1/judge`` response to a request of one item (``item_id``: the id it was sent with) and
+    ``n_asked`` judgments (``asked``: what they were, as the reason names them: ``3 criteria``, ``1 judgment of pair
+    p1 (original)``), pointwise or pairwise; ``MalformedAnswer`` for a response that is no answer to the request:
+    valid as a response, it says nothing of the item asked, and counts in the failing streak as any HTTP 200 that is
+    no answer does. That is another number of items or results, or an item for another one: judge-serve echoes each
+    request item's ``id`` and its ``index`` (its place in the request), in request order (``judge.wire``'s
+    ``JudgeResponseItem``; every judge-serve since ``/v1/judge`` began), and results of the same criteria for another
+    item were written onto the rows asked. Ids compare exactly (``"7"`` is not ``7``); an item sent without an id
+    (None) is matched by its ``index`` alone."""
     if len(body.items) != 1:
         raise MalformedAnswer(f"HTTP 200, but the /v1/judge response holds {len(body.items)} items for the 1 asked "
                               f"({asked})", expected=JUDGE_RESPONSE)
-    results = body.items[0].results
+    (item,) = body.items
+    if item.index != 0 or (item_id is not None and (type(item.id), item.id) != (type(item_id), item_id)):
+        got = "no id" if item.id is None else f"id {item.id!r}"
+        want = "item sent without an id" if item_id is None else repr(item_id)
+        raise MalformedAnswer(f"HTTP 200, but the /v1/judge response's item answers {got} at index {item.index}, the "
+                              f"request's {want} at index 0 ({asked})", expected=JUDGE_RESPONSE)
+    results = item.results
     if len(results) != n_asked:
         raise MalformedAnswer(f"HTTP 200, but the /v1/judge response holds {len(results)} results for {asked}",
                               expected=JUDGE_RESPONSE)

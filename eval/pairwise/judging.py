@@ -434,9 +434,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
                 raise refused
             answer = judge_response(response)  # a 200 that is no /v1/judge response: MalformedAnswer
             refuse_format_change(answer.verdict_format, config, model)
-            # Another number of items or results than the one judgment asked is no answer to it: a MalformedAnswer,
-            # as the pointwise backend reads one, so a failed row that the failing streak counts.
-            (result,) = judge_results(answer, 1, f"1 judgment of pair {pair.id} ({order})")
+            # Another number of items or results than the one judgment asked, or another pair's item (its echoed id),
+            # is no answer to it: a MalformedAnswer, as the pointwise backend reads one, so a failed row that the
+            # failing streak counts. The id names the pair, not the order: both orders are sent with the pair's id.
+            (result,) = judge_results(answer, 1, f"1 judgment of pair {pair.id} ({order})", item_id=pair.id)
             if result.error == VerdictError.ABORTED:  # no verdict: asked again, as the pointwise backend does
                 raise generation_aborted(f"judge-serve's engine aborted the generation for pair {pair.id} ({order})")
             # Never from judge-eval's one pair a request (a lone refusal is the request's 400, above): it guards a

@@ -6,7 +6,8 @@ says what came back, never a verdict or an answer, and it counts in the failing 
 endpoint answering every request so stops with exit 4 after the streak's bound instead of grinding through every
 item; one such answer among good ones is that item's failed row and the run goes on. A valid ``/v1/judge`` response
 holding another number of items or results than the one judgment asked is such an answer too, as pointwise reads it
-(``eval.judging.backends.judge_results``), where it was a ``ValueError`` row the streak took for an answer. The
+(``eval.judging.backends.judge_results``), where it was a ``ValueError`` row the streak took for an answer, and so
+is one whose item is another pair's (its echoed id), where that pair's verdict was written on the pair asked. The
 stop names what the answers should have been: a chat completion on the chat route, a ``/v1/judge`` response on
 judge-serve's.
 
@@ -195,6 +196,35 @@ def test_pairwise_judge_serve_answering_every_request_with_the_wrong_count_stops
     assert first["reason"] == says
     last = says.replace("p0", rows[-1]["id"]).replace("original", rows[-1]["order"])
     _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), last, UNRETRIED_SERVE)
+
+
+def test_pairwise_judge_serve_answering_every_request_for_another_pair_stops_after_the_streak(tmp_path, capsys):
+    """A judge-serve whose every pairwise /v1/judge answer is for pair "p-other" (a cache answering one pair's
+    verdict to every request): a MalformedAnswer each, not a verdict written on the pair asked, so a request_failed
+    row naming both ids, each judgment asked once with its own pair, and the run stops with exit 4 after the streak
+    (every pair was judged with the cached verdict, exit 0)."""
+    data = _pairs(tmp_path)
+
+    def respond(path, request):
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        return 200, _served_pair("p-other", request["model"], 1, 1)
+
+    out = tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        code = main(_pair_args(server.base_url, data, out))
+        asked = [b for b in server.bodies("/v1/judge") if b]
+    err = capsys.readouterr().err
+    rows = _journal(out / PAIRWISE_PREDICTIONS)
+    assert code == EXIT_UNUSABLE, err
+    assert [(b["pairs"][0]["id"], b["pairs"][0]["answer_1"]) for b in asked] == [
+        (r["id"], f"Ответ {r['id'][1:]}{'а' if r['order'] == 'original' else 'б'}.") for r in rows]
+    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
+    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    says = [f"HTTP 200, but the /v1/judge response's item answers id 'p-other' at index 0, the request's "
+            f"{r['id']!r} at index 0 (1 judgment of pair {r['id']} ({r['order']}))" for r in rows]
+    assert [r["reason"] for r in rows] == says
+    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says[-1], UNRETRIED_SERVE)
 
 
 def test_pairwise_judge_serve_one_miscounted_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):

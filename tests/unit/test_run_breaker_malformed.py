@@ -5,8 +5,8 @@ failing streak (judge.plumbing.failing_streak) as a request failed after its ret
 every request so stops the run with exit 4 after the streak's bound, not after the whole data set; one such answer
 among good ones is that item's failed row and the run goes on (exit 3). On judge-serve's ``/v1/judge`` route the same
 holds for a body that is no ``/v1/judge`` response and for a valid one holding another number of items or results
-than the request asked, and the stop names what the answers should have been there (a ``/v1/judge`` response, not a
-chat completion).
+than the request asked, or an item of another id, and the stop names what the answers should have been there (a
+``/v1/judge`` response, not a chat completion).
 
 Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
 """
@@ -110,6 +110,13 @@ def _for_other_criteria(served: dict) -> dict:
     return served
 
 
+def _for_other_item(served: dict) -> dict:
+    """``served`` answering an item of another id than the request's (a cache answering another request's item
+    with the same criteria)."""
+    served["items"][0]["id"] = "s9999"
+    return served
+
+
 # Each malformed /v1/judge answer (a body, or a response to the request's body), and the words its failed row's
 # reason starts with.
 MALFORMED_SERVE = {
@@ -123,6 +130,8 @@ MALFORMED_SERVE = {
     "other-criteria": (lambda body: _for_other_criteria(_served(body, 1, 0)),
                        "judge-serve answered for the criteria ['Другой критерий'"),
     "one-result-less": (lambda body: _served(body, 1, -1), "HTTP 200, but the /v1/judge response holds "),
+    "other-item": (lambda body: _for_other_item(_served(body, 1, 0)),
+                   "HTTP 200, but the /v1/judge response's item answers id 's9999' at index 0, the request's "),
 }
 
 
@@ -130,10 +139,11 @@ MALFORMED_SERVE = {
 def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_naming_v1_judge(tmp_path, capsys,
                                                                                                  case):
     """Every /v1/judge request answered with one malformed 200 (no /v1/judge response, or one holding another
-    number of items or results than asked, or results for other criteria than asked): each a request_failed row,
-    asked once, and the run stops with exit 4 after the streak, saying the answers were no /v1/judge response (it
-    said "no chat completion", the chat route's words; a wrong count, and results for other criteria, were plain
-    refusals that reset the streak, and every item was asked)."""
+    number of items or results than asked, results for other criteria than asked, or an item of another id): each a
+    request_failed row, asked once, and the run stops with exit 4 after the streak, saying the answers were no
+    /v1/judge response (it said "no chat completion", the chat route's words; a wrong count, and results for other
+    criteria, were plain refusals that reset the streak, and every item was asked; an item of another id was
+    scored onto the rows asked)."""
     answer, says = MALFORMED_SERVE[case]
     data, records = _data(tmp_path, 20)
 
