@@ -265,19 +265,33 @@ def request_chunks(samples: Sequence[RewardSample], max_items: int, max_judgment
 
 
 def rewards_from_response(samples: Sequence[RewardSample], response: Mapping[str, Any],
-                          rule: RewardRule) -> list[Reward | None]:
+                          rule: RewardRule, first: int = 0) -> list[Reward | None]:
     """Each sample's reward from a ``/v1/judge`` response to ``judge_request_body(samples)``; None for a sample
-    with no answer (its value is ``rule.empty_answer``).
+    with no answer (its value is ``rule.empty_answer``). ``first``: the caller's index of ``samples[0]``, which an
+    error names its samples from.
+
+    The items of a reward request carry no id, so the response's are matched by position: judge-serve answers them
+    in request order, each with its ``index`` (its place in the request) and the id it was sent with, None
+    (``judge.wire.JudgeResponseItem``). A response that is no answer to this request is refused, never valued: a
+    sample's reward computed on another's verdicts is a wrong reward nothing would tell from a right one.
 
     Raises:
-        ValueError: a response that is not a ``JudgeResponse`` or does not hold one item per sent sample.
+        ValueError: a response that is not a ``JudgeResponse``, or no answer to the request: another number of items
+            than samples sent, or an item at another ``index`` than its place or with an id (none was sent), naming
+            the sample.
     """
     parsed = JudgeResponse.from_json(response)
     sent = [i for i, s in enumerate(samples) if s.answer]
     if len(parsed.items) != len(sent):
         raise ValueError(f"/v1/judge answered {len(parsed.items)} items for {len(sent)} sent")
     out: list[Reward | None] = [None] * len(samples)
-    for i, item in zip(sent, parsed.items):
+    for k, (i, item) in enumerate(zip(sent, parsed.items)):
+        where = f"the sent item {k} (samples[{first + i}])"
+        if item.index != k:
+            raise ValueError(f"/v1/judge answered the item at index {item.index} in the place of {where}: the items "
+                             "of a reward request carry no id and are matched by position")
+        if item.id is not None:
+            raise ValueError(f"/v1/judge answered the item {item.id!r} in the place of {where}, which carried no id")
         out[i] = reward_of(item.results, rule)
     return out
 
@@ -452,7 +466,7 @@ class JudgeRewardClient:
                                        timeout=request_timeout(self.timeout_s)), rows, self.url)
 
         try:
-            return rewards_from_response(samples, self.retry.call(attempt), self.rule)
+            return rewards_from_response(samples, self.retry.call(attempt), self.rule, first)
         except httpx.HTTPError as err:
             raise self._named(err)
 
@@ -473,7 +487,7 @@ class JudgeRewardClient:
                 return _checked(await client.post(self.url, content=data, headers=self._headers()), rows, self.url)
 
             try:
-                return rewards_from_response(samples, await self.retry.acall(attempt), self.rule)
+                return rewards_from_response(samples, await self.retry.acall(attempt), self.rule, first)
             except httpx.HTTPError as err:
                 raise self._named(err)
 

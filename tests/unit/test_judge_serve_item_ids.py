@@ -5,7 +5,9 @@ request order (``serve.judging``; every release since ``/v1/judge`` began: ``jud
 response whose item names another id or index than the request's (a proxy answering from a cache, a server answering
 another request) held results of the same criteria, and ``judge-eval run`` wrote them onto the rows asked: silent
 mis-scoring. It is now a ``MalformedAnswer`` (the failing streak counts it), a failed row for every judgment asked,
-naming both ids; the rerun asks them again.
+naming both ids; the rerun asks them again. The reward clients send no ids: their items are matched by position, so
+an item answered at another ``index``, or with an id none was sent, is refused there (a ``ValueError`` naming its
+sample), never a reward computed on another sample's verdicts.
 
 Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint), each asserting the exact payloads;
 nothing is timed.
@@ -13,6 +15,7 @@ nothing is timed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -22,6 +25,8 @@ import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
 from eval.pairwise.judging import PAIRWISE_PREDICTIONS, read_pairwise_rows
+from judge.plumbing.retry import RetryPolicy
+from judge.reward_clients import JudgeRewardClient, RewardSample
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
@@ -169,3 +174,58 @@ def test_a_pairwise_answer_for_another_pair_fails_both_its_judgments(tmp_path, c
         assert row.reason == (f"HTTP 200, but the /v1/judge response's item answers {got}, the request's 'p1' at "
                               f"index 0 (1 judgment of pair p1 ({order}))")
     assert {(r.error, r.verdict) for key, r in rows.items() if key[0] != "p1"} == {(None, 0.0)}
+
+
+NO_WAIT = RetryPolicy(max_retries=0, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0),
+                      sleep=lambda s: None)
+
+
+def _reward_result(criterion: str, score: float) -> JudgeResult:
+    return JudgeResult(criterion=criterion, criterion_id=None, scale=[0, 1, 2], score=score, parse_ok=True,
+                       in_scale=True, score_source="verdict", feedback="fb")
+
+
+REWARD_SAMPLES = [RewardSample("Q0", "A0", ("A", "B")), RewardSample("Q1", "", ("A",)),
+                  RewardSample("Q2", "A2", ("A",))]
+REWARD_PAYLOAD = {"items": [{"instruction": "Q0", "answer": "A0", "criteria": ["A", "B"]},
+                            {"instruction": "Q2", "answer": "A2", "criteria": ["A"]}], "oversize": "fail"}
+
+# Each answer to REWARD_PAYLOAD that is no answer to it (items by (index, id, results)), and the error it raises.
+WRONG_REWARD_ANSWERS = {
+    "reversed": ([(1, None, [_reward_result("A", 0)]), (0, None, [_reward_result("A", 2), _reward_result("B", 2)])],
+                 "/v1/judge answered the item at index 1 in the place of the sent item 0 (samples[0]): the items of a "
+                 "reward request carry no id and are matched by position"),
+    "an-id": ([(0, None, [_reward_result("A", 2), _reward_result("B", 2)]), (1, "s7", [_reward_result("A", 0)])],
+              "/v1/judge answered the item 's7' in the place of the sent item 1 (samples[2]), which carried no id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_REWARD_ANSWERS))
+def test_a_reward_answer_for_other_items_is_refused_not_valued(case):
+    """The reward client's items carry no id: matched by position, a response whose items come at other indexes
+    (``reversed``: sample 2's verdict would be sample 0's reward) or carry an id none was sent with raises a
+    ValueError naming the sample (by the caller's index: ``first``), sync and async; the same response in order is
+    valued (0.75 is no other sample's value)."""
+    items, said = WRONG_REWARD_ANSWERS[case]
+
+    def respond(path, body):
+        return 200, _response("m", items)
+
+    with ScriptedEndpoint(respond) as endpoint:
+        client = JudgeRewardClient(endpoint.base_url, retry=NO_WAIT, api_key_env="")
+        with pytest.raises(ValueError) as sync_err:
+            client.rewards(REWARD_SAMPLES)
+        with pytest.raises(ValueError) as async_err:
+            asyncio.run(client.arewards(REWARD_SAMPLES, first=4))  # the batch's samples 4 to 6, the sample named so
+    assert [body for _, body in endpoint.requests] == [REWARD_PAYLOAD] * 2
+    assert str(sync_err.value) == said
+    assert str(async_err.value) == said.replace("samples[0]", "samples[4]").replace("samples[2]", "samples[6]")
+
+    def in_order(path, body):
+        return 200, _response("m", [(0, None, [_reward_result("A", 2), _reward_result("B", 1)]),
+                                    (1, None, [_reward_result("A", 0)])])
+
+    with ScriptedEndpoint(in_order) as endpoint:
+        rewards = JudgeRewardClient(endpoint.base_url, retry=NO_WAIT, api_key_env="").rewards(REWARD_SAMPLES)
+    assert [body for _, body in endpoint.requests] == [REWARD_PAYLOAD]
+    assert [None if r is None else r.value for r in rewards] == [pytest.approx(0.75), None, 0.0]
