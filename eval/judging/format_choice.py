@@ -31,7 +31,7 @@ __all__ = ["RECORDED_SERVED_FORMAT_WHY", "SERVED_FORMAT_WHY", "SETTING_TEMPLATE_
            "run_verdict_format", "resolve_prompt_template", "earlier_record", "earlier_prompt_version",
            "earlier_verdict_format", "earlier_max_tokens", "earlier_model", "held_model", "held_root",
            "held_fingerprint",
-           "FormatWatch", "N_FIRST_MISREAD"]
+           "FormatWatch", "N_FIRST_MISREAD", "verdict_shaped"]
 
 log = logging.getLogger("judge_eval.run")
 
@@ -314,6 +314,22 @@ def earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
             positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
 
 
+#: What may close an answer after the number that ends it: markdown, a full stop, a closing bracket or quote.
+_AFTER_A_SCORE = " \t\r\n.,;:!?*_`'\")]}\u00bb"
+
+
+def verdict_shaped(text: str) -> bool:
+    """Whether an answer that no verdict reader took still has a verdict's shape, as a judge's failed answer has: a
+    ``[RESULT]`` tag (the tagged format's, its score no number or past any scale: ``no_score``), or a number ending
+    it (the integer format's, after a dash the reader takes for no sign, in markdown, before a full stop, or past any
+    scale). A chat model that is no judge writes neither (``FormatWatch``'s ``no_verdict``)."""
+    from judge.verdicts import VerdictError, parse_verdict
+
+    if parse_verdict(text).error != VerdictError.NO_RESULT:
+        return True
+    return text.rstrip(_AFTER_A_SCORE)[-1:] in tuple("0123456789")
+
+
 #: How many of a chat run's first answers, all unreadable in the format the run guessed and all readable in the other,
 #: stop it (``FormatWatch``).
 N_FIRST_MISREAD = 5
@@ -330,9 +346,11 @@ class FormatWatch:
     ``[END]`` ends with its score, which the integer reader would take.
 
     With ``no_verdict``, the first ``n_first`` answers read in neither format, each ended by the model itself
-    (``finish_reason`` stop: a verdict ``max_tokens`` cut is a judge's, fixed by that flag), stop it too: ``--judge``
-    names a chat model that is no judge, whose every answer would otherwise be a final parse failure of a run exiting
-    0. Pointwise runs only: a pairwise row is read by its own rules.
+    (``finish_reason`` stop: a verdict ``max_tokens`` cut is a judge's, fixed by that flag) and none with a verdict's
+    shape (``verdict_shaped``: a ``[RESULT]`` tag, a number at its end; a judge's answer whose score failed to read is
+    a judge's, a counted parse failure), stop it too: ``--judge`` names a chat model that is no judge, whose every
+    answer would otherwise be a final parse failure of a run exiting 0. Pointwise runs only: a pairwise row is read
+    by its own rules.
 
     Args:
         verdict_format: the run's.
@@ -359,9 +377,11 @@ class FormatWatch:
             wrong = in_other and (self.verdict_format == VerdictFormat.INTEGER or row.error == VerdictError.NO_RESULT)
             open_wrong, open_none = self.seen < self.n_first, self.seen_none < self.n_first
             # Read only under no_verdict (a pairwise row has no finish_reason). NO_RESULT and NO_SCORE: a text with
-            # no verdict in the run's format, not an empty one (a reasoning model's content) nor one cut off.
+            # no verdict in the run's format, not an empty one (a reasoning model's content) nor one cut off; and
+            # no verdict's shape either (verdict_shaped): a judge's answer whose score failed to read is a judge's.
             none = (open_none and not row.parse_ok and not in_other and row.finish_reason == "stop"
-                    and row.error in (VerdictError.NO_RESULT, VerdictError.NO_SCORE))
+                    and row.error in (VerdictError.NO_RESULT, VerdictError.NO_SCORE)
+                    and not verdict_shaped(row.raw_output))
             self.seen = self.seen + 1 if wrong and open_wrong else self.n_first
             self.seen_none = self.seen_none + 1 if none and open_none else self.n_first
             if wrong and open_wrong and self.seen == self.n_first:
@@ -371,6 +391,20 @@ class FormatWatch:
                                 f"{self.other}")
             if none and open_none and self.seen_none == self.n_first:
                 self.misread = self._no_verdict_sentence()
+        return self.misread
+
+    def offer_written(self, predictions: Path) -> str | None:
+        """``offer`` the rows an earlier launch wrote into ``predictions``, in the order written, until the rules are
+        decided: a folder's first answers are its judge's whichever launch asked them (a resume shares the run key,
+        the guessed format with it). A folder of a judge's verdicts is then never stopped by the answers a resume
+        asks, and one stopped here stops again before asking. Read as a stream: a rule closes at the first row
+        that breaks it."""
+        from eval.judging.predictions import PredictionRow, iter_predictions
+
+        for data in iter_predictions(predictions):
+            if min(self.seen, self.seen_none) >= self.n_first:
+                break
+            self.offer([PredictionRow.from_json(data)])
         return self.misread
 
     def _no_verdict_sentence(self) -> str:

@@ -39,10 +39,11 @@ judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set othe
 ``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
 run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run, as do first chat
 answers that read only in the other format than the one guessed from a URL's model id (``FormatWatch``, pointwise
-and pairwise alike). The Russian prompt's template is the one ``prompt_version`` names when set (a judge-serve
-naming another is refused), else
-follows from the format and the checkpoint's export manifest (``resolve_prompt_template``: the released
-Pollux-4B-Judge is asked with its own), or is the one a judge-serve names; run.json records it and why. Data
+and pairwise alike), or, pointwise, in neither and with no verdict's shape (a chat model that is no judge; a resume
+counts the folder's rows first). The Russian prompt's template is the one ``prompt_version`` names when set (a
+judge-serve naming another is refused), else follows from the format and the checkpoint's export manifest
+(``resolve_prompt_template``: the released Pollux-4B-Judge is asked with its own), or is the one a judge-serve names;
+run.json records it and why. Data
 whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
 default, into ``pairwise_predictions.jsonl``).
 
@@ -702,10 +703,12 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
                                              policy=retry_policy(config), watch=watch))  # fmt: skip
         elif todo:
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
-            backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
-                                     else ChatBackend(base_url, api_key, model, config, template))
             watch = (FormatWatch(config.verdict_format, no_verdict=True) if guessed and kind == "chat"
                      and config.prompt == "ru" else None)
+            if watch is not None and done and watch.offer_written(predictions):  # decided by the folder's rows
+                raise ConfigError(watch.misread)
+            backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
+                                     else ChatBackend(base_url, api_key, model, config, template))
             counts = asyncio.run(_judge_all(backend, todo, config, predictions, content_keys, watch, failed_before))
     # Counted only where asked for: under fail no row is scored on a cut rationale, and a summary's keys stay as
     # they were for every run that does not depart from them.

@@ -10,6 +10,8 @@ stop it with the flag to set. A stated format is never second-guessed, and a tag
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import judge
@@ -107,8 +109,9 @@ def test_answers_cut_by_max_tokens_are_no_sign_of_a_chat_model(data, tmp_path):
 
 
 def test_a_pairwise_row_unreadable_in_both_formats_is_offered_without_the_chat_model_rule():
-    """A pairwise run's watch reads its rows by the format rule alone: a pairwise row has no finish_reason, and one
-    that reads in neither format neither stops the run nor breaks the watch."""
+    """A pairwise run's watch reads its rows by the format rule alone: a pairwise row has no finish_reason (never
+    read), and one that reads in neither format does not stop the run; it breaks the format rule's streak, as any
+    answer that does not read in the other format does, so answers that do never stop it after it."""
     from eval.judging.format_choice import FormatWatch
     from eval.pairwise.judging import PairwiseRow
 
@@ -116,3 +119,143 @@ def test_a_pairwise_row_unreadable_in_both_formats_is_offered_without_the_chat_m
                       verdict=None, parse_ok=False, error="no_score", reason="no integer", latency_s=0.1)
     watch = FormatWatch("integer")
     assert [watch.offer([row]) for _ in range(N_FIRST_MISREAD)] == [None] * N_FIRST_MISREAD
+    tagged = dataclasses.replace(row, raw_output="[FEEDBACK] Первый лучше. [RESULT] 1 [END]", error="no_score")
+    assert [watch.offer([tagged]) for _ in range(N_FIRST_MISREAD)] == [None] * N_FIRST_MISREAD
+    fresh = FormatWatch("integer")  # without the row before them, the same answers stop it
+    assert [fresh.offer([tagged]) for _ in range(N_FIRST_MISREAD)][-1].startswith("verdict_format: the judge's first")
+
+
+# ------------------------------------------------------------------- the watch's rules, row by row
+
+def _rows(verdict_format: str, *answers: tuple) -> list:
+    """Rows as the chat backend writes them (``verdict_outcome``, its reader): each answer ``(content, finish_reason)``
+    or ``(content, finish_reason, reasoning)`` (a reasoning parser's split), or None for a request that failed."""
+    from eval.judging.backends import failed_outcome, verdict_outcome
+    from eval.judging.predictions import REQUEST_FAILED, PredictionRow
+
+    record = judge.load_records(judge.sample_data_path())[0]
+    return [PredictionRow(id=f"r{i}", judge="assistant", **(
+        failed_outcome(REQUEST_FAILED, "HTTP 503") if answer is None else
+        verdict_outcome(answer[0], record, False, verdict_format=verdict_format, finish_reason=answer[1],
+                        reasoning=answer[2] if len(answer) > 2 else None)))
+            for i, answer in enumerate(answers)]
+
+
+CHAT = (CHAT_ANSWER, "stop")
+THINKING = "Ответ по критерию полный, ошибок нет."
+
+
+@pytest.mark.parametrize("verdict_format, answer", [
+    ("tagged", (CHAT_ANSWER, "stop")),
+    ("tagged", ("Вот три совета: пейте воду, спите, гуляйте.", "stop")),
+    ("integer", ("Ответ хороший, но неполный.", "stop", THINKING)),  # a reasoning model's chat answer, split apart
+    ("integer", (f"<think>{THINKING}</think>Ответ хороший.", "stop")),  # the same, its reasoning inline
+], ids=["tagged-chat", "tagged-advice", "integer-split-reasoning", "integer-inline-reasoning"])
+def test_five_answers_with_no_verdict_in_them_stop_a_watch_for_no_verdict(verdict_format, answer):
+    from eval.judging.format_choice import FormatWatch
+
+    watch = FormatWatch(verdict_format, no_verdict=True)
+    said = [watch.offer(_rows(verdict_format, answer)) for _ in range(N_FIRST_MISREAD)]
+    assert said[:-1] == [None] * (N_FIRST_MISREAD - 1)
+    assert said[-1].startswith("judge: the first 5 answers of assistant hold no verdict")
+
+
+@pytest.mark.parametrize("verdict_format, answer", [
+    # a judge whose answers failed to read is still a judge: each is a counted parse failure, the run goes on
+    ("tagged", ("[FEEDBACK] Ответ пуст, оценивать нечего. [RESULT] нет оценки [END]", "stop")),  # a tag, no number
+    ("tagged", ("[FEEDBACK] Ответ верный. [RESULT] 10000000 [END]", "stop")),  # a number past any scale: no_score
+    ("integer", ("Итог — 1", "stop", THINKING)),  # a dash before the score: no sign to read, no_score
+    ("integer", ("10000000", "stop", THINKING)),  # past any scale
+    ("integer", ("Оценка: **2**", "stop", THINKING)),  # markdown around the score
+    ("integer", ("Оценка: 2.", "stop", THINKING)),  # a full stop after it
+    ("integer", ("-1", "stop", THINKING)),  # read: a score off the scale is a score (in_scale false)
+    ("tagged", ("[FEEDBACK] Ответ верный. [RESULT] 7 [END]", "stop")),  # the same in the tagged format
+    ("integer", (None, "stop", THINKING)),  # a reasoning, then nothing: empty, not a chat answer
+    ("tagged", ("Конечно! Вот стихотворение о первом", "length")),  # cut: max_tokens' doing
+], ids=["tagged-result-no-number", "tagged-past-bound", "integer-dash", "integer-past-bound", "integer-markdown",
+        "integer-full-stop", "integer-minus-one", "tagged-off-scale", "integer-reasoning-only", "cut"])
+def test_a_judges_answers_that_fail_to_read_never_stop_a_watch_for_no_verdict(verdict_format, answer):
+    """Before: an answer with a [RESULT] tag whose score did not read, or one ending in a number the integer reader
+    refuses, counted as a chat model's, and five such answers stopped a POLLUX judge's run as no judge's."""
+    from eval.judging.format_choice import FormatWatch
+
+    watch = FormatWatch(verdict_format, no_verdict=True)
+    assert [watch.offer(_rows(verdict_format, answer)) for _ in range(N_FIRST_MISREAD + 2)] == [None] * 7
+
+
+@pytest.mark.parametrize("verdict_format, answers, stops", [
+    # a failed request has no answer to read: passed over, neither counted nor breaking the streak
+    ("tagged", [CHAT] * 4 + [None] + [CHAT], "no verdict"),
+    # one verdict among the first answers: it is a judge, whatever follows
+    ("tagged", [CHAT] * 4 + [("[FEEDBACK] Верно. [RESULT] 1 [END]", "stop")] + [CHAT] * 6, None),
+    ("tagged", [("[FEEDBACK] Верно. [RESULT] 1 [END]", "stop")] + [CHAT] * 6, None),
+    # a cut answer breaks the streak: a judge cut by max_tokens may write anything before its verdict
+    ("tagged", [CHAT] * 4 + [("Конечно! Вот", "length")] + [CHAT] * 6, None),
+    # the two rules' answers mixed: neither rule holds for all of the first five
+    ("tagged", [(INTEGER_ANSWER, "stop")] * 3 + [CHAT] * 2 + [(INTEGER_ANSWER, "stop")] * 5, None),
+    ("tagged", [CHAT] * 3 + [(INTEGER_ANSWER, "stop")] * 2 + [CHAT] * 5, None),
+    # each rule alone
+    ("tagged", [(INTEGER_ANSWER, "stop")] * 5, "misread"),
+    ("integer", [("[FEEDBACK] Верно. [RESULT] 1 [END]", "stop")] * 5, "misread"),
+    ("integer", [CHAT] * 5, "no verdict"),
+], ids=["request-failed-passed-over", "a-verdict-fifth", "a-verdict-first", "a-cut-fifth", "misread-then-none",
+        "none-then-misread", "misread-tagged", "misread-integer", "no-verdict-integer"])
+def test_the_first_answers_decide_once_and_one_rule_at_most(verdict_format, answers, stops):
+    from eval.judging.format_choice import FormatWatch
+
+    watch = FormatWatch(verdict_format, no_verdict=True)
+    said = [watch.offer([row]) for row in _rows(verdict_format, *answers)]
+    first = next((i for i, s in enumerate(said) if s), None)
+    if stops is None:
+        assert first is None, said
+        return
+    assert first == len(said) - 1  # the fifth answer read decides
+    assert said[first].startswith("judge: the first 5 answers of assistant hold no verdict" if stops == "no verdict"
+                                  else "verdict_format: the judge's first 5 answers do not read as")
+    if stops == "no verdict":  # the first answer read is quoted, not a failed request
+        assert f"the first: '{CHAT_ANSWER}'" in said[first]
+
+
+# ------------------------------------------------------------------- a resumed run's first answers are the folder's
+
+def _switchable(text: list[str]) -> ScriptedEndpoint:
+    """``_chat_model``'s server, answering ``text[0]`` (a test changes it between launches)."""
+    entry = {"id": "assistant", "object": "model", "max_model_len": 4096, "root": "/models/assistant"}
+
+    def respond(path: str, body: dict) -> tuple:
+        return (404, {"detail": "Not Found"}) if path == "/v1/judge" else (
+            200, chat_completion(text[0], body["model"], "stop"))
+
+    return ScriptedEndpoint(respond, respond_get=lambda path: (200, {"object": "list", "data": [entry]}))
+
+
+def test_a_resumed_folder_whose_first_answers_are_verdicts_is_never_stopped_as_no_judges(data, tmp_path):
+    """Before: a resume counted only its own answers, so a folder of a judge's verdicts was stopped as no judge's at
+    the first 5 answers of the resume that read in neither format, with --overwrite (the folder's verdicts
+    discarded) as the way on. The folder's first answers decide, whichever launch asked them."""
+    from tests.support.eval_cli import cut_predictions_to
+
+    out, text = tmp_path / "run", ["[FEEDBACK] Ответ верный. [RESULT] 1 [END]"]
+    with _switchable(text) as server:
+        assert main(run_args(server.base_url, data, out, "--concurrency", "1")) == 0
+        cut_predictions_to(out, 3)  # killed after 3 verdicts
+        text[0] = CHAT_ANSWER
+        assert main(run_args(server.base_url, data, out, "--concurrency", "1")) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 8 + 5
+    rows = read_predictions(out)
+    assert [r["parse_ok"] for r in rows] == [True] * 3 + [False] * 5
+    assert {r["error"] for r in rows[3:]} == {"no_result"}
+
+
+def test_a_folder_stopped_as_no_judges_stops_again_before_asking(data, tmp_path, capsys):
+    """Before: the same command run again resumed the stopped folder and asked its 3 items left, which never reached
+    5 answers of its own: it exited 0, every row a parse failure. Its first 5 answers are in the folder: it stops
+    again (exit 2) and asks nothing."""
+    out = tmp_path / "run"
+    with _switchable([CHAT_ANSWER]) as server:
+        assert main(run_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        capsys.readouterr()
+        assert main(run_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        assert len(server.bodies("/v1/chat/completions")) == N_FIRST_MISREAD
+    assert "judge: the first 5 answers of assistant hold no verdict" in capsys.readouterr().err
+    assert len(read_predictions(out)) == N_FIRST_MISREAD
