@@ -43,11 +43,19 @@ def test_stopping_an_engine_says_how_long_it_may_take(tmp_path, caplog):
     out engine_stop_grace_s (30 s) after "stopping generator engine" with nothing said of the wait. The line now
     names the bound."""
     import sys
+    import time
 
     from judge.plumbing.processes import start_process
 
-    proc = start_process([sys.executable, "-c", "import sys; sys.stdin.read()"], log_path=tmp_path / "engine.log",
-                         grace_s=7.5)
+    # An engine that runs until it is stopped (its stdin is /dev/null: a read of it returns at once, and an engine
+    # that had exited by itself before stop() would be stopped without a word). Stopped once it says it runs.
+    log_path = tmp_path / "engine.log"
+    proc = start_process([sys.executable, "-c", "import signal; print('running', flush=True); signal.pause()"],
+                         log_path=log_path, grace_s=7.5)
+    deadline = time.monotonic() + 60  # bounds a failing test only
+    while "running" not in log_path.read_text(encoding="utf-8") and proc.alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.alive()
     engine = Engine(spec=EngineSpec("generator", tmp_path, "judge", 0.9), url="http://127.0.0.1:9", proc=proc)
     with caplog.at_level(logging.INFO, logger="judge_serve.launch"):
         engine.stop()
