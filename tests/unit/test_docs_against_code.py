@@ -184,24 +184,46 @@ _STATED_DEFAULT = re.compile(r"`(--[a-z][a-z0-9-]*)`(?:'s)?,? *\((?:default:? *)
                              r"|`(--[a-z][a-z0-9-]*)`[^`.;()]{0,30}?\(?\bdefault:? *(\d[\d,]*(?:\.\d+)?)\b")
 
 
+def stated_default_errors(text: str, where: str, defaults: dict[str, set[float]], options: set[str]) -> list[str]:
+    """What is wrong with each flag default ``text`` states (``_STATED_DEFAULT``), by line: a number no parser taking
+    the flag has as its default, or a flag no parser takes (a renamed flag whose default a page still gives)."""
+    wrong = []
+    for match in _STATED_DEFAULT.finditer(text):
+        flag, stated = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        line = text.count("\n", 0, match.start()) + 1
+        if flag not in options:
+            wrong.append(f"{where}:{line}: {flag} (default {stated}) is an option of no command")
+        elif flag in defaults and float(stated.replace(",", "")) not in defaults[flag]:
+            wrong.append(f"{where}:{line}: {flag} default {stated}, the code's {sorted(defaults[flag])}")
+    return wrong
+
+
 def test_every_default_the_docs_state_for_a_flag_is_its_default(parsers):
     """A number a page gives as a flag's default ("`--connect-timeout-s` seconds (default 120", "`--max-connections`
     (512)") is the default of a parser that takes the flag, or of the config field behind it. A flag whose parser
-    default is None (resolved later: `submit --cpus-per-task`, the template's 16) is not checked."""
+    default is None (resolved later: `submit --cpus-per-task`, the template's 16) is not checked; a flag no parser
+    takes is wrong."""
     defaults = _numeric_defaults(parsers)
+    options = set().union(*(_options(parser) for parser in parsers.values()))
     wrong, checked = [], 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for match in _STATED_DEFAULT.finditer(text):
-            flag, stated = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
-            if flag not in defaults:
-                continue
-            checked += 1
-            if float(stated.replace(",", "")) not in defaults[flag]:
-                line = text.count("\n", 0, match.start()) + 1
-                wrong.append(f"{_where(page, line)}: {flag} default {stated}, the code's {sorted(defaults[flag])}")
+        checked += sum(bool((m.group(1) or m.group(3)) in defaults) for m in _STATED_DEFAULT.finditer(text))
+        wrong += stated_default_errors(text, str(page.relative_to(REPO)), defaults, options)
     assert checked > 12, checked  # the scan reads the pages (about 20 stated defaults today)
     assert not wrong, "defaults the docs state that the code does not have:\n" + "\n".join(wrong)
+
+
+def test_a_default_stated_for_a_flag_no_command_takes_is_wrong(parsers):
+    """Before: a default stated for a flag no parser takes (`--engine-start-timeout` for `--engine-start-timeout-s`)
+    was passed over, as one whose default the parser leaves to later is."""
+    defaults = _numeric_defaults(parsers)
+    options = set().union(*(_options(parser) for parser in parsers.values()))
+    text = ("judge-serve waits `--engine-start-timeout-s` (900 s) for its engines.\n"
+            "`--engine-start-timeout` (900 s) and `--cpus-per-task` (default 16), `--max-connections` (513).\n")
+    assert stated_default_errors(text, "page.md", defaults, options) == [
+        "page.md:2: --engine-start-timeout (default 900) is an option of no command",
+        "page.md:2: --max-connections default 513, the code's [512.0]"]
 
 
 def _sbatch_texts() -> dict[str, str]:
