@@ -292,10 +292,16 @@ def _from_the_repository_root(path: Path) -> str:
     named from another folder, as the docs name them from the root): where it is and where to run. "" otherwise,
     and for an installed package, which has no configs/ beside it."""
     root = Path(__file__).resolve().parents[2]
-    if path.is_absolute() or not (root / path).is_file() or Path.cwd().resolve() == root:
+    if path.is_absolute() or not (root / path).is_file():
         return ""
-    return (f" in {Path.cwd()}; the repository's is {root / path}: run from {root}, where the docs' relative paths "
-            "start")
+    try:
+        here = Path.cwd()
+    except FileNotFoundError:  # a shell left in a folder removed since: nowhere to read a relative path from
+        here = None
+    if here is not None and here.resolve() == root:
+        return ""
+    return (f" in {here or 'a folder that no longer exists'}; the repository's is {root / path}: run from {root}, "
+            "where the docs' relative paths start")
 
 
 def _bounded_yaml(text: str, path: Path) -> Any:

@@ -488,3 +488,22 @@ def test_a_shipped_config_named_from_another_folder_says_where_it_is(tmp_path, m
     with pytest.raises(ConfigError) as err:
         read_config_file("configs/train/tiny/no-such.yaml")
     assert str(err.value) == "config file configs/train/tiny/no-such.yaml not found"
+
+
+def test_a_shipped_config_named_from_a_removed_folder_is_refused_in_one_line(tmp_path, monkeypatch):
+    """A shell left in a folder since removed (a run folder deleted from under it): the relative path reads from
+    nowhere. Before: the hint's Path.cwd() raised FileNotFoundError, a traceback where the refusal was one line."""
+    from pathlib import Path
+
+    from judge.plumbing.config_files import read_config_file
+
+    root = Path(__file__).resolve().parents[2]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(ConfigError) as err:
+        read_config_file("configs/train/tiny/seq2seq.yaml")
+    assert str(err.value) == ("config file configs/train/tiny/seq2seq.yaml not found in a folder that no longer "
+                              f"exists; the repository's is {root / 'configs/train/tiny/seq2seq.yaml'}: run from "
+                              f"{root}, where the docs' relative paths start")
