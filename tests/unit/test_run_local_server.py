@@ -79,6 +79,31 @@ def test_a_failed_start_names_the_engine_log_folder_judge_serve_kept(tmp_path, m
         f"are kept in {kept} (remove the folder when read)\n")
 
 
+def test_the_kept_folder_line_judge_eval_reads_is_the_one_judge_serve_writes(tmp_path, caplog):
+    """The line the test above scripts is judge-serve's own (serve.supervision.stop_engines after a failed start):
+    reworded there, judge-eval's reading of it would find no folder and say none, and no other test would fail."""
+    import asyncio
+    import logging
+
+    from serve.config import ServeConfig
+    from serve.supervision import ServerState, stop_engines
+
+    class Stopped:  # an engine of its own, already stopped
+        owned = True
+
+        def stop(self) -> None:
+            return None
+
+    folder = tmp_path / "judge-serve-abc123"
+    folder.mkdir()
+    state = ServerState(config=ServeConfig(model="x"), layout=None, log_dir=folder, log_dir_is_temporary=True,
+                        status="failed", engines={"generator": Stopped()})
+    with caplog.at_level(logging.INFO, logger="judge_serve"):
+        asyncio.run(stop_engines(state))
+    found = [m.group(1) for r in caplog.records if (m := local_server_module._KEPT_LOGS.search(r.getMessage()))]
+    assert found == [str(folder)]
+
+
 def test_a_server_refusing_its_arguments_is_said_with_its_reason_and_exit_2(tmp_path, monkeypatch, capsys):
     """judge-serve refusing the --server-args it was given (a config file not found, a misspelt flag) exits 2 with
     one line saying why, which judge-eval reported only as "exited with code 2 ... See its log" among 89 lines of
