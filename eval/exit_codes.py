@@ -13,7 +13,9 @@ EXIT_INTERRUPTED = 130
 _INTERRUPTED = "interrupted (Ctrl+C)"
 _INTERRUPTED_RESUMABLE = _INTERRUPTED + ": the rows written are kept, a rerun resumes"
 EXIT_CODES: dict[str, dict[int, str]] = {
-    "run": {0: "every item judged", 2: _USAGE_ERROR,
+    "run": {0: "every item judged", 2: _USAGE_ERROR + "; or the judge's first 5 answers stopped it: they read only in "
+                                                   "the other verdict format than the one guessed, or in neither (no "
+                                                   "judge), the flags to set named",
             3: "some requests failed (each a row of predictions.jsonl with its reason; rerunning retries them)",
             4: _UNUSABLE, EXIT_INTERRUPTED: _INTERRUPTED_RESUMABLE},
     "score": {0: "scored", 2: _USAGE_ERROR + "; or no predictions to score", EXIT_INTERRUPTED: _INTERRUPTED},

@@ -259,3 +259,13 @@ def test_a_folder_stopped_as_no_judges_stops_again_before_asking(data, tmp_path,
         assert len(server.bodies("/v1/chat/completions")) == N_FIRST_MISREAD
     assert "judge: the first 5 answers of assistant hold no verdict" in capsys.readouterr().err
     assert len(read_predictions(out)) == N_FIRST_MISREAD
+
+
+def test_run_help_lists_the_stops_on_the_judges_first_answers_under_exit_2(capsys):
+    """Before: `judge-eval run --help` gave exit 2 as a usage, configuration or input error only; a run stopped on
+    its judge's first answers (a guessed format they contradict, or no verdict in them) exits 2 too."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert (f"or the judge's first {N_FIRST_MISREAD} answers stopped it: they read only in the other verdict format "
+            "than the one guessed, or in neither (no judge), the flags to set named") in usage
