@@ -67,6 +67,15 @@ class EngineHealth:
                       f"probes awaited answered {status}")
 
 
+def _until_ready(root: str, timeout_s: float = 30.0) -> None:
+    """Until judge-serve's /ready answers 200: an attached engine taken back (its probe read, its /version and
+    /v1/models read again) is the condition, polled with a bound, not a wait hoped long enough."""
+    deadline = time.monotonic() + timeout_s
+    while (status := httpx.get(root + "/ready", timeout=10).status_code) != 200:
+        assert time.monotonic() < deadline, f"/ready still {status} {timeout_s:g} s after the engine answered again"
+        time.sleep(0.1)
+
+
 def _engine(health: EngineHealth) -> ScriptedEndpoint:
     """An attached vLLM 0.32 engine: /version and /v1/models answer, /health as ``health`` says; every POST is a
     chat completion."""
@@ -209,7 +218,8 @@ def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
 
     The order is the engine's to see, not a wait: judge-serve probes one at a time and marks the engine dead after two
     failed probes (serve/supervision.py ``_watch``), so a third failed probe reaching the engine means the first
-    two were acted on; taken back on the first probe answered 200, so a second one means that one was."""
+    two were acted on. Taking it back reads its /version and /v1/models after the probe answered 200, while the next
+    probe may already be on its way, so the test waits for what judge-serve says: /ready 200 (``_until_ready``)."""
     root, _, health, _ = flood_server
     auth = {"Authorization": f"Bearer {KEY}"}
     body = {"model": "attached", "messages": [{"role": "user", "content": "hi"}]}
@@ -221,7 +231,8 @@ def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
         assert "127.0.0.1" not in refused.text  # no engine URL in what a client sees
     finally:
         since = health.switch(up=True)
-    health.wait_probes(since, 200, 2)
+    health.wait_probes(since, 200, 1)
+    _until_ready(root)
     answer = httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"] == "ok"
@@ -244,7 +255,8 @@ def test_an_attached_engine_restarted_with_another_model_is_followed(flood_serve
         health.serves = {"id": "restarted", "object": "model", "max_model_len": 1024}
     finally:
         since = health.switch(up=True)
-    health.wait_probes(since, 200, 2)
+    health.wait_probes(since, 200, 1)
+    _until_ready(root)
     sent = len(health.bodies)
     answer = httpx.post(root + "/v1/chat/completions", headers=auth, timeout=30,
                         json={"model": own, "messages": [{"role": "user", "content": "hi"}]})
