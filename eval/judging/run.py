@@ -39,13 +39,12 @@ judge-serve names in its ``GET /v1/models`` entry (a ``verdict_format`` set othe
 ``verdict_format`` when set, else it follows from the checkpoint or the model id (``eval.judging.format_choice``);
 run.json records it, a resume keeps it, and a ``/v1/judge`` answer in another format stops the run, as do first chat
 answers that read only in the other format than the one guessed from a URL's model id (``FormatWatch``, pointwise
-and pairwise alike), or, pointwise, in neither and with no verdict's shape (a chat model that is no judge; a resume
-counts the folder's rows first). The Russian prompt's template is the one ``prompt_version`` names when set (a
-judge-serve naming another is refused), else follows from the format and the checkpoint's export manifest
-(``resolve_prompt_template``: the released Pollux-4B-Judge is asked with its own), or is the one a judge-serve names;
-run.json records it and why. Data
-whose rows carry ``answer_1``/``answer_2`` is judged pairwise (``eval.pairwise.judging``: every pair in both orders by
-default, into ``pairwise_predictions.jsonl``).
+and pairwise alike), or, pointwise, in neither and with no verdict's shape (a chat model that is no judge); a resume
+counts the folder's rows first, pointwise and pairwise. The Russian prompt's template is the one ``prompt_version``
+names when set (a judge-serve naming another is refused), else follows from the format and the checkpoint's export
+manifest (``resolve_prompt_template``: the released Pollux-4B-Judge is asked with its own), or is the one a
+judge-serve names; run.json records it and why. Data whose rows carry ``answer_1``/``answer_2`` is judged pairwise
+(``eval.pairwise.judging``: every pair in both orders by default, into ``pairwise_predictions.jsonl``).
 
 Why one module of ~700 lines: ``_run_holding`` resolves one run's judge, budget, verdict format and template against
 the folder's earlier rows in an order where each check reads the ones before it, and hands them to the runner beside
@@ -698,6 +697,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
             # Watched whatever --prompt says: every pair is asked with the one pairwise template, the 4B judge's.
             watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" else None
+            if watch is not None and n_done and watch.offer_written(predictions, pairwise=True):  # the folder's rows
+                raise ConfigError(watch.misread)
             counts = asyncio.run(judge_pairs(todo, predictions, kind=kind, base_url=base_url, root_url=root_of(base_url),
                                              api_key=api_key, model=model, name=config.name, config=config,
                                              policy=retry_policy(config), watch=watch))  # fmt: skip

@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     from eval.judging.format_choice import FormatWatch
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
-           "load_pairs", "selected_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows"]
+           "load_pairs", "selected_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows",
+           "iter_pairwise_rows"]
 
 log = logging.getLogger("judge_eval.pairwise")
 
@@ -234,12 +235,18 @@ def selected_pairs(config) -> list[PairRecord]:
     return load_pairs(config.data)[: config.limit or None]
 
 
+def iter_pairwise_rows(path: str | Path) -> Iterator[PairwiseRow]:
+    """The rows of a ``pairwise_predictions.jsonl`` in the order written (a torn last line, from a kill, is dropped),
+    read one at a time: ``FormatWatch.offer_written`` stops at its first rows."""
+    for number, data in iter_journal_lines(path, quiet=True):  # named by the line an editor shows, blanks counted
+        yield PairwiseRow.from_json(data, f"{path}: {row_place(LineIndex(number - 1))}")
+
+
 def read_pairwise_rows(path: str | Path) -> list[PairwiseRow]:
     """The rows of a ``pairwise_predictions.jsonl`` (a torn last line, from a kill, is dropped), the last row of each
     (id, order) winning, as a resumed run leaves them."""
     rows: dict[tuple[str, str], PairwiseRow] = {}
-    for number, data in iter_journal_lines(path, quiet=True):  # named by the line an editor shows, blanks counted
-        row = PairwiseRow.from_json(data, f"{path}: {row_place(LineIndex(number - 1))}")
+    for row in iter_pairwise_rows(path):
         rows[(row.id, row.order)] = row
     return list(rows.values())
 
@@ -377,7 +384,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     the failed judgments are written as failed rows, which the next run asks after the judgments never asked
     (``pending_judgments``), and a judgment whose row failed before is not counted by the streak. ``watch``
     (``eval.judging.format_choice.FormatWatch``) is offered each row written, as the pointwise runner offers it: a
-    verdict format guessed from a URL's model id that the judge's first answers do not read in stops the run.
+    verdict format guessed from a URL's model id that the judge's first answers do not read in stops the run (the
+    caller offers it the folder's rows first, ``FormatWatch.offer_written``, as the pointwise runner does).
 
     Returns:
         ``written``, ``parse_failed``, ``request_failed``.

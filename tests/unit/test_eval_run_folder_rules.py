@@ -204,6 +204,55 @@ def test_a_pairwise_judge_misread_in_the_guessed_format_stops_the_run(tmp_path, 
         (p.id, order, True, -1.0 if order == "original" else 1.0) for p in pairs for order in ("original", "swapped")]
 
 
+def _pairwise_chat_judge(answer: list[str]) -> ScriptedEndpoint:
+    """A vLLM-like chat server named ``my-judge`` (no model id naming Pollux-4B: the format is guessed tagged),
+    answering every chat request ``answer[0]`` (a test changes it between launches); no /v1/judge route."""
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        return 200, chat_completion(answer[0], body["model"])
+
+    return ScriptedEndpoint(respond, model="my-judge")
+
+
+def test_a_pairwise_folder_stopped_by_its_first_answers_stops_again_before_asking(tmp_path, capsys):
+    """As a pointwise run: the watch reads the folder's first rows. Before, the same command run again after the stop
+    counted only its own answers: it asked the 3 judgments left, never reached 5, and exited 0 with every row a
+    parse failure. Its first 5 answers are in the folder: it stops again (exit 2) and asks nothing."""
+    data = _write_pairs(PAIRS, tmp_path / "pairs.jsonl")
+    out = tmp_path / "run"
+    with _pairwise_chat_judge(["Сравнив ответы, первый лучше.\n\n-1"]) as server:
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        capsys.readouterr()
+        server.requests.clear()
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        assert server.bodies("/v1/chat/completions") == []
+    assert ("judge-eval run: error: verdict_format: the judge's first 5 answers do not read as tagged verdicts but do "
+            "as integer ones; tagged was guessed from the model id: start again with --overwrite --verdict-format "
+            "integer\n") in capsys.readouterr().err
+    rows = read_pairwise_rows(out / PAIRWISE_PREDICTIONS)
+    assert [(r.parse_ok, r.error) for r in rows] == [(False, "no_result")] * 5
+
+
+def test_a_resumed_pairwise_folder_whose_first_answers_are_verdicts_is_never_stopped(tmp_path):
+    """Before: a pairwise resume counted only its own answers, so a folder of a judge's tagged verdicts was stopped
+    (exit 2, with --overwrite, its verdicts discarded, as the way on) by the first 5 answers of the resume that read
+    only as integer verdicts. The folder's first answers decide, whichever launch asked them: the resume runs to
+    the end, each such answer a counted parse failure."""
+    data = _write_pairs(PAIRS, tmp_path / "pairs.jsonl")
+    out, answer = tmp_path / "run", ["[FEEDBACK] ok [RESULT] -1 [END]"]
+    path = out / PAIRWISE_PREDICTIONS
+    with _pairwise_chat_judge(answer) as server:
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 0
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:3]), encoding="utf-8")  # killed after 3 verdicts
+        answer[0] = "Сравнив ответы, первый лучше.\n\n-1"
+        assert main(_pair_args(server.base_url, data, out, "--concurrency", "1")) == 0
+        assert len(server.bodies("/v1/chat/completions")) == 8 + 5
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["parse_ok"], r["error"]) for r in rows] == [(True, None)] * 3 + [(False, "no_result")] * 5
+
+
 def test_pairwise_api_judges_get_no_vllm_fields_and_are_told_the_template(tmp_path, caplog):
     """--prompt en (an API judge such as gpt-4o, which refuses an unknown field as api.openai.com does) asks the pairwise
     prompt, the only one, with the OpenAI fields alone, and the log says which template; --prompt ru to a tagged judge
