@@ -17,6 +17,7 @@ into the run folder recorded of them.
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -314,6 +315,9 @@ def earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
             positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
 
 
+#: A reasoning's close, as ``judge.verdicts.parse_integer_verdict`` finds it: the answer is the text after the last.
+_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
+
 #: What may close an answer after the number that ends it: markdown, a full stop, a closing bracket or quote.
 _AFTER_A_SCORE = " \t\r\n.,;:!?*_`'\")]}\u00bb"
 
@@ -414,8 +418,15 @@ class FormatWatch:
         from eval.judging.backends import short
 
         first = self.first_answer
+        # A reasoning model's raw output opens with its reasoning (an integer run rebuilds a separated one before the
+        # answer, judge.verdicts.inline_reasoning): its first 120 characters would show none of what it answered.
+        # The answer is what follows the last </think>, as the integer reader takes it.
+        closes = list(_THINK_CLOSE.finditer(first.raw_output))
+        answer = first.raw_output[closes[-1].end():].strip() if closes else ""
+        quoted = (f"'{short(answer, 120)}' (its reasoning before </think> left out)" if answer
+                  else f"'{short(first.raw_output, 120)}'")
         return (f"judge: the first {self.n_first} answers of {first.judge} hold no verdict, read as tagged ([FEEDBACK] "
                 f"... [RESULT] n [END]) or integer (a bare integer last), though each ended on its own; the first: "
-                f"'{short(first.raw_output, 120)}': is it a POLLUX judge? Start again with --overwrite (this --out "
+                f"{quoted}: is it a POLLUX judge? Start again with --overwrite (this --out "
                 f"holds those answers) and --judge at one, or --verdict-format to judge with this one anyway, each "
                 f"such answer a counted parse failure")

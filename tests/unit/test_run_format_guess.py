@@ -160,6 +160,31 @@ def test_five_answers_with_no_verdict_in_them_stop_a_watch_for_no_verdict(verdic
     assert said[-1].startswith("judge: the first 5 answers of assistant hold no verdict")
 
 
+LONG_THINKING = "Разберу ответ по критерию. " * 8  # a reasoning longer than the 120 characters quoted
+
+
+@pytest.mark.parametrize("verdict_format, answer, quoted", [
+    # the integer reader's reasoning (judge.verdicts.inline_reasoning) before the answer: the answer is quoted
+    ("integer", ("Ответ хороший.", "stop", LONG_THINKING),
+     "'Ответ хороший.' (its reasoning before </think> left out)"),
+    ("integer", (f"<think>{LONG_THINKING}</think>\n\nОтвет хороший.", "stop"),
+     "'Ответ хороший.' (its reasoning before </think> left out)"),
+    # a chat template that opened the block in the prompt: the answer after its </think>, as the integer reader reads
+    ("integer", (f"{LONG_THINKING}</think>Ответ хороший.", "stop"),
+     "'Ответ хороший.' (its reasoning before </think> left out)"),
+    # no answer after the reasoning (read in neither format by a tagged run): its start, as it is
+    ("tagged", (f"<think>{LONG_THINKING}</think>", "stop"), f"'<think>{LONG_THINKING.strip()[:113]}...'"),
+], ids=["integer-split-reasoning", "integer-inline-reasoning", "integer-template-opened", "reasoning-only-tagged"])
+def test_the_no_verdict_stop_quotes_the_answer_after_the_reasoning(verdict_format, answer, quoted):
+    """Before: the sentence quoted the first 120 characters of the raw output, which for a reasoning model is its
+    reasoning (an integer run rebuilds it as <think>...</think> before the answer): what it answered was never shown.
+    Now the answer after the reasoning is quoted, saying the reasoning was left out; with no answer, the start."""
+    from eval.judging.format_choice import FormatWatch
+
+    watch = FormatWatch(verdict_format, no_verdict=True)
+    said = [watch.offer(_rows(verdict_format, answer)) for _ in range(N_FIRST_MISREAD)][-1]
+    assert f"though each ended on its own; the first: {quoted}: is it a POLLUX judge?" in said
+
 @pytest.mark.parametrize("verdict_format, answer", [
     # a judge whose answers failed to read is still a judge: each is a counted parse failure, the run goes on
     ("tagged", ("[FEEDBACK] Ответ пуст, оценивать нечего. [RESULT] нет оценки [END]", "stop")),  # a tag, no number
