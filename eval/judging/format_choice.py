@@ -347,7 +347,10 @@ class FormatWatch:
     rerun never asks again, and the run exited 0. ``offer`` reads each row as it is written; once the first
     ``n_first`` answers all failed in the run's format and all read in the other, ``misread`` is the sentence to stop
     with. For a ``tagged`` run only answers with no ``[RESULT]`` at all count: a tagged verdict cut before its
-    ``[END]`` ends with its score, which the integer reader would take.
+    ``[END]`` ends with its score, which the integer reader would take. An answer that reads as an integer verdict
+    once the punctuation or markdown closing it is dropped ("2.", "**2**") counts too, and the sentence says so: the
+    integer reader refuses it, as POLLUX's own client does (``demo/serve_pollux_demo.py`` in ai-forever/POLLUX), and
+    is not loosened, but no tagged judge ends so, and ``--verdict-format integer`` is still the flag to set.
 
     With ``no_verdict``, the first ``n_first`` answers read in neither format, each ended by the model itself
     (``finish_reason`` stop: a verdict ``max_tokens`` cut is a judge's, fixed by that flag) and none with a verdict's
@@ -366,6 +369,7 @@ class FormatWatch:
         self.verdict_format, self.n_first, self.seen = verdict_format, n_first, 0
         self.other = VerdictFormat.TAGGED if verdict_format == VerdictFormat.INTEGER else VerdictFormat.INTEGER
         self.misread: str | None = None
+        self.closed: list[Any] = []  # the format rule's rows read in the other format only once closing marks dropped
         self.seen_none = 0 if no_verdict else n_first  # as ``seen``, for answers that read in neither format
         self.first_answer: Any = None  # the first row read, quoted when the answers hold no verdict
 
@@ -378,7 +382,13 @@ class FormatWatch:
                 continue
             self.first_answer = self.first_answer or row
             in_other = not row.parse_ok and parse_judge_output(self.other, row.raw_output).ok
-            wrong = in_other and (self.verdict_format == VerdictFormat.INTEGER or row.error == VerdictError.NO_RESULT)
+            # An integer verdict closed by a full stop or markdown ("2.", "**2**"): the integer reader refuses it, as
+            # POLLUX's client does, and is not loosened; but no tagged judge ends so, and --verdict-format integer is
+            # still the flag to set (each such answer a counted parse failure there, not every answer one).
+            closed = (not row.parse_ok and not in_other and self.other == VerdictFormat.INTEGER
+                      and parse_judge_output(self.other, row.raw_output.rstrip(_AFTER_A_SCORE)).ok)
+            wrong = (in_other or closed) and (self.verdict_format == VerdictFormat.INTEGER
+                                              or row.error == VerdictError.NO_RESULT)
             open_wrong, open_none = self.seen < self.n_first, self.seen_none < self.n_first
             # Read only under no_verdict (a pairwise row has no finish_reason). NO_RESULT and NO_SCORE: a text with
             # no verdict in the run's format, not an empty one (a reasoning model's content) nor one cut off; and
@@ -388,11 +398,10 @@ class FormatWatch:
                     and not verdict_shaped(row.raw_output))
             self.seen = self.seen + 1 if wrong and open_wrong else self.n_first
             self.seen_none = self.seen_none + 1 if none and open_none else self.n_first
+            if wrong and open_wrong and closed:
+                self.closed.append(row)
             if wrong and open_wrong and self.seen == self.n_first:
-                self.misread = (f"verdict_format: the judge's first {self.n_first} answers do not read as "
-                                f"{self.verdict_format} verdicts but do as {self.other} ones; {self.verdict_format} "
-                                f"was guessed from the model id: start again with --overwrite --verdict-format "
-                                f"{self.other}")
+                self.misread = self._misread_sentence()
             if none and open_none and self.seen_none == self.n_first:
                 self.misread = self._no_verdict_sentence()
         return self.misread
@@ -414,19 +423,34 @@ class FormatWatch:
             self.offer([row])
         return self.misread
 
-    def _no_verdict_sentence(self) -> str:
-        from eval.judging.backends import short
+    def _misread_sentence(self) -> str:
+        guessed = f"{self.verdict_format} was guessed from the model id: start again with --overwrite --verdict-format"
+        if not self.closed:
+            return (f"verdict_format: the judge's first {self.n_first} answers do not read as {self.verdict_format} "
+                    f"verdicts but do as {self.other} ones; {guessed} {self.other}")
+        return (f"verdict_format: the judge's first {self.n_first} answers do not read as {self.verdict_format} "
+                f"verdicts but end as {self.other} ones do, {len(self.closed)} of them with punctuation or markdown "
+                f"after the integer (the first: {_quoted(self.closed[0].raw_output)}), which the integer reader does "
+                f"not take, as POLLUX's own client does not; {guessed} {self.other} (each answer ending so a counted "
+                "parse failure there)")
 
+    def _no_verdict_sentence(self) -> str:
         first = self.first_answer
-        # A reasoning model's raw output opens with its reasoning (an integer run rebuilds a separated one before the
-        # answer, judge.verdicts.inline_reasoning): its first 120 characters would show none of what it answered.
-        # The answer is what follows the last </think>, as the integer reader takes it.
-        closes = list(_THINK_CLOSE.finditer(first.raw_output))
-        answer = first.raw_output[closes[-1].end():].strip() if closes else ""
-        quoted = (f"'{short(answer, 120)}' (its reasoning before </think> left out)" if answer
-                  else f"'{short(first.raw_output, 120)}'")
         return (f"judge: the first {self.n_first} answers of {first.judge} hold no verdict, read as tagged ([FEEDBACK] "
                 f"... [RESULT] n [END]) or integer (a bare integer last), though each ended on its own; the first: "
-                f"{quoted}: is it a POLLUX judge? Start again with --overwrite (this --out "
+                f"{_quoted(first.raw_output)}: is it a POLLUX judge? Start again with --overwrite (this --out "
                 f"holds those answers) and --judge at one, or --verdict-format to judge with this one anyway, each "
                 f"such answer a counted parse failure")
+
+
+def _quoted(raw_output: str) -> str:
+    """An answer quoted in a stop's sentence: its first 120 characters, or, after a reasoning, those of the text
+    after the last ``</think>``, as the integer reader takes it. A reasoning model's raw output opens with its
+    reasoning (an integer run rebuilds a separated one before the answer, ``judge.verdicts.inline_reasoning``),
+    whose first 120 characters would show none of what it answered; with nothing after it, the start is quoted."""
+    from eval.judging.backends import short
+
+    closes = list(_THINK_CLOSE.finditer(raw_output))
+    answer = raw_output[closes[-1].end():].strip() if closes else ""
+    return (f"'{short(answer, 120)}' (its reasoning before </think> left out)" if answer
+            else f"'{short(raw_output, 120)}'")

@@ -49,6 +49,29 @@ def test_integer_answers_to_a_guessed_tagged_format_stop_the_run_with_the_flag_t
     assert len(read_predictions(out)) == 8
 
 
+def test_integer_answers_closed_by_a_full_stop_under_a_guessed_tagged_format_stop_the_run_naming_integer(
+        data, tmp_path, capsys):
+    """A renamed Pollux-4B whose answers end in '2.' read in neither format: not as tagged, and not as integer, whose
+    reader takes an integer only at the answer's very end, as POLLUX's own client does (``demo/serve_pollux_demo.py``
+    in ai-forever/POLLUX: ``int()``, else ``(-?\\d+)\\s*$``). Before: the first answers were no sign of the other
+    format (the integer reader refuses them) nor of a chat model (a number ends them), and the run exited 0 with
+    every row a parse failure. Now they stop it naming --verdict-format integer, saying what it will still refuse;
+    run with it, each such answer is a counted no_score failure (the reader is not loosened)."""
+    out = tmp_path / "run"
+    with _vllm("<think>Ответ верный, но краткий.</think>\n\n2.") as server:
+        assert main(run_args(server.base_url, data, out, "--concurrency", "1")) == 2
+        assert len(server.bodies("/v1/chat/completions")) == N_FIRST_MISREAD
+        assert ("judge-eval run: error: verdict_format: the judge's first 5 answers do not read as tagged verdicts "
+                "but end as integer ones do, 5 of them with punctuation or markdown after the integer (the first: "
+                "'2.' (its reasoning before </think> left out)), which the integer reader does not take, as POLLUX's "
+                "own client does not; tagged was guessed from the model id: start again with --overwrite "
+                "--verdict-format integer (each answer ending so a counted parse failure there)\n"
+                ) in capsys.readouterr().err
+        assert main(run_args(server.base_url, data, out, "--overwrite", "--verdict-format", "integer")) == 0
+    assert {(r["error"], r["score"]) for r in read_predictions(out)} == {("no_score", None)}
+    assert len(read_predictions(out)) == 8
+
+
 @pytest.mark.parametrize("text, extra, error", [
     (INTEGER_ANSWER, ("--verdict-format", "tagged"), "no_result"),  # stated: the user's choice stands
     ("[FEEDBACK] Ответ верный. [RESULT] 1", (), "missing_end"),  # a tagged verdict cut before [END]
@@ -223,8 +246,15 @@ def test_a_judges_answers_that_fail_to_read_never_stop_a_watch_for_no_verdict(ve
     ("tagged", [(INTEGER_ANSWER, "stop")] * 5, "misread"),
     ("integer", [("[FEEDBACK] Верно. [RESULT] 1 [END]", "stop")] * 5, "misread"),
     ("integer", [CHAT] * 5, "no verdict"),
+    # integer verdicts closed by punctuation or markdown, alone or among bare ones: the other format's, named
+    ("tagged", [(f"<think>{THINKING}</think>2.", "stop")] * 5, "closed"),
+    ("tagged", [(INTEGER_ANSWER, "stop")] * 2 + [("Оценка: **2**", "stop")] + [(INTEGER_ANSWER, "stop")] * 2,
+     "closed"),
+    # a dash before the integer is no punctuation closing it: read in neither format, a judge's, never stopped
+    ("tagged", [(f"<think>{THINKING}</think>Итог — 1", "stop")] * 7, None),
 ], ids=["request-failed-passed-over", "a-verdict-fifth", "a-verdict-first", "a-cut-fifth", "misread-then-none",
-        "none-then-misread", "misread-tagged", "misread-integer", "no-verdict-integer"])
+        "none-then-misread", "misread-tagged", "misread-integer", "no-verdict-integer", "closed-by-full-stop",
+        "closed-by-markdown-among-bare", "integer-after-a-dash"])
 def test_the_first_answers_decide_once_and_one_rule_at_most(verdict_format, answers, stops):
     from eval.judging.format_choice import FormatWatch
 
@@ -237,6 +267,7 @@ def test_the_first_answers_decide_once_and_one_rule_at_most(verdict_format, answ
     assert first == len(said) - 1  # the fifth answer read decides
     assert said[first].startswith("judge: the first 5 answers of assistant hold no verdict" if stops == "no verdict"
                                   else "verdict_format: the judge's first 5 answers do not read as")
+    assert ("with punctuation or markdown after the integer" in said[first]) == (stops == "closed")
     if stops == "no verdict":  # the first answer read is quoted, not a failed request
         assert f"the first: '{CHAT_ANSWER}'" in said[first]
 
