@@ -666,7 +666,9 @@ def judge_results(body: JudgeResponse, n_asked: int, asked: str, *,
                               f"({asked})", expected=JUDGE_RESPONSE)
     (item,) = body.items
     if item.index != 0 or (item_id is not None and (type(item.id), item.id) != (type(item_id), item_id)):
-        got = "no id" if item.id is None else f"id {item.id!r}"
+        # the server's id cut, as its other words are: the reason goes into each row of the request
+        echoed = repr(item.id)
+        got = "no id" if item.id is None else f"id {echoed if len(echoed) <= 200 else echoed[:200] + '...'}"
         want = "item sent without an id" if item_id is None else repr(item_id)
         raise MalformedAnswer(f"HTTP 200, but the /v1/judge response's item answers {got} at index {item.index}, the "
                               f"request's {want} at index 0 ({asked})", expected=JUDGE_RESPONSE)

@@ -229,3 +229,31 @@ def test_a_reward_answer_for_other_items_is_refused_not_valued(case):
         rewards = JudgeRewardClient(endpoint.base_url, retry=NO_WAIT, api_key_env="").rewards(REWARD_SAMPLES)
     assert [body for _, body in endpoint.requests] == [REWARD_PAYLOAD]
     assert [None if r is None else r.value for r in rewards] == [pytest.approx(0.75), None, 0.0]
+
+
+def test_another_id_a_server_echoes_is_named_cut_short_in_the_failed_rows_reason():
+    """The reason goes into every row of the request: a server's id, echoed back at any length (a proxy's, a page's
+    text), is cut as the reason's other server words are (``short``), never carried whole into each row."""
+    from eval.judging.backends import MalformedAnswer, judge_results
+
+    echoed = "x" * 100_000
+    body = JudgeResponse.from_json(_response("judge", [(0, echoed, _scored([{"name": "A"}]))]))
+    with pytest.raises(MalformedAnswer) as refused:
+        judge_results(body, 1, "1 criteria of s1", item_id="s1")
+    said = str(refused.value)
+    assert said == (f"HTTP 200, but the /v1/judge response's item answers id '{'x' * 199}... at index 0, the "
+                    "request's 's1' at index 0 (1 criteria of s1)")
+
+
+def test_an_id_a_reward_answer_carries_is_named_cut_short():
+    """As judge-eval's reason: the id a server answered with, at any length, is cut in the reward client's error."""
+    from judge.reward_clients import rewards_from_response
+    from judge.rewards import RewardRule
+
+    echoed = "y" * 100_000
+    response = _response("m", [(0, None, [_reward_result("A", 2), _reward_result("B", 2)]),
+                               (1, echoed, [_reward_result("A", 0)])])
+    with pytest.raises(ValueError) as refused:
+        rewards_from_response(REWARD_SAMPLES, response, RewardRule())
+    assert str(refused.value) == (f"/v1/judge answered the item '{'y' * 199}... in the place of the sent item 1 "
+                                  "(samples[2]), which carried no id")
