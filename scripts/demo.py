@@ -1,6 +1,6 @@
 """``make demo``: the main job end to end on the bundled sample data and tiny judges built locally.
 
-Why one module of ~530 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
+Why one module of ~540 lines: it is the script a newcomer reads beside its output, top to bottom; its five stages
 share the judge-serve processes (``_Servers``) and the one-line ``DemoError`` convention, and split they would be a
 package to find one's way through for what ``make demo`` runs as one file.
 
@@ -350,7 +350,17 @@ def stage_serve(out: Path, args, servers) -> int:
         said = str(error).splitlines()[0][:300] if str(error) else ""
         raise DemoError(f"judge-serve for the seq2seq judge failed the serve stage's request "
                         f"({type(error).__name__}: {scrub_secrets(said)}); its log: {servers.log('seq2seq')}") from None
-    for record, item in zip(records, response["items"]):
+    # Each item is printed beside the record at its place: an answer that is not one item per record, at its index
+    # with its id (as judge-serve answers: docs/serving.md), would drop a record or show another's verdict.
+    answered = response["items"]
+    wrong = f"{len(answered)} items for the {len(records)} sent" if len(answered) != len(records) else next(
+        (f"item {item['id']!r} at index {item['index']} in the place of {record.id!r} at index {k}"
+         for k, (record, item) in enumerate(zip(records, answered)) if (item["index"], item["id"]) != (k, record.id)),
+        None)
+    if wrong:
+        raise DemoError(f"judge-serve for the seq2seq judge answered the serve stage's request with {wrong}; its log: "
+                        f"{servers.log('seq2seq')}")
+    for record, item in zip(records, answered):
         for result in item["results"]:
             shown = {k: result.get(k) for k in ("score", "parse_ok", "error", "expected_score", "confidence")}
             print(f"[serve] {record.id} «{result['criterion'][:40]}» experts {list(record.expert_scores)} "

@@ -204,6 +204,36 @@ def test_a_judge_serve_failing_the_serve_stage_is_one_line_naming_its_log(tmp_pa
                    f"{out / 'serve' / 'seq2seq' / 'judge-serve.log'}\n")
 
 
+@pytest.mark.parametrize("items, said", [
+    ([("s0156", 0), ("s0157", 1)], "2 items for the 3 sent"),
+    ([("s0156", 0), ("s0158", 1), ("s0157", 2)], "item 's0158' at index 1 in the place of 's0157' at index 1"),
+], ids=["one-short", "out-of-order"])
+def test_a_judge_serve_answer_for_other_items_fails_the_serve_stage_in_one_line(tmp_path, capsys, monkeypatch, items,
+                                                                                said):
+    """The stage printed each answered item beside the record at its place (zip): an answer short of an item left it
+    out without a word, and one in another order printed one record's verdict beside another's id and experts. Now
+    the answer is held to the request (one item per record, at its index with its id: docs/serving.md), or the
+    stage fails in one line naming judge-serve's log."""
+    import openai
+
+    out = tmp_path / "out"
+    (out / "train" / "seq2seq" / "export").mkdir(parents=True)
+    monkeypatch.setattr(demo._Servers, "url", lambda self, recipe: "http://127.0.0.1:9/v1")
+    sent = []
+
+    def post(self, path, *, body, cast_to, **options):
+        sent.append([item["id"] for item in body["items"]])
+        return {"items": [{"index": index, "id": item_id, "results": []} for item_id, index in items]}
+
+    monkeypatch.setattr(openai.OpenAI, "post", post)
+    assert demo.main(["--out", str(out), "--stages", "serve"]) == 2
+    assert sent == [["s0156", "s0157", "s0158"]]
+    captured = capsys.readouterr()
+    assert captured.err == (f"demo: judge-serve for the seq2seq judge answered the serve stage's request with "
+                            f"{said}; its log: {out / 'serve' / 'seq2seq' / 'judge-serve.log'}\n")
+    assert "s0157 «" not in captured.out  # nothing printed as a verdict
+
+
 def test_a_console_script_that_is_not_installed_is_one_line(tmp_path, capsys, monkeypatch):
     """`_run` falls back to the bare name when the console script is not beside the interpreter; subprocess then
     raised FileNotFoundError as a traceback."""
