@@ -22,10 +22,12 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 
-from train.exit_status import STOPPED_NOT_REQUEUED, stop_exit_code  # noqa: F401 - the statuses run() returns
+from train.exit_status import (INTERRUPTED, STOPPED_NOT_REQUEUED, ExportAbandoned,  # noqa: F401 - run()'s statuses
+                               stop_exit_code)
 
 __all__ = ["main", "run", "build_run_parser", "stop_exit_code", "check_training_data", "refuse_incomplete_base",
            "SUBCOMMANDS", "RECIPE_ENTRIES"]
@@ -50,7 +52,9 @@ RUN_EXIT_CODES = (
     "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes; under "
     "Slurm the ranks other than 0 exit 0 after a stop, leaving the requeue and the job's status to rank 0); "
     "75 stopped at a checkpoint by a signal and not requeued (resume with --resume; a job that depends on this one "
-    "with afterok must not start on an unfinished run); 2 a usage, "
+    "with afterok must not start on an unfinished run); 130 interrupted by Ctrl+C (SIGINT): the first stops at the "
+    "end of the current step with a checkpoint (during the export, gives the export up), a second at once, and one "
+    "line names the checkpoint kept (resume with --resume) or says to rerun; 2 a usage, "
     "configuration or data error, found before anything is written (a missing or empty --data, no training rows "
     "left, held-out rows in the training data, an unknown key) or a run folder another run holds; 1 training failed "
     "(the traceback says where)."
@@ -107,8 +111,9 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
         recipe: force this recipe (``judge-train classifier``); default: the one the config names.
 
     Returns:
-        The exit status: 0, 75 for a run a signal stopped that nothing requeued (``stop_exit_code``), or 2 for a
-        config error or held-out data in the training set (the message says which).
+        The exit status: 0, 75 for a run a signal stopped that nothing requeued (``stop_exit_code``), 130 for a run
+        Ctrl+C stopped (``_interrupted``), or 2 for a config error or held-out data in the training set (the message
+        says which).
     """
     from judge import LeakageError, RecordError
     from judge.plumbing.run_folder import ResumeMismatch, RunFolderBusy
@@ -132,6 +137,7 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     # Until training starts the run is being built (minutes for a large model) and the stopper's handler is not
     # installed: a SIGUSR1 meanwhile is kept for it, not dropped by the "ignore" slurm/train.sbatch leaves
     # (train.signal_latch).
+    config = interrupted = None
     with signal_latch.latched():
         try:
             config = config_from_args(args, recipe=recipe)
@@ -161,6 +167,18 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             if is_main_process():  # every rank finds it finished; the job log says so once
                 print(f"judge-train: {finished.message}", flush=True)
             return 0
+        except KeyboardInterrupt:
+            # Ctrl+C before training began (Python's own handler: nothing trained to save), or a second one after
+            # the stopper took the first (train.preemption): here once the run folder's lock is released.
+            interrupted = True
+        except ExportAbandoned as abandoned:
+            if abandoned.code != INTERRUPTED:
+                raise  # Slurm's signals: the status the requeue decided, as the recipe raised it
+            interrupted = True
+    if interrupted:  # out of the except block, so that the interrupted frames (the trainer with them) can go
+        return _interrupted(prog, config)
+    if getattr(result, "stopped_by_signal", None) == signal.SIGINT:  # the first Ctrl+C: at the checkpoint saved
+        return _interrupted(prog, config)
     if result.export_dir:
         print(f"judge-train: exported {what} to {result.export_dir}")
         return 0
@@ -168,6 +186,26 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
     return stop_exit_code(result)
 
 
+
+
+def _interrupted(prog: str, config) -> int:
+    """Ctrl+C's one line on stderr (global rank 0 only: under torchrun every rank is interrupted) and its status.
+
+    What is kept, and how to go on, is ``train.output_folder.what_a_resume_keeps``'s (None ``config``: stopped
+    while the config was read).
+    """
+    import gc
+
+    from train.output_folder import what_a_resume_keeps
+    from train.training_arguments import is_main_process
+
+    # The interrupted trainer's progress bar writes its last state when it is collected: before the line, not
+    # after it at the interpreter's exit, where it pushed the line off the bottom of the terminal.
+    gc.collect()
+    if is_main_process():
+        kept = what_a_resume_keeps(config) if config is not None else "nothing was written"
+        print(f"{prog}: interrupted (Ctrl+C); {kept}", file=sys.stderr, flush=True)
+    return INTERRUPTED
 
 
 def _tiny_base_meant(name: str) -> str:
@@ -394,8 +432,9 @@ def _usage() -> str:
               "exit codes: 0 done; 2 a usage, configuration or data error (named on stderr); 1 a failure while "
               "training (traceback); 75 a run stopped at a checkpoint by a signal and not requeued (continue with "
               "--resume); 4 a data stage that finished with an endpoint it could not use (a rerun into the same "
-              "--output asks its jobs again); 130 a data stage interrupted (Ctrl-C; a rerun into the same --output "
-              "asks only for the rest); `judge-train submit` passes on sbatch's own code when sbatch fails."]
+              "--output asks its jobs again); 130 a run interrupted by Ctrl+C (continue with --resume from the "
+              "checkpoint its last line names) or a data stage interrupted (a rerun into the same --output asks "
+              "only for the rest); `judge-train submit` passes on sbatch's own code when sbatch fails."]
     return "\n".join(lines)
 
 

@@ -19,8 +19,9 @@ from typing import Any
 from train.config import ConfigError, TrainConfig, config_to_dict
 from train.training_arguments import is_main_process, launched_world_size
 
-__all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_output_dir", "finished_export",
-           "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run"]
+__all__ = ["latest_checkpoint", "survey_checkpoints", "check_resumable", "check_world_size", "check_output_dir",
+           "finished_export", "RunFinished", "RESUME_KEEPS", "RESUME_FREE", "check_resumed_config", "clear_earlier_run",
+           "what_a_resume_keeps"]
 
 logger = logging.getLogger(__name__)
 
@@ -294,6 +295,31 @@ def check_output_dir(config: TrainConfig, world_size: int | None = None,
             )
         return None
     return checkpoint
+
+
+def what_a_resume_keeps(config: TrainConfig) -> str:
+    """What an interrupted launch of ``config`` leaves to go on from, in words for its last line (``judge-train
+    run`` after Ctrl+C): asked of the rule ``--resume`` itself follows (``check_output_dir``, as a resume of this
+    config), so the newest complete checkpoint is named with ``--resume``; where a resume would be refused (nothing
+    saved yet, or an ``--overwrite-output-dir`` launch stopped before it deleted the earlier run, whose checkpoints
+    a resume refuses) a rerun of the same command. A checkpoint cut off mid-save is named as passed over."""
+    import dataclasses
+
+    folder = config.output_dir
+    quiet = logging.getLogger(f"{__name__}.interrupted")  # the check's warnings: the words returned say them
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    try:
+        kept = check_output_dir(dataclasses.replace(config, resume=True), log=quiet)
+    except RunFinished as finished:
+        return finished.message
+    except ConfigError:
+        kept = None
+    cut = [path.name for path, why in survey_checkpoints(folder) if why is not None]
+    passed_over = f" ({', '.join(cut)}: cut off while saving, passed over)" if cut else ""
+    if kept is None:
+        return f"no checkpoint to resume from in {folder}{passed_over}; rerun the same command to start again"
+    return f"{kept.name} in {folder} is kept{passed_over}; continue with --resume"
 
 
 #: Config fields a ``--resume`` may change: where and how often the run logs and saves, how the data is loaded, and

@@ -32,10 +32,24 @@ again.
 The rerun finds ``checkpoint-N`` in the run folder and passes ``--resume`` (``slurm/train.sbatch``). A save must
 finish within KillWait / GraceTime; size them for the checkpoint (a ZeRO-3 save of a 32B model on shared storage
 takes minutes).
+
+Ctrl+C (SIGINT) is a stop signal too, with two differences. The first press says at once on stderr what will happen
+(the end of this step, with a checkpoint; during the export, the export given up) and is never requeued
+(``stop_exit_code``: 130 on every rank); the second raises ``KeyboardInterrupt`` at once, wherever the main thread
+is, for a user who will not wait for the step and the save: a checkpoint being written is then cut, and
+``train.output_folder.latest_checkpoint`` passes it over. Saving on the first press is the choice made here, as for
+Slurm's signals: the steps since the last save are kept, at the cost of finishing one step and one save; a second
+press is the way out of that wait. Under torchrun every rank gets one SIGINT (the workers run in sessions of their
+own, so the terminal's reaches torchrun alone, which sends it on to each) and the all-reduce makes them stop at the
+same step; torchrun kills its workers ``--shutdown-timeout`` seconds (30 by default) after that, so a step and a save
+that take longer are cut there as by a second press. A process that inherits SIGINT ignored (a background job of a
+shell script) keeps ignoring it. Before training starts, Ctrl+C is not latched (``train.signal_latch``): there is
+no trained step to save, and stopping at once is what it asks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -44,15 +58,16 @@ import threading
 from transformers import TrainerCallback
 
 from judge.plumbing import slurm_requeue
-from train.exit_status import stop_exit_code
+from train.exit_status import ExportAbandoned, stop_exit_code
 
 __all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "requeue_with_every_rank", "ExportAbandoned",
            "RequeueDuringExport", "SCONTROL_REQUEUE_TIMEOUT_S", "SCONTROL_SHOW_JOB_TIMEOUT_S"]
 
 logger = logging.getLogger(__name__)
 
-#: Signals that trigger save-and-stop. SIGTERM is what ``scontrol requeue`` and a preemption send first.
-STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
+#: Signals that trigger save-and-stop. SIGTERM is what ``scontrol requeue`` and a preemption send first; SIGINT is
+#: Ctrl+C (a second one stops at once: ``SaveAndStopOnSignal``).
+STOP_SIGNALS = (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
 
 #: Seconds rank 0 waits for ``scontrol show job`` and ``scontrol requeue`` (``requeue_slurm_job``) while every other
 #: rank waits in ``requeue_with_every_rank``'s broadcast, which ``ddp_timeout`` bounds: a shorter ``ddp_timeout``
@@ -62,17 +77,21 @@ SCONTROL_REQUEUE_TIMEOUT_S = 60
 
 
 class SaveAndStopOnSignal(TrainerCallback):
-    """Trainer callback: on a stop signal, checkpoint at the end of the current step and end training.
+    """Trainer callback: on a stop signal, checkpoint at the end of the current step and end training; a signal
+    during a checkpoint's save ends training once that save is done, without training another step.
 
     Attributes:
         received: the signal number received, or None.
         stopped_at_step: the global step at which training was stopped, or None.
+        interrupts: how many Ctrl+C (SIGINT) came; the second raises ``KeyboardInterrupt``.
     """
 
     def __init__(self, signals=STOP_SIGNALS):
         self.signals = tuple(signals)
         self.received: int | None = None
         self.stopped_at_step: int | None = None
+        self.interrupts = 0
+        self.exporting = False  # set by RequeueDuringExport, for what the first Ctrl+C says
         self._previous = {}
         self._wakes: list[threading.Event] = []
         self._waking = False
@@ -86,6 +105,8 @@ class SaveAndStopOnSignal(TrainerCallback):
         from train import signal_latch
 
         for sig in self.signals:
+            if sig == signal.SIGINT and signal.getsignal(sig) == signal.SIG_IGN:
+                continue  # inherited "ignore" (a shell script's background job): Ctrl+C is not meant for it
             self._previous[sig] = signal_latch.disposition_before(sig, signal.signal(sig, self._on_signal))
         early = signal_latch.take()
         if early is not None and early in self.signals and self.received is None:
@@ -111,9 +132,27 @@ class SaveAndStopOnSignal(TrainerCallback):
 
     def _on_signal(self, signum, frame) -> None:
         # Only a flag and the waiting threads' events: saving from inside a signal handler could interrupt a
-        # collective or a half-written file.
+        # collective or a half-written file. A second Ctrl+C is the user's "now", whatever that interrupts.
+        if signum == signal.SIGINT:
+            self.interrupts += 1
+            if self.interrupts > 1:
+                raise KeyboardInterrupt
+            self._say_interrupted()
         self.received = signum
         self._set_wakes()
+
+    def _say_interrupted(self) -> None:
+        """The first Ctrl+C's line, at once (the step and the save may take minutes), on global rank 0 only: under
+        torchrun every rank gets the signal. ``os.write``, not ``print``: the handler may run inside a write to
+        stderr, which a buffered stream refuses to re-enter."""
+        if os.environ.get("RANK", "0") != "0":
+            return
+        if self.exporting:
+            then = "giving the export up at its next step (the final checkpoint stays; --resume exports again)"
+        else:
+            then = "stopping at the end of this step, with a checkpoint"
+        with contextlib.suppress(OSError):
+            os.write(2, f"\njudge-train: Ctrl+C: {then}; Ctrl+C again stops at once, without it\n".encode())
 
     def _set_wakes(self) -> None:
         # The handler runs on the main thread, between two of its bytecodes, and may run inside this very call
@@ -150,6 +189,20 @@ class SaveAndStopOnSignal(TrainerCallback):
             self.received = received  # ranks that did not see the signal learn it here
             self.stopped_at_step = state.global_step
             control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        # A signal during a checkpoint's save (minutes for a large model): that checkpoint is the one to stop at.
+        # Without this the run trained one more step and saved again. Every rank saves, so every rank asks here.
+        if self.stopped_at_step is not None or 0 < state.max_steps <= state.global_step:
+            return control  # stopping here already, or the last step's save: training ends anyway (then the export)
+        received = self._signal_on_any_rank()
+        if received:
+            logger.warning("received %s during the save of checkpoint-%d: stopping there",
+                           signal.Signals(received).name, state.global_step)
+            self.received = received
+            self.stopped_at_step = state.global_step
             control.should_training_stop = True
         return control
 
@@ -225,14 +278,6 @@ def requeue_with_every_rank(callback: SaveAndStopOnSignal) -> bool:
     return requeued
 
 
-class ExportAbandoned(SystemExit):
-    """A stop signal came during the export, which was given up before it replaced the earlier one.
-
-    A ``SystemExit`` carrying the run's exit status (``stop_exit_code``: 0 when the Slurm job is requeued,
-    else 75), so that every recipe ends there, whatever it does after its export.
-    """
-
-
 class RequeueDuringExport:
     """Rank 0's watch over the export (a context manager): a stop signal requeues the job at once, and gives the
     export up at its next step (``abandon_if_signalled``).
@@ -255,6 +300,7 @@ class RequeueDuringExport:
 
     def __enter__(self) -> RequeueDuringExport:
         if self.stopper is not None:
+            self.stopper.exporting = True
             self.stopper.wake_on_signal(self._wake)
             self._thread = threading.Thread(target=self._watch, name="requeue-during-export", daemon=True)
             self._thread.start()

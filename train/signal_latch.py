@@ -11,7 +11,9 @@ checkpoint and is requeued as for a signal during training.
 SIGTERM is not latched: before a step is trained there is nothing to save, and dying at once (its default) is what
 ``scancel`` and a preemption ask. Slurm does not requeue a job preempted under PreemptMode=REQUEUE with a GraceTime
 that ends within the grace (``train.preemption``): slurm/train.sbatch asks ``judge.plumbing.slurm_requeue`` once the
-training step has returned, which requeues it when it was preempted.
+training step has returned, which requeues it when it was preempted. SIGINT (Ctrl+C) is not latched either, for
+the same reason: before training starts it is Python's KeyboardInterrupt, which ``train.cli`` turns into one line
+and exit 130; from then on the stopper takes it (``train.preemption``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,306 @@
+"""Ctrl+C (SIGINT) during ``judge-train run``: the first stops at the end of the step with a checkpoint (or, during
+a save, at that checkpoint), a second stops at once; the run exits 130 with one line naming the checkpoint kept and
+``--resume``, no traceback, its run folder's lock released (train/preemption.py ``SaveAndStopOnSignal``,
+train/cli.py ``_interrupted``). Before, SIGINT was Python's KeyboardInterrupt wherever it landed: a traceback, the
+steps since the last save lost, and a save it cut left as a checkpoint folder without its state.
+
+The signals are real (``os.kill`` of this process) and sent at a known point: from a callback at a given step, or
+from inside the trainer's save."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import types
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _no_launcher(monkeypatch, python_sigint_handler):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+
+
+@contextlib.contextmanager
+def _not_raised_out():
+    """Fails the test where a KeyboardInterrupt comes out of the block, instead of letting it end the test session
+    (what Ctrl+C did before it was handled)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl+C came out as KeyboardInterrupt")
+
+
+def _trainer(run, output_dir: Path, *, save_steps: int = 100, callbacks=()):
+    """transformers' Trainer of the two-weight regressor for 6 steps, the stopper first among its callbacks."""
+    from transformers import Trainer, TrainingArguments
+
+    from tests.support.tiny_regressor import regressor, regressor_rows
+
+    args = TrainingArguments(str(output_dir), per_device_train_batch_size=2, max_steps=6, learning_rate=0.0,
+                             save_strategy="steps", save_steps=save_steps, use_cpu=True, report_to=[],
+                             disable_tqdm=True)  # fmt: skip
+    return Trainer(model=regressor(), args=args, train_dataset=regressor_rows(12),
+                   callbacks=[run.stopper, *callbacks])
+
+
+def _ctrl_c_at_step(step: int):
+    """A callback that presses Ctrl+C as optimizer step ``step`` begins."""
+    from transformers import TrainerCallback
+
+    class CtrlC(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == step - 1:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    return CtrlC()
+
+
+def _ctrl_c_inside_the_save(monkeypatch) -> None:
+    """Ctrl+C inside the trainer's next checkpoint save, once the weights are written and before the optimizer,
+    the RNG state and trainer_state.json are."""
+    from transformers import Trainer
+
+    save = Trainer._save_optimizer_and_scheduler
+
+    def interrupted(self, output_dir):
+        os.kill(os.getpid(), signal.SIGINT)
+        return save(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", interrupted)
+
+
+def _checkpoints(folder: Path) -> list[tuple[str, str | None]]:
+    from train.output_folder import survey_checkpoints
+
+    return [(path.name, why) for path, why in survey_checkpoints(folder)]
+
+
+def test_the_first_ctrl_c_finishes_the_step_saves_it_and_stops(tmp_path, capfd):
+    """Pressed as step 3 of 6 begins: step 3 is trained and saved (checkpoint-3, whole), training stops there, the
+    run's status is 130, and Python's handler is back afterwards. One line said at once what would happen."""
+    from tests.support.tiny_regressor import prepared_run
+    from train.exit_status import stop_exit_code
+
+    run = prepared_run(tmp_path, export_under_stopper=False)
+    with _not_raised_out():
+        result = run.train(_trainer(run, tmp_path, callbacks=[_ctrl_c_at_step(3)]))
+    assert (result.global_step, run.stopper.stopped_at_step, result.stopped_by_signal) == (3, 3, signal.SIGINT)
+    assert _checkpoints(tmp_path) == [("checkpoint-3", None)]
+    assert result.requeued is False and stop_exit_code(result) == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert ("judge-train: Ctrl+C: stopping at the end of this step, with a checkpoint; Ctrl+C again stops at once, "
+            "without it") in capfd.readouterr().err
+
+
+def test_ctrl_c_during_a_save_stops_at_that_checkpoint_without_training_another_step(tmp_path, monkeypatch):
+    """Pressed while checkpoint-2 is being written (save_steps 2): the save finishes whole and training stops at
+    step 2. Before, the save was cut (KeyboardInterrupt); a stop signal there trained step 3 and saved again."""
+    from tests.support.tiny_regressor import prepared_run
+
+    _ctrl_c_inside_the_save(monkeypatch)
+    run = prepared_run(tmp_path, export_under_stopper=False)
+    with _not_raised_out():
+        result = run.train(_trainer(run, tmp_path, save_steps=2))
+    assert (result.global_step, run.stopper.stopped_at_step, result.stopped_by_signal) == (2, 2, signal.SIGINT)
+    assert _checkpoints(tmp_path) == [("checkpoint-2", None)]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_the_save_it_cut_is_not_taken_for_a_checkpoint(tmp_path, monkeypatch):
+    """The first press as step 2 begins; the second while checkpoint-2, the save the first asked for, is being
+    written: KeyboardInterrupt at once, in the middle of the save. checkpoint-2 holds weights and no trainer state:
+    ``--resume`` passes it over, and Python's handler is back."""
+    from tests.support.tiny_regressor import prepared_run
+    from train.output_folder import latest_checkpoint
+
+    _ctrl_c_inside_the_save(monkeypatch)
+    run = prepared_run(tmp_path, export_under_stopper=False)
+    with pytest.raises(KeyboardInterrupt):
+        run.train(_trainer(run, tmp_path, callbacks=[_ctrl_c_at_step(2)]))
+    assert run.stopper.interrupts == 2
+    assert _checkpoints(tmp_path) == [("checkpoint-2", "no trainer_state.json")]
+    assert any((tmp_path / "checkpoint-2").glob("*.safetensors"))  # the save had begun
+    assert latest_checkpoint(tmp_path) is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("inherited", [signal.default_int_handler, signal.SIG_IGN], ids=["handled", "ignored"])
+def test_the_stopper_takes_ctrl_c_unless_the_process_inherited_it_ignored(inherited):
+    """A background job of a shell script starts with SIGINT ignored, so that the script's Ctrl+C is not its: the
+    stopper leaves that as it is. Otherwise it takes SIGINT while installed and puts back what it found."""
+    from train import preemption
+
+    signal.signal(signal.SIGINT, inherited)
+    stopper = preemption.SaveAndStopOnSignal()
+    stopper.install()
+    try:
+        installed = signal.getsignal(signal.SIGINT)
+    finally:
+        stopper.uninstall()
+    assert (installed == stopper._on_signal) is (inherited is not signal.SIG_IGN)
+    assert signal.getsignal(signal.SIGINT) is inherited
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_a_ctrl_c_stop_exits_130_on_every_rank_and_is_never_requeued(rank, monkeypatch):
+    """Under Slurm the ranks other than 0 exit 0 after Slurm's signals (rank 0's status is the job's); Ctrl+C is the
+    user's stop on every rank, and nothing requeues it."""
+    from train.exit_status import stop_exit_code
+    from train.preemption import SaveAndStopOnSignal, requeue_slurm_job
+
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("RANK", rank)
+    stopper = SaveAndStopOnSignal()
+    stopper.received = signal.SIGINT
+    assert requeue_slurm_job(stopper) is False  # returns before any scontrol call
+    assert stop_exit_code(types.SimpleNamespace(stopped_by_signal=signal.SIGINT, requeued=False)) == 130
+
+
+# ------------------------------------------------------------------------------------------------------ two ranks
+
+_JOIN_TIMEOUT = timedelta(seconds=60)
+
+
+class _StepThenSave:
+    """What ``PreparedRun.train`` drives of a Trainer, for step 1 of 6 and its save: every callback's
+    ``on_step_end``, then the save, during which ``signal_during_save`` reaches this rank (None: not this one), then
+    every callback's ``on_save``, as transformers' loop does."""
+
+    def __init__(self, callbacks, signal_during_save: int | None):
+        from transformers import TrainerControl, TrainerState
+
+        self.callbacks, self.signal_during_save = list(callbacks), signal_during_save
+        self.state, self.control = TrainerState(max_steps=6), TrainerControl()
+        self.lr_scheduler = types.SimpleNamespace(get_last_lr=lambda: [0.0])
+
+    def add_callback(self, callback):
+        self.callbacks.append(callback)
+
+    def train(self, resume_from_checkpoint=None):
+        self.state.global_step = 1
+        for callback in self.callbacks:
+            callback.on_step_end(None, self.state, self.control)
+        if self.signal_during_save is not None:
+            self.callbacks[0]._on_signal(self.signal_during_save, None)  # what its handler does
+        for callback in self.callbacks:
+            callback.on_save(None, self.state, self.control)
+
+
+def _one_rank(rank: int, store: str, output_dir: str, signal_during_save: int | None, seen: str) -> None:
+    import torch.distributed as dist
+
+    from tests.support.tiny_regressor import prepared_run
+    from train.exit_status import stop_exit_code
+
+    os.environ["RANK"] = str(rank)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2, timeout=_JOIN_TIMEOUT)
+    try:
+        run = prepared_run(output_dir, export_under_stopper=False)
+        trainer = _StepThenSave([run.stopper], signal_during_save)
+        result = run.train(trainer)
+    finally:
+        dist.destroy_process_group()
+    Path(seen).write_text(json.dumps({"stopped_at_step": run.stopper.stopped_at_step,
+                                      "training_stops": trainer.control.should_training_stop,
+                                      "stopped_by_signal": result.stopped_by_signal,
+                                      "exit_status": stop_exit_code(result)}))
+
+
+def test_ranks_agree_on_a_ctrl_c_that_reached_one_of_them_during_a_save(tmp_path, monkeypatch):
+    """Rank 1 alone is interrupted, during checkpoint-1's save: through the stopper's all-reduce in ``on_save`` both
+    ranks stop at step 1, both know it was Ctrl+C, and both exit 130 (under Slurm too). Rank 1 runs forked."""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("RANK", "0")  # _one_rank sets it: put back after
+    store = tmp_path / "store"
+    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
+    # fork: the child has torch and transformers imported already (a spawned one would import them again)
+    other = multiprocessing.get_context("fork").Process(
+        target=_one_rank, args=(1, str(store), str(tmp_path / "rank1"), signal.SIGINT, str(seen[1])))
+    other.start()
+    try:
+        _one_rank(0, str(store), str(tmp_path / "rank0"), None, str(seen[0]))
+        other.join(60)
+    finally:
+        if other.is_alive():  # rank 0 never joined a collective: do not leave rank 1 waiting in it
+            other.kill()
+            other.join()
+    assert other.exitcode == 0
+    expected = {"stopped_at_step": 1, "training_stops": True, "stopped_by_signal": int(signal.SIGINT),
+                "exit_status": 130}
+    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+
+
+# ------------------------------------------------------------------------------------------------ judge-train run
+
+
+def _run_with_recipe(tmp_path, monkeypatch, recipe) -> tuple[int, Path]:
+    """``judge-train run`` of the tiny seq2seq config into ``tmp_path/run``, its recipe replaced by ``recipe``."""
+    from train import cli
+
+    module = types.ModuleType("fake_recipe")
+    module.main = recipe
+    monkeypatch.setitem(__import__("sys").modules, "fake_recipe", module)
+    monkeypatch.setitem(cli.RECIPE_ENTRIES, "seq2seq", ("fake_recipe", "main", "judge"))
+    monkeypatch.setattr(cli, "check_training_data", lambda config, **settings: None)
+    monkeypatch.setattr("train.training_arguments.check_training_arguments", lambda config: None)
+    out = tmp_path / "run"
+    with _not_raised_out():
+        return cli.run(["--config", str(REPO / "configs/train/tiny/seq2seq.yaml"), "--output-dir", str(out)]), out
+
+
+def _a_whole_checkpoint(out: Path, step: int) -> None:
+    checkpoint = out / f"checkpoint-{step}"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step, "max_steps": 12}))
+    for name in ("optimizer.pt", "scheduler.pt"):
+        (checkpoint / name).write_bytes(b"state")
+
+
+def test_ctrl_c_before_training_exits_130_with_one_line_and_releases_the_folder(tmp_path, monkeypatch, capsys):
+    """Pressed while the recipe builds its run (Python's own handler: nothing trained yet): one line on stderr, no
+    traceback, exit 130, and the run folder no longer held."""
+    from judge.plumbing.run_folder import run_folder_holder
+
+    def recipe(config):
+        os.kill(os.getpid(), signal.SIGINT)  # the data, the arguments or the model are being built
+        raise AssertionError("Ctrl+C did not stop the recipe")
+
+    code, out = _run_with_recipe(tmp_path, monkeypatch, recipe)
+    assert code == 130
+    assert capsys.readouterr().err == (f"judge-train run: interrupted (Ctrl+C); no checkpoint to resume from in "
+                                       f"{out}; rerun the same command to start again\n")
+    assert run_folder_holder(out) is None
+
+
+@pytest.mark.parametrize("how", ["stopped at a checkpoint", "export given up", "second Ctrl+C"],
+                         ids=["stopped", "export", "twice"])
+def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monkeypatch, capsys):
+    """However Ctrl+C ended the recipe (the stopper's checkpoint, the export given up, a second press at once), the
+    one line names the newest whole checkpoint and ``--resume``, and a checkpoint the interrupt cut is named as
+    passed over, not as kept."""
+    from judge.plumbing.run_folder import run_folder_holder
+    from train.exit_status import ExportAbandoned
+
+    def recipe(config):
+        out = Path(config.output_dir)
+        _a_whole_checkpoint(out, 3)
+        (out / "checkpoint-4").mkdir()  # cut off before its trainer_state.json
+        if how == "export given up":
+            raise ExportAbandoned(130)
+        if how == "second Ctrl+C":
+            raise KeyboardInterrupt
+        return types.SimpleNamespace(export_dir=None, global_step=3, stopped_by_signal=signal.SIGINT, requeued=False)
+
+    code, out = _run_with_recipe(tmp_path, monkeypatch, recipe)
+    assert code == 130
+    assert capsys.readouterr().err == (f"judge-train run: interrupted (Ctrl+C); checkpoint-3 in {out} is kept "
+                                       "(checkpoint-4: cut off while saving, passed over); continue with --resume\n")
+    assert run_folder_holder(out) is None
