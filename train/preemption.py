@@ -138,7 +138,8 @@ class SaveAndStopOnSignal(TrainerCallback):
             if self.interrupts > 1:
                 raise KeyboardInterrupt
             self._say_interrupted()
-        self.received = signum
+        if self.received != signal.SIGINT:  # the user's stop stays one, through a launcher's SIGTERM that follows it
+            self.received = signum
         self._set_wakes()
 
     def _say_interrupted(self) -> None:

@@ -304,3 +304,14 @@ def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monke
     assert capsys.readouterr().err == (f"judge-train run: interrupted (Ctrl+C); checkpoint-3 in {out} is kept "
                                        "(checkpoint-4: cut off while saving, passed over); continue with --resume\n")
     assert run_folder_holder(out) is None
+
+
+def test_a_sigterm_after_ctrl_c_leaves_it_the_users_stop():
+    """A one-process ``accelerate launch`` sends ``judge-train`` SIGTERM after the terminal's Ctrl+C: the run still
+    stops as interrupted (130, not requeued), not as a Slurm stop (75)."""
+    from train.preemption import SaveAndStopOnSignal
+
+    stopper = SaveAndStopOnSignal()
+    stopper._on_signal(signal.SIGINT, None)  # what its handler does
+    stopper._on_signal(signal.SIGTERM, None)
+    assert (stopper.received, stopper.interrupts) == (signal.SIGINT, 1)
