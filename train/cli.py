@@ -50,11 +50,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 #: The exit codes of ``judge-train run`` (and ``classifier``), as its ``--help`` lists them.
 RUN_EXIT_CODES = (
     "Exit codes: 0 trained and exported, or stopped at a checkpoint and requeued by Slurm (the rerun resumes; under "
-    "Slurm the ranks other than 0 exit 0 after a stop, leaving the requeue and the job's status to rank 0); "
-    "75 stopped at a checkpoint by a signal and not requeued (resume with --resume; a job that depends on this one "
-    "with afterok must not start on an unfinished run); 130 interrupted by Ctrl+C (SIGINT): the first stops at the "
-    "end of the current step with a checkpoint (during the export, gives the export up), a second at once, and one "
-    "line names the checkpoint kept (resume with --resume) or says to rerun; 2 a usage, "
+    "Slurm the ranks other than 0 exit 0 after a stop, leaving the requeue and the job's status to rank 0); 75 "
+    "stopped at a checkpoint by a signal (SIGUSR1, SIGTERM) and not requeued (resume with --resume; a job that "
+    "depends on this one with afterok must not start on an unfinished run); 130 interrupted by Ctrl+C (SIGINT): the "
+    "first stops at the end of the current step with a checkpoint (during the export, gives the export up), a second "
+    "at once, and one line names the checkpoint kept (resume with --resume) or says to rerun; 2 a usage, "
     "configuration or data error, found before anything is written (a missing or empty --data, no training rows "
     "left, held-out rows in the training data, an unknown key) or a run folder another run holds; 1 training failed "
     "(the traceback says where)."
