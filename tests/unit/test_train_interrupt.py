@@ -64,15 +64,15 @@ def _ctrl_c_at_step(step: int):
     return CtrlC()
 
 
-def _ctrl_c_inside_the_save(monkeypatch) -> None:
-    """Ctrl+C inside the trainer's next checkpoint save, once the weights are written and before the optimizer,
-    the RNG state and trainer_state.json are."""
+def _ctrl_c_inside_the_save(monkeypatch, signum: int = signal.SIGINT) -> None:
+    """Ctrl+C (or ``signum``) inside the trainer's next checkpoint save, once the weights are written and before
+    the optimizer, the RNG state and trainer_state.json are."""
     from transformers import Trainer
 
     save = Trainer._save_optimizer_and_scheduler
 
     def interrupted(self, output_dir):
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signum)
         return save(self, output_dir)
 
     monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", interrupted)
@@ -101,16 +101,18 @@ def test_the_first_ctrl_c_finishes_the_step_saves_it_and_stops(tmp_path, capfd):
             "without it") in capfd.readouterr().err
 
 
-def test_ctrl_c_during_a_save_stops_at_that_checkpoint_without_training_another_step(tmp_path, monkeypatch):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGUSR1], ids=["ctrl-c", "pre-timeout"])
+def test_ctrl_c_during_a_save_stops_at_that_checkpoint_without_training_another_step(signum, tmp_path, monkeypatch):
     """Pressed while checkpoint-2 is being written (save_steps 2): the save finishes whole and training stops at
-    step 2. Before, the save was cut (KeyboardInterrupt); a stop signal there trained step 3 and saved again."""
+    step 2. Before, the save was cut (KeyboardInterrupt); Slurm's SIGUSR1 there trained step 3 and saved again,
+    which its time limit may not leave time for."""
     from tests.support.tiny_regressor import prepared_run
 
-    _ctrl_c_inside_the_save(monkeypatch)
+    _ctrl_c_inside_the_save(monkeypatch, signum)
     run = prepared_run(tmp_path, export_under_stopper=False)
     with _not_raised_out():
         result = run.train(_trainer(run, tmp_path, save_steps=2))
-    assert (result.global_step, run.stopper.stopped_at_step, result.stopped_by_signal) == (2, 2, signal.SIGINT)
+    assert (result.global_step, run.stopper.stopped_at_step, result.stopped_by_signal) == (2, 2, signum)
     assert _checkpoints(tmp_path) == [("checkpoint-2", None)]
 
 
