@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
@@ -406,17 +406,13 @@ class FormatWatch:
                 self.misread = self._no_verdict_sentence()
         return self.misread
 
-    def offer_written(self, predictions: Path, *, pairwise: bool = False) -> str | None:
-        """``offer`` the rows an earlier launch wrote into ``predictions`` (a ``pairwise_predictions.jsonl`` when
-        ``pairwise``), in the order written, until the rules are decided: a folder's first answers are its judge's
-        whichever launch asked them (a resume shares the run key, the guessed format with it). A folder of a judge's
-        verdicts is then never stopped by the answers a resume asks, and one stopped here stops again before asking.
-        Read as a stream: a rule closes at the first row that breaks it."""
-        from eval.judging.predictions import PredictionRow, iter_predictions
-        from eval.pairwise.judging import iter_pairwise_rows
-
-        rows = (iter_pairwise_rows(predictions) if pairwise else
-                (PredictionRow.from_json(data) for data in iter_predictions(predictions)))
+    def offer_written(self, rows: Iterable[Any]) -> str | None:
+        """``offer`` the rows an earlier launch wrote, in the order written (the caller reads its own file:
+        ``eval.judging.predictions.iter_predictions``, ``eval.pairwise.judging.iter_pairwise_rows``), until the rules
+        are decided: a folder's first answers are its judge's whichever launch asked them (a resume shares the run
+        key, the guessed format with it). A folder of a judge's verdicts is then never stopped by the answers a resume
+        asks, and one stopped here stops again before asking. Read as a stream: a rule closes at the first row that
+        breaks it."""
         for row in rows:
             if min(self.seen, self.seen_none) >= self.n_first:
                 break

@@ -80,8 +80,8 @@ from eval.judging.local_server import local_server, served_name, starts_judge_se
 from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
                                       resume_predictions)
 from eval.judging.run_settings import clear_score_outputs, earlier_run_keys, resolved_paths, run_key
-from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, judge_pairs, pending_judgments,
-                                   selected_pairs)
+from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
+                                   pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
@@ -697,7 +697,7 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d pairwise judgments (%d already done) with %s via %s", len(todo), n_done, model, kind)
             # Watched whatever --prompt says: every pair is asked with the one pairwise template, the 4B judge's.
             watch = FormatWatch(config.verdict_format) if guessed and kind == "chat" else None
-            if watch is not None and n_done and watch.offer_written(predictions, pairwise=True):  # the folder's rows
+            if watch is not None and n_done and watch.offer_written(iter_pairwise_rows(predictions)):
                 raise ConfigError(watch.misread)
             counts = asyncio.run(judge_pairs(todo, predictions, kind=kind, base_url=base_url, root_url=root_of(base_url),
                                              api_key=api_key, model=model, name=config.name, config=config,
@@ -706,7 +706,8 @@ def _run_holding(config: RunConfig, out: Path, max_tokens_chosen: bool = True,
             log.info("judging %d items (%d already done) with %s via %s", len(todo), len(done), model, kind)
             watch = (FormatWatch(config.verdict_format, no_verdict=True) if guessed and kind == "chat"
                      and config.prompt == "ru" else None)
-            if watch is not None and done and watch.offer_written(predictions):  # decided by the folder's rows
+            if watch is not None and done and watch.offer_written(
+                    PredictionRow.from_json(data) for data in iter_predictions(predictions)):  # the folder's rows
                 raise ConfigError(watch.misread)
             backend: JudgeBackend = (JudgeServeBackend(root_of(base_url), api_key, model, config) if kind == "judge-serve"
                                      else ChatBackend(base_url, api_key, model, config, template))
