@@ -42,7 +42,8 @@ Slurm's signals: the steps since the last save are kept, at the cost of finishin
 press is the way out of that wait. Under torchrun every rank gets one SIGINT (the workers run in sessions of their
 own, so the terminal's reaches torchrun alone, which sends it on to each) and the all-reduce makes them stop at the
 same step; torchrun kills its workers ``--shutdown-timeout`` seconds (30 by default) after that, so a step and a save
-that take longer are cut there as by a second press. A process that inherits SIGINT ignored (a background job of a
+that take longer are cut there as by a second press. A second Ctrl+C reaches the workers as torchrun's SIGTERM, which
+a worker that took the first counts as the second press. A process that inherits SIGINT ignored (a background job of a
 shell script) keeps ignoring it. Before training starts, Ctrl+C is not latched (``train.signal_latch``): there is
 no trained step to save, and stopping at once is what it asks.
 """
@@ -133,6 +134,12 @@ class SaveAndStopOnSignal(TrainerCallback):
     def _on_signal(self, signum, frame) -> None:
         # Only a flag and the waiting threads' events: saving from inside a signal handler could interrupt a
         # collective or a half-written file. A second Ctrl+C is the user's "now", whatever that interrupts.
+        if signum == signal.SIGTERM and self.interrupts and os.environ.get("TORCHELASTIC_RUN_ID"):
+            # torchrun's relay of a second Ctrl+C: the terminal's reaches torchrun alone, and a second one, cutting
+            # its wait for the workers after the first, makes its shutdown send them SIGTERM and wait out
+            # --shutdown-timeout again (torch/distributed/elastic/agent/server/api.py, SimpleElasticAgent.run).
+            # Outside torchrun a SIGTERM after Ctrl+C is a launcher's teardown (one-process accelerate launch).
+            signum = signal.SIGINT
         if signum == signal.SIGINT:
             self.interrupts += 1
             if self.interrupts > 1:

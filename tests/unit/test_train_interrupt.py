@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _no_launcher(monkeypatch, python_sigint_handler):
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
 
 
 @contextlib.contextmanager
@@ -132,6 +133,39 @@ def test_a_second_ctrl_c_stops_at_once_and_the_save_it_cut_is_not_taken_for_a_ch
     assert any((tmp_path / "checkpoint-2").glob("*.safetensors"))  # the save had begun
     assert latest_checkpoint(tmp_path) is None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_under_torchrun_a_second_ctrl_c_relayed_as_sigterm_stops_at_once(tmp_path, monkeypatch):
+    """Under torchrun the terminal's Ctrl+C reaches torchrun alone (its workers run in sessions of their own). It
+    sends each worker the first as SIGINT; a second, pressed while it waits for them, cuts that wait, and its
+    shutdown then sends them SIGTERM (torch/distributed/elastic/agent/server/api.py, ``SimpleElasticAgent.run``,
+    its ``finally``) and waits ``--shutdown-timeout`` again. A worker takes that SIGTERM as the second press: stops
+    at once, in the save the first asked for. Before, the SIGTERM only set the flag again and the save went on."""
+    from tests.support.tiny_regressor import prepared_run
+
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")  # what torchrun sets in its workers' environment
+    _ctrl_c_inside_the_save(monkeypatch, signal.SIGTERM)
+    run = prepared_run(tmp_path, export_under_stopper=False)
+    with pytest.raises(KeyboardInterrupt):
+        run.train(_trainer(run, tmp_path, callbacks=[_ctrl_c_at_step(2)]))
+    assert (run.stopper.received, run.stopper.interrupts) == (signal.SIGINT, 2)
+    assert _checkpoints(tmp_path) == [("checkpoint-2", "no trainer_state.json")]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("torchrun", [False, True], ids=["one process", "torchrun"])
+def test_a_sigterm_without_ctrl_c_is_slurms_stop_under_torchrun_too(torchrun, monkeypatch):
+    """Only a SIGTERM after a Ctrl+C is torchrun's relay of a second press: one alone (Slurm's preemption or
+    ``scontrol requeue``, which torchrun passes on) stays a stop at the end of the step, with a checkpoint."""
+    from train.preemption import SaveAndStopOnSignal
+
+    if torchrun:
+        monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
+    stopper = SaveAndStopOnSignal()
+    with _not_raised_out():
+        stopper._on_signal(signal.SIGTERM, None)  # what its handler does
+        stopper._on_signal(signal.SIGTERM, None)  # Slurm's and torchrun's both reach a worker
+    assert (stopper.received, stopper.interrupts) == (signal.SIGTERM, 0)
 
 
 @pytest.mark.parametrize("inherited", [signal.default_int_handler, signal.SIG_IGN], ids=["handled", "ignored"])
@@ -310,7 +344,8 @@ def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monke
 
 def test_a_sigterm_after_ctrl_c_leaves_it_the_users_stop():
     """A one-process ``accelerate launch`` sends ``judge-train`` SIGTERM after the terminal's Ctrl+C: the run still
-    stops as interrupted (130, not requeued), not as a Slurm stop (75)."""
+    stops as interrupted (130, not requeued), not as a Slurm stop (75), and not at once (outside torchrun that
+    SIGTERM is no second press)."""
     from train.preemption import SaveAndStopOnSignal
 
     stopper = SaveAndStopOnSignal()
