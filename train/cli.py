@@ -177,11 +177,11 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             interrupted = True
     if interrupted:  # out of the except block, so that the interrupted frames (the trainer with them) can go
         return _interrupted(prog, config)
-    if getattr(result, "stopped_by_signal", None) == signal.SIGINT:  # the first Ctrl+C: at the checkpoint saved
-        return _interrupted(prog, config)
-    if result.export_dir:
+    if result.export_dir:  # finished, even after a Ctrl+C in its last save (an export without the stopper's watch)
         print(f"judge-train: exported {what} to {result.export_dir}")
         return 0
+    if getattr(result, "stopped_by_signal", None) == signal.SIGINT:  # the first Ctrl+C: at the checkpoint saved
+        return _interrupted(prog, config)
     print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return stop_exit_code(result)
 

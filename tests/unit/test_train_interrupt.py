@@ -342,6 +342,27 @@ def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monke
     assert run_folder_holder(out) is None
 
 
+def test_a_ctrl_c_during_the_last_save_of_a_run_that_then_exports_whole_exits_0(tmp_path, monkeypatch, capsys):
+    """Pressed during the final step's save, Ctrl+C does not stop training (it ends there anyway); a recipe whose
+    export runs without the stopper's watch (the task classifier's) then exports in full. The run is finished and
+    exported: exit 0 with the export's line, as a ``--resume`` of it says. Before, it exited 130 saying
+    "interrupted", and an ``afterok`` dependant never started on a finished run."""
+    from tests.support.tiny_regressor import prepared_run
+
+    _ctrl_c_inside_the_save(monkeypatch)  # the first save of a run saving only at its last step, 6
+
+    def recipe(config):
+        run = prepared_run(config.output_dir, export_under_stopper=False)
+        result = run.train(_trainer(run, Path(config.output_dir)))
+        assert not run.stopped and result.stopped_by_signal == signal.SIGINT  # trained to the end
+        result.export_dir = str(Path(config.output_dir) / "export")  # what export_classifier records
+        return result
+
+    code, out = _run_with_recipe(tmp_path, monkeypatch, recipe)
+    assert (code, capsys.readouterr().out.splitlines()[-1]) == (0, f"judge-train: exported judge to {out / 'export'}")
+    assert _checkpoints(out) == [("checkpoint-6", None)]
+
+
 def test_a_sigterm_after_ctrl_c_leaves_it_the_users_stop():
     """A one-process ``accelerate launch`` sends ``judge-train`` SIGTERM after the terminal's Ctrl+C: the run still
     stops as interrupted (130, not requeued), not as a Slurm stop (75), and not at once (outside torchrun that
