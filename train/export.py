@@ -440,8 +440,9 @@ def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tok
 
     Raises:
         ExportError: on rank 0, when the export does not reload as the live model.
-        train.preemption.ExportAbandoned: on rank 0, a stop signal during the export (a ``SystemExit``: 0 when the
-            Slurm job was requeued, else ``train.exit_status.STOPPED_NOT_REQUEUED``).
+        train.preemption.ExportAbandoned: on every rank, a stop signal during rank 0's export (a ``SystemExit``
+            with the rank's ``train.exit_status.stop_exit_code``: 130 for Ctrl+C, 0 when the Slurm job was
+            requeued, else 75 on rank 0; ``train.preemption.abandon_with_every_rank``).
     """
     from train import preemption
 
@@ -453,15 +454,23 @@ def export_after_training(trainer, *, stopper, result, mode: str, model_cls, tok
             live = live_outputs(trainer.model, batch)
             trained = Path(trainer.args.output_dir) / "trained"
             trainer.save_model(str(trained))
-            report = None
+            report = abandoned = None
             if rank_zero:
-                with _every_core_for_torch():
-                    report = _export_on_rank_zero(trainer, watch, result=result, mode=mode, model_cls=model_cls,
-                                                  tokenizer=tokenizer, batch=batch, live=live, trained=trained,
-                                                  base_model=base_model, dtype=dtype, export_dir=Path(export_dir),
-                                                  verdict_format=verdict_format,
-                                                  trained_lengths=trained_lengths,
-                                                  prompt_version=prompt_version)  # fmt: skip
+                try:
+                    with _every_core_for_torch():
+                        report = _export_on_rank_zero(trainer, watch, result=result, mode=mode,
+                                                      model_cls=model_cls, tokenizer=tokenizer, batch=batch,
+                                                      live=live, trained=trained, base_model=base_model,
+                                                      dtype=dtype, export_dir=Path(export_dir),
+                                                      verdict_format=verdict_format,
+                                                      trained_lengths=trained_lengths,
+                                                      prompt_version=prompt_version)  # fmt: skip
+                except preemption.ExportAbandoned as given_up:
+                    abandoned = given_up
+            # The other ranks wait here for rank 0's export and end as it does when it was given up, instead of
+            # finding rank 0 gone from the barrier below (gloo's "Connection closed by peer" traceback; under NCCL a
+            # wait until the launcher kills them).
+            preemption.abandon_with_every_rank(abandoned, result)
             result.export_dir = str(export_dir)
             trainer.accelerator.wait_for_everyone()
             return report

@@ -62,7 +62,8 @@ from judge.plumbing import slurm_requeue
 from train.exit_status import ExportAbandoned, stop_exit_code
 
 __all__ = ["SaveAndStopOnSignal", "STOP_SIGNALS", "requeue_slurm_job", "requeue_with_every_rank", "ExportAbandoned",
-           "RequeueDuringExport", "SCONTROL_REQUEUE_TIMEOUT_S", "SCONTROL_SHOW_JOB_TIMEOUT_S"]
+           "RequeueDuringExport", "abandon_with_every_rank", "SCONTROL_REQUEUE_TIMEOUT_S",
+           "SCONTROL_SHOW_JOB_TIMEOUT_S"]
 
 logger = logging.getLogger(__name__)
 
@@ -284,6 +285,36 @@ def requeue_with_every_rank(callback: SaveAndStopOnSignal) -> bool:
         dist.broadcast(tensor, src=0)
         requeued = bool(tensor.item())
     return requeued
+
+
+def abandon_with_every_rank(abandoned: ExportAbandoned | None, result) -> None:
+    """After rank 0's export, on every rank: whether rank 0 gave it up (``abandoned``, None on the other ranks and
+    when the export is in place), broadcast with its signal and whether the job was requeued.
+
+    Rank 0 raises its ``abandoned`` again; every other rank takes the signal and the requeue into its ``result``
+    (``export_dir`` cleared) and raises ``ExportAbandoned`` with its own ``stop_exit_code``: 130 on every rank for
+    Ctrl+C, 0 under Slurm, as after a stop during training. Before, the other ranks waited for rank 0 in a barrier
+    it never reached.
+
+    Raises:
+        ExportAbandoned: on every rank, when rank 0 gave its export up.
+    """
+    import torch.distributed as dist
+
+    signum = int(result.stopped_by_signal or 0) if abandoned is not None else 0
+    requeued = bool(result.requeued) if abandoned is not None else False
+    tensor = _collective_tensor(2 * signum + int(requeued))
+    if tensor is not None:
+        dist.broadcast(tensor, src=0)
+        signum, requeued = divmod(int(tensor.item()), 2)
+    if abandoned is not None:
+        raise abandoned
+    if signum:
+        result.export_dir = None
+        result.export_report = None
+        result.stopped_by_signal = signum
+        result.requeued = bool(requeued)
+        raise ExportAbandoned(stop_exit_code(result))
 
 
 class RequeueDuringExport:

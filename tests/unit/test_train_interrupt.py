@@ -274,6 +274,89 @@ def test_ranks_agree_on_a_ctrl_c_that_reached_one_of_them_during_a_save(tmp_path
     assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
 
 
+class _ExportingTrainer:
+    """What ``train.export.export_after_training`` asks of a trainer on rank ``rank`` of two: its barrier is the
+    process group's."""
+
+    def __init__(self, output_dir: str, rank: int):
+        import torch.distributed as dist
+
+        self.rank = rank
+        self.args = types.SimpleNamespace(output_dir=output_dir)
+        self.accelerator = types.SimpleNamespace(wait_for_everyone=dist.barrier)
+        self.model = None
+
+    def save_model(self, folder):
+        os.makedirs(folder, exist_ok=True)
+
+    def is_world_process_zero(self):
+        return self.rank == 0
+
+
+def _export_on_one_rank(rank: int, store: str, output_dir: str, seen: str) -> None:
+    """Rank ``rank``'s export after training, its stopper installed as training leaves it; rank 0's is interrupted
+    (Ctrl+C, as torchrun relays it) while it loads the trained weights. What the rank ended with goes to ``seen``."""
+    import torch.distributed as dist
+
+    from train import export, preemption
+    from train.provenance import RunResult
+
+    os.environ["RANK"] = str(rank)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2, timeout=_JOIN_TIMEOUT)
+    stopper = preemption.SaveAndStopOnSignal()
+    stopper.install()  # what PreparedRun.train leaves installed for the export
+    result = RunResult(output_dir=output_dir, export_dir=None, global_step=6, final_learning_rate=0.0)
+    try:
+        export.export_after_training(_ExportingTrainer(output_dir, rank), stopper=stopper, result=result,
+                                     mode="seq2seq", model_cls=None, tokenizer=None, probe_texts=[], base_model="b",
+                                     dtype=None, export_dir=Path(output_dir) / "export")
+        outcome = {"exported": result.export_dir}
+    except preemption.ExportAbandoned as abandoned:
+        outcome = {"abandoned": abandoned.code, "stopped_by_signal": result.stopped_by_signal,
+                   "export_dir": result.export_dir}
+    except Exception as err:  # what the rank would have shown as a traceback
+        outcome = {"error": f"{type(err).__name__}: {err}"[:200]}
+    finally:
+        dist.destroy_process_group()
+    Path(seen).write_text(json.dumps(outcome))
+
+
+def test_every_rank_ends_as_interrupted_when_ctrl_c_gives_rank_0s_export_up(tmp_path, monkeypatch):
+    """Under torchrun every rank gets Ctrl+C while rank 0 exports alone and the others wait for it. Rank 0 gives
+    the export up; the others, told so, exit 130 as it does. Before, they waited in a barrier that rank 0 never
+    reached: when it exited, gloo's "Connection closed by peer" traceback (exit 1; under NCCL a hang until
+    torchrun's SIGKILL). Rank 1 runs forked."""
+    from train import export
+
+    def load_and_be_interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return "the trained model"
+
+    monkeypatch.setenv("RANK", "0")  # _export_on_one_rank sets it: put back after
+    monkeypatch.setattr(export, "probe_batch", lambda tokenizer, texts: {})
+    monkeypatch.setattr(export, "live_outputs", lambda model, batch: {})
+    monkeypatch.setattr(export, "load_trained", load_and_be_interrupted)
+    store = tmp_path / "store"
+    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}").mkdir()
+    other = multiprocessing.get_context("fork").Process(
+        target=_export_on_one_rank, args=(1, str(store), str(tmp_path / "rank1"), str(seen[1])))
+    other.start()
+    try:
+        _export_on_one_rank(0, str(store), str(tmp_path / "rank0"), str(seen[0]))
+        other.join(60)
+    finally:
+        if other.is_alive():
+            other.kill()
+            other.join()
+    assert other.exitcode == 0
+    expected = {"abandoned": 130, "stopped_by_signal": int(signal.SIGINT), "export_dir": None}
+    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+    assert not (tmp_path / "rank0" / "export").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 # ------------------------------------------------------------------------------------------------ judge-train run
 
 
