@@ -45,7 +45,8 @@ same step; torchrun kills its workers ``--shutdown-timeout`` seconds (30 by defa
 that take longer are cut there as by a second press. A second Ctrl+C reaches the workers as torchrun's SIGTERM, which
 a worker that took the first counts as the second press. A process that inherits SIGINT ignored (a background job of a
 shell script) keeps ignoring it. Before training starts, Ctrl+C is not latched (``train.signal_latch``): there is
-no trained step to save, and stopping at once is what it asks.
+no trained step to save, and stopping at once is what it asks; one that comes once the stopper is installed but
+before the first step (``trainer.train()``'s set-up) stops at ``on_train_begin``, for the same reason.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class SaveAndStopOnSignal(TrainerCallback):
         self.received: int | None = None
         self.stopped_at_step: int | None = None
         self.interrupts = 0
+        self.training_began = False  # set at on_train_begin, for what the first Ctrl+C says
         self.exporting = False  # set by RequeueDuringExport, for what the first Ctrl+C says
         self._previous = {}
         self._wakes: list[threading.Event] = []
@@ -158,6 +160,8 @@ class SaveAndStopOnSignal(TrainerCallback):
             return
         if self.exporting:
             then = "giving the export up at its next step (the final checkpoint stays; --resume exports again)"
+        elif not self.training_began:
+            then = "stopping before the first step, nothing trained"
         else:
             then = "stopping at the end of this step, with a checkpoint"
         with contextlib.suppress(OSError):
@@ -187,6 +191,24 @@ class SaveAndStopOnSignal(TrainerCallback):
             dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
             received = int(tensor.item())
         return received
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # Ctrl+C while trainer.train() set up (the optimizer, DeepSpeed, a checkpoint's load: minutes for a large
+        # model): nothing of this launch is trained, so it stops here, as during the run's build, and before an
+        # --overwrite-output-dir launch deletes the earlier run at this same event (train.recipe_steps, a callback
+        # after this one), which the user may be stopping it to keep. Slurm's signals still train a step and save.
+        tensor = _collective_tensor(int(self.interrupts > 0))
+        interrupted = self.interrupts > 0
+        if tensor is not None:
+            import torch.distributed as dist
+
+            dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+            interrupted = bool(tensor.item())
+        if interrupted:
+            self.received = signal.SIGINT
+            raise KeyboardInterrupt
+        self.training_began = True
+        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         received = self._signal_on_any_rank()

@@ -102,6 +102,36 @@ def test_the_first_ctrl_c_finishes_the_step_saves_it_and_stops(tmp_path, capfd):
             "without it") in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("overwrite", [True, False], ids=["overwrite-output-dir", "resume"])
+def test_ctrl_c_while_the_trainer_sets_up_stops_before_training_and_keeps_the_earlier_run(overwrite, tmp_path,
+                                                                                          monkeypatch, capfd):
+    """Pressed while ``trainer.train()`` sets up (the optimizer, DeepSpeed, a checkpoint's load: minutes for a large
+    model), with the stopper already installed: nothing of this launch is trained, so it stops at once, before the
+    first step, as a press while the run is built does; and an ``--overwrite-output-dir`` launch has not deleted the
+    earlier run, which a user may be pressing Ctrl+C to keep. Before, that run was deleted at ``on_train_begin``, a
+    step was trained and saved, and only then did the launch stop."""
+    from transformers import Trainer
+
+    from tests.support.tiny_regressor import prepared_run
+
+    prepare = Trainer._prepare_for_training
+
+    def interrupted(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "_prepare_for_training", interrupted)
+    earlier = tmp_path / "checkpoint-3"
+    _a_whole_checkpoint(tmp_path, 3)
+    config = types.SimpleNamespace(overwrite_output_dir=overwrite, resume=not overwrite, output_dir=str(tmp_path))
+    run = prepared_run(tmp_path, config=config, export_under_stopper=False)
+    with pytest.raises(KeyboardInterrupt):
+        run.train(_trainer(run, tmp_path))
+    assert _checkpoints(tmp_path) == [("checkpoint-3", None)] and (earlier / "optimizer.pt").is_file()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert "judge-train: Ctrl+C: stopping before the first step, nothing trained" in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGUSR1], ids=["ctrl-c", "pre-timeout"])
 def test_ctrl_c_during_a_save_stops_at_that_checkpoint_without_training_another_step(signum, tmp_path, monkeypatch):
     """Pressed while checkpoint-2 is being written (save_steps 2): the save finishes whole and training stops at
