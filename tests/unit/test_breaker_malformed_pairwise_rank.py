@@ -16,9 +16,7 @@ Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint
 
 from __future__ import annotations
 
-import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -27,11 +25,12 @@ from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_ro
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Judge, rank_argv, scores_by_output
+from tests.support.pairwise_breaker import N_PAIRS
+from tests.support.pairwise_breaker import journal_rows as _journal, pair_run_args as _pair_args, pairs_file as _pairs
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
 
 TIE = "[FEEDBACK] Ответы равноценны. [RESULT] 0 [END]"
 HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
-N_PAIRS = 10
 
 # Each malformed chat answer, and the words its failed row's reason starts with.
 MALFORMED_CHAT = {
@@ -57,22 +56,6 @@ MALFORMED_SERVE = {
 UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
 UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
 
-
-def _pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.jsonl"
-    rows = [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": f"Ответ {k}а.", "answer_2": f"Ответ {k}б.",
-             "rubrics": "-1: лучше первый\n0: равны\n1: лучше второй"} for k in range(N_PAIRS)]
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _pair_args(url: str, data: Path, out: Path) -> list[str]:
-    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
-            "--verdict-format", "tagged", "--backoff-s", "0.001", "--max-retries", "1", "--concurrency", "1"]
-
-
-def _journal(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _stop_line(err: str) -> str:

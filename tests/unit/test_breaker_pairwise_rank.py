@@ -8,37 +8,20 @@ nothing with ``--backoff-s``, and nothing is timed.
 
 from __future__ import annotations
 
-import json
 import threading
-from pathlib import Path
 
 from eval.cli import main
 from judge.plumbing.failing_streak import stop_after
 from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_rows
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Candidate, Judge, rank_argv, scores_by_output
+from tests.support.pairwise_breaker import N_PAIRS
+from tests.support.pairwise_breaker import journal_rows as _journal, pair_run_args as _pair_args, pairs_file as _pairs
 from tests.support.scripted_endpoint import chat_completion, ScriptedEndpoint
 
 TIE = "[FEEDBACK] Ответы равноценны. [RESULT] 0 [END]"
 DOWN = (503, {"error": {"message": "scripted outage"}})
-N_PAIRS = 10
 
-
-def _pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.jsonl"
-    rows = [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": f"Ответ {k}а.", "answer_2": f"Ответ {k}б.",
-             "rubrics": "-1: лучше первый\n0: равны\n1: лучше второй"} for k in range(N_PAIRS)]
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _pair_args(url: str, data: Path, out: Path) -> list[str]:
-    return ["run", "--judge", url, "--data", str(data), "--out", str(out), "--max-tokens", "32", "--no-progress",
-            "--verdict-format", "tagged", "--backoff-s", "0.001", "--max-retries", "1", "--concurrency", "1"]
-
-
-def _journal(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_pairwise_against_an_endpoint_that_never_recovers_stops_and_a_rerun_resumes(tmp_path, capsys):
