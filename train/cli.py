@@ -177,12 +177,16 @@ def run(argv: Sequence[str], *, prog: str = "judge-train run", recipe: str | Non
             interrupted = True
     if interrupted:  # out of the except block, so that the interrupted frames (the trainer with them) can go
         return _interrupted(prog, config)
+    # Under torchrun or deepspeed every rank returns here: the job log's last line is global rank 0's alone, as the
+    # finished and interrupted lines are.
     if result.export_dir:  # finished, even after a Ctrl+C in its last save (an export without the stopper's watch)
-        print(f"judge-train: exported {what} to {result.export_dir}")
+        if is_main_process():
+            print(f"judge-train: exported {what} to {result.export_dir}")
         return 0
     if getattr(result, "stopped_by_signal", None) == signal.SIGINT:  # the first Ctrl+C: at the checkpoint saved
         return _interrupted(prog, config)
-    print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
+    if is_main_process():
+        print(f"judge-train: stopped at step {result.global_step}; continue with --resume")
     return stop_exit_code(result)
 
 

@@ -476,6 +476,27 @@ def test_a_ctrl_c_during_the_last_save_of_a_run_that_then_exports_whole_exits_0(
     assert _checkpoints(out) == [("checkpoint-6", None)]
 
 
+@pytest.mark.parametrize("rank", ["0", "1"])
+@pytest.mark.parametrize("ended", ["exported", "stopped by Slurm"])
+def test_the_runs_last_line_is_global_rank_0s_alone(ended, rank, tmp_path, monkeypatch, capsys):
+    """Under torchrun or deepspeed every rank returns the recipe's result; the job log's last line (the export, or
+    the stop and --resume) is said by global rank 0 alone, as the interrupted and finished lines are. Before, every
+    rank printed it: one "exported" line a rank."""
+    monkeypatch.setenv("RANK", rank)
+
+    def recipe(config):
+        export = str(Path(config.output_dir) / "export") if ended == "exported" else None
+        return types.SimpleNamespace(export_dir=export, global_step=3, stopped_by_signal=signal.SIGUSR1,
+                                     requeued=False)
+
+    code, out = _run_with_recipe(tmp_path, monkeypatch, recipe)
+    said = {"exported": f"judge-train: exported judge to {out / 'export'}",
+            "stopped by Slurm": "judge-train: stopped at step 3; continue with --resume"}[ended]
+    assert code == (0 if ended == "exported" else 75)
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("judge-train:")] == (
+        [said] if rank == "0" else [])
+
+
 def test_a_sigterm_after_ctrl_c_leaves_it_the_users_stop():
     """A one-process ``accelerate launch`` sends ``judge-train`` SIGTERM after the terminal's Ctrl+C: the run still
     stops as interrupted (130, not requeued), not as a Slurm stop (75), and not at once (outside torchrun that
