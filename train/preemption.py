@@ -4,7 +4,8 @@
 handler only sets a flag; at the end of the current optimizer step the callback asks the Trainer to save a
 checkpoint and stop, so the job exits cleanly with a ``checkpoint-N`` that ``--resume`` continues from. Under
 several ranks the flag is all-reduced every step, so all ranks save and stop together even when only some of
-them received the signal (a collective save under ZeRO-3 needs all of them).
+them received the signal (a collective save under ZeRO-3 needs all of them). Ranks that received different signals
+stop for one of them, by precedence (``_PRECEDENCE``): Ctrl+C over Slurm's, SIGTERM over SIGUSR1.
 
 After the stop, ``requeue_slurm_job`` puts the job back in the queue by running ``scontrol requeue $SLURM_JOB_ID``
 once (global rank 0), on either signal; the recipes call it through ``requeue_with_every_rank``, whose broadcast
@@ -182,15 +183,15 @@ class SaveAndStopOnSignal(TrainerCallback):
             self._waking = False
 
     def _signal_on_any_rank(self) -> int:
-        """The received signal number, all-reduced (max) over ranks; 0 when none arrived anywhere."""
+        """The signal the ranks stop for, all-reduced over them (``_to_all_reduce``: Ctrl+C over Slurm's signals,
+        SIGTERM over SIGUSR1); 0 when none arrived anywhere."""
         import torch.distributed as dist
 
-        received = int(self.received or 0)
-        tensor = _collective_tensor(received)
-        if tensor is not None:
-            dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-            received = int(tensor.item())
-        return received
+        tensor = _collective_tensor(_to_all_reduce(self.received))
+        if tensor is None:
+            return int(self.received or 0)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return _from_all_reduced(int(tensor.item()))
 
     def on_train_begin(self, args, state, control, **kwargs):
         # Ctrl+C while trainer.train() set up (the optimizer, DeepSpeed, a checkpoint's load: minutes for a large
@@ -236,6 +237,29 @@ class SaveAndStopOnSignal(TrainerCallback):
             self.stopped_at_step = state.global_step
             control.should_training_stop = True
         return control
+
+
+#: The stop signals from the one that yields to any other to the one that wins over all, when ranks received
+#: different ones (``_to_all_reduce``). Ctrl+C is the user's stop, and stays one (exit 130, never requeued) through a
+#: Slurm signal another rank got, as on one rank that gets both (``SaveAndStopOnSignal._on_signal``). SIGTERM
+#: (``scancel``, preemption: requeued only when the job's record says preempted) wins over SIGUSR1 (the time limit's
+#: warning: always requeued), so that a warning that came with a cancel does not bring the job back.
+_PRECEDENCE = (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
+
+
+def _to_all_reduce(signum: int | None) -> int:
+    """``signum`` as the number the ranks all-reduce with MAX: its place in ``_PRECEDENCE`` above the signal number
+    (which it carries in its low byte); 0 for none. A signal outside ``_PRECEDENCE`` yields to those in it. A
+    signal's own number would order them by numbering: SIGTERM (15) and SIGUSR1 (10) over Ctrl+C (2)."""
+    if not signum:
+        return 0
+    place = _PRECEDENCE.index(signum) + 1 if signum in _PRECEDENCE else 0
+    return place * 256 + int(signum)
+
+
+def _from_all_reduced(value: int) -> int:
+    """The signal number ``_to_all_reduce`` made ``value`` of (0 for none)."""
+    return value % 256
 
 
 def _collective_tensor(value: int):

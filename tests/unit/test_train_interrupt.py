@@ -304,6 +304,44 @@ def test_ranks_agree_on_a_ctrl_c_that_reached_one_of_them_during_a_save(tmp_path
     assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
 
 
+@pytest.mark.parametrize("signals", [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGUSR1)],
+                         ids=["sigterm-and-ctrl-c", "ctrl-c-and-sigusr1"])
+def test_ranks_that_got_ctrl_c_and_slurms_signal_both_stop_as_interrupted(signals, tmp_path, monkeypatch):
+    """Rank 0 and rank 1 get different signals during checkpoint-1's save, one of them Ctrl+C: both stop there as
+    interrupted (SIGINT, exit 130, never requeued), as one rank that gets both does (``_on_signal``: the user's stop
+    stays one). Before, the all-reduce took the highest signal number, SIGTERM (15) or SIGUSR1 (10) over SIGINT (2):
+    both ranks stopped as for Slurm (exit 75), and under Slurm rank 0 asked for a requeue the user had not."""
+    monkeypatch.setenv("RANK", "0")  # _one_rank sets it: put back after
+    store = tmp_path / "store"
+    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
+    other = multiprocessing.get_context("fork").Process(
+        target=_one_rank, args=(1, str(store), str(tmp_path / "rank1"), signals[1], str(seen[1])))
+    other.start()
+    try:
+        _one_rank(0, str(store), str(tmp_path / "rank0"), signals[0], str(seen[0]))
+        other.join(60)
+    finally:
+        if other.is_alive():
+            other.kill()
+            other.join()
+    assert other.exitcode == 0
+    expected = {"stopped_at_step": 1, "training_stops": True, "stopped_by_signal": int(signal.SIGINT),
+                "exit_status": 130}
+    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+
+
+def test_the_stopper_ranks_slurms_signals_below_ctrl_c_and_sigterm_above_sigusr1():
+    """What each rank puts into the all-reduce (the highest wins): Ctrl+C over any Slurm signal; SIGTERM (``scancel``,
+    preemption: requeued only when preempted) over SIGUSR1 (the time limit's warning: always requeued), so that a
+    cancelled job is not brought back by a warning that came with the cancel; any signal over none."""
+    from train.preemption import _from_all_reduced, _to_all_reduce
+
+    ordered = [None, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT]
+    values = [_to_all_reduce(signum) for signum in ordered]
+    assert values == sorted(values) and len(set(values)) == 4 and values[0] == 0
+    assert [_from_all_reduced(value) for value in values] == [0, *ordered[1:]]
+
+
 class _ExportingTrainer:
     """What ``train.export.export_after_training`` asks of a trainer on rank ``rank`` of two: its barrier is the
     process group's."""
