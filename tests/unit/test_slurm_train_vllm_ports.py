@@ -80,16 +80,44 @@ def _free(port: int) -> bool:
     return True
 
 
-def _job(tmp_path: Path, *after: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str], list[str]]:
-    """train.sbatch as a GRPO server-mode job on nx-a (server) and nx-b (training). Returns the process and the
-    server's and the training step's srun arguments ([] for a step that did not start)."""
+# python3 for a kernel that hands out FAKE_KERNEL_PICKS for a bind to port 0 whenever that port can be bound, as a
+# kernel may hand out any free port: the port probe runs with socket.bind so changed, every other program unchanged.
+KERNEL_PICKS = """import os, socket
+_bind = socket.socket.bind
+def _picking(self, address, _picks=int(os.environ["FAKE_KERNEL_PICKS"])):
+    if address[1] == 0:
+        try:
+            return _bind(self, (address[0], _picks))
+        except OSError:
+            pass
+    return _bind(self, address)
+socket.socket.bind = _picking
+"""
+FAKE_PYTHON3 = r"""
+if [[ $1 == -c && $2 == *"import socket"* ]]; then
+    exec "$FAKE_REAL_PYTHON" -c "$FAKE_KERNEL_SHIM"$'\n'"$2" "${@:3}"
+fi
+exec "$FAKE_REAL_PYTHON" "$@"
+"""
+
+
+def _job(tmp_path: Path, *after: str, kernel_picks: int | None = None,
+         **env: str) -> tuple[subprocess.CompletedProcess, list[str], list[str]]:
+    """train.sbatch as a GRPO server-mode job on nx-a (server) and nx-b (training); ``kernel_picks``: the port a
+    bind to port 0 gets whenever it can be bound (``KERNEL_PICKS``). Returns the process and the server's and the
+    training step's srun arguments ([] for a step that did not start)."""
     (tmp_path / "judge.yaml").write_text("recipe: grpo\n")
     calls = tmp_path / "calls"
     calls.mkdir()
     bin_dir = write_executables(tmp_path / "bin", {"srun": FAKE_SRUN, "scontrol": FAKE_SCONTROL,
                                                    "torchrun": "exit 0\n", "judge-train": "exit 0\n",
                                                    "trl": "exit 0\n"})  # fmt: skip
-    (bin_dir / "python3").symlink_to(sys.executable)
+    if kernel_picks is None:
+        (bin_dir / "python3").symlink_to(sys.executable)
+    else:
+        write_executables(bin_dir, {"python3": FAKE_PYTHON3})
+        env = {"FAKE_REAL_PYTHON": sys.executable, "FAKE_KERNEL_SHIM": KERNEL_PICKS,
+               "FAKE_KERNEL_PICKS": str(kernel_picks), **env}
     proc = subprocess.run(["bash", str(REPO / "slurm" / "train.sbatch"), *after], env={
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_CALLS": str(calls),
@@ -198,6 +226,38 @@ def test_one_port_named_for_both_the_rendezvous_and_the_group_stops_the_job(tmp_
                            "and the weight-sync group each bind their own port on nx-b; name two, or leave one unset "
                            "for one found free\n")
     assert server == training == [] and _probes(tmp_path) == []
+
+
+def _rendezvous(proc: subprocess.CompletedProcess) -> str:
+    """The rendezvous port the job's banner names (torchrun's --master_port is $MASTER_PORT, exported)."""
+    line = next(line for line in proc.stdout.splitlines() if line.lstrip().startswith("rendezvous "))
+    return line.rsplit(":", 1)[1]
+
+
+def test_the_group_port_found_free_is_never_the_rendezvous_port_named(tmp_path):
+    """JUDGE_MASTER_PORT named and the group port left to the probe on nx-b: the rendezvous port is free there until
+    torchrun binds it, so a kernel could hand it out for the group, and torchrun's store and trl's group store would
+    both bind it (the second failing once the model loaded). The probe holds it while it asks: the group gets
+    another. Before, the kernel here handed the named port out and the job trained with both on it."""
+    with _held(0) as (port,):
+        pass  # a port the kernel gave out, released: free now
+    proc, _, training = _job(tmp_path, kernel_picks=port, JUDGE_MASTER_PORT=str(port))
+    assert proc.returncode == 0, proc.stderr
+    assert _rendezvous(proc) == str(port)
+    assert _after(training, "--vllm-group-port") not in ("", str(port))
+    assert _free(int(_after(training, "--vllm-group-port")))
+
+
+def test_a_named_group_port_is_never_given_out_for_the_rendezvous_first(tmp_path):
+    """JUDGE_VLLM_GROUP_PORT named and the rendezvous port left to the probe: the named one is bound first, so the
+    kernel cannot hand it out for the rendezvous. Before, the free port was asked first, the kernel here handed out
+    the named one, and the job stopped calling the named port taken, though only the job itself held it."""
+    with _held(0) as (port,):
+        pass
+    proc, _, training = _job(tmp_path, kernel_picks=port, JUDGE_VLLM_GROUP_PORT=str(port))
+    assert proc.returncode == 0, proc.stderr
+    assert _after(training, "--vllm-group-port") == str(port)
+    assert _rendezvous(proc) != str(port)
 
 
 @pytest.mark.parametrize("name", ["JUDGE_VLLM_SERVE_PORT", "JUDGE_VLLM_GROUP_PORT"])
