@@ -49,28 +49,28 @@ def resolve_base_model(config: TrainConfig) -> str:
     """The base model folder or hub id; builds the tiny Qwen2 (``tiny-qwen2``) or Qwen3 (``tiny-qwen3``) when named.
 
     Every rank may call this at once (before torch.distributed is up): each builds into its own temporary folder
-    and renames it into place; a rank that finds the folder already there uses it (the build is deterministic).
-    """
+    and renames it into place; a rank that finds the folder already there uses it (the build is deterministic). A
+    build cut (Ctrl+C, a full disk) removes its temporary folder: no half-built one is left in the run folder."""
     if config.model_name_or_path not in (TINY_MODEL, TINY_QWEN3):
         return config.model_name_or_path
+    import shutil
     import tempfile
 
-    from train.tiny_models import build_tiny_qwen2, build_tiny_qwen3
+    from train import tiny_models
 
     target = Path(config.output_dir) / "base-model"
     if not (target / "config.json").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".base-model-", dir=target.parent))
-        if config.model_name_or_path == TINY_QWEN3:
-            build_tiny_qwen3(scratch, seed=config.seed)
-        else:
-            build_tiny_qwen2(scratch, kind="causal", seed=config.seed)
         try:
-            scratch.rename(target)
-        except OSError:  # another rank got there first
-            import shutil
-
+            qwen3 = config.model_name_or_path == TINY_QWEN3
+            (tiny_models.build_tiny_qwen3 if qwen3 else tiny_models.build_tiny_qwen2)(scratch, seed=config.seed)
+        except BaseException:  # KeyboardInterrupt included: the press stops the run, not the clean-up
             shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        with contextlib.suppress(OSError):  # another rank got there first: its build is this one's
+            scratch.rename(target)
+        shutil.rmtree(scratch, ignore_errors=True)
     return str(target)
 
 

@@ -467,6 +467,48 @@ def test_ctrl_c_before_training_exits_130_with_one_line_and_releases_the_folder(
     assert run_folder_holder(out) is None
 
 
+def _build_cut_by(monkeypatch, cut) -> None:
+    """The tiny base's build writes its config, then ``cut`` happens to it (a Ctrl+C, a full disk)."""
+    from train import tiny_models
+
+    def build(out_dir, **settings):
+        (Path(out_dir) / "config.json").write_text("{}")
+        cut()
+        raise AssertionError("the build went on after it was cut")
+
+    monkeypatch.setattr(tiny_models, "build_tiny_qwen2", build)
+
+
+def test_ctrl_c_while_the_tiny_base_is_built_leaves_no_scratch_folder(tmp_path, monkeypatch, capsys):
+    """The tiny base is built in a scratch folder in the run folder and renamed into place: a Ctrl+C during the
+    build stops at once (exit 130, one line) and takes the half-built scratch folder with it. Before, every such
+    press left a ``.base-model-*`` folder of partial weights in the run folder."""
+    from train.recipe_steps import resolve_base_model
+
+    _build_cut_by(monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
+    code, out = _run_with_recipe(tmp_path, monkeypatch, resolve_base_model)
+    assert code == 130
+    assert "interrupted (Ctrl+C)" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".base-model") or p.name == "base-model") == []
+
+
+def test_a_tiny_base_build_that_fails_leaves_no_scratch_folder(tmp_path, monkeypatch):
+    """A build that raises (a full disk) is raised as it was, its scratch folder removed, no base-model in place."""
+    import errno
+
+    from train.config import TINY_MODEL
+    from train.recipe_steps import resolve_base_model
+
+    def full():
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    _build_cut_by(monkeypatch, full)
+    config = types.SimpleNamespace(model_name_or_path=TINY_MODEL, output_dir=str(tmp_path / "run"), seed=0)
+    with pytest.raises(OSError, match="No space left"):
+        resolve_base_model(config)
+    assert list((tmp_path / "run").iterdir()) == []
+
+
 @pytest.mark.parametrize("how", ["stopped at a checkpoint", "export given up", "second Ctrl+C"],
                          ids=["stopped", "export", "twice"])
 def test_a_ctrl_c_stop_names_the_checkpoint_kept_and_resume(how, tmp_path, monkeypatch, capsys):
