@@ -10,7 +10,7 @@ does not define is an error, as is a flag that belongs only to another recipe. E
 ``judge-train run --help`` prints. Flags are spelt with dashes; the underscore spelling (``--output_dir``) still
 works (``judge.plumbing.config_files``).
 
-Why one module of ~1,080 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
+Why one module of ~1,100 lines: the recipes share most of their fields (the base model, the data, the optimiser, the
 Slurm and DeepSpeed settings) through one base class, and each recipe's checks read its neighbours'; a module per
 recipe would scatter one table of hyperparameters over five files.
 """
@@ -313,13 +313,11 @@ class TrainConfig:
         configs/deepspeed/zero3_offload.json needs DeepSpeed's CPU AdamW. A ``tensor_parallel`` ``autotp_size`` above 1
         is refused as ``parallelism_config`` is (``train.training_arguments``): it shrinks the global batch.
         """
-        from judge.plumbing.config_files import read_json_object
-
         path = Path(self.deepspeed)
         if not path.is_file():
             raise ConfigError(f"deepspeed config {self.deepspeed} not found (see configs/deepspeed/)")
         try:  # the shared reader: a file nested past the parser's depth is a ValueError there, not a RecursionError
-            settings = read_json_object(path)
+            settings = self.deepspeed_settings()
         except (OSError, ValueError) as error:
             raise ConfigError(f"deepspeed config {self.deepspeed} cannot be read as JSON: {error}") from None
         if "scheduler" in settings:
@@ -449,9 +447,24 @@ class TrainConfig:
         """
         if self.deepspeed is None:
             return
-        from judge.plumbing.config_files import read_json_object
+        self._refuse_deepspeed_mismatches(self.deepspeed_settings(), accumulation, bf16)
 
-        self._refuse_deepspeed_mismatches(read_json_object(Path(self.deepspeed)), accumulation, bf16)
+    def deepspeed_settings(self) -> dict[str, Any]:
+        """The DeepSpeed JSON as a mapping ({} without one), read once and kept (at load, by ``validate``): the
+        checks at load and at launch, the trainer's preflight and ``judge-train submit``'s note take one reading, so
+        that none describes a file edited after another check read it. Read again only for another ``deepspeed``.
+
+        Raises:
+            OSError, ValueError: as ``judge.plumbing.config_files.read_json_object`` (``validate`` names them).
+        """
+        if self.deepspeed is None:
+            return {}
+        kept = getattr(self, "_deepspeed_read", None)  # not a field: out of run.json, equality and --help
+        if kept is None or kept[0] != self.deepspeed:
+            from judge.plumbing.config_files import read_json_object
+
+            kept = self._deepspeed_read = (self.deepspeed, read_json_object(Path(self.deepspeed)))
+        return kept[1]
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""

@@ -236,15 +236,15 @@ def _refuse_control(values: dict[str, object]) -> None:
         raise SubmitError(str(err)) from None
 
 
-def _deepspeed_note(deepspeed: str | None) -> str:
+def _deepspeed_note(config: Any) -> str:
     """The rendered notes' line for the DeepSpeed JSON the job trains with (the config's, or the one after --) and
     its ZeRO stage and offloads: what the sharding and the resume rule (a ZeRO checkpoint loads only on the ranks
-    that wrote it) depend on, which a dry run otherwise showed nowhere."""
+    that wrote it) depend on, which a dry run otherwise showed nowhere. As the config read it at load
+    (``TrainConfig.deepspeed_settings``), the reading its checks took."""
+    deepspeed = config.deepspeed
     if deepspeed is None:
         return "deepspeed: none (plain DDP: every rank holds the whole model and optimizer)"
-    from judge.plumbing.config_files import read_json_object
-
-    zero = read_json_object(Path(deepspeed)).get("zero_optimization")
+    zero = config.deepspeed_settings().get("zero_optimization")
     zero = zero if isinstance(zero, dict) else {}
     offloads = [f"{part} to {zero[key].get('device')}" for part, key in (("optimizer", "offload_optimizer"),
                                                                         ("weights", "offload_param"))
@@ -1093,7 +1093,7 @@ def _render(args: argparse.Namespace, judge_args: Sequence[str]) -> tuple[str, P
         f"config {config_path} ({config.recipe} recipe, {config.model_name_or_path})",
         f"global batch {plan.describe()}",
         f"{'GPU' if args.gpus_per_node else 'CPU'} ranks: {plan.world_size}",
-        _deepspeed_note(config.deepspeed),
+        _deepspeed_note(config),
     ]
     if config.overwrite_output_dir:
         notes.append(f"--overwrite-output-dir: an earlier run in {output_dir} is deleted on the job's first start; a "

@@ -206,7 +206,7 @@ def check_optimizer_and_schedule(args: Any, config: Any) -> None:
     # A DeepSpeed JSON's optimizer block makes transformers hand DeepSpeed a DummyOptim and never call
     # create_optimizer (transformers/integrations/deepspeed.py, deepspeed_optim_sched): the HF optimizer is never
     # built, so its refusal here would refuse a run that trains (TrainConfig.validate checks the block itself).
-    if not _deepspeed_builds_the_optimizer(getattr(config, "deepspeed", None)):
+    if not _deepspeed_builds_the_optimizer(config):
         try:
             optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args)
             if not needs_model:
@@ -273,15 +273,20 @@ def check_optim_args_reach_the_optimizer(args: Any, built: tuple[Any, Any], conf
                       "dampening and weight_decay, say), or pick an optim whose builder reads it")
 
 
-def _deepspeed_builds_the_optimizer(deepspeed: Any) -> bool:
-    """Whether the DeepSpeed config (a JSON path, or the dict it holds) has an ``optimizer`` block; an unreadable one
-    counts as none, so the HF optimizer is still checked (TrainConfig.validate names the unreadable file)."""
+def _deepspeed_builds_the_optimizer(config: Any) -> bool:
+    """Whether the config's DeepSpeed config (a JSON path, as the config read it: ``TrainConfig.deepspeed_settings``,
+    or the dict it holds) has an ``optimizer`` block; an unreadable one counts as none, so the HF optimizer is still
+    checked (TrainConfig.validate names the unreadable file)."""
     from judge.plumbing.config_files import read_json_object
 
+    deepspeed = getattr(config, "deepspeed", None)
     if isinstance(deepspeed, dict):
         return "optimizer" in deepspeed
+    if not isinstance(deepspeed, (str, os.PathLike)):
+        return False
     try:
-        return isinstance(deepspeed, (str, os.PathLike)) and "optimizer" in read_json_object(deepspeed)
+        kept = getattr(config, "deepspeed_settings", None)
+        return "optimizer" in (kept() if kept is not None else read_json_object(deepspeed))
     except (OSError, ValueError):
         return False
 

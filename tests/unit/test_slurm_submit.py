@@ -98,6 +98,31 @@ def test_the_rendered_notes_name_the_deepspeed_json_and_its_zero_stage(capsys, s
             "cpu") in script.splitlines()
 
 
+def test_submit_reads_the_deepspeed_json_once(capsys, tmp_path, monkeypatch):
+    """The checks at load, the launch's (its accumulation and bf16) and the rendered note take one reading of the
+    DeepSpeed JSON, the one the config was checked by: a note read again could describe a file edited meanwhile, which
+    no check had seen. Before, submit read it three times."""
+    from judge.plumbing import config_files
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    reads = []
+    read = config_files.read_json_object
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path).name)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(config_files, "read_json_object", counted)
+    script = _dry_run(capsys, "--config", str(REPO / "configs" / "train" / "t-pro" / "seq2seq.yaml"), "--nodes", "8",
+                      "--gpus-per-node", "8")
+    assert "# deepspeed configs/deepspeed/zero3.json: ZeRO stage 3" in script.splitlines()
+    assert reads.count("zero3.json") == 1
+
+
 def test_dry_run_1x2_accumulates_32(capsys, submit_config):
     """1 node x 2 GPUs with per-device batch 4: accumulation 32 keeps 256."""
     script = _dry_run(capsys, "--config", str(submit_config), "--nodes", "1", "--gpus-per-node", "2")
