@@ -69,12 +69,24 @@ def _cut_checkpoints(output_dir: str | Path) -> list[str]:
 
 def _cut_off(checkpoint: Path) -> str | None:
     """Why ``checkpoint`` is not a whole save (``latest_checkpoint``), or None."""
-    import zipfile
-
     if not (checkpoint / "trainer_state.json").is_file():
         return "no trainer_state.json"
-    cut = sorted(p.name for p in checkpoint.glob("rng_state*.pth") if not zipfile.is_zipfile(p))
+    cut = sorted(p.name for p in checkpoint.glob("rng_state*.pth") if not _whole_torch_file(p))
     return f"{', '.join(cut)} cut off" if cut else None
+
+
+def _whole_torch_file(path: Path) -> bool:
+    """Whether ``path`` is a whole ``torch.save`` archive: its zip directory, written last, reads and names the
+    pickle. ``zipfile.is_zipfile`` alone looks for the directory's end signature in the file's last 64 KiB, which
+    the random bytes of an RNG state may hold: a file cut after them passed for whole, and its ``torch.load`` failed
+    at the resume."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name == "data.pkl" or name.endswith("/data.pkl") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return False
 
 
 def check_resumable(checkpoint: Path) -> None:

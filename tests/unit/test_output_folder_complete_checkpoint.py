@@ -34,6 +34,23 @@ def test_a_checkpoint_with_a_cut_rng_file_is_passed_over(tmp_path, caplog):
                                "not resumed from"]
 
 
+def test_a_cut_rng_file_whose_bytes_hold_the_zip_end_signature_is_passed_over(tmp_path, caplog):
+    """An RNG state is random bytes: one may hold the zip end-of-directory signature (PK\\x05\\x06), and a file cut
+    after it still looked whole to ``zipfile.is_zipfile``, which looks for the signature alone; the resume's
+    ``torch.load`` then failed on that rank. Its directory is read now: the cut file is named, the checkpoint passed
+    over."""
+    whole = _checkpoint(tmp_path, 4, ranks=2)
+    cut = _checkpoint(tmp_path, 6, ranks=2)
+    state = bytes(range(256)) * 8 + b"PK\x05\x06" + bytes(range(18, 0, -1)) + bytes(range(256)) * 8
+    torch.save({"python": None, "cpu": torch.tensor(list(state), dtype=torch.uint8)}, cut / "rng_state_1.pth")
+    data = (cut / "rng_state_1.pth").read_bytes()
+    (cut / "rng_state_1.pth").write_bytes(data[: data.index(state) + len(state)])  # killed after the state's bytes
+    with caplog.at_level(logging.WARNING, logger="train.output_folder"):
+        assert latest_checkpoint(tmp_path) == whole
+    assert caplog.messages == [f"{tmp_path}: checkpoint-6 (rng_state_1.pth cut off): a save that did not finish, "
+                               "not resumed from"]
+
+
 def test_a_whole_checkpoint_and_one_without_rng_files_are_resumed_from(tmp_path, caplog):
     """No RNG file at all is a save transformers resumes (fresh RNG, logged): not refused here."""
     _checkpoint(tmp_path, 4, ranks=0)
