@@ -67,15 +67,6 @@ class EngineHealth:
                       f"probes awaited answered {status}")
 
 
-def _until_ready(root: str, timeout_s: float = 30.0) -> None:
-    """Until judge-serve's /ready answers 200: an attached engine taken back (its probe read, its /version and
-    /v1/models read again) is the condition, polled with a bound, not a wait hoped long enough."""
-    deadline = time.monotonic() + timeout_s
-    while (status := httpx.get(root + "/ready", timeout=10).status_code) != 200:
-        assert time.monotonic() < deadline, f"/ready still {status} {timeout_s:g} s after the engine answered again"
-        time.sleep(0.1)
-
-
 def _engine(health: EngineHealth) -> ScriptedEndpoint:
     """An attached vLLM 0.32 engine: /version and /v1/models answer, /health as ``health`` says; every POST is a
     chat completion."""
@@ -118,18 +109,18 @@ def _judge_serve(model_dir: Path, engine_url: str):
         # Under the suite's per-test timeout (60 s in `make test-fast`): a judge-serve that does not come up fails
         # here, the error naming the command and carrying its log's tail.
         process.wait_ready(root + "/ready", timeout_s=45)
-        yield root, log_path, process.main_pid()
+        yield root, log_path, process
     finally:
         process.stop(30.0)
 
 
 @pytest.fixture(scope="module")
 def flood_server(tiny_causal_dir):
-    """(root URL, log path, the engine's :class:`EngineHealth`, judge-serve's pid) of one judge-serve in front of a
-    scripted engine."""
+    """(root URL, log path, the engine's :class:`EngineHealth`, judge-serve's :class:`ManagedProcess`) of one
+    judge-serve in front of a scripted engine."""
     health = EngineHealth()
-    with _engine(health) as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path, pid):
-        yield root, log_path, health, pid
+    with _engine(health) as engine, _judge_serve(tiny_causal_dir, engine.url) as (root, log_path, process):
+        yield root, log_path, health, process
 
 
 def _flood_until(port: int, done, timeout_s: float = 45.0) -> int:
@@ -165,7 +156,7 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
     trouble, not the engine's: once the flood stops, /health is 200 and a chat completion is answered by the
     engine, with no 503 in between; and a connection that never finishes its headers is closed by judge-serve
     within ``header_timeout_s``."""
-    root, log_path, health, pid = flood_server
+    root, log_path, health, process = flood_server
     assert health.up
     port = int(root.rsplit(":", 1)[1])
     # Only what judge-serve logs from here on counts: the come-back test, if it ran first, stopped the engine on
@@ -181,7 +172,7 @@ def test_a_flood_of_half_open_connections_does_not_mark_the_attached_engine_dead
 
     # The probe can fail for want of a descriptor only once the flood holds every one judge-serve had free (the
     # flood opens 50 at a time; the next probe may come at any batch after that, so no more is asserted).
-    free = DESCRIPTORS - len(list(Path(f"/proc/{pid}/fd").iterdir()))
+    free = DESCRIPTORS - len(list(Path(f"/proc/{process.main_pid()}/fd").iterdir()))
     opened = _flood_until(port, probed)
     assert opened >= free > 0
     assert "stopped answering /health" not in log_since()
@@ -219,8 +210,9 @@ def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
     The order is the engine's to see, not a wait: judge-serve probes one at a time and marks the engine dead after two
     failed probes (serve/supervision.py ``_watch``), so a third failed probe reaching the engine means the first
     two were acted on. Taking it back reads its /version and /v1/models after the probe answered 200, while the next
-    probe may already be on its way, so the test waits for what judge-serve says: /ready 200 (``_until_ready``)."""
-    root, _, health, _ = flood_server
+    probe may already be on its way, so the test waits for what judge-serve says: /ready 200 (judge-serve's own
+    ``ManagedProcess.wait_ready``, bounded, which also fails at once if judge-serve exited meanwhile)."""
+    root, _, health, process = flood_server
     auth = {"Authorization": f"Bearer {KEY}"}
     body = {"model": "attached", "messages": [{"role": "user", "content": "hi"}]}
     since = health.switch(up=False)
@@ -232,7 +224,7 @@ def test_an_attached_engine_that_comes_back_is_served_again(flood_server):
     finally:
         since = health.switch(up=True)
     health.wait_probes(since, 200, 1)
-    _until_ready(root)
+    process.wait_ready(root + "/ready", timeout_s=30, interval_s=0.1)
     answer = httpx.post(root + "/v1/chat/completions", headers=auth, json=body, timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"] == "ok"
@@ -246,7 +238,7 @@ def test_an_attached_engine_restarted_with_another_model_is_followed(flood_serve
     listing changes while it is down, so the probe that takes it back is the first to see the new one."""
     from serve.config import ServeConfig
 
-    root, _, health, _ = flood_server
+    root, _, health, process = flood_server
     auth = {"Authorization": f"Bearer {KEY}"}
     own = ServeConfig(model=str(tiny_causal_dir)).model_name
     since = health.switch(up=False)
@@ -256,7 +248,7 @@ def test_an_attached_engine_restarted_with_another_model_is_followed(flood_serve
     finally:
         since = health.switch(up=True)
     health.wait_probes(since, 200, 1)
-    _until_ready(root)
+    process.wait_ready(root + "/ready", timeout_s=30, interval_s=0.1)
     sent = len(health.bodies)
     answer = httpx.post(root + "/v1/chat/completions", headers=auth, timeout=30,
                         json={"model": own, "messages": [{"role": "user", "content": "hi"}]})
