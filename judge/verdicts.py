@@ -17,7 +17,7 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~820 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~840 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
 the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
 would be defined twice and could drift apart.
@@ -54,6 +54,7 @@ __all__ = [
     "bare_tagged_answer",
     "has_think_tag",
     "leading_reasoning",
+    "split_at_last_think_close",
     "read_served_verdict",
     "inline_reasoning",
     "failed_by_the_cut",
@@ -496,6 +497,21 @@ def leading_reasoning(text: str) -> tuple[str | None, str | None]:
     return (text[opened.end():], None) if close is None else (text[opened.end():close.start()], text[close.end():])
 
 
+def split_at_last_think_close(text: str) -> tuple[str | None, str]:
+    """``text`` cut at its last ``</think>`` (any case, spaces before the ``>``): ``(before, after)``, neither
+    stripped; ``(None, text)`` without one.
+
+    The integer reader's rule for a reasoning the chat template opened in the prompt (``parse_integer_verdict``):
+    everything before the last close is reasoning, and the answer is the text after it, whatever blocks came before.
+    One place for it, so that a quote of "what the judge answered" (``eval.judging.format_choice``) is the text the
+    reader read.
+    """
+    last = None
+    for last in _THINK_CLOSE.finditer(text):
+        pass
+    return (None, text) if last is None else (text[:last.start()], text[last.end():])
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the integer format (Pollux-4B-Judge)
 # ---------------------------------------------------------------------------------------------------------------
@@ -571,12 +587,12 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
         opened = _THINK_OPEN.split(text, 1)[1].strip()
         return Verdict.failure(VerdictError.UNCLOSED_THINK, "<think> is never closed: the output ended while reasoning",
                                thought or opened)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:  # the block was opened by the prompt: everything before its close is reasoning
-        thought = thought or text[: closes[-1].start()].strip()
-        text = text[closes[-1].end():].strip()
+    before_close, after_close = split_at_last_think_close(text)
+    if before_close is not None:  # the block was opened by the prompt: everything before its close is reasoning
+        thought = thought or before_close.strip()
+        text = after_close.strip()
     if not text:
-        if first_block is not None or closes:
+        if first_block is not None or before_close is not None:
             # The reasoning closed and nothing followed: the judge ended its turn with no verdict, not cut inside its
             # reasoning (a cut leaves no </think>). Empty, as an answer with nothing in it; unclosed_think would send
             # whoever reads it to raise max_tokens, which gives room to nothing.

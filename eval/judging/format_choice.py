@@ -17,14 +17,13 @@ into the run folder recorded of them.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
-from judge.verdicts import VerdictFormat
+from judge.verdicts import VerdictFormat, split_at_last_think_close
 from judge.wire import root_identity
 
 __all__ = ["RECORDED_SERVED_FORMAT_WHY", "SERVED_FORMAT_WHY", "SETTING_TEMPLATE_WHY", "checkpoint_folder",
@@ -315,9 +314,6 @@ def earlier_max_tokens(out: Path) -> tuple[int | None, int | None]:
             positive((record.get("server_limits") or {}).get("max_tokens_adopted")))
 
 
-#: A reasoning's close, as ``judge.verdicts.parse_integer_verdict`` finds it: the answer is the text after the last.
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
-
 #: What may close an answer after the number that ends it: markdown, a full stop, a closing bracket or quote.
 _AFTER_A_SCORE = " \t\r\n.,;:!?*_`'\")]}\u00bb"
 
@@ -441,12 +437,13 @@ class FormatWatch:
 
 def _quoted(raw_output: str) -> str:
     """An answer quoted in a stop's sentence: its first 120 characters, or, after a reasoning, those of the text
-    after the last ``</think>``, as the integer reader takes it. A reasoning model's raw output opens with its
-    reasoning (an integer run rebuilds a separated one before the answer, ``judge.verdicts.inline_reasoning``),
-    whose first 120 characters would show none of what it answered; with nothing after it, the start is quoted."""
+    after the last ``</think>``, as the integer reader takes it (``judge.verdicts.split_at_last_think_close``). A
+    reasoning model's raw output opens with its reasoning (an integer run rebuilds a separated one before the answer,
+    ``judge.verdicts.inline_reasoning``), whose first 120 characters would show none of what it answered; with
+    nothing after it, the start is quoted."""
     from eval.judging.backends import short
 
-    closes = list(_THINK_CLOSE.finditer(raw_output))
-    answer = raw_output[closes[-1].end():].strip() if closes else ""
+    before_close, after_close = split_at_last_think_close(raw_output)
+    answer = after_close.strip() if before_close is not None else ""
     return (f"'{short(answer, 120)}' (its reasoning before </think> left out)" if answer
             else f"'{short(raw_output, 120)}'")

@@ -183,6 +183,31 @@ def test_think_closed_by_the_prompt_splits_reasoning_from_the_answer():
     assert (verdict.score, verdict.feedback) == (2.0, "рассуждаю")
 
 
+@pytest.mark.parametrize("text, split", [
+    ("2", (None, "2")),  # no reasoning closed: all of it is the answer
+    ("<think>open", (None, "<think>open")),  # an open tag alone closes nothing
+    ("a</ think>1", (None, "a</ think>1")),  # a space after the slash is no close tag
+    ("рассуждаю\n</think>\n\n2", ("рассуждаю\n", "\n\n2")),  # whitespace either side kept, not stripped
+    ("a</THINK >1", ("a", "1")),  # any case, spaces before the ">"
+    ("a</think>b</think> 2 ", ("a</think>b", " 2 ")),  # the last close, not the first
+    ("<think>A</think>B<think>C</think>D", ("<think>A</think>B<think>C", "D")),  # several blocks: after the last
+    ("a</think>", ("a", "")),  # nothing after the close
+], ids=["none", "open only", "not a close", "whitespace", "spelling", "two closes", "two blocks", "empty after"])
+def test_split_at_last_think_close_cuts_at_the_last_close(text, split):
+    """judge.verdicts.split_at_last_think_close: (before, after) the last </think>, unstripped; (None, text) without
+    one. The integer reader and judge-eval's quote of an answer both cut there."""
+    from judge.verdicts import split_at_last_think_close
+
+    assert split_at_last_think_close(text) == split
+
+
+def test_the_integer_reader_reads_after_the_last_close_a_prompt_opened_reasoning_wrote():
+    """A reasoning the prompt opened that quotes a close tag of its own: the reasoning runs to the last </think>, as
+    ``split_at_last_think_close`` cuts it, and the answer is what follows."""
+    verdict = parse_integer_verdict("тег </think> в ответе\n</think>\n 1 ", None, SCALE)
+    assert (verdict.score, verdict.feedback) == (1.0, "тег </think> в ответе")
+
+
 def test_parse_judge_output_dispatches_by_format():
     """The two formats read the same text differently: a tagged verdict is not an integer answer and vice versa."""
     tagged = "[FEEDBACK] ok [RESULT] 1 [END]"
