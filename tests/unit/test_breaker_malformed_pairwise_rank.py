@@ -11,12 +11,11 @@ is one whose item is another pair's (its echoed id), where that pair's verdict w
 stop names what the answers should have been: a chat completion on the chat route, a ``/v1/judge`` response on
 judge-serve's.
 
-Driven against real HTTP endpoints on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
+Driven against real HTTP endpoints on 127.0.0.1 (tests.support.malformed_answers, the pointwise tests' too); nothing is
+timed.
 """
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
@@ -25,24 +24,13 @@ from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_ro
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Judge, rank_argv, scores_by_output
+from tests.support.malformed_answers import (HTML, MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+                                             chat_endpoint, judge_requests, judge_serve_endpoint)
 from tests.support.pairwise_breaker import N_PAIRS
 from tests.support.pairwise_breaker import journal_rows as _journal, pair_run_args as _pair_args, pairs_file as _pairs
-from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import RawBody, chat_completion
 
 TIE = "[FEEDBACK] Ответы равноценны. [RESULT] 0 [END]"
-HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
-
-# Each malformed chat answer, and the words its failed row's reason starts with.
-MALFORMED_CHAT = {
-    "plain-text": (RawBody(b"upstream said no", "text/plain"),
-                   "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
-    "html": (RawBody(HTML, "text/html"),
-             "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
-    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
-    "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
-    "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
-                          "the chat answer's choice is not an object: 'x'"),
-}
 
 # Each malformed /v1/judge answer of a judge-serve, and the words its failed row's reason starts with.
 MALFORMED_SERVE = {
@@ -52,24 +40,21 @@ MALFORMED_SERVE = {
                              "HTTP 200, but the answer is not a /v1/judge response: "),
 }
 
-# What the stop says the streak's answers were, by route.
-UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
-UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
 
-
-
-def _stop_line(err: str) -> str:
-    stop = [line for line in err.splitlines() if "requests in a row" in line]
-    assert len(stop) == 1, err
-    return stop[0]
-
-
-def _assert_streak_stop(err: str, n_rows: int, n_total: int, says: str, unretried: str) -> None:
-    stop = _stop_line(err)
-    assert (f"failed {n_rows} requests in a row, about {stop_after(1)} different answers, each after up to 1 retries "
-            f"(none where the server said x-should-retry: false or {unretried}), with no answer between: last "
-            f"MalformedAnswer: {says}") in stop, stop
-    assert f"stopped after sending {n_rows} of {n_total} requests" in stop, stop
+def _pairs_stopped(tmp_path, capsys, server) -> tuple[list[dict], str]:
+    """Judge the ten pairs in both orders against ``server``: the run stops with exit 4 once stop_after(1) = 3
+    different pairs in a row failed, each judgment asked a request_failed row with no verdict; returns the rows
+    and stderr."""
+    data = _pairs(tmp_path)
+    out = tmp_path / "run"
+    with server:
+        code = main(_pair_args(server.base_url, data, out))
+    err = capsys.readouterr().err
+    rows = _journal(out / PAIRWISE_PREDICTIONS)
+    assert code == EXIT_UNUSABLE, err
+    assert len({r["id"] for r in rows}) == stop_after(1)
+    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    return rows, err
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED_CHAT))
@@ -78,24 +63,13 @@ def test_pairwise_chat_endpoint_answering_every_request_malformed_stops_after_th
     different pairs in a row got one (the third pair's first order ends it), each judgment asked once (not retried),
     each a request_failed row whose reason says what came back; the 20 judgments are not all asked."""
     body, says = MALFORMED_CHAT[case]
-    data = _pairs(tmp_path)
-
-    def respond(path, request):
-        return (200, body) if path == "/v1/chat/completions" else (404, {"detail": "Not Found"})
-
-    out = tmp_path / "run"
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, out))
-        asked = server.bodies("/v1/chat/completions")
-    err = capsys.readouterr().err
-    rows = _journal(out / PAIRWISE_PREDICTIONS)
-    assert code == EXIT_UNUSABLE, err
-    assert len({r["id"] for r in rows}) == stop_after(1) and len(rows) == 2 * stop_after(1) - 1
-    assert len(asked) == len(rows)  # one request per row: none retried
-    assert {(r["error"], r["verdict"], r["score"], r["parse_ok"]) for r in rows} == {
-        ("request_failed", None, None, False)}
+    server = chat_endpoint(lambda k, request: body)
+    rows, err = _pairs_stopped(tmp_path, capsys, server)
+    assert len(rows) == 2 * stop_after(1) - 1
+    assert len(server.bodies("/v1/chat/completions")) == len(rows)  # one request per row: none retried
+    assert {(r["score"], r["parse_ok"]) for r in rows} == {(None, False)}
     assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_CHAT)
+    assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_CHAT)
     assert UNRETRIED_SERVE not in err
 
 
@@ -104,24 +78,11 @@ def test_pairwise_judge_serve_answering_every_request_malformed_stops_after_the_
     """A judge-serve (its /v1/judge answers an empty body 400) whose every pairwise /v1/judge request is answered
     with a malformed 200: a request_failed row each, asked once, and the run stops with exit 4 after the streak."""
     body, says = MALFORMED_SERVE[case]
-    data = _pairs(tmp_path)
-
-    def respond(path, request):
-        if path != "/v1/judge" or not request:
-            return 400, {"error": {"message": "items: required field is missing"}}
-        return 200, body
-
-    out = tmp_path / "run"
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, out))
-        asked = [b for b in server.bodies("/v1/judge") if b]
-    err = capsys.readouterr().err
-    rows = _journal(out / PAIRWISE_PREDICTIONS)
-    assert code == EXIT_UNUSABLE, err
-    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
-    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    server = judge_serve_endpoint(lambda k, request: body)
+    rows, err = _pairs_stopped(tmp_path, capsys, server)
+    assert len(judge_requests(server)) == len(rows) < N_PAIRS * len(ORDERS)
     assert all(r["reason"].startswith(says) for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_SERVE)
+    assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says, UNRETRIED_SERVE)
     assert UNRETRIED_CHAT not in err
 
 
@@ -134,6 +95,12 @@ def _served_pair(pair_id: str, model: str, n_items: int, n_results: int) -> dict
     items = [JudgeResponseItem(k, pair_id, [result] * n_results) for k in range(n_items)]
     return JudgeResponse("judge-1", "judge.result", 0, model, "seq2seq", "tagged", "v", items,
                          JudgeResponseUsage(n_items, n_items * n_results, 0, 0, 0)).to_json()
+
+
+def _served_to(request: dict, n_items: int, n_results: int) -> dict:
+    """``_served_pair`` for the one pair ``request`` asks (a request of more pairs fails here)."""
+    (pair,) = request["pairs"]
+    return _served_pair(pair["id"], request["model"], n_items, n_results)
 
 
 # A /v1/judge response holding another count than the one judgment asked, and its failed rows' reason, for pair p0
@@ -158,27 +125,14 @@ def test_pairwise_judge_serve_answering_every_request_with_the_wrong_count_stops
     request_failed row naming the counts, asked once, and the run stops with exit 4 after the streak (it was a
     ValueError row that reset the streak, and all 20 judgments were asked)."""
     (n_items, n_results), says = MISCOUNTED_SERVE[case]
-    data = _pairs(tmp_path)
-
-    def respond(path, request):
-        if path != "/v1/judge" or not request:
-            return 400, {"error": {"message": "items: required field is missing"}}
-        (pair,) = request["pairs"]
-        return 200, _served_pair(pair["id"], request["model"], n_items, n_results)
-
-    out = tmp_path / "run"
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, out))
-        asked = [b for b in server.bodies("/v1/judge") if b]
-    err = capsys.readouterr().err
-    rows = _journal(out / PAIRWISE_PREDICTIONS)
-    assert code == EXIT_UNUSABLE, err
-    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
-    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    server = judge_serve_endpoint(
+        lambda k, request: _served_to(request, n_items, n_results))
+    rows, err = _pairs_stopped(tmp_path, capsys, server)
+    assert len(judge_requests(server)) == len(rows) < N_PAIRS * len(ORDERS)
     (first,) = [r for r in rows if (r["id"], r["order"]) == ("p0", "original")]
     assert first["reason"] == says
     last = says.replace("p0", rows[-1]["id"]).replace("original", rows[-1]["order"])
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), last, UNRETRIED_SERVE)
+    assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), last, UNRETRIED_SERVE)
 
 
 def test_pairwise_judge_serve_answering_every_request_for_another_pair_stops_after_the_streak(tmp_path, capsys):
@@ -186,77 +140,35 @@ def test_pairwise_judge_serve_answering_every_request_for_another_pair_stops_aft
     verdict to every request): a MalformedAnswer each, not a verdict written on the pair asked, so a request_failed
     row naming both ids, each judgment asked once with its own pair, and the run stops with exit 4 after the streak
     (every pair was judged with the cached verdict, exit 0)."""
-    data = _pairs(tmp_path)
-
-    def respond(path, request):
-        if path != "/v1/judge" or not request:
-            return 400, {"error": {"message": "items: required field is missing"}}
-        return 200, _served_pair("p-other", request["model"], 1, 1)
-
-    out = tmp_path / "run"
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, out))
-        asked = [b for b in server.bodies("/v1/judge") if b]
-    err = capsys.readouterr().err
-    rows = _journal(out / PAIRWISE_PREDICTIONS)
-    assert code == EXIT_UNUSABLE, err
+    server = judge_serve_endpoint(lambda k, request: _served_pair("p-other", request["model"], 1, 1))
+    rows, err = _pairs_stopped(tmp_path, capsys, server)
+    asked = judge_requests(server)
     assert [(b["pairs"][0]["id"], b["pairs"][0]["answer_1"]) for b in asked] == [
         (r["id"], f"Ответ {r['id'][1:]}{'а' if r['order'] == 'original' else 'б'}.") for r in rows]
-    assert len({r["id"] for r in rows}) == stop_after(1) and len(asked) == len(rows) < N_PAIRS * len(ORDERS)
-    assert {(r["error"], r["verdict"]) for r in rows} == {("request_failed", None)}
+    assert len(asked) == len(rows) < N_PAIRS * len(ORDERS)
     says = [f"HTTP 200, but the /v1/judge response's item answers id 'p-other' at index 0, the request's "
             f"{r['id']!r} at index 0 (1 judgment of pair {r['id']} ({r['order']}))" for r in rows]
     assert [r["reason"] for r in rows] == says
-    _assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says[-1], UNRETRIED_SERVE)
+    assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says[-1], UNRETRIED_SERVE)
 
 
-def test_pairwise_judge_serve_one_miscounted_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):
-    """The second /v1/judge request is answered with two results for its one judgment, every other one well: that
-    judgment's failed row (exit 3), every judgment asked once, the others judged."""
-    data = _pairs(tmp_path)
-    lock, n_asked = threading.Lock(), [0]
-
-    def respond(path, request):
-        if path != "/v1/judge" or not request:
-            return 400, {"error": {"message": "items: required field is missing"}}
-        with lock:
-            n_asked[0] += 1
-            k = n_asked[0]
-        (pair,) = request["pairs"]
-        return 200, _served_pair(pair["id"], request["model"], 1, 2 if k == 2 else 1)
-
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, tmp_path / "run"))
-        asked = [b for b in server.bodies("/v1/judge") if b]
+@pytest.mark.parametrize("route", ["chat", "judge-serve"])
+def test_pairwise_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys, route):
+    """The second request is answered malformed, every other one well (chat: a choice that is no object;
+    judge-serve: two results for its one judgment): the streak starts again at the next success, every judgment is
+    asked once, and that one is a request_failed row (exit 3), the others judged."""
+    if route == "chat":
+        body, says = MALFORMED_CHAT["choice-not-object"]
+        server = chat_endpoint(lambda k, request: body if k == 2 else chat_completion(TIE, "judge"))
+    else:
+        says = "HTTP 200, but the /v1/judge response holds 2 results for 1 judgment of pair "
+        server = judge_serve_endpoint(
+            lambda k, request: _served_to(request, 1, 2 if k == 2 else 1))
+    with server:
+        code = main(_pair_args(server.base_url, _pairs(tmp_path), tmp_path / "run"))
     assert code == 3, capsys.readouterr().err
     rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
-    assert len(asked) == len(rows) == N_PAIRS * len(ORDERS)
-    (failed,) = [r for r in rows if r.error]
-    assert failed.error == "request_failed" and failed.verdict is None
-    assert failed.reason.startswith("HTTP 200, but the /v1/judge response holds 2 results for 1 judgment of pair ")
-    assert {r.verdict for r in rows if not r.error} == {0.0}
-
-
-def test_pairwise_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys):
-    """The second chat request is answered with a choice that is no object, every other one well: the streak starts
-    again at the next success, every judgment is asked once, and that one is a request_failed row (exit 3)."""
-    data = _pairs(tmp_path)
-    lock, n_asked = threading.Lock(), [0]
-    body, says = MALFORMED_CHAT["choice-not-object"]
-
-    def respond(path, request):
-        if path != "/v1/chat/completions":
-            return 404, {"detail": "Not Found"}
-        with lock:
-            n_asked[0] += 1
-            k = n_asked[0]
-        return (200, body) if k == 2 else (200, chat_completion(TIE, "judge"))
-
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_pair_args(server.base_url, data, tmp_path / "run"))
-        asked = server.bodies("/v1/chat/completions")
-    assert code == 3, capsys.readouterr().err
-    rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
+    asked = server.bodies("/v1/chat/completions") if route == "chat" else judge_requests(server)
     assert len(asked) == len(rows) == N_PAIRS * len(ORDERS)
     (failed,) = [r for r in rows if r.error]
     assert failed.error == "request_failed" and failed.reason.startswith(says) and failed.verdict is None
@@ -270,11 +182,7 @@ def test_rank_candidate_answering_every_request_malformed_stops_the_answer_stage
     what came back, and the judge is never asked."""
     body, says = MALFORMED_CHAT[case]
     out = tmp_path / "bench"
-
-    def respond(path, request):
-        return (200, body) if path == "/v1/chat/completions" else (404, {"detail": "Not Found"})
-
-    with (ScriptedEndpoint(respond, model="cand-model", max_model_len=32768) as cand,
+    with (chat_endpoint(lambda k, request: body, model="cand-model", max_model_len=32768) as cand,
           Judge(scores_by_output()) as judge):
         code = main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1", "--max-retries", "1",
                               "--backoff-s", "0.001"))
@@ -286,5 +194,5 @@ def test_rank_candidate_answering_every_request_malformed_stops_the_answer_stage
     assert len(rows) == len(asked) == stop_after(1) < len(CASES) and not judged
     assert {(r["error"], r["answer"]) for r in rows} == {("request_failed", None)}
     assert all(r["reason"].startswith(f"Refused: {says}") for r in rows), rows[0]["reason"]
-    _assert_streak_stop(err, len(rows), len(CASES), says, UNRETRIED_CHAT)
+    assert_streak_stop(err, len(rows), len(CASES), says, UNRETRIED_CHAT)
     assert UNRETRIED_SERVE not in err

@@ -8,12 +8,11 @@ holds for a body that is no ``/v1/judge`` response and for a valid one holding a
 than the request asked, or an item of another id, and the stop names what the answers should have been there (a
 ``/v1/judge`` response, not a chat completion).
 
-Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.scripted_endpoint); nothing is timed.
+Driven against a real HTTP endpoint on 127.0.0.1 (tests.support.malformed_answers); nothing is timed.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,27 +23,11 @@ from eval.judging.predictions import read_predictions
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
-from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
+from tests.support.malformed_answers import (HTML, MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+                                             chat_endpoint, judge_requests, judge_serve_endpoint)
+from tests.support.scripted_endpoint import RawBody, chat_completion
 
 GOOD = "[FEEDBACK] Ответ соответствует критерию. [RESULT] 1 [END]"
-HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
-
-# Each malformed 200, and the words its failed row's reason starts with.
-MALFORMED = {
-    "plain-text": (RawBody(b"upstream said no", "text/plain"),
-                   "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
-    "html": (RawBody(HTML, "text/html"),
-             "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
-    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
-    "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
-    "null-choices": ({"id": "x", "object": "chat.completion", "choices": None}, "the chat answer holds no choice"),
-    "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
-                          "the chat answer's choice is not an object: 'x'"),
-}
-
-# What the stop says the streak's answers were, by route.
-UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
-UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
 
 
 def _data(tmp_path: Path, n: int) -> tuple[Path, list]:
@@ -57,36 +40,33 @@ def _args(url: str, data: Path, out: Path, *extra: str) -> list[str]:
             "--verdict-format", "tagged", "--backoff-s", "0.001", "--concurrency", "1", "--max-retries", "1", *extra]
 
 
-@pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_an_endpoint_answering_every_request_malformed_stops_after_the_streak(tmp_path, capsys, case):
-    """Every chat request answered with one malformed 200: at concurrency 1 the run stops with exit 4 once
-    stop_after(1) = 3 different answers in a row got one, each asked once (a malformed answer is not retried), each a
-    failed row with a reason that says what came back; the items not sent have no row, and one line says why."""
-    body, says = MALFORMED[case]
+def _stopped_by_the_streak(tmp_path: Path, capsys, server, *extra: str) -> tuple[list, str, list, dict]:
+    """Run 20 records against ``server`` at concurrency 1: it stops with exit 4 once stop_after(1) = 3 different
+    items in a row failed, each a failed row (the items not sent have none); returns the rows, stderr, the records
+    and each record id's item key."""
     data, records = _data(tmp_path, 20)
-
-    def respond(path, request):
-        if path != "/v1/chat/completions":
-            return 404, {"detail": "Not Found"}
-        return 200, body
-
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_args(server.base_url, data, tmp_path / "run"))
-        asked = server.bodies("/v1/chat/completions")
+    with server:
+        code = main(_args(server.base_url, data, tmp_path / "run", *extra))
     err = capsys.readouterr().err
     rows = read_predictions(tmp_path / "run")
     assert code == EXIT_UNUSABLE, err
     by_id = {r.id: judge.prefix_key(r) for r in records}
     assert len({by_id[r["id"]] for r in rows}) == stop_after(1) and len(rows) < len(records)
-    assert len(asked) == len(rows)  # one request per row: none retried
     assert {r["error"] for r in rows} == {"request_failed"}
+    return rows, err, records, by_id
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_CHAT))
+def test_an_endpoint_answering_every_request_malformed_stops_after_the_streak(tmp_path, capsys, case):
+    """Every chat request answered with one malformed 200: at concurrency 1 the run stops with exit 4 once
+    stop_after(1) = 3 different answers in a row got one, each asked once (a malformed answer is not retried), each a
+    failed row with a reason that says what came back; the items not sent have no row, and one line says why."""
+    body, says = MALFORMED_CHAT[case]
+    server = chat_endpoint(lambda k, request: body)
+    rows, err, records, _ = _stopped_by_the_streak(tmp_path, capsys, server)
+    assert len(server.bodies("/v1/chat/completions")) == len(rows)  # one request per row: none retried
     assert all(r["reason"].startswith(says) and "Error" not in r["reason"] for r in rows), rows[0]["reason"]
-    stop = [line for line in err.splitlines() if "requests in a row" in line]
-    assert len(stop) == 1, err
-    assert (f"failed {len(rows)} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
-            f"retries (none where the server said x-should-retry: false or {UNRETRIED_CHAT})"
-            ", with no answer between: last MalformedAnswer: " + says) in stop[0], stop[0]
-    assert f"stopped after sending {len(rows)} of {len(records)} requests" in stop[0]
+    assert_streak_stop(err, len(rows), len(records), says, UNRETRIED_CHAT)
     assert UNRETRIED_SERVE not in err
 
 
@@ -145,23 +125,10 @@ def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_
     criteria, were plain refusals that reset the streak, and every item was asked; an item of another id was
     scored onto the rows asked)."""
     answer, says = MALFORMED_SERVE[case]
-    data, records = _data(tmp_path, 20)
-
-    def respond(path, request):
-        if path != "/v1/judge" or not request:
-            return 400, {"error": {"message": "items: required field is missing"}}
-        return 200, answer(request)
-
-    with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(_args(server.base_url, data, tmp_path / "run", "--backend", "judge-serve"))
-        asked = [b for b in server.bodies("/v1/judge") if b]
-    err = capsys.readouterr().err
-    rows = read_predictions(tmp_path / "run")
-    assert code == EXIT_UNUSABLE, err
-    by_id = {r.id: judge.prefix_key(r) for r in records}
-    assert len({by_id[r["id"]] for r in rows}) == stop_after(1) and len(rows) < len(records)
+    server = judge_serve_endpoint(lambda k, request: answer(request))
+    rows, err, records, by_id = _stopped_by_the_streak(tmp_path, capsys, server, "--backend", "judge-serve")
+    asked = judge_requests(server)
     assert len(asked) == stop_after(1)  # one request per answer, none retried
-    assert {r["error"] for r in rows} == {"request_failed"}
     # nothing lost: every judgment a sent request asked has its failed row, whatever count the answer held
     sent = {by_id[b["items"][0]["id"]] for b in asked}
     assert sorted(r["id"] for r in rows) == sorted(r.id for r in records if by_id[r.id] in sent)
@@ -172,11 +139,7 @@ def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_
         n_back = [n + (1 if case == "one-result-more" else -1) for n in n_asked]
         assert {r["reason"].split(" criteria of ")[0] for r in rows} == {
             f"{says}{back} results for {n}" for back, n in zip(n_back, n_asked)}
-    stop = [line for line in err.splitlines() if "requests in a row" in line]
-    assert len(stop) == 1, err
-    assert (f"failed {len(asked)} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
-            f"retries (none where the server said x-should-retry: false or {UNRETRIED_SERVE}), with no answer "
-            "between: last MalformedAnswer: " + says) in stop[0], stop[0]
+    assert_streak_stop(err, len(asked), len(set(by_id.values())), says, UNRETRIED_SERVE)
     assert UNRETRIED_CHAT not in err
 
 
@@ -184,20 +147,9 @@ def test_a_judge_serve_answering_every_request_malformed_stops_after_the_streak_
 def test_one_malformed_answer_among_good_ones_does_not_stop_the_run(tmp_path, capsys, case):
     """The second chat request is answered with a malformed 200, every other one well: the streak starts again at
     the next success, so every item is asked once and scored but that one, a failed row (exit 3)."""
-    body, says = MALFORMED[case]
+    body, says = MALFORMED_CHAT[case]
     data, records = _data(tmp_path, 12)
-    lock = threading.Lock()
-    n_asked = [0]
-
-    def respond(path, request):
-        if path != "/v1/chat/completions":
-            return 404, {"detail": "Not Found"}
-        with lock:
-            n_asked[0] += 1
-            k = n_asked[0]
-        return (200, body) if k == 2 else (200, chat_completion(GOOD, "judge"))
-
-    with ScriptedEndpoint(respond, model="judge") as server:
+    with chat_endpoint(lambda k, request: body if k == 2 else chat_completion(GOOD, "judge")) as server:
         code = main(_args(server.base_url, data, tmp_path / "run"))
         asked = server.bodies("/v1/chat/completions")
     assert code == 3, capsys.readouterr().err

@@ -1,0 +1,88 @@
+"""What the malformed-answer failing-streak tests share (``tests/unit/test_run_breaker_malformed.py``, pointwise;
+``tests/unit/test_breaker_malformed_pairwise_rank.py``, pairwise and rank's candidates): the malformed chat answers
+and what a failed row's reason starts with for each, the scripted endpoints that answer with them (the network
+boundary), and the check of the one line a run stopped by the streak writes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from judge.plumbing.failing_streak import stop_after
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
+
+HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+
+#: Each malformed chat answer (HTTP 200, but no chat completion), and the words its failed row's reason starts with.
+MALFORMED_CHAT = {
+    "plain-text": (RawBody(b"upstream said no", "text/plain"),
+                   "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
+    "html": (RawBody(HTML, "text/html"),
+             "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
+    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
+    "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
+    "null-choices": ({"id": "x", "object": "chat.completion", "choices": None}, "the chat answer holds no choice"),
+    "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
+                          "the chat answer's choice is not an object: 'x'"),
+}
+
+#: What the stop says the streak's answers were, by route.
+UNRETRIED_CHAT = "answered HTTP 200 with no chat completion"
+UNRETRIED_SERVE = "answered HTTP 200 with no /v1/judge response"
+
+#: An answer: the body for the route's k-th request (from 1, in arrival order) and that request's body.
+Answer = Callable[[int, dict], Any]
+
+
+def _counted(answer: Answer) -> Callable[[dict], Any]:
+    lock, n_asked = threading.Lock(), [0]
+
+    def answer_next(request: dict) -> Any:
+        with lock:  # the endpoint answers each request on its own thread
+            n_asked[0] += 1
+            k = n_asked[0]
+        return answer(k, request)
+
+    return answer_next
+
+
+def chat_endpoint(answer: Answer, model: str = "judge", **endpoint: Any) -> ScriptedEndpoint:
+    """A chat endpoint answering each ``/v1/chat/completions`` request 200 with ``answer(k, request)``, any other
+    POST 404 (``endpoint``: ``ScriptedEndpoint``'s other arguments)."""
+    answer_next = _counted(answer)
+
+    def respond(path: str, request: dict) -> tuple:
+        return (200, answer_next(request)) if path == "/v1/chat/completions" else (404, {"detail": "Not Found"})
+
+    return ScriptedEndpoint(respond, model=model, **endpoint)
+
+
+def judge_serve_endpoint(answer: Answer, model: str = "judge") -> ScriptedEndpoint:
+    """A judge-serve answering each ``/v1/judge`` request 200 with ``answer(k, request)``; an empty body (the
+    route's probe) and any other POST are answered 400 as judge-serve answers a request with no items, and are not
+    counted."""
+    answer_next = _counted(answer)
+
+    def respond(path: str, request: dict) -> tuple:
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        return 200, answer_next(request)
+
+    return ScriptedEndpoint(respond, model=model)
+
+
+def judge_requests(server: ScriptedEndpoint) -> list[dict]:
+    """The ``/v1/judge`` requests ``judge_serve_endpoint`` answered: its probe's empty body left out."""
+    return [b for b in server.bodies("/v1/judge") if b]
+
+
+def assert_streak_stop(err: str, n_failed: int, n_total: int, says: str, unretried: str) -> None:
+    """``err`` holds one stop line: ``n_failed`` requests failed in a row, each asked once more at most, the last
+    failure ``says``, and ``n_failed`` of ``n_total`` requests sent."""
+    stop = [line for line in err.splitlines() if "requests in a row" in line]
+    assert len(stop) == 1, err
+    assert (f"failed {n_failed} requests in a row, about {stop_after(1)} different answers, each after up to 1 "
+            f"retries (none where the server said x-should-retry: false or {unretried}), with no answer between: "
+            f"last MalformedAnswer: {says}") in stop[0], stop[0]
+    assert f"stopped after sending {n_failed} of {n_total} requests" in stop[0], stop[0]
