@@ -52,13 +52,19 @@ def test_stopping_an_engine_says_how_long_it_may_take(tmp_path, caplog):
     log_path = tmp_path / "engine.log"
     proc = start_process([sys.executable, "-c", "import signal; print('running', flush=True); signal.pause()"],
                          log_path=log_path, grace_s=7.5)
-    deadline = time.monotonic() + 60  # bounds a failing test only
-    while "running" not in log_path.read_text(encoding="utf-8") and proc.alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert proc.alive()
-    engine = Engine(spec=EngineSpec("generator", tmp_path, "judge", 0.9), url="http://127.0.0.1:9", proc=proc)
-    with caplog.at_level(logging.INFO, logger="judge_serve.launch"):
-        engine.stop()
+    try:
+        bound_s = 60  # bounds a failing test only
+        deadline = time.monotonic() + bound_s
+        while "running" not in (said := log_path.read_text(encoding="utf-8")) and proc.alive():
+            assert time.monotonic() < deadline, f"no 'running' from the engine within {bound_s} s; it wrote {said!r}"
+            time.sleep(0.01)
+        assert "running" in said, f"the engine exited ({proc.exit_code()}) before saying 'running'; it wrote {said!r}"
+        assert proc.alive()
+        engine = Engine(spec=EngineSpec("generator", tmp_path, "judge", 0.9), url="http://127.0.0.1:9", proc=proc)
+        with caplog.at_level(logging.INFO, logger="judge_serve.launch"):
+            engine.stop()
+    finally:
+        proc.stop()  # a no-op once engine.stop() has run; a failed wait leaves no engine behind
     assert not proc.alive()
     assert [r.getMessage() for r in caplog.records] == [
         f"stopping generator engine (process group {proc.pgid}; killed if still running after 7.5 s: "
