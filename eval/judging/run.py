@@ -134,7 +134,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
 
     def write(batch: Sequence, outcomes: list[dict[str, Any]], latency: float) -> None:
-        rows = [PredictionRow(id=record.id, judge=backend.name, **_texts_read(outcome), latency_s=round(latency, 4),
+        # Every outcome's texts were read where it was made (``_attempted``, ``if_stopped`` below), once.
+        rows = [PredictionRow(id=record.id, judge=backend.name, **outcome, latency_s=round(latency, 4),
                               content_key=content_keys[record.id]) for record, outcome in zip(batch, outcomes)]
         journal.append(*(row.to_json() for row in rows))  # one fsync per batch; a kill's torn line is dropped on resume
         for row in rows:
@@ -171,7 +172,7 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
             # fits but leaves no room for max_tokens is held as the refusal it is, a failed row if the run stops at
             # it (NoRoom), else its final row.
             too_long = refusal is None and all(o.get("error") == VerdictError.CONTEXT_LENGTH_EXCEEDED for o in outcomes)
-            if_stopped = ((batch, [failed_outcome(REQUEST_FAILED, str(refusal)) for _ in batch], latency)
+            if_stopped = ((batch, [_texts_read(failed_outcome(REQUEST_FAILED, str(refusal))) for _ in batch], latency)
                           if isinstance(refusal, NoRoom) else None)
             for held in first.offer(refusal, (batch, outcomes, latency), asked_before=asked_before(batch),
                                     if_stopped=if_stopped, aside=too_long):
@@ -272,16 +273,16 @@ def _texts_read(outcome: dict[str, Any]) -> dict[str, Any]:
 
 async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy) -> tuple[list, Refused | None, Any]:
     """``_judged``'s, and the error of a request that still failed transiently after its retries, or was answered with
-    a ``MalformedAnswer`` (``FailingStreak`` counts both)."""
+    a ``MalformedAnswer`` (``FailingStreak`` counts both). Every outcome returned has its texts read
+    (``_texts_read``), as ``_judge_all``'s ``write`` takes them."""
     refusal = failure = None
     try:
-        outcomes = await policy.acall(lambda: backend.judge(batch))
+        outcomes = [_texts_read(outcome) for outcome in await policy.acall(lambda: backend.judge(batch))]
         for record, outcome in zip(batch, outcomes):
             # Checked as it will be written (``write``), as every reader checks a row: a value no reader takes (a NaN
             # score: Python's json writes and reads one) is this request's failure, not a row that makes the whole
             # file unreadable to resume and score.
-            PredictionRow.from_json({"id": record.id, **_texts_read(outcome)},
-                                    where=f"the judge's answer for {record.id}")
+            PredictionRow.from_json({"id": record.id, **outcome}, where=f"the judge's answer for {record.id}")
         return outcomes, None, None
     except ServerChanged:
         raise  # the server's, not this batch's: the runner stops (_judge_all)
@@ -295,7 +296,7 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
             shared = [None if None in column else column[0] for column in ([p[1] for p in parts], [p[2] for p in parts])]
             return [outcome for outcomes, _, _ in parts for outcome in outcomes], *shared
         if isinstance(err, NoRoom):  # its final rows, unless the first refusals' stop fires at it (_judge_all)
-            return [too_long_outcome(err.final_reason) for _ in batch], err, None
+            return [_texts_read(too_long_outcome(err.final_reason)) for _ in batch], err, None
         reason, refusal = str(err), err
         # A 200 that is no answer (MalformedAnswer) says nothing of the items: an endpoint answering every request so
         # is as unusable as one failing every retry, and each of its failed rows alone read as one item's failure.
@@ -303,7 +304,7 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
     except Exception as err:  # noqa: BLE001 - transient ones were retried; every failure becomes a counted row
         reason = failure_reason(err)
         failure = streak_failure(err, policy)
-    return [failed_outcome(REQUEST_FAILED, reason) for _ in batch], refusal, failure
+    return [_texts_read(failed_outcome(REQUEST_FAILED, reason)) for _ in batch], refusal, failure
 
 
 def _select(records: list, config: RunConfig) -> list:

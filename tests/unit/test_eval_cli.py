@@ -753,6 +753,29 @@ def test_a_judge_serve_failure_quoting_a_lone_surrogate_is_written_as_text_a_rer
     assert main(["score", "--predictions", str(tmp_path), "--n-boot", "0", "--no-plots"]) == 0
 
 
+def test_a_refusal_quoting_a_lone_surrogate_is_a_failed_row_a_rerun_reads(small_data, tmp_path):
+    """A server refusing one item with words that hold a JSON-escaped lone surrogate: that item's failed row quotes
+    them read as U+FFFD (a failed row's texts are read where the row is made, as an answer's are), so the file stays
+    one every reader takes, and a rerun reads it back and asks only that item again."""
+    data, records = small_data
+    refused = judge.render_prompt(records[1])
+
+    def respond(path, body):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if body["messages"][0]["content"] == refused:
+            return 400, {"error": {"message": "filtered \ud800 here"}}
+        return 200, chat_completion(GOOD, body["model"])
+
+    with ScriptedEndpoint(respond) as server:
+        assert main(_run_args(server.base_url, data, tmp_path)) == 3
+        (failed,) = [row for row in read_predictions(tmp_path) if row["error"]]
+        assert failed["id"] == records[1].id and "filtered \ufffd here" in failed["reason"], failed["reason"]
+        server.requests.clear()
+        assert main(_run_args(server.base_url, data, tmp_path)) == 3
+        assert [b["messages"][0]["content"] for b in server.bodies("/v1/chat/completions")] == [refused]
+
+
 def test_score_says_why_a_test_has_no_figures(small_data, tmp_path):
     """A judge whose every output fails to parse: metrics.json and report.md say why each test is empty, in words
     and counts, instead of showing bare "—". (Its format stated: a guessed one stops at the first answers that hold
