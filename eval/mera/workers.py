@@ -9,7 +9,7 @@ the run folder's lock is let go as the interrupt unwinds (``hold_run_folder``), 
 landed while a rerun might hold the folder (two processes appending to one journal, or an answer after the rerun read
 it), or, none saved before the interrupt, in a folder put back as it was found, without its key. The callers save each
 answer under one lock and close their ``LateAnswers`` under it once ``ordered_map`` is left, before the run folder is
-let go: an answer that comes later is dropped, counted and said, and the rerun asks it again, as any answer the
+let go: an answer that comes later is dropped and said, and the rerun asks it again, as any answer the
 interrupted run never got. An item's own error stops the run: the worker that met it stops the others from starting any
 queued item, and the ones running finish (their answers saved) before the error is raised. The stop is set there, not by
 the thread that takes the results: that one waits in input order, and while an earlier item was still running the
@@ -34,31 +34,31 @@ logger = logging.getLogger("eval.mera")
 
 
 class LateAnswers:
-    """Whether a run's workers may still save, and the answers dropped since they may not.
+    """Whether a run's workers may still save.
 
     The caller saves every answer under one lock of its own, asking ``drop`` first, and calls ``close`` under that
     lock once it has left ``ordered_map`` (an interrupt waits for no worker): an answer being saved then is saved
     whole first, and every later one is dropped, never written into a run folder the process may no longer hold.
+    Each dropped answer is said in a warning as it comes, the one record of it, and not counted: it comes once the
+    run has left its generation on an interrupt, at any time until the process ends, before or after the command
+    has said how it ended and returned, so a count the run reported would leave out the answers still to come.
 
     Attributes:
         closed: no answer is saved any more.
-        dropped: the names of the answers dropped since, in the order they came (each said in a warning too).
     """
 
     def __init__(self) -> None:
         self.closed = False
-        self.dropped: list[str] = []
 
     def close(self) -> None:
         """From now on every answer is dropped (the caller holds its save lock)."""
         self.closed = True
 
     def drop(self, name: str) -> bool:
-        """Whether the answer ``name`` (``"task 7"``) must not be saved: the run was closed. A dropped one is counted
-        and said (the caller holds its save lock)."""
+        """Whether the answer ``name`` (``"task 7"``) must not be saved: the run was closed. A dropped one is said
+        (the caller holds its save lock)."""
         if not self.closed:
             return False
-        self.dropped.append(name)
         logger.warning("%s: its answer came after the run was stopped: not saved, a rerun asks it again", name)
         return True
 
