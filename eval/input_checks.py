@@ -161,7 +161,9 @@ def _is_record(line: bytes) -> bool:
 
     try:
         row = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
-    except ValueError:  # not JSON, or not UTF-8: the predictions reader names the line
+    # not JSON, not UTF-8, or nested past json.loads's recursion limit (a RecursionError, no ValueError): the
+    # predictions reader names the line
+    except (ValueError, RecursionError):
         return False
     return isinstance(row, dict) and all(name in row for name in REQUIRED_TEXT_FIELDS)
 

@@ -116,3 +116,15 @@ def test_judge_eval_run_names_the_folder_of_a_checkpoints_file_given_as_judge(tm
         f"judge-eval run: error: judge: {export / 'config.json'}: a file, not a checkpoint folder; give the folder "
         f"that holds it ({export})")
     assert not (tmp_path / "out").exists()
+
+
+def test_score_names_the_line_of_a_predictions_file_whose_first_row_nests_too_deeply(tmp_path, capsys):
+    # the check for a data file given as --predictions read the first line with json.loads, whose RecursionError
+    # (nesting past ~1,000 levels) is no ValueError: score ended in a traceback, exit 1
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    code = main(["score", "--predictions", str(predictions), "--data", str(sample_data_path())])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"judge-eval score: error: {predictions}:1: unreadable JSON: nested too deeply; mend or delete that line "
+        "(`judge-eval run` on the same --out then asks its item again), or rerun `judge-eval run --overwrite`")
