@@ -760,7 +760,10 @@ def _number(value: Any) -> float | None:
 
 
 def _shown(value: Any) -> str:
-    """A bad value for an error message: its repr, a long one cut (an integer's repr is refused past 4,300 digits)."""
+    """A bad value for an error message: its repr, a long one cut (an integer's repr is refused past 4,300 digits);
+    true and false as JSON writes them (numpy's too, from Parquet), where Python's repr says "True"."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+        return "true" if value else "false"
     if isinstance(value, int) and value.bit_length() > 256:
         return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     shown = repr(value)

@@ -125,6 +125,25 @@ def test_numpy_booleans_are_no_scores():
             records_from_rows([GOOD | mutation])
 
 
+@pytest.mark.parametrize("reader", [load_records, load_record_columns], ids=["records", "columns"])
+def test_a_true_or_false_score_is_named_as_json_writes_it(tmp_path, reader):
+    """A JSONL score of ``true`` was named as Python writes it, "(True)": whoever mends the file searches for
+    ``true``. Every score field says it as JSON does."""
+    rows = [GOOD | {"expert_scores": [True, 2, 2]},
+            GOOD | {"id": "a2", "criteria_score": False},
+            GOOD | {"id": "a3", "expert_scores": None, "expert_feedback": None,
+                    "annotations": [{"comment": "а", "score": True}]}]
+    said = ["field 'expert_scores': item 0 (true) is not a finite number",
+            "field 'criteria_score': false is not a finite number",
+            "field 'annotations': item 0: score true is not a finite number"]
+    for row, words in zip(rows, said):
+        path = tmp_path / "data.jsonl"
+        path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+        with pytest.raises(RecordError) as info:
+            reader(path)
+        assert str(info.value) == f"{path}: line 1: {words}"
+
+
 def test_duplicate_ids_name_both_rows():
     """An id repeated with different content is an error naming both rows, not a silent overwrite."""
     with pytest.raises(RecordError, match="row index 1: field 'id': 'a1' repeats the id of row index 0 with different "
