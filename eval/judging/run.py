@@ -198,7 +198,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     if first_failed:
         row = first_failed[0]
         n = counts["request_failed"]
-        log.warning("%d request%s failed (the first written, item %s: %s): each is a row of %s with its reason, and a "
+        # the id as a literal, as score says one: text from the data, a newline or an escape in it stays inert
+        log.warning("%d request%s failed (the first written, item %r: %s): each is a row of %s with its reason, and a "
                     "rerun into the same --out asks them again", n, "" if n == 1 else "s", row.id, short(row.reason),
                     path)
     return counts

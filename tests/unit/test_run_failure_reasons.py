@@ -4,6 +4,7 @@ the reason was only in predictions.jsonl's rows and the console showed `"request
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import judge
@@ -38,7 +39,7 @@ def test_a_model_the_server_does_not_list_is_warned_of_and_the_failures_reason_s
     assert (f"the judge at {server.base_url} does not list the model 'other' (it lists tiny-seq2seq): its requests "
             "may be refused") in err
     ids = "|".join(record.id for record in judge.load_records(data))  # the two requests are in flight together
-    said = (rf"2 requests failed \(the first written, item ({ids}): HTTP 404: Error code: 404 - The model `other` does "
+    said = (rf"2 requests failed \(the first written, item '({ids})': HTTP 404: Error code: 404 - The model `other` does "
             rf"not exist\.\): each is a row of {re.escape(str(out / 'predictions.jsonl'))} with its reason, and a "
             "rerun into the same --out asks them again")
     assert re.search(said, err), err
@@ -52,3 +53,17 @@ def test_a_run_whose_requests_all_answered_says_nothing_of_failures(tmp_path, ca
         assert main(run_args(server.base_url, data, tmp_path / "run", "--model", "tiny-seq2seq")) == 0
     err = caplog.text
     assert "requests failed" not in err and "does not list the model" not in err
+
+
+def test_the_failed_items_id_is_said_on_one_line_whatever_it_holds(tmp_path, caplog):
+    """An id is text from the data: one holding a newline and a terminal escape was written into the warning as it
+    was, forging a log line of its own and clearing the terminal. It is said as a Python literal, as score says an
+    id, on one line."""
+    record = judge.load_records(judge.sample_data_path())[0]
+    forged = "s1\n2026-01-01 00:00:00,000 INFO judge_eval.run: all good\x1b[2J"
+    data = judge.write_jsonl([dataclasses.replace(record, id=forged)], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _server() as server:
+        assert main(run_args(server.base_url, data, out, "--model", "other", "--max-retries", "0")) == 3
+    (said,) = [m for r in caplog.records if r.name == "judge_eval.run" and "request failed" in (m := r.getMessage())]
+    assert said.startswith(f"1 request failed (the first written, item {forged!r}: HTTP 404: ") and said.isprintable()
