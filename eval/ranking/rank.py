@@ -595,7 +595,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     if first_failed:  # as judge-eval run says its failed requests: the run then exits 3 with counts alone
         n, row = counts["request_failed"], first_failed[0]
-        log.warning("%d answer request%s to the candidate failed (the first written, prompt_id %s: %s): each is a "
+        # the prompt_id as a literal (a text one comes from the data: a newline or an escape in it stays inert)
+        log.warning("%d answer request%s to the candidate failed (the first written, prompt_id %r: %s): each is a "
                     "row of %s with its reason, and a rerun into the same --out asks them again", n,
                     "" if n == 1 else "s", row.prompt_id, row.reason, path)
     return counts

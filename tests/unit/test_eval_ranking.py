@@ -155,6 +155,25 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path, caplog)
     assert float(grid[2][1]) == pytest.approx(0.5)  # LITERACY x GEN with the gate: as in the full run
 
 
+def test_the_failed_answers_prompt_id_is_said_on_one_line_whatever_it_holds(tmp_path: Path, caplog) -> None:
+    """A text prompt_id comes from the data: one holding a newline and a terminal escape was written into the
+    warning as it was, forging a log line of its own. It is said as a literal, on one line."""
+    import logging
+
+    from tests.support.release_instructions import instruction_row
+
+    forged = "p1\n2026-01-01 00:00:00,000 INFO judge_eval.rank: all good\x1b[2J"
+    data = tmp_path / "instructions.jsonl"
+    row = instruction_row(forged, "Инструкция 1: напиши текст.", GEN, [(LITERACY, RUBRICS[LITERACY])])
+    data.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    with Candidate(fail={1}) as cand, Judge(scores_by_output()) as judge:
+        with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
+            assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 3
+    (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
+    assert said.startswith(f"1 answer request to the candidate failed (the first written, prompt_id {forged!r}: ")
+    assert said.isprintable()
+
+
 def test_a_ranking_folder_moved_or_copied_resumes_asking_nothing(tmp_path: Path, data: Path) -> None:
     """The judge stage keyed its data, the folder's own items.jsonl, by its absolute path: a ranking folder moved or
     copied elsewhere was refused as other settings, its answers and verdicts to be discarded to go on. Keyed by its
