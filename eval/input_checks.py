@@ -123,6 +123,7 @@ def refuse_missing_predictions(predictions: str) -> None:
         ValueError: naming the path and what to do.
     """
     from eval.pairwise.files import PAIRWISE_PREDICTIONS
+    from judge.plumbing.config_files import special_file_kind
     from judge.plumbing.run_folder import run_folder_holder
 
     path = Path(predictions)
@@ -139,6 +140,9 @@ def refuse_missing_predictions(predictions: str) -> None:
     # predictions.
     names = ("predictions.jsonl", PAIRWISE_PREDICTIONS)
     file = next((path / n for n in names if (path / n).is_file()), path / names[0]) if path.is_dir() else path
+    if kind := special_file_kind(file):  # /dev/null or a pipe (<(...)): there, but nothing to read rows back from
+        raise ValueError(f"--predictions {predictions}: {file} is {kind}, not a predictions.jsonl; give a run folder "
+                         "written by `judge-eval run` (a stream: write it to a file first)")
     if not file.is_file():
         raise ValueError(f"--predictions {predictions}: no predictions.jsonl (or {PAIRWISE_PREDICTIONS}) in the "
                          "folder; give a run folder written by `judge-eval run`")

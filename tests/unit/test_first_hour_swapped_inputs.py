@@ -128,3 +128,17 @@ def test_score_names_the_line_of_a_predictions_file_whose_first_row_nests_too_de
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"judge-eval score: error: {predictions}:1: unreadable JSON: nested too deeply; mend or delete that line "
         "(`judge-eval run` on the same --out then asks its item again), or rerun `judge-eval run --overwrite`")
+
+
+def test_score_names_a_device_or_pipe_given_as_predictions_for_what_it_is(tmp_path, capsys):
+    # /dev/null, or a run folder whose predictions.jsonl is a link to it, was "no predictions.jsonl ... in the
+    # folder": a folder that is none, or a file that is there
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").symlink_to("/dev/null")
+    for given, shown in (("/dev/null", "/dev/null"), (str(run), str(run / "predictions.jsonl"))):
+        assert main(["score", "--predictions", given, "--data", str(sample_data_path())]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"judge-eval score: error: --predictions {given}: {shown} is a character device, not a predictions.jsonl; "
+            "give a run folder written by `judge-eval run` (a stream: write it to a file first)")
+    assert sorted(p.name for p in run.iterdir()) == ["predictions.jsonl"]
