@@ -14,7 +14,7 @@ still loading is waited for, a wrong key or URL is one plain sentence) and reads
 (``judge.wire.ModelLimits``); ``fit_max_tokens`` fits a request's ``max_tokens`` to it, and ``FirstRefusals`` stops a
 run whose first requests are all refused alike.
 
-Why one module of ~800 lines: both backends and the pairwise and ranking clients read a server's answer by the same
+Why one module of ~830 lines: both backends and the pairwise and ranking clients read a server's answer by the same
 rules (refusals, a malformed 200 (``MalformedAnswer``), a context too small, aborted generations, a verdict past
 any scale, the first refusals' stop); apart, each client would restate them.
 """
@@ -519,6 +519,8 @@ class JudgeServeBackend:
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await within_timeout(self.http.post("/v1/judge", json=self.payload(batch)), self.config.timeout_s)
+        if response.status_code == 413:  # the body past the server's max_body_bytes: refused whatever is retried
+            return await self._past_the_body_bound(batch, response)
         if response.status_code != 200:
             if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                 response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
@@ -551,6 +553,18 @@ class JudgeServeBackend:
             raise Refused(f"judge-serve's engine refused {short(str([r.criterion for r in refused]), 200)} of "
                           f"{batch[0].id}: {short(refused[0].error_reason or '', 200)}", 400, refused[0].error_reason or "")
         return [self._outcome(result, self.config.cut_rationale) for result in results]
+
+    async def _past_the_body_bound(self, batch: Sequence, response: Any) -> list[dict[str, Any]]:
+        """A batch whose body judge-serve refused as past its ``max_body_bytes`` (413): asked again one criterion at
+        a time (the item's texts go once per request, one rubric per criterion, so each may fit alone); one criterion
+        alone past it is the item's final row, as a prompt too long for the judge's window is (``too_long_outcome``):
+        that server refuses it however often it is sent, and a ``request_failed`` row was sent again by every rerun
+        (a run whose first items were such stopped as a misconfigured endpoint)."""
+        if len(batch) > 1:
+            return [outcome for record in batch for outcome in await self.judge([record])]
+        return [too_long_outcome(f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
+                                 f"{short(server_message(response), 200)}): the item is too long to send, with one "
+                                 "criterion alone")]
 
     @staticmethod
     def _outcome(result: JudgeResult, cut_rationale: str = "fail") -> dict[str, Any]:

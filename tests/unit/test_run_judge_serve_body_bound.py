@@ -1,0 +1,72 @@
+"""`judge-eval run` on a judge-serve whose ``max_body_bytes`` a request passes (its 413 ``body_too_large``).
+
+A request's body holds its item's instruction and answer once and one rubric per criterion, so a batch of an item's
+criteria can pass the bound where each criterion alone fits: such a batch is asked again one criterion at a time. An
+item too long to send by itself can never be judged by that server: its row is final (``context_length_exceeded``,
+the reason naming the 413), as a prompt too long for the judge's window is, and not asked again. Before, both were
+``request_failed`` rows that every rerun sent and was refused again (exit 3, each time). The server is a scripted
+stand-in answering as judge-serve's ``serve.connections.BodyLimitMiddleware`` does, at a small bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import judge
+from eval.cli import main
+from eval.judging.predictions import read_predictions
+from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+from tests.support.eval_cli import run_args
+from tests.support.scripted_endpoint import ScriptedEndpoint
+
+BOUND = 40_000
+TOO_LARGE = {"error": {"message": f"body: the request body exceeds {BOUND} bytes", "type": "invalid_request_error",
+                       "param": "body", "code": "body_too_large"}}
+
+
+def _judge_serve() -> ScriptedEndpoint:
+    """judge-serve at ``max_body_bytes`` BOUND: a body over it is the 413, any other scores each criterion 1."""
+
+    def respond(path: str, body: dict) -> tuple:
+        if path != "/v1/judge":
+            return 404, {"error": {"message": "not found"}}
+        if not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        if len(json.dumps(body).encode()) > BOUND:
+            return 413, TOO_LARGE
+        results = [JudgeResult(criterion=c["name"], criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
+                               score_source="verdict", output="[FEEDBACK] ok [RESULT] 1 [END]")
+                   for c in body["items"][0]["criteria"]]
+        usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
+        return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
+                                  [JudgeResponseItem(0, body["items"][0]["id"], results)], usage).to_json()
+
+    return ScriptedEndpoint(respond)
+
+
+def test_a_batch_past_the_body_bound_is_asked_one_criterion_at_a_time_and_an_item_past_it_alone_is_final(tmp_path):
+    records = judge.load_records(judge.sample_data_path())
+    first = judge.prefix_key(records[0])
+    pair = [r for r in records if judge.prefix_key(r) == first][:2]
+    # each criterion's own body fits the bound (its rubric 25,000 characters), both together do not
+    pair = [dataclasses.replace(r, rubrics="0: нет\n\n1: да\n\n2: " + "b" * 25_000 + f" {k}") for k, r in enumerate(pair)]
+    lone = next(r for r in records if judge.prefix_key(r) != first)
+    lone = dataclasses.replace(lone, answer="y" * BOUND)  # its body alone is past the bound
+    data = judge.write_jsonl([*pair, lone], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _judge_serve() as server:
+        assert main(run_args(server.base_url, data, out, "--backend", "judge-serve", "--max-retries", "0")) == 0
+        sent = [[c["name"] for c in body["items"][0]["criteria"]] for path, body in server.requests if body]
+    names = [r.criteria_name for r in pair]
+    assert sorted(sent) == sorted([names, [names[0]], [names[1]], [lone.criteria_name]])
+    rows = {r["id"]: r for r in read_predictions(out)}
+    assert [(rows[r.id]["score"], rows[r.id]["error"]) for r in pair] == [(1.0, None), (1.0, None)]
+    final = rows[lone.id]
+    assert (final["score"], final["parse_ok"], final["error"]) == (None, False, "context_length_exceeded")
+    assert final["reason"] == (f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: body: the "
+                               f"request body exceeds {BOUND} bytes): the item is too long to send, with one criterion "
+                               "alone")
+    with _judge_serve() as server:  # a rerun asks nothing again: the row is the item's final one
+        assert main(run_args(server.base_url, data, out, "--backend", "judge-serve")) == 0
+        assert [body for _, body in server.requests if body] == []
