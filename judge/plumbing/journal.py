@@ -74,6 +74,10 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
         yield row
 
 
+#: A UTF-8 byte order mark: a file's first bytes, where a reader skips it, and nowhere else in a journal.
+_BOM = b"\xef\xbb\xbf"
+
+
 def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
                        quiet: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``iter_journal``'s rows, each with its line number from 1, blank lines counted: the line an editor shows,
@@ -94,6 +98,11 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
         return
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
+            if number > 1 and line.startswith(_BOM):
+                # json.loads reads bytes that open with one as UTF-8 on any line, where Arrow's reader of the same
+                # predictions file (and the data loader's) refuses it: a file's meaning would depend on its reader
+                raise JournalError(f"{path}:{number}: a UTF-8 byte order mark (EF BB BF) opens the line, as where two "
+                                   "files were joined; only a file's first line may open with one: delete it")
             if not line.endswith(b"\n"):  # after the last newline: a whole row, a cut write, or only whitespace
                 try:
                     row = _whole_row(line)

@@ -223,3 +223,26 @@ def test_a_key_given_twice_is_refused_naming_the_line_and_field(tmp_path, newlin
         read_journal(path)
     JournalWriter(path).append({"id": "c"})
     assert path.read_bytes().endswith(b'"score": 2.0}\n{"id": "c"}\n')
+
+
+@pytest.mark.parametrize("newline", [b"\n", b""], ids=["line", "last-line-without-newline"])
+def test_a_byte_order_mark_past_the_first_line_is_refused_naming_the_line_by_every_reader(tmp_path, newline):
+    """json.loads reads bytes opening with a UTF-8 byte order mark as UTF-8 with a BOM, on any line: a predictions
+    file joined from two, the second saved with one, was resumed by `judge-eval run` as it was, while score's Arrow
+    reader refused it with "not a predictions file Arrow can read (None)". Only a file's first line may carry one
+    (the data loader holds the same rule); past it, every reader names the line."""
+    from eval.judging.predictions import read_prediction_table, read_predictions
+
+    row = {"id": "a", "judge": "j", "raw_output": "[RESULT] 1", "feedback": "", "score": 1.0, "parse_ok": True,
+           "error": None, "reason": "", "score_source": "verdict"}
+    first = b"\xef\xbb\xbf" + json.dumps(row).encode() + b"\n"
+    path = tmp_path / "predictions.jsonl"
+    path.write_bytes(first + b"\xef\xbb\xbf" + json.dumps({**row, "id": "b"}).encode() + newline)
+    said = (f"{path}:2: a UTF-8 byte order mark (EF BB BF) opens the line, as where two files were joined; only a "
+            "file's first line may open with one: delete it")
+    for read in (read_journal, read_predictions, read_prediction_table):
+        with pytest.raises(ValueError) as caught:
+            read(path)
+        assert str(caught.value) == said, read
+    path.write_bytes(first)  # on the first line it is the file's own, which every reader skips
+    assert [r["id"] for r in read_predictions(path)] == ["a"] == read_prediction_table(path).column("id").to_pylist()
