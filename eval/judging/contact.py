@@ -15,7 +15,7 @@ from judge.plumbing.retry import (EndpointUnusable, RetryPolicy, list_models, re
                                   server_message)
 from judge.wire import ModelLimits
 
-__all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_model", "first_contact", "fit_max_tokens",
+__all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_contact", "fit_max_tokens",
            "weights_fingerprint"]
 
 log = logging.getLogger("judge_eval.backends")
@@ -79,11 +79,6 @@ def detect_backend(base_url: str, api_key: str, limits: ModelLimits, *,
     # The probe's 4xx is the expected answer, not an error: said once, at debug level.
     log.debug("backend probe: empty POST /v1/judge answered HTTP %d: %s", response.status_code, kind)
     return kind
-
-
-def first_model(base_url: str, api_key: str) -> str:
-    """The first model the server lists (one ``GET /v1/models``, no retries; ``first_contact`` retries)."""
-    return first_contact(base_url, api_key, "", policy=RetryPolicy(max_retries=0))[0]
 
 
 def first_contact(base_url: str, api_key: str, model: str, *, key_source: str = "", what: str = "the judge",

@@ -432,9 +432,6 @@ def _as_json(row: PredictionRow) -> dict[str, Any]:
 
 _FIELD_VALUES = operator.attrgetter(*PREDICTION_FIELDS)
 _FIELD_SET = frozenset(PREDICTION_FIELDS)
-# A row's defaults (PredictionRow's), in PREDICTION_FIELDS order; "id" has none and is always given.
-_DEFAULTS = {f.name: (None if f.default is dataclasses.MISSING else f.default)
-             for f in dataclasses.fields(PredictionRow)}
 
 
 def _iter_rows(path: str | Path, torn: list[bytes] | None = None, *, quiet: bool = False) -> Iterator[PredictionRow]:

@@ -82,9 +82,9 @@ DEFAULT_INSTRUCTION = (
     "реализовать функцию на основе шаблона:\n{function}"
 )
 
-#: The budgets MERA reports (utils.py process_results); n = 10 samples per task (card "Metrics", ``repeats: 10``).
+#: The budgets MERA reports (utils.py process_results); n = 10 samples per task (card "Metrics", ``repeats: 10``) is
+#: ``HumanEvalConfig.n``'s default.
 PASS_AT_K: tuple[int, ...] = (1, 5, 10)
-N_SAMPLES = 10
 
 
 

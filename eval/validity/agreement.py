@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "MIN_USABLE_SHARE", "CodedCounts", "agreement", "agreement_classes",
-           "class_codes", "level_positions", "quadratic_kappa", "resampled_alphas", "table_kappa", "usable_interval",
+           "class_codes", "level_positions", "quadratic_kappa", "table_kappa", "usable_interval",
            "value_counts"]
 
 #: Resamples of the alpha difference's bootstrap interval.
@@ -221,13 +221,6 @@ class CodedCounts:
     def in_domain(self, domain: np.ndarray, items: np.ndarray) -> np.ndarray:
         """How many values in ``domain`` each of ``items`` has (those alpha over ``domain`` counts)."""
         return self._coincidences(np.asarray(domain, dtype=float))[0][self.codes[items]]
-
-
-def resampled_alphas(counts: np.ndarray, drawn: np.ndarray, domain: np.ndarray) -> np.ndarray:
-    """Ordinal Krippendorff's alpha of each bootstrap resample ``counts[drawn[b]]`` (NaN where undefined), all at
-    once (``CodedCounts``) rather than one ``krippendorff.alpha`` call per resample."""
-    coded = CodedCounts(counts, domain)
-    return coded.alphas(coded.draws(drawn), domain)
 
 
 def _coded_alpha(coded: CodedCounts, items: np.ndarray, domain: np.ndarray) -> float | None:

@@ -90,7 +90,7 @@ from eval.validity import agreement as agreement_module
 from eval.validity.alt_test import MIN_EXPERTS_TESTED, AltTestSettings, prepare, summarise, summarise_by_domain
 from eval.validity.bias import answer_codes, length_bias, leniencies, marginal_homogeneity
 from eval.validity.ceiling import MARGIN, MIN_ITEMS, CeilingPairs, cell_ceiling, leave_one_out_reference, measured
-from eval.validity.ceiling import MAX_RESAMPLES, ceiling_resamples, scale_ends
+from eval.validity.ceiling import ceiling_resamples, scale_ends
 from judge.scales import MAX_LEVELS
 from eval.validity.render import LEFT_OUT_WHY, alt_caveats, ceiling_coverage, counted, left_out_criteria, signed
 from judge.metrics_json.validity import AltTest, SectionSettings, Unavailable, Validity, ValiditySplit
@@ -99,8 +99,6 @@ __all__ = ["ValiditySettings", "alt_test_judge", "item_scale_ends", "judge_level
            "rating_ends", "split_sentence", "too_wide_to_rate", "validity_section"]
 
 _GROUPINGS = {"task_type": "task_type", "criterion": "criteria_name"}
-#: The most resamples a ceiling interval draws (``ValiditySettings.n_boot`` is capped at it).
-CEILING_BOOT = MAX_RESAMPLES
 
 
 @dataclass(frozen=True)
@@ -109,9 +107,9 @@ class ValiditySettings:
 
     Attributes:
         alt_test: the alternative annotator test's parameters.
-        n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``), capped at
-            ``CEILING_BOOT`` (each cell draws its own; 1,000 per cell would spend a second on them on the full test),
-            or at the verdict's floor where the level asks for more (``ceiling.ceiling_resamples``).
+        n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``; each cell draws
+            its own), capped at ``eval.input_checks.MAX_RESAMPLES``, or at the verdict's floor where the level asks
+            for more (``ceiling.ceiling_resamples``).
         alpha_boot: resamples of the alpha difference's interval (overall cells; capped: ``eval.validity.agreement``).
         seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
