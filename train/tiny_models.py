@@ -74,7 +74,6 @@ QWEN_ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
 QWEN_SPECIAL_IDS: dict[str, int] = {tok: QWEN_BPE_SIZE + i for i, (tok, _) in enumerate(QWEN_ADDED_TOKENS)}
 
 ENDOFTEXT = "<|endoftext|>"
-IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 
 #: Qwen2.5-7B pads its embedding matrix to 151,936 rows (a multiple of 128) beyond the 151,665 real tokens;
@@ -121,12 +120,6 @@ QWEN3_ADDED_TOKENS: tuple[tuple[str, bool], ...] = QWEN_ADDED_TOKENS + (
     ("<think>", False),
     ("</think>", False),
 )
-
-#: Token string -> id for Qwen3, e.g. ``QWEN3_SPECIAL_IDS["</think>"] == 151668``.
-QWEN3_SPECIAL_IDS: dict[str, int] = {tok: QWEN_BPE_SIZE + i for i, (tok, _) in enumerate(QWEN3_ADDED_TOKENS)}
-
-THINK_START = "<think>"
-THINK_END = "</think>"
 
 #: Qwen3-4B's ``model_max_length`` (tokens) in its ``tokenizer_config.json``.
 QWEN3_MODEL_MAX_LENGTH = 131_072
