@@ -53,12 +53,10 @@ class JournalContents:
         rows: every row's object, in file order (a whole last row without its newline included).
         torn_tail: the bytes of a last line without its newline that is not a whole row (a write cut by a kill),
             dropped; ``b""`` if none.
-        good_size: the byte length before the torn tail (where the file is cut when the tail is repaired).
     """
 
     rows: list[dict[str, Any]]
     torn_tail: bytes = b""
-    good_size: int = 0
 
     @property
     def torn(self) -> bool:
@@ -182,9 +180,7 @@ def read_journal(path: str | Path) -> JournalContents:
     """
     torn: list[bytes] = []
     rows = list(iter_journal(path, torn))
-    tail = torn[0] if torn else b""
-    size = Path(path).stat().st_size if Path(path).exists() else 0
-    return JournalContents(rows=rows, torn_tail=tail, good_size=size - len(tail) if tail else size)
+    return JournalContents(rows=rows, torn_tail=torn[0] if torn else b"")
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
