@@ -47,12 +47,12 @@ def vllm_tiny_server(seq2seq_server) -> VLLMServer:
 
 
 @pytest.fixture(scope="session")
-def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export, task_classifier_dir) -> Iterator[dict[str, JudgeServer]]:
+def judge_servers(tmp_path_factory, tiny_causal_dir, tiny_regression_export) -> Iterator[dict[str, JudgeServer]]:
     """Both judge-serve instances, started together (their engines load in parallel), stopped at session end.
 
     Both have the shipped task classifier (``criteria: auto``), judge-serve's default.
     """
-    # no classifier flags: "criteria": "auto" works out of the box with the shipped classifier (task_classifier_dir)
+    # no classifier flags: "criteria": "auto" works out of the box with the shipped classifier (judge/data/criteria_tfidf)
     classifier_args = ()
     seq2seq = JudgeServeProcess(tiny_causal_dir, classifier_args, tmp_path_factory.mktemp("serve-seq2seq"))
     processes = [seq2seq]

@@ -32,7 +32,7 @@ CASES = {
 }
 
 
-def instruction_rows(answer_prefix: str = "") -> list[dict]:
+def instruction_rows() -> list[dict]:
     return [instruction_row(pid, f"Инструкция {pid}: напиши текст.", meta,
                             [(c, RUBRICS[c]) for c in criteria], reference_answer=None if pid == 3 else f"Эталон {pid}")
             for pid, (meta, criteria, _, _) in CASES.items()]

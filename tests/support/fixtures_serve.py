@@ -312,14 +312,6 @@ def tiny_regression_export(tmp_path_factory, tiny_causal_dir, tiny_regression_di
     return export
 
 
-@pytest.fixture(scope="session")
-def task_classifier_dir() -> Path:
-    """The tfidf task classifier that ships with the package (judge/data/criteria_tfidf), judge-serve's default."""
-    from judge.criteria_auto import default_classifier_path
-
-    return default_classifier_path()
-
-
 #: The hub id the tiny released -r judge is cached under (the real one's).
 RELEASED_R_ID = "ai-forever/pollux-judge-7b-r"
 
