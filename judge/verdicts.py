@@ -17,7 +17,7 @@ scales, and its 2.5-4.0 mean scores in Table 10, only arise from scoring out-of-
 ``in_scale=False``; callers that must reject it (teacher annotation, training data) check ``in_scale`` and
 report ``VerdictError.OUT_OF_SCALE``.
 
-Why one module of ~840 lines: both formats' rendering and parsing, the rules every training step applies to an
+Why one module of ~850 lines: both formats' rendering and parsing, the rules every training step applies to an
 answer (``bare_answer``, ``bare_tagged_answer``, ``has_think_tag``, ``gives_reasons``) and the reading of an output
 the length limit cut (``cut_short``, ``read_tagged_verdict``) read the same tag and think-block patterns; split, they
 would be defined twice and could drift apart.
@@ -190,8 +190,20 @@ _THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think\s*>", re.IGNORECASE)
 # A score: POLLUX's number (src/utils/score_utils.py, NUMBER_PATTERN: an optional sign, digits with an optional
 # decimal part after a point or a comma, or a bare fraction such as ".5"), optionally wrapped in markdown emphasis or
-# parentheses ("**2**", "(1)").
-_SCORE = re.compile(r"^[*_(\s]*([+-]?(?:\d+(?:[.,]\d+)?|[.,]\d+))[*_)\s]*$")
+# parentheses ("**2**", "(1)"). Beyond POLLUX's: U+2212 attached to the digits is the minus sign, as the integer
+# reader and the rubric reader (judge.scales) read it; digits are ASCII only (``_foreign_digit``).
+_SCORE = re.compile(r"^[*_(\s]*([+\-\u2212]?(?:[0-9]+(?:[.,][0-9]+)?|[.,][0-9]+))[*_)\s]*$")
+
+
+def _foreign_digit(text: str) -> str | None:
+    """Why ``text`` holds no number to read when it holds a decimal digit outside ASCII (fullwidth "２", Arabic-Indic
+    "١", mathematical bold "𝟐"), else None. Python's ``\\d`` and ``float`` read any script's digits, so "２" read as
+    2 and "1٢" as 12; the rubric reader refuses such a level (``judge.scales``), and a judge trained on ASCII scores
+    that writes one has written no score it was trained to write: a counted ``no_score`` failure, never a number."""
+    for char in text:
+        if char.isdecimal() and not char.isascii():
+            return f"U+{ord(char):04X} is a digit outside ASCII: only ASCII digits are read as a score"
+    return None
 
 
 def _nothing_written(text: str | None) -> str:
@@ -282,8 +294,10 @@ def parse_verdict(text: str | None, scale: Scale | None = None, lenient: bool = 
     match = _SCORE.match(score_text)
     if not match:
         shown = score_text.strip()[:40]
-        return Verdict.failure(VerdictError.NO_SCORE, f"[RESULT] is followed by {shown!r}, not a number", feedback)
-    score = float(match.group(1).replace(",", "."))
+        foreign = _foreign_digit(score_text)
+        why = f" ({foreign})" if foreign else ""
+        return Verdict.failure(VerdictError.NO_SCORE, f"[RESULT] is followed by {shown!r}, not a number{why}", feedback)
+    score = float(match.group(1).replace(",", ".").replace(_MINUS_SIGN, "-"))
     if not math.isfinite(score):
         return Verdict.failure(VerdictError.NO_SCORE, f"score {match.group(1)!r} is not finite", feedback)
     return _read(feedback, score, scale)
@@ -520,11 +534,13 @@ def split_at_last_think_close(text: str) -> tuple[str | None, str]:
 # no close after it sends the lazy body to the text's end before failing, at every such tag: quadratic
 # ("<think>" * 16,000 took 8 s, holding the GIL, and an output is a model's text).
 _THINK_BLOCK = re.compile(r"<think\s*>(.*?)</think\s*>", re.IGNORECASE | re.DOTALL)
-_WHOLE_INTEGER = re.compile(r"[+-]?\d+")
+# ASCII digits only (``_foreign_digit``), here and in _TRAILING_INTEGER, whose look-behind sees any script's digit:
+# "٢1" is no "1".
+_WHOLE_INTEGER = re.compile(r"[+-]?[0-9]+")
 # POLLUX's client falls back to the integer that ends the answer (demo/serve_pollux_demo.py:174, r"(-?\d+)\s*$").
 # Deliberate deviation: an integer that is the tail of a decimal ("1.5", "2,0") is not read (POLLUX's regex reads
 # "1.5" as 5); such an answer is a no_score failure.
-_TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?\d+)\s*$")
+_TRAILING_INTEGER = re.compile(r"(?<![\d.,])(-?[0-9]+)\s*$")
 # Minus-like characters: hyphens, dashes and minus signs, ASCII's and Unicode's (their small and fullwidth forms too).
 # POLLUX's "-?" sees only an attached ASCII hyphen, so "−1" (U+2212), "–1" (en dash) and "- 1" read as +1: harmless
 # on a 0..N rubric, but on the pairwise -1/0/1 scale it turns "answer 1 is better" into "answer 2 is better". Such
@@ -604,7 +620,13 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
     match = _WHOLE_INTEGER.fullmatch(text) or _TRAILING_INTEGER.search(text)
     if not match:
         shown = text[-40:]
-        return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer", thought)
+        ending, start = text.rstrip(), len(text.rstrip())
+        while start and ending[start - 1].isdecimal():  # any script's digits ending the answer (a search is quadratic)
+            start -= 1
+        foreign = _foreign_digit(ending[start:])
+        why = f" ({foreign})" if foreign else ""
+        return Verdict.failure(VerdictError.NO_SCORE, f"the answer {shown!r} does not end with an integer{why}",
+                               thought)
     written = match.group(0) if match.re is _WHOLE_INTEGER else match.group(1)
     if match.re is _TRAILING_INTEGER:
         head = text[: match.start(1)]
@@ -617,7 +639,7 @@ def parse_integer_verdict(content: str | None, reasoning: str | None = None, sca
             sign_at = len(ahead) - 1
             ambiguous = sign_at >= 0 and ahead[-1] in _MINUS_LIKE and (
                 ahead[-1] != _MINUS_SIGN or len(ahead) != len(head)
-                or ahead[-2:-1] in tuple("0123456789.,") or ahead[-2:-1] in _MINUS_LIKE)
+                or ahead[-2:-1].isdecimal() or ahead[-2:-1] in tuple(".,") or ahead[-2:-1] in _MINUS_LIKE)
         if ambiguous:
             shown = text[sign_at - 1 if sign_at and text[sign_at - 1] in _MINUS_LIKE else sign_at: match.end(1)]
             return Verdict.failure(
@@ -678,12 +700,12 @@ _PARTIAL_END = re.compile(r"\[\s*(?:E(?:N(?:D\s*)?)?)?$", re.IGNORECASE)
 
 
 def _trailing_number(text: str) -> str:
-    """The ASCII digits ``text`` ends with, with the minus before them ("" for none): where a length cut inside a
-    score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of digits to its end,
+    """The ASCII digits ``text`` ends with, with the minus (ASCII or U+2212) before them ("" for none): where a
+    length cut inside a score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of digits to its end,
     quadratic in an output of digits."""
     head = text.rstrip("0123456789")
     digits = text[len(head):]
-    return "-" + digits if digits and head.endswith("-") else digits
+    return "-" + digits if digits and head.endswith(("-", _MINUS_SIGN)) else digits
 
 
 def read_tagged_verdict(text: str | None, scale: Scale | None, lenient: bool = False,
