@@ -57,12 +57,14 @@ __all__ = ["write_report_page", "write_compare_page", "render_report_page", "ren
 HEADLINE_KEYS = ("n", "n_failed", "n_scored", "mae", "n_spearman", "spearman", "vc_judge", "vc_experts",
                  "vc_experts_labelled")
 # Bookkeeping keys shown first (after the headline), in this order; any other key follows in alphabetical order.
-_KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale", "mae_in_scale", "spearman_in_scale", "pearson",
+_KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale",
+                              "n_out_of_scale_minus_one", "mae_in_scale", "spearman_in_scale", "pearson",
                               "kendall", "vc_experts_all", "n_vc", "n_vc_experts_all", "n_vc_experts_labelled",
                               "failure_rate", "n_missing", "n_parse_failed", "n_request_failed")
 # Column headings of the known keys (a heading's tooltip is its key's meaning, _KEY_MEANINGS, and the key); other
 # keys are shown as they are.
 _KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
+               "n_out_of_scale_minus_one": "out of scale: -1",
                "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
                "spearman_in_scale": "Spearman (in scale)", "kendall": "Kendall", "vc_judge": "VC judge",
                "vc_experts": "VC experts", "vc_experts_labelled": "VC experts (all labelled)",
@@ -90,6 +92,8 @@ _KEY_MEANINGS = {
     "mae_in_scale": "MAE without the verdicts outside their scale",
     "n_out_of_scale": "parsed verdicts outside their scale: scored, as the paper scores them, where the item has a "
                       "reference (counted here also on an item without one, a mode tie)",
+    "n_out_of_scale_minus_one": "of the verdicts outside their scale, those of -1: the release's code for an "
+                                "expert's abstention (\"not applicable\"), scored as out of scale",
     "n_scored_in_scale": "scored items whose verdict is inside its scale",
     "spearman": "Spearman's rank correlation of the judge's scores with the experts' reference, pooled, with its "
                 "bootstrap interval",

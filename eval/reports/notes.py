@@ -183,6 +183,7 @@ def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
     predictions of ids the data lacks (``unknown_ids_note``) and the rows repeating one (``repeated_ids_note``), the
+    judge's ``-1`` verdicts off their scale (the release's abstention code), the
     experts' abstentions and the items with no expert score (``n_unlabelled``), over every item of the run: the
     Zero-Shot + Standard cell and the items of unknown task type, which are in neither test; and the data's expert
     scores off
@@ -205,6 +206,15 @@ def run_notes(result: Metrics) -> list[str]:
         notes.append(f"**{counted(missing, 'item')} {have} no prediction** ({_why_missing(result, missing)}{among}): "
                      f"{they} not in `n`.")
     notes += foreign  # beside the items without one: the two together say what the predictions file holds
+    # A file written before the count has none (None), as n_unlabelled below.
+    minus_one = sum(getattr(c, "n_out_of_scale_minus_one", None) or 0 for c in tests)
+    if minus_one:
+        off = sum(getattr(c, "n_out_of_scale", None) or 0 for c in tests)
+        are = "is" if minus_one == 1 else "are"
+        notes.append(f"**{minus_one} of the {counted(off, 'verdict')} outside their scale {are} `-1`**, the release's "
+                     "code for an expert's abstention (\"not applicable\"): the judge's answer, scored as out of scale "
+                     "like any other (in the headline figures, not in the `in scale` ones), counted apart in "
+                     "`metrics.json` (`n_out_of_scale_minus_one`).")
     abstained = sum(c.n_abstained or 0 for c in tests)
     all_abstained = sum(c.n_all_abstained or 0 for c in tests)
     if abstained:

@@ -753,7 +753,8 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
         ``spearman``, ``spearman_ci``, ``pearson``, ``kendall``.
 
         Out-of-scale verdicts are in the headline figures, as in the paper (arXiv 2505.24616v3,
-        Table 11); ``n_out_of_scale`` counts them among the n verdicts, and
+        Table 11); ``n_out_of_scale`` counts them among the n verdicts (``n_out_of_scale_minus_one``: those of -1,
+        the release's abstention code), and
         ``n_scored_in_scale``, ``mae_in_scale`` (+ ``_ci``) and, with correlations, ``spearman_in_scale``
         (+ ``_ci``) give the figures without them.
 
@@ -802,6 +803,9 @@ def cell(table: ItemTable, derived: _Derived, index: np.ndarray, *, key: str, co
     flags = table.in_scale[index]
     # Every verdict outside its scale, whether or not its item has a reference (it is the judge's answer either way).
     out["n_out_of_scale"] = int((ok & (flags == 0.0)).sum())
+    # Of them, the -1s: the release's abstention code (an expert's "not applicable"), which a judge that saw it may
+    # write for the same; scored as any off-scale verdict is, counted apart so the report can name it.
+    out["n_out_of_scale_minus_one"] = int((ok & (flags == 0.0) & (judge_scores == -1.0)).sum())
     inside = flags[scored] != 0.0  # NaN (no readable scale) counts as inside: nothing to flag
     out["n_scored_in_scale"] = int(inside.sum())
     names = ("mae", "spearman") if together else ("mae",)

@@ -162,6 +162,8 @@ class Cell(_MetricsRecord):
             whose judge or reference scores are all one value has none), fewer than the bootstrap's in small cells.
         n_out_of_scale: verdicts outside their scale (scored, as the paper does, arXiv 2505.24616v3, Table 11);
             n_scored_in_scale, mae_in_scale (+ _ci), spearman_in_scale (+ _ci): the figures without them.
+        n_out_of_scale_minus_one: of n_out_of_scale, the verdicts of -1 (on a scale without -1): the release's code
+            for an expert's abstention, counted apart so that it is not read as one more off-scale number.
         n_spearman: the pairs the correlations cover when their reference is chosen apart from MAE's
             (``--spearman-target``); None otherwise.
         n_vc, vc_judge, vc_experts: Verdict Confidence over the scored items with two or more annotators (NaN when
@@ -192,6 +194,7 @@ class Cell(_MetricsRecord):
     pearson: float | None = optional_field()
     kendall: float | None = optional_field()
     n_out_of_scale: int | None = optional_field()
+    n_out_of_scale_minus_one: int | None = optional_field()
     n_scored_in_scale: int | None = optional_field()
     mae_in_scale: float | None = optional_field()
     mae_in_scale_ci: Interval | None = optional_field()

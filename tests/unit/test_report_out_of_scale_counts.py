@@ -31,3 +31,32 @@ def test_an_off_scale_verdict_on_a_mode_tie_is_counted_but_not_scored_and_the_no
             "mode tie) too, so `scored` − `out of scale` can be fewer than the items the `in scale` columns are "
             "over; those columns give the figures without the scored verdicts outside their scale (\"=\" when no "
             "verdict was outside its scale)") in text  # not "without the scored ones", which read as every scored item
+
+
+def test_a_judges_minus_one_off_its_scale_is_counted_apart_and_named_in_the_report():
+    """A judge's -1 on a 0..2 scale is the release's abstention code (an expert's "not applicable"), which a judge
+    that saw it may write: it is scored as out of scale (the paper scores every off-scale verdict), and counted apart
+    as `n_out_of_scale_minus_one` in metrics.json, with a sentence in report.md naming it, not left inside the
+    other off-scale numbers. A -1 on a scale that holds -1 is a level, not counted."""
+    # (-1 vs mode 2) and (-1 vs mode 0) off 0..2, (7 vs mode 1) off it too, (-1 vs mode -1) on a -1..1 scale.
+    table = _table(judge=[-1, -1, 7, -1], status=["ok"] * 4, experts=[[2, 2, 1], [0, 0, 1], [1, 1], [-1, -1, 0]])
+    table.in_scale = np.array([0.0, 0.0, 0.0, 1.0])
+    derived = item_table.derive(table, "mode")
+    written = json.loads(item_table.dumps(item_table.evaluate(table, target="mode", n_boot=0, derived=derived)))
+    assert written["splits"]["all"]["overall"]["n_out_of_scale"] == 3
+    assert written["splits"]["all"]["overall"]["n_out_of_scale_minus_one"] == 2
+    result = Metrics.from_json(written)
+    assert result.splits["all"].overall.n_out_of_scale_minus_one == 2
+    text = " ".join(render_markdown(result).split())
+    assert ("**2 of the 3 verdicts outside their scale are `-1`**, the release's code for an expert's abstention "
+            "(\"not applicable\"): the judge's answer, scored as out of scale like any other (in the headline "
+            "figures, not in the `in scale` ones), counted apart in `metrics.json` "
+            "(`n_out_of_scale_minus_one`).") in text
+
+
+def test_no_minus_one_no_sentence():
+    table = _table(judge=[7, 1], status=["ok"] * 2, experts=[[2, 2, 1], [1, 1]])
+    table.in_scale = np.array([0.0, 1.0])
+    result = item_table.evaluate(table, target="mode", n_boot=0, derived=item_table.derive(table, "mode"))
+    assert result.splits["all"].overall.n_out_of_scale_minus_one == 0
+    assert "`-1`**" not in render_markdown(Metrics.from_json(json.loads(item_table.dumps(result))))
