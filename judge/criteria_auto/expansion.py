@@ -468,7 +468,9 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     other column of a row is copied into its items.
     Item ids are ``<row id>::<criterion id>``, stable across runs: the row id is the row's ``id``, else its content
     id (``_derived_row_id``), so rows added or reordered around a row without one leave its ids as they were. An
-    id-less row given twice (the same content) is expanded once, as a load keeps one of two copies.
+    exact duplicate row (the same content, with or without the same id) is expanded once, as a load keeps one of
+    two copies, and the copies left out are counted in a warning naming each and its first; an id given twice on
+    other content is refused.
 
     A row the classifier fails on is judged on the fallback criteria with the failure as its reason
     (``_choice_or_failure``); the failures are counted and logged as one warning. The rows are counted by the level
@@ -505,7 +507,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
     # By row id, not index: a row inserted above the others keeps their choices (the key still checks each).
     by_id = {str(r.get("id")): r for r in (recorded or {}).values()}
     seen: dict[str, tuple[int, JudgeRecord]] = {}  # row id -> the row that first gave it, as _checked_columns read it
-    repeated: list[tuple[int, int]] = []  # (row, the earlier row it repeats): id-less rows given twice
+    repeated: list[tuple[int, int]] = []  # (row, the earlier row it repeats): rows given twice, with or without an id
     item_ids: dict[str, int] = {}  # item id -> the row that gave it (pass-through and expanded rows alike)
     named: dict[str, JudgeRecord] = {}  # a pass-through row's item id -> its record (its columns in its extra)
     asked, failed = 0, []  # rows the classifier was asked about (or whose earlier choice stood); (row, reason) failed
@@ -537,15 +539,17 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
         row_id = _derived_row_id(row, i, by_id) if derived else str(row["id"])
         if row_id in seen:
             first, first_probe = seen[row_id]
-            if derived and same_content(probe, first_probe):  # the same row again, left out as a load leaves it
+            # The same row again, with its id or without: left out and counted, as a load leaves out an exact
+            # duplicate of either kind (judge.records.note_duplicate), where a copy with an id was refused.
+            if same_content(probe, first_probe):
                 repeated.append((index, first))
                 continue
             if derived:
                 raise ValueError(f"{where}: the row has no id, and its content id {row_id!r} (judge.records."
                                  f"content_id: its instruction, answer, reference_answer, model_id and task columns) "
                                  f"is also that of {row_place(first)}, whose other columns differ: give the rows ids")
-            raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(first)}: its items' ids "
-                             "(<row id>::<criterion id>) would collide")
+            raise ValueError(f"{where}: id {row_id!r} repeats the id of {row_place(first)} with other content: its "
+                             "items' ids (<row id>::<criterion id>) would collide")
         seen[row_id] = (index, probe)
         carried = {k: v for k, v in row.items() if k not in _SET}  # nothing of the row lost on the way
         chosen = _given_task(row, taxonomy, where)
@@ -570,7 +574,7 @@ def expand_rows(rows: Iterable[Mapping], classifier: TaskClassifier, source: str
                         CLASSIFIER_KEY: identity, **record})  # fmt: skip
     if repeated:
         shown = ", ".join(f"{row_place(k)} = {row_place(first)}" for k, first in repeated[:3])
-        log.warning("criteria auto: %d exact duplicate rows without an id left out (%s%s), as a load leaves them out",
+        log.warning("criteria auto: %d exact duplicate rows left out (%s%s), as a load leaves them out",
                     len(repeated), shown, ", ..." if len(repeated) > 3 else "")
     if recorded:
         log.info("criteria auto: reused the recorded task choice of %d rows, classified %d anew (new or edited "

@@ -29,9 +29,10 @@ def test_expand_file_names_the_bad_row_by_its_line(tmp_path):
 
 def test_expand_file_names_both_rows_of_a_repeated_id_by_their_lines(tmp_path):
     src = tmp_path / "pairs.jsonl"
-    src.write_text("\n" + json.dumps({**GOOD, "id": "q"}) + "\n\n" + json.dumps({**GOOD, "id": "q"}) + "\n",
-                   encoding="utf-8")
-    with pytest.raises(ValueError, match=rf"^{src}: line 4: id 'q' repeats the id of line 2: "):
+    # other content under the one id (the same row twice is left out, counted: test_criteria_auto_rows.py)
+    src.write_text("\n" + json.dumps({**GOOD, "id": "q"}) + "\n\n" + json.dumps({**GOOD, "id": "q", "answer": "Лето."})
+                   + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{src}: line 4: id 'q' repeats the id of line 2 with other content: "):
         expand_file(src, tmp_path / "out", TfidfClassifier.load())
 
 

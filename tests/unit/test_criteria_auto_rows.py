@@ -311,7 +311,7 @@ def test_rows_without_an_id_keep_their_item_ids_when_rows_are_added_or_moved(tmp
     with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
         items, choices = expand_rows([BASE, advice, BASE], TfidfClassifier.load(), "data.jsonl")
     assert len(choices) == 2 and len(items) == len({i["id"] for i in items})
-    assert "1 exact duplicate rows without an id left out (row 2 = row 0)" in caplog.text
+    assert "1 exact duplicate rows left out (row 2 = row 0)" in caplog.text
     with pytest.raises(ValueError, match=r"^data.jsonl: row 1: the row has no id, and its content id '\w{16}' .* is "
                                          r"also that of row 0, whose other columns differ: give the rows ids$"):
         expand_rows([BASE, {**BASE, "source": "b"}], TfidfClassifier.load(), "data.jsonl")
@@ -347,3 +347,18 @@ def test_a_pairwise_row_is_named_as_one_not_as_a_row_missing_its_answer():
                               "they are, without criteria: auto")
     with pytest.raises(ValueError, match="row 0: 'answer' must be a non-empty string for criteria: auto"):
         expand_rows([{**pair, "answer": " "}], TfidfClassifier.load(), "pairs.jsonl")
+
+
+def test_a_row_given_twice_is_left_out_once_counted_with_or_without_its_id(caplog):
+    """The same row twice is one row, whether it gives an id or not, as a load (judge.records) leaves out an exact
+    duplicate of either kind: an id-less copy was left out while a copy with its id was refused ("its items' ids would
+    collide"). Each is counted in the warning naming both places; the same id on other content is still refused."""
+    with_id = {**BASE, "id": "q"}
+    with caplog.at_level(logging.WARNING, logger="judge.criteria_auto.expansion"):
+        items, choices = expand_rows([with_id, BASE, with_id, BASE], TfidfClassifier.load(), "data.jsonl")
+    assert [c["row"] for c in choices] == [0, 1]
+    assert len(items) == len({i["id"] for i in items}) == 2 * len([i for i in items if i["id"].startswith("q::")])
+    assert ("criteria auto: 2 exact duplicate rows left out (row 2 = row 0, row 3 = row 1), as a load leaves them "
+            "out") in caplog.text
+    with pytest.raises(ValueError, match=r"^data.jsonl: row 1: id 'q' repeats the id of row 0 with other content: "):
+        expand_rows([with_id, {**with_id, "answer": "Лето."}], TfidfClassifier.load(), "data.jsonl")

@@ -658,15 +658,17 @@ def test_expand_rows_expands_unlabelled_rows_and_passes_labelled_ones():
 
 def test_expand_rows_item_ids_never_collide():
     """A row id of 0 is that row's id (it once read as "none given" and became its index, another row's id); a
-    repeated row id is refused naming both rows, since its items' ids would repeat."""
+    row id repeated on other content is refused naming both rows, since its items' ids would repeat (the same row
+    twice is left out, counted: test_criteria_auto_rows.py)."""
     from judge.criteria_auto import expand_rows
 
     rows = [{"id": 1, "instruction": "Дай совет", "answer": "Спи."}, {"id": 0, "instruction": "Дай совет", "answer": "Ешь."}]
     items, _ = expand_rows(rows, _Fixed({"Advice": 0.9}))
     ids = [item["id"] for item in items]
     assert len(ids) == len(set(ids)) and {i.split("::")[0] for i in ids} == {"1", "0"}
-    with pytest.raises(ValueError, match=r"data.jsonl: row 1: id 'q' repeats the id of row 0"):
-        expand_rows([{"id": "q", "instruction": "a", "answer": "b"}] * 2, _Fixed({"Advice": 0.9}), "data.jsonl")
+    with pytest.raises(ValueError, match=r"data.jsonl: row 1: id 'q' repeats the id of row 0 with other content"):
+        expand_rows([{"id": "q", "instruction": "a", "answer": "b"}, {"id": "q", "instruction": "a", "answer": "c"}],
+                    _Fixed({"Advice": 0.9}), "data.jsonl")
 
 
 def test_expand_file_keeps_a_line_whose_text_holds_a_line_separator(tmp_path):
