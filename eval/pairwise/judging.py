@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~550 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~570 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -58,11 +58,19 @@ if TYPE_CHECKING:
 
 __all__ = ["PAIRWISE_PREDICTIONS", "PAIRWISE_SCALE", "ORDERS", "PairRecord", "PairwiseRow", "is_pairwise_data",
            "load_pairs", "selected_pairs", "pending_judgments", "judge_pairs", "read_pairwise_rows",
-           "iter_pairwise_rows"]
+           "iter_pairwise_rows", "order_item_id"]
 
 log = logging.getLogger("judge_eval.pairwise")
 
 ORDERS = ("original", "swapped")
+
+
+def order_item_id(pair_id: str, order: str) -> str:
+    """The item id one order of a pair is sent to judge-serve with, which it echoes: ``<pair id>#<order>``. The two
+    orders are two judgments, and an answer for one given to the other (a cache or a proxy mixing two requests)
+    must fail ``judge_results``' id check, which the pair's id alone, the same in both, let pass. No two (pair,
+    order) share one: the order ends the id, and no order's name ends another's."""
+    return f"{pair_id}#{order}"
 _WINNER_NAMES = {"answer_1": -1, "tie": 0, "answer_2": 1}
 
 
@@ -408,7 +416,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
 
     if kind == "judge-serve" and todo:  # a bad extra_body is a configuration error before any request is sent
         pair, order = todo[0]
-        pairwise_request(model, PairItem(id=pair.id, **pair.shown(order)), config)
+        pairwise_request(model, PairItem(id=order_item_id(pair.id, order), **pair.shown(order)), config)
     if kind != "judge-serve" and todo:
         if config.prompt == "en":
             # There is one pairwise prompt, POLLUX's Russian one; `prompt: en` is how API judges are configured, and
@@ -426,7 +434,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     async def ask(pair: PairRecord, order: str) -> dict[str, Any]:
         shown = pair.shown(order)
         if kind == "judge-serve":
-            request = pairwise_request(model, PairItem(id=pair.id, **shown), config)
+            sent_id = order_item_id(pair.id, order)
+            request = pairwise_request(model, PairItem(id=sent_id, **shown), config)
             response = await within_timeout(http.post("/v1/judge", json=request.model_dump(mode="json",
                                                                                     exclude_unset=True)),
                                             config.timeout_s)  # the whole answer, as the pointwise backend's
@@ -444,8 +453,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             refuse_format_change(answer.verdict_format, config, model)
             # Another number of items or results than the one judgment asked, or another pair's item (its echoed id),
             # is no answer to it: a MalformedAnswer, as the pointwise backend reads one, so a failed row that the
-            # failing streak counts. The id names the pair, not the order: both orders are sent with the pair's id.
-            (result,) = judge_results(answer, 1, f"1 judgment of pair {pair.id} ({order})", item_id=pair.id)
+            # failing streak counts. The id names the pair and the order (order_item_id): an answer for the pair's
+            # other order fails too.
+            (result,) = judge_results(answer, 1, f"1 judgment of pair {pair.id} ({order})", item_id=sent_id)
             if result.error == VerdictError.ABORTED:  # no verdict: asked again, as the pointwise backend does
                 raise generation_aborted(f"judge-serve's engine aborted the generation for pair {pair.id} ({order})")
             # Never from judge-eval's one pair a request (a lone refusal is the request's 400, above): it guards a

@@ -144,10 +144,10 @@ def test_pairwise_judge_serve_answering_every_request_for_another_pair_stops_aft
     rows, err = _pairs_stopped(tmp_path, capsys, server)
     asked = judge_requests(server)
     assert [(b["pairs"][0]["id"], b["pairs"][0]["answer_1"]) for b in asked] == [
-        (r["id"], f"Ответ {r['id'][1:]}{'а' if r['order'] == 'original' else 'б'}.") for r in rows]
+        (f"{r['id']}#{r['order']}", f"Ответ {r['id'][1:]}{'а' if r['order'] == 'original' else 'б'}.") for r in rows]
     assert len(asked) == len(rows) < N_PAIRS * len(ORDERS)
     says = [f"HTTP 200, but the /v1/judge response's item answers id 'p-other' at index 0, the request's "
-            f"{r['id']!r} at index 0 (1 judgment of pair {r['id']} ({r['order']}))" for r in rows]
+            f"'{r['id']}#{r['order']}' at index 0 (1 judgment of pair {r['id']} ({r['order']}))" for r in rows]
     assert [r["reason"] for r in rows] == says
     assert_streak_stop(err, len(rows), N_PAIRS * len(ORDERS), says[-1], UNRETRIED_SERVE)
 

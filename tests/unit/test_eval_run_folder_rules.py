@@ -161,7 +161,7 @@ def test_a_pairwise_judge_serve_answering_in_another_format_stops_the_run(tmp_pa
     assert json.loads((out / "run.json").read_text())["config"]["verdict_format"] == "tagged"
     with _judge_serve("tagged", ["tagged"]) as server:
         assert main(_pair_args(server.base_url, data, out)) == 0
-        assert sorted(b["pairs"][0]["id"] for b in server.bodies("/v1/judge") if b) == ["p2", "p2"]
+        assert sorted(b["pairs"][0]["id"] for b in server.bodies("/v1/judge") if b) == ["p2#original", "p2#swapped"]
     assert len(read_pairwise_rows(out / PAIRWISE_PREDICTIONS)) == 4
 
 

@@ -134,7 +134,7 @@ def _pairs(tmp_path: Path, n: int) -> Path:
 
 def _pair_payload(k: int, order: str, model: str) -> dict:
     shown = (f"Ответ {k}а.", f"Ответ {k}б.") if order == "original" else (f"Ответ {k}б.", f"Ответ {k}а.")
-    return {"model": model, "pairs": [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": shown[0],
+    return {"model": model, "pairs": [{"id": f"p{k}#{order}", "instruction": f"Вопрос {k}?", "answer_1": shown[0],
                                        "answer_2": shown[1], "rubrics": RUBRICS}],
             "max_tokens": 32, "temperature": 0.0, "lenient": False}
 
@@ -155,8 +155,8 @@ def test_a_pairwise_answer_for_another_pair_fails_both_its_judgments(tmp_path, c
         if path != "/v1/judge" or not body:
             return 400, {"error": {"message": "items: required field is missing"}}
         (pair,) = body["pairs"]
-        answered = {"p1": {"other-id": (0, "p0"), "other-index": (1, "p1"), "int-id": (0, 1)}[case]}.get(
-            pair["id"], (0, pair["id"]))
+        answered = ({"other-id": (0, "p0"), "other-index": (1, pair["id"]), "int-id": (0, 1)}[case]
+                    if pair["id"].startswith("p1#") else (0, pair["id"]))
         return 200, _response(body["model"], [(*answered, _tie())])
 
     out = tmp_path / "run"
@@ -167,12 +167,13 @@ def test_a_pairwise_answer_for_another_pair_fails_both_its_judgments(tmp_path, c
     assert asked == [_pair_payload(k, order, "judge") for k in range(3) for order in ("original", "swapped")]
     rows = {(r.id, r.order): r for r in read_pairwise_rows(out / PAIRWISE_PREDICTIONS)}
     assert len(rows) == 6
-    got = {"other-id": "id 'p0' at index 0", "other-index": "id 'p1' at index 1", "int-id": "id 1 at index 0"}[case]
     for order in ("original", "swapped"):
+        got = {"other-id": "id 'p0' at index 0", "other-index": f"id 'p1#{order}' at index 1",
+               "int-id": "id 1 at index 0"}[case]
         row = rows[("p1", order)]
         assert (row.error, row.verdict, row.score) == ("request_failed", None, None)
-        assert row.reason == (f"HTTP 200, but the /v1/judge response's item answers {got}, the request's 'p1' at "
-                              f"index 0 (1 judgment of pair p1 ({order}))")
+        assert row.reason == (f"HTTP 200, but the /v1/judge response's item answers {got}, the request's "
+                              f"'p1#{order}' at index 0 (1 judgment of pair p1 ({order}))")
     assert {(r.error, r.verdict) for key, r in rows.items() if key[0] != "p1"} == {(None, 0.0)}
 
 

@@ -256,8 +256,8 @@ def test_pairwise_through_judge_serve_sends_typed_pair_requests(tmp_path):
         assert main(["run", "--judge", server.base_url, "--data", data, "--out", str(tmp_path / "run"), "--no-progress",
                      "--pairwise-orders", "original", "--max-tokens", "64", "--lenient"]) == 0  # reaches the server
     assert sorted(sent, key=lambda b: b["pairs"][0]["id"]) == [
-        {"model": "tiny", "pairs": [{"id": p["id"], "instruction": p["instruction"], "answer_1": p["answer_1"],
-                                     "answer_2": p["answer_2"], "rubrics": p["rubrics"]}],
+        {"model": "tiny", "pairs": [{"id": f"{p['id']}#original", "instruction": p["instruction"],
+                                     "answer_1": p["answer_1"], "answer_2": p["answer_2"], "rubrics": p["rubrics"]}],
          "max_tokens": 64, "temperature": 0.0, "lenient": True} for p in PAIRS[:2]]  # fmt: skip
     rows = read_pairwise_rows(tmp_path / "run" / PAIRWISE_PREDICTIONS)
     assert sorted((r.id, r.order, r.verdict, r.feedback) for r in rows) == [("p1", "original", -1.0, "r"),

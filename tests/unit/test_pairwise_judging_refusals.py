@@ -131,18 +131,18 @@ SERVE_TOO_LONG = ("pairs[0]: the prompt is 5000 tokens; with max_tokens 64 it ne
                   "4096 tokens.")
 
 
-def _judge_serve_answer(pair_id: str, said: str) -> tuple[int, dict]:
-    """judge-serve's /v1/judge answer to one pair: p1 refused with ``said`` and the error code
-    context_length_exceeded; any other pair judged -1."""
+def _judge_serve_answer(item_id: str, said: str) -> tuple[int, dict]:
+    """judge-serve's /v1/judge answer to one pair's item (``<pair id>#<order>``, echoed): p1 refused with ``said``
+    and the error code context_length_exceeded; any other pair judged -1."""
     from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 
-    if pair_id == "p1":
+    if item_id.startswith("p1#"):
         return 400, {"error": {"message": said, "type": "invalid_request_error", "param": "pairs[0]",
                                "code": "context_length_exceeded"}}
     result = JudgeResult(criterion="pairwise", criterion_id=None, scale=[-1, 0, 1], feedback="r", score=-1.0,
                          parse_ok=True, score_source="verdict", in_scale=True, output="-1")
     answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
-                           [JudgeResponseItem(0, pair_id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
+                           [JudgeResponseItem(0, item_id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
     return 200, answer.to_json()
 
 
@@ -200,7 +200,7 @@ def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_
     with ScriptedEndpoint(respond, model="tiny") as server:
         assert main(_judge_serve_run(server, data, out)) == 0
         assert main(_judge_serve_run(server, data, out)) == 0
-    assert sorted(asked) == ["p0", "p1", "p2"]
+    assert sorted(asked) == ["p0#original", "p1#original", "p2#original"]
     assert {row["id"]: (row["error"], row["reason"]) for row in _lines(out)} == {
         "p0": (None, ""), "p1": ("context_length_exceeded", SERVE_TOO_LONG), "p2": (None, "")}
 
