@@ -133,6 +133,10 @@ def _selection_words(notes) -> str | None:
     else:
         what = f"the first {limit}" + (f" {items}" if items else "")
     flags = " ".join(([f"--split {split}"] if split else []) + ([f"--limit {limit}"] if limit else []))
+    count = getattr(notes, "shard_count", None)
+    if limit is not None and getattr(notes, "limit_per_shard", None) and count:
+        # an eval array: every task applied the limit to its own block (slurm/eval.sbatch passes it to each)
+        return f"each of the eval array's {count} shards judged only {what} of its block: `{flags}`"
     return f"the run judged only {what}: `{flags}`"
 
 

@@ -234,8 +234,9 @@ def selected_items(run_info: dict, table, data: str | Path, left_out=None) -> di
 
     Returns:
         ``Notes``' ``n_missing_unselected`` (the items with no prediction outside the selection) with
-        ``unselected_split`` and ``unselected_limit`` (each only when it left out one of them); {} when there are
-        none.
+        ``unselected_split`` and ``unselected_limit`` (each only when it left out one of them), and for a merged
+        eval array whose tasks each applied the limit to their own block (``_array_blocks``) ``limit_per_shard``
+        and ``shard_count``; {} when there are none.
     """
     import numpy as np
 
@@ -253,7 +254,11 @@ def selected_items(run_info: dict, table, data: str | Path, left_out=None) -> di
         return {}
     in_split = np.ones(len(table), dtype=bool) if split == "all" else table.split == split
     selected = np.zeros(len(table), dtype=bool)
-    selected[selected_positions(table.split, split, limit)] = True
+    blocks = _array_blocks(run_info, len(table)) if limit else None
+    for first, end in blocks or [(0, len(table))]:
+        # an eval array's tasks each ran `judge-eval run --limit N` on their own block (slurm/eval.sbatch passes the
+        # flags after it to every task): the selection is each block's first N, not the whole data's
+        selected[[first + k for k in selected_positions(table.split[first:end], split, limit)]] = True
     kept = np.ones(len(table), dtype=bool) if left_out is None else ~left_out
     n_items = run_info.get("n_items")
     if isinstance(n_items, int) and not isinstance(n_items, bool) and n_items != int((selected & kept).sum()):
@@ -264,7 +269,22 @@ def selected_items(run_info: dict, table, data: str | Path, left_out=None) -> di
     flags = {"unselected_split": split} if (outside & ~in_split).any() else {}
     if limit and (outside & in_split).any():
         flags["unselected_limit"] = limit
+        if blocks is not None and len(blocks) > 1:
+            flags.update(limit_per_shard=True, shard_count=len(blocks))
     return {**flags, "n_missing_unselected": int(outside.sum())}
+
+
+def _array_blocks(run_info: dict, n_items: int) -> list[tuple[int, int]] | None:
+    """Each shard's items of a merged eval array (run.json's ``shard_array``) as (first, end) positions, by
+    eval.sbatch's cut; None for no array, or other data than it cut (as ``missing_block_items`` requires)."""
+    from eval.judging.shard_array import shard_block
+
+    array = run_info.get("shard_array")
+    if (not isinstance(array, dict) or not _whole(array.get("count")) or not array["count"]
+            or array.get("n_records") != n_items or not _whole(n_items)):
+        return None
+    blocks = (shard_block(k, array["count"], n_items) for k in range(array["count"]))
+    return [(first - 1, last) for first, last in blocks]
 
 
 def missing_shards(run_info: dict) -> dict[str, object]:

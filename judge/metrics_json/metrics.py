@@ -446,6 +446,9 @@ class Notes(_MetricsRecord):
     n_missing_unselected: int | None = optional_field()
     unselected_split: str | None = optional_field()
     unselected_limit: int | None = optional_field()
+    #: True where the run is a merged eval array whose every task applied ``unselected_limit`` to its own block of
+    #: the data (``--limit`` after slurm/eval.sbatch): each shard judged its block's first N items, of shard_count.
+    limit_per_shard: bool | None = optional_field()
     #: the eval array's shards a ``judge-eval merge --allow-missing-shards`` left out (its run.json's
     #: ``shard_array``), of shard_count; n_missing_shard_records: the records of the data their blocks hold (absent
     #: where the array recorded no count). Their items are among those without a prediction (``n_missing``).
