@@ -20,7 +20,12 @@ from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.prompts import PROMPT_TEMPLATES
 from judge.verdicts import VerdictFormat
 
-__all__ = ["RunConfig", "ConfigError"]
+__all__ = ["RunConfig", "ConfigError", "N_FIRST_MISREAD"]
+
+#: How many of a chat run's first answers, all unreadable in the format the run guessed and all readable in the other,
+#: stop it (``eval.judging.format_choice.FormatWatch``); here, where ``verdict_format``'s help says it, since
+#: format_choice imports the modules that import this one.
+N_FIRST_MISREAD = 5
 
 #: The task classifier's settings with their defaults: only ``criteria: auto`` reads them.
 _CLASSIFIER_DEFAULTS = {"criteria_classifier": "tfidf", "criteria_classifier_path": "", "criteria_classifier_model": "",
@@ -47,7 +52,13 @@ class RunConfig:
                                      "integer (reasoning, then a bare integer: ai-forever/Pollux-4B-Judge; thinking "
                                      "stays on) or auto (what a judge-serve names in GET /v1/models, else from the "
                                      "checkpoint's manifest/config or the model id). Against a judge-serve, a format "
-                                     "other than the one it serves is refused.")
+                                     "other than the one it serves is refused. A chat run with auto whose first "
+                                     f"{N_FIRST_MISREAD} answers all fail in the guessed format and all read in the "
+                                     "other (pointwise with --prompt ru, and pairwise) stops with exit 2 naming this "
+                                     "flag; under a guessed tagged, an answer that is an integer once the punctuation "
+                                     "or markdown after it is dropped (\"2.\", \"**2**\") counts toward that stop, but "
+                                     "the integer reader does not take it (a counted no_score under integer too, as "
+                                     "POLLUX's own client reads).")
     prompt_version: str = _f("auto", "The Russian pointwise prompt template a chat request asks the judge with. auto: "
                                      "the one a judge-serve names in GET /v1/models, else the checkpoint's export "
                                      "manifest's, else pollux-ru-4b-v1 for an integer-format judge (the released "

@@ -20,6 +20,9 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable
 
+# N_FIRST_MISREAD: how many of a chat run's first answers, all unreadable in the format the run guessed and all
+# readable in the other, stop it (FormatWatch); defined beside verdict_format's help, which says it
+from eval.judging.config import N_FIRST_MISREAD
 from judge.checkpoints import is_hub_id
 from judge.plumbing.config_files import ConfigError
 from judge.prompts import PromptTemplate
@@ -329,10 +332,6 @@ def verdict_shaped(text: str) -> bool:
         return True
     return text.rstrip(_AFTER_A_SCORE)[-1:] in tuple("0123456789")
 
-
-#: How many of a chat run's first answers, all unreadable in the format the run guessed and all readable in the other,
-#: stop it (``FormatWatch``).
-N_FIRST_MISREAD = 5
 
 
 class FormatWatch:
