@@ -98,8 +98,8 @@ from judge.plumbing.json_reading import counted, value_words
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
                                   retry_stop_said, retryable_status, server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
-                           cut_completions, engine_refusals, label_criterion, policy_answer, prompt_opens_reasoning,
-                           reward_of)
+                           cut_completions, engine_refusals, failures_by_criterion, label_criterion, policy_answer,
+                           prompt_opens_reasoning, reward_of)
 from judge.verdicts import VerdictError, format_score
 from judge.wire import JudgeResponse
 
@@ -930,6 +930,7 @@ def trl_reward_function(
         values: list[float | None] = []
         rationales: list[str] = []
         failed_requests = failures = refused = 0
+        judged: list[Reward | None] = []  # every judged sample's reward, for the per-criterion counts
         for chunk, answer in zip(chunks, answers):
             if isinstance(answer, BaseException):  # transient, and still failing after the retries
                 log.warning("judge-serve at %s gave no rewards for %d samples: %s: %s", client.url,
@@ -942,6 +943,7 @@ def trl_reward_function(
             failing = watch.add(answer)
             if failing:
                 log.warning("%s: %s", name, failing)
+            judged += answer
             for r in answer:
                 values.append(_value(r, client.rule))  # None only where the rule skips
                 failures += r.failed if r is not None else 0
@@ -962,6 +964,9 @@ def trl_reward_function(
             log_extra(f"{name}_verdicts", rationales)
         if log_metric is not None:
             log_metric(f"{name}/judge_failures", float(failures))
+            # of them, per criterion the call judged (0 included, so a criterion's curve has every step)
+            for criterion, (n_failed, _) in failures_by_criterion(judged).items():
+                log_metric(f"{name}/judge_failures/{criterion}", float(n_failed))
             log_metric(f"{name}/judge_engine_refused", float(refused))  # of judge_failures
             log_metric(f"{name}/failed_requests", float(failed_requests))
             log_metric(f"{name}/latency_s", latency)

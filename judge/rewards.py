@@ -60,7 +60,7 @@ token ids end in no end id (none at all included) was cut by the length limit.
 Pure functions over ``judge.wire.JudgeResult``: judge-serve's ``/get_reward`` and the shipped trl and verl reward
 functions (``judge.reward_clients``) use the same rule.
 
-Why one module of ~660 lines: it is the reward contract every path shares, the rule that turns verdicts into a
+Why one module of ~720 lines: it is the reward contract every path shares, the rule that turns verdicts into a
 number and the reading of what the policy answered that the rule is applied to; split, a reward path would import
 half of it from each file and the two halves' rules (what counts as an answer, what a failure is worth) would be
 read apart.
@@ -85,7 +85,7 @@ __all__ = ["RewardRule", "RewardRuleError", "CriterionReward", "Reward", "COMBIN
            "HEAD_VALUES", "CUSTOM_WEIGHT_PREFIX", "normalised", "oriented_result_scale", "criterion_reward",
            "reward_of", "OUT_OF_SCALE", "NOT_A_LEVEL", "END_OF_TURN_MARKERS", "policy_answer", "prompt_opens_reasoning",
            "label_criterion", "content_text", "completion_text", "completion_reasoning", "cut_completions",
-           "engine_refusals", "FailedVerdictsWatch"]
+           "engine_refusals", "failures_by_criterion", "FailedVerdictsWatch"]
 
 COMBINE = ("mean", "weighted")
 ON_FAILURE = ("skip", "zero")
@@ -555,12 +555,34 @@ def engine_refusals(reward: Reward | None) -> int:
     return sum(part.failure == VerdictError.ENGINE_REFUSED for part in reward.criteria) if reward is not None else 0
 
 
+def failures_by_criterion(rewards: Sequence[Reward | None]) -> dict[str, tuple[int, int]]:
+    """Per criterion judged in ``rewards`` (by its name, in the order first met): (failed, judged). A sample with
+    nothing judged (None) counts nowhere. The totals (``Reward.failed``) cannot say which criterion's verdicts fail,
+    which is what a person must mend (its rubric, a window too small for its rationale)."""
+    counts: dict[str, list[int]] = {}
+    for reward in rewards:
+        for part in reward.criteria if reward is not None else ():
+            seen = counts.setdefault(part.criterion, [0, 0])
+            seen[0] += part.failure is not None
+            seen[1] += 1
+    return {name: (failed, judged) for name, (failed, judged) in counts.items()}
+
+
+def _by_criterion(counts: dict[str, tuple[int, int]], shown: int = 10) -> str:
+    """``counts`` (``failures_by_criterion``) in words, most failed first (ties in the order met): "Креативность 3 of
+    3, Краткость 2 of 3"; past ``shown`` criteria, how many more."""
+    ranked = sorted(counts.items(), key=lambda item: -item[1][0])
+    words = ", ".join(f"{name} {failed} of {judged}" for name, (failed, judged) in ranked[:shown])
+    return words + (f", and {len(ranked) - shown} more" if len(ranked) > shown else "")
+
+
 class FailedVerdictsWatch:
     """Says when a judge's verdicts keep failing. A failed criterion is valued by the rule's ``on_failure`` (its
     worst level by default), so a judge that cannot answer (a broken checkpoint, a window too small for its
     rationale) gives the policy its zeros, counted in ``judge_failures`` but said nowhere a person reads. Fed each
     request's (or trainer call's) rewards, ``add`` returns a warning line the first time every judgment of one
-    failed, and whenever ``window`` judgments have been seen of which at least ``share`` failed; None otherwise.
+    failed, and whenever ``window`` judgments have been seen of which at least ``share`` failed; None otherwise. Each
+    line counts the failed of the judged per criterion (``failures_by_criterion``), of that request or window.
     ``whole_request=False`` says windows only: verl asks one sample a call, whose one failed criterion would spend the
     once-only warning on what may be one flaky judgment.
     One per reward path (judge-serve's route, the trl function, verl's functions in a process), safe across threads.
@@ -573,34 +595,40 @@ class FailedVerdictsWatch:
         self._lock = threading.Lock()
         self._judged = self._failed = 0
         self._first: str | None = None  # the window's first failure, "criterion: reason"
+        self._by_criterion: dict[str, tuple[int, int]] = {}  # the window's (failed, judged) per criterion
         self._said_all_failed = not whole_request
 
     def add(self, rewards: Sequence[Reward | None]) -> str | None:
         parts = [part for reward in rewards if reward is not None for part in reward.criteria]
         failed = [part for part in parts if part.failure is not None]
+        here = failures_by_criterion(rewards)
         with self._lock:
             self._judged += len(parts)
             self._failed += len(failed)
+            for name, (n_failed, n_judged) in here.items():
+                before = self._by_criterion.get(name, (0, 0))
+                self._by_criterion[name] = (before[0] + n_failed, before[1] + n_judged)
             if failed and self._first is None:
                 self._first = f"{failed[0].criterion}: {failed[0].failure}"
             if parts and len(failed) == len(parts) and not self._said_all_failed:
                 self._said_all_failed = True
-                # this request's own first failure: the window's may be another request's, on another criterion
+                # this request's own first failure and counts: the window's may be other requests', on other criteria
                 return self._said(f"all {len(parts)} judgments of one request failed",
-                                  f"{failed[0].criterion}: {failed[0].failure}")
+                                  f"{failed[0].criterion}: {failed[0].failure}", here)
             if self._judged < self.window:
                 return None
             judged, failed_n, self._judged, self._failed = self._judged, self._failed, 0, 0
-            line = self._said(f"{failed_n} of the last {judged} judgments failed", self._first) \
+            line = self._said(f"{failed_n} of the last {judged} judgments failed", self._first, self._by_criterion) \
                 if failed_n >= self.share * judged else None
-            self._first = None
+            self._first, self._by_criterion = None, {}
             return line
 
     @staticmethod
-    def _said(what: str, first: str | None) -> str:
+    def _said(what: str, first: str | None, counts: dict[str, tuple[int, int]]) -> str:
         return (f"{what} (the first: {first}): each failed "
                 "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
-                "trained on the judge's failures; see judge_failures, and the judge's log")
+                "trained on the judge's failures; see judge_failures, and the judge's log; by criterion, failed of "
+                f"judged: {_by_criterion(counts)}")
 
 
 def normalised(score: float, scale: Scale) -> float:

@@ -85,4 +85,60 @@ def test_the_trl_function_says_a_judge_whose_every_verdict_failed(caplog):
     said = [r.getMessage() for r in caplog.records if r.name == "judge.reward_clients"]
     assert said == ["judge: all 2 judgments of one request failed (the first: Краткость: unparseable): each failed "
                     "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
-                    "trained on the judge's failures; see judge_failures, and the judge's log"]
+                    "trained on the judge's failures; see judge_failures, and the judge's log; by criterion, failed "
+                    "of judged: Краткость 2 of 2"]
+
+
+def test_the_lines_count_failures_per_criterion():
+    """Each line counts, per criterion judged, the failed of the judged, most failed first: which criterion's
+    verdicts fail is what a person reading it must mend (a rubric, a window too small for its rationale), and the
+    totals alone did not say."""
+    watch = FailedVerdictsWatch(window=6, share=0.5)
+
+    def sample(brevity: int | None, creativity: int | None):
+        return reward_of([_result(brevity), _result(creativity, "Креативность")], RewardRule())
+
+    whole = watch.add([sample(None, None)])
+    assert whole.endswith("see judge_failures, and the judge's log; by criterion, failed of judged: Краткость 1 of 1, "
+                          "Креативность 1 of 1")
+    line = watch.add([sample(2, None), sample(None, None)])  # the window: 6 judged, 5 failed
+    assert line.startswith("5 of the last 6 judgments failed (the first: Краткость: unparseable)")
+    assert line.endswith("; by criterion, failed of judged: Креативность 3 of 3, Краткость 2 of 3")
+    assert watch.add([sample(2, 2), sample(2, 2), sample(2, None)]) is None  # 1 of 6: the next window is its own
+
+
+def test_failures_by_criterion_counts_every_judged_criterion():
+    from judge.rewards import failures_by_criterion
+
+    rewards = [reward_of([_result(None), _result(2, "Креативность")], RewardRule()), None,
+               reward_of([_result(1), _result(None, "Креативность")], RewardRule()),
+               reward_of([_result(None)], RewardRule())]
+    assert failures_by_criterion(rewards) == {"Краткость": (2, 3), "Креативность": (1, 2)}
+    assert failures_by_criterion([None]) == {}
+
+
+def test_the_trl_function_logs_failures_per_criterion():
+    """Beside <name>/judge_failures, <name>/judge_failures/<criterion> per criterion the call judged (0 included):
+    the metric a person watches to see which criterion's verdicts fail."""
+    criteria = [{"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"},
+                {"name": "Ясность", "rubrics": "0: нет\n\n1: да"}]
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        results = [_result(None).to_json(), JudgeResult(criterion="Ясность", criterion_id=None, scale=[0, 1], score=1,
+                                                        parse_ok=True, in_scale=True, score_source="verdict",
+                                                        feedback="fb").to_json()]
+        return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                     "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                     "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                     "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                               "total_tokens": 0}}
+
+    metrics: dict[str, float] = {}
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=criteria, name="judge",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        asyncio.run(reward(prompts=["Q0", "Q1", "Q2"], completions=["a", "b", "c"],
+                           log_metric=lambda key, value: metrics.__setitem__(key, value)))
+    assert metrics["judge/judge_failures"] == 3.0
+    assert {k: v for k, v in metrics.items() if k.startswith("judge/judge_failures/")} == {
+        "judge/judge_failures/Краткость": 3.0, "judge/judge_failures/Ясность": 0.0}
