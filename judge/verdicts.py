@@ -409,7 +409,7 @@ def gives_reasons(text: str | None) -> bool:
 
 
 _THINK_TAG = re.compile(r"</?think\s*>", re.IGNORECASE)
-_BARE_INTEGER = re.compile(r"[+\-\u2212]?\d+")
+_BARE_INTEGER = re.compile(r"[+\-\u2212]?[0-9]+")  # ASCII digits, as the readers take (``_foreign_digit``)
 
 
 def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
@@ -449,7 +449,7 @@ def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
 #: a tagged verdict's feedback, one is a second block, a quoted verdict or a reasoning the judge was never trained to
 #: write there (build-data drops a rationale holding any of them: ``tags_in_feedback``).
 _ANY_TAG = re.compile(r"\[\s*(?:FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
-_BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?\d+\s*\[END\]")
+_BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?[0-9]+\s*\[END\]")
 
 
 def bare_tagged_answer(text: str | None, reasoning: bool = False) -> bool:

@@ -55,3 +55,13 @@ def test_an_ascii_integer_after_a_foreign_digit_is_not_read_as_the_whole_number(
     """"٢1" ends with the ASCII "1", but the number written is two digits: it is not read as 1."""
     integer = parse_integer_verdict("Итог: \u06621", "рассуждение", Scale((0, 1, 2)))
     assert (integer.ok, integer.score, integer.error) == (False, None, VerdictError.NO_SCORE)
+
+
+def test_the_training_rules_take_no_answer_the_readers_refuse():
+    """bare_answer and bare_tagged_answer (every training step's rule for an answer to train towards) took "２" as a
+    bare integer, which the readers now fail: an answer the parser cannot read is no answer to train on."""
+    from judge.verdicts import bare_answer, bare_tagged_answer
+
+    assert [bare_answer(a) for a in ("2", "\u22121", "\uff12", "\u0661")] == [True, True, False, False]
+    assert [bare_tagged_answer(f"[FEEDBACK] Ответ верный и полный. [RESULT] {s} [END]") for s in ("2", "\uff12")] == [
+        True, False]
