@@ -149,7 +149,9 @@ class SaveAndStopOnSignal(TrainerCallback):
             if self.interrupts > 1:
                 raise KeyboardInterrupt
             self._say_interrupted()
-        if self.received != signal.SIGINT:  # the user's stop stays one, through a launcher's SIGTERM that follows it
+        # The stronger stop stays (_PRECEDENCE, as across ranks): the user's, through a launcher's SIGTERM that follows
+        # it; a cancel's SIGTERM, through the time limit's SIGUSR1 in the same step, which would requeue the job.
+        if _to_all_reduce(signum) > _to_all_reduce(self.received):
             self.received = signum
         self._set_wakes()
 
@@ -240,10 +242,11 @@ class SaveAndStopOnSignal(TrainerCallback):
 
 
 #: The stop signals from the one that yields to any other to the one that wins over all, when ranks received
-#: different ones (``_to_all_reduce``). Ctrl+C is the user's stop, and stays one (exit 130, never requeued) through a
-#: Slurm signal another rank got, as on one rank that gets both (``SaveAndStopOnSignal._on_signal``). SIGTERM
-#: (``scancel``, preemption: requeued only when the job's record says preempted) wins over SIGUSR1 (the time limit's
-#: warning: always requeued), so that a warning that came with a cancel does not bring the job back.
+#: different ones (``_to_all_reduce``) and when one rank received several (``SaveAndStopOnSignal._on_signal``).
+#: Ctrl+C is the user's stop, and stays one (exit 130, never requeued) through a Slurm signal another rank got or
+#: this one got after it. SIGTERM (``scancel``, preemption: requeued only when the job's record says preempted) wins
+#: over SIGUSR1 (the time limit's warning: always requeued), so that a warning that came with a cancel, on this rank
+#: or another, does not bring the job back.
 _PRECEDENCE = (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
 
 

@@ -342,6 +342,22 @@ def test_the_stopper_ranks_slurms_signals_below_ctrl_c_and_sigterm_above_sigusr1
     assert [_from_all_reduced(value) for value in values] == [0, *ordered[1:]]
 
 
+@pytest.mark.parametrize("order", [(signal.SIGTERM, signal.SIGUSR1), (signal.SIGUSR1, signal.SIGTERM)],
+                         ids=["sigterm-then-sigusr1", "sigusr1-then-sigterm"])
+def test_one_rank_that_gets_sigterm_and_sigusr1_stops_for_sigterm_in_either_order(order):
+    """The ranks' precedence holds on one rank too: a ``scancel``'s SIGTERM followed by the time limit's SIGUSR1
+    within one step stops for the SIGTERM, whose requeue rule reads the job's record (cancelled: not requeued).
+    Before, the later signal replaced the earlier one on a rank, so that rank stopped for SIGUSR1, which always
+    requeues, and a cancelled job came back, where a rank that got only the SIGTERM kept it out."""
+    from train.preemption import SaveAndStopOnSignal
+
+    stopper = SaveAndStopOnSignal()
+    with _not_raised_out():
+        for signum in order:
+            stopper._on_signal(signum, None)  # what its handler does
+    assert (stopper.received, stopper.interrupts) == (signal.SIGTERM, 0)
+
+
 class _ExportingTrainer:
     """What ``train.export.export_after_training`` asks of a trainer on rank ``rank`` of two: its barrier is the
     process group's."""
