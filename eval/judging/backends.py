@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
+           "body_past_bound", "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
            "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice",
            "not_json", "judge_response", "failure_reason"]
@@ -268,6 +268,19 @@ def finish_reason_of(value: Any) -> str | None:
     """A server's ``finish_reason`` as a row keeps it: a string, cut at ``FINISH_REASON_CHARS``; None for no string
     (a proxy's null or number, which a row's check would refuse as the judge's answer)."""
     return value[:FINISH_REASON_CHARS] if isinstance(value, str) else None
+
+
+def body_past_bound(response: Any) -> str:
+    """The final reason of one judgment whose request judge-serve refused as past its ``max_body_bytes`` (HTTP 413),
+    pointwise (one criterion alone) or pairwise (one pair): that server refuses it however often it is sent, so it is
+    the item's final row (``too_long_outcome``), as a prompt too long for the judge's window is, never a
+    ``request_failed`` row that every rerun sends again. The reason says how it is judged after all: a resume keeps
+    final rows, so a server with a larger bound judges it only in a new ``--out``, with ``--overwrite``, or once its
+    row is deleted from the predictions file."""
+    return (f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
+            f"{short(server_message(response), 200)}), with this one judgment alone: a server with a larger "
+            "max_body_bytes judges it in a new --out, with --overwrite, or once this row is deleted (a resume keeps "
+            "final rows)")
 
 
 def too_long_outcome(reason: str, *, pairwise: bool = False) -> dict[str, Any]:
@@ -519,8 +532,10 @@ class JudgeServeBackend:
 
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await within_timeout(self.http.post("/v1/judge", json=self.payload(batch)), self.config.timeout_s)
-        if response.status_code == 413:  # the body past the server's max_body_bytes: refused whatever is retried
-            return await self._past_the_body_bound(batch, response)
+        if response.status_code == 413 and len(batch) == 1:  # one criterion alone past the server's max_body_bytes
+            return [too_long_outcome(body_past_bound(response))]
+        # A batch's 413 is a Refused like a 400: eval.judging.run asks each criterion alone (its own retries, its own
+        # row), as the item's texts go once per request and one rubric per criterion, so each may fit alone.
         if response.status_code != 200:
             if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                 response.raise_for_status()  # the retry policy decides (x-should-retry: true included)
@@ -553,18 +568,6 @@ class JudgeServeBackend:
             raise Refused(f"judge-serve's engine refused {short(str([r.criterion for r in refused]), 200)} of "
                           f"{batch[0].id}: {short(refused[0].error_reason or '', 200)}", 400, refused[0].error_reason or "")
         return [self._outcome(result, self.config.cut_rationale) for result in results]
-
-    async def _past_the_body_bound(self, batch: Sequence, response: Any) -> list[dict[str, Any]]:
-        """A batch whose body judge-serve refused as past its ``max_body_bytes`` (413): asked again one criterion at
-        a time (the item's texts go once per request, one rubric per criterion, so each may fit alone); one criterion
-        alone past it is the item's final row, as a prompt too long for the judge's window is (``too_long_outcome``):
-        that server refuses it however often it is sent, and a ``request_failed`` row was sent again by every rerun
-        (a run whose first items were such stopped as a misconfigured endpoint)."""
-        if len(batch) > 1:
-            return [outcome for record in batch for outcome in await self.judge([record])]
-        return [too_long_outcome(f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
-                                 f"{short(server_message(response), 200)}): the item is too long to send, with one "
-                                 "criterion alone")]
 
     @staticmethod
     def _outcome(result: JudgeResult, cut_rationale: str = "fail") -> dict[str, Any]:

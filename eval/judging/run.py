@@ -288,9 +288,10 @@ async def _attempted(backend: JudgeBackend, batch: Sequence, policy: RetryPolicy
     except ServerChanged:
         raise  # the server's, not this batch's: the runner stops (_judge_all)
     except Refused as err:
-        if len(batch) > 1 and err.status in (400, 422):
+        if len(batch) > 1 and err.status in (400, 413, 422):
             # A server refuses a whole /v1/judge request for one criterion it cannot take (a rubric without a
-            # readable scale): asked alone, only that record fails, where its batchmates failed with it on every rerun.
+            # readable scale), or its body past max_body_bytes (413) where each criterion's may fit: asked alone, only
+            # that record fails, where its batchmates failed with it on every rerun.
             # A wrong key (401), a forbidden model (403) or a missing route (404) is no criterion's fault: not split.
             parts = [await _attempted(backend, [record], policy) for record in batch]
             # The batch's refusal, and its transient failure, only when every record's request had one.

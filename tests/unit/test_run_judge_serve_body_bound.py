@@ -25,8 +25,9 @@ TOO_LARGE = {"error": {"message": f"body: the request body exceeds {BOUND} bytes
                        "param": "body", "code": "body_too_large"}}
 
 
-def _judge_serve() -> ScriptedEndpoint:
-    """judge-serve at ``max_body_bytes`` BOUND: a body over it is the 413, any other scores each criterion 1."""
+def _judge_serve(failing: str | None = None) -> ScriptedEndpoint:
+    """judge-serve at ``max_body_bytes`` BOUND: a body over it is the 413, a request for the criterion ``failing``
+    alone a 503 (an engine restarting), any other scores each criterion 1."""
 
     def respond(path: str, body: dict) -> tuple:
         if path != "/v1/judge":
@@ -35,23 +36,32 @@ def _judge_serve() -> ScriptedEndpoint:
             return 400, {"error": {"message": "items: required field is missing"}}
         if len(json.dumps(body).encode()) > BOUND:
             return 413, TOO_LARGE
+        criteria = body["items"][0]["criteria"]
+        if [c["name"] for c in criteria] == [failing]:
+            return 503, {"error": {"message": "the engine is restarting"}}
         results = [JudgeResult(criterion=c["name"], criterion_id=None, scale=[0, 1, 2], score=1.0, parse_ok=True,
-                               score_source="verdict", output="[FEEDBACK] ok [RESULT] 1 [END]")
-                   for c in body["items"][0]["criteria"]]
+                               score_source="verdict", output="[FEEDBACK] ok [RESULT] 1 [END]") for c in criteria]
         usage = JudgeResponseUsage(len(results), len(results), 0, 0, 0)
-        return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged", judge.PROMPT_VERSION,
-                                  [JudgeResponseItem(0, body["items"][0]["id"], results)], usage).to_json()
+        return 200, JudgeResponse("judge-1", "judge.result", 0, body["model"], "seq2seq", "tagged",
+                                  judge.PROMPT_VERSION, [JudgeResponseItem(0, body["items"][0]["id"], results)],
+                                  usage).to_json()
 
     return ScriptedEndpoint(respond)
 
 
-def test_a_batch_past_the_body_bound_is_asked_one_criterion_at_a_time_and_an_item_past_it_alone_is_final(tmp_path):
-    records = judge.load_records(judge.sample_data_path())
+def _pair_past_the_bound(records: list) -> list:
+    """Two criteria of one item, each one's own body within BOUND (its rubric 25,000 characters), both together
+    past it."""
     first = judge.prefix_key(records[0])
     pair = [r for r in records if judge.prefix_key(r) == first][:2]
-    # each criterion's own body fits the bound (its rubric 25,000 characters), both together do not
-    pair = [dataclasses.replace(r, rubrics="0: нет\n\n1: да\n\n2: " + "b" * 25_000 + f" {k}") for k, r in enumerate(pair)]
-    lone = next(r for r in records if judge.prefix_key(r) != first)
+    rubric = "0: нет\n\n1: да\n\n2: " + "b" * 25_000
+    return [dataclasses.replace(r, rubrics=f"{rubric} {k}") for k, r in enumerate(pair)]
+
+
+def test_a_batch_past_the_body_bound_is_asked_one_criterion_at_a_time_and_an_item_past_it_alone_is_final(tmp_path):
+    records = judge.load_records(judge.sample_data_path())
+    pair = _pair_past_the_bound(records)
+    lone = next(r for r in records if judge.prefix_key(r) != judge.prefix_key(pair[0]))
     lone = dataclasses.replace(lone, answer="y" * BOUND)  # its body alone is past the bound
     data = judge.write_jsonl([*pair, lone], tmp_path / "data.jsonl")
     out = tmp_path / "run"
@@ -65,8 +75,26 @@ def test_a_batch_past_the_body_bound_is_asked_one_criterion_at_a_time_and_an_ite
     final = rows[lone.id]
     assert (final["score"], final["parse_ok"], final["error"]) == (None, False, "context_length_exceeded")
     assert final["reason"] == (f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: body: the "
-                               f"request body exceeds {BOUND} bytes): the item is too long to send, with one criterion "
-                               "alone")
+                               f"request body exceeds {BOUND} bytes), with this one judgment alone: a server with a "
+                               "larger max_body_bytes judges it in a new --out, with --overwrite, or once this row is "
+                               "deleted (a resume keeps final rows)")
     with _judge_serve() as server:  # a rerun asks nothing again: the row is the item's final one
         assert main(run_args(server.base_url, data, out, "--backend", "judge-serve")) == 0
         assert [body for _, body in server.requests if body] == []
+
+
+def test_a_criterion_of_a_split_batch_that_fails_fails_alone(tmp_path):
+    """A batch past the bound is asked one criterion at a time, each with its own retries and its own row: the
+    criterion whose request fails (a 503, retries spent) is the one request_failed row a rerun asks again, and its
+    batchmate keeps its verdict. Before, the criteria were asked again inside the batch's request, so the one
+    failure failed the whole batch: both rows request_failed, the verdict already given thrown away and asked for
+    again, with the batch's 413, by every retry and every rerun."""
+    pair = _pair_past_the_bound(judge.load_records(judge.sample_data_path()))
+    data, out = judge.write_jsonl(pair, tmp_path / "data.jsonl"), tmp_path / "run"
+    with _judge_serve(failing=pair[1].criteria_name) as server:
+        assert main(run_args(server.base_url, data, out, "--backend", "judge-serve", "--max-retries", "0")) == 3
+        sent = [[c["name"] for c in body["items"][0]["criteria"]] for path, body in server.requests if body]
+    names = [r.criteria_name for r in pair]
+    assert sent == [names, [names[0]], [names[1]]]
+    rows = {r["id"]: r for r in read_predictions(out)}
+    assert [(rows[r.id]["score"], rows[r.id]["error"]) for r in pair] == [(1.0, None), (None, "request_failed")]
