@@ -405,10 +405,10 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, chat_answer_text,
-                                       chat_choice, chat_extra_body, context_refusal, failed_outcome, failure_reason,
-                                       judge_response, judge_results, not_json, reasoning_of, refusal_of,
-                                       refuse_format_change, retryable_status, short, too_long_outcome)
+    from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, body_past_bound,
+                                       chat_answer_text, chat_choice, chat_extra_body, context_refusal, failed_outcome,
+                                       failure_reason, judge_response, judge_results, not_json, reasoning_of,
+                                       refusal_of, refuse_format_change, retryable_status, short, too_long_outcome)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -439,6 +439,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             response = await within_timeout(http.post("/v1/judge", json=request.model_dump(mode="json",
                                                                                     exclude_unset=True)),
                                             config.timeout_s)  # the whole answer, as the pointwise backend's
+            if response.status_code == 413:  # one pair past max_body_bytes: nothing smaller to send, its final row
+                raise TooLong(Refused(f"HTTP 413: {short(response.text)}", 413, body_past_bound(response)))
             if response.status_code != 200:
                 if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()

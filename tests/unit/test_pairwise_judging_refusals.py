@@ -205,6 +205,37 @@ def test_a_pair_judge_serve_finds_too_long_is_a_final_row_never_asked_again(tmp_
         "p0": (None, ""), "p1": ("context_length_exceeded", SERVE_TOO_LONG), "p2": (None, "")}
 
 
+def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tmp_path):
+    """judge-serve's /v1/judge answers pair p1 with its 413 (the body past ``max_body_bytes``): one pair a request,
+    so nothing smaller can be sent and that server refuses it however often it is asked. A final row, its reason the
+    413's and how a larger server judges it, as the pointwise route writes one criterion past the bound
+    (``eval.judging.backends.body_past_bound``), so the run exits 0 and its rerun asks nothing. Before, a failed row
+    that every rerun asked, and was refused again (exit 3 for ever)."""
+    asked = []
+    too_large = "body: the request body exceeds 8388608 bytes"
+
+    def respond(path: str, body: dict):
+        if path != "/v1/judge" or not body:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        (pair,) = body["pairs"]
+        asked.append(pair["id"])
+        if pair["id"] == "p1":
+            return 413, {"error": {"message": too_large, "type": "invalid_request_error", "param": "body",
+                                   "code": "body_too_large"}}
+        return _judge_serve_answer(pair["id"], "")
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="tiny") as server:
+        assert main(_judge_serve_run(server, data, out)) == 0
+        assert main(_judge_serve_run(server, data, out)) == 0
+    assert sorted(asked) == ["p0", "p1", "p2"]
+    rows = {row["id"]: (row["error"], row["reason"]) for row in _lines(out)}
+    assert rows == {"p0": (None, ""), "p2": (None, ""), "p1": (
+        "context_length_exceeded", f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
+        f"{too_large}), with this one judgment alone: a server with a larger max_body_bytes judges it in a new --out, "
+        "with --overwrite, or once this row is deleted (a resume keeps final rows)")}
+
+
 def test_a_refusal_held_while_every_later_pair_is_too_long_is_written(tmp_path):
     """Three pairs, one order, concurrency 1: the first judgment is filtered (held: it could be the first of three
     alike), the two after it are longer than the judge's window (their own final rows, which neither hold nor end the
