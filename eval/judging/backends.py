@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "ChatBackend", "JudgeServeBackend",
            "verdict_outcome", "chat_extra_body", "retryable_status", "is_transient", "reasoning_of", "short",
            "FirstRefusals", "N_FIRST_REFUSALS", "unasked_first", "EndpointUnusable", "refusal_of", "too_long_outcome",
-           "body_past_bound", "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
+           "BodyPastBound", "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
            "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice",
            "not_json", "judge_response", "failure_reason"]
@@ -204,6 +204,24 @@ class NoRoom(Refused):
                              "max_tokens)")
 
 
+class BodyPastBound(NoRoom):
+    """One judgment whose request the server refuses as too large (HTTP 413: judge-serve's ``max_body_bytes``, a
+    proxy's bound) with nothing smaller to send: one criterion alone (a ``/v1/judge`` batch is asked again one
+    criterion at a time, ``eval.judging.run``), one pair, one chat prompt. That server refuses it however often it is
+    sent, so, as ``NoRoom``, it is held by ``FirstRefusals``: a server whose bound is too small for every request
+    (``max_body_bytes`` set in kilobytes) stops the run (exit 4) with ``request_failed`` rows that a rerun against a
+    server with a larger bound asks again. When the stop does not fire, the judgment's final
+    ``context_length_exceeded`` row, whose reason (``final_reason``) names the 413 and the remedy: a resume keeps final
+    rows, whatever the server, where a ``request_failed`` row was sent again, and refused again, by every rerun."""
+
+    def __init__(self, refusal: Refused):
+        Refused.__init__(self, str(refusal), refusal.status, refusal.said)
+        said = short(refusal.said, 200)
+        self.final_reason = (f"the server refused the request's body as too large (HTTP 413: {said}), with this one "
+                             "judgment alone: a server with a larger bound (judge-serve's max_body_bytes) judges it in "
+                             "a new --out, with --overwrite, or once this row is deleted (a resume keeps final rows)")
+
+
 def context_refusal(refusal: Refused, message: str, max_tokens: int, *, is_context: bool | None = None) -> Refused:
     """The one rule every client (judge, pairwise, rank, MERA) applies to a server's 400: ``TooLong`` for a prompt
     longer than the window, ``NoRoom`` for one that fits but leaves no room for ``max_tokens``, else ``refusal``.
@@ -268,19 +286,6 @@ def finish_reason_of(value: Any) -> str | None:
     """A server's ``finish_reason`` as a row keeps it: a string, cut at ``FINISH_REASON_CHARS``; None for no string
     (a proxy's null or number, which a row's check would refuse as the judge's answer)."""
     return value[:FINISH_REASON_CHARS] if isinstance(value, str) else None
-
-
-def body_past_bound(response: Any) -> str:
-    """The final reason of one judgment whose request judge-serve refused as past its ``max_body_bytes`` (HTTP 413),
-    pointwise (one criterion alone) or pairwise (one pair): that server refuses it however often it is sent, so it is
-    the item's final row (``too_long_outcome``), as a prompt too long for the judge's window is, never a
-    ``request_failed`` row that every rerun sends again. The reason says how it is judged after all: a resume keeps
-    final rows, so a server with a larger bound judges it only in a new ``--out``, with ``--overwrite``, or once its
-    row is deleted from the predictions file."""
-    return (f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
-            f"{short(server_message(response), 200)}), with this one judgment alone: a server with a larger "
-            "max_body_bytes judges it in a new --out, with --overwrite, or once this row is deleted (a resume keeps "
-            "final rows)")
 
 
 def too_long_outcome(reason: str, *, pairwise: bool = False) -> dict[str, Any]:
@@ -416,6 +421,8 @@ class ChatBackend:
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise  # the retry policy decides (x-should-retry: true makes a 4xx worth another try)
+            if err.status_code == 413:  # one prompt past the server's body bound (judge-serve proxies this route)
+                raise BodyPastBound(refusal_of(err)) from err
             # err.message holds the whole body: vLLM's and OpenAI's words, and OpenAI's code
             refusal = context_refusal(refusal_of(err), str(err.message), self.config.max_tokens)
             if isinstance(refusal, TooLong):
@@ -533,7 +540,7 @@ class JudgeServeBackend:
     async def judge(self, batch: Sequence) -> list[dict[str, Any]]:
         response = await within_timeout(self.http.post("/v1/judge", json=self.payload(batch)), self.config.timeout_s)
         if response.status_code == 413 and len(batch) == 1:  # one criterion alone past the server's max_body_bytes
-            return [too_long_outcome(body_past_bound(response))]
+            raise BodyPastBound(Refused(f"HTTP 413: {short(response.text)}", 413, server_message(response)))
         # A batch's 413 is a Refused like a 400: eval.judging.run asks each criterion alone (its own retries, its own
         # row), as the item's texts go once per request and one rubric per criterion, so each may fit alone.
         if response.status_code != 200:

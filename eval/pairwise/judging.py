@@ -405,7 +405,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     import httpx
     import openai
 
-    from eval.judging.backends import (FirstRefusals, NoRoom, Refused, ServerChanged, TooLong, body_past_bound,
+    from eval.judging.backends import (BodyPastBound, FirstRefusals, NoRoom, Refused, ServerChanged, TooLong,
                                        chat_answer_text, chat_choice, chat_extra_body, context_refusal, failed_outcome,
                                        failure_reason, judge_response, judge_results, not_json, reasoning_of,
                                        refusal_of, refuse_format_change, retryable_status, short, too_long_outcome)
@@ -439,8 +439,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             response = await within_timeout(http.post("/v1/judge", json=request.model_dump(mode="json",
                                                                                     exclude_unset=True)),
                                             config.timeout_s)  # the whole answer, as the pointwise backend's
-            if response.status_code == 413:  # one pair past max_body_bytes: nothing smaller to send, its final row
-                raise TooLong(Refused(f"HTTP 413: {short(response.text)}", 413, body_past_bound(response)))
+            if response.status_code == 413:  # one pair past max_body_bytes: nothing smaller to send
+                raise BodyPastBound(Refused(f"HTTP 413: {short(response.text)}", 413, server_message(response)))
             if response.status_code != 200:
                 if retryable_status(response.status_code) or retryable_status(response.status_code, response.headers):
                     response.raise_for_status()
@@ -473,6 +473,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
+            if err.status_code == 413:  # one pair past the server's body bound: as on judge-serve's route (above)
+                raise BodyPastBound(refusal_of(err)) from err
             # the pointwise chat path's rule (eval.judging.backends.context_refusal): a pair too long for the window
             # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err

@@ -209,7 +209,7 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
     """judge-serve's /v1/judge answers pair p1 with its 413 (the body past ``max_body_bytes``): one pair a request,
     so nothing smaller can be sent and that server refuses it however often it is asked. A final row, its reason the
     413's and how a larger server judges it, as the pointwise route writes one criterion past the bound
-    (``eval.judging.backends.body_past_bound``), so the run exits 0 and its rerun asks nothing. Before, a failed row
+    (``eval.judging.backends.BodyPastBound``), so the run exits 0 and its rerun asks nothing. Before, a failed row
     that every rerun asked, and was refused again (exit 3 for ever)."""
     asked = []
     too_large = "body: the request body exceeds 8388608 bytes"
@@ -231,9 +231,34 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
     assert sorted(asked) == ["p0", "p1", "p2"]
     rows = {row["id"]: (row["error"], row["reason"]) for row in _lines(out)}
     assert rows == {"p0": (None, ""), "p2": (None, ""), "p1": (
-        "context_length_exceeded", f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: "
-        f"{too_large}), with this one judgment alone: a server with a larger max_body_bytes judges it in a new --out, "
-        "with --overwrite, or once this row is deleted (a resume keeps final rows)")}
+        "context_length_exceeded", f"the server refused the request's body as too large (HTTP 413: {too_large}), "
+        "with this one judgment alone: a server with a larger bound (judge-serve's max_body_bytes) judges it in a new "
+        "--out, with --overwrite, or once this row is deleted (a resume keeps final rows)")}
+
+
+def test_a_pair_past_a_chat_servers_body_bound_is_a_final_row_never_asked_again(tmp_path):
+    """The chat route's 413 (judge-serve proxies /v1/chat/completions under its ``max_body_bytes``) for pair p1, the
+    others answered: p1's final row, as on judge-serve's /v1/judge route, and a rerun asks nothing. Before, a failed
+    row that every rerun asked, and was refused again (exit 3 for ever)."""
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if "Вопрос 1?" in body["messages"][0]["content"]:
+            return 413, {"error": {"message": "body: the request body exceeds 8388608 bytes", "code": "body_too_large"}}
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
+
+    data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
+    with ScriptedEndpoint(respond, model="judge") as server:
+        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                "--backoff-s", "0.01", "--verdict-format", "tagged", "--pairwise-orders", "original"]
+        assert main(args) == 0
+        assert main(args) == 0
+        asked = len(server.bodies("/v1/chat/completions"))
+    assert asked == 3
+    rows = {row["id"]: row for row in _lines(out)}
+    assert {pair: row["error"] for pair, row in rows.items()} == {
+        "p0": None, "p1": "context_length_exceeded", "p2": None}
+    assert "HTTP 413: body: the request body exceeds 8388608 bytes" in rows["p1"]["reason"]
 
 
 def test_a_refusal_held_while_every_later_pair_is_too_long_is_written(tmp_path):

@@ -16,17 +16,22 @@ import json
 import judge
 from eval.cli import main
 from eval.judging.predictions import read_predictions
+from judge.plumbing.retry import EXIT_UNUSABLE
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from tests.support.eval_cli import run_args
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 BOUND = 40_000
-TOO_LARGE = {"error": {"message": f"body: the request body exceeds {BOUND} bytes", "type": "invalid_request_error",
-                       "param": "body", "code": "body_too_large"}}
 
 
-def _judge_serve(failing: str | None = None) -> ScriptedEndpoint:
-    """judge-serve at ``max_body_bytes`` BOUND: a body over it is the 413, a request for the criterion ``failing``
+def _too_large(bound: int) -> dict:
+    """judge-serve's 413 body (``serve.connections.BodyLimitMiddleware``) at ``max_body_bytes`` ``bound``."""
+    return {"error": {"message": f"body: the request body exceeds {bound} bytes", "type": "invalid_request_error",
+                      "param": "body", "code": "body_too_large"}}
+
+
+def _judge_serve(failing: str | None = None, bound: int = BOUND) -> ScriptedEndpoint:
+    """judge-serve at ``max_body_bytes`` ``bound``: a body over it is the 413, a request for the criterion ``failing``
     alone a 503 (an engine restarting), any other scores each criterion 1."""
 
     def respond(path: str, body: dict) -> tuple:
@@ -34,8 +39,8 @@ def _judge_serve(failing: str | None = None) -> ScriptedEndpoint:
             return 404, {"error": {"message": "not found"}}
         if not body:
             return 400, {"error": {"message": "items: required field is missing"}}
-        if len(json.dumps(body).encode()) > BOUND:
-            return 413, TOO_LARGE
+        if len(json.dumps(body).encode()) > bound:
+            return 413, _too_large(bound)
         criteria = body["items"][0]["criteria"]
         if [c["name"] for c in criteria] == [failing]:
             return 503, {"error": {"message": "the engine is restarting"}}
@@ -74,10 +79,10 @@ def test_a_batch_past_the_body_bound_is_asked_one_criterion_at_a_time_and_an_ite
     assert [(rows[r.id]["score"], rows[r.id]["error"]) for r in pair] == [(1.0, None), (1.0, None)]
     final = rows[lone.id]
     assert (final["score"], final["parse_ok"], final["error"]) == (None, False, "context_length_exceeded")
-    assert final["reason"] == (f"judge-serve refused the request's body, over its max_body_bytes (HTTP 413: body: the "
-                               f"request body exceeds {BOUND} bytes), with this one judgment alone: a server with a "
-                               "larger max_body_bytes judges it in a new --out, with --overwrite, or once this row is "
-                               "deleted (a resume keeps final rows)")
+    assert final["reason"] == (f"the server refused the request's body as too large (HTTP 413: body: the request body "
+                               f"exceeds {BOUND} bytes), with this one judgment alone: a server with a larger bound "
+                               "(judge-serve's max_body_bytes) judges it in a new --out, with --overwrite, or once "
+                               "this row is deleted (a resume keeps final rows)")
     with _judge_serve() as server:  # a rerun asks nothing again: the row is the item's final one
         assert main(run_args(server.base_url, data, out, "--backend", "judge-serve")) == 0
         assert [body for _, body in server.requests if body] == []
@@ -98,3 +103,51 @@ def test_a_criterion_of_a_split_batch_that_fails_fails_alone(tmp_path):
     assert sent == [names, [names[0]], [names[1]]]
     rows = {r["id"]: r for r in read_predictions(out)}
     assert [(rows[r.id]["score"], rows[r.id]["error"]) for r in pair] == [(1.0, None), (None, "request_failed")]
+
+
+def test_a_server_whose_bound_no_request_fits_stops_the_run_and_a_larger_one_judges_every_item(tmp_path):
+    """A judge-serve whose ``max_body_bytes`` is too small for any request (set in kilobytes, say) refuses the first
+    three items, each one criterion alone, alike: the run stops as at an unusable endpoint (exit 4), their rows
+    request_failed, and a rerun into the same --out against a judge-serve with a larger bound judges all three.
+    Without the stop each was a final context_length_exceeded row (exit 0), which every rerun kept whatever the
+    server, so only --overwrite judged them."""
+    records = judge.load_records(judge.sample_data_path())
+    firsts = list({judge.prefix_key(r): r for r in reversed(records)}.values())[:3]
+    data, out = judge.write_jsonl(firsts, tmp_path / "data.jsonl"), tmp_path / "run"
+    settings = ("--backend", "judge-serve", "--max-retries", "0", "--concurrency", "1")
+    with _judge_serve(bound=100) as server:
+        assert main(run_args(server.base_url, data, out, *settings)) == EXIT_UNUSABLE
+    assert [(r["error"], r["score"]) for r in read_predictions(out)] == [("request_failed", None)] * 3
+    with _judge_serve() as server:
+        assert main(run_args(server.base_url, data, out, *settings)) == 0
+    assert sorted((r["id"], r["error"], r["score"]) for r in read_predictions(out)) == sorted(
+        (r.id, None, 1.0) for r in firsts)
+
+
+def test_a_chat_prompt_past_the_body_bound_is_a_final_row_never_asked_again(tmp_path):
+    """The chat route (judge-serve proxies /v1/chat/completions under the same ``max_body_bytes``) sends one prompt a
+    request: one past the bound is its item's final row, as one criterion alone on /v1/judge is, and a rerun asks
+    nothing. Before, a request_failed row that every rerun sent and was refused again (exit 3 each time)."""
+    records = judge.load_records(judge.sample_data_path())
+    firsts = list({judge.prefix_key(r): r for r in reversed(records)}.values())[:3]
+    firsts[1] = dataclasses.replace(firsts[1], answer="y" * BOUND)
+    data, out = judge.write_jsonl(firsts, tmp_path / "data.jsonl"), tmp_path / "run"
+
+    def respond(path: str, body: dict) -> tuple:
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": "not found"}}
+        if len(json.dumps(body).encode()) > BOUND:
+            return 413, _too_large(BOUND)
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] 1 [END]", body["model"])
+
+    settings = ("--verdict-format", "tagged", "--max-retries", "0")
+    with ScriptedEndpoint(respond) as server:
+        assert main(run_args(server.base_url, data, out, *settings)) == 0
+        assert main(run_args(server.base_url, data, out, *settings)) == 0
+        asked = len(server.bodies("/v1/chat/completions"))
+    assert asked == 3
+    rows = {r["id"]: r for r in read_predictions(out)}
+    assert [(rows[r.id]["score"], rows[r.id]["error"]) for r in firsts] == [
+        (1.0, None), (None, "context_length_exceeded"), (1.0, None)]
+    assert rows[firsts[1].id]["reason"].startswith("the server refused the request's body as too large (HTTP 413: body: "
+                                                   f"the request body exceeds {BOUND} bytes), with this one judgment")
