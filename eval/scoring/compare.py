@@ -492,6 +492,25 @@ def _refuse_other_items(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, 
             differ = np.flatnonzero(a.astype(str) != b.astype(str))
         if len(differ):
             _refuse(base, other, f"the {said}", differ, index_a, [_quoted_value(v[differ[0]]) for v in (a, b)])
+    _refuse_other_scales(base, other, index_a, index_b)
+
+
+def _refuse_other_scales(base: ScoredRun, other: ScoredRun, index_a: np.ndarray, index_b: np.ndarray) -> None:
+    """Refuse runs whose shared ids have other rubric scales (items.parquet's ``scale_low`` / ``scale_high``): the
+    judge was asked on another rubric, and every figure reads the item's ends (out of scale, the alt-test's levels,
+    the ceiling's worst error). An end left unreadable (NaN) in either run is not known to differ, as an answer length
+    left null; an items.parquet written before it kept the ends is compared on the rest."""
+    ta, tb = base.table, other.table
+    if ta.scale_low is None or ta.scale_high is None or tb.scale_low is None or tb.scale_high is None:
+        return
+    ends_a = np.column_stack([ta.scale_low[index_a], ta.scale_high[index_a]]).astype(float)
+    ends_b = np.column_stack([tb.scale_low[index_b], tb.scale_high[index_b]]).astype(float)
+    known = np.isfinite(ends_a).all(axis=1) & np.isfinite(ends_b).all(axis=1)
+    differ = np.flatnonzero(known & (ends_a != ends_b).any(axis=1))
+    if len(differ):
+        shown = [f"{_quoted_value(ends[differ[0], 0])}..{_quoted_value(ends[differ[0], 1])}"
+                 for ends in (ends_a, ends_b)]
+        _refuse(base, other, "the rubric's scale", differ, index_a, shown)
 
 
 def _refuse(base: ScoredRun, other: ScoredRun, what: str, differ: np.ndarray, index_a: np.ndarray,

@@ -205,3 +205,37 @@ def test_runs_scored_on_other_expert_labels_are_refused(tmp_path):
     assert str(err.value) == (f"{a} and {b} hold different items under the same ids: the expert labels differ on 1 of "
                               f"the 40 items both hold (item 'i0': [0, 0, 1] in {a}, [2, 2, 2] in {b}); score both "
                               "against the same data file (judge-eval score --data)")
+
+
+def test_runs_whose_shared_ids_have_other_rubric_scales_are_refused(tmp_path):
+    """Two runs on two revisions of the data whose rubric for i3 was rewritten from 0..2 to 0..10: the judge was
+    asked on another rubric (its prompt holds the rubric), and every figure reads the item's scale ends (the
+    alt-test's levels, the ceiling's worst error, out of scale). Paired, the difference of the rubrics passed for the
+    judges'. Refused like another answer, naming the first item and both scales; an end left unreadable (NaN) in one
+    run is not known to differ, as an answer length left null."""
+    from eval.scoring.compare import compare
+
+    ids = [f"i{k}" for k in range(40)]
+
+    def run(name: str, low: list[float], high: list[float]):
+        folder = _run_with(tmp_path / name, name, ids, JUDGE, EXPERTS, ["standard"] * 40)
+        table, extra = item_table.read_table(folder / "items.parquet")
+        item_table.write_table(dataclasses.replace(table, scale_low=np.array(low, dtype=float),
+                                                   scale_high=np.array(high, dtype=float)),
+                               folder / "items.parquet", extra=extra)
+        return folder
+
+    lows, highs = [0.0] * 40, [2.0] * 40
+    a = run("A", lows, highs)
+    b = run("B", lows, highs[:3] + [10.0] + highs[4:])
+    with pytest.raises(ValueError) as err:
+        compare([a, b], n_boot=50)
+    assert str(err.value) == (f"{a} and {b} hold different items under the same ids: the rubric's scale differs on 1 "
+                              f"of the 40 items both hold (item 'i3': 0..2 in {a}, 0..10 in {b}); score both against "
+                              "the same data file (judge-eval score --data)")
+    c = run("C", [1.0] + lows[1:], highs)
+    with pytest.raises(ValueError, match=r"the rubric's scale differs on 1 of the 40 items both hold \(item 'i0': "
+                                         r"0\.\.2 in .*, 1\.\.2 in "):
+        compare([a, c], n_boot=50)
+    assert compare([a, run("D", lows, highs)], n_boot=50).comparisons[0].n_common == 40
+    assert compare([a, run("N", [NAN] + lows[1:], [NAN] + highs[1:])], n_boot=50).comparisons[0].n_common == 40
