@@ -697,23 +697,38 @@ def _n_alpha_items(block) -> int | None:
     return agreement.n_items_alpha if agreement is not None else None
 
 
+#: A run's row in "Validity side by side" where its metrics.json has no validity section (an older file): said, so
+#: that the table is not read as the other runs' alone.
+NO_RUN_VALIDITY = "no validity section (its metrics.json was written before it existed); score it again"
+#: A run's row where its section holds no figures for a test another run's section holds.
+NO_SPLIT_VALIDITY = "no validity figures for this test in its metrics.json"
+
+
 def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]]]]:
-    """Per split every run shares, its title and one row per run with a validity section (``compare_rows``)."""
+    """Per split any run's section holds, its title and one row per run: a run without a section, or without that
+    split in it, keeps its row, "—" with why (``NO_RUN_VALIDITY``, ``NO_SPLIT_VALIDITY``), rather than being left
+    out of a table that would then read as the other runs' alone (``compare_rows``)."""
     names = [name for name, result in runs.items() if _splits(result)]
     if not names:
         return []
     tables = []
-    splits = [s for s in _splits(runs[names[0]]) if all(s in _splits(runs[n]) for n in names)]
+    # in the order the tests are titled (a split only a later run's section holds is not put last)
+    order = list(SPLIT_TITLES)
+    splits = sorted({s for name in names for s in _splits(runs[name])},
+                    key=lambda s: (order.index(s) if s in order else len(order), s))
     for split in splits:
         rows = []
-        blocks = {name: _splits(runs[name])[split] for name in names}
+        blocks = {name: _splits(runs[name])[split] for name in names if split in _splits(runs[name])}
         # a metrics.json written before n_items_alpha took alpha with the judge over one-expert items too; where a
         # newer run's section says the split has such items, the two alphas are different statistics
         one_expert_items = any(_n_alpha_items(b) is not None and _n_alpha_items(b) < b.overall.n_items
                                for b in blocks.values())
         # likewise a leniency written before the off-scale count took such answers in as errors
         counted_off = any(b.overall.leniency.n_judge_off_scale is not None for b in blocks.values())
-        for name in names:
+        for name in runs:
+            if name not in blocks:
+                rows.append([name] + ["—"] * 5 + [NO_SPLIT_VALIDITY if name in names else NO_RUN_VALIDITY])
+                continue
             block = blocks[name]
             alt, ceiling = block.overall.alt_test, block.overall.ceiling
             tested = isinstance(alt, AltTest)

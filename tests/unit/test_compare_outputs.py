@@ -122,3 +122,39 @@ def test_compare_refuses_a_run_scored_on_an_answer_rewritten_since(sample_runs, 
     err = capsys.readouterr().err
     assert "hold different items under the same ids: the answer length in characters differs on" in err
     assert f"(item {rows[0]['id']!r}: {len(rows[0]['answer']) - 24} in " in err and "Traceback" not in err
+
+
+def test_a_run_without_a_validity_section_keeps_its_row_in_the_validity_side_by_side(sample_runs, tmp_path):
+    """The run compared with the baseline was scored before the validity section existed: its row in "Validity side
+    by side" says so (compare.md and compare.html), where it was left out and the table read as the baseline's
+    alone, with no word of the other run. A test only one run's section holds keeps its table too, the other run's
+    row saying it has no figures there."""
+    import shutil
+
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, render_markdown
+
+    older = tmp_path / "older"
+    shutil.copytree(sample_runs / "lenient", older)
+    metrics = json.loads((older / "metrics.json").read_text(encoding="utf-8"))
+    del metrics["validity"]
+    (older / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    result = compare([sample_runs / "exact", older], n_boot=20)
+    said = "no validity section (its metrics.json was written before it existed); score it again"
+    text = render_markdown(result)
+    table = text.split("## Validity side by side", 1)[1].split("## Validity, paired", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| j (")]
+    assert len(rows) == 6  # two runs, three tests
+    assert [row.split(" | ")[0] for row in rows] == ["| j (exact)", "| j (older)"] * 3
+    assert all(row.endswith(f"| — | — | — | — | — | {said} |") for row in rows[1::2])
+    assert said.replace("'", "&#x27;") in render_compare_page(result, None)
+
+    one_test = tmp_path / "one-test"
+    shutil.copytree(sample_runs / "lenient", one_test)
+    metrics = json.loads((one_test / "metrics.json").read_text(encoding="utf-8"))
+    del metrics["validity"]["splits"]["zero_shot"]
+    (one_test / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    text = render_markdown(compare([sample_runs / "exact", one_test], n_boot=20))
+    zero_shot = text.split("## Validity side by side", 1)[1].split("### Standard test", 1)[0]
+    assert "### Zero-Shot test" in zero_shot
+    assert "| j (one-test) | — | — | — | — | — | no validity figures for this test in its metrics.json |" in zero_shot
