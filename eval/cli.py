@@ -377,7 +377,7 @@ def _compare(args: argparse.Namespace) -> int:
     if any(map(is_ranking_run, args.runs)):
         return _compare_rankings(args)
     from eval.reports.notes import console_text, runs_notes
-    from eval.scoring.compare import compare, headline, render_markdown
+    from eval.scoring.compare import compare, decision, headline, render_markdown
     from eval.scoring.item_table import dumps
 
     result = compare(args.runs, n_boot=args.n_boot, seed=args.seed, alpha=args.alpha,
@@ -395,7 +395,9 @@ def _compare(args: argparse.Namespace) -> int:
 
     page = write_compare_page(result, out)
     # The whole table (hundreds of lines) is in the files; the console gets the headline and where they are.
-    print("\n".join([f"Judge comparison (baseline: {result.baseline})", *(f"- {line}" for line in headline(result)),
+    print("\n".join([f"Judge comparison (baseline: {result.baseline})",
+                     *(f"- {decision(result, k)}" for k in range(len(result.comparisons))),
+                     *(f"- {line}" for line in headline(result)),
                      *(f"- {name}: {console_text(note)}" for name, note in runs_notes(result)),
                      f"tables: {out / 'compare.md'}, {out / 'compare.json'}", f"compare.html: {page}"]))
     return 0

@@ -55,6 +55,7 @@ from judge.plumbing.json_reading import unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline",
+           "decision",
            "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
            "spearman_target"]
 
@@ -729,6 +730,68 @@ def headline(result: Comparison) -> list[str]:
     return [line for k in range(len(result.comparisons)) for line in comparison_headline(result, k)]
 
 
+#: The overall calls a decision sentence reads, in its order, as it names them.
+_DECIDED = (("mae", "MAE"), ("spearman", "Spearman"), ("vc_judge", "Verdict Confidence"))
+
+
+def decision(result: Comparison, k: int) -> str:
+    """The ``k``-th comparison in one sentence, first in compare.md, compare.html and the console: every overall
+    call of its widest test (Zero-Shot + Standard where paired, else the one test the runs share) — MAE, Spearman,
+    VC, and the failed verdicts' McNemar call — and the word they add up to. The sources compare judges by each
+    metric alone and give no rule to combine them; this toolkit's (stated in docs/evaluation.md, "Comparing runs"):
+    **better** where some call is better and none worse, **worse** the other way round, both named where the calls
+    go both ways, and "no difference shown" where none is called. A Spearman delta against another reference than
+    the baseline's (``--spearman-target``) is no judge's difference and is left out of the word, said so. It adds
+    nothing the calls below do not hold, and reads them as they are made (each at alpha, not adjusted for one
+    another)."""
+    comp = result.comparisons[k]
+    split = "all" if "all" in comp.splits else next(iter(comp.splits), None)
+    if split is None:
+        return f"Decision: {comp.run} and {result.baseline} share no test."
+    block, where = comp.splits[split], f"Decision on the {SPLIT_TITLES[split]}"
+    mae = block.overall["mae"]
+    if not mae.n:
+        return f"{where}: none; {comp.run} and {result.baseline} share no scored items there."
+    if not result.n_boot:
+        how = "equal" if not mae.delta else f"{fmt(abs(mae.delta))} {'lower' if mae.delta < 0 else 'higher'}"
+        return (f"{where}: no calls (--n-boot 0); MAE {how} for {comp.run} than for {result.baseline} on the {mae.n} "
+                "items both scored.")
+    targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
+    apart = targets.get(comp.run) != targets.get(result.baseline)
+    calls = [(label, block.overall[metric].verdict) for metric, label in _DECIDED
+             if metric in block.overall and not (metric == "spearman" and apart)]
+    if block.failures is not None:
+        calls.append(("failed verdicts", block.failures.verdict))
+    better = [label for label, verdict in calls if verdict == "better"]
+    worse = [label for label, verdict in calls if verdict == "worse"]
+    if better and worse:
+        word = (f"{comp.run} is better on {_and(better)} and worse on {_and(worse)} than {result.baseline}")
+    elif better or worse:
+        word = f"{comp.run} is {'better' if better else 'worse'} than {result.baseline}"
+    else:
+        word = f"no difference between {comp.run} and {result.baseline} was shown"
+    listed = ", ".join(f"{label} {'undefined' if verdict == '—' else verdict}" for label, verdict in calls)
+    left = "; Spearman left out: the runs' references differ" if apart else ""
+    return (f"{where}: {word} ({listed}; {mae.n} items both scored, each call at alpha {result.alpha}{left})"
+            + _unpredicted(result, k, split) + ".")
+
+
+def _unpredicted(result: Comparison, k: int, split: str) -> str:
+    """What a decision adds where either run has items of ``split`` without a prediction (an unfinished run): the
+    calls are over the items both scored, and a run judged on a tenth of its data is not read as a whole one."""
+    said = []
+    for name, metrics in ((result.baseline, result.metrics[0]), (result.comparisons[k].run, result.metrics[k + 1])):
+        cell = metrics.splits.get(split)
+        if cell is not None and cell.overall.n_missing:
+            said.append(f"{name} has no prediction for {cell.overall.n_missing} of its "
+                        f"{cell.overall.n + cell.overall.n_missing} items")
+    return "; " + " and ".join(said) if said else ""
+
+
+def _and(labels: list[str]) -> str:
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
 def comparison_headline(result: Comparison, k: int) -> list[str]:
     """``headline``'s sentences of the ``k``-th comparison (its run against the baseline), which compare.html shows
     under that comparison's heading."""
@@ -1074,6 +1137,7 @@ def render_markdown(result: Comparison) -> str:
 
     result = _named_for_markdown(result)
     out = [f"# Judge comparison (baseline: {result.baseline})", ""]
+    out += [f"**{decision(result, k)}**" for k in range(len(result.comparisons))] + [""]
     out += [f"- {line}" for line in headline(result)] + [""]
     out += ["## Each run on its own items", ""]
     header = ["Test", "Metric"] + list(result.runs)

@@ -4,6 +4,7 @@ written whole."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -158,3 +159,58 @@ def test_a_run_without_a_validity_section_keeps_its_row_in_the_validity_side_by_
     zero_shot = text.split("## Validity side by side", 1)[1].split("### Standard test", 1)[0]
     assert "### Zero-Shot test" in zero_shot
     assert "| j (one-test) | — | — | — | — | — | no validity figures for this test in its metrics.json |" in zero_shot
+
+
+def test_the_decision_is_one_sentence_first_in_compare_md_the_page_and_the_console(sample_runs, tmp_path, capsys):
+    """A reader deciding whether the run replaces the baseline learns it in one sentence at the top, from every
+    overall call of the widest test (MAE, Spearman, VC and the failed verdicts), not from the MAE's call alone among
+    three sentences, with the Spearman and VC calls only in the tables below (and, on compare.html, below the side
+    by side and validity tables)."""
+    from dataclasses import replace
+
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, decision, render_markdown
+
+    out = tmp_path / "c"
+    assert main(["compare", str(sample_runs / "exact"), str(sample_runs / "lenient"), "--out", str(out),
+                 "--n-boot", "200"]) == 0
+    worse = ("Decision on the Zero-Shot + Standard: j (lenient) is worse than j (exact) (MAE worse, Spearman worse, "
+             "Verdict Confidence worse, failed verdicts n.s.; 297 items both scored, each call at alpha 0.05).")
+    console = capsys.readouterr().out.splitlines()
+    assert console[:2] == ["Judge comparison (baseline: j (exact))", f"- {worse}"]
+    text = (out / "compare.md").read_text(encoding="utf-8")
+    assert text.splitlines()[2] == f"**{worse}**"
+    page = (out / "compare.html").read_text(encoding="utf-8")
+    assert page.index(html.escape(worse)) < page.index('<h2 id="side">')
+
+    result = compare([sample_runs / "lenient", sample_runs / "exact"], n_boot=200)
+    assert decision(result, 0).startswith("Decision on the Zero-Shot + Standard: j (exact) is better than j (lenient) "
+                                          "(MAE better, Spearman better, Verdict Confidence better, failed verdicts "
+                                          "n.s.;")
+    block = result.comparisons[0].splits["all"]
+    mixed = replace(block, overall={**block.overall, "vc_judge": replace(block.overall["vc_judge"], verdict="worse")})
+    result.comparisons[0].splits["all"] = mixed
+    assert ": j (exact) is better on MAE and Spearman and worse on Verdict Confidence than j (lenient) (MAE better, " \
+        in decision(result, 0)
+    none = {m: replace(p, verdict="n.s.") for m, p in block.overall.items()}
+    result.comparisons[0].splits["all"] = replace(block, overall=none)
+    assert ": no difference between j (exact) and j (lenient) was shown (MAE n.s., Spearman n.s., Verdict " \
+        "Confidence n.s., failed verdicts n.s.;" in decision(result, 0)
+    assert decision(result, 0) in render_markdown(result) and html.escape(decision(result, 0)) in \
+        render_compare_page(result, None)
+
+    result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=0)
+    assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no calls (--n-boot 0); MAE 0.114 higher for "
+                                   "j (lenient) than for j (exact) on the 297 items both scored.")
+
+
+def test_the_decision_says_where_a_run_is_unfinished(sample_runs, tmp_path):
+    """A run with predictions for its first 100 items of 341: its calls are over those, and the decision says the
+    run has no prediction for the rest, so that it is not read as a whole run's."""
+    from eval.scoring.compare import compare, decision
+    from tests.unit.test_validity_report import _run
+
+    records = judge.load_records(judge.sample_data_path())
+    _run(tmp_path, "part", records[:100], 1, judge.sample_data_path())
+    said = decision(compare([sample_runs / "exact", tmp_path / "part"], n_boot=100), 0)
+    assert said.endswith("each call at alpha 0.05); j (part) has no prediction for 241 of its 341 items."), said
