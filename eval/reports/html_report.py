@@ -34,7 +34,7 @@ from eval.scoring.error_codes import cut_codes_note
 from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
 from eval.reports.notes import runs_notes
 from eval.reports.run_files import load_predictions, load_records, missing_note
-from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent,
+from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci_percent, fmt_delta,
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
@@ -479,7 +479,7 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False, 
     holm = "" if p.p_holm is None else ", Holm " + (f"p ≤ {fmt_p_bound(p.p_holm)}" if bound else
                                                     p_phrase(p.p_holm, p.resamples(n_boot)))
     shown = f"[{_num(p.ci[0])}, {_num(p.ci[1])}] " if all(_finite(v) for v in p.ci) else ""
-    return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{_num(p.delta)} '
+    return (f'<td data-v="{p.delta if _finite(p.delta) else ""}">{fmt_delta(p.delta)} '
             f'<span class="ci">{shown}{_e(p_phrase(p.p_value, p.resamples(n_boot)))}{_e(holm)}{own_n}</span> '
             f'<span class="{css}">{_e((p.verdict or "—") + _too_few_to_call(p, n_boot, alpha))}</span></td>')
 

@@ -32,7 +32,7 @@ from judge.metrics_json.metrics import (Cell, Metrics, ModelMeans, ModelMeansRow
 from judge.splits import SPLIT_TITLES  # one definition in the contract; re-exported here for eval's own modules
 
 __all__ = ["BIDI_CONTROLS", "render_markdown", "markdown_table", "md_code", "md_text", "log_wandb", "SPLIT_TITLES",
-           "fmt", "fmt_ci", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why",
+           "fmt", "fmt_ci", "fmt_delta", "fmt_share", "ci_percent", "constant_judge_score", "run_notes", "summary_why",
            "why_no_spearman", "why_sentences", "bootstrap_unit_phrase", "model_means_cells", "pollux_official_cells",
            "OFFICIAL_SHOWN"]
 
@@ -48,6 +48,16 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.{digits}f}"
+
+
+def fmt_delta(value: Any, digits: int = 3) -> str:
+    """A difference (run − baseline) with its sign, "+0.100" or "-0.079": its sign is the finding, and a positive
+    one written bare read as unsigned beside negative ones. One that rounds to zero is "0.000", never "-0.000" (the
+    sign of a rounded-away difference, float noise on identical scores, says nothing); "—" where undefined."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    shown = f"{value:+.{digits}f}"
+    return shown[1:] if not shown.strip("+-0.") else shown
 
 
 def fmt_share(count: int, n: int) -> str:

@@ -46,7 +46,7 @@ from eval.scoring.metrics import item_keys, verdict_confidence_judge
 # the resample floors' one definition, which rank and the experts' ceiling read too
 from eval.scoring.resample_rules import paired_resamples_to_call, resamples_for_family
 from eval.reports.notes import runs_notes
-from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_p, md_text, p_phrase
+from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_delta, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
@@ -848,12 +848,12 @@ def comparison_headline(result: Comparison, k: int) -> list[str]:
         how = "equal to" if delta == 0 else f"{fmt(abs(delta))} {'lower' if delta < 0 else 'higher'} than"
         if not result.n_boot:  # no resample drawn: empty interval and p-value slots would read as missing data
             lines.append(f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-                         f"(delta {fmt(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
+                         f"(delta {fmt_delta(delta)}, {p.n} paired items): {_NO_BOOT}{failures}")
             lines += [called] if called else []
             continue
         lines.append(
             f"On the {SPLIT_TITLES[split]}, {comp.run}'s MAE is {how} {result.baseline}'s "
-            f"(delta {fmt(delta)}, {ci_percent(_ci_level(result))} % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], "
+            f"(delta {fmt_delta(delta)}, {ci_percent(_ci_level(result))} % CI [{fmt(p.ci[0])}, {fmt(p.ci[1])}], "
             f"{p_phrase(p.p_value, p.resamples(result.n_boot))}, "
             f"{p.n} paired items): {p.verdict}"
             + (f" (under {MIN_PAIRED} paired {unit}: too few to call)" if p.verdict == "n.s." and units < MIN_PAIRED
@@ -1044,7 +1044,7 @@ def _cell(p: Paired, n_boot: int, holm: bool = False, bound: bool = False) -> li
     "≤" before it where it is an upper bound (``bound``: ``holm_upper_bounds``)."""
     adjusted = [("≤ " + fmt_p_bound(p.p_holm) if bound else fmt_p(p.p_holm, p.resamples(n_boot)))
                 if p.p_holm is not None else "—"] if holm else []
-    return [fmt(p.a), fmt(p.b), fmt(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
+    return [fmt(p.a), fmt(p.b), fmt_delta(p.delta), f"[{fmt(p.ci[0])}, {fmt(p.ci[1])}]",
             fmt_p(p.p_value, p.resamples(n_boot)), *adjusted, p.verdict, str(p.n)]
 
 

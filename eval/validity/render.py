@@ -64,10 +64,11 @@ def _p(value: float | None, digits: int = 3) -> str:
     return f"< {floor:.{digits}f}" if value < floor / 2 else f"{value:.{digits}f}"
 
 
-def signed(value: float | None, pair: Any = None) -> str:
-    """A difference with its sign and its interval at two decimals: "+0.61 [0.22, 0.99]" ("—" for None)."""
-    shown = _num(value)
-    return (shown if shown[:1] in "-—" else f"+{shown}") + _ci(pair)
+def signed(value: float | None, pair: Any = None, digits: int = 2) -> str:
+    """A difference with its sign and its interval at ``digits`` decimals: "+0.61 [0.22, 0.99]" ("—" for None; one
+    that rounds to zero unsigned, "0.00", as ``_num`` writes it)."""
+    shown = _num(value, digits)
+    return (shown if shown[:1] in "-—" or not shown.strip("0.") else f"+{shown}") + _ci(pair, digits)
 
 
 def ceiling_coverage(ceiling, n_items: int, n_missing: int | None) -> str:
@@ -777,7 +778,7 @@ def _paired(result: Comparison) -> list[list[str]]:
                            "interval")
                     note = f"{note}; {few}" if note else few
                 rows.append([comp.run, SPLIT_TITLES.get(split, split), title, _num(figure.baseline, 3),
-                             _num(figure.run, 3), _num(figure.delta, 3) + _ci(figure.ci, 3), note])
+                             _num(figure.run, 3), signed(figure.delta, figure.ci, 3), note])
     return rows
 
 

@@ -214,3 +214,31 @@ def test_the_decision_says_where_a_run_is_unfinished(sample_runs, tmp_path):
     _run(tmp_path, "part", records[:100], 1, judge.sample_data_path())
     said = decision(compare([sample_runs / "exact", tmp_path / "part"], n_boot=100), 0)
     assert said.endswith("each call at alpha 0.05); j (part) has no prediction for 241 of its 341 items."), said
+
+
+def test_every_delta_is_written_with_its_sign(sample_runs, tmp_path):
+    """A delta is run − baseline, and its sign is the finding: compare.md's paired rows, the headline, compare.html's
+    cells and the paired validity write a positive one "+0.100", as the validity sentences write "+0.11" (it read
+    "0.100" beside "-0.079"), and one that rounds to zero "0.000", never "-0.000"."""
+    from dataclasses import replace
+
+    from eval.reports.html_report import render_compare_page
+    from eval.reports.report import fmt_delta
+    from eval.scoring.compare import compare, headline, render_markdown
+
+    assert [fmt_delta(v) for v in (0.1, -0.0794, -1e-17, 0.0, float("nan"), None)] == \
+        ["+0.100", "-0.079", "0.000", "0.000", "—", "—"]
+    result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=200)
+    text = render_markdown(result)
+    assert "| mae | 0.175 | 0.290 | +0.114 | [" in text and "| spearman | 0.892 | 0.809 | -0.083 | [" in text
+    assert any(line.startswith("On the Zero-Shot + Standard, j (lenient)'s MAE is 0.114 higher than j (exact)'s "
+                               "(delta +0.114, ") for line in headline(result))
+    paired = text.split("## Validity, paired", 1)[1]
+    assert "| j (lenient) | Zero-Shot + Standard | ceiling gap | -0.094 | 0.029 | +0.123 [" in paired
+    assert "| j (lenient) | Zero-Shot + Standard | ρ (advantage probability) | 0.940 | 0.839 | -0.101 [" in paired
+    page = render_compare_page(result, None)
+    assert ">+0.114 <span class=\"ci\">[" in page and ">-0.083 <span class=\"ci\">[" in page
+    block = result.comparisons[0].splits["all"]
+    noise = replace(block.overall["spearman"], delta=-1e-17)
+    result.comparisons[0].splits["all"] = replace(block, overall={**block.overall, "spearman": noise})
+    assert "| spearman | 0.892 | 0.809 | 0.000 | [" in render_markdown(result)
