@@ -1053,6 +1053,8 @@ def _side_by_side(result: Comparison) -> list[str]:
     judge, each on its own scored items."""
     from eval.reports.report import GROUP_TITLES, markdown_table
 
+    levels = {m.settings.ci_level for m in result.metrics}
+    level = f"{ci_percent(levels.pop())} %" if len(levels) == 1 else "its own level's"
     out: list[str] = []
     for split in item_table.SPLITS:
         blocks = [m.splits.get(split) for m in result.metrics]
@@ -1071,7 +1073,11 @@ def _side_by_side(result: Comparison) -> list[str]:
                     against = _against(result) if metric == "spearman" else ""
                     out += [f"### {SPLIT_TITLES[split]}: {heading} by {title}{against}", "",
                             markdown_table([title.capitalize()] + list(result.runs), rows), ""]
-    return out
+    # what a cell's numbers are, said once: a bracket alone does not say whose interval it is, nor n how few items
+    lead = [f"Each run on its own scored items, by evaluated model, task type and criterion: the figure, its own "
+            f"{level} bootstrap interval in brackets (where its --n-boot drew one) and n, the items it is over "
+            "(Spearman: the pairs); the paired deltas are under each comparison below.", ""]
+    return lead + out if out else []
 
 
 def _against(result: Comparison) -> str:
@@ -1085,9 +1091,15 @@ def _against(result: Comparison) -> str:
 
 
 def _with_interval(c: Cell, metric: str) -> str:
+    """A side-by-side cell: the figure, its interval and n, the items it is over (Spearman: its pairs, which a
+    reference of its own may make other than MAE's); no n where the file predates the count."""
     from eval.reports.report import fmt_ci
 
-    return fmt_ci(c.mae, c.mae_ci) if metric == "mae" else fmt_ci(c.spearman, c.spearman_ci)
+    if metric == "mae":
+        shown, n = fmt_ci(c.mae, c.mae_ci), c.n_scored
+    else:
+        shown, n = fmt_ci(c.spearman, c.spearman_ci), c.n_spearman if c.n_spearman is not None else c.n_scored
+    return shown if n is None else f"{shown}, n {n}"
 
 
 def distinct_names(names: list[str], folders: list, as_text=str) -> list[str]:

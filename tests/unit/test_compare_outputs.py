@@ -242,3 +242,20 @@ def test_every_delta_is_written_with_its_sign(sample_runs, tmp_path):
     noise = replace(block.overall["spearman"], delta=-1e-17)
     result.comparisons[0].splits["all"] = replace(block, overall={**block.overall, "spearman": noise})
     assert "| spearman | 0.892 | 0.809 | 0.000 | [" in render_markdown(result)
+
+
+def test_the_side_by_side_tables_by_group_say_n_and_what_the_bracket_is(sample_runs):
+    """compare.md's tables of each run's own MAE and Spearman by evaluated model, task type and criterion gave a
+    value and a bracket per run: a criterion's "0.000 [0.000, 0.000]" over two items read like one over forty, and
+    nothing said the bracket is the run's own bootstrap interval. Each cell now says how many items (Spearman: the
+    pairs) it is over, and a lead says what the numbers are."""
+    from eval.scoring.compare import compare, render_markdown
+
+    text = render_markdown(compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=20))
+    part = text.split("### Zero-Shot test: MAE by evaluated model", 1)[1].split("###", 1)[0]
+    assert "| sokol-70b | 0.220 [" in part and "], n 41 | 0.122 [" in part
+    assert ("Each run on its own scored items, by evaluated model, task type and criterion: the figure, its own "
+            "95 % bootstrap interval in brackets (where its --n-boot drew one) and n, the items it is over "
+            "(Spearman: the pairs); the paired deltas are under each comparison below.") in text
+    spearman = text.split("### Zero-Shot test: Spearman by evaluated model", 1)[1].split("###", 1)[0]
+    assert "], n 41 |" in spearman
