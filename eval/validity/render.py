@@ -678,7 +678,9 @@ def lead_html(result: Metrics) -> str:
             f'<p class="note">{html.escape(TERMS)}</p>')
 
 
-_SIDE_HEAD = ["Run", "ω", "ρ (advantage)", "ceiling gap", "α with judge", "leniency", "in a sentence"]
+#: Leniency is the one signed column, better near 0 than high or low: its header says which way is which.
+_SIDE_HEAD = ["Run", "ω", "ρ (advantage)", "ceiling gap", "α with judge",
+              "leniency (+ lenient, − harsh; 0: as the experts)", "in a sentence"]
 _PAIRED_HEAD = ["Run", "Test", "Figure", "baseline", "run", "delta", "note"]
 
 
@@ -739,7 +741,7 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
                          _num(alt.advantage_probability) if tested else "—",
                          _num(ceiling.gap) + _ci(ceiling.gap_ci),
                          OLDER_ALPHA if older else _num(block.overall.alpha_with_judge),
-                         _num(block.overall.leniency.mean_signed_error, 3)
+                         signed(block.overall.leniency.mean_signed_error, digits=3)
                          + (OLDER_LENIENCY if counted_off and block.overall.leniency.n_judge_off_scale is None
                             else ""),
                          block.sentence])

@@ -80,3 +80,17 @@ def test_compare_pages_validity_escapes_run_names_as_the_rest_of_the_page(compar
     tables = html_tables(page)
     assert tables["validity-0"][1][0] == "<img src=x onerror=alert(1)>a"
     assert tables["validity-paired-table"][1][0] == "b</td>"
+
+
+def test_the_side_by_side_leniency_is_signed_and_its_header_says_which_way(compared):
+    """Leniency is a signed error (positive: more generous than the experts, negative: stricter; 0 is the experts'
+    own), the one validity column where neither higher nor lower is better: its header says so, and its values carry
+    their sign as the row's sentence writes it ("lenient overall (+0.16)"), where they read "0.160" beside
+    "-0.016"."""
+    markdown = compared["markdown"].split("## Validity side by side")[1].split("\n## ")[0]
+    table = markdown_table_after(markdown, f"### {SPLIT_TITLES['all']}")
+    assert table[0][5] == "leniency (+ lenient, − harsh; 0: as the experts)"
+    for row, name in zip(table[1:], ("exact", "lenient")):
+        value = compared["runs"][name]["validity"]["splits"]["all"]["overall"]["leniency"]["mean_signed_error"]
+        assert row[5] == (f"{value:+.3f}" if round(value, 3) else "0.000")
+    assert table[2][5].startswith("+")
