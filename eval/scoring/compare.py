@@ -751,7 +751,14 @@ def decision(result: Comparison, k: int) -> str:
     block, where = comp.splits[split], f"Decision on the {SPLIT_TITLES[split]}"
     mae = block.overall["mae"]
     if not mae.n:
-        return f"{where}: none; {comp.run} and {result.baseline} share no scored items there."
+        # no delta to call, but the failures are called on the items both predicted (a judge failing on every
+        # item shares none scored with the baseline, and is the one case that must not read "none")
+        f = block.failures
+        if f is None or f.verdict not in ("better", "worse"):
+            return f"{where}: none; {comp.run} and {result.baseline} share no scored items there."
+        return (f"{where}: {comp.run} is {f.verdict} than {result.baseline} (failed verdicts {f.verdict}: {f.b} of "
+                f"the {f.n} items both have a prediction for against {f.a}; no item scored by both, so no MAE, "
+                "Spearman or Verdict Confidence call)" + _unpredicted(result, k, split) + ".")
     if not result.n_boot:
         how = "equal" if not mae.delta else f"{fmt(abs(mae.delta))} {'lower' if mae.delta < 0 else 'higher'}"
         return (f"{where}: no calls (--n-boot 0); MAE {how} for {comp.run} than for {result.baseline} on the {mae.n} "

@@ -259,3 +259,21 @@ def test_the_side_by_side_tables_by_group_say_n_and_what_the_bracket_is(sample_r
             "(Spearman: the pairs); the paired deltas are under each comparison below.") in text
     spearman = text.split("### Zero-Shot test: Spearman by evaluated model", 1)[1].split("###", 1)[0]
     assert "], n 41 |" in spearman
+
+
+def test_the_decision_of_a_run_that_failed_on_every_item_is_its_failures_call(sample_runs, tmp_path):
+    """A run whose every verdict failed shares no scored item with the baseline, so there is no MAE, Spearman or VC
+    call; its failures are called (McNemar) all the same, and the decision says it is worse, not "none"."""
+    from eval.scoring.compare import compare, decision
+
+    run = tmp_path / "failing"
+    run.mkdir()
+    rows = [json.loads(line) for line in (sample_runs / "exact" / "predictions.jsonl").read_text("utf-8").splitlines()]
+    failed = [dict(row, score=None, parse_ok=False, error="no_score", raw_output="мусор", score_source=None)
+              for row in rows]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in failed), "utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot", "0"]) == 0
+    said = decision(compare([sample_runs / "exact", run], n_boot=50), 0)
+    assert said == ("Decision on the Zero-Shot + Standard: j (failing) is worse than j (exact) (failed verdicts worse: "
+                    "341 of the 341 items both have a prediction for against 1; no item scored by both, so no MAE, "
+                    "Spearman or Verdict Confidence call)."), said
