@@ -40,7 +40,7 @@ def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_
     """One judge's scores, scored twice: Spearman against the experts' mode, then their mean. Each side's Spearman is
     against its own reference (what its metrics.json reports), so the paired delta is not 0 for identical scores: the
     headline says the references differ, as it does for MAE's, and every Spearman row names each side's."""
-    from eval.scoring.compare import compare, headline, render_markdown
+    from eval.scoring.compare import compare, decision, headline, render_markdown
 
     a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS)
     b = _scored_run(tmp_path / "B", "b", JUDGE, EXPERTS, spearman_target="mean")
@@ -57,9 +57,14 @@ def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_
     assert ": Spearman by evaluated model (each run against its own reference: a: experts' mode, b: experts' mean)" \
         in text
 
+    # the decision reads no Spearman call: its delta is the references' as well as the judges'
+    said = decision(result, 0)
+    assert "Spearman n.s." not in said and "; Spearman left out: the runs' references differ)." in said
+
     # One reference on both sides: nothing said, nothing marked.
     same = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
     assert not any("Spearman is against" in line for line in headline(same))
+    assert "Spearman n.s." in decision(same, 0) and "left out" not in decision(same, 0)
     assert "(vs mode)" not in render_markdown(same) and "spearman (baseline" not in render_markdown(same)
 
 
