@@ -736,11 +736,13 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
             alt, ceiling = block.overall.alt_test, block.overall.ceiling
             tested = isinstance(alt, AltTest)
             older = one_expert_items and block.overall.agreement is not None and _n_alpha_items(block) is None
+            # at the paired table's 3 decimals: the baseline's ρ there is this ρ, and two runs' figures 0.006 apart
+            # both read "0.97" at 2
             rows.append([name,
-                         _num(alt.winning_rate) if tested else "—",
-                         _num(alt.advantage_probability) if tested else "—",
-                         _num(ceiling.gap) + _ci(ceiling.gap_ci),
-                         OLDER_ALPHA if older else _num(block.overall.alpha_with_judge),
+                         _num(alt.winning_rate, 3) if tested else "—",
+                         _num(alt.advantage_probability, 3) if tested else "—",
+                         _num(ceiling.gap, 3) + _ci(ceiling.gap_ci, 3),
+                         OLDER_ALPHA if older else _num(block.overall.alpha_with_judge, 3),
                          signed(block.overall.leniency.mean_signed_error, digits=3)
                          + (OLDER_LENIENCY if counted_off and block.overall.leniency.n_judge_off_scale is None
                             else ""),

@@ -40,7 +40,7 @@ def test_compare_page_sets_validity_side_by_side_as_compare_md_does(compared):
         assert [row[0] for row in shown[1:]] == ["j (exact)", "j (lenient)"]
         for row, name in zip(shown[1:], ("exact", "lenient")):
             alt = compared["runs"][name]["validity"]["splits"][split]["overall"]["alt_test"]
-            assert row[2] == f"{alt['advantage_probability']:.2f}"
+            assert row[2] == f"{alt['advantage_probability']:.3f}"
 
 
 def test_compare_page_shows_the_paired_validity_as_compare_md_does(compared):
@@ -94,3 +94,18 @@ def test_the_side_by_side_leniency_is_signed_and_its_header_says_which_way(compa
         value = compared["runs"][name]["validity"]["splits"]["all"]["overall"]["leniency"]["mean_signed_error"]
         assert row[5] == (f"{value:+.3f}" if round(value, 3) else "0.000")
     assert table[2][5].startswith("+")
+
+
+def test_the_side_by_side_validity_figures_have_the_paired_tables_decimals(compared):
+    """The baseline's ρ and ceiling gap read "0.97" and "-0.19 [-0.25, -0.14]" in the side-by-side table and
+    "0.972" and "-0.191" in the paired table below it: the same figure at two precisions, and a paired delta of
+    0.006 between two runs both shown "0.97". Both tables now write 3 decimals, as compare.md's metrics do."""
+    markdown = compared["markdown"].split("## Validity side by side")[1].split("\n## ")[0]
+    side = markdown_table_after(markdown, f"### {SPLIT_TITLES['all']}")
+    paired = markdown_table_after(compared["markdown"], "## Validity, paired")
+    rho = next(row for row in paired[1:] if row[1:3] == [SPLIT_TITLES["all"], "ρ (advantage probability)"])
+    assert side[1][2] == rho[3] and side[2][2] == rho[4]
+    for row in side[1:]:
+        for cell in row[1:5]:
+            value = cell.split(" [")[0]
+            assert value == "—" or len(value.split(".")[1]) == 3, row

@@ -1006,9 +1006,9 @@ def test_compare_shows_no_older_alpha_beside_a_newer_one_on_one_expert_items():
     experts[:40, 1] = experts[:40, 0]
     block, alpha = runs(experts)
     assert (block.overall.agreement.n_items_alpha, block.overall.n_items) == (40, 100)
-    assert alpha == {"new": "1.00", "old": OLDER_ALPHA}
+    assert alpha == {"new": "1.000", "old": OLDER_ALPHA}
     experts[:, 1] = experts[:, 0]  # every item two experts: the older alpha was over the same 100 items
-    assert runs(experts)[1] == {"new": "1.00", "old": "1.00"}
+    assert runs(experts)[1] == {"new": "1.000", "old": "1.000"}
 
 
 def test_compare_marks_an_older_leniency_beside_a_newer_one_that_leaves_off_scale_answers_out():
