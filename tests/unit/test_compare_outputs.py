@@ -277,3 +277,20 @@ def test_the_decision_of_a_run_that_failed_on_every_item_is_its_failures_call(sa
     assert said == ("Decision on the Zero-Shot + Standard: j (failing) is worse than j (exact) (failed verdicts worse: "
                     "341 of the 341 items both have a prediction for against 1; no item scored by both, so no MAE, "
                     "Spearman or Verdict Confidence call)."), said
+
+
+def test_the_decision_says_when_a_call_had_too_few_units(sample_runs):
+    """Calls over fewer than 30 paired units (a small test, or few instructions under --bootstrap-unit instruction)
+    are n.s. however large the delta: the decision's "no difference was shown" says why beside each such call,
+    where it read as the data showing none."""
+    from dataclasses import replace
+
+    from eval.scoring.compare import compare, decision
+
+    result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=100)
+    block = result.comparisons[0].splits["all"]
+    few = {m: replace(p, n_units=12, verdict="n.s.") for m, p in block.overall.items()}
+    result.comparisons[0].splits["all"] = replace(block, overall=few)
+    said = decision(result, 0)
+    assert (": no difference between j (lenient) and j (exact) was shown (MAE n.s., too few to call, Spearman n.s., "
+            "too few to call, Verdict Confidence n.s., too few to call, failed verdicts n.s.; ") in said, said
