@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.console_logging import visible
 from judge.plumbing.message_content import described_content, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
@@ -822,7 +823,7 @@ class FirstRefusals:
         kept = ("the refused ones were written as failed rows; a rerun asks the items not asked yet first, then "
                 "these again" if written else "no row was written for the refused ones, a rerun sends them again")
         return (f"{what} refused the first {len(self.held)} {unit} alike: HTTP {self.stopped.status}: "
-                f"{self.stopped.said} (stopped after sending {n_sent} of {n_total} {unit}; {kept})")
+                f"{visible(self.stopped.said)} (stopped after sending {n_sent} of {n_total} {unit}; {kept})")
 
 
 def _refusal_words(refusal: Refused) -> tuple[int | None, str]:

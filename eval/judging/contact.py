@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from eval.judging.backends import short
 from judge.plumbing.retry import (EndpointUnusable, RetryPolicy, list_models, retry_stop_said, retryable_status,
                                   server_message)
+from judge.plumbing.console_logging import visible
 from judge.wire import ModelLimits
 
 __all__ = ["root_of", "base_of", "PROBE_POLICY", "detect_backend", "first_contact", "fit_max_tokens",
@@ -73,7 +73,7 @@ def detect_backend(base_url: str, api_key: str, limits: ModelLimits, *,
         said_why = f"HTTP {status}: {server_message(err.response)}" if status else f"{type(err).__name__}: {err}"
         stopped = f"; {said}" if (said := retry_stop_said(err)) else ""  # a wait past the run's budget ended them
         raise EndpointUnusable(f"the judge at {base_url}: POST {url}, which tells judge-serve from a chat server, "
-                               f"is still unanswered after retries ({short(said_why, 200)}{stopped}); rerun when the "
+                               f"is still unanswered after retries ({visible(said_why, 200)}{stopped}); rerun when the "
                                "server answers, or set --backend chat or --backend judge-serve", status) from None
     kind = "chat" if response.status_code in (404, 405) else "judge-serve"
     # The probe's 4xx is the expected answer, not an error: said once, at debug level.

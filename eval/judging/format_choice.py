@@ -439,10 +439,12 @@ def _quoted(raw_output: str) -> str:
     after the last ``</think>``, as the integer reader takes it (``judge.verdicts.split_at_last_think_close``). A
     reasoning model's raw output opens with its reasoning (an integer run rebuilds a separated one before the answer,
     ``judge.verdicts.inline_reasoning``), whose first 120 characters would show none of what it answered; with
-    nothing after it, the start is quoted."""
+    nothing after it, the start is quoted, its control characters as escapes (``visible``: the stop is said on the
+    console, and an answer is the server's text)."""
     from eval.judging.backends import short
+    from judge.plumbing.console_logging import visible
 
     before_close, after_close = split_at_last_think_close(raw_output)
     answer = after_close.strip() if before_close is not None else ""
-    return (f"'{short(answer, 120)}' (its reasoning before </think> left out)" if answer
-            else f"'{short(raw_output, 120)}'")
+    return (f"'{visible(short(answer, 120), 120)}' (its reasoning before </think> left out)" if answer
+            else f"'{visible(short(raw_output, 120), 120)}'")

@@ -71,7 +71,7 @@ from eval.judging.config import RunConfig
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
 from eval.judging.backends import (N_FIRST_REFUSALS, ChatBackend, FirstRefusals, JudgeBackend, JudgeServeBackend,
                                    NoRoom, Refused, ServerChanged, failed_outcome, failure_reason, is_scored_cut,
-                                   short, too_long_outcome, unasked_first)
+                                   too_long_outcome, unasked_first)
 from eval.judging.contact import base_of, detect_backend, first_contact, fit_max_tokens, root_of, weights_fingerprint
 from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_max_tokens, earlier_model,
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
@@ -85,6 +85,7 @@ from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_dat
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
+from judge.plumbing.console_logging import visible
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.json_reading import counted
 from judge.plumbing.message_content import without_lone_surrogates
@@ -198,9 +199,10 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     if first_failed:
         row = first_failed[0]
         n = counts["request_failed"]
-        # the id as a literal, as score says one: text from the data, a newline or an escape in it stays inert
+        # the id as a literal, as score says one: text from the data, a newline or an escape in it stays inert; the
+        # reason holds the server's words, its control characters shown as escapes (the row keeps them as said)
         log.warning("%d request%s failed (the first written, item %r: %s): each is a row of %s with its reason, and a "
-                    "rerun into the same --out asks them again", n, "" if n == 1 else "s", row.id, short(row.reason),
+                    "rerun into the same --out asks them again", n, "" if n == 1 else "s", row.id, visible(row.reason),
                     path)
     return counts
 

@@ -403,12 +403,14 @@ def endpoint_failure(err: BaseException, config: Any) -> str | None:
 
     if not isinstance(err, openai.APIError):
         return None
+    from judge.plumbing.console_logging import visible
     from judge.plumbing.retry import server_message
 
+    # the console's line: the server's words with their control characters as escapes
     if isinstance(err, openai.APIStatusError):
-        said = f"HTTP {err.status_code}: {server_message(err.response, 300)}"
+        said = f"HTTP {err.status_code}: {visible(server_message(err.response, 300), 300)}"
     else:
-        said = " ".join(str(err).split())[:300] or type(err).__name__
+        said = visible(" ".join(str(err).split()), 300) or type(err).__name__
     # The retries stopped before --max-retries were spent: a wait past --retry-wait-budget-s, said as the policy says it
     retried = retry_stop_said(err) or (f"a transient failure is retried --max-retries {config.max_retries} times, "
                                        f"waiting up to --retry-wait-budget-s {config.retry_wait_budget_s:g} s in all")

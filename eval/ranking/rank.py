@@ -83,6 +83,7 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
+from judge.plumbing.console_logging import visible
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place, value_words
@@ -595,10 +596,11 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     if first_failed:  # as judge-eval run says its failed requests: the run then exits 3 with counts alone
         n, row = counts["request_failed"], first_failed[0]
-        # the prompt_id as a literal (a text one comes from the data: a newline or an escape in it stays inert)
+        # the prompt_id as a literal (a text one comes from the data: a newline or an escape in it stays inert); the
+        # reason holds the candidate's words, its control characters shown as escapes (the row keeps them as said)
         log.warning("%d answer request%s to the candidate failed (the first written, prompt_id %r: %s): each is a "
                     "row of %s with its reason, and a rerun into the same --out asks them again", n,
-                    "" if n == 1 else "s", row.prompt_id, row.reason, path)
+                    "" if n == 1 else "s", row.prompt_id, visible(row.reason), path)
     return counts
 
 

@@ -12,7 +12,8 @@
   It is also the one redaction of secrets for every file a run writes about itself;
 - ``api_keys``: one way to give a key to every command (from the environment; a typed key warned about);
 - ``run_folder``: one writer per run folder (an ``flock`` naming the holder) and one resume guard (``run_key.json``).
-- ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only).
+- ``console_logging``: the one logging set-up of every console script (HTTP request lines at debug only), and
+  ``visible``, the one way a server's words go into a console message (control characters escaped, length bounded);
 - ``message_content``: a chat answer's ``content`` (a string, null or typed parts) read as text, one way for every
   client;
 - ``json_reading``: what ``json.loads`` and Arrow's JSON reader cannot read, said in one wording, and a value's kind

@@ -7,6 +7,9 @@ Root logging at the level asked for, on stderr, one format. The HTTP clients' pe
 connection lines) are shown at ``--log-level debug`` only: hundreds of them would bury the progress a run reports,
 and in judge-serve they cost a measurable share of its CPU per judgment (``bench/serve.py overhead``). A library
 that calls nothing here logs as its host program says (no work at import time).
+
+``visible`` is the one way a server's own words (an error body's message) go into a console warning or message:
+control characters written as escapes, the length bounded.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-__all__ = ["CHATTY_LOGGERS", "LEVELS", "configure_logging", "log_level_number", "split_log_level"]
+__all__ = ["CHATTY_LOGGERS", "LEVELS", "configure_logging", "log_level_number", "split_log_level", "visible"]
 
 #: Loggers that write one line per HTTP request or connection; shown at debug only. ``httpx2``/``httpcore2``: the
 #: transport of openai 3.x; ``aiohttp``: judge-serve's hop to its engine; ``urllib3``: hub and W&B clients.
@@ -82,3 +85,23 @@ def split_log_level(argv: Sequence[str], default: str = "info") -> tuple[str, li
         rest.append(arg)
         i += 1
     return level, rest
+
+
+def visible(text: object, limit: int = 300) -> str:
+    """``text`` as a terminal shows it, character for character: for a server's words (an error body's message, an
+    exception's text quoting one) put into a console warning or message.
+
+    Every character ``str.isprintable`` calls unprintable but the space (the C0 controls, ESC and newline among them,
+    DEL, the C1 controls, the Unicode line and paragraph separators, bidirectional controls, a lone surrogate) is
+    written as ``repr`` writes it (``\\x1b``, ``\\n``, ``\\u2028``): raw, an ESC sequence could clear the screen or
+    recolour what follows, and a newline or a carriage return forge a line of its own. A backslash already in the text
+    is kept as it is (``repr`` would double it): a Windows path stays readable, at the cost of ``\\x1b`` written by
+    the server reading as one it escaped. Past ``limit`` characters of ``text`` the rest is cut, ``...`` said in its
+    place, so a server's whole HTML page never fills the terminal.
+
+    Only what the console shows goes through here: the rows a run writes keep the server's words (JSON escapes them).
+    """
+    text = str(text)
+    cut = len(text) > limit
+    shown = "".join(ch if ch == " " or ch.isprintable() else repr(ch)[1:-1] for ch in text[:limit])
+    return shown + "..." if cut else shown

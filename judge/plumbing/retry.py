@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 # (AttributeError: partially initialized module 'httpx'), which stopped the stage with a traceback.
 import httpx
 
+from judge.plumbing.console_logging import visible
 from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
@@ -160,13 +161,13 @@ def retry_stop_said(err: BaseException) -> str:
 
 def failure_said(err: BaseException, limit: int = 200) -> str:
     """A failed attempt in a few words: ``HTTP <status>: <the server's message>`` for an answer, else the
-    exception's own words (``ConnectError: ...``), on one line; then, in brackets, why the retries stopped early
-    (``retry_stop_said``), if they did."""
+    exception's own words (``ConnectError: ...``), on one line, its control characters shown as escapes (it goes to
+    the console: ``visible``); then, in brackets, why the retries stopped early (``retry_stop_said``), if they did."""
     response = _response_of(err)
     stopped = f" ({said})" if (said := retry_stop_said(err)) else ""
     if response is not None and hasattr(response, "status_code"):
-        return f"HTTP {response.status_code}: {server_message(response, limit)}{stopped}"
-    words = " ".join(str(err).split())[:limit]
+        return f"HTTP {response.status_code}: {visible(server_message(response, limit), limit)}{stopped}"
+    words = visible(" ".join(str(err).split()), limit)
     return (f"{type(err).__name__}: {words}" if words else type(err).__name__) + stopped
 
 
@@ -295,8 +296,10 @@ class RetryPolicy:
         def before_sleep(state: tenacity.RetryCallState) -> None:
             err = state.outcome.exception() if state.outcome else None
             response = _response_of(err)
-            said = (f"HTTP {response.status_code}: {server_message(response, 200)}" if response is not None and
-                    hasattr(response, "status_code") else " ".join(str(err).split())[:200])
+            # for the console: a message cut at the limit by server_message is cut there again, so said once
+            answered = response is not None and hasattr(response, "status_code")
+            said = (f"HTTP {response.status_code}: {visible(server_message(response, 200), 200)}" if answered
+                    else visible(" ".join(str(err).split()), 200))
             if self.waiting is not None and state.attempt_number == 1 and err is not None:
                 self.waiting(err)
             log.log(logging.WARNING if self.waiting is None else logging.DEBUG,
@@ -411,7 +414,7 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
             response = policy.call(get, attempts)
     except httpx.HTTPStatusError as err:
         response = err.response
-        status, said = response.status_code, server_message(response)
+        status, said = response.status_code, visible(server_message(response))  # for the console's message
         if status in (401, 403):
             key = ("a request without a key" if not api_key else
                    f"the key from {key_source}" if key_source.startswith("$") else "the key")

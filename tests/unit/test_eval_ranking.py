@@ -174,6 +174,39 @@ def test_the_failed_answers_prompt_id_is_said_on_one_line_whatever_it_holds(tmp_
     assert said.isprintable()
 
 
+def test_the_candidates_control_characters_reach_the_console_as_escapes_and_the_row_as_said(tmp_path: Path,
+                                                                                             caplog) -> None:
+    """The failed answer's reason is the candidate's words: an ESC sequence in them reached the terminal as it was
+    (clearing the screen), and the warning did not bound their length. They are said one line long, every control
+    character as its escape; answers.jsonl's row keeps them as the server said them."""
+    import logging
+
+    from tests.support.release_instructions import instruction_row
+
+    hostile = "bad request\x1b[2J\n2026-01-01 00:00:00,000 INFO judge_eval.rank: all good " + "x" * 400
+
+    class Hostile(Candidate):
+        def _respond(self, path: str, body: dict):
+            return 422, {"error": {"message": hostile}}
+
+    data = tmp_path / "instructions.jsonl"
+    row = instruction_row(1, "Инструкция 1: напиши текст.", GEN, [(LITERACY, RUBRICS[LITERACY])])
+    data.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = tmp_path / "bench"
+    with Hostile() as cand, Judge(scores_by_output()) as judge:
+        with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
+            assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
+    (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
+    reason = ("Refused: HTTP 422: Error code: 422 - bad request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.rank: "
+              "all good ")
+    # the row's reason (309 characters) shown to its 300th, ESC as the four characters of its escape
+    reason += "x" * (300 - (len(reason) - len("\\x1b") + 1)) + "..."
+    assert said == (f"1 answer request to the candidate failed (the first written, prompt_id 1: {reason}): each is a "
+                    f"row of {out / 'answers.jsonl'} with its reason, and a rerun into the same --out asks them again")
+    (answer,) = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert "request\x1b[2J 2026-01-01" in answer["reason"]
+
+
 def test_a_ranking_folder_moved_or_copied_resumes_asking_nothing(tmp_path: Path, data: Path) -> None:
     """The judge stage keyed its data, the folder's own items.jsonl, by its absolute path: a ranking folder moved or
     copied elsewhere was refused as other settings, its answers and verdicts to be discarded to go on. Keyed by its

@@ -252,6 +252,25 @@ def test_mera_client_stops_at_its_budget_and_the_run_says_why(tmp_path):
         f"the answers so far are saved in {tmp_path / 'out'}: rerunning the same command resumes")
 
 
+def test_mera_endpoint_failure_shows_the_servers_control_characters_as_escapes(tmp_path):
+    """The line that ends a `judge-eval mera` run is the console's: the server's words in it, an ESC sequence and a
+    newline among them, are said with their control characters as escapes (the line stays one line)."""
+    import httpx
+    import openai
+
+    from eval.mera.client import endpoint_failure
+    from eval.mera.config import RutieConfig
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    body = {"error": {"message": "engine down\x1b[2J\rforged"}}
+    err = openai.InternalServerError("engine down", response=httpx.Response(500, json=body, request=request),
+                                     body=body["error"])
+    config = RutieConfig(endpoint="http://127.0.0.1:9/v1", out=str(tmp_path / "out"), max_retries=0)
+    said = endpoint_failure(err, config)
+    assert said.startswith("the endpoint at http://127.0.0.1:9/v1 failed mid-run (HTTP 500: engine down\\x1b[2J "
+                           "forged; ") and said.isprintable()
+
+
 def test_reward_client_stops_at_its_budget_and_names_it(monkeypatch):
     """The reward client's default policy: two /v1/judge requests and one 600 s wait, then the transient failure
     trl's function takes for no rewards this step, its note naming the URL and why the retries stopped; verl's

@@ -5,6 +5,7 @@ the reason was only in predictions.jsonl's rows and the console showed `"request
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import judge
@@ -67,3 +68,71 @@ def test_the_failed_items_id_is_said_on_one_line_whatever_it_holds(tmp_path, cap
         assert main(run_args(server.base_url, data, out, "--model", "other", "--max-retries", "0")) == 3
     (said,) = [m for r in caplog.records if r.name == "judge_eval.run" and "request failed" in (m := r.getMessage())]
     assert said.startswith(f"1 request failed (the first written, item {forged!r}: HTTP 404: ") and said.isprintable()
+
+
+#: A server's error message meant for a terminal: a clear-screen sequence and a line forged after a newline.
+HOSTILE = "bad request\x1b[2J\n2026-01-01 00:00:00,000 INFO judge_eval.run: all good"
+
+
+def _hostile_server() -> ScriptedEndpoint:
+    """A chat server refusing every request with ``HOSTILE`` as its OpenAI error message (HTTP 422)."""
+    def respond(path: str, body: dict) -> tuple:
+        if path == "/v1/judge":
+            return 404, {"detail": "Not Found"}
+        return 422, {"error": {"message": HOSTILE, "type": "BadRequestError", "param": None, "code": 422}}
+
+    return ScriptedEndpoint(respond, model="tiny-seq2seq")
+
+
+def test_a_servers_control_characters_reach_the_console_as_escapes_and_the_row_as_said(tmp_path, caplog):
+    """The failure's reason is the server's words: an ESC sequence in them was written to the terminal as it was
+    (clearing the screen) with %s. The warning shows every control character as its escape, on one line; the row
+    keeps the server's words."""
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:1], tmp_path / "data.jsonl")
+    item = judge.load_records(data)[0].id
+    out = tmp_path / "run"
+    with _hostile_server() as server:
+        assert main(run_args(server.base_url, data, out, "--max-retries", "0")) == 3
+    (said,) = [m for r in caplog.records if r.name == "judge_eval.run" and "request failed" in (m := r.getMessage())]
+    assert said == (f"1 request failed (the first written, item {item!r}: HTTP 422: Error code: 422 - bad "
+                    "request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.run: all good): each is a row of "
+                    f"{out / 'predictions.jsonl'} with its reason, and a rerun into the same --out asks them again")
+    (row,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["error"] == "request_failed" and "request\x1b[2J 2026-01-01" in row["reason"]
+
+
+def test_the_stop_at_the_first_refusals_shows_the_servers_control_characters_as_escapes(tmp_path, capsys):
+    """Three items refused alike stop the run with the server's words on stderr: escaped, as the warning's."""
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:3], tmp_path / "data.jsonl")
+    with _hostile_server() as server:
+        assert main(run_args(server.base_url, data, tmp_path / "run", "--max-retries", "0",
+                             "--concurrency", "1")) == 4
+    assert capsys.readouterr().err == (
+        "judge-eval run: error: the judge (tiny-seq2seq) refused the first 3 requests alike: HTTP 422: bad "
+        "request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.run: all good (stopped after sending 3 of 3 "
+        "requests; the refused ones were written as failed rows; a rerun asks the items not asked yet first, then "
+        "these again)\n")
+
+
+def test_visible_escapes_what_a_terminal_would_act_on_and_bounds_the_length():
+    from judge.plumbing.console_logging import visible
+
+    assert visible("a\x1b[2J\nb\tc\rd\x7f\x9b\u2028\u202e\ud800 е ё\\") == (
+        "a\\x1b[2J\\nb\\tc\\rd\\x7f\\x9b\\u2028\\u202e\\ud800 е ё\\")
+    assert visible("\x1b" * 5, 3) == "\\x1b\\x1b\\x1b..."  # the limit counts the text's characters, not the escapes'
+    assert visible("abc", 3) == "abc"
+
+
+def test_a_failed_attempt_said_on_the_console_shows_the_servers_control_characters_as_escapes():
+    """failure_said is the console's words for a failed attempt (the first-contact wait's warning, the failing
+    streak's stop): the server's message in it is escaped too."""
+    import httpx
+
+    from judge.plumbing.retry import failure_said
+
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    response = httpx.Response(503, json={"error": {"message": HOSTILE}}, request=request)
+    err = httpx.HTTPStatusError("503", request=request, response=response)
+    assert failure_said(err) == ("HTTP 503: bad request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.run: all "
+                                 "good")
+    assert failure_said(httpx.ConnectError("refused\x1b[2J")) == "ConnectError: refused\\x1b[2J"

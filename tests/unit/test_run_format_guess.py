@@ -325,3 +325,15 @@ def test_run_help_lists_the_stops_on_the_judges_first_answers_under_exit_2(capsy
     usage = " ".join(capsys.readouterr().out.split())
     assert (f"or the judge's first {N_FIRST_MISREAD} answers stopped it: they read only in the other verdict format "
             "than the one guessed, or in neither (no judge), the flags to set named") in usage
+
+
+def test_the_no_verdict_stop_quotes_the_answers_control_characters_as_escapes():
+    """The stop's sentence goes to the console and quotes the judge's own text: an ESC sequence or a newline in it
+    reached the terminal as it was. Quoted, each control character is its escape."""
+    from eval.judging.format_choice import FormatWatch
+
+    watch = FormatWatch("tagged", no_verdict=True)
+    answer = ("Конечно!\x1b[2J Вот стихотворение.\x07", "stop")
+    said = [watch.offer(_rows("tagged", answer)) for _ in range(N_FIRST_MISREAD)][-1]
+    assert "the first: 'Конечно!\\x1b[2J Вот стихотворение.\\x07': is it a POLLUX judge?" in said
+    assert said.isprintable()
