@@ -213,13 +213,15 @@ class BodyPastBound(NoRoom):
     (``max_body_bytes`` set in kilobytes) stops the run (exit 4) with ``request_failed`` rows that a rerun against a
     server with a larger bound asks again. When the stop does not fire, the judgment's final
     ``context_length_exceeded`` row, whose reason (``final_reason``) names the 413 and the remedy: a resume keeps final
-    rows, whatever the server, where a ``request_failed`` row was sent again, and refused again, by every rerun."""
+    rows, whatever the server, where a ``request_failed`` row was sent again, and refused again, by every rerun.
+    ``rank``'s request for a candidate's answer to one instruction is one too (``one="instruction"``,
+    ``does="answers"``: its row's reason says so)."""
 
-    def __init__(self, refusal: Refused):
+    def __init__(self, refusal: Refused, *, one: str = "judgment", does: str = "judges"):
         Refused.__init__(self, str(refusal), refusal.status, refusal.said)
         said = short(refusal.said, 200)
         self.final_reason = (f"the server refused the request's body as too large (HTTP 413: {said}), with this one "
-                             "judgment alone: a server with a larger bound (judge-serve's max_body_bytes) judges it in "
+                             f"{one} alone: a server with a larger bound (judge-serve's max_body_bytes) {does} it in "
                              "a new --out, with --overwrite, or once this row is deleted (a resume keeps final rows)")
 
 

@@ -469,8 +469,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     import openai
     from tqdm import tqdm
 
-    from eval.judging.backends import (ABORTED_FINISH, FirstRefusals, NoRoom, Refused, TooLong, chat_choice,
-                                       context_refusal, generation_aborted, not_json, refusal_of)
+    from eval.judging.backends import (ABORTED_FINISH, BodyPastBound, FirstRefusals, NoRoom, Refused, TooLong,
+                                       chat_choice, context_refusal, generation_aborted, not_json, refusal_of)
     from eval.judging.answer_text import answer_text
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
@@ -501,6 +501,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         except openai.APIStatusError as err:
             if retryable_status(err.status_code) or retryable_status(err.status_code, err.response.headers):
                 raise
+            if err.status_code == 413:  # one instruction past the server's body bound: nothing smaller to send
+                # held as NoRoom is (below), else a final row: the judge routes' rule (BodyPastBound)
+                raise BodyPastBound(refusal_of(err), one="instruction", does="answers") from err
             # the judge routes' rule (eval.judging.backends.context_refusal): an instruction too long for the
             # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err

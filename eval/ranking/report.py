@@ -180,8 +180,9 @@ def render_ranking_page(result: Mapping[str, Any]) -> str:
             "<h2>Answers</h2>",
             f'<p class="note">{_e(", ".join(answers) or "every instruction answered, none cut short")}. '
             "n_answer_failed counts instructions whose answer request failed (asked again by the next run); "
-            "n_answer_too_long instructions longer than the candidate's context, or leaving it no room for "
-            "max_tokens (its server's words in answers.jsonl; final, not asked again, scored as no answer); n_answer_empty instructions whose answer "
+            "n_answer_too_long instructions longer than the candidate's context, leaving it no room for "
+            "max_tokens, or whose request was past its server's body bound (HTTP 413) (its server's words in "
+            "answers.jsonl; final, not asked again, scored as no answer); n_answer_empty instructions whose answer "
             "was empty once thinking was stripped (not judged: see below); n_cut_in_thinking answers that stopped "
             "inside an unclosed &lt;think&gt; (the rest was cut away) and n_finish_length answers the candidate's "
             "max_tokens stopped: those with text left are judged and scored as they are, those left empty are empty "

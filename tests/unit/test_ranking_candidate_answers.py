@@ -391,3 +391,44 @@ def test_one_candidate_stage_at_a_time_asks_into_a_folder(tmp_path: Path, data: 
             assert f"{out / 'candidate'} is in use by judge-eval rank (pid " in capsys.readouterr().err
         assert cand.requests == [] and judge_server.requests == []
     assert sorted(p.name for p in out.rglob("*")) == ["candidate", "run.lock"]
+
+
+#: A proxy's (or judge-serve's) refusal of a request body past its bound, as the OpenAI SDK reads it.
+PAST_BOUND = (413, {"error": {"message": "body: the request body exceeds 8388608 bytes",
+                              "type": "invalid_request_error", "param": "body", "code": "body_too_large"}})
+
+
+def test_an_instruction_past_the_servers_body_bound_is_a_final_row_never_asked_again(tmp_path: Path,
+                                                                                     data: Path) -> None:
+    """Instruction 7's request is refused as too large (HTTP 413): one instruction a request, nothing smaller to
+    send, and that server refuses it however often it is asked. Its row is final (context_length_exceeded, exit 0),
+    its reason the 413's and how a larger server answers it, as the judge routes write one judgment past the bound.
+    Before, a failed row every rerun asked and was refused again (exit 3 for ever)."""
+    out = tmp_path / "bench"
+    with Scripted(lambda pid, n, model: PAST_BOUND if pid == 7 else None) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 0
+        assert sorted(_asked(cand)) == [1, 2, 3, 4, 5, 6, 7]  # the rerun asked nothing
+    row = _answers(out)[7]
+    assert (row["answer"], row["error"], row["reason"]) == (None, "context_length_exceeded", (
+        "the server refused the request's body as too large (HTTP 413: body: the request body exceeds 8388608 bytes), "
+        "with this one instruction alone: a server with a larger bound (judge-serve's max_body_bytes) answers it in a "
+        "new --out, with --overwrite, or once this row is deleted (a resume keeps final rows)"))
+    counts = json.loads((out / "rank.json").read_text(encoding="utf-8"))["counts"]
+    assert (counts["n_answer_failed"], counts["n_answer_too_long"], counts["n_no_answer"]) == (0, 1, 1)
+
+
+def test_a_candidate_whose_body_bound_no_instruction_fits_stops_at_the_first_three(tmp_path: Path,
+                                                                                    data: Path) -> None:
+    """Every request refused with a 413 (a bound set too small): the server's, not the instructions', so the first
+    three stop the run (exit 4) as failed rows, and the rerun against a larger bound asks them again."""
+    out = tmp_path / "bench"
+    with Scripted(lambda pid, n, model: PAST_BOUND) as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 4
+    assert {pid: r["error"] for pid, r in _answers(out).items()} == {1: "request_failed", 2: "request_failed",
+                                                                     3: "request_failed"}
+    assert _answers(out)[1]["reason"] == ("Refused: HTTP 413: Error code: 413 - body: the request body exceeds "
+                                          "8388608 bytes")
+    with Candidate() as cand, Judge(scores_by_output()) as judge:
+        assert main(rank_argv(cand.base_url, judge.base_url, data, out, "--concurrency", "1")) == 0
+        assert _asked(cand) == [4, 5, 6, 7, 1, 2, 3]
