@@ -32,7 +32,7 @@ class ExportAbandoned(SystemExit):
 
 def stop_exit_code(result) -> int:
     """The exit status of a run a signal stopped at a checkpoint: ``INTERRUPTED`` (130) on every rank for Ctrl+C
-    (SIGINT, never requeued: the user stopped it), else 0 when its Slurm job was requeued, else 75.
+    (SIGINT, for which no requeue is asked: the user stopped it), else 0 when its Slurm job was requeued, else 75.
 
     Under Slurm the requeue is global rank 0's to decide and to do (``train.preemption.requeue_slurm_job``); after
     training the other ranks wait for its answer (``train.preemption.requeue_with_every_rank``) and carry it in

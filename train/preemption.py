@@ -35,8 +35,9 @@ finish within KillWait / GraceTime; size them for the checkpoint (a ZeRO-3 save 
 takes minutes).
 
 Ctrl+C (SIGINT) is a stop signal too, with two differences. The first press says at once on stderr what will happen
-(the end of this step, with a checkpoint; during the export, the export given up) and is never requeued
-(``stop_exit_code``: 130 on every rank); the second raises ``KeyboardInterrupt`` at once, wherever the main thread
+(the end of this step, with a checkpoint; during the export, the export given up) and rank 0 never asks for a requeue
+on it (``stop_exit_code``: 130 on every rank; a requeue Slurm makes itself, an admin's ``scontrol requeue``, is
+Slurm's, whatever the ranks decide); the second raises ``KeyboardInterrupt`` at once, wherever the main thread
 is, for a user who will not wait for the step and the save: a checkpoint being written is then cut, and
 ``train.output_folder.latest_checkpoint`` passes it over. Saving on the first press is the choice made here, as for
 Slurm's signals: the steps since the last save are kept, at the cost of finishing one step and one save; a second
@@ -243,7 +244,7 @@ class SaveAndStopOnSignal(TrainerCallback):
 
 #: The stop signals from the one that yields to any other to the one that wins over all, when ranks received
 #: different ones (``_to_all_reduce``) and when one rank received several (``SaveAndStopOnSignal._on_signal``).
-#: Ctrl+C is the user's stop, and stays one (exit 130, never requeued) through a Slurm signal another rank got or
+#: Ctrl+C is the user's stop, and stays one (exit 130, no requeue asked) through a Slurm signal another rank got or
 #: this one got after it. SIGTERM (``scancel``, preemption: requeued only when the job's record says preempted) wins
 #: over SIGUSR1 (the time limit's warning: always requeued), so that a warning that came with a cancel, on this rank
 #: or another, does not bring the job back.
@@ -289,7 +290,10 @@ def requeue_slurm_job(callback: SaveAndStopOnSignal) -> bool:
     ``scontrol requeue`` returns.
 
     Returns:
-        True when the job is requeued: by this call, or by Slurm itself (``scontrol requeue``, preemption).
+        True when the job is requeued: by this call, or by Slurm itself (``scontrol requeue``, preemption). False,
+        without asking ``scontrol`` anything, for a run Ctrl+C stopped: the ranks ask for no requeue of the user's
+        stop, and a requeue Slurm makes of it all the same (an admin's ``scontrol requeue`` at that moment) is
+        Slurm's, the run ending as interrupted (exit 130).
     """
     job_id = os.environ.get("SLURM_JOB_ID")
     if callback.received not in (signal.SIGUSR1, signal.SIGTERM) or not job_id or os.environ.get("RANK", "0") != "0":

@@ -53,6 +53,12 @@ CASES = [
     ("scancel", signal.SIGTERM, "JobState=CANCELLED Restarts=0 PreemptTime=None", None, False, False),
     ("scancel of a rerun", signal.SIGTERM, "JobState=CANCELLED Restarts=1 PreemptTime=None", "1", False, False),
     ("time limit reached", signal.SIGTERM, "JobState=TIMEOUT Restarts=0 PreemptTime=None", None, False, False),
+    # Ctrl+C won over the SIGTERM of an admin's requeue or of a preemption: the ranks ask nothing (Slurm's own requeue
+    # is Slurm's, and brings the job back all the same)
+    ("Ctrl+C during scontrol requeue", signal.SIGINT, "JobState=COMPLETING Restarts=1 PreemptTime=None", None, False,
+     False),
+    ("Ctrl+C while preempted", signal.SIGINT, "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28", None,
+     False, False),
 ]  # fmt: skip
 
 
@@ -77,6 +83,18 @@ def test_requeue_decision(case, signum, record, restart_count, returns, requeues
     # The requeue is announced before scontrol runs: a requeue ends the job's steps at once, so a line logged after
     # the call could be lost (tests/integration/slurm/test_slurm_jobs.py reads it in the real job log).
     assert ("requeueing Slurm job 7" in caplog.text) is requeues, caplog.text
+
+
+def test_ctrl_c_asks_scontrol_nothing_whatever_the_job_record_says(tmp_path, monkeypatch, preemption):
+    """A run Ctrl+C stopped (it wins over Slurm's signals on every rank) never runs scontrol, not even to read the
+    job's record: the user's stop asks for no requeue, and one Slurm makes itself is not the ranks' to repeat."""
+    calls = _fake_scontrol(tmp_path, monkeypatch, "JobState=RUNNING Restarts=0 PreemptTime=2026-11-23T18:12:28")
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("RANK", "0")
+    stopper = preemption.SaveAndStopOnSignal()
+    stopper.received = signal.SIGINT
+    assert preemption.requeue_slurm_job(stopper) is False
+    assert not calls.exists()
 
 
 def test_no_requeue_off_rank_zero_or_outside_slurm(tmp_path, monkeypatch, preemption):

@@ -308,7 +308,7 @@ def test_ranks_agree_on_a_ctrl_c_that_reached_one_of_them_during_a_save(tmp_path
                          ids=["sigterm-and-ctrl-c", "ctrl-c-and-sigusr1"])
 def test_ranks_that_got_ctrl_c_and_slurms_signal_both_stop_as_interrupted(signals, tmp_path, monkeypatch):
     """Rank 0 and rank 1 get different signals during checkpoint-1's save, one of them Ctrl+C: both stop there as
-    interrupted (SIGINT, exit 130, never requeued), as one rank that gets both does (``_on_signal``: the user's stop
+    interrupted (SIGINT, exit 130, no requeue asked), as one rank that gets both does (``_on_signal``: the user's stop
     stays one). Before, the all-reduce took the highest signal number, SIGTERM (15) or SIGUSR1 (10) over SIGINT (2):
     both ranks stopped as for Slurm (exit 75), and under Slurm rank 0 asked for a requeue the user had not."""
     monkeypatch.setenv("RANK", "0")  # _one_rank sets it: put back after
