@@ -219,7 +219,7 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
             return 400, {"error": {"message": "items: required field is missing"}}
         (pair,) = body["pairs"]
         asked.append(pair["id"])
-        if pair["id"] == "p1":
+        if pair["id"] == "p1#original":  # a pair and its order: judge-serve's pair id
             return 413, {"error": {"message": too_large, "type": "invalid_request_error", "param": "body",
                                    "code": "body_too_large"}}
         return _judge_serve_answer(pair["id"], "")
@@ -228,7 +228,7 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
     with ScriptedEndpoint(respond, model="tiny") as server:
         assert main(_judge_serve_run(server, data, out)) == 0
         assert main(_judge_serve_run(server, data, out)) == 0
-    assert sorted(asked) == ["p0", "p1", "p2"]
+    assert sorted(asked) == ["p0#original", "p1#original", "p2#original"]
     rows = {row["id"]: (row["error"], row["reason"]) for row in _lines(out)}
     assert rows == {"p0": (None, ""), "p2": (None, ""), "p1": (
         "context_length_exceeded", f"the server refused the request's body as too large (HTTP 413: {too_large}), "
