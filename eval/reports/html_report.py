@@ -256,8 +256,10 @@ def _mae_svg(cells: Mapping[str, Cell], target: str, intervals: bool = True) -> 
     label_w, bar_w, row_h = 390, 420, 18
     height = 30 + row_h * len(rows)
     scale = bar_w / top
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 70}" height="{height}" '
-           f'class="mae-plot" font-size="11" font-family="sans-serif">']
+    width = label_w + bar_w + 70
+    # Drawn in viewBox units, shown at most this size: page.css shrinks it to a narrower container, all of it alike.
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+           f'height="{height}" class="mae-plot" font-size="11" font-family="sans-serif">']
     shown = shown_names(k for k, _ in rows)
     # The label, cut to its column's width as the tables cut names (first and last characters, marked where two
     # still read alike); the tooltip holds the tables' cut.

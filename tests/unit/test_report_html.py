@@ -118,6 +118,29 @@ def test_names_are_cut_on_the_pages():
         assert "Ж" * NAME_CHARS not in page and cut in page
 
 
+def test_mae_plot_scales_to_its_container():
+    """The MAE plot shrinks with a narrow screen instead of running off it: its viewBox is its drawing's size, so
+    a browser scales every bar, whisker and label alike (the figure shown is the same), and the page's CSS caps its
+    width at its container's with the height following. It was drawn 880 pixels wide with no viewBox: wider than a
+    390-pixel phone, where the page then scrolled sideways and the bars' right ends were off screen."""
+    from eval.reports.html_report import _asset, _mae_svg
+    from judge.metrics_json.metrics import Cell
+
+    cells = {f"c{k}": Cell.from_json({"n": 3, "n_failed": 0, "n_no_unique_mode": 0, "n_scored": 3, "mae": 0.1 * k,
+                                      "mae_ci": [0.05 * k, 0.2 * k]}) for k in range(1, 4)}
+    svg = _mae_svg(cells, "mode")
+    tag = re.match(r"<svg [^>]*>", svg).group(0)
+    width, height = (float(re.search(rf' {a}="([0-9.]+)"', tag).group(1)) for a in ("width", "height"))
+    assert re.search(r' viewBox="([^"]+)"', tag).group(1).split() == ["0", "0", f"{width:g}", f"{height:g}"]
+    # Every mark lies inside the viewBox: what is drawn beyond it would be cut once the plot is scaled.
+    xs = [float(x) for x in re.findall(r' x[12]?="([0-9.]+)"', svg)]
+    assert xs and max(xs) <= width
+    rule = re.search(r"svg\.mae-plot\s*\{([^}]*)\}", _asset("page.css"))
+    assert rule, "page.css has no rule for svg.mae-plot"
+    declarations = {d.split(":")[0].strip(): d.split(":")[1].strip() for d in rule.group(1).split(";") if ":" in d}
+    assert declarations.get("max-width") == "100%" and declarations.get("height") == "auto"
+
+
 def test_a_cut_name_keeps_its_end_and_names_cut_alike_stay_apart():
     """Names are told apart at their ends (compare's " (folder)" after two equal judge names, a rubric's "(часть B)"):
     a name cut to its first characters read as every other, two criteria were one filter value and two rows of one
