@@ -95,7 +95,11 @@
   const head = ["id"].concat(D.list_columns.map(k => D.filters[k].label), ["experts", D.reference_label],
     D.judges.map(j => j), [D.diff_label]);
   table.innerHTML = "<thead><tr>" + head.map(h => "<th>" + esc(h) + "</th>").join("") + "</tr></thead><tbody></tbody>";
-  root.appendChild(table);
+  // In a scroll box, as the metric tables: a list wider than a phone scrolls there, not the whole page.
+  const scroller = document.createElement("div");
+  scroller.className = "scroll";
+  scroller.appendChild(table);
+  root.appendChild(scroller);
   const body = table.tBodies[0];
 
   // Default order: largest difference first, undefined differences (failures, no reference) after all others.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
 from tests.support.browser import browser  # noqa: F401  (the fixture)
 
@@ -160,6 +161,44 @@ def test_summary_tables_lead_with_the_headline_and_fit_1280_pixels(browser, scor
             assert shown[1:len(headline) + 1] == headline and {"n_out_of_scale", "pearson", "kendall"} <= set(shown)
             toggle.click()
             assert _visible_headings(table)[1:] == headline
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def _sideways(driver) -> list[str]:
+    """What makes the page scroll sideways: the page's width past the window's, and each plot or table wider than
+    the box that shows it (a table in a scroll box may be wider than the page; the box then scrolls, not the page)."""
+    return driver.execute_script(
+        "const out = [], root = document.documentElement;"
+        "if (root.scrollWidth > root.clientWidth) out.push('page ' + root.scrollWidth + ' > ' + root.clientWidth);"
+        "for (const e of document.querySelectorAll('main svg, main table')) {"
+        "  let box = e.parentElement;"
+        "  while (box !== document.body && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;"
+        "  const right = Math.round(e.getBoundingClientRect().right);"
+        "  if (box === document.body && right > root.clientWidth)"
+        "    out.push(e.tagName + '#' + e.id + ' ends at ' + right);"
+        "}"
+        "return out;")
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_pages_need_no_sideways_scrolling_on_a_phone_or_a_desktop(browser, scored, width):  # noqa: F811
+    """At 390 px (a phone) and 1440 px: report.html and compare.html, their item list shown and an item opened, do
+    not scroll sideways; a plot shrinks to the page and a wide table scrolls in its own box. The MAE plot, 880
+    pixels wide, and the item list, outside any scroll box, ran past a phone's screen and cut off their right ends."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(width, 900)
+    try:
+        for page in ("exact/report.html", "cmp/compare.html"):
+            _open(browser, scored["root"] / page)
+            assert browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
+            browser.execute_script("document.querySelector('#items tr.item').click()")
+            assert browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")
+            assert _sideways(browser) == [], f"{page} at {width} px"
+            for plot in browser.find_elements(By.CSS_SELECTOR, "svg.mae-plot"):
+                assert plot.size["width"] <= browser.execute_script("return arguments[0].parentElement.clientWidth",
+                                                                    plot)
     finally:
         browser.set_window_size(1400, 1000)
 
