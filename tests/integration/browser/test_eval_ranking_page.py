@@ -36,3 +36,33 @@ def test_ranking_report_heat_map_in_chromium(browser, tmp_path: Path) -> None:  
     # 1/3 is paler than 1/2: more red in the white-to-blue ramp.
     assert int(background(literacy_tech).split("(")[1].split(",")[0]) > int(background(literacy_gen).split("(")[1].split(",")[0])
     assert "unparsed 1" in literacy_tech.text and "fail" in literacy_tech.get_attribute("class")
+
+
+def test_a_long_model_name_and_data_path_wrap_on_a_phone(browser, tmp_path: Path) -> None:  # noqa: F811
+    """At 390 px a candidate's name and a data path with nowhere to break a line (a local checkpoint's folder name,
+    a cluster's scratch path) wrap in the page's header instead of running past the screen: the page does not
+    scroll sideways, and the name is all there to read. Such a word did not break, and the title ran off the
+    screen."""
+    from selenium.webdriver.common.by import By
+
+    from eval.ranking.matrix import RankedItem, pollux_matrix
+    from eval.ranking.report import write_ranking_page
+
+    model = "checkpoints_qwen2.5_72b_instruct_pollux_sft_dpo_lr2e5_epoch3_merged_gptq_int4"
+    data = "/scratch/someone/projects/pollux-judge/data/POLLUX-instructions/test_with_reference_answers.jsonl"
+    items = [RankedItem(1, GEN, LITERACY, (0, 1, 2), 1.0), RankedItem(2, GEN, LITERACY, (0, 1, 2), 2.0)]
+    counts = {"n_instructions": 2, "n_items": 2, "n_answer_failed": 0, "n_cut_in_thinking": 0, "n_finish_length": 0,
+              "n_no_answer": 0, "n_empty_answer": 0, "n_no_prediction": 0}
+    result = {"model": model, "judge": "j", "data": data, "counts": counts,
+              "matrix": pollux_matrix(items, normalize="minmax", n_boot=0).to_json()}
+    (tmp_path / "rank").mkdir()
+    page = write_ranking_page(result, tmp_path / "rank")
+    browser.set_window_size(390, 900)
+    try:
+        browser.get(page.as_uri())
+        assert browser.execute_script("return document.documentElement.scrollWidth <= "
+                                      "document.documentElement.clientWidth"), "the page scrolls sideways at 390 px"
+        header = browser.find_element(By.TAG_NAME, "header").text.replace("\n", "")
+        assert model in header and data in header
+    finally:
+        browser.set_window_size(1400, 1000)
