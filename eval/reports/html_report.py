@@ -13,7 +13,7 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
 
-Why one module of ~590 lines: report.html and compare.html share one page frame, one table writer and one way of
+Why one module of ~610 lines: report.html and compare.html share one page frame, one table writer and one way of
 showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
 already their own modules.
 """
@@ -164,6 +164,13 @@ def _page(title: str, subtitle: list[str], nav: list[tuple[str, str]], body: lis
             parts.append(f'<script type="application/json" id="{css_id}">{payload}</script>')
     parts.append(f"<script>{_asset('page.js')}</script></body></html>")
     return "\n".join(parts)
+
+
+def _no_script(where: str) -> str:
+    """What the item list's section says where the browser runs no JavaScript (page.js draws the list): where the
+    items are instead; the tables above are HTML and read without it."""
+    return (f'<noscript><p class="warn">The item list is drawn by this page\'s JavaScript, which is off here: '
+            f"{_e(where)}.</p></noscript>")
 
 
 def _why_list(found: list[tuple[str, str]]) -> str:
@@ -408,7 +415,9 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
                  '<p class="note">Sorted by |judge − experts|; filter by split, evaluated model, task type, criterion, '
                  "status, the experts' mode (unique or not, no expert scores, no prediction) and whether the judge's "
                  "score lies on the item's scale (where the table records it). Click an item to open it. Names longer than the tables hold are cut "
-                 "in their middle (…), and marked (#…) where two would read alike.</p>", '<div id="explorer"></div>']
+                 "in their middle (…), and marked (#…) where two would read alike.</p>",
+                 _no_script("items.parquet beside this page holds them, one row per item, and predictions.jsonl "
+                            "the judge's verdicts"), '<div id="explorer"></div>']
         data = explorer
     nav = [(a if a != "explorer" else "explorer-title", t) for a, t in nav]
     return _page(f"Judge report: {judge_name}", subtitle, nav, body, data)
@@ -589,7 +598,9 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
         nav.append(("explorer-title", "Items"))
         body += ['<h2 id="explorer-title">Items where the judges disagree most</h2>',
                  '<p class="note">Per comparison, the items with the largest |run − baseline| (then items only one '
-                 "judge scored). Click an item to see both judges' feedback.</p>", '<div id="explorer"></div>']
+                 "judge scored). Click an item to see both judges' feedback.</p>",
+                 _no_script("each run's items.parquet holds its items, one row per item, in the run's folder"),
+                 '<div id="explorer"></div>']
         data = explorer
     return _page(f"Judge comparison (baseline: {baseline})", subtitle, nav, body, data)
 

@@ -237,3 +237,47 @@ def test_page_escapes_a_status_label_and_labels_each_judge_once(browser, scored,
     headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "tr.detail-row h5")]
     assert [h.split(" — ")[0] for h in headings if " — score" in h] == ["baseline: exact", "run: lenient"]
     assert browser.execute_script("return window.__xss") is None
+
+
+@pytest.fixture(scope="module")
+def browser_without_scripts():
+    """A headless chromium that runs no JavaScript: what a reader with scripts off, or a mail client's preview, sees."""
+    import shutil
+    import tempfile
+
+    from tests.support.browser import CHROMEDRIVER, chrome_options, missing_browser
+
+    reason = missing_browser()
+    if reason:
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    options = chrome_options(profile)
+    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_pages_read_with_javascript_off(browser_without_scripts, scored):
+    """With scripts off, report.html and compare.html still give their headline sentence and their tables (written
+    as HTML, not by page.js), and the item list, which page.js draws, says where the items are instead of leaving
+    an empty section under "Click an item to open it"."""
+    from selenium.webdriver.common.by import By
+
+    driver = browser_without_scripts
+    for page, table_id, where in (("exact/report.html", "summary-table", "items.parquet"),
+                                  ("cmp/compare.html", "side-all", "items.parquet")):
+        driver.get((scored["root"] / page).as_uri())
+        assert driver.execute_script("return document.body.dataset.ready") is None  # page.js did not run
+        table = driver.find_element(By.ID, table_id)
+        assert table.is_displayed() and "MAE" in table.text and len(table.find_elements(By.TAG_NAME, "tr")) >= 2
+        assert driver.find_element(By.CSS_SELECTOR, "main p, main li").text  # the first sentence under the title
+        notes = driver.find_elements(By.CSS_SELECTOR, "noscript > p.warn")
+        assert [n.is_displayed() for n in notes] == [True], page
+        assert "JavaScript" in notes[0].text and where in notes[0].text, page
