@@ -281,3 +281,81 @@ def test_pages_read_with_javascript_off(browser_without_scripts, scored):
         notes = driver.find_elements(By.CSS_SELECTOR, "noscript > p.warn")
         assert [n.is_displayed() for n in notes] == [True], page
         assert "JavaScript" in notes[0].text and where in notes[0].text, page
+
+
+# Markup in every text a page shows: a script element (and the end tag of the one holding the page's data), an
+# element with a handler, a javascript: URL, a comment's start, a style element, U+2028 / U+2029. Each would set
+# window.__pwned (or hide the page) if it became markup.
+HOSTILE = ('</script><script>window.__pwned=1</script> "><img src=x onerror="window.__pwned=2"> '
+           "<a href=\"javascript:window.__pwned=3\">link</a> <!-- <script> \u2028L\u2029P "
+           "<style>body{display:none}</style> 'x")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> dict:
+    """report.html and compare.html of two runs on 6 sample records whose every text (id, instruction, answer,
+    reference, rubric, criterion, evaluated model, experts' comments, the judge's name, feedback, raw output, error,
+    reason) is ``HOSTILE`` followed by its own."""
+    import dataclasses
+    import json
+
+    import judge
+    from eval.cli import main
+
+    root = tmp_path_factory.mktemp("hostile-pages")
+    records = [r for r in judge.load_records(judge.sample_data_path()) if judge.split_of(r) == "standard"][:6]
+    records = [dataclasses.replace(r, id=HOSTILE + str(r.id), instruction=HOSTILE + r.instruction, answer=HOSTILE,
+                                   reference_answer=HOSTILE, criteria_name=HOSTILE + r.criteria_name,
+                                   rubrics=HOSTILE + r.rubrics, model_id=HOSTILE + r.model_id,
+                                   expert_feedback=[HOSTILE] * len(r.expert_scores), annotations=())
+               for r in records]
+    judge.write_jsonl(records, root / "data.jsonl")
+    runs = []
+    for name, offset in (("a", 0), ("b", 1)):
+        run = root / name
+        run.mkdir()
+        rows = [{"id": r.id, "judge": HOSTILE + name, "raw_output": HOSTILE, "feedback": HOSTILE,
+                 "score": max(r.expert_scores) - (offset if k % 2 else 0), "parse_ok": True, "error": None,
+                 "reason": "", "score_source": "verdict", "latency_s": 0.1, "confidence": 0.5,
+                 "score_probs": {HOSTILE: 0.5, "1": 0.5}} for k, r in enumerate(records)]
+        rows[3].update(score=None, parse_ok=False, feedback="", error=HOSTILE, reason=HOSTILE)
+        (run / "predictions.jsonl").write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                               encoding="utf-8")
+        assert main(["score", "--predictions", str(run), "--data", str(root / "data.jsonl"), "--n-boot", "20",
+                     "--no-plots"]) == 0
+        runs.append(run)
+    assert main(["compare", *map(str, runs), "--out", str(root / "cmp"), "--n-boot", "20"]) == 0
+    return {"report": runs[1] / "report.html", "compare": root / "cmp" / "compare.html", "n": len(records)}
+
+
+@pytest.mark.parametrize("kind", ["report", "compare"])
+def test_hostile_texts_run_nothing_and_show_as_text_with_every_item_open(browser, hostile, kind):  # noqa: F811
+    """Every item opened (page.js writes its texts into the page then): window.__pwned stays undefined, no element
+    came from the data (no img, no link, one style element, page.js the one script that runs), the texts show
+    literally, and the page fetched nothing (offline: no resource requested, no src or external href)."""
+    from selenium.webdriver.common.by import By
+
+    _open(browser, hostile[kind])
+    rows = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")
+    assert len(rows) == hostile["n"]
+    for k in range(len(rows)):
+        row = browser.find_elements(By.CSS_SELECTOR, "#items tr.item")[k]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+        row.click()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.detail-row")) == hostile["n"]
+    assert browser.execute_script("return window.__pwned") is None
+    counts = browser.execute_script(
+        "return [document.images.length, document.querySelectorAll('a[href^=\"javascript\"], iframe, object').length,"
+        " document.querySelectorAll('style').length, document.querySelectorAll('script:not([type])').length,"
+        " document.querySelectorAll('[src], link[href]').length, performance.getEntriesByType('resource').length]")
+    assert counts == [0, 0, 1, 1, 0, 0]
+    body = browser.find_element(By.TAG_NAME, "body")
+    assert body.is_displayed()
+    text = body.text
+    for shown in ("<script>window.__pwned=1</script>", 'onerror="window.__pwned=2"', "javascript:window.__pwned=3",
+                  "<!-- <script>", "<style>body{display:none}</style>"):
+        assert shown in text, shown
+    # Every link on the page goes to a place on it.
+    hrefs = browser.execute_script("return Array.from(document.querySelectorAll('a[href]'), a => a.href.baseVal"
+                                   " ?? a.getAttribute('href'))")
+    assert hrefs and all(h.startswith("#") for h in hrefs)
