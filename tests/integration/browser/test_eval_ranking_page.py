@@ -66,3 +66,32 @@ def test_a_long_model_name_and_data_path_wrap_on_a_phone(browser, tmp_path: Path
         assert model in header and data in header
     finally:
         browser.set_window_size(1400, 1000)
+
+
+def test_hostile_names_on_the_ranking_page_run_nothing_and_show_as_text(browser, tmp_path: Path) -> None:  # noqa: F811
+    """A candidate, judge, data path, task group and criterion named with a script, a handler, a javascript: link, a
+    comment's start and a style element: window.__pwned stays undefined, the page holds no element from them and
+    requests nothing, and the names show literally (cut as the page cuts names)."""
+    from selenium.webdriver.common.by import By
+
+    from eval.ranking.matrix import RankedItem, pollux_matrix
+    from eval.ranking.report import write_ranking_page
+
+    hostile = ('</script><script>window.__pwned=1</script> "><img src=x onerror="window.__pwned=2"> '
+               '<a href="javascript:window.__pwned=3">l</a> <!-- <style>body{display:none}</style>')
+    items = [RankedItem(1, hostile + "g", hostile + "c", (0, 1, 2), 1.0),
+             RankedItem(2, hostile + "g", hostile + "c", (0, 1, 2), 2.0)]
+    counts = {"n_instructions": 2, "n_items": 2, "n_answer_failed": 0, "n_cut_in_thinking": 0, "n_finish_length": 0,
+              "n_no_answer": 0, "n_empty_answer": 0, "n_no_prediction": 0}
+    result = {"model": hostile + "m", "judge": hostile + "j", "data": hostile + "d", "counts": counts,
+              "matrix": pollux_matrix(items, normalize="minmax", n_boot=0).to_json()}
+    (tmp_path / "rank").mkdir()
+    browser.get(write_ranking_page(result, tmp_path / "rank").as_uri())
+    assert browser.execute_script("return window.__pwned") is None
+    assert browser.execute_script(
+        "return [document.images.length, document.scripts.length, document.querySelectorAll('a, style').length,"
+        " performance.getEntriesByType('resource').length]") == [0, 0, 1, 0]
+    body = browser.find_element(By.TAG_NAME, "body")
+    assert body.is_displayed()
+    for name in ("m", "j", "d", "g", "c"):
+        assert hostile + name in body.text, name
