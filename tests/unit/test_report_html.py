@@ -653,3 +653,33 @@ def test_report_explorer_says_at_the_top_when_the_text_cap_left_items_without_te
     assert data["notes"] == ["Texts are embedded for 2 of 6 items, the largest differences of each criterion and "
                              "evaluated model first (--html-text-items 2)."]
     assert report_items(_items(6), records, [], "j", "mode", text_items=6)["notes"] == []
+
+
+def test_the_summary_figures_a_reader_sees_are_metrics_jsons(scored):
+    """report.html's summary and compare.html's side-by-side table show metrics.json's n, failures, MAE with its
+    interval, Spearman with its interval and VC judge, each split's row and each run's, at 3 decimals: the page's
+    figures are the file's, not recomputed or taken from another split."""
+    from eval.reports.report import SPLIT_TITLES
+    from tests.unit.test_report_html_paper_tables import html_tables
+
+    def shown(cell) -> list[str]:
+        def three(v):
+            return f"{v:.3f}"
+        def with_interval(value, interval):
+            return f"{three(value)} [{three(interval[0])}, {three(interval[1])}]"
+        return [str(cell.n), str(cell.n_failed), with_interval(cell.mae, cell.mae_ci),
+                with_interval(cell.spearman, cell.spearman_ci), three(cell.vc_judge)]
+
+    def columns(table: list[list[str]]) -> list[list[str]]:
+        at = [table[0].index(h) for h in ("n", "failed", "MAE", "Spearman", "VC judge")]
+        return [[row[0]] + [row[k] for k in at] for row in table[1:]]
+
+    def read(path: str) -> str:
+        return (scored["root"] / path).read_text(encoding="utf-8")
+
+    exact, lenient = (Metrics.from_json(json.loads(read(f"{name}/metrics.json"))) for name in ("exact", "lenient"))
+    summary = columns(html_tables(read("exact/report.html"))["summary-table"])
+    assert summary == [[SPLIT_TITLES[split]] + shown(block.overall) for split, block in exact.splits.items()]
+    assert len(summary) == 3 and len({row[3] for row in summary}) > 1  # the splits' MAEs differ: a row is its own
+    side = columns(html_tables(read("cmp/compare.html"))["side-all"])
+    assert [row[1:] for row in side] == [shown(run.splits["all"].overall) for run in (exact, lenient)]
