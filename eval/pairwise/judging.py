@@ -408,7 +408,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     from eval.judging.backends import (BodyPastBound, FirstRefusals, NoRoom, Refused, ServerChanged, TooLong,
                                        chat_answer_text, chat_choice, chat_extra_body, context_refusal, failed_outcome,
                                        failure_reason, judge_response, judge_results, not_json, reasoning_of,
-                                       refusal_of, refuse_format_change, retryable_status, short, too_long_outcome)
+                                       refusal_of, refuse_format_change, retryable_status, short, too_long_outcome,
+                                       unreadable_body)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -478,7 +479,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             # the pointwise chat path's rule (eval.judging.backends.context_refusal): a pair too long for the window
             # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
-        except json.JSONDecodeError as err:  # a body that says it is JSON and is not: MalformedAnswer
+        except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
+            if not unreadable_body(err):
+                raise
             raise not_json(err) from err
         choice = chat_choice(reply)  # a 200 with no choice, or one that is no object: MalformedAnswer
         finish_reason = getattr(choice, "finish_reason", None)

@@ -470,7 +470,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from tqdm import tqdm
 
     from eval.judging.backends import (ABORTED_FINISH, BodyPastBound, FirstRefusals, NoRoom, Refused, TooLong,
-                                       chat_choice, context_refusal, generation_aborted, not_json, refusal_of)
+                                       chat_choice, context_refusal, generation_aborted, not_json, refusal_of,
+                                       unreadable_body)
     from eval.judging.answer_text import answer_text
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
@@ -507,7 +508,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             # the judge routes' rule (eval.judging.backends.context_refusal): an instruction too long for the
             # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
-        except json.JSONDecodeError as err:  # a body that says it is JSON and is not: MalformedAnswer
+        except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
+            if not unreadable_body(err):
+                raise
             raise not_json(err) from err
         # An HTTP 200 that is no chat completion (a proxy's page, no choice, a choice that is no object) is a
         # MalformedAnswer: a failed row, never retried, and counted by the failing streak as the judge's clients do.

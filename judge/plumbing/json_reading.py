@@ -4,7 +4,8 @@ before they are asked (Arrow's JSON reader).
 - ``json.loads`` refuses valid JSON it cannot hold with errors meant for programmers: a bare ``RecursionError`` on
   nesting past Python's recursion limit (~1,000 levels in CPython's C scanner), a ``ValueError`` on an integer past
   the 4,300-digit limit of integer string conversion. ``unreadable_json`` words them (and malformed JSON) for
-  whoever fixes the data, for the loaders' errors that name the file and row.
+  whoever fixes the data, for the loaders' errors that name the file and row, and for the evaluation clients'
+  failed rows of an HTTP 200 whose body is such JSON (``json_limit_refusal`` tells those two errors apart).
 - ``pyarrow.json.read_json`` overflows a thread's stack and kills the whole process (SIGSEGV, no message) on nesting
   between 10,000 and 20,000 levels (pyarrow 26.0, measured here: 10,000 reads, 20,000 crashes). Untrusted input is
   bounded before work: ``arrow_may_read`` is a bound on nesting cheap enough to run on every file (a line cannot
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "counted", "got_words",
-           "kind_words", "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
+           "json_limit_refusal", "kind_words", "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -70,6 +71,14 @@ def unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) 
     # "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use
     # sys.set_int_max_str_digits() ...": the advice is for programmers, not for whoever fixes the data
     return f"unreadable JSON: a number too long to read ({str(err).split(';')[0]})"
+
+
+def json_limit_refusal(err: BaseException) -> bool:
+    """Whether ``err`` is ``json.loads`` refusing valid JSON it cannot hold (nesting past the recursion limit, an
+    integer past the 4,300-digit limit): what ``unreadable_json`` words, for a caller whose ``ValueError`` may come
+    from elsewhere too (an HTTP client that parses the body inside a call doing more)."""
+    return isinstance(err, RecursionError) or (isinstance(err, ValueError) and not isinstance(err, json.JSONDecodeError)
+                                               and "integer string conversion" in str(err))
 
 
 #: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.

@@ -14,6 +14,14 @@ from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 
 HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
 
+#: Valid JSON that ``json.loads`` cannot hold (a hostile or broken endpoint's 200): nesting far past Python's
+#: recursion limit, and an integer past its 4,300-digit limit of integer string conversion.
+DEEP_JSON = RawBody(b'{"id": "x", "choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+LONG_NUMBER = RawBody(b'{"id": "x", "choices": [' + b"9" * 5_000 + b"]}")
+#: What a failed row's reason says of each (``judge.plumbing.json_reading.unreadable_json``'s words).
+DEEP_JSON_SAYS = "HTTP 200, but the answer is unreadable JSON: nested too deeply"
+LONG_NUMBER_SAYS = "HTTP 200, but the answer is unreadable JSON: a number too long to read ("
+
 #: Each malformed chat answer (HTTP 200, but no chat completion), and the words its failed row's reason starts with.
 MALFORMED_CHAT = {
     "plain-text": (RawBody(b"upstream said no", "text/plain"),
@@ -25,6 +33,8 @@ MALFORMED_CHAT = {
     "null-choices": ({"id": "x", "object": "chat.completion", "choices": None}, "the chat answer holds no choice"),
     "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},
                           "the chat answer's choice is not an object: 'x'"),
+    "deep-json": (DEEP_JSON, DEEP_JSON_SAYS),
+    "long-number": (LONG_NUMBER, LONG_NUMBER_SAYS),
 }
 
 #: What the stop says the streak's answers were, by route.

@@ -24,7 +24,8 @@ from eval.pairwise.judging import ORDERS, PAIRWISE_PREDICTIONS, read_pairwise_ro
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Judge, rank_argv, scores_by_output
-from tests.support.malformed_answers import (HTML, MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+from tests.support.malformed_answers import (DEEP_JSON, DEEP_JSON_SAYS, HTML, LONG_NUMBER, LONG_NUMBER_SAYS,
+                                             MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
                                              chat_endpoint, judge_requests, judge_serve_endpoint)
 from tests.support.pairwise_breaker import N_PAIRS
 from tests.support.pairwise_breaker import journal_rows as _journal, pair_run_args as _pair_args, pairs_file as _pairs
@@ -38,6 +39,8 @@ MALFORMED_SERVE = {
     "cut-json": (RawBody(b'{"id": "x", "ite'), "HTTP 200, but the answer is not a /v1/judge response: "),
     "not-a-judge-response": ({"id": "x", "object": "chat.completion", "choices": []},
                              "HTTP 200, but the answer is not a /v1/judge response: "),
+    "deep-json": (DEEP_JSON, DEEP_JSON_SAYS),
+    "long-number": (LONG_NUMBER, LONG_NUMBER_SAYS),
 }
 
 

@@ -23,7 +23,8 @@ from eval.judging.predictions import read_predictions
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
-from tests.support.malformed_answers import (HTML, MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+from tests.support.malformed_answers import (DEEP_JSON, DEEP_JSON_SAYS, HTML, LONG_NUMBER, LONG_NUMBER_SAYS,
+                                             MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
                                              chat_endpoint, judge_requests, judge_serve_endpoint)
 from tests.support.scripted_endpoint import RawBody, chat_completion
 
@@ -112,6 +113,8 @@ MALFORMED_SERVE = {
     "one-result-less": (lambda body: _served(body, 1, -1), "HTTP 200, but the /v1/judge response holds "),
     "other-item": (lambda body: _for_other_item(_served(body, 1, 0)),
                    "HTTP 200, but the /v1/judge response's item answers id 's9999' at index 0, the request's "),
+    "deep-json": (lambda body: DEEP_JSON, DEEP_JSON_SAYS),
+    "long-number": (lambda body: LONG_NUMBER, LONG_NUMBER_SAYS),
 }
 
 
