@@ -6,7 +6,7 @@ rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 
-Why one module of ~540 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
+Why one module of ~560 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
 and the table reader hands a file it doubts to the line reader, which names the bad row; apart, each would restate
 the other's rules.
 """
@@ -229,11 +229,12 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         if b"\r" in body:  # whitespace to json.loads, a line end to Arrow: read as the line reader reads
             return prediction_table(iter_predictions(path))
     # Arrow takes one object per line and skips blank lines; a line that is not an object (``null`` crashes
-    # pyarrow 26's reader) is refused before it, for the row checks to name.
+    # pyarrow 26's reader) is refused before it, for the row checks to name. An object after spaces or tabs (JSON's
+    # whitespace: json.loads takes it) goes on, to the line reader below (arrow_reads_lines_alike).
     lines = body.count(b"\n")
     if body and int(body.startswith(b"{")) + body.count(b"\n{") != lines:
         kept = [line for line in body.split(b"\n") if line.strip()]
-        if any(not line.startswith(b"{") for line in kept):
+        if any(not line.lstrip(b" \t").startswith(b"{") for line in kept):
             _raise_first_bad_row(path, None)
         body = b"\n".join(kept) + b"\n" if kept else b""
         lines = len(kept)
@@ -328,10 +329,14 @@ def _refuse_not_jsonl(given: str | Path, path: Path, data: bytes) -> None:
 
 def _raise_first_bad_row(path: Path, arrow_error: Exception | None) -> None:
     """Raise the error of the first row that is not a prediction row, read line by line as ``iter_predictions``
-    reads (the message names the file, the row and the field); Arrow's own error when every row passes."""
+    reads (the message names the file, the row and the field); when every row passes, Arrow's own error, or (none
+    given: a check of the table's columns refused it) that the two readers disagree."""
     for _ in _iter_rows(path, quiet=True):
         pass
-    raise ValueError(f"{path}: not a predictions file Arrow can read ({arrow_error})")
+    if arrow_error is not None:
+        raise ValueError(f"{path}: not a predictions file Arrow can read ({arrow_error})")
+    raise ValueError(f"{path}: a row the table reader (Arrow's JSON reader and its checks of the columns) refuses, "
+                     "though the line-by-line reader finds nothing wrong with any line")
 
 
 def _raise_bad_text(path: Path, table: pa.Table) -> None:

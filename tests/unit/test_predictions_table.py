@@ -116,6 +116,36 @@ def test_a_file_saved_on_windows_reads_as_the_streaming_reader_reads_it(tmp_path
     assert read_predictions(windows) == read_predictions(plain) == list(iter_predictions(windows))
 
 
+@pytest.mark.parametrize("indent", [" ", "\t", "  \t"])
+def test_a_row_indented_with_json_whitespace_reads_as_the_streaming_reader_reads_it(tmp_path, indent):
+    """Spaces or tabs before a row's ``{`` (json.loads, the streaming reader, takes them; Arrow's line check did not):
+    both readers give the same rows as the plain file, where the table reader refused the file with "not a
+    predictions file Arrow can read (None)"."""
+    rows = _seeded_rows(6)
+    plain, indented = tmp_path / "plain.jsonl", tmp_path / "indented.jsonl"
+    _write(plain, rows)
+    indented.write_text("".join((indent if k % 2 else "") + json.dumps(r) + "\n" for k, r in enumerate(rows)),
+                        encoding="utf-8")
+    assert read_predictions(indented) == read_predictions(plain) == list(iter_predictions(indented))
+
+
+def test_a_row_past_the_line_reader_but_refused_by_the_table_reader_says_so(tmp_path):
+    """The fallback of the table reader's refusals, for a row the line-by-line reader finds nothing wrong with:
+    its message says what happened (Arrow's error when it gave one), never "(None)"."""
+    from eval.judging.predictions import _raise_first_bad_row
+
+    path = tmp_path / "predictions.jsonl"
+    _write(path, _seeded_rows(3))
+    with pytest.raises(ValueError) as unnamed:
+        _raise_first_bad_row(path, None)
+    assert str(unnamed.value) == (f"{path}: a row the table reader (Arrow's JSON reader and its checks of the "
+                                  "columns) refuses, though the line-by-line reader finds nothing wrong with any line")
+    with pytest.raises(ValueError) as named:
+        _raise_first_bad_row(path, ValueError("JSON parse error: Invalid value. in row 0"))
+    assert str(named.value) == (f"{path}: not a predictions file Arrow can read (JSON parse error: Invalid value. "
+                                "in row 0)")
+
+
 def test_a_torn_last_line_is_dropped_with_one_warning(tmp_path, caplog):
     """A last line without its newline is dropped, with judge.plumbing.journal's warning, once."""
     path = tmp_path / "predictions.jsonl"
