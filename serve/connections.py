@@ -50,15 +50,14 @@ def _closing_error(status: int, reason: str, message: str, param: str | None, co
             f"content-length: {len(body)}\r\n\r\n").encode() + body
 
 
-def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MAX_HEADER_BYTES,
-                             body_timeout_s: float | None = None):
+def header_deadline_protocol(header_timeout_s: float, body_timeout_s: float | None = None):
     """uvicorn's httptools protocol with a deadline and a size bound for each request's headers, and a deadline for
     its body.
 
     uvicorn times out idle keep-alive connections (``timeout_keep_alive``) but not a connection whose headers never
     finish: ~1,100 of those exhausted judge-serve's descriptors. Here each connection, and each
     new request on a kept-alive one, must complete its headers within ``header_timeout_s`` or is closed, with
-    uvicorn's own keep-alive handler; one whose request line and headers pass ``max_header_bytes`` gets a 431 and is
+    uvicorn's own keep-alive handler; one whose request line and headers pass ``MAX_HEADER_BYTES`` gets a 431 and is
     closed. Nor does uvicorn bound the time a body takes: a client that sends its headers, then one byte every few
     seconds, holds a connection slot (``max_connections``) for ever. With ``body_timeout_s``, a body not complete
     that long after its headers gets a 408 and the connection is closed. Nor does it bound the time a client takes to
@@ -84,10 +83,10 @@ def header_deadline_protocol(header_timeout_s: float, max_header_bytes: int = MA
 
         def _count(self, n: int) -> None:
             self._header_bytes += n
-            if self._header_bytes > max_header_bytes:
+            if self._header_bytes > MAX_HEADER_BYTES:
                 self._cancel("_header_timer")
                 self._close_with(_closing_error(431, "Request Header Fields Too Large", "headers: the request line "
-                                                f"and headers pass {max_header_bytes} bytes", "headers",
+                                                f"and headers pass {MAX_HEADER_BYTES} bytes", "headers",
                                                 "headers_too_large"))
 
         def _close_with(self, answer: bytes) -> None:

@@ -374,19 +374,15 @@ def build_qwen_tokenizer(
     return tokenizer
 
 
-def build_qwen3_tokenizer(out_dir: str | Path | None = None) -> "PreTrainedTokenizerFast":
+def build_qwen3_tokenizer() -> "PreTrainedTokenizerFast":
     """Build Qwen3's fast tokenizer, offline: Qwen2.5's BPE (Qwen3 kept it), Qwen3's 26 added tokens, its chat template.
 
     Eos is ``<|im_end|>``, pad ``<|endoftext|>``, no bos, as in Qwen3-4B's ``tokenizer_config.json``.
-
-    Args:
-        out_dir: When given, the tokenizer is also written there with ``save_pretrained``.
 
     Returns:
         The tokenizer; ``len(tokenizer) == 151_669``.
     """
     return build_qwen_tokenizer(
-        out_dir,
         added_tokens=QWEN3_ADDED_TOKENS,
         chat_template=QWEN3_CHAT_TEMPLATE,
         model_max_length=QWEN3_MODEL_MAX_LENGTH,

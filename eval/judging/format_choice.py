@@ -104,9 +104,10 @@ def chosen_verdict_format(setting: str, judge_ref: str, model: str, served: str 
     return VerdictFormat.TAGGED, "no model id names Pollux-4B-Judge: the 7B/32B judges' format"
 
 
-def resolve_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None) -> str:
-    """The judge's verdict format for a folder with no verdicts yet (``run_verdict_format``, logged)."""
-    return run_verdict_format(setting, judge_ref, model, served)[0]
+def resolve_verdict_format(setting: str, judge_ref: str, model: str) -> str:
+    """The judge's verdict format for a folder with no verdicts yet and a server that says none
+    (``run_verdict_format``, logged)."""
+    return run_verdict_format(setting, judge_ref, model)[0]
 
 
 def run_verdict_format(setting: str, judge_ref: str, model: str, served: str | None = None, out: Path | None = None,

@@ -414,13 +414,9 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
     """
     return prediction_rows(read_prediction_table(path))
 
-def iter_predictions(path: str | Path, torn: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
-    """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks).
-
-    Args:
-        torn: when given, receives a torn last line's bytes (``judge.plumbing.journal.iter_journal``).
-    """
-    for row in _iter_rows(path, torn):
+def iter_predictions(path: str | Path) -> Iterator[dict[str, Any]]:
+    """``read_predictions`` one row at a time: memory does not grow with the file (resume, provenance checks)."""
+    for row in _iter_rows(path):
         yield _as_json(row)
 
 

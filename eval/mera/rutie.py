@@ -103,7 +103,7 @@ import dataclasses
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -748,7 +748,6 @@ def run_dialogues(
     out_dir: str | Path,
     *,
     concurrency: int = 4,
-    on_record: Callable[[dict], None] | None = None,
 ) -> list[dict]:
     """Answer every question, dialogues concurrently, each strictly in order; resumes from ``answers.jsonl``.
 
@@ -793,7 +792,7 @@ def run_dialogues(
     withheld: set[Any] = set()  # dialogues with a record held back (or dropped at the stop): nothing later is saved
     asked = [0]
 
-    def save(dialog_id: Any, record: dict, refusal: Any) -> list[dict]:
+    def save(dialog_id: Any, record: dict, refusal: Any) -> None:
         """Offer a finished question to ``first``; save what it lets through (the caller holds ``lock``)."""
         if isinstance(refusal, ContextLimitError):
             # judge-eval's rule (eval.judging.backends.context_refusal): a question too long for the window even
@@ -822,7 +821,6 @@ def run_dialogues(
             writer.append(*out)
         for rec in out:
             results[rec["dialog_id"]].append(rec)
-        return out
 
     def run_one(dialog_id: int | str) -> None:
         try:
@@ -848,10 +846,7 @@ def run_dialogues(
                 if late.drop(f"dialogue {dialog_id} question {item.question_id}"):
                     return
                 asked[0] += 1
-                saved = save(dialog_id, record, refusal)
-            if on_record is not None:
-                for rec in saved:
-                    on_record(rec)
+                save(dialog_id, record, refusal)
 
     # One dialogue's failure (an endpoint down past its retries) ends the run: it sets ``abort`` at once, so the
     # other dialogues finish the question each is asking (its answer saved) and ask no more, and the queued ones

@@ -1046,11 +1046,12 @@ def _summary_line(matrix, unanswered: Mapping[str, Sequence[Any]], selection: Ma
             f"{_ids(empty)}")
 
 
-def _ids(ids: Sequence[Any], most: int = 10) -> str:
+def _ids(ids: Sequence[Any]) -> str:
+    """The first ten of ``ids`` as a message shows them (a mark when there are more), or "" for none."""
     if not ids:
         return ""
-    shown = ", ".join(map(str, ids[:most]))
-    return f" [prompt_id {shown}{', …' if len(ids) > most else ''}]"
+    shown = ", ".join(map(str, ids[:10]))
+    return f" [prompt_id {shown}{', …' if len(ids) > 10 else ''}]"
 
 
 def unnormalisable_rubric(rows: Sequence[InstructionRow], normalize: str, source: str) -> None:

@@ -303,8 +303,9 @@ def resamples_phrase(result: dict[str, Any]) -> str:
     return phrase
 
 
-def _id_list(ids: list[Any], most: int = 10) -> str:
-    return ", ".join(map(str, ids[:most])) + (", …" if len(ids) > most else "")
+def _id_list(ids: list[Any]) -> str:
+    """The first ten of ``ids``, with a mark when there are more."""
+    return ", ".join(map(str, ids[:10])) + (", …" if len(ids) > 10 else "")
 
 
 def holm_applied(result: Mapping[str, Any]) -> bool:

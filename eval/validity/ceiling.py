@@ -99,8 +99,7 @@ def ceiling_resamples(n_boot: int, level: float) -> int:
 FAILURES = CEILING_FAILURES
 
 
-def verdict(interval: list, n_units: int, n_resamples: int, margin: float = MARGIN, min_items: int = MIN_ITEMS,
-            level: float = 0.95) -> str | None:
+def verdict(interval: list, n_units: int, n_resamples: int, level: float = 0.95) -> str | None:
     """The ceiling's verdict from the gap's interval (module docstring): inside, outside, inconclusive, or None
     without an interval. ``n_units``: the units the interval resampled (items, or clusters); ``n_resamples``: the
     resamples it was read off. Under ``paired_resamples_to_call(1 - level)`` of them (41 at 0.95) it is
@@ -118,9 +117,9 @@ def verdict(interval: list, n_units: int, n_resamples: int, margin: float = MARG
     low, high = interval
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
         return None
-    if n_units < min_items or n_resamples < paired_resamples_to_call(1.0 - level):
+    if n_units < MIN_ITEMS or n_resamples < paired_resamples_to_call(1.0 - level):
         return "inconclusive"
-    return "inside" if high <= margin else "outside" if low > margin else "inconclusive"
+    return "inside" if high <= MARGIN else "outside" if low > MARGIN else "inconclusive"
 
 
 def leave_one_out_reference(experts: np.ndarray, target: str,

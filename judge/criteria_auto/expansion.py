@@ -44,7 +44,6 @@ def expand_criteria(
     instruction: str,
     answer: str,
     choice: TaskChoice | TaskClassifier,
-    lang: str = "ru",
     extra: Mapping | None = None,
 ) -> tuple[list[dict], dict]:
     """One judge item per chosen criterion, for ``criteria: auto`` (pure given a ``TaskChoice``).
@@ -52,7 +51,6 @@ def expand_criteria(
     Args:
         instruction, answer: the pair to judge.
         choice: a ``TaskChoice``, or a classifier to ask for one.
-        lang: rubric language.
         extra: columns copied into every item (``model_id``, ``reference_answer``...).
 
     Returns:
@@ -87,9 +85,9 @@ def expand_criteria(
             **(extra or {}),
             "instruction": instruction,
             "answer": answer,
-            "criteria_name": crit.name[lang],
+            "criteria_name": crit.name["ru"],
             "criterion_id": cid,
-            "rubrics": crit.rubric(lang),
+            "rubrics": crit.rubric("ru"),
             "task_type": task[0],
             "task_subtype": task[1],
             "task_subsubtype": task[2],

@@ -77,7 +77,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from judge.plumbing import supervisor
 from judge.plumbing.provenance import REDACTED, argv_secrets, redact_argv, scrub_secrets
-from judge.plumbing.supervisor import LINUX, child_setup, children_of, descendants, group_members
+from judge.plumbing.supervisor import LINUX, ORPHAN_GRACE_S, child_setup, children_of, descendants, group_members
 
 __all__ = [
     "ManagedProcess",
@@ -303,10 +303,10 @@ def kill_descendants(pid: int) -> int:
 
 @dataclass
 class ManagedProcess:
-    """A command started by :func:`start_process` (under its supervisor unless ``supervised`` is False).
+    """A command started by :func:`start_process`, under its supervisor.
 
     Attributes:
-        proc: the supervisor's (or, unsupervised, the command's) ``Popen``; its pid leads the process group.
+        proc: the supervisor's ``Popen``; its pid leads the process group.
         command: the command line that was asked for.
         log_path: where its stdout and stderr go.
         name: what messages call it.
@@ -320,7 +320,6 @@ class ManagedProcess:
     log_path: Path | None
     name: str
     grace_s: float
-    supervised: bool = True
     sigterm_shielded: bool = False
     log_start: int = 0
     _exit: int | None = field(default=None, repr=False)
@@ -341,8 +340,6 @@ class ManagedProcess:
 
     def main_pid(self) -> int | None:
         """The command's own pid (the supervisor's child), or None once it has gone."""
-        if not self.supervised:
-            return None if self.exit_code() is not None else self.proc.pid
         children = children_of(self.proc.pid)
         return min(children) if children else None
 
@@ -465,14 +462,11 @@ class ManagedProcess:
         if self.proc.returncode is not None:
             return self.proc.returncode
         if self.alive():
-            # Supervised: one signal to the supervisor, which passes it to the group and reaps it within its own
-            # grace; unsupervised: the group at once.
+            # One signal to the supervisor, which passes it to the group and reaps it within its own grace, then
+            # up to ORPHAN_GRACE_S for the command's orphans.
             with contextlib.suppress(ProcessLookupError):
-                if self.supervised:
-                    os.kill(self.proc.pid, self.stop_signal)
-                else:
-                    os.killpg(self.pgid, self.stop_signal)
-            deadline = time.monotonic() + grace + (5.0 if self.supervised else 0.0)
+                os.kill(self.proc.pid, self.stop_signal)
+            deadline = time.monotonic() + grace + ORPHAN_GRACE_S
             while self.alive() and time.monotonic() < deadline:
                 time.sleep(0.1)
         # Still unreaped here, so the group id cannot have been reused: SIGKILL whatever is left in it.
@@ -499,7 +493,6 @@ def start_process(
     name: str | None = None,
     grace_s: float = 30.0,
     append_log: bool = False,
-    supervised: bool = True,
     sigterm_shielded: bool = False,
 ) -> ManagedProcess:
     """Start ``command`` in its own session and process group, under a supervisor; returns at once.
@@ -512,8 +505,6 @@ def start_process(
         name: what messages call it (default: the program's name).
         grace_s: seconds between SIGTERM and SIGKILL when it stops, whoever stops it.
         append_log: append to ``log_path`` instead of truncating it (a restarted engine keeps its history).
-        supervised: run under the supervisor (the default; see the module docstring). Unsupervised, only the
-            command gets the parent-death signal, and descendants that outlive it are the owner's to ``stop``.
         sigterm_shielded: start the supervisor and the command with SIGTERM blocked, so a SIGTERM sent to every
             process of a Slurm job (``scancel``) or a control group reaches only the owner, which drains and then
             stops this tree with SIGINT (module docstring).
@@ -524,10 +515,8 @@ def start_process(
     command = [str(part) for part in command]
     if sigterm_shielded and len(command) > 2 and command[1] == "-m" and Path(command[0]).name.startswith("python"):
         command = [command[0], _SUPERVISOR, "--sigterm-blocked-module", *command[2:]]
-    full = command
-    if supervised:
-        full = [sys.executable, "-I", "-S", _SUPERVISOR, "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()),
-                *(["--sigterm-shielded"] if sigterm_shielded else []), "--", *command]  # fmt: skip
+    full = [sys.executable, "-I", "-S", _SUPERVISOR, "--grace-s", str(grace_s), "--owner-pid", str(os.getpid()),
+            *(["--sigterm-shielded"] if sigterm_shielded else []), "--", *command]  # fmt: skip
     if log_path is not None:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -554,7 +543,7 @@ def start_process(
             ),
         )
     name = name or Path(command[0]).name
-    return ManagedProcess(proc, command, log_path, name, grace_s, supervised, sigterm_shielded, log_start)
+    return ManagedProcess(proc, command, log_path, name, grace_s, sigterm_shielded, log_start)
 
 
 # ----------------------------------------------------------------------------------------------- the supervisor

@@ -240,8 +240,8 @@ class SlurmCluster:
             f"slurmctld log tail:\n{self.log_tail('slurmctld')}"
         )
 
-    def output_tail(self, job_id: int | str, record: Mapping[str, str] | None = None, n_lines: int = 60) -> str:
-        """The last ``n_lines`` of a job's output file (its ``StdOut``; for an array task that task's own file), headed
+    def output_tail(self, job_id: int | str, record: Mapping[str, str] | None = None) -> str:
+        """The last 60 lines of a job's output file (its ``StdOut``; for an array task that task's own file), headed
         by the path, or a note saying why there are none. A failed job's root cause is there, not in its record."""
         try:
             record = dict(record) if record is not None else self.job(job_id)
@@ -254,6 +254,7 @@ class SlurmCluster:
             lines = Path(path).read_text(errors="replace").splitlines()
         except OSError as err:
             return f"(output of job {job_id}: {err})"
+        n_lines = 60  # a failed job's traceback and the lines before it
         return f"--- last {min(n_lines, len(lines))} lines of {path} (job {job_id}) ---\n" + "\n".join(lines[-n_lines:])
 
     def wait_for(self, job_id: int | str, predicate, *, timeout_s: float = 120.0, poll_s: float = 0.5) -> dict[str, str]:
