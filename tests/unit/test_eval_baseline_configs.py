@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.judging.config import RunConfig
+from judge.plumbing.config_files import resolve_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "eval"
 
@@ -32,7 +33,7 @@ def test_every_shipped_eval_config_is_pinned_here():
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_baseline_configs_pin_the_papers_models_and_english_prompt(name):
     """Each baseline names the exact model the paper evaluated and the English M.1 prompt, greedy, its token budget."""
-    config = RunConfig(**RunConfig.from_yaml(CONFIGS / name), out="runs/x")
+    config = resolve_config(RunConfig, CONFIGS / name, {"out": "runs/x"})
     config.validate()
     model, prompt, backend, where = BASELINES[name]
     assert (config.model, config.prompt, config.backend, config.judge or config.base_url_env) == (model, prompt, backend, where)
@@ -44,4 +45,4 @@ def test_baseline_configs_pin_the_papers_models_and_english_prompt(name):
 @pytest.mark.parametrize("name", sorted(POLLUX))
 def test_pollux_judge_configs_use_the_russian_prompt(name):
     """Configs for POLLUX judges render the Russian training prompt."""
-    assert RunConfig(**RunConfig.from_yaml(CONFIGS / name), out="runs/x").prompt == POLLUX[name]
+    assert resolve_config(RunConfig, CONFIGS / name, {"out": "runs/x"}).prompt == POLLUX[name]

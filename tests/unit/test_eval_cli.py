@@ -24,7 +24,7 @@ import judge
 from eval.cli import build_parser, main, resolve_run_config
 from eval.judging.predictions import read_predictions, record_content_key
 from eval.judging.config import RunConfig
-from judge.plumbing.config_files import ConfigError
+from judge.plumbing.config_files import ConfigError, resolve_config
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
@@ -148,7 +148,7 @@ def test_console_script_is_installed():
 @pytest.mark.parametrize("path", sorted((REPO / "configs" / "eval").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_eval_configs_parse_and_validate(path):
     """Every YAML in configs/eval has only RunConfig keys, validates, and says how to run it in its first line."""
-    config = RunConfig(**RunConfig.from_yaml(path), out="runs/x")
+    config = resolve_config(RunConfig, path, {"out": "runs/x"})
     if not config.judge and not config.base_url_env:
         config.judge = "CHECKPOINT"  # local-cpu.yaml: the checkpoint comes from --judge
     config.validate()

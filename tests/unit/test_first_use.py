@@ -303,9 +303,11 @@ def test_the_tiny_serve_config_fits_a_default_run_and_forces_the_verdict_format(
     every request of the quickstart), and it carries the constrained decoding a one-minute judge needs to write a
     parseable verdict (which only the demo's flags knew)."""
     from eval.judging.config import RunConfig
-    from serve.config import ServeConfig, load_yaml_config
+    from judge.plumbing.config_files import resolve_config as resolve_settings
+    from serve.config import ServeConfig
 
-    config = ServeConfig(model="runs/tiny-seq2seq/export", **load_yaml_config(REPO_ROOT / "configs/serve/tiny-cpu.yaml"))
+    config = resolve_settings(ServeConfig, REPO_ROOT / "configs/serve/tiny-cpu.yaml",
+                              {"model": "runs/tiny-seq2seq/export"})
     config.validate()
     assert config.max_tokens >= RunConfig().max_tokens == 1024
     assert (config.constrained_decoding, config.feedback_max_chars) == (True, 16)

