@@ -762,10 +762,6 @@ class Judge:
                                                                     reasoning_opened and seq2seq)}
         return payload
 
-    async def _one(self, job: Job, options: JudgeOptions) -> JudgeResult:
-        """One job's result."""
-        return (await self._judged(job, options))[0]
-
     async def _judged(self, job: Job, options: JudgeOptions) -> tuple[JudgeResult, EngineFailure | None, bool]:
         """One job's result, the engine's refusal when its result is ``engine_refused``, and whether every engine the
         job reached answered it (a 200: ``_judge_jobs`` tells a refused request from refused judgments by it)."""

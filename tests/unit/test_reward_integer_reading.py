@@ -75,9 +75,9 @@ class _Engine:
 ])  # fmt: skip
 def test_judge_serve_reads_its_integer_judgment_after_the_prompts_think(qwen3_tokenizer, text, finish_reason, score,
                                                                        error):
-    """Served end to end through ``Judge._one``: an integer judge under a thinking template (the generation prompt
-    ends in "<think>\\n", so the output starts inside the reasoning) gets no score from a reasoning never closed, nor
-    from a verdict max_tokens cut; a closed one ended by the model scores."""
+    """Served end to end through ``Judge._judge_jobs`` (the pointwise and pairwise paths' own): an integer judge under a
+    thinking template (the generation prompt ends in "<think>\\n", so the output starts inside the reasoning) gets no
+    score from a reasoning never closed, nor from a verdict max_tokens cut; a closed one ended by the model scores."""
     tokenizer = copy.deepcopy(qwen3_tokenizer)  # the session's tokenizer is shared: read only
     tokenizer.chat_template = THINKING_TEMPLATE
     request = JudgeRequest.model_validate({"items": [{"instruction": "Напиши стих.", "answer": "Роза красная.",
@@ -90,7 +90,8 @@ def test_judge_serve_reads_its_integer_judgment_after_the_prompts_think(qwen3_to
 
     async def judged():
         judge = Judge(settings, tokenizer, _Engine(text, finish_reason), None, asyncio.Semaphore(1))
-        return await judge._one(job, JudgeOptions(max_tokens=512, temperature=0.0, lenient=False, constrained=False))
+        return await judge._judge_jobs([job], JudgeOptions(max_tokens=512, temperature=0.0, lenient=False,
+                                                          constrained=False))
 
-    result = asyncio.run(judged())
+    (result,) = asyncio.run(judged())
     assert (result.score, result.error, result.finish_reason, result.output) == (score, error, finish_reason, text)

@@ -678,7 +678,7 @@ def test_a_tagged_judge_whose_prompt_opened_reasoning_is_asked_for_the_block_clo
     judge_ = _thinking_judge(output, constrained)
     job = Job(0, 0, ResolvedCriterion("Критерий", "rubrics", SCALE, None), "Оцени ответ.", [3, 1, 2])
     options = JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=constrained)
-    result = asyncio.run(judge_._one(job, options))
+    (result,) = asyncio.run(judge_._judge_jobs([job], options))
     [payload] = judge_.generator.payloads
     assert "stop" not in payload and "include_stop_str_in_output" not in payload
     assert payload["prompt"] == [3, 1, 2]
@@ -702,7 +702,8 @@ def test_a_prompt_that_opened_no_reasoning_keeps_the_end_stop_and_the_plain_rege
 
     judge_ = _thinking_judge(judge.render_target("Ответ верный.", 1), True)
     job = Job(0, 0, ResolvedCriterion("Критерий", "rubrics", SCALE, None), "Оцени ответ.", [2, 3, 1])
-    result = asyncio.run(judge_._one(job, JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=True)))
+    options = JudgeOptions(max_tokens=64, temperature=0.0, lenient=False, constrained=True)
+    (result,) = asyncio.run(judge_._judge_jobs([job], options))
     [payload] = judge_.generator.payloads
     assert (payload["stop"], payload["include_stop_str_in_output"]) == (["[END]"], True)
     assert payload["structured_outputs"] == {"regex": verdict_regex(SCALE, 0, with_score=True)}
