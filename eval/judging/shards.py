@@ -195,41 +195,6 @@ def merged_record(records: Sequence[tuple[Path, dict]], data: Path, out: Path,
     return merged
 
 
-def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path,
-                 allow_missing_shards: bool = False) -> tuple[int, Path | None]:
-    """Join the shards' predictions into ``out/predictions.jsonl`` and write their common run.json beside it.
-
-    Each shard's rows are read as ``judge-eval score`` reads them (``eval.judging.predictions.iter_predictions``), so
-    that a bad row is named by its shard's file and line, not by a line of the merged file that no rerun mends: a
-    line that is not a prediction, a torn last line (the shard's task was killed and not rerun: resuming it ends the
-    line), and an id held twice, by one shard or by two (the same shard given twice, shards of two arrays cut
-    otherwise), are refused. Nothing is written then.
-
-    A shard with no predictions (more tasks than records: ``eval.sbatch`` writes an empty file and runs nothing)
-    has no run.json and takes no part in the comparison. One whose run.json says it had no item to judge (``n_items``
-    0, no rows: ``--split`` kept none of its block's rows, and its run asked no server) is compared but for what a
-    server tells a run (``merged_record``), and counted and listed in the merged record; when every shard with a
-    run.json is one, the merge is refused.
-
-    The shards of an eval array must all be given (``eval.judging.shard_array``): a shard left off is refused,
-    naming it, unless ``allow_missing_shards``; the merged run.json's ``shard_array`` then names the missing ones. A
-    shard still being written (a ``judge-eval run`` holds its folder) and one with fewer rows than its run.json's
-    ``n_items`` (its run stopped before the end, and was not rerun) are refused, with or without it.
-
-    Returns:
-        (rows merged, the run.json written, or None when no shard has one: a stale one in ``out`` is removed).
-
-    Raises:
-        ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
-        FileNotFoundError: a shard without predictions.jsonl.
-        ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
-            prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
-            an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
-            shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
-    """
-    return _merge(shard_dirs, data, out, allow_missing_shards)[:2]
-
-
 def merge_command(shard_dirs: Sequence[str], data: str, out: str, allow_missing_shards: bool = False) -> str:
     """``judge-eval merge``: ``--data`` checked (it is only named in the merged run.json, which `score` reads it
     from: a missing one passed, and the score job failed later, naming the run.json), the shards merged; returns
@@ -253,7 +218,7 @@ def merge_command(shard_dirs: Sequence[str], data: str, out: str, allow_missing_
         raise ValueError(f"--data {data}: cannot be read (permission denied)")
     if not path.stat().st_size:
         raise ValueError(f"--data {data}: the file is empty; give the JSONL file the shards were cut from")
-    rows, run_json, array = _merge(shard_dirs, data, out, allow_missing_shards)
+    rows, run_json, array = merge_shards(shard_dirs, data, out, allow_missing_shards)
     left_out = f"; {array.missing_words()}, as run.json's shard_array records" if array and array.missing else ""
     if array and array.missing and run_json is None:
         left_out = f"; {array.missing_words()} (no run.json records it: no shard given has one)"
@@ -262,9 +227,39 @@ def merge_command(shard_dirs: Sequence[str], data: str, out: str, allow_missing_
             + (f", {run_json}" if run_json else " (no shard has a run.json: no record written)") + left_out)
 
 
-def _merge(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path,
-           allow_missing_shards: bool) -> tuple[int, Path | None, ShardArray | None]:
-    """``merge_shards``, also returning the shards' array (None when they are no array's)."""
+def merge_shards(shard_dirs: Sequence[str | Path], data: str | Path, out: str | Path,
+                 allow_missing_shards: bool = False) -> tuple[int, Path | None, ShardArray | None]:
+    """Join the shards' predictions into ``out/predictions.jsonl`` and write their common run.json beside it.
+
+    Each shard's rows are read as ``judge-eval score`` reads them (``eval.judging.predictions.iter_predictions``), so
+    that a bad row is named by its shard's file and line, not by a line of the merged file that no rerun mends: a
+    line that is not a prediction, a torn last line (the shard's task was killed and not rerun: resuming it ends the
+    line), and an id held twice, by one shard or by two (the same shard given twice, shards of two arrays cut
+    otherwise), are refused. Nothing is written then.
+
+    A shard with no predictions (more tasks than records: ``eval.sbatch`` writes an empty file and runs nothing)
+    has no run.json and takes no part in the comparison. One whose run.json says it had no item to judge (``n_items``
+    0, no rows: ``--split`` kept none of its block's rows, and its run asked no server) is compared but for what a
+    server tells a run (``merged_record``), and counted and listed in the merged record; when every shard with a
+    run.json is one, the merge is refused.
+
+    The shards of an eval array must all be given (``eval.judging.shard_array``): a shard left off is refused,
+    naming it, unless ``allow_missing_shards``; the merged run.json's ``shard_array`` then names the missing ones. A
+    shard still being written (a ``judge-eval run`` holds its folder) and one with fewer rows than its run.json's
+    ``n_items`` (its run stopped before the end, and was not rerun) are refused, with or without it.
+
+    Returns:
+        (rows merged; the run.json written, or None when no shard has one, a stale one in ``out`` then removed;
+        the shards' array, or None when they are no array's).
+
+    Raises:
+        ShardMismatch: shards judged with different settings, or a shard with predictions but no run.json.
+        FileNotFoundError: a shard without predictions.jsonl.
+        ValueError: a shard given twice; a shard's run.json that is not a run record; a shard's row that is not a
+            prediction, its torn last line, or an id already merged; each naming the shard's file. No shard that had
+            an item to judge (every run.json says ``n_items`` 0). A shard being written or unfinished; an array's
+            shard left off, or shards of two arrays (``eval.judging.shard_array.shard_array``).
+    """
     from judge.plumbing.atomic_write import write_atomically
     from judge.plumbing.json_reading import lone_surrogate_at
     from judge.plumbing.provenance import PROVENANCE_FILE, read_provenance

@@ -72,7 +72,7 @@ def test_a_rerun_with_nothing_to_ask_keeps_the_servers_record_and_the_shards_mer
     assert len(after["earlier_launches"]) == 1
     kept = {key: value for key, value in after.items() if key not in PER_SHARD and key != "config"}
     assert kept == {key: value for key, value in before.items() if key not in PER_SHARD and key != "config"}
-    rows, run_json = merge_shards(shards, data, tmp_path / "out")
+    rows, run_json, _ = merge_shards(shards, data, tmp_path / "out")
     assert rows == 4
     merged = json.loads(run_json.read_text(encoding="utf-8"))
     assert (merged["backend"], merged["n_items"]) == ("chat", 4)
@@ -92,7 +92,7 @@ def test_a_shard_whose_block_the_split_emptied_is_counted_and_not_held_to_the_se
     emptied = _run_json(shards[1])
     assert (emptied["n_items"], emptied["backend"]) == (0, "auto")  # what it holds: it asked no server
     assert (shards[1] / "predictions.jsonl").read_bytes() == b""
-    rows, run_json = merge_shards(shards, data, tmp_path / "out")
+    rows, run_json, _ = merge_shards(shards, data, tmp_path / "out")
     assert rows == 2
     merged = json.loads(run_json.read_text(encoding="utf-8"))
     assert (merged["backend"], merged["model"], merged["n_items"]) == ("chat", "scripted", 2)

@@ -286,8 +286,9 @@ def test_merge_shards_refuses_a_partial_array_unless_allowed(tmp_path):
     data, dirs = _array(tmp_path, 8, 4)
     with pytest.raises(ValueError, match=r"shard 2 of the array's 4 \(shards/count\) was not given"):
         merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out")
-    rows, run_json = merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out", allow_missing_shards=True)
-    assert rows == 6 and json.loads(run_json.read_text())["shard_array"]["missing"] == [2]
+    rows, run_json, array = merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out",
+                                         allow_missing_shards=True)
+    assert rows == 6 and json.loads(run_json.read_text())["shard_array"]["missing"] == [2] == list(array.missing)
 
 
 def _merge_job(root: Path) -> subprocess.CompletedProcess:

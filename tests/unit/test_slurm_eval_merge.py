@@ -111,7 +111,7 @@ def test_a_shard_rerun_through_another_serve_job_merges(tmp_path):
     fingerprint) is no other judge: merged, each shard's address kept under shards, none claimed for the run."""
     ids = _sample_ids(4)
     data, dirs = _shards(tmp_path, [ids[:2], ids[2:]], configs=[{}, {"judge": "http://n2:8111/v1"}])
-    rows, run_json = merge_shards(dirs, data, tmp_path / "out")
+    rows, run_json, _ = merge_shards(dirs, data, tmp_path / "out")
     record = json.loads(run_json.read_text())
     assert rows == 4 and "judge" not in record["config"]
     assert [s["judge"] for s in record["shards"]] == ["http://n1:8000/v1", "http://n2:8111/v1"]
