@@ -123,18 +123,14 @@ def _unindented(code: str, entry_point: str | None) -> str:
     return code
 
 
-def extract_code(completion: str, entry_point: str | None = None) -> str:
-    """Take code out of markdown fences.
+def extract_code(completion: str, entry_point: str | None = None) -> tuple[str, bool]:
+    """Take code out of markdown fences: the code, and whether it came out of a fence (then it is the model's whole
+    program).
 
     With fences, the first Python (or unlabelled) block that defines ``entry_point`` wins, else the first Python
     block, else the first block; an unclosed fence (a generation cut by max tokens) runs to the end. Without
     fences the completion is code already.
     """
-    return _fenced_code(completion, entry_point)[0]
-
-
-def _fenced_code(completion: str, entry_point: str | None) -> tuple[str, bool]:
-    """``extract_code``'s code, and whether it came out of a fence (then it is the model's whole program)."""
     blocks = [(lang, _unindented(code, entry_point)) for lang, code in _fence_blocks(completion)]
     if not blocks:
         return completion, False
@@ -244,7 +240,7 @@ def build_program(
         return function + strip_markdown_cover(truncate_at_stops(completion, stops))
     if extraction != "lenient":
         raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
-    code, fenced = _fenced_code(after_reasoning(completion) or "", entry_point)
+    code, fenced = extract_code(after_reasoning(completion) or "", entry_point)
     match = _defines(code, entry_point)
     if match:
         stub = _stub_without_entry_point(function, entry_point)

@@ -343,7 +343,7 @@ def test_truncate_at_mera_stops(text, expected):
 )
 def test_extract_code_from_markdown(completion, expected):
     """Fenced code is taken out; a python block defining the entry point wins; no fence means code already."""
-    assert extract_code(completion, "f") == expected
+    assert extract_code(completion, "f")[0] == expected
 
 
 F1 = "def f():\n    return 1\n"
@@ -381,7 +381,7 @@ TRIPLE_QUOTED = 'def f():\n    s = """\n```\n"""\n    return 1\n'
 def test_extract_code_reads_every_markdown_fence(completion, expected):
     """--extraction lenient reads ~~~ fences, fences longer than three characters (closed only by a run as long),
     an unclosed fence to the end (a cut-short answer's code is all it wrote), and a list item's indented fence."""
-    assert extract_code(completion, "f") == expected
+    assert extract_code(completion, "f")[0] == expected
 
 
 @pytest.mark.parametrize(
@@ -400,7 +400,7 @@ def test_extract_code_reads_every_markdown_fence(completion, expected):
 def test_extract_code_opens_a_fence_where_markdown_does(completion, expected):
     """Lenient extraction opens a fence at a line's start (indented or after a list marker), or after prose when a
     Python tag alone follows it."""
-    assert extract_code(completion, "f") == expected
+    assert extract_code(completion, "f")[0] == expected
 
 
 @pytest.mark.parametrize(
@@ -412,7 +412,7 @@ def test_a_fence_in_a_line_of_code_opens_no_block(line):
     """An unfenced answer whose code holds a fence after other text on its line (a string, ``~~~n``) is code: it
     opened a block running to the end, and the program was the stub alone, the answer silently dropped."""
     completion = "def total(xs: List[int]) -> int:\n    s = str(sum(xs))\n    n = len(xs)\n" + line + "\n"
-    assert extract_code(completion, "total") == completion
+    assert extract_code(completion, "total") == (completion, False)
     assert build_program(completion, STUB, "total", extraction="lenient") == "from typing import List\n" + completion
 
 
