@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "MIN_USABLE_SHARE", "CodedCounts", "agreement", "agreement_classes",
+__all__ = ["ALPHA_BOOT", "ALPHA_BOOT_ITEMS", "MIN_USABLE_SHARE", "CodedCounts", "agreement",
            "class_codes", "level_positions", "quadratic_kappa", "table_kappa", "usable_interval",
            "value_counts"]
 
@@ -228,15 +228,10 @@ def _coded_alpha(coded: CodedCounts, items: np.ndarray, domain: np.ndarray) -> f
     return float(value) if np.isfinite(value) else None
 
 
-def agreement_classes(experts: np.ndarray) -> np.ndarray:
-    """Per item: "unanimous", "majority" or "split" (no unique mode); "" for an item with fewer than 2 experts."""
-    names = np.array([*CLASSES, ""], dtype=object)  # code -1 (fewer than 2 experts) indexes the last: ""
-    return names[class_codes(experts)]
-
-
 def class_codes(experts: np.ndarray, unique: np.ndarray | None = None) -> np.ndarray:
-    """``agreement_classes`` as positions in ``CLASSES`` (-1 for fewer than 2 experts); ``unique``: the items with a
-    unique mode (``eval.scoring.metrics.expert_mode``'s second value) when the caller has it."""
+    """Per item, the position in ``CLASSES`` of how its experts agree: "unanimous", "majority" or "split" (no unique
+    mode); -1 for an item with fewer than 2 experts. ``unique``: the items with a unique mode
+    (``eval.scoring.metrics.expert_mode``'s second value) when the caller has it."""
     from eval.scoring.metrics import expert_mode
 
     valid = ~np.isnan(experts)
@@ -266,8 +261,7 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
         experts: ``(n, k)`` NaN-padded expert scores.
         mode: ``(n,)`` the experts' unique mode (NaN where none).
         domain: the rubric's full scale, ascending.
-        classes: ``agreement_classes(experts)`` when the caller has them (or their positions in ``CLASSES``, -1 for
-            none).
+        classes: ``class_codes(experts)`` when the caller has them.
         n_boot: resamples of the alpha difference's interval (0: none).
         rng: the bootstrap's generator.
         level: the interval's coverage.
@@ -368,9 +362,8 @@ def agreement(judge_levels: np.ndarray, experts: np.ndarray, mode: np.ndarray, d
     classes = class_codes(experts) if classes is None else classes
     mean = expert_mean(experts) if mean is None else mean
     split: dict[str, Any] = {}
-    coded = classes.dtype != object  # the section's codes: positions in CLASSES (-1: fewer than 2 experts)
     for code, name in enumerate(CLASSES):
-        members = classes == (code if coded else name)
+        members = classes == code
         hit = members & answered
         split[name] = {
             "n": int(members.sum()),

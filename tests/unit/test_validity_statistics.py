@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from eval.validity.agreement import agreement, agreement_classes, quadratic_kappa, value_counts
+from eval.validity.agreement import CLASSES, agreement, class_codes, quadratic_kappa, value_counts
 from eval.validity.alt_test import AltTestSettings, alt_test
 from eval.validity.bias import leniency, length_bias, marginal_homogeneity
 from eval.validity.ceiling import ceiling, leave_one_out_reference
@@ -188,7 +188,9 @@ def test_agreement_classes_and_split_figures():
     """Unanimous (all equal), majority (a unique mode), split (none); the judge's exact agreement with the mode per
     class and its MAE against the experts' mean."""
     experts = np.array([[1, 1, 1], [2, 2, 1], [0, 2, nan], [1, nan, nan]])
-    np.testing.assert_array_equal(agreement_classes(experts), ["unanimous", "majority", "split", ""])
+    codes = class_codes(experts)
+    np.testing.assert_array_equal(codes, [0, 1, 2, -1])
+    assert [CLASSES[c] for c in codes[:3]] == ["unanimous", "majority", "split"]
     judge = np.array([1.0, 1.0, 2.0, 0.0])
     mode = np.array([1.0, 2.0, nan, 1.0])
     result = agreement(judge, experts, mode, np.array([0.0, 1.0, 2.0]), n_boot=0)
