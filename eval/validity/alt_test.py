@@ -74,7 +74,7 @@ import numpy as np
 
 from judge.metrics_json.validity import MIN_EXPERTS_TESTED, AltTestSettings
 
-__all__ = ["MIN_EXPERTS_TESTED", "AltTestSettings", "Indicators", "alt_test", "alt_test_by_domain", "by_rejected",
+__all__ = ["MIN_EXPERTS_TESTED", "AltTestSettings", "Indicators", "alt_test", "by_rejected",
            "difference_p_value", "indicators", "prepare", "stable_order", "summarise",
            "summarise_by_domain"]  # fmt: skip
 
@@ -459,9 +459,3 @@ def alt_test(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | No
     """
     return summarise(prepare(judge, experts, expert_ids, settings, missing=missing), settings)
 
-
-def alt_test_by_domain(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray | None, domains: np.ndarray,
-                       settings: AltTestSettings = AltTestSettings(), missing: np.ndarray | None = None
-                       ) -> dict[str, Any]:
-    """``summarise_by_domain`` of the whole table (see there)."""
-    return summarise_by_domain(prepare(judge, experts, expert_ids, settings, missing=missing), settings, domains)

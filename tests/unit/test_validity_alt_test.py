@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from eval.validity.alt_test import AltTestSettings, alt_test, alt_test_by_domain, by_rejected, indicators
+from eval.validity.alt_test import AltTestSettings, alt_test, by_rejected, indicators, prepare, summarise_by_domain
 
 # Five items, three experts A, B, C (columns), the judge J.
 FIVE = np.array([[2, 2, 1], [1, 1, 1], [0, 1, 1], [2, 1, 2], [1, 2, 2]], dtype=float)
@@ -108,7 +108,7 @@ def test_per_domain_one_correction_over_all_domain_expert_p_values():
     experts, judge, ids = np.vstack([FIVE, FIVE]), np.r_[JUDGE, JUDGE], np.vstack([IDS, IDS])
     domains = np.array(["x"] * 5 + ["y"] * 5, dtype=object)
     settings = AltTestSettings(min_items_per_expert=5, q=0.9)
-    result = alt_test_by_domain(judge, experts, ids, domains, settings)
+    result = summarise_by_domain(prepare(judge, experts, ids, settings), settings, domains)
     assert (result["n_passed"], result["n_domains"]) == (0, 2)
     assert [len(result["by_domain"][label]["experts"]) for label in ("x", "y")] == [3, 3]
     assert all(alt_test(judge[domains == d], experts[domains == d], ids[domains == d], settings)["passed"]
@@ -344,7 +344,7 @@ def test_an_expert_without_any_pair_is_listed_untested():
     assert result["untested"] == [{"expert": "z", "n_items": 0}]
     assert result["n_items_few_experts"] == 20
     domains = np.array(["x"] * 40 + ["y"] * 20, dtype=object)
-    family = alt_test_by_domain(judge, experts, ids, domains)
+    family = summarise_by_domain(prepare(judge, experts, ids, AltTestSettings()), AltTestSettings(), domains)
     assert family["by_domain"]["y"]["untested"] == [{"expert": "z", "n_items": 0}]
     assert family["by_domain"]["y"]["passed"] is None and family["by_domain"]["x"]["untested"] == []
     assert (family["n_passed"], family["n_domains"]) == (1, 1)

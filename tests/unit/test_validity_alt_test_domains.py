@@ -32,17 +32,19 @@ def test_alt_test_domain_of_an_unnamed_criterion_is_its_own():
     assert (family.n_passed, family.n_domains) == (1, 2)
 
 
-def test_alt_test_by_domain_takes_a_missing_label_as_one_more_domain():
-    """``alt_test_by_domain`` on raw labels, half of them None: two domains of 30 items, each passed (every expert and
+def test_the_alt_test_by_domain_takes_a_missing_label_as_one_more_domain():
+    """``summarise_by_domain`` on raw labels, half of them None: two domains of 30 items, each passed (every expert and
     the judge give the truth: d = 0 on every item, the constant rule's p = 0). Before, the None items' code -1
     raised ValueError."""
-    from eval.validity.alt_test import alt_test_by_domain
+    from eval.validity.alt_test import AltTestSettings, prepare, summarise_by_domain
 
     n = 60
     truth = np.arange(n) % 3.0
     ids = np.tile(np.array(["A", "B", "C"], dtype=object), (n, 1))
     domains = np.array(["c1"] * 30 + [None] * 30, dtype=object)
-    found = alt_test_by_domain(truth, np.stack([truth, truth, truth], axis=1), ids, domains)
+    settings = AltTestSettings()
+    found = summarise_by_domain(prepare(truth, np.stack([truth, truth, truth], axis=1), ids, settings), settings,
+                                domains)
     assert (found["n_passed"], found["n_domains"]) == (2, 2)
     assert sorted(s["n_experts_tested"] for s in found["by_domain"].values()) == [3, 3]
 
@@ -51,14 +53,14 @@ def test_alt_test_domains_count_the_domains_without_a_verdict():
     """Three task types of 30 items: x scored by A, B and C (3 tested, ties, all rejected: passes); y by A and an
     unnamed expert (fewer than 2 named experts: A untested, no verdict); z by unnamed experts alone (no row at all).
     "Passes in 1 of 1" said nothing of y and z: ``n_domains_without_verdict`` = 2."""
-    from eval.validity.alt_test import AltTestSettings, alt_test_by_domain
+    from eval.validity.alt_test import AltTestSettings, prepare, summarise_by_domain
 
     n = 90
     judge, experts, ids = _panel(n, lambda i: "ABC")
     domains = np.array(["x"] * 30 + ["y"] * 30 + ["z"] * 30, dtype=object)
     ids[30:60, 1:] = None
     ids[60:] = None
-    family = alt_test_by_domain(judge, experts, ids, domains, AltTestSettings())
+    family = summarise_by_domain(prepare(judge, experts, ids, AltTestSettings()), AltTestSettings(), domains)
     assert (family["n_passed"], family["n_domains"], family["n_domains_without_verdict"]) == (1, 1, 2)
     assert family["by_domain"]["y"]["passed"] is None and "z" not in family["by_domain"]
 

@@ -70,14 +70,14 @@ def test_the_sentence_counts_the_untested_experts():
 def test_a_domain_with_one_tested_expert_is_no_domain_with_a_verdict():
     """Two task types of 60 items each. In x, A and C score every item (2 tested, both rejected as above: passes);
     in y, A alone with the Bs (1 tested: no verdict). "Passes in 1 of 1": y is not counted among the domains."""
-    from eval.validity.alt_test import AltTestSettings, alt_test_by_domain
+    from eval.validity.alt_test import AltTestSettings, prepare, summarise_by_domain
 
     judge, experts_x, ids_x = _panel(2)
     _, experts_y, ids_y = _panel(1)
     experts_y = np.c_[experts_y, np.full(len(experts_y), np.nan)]
     ids_y = np.c_[ids_y, np.full(len(ids_y), None, dtype=object)]
-    family = alt_test_by_domain(np.r_[judge, judge], np.r_[experts_x, experts_y], np.r_[ids_x, ids_y],
-                                np.array(["x"] * 60 + ["y"] * 60, dtype=object), AltTestSettings())
+    found = prepare(np.r_[judge, judge], np.r_[experts_x, experts_y], np.r_[ids_x, ids_y], AltTestSettings())
+    family = summarise_by_domain(found, AltTestSettings(), np.array(["x"] * 60 + ["y"] * 60, dtype=object))
     assert family["by_domain"]["x"]["passed"] is True
     assert family["by_domain"]["y"]["n_experts_tested"] == 1 and family["by_domain"]["y"]["passed"] is None
     assert (family["n_passed"], family["n_domains"]) == (1, 1)
