@@ -41,17 +41,11 @@ logger = logging.getLogger(__name__)
 
 
 def classifier_examples(tokenizer, pairs: Sequence[dict], label2id: dict[str, int],
-                        max_length: int) -> tuple[list[dict], int]:
+                        max_length: int) -> tuple[list[dict], list[dict]]:
     """The training examples (``input_ids``, ``labels``) of labelled pairs, tokenized as the head method reads an
-    instruction (``judge.criteria_auto.head.input_ids`` with ``TRAINING_INPUT``), and how many rows were longer
-    than ``max_length`` tokens (dropped and counted, as the judge recipes do)."""
-    examples, kept = _examples_and_kept_pairs(tokenizer, pairs, label2id, max_length)
-    return examples, len(pairs) - len(kept)
-
-
-def _examples_and_kept_pairs(tokenizer, pairs: Sequence[dict], label2id: dict[str, int],
-                             max_length: int) -> tuple[list[dict], list[dict]]:
-    """``classifier_examples``' examples, and the pairs they come from (what run.json counts as trained)."""
+    instruction (``judge.criteria_auto.head.input_ids`` with ``TRAINING_INPUT``), and the pairs they come from (what
+    run.json counts as trained): a row longer than ``max_length`` tokens is dropped, and counted by the caller, as
+    the judge recipes do."""
     from judge.criteria_auto.head import TRAINING_INPUT, input_ids
 
     examples, kept = [], []
@@ -137,7 +131,7 @@ def train_classifier(config: ClassifierConfig, *, callbacks: tuple = ()) -> RunR
     # ---- data ---------------------------------------------------------------------------------------------------
     labels = [label_of(task) for task in load_taxonomy().tasks]  # all leaves, taxonomy order
     label2id = {lab: i for i, lab in enumerate(labels)}
-    examples, kept = _examples_and_kept_pairs(run.tokenizer, pairs, label2id, config.max_length)
+    examples, kept = classifier_examples(run.tokenizer, pairs, label2id, config.max_length)
     report["dropped_too_long"] = len(pairs) - len(kept)
     if not examples:  # a data choice, named on one line (judge-train exits 2), not the Trainer's empty-dataset error
         raise ConfigError(f"data: no training rows left in {config.data} within max_length {config.max_length} "

@@ -243,16 +243,16 @@ def test_the_head_reads_an_instruction_as_its_export_records_training_did(tmp_pa
 def test_training_tokenizes_its_rows_as_the_head_reads_them(tmp_path):
     """judge-train classifier's examples are the ids the head method reads for the same instruction once the export
     records the training input (train.classifier.classifier_examples, judge.criteria_auto.head.input_record); a row
-    longer than max_length is dropped and counted."""
+    longer than max_length is dropped (the pairs kept, which run.json counts, leave it out)."""
     from judge.criteria_auto.head import input_ids, input_record
     from train.classifier import classifier_examples
 
     _, tokenizer = _tiny_head(tmp_path, _LABELS, input_record(6))
     pairs = [{"instruction": "дай совет", "label": _LABELS[1]},
              {"instruction": "напиши функцию на python", "label": _LABELS[0]}]  # 6 ids with [CLS] and [SEP]
-    examples, too_long = classifier_examples(tokenizer, pairs, {lab: i for i, lab in enumerate(_LABELS)}, 5)
+    examples, kept = classifier_examples(tokenizer, pairs, {lab: i for i, lab in enumerate(_LABELS)}, 5)
     clf = HeadClassifier(tmp_path)
-    assert too_long == 1 and examples == [{"input_ids": [2, 8, 9, 3], "labels": 1}]  # [CLS] дай совет [SEP]
+    assert kept == pairs[:1] and examples == [{"input_ids": [2, 8, 9, 3], "labels": 1}]  # [CLS] дай совет [SEP]
     assert input_ids(clf.tokenizer, "дай совет", clf.add_special_tokens, clf.max_length) == examples[0]["input_ids"]
 
 

@@ -69,7 +69,7 @@ def _run_the_recipe(folder, monkeypatch, *, save, check):
 
     monkeypatch.setattr(recipe_steps, "prepare", prepare)
     monkeypatch.setattr(classifier, "classifier_rows", lambda config: ([{"instruction": "x", "label": "?"}], {}))
-    monkeypatch.setattr(classifier, "_examples_and_kept_pairs",
+    monkeypatch.setattr(classifier, "classifier_examples",
                         lambda *args: ([{"input_ids": [1], "labels": 0}], [{"instruction": "x", "label": "?"}]))
     monkeypatch.setattr(classifier, "_check_export", check)
     return classifier.train_classifier(config)
