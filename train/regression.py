@@ -31,7 +31,7 @@ from train.config import RegressionConfig
 from train.provenance import RunResult
 from train.recipe_data import TrainingData, recorded_datasets
 
-__all__ = ["RegressionCollator", "build_model", "main", "refuse_trained_head", "refuse_unfit_base", "tokenize_rows",
+__all__ = ["RegressionCollator", "build_model", "main", "refuse_unfit_base", "tokenize_rows",
            "training_data"]
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
     * Not Qwen2 (``model_type``): ``Qwen2ForRationaleAndScore`` is Qwen2's network, and ``from_pretrained`` loads
       another architecture's weights by name, initialising what is missing and dropping what it has no place for (a
       Qwen3's ``q_norm``/``k_norm``), with nothing but transformers' load report to say so.
-    * A regression judge (``refuse_trained_head``).
+    * A regression judge (``_refuse_trained_head``).
     * An adapter on ``lm_head`` (``lora_targets``) of a base that ties it to ``embed_tokens`` (Qwen2.5-0.5B to 3B,
       the tiny base): the adapter trains on the head alone, but merged at export it is written into the one shared
       matrix, so the export's input embeddings are not the trained ones and its check fails after the training.
@@ -168,10 +168,10 @@ def refuse_unfit_base(base_model: str | Path, folder: Path | None = None, *,
                           "(T-lite, T-pro)")
 
 
-def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> None:
-    """Refuse a regression judge as the base: ``from_pretrained`` into ``Qwen2ForRationaleAndScore`` loads weights by
-    name and initialises what is missing, so a trained head would be replaced by a random one, with nothing but
-    transformers' load report to say so.
+def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str, Any], mode: Any) -> None:
+    """Refuse a regression judge as the base (``folder``, its ``config.json`` as ``config``, its manifest's ``mode``):
+    ``from_pretrained`` into ``Qwen2ForRationaleAndScore`` loads weights by name and initialises what is missing, so
+    a trained head would be replaced by a random one, with nothing but transformers' load report to say so.
 
     * A released ``-r`` judge (``judge.checkpoints.is_released_regression``): its ``regression_head.weight`` and
       ``.bias`` are no ``score.weight``; the head would start random (and the recipe's head, as
@@ -179,21 +179,9 @@ def refuse_trained_head(base_model: str | Path, folder: Path | None = None) -> N
     * Our own regression export (manifest mode ``regression``) or any untied ``*ForSequenceClassification``: it has
       no ``lm_head.weight``; the LM head that writes the rationale would start random.
 
-    Args:
-        base_model: ``model_name_or_path`` as given (named in the message).
-        folder: its resolved folder; None looks a hub id up in the local cache only (never downloading: one not
-            there is left to ``from_pretrained``, which fetches it).
-
     Raises:
-        ConfigError: one line naming ``model_name_or_path`` and what to pass instead, or the manifest that does not
-            read.
+        ConfigError: one line naming ``model_name_or_path`` (``base_model``, as given) and what to pass instead.
     """
-    base = _base_config(base_model, folder)
-    if base is not None:
-        _refuse_trained_head(base_model, *base, _manifest_mode(base_model, base[0]))
-
-
-def _refuse_trained_head(base_model: str | Path, folder: Path, config: dict[str, Any], mode: Any) -> None:
     from judge.checkpoints import GENERATOR_SUBDIR, is_released_regression
     from train.config import ConfigError
 

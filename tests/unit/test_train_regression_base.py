@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.tiny_released import RELEASED_REGRESSION_AUTO_MAP
 from train.config import ConfigError, load_config
-from train.regression import build_model, refuse_trained_head
+from train.regression import build_model, refuse_unfit_base
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_REGRESSION = REPO / "configs" / "train" / "tiny" / "regression.yaml"
@@ -46,7 +46,7 @@ def test_a_released_r_judge_as_the_base_is_refused_naming_what_to_pass(tmp_path)
     """Its regression_head.weight/.bias are no score.weight: the head would load as UNEXPECTED and start random."""
     folder = _released_r(tmp_path / "7b-r")
     with pytest.raises(ConfigError) as caught:
-        refuse_trained_head("ai-forever/pollux-judge-7b-r", folder)
+        refuse_unfit_base("ai-forever/pollux-judge-7b-r", folder)
     assert str(caught.value) == (
         "model_name_or_path: ai-forever/pollux-judge-7b-r is a released -r judge (Qwen2WithRegressionHead): its "
         "regression_head (a weight and a bias) does not load into the recipe's score head (no bias), which would "
@@ -59,7 +59,7 @@ def test_our_regression_export_as_the_base_is_refused_naming_its_generator(tmp_p
     generator/ holds the same backbone with the LM head."""
     folder = _our_export(tmp_path / "run" / "export")
     with pytest.raises(ConfigError) as caught:
-        refuse_trained_head(str(folder), folder)
+        refuse_unfit_base(str(folder), folder)
     assert str(caught.value) == (
         f"model_name_or_path: {folder} is a regression judge (Qwen2ForSequenceClassification) without an LM head, "
         "which the recipe would start random; to continue its training, resume its run (judge-train run --resume "
@@ -73,7 +73,7 @@ def test_our_regression_export_as_the_base_is_refused_naming_its_generator(tmp_p
 ], ids=["causal", "classifier-with-tied-lm-head"])
 def test_a_base_that_loads_whole_is_taken(tmp_path, config):
     """A causal base, and a classifier whose LM head is the (loaded) embedding matrix, lose nothing."""
-    refuse_trained_head("base", _folder(tmp_path / "base", config))
+    refuse_unfit_base("base", _folder(tmp_path / "base", config))
 
 
 def test_the_run_check_refuses_it_before_anything_is_written(tmp_path):
@@ -137,7 +137,6 @@ def test_the_unfit_template_refusal_suggests_only_bases_the_recipe_takes():
 def test_a_qwen3_base_with_a_corrupt_manifest_is_refused_as_qwen3(tmp_path):
     """The architecture is config.json's: a manifest that does not read never skips the Qwen2 check (the run's check
     and build_model's), which a Qwen3 folder fails first."""
-    from train.regression import refuse_unfit_base
     from train.tiny_models import tiny_qwen3_config
 
     folder = tmp_path / "qwen3"
@@ -149,14 +148,11 @@ def test_a_qwen3_base_with_a_corrupt_manifest_is_refused_as_qwen3(tmp_path):
                                  f"Qwen2.5); {folder} is qwen3")
 
 
-@pytest.mark.parametrize("check", ["refuse_unfit_base", "refuse_trained_head"])
-def test_a_qwen2_base_with_a_corrupt_manifest_is_refused_naming_the_manifest(tmp_path, check):
+def test_a_qwen2_base_with_a_corrupt_manifest_is_refused_naming_the_manifest(tmp_path):
     """A manifest that does not read is not read as none (which would let our regression export through as a causal
     base): refused in one line naming model_name_or_path and the file."""
-    import train.regression
-
     folder = _folder(tmp_path / "base", {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"})
     (folder / "pollux_judge.json").write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
-        getattr(train.regression, check)("base", folder)
+        refuse_unfit_base("base", folder)
     assert str(caught.value) == f"model_name_or_path: base: {folder / 'pollux_judge.json'}: expected a JSON object"
