@@ -117,19 +117,6 @@ def check_resumable(checkpoint: Path) -> None:
 _ZERO_RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_\d+_?optim_states\.pt$")
 
 
-def _deepspeed_settings(deepspeed: str | None) -> dict[str, Any]:
-    """The DeepSpeed JSON as a mapping; empty without one, or when it cannot be read (TrainConfig.validate names
-    an unreadable file)."""
-    from judge.plumbing.config_files import read_json_object
-
-    if deepspeed is None:
-        return {}
-    try:
-        return read_json_object(deepspeed)
-    except (OSError, ValueError):
-        return {}
-
-
 def _universal_checkpoints(settings: dict[str, Any]) -> bool:
     """Whether the DeepSpeed JSON asks for universal checkpoints (``"checkpoint": {"load_universal": true}``,
     deepspeed/runtime/constants.py ``LOAD_UNIVERSAL_CHECKPOINT``), which DeepSpeed re-partitions over any number of
@@ -164,7 +151,7 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
     asking for universal checkpoints (``_universal_checkpoints``) is let through: DeepSpeed re-partitions those itself.
 
     Args:
-        config: the resumed run's config (its ``deepspeed`` JSON).
+        config: the resumed run's config (its ``deepspeed`` JSON, as ``TrainConfig.deepspeed_settings`` read it).
         checkpoint: the ``checkpoint-N`` folder to resume, in the run folder whose run.json is read.
         world_size: the ranks that will load it; None: this launch's ``WORLD_SIZE`` (1 when unset).
         launch: how the error names that number, with ``{ranks}`` for it.
@@ -173,7 +160,10 @@ def check_world_size(config: TrainConfig, checkpoint: Path, world_size: int | No
         ConfigError: naming the checkpoint, both numbers of ranks and what to do instead.
     """
     steps = sorted(p for p in checkpoint.glob("global_step*") if p.is_dir())
-    settings = _deepspeed_settings(config.deepspeed)
+    try:
+        settings = config.deepspeed_settings()  # the config's one reading, as every other check's
+    except (OSError, ValueError):  # unreadable: TrainConfig.validate names it
+        settings = {}
     if not steps or _universal_checkpoints(settings):
         return
     latest = checkpoint / "latest"  # the tag DeepSpeed loads (engine.load_checkpoint with no tag)

@@ -411,6 +411,24 @@ def test_a_zero_checkpoint_resumes_on_other_ranks_when_deepspeed_loads_it_as_uni
                 check_output_dir(dataclasses.replace(earlier, resume=True))
 
 
+def test_the_world_size_check_reads_the_deepspeed_json_the_config_read(tmp_path, monkeypatch):
+    """The check on resume takes the config's one reading of the DeepSpeed JSON (TrainConfig.deepspeed_settings,
+    read at load): a file edited after it, here to ask for universal checkpoints, is not what this launch runs with,
+    so the resume is still refused. It read the file again on its own, and let the edited one through."""
+    import json
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    earlier = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    _zero_checkpoint(tmp_path / "run", earlier, ranks=4, launch_world_size=4)
+    resumed = dataclasses.replace(earlier, resume=True)
+    assert resumed.deepspeed_settings() == {"zero_optimization": {"stage": 3}}  # the reading at load
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
+    with pytest.raises(ConfigError, match="written by 4 ranks .* this launch has 2"):
+        check_output_dir(resumed)
+
+
 def test_a_checkpoint_without_deepspeed_resumes_on_another_number_of_ranks(tmp_path, monkeypatch):
     """optimizer.pt holds the whole optimizer state (no global_step* folder): another world size with the same
     global batch resumes, whatever run.json's launch recorded."""
