@@ -90,9 +90,13 @@ MAX_RESAMPLES = 200
 
 
 def ceiling_resamples(n_boot: int, level: float) -> int:
-    """The resamples each ceiling cell draws: ``n_boot`` up to ``MAX_RESAMPLES``, or up to the verdict's floor
-    (``paired_resamples_to_call``) where the level asks for more (201 at 99 %): a cap under the floor would leave every
-    ceiling of that level inconclusive whatever ``--n-boot`` asked."""
+    """The resamples each ceiling cell draws: ``n_boot``, capped at ``MAX_RESAMPLES``, a cap raised to the verdict's
+    floor (``paired_resamples_to_call(1 - level)``) where the level asks for more (201 at 0.99): a cap under the floor
+    would leave every ceiling of that level inconclusive whatever ``--n-boot`` asked. Never more than ``n_boot``: an
+    ``n_boot`` under the floor draws what it asked, and the report's note says the ceiling then gives no verdict.
+
+    ``judge-eval score`` scores at 0.95 (floor 41, under the cap), so from the command line the cap is
+    ``MAX_RESAMPLES``; the raised cap is for a ``ValiditySettings.level`` set in code."""
     return min(n_boot, max(MAX_RESAMPLES, paired_resamples_to_call(1.0 - level)))
 
 #: What a judge failure counts as in the ceiling (module docstring; ``--ceiling-failures``): the default first.

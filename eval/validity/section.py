@@ -108,8 +108,8 @@ class ValiditySettings:
     Attributes:
         alt_test: the alternative annotator test's parameters.
         n_boot: bootstrap resamples of the ceiling gap's interval (``score`` passes its ``n_boot``; each cell draws
-            its own), capped at ``eval.input_checks.MAX_RESAMPLES``, or at the verdict's floor where the level asks
-            for more (``ceiling.ceiling_resamples``).
+            its own), capped at ``ceiling.MAX_RESAMPLES`` (200), or at the verdict's floor where the level asks for
+            more (``ceiling.ceiling_resamples``).
         alpha_boot: resamples of the alpha difference's interval (overall cells; capped: ``eval.validity.agreement``).
         seed: the bootstraps' seed (per cell, ``eval.scoring.bootstrap.cell_rng``).
         level: the intervals' coverage.
