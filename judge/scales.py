@@ -170,8 +170,20 @@ _LANGUAGES = ("ru", "en")
 _DROP_INVISIBLE = {ord(ch): None for ch in _INVISIBLE}
 
 
+def _ascii_level(written: str) -> None:
+    """Refuses a level written with a decimal digit outside ASCII ("٢", fullwidth "２"), which ``\\d`` and ``int()``
+    read: the judge is shown the level as written, and a verdict in such digits is a ``no_score`` failure
+    (``judge.verdicts``), so a scale read from them would name levels its judge cannot answer with."""
+    for char in written:
+        if char.isdecimal() and not char.isascii():
+            raise ScaleError(f"rubric level {written[:20]!r} is written with U+{ord(char):04X}, a digit outside ASCII: "
+                             "write the levels in ASCII digits")
+
+
 def _level(written: str) -> int:
-    """A level as written, within ``MAX_LEVEL_DIGITS`` (checked before ``int()`` is asked to read it)."""
+    """A level as written, within ``MAX_LEVEL_DIGITS`` (checked before ``int()`` is asked to read it), in ASCII digits
+    (``_ascii_level``)."""
+    _ascii_level(written)
     if len(written.lstrip("+-")) > MAX_LEVEL_DIGITS:
         raise ScaleError(f"rubric level {written[:20]!r}... has more than {MAX_LEVEL_DIGITS} digits")
     return int(written)
@@ -332,6 +344,8 @@ def _ranges_in(text: str, pattern: re.Pattern):
     of levels."""
     for match in pattern.finditer(text.replace("\u2212", "-")):
         low, high = match.group(1), match.group(2)
+        _ascii_level(low)
+        _ascii_level(high)
         if max(len(low.lstrip("-")), len(high.lstrip("-"))) <= MAX_LEVEL_DIGITS:
             yield (int(low), int(high)), match.group(0)
 

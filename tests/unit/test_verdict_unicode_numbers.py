@@ -5,6 +5,8 @@ failure in either; a digit outside ASCII (fullwidth, Arabic-Indic, mathematical 
 failure naming the character, never a number (float() read "２" as 2 and "1٢" as 12), as the rubric reader refuses
 such a level (``judge.scales``)."""
 
+import re
+
 import pytest
 
 from judge.scales import Scale
@@ -65,3 +67,21 @@ def test_the_training_rules_take_no_answer_the_readers_refuse():
     assert [bare_answer(a) for a in ("2", "\u22121", "\uff12", "\u0661")] == [True, True, False, False]
     assert [bare_tagged_answer(f"[FEEDBACK] Ответ верный и полный. [RESULT] {s} [END]") for s in ("2", "\uff12")] == [
         True, False]
+
+
+@pytest.mark.parametrize("rubric, code", [
+    ("0: плохо\n1: средне\n\u0662: хорошо", "U+0662"),  # level lines
+    ("\uff10: плохо\n\uff11: хорошо", "U+FF10"),
+    ("0: плохо; 1: средне; \u0662: хорошо", "U+0662"),  # one line
+    ("Оцените ответ от \uff10 до \uff12.", "U+FF10"),  # a range in words
+    ("Оцените ответ от \uff10 до \uff12.\n0: плохо\n2: хорошо", "U+FF10"),  # a range stated over level lines
+])
+def test_a_rubric_text_level_in_digits_outside_ascii_is_refused_naming_the_digit(rubric, code):
+    """The rubric text reader read "٢: хорошо" as level 2 (Python's ``\\d`` and ``int`` take any script's digits), so
+    the judge was shown "٢" as the top level and its answer "٢" is a no_score failure (above): the text reader refuses
+    such a level, as the mapping reader refuses a key "٢", naming the character."""
+    from judge.scales import ScaleError, scale_of
+
+    with pytest.raises(ScaleError, match=re.escape(code)) as refused:
+        scale_of(rubric)
+    assert "ASCII" in str(refused.value)
