@@ -701,8 +701,8 @@ _PARTIAL_END = re.compile(r"\[\s*(?:E(?:N(?:D\s*)?)?)?$", re.IGNORECASE)
 
 def _trailing_number(text: str) -> str:
     """The ASCII digits ``text`` ends with, with the minus (ASCII or U+2212) before them ("" for none): where a
-    length cut inside a score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of digits to its end,
-    quadratic in an output of digits."""
+    length cut inside a score leaves it. Stripped rather than searched for: ``[0-9]+$`` searched retries every run of
+    digits to its end, quadratic in an output of digits."""
     head = text.rstrip("0123456789")
     digits = text[len(head):]
     return "-" + digits if digits and head.endswith(("-", _MINUS_SIGN)) else digits
