@@ -760,9 +760,18 @@ def decision(result: Comparison, k: int) -> str:
                 f"the {f.n} items both have a prediction for against {f.a}; no item scored by both, so no MAE, "
                 "Spearman or Verdict Confidence call)" + _unpredicted(result, k, split) + ".")
     if not result.n_boot:
-        how = "equal" if not mae.delta else f"{fmt(abs(mae.delta))} {'lower' if mae.delta < 0 else 'higher'}"
-        return (f"{where}: no calls (--n-boot 0); MAE {how} for {comp.run} than for {result.baseline} on the {mae.n} "
-                "items both scored.")
+        how = (f"equal for {comp.run} and {result.baseline}" if not mae.delta else
+               f"{fmt(abs(mae.delta))} {'lower' if mae.delta < 0 else 'higher'} for {comp.run} than for "
+               f"{result.baseline}")
+        said = f"MAE {how} on the {mae.n} items both scored"
+        f = block.failures
+        # the failures' McNemar call is an exact test, made without resamples (the headline says it): the one call
+        # left, and the one that tells apart a judge failing on many items
+        if f is not None and f.verdict in ("better", "worse"):
+            return (f"{where}: {comp.run} is {f.verdict} than {result.baseline} (failed verdicts {f.verdict}: {f.b} of "
+                    f"the {f.n} items both have a prediction for against {f.a}; no MAE, Spearman or Verdict "
+                    f"Confidence call under --n-boot 0; {said})" + _unpredicted(result, k, split) + ".")
+        return f"{where}: no calls (--n-boot 0); {said}" + _unpredicted(result, k, split) + "."
     targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     apart = targets.get(comp.run) != targets.get(result.baseline)
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED

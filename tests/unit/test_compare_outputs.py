@@ -294,3 +294,26 @@ def test_the_decision_says_when_a_call_had_too_few_units(sample_runs):
     said = decision(result, 0)
     assert (": no difference between j (lenient) and j (exact) was shown (MAE n.s., too few to call, Spearman n.s., "
             "too few to call, Verdict Confidence n.s., too few to call, failed verdicts n.s.; ") in said, said
+
+
+def test_the_decision_under_n_boot_0_keeps_the_failures_call(sample_runs, tmp_path):
+    """--n-boot 0 draws no resample, so MAE, Spearman and VC are not called; the failed verdicts' McNemar call is an
+    exact test and is made all the same (the headline says it). A run failing on every other item was decided "no
+    calls", its MAE alone said, and the failures call that tells it apart left out."""
+    from eval.scoring.compare import compare, decision
+
+    run = tmp_path / "half"
+    run.mkdir()
+    rows = [json.loads(line) for line in (sample_runs / "exact" / "predictions.jsonl").read_text("utf-8").splitlines()]
+    half = [dict(row, score=None, parse_ok=False, error="no_score", raw_output="мусор", score_source=None)
+            if k % 2 else row for k, row in enumerate(rows)]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in half), "utf-8")
+    assert main(["score", "--predictions", str(run), "--data", str(judge.sample_data_path()), "--n-boot", "0"]) == 0
+    result = compare([sample_runs / "exact", run], n_boot=0)
+    f = result.comparisons[0].splits["all"].failures
+    assert (f.verdict, f.n, f.a) == ("worse", 341, 1)
+    said = decision(result, 0)
+    assert said.startswith("Decision on the Zero-Shot + Standard: j (half) is worse than j (exact) (failed verdicts "
+                           f"worse: {f.b} of the 341 items both have a prediction for against 1; no MAE, Spearman or "
+                           "Verdict Confidence call under --n-boot 0; MAE "), said
+    assert said.endswith(f" on the {result.comparisons[0].splits['all'].overall['mae'].n} items both scored)."), said
