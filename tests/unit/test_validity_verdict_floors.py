@@ -216,3 +216,19 @@ def test_the_ceilings_resample_cap_rises_to_the_verdicts_floor():
 
     assert [ceiling_resamples(n, 0.95) for n in (10, 41, 200, 1000)] == [10, 41, 200, 200]
     assert [ceiling_resamples(n, 0.99) for n in (200, 201, 1000)] == [200, 201, 201]
+
+
+def test_validity_md_and_the_settings_name_the_ceilings_own_cap():
+    """docs/validity.md and ``ValiditySettings.n_boot`` name the cap ``ceiling_resamples`` applies, the ceiling's own
+    ``MAX_RESAMPLES`` (200), not ``eval.input_checks.MAX_RESAMPLES`` (the bound on any --n-boot, 100,000), which
+    shares its name: a reader told the latter would expect a ceiling interval of 1,000 resamples from --n-boot 1000."""
+    from pathlib import Path
+
+    from eval.validity.ceiling import MAX_RESAMPLES
+    from eval.validity.section import ValiditySettings
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "validity.md").read_text("utf-8").split())
+    assert (f"resamples per cell, at most {MAX_RESAMPLES}: `eval/validity/ceiling.py` `ceiling_resamples` and its "
+            "`MAX_RESAMPLES`") in text
+    assert "input_checks" not in text
+    assert f"``ceiling.MAX_RESAMPLES`` ({MAX_RESAMPLES})" in " ".join(ValiditySettings.__doc__.split())
