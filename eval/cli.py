@@ -140,10 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("runs", nargs="+", metavar="RUN", help="Scored (or rank) run folders; the first is the baseline.")
     cmp_p.add_argument("--out", default=None, help="Also write compare.json, compare.md and compare.html here.")
     cmp_p.add_argument("--n-boot", type=int, default=1000, help="Paired bootstrap resamples: 0 (no intervals, "
-                       "p-values or calls) or >= 10, at most 100,000; a better/worse call of scored runs needs "
-                       "more than 2/alpha (41 at the default --alpha), in a table of m cells more than 2m/alpha "
-                       "(Holm; 1,001 for 25 criteria); of two rank runs, >= 2/alpha (40); a board of K draws "
-                       ">= 2m/alpha (1,120 for 8).")
+                       "p-values or calls but the failed verdicts' McNemar call, which draws none) or >= 10, at most "
+                       "100,000; a better/worse call of scored runs needs more than 2/alpha (41 at the default "
+                       "--alpha), in a table of m cells more than 2m/alpha (Holm; 1,001 for 25 criteria); of two "
+                       "rank runs, >= 2/alpha (40); a board of K draws >= 2m/alpha (1,120 for 8).")
     cmp_p.add_argument("--seed", type=int, default=0, help="Bootstrap seed, >= 0.")
     cmp_p.add_argument("--alpha", type=float, default=0.05, help="Significance level of better/worse calls, in (0, 1); paired "
                        "intervals at 1 - alpha (a leaderboard pair's at 1 - alpha/m, m = K(K-1)/2); a rank call also "

@@ -11,6 +11,7 @@ console scripts build.
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import re
 import shlex
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import judge
 from tests.support.cli_parsers import parsers_by_prog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -297,3 +299,118 @@ def test_every_metrics_json_key_the_docs_name_by_its_section_is_in_that_section(
                 wrong.append(f"{_where(page, line)}: metrics.json's {section} has no {key}")
     assert checked > 10, checked  # the scan reads the pages (about 20 keys today)
     assert not wrong, "\n".join(wrong)
+
+
+def test_compares_n_boot_0_is_said_to_keep_the_failed_verdicts_mcnemar_call(parsers):
+    """Under `compare --n-boot 0` the failed verdicts' McNemar call is still made (an exact test, no resample: the
+    headline calls it and the decision reads it); `judge-eval compare --help` and docs/evaluation.md said 0 meant
+    "no intervals, p-values or calls"."""
+    action = next(a for a in parsers["judge-eval compare"]._actions if "--n-boot" in a.option_strings)
+    help_text = " ".join(action.help.split())
+    assert help_text.startswith("Paired bootstrap resamples: 0 (") and "McNemar" in help_text.split(")")[0], help_text
+    text = " ".join((REPO / "docs" / "evaluation.md").read_text(encoding="utf-8").split())
+    start = text.index("`--n-boot` (on `score`, `compare` and `rank`) is **0** (")
+    assert "McNemar" in text[start:text.index(") or at least **10**", start)], text[start:start + 300]
+
+
+def _top_level_names(source: Path) -> dict[str, ast.AST]:
+    """A module's top-level names (defined, assigned or imported) and the node that binds each."""
+    names: dict[str, ast.AST] = {}
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        names[name.id] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[(alias.asname or alias.name).split(".")[0]] = node
+    return names
+
+
+def _class_attributes(node: ast.ClassDef) -> set[str]:
+    """What a class's body defines or annotates, and what its methods assign to ``self``."""
+    found = set()
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(child.name)
+        elif isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name):
+            found.add(child.target.id)
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            found.add(child.id)
+        elif (isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store)
+              and isinstance(child.value, ast.Name) and child.value.id == "self"):
+            found.add(child.attr)
+    return found
+
+
+def unresolved_code_name(dotted: str) -> str | None:
+    """Why ``judge.verdicts.split_at_last_think_close`` (a name of the toolkit's packages) names nothing in the
+    source, else None: its longest module prefix, then a top-level name of that module (followed through a
+    ``from X import name`` into X), then an attribute of that class. Read from the source, never imported."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        folder = REPO.joinpath(*parts[:cut])
+        module = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+        if module.is_file():
+            break
+    else:
+        return f"no module {parts[0]}"
+    rest = parts[cut:]
+    for _ in range(5):  # re-exports: judge.RecordColumns is judge.record_columns's, loaded on first use
+        if not rest:
+            return None
+        names = _top_level_names(module)
+        if rest[0] not in names and module == REPO / "judge" / "__init__.py" and rest[0] in judge._MODULE_OF:
+            # judge's contract names, loaded on first use by its module __getattr__ (judge._EXPORTS)
+            module = REPO.joinpath(*judge._MODULE_OF[rest[0]].split(".")).with_suffix(".py")
+            continue
+        if rest[0] not in names:
+            return f"{'.'.join(parts[:len(parts) - len(rest)])} has no {rest[0]}"
+        node = names[rest[0]]
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            origin = REPO.joinpath(*node.module.split("."))
+            module = origin / "__init__.py" if origin.is_dir() else origin.with_suffix(".py")
+            if not module.is_file():
+                return None  # a third-party name: not ours to check
+            rest = [next(a.name for a in node.names if (a.asname or a.name) == rest[0]), *rest[1:]]
+            continue
+        if len(rest) > 1 and isinstance(node, ast.ClassDef) and rest[1] not in _class_attributes(node):
+            return f"{'.'.join(parts[:len(parts) - len(rest) + 1])} has no attribute {rest[1]}"
+        return None
+    return None
+
+
+def test_every_code_name_the_docs_cite_is_in_the_source():
+    """A `judge.…`, `eval.…`, `train.…` or `serve.…` name in a page's code span (`judge.verdicts.bare_answer`,
+    `eval.scoring.compare.decision`) is a module, a name of it or an attribute of its class: names this toolkit
+    removes or renames (helpers only tests called, such as `train.regression.refuse_trained_head`) must leave no
+    page citing them."""
+    pattern = re.compile(r"`((?:judge|eval|train|serve)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?`")
+    wrong, checked = [], 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in pattern.finditer(text):
+            if match.group(1).endswith((".sbatch", ".jsonl")):  # slurm/eval.sbatch, a data file: no module
+                continue
+            checked += 1
+            why = unresolved_code_name(match.group(1))
+            if why:
+                wrong.append(f"{_where(page, text.count(chr(10), 0, match.start()) + 1)}: `{match.group(1)}`: {why}")
+    assert checked > 100, checked  # the scan reads the pages (about 260 names today)
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize(("dotted", "resolves"), [
+    ("judge.verdicts.split_at_last_think_close", True),
+    ("judge.RecordColumns.expert_ids", True),  # a re-export, then an attribute set in __init__
+    ("eval.scoring.compare.decision", True),
+    ("train.regression.refuse_trained_head", False),  # removed: only tests called it
+    ("eval.validity.agreement.agreement_classes", False),  # removed likewise
+    ("judge.verdicts.no_such_name", False),
+    ("judge.RecordColumns.no_such_attribute", False),
+])
+def test_the_code_name_check_finds_what_is_there_and_only_that(dotted, resolves):
+    assert (unresolved_code_name(dotted) is None) is resolves, unresolved_code_name(dotted)
