@@ -64,7 +64,8 @@ NOT_SHOWN_EQUAL = "n.s. says no difference was shown, not that the runs are equa
 #: Fewer paired units than this: "n.s." whatever the p-value (module docstring). Not a copy of the ceiling's
 #: minimum: the one constant both read.
 MIN_PAIRED = bootstrap.MIN_VERDICT_UNITS
-#: ``--n-boot`` of score, compare and rank is 0 (no intervals, no p-values, no calls) or at least this many
+#: ``--n-boot`` of score, compare and rank is 0 (no intervals, no p-values, no calls but compare's failed verdicts'
+#: McNemar call, an exact test that draws no resample) or at least this many
 #: resamples: a percentile interval is read off the resamples drawn, so one resample is a zero-width interval that
 #: reads as certainty and a few are the spread of a few draws. A floor against such degenerate intervals, not a
 #: recommendation: intervals worth reading take the default 1000, and compare's calls need
