@@ -352,7 +352,7 @@ def _error_code(response: Any) -> Any:
     judge's window cannot hold), None for none."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
         return None
     error = body.get("error") if isinstance(body, dict) else None
     return error.get("code") if isinstance(error, dict) else None

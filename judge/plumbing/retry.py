@@ -339,7 +339,7 @@ def server_message(response: Any, limit: int = 300) -> str:
     text, on one line."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or JSON json.loads cannot hold (nested past its limit): the text
         body = None
     text = ""
     if isinstance(body, dict):
@@ -435,7 +435,7 @@ def list_models(base_url: str, *, api_key: str = "", key_source: str = "", what:
                                f"is the server running, on that host and port?{longer}") from None
     try:
         models = response.json().get("data")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
         models = None
     if not isinstance(models, list):
         raise EndpointUnusable(f"{what} at {base_url}: GET {url} did not answer an OpenAI model list (is it an "

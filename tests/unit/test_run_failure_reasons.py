@@ -136,3 +136,63 @@ def test_a_failed_attempt_said_on_the_console_shows_the_servers_control_characte
     assert failure_said(err) == ("HTTP 503: bad request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.run: all "
                                  "good")
     assert failure_said(httpx.ConnectError("refused\x1b[2J")) == "ConnectError: refused\\x1b[2J"
+
+
+def _deep_error_server(status: int) -> ScriptedEndpoint:
+    """A judge-serve answering every judging request ``status`` with a body of valid JSON nested far past what
+    ``json.loads`` holds (a hostile or broken proxy's error page); the route's probe is answered as judge-serve does."""
+    from tests.support.malformed_answers import DEEP_JSON
+
+    def respond(path: str, request: dict) -> tuple:
+        if path != "/v1/judge" or not request:
+            return 400, {"error": {"message": "items: required field is missing"}}
+        return status, DEEP_JSON
+
+    return ScriptedEndpoint(respond, model="judge")
+
+
+def test_an_error_answer_whose_json_json_loads_cannot_hold_is_a_failed_row_in_the_servers_words(tmp_path):
+    """A 422 whose body is JSON nested past the recursion limit: server_message read it with json.loads and let the
+    RecursionError through, so the row said "RecursionError: maximum recursion depth exceeded" and nothing of the
+    server's answer. The row is the refusal, HTTP 422 and the body's text as the server sent it (cut)."""
+    data = judge.write_jsonl(judge.load_records(judge.sample_data_path())[:1], tmp_path / "data.jsonl")
+    out = tmp_path / "run"
+    with _deep_error_server(422) as server:
+        assert main(run_args(server.base_url, data, out, "--backend", "judge-serve", "--max-retries", "0")) == 3
+    (row,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["error"] == "request_failed"
+    assert row["reason"].startswith('HTTP 422: {"id": "x", "choices": [[[['), row["reason"]
+    assert "RecursionError" not in row["reason"]
+
+
+def test_a_failed_attempt_with_json_json_loads_cannot_hold_is_said_in_the_servers_words():
+    """failure_said (the retries' warning, the first-contact wait, the failing streak's stop) and pairwise's error
+    code reader read an error body with json.loads: JSON nested past the recursion limit raised there, where any other
+    unreadable body is read as text."""
+    import httpx
+
+    from eval.pairwise.judging import _error_code
+    from judge.plumbing.retry import failure_said, server_message
+    from tests.support.malformed_answers import DEEP_JSON
+
+    request = httpx.Request("POST", "http://127.0.0.1/v1/judge")
+    response = httpx.Response(503, content=DEEP_JSON.data, request=request,
+                              headers={"content-type": "application/json"})
+    assert server_message(response, 40) == '{"id": "x", "choices": ' + "[" * 17 + "..."
+    assert failure_said(httpx.HTTPStatusError("503", request=request, response=response), 40) == (
+        'HTTP 503: {"id": "x", "choices": ' + "[" * 17 + "...")
+    assert _error_code(response) is None
+
+
+def test_a_model_list_whose_json_json_loads_cannot_hold_is_no_model_list():
+    """GET /models answered 200 with JSON nested past the recursion limit: list_models let json.loads'
+    RecursionError through (a traceback at first contact), where any other body that is no model list is said so."""
+    import pytest
+
+    from judge.plumbing.retry import EndpointUnusable, list_models
+    from tests.support.malformed_answers import DEEP_JSON
+
+    with ScriptedEndpoint(lambda path, body: (404, {}), respond_get=lambda path: (200, DEEP_JSON)) as server:
+        with pytest.raises(EndpointUnusable, match=r"did not answer an OpenAI model list \(is it an OpenAI-compatible "
+                                                   r"server's base URL\?\)"):
+            list_models(server.base_url)
