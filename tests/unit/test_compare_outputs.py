@@ -204,6 +204,21 @@ def test_the_decision_is_one_sentence_first_in_compare_md_the_page_and_the_conso
                                    "j (lenient) than for j (exact) on the 297 items both scored.")
 
 
+def test_the_decision_under_n_boot_0_says_an_equal_mae_as_equal_for_both(sample_runs):
+    """No call under --n-boot 0, and an MAE difference of zero: "MAE equal for B and A", where it read "MAE equal for B
+    than for A"."""
+    from dataclasses import replace
+
+    from eval.scoring.compare import compare, decision
+
+    result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=0)
+    block = result.comparisons[0].splits["all"]
+    equal = {**block.overall, "mae": replace(block.overall["mae"], delta=0.0)}
+    result.comparisons[0].splits["all"] = replace(block, overall=equal)
+    assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no calls (--n-boot 0); MAE equal for "
+                                   "j (lenient) and j (exact) on the 297 items both scored.")
+
+
 def test_the_decision_says_where_a_run_is_unfinished(sample_runs, tmp_path):
     """A run with predictions for its first 100 items of 341: its calls are over those, and the decision says the
     run has no prediction for the rest, so that it is not read as a whole run's."""
