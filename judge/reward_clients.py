@@ -323,7 +323,7 @@ class RewardRequestRefused(ValueError):
         """The refusal in ``response``, the answer of ``url`` to a request whose item k was sample ``rows[k]``."""
         try:
             error = response.json().get("error")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
             error = None
         param = error.get("param") if isinstance(error, dict) and isinstance(error.get("param"), str) else None
 

@@ -28,3 +28,17 @@ def test_a_refusal_names_the_url_that_refused():
     assert str(refused.value) == f"the reward request to {url} was refused (HTTP 404): Not Found"
     assert (refused.value.status, refused.value.url) == (404, url)
     assert [path for path, _ in endpoint.requests] == ["/v1/judge"]
+
+
+def test_a_refusal_whose_json_json_loads_cannot_hold_is_said_as_its_text():
+    """A 400 whose body is JSON nested past the recursion limit (a hostile or broken proxy): the refusal read its
+    ``error`` with json.loads and let the RecursionError through, a traceback naming no URL; it is a refusal naming
+    the URL, the body's text as the server sent it (cut)."""
+    from tests.support.malformed_answers import DEEP_JSON
+
+    with ScriptedEndpoint(lambda path, body: (400, DEEP_JSON)) as endpoint:
+        with pytest.raises(RewardRequestRefused) as refused:
+            JudgeRewardClient(endpoint.base_url, retry=NO_WAIT).rewards([SAMPLE])
+    assert str(refused.value).startswith(f"the reward request to {endpoint.base_url}/judge was refused (HTTP 400): "
+                                         '{"id": "x", "choices": [[[[')
+    assert (refused.value.status, refused.value.param, refused.value.sample) == (400, None, None)
