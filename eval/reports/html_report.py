@@ -416,8 +416,8 @@ def render_report_page(result: Metrics, explorer: Mapping[str, Any] | None) -> s
                  "status, the experts' mode (unique or not, no expert scores, no prediction) and whether the judge's "
                  "score lies on the item's scale (where the table records it). Click an item to open it. Names longer than the tables hold are cut "
                  "in their middle (…), and marked (#…) where two would read alike.</p>",
-                 _no_script("items.parquet beside this page holds them, one row per item, and predictions.jsonl "
-                            "the judge's verdicts"), '<div id="explorer"></div>']
+                 _no_script("items.parquet beside this page holds them, one row per item, and the run folder's "
+                            "predictions.jsonl the judge's verdicts"), '<div id="explorer"></div>']
         data = explorer
     nav = [(a if a != "explorer" else "explorer-title", t) for a, t in nav]
     return _page(f"Judge report: {judge_name}", subtitle, nav, body, data)
