@@ -94,6 +94,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import counted, value_words
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
                                   retry_stop_said, retryable_status, server_message)
@@ -315,7 +316,10 @@ class RewardRequestRefused(ValueError):
     """
 
     def __init__(self, status: int, message: str, param: str | None, sample: int | None, url: str = ""):
-        super().__init__(f"the reward request to {url or 'judge-serve'} was refused (HTTP {status}): {message}")
+        # The server's words shown as a terminal shows them (an ESC sequence could clear the screen); ``message`` keeps
+        # them as sent.
+        super().__init__(f"the reward request to {url or 'judge-serve'} was refused (HTTP {status}): "
+                         f"{visible(message, 1000)}")
         self.status, self.message, self.param, self.sample, self.url = status, message, param, sample, url
 
     @classmethod
@@ -934,7 +938,7 @@ def trl_reward_function(
         for chunk, answer in zip(chunks, answers):
             if isinstance(answer, BaseException):  # transient, and still failing after the retries
                 log.warning("judge-serve at %s gave no rewards for %d samples: %s: %s", client.url,
-                            sum(bool(s.answer) for s in chunk), type(answer).__name__, answer)
+                            sum(bool(s.answer) for s in chunk), type(answer).__name__, visible(answer))
                 failed_requests += 1
                 # A sample with nothing to judge was never sent: its value is the rule's, whatever the judge does.
                 values += [None if s.answer else client.rule.empty_answer for s in chunk]

@@ -75,6 +75,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from judge.plumbing.console_logging import visible
 from judge.checkpoints import prompt_template_and_why, read_manifest
 from judge.wire import ModelLimits, root_identity
 from serve.config import ServeConfig
@@ -313,7 +314,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
     def unreadable(state: ServerState, role: str, what: str, err: Exception) -> JSONResponse:
         """An engine's answer that broke off while it was read (its connection dropped, a read timed out): a 503
         with ``Retry-After`` when the engine has died meanwhile, else a 502; the error itself stays in the log."""
-        log.warning("the %s engine's %s could not be read: %s: %s", role, what, type(err).__name__, err)
+        log.warning("the %s engine's %s could not be read: %s: %s", role, what, type(err).__name__, visible(err))
         problem = state.engine_problem(role)
         if problem:
             return unavailable(state, role, problem)
@@ -390,13 +391,15 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         except aiohttp.ConnectionTimeoutError as err:
             # A TimeoutError too, but the engine was never reached (nothing is running there, or the route to it is
             # lost): an engine that cannot be reached, 503 with Retry-After, not an answer that took too long.
-            log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__, err)
+            log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__,
+                        visible(err))
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
         except asyncio.TimeoutError:
             return error_response(504, f"the {role} engine did not answer within {config.request_timeout_s:g} s",
                                   "timeout", code="timeout")
         except aiohttp.ClientError as err:
-            log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__, err)
+            log.warning("the %s engine at %s is unreachable: %s: %s", role, engine.url, type(err).__name__,
+                        visible(err))
             return unavailable(state, role, f"the {role} engine is unreachable ({type(err).__name__})")
         if upstream_response.status >= 400:
             try:

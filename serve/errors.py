@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 from fastapi.responses import JSONResponse
 
+from judge.plumbing.console_logging import visible
 from judge.plumbing.retry import retryable_status
 from serve.engine_client import EngineBusy, EngineFailure, EngineUnavailable
 from serve.schema import clip_message
@@ -96,7 +97,7 @@ def _engine_error_body(status: int, message: str, param: Any, code: Any, role: s
                        names: Sequence[str] = (), asked_model: Any = None) -> tuple[int, dict[str, Any]]:
     """(status, OpenAI-shaped body) for an engine's error: see ``engine_error``."""
     if status >= 500:
-        log.error("the %s engine answered %d: %s", role, status, message[:2000])
+        log.error("the %s engine answered %d: %s", role, status, visible(message, 2000))
         return 502, error_body(f"the {role} engine failed (it answered {status}); judge-serve's log has its message",
                                "server_error", code="engine_error")
     if status == 401:  # judge-serve's own key to its engine was refused: not the client's fault
@@ -176,12 +177,12 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
         return error_response(503, str(err), "service_unavailable", code="queue_full",
                               headers={"Retry-After": str(err.retry_after_s)})
     if isinstance(err, EngineBusy):  # judge-serve's own connections all in use: the engine is not to blame
-        log.warning("judgment refused: %s", err)
+        log.warning("judgment refused: %s", visible(err, 2000))
         return error_response(503, "judge-serve's connections to its engines are all in use; retry", "service_unavailable",
                               code="server_busy", headers=state.retry_headers(state.engines))
     if isinstance(err, EngineUnavailable):
         # A dropped connection can beat the watcher to an engine's death: name the engine by its role, not URL.
-        log.warning("engine unavailable during a judgment: %s", err)
+        log.warning("engine unavailable during a judgment: %s", visible(err, 2000))
         message = str(err)
         for role, engine in state.engines.items():
             if engine.url in message:  # the connection's error by its type's name, as the proxied routes say it
@@ -189,7 +190,7 @@ def judgment_failed(err: EngineUnavailable | EngineFailure, state: Any) -> JSONR
                            if err.__cause__ is not None else f"the {role} engine is unavailable")
         return error_response(503, sanitized(message), "service_unavailable", code="engine_unavailable",
                               headers=state.retry_headers(state.engines))
-    log.error("engine failure during a judgment: %s", err)
+    log.error("engine failure during a judgment: %s", visible(err, 2000))
     status, public = err.status, err.public
     if status == 404 and public is None and getattr(err, "param", None) == "model":
         # judge-serve names its engines' models itself (serve.judging.JudgeSettings.engine_models): vLLM's 404 for
@@ -319,7 +320,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise
-        log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, err)
+        log.warning("the %s engine's stream broke off: %s: %s", role, type(err).__name__, visible(err))
         yield _stream_error(f"the {role} engine's stream broke off ({type(err).__name__}); the reply is incomplete")
         return
     if parts:

@@ -86,6 +86,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
+from judge.plumbing.console_logging import visible
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.provenance import scrub_secrets
 from judge.criteria import repeated_criterion
@@ -101,7 +102,7 @@ from serve.errors import judgment_failed
 from serve.jobs import check_criteria
 from serve.queued import QueueFull
 from serve.quiet_logs import SpacedWarning
-from serve.schema import (MAX_OBJECT_KEYS, JudgeRequest, RequestError, check_bounds, clip_message,
+from serve.schema import (MAX_OBJECT_KEYS, MESSAGE_MAX_CHARS, JudgeRequest, RequestError, check_bounds, clip_message,
                           decode_json_body, parse_judge_request, read_off_loop, task_level_named)
 
 __all__ = ["END_OF_TURN_MARKERS", "LABEL_FIELDS", "answer_of", "reward_rule_of", "reward_key_of", "RewardRoute",
@@ -701,7 +702,8 @@ class RewardRoute:
             param, message = "labels", "labels" + message[len("items"):] if message.startswith("items") else message
         kind = "not_found_error" if err.status == 404 else "invalid_request_error"
         # OpenRLHF never reads a refusal's body (it retries, then fails the step): the log keeps the cause.
-        log.warning("a reward request was refused (%d, param %s): %s", err.status, param, clip_message(message))
+        log.warning("a reward request was refused (%d, param %s): %s", err.status, visible(param, MESSAGE_MAX_CHARS),
+                    visible(message, MESSAGE_MAX_CHARS))
         return self.error(err.status, message, kind, param, err.code)
 
     def _body(self, rewards: list[Reward | None], latency: float) -> dict[str, Any]:

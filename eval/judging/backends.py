@@ -131,9 +131,9 @@ def refuse_format_change(answered: str, config: Any, model: str) -> None:
     """
     if config.verdict_format != "auto" and answered != config.verdict_format:
         raise ServerChanged(
-            f"judge-serve answered in the verdict format {answered}, but this run records {config.verdict_format} "
-            f"for {model!r} (its run.json): the server changed since the run began, or does not say its format in "
-            f"GET /v1/models (then set --verdict-format {answered})")
+            f"judge-serve answered in the verdict format {visible(answered, 100)}, but this run records "
+            f"{config.verdict_format} for {model!r} (its run.json): the server changed since the run began, or does "
+            f"not say its format in GET /v1/models (then set --verdict-format {visible(answered, 100)})")
 
 
 def refusal_of(err: Any) -> Refused:

@@ -42,3 +42,15 @@ def test_a_refusal_whose_json_json_loads_cannot_hold_is_said_as_its_text():
     assert str(refused.value).startswith(f"the reward request to {endpoint.base_url}/judge was refused (HTTP 400): "
                                          '{"id": "x", "choices": [[[[')
     assert (refused.value.status, refused.value.param, refused.value.sample) == (400, None, None)
+
+
+def test_a_refusals_message_is_shown_with_its_control_characters_escaped():
+    """A server's "\\x1b[2J" (clear the screen) reaches the training console as the escape's text, not the escape;
+    the exception's ``message`` keeps the server's words as ``server_message`` reads them (on one line)."""
+    body = {"error": {"message": "bad\x1b[2J\nrow", "type": "invalid_request_error"}}
+    with ScriptedEndpoint(lambda path, body_sent: (400, body)) as endpoint:
+        with pytest.raises(RewardRequestRefused) as refused:
+            JudgeRewardClient(endpoint.base_url, retry=NO_WAIT).rewards([SAMPLE])
+    url = f"{endpoint.base_url}/judge"
+    assert str(refused.value) == f"the reward request to {url} was refused (HTTP 400): bad\\x1b[2J row"
+    assert refused.value.message == "bad\x1b[2J row"
