@@ -778,7 +778,7 @@ def decision(result: Comparison, k: int) -> str:
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED
              if metric in block.overall and not (metric == "spearman" and apart)]
     # an n.s. that no p-value could have avoided (too few paired units or resamples) says so, not "no difference"
-    calls = [(label, p.verdict + (", too few to call" if p.verdict == "n.s." and _too_few(
+    calls = [(label, p.verdict + (" (too few to call)" if p.verdict == "n.s." and _too_few(
         p.n_units, p.n_resamples, result.alpha) else "")) for label, p in cells]
     if block.failures is not None:
         calls.append(("failed verdicts", block.failures.verdict))

@@ -307,8 +307,9 @@ def test_the_decision_says_when_a_call_had_too_few_units(sample_runs):
     few = {m: replace(p, n_units=12, verdict="n.s.") for m, p in block.overall.items()}
     result.comparisons[0].splits["all"] = replace(block, overall=few)
     said = decision(result, 0)
-    assert (": no difference between j (lenient) and j (exact) was shown (MAE n.s., too few to call, Spearman n.s., "
-            "too few to call, Verdict Confidence n.s., too few to call, failed verdicts n.s.; ") in said, said
+    assert (": no difference between j (lenient) and j (exact) was shown (MAE n.s. (too few to call), "
+            "Spearman n.s. (too few to call), Verdict Confidence n.s. (too few to call), failed verdicts n.s.; ") in said, \
+        said
 
 
 def test_the_decision_under_n_boot_0_keeps_the_failures_call(sample_runs, tmp_path):
