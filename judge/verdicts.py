@@ -449,7 +449,8 @@ def bare_answer(content: str | None, reasoning: str | None = None) -> bool:
 #: a tagged verdict's feedback, one is a second block, a quoted verdict or a reasoning the judge was never trained to
 #: write there (build-data drops a rationale holding any of them: ``tags_in_feedback``).
 _ANY_TAG = re.compile(r"\[\s*(?:FEEDBACK|RESULT|END)\s*\]|</?think\s*>", re.IGNORECASE)
-_BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+-]?[0-9]+\s*\[END\]")
+# The sign as ``_BARE_INTEGER`` takes it (ASCII or U+2212, which ``parse_verdict`` reads as the minus in both formats)
+_BARE_TAGGED_TAIL = re.compile(r"\[RESULT\]\s*[+\-\u2212]?[0-9]+\s*\[END\]")
 
 
 def bare_tagged_answer(text: str | None, reasoning: bool = False) -> bool:
@@ -460,7 +461,8 @@ def bare_tagged_answer(text: str | None, reasoning: bool = False) -> bool:
     ``[END]``, as serving must: "[FEEDBACK] ... [RESULT] 2 [END] а вообще 0" reads as 2, and so does "Думаю: [RESULT]
     0. [FEEDBACK] ... [RESULT] 2 [END]". As an answer to train towards only the block build-data's targets are
     (``render_target``, ended by the end of the turn) is sure to be the verdict its rationale reached: the tags as
-    rendered, an integer score, and a rationale holding no tag of its own (a second ``[FEEDBACK]`` opens a second
+    rendered, an integer score (its minus ASCII or U+2212, as :func:`bare_answer` takes it and the reader reads it),
+    and a rationale holding no tag of its own (a second ``[FEEDBACK]`` opens a second
     block, as a second ``<think>`` does in the integer format). GRPO's ``format_reward`` (``train.grpo_rewards``) pays
     only such an answer in the tagged format; the parser itself is unchanged.
 

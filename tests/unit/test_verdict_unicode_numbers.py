@@ -69,6 +69,18 @@ def test_the_training_rules_take_no_answer_the_readers_refuse():
         True, False]
 
 
+def test_the_two_training_rules_take_the_minus_sign_the_readers_read():
+    """"−1" (U+2212) is a bare integer answer and parse_verdict reads it as -1 in both formats: the tagged rule refused
+    "[RESULT] −1 [END]", which the integer rule and the reader take."""
+    from judge.verdicts import bare_answer, bare_tagged_answer
+
+    tagged = "[FEEDBACK] Ответ неверный. [RESULT] \u22121 [END]"
+    assert parse_verdict(tagged, Scale((-1, 0, 1))).score == -1
+    assert (bare_answer("\u22121"), bare_tagged_answer(tagged), bare_tagged_answer(tagged.replace("\u2212", "-"))) == (
+        True, True, True)
+    assert not bare_tagged_answer("[FEEDBACK] Ответ неверный. [RESULT] \u2212\u22121 [END]")
+
+
 @pytest.mark.parametrize("rubric, code", [
     ("0: плохо\n1: средне\n\u0662: хорошо", "U+0662"),  # level lines
     ("\uff10: плохо\n\uff11: хорошо", "U+FF10"),
