@@ -108,7 +108,7 @@ __all__ = ["RewardSample", "judge_request_body", "rewards_from_response", "Judge
            "compute_score", "compute_score_async", "sample_from_verl", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_ITEMS",
            "DEFAULT_MAX_JUDGMENTS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_VERL_CONCURRENCY", "request_chunks",
            "encoded_body", "TASK_FIELDS", "CONNECT_TIMEOUT_S", "request_timeout", "RewardRequestRefused", "CUT_REASON",
-           "label_criteria", "VERL_EXTRA_KWARGS"]
+           "label_criteria", "VERL_EXTRA_KWARGS", "METRIC_SLASH", "failures_by_metric_key"]
 
 log = logging.getLogger("judge.reward_clients")
 
@@ -355,6 +355,23 @@ def _checked(response: Any, rows: Sequence[int], url: str) -> dict[str, Any]:
     if aborted:
         raise GenerationAborted(f"judge-serve's engine aborted {aborted} judgments of the request")
     return body
+
+
+#: What stands for "/" in a criterion's name as a metric key: W&B and TensorBoard nest a key at each "/", so POLLUX's
+#: "… литературных направлений / писателей" would open a panel group of its own. U+2215 (division slash) looks alike
+#: and nests nothing.
+METRIC_SLASH = "\u2215"
+
+
+def failures_by_metric_key(rewards: Sequence[Reward | None]) -> dict[str, int]:
+    """Failed judgments per criterion name (``failures_by_criterion``), each name made a metric key that does not
+    nest: "/" written as ``METRIC_SLASH``. Criteria that share a name (POLLUX's domain variants of one criterion) are
+    one key, their failures summed, as ``failures_by_criterion`` counts them; two names that become one key sum too."""
+    keyed: dict[str, int] = {}
+    for criterion, (n_failed, _) in failures_by_criterion(rewards).items():
+        key = criterion.replace("/", METRIC_SLASH)
+        keyed[key] = keyed.get(key, 0) + n_failed
+    return keyed
 
 
 def _list(container: Any, key: str) -> list:
@@ -969,7 +986,7 @@ def trl_reward_function(
         if log_metric is not None:
             log_metric(f"{name}/judge_failures", float(failures))
             # of them, per criterion the call judged (0 included, so a criterion's curve has every step)
-            for criterion, (n_failed, _) in failures_by_criterion(judged).items():
+            for criterion, n_failed in failures_by_metric_key(judged).items():
                 log_metric(f"{name}/judge_failures/{criterion}", float(n_failed))
             log_metric(f"{name}/judge_engine_refused", float(refused))  # of judge_failures
             log_metric(f"{name}/failed_requests", float(failed_requests))

@@ -142,3 +142,30 @@ def test_the_trl_function_logs_failures_per_criterion():
     assert metrics["judge/judge_failures"] == 3.0
     assert {k: v for k, v in metrics.items() if k.startswith("judge/judge_failures/")} == {
         "judge/judge_failures/Краткость": 3.0, "judge/judge_failures/Ясность": 0.0}
+
+
+def test_a_slash_in_a_criterions_name_does_not_nest_its_metric_key():
+    """"… направлений / писателей" made judge/judge_failures/… направлений / писателей, a key W&B and TensorBoard
+    nest at its "/": the "/" is written U+2215. Two results of one name (a criterion's domain variants) are summed
+    under it; the other metrics' keys are unchanged."""
+    slashed = "Знание литературных направлений / писателей"
+    criteria = [{"name": slashed, "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}]
+
+    def respond(path: str, body: dict) -> tuple[int, dict]:
+        results = [_result(None, slashed).to_json(), _result(None, slashed).to_json(), _result(2, "Ясность").to_json()]
+        return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
+                     "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
+                     "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                     "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                               "total_tokens": 0}}
+
+    metrics: dict[str, float] = {}
+    with ScriptedEndpoint(respond) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=criteria, name="judge",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"],
+                           log_metric=lambda key, value: metrics.__setitem__(key, value)))
+    assert {k: v for k, v in metrics.items() if k.startswith("judge/judge_failures/")} == {
+        "judge/judge_failures/Знание литературных направлений \u2215 писателей": 4.0,
+        "judge/judge_failures/Ясность": 0.0}
+    assert metrics["judge/judge_failures"] == 4.0
