@@ -13,6 +13,7 @@ helpers, and a bounded thread pool for concurrency.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -57,6 +58,12 @@ class RequestRefused(RuntimeError):
         from eval.judging.backends import Refused
 
         return Refused(str(self), self.status, self.said)
+
+
+class UnreadableAnswer(RuntimeError):
+    """The endpoint answered HTTP 200 with a body ``json.loads`` refused (no JSON, nested too deeply, a number past
+    its digit limit): said in the readers' words (``judge.plumbing.json_reading.unreadable_json``), as eval's backends
+    say it, never as Python's. The endpoint's failure, not the item's: ``endpoint_failure`` ends the run with it."""
 
 
 class ContextLimitError(RequestRefused):
@@ -156,6 +163,12 @@ class OpenAICompatClient:
             if is_context_limit_message(str(err)):
                 raise ContextLimitError(message, err.status_code, said) from err
             raise RequestRefused(message, err.status_code, said) from err
+        except (ValueError, RecursionError) as err:  # a 200 body json.loads refused, or anything else's ValueError
+            from judge.plumbing.json_reading import json_limit_refusal, unreadable_json
+
+            if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
+                raise
+            raise UnreadableAnswer(f"HTTP 200, but the answer is {unreadable_json(err)}") from err
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order. Interrupted (Ctrl+C,
@@ -397,10 +410,13 @@ def check_endpoint(config: Any) -> None:
 
 def endpoint_failure(err: BaseException, config: Any) -> str | None:
     """One line for an ``openai.APIError`` that ended a run (a status the retries could not get past, or no
-    answer at all); ``None`` for any other exception (``config``: the run's ``MeraConfig``). A request the endpoint
-    refused for what it holds never gets here: it is that item's failure (``RequestRefused``)."""
+    answer at all) or an ``UnreadableAnswer``; ``None`` for any other exception (``config``: the run's ``MeraConfig``).
+    A request the endpoint refused for what it holds never gets here: it is that item's failure (``RequestRefused``)."""
     import openai
 
+    if isinstance(err, UnreadableAnswer):
+        return (f"the endpoint at {config.endpoint} failed mid-run ({err}); the answers so far are saved in "
+                f"{config.out}: rerunning the same command resumes")
     if not isinstance(err, openai.APIError):
         return None
     from judge.plumbing.console_logging import visible

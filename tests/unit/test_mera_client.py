@@ -162,3 +162,29 @@ def test_top_k_is_sent_in_the_body_only_when_given(mode):
     key = "messages" if mode == "chat" else "prompt"
     base = {"model": "scripted", key: prompt, "n": 1, "temperature": 0.6, "max_tokens": 8, "seed": 3}
     assert endpoint.bodies(route) == [{**base, "top_k": 50}, base]
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"[" * 20_000 + b"]" * 20_000, "HTTP 200, but the answer is unreadable JSON: nested too deeply"),
+    (b'{"id": ' + b"9" * 5_000 + b"}", "HTTP 200, but the answer is unreadable JSON: a number too long to read "
+                                      "(Exceeds the limit (4300 digits) for integer string conversion: value has "
+                                      "5000 digits)"),
+])
+def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, said, tmp_path):
+    """A 200 whose body is valid JSON json.loads cannot hold was a bare RecursionError, or a ValueError advising
+    sys.set_int_max_str_digits, which ``judge-eval mera`` showed as a traceback: the endpoint's failure, said as eval's
+    backends say it, in the one line that ends the run."""
+    from eval.mera.client import UnreadableAnswer, endpoint_failure
+    from eval.mera.config import RutieConfig
+    from tests.support.scripted_endpoint import RawBody
+
+    with ScriptedEndpoint(lambda path, sent: (200, RawBody(body))) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
+        with pytest.raises(UnreadableAnswer) as caught:
+            client.generate(MESSAGES, mode="chat", max_tokens=16)
+        assert len(endpoint.bodies("/v1/chat/completions")) == 1
+    assert str(caught.value) == said
+    config = RutieConfig(endpoint=endpoint.base_url, out=str(tmp_path / "out"))
+    assert endpoint_failure(caught.value, config) == (
+        f"the endpoint at {endpoint.base_url} failed mid-run ({said}); the answers so far are saved in "
+        f"{tmp_path / 'out'}: rerunning the same command resumes")

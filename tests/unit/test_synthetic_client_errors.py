@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig
 
@@ -42,3 +45,19 @@ def test_retry_imports_httpx_when_it_is_imported_not_in_a_worker_thread():
     from judge.plumbing import retry
 
     assert "import httpx" not in inspect.getsource(retry.is_transient)
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"[" * 20_000 + b"]" * 20_000, "HTTP 200, but the answer is unreadable JSON: nested too deeply"),
+    (b'{"id": ' + b"9" * 5_000 + b"}", "HTTP 200, but the answer is unreadable JSON: a number too long to read "
+                                      "(Exceeds the limit (4300 digits) for integer string conversion: value has "
+                                      "5000 digits)"),
+])
+def test_a_200_body_json_cannot_read_is_said_in_the_readers_words(body, said):
+    """A 200 whose body is valid JSON json.loads cannot hold was "unexpected RecursionError: maximum recursion depth
+    exceeded ..." or Python's advice to call sys.set_int_max_str_digits: said as eval's backends say it."""
+    with ScriptedEndpoint(lambda path, sent: (200, RawBody(body))) as endpoint:
+        client = ChatClient(EndpointConfig(name="t", model="teacher", base_url=endpoint.base_url), max_retries=0)
+        result = client.complete("q")
+    assert (result.ok, result.text, result.error, result.attempts) == (False, "", said, 1)
+    assert [path for path, _ in endpoint.requests] == ["/v1/chat/completions"]
