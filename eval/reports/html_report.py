@@ -235,7 +235,9 @@ def _confusion_html(title: str, conf: Confusion) -> str:
     levels, matrix = conf.levels or [], conf.matrix or []
     peak = max((v for row in matrix for v in row), default=0) or 1
     labels = [_num(v, 0) if float(v).is_integer() else _num(v, 1) for v in levels]
-    out = [f'<div class="panel"><h4>{_e(title)}</h4><table class="confusion"><tr><th>judge \\ experts</th>']
+    # in the metric tables' scroll box: a rubric of 11 levels (0..10) is wider than a 390-pixel phone
+    out = [f'<div class="panel"><h4>{_e(title)}</h4><div class="scroll"><table class="confusion"><tr>'
+           '<th>judge \\ experts</th>']
     out += [f"<th>{_e(v)}</th>" for v in labels] + ["</tr>"]
     for label, row in zip(labels, matrix):
         out.append(f"<tr><th>{_e(label)}</th>")
@@ -245,7 +247,7 @@ def _confusion_html(title: str, conf: Confusion) -> str:
             text = "#fff" if share > 0.55 else "#1d2330"
             out.append(f'<td style="background:{colour};color:{text}">{int(v)}</td>')
         out.append("</tr>")
-    out.append("</table></div>")
+    out.append("</table></div></div>")
     return "".join(out)
 
 

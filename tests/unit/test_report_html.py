@@ -141,6 +141,29 @@ def test_mae_plot_scales_to_its_container():
     assert declarations.get("max-width") == "100%" and declarations.get("height") == "auto"
 
 
+def test_a_confusion_table_scrolls_in_its_panel_on_a_narrow_screen():
+    """A rubric of 0..10 draws 12 columns of at least 30 pixels: wider than a 390-pixel phone, where the panel ran off
+    the screen. The table sits in the metric tables' scroll box (``div.scroll``), and the panel, a flex item that
+    would keep its content's width, is capped at its container's so the box has a width to scroll within."""
+    from eval.reports.html_report import _asset, _confusion_html
+    from judge.metrics_json.metrics import Confusion
+
+    levels = [float(v) for v in range(11)]
+    html = _confusion_html("all task groups", Confusion(levels, [[1] * 11 for _ in levels]))
+    assert html.startswith('<div class="panel"><h4>all task groups</h4><div class="scroll"><table class="confusion">')
+    assert html.endswith("</table></div></div>") and html.count("<tr>") == 12
+    css = _asset("page.css")
+
+    def declarations(selector: str) -> dict[str, str]:
+        rule = re.search(rf"(?m)^{re.escape(selector)}\s*\{{([^}}]*)\}}", css)
+        assert rule, f"page.css has no rule for {selector}"
+        return {d.split(":")[0].strip(): d.split(":")[1].strip() for d in rule.group(1).split(";") if ":" in d}
+
+    assert declarations("div.scroll").get("overflow-x") == "auto"
+    assert {k: declarations(".panel").get(k) for k in ("max-width", "min-width")} == {"max-width": "100%",
+                                                                                     "min-width": "0"}
+
+
 def test_a_cut_name_keeps_its_end_and_names_cut_alike_stay_apart():
     """Names are told apart at their ends (compare's " (folder)" after two equal judge names, a rubric's "(часть B)"):
     a name cut to its first characters read as every other, two criteria were one filter value and two rows of one

@@ -359,3 +359,28 @@ def test_hostile_texts_run_nothing_and_show_as_text_with_every_item_open(browser
     hrefs = browser.execute_script("return Array.from(document.querySelectorAll('a[href]'), a => a.href.baseVal"
                                    " ?? a.getAttribute('href'))")
     assert hrefs and all(h.startswith("#") for h in hrefs)
+
+
+def test_a_rubric_of_eleven_levels_confusion_table_scrolls_in_its_box_on_a_phone(browser, tmp_path):  # noqa: F811
+    """A 0..10 rubric's confusion table (12 columns) at 390 px: the page does not scroll sideways, the table's own
+    box does (it ran past the phone's screen, the panel as wide as its table). The page holds the report's CSS and
+    its panels as the Plots section writes them."""
+    from eval.reports.html_report import _asset, _confusion_html
+    from judge.metrics_json.metrics import Confusion
+
+    levels = [float(v) for v in range(11)]
+    panels = "".join(_confusion_html(title, Confusion(levels, [[100] * 11 for _ in levels]))
+                     for title in ("all task groups", "Креативные задачи"))
+    page = tmp_path / "confusion.html"
+    page.write_text(f'<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-'
+                    f'width"><style>{_asset("page.css")}</style></head><body><main><div class="panels">{panels}'
+                    f'</div></main></body></html>', encoding="utf-8")
+    browser.set_window_size(390, 900)
+    try:
+        browser.get(page.as_uri())
+        assert _sideways(browser) == []
+        widths = browser.execute_script("const t = document.querySelector('table.confusion');"
+                                        "return [t.scrollWidth, t.parentElement.clientWidth];")
+        assert widths[0] > widths[1], widths  # wider than its box, which scrolls: the case this test is about
+    finally:
+        browser.set_window_size(1400, 1000)
