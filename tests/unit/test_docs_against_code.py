@@ -331,17 +331,18 @@ def _top_level_names(source: Path) -> dict[str, ast.AST]:
 
 
 def _class_attributes(node: ast.ClassDef) -> set[str]:
-    """What a class's body defines or annotates, and what its methods assign to ``self``."""
+    """What a class's body defines, assigns or annotates, and what its methods assign to ``self`` (not their local
+    variables: a method's ``instruction = ...`` is no attribute a page may cite)."""
     found = set()
-    for child in ast.walk(node):
+    for child in node.body:
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(child.name)
-        elif isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name):
-            found.add(child.target.id)
-        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-            found.add(child.id)
-        elif (isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store)
-              and isinstance(child.value, ast.Name) and child.value.id == "self"):
+        elif isinstance(child, (ast.Assign, ast.AnnAssign)):
+            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for child in ast.walk(node):
+        if (isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store)
+                and isinstance(child.value, ast.Name) and child.value.id == "self"):
             found.add(child.attr)
     return found
 
@@ -377,6 +378,8 @@ def unresolved_code_name(dotted: str) -> str | None:
                 return None  # a third-party name: not ours to check
             rest = [next(a.name for a in node.names if (a.asname or a.name) == rest[0]), *rest[1:]]
             continue
+        if len(rest) > 1 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"{'.'.join(parts[:len(parts) - len(rest) + 1])} is a function: no attribute {rest[1]} to cite"
         if len(rest) > 1 and isinstance(node, ast.ClassDef) and rest[1] not in _class_attributes(node):
             return f"{'.'.join(parts[:len(parts) - len(rest) + 1])} has no attribute {rest[1]}"
         return None
@@ -411,6 +414,8 @@ def test_every_code_name_the_docs_cite_is_in_the_source():
     ("eval.validity.agreement.agreement_classes", False),  # removed likewise
     ("judge.verdicts.no_such_name", False),
     ("judge.RecordColumns.no_such_attribute", False),
+    ("judge.RecordColumns.instruction", False),  # only a local variable of one of its methods
+    ("judge.verdicts.bare_answer.nonsense", False),  # a function: no attribute of it is cited
 ])
 def test_the_code_name_check_finds_what_is_there_and_only_that(dotted, resolves):
     assert (unresolved_code_name(dotted) is None) is resolves, unresolved_code_name(dotted)
