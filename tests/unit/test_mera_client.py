@@ -169,7 +169,7 @@ def test_top_k_is_sent_in_the_body_only_when_given(mode):
     (b'{"id": ' + b"9" * 5_000 + b"}", "HTTP 200, but the answer is unreadable JSON: a number too long to read "
                                       "(Exceeds the limit (4300 digits) for integer string conversion: value has "
                                       "5000 digits)"),
-])
+], ids=["nested-too-deeply", "number-past-4300-digits"])
 def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, said, tmp_path):
     """A 200 whose body is valid JSON json.loads cannot hold was a bare RecursionError, or a ValueError advising
     sys.set_int_max_str_digits, which ``judge-eval mera`` showed as a traceback: the endpoint's failure, said as eval's
