@@ -62,8 +62,25 @@ class RequestRefused(RuntimeError):
 
 class UnreadableAnswer(RuntimeError):
     """The endpoint answered HTTP 200 with a body ``json.loads`` refused (no JSON, nested too deeply, a number past
-    its digit limit): said in the readers' words (``judge.plumbing.json_reading.unreadable_json``), as eval's backends
-    say it, never as Python's. The endpoint's failure, not the item's: ``endpoint_failure`` ends the run with it."""
+    its digit limit), said in the readers' words (``judge.plumbing.json_reading.unreadable_json``), or with no
+    completion to read (``_choices``: a page the SDK handed back as its text, a JSON list, an object without
+    ``choices``), as eval's backends say it, never as Python's. The endpoint's failure, not the item's:
+    ``endpoint_failure`` ends the run with it."""
+
+
+def _choices(response: Any) -> list:
+    """A 200 answer's choices, or ``UnreadableAnswer``: the SDK hands back a body that is not labelled JSON (a proxy's
+    HTML page) as its text and a JSON list as a list, and an object without ``choices`` (a proxy's ``{"error": ...}``)
+    as a completion whose ``choices`` is None; reading them was an AttributeError or TypeError, a traceback. An empty
+    list is the server's answer of no choice, read as before."""
+    choices = getattr(response, "choices", None)
+    if isinstance(choices, list):
+        return choices
+    if not hasattr(response, "choices"):
+        raise UnreadableAnswer(f"HTTP 200, but the answer is not a JSON object with choices: {repr(response)[:200]}")
+    said = (getattr(response, "model_extra", None) or {}).get("error")
+    said = said.get("message", said) if isinstance(said, dict) else said
+    raise UnreadableAnswer("HTTP 200, but the answer holds no choices" + (f": {str(said)[:200]}" if said else ""))
 
 
 class ContextLimitError(RequestRefused):
@@ -249,12 +266,12 @@ class OpenAICompatClient:
             if not isinstance(prompt, list):
                 raise TypeError("chat mode takes a list of messages")
             response = self._with_retries(lambda: self._client.chat.completions.create(messages=prompt, **params))
-            texts = [(*_answer_text(c.message, c.finish_reason), c.finish_reason) for c in response.choices]
+            texts = [(*_answer_text(c.message, c.finish_reason), c.finish_reason) for c in _choices(response)]
         elif mode == "completion":
             if not isinstance(prompt, str):
                 raise TypeError("completion mode takes a string prompt")
             response = self._with_retries(lambda: self._client.completions.create(prompt=prompt, **params))
-            texts = [(c.text or "", None, c.finish_reason) for c in response.choices]
+            texts = [(c.text or "", None, c.finish_reason) for c in _choices(response)]
         else:
             raise ValueError(f"mode must be 'chat' or 'completion', not {mode!r}")
         usage = getattr(response, "usage", None)
@@ -310,7 +327,7 @@ class OpenAICompatClient:
             ))  # fmt: skip
             n_full = _usage_prompt_tokens(response)
             # No choice in the answer ({"choices": []}): no score, as for an echo without log-probabilities.
-            echoed = response.choices[0].logprobs if response.choices else None
+            echoed = choices[0].logprobs if (choices := _choices(response)) else None
             scores.append(_continuation_score(echoed, n_context, n_full))
             if prompt_tokens is None:
                 prompt_tokens = n_full
@@ -327,7 +344,7 @@ class OpenAICompatClient:
         ))  # fmt: skip
         usage = getattr(response, "usage", None)
         # No choice in the answer ({"choices": []}): no entries, as for a reply without log-probabilities.
-        content = (getattr(response.choices[0].logprobs, "content", None) if response.choices else None) or []
+        content = (getattr(choices[0].logprobs, "content", None) if (choices := _choices(response)) else None) or []
         best: dict[str, float] = {}
         if content:
             for entry in content[0].top_logprobs or []:
@@ -414,12 +431,13 @@ def endpoint_failure(err: BaseException, config: Any) -> str | None:
     A request the endpoint refused for what it holds never gets here: it is that item's failure (``RequestRefused``)."""
     import openai
 
-    if isinstance(err, UnreadableAnswer):
-        return (f"the endpoint at {config.endpoint} failed mid-run ({err}); the answers so far are saved in "
-                f"{config.out}: rerunning the same command resumes")
+    from judge.plumbing.console_logging import visible
+
+    if isinstance(err, UnreadableAnswer):  # it may quote the server's words (its error, its page): escaped
+        return (f"the endpoint at {config.endpoint} failed mid-run ({visible(err, 1000)}); the answers so far are "
+                f"saved in {config.out}: rerunning the same command resumes")
     if not isinstance(err, openai.APIError):
         return None
-    from judge.plumbing.console_logging import visible
     from judge.plumbing.retry import server_message
 
     # the console's line: the server's words with their control characters as escapes

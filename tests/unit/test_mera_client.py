@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eval.mera.client import Generation, OpenAICompatClient
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
 
 MESSAGES = [{"role": "user", "content": "Напиши функцию."}]
 
@@ -176,7 +176,6 @@ def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, sai
     backends say it, in the one line that ends the run."""
     from eval.mera.client import UnreadableAnswer, endpoint_failure
     from eval.mera.config import RutieConfig
-    from tests.support.scripted_endpoint import RawBody
 
     with ScriptedEndpoint(lambda path, sent: (200, RawBody(body))) as endpoint:
         client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
@@ -184,6 +183,31 @@ def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, sai
             client.generate(MESSAGES, mode="chat", max_tokens=16)
         assert len(endpoint.bodies("/v1/chat/completions")) == 1
     assert str(caught.value) == said
+    config = RutieConfig(endpoint=endpoint.base_url, out=str(tmp_path / "out"))
+    assert endpoint_failure(caught.value, config) == (
+        f"the endpoint at {endpoint.base_url} failed mid-run ({said}); the answers so far are saved in "
+        f"{tmp_path / 'out'}: rerunning the same command resumes")
+
+
+@pytest.mark.parametrize("mode", ["chat", "completion"])
+@pytest.mark.parametrize("body, said", [
+    (RawBody(b"<html>\x1b[2J502 Bad Gateway</html>", "text/html"),
+     "HTTP 200, but the answer is not a JSON object with choices: '<html>\\x1b[2J502 Bad Gateway</html>'"),
+    ({"error": {"message": "upstream\x1b[2J down"}},
+     "HTTP 200, but the answer holds no choices: upstream\\x1b[2J down"),
+    ([1, 2], "HTTP 200, but the answer is not a JSON object with choices: [1, 2]"),
+], ids=["html-page", "error-object", "json-list"])
+def test_a_200_that_is_no_completion_ends_the_run_in_one_line(body, said, mode, tmp_path):
+    """A proxy's HTML page labelled text/html (the SDK hands it back as its text), its {"error": ...} without
+    choices, a JSON list: each was an AttributeError or TypeError ('str' object has no attribute 'choices') that
+    ``judge-eval mera`` showed as a traceback. The endpoint's failure, said with the server's words escaped."""
+    from eval.mera.client import UnreadableAnswer, endpoint_failure
+    from eval.mera.config import RutieConfig
+
+    with ScriptedEndpoint(lambda path, sent: (200, body)) as endpoint:
+        client = OpenAICompatClient(endpoint.base_url, "scripted", max_retries=0)
+        with pytest.raises(UnreadableAnswer) as caught:
+            client.generate(MESSAGES if mode == "chat" else "q", mode=mode, max_tokens=16)
     config = RutieConfig(endpoint=endpoint.base_url, out=str(tmp_path / "out"))
     assert endpoint_failure(caught.value, config) == (
         f"the endpoint at {endpoint.base_url} failed mid-run ({said}); the answers so far are saved in "
