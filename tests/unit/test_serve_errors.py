@@ -216,3 +216,14 @@ def test_a_crlf_framed_stream_goes_event_by_event_its_errors_sanitized():
         assert b"".join(_relayed([stream[:cut], stream[cut:]])) == b"".join(expected), cut
     # a lone CR ends a line too
     assert b"".join(_relayed([b"data: a\r\rdata: b\r\r"])) == b"data: a\n\ndata: b\n\n"
+
+
+def test_an_engines_5xx_message_reaches_the_log_with_its_control_characters_escaped(caplog):
+    """judge-serve's log is a console too: an engine's "\\x1b[2J" (clear the screen) and a newline that forges a log
+    line are written as their escapes, the message bounded; the client gets no word of it (a 502)."""
+    raw = "boom\x1b[2J\n2026-01-01 INFO judge_serve: all good".encode()  # an engine's plain-text 500
+    with caplog.at_level("ERROR", logger="judge_serve"):
+        response = engine_error(500, raw, "judge")
+    assert response.status_code == 502
+    assert [r.getMessage() for r in caplog.records] == [
+        "the judge engine answered 500: boom\\x1b[2J\\n2026-01-01 INFO judge_serve: all good"]

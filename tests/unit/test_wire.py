@@ -294,3 +294,16 @@ def test_judge_serves_context_words_are_read_back_by_its_clients(reserve, words)
     assert judge.wire.context_words(prompt, 64, 4096, reserve) == words
     assert judge.wire.read_context_words(f"pairs[0]: the prompt {words}.") == (prompt, 4096)
     assert judge.wire.read_context_words("This model's maximum context length is 4096 tokens") is None
+
+
+def test_server_changed_shows_the_servers_format_name_with_its_control_characters_escaped():
+    """The verdict format a judge-serve names is its words: an ESC sequence in it reaches the console as its escape."""
+    from types import SimpleNamespace
+
+    from eval.judging.backends import ServerChanged, refuse_format_change
+
+    with pytest.raises(ServerChanged) as caught:
+        refuse_format_change("tagged\x1b[2J", SimpleNamespace(verdict_format="integer"), "judge")
+    assert "\x1b" not in str(caught.value)
+    assert str(caught.value).startswith("judge-serve answered in the verdict format tagged\\x1b[2J, but this run")
+    assert str(caught.value).endswith("(then set --verdict-format tagged\\x1b[2J)")
