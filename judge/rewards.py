@@ -74,6 +74,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from judge.plumbing.console_logging import visible
 # a completion comes over the wire as JSON: a wrong one is named by its JSON kind ("an object"), not a Python class
 from judge.plumbing.json_reading import shown_value, value_words
 from judge.plumbing.message_content import separated_reasoning
@@ -625,10 +626,13 @@ class FailedVerdictsWatch:
 
     @staticmethod
     def _said(what: str, first: str | None, counts: dict[str, tuple[int, int]]) -> str:
-        return (f"{what} (the first: {first}): each failed "
+        line = (f"{what} (the first: {first}): each failed "
                 "criterion gets on_failure's value (its worst level unless the rule says skip), so the policy is "
                 "trained on the judge's failures; see judge_failures, and the judge's log; by criterion, failed of "
                 f"judged: {_by_criterion(counts)}")
+        # a console line quoting judge-serve's words (its error code, the criteria it echoes): escaped, not cut (at
+        # most ten criteria are named)
+        return visible(line, len(line))
 
 
 def normalised(score: float, scale: Scale) -> float:

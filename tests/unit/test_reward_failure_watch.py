@@ -169,3 +169,13 @@ def test_a_slash_in_a_criterions_name_does_not_nest_its_metric_key():
         "judge/judge_failures/Знание литературных направлений \u2215 писателей": 4.0,
         "judge/judge_failures/Ясность": 0.0}
     assert metrics["judge/judge_failures"] == 4.0
+
+
+def test_the_warning_shows_a_servers_control_characters_as_escapes():
+    """The line quotes judge-serve's words (its error code, the criterion it echoes): an ESC sequence in them reaches
+    the training console as its escape, not as a screen cleared."""
+    failed = JudgeResult(criterion="Краткость\x1b[2J", criterion_id=None, scale=SCALE, error="unparseable\x1b[31m")
+    said = FailedVerdictsWatch(window=4, share=0.5).add([reward_of([failed], RewardRule())])
+    assert said is not None and "\x1b" not in said
+    assert said.startswith("all 1 judgments of one request failed (the first: Краткость\\x1b[2J: unparseable\\x1b[31m)")
+    assert said.endswith("by criterion, failed of judged: Краткость\\x1b[2J 1 of 1")
