@@ -130,7 +130,7 @@ def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (
     what judge-serve does, a 503 with ``retry_headers`` (by default ``Retry-After: RENAMED_ENGINE_RETRY_AFTER_S``)."""
     try:
         detail = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
         detail = None
     message, param, code = _engine_detail(detail, raw)
     status, body = _engine_error_body(status, message, param, code, role, names, asked_model)

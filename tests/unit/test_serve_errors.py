@@ -227,3 +227,11 @@ def test_an_engines_5xx_message_reaches_the_log_with_its_control_characters_esca
     assert response.status_code == 502
     assert [r.getMessage() for r in caplog.records] == [
         "the judge engine answered 500: boom\\x1b[2J\\n2026-01-01 INFO judge_serve: all good"]
+
+
+def test_an_engines_error_body_json_cannot_hold_is_relayed_as_its_text():
+    """An engine's 400 whose body is JSON nested past what json.loads holds: engine_error let the RecursionError
+    through (judge-serve's 500 for an unexpected error); it is read as text, as any other body that is not JSON."""
+    response = engine_error(400, b"[" * 20_000 + b"]" * 20_000, "judge")
+    assert response.status_code == 400
+    assert json.loads(response.body)["error"]["message"].startswith("[[[[")
