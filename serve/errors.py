@@ -243,7 +243,7 @@ def _error_event(event: bytes, role: str) -> bytes:
     data = _event_data(event)
     try:
         detail = json.loads(data) if data is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
         return event
     if not isinstance(detail, dict):
         return event
@@ -334,7 +334,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             return
         try:
             json.loads(data)
-        except ValueError:  # cut inside its JSON: unchanged, the engine's text (a traceback too) would reach the client
+        except (ValueError, RecursionError):  # cut inside its JSON (or nested past what json.loads holds): unchanged, the engine's text (a traceback too) would reach the client
             log.warning("the %s engine's stream ended inside an error event", role)
             yield _stream_error(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return

@@ -39,6 +39,15 @@ def test_verl_refuses_a_ground_truth_opening_as_json_that_is_not():
     assert sample_from_verl("Весна.", "Эталон", INFO).reference_answer == "Эталон"
 
 
+def test_verl_refuses_a_ground_truth_nested_past_what_json_loads_holds_in_words():
+    """A ground truth opening as JSON but nested past the recursion limit: json.loads' RecursionError went through as
+    a traceback; it is refused as any unreadable label is, in the data readers' words."""
+    deep = '{"criteria": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is not valid JSON "
+                                         r"\(unreadable JSON: nested too deeply\); a reference answer that opens so"):
+        sample_from_verl("Весна.", deep, INFO)
+
+
 def test_trl_reads_a_nan_reference_as_none_and_names_a_bad_cell():
     """The reference column's NaN row is sent without a reference; a number in the instruction column is refused
     naming the column and row, before any request."""

@@ -235,3 +235,16 @@ def test_an_engines_error_body_json_cannot_hold_is_relayed_as_its_text():
     response = engine_error(400, b"[" * 20_000 + b"]" * 20_000, "judge")
     assert response.status_code == 400
     assert json.loads(response.body)["error"]["message"].startswith("[[[[")
+
+
+def test_an_error_event_nested_past_what_json_loads_holds_is_read_as_unreadable_not_raised():
+    """An engine's error event whose JSON is nested past the recursion limit: json.loads raised RecursionError out of
+    the relay (a broken stream for the client, a traceback in the log). Within the stream it goes on as sent, as any
+    error event that is not JSON does; as the stream's last event without its blank line it ends the stream with
+    judge-serve's stream error, as an event cut inside its JSON does."""
+    first = b'data: {"choices": []}\n\n'
+    deep = b'data: {"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert b"".join(_relayed([first + deep + b"\n\n" + first])) == first + deep + b"\n\n" + first
+    body = {"error": {"message": "the generator engine's stream ended inside an event; the reply is incomplete",
+                      "type": "server_error", "param": None, "code": "engine_error"}}
+    assert b"".join(_relayed([first + deep])) == first + b"data: " + json.dumps(body).encode() + b"\n\ndata: [DONE]\n\n"
