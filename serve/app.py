@@ -471,7 +471,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return None, unreadable(state_of(request), "generator", what, err)
         try:
             return json.loads(b"".join(parts)), None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
             return None, error_response(502, f"the generator engine's {what} could not be read", "server_error",
                                         code="engine_error")
 
