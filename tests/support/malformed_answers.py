@@ -9,6 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from judge.plumbing.failing_streak import stop_after
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 
@@ -21,6 +23,13 @@ LONG_NUMBER = RawBody(b'{"id": "x", "choices": [' + b"9" * 5_000 + b"]}")
 #: What a failed row's reason says of each (``judge.plumbing.json_reading.unreadable_json``'s words).
 DEEP_JSON_SAYS = "HTTP 200, but the answer is unreadable JSON: nested too deeply"
 LONG_NUMBER_SAYS = "HTTP 200, but the answer is unreadable JSON: a number too long to read ("
+#: The same two bodies as bytes, bare, with the whole line a client ends its run on (MERA's client, the synthetic
+#: pipeline's): ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
+UNREADABLE_200 = [
+    pytest.param(b"[" * 20_000 + b"]" * 20_000, DEEP_JSON_SAYS, id="nested-too-deeply"),
+    pytest.param(b'{"id": ' + b"9" * 5_000 + b"}", LONG_NUMBER_SAYS + "Exceeds the limit (4300 digits) for integer "
+                 "string conversion: value has 5000 digits)", id="number-past-4300-digits"),
+]
 
 #: Each malformed chat answer (HTTP 200, but no chat completion), and the words its failed row's reason starts with.
 MALFORMED_CHAT = {

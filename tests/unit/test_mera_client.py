@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eval.mera.client import Generation, OpenAICompatClient
+from tests.support.malformed_answers import UNREADABLE_200
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
 
 MESSAGES = [{"role": "user", "content": "Напиши функцию."}]
@@ -164,12 +165,7 @@ def test_top_k_is_sent_in_the_body_only_when_given(mode):
     assert endpoint.bodies(route) == [{**base, "top_k": 50}, base]
 
 
-@pytest.mark.parametrize("body, said", [
-    (b"[" * 20_000 + b"]" * 20_000, "HTTP 200, but the answer is unreadable JSON: nested too deeply"),
-    (b'{"id": ' + b"9" * 5_000 + b"}", "HTTP 200, but the answer is unreadable JSON: a number too long to read "
-                                      "(Exceeds the limit (4300 digits) for integer string conversion: value has "
-                                      "5000 digits)"),
-], ids=["nested-too-deeply", "number-past-4300-digits"])
+@pytest.mark.parametrize("body, said", UNREADABLE_200)
 def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, said, tmp_path):
     """A 200 whose body is valid JSON json.loads cannot hold was a bare RecursionError, or a ValueError advising
     sys.set_int_max_str_digits, which ``judge-eval mera`` showed as a traceback: the endpoint's failure, said as eval's

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.support.malformed_answers import UNREADABLE_200
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 from train.synthetic.client import ChatClient
 from train.synthetic.config import EndpointConfig
@@ -47,12 +48,7 @@ def test_retry_imports_httpx_when_it_is_imported_not_in_a_worker_thread():
     assert "import httpx" not in inspect.getsource(retry.is_transient)
 
 
-@pytest.mark.parametrize("body, said", [
-    (b"[" * 20_000 + b"]" * 20_000, "HTTP 200, but the answer is unreadable JSON: nested too deeply"),
-    (b'{"id": ' + b"9" * 5_000 + b"}", "HTTP 200, but the answer is unreadable JSON: a number too long to read "
-                                      "(Exceeds the limit (4300 digits) for integer string conversion: value has "
-                                      "5000 digits)"),
-], ids=["nested-too-deeply", "number-past-4300-digits"])
+@pytest.mark.parametrize("body, said", UNREADABLE_200)
 def test_a_200_body_json_cannot_read_is_said_in_the_readers_words(body, said):
     """A 200 whose body is valid JSON json.loads cannot hold was "unexpected RecursionError: maximum recursion depth
     exceeded ..." or Python's advice to call sys.set_int_max_str_digits: said as eval's backends say it."""
