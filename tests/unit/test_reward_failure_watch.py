@@ -117,19 +117,15 @@ def test_failures_by_criterion_counts_every_judged_criterion():
     assert failures_by_criterion([None]) == {}
 
 
-def test_the_trl_function_logs_failures_per_criterion():
-    """Beside <name>/judge_failures, <name>/judge_failures/<criterion> per criterion the call judged (0 included):
-    the metric a person watches to see which criterion's verdicts fail."""
-    criteria = [{"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"},
-                {"name": "Ясность", "rubrics": "0: нет\n\n1: да"}]
+def _trl_metrics(criteria: list[dict], results: list[JudgeResult], n_items: int) -> dict[str, float]:
+    """The metrics trl's reward function logs for ``n_items`` completions, judge-serve (scripted: the network
+    boundary) answering every item with ``results``."""
 
     def respond(path: str, body: dict) -> tuple[int, dict]:
-        results = [_result(None).to_json(), JudgeResult(criterion="Ясность", criterion_id=None, scale=[0, 1], score=1,
-                                                        parse_ok=True, in_scale=True, score_source="verdict",
-                                                        feedback="fb").to_json()]
         return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
                      "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
-                     "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
+                     "items": [{"index": i, "id": None, "results": [r.to_json() for r in results]}
+                               for i in range(len(body["items"]))],
                      "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                "total_tokens": 0}}
 
@@ -137,8 +133,20 @@ def test_the_trl_function_logs_failures_per_criterion():
     with ScriptedEndpoint(respond) as endpoint:
         reward = trl_reward_function(endpoint.base_url, criteria=criteria, name="judge",
                                      retry=RetryPolicy(max_retries=0, backoff_s=0.0))
-        asyncio.run(reward(prompts=["Q0", "Q1", "Q2"], completions=["a", "b", "c"],
+        asyncio.run(reward(prompts=[f"Q{i}" for i in range(n_items)], completions=list("abcdefgh"[:n_items]),
                            log_metric=lambda key, value: metrics.__setitem__(key, value)))
+    return metrics
+
+
+def test_the_trl_function_logs_failures_per_criterion():
+    """Beside <name>/judge_failures, <name>/judge_failures/<criterion> per criterion the call judged (0 included):
+    the metric a person watches to see which criterion's verdicts fail."""
+    criteria = [{"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"},
+                {"name": "Ясность", "rubrics": "0: нет\n\n1: да"}]
+
+    results = [_result(None), JudgeResult(criterion="Ясность", criterion_id=None, scale=[0, 1], score=1, parse_ok=True,
+                                          in_scale=True, score_source="verdict", feedback="fb")]
+    metrics = _trl_metrics(criteria, results, n_items=3)
     assert metrics["judge/judge_failures"] == 3.0
     assert {k: v for k, v in metrics.items() if k.startswith("judge/judge_failures/")} == {
         "judge/judge_failures/Краткость": 3.0, "judge/judge_failures/Ясность": 0.0}
@@ -151,20 +159,7 @@ def test_a_slash_in_a_criterions_name_does_not_nest_its_metric_key():
     slashed = "Знание литературных направлений / писателей"
     criteria = [{"name": slashed, "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}]
 
-    def respond(path: str, body: dict) -> tuple[int, dict]:
-        results = [_result(None, slashed).to_json(), _result(None, slashed).to_json(), _result(2, "Ясность").to_json()]
-        return 200, {"id": "judge-1", "object": "judge.result", "created": 0, "model": "m", "judge_kind": "seq2seq",
-                     "verdict_format": "tagged", "prompt_version": "pollux-ru-v1",
-                     "items": [{"index": i, "id": None, "results": results} for i in range(len(body["items"]))],
-                     "usage": {"judgments": 0, "parsed": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                               "total_tokens": 0}}
-
-    metrics: dict[str, float] = {}
-    with ScriptedEndpoint(respond) as endpoint:
-        reward = trl_reward_function(endpoint.base_url, criteria=criteria, name="judge",
-                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
-        asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"],
-                           log_metric=lambda key, value: metrics.__setitem__(key, value)))
+    metrics = _trl_metrics(criteria, [_result(None, slashed), _result(None, slashed), _result(2, "Ясность")], n_items=2)
     assert {k: v for k, v in metrics.items() if k.startswith("judge/judge_failures/")} == {
         "judge/judge_failures/Знание литературных направлений \u2215 писателей": 4.0,
         "judge/judge_failures/Ясность": 0.0}
