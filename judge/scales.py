@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from judge.plumbing.json_reading import value_words
 
 __all__ = ["Scale", "ScaleError", "scale_of", "has_unique_mode", "unique_mode_mask", "MAX_LEVELS", "MAX_LEVEL_DIGITS",
-           "PAIRWISE_SCALE"]
+           "PAIRWISE_SCALE", "foreign_digit"]
 
 #: Most levels a scale may have. POLLUX's criteria have 2 or 3 (arXiv 2505.24616v3, Section 2.2); 101 still takes a 0..100 rubric.
 #: A rubric text costs nothing to write ("от 0 до 10000000") but every level is kept and echoed in each result,
@@ -170,14 +170,21 @@ _LANGUAGES = ("ru", "en")
 _DROP_INVISIBLE = {ord(ch): None for ch in _INVISIBLE}
 
 
+def foreign_digit(text: str) -> str | None:
+    """The first decimal digit in ``text`` outside ASCII (fullwidth "２", Arabic-Indic "١", mathematical bold "𝟐"),
+    else None: Python's ``\\d``, ``int()`` and ``float()`` read any script's digits, and neither a rubric's level
+    nor a verdict's score is read from them (``_ascii_level`` here, ``judge.verdicts`` for a score)."""
+    return next((char for char in text if char.isdecimal() and not char.isascii()), None)
+
+
 def _ascii_level(written: str) -> None:
     """Refuses a level written with a decimal digit outside ASCII ("٢", fullwidth "２"), which ``\\d`` and ``int()``
     read: the judge is shown the level as written, and a verdict in such digits is a ``no_score`` failure
     (``judge.verdicts``), so a scale read from them would name levels its judge cannot answer with."""
-    for char in written:
-        if char.isdecimal() and not char.isascii():
-            raise ScaleError(f"rubric level {written[:20]!r} is written with U+{ord(char):04X}, a digit outside ASCII: "
-                             "write the levels in ASCII digits")
+    char = foreign_digit(written)
+    if char is not None:
+        raise ScaleError(f"rubric level {written[:20]!r} is written with U+{ord(char):04X}, a digit outside ASCII: "
+                         "write the levels in ASCII digits")
 
 
 def _level(written: str) -> int:

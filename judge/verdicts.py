@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from judge.plumbing.json_reading import counted
-from judge.scales import Scale
+from judge.scales import Scale, foreign_digit
 
 __all__ = [
     "Verdict",
@@ -200,10 +200,10 @@ def _foreign_digit(text: str) -> str | None:
     "١", mathematical bold "𝟐"), else None. Python's ``\\d`` and ``float`` read any script's digits, so "２" read as
     2 and "1٢" as 12; the rubric reader refuses such a level (``judge.scales``), and a judge trained on ASCII scores
     that writes one has written no score it was trained to write: a counted ``no_score`` failure, never a number."""
-    for char in text:
-        if char.isdecimal() and not char.isascii():
-            return f"U+{ord(char):04X} is a digit outside ASCII: only ASCII digits are read as a score"
-    return None
+    char = foreign_digit(text)
+    if char is None:
+        return None
+    return f"U+{ord(char):04X} is a digit outside ASCII: only ASCII digits are read as a score"
 
 
 def _nothing_written(text: str | None) -> str:

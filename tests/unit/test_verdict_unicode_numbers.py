@@ -97,3 +97,12 @@ def test_a_rubric_text_level_in_digits_outside_ascii_is_refused_naming_the_digit
     with pytest.raises(ScaleError, match=re.escape(code)) as refused:
         scale_of(rubric)
     assert "ASCII" in str(refused.value)
+
+
+def test_foreign_digit_finds_the_first_decimal_digit_outside_ascii():
+    """The one check both readers ask: the first such digit, or None for ASCII digits, a minus sign, other numerals
+    that are no decimal digits (superscript "²", Roman "Ⅻ") and text without digits."""
+    from judge.scales import foreign_digit
+
+    assert [foreign_digit(t) for t in ("1\u0662\uff13", "\U0001d7ce", "12", "\u22121", "\u00b2\u216b", "", "ok")] == [
+        "\u0662", "\U0001d7ce", None, None, None, None, None]
