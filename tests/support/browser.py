@@ -1,7 +1,8 @@
 """A real headless browser for page tests: Debian's chromium driven by selenium through chromedriver.
 
 Nothing downloads a browser: the binaries are the system's (``make setup`` installs ``chromium chromium-driver``).
-Tests using the ``browser`` fixture skip, saying why, only where those binaries or selenium are missing.
+Tests using the ``browser`` fixture (or ``chromium``, for a browser with other preferences) skip, saying why, only
+where those binaries or selenium are missing.
 
     def test_page(browser, tmp_path):
         browser.get(path.as_uri())
@@ -9,13 +10,14 @@ Tests using the ``browser`` fixture skip, saying why, only where those binaries 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-__all__ = ["browser", "CHROMIUM", "CHROMEDRIVER", "chrome_options", "missing_browser"]
+__all__ = ["browser", "chromium", "CHROMIUM", "CHROMEDRIVER", "chrome_options", "missing_browser"]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -48,9 +50,10 @@ def chrome_options(profile: str):
     return options
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """One headless chromium per test module (about a second to start), with a fresh profile."""
+@contextlib.contextmanager
+def chromium(prefs: dict | None = None):
+    """A headless chromium with a fresh profile (``prefs``: chromium's preferences, such as JavaScript off), quit and
+    its profile removed on leaving; the calling test skips, saying why, where the browser cannot run here."""
     reason = missing_browser()
     if reason:
         pytest.skip(reason)
@@ -58,9 +61,19 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=chrome_options(profile))
+    options = chrome_options(profile)
+    if prefs:
+        options.add_experimental_option("prefs", prefs)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium per test module (about a second to start), with a fresh profile."""
+    with chromium() as driver:
+        yield driver

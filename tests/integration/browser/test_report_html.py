@@ -242,26 +242,10 @@ def test_page_escapes_a_status_label_and_labels_each_judge_once(browser, scored,
 @pytest.fixture(scope="module")
 def browser_without_scripts():
     """A headless chromium that runs no JavaScript: what a reader with scripts off, or a mail client's preview, sees."""
-    import shutil
-    import tempfile
+    from tests.support.browser import chromium
 
-    from tests.support.browser import CHROMEDRIVER, chrome_options, missing_browser
-
-    reason = missing_browser()
-    if reason:
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    options = chrome_options(profile)
-    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with chromium(prefs={"profile.managed_default_content_settings.javascript": 2}) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def test_pages_read_with_javascript_off(browser_without_scripts, scored):
