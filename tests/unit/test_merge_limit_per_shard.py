@@ -4,7 +4,7 @@ unfinished: it read the merged run.json's `limit` as the first N items of the wh
 were not those, and gave up on the selection. It now cuts the selection by the array's blocks (run.json's
 `shard_array`) and says that each shard judged only its first N items, naming `--limit`; an item a shard's limit
 selected and that has no prediction is still unfinished. No cluster, no judge: shards laid out as eval.sbatch lays
-them out (tests/unit/test_merge_missing_shards.py's layout)."""
+them out (tests/support/eval_shards.py)."""
 
 from __future__ import annotations
 
@@ -12,40 +12,7 @@ import json
 from pathlib import Path
 
 from eval.cli import main as eval_main
-from tests.unit.test_merge_missing_shards import _sample_lines
-
-
-def _limited_array(root: Path, n_records: int, count: int, limit: int, judged: int | None = None) -> tuple[Path, list]:
-    """An array of ``count`` shards over ``n_records`` of the sample, each run with ``--limit limit``: its run.json
-    records the limit and ``n_items`` = the items it selected, and it holds predictions for the first ``judged`` of
-    them (default: all, a finished shard)."""
-    lines = _sample_lines(n_records)
-    data = root / "data.jsonl"
-    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    shards = root / "out" / "shards"
-    shards.mkdir(parents=True)
-    (shards / "count").write_text(f"{count}\n")
-    per = -(-n_records // count)
-    dirs = []
-    for k in range(count):
-        shard = shards / str(k)
-        shard.mkdir()
-        block = lines[k * per:(k + 1) * per]
-        (shard / "data.jsonl").write_text("".join(line + "\n" for line in block), encoding="utf-8")
-        selected = block[:limit]
-        rows = [{"id": json.loads(line)["id"], "judge": "pollux-4b", "raw_output": "1", "feedback": "", "score": 1.0,
-                 "parse_ok": True, "error": None, "reason": "", "score_source": "verdict", "in_scale": True}
-                for line in selected[:judged if judged is not None else len(selected)]]
-        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        (shard / "run.json").write_text(json.dumps({
-            "job": "judge-eval run", "git_revision": "abc123", "prompt_version": "pollux-ru-4b-v1",
-            "backend": "chat", "model": "pollux-4b", "n_items": len(selected),
-            "config": {"judge": "http://n1:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard),
-                       "verdict_format": "integer", "prompt": "ru", "max_tokens": 1024, "limit": limit,
-                       "split": "all"},
-            "launch": {"pid": 100 + k}, "earlier_launches": []}), encoding="utf-8")
-        dirs.append(shard)
-    return data, dirs
+from tests.support.eval_shards import eval_array
 
 
 def _merge_and_score(root: Path, data: Path, dirs: list, capsys) -> tuple[str, dict, str]:
@@ -60,7 +27,7 @@ def _merge_and_score(root: Path, data: Path, dirs: list, capsys) -> tuple[str, d
 def test_a_limit_on_an_eval_array_is_named_not_called_unfinished(tmp_path, capsys):
     """8 records in 4 shards of 2, each judged with --limit 1: 4 items without a prediction, each beyond its shard's
     limit; the console and report.md name the limit per shard, never "the run is unfinished" (it said so)."""
-    data, dirs = _limited_array(tmp_path, 8, 4, limit=1)
+    data, dirs = eval_array(tmp_path, 8, 4, limit=1)
     console, metrics, report = _merge_and_score(tmp_path, data, dirs, capsys)
     notes = metrics["notes"]
     assert (notes.get("n_missing_unselected"), notes.get("unselected_limit"), notes.get("limit_per_shard")) == (
@@ -76,7 +43,7 @@ def test_a_limit_on_an_eval_array_is_named_not_called_unfinished(tmp_path, capsy
 def test_an_item_a_shards_limit_selected_and_not_judged_is_still_unfinished(tmp_path, capsys):
     """8 records in 2 shards of 4, --limit 3, each shard stopped after 2: per shard 1 item beyond the limit and 1
     selected but unjudged: 2 and 2, the second said unfinished."""
-    data, dirs = _limited_array(tmp_path, 8, 2, limit=3, judged=2)
+    data, dirs = eval_array(tmp_path, 8, 2, limit=3, judged=2)
     for shard in dirs:  # an unfinished shard is refused by the merge; its run.json says what it finished
         record = json.loads((shard / "run.json").read_text())
         (shard / "run.json").write_text(json.dumps({**record, "n_items": 2}), encoding="utf-8")

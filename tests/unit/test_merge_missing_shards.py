@@ -15,47 +15,9 @@ import pytest
 
 from eval.cli import main as eval_main
 from eval.judging.shards import merge_shards
+from tests.support.eval_shards import eval_array, sample_lines
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _sample_lines(n: int) -> list[str]:
-    import judge
-
-    return [line for line in judge.sample_data_path().read_text(encoding="utf-8").splitlines() if line.strip()][:n]
-
-
-def _array(root: Path, n_records: int, count: int | None, write_count: bool = True,
-           lines: list[str] | None = None) -> tuple[Path, list[Path]]:
-    """eval.sbatch's layout: the data (n_records of the sample, or ``lines``), ``count`` beside the shard folders,
-    and shard i holding records i*ceil(N/K)+1 ... of it as data.jsonl, a prediction per record and its run.json."""
-    lines = lines if lines is not None else _sample_lines(n_records)
-    data = root / "data.jsonl"
-    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    shards = root / "out" / "shards"
-    shards.mkdir(parents=True)
-    if write_count:
-        (shards / "count").write_text(f"{count}\n")
-    per = -(-n_records // count)
-    dirs = []
-    for k in range(count):
-        shard = shards / str(k)
-        shard.mkdir()
-        block = lines[k * per:(k + 1) * per]
-        (shard / "data.jsonl").write_text("".join(line + "\n" for line in block), encoding="utf-8")
-        rows = [{"id": json.loads(line)["id"], "judge": "pollux-4b", "raw_output": "1", "feedback": "", "score": 1.0,
-                 "parse_ok": True, "error": None, "reason": "", "score_source": "verdict", "in_scale": True}
-                for line in block]
-        (shard / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        if block:
-            (shard / "run.json").write_text(json.dumps({
-                "job": "judge-eval run", "git_revision": "abc123", "prompt_version": "pollux-ru-4b-v1",
-                "backend": "chat", "model": "pollux-4b", "n_items": len(block),
-                "config": {"judge": "http://n1:8000/v1", "data": str(shard / "data.jsonl"), "out": str(shard),
-                           "verdict_format": "integer", "prompt": "ru", "max_tokens": 1024},
-                "launch": {"pid": 100 + k}, "earlier_launches": []}), encoding="utf-8")
-        dirs.append(shard)
-    return data, dirs
 
 
 def _merge(root: Path, data: Path, dirs: list[Path], capsys, *flags: str) -> tuple[int, str, str]:
@@ -72,7 +34,7 @@ def _nothing_written(root: Path) -> bool:
 def test_a_shard_left_off_is_refused_naming_its_index_and_records(tmp_path, capsys):
     """Shards 0, 1 and 3 of 4 given by hand merged with exit 0 and a run folder that looked whole, a quarter of the
     items missing. Refused in one line (exit 2), naming shard 2 of 4, its records of --data and the opt-in."""
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     code, out, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys)
     assert (code, out) == (2, "")
     assert err == (f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 2 of the array's 4 (shards/count) "
@@ -82,7 +44,7 @@ def test_a_shard_left_off_is_refused_naming_its_index_and_records(tmp_path, caps
 
 
 def test_two_missing_shards_are_named_with_their_records(tmp_path, capsys):
-    data, dirs = _array(tmp_path, 10, 4)  # blocks of 3: 1-3, 4-6, 7-9, 10
+    data, dirs = eval_array(tmp_path, 10, 4)  # blocks of 3: 1-3, 4-6, 7-9, 10
     code, _, err = _merge(tmp_path, data, [dirs[1], dirs[2]], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "shards 0, 3 of the array's 4 (shards/count) were not given (4 records of --data: 1-3, 10 of 10)" in err
@@ -91,7 +53,7 @@ def test_two_missing_shards_are_named_with_their_records(tmp_path, capsys):
 def test_allow_missing_shards_merges_and_records_the_missing_ones_through_score(tmp_path, capsys):
     """The opt-in merges the shards given; run.json's shard_array names the missing ones and their records, the
     console says so, and score's metrics.json and report call the items shards left out, not an unfinished run."""
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     code, out, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys, "--allow-missing-shards")
     assert (code, err) == (0, "")
     run_dir = tmp_path / "out"
@@ -117,7 +79,7 @@ def _alternating_splits(n: int) -> list[str]:
     """``n`` records of the sample, Zero-Shot and Standard in turn (its first records are all Zero-Shot)."""
     import judge
 
-    lines = _sample_lines(10**6)
+    lines = sample_lines(10**6)
     split = {record.id: judge.split_of(record) for record in judge.load_records(judge.sample_data_path())}
     by_split = {name: [line for line in lines if split[json.loads(line)["id"]] == name]
                 for name in ("zero_shot", "standard")}
@@ -130,7 +92,7 @@ def test_a_partial_merge_of_a_split_run_calls_the_other_splits_items_unselected_
     judge. The report called those 6 an unfinished run."""
     import judge
 
-    data, dirs = _array(tmp_path, 16, 4, lines=_alternating_splits(16))
+    data, dirs = eval_array(tmp_path, 16, 4, lines=_alternating_splits(16))
     for shard in dirs:
         standard = {r.id for r in judge.load_records(shard / "data.jsonl") if judge.split_of(r) == "standard"}
         rows = [line for line in (shard / "predictions.jsonl").read_text().splitlines()
@@ -152,7 +114,7 @@ def test_a_partial_merge_of_a_split_run_calls_the_other_splits_items_unselected_
 
 
 def test_a_complete_array_records_nothing_missing(tmp_path, capsys):
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     code, out, _ = _merge(tmp_path, data, dirs, capsys)
     assert code == 0 and "left out" not in out
     record = json.loads((tmp_path / "out" / "run.json").read_text())
@@ -163,7 +125,7 @@ def test_a_complete_array_records_nothing_missing(tmp_path, capsys):
 def test_an_array_without_a_count_file_names_the_sibling_left_off(tmp_path, capsys):
     """An array of an earlier eval.sbatch wrote no shards/count: its shard folders are the array's, and one of them
     left off (eval_merge.sbatch then passed every shard holding predictions) is named; its records are unknown."""
-    data, dirs = _array(tmp_path, 8, 4, write_count=False)
+    data, dirs = eval_array(tmp_path, 8, 4, write_count=False)
     (dirs[2] / "predictions.jsonl").unlink()  # the task died before writing any
     code, _, err = _merge(tmp_path, data, [dirs[0], dirs[1], dirs[3]], capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {tmp_path / 'out' / 'shards'}: shard 2 of the array's "
@@ -174,7 +136,7 @@ def test_an_array_without_a_count_file_names_the_sibling_left_off(tmp_path, caps
 def test_numbered_run_folders_outside_a_shards_folder_are_merged_as_given(tmp_path, capsys):
     """eval.sbatch writes its shards into OUT/shards/<i>; run folders of one's own named 1 and 2 beside a 0 are no
     eval array's, and were refused as one missing its shard 0."""
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     runs = tmp_path / "runs"
     runs.mkdir()
     for k, shard in enumerate(dirs[:3]):
@@ -190,8 +152,8 @@ def test_shards_of_two_arrays_are_refused(tmp_path, capsys):
     array is half there; refused naming both folders."""
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
-    data, dirs_a = _array(a, 8, 4)
-    _, dirs_b = _array(b, 8, 4)
+    data, dirs_a = eval_array(a, 8, 4)
+    _, dirs_b = eval_array(b, 8, 4)
     code, _, err = _merge(tmp_path, data, [*dirs_a[:2], *dirs_b[2:]], capsys, "--allow-missing-shards")
     assert (code, err) == (2, f"judge-eval merge: error: {dirs_b[2]}: a shard of {b / 'out' / 'shards'}, but "
                               f"{dirs_a[0]} is one of {a / 'out' / 'shards'}: the shards come from two eval arrays; "
@@ -200,7 +162,7 @@ def test_shards_of_two_arrays_are_refused(tmp_path, capsys):
 
 
 def test_a_folder_that_is_no_array_shard_beside_array_shards_is_refused(tmp_path, capsys):
-    data, dirs = _array(tmp_path, 8, 2)
+    data, dirs = eval_array(tmp_path, 8, 2)
     extra = tmp_path / "hand-run"
     extra.mkdir()
     (extra / "predictions.jsonl").write_text("")
@@ -212,7 +174,7 @@ def test_a_folder_that_is_no_array_shard_beside_array_shards_is_refused(tmp_path
 
 def test_a_shard_past_the_arrays_count_is_refused(tmp_path, capsys):
     """An earlier array of more tasks left shards/4 in the folder; this array has 4 (0-3)."""
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     (dirs[0].parent / "count").write_text("2\n")
     code, _, err = _merge(tmp_path, data, dirs, capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {dirs[2]}: shard 2 is none of the array's 2 "
@@ -221,7 +183,7 @@ def test_a_shard_past_the_arrays_count_is_refused(tmp_path, capsys):
 
 
 def test_a_count_file_that_is_no_count_is_refused(tmp_path, capsys):
-    data, dirs = _array(tmp_path, 8, 2)
+    data, dirs = eval_array(tmp_path, 8, 2)
     (dirs[0].parent / "count").write_text("two\n")
     code, _, err = _merge(tmp_path, data, dirs, capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {dirs[0].parent / 'count'}: holds 'two', not a number "
@@ -231,9 +193,9 @@ def test_a_count_file_that_is_no_count_is_refused(tmp_path, capsys):
 def test_a_shard_cut_from_other_data_is_refused(tmp_path, capsys):
     """--data of 10 records, the array cut from 8: its blocks are not this data's (a shard's records would be
     scored against other items or called missing). Refused naming the shard's data.jsonl and both counts."""
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     other = tmp_path / "other.jsonl"
-    other.write_text("\n".join(_sample_lines(10)) + "\n", encoding="utf-8")
+    other.write_text("\n".join(sample_lines(10)) + "\n", encoding="utf-8")
     code, _, err = _merge(tmp_path, other, dirs, capsys)
     assert (code, err) == (2, f"judge-eval merge: error: {dirs[0] / 'data.jsonl'}: 2 records, but shard 0 of 4 of "
                               f"--data {other} is 3 (records 1-3 of 10): the array was cut from other data; give "
@@ -246,7 +208,7 @@ def test_a_shard_still_being_written_is_refused(tmp_path, capsys):
     naming the holder, rather than merged half-judged."""
     from judge.plumbing.run_folder import hold_run_folder
 
-    data, dirs = _array(tmp_path, 8, 2)
+    data, dirs = eval_array(tmp_path, 8, 2)
     with hold_run_folder(dirs[1], "judge-eval run"):
         code, _, err = _merge(tmp_path, data, dirs, capsys)
     assert code == 2 and err.count("\n") == 1
@@ -259,7 +221,7 @@ def test_an_unfinished_shard_is_refused(tmp_path, capsys):
     """A shard whose run stopped before every item had a row (an unusable server: exit 4; a kill between rows)
     merged as if whole. Refused, naming its rows and items; --allow-missing-shards does not take it (leave the
     shard out instead, which the record then says)."""
-    data, dirs = _array(tmp_path, 8, 2)
+    data, dirs = eval_array(tmp_path, 8, 2)
     predictions = dirs[1] / "predictions.jsonl"
     predictions.write_text("".join(predictions.read_text().splitlines(keepends=True)[:3]))
     for flags in ((), ("--allow-missing-shards",)):
@@ -274,7 +236,7 @@ def test_an_unfinished_shard_is_refused(tmp_path, capsys):
 
 def test_an_empty_shard_folder_is_refused_in_one_line(tmp_path, capsys):
     """A shard folder with nothing in it (its task never started): refused naming the file, no traceback."""
-    data, dirs = _array(tmp_path, 8, 2)
+    data, dirs = eval_array(tmp_path, 8, 2)
     for name in ("predictions.jsonl", "run.json", "data.jsonl"):
         (dirs[1] / name).unlink()
     code, _, err = _merge(tmp_path, data, dirs, capsys)
@@ -283,7 +245,7 @@ def test_an_empty_shard_folder_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_merge_shards_refuses_a_partial_array_unless_allowed(tmp_path):
-    data, dirs = _array(tmp_path, 8, 4)
+    data, dirs = eval_array(tmp_path, 8, 4)
     with pytest.raises(ValueError, match=r"shard 2 of the array's 4 \(shards/count\) was not given"):
         merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out")
     rows, run_json, array = merge_shards([dirs[0], dirs[1], dirs[3]], data, tmp_path / "out",
@@ -307,7 +269,7 @@ def _merge_job(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_merge_job_gives_the_whole_array_with_no_new_flag(tmp_path):
-    data, _ = _array(tmp_path, 8, 4)
+    data, _ = eval_array(tmp_path, 8, 4)
     proc = _merge_job(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out" / "run.json").read_text())["shard_array"]["missing"] == []
@@ -317,7 +279,7 @@ def test_the_merge_job_gives_the_whole_array_with_no_new_flag(tmp_path):
 def test_the_merge_job_of_an_array_without_a_count_stops_at_a_shard_with_no_predictions(tmp_path):
     """An array of an earlier eval.sbatch (no shards/count): the job passed every shard holding predictions, so a
     task that died before writing any was left out silently and the rest scored. The merge now stops it (exit 2)."""
-    _, dirs = _array(tmp_path, 8, 4, write_count=False)
+    _, dirs = eval_array(tmp_path, 8, 4, write_count=False)
     (dirs[3] / "predictions.jsonl").unlink()
     proc = _merge_job(tmp_path)
     assert proc.returncode == 2
@@ -345,7 +307,7 @@ def test_the_blocks_are_the_ones_eval_sbatch_cuts(tmp_path, n_records, count):
     blocks the merge names are the ones the task logged ("records 5-6 of 8")."""
     from eval.judging.shard_array import shard_array, shard_block
 
-    lines = _sample_lines(n_records)
+    lines = sample_lines(n_records)
     data = tmp_path / "data.jsonl"
     data.write_text("\n \t\n".join(lines) + "\n\n", encoding="utf-8")
     bin_dir = tmp_path / "bin"
