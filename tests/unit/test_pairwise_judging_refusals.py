@@ -18,6 +18,7 @@ import pytest
 from eval.cli import main
 from eval.pairwise.judging import PAIRWISE_PREDICTIONS
 from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.body_bound import judge_serve_too_large
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 SCALE = "-1: первый ответ лучше\n0: ответы равноценны\n1: второй ответ лучше"
@@ -213,6 +214,7 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
     that every rerun asked, and was refused again (exit 3 for ever)."""
     asked = []
     too_large = "body: the request body exceeds 8388608 bytes"
+    refusal = judge_serve_too_large()
 
     def respond(path: str, body: dict):
         if path != "/v1/judge" or not body:
@@ -220,8 +222,7 @@ def test_a_pair_past_judge_serves_body_bound_is_a_final_row_never_asked_again(tm
         (pair,) = body["pairs"]
         asked.append(pair["id"])
         if pair["id"] == "p1#original":  # a pair and its order: judge-serve's pair id
-            return 413, {"error": {"message": too_large, "type": "invalid_request_error", "param": "body",
-                                   "code": "body_too_large"}}
+            return refusal
         return _judge_serve_answer(pair["id"], "")
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
@@ -240,11 +241,13 @@ def test_a_pair_past_a_chat_servers_body_bound_is_a_final_row_never_asked_again(
     """The chat route's 413 (judge-serve proxies /v1/chat/completions under its ``max_body_bytes``) for pair p1, the
     others answered: p1's final row, as on judge-serve's /v1/judge route, and a rerun asks nothing. Before, a failed
     row that every rerun asked, and was refused again (exit 3 for ever)."""
+    refusal = judge_serve_too_large()
+
     def respond(path: str, body: dict):
         if path != "/v1/chat/completions":
             return 404, {"detail": "Not Found"}
         if "Вопрос 1?" in body["messages"][0]["content"]:
-            return 413, {"error": {"message": "body: the request body exceeds 8388608 bytes", "code": "body_too_large"}}
+            return refusal
         return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
+from tests.support.body_bound import judge_serve_too_large
 from tests.support.eval_ranking import CASES, Candidate, Judge, rank_argv, scores_by_output
 from tests.support.scripted_endpoint import chat_completion
 
@@ -394,8 +395,7 @@ def test_one_candidate_stage_at_a_time_asks_into_a_folder(tmp_path: Path, data: 
 
 
 #: A proxy's (or judge-serve's) refusal of a request body past its bound, as the OpenAI SDK reads it.
-PAST_BOUND = (413, {"error": {"message": "body: the request body exceeds 8388608 bytes",
-                              "type": "invalid_request_error", "param": "body", "code": "body_too_large"}})
+PAST_BOUND = judge_serve_too_large()
 
 
 def test_an_instruction_past_the_servers_body_bound_is_a_final_row_never_asked_again(tmp_path: Path,

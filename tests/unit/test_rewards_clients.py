@@ -15,6 +15,7 @@ from judge.reward_clients import (RewardSample, compute_score, compute_score_asy
 from judge.rewards import RewardRule, policy_answer
 from judge.wire import JudgeResult
 from serve.rewards import MIN_PROMPT_TAIL, SecretPathFilter, answer_of
+from tests.support.body_bound import judge_serve_too_large
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
 NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0, max_backoff_s=0.0, asleep=lambda s: asyncio.sleep(0), sleep=lambda s: None)
@@ -245,11 +246,11 @@ def _body_limited(respond):
     from serve.config import ServeConfig
 
     limit = ServeConfig(model="m").max_body_bytes
+    too_large = judge_serve_too_large(limit)
 
     def limited(path, body):
         if _sent_bytes(body) > limit:
-            return 413, {"error": {"message": f"body: the request body exceeds {limit} bytes", "param": "body",
-                                   "type": "invalid_request_error", "code": "body_too_large"}}
+            return too_large
         return respond(path, body)
 
     return limited

@@ -5,7 +5,7 @@ criteria can pass the bound where each criterion alone fits: such a batch is ask
 item too long to send by itself can never be judged by that server: its row is final (``context_length_exceeded``,
 the reason naming the 413), as a prompt too long for the judge's window is, and not asked again. Before, both were
 ``request_failed`` rows that every rerun sent and was refused again (exit 3, each time). The server is a scripted
-stand-in answering as judge-serve's ``serve.connections.BodyLimitMiddleware`` does, at a small bound.
+stand-in answering with judge-serve's ``serve.connections.BodyLimitMiddleware``'s 413, at a small bound.
 """
 
 from __future__ import annotations
@@ -18,21 +18,17 @@ from eval.cli import main
 from eval.judging.predictions import read_predictions
 from judge.plumbing.retry import EXIT_UNUSABLE
 from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, JudgeResult
+from tests.support.body_bound import judge_serve_too_large
 from tests.support.eval_cli import run_args
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 BOUND = 40_000
 
 
-def _too_large(bound: int) -> dict:
-    """judge-serve's 413 body (``serve.connections.BodyLimitMiddleware``) at ``max_body_bytes`` ``bound``."""
-    return {"error": {"message": f"body: the request body exceeds {bound} bytes", "type": "invalid_request_error",
-                      "param": "body", "code": "body_too_large"}}
-
-
 def _judge_serve(failing: str | None = None, bound: int = BOUND) -> ScriptedEndpoint:
     """judge-serve at ``max_body_bytes`` ``bound``: a body over it is the 413, a request for the criterion ``failing``
     alone a 503 (an engine restarting), any other scores each criterion 1."""
+    too_large = judge_serve_too_large(bound)
 
     def respond(path: str, body: dict) -> tuple:
         if path != "/v1/judge":
@@ -40,7 +36,7 @@ def _judge_serve(failing: str | None = None, bound: int = BOUND) -> ScriptedEndp
         if not body:
             return 400, {"error": {"message": "items: required field is missing"}}
         if len(json.dumps(body).encode()) > bound:
-            return 413, _too_large(bound)
+            return too_large
         criteria = body["items"][0]["criteria"]
         if [c["name"] for c in criteria] == [failing]:
             return 503, {"error": {"message": "the engine is restarting"}}
@@ -132,12 +128,13 @@ def test_a_chat_prompt_past_the_body_bound_is_a_final_row_never_asked_again(tmp_
     firsts = list({judge.prefix_key(r): r for r in reversed(records)}.values())[:3]
     firsts[1] = dataclasses.replace(firsts[1], answer="y" * BOUND)
     data, out = judge.write_jsonl(firsts, tmp_path / "data.jsonl"), tmp_path / "run"
+    too_large = judge_serve_too_large(BOUND)
 
     def respond(path: str, body: dict) -> tuple:
         if path != "/v1/chat/completions":
             return 404, {"error": {"message": "not found"}}
         if len(json.dumps(body).encode()) > BOUND:
-            return 413, _too_large(BOUND)
+            return too_large
         return 200, chat_completion("[FEEDBACK] ok [RESULT] 1 [END]", body["model"])
 
     settings = ("--verdict-format", "tagged", "--max-retries", "0")
