@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from judge.plumbing.failing_streak import stop_after
+from tests.support.deep_json import nested_arrays
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 
 HTML = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
 
 #: Valid JSON that ``json.loads`` cannot hold (a hostile or broken endpoint's 200): nesting far past Python's
 #: recursion limit, and an integer past its 4,300-digit limit of integer string conversion.
-DEEP_JSON = RawBody(b'{"id": "x", "choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+DEEP_JSON = RawBody(b'{"id": "x", "choices": ' + nested_arrays(100_000).encode() + b"}")
 LONG_NUMBER = RawBody(b'{"id": "x", "choices": [' + b"9" * 5_000 + b"]}")
 #: What a failed row's reason says of each (``judge.plumbing.json_reading.unreadable_json``'s words).
 DEEP_JSON_SAYS = "HTTP 200, but the answer is unreadable JSON: nested too deeply"
@@ -26,7 +27,7 @@ LONG_NUMBER_SAYS = "HTTP 200, but the answer is unreadable JSON: a number too lo
 #: The same two bodies as bytes, bare, with the whole line a client ends its run on (MERA's client, the synthetic
 #: pipeline's): ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
 UNREADABLE_200 = [
-    pytest.param(b"[" * 20_000 + b"]" * 20_000, DEEP_JSON_SAYS, id="nested-too-deeply"),
+    pytest.param(nested_arrays(20_000).encode(), DEEP_JSON_SAYS, id="nested-too-deeply"),
     pytest.param(b'{"id": ' + b"9" * 5_000 + b"}", LONG_NUMBER_SAYS + "Exceeds the limit (4300 digits) for integer "
                  "string conversion: value has 5000 digits)", id="number-past-4300-digits"),
 ]

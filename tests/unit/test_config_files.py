@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from judge.plumbing.config_files import ConfigError, add_config_flags, given_flags, option, resolve_config
+from tests.support.deep_json import nested_arrays
 
 
 @dataclass
@@ -216,9 +217,9 @@ def test_aliases_within_the_bound_still_read(tmp_path):
     [
         # A value holding itself: never ends (dataclasses.asdict recursed until RecursionError).
         ("extra_body: &a {x: *a}\n", "an alias (*name) inside the value it names, line 1: the value would never end"),
-        ("extra_body: {a: " + "[" * 70 + "]" * 70 + "}\n", "nested more than 64 levels deep, line 1"),
+        ("extra_body: {a: " + nested_arrays(70) + "}\n", "nested more than 64 levels deep, line 1"),
         # Past what PyYAML's recursive composer can hold: RecursionError, a traceback, before.
-        ("extra_body: {a: " + "[" * 3000 + "]" * 3000 + "}\n",
+        ("extra_body: {a: " + nested_arrays(3000) + "}\n",
          "nested too deeply to read (a config value nests at most 64 levels)"),
     ],
     ids=["recursive", "deep", "deeper-than-pyyaml"],
@@ -237,7 +238,7 @@ def test_an_alias_cannot_carry_a_value_past_the_depth_bound(tmp_path):
     same value repeated 60 levels down by `b` read: 120 levels where docs/settings.md says 64."""
     from judge.plumbing.config_files import read_config_file
 
-    deep = "[" * 60 + "1" + "]" * 60  # 60 levels
+    deep = nested_arrays(60, "1")  # 60 levels
     path = tmp_path / "deep-alias.yaml"
     path.write_text(f"a: &x {deep}\nb: {'[' * 60}*x{']' * 60}\nc: *x\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
@@ -324,8 +325,8 @@ def test_a_list_or_mapping_where_a_number_belongs_is_named(tmp_path, yaml_text, 
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "unreadable JSON: nested too deeply"),  # json.loads: RecursionError
-        ('{"a": ' + "[" * 900 + "]" * 900 + "}", "nested more than 64 levels deep"),  # json reads it, asdict cannot
+        ('{"a": ' + nested_arrays(5000) + "}", "unreadable JSON: nested too deeply"),  # json.loads: RecursionError
+        ('{"a": ' + nested_arrays(900) + "}", "nested more than 64 levels deep"),  # json reads it, asdict cannot
         ('{"a": 1' + "0" * 5000 + "}", ("unreadable JSON: a number too long to read (Exceeds the limit (4300 digits) "
                                         "for integer string conversion: value has 5001 digits)")),
         ('{"a": }', "invalid JSON (Expecting value at column 7)"),

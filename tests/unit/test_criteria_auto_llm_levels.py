@@ -12,6 +12,7 @@ import pytest
 from judge.criteria_auto import expand_criteria, fallback_criteria
 from judge.criteria_auto.llm import MAX_RESPONSE_BYTES, LLMClassifier
 from judge.criteria_auto.policy import type_criteria
+from tests.support.deep_json import nested_arrays
 from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
 
 
@@ -83,7 +84,7 @@ _OVERSIZED = {"choices": [{"message": {"content": "a" * MAX_RESPONSE_BYTES}}]}
     ({"choices": [{"message": {"content": "Advice"}, "logprobs": [-0.1]}]},
      "response body's choices[0].logprobs is no object with a content list"),
     (_OVERSIZED, f"response body is over {MAX_RESPONSE_BYTES} bytes"),
-    (RawBody(b"[" * 20_000 + b"]" * 20_000), "response body is unreadable JSON: nested too deeply"),
+    (RawBody(nested_arrays(20_000).encode()), "response body is unreadable JSON: nested too deeply"),
     (RawBody(b'{"id": ' + b"9" * 5_000 + b"}"), "response body is unreadable JSON: a number too long to read"),
 ], ids=["no choices", "empty choices", "choice not an object", "message not an object", "content a number",
         "content an object", "logprobs a list", "too long", "nested too deeply", "number past 4300 digits"])  # fmt: skip

@@ -16,6 +16,7 @@ from eval.cli import main
 from eval.judging.config import RunConfig
 from eval.scoring.compare import N_BOOT_BOUND
 from judge.plumbing.config_files import ConfigError
+from tests.support.deep_json import nested_arrays
 from tests.support.eval_cli import prediction_row, sample_by_split, write_run
 
 URL = "http://127.0.0.1:9/v1"  # never reached: every input below is refused before any request
@@ -237,7 +238,7 @@ def test_a_prediction_number_no_float_holds_is_named_with_its_row(runs, tmp_path
 @pytest.mark.parametrize(("text", "says"), [
     ('{"judge": \n', "invalid JSON (Expecting value at line 2, column 1)"),  # truncated
     ("", "invalid JSON (Expecting value at line 1, column 1)"),  # empty
-    ("[" * 20_000 + "]" * 20_000, "unreadable JSON: nested too deeply"),  # was a RecursionError
+    (nested_arrays(20_000), "unreadable JSON: nested too deeply"),  # was a RecursionError
     ("[1]", "expected a JSON object, got a list"),
     # a bare UnicodeEncodeError, naming no file, once the comparison was written
     ('{"judge": "j\\ud800"}', "judge holds a lone surrogate (U+D800: a JSON \\u escape with no pair), which is no "

@@ -16,6 +16,7 @@ from eval.input_checks import refuse_missing_predictions
 from judge.checkpoints import CheckpointNotFound, resolve_checkpoint
 from judge.record_sources import load_record_columns, load_records
 from judge.sample_data import sample_data_path
+from tests.support.deep_json import nested_arrays
 
 
 def _run_folder(root: Path, *, scored: bool) -> Path:
@@ -122,7 +123,7 @@ def test_score_names_the_line_of_a_predictions_file_whose_first_row_nests_too_de
     # the check for a data file given as --predictions read the first line with json.loads, whose RecursionError
     # (nesting past ~1,000 levels) is no ValueError: score ended in a traceback, exit 1
     predictions = tmp_path / "predictions.jsonl"
-    predictions.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    predictions.write_text(nested_arrays(100_000) + "\n", encoding="utf-8")
     code = main(["score", "--predictions", str(predictions), "--data", str(sample_data_path())])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (

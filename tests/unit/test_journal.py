@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from judge.plumbing.journal import JournalError, JournalWriter, open_journal, read_journal, read_jsonl, rewrite_journal
+from tests.support.deep_json import nested_arrays
 
 
 @pytest.mark.parametrize(
@@ -88,7 +89,7 @@ def test_writer_and_readers_agree_on_every_kind_of_last_line(tmp_path, caplog):
     """One rule for the tail, in the reader and the writer: what a reader reads stays in the file after an append,
     and what it drops (and says) is cut (and said). A tail too deeply nested for json.loads is taken for a cut write
     by both: the writer raised a RecursionError from append."""
-    deep = b'{"x": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"
+    deep = b'{"x": ' + nested_arrays(5_000).encode() + b"}"
     for tail in (b'{"b": 2}', b'{"b": 2, "cu', b"[1, 2]", b"  ", deep):
         path = tmp_path / "j.jsonl"
         path.write_bytes(b'{"a": 1}\n' + tail)
@@ -184,7 +185,7 @@ def test_rewrite_journal_replaces_atomically(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["j.jsonl"]
 
 
-@pytest.mark.parametrize("value, said", [("[" * 5_000 + "]" * 5_000, "unreadable JSON: nested too deeply"),
+@pytest.mark.parametrize("value, said", [(nested_arrays(5_000), "unreadable JSON: nested too deeply"),
                                          ("1" * 5_000, "unreadable JSON: a number too long to read (Exceeds the limit")],
                          ids=["deep", "long-number"])
 def test_valid_json_that_json_loads_cannot_hold_is_named_with_its_line(tmp_path, value, said):

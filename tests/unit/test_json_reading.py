@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 
 from judge.plumbing.json_reading import ARROW_MAX_OPENERS_PER_LINE, arrow_may_read
+from tests.support.deep_json import nested_arrays
 
 LIMIT = ARROW_MAX_OPENERS_PER_LINE
 
 
 @pytest.mark.parametrize("data, may", [
     (b"", True),
-    (b"{" + b"[" * (LIMIT - 1) + b"]" * (LIMIT - 1) + b"}\n", True),  # at the bound
-    (b"{" + b"[" * LIMIT + b"]" * LIMIT + b"}\n", False),  # one past it
+    (b"{" + nested_arrays(LIMIT - 1).encode() + b"}\n", True),  # at the bound
+    (b"{" + nested_arrays(LIMIT).encode() + b"}\n", False),  # one past it
     ((b'{"a": [1]}\n' * LIMIT) * 3, True),  # many openers in all, few per line
     (b'{"a": 1}\n' * 5 + b'{"a": "' + b"{" * LIMIT + b'"}', False),  # a last line without its newline, in a string
 ], ids=["empty", "at-the-bound", "one-past", "spread-over-lines", "last-line-in-a-string"])
@@ -22,7 +23,7 @@ def test_the_bound_counts_openers_per_line(data, may):
     assert arrow_may_read(data) is may
 
 
-DEEP = "[" * 5_000 + "]" * 5_000
+DEEP = nested_arrays(5_000)
 LONG = "1" * 5_000
 SAID = {DEEP: "unreadable JSON: nested too deeply", LONG: "unreadable JSON: a number too long to read"}
 

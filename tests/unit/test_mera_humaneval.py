@@ -31,6 +31,7 @@ from eval.mera.humaneval import (
     summarize,
 )
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, RUNTIME, SANDBOX_ERROR, SYNTAX, TIMEOUT, WRONG_ANSWER
+from tests.support.deep_json import nested_arrays
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.unit.test_mera_rutie import chat_body, completion_body, with_field
 from tests.support.mera_humaneval import MERA_ROW, SAMPLE
@@ -196,7 +197,7 @@ def test_parse_mera_row_accepts_documented_forms(row, tests, expected):
         (_row(inputs__tests="[{5: 1}, {'a': 2}]"), "test 0 is not a dict of keyword arguments"),  # f(**{5: 1})
         (_row(inputs__tests="[{'a': 1e999}, {'a': 2}]"), "not Python literals that repr() gives back"),  # inf
         # JSON nests deeper than Python's parser reads back: the cause said, not a guess at inf or nan
-        (_row(inputs__tests=[{"a": json.loads("[" * 300 + "]" * 300)}]),
+        (_row(inputs__tests=[{"a": json.loads(nested_arrays(300))}]),
          "field 'inputs.tests': the tests nest too deeply for Python's parser to read them back, as the sandbox must "
          "(too many nested parentheses"),
         (_row(inputs__tests="[{'a': {[1]: 2}}, {'a': 2}]"), "not a Python literal"),  # unhashable: TypeError

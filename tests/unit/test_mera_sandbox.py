@@ -35,6 +35,7 @@ from eval.mera.sandbox import (
     SandboxUnavailable,
     outcome_of,
 )
+from tests.support.deep_json import nested_arrays
 from tests.support.mera_sandbox import ESCAPES, FIND_PIPES, IMP_POSIX, LIMITS, bwrap_sandbox_or_skip, run_f
 
 
@@ -203,7 +204,7 @@ def read_channel(data: bytes, limits: Limits = LIMITS, n_steps: int = 1) -> tupl
 def test_a_line_nested_too_deep_or_too_long_fails_the_sample_not_the_supervisor():
     """Valid JSON nested deeper than json.loads can read raises RecursionError (no ValueError): a channel error of
     the sample. A line longer than any event the child writes is refused before it is parsed, ended or not."""
-    deep = b"[" * 100_000 + b"]" * 100_000
+    deep = nested_arrays(100_000).encode()
     got, events = read_channel(b'{"ev": "ready"}\n' + deep + b"\n")
     assert (got, events) == (("channel", f"JSON nested too deep to read: {deep[:80]!r}"), [READY])
     small = Limits(max_output_chars=10)

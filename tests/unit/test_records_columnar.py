@@ -17,6 +17,7 @@ import judge
 from judge import JudgeRecord, RecordError, load_records_report, records_from_rows
 from judge import records as records_module
 from judge.record_sources import source_rows as read_source_rows
+from tests.support.deep_json import nested_arrays
 from tests.support.release_artifacts import released_rows, write_released_dataset
 from tests.unit.test_records import BAD, GOOD
 from tests.unit.test_records_release import BAD_ANNOTATIONS
@@ -279,7 +280,7 @@ def test_json_nested_past_the_recursion_limit_is_named_with_its_row(tmp_path):
     """json.loads raises a bare RecursionError on nesting past Python's recursion limit: named with the file and row.
     The JSONL here has a blank line, so Arrow's reader (which crashes the process on nesting some thousands deep, a
     pyarrow limit) is never asked; the row path reads it."""
-    deep = "[" * 2_000 + "]" * 2_000
+    deep = nested_arrays(2_000)
     lines = [_line(GOOD | {"id": "first"}), "", _line(GOOD | {"id": "second"})[:-1] + f', "x": {deep}}}']
     path = tmp_path / "d.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -297,7 +298,7 @@ def test_nesting_that_crashes_arrows_reader_never_reaches_it(tmp_path):
     """Arrow's JSON reader kills the process (SIGSEGV) on nesting some 10,000-20,000 levels deep: a clean JSONL (no
     blank line, so Arrow would be asked) with such a line gets the row path's named error instead, from every loader
     of records and of predictions. In a child process, so that a crash is a failed assertion, not a lost worker."""
-    deep = "[" * 50_000 + "]" * 50_000
+    deep = nested_arrays(50_000)
     records = tmp_path / "d.jsonl"
     records.write_text(_line(GOOD | {"id": "first"}) + "\n" + _line(GOOD | {"id": "second"})[:-1] + f', "x": {deep}}}\n',
                        encoding="utf-8")

@@ -10,6 +10,7 @@ from serve.cli import SHOWN_LABEL_PROBLEMS
 from serve.cli import main as serve_main
 from serve.config import ServeConfig
 from serve.rewards import label_problems
+from tests.support.deep_json import nested_arrays
 
 LABEL = {"instruction": "Напиши стих о весне.", "criteria": ["Креативность"]}
 
@@ -104,7 +105,7 @@ def test_a_string_label_that_is_no_json_object_says_why_the_decoder_refused_it(t
     """A label given as a JSON string was told only that it must hold an object, whatever the decoder refused: NaN,
     text that is no JSON and nesting too deep to decode now each add the decoder's own cause."""
     config = ServeConfig(model=str(_model(tmp_path)))
-    deep = "[" * 100_000 + "]" * 100_000
+    deep = nested_arrays(100_000)
     said = list(label_problems([("a", "NaN"), ("b", "{not json"), ("c", deep), ("d", "[1]")], config))
     prefix = "a string label must hold a JSON object (instruction, criteria, ...); "
     assert said[0] == f"a: {prefix}NaN is not JSON (RFC 8259 has no NaN or Infinity)"

@@ -12,6 +12,7 @@ import pytest
 from judge.plumbing.endpoint_unusable import EndpointUnusable
 from judge.plumbing.retry import RetryPolicy
 from judge.reward_clients import sample_from_verl, trl_reward_function
+from tests.support.deep_json import nested_arrays
 from tests.support.judge_in_process import brevity_scored
 from tests.support.scripted_endpoint import ScriptedEndpoint
 
@@ -42,7 +43,7 @@ def test_verl_refuses_a_ground_truth_opening_as_json_that_is_not():
 def test_verl_refuses_a_ground_truth_nested_past_what_json_loads_holds_in_words():
     """A ground truth opening as JSON but nested past the recursion limit: json.loads' RecursionError went through as
     a traceback; it is refused as any unreadable label is, in the data readers' words."""
-    deep = '{"criteria": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"criteria": ' + nested_arrays(100_000) + "}"
     with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is not valid JSON "
                                          r"\(unreadable JSON: nested too deeply\); a reference answer that opens so"):
         sample_from_verl("Весна.", deep, INFO)

@@ -10,6 +10,7 @@ import pytest
 
 from serve.errors import engine_error, unknown_model_message
 from serve.judging import unknown_model
+from tests.support.deep_json import nested_arrays
 
 
 def test_an_unknown_model_name_of_any_length_is_echoed_clipped():
@@ -232,7 +233,7 @@ def test_an_engines_5xx_message_reaches_the_log_with_its_control_characters_esca
 def test_an_engines_error_body_json_cannot_hold_is_relayed_as_its_text():
     """An engine's 400 whose body is JSON nested past what json.loads holds: engine_error let the RecursionError
     through (judge-serve's 500 for an unexpected error); it is read as text, as any other body that is not JSON."""
-    response = engine_error(400, b"[" * 20_000 + b"]" * 20_000, "judge")
+    response = engine_error(400, nested_arrays(20_000).encode(), "judge")
     assert response.status_code == 400
     assert json.loads(response.body)["error"]["message"].startswith("[[[[")
 
@@ -243,7 +244,7 @@ def test_an_error_event_nested_past_what_json_loads_holds_is_read_as_unreadable_
     error event that is not JSON does; as the stream's last event without its blank line it ends the stream with
     judge-serve's stream error, as an event cut inside its JSON does."""
     first = b'data: {"choices": []}\n\n'
-    deep = b'data: {"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    deep = b'data: {"error": ' + nested_arrays(100_000).encode() + b"}"
     assert b"".join(_relayed([first + deep + b"\n\n" + first])) == first + deep + b"\n\n" + first
     body = {"error": {"message": "the generator engine's stream ended inside an event; the reply is incomplete",
                       "type": "server_error", "param": None, "code": "engine_error"}}

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from serve.config import ServeConfig
+from tests.support.deep_json import nested_arrays
 from tests.support.served_app import served
 
 KEY = "hostile-key"
@@ -48,7 +49,7 @@ def test_a_body_past_the_limit_is_a_413_declared_or_streamed(http, route):
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize(("body", "says"), [
     (b'{"model": "judge", "x": "\xff\xfe"}', "body: not valid JSON ('utf-8' codec can't decode byte 0xff"),
-    (b"[" * 100_000 + b"]" * 100_000, "body: JSON nested too deeply to decode (more than about"),
+    (nested_arrays(100_000).encode(), "body: JSON nested too deeply to decode (more than about"),
     (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "body: JSON nested too deeply to decode (more than about"),
 ], ids=["not-utf8", "nested-lists", "nested-objects"])
 def test_a_body_that_cannot_be_decoded_is_a_400_naming_the_body(http, route, body, says):

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from serve.app import create_app
 from serve.config import ServeConfig
+from tests.support.deep_json import nested_arrays
 from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint, chat_completion
 from tests.support.serve_in_process import await_bring_up, on_event_loop
 
@@ -698,7 +699,7 @@ def test_a_body_nested_too_deeply_is_refused_in_the_words_of_its_own_route(tiny_
     """A body nested past the decoder's limit is a 400 naming ``body`` on every route; only /v1/judge's refusal says
     how deep its own bodies nest (a proxied chat body was told "a /v1/judge body nests at most 6"). Nothing is sent
     on."""
-    deep = b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    deep = b'{"messages": ' + nested_arrays(100_000).encode() + b"}"
     with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY) as http:
         _ready(http)
         chat = http.post("/v1/chat/completions", headers={**AUTH, "Content-Type": "application/json"}, content=deep)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deep_json import nested_arrays
 from train.cli import SUBCOMMANDS, build_run_parser, main
 from train.config import (
     ClassifierConfig,
@@ -1176,7 +1177,7 @@ def test_a_world_size_that_is_no_positive_number_is_refused_naming_it(monkeypatc
 
 
 @pytest.mark.parametrize("text, said", [
-    ("[" * 100_000 + "]" * 100_000, "cannot be read as JSON: "),  # past the parser's depth: was a RecursionError
+    (nested_arrays(100_000), "cannot be read as JSON: "),  # past the parser's depth: was a RecursionError
     ("[1, 2]", "cannot be read as JSON: "),  # no object
 ])
 def test_a_deepspeed_config_nested_too_deep_or_no_object_is_one_line(tmp_path, text, said):
