@@ -52,8 +52,7 @@ def test_a_rerun_left_with_refused_judgments_asks_each_and_keeps_one_row_per_jud
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 6), tmp_path / "run"
     with ScriptedEndpoint(respond, model="judge") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1"]
+        args = _chat_run(server, data, out, "--concurrency", "1")
         assert main(args) == EXIT_UNUSABLE
         assert "refused the first 3 requests alike" in capsys.readouterr().err
         assert len(_lines(out)) == 3
@@ -87,8 +86,7 @@ def test_pairs_that_fit_but_leave_no_room_for_max_tokens_first_stop_the_run_with
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 4), tmp_path / "run"
     with ScriptedEndpoint(respond, model="judge") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1"]
+        args = _chat_run(server, data, out, "--concurrency", "1")
         assert main(args) == EXIT_UNUSABLE
     assert "refused the first 3 requests alike" in capsys.readouterr().err
     assert [row["error"] for row in _lines(out)] == ["request_failed"] * 3
@@ -111,9 +109,7 @@ def test_a_pair_leaving_no_room_for_max_tokens_alone_is_a_final_row_naming_max_t
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 4), tmp_path / "run"
     with ScriptedEndpoint(respond, model="judge") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1", "--max-tokens", "64",
-                "--pairwise-orders", "original"]
+        args = _chat_run(server, data, out, "--concurrency", "1", "--max-tokens", "64", "--pairwise-orders", "original")
         assert main(args) == 0
         assert main(args) == 0
     assert asked == [64] * 4
@@ -145,6 +141,12 @@ def _judge_serve_answer(item_id: str, said: str) -> tuple[int, dict]:
     answer = JudgeResponse("judge-1", "judge.result", 0, "tiny", "seq2seq", "tagged", "v",
                            [JudgeResponseItem(0, item_id, [result])], JudgeResponseUsage(1, 1, 0, 0, 0))
     return 200, answer.to_json()
+
+
+def _chat_run(server: ScriptedEndpoint, data: Path, out: Path, *flags: str) -> list[str]:
+    """``judge-eval run`` of ``data`` against ``server``'s chat route, its verdicts tagged, retries at once."""
+    return ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+            "--backoff-s", "0.01", "--verdict-format", "tagged", *flags]
 
 
 def _judge_serve_run(server: ScriptedEndpoint, data: Path, out: Path) -> list[str]:
@@ -252,8 +254,7 @@ def test_a_pair_past_a_chat_servers_body_bound_is_a_final_row_never_asked_again(
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
     with ScriptedEndpoint(respond, model="judge") as server:
-        args = ["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                "--backoff-s", "0.01", "--verdict-format", "tagged", "--pairwise-orders", "original"]
+        args = _chat_run(server, data, out, "--pairwise-orders", "original")
         assert main(args) == 0
         assert main(args) == 0
         asked = len(server.bodies("/v1/chat/completions"))
@@ -281,8 +282,7 @@ def test_a_refusal_held_while_every_later_pair_is_too_long_is_written(tmp_path):
 
     data, out = _pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "run"
     with ScriptedEndpoint(respond, model="judge") as server:
-        code = main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
-                     "--backoff-s", "0.01", "--verdict-format", "tagged", "--concurrency", "1", "--pairwise-orders", "original"])
+        code = main(_chat_run(server, data, out, "--concurrency", "1", "--pairwise-orders", "original"))
         asked = len(server.bodies("/v1/chat/completions"))
     assert (code, asked) == (3, 3)
     rows = {r["id"]: r for r in _lines(out)}
