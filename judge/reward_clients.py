@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import counted, json_limit_refusal, unreadable_json, value_words
+from judge.plumbing.json_reading import counted, unreadable_json, value_words
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
                                   retry_stop_said, retryable_status, server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
@@ -1031,9 +1031,8 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
         try:
             json.loads(ground_truth)
         except (ValueError, RecursionError) as err:
-            said = unreadable_json(err) if json_limit_refusal(err) else err
-            raise ValueError(f"verl sample: ground_truth: opens with '{{' but is not valid JSON ({said}); a reference "
-                             "answer that opens so goes in extra_info['reference_answer']") from None
+            raise ValueError(f"verl sample: ground_truth: opens with '{{' but is {unreadable_json(err, whole_file=True)};"
+                             " a reference answer that opens so goes in extra_info['reference_answer']") from None
     source = {**{k: v for k, v in (label or {}).items() if v is not None}, **given}
     if label is None and isinstance(ground_truth, str) and ground_truth.strip() and "reference_answer" not in source:
         source["reference_answer"] = ground_truth

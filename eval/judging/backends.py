@@ -22,7 +22,6 @@ any scale, the first refusals' stop); apart, each client would restate them.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,7 +31,7 @@ from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import json_limit_refusal, unreadable_json
+from judge.plumbing.json_reading import unreadable_answer
 from judge.plumbing.message_content import described_content, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
@@ -49,7 +48,7 @@ __all__ = ["JudgeBackend", "Refused", "ServerChanged", "refuse_format_change", "
            "BodyPastBound", "failed_outcome", "past_bound", "chat_answer_text", "CONTEXT_LIMIT", "ABORTED_FINISH",
            "generation_aborted", "TooLong", "NoRoom", "context_refusal", "finish_reason_of",
            "FINISH_REASON_CHARS", "is_scored_cut", "within_timeout", "MalformedAnswer", "chat_choice",
-           "not_json", "unreadable_body", "judge_response", "failure_reason"]
+           "not_json", "judge_response", "failure_reason"]
 
 log = logging.getLogger("judge_eval.backends")
 
@@ -433,9 +432,9 @@ class ChatBackend:
                 return [too_long_outcome(refusal.final_reason)]
             raise refusal from err  # NoRoom included: the runner offers it to FirstRefusals (eval.judging.run)
         except (ValueError, RecursionError) as err:  # a body json.loads refused: not JSON, or JSON it cannot hold
-            if not unreadable_body(err):
+            if (malformed := not_json(err)) is None:
                 raise
-            raise not_json(err) from err
+            raise malformed from err
         choice = chat_choice(response)
         finish_reason = getattr(choice, "finish_reason", None)
         if finish_reason == ABORTED_FINISH:
@@ -663,22 +662,12 @@ def refuse_without_choice(response: Any) -> None:
                           expected=CHAT_COMPLETION)
 
 
-def unreadable_body(err: BaseException) -> bool:
-    """Whether ``err``, raised by a chat client's call, is ``json.loads`` refusing the answer's body: not JSON
-    (``JSONDecodeError``), or JSON it cannot hold (nested past the recursion limit, a number past 4,300 digits: the
-    SDK lets both through as they come). Any other ``ValueError`` is none of the answer's, and goes on as it is."""
-    return isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)
-
-
-def not_json(err: ValueError | RecursionError) -> MalformedAnswer:
-    """The ``MalformedAnswer`` of a chat answer whose body ``json.loads`` refused (``unreadable_body``): the
-    pointwise, pairwise and ``rank`` chat clients' one wording. JSON it cannot hold is said in the data-file
-    readers' words (``unreadable_json``: "nested too deeply", "a number too long to read"), never as Python's
-    ``RecursionError`` or its advice on ``sys.set_int_max_str_digits``."""
-    if isinstance(err, json.JSONDecodeError):
-        return MalformedAnswer(f"HTTP 200, but the answer is not JSON: {short(str(err), 200)}",
-                               expected=CHAT_COMPLETION)
-    return MalformedAnswer(f"HTTP 200, but the answer is {unreadable_json(err)}", expected=CHAT_COMPLETION)
+def not_json(err: BaseException) -> MalformedAnswer | None:
+    """The ``MalformedAnswer`` of a chat answer whose body ``json.loads`` refused, in every endpoint client's words
+    (``judge.plumbing.json_reading.unreadable_answer``): the pointwise, pairwise and ``rank`` chat clients' one
+    reading. None for any other ``err``: a ``ValueError`` that is none of the answer's goes on as it is."""
+    said = unreadable_answer(err)
+    return None if said is None else MalformedAnswer(said, expected=CHAT_COMPLETION)
 
 
 def judge_response(response: Any) -> JudgeResponse:
@@ -687,14 +676,9 @@ def judge_response(response: Any) -> JudgeResponse:
     ``/v1/judge`` response."""
     try:
         return JudgeResponse.from_json(response.json())
-    except RecursionError as err:  # JSON nested past what json.loads holds
-        raise MalformedAnswer(f"HTTP 200, but the answer is {unreadable_json(err)}", expected=JUDGE_RESPONSE) from err
-    except ValueError as err:  # not JSON (json's JSONDecodeError), or JSON that is no /v1/judge response
-        if json_limit_refusal(err):  # a number past 4,300 digits: the readers' words, not Python's advice
-            raise MalformedAnswer(f"HTTP 200, but the answer is {unreadable_json(err)}",
-                                  expected=JUDGE_RESPONSE) from err
-        raise MalformedAnswer(f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}",
-                              expected=JUDGE_RESPONSE) from err
+    except (ValueError, RecursionError) as err:  # a body json.loads refused, or JSON that is no /v1/judge response
+        said = unreadable_answer(err) or f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
+        raise MalformedAnswer(said, expected=JUDGE_RESPONSE) from err
 
 
 def judge_results(body: JudgeResponse, n_asked: int, asked: str, *,

@@ -13,12 +13,12 @@ helpers, and a bounded thread pool for concurrency.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from eval.mera.extraction import truncate_at_stops
+from judge.plumbing.json_reading import unreadable_answer
 from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, retry_stop_said
 
 T = TypeVar("T")
@@ -181,11 +181,9 @@ class OpenAICompatClient:
                 raise ContextLimitError(message, err.status_code, said) from err
             raise RequestRefused(message, err.status_code, said) from err
         except (ValueError, RecursionError) as err:  # a 200 body json.loads refused, or anything else's ValueError
-            from judge.plumbing.json_reading import json_limit_refusal, unreadable_json
-
-            if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
+            if (said := unreadable_answer(err)) is None:
                 raise
-            raise UnreadableAnswer(f"HTTP 200, but the answer is {unreadable_json(err)}") from err
+            raise UnreadableAnswer(said) from err
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; results in input order. Interrupted (Ctrl+C,

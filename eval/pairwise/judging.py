@@ -408,8 +408,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
     from eval.judging.backends import (BodyPastBound, FirstRefusals, NoRoom, Refused, ServerChanged, TooLong,
                                        chat_answer_text, chat_choice, chat_extra_body, context_refusal, failed_outcome,
                                        failure_reason, judge_response, judge_results, not_json, reasoning_of,
-                                       refusal_of, refuse_format_change, retryable_status, short, too_long_outcome,
-                                       unreadable_body)
+                                       refusal_of, refuse_format_change, retryable_status, short, too_long_outcome)
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.retry import EndpointUnusable, server_message
     from judge.prompts import PAIRWISE_PROMPT_VERSION, chat_messages
@@ -480,9 +479,9 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
         except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
-            if not unreadable_body(err):
+            if (malformed := not_json(err)) is None:
                 raise
-            raise not_json(err) from err
+            raise malformed from err
         choice = chat_choice(reply)  # a 200 with no choice, or one that is no object: MalformedAnswer
         finish_reason = getattr(choice, "finish_reason", None)
         if finish_reason == ABORTED_FINISH:  # no verdict: retried, then a request_failed row a rerun asks again

@@ -470,8 +470,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from tqdm import tqdm
 
     from eval.judging.backends import (ABORTED_FINISH, BodyPastBound, FirstRefusals, NoRoom, Refused, TooLong,
-                                       chat_choice, context_refusal, generation_aborted, not_json, refusal_of,
-                                       unreadable_body)
+                                       chat_choice, context_refusal, generation_aborted, not_json, refusal_of)
     from eval.judging.answer_text import answer_text
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
@@ -509,9 +508,9 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
         except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
-            if not unreadable_body(err):
+            if (malformed := not_json(err)) is None:
                 raise
-            raise not_json(err) from err
+            raise malformed from err
         # An HTTP 200 that is no chat completion (a proxy's page, no choice, a choice that is no object) is a
         # MalformedAnswer: a failed row, never retried, and counted by the failing streak as the judge's clients do.
         choice = chat_choice(response)

@@ -38,7 +38,7 @@ from judge.criteria_auto.policy import (
     label_of,
     type_criteria,
 )
-from judge.plumbing.json_reading import json_limit_refusal, unreadable_json, value_words
+from judge.plumbing.json_reading import unreadable_answer, value_words
 from judge.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]
@@ -175,9 +175,7 @@ class LLMClassifier:
         try:
             data = json.loads(b"".join(chunks))
         except (ValueError, RecursionError) as err:  # RecursionError: JSON nested past what json.loads holds
-            if not json_limit_refusal(err):
-                raise _BodyFault("response body is not JSON") from None
-            raise _BodyFault(f"response body is {unreadable_json(err)}") from None
+            raise _BodyFault(unreadable_answer(err) or "HTTP 200, but the answer is not UTF-8 text") from None
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None

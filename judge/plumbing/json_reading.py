@@ -4,8 +4,10 @@ before they are asked (Arrow's JSON reader).
 - ``json.loads`` refuses valid JSON it cannot hold with errors meant for programmers: a bare ``RecursionError`` on
   nesting past Python's recursion limit (~1,000 levels in CPython's C scanner), a ``ValueError`` on an integer past
   the 4,300-digit limit of integer string conversion. ``unreadable_json`` words them (and malformed JSON) for
-  whoever fixes the data, for the loaders' errors that name the file and row, and for the evaluation clients'
-  failed rows of an HTTP 200 whose body is such JSON (``json_limit_refusal`` tells those two errors apart).
+  whoever fixes the data, for the loaders' errors that name the file and row; ``unreadable_answer`` says it of an
+  HTTP 200 whose body is such JSON, in one wording for every client of an endpoint (evaluation's, MERA's, the
+  synthetic pipeline's, the task classifier's), and tells it from any other ``ValueError`` the client's call raised
+  (``json_limit_refusal`` tells the two limits from the rest).
 - ``pyarrow.json.read_json`` overflows a thread's stack and kills the whole process (SIGSEGV, no message) on nesting
   between 10,000 and 20,000 levels (pyarrow 26.0, measured here: 10,000 reads, 20,000 crashes). Untrusted input is
   bounded before work: ``arrow_may_read`` is a bound on nesting cheap enough to run on every file (a line cannot
@@ -30,7 +32,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "counted", "got_words",
-           "json_limit_refusal", "kind_words", "lone_surrogate_at", "shown_value", "unreadable_json", "value_words"]
+           "json_limit_refusal", "kind_words", "lone_surrogate_at", "shown_value", "unreadable_answer", "unreadable_json",
+           "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -79,6 +82,16 @@ def json_limit_refusal(err: BaseException) -> bool:
     from elsewhere too (an HTTP client that parses the body inside a call doing more)."""
     return isinstance(err, RecursionError) or (isinstance(err, ValueError) and not isinstance(err, json.JSONDecodeError)
                                                and "integer string conversion" in str(err))
+
+
+def unreadable_answer(err: BaseException) -> str | None:
+    """What an endpoint's HTTP 200 was, when ``err`` (raised by a client's call) is ``json.loads`` refusing its body:
+    "HTTP 200, but the answer is invalid JSON (Expecting value at line 1, column 1)" (a proxy's page, a body cut
+    short; with the line, as a body may span several), "... is unreadable JSON: nested too deeply". None for any
+    other error: a ``ValueError`` of the client's own goes on as it is."""
+    if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
+        return None
+    return f"HTTP 200, but the answer is {unreadable_json(err, whole_file=True)}"
 
 
 #: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.

@@ -24,9 +24,14 @@ LONG_NUMBER = RawBody(b'{"id": "x", "choices": [' + b"9" * 5_000 + b"]}")
 #: What a failed row's reason says of each (``judge.plumbing.json_reading.unreadable_json``'s words).
 DEEP_JSON_SAYS = "HTTP 200, but the answer is unreadable JSON: nested too deeply"
 LONG_NUMBER_SAYS = "HTTP 200, but the answer is unreadable JSON: a number too long to read ("
-#: The same two bodies as bytes, bare, with the whole line a client ends its run on (MERA's client, the synthetic
-#: pipeline's): ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
+#: What a failed row's reason says of a body that is no JSON (``CUT_JSON``: cut on its second line).
+NOT_JSON_SAYS = "HTTP 200, but the answer is invalid JSON ("
+CUT_JSON = b'{"id": "x",\n "choi'
+CUT_JSON_SAYS = NOT_JSON_SAYS + "Unterminated string starting at line 2, column 2)"
+#: The same two bodies as bytes, bare, and a body cut short, with the whole line a client ends its run on (MERA's
+#: client, the synthetic pipeline's, the task classifier's): ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
 UNREADABLE_200 = [
+    pytest.param(CUT_JSON, CUT_JSON_SAYS, id="cut-short"),
     pytest.param(nested_arrays(20_000).encode(), DEEP_JSON_SAYS, id="nested-too-deeply"),
     pytest.param(b'{"id": ' + b"9" * 5_000 + b"}", LONG_NUMBER_SAYS + "Exceeds the limit (4300 digits) for integer "
                  "string conversion: value has 5000 digits)", id="number-past-4300-digits"),
@@ -38,7 +43,7 @@ MALFORMED_CHAT = {
                    "HTTP 200, but the answer is not a JSON object with choices: 'upstream said no'"),
     "html": (RawBody(HTML, "text/html"),
              "HTTP 200, but the answer is not a JSON object with choices: '<!DOCTYPE html>"),
-    "cut-json": (RawBody(b'{"id": "x", "choi'), "HTTP 200, but the answer is not JSON: "),
+    "cut-json": (RawBody(CUT_JSON), CUT_JSON_SAYS),
     "no-choices": ({"id": "x", "object": "chat.completion"}, "the chat answer holds no choice"),
     "null-choices": ({"id": "x", "object": "chat.completion", "choices": None}, "the chat answer holds no choice"),
     "choice-not-object": ({"id": "x", "object": "chat.completion", "choices": ["x"]},

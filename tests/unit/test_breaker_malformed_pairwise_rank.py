@@ -25,7 +25,8 @@ from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.eval_ranking import CASES, Judge, rank_argv, scores_by_output
 from tests.support.malformed_answers import (DEEP_JSON, DEEP_JSON_SAYS, HTML, LONG_NUMBER, LONG_NUMBER_SAYS,
-                                             MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+                                             MALFORMED_CHAT, NOT_JSON_SAYS, UNRETRIED_CHAT, UNRETRIED_SERVE,
+                                             assert_streak_stop,
                                              chat_endpoint, judge_requests, judge_serve_endpoint)
 from tests.support.pairwise_breaker import N_PAIRS
 from tests.support.pairwise_breaker import journal_rows as _journal, pair_run_args as _pair_args, pairs_file as _pairs
@@ -35,8 +36,8 @@ TIE = "[FEEDBACK] Ответы равноценны. [RESULT] 0 [END]"
 
 # Each malformed /v1/judge answer of a judge-serve, and the words its failed row's reason starts with.
 MALFORMED_SERVE = {
-    "html": (RawBody(HTML, "text/html"), "HTTP 200, but the answer is not a /v1/judge response: "),
-    "cut-json": (RawBody(b'{"id": "x", "ite'), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "html": (RawBody(HTML, "text/html"), NOT_JSON_SAYS),
+    "cut-json": (RawBody(b'{"id": "x", "ite'), NOT_JSON_SAYS),
     "not-a-judge-response": ({"id": "x", "object": "chat.completion", "choices": []},
                              "HTTP 200, but the answer is not a /v1/judge response: "),
     "deep-json": (DEEP_JSON, DEEP_JSON_SAYS),

@@ -74,3 +74,25 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
     # A traces summary.json it cannot read leaves the stage's defaults, as one that is not JSON does.
     (tmp_path / "summary.json").write_text(f'{{"stage": "traces", "tolerance": {value}}}', encoding="utf-8")
     assert traces_agreement(str(tmp_path / "traces.jsonl")) == traces_agreement(None)
+
+
+def test_an_unreadable_answer_is_said_only_of_json_loads_refusing_the_body():
+    """The words of an HTTP 200 whose body json.loads refused (malformed with its line, or JSON it cannot hold);
+    None for a ValueError of the client's own, which its caller lets go on as it is."""
+    import json
+
+    from judge.plumbing.json_reading import unreadable_answer
+
+    def refusal(text: str | bytes) -> BaseException:
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError) as err:
+            return err
+        raise AssertionError(text)
+
+    assert unreadable_answer(refusal('{"a": 1,\n "b')) == ("HTTP 200, but the answer is invalid JSON (Unterminated "
+                                                          "string starting at line 2, column 2)")
+    assert unreadable_answer(refusal(DEEP)) == "HTTP 200, but the answer is unreadable JSON: nested too deeply"
+    assert unreadable_answer(refusal(LONG)).startswith("HTTP 200, but the answer is unreadable JSON: a number too long")
+    assert unreadable_answer(ValueError("invalid literal for int()")) is None
+    assert unreadable_answer(refusal(b'"\xff"')) is None  # a UnicodeDecodeError: no JSON refusal

@@ -34,8 +34,9 @@ def test_verl_reads_a_nan_reference_as_none_and_refuses_another_type_naming_it()
 def test_verl_refuses_a_ground_truth_opening_as_json_that_is_not():
     """'{bad json' was taken for the reference answer, and the label it was meant to be (its criteria) lost; a plain
     ground truth is still the reference answer."""
-    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is not valid JSON \(.*\); "
-                                         r"a reference answer that opens so goes in extra_info\['reference_answer'\]$"):
+    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is invalid JSON "
+                                         r"\(Expecting ',' delimiter at line 1, column 30\); a reference answer that "
+                                         r"opens so goes in extra_info\['reference_answer'\]$"):
         sample_from_verl("Весна.", '{"criteria": ["Креативность"]', INFO)
     assert sample_from_verl("Весна.", "Эталон", INFO).reference_answer == "Эталон"
 
@@ -44,8 +45,8 @@ def test_verl_refuses_a_ground_truth_nested_past_what_json_loads_holds_in_words(
     """A ground truth opening as JSON but nested past the recursion limit: json.loads' RecursionError went through as
     a traceback; it is refused as any unreadable label is, in the data readers' words."""
     deep = '{"criteria": ' + nested_arrays(100_000) + "}"
-    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is not valid JSON "
-                                         r"\(unreadable JSON: nested too deeply\); a reference answer that opens so"):
+    with pytest.raises(ValueError, match=r"^verl sample: ground_truth: opens with '\{' but is unreadable JSON: "
+                                         r"nested too deeply; a reference answer that opens so"):
         sample_from_verl("Весна.", deep, INFO)
 
 

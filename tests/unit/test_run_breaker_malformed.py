@@ -24,7 +24,8 @@ from judge.wire import JudgeResponse, JudgeResponseItem, JudgeResponseUsage, Jud
 from judge.plumbing.failing_streak import stop_after
 from judge.plumbing.retry import EXIT_UNUSABLE
 from tests.support.malformed_answers import (DEEP_JSON, DEEP_JSON_SAYS, HTML, LONG_NUMBER, LONG_NUMBER_SAYS,
-                                             MALFORMED_CHAT, UNRETRIED_CHAT, UNRETRIED_SERVE, assert_streak_stop,
+                                             MALFORMED_CHAT, NOT_JSON_SAYS, UNRETRIED_CHAT, UNRETRIED_SERVE,
+                                             assert_streak_stop,
                                              chat_endpoint, judge_requests, judge_serve_endpoint)
 from tests.support.scripted_endpoint import RawBody, chat_completion
 
@@ -101,8 +102,8 @@ def _for_other_item(served: dict) -> dict:
 # Each malformed /v1/judge answer (a body, or a response to the request's body), and the words its failed row's
 # reason starts with.
 MALFORMED_SERVE = {
-    "html": (lambda body: RawBody(HTML, "text/html"), "HTTP 200, but the answer is not a /v1/judge response: "),
-    "cut-json": (lambda body: RawBody(b'{"id": "x", "ite'), "HTTP 200, but the answer is not a /v1/judge response: "),
+    "html": (lambda body: RawBody(HTML, "text/html"), NOT_JSON_SAYS),
+    "cut-json": (lambda body: RawBody(b'{"id": "x", "ite'), NOT_JSON_SAYS),
     "no-item": (lambda body: _served(body, 0, 0), "HTTP 200, but the /v1/judge response holds 0 items for the 1 "
                                                   "asked ("),
     "two-items": (lambda body: _served(body, 2, 0), "HTTP 200, but the /v1/judge response holds 2 items for the 1 "

@@ -19,7 +19,6 @@ cap (``REASONING_TOKEN_CAP`` tokens, or ``max_tokens`` when higher). Past either
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ from typing import Any
 import httpx
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
-from judge.plumbing.json_reading import json_limit_refusal, unreadable_json
+from judge.plumbing.json_reading import unreadable_answer
 from judge.plumbing.message_content import described_content, message_text, separated_reasoning
 from judge.plumbing.retry import (Attempts, EndpointUnusable, RetryPolicy, list_models, retry_stop_said,
                                   retryable_status)
@@ -291,11 +290,10 @@ class ChatClient:
                               outage=streak_failure(err, self.retry),
                               status=status if isinstance(status, int) else None)
         except (ValueError, RecursionError) as err:
-            if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
-                return ChatResult("", False, f"unexpected {type(err).__name__}: {err}", attempts=attempts.n)
             # A 200 whose body json.loads refused (nested too deeply, a number past its digit limit, no JSON): the
-            # readers' words, as eval's backends say it, not Python's (its advice to call sys.set_int_max_str_digits)
-            return ChatResult("", False, f"HTTP 200, but the answer is {unreadable_json(err)}", attempts=attempts.n)
+            # readers' words, as every endpoint client says it, not Python's (its advice on sys.set_int_max_str_digits)
+            said = unreadable_answer(err) or f"unexpected {type(err).__name__}: {err}"
+            return ChatResult("", False, said, attempts=attempts.n)
         except Exception as err:
             # Anything else the SDK or its transport raised (a thread reading a module another thread was still
             # importing raised AttributeError) escaped run_jobs's worker and stopped the whole stage with a
