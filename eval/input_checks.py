@@ -6,7 +6,6 @@ or written, in one line naming the flag or the file (``eval.cli`` prints it and 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 from pathlib import Path
@@ -161,14 +160,10 @@ def refuse_missing_predictions(predictions: str) -> None:
 
 def _is_record(line: bytes) -> bool:
     """Whether a JSONL line is a POLLUX record (its required text fields), not a prediction row."""
+    from judge.plumbing.json_reading import json_or_none
     from judge.records import REQUIRED_TEXT_FIELDS
 
-    try:
-        row = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
-    # not JSON, not UTF-8, or nested past json.loads's recursion limit (a RecursionError, no ValueError): the
-    # predictions reader names the line
-    except (ValueError, RecursionError):
-        return False
+    row = json_or_none(line.removeprefix(b"\xef\xbb\xbf"))  # unreadable: the predictions reader names the line
     return isinstance(row, dict) and all(name in row for name in REQUIRED_TEXT_FIELDS)
 
 

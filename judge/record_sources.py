@@ -25,7 +25,7 @@ from typing import Any
 from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import special_file_kind
-from judge.plumbing.json_reading import arrow_may_read, arrow_reads_lines_alike, unreadable_json
+from judge.plumbing.json_reading import JSON_REFUSALS, arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
                            records_and_report, released_columns_problem)
@@ -184,7 +184,7 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
                 row = _loads(line)
             except _RepeatedKey:
                 raise _repeated_key(str(path), number, line) from None
-            except (ValueError, RecursionError) as err:
+            except JSON_REFUSALS as err:
                 raise RecordError(str(path), number, None, unreadable_json(err)) from None
             yield str(path), number, row
 
@@ -672,7 +672,7 @@ def _json_file(path: Path) -> Any:
         raise RecordError(str(path), None, None, f"not UTF-8 text (at byte {err.start + start})") from None
     except _RepeatedKey:
         raise _repeated_key(str(path), None, text) from None
-    except (ValueError, RecursionError) as err:
+    except JSON_REFUSALS as err:
         raise RecordError(str(path), None, None, unreadable_json(err, whole_file=True)) from None
 
 

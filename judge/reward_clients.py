@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import counted, unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, counted, json_or_none, unreadable_json, value_words
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
                                   retry_stop_said, retryable_status, server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
@@ -1007,10 +1007,7 @@ def _label(value: Any) -> dict[str, Any] | None:
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
-            return None
+        parsed = json_or_none(value)
         return parsed if isinstance(parsed, dict) else None
     return None
 
@@ -1030,7 +1027,7 @@ def sample_from_verl(solution_str: str, ground_truth: Any, extra_info: Mapping[s
         # meant as a JSON label: taken for a reference answer, its instruction and criteria would be lost silently
         try:
             json.loads(ground_truth)
-        except (ValueError, RecursionError) as err:
+        except JSON_REFUSALS as err:
             raise ValueError(f"verl sample: ground_truth: opens with '{{' but is {unreadable_json(err, whole_file=True)};"
                              " a reference answer that opens so goes in extra_info['reference_answer']") from None
     source = {**{k: v for k, v in (label or {}).items() if v is not None}, **given}

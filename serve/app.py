@@ -76,6 +76,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from judge.plumbing.console_logging import visible
+from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.checkpoints import prompt_template_and_why, read_manifest
 from judge.wire import ModelLimits, root_identity
 from serve.config import ServeConfig
@@ -471,7 +472,7 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             return None, unreadable(state_of(request), "generator", what, err)
         try:
             return json.loads(b"".join(parts)), None
-        except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
+        except JSON_REFUSALS:
             return None, error_response(502, f"the generator engine's {what} could not be read", "server_error",
                                         code="engine_error")
 

@@ -123,7 +123,7 @@ def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
     (``serve.rewards.label_problems``); the first ``SHOWN_LABEL_PROBLEMS`` refusals printed, one line each, then a
     count. Exit 0 when every label passes, 2 when any is refused or the file cannot be read (a line that is no JSON
     object, a row without the key), naming the line."""
-    from judge.plumbing.json_reading import got_words, unreadable_json
+    from judge.plumbing.json_reading import JSON_REFUSALS, got_words, unreadable_json
     from serve.rewards import label_problems
 
     n_rows, problems = 0, []
@@ -136,7 +136,7 @@ def check_labels(config: ServeConfig, path: str, label_key: str) -> int:
                 where = f"{path}:{number}"
                 try:
                     row = json.loads(text.rstrip("\r\n"))
-                except (ValueError, RecursionError) as err:
+                except JSON_REFUSALS as err:
                     problems.append(f"{where}: {unreadable_json(err)}")
                     continue
                 if not isinstance(row, dict) or label_key not in row:

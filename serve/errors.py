@@ -22,6 +22,7 @@ import aiohttp
 from fastapi.responses import JSONResponse
 
 from judge.plumbing.console_logging import visible
+from judge.plumbing.json_reading import JSON_REFUSALS, json_or_none
 from judge.plumbing.retry import retryable_status
 from serve.engine_client import EngineBusy, EngineFailure, EngineUnavailable
 from serve.schema import clip_message
@@ -128,10 +129,7 @@ def engine_error(status: int, raw: bytes, role: str, *, names: Sequence[str] = (
     vLLM's 404 for a model it lacks, given the ``asked_model`` and judge-serve's served ``names``, is OpenAI's
     ``model_not_found`` naming them, unless ``asked_model`` is one of those names: then the engine no longer serves
     what judge-serve does, a 503 with ``retry_headers`` (by default ``Retry-After: RENAMED_ENGINE_RETRY_AFTER_S``)."""
-    try:
-        detail = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
-        detail = None
+    detail = json_or_none(raw)
     message, param, code = _engine_detail(detail, raw)
     status, body = _engine_error_body(status, message, param, code, role, names, asked_model)
     if status == 503:
@@ -241,10 +239,7 @@ def _error_event(event: bytes, role: str) -> bytes:
     if b'"error"' not in event:  # most events: a chunk of text
         return event
     data = _event_data(event)
-    try:
-        detail = json.loads(data) if data is not None else None
-    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
-        return event
+    detail = json_or_none(data) if data is not None else None
     if not isinstance(detail, dict):
         return event
     if isinstance(detail.get("error"), (dict, str)):
@@ -334,7 +329,7 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
             return
         try:
             json.loads(data)
-        except (ValueError, RecursionError):  # cut inside its JSON (or nested past what json.loads holds): unchanged, the engine's text (a traceback too) would reach the client
+        except JSON_REFUSALS:  # cut inside its JSON (or nested past what json.loads holds): unchanged, the engine's text (a traceback too) would reach the client
             log.warning("the %s engine's stream ended inside an error event", role)
             yield _stream_error(f"the {role} engine's stream ended inside an event; the reply is incomplete")
             return

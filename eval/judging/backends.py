@@ -31,7 +31,7 @@ from eval.judging.answer_text import answer_text
 from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import unreadable_answer
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 from judge.plumbing.message_content import described_content, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
@@ -431,7 +431,7 @@ class ChatBackend:
             if isinstance(refusal, TooLong):
                 return [too_long_outcome(refusal.final_reason)]
             raise refusal from err  # NoRoom included: the runner offers it to FirstRefusals (eval.judging.run)
-        except (ValueError, RecursionError) as err:  # a body json.loads refused: not JSON, or JSON it cannot hold
+        except JSON_REFUSALS as err:  # a body json.loads refused: not JSON, or JSON it cannot hold
             if (malformed := not_json(err)) is None:
                 raise
             raise malformed from err
@@ -676,7 +676,7 @@ def judge_response(response: Any) -> JudgeResponse:
     ``/v1/judge`` response."""
     try:
         return JudgeResponse.from_json(response.json())
-    except (ValueError, RecursionError) as err:  # a body json.loads refused, or JSON that is no /v1/judge response
+    except JSON_REFUSALS as err:  # a body json.loads refused, or JSON that is no /v1/judge response
         said = unreadable_answer(err) or f"HTTP 200, but the answer is not a /v1/judge response: {short(str(err), 200)}"
         raise MalformedAnswer(said, expected=JUDGE_RESPONSE) from err
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from eval.mera.extraction import truncate_at_stops
-from judge.plumbing.json_reading import unreadable_answer
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, retry_stop_said
 
 T = TypeVar("T")
@@ -180,7 +180,7 @@ class OpenAICompatClient:
             if is_context_limit_message(str(err)):
                 raise ContextLimitError(message, err.status_code, said) from err
             raise RequestRefused(message, err.status_code, said) from err
-        except (ValueError, RecursionError) as err:  # a 200 body json.loads refused, or anything else's ValueError
+        except JSON_REFUSALS as err:  # a 200 body json.loads refused, or anything else's ValueError
             if (said := unreadable_answer(err)) is None:
                 raise
             raise UnreadableAnswer(said) from err

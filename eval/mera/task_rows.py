@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import unreadable_json
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json
 from judge.records import LineIndex, row_place
 
 __all__ = ["DataError", "MAX_LINE_BYTES", "iter_task_rows", "line_place"]
@@ -65,7 +65,7 @@ def iter_task_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
                 yield line_no, json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}: {line_place(line_no)}: not JSON: {err}") from None
-            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+            except JSON_REFUSALS as err:  # valid JSON json.loads cannot hold
                 raise DataError(f"{path}: {line_place(line_no)}: {unreadable_json(err)}") from None
 
 

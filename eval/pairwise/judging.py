@@ -44,7 +44,7 @@ from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request 
 from eval.pairwise.files import PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.json_reading import shown_value
+from judge.plumbing.json_reading import JSON_REFUSALS, shown_value
 from judge.plumbing.journal import JournalWriter, iter_journal, iter_journal_lines, rewrite_journal
 from judge.prompts import PAIRWISE_FIELDS, render_pairwise_prompt
 from judge.records import LineIndex, row_place, value_words
@@ -153,7 +153,7 @@ def is_pairwise_data(path: str | Path | None) -> bool:
             if line.strip():
                 try:
                     row = json.loads(line.decode("utf-8"))
-                except (ValueError, RecursionError):  # not UTF-8, not JSON, or JSON json.loads cannot hold
+                except JSON_REFUSALS:  # not UTF-8, not JSON, or JSON json.loads cannot hold
                     return False
                 return isinstance(row, dict) and "answer" not in row and ("answer_1" in row or "answer_2" in row)
     return False
@@ -352,7 +352,7 @@ def _error_code(response: Any) -> Any:
     judge's window cannot hold), None for none."""
     try:
         body = response.json()
-    except (ValueError, RecursionError):  # RecursionError: JSON nested past what json.loads holds
+    except JSON_REFUSALS:
         return None
     error = body.get("error") if isinstance(body, dict) else None
     return error.get("code") if isinstance(error, dict) else None
@@ -478,7 +478,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
             # the pointwise chat path's rule (eval.judging.backends.context_refusal): a pair too long for the window
             # its final row (TooLong, below), one leaving no room for max_tokens held as a refusal (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
-        except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
+        except JSON_REFUSALS as err:  # a body json.loads refused: MalformedAnswer (not_json)
             if (malformed := not_json(err)) is None:
                 raise
             raise malformed from err

@@ -84,6 +84,7 @@ from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
 from judge.plumbing.console_logging import visible
+from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
 from judge.records import RecordError, row_place, value_words
@@ -507,7 +508,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
             # the judge routes' rule (eval.judging.backends.context_refusal): an instruction too long for the
             # candidate's window its final answer row (TooLong), one leaving no room for max_tokens held (NoRoom)
             raise context_refusal(refusal_of(err), str(err.message), config.max_tokens) from err
-        except (ValueError, RecursionError) as err:  # a body json.loads refused: MalformedAnswer (not_json)
+        except JSON_REFUSALS as err:  # a body json.loads refused: MalformedAnswer (not_json)
             if (malformed := not_json(err)) is None:
                 raise
             raise malformed from err

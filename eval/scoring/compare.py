@@ -51,7 +51,7 @@ from judge.metrics_json.json_record import JsonRecordError
 from judge.metrics_json.metrics import Cell, Metrics
 from judge.metrics_json.validity import PairedValidity
 from judge.plumbing.config_files import lone_surrogate_problem
-from judge.plumbing.json_reading import unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
 __all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline",
@@ -194,7 +194,7 @@ def _read_metrics(path: Path, run: str) -> dict:
     except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
         raise ValueError(f"{where}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start}); "
                          f"{again}") from None
-    except (ValueError, RecursionError) as err:
+    except JSON_REFUSALS as err:
         raise ValueError(f"{where}: {unreadable_json(err, whole_file=True)}; {again}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a JSON object, got {value_words(data)}; {again}")

@@ -38,7 +38,7 @@ from judge.criteria_auto.policy import (
     label_of,
     type_criteria,
 )
-from judge.plumbing.json_reading import unreadable_answer, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer, value_words
 from judge.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = ["LLMClassifier", "LEVEL_NAMES_RU", "render_level_prompt"]
@@ -174,7 +174,7 @@ class LLMClassifier:
                 chunks.append(chunk)
         try:
             data = json.loads(b"".join(chunks))
-        except (ValueError, RecursionError) as err:  # RecursionError: JSON nested past what json.loads holds
+        except JSON_REFUSALS as err:
             raise _BodyFault(unreadable_answer(err) or "HTTP 200, but the answer is not UTF-8 text") from None
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None

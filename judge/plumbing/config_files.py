@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from judge.plumbing.json_reading import lone_surrogate_at, shown_value, unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, lone_surrogate_at, shown_value, unreadable_json, value_words
 
 __all__ = [
     "ConfigError",
@@ -451,7 +451,7 @@ def read_json_object(path: str | Path, missing_ok: bool = False) -> dict[str, An
         raise ValueError(f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from err
-    except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+    except JSON_REFUSALS as err:  # valid JSON json.loads cannot hold
         raise ValueError(f"{path}: {unreadable_json(err)}") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object")
@@ -644,7 +644,7 @@ def _json(text: str) -> Any:
     ValueErrors in the words of every JSON reader here."""
     try:
         return json.loads(text)
-    except (ValueError, RecursionError) as err:
+    except JSON_REFUSALS as err:
         raise ValueError(unreadable_json(err)) from None
 
 

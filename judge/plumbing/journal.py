@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
-from judge.plumbing.json_reading import unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
            "is_whole_last_line", "json_utf8", "loads_without_repeats", "log_torn_tail", "RepeatedKeyError",
@@ -128,7 +128,7 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
                 raise JournalError(f"{path}:{number}: not a JSON line ({err.msg.removesuffix(' at')} at column "
                                    f"{err.colno}); only a last line without its newline is taken for a write cut by a "
                                    "kill") from err
-            except (ValueError, RecursionError) as err:  # valid JSON json.loads cannot hold
+            except JSON_REFUSALS as err:  # valid JSON json.loads cannot hold
                 raise JournalError(f"{path}:{number}: {unreadable_json(err)}") from None
             if not isinstance(row, dict):
                 raise JournalError(f"{path}:{number}: {value_words(row)}, not an object")
@@ -281,7 +281,7 @@ def _whole_row(data: bytes) -> dict[str, Any] | None:
         row = loads_without_repeats(data)
     except RepeatedKeyError:
         raise  # whole, but no row: its reader says so
-    except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to read is taken for a cut
+    except JSON_REFUSALS:  # UnicodeDecodeError included; too deep to read is taken for a cut
         return None
     return row if isinstance(row, dict) else None
 

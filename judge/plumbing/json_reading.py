@@ -7,7 +7,8 @@ before they are asked (Arrow's JSON reader).
   whoever fixes the data, for the loaders' errors that name the file and row; ``unreadable_answer`` says it of an
   HTTP 200 whose body is such JSON, in one wording for every client of an endpoint (evaluation's, MERA's, the
   synthetic pipeline's, the task classifier's), and tells it from any other ``ValueError`` the client's call raised
-  (``json_limit_refusal`` tells the two limits from the rest).
+  (``json_limit_refusal`` tells the two limits from the rest). ``JSON_REFUSALS`` is what every reader catches around
+  ``json.loads``, and ``json_or_none`` the value of a reader that takes unreadable text for none.
 - ``pyarrow.json.read_json`` overflows a thread's stack and kills the whole process (SIGSEGV, no message) on nesting
   between 10,000 and 20,000 levels (pyarrow 26.0, measured here: 10,000 reads, 20,000 crashes). Untrusted input is
   bounded before work: ``arrow_may_read`` is a bound on nesting cheap enough to run on every file (a line cannot
@@ -31,9 +32,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "arrow_may_read", "arrow_reads_lines_alike", "counted", "got_words",
-           "json_limit_refusal", "kind_words", "lone_surrogate_at", "shown_value", "unreadable_answer", "unreadable_json",
-           "value_words"]
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "JSON_REFUSALS", "arrow_may_read", "arrow_reads_lines_alike", "counted",
+           "got_words", "json_limit_refusal", "json_or_none", "kind_words", "lone_surrogate_at", "shown_value",
+           "unreadable_answer", "unreadable_json", "value_words"]
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the
@@ -59,6 +60,22 @@ def arrow_reads_lines_alike(data: bytes, lines: int, start: int = 0) -> bool:
     it). A blank line fails too (Arrow would renumber the rows after it)."""
     return (data.startswith(b"{", start) and data.count(b"}\n{", start) == lines - 1
             and data.endswith((b"}\n", b"}")) and b"-NaN" not in data)
+
+
+#: What ``json.loads`` raises on text it cannot read, for ``except JSON_REFUSALS``: a ``ValueError`` (malformed JSON
+#: is a ``JSONDecodeError``, bytes that are not UTF-8 a ``UnicodeDecodeError``, an integer past 4,300 digits a plain
+#: ``ValueError``), and a ``RecursionError`` on nesting past the recursion limit, which is no ``ValueError``: a reader
+#: that catches ``ValueError`` alone lets it through as a traceback.
+JSON_REFUSALS: tuple[type[Exception], ...] = (ValueError, RecursionError)
+
+
+def json_or_none(text: str | bytes) -> Any:
+    """What ``json.loads`` reads from ``text``, or None where it refuses it (``JSON_REFUSALS``): for a reader that
+    looks for a value of one kind (an object) and takes any other, JSON's null and unreadable text alike, as none."""
+    try:
+        return json.loads(text)
+    except JSON_REFUSALS:
+        return None
 
 
 def unreadable_json(err: ValueError | RecursionError, whole_file: bool = False) -> str:

@@ -55,6 +55,7 @@ import httpx
 
 from judge.plumbing.console_logging import visible
 from judge.plumbing.endpoint_unusable import EXIT_UNUSABLE, EndpointUnusable
+from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 
 __all__ = ["RetryPolicy", "Attempts", "retryable_status", "is_transient", "retry_after_s", "EndpointUnusable",
@@ -339,7 +340,7 @@ def server_message(response: Any, limit: int = 300) -> str:
     text, on one line."""
     try:
         body = response.json()
-    except (ValueError, RecursionError):  # not JSON, or JSON json.loads cannot hold (nested past its limit): the text
+    except JSON_REFUSALS:  # not JSON, or JSON json.loads cannot hold (nested past its limit): the text
         body = None
     text = ""
     if isinstance(body, dict):

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.json_reading import unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 from judge.plumbing.provenance import (PROVENANCE_FILE, make_private_dir, read_provenance, redact, redact_argv,
                                        write_private_text)
 
@@ -375,7 +375,7 @@ def claim_run_folder(out_dir: str | Path, run_key: Mapping[str, Any], progress_f
             old = json.loads(key_path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as err:  # a ValueError, but no JSON error: unreadable_json would misname it
             raise ResumeMismatch(f"{key_path}: not UTF-8 text (byte {err.start}); {unchecked}") from None
-        except (ValueError, RecursionError) as err:
+        except JSON_REFUSALS as err:
             raise ResumeMismatch(f"{key_path}: {unreadable_json(err, whole_file=True)}; {unchecked}") from None
         if not isinstance(old, dict):
             raise ResumeMismatch(f"{key_path}: {value_words(old)}, not an object; {unchecked}")

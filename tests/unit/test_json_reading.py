@@ -4,6 +4,9 @@ Python's 4,300 digits) with its file and line instead of a traceback."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from judge.plumbing.json_reading import ARROW_MAX_OPENERS_PER_LINE, arrow_may_read
@@ -81,12 +84,12 @@ def test_an_unreadable_answer_is_said_only_of_json_loads_refusing_the_body():
     None for a ValueError of the client's own, which its caller lets go on as it is."""
     import json
 
-    from judge.plumbing.json_reading import unreadable_answer
+    from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 
     def refusal(text: str | bytes) -> BaseException:
         try:
             json.loads(text)
-        except (ValueError, RecursionError) as err:
+        except JSON_REFUSALS as err:
             return err
         raise AssertionError(text)
 
@@ -96,3 +99,28 @@ def test_an_unreadable_answer_is_said_only_of_json_loads_refusing_the_body():
     assert unreadable_answer(refusal(LONG)).startswith("HTTP 200, but the answer is unreadable JSON: a number too long")
     assert unreadable_answer(ValueError("invalid literal for int()")) is None
     assert unreadable_answer(refusal(b'"\xff"')) is None  # a UnicodeDecodeError: no JSON refusal
+
+
+def test_json_or_none_reads_the_value_or_none():
+    from judge.plumbing.json_reading import json_or_none
+
+    assert json_or_none('{"a": [1]}') == {"a": [1]}
+    assert json_or_none(b'{"a": 1}') == {"a": 1}
+    for unreadable in ("{", DEEP[:-1] + "x", LONG, b'"\xff"', "null"):
+        assert json_or_none(unreadable) is None
+
+
+REPO = Path(__file__).resolve().parents[2]
+#: The tuple the readers catch around json.loads, spelt out (either order) instead of ``JSON_REFUSALS``.
+SPELT_OUT = re.compile(r"except\s*\(\s*(?:ValueError\s*,\s*RecursionError|RecursionError\s*,\s*ValueError)\s*\)")
+
+
+def test_no_reader_spells_out_what_json_loads_raises():
+    """Every reader catches ``JSON_REFUSALS`` (or reads with ``json_or_none``): the reason RecursionError belongs
+    beside ValueError is written once, in judge.plumbing.json_reading, and no reader restates it."""
+    spelt = [f"{path.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}"
+             for root in ("judge", "train", "serve", "eval", "tests", "scripts", "bench")
+             for path in sorted((REPO / root).rglob("*.py"))
+             if path.name != "json_reading.py"
+             for text in [path.read_text(encoding="utf-8")] for m in SPELT_OUT.finditer(text)]
+    assert not spelt, f"except JSON_REFUSALS (judge.plumbing.json_reading) in place of the tuple at: {spelt}"

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
-from judge.plumbing.json_reading import unreadable_answer
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 from judge.plumbing.message_content import described_content, message_text, separated_reasoning
 from judge.plumbing.retry import (Attempts, EndpointUnusable, RetryPolicy, list_models, retry_stop_said,
                                   retryable_status)
@@ -289,7 +289,7 @@ class ChatClient:
             return ChatResult("", False, f"{type(err).__name__}: {err}{stopped}", attempts=attempts.n,
                               outage=streak_failure(err, self.retry),
                               status=status if isinstance(status, int) else None)
-        except (ValueError, RecursionError) as err:
+        except JSON_REFUSALS as err:
             # A 200 whose body json.loads refused (nested too deeply, a number past its digit limit, no JSON): the
             # readers' words, as every endpoint client says it, not Python's (its advice on sys.set_int_max_str_digits)
             said = unreadable_answer(err) or f"unexpected {type(err).__name__}: {err}"

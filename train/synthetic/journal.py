@@ -36,7 +36,7 @@ from typing import Any
 
 from judge.plumbing.journal import (JournalError, JournalWriter, RepeatedKeyError, iter_journal_lines,
                                     loads_without_repeats, open_journal, rewrite_journal)
-from judge.plumbing.json_reading import unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 
 __all__ = ["Journal", "InputRows", "run_jobs", "request_failed", "answered_oversized", "write_stage_outputs",
            "read_input", "read_rows", "require_fields", "refuse_later_stage_rows", "log"]
@@ -442,7 +442,7 @@ def _read_input_jsonl(path: Path) -> InputRows:
                              "value without a word): give it once") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as err:  # unreadable_json would misname a non-UTF-8 line
             raise ValueError(f"{path}:{number}: not a JSON line ({err})") from None
-        except (ValueError, RecursionError) as err:
+        except JSON_REFUSALS as err:
             # Valid JSON json.loads cannot hold: deep nesting was a bare RecursionError (a traceback), a long number
             # Python's advice to call sys.set_int_max_str_digits().
             raise ValueError(f"{path}:{number}: {unreadable_json(err)}") from None
