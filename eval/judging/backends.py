@@ -32,7 +32,7 @@ from judge.checkpoints import NEUTRAL_SAMPLING
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
-from judge.plumbing.message_content import described_content, separated_reasoning
+from judge.plumbing.message_content import described_content, no_choice_said, separated_reasoning
 from judge.plumbing.retry import EndpointUnusable, is_transient, retry_stop_said, retryable_status, server_message
 from judge.prompts import POLLUX_PROMPT, PromptTemplate
 from judge.verdicts import CONTEXT_LIMIT, VerdictError, VerdictFormat
@@ -651,15 +651,8 @@ def refuse_without_choice(response: Any) -> None:
     it cannot read as JSON back as its text), with the server's words: no answer of the model's, so a failed request
     the next run asks again, never a final "empty" verdict or answer (``judge-eval run``, pairwise judging and
     ``rank`` alike)."""
-    if not hasattr(response, "choices"):  # a str (text, an HTML page) or a JSON list: the SDK's value as it read it
-        raise MalformedAnswer("HTTP 200, but the answer is not a JSON object with choices: "
-                              f"{short(repr(response), 200)}", expected=CHAT_COMPLETION)
-    if response.choices:
-        return
-    said = (getattr(response, "model_extra", None) or {}).get("error")
-    said = said.get("message", said) if isinstance(said, dict) else said
-    raise MalformedAnswer("the chat answer holds no choice" + (f": {short(str(said))}" if said else ""),
-                          expected=CHAT_COMPLETION)
+    if (said := no_choice_said(response)) is not None:
+        raise MalformedAnswer(said, expected=CHAT_COMPLETION)
 
 
 def not_json(err: BaseException) -> MalformedAnswer | None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from eval.mera.extraction import truncate_at_stops
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
+from judge.plumbing.message_content import no_choice_said
 from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, retry_stop_said
 
 T = TypeVar("T")
@@ -62,25 +63,22 @@ class RequestRefused(RuntimeError):
 
 class UnreadableAnswer(RuntimeError):
     """The endpoint answered HTTP 200 with a body ``json.loads`` refused (no JSON, nested too deeply, a number past
-    its digit limit), said in the readers' words (``judge.plumbing.json_reading.unreadable_json``), or with no
-    completion to read (``_choices``: a page the SDK handed back as its text, a JSON list, an object without
-    ``choices``), as eval's backends say it, never as Python's. The endpoint's failure, not the item's:
-    ``endpoint_failure`` ends the run with it."""
+    its digit limit: ``judge.plumbing.json_reading.unreadable_answer``), or with no completion to read (``_choices``:
+    a page the SDK handed back as its text, a JSON list, an object without ``choices``:
+    ``judge.plumbing.message_content.no_choice_said``), in every endpoint client's words, never as Python's. The
+    endpoint's failure, not the item's: ``endpoint_failure`` ends the run with it."""
 
 
 def _choices(response: Any) -> list:
-    """A 200 answer's choices, or ``UnreadableAnswer``: the SDK hands back a body that is not labelled JSON (a proxy's
-    HTML page) as its text and a JSON list as a list, and an object without ``choices`` (a proxy's ``{"error": ...}``)
-    as a completion whose ``choices`` is None; reading them was an AttributeError or TypeError, a traceback. An empty
-    list is the server's answer of no choice, read as before."""
+    """A 200 answer's choices, or ``UnreadableAnswer`` for one that holds none to read (``no_choice_said``: a page,
+    a JSON list, an object without ``choices``), where reading it would be an AttributeError or TypeError, a
+    traceback. An empty list is the server's answer of no choice: each caller reads it as such."""
     choices = getattr(response, "choices", None)
-    if isinstance(choices, list):
+    if isinstance(choices, list) and not choices:
         return choices
-    if not hasattr(response, "choices"):
-        raise UnreadableAnswer(f"HTTP 200, but the answer is not a JSON object with choices: {repr(response)[:200]}")
-    said = (getattr(response, "model_extra", None) or {}).get("error")
-    said = said.get("message", said) if isinstance(said, dict) else said
-    raise UnreadableAnswer("HTTP 200, but the answer holds no choices" + (f": {str(said)[:200]}" if said else ""))
+    if (said := no_choice_said(response)) is not None:
+        raise UnreadableAnswer(said)
+    return choices
 
 
 class ContextLimitError(RequestRefused):

@@ -4,6 +4,7 @@ The chat API allows a message's content to be a string, null, or a list of typed
 send the answer as ``[{"type": "text", "text": ...}]`` and their reasoning as ``"thinking"`` parts beside it. Every
 stage that reads an answer (the synthetic data stages, judge-eval's judge and candidate clients, MERA) reads it here,
 so that a list never reaches a ``str`` method as a crash, and a part no stage can read is a failed request, not text.
+Before that, ``no_choice_said`` says of an HTTP 200 that holds no choice to read what every client says of it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 from judge.plumbing.json_reading import value_words
 
-__all__ = ["REASONING_FIELDS", "REASONING_PARTS", "described_content", "message_text", "separated_reasoning",
-           "without_lone_surrogates"]
+__all__ = ["REASONING_FIELDS", "REASONING_PARTS", "described_content", "message_text", "no_choice_said",
+           "separated_reasoning", "without_lone_surrogates"]
 
 #: A UTF-16 surrogate standing alone in a Python string: what a JSON ``\\ud800`` escape with no pair decodes to.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -94,3 +95,25 @@ def without_lone_surrogates(text: str) -> str:
     UTF-8 (Arrow's reader of the predictions ``judge-eval score`` reads, which refuses the whole file).
     """
     return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def no_choice_said(response: Any) -> str | None:
+    """Why an HTTP 200 chat or text completion, as the OpenAI SDK read it, holds no choice to read; None where it
+    holds a list of them. The SDK hands back a body not labelled JSON (a proxy's HTML page) as its text and a JSON
+    list as a list: "not a JSON object with choices"; it reads an object without ``choices`` (a proxy's
+    ``{"error": ...}``), or with null or a value that is no list there, as a completion: "holds no choice", with the
+    server's words where it sent an error. An empty list gets the same words, for a caller that takes it for no
+    answer; one that reads it as the server's answer of no choice checks for it first."""
+    choices = getattr(response, "choices", None)
+    if isinstance(choices, list) and choices:
+        return None
+    if not hasattr(response, "choices"):
+        return f"HTTP 200, but the answer is not a JSON object with choices: {_cut(repr(response))}"
+    said = (getattr(response, "model_extra", None) or {}).get("error")
+    said = said.get("message", said) if isinstance(said, dict) else said
+    return "HTTP 200, but the answer holds no choice" + (f": {_cut(str(said))}" if said else "")

@@ -24,9 +24,9 @@ PAIRS = [{"id": f"p{k}", "instruction": f"Вопрос {k}?", "answer_1": f"Пе
 
 # The two bodies a proxy answers with HTTP 200 and no choice, and the words each failed row keeps.
 NO_CHOICE = [({"error": {"message": "upstream overloaded", "type": "proxy_error"}},
-              "the chat answer holds no choice: upstream overloaded"),
+              "HTTP 200, but the answer holds no choice: upstream overloaded"),
              ({"id": "x", "object": "chat.completion", "created": 0, "model": HUB_ID, "choices": []},
-              "the chat answer holds no choice")]
+              "HTTP 200, but the answer holds no choice")]
 
 
 @pytest.mark.parametrize(("body", "reason"), NO_CHOICE)

@@ -190,9 +190,10 @@ def test_a_200_body_json_cannot_read_ends_the_run_in_the_readers_words(body, sai
     (RawBody(b"<html>\x1b[2J502 Bad Gateway</html>", "text/html"),
      "HTTP 200, but the answer is not a JSON object with choices: '<html>\\x1b[2J502 Bad Gateway</html>'"),
     ({"error": {"message": "upstream\x1b[2J down"}},
-     "HTTP 200, but the answer holds no choices: upstream\\x1b[2J down"),
+     "HTTP 200, but the answer holds no choice: upstream\\x1b[2J down"),
     ([1, 2], "HTTP 200, but the answer is not a JSON object with choices: [1, 2]"),
-], ids=["html-page", "error-object", "json-list"])
+    ({"choices": {"text": "x"}}, "HTTP 200, but the answer holds no choice"),
+], ids=["html-page", "error-object", "json-list", "choices-no-list"])
 def test_a_200_that_is_no_completion_ends_the_run_in_one_line(body, said, mode, tmp_path):
     """A proxy's HTML page labelled text/html (the SDK hands it back as its text), its {"error": ...} without
     choices, a JSON list: each was an AttributeError or TypeError ('str' object has no attribute 'choices') that

@@ -22,8 +22,8 @@ NO_CHOICE = {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "mod
 
 @pytest.mark.parametrize("answer, says", [
     ({"error": {"message": "Upstream provider overloaded", "code": 502}},
-     "the chat answer holds no choice: Upstream provider overloaded"),
-    (NO_CHOICE, "the chat answer holds no choice"),
+     "HTTP 200, but the answer holds no choice: Upstream provider overloaded"),
+    (NO_CHOICE, "HTTP 200, but the answer holds no choice"),
 ], ids=["error-body", "empty-choices"])
 def test_a_200_without_a_choice_is_a_failed_request_asked_again(tmp_path, answer, says):
     records = judge.load_records(judge.sample_data_path())[:2]
