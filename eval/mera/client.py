@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from eval.mera.extraction import truncate_at_stops
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
 from judge.plumbing.message_content import no_choice_said
-from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, retry_stop_said
+from judge.plumbing.retry import DEFAULT_WAIT_BUDGET_S, RetryPolicy, failure_said, retry_stop_said
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -434,13 +434,7 @@ def endpoint_failure(err: BaseException, config: Any) -> str | None:
                 f"saved in {config.out}: rerunning the same command resumes")
     if not isinstance(err, openai.APIError):
         return None
-    from judge.plumbing.retry import server_message
-
-    # the console's line: the server's words with their control characters as escapes
-    if isinstance(err, openai.APIStatusError):
-        said = f"HTTP {err.status_code}: {visible(server_message(err.response, 300), 300)}"
-    else:
-        said = visible(" ".join(str(err).split()), 300) or type(err).__name__
+    said = failure_said(err, 300, with_stop=False)  # the server's words with their control characters as escapes
     # The retries stopped before --max-retries were spent: a wait past --retry-wait-budget-s, said as the policy says it
     retried = retry_stop_said(err) or (f"a transient failure is retried --max-retries {config.max_retries} times, "
                                        f"waiting up to --retry-wait-budget-s {config.retry_wait_budget_s:g} s in all")

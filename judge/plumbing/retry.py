@@ -160,12 +160,13 @@ def retry_stop_said(err: BaseException) -> str:
     return said if isinstance(said, str) else ""
 
 
-def failure_said(err: BaseException, limit: int = 200) -> str:
+def failure_said(err: BaseException, limit: int = 200, *, with_stop: bool = True) -> str:
     """A failed attempt in a few words: ``HTTP <status>: <the server's message>`` for an answer, else the
     exception's own words (``ConnectError: ...``), on one line, its control characters shown as escapes (it goes to
-    the console: ``visible``); then, in brackets, why the retries stopped early (``retry_stop_said``), if they did."""
+    the console: ``visible``); then, in brackets, why the retries stopped early (``retry_stop_said``), if they did,
+    unless ``with_stop`` is False (an attempt about to be retried, a line that says the stop in its own place)."""
     response = _response_of(err)
-    stopped = f" ({said})" if (said := retry_stop_said(err)) else ""
+    stopped = f" ({said})" if with_stop and (said := retry_stop_said(err)) else ""
     if response is not None and hasattr(response, "status_code"):
         return f"HTTP {response.status_code}: {visible(server_message(response, limit), limit)}{stopped}"
     words = visible(" ".join(str(err).split()), limit)
@@ -296,16 +297,10 @@ class RetryPolicy:
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             err = state.outcome.exception() if state.outcome else None
-            response = _response_of(err)
-            # for the console: a message cut at the limit by server_message is cut there again, so said once
-            answered = response is not None and hasattr(response, "status_code")
-            said = (f"HTTP {response.status_code}: {visible(server_message(response, 200), 200)}" if answered
-                    else visible(" ".join(str(err).split()), 200))
             if self.waiting is not None and state.attempt_number == 1 and err is not None:
                 self.waiting(err)
-            log.log(logging.WARNING if self.waiting is None else logging.DEBUG,
-                    "attempt %d failed (%s: %s); retrying in %.1f s", state.attempt_number, type(err).__name__, said,
-                    state.upcoming_sleep)
+            log.log(logging.WARNING if self.waiting is None else logging.DEBUG, "attempt %d failed (%s); retrying in "
+                    "%.1f s", state.attempt_number, failure_said(err, with_stop=False), state.upcoming_sleep)
             waited[0] += state.upcoming_sleep
 
         stop = tenacity.stop_after_attempt(self.max_retries + 1)

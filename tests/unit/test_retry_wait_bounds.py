@@ -396,3 +396,36 @@ def test_judge_eval_runs_backend_probe_waits_within_the_budget_too(tmp_path, mon
     assert (len(probes), recorder.waits, asked) == (2, [600.0], [])
     assert ("retries stopped after 2 attempts: the next wait, 600 s (the server's Retry-After of 600 s), would take "
             "this request's waits past 1000 s (--retry-wait-budget-s), 600 s waited already") in err, err
+
+
+def test_a_retried_attempt_and_a_mera_stop_say_the_failure_as_failure_said_does(tmp_path, caplog):
+    """An attempt about to be retried is logged, and a MERA run that ends on a failure says it, in failure_said's
+    words: an answer as "HTTP <status>: <its message>" (no exception class before it), anything else as its class
+    and its words."""
+    import httpx
+    import openai
+
+    from eval.mera.client import endpoint_failure
+    from eval.mera.config import RutieConfig
+    from judge.plumbing.retry import RetryPolicy, failure_said
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    busy = httpx.HTTPStatusError("busy", request=request, response=httpx.Response(
+        503, json={"error": {"message": "engine\nbusy"}}, request=request))
+    left = [busy]
+
+    def call() -> str:
+        if left:
+            raise left.pop()
+        return "answered"
+
+    with caplog.at_level("WARNING", logger="judge.plumbing.retry"):
+        assert RetryPolicy(max_retries=1, backoff_s=0.0, sleep=lambda s: None).call(call) == "answered"
+    assert [r.getMessage() for r in caplog.records] == [f"attempt 1 failed ({failure_said(busy)}); retrying in 0.0 s"]
+    assert failure_said(busy) == "HTTP 503: engine busy"
+
+    lost = openai.APIConnectionError(request=request)
+    config = RutieConfig(endpoint="http://127.0.0.1:9/v1", out=str(tmp_path / "out"), max_retries=0)
+    assert endpoint_failure(lost, config).startswith(
+        "the endpoint at http://127.0.0.1:9/v1 failed mid-run (APIConnectionError: Connection error.; a transient "
+        "failure is retried --max-retries 0 times")
