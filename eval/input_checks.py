@@ -160,10 +160,10 @@ def refuse_missing_predictions(predictions: str) -> None:
 
 def _is_record(line: bytes) -> bool:
     """Whether a JSONL line is a POLLUX record (its required text fields), not a prediction row."""
-    from judge.plumbing.json_reading import json_or_none
+    from judge.plumbing.json_reading import UTF8_BOM, json_or_none
     from judge.records import REQUIRED_TEXT_FIELDS
 
-    row = json_or_none(line.removeprefix(b"\xef\xbb\xbf"))  # unreadable: the predictions reader names the line
+    row = json_or_none(line.removeprefix(UTF8_BOM))  # unreadable: the predictions reader names the line
     return isinstance(row, dict) and all(name in row for name in REQUIRED_TEXT_FIELDS)
 
 

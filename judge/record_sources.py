@@ -25,7 +25,7 @@ from typing import Any
 from judge.column_reader import columns_from_tables
 from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.config_files import special_file_kind
-from judge.plumbing.json_reading import JSON_REFUSALS, arrow_may_read, arrow_reads_lines_alike, unreadable_json
+from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, unreadable_json
 from judge.record_columns import RecordColumns
 from judge.records import (MAX_EXPERTS_PER_ITEM, JudgeRecord, LineIndex, LoadReport, RecordError, RowIndex,
                            records_and_report, released_columns_problem)
@@ -48,9 +48,8 @@ def _shard_name(name: str) -> re.Match | None:
 
 
 _SAVE_TO_DISK_FILES = ("dataset_info.json", "state.json", "dataset_dict.json")
-#: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
-#: taken as the file's first bytes and nothing else, at byte 0 only (anywhere else it is a character of a row).
-_BOM = b"\xef\xbb\xbf"
+#: ``UTF8_BOM`` as a decoded line holds it.
+_BOM_TEXT = UTF8_BOM.decode("utf-8")
 
 
 class _RepeatedKey(ValueError):
@@ -79,7 +78,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 def _loads(text: str) -> Any:
     """``json.loads`` refusing a repeated key (``_unique_keys``)."""
-    if text.startswith("\ufeff"):
+    if text.startswith(_BOM_TEXT):
         return json.loads(text)  # json's own error for a byte order mark past the file's start
     return _DECODER.decode(text)
 
@@ -139,7 +138,7 @@ def _jsonl_table(path: Path):
     import pyarrow.json as pj
 
     data = path.read_bytes()
-    start = len(_BOM) if data.startswith(_BOM) else 0  # a byte order mark is no part of the first row
+    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0  # a byte order mark is no part of the first row
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     # One object a line, as the row path reads them (blank lines it skips, keeping the numbers of the others), and no
     # CR line ends (Python splits lines there, Arrow does not).
@@ -170,8 +169,8 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, int, Any]]:
     with path.open("rb") as handle:  # bytes, decoded per line: a byte that is not UTF-8 is named with its line
         for number, raw in enumerate(handle):
             number = LineIndex(number)
-            if number == 0 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
+            if number == 0:
+                raw = raw.removeprefix(UTF8_BOM)
             try:
                 # without its line break: json counts one as a new line, so a row cut short was refused "at column 1"
                 line = raw.decode("utf-8").rstrip("\r\n")
@@ -664,7 +663,7 @@ def _json_file(path: Path) -> Any:
     """A ``.json`` source's content, or a ``RecordError`` naming the file (one document: no row to name; a key given
     twice in one object names its row and field). A byte order mark at the file's start is skipped."""
     data = path.read_bytes()
-    start = len(_BOM) if data.startswith(_BOM) else 0
+    start = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     try:
         text = data[start:].decode("utf-8")
         return _loads(text)

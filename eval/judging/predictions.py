@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from judge.plumbing.json_reading import (arrow_may_read, arrow_reads_lines_alike, got_words, lone_surrogate_at,
-                                        shown_value)
+from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, got_words,
+                                        lone_surrogate_at, shown_value)
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
                                    rewrite_journal)
 from judge.records import SCORE_BOUND, LineIndex, row_place, value_words
@@ -223,7 +223,7 @@ def read_prediction_table(path: str | Path) -> pa.Table:
         log_torn_tail(path, tail)
     # Read as the line-by-line reader (judge.plumbing.journal, json.loads) reads: a UTF-8 byte order mark and CRLF
     # line ends (a file saved on Windows) are taken; a raw CR can be nothing else in JSON, whose strings escape it.
-    body = body.removeprefix(b"\xef\xbb\xbf")
+    body = body.removeprefix(UTF8_BOM)
     if b"\r" in body:
         body = body.replace(b"\r\n", b"\n")
         if b"\r" in body:  # whitespace to json.loads, a line end to Arrow: read as the line reader reads
@@ -458,7 +458,7 @@ def _refuse_not_utf8(path: Path, after: int) -> None:
             if number <= after or not raw.strip():
                 continue
             if number == 1:  # the file's byte order mark, which every reader of it skips
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
+                raw = raw.removeprefix(UTF8_BOM)
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as err:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.plumbing.atomic_write import write_atomically
-from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
+from judge.plumbing.json_reading import JSON_REFUSALS, UTF8_BOM, unreadable_json, value_words
 
 __all__ = ["JournalContents", "JournalError", "JournalWriter", "iter_journal", "iter_journal_lines",
            "is_whole_last_line", "json_utf8", "loads_without_repeats", "log_torn_tail", "RepeatedKeyError",
@@ -72,10 +72,6 @@ def iter_journal(path: str | Path, torn: list[bytes] | None = None, *, quiet: bo
         yield row
 
 
-#: A UTF-8 byte order mark: a file's first bytes, where a reader skips it, and nowhere else in a journal.
-_BOM = b"\xef\xbb\xbf"
-
-
 def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
                        quiet: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``iter_journal``'s rows, each with its line number from 1, blank lines counted: the line an editor shows,
@@ -96,7 +92,7 @@ def iter_journal_lines(path: str | Path, torn: list[bytes] | None = None, *,
         return
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
-            if number > 1 and line.startswith(_BOM):
+            if number > 1 and line.startswith(UTF8_BOM):
                 # json.loads reads bytes that open with one as UTF-8 on any line, where Arrow's reader of the same
                 # predictions file (and the data loader's) refuses it: a file's meaning would depend on its reader
                 raise JournalError(f"{path}:{number}: a UTF-8 byte order mark (EF BB BF) opens the line, as where two "

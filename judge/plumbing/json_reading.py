@@ -21,6 +21,7 @@ before they are asked (Arrow's JSON reader).
   mark; ``counted`` says a count with its noun in its number ("1 node", "2 nodes", "3 criteria"). They live here,
   beneath the contract, so that this package's readers (the journal, the run folder's key) word it as
   ``judge.records`` (which re-exports them) and every loader do, and training, serving and evaluation alike.
+- ``UTF8_BOM`` is the byte order mark every file reader skips at a file's start, and only there.
 - ``json.loads`` reads a ``\\ud800`` escape with no pair as a lone surrogate, a string no UTF-8 writer (nor Arrow's
   reader) takes: ``lone_surrogate_at`` finds one, for the readers to refuse it where it is read.
 """
@@ -32,9 +33,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "JSON_REFUSALS", "arrow_may_read", "arrow_reads_lines_alike", "counted",
+__all__ = ["ARROW_MAX_OPENERS_PER_LINE", "JSON_REFUSALS", "UTF8_BOM", "arrow_may_read", "arrow_reads_lines_alike", "counted",
            "got_words", "json_limit_refusal", "json_or_none", "kind_words", "lone_surrogate_at", "shown_value",
            "unreadable_answer", "unreadable_json", "value_words"]
+
+#: The UTF-8 byte order mark some editors (Windows Notepad, Excel's "UTF-8" export) write at the start of a file:
+#: every reader of a JSON or JSON lines file takes it as the file's first bytes and nothing else, at byte 0 only
+#: (anywhere else it is a character of a row, and refused as one).
+UTF8_BOM = b"\xef\xbb\xbf"
 
 #: At most this many ``[`` and ``{`` on one line for Arrow's JSON reader: nesting that deep is already past what
 #: ``json.loads`` reads (so the line-by-line path, which names the line, loses nothing), and ten times below the

@@ -124,3 +124,17 @@ def test_no_reader_spells_out_what_json_loads_raises():
              if path.name != "json_reading.py"
              for text in [path.read_text(encoding="utf-8")] for m in SPELT_OUT.finditer(text)]
     assert not spelt, f"except JSON_REFUSALS (judge.plumbing.json_reading) in place of the tuple at: {spelt}"
+
+
+#: Modules that write U+FEFF for something other than a file's byte order mark, and what for.
+NOT_A_FILES_BOM = {"judge/scales.py": "one of the invisible characters a rubric level's digit may hide behind"}
+
+
+def test_the_byte_order_mark_is_spelt_once():
+    """Every file reader skips ``UTF8_BOM`` (judge.plumbing.json_reading) at a file's start: none spells the bytes
+    (or the character) out again."""
+    spelt = [f"{path.relative_to(REPO)}" for root in ("judge", "train", "serve", "eval")
+             for path in sorted((REPO / root).rglob("*.py"))
+             if path.name != "json_reading.py" and path.relative_to(REPO).as_posix() not in NOT_A_FILES_BOM
+             if re.search(r"\\xef\\xbb\\xbf|\\ufeff|utf-8-sig", path.read_text(encoding="utf-8"), re.IGNORECASE)]
+    assert not spelt, f"UTF8_BOM in place of the bytes spelt out in: {spelt}"
