@@ -15,6 +15,7 @@ import pytest
 
 from eval.cli import main as eval_main
 from eval.judging.shards import merge_shards
+from tests.support.console_scripts import path_with_console_scripts
 from tests.support.eval_shards import eval_array, sample_lines
 
 REPO = Path(__file__).resolve().parents[2]
@@ -259,9 +260,8 @@ def _merge_job(root: Path) -> subprocess.CompletedProcess:
     bin_dir.mkdir()
     (bin_dir / "srun").write_text('#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\necho "$*" >"$FAKE_SCORE"\n')
     (bin_dir / "srun").chmod(0o755)
-    venv_bin = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
+           "PATH": path_with_console_scripts("judge-eval", before=[bin_dir]),
            "FAKE_SCORE": str(root / "score"), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n1",
            "SLURM_SUBMIT_DIR": str(root), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "out"}
     return subprocess.run(["bash", str(REPO / "slurm" / "eval_merge.sbatch")], env=env, capture_output=True,

@@ -12,6 +12,7 @@ import pytest
 
 from eval.cli import main as eval_main
 from eval.judging.shards import ShardMismatch, merge_shards
+from tests.support.console_scripts import path_with_console_scripts
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_DIR = REPO / "slurm"
@@ -134,14 +135,13 @@ def test_eval_merge_sbatch_runs_the_merge_and_stops_on_a_mismatch(tmp_path):
     (bin_dir / "srun").write_text('#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\n'
                                   'echo "score $*" >"$FAKE_SCORE"\n')
     (bin_dir / "srun").chmod(0o755)
-    venv_bin = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
     for case, configs in (("same", [{}, {}]), ("odd", [{}, {"verdict_format": "tagged"}])):
         root = tmp_path / case
         root.mkdir()
         data, dirs = _shards(root, [ids[:2], ids[2:]], configs=configs)
         (root / "out" / "shards" / "count").write_text("2\n")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_"))},
-               "PATH": f"{bin_dir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
+               "PATH": path_with_console_scripts("judge-eval", before=[bin_dir]),
                "FAKE_SCORE": str(root / "score"), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n1",
                "SLURM_SUBMIT_DIR": str(root), "JUDGE_EVAL_DATA": "data.jsonl", "JUDGE_EVAL_OUT": "out"}
         proc = subprocess.run(["bash", str(SLURM_DIR / "eval_merge.sbatch"), "--n-boot", "0"], env=env,
