@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.console_scripts import console_script
 
 
 #: judge-serve's 401 message (serve.connections.ApiKeyMiddleware), as a stand-in repeats it.
 NO_KEY = "missing or wrong API key: send 'Authorization: Bearer <key>'"
-
-
-def _script(name: str) -> str:
-    """The console script of the test's environment (``.venv/bin/judge-eval``)."""
-    return str(Path(sys.executable).parent / name)
 
 
 def env_without_keys(**keys: str) -> dict[str, str]:
@@ -24,7 +20,7 @@ def env_without_keys(**keys: str) -> dict[str, str]:
 
 
 def start_judge_eval(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
-    return subprocess.Popen([_script("judge-eval"), *argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
+    return subprocess.Popen([console_script("judge-eval"), *argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 

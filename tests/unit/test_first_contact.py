@@ -15,13 +15,13 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judge.plumbing.api_keys import CLIENT_KEY_ENV, KEY_RULE
 from judge.plumbing.retry import EXIT_UNUSABLE
+from tests.support.console_scripts import console_script
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 from tests.support.first_contact import (NO_KEY, env_without_keys, console_error_line, wait_outcome,
                                          sample_records_file, run_argv, start_judge_eval)
@@ -293,7 +293,7 @@ def _slurm_stand_ins(bin_dir: Path, tmp_path: Path, **env: str) -> dict[str, str
     and the job's environment: this process's without Slurm's and the scripts' variables, then ``env``."""
     (bin_dir / "srun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n', encoding="utf-8")
     # `judge-eval merge` (eval_merge.sbatch's merge of the shards and their run.json) is the real one; the rest stand-ins
-    real = Path(sys.executable).parent / "judge-eval"
+    real = console_script("judge-eval")
     (bin_dir / "judge-eval").write_text(f'#!/bin/bash\nif [[ $1 == merge ]]; then exec {real} "$@"; fi\nexit 0\n',
                                         encoding="utf-8")
     for name in ("srun", "judge-eval"):

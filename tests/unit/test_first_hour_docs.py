@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.console_scripts import console_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_PAGES = ("README.md", "docs/quickstart.md", "docs/install.md", "docs/index.md")
@@ -105,7 +106,7 @@ def test_every_flag_the_first_pages_print_is_one_the_command_takes():
                 continue
             argv = _help_argv(words)
             if tuple(argv) not in helps:
-                done = subprocess.run([str(Path(sys.executable).parent / argv[0]), *argv[1:], "--help"], cwd=ROOT,
+                done = subprocess.run([console_script(argv[0]), *argv[1:], "--help"], cwd=ROOT,
                                       capture_output=True, text=True, timeout=60)
                 assert done.returncode == 0, (argv, done.stderr[-2000:])
                 helps[tuple(argv)] = done.stdout

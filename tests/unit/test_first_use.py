@@ -20,20 +20,15 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import judge
 from tests.support.cli_parsers import collected_parsers
+from tests.support.console_scripts import console_script
 from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
 from tests.support.scripted_endpoint import ScriptedEndpoint, vllm_chat
-
-
-def _script(name: str) -> str:
-    """The console script of the test's environment, as a user's PATH finds it."""
-    return str(Path(sys.executable).parent / name)
 
 
 def _fake_export(folder: Path) -> Path:
@@ -158,7 +153,7 @@ def outcomes(scratch) -> dict[str, Outcome]:
         busy.listen()
         env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_SERVE_API_KEY",)}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled")
-        started = {key: subprocess.Popen([_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
+        started = {key: subprocess.Popen([console_script(argv[0]), *argv[1:]], cwd=scratch, env=env, text=True,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                    for key, argv in _commands(scratch, busy.getsockname()[1]).items()}
         return {key: Outcome(proc, 120) for key, proc in started.items()}
@@ -523,8 +518,8 @@ def test_compare_with_out_prints_the_headline_only(tmp_path):
             assert main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(tmp_path / name),
                          "--name", name, "--no-progress", "--max-tokens", "32"]) == 0
         assert main(["score", "--predictions", str(tmp_path / name), "--n-boot", "20"]) == 0
-    compared = subprocess.run([_script("judge-eval"), "compare", "ones", "twos", "--out", "cmp", "--n-boot", "20"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    compared = subprocess.run([console_script("judge-eval"), "compare", "ones", "twos", "--out", "cmp", "--n-boot",
+                               "20"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert compared.returncode == 0, compared.stderr
     lines = compared.stdout.strip().splitlines()
     assert lines[0] == "Judge comparison (baseline: ones)"

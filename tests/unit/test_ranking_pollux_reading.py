@@ -10,13 +10,13 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from eval.ranking.matrix import RankedItem, matrix_arrays, pollux_matrix, pollux_scale_levels
 from judge.verdicts import VerdictError, parse_pollux_result
+from tests.support.console_scripts import console_script
 from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
 
 HALF = "0: не выполнено\n\n0.5: выполнено частично\n\n1: выполнено"
@@ -130,7 +130,7 @@ def test_ranking_matrix_with_each_verdict_reader(tmp_path):
         "Ответ " + b["messages"][0]["content"].split()[-1], b["model"])), model="cand", max_model_len=None)
     judge = ScriptedEndpoint(_judge, model="judge", max_model_len=None)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    script = str(Path(sys.executable).parent / "judge-eval")
+    script = console_script("judge-eval")
     argv = ["rank", "--model", candidate.base_url, "--judge", judge.base_url, "--data", str(data), "--no-progress",
             "--n-boot", "0", "--max-retries", "0"]
     try:

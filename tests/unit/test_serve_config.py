@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from judge.plumbing.config_files import resolve_config as resolve_settings
 from serve.config import ConfigError, ServeConfig
 from serve.launch import engine_command, engine_specs
 from serve.layout import LayoutError, resolve_layout
+from tests.support.console_scripts import console_script
 
 CONFIG_DIR = Path(__file__).parents[2] / "configs" / "serve"
 
@@ -36,8 +36,7 @@ def test_help_runs(capsys):
 
 def test_console_script_help():
     """The installed `judge-serve` console script runs."""
-    script = Path(sys.executable).parent / "judge-serve"
-    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([console_script("judge-serve"), "--help"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "--api-key" in result.stdout
 
 

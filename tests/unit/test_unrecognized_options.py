@@ -4,12 +4,12 @@ forty lines above "unrecognized arguments" (judge.plumbing.config_files.ExactArg
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judge.plumbing.config_files import ExactArgumentParser
+from tests.support.console_scripts import console_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def test_other_argparse_errors_keep_the_usage(capsys):
 
 def test_judge_train_with_a_mistyped_data_flag():
     """The case a newcomer meets: `judge-train --config ... --dat sample` (the recipe's options come from its config)."""
-    done = subprocess.run([str(Path(sys.executable).parent / "judge-train"), "--config",
+    done = subprocess.run([console_script("judge-train"), "--config",
                            "configs/train/tiny/seq2seq.yaml", "--dat", "sample"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2

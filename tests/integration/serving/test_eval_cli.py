@@ -9,8 +9,6 @@ browser, training or the sandbox); the others are tests/unit/test_eval_cli.py.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import judge
 from eval.cli import main
@@ -91,16 +89,14 @@ def test_local_checkpoint_through_judge_serve_uses_v1_judge(tiny_causal_dir, seq
     `--server-args`, the engine's key in `--server-env`) instead of starting a second engine for a model already
     served: what is under test is judge-eval starting, using and stopping judge-serve (one vLLM start fewer, ~30
     CPU-s by bench/engine_start.py)."""
-    import shutil
-
     import psutil
 
     from serve.launch import ENGINE_KEY_ENV
+    from tests.support.console_scripts import console_script
     from tests.support.fixtures_serve import ENGINE_KEY, server_metric
 
     # `make setup` installs the console script beside this interpreter: its absence is a broken install, a failure.
-    assert shutil.which("judge-serve", path=str(Path(sys.executable).parent)), \
-        f"no judge-serve console script in {Path(sys.executable).parent}: run `make setup`"
+    console_script("judge-serve")
     assert seq2seq_server.run_record()["layout"]["root"] == str(tiny_causal_dir)  # the engine serves this very folder
     data, records = small_data
     before = {p.pid for p in psutil.process_iter()}

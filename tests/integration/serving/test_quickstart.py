@@ -10,12 +10,11 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import judge
 from judge.plumbing.processes import free_port, start_process
+from tests.support.console_scripts import console_script
 from tests.support.fixtures_serve import ENGINE_KEY, MODEL_NAME
 from tests.support.fixtures_train import REPO_ROOT, TINY_SEQ2SEQ
 
@@ -37,11 +36,6 @@ def quickstart_commands() -> list[list[str]]:
             if words and words[0] in CONSOLE_SCRIPTS:
                 commands.append(words)
     return commands
-
-
-def _script(name: str) -> str:
-    """The console script of the test's environment (``.venv/bin/judge-eval``), as a user's PATH would find it."""
-    return str(Path(sys.executable).parent / name)
 
 
 def _option(argv: list[str], flag: str) -> str:
@@ -90,7 +84,7 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(judge_servers, tin
 
     # ---- serve, as printed but attached to the session's engine, on a free port
     port = free_port()
-    serve_argv = [_script("judge-serve"), *serve[1:]]
+    serve_argv = [console_script("judge-serve"), *serve[1:]]
     serve_argv[serve_argv.index("--model") + 1] = str(tiny_causal_dir)
     serve_argv += ["--port", str(port), "--log-dir", str(tmp_path / "serve"),
                    "--generator-url", judge_servers["seq2seq"].engine_url("generator"),
@@ -107,7 +101,7 @@ def test_quickstart_commands_as_printed_end_in_a_scored_judge(judge_servers, tin
 
         # ---- run and score, as printed, from a scratch folder
         def typed(argv: list[str]) -> subprocess.CompletedProcess:
-            argv = [_script(argv[0]), *(a.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for a in argv[1:])]
+            argv = [console_script(argv[0]), *(a.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for a in argv[1:])]
             return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
         started = time.monotonic()
