@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Score regression (-r) judges on the head's value clipped into the scale (as "
                               "judge-serve's score) instead of its raw value (the default: the paper's and POLLUX's "
                               "evaluator's). Named in metrics.json and the report.")
+    score_p.add_argument("--judge-minus-one", choices=("score", "fail"), default="score",
+                         help="A judge's -1 on a scale without it (the release's code for an expert's abstention; the "
+                              "paper is silent): scored as out of scale (default), or counted as a failed verdict.")
     add_extreme_rate_flag(score_p, "A pairwise run's rates")
     score_p.add_argument("--no-plots", dest="png", action="store_false", help="No PNG plots (the default).")
     score_p.add_argument("--wandb-project", default="", help="Also log tables and plots to this W&B project.")
@@ -276,7 +279,7 @@ def _score(args: argparse.Namespace) -> int:
                    spearman_target=args.spearman_target, bootstrap_unit=args.bootstrap_unit,
                    wandb_project=args.wandb_project, name=args.name,
                    html_text_items=args.html_text_items, allow_repeated_ids=args.allow_repeated_ids,
-                   alt_test=alt_test, ceiling_failures=args.ceiling_failures)
+                   alt_test=alt_test, ceiling_failures=args.ceiling_failures, judge_minus_one=args.judge_minus_one)
     for split, block in result.splits.items():
         c = block.overall
         why_dash = why_no_spearman(c, constant_judge_score(block, result.target))

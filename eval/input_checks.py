@@ -218,10 +218,10 @@ def refuse_convert_out(out: str, data: str) -> None:
 #: ``judge-eval score``'s flags that only a pointwise run reads (its reference score, VC, correlations, intervals'
 #: unit, validity section, plots and pages): a pairwise run (``eval.pairwise.metrics.score_pairwise``) reads none, its
 #: intervals resampling pairs. In the parser's order.
-POINTWISE_SCORE_FLAGS = ("target", "vc_repeats", "spearman_target", "bootstrap_unit", "clip_regression", "png",
-                         "wandb_project", "allow_repeated_ids", "html_text_items", "alt_test_epsilon", "alt_test_q",
-                         "alt_test_failures", "alt_test_scoring", "alt_test_min_items", "alt_test_min_experts",
-                         "alt_test_min_tested", "ceiling_failures")
+POINTWISE_SCORE_FLAGS = ("target", "vc_repeats", "spearman_target", "bootstrap_unit", "clip_regression",
+                         "judge_minus_one", "png", "wandb_project", "allow_repeated_ids", "html_text_items",
+                         "alt_test_epsilon", "alt_test_q", "alt_test_failures", "alt_test_scoring", "alt_test_min_items",
+                         "alt_test_min_experts", "alt_test_min_tested", "ceiling_failures")
 
 
 def refuse_pointwise_flags(args: argparse.Namespace, defaults: argparse.Namespace) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 
+from eval.scoring.item_table import MINUS_ONE_FAILED
 from eval.validity.render import counted
 from judge.metrics_json.metrics import Metrics
 
-__all__ = ["console_text", "cut_scored_note", "duplicates_note", "no_scale_note", "off_scale_note", "run_notes",
-           "runs_notes", "unknown_ids_note"]
+__all__ = ["console_text", "cut_scored_note", "duplicates_note", "minus_one_failed_note", "no_scale_note",
+           "off_scale_note", "run_notes", "runs_notes", "unknown_ids_note"]
 
 # A place as the loader names it ("line 2", "row index 1", "train-00000-of-00001.parquet: row index 3") reads the
 # same in Markdown and in report.html's rendering of these sentences; any other (a shard's odd name) goes in a
@@ -105,6 +106,19 @@ def no_scale_note(result: Metrics) -> str | None:
             f"{were} not checked against a scale (counted as in scale unless the prediction's `in_scale` says not).")
 
 
+def minus_one_failed_note(result: Metrics) -> str | None:
+    """The sentence on the judge's ``-1``s off their scale that ``--judge-minus-one fail`` counted as failed
+    verdicts (``notes.n_minus_one_failed``); None when there are none. The failure counts show their code, not the
+    option that made them failures."""
+    n = getattr(getattr(result, "notes", None), "n_minus_one_failed", None) or 0
+    if not n:
+        return None
+    return (f"**{counted(n, 'verdict')} of `-1` on a scale without it {'is' if n == 1 else 'are'} counted as failed** "
+            "(`--judge-minus-one fail`; the release's code for an expert's abstention, \"not applicable\"): in "
+            f"`failed`, under the code `{MINUS_ONE_FAILED}`, and in no score (`metrics.json`: "
+            "`notes.n_minus_one_failed`).")
+
+
 def cut_scored_note(result: Metrics) -> str | None:
     """The sentence on the scored items whose score a regression head gave on a rationale ``max_tokens`` cut
     (``notes.n_cut_scored``: ``judge-eval run`` with ``cut_rationale: score`` keeps them, as POLLUX scores them, where
@@ -187,7 +201,8 @@ def run_notes(result: Metrics) -> list[str]:
     """What the tables alone would hide about the run (Markdown sentences, `code` in backticks): the items with no
     prediction (an unfinished run, or one whose ``--limit`` or ``--split`` left them out: ``_why_missing``), the
     predictions of ids the data lacks (``unknown_ids_note``) and the rows repeating one (``repeated_ids_note``), the
-    judge's ``-1`` verdicts off their scale (the release's abstention code), the
+    judge's ``-1`` verdicts off their scale (the release's abstention code), scored or failed
+    (``minus_one_failed_note``), the
     experts' abstentions and the items with no expert score (``n_unlabelled``), over every item of the run: the
     Zero-Shot + Standard cell and the items of unknown task type, which are in neither test; and the data's expert
     scores off
@@ -219,6 +234,8 @@ def run_notes(result: Metrics) -> list[str]:
                      "code for an expert's abstention (\"not applicable\"): the judge's answer, scored as out of scale "
                      "like any other (in the headline figures, not in the `in scale` ones), counted apart in "
                      "`metrics.json` (`n_out_of_scale_minus_one`).")
+    if failed_minus_one := minus_one_failed_note(result):
+        notes.append(failed_minus_one)
     abstained = sum(c.n_abstained or 0 for c in tests)
     all_abstained = sum(c.n_all_abstained or 0 for c in tests)
     if abstained:

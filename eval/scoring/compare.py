@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,250 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,285 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -994,11 +994,12 @@ def _outside(comp: RunComparison, own: Metrics, result: Comparison) -> str:
 def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> list[str]:
     """A sentence where the two runs were scored with different settings that the pairing or the side-by-side
     figures read: ``--clip-regression`` (a regression head's scores clipped to the scale in one run, raw in the
-    other: the paired MAE then measures the clipping as well as the judges) and how each run's own intervals were
-    drawn (``--bootstrap-unit``, ``--n-boot``, the interval's level: "Each run on its own items" sets them side by
-    side), and the validity settings ω, ρ and the ceiling gap depend on (``_validity_apart``). A setting an older
-    metrics.json lacks is not compared, except the resampled unit (items then) and the ceiling's failures (drop then,
-    as the paired gap reads it)."""
+    other: the paired MAE then measures the clipping as well as the judges), ``--judge-minus-one`` (a judge's ``-1``
+    off its scale scored in one run, failed in the other; said where either run has one) and how each run's own
+    intervals were drawn (``--bootstrap-unit``, ``--n-boot``, the interval's level: "Each run on its own items" sets
+    them side by side), and the validity settings ω, ρ and the ceiling gap depend on (``_validity_apart``). A setting
+    an older metrics.json lacks is not compared, except the resampled unit (items then), the ceiling's failures (drop
+    then, as the paired gap reads it) and the judge's ``-1`` (scored then)."""
     mine, theirs = own.settings, result.metrics[0].settings
     lines = []
     # the option changes nothing where neither run holds a regression head's score (a verdict judge's runs)
@@ -1014,6 +1015,13 @@ def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> li
                      f"{clipping(theirs.regression_scores)}: the MAE deltas measure the clipping as well as the "
                      "judges; score both runs alike to compare the judges alone.")
 
+    minus_one = [s.judge_minus_one or "score" for s in (mine, theirs)]  # absent: written before the option, scored
+    if minus_one[0] != minus_one[1] and any(_minus_ones(m) != 0 for m in (own, result.metrics[0])):
+        lines.append(f"{comp.run} was scored with --judge-minus-one {minus_one[0]}, {result.baseline} with "
+                     f"--judge-minus-one {minus_one[1]} (a judge's -1 on a scale without it scored as out of scale, or "
+                     "counted as a failed verdict): the MAE, Spearman and failure deltas measure that choice as well "
+                     "as the judges; score both runs alike to compare the judges alone.")
+
     def drawn(s) -> str:
         unit = "instructions" if s.bootstrap_unit == "instruction" else "items"
         return f"{s.n_boot} resamples of {unit} at {ci_percent(s.ci_level)} %"
@@ -1024,6 +1032,15 @@ def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> li
                      "their widths differ by that as well as by the judges; the paired intervals are this "
                      "comparison's own.")
     return lines + _validity_apart(comp, own, result)
+
+
+def _minus_ones(metrics: Metrics) -> int | None:
+    """A run's judge ``-1``s on a scale without it, scored or failed (``--judge-minus-one``); None: not counted (a
+    metrics.json written before the count)."""
+    if metrics.notes is not None and metrics.notes.n_minus_one_failed:
+        return metrics.notes.n_minus_one_failed
+    block = metrics.splits.get("all")
+    return None if block is None else block.overall.n_out_of_scale_minus_one
 
 
 #: The validity settings ω, ρ and the ceiling gap and verdict depend on, as compare.md names them: (name, read off a

@@ -4,7 +4,7 @@ cell of the report (Zero-Shot / Standard / all x overall / evaluated model / tas
 The item table is a set of aligned numpy columns, so the metric cells are index selections over the same
 arrays: the 100-fold Verdict Confidence is computed once for all items and averaged per cell.
 
-Why one module of ~1,050 lines: building the columns, deriving the per-item quantities once and selecting every
+Why one module of ~1,110 lines: building the columns, deriving the per-item quantities once and selecting every
 cell from them share the private ``_Derived`` columns and the scale cache; split apart they would pass those
 arrays through public signatures for no reader's gain.
 """
@@ -15,6 +15,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,13 @@ __all__ = [
     "label_groups",
     "SPLITS",
     "GROUPINGS",
+    "JUDGE_MINUS_ONE",
+    "MINUS_ONE_FAILED",
     "STATUSES",
     "build_table",
     "choose_target",
     "evaluate",
+    "fail_minus_one",
     "write_table",
     "arrow_table",
     "write_arrow",
@@ -61,6 +65,11 @@ _CORRELATED = {"model", "task_type"}
 STATUSES = ("ok", "parse_failed", "request_failed", "missing")
 # judge.VerdictError.OUT_OF_SCALE: the error older runs wrote for a number outside the scale (now a scored verdict).
 OUT_OF_SCALE = "out_of_scale"
+#: What a judge's ``-1`` on a scale without it becomes (``judge-eval score --judge-minus-one``): ``score``d as out of
+#: scale like any other number off the scale, or a ``fail``ed verdict (``fail_minus_one``). The paper is silent.
+JUDGE_MINUS_ONE = ("score", "fail")
+#: The error code of such a ``-1`` under ``--judge-minus-one fail``: its own reason among the failures.
+MINUS_ONE_FAILED = "minus_one_off_scale"
 #: What the metrics' bootstrap intervals resample (``evaluate``'s ``bootstrap_unit``).
 BOOTSTRAP_UNITS = ("item", "instruction")
 # The prediction fields build_table reads for every item (the raw output only where an old row is read again).
@@ -371,6 +380,22 @@ def _reparse(row: Mapping[str, Any], rubrics: str, scales: _ScaleCache) -> dict[
             "score_source": row.get("score_source") or ScoreSource.VERDICT}
 
 
+def fail_minus_one(table: ItemTable) -> tuple[ItemTable, int]:
+    """``table`` with every judge's ``-1`` on a scale without it a failed verdict (status ``parse_failed``, error
+    ``MINUS_ONE_FAILED``, no score), and how many: ``judge-eval score --judge-minus-one fail``. The ``-1`` is the
+    release's code for an expert's abstention, which the paper does not say a judge may write; so failed, it is
+    counted in ``n_failed`` and the failures by code, and in no MAE or correlation."""
+    hit = (table.status == "ok") & (table.in_scale == 0.0) & (table.judge == -1.0)
+    if not hit.any():
+        return table, 0
+    status, error, source = table.status.copy(), table.error.copy(), table.score_source.copy()
+    judge_scores, in_scale = table.judge.copy(), table.in_scale.copy()
+    status[hit], error[hit], source[hit], judge_scores[hit], in_scale[hit] = (
+        "parse_failed", MINUS_ONE_FAILED, "", np.nan, np.nan)
+    return dataclasses.replace(table, status=status, error=error, score_source=source, judge=judge_scores,
+                               in_scale=in_scale), int(hit.sum())
+
+
 def choose_target(table: ItemTable, target: str = "auto") -> str:
     """The reference the judge is compared with: ``"mode"`` of the experts, or ``"mean"`` for regression judges.
 
@@ -665,7 +690,8 @@ _REASON_TEXT = {
     # an unfinished run's, or one its own --limit or --split left out (the note under the summary says which)
     "no_prediction": "no prediction (an unfinished run, or outside its --limit or --split)",
     "request_failed": "the request failed (retried by the next `run`)",
-    "parse_failed": "no verdict read from the answer (unparsed or cut: report.md's 'Failures by reason' says which)",
+    "parse_failed": ("no verdict read from the answer (unparsed, cut, or a -1 failed by --judge-minus-one fail: report.md's "
+                     "'Failures by reason' says which)"),
     "all_experts_abstained": "every expert abstained (unlabelled, not an error)",
     "no_expert_scores": "no expert scores (unlabelled)",
     "no_unique_mode": "the experts have no unique mode",

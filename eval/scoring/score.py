@@ -28,6 +28,10 @@ Files written to the output folder:
 One process, one pass, top to bottom: the predictions are read as one Arrow table, the records as columns
 (``judge.load_record_columns``), joined by id into the item table's numpy columns (``eval.scoring.item_table.build_table``), and every file is written from that table
 and the metrics computed on it (bench/eval_metrics.py --end-to-end times it on the full test's 160,000 items).
+
+Why one module of ~510 lines: that pass and the checks of the run folder it reads (its run.json's data, selection
+and shards, the stale and the ranking folder's predictions) are one step's; apart, each helper would be a module of
+one caller.
 """
 
 from __future__ import annotations
@@ -347,6 +351,7 @@ def score(
     allow_repeated_ids: bool = False,
     alt_test=None,
     ceiling_failures: str = "worst",
+    judge_minus_one: str = "score",
 ) -> Metrics:
     """Score a run against the experts and write the report (and ``report.html``, see ``eval.reports.html_report``).
 
@@ -371,6 +376,8 @@ def score(
         alt_test: the validity section's ``eval.validity.alt_test.AltTestSettings`` (default: the authors').
         ceiling_failures: what a judge failure counts as in the experts' ceiling, ``worst`` (its largest error on the
             item's scale) or ``drop`` (left out); ``eval.validity.ceiling``.
+        judge_minus_one: a judge's ``-1`` on a scale without it, ``score``d as out of scale or a ``fail``ed verdict
+            (``eval.scoring.item_table.fail_minus_one``); named in ``metrics.json`` (``settings.judge_minus_one``).
 
     Returns:
         The metrics, as ``metrics.json`` reads back (``judge.metrics_json.metrics.Metrics``).
@@ -425,6 +432,8 @@ def score(
         raise ValueError(f"--data {data}: no records ({load_report.summary()}); nothing to score")
     rows, n_stale = _without_stale(rows, records, predictions, data)
     table, notes = item_table.build_table(records, rows, judge_name=name, clip_regression=clip_regression)
+    if judge_minus_one == "fail" and (failed := item_table.fail_minus_one(table))[1]:
+        table, notes["n_minus_one_failed"] = failed
     left_out = missing_block_items(run_info, len(table))
     selection = {**selected_items(run_info, table, data, left_out), **missing_shards(run_info)}
     if notes["n_unknown_ids"]:
@@ -454,7 +463,8 @@ def score(
                                 **({"alt_test": alt_test} if alt_test is not None else {}))
     result = dataclasses.replace(
         evaluated,
-        settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw"),
+        settings=dataclasses.replace(evaluated.settings, regression_scores="clipped" if clip_regression else "raw",
+                                     judge_minus_one=judge_minus_one),
         validity=validity_section(table, target, tests, validity), data=_absolute(data),
         predictions=str(predictions.resolve()),
         # n_stale_predictions beside the items' no-prediction counts (n_missing), which the stale rows' items are in

@@ -1,7 +1,7 @@
 """The typed ``metrics.json``: what ``judge-eval score`` writes and ``judge-eval compare``, the reports and
 ``judge-train card`` read.
 
-Why one module of ~550 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
+Why one module of ~565 lines: it is one file's schema, every record of which reads by the same readers (null as NaN,
 counts and intervals checked, the file named in errors); split, a record would live apart from its readers.
 
 ``Metrics.to_json()`` gives the file's JSON object (``eval.scoring.item_table.dumps`` writes it, NaN as null) and
@@ -396,6 +396,9 @@ class Settings(_MetricsRecord):
     #: (the experts' mode, whatever MAE's target); None: not said (older files, the same).
     confusion_rows: str | None = optional_field()
     confusion_columns: str | None = optional_field()
+    #: What a judge's ``-1`` on a scale without it was (``--judge-minus-one``): "score" (scored as out of scale, the
+    #: default) or "fail" (a failed verdict of its own code); None: not said (older files, scored).
+    judge_minus_one: str | None = optional_field()
 
     def __post_init__(self) -> None:
         """Refuse (ValueError) ``vc_repeats`` out of 1 to ``MAX_VC_REPEATS`` where the settings are made:
@@ -414,7 +417,8 @@ class Settings(_MetricsRecord):
                      percentile_method=_one_of(PERCENTILE_METHODS[0], absent=True),
                      judge_rounding=_one_of(JUDGE_ROUNDINGS[0], absent=True),
                      confusion_rows=_one_of("judge", absent=True),
-                     confusion_columns=_one_of("expert_mode", absent=True))
+                     confusion_columns=_one_of("expert_mode", absent=True),
+                     judge_minus_one=_one_of("score", "fail", absent=True))
 
 
 @dataclass(frozen=True)
@@ -431,6 +435,8 @@ class Notes(_MetricsRecord):
     #: regression-head rows without the raw value (older predictions): scored on judge-serve's clipped score
     n_regression_without_raw: int | None = optional_field()
     n_out_of_scale_reparsed: int | None = optional_field()
+    #: judges' ``-1``s on a scale without it counted as failed verdicts (``--judge-minus-one fail``), when any
+    n_minus_one_failed: int | None = optional_field()
     #: items the judge scored whose rubric has no readable scale (``judge.scale_of``): their scores were not
     #: checked against a scale, so they count as in scale unless the prediction's own ``in_scale`` flag says not
     n_no_scale: int | None = optional_field()

@@ -60,3 +60,19 @@ def test_no_minus_one_no_sentence():
     result = item_table.evaluate(table, target="mode", n_boot=0, derived=item_table.derive(table, "mode"))
     assert result.splits["all"].overall.n_out_of_scale_minus_one == 0
     assert "`-1`**" not in render_markdown(Metrics.from_json(json.loads(item_table.dumps(result))))
+
+
+def test_judge_minus_one_fail_fails_only_a_minus_one_off_its_scale():
+    """``--judge-minus-one fail``'s table: the two -1s off 0..2 become failed verdicts of their own code, no score;
+    the 7 off the scale stays scored, and a -1 on a -1..1 scale is a level, left as it is. By hand: scored (7 vs 1)
+    and (-1 vs -1), MAE (6 + 0) / 2 = 3, out of scale 1, failed 2."""
+    table = _table(judge=[-1, -1, 7, -1], status=["ok"] * 4, experts=[[2, 2, 1], [0, 0, 1], [1, 1], [-1, -1, 0]])
+    table.in_scale = np.array([0.0, 0.0, 0.0, 1.0])
+    failed, n = item_table.fail_minus_one(table)
+    assert n == 2 and list(failed.status) == ["parse_failed", "parse_failed", "ok", "ok"]
+    assert list(failed.error[:2]) == [item_table.MINUS_ONE_FAILED] * 2 and np.isnan(failed.judge[:2]).all()
+    assert list(table.status) == ["ok"] * 4  # the table given is left as it was
+    result = item_table.evaluate(failed, target="mode", n_boot=0, derived=item_table.derive(failed, "mode"))
+    cell = result.splits["all"].overall
+    assert (cell.n, cell.n_failed, cell.n_scored, cell.n_out_of_scale, cell.mae) == (4, 2, 2, 1, 3.0)
+    assert item_table.fail_minus_one(failed) == (failed, 0)
