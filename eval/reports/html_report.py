@@ -38,8 +38,8 @@ from eval.reports.report import (BIDI_CONTROLS, OFFICIAL_SHOWN, SPLIT_TITLES, ci
                                  constant_judge_score, fmt_share, model_means_cells, p_phrase, pollux_official_cells,
                                  random_labelling_note, references_note, regression_note, run_notes, summary_why,
                                  why_sentences)
-from eval.scoring.compare import (MIN_PAIRED, NOT_SHOWN_EQUAL, comparison_headline, decision, fmt_p_bound,
-                                  holm_applied, holm_upper_bounds)
+from eval.scoring.compare import (MIN_PAIRED, NOT_SHOWN_EQUAL, PAIRED_WITHOUT_RESAMPLES, comparison_headline,
+                                  decision, fmt_p_bound, holm_applied, holm_upper_bounds)
 from eval.scoring.comparison import Comparison, Paired
 from eval.scoring.pollux_official import TITLE as OFFICIAL_TITLE, official_not_computed
 from eval.scoring.resample_rules import paired_resamples_to_call
@@ -543,12 +543,13 @@ def render_compare_page(result: Comparison, explorer: Mapping[str, Any] | None) 
     level = _compare_level(result)
     # The intervals' level is said beside the call's alpha: the two are separate choices, and an interval that
     # includes 0 beside a "worse" call reads as a contradiction unless both are named.
-    intervals = f", {ci_percent(level)} % intervals" if result.n_boot else " (no intervals)"
+    intervals = f", {ci_percent(level)} % intervals"  # under --n-boot 0 the paired note is another sentence
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
     baseline = result.baseline
     subtitle = [f"Baseline: <b>{_e(baseline)}</b> · runs: " + ", ".join(f"<b>{_e(r)}</b>" for r in runs),
                 # each comparison in one sentence, before any table (compare.md and the console open with them too)
                 *(f"<b>{_e(decision(result, k))}</b>" for k in range(len(result.comparisons))),
+                f"Paired: {_e(PAIRED_WITHOUT_RESAMPLES)}." if not result.n_boot else
                 f"Paired: delta = run − baseline on the items both scored; paired bootstrap{intervals}, "
                 f"{_e(result.n_boot)} resamples of {unit}; better/worse called at p &lt; {_e(result.alpha)}"
                 + (", Holm-adjusted per metric within each table by model, task type or criterion"

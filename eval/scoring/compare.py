@@ -23,7 +23,7 @@ their items.parquet under the baseline's (``_on_one_vc_draw``). Each test's fail
 both runs predicted and called by McNemar's exact test (``_paired_failures``): a delta over the items both scored
 says nothing of the items one judge failed on.
 
-Why one module of ~1,285 lines: the pairing and compare.md read the same rules, which reference each side of a
+Why one module of ~1,290 lines: the pairing and compare.md read the same rules, which reference each side of a
 metric is against (``_reference``, ``spearman_target``), when a delta may be called and how runs are named apart;
 apart, compare.md would restate what the comparison computed.
 """
@@ -54,9 +54,8 @@ from judge.plumbing.config_files import lone_surrogate_problem
 from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_json, value_words
 from judge.records import RowIndex, row_place
 
-__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "ScoredRun", "compare", "comparison_headline",
-           "decision",
-           "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
+__all__ = ["MIN_N_BOOT", "MIN_PAIRED", "NOT_SHOWN_EQUAL", "N_BOOT_BOUND", "PAIRED_WITHOUT_RESAMPLES", "ScoredRun",
+           "compare", "comparison_headline", "decision", "fmt_p_bound", "headline", "holm_applied", "holm_upper_bounds", "load_run", "render_markdown",
            "spearman_target"]
 
 #: What an "n.s." cell does not say, in compare.md's note and compare.html's alike.
@@ -77,8 +76,15 @@ N_BOOT_BOUND = (lambda n: n == 0 or n >= MIN_N_BOOT,
                 "draws; one draw is a zero-width interval that reads as certainty)")
 
 
-#: What compare.md says in place of intervals, p-values and calls when no resample was drawn (as compare.html).
-_NO_BOOT = "no intervals or calls (--n-boot 0)"
+#: What a headline's MAE sentence says in place of an interval, p-value and call when no resample was drawn: the
+#: failed verdicts' call, which needs none, may follow it.
+_NO_BOOT = "no interval or call for MAE, Spearman or VC (--n-boot 0)"
+#: compare.md's and compare.html's paired note when no resample was drawn: what is called and what is not.
+PAIRED_WITHOUT_RESAMPLES = (
+    "delta = run − baseline on the items both scored; no resample drawn (--n-boot 0), so MAE, Spearman and VC have "
+    "no interval, p-value or call (their cells read —); the failed verdicts are still called, by McNemar's exact test "
+    "on the items both runs predicted, which draws no resample (the decision says so where one run fails on more "
+    "items than the other beyond chance)")
 _LOWER_IS_BETTER = {"mae": True, "spearman": False, "vc_judge": False}
 _STAT = {"mae": "mae", "spearman": "spearman", "vc_judge": "mean"}
 _GROUPS = {"model": "model_id", "task_type": "task_type", "criterion": "criteria_name"}
@@ -1225,7 +1231,7 @@ def render_markdown(result: Comparison) -> str:
     out += paired_rows(result, markdown_table)
     unit = "whole instructions" if result.bootstrap_unit == "instruction" else "items"
     if not result.n_boot:
-        out += [f"Paired: delta = run − baseline on items both scored; {_NO_BOOT}.", ""]
+        out += [f"Paired: {PAIRED_WITHOUT_RESAMPLES}.", ""]
     else:
         out += _paired_note(result, unit)
     head = ["", "baseline", "run", "delta", f"{ci_percent(_ci_level(result))} % CI", "p", "call", "n"]

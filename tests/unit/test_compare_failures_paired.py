@@ -108,6 +108,6 @@ def test_the_failures_call_is_said_where_no_item_was_scored_by_both_or_no_resamp
     run = _scored_run(tmp_path / "C", "c", [NAN] * 12 + MODE[12:], EXPERTS, status=["parse_failed"] * 12 + ["ok"] * 28)
     lines = headline(compare([base, run], n_boot=0))
     at = next(k for k, line in enumerate(lines) if line.startswith("On the Standard test, c's MAE is"))
-    assert "no intervals or calls (--n-boot 0)" in lines[at]
+    assert "no interval or call for MAE, Spearman or VC (--n-boot 0)" in lines[at]
     assert lines[at + 1].startswith("On the Standard test, c fails on more items than a:")
     assert "MAE call above" not in lines[at + 1]  # no MAE call to go against

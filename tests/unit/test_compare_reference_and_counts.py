@@ -4,6 +4,7 @@ resamples (``--n-boot 0``)."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -89,19 +90,29 @@ def test_compare_md_counts_the_items_without_a_prediction_and_those_both_runs_sh
 
 
 def test_no_resamples_are_said_so_not_shown_as_empty_intervals(tmp_path):
-    """``--n-boot 0``: the headline gives the delta and the paired items and says there are no intervals or calls,
-    and the note under the tables claims no resamples nor calls at p < alpha."""
+    """``--n-boot 0``: the headline gives the delta and the paired items and says MAE, Spearman and VC have no
+    interval or call, and the notes under compare.md's tables and atop compare.html claim no resamples nor calls at
+    p < alpha, and say the one call still made: the failed verdicts', McNemar's exact test, which draws none."""
+    from eval.reports.html_report import render_compare_page
     from eval.scoring.compare import compare, headline, render_markdown
 
     a = _scored_run(tmp_path / "A", "a", JUDGE, EXPERTS, n_boot=0)
     b = _scored_run(tmp_path / "B", "b", [1.0] * 40, EXPERTS, n_boot=0)
     result = compare([a, b], n_boot=0)
     said = headline(result)
-    assert said and all(line.endswith("paired items): no intervals or calls (--n-boot 0)") for line in said)
+    assert said and all(line.endswith("paired items): no interval or call for MAE, Spearman or VC (--n-boot 0)")
+                        for line in said)
     assert not any("CI [" in line or "p = " in line for line in said)
+    note = ("Paired: delta = run − baseline on the items both scored; no resample drawn (--n-boot 0), so MAE, "
+            "Spearman and VC have no interval, p-value or call (their cells read —); the failed verdicts are still "
+            "called, by McNemar's exact test on the items both runs predicted, which draws no resample (the decision "
+            "says so where one run fails on more items than the other beyond chance).")
     text = render_markdown(result)
-    assert "Paired: delta = run − baseline on items both scored; no intervals or calls (--n-boot 0)." in text
+    assert note in text
     assert "paired bootstrap resamples" not in text and "better/worse at p <" not in text
+    page = render_compare_page(result, None)
+    assert html.escape(note) in page
+    assert "better/worse called at p &lt;" not in page and "0 resamples" not in page
 
 
 def test_what_a_runs_report_says_beside_its_numbers_is_said_in_the_comparison_too(tmp_path, capsys):
