@@ -13,7 +13,7 @@ The tables are built generically from ``metrics.json``: every key a metric cell 
 The item explorer's data (per-item rows, texts, feedback) is built by ``eval.reports.html_explorer``; this module renders
 the pages around it, their text and numbers written by ``eval.reports.html_text``.
 
-Why one module of ~610 lines: report.html and compare.html share one page frame, one table writer and one way of
+Why one module of ~605 lines: report.html and compare.html share one page frame, one table writer and one way of
 showing names from the data (cut, told apart); their text (``html_text``) and item data (``html_explorer``) are
 already their own modules.
 """
@@ -29,6 +29,7 @@ from typing import Any
 
 from eval.reports.html_explorer import (DEFAULT_TEXT_ITEMS, compare_items, explorer_json, read_item_columns,
                                         report_items)
+from eval.reports.labels import KEY_LABELS
 from eval.reports.names import shown_name, shown_names
 from eval.scoring.error_codes import cut_codes_note
 from eval.reports.html_text import escape as _e, finite as _finite, md_html as _md_text, number as _num
@@ -61,20 +62,6 @@ _KEY_ORDER = HEADLINE_KEYS + ("n_no_unique_mode", "n_out_of_scale",
                               "n_out_of_scale_minus_one", "mae_in_scale", "spearman_in_scale", "pearson",
                               "kendall", "vc_experts_all", "n_vc", "n_vc_experts_all", "n_vc_experts_labelled",
                               "failure_rate", "n_missing", "n_parse_failed", "n_request_failed")
-# Column headings of the known keys (a heading's tooltip is its key's meaning, _KEY_MEANINGS, and the key); other
-# keys are shown as they are.
-_KEY_LABELS = {"n_failed": "failed", "n_no_unique_mode": "no unique mode", "n_out_of_scale": "out of scale",
-               "n_out_of_scale_minus_one": "out of scale: -1",
-               "mae": "MAE", "mae_in_scale": "MAE (in scale)", "spearman": "Spearman", "pearson": "Pearson",
-               "spearman_in_scale": "Spearman (in scale)", "kendall": "Kendall", "vc_judge": "VC judge",
-               "vc_experts": "VC experts", "vc_experts_labelled": "VC experts (all labelled)",
-               "vc_experts_all": "VC experts (all predicted)", "n_scored": "scored", "n_vc": "n in VC",
-               "n_spearman": "n in Spearman", "n_vc_experts_all": "n in VC experts (all predicted)",
-               "n_vc_experts_labelled": "n in VC experts (all labelled)",
-               "failure_rate": "failure rate", "n_missing": "no prediction", "n_parse_failed": "parse failed",
-               "n_request_failed": "request failed", "n_abstained": "abstentions",
-               "n_all_abstained": "every expert abstained", "n_scored_in_scale": "scored (in scale)",
-               "n_unlabelled": "no expert score", "spearman_n_resamples": "Spearman resamples"}
 # What each known key means, in one line: its heading's tooltip, with the key metrics.json holds it under (the
 # paper's metrics: arXiv 2505.24616v3, Appendix D.2; docs/evaluation.md, "Metrics").
 _KEY_MEANINGS = {
@@ -218,7 +205,7 @@ def _metric_table(label: str, typed: Mapping[str, Cell], overall_cell: Cell | No
     columns = _columns(list(cells.values()) + ([overall] if overall else []))
     book = ['' if k in HEADLINE_KEYS else ' class="book"' for k in columns]  # hidden until the toggle shows them
     head = f"<th>{_e(label)}</th>" + "".join(f'<th title="{_e(_heading_title(k))}" data-key="{_e(k)}"{b}>'
-                                             f"{_e(_KEY_LABELS.get(k, k))}</th>" for k, b in zip(columns, book))
+                                             f"{_e(KEY_LABELS.get(k, k))}</th>" for k, b in zip(columns, book))
     shown = shown_names(cells)  # cut, and still one row's name each
     rows = [f"<tr><td>{_e(shown[str(name)])}</td>" + "".join(_cell_td(c, k, b) for k, b in zip(columns, book))
             + "</tr>" for name, c in cells.items()]
@@ -500,10 +487,10 @@ def _delta_td(p: Paired, n_boot: int, n_shown: int | None, bound: bool = False, 
 def _paired_table(label: str, cells: Mapping[str, Mapping[str, Paired]], metrics_shown: Sequence[str],
                   css_id: str, n_boot: int, level: float = 0.95, alpha: float = 0.05) -> str:
     # (heading, tooltip): each metric by its label, as report.html heads it, and what it means
-    head = [(label, ""), (f"n ({_KEY_LABELS.get(metrics_shown[0], metrics_shown[0])})" if metrics_shown else "n",
+    head = [(label, ""), (f"n ({KEY_LABELS.get(metrics_shown[0], metrics_shown[0])})" if metrics_shown else "n",
                           "the items both runs scored, paired for the first metric")]
     for m in metrics_shown:
-        shown, title = _KEY_LABELS.get(m, m), _heading_title(m)
+        shown, title = KEY_LABELS.get(m, m), _heading_title(m)
         head += [(f"{shown} baseline", title), (f"{shown} run", title),
                  (f"{shown} delta [{ci_percent(level)} % CI] p call", f"run − baseline; {title}")]
     rows, bounds = [], holm_upper_bounds(cells)

@@ -45,6 +45,7 @@ from eval.scoring.holm import holm_adjusted_p
 from eval.scoring.metrics import item_keys, verdict_confidence_judge
 # the resample floors' one definition, which rank and the experts' ceiling read too
 from eval.scoring.resample_rules import paired_resamples_to_call, resamples_for_family
+from eval.reports.labels import KEY_LABELS
 from eval.reports.notes import runs_notes
 from eval.reports.report import SPLIT_TITLES, ci_percent, fmt, fmt_delta, fmt_p, md_text, p_phrase
 from judge.metrics_json.json_record import JsonRecordError
@@ -1260,13 +1261,14 @@ def _count(value: int | None) -> str:
 
 
 def _metric_label(result: Comparison, comp, metric: str) -> str:
-    """A paired row's metric, with each side's reference where the run's Spearman has another than the
-    baseline's (``headline`` says what that means)."""
+    """A paired row's metric in the words the other tables show it under (``KEY_LABELS``), with each side's
+    reference where the run's Spearman has another than the baseline's (``headline`` says what that means)."""
     targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     base, run = targets.get(result.baseline), targets.get(comp.run)
+    shown = KEY_LABELS.get(metric, metric)
     if metric == "spearman" and base and run and base != run:
-        return f"spearman (baseline vs experts' {base}, run vs their {run})"
-    return metric
+        return f"{shown} (baseline vs experts' {base}, run vs their {run})"
+    return shown
 
 
 def _paired_note(result: Comparison, unit: str) -> list[str]:

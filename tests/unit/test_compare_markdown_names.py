@@ -114,3 +114,22 @@ def test_names_told_apart_by_folder_never_meet_another_runs_name():
     assert len(set(shown)) == 2 and all("run" in name for name in shown), shown
     assert distinct_names(["a", "b"], ["f", "g"]) == ["a", "b"]  # distinct names stay as they are
     assert distinct_names(["a", "a"], ["f", "f"]) == ["a (#1)", "a (#2)"]
+
+
+def test_the_paired_overall_rows_are_named_in_the_words_of_the_other_tables(tmp_path):
+    """compare.md's paired Overall table names its rows as the side-by-side table and compare.html's columns do
+    ("MAE", "Spearman", "VC judge"), not by their metrics.json keys (``mae``, ``vc_judge``)."""
+    from eval.reports.html_report import render_compare_page
+    from eval.scoring.compare import compare, render_markdown
+
+    experts = [[2, 2, 1], [1, 1, 0], [0, 0, 1], [2, 2, 2]] * 10
+    models = ["m"] * 40
+    a = _named_run(tmp_path / "A", "a", [2, 1, 0, 2] * 10, experts, models)
+    b = _named_run(tmp_path / "B", "b", [1, 1, 1, 2] * 10, experts, models)
+    result = compare([a, b], n_boot=50)
+    text = render_markdown(result)
+    overall = text.split("## b vs a", 1)[1].split("| Overall |", 1)[1].split("\n\n", 1)[0]
+    rows = [_cells(line)[0].strip() for line in overall.splitlines()[2:]]
+    assert rows == ["MAE", "Spearman", "VC judge"]
+    page = render_compare_page(result, None)
+    assert all(f"{word} baseline</th>" in page for word in rows)

@@ -245,7 +245,7 @@ def test_every_delta_is_written_with_its_sign(sample_runs, tmp_path):
         ["+0.100", "-0.079", "0.000", "0.000", "—", "—"]
     result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=200)
     text = render_markdown(result)
-    assert "| mae | 0.175 | 0.290 | +0.114 | [" in text and "| spearman | 0.892 | 0.809 | -0.083 | [" in text
+    assert "| MAE | 0.175 | 0.290 | +0.114 | [" in text and "| Spearman | 0.892 | 0.809 | -0.083 | [" in text
     assert any(line.startswith("On the Zero-Shot + Standard, j (lenient)'s MAE is 0.114 higher than j (exact)'s "
                                "(delta +0.114, ") for line in headline(result))
     paired = text.split("## Validity, paired", 1)[1]
@@ -256,7 +256,7 @@ def test_every_delta_is_written_with_its_sign(sample_runs, tmp_path):
     block = result.comparisons[0].splits["all"]
     noise = replace(block.overall["spearman"], delta=-1e-17)
     result.comparisons[0].splits["all"] = replace(block, overall={**block.overall, "spearman": noise})
-    assert "| spearman | 0.892 | 0.809 | 0.000 | [" in render_markdown(result)
+    assert "| Spearman | 0.892 | 0.809 | 0.000 | [" in render_markdown(result)
 
 
 def test_the_side_by_side_tables_by_group_say_n_and_what_the_bracket_is(sample_runs):

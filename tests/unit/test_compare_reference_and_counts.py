@@ -52,7 +52,7 @@ def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_
     said = headline(result)
     assert said[0].startswith("b's Spearman is against the experts' mean, a's against their mode (--spearman-target)")
     text = render_markdown(result)
-    assert "| spearman (baseline vs experts' mode, run vs their mean) |" in text
+    assert "| Spearman (baseline vs experts' mode, run vs their mean) |" in text
     own = [line for line in text.splitlines() if line.startswith("| Standard test | Spearman |")]
     assert len(own) == 1 and "(vs mode)" in own[0] and "(vs mean)" in own[0]
     assert ": Spearman by evaluated model (each run against its own reference: a: experts' mode, b: experts' mean)" \
@@ -66,7 +66,7 @@ def test_identical_scores_against_two_spearman_references_are_said_to_be_so(tmp_
     same = compare([a, _scored_run(tmp_path / "C", "c", JUDGE, EXPERTS)], n_boot=50)
     assert not any("Spearman is against" in line for line in headline(same))
     assert "Spearman n.s." in decision(same, 0) and "left out" not in decision(same, 0)
-    assert "(vs mode)" not in render_markdown(same) and "spearman (baseline" not in render_markdown(same)
+    assert "(vs mode)" not in render_markdown(same) and "Spearman (baseline" not in render_markdown(same)
 
 
 def test_compare_md_counts_the_items_without_a_prediction_and_those_both_runs_share(tmp_path):
