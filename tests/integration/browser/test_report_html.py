@@ -203,6 +203,35 @@ def test_pages_need_no_sideways_scrolling_on_a_phone_or_a_desktop(browser, score
         browser.set_window_size(1400, 1000)
 
 
+def test_the_sticky_nav_stays_one_line_on_a_phone_and_scrolls_sideways_in_its_own_box(browser, scored):  # noqa: F811
+    """At 390 px the nav of report.html and compare.html (its links and the bookkeeping switch) is one line, as tall
+    as at 1440 px, and scrolls sideways in its own box: wrapped, it was four lines, a fifth of a phone's screen
+    covering every section the reader scrolled to. Its last link is still reached by scrolling the nav."""
+    # the children's tops (a link and the smaller switch, centred, differ by a pixel; a wrapped line by twenty), and
+    # the nav's height less its own sideways scrollbar's (classic in headless chromium, an overlay on a phone)
+    script = ("const nav = document.querySelector('nav'), tops = Array.from(nav.children).map("
+              "  k => k.getBoundingClientRect().top);"
+              "return {height: nav.getBoundingClientRect().height - (nav.offsetHeight - nav.clientHeight),"
+              "        spread: Math.max(...tops) - Math.min(...tops), overflow: getComputedStyle(nav).overflowX,"
+              "        page: [document.documentElement.scrollWidth, document.documentElement.clientWidth]};")
+    try:
+        for page in ("exact/report.html", "cmp/compare.html"):
+            browser.set_window_size(1440, 900)
+            _open(browser, scored["root"] / page)
+            wide = browser.execute_script(script)
+            browser.set_window_size(390, 900)
+            _open(browser, scored["root"] / page)
+            narrow = browser.execute_script(script)
+            assert narrow["spread"] < 5 and narrow["height"] <= wide["height"] + 1, (page, narrow, wide)
+            assert narrow["overflow"] == "auto" and narrow["page"][0] <= narrow["page"][1], (page, narrow)
+            assert browser.execute_script(
+                "const nav = document.querySelector('nav'), last = nav.lastElementChild;"
+                "nav.scrollLeft = nav.scrollWidth;"
+                "return last.getBoundingClientRect().right <= nav.getBoundingClientRect().right + 1;"), page
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
 def _with_explorer_data(page: Path, out: Path, change) -> Path:
     """A copy of ``page`` whose explorer data went through ``change`` (the page escapes "<" in it, as it is written)."""
     import json
