@@ -6,7 +6,7 @@ rows as dicts). Rows are appended as answers arrive (a
 ``judge.plumbing.journal`` journal: strict reading, a torn last line dropped); a rerun resumes from the file
 (``resume_predictions``).
 
-Why one module of ~560 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
+Why one module of ~570 lines: the Arrow table reader and the line reader check one row schema (``PredictionRow``),
 and the table reader hands a file it doubts to the line reader, which names the bad row; apart, each would restate
 the other's rules.
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import (UTF8_BOM, arrow_may_read, arrow_reads_lines_alike, got_words,
                                         lone_surrogate_at, shown_value)
 from judge.plumbing.journal import (JournalError, is_whole_last_line, iter_journal_lines, log_torn_tail,
@@ -34,14 +35,23 @@ from judge.wire import ScoreSource, checked_json_fields
 if TYPE_CHECKING:  # pyarrow is imported where a table is built
     import pyarrow as pa
 
-__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "SCORE_BOUND", "iter_predictions", "prediction_rows",
-           "prediction_table", "read_prediction_table", "read_predictions", "refuse_repeated_ids", "resume_predictions"]
+__all__ = ["PredictionRow", "PREDICTION_FIELDS", "REQUEST_FAILED", "SCORE_BOUND", "iter_predictions",
+           "log_failed_requests", "prediction_rows", "prediction_table", "read_prediction_table", "read_predictions", "refuse_repeated_ids", "resume_predictions"]
 
 log = logging.getLogger("judge_eval.predictions")
 
 # The error code of a row whose request failed (after retries, or refused by the server): such rows are retried
 # on the next run, unlike parse failures, which are the judge's answer.
 REQUEST_FAILED = "request_failed"
+
+
+def log_failed_requests(logger: logging.Logger, n: int, first: str, reason: str, path: Path) -> None:
+    """The warning a run (pointwise or pairwise) ends with where ``n`` requests failed: the first written (``first``,
+    e.g. "item 'x'") and its reason, and the file whose rows hold them, which a rerun asks again: the reasons are
+    otherwise only in those rows. The reason holds the server's words, its control characters shown as escapes
+    (``judge.plumbing.console_logging.visible``; the row keeps them as said)."""
+    logger.warning("%d request%s failed (the first written, %s: %s): each is a row of %s with its reason, and a rerun "
+                   "into the same --out asks them again", n, "" if n == 1 else "s", first, visible(reason), path)
 
 
 @dataclass(frozen=True)

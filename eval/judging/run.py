@@ -77,15 +77,14 @@ from eval.judging.format_choice import (FormatWatch, checkpoint_folder, earlier_
                                         earlier_prompt_version, earlier_record, held_fingerprint, held_model, held_root,
                                         resolve_prompt_template, resolve_verdict_format, run_verdict_format)
 from eval.judging.local_server import local_server, served_name, starts_judge_serve
-from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, record_content_key,
-                                      resume_predictions)
+from eval.judging.predictions import (REQUEST_FAILED, PredictionRow, iter_predictions, log_failed_requests,
+                                      record_content_key, resume_predictions)
 from eval.judging.run_settings import clear_score_outputs, earlier_run_keys, resolved_paths, run_key
 from eval.pairwise.judging import (ORDERS, PAIRWISE_PREDICTIONS, is_pairwise_data, iter_pairwise_rows, judge_pairs,
                                    pending_judgments, selected_pairs)
 from judge.plumbing.api_keys import client_api_key
 from judge.checkpoints import EXPORT_MANIFEST, export_weights_fingerprint, is_hub_id, names_generator_model
 from judge.plumbing.config_files import ConfigError
-from judge.plumbing.console_logging import visible
 from judge.plumbing.journal import JournalWriter
 from judge.plumbing.json_reading import counted
 from judge.plumbing.message_content import without_lone_surrogates
@@ -199,11 +198,8 @@ async def _judge_all(backend: JudgeBackend, records: Sequence, config: RunConfig
     if first_failed:
         row = first_failed[0]
         n = counts["request_failed"]
-        # the id as a literal, as score says one: text from the data, a newline or an escape in it stays inert; the
-        # reason holds the server's words, its control characters shown as escapes (the row keeps them as said)
-        log.warning("%d request%s failed (the first written, item %r: %s): each is a row of %s with its reason, and a "
-                    "rerun into the same --out asks them again", n, "" if n == 1 else "s", row.id, visible(row.reason),
-                    path)
+        # the id as a literal, as score says one: text from the data, a newline or an escape in it stays inert
+        log_failed_requests(log, n, f"item {row.id!r}", row.reason, path)
     return counts
 
 

@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~570 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~580 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.judging.backends import ABORTED_FINISH, generation_aborted, unasked_first, within_timeout
-from eval.judging.predictions import REQUEST_FAILED  # a judgment whose request failed: retried by the next run
+from eval.judging.predictions import REQUEST_FAILED, log_failed_requests  # REQUEST_FAILED: retried by the next run
 from eval.pairwise.files import PAIRWISE_PREDICTIONS
 from judge.plumbing.run_folder import content_key
 from judge.plumbing.config_files import ConfigError
@@ -495,6 +495,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         queue.put_nowait(job)
     journal = JournalWriter(path)
     counts = {"written": 0, "parse_failed": 0, "request_failed": 0}
+    first_failed: list[PairwiseRow] = []  # said at the end: the reasons are otherwise only in the file's rows
     changed: list[ServerChanged] = []  # a judge-serve answering in another verdict format: the run stops at the first
     failing = FailingStreak(stop_after(config.concurrency))  # an endpoint failing every retry: stopped, not waited out
     # The judgments whose last row failed: asked last (pending_judgments), neither counted by the streak nor held by
@@ -512,6 +513,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         counts["written"] += 1
         if row.error == REQUEST_FAILED:
             counts["request_failed"] += 1
+            first_failed[:] = first_failed or [row]
         elif not row.parse_ok:
             counts["parse_failed"] += 1
         if watch is not None:
@@ -570,4 +572,8 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
         raise first.keep_held(write, f"the judge ({name})", n_sent, len(todo))
     if failing.stopped is not None:  # its failed rows are written: a rerun asks them after the judgments never sent
         raise failing.error(f"the judge ({name})", policy.max_retries, n_sent, len(todo))
+    if first_failed:  # as the pointwise run ends: the pair's id a literal, its text inert
+        row = first_failed[0]
+        log_failed_requests(log, counts["request_failed"], f"pair {row.id!r} in the {row.order} order", row.reason,
+                            path)
     return counts

@@ -288,3 +288,38 @@ def test_a_refusal_held_while_every_later_pair_is_too_long_is_written(tmp_path):
     rows = {r["id"]: r for r in _lines(out)}
     assert {pair: row["error"] for pair, row in rows.items()} == {
         "p0": "request_failed", "p1": "context_length_exceeded", "p2": "context_length_exceeded"}
+
+
+def test_a_pairwise_run_ending_with_failed_requests_warns_with_the_first_ones_reason(tmp_path, caplog):
+    """As a pointwise run ends (``eval.judging.predictions.log_failed_requests``): how many requests failed, the
+    first written (its pair's id a literal, and its order) and its reason, the server's control characters shown as
+    escapes on one line, and the file that holds their rows; a run whose requests all answered says nothing of it."""
+    hostile = "bad request\x1b[2J\n2026-01-01 00:00:00,000 INFO judge_eval.pairwise: all good"
+
+    def respond(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return 404, {"detail": "Not Found"}
+        if "Вопрос 3?" in body["messages"][0]["content"]:
+            return 422, {"error": {"message": hostile, "type": "BadRequestError", "param": None, "code": 422}}
+        return 200, chat_completion("[FEEDBACK] ok [RESULT] -1 [END]", body["model"])
+
+    def run(server, data: Path, out: Path) -> int:
+        return main(["run", "--judge", server.base_url, "--data", str(data), "--out", str(out), "--no-progress",
+                     "--max-retries", "0", "--verdict-format", "tagged", "--concurrency", "1"])
+
+    def said() -> list[str]:
+        return [m for r in caplog.records if r.name == "judge_eval.pairwise" and "failed (the first" in
+                (m := r.getMessage())]
+
+    with ScriptedEndpoint(respond, model="judge") as server:
+        assert run(server, _pairs(tmp_path / "clean.jsonl", 3), tmp_path / "clean") == 0
+        assert said() == []
+        out = tmp_path / "run"
+        assert run(server, _pairs(tmp_path / "pairs.jsonl", 4), out) == 3
+    failed = [row for row in _lines(out) if row["error"] == "request_failed"]
+    assert sorted(row["order"] for row in failed) == ["original", "swapped"] and {r["id"] for r in failed} == {"p3"}
+    (line,) = said()
+    assert line == (f"2 requests failed (the first written, pair 'p3' in the {failed[0]['order']} order: HTTP 422: "
+                    "Error code: 422 - bad request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.pairwise: all "
+                    f"good): each is a row of {out / PAIRWISE_PREDICTIONS} with its reason, and a rerun into the same "
+                    "--out asks them again")
