@@ -95,7 +95,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from judge.plumbing.console_logging import visible
-from judge.plumbing.json_reading import JSON_REFUSALS, counted, json_or_none, unreadable_json, value_words
+from judge.plumbing.json_reading import (JSON_REFUSALS, counted, json_or_none, unreadable_answer, unreadable_json,
+                                        value_words)
 from judge.plumbing.retry import (DEFAULT_WAIT_BUDGET_S, GenerationAborted, RetryPolicy, is_transient, list_models,
                                   retry_stop_said, retryable_status, server_message)
 from judge.rewards import (CriterionReward, FailedVerdictsWatch, Reward, RewardRule, completion_text, content_text,
@@ -343,11 +344,17 @@ class RewardRequestRefused(ValueError):
 
 def _checked(response: Any, rows: Sequence[int], url: str) -> dict[str, Any]:
     """``response``'s JSON body (``url``'s answer); a refusal retrying cannot mend raises ``RewardRequestRefused``
-    (not retried), any other failure ``httpx.HTTPStatusError`` (retried by the policy)."""
+    (not retried), any other failure ``httpx.HTTPStatusError`` (retried by the policy), a success whose body is no
+    JSON json.loads reads (a proxy's HTML page, nesting past its depth) a ``ValueError`` naming ``url`` (not retried:
+    it is no answer to the request)."""
     if 400 <= response.status_code < 500 and not retryable_status(response.status_code):
         raise RewardRequestRefused.of(response, rows, url)
     response.raise_for_status()
-    body = response.json()
+    try:
+        body = response.json()
+    except JSON_REFUSALS as err:  # the one other ValueError json.loads raises on bytes: not UTF-8
+        raise ValueError(f"{url} answered {unreadable_answer(err) or 'HTTP 200, but the answer is not UTF-8 text'}") \
+            from None
     # A judgment judge-serve's engine aborted (error "aborted": a paused engine) is no verdict about the answer:
     # the request is asked again, where valued as a failure it would lower the policy's reward for the engine's sake.
     aborted = sum(result.get("error") == VerdictError.ABORTED for item in _list(body, "items") if isinstance(item, dict)
