@@ -75,7 +75,7 @@ variable ``api_key_env`` names). A refusal (``RewardRequestRefused``) carries ju
 ``items[k]`` named as the caller's sample, ``samples[i]``: the i-th sample given (trl: the i-th prompt and completion
 of the generation batch), whichever request it went in.
 
-Why one module of ~1,170 lines: the trl and verl adapters are thin over one client (the request, its splitting under
+Why one module of ~1,200 lines: the trl and verl adapters are thin over one client (the request, its splitting under
 judge-serve's bounds, the retry policy, the refusal's mapping back to the caller's samples); apart, each adapter
 would import the other's private request code, and a reader of one framework's reward would read two files.
 """
@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import numbers
 import os
 import re
@@ -398,6 +399,23 @@ def request_timeout(timeout_s: float) -> Any:
     return httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
 
 
+def _check_bounds(timeout_s: Any, max_body_bytes: Any, where: str = "") -> None:
+    """Refuse a ``timeout_s`` that is no finite number of seconds over 0, or a ``max_body_bytes`` that is no whole
+    number of bytes over 0 nor None, naming ``where`` + the argument: 0 bytes would leave every sample unsent, each
+    reward its failure value with only warnings, and a string fail deep in the first step.
+
+    Raises:
+        ValueError: naming ``where`` + ``timeout_s`` or ``max_body_bytes`` and the value given.
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or not 0 < timeout_s < math.inf:
+        raise ValueError(f"{where}timeout_s: must be a finite number of seconds, more than 0 (one request's wait for "
+                         f"its answer), got {timeout_s!r}")  # NaN fails both bounds
+    if max_body_bytes is not None and (isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int)
+                                       or max_body_bytes < 1):
+        raise ValueError(f"{where}max_body_bytes: must be a whole number of bytes, 1 or more, or None (no bound), got "
+                         f"{max_body_bytes!r}")
+
+
 def _api_key(api_key_env: str) -> str:
     return os.environ.get(api_key_env, "") if api_key_env else ""
 
@@ -417,12 +435,17 @@ class JudgeRewardClient:
             holds a step for at most that plus the attempts' ``timeout_s``).
         max_body_bytes: the largest body sent (``encoded_body``; None: no bound). One sample over it is not sent:
             its criteria fail (``_unsent_reward``); several are the caller's to split (``request_chunks``).
+
+    Raises:
+        ValueError: a ``timeout_s`` that is no finite number of seconds over 0, a ``max_body_bytes`` that is no whole
+            number over 0 nor None, naming it.
     """
 
     def __init__(self, url: str, *, rule: RewardRule | Mapping[str, Any] | None = None,
                  api_key_env: str = "JUDGE_SERVE_API_KEY", model: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy | None = None,
                  max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES):
+        _check_bounds(timeout_s, max_body_bytes)
         root = url.rstrip("/")
         for tail in ("/v1/judge", "/v1"):  # the endpoint's own URL, or the OpenAI base URL, given for the root
             root = root[: -len(tail)] if root.endswith(tail) else root
@@ -1079,6 +1102,7 @@ def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, ap
                  model: str | None = None, retry_wait_budget_s: float = DEFAULT_WAIT_BUDGET_S) -> JudgeRewardClient:
     rule = _rule(rule)
     rule.require_numeric("custom_reward_function.reward_kwargs.rule")
+    _check_bounds(timeout_s, max_body_bytes, "custom_reward_function.reward_kwargs.")
     if isinstance(retry_wait_budget_s, bool) or not isinstance(retry_wait_budget_s, (int, float)) \
             or not 0 <= retry_wait_budget_s < float("inf"):  # NaN fails both bounds
         raise ValueError(f"custom_reward_function.reward_kwargs.retry_wait_budget_s: must be a finite number of "
@@ -1125,8 +1149,9 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
 
     Raises:
         TypeError: a ``reward_kwargs`` key this function does not take (``rules``, ``timeout``), naming it.
-        ValueError: no instruction or criteria for the sample, or a skipping rule; a sample too large to send with
-            a task or criterion judge-serve would refuse.
+        ValueError: no instruction or criteria for the sample, or a skipping rule; a ``timeout_s`` or
+            ``max_body_bytes`` that is no bound (``JudgeRewardClient``), naming the ``reward_kwargs`` key; a sample too
+            large to send with a task or criterion judge-serve would refuse.
         RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """

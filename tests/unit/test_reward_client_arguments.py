@@ -1,0 +1,49 @@
+"""The reward clients' bounds are checked when a client is built, the error naming the argument (for verl, the
+``custom_reward_function.reward_kwargs`` key): a ``max_body_bytes`` of 0 or less made every sample "over
+max_body_bytes", nothing sent and every reward its failure value with only warnings, and a string ("8MiB") a
+TypeError deep in the first step; a ``timeout_s`` of 0, NaN or a string failed each request in httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+
+import pytest
+
+from judge.reward_clients import (DEFAULT_MAX_BODY_BYTES, JudgeRewardClient, compute_score, compute_score_async,
+                                  trl_reward_function)
+
+URL = "http://127.0.0.1:9"  # nothing is sent: the arguments are refused first
+BAD_BOUNDS = [*(("max_body_bytes", value, "a whole number of bytes, 1 or more, or None")
+                for value in (0, -1, "8MiB", True, 1.5, 8.0 * 2**20)),
+              *(("timeout_s", value, "a finite number of seconds, more than 0")
+                for value in (0, -1, math.nan, math.inf, "630", True, None))]
+
+
+@pytest.mark.parametrize(("argument", "value", "rule"), BAD_BOUNDS, ids=[f"{a}={v!r}" for a, v, _ in BAD_BOUNDS])
+def test_a_bound_that_is_no_bound_is_refused_naming_it(argument, value, rule):
+    with pytest.raises(ValueError, match=rf"^{argument}: must be {re.escape(rule)}"):
+        JudgeRewardClient(URL, **{argument: value})
+    with pytest.raises(ValueError, match=rf"^{argument}: must be {re.escape(rule)}"):
+        trl_reward_function(URL, **{argument: value})
+
+
+@pytest.mark.parametrize(("key", "value"), [("max_body_bytes", 0), ("max_body_bytes", "8MiB"), ("timeout_s", 0),
+                                            ("timeout_s", math.nan)])
+def test_verl_names_the_reward_kwargs_key(key, value):
+    kwargs = {"judge_url": URL, "api_key_env": "", key: value}
+    said = rf"^custom_reward_function\.reward_kwargs\.{key}: must be "
+    with pytest.raises(ValueError, match=said):
+        compute_score("pollux", "Ответ", {"instruction": "Вопрос", "criteria": ["Краткость"]}, **kwargs)
+    with pytest.raises(ValueError, match=said):
+        asyncio.run(compute_score_async("pollux", "Ответ", {"instruction": "Вопрос", "criteria": ["Краткость"]},
+                                        **kwargs))
+
+
+def test_the_bounds_a_client_takes():
+    assert JudgeRewardClient(URL, max_body_bytes=None).max_body_bytes is None
+    assert JudgeRewardClient(URL, max_body_bytes=1).max_body_bytes == 1
+    assert JudgeRewardClient(URL).max_body_bytes == DEFAULT_MAX_BODY_BYTES
+    assert JudgeRewardClient(URL, timeout_s=5).timeout_s == 5
+    assert JudgeRewardClient(URL, timeout_s=0.5).timeout_s == 0.5
