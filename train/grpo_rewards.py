@@ -42,12 +42,13 @@ trl logs them under.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
 from judge.rewards import completion_reasoning, completion_text, cut_completions, prompt_opens_reasoning
-from judge.scales import Scale
+from judge.scales import Scale, ScaleError
 from judge.verdicts import (Verdict, VerdictError, VerdictFormat, bare_answer, bare_tagged_answer,
                             gives_reasons, has_think_tag, read_served_verdict)
 
@@ -71,13 +72,13 @@ def read_verdict(completion: str, verdict_format: str, scale_levels: Sequence[in
             integer verdict fails as :data:`CUT`; a tagged one whose ``[RESULT] n [END]`` was written whole stands,
             unless text that opens no verdict follows its ``[END]`` (a draft: :data:`CUT`).
     """
-    return _verdict_of(_read_text(completion, prompt), verdict_format, scale_levels, scale_best, cut)
+    scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
+    return _verdict_of(_read_text(completion, prompt), verdict_format, scale, cut)
 
 
-def _verdict_of(text: str, verdict_format: str, scale_levels: Sequence[int], scale_best: int, cut: bool) -> Verdict:
+def _verdict_of(text: str, verdict_format: str, scale: Scale, cut: bool) -> Verdict:
     """The verdict of a completion's read text (:func:`_read_text`), by the reader of every served route
     (``judge.verdicts.read_served_verdict``), with trl's cut as the engine's finish_reason "length"."""
-    scale = Scale(tuple(int(level) for level in scale_levels), best=int(scale_best))
     return read_served_verdict(verdict_format, text, scale=scale, finish_reason="length" if cut else "stop")
 
 
@@ -99,13 +100,12 @@ def _read_texts(completions: Sequence[Any], prompts: Sequence[Any] | None) -> li
     return [_read_text(c, p) for c, p in zip(completions, prompts, strict=True)]
 
 
-def _verdicts(texts: Sequence[str], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
-              scale_best: Sequence[int], completion_ids: Sequence[Sequence[int]] | None,
+def _verdicts(texts: Sequence[str], verdict_format: Sequence[str], scales: Sequence[Scale],
+              completion_ids: Sequence[Sequence[int]] | None,
               end_token_ids: Collection[int] | None) -> list[Verdict]:  # fmt: skip
     """Every completion's verdict from its read text (:func:`_read_texts`), failed when cut (:func:`read_verdict`)."""
     cut = cut_completions(completion_ids, end_token_ids, len(texts))  # all False without the end ids
-    return [_verdict_of(t, f, levels, best, k)
-            for t, f, levels, best, k in zip(texts, verdict_format, scale_levels, scale_best, cut, strict=True)]
+    return [_verdict_of(t, f, scale, k) for t, f, scale, k in zip(texts, verdict_format, scales, cut, strict=True)]
 
 
 def _scored(verdict: Verdict, levels: Sequence[int]) -> bool:
@@ -143,7 +143,7 @@ def _answers_as_trained(verdict_format: str, text: str, verdict: Verdict, opened
 def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], scale_levels: Sequence[Sequence[int]],
                   scale_best: Sequence[int], log_metric: Callable[[str, float], None] | None = None,
                   prompts: Sequence[Any] | None = None, completion_ids: Sequence[Sequence[int]] | None = None,
-                  end_token_ids: Collection[int] | None = None, **_: Any) -> list[float]:  # fmt: skip
+                  end_token_ids: Collection[int] | None = None, **columns: Any) -> list[float]:  # fmt: skip
     """1.0 for a verdict that parses, is one of the rubric's levels, gives its reasons (a reasoning, or
     ``[FEEDBACK]`` text, of at least ``judge.verdicts.MIN_RATIONALE_WORDS`` words:
     ``judge.verdicts.gives_reasons``) and, in the integer format, answers with a bare integer after one reasoning
@@ -163,6 +163,11 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
     of the trained form (``verdicts/answer_not_bare_share``: integer, not a bare integer after one reasoning block;
     tagged, text around the one ``[FEEDBACK] ... [END]`` block, or more than one block).
 
+    Each row's scale is checked before any verdict is read (:func:`_checked_scales`): ``scale_levels`` that are no
+    list of at least two distinct ascending integers, or a ``scale_best`` that is no end of them, is a
+    ``ValueError`` naming the row (its ``id`` column where the dataset has one, else its place in the batch) and
+    the column.
+
     Args:
         completions: the generated texts; ``verdict_format``, ``scale_levels`` and ``scale_best`` are dataset
             columns, one value per completion.
@@ -171,13 +176,15 @@ def format_reward(completions: Sequence[Any], verdict_format: Sequence[str], sca
         end_token_ids: the ids that end a finished completion (``train.grpo.completion_end_ids``, bound by the
             recipe); None: cuts are not told.
     """
+    scales = _checked_scales("format_reward", scale_levels, scale_best, len(completions), columns.get("id"))
+    scale_levels = [scale.levels for scale in scales]
     texts = _read_texts(completions, prompts)
     # A reasoning trl parsed apart and completion_text put back opened a block as a thinking prompt's does: the
     # tagged answer after it reads as after the reasoning such a prompt opened (``_answers_as_trained``), whoever
     # opened it (the message cannot say; read alone, the content was the answer, and was paid as one).
     opened = [_opens_reasoning(p) or completion_reasoning(c) is not None
               for c, p in zip(completions, prompts if prompts is not None else [None] * len(texts), strict=True)]
-    verdicts = _verdicts(texts, verdict_format, scale_levels, scale_best, completion_ids, end_token_ids)
+    verdicts = _verdicts(texts, verdict_format, scales, completion_ids, end_token_ids)
     reasoned = [_scored(v, levels) and gives_reasons(v.feedback) for v, levels in zip(verdicts, scale_levels)]
     as_trained = [r and _answers_as_trained(f, t, v, o)
                   for r, f, t, v, o in zip(reasoned, verdict_format, texts, verdicts, opened, strict=True)]  # fmt: skip
@@ -199,9 +206,9 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     """How close the verdict is to the experts: :func:`agreement`, 0.0 for a failed, out-of-scale or between-levels
     verdict, None for an item with no reference score (experts without a unique mode under ``no_unique_mode: skip``).
 
-    ``reference_scores`` are checked before any verdict is read (:func:`_checked_references`): a row whose
-    references are not a list of the criterion's levels is refused with a ``ValueError`` naming the row (its ``id``
-    column where the dataset has one, else its place in the batch). ``train.grpo.grpo_rows`` writes only levels;
+    Each row's scale, as :func:`format_reward` checks it, and ``reference_scores`` are checked before any verdict is
+    read (:func:`_checked_references`): a row whose references are not a list of the criterion's levels is refused
+    with a ``ValueError`` naming the row (its ``id`` column where the dataset has one, else its place in the batch). ``train.grpo.grpo_rows`` writes only levels;
     a dataset made by hand could pay a negative reward for a reference off the scale, or read a bare ``0`` as "no
     reference".
 
@@ -210,9 +217,10 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     its failures must still be counted (both log the same shares of one batch, which trl averages). The arguments
     are :func:`format_reward`'s and ``reference_scores`` (a dataset column).
     """
+    scales = _checked_scales("agreement_reward", scale_levels, scale_best, len(completions), columns.get("id"))
+    scale_levels = [scale.levels for scale in scales]
     reference_scores = _checked_references(reference_scores, scale_levels, len(completions), columns.get("id"))
-    verdicts = _verdicts(_read_texts(completions, prompts), verdict_format, scale_levels, scale_best, completion_ids,
-                         end_token_ids)
+    verdicts = _verdicts(_read_texts(completions, prompts), verdict_format, scales, completion_ids, end_token_ids)
     if log_metric is not None and verdicts:
         _log_failure_shares(log_metric, verdicts, scale_levels)
     rewards: list[float | None] = []
@@ -224,35 +232,81 @@ def agreement_reward(completions: Sequence[Any], verdict_format: Sequence[str], 
     return rewards
 
 
+def _row(i: int, ids: Sequence[Any] | None) -> str:
+    """Row ``i`` of a batch as an error names it: by its ``id`` column where the dataset has one, else its place."""
+    return f"the row with id {ids[i]!r}" if ids is not None and i < len(ids) else f"row {i} of the batch"
+
+
+def _is_list(value: Any) -> bool:
+    """Whether a cell is a list of values: a string would iterate into characters, and a 0-d numpy array, which has
+    ``__iter__``, into a TypeError."""
+    return (not isinstance(value, (str, bytes, Mapping)) and hasattr(value, "__iter__")
+            and getattr(value, "ndim", 1) != 0)
+
+
+def _is_integer(value: Any) -> bool:
+    """Whether a cell is an integer: a numpy one, or a float holding one (a column Arrow read as doubles), too; a bool
+    is none, though True == 1."""
+    return not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value) and value == int(value)
+
+
+def _check_column(reward: str, name: str, column: Any, n: int) -> None:
+    """Refuse a dataset column that holds no value per completion (``n``), naming it."""
+    sized = (not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
+             and getattr(column, "ndim", 1) != 0)  # a 0-d array has __len__, which raises
+    if not sized or len(column) != n:
+        got = len(column) if sized else type(column).__name__
+        raise ValueError(f"{reward}: {name} must be a column with one list per completion ({n}); got {got}")
+
+
+def _checked_scales(reward: str, scale_levels: Any, scale_best: Any, n: int, ids: Sequence[Any] | None) -> list[Scale]:
+    """Each completion's criterion scale, its row's ``Scale(scale_levels, best=scale_best)``, or a ``ValueError``
+    naming ``reward``, the first bad row and its column: a column of another length than the completions, levels
+    that are no list of integers, not distinct and ascending, or fewer than two (no span: ``agreement`` would divide
+    by 0), a best that is no integer or no end of the levels."""
+    _check_column(reward, "scale_levels", scale_levels, n)
+    _check_column(reward, "scale_best", scale_best, n)
+    scales: list[Scale] = []
+    for i, (levels, best) in enumerate(zip(scale_levels, scale_best)):
+        if not _is_list(levels) or not all(_is_integer(level) for level in levels):
+            raise ValueError(f"{reward}: scale_levels of {_row(i, ids)} must be a list of integer levels, got "
+                             f"{levels if not _is_list(levels) else list(levels)!r}")
+        try:
+            scale = Scale(tuple(int(level) for level in levels))
+        except ScaleError as err:
+            raise ValueError(f"{reward}: scale_levels of {_row(i, ids)}: {err}") from None
+        if len(scale.levels) < 2:
+            raise ValueError(f"{reward}: scale_levels of {_row(i, ids)} must hold at least two levels, got "
+                             f"{list(scale.levels)}")
+        if not _is_integer(best):
+            raise ValueError(f"{reward}: scale_best of {_row(i, ids)} must be an integer level, got {best!r}")
+        if int(best) not in (scale.levels[0], scale.levels[-1]):
+            raise ValueError(f"{reward}: scale_best of {_row(i, ids)} must be an end of its scale_levels "
+                             f"{list(scale.levels)}, got {best!r}")
+        scales.append(Scale(scale.levels, best=int(best)))
+    return scales
+
+
 def _checked_references(reference_scores: Any, scale_levels: Sequence[Sequence[int]], n: int,
                         ids: Sequence[Any] | None) -> list[list[float]]:
     """``reference_scores`` as one list of the criterion's levels per completion (empty or null: no reference), or a
     ``ValueError`` naming the first bad row: a column of another length than the completions, a row that is no
     list (a bare ``2`` would read as ten references if a string, or fail deep in the reward), a reference that is no
-    number, or one that is not a level of the row's ``scale_levels`` (its reward would go below 0 or above 1)."""
-    def row(i: int) -> str:
-        return f"the row with id {ids[i]!r}" if ids is not None and i < len(ids) else f"row {i} of the batch"
-
-    for name, column in (("reference_scores", reference_scores), ("scale_levels", scale_levels)):
-        sized = (not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
-                 and getattr(column, "ndim", 1) != 0)  # a 0-d array has __len__, which raises
-        if not sized or len(column) != n:
-            got = len(column) if sized else type(column).__name__
-            raise ValueError(f"agreement_reward: {name} must be a column with one list per completion ({n}); got "
-                             f"{got}")
+    number, or one that is not a level of the row's ``scale_levels`` (checked by :func:`_checked_scales`; its reward
+    would go below 0 or above 1)."""
+    _check_column("agreement_reward", "reference_scores", reference_scores, n)
     out: list[list[float]] = []
     for i, (references, levels) in enumerate(zip(reference_scores, scale_levels)):
         if references is None:  # a null list cell (Arrow, a JSON null): no reference, as []
             out.append([])
             continue
-        if isinstance(references, (str, bytes, Mapping)) or not hasattr(references, "__iter__") \
-                or getattr(references, "ndim", 1) == 0:  # a 0-d numpy array iterates into a TypeError
-            raise ValueError(f"agreement_reward: reference_scores of {row(i)} must be a list of the criterion's "
+        if not _is_list(references):
+            raise ValueError(f"agreement_reward: reference_scores of {_row(i, ids)} must be a list of the criterion's "
                              f"levels (empty: no reference), got {references!r}")
         for reference in references:
             if isinstance(reference, bool) or not isinstance(reference, Real) or reference not in levels:
-                raise ValueError(f"agreement_reward: reference_scores of {row(i)} holds {reference!r}, not a level "
-                                 f"of its scale_levels {list(levels)}")
+                raise ValueError(f"agreement_reward: reference_scores of {_row(i, ids)} holds {reference!r}, not a "
+                                 f"level of its scale_levels {list(levels)}")
         out.append([float(reference) for reference in references])
     return out
 
