@@ -33,7 +33,7 @@ another number of prompts per generation is refused (:func:`check_resumed_prompt
 judge-train export is held to its manifest (:func:`check_base_checkpoint`): another verdict format is refused, less
 completion room than it was trained with is a warning.
 
-Why one module of ~850 lines: every step here is one of the recipe's and reads the others' results (the rows the
+Why one module of ~860 lines: every step here is one of the recipe's and reads the others' results (the rows the
 screen keeps are the dataset's, the step size the prompt count's guard); the checks that refuse a config before
 anything loads sit beside the step whose failure they forestall, and the rewards, the one part used outside the
 recipe (judge-serve's policy-reward endpoints share their rules), already live in ``train.grpo_rewards``.
@@ -113,7 +113,15 @@ def warn_if_nothing_to_learn(log_history: Sequence[dict[str, Any]]) -> bool:
     """Warn when every logged step's groups had rewards all equal (trl's ``frac_reward_zero_std`` 1 throughout): a
     group's advantages are its rewards less their mean, so the policy's gradient was 0 at every step and the export
     is the base model (its weights changed by no more than weight decay). Exit status 0 and "exported" said nothing
-    of it. Returns whether it warned (False when trl logged no such figure)."""
+    of it. Returns whether it warned (False when trl logged no such figure).
+
+    The figure is the share of constant groups under trl's ``scale_rewards`` ``group`` (its default) and ``none``
+    only (``_generate_and_score_completions`` in trl/trainer/grpo_trainer.py, trl 1.16). Under ``batch`` it comes
+    from the whole batch's standard deviation: 1 when every reward of a step is equal, else 0, so steps whose groups
+    were each constant but unlike one another (every advantage 0) log 0 and are not warned of. Under
+    ``multi_objective_aggregation: normalize_then_sum`` it is 1 exactly when every advantage is 0, and the warning
+    holds. The constant groups cannot be counted here instead: a reward function sees its own reward, not the
+    weighted sum the advantages come from, and on several processes a group may be split between them."""
     shares = [entry["frac_reward_zero_std"] for entry in log_history if "frac_reward_zero_std" in entry]
     if not shares or min(shares) < 1.0:
         return False
