@@ -416,6 +416,17 @@ def _check_bounds(timeout_s: Any, max_body_bytes: Any, where: str = "") -> None:
                          f"{max_body_bytes!r}")
 
 
+def _check_count(value: Any, name: str, least: int, what: str) -> None:
+    """Refuse a ``value`` that is no whole number of ``least`` or more (a bool is none), naming ``name``: a string
+    or a float would fail deep in the first step, a count under ``least`` bound nothing or stop every request.
+
+    Raises:
+        ValueError: naming ``name``, what the count counts (``what``) and the value given.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name}: must be a whole number of at least {least} ({what}), got {value!r}")
+
+
 def _api_key(api_key_env: str) -> str:
     return os.environ.get(api_key_env, "") if api_key_env else ""
 
@@ -891,8 +902,9 @@ def trl_reward_function(
             failed verdict counts as its criterion's worst level, as on the OpenRLHF and verl paths;
             ``on_failure="skip"`` gives such a sample None instead).
         api_key_env, model, timeout_s, retry: as ``JudgeRewardClient``.
-        max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``).
-        max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``).
+        max_items: most samples per ``/v1/judge`` request (judge-serve's ``max_batch_items``), 1 or more.
+        max_judgments: most (sample, criterion) judgments per request (judge-serve's ``max_judgments_per_request``),
+            1 or more.
         max_body_bytes: most bytes of one request's body (under judge-serve's ``max_body_bytes``; None: no bound).
             A sample whose own body is larger is not sent: its criteria fail, valued by the rule's ``on_failure``.
         name: the function's ``__name__``, which trl logs the reward under (``rewards/<name>/mean``).
@@ -903,9 +915,15 @@ def trl_reward_function(
             (``cut``), valued by the rule's ``on_failure`` (``/v1/judge`` items carry no "cut" flag: judged, its
             cut text would be rated as a whole answer). None: cut completions cannot be told and are judged as
             they stand (a warning says so once, at the first call given ``completion_ids``).
+
+    Raises:
+        ValueError: a bound that is no bound (``timeout_s`` and ``max_body_bytes`` as ``JudgeRewardClient``; a
+            ``max_items`` or ``max_judgments`` that is no whole number of at least 1), naming it, when built.
     """
     import asyncio
 
+    _check_count(max_items, "max_items", 1, "samples per request")
+    _check_count(max_judgments, "max_judgments", 1, "(sample, criterion) judgments per request")
     client = JudgeRewardClient(url, rule=rule, api_key_env=api_key_env, model=model, timeout_s=timeout_s, retry=retry,
                                max_body_bytes=max_body_bytes)
     fixed = _criteria(criteria, "criteria") if criteria is not None else None
@@ -1103,6 +1121,8 @@ def _verl_client(judge_url: str, rule: Mapping[str, Any] | RewardRule | None, ap
     rule = _rule(rule)
     rule.require_numeric("custom_reward_function.reward_kwargs.rule")
     _check_bounds(timeout_s, max_body_bytes, "custom_reward_function.reward_kwargs.")
+    _check_count(max_retries, "custom_reward_function.reward_kwargs.max_retries", 0,
+                 "retries after a request's first attempt")
     if isinstance(retry_wait_budget_s, bool) or not isinstance(retry_wait_budget_s, (int, float)) \
             or not 0 <= retry_wait_budget_s < float("inf"):  # NaN fails both bounds
         raise ValueError(f"custom_reward_function.reward_kwargs.retry_wait_budget_s: must be a finite number of "
@@ -1150,8 +1170,9 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any, extra_
     Raises:
         TypeError: a ``reward_kwargs`` key this function does not take (``rules``, ``timeout``), naming it.
         ValueError: no instruction or criteria for the sample, or a skipping rule; a ``timeout_s`` or
-            ``max_body_bytes`` that is no bound (``JudgeRewardClient``), naming the ``reward_kwargs`` key; a sample too
-            large to send with a task or criterion judge-serve would refuse.
+            ``max_body_bytes`` that is no bound (``JudgeRewardClient``), or a ``max_retries`` that is no whole number
+            of 0 or more, naming the ``reward_kwargs`` key; a sample too large to send with a task or criterion
+            judge-serve would refuse.
         RewardRequestRefused: judge-serve refused the sample (its message, naming the field), not retried.
         httpx.HTTPError: judge-serve did not answer after the retries.
     """
@@ -1177,10 +1198,8 @@ async def compute_score_async(data_source: Any, solution_str: str, ground_truth:
         ValueError: ``max_concurrent_requests`` under 1 (no request could ever start), and as ``compute_score``.
     """
     _check_verl_kwargs("compute_score_async", verl_extra, concurrency=True)
-    if isinstance(max_concurrent_requests, bool) or not isinstance(max_concurrent_requests, int) \
-            or max_concurrent_requests < 1:
-        raise ValueError(f"custom_reward_function.reward_kwargs.max_concurrent_requests: must be a whole number of at "
-                         f"least 1 (requests in flight per event loop), got {max_concurrent_requests!r}")
+    _check_count(max_concurrent_requests, "custom_reward_function.reward_kwargs.max_concurrent_requests", 1,
+                 "requests in flight per event loop")
     client = _verl_client(judge_url, rule, api_key_env, timeout_s, max_retries, max_body_bytes, model,
                           retry_wait_budget_s)
     sample = sample_from_verl(solution_str, ground_truth, extra_info)

@@ -1,7 +1,8 @@
 """The reward clients' bounds are checked when a client is built, the error naming the argument (for verl, the
 ``custom_reward_function.reward_kwargs`` key): a ``max_body_bytes`` of 0 or less made every sample "over
 max_body_bytes", nothing sent and every reward its failure value with only warnings, and a string ("8MiB") a
-TypeError deep in the first step; a ``timeout_s`` of 0, NaN or a string failed each request in httpx."""
+TypeError deep in the first step; a ``timeout_s`` of 0, NaN or a string failed each request in httpx. trl's
+``max_items`` and ``max_judgments`` (1 or more) and verl's ``max_retries`` (0 or more: no retries) are counts."""
 
 from __future__ import annotations
 
@@ -34,6 +35,34 @@ def test_a_bound_that_is_no_bound_is_refused_naming_it(argument, value, rule):
 def test_verl_names_the_reward_kwargs_key(key, value):
     kwargs = {"judge_url": URL, "api_key_env": "", key: value}
     said = rf"^custom_reward_function\.reward_kwargs\.{key}: must be "
+    with pytest.raises(ValueError, match=said):
+        compute_score("pollux", "Ответ", {"instruction": "Вопрос", "criteria": ["Краткость"]}, **kwargs)
+    with pytest.raises(ValueError, match=said):
+        asyncio.run(compute_score_async("pollux", "Ответ", {"instruction": "Вопрос", "criteria": ["Краткость"]},
+                                        **kwargs))
+
+
+BAD_COUNTS = [(argument, value) for argument in ("max_items", "max_judgments")
+              for value in (0, -1, "64", True, 1.5, 64.0, None)]
+
+
+@pytest.mark.parametrize(("argument", "value"), BAD_COUNTS, ids=[f"{a}={v!r}" for a, v in BAD_COUNTS])
+def test_a_trl_request_bound_that_is_no_count_is_refused_when_built(argument, value):
+    # 0 sent every sample alone; a string or None raised a TypeError at the first step's first batch
+    with pytest.raises(ValueError, match=rf"^{argument}: must be a whole number of at least 1 \(.*\), got "
+                                         rf"{re.escape(repr(value))}$"):
+        trl_reward_function(URL, **{argument: value})
+
+
+def test_trl_takes_one_sample_and_one_judgment_per_request():
+    assert callable(trl_reward_function(URL, max_items=1, max_judgments=1))
+
+
+@pytest.mark.parametrize("value", [-1, "4", True, 2.0, None])
+def test_verl_max_retries_that_is_no_count_is_refused_naming_the_key(value):
+    kwargs = {"judge_url": URL, "api_key_env": "", "max_retries": value}
+    said = (r"^custom_reward_function\.reward_kwargs\.max_retries: must be a whole number of at least 0 \(.*\), got "
+            rf"{re.escape(repr(value))}$")
     with pytest.raises(ValueError, match=said):
         compute_score("pollux", "Ответ", {"instruction": "Вопрос", "criteria": ["Краткость"]}, **kwargs)
     with pytest.raises(ValueError, match=said):
