@@ -354,8 +354,9 @@ def _checked(response: Any, rows: Sequence[int], url: str) -> dict[str, Any]:
     try:
         body = response.json()
     except JSON_REFUSALS as err:  # the one other ValueError json.loads raises on bytes: not UTF-8
-        raise ValueError(f"{url} answered {unreadable_answer(err) or 'HTTP 200, but the answer is not UTF-8 text'}") \
-            from None
+        status = response.status_code  # any 2xx passed raise_for_status: a proxy's 201 or 204 too
+        said = unreadable_answer(err, status) or f"HTTP {status}, but the answer is not UTF-8 text"
+        raise ValueError(f"{url} answered {said}") from None
     # A judgment judge-serve's engine aborted (error "aborted": a paused engine) is no verdict about the answer:
     # the request is asked again, where valued as a failure it would lower the policy's reward for the engine's sake.
     aborted = sum(result.get("error") == VerdictError.ABORTED for item in _list(body, "items") if isinstance(item, dict)

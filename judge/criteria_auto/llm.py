@@ -175,7 +175,9 @@ class LLMClassifier:
         try:
             data = json.loads(b"".join(chunks))
         except JSON_REFUSALS as err:
-            raise _BodyFault(unreadable_answer(err) or "HTTP 200, but the answer is not UTF-8 text") from None
+            status = response.status_code  # any 2xx passed raise_for_status: a proxy's 201 or 204 too
+            raise _BodyFault(unreadable_answer(err, status) or f"HTTP {status}, but the answer is not UTF-8 text") \
+                from None
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None

@@ -107,14 +107,16 @@ def json_limit_refusal(err: BaseException) -> bool:
                                                and "integer string conversion" in str(err))
 
 
-def unreadable_answer(err: BaseException) -> str | None:
-    """What an endpoint's HTTP 200 was, when ``err`` (raised by a client's call) is ``json.loads`` refusing its body:
+def unreadable_answer(err: BaseException, status: int = 200) -> str | None:
+    """What an endpoint's success was, when ``err`` (raised by a client's call) is ``json.loads`` refusing its body:
     "HTTP 200, but the answer is invalid JSON (Expecting value at line 1, column 1)" (a proxy's page, a body cut
-    short; with the line, as a body may span several), "... is unreadable JSON: nested too deeply". None for any
-    other error: a ``ValueError`` of the client's own goes on as it is."""
+    short; with the line, as a body may span several), "... is unreadable JSON: nested too deeply". ``status``: the
+    answer's, where the client takes any 2xx for a success (a proxy's 201 or 204); a client that learns no status
+    (the OpenAI SDK parses the body inside its call) or takes 200 alone leaves it 200. None for any other error: a
+    ``ValueError`` of the client's own goes on as it is."""
     if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
         return None
-    return f"HTTP 200, but the answer is {unreadable_json(err, whole_file=True)}"
+    return f"HTTP {status}, but the answer is {unreadable_json(err, whole_file=True)}"
 
 
 #: How an error names a kind of JSON value, in a data row's terms rather than Python's classes.

@@ -32,3 +32,16 @@ def test_a_200_the_client_cannot_read_is_a_value_error_naming_the_url(data, said
     assert type(refused.value) is ValueError
     assert str(refused.value).startswith(f"{endpoint.base_url}/judge answered HTTP 200, but the answer is {said}")
     assert len(endpoint.requests) == 1  # not retried: the same body would come back
+
+
+@pytest.mark.parametrize(("status", "data", "said"), [
+    pytest.param(201, b"<html>", "invalid JSON (Expecting value at line 1, column 1)", id="201-html"),
+    pytest.param(203, b'{"items": "\xff"}', "not UTF-8 text", id="203-not-utf-8"),
+])
+def test_another_2xx_the_client_cannot_read_is_said_with_its_own_status(status, data, said):
+    # raise_for_status passes any 2xx: a proxy's 201 is no "HTTP 200"
+    with ScriptedEndpoint(lambda path, body: (status, RawBody(data))) as endpoint:
+        client = JudgeRewardClient(endpoint.base_url, retry=NO_WAIT)
+        with pytest.raises(ValueError) as refused:
+            client.rewards([SAMPLE])
+    assert str(refused.value).startswith(f"{endpoint.base_url}/judge answered HTTP {status}, but the answer is {said}")

@@ -13,7 +13,7 @@ import pytest
 from judge import load_taxonomy
 from judge.criteria_auto import build_classifier, expand_criteria, fallback_criteria, leaf_of
 from judge.criteria_auto.llm import SYSTEM_PROMPT, LLMClassifier, render_level_prompt
-from tests.support.scripted_endpoint import ScriptedEndpoint, chat_completion
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint, chat_completion
 
 TAX = load_taxonomy()
 
@@ -138,6 +138,18 @@ def test_a_failed_classifier_request_is_that_rows_fallback_not_the_end_of_the_ru
     assert (first["fallback"], first["level"]) == (True, "fallback") and first["criteria"] == list(fallback_criteria())
     assert first["reason"].startswith("the classifier failed: HTTPStatusError") and "400" in first["reason"]
     assert second["fallback"] is False and second["task_type"] == "Advice"
+
+
+@pytest.mark.parametrize(("status", "data", "said"), [
+    (200, b"<html>", "HTTP 200, but the answer is invalid JSON (Expecting value at line 1, column 1)"),
+    (201, b"<html>", "HTTP 201, but the answer is invalid JSON (Expecting value at line 1, column 1)"),
+    (203, b'{"choices": "\xff"}', "HTTP 203, but the answer is not UTF-8 text"),
+])
+def test_a_success_whose_body_is_unreadable_is_a_failed_choice_naming_its_status(status, data, said):
+    """raise_for_status passes any 2xx, so a proxy's 201 page is said as a 201, not as an HTTP 200."""
+    with ScriptedEndpoint(lambda path, body: (status, RawBody(data))) as ep:
+        choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
+    assert choice.is_failure and choice.reason.endswith(f"llm's response at level 0 is unusable: {said}")
 
 
 @pytest.mark.parametrize("bad", [math.nan, 3.0])
