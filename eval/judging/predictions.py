@@ -45,13 +45,17 @@ log = logging.getLogger("judge_eval.predictions")
 REQUEST_FAILED = "request_failed"
 
 
-def log_failed_requests(logger: logging.Logger, n: int, first: str, reason: str, path: Path) -> None:
-    """The warning a run (pointwise or pairwise) ends with where ``n`` requests failed: the first written (``first``,
-    e.g. "item 'x'") and its reason, and the file whose rows hold them, which a rerun asks again: the reasons are
-    otherwise only in those rows. The reason holds the server's words, its control characters shown as escapes
-    (``judge.plumbing.console_logging.visible``; the row keeps them as said)."""
-    logger.warning("%d request%s failed (the first written, %s: %s): each is a row of %s with its reason, and a rerun "
-                   "into the same --out asks them again", n, "" if n == 1 else "s", first, visible(reason), path)
+def log_failed_requests(logger: logging.Logger, n: int, first: str, reason: str, path: Path, *,
+                        to: str | None = None) -> None:
+    """The warning a run (pointwise, pairwise, or ``rank``'s answers) ends with where ``n`` requests failed: the
+    first written (``first``, e.g. "item 'x'") and its reason, and the file whose rows hold them, which a rerun asks
+    again: the reasons are otherwise only in those rows. The reason holds the server's words, its control characters
+    shown as escapes (``judge.plumbing.console_logging.visible``; the row keeps them as said). ``to``: whom the
+    requests asked, where a run asks more than its judge ("the candidate": ``rank`` asks it for the answers, then
+    the judge)."""
+    logger.warning("%d request%s%s failed (the first written, %s: %s): each is a row of %s with its reason, and a "
+                   "rerun into the same --out asks them again", n, "" if n == 1 else "s", f" to {to}" if to else "",
+                   first, visible(reason), path)
 
 
 @dataclass(frozen=True)

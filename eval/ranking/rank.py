@@ -83,7 +83,6 @@ from judge.plumbing.atomic_write import write_atomically
 from judge.plumbing.api_keys import CLIENT_KEY_ENV
 from judge.plumbing.config_files import ConfigError
 from judge.plumbing.config_files import option as _f
-from judge.plumbing.console_logging import visible
 from judge.plumbing.json_reading import JSON_REFUSALS
 from judge.plumbing.retry_bounds import DEFAULT_WAIT_BUDGET_S
 from judge.plumbing.run_folder import content_key
@@ -473,6 +472,7 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
     from eval.judging.backends import (ABORTED_FINISH, BodyPastBound, FirstRefusals, NoRoom, Refused, TooLong,
                                        chat_choice, context_refusal, generation_aborted, not_json, refusal_of)
     from eval.judging.answer_text import answer_text
+    from eval.judging.predictions import log_failed_requests
     from judge.plumbing.failing_streak import FailingStreak, stop_after, streak_failure
     from judge.plumbing.journal import JournalWriter
     from judge.plumbing.message_content import described_content, separated_reasoning
@@ -602,11 +602,8 @@ async def _answer_all(rows: Sequence[InstructionRow], config: RankConfig, base_u
         raise failing.error(f"the candidate ({name})", policy.max_retries, len(rows) - queue.qsize(), len(rows))
     if first_failed:  # as judge-eval run says its failed requests: the run then exits 3 with counts alone
         n, row = counts["request_failed"], first_failed[0]
-        # the prompt_id as a literal (a text one comes from the data: a newline or an escape in it stays inert); the
-        # reason holds the candidate's words, its control characters shown as escapes (the row keeps them as said)
-        log.warning("%d answer request%s to the candidate failed (the first written, prompt_id %r: %s): each is a "
-                    "row of %s with its reason, and a rerun into the same --out asks them again", n,
-                    "" if n == 1 else "s", row.prompt_id, visible(row.reason), path)
+        # the prompt_id as a literal (a text one comes from the data: a newline or an escape in it stays inert)
+        log_failed_requests(log, n, f"prompt_id {row.prompt_id!r}", row.reason, path, to="the candidate")
     return counts
 
 

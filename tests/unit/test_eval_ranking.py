@@ -125,6 +125,27 @@ def test_ranking_matrix_by_hand_and_payloads(tmp_path: Path, data: Path, capsys)
     assert "mean_over_criteria" in page and "unparsed 1" in page and "<script" not in page
 
 
+def _candidate_failures(caplog) -> list[str]:
+    """The warnings of the answer requests that failed: ``log_failed_requests``'s, as pointwise and pairwise runs."""
+    return [m for r in caplog.records
+            if r.name == "judge_eval.rank" and "to the candidate failed" in (m := r.getMessage())]
+
+
+def test_the_candidates_failed_requests_are_said_in_a_runs_words(caplog) -> None:
+    """``rank``'s answers end as a pointwise or pairwise run does (``log_failed_requests``), naming the candidate:
+    its judge's failed requests are said too, in the same words."""
+    import logging
+
+    from eval.judging.predictions import log_failed_requests
+
+    with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
+        log_failed_requests(logging.getLogger("judge_eval.rank"), 2, "prompt_id 'p'", "Refused: \x1b[2J", Path("a"),
+                            to="the candidate")
+    assert _candidate_failures(caplog) == [
+        "2 requests to the candidate failed (the first written, prompt_id 'p': Refused: \\x1b[2J): each is a row of a "
+        "with its reason, and a rerun into the same --out asks them again"]
+
+
 def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path, caplog) -> None:
     """A rerun asks the candidate only for the answers whose request failed and the judge only for new items. The
     run that exits 3 says why: the failed requests counted, the first one's reason, where the rows are."""
@@ -135,8 +156,8 @@ def test_ranking_resumes_failed_answers_only(tmp_path: Path, data: Path, caplog)
         with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
             assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3  # an answer is missing
         first_judged = len(judge.bodies("/v1/chat/completions"))
-    (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
-    assert said == ("1 answer request to the candidate failed (the first written, prompt_id 2: InternalServerError: "
+    (said,) = _candidate_failures(caplog)
+    assert said == ("1 request to the candidate failed (the first written, prompt_id 2: InternalServerError: "
                     "Error code: 500 - engine down): each is a row of "
                     f"{out / 'answers.jsonl'} with its reason, and a rerun into the same --out asks them again")
     first = json.loads((out / "rank.json").read_text(encoding="utf-8"))
@@ -169,8 +190,8 @@ def test_the_failed_answers_prompt_id_is_said_on_one_line_whatever_it_holds(tmp_
     with Candidate(fail={1}) as cand, Judge(scores_by_output()) as judge:
         with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
             assert main(rank_argv(cand.base_url, judge.base_url, data, tmp_path / "bench")) == 3
-    (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
-    assert said.startswith(f"1 answer request to the candidate failed (the first written, prompt_id {forged!r}: ")
+    (said,) = _candidate_failures(caplog)
+    assert said.startswith(f"1 request to the candidate failed (the first written, prompt_id {forged!r}: ")
     assert said.isprintable()
 
 
@@ -196,12 +217,12 @@ def test_the_candidates_control_characters_reach_the_console_as_escapes_and_the_
     with Hostile() as cand, Judge(scores_by_output()) as judge:
         with caplog.at_level(logging.WARNING, logger="judge_eval.rank"):
             assert main(rank_argv(cand.base_url, judge.base_url, data, out)) == 3
-    (said,) = [m for r in caplog.records if r.name == "judge_eval.rank" and "answer request" in (m := r.getMessage())]
+    (said,) = _candidate_failures(caplog)
     reason = ("Refused: HTTP 422: Error code: 422 - bad request\\x1b[2J 2026-01-01 00:00:00,000 INFO judge_eval.rank: "
               "all good ")
     # the row's reason (309 characters) shown to its 300th, ESC as the four characters of its escape
     reason += "x" * (300 - (len(reason) - len("\\x1b") + 1)) + "..."
-    assert said == (f"1 answer request to the candidate failed (the first written, prompt_id 1: {reason}): each is a "
+    assert said == (f"1 request to the candidate failed (the first written, prompt_id 1: {reason}): each is a "
                     f"row of {out / 'answers.jsonl'} with its reason, and a rerun into the same --out asks them again")
     (answer,) = [json.loads(line) for line in (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     assert "request\x1b[2J 2026-01-01" in answer["reason"]
