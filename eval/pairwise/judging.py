@@ -22,7 +22,7 @@ judge whose first answers do not read in the verdict format guessed from its mod
 ``winner`` labels: ``-1``/``0``/``1`` as the judge writes them (``-1.0``/``0.0``/``1.0`` too, as pandas writes an
 integer column with a null), or ``"answer_1"``/``"tie"``/``"answer_2"``.
 
-Why one module of ~580 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
+Why one module of ~590 lines: the pairwise file's reading, its resume and its requests (chat and judge-serve) share
 ``PairRecord``, ``PairwiseRow`` and the journal's rules; the request rules they share with the pointwise runner live in
 ``eval.judging.backends``.
 """
@@ -125,8 +125,9 @@ class PairwiseRow:
     def from_json(cls, data: dict[str, Any], where: str) -> PairwiseRow:
         """A row from its JSON object, checked as ``eval.judging.predictions.PredictionRow.from_json`` checks one: the
         scores read it, so a value of another type (a ``"-1"`` verdict, a ``"yes"`` parse flag: nothing is converted),
-        a NaN, or a parsed judgment whose score or verdict is not on the pairwise scale, is refused rather than
-        scored.
+        a NaN, a parsed judgment whose score or verdict is not on the pairwise scale, or whose verdict is not its
+        score in the pair's orientation (``original``: the score; ``swapped``: the score negated), is refused rather
+        than scored.
 
         Raises:
             ValueError: naming ``where`` and the field.
@@ -136,7 +137,21 @@ class PairwiseRow:
             if not _on_scale(values[name]):
                 got = value_words(None) if values[name] is None else shown_value(values[name])  # null, not None
                 raise ValueError(f"{where}.{name}: a parsed judgment's {name} is one of -1, 0, 1, got {got}")
+        # Agreement and position consistency read the verdict, the first-position rate the score: a row whose two
+        # disagree (merged by hand) would have the two halves of one report read two different judgments.
+        score, order = values["score"], values["order"]
+        if values["parse_ok"] and order in ORDERS and values["verdict"] != (expected := _pair_verdict(score, order)):
+            how = "negated for a swapped order" if order == "swapped" else "as it is for an original order"
+            raise ValueError(f"{where}.verdict: expected {shown_value(expected)}: the score {score:g} {how}, "
+                             f"got {shown_value(values['verdict'])}")
         return cls(**values)
+
+
+def _pair_verdict(score: float, order: str) -> float:
+    """A judgment's ``verdict``: its ``score`` (the answer for the order shown) in the pair's own orientation, the
+    one ``winner`` labels: the score itself for ``original``, negated for ``swapped`` (a tie stays ``0.0``, never
+    ``-0.0``)."""
+    return score if order == "original" else (-score or 0.0)
 
 
 def is_pairwise_data(path: str | Path | None) -> bool:
@@ -506,7 +521,7 @@ async def judge_pairs(todo: Sequence[tuple[PairRecord, str]], path: Path, *, kin
 
     def write(pair: PairRecord, order: str, outcome: dict[str, Any], latency: float) -> None:
         score = outcome["score"]
-        verdict = None if score is None else (score if order == "original" else (-score or 0.0))
+        verdict = None if score is None else _pair_verdict(score, order)
         row = PairwiseRow(id=pair.id, order=order, judge=name, verdict=verdict, **outcome, latency_s=round(latency, 4),
                           content_key=pair.content_key)
         journal.append(row.to_json())

@@ -56,6 +56,30 @@ def test_a_row_of_another_type_or_off_the_scale_is_refused_naming_its_field(tmp_
     assert str(refused.value) == f"{path}: {message}"
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"verdict": -1.0}, "line 1.verdict: expected 1.0: the score -1 negated for a swapped order, got -1.0"),
+    ({"order": "original", "verdict": 1.0},
+     "line 1.verdict: expected -1.0: the score -1 as it is for an original order, got 1.0"),
+    ({"score": 0.0, "verdict": 1.0}, "line 1.verdict: expected 0.0: the score 0 negated for a swapped order, got 1.0"),
+])  # fmt: skip
+def test_a_verdict_that_is_not_the_rows_score_in_the_pairs_orientation_is_refused(tmp_path, change, message):
+    """Agreement and position consistency read the verdict, the first-position rate the score: a hand-merged row
+    whose verdict is not its score (original) or the score negated (swapped) was scored, each half of the report
+    reading another judgment. It is the file's error, naming the line, the field and the verdict expected."""
+    path = _rows(tmp_path, {**GOOD, **change}, {**GOOD, "id": "p2"})
+    with pytest.raises(ValueError) as refused:
+        read_pairwise_rows(path)
+    assert str(refused.value) == f"{path}: {message}"
+
+
+def test_a_verdict_that_agrees_with_its_score_and_order_is_read():
+    """The rows judge_pairs writes: an original row's verdict is its score, a swapped one's the score negated, a
+    swapped tie 0 (written 0.0; a -0.0 is the same number)."""
+    rows = [{**GOOD, "order": "original", "score": 1.0, "verdict": 1.0}, GOOD,
+            {**GOOD, "score": 0.0, "verdict": 0.0}, {**GOOD, "score": 0.0, "verdict": -0.0}]
+    assert [PairwiseRow.from_json(row, "f: line 1").verdict for row in rows] == [1.0, 1.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("pair_id, kind", [([1], "a list"), ({"a": 1}, "an object"), (True, "true"), (1.0, "a number")])
 def test_a_pair_id_that_is_not_text_or_an_integer_is_refused(tmp_path, pair_id, kind):
     """[1] became the id "[1]", {"a": 1} Python's "{'a': 1}", true "True", 1.0 "1.0": each refused, in the words
