@@ -100,6 +100,7 @@ this task alone.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import threading
 from collections import Counter, defaultdict
@@ -206,6 +207,14 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
             raise DataError(f"{where}: field {dotted!r} should be {kind_words(kind)}, got {value_words(value)}")
         return value
 
+    def choice(key: str) -> str:
+        """An answer's text: MERA writes a string; a number reads as its digits, but a NaN (a missing cell, as pandas
+        writes one) or an infinity is no answer: the model would be shown the choice "nan" or "inf"."""
+        value = need(inputs, key, f"inputs.{key}", (str, int, float))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataError(f"{where}: field 'inputs.{key}' should be a string or a finite number, got {value}")
+        return str(value)
+
     instruction = need(row, "instruction", "instruction", str)
     if CONTEXT_PLACEHOLDER not in instruction:
         raise DataError(f"{where}: field 'instruction' has no {{context}} placeholder")
@@ -238,8 +247,8 @@ def parse_rutie_row(row: Mapping[str, Any], line_no: int = 0) -> RutieItem:
         question_id=question_id,
         instruction=instruction,
         question=need(inputs, "question", "inputs.question", str),
-        choice1=str(need(inputs, "choice1", "inputs.choice1", (str, int, float))),
-        choice2=str(need(inputs, "choice2", "inputs.choice2", (str, int, float))),
+        choice1=choice("choice1"),
+        choice2=choice("choice2"),
         gold=gold,
         category=_as_list(meta.get("category"), where, "meta.category"),
         use_context=use_context,

@@ -413,6 +413,11 @@ def test_parse_rutie_row_reads_the_documented_format():
         (_with("inputs.choice1", True), "field 'inputs.choice1' should be a string, an integer or a number, got true"),
         (_with("inputs.choice2", False), "field 'inputs.choice2' should be"),
         (_with("meta.question_id", True), "field 'meta.question_id' should be"),
+        # a NaN (a missing cell, as pandas writes one) became the choice "nan" the model was shown
+        (_with("inputs.choice1", float("nan")), "line 7: field 'inputs.choice1' should be a string or a finite "
+                                                "number, got nan"),
+        (_with("inputs.choice2", float("-inf")), "line 7: field 'inputs.choice2' should be a string or a finite "
+                                                 "number, got -inf"),
     ],
 )
 def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
@@ -420,6 +425,12 @@ def test_parse_rutie_row_rejects_bad_rows_naming_row_and_field(row, message):
     with pytest.raises(DataError, match="line 7") as err:
         parse_rutie_row(row, 7)
     assert message in str(err.value)
+
+
+def test_a_numeric_choice_reads_as_its_digits():
+    """MERA writes choices as strings; a finite number is still an answer, read as the text it prints."""
+    item = parse_rutie_row(with_field(_with("inputs.choice1", 4), "inputs.choice2", 2.5), 1)
+    assert (item.choice1, item.choice2) == ("4", "2.5")
 
 
 def test_a_label_field_is_a_list_or_one_string():
