@@ -27,7 +27,7 @@ Every run folder gets ``run.json`` (``judge.plumbing.provenance``: resolved sett
 data file, its source and hash, sandbox), the per-item JSONL files and ``metrics.json``.
 Generation progress is saved as it goes; re-running the same command resumes (``--overwrite`` starts over).
 
-Why one module of ~570 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
+Why one module of ~580 lines: both tasks' runs follow one order of checks (flags, data, run folder, endpoint) and one
 table of exit codes, kept where ``main`` applies them; each task's own logic is in humaneval.py and rutie.py.
 """
 
@@ -363,9 +363,12 @@ def run_ruhumaneval(config: HumanEvalConfig, task_data: tuple[Any, Any] | None =
     write_atomically(out / EXECUTIONS_FILE, write_executions)
 
     # -- metrics --------------------------------------------------------------------------------------------
-    # A budget above the samples asked for (the self-check's one) can never be scored: only the others are reported,
-    # and one of those left without a value (a sandbox error) is named in pass@k_omitted.
+    # A budget above the samples asked for (the self-check's one) can never be scored: it is named in pass@k_omitted,
+    # as a budget left without a value (a sandbox error) is, never dropped; the keys in the order of --k.
     metrics = summarize(outcomes, ks=[k for k in config.k if k <= n])
+    why = {**metrics["pass@k_omitted"],
+           **{f"pass@{k}": f"the self-check runs {n} sample per task; pass@{k} needs {k}" for k in config.k if k > n}}
+    metrics["pass@k_omitted"] = {f"pass@{k}": why[f"pass@{k}"] for k in config.k if f"pass@{k}" in why}
     # The deadline too: metrics.json outlives a rerun stopped before it, whose run.json may say another.
     metrics.update(sandbox=sandbox.isolation, exec_seconds=round(exec_s, 2), self_check=config.self_check,
                    extraction=config.extraction, deadline=config.deadline, **resolved.describe())  # fmt: skip

@@ -774,21 +774,28 @@ def test_samples_the_sandbox_never_ran_exit_3_and_stay_out_of_pass_at_k(tmp_path
     metrics = json.loads((out / "metrics.json").read_text())
     assert (metrics["n_sandbox_errors"], metrics["errors"]["sandbox_error"], metrics["n_samples"]) == (2, 2, 0)
     assert metrics["pass@k"] == {} and [t["n"] for t in metrics["per_task"]] == [0, 0]
-    # The self-check's n is 1: pass@1 is the one budget, and where it went is said in metrics.json and the line.
+    # The self-check's n is 1: pass@1 is the one budget it can score, and where it went is said in metrics.json and
+    # the line; pass@5 and pass@10 are named beside it, in the order of --k.
     why = metrics["pass@k_omitted"]["pass@1"]
-    assert list(metrics["pass@k_omitted"]) == ["pass@1"] and why.startswith("2 of 2 tasks have fewer than 1 scored")
+    assert list(metrics["pass@k_omitted"]) == ["pass@1", "pass@5", "pass@10"]
+    assert why.startswith("2 of 2 tasks have fewer than 1 scored")
     assert f"pass@1 omitted: {why};" in capsys.readouterr().out
     assert rc == cli.EXIT_SANDBOX_ERRORS == 3
     assert "2 samples never ran in the sandbox" in caplog.text
     assert "3 ruhumaneval finished, but some samples never ran in the sandbox" in " ".join(cli.EPILOG.split())
 
 
-def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, sandbox_user):
-    """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample."""
+def test_ruhumaneval_self_check_needs_no_endpoint(tmp_path, capsys, sandbox_user):
+    """--self-check executes the canonical solutions: pass@1 is 1.0 on the bundled sample. pass@5 and pass@10 need
+    more than its one sample a task: they were in neither pass@k nor pass@k_omitted, dropped without a word; they
+    are named in pass@k_omitted, with why, in metrics.json and on the printed line."""
     assert cli.main(["ruhumaneval", "--self-check", "--data", "sample", "--out", str(tmp_path / "sc")]) == 0
     metrics = json.loads((tmp_path / "sc" / "metrics.json").read_text())
     assert metrics["pass@k"] == {"pass@1": 1.0} and metrics["n_tasks"] == len(load_tasks(SAMPLE))
-    assert metrics["pass@k_omitted"] == {}  # pass@5 and pass@10 need more than the self-check's one sample
+    assert metrics["pass@k_omitted"] == {"pass@5": "the self-check runs 1 sample per task; pass@5 needs 5",
+                                         "pass@10": "the self-check runs 1 sample per task; pass@10 needs 10"}
+    assert "pass@1=1.0000; pass@5 omitted: the self-check runs 1 sample per task; pass@5 needs 5; pass@10 omitted: " \
+        in capsys.readouterr().out
 
 
 def test_deadline_harness_rescores_the_saved_samples_and_is_recorded(tmp_path, sandbox_user):
