@@ -22,7 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from judge.plumbing.config_files import ConfigError, add_config_flags, option, read_config_file, resolve_config
 from judge.plumbing.json_reading import value_words
@@ -452,7 +452,8 @@ class TrainConfig:
     def deepspeed_settings(self) -> dict[str, Any]:
         """The DeepSpeed JSON as a mapping ({} without one), read once and kept (at load, by ``validate``): the
         checks at load and at launch, the trainer's preflight and ``judge-train submit``'s note take one reading, so
-        that none describes a file edited after another check read it. Read again only for another ``deepspeed``.
+        that none describes a file edited after another check read it. Read again only for another ``deepspeed``;
+        a copy made by ``replaced`` keeps it (``dataclasses.replace`` does not).
 
         Raises:
             OSError, ValueError: as ``judge.plumbing.config_files.read_json_object`` (``validate`` names them).
@@ -465,6 +466,16 @@ class TrainConfig:
 
             kept = self._deepspeed_read = (self.deepspeed, read_json_object(Path(self.deepspeed)))
         return kept[1]
+
+    def replaced(self, **changes: Any) -> Self:
+        """``dataclasses.replace(self, **changes)`` keeping this config's reading of its DeepSpeed JSON
+        (``deepspeed_settings``), which is no field and so no copy's: a check on the copy takes the reading the
+        others took, not the file as it is now. A change of ``deepspeed`` reads the new file when asked."""
+        copy = dataclasses.replace(self, **changes)
+        kept = getattr(self, "_deepspeed_read", None)
+        if kept is not None and kept[0] == copy.deepspeed:
+            copy._deepspeed_read = kept
+        return copy
 
     def arguments_class_fields(self) -> frozenset[str]:
         """Keys the recipe's trainer-arguments class takes beyond ``TrainingArguments``'s (none here)."""

@@ -305,14 +305,12 @@ def what_a_resume_keeps(config: TrainConfig) -> str:
     config), so the newest complete checkpoint is named with ``--resume``; where a resume would be refused (nothing
     saved yet, or an ``--overwrite-output-dir`` launch stopped before it deleted the earlier run, whose checkpoints
     a resume refuses) a rerun of the same command. A checkpoint cut off mid-save is named as passed over."""
-    import dataclasses
-
     folder = config.output_dir
     quiet = logging.getLogger(f"{__name__}.interrupted")  # the check's warnings: the words returned say them
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     try:
-        kept = check_output_dir(dataclasses.replace(config, resume=True), log=quiet)
+        kept = check_output_dir(config.replaced(resume=True), log=quiet)
     except RunFinished as finished:
         return finished.message
     except ConfigError:

@@ -738,14 +738,12 @@ def _check_run_folder(config: Any, output_dir: Path, plan: BatchPlan) -> None:
     Raises:
         SubmitError: the job's own message.
     """
-    import dataclasses
-
     from train.config import ConfigError
     from train.output_folder import RunFinished, check_output_dir, survey_checkpoints
 
     resume = config.resume or (not config.overwrite_output_dir
                                and any(why is None for _, why in survey_checkpoints(output_dir)))
-    job = dataclasses.replace(config, output_dir=str(output_dir), resume=resume)
+    job = config.replaced(output_dir=str(output_dir), resume=resume)
     # A logger of this call's own, outside logging's registry: the job's warnings are gathered here without
     # touching the train.output_folder logger a caller may have configured.
     said = _Gathered(logging.WARNING)

@@ -628,3 +628,23 @@ def test_a_flash_attention_config_on_cpu_ranks_is_refused_with_the_override(tmp_
     assert slurm_submit.main([*argv, "--", "--attn-implementation=flash_attention_2"]) == 2
     assert "where -- --attn-implementation flash_attention_2 cannot load" in capsys.readouterr().err
     assert slurm_submit.main([*argv[:-2], "8", "--dry-run"]) == 0  # on GPUs it is the config's choice
+
+
+def test_a_resubmission_over_a_zero_checkpoint_reads_the_deepspeed_json_once(tmp_path, capsys, monkeypatch):
+    """The run folder's check (the job's ``check_output_dir``, on a copy of the config naming the folder and the
+    resume) takes the config's one reading of the DeepSpeed JSON, as the checks at load and the rendered note do: a
+    ZeRO checkpoint's world-size check reading the file again could see one edited after the others read it."""
+    from judge.plumbing import config_files
+
+    config, _ = _zero_run(tmp_path, ranks=4)
+    reads = []
+    read = config_files.read_json_object
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path).name)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(config_files, "read_json_object", counted)
+    assert slurm_submit.main(["--config", str(config), "--nodes", "2", "--gpus-per-node", "2", "--dry-run"]) == 0
+    assert "# deepspeed " in capsys.readouterr().out
+    assert reads.count("ds.json") == 1

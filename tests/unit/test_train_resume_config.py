@@ -429,6 +429,39 @@ def test_the_world_size_check_reads_the_deepspeed_json_the_config_read(tmp_path,
         check_output_dir(resumed)
 
 
+def test_what_an_interrupted_launch_keeps_is_asked_of_the_deepspeed_json_the_config_read(tmp_path, monkeypatch):
+    """``what_a_resume_keeps`` asks ``check_output_dir`` of a resume copy of the config (``TrainConfig.replaced``),
+    which keeps the config's reading of the DeepSpeed JSON: the file edited after it to ask for universal
+    checkpoints is not what the launch ran with, so the ZeRO checkpoint of 4 ranks is not offered to a launch of 2. A
+    copy reading the file again named checkpoint-4 with --resume, which the rerun then refused."""
+    import json
+
+    from train.output_folder import what_a_resume_keeps
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    deepspeed = tmp_path / "ds.json"
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    config = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(deepspeed))
+    _zero_checkpoint(tmp_path / "run", config, ranks=4, launch_world_size=4)
+    assert config.deepspeed_settings() == {"zero_optimization": {"stage": 3}}  # the reading at load
+    deepspeed.write_text(json.dumps({"zero_optimization": {"stage": 3}, "checkpoint": {"load_universal": True}}))
+    assert what_a_resume_keeps(config).startswith("no checkpoint to resume from")
+
+
+def test_a_copy_naming_another_deepspeed_json_reads_that_one(tmp_path):
+    """``TrainConfig.replaced`` keeps the reading only for the same ``deepspeed``: another path is read when asked."""
+    import json
+
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
+    second.write_text(json.dumps({"zero_optimization": {"stage": 3}}))
+    config = Seq2SeqConfig(output_dir=str(tmp_path / "run"), deepspeed=str(first))
+    assert config.deepspeed_settings() == {"zero_optimization": {"stage": 2}}
+    first.unlink()
+    assert config.replaced(resume=True).deepspeed_settings() == {"zero_optimization": {"stage": 2}}
+    assert config.replaced(deepspeed=str(second)).deepspeed_settings() == {"zero_optimization": {"stage": 3}}
+
+
 def test_a_checkpoint_without_deepspeed_resumes_on_another_number_of_ranks(tmp_path, monkeypatch):
     """optimizer.pt holds the whole optimizer state (no global_step* folder): another world size with the same
     global batch resumes, whatever run.json's launch recorded."""
