@@ -274,14 +274,14 @@ def check_optim_args_reach_the_optimizer(args: Any, built: tuple[Any, Any], conf
 
 
 def _deepspeed_builds_the_optimizer(config: Any) -> bool:
-    """Whether the config's DeepSpeed config (a JSON path, as the config read it: ``TrainConfig.deepspeed_settings``,
-    or the dict it holds) has an ``optimizer`` block; an unreadable one counts as none, so the HF optimizer is still
-    checked (TrainConfig.validate names the unreadable file)."""
+    """Whether the config's DeepSpeed JSON (its ``deepspeed``: a path, or None without one; the config's loader
+    refuses a mapping there) has an ``optimizer`` block, in the config's own reading of the file
+    (``TrainConfig.deepspeed_settings``), or the file's where the config has none (a stand-in holding the path alone).
+    An unreadable one counts as none, so the HF optimizer is still checked (TrainConfig.validate names the unreadable
+    file)."""
     from judge.plumbing.config_files import read_json_object
 
     deepspeed = getattr(config, "deepspeed", None)
-    if isinstance(deepspeed, dict):
-        return "optimizer" in deepspeed
     if not isinstance(deepspeed, (str, os.PathLike)):
         return False
     try:
