@@ -1034,7 +1034,9 @@ def trl_reward_function(
             log_extra(f"{name}_verdicts", rationales)
         if log_metric is not None:
             log_metric(f"{name}/judge_failures", float(failures))
-            # of them, per criterion the call judged (0 included, so a criterion's curve has every step)
+            # of them, per criterion the call judged, 0 included: a step that judged a criterion is a point on its
+            # curve even without a failure; a criterion this call did not judge (not asked of its rows, or its
+            # requests failed) has no point, where a 0 would say its verdicts were all read
             for criterion, n_failed in failures_by_metric_key(judged).items():
                 log_metric(f"{name}/judge_failures/{criterion}", float(n_failed))
             log_metric(f"{name}/judge_engine_refused", float(refused))  # of judge_failures
