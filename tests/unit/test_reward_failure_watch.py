@@ -174,3 +174,22 @@ def test_the_warning_shows_a_servers_control_characters_as_escapes():
     assert said is not None and "\x1b" not in said
     assert said.startswith("all 1 judgments of one request failed (the first: Краткость\\x1b[2J: unparseable\\x1b[31m)")
     assert said.endswith("by criterion, failed of judged: Краткость\\x1b[2J 1 of 1")
+
+
+def test_a_request_still_failing_after_the_retries_is_said_on_one_line(caplog):
+    """judge-serve answering 503 (transient) past the retries: the trl function gives those samples None and says so,
+    naming the URL, the samples and the error. The error's text goes through ``visible``, as any text a console line
+    quotes: httpx's message for a 5xx holds a newline (before its "For more information" line), which raw starts a
+    console line the warning's prefix does not head."""
+    criterion = {"name": "Краткость", "rubrics": "0: длинно\n\n1: приемлемо\n\n2: кратко"}
+    with ScriptedEndpoint(lambda path, body: (503, {"error": {"message": "overloaded"}})) as endpoint:
+        reward = trl_reward_function(endpoint.base_url, criteria=[criterion], name="judge",
+                                     retry=RetryPolicy(max_retries=0, backoff_s=0.0))
+        with caplog.at_level(logging.WARNING, logger="judge.reward_clients"):
+            assert asyncio.run(reward(prompts=["Q0", "Q1"], completions=["a", "b"])) == [None, None]
+    said = [r.getMessage() for r in caplog.records if r.name == "judge.reward_clients"]
+    assert len(said) == 2 and "\n" not in said[0]
+    url = f"{endpoint.base_url}/judge"  # base_url ends in /v1
+    assert said[0].startswith(f"judge-serve at {url} gave no rewards for 2 samples: HTTPStatusError: Server error "
+                              f"'503 Service Unavailable' for url '{url}'\\nFor more information check: ")
+    assert said[1].startswith("judge: 2 of 2 samples got no judge reward (None; 1 failed requests)")
