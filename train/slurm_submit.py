@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--srun-args", help='JUDGE_SRUN_ARGS: extra srun flags, e.g. "--container-image=IMG".')
     parser.add_argument("--master-port", type=int,
                         help="JUDGE_MASTER_PORT: rendezvous port (default: one the kernel finds free on the first "
-                             "training host when the job starts).")
+                             "training host when the job starts; one given is checked free then, and the job stops "
+                             "when it is taken).")
     parser.add_argument("--vllm-server-port", type=int,
                         help="JUDGE_VLLM_SERVE_PORT, GRPO in vLLM server mode: the port of `trl vllm-serve` on the "
                              "first node (default: one the kernel finds free there when the job starts; one given "

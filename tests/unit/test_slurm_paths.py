@@ -161,8 +161,9 @@ def test_train_sbatch_sources_the_submit_folders_env_script(tmp_path, folders):
     """The env script is what puts torchrun and judge-train on PATH: not found, the job stopped at its start."""
     submit_dir, work_dir = folders
     config = submit_dir / "judge.yaml"
+    # the batch shell runs on the one host (SLURMD_NODENAME) and asks for the rendezvous port itself
     env = _env(tmp_path, submit_dir, JUDGE_CONFIG=str(config), JUDGE_OUTPUT_DIR=str(tmp_path / "run"),
-               JUDGE_MASTER_PORT="29500")  # fmt: skip
+               SLURMD_NODENAME="localhost")  # fmt: skip
     proc = _run("train.sbatch", env, work_dir)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "sourced").read_text() == f"sourced in {work_dir}\n"

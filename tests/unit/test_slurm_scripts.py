@@ -304,12 +304,38 @@ def test_train_sbatch_takes_a_free_rendezvous_port(tmp_path, config_file):
 
 
 def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
-    """JUDGE_MASTER_PORT names the port: no probe."""
+    """JUDGE_MASTER_PORT names the port: the probe on the first training host checks it free and asks for no other."""
+    from judge.plumbing.processes import free_port
+
     calls = tmp_path / "srun_calls"
-    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", FAKE_SRUN_CALLS=str(calls))
+    port = free_port()
+    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT=str(port), FAKE_SRUN_CALLS=str(calls))
     proc = _run("train.sbatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert _rendezvous_port(proc) == 29611 and len(calls.read_text().splitlines()) == 1
+    assert _rendezvous_port(proc) == port
+    probe, training = calls.read_text().splitlines()
+    assert probe.startswith("--nodes=1 --ntasks=1 --nodelist=nx-node-1 ") and probe.endswith(f" {port}")
+
+
+def test_train_sbatch_stops_on_a_named_rendezvous_port_another_process_holds(tmp_path, config_file):
+    """A JUDGE_MASTER_PORT another process listens on was passed to every node's torchrun unchecked: the rendezvous
+    failed on the first training host once every node had started. The job stops before any training step, exit 2,
+    in one line naming the variable and the port."""
+    import socket
+
+    calls = tmp_path / "srun_calls"
+    with socket.socket() as other_job:
+        other_job.bind(("", 0))
+        other_job.listen()
+        port = other_job.getsockname()[1]
+        env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT=str(port),
+                         FAKE_SRUN_CALLS=str(calls))  # fmt: skip
+        proc = _run("train.sbatch", env, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: JUDGE_MASTER_PORT={port}: port {port} is taken (Address already in use) on "
+                           "nx-node-1, where torchrun's rendezvous binds it; name another (judge-train submit "
+                           "--master-port), or leave it unset for one found free\n")
+    assert len(calls.read_text().splitlines()) == 1 and not (tmp_path / "srun_args").exists()  # the probe alone
 
 
 @pytest.mark.parametrize(("given", "line"), [
@@ -319,7 +345,7 @@ def test_train_sbatch_rendezvous_port_given_wins(tmp_path, config_file):
 ])  # fmt: skip
 def test_train_sbatch_banner_counts_the_ranks_of_a_node(tmp_path, config_file, given, line):
     """The banner said "x 1 ranks" for every job of one rank a node; the word now follows the count."""
-    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", **given)
+    env = _train_env(tmp_path, config_file, tmp_path / "run", **given)
     proc = _run("train.sbatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^    nodes       2: nx-node-\[1-2\] (.*)$", proc.stdout, re.M).group(1) == line
@@ -346,7 +372,7 @@ def test_train_sbatch_banner_names_the_training_nodes_apart_from_the_vllm_server
     for package in (modules / "trl", modules / "trl" / "scripts"):
         (package / "__init__.py").write_text("")
     (modules / "trl" / "scripts" / "vllm_serve.py").write_text("raise SystemExit(0)\n")  # a server step that ends
-    env = _train_env(tmp_path, config_file, tmp_path / "run", JUDGE_MASTER_PORT="29611", SLURM_GPUS_ON_NODE="8",
+    env = _train_env(tmp_path, config_file, tmp_path / "run", SLURM_GPUS_ON_NODE="8",
                      SLURM_JOB_NODELIST="nx-node-[1-3]", JUDGE_VLLM_SERVE_MODEL="Qwen/Qwen3-8B", FAKE_HOSTLIST=hostlist,
                      PYTHONPATH=os.pathsep.join([str(modules), str(REPO)]))  # fmt: skip
     write_executables(tmp_path / "bin3", {"scontrol": THREE_NODE_SCONTROL})
@@ -555,7 +581,7 @@ def test_train_sbatch_refuses_a_second_run_folder_in_its_arguments(tmp_path, con
     """`JUDGE_OUTPUT_DIR=A sbatch slurm/train.sbatch --output_dir B`: judge-train trained in B (the later flag) while the
     script locked A and looked for checkpoints there, so a requeue found none to resume. It stops before any srun."""
     out, other = tmp_path / "run", tmp_path / "elsewhere"
-    env = _train_env(tmp_path, config_file, out, JUDGE_MASTER_PORT="29500")
+    env = _train_env(tmp_path, config_file, out)
     words = [flag.format(out=out, other=other) for flag in flags]
     proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch"), *words], env=env, capture_output=True, text=True,
                           timeout=60, cwd=tmp_path)  # fmt: skip

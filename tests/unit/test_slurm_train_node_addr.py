@@ -39,7 +39,7 @@ def _launch(tmp_path: Path, nodes: list[str], node_addr: str | None, **extra_env
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_TORCHRUN_ARGS": str(tmp_path / "torchrun_args"),
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": ",".join(nodes), "SLURM_NODEID": "0",
-        "SLURM_SUBMIT_DIR": str(tmp_path), "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
+        "SLURM_SUBMIT_DIR": str(tmp_path), "JUDGE_CONFIG": "judge.yaml",
         "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache", **extra_env,
     }  # fmt: skip
     proc = subprocess.run(["bash", str(SLURM_DIR / "train.sbatch")], env=env, capture_output=True, text=True,

@@ -36,7 +36,8 @@ def _run(tmp_path: Path, submit_dir: Path, work_dir: Path, *args: str, **extra: 
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JUDGE_", "WANDB_"))},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SRUN_ARGS": str(tmp_path / "srun_args"),
         "FAKE_SOURCED": str(tmp_path / "sourced"), "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost",
-        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_MASTER_PORT": "29500", "JUDGE_ENV_SCRIPT": "env.sh",
+        "SLURM_SUBMIT_DIR": str(submit_dir), "JUDGE_ENV_SCRIPT": "env.sh",
+        "SLURMD_NODENAME": "localhost",  # the batch shell runs on the one host: it asks for the rendezvous port
         "JUDGE_CONFIG": "configs/judge.yaml", "JUDGE_OUTPUT_DIR": "runs/t", "JUDGE_WANDB_DIR": "wandb",
         "JUDGE_CACHE_DIR": "cache", **extra,
     }  # fmt: skip

@@ -48,7 +48,7 @@ def _run(tmp_path: Path, record: str, restart: str = "0", **extra: str
         "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
         "FAKE_SCONTROL_CALLS": str(calls), "FAKE_JOB_RECORD": record,
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
-        "SLURM_RESTART_COUNT": restart, "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
+        "SLURM_RESTART_COUNT": restart, "JUDGE_CONFIG": "judge.yaml",
         "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache", **extra,
     }  # fmt: skip
     # exec keeps the pid: the batch shell's is the one the fake torchrun signals

@@ -39,7 +39,7 @@ def _judge_train_args(tmp_path: Path, restart: str, overwrite: str | None, check
         "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
         "FAKE_TORCHRUN_ARGS": str(tmp_path / "torchrun_args"),
         "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost", "SLURM_NODEID": "0", "SLURM_SUBMIT_DIR": str(tmp_path),
-        "SLURM_RESTART_COUNT": restart, "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "judge.yaml",
+        "SLURM_RESTART_COUNT": restart, "JUDGE_CONFIG": "judge.yaml",
         "JUDGE_OUTPUT_DIR": "run", "JUDGE_CACHE_DIR": "cache",
         **({"JUDGE_OVERWRITE_OUTPUT_DIR": overwrite} if overwrite is not None else {}),
     }  # fmt: skip

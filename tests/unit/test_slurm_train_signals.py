@@ -69,7 +69,7 @@ def _env(job: dict[str, Path], ready_fd: int, go_fd: int, **extra: str) -> dict[
         "FAKE_READY_FD": str(ready_fd), "FAKE_GO_FD": str(go_fd),
         "FAKE_SRUN_CWD": str(job["srun_cwd"]), "FAKE_SRUN_ARGS": str(job["srun_args"]),
         "FAKE_HOSTS": "localhost", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "localhost",
-        "SLURM_SUBMIT_DIR": str(job["submit"]), "JUDGE_MASTER_PORT": "29500", "JUDGE_CONFIG": "configs/judge.yaml",
+        "SLURM_SUBMIT_DIR": str(job["submit"]), "JUDGE_CONFIG": "configs/judge.yaml",
         "JUDGE_OUTPUT_DIR": "runs/t", "JUDGE_CACHE_DIR": str(job["submit"] / "cache"), **extra,
     }  # fmt: skip
 

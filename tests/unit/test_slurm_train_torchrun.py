@@ -22,8 +22,9 @@ HELP_WITHOUT_FLAG = "usage: torchrun [-h] [--nnodes NNODES] [--nproc-per-node NP
 
 
 def _launch(tmp_path: Path, torchrun_help: str,
-            master_port: str = "29500") -> tuple[subprocess.CompletedProcess, list[str]]:
-    """Run train.sbatch on one node; return the process and the arguments torchrun was started with."""
+            master_port: str = "") -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run train.sbatch on one node (``master_port`` empty: one found free); return the process and the arguments
+    torchrun was started with."""
     (tmp_path / "judge.yaml").write_text("recipe: seq2seq\n")
     bin_dir = write_executables(tmp_path / "bin", {
         # the node step: run the task's command, as srun runs it on each node, after srun's own options
@@ -68,7 +69,23 @@ def test_a_master_port_that_is_no_port_stops_the_job_before_any_node_starts(tmp_
     assert args == []
 
 
+def _free_four_digit_port() -> int:
+    """A port from 1024 to 9999 free here (the script checks a named one free): one written with a leading zero
+    still has at most five digits."""
+    import socket
+
+    for port in range(9999, 1023, -1):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no port from 1024 to 9999 is free")
+
+
 def test_a_master_port_with_a_leading_zero_is_passed_as_its_number(tmp_path):
-    proc, args = _launch(tmp_path, HELP_WITH_FLAG, master_port="08080")
+    port = _free_four_digit_port()
+    proc, args = _launch(tmp_path, HELP_WITH_FLAG, master_port=f"0{port}")
     assert proc.returncode == 0, proc.stderr
-    assert "--master_port=8080" in args
+    assert f"--master_port={port}" in args

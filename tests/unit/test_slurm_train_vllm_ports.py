@@ -214,7 +214,7 @@ def test_named_trainer_ports_where_python3_gives_no_answer_are_not_the_remedy(tm
                                   FAKE_PROBE_DEAD="nx-b")
     assert proc.returncode == 2
     assert proc.stderr == ("train.sbatch: the trainer's ports on nx-b: python3 there, which finds free ports or checks "
-                           "the weight-sync group port named, gave no answer; the job needs python3 on that host\n")
+                           "the ones named, gave no answer; the job needs python3 on that host\n")
     assert server == training == []
 
 
@@ -226,6 +226,18 @@ def test_one_port_named_for_both_the_rendezvous_and_the_group_stops_the_job(tmp_
                            "and the weight-sync group each bind their own port on nx-b; name two, or leave one unset "
                            "for one found free\n")
     assert server == training == [] and _probes(tmp_path) == []
+
+
+def test_a_named_rendezvous_port_another_process_holds_stops_the_job(tmp_path):
+    """JUDGE_MASTER_PORT is checked free on nx-b beside the group port: one another process listens on stops the job
+    before either step, naming the variable (the group port's advice would send the user to the wrong one)."""
+    with _held(0) as (port,):
+        proc, server, training = _job(tmp_path, JUDGE_MASTER_PORT=str(port))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"train.sbatch: JUDGE_MASTER_PORT={port}: port {port} is taken (Address already in use) on "
+                           "nx-b, where torchrun's rendezvous binds it; name another (judge-train submit "
+                           "--master-port), or leave it unset for one found free\n")
+    assert server == training == []
 
 
 def _rendezvous(proc: subprocess.CompletedProcess) -> str:
