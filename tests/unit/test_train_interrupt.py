@@ -260,7 +260,28 @@ class _StepThenSave:
             callback.on_save(None, self.state, self.control)
 
 
-def _one_rank(rank: int, store: str, output_dir: str, signal_during_save: int | None, seen: str) -> None:
+def _on_two_ranks(tmp_path: Path, monkeypatch, target, extra: tuple[tuple, tuple] = ((), ())) -> list[dict]:
+    """``target(rank, store, output_dir, seen, *extra[rank])`` as rank 0 here and rank 1 forked, joined through the
+    file store ``tmp_path/store``, each in its own ``tmp_path/rank<r>``; returns what each wrote to its ``seen`` file.
+    fork: the child has torch and transformers imported already (a spawned one would import them again)."""
+    monkeypatch.setenv("RANK", "0")  # the target sets it: put back after
+    store = tmp_path / "store"
+    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
+    other = multiprocessing.get_context("fork").Process(
+        target=target, args=(1, str(store), str(tmp_path / "rank1"), str(seen[1]), *extra[1]))
+    other.start()
+    try:
+        target(0, str(store), str(tmp_path / "rank0"), str(seen[0]), *extra[0])
+        other.join(60)
+    finally:
+        if other.is_alive():  # rank 0 never joined a collective: do not leave rank 1 waiting in it
+            other.kill()
+            other.join()
+    assert other.exitcode == 0
+    return [json.loads(path.read_text()) for path in seen]
+
+
+def _one_rank(rank: int, store: str, output_dir: str, seen: str, signal_during_save: int | None) -> None:
     import torch.distributed as dist
 
     from tests.support.tiny_regressor import prepared_run
@@ -277,31 +298,29 @@ def _one_rank(rank: int, store: str, output_dir: str, signal_during_save: int | 
     Path(seen).write_text(json.dumps({"stopped_at_step": run.stopper.stopped_at_step,
                                       "training_stops": trainer.control.should_training_stop,
                                       "stopped_by_signal": result.stopped_by_signal,
-                                      "exit_status": stop_exit_code(result)}))
+                                      "requeued": result.requeued, "exit_status": stop_exit_code(result)}))
 
 
 def test_ranks_agree_on_a_ctrl_c_that_reached_one_of_them_during_a_save(tmp_path, monkeypatch):
     """Rank 1 alone is interrupted, during checkpoint-1's save: through the stopper's all-reduce in ``on_save`` both
     ranks stop at step 1, both know it was Ctrl+C, and both exit 130 (under Slurm too). Rank 1 runs forked."""
     monkeypatch.setenv("SLURM_JOB_ID", "7")
-    monkeypatch.setenv("RANK", "0")  # _one_rank sets it: put back after
-    store = tmp_path / "store"
-    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
-    # fork: the child has torch and transformers imported already (a spawned one would import them again)
-    other = multiprocessing.get_context("fork").Process(
-        target=_one_rank, args=(1, str(store), str(tmp_path / "rank1"), signal.SIGINT, str(seen[1])))
-    other.start()
-    try:
-        _one_rank(0, str(store), str(tmp_path / "rank0"), None, str(seen[0]))
-        other.join(60)
-    finally:
-        if other.is_alive():  # rank 0 never joined a collective: do not leave rank 1 waiting in it
-            other.kill()
-            other.join()
-    assert other.exitcode == 0
     expected = {"stopped_at_step": 1, "training_stops": True, "stopped_by_signal": int(signal.SIGINT),
-                "exit_status": 130}
-    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+                "requeued": False, "exit_status": 130}
+    assert _on_two_ranks(tmp_path, monkeypatch, _one_rank, ((None,), (signal.SIGINT,))) == [expected, expected]
+
+
+def _scontrol_recorded(tmp_path: Path, monkeypatch) -> Path:
+    """A stand-in ``scontrol`` first on PATH that records each call's arguments, a line a call, in the file returned
+    (absent: never called), and answers as for a job Slurm is preempting, so a requeue asked would be made."""
+    from tests.support.fake_commands import write_executables
+
+    calls = tmp_path / "scontrol_calls"
+    bin_dir = write_executables(tmp_path / "bin", {"scontrol": (
+        f'echo "$*" >>{calls}\n'
+        'if [[ $1 == show ]]; then echo "JobId=$3 JobState=RUNNING PreemptTime=2026-01-01T00:00:00 Restarts=0"; fi\n')})
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return calls
 
 
 @pytest.mark.parametrize("signals", [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGUSR1)],
@@ -310,24 +329,14 @@ def test_ranks_that_got_ctrl_c_and_slurms_signal_both_stop_as_interrupted(signal
     """Rank 0 and rank 1 get different signals during checkpoint-1's save, one of them Ctrl+C: both stop there as
     interrupted (SIGINT, exit 130, no requeue asked), as one rank that gets both does (``_on_signal``: the user's stop
     stays one). Before, the all-reduce took the highest signal number, SIGTERM (15) or SIGUSR1 (10) over SIGINT (2):
-    both ranks stopped as for Slurm (exit 75), and under Slurm rank 0 asked for a requeue the user had not."""
-    monkeypatch.setenv("RANK", "0")  # _one_rank sets it: put back after
-    store = tmp_path / "store"
-    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
-    other = multiprocessing.get_context("fork").Process(
-        target=_one_rank, args=(1, str(store), str(tmp_path / "rank1"), signals[1], str(seen[1])))
-    other.start()
-    try:
-        _one_rank(0, str(store), str(tmp_path / "rank0"), signals[0], str(seen[0]))
-        other.join(60)
-    finally:
-        if other.is_alive():
-            other.kill()
-            other.join()
-    assert other.exitcode == 0
+    both ranks stopped as for Slurm (exit 75), and under Slurm rank 0 asked for a requeue the user had not. Run
+    under Slurm here (SLURM_JOB_ID set, an scontrol that would requeue the job): rank 0 calls no scontrol."""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    calls = _scontrol_recorded(tmp_path, monkeypatch)
     expected = {"stopped_at_step": 1, "training_stops": True, "stopped_by_signal": int(signal.SIGINT),
-                "exit_status": 130}
-    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+                "requeued": False, "exit_status": 130}
+    assert _on_two_ranks(tmp_path, monkeypatch, _one_rank, ((signals[0],), (signals[1],))) == [expected, expected]
+    assert not calls.exists()
 
 
 def test_the_stopper_ranks_slurms_signals_below_ctrl_c_and_sigterm_above_sigusr1():
@@ -416,27 +425,13 @@ def test_every_rank_ends_as_interrupted_when_ctrl_c_gives_rank_0s_export_up(tmp_
         os.kill(os.getpid(), signal.SIGINT)
         return "the trained model"
 
-    monkeypatch.setenv("RANK", "0")  # _export_on_one_rank sets it: put back after
     monkeypatch.setattr(export, "probe_batch", lambda tokenizer, texts: {})
     monkeypatch.setattr(export, "live_outputs", lambda model, batch: {})
     monkeypatch.setattr(export, "load_trained", load_and_be_interrupted)
-    store = tmp_path / "store"
-    seen = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
     for rank in (0, 1):
         (tmp_path / f"rank{rank}").mkdir()
-    other = multiprocessing.get_context("fork").Process(
-        target=_export_on_one_rank, args=(1, str(store), str(tmp_path / "rank1"), str(seen[1])))
-    other.start()
-    try:
-        _export_on_one_rank(0, str(store), str(tmp_path / "rank0"), str(seen[0]))
-        other.join(60)
-    finally:
-        if other.is_alive():
-            other.kill()
-            other.join()
-    assert other.exitcode == 0
     expected = {"abandoned": 130, "stopped_by_signal": int(signal.SIGINT), "export_dir": None}
-    assert [json.loads(path.read_text()) for path in seen] == [expected, expected]
+    assert _on_two_ranks(tmp_path, monkeypatch, _export_on_one_rank) == [expected, expected]
     assert not (tmp_path / "rank0" / "export").exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
