@@ -46,3 +46,20 @@ def test_a_refusals_log_line_is_clipped(monkeypatch):
     [line] = [r.getMessage() for r in records]
     assert line.startswith("a reward request was refused (400, param labels[0]): labels[0]: яя")
     assert len(line) < 2 * MESSAGE_MAX_CHARS
+
+
+def test_a_refusals_log_line_shows_control_characters_as_escapes(monkeypatch):
+    """The warning goes to the operator's console: an ESC sequence or a newline in a refusal's message or param is
+    shown as its escape (``judge.plumbing.console_logging.visible``), not repainting the terminal or forging a line
+    of its own. The route's messages quote a client's words with repr already; the log line does not rely on it."""
+    from serve.config import ServeConfig
+    from serve.rewards import RewardRoute
+    from serve.schema import RequestError
+
+    with judge_serve_log(monkeypatch) as records:
+        route = RewardRoute(ServeConfig(model="x"), error=lambda *a, **k: None)
+        route._refused(RequestError("items[0]: unknown criterion Кр\x1b[2J\nforged: judge-serve ready",
+                                    param="items[0].criteria\x1b[31m"), [0])
+    assert [r.getMessage() for r in records] == [
+        "a reward request was refused (400, param labels[0].criteria\\x1b[31m): labels[0]: unknown criterion "
+        "Кр\\x1b[2J\\nforged: judge-serve ready"]

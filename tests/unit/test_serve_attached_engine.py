@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 
 import aiohttp
 import pytest
@@ -309,3 +310,46 @@ def test_a_model_list_larger_than_the_cap_is_a_502_saying_so(tiny_causal_dir, mo
         listed = http.get("/v1/models", headers=AUTH)
     assert listed.status_code == 502, listed.text
     assert listed.json()["error"]["code"] == "engine_error" and "over 100 bytes" in listed.json()["error"]["message"]
+
+
+def test_a_model_list_nested_past_the_decoders_depth_is_a_502(tiny_causal_dir, monkeypatch):
+    """``GET /v1/models`` decodes the engine's list, read from its stream, to add judge-serve's fields: a list nested
+    past what ``json.loads`` holds (a RecursionError, not a ValueError) is a 502 saying it could not be read, as any
+    other unreadable list, not a 500 of judge-serve's own."""
+    from tests.support.scripted_endpoint import RawBody
+
+    deep = {"on": False}
+    listing = _listing
+
+    def switchable(window):
+        plain = listing(window)
+        nested = RawBody(b'{"object": "list", "data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+        return lambda path: (200, nested) if deep["on"] and path == "/v1/models" else plain(path)
+
+    monkeypatch.setattr(sys.modules[__name__], "_listing", switchable)  # what _attached's engine lists with
+    with _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        deep["on"] = True
+        listed = http.get("/v1/models", headers=AUTH)
+    assert listed.status_code == 502, listed.text
+    assert listed.json()["error"] == {"message": "the generator engine's model list could not be read",
+                                      "type": "server_error", "param": None, "code": "engine_error"}
+
+
+def test_an_unreachable_engines_error_is_logged_with_its_control_characters_escaped(tiny_causal_dir, monkeypatch):
+    """The proxy's "unreachable" warning quotes the client library's error: its text goes to the operator's console
+    through ``visible``, an ESC sequence or a newline in it shown as its escape, not repainting the terminal or
+    starting a line of its own. (aiohttp's own messages quote the bytes an engine sent with repr; the session here
+    raises one whose text holds them raw, which the log line may not rely on never meeting.)"""
+    from tests.unit.test_reward_route import judge_serve_log
+
+    async def unreachable(*args, **kwargs):
+        raise aiohttp.ClientConnectionError("reset by 10.0.0.5\x1b[2J\nforged: judge-serve ready")
+
+    with judge_serve_log(monkeypatch) as records, _attached(tiny_causal_dir, monkeypatch) as (http, engine):
+        monkeypatch.setattr(http.app.state.serve.http, "request", unreachable)
+        answer = http.post("/v1/chat/completions", headers=AUTH,
+                           json={"model": ENGINE_MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    assert answer.status_code == 503, answer.text
+    said = [r.getMessage() for r in records if "is unreachable" in r.getMessage()]
+    assert said == [f"the generator engine at {engine.url} is unreachable: ClientConnectionError: reset by "
+                    "10.0.0.5\\x1b[2J\\nforged: judge-serve ready"]
