@@ -98,18 +98,12 @@ def test_the_rendered_notes_name_the_deepspeed_json_and_its_zero_stage(capsys, s
             "cpu") in script.splitlines()
 
 
-def test_submit_reads_the_deepspeed_json_once(capsys, tmp_path, monkeypatch):
-    """The checks at load, the launch's (its accumulation and bf16) and the rendered note take one reading of the
-    DeepSpeed JSON, the one the config was checked by: a note read again could describe a file edited meanwhile, which
-    no check had seen. Before, submit read it three times."""
+def json_files_read(monkeypatch) -> list[str]:
+    """The name of each file ``judge.plumbing.config_files.read_json_object`` reads from now on (the test's
+    monkeypatch undoes it), in order: a list filled as they are read."""
     from judge.plumbing import config_files
-    from tests.support.submit_folder import shipped_configs_submit_folder
 
-    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
-    reads = []
+    reads: list[str] = []
     read = config_files.read_json_object
 
     def counted(path, *args, **kwargs):
@@ -117,6 +111,20 @@ def test_submit_reads_the_deepspeed_json_once(capsys, tmp_path, monkeypatch):
         return read(path, *args, **kwargs)
 
     monkeypatch.setattr(config_files, "read_json_object", counted)
+    return reads
+
+
+def test_submit_reads_the_deepspeed_json_once(capsys, tmp_path, monkeypatch):
+    """The checks at load, the launch's (its accumulation and bf16) and the rendered note take one reading of the
+    DeepSpeed JSON, the one the config was checked by: a note read again could describe a file edited meanwhile, which
+    no check had seen. Before, submit read it three times."""
+    from tests.support.submit_folder import shipped_configs_submit_folder
+
+    monkeypatch.chdir(shipped_configs_submit_folder(tmp_path / "submit"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    reads = json_files_read(monkeypatch)
     script = _dry_run(capsys, "--config", str(REPO / "configs" / "train" / "t-pro" / "seq2seq.yaml"), "--nodes", "8",
                       "--gpus-per-node", "8")
     assert "# deepspeed configs/deepspeed/zero3.json: ZeRO stage 3" in script.splitlines()

@@ -634,17 +634,10 @@ def test_a_resubmission_over_a_zero_checkpoint_reads_the_deepspeed_json_once(tmp
     """The run folder's check (the job's ``check_output_dir``, on a copy of the config naming the folder and the
     resume) takes the config's one reading of the DeepSpeed JSON, as the checks at load and the rendered note do: a
     ZeRO checkpoint's world-size check reading the file again could see one edited after the others read it."""
-    from judge.plumbing import config_files
+    from tests.unit.test_slurm_submit import json_files_read
 
     config, _ = _zero_run(tmp_path, ranks=4)
-    reads = []
-    read = config_files.read_json_object
-
-    def counted(path, *args, **kwargs):
-        reads.append(Path(path).name)
-        return read(path, *args, **kwargs)
-
-    monkeypatch.setattr(config_files, "read_json_object", counted)
+    reads = json_files_read(monkeypatch)
     assert slurm_submit.main(["--config", str(config), "--nodes", "2", "--gpus-per-node", "2", "--dry-run"]) == 0
     assert "# deepspeed " in capsys.readouterr().out
     assert reads.count("ds.json") == 1

@@ -161,24 +161,21 @@ def test_named_ports_that_are_free_reach_both_the_server_and_the_trainer(tmp_pat
     assert _after(training, "--vllm-group-port") == str(group_port)
 
 
-def test_a_named_server_port_another_job_holds_stops_the_job_before_any_step(tmp_path):
-    """Named and taken, the server would have failed to bind and the trainer would have talked to the holder."""
+@pytest.mark.parametrize(("variable", "said"), [
+    # the server would have failed to bind, and the trainer would have talked to the holder
+    ("JUDGE_VLLM_SERVE_PORT", "the vLLM server's port on nx-a: port {port} is taken (Address already in use); name "
+                              "another in JUDGE_VLLM_SERVE_PORT (judge-train submit --vllm-server-port)"),
+    ("JUDGE_VLLM_GROUP_PORT", "the trainer's weight-sync group port on nx-b: port {port} is taken (Address already "
+                              "in use); name another in JUDGE_VLLM_GROUP_PORT (judge-train submit --vllm-group-port)"),
+    # checked on nx-b beside the group port, and named: the group port's advice would send the user to the wrong one
+    ("JUDGE_MASTER_PORT", "JUDGE_MASTER_PORT={port}: port {port} is taken (Address already in use) on nx-b, where "
+                          "torchrun's rendezvous binds it; name another (judge-train submit --master-port)"),
+])  # fmt: skip
+def test_a_named_port_another_job_holds_stops_the_job_before_any_step(tmp_path, variable, said):
     with _held(0) as (port,):
-        proc, server, training = _job(tmp_path, JUDGE_VLLM_SERVE_PORT=str(port))
+        proc, server, training = _job(tmp_path, **{variable: str(port)})
     assert proc.returncode == 2
-    assert proc.stderr == (f"train.sbatch: the vLLM server's port on nx-a: port {port} is taken (Address already in "
-                           "use); name another in JUDGE_VLLM_SERVE_PORT (judge-train submit --vllm-server-port), or "
-                           "leave it unset for one found free\n")
-    assert server == training == []
-
-
-def test_a_named_group_port_another_job_holds_stops_the_job_before_any_step(tmp_path):
-    with _held(0) as (port,):
-        proc, server, training = _job(tmp_path, JUDGE_VLLM_GROUP_PORT=str(port))
-    assert proc.returncode == 2
-    assert proc.stderr == (f"train.sbatch: the trainer's weight-sync group port on nx-b: port {port} is taken "
-                           "(Address already in use); name another in JUDGE_VLLM_GROUP_PORT (judge-train submit "
-                           "--vllm-group-port), or leave it unset for one found free\n")
+    assert proc.stderr == f"train.sbatch: {said.format(port=port)}, or leave it unset for one found free\n"
     assert server == training == []
 
 
@@ -226,18 +223,6 @@ def test_one_port_named_for_both_the_rendezvous_and_the_group_stops_the_job(tmp_
                            "and the weight-sync group each bind their own port on nx-b; name two, or leave one unset "
                            "for one found free\n")
     assert server == training == [] and _probes(tmp_path) == []
-
-
-def test_a_named_rendezvous_port_another_process_holds_stops_the_job(tmp_path):
-    """JUDGE_MASTER_PORT is checked free on nx-b beside the group port: one another process listens on stops the job
-    before either step, naming the variable (the group port's advice would send the user to the wrong one)."""
-    with _held(0) as (port,):
-        proc, server, training = _job(tmp_path, JUDGE_MASTER_PORT=str(port))
-    assert proc.returncode == 2
-    assert proc.stderr == (f"train.sbatch: JUDGE_MASTER_PORT={port}: port {port} is taken (Address already in use) on "
-                           "nx-b, where torchrun's rendezvous binds it; name another (judge-train submit "
-                           "--master-port), or leave it unset for one found free\n")
-    assert server == training == []
 
 
 def _rendezvous(proc: subprocess.CompletedProcess) -> str:
