@@ -27,8 +27,11 @@
   experts' slopes cannot see (single-expert ones, whose "experts' mean" is one expert's score) would not be the same
   comparison. The experts' range is
   from the lowest to the highest per-expert slope (named experts with at least ``MIN_PAIRS`` pairs over at least
-  ``MIN_SLOPE_ANSWERS`` answers). The judge is flagged only where its slope is over at least ``MIN_SLOPE_ANSWERS``
-  answers too and its whole interval lies outside that range (above: lenient on long answers; below: harsh on
+  ``MIN_SLOPE_ANSWERS`` answers), and a flag needs at least ``MIN_EXPERT_SLOPES`` (2) of them: one expert's slope
+  is a range of zero width, and a judge level with the experts' mean (half-way between a named expert lenient on long
+  answers and an unnamed one who is not) was flagged harsh for being unlike that one expert. The judge is flagged
+  only where its slope is over at least ``MIN_SLOPE_ANSWERS`` answers too and its whole interval lies outside that
+  range (above: lenient on long answers; below: harsh on
   long answers). Why a minimum of answers: the length is one value per answer, so the slope's clustered interval has
   as many degrees of freedom as there are answers less two (``cluster_slope``), and with few answers it is too narrow
   even so: with a true slope of 0 the nominal 95% interval covers it well under 95% of the time over a handful of
@@ -77,7 +80,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_LENIENCY_N", "MIN_PAIRS", "MIN_SLOPE_ANSWERS", "answer_codes", "cluster_mean", "cluster_slope",
+from judge.metrics_json.validity import MIN_EXPERTS_TESTED
+
+__all__ = ["MIN_EXPERT_SLOPES", "MIN_LENIENCY_N", "MIN_PAIRS", "MIN_SLOPE_ANSWERS", "answer_codes", "cluster_mean", "cluster_slope",
            "leniencies", "leniency", "length_bias", "marginal_homogeneity"]
 
 #: An expert's own length slope needs at least this many items.
@@ -85,6 +90,10 @@ MIN_PAIRS = 30
 #: A length slope counts towards a flag (the judge's, or an expert's in the experts' range) only over at least
 #: this many answers (clusters; module docstring): this toolkit's choice.
 MIN_SLOPE_ANSWERS = 30
+#: A length flag needs the slopes of at least this many experts: one expert's slope is a range of zero width, and a
+#: judge level with the experts' mean would be flagged for being unlike that one expert (the alt-test's verdict asks
+#: as many tested experts by default, for the same reason).
+MIN_EXPERT_SLOPES = MIN_EXPERTS_TESTED
 #: A leniency direction needs at least this many answers (clusters; module docstring).
 MIN_LENIENCY_N = 10
 
@@ -307,7 +316,8 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         ``judge`` {n, slope, ci} (on the items with at least two experts); ``experts``: ``by_expert`` slopes and
         their ``range`` (named experts), or ``pooled`` None with ``why`` (no named expert: module docstring);
         ``flag``: "lenient on long answers", "harsh on long answers" or None (also whenever there is no experts'
-        range to compare with, or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers). An expert
+        range to compare with, fewer than ``MIN_EXPERT_SLOPES`` experts have a slope (``experts["why"]`` says so),
+        or the judge's slope is over fewer than ``MIN_SLOPE_ANSWERS`` answers). An expert
         with fewer than ``MIN_PAIRS`` pairs or ``MIN_SLOPE_ANSWERS`` answers has no slope in ``by_expert``. With
         ``off_scale``, ``n_judge_failed`` and ``n_judge_off_scale``: the items the judge's slope is drawn from (two
         experts or more) whose judge score failed or lies off the scale, out of the slope.
@@ -370,7 +380,14 @@ def length_bias(judge: np.ndarray, experts: np.ndarray, expert_ids: np.ndarray |
         experts_out["by_expert"] = slopes
         if slopes:
             values = [s["slope"] for s in slopes.values()]
-            band = experts_out["range"] = [min(values), max(values)]
+            experts_out["range"] = [min(values), max(values)]
+            if len(slopes) >= MIN_EXPERT_SLOPES:
+                band = experts_out["range"]
+            else:
+                experts_out["why"] = (f"experts with a slope of their own: {len(slopes)}; a flag needs the range of "
+                                      f"at least {MIN_EXPERT_SLOPES}: one expert's slope is no range of the experts, "
+                                      f"and a judge level with the experts' mean would be flagged for being unlike "
+                                      f"that one expert")
     out["experts"] = experts_out
     flag = None
     if out["judge"] is not None and band is not None and judge_answers >= MIN_SLOPE_ANSWERS:

@@ -20,7 +20,7 @@ from eval.scoring.resample_rules import paired_resamples_to_call
 from eval.scoring.comparison import Comparison
 from judge.metrics_json.metrics import Metrics
 from eval.validity.alt_test import MIN_EXPERTS_TESTED
-from eval.validity.bias import MIN_LENIENCY_N, MIN_PAIRS, MIN_SLOPE_ANSWERS
+from eval.validity.bias import MIN_EXPERT_SLOPES, MIN_LENIENCY_N, MIN_PAIRS, MIN_SLOPE_ANSWERS
 from eval.validity.ceiling import MARGIN as CEILING_MARGIN
 from eval.validity.ceiling import ceiling_resamples
 from eval.validity.ceiling import MIN_ITEMS as CEILING_MIN_ITEMS
@@ -289,6 +289,10 @@ def _length_text(length: LengthBias | Unavailable | None) -> str:
             return (f"{judge}; not compared: no expert has the {MIN_PAIRS} items over {MIN_SLOPE_ANSWERS} answers a "
                     f"slope of their own needs{_CLUSTERS}")
         low, high = length.experts.range
+        if length.experts.why:  # fewer experts with a slope than a flag needs (``bias.MIN_EXPERT_SLOPES``)
+            return (f"{judge}; experts {_num(low, 3)} to {_num(high, 3)}: not compared: "
+                    f"{counted(len(length.experts.by_expert), 'expert')} with a slope of their own, a flag needs "
+                    f"{MIN_EXPERT_SLOPES}")
         # no flag: the interval within the range, or the judge's slope over fewer answers than a flag needs
         # (``bias.MIN_SLOPE_ANSWERS``; the file counts the items, not the answers)
         unflagged = (f"not flagged (a flag needs the interval outside the experts', over {MIN_SLOPE_ANSWERS} "

@@ -370,10 +370,12 @@ class Slope(_SectionRecord):
 
 @dataclass(frozen=True)
 class NamedExpertSlopes(_SectionRecord):
-    """Each named expert's leave-one-out slope, and their range (absent when no expert has one)."""
+    """Each named expert's leave-one-out slope, and their range (absent when no expert has one); ``why`` there is
+    no flag where fewer experts have a slope than a flag needs (``eval.validity.bias.MIN_EXPERT_SLOPES``)."""
 
     by_expert: dict[str, Slope]
     range: Interval | None = optional_field()
+    why: str | None = optional_field()
 
 
 @dataclass(frozen=True)

@@ -665,6 +665,38 @@ def test_length_flag_needs_thirty_answers_for_the_judge_and_the_experts():
     assert set(mixed["experts"]["by_expert"]) == {"a", "b"} and mixed["flag"] == "lenient on long answers"
 
 
+def test_length_flag_needs_two_experts_slopes():
+    """200 answers scored by expert A (named) and expert B (unnamed, so no slope of its own), A one level above B on
+    the long answers, and a judge equal to their mean. The judge's residual is 0 on every item (slope 0, interval
+    [0, 0]); A's leave-one-out slope is positive, and A's alone made the experts' range, of zero width: the judge
+    was flagged "harsh on long answers" for being unlike that one expert. A flag needs two experts' slopes
+    (``MIN_EXPERT_SLOPES``): no flag, the range still shown and the reason said, in the file and the report."""
+    from eval.validity.bias import MIN_EXPERT_SLOPES
+    from eval.validity.render import _length_text
+    from judge.metrics_json.validity import LengthBias
+
+    assert MIN_EXPERT_SLOPES == 2
+    rng = np.random.default_rng(0)
+    n = 200
+    chars = rng.integers(100, 5000, n).astype(float)
+    b = rng.integers(0, 2, n).astype(float)
+    experts = np.c_[b + (chars > np.median(chars)), b]
+    ids = np.array([["A", None]] * n, dtype=object)
+    result = length_bias(experts.mean(axis=1), experts, ids, chars, None, answers=np.arange(n))
+    assert result["judge"]["ci"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert list(result["experts"]["by_expert"]) == ["A"] and result["experts"]["range"][0] > 0
+    assert result["flag"] is None
+    assert result["experts"]["why"].startswith("experts with a slope of their own: 1; a flag needs the range of at "
+                                               "least 2")
+    assert _length_text(LengthBias.from_json(result)).endswith(": not compared: 1 expert with a slope of their own, "
+                                                               "a flag needs 2")
+    # a second named expert (B named too) gives a range, and the comparison
+    named = length_bias(experts.mean(axis=1), experts, np.array([["A", "B"]] * n, dtype=object), chars, None,
+                        answers=np.arange(n))
+    assert set(named["experts"]["by_expert"]) == {"A", "B"} and "why" not in named["experts"]
+    assert named["flag"] is None  # level with the experts' mean: inside A's and B's slopes (B's the negative of A's)
+
+
 def test_answer_codes_group_an_answers_criteria():
     """Items of one answer share the model, the task type, the answer's length and the instruction: one code; any of
     them differing is another answer."""
