@@ -24,7 +24,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "judge.sample_data": ("sample_data_path",),
     "judge.scales": ("Scale", "ScaleError", "scale_of"),
     "judge.splits": ("STANDARD", "UNKNOWN", "ZERO_SHOT", "LeakageError", "SplitSpec", "check_no_leakage",
-                     "load_split_spec", "UnknownTaskTypeError", "split_of", "splits_of"),
+                     "load_split_spec", "UnknownTaskTypeError", "split_groups", "split_of", "splits_of"),
     "judge.taxonomy": ("Criterion", "Task", "Taxonomy", "TaxonomyError", "load_taxonomy", "oriented_scale"),
     "judge.verdicts": ("Verdict", "VerdictError", "VerdictFormat", "format_score", "parse_integer_verdict",
                        "parse_judge_output", "verdict_format_of_model", "parse_rationale", "parse_verdict",

@@ -95,16 +95,20 @@ class RecordColumns:
 
         return pc.utf8_length(column).to_numpy(zero_copy_only=False).astype(np.float64)
 
-    def distinct(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def distinct(self, names: Sequence[str], also: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per record, the number of its distinct combination of the text fields ``names`` (numbered in order of
         first appearance), and the first record of each combination: a lookup made once per combination (a
-        taxonomy resolving task types and criteria) then reaches every record."""
+        taxonomy resolving task types and criteria) then reaches every record. ``also``: one more value per record
+        (non-negative integers) that tells combinations apart, for what the lookup reads beyond the text fields."""
         import pandas as pd
 
         code = np.zeros(len(self), dtype=np.int64)
         bound = 1  # code < bound
         for name in names:
             codes, uniques = pd.factorize(self.text(name))
+            code, bound = _mixed_radix(code, bound, codes, len(uniques))
+        if also is not None:
+            codes, uniques = pd.factorize(np.asarray(also, dtype=np.int64))
             code, bound = _mixed_radix(code, bound, codes, len(uniques))
         key, _ = pd.factorize(code)
         first = np.full(int(key.max()) + 1 if len(key) else 0, len(key), dtype=np.int64)
@@ -253,6 +257,14 @@ class RecordColumns:
             for k, row in zip(inside.tolist(), zip(*values)):
                 out[k] = dict(zip(names, row))
         return out
+
+    def extras_at(self, index: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
+        """The ``extra`` of the records at ``index`` (their columns outside the schema), without building the
+        records."""
+        index = np.asarray(index, dtype=np.int64)
+        if self._records is not None:
+            return [dict(self._records[i].extra or {}) for i in index.tolist()]
+        return self._extras(index)
 
     def take(self, index: np.ndarray) -> RecordColumns:
         """The records at ``index`` (increasing), as columns."""

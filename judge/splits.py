@@ -47,6 +47,7 @@ __all__ = [
     "default_split_path",
     "load_split_spec",
     "split_of",
+    "split_groups",
     "splits_of",
     "record_task_type",
     "instruction_key",
@@ -254,11 +255,38 @@ def splits_of(records: Iterable, spec: SplitSpec | None = None, strict: bool = F
     return [shared[instruction_key(record)] for record in records]
 
 
+def split_groups(columns) -> tuple:
+    """The records ``split_of`` cannot tell apart, numbered: per record the number of its group (in order of first
+    appearance, an int64 array) and each group's first record, so that a caller resolves one record per group and
+    spreads its split to the group (``split_of`` looks names up in the taxonomy: seconds over the 160k items of the
+    full test, one by one).
+
+    A group shares everything ``split_of`` reads: the task type, subtype and criterion, and, for a record without a
+    task type, whether ``criteria: auto`` judged it on the criteria for any text (its ``task_choice``). Keyed by the
+    three names alone, such a record and another without that choice took the split of whichever came first.
+
+    Args:
+        columns: ``judge.RecordColumns`` (``judge.record_columns.as_columns`` makes records into them).
+    """
+    import numpy as np
+
+    task_types = columns.text("task_type")
+    no_type = np.flatnonzero([not name for name in task_types])  # only these can be split by the fallback flag
+    fallback = np.zeros(len(task_types), dtype=np.int64)
+    fallback[no_type] = [_fallback_choice(extra) for extra in columns.extras_at(no_type)]
+    return columns.distinct(("task_type", "task_subtype", "criteria_name"), also=fallback)
+
+
 def _judged_on_the_fallback_set(record) -> bool:
     """Whether ``record`` is an item ``criteria: auto`` judged on the criteria for any text (its ``task_choice``
     record, ``judge.criteria_auto.TaskChoice.to_dict``, says ``fallback``: a row the classifier was unsure of or
     failed on)."""
-    choice = (getattr(record, "extra", None) or {}).get("task_choice")
+    return _fallback_choice(getattr(record, "extra", None))
+
+
+def _fallback_choice(extra) -> bool:
+    """Whether a record's ``extra`` holds a ``task_choice`` saying ``fallback`` (``_judged_on_the_fallback_set``)."""
+    choice = (extra or {}).get("task_choice")
     return isinstance(choice, dict) and choice.get("fallback") is True
 
 

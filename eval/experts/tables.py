@@ -98,12 +98,13 @@ PAPER = {
 
 def _labels(columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split, task type (English where known), criterion name and its English name per record; each taxonomy lookup
-    is made once per distinct key (a few hundred), not per item (160k on the release)."""
+    is made once per group of records ``split_of`` cannot tell apart (``judge.split_groups``: a few hundred), not per
+    item (160k on the release)."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    key, first = columns.distinct(("task_type", "task_subtype", "criteria_name"))
+    key, first = judge.split_groups(columns)
     representatives = columns.records_at(first)
 
     def task_name(task_type: str, subtype: str) -> str:

@@ -161,13 +161,14 @@ def pad_expert_ids(id_lists, width: int) -> np.ndarray | None:
 
 
 def _labels(columns) -> tuple[np.ndarray, np.ndarray]:
-    """Split and task group of each record, resolved once per distinct (task type, subtype, criterion): ``split_of``
-    resolves names through the taxonomy, which would cost seconds on the 160k items of the full test."""
+    """Split and task group of each record, resolved once per group of records ``split_of`` cannot tell apart
+    (``judge.split_groups``): ``split_of`` resolves names through the taxonomy, which would cost seconds on the 160k
+    items of the full test."""
     import judge
 
     taxonomy = judge.load_taxonomy()
     spec = judge.load_split_spec()
-    key, first = columns.distinct(("task_type", "task_subtype", "criteria_name"))
+    key, first = judge.split_groups(columns)
     # An unresolvable task type is its own "unknown" split, shown apart in the report, never Standard.
     representatives = columns.records_at(first)
     splits = np.array([judge.split_of(r, spec, allow_unknown=True) for r in representatives], dtype=object)

@@ -334,3 +334,41 @@ def test_training_data_drops_an_instructions_rows_together():
     assert [r["id"] for r in split["train"]] == ["b-rep"] and split["validation"] == []
     assert [(r["id"], r["drop_reason"]) for r in dropped] == [("a-rhyme", "zero_shot:criterion"),
                                                               ("a-rep", "zero_shot:instruction")]
+
+
+@pytest.mark.parametrize("source", ["records", "columns"])
+@pytest.mark.parametrize("fallback_first", [True, False])
+def test_a_rows_split_in_the_tables_does_not_depend_on_which_row_comes_first(tmp_path, source, fallback_first):
+    """Two rows without a task type on one criterion: one criteria: auto judged on the criteria for any text (its
+    task_choice says fallback: Standard), one without that choice (unknown). The item table and the experts' tables
+    resolved the split once per (task type, subtype, criterion), from the first row of that key, so both rows took
+    the first one's split: both Standard in one order, both unknown in the other. ``split_groups`` keys them by what
+    ``split_of`` reads, the fallback choice too; both orders, records and the column-wise reader."""
+    import json
+
+    from eval.experts.tables import expert_tables
+    from eval.scoring import item_table
+    from judge import load_record_columns, split_groups
+    from judge.record_columns import as_columns
+
+    base = {"instruction": "И", "answer": "О", "criteria_name": "Проактивность", "rubrics": "0: нет\n\n1: да",
+            "task_type": ""}
+    fallback = {**base, "id": "a", "expert_scores": [1, 1], "task_choice": {"fallback": True, "level": "fallback"}}
+    plain = {**base, "id": "b", "expert_scores": [0, 0]}
+    rows = [fallback, plain] if fallback_first else [plain, fallback]
+    if source == "records":
+        records = records_from_rows(rows)
+    else:
+        path = tmp_path / "data.jsonl"
+        path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        records = load_record_columns(str(path))
+        records = records[0] if isinstance(records, tuple) else records
+    expected = {"a": STANDARD, "b": UNKNOWN}
+    assert split_groups(as_columns(records))[1].tolist() == [0, 1]  # two groups, each its first row
+    predictions = [{"id": rid, "judge": "j", "score": 1, "parse_ok": True, "error": None, "score_source": "verdict"}
+                   for rid in "ab"]
+    table, _ = item_table.build_table(records, predictions)
+    assert dict(zip(table.ids.tolist(), table.split.tolist())) == expected
+    tables = expert_tables(records)["tables"]["mean_by_model"]
+    assert tables["standard"]["(none)"]["Experts"] == pytest.approx((1, 1.0))  # the fallback row's experts alone
+    assert tables["unknown"]["(none)"]["Experts"] == pytest.approx((1, 0.0))  # the other row's, apart
