@@ -24,8 +24,9 @@ alt-test's ``failures="drop"`` an item either judge failed on is dropped for bot
 for the judge that failed, on the same items). rho compares the same values of each judge as the run's own section
 (``eval.validity.section.alt_test_judge``: under ``accuracy`` the level a score rounds to where that level lies in
 the item's scale, read against ``rating_low`` / ``rating_high``, else ``scale_low`` / ``scale_high``, when they
-are given, else the score itself), so that the baseline's paired rho is its section's rho on the same items; the
-ceiling gap takes the raw scores, as the section's ceiling does. Items without a prediction in either run are the
+are given, else the score itself), so that under ``loss`` the baseline's paired rho is its section's rho on the same
+items (under ``drop``, its rho on the items both judges scored); the ceiling gap takes the raw scores, as the
+section's ceiling does. Items without a prediction in either run are the
 caller's to leave out (``judge-eval compare`` does): a NaN here is a failure.
 
 Each figure carries ``n_units``, the units its interval resamples (items the figure covers, or their instructions

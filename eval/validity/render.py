@@ -740,8 +740,8 @@ def _side_by_side(runs: Mapping[str, Metrics]) -> list[tuple[str, list[list[str]
             alt, ceiling = block.overall.alt_test, block.overall.ceiling
             tested = isinstance(alt, AltTest)
             older = one_expert_items and block.overall.agreement is not None and _n_alpha_items(block) is None
-            # at the paired table's 3 decimals: the baseline's ρ there is this ρ, and two runs' figures 0.006 apart
-            # both read "0.97" at 2
+            # at the paired table's 3 decimals: the baseline's ρ there is this ρ (under the alt-test's failures
+            # loss; its lead says where not), and two runs' figures 0.006 apart both read "0.97" at 2
             rows.append([name,
                          _num(alt.winning_rate, 3) if tested else "—",
                          _num(alt.advantage_probability, 3) if tested else "—",
@@ -812,9 +812,16 @@ def _paired_lead(result: Comparison) -> str:
             f"a paired bootstrap interval over {unit} ({' / '.join(map(str, drawn))} resamples"
             + (f", fewer than --n-boot's {result.n_boot}: the paired validity caps them"
                if result.n_boot > max(drawn, default=0) else "") + f") at the {level:g} % level")
+    validity = result.metrics[0].validity if result.metrics else None
+    dropped = ""
+    if validity and validity.settings.alt_test.failures == "drop":
+        # paired.py leaves out of both judges' ρ an item either failed on, where each section dropped its own
+        dropped = (f" The baseline's alt-test drops failures (--alt-test-failures drop), so ρ here is over the items "
+                   f"both judges scored: {result.baseline}'s ρ can differ from its own under \"Validity side by "
+                   f"side\", which is over every item it scored.")
     return (f"On the items both judges share; delta = run − baseline with {over} "
             f"(ρ: higher is better; the ceiling gap, judge minus expert error against the rest of the panel: lower "
-            f"is better) against {result.baseline}.")
+            f"is better) against {result.baseline}.{dropped}")
 
 
 #: What compare.md and compare.html say where the paired validity is absent because the baseline has no section.

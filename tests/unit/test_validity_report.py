@@ -137,6 +137,21 @@ def test_compare_sets_validity_side_by_side(sample_runs):
     assert paired.ceiling_gap.delta > 0  # the shifted judge is farther from the panel
 
 
+def test_compare_says_where_the_baselines_paired_rho_is_not_its_sections(sample_runs):
+    """compare.md shows each run's section ρ ("Validity side by side") and the baseline's paired ρ ("Validity,
+    paired"). Under the baseline's --alt-test-failures drop the paired ρ is over the items both judges scored, so
+    the two can differ: the paired lead says so there, and only there (the exact run's alt-test counts failures as
+    losses)."""
+    from eval.scoring.compare import compare, render_markdown
+
+    root = sample_runs["root"]
+    drop = render_markdown(compare([root / "lenient", root / "exact"], n_boot=0)).split("## Validity, paired")[1]
+    assert ("The baseline's alt-test drops failures (--alt-test-failures drop), so ρ here is over the items both "
+            "judges scored: j (lenient)'s ρ can differ from its own under \"Validity side by side\"") in drop
+    loss = render_markdown(compare([root / "exact", root / "lenient"], n_boot=0)).split("## Validity, paired")[1]
+    assert "drops failures" not in loss
+
+
 def test_compare_draws_the_paired_validity_at_one_minus_alpha(sample_runs):
     """At --alpha 0.2 compare.json's ci_level, compare.md and compare.html say 80 % for every paired interval, but the
     paired validity's were drawn at 95 %. Now they are the 80 % intervals of the same resamples (within the 95 % ones,

@@ -321,6 +321,30 @@ def test_paired_validity_matches_each_judges_own_figures():
     assert same["rho"]["delta"] == 0 and same["rho"]["ci"] == [0.0, 0.0] and same["ceiling_gap"]["ci"] == [0.0, 0.0]
 
 
+def test_the_baseline_paired_rho_is_its_sections_under_loss_and_not_under_drop():
+    """120 items, the run (B) failing on 40 the baseline (A) scored. Under ``loss`` a failure is the failing judge's
+    loss and A's items stay as they are: A's paired rho is its own section's rho. Under ``drop`` an item either
+    judge failed on leaves both judges' rho, so A's paired rho is over the 80 items both scored and is not its
+    section's (which drops A's own failures only): docs/validity.md said the two were always equal."""
+    rng = np.random.default_rng(11)
+    experts = rng.integers(0, 3, size=(120, 3)).astype(float)
+    ids = np.array([["a", "b", "c"]] * 120, dtype=object)
+    judge_a = np.where(rng.random(120) < 0.7, experts[:, 0], rng.integers(0, 3, 120)).astype(float)
+    judge_b = np.clip(experts[:, 1] + 1, 0, 2)
+    judge_b[::3] = nan
+    for failures in ("loss", "drop"):
+        settings = AltTestSettings(failures=failures)
+        paired = paired_validity(judge_a, judge_b, experts, ids, "mean", settings, n_boot=0)
+        own = alt_test(judge_a, experts, ids, settings)["advantage_probability"]
+        if failures == "loss":
+            assert paired["rho"]["baseline"] == pytest.approx(own, abs=1e-12)
+        else:
+            shared = alt_test(np.where(np.isfinite(judge_b), judge_a, nan), experts, ids,
+                              settings)["advantage_probability"]
+            assert paired["rho"]["baseline"] == pytest.approx(shared, abs=1e-12)
+            assert abs(paired["rho"]["baseline"] - own) > 1e-3
+
+
 def test_paired_validity_with_dropped_failures_tests_both_judges_on_the_same_items():
     """``failures="drop"``: an item either judge failed on is dropped for both, so each side's rho is that judge's
     own alt-test rho on the items both scored (B fails on the first 20 items; A's rho is taken without them too)."""
