@@ -384,21 +384,30 @@ def summarise(found: Indicators | None, settings: AltTestSettings, items: np.nda
                        (np.zeros(len(found.scored_expert[scored]), dtype=np.int64), found.scored_expert[scored]))
     _corrected(rows, settings.q)
     in_cell = np.ones(len(found.few_experts), dtype=bool) if items is None else items
-    # the pairs come item by item (ascending): the items are the runs, each as long as the item's named experts
-    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]]) if len(item) else np.zeros(0, dtype=np.intp)
-    n_items = len(starts)
-    # the items a tested expert is left out on, and of those the ones whose left-out expert has one other expert to be
-    # compared with: with only those, the test asks which of two experts the judge sides with more (the authors' FAQ
-    # on three annotators; module docstring). An item only untested experts scored tests nothing.
     experts = found.expert[pairs]
     tested = np.bincount(experts, minlength=len(found.expert_names)) >= settings.min_items_per_expert
-    tested_items = np.logical_or.reduceat(tested[experts], starts) if n_items else np.zeros(0, dtype=bool)
-    two = np.diff(np.r_[starts, len(item)]) == 2
+    n_items, (n_tested,), (n_two,) = _items_tested(item, tested[experts])
     return {"available": True, **asdict(settings), "n_items": n_items,
             "n_items_few_experts": int((found.few_experts & in_cell).sum()),
             "n_items_judge_failed": int((found.judge_failed & in_cell).sum()),
-            "n_items_tested": int(tested_items.sum()), "n_items_two_experts": int((two & tested_items).sum()),
+            "n_items_tested": n_tested, "n_items_two_experts": n_two,
             **_summary(rows, settings.min_experts_tested)}
+
+
+def _items_tested(item: np.ndarray, tested_pair: np.ndarray, group: np.ndarray | None = None,
+                  n_groups: int = 1) -> tuple[int, list[int], list[int]]:
+    """The items of the pairs ``item`` (ascending, as the pairs come), then per group of ``group`` (each item's
+    group code; None: one group) the items a tested expert is left out on (``tested_pair``: the pair's expert is
+    tested) and of those the ones whose left-out expert has one other expert to be compared with: with only those,
+    the test asks which of two experts the judge sides with more (the authors' FAQ on three annotators; module
+    docstring). An item only untested experts scored tests nothing."""
+    # the pairs come item by item: the items are the runs, each as long as the item's named experts
+    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]]) if len(item) else np.zeros(0, dtype=np.intp)
+    tested_items = (np.logical_or.reduceat(tested_pair, starts) if len(starts) else np.zeros(0, dtype=bool))
+    two = np.diff(np.r_[starts, len(item)]) == 2
+    codes = np.zeros(len(starts), dtype=np.int64) if group is None else np.asarray(group)[item[starts]]
+    count = [np.bincount(codes[where], minlength=n_groups).tolist() for where in (tested_items, two & tested_items)]
+    return len(starts), count[0], count[1]
 
 
 def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, domains: np.ndarray,
@@ -430,7 +439,16 @@ def summarise_by_domain(found: Indicators | None, settings: AltTestSettings, dom
     by_domain: dict[str, list] = {}
     for r in rows:
         by_domain.setdefault(str(r["group"]), []).append(r)
-    summaries = {label: _summary(group, settings.min_experts_tested) for label, group in sorted(by_domain.items())}
+    # an expert is tested within a domain (its items there), so the domain's counts of the items a tested expert is
+    # left out on, and of those with two experts: what the report's two-experts caveat reads, as the overall cell's
+    experts = found.expert[pairs]
+    width = max(len(found.expert_names), 1)
+    key = domain_codes[item].astype(np.int64) * width + experts
+    tested_pair = np.bincount(key)[key] >= settings.min_items_per_expert if len(key) else np.zeros(0, dtype=bool)
+    _, n_tested, n_two = _items_tested(item, tested_pair, domain_codes, len(domain_names))
+    counts = {str(name): (n_tested[code], n_two[code]) for code, name in enumerate(domain_names)}
+    summaries = {label: {**_summary(group, settings.min_experts_tested), "n_items_tested": counts[label][0],
+                         "n_items_two_experts": counts[label][1]} for label, group in sorted(by_domain.items())}
     judged = [s for s in summaries.values() if s["passed"] is not None]
     # every domain with an item here, pairs or not: one without any named expert has no row above
     in_cell = domain_codes if items is None else domain_codes[items]

@@ -430,11 +430,22 @@ CRITERION_NOTE = ("α or κ —: no two of the ratings it pairs differ (every on
                   "and κ: no readable verdict on the scale; κ: no item with a unique experts' mode).")
 
 
-def _criterion_note(block: ValiditySplit) -> str:
-    """``CRITERION_NOTE`` where a criterion's α or κ is undefined, else nothing."""
+def _criterion_note(block: ValiditySplit, text: Callable[[str], str] = _plain) -> str:
+    """``CRITERION_NOTE`` where a criterion's α or κ is undefined, and what a criterion's "pass" / "fail" rests on
+    where ``two_experts_caveat`` applies to its alt-test (the criteria named, through ``text``, grouped by clause);
+    "" where neither."""
     undefined = any(None in (c.alpha_experts, c.alpha_with_judge, c.kappa_quadratic)
                     for c in block.by_criterion.values())
-    return CRITERION_NOTE if undefined else ""
+    clauses: dict[str, list[str]] = {}
+    shown = shown_names(block.by_criterion)
+    for label, c in block.by_criterion.items():
+        alt = c.alt_test
+        # a domain's counts are absent from a file written before them: the caveat then reads the experts alone
+        if isinstance(alt, AltTest) and alt.passed is not None and (clause := two_experts_caveat(alt)):
+            clauses.setdefault(clause, []).append(text(shown[str(label)]))
+    notes = [CRITERION_NOTE] if undefined else []
+    notes += [f"The alt-test's pass / fail on {', '.join(names)}: {clause}." for clause, names in clauses.items()]
+    return " ".join(notes)
 
 
 def _why_ceiling_kappa_blank(ceiling) -> str:
@@ -622,7 +633,7 @@ def markdown_lines(result: Metrics, markdown_table: Callable[[list[str], list[li
         rows = _criterion_rows(block, md_text)
         if rows:
             out += [f"#### {title}: validity by criterion", "", markdown_table(_CRITERION_HEAD, rows), ""]
-            if note := _criterion_note(block):
+            if note := _criterion_note(block, md_text):
                 out += [note, ""]
     return out
 
@@ -666,7 +677,7 @@ def html_blocks(result: Metrics, escape: Callable[[Any], str]) -> list[str]:
         if rows:
             out.append(f"<details class=\"block\"><summary>{html.escape(title)}: validity by criterion</summary>"
                        f"{html_table(_CRITERION_HEAD, rows, escape)}"
-                       + (f'<p class="note">{html.escape(note)}</p>' if (note := _criterion_note(block)) else "")
+                       + (f'<p class="note">{html.escape(note)}</p>' if (note := _criterion_note(block, _plain)) else "")
                        + "</details>")
     return out
 

@@ -175,7 +175,8 @@ class AltTest(_SectionRecord):
     """The alt-test over a cell's items (``eval.validity.alt_test.summarise``).
 
     The overall cell carries the test's settings and item counts too (``available`` True); a task type's or a
-    criterion's result is its domain's within the family's one correction and carries the outcome alone.
+    criterion's result is its domain's within the family's one correction and carries the outcome, with
+    ``n_items_tested`` and ``n_items_two_experts`` (absent from files written before a domain had them).
 
     Attributes:
         winning_rate: omega, the share of tested experts the judge wins against; advantage_probability: rho, the

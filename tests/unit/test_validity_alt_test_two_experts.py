@@ -110,3 +110,66 @@ def test_the_alt_test_line_names_both_minimums_and_warns_under_30_items():
     older = alt_test_line(AltTest(**common))
     assert older == ("Alternative annotator test (ε = 0.2, q = 0.05, neg_rmse, judge failures scored as `loss`, a "
                      "verdict from 2 tested experts or more): ω = 1.00, ρ = 0.90.")
+
+
+def test_the_pass_column_by_criterion_says_where_a_criterion_has_two_experts():
+    """Two criteria of 60 items on 0-2 each, the judge copying expert A: on "pairs" A and B score every item, so the
+    criterion's "pass" only says which of the two the judge sides with; on "panel" A, B and C score every item, no
+    caveat. A domain's alt-test carried no ``n_items_tested`` / ``n_items_two_experts`` (``two_experts_caveat`` could
+    not see the pairs) and the per-criterion table said "pass" with no note. Now each domain has its two counts
+    and the note under the table names "pairs" with the clause, in report.md and report.html alike."""
+    import html
+
+    from eval.reports.report import markdown_table, md_text
+    from eval.validity.render import html_blocks, markdown_lines
+    from judge.metrics_json.validity import Validity
+    from tests.support.validity_tables import item_table
+
+    from eval.validity.section import ValiditySettings, validity_section
+
+    n = 120
+    a = np.arange(n) % 3.0
+    b = np.where(np.arange(n) % 3 == 0, 1.0, a)
+    pairs = np.arange(n) < 60
+    experts = np.column_stack([a, b, np.where(pairs, np.nan, a)])
+    ids = np.column_stack([np.full(n, "A", dtype=object), np.full(n, "B", dtype=object),
+                           np.where(pairs, None, "C").astype(object)])
+    table = item_table(a.copy(), experts, ids, low=np.zeros(n), high=np.full(n, 2.0),
+                       criteria=np.where(pairs, "pairs", "panel"))
+    section = validity_section(table, "mode", {"standard": np.arange(n)}, ValiditySettings(n_boot=0, alpha_boot=0))
+    block = section.splits["standard"]
+    by = block.by_criterion
+    assert (by["pairs"].alt_test.n_items_tested, by["pairs"].alt_test.n_items_two_experts) == (60, 60)
+    assert (by["panel"].alt_test.n_items_tested, by["panel"].alt_test.n_items_two_experts) == (60, 0)
+    assert by["pairs"].alt_test.passed is True and by["panel"].alt_test.passed is not None
+    note = ("The alt-test's pass / fail on pairs: with 2 experts tested the alt-test only checks which expert the "
+            "judge sides with more, not whether it stands for the panel (its authors recommend at least 3).")
+    lines = markdown_lines(SimpleNamespace(validity=section), markdown_table, md_text)
+    assert note in lines and not any("pass / fail on" in line and "panel:" in line for line in lines)
+    assert any(html.escape(note) in block_html for block_html in html_blocks(SimpleNamespace(validity=section), str))
+    assert Validity.from_json(section.to_json()) == section
+
+
+def test_a_domains_tested_item_counts_are_its_own_alt_tests():
+    """Per domain, ``summarise_by_domain``'s ``n_items_tested`` / ``n_items_two_experts`` are those ``summarise``
+    gives over that domain's items alone (an expert is tested within the domain): random panels of 1 to 4 of six
+    experts, three domains, 10 items per expert for a test."""
+    from eval.validity.alt_test import AltTestSettings, prepare, summarise, summarise_by_domain
+
+    rng = np.random.default_rng(4)
+    n = 300
+    experts, ids = np.full((n, 4), np.nan), np.full((n, 4), None, dtype=object)
+    for i in range(n):
+        who = rng.choice(6, size=rng.integers(1, 5), replace=False)
+        experts[i, :len(who)], ids[i, :len(who)] = rng.integers(0, 3, len(who)), [f"e{k}" for k in who]
+    judge = rng.integers(0, 3, n).astype(float)
+    domains = np.array(["x", "y", "z"], dtype=object)[rng.integers(0, 3, n)]
+    settings = AltTestSettings(min_items_per_expert=10)
+    found = prepare(judge, experts, ids, settings)
+    family = summarise_by_domain(found, settings, domains)
+    assert set(family["by_domain"]) == {"x", "y", "z"}
+    for label, got in family["by_domain"].items():
+        own = summarise(found, settings, domains == label)
+        assert (got["n_items_tested"], got["n_items_two_experts"]) == (own["n_items_tested"],
+                                                                      own["n_items_two_experts"])
+        assert own["n_items_two_experts"] > 0
