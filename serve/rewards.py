@@ -63,7 +63,7 @@ the plain route is refused (401, naming ``/get_reward/<reward key>``). The key i
 uvicorn's access log. A refusal (a 400 naming its field; a 401, at most one line a minute) is logged as a warning
 too: OpenRLHF never reads the body of an answer it cannot use.
 
-Why one module of ~770 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
+Why one module of ~785 lines: it is one protocol's route, OpenRLHF's, from the body to the answer; the pieces
 (the answer in the query, the labels, the key, the deadline, the journal) each serve only it, and apart a reader of
 one refusal would follow the body through several files.
 """
@@ -380,6 +380,21 @@ def label_problems(rows: Iterable[tuple[str, Any]], config: ServeConfig) -> Iter
             yield f"{where}: {message}"
 
 
+def _check_label_bound(label: dict[str, Any], i: int, max_judgments: int) -> None:
+    """A label listing more criteria than one request may judge is refused before it is validated or resolved: its
+    sample could never be judged, whatever its answer.
+
+    Raises:
+        RequestError: naming ``labels[i].criteria``.
+    """
+    criteria = label.get("criteria")
+    if isinstance(criteria, list) and len(criteria) > max_judgments:
+        where = f"labels[{i}].criteria"
+        raise RequestError(f"{where}: {len(criteria)} criteria; this server takes at most {max_judgments} "
+                           "(item, criterion) judgments per request, so this label can never be judged",
+                           param=where)
+
+
 def _strings(body: dict, key: str) -> list[str]:
     values = body.get(key)
     if not isinstance(values, list):
@@ -578,6 +593,9 @@ class RewardRoute:
         labelled, answers = [], []
         for i, (query, prompt, raw) in enumerate(zip(queries, prompts, labels)):
             labelled.append(_label(raw, i))
+            # Counted on each label, judged or not: every label is parsed and resolved below, and the bound on the
+            # samples to judge leaves a label without an answer free to list any number of criteria.
+            _check_label_bound(labelled[-1], i, self.config.max_judgments_per_request)
             answer = answer_of(query, prompt)
             if answer is None:
                 raise RequestError(f"query[{i}]: does not start with prompts[{i}]; the answer is the query after "

@@ -17,6 +17,7 @@ from judge.rewards import reward_of
 from judge.wire import JudgeResult
 from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
+from serve.schema import RequestError
 from tests.support.scripted_endpoint import ScriptedEndpoint
 from tests.support.serve_in_process import attached_engine_get, await_bring_up, on_event_loop, served_over_tcp
 
@@ -547,9 +548,8 @@ def test_a_large_reward_body_is_read_off_the_event_loop(tiny_causal_dir, monkeyp
 
 def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_causal_dir, monkeypatch):
     """Past max_judgments_per_request, the labels' criteria are counted as sent, before any label is validated or
-    any criterion resolved, as /v1/judge counts its items': 2 samples of 300 custom criteria each over a bound of 10
-    are refused naming labels with not one criterion resolved (each label's 300 were resolved, and the body read
-    twice, before the judging found the bound: 8.5 s for an 8 MB body)."""
+    any criterion resolved, as /v1/judge counts its items': 2 samples of 6 custom criteria each over a bound of 10
+    are refused naming labels with not one criterion resolved."""
     import serve.schema
 
     resolved = []
@@ -557,18 +557,43 @@ def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_cau
     monkeypatch.setattr(serve.schema, "resolve_criterion", lambda *a, **k: (resolved.append(a), resolve(*a, **k))[1])
     criterion = {"name": "Кратко", "rubrics": "0: длинно\n\n1: средне\n\n2: кратко"}
     with _attached_judge_serve(tiny_causal_dir, monkeypatch, max_judgments_per_request=10) as (http, engine):
-        body = _reward_body("Весна.", [criterion] * 300)
+        body = _reward_body("Весна.", [criterion] * 6)
         answer = http.post("/get_reward", headers=AUTH, json={key: values * 2 for key, values in body.items()})
         # ten criteria of their own names (one criterion named twice in a label is refused: judged and weighed twice)
         within = http.post("/get_reward", headers=AUTH,
                            json=_reward_body("Весна.", [{**criterion, "name": f"Кратко {k}"} for k in range(10)]))
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == {
-        "message": "labels: 600 (item, criterion) judgments requested; this server takes at most 10 per request. "
+        "message": "labels: 12 (item, criterion) judgments requested; this server takes at most 10 per request. "
                    "Split the batch.", "type": "invalid_request_error", "param": "labels", "code": "invalid_request"}
     assert within.status_code == 200 and within.json()["rewards"] == [1.0], within.text
     assert len(resolved) == 10  # the request within the bound: its label's 10, resolved once (checked; the judging takes them as they are)
     assert len(engine.bodies("/v1/completions")) == 10
+
+
+def test_a_label_past_the_judgment_bound_is_refused_before_any_label_is_read_whatever_its_answer(monkeypatch):
+    """The bound on the samples to judge leaves out a sample with an empty answer, yet every label is parsed and its
+    criteria resolved: one label listing more criteria than a request may judge (its sample could never be judged)
+    is refused naming its criteria, before any label is parsed or any criterion resolved."""
+    import serve.rewards
+    import serve.schema
+
+    resolved, parsed = [], []
+    resolve, parse = serve.schema.resolve_criterion, serve.rewards.parse_judge_request
+    monkeypatch.setattr(serve.schema, "resolve_criterion", lambda *a, **k: (resolved.append(a), resolve(*a, **k))[1])
+    monkeypatch.setattr(serve.rewards, "parse_judge_request", lambda *a, **k: (parsed.append(a), parse(*a, **k))[1])
+    route = RewardRoute(ServeConfig(model="x", max_judgments_per_request=10).validate(), error=lambda *a, **k: None)
+    label = {"instruction": "q", "criteria": ["Креативность"] * 11}
+    empty = {"query": [PROMPT] * 3, "prompts": [PROMPT] * 3, "labels": [label] * 3}  # no sample has an answer
+    with pytest.raises(RequestError) as refused:
+        route._read(json.dumps(empty).encode(), [])
+    assert (refused.value.status, refused.value.param) == (400, "labels[0].criteria")
+    assert refused.value.message == ("labels[0].criteria: 11 criteria; this server takes at most 10 (item, criterion) "
+                                     "judgments per request, so this label can never be judged")
+    assert parsed == [] and resolved == []
+    within = {**empty, "labels": [{**label, "criteria": ["Креативность"]}] * 3}
+    assert route._read(json.dumps(within).encode(), [])[2] is None  # read, checked, nothing to judge
+    assert len(parsed) == 1 and len(resolved) == 3
 
 
 def test_an_engines_refusal_of_one_judgment_is_that_samples_counted_failure_on_get_reward(tiny_causal_dir,
