@@ -54,7 +54,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~600 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~620 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -83,7 +83,8 @@ from serve.config import ServeConfig
 from serve.connections import (ApiKeyMiddleware, BodyLimitMiddleware, HostAllowListMiddleware,
                                RefuseWhileDrainingMiddleware, RequestIdMiddleware, bearer_matches, own_host_names,
                                unless_disconnected)
-from serve.engine_client import MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to, unless_dead
+from serve.engine_client import (MAX_ANSWER_BYTES, EngineBusy, EngineFailure, EngineUnavailable, read_up_to,
+                                 unless_dead, until_dead)
 from serve.errors import (engine_error, error_response, judgment_failed, relayed_stream, sanitized,
                           unknown_model_message)
 from serve.judging import check_before_start, unknown_model
@@ -415,7 +416,10 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
 
         async def body():
             try:  # an event stream the engine breaks off ends with an error event, as vLLM's own do (serve.errors)
-                async for chunk in relayed_stream(upstream_response.content.iter_any(), role, event_stream):
+                # Raced against the engine's death chunk by chunk, as the wait for its headers is: an engine that
+                # goes silent with its connection open is abandoned once declared dead, not read until the timeout.
+                chunks = until_dead(upstream_response.content.iter_any(), state.dead[role])
+                async for chunk in relayed_stream(chunks, role, event_stream):
                     yield chunk
             finally:
                 upstream_response.release()
@@ -468,7 +472,8 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                     await answer.body_iterator.aclose()
                     return None, error_response(502, f"the generator engine's {what} could not be read (over "
                                                 f"{MAX_ANSWER_BYTES} bytes)", "server_error", code="engine_error")
-        except (aiohttp.ClientError, asyncio.TimeoutError) as err:  # the iterator ended on it, its connection released
+        # the iterator ended on it, its connection released (EngineUnavailable: declared dead meanwhile, until_dead)
+        except (aiohttp.ClientError, asyncio.TimeoutError, EngineUnavailable) as err:
             return None, unreadable(state_of(request), "generator", what, err)
         try:
             return json.loads(b"".join(parts)), None

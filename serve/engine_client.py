@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
@@ -24,7 +24,7 @@ from judge.plumbing.json_reading import value_words
 
 T = TypeVar("T")
 
-__all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "ENGINE_KEEPALIVE_S",
+__all__ = ["EngineClient", "EngineHttp", "Hop", "engine_session", "unless_dead", "until_dead", "ENGINE_KEEPALIVE_S",
            "PROBE_CONNECTIONS", "MAX_ANSWER_BYTES", "EngineBusy", "EngineUnavailable", "EngineFailure", "unreadable_answer",
            "read_capped", "read_up_to"]
 
@@ -178,6 +178,35 @@ async def unless_dead(call: Awaitable[T], dead: asyncio.Event) -> asyncio.Future
             if not waiting.done():
                 waiting.cancel()
     return task if task in done else None
+
+
+async def until_dead(chunks: AsyncIterator[T], dead: asyncio.Event) -> AsyncIterator[T]:
+    """``chunks`` (an engine's answer as it streams) until they end or their engine is known dead (``dead`` set),
+    whichever comes first: each read raced against the death as ``unless_dead`` races a call. An engine that goes
+    silent with its connection open would otherwise hold the client until the read timeout (``request_timeout_s``).
+
+    Raises:
+        EngineUnavailable: once ``dead`` is set, the pending read cancelled (a chunk already read goes first).
+    """
+    iterator = aiter(chunks)
+    death = asyncio.ensure_future(dead.wait())
+    try:
+        while True:
+            read = asyncio.ensure_future(anext(iterator))
+            try:
+                done, _ = await asyncio.wait({read, death}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not read.done():
+                    read.cancel()
+            if read not in done:
+                raise EngineUnavailable("the engine died while its answer streamed")
+            try:
+                chunk = read.result()
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        death.cancel()
 
 
 #: Seconds an idle pooled connection to an engine is kept for reuse. vLLM's HTTP server closes a connection idle

@@ -271,7 +271,8 @@ MAX_PENDING_EVENT_BYTES = 1024 * 1024
 
 async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: bool) -> AsyncIterator[bytes]:
     """An engine's answer as it goes to the client. An event stream goes event by event (``_error_event``), and when
-    the engine breaks it off (it died, its connection dropped, a read timed out) or sends an event longer than
+    the engine breaks it off (it died, its connection dropped, a read timed out, or it was declared dead while
+    silent: ``EngineUnavailable``, from ``serve.engine_client.until_dead``) or sends an event longer than
     ``MAX_PENDING_EVENT_BYTES`` it ends with an error event and ``data: [DONE]``, the event cut in two dropped; any
     other body goes byte for byte, a break raised (its Content-Length then tells the client the body is short).
     Lines an event stream ends with CRLF or CR (the SSE standard allows all three; sse-starlette writes CRLF) go on
@@ -312,6 +313,12 @@ async def relayed_stream(chunks: AsyncIterator[bytes], role: str, event_stream: 
                 yield _stream_error(f"the {role} engine sent an event longer than {MAX_PENDING_EVENT_BYTES} bytes; "
                                     "the reply is incomplete")
                 return
+    except EngineUnavailable:  # declared dead while it streamed (serve.engine_client.until_dead)
+        if not event_stream:
+            raise
+        log.warning("the %s engine died while its stream was relayed: the stream is ended", role)
+        yield _stream_error(f"the {role} engine died; the reply is incomplete")
+        return
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         if not event_stream:
             raise

@@ -590,6 +590,50 @@ def test_a_stream_the_engine_breaks_off_ends_with_an_error_event_and_done(tiny_c
     assert (broke.value.code, broke.value.body) == ("engine_error", error)
 
 
+def test_a_stream_whose_engine_is_declared_dead_while_silent_ends_with_an_error_event_and_done(tiny_causal_dir,
+                                                                                               monkeypatch):
+    """An attached engine that sends one chunk of a streamed reply and then goes silent, its connection open: once
+    judge-serve declares it dead, the client gets the chunk, then an OpenAI-shaped error event and ``data: [DONE]``
+    (in-flight calls to a dead engine are abandoned, not left hanging), not a stream held until the read timeout. The
+    death is declared, as the watcher declares it, once judge-serve has read the chunk; the engine holds its
+    connection open until the test ends."""
+    import threading
+
+    import aiohttp
+
+    silent = threading.Event()
+
+    def respond(path: str, body: dict) -> tuple | EventStream:
+        if not body.get("stream"):
+            return _respond(path, body)
+        return EventStream(STREAM_CHUNKS[:1], cut=True, hold=silent)
+
+    read_any, seen, states = aiohttp.StreamReader.readany, {}, []
+
+    async def readany(reader):  # on judge-serve's event loop
+        data = await read_any(reader)
+        seen[id(reader)] = seen.get(id(reader), b"") + data
+        if states and STREAM_CHUNKS[0].encode() in seen[id(reader)] and not states[0].dead["generator"].is_set():
+            states[0].dead_reason["generator"] = "the generator engine stopped answering /health"
+            states[0].dead["generator"].set()
+        return data
+
+    monkeypatch.setattr(aiohttp.StreamReader, "readany", readany)
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 8}
+    try:
+        with ScriptedEndpoint(respond, respond_get=_respond_get) as engine, \
+                _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY, request_timeout_s=20.0) as http:
+            _ready(http)
+            states.append(http.app.state.serve)
+            raw = http.post("/v1/chat/completions", headers=AUTH, json=chat)
+    finally:
+        silent.set()
+    error = {"message": "the generator engine died; the reply is incomplete", "type": "server_error", "param": None,
+             "code": "engine_error"}
+    assert raw.status_code == 200 and raw.headers["content-type"].startswith("text/event-stream")
+    assert raw.text == f"data: {STREAM_CHUNKS[0]}\n\ndata: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n"
+
+
 class _CutAnswers:
     """An engine on 127.0.0.1 whose answers, once ``cut`` is set, announce their Content-Length and close after 10
     bytes: its model list, and a 400 to every POST. With ``dies``, the first answer it cuts marks it dead in
