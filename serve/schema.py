@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~620 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~625 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -201,12 +201,16 @@ def _first_error(err: ValidationError, data: Any) -> RequestError:
     errors = err.errors(include_url=False)[:MAX_RANKED_ERRORS]
     # A value that fails every branch of a union reports once per branch. An object given for a criterion is
     # meant as a custom criterion, so errors inside that branch say most; then the shortest path (the field).
-    # A list of criteria that fails also fails the "auto" branch; the list's own error says more.
-    def rank(e: dict) -> tuple[bool, bool, bool, int]:
+    # A list of criteria that fails also fails the "auto" branch; the list's own error says more. Likewise an object
+    # given where a string or an object is taken (a rubric mapping) is meant as the object: an error inside it says
+    # more than the string branch's "must be a string, got an object".
+    def rank(e: dict) -> tuple[bool, bool, bool, bool, int]:
         inside_object = "CustomCriterion" in e["loc"] and e["type"] not in ("model_type", "model_attributes_type")
         literal = e["type"] == "literal_error"
+        string_for_object = e["type"] == "string_type" and isinstance(e.get("input"), Mapping)
         path = param_of(tuple(e["loc"]), data, e["type"] == "missing", e.get("input", _NO_VALUE))
-        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, len(path))
+        return (literal, e["type"] not in ("missing", "extra_forbidden"), not inside_object, string_for_object,
+                len(path))
 
     first = min(errors, key=rank)
     kind = first["type"]

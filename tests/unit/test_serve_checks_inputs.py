@@ -228,9 +228,9 @@ def test_a_field_of_another_json_kind_is_named_in_json_words(body, param, messag
 
 
 @pytest.mark.parametrize(("body", "param", "message"), [
-    # the str branch's error is about the whole mapping: its key "str" is no field of it ("rubrics.str" was named)
-    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": {"str": "ok", "1": 5}}]},
-     "criteria[0].rubrics", "criteria[0].rubrics: must be a string, got an object"),
+    # the mapping's own key "str", under the mapping's branch, whose error is about that key's value
+    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": {"str": 5, "1": "ok"}}]},
+     "criteria[0].rubrics.str", "criteria[0].rubrics.str: must be a string, got an integer 5"),
     # "name" is what is missing, from the object that holds the key "CustomCriterion" (that key was named missing)
     ({"instruction": "q", "answer": "a", "criteria": [{"CustomCriterion": "x"}]}, "criteria[0].name",
      "criteria[0].name: required field is missing"),
@@ -243,6 +243,19 @@ def test_a_clients_key_named_like_a_union_branch_is_told_from_the_branch(body, p
     name was taken for the field. The error's input (the value it is about) tells which reading is meant."""
     refused = _refusal(body)
     assert (refused.param, refused.message) == (param, message)
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ({"items": [{"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": {"0": "a", "1": 5}}]}]},
+     "items[0].criteria[0].rubrics.1"),
+    ({"instruction": "q", "answer": "a", "criteria": [{"name": "x", "rubrics": {"0": "a", "1": 5}}]},
+     "criteria[0].rubrics.1"),
+])  # fmt: skip
+def test_a_rubric_mapping_with_a_value_that_is_no_string_names_that_value(body, where):
+    """Rubrics are a string or a mapping of score to text: a mapping is meant as the mapping, so its bad value is
+    named, not the mapping as "must be a string, got an object" (the string branch's error)."""
+    refused = _refusal(body)
+    assert (refused.param, refused.message) == (where, f"{where}: must be a string, got an integer 5")
 
 
 def test_the_judge_names_an_inline_bodys_criterion_and_item_as_sent(qwen_tokenizer):
