@@ -54,7 +54,7 @@ cancelled (``serve.connections.unless_disconnected``). Client connections: ``hea
 ``max_connections`` (``serve.cli``). On SIGTERM/SIGINT uvicorn stops accepting connections, lets in-flight requests
 finish (``shutdown_grace_s``), then the engines are stopped.
 
-Why one module of ~620 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
+Why one module of ~625 lines: every route is a closure over ``create_app``'s config, state and its one proxy to the
 engines; what stands alone is already apart (the guards ``serve.connections``, the error shape ``serve.errors``, the
 token bound ``serve.proxy_bounds``, the engines ``serve.supervision``, the rewards ``serve.rewards``).
 """
@@ -66,6 +66,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import time
 from typing import Any
 
 import aiohttp
@@ -573,6 +574,9 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
         # engines' health is asked: a broken request gets its 4xx naming the field even while an engine restarts (a
         # 503 would tell the client to retry what can never succeed). The server's bounds on items and judgments are
         # counted before anything is validated.
+        # The deadline runs from the headers, as /get_reward's does: the body's reading and the wait for a turn to
+        # decode a large one (serve.schema.read_off_loop) count too, or other large bodies could hold it unbounded.
+        deadline = time.monotonic() + config.request_timeout_s
         data = await request.body()
         judge = state.judge  # None only until the engines first came up
 
@@ -588,10 +592,16 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
                 return parsed, None
             return parsed, judge.check(parsed)
 
+        def too_long() -> JSONResponse:
+            return error_response(504, f"the judgment took longer than request_timeout_s={config.request_timeout_s:g} "
+                                  "s (its body's reading and decoding included)", "timeout", code="timeout")
+
         try:
-            parsed, checked = await read_off_loop(len(data), read, state.large_decodes)
+            parsed, checked = await read_off_loop(len(data), read, state.large_decodes, deadline)
         except RequestError as err:
             return _refused(err)
+        except asyncio.TimeoutError:
+            return too_long()
         # judge-serve as a whole first: one that failed before it registered any engine has none to ask, and no judge.
         problem = f"judge-serve cannot serve: {state.failure}" if state.status == "failed" else next(
             filter(None, (state.engine_problem(role) for role in state.engines)), None)
@@ -604,14 +614,13 @@ def create_app(config: ServeConfig, layout: CheckpointLayout | None = None) -> F
             # A client that disconnects has its judgments cancelled: those not yet sent never reach the engine.
             # The request id goes with each of its engine calls, as on the proxied routes (the engine logs it).
             judged = state.judge.run(checked or parsed, request_id=request.headers.get("x-request-id", ""))
-            result = await unless_disconnected(request, asyncio.wait_for(judged, timeout=config.request_timeout_s))
+            result = await unless_disconnected(request, asyncio.wait_for(judged, timeout=deadline - time.monotonic()))
         except RequestError as err:
             return _refused(err)
         except (EngineUnavailable, EngineFailure) as err:
             return judgment_failed(err, state)
         except asyncio.TimeoutError:
-            return error_response(504, f"the judgment took longer than request_timeout_s="
-                                  f"{config.request_timeout_s:g} s", "timeout", code="timeout")
+            return too_long()
         return JSONResponse(result.to_json())
 
     install_reward_routes(app, config, error_response)  # POST /get_reward: OpenRLHF's remote reward protocol

@@ -519,9 +519,11 @@ class RewardRoute:
         state = request.app.state.serve
         try:
             queries, answers, parsed, resolved = await read_off_loop(len(data), lambda: self._read(data, sample_of),
-                                                                     state.large_decodes)
+                                                                     state.large_decodes, deadline)
         except RequestError as err:
             return self._refused(err, sample_of)
+        except asyncio.TimeoutError:  # other large bodies held every turn to decode one until the deadline
+            return self._too_late()
         started = time.monotonic()
         results: list[list[JudgeResult]] = [[] for _ in queries]
         if parsed is not None:
@@ -536,13 +538,7 @@ class RewardRoute:
                 # the client does not retry what the engine will refuse again.
                 return judgment_failed(err, state)
             except asyncio.TimeoutError:
-                name, seconds = self.deadline
-                message = (f"the rewards took longer than {name}={seconds:g} s (the wait for an engine included); "
-                           "their judging is cancelled")
-                # OpenRLHF never reads the body (it resends, and after its fifth 504 fails the step): the log keeps
-                # the cause.
-                log.warning("a reward request was answered 504: %s", message)
-                return self.error(504, message, "timeout", code="timeout")
+                return self._too_late()
             if response is None:  # the client left: nobody to answer (serve.app answers a body never read alike)
                 return Response(status_code=499)
             for k, item in enumerate(response.items):
@@ -563,6 +559,14 @@ class RewardRoute:
         body_out = self._body(rewards, latency)
         await self._write_journal(state, request.headers.get("x-request-id", ""), answers, results, rewards, latency)
         return JSONResponse(body_out)
+
+    def _too_late(self) -> Response:
+        name, seconds = self.deadline
+        message = (f"the rewards took longer than {name}={seconds:g} s (the wait for an engine included); "
+                   "their judging is cancelled")
+        # OpenRLHF never reads the body (it resends, and after its fifth 504 fails the step): the log keeps the cause.
+        log.warning("a reward request was answered 504: %s", message)
+        return self.error(504, message, "timeout", code="timeout")
 
     def _read(self, data: bytes, sample_of: list[int]) -> tuple[list[str], list[str], Any, list | None]:
         """The body's samples read and checked (in a worker thread for a large body: ``serve.schema.read_off_loop``):

@@ -24,7 +24,7 @@ Every failure is a ``RequestError`` carrying an HTTP status and ``param``, the d
 (not JSON, not UTF-8, nested past the decoder's depth) names ``body``. ``tests/unit/test_serve_request_fuzz.py`` holds
 this as a property over bodies generated from the schema.
 
-Why one module of ~625 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
+Why one module of ~640 lines: the decoder's placeholders (a number too long or too large, kept in place), the checks
 that refuse them naming their field before pydantic runs, and the request's validation they guard are one contract;
 apart, a placeholder could leave the decoder with nothing beside it that refuses it.
 """
@@ -36,6 +36,7 @@ import json
 import math
 import re
 import sys
+import time
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -616,11 +617,26 @@ class LargeDecodes:
         return decodes
 
 
-async def read_off_loop(size: int, read: Callable[[], _Read], decodes: LargeDecodes) -> _Read:
+async def read_off_loop(size: int, read: Callable[[], _Read], decodes: LargeDecodes,
+                        deadline: float | None = None) -> _Read:
     """``read()`` (decoding and checking a body of ``size`` bytes, or encoding one): in a worker thread past
     ``OFF_LOOP_BYTES``, at most ``decodes.at_once`` at once (the server's ``ServerState.large_decodes``); on the
-    event loop below it. Every route that reads a body goes through it."""
+    event loop below it. Every route that reads a body goes through it.
+
+    ``deadline`` (``time.monotonic()``), when given, bounds the wait for a turn: a request's own deadline, which
+    other large bodies must not outlast. A read once begun runs to its end (its thread cannot be stopped).
+
+    Raises:
+        asyncio.TimeoutError: the deadline passed before the read's turn came.
+    """
     if size <= OFF_LOOP_BYTES:
         return read()
-    async with decodes._on_running_loop():
+    turn = decodes._on_running_loop()
+    if deadline is None:
+        await turn.acquire()
+    else:
+        await asyncio.wait_for(turn.acquire(), deadline - time.monotonic())
+    try:
         return await asyncio.to_thread(read)
+    finally:
+        turn.release()

@@ -25,6 +25,37 @@ def await_bring_up(http, timeout_s: float = 120.0) -> None:
     http.portal.call(ended)
 
 
+@contextlib.contextmanager
+def decode_turns_held(http) -> Iterator[None]:
+    """Every turn to decode a large body (the app's ``ServerState.large_decodes``, ``serve.schema.read_off_loop``)
+    taken on the app's own loop for the block, as by as many large bodies being decoded: a request's large body waits
+    for one meanwhile. They are let go as the block ends (or after 30 s: that bound only ends a failing test)."""
+    decodes = http.app.state.serve.large_decodes
+    held, let_go = threading.Event(), []
+
+    async def hold() -> None:
+        turns = decodes._on_running_loop()
+        for _ in range(decodes.at_once):
+            await turns.acquire()
+        let_go.append(asyncio.Event())
+        held.set()
+        try:
+            await asyncio.wait_for(let_go[0].wait(), 30)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for _ in range(decodes.at_once):
+                turns.release()
+
+    holding = http.portal.start_task_soon(hold)
+    assert held.wait(30)
+    try:
+        yield
+    finally:
+        http.portal.call(let_go[0].set)
+        holding.result(30)
+
+
 def on_event_loop() -> bool:
     """Whether the caller runs on an event loop: what a stand-in records to tell a body read on judge-serve's loop
     from one read in a worker thread (``serve.schema.read_off_loop``)."""

@@ -19,7 +19,8 @@ from serve.config import ServeConfig
 from serve.rewards import EXTRA_LOG_KEYS, RewardRoute, reward_rule_of
 from serve.schema import RequestError
 from tests.support.scripted_endpoint import ScriptedEndpoint
-from tests.support.serve_in_process import attached_engine_get, await_bring_up, on_event_loop, served_over_tcp
+from tests.support.serve_in_process import (attached_engine_get, await_bring_up, decode_turns_held, on_event_loop,
+                                           served_over_tcp)
 
 
 def _ok(criterion: str, score: float) -> JudgeResult:
@@ -569,6 +570,22 @@ def test_the_judgment_bound_is_counted_on_the_labels_before_any_is_read(tiny_cau
     assert within.status_code == 200 and within.json()["rewards"] == [1.0], within.text
     assert len(resolved) == 10  # the request within the bound: its label's 10, resolved once (checked; the judging takes them as they are)
     assert len(engine.bodies("/v1/completions")) == 10
+
+
+def test_a_large_reward_body_whose_turn_to_be_decoded_never_comes_is_a_504_at_the_deadline(tiny_causal_dir,
+                                                                                           monkeypatch):
+    """The deadline covers the body: a large one waiting for a turn to be decoded (other large bodies hold every
+    turn) gets its 504 at the deadline, its body never decoded, not a wait as long as theirs."""
+    read = RewardRoute._read
+    decoded = []
+    monkeypatch.setattr(RewardRoute, "_read", lambda self, *a: (decoded.append(a), read(self, *a))[1])
+    with _attached_judge_serve(tiny_causal_dir, monkeypatch, request_timeout_s=1.0) as (http, engine):
+        with decode_turns_held(http):
+            late = http.post("/get_reward", headers=AUTH, json=_reward_body("Весна. " * 12_000, ["Креативность"]))
+    assert late.status_code == 504, late.text
+    assert late.json()["error"]["message"] == ("the rewards took longer than request_timeout_s=1 s (the wait for an "
+                                               "engine included); their judging is cancelled")
+    assert decoded == [] and engine.bodies("/v1/completions") == []
 
 
 def test_a_label_past_the_judgment_bound_is_refused_before_any_label_is_read_whatever_its_answer(monkeypatch):

@@ -20,7 +20,7 @@ from serve.app import create_app
 from serve.config import ServeConfig
 from tests.support.deep_json import nested_arrays
 from tests.support.scripted_endpoint import EventStream, ScriptedEndpoint, chat_completion
-from tests.support.serve_in_process import await_bring_up, on_event_loop
+from tests.support.serve_in_process import await_bring_up, decode_turns_held, on_event_loop
 
 KEY = "surface-key"
 ENGINE_KEY = "engine-secret-of-this-test"
@@ -632,6 +632,22 @@ def test_a_stream_whose_engine_is_declared_dead_while_silent_ends_with_an_error_
              "code": "engine_error"}
     assert raw.status_code == 200 and raw.headers["content-type"].startswith("text/event-stream")
     assert raw.text == f"data: {STREAM_CHUNKS[0]}\n\ndata: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n"
+
+
+def test_judge_requests_deadline_runs_from_its_headers_the_wait_to_decode_its_body_included(tiny_causal_dir, engine,
+                                                                                          monkeypatch):
+    """request_timeout_s bounds a /v1/judge request end to end, as /get_reward's deadline does: a large body whose
+    turn to be decoded does not come (other large bodies hold every turn) gets its 504 at the deadline, not a wait
+    as long as theirs."""
+    item = {**ITEM, "answer": "ответ " * 12_000}  # past the 64 KiB decoded off the loop
+    with _client(tiny_causal_dir, engine.url, monkeypatch, api_key=KEY, request_timeout_s=1.0) as http:
+        _ready(http)
+        with decode_turns_held(http):
+            late = http.post("/v1/judge", headers=AUTH, json={"items": [item]})
+    assert late.status_code == 504, late.text
+    assert late.json()["error"] == {
+        "message": "the judgment took longer than request_timeout_s=1 s (its body's reading and decoding included)",
+        "type": "timeout", "param": None, "code": "timeout"}
 
 
 class _CutAnswers:
