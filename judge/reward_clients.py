@@ -353,9 +353,8 @@ def _checked(response: Any, rows: Sequence[int], url: str) -> dict[str, Any]:
     response.raise_for_status()
     try:
         body = response.json()
-    except JSON_REFUSALS as err:  # the one other ValueError json.loads raises on bytes: not UTF-8
-        status = response.status_code  # any 2xx passed raise_for_status: a proxy's 201 or 204 too
-        said = unreadable_answer(err, status) or f"HTTP {status}, but the answer is not UTF-8 text"
+    except JSON_REFUSALS as err:  # every ValueError json.loads raises on bytes is unreadable_answer's to say
+        said = unreadable_answer(err, response.status_code)  # any 2xx passed raise_for_status: a proxy's 201 too
         raise ValueError(f"{url} answered {said}") from None
     # A judgment judge-serve's engine aborted (error "aborted": a paused engine) is no verdict about the answer:
     # the request is asked again, where valued as a failure it would lower the policy's reward for the engine's sake.

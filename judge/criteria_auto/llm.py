@@ -174,10 +174,9 @@ class LLMClassifier:
                 chunks.append(chunk)
         try:
             data = json.loads(b"".join(chunks))
-        except JSON_REFUSALS as err:
-            status = response.status_code  # any 2xx passed raise_for_status: a proxy's 201 or 204 too
-            raise _BodyFault(unreadable_answer(err, status) or f"HTTP {status}, but the answer is not UTF-8 text") \
-                from None
+        except JSON_REFUSALS as err:  # every refusal of json.loads on bytes is unreadable_answer's to say
+            # any 2xx passed raise_for_status: a proxy's 201 or 204 too
+            raise _BodyFault(unreadable_answer(err, response.status_code)) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None

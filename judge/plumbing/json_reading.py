@@ -5,9 +5,9 @@ before they are asked (Arrow's JSON reader).
   nesting past Python's recursion limit (~1,000 levels in CPython's C scanner), a ``ValueError`` on an integer past
   the 4,300-digit limit of integer string conversion. ``unreadable_json`` words them (and malformed JSON) for
   whoever fixes the data, for the loaders' errors that name the file and row; ``unreadable_answer`` says it of an
-  HTTP 200 whose body is such JSON, in one wording for every client of an endpoint (evaluation's, MERA's, the
-  synthetic pipeline's, the task classifier's), and tells it from any other ``ValueError`` the client's call raised
-  (``json_limit_refusal`` tells the two limits from the rest). ``JSON_REFUSALS`` is what every reader catches around
+  HTTP 200 whose body is such JSON (or no UTF-8 text), in one wording for every client of an endpoint (evaluation's,
+  MERA's, the synthetic pipeline's, the task classifier's), and tells it from any other ``ValueError`` the client's
+  call raised (``json_limit_refusal`` tells the two limits from the rest). ``JSON_REFUSALS`` is what every reader catches around
   ``json.loads``, and ``json_or_none`` the value of a reader that takes unreadable text for none.
 - ``pyarrow.json.read_json`` overflows a thread's stack and kills the whole process (SIGSEGV, no message) on nesting
   between 10,000 and 20,000 levels (pyarrow 26.0, measured here: 10,000 reads, 20,000 crashes). Untrusted input is
@@ -113,7 +113,11 @@ def unreadable_answer(err: BaseException, status: int = 200) -> str | None:
     short; with the line, as a body may span several), "... is unreadable JSON: nested too deeply". ``status``: the
     answer's, where the client takes any 2xx for a success (a proxy's 201 or 204); a client that learns no status
     (the OpenAI SDK parses the body inside its call) or takes 200 alone leaves it 200. None for any other error: a
-    ``ValueError`` of the client's own goes on as it is."""
+    ``ValueError`` of the client's own goes on as it is. A body that is no UTF-8 text (``json.loads`` of bytes
+    decodes them first) is said with its first such byte: "... is not UTF-8 text (byte 0xff at byte 13)"."""
+    if isinstance(err, UnicodeDecodeError):
+        byte = err.object[err.start]
+        return f"HTTP {status}, but the answer is not UTF-8 text (byte 0x{byte:02x} at byte {err.start})"
     if not (isinstance(err, json.JSONDecodeError) or json_limit_refusal(err)):
         return None
     return f"HTTP {status}, but the answer is {unreadable_json(err, whole_file=True)}"

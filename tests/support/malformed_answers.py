@@ -28,10 +28,16 @@ LONG_NUMBER_SAYS = "HTTP 200, but the answer is unreadable JSON: a number too lo
 NOT_JSON_SAYS = "HTTP 200, but the answer is invalid JSON ("
 CUT_JSON = b'{"id": "x",\n "choi'
 CUT_JSON_SAYS = NOT_JSON_SAYS + "Unterminated string starting at line 2, column 2)"
-#: The same two bodies as bytes, bare, and a body cut short, with the whole line a client ends its run on (MERA's
-#: client, the synthetic pipeline's, the task classifier's): ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
+#: A body that is no UTF-8 text (``json.loads`` of bytes, as the OpenAI SDK and httpx read one, decodes them first):
+#: said with its first such byte, as the data readers name one.
+NOT_UTF8 = b'{"id": "x", "choices": "\xff"}'
+NOT_UTF8_SAYS = "HTTP 200, but the answer is not UTF-8 text (byte 0xff at byte 24)"
+#: The same two bodies as bytes, bare, a body cut short and one that is no UTF-8 text, with the whole line a client
+#: ends its run on (MERA's client, the synthetic pipeline's, the task classifier's):
+#: ``pytest.mark.parametrize("body, said", UNREADABLE_200)``.
 UNREADABLE_200 = [
     pytest.param(CUT_JSON, CUT_JSON_SAYS, id="cut-short"),
+    pytest.param(NOT_UTF8, NOT_UTF8_SAYS, id="not-utf-8"),
     pytest.param(nested_arrays(20_000).encode(), DEEP_JSON_SAYS, id="nested-too-deeply"),
     pytest.param(b'{"id": ' + b"9" * 5_000 + b"}", LONG_NUMBER_SAYS + "Exceeds the limit (4300 digits) for integer "
                  "string conversion: value has 5000 digits)", id="number-past-4300-digits"),
@@ -50,6 +56,7 @@ MALFORMED_CHAT = {
                           "the chat answer's choice is not an object: 'x'"),
     "deep-json": (DEEP_JSON, DEEP_JSON_SAYS),
     "long-number": (LONG_NUMBER, LONG_NUMBER_SAYS),
+    "not-utf-8": (RawBody(NOT_UTF8), NOT_UTF8_SAYS),
 }
 
 #: What the stop says the streak's answers were, by route.

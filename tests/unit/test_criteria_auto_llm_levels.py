@@ -97,8 +97,8 @@ def test_a_malformed_or_oversized_body_is_a_failure_that_says_so(body, why):
 
 @pytest.mark.parametrize("body, said", UNREADABLE_200)
 def test_a_200_body_json_cannot_read_is_said_as_every_endpoint_client_says_it(body, said):
-    """A body cut short, nested too deeply or holding a number past 4,300 digits: a failed choice whose reason is
-    the line MERA's and the synthetic pipeline's clients say, with the place json.loads stopped at."""
+    """A body cut short, no UTF-8 text, nested too deeply or holding a number past 4,300 digits: a failed choice whose
+    reason is the line MERA's and the synthetic pipeline's clients say, with the place json.loads stopped at."""
     with ScriptedEndpoint(lambda path, b: (200, RawBody(body))) as ep:
         choice = LLMClassifier(ep.base_url, "scripted").choose("Дай совет")
     assert choice.is_failure and choice.level == "fallback"

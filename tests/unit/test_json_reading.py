@@ -80,8 +80,9 @@ def test_every_line_reader_names_the_line_json_loads_cannot_hold(tmp_path, value
 
 
 def test_an_unreadable_answer_is_said_only_of_json_loads_refusing_the_body():
-    """The words of an HTTP 200 whose body json.loads refused (malformed with its line, or JSON it cannot hold);
-    None for a ValueError of the client's own, which its caller lets go on as it is."""
+    """The words of an HTTP 200 whose body json.loads refused (malformed with its line, JSON it cannot hold, bytes
+    that are no UTF-8 text with the first such byte); None for a ValueError of the client's own, which its caller
+    lets go on as it is."""
     import json
 
     from judge.plumbing.json_reading import JSON_REFUSALS, unreadable_answer
@@ -98,7 +99,9 @@ def test_an_unreadable_answer_is_said_only_of_json_loads_refusing_the_body():
     assert unreadable_answer(refusal(DEEP)) == "HTTP 200, but the answer is unreadable JSON: nested too deeply"
     assert unreadable_answer(refusal(LONG)).startswith("HTTP 200, but the answer is unreadable JSON: a number too long")
     assert unreadable_answer(ValueError("invalid literal for int()")) is None
-    assert unreadable_answer(refusal(b'"\xff"')) is None  # a UnicodeDecodeError: no JSON refusal
+    not_utf8 = "but the answer is not UTF-8 text"
+    assert unreadable_answer(refusal(b'["a", "\xff"]')) == f"HTTP 200, {not_utf8} (byte 0xff at byte 7)"
+    assert unreadable_answer(refusal(b'"\xfe"'), 201) == f"HTTP 201, {not_utf8} (byte 0xfe at byte 1)"
 
 
 def test_json_or_none_reads_the_value_or_none():

@@ -32,7 +32,8 @@ from eval.mera.humaneval import (
 )
 from eval.mera.sandbox import MAX_TESTS_CHARS, PASSED, RUNTIME, SANDBOX_ERROR, SYNTAX, TIMEOUT, WRONG_ANSWER
 from tests.support.deep_json import nested_arrays
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tests.support.malformed_answers import NOT_UTF8, NOT_UTF8_SAYS
+from tests.support.scripted_endpoint import RawBody, ScriptedEndpoint
 from tests.unit.test_mera_rutie import chat_body, completion_body, with_field
 from tests.support.mera_humaneval import MERA_ROW, SAMPLE
 
@@ -1144,19 +1145,24 @@ def test_one_task_leaving_no_room_for_max_tokens_is_saved_naming_max_tokens(tmp_
     assert endpoint.requests == []
 
 
-def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys):
-    """A 503 after the retries (here none) is the endpoint's failure, not the task's: one line on stderr, exit 4,
-    no traceback, no metrics.json; the generations saved so far stay for the rerun."""
+@pytest.mark.parametrize("status, answer, says", [
+    (503, {"error": {"message": "scripted outage"}}, "HTTP 503: scripted outage"),
+    (200, RawBody(NOT_UTF8), NOT_UTF8_SAYS),
+], ids=["503", "200-not-utf-8"])
+def test_an_endpoint_failing_mid_run_is_one_line_and_exit_4(tmp_path, capsys, status, answer, says):
+    """A 503 after the retries (here none), or a 200 whose body no JSON reader can hold, is the endpoint's failure,
+    not the task's: one line on stderr, exit 4, no traceback, no metrics.json; the generations saved so far stay for
+    the rerun."""
     def down_for_strlen(path, body):
         if "def strlen(" in body["prompt"]:
-            return 503, {"error": {"message": "scripted outage"}}
+            return status, answer
         return _scripted(path, body)
 
     with ScriptedEndpoint(down_for_strlen) as endpoint:
         assert _run(endpoint, tmp_path / "run", "--concurrency", "1") == 4
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if line.startswith("judge-eval mera ruhumaneval: error:")]
-    assert len(said) == 1 and "HTTP 503: scripted outage" in said[0] and "Traceback" not in err, err
+    assert len(said) == 1 and says in said[0] and "Traceback" not in err, err
     assert not (tmp_path / "run" / "metrics.json").exists()
     saved = (tmp_path / "run" / "generations.jsonl").read_text().splitlines()
     assert [json.loads(line)["task_id"] for line in saved] == ["0"]

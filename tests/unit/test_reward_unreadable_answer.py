@@ -21,7 +21,7 @@ SAMPLE = RewardSample("Вопрос", "Ответ", ("Краткость",))
     pytest.param(nested_arrays(200_000).encode(), "unreadable JSON: nested too deeply", id="nested-too-deeply"),
     pytest.param(b"<html>", "invalid JSON (Expecting value at line 1, column 1)", id="html"),
     pytest.param(b'{"items": [1' + b"1" * 5000 + b"]}", "unreadable JSON: a number too long to read", id="long-number"),
-    pytest.param(b'{"items": "\xff"}', "not UTF-8 text", id="not-utf-8"),
+    pytest.param(b'{"items": "\xff"}', "not UTF-8 text (byte 0xff at byte 11)", id="not-utf-8"),
 ])
 @pytest.mark.parametrize("awaited", [False, True], ids=["rewards", "arewards"])
 def test_a_200_the_client_cannot_read_is_a_value_error_naming_the_url(data, said, awaited):
@@ -36,7 +36,7 @@ def test_a_200_the_client_cannot_read_is_a_value_error_naming_the_url(data, said
 
 @pytest.mark.parametrize(("status", "data", "said"), [
     pytest.param(201, b"<html>", "invalid JSON (Expecting value at line 1, column 1)", id="201-html"),
-    pytest.param(203, b'{"items": "\xff"}', "not UTF-8 text", id="203-not-utf-8"),
+    pytest.param(203, b'{"items": "\xff"}', "not UTF-8 text (byte 0xff at byte 11)", id="203-not-utf-8"),
 ])
 def test_another_2xx_the_client_cannot_read_is_said_with_its_own_status(status, data, said):
     # raise_for_status passes any 2xx: a proxy's 201 is no "HTTP 200"
