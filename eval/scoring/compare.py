@@ -779,7 +779,10 @@ def decision(result: Comparison, k: int) -> str:
             return (f"{where}: {comp.run} is {f.verdict} than {result.baseline} (failed verdicts {f.verdict}: {f.b} of "
                     f"the {f.n} items both have a prediction for against {f.a}; no MAE, Spearman or Verdict "
                     f"Confidence call under --n-boot 0; {said})" + _unpredicted(result, k, split) + ".")
-        return f"{where}: no calls (--n-boot 0); {said}" + _unpredicted(result, k, split) + "."
+        # the failures' call is made all the same: an n.s. one is said, not read as no call at all
+        calls = ("no calls (--n-boot 0)" if f is None else
+                 f"no MAE, Spearman or Verdict Confidence call (--n-boot 0); failed verdicts {f.verdict}")
+        return f"{where}: {calls}; {said}" + _unpredicted(result, k, split) + "."
     targets = {name: spearman_target(m) for name, m in zip(result.runs, result.metrics)}
     apart = targets.get(comp.run) != targets.get(result.baseline)
     cells = [(label, block.overall[metric]) for metric, label in _DECIDED

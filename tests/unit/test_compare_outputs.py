@@ -200,6 +200,12 @@ def test_the_decision_is_one_sentence_first_in_compare_md_the_page_and_the_conso
         render_compare_page(result, None)
 
     result = compare([sample_runs / "exact", sample_runs / "lenient"], n_boot=0)
+    # the failed verdicts are called without resamples: their n.s. is said, not read as no call at all
+    assert result.comparisons[0].splits["all"].failures.verdict == "n.s."
+    assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no MAE, Spearman or Verdict Confidence call "
+                                   "(--n-boot 0); failed verdicts n.s.; MAE 0.114 higher for j (lenient) than for "
+                                   "j (exact) on the 297 items both scored.")
+    result.comparisons[0].splits["all"] = replace(result.comparisons[0].splits["all"], failures=None)
     assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no calls (--n-boot 0); MAE 0.114 higher for "
                                    "j (lenient) than for j (exact) on the 297 items both scored.")
 
@@ -215,8 +221,9 @@ def test_the_decision_under_n_boot_0_says_an_equal_mae_as_equal_for_both(sample_
     block = result.comparisons[0].splits["all"]
     equal = {**block.overall, "mae": replace(block.overall["mae"], delta=0.0)}
     result.comparisons[0].splits["all"] = replace(block, overall=equal)
-    assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no calls (--n-boot 0); MAE equal for "
-                                   "j (lenient) and j (exact) on the 297 items both scored.")
+    assert decision(result, 0) == ("Decision on the Zero-Shot + Standard: no MAE, Spearman or Verdict Confidence call "
+                                   "(--n-boot 0); failed verdicts n.s.; MAE equal for j (lenient) and j (exact) on the "
+                                   "297 items both scored.")
 
 
 def test_the_decision_says_where_a_run_is_unfinished(sample_runs, tmp_path):
