@@ -250,13 +250,14 @@ def _is_integer(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value) and value == int(value)
 
 
-def _check_column(reward: str, name: str, column: Any, n: int) -> None:
-    """Refuse a dataset column that holds no value per completion (``n``), naming it."""
+def _check_column(reward: str, name: str, column: Any, n: int, each: str) -> None:
+    """Refuse a dataset column that holds no value per completion (``n``), naming it and what it holds for each
+    (``each``: "one list", "one integer")."""
     sized = (not isinstance(column, (str, bytes, Mapping)) and hasattr(column, "__len__")
              and getattr(column, "ndim", 1) != 0)  # a 0-d array has __len__, which raises
     if not sized or len(column) != n:
         got = len(column) if sized else type(column).__name__
-        raise ValueError(f"{reward}: {name} must be a column with one list per completion ({n}); got {got}")
+        raise ValueError(f"{reward}: {name} must be a column with {each} per completion ({n}); got {got}")
 
 
 def _checked_scales(reward: str, scale_levels: Any, scale_best: Any, n: int, ids: Sequence[Any] | None) -> list[Scale]:
@@ -264,8 +265,8 @@ def _checked_scales(reward: str, scale_levels: Any, scale_best: Any, n: int, ids
     naming ``reward``, the first bad row and its column: a column of another length than the completions, levels
     that are no list of integers, not distinct and ascending, or fewer than two (no span: ``agreement`` would divide
     by 0), a best that is no integer or no end of the levels."""
-    _check_column(reward, "scale_levels", scale_levels, n)
-    _check_column(reward, "scale_best", scale_best, n)
+    _check_column(reward, "scale_levels", scale_levels, n, "one list")
+    _check_column(reward, "scale_best", scale_best, n, "one integer")
     scales: list[Scale] = []
     for i, (levels, best) in enumerate(zip(scale_levels, scale_best)):
         if not _is_list(levels) or not all(_is_integer(level) for level in levels):
@@ -294,7 +295,7 @@ def _checked_references(reference_scores: Any, scale_levels: Sequence[Sequence[i
     list (a bare ``2`` would read as ten references if a string, or fail deep in the reward), a reference that is no
     number, or one that is not a level of the row's ``scale_levels`` (checked by :func:`_checked_scales`; its reward
     would go below 0 or above 1)."""
-    _check_column("agreement_reward", "reference_scores", reference_scores, n)
+    _check_column("agreement_reward", "reference_scores", reference_scores, n, "one list")
     out: list[list[float]] = []
     for i, (references, levels) in enumerate(zip(reference_scores, scale_levels)):
         if references is None:  # a null list cell (Arrow, a JSON null): no reference, as []

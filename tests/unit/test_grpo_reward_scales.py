@@ -54,8 +54,10 @@ def test_levels_or_a_best_that_are_no_integers_are_refused_naming_the_column(lev
 @pytest.mark.parametrize(("levels", "best", "column"), [(None, [1], "scale_levels"), ([[0, 1]], None, "scale_best"),
                                                         ([[0, 1], [0, 1]], [1], "scale_levels")])
 def test_a_missing_column_or_one_of_another_length_is_refused(levels, best, column):
+    # scale_best holds one integer per row, scale_levels one list
+    each = "one list" if column == "scale_levels" else "one integer"
     for said in _both(levels, best):
-        assert f"{column} must be a column with one list per completion (1); got " in said
+        assert f"{column} must be a column with {each} per completion (1); got " in said
 
 
 def test_a_good_scale_pays_as_before():
