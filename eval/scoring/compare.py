@@ -1045,12 +1045,14 @@ def _settings_apart(comp: RunComparison, own: Metrics, result: Comparison) -> li
 
 
 def _minus_ones(metrics: Metrics) -> int | None:
-    """A run's judge ``-1``s on a scale without it, scored or failed (``--judge-minus-one``); None: not counted (a
-    metrics.json written before the count)."""
+    """A run's judge ``-1``s on a scale without it, scored or failed (``--judge-minus-one``), over all its items as a
+    failed run's note counts them: "all" holds the two tests alone, so items of an unknown task type are added from
+    their own split. None: not counted (a metrics.json written before the count)."""
     if metrics.notes is not None and metrics.notes.n_minus_one_failed:
         return metrics.notes.n_minus_one_failed
-    block = metrics.splits.get("all")
-    return None if block is None else block.overall.n_out_of_scale_minus_one
+    counts = [metrics.splits[split].overall.n_out_of_scale_minus_one for split in ("all", "unknown")
+              if split in metrics.splits]
+    return None if not counts or None in counts else sum(counts)
 
 
 #: The validity settings ω, ρ and the ceiling gap and verdict depend on, as compare.md names them: (name, read off a

@@ -83,6 +83,34 @@ def test_compare_says_when_two_runs_made_different_choices(tmp_path, capsys):
     assert "--judge-minus-one" not in (tmp_path / "same" / "compare.md").read_text(encoding="utf-8")
 
 
+def test_compare_counts_the_minus_ones_of_items_of_an_unknown_task_type_too(tmp_path):
+    """The scored run's -1s all on items of a task type the taxonomy does not know (left out of "all", reported on
+    their own), the failed run's judge writing none: the scored run's -1s still make the choices differ."""
+    import dataclasses
+
+    records = [dataclasses.replace(r, task_type="Нет такой задачи") if r.id in ("s0001", "s0156") else r
+               for r in _records()]
+    assert [judge.split_of(r, allow_unknown=True) for r in records].count("unknown") == 2
+    data = tmp_path / "data.jsonl"
+    judge.write_jsonl(records, data)
+    outs = []
+    for name, minus_one_ids, flags in (("scored", {"s0001", "s0156"}, ()),
+                                       ("failed", set(), ("--judge-minus-one", "fail"))):
+        run = tmp_path / name
+        run.mkdir()
+        rows = [_prediction(r, -1 if r.id in minus_one_ids else 1) for r in records]
+        (run / "predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        outs.append(tmp_path / f"{name}-scores")
+        assert main(["score", "--predictions", str(run), "--data", str(data), "--out", str(outs[-1]), "--n-boot", "0",
+                     "--vc-repeats", "5", "--no-plots", *flags]) == 0
+    scored = Metrics.from_json(json.loads((outs[0] / "metrics.json").read_text(encoding="utf-8")))
+    assert scored.splits["unknown"].overall.n_out_of_scale_minus_one == 2
+    assert scored.splits["all"].overall.n_out_of_scale_minus_one == 0
+    assert main(["compare", *map(str, outs), "--n-boot", "0", "--out", str(tmp_path / "cmp")]) == 0
+    said = "j (failed-scores) was scored with --judge-minus-one fail, j (scored-scores) with --judge-minus-one score"
+    assert said in " ".join((tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8").split())
+
+
 def test_an_older_metrics_json_without_the_setting_reads_as_none_and_a_wrong_one_is_refused():
     base = {"n_boot": 0, "seed": 0, "vc_repeats": 1, "ci_level": 0.95}
     assert Settings.from_json(base).judge_minus_one is None
