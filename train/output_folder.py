@@ -95,18 +95,24 @@ def check_resumable(checkpoint: Path) -> None:
     ``Trainer.train(resume_from_checkpoint=...)`` loads ``optimizer.pt`` and ``scheduler.pt`` only when they are
     there: without them (a checkpoint saved with ``save_only_model``, or copied by hand without them) it restarts
     the schedule from its first step and AdamW from zero moments while the step count goes on, silently training
-    neither run's schedule. Under DeepSpeed the optimizer (and the schedule) are in its own ``global_step*`` folder.
+    neither run's schedule. Under DeepSpeed the optimizer is in its own ``global_step*`` folder, and the schedule
+    stays in ``scheduler.pt``: transformers saves it there whenever the DeepSpeed JSON has no ``scheduler`` block (the
+    config refuses one) and loads it unconditionally at a DeepSpeed resume (``Trainer._load_optimizer_and_scheduler``),
+    a FileNotFoundError on every rank after the model has loaded.
 
     Raises:
         ConfigError: naming the checkpoint and what it lacks.
     """
-    if any(p.is_dir() for p in checkpoint.glob("global_step*")):
-        return
-    missing = [name for name in ("optimizer.pt", "scheduler.pt") if not (checkpoint / name).is_file()]
+    deepspeed = any(p.is_dir() for p in checkpoint.glob("global_step*"))
+    wanted = ("scheduler.pt",) if deepspeed else ("optimizer.pt", "scheduler.pt")
+    missing = [name for name in wanted if not (checkpoint / name).is_file()]
     if missing:
+        why = ("beside its DeepSpeed global_step* folder (the learning-rate schedule, which transformers loads from "
+               "there at a DeepSpeed resume): resuming from it would fail on every rank once the model has loaded. "
+               if deepspeed else "(saved with the weights alone, e.g. trainer_args save_only_model): resuming from it "
+               "would restart the learning-rate schedule and the optimizer mid-run. ")
         raise ConfigError(
-            f"--resume: {checkpoint} has no {' or '.join(missing)} (saved with the weights alone, e.g. trainer_args "
-            "save_only_model): resuming from it would restart the learning-rate schedule and the optimizer mid-run. "
+            f"--resume: {checkpoint} has no {' or '.join(missing)} {why}"
             "Start over with --overwrite-output-dir (under judge-train submit, `-- --overwrite-output-dir`), or "
             "train into a fresh --output-dir"
         )

@@ -145,7 +145,7 @@ def test_a_config_after_the_double_dash_is_refused_before_the_queue(tmp_path, su
 
 def _zero_run(tmp_path, ranks: int) -> tuple[Path, Path]:
     """A config training under DeepSpeed ZeRO-3 into tmp_path/run, whose checkpoint-4 a job of ``ranks`` ranks saved:
-    global_step4/ with one optimizer file per rank. Returns the config file and the checkpoint."""
+    global_step4/ with one optimizer file per rank, and scheduler.pt. Returns the config file and the checkpoint."""
     deepspeed = tmp_path / "ds.json"
     deepspeed.write_text('{"zero_optimization": {"stage": 3}}')
     config = tmp_path / "judge.yaml"
@@ -155,6 +155,7 @@ def _zero_run(tmp_path, ranks: int) -> tuple[Path, Path]:
     (checkpoint / "global_step4").mkdir(parents=True)
     (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')
     (checkpoint / "latest").write_text("global_step4")
+    (checkpoint / "scheduler.pt").write_bytes(b"")  # transformers saves the schedule beside global_step4
     for rank in range(ranks):
         (checkpoint / "global_step4" / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"")
     return config, checkpoint

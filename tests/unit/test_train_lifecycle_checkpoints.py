@@ -48,13 +48,19 @@ def test_a_resume_from_a_checkpoint_without_optimizer_and_schedule_is_refused(tm
 
 
 def test_a_deepspeed_checkpoint_keeps_its_optimizer_in_its_global_step_folder(tmp_path):
+    """Under DeepSpeed the optimizer is in global_step*, while the schedule stays in scheduler.pt, which transformers
+    loads unconditionally at a DeepSpeed resume when the DeepSpeed JSON has no scheduler block (the config refuses
+    one): without it the resume is refused naming it, not a FileNotFoundError on every rank after the model loads."""
     from train.output_folder import check_resumable
 
     checkpoint = tmp_path / "checkpoint-4"
     (checkpoint / "global_step4").mkdir(parents=True)
-    check_resumable(checkpoint)  # no error
+    with pytest.raises(ConfigError, match=r"checkpoint-4 has no scheduler.pt beside its DeepSpeed global_step\*"):
+        check_resumable(checkpoint)
+    (checkpoint / "scheduler.pt").write_bytes(b"")
+    check_resumable(checkpoint)  # no error: no optimizer.pt needed beside global_step4
     (checkpoint / "global_step4").rmdir()
-    with pytest.raises(ConfigError, match="checkpoint-4 has no optimizer.pt or scheduler.pt"):
+    with pytest.raises(ConfigError, match="checkpoint-4 has no optimizer.pt "):
         check_resumable(checkpoint)
 
 

@@ -341,8 +341,7 @@ def _zero_checkpoint(folder, config, *, ranks, launch_world_size):
     from train.provenance import update_run_json
 
     checkpoint = _earlier_run(folder, config)
-    for name in ("optimizer.pt", "scheduler.pt"):  # under DeepSpeed the optimizer is in global_step*
-        (checkpoint / name).unlink()
+    (checkpoint / "optimizer.pt").unlink()  # under DeepSpeed the optimizer is in global_step*, the schedule stays
     (checkpoint / "global_step4").mkdir()
     (checkpoint / "latest").write_text("global_step4", encoding="utf-8")
     for rank in range(ranks):
