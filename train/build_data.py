@@ -35,7 +35,7 @@ The seq2seq target is ``judge.render_target(feedback, score)`` with the verdict'
 carries ``judge.render_rationale_target(feedback)`` and, as its label, the record's ``criteria_score`` (mean over
 experts, or the teacher's score) or, with ``score_target="expert"``, the verdict's own score.
 
-Why one module of ~660 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
+Why one module of ~700 lines: the rules that drop a verdict, the report that counts each drop, and ``build-data``,
 which prints that report and refuses what no recipe could train on, are one path; the recipes' data step
 (``rows_for_config``) and ``judge-train run``'s early check take the same rules from here.
 """
@@ -448,7 +448,9 @@ def drop_long_examples(config, report: BuildReport, rows: list[dict], examples: 
     ``drop_too_long`` counts a special-token string in a row's text as one token; in the ids a recipe trains
     (judge-serve's, ``judge.chat_tokens.chat_ids``) it is its characters' tokens, so such a row can be longer than
     counted, and no collator cuts it. The drops are counted with the training rows' (``validation``: the validation
-    rows') other drops, before the report is recorded.
+    rows') other drops, before the report is recorded. Validation rows held out of ``config.data`` were counted in
+    ``report.n_rows`` too, and leave it with their drop, so that ``n_rows`` stays the training rows, those
+    ``max_rows`` cut and those held out (``eval_data``'s rows never were in it).
 
     Raises:
         ConfigError: no training row is left.
@@ -464,6 +466,8 @@ def drop_long_examples(config, report: BuildReport, rows: list[dict], examples: 
         elif report.eval is not None:
             report.eval["dropped"]["too_long"] = report.eval["dropped"].get("too_long", 0) + n_long
             report.eval["n_rows"] -= n_long
+            if report.eval["source"] != config.eval_data:  # held out of data (count_held_out names no file then)
+                report.n_rows -= n_long
     if not validation and not kept:
         from train.config import ConfigError
 

@@ -122,3 +122,31 @@ def test_the_data_report_counts_every_row_built(qwen_tokenizer):
     assert data["eval"]["source"] == "sample" and data["eval"]["n_rows"] == len(held_out)
     assert data["eval"]["dropped"]["too_long"] > 0 and data["eval"]["dropped"]["zero_shot"] > 0
     assert data["eval"]["n_verdicts"] == data["eval"]["n_rows"] + sum(data["eval"]["dropped"].values())
+
+
+@pytest.mark.parametrize("eval_data", [None, "sample"])
+def test_the_data_report_still_adds_up_once_a_validation_row_is_too_long_in_its_trained_ids(qwen_tokenizer,
+                                                                                              eval_data):
+    """drop_long_examples drops a validation row over max_length in the ids the recipe trains: one held out of data
+    leaves n_rows with it (n_rows = n_train + cut_by_max_rows + eval.n_rows), while eval_data's rows were never in
+    n_rows and leave eval.n_rows alone."""
+    import dataclasses
+
+    from train.build_data import drop_long_examples, rows_for_config
+    from train.config import load_config
+
+    tiny = load_config("configs/train/tiny/seq2seq.yaml")  # sample data, max_length 256
+    config = dataclasses.replace(tiny, eval_fraction=0.0 if eval_data else 0.3, eval_data=eval_data, max_rows=2)
+    train, held_out, report = rows_for_config(config, qwen_tokenizer)
+    n_rows, n_eval = report.n_rows, report.eval["n_rows"]
+    assert len(held_out) > 1
+    fits, too_long = {"input_ids": [0] * config.max_length}, {"input_ids": [0] * (config.max_length + 1)}
+    drop_long_examples(config, report, train, [fits] * len(train))
+    held_out, _ = drop_long_examples(config, report, held_out, [too_long] + [fits] * (len(held_out) - 1),
+                                     validation=True)  # fmt: skip
+    data = report.to_dict()
+    assert data["eval"]["n_rows"] == len(held_out) == n_eval - 1 and data["eval"]["dropped"]["too_long"] >= 1
+    if eval_data is None:
+        assert data["n_rows"] == n_rows - 1 == len(train) + data["cut_by_max_rows"] + data["eval"]["n_rows"]
+    else:
+        assert data["n_rows"] == n_rows == len(train) + data["cut_by_max_rows"]
