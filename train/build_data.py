@@ -150,6 +150,20 @@ class BuildReport:
             self.eval = {"source": f"held out of data by {self.validation_split} (eval_fraction "
                                    f"{config.eval_fraction})", "n_rows": len(held_out), "dropped": {}}
 
+    def count_shared_instructions(self, config, train: Sequence[dict[str, Any]],
+                                  held_out: Sequence[dict[str, Any]]) -> None:  # fmt: skip
+        """Record in ``eval`` how many validation rows from ``config.eval_data`` share their instruction with the
+        training rows (``n_rows_sharing_instructions``), and warn when any do; every recipe that reads an
+        ``eval_data`` calls it once its training rows are final."""
+        trained = {row["instruction_id"] for row in train}
+        shared = sum(row["instruction_id"] in trained for row in held_out)
+        self.eval["n_rows_sharing_instructions"] = shared
+        if shared:
+            # Warned, not refused: a user may mean it; its validation loss then measures memory as much as judging.
+            logger.warning("eval_data %s: %d of its %d rows share their instruction with training rows of %s: the "
+                           "validation loss and the best checkpoint partly measure memory", config.eval_data, shared,
+                           len(held_out), config.data)  # fmt: skip
+
     def cut_to_max_rows(self, train: list[dict[str, Any]], max_rows: int | None) -> list[dict[str, Any]]:
         """The first ``max_rows`` training rows, counting the rest in ``cut_by_max_rows``."""
         kept = train if max_rows is None else train[:max_rows]
@@ -523,14 +537,7 @@ def rows_for_config(config, tokenizer, text_of: Callable[[dict[str, Any]], str] 
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)
     if eval_report is not None:
-        trained = {row["instruction_id"] for row in train}
-        shared = sum(row["instruction_id"] in trained for row in held_out)
-        report.eval["n_rows_sharing_instructions"] = shared
-        if shared:
-            # Warned, not refused: a user may mean it; its validation loss then measures memory as much as judging.
-            logger.warning("eval_data %s: %d of its %d rows share their instruction with training rows of %s: the "
-                           "validation loss and the best checkpoint partly measure memory", config.eval_data, shared,
-                           len(held_out), config.data)  # fmt: skip
+        report.count_shared_instructions(config, train, held_out)
     if not train:
         # ConfigError: a data/config choice (judge-train exits 2 with this line), not a failure of the run.
         from train.config import ConfigError

@@ -534,6 +534,8 @@ def integer_rows_for_config(config: Seq2SeqConfig, tokenizer) -> tuple[list[dict
         train, held_out = build_data.split_rows(rows, config.eval_fraction, report.validation_split)
     report.count_held_out(config, held_out, eval_report)
     train = report.cut_to_max_rows(train, config.max_rows)
+    if eval_report is not None:
+        report.count_shared_instructions(config, train, held_out)
     # the rows integer_rows counted are before the length and max_rows cuts: what is trained on is said here
     logger.info("integer-format training data: %s; %s", report.summary(), report.rows_line(train, held_out,
                                                                                           config.max_rows))

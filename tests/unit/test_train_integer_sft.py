@@ -461,6 +461,32 @@ def test_an_eval_data_of_traces_is_read_once(tmp_path, qwen3_tokenizer, caplog):
     assert sum(message.startswith(f"{traces}: 8 rows -> ") for message in messages) == 1, messages
 
 
+def test_eval_traces_sharing_instructions_with_the_training_traces_are_warned_and_counted(tmp_path, qwen3_tokenizer,
+                                                                                           caplog):
+    """The integer format's eval_data of traces is counted as the tagged format's eval_data is: how many of its rows
+    share an instruction with training rows (eval.n_rows_sharing_instructions in run.json's data report), warned."""
+    import dataclasses
+    import logging
+
+    from train.config import load_config
+    from train.seq2seq import integer_rows_for_config
+
+    traces, eval_traces = tmp_path / "traces.jsonl", tmp_path / "eval-traces.jsonl"
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}", instruction=f"Исправь ошибки в тексте {k}.")
+                       for k in range(8)], traces)
+    # items of their own, three of them under instructions the training traces have
+    judge.write_jsonl([trace_record(id=f"item-{k}#0", item_id=f"item-{k}",
+                                    instruction=f"Исправь ошибки в тексте {k % 100 if k < 103 else k}.")
+                       for k in range(100, 106)], eval_traces)
+    config = dataclasses.replace(load_config("configs/train/tiny/seq2seq.yaml"), verdict_format="integer",
+                                 data=str(traces), eval_data=str(eval_traces), eval_fraction=0.0, max_rows=None)
+    with caplog.at_level(logging.WARNING, logger="train"):
+        train, held_out, report = integer_rows_for_config(config, qwen3_tokenizer)
+    assert (len(train), len(held_out)) == (8, 6)
+    assert report.to_dict()["eval"]["n_rows_sharing_instructions"] == 3
+    assert f"eval_data {eval_traces}: 3 of its 6 rows share their instruction with training rows" in caplog.text
+
+
 def test_a_reasoning_not_in_russian_is_dropped_as_build_data_drops_a_rationale(qwen3_tokenizer, tmp_path):
     """build-data drops a tagged rationale with fewer than min_russian_share of its letters Cyrillic (not_russian);
     the same text as a trace's reasoning trained an English-reasoning judge. It is dropped the same way (build-data's
