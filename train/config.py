@@ -43,6 +43,7 @@ __all__ = [
     "GRPORecipeConfig",
     "GRPO_RECIPE_ARGUMENTS",
     "SEQ2SEQ_RECIPE_ARGUMENTS",
+    "agreement_rule_problem",
     "REGRESSION_RECIPE_ARGUMENTS",
     "CLASSIFIER_RECIPE_ARGUMENTS",
     "GRPO_TRAINER_ARG_CHOICES",
@@ -505,6 +506,19 @@ CLASSIFIER_RECIPE_ARGUMENTS: dict[str, str] = {
 }
 
 
+def agreement_rule_problem(key: str, value: Any) -> str | None:
+    """What ``value`` must be to be the integer format's ``key`` (``agreement``, ``tolerance`` or ``no_unique_mode``
+    of the traces stage's rule), as "must be ...", or None when it is one. One rule for the config's fields, the
+    stage's ``summary.json`` and a row's own (``train.seq2seq.traces_agreement``)."""
+    if key == "agreement":
+        return None if value in ("mode", "median", "mean") else "must be 'mode', 'median' or 'mean'"
+    if key == "no_unique_mode":
+        return None if value in ("skip", "any") else "must be 'skip' or 'any'"
+    # a negative or NaN tolerance compares false with every distance: every trace would be dropped as disagrees
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if number and math.isfinite(value) and value >= 0 else "must be a number of points, 0 or more"
+
+
 @dataclass
 class Seq2SeqConfig(TrainConfig):
     """The generating judge: prompt -> ``[FEEDBACK] rationale [RESULT] score [END]`` (trl SFTTrainer)."""
@@ -556,13 +570,10 @@ class Seq2SeqConfig(TrainConfig):
             raise ConfigError(f"verdict_format must be 'tagged' or 'integer', got {self.verdict_format!r}")
         if self.missing_reasoning not in ("refuse", "drop"):
             raise ConfigError(f"missing_reasoning must be 'refuse' or 'drop', got {self.missing_reasoning!r}")
-        if self.agreement not in (None, "mode", "median", "mean"):
-            raise ConfigError(f"agreement must be 'mode', 'median' or 'mean' (or null), got {self.agreement!r}")
-        if self.tolerance is not None and self.tolerance < 0:
-            raise ConfigError(f"tolerance must not be negative, got {self.tolerance}")
-        if self.no_unique_mode not in (None, "skip", "any"):
-            raise ConfigError(f"no_unique_mode must be 'skip' or 'any' (or null) for the seq2seq recipe, got "
-                              f"{self.no_unique_mode!r}")
+        for key in ("agreement", "tolerance", "no_unique_mode"):
+            value = getattr(self, key)
+            if value is not None and (must := agreement_rule_problem(key, value)) is not None:
+                raise ConfigError(f"{key} {must} (or null) for the seq2seq recipe, got {value!r}")
         # trl's SFTTrainer computes the loss through its fused LM head, which multiplies the hidden states by
         # lm_head.weight directly (trl/trainer/utils.py, add_fused_lm_head): an adapter there would never train, and
         # SFTTrainer.__init__ refuses it, but only after the run folder, run.json and the loaded base.

@@ -25,7 +25,7 @@ integer. Its rows come from the reasoning traces of ``judge-train data traces`` 
 manifest says ``verdict_format: integer`` and records the lengths it was trained within (``trained_lengths``), so
 that judge-serve gives it room to reason.
 
-Why one module of ~670 lines: it is the whole recipe of both verdict formats, which share one trainer and one
+Why one module of ~680 lines: it is the whole recipe of both verdict formats, which share one trainer and one
 tokenization (``sft_examples``, with the chat templates whose text each format repairs); what the integer format
 adds (its rows from reasoning traces and the rules that keep a trace, ~250 lines) is read with the step that trains
 on it.
@@ -43,7 +43,7 @@ import judge
 from judge.checkpoints import TrainedLengths
 from judge.rewards import prompt_opens_reasoning
 from judge.verdicts import bare_answer, gives_reasons, has_think_tag
-from train.config import ConfigError, Seq2SeqConfig, zero_shot_split
+from train.config import ConfigError, Seq2SeqConfig, agreement_rule_problem, zero_shot_split
 from train.provenance import RunResult
 from train.recipe_data import TrainingData, recorded_datasets
 from train.recipe_steps import labelled_positions_only_on_cpu
@@ -248,7 +248,11 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
     (``train.synthetic.config.TracesConfig``: the experts' mode exactly, items with several modes left out). A stage
     run with ``--tolerance 1`` kept traces one point off; its traces.jsonl trains with that tolerance, not with the
     default's. Rows the stage writes now carry their own ``tolerance`` and ``agreement``, which win over these
-    (``integer_rows``): the summary is for rows written before they did."""
+    (``integer_rows``): the summary is for rows written before they did.
+
+    Raises:
+        ConfigError: a setting in the summary that the config would refuse for the same key
+            (``train.config.agreement_rule_problem``), naming the file, the key and the value."""
     import json
     from pathlib import Path
 
@@ -274,6 +278,9 @@ def traces_agreement(source: str | None) -> dict[str, Any]:
         return settings
     for key in settings:
         if key in written:
+            if (must := agreement_rule_problem(key, written[key])) is not None:
+                raise ConfigError(f"{summary}: {key} {must}, got {written[key]!r}; the traces stage records there "
+                                  "the rule its traces were kept by: correct it to that rule")
             settings[key] = written[key]
     return settings
 
@@ -295,11 +302,10 @@ def _row_rule(record, rule: dict[str, Any]) -> dict[str, Any]:
     be; a row written before rows carried them, or any other record, goes by ``rule``."""
     own = dict(rule)
     tolerance = record.extra.get("tolerance")
-    if (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
-            and math.isfinite(tolerance) and tolerance >= 0):  # fmt: skip
+    if "tolerance" in record.extra and agreement_rule_problem("tolerance", tolerance) is None:
         own["tolerance"] = float(tolerance)
-    if record.extra.get("agreement") in ("mode", "median", "mean"):  # experts_reference's
-        own["agreement"] = record.extra["agreement"]
+    if "agreement" in record.extra and agreement_rule_problem("agreement", record.extra["agreement"]) is None:
+        own["agreement"] = record.extra["agreement"]  # experts_reference's
     return own
 
 
@@ -375,6 +381,7 @@ def integer_rows(records, *, zero_shot: str = "refuse", missing_reasoning: str =
     Raises:
         judge.RecordError: with ``missing_reasoning="refuse"``, the first record without a reasoning or a score,
             naming its source row and id. judge.LeakageError: Zero-Shot records with ``zero_shot="refuse"``.
+            ConfigError: a setting of the traces stage's summary.json the config would refuse (``traces_agreement``).
     """
     from train.build_data import BuildReport, russian_share, zero_shot_records
 

@@ -297,6 +297,37 @@ def test_agreement_follows_the_traces_stage_settings_it_was_run_with(tmp_path):
     assert [row["id"] for row in rows] == ["c#0"] and dict(report.dropped) == {"disagrees": 2}
 
 
+@pytest.mark.parametrize("key, value, must", [
+    ("tolerance", "one", "must be a number of points, 0 or more"),  # a ValueError traceback from judge-train run
+    ("tolerance", -1, "must be a number of points, 0 or more"),  # every trace dropped as disagrees
+    ("tolerance", float("nan"), "must be a number of points, 0 or more"),
+    ("agreement", "majority", "must be 'mode', 'median' or 'mean'"),
+    ("no_unique_mode", "drop", "must be 'skip' or 'any'"),  # judged as 'any'
+])  # fmt: skip
+def test_a_traces_summary_setting_the_config_would_refuse_is_refused_naming_the_file(tmp_path, key, value, must):
+    """The traces stage's summary.json is held to the rule the config's own agreement, tolerance and no_unique_mode
+    are: a value the config refuses is a ConfigError naming the file, the key and the value, before any row is
+    judged by it."""
+    import json
+
+    from train.config import ConfigError, load_config
+    from train.seq2seq import traces_agreement
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    summary = {"stage": "traces", "agreement": "mode", "tolerance": 1.0, "no_unique_mode": "skip", key: value}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    said = f"{folder / 'summary.json'}: {key} {must}"
+    with pytest.raises(ConfigError) as refused:
+        traces_agreement(str(folder / "traces.jsonl"))
+    assert str(refused.value).startswith(said) and f"got {value!r}" in str(refused.value)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        integer_rows([trace_record()], source=str(folder / "traces.jsonl"))
+    # the config's own field refuses the same value (its text is no number at all, its NaN no finite one)
+    with pytest.raises(ConfigError, match=f"{key}:? (must|expected a number)"):
+        load_config("configs/train/tiny/seq2seq.yaml", {key: value})
+
+
 def test_zero_shot_traces_are_refused_as_build_data_refuses_them():
     """A trace of a Zero-Shot task type is refused by default (judge.LeakageError with build-data's hint), left out
     and counted with zero_shot: drop."""
@@ -354,7 +385,7 @@ def test_the_agreement_rule_for_your_own_records_is_set_from_the_config(tmp_path
     assert trained(no_unique_mode="any") == (["b#0"], {"disagrees": 3})
     assert trained(agreement="median", tolerance=0.5) == (["c#0"], {"disagrees": 3})
     for bad, message in (({"agreement": "majority"}, "agreement must be 'mode', 'median' or 'mean'"),
-                         ({"tolerance": -1.0}, "tolerance must not be negative"),
+                         ({"tolerance": -1.0}, "tolerance must be a number of points, 0 or more"),
                          ({"no_unique_mode": "drop"}, "no_unique_mode must be 'skip' or 'any'")):
         with pytest.raises(ConfigError, match=message):
             load_config("configs/train/tiny/seq2seq.yaml", bad)
